@@ -1,0 +1,496 @@
+/*
+ * flashstock.h -- the public interface of the flashstock inventory engine.
+ *
+ * flashstock keeps flash-sale stock, per-user limits, one-time tokens,
+ * orders, request ids and leased locks in one POSIX shared-memory segment.
+ * Application processes on the same machine attach to the segment and place
+ * orders directly, lock-free, without a network round trip.
+ *
+ * Divisions of this header:
+ *   1. Result codes            flash_strerror()
+ *   2. Segments                flash_seg_create(), flash_seg_destroy()
+ *   3. Handles                 flash_open(), flash_close(), flash_recover()
+ *   4. Catalog                 flash_activity_add(), flash_sku_add()
+ *   5. Orders                  flash_order(), flash_cancel(), flash_restock()
+ *   6. Tokens                  flash_token_issue(), flash_token_redeem()
+ *   7. Leased locks            flash_lock_acquire(), _renew(), _release()
+ *   8. Reading state           flash_sku_get(), flash_order_get(), flash_stats_get(), ...
+ *   9. Records                 flash_record, flash_ring_drain()
+ *
+ * Caveats (read these first)
+ * --------------------------
+ *  - A handle (flash_t) belongs to the thread that opened it.  Each thread
+ *    that places orders opens its own handle: a handle owns one slot of the
+ *    segment's process table, one journal and one record ring, and all three
+ *    are single-writer.  Handles are cheap; the number of handles attached at
+ *    once is bounded by the segment's `max_procs`.
+ *  - A handle is not usable after fork().  Every call made on a handle from a
+ *    process other than the one that opened it returns FLASH_EFORK and changes
+ *    nothing; the child opens its own handle.
+ *  - A process may die at any instruction.  The operations it had in flight
+ *    are rolled back (or, past their commit point, forward) by flash_recover(),
+ *    which every flash_open() also runs.  Units, quota and tokens held by a
+ *    dead operation return exactly once.
+ *  - Every call returns 0 (FLASH_OK) or a negative FLASH_E* code; there is no
+ *    global errno.  Output parameters are written only on success unless the
+ *    function says otherwise.
+ *  - Times: activity windows are CLOCK_REALTIME nanoseconds since the epoch;
+ *    token TTLs and lock leases are measured on CLOCK_MONOTONIC and carry their
+ *    unit in the parameter name.
+ */
+#ifndef FLASHSTOCK_H
+#define FLASHSTOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FLASH_VERSION_MAJOR 0
+#define FLASH_VERSION_MINOR 1
+
+/* ------------------------------------------------------------------------
+ * 1. Result codes
+ * ------------------------------------------------------------------------ */
+
+#define FLASH_OK               0   /* success */
+#define FLASH_ESOLD_OUT       -1   /* not enough stock for this quantity */
+#define FLASH_ELIMIT          -2   /* the user holds the activity's limit already */
+#define FLASH_ENOT_STARTED    -3   /* the activity's window has not opened */
+#define FLASH_EENDED          -4   /* the activity's window has closed */
+#define FLASH_ENOT_FOUND      -5   /* unknown activity, sku, order or lock */
+#define FLASH_EBAD_TOKEN      -6   /* token missing, unknown, expired, reused or for other goods */
+#define FLASH_EDUPLICATE      -7   /* request id seen before; the first outcome is returned */
+#define FLASH_EFULL           -8   /* a fixed-capacity table of the segment is full */
+#define FLASH_EINVAL          -9   /* bad argument (NULL, zero quantity, bad option, ...) */
+#define FLASH_EDURABILITY    -10   /* the WAL failed; nothing more is acknowledged */
+#define FLASH_EEXIST         -11   /* segment, activity or sku already exists */
+#define FLASH_ENOSEG         -12   /* no segment of that name */
+#define FLASH_EOWNER         -13   /* attach: segment owned by another user */
+#define FLASH_EMODE          -14   /* attach: segment mode is not 0600/0660 */
+#define FLASH_ESIZE          -15   /* attach: segment size differs from its header */
+#define FLASH_EMAGIC         -16   /* attach: not a flashstock segment */
+#define FLASH_EVERSION       -17   /* attach: layout version not supported */
+#define FLASH_ECHECKSUM      -18   /* attach: header checksum mismatch */
+#define FLASH_ELAYOUT        -19   /* attach: region table out of bounds or overlapping */
+#define FLASH_ECORRUPT       -20   /* an index read from the segment is out of bounds */
+#define FLASH_EREADONLY      -21   /* write call on a read-only handle */
+#define FLASH_EFORK          -22   /* handle used in a process other than its opener */
+#define FLASH_ECANCELLED     -23   /* order already cancelled: no units returned */
+#define FLASH_ELOCKED        -24   /* lock held by another live owner */
+#define FLASH_ENOT_OWNER     -25   /* lock renew/release by a caller that does not hold it */
+#define FLASH_EBUSY          -26   /* record ring full (no consumer) or request in flight */
+#define FLASH_ENOPROC        -27   /* process table full: too many open handles */
+#define FLASH_EPERM          -28   /* the operating system refused access */
+#define FLASH_ENOMEM         -29   /* out of memory (segment too large for /dev/shm?) */
+#define FLASH_ESYS           -30   /* another system call failure */
+
+/**
+ * Describe a result code.
+ * @param[in] rc  a value returned by any flash_* call
+ * @return a static, NUL-terminated string; never NULL (unknown codes give
+ *         "unknown result code").
+ */
+const char *flash_strerror(int rc);
+
+/**
+ * The symbolic name of a result code ("FLASH_ESOLD_OUT"), for logs and JSON.
+ * @return a static string; "FLASH_E?" for an unknown code.
+ */
+const char *flash_rcname(int rc);
+
+/* ------------------------------------------------------------------------
+ * 2. Segments
+ * ------------------------------------------------------------------------ */
+
+/** Durability of acknowledgements (the WAL daemon gives them meaning). */
+enum flash_durability {
+	FLASH_DURABILITY_ASYNC = 0,  /* acknowledge at once; the WAL trails */
+	FLASH_DURABILITY_SYNC  = 1   /* acknowledge after the record is fdatasync'd */
+};
+
+/** Capacities and permissions of a new segment.  Start from flash_seg_opts_default(). */
+struct flash_seg_opts {
+	uint32_t max_activities;  /* catalog: activities */
+	uint32_t max_skus;        /* catalog: (activity, sku) pairs */
+	uint32_t max_shards;      /* stock slots over all skus */
+	uint32_t max_users;       /* per-user limit entries (one per held limit slot) */
+	uint32_t max_tokens;      /* live + recently used tokens */
+	uint32_t max_orders;      /* order records */
+	uint32_t max_requests;    /* request ids remembered */
+	uint32_t max_locks;       /* leased lock names */
+	uint32_t max_procs;       /* handles attached at once */
+	uint32_t ring_records;    /* records per handle ring (power of two) */
+	uint32_t mode;            /* 0600 (default) or 0660 */
+	int64_t  gid;             /* group for mode 0660; -1 keeps the creator's */
+	uint32_t durability;      /* enum flash_durability */
+};
+
+/** Fill @p o with the defaults (sizes fit the demo; about 200 MiB of shm). */
+void flash_seg_opts_default(struct flash_seg_opts *o);
+
+/**
+ * Create a segment.  The object is created with O_EXCL (a name collision fails,
+ * never reuses), then fchmod'ed to exactly o->mode whatever the umask.
+ * @param[in] name  POSIX shm name, "/flash-x" or "flash-x" (1..200 chars, no '/' inside)
+ * @param[in] o     options; NULL means the defaults
+ * @return FLASH_OK; FLASH_EINVAL (bad name, capacity 0 or too large, ring not a
+ *         power of two, mode not 0600/0660); FLASH_EEXIST (name taken);
+ *         FLASH_EPERM; FLASH_ENOMEM (ftruncate/mmap failed); FLASH_ESYS.
+ * @note Safe from any process; creates nothing on failure.
+ */
+int flash_seg_create(const char *name, const struct flash_seg_opts *o);
+
+/**
+ * Remove the segment's name (shm_unlink).  Attached handles keep working on
+ * the old mapping until they close.
+ * @return FLASH_OK; FLASH_EINVAL (bad name); FLASH_ENOSEG; FLASH_EPERM; FLASH_ESYS.
+ */
+int flash_seg_destroy(const char *name);
+
+/* ------------------------------------------------------------------------
+ * 3. Handles
+ * ------------------------------------------------------------------------ */
+
+typedef struct flash flash_t;
+
+#define FLASH_RDONLY  0x1u  /* map read-only; for monitors.  No slot is taken. */
+
+/**
+ * Attach to a segment.  Validates, in this order, and fails with a distinct
+ * code for each: the object exists (FLASH_ENOSEG), its owner is this user
+ * (FLASH_EOWNER), its mode is exactly 0600 or 0660 (FLASH_EMODE), its size is
+ * at least a header (FLASH_ESIZE), magic (FLASH_EMAGIC), layout version
+ * (FLASH_EVERSION), header checksum (FLASH_ECHECKSUM), size equals the
+ * header's (FLASH_ESIZE), region table in bounds and disjoint (FLASH_ELAYOUT).
+ * A writable handle then claims a process-table slot (FLASH_ENOPROC when
+ * full) and runs flash_recover() once.
+ * @param[in]  name   segment name
+ * @param[in]  flags  0 or FLASH_RDONLY
+ * @param[out] out    the handle
+ * @return FLASH_OK or one of the codes above; FLASH_EINVAL for NULL or bad
+ *         flags; FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
+ * @note The handle is for the calling thread only and not for a forked child.
+ */
+int flash_open(const char *name, unsigned flags, flash_t **out);
+
+/**
+ * Detach: wait for nothing, release the process-table slot, unmap.
+ * Records still in the handle's ring stay there for the consumer.
+ * @return FLASH_OK; FLASH_EINVAL (NULL); FLASH_EFORK (from a forked child:
+ *         the mapping is released but the parent's slot is left alone).
+ */
+int flash_close(flash_t *h);
+
+/**
+ * Find handles whose process has died and finish their in-flight operations:
+ * roll back those that had not reached their commit point (stock, quota,
+ * token and request id return exactly once) and roll forward those that had.
+ * Safe to run from any number of processes at once; a recovery interrupted by
+ * its own death is finished by the next one.
+ * @param[out] recovered  number of dead handles recovered (may be NULL)
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ */
+int flash_recover(flash_t *h, uint32_t *recovered);
+
+/** This handle's slot in the process table (for logs and tests). */
+int flash_slot(const flash_t *h);
+
+/* ------------------------------------------------------------------------
+ * 4. Catalog
+ * ------------------------------------------------------------------------ */
+
+/** How a per-user limit is counted. */
+enum flash_scope {
+	FLASH_SCOPE_ACTIVITY = 0,  /* K orders per (activity, user) */
+	FLASH_SCOPE_SKU      = 1,  /* K orders per (activity, sku, user) */
+	FLASH_SCOPE_DAY      = 2   /* K orders per (activity, user, business day) */
+};
+
+#define FLASH_ACT_CANCEL_RETURNS_QUOTA 0x1u  /* a cancel frees the user's limit slot */
+#define FLASH_ACT_TOKEN_REQUIRED       0x2u  /* an order must redeem a token */
+
+#define FLASH_LIMIT_MAX 64u                  /* largest per-user limit K */
+
+struct flash_activity {
+	uint32_t id;              /* nonzero, caller-chosen */
+	uint32_t limit_per_user;  /* K, 1..FLASH_LIMIT_MAX */
+	uint32_t max_qty;         /* largest quantity of one order, >= 1 */
+	uint32_t scope;           /* enum flash_scope */
+	uint32_t flags;           /* FLASH_ACT_* */
+	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400) */
+	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
+	int64_t  end_ns;          /* window closes; > start_ns */
+};
+
+/**
+ * Add an activity to the catalog.
+ * @return FLASH_OK; FLASH_EINVAL (NULL, id 0, K out of range, max_qty 0,
+ *         scope or flags unknown, end <= start); FLASH_EEXIST (id taken);
+ *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
+ * @note Lock-free; may run while orders are placed.
+ */
+int flash_activity_add(flash_t *h, const struct flash_activity *a);
+
+#define FLASH_SHARDS_MAX 16u
+
+/**
+ * Add a sku with @p units of stock to an activity, split over @p shards stock
+ * slots (1..FLASH_SHARDS_MAX; use several for one very hot sku).  An empty
+ * shard borrows from the others, so sharding never sells out early.
+ * @return FLASH_OK; FLASH_EINVAL (sku 0, shards out of range, units above
+ *         2^40); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
+ *         or shards); FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                  uint64_t units, uint32_t shards);
+
+/* ------------------------------------------------------------------------
+ * 5. Orders
+ * ------------------------------------------------------------------------ */
+
+struct flash_order_req {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint64_t user_id;     /* nonzero */
+	uint32_t qty;         /* 1..activity max_qty */
+	uint32_t _reserved;   /* zero */
+	uint64_t token;       /* 0 = none; required when the activity says so */
+	uint64_t request_id;  /* 0 = none; else a retry returns the first outcome */
+};
+
+struct flash_order_res {
+	uint64_t order_no;    /* set when the (first) outcome is FLASH_OK */
+	int32_t  first_rc;    /* with FLASH_EDUPLICATE: the first outcome */
+	uint32_t limit_slot;  /* which of the user's K slots the order holds (1..K) */
+	uint64_t lsn;         /* ring position of the order's record (for sync waits) */
+};
+
+/**
+ * Place an order: redeem the token (if any) -> check the activity window ->
+ * reserve one of the user's K limit slots -> deduct qty by CAS -> write the
+ * order record and emit it to the handle's ring -> acknowledge.  A failure at
+ * any step undoes the earlier steps before returning (a redeemed token stays
+ * redeemed, as with GETDEL: a rejected order burns its token).
+ * @param[in]  h    writable handle
+ * @param[in]  r    the request
+ * @param[out] res  outcome details (may be NULL)
+ * @return FLASH_OK; FLASH_EINVAL (NULL h/r, user 0, qty 0 or above max_qty,
+ *         reserved field set); FLASH_ENOT_FOUND (activity or sku);
+ *         FLASH_EBAD_TOKEN; FLASH_ENOT_STARTED; FLASH_EENDED; FLASH_ELIMIT;
+ *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
+ *         res->order_no); FLASH_EFULL (user, order or request table);
+ *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ * @note Lock-free: a stalled process never blocks another's order.
+ */
+int flash_order(flash_t *h, const struct flash_order_req *r,
+                struct flash_order_res *res);
+
+/**
+ * Cancel an order by number; its units return to stock exactly once, and the
+ * user's limit slot too if the activity says so.
+ * @param[out] units_returned  units given back (may be NULL)
+ * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
+ *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ */
+int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+
+/**
+ * Adjust a sku's stock by @p delta units: positive restocks, negative removes
+ * unsold units (never below zero available).
+ * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
+ *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
+ *         FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
+
+/* ------------------------------------------------------------------------
+ * 6. Tokens
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Issue a one-time token for (activity, sku, user), valid for @p ttl_ms.
+ * A user may hold several live tokens.  Expired and used tokens are reclaimed
+ * lazily by later issues; nothing sweeps in the order path.
+ * @param[out] token  nonzero, unpredictable, never issued twice per segment
+ * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
+ *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                      uint64_t user_id, uint32_t ttl_ms, uint64_t *token);
+
+/**
+ * Redeem a token outside the order path: succeeds once (GETDEL semantics).
+ * @return FLASH_OK; FLASH_EBAD_TOKEN (unknown, expired, used, or for another
+ *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                       uint64_t user_id, uint64_t token);
+
+/* ------------------------------------------------------------------------
+ * 7. Leased locks
+ * ------------------------------------------------------------------------ */
+
+#define FLASH_LOCK_NAME_MAX 47u
+
+/**
+ * Acquire lock @p name for @p owner (a caller-chosen nonzero value, like the
+ * random value of a Redis lock) for @p lease_ms.  Granted if the lock is
+ * free, its lease has expired, or its holder's process is dead.
+ * @param[out] fence  fencing token: strictly greater than every earlier grant
+ *                    of this name
+ * @return FLASH_OK; FLASH_ELOCKED (held by another live owner); FLASH_EINVAL
+ *         (NULL, empty or too long name, owner 0, lease_ms 0); FLASH_EFULL;
+ *         FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
+                       uint32_t lease_ms, uint64_t *fence);
+
+/**
+ * Extend the lease to now + @p lease_ms, only for the holder.
+ * @return FLASH_OK; FLASH_ENOT_OWNER (not held by this owner, or its lease
+ *         expired); FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms);
+
+/**
+ * Release, only for the holder (compare-owner-and-delete).
+ * @return FLASH_OK; FLASH_ENOT_OWNER; FLASH_ENOT_FOUND; FLASH_EINVAL;
+ *         FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_lock_release(flash_t *h, const char *name, uint64_t owner);
+
+/* ------------------------------------------------------------------------
+ * 8. Reading state (any handle, read-only ones included)
+ * ------------------------------------------------------------------------ */
+
+struct flash_sku_info {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t shards;
+	uint32_t _pad;
+	uint64_t total;      /* units loaded plus restocks */
+	uint64_t available;  /* sum over shards, read shard by shard */
+};
+
+/** @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_ECORRUPT. */
+int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                  struct flash_sku_info *out);
+
+/** Catalog iteration: index 0.. ; FLASH_ENOT_FOUND past the end. */
+int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out);
+int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out);
+
+enum flash_order_state {
+	FLASH_ORDER_NONE      = 0,  /* number allocated, order never completed */
+	FLASH_ORDER_ACTIVE    = 1,
+	FLASH_ORDER_CANCELLED = 2
+};
+
+struct flash_order_info {
+	uint64_t order_no;
+	uint64_t user_id;
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t qty;
+	uint32_t state;       /* enum flash_order_state */
+	uint32_t limit_slot;
+	uint32_t biz_day;
+	int64_t  created_ns;  /* CLOCK_REALTIME */
+};
+
+/**
+ * Read one order.  Numbers run from 1 to flash_orders_max(); a number whose
+ * order never completed reads as FLASH_ORDER_NONE.
+ * @return FLASH_OK; FLASH_ENOT_FOUND (out of range); FLASH_EINVAL.
+ */
+int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
+
+/** Highest order number handed out so far (orders are 1..this). */
+uint64_t flash_orders_max(flash_t *h);
+
+struct flash_stats {
+	uint64_t orders;          /* acknowledged orders */
+	uint64_t cancels;
+	uint64_t sold_out;
+	uint64_t limit_hits;
+	uint64_t token_rejects;
+	uint64_t duplicates;
+	uint64_t cas_retries;
+	uint64_t recoveries;      /* dead handles recovered */
+	uint64_t rolled_back;     /* operations rolled back by recovery */
+	uint64_t rolled_forward;  /* operations rolled forward by recovery */
+	/* fill levels: used / capacity */
+	uint32_t activities, activities_cap;
+	uint32_t skus, skus_cap;
+	uint32_t shards, shards_cap;
+	uint32_t users, users_cap;
+	uint32_t tokens, tokens_cap;
+	uint32_t requests, requests_cap;
+	uint32_t locks, locks_cap;
+	uint32_t procs, procs_cap;
+	uint64_t orders_used, orders_cap;
+	uint64_t segment_bytes;
+	uint32_t durability;
+	uint32_t _pad;
+};
+
+/** Sum the per-handle counters and read fill levels. @return FLASH_OK; FLASH_EINVAL. */
+int flash_stats_get(flash_t *h, struct flash_stats *out);
+
+/* ------------------------------------------------------------------------
+ * 9. Records
+ *
+ * Every state change (order, cancel, restock, activity, sku) is emitted as a
+ * 64-byte record into the single-producer ring of the handle that made it.
+ * One consumer per segment (the daemon, or a test) drains all rings.  The
+ * record is the operation's commit point: an operation whose record reached
+ * its ring is rolled forward by recovery, any other is rolled back.
+ * ------------------------------------------------------------------------ */
+
+enum flash_rec_type {
+	FLASH_REC_ORDER    = 1,
+	FLASH_REC_CANCEL   = 2,
+	FLASH_REC_RESTOCK  = 3,
+	FLASH_REC_ACTIVITY = 4,
+	FLASH_REC_SKU      = 5
+};
+
+struct flash_record {
+	uint16_t type;          /* enum flash_rec_type */
+	uint16_t slot;          /* producing handle's slot */
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t qty;           /* ORDER/CANCEL: units; SKU: shards */
+	uint64_t order_no;      /* ORDER/CANCEL */
+	uint64_t user_id;       /* ORDER/CANCEL */
+	int64_t  value;         /* RESTOCK: delta; SKU: units; ACTIVITY: start_ns */
+	int64_t  ts_ns;         /* CLOCK_REALTIME when made; ACTIVITY: end_ns */
+	uint32_t biz_day;       /* ORDER: business day; ACTIVITY: limit | scope<<8 | flags<<16 */
+	uint16_t limit_slot;    /* ORDER/CANCEL: 1..K; ACTIVITY: max_qty */
+	uint16_t flags;         /* CANCEL: 1 if the quota was returned */
+	uint64_t request_id;    /* ORDER: request id or 0; ACTIVITY: day_offset_s */
+};
+
+typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec);
+
+/**
+ * Drain records from every handle's ring (the single consumer of the segment).
+ * Calls @p fn for each record in ring order per handle, at most @p max
+ * records; stops early if @p fn returns nonzero.
+ * @param[out] drained  records consumed (may be NULL)
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_ECORRUPT.
+ * @note Exactly one consumer may run at a time per segment.
+ */
+int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
+                     uint32_t *drained);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASHSTOCK_H */
