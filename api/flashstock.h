@@ -477,18 +477,51 @@ struct flash_record {
 	uint64_t request_id;    /* ORDER: request id or 0; ACTIVITY: day_offset_s */
 };
 
-typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec);
+/**
+ * Called for each drained record.  @p seq is the record's position in its
+ * handle's ring: it starts at 1 and grows by one per record of that slot, for
+ * the life of the segment (a slot reused by a new handle continues it).
+ * Return nonzero to stop draining; the record passed is consumed either way.
+ */
+typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64_t seq);
 
 /**
- * Drain records from every handle's ring (the single consumer of the segment).
- * Calls @p fn for each record in ring order per handle, at most @p max
- * records; stops early if @p fn returns nonzero.
+ * Drain records from every handle's ring.  Calls @p fn for each record in ring
+ * order per handle, at most @p max records in all; stops early if @p fn
+ * returns nonzero.
  * @param[out] drained  records consumed (may be NULL)
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_ECORRUPT.
- * @note Exactly one consumer may run at a time per segment.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ * @note Exactly one consumer may drain a segment at a time (the daemon, or a
+ *       tool when no daemon runs); concurrent drains corrupt nothing in the
+ *       segment but may hand a record to both.
  */
 int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
                      uint32_t *drained);
+
+/**
+ * Consumer: every record of @p slot with seq <= @p seq is durable.  Wakes the
+ * handles of that slot waiting in FLASH_DURABILITY_SYNC mode.
+ * @return FLASH_OK; FLASH_EINVAL (slot out of range); FLASH_EREADONLY.
+ */
+int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
+
+/**
+ * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders
+ * in sync mode return FLASH_EDURABILITY, and stats report it.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY.
+ */
+int flash_durability_fail(flash_t *h);
+
+/**
+ * Re-apply one record to this segment, as recovery from the WAL does after a
+ * reboot: the record's effect (catalog entry, order with its exact number and
+ * limit slot, cancel, restock) is made unless it is already there, so applying
+ * a record twice changes nothing.  No new record is emitted.
+ * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
+ *         FLASH_EINVAL (malformed record); FLASH_ENOT_FOUND (refers to an
+ *         unknown activity/sku/order); FLASH_EFULL; FLASH_EREADONLY.
+ */
+int flash_replay(flash_t *h, const struct flash_record *rec);
 
 #ifdef __cplusplus
 }
