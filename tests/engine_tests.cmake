@@ -1,0 +1,14 @@
+# Engine tests: tests/test_api_*.c (one cmocka program per area) and
+# tests/test_mp_*.c (multi-process) share tests/helpers.c.  tests/CMakeLists.txt
+# has already made each of them a program linked with flashstock_static and
+# cmocka; this fragment adds the helpers and a label.
+add_library(flash_test_helpers STATIC ${CMAKE_CURRENT_SOURCE_DIR}/helpers.c)
+target_link_libraries(flash_test_helpers PUBLIC flashstock_static PkgConfig::CMOCKA)
+
+file(GLOB FLASH_ENGINE_TEST_SRC CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_SOURCE_DIR}/test_api_*.c ${CMAKE_CURRENT_SOURCE_DIR}/test_mp_*.c)
+foreach(src ${FLASH_ENGINE_TEST_SRC})
+  get_filename_component(name ${src} NAME_WE)
+  target_link_libraries(${name} PRIVATE flash_test_helpers)
+  set_tests_properties(${name} PROPERTIES LABELS engine TIMEOUT 120)
+endforeach()
