@@ -1,0 +1,94 @@
+/*
+ * csv.h -- a small, pure CSV reader for `flashstock load --csv`.
+ *
+ * The reader turns a buffer into rows of fields, or into one error that
+ * names the line and the column.  It knows nothing of the segment, it never
+ * reads outside [buf, buf + len), and it allocates only the row and field
+ * tables it returns: it is safe to hand it any bytes (it is a fuzz target).
+ *
+ * The dialect (what `flashstock load --help` documents):
+ *   - lines end in "\n" or "\r\n"; the last line may lack its end;
+ *   - fields are separated by ','; spaces and tabs around a field are
+ *     dropped; a field may be empty;
+ *   - blank lines and lines whose first non-blank character is '#' are
+ *     skipped (their line numbers still count);
+ *   - quoted fields are not supported: a '"' anywhere is an error, and so
+ *     are a NUL byte and a '\r' that does not end a line;
+ *   - every row has exactly the number of fields the caller asks for.
+ *
+ * Fields point into the caller's buffer and are NOT NUL-terminated; keep the
+ * buffer alive as long as the rows.
+ */
+#ifndef FLASH_TOOLS_CSV_H
+#define FLASH_TOOLS_CSV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct csv_field {
+	const char *p;      /* first byte, inside the parsed buffer */
+	size_t      len;    /* bytes; 0 for an empty field */
+};
+
+struct csv_row {
+	size_t            line;   /* 1-based line number in the input */
+	struct csv_field *f;      /* the row's fields, ncols of them */
+};
+
+struct csv_doc {
+	struct csv_row   *rows;    /* in input order */
+	size_t            nrows;
+	size_t            ncols;   /* fields per row */
+	struct csv_field *fields;  /* storage for every row's fields */
+};
+
+struct csv_error {
+	size_t line;       /* 1-based; 0 when the error is not about one line */
+	size_t column;     /* 1-based field number; 0 when about the whole line */
+	char   msg[160];   /* why, in words */
+};
+
+/**
+ * Parse @p len bytes of @p buf into rows of exactly @p ncols fields.
+ * @return 0 and fills @p doc (release with csv_free());
+ *         -1 and fills @p err (doc is left empty) on a syntax error, a row
+ *         with the wrong number of fields, ncols == 0, or out of memory.
+ */
+int csv_parse(const char *buf, size_t len, size_t ncols,
+              struct csv_doc *doc, struct csv_error *err);
+
+/** Release what csv_parse() allocated; safe on an empty or zeroed doc. */
+void csv_free(struct csv_doc *doc);
+
+/**
+ * Check that @p row holds exactly the names @p names[0..ncols-1] (case
+ * sensitive, after trimming).
+ * @return 0, or -1 with @p err naming the first column that differs.
+ */
+int csv_header_check(const struct csv_row *row, size_t ncols,
+                     const char *const *names, struct csv_error *err);
+
+/* Typed field readers.  Each returns 0 and sets *out, or -1 and fills @p err
+ * (line from @p line, column from @p column) with a reason.  They read only
+ * f->len bytes of the field. */
+
+/** Decimal unsigned integer in [min, max]; no sign, no spaces inside. */
+int csv_field_u64(const struct csv_field *f, uint64_t min, uint64_t max,
+                  uint64_t *out, size_t line, size_t column, struct csv_error *err);
+
+/** Decimal signed integer in [min, max]; an optional leading '-' or '+'. */
+int csv_field_i64(const struct csv_field *f, int64_t min, int64_t max,
+                  int64_t *out, size_t line, size_t column, struct csv_error *err);
+
+/** A boolean: 0/1, true/false, yes/no (case insensitive). */
+int csv_field_bool(const struct csv_field *f, int *out,
+                   size_t line, size_t column, struct csv_error *err);
+
+/** Does the field equal the NUL-terminated @p s exactly? */
+int csv_field_eq(const struct csv_field *f, const char *s);
+
+/** Copy the field into @p dst (size @p cap, NUL-terminated, truncated if longer).
+ *  @return 0, or -1 when it did not fit (dst still holds a truncated copy). */
+int csv_field_copy(const struct csv_field *f, char *dst, size_t cap);
+
+#endif /* FLASH_TOOLS_CSV_H */
