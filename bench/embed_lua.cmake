@@ -1,0 +1,15 @@
+# embed_lua.cmake -- turn every bench/*.lua into a C string constant
+# bench_lua_<name> in lua_scripts.h (cmake -DOUT=... -DSRC_DIR=... -P).
+file(GLOB scripts ${SRC_DIR}/*.lua)
+list(SORT scripts)
+set(text "/* Generated from bench/*.lua by embed_lua.cmake: do not edit. */\n")
+foreach(f ${scripts})
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} body)
+  string(REPLACE "\\" "\\\\" body "${body}")
+  string(REPLACE "\"" "\\\"" body "${body}")
+  string(REPLACE "\n" "\\n\"\n\t\"" body "${body}")
+  string(APPEND text "static const char bench_lua_${name}[] =\n\t\"${body}\";\n")
+endforeach()
+file(WRITE ${OUT}.tmp "${text}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

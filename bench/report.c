@@ -1,0 +1,187 @@
+/*
+ * report.c -- the bench's outputs: the markdown table, JSON lines (one
+ * object per row, exactly the keys of the report format), and the data
+ * files bench/plot.gp draws (throughput per row, latency percentile curves).
+ *
+ * Failed rows are never printed as figures: the table lists them under
+ * "Failed" with the reason, and JSON leaves them out.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* "812 ns", "1.93 us", "8.1 ms" */
+static const char *fmt_ns(uint64_t ns, char *buf, size_t cap)
+{
+	if (ns < 1000)
+		snprintf(buf, cap, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, cap, "%.2f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, cap, "%.2f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, cap, "%.2f s", (double)ns / 1e9);
+	return buf;
+}
+
+static const char *fmt_rate(double r, char *buf, size_t cap)
+{
+	if (r >= 1e6)
+		snprintf(buf, cap, "%.2f M", r / 1e6);
+	else if (r >= 1e3)
+		snprintf(buf, cap, "%.1f k", r / 1e3);
+	else
+		snprintf(buf, cap, "%.0f", r);
+	return buf;
+}
+
+/* The Redis + Lua unpipelined row (AOF off) of the same workload. */
+static const struct bench_result *redis_ref(const struct bench_result *rows, size_t n,
+                                            const char *workload)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!rows[i].failed && strcmp(rows[i].engine, "redis-lua") == 0 &&
+		    strcmp(rows[i].workload, workload) == 0 && strcmp(rows[i].durability, "none") == 0)
+			return &rows[i];
+	return NULL;
+}
+
+void bench_report_table(FILE *f, struct bench_result *rows, size_t n)
+{
+	size_t i;
+	int failed = 0, notes = 0;
+	char a[32], b[32], c[32], d[32];
+
+	fprintf(f, "| engine | workload | durability | procs x threads | ops/s | p50 | p99 | p99.9 "
+	           "| vs redis-lua | oversold | duplicates | sold/loaded | lost acks |\n");
+	fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &rows[i];
+		const struct bench_result *ref;
+		char ratio[32], dup[32];
+		if (r->failed) {
+			failed++;
+			continue;
+		}
+		ref = redis_ref(rows, n, r->workload);
+		if (ref && ref->ops_per_sec > 0)
+			snprintf(ratio, sizeof(ratio), "%.1fx", r->ops_per_sec / ref->ops_per_sec);
+		else
+			snprintf(ratio, sizeof(ratio), "-");
+		if (r->chk.duplicates < 0)
+			snprintf(dup, sizeof(dup), "n/a");
+		else
+			snprintf(dup, sizeof(dup), "%lld", (long long)r->chk.duplicates);
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %lld | %s | %llu/%llu | %lld |\n",
+		        r->engine, r->workload, r->durability, r->conc,
+		        fmt_rate(r->ops_per_sec, a, sizeof(a)), fmt_ns(r->p50, b, sizeof(b)),
+		        fmt_ns(r->p99, c, sizeof(c)), fmt_ns(r->p999, d, sizeof(d)), ratio,
+		        (long long)r->chk.oversold, dup, (unsigned long long)r->chk.sold,
+		        (unsigned long long)r->chk.loaded, (long long)r->chk.lost);
+	}
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &rows[i];
+		if (r->failed || (!r->note[0] && !r->chk.note[0] && !r->chk.mismatch))
+			continue;
+		if (!notes++)
+			fprintf(f, "\nNotes:\n");
+		fprintf(f, "- %s/%s/%s:", r->engine, r->workload, r->durability);
+		if (r->note[0])
+			fprintf(f, " %s.", r->note);
+		if (r->chk.note[0])
+			fprintf(f, " %s.", r->chk.note);
+		if (r->chk.mismatch)
+			fprintf(f, " COUNTER MISMATCH: |loaded - sold - available| = %lld.",
+			        (long long)r->chk.mismatch);
+		fprintf(f, " outcomes: ok %llu, sold_out %llu, limit %llu, bad_token %llu, "
+		           "not_found %llu, cancelled %llu; p90 %s, max %s.\n",
+		        (unsigned long long)r->count[BENCH_RC_OK],
+		        (unsigned long long)r->count[BENCH_RC_SOLD_OUT],
+		        (unsigned long long)r->count[BENCH_RC_LIMIT],
+		        (unsigned long long)r->count[BENCH_RC_BAD_TOKEN],
+		        (unsigned long long)r->count[BENCH_RC_NOT_FOUND],
+		        (unsigned long long)r->count[BENCH_RC_CANCELLED],
+		        fmt_ns(r->p90, a, sizeof(a)), fmt_ns(r->max, b, sizeof(b)));
+	}
+	if (failed) {
+		fprintf(f, "\nFailed (no figures shown):\n");
+		for (i = 0; i < n; i++)
+			if (rows[i].failed)
+				fprintf(f, "- %s/%s/%s: %s\n", rows[i].engine, rows[i].workload,
+				        rows[i].durability, rows[i].err);
+	}
+}
+
+void bench_report_json(FILE *f, const struct bench_result *rows, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &rows[i];
+		char dup[32];
+		if (r->failed)
+			continue;
+		if (r->chk.duplicates < 0)
+			snprintf(dup, sizeof(dup), "null");
+		else
+			snprintf(dup, sizeof(dup), "%lld", (long long)r->chk.duplicates);
+		fprintf(f, "{\"engine\":\"%s\",\"workload\":\"%s\",\"durability\":\"%s\","
+		           "\"procs\":%u,\"threads\":%u,\"orders_per_sec\":%.1f,\"p50_ns\":%llu,"
+		           "\"p99_ns\":%llu,\"p999_ns\":%llu,\"oversold\":%lld,\"duplicates\":%s}\n",
+		        r->engine, r->workload, r->durability, r->procs, r->threads, r->ops_per_sec,
+		        (unsigned long long)r->p50, (unsigned long long)r->p99,
+		        (unsigned long long)r->p999, (long long)r->chk.oversold, dup);
+	}
+}
+
+/*
+ * Data for bench/plot.gp in @p dir: throughput.dat ("label ops_per_sec"
+ * per row, hot workload first) and curve-<engine>-<workload>-<dur>.dat
+ * ("percentile latency_ns", percentiles spaced evenly in log10(1/(1-p))
+ * up to the last one the sample size supports).
+ */
+int bench_report_curves(const char *dir, const struct bench_result *rows, size_t n)
+{
+	char path[512];
+	FILE *f;
+	size_t i;
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return -1;
+	snprintf(path, sizeof(path), "%s/throughput.dat", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "# label ops_per_sec p50_ns p99_ns p999_ns\n");
+	for (i = 0; i < n; i++)
+		if (!rows[i].failed)
+			fprintf(f, "\"%s %s %s\" %.1f %llu %llu %llu\n", rows[i].engine, rows[i].workload,
+			        rows[i].durability, rows[i].ops_per_sec, (unsigned long long)rows[i].p50,
+			        (unsigned long long)rows[i].p99, (unsigned long long)rows[i].p999);
+	fclose(f);
+	for (i = 0; i < n; i++) {
+		const struct bench_result *r = &rows[i];
+		double x, xmax;
+		if (r->failed || !r->hist || r->hist->bh_count == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/curve-%s-%s-%s.dat", dir, r->engine, r->workload,
+		         r->durability);
+		f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fprintf(f, "# %s %s %s: percentile latency_ns (1/(1-p) on the x axis)\n",
+		        r->engine, r->workload, r->durability);
+		xmax = log10((double)r->hist->bh_count);
+		for (x = 0.0; x <= xmax + 1e-9; x += 0.05) {
+			double p = 100.0 * (1.0 - pow(10.0, -x));
+			fprintf(f, "%.6f %llu\n", p, (unsigned long long)bench_hist_percentile(r->hist, p));
+		}
+		fclose(f);
+	}
+	return 0;
+}
