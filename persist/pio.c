@@ -1,0 +1,168 @@
+/*
+ * pio.c -- the system-call table of persist/ (see pio.h).
+ *
+ * Divisions: default entries that need a wrapper (fallocate), the table and
+ * its override functions, and helpers built only on table entries
+ * (full pwrite/pread, directory fsync).
+ */
+#include "pio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* open() is variadic; the table entry takes the mode always. */
+static int pio_dflt_open(const char *path, int flags, mode_t mode)
+{
+	return open(path, flags, mode);
+}
+
+/* Reserve [off, off+len) of @p fd.  fallocate(2) where the file system has
+ * it; posix_fallocate(3) (which may write zeros) where it has not.  Returns
+ * -1 with errno like the other entries, not an error number. */
+static int pio_dflt_fallocate(int fd, off_t off, off_t len)
+{
+	if (fallocate(fd, 0, off, len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	int rc = posix_fallocate(fd, off, len);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+
+struct pio_entry {
+	const char *pe_name;     /* the name tests use */
+	pio_fn      pe_default;  /* the real call */
+	pio_fn      pe_cur;      /* what callers get now */
+};
+
+#define PIO_ENTRY(name, fn) { name, (pio_fn)(fn), (pio_fn)(fn) }
+
+static struct pio_entry pio_tab[PIO_COUNT] = {
+	[PIO_OPEN]      = PIO_ENTRY("open", pio_dflt_open),
+	[PIO_CLOSE]     = PIO_ENTRY("close", close),
+	[PIO_PREAD]     = PIO_ENTRY("pread", pread),
+	[PIO_PWRITE]    = PIO_ENTRY("pwrite", pwrite),
+	[PIO_FDATASYNC] = PIO_ENTRY("fdatasync", fdatasync),
+	[PIO_FSYNC]     = PIO_ENTRY("fsync", fsync),
+	[PIO_FTRUNCATE] = PIO_ENTRY("ftruncate", ftruncate),
+	[PIO_FALLOCATE] = PIO_ENTRY("fallocate", pio_dflt_fallocate),
+	[PIO_FSTAT]     = PIO_ENTRY("fstat", fstat),
+	[PIO_RENAME]    = PIO_ENTRY("rename", rename),
+	[PIO_UNLINK]    = PIO_ENTRY("unlink", unlink),
+	[PIO_MKDIR]     = PIO_ENTRY("mkdir", mkdir),
+	[PIO_MMAP]      = PIO_ENTRY("mmap", mmap),
+	[PIO_MUNMAP]    = PIO_ENTRY("munmap", munmap),
+	[PIO_OPENDIR]   = PIO_ENTRY("opendir", opendir),
+	[PIO_READDIR]   = PIO_ENTRY("readdir", readdir),
+	[PIO_CLOSEDIR]  = PIO_ENTRY("closedir", closedir),
+};
+
+pio_fn pio_get(enum pio_id id)
+{
+	/* Relaxed is enough: an entry is a self-contained function pointer and
+	 * an override need not be ordered with anything else the caller does. */
+	return __atomic_load_n(&pio_tab[id].pe_cur, __ATOMIC_RELAXED);
+}
+
+static struct pio_entry *pio_find(const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	for (int i = 0; i < PIO_COUNT; i++)
+		if (strcmp(pio_tab[i].pe_name, name) == 0)
+			return &pio_tab[i];
+	return NULL;
+}
+
+int pio_override(const char *name, pio_fn fn, pio_fn *old)
+{
+	struct pio_entry *e = pio_find(name);
+	if (e == NULL)
+		return -1;
+	pio_fn prev = __atomic_exchange_n(&e->pe_cur, fn ? fn : e->pe_default,
+	                                  __ATOMIC_SEQ_CST);
+	if (old)
+		*old = prev;
+	return 0;
+}
+
+pio_fn pio_default(const char *name)
+{
+	struct pio_entry *e = pio_find(name);
+	return e ? e->pe_default : NULL;
+}
+
+void pio_reset(void)
+{
+	for (int i = 0; i < PIO_COUNT; i++)
+		__atomic_store_n(&pio_tab[i].pe_cur, pio_tab[i].pe_default, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Policy for short writes: a regular file gives a short write when the disk
+ * fills up in the middle of the request.  The remainder is tried exactly
+ * once more, which either completes it or returns the real error (ENOSPC);
+ * a second short write is reported as EIO.  A write is never retried after
+ * it returned an error.
+ */
+int pio_pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	const char *p = buf;
+	int shorts = 0;
+	while (n > 0) {
+		ssize_t w = pio_pwrite(fd, p, n, off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if ((size_t)w < n) {
+			if (++shorts > 1) {
+				errno = EIO;
+				return -1;
+			}
+		}
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+ssize_t pio_pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	char *p = buf;
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pio_pread(fd, p + got, n - got, off + (off_t)got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int pio_fsync_dir(const char *dir)
+{
+	int fd = pio_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int rc = pio_fsync(fd);
+	int saved = errno;
+	pio_close(fd);
+	errno = saved;
+	return rc;
+}

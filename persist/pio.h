@@ -1,0 +1,118 @@
+/*
+ * pio.h -- the one table of system calls used by persist/.
+ *
+ * Every system call the WAL (and the rest of persist/) makes goes through
+ * this table, in the manner of SQLite's aSyscall[]: a test replaces one entry
+ * (a pwrite that fails with ENOSPC, an fdatasync that sleeps before it
+ * returns) and the code under test cannot tell.  Production code never
+ * changes the table.
+ *
+ * Synchronization: pio_override() and pio_reset() may run while other threads
+ * call through the table; a caller sees either the old or the new entry
+ * (relaxed atomic pointer loads).  A test that swaps an entry back must make
+ * sure no thread is still inside the replaced function before freeing
+ * anything that function uses.
+ */
+#ifndef FLASH_PIO_H
+#define FLASH_PIO_H
+
+#include <dirent.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Index of each entry; pio_override() takes the name ("pwrite"). */
+enum pio_id {
+	PIO_OPEN = 0,   /* int   open(const char *, int, mode_t)              */
+	PIO_CLOSE,      /* int   close(int)                                   */
+	PIO_PREAD,      /* ssize_t pread(int, void *, size_t, off_t)          */
+	PIO_PWRITE,     /* ssize_t pwrite(int, const void *, size_t, off_t)   */
+	PIO_FDATASYNC,  /* int   fdatasync(int)                               */
+	PIO_FSYNC,      /* int   fsync(int)                                   */
+	PIO_FTRUNCATE,  /* int   ftruncate(int, off_t)                        */
+	PIO_FALLOCATE,  /* int   fallocate(int fd, off_t off, off_t len): -1 + errno */
+	PIO_FSTAT,      /* int   fstat(int, struct stat *)                    */
+	PIO_RENAME,     /* int   rename(const char *, const char *)           */
+	PIO_UNLINK,     /* int   unlink(const char *)                         */
+	PIO_MKDIR,      /* int   mkdir(const char *, mode_t)                  */
+	PIO_MMAP,       /* void *mmap(void *, size_t, int, int, int, off_t)   */
+	PIO_MUNMAP,     /* int   munmap(void *, size_t)                       */
+	PIO_OPENDIR,    /* DIR  *opendir(const char *)                        */
+	PIO_READDIR,    /* struct dirent *readdir(DIR *)                      */
+	PIO_CLOSEDIR,   /* int   closedir(DIR *)                              */
+	PIO_COUNT
+};
+
+typedef void (*pio_fn)(void);
+
+/* The current entry for @p id (never NULL). */
+pio_fn pio_get(enum pio_id id);
+
+/*
+ * Replace the entry named @p name ("pwrite", "fdatasync", ...) by @p fn, or
+ * restore the default when @p fn is NULL.
+ * @param[out] old  the entry it replaced (may be NULL)
+ * @return 0; -1 for an unknown name.
+ */
+int pio_override(const char *name, pio_fn fn, pio_fn *old);
+
+/* The default (real) entry for @p name, or NULL for an unknown name. */
+pio_fn pio_default(const char *name);
+
+/* Restore every default entry. */
+void pio_reset(void);
+
+/* Typed calls through the table.  Same contract as the system call. */
+static inline int pio_open(const char *p, int fl, mode_t m)
+{ return ((int (*)(const char *, int, mode_t))pio_get(PIO_OPEN))(p, fl, m); }
+static inline int pio_close(int fd)
+{ return ((int (*)(int))pio_get(PIO_CLOSE))(fd); }
+static inline ssize_t pio_pread(int fd, void *b, size_t n, off_t off)
+{ return ((ssize_t (*)(int, void *, size_t, off_t))pio_get(PIO_PREAD))(fd, b, n, off); }
+static inline ssize_t pio_pwrite(int fd, const void *b, size_t n, off_t off)
+{ return ((ssize_t (*)(int, const void *, size_t, off_t))pio_get(PIO_PWRITE))(fd, b, n, off); }
+static inline int pio_fdatasync(int fd)
+{ return ((int (*)(int))pio_get(PIO_FDATASYNC))(fd); }
+static inline int pio_fsync(int fd)
+{ return ((int (*)(int))pio_get(PIO_FSYNC))(fd); }
+static inline int pio_ftruncate(int fd, off_t len)
+{ return ((int (*)(int, off_t))pio_get(PIO_FTRUNCATE))(fd, len); }
+static inline int pio_fallocate(int fd, off_t off, off_t len)
+{ return ((int (*)(int, off_t, off_t))pio_get(PIO_FALLOCATE))(fd, off, len); }
+static inline int pio_fstat(int fd, struct stat *st)
+{ return ((int (*)(int, struct stat *))pio_get(PIO_FSTAT))(fd, st); }
+static inline int pio_rename(const char *a, const char *b)
+{ return ((int (*)(const char *, const char *))pio_get(PIO_RENAME))(a, b); }
+static inline int pio_unlink(const char *p)
+{ return ((int (*)(const char *))pio_get(PIO_UNLINK))(p); }
+static inline int pio_mkdir(const char *p, mode_t m)
+{ return ((int (*)(const char *, mode_t))pio_get(PIO_MKDIR))(p, m); }
+static inline void *pio_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off)
+{ return ((void *(*)(void *, size_t, int, int, int, off_t))pio_get(PIO_MMAP))(a, n, prot, fl, fd, off); }
+static inline int pio_munmap(void *a, size_t n)
+{ return ((int (*)(void *, size_t))pio_get(PIO_MUNMAP))(a, n); }
+static inline DIR *pio_opendir(const char *p)
+{ return ((DIR *(*)(const char *))pio_get(PIO_OPENDIR))(p); }
+static inline struct dirent *pio_readdir(DIR *d)
+{ return ((struct dirent *(*)(DIR *))pio_get(PIO_READDIR))(d); }
+static inline int pio_closedir(DIR *d)
+{ return ((int (*)(DIR *))pio_get(PIO_CLOSEDIR))(d); }
+
+/*
+ * Helpers built on the table (they call only pio_* entries).
+ */
+
+/* pwrite all @p n bytes, retrying EINTR.  A short write is retried for the
+ * remainder exactly once; a second short write fails with errno = EIO unless
+ * the call set errno itself.  @return 0 or -1 with errno set. */
+int pio_pwrite_full(int fd, const void *buf, size_t n, off_t off);
+
+/* pread up to @p n bytes, retrying EINTR and short reads until EOF.
+ * @return bytes read (less than n only at end of file) or -1 with errno. */
+ssize_t pio_pread_full(int fd, void *buf, size_t n, off_t off);
+
+/* fsync a directory so that a create, rename or unlink in it is durable.
+ * @return 0 or -1 with errno. */
+int pio_fsync_dir(const char *dir);
+
+#endif /* FLASH_PIO_H */

@@ -1,0 +1,983 @@
+/*
+ * wal.c -- the write-ahead log (see wal.h for the format and the contract).
+ *
+ * Divisions:
+ *   1. Codes and encoding      wal_strerror, frame/file header encode and check
+ *   2. Files                   names, listing, creating the next file
+ *   3. Scanning one file       the frame verifier shared by open and replay
+ *   4. Appending               wal_append, the leader's batch write, wal_sync
+ *   5. Open and close
+ *   6. Replay                  wal_replay and torn-tail truncation
+ */
+#include "wal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "pio.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the WAL format is little endian; add byte swapping for this target"
+#endif
+
+_Static_assert(sizeof(struct flash_record) == 64, "flash_record is 64 bytes");
+_Static_assert(sizeof(struct wal_rec) == 72, "wal_rec is 72 bytes");
+
+/* ------------------------------------------------------------------------
+ * 1. Codes and encoding
+ * ------------------------------------------------------------------------ */
+
+static const struct {
+	int         rc;
+	const char *name;
+	const char *text;
+} wal_codes[] = {
+	{ WAL_OK,        "WAL_OK",        "success" },
+	{ WAL_EZERO_LEN, "WAL_EZERO_LEN", "frame length 0 where data follows" },
+	{ WAL_ESHORT,    "WAL_ESHORT",    "frame length shorter than its type requires" },
+	{ WAL_EPAST_END, "WAL_EPAST_END", "frame runs past the end of the file" },
+	{ WAL_ELONG,     "WAL_ELONG",     "frame length above the maximum" },
+	{ WAL_EMAGIC,    "WAL_EMAGIC",    "WAL file header: bad magic" },
+	{ WAL_EFILE_HDR, "WAL_EFILE_HDR", "WAL file header: bad version, size, checksum or start LSN" },
+	{ WAL_ECRC,      "WAL_ECRC",      "frame CRC-32C mismatch" },
+	{ WAL_ELSN,      "WAL_ELSN",      "frame LSN not consecutive" },
+	{ WAL_EPREV,     "WAL_EPREV",     "frame previous-LSN does not match" },
+	{ WAL_EGAP,      "WAL_EGAP",      "WAL files not contiguous, or the requested LSN is gone" },
+	{ WAL_ENOTTAIL,  "WAL_ENOTTAIL",  "bad frame before the last WAL file: corruption, not truncated" },
+	{ WAL_ETORN,     "WAL_ETORN",     "last WAL file has a torn tail: replay with truncation first" },
+	{ WAL_EFAILED,   "WAL_EFAILED",   "the WAL failed earlier (write or fdatasync); nothing more is durable" },
+	{ WAL_EIO,       "WAL_EIO",       "a system call failed" },
+	{ WAL_EINVAL,    "WAL_EINVAL",    "invalid argument" },
+	{ WAL_ENOMEM,    "WAL_ENOMEM",    "out of memory" },
+	{ WAL_ESTOPPED,  "WAL_ESTOPPED",  "replay stopped by its callback" },
+};
+
+const char *wal_strerror(int rc)
+{
+	for (size_t i = 0; i < sizeof wal_codes / sizeof wal_codes[0]; i++)
+		if (wal_codes[i].rc == rc)
+			return wal_codes[i].text;
+	return "unknown WAL result code";
+}
+
+const char *wal_rcname(int rc)
+{
+	for (size_t i = 0; i < sizeof wal_codes / sizeof wal_codes[0]; i++)
+		if (wal_codes[i].rc == rc)
+			return wal_codes[i].name;
+	return "WAL_E?";
+}
+
+static const char wal_magic[8] = { 'F', 'S', 'W', 'A', 'L', 'S', 'E', 'G' };
+#define WAL_VERSION 1u
+
+/* Frame header fields, at their byte offsets. */
+struct wal_fhdr {
+	uint32_t fh_len;       /* payload bytes */
+	uint16_t fh_type;      /* enum wal_type */
+	uint16_t fh_reserved;  /* zero */
+	uint64_t fh_lsn;       /* this frame */
+	uint64_t fh_prev;      /* fh_lsn - 1 */
+	uint32_t fh_crc;       /* CRC-32C of bytes 0..23 and the payload */
+	uint32_t fh_zero;      /* zero, not covered */
+};
+_Static_assert(sizeof(struct wal_fhdr) == WAL_FRAME_HDR_BYTES, "frame header is 32 bytes");
+#define WAL_FHDR_CRC_SPAN 24u
+
+/* File header fields. */
+struct wal_filehdr {
+	char     hd_magic[8];
+	uint32_t hd_version;
+	uint32_t hd_hdr_bytes;
+	uint64_t hd_start_lsn;
+	uint64_t hd_seg_bytes;
+	int64_t  hd_created_ns;
+	uint8_t  hd_zero[20];
+	uint32_t hd_crc;       /* CRC-32C of bytes 0..59 */
+};
+_Static_assert(sizeof(struct wal_filehdr) == WAL_FILE_HDR_BYTES, "file header is 64 bytes");
+
+static uint32_t wal_frame_crc(const struct wal_fhdr *h, const void *payload)
+{
+	uint32_t c = crc32c(0, h, WAL_FHDR_CRC_SPAN);
+	return crc32c(c, payload, h->fh_len);
+}
+
+void wal_frame_encode(void *dst, uint16_t type, uint64_t lsn, uint64_t prev_lsn,
+                      const void *p, uint32_t len)
+{
+	struct wal_fhdr h = {
+		.fh_len = len, .fh_type = type, .fh_reserved = 0,
+		.fh_lsn = lsn, .fh_prev = prev_lsn, .fh_crc = 0, .fh_zero = 0,
+	};
+	unsigned char *d = dst;
+	memcpy(d + WAL_FRAME_HDR_BYTES, p, len);
+	uint64_t total = wal_frame_bytes(len);
+	memset(d + WAL_FRAME_HDR_BYTES + len, 0, total - WAL_FRAME_HDR_BYTES - len);
+	h.fh_crc = wal_frame_crc(&h, d + WAL_FRAME_HDR_BYTES);
+	memcpy(d, &h, sizeof h);
+}
+
+void wal_frame_reseal(void *frame)
+{
+	struct wal_fhdr h;
+	memcpy(&h, frame, sizeof h);
+	h.fh_crc = wal_frame_crc(&h, (unsigned char *)frame + WAL_FRAME_HDR_BYTES);
+	memcpy(frame, &h, sizeof h);
+}
+
+/* Smallest payload a frame of @p type may have. */
+static uint32_t wal_type_min_len(uint16_t type)
+{
+	return type == WAL_T_RECORD ? (uint32_t)sizeof(struct wal_rec) : 1u;
+}
+
+static void wal_filehdr_encode(struct wal_filehdr *h, uint64_t start_lsn, uint64_t seg_bytes)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(h, 0, sizeof *h);
+	memcpy(h->hd_magic, wal_magic, sizeof wal_magic);
+	h->hd_version = WAL_VERSION;
+	h->hd_hdr_bytes = WAL_FILE_HDR_BYTES;
+	h->hd_start_lsn = start_lsn;
+	h->hd_seg_bytes = seg_bytes;
+	h->hd_created_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	h->hd_crc = crc32c(0, h, offsetof(struct wal_filehdr, hd_crc));
+}
+
+/* Check a file header read from a file named for @p name_lsn. */
+static int wal_filehdr_check(const struct wal_filehdr *h, uint64_t name_lsn)
+{
+	if (memcmp(h->hd_magic, wal_magic, sizeof wal_magic) != 0)
+		return WAL_EMAGIC;
+	if (h->hd_crc != crc32c(0, h, offsetof(struct wal_filehdr, hd_crc)))
+		return WAL_EFILE_HDR;
+	if (h->hd_version != WAL_VERSION || h->hd_hdr_bytes != WAL_FILE_HDR_BYTES ||
+	    h->hd_start_lsn != name_lsn || h->hd_start_lsn == 0 ||
+	    h->hd_seg_bytes < WAL_SEGMENT_MIN)
+		return WAL_EFILE_HDR;
+	return WAL_OK;
+}
+
+static uint64_t wal_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------------
+ * 2. Files
+ * ------------------------------------------------------------------------ */
+
+static void wal_path(char *buf, size_t n, const char *dir, uint64_t lsn, const char *ext)
+{
+	snprintf(buf, n, "%s/wal-%016" PRIx64 ".%s", dir, lsn, ext);
+}
+
+/* Parse "wal-<16 hex>.log"; 1 and *lsn on a match. */
+static int wal_name_lsn(const char *name, uint64_t *lsn)
+{
+	if (strlen(name) != 4 + 16 + 4 || strncmp(name, "wal-", 4) != 0 ||
+	    strcmp(name + 20, ".log") != 0)
+		return 0;
+	uint64_t v = 0;
+	for (int i = 4; i < 20; i++) {
+		char c = name[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return 0;
+		v = v << 4 | (uint64_t)d;
+	}
+	*lsn = v;
+	return 1;
+}
+
+static int wal_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * List the start LSNs of the files in @p dir, sorted.  A missing directory
+ * is an empty list.  Leftover "*.tmp" files (a crash while creating the next
+ * file) are ignored.  @return WAL_OK, WAL_EIO or WAL_ENOMEM; *lsns is malloc'd.
+ */
+static int wal_list(const char *dir, uint64_t **lsns, size_t *n)
+{
+	*lsns = NULL;
+	*n = 0;
+	DIR *d = pio_opendir(dir);
+	if (d == NULL)
+		return errno == ENOENT ? WAL_OK : WAL_EIO;
+	size_t cap = 0;
+	struct dirent *e;
+	int rc = WAL_OK;
+	errno = 0;
+	while ((e = pio_readdir(d)) != NULL) {
+		uint64_t lsn;
+		if (!wal_name_lsn(e->d_name, &lsn))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			uint64_t *nl = realloc(*lsns, cap * sizeof *nl);
+			if (nl == NULL) {
+				rc = WAL_ENOMEM;
+				break;
+			}
+			*lsns = nl;
+		}
+		(*lsns)[(*n)++] = lsn;
+	}
+	if (rc == WAL_OK && errno != 0)
+		rc = WAL_EIO;
+	pio_closedir(d);
+	if (rc != WAL_OK) {
+		free(*lsns);
+		*lsns = NULL;
+		*n = 0;
+		return rc;
+	}
+	qsort(*lsns, *n, sizeof **lsns, wal_cmp_u64);
+	return WAL_OK;
+}
+
+/*
+ * Create the file that starts at @p lsn, fully durable before it gets its
+ * name: create "<name>.tmp", preallocate, write the header, fdatasync,
+ * rename, fsync the directory.  A crash leaves either no file or a complete,
+ * empty one.  @return the open fd, or -1 with errno.
+ */
+static int wal_file_create(const char *dir, uint64_t lsn, uint64_t seg_bytes)
+{
+	char tmp[4096], fin[4096];
+	wal_path(tmp, sizeof tmp, dir, lsn, "tmp");
+	wal_path(fin, sizeof fin, dir, lsn, "log");
+	(void)pio_unlink(tmp);
+	int fd = pio_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	struct wal_filehdr h;
+	wal_filehdr_encode(&h, lsn, seg_bytes);
+	if (pio_fallocate(fd, 0, (off_t)seg_bytes) != 0 ||
+	    pio_pwrite_full(fd, &h, sizeof h, 0) != 0 ||
+	    pio_fdatasync(fd) != 0 ||
+	    pio_rename(tmp, fin) != 0 ||
+	    pio_fsync_dir(dir) != 0) {
+		int saved = errno;
+		pio_close(fd);
+		(void)pio_unlink(tmp);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+/* ------------------------------------------------------------------------
+ * 3. Scanning one file
+ * ------------------------------------------------------------------------ */
+
+/* 1 if [p, p+n) is all zero. */
+static int wal_all_zero(const unsigned char *p, size_t n)
+{
+	while (n > 0 && ((uintptr_t)p & 7) != 0) {
+		if (*p++)
+			return 0;
+		n--;
+	}
+	const uint64_t *q = (const uint64_t *)p;
+	for (; n >= 64; n -= 64, q += 8)
+		if ((q[0] | q[1] | q[2] | q[3] | q[4] | q[5] | q[6] | q[7]) != 0)
+			return 0;
+	for (; n >= 8; n -= 8)
+		if (*q++ != 0)
+			return 0;
+	p = (const unsigned char *)q;
+	while (n-- > 0)
+		if (*p++)
+			return 0;
+	return 1;
+}
+
+struct wal_scan {
+	int      ws_stop;        /* WAL_OK: clean end; else the cause */
+	uint64_t ws_offset;      /* offset of the end or of the bad frame */
+	uint64_t ws_next_lsn;    /* the LSN the next frame must have */
+	uint64_t ws_seg_bytes;   /* from the header (0 if the header is bad) */
+	uint64_t ws_file_size;   /* st_size */
+	uint64_t ws_passed;      /* frames given to the callback */
+	uint64_t ws_first;       /* first LSN given to the callback */
+	int      ws_err;         /* errno for WAL_EIO */
+};
+
+/*
+ * Verify the file that starts at @p name_lsn frame by frame, from its header
+ * to its clean end or its first bad frame, giving frames with lsn >= from_lsn
+ * to @p fn (NULL: verify only).  @p expect is the LSN its first frame must
+ * have (0: take the header's).  Checks run in this order, and the first that
+ * fails names the cause: header room (EPAST_END), length 0 (end if only zeros
+ * follow, else EZERO_LEN), length above max (ELONG), below its type's minimum
+ * (ESHORT), frame past end of file (EPAST_END), CRC (ECRC), LSN (ELSN),
+ * prev-LSN (EPREV).  @return ws_stop, or WAL_EIO / WAL_ESTOPPED.
+ */
+static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
+                         uint64_t from_lsn, wal_replay_fn fn, void *arg,
+                         struct wal_scan *s)
+{
+	char path[4096];
+	wal_path(path, sizeof path, dir, name_lsn, "log");
+	memset(s, 0, sizeof *s);
+	s->ws_next_lsn = expect;
+	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		s->ws_err = errno;
+		return s->ws_stop = WAL_EIO;
+	}
+	struct stat st;
+	if (pio_fstat(fd, &st) != 0) {
+		s->ws_err = errno;
+		pio_close(fd);
+		return s->ws_stop = WAL_EIO;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	s->ws_file_size = size;
+	if (size < WAL_FILE_HDR_BYTES) {
+		pio_close(fd);
+		return s->ws_stop = size >= sizeof wal_magic ? WAL_EFILE_HDR : WAL_EMAGIC;
+	}
+	const unsigned char *m = pio_mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		s->ws_err = errno;
+		pio_close(fd);
+		return s->ws_stop = WAL_EIO;
+	}
+	pio_close(fd);
+	(void)madvise((void *)m, size, MADV_SEQUENTIAL);
+
+	struct wal_filehdr fh;
+	memcpy(&fh, m, sizeof fh);
+	int rc = wal_filehdr_check(&fh, name_lsn);
+	if (rc == WAL_OK && expect != 0 && fh.hd_start_lsn != expect)
+		rc = WAL_EGAP;
+	if (rc != WAL_OK) {
+		pio_munmap((void *)m, size);
+		return s->ws_stop = rc;
+	}
+	s->ws_seg_bytes = fh.hd_seg_bytes;
+	uint64_t lsn = fh.hd_start_lsn;
+	uint64_t off = WAL_FILE_HDR_BYTES;
+	rc = WAL_OK;
+	for (;;) {
+		if (size - off < WAL_FRAME_HDR_BYTES) {
+			if (!wal_all_zero(m + off, size - off))
+				rc = WAL_EPAST_END;
+			break;
+		}
+		struct wal_fhdr h;
+		memcpy(&h, m + off, sizeof h);
+		if (h.fh_len == 0) {
+			if (!wal_all_zero(m + off, size - off))
+				rc = WAL_EZERO_LEN;
+			break;
+		}
+		if (h.fh_len > WAL_PAYLOAD_MAX) {
+			rc = WAL_ELONG;
+			break;
+		}
+		if (h.fh_len < wal_type_min_len(h.fh_type)) {
+			rc = WAL_ESHORT;
+			break;
+		}
+		uint64_t total = wal_frame_bytes(h.fh_len);
+		if (total > size - off) {
+			rc = WAL_EPAST_END;
+			break;
+		}
+		const unsigned char *payload = m + off + WAL_FRAME_HDR_BYTES;
+		if (wal_frame_crc(&h, payload) != h.fh_crc) {
+			rc = WAL_ECRC;
+			break;
+		}
+		if (h.fh_lsn != lsn) {
+			rc = WAL_ELSN;
+			break;
+		}
+		if (h.fh_prev != lsn - 1) {
+			rc = WAL_EPREV;
+			break;
+		}
+		if (fn != NULL && lsn >= from_lsn) {
+			if (s->ws_passed++ == 0)
+				s->ws_first = lsn;
+			if (fn(arg, lsn, h.fh_type, payload, h.fh_len) != 0) {
+				lsn++;
+				off += total;
+				rc = WAL_ESTOPPED;
+				break;
+			}
+		}
+		lsn++;
+		off += total;
+	}
+	pio_munmap((void *)m, size);
+	s->ws_offset = off;
+	s->ws_next_lsn = lsn;
+	return s->ws_stop = rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 4. Appending
+ * ------------------------------------------------------------------------ */
+
+struct wal {
+	char           *w_dir;          /* directory, owned */
+	uint64_t        w_seg_bytes;    /* size of files this handle creates */
+
+	/* Leader-owned: touched only by the thread holding w_leader (handed
+	 * over under w_mu, which orders every access). */
+	int             w_fd;           /* current file */
+	uint64_t        w_file_bytes;   /* its preallocated size (from its header) */
+	uint64_t        w_file_off;     /* where the next frame goes */
+	unsigned char  *w_wbuf;         /* batch being written (swapped with w_pbuf) */
+	size_t          w_wcap;
+
+	/* Under w_mu. */
+	pthread_mutex_t w_mu;
+	pthread_cond_t  w_cv;           /* leader done / failure */
+	unsigned char  *w_pbuf;         /* pending frames, back to back */
+	size_t          w_plen;
+	size_t          w_pcap;
+	uint64_t        w_next_lsn;     /* next LSN to hand out */
+	int             w_leader;       /* a thread is writing a batch */
+	int             w_failed;       /* sticky: 0 or WAL_EFAILED */
+	enum wal_op     w_fail_op;
+	int             w_fail_errno;
+	struct wal_stats w_st;          /* counters (durable_lsn/next_lsn filled on read) */
+
+	/* Lock-free readers. */
+	uint64_t        w_durable;      /* highest durable LSN; release store by the leader */
+};
+
+static int wal_reserve(unsigned char **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 64 * 1024;
+	while (nc < need)
+		nc *= 2;
+	unsigned char *nb = realloc(*buf, nc);
+	if (nb == NULL)
+		return -1;
+	*buf = nb;
+	*cap = nc;
+	return 0;
+}
+
+int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn)
+{
+	if (w == NULL || type == 0 || p == NULL || len == 0 || len > WAL_PAYLOAD_MAX ||
+	    len < wal_type_min_len(type) ||
+	    wal_frame_bytes(len) > w->w_seg_bytes - WAL_FILE_HDR_BYTES)
+		return WAL_EINVAL;
+	uint64_t total = wal_frame_bytes(len);
+	pthread_mutex_lock(&w->w_mu);
+	if (w->w_failed) {
+		pthread_mutex_unlock(&w->w_mu);
+		return WAL_EFAILED;
+	}
+	if (wal_reserve(&w->w_pbuf, &w->w_pcap, w->w_plen + total) != 0) {
+		pthread_mutex_unlock(&w->w_mu);
+		return WAL_ENOMEM;
+	}
+	uint64_t l = w->w_next_lsn++;
+	wal_frame_encode(w->w_pbuf + w->w_plen, type, l, l - 1, p, len);
+	w->w_plen += total;
+	pthread_mutex_unlock(&w->w_mu);
+	if (lsn)
+		*lsn = l;
+	return WAL_OK;
+}
+
+int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, uint64_t *lsn)
+{
+	if (rec == NULL)
+		return WAL_EINVAL;
+	struct wal_rec r;
+	memcpy(&r.wr_rec, rec, sizeof r.wr_rec);
+	r.wr_seq = seq;
+	return wal_append(w, WAL_T_RECORD, &r, sizeof r, lsn);
+}
+
+/* Time one fdatasync into the stats (leader only; stats under w_mu later). */
+static int wal_timed_sync(wal_t *w, uint64_t *ns)
+{
+	uint64_t t0 = wal_now_ns();
+	int rc = pio_fdatasync(w->w_fd);
+	*ns += wal_now_ns() - t0;
+	return rc;
+}
+
+static void wal_hist_add(struct wal_stats *st, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	int b = 0;
+	while (us > 1 && b < WAL_HIST_BUCKETS - 1) {
+		us >>= 1;
+		b++;
+	}
+	st->sync_hist[b]++;
+	st->sync_ns_total += ns;
+	if (ns > st->sync_ns_max)
+		st->sync_ns_max = ns;
+}
+
+/*
+ * Leader: write @p len bytes of whole frames and make them durable.  Frames
+ * never span files: the frames that fit go to the current file in one pwrite;
+ * when the next frame does not fit, the current file is fdatasync'd and the
+ * next file (named for that frame's LSN) is created before writing on.  Ends
+ * with one fdatasync of the last file written.  Nothing is retried after an
+ * error.  @return 0, or -1 with *op and errno.
+ */
+static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
+                           enum wal_op *op, uint64_t *sync_ns, int *files)
+{
+	size_t pos = 0;
+	while (pos < len) {
+		size_t start = pos;
+		uint64_t room = w->w_file_bytes - w->w_file_off;
+		while (pos < len) {
+			struct wal_fhdr h;
+			memcpy(&h, buf + pos, sizeof h);
+			uint64_t fl = wal_frame_bytes(h.fh_len);
+			if (pos - start + fl > room)
+				break;
+			pos += fl;
+		}
+		if (pos > start) {
+			if (pio_pwrite_full(w->w_fd, buf + start, pos - start, (off_t)w->w_file_off) != 0) {
+				*op = WAL_OP_WRITE;
+				return -1;
+			}
+			w->w_file_off += pos - start;
+		}
+		if (pos < len) {
+			struct wal_fhdr h;
+			memcpy(&h, buf + pos, sizeof h);
+			if (wal_timed_sync(w, sync_ns) != 0) {
+				*op = WAL_OP_SYNC;
+				return -1;
+			}
+			int fd = wal_file_create(w->w_dir, h.fh_lsn, w->w_seg_bytes);
+			if (fd < 0) {
+				*op = WAL_OP_CREATE;
+				return -1;
+			}
+			pio_close(w->w_fd);
+			w->w_fd = fd;
+			w->w_file_bytes = w->w_seg_bytes;
+			w->w_file_off = WAL_FILE_HDR_BYTES;
+			(*files)++;
+		}
+	}
+	if (wal_timed_sync(w, sync_ns) != 0) {
+		*op = WAL_OP_SYNC;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Group commit.  Under w_mu a caller either finds its LSN durable (return),
+ * the WAL failed (return WAL_EFAILED), a leader at work (sleep on w_cv), or
+ * no leader: then it becomes leader, swaps the pending buffer for its empty
+ * write buffer, and drops the lock for the I/O, so appends go on meanwhile.
+ * Back under the lock it publishes the batch's last LSN as durable (release:
+ * a reader that sees the LSN sees it after fdatasync returned) or records
+ * the failure, and wakes everyone.  A woken follower not yet covered loops
+ * and may lead the next batch.
+ */
+int wal_sync(wal_t *w, uint64_t lsn)
+{
+	if (w == NULL)
+		return WAL_EINVAL;
+	pthread_mutex_lock(&w->w_mu);
+	if (lsn >= w->w_next_lsn) {
+		pthread_mutex_unlock(&w->w_mu);
+		return WAL_EINVAL;
+	}
+	for (;;) {
+		if (w->w_failed) {
+			pthread_mutex_unlock(&w->w_mu);
+			return WAL_EFAILED;
+		}
+		if (__atomic_load_n(&w->w_durable, __ATOMIC_RELAXED) >= lsn) {
+			pthread_mutex_unlock(&w->w_mu);
+			return WAL_OK;
+		}
+		if (!w->w_leader)
+			break;
+		pthread_cond_wait(&w->w_cv, &w->w_mu);
+	}
+	w->w_leader = 1;
+	/* Swap buffers: the batch becomes the leader's, appends continue
+	 * into the (empty) buffer of the previous batch. */
+	unsigned char *batch = w->w_pbuf;
+	size_t bcap = w->w_pcap;
+	size_t blen = w->w_plen;
+	uint64_t last = w->w_next_lsn - 1;
+	uint64_t first = __atomic_load_n(&w->w_durable, __ATOMIC_RELAXED) + 1;
+	w->w_pbuf = w->w_wbuf;
+	w->w_pcap = w->w_wcap;
+	w->w_plen = 0;
+	w->w_wbuf = batch;
+	w->w_wcap = bcap;
+	pthread_mutex_unlock(&w->w_mu);
+
+	enum wal_op op = WAL_OP_NONE;
+	uint64_t sync_ns = 0;
+	int files = 0;
+	int rc = wal_write_batch(w, batch, blen, &op, &sync_ns, &files);
+	int err = errno;
+
+	pthread_mutex_lock(&w->w_mu);
+	if (rc != 0) {
+		w->w_failed = WAL_EFAILED;
+		w->w_fail_op = op;
+		w->w_fail_errno = err;
+	} else {
+		__atomic_store_n(&w->w_durable, last, __ATOMIC_RELEASE);
+		w->w_st.commits++;
+		w->w_st.frames += last - first + 1;
+		w->w_st.bytes += blen;
+		if (last - first + 1 > w->w_st.max_group)
+			w->w_st.max_group = last - first + 1;
+		w->w_st.files_created += (uint64_t)files;
+		wal_hist_add(&w->w_st, sync_ns);
+	}
+	w->w_leader = 0;
+	pthread_cond_broadcast(&w->w_cv);
+	pthread_mutex_unlock(&w->w_mu);
+	return rc != 0 ? WAL_EFAILED : WAL_OK;
+}
+
+int wal_commit(wal_t *w)
+{
+	if (w == NULL)
+		return WAL_EINVAL;
+	pthread_mutex_lock(&w->w_mu);
+	uint64_t last = w->w_next_lsn - 1;
+	int failed = w->w_failed;
+	pthread_mutex_unlock(&w->w_mu);
+	if (failed)
+		return WAL_EFAILED;
+	if (last < 1 || last <= wal_durable_lsn(w))
+		return WAL_OK;
+	return wal_sync(w, last);
+}
+
+int wal_submit(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn)
+{
+	uint64_t l;
+	int rc = wal_append(w, type, p, len, &l);
+	if (rc != WAL_OK)
+		return rc;
+	if (lsn)
+		*lsn = l;
+	return wal_sync(w, l);
+}
+
+uint64_t wal_durable_lsn(const wal_t *w)
+{
+	return __atomic_load_n(&w->w_durable, __ATOMIC_ACQUIRE);
+}
+
+uint64_t wal_next_lsn(wal_t *w)
+{
+	pthread_mutex_lock(&w->w_mu);
+	uint64_t n = w->w_next_lsn;
+	pthread_mutex_unlock(&w->w_mu);
+	return n;
+}
+
+int wal_failure(wal_t *w, enum wal_op *op, int *err_no)
+{
+	pthread_mutex_lock(&w->w_mu);
+	int f = w->w_failed;
+	if (op)
+		*op = w->w_fail_op;
+	if (err_no)
+		*err_no = w->w_fail_errno;
+	pthread_mutex_unlock(&w->w_mu);
+	return f;
+}
+
+void wal_stats_get(wal_t *w, struct wal_stats *out)
+{
+	pthread_mutex_lock(&w->w_mu);
+	*out = w->w_st;
+	out->next_lsn = w->w_next_lsn;
+	out->failed = w->w_failed;
+	out->fail_errno = w->w_fail_errno;
+	out->fail_op = w->w_fail_op;
+	pthread_mutex_unlock(&w->w_mu);
+	out->durable_lsn = wal_durable_lsn(w);
+}
+
+/* ------------------------------------------------------------------------
+ * 5. Open and close
+ * ------------------------------------------------------------------------ */
+
+void wal_opts_default(struct wal_opts *o)
+{
+	o->segment_bytes = WAL_SEGMENT_DEFAULT;
+	o->start_lsn = 1;
+}
+
+int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
+{
+	struct wal_opts def;
+	if (o == NULL) {
+		wal_opts_default(&def);
+		o = &def;
+	}
+	if (dir == NULL || out == NULL || o->segment_bytes < WAL_SEGMENT_MIN ||
+	    o->segment_bytes % 4096 != 0 || o->start_lsn == 0 ||
+	    strlen(dir) > 4000)
+		return WAL_EINVAL;
+	if (pio_mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return WAL_EIO;
+
+	uint64_t *lsns;
+	size_t n;
+	int rc = wal_list(dir, &lsns, &n);
+	if (rc != WAL_OK)
+		return rc;
+
+	wal_t *w = calloc(1, sizeof *w);
+	if (w == NULL || (w->w_dir = strdup(dir)) == NULL) {
+		free(w);
+		free(lsns);
+		return WAL_ENOMEM;
+	}
+	w->w_seg_bytes = o->segment_bytes;
+	w->w_fd = -1;
+	pthread_mutex_init(&w->w_mu, NULL);
+	pthread_cond_init(&w->w_cv, NULL);
+
+	if (n == 0) {
+		w->w_fd = wal_file_create(dir, o->start_lsn, o->segment_bytes);
+		if (w->w_fd < 0) {
+			rc = WAL_EIO;
+			goto fail;
+		}
+		w->w_file_bytes = o->segment_bytes;
+		w->w_file_off = WAL_FILE_HDR_BYTES;
+		w->w_next_lsn = o->start_lsn;
+		w->w_st.files_created = 1;
+	} else {
+		uint64_t start = lsns[n - 1];
+		struct wal_scan s;
+		rc = wal_scan_file(dir, start, 0, 0, NULL, NULL, &s);
+		if (rc == WAL_EIO) {
+			errno = s.ws_err;
+			goto fail;
+		}
+		if (rc == WAL_EMAGIC || rc == WAL_EFILE_HDR)
+			goto fail;
+		if (rc != WAL_OK) {
+			rc = WAL_ETORN;
+			goto fail;
+		}
+		char path[4096];
+		wal_path(path, sizeof path, dir, start, "log");
+		w->w_fd = pio_open(path, O_RDWR | O_CLOEXEC, 0);
+		if (w->w_fd < 0) {
+			rc = WAL_EIO;
+			goto fail;
+		}
+		/* A file shortened by hand gets its preallocation back. */
+		if (s.ws_file_size < s.ws_seg_bytes &&
+		    pio_fallocate(w->w_fd, 0, (off_t)s.ws_seg_bytes) != 0) {
+			rc = WAL_EIO;
+			goto fail;
+		}
+		/* Frames a dead writer left in the page cache become durable
+		 * here, before anyone is told they are. */
+		if (pio_fdatasync(w->w_fd) != 0) {
+			rc = WAL_EIO;
+			goto fail;
+		}
+		w->w_file_bytes = s.ws_seg_bytes;
+		w->w_file_off = s.ws_offset;
+		w->w_next_lsn = s.ws_next_lsn;
+	}
+	w->w_durable = w->w_next_lsn - 1;
+	free(lsns);
+	*out = w;
+	return WAL_OK;
+fail:
+	{
+		int saved = errno;
+		if (w->w_fd >= 0)
+			pio_close(w->w_fd);
+		pthread_mutex_destroy(&w->w_mu);
+		pthread_cond_destroy(&w->w_cv);
+		free(w->w_dir);
+		free(w);
+		free(lsns);
+		errno = saved;
+	}
+	return rc;
+}
+
+int wal_close(wal_t *w)
+{
+	if (w == NULL)
+		return WAL_EINVAL;
+	int rc = wal_commit(w);
+	if (w->w_fd >= 0)
+		pio_close(w->w_fd);
+	pthread_mutex_destroy(&w->w_mu);
+	pthread_cond_destroy(&w->w_cv);
+	free(w->w_pbuf);
+	free(w->w_wbuf);
+	free(w->w_dir);
+	free(w);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 6. Replay
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Cut the torn tail: the file starting at @p lsn keeps bytes [0, off) and is
+ * zero-filled (ftruncate, then fallocate back to its size) to @p seg_bytes;
+ * files after it are unlinked; then fdatasync and a directory fsync.
+ */
+static int wal_truncate_tail(const char *dir, uint64_t lsn, uint64_t off, uint64_t size,
+                             uint64_t seg_bytes, const uint64_t *later, size_t nlater,
+                             struct wal_replay_report *rep)
+{
+	char path[4096];
+	wal_path(path, sizeof path, dir, lsn, "log");
+	int fd = pio_open(path, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		goto io;
+	if (pio_ftruncate(fd, (off_t)off) != 0 ||
+	    pio_fallocate(fd, 0, (off_t)(seg_bytes > off ? seg_bytes : off)) != 0 ||
+	    pio_fdatasync(fd) != 0) {
+		int saved = errno;
+		pio_close(fd);
+		errno = saved;
+		goto io;
+	}
+	pio_close(fd);
+	rep->truncated_bytes = size > off ? size - off : 0;
+	for (size_t i = 0; i < nlater; i++) {
+		wal_path(path, sizeof path, dir, later[i], "log");
+		if (pio_unlink(path) != 0 && errno != ENOENT)
+			goto io;
+		rep->files_removed++;
+	}
+	if (pio_fsync_dir(dir) != 0)
+		goto io;
+	return WAL_OK;
+io:
+	rep->err_no = errno;
+	return WAL_EIO;
+}
+
+int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
+               unsigned flags, struct wal_replay_report *rep)
+{
+	struct wal_replay_report dummy;
+	if (rep == NULL)
+		rep = &dummy;
+	memset(rep, 0, sizeof *rep);
+	if (dir == NULL || strlen(dir) > 4000 || (flags & ~WAL_REPLAY_TRUNCATE) != 0)
+		return WAL_EINVAL;
+	if (from_lsn == 0)
+		from_lsn = 1;
+
+	uint64_t *lsns;
+	size_t n;
+	int rc = wal_list(dir, &lsns, &n);
+	if (rc != WAL_OK) {
+		rep->err_no = errno;
+		return rep->stop = rc;
+	}
+	if (n == 0) {
+		free(lsns);
+		return rep->stop = WAL_OK;
+	}
+	/* Start at the last file that begins at or before from_lsn.  Asked for
+	 * an LSN older than the oldest file: those frames are gone. */
+	size_t i = 0;
+	if (from_lsn < lsns[0] && from_lsn > 1) {
+		wal_path(rep->file, sizeof rep->file, dir, lsns[0], "log");
+		free(lsns);
+		return rep->stop = WAL_EGAP;
+	}
+	while (i + 1 < n && lsns[i + 1] <= from_lsn)
+		i++;
+
+	uint64_t expect = 0;  /* the first file read sets it */
+	struct wal_scan s;
+	memset(&s, 0, sizeof s);
+	for (; i < n; i++) {
+		rc = wal_scan_file(dir, lsns[i], expect, from_lsn, fn, arg, &s);
+		rep->files++;
+		rep->frames += s.ws_passed;
+		if (s.ws_passed && rep->first_lsn == 0)
+			rep->first_lsn = s.ws_first;
+		if (s.ws_next_lsn > 1 && s.ws_next_lsn - 1 > rep->last_lsn && rc != WAL_EMAGIC &&
+		    rc != WAL_EFILE_HDR && rc != WAL_EGAP)
+			rep->last_lsn = s.ws_next_lsn - 1;
+		wal_path(rep->file, sizeof rep->file, dir, lsns[i], "log");
+		rep->offset = s.ws_offset;
+		if (rc != WAL_OK)
+			break;
+		expect = s.ws_next_lsn;
+	}
+	rep->stop = rc;
+	if (rc == WAL_EIO)
+		rep->err_no = s.ws_err;
+	/* A file whose frames all precede from_lsn still counts in last_lsn;
+	 * last_lsn stays 0 for an empty WAL. */
+	if (rc != WAL_OK && rc != WAL_EIO && rc != WAL_ESTOPPED &&
+	    (flags & WAL_REPLAY_TRUNCATE)) {
+		int frame_level = rc != WAL_EMAGIC && rc != WAL_EFILE_HDR && rc != WAL_EGAP;
+		if (frame_level && i == n - 1) {
+			int trc = wal_truncate_tail(dir, lsns[i], s.ws_offset, s.ws_file_size,
+			                            s.ws_seg_bytes, NULL, 0, rep);
+			if (trc != WAL_OK)
+				rc = trc;
+		} else if (frame_level) {
+			rc = WAL_ENOTTAIL;
+		} else if (i > 0 && rc == WAL_EGAP) {
+			/* A later file that does not continue the chain:
+			 * not a torn tail either. */
+			rc = WAL_ENOTTAIL;
+		}
+	}
+	free(lsns);
+	return rc;
+}

@@ -1,0 +1,263 @@
+/*
+ * wal.h -- the write-ahead log of flashstock.
+ *
+ * The WAL is a directory of segment files named wal-<first LSN, 16 hex
+ * digits>.log.  Each file is preallocated to a fixed size and starts with a
+ * 64-byte file header; frames follow back to back, each 8-byte aligned:
+ *
+ *   file header (64 bytes, little endian)
+ *     0  u64 magic "FSWALSEG"      16  u64 start_lsn (LSN of its first frame)
+ *     8  u32 version (1)           24  u64 segment_bytes (preallocated size)
+ *    12  u32 header bytes (64)     32  i64 created (CLOCK_REALTIME ns)
+ *    60  u32 CRC-32C of bytes 0..59 (bytes 40..59 are zero)
+ *
+ *   frame header (32 bytes), then the payload, then zeros up to 8-alignment
+ *     0  u32 len (payload bytes)    8  u64 lsn
+ *     4  u16 type                  16  u64 prev_lsn (= lsn - 1)
+ *     6  u16 reserved (0)          24  u32 CRC-32C of bytes 0..23 + payload
+ *                                  28  u32 zero
+ *
+ * LSNs are consecutive integers (the first is 1 in a new WAL).  The unused end
+ * of a file reads as zeros: the log ends where a frame header is all zero and
+ * nothing but zeros follows in that file.
+ *
+ * Appending (group commit).  wal_append() assigns the next LSN and copies the
+ * frame into a pending buffer (cheap, under a mutex).  wal_sync(lsn) returns
+ * once lsn is durable: the first caller that finds no leader becomes leader,
+ * takes everything pending, writes it with ONE pwrite and makes it durable
+ * with ONE fdatasync (two of each only when the batch crosses into a new
+ * file), publishes the durable LSN and wakes the followers; a follower whose
+ * LSN the leader covered returns without any system call.  No timer, no added
+ * delay: a batch is whatever arrived while the previous one was on its way to
+ * disk.  A single drainer thread simply calls wal_append() for each record
+ * and wal_commit() once per round.
+ *
+ * Failure is sticky.  A failed or short write, a failed fdatasync, or a
+ * failure to create the next file puts the WAL in the failed state for the
+ * rest of its life: every later append/sync/commit returns WAL_EFAILED, the
+ * durable LSN never moves again, fdatasync is never retried (a retried fsync
+ * can "succeed" after the kernel dropped the dirty pages).  wal_failure()
+ * tells which step failed and its errno.  Short writes: the remainder is
+ * written once more (a disk that fills mid-request then reports ENOSPC); a
+ * second short write fails the WAL with EIO.
+ *
+ * Synchronization table (one wal_t):
+ *   wal_append, wal_sync, wal_commit, wal_submit  any threads at once
+ *   wal_durable_lsn, wal_stats, wal_failure       any thread, any time (lock-free read
+ *                                                 of the durable LSN, acquire)
+ *   wal_close                                     alone, after every other call returned
+ * A WAL directory has one writer process at a time (the daemon); nothing in
+ * the WAL enforces it.  wal_replay() must not run on a directory that a wal_t
+ * has open.
+ *
+ * Every system call goes through pio.h, so tests inject faults there.
+ */
+#ifndef FLASH_WAL_H
+#define FLASH_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashstock.h"
+
+#define WAL_OK            0
+#define WAL_EZERO_LEN    -1   /* frame length 0 in a header that is not all zero, or data after it */
+#define WAL_ESHORT       -2   /* frame length shorter than its type's payload */
+#define WAL_EPAST_END    -3   /* frame (or its header) runs past the end of the file */
+#define WAL_ELONG        -4   /* frame length above WAL_PAYLOAD_MAX */
+#define WAL_EMAGIC       -5   /* file header: bad magic */
+#define WAL_EFILE_HDR    -6   /* file header: bad version, size, CRC, or start LSN != its name */
+#define WAL_ECRC         -7   /* frame CRC-32C mismatch */
+#define WAL_ELSN         -8   /* frame LSN is not the previous one + 1 */
+#define WAL_EPREV        -9   /* frame prev_lsn is not lsn - 1 */
+#define WAL_EGAP        -10   /* a file does not start where the previous one ended, or from_lsn is gone */
+#define WAL_ENOTTAIL    -11   /* replay: bad frame before the last file; not a torn tail, not truncated */
+#define WAL_ETORN       -12   /* open: the last file does not end cleanly; replay with WAL_REPLAY_TRUNCATE */
+#define WAL_EFAILED     -13   /* the WAL failed earlier (sticky); see wal_failure() */
+#define WAL_EIO         -14   /* open/replay: a system call failed (errno in the report) */
+#define WAL_EINVAL      -15   /* bad argument */
+#define WAL_ENOMEM      -16   /* out of memory */
+#define WAL_ESTOPPED    -17   /* replay: the callback returned nonzero */
+
+/* A static description of a WAL_* code; never NULL. */
+const char *wal_strerror(int rc);
+/* The symbolic name of a WAL_* code ("WAL_ECRC"). */
+const char *wal_rcname(int rc);
+
+#define WAL_FILE_HDR_BYTES   64u
+#define WAL_FRAME_HDR_BYTES  32u
+#define WAL_PAYLOAD_MAX      (1u << 20)
+#define WAL_SEGMENT_DEFAULT  (64ull << 20)
+#define WAL_SEGMENT_MIN      (4096ull)
+
+/* Frame types.  0 is never valid. */
+enum wal_type {
+	WAL_T_RECORD = 1        /* struct wal_rec: a flash_record and its ring seq */
+};
+
+/* Payload of WAL_T_RECORD: the record and its position in its slot's ring. */
+struct wal_rec {
+	struct flash_record wr_rec;  /* as drained from the ring */
+	uint64_t            wr_seq;  /* ring seq of that slot (starts at 1) */
+};
+
+/* Bytes a frame of @p len payload bytes takes on disk. */
+static inline uint64_t wal_frame_bytes(uint32_t len)
+{
+	return WAL_FRAME_HDR_BYTES + (((uint64_t)len + 7u) & ~(uint64_t)7u);
+}
+
+struct wal_opts {
+	uint64_t segment_bytes;  /* size of each new file (default 64 MiB, >= WAL_SEGMENT_MIN, multiple of 4096) */
+	uint64_t start_lsn;      /* first LSN of a WAL created empty (default 1) */
+};
+
+void wal_opts_default(struct wal_opts *o);
+
+typedef struct wal wal_t;
+
+/*
+ * Open (creating if needed) the WAL in @p dir for appending.  An empty or
+ * missing directory gets its first file at o->start_lsn.  Otherwise the last
+ * file is scanned and must end cleanly (a valid frame chain followed only by
+ * zeros); its frames are fdatasync'd once and count as durable.
+ * @param[in]  dir  directory (created with mode 0700 if missing)
+ * @param[in]  o    options; NULL means defaults
+ * @param[out] out  the handle
+ * @return WAL_OK; WAL_ETORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
+ *         WAL_EMAGIC / WAL_EFILE_HDR / WAL_EGAP (last file's header);
+ *         WAL_EINVAL; WAL_ENOMEM; WAL_EIO (errno is left set).
+ */
+int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
+
+/*
+ * Commit whatever is pending (unless failed), close the file, free @p w.
+ * @return WAL_OK, or the commit's error (WAL_EFAILED); @p w is freed either way.
+ */
+int wal_close(wal_t *w);
+
+/*
+ * Buffer one frame; it is not durable until a wal_sync()/wal_commit() covers
+ * its LSN.  Never blocks on I/O.
+ * @param[in]  type  nonzero frame type
+ * @param[in]  p     payload (@p len bytes, 1..WAL_PAYLOAD_MAX and at most what fits in a file)
+ * @param[out] lsn   the frame's LSN (may be NULL)
+ * @return WAL_OK; WAL_EFAILED (sticky); WAL_EINVAL; WAL_ENOMEM.
+ */
+int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn);
+
+/* wal_append() of a WAL_T_RECORD frame. */
+int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, uint64_t *lsn);
+
+/*
+ * Return once every frame up to @p lsn is on disk (written and fdatasync'd),
+ * leading a group commit if no other thread is.  Thread-safe.
+ * @return WAL_OK (wal_durable_lsn() >= lsn now); WAL_EFAILED (sticky: the
+ *         frame is not and will never be reported durable); WAL_EINVAL
+ *         (lsn was never handed out).
+ */
+int wal_sync(wal_t *w, uint64_t lsn);
+
+/* wal_sync() of everything appended so far.  Returns at once if nothing is pending. */
+int wal_commit(wal_t *w);
+
+/* wal_append() then wal_sync() of that frame. */
+int wal_submit(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn);
+
+/* Highest LSN known durable (0 if none).  Lock-free; an acquire load. */
+uint64_t wal_durable_lsn(const wal_t *w);
+
+/* LSN the next wal_append() will get. */
+uint64_t wal_next_lsn(wal_t *w);
+
+enum wal_op {
+	WAL_OP_NONE = 0,
+	WAL_OP_WRITE,      /* pwrite failed or was short twice */
+	WAL_OP_SYNC,       /* fdatasync failed */
+	WAL_OP_CREATE      /* creating the next file failed (open, fallocate, header, rename) */
+};
+
+/*
+ * The sticky failure, if any.
+ * @param[out] op      which step failed (may be NULL)
+ * @param[out] err_no  its errno (may be NULL)
+ * @return 0 if the WAL has not failed, WAL_EFAILED if it has.
+ */
+int wal_failure(wal_t *w, enum wal_op *op, int *err_no);
+
+#define WAL_HIST_BUCKETS 32   /* bucket i counts fdatasync latencies in [2^i, 2^(i+1)) us; 0 also holds < 1 us */
+
+struct wal_stats {
+	uint64_t next_lsn;
+	uint64_t durable_lsn;
+	uint64_t commits;          /* group commits completed (one fdatasync each, or two across files) */
+	uint64_t frames;           /* frames made durable */
+	uint64_t bytes;            /* bytes written */
+	uint64_t max_group;        /* most frames in one commit */
+	uint64_t files_created;
+	uint64_t sync_ns_total;    /* time inside fdatasync */
+	uint64_t sync_ns_max;
+	uint64_t sync_hist[WAL_HIST_BUCKETS];
+	int      failed;           /* 0 or WAL_EFAILED */
+	int      fail_errno;
+	enum wal_op fail_op;
+};
+
+void wal_stats_get(wal_t *w, struct wal_stats *out);
+
+/* ---- replay ---- */
+
+/*
+ * Called for each valid frame with lsn >= from_lsn, in LSN order.  @p payload
+ * points into a read-only mapping, 8-byte aligned, valid during the call.
+ * Return nonzero to stop (wal_replay then returns WAL_ESTOPPED).
+ */
+typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, uint16_t type,
+                             const void *payload, uint32_t len);
+
+#define WAL_REPLAY_TRUNCATE 0x1u  /* cut a torn tail so appends continue after the last good frame */
+
+struct wal_replay_report {
+	int      stop;             /* WAL_OK (clean end) or the cause of the stop */
+	char     file[512];        /* file where it stopped ("" if the WAL is empty) */
+	uint64_t offset;           /* byte offset in that file of the end / the bad frame */
+	uint64_t first_lsn;        /* first LSN passed to the callback (0 if none) */
+	uint64_t last_lsn;         /* last valid LSN seen (passed or skipped); 0 if none */
+	uint64_t frames;           /* frames passed to the callback */
+	uint64_t files;            /* files read */
+	uint64_t truncated_bytes;  /* torn tail cut from the stop file */
+	uint32_t files_removed;    /* later files removed by the truncation */
+	int      err_no;           /* errno of a WAL_EIO */
+};
+
+/*
+ * Read the WAL in @p dir from @p from_lsn (0 or 1: from its first frame) and
+ * pass each valid frame to @p fn.  Verification stops at the FIRST bad frame,
+ * whose cause is returned (and kept in rep->stop) with its file and byte
+ * offset; nothing at or after it reaches @p fn.  With WAL_REPLAY_TRUNCATE and
+ * a bad frame in the LAST file (a torn tail), that file is cut at the bad
+ * frame and zero-filled back to its size, later files are removed, and both
+ * are made durable (fdatasync, directory fsync); a bad frame in an earlier
+ * file is never truncated (WAL_ENOTTAIL: that is corruption, not a crash).
+ * Files wholly before from_lsn are skipped unread.
+ * @return WAL_OK (clean end); the stop cause (WAL_EZERO_LEN, WAL_ESHORT,
+ *         WAL_EPAST_END, WAL_ELONG, WAL_EMAGIC, WAL_EFILE_HDR, WAL_ECRC,
+ *         WAL_ELSN, WAL_EPREV, WAL_EGAP) whether or not it was truncated;
+ *         WAL_ENOTTAIL (truncation refused; rep->stop has the cause);
+ *         WAL_ESTOPPED; WAL_EIO (rep->err_no); WAL_EINVAL; WAL_ENOMEM.
+ *         A missing or empty directory is a clean, empty WAL.
+ */
+int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
+               unsigned flags, struct wal_replay_report *rep);
+
+/*
+ * Encode one frame into @p dst (wal_frame_bytes(len) bytes, zero padding
+ * included).  For tests that forge frames and for tools.
+ */
+void wal_frame_encode(void *dst, uint16_t type, uint64_t lsn, uint64_t prev_lsn,
+                      const void *p, uint32_t len);
+
+/* Recompute the CRC of an encoded frame in place (tests forge fields, then fix the CRC). */
+void wal_frame_reseal(void *frame);
+
+#endif /* FLASH_WAL_H */

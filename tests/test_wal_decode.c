@@ -1,0 +1,467 @@
+/*
+ * test_wal_decode.c -- the WAL reader stops at the first bad frame, names
+ * the cause, passes nothing after it, and can cut a torn tail so appends
+ * go on.  Frames are forged behind the WAL's back with plain system calls.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "wal_testutil.h"
+
+#define SEG    (64u * 1024u)   /* small files: each test rewrites them often */
+#define PLEN   ((uint32_t)sizeof(struct wal_rec))
+#define FBYTES ((size_t)wal_frame_bytes(PLEN))
+
+/* Write frames 1..n (payload wt_payload(lsn), 72 bytes) into a new WAL. */
+static void build(const char *dir, uint64_t n, uint64_t seg)
+{
+	struct wal_opts o;
+	wal_opts_default(&o);
+	o.segment_bytes = seg;
+	wal_t *w;
+	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	unsigned char p[PLEN];
+	for (uint64_t l = 1; l <= n; l++) {
+		uint64_t got;
+		wt_payload(l, p, PLEN);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, &got), WAL_OK);
+		assert_int_equal(got, l);
+	}
+	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_durable_lsn(w), n);
+	assert_int_equal(wal_close(w), WAL_OK);
+}
+
+static size_t frame_off(uint64_t lsn)
+{
+	return WAL_FILE_HDR_BYTES + (size_t)(lsn - 1) * FBYTES;
+}
+
+/* After a torn-tail truncation the WAL opens where the tail was cut and the
+ * next frame gets the next LSN; replay then shows exactly frames 1..n+1. */
+static void check_appends_continue(const char *dir, uint64_t n)
+{
+	wal_t *w;
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_next_lsn(w), n + 1);
+	unsigned char p[PLEN];
+	wt_payload(n + 1, p, PLEN);
+	uint64_t l;
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &l), WAL_OK);
+	assert_int_equal(l, n + 1);
+	assert_int_equal(wal_close(w), WAL_OK);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, n + 1);
+	assert_int_equal(s.last, n + 1);
+	assert_true(s.ordered);
+	assert_int_equal(s.bad_payload, 0);
+}
+
+static void test_crc32c_check_value_and_both_paths_agree(void **st)
+{
+	(void)st;
+	assert_int_equal(crc32c(0, "123456789", 9), 0xE3069283u);
+	assert_int_equal(crc32c_sw(0, "123456789", 9), 0xE3069283u);
+	if (crc32c_hw_available())
+		assert_int_equal(crc32c_hw(0, "123456789", 9), 0xE3069283u);
+	unsigned char b[1031];
+	wt_payload(42, b, sizeof b);
+	for (size_t off = 0; off < 9; off++)
+		for (size_t n = 0; n + off <= sizeof b; n += 37) {
+			uint32_t a = crc32c_sw(0, b + off, n);
+			if (crc32c_hw_available())
+				assert_int_equal(crc32c_hw(0, b + off, n), a);
+			size_t half = n / 2;
+			assert_int_equal(crc32c(crc32c(0, b + off, half), b + off + half, n - half), a);
+		}
+}
+
+static void test_clean_wal_replays_every_frame(void **st)
+{
+	(void)st;
+	char *dir = wt_mkdtemp();
+	build(dir, 50, SEG);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(rep.stop, WAL_OK);
+	assert_int_equal(s.n, 50);
+	assert_int_equal(s.first, 1);
+	assert_int_equal(rep.last_lsn, 50);
+	assert_int_equal(rep.offset, frame_off(51));
+	assert_int_equal(s.bad_payload, 0);
+	wt_rmdir(dir);
+}
+
+/* The file is cut short at every byte of the last frame (a torn write of a
+ * file that was not preallocated, or a copy cut short). */
+static void test_file_cut_at_every_byte_of_last_frame(void **st)
+{
+	(void)st;
+	const uint64_t n = 20;
+	char *dir = wt_mkdtemp();
+	build(dir, n, SEG);
+	char *path = wt_file(dir, 1);
+	size_t len;
+	unsigned char *orig = wt_read(path, &len);
+	size_t last = frame_off(n);
+	for (size_t cut = 0; cut < FBYTES; cut++) {
+		wt_write(path, orig, last + cut);
+		struct wt_seen s = { 0 };
+		struct wal_replay_report rep;
+		int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
+		assert_int_equal(rc, cut == 0 ? WAL_OK : WAL_EPAST_END);
+		assert_int_equal(s.n, n - 1);
+		assert_int_equal(s.last, n - 1);
+		assert_int_equal(rep.offset, last);
+		/* Without truncation the WAL refuses to append after a torn tail. */
+		wal_t *w;
+		if (cut != 0) {
+			assert_int_equal(wal_open(dir, NULL, &w), WAL_ETORN);
+			memset(&s, 0, sizeof s);
+			rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
+			assert_int_equal(rc, WAL_EPAST_END);
+			assert_int_equal(s.n, n - 1);
+			assert_int_equal(rep.truncated_bytes, cut);
+		}
+		check_appends_continue(dir, n - 1);
+	}
+	free(orig);
+	free(path);
+	wt_rmdir(dir);
+}
+
+/* The bytes of the last frame from every offset on read as zeros (a torn
+ * write into the preallocated file: the tail of the request never landed). */
+static void test_zeroed_tail_at_every_byte_of_last_frame(void **st)
+{
+	(void)st;
+	const uint64_t n = 20;
+	char *dir = wt_mkdtemp();
+	build(dir, n, SEG);
+	char *path = wt_file(dir, 1);
+	size_t len;
+	unsigned char *orig = wt_read(path, &len);
+	assert_int_equal(len, SEG);
+	unsigned char *b = malloc(len);
+	size_t last = frame_off(n);
+	for (size_t cut = 0; cut < FBYTES; cut++) {
+		memcpy(b, orig, len);
+		memset(b + last + cut, 0, FBYTES - cut);
+		wt_write(path, b, len);
+		struct wt_seen s = { 0 };
+		struct wal_replay_report rep;
+		int rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
+		/* cut 0: the frame never started, a clean end.  Else its
+		 * length survives (72 < 256) and the CRC catches the rest. */
+		assert_int_equal(rc, cut == 0 ? WAL_OK : WAL_ECRC);
+		assert_int_equal(s.n, n - 1);
+		assert_int_equal(rep.offset, last);
+		check_appends_continue(dir, n - 1);
+	}
+	free(b);
+	free(orig);
+	free(path);
+	wt_rmdir(dir);
+}
+
+struct forge {
+	const char *what;
+	int         expect;
+};
+
+/* Forge one field of frame @p j of 30 and check the exact error, that
+ * exactly frames 1..j-1 reach the callback, the offset, and that truncation
+ * lets appends continue at LSN j. */
+static void forge_one(int kind, int expect)
+{
+	const uint64_t n = 30, j = 17;
+	char *dir = wt_mkdtemp();
+	build(dir, n, SEG);
+	char *path = wt_file(dir, 1);
+	size_t len;
+	unsigned char *b = wt_read(path, &len);
+	unsigned char *f = b + frame_off(j);
+	uint32_t u32;
+	uint64_t u64;
+	switch (kind) {
+	case 0: /* length 0, rest of the header intact */
+		u32 = 0; memcpy(f, &u32, 4);
+		break;
+	case 1: /* length shorter than a record */
+		u32 = 8; memcpy(f, &u32, 4);
+		break;
+	case 2: /* length past the end of the file */
+		u32 = SEG; memcpy(f, &u32, 4);
+		break;
+	case 3: /* length above the maximum */
+		u32 = WAL_PAYLOAD_MAX + 8; memcpy(f, &u32, 4);
+		break;
+	case 4: /* previous-LSN wrong, CRC recomputed */
+		u64 = j - 2; memcpy(f + 16, &u64, 8);
+		wal_frame_reseal(f);
+		break;
+	case 5: /* LSN skips one (prev consistent with it), CRC recomputed */
+		u64 = j + 1; memcpy(f + 8, &u64, 8);
+		u64 = j; memcpy(f + 16, &u64, 8);
+		wal_frame_reseal(f);
+		break;
+	case 6: /* one CRC byte flipped */
+		f[25] ^= 0x01;
+		break;
+	case 7: /* one payload bit flipped */
+		f[WAL_FRAME_HDR_BYTES + 40] ^= 0x10;
+		break;
+	case 8: /* a valid frame of an older generation (stale LSN) */
+		memcpy(f, b + frame_off(3), FBYTES);
+		break;
+	}
+	wt_write(path, b, len);
+
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
+	assert_int_equal(rc, expect);
+	assert_int_equal(rep.stop, expect);
+	assert_int_equal(s.n, j - 1);
+	assert_int_equal(s.last, j - 1);
+	assert_int_equal(rep.last_lsn, j - 1);
+	assert_int_equal(rep.offset, frame_off(j));
+	assert_string_equal(rep.file, path);
+
+	memset(&s, 0, sizeof s);
+	rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
+	assert_int_equal(rc, expect);
+	assert_int_equal(s.n, j - 1);
+	assert_int_equal(rep.truncated_bytes, SEG - frame_off(j));
+	check_appends_continue(dir, j - 1);
+	free(b);
+	free(path);
+	wt_rmdir(dir);
+}
+
+static void test_forged_length_zero_is_ezero_len(void **st)    { (void)st; forge_one(0, WAL_EZERO_LEN); }
+static void test_forged_length_short_is_eshort(void **st)      { (void)st; forge_one(1, WAL_ESHORT); }
+static void test_forged_length_past_end_is_epast_end(void **st){ (void)st; forge_one(2, WAL_EPAST_END); }
+static void test_forged_length_huge_is_elong(void **st)        { (void)st; forge_one(3, WAL_ELONG); }
+static void test_forged_prev_lsn_is_eprev(void **st)           { (void)st; forge_one(4, WAL_EPREV); }
+static void test_forged_lsn_is_elsn(void **st)                 { (void)st; forge_one(5, WAL_ELSN); }
+static void test_flipped_crc_byte_is_ecrc(void **st)           { (void)st; forge_one(6, WAL_ECRC); }
+static void test_flipped_payload_bit_is_ecrc(void **st)        { (void)st; forge_one(7, WAL_ECRC); }
+static void test_stale_frame_from_older_generation_is_elsn(void **st) { (void)st; forge_one(8, WAL_ELSN); }
+
+static void test_bad_magic_is_emagic_and_nothing_applied(void **st)
+{
+	(void)st;
+	char *dir = wt_mkdtemp();
+	build(dir, 10, SEG);
+	char *path = wt_file(dir, 1);
+	size_t len;
+	unsigned char *b = wt_read(path, &len);
+	b[0] ^= 0x20;
+	wt_write(path, b, len);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_EMAGIC);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(rep.offset, 0);
+	/* A bad file header is never "truncated away". */
+	assert_true(wt_exists(path));
+	wal_t *w;
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_EMAGIC);
+	/* A file header with a valid magic but a damaged checksum. */
+	b[0] ^= 0x20;
+	b[33] ^= 0x01;
+	wt_write(path, b, len);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_EFILE_HDR);
+	assert_int_equal(s.n, 0);
+	free(b);
+	free(path);
+	wt_rmdir(dir);
+}
+
+/* Files roll over; a bad frame in a file that is not the last one is
+ * corruption, not a torn tail: reported, never truncated. */
+static void test_bad_frame_before_last_file_is_not_truncated(void **st)
+{
+	(void)st;
+	const uint64_t seg = 8192;
+	const uint64_t per = (seg - WAL_FILE_HDR_BYTES) / FBYTES;  /* frames per file */
+	const uint64_t n = per * 3 + 5;
+	char *dir = wt_mkdtemp();
+	build(dir, n, seg);
+	char *f2 = wt_file(dir, per + 1), *f4 = wt_file(dir, 3 * per + 1);
+	assert_true(wt_exists(f2));
+	assert_true(wt_exists(f4));
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, n);
+	assert_int_equal(rep.files, 4);
+	assert_int_equal(s.bad_payload, 0);
+
+	size_t len;
+	unsigned char *b = wt_read(f2, &len);
+	b[WAL_FILE_HDR_BYTES + 3 * FBYTES + 40] ^= 1;   /* frame per+4 */
+	wt_write(f2, b, len);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_ENOTTAIL);
+	assert_int_equal(rep.stop, WAL_ECRC);
+	assert_int_equal(s.n, per + 3);
+	assert_int_equal(rep.files_removed, 0);
+	assert_true(wt_exists(f4));
+	free(b);
+	free(f2);
+	free(f4);
+	wt_rmdir(dir);
+}
+
+/* A later file that does not continue the LSN chain stops the replay. */
+static void test_missing_middle_file_is_egap(void **st)
+{
+	(void)st;
+	const uint64_t seg = 8192;
+	const uint64_t per = (seg - WAL_FILE_HDR_BYTES) / FBYTES;
+	const uint64_t n = per * 3 + 5;
+	char *dir = wt_mkdtemp();
+	build(dir, n, seg);
+	char *f2 = wt_file(dir, per + 1);
+	assert_int_equal(unlink(f2), 0);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_EGAP);
+	assert_int_equal(s.n, per);
+	/* Asking for LSNs older than the oldest file. */
+	char *f1 = wt_file(dir, 1);
+	assert_int_equal(unlink(f1), 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, 5, wt_collect, &s, 0, &rep), WAL_EGAP);
+	assert_int_equal(s.n, 0);
+	free(f1);
+	free(f2);
+	wt_rmdir(dir);
+}
+
+/* 100k frames of varying length over many files, written by group commits
+ * of varying size, read back exactly, whole and from an LSN in the middle. */
+static void test_round_trip_100k_frames(void **st)
+{
+	(void)st;
+	const uint64_t n = 100000;
+	char *dir = wt_mkdtemp();
+	struct wal_opts o;
+	wal_opts_default(&o);
+	o.segment_bytes = 1u << 20;
+	wal_t *w;
+	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	unsigned char p[256];
+	for (uint64_t l = 1; l <= n; l++) {
+		uint32_t len = wt_len(l);
+		wt_payload(l, p, len);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, len, NULL), WAL_OK);
+		if (l % 997 == 0 || l == n / 2)
+			assert_int_equal(wal_commit(w), WAL_OK);
+	}
+	assert_int_equal(wal_close(w), WAL_OK);
+
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, n);
+	assert_int_equal(s.first, 1);
+	assert_int_equal(s.last, n);
+	assert_true(s.ordered);
+	assert_int_equal(s.bad_payload, 0);
+	assert_true(rep.files > 5);
+
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, 54321, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.first, 54321);
+	assert_int_equal(s.n, n - 54321 + 1);
+	assert_int_equal(s.bad_payload, 0);
+
+	/* Reopen: appends continue at n + 1. */
+	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_durable_lsn(w), n);
+	uint64_t l;
+	wt_payload(n + 1, p, wt_len(n + 1));
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, wt_len(n + 1), &l), WAL_OK);
+	assert_int_equal(l, n + 1);
+	assert_int_equal(wal_close(w), WAL_OK);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, n - 1, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.last, n + 1);
+	wt_rmdir(dir);
+}
+
+static int stop_at_5(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	wt_collect(arg, lsn, type, p, len);
+	return lsn == 5;
+}
+
+static void test_callback_stop_and_bad_arguments(void **st)
+{
+	(void)st;
+	char *dir = wt_mkdtemp();
+	build(dir, 10, SEG);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, stop_at_5, &s, 0, &rep), WAL_ESTOPPED);
+	assert_int_equal(s.n, 5);
+	assert_int_equal(wal_replay(NULL, 0, wt_collect, &s, 0, &rep), WAL_EINVAL);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0x80, &rep), WAL_EINVAL);
+	wal_t *w;
+	struct wal_opts o;
+	wal_opts_default(&o);
+	o.segment_bytes = 1000;
+	assert_int_equal(wal_open(dir, &o, &w), WAL_EINVAL);
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	unsigned char p[PLEN] = { 1 };
+	assert_int_equal(wal_append(w, 0, p, PLEN, NULL), WAL_EINVAL);
+	assert_int_equal(wal_append(w, WAL_T_RECORD, p, 8, NULL), WAL_EINVAL);
+	assert_int_equal(wal_sync(w, 11), WAL_EINVAL);
+	assert_int_equal(wal_sync(w, 10), WAL_OK);
+	assert_int_equal(wal_close(w), WAL_OK);
+	/* An empty, missing directory is an empty WAL. */
+	char *missing;
+	assert_true(asprintf(&missing, "%s/none", dir) > 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(missing, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(rep.last_lsn, 0);
+	free(missing);
+	assert_string_equal(wal_rcname(WAL_ECRC), "WAL_ECRC");
+	assert_string_equal(wal_rcname(12345), "WAL_E?");
+	wt_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c_check_value_and_both_paths_agree),
+		cmocka_unit_test(test_clean_wal_replays_every_frame),
+		cmocka_unit_test(test_file_cut_at_every_byte_of_last_frame),
+		cmocka_unit_test(test_zeroed_tail_at_every_byte_of_last_frame),
+		cmocka_unit_test(test_forged_length_zero_is_ezero_len),
+		cmocka_unit_test(test_forged_length_short_is_eshort),
+		cmocka_unit_test(test_forged_length_past_end_is_epast_end),
+		cmocka_unit_test(test_forged_length_huge_is_elong),
+		cmocka_unit_test(test_forged_prev_lsn_is_eprev),
+		cmocka_unit_test(test_forged_lsn_is_elsn),
+		cmocka_unit_test(test_flipped_crc_byte_is_ecrc),
+		cmocka_unit_test(test_flipped_payload_bit_is_ecrc),
+		cmocka_unit_test(test_stale_frame_from_older_generation_is_elsn),
+		cmocka_unit_test(test_bad_magic_is_emagic_and_nothing_applied),
+		cmocka_unit_test(test_bad_frame_before_last_file_is_not_truncated),
+		cmocka_unit_test(test_missing_middle_file_is_egap),
+		cmocka_unit_test(test_round_trip_100k_frames),
+		cmocka_unit_test(test_callback_stop_and_bad_arguments),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

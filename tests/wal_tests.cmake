@@ -1,0 +1,7 @@
+# WAL tests: tests/test_wal_*.c are created by the generic loop in
+# tests/CMakeLists.txt; they also need the persist library.
+file(GLOB FLASH_WAL_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_wal_*.c)
+foreach(src ${FLASH_WAL_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  target_link_libraries(${name} PRIVATE flashstock_persist)
+endforeach()
