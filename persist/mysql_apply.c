@@ -1,0 +1,1666 @@
+/*
+ * mysql_apply.c -- the MySQL (MariaDB) applier.
+ *
+ * The contract is in mysql_apply.h.  Divisions of this file:
+ *
+ *   1. Small tools          string builder, integer formatting, logging
+ *   2. Connection           URL parsing and masking, connect, error classes
+ *   3. Schema               CREATE TABLE IF NOT EXISTS for every table
+ *   4. Activity cache       activity id -> limit scope, for orders' scope keys
+ *   5. Statement pipeline   multi-statement round trips with expected row counts
+ *   6. Fast path            a whole batch as multi-row and aggregated statements
+ *   7. Slow path            record by record under savepoints, refusing conflicts
+ *   8. Batches              transaction, applied LSN, conflicts, retry with backoff
+ *
+ * Why two paths: conflicts should never happen (the segment enforces the same
+ * rules first), so a batch is almost always applied by a handful of large
+ * statements.  When MySQL refuses one of them we do not know which record was
+ * at fault, so the batch is rolled back to a savepoint and replayed one record
+ * at a time; the result is the same as if every record had been applied alone.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mysql.h>
+#include <errmsg.h>
+#include <mysqld_error.h>
+
+#include "mysql_apply.h"
+
+/* ------------------------------------------------------------------------
+ * 1. Small tools
+ * ------------------------------------------------------------------------ */
+
+struct sbuf {
+	char  *sb_p;
+	size_t sb_len;
+	size_t sb_cap;
+	int    sb_oom;              /* sticky: an allocation failed */
+};
+
+static void sb_reset(struct sbuf *b) { b->sb_len = 0; if (b->sb_p) b->sb_p[0] = 0; }
+
+static int sb_reserve(struct sbuf *b, size_t more)
+{
+	if (b->sb_len + more + 1 <= b->sb_cap)
+		return 0;
+	size_t cap = b->sb_cap ? b->sb_cap : 4096;
+	while (cap < b->sb_len + more + 1)
+		cap *= 2;
+	char *p = realloc(b->sb_p, cap);
+	if (!p) {
+		b->sb_oom = 1;
+		return -1;
+	}
+	b->sb_p = p;
+	b->sb_cap = cap;
+	return 0;
+}
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (sb_reserve(b, n))
+		return;
+	memcpy(b->sb_p + b->sb_len, s, n);
+	b->sb_len += n;
+	b->sb_p[b->sb_len] = 0;
+}
+
+static void sb_str(struct sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_u64(struct sbuf *b, uint64_t v)
+{
+	char tmp[24];
+	int i = (int)sizeof tmp;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	sb_add(b, tmp + i, sizeof tmp - (size_t)i);
+}
+
+static void sb_i64(struct sbuf *b, int64_t v)
+{
+	if (v < 0) {
+		sb_add(b, "-", 1);
+		sb_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		sb_u64(b, (uint64_t)v);
+	}
+}
+
+__attribute__((format(printf, 2, 3)))
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || sb_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->sb_p + b->sb_len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->sb_len += (size_t)n;
+}
+
+static void sb_free(struct sbuf *b) { free(b->sb_p); memset(b, 0, sizeof *b); }
+
+/* Per-(activity, sku) aggregate of one batch, for the fast path. */
+struct skuagg {
+	uint32_t sa_activity;
+	uint32_t sa_sku;
+	int      sa_used;
+	int64_t  sa_avail;          /* running change of `available` */
+	int64_t  sa_sold;           /* running change of `sold` */
+	int64_t  sa_total;          /* running change of `total` */
+	int64_t  sa_need_avail;     /* largest running deficit of `available` */
+	int64_t  sa_need_sold;      /* largest running deficit of `sold` */
+	uint64_t sa_lsn;            /* last LSN touching the row */
+};
+
+struct flash_mysql {
+	MYSQL   *mm_conn;           /* NULL while disconnected */
+	int      mm_ever;           /* connected at least once */
+	/* where to connect */
+	char    *mm_host;
+	char    *mm_user;
+	char    *mm_pass;           /* wiped at close; never printed */
+	char    *mm_db;
+	char    *mm_socket;
+	unsigned mm_port;
+	char    *mm_defaults_file;
+	char    *mm_where;          /* masked, printable */
+	char    *mm_stream;
+	char    *mm_stream_sql;     /* stream name as a quoted SQL literal */
+	uint32_t mm_connect_timeout_s;
+	uint32_t mm_rw_timeout_s;
+	size_t   mm_max_packet;     /* flush the pipeline below this */
+	flash_mysql_log_fn mm_log;
+	void    *mm_log_arg;
+	int      mm_log_level;
+	/* activity cache: open addressing, key 0 = empty */
+	uint32_t *mm_act_id;
+	uint8_t  *mm_act_scope;
+	size_t    mm_act_cap;
+	size_t    mm_act_n;
+	/* per-batch scratch */
+	struct skuagg *mm_agg;
+	size_t    mm_agg_cap;
+	struct sbuf mm_sql;         /* the pipeline's pending statements */
+	long     *mm_expect;        /* expected affected rows per pending statement, -1 = any */
+	size_t    mm_expect_n;
+	size_t    mm_expect_cap;
+	struct sbuf mm_tmp;
+	struct flash_conflict *mm_confl;  /* conflicts of the batch being applied */
+	size_t    mm_confl_n;
+	size_t    mm_confl_cap;
+	/* last error */
+	unsigned  mm_errno;
+	char      mm_error[256];
+	struct flash_mysql_stats mm_stats;
+};
+
+static void mlog(flash_mysql_t *m, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void mlog(flash_mysql_t *m, int level, const char *fmt, ...)
+{
+	if (level > m->mm_log_level)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (m->mm_log) {
+		m->mm_log(m->mm_log_arg, level, msg);
+		return;
+	}
+	static const char *names[] = { "ERROR", "WARN", "INFO" };
+	fprintf(stderr, "flashstock mysql: %s %s\n", names[level < 0 ? 0 : level > 2 ? 2 : level], msg);
+}
+
+const char *flash_mysql_strerror(int rc)
+{
+	switch (rc) {
+	case FLASH_EMYSQL_RETRY:  return "MySQL unreachable, slow or busy; nothing applied, retry";
+	case FLASH_EMYSQL:        return "MySQL refused a statement";
+	case FLASH_EMYSQL_CONFIG: return "bad MySQL connection settings or access denied";
+	default:                  return flash_strerror(rc);
+	}
+}
+
+const char *flash_conflict_name(int kind)
+{
+	switch (kind) {
+	case FLASH_CONFLICT_DUP_ORDER: return "duplicate_order";
+	case FLASH_CONFLICT_LIMIT:     return "user_limit";
+	case FLASH_CONFLICT_OVERSELL:  return "oversell";
+	case FLASH_CONFLICT_CANCEL:    return "cancel";
+	case FLASH_CONFLICT_RESTOCK:   return "restock";
+	case FLASH_CONFLICT_CATALOG:   return "catalog";
+	case FLASH_CONFLICT_INVALID:   return "invalid";
+	default:                       return "unknown";
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------------------
+ * 2. Connection
+ * ------------------------------------------------------------------------ */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9') return c - '0';
+	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..n) into a new string; NULL on bad escapes or OOM. */
+static char *pct_decode(const char *s, size_t n)
+{
+	char *out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '%') {
+			out[j++] = s[i];
+			continue;
+		}
+		int hi = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
+		int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+			free(out);
+			return NULL;
+		}
+		out[j++] = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	out[j] = 0;
+	return out;
+}
+
+void flash_mysql_url_mask(const char *url, char *buf, size_t len)
+{
+	if (!buf || len == 0)
+		return;
+	if (!url) {
+		snprintf(buf, len, "(none)");
+		return;
+	}
+	const char *auth = strstr(url, "://");
+	auth = auth ? auth + 3 : url;
+	size_t alen = strcspn(auth, "/?#");
+	const char *at = NULL;
+	for (size_t i = 0; i < alen; i++)
+		if (auth[i] == '@')
+			at = auth + i;           /* the last '@' ends the user info */
+	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (!colon) {
+		snprintf(buf, len, "%s", url);
+		return;
+	}
+	snprintf(buf, len, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+/* Parse mysql://[user[:pass]@][host[:port]]/[db][?socket=PATH] into m. */
+static int parse_url(flash_mysql_t *m, const char *url)
+{
+	const char *p;
+	if (!strncmp(url, "mysql://", 8))
+		p = url + 8;
+	else if (!strncmp(url, "mariadb://", 10))
+		p = url + 10;
+	else
+		return FLASH_EMYSQL_CONFIG;
+	size_t alen = strcspn(p, "/?#");
+	const char *at = NULL;
+	for (size_t i = 0; i < alen; i++)
+		if (p[i] == '@')
+			at = p + i;
+	const char *hp = p;
+	if (at) {
+		const char *colon = memchr(p, ':', (size_t)(at - p));
+		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
+		m->mm_user = pct_decode(p, ulen);
+		if (!m->mm_user)
+			return FLASH_EMYSQL_CONFIG;
+		if (colon) {
+			m->mm_pass = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			if (!m->mm_pass)
+				return FLASH_EMYSQL_CONFIG;
+		}
+		hp = at + 1;
+	}
+	size_t hlen = (size_t)(p + alen - hp);
+	const char *pc = memchr(hp, ':', hlen);
+	if (pc) {
+		char *end;
+		errno = 0;
+		unsigned long port = strtoul(pc + 1, &end, 10);
+		if (errno || end != p + alen || port == 0 || port > 65535)
+			return FLASH_EMYSQL_CONFIG;
+		m->mm_port = (unsigned)port;
+		hlen = (size_t)(pc - hp);
+	}
+	m->mm_host = hlen ? pct_decode(hp, hlen) : strdup("localhost");
+	if (!m->mm_host)
+		return FLASH_EMYSQL_CONFIG;
+	const char *q = p + alen;
+	if (*q == '/') {
+		q++;
+		size_t dlen = strcspn(q, "?#");
+		if (dlen) {
+			m->mm_db = pct_decode(q, dlen);
+			if (!m->mm_db)
+				return FLASH_EMYSQL_CONFIG;
+		}
+		q += dlen;
+	}
+	if (*q == '?') {
+		q++;
+		while (*q && *q != '#') {
+			size_t kvlen = strcspn(q, "&#");
+			const char *eq = memchr(q, '=', kvlen);
+			if (!eq)
+				return FLASH_EMYSQL_CONFIG;
+			size_t klen = (size_t)(eq - q);
+			char *val = pct_decode(eq + 1, kvlen - klen - 1);
+			if (!val)
+				return FLASH_EMYSQL_CONFIG;
+			if (klen == 6 && !strncmp(q, "socket", 6)) {
+				free(m->mm_socket);
+				m->mm_socket = val;
+			} else {
+				free(val);
+				return FLASH_EMYSQL_CONFIG;
+			}
+			q += kvlen;
+			if (*q == '&')
+				q++;
+		}
+	} else if (*q && *q != '#') {
+		return FLASH_EMYSQL_CONFIG;
+	}
+	if (!m->mm_db && !(m->mm_db = strdup("flashstock")))
+		return FLASH_ENOMEM;
+	char masked[1024];
+	flash_mysql_url_mask(url, masked, sizeof masked);
+	m->mm_where = strdup(masked);
+	return m->mm_where ? FLASH_OK : FLASH_ENOMEM;
+}
+
+/* Remember the connection's last error (message and number). */
+static void take_error(flash_mysql_t *m)
+{
+	if (m->mm_conn) {
+		m->mm_errno = mysql_errno(m->mm_conn);
+		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(m->mm_conn));
+	}
+}
+
+/* Error classes: does retrying help, and is the connection gone? */
+static int err_is_conn_lost(unsigned e)
+{
+	return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_SERVER_LOST_EXTENDED ||
+	       e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR || e == CR_COMMANDS_OUT_OF_SYNC ||
+	       e == CR_ERR_NET_READ || e == CR_ERR_NET_WRITE || e == CR_UNKNOWN_ERROR ||
+	       e == ER_SERVER_SHUTDOWN || e == ER_CONNECTION_KILLED || e == ER_NET_READ_ERROR ||
+	       e == ER_NET_READ_INTERRUPTED || e == ER_NET_ERROR_ON_WRITE ||
+	       e == ER_NET_WRITE_INTERRUPTED || e == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
+}
+
+static int err_is_retryable(unsigned e)
+{
+	return err_is_conn_lost(e) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK ||
+	       e == ER_CON_COUNT_ERROR || e == ER_QUERY_INTERRUPTED;
+}
+
+/* A record-level refusal: the slow path can find and skip the record. */
+static int err_is_conflict(unsigned e)
+{
+	return e == ER_DUP_ENTRY || e == ER_CONSTRAINT_FAILED || e == ER_DATA_OUT_OF_RANGE ||
+	       e == ER_WARN_DATA_OUT_OF_RANGE || e == 1452 /* ER_NO_REFERENCED_ROW_2 */ ||
+	       e == 1048 /* ER_BAD_NULL_ERROR */;
+}
+
+static void disconnect(flash_mysql_t *m)
+{
+	if (m->mm_conn) {
+		mysql_close(m->mm_conn);
+		m->mm_conn = NULL;
+	}
+}
+
+/* Map the last error to a result code, dropping a dead connection. */
+static int fail_rc(flash_mysql_t *m)
+{
+	unsigned e = m->mm_errno;
+	if (err_is_conn_lost(e))
+		disconnect(m);
+	if (err_is_retryable(e))
+		return FLASH_EMYSQL_RETRY;
+	return FLASH_EMYSQL;
+}
+
+/* Run one statement that returns no rows. */
+static int exec(flash_mysql_t *m, const char *sql)
+{
+	if (mysql_real_query(m->mm_conn, sql, strlen(sql))) {
+		take_error(m);
+		return -1;
+	}
+	MYSQL_RES *r = mysql_store_result(m->mm_conn);
+	if (r)
+		mysql_free_result(r);
+	return 0;
+}
+
+static int schema_create(flash_mysql_t *m);
+
+/*
+ * Connect if not connected.  Sets the session up (strict SQL mode, short lock
+ * waits) and creates the database and schema if missing.
+ * Returns FLASH_OK, FLASH_EMYSQL_RETRY (unreachable), FLASH_EMYSQL_CONFIG.
+ */
+static int connect_db(flash_mysql_t *m)
+{
+	if (m->mm_conn)
+		return FLASH_OK;
+	MYSQL *c = mysql_init(NULL);
+	if (!c)
+		return FLASH_ENOMEM;
+	unsigned ct = m->mm_connect_timeout_s, rw = m->mm_rw_timeout_s;
+	mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+	mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw);
+	mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &rw);
+	if (m->mm_defaults_file) {
+		mysql_options(c, MYSQL_READ_DEFAULT_FILE, m->mm_defaults_file);
+		mysql_options(c, MYSQL_READ_DEFAULT_GROUP, "client");
+	}
+	unsigned long flags = CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS;
+	const char *db = m->mm_db;
+	MYSQL *ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, db, m->mm_port,
+	                               m->mm_socket, flags);
+	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR) {
+		/* Unknown database: connect without one; it is created below. */
+		mysql_close(c);
+		if (!(c = mysql_init(NULL)))
+			return FLASH_ENOMEM;
+		mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+		mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw);
+		mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &rw);
+		if (m->mm_defaults_file) {
+			mysql_options(c, MYSQL_READ_DEFAULT_FILE, m->mm_defaults_file);
+			mysql_options(c, MYSQL_READ_DEFAULT_GROUP, "client");
+		}
+		ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, NULL, m->mm_port,
+		                        m->mm_socket, flags);
+	}
+	if (!ok) {
+		m->mm_errno = mysql_errno(c);
+		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
+		mysql_close(c);
+		int retry = m->mm_errno == CR_CONNECTION_ERROR || m->mm_errno == CR_CONN_HOST_ERROR ||
+		            m->mm_errno == CR_SERVER_LOST || m->mm_errno == CR_SERVER_GONE_ERROR ||
+		            err_is_retryable(m->mm_errno);
+		mlog(m, retry ? FLASH_MYSQL_LOG_WARN : FLASH_MYSQL_LOG_ERROR,
+		     "connect to %s failed: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
+		return retry ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+	}
+	m->mm_conn = c;
+
+	/* The database: from the URL, the option file, or "flashstock". */
+	char dbname[130] = "";
+	if (mysql_query(c, "SELECT DATABASE()") == 0) {
+		MYSQL_RES *r = mysql_store_result(c);
+		MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+		if (row && row[0])
+			snprintf(dbname, sizeof dbname, "%s", row[0]);
+		if (r)
+			mysql_free_result(r);
+	}
+	if (!dbname[0]) {
+		const char *want = m->mm_db ? m->mm_db : "flashstock";
+		char esc[260], sql[400];
+		if (strlen(want) > 64) {
+			disconnect(m);
+			return FLASH_EMYSQL_CONFIG;
+		}
+		/* Identifiers: double any backquote. */
+		size_t j = 0;
+		for (const char *s = want; *s && j < sizeof esc - 3; s++) {
+			if (*s == '`')
+				esc[j++] = '`';
+			esc[j++] = *s;
+		}
+		esc[j] = 0;
+		snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS `%s`", esc);
+		if (exec(m, sql) || (snprintf(sql, sizeof sql, "USE `%s`", esc), exec(m, sql))) {
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "database %s on %s: %s (%u)", want, m->mm_where,
+			     m->mm_error, m->mm_errno);
+			int rc = err_is_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+			disconnect(m);
+			return rc;
+		}
+	}
+	if (exec(m, "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION,"
+	            "ERROR_FOR_DIVISION_BY_ZERO', SESSION innodb_lock_wait_timeout = 10,"
+	            " SESSION autocommit = 1")) {
+		int rc = fail_rc(m);
+		disconnect(m);
+		return rc;
+	}
+	/* Size the pipeline from the server's packet limit. */
+	m->mm_max_packet = 1u << 20;
+	if (mysql_query(c, "SELECT @@max_allowed_packet") == 0) {
+		MYSQL_RES *r = mysql_store_result(c);
+		MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+		if (row && row[0]) {
+			unsigned long long mp = strtoull(row[0], NULL, 10);
+			if (mp >= 2u << 20)
+				m->mm_max_packet = (size_t)(mp / 2 > (8u << 20) ? (8u << 20) : mp / 2);
+		}
+		if (r)
+			mysql_free_result(r);
+	}
+	int rc = schema_create(m);
+	if (rc) {
+		disconnect(m);
+		return rc;
+	}
+	if (m->mm_ever) {
+		m->mm_stats.reconnects++;
+		mlog(m, FLASH_MYSQL_LOG_INFO, "reconnected to %s", m->mm_where);
+	}
+	m->mm_ever = 1;
+	return FLASH_OK;
+}
+
+struct st_mysql *flash_mysql_conn(flash_mysql_t *m)
+{
+	if (!m || connect_db(m) != FLASH_OK)
+		return NULL;
+	return m->mm_conn;
+}
+
+const char *flash_mysql_where(const flash_mysql_t *m)
+{
+	return m && m->mm_where ? m->mm_where : "(none)";
+}
+
+/* ------------------------------------------------------------------------
+ * 3. Schema
+ *
+ * Every statement is idempotent, so two appliers starting at once, or one
+ * restarting, agree.  Unsigned columns plus STRICT_ALL_TABLES make a
+ * negative stock an error even if a condition were missed; the CHECK keeps
+ * available + sold = total on every row.
+ * ------------------------------------------------------------------------ */
+
+static const char *const schema_sql[] = {
+	"CREATE TABLE IF NOT EXISTS activities ("
+	" activity_id    INT UNSIGNED NOT NULL PRIMARY KEY,"
+	" limit_per_user SMALLINT UNSIGNED NOT NULL,"
+	" max_qty        INT UNSIGNED NOT NULL,"
+	" scope          TINYINT UNSIGNED NOT NULL COMMENT '0 activity, 1 sku, 2 day',"
+	" flags          INT UNSIGNED NOT NULL,"
+	" day_offset_s   INT NOT NULL,"
+	" start_ns       BIGINT NOT NULL,"
+	" end_ns         BIGINT NOT NULL,"
+	" lsn            BIGINT UNSIGNED NOT NULL"
+	") ENGINE=InnoDB",
+
+	"CREATE TABLE IF NOT EXISTS item_stock ("
+	" activity_id INT UNSIGNED NOT NULL,"
+	" sku_id      INT UNSIGNED NOT NULL,"
+	" total       BIGINT UNSIGNED NOT NULL,"
+	" available   BIGINT UNSIGNED NOT NULL,"
+	" sold        BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+	" shards      INT UNSIGNED NOT NULL DEFAULT 1,"
+	" created_lsn BIGINT UNSIGNED NOT NULL,"
+	" last_lsn    BIGINT UNSIGNED NOT NULL,"
+	" PRIMARY KEY (activity_id, sku_id),"
+	" CONSTRAINT stock_balance CHECK (available + sold = total)"
+	") ENGINE=InnoDB",
+
+	"CREATE TABLE IF NOT EXISTS orders ("
+	" order_no       BIGINT UNSIGNED NOT NULL PRIMARY KEY,"
+	" activity_id    INT UNSIGNED NOT NULL,"
+	" sku_id         INT UNSIGNED NOT NULL,"
+	" user_id        BIGINT UNSIGNED NOT NULL,"
+	" qty            INT UNSIGNED NOT NULL,"
+	" limit_slot     SMALLINT UNSIGNED NOT NULL,"
+	" biz_day        INT UNSIGNED NOT NULL,"
+	" scope_sku      INT UNSIGNED NOT NULL COMMENT 'sku_id for per-sku limits, else 0',"
+	" scope_day      INT UNSIGNED NOT NULL COMMENT 'biz_day for per-day limits, else 0',"
+	" status         ENUM('ACTIVE','CANCELLED') NOT NULL DEFAULT 'ACTIVE',"
+	" quota_returned TINYINT UNSIGNED NOT NULL DEFAULT 0,"
+	" active_key     TINYINT UNSIGNED AS"
+	"   (IF(status = 'ACTIVE' OR quota_returned = 0, 1, NULL)) PERSISTENT"
+	"   COMMENT '1 while the order holds its limit slot, NULL once freed',"
+	" request_id     BIGINT UNSIGNED NOT NULL DEFAULT 0,"
+	" created_ns     BIGINT NOT NULL,"
+	" lsn            BIGINT UNSIGNED NOT NULL,"
+	" cancel_lsn     BIGINT UNSIGNED NULL,"
+	" UNIQUE KEY user_limit (activity_id, user_id, scope_sku, scope_day, limit_slot, active_key),"
+	" KEY by_sku (activity_id, sku_id, status)"
+	") ENGINE=InnoDB",
+
+	"CREATE TABLE IF NOT EXISTS applied_lsn ("
+	" stream VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" lsn    BIGINT UNSIGNED NOT NULL"
+	") ENGINE=InnoDB",
+
+	"CREATE TABLE IF NOT EXISTS apply_conflicts ("
+	" id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" stream      VARCHAR(64) NOT NULL,"
+	" lsn         BIGINT UNSIGNED NOT NULL,"
+	" rec_type    TINYINT UNSIGNED NOT NULL,"
+	" kind        VARCHAR(24) NOT NULL,"
+	" order_no    BIGINT UNSIGNED NOT NULL,"
+	" activity_id INT UNSIGNED NOT NULL,"
+	" sku_id      INT UNSIGNED NOT NULL,"
+	" detail      VARCHAR(200) NOT NULL,"
+	" at          TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,"
+	" KEY by_lsn (stream, lsn)"
+	") ENGINE=InnoDB",
+};
+
+static int schema_create(flash_mysql_t *m)
+{
+	for (size_t i = 0; i < sizeof schema_sql / sizeof schema_sql[0]; i++) {
+		if (exec(m, schema_sql[i])) {
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
+			     m->mm_errno);
+			return err_is_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+		}
+	}
+	char sql[256];
+	snprintf(sql, sizeof sql, "INSERT IGNORE INTO applied_lsn (stream, lsn) VALUES (%s, 0)",
+	         m->mm_stream_sql);
+	if (exec(m, sql)) {
+		mlog(m, FLASH_MYSQL_LOG_ERROR, "applied_lsn on %s: %s (%u)", m->mm_where, m->mm_error,
+		     m->mm_errno);
+		return err_is_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+	}
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 4. Activity cache
+ *
+ * Activities never change once created, so the scope learnt from an
+ * ACTIVITY record or from the activities table stays right forever.
+ * A cached activity that a rolled-back batch introduced is harmless: the
+ * retry introduces the same activity with the same scope.
+ * ------------------------------------------------------------------------ */
+
+static size_t act_hash(uint32_t id, size_t cap) { return (size_t)((id * 2654435761u) & (cap - 1)); }
+
+static int act_get(const flash_mysql_t *m, uint32_t id)
+{
+	if (!m->mm_act_cap)
+		return -1;
+	for (size_t i = act_hash(id, m->mm_act_cap);; i = (i + 1) & (m->mm_act_cap - 1)) {
+		if (m->mm_act_id[i] == id)
+			return m->mm_act_scope[i];
+		if (m->mm_act_id[i] == 0)
+			return -1;
+	}
+}
+
+static int act_put(flash_mysql_t *m, uint32_t id, int scope)
+{
+	if ((m->mm_act_n + 1) * 2 > m->mm_act_cap) {
+		size_t cap = m->mm_act_cap ? m->mm_act_cap * 2 : 64;
+		uint32_t *ids = calloc(cap, sizeof *ids);
+		uint8_t *sc = calloc(cap, 1);
+		if (!ids || !sc) {
+			free(ids);
+			free(sc);
+			return FLASH_ENOMEM;
+		}
+		for (size_t i = 0; i < m->mm_act_cap; i++) {
+			if (!m->mm_act_id[i])
+				continue;
+			size_t j = act_hash(m->mm_act_id[i], cap);
+			while (ids[j])
+				j = (j + 1) & (cap - 1);
+			ids[j] = m->mm_act_id[i];
+			sc[j] = m->mm_act_scope[i];
+		}
+		free(m->mm_act_id);
+		free(m->mm_act_scope);
+		m->mm_act_id = ids;
+		m->mm_act_scope = sc;
+		m->mm_act_cap = cap;
+	}
+	size_t i = act_hash(id, m->mm_act_cap);
+	while (m->mm_act_id[i] && m->mm_act_id[i] != id)
+		i = (i + 1) & (m->mm_act_cap - 1);
+	if (!m->mm_act_id[i])
+		m->mm_act_n++;
+	m->mm_act_id[i] = id;
+	m->mm_act_scope[i] = (uint8_t)scope;
+	return FLASH_OK;
+}
+
+/* Load the scopes of the activities named by ORDER records and not cached. */
+static int act_load_missing(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n)
+{
+	struct sbuf *b = &m->mm_tmp;
+	sb_reset(b);
+	sb_str(b, "SELECT activity_id, scope FROM activities WHERE activity_id IN (");
+	size_t missing = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct flash_record *r = &recs[i].rec;
+		if (r->type == FLASH_REC_ACTIVITY) {
+			/* Defined in the batch: known from here on. */
+			continue;
+		}
+		if (r->type != FLASH_REC_ORDER || act_get(m, r->activity_id) >= 0)
+			continue;
+		if (missing++)
+			sb_add(b, ",", 1);
+		sb_u64(b, r->activity_id);
+		if (missing >= 1000)
+			break;
+	}
+	if (!missing)
+		return FLASH_OK;
+	sb_add(b, ")", 1);
+	if (b->sb_oom)
+		return FLASH_ENOMEM;
+	if (mysql_real_query(m->mm_conn, b->sb_p, b->sb_len)) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	MYSQL_RES *r = mysql_store_result(m->mm_conn);
+	if (!r) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	MYSQL_ROW row;
+	int rc = FLASH_OK;
+	while ((row = mysql_fetch_row(r)) && rc == FLASH_OK)
+		rc = act_put(m, (uint32_t)strtoul(row[0], NULL, 10), atoi(row[1]));
+	mysql_free_result(r);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 5. Statement pipeline
+ *
+ * Statements are queued with the number of rows each must affect (matched
+ * rows: the connection uses CLIENT_FOUND_ROWS) and sent as one
+ * multi-statement round trip when the queue nears the packet limit or at the
+ * end.  Every result is read even after a mismatch, so the connection stays
+ * in sync.  pipe_flush() returns 0 if every statement did what it should,
+ * 1 on a conflict (a record-level refusal or a row-count mismatch), or a
+ * negative result code.
+ * ------------------------------------------------------------------------ */
+
+static int pipe_flush(flash_mysql_t *m)
+{
+	struct sbuf *b = &m->mm_sql;
+	if (b->sb_oom)
+		return FLASH_ENOMEM;
+	if (!m->mm_expect_n)
+		return 0;
+	int mismatch = 0;
+	size_t i = 0;
+	int status = mysql_real_query(m->mm_conn, b->sb_p, b->sb_len);
+	for (;;) {
+		if (status > 0) {
+			take_error(m);
+			break;
+		}
+		MYSQL_RES *r = mysql_store_result(m->mm_conn);
+		if (r) {
+			mysql_free_result(r);
+		} else if (mysql_field_count(m->mm_conn) == 0 && i < m->mm_expect_n) {
+			long want = m->mm_expect[i];
+			my_ulonglong got = mysql_affected_rows(m->mm_conn);
+			if (want >= 0 && got != (my_ulonglong)want) {
+				if (!mismatch)
+					snprintf(m->mm_error, sizeof m->mm_error,
+					         "statement %zu matched %llu rows, expected %ld", i + 1,
+					         (unsigned long long)got, want);
+				mismatch = 1;
+			}
+		}
+		i++;
+		status = mysql_next_result(m->mm_conn);
+		if (status < 0)
+			break;          /* no more results */
+	}
+	size_t sent = m->mm_expect_n;
+	sb_reset(b);
+	m->mm_expect_n = 0;
+	if (status > 0) {
+		(void)sent;
+		if (err_is_conflict(m->mm_errno))
+			return 1;
+		return fail_rc(m);
+	}
+	return mismatch;
+}
+
+/* Queue the statement now in m->mm_sql (ended by the caller with ';'). */
+static int pipe_push(flash_mysql_t *m, long expect)
+{
+	if (m->mm_expect_n == m->mm_expect_cap) {
+		size_t cap = m->mm_expect_cap ? m->mm_expect_cap * 2 : 256;
+		long *e = realloc(m->mm_expect, cap * sizeof *e);
+		if (!e)
+			return FLASH_ENOMEM;
+		m->mm_expect = e;
+		m->mm_expect_cap = cap;
+	}
+	m->mm_expect[m->mm_expect_n++] = expect;
+	if (m->mm_sql.sb_len >= m->mm_max_packet)
+		return pipe_flush(m);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * 6. Fast path
+ * ------------------------------------------------------------------------ */
+
+static struct skuagg *agg_find(flash_mysql_t *m, uint32_t a, uint32_t s, size_t cap)
+{
+	size_t i = (size_t)(((uint64_t)a * 0x9E3779B97F4A7C15ull ^ s * 0xC2B2AE3D27D4EB4Full) >> 20) &
+	           (cap - 1);
+	for (;; i = (i + 1) & (cap - 1)) {
+		struct skuagg *g = &m->mm_agg[i];
+		if (!g->sa_used) {
+			memset(g, 0, sizeof *g);
+			g->sa_used = 1;
+			g->sa_activity = a;
+			g->sa_sku = s;
+			return g;
+		}
+		if (g->sa_activity == a && g->sa_sku == s)
+			return g;
+	}
+}
+
+/* Apply one change to an aggregate, tracking the largest running deficit. */
+static void agg_step(struct skuagg *g, int64_t d_avail, int64_t d_sold, int64_t d_total, uint64_t lsn)
+{
+	g->sa_avail += d_avail;
+	g->sa_sold += d_sold;
+	g->sa_total += d_total;
+	if (-g->sa_avail > g->sa_need_avail)
+		g->sa_need_avail = -g->sa_avail;
+	if (-g->sa_sold > g->sa_need_sold)
+		g->sa_need_sold = -g->sa_sold;
+	g->sa_lsn = lsn;
+}
+
+static int rec_valid(const struct flash_record *r)
+{
+	switch (r->type) {
+	case FLASH_REC_ORDER:
+		return r->order_no && r->user_id && r->qty && r->limit_slot && r->activity_id && r->sku_id;
+	case FLASH_REC_CANCEL:
+		return r->order_no && r->qty && r->activity_id && r->sku_id;
+	case FLASH_REC_RESTOCK:
+		return r->value != 0 && r->activity_id && r->sku_id;
+	case FLASH_REC_ACTIVITY:
+		return r->activity_id != 0 && ((r->biz_day >> 8) & 0xff) <= FLASH_SCOPE_DAY;
+	case FLASH_REC_SKU:
+		return r->activity_id && r->sku_id && r->value >= 0;
+	default:
+		return 0;
+	}
+}
+
+static void order_scope(int scope, const struct flash_record *r, uint32_t *ssku, uint32_t *sday)
+{
+	*ssku = scope == FLASH_SCOPE_SKU ? r->sku_id : 0;
+	*sday = scope == FLASH_SCOPE_DAY ? r->biz_day : 0;
+}
+
+static void sql_order_values(struct sbuf *b, const struct flash_lsn_record *x, int scope)
+{
+	const struct flash_record *r = &x->rec;
+	uint32_t ssku, sday;
+	order_scope(scope, r, &ssku, &sday);
+	sb_add(b, "(", 1);
+	sb_u64(b, r->order_no);    sb_add(b, ",", 1);
+	sb_u64(b, r->activity_id); sb_add(b, ",", 1);
+	sb_u64(b, r->sku_id);      sb_add(b, ",", 1);
+	sb_u64(b, r->user_id);     sb_add(b, ",", 1);
+	sb_u64(b, r->qty);         sb_add(b, ",", 1);
+	sb_u64(b, r->limit_slot);  sb_add(b, ",", 1);
+	sb_u64(b, r->biz_day);     sb_add(b, ",", 1);
+	sb_u64(b, ssku);           sb_add(b, ",", 1);
+	sb_u64(b, sday);           sb_add(b, ",", 1);
+	sb_u64(b, r->request_id);  sb_add(b, ",", 1);
+	sb_i64(b, r->ts_ns);       sb_add(b, ",", 1);
+	sb_u64(b, x->lsn);         sb_add(b, ")", 1);
+}
+
+#define ORDER_COLS "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot," \
+                   " biz_day, scope_sku, scope_day, request_id, created_ns, lsn) VALUES "
+
+static void sql_activity(struct sbuf *b, const struct flash_lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_str(b, "INSERT INTO activities (activity_id, limit_per_user, max_qty, scope, flags,"
+	          " day_offset_s, start_ns, end_ns, lsn) VALUES (");
+	sb_u64(b, r->activity_id);                sb_add(b, ",", 1);
+	sb_u64(b, r->biz_day & 0xff);             sb_add(b, ",", 1);
+	sb_u64(b, r->limit_slot);                 sb_add(b, ",", 1);
+	sb_u64(b, (r->biz_day >> 8) & 0xff);      sb_add(b, ",", 1);
+	sb_u64(b, r->biz_day >> 16);              sb_add(b, ",", 1);
+	sb_i64(b, (int32_t)r->request_id);        sb_add(b, ",", 1);
+	sb_i64(b, r->value);                      sb_add(b, ",", 1);
+	sb_i64(b, r->ts_ns);                      sb_add(b, ",", 1);
+	sb_u64(b, x->lsn);                        sb_add(b, ");", 2);
+}
+
+static void sql_sku(struct sbuf *b, const struct flash_lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_str(b, "INSERT INTO item_stock (activity_id, sku_id, total, available, sold, shards,"
+	          " created_lsn, last_lsn) VALUES (");
+	sb_u64(b, r->activity_id);  sb_add(b, ",", 1);
+	sb_u64(b, r->sku_id);       sb_add(b, ",", 1);
+	sb_i64(b, r->value);        sb_add(b, ",", 1);
+	sb_i64(b, r->value);        sb_add(b, ",0,", 3);
+	sb_u64(b, r->qty ? r->qty : 1); sb_add(b, ",", 1);
+	sb_u64(b, x->lsn);          sb_add(b, ",", 1);
+	sb_u64(b, x->lsn);          sb_add(b, ");", 2);
+}
+
+static void sql_cancel(struct sbuf *b, const struct flash_lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_str(b, "UPDATE orders SET status='CANCELLED', quota_returned=");
+	sb_u64(b, (r->flags & 1u) ? 1 : 0);
+	sb_str(b, ", cancel_lsn=");
+	sb_u64(b, x->lsn);
+	sb_str(b, " WHERE order_no=");
+	sb_u64(b, r->order_no);
+	sb_str(b, " AND status='ACTIVE' AND activity_id=");
+	sb_u64(b, r->activity_id);
+	sb_str(b, " AND sku_id=");
+	sb_u64(b, r->sku_id);
+	sb_str(b, " AND qty=");
+	sb_u64(b, r->qty);
+	sb_add(b, ";", 1);
+}
+
+/* UPDATE item_stock by signed deltas, guarded by the needed minima. */
+static void sql_stock(struct sbuf *b, uint32_t a, uint32_t s, int64_t d_avail, int64_t d_sold,
+                      int64_t d_total, int64_t need_avail, int64_t need_sold, uint64_t lsn)
+{
+	sb_str(b, "UPDATE item_stock SET available=available");
+	sb_add(b, d_avail < 0 ? "-" : "+", 1);
+	sb_u64(b, d_avail < 0 ? (uint64_t)0 - (uint64_t)d_avail : (uint64_t)d_avail);
+	sb_str(b, ", sold=sold");
+	sb_add(b, d_sold < 0 ? "-" : "+", 1);
+	sb_u64(b, d_sold < 0 ? (uint64_t)0 - (uint64_t)d_sold : (uint64_t)d_sold);
+	sb_str(b, ", total=total");
+	sb_add(b, d_total < 0 ? "-" : "+", 1);
+	sb_u64(b, d_total < 0 ? (uint64_t)0 - (uint64_t)d_total : (uint64_t)d_total);
+	sb_str(b, ", last_lsn=");
+	sb_u64(b, lsn);
+	sb_str(b, " WHERE activity_id=");
+	sb_u64(b, a);
+	sb_str(b, " AND sku_id=");
+	sb_u64(b, s);
+	if (need_avail > 0) {
+		sb_str(b, " AND available>=");
+		sb_u64(b, (uint64_t)need_avail);
+	}
+	if (need_sold > 0) {
+		sb_str(b, " AND sold>=");
+		sb_u64(b, (uint64_t)need_sold);
+	}
+	sb_add(b, ";", 1);
+}
+
+#define ORDERS_PER_INSERT 2000
+
+/*
+ * Apply recs[0..n) as a few large statements.  Returns 0 when all of them
+ * did exactly what the records say, 1 when the slow path must decide (a
+ * refusal, a row-count mismatch, or a batch shape the aggregate cannot
+ * express: an invalid record, a record before the definition of its sku or
+ * activity in the same batch, an order for an activity nobody knows), or a
+ * negative result code.  On 1 the caller rolls back to its savepoint.
+ */
+static int fast_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n)
+{
+	int rc = act_load_missing(m, recs, n);
+	if (rc)
+		return rc;
+
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap > m->mm_agg_cap) {
+		struct skuagg *g = realloc(m->mm_agg, cap * sizeof *g);
+		if (!g)
+			return FLASH_ENOMEM;
+		m->mm_agg = g;
+		m->mm_agg_cap = cap;
+	}
+	memset(m->mm_agg, 0, cap * sizeof *m->mm_agg);
+
+	struct sbuf *b = &m->mm_sql;
+	sb_reset(b);
+	m->mm_expect_n = 0;
+
+	/* Pass 1: catalog rows, and shape checks. */
+	for (size_t i = 0; i < n; i++) {
+		const struct flash_record *r = &recs[i].rec;
+		if (!rec_valid(r))
+			return 1;
+		if (r->type == FLASH_REC_ACTIVITY) {
+			sql_activity(b, &recs[i]);
+			if ((rc = pipe_push(m, 1)))
+				return rc;
+			if ((rc = act_put(m, r->activity_id, (r->biz_day >> 8) & 0xff)))
+				return rc;
+		} else if (r->type == FLASH_REC_SKU) {
+			struct skuagg *g = agg_find(m, r->activity_id, r->sku_id, cap);
+			if (g->sa_lsn)          /* stock moved before the sku existed */
+				return 1;
+			sql_sku(b, &recs[i]);
+			if ((rc = pipe_push(m, 1)))
+				return rc;
+		} else {
+			struct skuagg *g = agg_find(m, r->activity_id, r->sku_id, cap);
+			g->sa_lsn = recs[i].lsn;
+			if (r->type == FLASH_REC_ORDER && act_get(m, r->activity_id) < 0)
+				return 1;       /* unknown activity, or defined later */
+		}
+	}
+	/* Pass 2: orders as multi-row INSERTs, in LSN order. */
+	size_t rows = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct flash_record *r = &recs[i].rec;
+		if (r->type != FLASH_REC_ORDER)
+			continue;
+		int scope = act_get(m, r->activity_id);
+		if (scope < 0)
+			return 1;
+		if (rows == 0)
+			sb_str(b, ORDER_COLS);
+		else
+			sb_add(b, ",", 1);
+		sql_order_values(b, &recs[i], scope);
+		if (++rows == ORDERS_PER_INSERT || b->sb_len >= m->mm_max_packet) {
+			sb_add(b, ";", 1);
+			if ((rc = pipe_push(m, (long)rows)))
+				return rc;
+			rows = 0;
+		}
+	}
+	if (rows) {
+		sb_add(b, ";", 1);
+		if ((rc = pipe_push(m, (long)rows)))
+			return rc;
+	}
+	/* Pass 3: cancels one by one (each checks its order), and the stock
+	 * aggregates in record order. */
+	for (size_t i = 0; i < cap; i++)
+		m->mm_agg[i].sa_lsn = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct flash_record *r = &recs[i].rec;
+		struct skuagg *g;
+		switch (r->type) {
+		case FLASH_REC_ORDER:
+			g = agg_find(m, r->activity_id, r->sku_id, cap);
+			agg_step(g, -(int64_t)r->qty, r->qty, 0, recs[i].lsn);
+			break;
+		case FLASH_REC_CANCEL:
+			sql_cancel(b, &recs[i]);
+			if ((rc = pipe_push(m, 1)))
+				return rc;
+			g = agg_find(m, r->activity_id, r->sku_id, cap);
+			agg_step(g, r->qty, -(int64_t)r->qty, 0, recs[i].lsn);
+			break;
+		case FLASH_REC_RESTOCK:
+			g = agg_find(m, r->activity_id, r->sku_id, cap);
+			agg_step(g, r->value, 0, r->value, recs[i].lsn);
+			break;
+		default:
+			break;
+		}
+	}
+	for (size_t i = 0; i < cap; i++) {
+		struct skuagg *g = &m->mm_agg[i];
+		if (!g->sa_used || !g->sa_lsn)
+			continue;
+		sql_stock(b, g->sa_activity, g->sa_sku, g->sa_avail, g->sa_sold, g->sa_total,
+		          g->sa_need_avail, g->sa_need_sold, g->sa_lsn);
+		if ((rc = pipe_push(m, 1)))
+			return rc;
+	}
+	return pipe_flush(m);
+}
+
+/* ------------------------------------------------------------------------
+ * 7. Slow path
+ * ------------------------------------------------------------------------ */
+
+static int confl_add(flash_mysql_t *m, const struct flash_lsn_record *x, int kind, const char *detail)
+{
+	if (m->mm_confl_n == m->mm_confl_cap) {
+		size_t cap = m->mm_confl_cap ? m->mm_confl_cap * 2 : 16;
+		struct flash_conflict *c = realloc(m->mm_confl, cap * sizeof *c);
+		if (!c)
+			return FLASH_ENOMEM;
+		m->mm_confl = c;
+		m->mm_confl_cap = cap;
+	}
+	struct flash_conflict *c = &m->mm_confl[m->mm_confl_n++];
+	memset(c, 0, sizeof *c);
+	c->lsn = x->lsn;
+	c->order_no = (x->rec.type == FLASH_REC_ORDER || x->rec.type == FLASH_REC_CANCEL) ? x->rec.order_no : 0;
+	c->activity_id = x->rec.activity_id;
+	c->sku_id = x->rec.sku_id;
+	c->type = x->rec.type;
+	c->kind = (uint16_t)kind;
+	snprintf(c->detail, sizeof c->detail, "%s", detail);
+	return FLASH_OK;
+}
+
+/* Run one statement; 0 ok (rows matched in *rows), 1 record-level refusal, <0 error. */
+static int slow_exec(flash_mysql_t *m, const char *sql, size_t len, my_ulonglong *rows)
+{
+	if (mysql_real_query(m->mm_conn, sql, len)) {
+		take_error(m);
+		return err_is_conflict(m->mm_errno) ? 1 : fail_rc(m);
+	}
+	if (rows)
+		*rows = mysql_affected_rows(m->mm_conn);
+	return 0;
+}
+
+/* Look up a stock row for a conflict's detail line. */
+static void stock_detail(flash_mysql_t *m, const struct flash_record *r, const char *what,
+                         char *buf, size_t len)
+{
+	char sql[160];
+	snprintf(sql, sizeof sql, "SELECT available, sold FROM item_stock WHERE activity_id=%u AND sku_id=%u",
+	         r->activity_id, r->sku_id);
+	if (mysql_query(m->mm_conn, sql) == 0) {
+		MYSQL_RES *res = mysql_store_result(m->mm_conn);
+		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+		if (row)
+			snprintf(buf, len, "%s: available %s, sold %s", what, row[0], row[1]);
+		else
+			snprintf(buf, len, "unknown sku %u of activity %u", r->sku_id, r->activity_id);
+		if (res)
+			mysql_free_result(res);
+		return;
+	}
+	take_error(m);
+	snprintf(buf, len, "%s", what);
+}
+
+/*
+ * Apply one record inside the open transaction under SAVEPOINT r.
+ * Returns 0 (applied), 1 (refused: rolled back to the savepoint and added
+ * to the conflicts), or a negative result code.
+ */
+static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	struct sbuf *b = &m->mm_tmp;
+	char detail[200];
+	int kind = 0, rc;
+	my_ulonglong rows = 0;
+
+	if (!rec_valid(r)) {
+		snprintf(detail, sizeof detail, "malformed record (type %u, qty %u, order %llu)",
+		         r->type, r->qty, (unsigned long long)r->order_no);
+		rc = confl_add(m, x, FLASH_CONFLICT_INVALID, detail);
+		return rc ? rc : 1;
+	}
+	if (r->type == FLASH_REC_ORDER && act_get(m, r->activity_id) < 0) {
+		snprintf(detail, sizeof detail, "order for unknown activity %u", r->activity_id);
+		rc = confl_add(m, x, FLASH_CONFLICT_CATALOG, detail);
+		return rc ? rc : 1;
+	}
+	if ((rc = slow_exec(m, "SAVEPOINT r", 11, NULL)))
+		return rc < 0 ? rc : FLASH_EMYSQL;
+
+	sb_reset(b);
+	switch (r->type) {
+	case FLASH_REC_ACTIVITY:
+		sql_activity(b, x);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 1)
+			kind = FLASH_CONFLICT_CATALOG;
+		if (rc == 0)
+			rc = act_put(m, r->activity_id, (r->biz_day >> 8) & 0xff);
+		break;
+	case FLASH_REC_SKU:
+		sql_sku(b, x);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 1)
+			kind = FLASH_CONFLICT_CATALOG;
+		break;
+	case FLASH_REC_ORDER:
+		sb_str(b, ORDER_COLS);
+		sql_order_values(b, x, act_get(m, r->activity_id));
+		rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
+		if (rc == 1) {
+			/* Which key: the order number, or the user's limit slot? */
+			kind = strstr(m->mm_error, "'PRIMARY'") ? FLASH_CONFLICT_DUP_ORDER : FLASH_CONFLICT_LIMIT;
+			break;
+		}
+		if (rc)
+			break;
+		sb_reset(b);
+		sql_stock(b, r->activity_id, r->sku_id, -(int64_t)r->qty, r->qty, 0, r->qty, 0, x->lsn);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			kind = FLASH_CONFLICT_OVERSELL;
+			char what[64];
+			snprintf(what, sizeof what, "qty %u not available", r->qty);
+			stock_detail(m, r, what, m->mm_error, sizeof m->mm_error);
+		} else if (rc == 1) {
+			kind = FLASH_CONFLICT_OVERSELL;
+		}
+		break;
+	case FLASH_REC_CANCEL:
+		sql_cancel(b, x);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			snprintf(m->mm_error, sizeof m->mm_error,
+			         "no active order %llu with activity %u, sku %u, qty %u",
+			         (unsigned long long)r->order_no, r->activity_id, r->sku_id, r->qty);
+		}
+		if (rc == 1) {
+			kind = FLASH_CONFLICT_CANCEL;
+			break;
+		}
+		if (rc)
+			break;
+		sb_reset(b);
+		sql_stock(b, r->activity_id, r->sku_id, r->qty, -(int64_t)r->qty, 0, 0, r->qty, x->lsn);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			stock_detail(m, r, "cancel would make sold negative", m->mm_error, sizeof m->mm_error);
+		}
+		if (rc == 1)
+			kind = FLASH_CONFLICT_CANCEL;
+		break;
+	case FLASH_REC_RESTOCK:
+		sb_reset(b);
+		sql_stock(b, r->activity_id, r->sku_id, r->value, 0, r->value,
+		          r->value < 0 ? -r->value : 0, 0, x->lsn);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			char what[64];
+			snprintf(what, sizeof what, "restock %lld would go negative", (long long)r->value);
+			stock_detail(m, r, what, m->mm_error, sizeof m->mm_error);
+		}
+		if (rc == 1)
+			kind = FLASH_CONFLICT_RESTOCK;
+		break;
+	}
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		snprintf(detail, sizeof detail, "%.190s", m->mm_error);
+		int rc2 = slow_exec(m, "ROLLBACK TO SAVEPOINT r", 23, NULL);
+		if (rc2)
+			return rc2 < 0 ? rc2 : FLASH_EMYSQL;
+		rc2 = confl_add(m, x, kind, detail);
+		return rc2 ? rc2 : 1;
+	}
+	return 0;
+}
+
+static int slow_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n, uint64_t *applied)
+{
+	*applied = 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = slow_one(m, &recs[i]);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			(*applied)++;
+	}
+	return FLASH_OK;
+}
+
+/* Record the batch's conflicts in apply_conflicts, inside the transaction. */
+static int confl_store(flash_mysql_t *m)
+{
+	if (!m->mm_confl_n)
+		return FLASH_OK;
+	struct sbuf *b = &m->mm_tmp;
+	sb_reset(b);
+	sb_str(b, "INSERT INTO apply_conflicts (stream, lsn, rec_type, kind, order_no, activity_id,"
+	          " sku_id, detail) VALUES ");
+	for (size_t i = 0; i < m->mm_confl_n; i++) {
+		const struct flash_conflict *c = &m->mm_confl[i];
+		char esc[2 * sizeof c->detail + 1];
+		mysql_real_escape_string(m->mm_conn, esc, c->detail, (unsigned long)strlen(c->detail));
+		sb_printf(b, "%s(%s,%llu,%u,'%s',%llu,%u,%u,'%s')", i ? "," : "", m->mm_stream_sql,
+		          (unsigned long long)c->lsn, c->type, flash_conflict_name(c->kind),
+		          (unsigned long long)c->order_no, c->activity_id, c->sku_id, esc);
+	}
+	if (b->sb_oom)
+		return FLASH_ENOMEM;
+	int rc = slow_exec(m, b->sb_p, b->sb_len, NULL);
+	return rc == 0 ? FLASH_OK : rc < 0 ? rc : FLASH_EMYSQL;
+}
+
+/* ------------------------------------------------------------------------
+ * 8. Batches
+ * ------------------------------------------------------------------------ */
+
+static int read_applied_lsn(flash_mysql_t *m, int for_update, uint64_t *lsn)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql, "SELECT lsn FROM applied_lsn WHERE stream=%s%s", m->mm_stream_sql,
+	         for_update ? " FOR UPDATE" : "");
+	if (mysql_query(m->mm_conn, sql)) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	MYSQL_RES *r = mysql_store_result(m->mm_conn);
+	if (!r) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	MYSQL_ROW row = mysql_fetch_row(r);
+	*lsn = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+	int missing = !row;
+	mysql_free_result(r);
+	if (missing) {
+		snprintf(m->mm_error, sizeof m->mm_error, "applied_lsn has no row for the stream");
+		return FLASH_EMYSQL;
+	}
+	return FLASH_OK;
+}
+
+int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn)
+{
+	if (!m || !lsn)
+		return FLASH_EINVAL;
+	int rc = connect_db(m);
+	if (rc)
+		return rc;
+	return read_applied_lsn(m, 0, lsn);
+}
+
+static void rollback_quiet(flash_mysql_t *m)
+{
+	if (m->mm_conn && mysql_query(m->mm_conn, "ROLLBACK")) {
+		take_error(m);
+		if (err_is_conn_lost(m->mm_errno))
+			disconnect(m);
+	}
+}
+
+/*
+ * One attempt at a batch: the transaction of the file comment.  Conflicts are
+ * gathered in m->mm_confl and reported by the caller only after COMMIT, so a
+ * batch that is retried never reports (or counts) a conflict twice.
+ */
+static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
+                      struct flash_apply_result *res)
+{
+	int rc = connect_db(m);
+	if (rc)
+		return rc;
+	m->mm_confl_n = 0;
+	if (mysql_query(m->mm_conn, "START TRANSACTION")) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	uint64_t done;
+	if ((rc = read_applied_lsn(m, 1, &done)))
+		goto fail;
+	size_t start = 0;
+	while (start < n && recs[start].lsn <= done)
+		start++;
+	res->skipped = start;
+	res->applied = 0;
+	res->slow_path = 0;
+	if (start == n) {
+		rollback_quiet(m);
+		res->applied_lsn = done;
+		return FLASH_OK;
+	}
+	if ((rc = slow_exec(m, "SAVEPOINT batch", 15, NULL)))
+		goto fail;
+	rc = fast_apply(m, recs + start, n - start);
+	if (rc < 0)
+		goto fail;
+	if (rc == 1) {
+		mlog(m, FLASH_MYSQL_LOG_WARN, "batch lsn %llu..%llu refused as a whole (%s);"
+		     " applying record by record", (unsigned long long)recs[start].lsn,
+		     (unsigned long long)recs[n - 1].lsn, m->mm_error);
+		if ((rc = slow_exec(m, "ROLLBACK TO SAVEPOINT batch", 27, NULL))) {
+			rc = rc < 0 ? rc : FLASH_EMYSQL;
+			goto fail;
+		}
+		res->slow_path = 1;
+		if ((rc = slow_apply(m, recs + start, n - start, &res->applied)))
+			goto fail;
+		if ((rc = confl_store(m)))
+			goto fail;
+	} else {
+		res->applied = n - start;
+	}
+	char sql[256];
+	snprintf(sql, sizeof sql, "UPDATE applied_lsn SET lsn=%llu WHERE stream=%s",
+	         (unsigned long long)recs[n - 1].lsn, m->mm_stream_sql);
+	if ((rc = slow_exec(m, sql, strlen(sql), NULL))) {
+		rc = rc < 0 ? rc : FLASH_EMYSQL;
+		goto fail;
+	}
+	if (mysql_commit(m->mm_conn)) {
+		/* Unknown outcome: the next attempt reads applied_lsn and knows. */
+		take_error(m);
+		rc = fail_rc(m);
+		if (rc == FLASH_EMYSQL)
+			rc = FLASH_EMYSQL_RETRY;
+		disconnect(m);
+		return rc;
+	}
+	res->applied_lsn = recs[n - 1].lsn;
+	return FLASH_OK;
+fail:
+	rollback_quiet(m);
+	return rc;
+}
+
+int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
+                      struct flash_apply_result *res)
+{
+	struct flash_apply_result local;
+	if (!m || (n && !recs))
+		return FLASH_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].lsn == 0 || (i && recs[i].lsn <= recs[i - 1].lsn))
+			return FLASH_EINVAL;
+	if (!res) {
+		memset(&local, 0, sizeof local);
+		res = &local;
+	}
+	res->applied = res->skipped = res->refused = 0;
+	res->conflict_n = 0;
+	res->slow_path = 0;
+	if (n && recs[n - 1].lsn > m->mm_stats.given_lsn)
+		m->mm_stats.given_lsn = recs[n - 1].lsn;
+
+	int rc = apply_once(m, recs, n, res);
+	if (rc) {
+		res->applied = res->skipped = 0;
+		if (rc == FLASH_EMYSQL_RETRY) {
+			m->mm_stats.retryable_errors++;
+			mlog(m, FLASH_MYSQL_LOG_WARN, "batch of %zu records not applied, will retry: %s (%u) on %s",
+			     n, m->mm_error, m->mm_errno, m->mm_where);
+		} else {
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "batch of %zu records not applied: %s (%u) on %s",
+			     n, m->mm_error, m->mm_errno, m->mm_where);
+		}
+		return rc;
+	}
+	/* Committed: now count and report. */
+	struct flash_mysql_stats *st = &m->mm_stats;
+	if (res->applied || res->slow_path)
+		st->batches++;
+	st->applied += res->applied;
+	st->skipped += res->skipped;
+	if (res->applied_lsn > st->applied_lsn)
+		st->applied_lsn = res->applied_lsn;
+	if (st->given_lsn < st->applied_lsn)
+		st->given_lsn = st->applied_lsn;
+	if (res->slow_path)
+		st->slow_batches++;
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].rec.type == FLASH_REC_ORDER && i >= res->skipped)
+			st->orders++;
+	res->refused = m->mm_confl_n;
+	for (size_t i = 0; i < m->mm_confl_n; i++) {
+		const struct flash_conflict *c = &m->mm_confl[i];
+		st->conflicts++;
+		if (c->kind == FLASH_CONFLICT_DUP_ORDER || c->kind == FLASH_CONFLICT_LIMIT)
+			st->dup_conflicts++;
+		if (c->kind == FLASH_CONFLICT_OVERSELL || c->kind == FLASH_CONFLICT_RESTOCK)
+			st->stock_conflicts++;
+		if (c->type == FLASH_REC_ORDER)
+			st->orders--;
+		mlog(m, FLASH_MYSQL_LOG_ERROR, "conflict %s: order %llu (lsn %llu, type %u, activity %u,"
+		     " sku %u) refused: %s", flash_conflict_name(c->kind), (unsigned long long)c->order_no,
+		     (unsigned long long)c->lsn, c->type, c->activity_id, c->sku_id, c->detail);
+		if (res->conflicts && res->conflict_n < res->conflict_cap)
+			res->conflicts[res->conflict_n++] = *c;
+	}
+	m->mm_confl_n = 0;
+	return FLASH_OK;
+}
+
+int flash_mysql_apply_retry(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
+                            struct flash_apply_result *res, uint32_t max_wait_ms)
+{
+	uint64_t deadline = now_ms() + max_wait_ms;
+	uint32_t backoff_ms = 10;
+	for (;;) {
+		int rc = flash_mysql_apply(m, recs, n, res);
+		if (rc != FLASH_EMYSQL_RETRY)
+			return rc;
+		uint64_t now = now_ms();
+		if (now >= deadline)
+			return rc;
+		uint64_t wait = backoff_ms;
+		if (now + wait > deadline)
+			wait = deadline - now;
+		struct timespec ts = { (time_t)(wait / 1000), (long)(wait % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		backoff_ms = backoff_ms >= 1000 ? 2000 : backoff_ms * 2;
+	}
+}
+
+int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out)
+{
+	if (!m || !out)
+		return FLASH_EINVAL;
+	*out = m->mm_stats;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Open and close
+ * ------------------------------------------------------------------------ */
+
+void flash_mysql_close(flash_mysql_t *m)
+{
+	if (!m)
+		return;
+	disconnect(m);
+	if (m->mm_pass) {
+		explicit_bzero(m->mm_pass, strlen(m->mm_pass));
+		free(m->mm_pass);
+	}
+	free(m->mm_host);
+	free(m->mm_user);
+	free(m->mm_db);
+	free(m->mm_socket);
+	free(m->mm_defaults_file);
+	free(m->mm_where);
+	free(m->mm_stream);
+	free(m->mm_stream_sql);
+	free(m->mm_act_id);
+	free(m->mm_act_scope);
+	free(m->mm_agg);
+	free(m->mm_expect);
+	free(m->mm_confl);
+	sb_free(&m->mm_sql);
+	sb_free(&m->mm_tmp);
+	free(m);
+}
+
+int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
+{
+	if (!out)
+		return FLASH_EINVAL;
+	*out = NULL;
+	struct flash_mysql_opts dflt;
+	if (!o) {
+		memset(&dflt, 0, sizeof dflt);
+		o = &dflt;
+	}
+	flash_mysql_t *m = calloc(1, sizeof *m);
+	if (!m)
+		return FLASH_ENOMEM;
+	m->mm_log = o->log;
+	m->mm_log_arg = o->log_arg;
+	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
+	m->mm_connect_timeout_s = o->connect_timeout_s ? o->connect_timeout_s : 5;
+	m->mm_rw_timeout_s = o->rw_timeout_s ? o->rw_timeout_s : 30;
+	m->mm_max_packet = 1u << 20;
+
+	const char *stream = o->stream ? o->stream : "wal";
+	size_t sl = strlen(stream);
+	int rc = FLASH_EINVAL;
+	if (sl == 0 || sl > 64)
+		goto fail;
+	for (size_t i = 0; i < sl; i++) {
+		char ch = stream[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-' || ch == '.'))
+			goto fail;
+	}
+	rc = FLASH_ENOMEM;
+	if (!(m->mm_stream = strdup(stream)) || !(m->mm_stream_sql = malloc(sl + 3)))
+		goto fail;
+	snprintf(m->mm_stream_sql, sl + 3, "'%s'", stream);
+
+	const char *url = o->url, *file = o->defaults_file;
+	if (!url && !file) {
+		url = getenv("FLASH_MYSQL_URL");
+		if (!url || !*url) {
+			url = NULL;
+			file = getenv("FLASH_MYSQL_DEFAULTS_FILE");
+			if (file && !*file)
+				file = NULL;
+		}
+	}
+	if (url) {
+		rc = parse_url(m, url);
+		if (rc) {
+			char masked[1024];
+			flash_mysql_url_mask(url, masked, sizeof masked);
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "bad MySQL URL %s (want mysql://user:pass@localhost/db?socket=PATH)",
+			     masked);
+			goto fail;
+		}
+	} else if (file) {
+		rc = FLASH_ENOMEM;
+		if (!(m->mm_defaults_file = strdup(file)))
+			goto fail;
+		size_t wl = strlen(file) + 32;
+		if (!(m->mm_where = malloc(wl)))
+			goto fail;
+		snprintf(m->mm_where, wl, "option file %s", file);
+	} else {
+		mlog(m, FLASH_MYSQL_LOG_ERROR, "no MySQL connection given (URL, option file,"
+		     " FLASH_MYSQL_URL or FLASH_MYSQL_DEFAULTS_FILE)");
+		rc = FLASH_EMYSQL_CONFIG;
+		goto fail;
+	}
+	rc = connect_db(m);
+	if (rc == FLASH_OK || rc == FLASH_EMYSQL_RETRY) {
+		if (rc == FLASH_OK)
+			read_applied_lsn(m, 0, &m->mm_stats.applied_lsn);
+		*out = m;
+		return rc;
+	}
+fail:
+	flash_mysql_close(m);
+	return rc;
+}

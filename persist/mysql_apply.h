@@ -1,0 +1,218 @@
+/*
+ * mysql_apply.h -- the MySQL (MariaDB) applier: WAL records into the system
+ * of record, exactly once.
+ *
+ * The applier turns WAL records (struct flash_record, each with its LSN) into
+ * rows of four tables it creates if missing:
+ *
+ *   activities   (activity_id PK, limit_per_user, max_qty, scope, flags, ...)
+ *   item_stock   (activity_id, sku_id PK, total, available, sold, ...)
+ *                CHECK (available + sold = total)
+ *   orders       (order_no PK, activity_id, sku_id, user_id, qty, limit_slot,
+ *                 biz_day, status ACTIVE|CANCELLED, ...)
+ *                UNIQUE (activity_id, user_id, scope_sku, scope_day,
+ *                        limit_slot, active_key)
+ *   applied_lsn  (stream PK, lsn)
+ *   apply_conflicts (lsn, order_no, kind, detail): every refused record
+ *
+ * `active_key` is a generated column: 1 while the order holds its user's
+ * limit slot (active, or cancelled without the quota given back), NULL once
+ * the slot is free (cancelled with the quota returned).  NULLs never collide
+ * in a MariaDB unique index, so the index admits at most one holder per
+ * (activity, user, scope, slot): the per-user limit holds in MySQL itself.
+ * scope_sku is the sku for FLASH_SCOPE_SKU activities, else 0; scope_day is
+ * the business day for FLASH_SCOPE_DAY activities, else 0.
+ *
+ * Exactly once: one transaction per batch; it reads applied_lsn FOR UPDATE,
+ * skips every record with lsn <= applied_lsn, applies the rest and stores the
+ * batch's highest LSN in the same transaction.  A crash before COMMIT applies
+ * nothing; a crash after it applies everything; a replay skips everything.
+ *
+ * Conflicts (never swallowed): a batch is first tried on the fast path --
+ * multi-row INSERTs and one conditional UPDATE per (activity, sku) carrying
+ * the batch's net change, guarded by the largest running deficit so it is
+ * exactly equivalent to applying the records one by one.  If any statement
+ * fails (duplicate order number, per-user unique key, stock that would go
+ * negative, unknown order or sku), the fast path is rolled back to a
+ * savepoint and the batch is re-applied record by record, each under its own
+ * savepoint: a refused record is rolled back alone, counted, logged with its
+ * order number and LSN, written to apply_conflicts and returned to the
+ * caller; the rest of the batch still applies.
+ *
+ * Availability: a lost connection, a server shutdown, a lock wait timeout or
+ * a deadlock returns FLASH_EMYSQL_RETRY and nothing is applied; the next call
+ * reconnects.  flash_mysql_apply_retry() retries with exponential backoff.
+ * The lag (last LSN given vs last LSN applied) is kept in flash_mysql_stats.
+ *
+ * Credentials: the URL's password is never printed; every log or error line
+ * shows the URL with the password masked (flash_mysql_url_mask()).
+ *
+ * Threads: a flash_mysql_t is used by one thread at a time.
+ */
+#ifndef FLASH_MYSQL_APPLY_H
+#define FLASH_MYSQL_APPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashstock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Result codes of the applier, next to the FLASH_E* of flashstock.h. */
+#define FLASH_EMYSQL_RETRY  -40  /* MySQL down, slow or busy: nothing applied; retry */
+#define FLASH_EMYSQL        -41  /* MySQL refused a statement for another reason */
+#define FLASH_EMYSQL_CONFIG -42  /* bad URL or option file, or access denied */
+
+/** Describe an applier result code (falls back to flash_strerror()). */
+const char *flash_mysql_strerror(int rc);
+
+typedef struct flash_mysql flash_mysql_t;
+
+/** Log levels of the applier's log callback. */
+enum flash_mysql_loglevel {
+	FLASH_MYSQL_LOG_ERROR = 0,
+	FLASH_MYSQL_LOG_WARN  = 1,
+	FLASH_MYSQL_LOG_INFO  = 2
+};
+
+typedef void (*flash_mysql_log_fn)(void *arg, int level, const char *msg);
+
+struct flash_mysql_opts {
+	const char *url;            /* mysql://user:pass@localhost/db?socket=/path, or NULL */
+	const char *defaults_file;  /* option file read for group [client], or NULL */
+	const char *stream;         /* applied_lsn row; NULL = "wal" */
+	uint32_t connect_timeout_s; /* 0 = 5 */
+	uint32_t rw_timeout_s;      /* read/write timeout; 0 = 30 */
+	flash_mysql_log_fn log;     /* NULL = stderr, "flashstock mysql: LEVEL msg" */
+	void *log_arg;
+	int log_level;              /* most verbose level printed (default ERROR..INFO) */
+};
+
+/** One WAL record with its LSN, as the WAL reader hands it over. */
+struct flash_lsn_record {
+	uint64_t lsn;               /* > 0, strictly increasing over a stream */
+	struct flash_record rec;
+};
+
+/** Why a record was refused. */
+enum flash_conflict_kind {
+	FLASH_CONFLICT_DUP_ORDER = 1,  /* order number already in `orders` */
+	FLASH_CONFLICT_LIMIT     = 2,  /* per-user unique index: slot already held */
+	FLASH_CONFLICT_OVERSELL  = 3,  /* conditional UPDATE matched no row: not enough available */
+	FLASH_CONFLICT_CANCEL    = 4,  /* cancel of an unknown or already cancelled order */
+	FLASH_CONFLICT_RESTOCK   = 5,  /* restock would make available negative */
+	FLASH_CONFLICT_CATALOG   = 6,  /* duplicate activity/sku, or unknown activity/sku */
+	FLASH_CONFLICT_INVALID   = 7   /* malformed record (unknown type, qty 0, ...) */
+};
+
+const char *flash_conflict_name(int kind);
+
+struct flash_conflict {
+	uint64_t lsn;
+	uint64_t order_no;          /* 0 for records without one */
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint16_t type;              /* enum flash_rec_type */
+	uint16_t kind;              /* enum flash_conflict_kind */
+	char     detail[164];       /* MySQL's message or the failed condition */
+};
+
+/** What one flash_mysql_apply() call did. */
+struct flash_apply_result {
+	uint64_t applied;           /* records applied */
+	uint64_t skipped;           /* records with lsn <= applied_lsn (replays) */
+	uint64_t refused;           /* conflicts (all of them, even past conflict_cap) */
+	uint64_t applied_lsn;       /* the stream's applied LSN after the call */
+	int      slow_path;         /* 1 if the batch went record by record */
+	struct flash_conflict *conflicts;  /* caller's array, or NULL */
+	size_t   conflict_cap;      /* its capacity */
+	size_t   conflict_n;        /* entries written (<= conflict_cap) */
+};
+
+/** Counters over the life of a handle. */
+struct flash_mysql_stats {
+	uint64_t batches;           /* committed batches */
+	uint64_t applied;           /* records applied */
+	uint64_t skipped;           /* records skipped as already applied */
+	uint64_t orders;            /* ORDER records applied */
+	uint64_t conflicts;         /* records refused, all kinds */
+	uint64_t dup_conflicts;     /* FLASH_CONFLICT_DUP_ORDER + FLASH_CONFLICT_LIMIT */
+	uint64_t stock_conflicts;   /* FLASH_CONFLICT_OVERSELL + FLASH_CONFLICT_RESTOCK */
+	uint64_t slow_batches;      /* batches that went record by record */
+	uint64_t retryable_errors;  /* calls that returned FLASH_EMYSQL_RETRY */
+	uint64_t reconnects;        /* successful connects after the first */
+	uint64_t given_lsn;         /* highest LSN handed to apply */
+	uint64_t applied_lsn;       /* highest LSN committed (lag = given - applied) */
+};
+
+/**
+ * Connect and create the schema if missing.  The connection is taken from
+ * o->url, else from o->defaults_file, else from $FLASH_MYSQL_URL, else
+ * $FLASH_MYSQL_DEFAULTS_FILE.  A URL's query may carry socket=PATH; the
+ * database defaults to "flashstock".  A first connect failure is not fatal
+ * when the server is merely down: the handle is returned with rc
+ * FLASH_EMYSQL_RETRY and later calls reconnect.
+ * @param[out] out  the handle (also set with FLASH_EMYSQL_RETRY)
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY (server unreachable: *out is usable);
+ *         FLASH_EMYSQL_CONFIG (bad URL, access denied, unknown database);
+ *         FLASH_EMYSQL (schema creation refused); FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out);
+
+/** Disconnect and free.  NULL is fine. */
+void flash_mysql_close(flash_mysql_t *m);
+
+/**
+ * Apply a batch in one transaction (see the file comment).  Records must be
+ * in LSN order; records at or below the stream's applied LSN are skipped.
+ * @param[in]     recs  the batch (n may be 0: then only applied_lsn is read)
+ * @param[in,out] res   outcome (may be NULL); conflicts go to res->conflicts
+ * @return FLASH_OK (conflicts, if any, are in res and in the stats: the batch
+ *         committed without them); FLASH_EMYSQL_RETRY (nothing applied;
+ *         call again with the same or a longer batch); FLASH_EMYSQL (a
+ *         statement failed for a reason that retrying will not fix; nothing
+ *         applied); FLASH_EINVAL (NULL, or LSNs not increasing).
+ */
+int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
+                      struct flash_apply_result *res);
+
+/**
+ * flash_mysql_apply(), retried on FLASH_EMYSQL_RETRY with exponential
+ * backoff (10 ms doubling up to 2 s) for at most @p max_wait_ms in all.
+ * @return as flash_mysql_apply(); FLASH_EMYSQL_RETRY once the time is spent.
+ */
+int flash_mysql_apply_retry(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
+                            struct flash_apply_result *res, uint32_t max_wait_ms);
+
+/**
+ * Read the stream's applied LSN from MySQL (0 if none yet).
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn);
+
+/** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
+int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
+
+/** The connection as printed: the URL with its password replaced by "***". */
+const char *flash_mysql_where(const flash_mysql_t *m);
+
+/**
+ * Write @p url with the password replaced by "***" into @p buf (always
+ * NUL-terminated).  A URL without a password is copied unchanged.
+ */
+void flash_mysql_url_mask(const char *url, char *buf, size_t len);
+
+/**
+ * The underlying MYSQL connection (for the reconciler's queries and tests),
+ * connecting first if needed; NULL if the server cannot be reached.
+ */
+struct st_mysql;
+struct st_mysql *flash_mysql_conn(flash_mysql_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASH_MYSQL_APPLY_H */

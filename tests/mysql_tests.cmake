@@ -1,0 +1,20 @@
+# MySQL integration tests: tests/test_mysql_*.c run against a private MariaDB
+# that a ctest fixture starts (tests/fixtures/mariadb.sh) in a fixed directory
+# under the build tree and stops after the last of them.
+include(${PROJECT_SOURCE_DIR}/persist/mysql.cmake)
+
+set(FLASH_TEST_MARIADB_DIR ${CMAKE_BINARY_DIR}/mariadb-test)
+add_test(NAME mysql_server_start
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh start ${FLASH_TEST_MARIADB_DIR})
+set_tests_properties(mysql_server_start PROPERTIES FIXTURES_SETUP mariadb TIMEOUT 120)
+add_test(NAME mysql_server_stop
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh stop ${FLASH_TEST_MARIADB_DIR})
+set_tests_properties(mysql_server_stop PROPERTIES FIXTURES_CLEANUP mariadb TIMEOUT 120)
+
+file(GLOB FLASH_MYSQL_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_mysql_*.c)
+foreach(src ${FLASH_MYSQL_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  target_link_libraries(${name} PRIVATE flashstock_persist)
+  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
+                       ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR};FLASH_TEST_MARIADB_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh")
+endforeach()
