@@ -2,7 +2,7 @@
 # bench_lua_<name> in lua_scripts.h (cmake -DOUT=... -DSRC_DIR=... -P).
 file(GLOB scripts ${SRC_DIR}/*.lua)
 list(SORT scripts)
-set(text "/* Generated from bench/*.lua by embed_lua.cmake: do not edit. */\n")
+set(text "/* Generated from the bench Lua scripts by embed_lua.cmake: do not edit. */\n")
 foreach(f ${scripts})
   get_filename_component(name ${f} NAME_WE)
   file(READ ${f} body)
