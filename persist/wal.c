@@ -254,7 +254,8 @@ static int wal_list(const char *dir, uint64_t **lsns, size_t *n)
 		*n = 0;
 		return rc;
 	}
-	qsort(*lsns, *n, sizeof **lsns, wal_cmp_u64);
+	if (*n > 1)
+		qsort(*lsns, *n, sizeof **lsns, wal_cmp_u64);
 	return WAL_OK;
 }
 
