@@ -1,0 +1,297 @@
+/*
+ * test_api_tokens.c -- one-time tokens: issue, redeem once (GETDEL), expiry,
+ * goods and user binding, several live tokens, a full table, and the token
+ * step of the order path (checked first; a rejected order burns its token).
+ */
+#include "helpers.h"
+
+#include <string.h>
+
+#define SEC 1000000000LL
+
+static flash_t *setup(char *name, size_t len, uint32_t flags)
+{
+	flash_t *h = t_seg_new(NULL, name, len);
+
+	assert_int_equal(t_activity(h, 1, 4, 1, FLASH_SCOPE_ACTIVITY, flags), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 11, 100, 1), FLASH_OK);
+	return h;
+}
+
+static void test_token_redeems_once_then_ebad_token(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 0);
+	uint64_t tok = 0;
+
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_not_equal(tok, 0);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_OK);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+}
+
+static void test_token_for_other_goods_or_user_gives_ebad_token_and_stays_live(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 0);
+	uint64_t tok = 0;
+
+	assert_int_equal(t_activity(h, 2, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 2, 10, 100, 1), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(flash_token_redeem(h, 1, 11, 5, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 2, 10, 5, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 6, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok + 1), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok ^ (1ull << 63)), FLASH_EBAD_TOKEN);
+	/* the right owner can still use it: wrong guesses burn nothing */
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_OK);
+}
+
+static void test_unknown_token_gives_ebad_token(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 0);
+
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, 1), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, UINT64_MAX), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, 0), FLASH_EBAD_TOKEN);
+}
+
+static void test_token_expires_after_ttl_ms(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 0);
+	uint64_t tok = 0, tok2 = 0;
+
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 30, &tok), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok2), FLASH_OK);
+	t_sleep_ms(80);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok2), FLASH_OK);
+}
+
+static void test_several_live_tokens_per_user_each_redeem_once(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 0);
+	uint64_t tok[5];
+
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok[i]), FLASH_OK);
+		assert_int_not_equal(tok[i], 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(tok[i], tok[j]);
+	}
+	/* redeem in another order than issued */
+	for (int i = 4; i >= 0; i -= 2)
+		assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok[i]), FLASH_OK);
+	for (int i = 1; i < 5; i += 2)
+		assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok[i]), FLASH_OK);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok[i]), FLASH_EBAD_TOKEN);
+}
+
+static void test_tokens_are_never_issued_twice(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	uint64_t seen[256];
+	int n = 0;
+
+	t_opts_small(&o);
+	o.max_tokens = 8;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	/* issue and redeem through a small table many times over: entries are
+	 * reused, numbers are not */
+	for (int round = 0; round < 32; round++)
+		for (int i = 0; i < 8; i++) {
+			uint64_t t = 0;
+
+			assert_int_equal(flash_token_issue(h, 1, 10, (uint64_t)i + 1, 60000, &t), FLASH_OK);
+			for (int j = 0; j < n; j++)
+				assert_int_not_equal(seen[j], t);
+			seen[n++] = t;
+			assert_int_equal(flash_token_redeem(h, 1, 10, (uint64_t)i + 1, t), FLASH_OK);
+		}
+	assert_int_equal(n, 256);
+}
+
+static void test_token_issue_rejects_bad_arguments(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 0);
+	struct t_snap before;
+	uint64_t tok = 0;
+
+	t_snap_take(h, &before);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 1000, NULL), FLASH_EINVAL);
+	assert_int_equal(flash_token_issue(NULL, 1, 10, 5, 1000, &tok), FLASH_EINVAL);
+	assert_int_equal(flash_token_issue(h, 1, 10, 0, 1000, &tok), FLASH_EINVAL);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 0, &tok), FLASH_EINVAL);
+	assert_int_equal(flash_token_issue(h, 2, 10, 5, 1000, &tok), FLASH_ENOT_FOUND);
+	assert_int_equal(flash_token_issue(h, 1, 12, 5, 1000, &tok), FLASH_ENOT_FOUND);
+	assert_int_equal(flash_token_redeem(NULL, 1, 10, 5, 1), FLASH_EINVAL);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(tok, 0);
+}
+
+static void test_token_table_full_gives_efull_until_a_token_expires(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct t_snap before;
+	uint64_t tok[4], extra = 0;
+
+	t_opts_small(&o);
+	o.max_tokens = 4;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 1, 40, &tok[0]), FLASH_OK);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(flash_token_issue(h, 1, 10, (uint64_t)i + 1, 60000, &tok[i]), FLASH_OK);
+	t_snap_take(h, &before);
+	assert_int_equal(before.st.tokens, 4);
+	assert_int_equal(before.st.tokens_cap, 4);
+	assert_int_equal(flash_token_issue(h, 1, 10, 9, 60000, &extra), FLASH_EFULL);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(extra, 0);
+	/* the short-lived one expires and its entry is reclaimed by the next issue */
+	t_sleep_ms(90);
+	assert_int_equal(flash_token_issue(h, 1, 10, 9, 60000, &extra), FLASH_OK);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 9, extra), FLASH_OK);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 1, tok[0]), FLASH_EBAD_TOKEN);
+	/* a redeemed entry is reclaimed too */
+	assert_int_equal(flash_token_issue(h, 1, 10, 10, 60000, &extra), FLASH_OK);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(flash_token_redeem(h, 1, 10, (uint64_t)i + 1, tok[i]), FLASH_OK);
+}
+
+static void test_order_with_token_required_redeems_it_once(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, FLASH_ACT_TOKEN_REQUIRED);
+	struct t_snap before;
+	struct flash_stats st;
+	uint64_t tok = 0;
+
+	t_snap_take(h, &before);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, 0, 0, NULL), FLASH_EBAD_TOKEN);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, 12345, 0, NULL), FLASH_EBAD_TOKEN);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.token_rejects, before.st.token_rejects + 2);
+
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_OK);
+	t_snap_take(h, &before);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_EBAD_TOKEN);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(t_available(h, 1, 10), 99);
+}
+
+static void test_order_token_for_other_sku_or_user_is_rejected(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, FLASH_ACT_TOKEN_REQUIRED);
+	struct t_snap before;
+	uint64_t tok = 0;
+
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	t_snap_take(h, &before);
+	assert_int_equal(t_order(h, 1, 11, 5, 1, tok, 0, NULL), FLASH_EBAD_TOKEN);
+	assert_int_equal(t_order(h, 1, 10, 6, 1, tok, 0, NULL), FLASH_EBAD_TOKEN);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_OK);
+}
+
+static void test_order_expired_token_is_rejected(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, FLASH_ACT_TOKEN_REQUIRED);
+	struct t_snap before;
+	uint64_t tok = 0;
+
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 20, &tok), FLASH_OK);
+	t_sleep_ms(70);
+	t_snap_take(h, &before);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_EBAD_TOKEN);
+	T_ASSERT_UNCHANGED(h, &before, T_IGN_TOKENS);
+}
+
+static void test_token_is_checked_before_window_and_burned_by_a_rejected_order(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct flash_activity a;
+	struct t_snap before;
+	int64_t now = t_now_ns();
+	uint64_t tok = 0;
+
+	memset(&a, 0, sizeof a);
+	a.id = 1;
+	a.limit_per_user = 1;
+	a.max_qty = 1;
+	a.flags = FLASH_ACT_TOKEN_REQUIRED;
+	a.start_ns = now + 3600 * SEC;
+	a.end_ns = now + 7200 * SEC;
+	assert_int_equal(flash_activity_add(h, &a), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 5, 1), FLASH_OK);
+	/* not started AND no token: the token answers first */
+	assert_int_equal(t_order(h, 1, 10, 5, 1, 0, 0, NULL), FLASH_EBAD_TOKEN);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, 777, 0, NULL), FLASH_EBAD_TOKEN);
+	/* a good token passes step 1 and meets the window, which burns it */
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	t_snap_take(h, &before);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_ENOT_STARTED);
+	T_ASSERT_UNCHANGED(h, &before, T_IGN_TOKENS);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+}
+
+static void test_token_burned_by_limit_or_sold_out(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	uint64_t tok = 0;
+
+	assert_int_equal(t_activity(h, 1, 1, 2, FLASH_SCOPE_ACTIVITY, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 1, 1), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 2, tok, 0, NULL), FLASH_ESOLD_OUT);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_ELIMIT);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
+		T(test_token_redeems_once_then_ebad_token),
+		T(test_token_for_other_goods_or_user_gives_ebad_token_and_stays_live),
+		T(test_unknown_token_gives_ebad_token),
+		T(test_token_expires_after_ttl_ms),
+		T(test_several_live_tokens_per_user_each_redeem_once),
+		T(test_tokens_are_never_issued_twice),
+		T(test_token_issue_rejects_bad_arguments),
+		T(test_token_table_full_gives_efull_until_a_token_expires),
+		T(test_order_with_token_required_redeems_it_once),
+		T(test_order_token_for_other_sku_or_user_is_rejected),
+		T(test_order_expired_token_is_rejected),
+		T(test_token_is_checked_before_window_and_burned_by_a_rejected_order),
+		T(test_token_burned_by_limit_or_sold_out),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
