@@ -1,0 +1,165 @@
+/*
+ * flashstock.c -- the API layer: result codes, the checks every public call
+ * starts with, and the statistics reader.  The engine files check the rest
+ * of each call's arguments before touching the segment.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+static const struct {
+	int rc;
+	const char *name;
+	const char *text;
+} rc_table[] = {
+	{ FLASH_OK, "FLASH_OK", "success" },
+	{ FLASH_ESOLD_OUT, "FLASH_ESOLD_OUT", "sold out" },
+	{ FLASH_ELIMIT, "FLASH_ELIMIT", "per-user limit reached" },
+	{ FLASH_ENOT_STARTED, "FLASH_ENOT_STARTED", "activity has not started" },
+	{ FLASH_EENDED, "FLASH_EENDED", "activity has ended" },
+	{ FLASH_ENOT_FOUND, "FLASH_ENOT_FOUND", "not found" },
+	{ FLASH_EBAD_TOKEN, "FLASH_EBAD_TOKEN", "token missing, unknown, expired or already used" },
+	{ FLASH_EDUPLICATE, "FLASH_EDUPLICATE", "duplicate request id (first outcome returned)" },
+	{ FLASH_EFULL, "FLASH_EFULL", "table full" },
+	{ FLASH_EINVAL, "FLASH_EINVAL", "invalid argument" },
+	{ FLASH_EDURABILITY, "FLASH_EDURABILITY", "durability failed: the WAL cannot be written" },
+	{ FLASH_EEXIST, "FLASH_EEXIST", "already exists" },
+	{ FLASH_ENOSEG, "FLASH_ENOSEG", "no such segment" },
+	{ FLASH_EOWNER, "FLASH_EOWNER", "segment is owned by another user" },
+	{ FLASH_EMODE, "FLASH_EMODE", "segment has an unsafe or unexpected mode" },
+	{ FLASH_ESIZE, "FLASH_ESIZE", "segment size does not match its header" },
+	{ FLASH_EMAGIC, "FLASH_EMAGIC", "not a flashstock segment (bad magic)" },
+	{ FLASH_EVERSION, "FLASH_EVERSION", "unsupported segment layout version" },
+	{ FLASH_ECHECKSUM, "FLASH_ECHECKSUM", "segment header checksum mismatch" },
+	{ FLASH_ELAYOUT, "FLASH_ELAYOUT", "segment region table is invalid" },
+	{ FLASH_ECORRUPT, "FLASH_ECORRUPT", "segment data out of bounds (corrupt)" },
+	{ FLASH_EREADONLY, "FLASH_EREADONLY", "handle is read-only" },
+	{ FLASH_EFORK, "FLASH_EFORK", "handle used in a process other than its opener" },
+	{ FLASH_ECANCELLED, "FLASH_ECANCELLED", "order already cancelled" },
+	{ FLASH_ELOCKED, "FLASH_ELOCKED", "lock held by another owner" },
+	{ FLASH_ENOT_OWNER, "FLASH_ENOT_OWNER", "lock not held by this owner" },
+	{ FLASH_EBUSY, "FLASH_EBUSY", "busy: record ring full or request in flight" },
+	{ FLASH_ENOPROC, "FLASH_ENOPROC", "process table full" },
+	{ FLASH_EPERM, "FLASH_EPERM", "permission denied" },
+	{ FLASH_ENOMEM, "FLASH_ENOMEM", "out of memory" },
+	{ FLASH_ESYS, "FLASH_ESYS", "system call failed" },
+};
+
+const char *flash_strerror(int rc)
+{
+	for (size_t i = 0; i < sizeof(rc_table) / sizeof(rc_table[0]); i++)
+		if (rc_table[i].rc == rc)
+			return rc_table[i].text;
+	return "unknown result code";
+}
+
+const char *flash_rcname(int rc)
+{
+	for (size_t i = 0; i < sizeof(rc_table) / sizeof(rc_table[0]); i++)
+		if (rc_table[i].rc == rc)
+			return rc_table[i].name;
+	return "FLASH_E?";
+}
+
+/* Every public call: a handle, opened by this process, writable if it writes. */
+int fs_enter(const flash_t *h, int write)
+{
+	if (h == NULL)
+		return FLASH_EINVAL;
+	if (h->pid != getpid())
+		return FLASH_EFORK;
+	if (write && h->rdonly)
+		return FLASH_EREADONLY;
+	return FLASH_OK;
+}
+
+int flash_stats_get(flash_t *h, struct flash_stats *out)
+{
+	const struct flash_seg_opts *o;
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	memset(out, 0, sizeof(*out));
+	o = &h->hdr->fx.opts;
+	for (uint32_t i = 0; i < h->proc_cap; i++) {
+		const struct fs_stats_slot *s = &h->proc[i].st;
+
+		out->orders += ck_pr_load_64(&s->orders);
+		out->cancels += ck_pr_load_64(&s->cancels);
+		out->sold_out += ck_pr_load_64(&s->sold_out);
+		out->limit_hits += ck_pr_load_64(&s->limit_hits);
+		out->token_rejects += ck_pr_load_64(&s->token_rejects);
+		out->duplicates += ck_pr_load_64(&s->duplicates);
+		out->cas_retries += ck_pr_load_64(&s->cas_retries);
+		out->recoveries += ck_pr_load_64(&s->recoveries);
+		out->rolled_back += ck_pr_load_64(&s->rolled_back);
+		out->rolled_forward += ck_pr_load_64(&s->rolled_forward);
+		if (FS_PKIND(ck_pr_load_64(&h->proc[i].state)) != FS_P_FREE)
+			out->procs++;
+	}
+	out->activities = ck_pr_load_32(&h->hdr->n_act);
+	out->activities_cap = o->max_activities;
+	out->skus = ck_pr_load_32(&h->hdr->n_sku);
+	out->skus_cap = o->max_skus;
+	out->shards = ck_pr_load_32(&h->hdr->n_shard);
+	out->shards_cap = o->max_shards;
+	out->users = ck_pr_load_32(&h->hdr->users_used);
+	out->users_cap = o->max_users;
+	{
+		uint64_t now = fs_mono_ms();
+
+		for (uint32_t i = 0; i <= h->tok_mask; i++)
+			if (FS_KIND(ck_pr_load_64(&h->tok[i].state)) == FS_K_FREE &&
+			    ck_pr_load_64(&h->tok[i].expiry_ms) > now)
+				out->tokens++;
+	}
+	out->tokens_cap = o->max_tokens;
+	out->requests = ck_pr_load_32(&h->hdr->req_used);
+	out->requests_cap = o->max_requests;
+	out->locks = ck_pr_load_32(&h->hdr->locks_used);
+	out->locks_cap = o->max_locks;
+	out->procs_cap = o->max_procs;
+	out->orders_used = flash_orders_max(h);
+	out->orders_cap = o->max_orders;
+	out->segment_bytes = h->size;
+	out->durability = o->durability;
+	return FLASH_OK;
+}
+
+#ifdef FLASH_CRASHPOINTS
+/*
+ * Crash points (test builds): FLASH_CRASH_AT="op:n" ends the process with
+ * _exit(77) when operation `op` reaches step n.  FLASH_CRASH_LIST=1 prints
+ * every point reached ("crashpoint op n") to stderr, for enumeration.
+ */
+void fs_crashpoint(const char *op, int step)
+{
+	static int init;
+	static char want_op[64];
+	static int want_step = -1, list;
+
+	if (!init) {
+		const char *e = getenv("FLASH_CRASH_AT"), *l = getenv("FLASH_CRASH_LIST");
+
+		if (e) {
+			const char *c = strrchr(e, ':');
+
+			if (c && (size_t)(c - e) < sizeof(want_op)) {
+				memcpy(want_op, e, (size_t)(c - e));
+				want_step = atoi(c + 1);
+			}
+		}
+		list = l != NULL && *l == '1';
+		init = 1;
+	}
+	if (list)
+		fprintf(stderr, "crashpoint %s %d\n", op, step);
+	if (step == want_step && strcmp(op, want_op) == 0)
+		_exit(77);
+}
+#endif

@@ -1,0 +1,284 @@
+/*
+ * catalog.c -- activities and their skus.
+ *
+ * Both live in dense arrays (n_act, n_sku count the committed ones) with an
+ * open-addressed index of uint32 (0 = empty, else dense index + 1) for
+ * lookups.  Readers are lock-free: an entry's fields are written before the
+ * index word that publishes it (store-release), and never change after.
+ * Writers are rare and hold the robust admin mutex; their operation is
+ * journaled like any other: the record is the commit point, and a writer that
+ * dies is finished (record published) or forgotten (not published) by the
+ * next holder of the mutex (fs_catalog_repair).
+ */
+#include "fs.h"
+
+const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
+{
+	uint32_t i = (uint32_t)fs_hash(id, 0, 1) & h->act_idx_mask;
+
+	for (uint32_t n = 0; n <= h->act_idx_mask; n++, i = (i + 1) & h->act_idx_mask) {
+		uint32_t v = ck_pr_load_32(&h->act_idx[i]);
+
+		if (v == 0 || v > h->act_cap)
+			return NULL;   /* end of chain, or a corrupt index: not found */
+		ck_pr_fence_load();
+		if (h->act[v - 1].a.id == id) {
+			if (idx)
+				*idx = v - 1;
+			return &h->act[v - 1];
+		}
+	}
+	return NULL;
+}
+
+const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_t *idx)
+{
+	uint32_t i = (uint32_t)fs_hash(act, sku, 2) & h->sku_idx_mask;
+
+	for (uint32_t n = 0; n <= h->sku_idx_mask; n++, i = (i + 1) & h->sku_idx_mask) {
+		uint32_t v = ck_pr_load_32(&h->sku_idx[i]);
+
+		if (v == 0 || v > h->sku_cap)
+			return NULL;
+		ck_pr_fence_load();
+		if (h->sku[v - 1].activity_id == act && h->sku[v - 1].sku_id == sku) {
+			if (idx)
+				*idx = v - 1;
+			return &h->sku[v - 1];
+		}
+	}
+	return NULL;
+}
+
+/* Publish dense entry @p k in an index (idempotent: a second call finds it). */
+static void index_put(uint32_t *index, uint32_t mask, uint64_t hash, uint32_t k)
+{
+	uint32_t i = (uint32_t)hash & mask;
+
+	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		uint32_t v = ck_pr_load_32(&index[i]);
+
+		if (v == k + 1)
+			return;
+		if (v == 0) {
+			ck_pr_fence_store();
+			ck_pr_store_32(&index[i], k + 1);
+			return;
+		}
+	}
+}
+
+static void store_max_32(uint32_t *p, uint32_t v)
+{
+	if (ck_pr_load_32(p) < v)
+		ck_pr_store_32(p, v);   /* only the mutex holder writes */
+}
+
+/* Roll a published catalog operation forward (holder of the admin mutex). */
+static void catalog_forward(flash_t *h, struct fs_journal *j)
+{
+	uint32_t k = j->sku_idx;
+
+	if (j->rec.type == FLASH_REC_ACTIVITY && k < h->act_cap) {
+		index_put(h->act_idx, h->act_idx_mask, fs_hash(h->act[k].a.id, 0, 1), k);
+		store_max_32(&h->hdr->n_act, k + 1);
+	} else if (j->rec.type == FLASH_REC_SKU && k < h->sku_cap) {
+		struct fs_sku *s = &h->sku[k];
+
+		store_max_32(&h->hdr->n_shard, s->shard0 + s->nshards);
+		index_put(h->sku_idx, h->sku_idx_mask, fs_hash(s->activity_id, s->sku_id, 2), k);
+		store_max_32(&h->hdr->n_sku, k + 1);
+	}
+}
+
+/*
+ * The holder of the admin mutex died (EOWNERDEAD): finish its catalog
+ * operation if its record was published, else forget it (nothing of it was
+ * visible: the dense counters only move forward in catalog_forward).
+ */
+int fs_catalog_repair(flash_t *h, uint32_t slot)
+{
+	struct fs_journal *j = &h->jr[slot];
+
+	if (j->op != FS_OP_CATALOG || j->phase == FS_PH_IDLE)
+		return FLASH_OK;
+	if (j->phase >= FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos))
+		catalog_forward(h, j);
+	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	return FLASH_OK;
+}
+
+/* Common tail: publish the journal's record and make the entry visible. */
+static void catalog_commit(flash_t *h)
+{
+	struct fs_journal *j = h->j;
+
+	j->ring_pos = fs_ring_pos(h);
+	j->rec.ts_ns = j->rec.ts_ns ? j->rec.ts_ns : fs_now_ns();
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
+	FS_CRASH("catalog", 1);
+	fs_ring_publish(h);
+	FS_CRASH("catalog", 2);
+	catalog_forward(h, j);
+	FS_CRASH("catalog", 3);
+	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+}
+
+int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
+{
+	uint32_t n = ck_pr_load_32(&h->hdr->n_act);
+	struct fs_journal *j = h->j;
+
+	if (fs_act_find(h, a->id, NULL) != NULL)
+		return FLASH_EEXIST;
+	if (n >= h->act_cap)
+		return FLASH_EFULL;
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	fs_op_begin(h, FS_OP_CATALOG);
+	h->act[n].a = *a;
+	j->sku_idx = n;
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_ACTIVITY;
+	j->rec.activity_id = a->id;
+	j->rec.value = a->start_ns;
+	j->rec.ts_ns = a->end_ns;
+	j->rec.biz_day = (a->limit_per_user & 0xff) | (a->scope & 0xff) << 8 | (a->flags & 0xffff) << 16;
+	j->rec.limit_slot = (uint16_t)(a->max_qty > 0xffff ? 0xffff : a->max_qty);
+	j->rec.request_id = (uint64_t)(int64_t)a->day_offset_s;
+	catalog_commit(h);
+	return FLASH_OK;
+}
+
+int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t units, uint32_t shards)
+{
+	uint32_t n = ck_pr_load_32(&h->hdr->n_sku);
+	uint32_t s0 = ck_pr_load_32(&h->hdr->n_shard);
+	struct fs_journal *j = h->j;
+	uint32_t ai;
+	struct fs_sku *s;
+
+	if (fs_act_find(h, act_id, &ai) == NULL)
+		return FLASH_ENOT_FOUND;
+	if (fs_sku_find(h, act_id, sku_id, NULL) != NULL)
+		return FLASH_EEXIST;
+	if (n >= h->sku_cap || s0 > h->shard_cap || shards > h->shard_cap - s0)
+		return FLASH_EFULL;
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	fs_op_begin(h, FS_OP_CATALOG);
+	s = &h->sku[n];
+	memset(s, 0, sizeof(*s));
+	s->activity_id = act_id;
+	s->sku_id = sku_id;
+	s->act_idx = ai;
+	s->shard0 = s0;
+	s->nshards = shards;
+	s->total.value = units;
+	s->total.tag = 0;
+	for (uint32_t k = 0; k < shards; k++) {
+		h->shard[s0 + k].c.value = units / shards + (k < units % shards ? 1 : 0);
+		h->shard[s0 + k].c.tag = 0;
+	}
+	j->sku_idx = n;
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_SKU;
+	j->rec.activity_id = act_id;
+	j->rec.sku_id = sku_id;
+	j->rec.qty = shards;
+	j->rec.value = (int64_t)units;
+	catalog_commit(h);
+	return FLASH_OK;
+}
+
+int flash_activity_add(flash_t *h, const struct flash_activity *a)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (a == NULL || a->id == 0 || a->limit_per_user == 0 || a->limit_per_user > FLASH_LIMIT_MAX ||
+	    a->max_qty == 0 || a->scope > FLASH_SCOPE_DAY ||
+	    (a->flags & ~(FLASH_ACT_CANCEL_RETURNS_QUOTA | FLASH_ACT_TOKEN_REQUIRED)) != 0 ||
+	    a->end_ns <= a->start_ns || a->day_offset_s <= -86400 || a->day_offset_s >= 86400)
+		return FLASH_EINVAL;
+	if ((rc = fs_admin_lock(h)) != FLASH_OK)
+		return rc;
+	rc = fs_activity_add_locked(h, a);
+	fs_admin_unlock(h);
+	return rc;
+}
+
+int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t units, uint32_t shards)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (activity_id == 0 || sku_id == 0 || shards == 0 || shards > FLASH_SHARDS_MAX ||
+	    units > (1ull << 40))
+		return FLASH_EINVAL;
+	if ((rc = fs_admin_lock(h)) != FLASH_OK)
+		return rc;
+	rc = fs_sku_add_locked(h, activity_id, sku_id, units, shards);
+	fs_admin_unlock(h);
+	return rc;
+}
+
+int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	if (index >= ck_pr_load_32(&h->hdr->n_act) || index >= h->act_cap)
+		return FLASH_ENOT_FOUND;
+	ck_pr_fence_load();
+	*out = h->act[index].a;
+	return FLASH_OK;
+}
+
+static void sku_info(flash_t *h, const struct fs_sku *s, struct flash_sku_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->activity_id = s->activity_id;
+	out->sku_id = s->sku_id;
+	out->shards = s->nshards;
+	out->total = ck_pr_load_64(&s->total.value);
+	for (uint32_t k = 0; k < s->nshards && k < FLASH_SHARDS_MAX; k++)
+		if (s->shard0 + k < h->shard_cap)
+			out->available += ck_pr_load_64(&h->shard[s->shard0 + k].c.value);
+}
+
+int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	if (index >= ck_pr_load_32(&h->hdr->n_sku) || index >= h->sku_cap)
+		return FLASH_ENOT_FOUND;
+	ck_pr_fence_load();
+	sku_info(h, &h->sku[index], out);
+	return FLASH_OK;
+}
+
+int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id, struct flash_sku_info *out)
+{
+	const struct fs_sku *s;
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	if ((s = fs_sku_find(h, activity_id, sku_id, NULL)) == NULL)
+		return FLASH_ENOT_FOUND;
+	sku_info(h, s, out);
+	return FLASH_OK;
+}

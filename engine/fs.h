@@ -1,0 +1,388 @@
+/*
+ * fs.h -- the engine's internal layout: the shared-memory segment, its
+ * regions, the tagged words every shared change goes through, and the handle.
+ *
+ * Divisions:
+ *   1. Tags and state words      who made a change, encoded in the word it changed
+ *   2. The segment header        immutable part (checksummed) + mutable counters
+ *   3. Regions                   catalog, stock shards, keyed tables, orders,
+ *                                locks, process table, journals, rings
+ *   4. The handle                process-local view of one attachment
+ *   5. Internal functions        one group per engine file
+ *
+ * Everything in the segment is addressed by offset or index: processes map it
+ * at different addresses.  An index read from the segment is loaded once into
+ * a local, bounds-checked, then used.
+ */
+#ifndef FLASH_FS_H
+#define FLASH_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <pthread.h>
+#include <ck_pr.h>
+#include <ck_ring.h>
+
+#include "flashstock.h"
+
+#define FS_LINE 64
+#define FS_ALIGNED __attribute__((aligned(FS_LINE)))
+
+#define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
+#define FS_LAYOUT_VERSION 1u
+#define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
+#define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
+#define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
+
+/* ------------------------------------------------------------------------
+ * 1. Tags and state words
+ *
+ * A tag names one operation of one handle: slot (12 bits) and that slot's
+ * sequence number (48 bits).  Sequence numbers grow forever per slot, across
+ * handles that reuse the slot, so a tag is never issued twice.
+ *
+ * Keyed-table entries, orders and tokens hold a 64-bit state word: the kind
+ * in the top 4 bits, and either a tag (while an operation holds it) or a
+ * value (once committed).
+ * ------------------------------------------------------------------------ */
+
+#define FS_SEQ_BITS 48
+#define FS_SEQ_MASK ((1ull << FS_SEQ_BITS) - 1)
+#define FS_TAG(slot, seq) (((uint64_t)(slot) << FS_SEQ_BITS) | ((seq) & FS_SEQ_MASK))
+#define FS_TAG_SLOT(t) ((uint32_t)(((t) >> FS_SEQ_BITS) & 0xfffu))
+#define FS_TAG_SEQ(t) ((t) & FS_SEQ_MASK)
+
+enum fs_kind {
+	FS_K_EMPTY = 0,  /* never used: ends a probe chain */
+	FS_K_BUSY  = 1,  /* key being written by tag */
+	FS_K_FREE  = 2,  /* keyed, nobody holds it (user/request), or LIVE token */
+	FS_K_PEND  = 3,  /* held by the in-flight operation tag */
+	FS_K_DONE  = 4,  /* committed; low 60 bits are a value */
+	FS_K_USED  = 5,  /* token redeemed (reclaimable) */
+	FS_K_ACTIVE = 6, /* order active */
+	FS_K_CANCELLED = 7 /* order cancelled */
+};
+
+#define FS_KIND(s) ((unsigned)((s) >> 60))
+#define FS_VAL(s) ((s) & ((1ull << 60) - 1))
+#define FS_MK(kind, v) (((uint64_t)(kind) << 60) | ((v) & ((1ull << 60) - 1)))
+
+/* Request outcome packed in a DONE value: rc (8 bits, negated), slot (8), order_no (44). */
+#define FS_REQ_VAL(rc, lslot, ono) ((((uint64_t)(uint8_t)(-(rc))) << 52) | (((uint64_t)(lslot) & 0xff) << 44) | ((ono) & ((1ull << 44) - 1)))
+#define FS_REQ_RC(v) (-(int)(((v) >> 52) & 0xff))
+#define FS_REQ_LSLOT(v) ((uint32_t)(((v) >> 44) & 0xff))
+#define FS_REQ_ONO(v) ((v) & ((1ull << 44) - 1))
+
+/*
+ * A tagged counter: the value and the tag of the last change, changed
+ * together by one 16-byte CAS (cmpxchg16b).  Recovery decides whether a dead
+ * operation's change happened: it did iff the word still carries its tag, or
+ * a later writer, before overwriting that tag, raised the dead slot's
+ * applied_max to at least that sequence (helping, Harris-style).
+ */
+struct fs_counter {
+	uint64_t value;
+	uint64_t tag;
+} __attribute__((aligned(16)));
+
+/* ------------------------------------------------------------------------
+ * 2. The segment header
+ * ------------------------------------------------------------------------ */
+
+enum fs_region_id {
+	FS_R_ACT, FS_R_ACT_IDX, FS_R_SKU, FS_R_SKU_IDX, FS_R_SHARD,
+	FS_R_USER, FS_R_TOKEN, FS_R_REQ, FS_R_ORDER, FS_R_LOCK,
+	FS_R_PROC, FS_R_JOURNAL, FS_R_RING, FS_R_RINGBUF,
+	FS_R_COUNT
+};
+
+struct fs_region {
+	uint64_t off;        /* from the segment start, FS_LINE aligned */
+	uint64_t size;       /* bytes */
+	uint32_t count;      /* elements */
+	uint32_t elem_size;  /* bytes per element */
+};
+
+/* Immutable after creation; covered by the checksum. */
+struct fs_hdr_fixed {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;          /* sizeof(struct fs_hdr) */
+	uint64_t seg_size;          /* bytes of the whole object */
+	uint32_t uid;               /* creator */
+	uint32_t mode;              /* 0600 or 0660 */
+	struct flash_seg_opts opts; /* capacities as asked */
+	uint64_t token_secret;      /* keys the token-number permutation */
+	int64_t  created_ns;
+	struct fs_region region[FS_R_COUNT];
+	uint64_t checksum;          /* FNV-1a over the bytes above */
+};
+
+struct fs_hdr {
+	struct fs_hdr_fixed fx;
+	/* mutable part: each hot word on its own line */
+	uint64_t order_next FS_ALIGNED;   /* next unallocated order number chunk start */
+	uint32_t n_act FS_ALIGNED;        /* activities committed (dense) */
+	uint32_t n_sku;                   /* skus committed (dense) */
+	uint32_t n_shard;                 /* shards handed out */
+	uint32_t durability_failed;       /* sticky WAL failure */
+	uint32_t users_used FS_ALIGNED;
+	uint32_t req_used;
+	uint32_t locks_used;
+	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
+	pthread_mutex_t admin FS_ALIGNED; /* robust, process-shared: catalog and lock-name inserts */
+	char pad[FS_LINE];
+};
+
+/* ------------------------------------------------------------------------
+ * 3. Regions
+ * ------------------------------------------------------------------------ */
+
+struct fs_act {
+	struct flash_activity a;   /* immutable once published */
+};
+
+struct fs_sku {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t act_idx;
+	uint32_t shard0;           /* first shard index */
+	uint32_t nshards;
+	uint32_t pad;
+	struct fs_counter total;   /* units loaded + restocked */
+	char pad2[16];
+};
+
+struct fs_shard {
+	struct fs_counter c;       /* available units */
+	char pad[FS_LINE - sizeof(struct fs_counter)];
+} FS_ALIGNED;
+
+/* Keyed tables (user limits, requests): permanent keys, revivable entries. */
+struct fs_kent {
+	uint64_t state;
+	uint64_t k[3];
+};
+
+/* Tokens: (state, id) change together by 16-byte CAS, so no ABA on reuse. */
+struct fs_token {
+	uint64_t state;
+	uint64_t id;
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint64_t user_id;
+	uint64_t expiry_ms;        /* CLOCK_MONOTONIC ms */
+	uint64_t pad;
+} __attribute__((aligned(16)));
+
+struct fs_order {
+	uint64_t state;            /* FS_K_PEND(tag) -> ACTIVE -> PEND(tag) -> CANCELLED */
+	uint64_t user_id;
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t qty;
+	uint32_t limit_slot;
+	uint32_t biz_day;
+	uint32_t user_idx;         /* entry in the user table, or UINT32_MAX */
+	int64_t  created_ns;
+	uint32_t sku_idx;
+	uint32_t shard;            /* shard the units came from (first) */
+};
+
+/* Leased lock: (owner, holder) change together by 16-byte CAS. */
+struct fs_lock {
+	uint64_t owner;            /* caller's owner value; 0 = free */
+	uint64_t holder;           /* slot(12) | gen(12) | expiry_ms(40) */
+	uint64_t fence;            /* grants so far */
+	uint32_t used;             /* name published */
+	char     name[FLASH_LOCK_NAME_MAX + 1];
+	char     pad[64 - 28 - 8];
+} __attribute__((aligned(16)));
+
+enum fs_proc_kind { FS_P_FREE = 0, FS_P_CLAIM = 1, FS_P_ALIVE = 2, FS_P_RECOVERING = 3 };
+#define FS_PSTATE(kind, gen, pid) (((uint64_t)(kind) << 60) | (((uint64_t)(gen) & 0xfffffffull) << 32) | (uint32_t)(pid))
+#define FS_PKIND(s) ((unsigned)((s) >> 60))
+#define FS_PGEN(s) ((uint32_t)(((s) >> 32) & 0xfffffffu))
+#define FS_PPID(s) ((int32_t)(uint32_t)(s))
+
+struct fs_stats_slot {
+	uint64_t orders, cancels, sold_out, limit_hits, token_rejects, duplicates,
+	         cas_retries, recoveries, rolled_back, rolled_forward;
+};
+
+struct fs_proc {
+	uint64_t state FS_ALIGNED;  /* FS_PSTATE */
+	uint64_t start_time;        /* /proc/PID/stat starttime of the holder */
+	uint64_t seq;               /* next sequence number: persists across reuse */
+	uint64_t order_next;        /* unused order numbers [order_next, order_end) */
+	uint64_t order_end;
+	uint64_t applied_max FS_ALIGNED; /* written by other slots (helping) */
+	struct fs_stats_slot st FS_ALIGNED;
+	/* ring consumer side (written by the consumer only) */
+	uint64_t cons_seq FS_ALIGNED;     /* records consumed = durable, per slot */
+	uint32_t durable_futex;           /* low 32 bits of cons_seq, for futex waits */
+	uint32_t pad;
+};
+
+enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
+             FS_OP_TOKEN };
+enum fs_phase { FS_PH_IDLE = 0, FS_PH_RUN = 1, FS_PH_PUBLISH = 2, FS_PH_RESOLVED = 3 };
+
+struct fs_intent {
+	uint32_t shard;            /* shard index, or FS_TOTAL_BIT|sku index */
+	int32_t  pad;
+	int64_t  delta;
+	uint64_t seq;              /* the tag's sequence used for this CAS; 0 = not tried */
+	uint32_t done;             /* 0: unknown; 1: applied; 2: not applied */
+	uint32_t post;             /* 1: runs after the commit point (roll forward) */
+};
+#define FS_TOTAL_BIT 0x80000000u
+
+#define FS_NONE UINT32_MAX
+
+/*
+ * The journal of one slot: single writer (the slot's handle, or the process
+ * recovering it).  Every field is written before the shared change it
+ * describes; the CAS that makes the change is a full barrier, so a recoverer
+ * that finds the process dead sees the journal as it was.
+ */
+struct fs_journal {
+	uint64_t op_tag FS_ALIGNED;
+	uint32_t op;               /* enum fs_op */
+	uint32_t phase;            /* enum fs_phase */
+	uint32_t ring_pos;         /* ring p_tail before this op's record */
+	uint32_t req_idx, tok_idx, user_idx, order_idx, sku_idx;
+	uint32_t n_int;
+	uint32_t quota_return;     /* cancel: give the limit slot back */
+	uint32_t dir;              /* recovery's decision: 1 back, 2 forward */
+	uint32_t pad;
+	uint64_t tok_id;
+	struct flash_record rec;   /* the record to publish */
+	struct fs_intent in[FS_MAX_INTENTS];
+};
+
+/* ------------------------------------------------------------------------
+ * 4. The handle
+ * ------------------------------------------------------------------------ */
+
+struct flash {
+	char *base;                /* mapping */
+	uint64_t size;
+	struct fs_hdr *hdr;
+	pid_t pid;                 /* opener */
+	int rdonly;
+	int slot;                  /* -1 for read-only */
+	uint32_t gen;
+	struct fs_proc *me;
+	struct fs_journal *j;
+	uint64_t *cursor;          /* consumer: next seq to hand out, per slot */
+	/* region pointers and masks, derived once at attach from the checked table */
+	struct fs_act *act;   uint32_t act_cap;
+	uint32_t *act_idx;    uint32_t act_idx_mask;
+	struct fs_sku *sku;   uint32_t sku_cap;
+	uint32_t *sku_idx;    uint32_t sku_idx_mask;
+	struct fs_shard *shard; uint32_t shard_cap;
+	struct fs_kent *user; uint32_t user_mask;
+	struct fs_token *tok; uint32_t tok_mask;
+	struct fs_kent *req;  uint32_t req_mask;
+	struct fs_order *ord; uint32_t ord_cap;
+	struct fs_lock *lock; uint32_t lock_mask;
+	struct fs_proc *proc; uint32_t proc_cap;
+	struct fs_journal *jr;
+	struct ck_ring *ring;
+	struct flash_record *ringbuf; uint32_t ring_size;
+};
+
+/* ------------------------------------------------------------------------
+ * 5. Internal functions
+ * ------------------------------------------------------------------------ */
+
+/* util.c */
+int64_t fs_now_ns(void);         /* CLOCK_REALTIME */
+uint64_t fs_mono_ms(void);       /* CLOCK_MONOTONIC */
+uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c);
+uint64_t fs_fnv(const void *p, size_t n);
+int fs_check_slot(const flash_t *h, uint32_t slot);
+
+/* segment.c */
+int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state);
+int fs_tag_alive(flash_t *h, uint64_t tag);
+void fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
+int fs_admin_lock(flash_t *h);
+void fs_admin_unlock(flash_t *h);
+
+/* stock.c */
+void fs_help_mark(flash_t *h, uint64_t tag);
+int fs_counter_apply(flash_t *h, uint32_t target, int64_t delta, int may_fail);
+int fs_stock_take(flash_t *h, const struct fs_sku *s, uint64_t qty, uint64_t hint);
+void fs_intents_undo(flash_t *h, struct fs_journal *j);
+int fs_intent_applied(flash_t *h, uint32_t slot, const struct fs_intent *in);
+int fs_intent_add(struct fs_journal *j, uint32_t target, int64_t delta, uint32_t post);
+void fs_intents_run_post(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_intents_resolve(flash_t *h, struct fs_journal *j, uint32_t slot);
+struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
+
+/* ktab.c */
+enum { FS_KT_FOUND = 1, FS_KT_INSERTED = 2 };
+int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
+                uint32_t cap, const uint64_t key[3], uint64_t tag, uint32_t *jidx,
+                uint64_t *state_out);
+
+/* catalog.c */
+const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx);
+const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_t *idx);
+int fs_catalog_repair(flash_t *h, uint32_t slot);
+int fs_activity_add_locked(flash_t *h, const struct flash_activity *a);
+int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t units, uint32_t shards);
+
+/* ring.c */
+int fs_ring_space(flash_t *h);
+void fs_ring_publish(flash_t *h);
+int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos);
+int fs_sync_wait(flash_t *h, uint32_t pos);
+int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_t id,
+                  uint64_t to, uint32_t *jidx);
+uint32_t fs_ring_pos(flash_t *h);
+
+/* api/flashstock.c: the checks every public call starts with */
+int fs_enter(const flash_t *h, int write);
+
+/* order.c */
+int fs_op_begin(flash_t *h, uint32_t op);
+void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed);
+uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns);
+
+/* crash points (tests) */
+#ifdef FLASH_CRASHPOINTS
+void fs_crashpoint(const char *op, int step);
+#define FS_CRASH(op, step) fs_crashpoint(op, step)
+#else
+#define FS_CRASH(op, step) ((void)0)
+#endif
+
+static inline struct fs_counter *fs_counter_load(struct fs_counter *c, struct fs_counter *out)
+{
+	out->value = ck_pr_load_64(&c->value);
+	out->tag = ck_pr_load_64(&c->tag);
+	return out;
+}
+
+static inline int fs_cas2(struct fs_counter *c, struct fs_counter *expect, const struct fs_counter *set)
+{
+	/* on failure, *expect receives the current value */
+	return ck_pr_cas_64_2_value((uint64_t *)(void *)c, (uint64_t *)(void *)expect,
+	                            (uint64_t *)(void *)set, (uint64_t *)(void *)expect);
+}
+
+static inline uint64_t fs_next_seq(flash_t *h)
+{
+	uint64_t s = h->me->seq + 1;
+	ck_pr_store_64(&h->me->seq, s);
+	return s;
+}
+
+#endif /* FLASH_FS_H */

@@ -1,0 +1,167 @@
+/*
+ * lock.c -- leased locks with fencing tokens.
+ *
+ * A lock is {owner, holder} changed together by one 16-byte CAS:
+ *   owner   the caller's value (0 = free), like the random value of a
+ *           Redis lock: renew and release compare it first;
+ *   holder  slot (12 bits) | slot generation (12) | lease expiry (40, ms of
+ *           CLOCK_MONOTONIC): who took it and until when.
+ * A lock is free when owner is 0, its lease has expired, or its holder's slot
+ * no longer belongs to the process that took it (dead: freed at once, not
+ * after the lease).  Every grant takes a fence from a per-name counter that
+ * only grows, so a resource can refuse a stale holder.
+ *
+ * Names are inserted once, under the admin mutex, and never removed; lookups
+ * are lock-free (the name is written before `used` is published).
+ */
+#include "fs.h"
+
+#define HOLDER(slot, gen, exp) (((uint64_t)(slot) << 52) | (((uint64_t)(gen) & 0xfff) << 40) | \
+                                ((exp) & ((1ull << 40) - 1)))
+#define H_SLOT(x) ((uint32_t)((x) >> 52))
+#define H_GEN(x) ((uint32_t)(((x) >> 40) & 0xfff))
+#define H_EXP(x) ((x) & ((1ull << 40) - 1))
+
+static int name_ok(const char *name)
+{
+	size_t n;
+
+	if (name == NULL)
+		return 0;
+	n = strnlen(name, FLASH_LOCK_NAME_MAX + 1);
+	return n > 0 && n <= FLASH_LOCK_NAME_MAX;
+}
+
+static struct fs_lock *lock_find(flash_t *h, const char *name, uint32_t *slot_out)
+{
+	uint32_t i = (uint32_t)fs_fnv(name, strlen(name)) & h->lock_mask;
+
+	for (uint32_t n = 0; n <= h->lock_mask; n++, i = (i + 1) & h->lock_mask) {
+		struct fs_lock *l = &h->lock[i];
+
+		if (!ck_pr_load_32(&l->used)) {
+			if (slot_out)
+				*slot_out = i;
+			return NULL;
+		}
+		ck_pr_fence_load();
+		if (strncmp(l->name, name, sizeof(l->name)) == 0)
+			return l;
+	}
+	if (slot_out)
+		*slot_out = UINT32_MAX;
+	return NULL;
+}
+
+static int lock_get(flash_t *h, const char *name, struct fs_lock **out)
+{
+	struct fs_lock *l;
+	uint32_t free_i;
+	int rc;
+
+	if ((l = lock_find(h, name, NULL)) != NULL) {
+		*out = l;
+		return FLASH_OK;
+	}
+	if ((rc = fs_admin_lock(h)) != FLASH_OK)
+		return rc;
+	l = lock_find(h, name, &free_i);
+	if (l == NULL) {
+		if (free_i == UINT32_MAX || h->hdr->locks_used >= h->hdr->fx.opts.max_locks) {
+			fs_admin_unlock(h);
+			return FLASH_EFULL;
+		}
+		l = &h->lock[free_i];
+		memset(l->name, 0, sizeof(l->name));
+		memcpy(l->name, name, strlen(name));
+		ck_pr_fence_store();
+		ck_pr_store_32(&l->used, 1);
+		ck_pr_store_32(&h->hdr->locks_used, h->hdr->locks_used + 1);
+	}
+	fs_admin_unlock(h);
+	*out = l;
+	return FLASH_OK;
+}
+
+/* Does the process that took the lock still hold its slot? */
+static int holder_alive(flash_t *h, uint64_t holder)
+{
+	uint32_t slot = H_SLOT(holder);
+	uint64_t s;
+
+	if (slot >= h->proc_cap)
+		return 0;
+	if ((int)slot == h->slot)
+		return (h->gen & 0xfff) == H_GEN(holder);
+	s = ck_pr_load_64(&h->proc[slot].state);
+	if (FS_PKIND(s) != FS_P_ALIVE || (FS_PGEN(s) & 0xfff) != H_GEN(holder))
+		return 0;
+	return fs_proc_alive(h, slot, s);
+}
+
+int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms,
+                       uint64_t *fence)
+{
+	struct fs_lock *l;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (!name_ok(name) || owner == 0 || lease_ms == 0 || fence == NULL)
+		return FLASH_EINVAL;
+	if ((rc = lock_get(h, name, &l)) != FLASH_OK)
+		return rc;
+	for (;;) {
+		uint64_t cur[2] = { ck_pr_load_64(&l->owner), ck_pr_load_64(&l->holder) };
+		uint64_t now = fs_mono_ms();
+
+		if (cur[0] != 0 && H_EXP(cur[1]) > now && holder_alive(h, cur[1]))
+			return FLASH_ELOCKED;
+		uint64_t f = ck_pr_faa_64(&l->fence, 1) + 1;
+		uint64_t set[2] = { owner, HOLDER((uint32_t)h->slot, h->gen, now + lease_ms) };
+
+		FS_CRASH("lock_acquire", 1);
+		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set)) {
+			*fence = f;
+			return FLASH_OK;
+		}
+	}
+}
+
+static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms, int release)
+{
+	struct fs_lock *l;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (!name_ok(name) || owner == 0 || (!release && lease_ms == 0))
+		return FLASH_EINVAL;
+	if ((l = lock_find(h, name, NULL)) == NULL)
+		return FLASH_ENOT_FOUND;
+	for (;;) {
+		uint64_t cur[2] = { ck_pr_load_64(&l->owner), ck_pr_load_64(&l->holder) };
+		uint64_t now = fs_mono_ms();
+		uint64_t set[2] = { 0, 0 };
+
+		if (cur[0] != owner || H_EXP(cur[1]) <= now || !holder_alive(h, cur[1]))
+			return FLASH_ENOT_OWNER;
+		if (!release) {
+			set[0] = owner;
+			set[1] = HOLDER(H_SLOT(cur[1]), H_GEN(cur[1]), now + lease_ms);
+		}
+		FS_CRASH(release ? "lock_release" : "lock_renew", 1);
+		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set))
+			return FLASH_OK;
+	}
+}
+
+int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms)
+{
+	return lock_change(h, name, owner, lease_ms, 0);
+}
+
+int flash_lock_release(flash_t *h, const char *name, uint64_t owner)
+{
+	return lock_change(h, name, owner, 0, 1);
+}

@@ -1,0 +1,588 @@
+/*
+ * order.c -- the order chain, cancel and restock.
+ *
+ * Each operation runs in the handle's journal:
+ *
+ *   begin (tag, phase RUN) -> shared changes, each attributable to the tag
+ *   -> record into the journal -> phase PUBLISH -> ring publish (COMMIT)
+ *   -> finish (move held entries to their final state, post-commit intents)
+ *   -> phase IDLE
+ *
+ * Before the commit point an operation only decreases (stock taken, quota
+ * reserved, token redeemed, order number held); after it, only increases and
+ * state changes that cannot fail.  So recovery always can: roll back what
+ * did not reach its ring, roll forward what did.  The same two functions
+ * (fs_op_rollback, fs_op_finish_*) serve the owner's failure path and the
+ * recoverer.
+ *
+ * Crash points: every FS_CRASH below (test builds only).
+ */
+#include "fs.h"
+
+int fs_op_begin(flash_t *h, uint32_t op)
+{
+	struct fs_journal *j = h->j;
+
+	j->op_tag = FS_TAG((uint32_t)h->slot, fs_next_seq(h));
+	j->op = op;
+	j->req_idx = j->tok_idx = j->user_idx = j->order_idx = j->sku_idx = FS_NONE;
+	j->n_int = 0;
+	j->quota_return = 0;
+	j->dir = 0;
+	j->tok_id = 0;
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->phase, FS_PH_RUN);
+	return FLASH_OK;
+}
+
+static void op_end(flash_t *h)
+{
+	ck_pr_fence_store();
+	ck_pr_store_32(&h->j->phase, FS_PH_IDLE);
+}
+
+uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns)
+{
+	int64_t s = now_ns / 1000000000 + a->day_offset_s;
+
+	return s < 0 ? 0 : (uint32_t)(s / 86400);
+}
+
+/* Move *w from @p from to @p to if it still reads @p from (idempotent). */
+static inline void cas_state(uint64_t *w, uint64_t from, uint64_t to)
+{
+	ck_pr_cas_64(w, from, to);
+}
+
+/* Token entry: (state, id) by 16-byte CAS. */
+static void tok_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to)
+{
+	uint64_t cmp[2] = { from, id }, set[2] = { to, id };
+
+	if (idx <= h->tok_mask)
+		ck_pr_cas_64_2((uint64_t *)(void *)&h->tok[idx], cmp, set);
+}
+
+/* ------------------------------------------------------------ roll forward / back */
+
+void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
+{
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
+
+	(void)slot;
+	if (j->order_idx < h->ord_cap)
+		cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_ACTIVE, 0));
+	FS_CRASH("order", 20);
+	if (j->user_idx <= h->user_mask)
+		cas_state(&h->user[j->user_idx].state, pend, FS_MK(FS_K_DONE, j->order_idx));
+	FS_CRASH("order", 21);
+	if (j->tok_idx != FS_NONE)
+		tok_move(h, j->tok_idx, j->tok_id, pend, FS_MK(FS_K_USED, 0));
+	FS_CRASH("order", 22);
+	if (j->req_idx <= h->req_mask)
+		cas_state(&h->req[j->req_idx].state, pend,
+		          FS_MK(FS_K_DONE, FS_REQ_VAL(FLASH_OK, j->rec.limit_slot, j->rec.order_no)));
+}
+
+void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot)
+{
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
+
+	fs_intents_run_post(h, j, slot);
+	FS_CRASH("cancel", 20);
+	if (j->quota_return && j->user_idx <= h->user_mask)
+		cas_state(&h->user[j->user_idx].state, FS_MK(FS_K_DONE, j->order_idx), FS_MK(FS_K_FREE, 0));
+	FS_CRASH("cancel", 21);
+	if (j->order_idx < h->ord_cap)
+		cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_CANCELLED, 0));
+}
+
+void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
+{
+	fs_intents_run_post(h, j, slot);
+}
+
+/*
+ * Undo an operation that did not reach its commit point.  @p crashed: the
+ * owner is dead, so the client never saw an answer: a redeemed token becomes
+ * live again and a request id is forgotten.  Otherwise (the owner's own
+ * failure path, outcome @p rc) the token stays burnt and the request id
+ * remembers the outcome, unless the failure was transient.
+ */
+void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed)
+{
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
+	int rc = (int16_t)j->rec.flags;   /* outcome, stored there by the owner */
+
+	(void)slot;
+	switch (j->op) {
+	case FS_OP_ORDER:
+		fs_intents_undo(h, j);
+		FS_CRASH("order_undo", 1);
+		if (j->order_idx < h->ord_cap)
+			cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_EMPTY, 0));
+		if (j->user_idx <= h->user_mask) {
+			struct fs_kent *e = &h->user[j->user_idx];
+
+			cas_state(&e->state, pend, FS_MK(FS_K_FREE, 0));
+			/* an insert that died before publishing its key */
+			if (ck_pr_cas_64(&e->state, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_EMPTY, 0)))
+				ck_pr_dec_32(&h->hdr->users_used);
+		}
+		FS_CRASH("order_undo", 2);
+		if (j->tok_idx != FS_NONE)
+			tok_move(h, j->tok_idx, j->tok_id, pend,
+			         crashed ? FS_MK(FS_K_FREE, 0) : FS_MK(FS_K_USED, 0));
+		FS_CRASH("order_undo", 3);
+		if (j->req_idx <= h->req_mask) {
+			struct fs_kent *e = &h->req[j->req_idx];
+			int keep = !crashed && rc != FLASH_EFULL && rc != FLASH_EBUSY && rc != FLASH_ECORRUPT;
+
+			cas_state(&e->state, pend, keep ? FS_MK(FS_K_DONE, FS_REQ_VAL(rc, 0, 0))
+			                                : FS_MK(FS_K_FREE, 0));
+			if (ck_pr_cas_64(&e->state, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_EMPTY, 0)))
+				ck_pr_dec_32(&h->hdr->req_used);
+		}
+		break;
+	case FS_OP_CANCEL:
+		if (j->order_idx < h->ord_cap)
+			cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_ACTIVE, 0));
+		break;
+	case FS_OP_RESTOCK:
+		fs_intents_undo(h, j);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------ order numbers */
+
+/* Order numbers are handed to slots in chunks: no shared counter per order. */
+static uint64_t order_alloc(flash_t *h)
+{
+	struct fs_proc *p = h->me;
+	uint64_t n = p->order_next;
+
+	if (n == 0 || n >= p->order_end) {
+		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
+		if (n > h->ord_cap)
+			return 0;
+		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK);
+	}
+	if (n > h->ord_cap)
+		return 0;
+	ck_pr_store_64(&p->order_next, n + 1);
+	return n;
+}
+
+/* ------------------------------------------------------------ the order chain */
+
+static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	struct fs_journal *j = h->j;
+	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
+	uint64_t s = 0;
+	int rc;
+
+	rc = fs_kt_claim(h, h->req, h->req_mask, &h->hdr->req_used, h->hdr->fx.opts.max_requests,
+	                 key, j->op_tag, &j->req_idx, &s);
+	if (rc < 0) {
+		j->req_idx = FS_NONE;
+		return rc;
+	}
+	if (rc == FS_KT_INSERTED)
+		return FLASH_OK;
+	for (struct fs_kent *e = &h->req[j->req_idx];; s = ck_pr_load_64(&e->state)) {
+		switch (FS_KIND(s)) {
+		case FS_K_DONE:
+			if (res) {
+				res->first_rc = FS_REQ_RC(FS_VAL(s));
+				res->order_no = FS_REQ_ONO(FS_VAL(s));
+				res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
+			}
+			j->req_idx = FS_NONE;
+			return FLASH_EDUPLICATE;
+		case FS_K_PEND:
+			fs_wait_tag(h, &e->state, s);
+			break;
+		case FS_K_FREE:
+			if (ck_pr_cas_64(&e->state, s, FS_MK(FS_K_PEND, j->op_tag)))
+				return FLASH_OK;
+			break;
+		default:
+			j->req_idx = FS_NONE;
+			return FLASH_ECORRUPT;
+		}
+	}
+}
+
+static int limit_claim(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
+                       uint32_t day, uint32_t *lslot)
+{
+	struct fs_journal *j = h->j;
+	uint64_t scope_sku = a->scope == FLASH_SCOPE_SKU ? r->sku_id : 0;
+	uint64_t scope_day = a->scope == FLASH_SCOPE_DAY ? day : 0;
+
+	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
+		uint64_t key[3] = { (uint64_t)r->activity_id << 32 | scope_sku, r->user_id,
+		                    scope_day << 8 | ls };
+		uint64_t s = 0;
+		int rc = fs_kt_claim(h, h->user, h->user_mask, &h->hdr->users_used,
+		                     h->hdr->fx.opts.max_users, key, j->op_tag, &j->user_idx, &s);
+
+		if (rc < 0) {
+			j->user_idx = FS_NONE;
+			return rc;
+		}
+		if (rc == FS_KT_INSERTED) {
+			*lslot = ls;
+			return FLASH_OK;
+		}
+		while (FS_KIND(s) == FS_K_FREE) {
+			if (ck_pr_cas_64(&h->user[j->user_idx].state, s, FS_MK(FS_K_PEND, j->op_tag))) {
+				*lslot = ls;
+				return FLASH_OK;
+			}
+			s = ck_pr_load_64(&h->user[j->user_idx].state);
+		}
+		/* held (PEND by another in-flight order of this user) or DONE: next slot */
+	}
+	j->user_idx = FS_NONE;
+	return FLASH_ELIMIT;
+}
+
+int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	const struct fs_act *act;
+	const struct fs_sku *sku;
+	struct fs_journal *j;
+	struct fs_order *o;
+	uint32_t si, lslot = 0, day;
+	uint64_t ono;
+	int64_t now;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (r == NULL || r->user_id == 0 || r->qty == 0 || r->_reserved != 0)
+		return FLASH_EINVAL;
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if ((act = fs_act_find(h, r->activity_id, NULL)) == NULL ||
+	    (sku = fs_sku_find(h, r->activity_id, r->sku_id, &si)) == NULL)
+		return FLASH_ENOT_FOUND;
+	if (r->qty > act->a.max_qty)
+		return FLASH_EINVAL;
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	if (ck_pr_load_32(&h->hdr->durability_failed) &&
+	    h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
+		return FLASH_EDURABILITY;
+
+	now = fs_now_ns();
+	fs_op_begin(h, FS_OP_ORDER);
+	j = h->j;
+	j->sku_idx = si;
+	FS_CRASH("order", 1);
+	if (r->request_id != 0 && (rc = req_claim(h, r, res)) != FLASH_OK) {
+		op_end(h);
+		if (rc == FLASH_EDUPLICATE)
+			h->me->st.duplicates++;
+		return rc;
+	}
+	FS_CRASH("order", 2);
+	if (r->token != 0 || (act->a.flags & FLASH_ACT_TOKEN_REQUIRED)) {
+		j->tok_id = r->token;
+		rc = r->token == 0 ? FLASH_EBAD_TOKEN
+		                   : fs_token_take(h, r->activity_id, r->sku_id, r->user_id, r->token,
+		                                   FS_MK(FS_K_PEND, j->op_tag), &j->tok_idx);
+		if (rc != FLASH_OK) {
+			h->me->st.token_rejects++;
+			goto fail;
+		}
+	}
+	FS_CRASH("order", 3);
+	if (now < act->a.start_ns) {
+		rc = FLASH_ENOT_STARTED;
+		goto fail;
+	}
+	if (now >= act->a.end_ns) {
+		rc = FLASH_EENDED;
+		goto fail;
+	}
+	day = fs_biz_day(&act->a, now);
+	if ((rc = limit_claim(h, &act->a, r, day, &lslot)) != FLASH_OK) {
+		if (rc == FLASH_ELIMIT)
+			h->me->st.limit_hits++;
+		goto fail;
+	}
+	FS_CRASH("order", 4);
+	if ((rc = fs_stock_take(h, sku, r->qty, fs_hash(r->user_id, 3, 4))) != FLASH_OK) {
+		if (rc == FLASH_ESOLD_OUT)
+			h->me->st.sold_out++;
+		goto fail;
+	}
+	FS_CRASH("order", 5);
+	if ((ono = order_alloc(h)) == 0) {
+		rc = FLASH_EFULL;
+		goto fail;
+	}
+	j->order_idx = (uint32_t)(ono - 1);
+	o = &h->ord[ono - 1];
+	o->user_id = r->user_id;
+	o->activity_id = r->activity_id;
+	o->sku_id = r->sku_id;
+	o->qty = r->qty;
+	o->limit_slot = lslot;
+	o->biz_day = day;
+	o->user_idx = j->user_idx;
+	o->created_ns = now;
+	o->sku_idx = si;
+	o->shard = sku->shard0 + (uint32_t)(fs_hash(r->user_id, 3, 4) % sku->nshards);
+	ck_pr_fence_store();
+	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
+	FS_CRASH("order", 6);
+
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_ORDER;
+	j->rec.activity_id = r->activity_id;
+	j->rec.sku_id = r->sku_id;
+	j->rec.qty = r->qty;
+	j->rec.order_no = ono;
+	j->rec.user_id = r->user_id;
+	j->rec.ts_ns = now;
+	j->rec.biz_day = day;
+	j->rec.limit_slot = (uint16_t)lslot;
+	j->rec.request_id = r->request_id;
+	j->ring_pos = fs_ring_pos(h);
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
+	FS_CRASH("order", 7);
+	fs_ring_publish(h);                       /* COMMIT */
+	FS_CRASH("order", 8);
+	fs_op_finish_order(h, j, (uint32_t)h->slot);
+	FS_CRASH("order", 9);
+	op_end(h);
+	h->me->st.orders++;
+	if (res) {
+		res->order_no = ono;
+		res->first_rc = FLASH_OK;
+		res->limit_slot = lslot;
+		res->lsn = (uint64_t)j->ring_pos + 1;
+	}
+	if (h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
+		return fs_sync_wait(h, j->ring_pos);
+	return FLASH_OK;
+
+fail:
+	j->rec.flags = (uint16_t)(int16_t)rc;
+	fs_op_rollback(h, j, (uint32_t)h->slot, 0);
+	op_end(h);
+	return rc;
+}
+
+/* ------------------------------------------------------------ cancel */
+
+int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+{
+	struct fs_journal *j;
+	struct fs_order *o;
+	const struct fs_act *act;
+	uint64_t s;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (units_returned)
+		*units_returned = 0;
+	if (order_no == 0)
+		return FLASH_EINVAL;
+	if (order_no > h->ord_cap)
+		return FLASH_ENOT_FOUND;
+	o = &h->ord[order_no - 1];
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	fs_op_begin(h, FS_OP_CANCEL);
+	j = h->j;
+	for (;;) {
+		s = ck_pr_load_64(&o->state);
+		if (FS_KIND(s) == FS_K_EMPTY) {
+			op_end(h);
+			return FLASH_ENOT_FOUND;
+		}
+		if (FS_KIND(s) == FS_K_CANCELLED) {
+			op_end(h);
+			return FLASH_ECANCELLED;
+		}
+		if (FS_KIND(s) == FS_K_PEND) {
+			/* the order being placed, or cancelled by another handle */
+			fs_wait_tag(h, &o->state, s);
+			continue;
+		}
+		if (FS_KIND(s) != FS_K_ACTIVE) {
+			op_end(h);
+			return FLASH_ECORRUPT;
+		}
+		j->order_idx = (uint32_t)(order_no - 1);
+		if (ck_pr_cas_64(&o->state, s, FS_MK(FS_K_PEND, j->op_tag)))
+			break;
+	}
+	FS_CRASH("cancel", 1);
+	/* the order is ours: its fields are stable; check before use */
+	if (o->sku_idx >= h->sku_cap || o->shard >= h->shard_cap ||
+	    (act = fs_act_find(h, o->activity_id, NULL)) == NULL) {
+		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
+		op_end(h);
+		return FLASH_ECORRUPT;
+	}
+	j->sku_idx = o->sku_idx;
+	j->user_idx = o->user_idx;
+	j->quota_return = (act->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
+	fs_intent_add(j, o->shard, (int64_t)o->qty, 1);
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_CANCEL;
+	j->rec.activity_id = o->activity_id;
+	j->rec.sku_id = o->sku_id;
+	j->rec.qty = o->qty;
+	j->rec.order_no = order_no;
+	j->rec.user_id = o->user_id;
+	j->rec.ts_ns = fs_now_ns();
+	j->rec.biz_day = o->biz_day;
+	j->rec.limit_slot = (uint16_t)o->limit_slot;
+	j->rec.flags = (uint16_t)j->quota_return;
+	j->ring_pos = fs_ring_pos(h);
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
+	FS_CRASH("cancel", 2);
+	fs_ring_publish(h);                       /* COMMIT */
+	FS_CRASH("cancel", 3);
+	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
+	FS_CRASH("cancel", 4);
+	op_end(h);
+	h->me->st.cancels++;
+	if (units_returned)
+		*units_returned = o->qty;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------ restock / adjust */
+
+int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta)
+{
+	const struct fs_sku *sku;
+	struct fs_journal *j;
+	uint32_t si;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (delta == 0 || delta > (1ll << 40) || delta < -(1ll << 40))
+		return FLASH_EINVAL;
+	if ((sku = fs_sku_find(h, activity_id, sku_id, &si)) == NULL)
+		return FLASH_ENOT_FOUND;
+	if (sku->nshards == 0 || sku->nshards > FLASH_SHARDS_MAX ||
+	    sku->shard0 + sku->nshards > h->shard_cap)
+		return FLASH_ECORRUPT;
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	fs_op_begin(h, FS_OP_RESTOCK);
+	j = h->j;
+	j->sku_idx = si;
+	if (delta < 0) {
+		/* decreases first, before the commit point: undone on failure */
+		if ((rc = fs_stock_take(h, sku, (uint64_t)-delta, 0)) != FLASH_OK) {
+			fs_op_rollback(h, j, (uint32_t)h->slot, 0);
+			op_end(h);
+			return rc;
+		}
+		FS_CRASH("restock", 1);
+		fs_intent_add(j, FS_TOTAL_BIT | si, delta, 1);
+	} else {
+		uint32_t n = sku->nshards;
+
+		fs_intent_add(j, FS_TOTAL_BIT | si, delta, 1);
+		for (uint32_t k = 0; k < n; k++) {
+			int64_t part = delta / n + ((uint64_t)k < (uint64_t)delta % n ? 1 : 0);
+
+			if (part > 0)
+				fs_intent_add(j, sku->shard0 + k, part, 1);
+		}
+	}
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_RESTOCK;
+	j->rec.activity_id = activity_id;
+	j->rec.sku_id = sku_id;
+	j->rec.value = delta;
+	j->rec.ts_ns = fs_now_ns();
+	j->ring_pos = fs_ring_pos(h);
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
+	FS_CRASH("restock", 2);
+	fs_ring_publish(h);                       /* COMMIT */
+	FS_CRASH("restock", 3);
+	fs_op_finish_restock(h, j, (uint32_t)h->slot);
+	FS_CRASH("restock", 4);
+	op_end(h);
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------ reading orders */
+
+uint64_t flash_orders_max(flash_t *h)
+{
+	uint64_t n;
+
+	if (fs_enter(h, 0) != FLASH_OK)
+		return 0;
+	n = ck_pr_load_64(&h->hdr->order_next);
+	n = n == 0 ? 0 : n - 1;
+	return n > h->ord_cap ? h->ord_cap : n;
+}
+
+int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
+{
+	const struct fs_order *o;
+	uint64_t s;
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL || order_no == 0)
+		return FLASH_EINVAL;
+	if (order_no > h->ord_cap)
+		return FLASH_ENOT_FOUND;
+	o = &h->ord[order_no - 1];
+	s = ck_pr_load_64(&o->state);
+	ck_pr_fence_load();
+	memset(out, 0, sizeof(*out));
+	out->order_no = order_no;
+	switch (FS_KIND(s)) {
+	case FS_K_ACTIVE:
+		out->state = FLASH_ORDER_ACTIVE;
+		break;
+	case FS_K_CANCELLED:
+		out->state = FLASH_ORDER_CANCELLED;
+		break;
+	case FS_K_PEND: {
+		/* in flight: placing (not yet an order) or cancelling (still active) */
+		uint32_t slot = FS_TAG_SLOT(FS_VAL(s));
+		const struct fs_journal *j = slot < h->proc_cap ? &h->jr[slot] : NULL;
+
+		out->state = (j && j->op == FS_OP_CANCEL && j->op_tag == FS_VAL(s)) ? FLASH_ORDER_ACTIVE
+		                                                                   : FLASH_ORDER_NONE;
+		break;
+	}
+	default:
+		out->state = FLASH_ORDER_NONE;
+		return FLASH_OK;
+	}
+	out->user_id = o->user_id;
+	out->activity_id = o->activity_id;
+	out->sku_id = o->sku_id;
+	out->qty = o->qty;
+	out->limit_slot = o->limit_slot;
+	out->biz_day = o->biz_day;
+	out->created_ns = o->created_ns;
+	return FLASH_OK;
+}

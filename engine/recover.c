@@ -1,0 +1,129 @@
+/*
+ * recover.c -- finishing the operations of dead handles.
+ *
+ * A slot whose process died (its identity -- pid plus start time -- no longer
+ * runs) is claimed by one recoverer with a CAS to RECOVERING(recoverer pid).
+ * The recoverer reads the dead slot's journal and:
+ *
+ *   phase RUN, or PUBLISH with the record not in the ring  -> roll back
+ *   phase PUBLISH with the record in the ring              -> roll forward
+ *
+ * Before acting it resolves every intent whose outcome is unknown (done = 0)
+ * and writes the decision into the journal, then records its own decision
+ * (phase RESOLVED + the direction), so a recoverer that dies half-way is
+ * finished by the next one: every step is a CAS from a state that names the
+ * dead operation's tag, or an intent that is marked done once applied.
+ *
+ * Crash points: "recover" 1..4.
+ */
+#include <unistd.h>
+
+#include "fs.h"
+
+#define FS_DIR_BACK 1u
+#define FS_DIR_FWD  2u
+
+static void stat_inc(flash_t *h, int what)
+{
+	if (h->me == NULL)
+		return;
+	if (what == 0)
+		h->me->st.recoveries++;
+	else if (what == 1)
+		h->me->st.rolled_back++;
+	else
+		h->me->st.rolled_forward++;
+}
+
+static void recover_token_issue(flash_t *h, struct fs_journal *j)
+{
+	uint64_t cmp[2] = { FS_MK(FS_K_BUSY, j->op_tag), j->tok_id };
+	uint64_t set[2] = { FS_MK(FS_K_USED, 0), j->tok_id };
+
+	if (j->tok_idx <= h->tok_mask)
+		ck_pr_cas_64_2((uint64_t *)(void *)&h->tok[j->tok_idx], cmp, set);
+}
+
+static void recover_slot(flash_t *h, uint32_t slot)
+{
+	struct fs_journal *j = &h->jr[slot];
+	uint32_t phase = ck_pr_load_32(&j->phase);
+
+	/* a catalog writer that died inside the admin mutex is repaired by the
+	 * mutex's next owner; taking it here makes that happen now */
+	if (fs_admin_lock(h) == FLASH_OK) {
+		if (j->op == FS_OP_CATALOG)
+			fs_catalog_repair(h, slot);
+		fs_admin_unlock(h);
+	}
+	phase = ck_pr_load_32(&j->phase);
+	if (phase == FS_PH_IDLE || j->op == FS_OP_CATALOG)
+		goto done;
+	if (j->op == FS_OP_TOKEN) {
+		recover_token_issue(h, j);
+		goto done;
+	}
+	if (phase != FS_PH_RESOLVED) {
+		uint32_t dir = (phase == FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos))
+		                   ? FS_DIR_FWD : FS_DIR_BACK;
+
+		fs_intents_resolve(h, j, slot);
+		j->dir = dir;
+		FS_CRASH("recover", 1);
+		ck_pr_fence_store();
+		ck_pr_store_32(&j->phase, FS_PH_RESOLVED);
+	} else {
+		/* a recoverer died after resolving: intents it added are unknown */
+		fs_intents_resolve(h, j, slot);
+	}
+	FS_CRASH("recover", 2);
+	if (j->dir == FS_DIR_FWD) {
+		if (j->op == FS_OP_ORDER)
+			fs_op_finish_order(h, j, slot);
+		else if (j->op == FS_OP_CANCEL)
+			fs_op_finish_cancel(h, j, slot);
+		else if (j->op == FS_OP_RESTOCK)
+			fs_op_finish_restock(h, j, slot);
+		stat_inc(h, 2);
+	} else {
+		fs_op_rollback(h, j, slot, 1);
+		stat_inc(h, 1);
+	}
+	FS_CRASH("recover", 3);
+done:
+	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	FS_CRASH("recover", 4);
+	{
+		uint64_t s = ck_pr_load_64(&h->proc[slot].state);
+
+		ck_pr_store_64(&h->proc[slot].state, FS_PSTATE(FS_P_FREE, FS_PGEN(s), 0));
+	}
+	stat_inc(h, 0);
+}
+
+int flash_recover(flash_t *h, uint32_t *recovered)
+{
+	uint32_t n = 0;
+	int rc;
+
+	if (recovered)
+		*recovered = 0;
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	for (uint32_t i = 0; i < h->proc_cap; i++) {
+		uint64_t s;
+
+		if ((int)i == h->slot)
+			continue;
+		s = ck_pr_load_64(&h->proc[i].state);
+		if (FS_PKIND(s) == FS_P_FREE || fs_proc_alive(h, i, s))
+			continue;
+		if (!ck_pr_cas_64(&h->proc[i].state, s, FS_PSTATE(FS_P_RECOVERING, FS_PGEN(s), getpid())))
+			continue;
+		recover_slot(h, i);
+		n++;
+	}
+	if (recovered)
+		*recovered = n;
+	return FLASH_OK;
+}

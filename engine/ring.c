@@ -1,0 +1,165 @@
+/*
+ * ring.c -- the per-handle record rings: single producer (the handle), single
+ * consumer (the daemon, or a tool draining without one).
+ *
+ * The ring is ck_ring's SPSC ring with the records inlined (CK_RING_PROTOTYPE),
+ * its buffer in the segment.  Publishing a record is an operation's commit
+ * point: recovery asks "did p_tail move past the position the journal
+ * recorded?", which only the dead producer could have done.
+ *
+ * The consumer reads without dequeueing and advances c_head only in
+ * flash_durable_advance(), after the records are durable: a consumer that
+ * dies between reading and writing loses nothing; its successor reads them
+ * again from c_head.  proc[slot].cons_seq is the authoritative 64-bit count
+ * of consumed records; c_head is its low 32 bits.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+CK_RING_PROTOTYPE(fsrec, flash_record)
+
+static inline struct ck_ring *ring_of(flash_t *h, uint32_t slot)
+{
+	return (struct ck_ring *)((char *)h->ring +
+	                          (uint64_t)slot * h->hdr->fx.region[FS_R_RING].elem_size);
+}
+
+static inline struct flash_record *buf_of(flash_t *h, uint32_t slot)
+{
+	return h->ringbuf + (uint64_t)slot * h->ring_size;
+}
+
+/* Room for one more record?  Only the producer fills, so room only grows. */
+int fs_ring_space(flash_t *h)
+{
+	struct ck_ring *r = ring_of(h, (uint32_t)h->slot);
+	unsigned int used = ck_pr_load_uint(&r->p_tail) - ck_pr_load_uint(&r->c_head);
+
+	return used < h->ring_size - 1;
+}
+
+uint32_t fs_ring_pos(flash_t *h)
+{
+	return ck_pr_load_uint(&ring_of(h, (uint32_t)h->slot)->p_tail);
+}
+
+/* The commit point of the journal's operation. */
+void fs_ring_publish(flash_t *h)
+{
+	uint32_t slot = (uint32_t)h->slot;
+
+	h->j->rec.slot = (uint16_t)slot;
+	ck_ring_enqueue_spsc_fsrec(ring_of(h, slot), buf_of(h, slot), &h->j->rec);
+}
+
+int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos)
+{
+	return ck_pr_load_uint(&ring_of(h, slot)->p_tail) != pos;
+}
+
+static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+/*
+ * Sync durability: sleep until the consumer has made the record at ring
+ * position @p pos durable (its seq's low 32 bits are pos + 1).
+ */
+int fs_sync_wait(flash_t *h, uint32_t pos)
+{
+	uint32_t *w = &h->me->durable_futex;
+	const struct timespec tick = { 0, 50 * 1000 * 1000 };
+
+	for (;;) {
+		uint32_t d = ck_pr_load_32(w);
+
+		if ((int32_t)(d - (pos + 1)) >= 0)
+			return FLASH_OK;
+		if (ck_pr_load_32(&h->hdr->durability_failed))
+			return FLASH_EDURABILITY;
+		futex(w, FUTEX_WAIT, d, &tick);
+	}
+}
+
+int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, uint32_t *drained)
+{
+	uint32_t total = 0;
+	int rc;
+
+	if (drained)
+		*drained = 0;
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (fn == NULL)
+		return FLASH_EINVAL;
+	if (h->cursor == NULL) {
+		h->cursor = calloc(h->proc_cap, sizeof(*h->cursor));
+		if (h->cursor == NULL)
+			return FLASH_ENOMEM;
+		for (uint32_t s = 0; s < h->proc_cap; s++) {
+			h->cursor[s] = ck_pr_load_64(&h->proc[s].cons_seq);
+			ck_pr_store_uint(&ring_of(h, s)->c_head, (unsigned int)h->cursor[s]);
+		}
+	}
+	for (uint32_t s = 0; s < h->proc_cap && total < max; s++) {
+		struct ck_ring *r = ring_of(h, s);
+		struct flash_record *b = buf_of(h, s);
+		unsigned int tail = ck_pr_load_uint(&r->p_tail);
+
+		ck_pr_fence_load();
+		while ((unsigned int)h->cursor[s] != tail && total < max) {
+			struct flash_record rec = b[(unsigned int)h->cursor[s] & (h->ring_size - 1)];
+			uint64_t seq = ++h->cursor[s];
+
+			total++;
+			if (fn(arg, &rec, seq) != 0)
+				goto out;
+		}
+	}
+out:
+	if (drained)
+		*drained = total;
+	return FLASH_OK;
+}
+
+int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq)
+{
+	struct fs_proc *p;
+	struct ck_ring *r;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (slot >= h->proc_cap)
+		return FLASH_EINVAL;
+	p = &h->proc[slot];
+	r = ring_of(h, slot);
+	if (seq < ck_pr_load_64(&p->cons_seq) ||
+	    (unsigned int)(ck_pr_load_uint(&r->p_tail) - (unsigned int)seq) > h->ring_size)
+		return FLASH_EINVAL;
+	ck_pr_store_64(&p->cons_seq, seq);
+	ck_pr_fence_store();
+	ck_pr_store_uint(&r->c_head, (unsigned int)seq);
+	ck_pr_store_32(&p->durable_futex, (uint32_t)seq);
+	futex(&p->durable_futex, FUTEX_WAKE, INT32_MAX, NULL);
+	return FLASH_OK;
+}
+
+int flash_durability_fail(flash_t *h)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	ck_pr_store_32(&h->hdr->durability_failed, 1);
+	for (uint32_t s = 0; s < h->proc_cap; s++)
+		futex(&h->proc[s].durable_futex, FUTEX_WAKE, INT32_MAX, NULL);
+	return FLASH_OK;
+}

@@ -1,0 +1,612 @@
+/*
+ * segment.c -- create, attach, validate and destroy the shared-memory
+ * segment; the process table (slot claim and release, liveness that survives
+ * PID reuse); the robust admin mutex.
+ *
+ * Divisions: layout, create, attach (validation in the order the header
+ * documents), process table, admin mutex.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+/* ---------------------------------------------------------------- layout */
+
+static uint64_t pow2_at_least(uint64_t n)
+{
+	uint64_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+#define FS_CAP_MAX (1u << 26)
+
+void flash_seg_opts_default(struct flash_seg_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_activities = 64;
+	o->max_skus = 4096;
+	o->max_shards = 16384;
+	o->max_users = 1u << 19;
+	o->max_tokens = 1u << 19;
+	o->max_orders = 1u << 19;
+	o->max_requests = 1u << 19;
+	o->max_locks = 1024;
+	o->max_procs = 64;
+	o->ring_records = 8192;
+	o->mode = 0600;
+	o->gid = -1;
+	o->durability = FLASH_DURABILITY_ASYNC;
+}
+
+static int opts_check(const struct flash_seg_opts *o)
+{
+	const uint32_t caps[] = { o->max_activities, o->max_skus, o->max_shards, o->max_users,
+	                          o->max_tokens, o->max_orders, o->max_requests, o->max_locks };
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (caps[i] == 0 || caps[i] > FS_CAP_MAX)
+			return FLASH_EINVAL;
+	if (o->max_procs == 0 || o->max_procs > FS_MAX_PROCS)
+		return FLASH_EINVAL;
+	if (o->ring_records < 16 || o->ring_records > (1u << 24) ||
+	    (o->ring_records & (o->ring_records - 1)))
+		return FLASH_EINVAL;
+	if (o->mode != 0600 && o->mode != 0660)
+		return FLASH_EINVAL;
+	if (o->durability > FLASH_DURABILITY_SYNC)
+		return FLASH_EINVAL;
+	if (o->gid < -1 || o->gid > (int64_t)UINT32_MAX)
+		return FLASH_EINVAL;
+	return FLASH_OK;
+}
+
+/* Lay the regions out one after another, each on a page boundary. */
+static uint64_t layout(const struct flash_seg_opts *o, struct fs_region *r)
+{
+	uint64_t off = (sizeof(struct fs_hdr) + 4095) & ~4095ull;
+	struct { uint64_t count, elem; } want[FS_R_COUNT] = {
+		[FS_R_ACT]     = { o->max_activities, sizeof(struct fs_act) },
+		[FS_R_ACT_IDX] = { pow2_at_least(2ull * o->max_activities), sizeof(uint32_t) },
+		[FS_R_SKU]     = { o->max_skus, sizeof(struct fs_sku) },
+		[FS_R_SKU_IDX] = { pow2_at_least(2ull * o->max_skus), sizeof(uint32_t) },
+		[FS_R_SHARD]   = { o->max_shards, sizeof(struct fs_shard) },
+		[FS_R_USER]    = { pow2_at_least(2ull * o->max_users), sizeof(struct fs_kent) },
+		[FS_R_TOKEN]   = { pow2_at_least(2ull * o->max_tokens), sizeof(struct fs_token) },
+		[FS_R_REQ]     = { pow2_at_least(2ull * o->max_requests), sizeof(struct fs_kent) },
+		[FS_R_ORDER]   = { o->max_orders, sizeof(struct fs_order) },
+		[FS_R_LOCK]    = { pow2_at_least(2ull * o->max_locks), sizeof(struct fs_lock) },
+		[FS_R_PROC]    = { o->max_procs, sizeof(struct fs_proc) },
+		[FS_R_JOURNAL] = { o->max_procs, sizeof(struct fs_journal) },
+		[FS_R_RING]    = { o->max_procs, (sizeof(struct ck_ring) + FS_LINE - 1) & ~(uint64_t)(FS_LINE - 1) },
+		[FS_R_RINGBUF] = { (uint64_t)o->max_procs * o->ring_records, sizeof(struct flash_record) },
+	};
+	for (int i = 0; i < FS_R_COUNT; i++) {
+		r[i].off = off;
+		r[i].count = (uint32_t)want[i].count;
+		r[i].elem_size = (uint32_t)want[i].elem;
+		r[i].size = want[i].count * want[i].elem;
+		off += (r[i].size + 4095) & ~4095ull;
+	}
+	return off;
+}
+
+/* ---------------------------------------------------------------- names */
+
+static int name_check(const char *name, char *buf, size_t cap)
+{
+	size_t n;
+
+	if (name == NULL)
+		return FLASH_EINVAL;
+	if (name[0] == '/')
+		name++;
+	n = strlen(name);
+	if (n == 0 || n > 200 || strchr(name, '/') != NULL || n + 2 > cap)
+		return FLASH_EINVAL;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return FLASH_EINVAL;
+	buf[0] = '/';
+	memcpy(buf + 1, name, n + 1);
+	return FLASH_OK;
+}
+
+static int errno_rc(int e)
+{
+	switch (e) {
+	case EEXIST: return FLASH_EEXIST;
+	case ENOENT: return FLASH_ENOSEG;
+	case EACCES: case EPERM: return FLASH_EPERM;
+	case ENOMEM: case ENOSPC: case EFBIG: return FLASH_ENOMEM;
+	case EINVAL: case ENAMETOOLONG: return FLASH_EINVAL;
+	default: return FLASH_ESYS;
+	}
+}
+
+/* ---------------------------------------------------------------- create */
+
+static int init_admin_mutex(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t at;
+	int rc;
+
+	if (pthread_mutexattr_init(&at))
+		return FLASH_ESYS;
+	rc = pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED) ||
+	     pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST) ||
+	     pthread_mutex_init(m, &at);
+	pthread_mutexattr_destroy(&at);
+	return rc ? FLASH_ESYS : FLASH_OK;
+}
+
+int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
+{
+	struct flash_seg_opts o;
+	struct fs_region reg[FS_R_COUNT];
+	char path[256];
+	struct fs_hdr *hdr;
+	uint64_t size;
+	void *p;
+	int fd, rc;
+
+	if ((rc = name_check(name, path, sizeof(path))) != FLASH_OK)
+		return rc;
+	if (opts == NULL)
+		flash_seg_opts_default(&o);
+	else
+		o = *opts;
+	if ((rc = opts_check(&o)) != FLASH_OK)
+		return rc;
+	size = layout(&o, reg);
+
+	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return errno_rc(errno);
+	/* exact mode whatever the umask; a group only when asked */
+	if (o.gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)o.gid) != 0) {
+		rc = errno_rc(errno);
+		goto fail_unlink;
+	}
+	if (fchmod(fd, o.mode) != 0) {
+		rc = errno_rc(errno);
+		goto fail_unlink;
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		rc = errno_rc(errno);
+		goto fail_unlink;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = errno_rc(errno);
+		goto fail_unlink;
+	}
+	hdr = p;
+	hdr->fx.version = FS_LAYOUT_VERSION;
+	hdr->fx.hdr_size = sizeof(struct fs_hdr);
+	hdr->fx.seg_size = size;
+	hdr->fx.uid = (uint32_t)geteuid();
+	hdr->fx.mode = o.mode;
+	hdr->fx.opts = o;
+	if (getrandom(&hdr->fx.token_secret, sizeof(hdr->fx.token_secret), 0) !=
+	    (ssize_t)sizeof(hdr->fx.token_secret))
+		hdr->fx.token_secret = fs_hash((uint64_t)getpid(), (uint64_t)fs_now_ns(), size);
+	hdr->fx.created_ns = fs_now_ns();
+	memcpy(hdr->fx.region, reg, sizeof(reg));
+	hdr->order_next = 1;
+	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK)
+		goto fail_unmap;
+
+	/* rings: ck_ring_init per slot; records start at seq 1 */
+	for (uint32_t i = 0; i < o.max_procs; i++) {
+		struct ck_ring *ring = (struct ck_ring *)((char *)p + reg[FS_R_RING].off +
+		                                          (uint64_t)i * reg[FS_R_RING].elem_size);
+		ck_ring_init(ring, o.ring_records);
+	}
+	for (uint32_t i = 0; i < o.max_procs; i++) {
+		struct fs_journal *j = (struct fs_journal *)((char *)p + reg[FS_R_JOURNAL].off +
+		                                              (uint64_t)i * reg[FS_R_JOURNAL].elem_size);
+		j->phase = FS_PH_IDLE;
+	}
+	/* magic last, then the checksum: a half-made segment never validates */
+	hdr->fx.magic = FS_MAGIC;
+	hdr->fx.checksum = fs_fnv(&hdr->fx, offsetof(struct fs_hdr_fixed, checksum));
+	msync(p, sizeof(*hdr), MS_SYNC);
+	munmap(p, size);
+	close(fd);
+	return FLASH_OK;
+
+fail_unmap:
+	munmap(p, size);
+fail_unlink:
+	shm_unlink(path);
+	close(fd);
+	return rc;
+}
+
+int flash_seg_destroy(const char *name)
+{
+	char path[256];
+	int rc;
+
+	if ((rc = name_check(name, path, sizeof(path))) != FLASH_OK)
+		return rc;
+	if (shm_unlink(path) != 0)
+		return errno_rc(errno);
+	return FLASH_OK;
+}
+
+/* ---------------------------------------------------------------- attach */
+
+static int region_check(const struct fs_hdr_fixed *fx)
+{
+	const struct flash_seg_opts *o = &fx->opts;
+	struct fs_region want[FS_R_COUNT];
+	uint64_t lo = sizeof(struct fs_hdr);
+
+	if (opts_check(o) != FLASH_OK)
+		return FLASH_ELAYOUT;
+	/* the table must be exactly the one these options produce: every count
+	 * and element size is then known to match the code reading it */
+	if (layout(o, want) != fx->seg_size)
+		return FLASH_ELAYOUT;
+	for (int i = 0; i < FS_R_COUNT; i++) {
+		const struct fs_region *r = &fx->region[i];
+
+		if (r->off < lo || r->off % FS_LINE != 0 || r->size > fx->seg_size ||
+		    r->off > fx->seg_size - r->size)
+			return FLASH_ELAYOUT;
+		if (r->count != want[i].count || r->elem_size != want[i].elem_size ||
+		    r->size != (uint64_t)r->count * r->elem_size || r->off != want[i].off)
+			return FLASH_ELAYOUT;
+		lo = r->off + r->size;
+	}
+	return FLASH_OK;
+}
+
+static void bind_regions(flash_t *h)
+{
+	const struct fs_region *r = h->hdr->fx.region;
+	char *b = h->base;
+
+	h->act = (struct fs_act *)(b + r[FS_R_ACT].off);
+	h->act_cap = r[FS_R_ACT].count;
+	h->act_idx = (uint32_t *)(b + r[FS_R_ACT_IDX].off);
+	h->act_idx_mask = r[FS_R_ACT_IDX].count - 1;
+	h->sku = (struct fs_sku *)(b + r[FS_R_SKU].off);
+	h->sku_cap = r[FS_R_SKU].count;
+	h->sku_idx = (uint32_t *)(b + r[FS_R_SKU_IDX].off);
+	h->sku_idx_mask = r[FS_R_SKU_IDX].count - 1;
+	h->shard = (struct fs_shard *)(b + r[FS_R_SHARD].off);
+	h->shard_cap = r[FS_R_SHARD].count;
+	h->user = (struct fs_kent *)(b + r[FS_R_USER].off);
+	h->user_mask = r[FS_R_USER].count - 1;
+	h->tok = (struct fs_token *)(b + r[FS_R_TOKEN].off);
+	h->tok_mask = r[FS_R_TOKEN].count - 1;
+	h->req = (struct fs_kent *)(b + r[FS_R_REQ].off);
+	h->req_mask = r[FS_R_REQ].count - 1;
+	h->ord = (struct fs_order *)(b + r[FS_R_ORDER].off);
+	h->ord_cap = r[FS_R_ORDER].count;
+	h->lock = (struct fs_lock *)(b + r[FS_R_LOCK].off);
+	h->lock_mask = r[FS_R_LOCK].count - 1;
+	h->proc = (struct fs_proc *)(b + r[FS_R_PROC].off);
+	h->proc_cap = r[FS_R_PROC].count;
+	h->jr = (struct fs_journal *)(b + r[FS_R_JOURNAL].off);
+	h->ring = (struct ck_ring *)(b + r[FS_R_RING].off);
+	h->ringbuf = (struct flash_record *)(b + r[FS_R_RINGBUF].off);
+	h->ring_size = h->hdr->fx.opts.ring_records;
+}
+
+static int slot_claim(flash_t *h);
+
+int flash_open(const char *name, unsigned flags, flash_t **out)
+{
+	char path[256];
+	struct stat st;
+	struct fs_hdr_fixed fx;
+	flash_t *h;
+	int fd, rc, rd;
+
+	if (out == NULL || (flags & ~FLASH_RDONLY) != 0)
+		return FLASH_EINVAL;
+	if ((rc = name_check(name, path, sizeof(path))) != FLASH_OK)
+		return rc;
+	rd = (flags & FLASH_RDONLY) != 0;
+	fd = shm_open(path, rd ? O_RDONLY : O_RDWR, 0);
+	if (fd < 0)
+		return errno_rc(errno);
+	if (fstat(fd, &st) != 0) {
+		rc = errno_rc(errno);
+		goto fail_close;
+	}
+	if (st.st_uid != geteuid()) {
+		rc = FLASH_EOWNER;
+		goto fail_close;
+	}
+	if ((st.st_mode & 07777) != 0600 && (st.st_mode & 07777) != 0660) {
+		rc = FLASH_EMODE;
+		goto fail_close;
+	}
+	if (st.st_size < (off_t)sizeof(struct fs_hdr)) {
+		rc = FLASH_ESIZE;
+		goto fail_close;
+	}
+	/* read the fixed header once, into a local: validate the copy */
+	if (pread(fd, &fx, sizeof(fx), 0) != (ssize_t)sizeof(fx)) {
+		rc = FLASH_ESYS;
+		goto fail_close;
+	}
+	if (fx.magic != FS_MAGIC) {
+		rc = FLASH_EMAGIC;
+		goto fail_close;
+	}
+	if (fx.version != FS_LAYOUT_VERSION || fx.hdr_size != sizeof(struct fs_hdr)) {
+		rc = FLASH_EVERSION;
+		goto fail_close;
+	}
+	if (fx.checksum != fs_fnv(&fx, offsetof(struct fs_hdr_fixed, checksum))) {
+		rc = FLASH_ECHECKSUM;
+		goto fail_close;
+	}
+	if ((uint64_t)st.st_size != fx.seg_size) {
+		rc = FLASH_ESIZE;
+		goto fail_close;
+	}
+	if (fx.mode != (st.st_mode & 07777)) {
+		rc = FLASH_EMODE;
+		goto fail_close;
+	}
+	if ((rc = region_check(&fx)) != FLASH_OK)
+		goto fail_close;
+
+	h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		rc = FLASH_ENOMEM;
+		goto fail_close;
+	}
+	h->base = mmap(NULL, fx.seg_size, rd ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h->base == MAP_FAILED) {
+		rc = errno_rc(errno);
+		free(h);
+		goto fail_close;
+	}
+	close(fd);
+	h->size = fx.seg_size;
+	h->hdr = (struct fs_hdr *)(void *)h->base;
+	/* the mapping could differ from the copy we checked (a writer racing a
+	 * corrupting attach): use the checked copy's geometry, never the live one */
+	if (memcmp(&h->hdr->fx, &fx, sizeof(fx)) != 0) {
+		munmap(h->base, h->size);
+		free(h);
+		return FLASH_ECHECKSUM;
+	}
+	bind_regions(h);
+	h->pid = getpid();
+	h->rdonly = rd;
+	h->slot = -1;
+	if (!rd) {
+		if ((rc = slot_claim(h)) != FLASH_OK) {
+			munmap(h->base, h->size);
+			free(h);
+			return rc;
+		}
+		flash_recover(h, NULL);
+	}
+	*out = h;
+	return FLASH_OK;
+
+fail_close:
+	close(fd);
+	return rc;
+}
+
+int flash_close(flash_t *h)
+{
+	if (h == NULL)
+		return FLASH_EINVAL;
+	if (h->pid != getpid()) {
+		munmap(h->base, h->size);
+		free(h->cursor);
+		free(h);
+		return FLASH_EFORK;
+	}
+	if (h->slot >= 0) {
+		uint64_t s = ck_pr_load_64(&h->me->state);
+		/* release: FREE keeps the generation, the next claim bumps it */
+		ck_pr_store_64(&h->me->state, FS_PSTATE(FS_P_FREE, FS_PGEN(s), 0));
+	}
+	munmap(h->base, h->size);
+	free(h->cursor);
+	free(h);
+	return FLASH_OK;
+}
+
+int flash_slot(const flash_t *h)
+{
+	return h == NULL ? FLASH_EINVAL : h->slot;
+}
+
+/* ---------------------------------------------------------------- process table */
+
+/*
+ * Read field 3 (state) and field 22 (starttime, in clock ticks since boot)
+ * of /proc/PID/stat.  A zombie is dead for our purposes: it runs no code.
+ * Returns 1 alive, 0 dead, and treats an unreadable file as dead only when
+ * the process does not exist.
+ */
+static int proc_stat(pid_t pid, uint64_t *start, char *state)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return -1;
+	p += 2;
+	*state = *p;
+	/* p is at field 3; skip to field 22 */
+	for (int f = 3; f < 22; f++) {
+		p = strchr(p, ' ');
+		if (p == NULL)
+			return -1;
+		p++;
+	}
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+static int pid_alive(pid_t pid, uint64_t start, int check_start)
+{
+	uint64_t st = 0;
+	char state = 0;
+
+	if (pid <= 0)
+		return 0;
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 0;
+	if (proc_stat(pid, &st, &state) != 0)
+		return kill(pid, 0) == 0 || errno != ESRCH;
+	if (state == 'Z' || state == 'X')
+		return 0;
+	if (check_start && st != start)
+		return 0;   /* the pid was reused */
+	return 1;
+}
+
+/* Is the handle in @p slot, whose state word read @p state, still running? */
+int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state)
+{
+	struct fs_proc *p = &h->proc[slot];
+
+	switch (FS_PKIND(state)) {
+	case FS_P_ALIVE:
+		return pid_alive(FS_PPID(state), ck_pr_load_64(&p->start_time), 1);
+	case FS_P_CLAIM:
+	case FS_P_RECOVERING:
+		return pid_alive(FS_PPID(state), 0, 0);
+	default:
+		return 0;
+	}
+}
+
+/* Is the operation named by @p tag still able to make progress? */
+int fs_tag_alive(flash_t *h, uint64_t tag)
+{
+	uint32_t slot = FS_TAG_SLOT(tag);
+
+	if (fs_check_slot(h, slot) != FLASH_OK)
+		return 0;
+	if ((int)slot == h->slot)
+		return 1;
+	return fs_proc_alive(h, slot, ck_pr_load_64(&h->proc[slot].state));
+}
+
+/*
+ * Wait while *word still reads @p seen (an entry held by another in-flight
+ * operation).  If its owner is found dead, run recovery, which moves the word.
+ */
+void fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
+{
+	for (unsigned spin = 0; ck_pr_load_64(word) == seen; spin++) {
+		if (spin < 64) {
+			ck_pr_stall();
+			continue;
+		}
+		if ((spin & 63) == 0 && !fs_tag_alive(h, FS_VAL(seen))) {
+			flash_recover(h, NULL);
+			continue;
+		}
+		sched_yield();
+	}
+}
+
+static int slot_claim(flash_t *h)
+{
+	uint64_t start = 0;
+	char state;
+
+	if (proc_stat(h->pid, &start, &state) != 0)
+		start = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < h->proc_cap; i++) {
+			struct fs_proc *p = &h->proc[i];
+			uint64_t s = ck_pr_load_64(&p->state);
+			uint32_t gen;
+
+			if (FS_PKIND(s) != FS_P_FREE)
+				continue;
+			gen = FS_PGEN(s) + 1;
+			if (!ck_pr_cas_64(&p->state, s, FS_PSTATE(FS_P_CLAIM, gen, h->pid)))
+				continue;
+			ck_pr_store_64(&p->start_time, start);
+			ck_pr_fence_store();
+			ck_pr_store_64(&p->state, FS_PSTATE(FS_P_ALIVE, gen, h->pid));
+			h->slot = (int)i;
+			h->gen = gen;
+			h->me = p;
+			h->j = &h->jr[i];
+			return FLASH_OK;
+		}
+		/* full: free the slots of dead processes, then look once more */
+		h->slot = -1;
+		h->me = NULL;
+		if (pass == 0) {
+			flash_t tmp = *h;
+			tmp.rdonly = 0;
+			flash_recover(&tmp, NULL);
+		}
+	}
+	return FLASH_ENOPROC;
+}
+
+/* ---------------------------------------------------------------- admin mutex */
+
+/*
+ * The admin mutex serialises the rare catalog and lock-name inserts.  It is
+ * robust: if its holder died, the next locker gets EOWNERDEAD, finishes or
+ * undoes the dead holder's catalog operation, and marks the mutex consistent.
+ */
+int fs_admin_lock(flash_t *h)
+{
+	int rc = pthread_mutex_lock(&h->hdr->admin);
+
+	if (rc == EOWNERDEAD) {
+		uint32_t holder = ck_pr_load_32(&h->hdr->cat_holder);
+
+		if (holder != 0 && fs_check_slot(h, holder - 1) == FLASH_OK)
+			fs_catalog_repair(h, holder - 1);
+		ck_pr_store_32(&h->hdr->cat_holder, 0);
+		pthread_mutex_consistent(&h->hdr->admin);
+		rc = 0;
+	}
+	if (rc != 0)
+		return FLASH_ESYS;
+	ck_pr_store_32(&h->hdr->cat_holder, (uint32_t)h->slot + 1);
+	return FLASH_OK;
+}
+
+void fs_admin_unlock(flash_t *h)
+{
+	ck_pr_store_32(&h->hdr->cat_holder, 0);
+	pthread_mutex_unlock(&h->hdr->admin);
+}
