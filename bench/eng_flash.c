@@ -1,0 +1,337 @@
+/*
+ * eng_flash.c -- flashstock itself through its public API: the full order
+ * chain (token redeem -> activity window -> per-user limit -> CAS deduct ->
+ * order record in the ring) with a request id, one handle per worker thread
+ * opened after fork, tokens issued before the timed part.
+ *
+ * The parent creates a private segment sized for the run, adds one activity
+ * (limit 1 per user, token required) and the workload's skus, and drains
+ * every ring while the workers run (flash_ring_drain), as the daemon would,
+ * so rings never fill.  A worker that still finds its ring full (EBUSY is
+ * returned before any step of the order is taken) yields and retries; the
+ * retries are counted.
+ *
+ * Durability: async only until the WAL daemon can run inside the bench
+ * (the sync row is refused with that reason, never faked).
+ *
+ * Records: the segment's order table (flash_order_get over 1..max) is what
+ * verify() counts, cross-checked against the records the parent drained.
+ */
+#include "bench.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flashstock.h"
+
+#define FLASH_TOKEN_TTL_MS 600000u
+
+struct flash_state {
+	char      name[64];      /* segment name */
+	int       created;
+	flash_t  *h;             /* parent's handle: catalog, drain, verify */
+	uint64_t  drained[8];    /* records drained, by type */
+	uint64_t  drained_units; /* units of drained ORDER records minus CANCEL */
+	uint64_t  cap;           /* order/token/user/request capacity */
+};
+
+struct flash_worker {
+	flash_t *h;
+	uint64_t busy;
+};
+
+static int flash_setup(struct bench_run *run)
+{
+	static unsigned seq;
+	struct flash_state *st = calloc(1, sizeof(*st));
+	struct flash_seg_opts o;
+	struct flash_activity a;
+	struct timespec now;
+	uint32_t nsku = bench_skus(run->wl), s, nw = run->cfg.procs * run->cfg.threads;
+	struct stat sb;
+	char path[96];
+	int rc, fd;
+
+	if (!st)
+		return -1;
+	run->eng_state = st;
+	if (run->dur != BENCH_DUR_ASYNC) {
+		snprintf(run->err, sizeof(run->err), "only async durability without the WAL daemon");
+		return -1;
+	}
+	snprintf(st->name, sizeof(st->name), "/flashbench-%d-%u", (int)getpid(), seq++);
+	st->cap = run->order_reqs + 1024;
+	flash_seg_opts_default(&o);
+	o.max_activities = 4;
+	o.max_skus = nsku + 4;
+	o.max_shards = nsku * run->cfg.shards + 16;
+	o.max_users = (uint32_t)st->cap;
+	o.max_tokens = (uint32_t)st->cap;
+	o.max_orders = (uint32_t)st->cap;
+	o.max_requests = (uint32_t)st->cap;
+	o.max_locks = 16;
+	o.max_procs = nw + 4;
+	o.ring_records = 1u << 17;
+	o.durability = FLASH_DURABILITY_ASYNC;
+	if ((rc = flash_seg_create(st->name, &o)) != FLASH_OK) {
+		snprintf(run->err, sizeof(run->err), "flash_seg_create: %s", flash_strerror(rc));
+		return -1;
+	}
+	st->created = 1;
+	if ((rc = flash_open(st->name, 0, &st->h)) != FLASH_OK) {
+		snprintf(run->err, sizeof(run->err), "flash_open: %s", flash_strerror(rc));
+		return -1;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	memset(&a, 0, sizeof(a));
+	a.id = BENCH_ACTIVITY;
+	a.limit_per_user = 1;
+	a.max_qty = 1;
+	a.scope = FLASH_SCOPE_ACTIVITY;
+	a.flags = FLASH_ACT_TOKEN_REQUIRED;
+	a.start_ns = (int64_t)now.tv_sec * 1000000000 - 3600ll * 1000000000;
+	a.end_ns = (int64_t)now.tv_sec * 1000000000 + 86400ll * 1000000000;
+	if ((rc = flash_activity_add(st->h, &a)) != FLASH_OK) {
+		snprintf(run->err, sizeof(run->err), "flash_activity_add: %s", flash_strerror(rc));
+		return -1;
+	}
+	for (s = 1; s <= nsku; s++) {
+		rc = flash_sku_add(st->h, BENCH_ACTIVITY, s,
+		                   bench_sku_units(&run->cfg, run->wl, run->total_units, s), run->cfg.shards);
+		if (rc != FLASH_OK) {
+			snprintf(run->err, sizeof(run->err), "flash_sku_add %u: %s", s, flash_strerror(rc));
+			return -1;
+		}
+	}
+	/* memory: segment bytes per order slot (all tables are sized from it) */
+	snprintf(path, sizeof(path), "/dev/shm%s", st->name);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0 && fstat(fd, &sb) == 0) {
+		double rings = (double)o.ring_records * o.max_procs * sizeof(struct flash_record);
+		snprintf(run->note, sizeof(run->note),
+		         "segment %.1f MiB sized for %llu orders (and as many users, tokens, request ids): "
+		         "%.0f bytes per order without the rings (%u records x %u handles, %.0f MiB)",
+		         (double)sb.st_size / 1048576.0, (unsigned long long)st->cap,
+		         ((double)sb.st_size - rings) / (double)st->cap, o.ring_records, o.max_procs,
+		         rings / 1048576.0);
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+static int drain_fn(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	struct flash_state *st = arg;
+
+	(void)seq;
+	if (rec->type < 8)
+		st->drained[rec->type]++;
+	if (rec->type == FLASH_REC_ORDER)
+		st->drained_units += rec->qty;
+	else if (rec->type == FLASH_REC_CANCEL)
+		st->drained_units -= rec->qty;
+	return 0;
+}
+
+/* The parent's consumer: drain everything, sleep briefly when idle. */
+static void flash_poll(struct bench_run *run)
+{
+	struct flash_state *st = run->eng_state;
+	uint32_t got = 0;
+
+	if (flash_ring_drain(st->h, drain_fn, st, 1u << 20, &got) != FLASH_OK || got == 0) {
+		struct timespec ts = { 0, 200000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int map_rc(struct bench_worker *w, int rc, const char *what)
+{
+	switch (rc) {
+	case FLASH_OK:           return BENCH_RC_OK;
+	case FLASH_ESOLD_OUT:    return BENCH_RC_SOLD_OUT;
+	case FLASH_ELIMIT:       return BENCH_RC_LIMIT;
+	case FLASH_EBAD_TOKEN:   return BENCH_RC_BAD_TOKEN;
+	case FLASH_ENOT_FOUND:   return BENCH_RC_NOT_FOUND;
+	case FLASH_ECANCELLED:   return BENCH_RC_CANCELLED;
+	}
+	bench_fail(w, "%s: %s", what, flash_strerror(rc));
+	return BENCH_RC_ERROR;
+}
+
+static int flash_op(struct bench_worker *w, struct bench_req *r)
+{
+	struct flash_worker *fw = w->eng;
+	int rc;
+
+	if (r->kind == BENCH_OP_ORDER) {
+		struct flash_order_req q;
+		struct flash_order_res res;
+		memset(&q, 0, sizeof(q));
+		q.activity_id = BENCH_ACTIVITY;
+		q.sku_id = r->sku;
+		q.user_id = r->user;
+		q.qty = 1;
+		q.token = r->token;
+		q.request_id = ((uint64_t)(w->gtid + 1) << 40) | (uint64_t)(r - w->req + 1);
+		/* EBUSY (ring full) is returned before any step is taken: retry */
+		while ((rc = flash_order(fw->h, &q, &res)) == FLASH_EBUSY) {
+			fw->busy++;
+			sched_yield();
+		}
+		if (rc == FLASH_OK)
+			bench_own_push(w, res.order_no, r->sku);
+		return map_rc(w, rc, "flash_order");
+	}
+	if (r->kind == BENCH_OP_QUERY) {
+		struct flash_sku_info info;
+		rc = flash_sku_get(fw->h, BENCH_ACTIVITY, r->sku, &info);
+		return map_rc(w, rc, "flash_sku_get");
+	} else {
+		uint64_t no;
+		uint32_t sku, units = 0;
+		if (!bench_own_pop(w, &no, &sku))
+			no = 1u << 31;   /* nothing of ours to cancel: an unknown number */
+		while ((rc = flash_cancel(fw->h, no, &units)) == FLASH_EBUSY) {
+			fw->busy++;
+			sched_yield();
+		}
+		if (rc == FLASH_EINVAL || rc == FLASH_ENOT_FOUND)
+			return BENCH_RC_NOT_FOUND;
+		return map_rc(w, rc, "flash_cancel");
+	}
+}
+
+static int flash_thread(struct bench_worker *w)
+{
+	struct flash_state *st = w->run->eng_state;
+	struct flash_worker fw = { 0 };
+	uint64_t i;
+	int rc;
+
+	if ((rc = flash_open(st->name, 0, &fw.h)) != FLASH_OK) {
+		bench_fail(w, "flash_open: %s", flash_strerror(rc));
+		return -1;
+	}
+	w->eng = &fw;
+	for (i = 0; i < w->nreq; i++) {
+		struct bench_req *r = &w->req[i];
+		if (r->kind != BENCH_OP_ORDER)
+			continue;
+		rc = flash_token_issue(fw.h, BENCH_ACTIVITY, r->sku, r->user, FLASH_TOKEN_TTL_MS, &r->token);
+		if (rc != FLASH_OK) {
+			bench_fail(w, "flash_token_issue: %s", flash_strerror(rc));
+			flash_close(fw.h);
+			return -1;
+		}
+	}
+	rc = bench_loop(w, flash_op, 1);
+	w->st->ws_busy = fw.busy;
+	flash_close(fw.h);
+	w->eng = NULL;
+	return rc;
+}
+
+static int flash_verify(struct bench_run *run, struct bench_check *out)
+{
+	struct flash_state *st = run->eng_state;
+	uint32_t nsku = bench_skus(run->wl), s;
+	uint64_t *units, n, no, busy = 0;
+	struct bench_u64map users = { 0 };
+	int rc;
+	uint32_t i;
+
+	memset(out, 0, sizeof(*out));
+	flash_poll(run);
+	n = flash_orders_max(st->h);
+	units = calloc(nsku + 1, sizeof(*units));
+	if (!units || bench_map_init(&users, n + 1)) {
+		free(units);
+		snprintf(run->err, sizeof(run->err), "out of memory");
+		return -1;
+	}
+	for (no = 1; no <= n; no++) {
+		struct flash_order_info oi;
+		if ((rc = flash_order_get(st->h, no, &oi)) != FLASH_OK) {
+			snprintf(run->err, sizeof(run->err), "flash_order_get %llu: %s",
+			         (unsigned long long)no, flash_strerror(rc));
+			goto fail;
+		}
+		if (oi.state == FLASH_ORDER_NONE)
+			continue;
+		if (oi.sku_id < 1 || oi.sku_id > nsku) {
+			snprintf(run->err, sizeof(run->err), "order %llu: sku %u out of range",
+			         (unsigned long long)no, oi.sku_id);
+			goto fail;
+		}
+		out->orders++;
+		if (oi.state == FLASH_ORDER_ACTIVE)
+			units[oi.sku_id] += oi.qty;
+		(*bench_map_slot(&users, oi.user_id))++;
+	}
+	for (s = 1; s <= nsku; s++) {
+		struct flash_sku_info si;
+		uint64_t loaded = bench_sku_units(&run->cfg, run->wl, run->total_units, s);
+		int64_t d;
+		if ((rc = flash_sku_get(st->h, BENCH_ACTIVITY, s, &si)) != FLASH_OK) {
+			snprintf(run->err, sizeof(run->err), "flash_sku_get %u: %s", s, flash_strerror(rc));
+			goto fail;
+		}
+		out->loaded += loaded;
+		out->sold += units[s];
+		if (units[s] > loaded)
+			out->oversold += (int64_t)(units[s] - loaded);
+		d = (int64_t)loaded - (int64_t)units[s] - (int64_t)si.available;
+		out->mismatch += d < 0 ? -d : d;
+	}
+	for (i = 0; i < users.cap; i++)
+		if (users.key[i] && users.val[i] > 1)
+			out->duplicates++;
+	for (i = 0; i < run->sh->sh_nworkers; i++)
+		busy += run->sh->sh_w[i].ws_busy;
+	snprintf(out->note, sizeof(out->note),
+	         "records drained: %llu orders, %llu cancels (%llu units net, table says %llu); "
+	         "ring-full retries %llu",
+	         (unsigned long long)st->drained[FLASH_REC_ORDER],
+	         (unsigned long long)st->drained[FLASH_REC_CANCEL],
+	         (unsigned long long)st->drained_units, (unsigned long long)out->sold,
+	         (unsigned long long)busy);
+	if (st->drained[FLASH_REC_ORDER] != out->orders || st->drained_units != out->sold)
+		out->mismatch += 1;   /* the records and the order table disagree */
+	free(units);
+	bench_map_free(&users);
+	return 0;
+fail:
+	free(units);
+	bench_map_free(&users);
+	return -1;
+}
+
+static void flash_teardown(struct bench_run *run)
+{
+	struct flash_state *st = run->eng_state;
+
+	if (!st)
+		return;
+	if (st->h)
+		flash_close(st->h);
+	if (st->created)
+		flash_seg_destroy(st->name);
+	free(st);
+	run->eng_state = NULL;
+}
+
+const struct bench_engine bench_eng_flash = {
+	.name = "flashstock",
+	.setup = flash_setup,
+	.thread = flash_thread,
+	.poll = flash_poll,
+	.verify = flash_verify,
+	.teardown = flash_teardown,
+	.durs = 1u << BENCH_DUR_ASYNC,
+};
