@@ -491,6 +491,11 @@ typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64
  * returns nonzero.
  * @param[out] drained  records consumed (may be NULL)
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ * Draining does NOT free ring space: a record stays in its ring until the
+ * consumer calls flash_durable_advance(h, rec->slot, seq) for it (a consumer
+ * without a WAL calls it at once, e.g. from @p fn; that is allowed).  A
+ * producer whose ring is full gets FLASH_EBUSY.  A new consumer (after the
+ * previous one died) is handed again every record not yet advanced.
  * @note Exactly one consumer may drain a segment at a time (the daemon, or a
  *       tool when no daemon runs); concurrent drains corrupt nothing in the
  *       segment but may hand a record to both.
