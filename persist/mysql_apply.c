@@ -190,7 +190,10 @@ const char *flash_mysql_strerror(int rc)
 	case FLASH_EMYSQL_RETRY:  return "MySQL unreachable, slow or busy; nothing applied, retry";
 	case FLASH_EMYSQL:        return "MySQL refused a statement";
 	case FLASH_EMYSQL_CONFIG: return "bad MySQL connection settings or access denied";
-	default:                  return flash_strerror(rc);
+	case FLASH_OK:            return "success";
+	case FLASH_EINVAL:        return "bad argument";
+	case FLASH_ENOMEM:        return "out of memory";
+	default:                  return "not an applier result code (see flash_strerror)";
 	}
 }
 

@@ -66,7 +66,7 @@ extern "C" {
 #define FLASH_EMYSQL        -41  /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG -42  /* bad URL or option file, or access denied */
 
-/** Describe an applier result code (falls back to flash_strerror()). */
+/** Describe a result code the applier returns (other codes: flash_strerror()). */
 const char *flash_mysql_strerror(int rc);
 
 typedef struct flash_mysql flash_mysql_t;

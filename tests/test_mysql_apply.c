@@ -1,0 +1,702 @@
+/*
+ * test_mysql_apply.c -- the MySQL applier against a real, private MariaDB.
+ *
+ * The server is started by the ctest fixture (tests/fixtures/mariadb.sh) in
+ * $FLASH_MARIADB_DIR; every test works in a database of its own, created by
+ * the applier and dropped at the end.  Each test states the behaviour it
+ * proves in its name and checks exact row values.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include "flashstock.h"
+#include "mysql_apply.h"
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+static const char *mariadb_dir(void)
+{
+	const char *d = getenv("FLASH_MARIADB_DIR");
+	if (!d || !*d) {
+		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
+		exit(1);
+	}
+	return d;
+}
+
+static int g_dbseq;
+static char g_db[64];
+
+/* Log lines of the applier, kept for the checks on what it printed. */
+static char g_log[16384];
+static size_t g_log_len;
+
+static void cap_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	int n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%d %s\n", level, msg);
+	if (n > 0 && g_log_len + (size_t)n < sizeof g_log)
+		g_log_len += (size_t)n;
+}
+
+static void url_for(char *buf, size_t len, const char *db)
+{
+	snprintf(buf, len, "mysql://root@localhost/%s?socket=%s/mysqld.sock", db, mariadb_dir());
+}
+
+/* A fresh database and an applier handle on it. */
+static flash_mysql_t *open_fresh(void)
+{
+	snprintf(g_db, sizeof g_db, "ft_%d_%d", (int)getpid(), ++g_dbseq);
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	struct flash_mysql_opts o = { .url = url, .log = cap_log };
+	flash_mysql_t *m = NULL;
+	g_log_len = 0;
+	g_log[0] = 0;
+	int rc = flash_mysql_open(&o, &m);
+	assert_int_equal(rc, FLASH_OK);
+	assert_non_null(m);
+	return m;
+}
+
+static void close_drop(flash_mysql_t *m)
+{
+	MYSQL *c = flash_mysql_conn(m);
+	if (c) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", g_db);
+		mysql_query(c, sql);
+	}
+	flash_mysql_close(m);
+}
+
+/* One number from a query; fails the test if there is no row. */
+static uint64_t q_u64(flash_mysql_t *m, const char *fmt, ...)
+{
+	char sql[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	MYSQL *c = flash_mysql_conn(m);
+	assert_non_null(c);
+	if (mysql_query(c, sql)) {
+		fprintf(stderr, "query failed: %s: %s\n", sql, mysql_error(c));
+		fail();
+	}
+	MYSQL_RES *r = mysql_store_result(c);
+	assert_non_null(r);
+	MYSQL_ROW row = mysql_fetch_row(r);
+	if (!row) {
+		fprintf(stderr, "no row: %s\n", sql);
+		fail();
+	}
+	uint64_t v = row[0] ? strtoull(row[0], NULL, 10) : 0;
+	mysql_free_result(r);
+	return v;
+}
+
+/* Run a statement directly; returns the MySQL error number (0 = ok). */
+static unsigned q_exec(flash_mysql_t *m, const char *sql)
+{
+	MYSQL *c = flash_mysql_conn(m);
+	assert_non_null(c);
+	if (mysql_query(c, sql))
+		return mysql_errno(c);
+	return 0;
+}
+
+/* A fingerprint of everything the applier writes, for "nothing changed". */
+static void fingerprint(flash_mysql_t *m, uint64_t fp[6])
+{
+	fp[0] = q_u64(m, "SELECT COUNT(*) FROM orders");
+	fp[1] = q_u64(m, "SELECT COALESCE(SUM(order_no * 7 + qty * 3 + (status = 'ACTIVE')), 0) FROM orders");
+	fp[2] = q_u64(m, "SELECT COALESCE(SUM(available * 3 + sold * 5 + total * 7), 0) FROM item_stock");
+	fp[3] = q_u64(m, "SELECT COUNT(*) FROM activities");
+	fp[4] = q_u64(m, "SELECT COUNT(*) FROM apply_conflicts");
+	fp[5] = q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream = 'wal'");
+}
+
+/* ---- record builders ------------------------------------------------------ */
+
+static struct flash_lsn_record r_activity(uint64_t lsn, uint32_t id, uint32_t limit, uint32_t scope,
+                                          uint32_t flags)
+{
+	struct flash_lsn_record x = { .lsn = lsn };
+	x.rec.type = FLASH_REC_ACTIVITY;
+	x.rec.activity_id = id;
+	x.rec.biz_day = limit | scope << 8 | flags << 16;
+	x.rec.limit_slot = 10;             /* max_qty */
+	x.rec.value = 1000;                /* start_ns */
+	x.rec.ts_ns = 2000000000000000000; /* end_ns */
+	return x;
+}
+
+static struct flash_lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64_t units)
+{
+	struct flash_lsn_record x = { .lsn = lsn };
+	x.rec.type = FLASH_REC_SKU;
+	x.rec.activity_id = a;
+	x.rec.sku_id = s;
+	x.rec.qty = 1;
+	x.rec.value = units;
+	return x;
+}
+
+static struct flash_lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uint64_t order_no,
+                                       uint64_t user, uint32_t qty, uint16_t slot, uint32_t day)
+{
+	struct flash_lsn_record x = { .lsn = lsn };
+	x.rec.type = FLASH_REC_ORDER;
+	x.rec.activity_id = a;
+	x.rec.sku_id = s;
+	x.rec.order_no = order_no;
+	x.rec.user_id = user;
+	x.rec.qty = qty;
+	x.rec.limit_slot = slot;
+	x.rec.biz_day = day;
+	x.rec.ts_ns = 1700000000000000000 + (int64_t)lsn;
+	return x;
+}
+
+static struct flash_lsn_record r_cancel(uint64_t lsn, const struct flash_lsn_record *order, int quota)
+{
+	struct flash_lsn_record x = *order;
+	x.lsn = lsn;
+	x.rec.type = FLASH_REC_CANCEL;
+	x.rec.flags = quota ? 1 : 0;
+	return x;
+}
+
+static struct flash_lsn_record r_restock(uint64_t lsn, uint32_t a, uint32_t s, int64_t delta)
+{
+	struct flash_lsn_record x = { .lsn = lsn };
+	x.rec.type = FLASH_REC_RESTOCK;
+	x.rec.activity_id = a;
+	x.rec.sku_id = s;
+	x.rec.value = delta;
+	return x;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+/* 100 units, 60 single-unit orders by 60 users, 5 cancels, a restock of 10. */
+static size_t build_basic(struct flash_lsn_record *v)
+{
+	size_t n = 0;
+	uint64_t lsn = 1;
+	v[n++] = r_activity(lsn++, 1, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[n++] = r_sku(lsn++, 1, 11, 100);
+	for (uint64_t i = 1; i <= 60; i++)
+		v[n++] = r_order(lsn++, 1, 11, 1000 + i, 500 + i, 1, 1, 0);
+	for (size_t i = 0; i < 5; i++)
+		v[n++] = r_cancel(lsn++, &v[2 + i * 3], 0);
+	v[n++] = r_restock(lsn++, 1, 11, 10);
+	return n;
+}
+
+static void test_orders_applied_exactly_once_and_stock_matches(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[80];
+	size_t n = build_basic(v);
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.applied, n);
+	assert_int_equal(res.skipped, 0);
+	assert_int_equal(res.refused, 0);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(res.applied_lsn, v[n - 1].lsn);
+
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 60);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE status='CANCELLED'"), 5);
+	assert_int_equal(q_u64(m, "SELECT total FROM item_stock WHERE activity_id=1 AND sku_id=11"), 110);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=1 AND sku_id=11"), 55);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE activity_id=1 AND sku_id=11"), 55);
+	assert_int_equal(q_u64(m, "SELECT SUM(qty) FROM orders WHERE status='ACTIVE'"), 55);
+	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), v[n - 1].lsn);
+
+	uint64_t lsn = 0;
+	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(lsn, v[n - 1].lsn);
+	struct flash_mysql_stats st;
+	assert_int_equal(flash_mysql_stats_get(m, &st), FLASH_OK);
+	assert_int_equal(st.orders, 60);
+	assert_int_equal(st.applied, n);
+	assert_int_equal(st.given_lsn, st.applied_lsn);
+	close_drop(m);
+}
+
+static void test_replaying_the_same_batch_twice_changes_nothing(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[80];
+	size_t n = build_basic(v);
+	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	uint64_t before[6], after[6];
+	fingerprint(m, before);
+
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.applied, 0);
+	assert_int_equal(res.skipped, n);
+	fingerprint(m, after);
+	assert_memory_equal(before, after, sizeof before);
+
+	/* A fresh handle (an applier restarted after a crash) skips them too. */
+	flash_mysql_t *m2;
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	struct flash_mysql_opts o = { .url = url, .log = cap_log };
+	assert_int_equal(flash_mysql_open(&o, &m2), FLASH_OK);
+	assert_int_equal(flash_mysql_apply(m2, v, n, &res), FLASH_OK);
+	assert_int_equal(res.skipped, n);
+	flash_mysql_close(m2);
+	fingerprint(m, after);
+	assert_memory_equal(before, after, sizeof before);
+	close_drop(m);
+}
+
+static void test_overlapping_batch_applies_only_the_new_records(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[80];
+	size_t n = build_basic(v);
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v, 30, &res), FLASH_OK);
+	assert_int_equal(res.applied, 30);
+	assert_int_equal(flash_mysql_apply(m, v + 20, n - 20, &res), FLASH_OK);
+	assert_int_equal(res.skipped, 10);
+	assert_int_equal(res.applied, n - 30);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 60);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=1 AND sku_id=11"), 55);
+	close_drop(m);
+}
+
+static void test_record_by_record_path_gives_the_same_rows_as_the_batch_path(void **state)
+{
+	(void)state;
+	struct flash_lsn_record v[82];
+	size_t n = build_basic(v);
+	/* One malformed record at the end forces the record-by-record path. */
+	struct flash_lsn_record bad = r_order(v[n - 1].lsn + 1, 1, 11, 9999, 77, 0, 1, 0);
+	uint64_t fast[6], slow[6];
+
+	flash_mysql_t *m = open_fresh();
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	fingerprint(m, fast);
+	close_drop(m);
+
+	m = open_fresh();
+	v[n] = bad;
+	struct flash_conflict c[4];
+	res.conflicts = c;
+	res.conflict_cap = 4;
+	assert_int_equal(flash_mysql_apply(m, v, n + 1, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 1);
+	assert_int_equal(res.applied, n);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_INVALID);
+	assert_int_equal(c[0].order_no, 9999);
+	fingerprint(m, slow);
+	/* Same rows; the conflict row and the applied LSN differ by design. */
+	assert_memory_equal(fast, slow, 3 * sizeof fast[0]);
+	assert_int_equal(slow[4], 1);
+	assert_int_equal(slow[5], bad.lsn);
+	close_drop(m);
+}
+
+static void test_oversell_is_refused_by_mysql_and_reported_with_its_order_number(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[8];
+	size_t n = 0;
+	v[n++] = r_activity(1, 2, 5, FLASH_SCOPE_ACTIVITY, 0);
+	v[n++] = r_sku(2, 2, 21, 5);
+	v[n++] = r_order(3, 2, 21, 71, 1, 3, 1, 0);
+	v[n++] = r_order(4, 2, 21, 72, 2, 2, 1, 0);
+	v[n++] = r_order(5, 2, 21, 73, 3, 1, 1, 0);   /* the sixth unit: oversell */
+	v[n++] = r_order(6, 2, 21, 74, 4, 1, 1, 0);   /* still nothing left */
+	struct flash_conflict c[4];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.refused, 2);
+	assert_int_equal(res.applied, 4);
+	assert_int_equal(res.conflict_n, 2);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_OVERSELL);
+	assert_int_equal(c[0].order_no, 73);
+	assert_int_equal(c[0].lsn, 5);
+	assert_int_equal(c[1].order_no, 74);
+	assert_non_null(strstr(c[0].detail, "available 0"));
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=21"), 0);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=21"), 5);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 2);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE order_no IN (73, 74)"), 0);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM apply_conflicts WHERE kind='oversell' AND order_no=73 AND lsn=5"), 1);
+	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), 6);
+	assert_non_null(strstr(g_log, "order 73"));
+	assert_non_null(strstr(g_log, "order 74"));
+	struct flash_mysql_stats st;
+	flash_mysql_stats_get(m, &st);
+	assert_int_equal(st.stock_conflicts, 2);
+	assert_int_equal(st.conflicts, 2);
+	assert_int_equal(st.orders, 2);
+
+	/* A direct UPDATE that would oversell matches no row. */
+	assert_int_equal(q_exec(m, "UPDATE item_stock SET available=available-1, sold=sold+1"
+	                           " WHERE sku_id=21 AND available>=1"), 0);
+	assert_int_equal(mysql_affected_rows(flash_mysql_conn(m)), 0);
+	/* And the CHECK refuses stock out of balance. */
+	assert_int_equal(q_exec(m, "UPDATE item_stock SET sold=sold+1 WHERE sku_id=21"), ER_CONSTRAINT_FAILED);
+	close_drop(m);
+}
+
+static void test_duplicate_order_number_is_refused_and_the_rest_still_applies(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[8];
+	v[0] = r_activity(1, 3, 2, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 3, 31, 10);
+	v[2] = r_order(3, 3, 31, 500, 1, 1, 1, 0);
+	assert_int_equal(flash_mysql_apply(m, v, 3, NULL), FLASH_OK);
+
+	v[3] = r_order(4, 3, 31, 501, 2, 1, 1, 0);
+	v[4] = r_order(5, 3, 31, 500, 3, 2, 1, 0);   /* number 500 again */
+	v[5] = r_order(6, 3, 31, 502, 4, 1, 1, 0);
+	struct flash_conflict c[2];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(flash_mysql_apply(m, v + 3, 3, &res), FLASH_OK);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(res.applied, 2);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_DUP_ORDER);
+	assert_int_equal(c[0].order_no, 500);
+	assert_int_equal(c[0].lsn, 5);
+	assert_non_null(strstr(c[0].detail, "Duplicate"));
+	assert_int_equal(q_u64(m, "SELECT user_id FROM orders WHERE order_no=500"), 1);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 3);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=31"), 3);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=31"), 7);
+	assert_non_null(strstr(g_log, "conflict duplicate_order: order 500"));
+	struct flash_mysql_stats st;
+	flash_mysql_stats_get(m, &st);
+	assert_int_equal(st.dup_conflicts, 1);
+	close_drop(m);
+}
+
+static void test_user_limit_holds_in_mysql_through_cancels(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[8];
+	/* Activity 4: limit 1, cancels keep the quota (a flash sale).
+	 * Activity 5: limit 1, cancels give the quota back. */
+	v[0] = r_activity(1, 4, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_activity(2, 5, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	v[2] = r_sku(3, 4, 41, 10);
+	v[3] = r_sku(4, 5, 51, 10);
+	v[4] = r_order(5, 4, 41, 600, 42, 1, 1, 0);
+	v[5] = r_order(6, 5, 51, 601, 42, 1, 1, 0);
+	assert_int_equal(flash_mysql_apply(m, v, 6, NULL), FLASH_OK);
+
+	const char *second =
+		"INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
+		" scope_sku, scope_day, created_ns, lsn) VALUES (%d, %d, %d, 42, 1, 1, 0, 0, 0, 0, 0)";
+	char sql[512];
+	snprintf(sql, sizeof sql, second, 700, 4, 41);
+	assert_int_equal(q_exec(m, sql), ER_DUP_ENTRY);
+	snprintf(sql, sizeof sql, second, 701, 5, 51);
+	assert_int_equal(q_exec(m, sql), ER_DUP_ENTRY);
+
+	/* The applier refuses a second order in the held slot as well. */
+	struct flash_lsn_record dup = r_order(7, 4, 41, 602, 42, 1, 1, 0);
+	struct flash_conflict c[1];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 1 };
+	assert_int_equal(flash_mysql_apply(m, &dup, 1, &res), FLASH_OK);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_LIMIT);
+	assert_int_equal(c[0].order_no, 602);
+	assert_non_null(strstr(c[0].detail, "user_limit"));
+
+	/* Cancel both; only activity 5 gives the slot back. */
+	v[6] = r_cancel(8, &v[4], 0);
+	v[7] = r_cancel(9, &v[5], 1);
+	assert_int_equal(flash_mysql_apply(m, v + 6, 2, NULL), FLASH_OK);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE status='CANCELLED'"), 2);
+	snprintf(sql, sizeof sql, second, 700, 4, 41);
+	assert_int_equal(q_exec(m, sql), ER_DUP_ENTRY);
+	snprintf(sql, sizeof sql, second, 701, 5, 51);
+	assert_int_equal(q_exec(m, sql), 0);
+	/* ... and only once: a third holder of the freed slot is refused. */
+	snprintf(sql, sizeof sql, second, 702, 5, 51);
+	assert_int_equal(q_exec(m, sql), ER_DUP_ENTRY);
+	close_drop(m);
+}
+
+static void test_day_and_sku_scopes_key_the_limit_in_mysql(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[12];
+	size_t n = 0;
+	v[n++] = r_activity(1, 6, 1, FLASH_SCOPE_DAY, 0);
+	v[n++] = r_activity(2, 7, 1, FLASH_SCOPE_SKU, 0);
+	v[n++] = r_sku(3, 6, 61, 10);
+	v[n++] = r_sku(4, 7, 71, 10);
+	v[n++] = r_sku(5, 7, 72, 10);
+	v[n++] = r_order(6, 6, 61, 800, 9, 1, 1, 20000);   /* day 20000 */
+	v[n++] = r_order(7, 6, 61, 801, 9, 1, 1, 20001);   /* next day: allowed */
+	v[n++] = r_order(8, 7, 71, 802, 9, 1, 1, 20000);   /* sku 71 */
+	v[n++] = r_order(9, 7, 72, 803, 9, 1, 1, 20000);   /* sku 72: allowed */
+	v[n++] = r_order(10, 6, 61, 804, 9, 1, 1, 20001);  /* day 20001 again: refused */
+	v[n++] = r_order(11, 7, 72, 805, 9, 1, 1, 20005);  /* sku 72 again: refused */
+	struct flash_conflict c[4];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.applied, n - 2);
+	assert_int_equal(res.refused, 2);
+	assert_int_equal(c[0].order_no, 804);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_LIMIT);
+	assert_int_equal(c[1].order_no, 805);
+	assert_int_equal(c[1].kind, FLASH_CONFLICT_LIMIT);
+	assert_int_equal(q_u64(m, "SELECT scope_day FROM orders WHERE order_no=801"), 20001);
+	assert_int_equal(q_u64(m, "SELECT scope_sku FROM orders WHERE order_no=801"), 0);
+	assert_int_equal(q_u64(m, "SELECT scope_sku FROM orders WHERE order_no=803"), 72);
+	assert_int_equal(q_u64(m, "SELECT scope_day FROM orders WHERE order_no=803"), 0);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=6"), 2);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=72"), 1);
+	close_drop(m);
+}
+
+static void test_second_cancel_returns_nothing_and_is_reported(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[6];
+	v[0] = r_activity(1, 8, 3, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 8, 81, 10);
+	v[2] = r_order(3, 8, 81, 900, 5, 4, 1, 0);
+	v[3] = r_cancel(4, &v[2], 0);
+	v[4] = r_cancel(5, &v[2], 0);
+	struct flash_conflict c[2];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(flash_mysql_apply(m, v, 5, &res), FLASH_OK);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_CANCEL);
+	assert_int_equal(c[0].order_no, 900);
+	assert_int_equal(c[0].lsn, 5);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=81"), 10);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=81"), 0);
+	close_drop(m);
+}
+
+static void test_restock_below_zero_is_refused(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[5];
+	v[0] = r_activity(1, 9, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 9, 91, 3);
+	v[2] = r_order(3, 9, 91, 950, 1, 2, 1, 0);
+	v[3] = r_restock(4, 9, 91, -2);    /* only 1 available */
+	v[4] = r_restock(5, 9, 91, -1);
+	struct flash_conflict c[2];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(flash_mysql_apply(m, v, 5, &res), FLASH_OK);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_RESTOCK);
+	assert_int_equal(c[0].lsn, 4);
+	assert_int_equal(q_u64(m, "SELECT total FROM item_stock WHERE sku_id=91"), 2);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=91"), 0);
+	close_drop(m);
+}
+
+/* The aggregated stock update must refuse what record-by-record refuses even
+ * when the batch's net change fits: sell 2 of 2, restock 5 ... with an order
+ * of 3 before the restock. */
+static void test_batch_path_checks_the_running_deficit_not_the_net_change(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[5];
+	v[0] = r_activity(1, 10, 5, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 10, 101, 2);
+	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_OK);
+	v[2] = r_order(3, 10, 101, 960, 1, 3, 1, 0);   /* 3 of 2: oversell */
+	v[3] = r_restock(4, 10, 101, 5);
+	struct flash_conflict c[1];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 1 };
+	assert_int_equal(flash_mysql_apply(m, v + 2, 2, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 1);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].order_no, 960);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=101"), 7);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=101"), 0);
+	close_drop(m);
+}
+
+static void test_lsns_must_increase(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[2];
+	v[0] = r_activity(5, 11, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(5, 11, 111, 1);
+	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_EINVAL);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM activities"), 0);
+	close_drop(m);
+}
+
+static void run_fixture(const char *cmd)
+{
+	char line[1024];
+	const char *sh = getenv("FLASH_TEST_MARIADB_SH");
+	assert_non_null(sh);
+	snprintf(line, sizeof line, "'%s' %s '%s' >/dev/null", sh, cmd, mariadb_dir());
+	assert_int_equal(system(line), 0);
+}
+
+static void test_mysql_down_then_back_applier_catches_up_without_loss(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[80];
+	size_t n = build_basic(v);
+	assert_int_equal(flash_mysql_apply(m, v, 30, NULL), FLASH_OK);
+
+	run_fixture("halt");
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v + 30, 20, &res), FLASH_EMYSQL_RETRY);
+	assert_int_equal(res.applied, 0);
+	struct flash_mysql_stats st;
+	flash_mysql_stats_get(m, &st);
+	assert_int_equal(st.given_lsn, v[49].lsn);
+	assert_int_equal(st.applied_lsn, v[29].lsn);      /* lag = 20 records */
+	assert_true(st.retryable_errors >= 1);
+
+	/* The server comes back while the applier retries with backoff. */
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		usleep(700 * 1000);
+		char line[1024];
+		snprintf(line, sizeof line, "'%s' resume '%s' >/dev/null",
+		         getenv("FLASH_TEST_MARIADB_SH"), mariadb_dir());
+		_exit(system(line) == 0 ? 0 : 1);
+	}
+	int rc = flash_mysql_apply_retry(m, v + 30, n - 30, &res, 60000);
+	int status;
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(rc, FLASH_OK);
+	assert_int_equal(res.applied, n - 30);
+	flash_mysql_stats_get(m, &st);
+	assert_int_equal(st.applied_lsn, v[n - 1].lsn);
+	assert_int_equal(st.given_lsn, st.applied_lsn);
+	assert_true(st.reconnects >= 1);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 60);
+	assert_int_equal(q_u64(m, "SELECT COUNT(DISTINCT order_no) FROM orders"), 60);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=11"), 55);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=11"), 55);
+	close_drop(m);
+}
+
+static void test_url_password_is_masked_everywhere(void **state)
+{
+	(void)state;
+	char buf[256];
+	flash_mysql_url_mask("mysql://flash:s3cr3t@localhost/db?socket=/x/s.sock", buf, sizeof buf);
+	assert_string_equal(buf, "mysql://flash:***@localhost/db?socket=/x/s.sock");
+	flash_mysql_url_mask("mysql://flash@localhost/db", buf, sizeof buf);
+	assert_string_equal(buf, "mysql://flash@localhost/db");
+	flash_mysql_url_mask("mysql://u:p%40ss@w@localhost/db", buf, sizeof buf);
+	assert_string_equal(buf, "mysql://u:***@localhost/db");
+
+	/* A wrong password: refused as a configuration error, never printed. */
+	char url[512];
+	snprintf(url, sizeof url, "mysql://flash:Wr0ngPassw0rd@localhost/flashstock?socket=%s/mysqld.sock",
+	         mariadb_dir());
+	struct flash_mysql_opts o = { .url = url, .log = cap_log };
+	flash_mysql_t *m = NULL;
+	g_log_len = 0;
+	g_log[0] = 0;
+	assert_int_equal(flash_mysql_open(&o, &m), FLASH_EMYSQL_CONFIG);
+	assert_null(m);
+	assert_true(g_log_len > 0);
+	assert_null(strstr(g_log, "Wr0ngPassw0rd"));
+	assert_non_null(strstr(g_log, "flash:***@localhost"));
+}
+
+static void test_option_file_and_bad_urls(void **state)
+{
+	(void)state;
+	char file[512];
+	snprintf(file, sizeof file, "%s/client.cnf", mariadb_dir());
+	struct flash_mysql_opts o = { .defaults_file = file, .stream = "optfile_test", .log = cap_log };
+	flash_mysql_t *m = NULL;
+	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	uint64_t lsn = 99;
+	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(lsn, 0);
+	assert_non_null(strstr(flash_mysql_where(m), "option file"));
+	assert_int_equal(q_u64(m, "SELECT CURRENT_USER() LIKE 'flash@%%'"), 1);
+	flash_mysql_close(m);
+
+	struct flash_mysql_opts bad = { .url = "http://localhost/x", .log = cap_log };
+	assert_int_equal(flash_mysql_open(&bad, &m), FLASH_EMYSQL_CONFIG);
+	bad.url = "mysql://localhost/db?port=3306";
+	assert_int_equal(flash_mysql_open(&bad, &m), FLASH_EMYSQL_CONFIG);
+	bad.url = "mysql://localhost/db";
+	bad.stream = "bad'stream";
+	assert_int_equal(flash_mysql_open(&bad, &m), FLASH_EINVAL);
+
+	/* A server that is not there: retryable, and the handle is kept. */
+	struct flash_mysql_opts gone = { .url = "mysql://root@localhost/x?socket=/nonexistent/s.sock",
+	                                 .log = cap_log };
+	assert_int_equal(flash_mysql_open(&gone, &m), FLASH_EMYSQL_RETRY);
+	assert_non_null(m);
+	struct flash_lsn_record r = r_activity(1, 1, 1, 0, 0);
+	assert_int_equal(flash_mysql_apply(m, &r, 1, NULL), FLASH_EMYSQL_RETRY);
+	flash_mysql_close(m);
+}
+
+int main(void)
+{
+	mariadb_dir();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_orders_applied_exactly_once_and_stock_matches),
+		cmocka_unit_test(test_replaying_the_same_batch_twice_changes_nothing),
+		cmocka_unit_test(test_overlapping_batch_applies_only_the_new_records),
+		cmocka_unit_test(test_record_by_record_path_gives_the_same_rows_as_the_batch_path),
+		cmocka_unit_test(test_oversell_is_refused_by_mysql_and_reported_with_its_order_number),
+		cmocka_unit_test(test_duplicate_order_number_is_refused_and_the_rest_still_applies),
+		cmocka_unit_test(test_user_limit_holds_in_mysql_through_cancels),
+		cmocka_unit_test(test_day_and_sku_scopes_key_the_limit_in_mysql),
+		cmocka_unit_test(test_second_cancel_returns_nothing_and_is_reported),
+		cmocka_unit_test(test_restock_below_zero_is_refused),
+		cmocka_unit_test(test_batch_path_checks_the_running_deficit_not_the_net_change),
+		cmocka_unit_test(test_lsns_must_increase),
+		cmocka_unit_test(test_url_password_is_masked_everywhere),
+		cmocka_unit_test(test_option_file_and_bad_urls),
+		cmocka_unit_test(test_mysql_down_then_back_applier_catches_up_without_loss),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
