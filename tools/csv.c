@@ -273,7 +273,7 @@ int csv_field_u64(const struct csv_field *f, uint64_t min, uint64_t max,
                   uint64_t *out, size_t line, size_t column, struct csv_error *err)
 {
 	char ex[40];
-	uint64_t v;
+	uint64_t v = 0;
 	int rc;
 
 	csv_excerpt(f, ex, sizeof ex);
@@ -301,7 +301,7 @@ int csv_field_i64(const struct csv_field *f, int64_t min, int64_t max,
 	char ex[40];
 	const char *p = f->p;
 	size_t n = f->len;
-	uint64_t mag;
+	uint64_t mag = 0;
 	int neg = 0, rc;
 	int64_t v;
 
