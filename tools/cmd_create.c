@@ -1,0 +1,148 @@
+/*
+ * cmd_create.c -- `flashstock create`: make a new segment with the given
+ * capacities, mode and durability (flash_seg_create()).
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void create_help(FILE *out, const struct flash_seg_opts *d)
+{
+	fprintf(out,
+	        "usage: flashstock create --name NAME [options]\n"
+	        "\n"
+	        "Create a shared-memory segment (fails if NAME exists).  Capacities are fixed\n"
+	        "for the segment's life; a full table is an error, never an overwrite.\n"
+	        "\n"
+	        "  --name NAME            POSIX shm name, e.g. /sale1 (required)\n"
+	        "  --activities N         catalog activities          (default %u)\n"
+	        "  --skus N               (activity, sku) pairs        (default %u)\n"
+	        "  --shards N             stock slots over all skus    (default %u)\n"
+	        "  --users N              per-user limit entries       (default %u)\n"
+	        "  --orders N             order records                (default %u)\n"
+	        "  --tokens N             token entries                (default %u)\n"
+	        "  --requests N           request ids remembered       (default %u)\n"
+	        "  --locks N              leased lock names            (default %u)\n"
+	        "  --procs N              handles attached at once     (default %u)\n"
+	        "  --ring N               records per handle ring, a power of two (default %u)\n"
+	        "  --mode 0600|0660       permissions (default 0%o); 0660 shares with a group\n"
+	        "  --group G              group name or gid for mode 0660\n"
+	        "  --durability async|sync  acknowledge at once, or after fdatasync (default %s)\n"
+	        "\n"
+	        "exit: 0 created; 1 failed (e.g. name exists); 2 usage error\n",
+	        d->max_activities, d->max_skus, d->max_shards, d->max_users,
+	        d->max_orders, d->max_tokens, d->max_requests, d->max_locks,
+	        d->max_procs, d->ring_records, d->mode,
+	        d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+}
+
+int cmd_create(int argc, char **argv)
+{
+	enum { O_NAME = 256, O_ACT, O_SKUS, O_SHARDS, O_USERS, O_ORDERS, O_TOKENS,
+	       O_REQUESTS, O_LOCKS, O_PROCS, O_RING, O_MODE, O_GROUP, O_DUR };
+	static const struct option longopts[] = {
+		{ "help",       no_argument,       NULL, 'h' },
+		{ "name",       required_argument, NULL, O_NAME },
+		{ "activities", required_argument, NULL, O_ACT },
+		{ "skus",       required_argument, NULL, O_SKUS },
+		{ "shards",     required_argument, NULL, O_SHARDS },
+		{ "users",      required_argument, NULL, O_USERS },
+		{ "orders",     required_argument, NULL, O_ORDERS },
+		{ "tokens",     required_argument, NULL, O_TOKENS },
+		{ "requests",   required_argument, NULL, O_REQUESTS },
+		{ "locks",      required_argument, NULL, O_LOCKS },
+		{ "procs",      required_argument, NULL, O_PROCS },
+		{ "ring",       required_argument, NULL, O_RING },
+		{ "mode",       required_argument, NULL, O_MODE },
+		{ "group",      required_argument, NULL, O_GROUP },
+		{ "durability", required_argument, NULL, O_DUR },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = argv[0];
+	struct flash_seg_opts o;
+	const char *name = NULL, *group = NULL;
+	uint32_t *target;
+	char what[300];
+	int c, rc;
+
+	flash_seg_opts_default(&o);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		target = NULL;
+		switch (c) {
+		case 'h':
+			create_help(stdout, &o);
+			return TOOL_OK;
+		case O_NAME:     name = optarg; break;
+		case O_ACT:      target = &o.max_activities; break;
+		case O_SKUS:     target = &o.max_skus; break;
+		case O_SHARDS:   target = &o.max_shards; break;
+		case O_USERS:    target = &o.max_users; break;
+		case O_ORDERS:   target = &o.max_orders; break;
+		case O_TOKENS:   target = &o.max_tokens; break;
+		case O_REQUESTS: target = &o.max_requests; break;
+		case O_LOCKS:    target = &o.max_locks; break;
+		case O_PROCS:    target = &o.max_procs; break;
+		case O_RING:
+			if (tool_opt_u32(cmd, "--ring", optarg, 1, UINT32_MAX, &o.ring_records))
+				return TOOL_USAGE;
+			if (o.ring_records & (o.ring_records - 1))
+				return tool_usage_err(cmd, "--ring: %s is not a power of two", optarg);
+			break;
+		case O_MODE:
+			if (strcmp(optarg, "0600") == 0 || strcmp(optarg, "600") == 0)
+				o.mode = 0600;
+			else if (strcmp(optarg, "0660") == 0 || strcmp(optarg, "660") == 0)
+				o.mode = 0660;
+			else
+				return tool_usage_err(cmd, "--mode: expected 0600 or 0660, got '%s'", optarg);
+			break;
+		case O_GROUP:    group = optarg; break;
+		case O_DUR:
+			if (strcmp(optarg, "async") == 0)
+				o.durability = FLASH_DURABILITY_ASYNC;
+			else if (strcmp(optarg, "sync") == 0)
+				o.durability = FLASH_DURABILITY_SYNC;
+			else
+				return tool_usage_err(cmd, "--durability: expected async or sync, got '%s'", optarg);
+			break;
+		default:
+			return tool_bad_option(cmd, c, argv);
+		}
+		if (target && tool_opt_u32(cmd, longopts[c - O_NAME + 1].name, optarg,
+		                           1, UINT32_MAX, target))
+			return TOOL_USAGE;
+	}
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (!name)
+		return tool_usage_err(cmd, "--name is required");
+	if (group) {
+		struct group *g = getgrnam(group);
+		if (g) {
+			o.gid = (int64_t)g->gr_gid;
+		} else {
+			uint64_t gid;
+			if (tool_opt_u64(cmd, "--group", group, 0, UINT32_MAX - 1, &gid))
+				return TOOL_USAGE;
+			o.gid = (int64_t)gid;
+		}
+		if (o.mode != 0660)
+			return tool_usage_err(cmd, "--group needs --mode 0660");
+	}
+
+	rc = flash_seg_create(name, &o);
+	if (rc != FLASH_OK) {
+		snprintf(what, sizeof what, "create %s", name);
+		return tool_fail(what, rc);
+	}
+	printf("created %s: %u skus, %u shards, %u users, %u orders, %u tokens, "
+	       "%u requests, %u procs, ring %u, mode 0%o, %s\n",
+	       name, o.max_skus, o.max_shards, o.max_users, o.max_orders,
+	       o.max_tokens, o.max_requests, o.max_procs, o.ring_records, o.mode,
+	       o.durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	return TOOL_OK;
+}

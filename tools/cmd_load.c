@@ -1,0 +1,789 @@
+/*
+ * cmd_load.c -- `flashstock load`: add activities and their skus to a
+ * segment, from command-line flags or from a CSV file.
+ *
+ * Divisions:
+ *   1. The plan: what the input asks for, before anything is touched
+ *   2. From flags
+ *   3. From CSV
+ *   4. Checking the plan against the segment, then applying it
+ *
+ * Everything is validated before the first change: syntax and ranges of
+ * every field, agreement between rows of one activity, duplicate skus,
+ * skus and activities already in the segment, and free capacity.  Only then
+ * are activities and skus added.  A bad input (exit 2) loads nothing.
+ */
+#include "tool.h"
+#include "csv.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * 1. The plan
+ * ------------------------------------------------------------------------ */
+
+/* Activity fields an input row or flag may set; anything not given takes
+ * the existing activity's value (when the segment already has it) or the
+ * default. */
+enum { F_START, F_END, F_LIMIT, F_MAXQTY, F_SCOPE, F_CRQ, F_TOKREQ, F_DAYOFF, F_N };
+
+static const char *const load_field_names[F_N] = {
+	"start", "end", "limit", "max_qty", "scope",
+	"cancel_returns_quota", "token_required", "day_offset_s"
+};
+
+struct load_act {
+	uint32_t id;
+	int      given[F_N];     /* field set by the input */
+	int64_t  v[F_N];         /* its value (times in ns) */
+	size_t   line[F_N];      /* CSV line that set it (0 for flags) */
+	size_t   first_line;     /* CSV line that introduced the activity */
+	int      in_segment;     /* already in the catalog: only skus are added */
+	struct flash_activity a; /* resolved, ready for flash_activity_add() */
+	uint32_t nskus;          /* skus added to it */
+	uint64_t units;          /* units added to it */
+};
+
+struct load_sku {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint64_t units;          /* UINT64_MAX: not given yet (flags) */
+	uint32_t shards;
+	int      shards_given;
+	size_t   line;           /* CSV line (0 for flags) */
+};
+
+struct load_plan {
+	const char      *cmd;
+	const char      *file;   /* CSV path, NULL for flags */
+	int64_t          now_ns; /* one "now" for the whole input */
+	struct load_act *acts;
+	size_t           nacts, acts_cap;
+	struct load_sku *skus;
+	size_t           nskus, skus_cap;
+};
+
+#define LOAD_UNITS_MAX (1ULL << 40)
+
+/* Report a bad input: with a file, "FILE:LINE: column C (name): why";
+ * with flags, a usage error.  @return TOOL_USAGE. */
+static int load_bad(const struct load_plan *p, size_t line, size_t col,
+                    const char *colname, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int load_bad(const struct load_plan *p, size_t line, size_t col,
+                    const char *colname, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (!p->file)
+		return tool_usage_err(p->cmd, "%s", msg);
+	if (line && col)
+		fprintf(stderr, "flashstock: load: %s:%zu: column %zu (%s): %s\n",
+		        p->file, line, col, colname ? colname : "?", msg);
+	else if (line)
+		fprintf(stderr, "flashstock: load: %s:%zu: %s\n", p->file, line, msg);
+	else
+		fprintf(stderr, "flashstock: load: %s: %s\n", p->file, msg);
+	fprintf(stderr, "flashstock: load: nothing was loaded\n");
+	return TOOL_USAGE;
+}
+
+static struct load_act *load_find_act(struct load_plan *p, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < p->nacts; i++)
+		if (p->acts[i].id == id)
+			return &p->acts[i];
+	return NULL;
+}
+
+static struct load_act *load_new_act(struct load_plan *p, uint32_t id, size_t line)
+{
+	struct load_act *a;
+
+	if (p->nacts == p->acts_cap) {
+		size_t cap = p->acts_cap ? p->acts_cap * 2 : 8;
+		a = realloc(p->acts, cap * sizeof *a);
+		if (!a)
+			return NULL;
+		p->acts = a;
+		p->acts_cap = cap;
+	}
+	a = &p->acts[p->nacts++];
+	memset(a, 0, sizeof *a);
+	a->id = id;
+	a->first_line = line;
+	return a;
+}
+
+static struct load_sku *load_new_sku(struct load_plan *p)
+{
+	struct load_sku *s;
+
+	if (p->nskus == p->skus_cap) {
+		size_t cap = p->skus_cap ? p->skus_cap * 2 : 16;
+		s = realloc(p->skus, cap * sizeof *s);
+		if (!s)
+			return NULL;
+		p->skus = s;
+		p->skus_cap = cap;
+	}
+	s = &p->skus[p->nskus++];
+	memset(s, 0, sizeof *s);
+	s->units = UINT64_MAX;
+	s->shards = 1;
+	return s;
+}
+
+static void load_plan_free(struct load_plan *p)
+{
+	free(p->acts);
+	free(p->skus);
+}
+
+/* Set one activity field; a second, different value is a conflict.
+ * @p col is the CSV column (for messages). */
+static int load_set_field(struct load_plan *p, struct load_act *a, int f,
+                          int64_t v, size_t line, size_t col)
+{
+	if (a->given[f] && a->v[f] != v) {
+		if (p->file)
+			return load_bad(p, line, col, load_field_names[f],
+			                "activity %u was given %s %lld on line %zu; this row says %lld",
+			                a->id, load_field_names[f], (long long)a->v[f],
+			                a->line[f], (long long)v);
+		return load_bad(p, 0, 0, NULL, "%s given twice", load_field_names[f]);
+	}
+	a->given[f] = 1;
+	a->v[f] = v;
+	a->line[f] = line;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * 2. From flags
+ * ------------------------------------------------------------------------ */
+
+static void load_help(FILE *out)
+{
+	fprintf(out,
+	        "usage: flashstock load --name NAME --activity ID [activity options]\n"
+	        "                       --sku ID --units U [--shards S] [--sku ...]\n"
+	        "       flashstock load --name NAME --csv FILE\n"
+	        "\n"
+	        "Add an activity and its skus to segment NAME.  Everything is checked before\n"
+	        "the first change: on any error nothing is loaded.  If the activity already\n"
+	        "exists, only skus are added; activity options given must then match it.\n"
+	        "\n"
+	        "activity options:\n"
+	        "  --activity ID          activity id, 1..4294967295 (required)\n"
+	        "  --start T              window opens  (default now)\n"
+	        "  --end T                window closes (default start + 24 h)\n"
+	        "                         T: now | +SECONDS | -SECONDS | ISO 8601 such as\n"
+	        "                         2026-11-11T00:00:00Z or 2026-11-11 00:00:00+08:00\n"
+	        "                         (no zone means UTC)\n"
+	        "  --limit K              orders per user, 1..%u (default 1)\n"
+	        "  --max-qty Q            largest quantity of one order (default 1)\n"
+	        "  --scope S              what the limit counts per user: activity | sku | day\n"
+	        "                         (default activity)\n"
+	        "  --cancel-returns-quota a cancel frees the user's limit slot (default: not)\n"
+	        "  --token-required       each order must redeem a one-time token\n"
+	        "  --day-offset S         business day = floor((now + S) / 86400), S in\n"
+	        "                         -86400..86400 seconds (default 0)\n"
+	        "sku options (repeat the group for more skus):\n"
+	        "  --sku ID               sku id, 1..4294967295\n"
+	        "  --units U              units of stock, 0..2^40 (required for each sku)\n"
+	        "  --shards S             stock slots, 1..%u (default 1; more for a hot sku)\n"
+	        "\n"
+	        "CSV (--csv FILE, or - for stdin): a header line, then one row per sku:\n"
+	        "  activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,\n"
+	        "  cancel_returns_quota,token_required,day_offset_s\n"
+	        "  - activity_id, sku_id and units are required; any other field may be empty\n"
+	        "    and then takes its default (or the existing activity's value);\n"
+	        "  - an activity is defined by its rows: a field given on several rows of one\n"
+	        "    activity must be the same on all of them;\n"
+	        "  - booleans: 0/1, true/false, yes/no; times as for --start;\n"
+	        "  - lines end in LF or CRLF; blank lines and lines starting with '#' are\n"
+	        "    skipped; fields are not quoted (a '\"' is an error);\n"
+	        "  - errors name the line and column: FILE:LINE: column C (name): reason.\n"
+	        "Example:\n"
+	        "  activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,cancel_returns_quota,token_required,day_offset_s\n"
+	        "  7,1,5000,4,now,+3600,1,1,activity,0,1,0\n"
+	        "  7,2,3000,1,,,,,,,,\n"
+	        "\n"
+	        "exit: 0 loaded; 1 failed (no segment, table full, engine error);\n"
+	        "      2 usage error or bad input (nothing loaded)\n",
+	        FLASH_LIMIT_MAX, FLASH_SHARDS_MAX);
+}
+
+/* Parse the flags into @p p.  @return 0, or an exit code after a message. */
+static int load_from_flags(struct load_plan *p, int argc, char **argv,
+                           const char **name, const char **csv)
+{
+	enum { O_NAME = 256, O_CSV, O_ACT, O_START, O_END, O_LIMIT, O_MAXQTY,
+	       O_SCOPE, O_CRQ, O_TOKREQ, O_DAYOFF, O_SKU, O_UNITS, O_SHARDS };
+	static const struct option longopts[] = {
+		{ "help",                 no_argument,       NULL, 'h' },
+		{ "name",                 required_argument, NULL, O_NAME },
+		{ "csv",                  required_argument, NULL, O_CSV },
+		{ "activity",             required_argument, NULL, O_ACT },
+		{ "start",                required_argument, NULL, O_START },
+		{ "end",                  required_argument, NULL, O_END },
+		{ "limit",                required_argument, NULL, O_LIMIT },
+		{ "max-qty",              required_argument, NULL, O_MAXQTY },
+		{ "scope",                required_argument, NULL, O_SCOPE },
+		{ "cancel-returns-quota", no_argument,       NULL, O_CRQ },
+		{ "token-required",       no_argument,       NULL, O_TOKREQ },
+		{ "day-offset",           required_argument, NULL, O_DAYOFF },
+		{ "sku",                  required_argument, NULL, O_SKU },
+		{ "units",                required_argument, NULL, O_UNITS },
+		{ "shards",               required_argument, NULL, O_SHARDS },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = p->cmd;
+	struct load_act act;
+	struct load_sku *s = NULL;
+	uint64_t u;
+	int64_t i;
+	int c, any_act_opt = 0, rc;
+	size_t k;
+
+	memset(&act, 0, sizeof act);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		rc = 0;
+		switch (c) {
+		case 'h':
+			load_help(stdout);
+			return -1 - TOOL_OK;
+		case O_NAME:
+			*name = optarg;
+			break;
+		case O_CSV:
+			*csv = optarg;
+			break;
+		case O_ACT:
+			if (act.id)
+				return -1 - tool_usage_err(cmd, "--activity given twice");
+			if (tool_opt_u64(cmd, "--activity", optarg, 1, UINT32_MAX, &u))
+				return -1 - TOOL_USAGE;
+			act.id = (uint32_t)u;
+			break;
+		case O_START:
+		case O_END:
+			if (tool_parse_time(optarg, p->now_ns, &i) != 0)
+				return -1 - tool_usage_err(cmd, "%s: not a time (now, +S, -S or ISO 8601): '%s'",
+				                           c == O_START ? "--start" : "--end", optarg);
+			rc = load_set_field(p, &act, c == O_START ? F_START : F_END, i, 0, 0);
+			any_act_opt = 1;
+			break;
+		case O_LIMIT:
+			if (tool_opt_u64(cmd, "--limit", optarg, 1, FLASH_LIMIT_MAX, &u))
+				return -1 - TOOL_USAGE;
+			rc = load_set_field(p, &act, F_LIMIT, (int64_t)u, 0, 0);
+			any_act_opt = 1;
+			break;
+		case O_MAXQTY:
+			if (tool_opt_u64(cmd, "--max-qty", optarg, 1, UINT32_MAX, &u))
+				return -1 - TOOL_USAGE;
+			rc = load_set_field(p, &act, F_MAXQTY, (int64_t)u, 0, 0);
+			any_act_opt = 1;
+			break;
+		case O_SCOPE: {
+			int sc = tool_scope_parse(optarg);
+			if (sc < 0)
+				return -1 - tool_usage_err(cmd, "--scope: expected activity, sku or day, got '%s'", optarg);
+			rc = load_set_field(p, &act, F_SCOPE, sc, 0, 0);
+			any_act_opt = 1;
+			break;
+		}
+		case O_CRQ:
+			rc = load_set_field(p, &act, F_CRQ, 1, 0, 0);
+			any_act_opt = 1;
+			break;
+		case O_TOKREQ:
+			rc = load_set_field(p, &act, F_TOKREQ, 1, 0, 0);
+			any_act_opt = 1;
+			break;
+		case O_DAYOFF:
+			if (tool_opt_i64(cmd, "--day-offset", optarg, -86400, 86400, &i))
+				return -1 - TOOL_USAGE;
+			rc = load_set_field(p, &act, F_DAYOFF, i, 0, 0);
+			any_act_opt = 1;
+			break;
+		case O_SKU:
+			if (tool_opt_u64(cmd, "--sku", optarg, 1, UINT32_MAX, &u))
+				return -1 - TOOL_USAGE;
+			s = load_new_sku(p);
+			if (!s)
+				return -1 - tool_failf("load: out of memory");
+			s->sku_id = (uint32_t)u;
+			break;
+		case O_UNITS:
+			if (!s)
+				return -1 - tool_usage_err(cmd, "--units must follow a --sku");
+			if (s->units != UINT64_MAX)
+				return -1 - tool_usage_err(cmd, "--units given twice for sku %u", s->sku_id);
+			if (tool_opt_u64(cmd, "--units", optarg, 0, LOAD_UNITS_MAX, &s->units))
+				return -1 - TOOL_USAGE;
+			break;
+		case O_SHARDS:
+			if (!s)
+				return -1 - tool_usage_err(cmd, "--shards must follow a --sku");
+			if (s->shards_given)
+				return -1 - tool_usage_err(cmd, "--shards given twice for sku %u", s->sku_id);
+			if (tool_opt_u32(cmd, "--shards", optarg, 1, FLASH_SHARDS_MAX, &s->shards))
+				return -1 - TOOL_USAGE;
+			s->shards_given = 1;
+			break;
+		default:
+			return -1 - tool_bad_option(cmd, c, argv);
+		}
+		if (rc)
+			return -1 - rc;
+	}
+	if (optind < argc)
+		return -1 - tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (!*name)
+		return -1 - tool_usage_err(cmd, "--name is required");
+	if (*csv) {
+		if (act.id || any_act_opt || p->nskus)
+			return -1 - tool_usage_err(cmd, "--csv cannot be combined with activity or sku flags");
+		return 0;
+	}
+	if (!act.id)
+		return -1 - tool_usage_err(cmd, "--activity (or --csv) is required");
+	if (p->nskus == 0)
+		return -1 - tool_usage_err(cmd, "at least one --sku with --units is required");
+	for (k = 0; k < p->nskus; k++) {
+		size_t j;
+		p->skus[k].activity_id = act.id;
+		if (p->skus[k].units == UINT64_MAX)
+			return -1 - tool_usage_err(cmd, "sku %u has no --units", p->skus[k].sku_id);
+		for (j = 0; j < k; j++)
+			if (p->skus[j].sku_id == p->skus[k].sku_id)
+				return -1 - tool_usage_err(cmd, "sku %u given twice", p->skus[k].sku_id);
+	}
+	{
+		struct load_act *a = load_new_act(p, act.id, 0);
+		if (!a)
+			return -1 - tool_failf("load: out of memory");
+		*a = act;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * 3. From CSV
+ * ------------------------------------------------------------------------ */
+
+enum { C_ACT, C_SKU, C_UNITS, C_SHARDS, C_START, C_END, C_LIMIT, C_MAXQTY,
+       C_SCOPE, C_CRQ, C_TOKREQ, C_DAYOFF, C_N };
+
+static const char *const load_csv_cols[C_N] = {
+	"activity_id", "sku_id", "units", "shards", "start", "end", "limit",
+	"max_qty", "scope", "cancel_returns_quota", "token_required", "day_offset_s"
+};
+
+#define LOAD_CSV_MAX_BYTES (64u << 20)
+
+/* Read a whole file ("-" = stdin) into a malloc'ed buffer. */
+static int load_read_file(const char *path, char **out, size_t *out_len)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	size_t len = 0, cap = 65536, n;
+	char *buf, *nb;
+
+	if (!f)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf)
+		goto nomem;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= LOAD_CSV_MAX_BYTES) {
+				free(buf);
+				if (f != stdin)
+					fclose(f);
+				return -EFBIG;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap);
+			if (!nb)
+				goto nomem;
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		int e = errno ? errno : EIO;
+		free(buf);
+		if (f != stdin)
+			fclose(f);
+		return -e;
+	}
+	if (f != stdin)
+		fclose(f);
+	*out = buf;
+	*out_len = len;
+	return 0;
+nomem:
+	free(buf);
+	if (f != stdin)
+		fclose(f);
+	return -ENOMEM;
+}
+
+/* Report a csv_error as a bad input line. */
+static int load_csv_err(const struct load_plan *p, const struct csv_error *e)
+{
+	return load_bad(p, e->line, e->column,
+	                e->column >= 1 && e->column <= C_N ? load_csv_cols[e->column - 1] : "extra",
+	                "%s", e->msg);
+}
+
+/* One activity field of a CSV row: empty means "not given". */
+static int load_csv_act_field(struct load_plan *p, struct load_act *a,
+                              const struct csv_row *r, int col, int f)
+{
+	const struct csv_field *fld = &r->f[col];
+	struct csv_error e;
+	char tmp[80];
+	uint64_t u;
+	int64_t v;
+	int b;
+
+	if (fld->len == 0)
+		return 0;
+	switch (f) {
+	case F_START:
+	case F_END:
+		if (csv_field_copy(fld, tmp, sizeof tmp) != 0 ||
+		    tool_parse_time(tmp, p->now_ns, &v) != 0)
+			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
+			                "not a time (now, +S, -S or ISO 8601): '%.40s'", tmp);
+		break;
+	case F_LIMIT:
+		if (csv_field_u64(fld, 1, FLASH_LIMIT_MAX, &u, r->line, (size_t)col + 1, &e))
+			return load_csv_err(p, &e);
+		v = (int64_t)u;
+		break;
+	case F_MAXQTY:
+		if (csv_field_u64(fld, 1, UINT32_MAX, &u, r->line, (size_t)col + 1, &e))
+			return load_csv_err(p, &e);
+		v = (int64_t)u;
+		break;
+	case F_SCOPE:
+		csv_field_copy(fld, tmp, sizeof tmp);
+		b = fld->len < sizeof tmp ? tool_scope_parse(tmp) : -1;
+		if (b < 0)
+			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
+			                "expected activity, sku or day, got '%.40s'", tmp);
+		v = b;
+		break;
+	case F_CRQ:
+	case F_TOKREQ:
+		if (csv_field_bool(fld, &b, r->line, (size_t)col + 1, &e))
+			return load_csv_err(p, &e);
+		v = b;
+		break;
+	case F_DAYOFF:
+		if (csv_field_i64(fld, -86400, 86400, &v, r->line, (size_t)col + 1, &e))
+			return load_csv_err(p, &e);
+		break;
+	default:
+		return load_bad(p, r->line, 0, NULL, "internal: field %d", f);
+	}
+	return load_set_field(p, a, f, v, r->line, (size_t)col + 1);
+}
+
+/* Parse the CSV file into @p p.  @return 0, or an exit code after a message. */
+static int load_from_csv(struct load_plan *p)
+{
+	static const int act_cols[F_N][2] = {
+		{ C_START, F_START }, { C_END, F_END }, { C_LIMIT, F_LIMIT },
+		{ C_MAXQTY, F_MAXQTY }, { C_SCOPE, F_SCOPE }, { C_CRQ, F_CRQ },
+		{ C_TOKREQ, F_TOKREQ }, { C_DAYOFF, F_DAYOFF }
+	};
+	struct csv_doc doc;
+	struct csv_error e;
+	char *buf = NULL;
+	size_t len = 0, r, k;
+	int rc;
+
+	rc = load_read_file(p->file, &buf, &len);
+	if (rc != 0) {
+		fprintf(stderr, "flashstock: load: %s: %s\n", p->file, strerror(-rc));
+		return rc == -EFBIG || rc == -ENOENT ? TOOL_USAGE : TOOL_FAIL;
+	}
+	if (csv_parse(buf, len, C_N, &doc, &e) != 0) {
+		rc = load_csv_err(p, &e);
+		free(buf);
+		return rc;
+	}
+	rc = 0;
+	if (doc.nrows == 0) {
+		rc = load_bad(p, 0, 0, NULL, "empty: expected a header line and rows");
+		goto out;
+	}
+	if (csv_header_check(&doc.rows[0], C_N, load_csv_cols, &e) != 0) {
+		rc = load_csv_err(p, &e);
+		goto out;
+	}
+	if (doc.nrows == 1) {
+		rc = load_bad(p, doc.rows[0].line, 0, NULL, "no rows after the header");
+		goto out;
+	}
+	for (r = 1; r < doc.nrows; r++) {
+		const struct csv_row *row = &doc.rows[r];
+		struct load_act *a;
+		struct load_sku *s;
+		uint64_t act_id, sku_id, units, shards = 1;
+		int f;
+
+		if (csv_field_u64(&row->f[C_ACT], 1, UINT32_MAX, &act_id, row->line, C_ACT + 1, &e) ||
+		    csv_field_u64(&row->f[C_SKU], 1, UINT32_MAX, &sku_id, row->line, C_SKU + 1, &e) ||
+		    csv_field_u64(&row->f[C_UNITS], 0, LOAD_UNITS_MAX, &units, row->line, C_UNITS + 1, &e) ||
+		    (row->f[C_SHARDS].len &&
+		     csv_field_u64(&row->f[C_SHARDS], 1, FLASH_SHARDS_MAX, &shards, row->line,
+		                   C_SHARDS + 1, &e))) {
+			rc = load_csv_err(p, &e);
+			goto out;
+		}
+		for (k = 0; k < p->nskus; k++) {
+			if (p->skus[k].activity_id == act_id && p->skus[k].sku_id == sku_id) {
+				rc = load_bad(p, row->line, C_SKU + 1, "sku_id",
+				              "sku %llu of activity %llu already given on line %zu",
+				              (unsigned long long)sku_id, (unsigned long long)act_id,
+				              p->skus[k].line);
+				goto out;
+			}
+		}
+		a = load_find_act(p, (uint32_t)act_id);
+		if (!a)
+			a = load_new_act(p, (uint32_t)act_id, row->line);
+		s = a ? load_new_sku(p) : NULL;
+		if (!s) {
+			rc = tool_failf("load: out of memory");
+			goto out;
+		}
+		s->activity_id = (uint32_t)act_id;
+		s->sku_id = (uint32_t)sku_id;
+		s->units = units;
+		s->shards = (uint32_t)shards;
+		s->shards_given = row->f[C_SHARDS].len != 0;
+		s->line = row->line;
+		for (f = 0; f < F_N; f++) {
+			rc = load_csv_act_field(p, a, row, act_cols[f][0], act_cols[f][1]);
+			if (rc)
+				goto out;
+		}
+	}
+out:
+	csv_free(&doc);
+	free(buf);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 4. Against the segment, then apply
+ * ------------------------------------------------------------------------ */
+
+static int64_t load_act_field(const struct flash_activity *x, int f)
+{
+	switch (f) {
+	case F_START:  return x->start_ns;
+	case F_END:    return x->end_ns;
+	case F_LIMIT:  return x->limit_per_user;
+	case F_MAXQTY: return x->max_qty;
+	case F_SCOPE:  return x->scope;
+	case F_CRQ:    return (x->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
+	case F_TOKREQ: return (x->flags & FLASH_ACT_TOKEN_REQUIRED) != 0;
+	case F_DAYOFF: return x->day_offset_s;
+	}
+	return 0;
+}
+
+/*
+ * Resolve every planned activity: one that the catalog has already must
+ * agree with each given field and takes the rest from the catalog; a new
+ * one takes defaults for what is not given, and its window must be
+ * non-empty.  Then every sku must be new to the segment, and the segment
+ * must have room for all of them.  Nothing is written.
+ */
+static int load_check(struct load_plan *p, flash_t *h)
+{
+	struct flash_activity cur;
+	struct flash_sku_info si;
+	struct flash_stats st;
+	uint64_t new_shards = 0;
+	uint32_t new_acts = 0, idx;
+	size_t i;
+	int rc, f;
+
+	for (idx = 0; (rc = flash_activity_at(h, idx, &cur)) == FLASH_OK; idx++) {
+		struct load_act *a = load_find_act(p, cur.id);
+		if (!a)
+			continue;
+		a->in_segment = 1;
+		a->a = cur;
+		for (f = 0; f < F_N; f++) {
+			if (a->given[f] && a->v[f] != load_act_field(&cur, f))
+				return load_bad(p, a->line[f], a->line[f] ? (size_t)C_START + 1 + (size_t)f : 0,
+				                load_field_names[f],
+				                "activity %u exists with %s %lld, the input says %lld",
+				                a->id, load_field_names[f],
+				                (long long)load_act_field(&cur, f), (long long)a->v[f]);
+		}
+	}
+	if (rc != FLASH_ENOT_FOUND)
+		return tool_fail("load: reading the catalog", rc);
+
+	for (i = 0; i < p->nacts; i++) {
+		struct load_act *a = &p->acts[i];
+		struct flash_activity *x = &a->a;
+		if (a->in_segment)
+			continue;
+		new_acts++;
+		memset(x, 0, sizeof *x);
+		x->id = a->id;
+		x->start_ns = a->given[F_START] ? a->v[F_START] : p->now_ns;
+		x->end_ns = a->given[F_END] ? a->v[F_END] : x->start_ns + 86400LL * 1000000000LL;
+		x->limit_per_user = a->given[F_LIMIT] ? (uint32_t)a->v[F_LIMIT] : 1;
+		x->max_qty = a->given[F_MAXQTY] ? (uint32_t)a->v[F_MAXQTY] : 1;
+		x->scope = a->given[F_SCOPE] ? (uint32_t)a->v[F_SCOPE] : FLASH_SCOPE_ACTIVITY;
+		x->flags = (a->given[F_CRQ] && a->v[F_CRQ] ? FLASH_ACT_CANCEL_RETURNS_QUOTA : 0) |
+		           (a->given[F_TOKREQ] && a->v[F_TOKREQ] ? FLASH_ACT_TOKEN_REQUIRED : 0);
+		x->day_offset_s = a->given[F_DAYOFF] ? (int32_t)a->v[F_DAYOFF] : 0;
+		if (x->end_ns <= x->start_ns) {
+			size_t line = a->given[F_END] ? a->line[F_END] : a->line[F_START];
+			char b1[40], b2[40];
+			return load_bad(p, line, line ? (size_t)C_END + 1 : 0, "end",
+			                "activity %u: end %s is not after start %s", a->id,
+			                tool_fmt_time(x->end_ns, b1, sizeof b1),
+			                tool_fmt_time(x->start_ns, b2, sizeof b2));
+		}
+	}
+
+	for (i = 0; i < p->nskus; i++) {
+		struct load_sku *s = &p->skus[i];
+		rc = flash_sku_get(h, s->activity_id, s->sku_id, &si);
+		if (rc == FLASH_OK)
+			return load_bad(p, s->line, s->line ? C_SKU + 1 : 0, "sku_id",
+			                "sku %u of activity %u is already in the segment",
+			                s->sku_id, s->activity_id);
+		if (rc != FLASH_ENOT_FOUND)
+			return tool_fail("load: reading the catalog", rc);
+		new_shards += s->shards;
+	}
+
+	rc = flash_stats_get(h, &st);
+	if (rc != FLASH_OK)
+		return tool_fail("load: reading fill levels", rc);
+	if ((uint64_t)st.activities + new_acts > st.activities_cap)
+		return tool_failf("load: %u new activities do not fit (%u of %u used): %s",
+		                  new_acts, st.activities, st.activities_cap, flash_strerror(FLASH_EFULL));
+	if ((uint64_t)st.skus + p->nskus > st.skus_cap)
+		return tool_failf("load: %zu new skus do not fit (%u of %u used): %s",
+		                  p->nskus, st.skus, st.skus_cap, flash_strerror(FLASH_EFULL));
+	if ((uint64_t)st.shards + new_shards > st.shards_cap)
+		return tool_failf("load: %llu new shards do not fit (%u of %u used): %s",
+		                  (unsigned long long)new_shards, st.shards, st.shards_cap,
+		                  flash_strerror(FLASH_EFULL));
+	return 0;
+}
+
+static int load_apply(struct load_plan *p, flash_t *h)
+{
+	char what[160];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < p->nacts; i++) {
+		if (p->acts[i].in_segment)
+			continue;
+		rc = flash_activity_add(h, &p->acts[i].a);
+		if (rc != FLASH_OK) {
+			snprintf(what, sizeof what, "load: add activity %u", p->acts[i].id);
+			return tool_fail(what, rc);
+		}
+	}
+	for (i = 0; i < p->nskus; i++) {
+		struct load_sku *s = &p->skus[i];
+		struct load_act *a = load_find_act(p, s->activity_id);
+		rc = flash_sku_add(h, s->activity_id, s->sku_id, s->units, s->shards);
+		if (rc != FLASH_OK) {
+			snprintf(what, sizeof what, "load: add sku %u of activity %u (after %zu of %zu skus)",
+			         s->sku_id, s->activity_id, i, p->nskus);
+			return tool_fail(what, rc);
+		}
+		if (a) {
+			a->nskus++;
+			a->units += s->units;
+		}
+	}
+	for (i = 0; i < p->nacts; i++) {
+		const struct load_act *a = &p->acts[i];
+		char b1[40], b2[40];
+		printf("activity %u (%s): %u skus, %llu units added; window %s .. %s, "
+		       "limit %u per %s, max qty %u%s%s\n",
+		       a->id, a->in_segment ? "existing" : "new", a->nskus,
+		       (unsigned long long)a->units,
+		       tool_fmt_time(a->a.start_ns, b1, sizeof b1),
+		       tool_fmt_time(a->a.end_ns, b2, sizeof b2),
+		       a->a.limit_per_user, tool_scope_name(a->a.scope), a->a.max_qty,
+		       a->a.flags & FLASH_ACT_TOKEN_REQUIRED ? ", token required" : "",
+		       a->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA ? ", cancel returns quota" : "");
+	}
+	return TOOL_OK;
+}
+
+int cmd_load(int argc, char **argv)
+{
+	struct load_plan p;
+	const char *name = NULL, *csv = NULL;
+	flash_t *h = NULL;
+	char what[300];
+	int rc;
+
+	memset(&p, 0, sizeof p);
+	p.cmd = argv[0];
+	p.now_ns = tool_realtime_ns();
+	rc = load_from_flags(&p, argc, argv, &name, &csv);
+	if (rc < 0) {
+		rc = -1 - rc;
+		goto out;
+	}
+	if (csv) {
+		p.file = csv;
+		rc = load_from_csv(&p);
+		if (rc)
+			goto out;
+	}
+	rc = flash_open(name, 0, &h);
+	if (rc != FLASH_OK) {
+		snprintf(what, sizeof what, "load: open %s", name);
+		rc = tool_fail(what, rc);
+		goto out;
+	}
+	rc = load_check(&p, h);
+	if (rc == 0)
+		rc = load_apply(&p, h);
+	flash_close(h);
+out:
+	load_plan_free(&p);
+	return rc;
+}

@@ -1,0 +1,293 @@
+/*
+ * cmd_status.c -- `flashstock status`: a read-only look at a segment: the
+ * catalog, stock per sku, table fill levels and counters, as text or as one
+ * JSON object.  It attaches with FLASH_RDONLY: it takes no process slot and
+ * cannot change anything.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void status_help(FILE *out)
+{
+	fprintf(out,
+	        "usage: flashstock status --name NAME [--json]\n"
+	        "\n"
+	        "Show segment NAME read-only: activities, stock per sku, table fill levels and\n"
+	        "counters.  --json prints one JSON object with these stable keys:\n"
+	        "  name, segment_bytes, durability (\"async\"|\"sync\"),\n"
+	        "  activities: [{id, start, end (ISO 8601 UTC), start_ns, end_ns, limit,\n"
+	        "                max_qty, scope (\"activity\"|\"sku\"|\"day\"),\n"
+	        "                cancel_returns_quota, token_required (booleans), day_offset_s}],\n"
+	        "  skus: [{activity_id, sku_id, shards, total, available, sold}]\n"
+	        "        (sold = total - available),\n"
+	        "  units_total, units_available, units_sold (sums over skus),\n"
+	        "  tables: {activities, skus, shards, users, tokens, orders, requests, locks,\n"
+	        "           procs: {used, cap, pct}},\n"
+	        "  counters: {orders, cancels, sold_out, limit_hits, token_rejects,\n"
+	        "             duplicates, cas_retries, recoveries, rolled_back, rolled_forward}\n"
+	        "\n"
+	        "exit: 0 shown; 1 failed (no segment, bad segment); 2 usage error\n");
+}
+
+struct status_table {
+	const char *name;
+	uint64_t    used, cap;
+};
+
+static double status_pct(uint64_t used, uint64_t cap)
+{
+	return cap ? 100.0 * (double)used / (double)cap : 0.0;
+}
+
+/* Read the whole catalog into arrays (caller frees). */
+static int status_read_catalog(flash_t *h, struct flash_activity **acts, uint32_t *nacts,
+                               struct flash_sku_info **skus, uint32_t *nskus)
+{
+	struct flash_activity a, *na;
+	struct flash_sku_info s, *ns;
+	uint32_t i, cap;
+	int rc;
+
+	*acts = NULL;
+	*skus = NULL;
+	*nacts = *nskus = 0;
+	for (i = 0, cap = 0; (rc = flash_activity_at(h, i, &a)) == FLASH_OK; i++) {
+		if (i == cap) {
+			cap = cap ? cap * 2 : 16;
+			na = realloc(*acts, cap * sizeof *na);
+			if (!na)
+				return FLASH_ENOMEM;
+			*acts = na;
+		}
+		(*acts)[i] = a;
+		*nacts = i + 1;
+	}
+	if (rc != FLASH_ENOT_FOUND)
+		return rc;
+	for (i = 0, cap = 0; (rc = flash_sku_at(h, i, &s)) == FLASH_OK; i++) {
+		if (i == cap) {
+			cap = cap ? cap * 2 : 16;
+			ns = realloc(*skus, cap * sizeof *ns);
+			if (!ns)
+				return FLASH_ENOMEM;
+			*skus = ns;
+		}
+		(*skus)[i] = s;
+		*nskus = i + 1;
+	}
+	return rc == FLASH_ENOT_FOUND ? FLASH_OK : rc;
+}
+
+/* sold = total - available; a reading taken while orders run may see
+ * available above total for an instant (restock in flight): clamp at 0. */
+static uint64_t status_sold(const struct flash_sku_info *s)
+{
+	return s->total >= s->available ? s->total - s->available : 0;
+}
+
+static void status_text(const char *name, const struct flash_stats *st,
+                        const struct flash_activity *acts, uint32_t nacts,
+                        const struct flash_sku_info *skus, uint32_t nskus,
+                        const struct status_table *tabs, size_t ntabs)
+{
+	uint64_t tot = 0, avail = 0, sold = 0;
+	char b1[40], b2[40];
+	uint32_t i;
+	size_t t;
+
+	printf("segment %s: %llu bytes, durability %s\n", name,
+	       (unsigned long long)st->segment_bytes,
+	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	printf("\nactivities (%u)\n", nacts);
+	if (nacts)
+		printf("  %10s  %-20s  %-20s  %5s  %7s  %-8s  %s\n",
+		       "id", "start", "end", "limit", "max_qty", "scope", "flags");
+	for (i = 0; i < nacts; i++) {
+		const struct flash_activity *a = &acts[i];
+		printf("  %10u  %-20s  %-20s  %5u  %7u  %-8s  %s%s%s",
+		       a->id, tool_fmt_time(a->start_ns, b1, sizeof b1),
+		       tool_fmt_time(a->end_ns, b2, sizeof b2), a->limit_per_user,
+		       a->max_qty, tool_scope_name(a->scope),
+		       a->flags & FLASH_ACT_TOKEN_REQUIRED ? "token-required " : "",
+		       a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA ? "cancel-returns-quota " : "",
+		       a->flags ? "" : "-");
+		if (a->day_offset_s)
+			printf(" day-offset %ds", a->day_offset_s);
+		putchar('\n');
+	}
+	printf("\nskus (%u)\n", nskus);
+	if (nskus)
+		printf("  %10s  %10s  %6s  %14s  %14s  %14s\n",
+		       "activity", "sku", "shards", "total", "available", "sold");
+	for (i = 0; i < nskus; i++) {
+		const struct flash_sku_info *s = &skus[i];
+		printf("  %10u  %10u  %6u  %14llu  %14llu  %14llu\n",
+		       s->activity_id, s->sku_id, s->shards,
+		       (unsigned long long)s->total, (unsigned long long)s->available,
+		       (unsigned long long)status_sold(s));
+		tot += s->total;
+		avail += s->available;
+		sold += status_sold(s);
+	}
+	if (nskus)
+		printf("  %10s  %10s  %6s  %14llu  %14llu  %14llu\n", "all", "", "",
+		       (unsigned long long)tot, (unsigned long long)avail,
+		       (unsigned long long)sold);
+
+	printf("\ntables          used         cap      %%\n");
+	for (t = 0; t < ntabs; t++)
+		printf("  %-10s %10llu  %10llu  %5.1f\n", tabs[t].name,
+		       (unsigned long long)tabs[t].used, (unsigned long long)tabs[t].cap,
+		       status_pct(tabs[t].used, tabs[t].cap));
+
+	printf("\ncounters\n"
+	       "  orders         %12llu\n  cancels        %12llu\n"
+	       "  sold_out       %12llu\n  limit_hits     %12llu\n"
+	       "  token_rejects  %12llu\n  duplicates     %12llu\n"
+	       "  cas_retries    %12llu\n  recoveries     %12llu\n"
+	       "  rolled_back    %12llu\n  rolled_forward %12llu\n",
+	       (unsigned long long)st->orders, (unsigned long long)st->cancels,
+	       (unsigned long long)st->sold_out, (unsigned long long)st->limit_hits,
+	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
+	       (unsigned long long)st->cas_retries, (unsigned long long)st->recoveries,
+	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward);
+}
+
+static void status_json(const char *name, const struct flash_stats *st,
+                        const struct flash_activity *acts, uint32_t nacts,
+                        const struct flash_sku_info *skus, uint32_t nskus,
+                        const struct status_table *tabs, size_t ntabs)
+{
+	uint64_t tot = 0, avail = 0, sold = 0;
+	char b1[40], b2[40];
+	uint32_t i;
+	size_t t;
+
+	printf("{\"name\":");
+	tool_json_str(stdout, name);
+	printf(",\"segment_bytes\":%llu,\"durability\":\"%s\",\"activities\":[",
+	       (unsigned long long)st->segment_bytes,
+	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	for (i = 0; i < nacts; i++) {
+		const struct flash_activity *a = &acts[i];
+		printf("%s{\"id\":%u,\"start\":\"%s\",\"end\":\"%s\",\"start_ns\":%lld,"
+		       "\"end_ns\":%lld,\"limit\":%u,\"max_qty\":%u,\"scope\":\"%s\","
+		       "\"cancel_returns_quota\":%s,\"token_required\":%s,\"day_offset_s\":%d}",
+		       i ? "," : "", a->id, tool_fmt_time(a->start_ns, b1, sizeof b1),
+		       tool_fmt_time(a->end_ns, b2, sizeof b2), (long long)a->start_ns,
+		       (long long)a->end_ns, a->limit_per_user, a->max_qty,
+		       tool_scope_name(a->scope),
+		       a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA ? "true" : "false",
+		       a->flags & FLASH_ACT_TOKEN_REQUIRED ? "true" : "false",
+		       a->day_offset_s);
+	}
+	printf("],\"skus\":[");
+	for (i = 0; i < nskus; i++) {
+		const struct flash_sku_info *s = &skus[i];
+		printf("%s{\"activity_id\":%u,\"sku_id\":%u,\"shards\":%u,\"total\":%llu,"
+		       "\"available\":%llu,\"sold\":%llu}",
+		       i ? "," : "", s->activity_id, s->sku_id, s->shards,
+		       (unsigned long long)s->total, (unsigned long long)s->available,
+		       (unsigned long long)status_sold(s));
+		tot += s->total;
+		avail += s->available;
+		sold += status_sold(s);
+	}
+	printf("],\"units_total\":%llu,\"units_available\":%llu,\"units_sold\":%llu,\"tables\":{",
+	       (unsigned long long)tot, (unsigned long long)avail, (unsigned long long)sold);
+	for (t = 0; t < ntabs; t++)
+		printf("%s\"%s\":{\"used\":%llu,\"cap\":%llu,\"pct\":%.2f}", t ? "," : "",
+		       tabs[t].name, (unsigned long long)tabs[t].used,
+		       (unsigned long long)tabs[t].cap, status_pct(tabs[t].used, tabs[t].cap));
+	printf("},\"counters\":{\"orders\":%llu,\"cancels\":%llu,\"sold_out\":%llu,"
+	       "\"limit_hits\":%llu,\"token_rejects\":%llu,\"duplicates\":%llu,"
+	       "\"cas_retries\":%llu,\"recoveries\":%llu,\"rolled_back\":%llu,"
+	       "\"rolled_forward\":%llu}}\n",
+	       (unsigned long long)st->orders, (unsigned long long)st->cancels,
+	       (unsigned long long)st->sold_out, (unsigned long long)st->limit_hits,
+	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
+	       (unsigned long long)st->cas_retries, (unsigned long long)st->recoveries,
+	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward);
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument,       NULL, 'h' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "json", no_argument,       NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = argv[0], *name = NULL;
+	struct flash_activity *acts = NULL;
+	struct flash_sku_info *skus = NULL;
+	uint32_t nacts = 0, nskus = 0;
+	struct flash_stats st;
+	flash_t *h = NULL;
+	char what[300];
+	int c, rc, json = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			status_help(stdout);
+			return TOOL_OK;
+		case 'n':
+			name = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			return tool_bad_option(cmd, c, argv);
+		}
+	}
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (!name)
+		return tool_usage_err(cmd, "--name is required");
+
+	rc = flash_open(name, FLASH_RDONLY, &h);
+	if (rc != FLASH_OK) {
+		snprintf(what, sizeof what, "status: open %s", name);
+		return tool_fail(what, rc);
+	}
+	rc = flash_stats_get(h, &st);
+	if (rc != FLASH_OK) {
+		rc = tool_fail("status: read counters", rc);
+		goto out;
+	}
+	rc = status_read_catalog(h, &acts, &nacts, &skus, &nskus);
+	if (rc != FLASH_OK) {
+		rc = tool_fail("status: read catalog", rc);
+		goto out;
+	}
+	{
+		const struct status_table tabs[] = {
+			{ "activities", st.activities, st.activities_cap },
+			{ "skus",       st.skus,       st.skus_cap },
+			{ "shards",     st.shards,     st.shards_cap },
+			{ "users",      st.users,      st.users_cap },
+			{ "tokens",     st.tokens,     st.tokens_cap },
+			{ "orders",     st.orders_used, st.orders_cap },
+			{ "requests",   st.requests,   st.requests_cap },
+			{ "locks",      st.locks,      st.locks_cap },
+			{ "procs",      st.procs,      st.procs_cap },
+		};
+		size_t ntabs = sizeof tabs / sizeof tabs[0];
+		if (json)
+			status_json(name, &st, acts, nacts, skus, nskus, tabs, ntabs);
+		else
+			status_text(name, &st, acts, nacts, skus, nskus, tabs, ntabs);
+	}
+	rc = fflush(stdout) == 0 ? TOOL_OK : tool_failf("status: write: output error");
+out:
+	free(acts);
+	free(skus);
+	flash_close(h);
+	return rc;
+}

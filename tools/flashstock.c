@@ -1,0 +1,69 @@
+/*
+ * flashstock.c -- the `flashstock` command: the table of subcommands and
+ * main(), which picks one and runs it.  Each subcommand lives in its own
+ * tools/cmd_<name>.c; shared helpers are in tools/tool.c.
+ */
+#include "tool.h"
+
+#include <string.h>
+
+/* One line per command; adding a command is adding a line (see tool.h). */
+static const struct tool_cmd tool_cmds[] = {
+	{ "create",  cmd_create,  "create a shared-memory segment" },
+	{ "destroy", cmd_destroy, "remove a segment's name" },
+	{ "load",    cmd_load,    "add an activity and its skus (flags or CSV)" },
+	{ "status",  cmd_status,  "show catalog, stock, fill levels and counters" },
+	{ "demo",    cmd_demo,    "run a complete flash sale on a private segment and check it" },
+};
+
+#define TOOL_NCMDS (sizeof tool_cmds / sizeof tool_cmds[0])
+
+static void tool_help(FILE *out)
+{
+	size_t i;
+
+	fprintf(out,
+	        "usage: flashstock <command> [options]\n"
+	        "       flashstock <command> --help\n"
+	        "       flashstock --version\n"
+	        "\n"
+	        "flashstock keeps flash-sale stock, per-user limits, tokens and orders in one\n"
+	        "POSIX shared-memory segment; processes attach and order lock-free.\n"
+	        "\n"
+	        "commands:\n");
+	for (i = 0; i < TOOL_NCMDS; i++)
+		fprintf(out, "  %-10s %s\n", tool_cmds[i].name, tool_cmds[i].help);
+	fprintf(out,
+	        "\n"
+	        "exit status (every command):\n"
+	        "  0  success (for checks: everything agrees)\n"
+	        "  1  failure, or a check found a difference (demo: an invariant broke)\n"
+	        "  2  usage error or bad input; nothing was changed\n"
+	        "\n"
+	        "Errors are printed to stderr as 'flashstock: <what>: <reason>'.\n"
+	        "Try first: flashstock demo\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		tool_help(stderr);
+		return TOOL_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		tool_help(stdout);
+		return TOOL_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("flashstock %d.%d\n", FLASH_VERSION_MAJOR, FLASH_VERSION_MINOR);
+		return TOOL_OK;
+	}
+	for (i = 0; i < TOOL_NCMDS; i++)
+		if (strcmp(argv[1], tool_cmds[i].name) == 0)
+			return tool_cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "flashstock: unknown command '%s'\nTry 'flashstock --help'.\n", argv[1]);
+	return TOOL_USAGE;
+}

@@ -1,0 +1,293 @@
+/*
+ * tool.c -- helpers shared by the `flashstock` commands (see tool.h):
+ * messages, option values, times, scope names, clocks.
+ */
+#include "tool.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- messages ---------------------------------------------------------- */
+
+int tool_fail(const char *what, int rc)
+{
+	fprintf(stderr, "flashstock: %s: %s\n", what, flash_strerror(rc));
+	return TOOL_FAIL;
+}
+
+int tool_failf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("flashstock: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return TOOL_FAIL;
+}
+
+int tool_usage_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "flashstock %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'flashstock %s --help'.\n", cmd);
+	return TOOL_USAGE;
+}
+
+/* ---- option values ----------------------------------------------------- */
+
+int tool_bad_option(const char *cmd, int c, char **argv)
+{
+	const char *opt = optind > 0 ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		return tool_usage_err(cmd, "option '%s' needs a value", opt);
+	if (optopt && optopt != '?')
+		return tool_usage_err(cmd, "unknown option '-%c'", optopt);
+	return tool_usage_err(cmd, "unknown option '%s'", opt);
+}
+
+int tool_opt_u64(const char *cmd, const char *opt, const char *s,
+                 uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end != '\0')
+		goto bad;
+	if (v < min || v > max) {
+		tool_usage_err(cmd, "%s: %s is out of range [%llu, %llu]", opt, s,
+		               (unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+bad:
+	tool_usage_err(cmd, "%s: not a non-negative integer: '%s'", opt, s ? s : "");
+	return -1;
+}
+
+int tool_opt_u32(const char *cmd, const char *opt, const char *s,
+                 uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (tool_opt_u64(cmd, opt, s, min, max, &v) != 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int tool_opt_i64(const char *cmd, const char *opt, const char *s,
+                 int64_t min, int64_t max, int64_t *out)
+{
+	long long v;
+	char *end;
+
+	if (!s || !*s)
+		goto bad;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end != '\0' || isspace((unsigned char)s[0]))
+		goto bad;
+	if (v < min || v > max) {
+		tool_usage_err(cmd, "%s: %s is out of range [%lld, %lld]", opt, s,
+		               (long long)min, (long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+bad:
+	tool_usage_err(cmd, "%s: not an integer: '%s'", opt, s ? s : "");
+	return -1;
+}
+
+/* ---- times ------------------------------------------------------------- */
+
+/* Read exactly @p n digits at *p; advance.  -1 if any is not a digit. */
+static int tool_ndigits(const char **p, int n, int *out)
+{
+	int v = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*p)[i]))
+			return -1;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+/*
+ * ISO 8601 in the one shape operators type: date, 'T' or ' ', time with
+ * seconds, optional fraction (up to 9 digits kept), optional zone.  Fields
+ * are range-checked; the date is checked by round-tripping through timegm()
+ * so "2026-02-30" is refused rather than silently moved to March.
+ */
+static int tool_parse_iso8601(const char *s, int64_t *out_ns)
+{
+	const char *p = s;
+	int Y, M, D, h, m, sec, zh = 0, zm = 0, zsign = 0;
+	int64_t frac_ns = 0, scale = 100000000;
+	struct tm tm;
+	time_t t;
+
+	if (tool_ndigits(&p, 4, &Y) || *p++ != '-' || tool_ndigits(&p, 2, &M) ||
+	    *p++ != '-' || tool_ndigits(&p, 2, &D))
+		return -1;
+	if (*p != 'T' && *p != 't' && *p != ' ')
+		return -1;
+	p++;
+	if (tool_ndigits(&p, 2, &h) || *p++ != ':' || tool_ndigits(&p, 2, &m) ||
+	    *p++ != ':' || tool_ndigits(&p, 2, &sec))
+		return -1;
+	if (*p == '.' || *p == ',') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		while (isdigit((unsigned char)*p)) {
+			frac_ns += (*p - '0') * scale;
+			scale /= 10;
+			p++;
+		}
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		zsign = *p == '-' ? -1 : 1;
+		p++;
+		if (tool_ndigits(&p, 2, &zh))
+			return -1;
+		if (*p == ':')
+			p++;
+		if (tool_ndigits(&p, 2, &zm))
+			return -1;
+		if (zh > 23 || zm > 59)
+			return -1;
+	}
+	if (*p != '\0')
+		return -1;
+	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+		return -1;
+
+	memset(&tm, 0, sizeof tm);
+	tm.tm_year = Y - 1900;
+	tm.tm_mon = M - 1;
+	tm.tm_mday = D;
+	tm.tm_hour = h;
+	tm.tm_min = m;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1 || tm.tm_mday != D || tm.tm_mon != M - 1)
+		return -1;
+	t -= (time_t)zsign * (zh * 3600 + zm * 60);
+	if (t < 0 || t > (time_t)(INT64_MAX / 1000000000LL) - 1)
+		return -1;
+	*out_ns = (int64_t)t * 1000000000LL + frac_ns;
+	return 0;
+}
+
+int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns)
+{
+	if (!s || !*s)
+		return -1;
+	if (strcmp(s, "now") == 0) {
+		*out_ns = now_ns;
+		return 0;
+	}
+	if (s[0] == '+' || s[0] == '-') {
+		long long v;
+		char *end;
+		if (!isdigit((unsigned char)s[1]))
+			return -1;
+		errno = 0;
+		v = strtoll(s + 1, &end, 10);
+		/* bounded to 100 years either way: no overflow below */
+		if (errno || *end != '\0' || v > 100LL * 366 * 86400)
+			return -1;
+		*out_ns = now_ns + (s[0] == '-' ? -v : v) * 1000000000LL;
+		return 0;
+	}
+	return tool_parse_iso8601(s, out_ns);
+}
+
+const char *tool_fmt_time(int64_t ns, char *buf, size_t cap)
+{
+	time_t t = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+
+	if (ns < 0 || !gmtime_r(&t, &tm) ||
+	    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, cap, "@%lld", (long long)ns);
+	return buf;
+}
+
+int tool_scope_parse(const char *s)
+{
+	if (strcmp(s, "activity") == 0)
+		return FLASH_SCOPE_ACTIVITY;
+	if (strcmp(s, "sku") == 0)
+		return FLASH_SCOPE_SKU;
+	if (strcmp(s, "day") == 0)
+		return FLASH_SCOPE_DAY;
+	return -1;
+}
+
+const char *tool_scope_name(uint32_t scope)
+{
+	switch (scope) {
+	case FLASH_SCOPE_ACTIVITY: return "activity";
+	case FLASH_SCOPE_SKU:      return "sku";
+	case FLASH_SCOPE_DAY:      return "day";
+	default:                   return "unknown";
+	}
+}
+
+void tool_json_str(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', out);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+/* ---- clocks ------------------------------------------------------------ */
+
+int64_t tool_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t tool_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}

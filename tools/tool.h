@@ -1,0 +1,93 @@
+/*
+ * tool.h -- what the `flashstock` command's parts share: the command
+ * table's entry type, every command's entry point, exit codes, and small
+ * helpers for options, times and messages (tools/tool.c).
+ *
+ * Adding a command: write tools/cmd_<name>.c with
+ *     int cmd_<name>(int argc, char **argv);
+ * declare it below and add one line to the table in tools/flashstock.c:
+ *     { "<name>", cmd_<name>, "one-line help" },
+ * tools/CMakeLists.txt picks up every tools/cmd_*.c by itself.
+ *
+ * A command receives argv[0] = its own name.  It prints its usage to stdout
+ * and returns TOOL_OK for --help, and returns one of the exit codes below.
+ */
+#ifndef FLASH_TOOLS_TOOL_H
+#define FLASH_TOOLS_TOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "flashstock.h"
+
+/* Exit codes of every command (documented in `flashstock --help`). */
+#define TOOL_OK     0   /* success; for checks: no difference found */
+#define TOOL_FAIL   1   /* failure, or a check found a difference */
+#define TOOL_USAGE  2   /* bad command line or bad input file; nothing changed */
+
+struct tool_cmd {
+	const char *name;                    /* as typed: `flashstock <name>` */
+	int (*fn)(int argc, char **argv);    /* argv[0] is the name */
+	const char *help;                    /* one line for `flashstock --help` */
+};
+
+/* Commands (tools/cmd_<name>.c). */
+int cmd_create(int argc, char **argv);
+int cmd_destroy(int argc, char **argv);
+int cmd_load(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* ---- messages ---------------------------------------------------------- */
+
+/** Print "flashstock: <what>: <flash_strerror(rc)>" to stderr; @return TOOL_FAIL. */
+int tool_fail(const char *what, int rc);
+
+/** Print "flashstock: <formatted>" to stderr; @return TOOL_FAIL. */
+int tool_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Print "flashstock <cmd>: <formatted>" and a --help hint to stderr;
+ *  @return TOOL_USAGE. */
+int tool_usage_err(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- option values ----------------------------------------------------- */
+
+/** After getopt_long() (optstring starting with ':') returned '?' or ':':
+ *  print which option was wrong.  @return TOOL_USAGE. */
+int tool_bad_option(const char *cmd, int c, char **argv);
+
+/** Parse a decimal unsigned integer in [min, max] given for option @p opt of
+ *  command @p cmd.  @return 0, or -1 after printing a usage error. */
+int tool_opt_u64(const char *cmd, const char *opt, const char *s,
+                 uint64_t min, uint64_t max, uint64_t *out);
+int tool_opt_u32(const char *cmd, const char *opt, const char *s,
+                 uint32_t min, uint32_t max, uint32_t *out);
+int tool_opt_i64(const char *cmd, const char *opt, const char *s,
+                 int64_t min, int64_t max, int64_t *out);
+
+/**
+ * A point in time for an activity window, as CLOCK_REALTIME ns:
+ *   "now"; "+S" or "-S" (seconds from @p now_ns); or ISO 8601
+ *   "YYYY-MM-DDTHH:MM:SS[.frac][Z|+HH:MM|-HH:MM]" (a space may replace
+ *   the 'T'; no zone means UTC).
+ * @return 0, or -1 when @p s is none of these (nothing printed).
+ */
+int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns);
+
+/** Format CLOCK_REALTIME ns as "YYYY-MM-DDTHH:MM:SSZ" into @p buf (>= 32). */
+const char *tool_fmt_time(int64_t ns, char *buf, size_t cap);
+
+/** enum flash_scope <-> "activity" | "sku" | "day".  parse: -1 if unknown. */
+int tool_scope_parse(const char *s);
+const char *tool_scope_name(uint32_t scope);
+
+/** Write @p s as a JSON string (quotes included, escapes as needed). */
+void tool_json_str(FILE *out, const char *s);
+
+/* ---- clocks ------------------------------------------------------------ */
+
+int64_t tool_realtime_ns(void);
+int64_t tool_monotonic_ns(void);
+
+#endif /* FLASH_TOOLS_TOOL_H */
