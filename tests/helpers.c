@@ -228,36 +228,68 @@ void t_snap_compare(const struct t_snap *a, const struct t_snap *b, unsigned ign
 
 /* ---- 4. Records and ledgers --------------------------------------------- */
 
+struct t_drain_ctx {
+	flash_t *h;
+	struct t_recs *out;
+	int advance;
+	int rc;
+};
+
 static int t_recs_push(void *arg, const struct flash_record *rec, uint64_t seq)
 {
-	struct t_recs *out = arg;
+	struct t_drain_ctx *c = arg;
+	struct t_recs *out = c->out;
 
 	if (out->n == out->cap) {
 		size_t cap = out->cap ? out->cap * 2 : 1024;
 		struct t_rec *v = realloc(out->v, cap * sizeof *v);
 
-		if (!v)
+		if (!v) {
+			c->rc = FLASH_ENOMEM;
 			return 1;
+		}
 		out->v = v;
 		out->cap = cap;
 	}
 	out->v[out->n].r = *rec;
 	out->v[out->n].seq = seq;
 	out->n++;
+	if (c->advance) {
+		int rc = flash_durable_advance(c->h, rec->slot, seq);
+
+		if (rc != FLASH_OK) {
+			c->rc = rc;
+			return 1;
+		}
+	}
 	return 0;
+}
+
+static int t_drain(flash_t *h, struct t_recs *out, int advance)
+{
+	struct t_drain_ctx c = { h, out, advance, FLASH_OK };
+
+	for (;;) {
+		uint32_t got = 0;
+		int rc = flash_ring_drain(h, t_recs_push, &c, 4096, &got);
+
+		if (rc != FLASH_OK)
+			return rc;
+		if (c.rc != FLASH_OK)
+			return c.rc;
+		if (got == 0)
+			return FLASH_OK;
+	}
 }
 
 int t_recs_drain(flash_t *h, struct t_recs *out)
 {
-	for (;;) {
-		uint32_t got = 0;
-		int rc = flash_ring_drain(h, t_recs_push, out, 4096, &got);
+	return t_drain(h, out, 1);
+}
 
-		if (rc != FLASH_OK)
-			return rc;
-		if (got == 0)
-			return FLASH_OK;
-	}
+int t_recs_drain_keep(flash_t *h, struct t_recs *out)
+{
+	return t_drain(h, out, 0);
 }
 
 void t_recs_free(struct t_recs *r)

@@ -103,8 +103,12 @@ struct t_recs {
 	size_t n, cap;
 };
 
-/* Drain every ring of the segment into @p out (appends). Returns flash rc. */
+/* Drain every ring of the segment into @p out (appends) and mark each record
+ * durable at once (flash_durable_advance), as a consumer without a WAL does,
+ * so ring space is freed.  Returns a flash rc. */
 int t_recs_drain(flash_t *h, struct t_recs *out);
+/* The same without flash_durable_advance: ring space stays taken. */
+int t_recs_drain_keep(flash_t *h, struct t_recs *out);
 void t_recs_free(struct t_recs *r);
 
 /* What t_ledger_check() found. */

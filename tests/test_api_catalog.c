@@ -142,7 +142,7 @@ static void test_sku_add_rejects_each_bad_argument(void **state)
 	assert_int_equal(flash_sku_add(h, 1, 10, (1ull << 40) + 1, 1), FLASH_EINVAL);
 	assert_int_equal(flash_sku_add(h, 1, 10, UINT64_MAX, 1), FLASH_EINVAL);
 	assert_int_equal(flash_sku_add(h, 2, 10, 5, 1), FLASH_ENOT_FOUND);
-	assert_int_equal(flash_sku_add(h, 0, 10, 5, 1), FLASH_ENOT_FOUND);
+	assert_int_equal(flash_sku_add(h, 0, 10, 5, 1), FLASH_EINVAL);   /* ids are nonzero */
 	T_ASSERT_UNCHANGED(h, &before, 0);
 	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_ENOT_FOUND);
 	assert_int_equal(flash_sku_at(h, 0, &si), FLASH_ENOT_FOUND);
@@ -284,7 +284,7 @@ static void test_catalog_reads_reject_null_with_einval(void **state)
 	assert_int_equal(flash_stats_get(NULL, &st), FLASH_EINVAL);
 	assert_int_equal(flash_order_get(h, 1, NULL), FLASH_EINVAL);
 	assert_int_equal(flash_order_get(NULL, 1, &oi), FLASH_EINVAL);
-	assert_int_equal(flash_order_get(h, 0, &oi), FLASH_ENOT_FOUND);
+	assert_int_equal(flash_order_get(h, 0, &oi), FLASH_EINVAL);   /* numbers start at 1 */
 	assert_int_equal(flash_order_get(h, 1, &oi), FLASH_ENOT_FOUND);
 	assert_int_equal(flash_orders_max(h), 0);
 }

@@ -154,7 +154,7 @@ static void test_token_table_full_gives_efull_until_a_token_expires(void **state
 	h = t_seg_new(&o, name, sizeof name);
 	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
-	assert_int_equal(flash_token_issue(h, 1, 10, 1, 40, &tok[0]), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 1, 300, &tok[0]), FLASH_OK);
 	for (int i = 1; i < 4; i++)
 		assert_int_equal(flash_token_issue(h, 1, 10, (uint64_t)i + 1, 60000, &tok[i]), FLASH_OK);
 	t_snap_take(h, &before);
@@ -164,7 +164,7 @@ static void test_token_table_full_gives_efull_until_a_token_expires(void **state
 	T_ASSERT_UNCHANGED(h, &before, 0);
 	assert_int_equal(extra, 0);
 	/* the short-lived one expires and its entry is reclaimed by the next issue */
-	t_sleep_ms(90);
+	t_sleep_ms(400);
 	assert_int_equal(flash_token_issue(h, 1, 10, 9, 60000, &extra), FLASH_OK);
 	assert_int_equal(flash_token_redeem(h, 1, 10, 9, extra), FLASH_OK);
 	assert_int_equal(flash_token_redeem(h, 1, 10, 1, tok[0]), FLASH_EBAD_TOKEN);
