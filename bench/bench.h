@@ -291,6 +291,9 @@ int  bench_report_curves(const char *dir, const struct bench_result *rows, size_
 
 int cmd_bench(int argc, char **argv);
 
+/* Stop the MariaDB the mysql engines started (if any); cmd_bench calls it. */
+void bench_mysql_shutdown(void);
+
 /* small helpers for engines */
 int bench_mkdtemp(char *out, size_t cap);
 void bench_rmtree(const char *dir);

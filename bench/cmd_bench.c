@@ -340,6 +340,9 @@ int cmd_bench(int argc, char **argv)
 			}
 		}
 	}
+#ifdef BENCH_HAVE_MARIADB
+	bench_mysql_shutdown();
+#endif
 	if (json)
 		bench_report_json(stdout, rows, nrows);
 	else

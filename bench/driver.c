@@ -602,6 +602,8 @@ int bench_run_one(const struct bench_engine *e, const struct bench_cfg *cfg,
 		e->teardown(&run);
 		return 0;
 	}
+	/* the engine may name its durability (mysql: the server's setting) */
+	snprintf(res->durability, sizeof(res->durability), "%s", bench_dur_name(run.dur));
 	res->procs = run.cfg.procs;
 	res->threads = run.cfg.threads;
 	snprintf(res->conc, sizeof(res->conc), "%s", run.conc[0] ? run.conc : "");
