@@ -1,0 +1,275 @@
+/*
+ * test_mp_hammer.c -- many processes, one hot sku.
+ *
+ * Eight forked buyers (each opens its own handle after fork, then waits on a
+ * pipe barrier so all start together) hammer one sku with more buyers than
+ * units and every user tried by every process.  The outcome is checked from
+ * the order table (flash_order_get over 1..flash_orders_max) and the records
+ * drained from every ring, not from counters:
+ *
+ *   - units sold == min(units, users * K) exactly: an attempt fails only on
+ *     ELIMIT (user at K) or SOLD_OUT (stock below qty, and stock never grows
+ *     here), so while both stock and an unsaturated user remain, that user's
+ *     attempts cannot all fail;
+ *   - no user above K; limit slots distinct; stock never negative;
+ *     available == total - sum of active quantities; every order has exactly
+ *     one record; per-slot record seqs are gapless.
+ *
+ * With cancels racing (several processes cancelling the same orders), the
+ * units returned over all processes equal the quantities of the cancelled
+ * orders: each cancel returned its units exactly once.
+ */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NPROC 8
+
+struct hammer {
+	const char *name;
+	uint32_t act, sku;
+	uint32_t users;        /* user ids 1..users */
+	uint32_t passes;       /* times each process tries each user */
+	int cancel;            /* cancel own orders and race on others' */
+	/* shared with the children (MAP_SHARED) */
+	uint64_t *ok;          /* [NPROC] successful orders per child */
+	uint64_t *returned;    /* [NPROC] units returned by its cancels */
+	uint64_t *cancels_ok;  /* [NPROC] cancels that returned FLASH_OK */
+};
+
+/* A buyer process.  Returns 0, or a small code naming the first surprise. */
+static int buyer(int i, void *arg)
+{
+	struct hammer *hm = arg;
+	flash_t *h = NULL;
+	uint64_t ok = 0, returned = 0, cok = 0;
+	int rc;
+
+	if (flash_open(hm->name, 0, &h) != FLASH_OK)
+		return 10;
+	for (uint32_t pass = 0; pass < hm->passes; pass++)
+		for (uint32_t j = 0; j < hm->users; j++) {
+			/* each process walks the users in its own order */
+			uint64_t u = 1 + (j + (uint64_t)i * 37 + pass * 101) % hm->users;
+			struct flash_order_res res;
+
+			rc = t_order(h, hm->act, hm->sku, u, 1, 0, 0, &res);
+			if (rc == FLASH_OK) {
+				ok++;
+				if (hm->cancel && (u + pass) % 3 == 0) {
+					uint32_t units = 0;
+
+					rc = flash_cancel(h, res.order_no, &units);
+					if (rc == FLASH_OK) {
+						cok++;
+						returned += units;
+						if (units != 1)
+							return 11;
+					} else if (rc != FLASH_ECANCELLED) {
+						return 12;   /* only a racing cancel may beat us */
+					}
+				}
+			} else if (rc != FLASH_ELIMIT && rc != FLASH_ESOLD_OUT) {
+				fprintf(stderr, "buyer %d: order: %s\n", i, flash_rcname(rc));
+				return 13;
+			}
+			if (hm->cancel && (j % 16) == (uint32_t)i) {
+				/* race: every process cancels orders whose number is 0 mod 4 */
+				uint64_t max = flash_orders_max(h);
+
+				for (uint64_t no = 4; no <= max; no += 4) {
+					uint32_t units = 0;
+
+					rc = flash_cancel(h, no, &units);
+					if (rc == FLASH_OK) {
+						cok++;
+						returned += units;
+					} else if (rc != FLASH_ECANCELLED && rc != FLASH_ENOT_FOUND) {
+						fprintf(stderr, "buyer %d: cancel %llu: %s\n", i,
+						        (unsigned long long)no, flash_rcname(rc));
+						return 14;
+					}
+				}
+			}
+		}
+	hm->ok[i] = ok;
+	hm->returned[i] = returned;
+	hm->cancels_ok[i] = cok;
+	if (flash_close(h) != FLASH_OK)
+		return 15;
+	return 0;
+}
+
+static void hammer_opts(struct flash_seg_opts *o)
+{
+	t_opts_small(o);
+	o->max_users = 65536;
+	o->max_orders = 65536;
+	o->max_procs = 16;
+	o->ring_records = 32768;
+}
+
+/* Run NPROC buyers on one sku; drain every ring; return the ledger. */
+static void run(struct hammer *hm, flash_t *h, uint32_t k, struct t_ledger *lg,
+                struct t_recs *recs)
+{
+	pid_t pids[NPROC];
+	int go;
+	size_t shared = 3 * NPROC * sizeof(uint64_t);
+	uint64_t *mem = t_shared_alloc(shared);
+
+	hm->ok = mem;
+	hm->returned = mem + NPROC;
+	hm->cancels_ok = mem + 2 * NPROC;
+	assert_int_equal(t_fork_start(NPROC, buyer, hm, pids, &go), 0);
+	t_fork_go(go);
+	assert_int_equal(t_wait_all(NPROC, pids), 0);
+
+	assert_int_equal(t_recs_drain(h, recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, recs, hm->act, hm->sku, k, lg), 0);
+	{
+		uint64_t ok = 0, returned = 0, cok = 0;
+
+		for (int i = 0; i < NPROC; i++) {
+			ok += hm->ok[i];
+			returned += hm->returned[i];
+			cok += hm->cancels_ok[i];
+		}
+		/* what the buyers were told agrees with the order table */
+		assert_int_equal(ok, lg->active_orders + lg->cancelled_orders);
+		assert_int_equal(cok, lg->cancelled_orders);
+		assert_int_equal(returned, lg->cancelled_qty);
+	}
+	t_shared_free(mem, shared);
+}
+
+static void hammer_case(uint32_t shards, uint32_t k, uint64_t units, uint32_t users)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct hammer hm;
+	struct t_ledger lg;
+	struct t_recs recs = { 0 };
+	struct flash_stats st;
+	uint64_t want = units < (uint64_t)users * k ? units : (uint64_t)users * k;
+
+	hammer_opts(&o);
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, k, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, units, shards), FLASH_OK);
+	memset(&hm, 0, sizeof hm);
+	hm.name = name;
+	hm.act = 1;
+	hm.sku = 10;
+	hm.users = users;
+	hm.passes = k;   /* NPROC * k attempts per user: more than K */
+	run(&hm, h, k, &lg, &recs);
+
+	assert_int_equal(lg.active_qty, want);
+	assert_int_equal(lg.active_orders, want);
+	assert_int_equal(lg.cancelled_orders, 0);
+	assert_true(lg.max_per_user <= k);
+	assert_int_equal(t_available(h, 1, 10), units - want);
+	if (want == (uint64_t)users * k)
+		assert_int_equal(lg.users_at_limit, users);
+	/* every handle was closed */
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.procs, 1);
+	assert_int_equal(st.orders, want);
+	/* for the log only: shows the processes did contend */
+	print_message("      sold %llu, limit hits %llu, sold out %llu, cas retries %llu\n",
+	              (unsigned long long)want, (unsigned long long)st.limit_hits,
+	              (unsigned long long)st.sold_out, (unsigned long long)st.cas_retries);
+	t_recs_free(&recs);
+}
+
+static void test_one_hot_sku_k1_sells_exactly_the_units_to_distinct_users(void **state)
+{
+	hammer_case(1, 1, 6000, 10000);
+}
+
+static void test_one_hot_sku_k2_sells_exactly_the_units(void **state)
+{
+	hammer_case(1, 2, 15000, 10000);
+}
+
+static void test_one_hot_sku_k2_with_spare_stock_fills_every_user_to_k(void **state)
+{
+	hammer_case(1, 2, 30000, 10000);
+}
+
+static void test_sharded_sku_k1_sells_exactly_the_units(void **state)
+{
+	hammer_case(8, 1, 6000, 10000);
+}
+
+static void test_sharded_sku_k2_sells_exactly_the_units(void **state)
+{
+	hammer_case(8, 2, 15000, 10000);
+}
+
+static void test_sharded_sku_k2_with_spare_stock_fills_every_user_to_k(void **state)
+{
+	hammer_case(8, 2, 30000, 10000);
+}
+
+static void cancel_case(uint32_t shards)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct hammer hm;
+	struct t_ledger lg;
+	struct t_recs recs = { 0 };
+	const uint64_t units = 3000;
+
+	hammer_opts(&o);
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 2, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, units, shards), FLASH_OK);
+	memset(&hm, 0, sizeof hm);
+	hm.name = name;
+	hm.act = 1;
+	hm.sku = 10;
+	hm.users = 2000;
+	hm.passes = 2;
+	hm.cancel = 1;
+	run(&hm, h, 2, &lg, &recs);
+
+	/* cancelled units came back exactly once: final available = total - active */
+	assert_int_equal(t_available(h, 1, 10), units - lg.active_qty);
+	assert_true(lg.cancelled_orders > 0);
+	assert_true(lg.active_orders > 0);
+	assert_true(lg.max_per_user <= 2);
+	t_recs_free(&recs);
+}
+
+static void test_concurrent_cancels_return_each_unit_once_one_shard(void **state)
+{
+	cancel_case(1);
+}
+
+static void test_concurrent_cancels_return_each_unit_once_sharded(void **state)
+{
+	cancel_case(8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
+		T(test_one_hot_sku_k1_sells_exactly_the_units_to_distinct_users),
+		T(test_one_hot_sku_k2_sells_exactly_the_units),
+		T(test_one_hot_sku_k2_with_spare_stock_fills_every_user_to_k),
+		T(test_sharded_sku_k1_sells_exactly_the_units),
+		T(test_sharded_sku_k2_sells_exactly_the_units),
+		T(test_sharded_sku_k2_with_spare_stock_fills_every_user_to_k),
+		T(test_concurrent_cancels_return_each_unit_once_one_shard),
+		T(test_concurrent_cancels_return_each_unit_once_sharded),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
