@@ -1,6 +1,8 @@
-# The MySQL side of persist/ (mysql_apply.c, reconcile_sql.c, reconcile.c)
-# needs MariaDB Connector/C.  Included once, from persist/CMakeLists.txt or
-# from tests/mysql_tests.cmake, whichever comes first.
+# The MySQL side of persist/: persist/CMakeLists.txt links MariaDB
+# Connector/C into flashstock_persist; this adds the applier's throughput
+# bench (bench/mysql_apply_bench.c).  Included from tests/mysql_tests.cmake.
 include_guard(GLOBAL)
-pkg_check_modules(MARIADB REQUIRED IMPORTED_TARGET GLOBAL libmariadb)
-target_link_libraries(flashstock_persist PUBLIC PkgConfig::MARIADB)
+if(EXISTS ${PROJECT_SOURCE_DIR}/bench/mysql_apply_bench.c)
+  add_executable(mysql_apply_bench ${PROJECT_SOURCE_DIR}/bench/mysql_apply_bench.c)
+  target_link_libraries(mysql_apply_bench PRIVATE flashstock_persist)
+endif()

@@ -1002,6 +1002,36 @@ static void sql_stock(struct sbuf *b, uint32_t a, uint32_t s, int64_t d_avail, i
 #define ORDERS_PER_INSERT 2000
 
 /*
+ * Many skus in one batch: one multi-table UPDATE per STOCK_JOIN_ROWS skus,
+ * joining item_stock with a derived table of (activity, sku, deltas, needed
+ * minima).  Each row matches at most once, and the statement must match as
+ * many rows as it names; a row whose minima fail matches nothing, so the
+ * count tells that some sku would have gone negative (the slow path then
+ * finds which record).
+ */
+#define STOCK_JOIN_MIN  4
+#define STOCK_JOIN_ROWS 1000
+#define STOCK_JOIN_TAIL ") d ON s.activity_id = d.a AND s.sku_id = d.k" \
+	" SET s.available = s.available + d.da, s.sold = s.sold + d.ds, s.total = s.total + d.dt," \
+	" s.last_lsn = d.l WHERE s.available >= d.na AND s.sold >= d.ns;"
+
+static void sql_stock_join_row(struct sbuf *b, const struct skuagg *g, int first)
+{
+	if (first)
+		sb_str(b, "UPDATE item_stock s JOIN (SELECT ");
+	else
+		sb_str(b, " UNION ALL SELECT ");
+	sb_u64(b, g->sa_activity);    sb_str(b, first ? " a," : ",");
+	sb_u64(b, g->sa_sku);         sb_str(b, first ? " k," : ",");
+	sb_i64(b, g->sa_avail);       sb_str(b, first ? " da," : ",");
+	sb_i64(b, g->sa_sold);        sb_str(b, first ? " ds," : ",");
+	sb_i64(b, g->sa_total);       sb_str(b, first ? " dt," : ",");
+	sb_i64(b, g->sa_need_avail);  sb_str(b, first ? " na," : ",");
+	sb_i64(b, g->sa_need_sold);   sb_str(b, first ? " ns," : ",");
+	sb_u64(b, g->sa_lsn);         sb_str(b, first ? " l" : "");
+}
+
+/*
  * Apply recs[0..n) as a few large statements.  Returns 0 when all of them
  * did exactly what the records say, 1 when the slow path must decide (a
  * refusal, a row-count mismatch, or a batch shape the aggregate cannot
@@ -1109,13 +1139,32 @@ static int fast_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 			break;
 		}
 	}
+	size_t touched = 0;
+	for (size_t i = 0; i < cap; i++)
+		touched += m->mm_agg[i].sa_used && m->mm_agg[i].sa_lsn;
+	size_t rows_in_stmt = 0;
 	for (size_t i = 0; i < cap; i++) {
 		struct skuagg *g = &m->mm_agg[i];
 		if (!g->sa_used || !g->sa_lsn)
 			continue;
-		sql_stock(b, g->sa_activity, g->sa_sku, g->sa_avail, g->sa_sold, g->sa_total,
-		          g->sa_need_avail, g->sa_need_sold, g->sa_lsn);
-		if ((rc = pipe_push(m, 1)))
+		if (touched <= STOCK_JOIN_MIN) {
+			sql_stock(b, g->sa_activity, g->sa_sku, g->sa_avail, g->sa_sold, g->sa_total,
+			          g->sa_need_avail, g->sa_need_sold, g->sa_lsn);
+			if ((rc = pipe_push(m, 1)))
+				return rc;
+			continue;
+		}
+		sql_stock_join_row(b, g, rows_in_stmt == 0);
+		if (++rows_in_stmt == STOCK_JOIN_ROWS) {
+			sb_str(b, STOCK_JOIN_TAIL);
+			if ((rc = pipe_push(m, (long)rows_in_stmt)))
+				return rc;
+			rows_in_stmt = 0;
+		}
+	}
+	if (rows_in_stmt) {
+		sb_str(b, STOCK_JOIN_TAIL);
+		if ((rc = pipe_push(m, (long)rows_in_stmt)))
 			return rc;
 	}
 	return pipe_flush(m);

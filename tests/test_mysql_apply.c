@@ -553,6 +553,51 @@ static void test_batch_path_checks_the_running_deficit_not_the_net_change(void *
 	close_drop(m);
 }
 
+/* More than a few skus in a batch go through one joined UPDATE: the same
+ * values, and the same refusal when one sku would oversell. */
+static void test_many_skus_in_one_batch_update_each_row_exactly(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[128];
+	size_t n = 0;
+	uint64_t lsn = 1;
+	v[n++] = r_activity(lsn++, 12, 1, FLASH_SCOPE_ACTIVITY, 0);
+	for (uint32_t s = 1; s <= 10; s++)
+		v[n++] = r_sku(lsn++, 12, s, 10);       /* 10 units each */
+	for (uint32_t i = 0; i < 100; i++)          /* sku s gets s orders... */
+		if (i % 10 + 1 <= 10 && (i / 10) < i % 10 + 1)
+			v[n++] = r_order(lsn++, 12, i % 10 + 1, 2000 + i, 3000 + i, 1, 1, 0);
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(res.refused, 0);
+	for (uint32_t s = 1; s <= 10; s++) {
+		assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=12 AND sku_id=%u", s), s);
+		assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE activity_id=12 AND sku_id=%u", s),
+		                 10 - s);
+	}
+	/* Next batch: one more unit of every sku, two more of sku 10 (sold out). */
+	size_t k = 0;
+	struct flash_lsn_record w[16];
+	for (uint32_t s = 1; s <= 10; s++)
+		w[k++] = r_order(lsn++, 12, s, 4000 + s, 5000 + s, 1, 1, 0);
+	w[k++] = r_order(lsn++, 12, 10, 4100, 5100, 1, 1, 0);
+	struct flash_conflict c[4];
+	struct flash_apply_result res2 = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(flash_mysql_apply(m, w, k, &res2), FLASH_OK);
+	assert_int_equal(res2.slow_path, 1);
+	assert_int_equal(res2.refused, 2);
+	assert_int_equal(c[0].order_no, 4010);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_OVERSELL);
+	assert_int_equal(c[1].order_no, 4100);
+	for (uint32_t s = 1; s <= 9; s++)
+		assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=12 AND sku_id=%u", s), s + 1);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=12 AND sku_id=10"), 10);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE activity_id=12 AND sku_id=10"), 0);
+	close_drop(m);
+}
+
 static void test_lsns_must_increase(void **state)
 {
 	(void)state;
@@ -693,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_second_cancel_returns_nothing_and_is_reported),
 		cmocka_unit_test(test_restock_below_zero_is_refused),
 		cmocka_unit_test(test_batch_path_checks_the_running_deficit_not_the_net_change),
+		cmocka_unit_test(test_many_skus_in_one_batch_update_each_row_exactly),
 		cmocka_unit_test(test_lsns_must_increase),
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
