@@ -5,3 +5,26 @@
 if(TARGET test_csv AND TARGET flashstock_csv)
   target_link_libraries(test_csv PRIVATE flashstock_csv)
 endif()
+
+if(TARGET flashstock)
+  # create/load/status/destroy: good CSV loads exactly, each bad CSV exits 2
+  # naming line and column and changes nothing.
+  add_test(NAME cli_load
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_load.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_load PROPERTIES TIMEOUT 120)
+
+  # the demo: a whole sale, every invariant figure 0 on its last JSON line.
+  add_test(NAME cli_demo
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000)
+  set_tests_properties(cli_demo PROPERTIES TIMEOUT 180)
+
+  # usage: --help everywhere exits 0; an unknown command exits 2.
+  foreach(cmd create destroy load status demo)
+    add_test(NAME cli_help_${cmd} COMMAND flashstock ${cmd} --help)
+    set_tests_properties(cli_help_${cmd} PROPERTIES PASS_REGULAR_EXPRESSION "usage: flashstock ${cmd}")
+  endforeach()
+  add_test(NAME cli_help COMMAND flashstock --help)
+  set_tests_properties(cli_help PROPERTIES PASS_REGULAR_EXPRESSION "2  usage error")
+  add_test(NAME cli_unknown_command_exits_2
+           COMMAND bash -c "\"$1\" frobnicate; test $? = 2" sh $<TARGET_FILE:flashstock>)
+endif()

@@ -738,7 +738,7 @@ static int load_apply(struct load_plan *p, flash_t *h)
 	for (i = 0; i < p->nacts; i++) {
 		const struct load_act *a = &p->acts[i];
 		char b1[40], b2[40];
-		printf("activity %u (%s): %u skus, %llu units added; window %s .. %s, "
+		printf("activity %u (%s): %u sku(s), %llu units added; window %s .. %s, "
 		       "limit %u per %s, max qty %u%s%s\n",
 		       a->id, a->in_segment ? "existing" : "new", a->nskus,
 		       (unsigned long long)a->units,

@@ -111,8 +111,10 @@ static void status_text(const char *name, const struct flash_stats *st,
 		       a->id, tool_fmt_time(a->start_ns, b1, sizeof b1),
 		       tool_fmt_time(a->end_ns, b2, sizeof b2), a->limit_per_user,
 		       a->max_qty, tool_scope_name(a->scope),
-		       a->flags & FLASH_ACT_TOKEN_REQUIRED ? "token-required " : "",
-		       a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA ? "cancel-returns-quota " : "",
+		       a->flags & FLASH_ACT_TOKEN_REQUIRED ? "token-required" : "",
+		       (a->flags & FLASH_ACT_TOKEN_REQUIRED) &&
+		       (a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) ? "," : "",
+		       a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA ? "cancel-returns-quota" :
 		       a->flags ? "" : "-");
 		if (a->day_offset_s)
 			printf(" day-offset %ds", a->day_offset_s);

@@ -1,0 +1,67 @@
+#!/bin/bash
+# cli_demo.sh FLASHSTOCK [BUYERS] -- `flashstock demo --json` keeps its promises.
+#
+# Runs the demo, requires exit 0, and checks the JSON object on the last line
+# of stdout: every invariant figure is exactly 0; the stock adds up
+# (sold + available = units_total = 10000, sold = acked - cancelled since
+# every order is one unit); every retry, repeat and second cancel got the
+# answer the API promises; the scenario exercised each of them at least once;
+# and the private segment is gone afterwards.
+set -u
+F=${1:?usage: cli_demo.sh path/to/flashstock [buyers]}
+B=${2:-20000}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$F" demo --json --buyers "$B" > "$T/out" 2> "$T/err"; rc=$?
+if [ $rc != 0 ]; then
+	cat "$T/out" "$T/err" >&2
+	fail "demo exited $rc"
+fi
+last=$(tail -n 1 "$T/out")
+case $last in
+	'{'*'}') ;;
+	*) fail "last line is not a JSON object: $last" ;;
+esac
+val() { # the value of key $1 in the last line (numbers and booleans)
+	local v
+	v=$(printf '%s' "$last" | grep -o "\"$1\":[^,}]*" | head -n 1 | cut -d: -f2)
+	[ -n "$v" ] || fail "key $1 missing from: $last"
+	printf '%s' "$v"
+}
+eq() { [ "$(val "$1")" = "$2" ] || fail "$1 = $(val "$1"), want $2"; }
+ge() { [ "$(val "$1")" -ge "$2" ] || fail "$1 = $(val "$1"), want >= $2"; }
+
+eq ok true
+for k in oversold users_over_limit leaked_units ring_mismatches client_mismatches \
+         unexpected process_failures; do
+	eq "$k" 0
+done
+eq buyers "$B"
+eq units_total 10000
+units=$(val units_total); sold=$(val sold); avail=$(val available)
+[ $((sold + avail)) = "$units" ] || fail "sold $sold + available $avail != units_total $units"
+acked=$(val orders_acked); cancelled=$(val orders_cancelled)
+[ $((acked - cancelled)) = "$sold" ] || fail "acked $acked - cancelled $cancelled != sold $sold"
+eq retries_ok "$(val retries)"
+eq repeats_ok "$(val repeats)"
+eq cancels_twice_ok "$cancelled"
+ge retries 1
+ge repeats 1
+ge orders_cancelled 1
+ge order_calls "$B"
+ge records_drained "$acked"
+for k in orders_per_sec p50_ns p99_ns; do
+	v=$(val "$k")
+	case $v in ''|*[!0-9.]*) fail "$k is not a number: $v" ;; esac
+done
+seg=$(printf '%s' "$last" | grep -o '"segment":"[^"]*"' | cut -d'"' -f4)
+[ -n "$seg" ] || fail "no segment name"
+[ ! -e "/dev/shm/${seg#/}" ] || fail "segment $seg left behind"
+# the demo refuses an existing name and removes nothing it did not make
+"$F" create --name "$seg" >/dev/null || fail "create $seg"
+"$F" demo --buyers 100 --name "$seg" >/dev/null 2>&1; rc=$?
+[ $rc = 1 ] || fail "demo on an existing segment: exit $rc, want 1"
+"$F" destroy --name "$seg" || fail "the demo removed a segment it did not create"
+echo "cli_demo: all checks passed ($last)"

@@ -1,0 +1,129 @@
+#!/bin/bash
+# cli_load.sh FLASHSTOCK -- `flashstock create/load/status/destroy` end to end.
+#
+# Proves: a good CSV (LF and CRLF lines, comments, empty fields taking
+# defaults, two activities) loads exactly what it says, as `status --json`
+# shows; each kind of bad CSV fails with exit 2, names the line and column,
+# and leaves the segment byte-for-byte as it was (status before == after),
+# even when the bad row comes after good ones; flag errors exit 2; a missing
+# segment exits 1 with the engine's reason.
+set -u
+F=${1:?usage: cli_load.sh path/to/flashstock}
+N=/fs-cli-load-$$-$RANDOM
+T=$(mktemp -d)
+trap '"$F" destroy --name "$N" >/dev/null 2>&1; rm -rf "$T"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+has() { # has FILE STRING: the file contains the exact string
+	grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "missing: $2"; }
+}
+HEADER=activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,cancel_returns_quota,token_required,day_offset_s
+
+"$F" create --name "$N" --skus 64 --orders 4096 >/dev/null || fail "create"
+"$F" create --name "$N" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] || fail "create of an existing name: exit $rc, want 1"
+has "$T/err" "flashstock: create $N: "
+
+# ---- a good file ------------------------------------------------------------
+{
+	echo "$HEADER"
+	echo "7,1,5000,4,now,+3600,1,1,activity,0,1,0"
+	echo ""
+	echo "# sku 2 takes the activity's fields from the row above"
+	echo " 7 , 2 , 3000 ,,,,,,,,,"
+	printf '8,1,2000,2,2026-01-01T00:00:00Z,2036-01-01T08:00:00+08:00,2,3,sku,yes,no,-3600\r\n'
+	printf '8,5,0,,,,,,,,,\r\n'
+} > "$T/good.csv"
+"$F" load --name "$N" --csv "$T/good.csv" > "$T/out" 2>&1 || { cat "$T/out"; fail "good csv"; }
+"$F" status --name "$N" --json > "$T/s1" || fail "status --json"
+has "$T/s1" '"units_total":10000,"units_available":10000,"units_sold":0'
+has "$T/s1" '{"activity_id":7,"sku_id":1,"shards":4,"total":5000,"available":5000,"sold":0}'
+has "$T/s1" '{"activity_id":7,"sku_id":2,"shards":1,"total":3000,"available":3000,"sold":0}'
+has "$T/s1" '{"activity_id":8,"sku_id":1,"shards":2,"total":2000,"available":2000,"sold":0}'
+has "$T/s1" '{"activity_id":8,"sku_id":5,"shards":1,"total":0,"available":0,"sold":0}'
+has "$T/s1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":false,"token_required":true,"day_offset_s":0}'
+has "$T/s1" '{"id":8,"start":"2026-01-01T00:00:00Z","end":"2036-01-01T00:00:00Z",'
+has "$T/s1" '"limit":2,"max_qty":3,"scope":"sku","cancel_returns_quota":true,"token_required":false,"day_offset_s":-3600}'
+has "$T/s1" '"skus":{"used":4,"cap":64,'
+has "$T/s1" '"shards":{"used":8,'
+# activity 7's window is exactly one hour
+s7=$(grep -o '"id":7,[^}]*' "$T/s1" | grep -o '"start_ns":[0-9]*' | cut -d: -f2)
+e7=$(grep -o '"id":7,[^}]*' "$T/s1" | grep -o '"end_ns":[0-9]*' | cut -d: -f2)
+[ $((e7 - s7)) = 3600000000000 ] || fail "activity 7 window: $s7 .. $e7"
+"$F" status --name "$N" > "$T/text" || fail "status (text)"
+has "$T/text" "token-required"
+
+# ---- bad files: exit 2, line and column named, nothing loaded ---------------
+bad() { # bad NAME EXPECTED-STDERR-SUBSTRING ROWS...
+	local name=$1 want=$2; shift 2
+	{ echo "$HEADER"; printf '%s\n' "$@"; } > "$T/$name.csv"
+	"$F" load --name "$N" --csv "$T/$name.csv" > "$T/$name.out" 2> "$T/$name.err"; rc=$?
+	[ $rc = 2 ] || { cat "$T/$name.err" >&2; fail "$name: exit $rc, want 2"; }
+	has "$T/$name.err" "$T/$name.csv:$want"
+	has "$T/$name.err" "nothing was loaded"
+	"$F" status --name "$N" --json > "$T/s2" || fail "status after $name"
+	cmp -s "$T/s1" "$T/s2" || { diff "$T/s1" "$T/s2" >&2; fail "$name changed the segment"; }
+}
+# each bad row follows a good row for a new activity 9: it must not load either
+GOOD9="9,1,100,1,now,+60,1,1,activity,0,0,0"
+bad columns  "3: column 12 (day_offset_s): expected 12 fields, found 11" \
+	"$GOOD9" "9,2,100,1,now,+60,1,1,activity,0,0"
+bad toomany  "3: column 13 (extra): expected 12 fields, found 13" \
+	"$GOOD9" "9,2,100,1,now,+60,1,1,activity,0,0,0,0"
+bad number   "3: column 3 (units): not a non-negative integer: '12a'" \
+	"$GOOD9" "9,2,12a,1,,,,,,,,"
+bad range    "3: column 4 (shards): '17' out of range [1, 16]" \
+	"$GOOD9" "9,2,5,17,,,,,,,,"
+bad scope    "3: column 9 (scope): expected activity, sku or day, got 'region'" \
+	"$GOOD9" "9,2,5,1,,,,,region,,,"
+bad dupsku   "3: column 2 (sku_id): sku 1 of activity 9 already given on line 2" \
+	"$GOOD9" "9,1,5,1,,,,,,,,"
+bad conflict "3: column 7 (limit): activity 9 was given limit 1 on line 2; this row says 2" \
+	"$GOOD9" "9,2,5,1,,,2,,,,,"
+bad time     "3: column 6 (end): not a time" \
+	"$GOOD9" "10,2,5,1,now,tomorrow,,,,,,"
+bad window   "3: column 6 (end): activity 10: end" \
+	"$GOOD9" "10,2,5,1,+60,+30,,,,,,"
+bad quoted   "3: column 3 (units): quoted fields are not supported" \
+	"$GOOD9" '10,2,"5",1,,,,,,,,'
+bad boolean  "3: column 11 (token_required): not a boolean" \
+	"$GOOD9" "10,2,5,1,,,,,,,maybe,"
+bad existing "3: column 2 (sku_id): sku 1 of activity 7 is already in the segment" \
+	"$GOOD9" "7,1,5,1,,,,,,,,"
+bad actdiff  "3: column 7 (limit): activity 7 exists with limit 1, the input says 5" \
+	"$GOOD9" "7,9,5,1,,,5,,,,,"
+# a wrong header
+printf 'activity,sku_id,units,shards,start,end,limit,max_qty,scope,cancel_returns_quota,token_required,day_offset_s\n9,1,1,,,,,,,,,\n' > "$T/header.csv"
+"$F" load --name "$N" --csv "$T/header.csv" 2> "$T/header.err"; rc=$?
+[ $rc = 2 ] || fail "header: exit $rc, want 2"
+has "$T/header.err" "header.csv:1: column 1 (activity_id): header: expected 'activity_id', found 'activity'"
+# a missing file
+"$F" load --name "$N" --csv "$T/nope.csv" 2> "$T/nope.err"; rc=$?
+[ $rc = 2 ] || fail "missing file: exit $rc, want 2"
+"$F" status --name "$N" --json > "$T/s2"
+cmp -s "$T/s1" "$T/s2" || fail "bad header or missing file changed the segment"
+
+# ---- flags ------------------------------------------------------------------
+"$F" load --name "$N" --activity 9 --sku 1 2>/dev/null; rc=$?
+[ $rc = 2 ] || fail "--sku without --units: exit $rc, want 2"
+"$F" load --name "$N" --activity 9 --scope region --sku 1 --units 1 2>/dev/null; rc=$?
+[ $rc = 2 ] || fail "bad --scope: exit $rc, want 2"
+"$F" load --name "$N" --activity 9 --bogus 2>/dev/null; rc=$?
+[ $rc = 2 ] || fail "unknown option: exit $rc, want 2"
+"$F" status --name "$N" --json > "$T/s2"
+cmp -s "$T/s1" "$T/s2" || fail "a usage error changed the segment"
+"$F" load --name "$N" --activity 9 --end +60 --scope day --sku 1 --units 10 --shards 2 --sku 2 --units 5 > "$T/out" || fail "load by flags"
+"$F" status --name "$N" --json > "$T/s3"
+has "$T/s3" '{"activity_id":9,"sku_id":1,"shards":2,"total":10,"available":10,"sold":0}'
+has "$T/s3" '{"activity_id":9,"sku_id":2,"shards":1,"total":5,"available":5,"sold":0}'
+has "$T/s3" '"units_total":10015,'
+has "$T/s3" '"scope":"day"'
+
+# ---- no segment -------------------------------------------------------------
+"$F" destroy --name "$N" || fail "destroy"
+"$F" status --name "$N" 2> "$T/err"; rc=$?
+[ $rc = 1 ] || fail "status of a removed segment: exit $rc, want 1"
+has "$T/err" "flashstock: status: open $N: "
+"$F" destroy --name "$N" 2>/dev/null; rc=$?
+[ $rc = 1 ] || fail "second destroy: exit $rc, want 1"
+echo "cli_load: all checks passed"
