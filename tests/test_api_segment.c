@@ -270,9 +270,9 @@ static void test_attach_refuses_wrong_mode_with_emode(void **state)
 		assert_int_equal(flash_open(name, 0, &h), FLASH_EMODE);
 		assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_EMODE);
 	}
+	/* 0660 is a valid mode, but not for a segment created 0600: widened */
 	assert_int_equal(chmod_shm(name, 0660), 0);
-	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
-	assert_int_equal(flash_close(h), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_EMODE);
 	assert_int_equal(chmod_shm(name, 0600), 0);
 	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
 	assert_int_equal(flash_close(h), FLASH_OK);
@@ -468,6 +468,11 @@ static void test_attach_refuses_other_layout_version_with_eversion(void **state)
 		flip_byte(name, off);
 		expect_open(name, FLASH_OK);
 	}
+	/* the header size belongs to the layout version */
+	flip_byte(name, offsetof(struct fs_hdr_fixed, hdr_size));
+	expect_open(name, FLASH_EVERSION);
+	flip_byte(name, offsetof(struct fs_hdr_fixed, hdr_size));
+	expect_open(name, FLASH_OK);
 	/* version is checked before the checksum: version and a covered byte wrong */
 	flip_byte(name, offsetof(struct fs_hdr_fixed, version));
 	flip_byte(name, offsetof(struct fs_hdr_fixed, seg_size));
@@ -479,7 +484,6 @@ static void test_attach_refuses_header_checksum_mismatch_with_echecksum(void **s
 	char name[64];
 	struct fs_hdr_fixed hd;
 	const size_t fields[] = {
-		offsetof(struct fs_hdr_fixed, hdr_size),
 		offsetof(struct fs_hdr_fixed, seg_size),
 		offsetof(struct fs_hdr_fixed, uid),
 		offsetof(struct fs_hdr_fixed, mode),
@@ -656,7 +660,8 @@ static void test_read_only_handle_refuses_every_write_with_ereadonly(void **stat
 	assert_int_equal(si.available, 99);
 	assert_int_equal(flash_stats_get(ro, &st), FLASH_OK);
 	assert_int_equal(st.orders, 1);
-	assert_int_equal(flash_orders_max(ro), 1);
+	assert_true(flash_orders_max(ro) >= 1);
+	assert_int_equal(flash_orders_max(ro), flash_orders_max(h));
 	assert_int_equal(t_order(h, 1, 10, 98, 1, 0, 0, NULL), FLASH_OK);
 	assert_int_equal(flash_sku_get(ro, 1, 10, &si), FLASH_OK);
 	assert_int_equal(si.available, 98);
