@@ -215,8 +215,8 @@ int cmd_bench(int argc, char **argv)
 			return 0;
 		case 14:  cfg.redis_server = optarg; break;
 		case 15:  cfg.mariadb_script = optarg; break;
-		case 'h': usage(stdout, argv[0]); return 0;
-		default:  usage(stderr, argv[0]); return 2;
+		case 'h': usage(stdout, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 0;
+		default:  usage(stderr, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 2;
 		}
 		if (bad) {
 			fprintf(stderr, "%s: bad value for option: %s\n", argv[0], optarg);
