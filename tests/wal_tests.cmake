@@ -5,3 +5,7 @@ foreach(src ${FLASH_WAL_TESTS})
   get_filename_component(name ${src} NAME_WE)
   target_link_libraries(${name} PRIVATE flashstock_persist)
 endforeach()
+# test_wal_serve drives the daemon loop against real segments.
+if(TARGET test_wal_serve AND TARGET flash_test_helpers)
+  target_link_libraries(test_wal_serve PRIVATE flash_test_helpers)
+endif()

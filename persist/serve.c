@@ -1,0 +1,407 @@
+/*
+ * serve.c -- the daemon loop: rings -> WAL -> durable mark (see serve.h).
+ *
+ * Divisions: logging, start-up (read the WAL's last record per slot, open
+ * the WAL), one round (drain, append, commit, mark), the first round (which
+ * also skips records already in the WAL), and serve_run().
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flashstock.h"
+#include "wal.h"
+
+/* ------------------------------------------------------------------------
+ * Logging
+ * ------------------------------------------------------------------------ */
+
+static const char *serve_level_name[] = { "error", "warn", "info", "debug" };
+
+struct serve {
+	const struct serve_opts *sv_o;
+	struct serve_stats      *sv_st;
+	flash_t                 *sv_h;        /* the consumer's handle */
+	wal_t                   *sv_w;
+	uint32_t                 sv_cap;      /* slots in the process table */
+	struct wal_rec          *sv_last;     /* per slot: last record in the WAL */
+	uint8_t                 *sv_have;     /* per slot: sv_last is set */
+	uint64_t                *sv_skip;     /* per slot: skip seqs <= this (first round) */
+	uint64_t                *sv_adv;      /* per slot: highest seq drained this round */
+	uint32_t                *sv_touched;  /* slots with sv_adv set this round */
+	uint32_t                 sv_ntouched;
+	int                      sv_err;      /* wal_* code of a failed append */
+	struct wal_rec          *sv_buf;      /* first round: drained records */
+	size_t                   sv_nbuf, sv_capbuf;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void serve_log(const struct serve *s, int level, const char *fmt, ...)
+{
+	if (level > s->sv_o->log_level)
+		return;
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] %s\n",
+	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	        tm.tm_sec, ts.tv_nsec / 1000000, serve_level_name[level], msg);
+}
+
+static uint64_t serve_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void serve_opts_default(struct serve_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->drain_max = 65536;
+	o->recover_ms = 1000;
+	o->idle_us_max = 1000;
+	o->log_level = SERVE_LOG_INFO;
+}
+
+/* ------------------------------------------------------------------------
+ * Start-up: the last WAL record of each slot
+ * ------------------------------------------------------------------------ */
+
+static int serve_note_last(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	struct serve *s = arg;
+	s->sv_st->replayed++;
+	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec))
+		return 0;
+	struct wal_rec r;
+	memcpy(&r, p, sizeof r);
+	if (r.wr_rec.slot < s->sv_cap) {
+		s->sv_last[r.wr_rec.slot] = r;
+		s->sv_have[r.wr_rec.slot] = 1;
+	}
+	return 0;
+}
+
+/* Read the whole WAL (cutting a torn tail), then open it for appending. */
+static int serve_open_wal(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	struct wal_replay_report rep;
+	int rc = wal_replay(o->wal_dir, 0, serve_note_last, s, WAL_REPLAY_TRUNCATE, &rep);
+	if (rc != WAL_OK) {
+		if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_ENOTTAIL ||
+		    rc == WAL_EMAGIC || rc == WAL_EFILE_HDR || rc == WAL_EGAP) {
+			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
+			          "%s%s)", o->wal_dir, wal_strerror(rc), wal_rcname(rep.stop), rep.file,
+			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? strerror(rep.err_no) : "");
+			s->sv_st->wal_rc = rc;
+			return -1;
+		}
+		serve_log(s, SERVE_LOG_WARN, "WAL torn tail cut: %s at %s offset %" PRIu64 ", %" PRIu64
+		          " bytes dropped, %u later files removed", wal_rcname(rc), rep.file, rep.offset,
+		          rep.truncated_bytes, rep.files_removed);
+	}
+	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
+	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
+	struct wal_opts wo;
+	wal_opts_default(&wo);
+	if (o->wal_segment_bytes)
+		wo.segment_bytes = o->wal_segment_bytes;
+	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
+	if (rc != WAL_OK) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, wal_strerror(rc),
+		          strerror(errno));
+		s->sv_st->wal_rc = rc;
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * One round
+ * ------------------------------------------------------------------------ */
+
+static void serve_touch(struct serve *s, uint32_t slot, uint64_t seq)
+{
+	if (s->sv_adv[slot] == 0)
+		s->sv_touched[s->sv_ntouched++] = slot;
+	if (seq > s->sv_adv[slot])
+		s->sv_adv[slot] = seq;
+}
+
+/* Append one drained record, or skip it if the WAL has it already. */
+static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t seq)
+{
+	uint32_t slot = rec->slot;
+	if (slot >= s->sv_cap) {
+		s->sv_err = WAL_EINVAL;
+		return 1;
+	}
+	serve_touch(s, slot, seq);
+	if (seq <= s->sv_skip[slot]) {
+		s->sv_st->skipped++;
+		return 0;
+	}
+	int rc = wal_append_record(s->sv_w, rec, seq, NULL);
+	if (rc != WAL_OK) {
+		s->sv_err = rc;
+		return 1;
+	}
+	s->sv_st->records++;
+	return 0;
+}
+
+static int serve_drain_cb(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	return serve_take(arg, rec, seq);
+}
+
+/* First round: keep everything, to compare with the WAL's last records. */
+static int serve_buffer_cb(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	struct serve *s = arg;
+	if (s->sv_nbuf == s->sv_capbuf) {
+		size_t nc = s->sv_capbuf ? s->sv_capbuf * 2 : 4096;
+		struct wal_rec *nb = realloc(s->sv_buf, nc * sizeof *nb);
+		if (nb == NULL) {
+			s->sv_err = WAL_ENOMEM;
+			return 1;
+		}
+		s->sv_buf = nb;
+		s->sv_capbuf = nc;
+	}
+	s->sv_buf[s->sv_nbuf].wr_rec = *rec;
+	s->sv_buf[s->sv_nbuf].wr_seq = seq;
+	s->sv_nbuf++;
+	return 0;
+}
+
+/*
+ * Commit what this round appended, then mark each touched slot durable up to
+ * its highest drained seq (skipped records included: they are in the WAL).
+ * The mark comes strictly after wal_commit() returned OK.
+ */
+static int serve_commit_mark(struct serve *s)
+{
+	if (s->sv_err != 0) {
+		s->sv_st->wal_rc = s->sv_err;
+		return -1;
+	}
+	if (s->sv_ntouched == 0)
+		return 0;
+	uint64_t before = wal_durable_lsn(s->sv_w);
+	int rc = wal_commit(s->sv_w);
+	if (rc != WAL_OK) {
+		enum wal_op op;
+		int e = 0;
+		wal_failure(s->sv_w, &op, &e);
+		serve_log(s, SERVE_LOG_ERROR, "WAL commit failed (%s: %s); marking the segment failed, "
+		          "nothing more is acknowledged", op == WAL_OP_SYNC ? "fdatasync" :
+		          op == WAL_OP_WRITE ? "write" : "new file", strerror(e));
+		s->sv_st->wal_rc = rc;
+		int frc = flash_durability_fail(s->sv_h);
+		if (frc != FLASH_OK)
+			s->sv_st->flash_rc = frc;
+		return -1;
+	}
+	if (wal_durable_lsn(s->sv_w) != before)
+		s->sv_st->commits++;
+	for (uint32_t i = 0; i < s->sv_ntouched; i++) {
+		uint32_t slot = s->sv_touched[i];
+		int frc = flash_durable_advance(s->sv_h, slot, s->sv_adv[slot]);
+		if (frc != FLASH_OK) {
+			serve_log(s, SERVE_LOG_ERROR, "durable mark slot %u seq %" PRIu64 ": %s", slot,
+			          s->sv_adv[slot], flash_strerror(frc));
+			s->sv_st->flash_rc = frc;
+			return -1;
+		}
+		s->sv_adv[slot] = 0;
+	}
+	s->sv_ntouched = 0;
+	return 0;
+}
+
+/* One round: drain up to drain_max, append, commit, mark.  *n: drained. */
+static int serve_round(struct serve *s, uint32_t *n)
+{
+	int rc = flash_ring_drain(s->sv_h, serve_drain_cb, s, s->sv_o->drain_max, n);
+	s->sv_st->rounds++;
+	if (rc != FLASH_OK) {
+		serve_log(s, SERVE_LOG_ERROR, "drain: %s", flash_strerror(rc));
+		s->sv_st->flash_rc = rc;
+		return -1;
+	}
+	return serve_commit_mark(s);
+}
+
+/*
+ * The first round drains every ring completely into memory, then decides
+ * per slot which records the WAL holds already (see serve.h), appends the
+ * rest, commits and marks.  The skip marks are cleared afterwards: later
+ * rounds only ever see records newer than anything in the WAL.
+ */
+static int serve_first_round(struct serve *s, uint32_t *n)
+{
+	int rc = flash_ring_drain(s->sv_h, serve_buffer_cb, s, UINT32_MAX, n);
+	s->sv_st->rounds++;
+	if (rc != FLASH_OK) {
+		serve_log(s, SERVE_LOG_ERROR, "drain: %s", flash_strerror(rc));
+		s->sv_st->flash_rc = rc;
+		return -1;
+	}
+	if (s->sv_err)
+		return serve_commit_mark(s);
+	for (size_t i = 0; i < s->sv_nbuf; i++) {
+		const struct wal_rec *b = &s->sv_buf[i];
+		uint32_t slot = b->wr_rec.slot;
+		if (slot < s->sv_cap && s->sv_have[slot] && b->wr_seq == s->sv_last[slot].wr_seq &&
+		    memcmp(b, &s->sv_last[slot], sizeof *b) == 0)
+			s->sv_skip[slot] = b->wr_seq;
+	}
+	for (size_t i = 0; i < s->sv_nbuf; i++)
+		if (serve_take(s, &s->sv_buf[i].wr_rec, s->sv_buf[i].wr_seq) != 0)
+			break;
+	if (s->sv_st->skipped)
+		serve_log(s, SERVE_LOG_WARN, "%" PRIu64 " records were in the WAL already but not marked "
+		          "durable (previous daemon died after its fdatasync): not written again",
+		          s->sv_st->skipped);
+	rc = serve_commit_mark(s);
+	memset(s->sv_skip, 0, s->sv_cap * sizeof *s->sv_skip);
+	free(s->sv_buf);
+	s->sv_buf = NULL;
+	s->sv_nbuf = s->sv_capbuf = 0;
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * serve_run
+ * ------------------------------------------------------------------------ */
+
+static void serve_sleep_us(uint32_t us)
+{
+	struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000 };
+	nanosleep(&ts, NULL);   /* EINTR (a signal) ends it early: fine */
+}
+
+int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
+{
+	struct serve_stats st_local;
+	struct serve_stats *st = st_out ? st_out : &st_local;
+	memset(st, 0, sizeof *st);
+	struct serve_opts oo = *o;
+	if (oo.drain_max == 0)
+		oo.drain_max = 65536;
+	if (oo.recover_ms == 0)
+		oo.recover_ms = 1000;
+	if (oo.idle_us_max == 0)
+		oo.idle_us_max = 1000;
+	struct serve s = { .sv_o = &oo, .sv_st = st };
+	int ret = -1;
+
+	if (o->segment == NULL || o->wal_dir == NULL) {
+		st->flash_rc = FLASH_EINVAL;
+		return -1;
+	}
+	int rc = flash_open(o->segment, 0, &s.sv_h);
+	if (rc != FLASH_OK) {
+		serve_log(&s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
+		st->flash_rc = rc;
+		return -1;
+	}
+	struct flash_stats fst;
+	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
+		st->flash_rc = rc;
+		goto out;
+	}
+	s.sv_cap = fst.procs_cap;
+	s.sv_last = calloc(s.sv_cap, sizeof *s.sv_last);
+	s.sv_have = calloc(s.sv_cap, sizeof *s.sv_have);
+	s.sv_skip = calloc(s.sv_cap, sizeof *s.sv_skip);
+	s.sv_adv = calloc(s.sv_cap, sizeof *s.sv_adv);
+	s.sv_touched = calloc(s.sv_cap, sizeof *s.sv_touched);
+	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_adv || !s.sv_touched) {
+		st->wal_rc = WAL_ENOMEM;
+		goto out;
+	}
+	if (serve_open_wal(&s) != 0)
+		goto out;
+	serve_log(&s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
+	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
+	          o->wal_dir, wal_next_lsn(s.sv_w));
+
+	uint32_t n;
+	if (serve_first_round(&s, &n) != 0)
+		goto out;
+	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
+	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
+	uint64_t last_records = 0;
+	uint32_t idle_us = 0;
+	for (;;) {
+		int stopping = o->stop != NULL && *o->stop != 0;
+		if (n == 0 && (stopping || o->once))
+			break;
+		if (serve_round(&s, &n) != 0)
+			goto out;
+		if (n == 0 && !stopping && !o->once) {
+			/* Nothing to do: back off from a yield to idle_us_max. */
+			idle_us = idle_us ? idle_us * 2 : 20;
+			if (idle_us > oo.idle_us_max)
+				idle_us = oo.idle_us_max;
+			serve_sleep_us(idle_us);
+		} else {
+			idle_us = 0;
+		}
+		uint64_t now = serve_now_ms();
+		if (now >= next_recover) {
+			uint32_t rec = 0;
+			rc = flash_recover(s.sv_h, &rec);
+			if (rc != FLASH_OK)
+				serve_log(&s, SERVE_LOG_WARN, "recover: %s", flash_strerror(rc));
+			else if (rec) {
+				st->recovered += rec;
+				serve_log(&s, SERVE_LOG_INFO, "recovered %u dead handles", rec);
+			}
+			next_recover = now + oo.recover_ms;
+		}
+		if (now >= next_stats) {
+			serve_log(&s, SERVE_LOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
+			          ", %" PRIu64 " commits", st->records, st->records - last_records,
+			          wal_durable_lsn(s.sv_w), st->commits);
+			last_records = st->records;
+			next_stats = now + oo.stats_ms;
+		}
+	}
+	ret = 0;
+	serve_log(&s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
+	          st->records, wal_durable_lsn(s.sv_w));
+out:
+	if (s.sv_w) {
+		st->durable_lsn = wal_durable_lsn(s.sv_w);
+		rc = wal_close(s.sv_w);
+		if (rc != WAL_OK && ret == 0) {
+			st->wal_rc = rc;
+			ret = -1;
+		}
+	}
+	free(s.sv_buf);
+	free(s.sv_last);
+	free(s.sv_have);
+	free(s.sv_skip);
+	free(s.sv_adv);
+	free(s.sv_touched);
+	flash_close(s.sv_h);
+	return ret;
+}

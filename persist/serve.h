@@ -1,0 +1,69 @@
+/*
+ * serve.h -- the daemon's main loop (`flashstock serve`): drain every
+ * handle's record ring into the WAL, commit by group, then tell the segment
+ * which records are durable so that `sync` buyers wake up.
+ *
+ * One serve_run() per segment at a time (the segment allows one consumer).
+ * It runs in the calling thread and returns when *o->stop becomes nonzero
+ * (after a last drain, commit and durable mark), when o->once is set and a
+ * round finds the rings empty, or on a fatal error.
+ *
+ * Order of effects for every record (crash points in brackets):
+ *   drain (the ring keeps it) [1] -> wal_append -> wal_commit: one pwrite +
+ *   one fdatasync for the round [2] -> flash_durable_advance(slot, seq)
+ *   frees it in the ring and wakes its buyer [3].
+ * Dying at [1] or [2] loses nothing: the ring still holds the record and the
+ * next daemon drains it again.  Dying at [2] after the fdatasync, or at [3],
+ * leaves records that are in the WAL but not marked durable; the next daemon
+ * would write them a second time.  At start it therefore reads the WAL,
+ * keeps the last record of each slot, and skips a drained record of that
+ * slot whose seq is at most that record's seq -- only if the ring still
+ * holds a record identical to it (same slot, seq and all 64 bytes).  A
+ * segment rebuilt or recreated since has restarted its seqs; its rings never
+ * hold a byte-identical copy, so nothing is skipped by mistake.
+ */
+#ifndef FLASH_SERVE_H
+#define FLASH_SERVE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
+
+struct serve_opts {
+	const char   *segment;          /* segment name */
+	const char   *wal_dir;          /* WAL directory (created if missing) */
+	uint64_t      wal_segment_bytes;/* size of new WAL files (0: default) */
+	uint32_t      drain_max;        /* records per round at most (0: 65536) */
+	uint32_t      recover_ms;       /* run flash_recover() this often (0: 1000) */
+	uint32_t      idle_us_max;      /* longest sleep when the rings are empty (0: 1000) */
+	uint32_t      stats_ms;         /* info line this often (0: never) */
+	int           log_level;        /* enum serve_log_level */
+	int           once;             /* stop after the first round that drains nothing */
+	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL) */
+};
+
+void serve_opts_default(struct serve_opts *o);
+
+struct serve_stats {
+	uint64_t rounds;          /* drain rounds */
+	uint64_t records;         /* records written to the WAL */
+	uint64_t skipped;         /* records found already in the WAL at start */
+	uint64_t commits;         /* wal_commit() calls that wrote something */
+	uint64_t recovered;       /* dead handles recovered by flash_recover() */
+	uint64_t durable_lsn;     /* the WAL's durable LSN at return */
+	uint64_t replayed;        /* WAL frames read at start */
+	int      flash_rc;        /* first failing flash_* code, or 0 */
+	int      wal_rc;          /* first failing wal_* code, or 0 */
+};
+
+/*
+ * Run the daemon loop.  Logs to stderr ("<time> serve [level] message").
+ * @return 0 on a clean stop; -1 on a fatal error (segment cannot be opened,
+ *         WAL cannot be read or opened, WAL write/fdatasync failed: then the
+ *         segment is marked failed with flash_durability_fail() first).
+ *         @p st (may be NULL) is filled either way.
+ */
+int serve_run(const struct serve_opts *o, struct serve_stats *st);
+
+#endif /* FLASH_SERVE_H */

@@ -1,0 +1,308 @@
+/*
+ * test_wal_serve.c -- the daemon loop (persist/serve.c) against a real
+ * segment: sync orders are acknowledged after the WAL holds them; a daemon
+ * that died after its fdatasync but before marking records durable is
+ * followed by one that does not write them twice; a recreated segment whose
+ * seqs start over is not mistaken for the old one; a failing fdatasync marks
+ * the segment failed and sync buyers get FLASH_EDURABILITY.
+ */
+#include <pthread.h>
+
+#include "helpers.h"
+#include "pio.h"
+#include "serve.h"
+#include "wal_testutil.h"
+
+struct seen {
+	uint64_t frames;
+	uint64_t orders;
+	uint64_t max_seq[16];    /* per slot */
+	uint64_t dup_or_gap;     /* a slot's seq not previous + 1 */
+	uint64_t order_no[4096];
+};
+
+static int seen_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	struct seen *s = arg;
+	const struct wal_rec *r = p;
+	s->frames++;
+	if (type != WAL_T_RECORD || len != sizeof *r || r->wr_rec.slot >= 16) {
+		s->dup_or_gap++;
+		return 0;
+	}
+	uint16_t slot = r->wr_rec.slot;
+	if (r->wr_seq != s->max_seq[slot] + 1)
+		s->dup_or_gap++;
+	s->max_seq[slot] = r->wr_seq;
+	if (r->wr_rec.type == FLASH_REC_ORDER && s->orders < 4096)
+		s->order_no[s->orders++] = r->wr_rec.order_no;
+	return 0;
+}
+
+static void replay_seen(const char *dir, struct seen *s)
+{
+	memset(s, 0, sizeof *s);
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, seen_cb, s, 0, &rep), WAL_OK);
+}
+
+static void base_opts(struct serve_opts *o, const char *seg, const char *dir)
+{
+	serve_opts_default(o);
+	o->segment = seg;
+	o->wal_dir = dir;
+	o->wal_segment_bytes = 1 << 20;
+	o->log_level = SERVE_LOG_ERROR;
+	o->idle_us_max = 200;
+}
+
+struct serve_thread {
+	struct serve_opts   o;
+	struct serve_stats  st;
+	volatile sig_atomic_t stop;
+	int                 rc;
+	pthread_t           th;
+};
+
+static void *serve_main(void *arg)
+{
+	struct serve_thread *t = arg;
+	t->rc = serve_run(&t->o, &t->st);
+	return NULL;
+}
+
+static void serve_start(struct serve_thread *t, const char *seg, const char *dir)
+{
+	memset(t, 0, sizeof *t);
+	base_opts(&t->o, seg, dir);
+	t->o.stop = &t->stop;
+	assert_int_equal(pthread_create(&t->th, NULL, serve_main, t), 0);
+}
+
+static void serve_stop(struct serve_thread *t)
+{
+	t->stop = 1;
+	pthread_join(t->th, NULL);
+}
+
+static void catalog(flash_t *h)
+{
+	assert_int_equal(t_activity(h, 1, 64, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 1, 100000, 1), FLASH_OK);
+}
+
+static void test_sync_orders_acknowledged_are_in_the_wal_once(void **st)
+{
+	(void)st;
+	char name[64];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.durability = FLASH_DURABILITY_SYNC;
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	struct serve_thread t;
+	serve_start(&t, name, dir);
+	catalog(h);
+	enum { N = 200 };
+	uint64_t nos[N];
+	for (int i = 0; i < N; i++) {
+		struct flash_order_res res;
+		assert_int_equal(t_order(h, 1, 1, 1000 + (uint64_t)i % 50, 1, 0, 0, &res), FLASH_OK);
+		nos[i] = res.order_no;
+	}
+	serve_stop(&t);
+	assert_int_equal(t.rc, 0);
+	assert_int_equal(t.st.records, N + 2);     /* activity, sku, orders */
+	assert_int_equal(t.st.skipped, 0);
+	struct seen s;
+	replay_seen(dir, &s);
+	assert_int_equal(s.frames, N + 2);
+	assert_int_equal(s.dup_or_gap, 0);
+	assert_int_equal(s.orders, N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(s.order_no[i], nos[i]);
+	wt_rmdir(dir);
+}
+
+/* The previous daemon wrote and fdatasync'd the records, then died before
+ * flash_durable_advance(): emulate it with a consumer handle that drains into
+ * the WAL and closes without marking anything. */
+static int dead_daemon_cb(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	return wal_append_record(arg, rec, seq, NULL) != WAL_OK;
+}
+
+static void test_restart_does_not_write_records_twice(void **st)
+{
+	(void)st;
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	catalog(h);
+	enum { M = 40, K = 25 };
+	for (int i = 0; i < M; i++)
+		assert_int_equal(t_order(h, 1, 1, 1 + (uint64_t)i, 1, 0, 0, NULL), FLASH_OK);
+
+	flash_t *c;
+	assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
+	wal_t *w;
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	uint32_t drained;
+	assert_int_equal(flash_ring_drain(c, dead_daemon_cb, w, UINT32_MAX, &drained), FLASH_OK);
+	assert_int_equal(drained, M + 2);
+	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(flash_close(c), FLASH_OK);
+
+	/* Orders placed while no daemon runs are after the dead daemon's. */
+	for (int i = 0; i < K; i++)
+		assert_int_equal(t_order(h, 1, 1, 100 + (uint64_t)i, 1, 0, 0, NULL), FLASH_OK);
+
+	struct serve_opts o;
+	struct serve_stats ss;
+	base_opts(&o, name, dir);
+	o.once = 1;
+	assert_int_equal(serve_run(&o, &ss), 0);
+	assert_int_equal(ss.replayed, M + 2);
+	assert_int_equal(ss.skipped, M + 2);
+	assert_int_equal(ss.records, K);
+
+	/* Marked durable this time: a further restart skips and writes nothing. */
+	assert_int_equal(serve_run(&o, &ss), 0);
+	assert_int_equal(ss.skipped, 0);
+	assert_int_equal(ss.records, 0);
+
+	struct seen s;
+	replay_seen(dir, &s);
+	assert_int_equal(s.frames, M + 2 + K);
+	assert_int_equal(s.orders, M + K);
+	assert_int_equal(s.dup_or_gap, 0);
+	wt_rmdir(dir);
+}
+
+/* Same WAL, new segment: its seqs restart at 1 and collide with the old
+ * ones, yet nothing is skipped. */
+static void test_recreated_segment_is_not_taken_for_the_old_one(void **st)
+{
+	(void)st;
+	char name[64];
+	char *dir = wt_mkdtemp();
+	struct serve_opts o;
+	struct serve_stats ss;
+	for (int gen = 0; gen < 2; gen++) {
+		flash_t *h = t_seg_new(NULL, name, sizeof name);
+		catalog(h);
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(t_order(h, 1, 1, 1 + (uint64_t)i, 1, 0, 0, NULL), FLASH_OK);
+		if (gen == 0) {
+			/* generation 0 dies unmarked, as above */
+			flash_t *c;
+			assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
+			wal_t *w;
+			assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+			assert_int_equal(flash_ring_drain(c, dead_daemon_cb, w, UINT32_MAX, NULL), FLASH_OK);
+			assert_int_equal(wal_close(w), WAL_OK);
+			assert_int_equal(flash_close(c), FLASH_OK);
+		} else {
+			base_opts(&o, name, dir);
+			o.once = 1;
+			assert_int_equal(serve_run(&o, &ss), 0);
+			assert_int_equal(ss.replayed, 12);
+			assert_int_equal(ss.skipped, 0);
+			assert_int_equal(ss.records, 12);
+		}
+		t_teardown(NULL);
+	}
+	struct seen s;
+	memset(&s, 0, sizeof s);
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, seen_cb, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.frames, 24);
+	assert_int_equal(s.orders, 20);
+	wt_rmdir(dir);
+}
+
+/* ---- failure ---- */
+
+static int g_syncs;
+
+/* The first fdatasync (wal_open's, of the existing file) works; every later
+ * one fails. */
+static int eio_fdatasync(int fd)
+{
+	if (__atomic_fetch_add(&g_syncs, 1, __ATOMIC_SEQ_CST) == 0)
+		return ((int (*)(int))pio_default("fdatasync"))(fd);
+	errno = EIO;
+	return -1;
+}
+
+struct buyer {
+	const char *name;
+	int         rc;
+};
+
+static void *sync_buyer(void *arg)
+{
+	struct buyer *b = arg;
+	flash_t *h;
+	b->rc = flash_open(b->name, 0, &h);
+	if (b->rc != FLASH_OK)
+		return NULL;
+	b->rc = t_order(h, 1, 1, 77, 1, 0, 0, NULL);
+	flash_close(h);
+	return NULL;
+}
+
+static void test_wal_failure_fails_sync_orders(void **st)
+{
+	(void)st;
+	char name[64];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.durability = FLASH_DURABILITY_SYNC;
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	/* The catalog goes to the WAL while the disk works. */
+	struct serve_thread t;
+	serve_start(&t, name, dir);
+	catalog(h);
+	serve_stop(&t);
+	assert_int_equal(t.rc, 0);
+
+	/* The WAL file exists; from now on every fdatasync fails. */
+	struct buyer b = { .name = name, .rc = 1 };
+	pthread_t bt;
+	assert_int_equal(pthread_create(&bt, NULL, sync_buyer, &b), 0);
+	g_syncs = 0;
+	pio_override("fdatasync", (pio_fn)eio_fdatasync, NULL);
+	struct serve_opts o;
+	struct serve_stats ss;
+	base_opts(&o, name, dir);
+	volatile sig_atomic_t never = 0;
+	o.stop = &never;
+	o.log_level = -1;   /* the failure is expected: keep stderr quiet */
+	int rc = serve_run(&o, &ss);
+	pthread_join(bt, NULL);
+	pio_reset();
+	assert_int_equal(rc, -1);
+	assert_int_equal(ss.wal_rc, WAL_EFAILED);
+	assert_int_equal(ss.records, 1);
+	assert_int_equal(b.rc, FLASH_EDURABILITY);
+	/* The record was written but never made durable: the catalog is all
+	 * the WAL is sure to hold, and a new daemon cannot serve until the
+	 * failure is dealt with (sync orders keep failing). */
+	struct flash_stats fs;
+	assert_int_equal(flash_stats_get(h, &fs), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 1, 78, 1, 0, 0, NULL), FLASH_EDURABILITY);
+	wt_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_sync_orders_acknowledged_are_in_the_wal_once, t_teardown),
+		cmocka_unit_test_teardown(test_restart_does_not_write_records_twice, t_teardown),
+		cmocka_unit_test_teardown(test_recreated_segment_is_not_taken_for_the_old_one, t_teardown),
+		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
