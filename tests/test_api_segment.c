@@ -430,7 +430,11 @@ static void expect_open(const char *name, int rc)
 	flash_t *h = NULL;
 
 	assert_int_equal(flash_open(name, 0, &h), rc);
+	if (rc == FLASH_OK)
+		assert_int_equal(flash_close(h), FLASH_OK);
 	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), rc);
+	if (rc == FLASH_OK)
+		assert_int_equal(flash_close(h), FLASH_OK);
 }
 
 static void test_attach_refuses_each_corrupt_magic_byte_with_emagic(void **state)
