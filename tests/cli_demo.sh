@@ -1,5 +1,6 @@
 #!/bin/bash
-# cli_demo.sh FLASHSTOCK [BUYERS] -- `flashstock demo --json` keeps its promises.
+# cli_demo.sh FLASHSTOCK [BUYERS [DEMO-OPTIONS...]] -- `flashstock demo --json`
+# keeps its promises.
 #
 # Runs the demo, requires exit 0, and checks the JSON object on the last line
 # of stdout: every invariant figure is exactly 0; the stock adds up
@@ -8,13 +9,14 @@
 # answer the API promises; the scenario exercised each of them at least once;
 # and the private segment is gone afterwards.
 set -u
-F=${1:?usage: cli_demo.sh path/to/flashstock [buyers]}
+F=${1:?usage: cli_demo.sh path/to/flashstock [buyers [demo options...]]}
 B=${2:-20000}
+shift; shift
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$F" demo --json --buyers "$B" > "$T/out" 2> "$T/err"; rc=$?
+"$F" demo --json --buyers "$B" "$@" > "$T/out" 2> "$T/err"; rc=$?
 if [ $rc != 0 ]; then
 	cat "$T/out" "$T/err" >&2
 	fail "demo exited $rc"

@@ -6,6 +6,13 @@ if(TARGET test_csv AND TARGET flashstock_csv)
   target_link_libraries(test_csv PRIVATE flashstock_csv)
 endif()
 
+# test_demo_audit checks the demo's audit (tools/demo_check.c) on its own.
+if(TARGET test_demo_audit)
+  target_sources(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools/demo_check.c)
+  target_include_directories(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools
+                             ${PROJECT_SOURCE_DIR}/bench)
+endif()
+
 if(TARGET flashstock)
   # create/load/status/destroy: good CSV loads exactly, each bad CSV exits 2
   # naming line and column and changes nothing.
@@ -17,6 +24,17 @@ if(TARGET flashstock)
   add_test(NAME cli_demo
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000)
   set_tests_properties(cli_demo PROPERTIES TIMEOUT 180)
+  # the same with 16-record rings: buyers meet full rings (FLASH_EBUSY) and
+  # retry while the parent drains; every figure must still hold.
+  add_test(NAME cli_demo_small_rings
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --ring 16)
+  set_tests_properties(cli_demo_small_rings PROPERTIES TIMEOUT 180)
+  # limit 3 per user, 5 skus, heavy retries and cancels.
+  add_test(NAME cli_demo_limit3
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --limit 3 --skus 5 --procs 3 --cancel-pct 10 --retry-pct 50)
+  set_tests_properties(cli_demo_limit3 PROPERTIES TIMEOUT 180)
 
   # usage: --help everywhere exits 0; an unknown command exits 2.
   foreach(cmd create destroy load status demo)

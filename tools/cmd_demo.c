@@ -35,7 +35,8 @@ static void demo_help(FILE *out)
 {
 	fprintf(out,
 	        "usage: flashstock demo [--json] [--buyers N] [--skus N] [--units U] [--procs P]\n"
-	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--name NAME]\n"
+	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
+	        "                       [--name NAME]\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
 	        "activity (K orders per user, a one-time token per order) sells U units over N\n"
@@ -57,6 +58,9 @@ static void demo_help(FILE *out)
 	        "  --limit K       orders per user, 1..%u (default 1)\n"
 	        "  --cancel-pct C  %% of successful orders cancelled (default 1)\n"
 	        "  --retry-pct R   %% of buyers retrying their request (default 5)\n"
+	        "  --ring N        records per process ring, a power of two >= 16 (default:\n"
+	        "                  the segment default); small rings make buyers meet a full\n"
+	        "                  ring (FLASH_EBUSY, retried) while the parent drains\n"
 	        "  --name NAME     segment name (default: a unique /flashstock-demo-PID-XXXX);\n"
 	        "                  it must not exist, and it is removed at the end\n"
 	        "  --json          end the output with one JSON object on the last line\n"
@@ -78,7 +82,7 @@ static void demo_help(FILE *out)
 /* Parse options into @p cfg.  @return -1 to go on, or an exit code. */
 static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 {
-	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_NAME, O_JSON };
+	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -88,6 +92,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 		{ "limit",      required_argument, NULL, O_LIMIT },
 		{ "cancel-pct", required_argument, NULL, O_CANCEL },
 		{ "retry-pct",  required_argument, NULL, O_RETRY },
+		{ "ring",       required_argument, NULL, O_RING },
 		{ "name",       required_argument, NULL, O_NAME },
 		{ "json",       no_argument,       NULL, O_JSON },
 		{ NULL, 0, NULL, 0 }
@@ -133,6 +138,11 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 			break;
 		case O_RETRY:
 			bad = tool_opt_u32(cmd, "--retry-pct", optarg, 0, 100, &cfg->retry_pct);
+			break;
+		case O_RING:
+			bad = tool_opt_u32(cmd, "--ring", optarg, 16, 1u << 24, &cfg->ring);
+			if (!bad && (cfg->ring & (cfg->ring - 1)))
+				return tool_usage_err(cmd, "--ring: %s is not a power of two", optarg);
 			break;
 		case O_NAME:
 			cfg->name = strcmp(optarg, "auto") == 0 ? NULL : optarg;
@@ -241,6 +251,8 @@ static int demo_segment_create(struct demo_run *r)
 	v = demo_max(o->max_users, cfg->units * 2 * cfg->limit + 1024);
 	o->max_users = (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v);
 	o->max_procs = (uint32_t)demo_max(o->max_procs, cfg->procs + 2);
+	if (cfg->ring)
+		o->ring_records = cfg->ring;
 
 	rc = flash_seg_create(r->name, o);
 	if (rc != FLASH_OK) {
@@ -314,13 +326,30 @@ static void demo_teardown(struct demo_run *r)
  * 3. The sale
  * ------------------------------------------------------------------------ */
 
-/* Drain every ring once.  @return records drained, or a negative code. */
+/*
+ * Drain every ring once, then hand the space back to the producers.  A ring
+ * slot is reused only after the consumer declares its record durable
+ * (flash_durable_advance); with no WAL in this mode a record is done once
+ * the audit has counted it.  A WAL-backed demo would advance only after its
+ * fdatasync.  @return records drained, or a negative code.
+ */
 static int64_t demo_drain(struct demo_run *r)
 {
-	uint32_t n = 0;
-	int rc = flash_ring_drain(r->h, demo_rings_record, &r->rings, 1u << 16, &n);
+	struct demo_rings *rg = &r->rings;
+	uint32_t n = 0, s;
+	int rc = flash_ring_drain(r->h, demo_rings_record, rg, 1u << 16, &n);
 
-	return rc == FLASH_OK ? (int64_t)n : rc;
+	if (rc != FLASH_OK)
+		return rc;
+	for (s = 0; s < rg->nslots; s++) {
+		if (rg->last_seq[s] == rg->acked_seq[s])
+			continue;
+		rc = flash_durable_advance(r->h, s, rg->last_seq[s]);
+		if (rc != FLASH_OK)
+			return rc;
+		rg->acked_seq[s] = rg->last_seq[s];
+	}
+	return (int64_t)n;
 }
 
 static void demo_sleep_us(long us)

@@ -39,6 +39,7 @@ struct demo_cfg {
 	uint32_t    cancel_pct;      /* % of successful orders cancelled */
 	uint32_t    retry_pct;       /* % of buyers retrying with the same request id */
 	uint32_t    repeat_pm;       /* per mille of buyers ordering again as the same user */
+	uint32_t    ring;            /* records per handle ring; 0: the default */
 	uint64_t    seed;            /* buyer behaviour (fixed: runs are comparable) */
 	uint64_t    sku_units[DEMO_SKUS_MAX];   /* units per sku (index = sku id - 1) */
 	uint32_t    sku_shards[DEMO_SKUS_MAX];  /* stock shards per sku */
@@ -98,6 +99,7 @@ struct demo_rings {
 	uint8_t  *seen;                       /* per order number: DEMO_SEEN_* */
 	uint64_t  seen_cap;                   /* entries in seen[] */
 	uint64_t *last_seq;                   /* per slot: last seq drained */
+	uint64_t *acked_seq;                  /* per slot: last seq released to the producer */
 	uint32_t  nslots;
 	char      first_anomaly[160];
 };

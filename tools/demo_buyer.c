@@ -196,9 +196,18 @@ static void demo_buyer_one(struct demo_buyer *b, uint64_t user)
 	demo_tally(b, rc, user, sku, &req, 0);
 
 	if (retry && rc != FLASH_EBUSY) {
+		uint32_t tries = 0;
 		p->dp_retries++;
-		memset(&res2, 0, sizeof res2);
-		rc2 = demo_order_timed(b, &req, &res2);
+		/* FLASH_EBUSY comes before the request id is looked up: the
+		 * answer is "try later", so the retry is sent again as is. */
+		do {
+			if (tries) {
+				p->dp_busy++;
+				demo_pause();
+			}
+			memset(&res2, 0, sizeof res2);
+			rc2 = demo_order_timed(b, &req, &res2);
+		} while (rc2 == FLASH_EBUSY && ++tries < DEMO_BUSY_TRIES);
 		if (rc2 == FLASH_EDUPLICATE && res2.first_rc == rc &&
 		    (rc != FLASH_OK || res2.order_no == res.order_no))
 			p->dp_retry_ok++;

@@ -29,7 +29,8 @@ int demo_rings_init(struct demo_rings *r, uint64_t orders_cap, uint32_t slots)
 	r->seen = calloc(r->seen_cap, 1);
 	r->nslots = slots;
 	r->last_seq = calloc(slots ? slots : 1, sizeof *r->last_seq);
-	if (!r->seen || !r->last_seq) {
+	r->acked_seq = calloc(slots ? slots : 1, sizeof *r->acked_seq);
+	if (!r->seen || !r->last_seq || !r->acked_seq) {
 		demo_rings_free(r);
 		return FLASH_ENOMEM;
 	}
@@ -40,8 +41,10 @@ void demo_rings_free(struct demo_rings *r)
 {
 	free(r->seen);
 	free(r->last_seq);
+	free(r->acked_seq);
 	r->seen = NULL;
 	r->last_seq = NULL;
+	r->acked_seq = NULL;
 }
 
 static void demo_anomaly(struct demo_rings *r, const char *what,
@@ -156,12 +159,17 @@ int demo_audit_run(flash_t *h, const struct demo_cfg *cfg, const struct demo_rin
 
 	memset(out, 0, sizeof *out);
 
-	/* The activity as the segment has it: its limit and scope decide. */
+	/* The activity as the segment has it gives the scope (how a user's
+	 * orders are grouped); the limit checked is the one the demo asked for,
+	 * so a segment that stored another one cannot hide an excess. */
 	for (idx = 0; (rc = flash_activity_at(h, idx, &act)) == FLASH_OK; idx++)
 		if (act.id == DEMO_ACTIVITY)
 			break;
 	if (rc != FLASH_OK)
 		return rc;
+	if (act.limit_per_user != cfg->limit)
+		demo_problem(out, "the segment holds limit %u, the demo set %u",
+		             act.limit_per_user, cfg->limit);
 
 	/* 1. Every order.  Active ones count toward stock and user limits. */
 	omax = flash_orders_max(h);
@@ -230,11 +238,11 @@ int demo_audit_run(flash_t *h, const struct demo_cfg *cfg, const struct demo_rin
 	for (i = 0; i < nkeys; i += run) {
 		for (run = 1; i + run < nkeys && demo_key_cmp(&keys[i], &keys[i + run]) == 0; run++)
 			;
-		if (run > act.limit_per_user) {
+		if (run > cfg->limit) {
 			out->users_over_limit++;
 			demo_problem(out, "user %llu holds %llu active orders, limit %u",
 			             (unsigned long long)keys[i].user, (unsigned long long)run,
-			             act.limit_per_user);
+			             cfg->limit);
 		}
 	}
 	free(keys);
