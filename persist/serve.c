@@ -92,6 +92,19 @@ static int serve_note_last(void *arg, uint64_t lsn, uint16_t type, const void *p
 		s->sv_last[r.wr_rec.slot] = r;
 		s->sv_have[r.wr_rec.slot] = 1;
 	}
+	if (s->sv_o->recover) {
+		int rc = flash_replay(s->sv_h, &r.wr_rec);
+		if (rc == FLASH_OK) {
+			s->sv_st->applied++;
+		} else if (rc == FLASH_EEXIST) {
+			s->sv_st->present++;
+		} else {
+			serve_log(s, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (record type %u, order %"
+			          PRIu64 "): %s", lsn, r.wr_rec.type, r.wr_rec.order_no, flash_strerror(rc));
+			s->sv_st->flash_rc = rc;
+			return 1;
+		}
+	}
 	return 0;
 }
 
@@ -101,6 +114,10 @@ static int serve_open_wal(struct serve *s)
 	const struct serve_opts *o = s->sv_o;
 	struct wal_replay_report rep;
 	int rc = wal_replay(o->wal_dir, 0, serve_note_last, s, WAL_REPLAY_TRUNCATE, &rep);
+	if (rc == WAL_ESTOPPED) {
+		s->sv_st->wal_rc = rc;
+		return -1;     /* a record could not be applied (logged) */
+	}
 	if (rc != WAL_OK) {
 		if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_ENOTTAIL ||
 		    rc == WAL_EMAGIC || rc == WAL_EFILE_HDR || rc == WAL_EGAP) {
@@ -116,6 +133,9 @@ static int serve_open_wal(struct serve *s)
 	}
 	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
 	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
+	if (o->recover)
+		serve_log(s, SERVE_LOG_INFO, "recover: %" PRIu64 " records applied to the segment, %"
+		          PRIu64 " were there already", s->sv_st->applied, s->sv_st->present);
 	struct wal_opts wo;
 	wal_opts_default(&wo);
 	if (o->wal_segment_bytes)

@@ -40,6 +40,8 @@ struct serve_opts {
 	uint32_t      stats_ms;         /* info line this often (0: never) */
 	int           log_level;        /* enum serve_log_level */
 	int           once;             /* stop after the first round that drains nothing */
+	int           recover;          /* first rebuild the segment from the WAL (flash_replay of
+	                                   every record; already-present ones change nothing) */
 	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL) */
 };
 
@@ -53,6 +55,8 @@ struct serve_stats {
 	uint64_t recovered;       /* dead handles recovered by flash_recover() */
 	uint64_t durable_lsn;     /* the WAL's durable LSN at return */
 	uint64_t replayed;        /* WAL frames read at start */
+	uint64_t applied;         /* recover: records applied to the segment */
+	uint64_t present;         /* recover: records the segment had already (FLASH_EEXIST) */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 };

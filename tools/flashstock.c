@@ -14,6 +14,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "load",    cmd_load,    "add an activity and its skus (flags or CSV)" },
 	{ "status",  cmd_status,  "show catalog, stock, fill levels and counters" },
 	{ "demo",    cmd_demo,    "run a complete flash sale on a private segment and check it" },
+	{ "serve",   cmd_serve,   "the daemon: write records to the WAL, acknowledge sync orders" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 

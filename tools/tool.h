@@ -37,6 +37,7 @@ int cmd_destroy(int argc, char **argv);
 int cmd_load(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock_bench) */
 
 /* ---- messages ---------------------------------------------------------- */

@@ -1,0 +1,152 @@
+/*
+ * cmd_serve.c -- `flashstock serve`: the daemon of one segment.  It drains
+ * every handle's record ring into the WAL (group commit: one write and one
+ * fdatasync per round), marks the records durable so `sync` buyers return,
+ * and runs dead-handle recovery periodically.  The loop itself is
+ * persist/serve.c; this file is options, signals and exit codes.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve.h"
+
+static volatile sig_atomic_t serve_stop_flag;
+
+static void serve_on_signal(int sig)
+{
+	(void)sig;
+	serve_stop_flag = 1;
+}
+
+static void serve_help(FILE *out)
+{
+	fprintf(out,
+	        "usage: flashstock serve --name NAME --wal DIR [options]\n"
+	        "\n"
+	        "Serve segment NAME: write every record its handles emit to the write-ahead\n"
+	        "log in DIR (created if missing), make it durable (fdatasync) by group commit,\n"
+	        "then acknowledge it to buyers waiting in sync durability.  At start the WAL\n"
+	        "is read through and a torn tail (from a crash) is cut; records the WAL holds\n"
+	        "already are not written twice.  SIGTERM or SIGINT: drain, sync, exit 0.\n"
+	        "\n"
+	        "options:\n"
+	        "  --name NAME          segment name (required)\n"
+	        "  --wal DIR            WAL directory (required)\n"
+	        "  --recover            first rebuild the segment from the WAL (after a reboot:\n"
+	        "                       create the segment with its old options, then serve\n"
+	        "                       --recover); records already present change nothing\n"
+	        "  --wal-file-mb N      size of each new WAL file, MiB (default 64)\n"
+	        "  --drain-max N        records per round at most (default 65536)\n"
+	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
+	        "  --idle-us N          longest sleep when no record waits, us (default 1000)\n"
+	        "  --stats-s N          log a progress line every N s (default 0: never)\n"
+	        "  --once               stop as soon as the rings are empty\n"
+	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
+	        "\n"
+	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
+	        "exit: 0 stopped cleanly; 1 failed (segment or WAL unusable, WAL write or\n"
+	        "fdatasync failed: the segment is marked failed first); 2 usage error\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help",        no_argument,       NULL, 'h' },
+		{ "name",        required_argument, NULL, 'n' },
+		{ "wal",         required_argument, NULL, 'w' },
+		{ "recover",     no_argument,       NULL, 'R' },
+		{ "wal-file-mb", required_argument, NULL, 'f' },
+		{ "drain-max",   required_argument, NULL, 'd' },
+		{ "recover-ms",  required_argument, NULL, 'r' },
+		{ "idle-us",     required_argument, NULL, 'i' },
+		{ "stats-s",     required_argument, NULL, 's' },
+		{ "once",        no_argument,       NULL, 'o' },
+		{ "log-level",   required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = argv[0];
+	struct serve_opts o;
+	uint32_t v;
+	int c;
+
+	serve_opts_default(&o);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			serve_help(stdout);
+			return TOOL_OK;
+		case 'n':
+			o.segment = optarg;
+			break;
+		case 'w':
+			o.wal_dir = optarg;
+			break;
+		case 'R':
+			o.recover = 1;
+			break;
+		case 'f':
+			if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, 65536, &v) != 0)
+				return TOOL_USAGE;
+			o.wal_segment_bytes = (uint64_t)v << 20;
+			break;
+		case 'd':
+			if (tool_opt_u32(cmd, "--drain-max", optarg, 1, UINT32_MAX, &o.drain_max) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'r':
+			if (tool_opt_u32(cmd, "--recover-ms", optarg, 1, 3600000, &o.recover_ms) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'i':
+			if (tool_opt_u32(cmd, "--idle-us", optarg, 1, 1000000, &o.idle_us_max) != 0)
+				return TOOL_USAGE;
+			break;
+		case 's':
+			if (tool_opt_u32(cmd, "--stats-s", optarg, 0, 86400, &v) != 0)
+				return TOOL_USAGE;
+			o.stats_ms = v * 1000u;
+			break;
+		case 'o':
+			o.once = 1;
+			break;
+		case 'l':
+			if (strcmp(optarg, "error") == 0)
+				o.log_level = SERVE_LOG_ERROR;
+			else if (strcmp(optarg, "warn") == 0)
+				o.log_level = SERVE_LOG_WARN;
+			else if (strcmp(optarg, "info") == 0)
+				o.log_level = SERVE_LOG_INFO;
+			else if (strcmp(optarg, "debug") == 0)
+				o.log_level = SERVE_LOG_DEBUG;
+			else
+				return tool_usage_err(cmd, "--log-level: '%s' is not error, warn, info or debug",
+				                      optarg);
+			break;
+		default:
+			return tool_bad_option(cmd, c, argv);
+		}
+	}
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (o.segment == NULL)
+		return tool_usage_err(cmd, "--name is required");
+	if (o.wal_dir == NULL)
+		return tool_usage_err(cmd, "--wal is required");
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = serve_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	o.stop = &serve_stop_flag;
+
+	struct serve_stats st;
+	return serve_run(&o, &st) == 0 ? TOOL_OK : TOOL_FAIL;
+}
