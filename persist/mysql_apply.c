@@ -190,10 +190,7 @@ const char *flash_mysql_strerror(int rc)
 	case FLASH_EMYSQL_RETRY:  return "MySQL unreachable, slow or busy; nothing applied, retry";
 	case FLASH_EMYSQL:        return "MySQL refused a statement";
 	case FLASH_EMYSQL_CONFIG: return "bad MySQL connection settings or access denied";
-	case FLASH_OK:            return "success";
-	case FLASH_EINVAL:        return "bad argument";
-	case FLASH_ENOMEM:        return "out of memory";
-	default:                  return "not an applier result code (see flash_strerror)";
+	default:                  return flash_strerror(rc);
 	}
 }
 
@@ -557,6 +554,17 @@ struct st_mysql *flash_mysql_conn(flash_mysql_t *m)
 	if (!m || connect_db(m) != FLASH_OK)
 		return NULL;
 	return m->mm_conn;
+}
+
+void flash_mysql_conn_lost(flash_mysql_t *m)
+{
+	if (m)
+		disconnect(m);
+}
+
+const char *flash_mysql_stream(const flash_mysql_t *m)
+{
+	return m && m->mm_stream ? m->mm_stream : "wal";
 }
 
 const char *flash_mysql_where(const flash_mysql_t *m)

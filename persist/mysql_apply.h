@@ -66,7 +66,7 @@ extern "C" {
 #define FLASH_EMYSQL        -41  /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG -42  /* bad URL or option file, or access denied */
 
-/** Describe a result code the applier returns (other codes: flash_strerror()). */
+/** Describe a result code: the applier's own, else flash_strerror()'s. */
 const char *flash_mysql_strerror(int rc);
 
 typedef struct flash_mysql flash_mysql_t;
@@ -193,6 +193,22 @@ int flash_mysql_apply_retry(flash_mysql_t *m, const struct flash_lsn_record *rec
  */
 int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn);
 
+/**
+ * Catch MySQL up with a WAL directory (persist/wal.h) that no wal_t has open
+ * (at start-up, or from a tool): replay from the stream's applied LSN + 1 to
+ * the WAL's end, applying @p batch records per transaction (0 = 5000), each
+ * batch retried with backoff for at most @p max_wait_ms.  (mysql_feed.c)
+ * @param[out] total  sums over the batches (may be NULL; conflicts are not
+ *                    copied, they are logged and counted in the stats)
+ * @param[out] wal_rc the replay's stop cause (WAL_OK: clean end), may be NULL
+ * @return FLASH_OK (everything the WAL holds is applied); FLASH_EMYSQL_RETRY;
+ *         FLASH_EMYSQL; FLASH_ECORRUPT (the WAL stopped at a bad frame:
+ *         *wal_rc says which; what came before it is applied); FLASH_ESYS
+ *         (WAL I/O); FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
+                         uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc);
+
 /** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
 int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
 
@@ -211,6 +227,15 @@ void flash_mysql_url_mask(const char *url, char *buf, size_t len);
  */
 struct st_mysql;
 struct st_mysql *flash_mysql_conn(flash_mysql_t *m);
+
+/**
+ * Tell the handle that a query on flash_mysql_conn() lost the connection:
+ * it is closed here and the next call reconnects.
+ */
+void flash_mysql_conn_lost(flash_mysql_t *m);
+
+/** The handle's applied_lsn stream name ("wal" by default). */
+const char *flash_mysql_stream(const flash_mysql_t *m);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,9 @@ file(GLOB FLASH_MYSQL_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_m
 foreach(src ${FLASH_MYSQL_TESTS})
   get_filename_component(name ${src} NAME_WE)
   target_link_libraries(${name} PRIVATE flashstock_persist)
+  if(TARGET flash_test_helpers)
+    target_link_libraries(${name} PRIVATE flash_test_helpers)
+  endif()
   set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
                        ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR};FLASH_TEST_MARIADB_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh")
 endforeach()

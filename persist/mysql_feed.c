@@ -1,0 +1,110 @@
+/*
+ * mysql_feed.c -- feed the MySQL applier from a WAL directory.
+ *
+ * flash_mysql_catch_up() (contract in mysql_apply.h) replays the WAL from
+ * the stream's applied LSN + 1 and hands the records to flash_mysql_apply()
+ * in batches.  Exactly-once comes from the applier (records at or below the
+ * applied LSN are skipped inside the batch transaction), so starting a
+ * little early, or twice, is harmless.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mysql_apply.h"
+#include "wal.h"
+
+struct feed {
+	flash_mysql_t *fd_m;
+	struct flash_lsn_record *fd_v;
+	size_t fd_n;
+	size_t fd_cap;
+	uint32_t fd_wait_ms;
+	int fd_rc;                         /* first applier error */
+	int fd_bad_type;                   /* a frame that is not a record */
+	struct flash_apply_result *fd_total;
+};
+
+static int feed_flush(struct feed *f)
+{
+	if (!f->fd_n)
+		return 0;
+	struct flash_apply_result res = { 0 };
+	int rc = flash_mysql_apply_retry(f->fd_m, f->fd_v, f->fd_n, &res, f->fd_wait_ms);
+	f->fd_n = 0;
+	if (rc) {
+		f->fd_rc = rc;
+		return 1;
+	}
+	if (f->fd_total) {
+		f->fd_total->applied += res.applied;
+		f->fd_total->skipped += res.skipped;
+		f->fd_total->refused += res.refused;
+		f->fd_total->applied_lsn = res.applied_lsn;
+		f->fd_total->slow_path |= res.slow_path;
+	}
+	return 0;
+}
+
+static int feed_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
+{
+	struct feed *f = arg;
+	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
+		f->fd_bad_type = 1;
+		return 1;
+	}
+	struct wal_rec wr;
+	memcpy(&wr, payload, sizeof wr);
+	f->fd_v[f->fd_n].lsn = lsn;
+	f->fd_v[f->fd_n].rec = wr.wr_rec;
+	if (++f->fd_n == f->fd_cap)
+		return feed_flush(f);
+	return 0;
+}
+
+int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
+                         uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc)
+{
+	if (!m || !wal_dir)
+		return FLASH_EINVAL;
+	if (total) {
+		struct flash_conflict *keep = total->conflicts;
+		size_t keep_cap = total->conflict_cap;
+		memset(total, 0, sizeof *total);
+		total->conflicts = keep;
+		total->conflict_cap = keep_cap;
+	}
+	if (wal_rc)
+		*wal_rc = WAL_OK;
+	uint64_t done = 0;
+	int rc = flash_mysql_applied_lsn(m, &done);
+	if (rc)
+		return rc;
+	struct feed f = { .fd_m = m, .fd_cap = batch ? batch : 5000, .fd_wait_ms = max_wait_ms,
+	                  .fd_total = total };
+	f.fd_v = malloc(f.fd_cap * sizeof *f.fd_v);
+	if (!f.fd_v)
+		return FLASH_ENOMEM;
+	struct wal_replay_report rep;
+	int wrc = wal_replay(wal_dir, done + 1, feed_frame, &f, 0, &rep);
+	if (wrc == WAL_OK || (wrc != WAL_ESTOPPED && wrc != WAL_EIO && wrc != WAL_EINVAL &&
+	                      wrc != WAL_ENOMEM)) {
+		/* Clean end, or a bad frame: what came before it still applies. */
+		feed_flush(&f);
+	}
+	free(f.fd_v);
+	if (wal_rc)
+		*wal_rc = wrc == WAL_ESTOPPED ? rep.stop : wrc;
+	if (total && !f.fd_rc)
+		flash_mysql_applied_lsn(m, &total->applied_lsn);
+	if (f.fd_rc)
+		return f.fd_rc;
+	if (f.fd_bad_type)
+		return FLASH_ECORRUPT;
+	switch (wrc) {
+	case WAL_OK:     return FLASH_OK;
+	case WAL_EIO:    return FLASH_ESYS;
+	case WAL_ENOMEM: return FLASH_ENOMEM;
+	case WAL_EINVAL: return FLASH_EINVAL;
+	default:         return FLASH_ECORRUPT;
+	}
+}

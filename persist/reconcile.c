@@ -1,0 +1,708 @@
+/*
+ * reconcile.c -- compare the segment, the WAL and MySQL (contract in
+ * reconcile.h).
+ *
+ * Divisions:
+ *   1. The WAL fold          records -> per-(activity, sku) totals
+ *   2. Gathering             each witness as an array sorted by (activity, sku)
+ *   3. Orders                segment orders vs MySQL rows, in chunks of numbers
+ *   4. Comparison            a three-way merge by (activity, sku)
+ *   5. Report                free, print
+ *
+ * Memory stays bounded by the number of skus plus one chunk of orders: the
+ * order comparison walks order numbers CHUNK at a time, reading the segment's
+ * orders of the chunk into an array and streaming MySQL's rows of the same
+ * range against it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile.h"
+#include "wal.h"
+
+/* ------------------------------------------------------------------------
+ * 1. The WAL fold
+ * ------------------------------------------------------------------------ */
+
+struct flash_fold {
+	struct flash_fold_sku *ff_v;      /* insertion order */
+	size_t    ff_n;
+	size_t    ff_cap;
+	uint32_t *ff_idx;                 /* open addressing: index + 1, 0 = empty */
+	size_t    ff_idx_cap;
+	struct flash_fold_sku *ff_sorted; /* sorted copy for flash_fold_skus() */
+	int       ff_dirty;
+};
+
+static uint64_t sku_key(uint32_t a, uint32_t s) { return (uint64_t)a << 32 | s; }
+
+static size_t key_hash(uint64_t k, size_t cap)
+{
+	return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+int flash_fold_new(flash_fold_t **out)
+{
+	if (!out)
+		return FLASH_EINVAL;
+	*out = calloc(1, sizeof **out);
+	return *out ? FLASH_OK : FLASH_ENOMEM;
+}
+
+void flash_fold_free(flash_fold_t *f)
+{
+	if (!f)
+		return;
+	free(f->ff_v);
+	free(f->ff_idx);
+	free(f->ff_sorted);
+	free(f);
+}
+
+static int fold_grow(flash_fold_t *f)
+{
+	size_t cap = f->ff_idx_cap ? f->ff_idx_cap * 2 : 256;
+	uint32_t *idx = calloc(cap, sizeof *idx);
+	if (!idx)
+		return FLASH_ENOMEM;
+	for (size_t i = 0; i < f->ff_n; i++) {
+		size_t j = key_hash(sku_key(f->ff_v[i].activity_id, f->ff_v[i].sku_id), cap);
+		while (idx[j])
+			j = (j + 1) & (cap - 1);
+		idx[j] = (uint32_t)i + 1;
+	}
+	free(f->ff_idx);
+	f->ff_idx = idx;
+	f->ff_idx_cap = cap;
+	return FLASH_OK;
+}
+
+static struct flash_fold_sku *fold_get(flash_fold_t *f, uint32_t a, uint32_t s)
+{
+	if ((f->ff_n + 1) * 2 > f->ff_idx_cap && fold_grow(f))
+		return NULL;
+	uint64_t k = sku_key(a, s);
+	size_t j = key_hash(k, f->ff_idx_cap);
+	for (;; j = (j + 1) & (f->ff_idx_cap - 1)) {
+		uint32_t i = f->ff_idx[j];
+		if (!i)
+			break;
+		if (sku_key(f->ff_v[i - 1].activity_id, f->ff_v[i - 1].sku_id) == k)
+			return &f->ff_v[i - 1];
+	}
+	if (f->ff_n == f->ff_cap) {
+		size_t cap = f->ff_cap ? f->ff_cap * 2 : 64;
+		struct flash_fold_sku *v = realloc(f->ff_v, cap * sizeof *v);
+		if (!v)
+			return NULL;
+		f->ff_v = v;
+		f->ff_cap = cap;
+	}
+	struct flash_fold_sku *e = &f->ff_v[f->ff_n];
+	memset(e, 0, sizeof *e);
+	e->activity_id = a;
+	e->sku_id = s;
+	f->ff_idx[j] = (uint32_t)++f->ff_n;
+	return e;
+}
+
+int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t lsn)
+{
+	if (!f || !r)
+		return FLASH_EINVAL;
+	if (r->type == FLASH_REC_ACTIVITY)
+		return FLASH_OK;
+	if (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU)
+		return FLASH_EINVAL;
+	struct flash_fold_sku *e = fold_get(f, r->activity_id, r->sku_id);
+	if (!e)
+		return FLASH_ENOMEM;
+	switch (r->type) {
+	case FLASH_REC_SKU:
+		e->total += r->value;
+		e->available += r->value;
+		break;
+	case FLASH_REC_ORDER:
+		e->available -= r->qty;
+		e->sold += r->qty;
+		e->active_orders++;
+		break;
+	case FLASH_REC_CANCEL:
+		e->available += r->qty;
+		e->sold -= r->qty;
+		e->active_orders--;
+		break;
+	case FLASH_REC_RESTOCK:
+		e->total += r->value;
+		e->available += r->value;
+		break;
+	}
+	e->last_lsn = lsn;
+	f->ff_dirty = 1;
+	return FLASH_OK;
+}
+
+struct fold_ctx {
+	flash_fold_t *fc_f;
+	int fc_rc;
+};
+
+static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
+{
+	struct fold_ctx *c = arg;
+	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
+		c->fc_rc = FLASH_ECORRUPT;
+		return 1;
+	}
+	struct wal_rec wr;
+	memcpy(&wr, payload, sizeof wr);
+	int rc = flash_fold_record(c->fc_f, &wr.wr_rec, lsn);
+	if (rc == FLASH_EINVAL)
+		rc = FLASH_ECORRUPT;          /* an unknown record type in the WAL */
+	c->fc_rc = rc;
+	return rc != FLASH_OK;
+}
+
+int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc)
+{
+	if (!f || !wal_dir)
+		return FLASH_EINVAL;
+	struct fold_ctx c = { f, FLASH_OK };
+	struct wal_replay_report rep;
+	int wrc = wal_replay(wal_dir, 0, fold_frame, &c, 0, &rep);
+	if (wal_rc)
+		*wal_rc = wrc == WAL_ESTOPPED ? rep.stop : wrc;
+	if (c.fc_rc)
+		return c.fc_rc;
+	switch (wrc) {
+	case WAL_OK:     return FLASH_OK;
+	case WAL_EIO:    return FLASH_ESYS;
+	case WAL_ENOMEM: return FLASH_ENOMEM;
+	case WAL_EINVAL: return FLASH_EINVAL;
+	default:         return FLASH_ECORRUPT;
+	}
+}
+
+static int cmp_fold(const void *x, const void *y)
+{
+	const struct flash_fold_sku *a = x, *b = y;
+	uint64_t ka = sku_key(a->activity_id, a->sku_id), kb = sku_key(b->activity_id, b->sku_id);
+	return ka < kb ? -1 : ka > kb;
+}
+
+int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n)
+{
+	if (!f || !v || !n)
+		return FLASH_EINVAL;
+	if (f->ff_dirty || !f->ff_sorted) {
+		free(f->ff_sorted);
+		f->ff_sorted = malloc((f->ff_n ? f->ff_n : 1) * sizeof *f->ff_sorted);
+		if (!f->ff_sorted)
+			return FLASH_ENOMEM;
+		if (f->ff_n)
+			memcpy(f->ff_sorted, f->ff_v, f->ff_n * sizeof *f->ff_v);
+		qsort(f->ff_sorted, f->ff_n, sizeof *f->ff_sorted, cmp_fold);
+		f->ff_dirty = 0;
+	}
+	*v = f->ff_sorted;
+	*n = f->ff_n;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 2. Gathering
+ * ------------------------------------------------------------------------ */
+
+/* The segment's view of one sku, with the sums over its order table. */
+struct segsku {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint64_t total;
+	uint64_t available;
+	uint64_t active_qty;
+	uint64_t active_orders;
+};
+
+static int cmp_seg(const void *x, const void *y)
+{
+	const struct segsku *a = x, *b = y;
+	uint64_t ka = sku_key(a->activity_id, a->sku_id), kb = sku_key(b->activity_id, b->sku_id);
+	return ka < kb ? -1 : ka > kb;
+}
+
+static int seg_skus(flash_t *h, struct segsku **out, size_t *n)
+{
+	size_t cap = 64, k = 0;
+	struct segsku *v = malloc(cap * sizeof *v);
+	if (!v)
+		return FLASH_ENOMEM;
+	for (uint32_t i = 0;; i++) {
+		struct flash_sku_info si;
+		int rc = flash_sku_at(h, i, &si);
+		if (rc == FLASH_ENOT_FOUND)
+			break;
+		if (rc) {
+			free(v);
+			return rc;
+		}
+		if (k == cap) {
+			cap *= 2;
+			struct segsku *nv = realloc(v, cap * sizeof *nv);
+			if (!nv) {
+				free(v);
+				return FLASH_ENOMEM;
+			}
+			v = nv;
+		}
+		memset(&v[k], 0, sizeof v[k]);
+		v[k].activity_id = si.activity_id;
+		v[k].sku_id = si.sku_id;
+		v[k].total = si.total;
+		v[k].available = si.available;
+		k++;
+	}
+	qsort(v, k, sizeof *v, cmp_seg);
+	*out = v;
+	*n = k;
+	return FLASH_OK;
+}
+
+static struct segsku *seg_find(struct segsku *v, size_t n, uint32_t a, uint32_t s)
+{
+	uint64_t k = sku_key(a, s);
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t km = sku_key(v[mid].activity_id, v[mid].sku_id);
+		if (km == k)
+			return &v[mid];
+		if (km < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+#define MAX_DIFFS (1u << 20)
+
+/* Room for one more difference; past MAX_DIFFS (or without memory) it is
+ * counted in rep->found but written to a scratch entry. */
+static struct flash_diff *diff_add(struct flash_reconcile_report *rep, int kind, unsigned witnesses,
+                                   uint32_t a, uint32_t s)
+{
+	static __thread struct flash_diff scratch;
+	struct flash_diff *d = &scratch;
+	rep->found++;
+	if (rep->n < MAX_DIFFS) {
+		if (rep->n == rep->cap) {
+			size_t cap = rep->cap ? rep->cap * 2 : 32;
+			struct flash_diff *v = realloc(rep->diffs, cap * sizeof *v);
+			if (v) {
+				rep->diffs = v;
+				rep->cap = cap;
+			}
+		}
+		if (rep->n < rep->cap)
+			d = &rep->diffs[rep->n++];
+	}
+	memset(d, 0, sizeof *d);
+	d->kind = (uint16_t)kind;
+	d->witnesses = (uint16_t)witnesses;
+	d->activity_id = a;
+	d->sku_id = s;
+	d->seg = d->wal = d->sql = FLASH_DIFF_NA;
+	return d;
+}
+
+/* ------------------------------------------------------------------------
+ * 3. Orders
+ * ------------------------------------------------------------------------ */
+
+#define CHUNK 65536u
+
+struct ochunk {
+	struct flash_reconcile_report *rep;
+	struct flash_order_info *seg;    /* orders from..from+len-1 */
+	uint8_t *seen;
+	uint64_t from;
+	uint64_t len;
+};
+
+static void order_diff(struct flash_reconcile_report *rep, const struct flash_order_info *so,
+                       const struct flash_sql_order *mo)
+{
+	const char *field = NULL;
+	int64_t sv = 0, mv = 0;
+	if (so->state != mo->state)
+		field = "state", sv = so->state, mv = mo->state;
+	else if (so->qty != mo->qty)
+		field = "qty", sv = so->qty, mv = mo->qty;
+	else if (so->user_id != mo->user_id)
+		field = "user_id", sv = (int64_t)so->user_id, mv = (int64_t)mo->user_id;
+	else if (so->activity_id != mo->activity_id)
+		field = "activity_id", sv = so->activity_id, mv = mo->activity_id;
+	else if (so->sku_id != mo->sku_id)
+		field = "sku_id", sv = so->sku_id, mv = mo->sku_id;
+	else if (so->limit_slot != mo->limit_slot)
+		field = "limit_slot", sv = so->limit_slot, mv = mo->limit_slot;
+	else if (so->biz_day != mo->biz_day)
+		field = "biz_day", sv = so->biz_day, mv = mo->biz_day;
+	if (!field)
+		return;
+	struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER, FLASH_W_SEGMENT | FLASH_W_MYSQL,
+	                                so->activity_id, so->sku_id);
+	d->order_no = so->order_no;
+	d->user_id = so->user_id;
+	d->seg = sv;
+	d->sql = mv;
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " %s differs", so->order_no, field);
+}
+
+static int ochunk_row(void *arg, const struct flash_sql_order *mo)
+{
+	struct ochunk *c = arg;
+	if (mo->order_no < c->from || mo->order_no >= c->from + c->len)
+		return 0;
+	uint64_t i = mo->order_no - c->from;
+	c->seen[i] = 1;
+	const struct flash_order_info *so = &c->seg[i];
+	if (so->state == FLASH_ORDER_NONE) {
+		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT,
+		                                mo->activity_id, mo->sku_id);
+		d->order_no = mo->order_no;
+		d->user_id = mo->user_id;
+		d->sql = mo->state;
+		snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, never completed in the segment",
+		         mo->order_no);
+		return 0;
+	}
+	order_diff(c->rep, so, mo);
+	return 0;
+}
+
+static int orphan_row(void *arg, const struct flash_sql_order *mo)
+{
+	struct flash_reconcile_report *rep = arg;
+	struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT, mo->activity_id, mo->sku_id);
+	d->order_no = mo->order_no;
+	d->user_id = mo->user_id;
+	d->sql = mo->state;
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, beyond the segment's numbers",
+	         mo->order_no);
+	return 0;
+}
+
+/*
+ * One pass over the segment's orders: sums of active orders per sku (for the
+ * ORDER_SUM check) and, with @p m, the order-by-order comparison.
+ */
+static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t nskus,
+                      struct flash_reconcile_report *rep)
+{
+	uint64_t max = flash_orders_max(h);
+	struct ochunk c = { .rep = rep };
+	c.seg = malloc(CHUNK * sizeof *c.seg);
+	c.seen = malloc(CHUNK);
+	int rc = FLASH_OK;
+	if (!c.seg || !c.seen) {
+		rc = FLASH_ENOMEM;
+		goto out;
+	}
+	for (uint64_t from = 1; from <= max; from += CHUNK) {
+		uint64_t len = max - from + 1 < CHUNK ? max - from + 1 : CHUNK;
+		c.from = from;
+		c.len = len;
+		memset(c.seen, 0, len);
+		for (uint64_t i = 0; i < len; i++) {
+			rc = flash_order_get(h, from + i, &c.seg[i]);
+			if (rc)
+				goto out;
+			const struct flash_order_info *o = &c.seg[i];
+			if (o->state != FLASH_ORDER_ACTIVE)
+				continue;
+			struct segsku *s = seg_find(skus, nskus, o->activity_id, o->sku_id);
+			if (s) {
+				s->active_qty += o->qty;
+				s->active_orders++;
+			} else {
+				struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT,
+				                                o->activity_id, o->sku_id);
+				d->order_no = o->order_no;
+				snprintf(d->what, sizeof d->what, "order %" PRIu64 " of a sku the segment lacks",
+				         o->order_no);
+			}
+		}
+		if (!m)
+			continue;
+		rc = flash_sql_orders_scan(m, from, from + len - 1, ochunk_row, &c);
+		if (rc)
+			goto out;
+		for (uint64_t i = 0; i < len; i++) {
+			const struct flash_order_info *o = &c.seg[i];
+			if (c.seen[i] || o->state == FLASH_ORDER_NONE)
+				continue;
+			struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL,
+			                                o->activity_id, o->sku_id);
+			d->order_no = o->order_no;
+			d->user_id = o->user_id;
+			d->seg = o->state;
+			snprintf(d->what, sizeof d->what, "order %" PRIu64 " missing in MySQL", o->order_no);
+		}
+		rep->orders_checked += len;
+	}
+	if (m)
+		rc = flash_sql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, rep);
+out:
+	free(c.seg);
+	free(c.seen);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 4. Comparison
+ * ------------------------------------------------------------------------ */
+
+static uint64_t absdiff(int64_t a, int64_t b) { return a > b ? (uint64_t)(a - b) : (uint64_t)(b - a); }
+
+/* Compare one field across the witnesses that have it; record a diff if they disagree. */
+static uint64_t cmp_field(struct flash_reconcile_report *rep, int kind, const char *name,
+                          uint32_t a, uint32_t s, unsigned have, int64_t seg, int64_t wal, int64_t sql)
+{
+	int64_t vals[3];
+	int64_t vseg = (have & FLASH_W_SEGMENT) ? seg : FLASH_DIFF_NA;
+	int64_t vwal = (have & FLASH_W_WAL) ? wal : FLASH_DIFF_NA;
+	int64_t vsql = (have & FLASH_W_MYSQL) ? sql : FLASH_DIFF_NA;
+	size_t k = 0;
+	if (vseg != FLASH_DIFF_NA) vals[k++] = vseg;
+	if (vwal != FLASH_DIFF_NA) vals[k++] = vwal;
+	if (vsql != FLASH_DIFF_NA) vals[k++] = vsql;
+	uint64_t spread = 0;
+	for (size_t i = 1; i < k; i++)
+		for (size_t j = 0; j < i; j++)
+			if (absdiff(vals[i], vals[j]) > spread)
+				spread = absdiff(vals[i], vals[j]);
+	if (!spread)
+		return 0;
+	struct flash_diff *d = diff_add(rep, kind, have, a, s);
+	d->seg = vseg;
+	d->wal = vwal;
+	d->sql = vsql;
+	snprintf(d->what, sizeof d->what, "%s differs", name);
+	return spread;
+}
+
+static void user_limits(struct flash_reconcile_report *rep, const struct flash_sql_user_excess *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct flash_diff *d = diff_add(rep, FLASH_DIFF_USER_LIMIT, FLASH_W_MYSQL, v[i].activity_id,
+		                                v[i].scope_sku);
+		d->user_id = v[i].user_id;
+		d->sql = v[i].holding;
+		snprintf(d->what, sizeof d->what, "user %" PRIu64 " holds %u slot(s), highest %u, limit %u, day %u",
+		         v[i].user_id, v[i].holding, v[i].max_slot, v[i].limit, v[i].scope_day);
+	}
+}
+
+int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned flags,
+                    struct flash_reconcile_report *rep)
+{
+	if (!rep || (!h && !m && !wal) || (flags & ~FLASH_RECONCILE_ORDERS))
+		return FLASH_EINVAL;
+	memset(rep, 0, sizeof *rep);
+	rep->witnesses = (h ? FLASH_W_SEGMENT : 0) | (wal ? FLASH_W_WAL : 0) | (m ? FLASH_W_MYSQL : 0);
+
+	struct segsku *sv = NULL;
+	size_t sn = 0, qn = 0, wn = 0;
+	struct flash_sql_sku *qv = NULL;
+	const struct flash_fold_sku *wv = NULL;
+	struct flash_sql_user_excess *uv = NULL;
+	size_t un = 0;
+	int rc = FLASH_OK;
+
+	if (h) {
+		if ((rc = seg_skus(h, &sv, &sn)))
+			goto out;
+		if ((rc = seg_orders(h, (flags & FLASH_RECONCILE_ORDERS) ? m : NULL, sv, sn, rep)))
+			goto out;
+	}
+	if (m) {
+		if ((rc = flash_sql_skus(m, &qv, &qn)))
+			goto out;
+		if ((rc = flash_sql_users_over_limit(m, &uv, &un)))
+			goto out;
+		user_limits(rep, uv, un);
+	}
+	if (wal && (rc = flash_fold_skus(wal, &wv, &wn)))
+		goto out;
+
+	/* Three-way merge by (activity, sku). */
+	size_t i = 0, j = 0, k = 0;
+	while (i < sn || j < qn || k < wn) {
+		uint64_t key = UINT64_MAX;
+		if (i < sn && sku_key(sv[i].activity_id, sv[i].sku_id) < key)
+			key = sku_key(sv[i].activity_id, sv[i].sku_id);
+		if (j < qn && sku_key(qv[j].activity_id, qv[j].sku_id) < key)
+			key = sku_key(qv[j].activity_id, qv[j].sku_id);
+		if (k < wn && sku_key(wv[k].activity_id, wv[k].sku_id) < key)
+			key = sku_key(wv[k].activity_id, wv[k].sku_id);
+		uint32_t a = (uint32_t)(key >> 32), s = (uint32_t)key;
+		const struct segsku *se = i < sn && sku_key(sv[i].activity_id, sv[i].sku_id) == key ? &sv[i++] : NULL;
+		const struct flash_sql_sku *qe = j < qn && sku_key(qv[j].activity_id, qv[j].sku_id) == key ? &qv[j++] : NULL;
+		const struct flash_fold_sku *we = k < wn && sku_key(wv[k].activity_id, wv[k].sku_id) == key ? &wv[k++] : NULL;
+		rep->skus++;
+
+		unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
+		                (qe && qe->has_stock_row ? FLASH_W_MYSQL : 0);
+		unsigned missing = rep->witnesses & ~have;
+		int64_t seg_total = se ? (int64_t)se->total : 0, seg_avail = se ? (int64_t)se->available : 0;
+		int64_t seg_sold = seg_total - seg_avail;
+		int64_t wal_total = we ? we->total : 0, wal_avail = we ? we->available : 0;
+		int64_t wal_sold = we ? we->sold : 0;
+		int64_t sql_total = qe ? (int64_t)qe->total : 0, sql_avail = qe ? (int64_t)qe->available : 0;
+		int64_t sql_sold = qe ? (int64_t)qe->sold : 0;
+		if (missing) {
+			struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, missing, a, s);
+			d->seg = se ? seg_total : FLASH_DIFF_NA;
+			d->wal = we ? wal_total : FLASH_DIFF_NA;
+			d->sql = qe && qe->has_stock_row ? sql_total : FLASH_DIFF_NA;
+			snprintf(d->what, sizeof d->what, "sku missing (values: total)");
+		}
+		uint64_t spread = 0, x;
+		x = cmp_field(rep, FLASH_DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
+		spread = x > spread ? x : spread;
+		x = cmp_field(rep, FLASH_DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
+		spread = x > spread ? x : spread;
+		x = cmp_field(rep, FLASH_DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
+		spread = x > spread ? x : spread;
+		rep->diff_units += spread;
+		int64_t maxtotal = seg_total > wal_total ? seg_total : wal_total;
+		maxtotal = sql_total > maxtotal ? sql_total : maxtotal;
+		rep->units += maxtotal > 0 ? (uint64_t)maxtotal : 0;
+
+		/* Inside each witness. */
+		if (we && (we->available + we->sold != we->total || we->available < 0 || we->sold < 0)) {
+			struct flash_diff *d = diff_add(rep, FLASH_DIFF_BALANCE, FLASH_W_WAL, a, s);
+			d->wal = we->available;
+			snprintf(d->what, sizeof d->what, "WAL: available %" PRId64 " + sold %" PRId64
+			         " vs total %" PRId64, we->available, we->sold, we->total);
+		}
+		if (qe && qe->has_stock_row && qe->available + qe->sold != qe->total) {
+			struct flash_diff *d = diff_add(rep, FLASH_DIFF_BALANCE, FLASH_W_MYSQL, a, s);
+			d->sql = sql_avail;
+			snprintf(d->what, sizeof d->what, "MySQL: available %" PRIu64 " + sold %" PRIu64
+			         " vs total %" PRIu64, qe->available, qe->sold, qe->total);
+		}
+		if (qe && (int64_t)qe->active_qty != sql_sold) {
+			struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
+			d->sql = (int64_t)qe->active_qty;
+			snprintf(d->what, sizeof d->what, "MySQL: sold %" PRId64 " vs active order units %" PRIu64,
+			         sql_sold, qe->active_qty);
+		}
+		if (se && (int64_t)se->active_qty != seg_sold) {
+			struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER_SUM, FLASH_W_SEGMENT, a, s);
+			d->seg = (int64_t)se->active_qty;
+			snprintf(d->what, sizeof d->what, "segment: sold %" PRId64 " vs active order units %" PRIu64,
+			         seg_sold, se->active_qty);
+		}
+	}
+out:
+	free(sv);
+	free(qv);
+	free(uv);
+	if (rc) {
+		flash_reconcile_report_free(rep);
+		rep->witnesses = 0;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 5. Report
+ * ------------------------------------------------------------------------ */
+
+const char *flash_diff_name(int kind)
+{
+	switch (kind) {
+	case FLASH_DIFF_MISSING:    return "missing";
+	case FLASH_DIFF_TOTAL:      return "total";
+	case FLASH_DIFF_AVAILABLE:  return "available";
+	case FLASH_DIFF_SOLD:       return "sold";
+	case FLASH_DIFF_BALANCE:    return "balance";
+	case FLASH_DIFF_ORDER_SUM:  return "order_sum";
+	case FLASH_DIFF_USER_LIMIT: return "user_limit";
+	case FLASH_DIFF_ORDER:      return "order";
+	default:                    return "unknown";
+	}
+}
+
+void flash_reconcile_report_free(struct flash_reconcile_report *rep)
+{
+	if (!rep)
+		return;
+	free(rep->diffs);
+	rep->diffs = NULL;
+	rep->n = rep->cap = 0;
+	rep->found = 0;
+}
+
+static void witnesses_str(unsigned w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s", (w & FLASH_W_SEGMENT) ? "segment" : "",
+	         (w & FLASH_W_SEGMENT) && (w & (FLASH_W_WAL | FLASH_W_MYSQL)) ? "," : "",
+	         (w & FLASH_W_WAL) ? "wal" : "", (w & FLASH_W_WAL) && (w & FLASH_W_MYSQL) ? "," : "",
+	         (w & FLASH_W_MYSQL) ? "mysql" : "");
+}
+
+static void val(FILE *out, const char *name, int64_t v, int json)
+{
+	if (v == FLASH_DIFF_NA)
+		fprintf(out, json ? ",\"%s\":null" : " %s=-", name);
+	else
+		fprintf(out, json ? ",\"%s\":%" PRId64 : " %s=%" PRId64, name, v);
+}
+
+void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, int json)
+{
+	size_t kept = rep->n;
+	char w[32];
+	if (json)
+		fputs("{\"diffs\":[", out);
+	for (size_t i = 0; i < kept; i++) {
+		const struct flash_diff *d = &rep->diffs[i];
+		witnesses_str(d->witnesses, w, sizeof w);
+		if (json) {
+			fprintf(out, "%s{\"kind\":\"%s\",\"witnesses\":\"%s\",\"activity\":%u,\"sku\":%u",
+			        i ? "," : "", flash_diff_name(d->kind), w, d->activity_id, d->sku_id);
+			if (d->order_no)
+				fprintf(out, ",\"order\":%" PRIu64, d->order_no);
+			if (d->user_id)
+				fprintf(out, ",\"user\":%" PRIu64, d->user_id);
+			val(out, "segment", d->seg, 1);
+			val(out, "wal", d->wal, 1);
+			val(out, "mysql", d->sql, 1);
+			fprintf(out, ",\"what\":\"%s\"}", d->what);   /* fixed wording: no quotes inside */
+		} else {
+			fprintf(out, "DIFF %s activity=%u sku=%u [%s]", flash_diff_name(d->kind), d->activity_id,
+			        d->sku_id, w);
+			if (d->order_no)
+				fprintf(out, " order=%" PRIu64, d->order_no);
+			if (d->user_id)
+				fprintf(out, " user=%" PRIu64, d->user_id);
+			val(out, "segment", d->seg, 0);
+			val(out, "wal", d->wal, 0);
+			val(out, "mysql", d->sql, 0);
+			fprintf(out, " (%s)\n", d->what);
+		}
+	}
+	witnesses_str(rep->witnesses, w, sizeof w);
+	if (json)
+		fprintf(out, "],\"differences\":%" PRIu64 ",\"witnesses\":\"%s\",\"skus\":%" PRIu64
+		        ",\"orders_checked\":%" PRIu64 ",\"units\":%" PRIu64 ",\"diff_units\":%" PRIu64 "}\n",
+		        rep->found, w, rep->skus, rep->orders_checked, rep->units, rep->diff_units);
+	else
+		fprintf(out, "reconcile: %" PRIu64 " difference(s) over %" PRIu64 " sku(s), %" PRIu64
+		        " order(s) checked; witnesses %s; %" PRIu64 " of %" PRIu64 " units differ\n",
+		        rep->found, rep->skus, rep->orders_checked, w, rep->diff_units, rep->units);
+}

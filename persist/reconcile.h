@@ -1,0 +1,152 @@
+/*
+ * reconcile.h -- prove that the segment, the WAL and MySQL agree.
+ *
+ * Three witnesses of the same history:
+ *   - the segment (flash_sku_get/flash_sku_at, flash_order_get),
+ *   - the WAL, folded record by record into per-(activity, sku) totals
+ *     (flash_fold_*: whoever replays the WAL feeds every record to a fold),
+ *   - MySQL (reconcile_sql.h: item_stock and sums over orders).
+ * flash_reconcile() compares, per (activity, sku): presence, total,
+ * available, sold; inside each witness: available + sold = total and sold =
+ * units of active orders; in MySQL: no user above the per-user limit; and,
+ * on request, every order of the segment against its MySQL row.  Every
+ * difference is listed; none is hidden or repaired here.
+ *
+ * Any witness may be left out (NULL); at least one must be given.  The
+ * comparison is meaningful at quiescence (no order in flight, the applier
+ * caught up); the caller arranges that.
+ */
+#ifndef FLASH_RECONCILE_H
+#define FLASH_RECONCILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "flashstock.h"
+#include "mysql_apply.h"
+#include "reconcile_sql.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the WAL fold ---------------------------------------------------------- */
+
+typedef struct flash_fold flash_fold_t;
+
+/** Per-(activity, sku) state after the records folded so far (signed: a
+ *  negative value is itself a finding). */
+struct flash_fold_sku {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	int64_t  total;
+	int64_t  available;
+	int64_t  sold;              /* units of orders minus units cancelled */
+	int64_t  active_orders;     /* orders minus cancels */
+	uint64_t last_lsn;          /* LSN of the last record that touched it (0 if unknown) */
+};
+
+/** @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM. */
+int flash_fold_new(flash_fold_t **out);
+void flash_fold_free(flash_fold_t *f);
+
+/**
+ * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK move; ACTIVITY is
+ * ignored).  Records of a sku never created are folded anyway (from zero),
+ * so the comparison shows them.
+ * @return FLASH_OK; FLASH_EINVAL (NULL or unknown type); FLASH_ENOMEM.
+ */
+int flash_fold_record(flash_fold_t *f, const struct flash_record *rec, uint64_t lsn);
+
+/**
+ * Fold every record of a WAL directory (persist/wal.h) that no wal_t has
+ * open, from its first frame.
+ * @param[out] wal_rc  the replay's stop cause (WAL_OK: clean end), may be NULL
+ * @return FLASH_OK; FLASH_ECORRUPT (stopped at a bad frame; what came
+ *         before it is folded); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc);
+
+/**
+ * The folded state, ordered by (activity_id, sku_id).  The array belongs to
+ * the fold and stays valid until the next flash_fold_record() or free.
+ */
+int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n);
+
+/* ---- the comparison ---------------------------------------------------------- */
+
+enum flash_witness {
+	FLASH_W_SEGMENT = 0x1,
+	FLASH_W_WAL     = 0x2,
+	FLASH_W_MYSQL   = 0x4
+};
+
+enum flash_diff_kind {
+	FLASH_DIFF_MISSING    = 1,  /* (activity, sku) or order absent from the witnesses in `witnesses` */
+	FLASH_DIFF_TOTAL      = 2,  /* witnesses disagree on total */
+	FLASH_DIFF_AVAILABLE  = 3,  /* ... on available */
+	FLASH_DIFF_SOLD       = 4,  /* ... on sold */
+	FLASH_DIFF_BALANCE    = 5,  /* available + sold != total inside one witness */
+	FLASH_DIFF_ORDER_SUM  = 6,  /* sold != units of active orders inside one witness */
+	FLASH_DIFF_USER_LIMIT = 7,  /* a user holds more than K slots, or a slot above K (MySQL) */
+	FLASH_DIFF_ORDER      = 8   /* an order differs between the segment and MySQL */
+};
+
+const char *flash_diff_name(int kind);
+
+#define FLASH_DIFF_NA INT64_MIN     /* value not given by that witness */
+
+struct flash_diff {
+	uint16_t kind;              /* enum flash_diff_kind */
+	uint16_t witnesses;         /* FLASH_W_* involved (MISSING: those lacking it) */
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t _pad;
+	uint64_t order_no;          /* ORDER, MISSING of an order */
+	uint64_t user_id;           /* USER_LIMIT, ORDER */
+	int64_t  seg, wal, sql;     /* the compared values, FLASH_DIFF_NA where not given */
+	char     what[96];          /* which field, in words */
+};
+
+#define FLASH_RECONCILE_ORDERS 0x1u  /* also compare every order of the segment with MySQL */
+
+struct flash_reconcile_report {
+	struct flash_diff *diffs;   /* malloc'ed; flash_reconcile_report_free() */
+	size_t   n;                 /* differences stored in diffs */
+	size_t   cap;
+	uint64_t found;             /* differences found: n, plus any not stored
+	                               (past 2^20 or out of memory); 0 = agreement */
+	uint32_t witnesses;         /* FLASH_W_* compared */
+	uint64_t skus;              /* distinct (activity, sku) seen */
+	uint64_t orders_checked;    /* orders compared segment vs MySQL */
+	uint64_t units;             /* sum of the largest total seen per sku */
+	uint64_t diff_units;        /* sum per sku of the largest |difference| in available/sold/total */
+};
+
+/**
+ * Compare the witnesses given (see the file comment).
+ * @param[in]  h      segment handle, or NULL
+ * @param[in]  m      MySQL applier handle, or NULL
+ * @param[in]  wal    fold of the WAL, or NULL
+ * @param[in]  flags  0 or FLASH_RECONCILE_ORDERS (needs h and m)
+ * @param[out] rep    the differences (rep->found == 0: all agree)
+ * @return FLASH_OK (whatever the number of differences); FLASH_EINVAL (no
+ *         witness, NULL rep); FLASH_ENOMEM; a segment error (FLASH_ECORRUPT);
+ *         FLASH_EMYSQL_RETRY / FLASH_EMYSQL.
+ */
+int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned flags,
+                    struct flash_reconcile_report *rep);
+
+void flash_reconcile_report_free(struct flash_reconcile_report *rep);
+
+/**
+ * Print every difference, one per line ("DIFF kind activity/sku ..."), or
+ * as one JSON object {"diffs":[...],"skus":N,...} when @p json.
+ */
+void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, int json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASH_RECONCILE_H */

@@ -1,0 +1,248 @@
+/*
+ * reconcile_sql.c -- the reconciler's MySQL queries (contract in
+ * reconcile_sql.h).
+ *
+ * Each function is one SELECT, so each answer is a consistent snapshot.
+ * Errors are classified like the applier's: a lost connection is
+ * FLASH_EMYSQL_RETRY (the handle reconnects on its next use), anything else
+ * FLASH_EMYSQL.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include <mysql.h>
+#include <errmsg.h>
+#include <mysqld_error.h>
+
+#include "reconcile_sql.h"
+
+static int sql_rc(MYSQL *c)
+{
+	unsigned e = mysql_errno(c);
+	if (e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_CONNECTION_ERROR ||
+	    e == ER_SERVER_SHUTDOWN || e == ER_CONNECTION_KILLED || e == ER_LOCK_WAIT_TIMEOUT ||
+	    e == ER_LOCK_DEADLOCK || e == ER_QUERY_INTERRUPTED)
+		return FLASH_EMYSQL_RETRY;
+	return FLASH_EMYSQL;
+}
+
+/* Run a query and store its result; NULL with *rc set on failure. */
+static MYSQL_RES *query(flash_mysql_t *m, const char *sql, int *rc)
+{
+	MYSQL *c = flash_mysql_conn(m);
+	if (!c) {
+		*rc = FLASH_EMYSQL_RETRY;
+		return NULL;
+	}
+	if (mysql_query(c, sql)) {
+		*rc = sql_rc(c);
+		if (*rc == FLASH_EMYSQL_RETRY)
+			flash_mysql_conn_lost(m);
+		return NULL;
+	}
+	MYSQL_RES *r = mysql_store_result(c);
+	if (!r)
+		*rc = sql_rc(c);
+	return r;
+}
+
+static uint64_t u64(const char *s) { return s ? strtoull(s, NULL, 10) : 0; }
+
+static const char sku_sql[] =
+	"SELECT activity_id, sku_id, MAX(has_row), SUM(total), SUM(available), SUM(sold),"
+	" SUM(aq), SUM(ac), SUM(cc) FROM ("
+	"  SELECT activity_id, sku_id, 1 AS has_row, total, available, sold,"
+	"         0 AS aq, 0 AS ac, 0 AS cc FROM item_stock %s"
+	"  UNION ALL"
+	"  SELECT activity_id, sku_id, 0, 0, 0, 0, SUM(IF(status = 'ACTIVE', qty, 0)),"
+	"         SUM(status = 'ACTIVE'), SUM(status = 'CANCELLED')"
+	"  FROM orders %s GROUP BY activity_id, sku_id"
+	") x GROUP BY activity_id, sku_id ORDER BY activity_id, sku_id";
+
+static void sku_from_row(MYSQL_ROW row, struct flash_sql_sku *s)
+{
+	memset(s, 0, sizeof *s);
+	s->activity_id = (uint32_t)u64(row[0]);
+	s->sku_id = (uint32_t)u64(row[1]);
+	s->has_stock_row = (uint32_t)u64(row[2]);
+	s->total = u64(row[3]);
+	s->available = u64(row[4]);
+	s->sold = u64(row[5]);
+	s->active_qty = u64(row[6]);
+	s->active_orders = u64(row[7]);
+	s->cancelled_orders = u64(row[8]);
+}
+
+int flash_sql_skus(flash_mysql_t *m, struct flash_sql_sku **out, size_t *n)
+{
+	if (!m || !out || !n)
+		return FLASH_EINVAL;
+	*out = NULL;
+	*n = 0;
+	char sql[1024];
+	snprintf(sql, sizeof sql, sku_sql, "", "");
+	int rc = FLASH_OK;
+	MYSQL_RES *r = query(m, sql, &rc);
+	if (!r)
+		return rc;
+	size_t rows = (size_t)mysql_num_rows(r);
+	struct flash_sql_sku *v = rows ? calloc(rows, sizeof *v) : NULL;
+	if (rows && !v) {
+		mysql_free_result(r);
+		return FLASH_ENOMEM;
+	}
+	MYSQL_ROW row;
+	size_t i = 0;
+	while ((row = mysql_fetch_row(r)) && i < rows)
+		sku_from_row(row, &v[i++]);
+	mysql_free_result(r);
+	*out = v;
+	*n = i;
+	return FLASH_OK;
+}
+
+int flash_sql_sku_get(flash_mysql_t *m, uint32_t activity_id, uint32_t sku_id,
+                      struct flash_sql_sku *out)
+{
+	if (!m || !out)
+		return FLASH_EINVAL;
+	char where[96], sql[1200];
+	snprintf(where, sizeof where, "WHERE activity_id = %u AND sku_id = %u", activity_id, sku_id);
+	snprintf(sql, sizeof sql, sku_sql, where, where);
+	int rc = FLASH_OK;
+	MYSQL_RES *r = query(m, sql, &rc);
+	if (!r)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(r);
+	if (row)
+		sku_from_row(row, out);
+	mysql_free_result(r);
+	return row ? FLASH_OK : FLASH_ENOT_FOUND;
+}
+
+int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **out, size_t *n)
+{
+	if (!m || !out || !n)
+		return FLASH_EINVAL;
+	*out = NULL;
+	*n = 0;
+	static const char sql[] =
+		"SELECT o.activity_id, o.scope_sku, o.user_id, o.scope_day, COUNT(*),"
+		" MAX(o.limit_slot), COALESCE(MAX(a.limit_per_user), 0)"
+		" FROM orders o LEFT JOIN activities a ON a.activity_id = o.activity_id"
+		" WHERE o.active_key IS NOT NULL"
+		" GROUP BY o.activity_id, o.user_id, o.scope_sku, o.scope_day"
+		" HAVING COUNT(*) > COALESCE(MAX(a.limit_per_user), 0)"
+		"     OR MAX(o.limit_slot) > COALESCE(MAX(a.limit_per_user), 0)"
+		" ORDER BY o.activity_id, o.user_id, o.scope_sku, o.scope_day";
+	int rc = FLASH_OK;
+	MYSQL_RES *r = query(m, sql, &rc);
+	if (!r)
+		return rc;
+	size_t rows = (size_t)mysql_num_rows(r);
+	struct flash_sql_user_excess *v = rows ? calloc(rows, sizeof *v) : NULL;
+	if (rows && !v) {
+		mysql_free_result(r);
+		return FLASH_ENOMEM;
+	}
+	MYSQL_ROW row;
+	size_t i = 0;
+	while ((row = mysql_fetch_row(r)) && i < rows) {
+		struct flash_sql_user_excess *e = &v[i++];
+		e->activity_id = (uint32_t)u64(row[0]);
+		e->scope_sku = (uint32_t)u64(row[1]);
+		e->user_id = u64(row[2]);
+		e->scope_day = (uint32_t)u64(row[3]);
+		e->holding = (uint32_t)u64(row[4]);
+		e->max_slot = (uint32_t)u64(row[5]);
+		e->limit = (uint32_t)u64(row[6]);
+	}
+	mysql_free_result(r);
+	*out = v;
+	*n = i;
+	return FLASH_OK;
+}
+
+int flash_sql_totals_get(flash_mysql_t *m, struct flash_sql_totals *out)
+{
+	if (!m || !out)
+		return FLASH_EINVAL;
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+	         "SELECT (SELECT COUNT(*) FROM orders),"
+	         " (SELECT COUNT(*) FROM orders WHERE status = 'ACTIVE'),"
+	         " (SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'),"
+	         " (SELECT COALESCE(SUM(qty), 0) FROM orders WHERE status = 'ACTIVE'),"
+	         " (SELECT COUNT(*) FROM activities),"
+	         " (SELECT COUNT(*) FROM item_stock),"
+	         " (SELECT COUNT(*) FROM apply_conflicts),"
+	         " (SELECT COALESCE(MAX(lsn), 0) FROM applied_lsn WHERE stream = '%s')",
+	         flash_mysql_stream(m));
+	int rc = FLASH_OK;
+	MYSQL_RES *r = query(m, sql, &rc);
+	if (!r)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(r);
+	if (!row) {
+		mysql_free_result(r);
+		return FLASH_EMYSQL;
+	}
+	out->orders = u64(row[0]);
+	out->active_orders = u64(row[1]);
+	out->cancelled_orders = u64(row[2]);
+	out->active_qty = u64(row[3]);
+	out->activities = u64(row[4]);
+	out->skus = u64(row[5]);
+	out->conflicts = u64(row[6]);
+	out->applied_lsn = u64(row[7]);
+	mysql_free_result(r);
+	return FLASH_OK;
+}
+
+int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
+                          flash_sql_order_fn fn, void *arg)
+{
+	if (!m || !fn || from > to)
+		return FLASH_EINVAL;
+	MYSQL *c = flash_mysql_conn(m);
+	if (!c)
+		return FLASH_EMYSQL_RETRY;
+	char sql[320];
+	snprintf(sql, sizeof sql,
+	         "SELECT order_no, user_id, activity_id, sku_id, qty, status = 'ACTIVE', limit_slot,"
+	         " biz_day FROM orders WHERE order_no BETWEEN %llu AND %llu ORDER BY order_no",
+	         (unsigned long long)from, (unsigned long long)to);
+	if (mysql_query(c, sql)) {
+		int rc = sql_rc(c);
+		if (rc == FLASH_EMYSQL_RETRY)
+			flash_mysql_conn_lost(m);
+		return rc;
+	}
+	/* Streamed: rows arrive as they are read; every row is fetched even
+	 * after fn says stop, which keeps the connection usable. */
+	MYSQL_RES *r = mysql_use_result(c);
+	if (!r)
+		return sql_rc(c);
+	MYSQL_ROW row;
+	int stop = 0;
+	while ((row = mysql_fetch_row(r))) {
+		if (stop)
+			continue;
+		struct flash_sql_order o;
+		o.order_no = u64(row[0]);
+		o.user_id = u64(row[1]);
+		o.activity_id = (uint32_t)u64(row[2]);
+		o.sku_id = (uint32_t)u64(row[3]);
+		o.qty = (uint32_t)u64(row[4]);
+		o.state = u64(row[5]) ? FLASH_ORDER_ACTIVE : FLASH_ORDER_CANCELLED;
+		o.limit_slot = (uint32_t)u64(row[6]);
+		o.biz_day = (uint32_t)u64(row[7]);
+		stop = fn(arg, &o);
+	}
+	int rc = mysql_errno(c) ? sql_rc(c) : FLASH_OK;
+	mysql_free_result(r);
+	if (rc == FLASH_EMYSQL_RETRY)
+		flash_mysql_conn_lost(m);
+	return rc;
+}

@@ -1,0 +1,117 @@
+/*
+ * reconcile_sql.h -- what MySQL says, for the reconciler.
+ *
+ * Read-only queries over the applier's tables (see mysql_apply.h), each one
+ * statement, so each answer is one consistent snapshot (InnoDB consistent
+ * read).  The reconciler compares these figures with the segment and with
+ * the state folded from the WAL; nothing here decides what is a difference.
+ *
+ * Arrays returned through @p out are malloc'ed; free them with free().
+ */
+#ifndef FLASH_RECONCILE_SQL_H
+#define FLASH_RECONCILE_SQL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mysql_apply.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One (activity, sku) as MySQL has it. */
+struct flash_sql_sku {
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t has_stock_row;     /* 1 if item_stock has the row */
+	uint32_t _pad;
+	uint64_t total;             /* item_stock (0 without a row) */
+	uint64_t available;
+	uint64_t sold;
+	uint64_t active_qty;        /* SUM(qty) over ACTIVE orders */
+	uint64_t active_orders;     /* COUNT of ACTIVE orders */
+	uint64_t cancelled_orders;  /* COUNT of CANCELLED orders */
+};
+
+/**
+ * Every (activity, sku) found in item_stock or in orders, ordered by
+ * (activity_id, sku_id).  A sku with orders but no item_stock row comes back
+ * with has_stock_row = 0.
+ * @param[out] out  array of *n entries (NULL when *n is 0)
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_sql_skus(flash_mysql_t *m, struct flash_sql_sku **out, size_t *n);
+
+/**
+ * One (activity, sku).
+ * @return FLASH_OK; FLASH_ENOT_FOUND (neither a stock row nor an order);
+ *         FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int flash_sql_sku_get(flash_mysql_t *m, uint32_t activity_id, uint32_t sku_id,
+                      struct flash_sql_sku *out);
+
+/** A user holding more limit slots than the activity allows, or a slot out of 1..K. */
+struct flash_sql_user_excess {
+	uint32_t activity_id;
+	uint32_t scope_sku;         /* sku for per-sku limits, else 0 */
+	uint64_t user_id;
+	uint32_t scope_day;         /* business day for per-day limits, else 0 */
+	uint32_t holding;           /* orders holding a slot (active, or cancelled keeping the quota) */
+	uint32_t max_slot;          /* highest limit_slot among them */
+	uint32_t limit;             /* the activity's K; 0 if the activity is unknown */
+};
+
+/**
+ * Every (activity, user, scope) whose slot holders exceed K or use a slot
+ * above K, and orders of activities missing from `activities` (limit 0).
+ * The unique index should make this list empty; the reconciler proves it.
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **out, size_t *n);
+
+/** Whole-database counts. */
+struct flash_sql_totals {
+	uint64_t orders;            /* rows in orders */
+	uint64_t active_orders;
+	uint64_t cancelled_orders;
+	uint64_t active_qty;
+	uint64_t activities;
+	uint64_t skus;              /* rows in item_stock */
+	uint64_t conflicts;         /* rows in apply_conflicts */
+	uint64_t applied_lsn;       /* of the handle's stream */
+};
+
+/** @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL. */
+int flash_sql_totals_get(flash_mysql_t *m, struct flash_sql_totals *out);
+
+/** One order as MySQL has it. */
+struct flash_sql_order {
+	uint64_t order_no;
+	uint64_t user_id;
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t qty;
+	uint32_t state;             /* enum flash_order_state: ACTIVE or CANCELLED */
+	uint32_t limit_slot;
+	uint32_t biz_day;
+};
+
+/**
+ * Called for each order with order_no in [from, to], ascending; return
+ * nonzero to stop.  Rows are streamed (no array of every order in memory).
+ */
+typedef int (*flash_sql_order_fn)(void *arg, const struct flash_sql_order *o);
+
+/**
+ * Stream the orders with from <= order_no <= to in order_no order.
+ * @return FLASH_OK (also when @p fn stopped early); FLASH_EMYSQL_RETRY;
+ *         FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
+                          flash_sql_order_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASH_RECONCILE_SQL_H */
