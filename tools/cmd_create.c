@@ -112,9 +112,12 @@ int cmd_create(int argc, char **argv)
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
-		if (target && tool_opt_u32(cmd, longopts[c - O_NAME + 1].name, optarg,
-		                           1, UINT32_MAX, target))
-			return TOOL_USAGE;
+		if (target) {
+			char opt[32];
+			snprintf(opt, sizeof opt, "--%s", longopts[c - O_NAME + 1].name);
+			if (tool_opt_u32(cmd, opt, optarg, 1, UINT32_MAX, target))
+				return TOOL_USAGE;
+		}
 	}
 	if (optind < argc)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);

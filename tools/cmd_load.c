@@ -151,17 +151,30 @@ static void load_plan_free(struct load_plan *p)
 	free(p->skus);
 }
 
+/* A field's value as the input would spell it, for messages. */
+static const char *load_fmt_field(int f, int64_t v, char *buf, size_t cap)
+{
+	if (f == F_START || f == F_END)
+		return tool_fmt_time(v, buf, cap);
+	if (f == F_SCOPE)
+		return tool_scope_name((uint32_t)v);
+	snprintf(buf, cap, "%lld", (long long)v);
+	return buf;
+}
+
 /* Set one activity field; a second, different value is a conflict.
  * @p col is the CSV column (for messages). */
 static int load_set_field(struct load_plan *p, struct load_act *a, int f,
                           int64_t v, size_t line, size_t col)
 {
 	if (a->given[f] && a->v[f] != v) {
+		char b1[40], b2[40];
 		if (p->file)
 			return load_bad(p, line, col, load_field_names[f],
-			                "activity %u was given %s %lld on line %zu; this row says %lld",
-			                a->id, load_field_names[f], (long long)a->v[f],
-			                a->line[f], (long long)v);
+			                "activity %u was given %s %s on line %zu; this row says %s",
+			                a->id, load_field_names[f],
+			                load_fmt_field(f, a->v[f], b1, sizeof b1), a->line[f],
+			                load_fmt_field(f, v, b2, sizeof b2));
 		return load_bad(p, 0, 0, NULL, "%s given twice", load_field_names[f]);
 	}
 	a->given[f] = 1;
@@ -226,7 +239,8 @@ static void load_help(FILE *out)
 	        FLASH_LIMIT_MAX, FLASH_SHARDS_MAX);
 }
 
-/* Parse the flags into @p p.  @return 0, or an exit code after a message. */
+/* Parse the flags into @p p.  @return 0 to go on, or -1 - (exit code) to
+ * stop (-1: --help was shown, exit 0; -3: usage error, exit 2). */
 static int load_from_flags(struct load_plan *p, int argc, char **argv,
                            const char **name, const char **csv)
 {
@@ -641,12 +655,14 @@ static int load_check(struct load_plan *p, flash_t *h)
 		a->in_segment = 1;
 		a->a = cur;
 		for (f = 0; f < F_N; f++) {
+			char b1[40], b2[40];
 			if (a->given[f] && a->v[f] != load_act_field(&cur, f))
 				return load_bad(p, a->line[f], a->line[f] ? (size_t)C_START + 1 + (size_t)f : 0,
 				                load_field_names[f],
-				                "activity %u exists with %s %lld, the input says %lld",
+				                "activity %u exists with %s %s, the input says %s",
 				                a->id, load_field_names[f],
-				                (long long)load_act_field(&cur, f), (long long)a->v[f]);
+				                load_fmt_field(f, load_act_field(&cur, f), b1, sizeof b1),
+				                load_fmt_field(f, a->v[f], b2, sizeof b2));
 		}
 	}
 	if (rc != FLASH_ENOT_FOUND)
