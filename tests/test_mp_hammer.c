@@ -23,6 +23,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NPROC 8
@@ -37,6 +39,11 @@ struct hammer {
 	uint64_t *ok;          /* [NPROC] successful orders per child */
 	uint64_t *returned;    /* [NPROC] units returned by its cancels */
 	uint64_t *cancels_ok;  /* [NPROC] cancels that returned FLASH_OK */
+	int sliced;            /* buyer i tries only users of slice i */
+	int signal_fd;         /* > 0: each buyer writes its index here ... */
+	uint32_t signal_after; /* ... after this many attempts, then the even
+	                          buyers pause briefly every 20 attempts so that
+	                          a kill finds them with work left */
 };
 
 /* A buyer process.  Returns 0, or a small code naming the first surprise. */
@@ -45,6 +52,7 @@ static int buyer(int i, void *arg)
 	struct hammer *hm = arg;
 	flash_t *h = NULL;
 	uint64_t ok = 0, returned = 0, cok = 0;
+	uint32_t attempts = 0;
 	int rc;
 
 	if (flash_open(hm->name, 0, &h) != FLASH_OK)
@@ -55,7 +63,19 @@ static int buyer(int i, void *arg)
 			uint64_t u = 1 + (j + (uint64_t)i * 37 + pass * 101) % hm->users;
 			struct flash_order_res res;
 
+			if (hm->sliced && (u - 1) * NPROC / hm->users != (uint64_t)i)
+				continue;
+
 			rc = t_order(h, hm->act, hm->sku, u, 1, 0, 0, &res);
+			if (hm->signal_fd > 0 && ++attempts == hm->signal_after) {
+				unsigned char c = (unsigned char)i;
+
+				if (write(hm->signal_fd, &c, 1) != 1)
+					return 16;
+			}
+			if (hm->signal_fd > 0 && i % 2 == 0 && attempts > hm->signal_after &&
+			    attempts % 20 == 0)
+				usleep(50);
 			if (rc == FLASH_OK) {
 				ok++;
 				if (hm->cancel && (u + pass) % 3 == 0) {
@@ -111,6 +131,41 @@ static void hammer_opts(struct flash_seg_opts *o)
 	o->ring_records = 32768;
 }
 
+/*
+ * A monitor process: reads the sku through a read-only handle until *done.
+ * Without cancels stock only falls, and a shard-by-shard sum read while it
+ * falls lies between the true values at the start and the end of the read,
+ * so successive reads never rise; none may exceed the total (a shard gone
+ * negative would wrap to a huge unsigned value).  Returns 0 or a code.
+ */
+static int monitor(const struct hammer *hm, const volatile uint32_t *done, uint64_t total,
+                   int ready_fd)
+{
+	flash_t *h = NULL;
+	struct flash_sku_info si;
+	uint64_t last = total, samples = 0;
+	char c = 'M';
+
+	if (flash_open(hm->name, FLASH_RDONLY, &h) != FLASH_OK)
+		return 30;
+	do {
+		if (flash_sku_get(h, hm->act, hm->sku, &si) != FLASH_OK)
+			return 31;
+		if (si.total != total)
+			return 32;
+		if (si.available > total)
+			return 33;
+		if (si.available > last)
+			return 34;
+		last = si.available;
+		if (samples++ == 0 && write(ready_fd, &c, 1) != 1)
+			return 35;
+		usleep(100);   /* leave the cores to the buyers */
+	} while (!__atomic_load_n(done, __ATOMIC_ACQUIRE));
+	flash_close(h);
+	return 0;
+}
+
 /* Run NPROC buyers on one sku; drain every ring; return the ledger. */
 static void run(struct hammer *hm, flash_t *h, uint32_t k, struct t_ledger *lg,
                 struct t_recs *recs)
@@ -120,12 +175,42 @@ static void run(struct hammer *hm, flash_t *h, uint32_t k, struct t_ledger *lg,
 	size_t shared = 3 * NPROC * sizeof(uint64_t);
 	uint64_t *mem = t_shared_alloc(shared);
 
+	volatile uint32_t *done = t_shared_alloc(sizeof(uint32_t));
+	pid_t mon = -1;
+	int mst = 0;
+
 	hm->ok = mem;
 	hm->returned = mem + NPROC;
 	hm->cancels_ok = mem + 2 * NPROC;
+	if (!hm->cancel) {
+		struct flash_sku_info si;
+		int rp[2];
+		char c;
+
+		assert_int_equal(flash_sku_get(h, hm->act, hm->sku, &si), FLASH_OK);
+		assert_int_equal(pipe(rp), 0);
+		fflush(NULL);
+		mon = fork();
+		assert_true(mon >= 0);
+		if (mon == 0) {
+			close(rp[0]);
+			_exit(monitor(hm, done, si.total, rp[1]));
+		}
+		close(rp[1]);
+		/* the monitor is reading before any buyer starts */
+		assert_int_equal(read(rp[0], &c, 1), 1);
+		close(rp[0]);
+	}
 	assert_int_equal(t_fork_start(NPROC, buyer, hm, pids, &go), 0);
 	t_fork_go(go);
 	assert_int_equal(t_wait_all(NPROC, pids), 0);
+	if (mon > 0) {
+		__atomic_store_n(done, 1, __ATOMIC_RELEASE);
+		assert_int_equal(waitpid(mon, &mst, 0), mon);
+		assert_true(WIFEXITED(mst));
+		assert_int_equal(WEXITSTATUS(mst), 0);
+	}
+	t_shared_free((void *)done, sizeof(uint32_t));
 
 	assert_int_equal(t_recs_drain(h, recs), FLASH_OK);
 	assert_int_equal(t_ledger_check(h, recs, hm->act, hm->sku, k, lg), 0);
@@ -257,6 +342,94 @@ static void test_concurrent_cancels_return_each_unit_once_sharded(void **state)
 	cancel_case(8);
 }
 
+/*
+ * Kill -9 half of the buyers while they hammer, recover, then let one
+ * process try every user K more times: whatever the dead left in flight came
+ * back, so the final sale is again exactly min(units, users * K).
+ */
+static void test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct hammer hm;
+	struct t_ledger lg;
+	struct t_recs recs = { 0 };
+	struct flash_stats st;
+	pid_t pids[NPROC];
+	int go, p[2], killed = 0;
+	uint32_t recovered = 0;
+	const uint32_t k = 2, users = 16000;
+	const uint64_t units = 24000;
+	size_t shared = 3 * NPROC * sizeof(uint64_t);
+	uint64_t *mem = t_shared_alloc(shared);
+
+	hammer_opts(&o);
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, k, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, units, 4), FLASH_OK);
+	memset(&hm, 0, sizeof hm);
+	hm.name = name;
+	hm.act = 1;
+	hm.sku = 10;
+	hm.users = users;
+	hm.passes = k;
+	hm.sliced = 1;   /* nobody else finishes a killed buyer's users */
+	hm.ok = mem;
+	hm.returned = mem + NPROC;
+	hm.cancels_ok = mem + 2 * NPROC;
+	assert_int_equal(pipe(p), 0);
+	hm.signal_fd = p[1];
+	hm.signal_after = 100;
+	assert_int_equal(t_fork_start(NPROC, buyer, &hm, pids, &go), 0);
+	close(p[1]);
+	t_fork_go(go);
+	/* kill the even-numbered buyers as soon as each is under way */
+	while (killed < NPROC / 2) {
+		unsigned char c;
+
+		assert_int_equal(read(p[0], &c, 1), 1);
+		assert_true(c < NPROC);
+		if (c % 2 == 0) {
+			assert_int_equal(kill(pids[c], SIGKILL), 0);
+			killed++;
+		}
+	}
+	close(p[0]);
+	for (int i = 0; i < NPROC; i++) {
+		int st_ = 0;
+
+		assert_int_equal(waitpid(pids[i], &st_, 0), pids[i]);
+		if (i % 2 == 0)   /* killed, unless it had finished first */
+			assert_true((WIFSIGNALED(st_) && WTERMSIG(st_) == SIGKILL) ||
+			            (WIFEXITED(st_) && WEXITSTATUS(st_) == 0));
+		else
+			assert_true(WIFEXITED(st_) && WEXITSTATUS(st_) == 0);
+	}
+	assert_int_equal(flash_recover(h, &recovered), FLASH_OK);
+	assert_true(recovered <= NPROC / 2);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.procs, 1);
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, &recs, 1, 10, k, &lg), 0);
+	print_message("      %u handles recovered, %llu orders kept, %llu rolled back\n", recovered,
+	              (unsigned long long)lg.active_orders, (unsigned long long)st.rolled_back);
+
+	/* one more full pass: every user K more tries */
+	for (uint64_t u = 1; u <= users; u++)
+		for (uint32_t t = 0; t < k; t++) {
+			int rc = t_order(h, 1, 10, u, 1, 0, 0, NULL);
+
+			assert_true(rc == FLASH_OK || rc == FLASH_ELIMIT || rc == FLASH_ESOLD_OUT);
+		}
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, &recs, 1, 10, k, &lg), 0);
+	assert_int_equal(lg.active_qty, units < (uint64_t)users * k ? units : (uint64_t)users * k);
+	assert_int_equal(t_available(h, 1, 10), 0);
+	t_shared_free(mem, shared);
+	t_recs_free(&recs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +442,7 @@ int main(void)
 		T(test_sharded_sku_k2_with_spare_stock_fills_every_user_to_k),
 		T(test_concurrent_cancels_return_each_unit_once_one_shard),
 		T(test_concurrent_cancels_return_each_unit_once_sharded),
+		T(test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
