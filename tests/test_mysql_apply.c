@@ -664,6 +664,54 @@ static void test_mysql_down_then_back_applier_catches_up_without_loss(void **sta
 	close_drop(m);
 }
 
+/* kill -9 of the server while a large batch is in flight (or just after it
+ * committed: either way), then InnoDB recovery: replaying everything from
+ * the first LSN leaves each order exactly once. */
+static void test_server_killed_mid_batch_recovers_exactly_once(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	const size_t n = 60002;
+	struct flash_lsn_record *v = calloc(n, sizeof *v);
+	assert_non_null(v);
+	v[0] = r_activity(1, 1, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 1, 11, 100000);
+	for (size_t i = 2; i < n; i++)
+		v[i] = r_order(i + 1, 1, 11, i, 1000000 + i, 1, 1, 0);
+	assert_int_equal(flash_mysql_apply(m, v, 10002, NULL), FLASH_OK);
+
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		usleep(200 * 1000);
+		char line[1024];
+		snprintf(line, sizeof line, "'%s' crash '%s' >/dev/null 2>&1",
+		         getenv("FLASH_TEST_MARIADB_SH"), mariadb_dir());
+		_exit(system(line) == 0 ? 0 : 1);
+	}
+	int rc = flash_mysql_apply(m, v + 10002, n - 10002, NULL);
+	int status;
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fprintf(stderr, "    batch in flight at the kill: %s\n",
+	        rc == FLASH_OK ? "committed before it" : flash_mysql_strerror(rc));
+	assert_true(rc == FLASH_OK || rc == FLASH_EMYSQL_RETRY);
+	run_fixture("resume");
+
+	/* Everything again, from LSN 1, as an applier restarted from the WAL. */
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply_retry(m, v, n, &res, 60000), FLASH_OK);
+	assert_int_equal(res.applied + res.skipped, n);
+	assert_int_equal(res.refused, 0);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), n - 2);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=11"), n - 2);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=11"), 100000 - (n - 2));
+	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), n);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM apply_conflicts"), 0);
+	free(v);
+	close_drop(m);
+}
+
 static void test_url_password_is_masked_everywhere(void **state)
 {
 	(void)state;
@@ -743,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
 		cmocka_unit_test(test_mysql_down_then_back_applier_catches_up_without_loss),
+		cmocka_unit_test(test_server_killed_mid_batch_recovers_exactly_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
