@@ -96,6 +96,8 @@ static int serve_note_last(void *arg, uint64_t lsn, uint16_t type, const void *p
 		int rc = flash_replay(s->sv_h, &r.wr_rec);
 		if (rc == FLASH_OK) {
 			s->sv_st->applied++;
+			serve_log(s, SERVE_LOG_DEBUG, "recover: LSN %" PRIu64 " applied (record type %u, "
+			          "slot %u seq %" PRIu64 ")", lsn, r.wr_rec.type, r.wr_rec.slot, r.wr_seq);
 		} else if (rc == FLASH_EEXIST) {
 			s->sv_st->present++;
 		} else {
@@ -344,6 +346,15 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	struct flash_stats fst;
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;
+		goto out;
+	}
+	/* A restock has no identity of its own: only a WAL applied once, to an
+	 * empty segment, rebuilds it exactly.  An interrupted --recover is
+	 * redone on a freshly created segment. */
+	if (o->recover && (fst.activities != 0 || fst.skus != 0 || fst.orders_used != 0)) {
+		serve_log(&s, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a freshly "
+		          "created segment", o->segment);
+		st->flash_rc = FLASH_EEXIST;
 		goto out;
 	}
 	s.sv_cap = fst.procs_cap;

@@ -41,7 +41,8 @@ struct serve_opts {
 	int           log_level;        /* enum serve_log_level */
 	int           once;             /* stop after the first round that drains nothing */
 	int           recover;          /* first rebuild the segment from the WAL (flash_replay of
-	                                   every record; already-present ones change nothing) */
+	                                   every record); the segment must be empty (a restock
+	                                   has no identity: replaying it twice would add twice) */
 	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL) */
 };
 

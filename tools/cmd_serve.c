@@ -38,7 +38,7 @@ static void serve_help(FILE *out)
 	        "  --wal DIR            WAL directory (required)\n"
 	        "  --recover            first rebuild the segment from the WAL (after a reboot:\n"
 	        "                       create the segment with its old options, then serve\n"
-	        "                       --recover); records already present change nothing\n"
+	        "                       --recover); refused unless the segment is empty\n"
 	        "  --wal-file-mb N      size of each new WAL file, MiB (default 64)\n"
 	        "  --drain-max N        records per round at most (default 65536)\n"
 	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
