@@ -60,6 +60,20 @@ static void test_csv_accepts_crlf_and_missing_last_newline(void **state)
 	csv_free(&d);
 }
 
+static void test_csv_skips_a_leading_byte_order_mark_only(void **state)
+{
+	const char in[] = "\xef\xbb\xbf" "id,n\n" "\xef\xbb\xbf" "1,2\n";
+	struct csv_doc d;
+	struct csv_error e;
+
+	(void)state;
+	assert_int_equal(csv_parse(in, strlen(in), 2, &d, &e), 0);
+	assert_int_equal(d.nrows, 2);
+	assert_field(&d, 0, 0, "id");
+	assert_field(&d, 1, 0, "\xef\xbb\xbf" "1");   /* not at the start: data */
+	csv_free(&d);
+}
+
 static void test_csv_empty_input_has_no_rows(void **state)
 {
 	struct csv_doc d;
@@ -247,6 +261,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_csv_parses_rows_fields_and_line_numbers),
 		cmocka_unit_test(test_csv_accepts_crlf_and_missing_last_newline),
+		cmocka_unit_test(test_csv_skips_a_leading_byte_order_mark_only),
 		cmocka_unit_test(test_csv_empty_input_has_no_rows),
 		cmocka_unit_test(test_csv_wrong_field_count_names_line_and_column),
 		cmocka_unit_test(test_csv_rejects_quotes_nul_and_stray_cr),

@@ -366,7 +366,14 @@ static void demo_reap(struct demo_run *r, int block)
 	pid_t pid;
 	uint32_t i;
 
-	while (r->nalive > 0 && (pid = waitpid(-1, &status, block ? 0 : WNOHANG)) > 0) {
+	while (r->nalive > 0) {
+		pid = waitpid(-1, &status, block ? 0 : WNOHANG);
+		if (pid == 0 || (pid < 0 && errno == EINTR))
+			break;
+		if (pid < 0) {   /* ECHILD: nobody left to wait for */
+			r->nalive = 0;
+			break;
+		}
 		for (i = 0; i < r->nforked; i++) {
 			if (r->pids[i] != pid)
 				continue;
@@ -444,6 +451,9 @@ static int demo_sale(struct demo_run *r)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* A reader that goes away (`demo | head`) must not kill the parent
+	 * before it removes the segment: writes fail instead. */
+	signal(SIGPIPE, SIG_IGN);
 
 	fflush(NULL);
 	for (i = 0; i < cfg->procs; i++) {
@@ -457,6 +467,7 @@ static int demo_sale(struct demo_run *r)
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
 			signal(SIGHUP, SIG_DFL);
+			signal(SIGPIPE, SIG_DFL);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(1);

@@ -136,6 +136,11 @@ int csv_parse(const char *buf, size_t len, size_t ncols,
 		return -1;
 	}
 
+	/* A UTF-8 byte-order mark, as spreadsheets write it, is not data. */
+	if (len >= 3 && (unsigned char)buf[0] == 0xef && (unsigned char)buf[1] == 0xbb &&
+	    (unsigned char)buf[2] == 0xbf)
+		pos = 3;
+
 	while (pos < len) {
 		size_t start = pos, end = pos, stop, next, nf, col;
 

@@ -7,6 +7,7 @@
  * tables it returns: it is safe to hand it any bytes (it is a fuzz target).
  *
  * The dialect (what `flashstock load --help` documents):
+ *   - a UTF-8 byte-order mark at the very start is skipped;
  *   - lines end in "\n" or "\r\n"; the last line may lack its end;
  *   - fields are separated by ','; spaces and tabs around a field are
  *     dropped; a field may be empty;
