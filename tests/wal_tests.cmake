@@ -9,3 +9,9 @@ endforeach()
 if(TARGET test_wal_serve AND TARGET flash_test_helpers)
   target_link_libraries(test_wal_serve PRIVATE flash_test_helpers)
 endif()
+# `flashstock serve` and SIGTERM, through the real command.
+if(TARGET flashstock)
+  add_test(NAME wal_serve_sigterm
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/wal_serve_sigterm.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(wal_serve_sigterm PROPERTIES TIMEOUT 60)
+endif()
