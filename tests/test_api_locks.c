@@ -116,9 +116,9 @@ static void test_lock_renew_extends_the_lease(void **state)
 	flash_t *h = t_seg_new(NULL, name, sizeof name);
 	uint64_t f = 0, f2 = 0;
 
-	assert_int_equal(flash_lock_acquire(h, "renewed", 111, 200, &f), FLASH_OK);
+	assert_int_equal(flash_lock_acquire(h, "renewed", 111, 500, &f), FLASH_OK);
 	assert_int_equal(flash_lock_renew(h, "renewed", 111, 60000), FLASH_OK);
-	t_sleep_ms(300);   /* past the first lease, well inside the renewed one */
+	t_sleep_ms(600);   /* past the first lease, well inside the renewed one */
 	assert_int_equal(flash_lock_acquire(h, "renewed", 222, 60000, &f2), FLASH_ELOCKED);
 	assert_int_equal(flash_lock_release(h, "renewed", 111), FLASH_OK);
 }
