@@ -729,46 +729,89 @@ static int act_put(flash_mysql_t *m, uint32_t id, int scope)
 	return FLASH_OK;
 }
 
-/* Load the scopes of the activities named by ORDER records and not cached. */
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Forget every cached scope (after a rolled-back fast path whose ACTIVITY
+ * records may have been refused). */
+static void act_reset(flash_mysql_t *m)
+{
+	if (m->mm_act_cap)
+		memset(m->mm_act_id, 0, m->mm_act_cap * sizeof *m->mm_act_id);
+	m->mm_act_n = 0;
+}
+
+#define ACT_IDS_PER_QUERY 500
+
+/*
+ * Load from `activities` the scopes of every activity that an ORDER record
+ * of the batch names and the cache lacks (distinct ids, ACT_IDS_PER_QUERY
+ * per SELECT).  An id still unknown afterwards is one nobody defined (or
+ * one this batch defines later: the fast path sends such a batch to the
+ * slow path).
+ */
 static int act_load_missing(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n)
 {
-	struct sbuf *b = &m->mm_tmp;
-	sb_reset(b);
-	sb_str(b, "SELECT activity_id, scope FROM activities WHERE activity_id IN (");
-	size_t missing = 0;
+	uint32_t *ids = NULL;
+	size_t k = 0, cap = 0;
+	int rc = FLASH_OK;
 	for (size_t i = 0; i < n; i++) {
 		const struct flash_record *r = &recs[i].rec;
-		if (r->type == FLASH_REC_ACTIVITY) {
-			/* Defined in the batch: known from here on. */
-			continue;
-		}
 		if (r->type != FLASH_REC_ORDER || act_get(m, r->activity_id) >= 0)
 			continue;
-		if (missing++)
-			sb_add(b, ",", 1);
-		sb_u64(b, r->activity_id);
-		if (missing >= 1000)
-			break;
+		if (k && ids[k - 1] == r->activity_id)
+			continue;
+		if (k == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint32_t *nv = realloc(ids, cap * sizeof *nv);
+			if (!nv) {
+				free(ids);
+				return FLASH_ENOMEM;
+			}
+			ids = nv;
+		}
+		ids[k++] = r->activity_id;
 	}
-	if (!missing)
+	if (!k)
 		return FLASH_OK;
-	sb_add(b, ")", 1);
-	if (b->sb_oom)
-		return FLASH_ENOMEM;
-	if (mysql_real_query(m->mm_conn, b->sb_p, b->sb_len)) {
-		take_error(m);
-		return fail_rc(m);
+	qsort(ids, k, sizeof *ids, cmp_u32);
+	struct sbuf *b = &m->mm_tmp;
+	for (size_t at = 0; at < k && rc == FLASH_OK;) {
+		sb_reset(b);
+		sb_str(b, "SELECT activity_id, scope FROM activities WHERE activity_id IN (");
+		size_t in = 0;
+		for (; at < k && in < ACT_IDS_PER_QUERY; at++) {
+			if (at && ids[at] == ids[at - 1])
+				continue;
+			if (in++)
+				sb_add(b, ",", 1);
+			sb_u64(b, ids[at]);
+		}
+		sb_add(b, ")", 1);
+		if (b->sb_oom) {
+			rc = FLASH_ENOMEM;
+			break;
+		}
+		if (mysql_real_query(m->mm_conn, b->sb_p, b->sb_len)) {
+			take_error(m);
+			rc = fail_rc(m);
+			break;
+		}
+		MYSQL_RES *r = mysql_store_result(m->mm_conn);
+		if (!r) {
+			take_error(m);
+			rc = fail_rc(m);
+			break;
+		}
+		MYSQL_ROW row;
+		while ((row = mysql_fetch_row(r)) && rc == FLASH_OK)
+			rc = act_put(m, (uint32_t)strtoul(row[0], NULL, 10), atoi(row[1]));
+		mysql_free_result(r);
 	}
-	MYSQL_RES *r = mysql_store_result(m->mm_conn);
-	if (!r) {
-		take_error(m);
-		return fail_rc(m);
-	}
-	MYSQL_ROW row;
-	int rc = FLASH_OK;
-	while ((row = mysql_fetch_row(r)) && rc == FLASH_OK)
-		rc = act_put(m, (uint32_t)strtoul(row[0], NULL, 10), atoi(row[1]));
-	mysql_free_result(r);
+	free(ids);
 	return rc;
 }
 
@@ -1486,6 +1529,11 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 			goto fail;
 		}
 		res->slow_path = 1;
+		/* The fast path cached the scopes of the batch's ACTIVITY records
+		 * before MySQL accepted them: start again from what MySQL holds. */
+		act_reset(m);
+		if ((rc = act_load_missing(m, recs + start, n - start)))
+			goto fail;
 		if ((rc = slow_apply(m, recs + start, n - start, &res->applied)))
 			goto fail;
 		if ((rc = confl_store(m)))

@@ -598,6 +598,64 @@ static void test_many_skus_in_one_batch_update_each_row_exactly(void **state)
 	close_drop(m);
 }
 
+/* A refused ACTIVITY record must not lend its scope to the batch's orders:
+ * the scope comes from the row MySQL holds. */
+static void test_refused_activity_does_not_change_the_scope_of_orders(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[4];
+	v[0] = r_activity(1, 20, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 20, 201, 5);
+	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_OK);
+	v[2] = r_activity(3, 20, 1, FLASH_SCOPE_DAY, 0);      /* id taken: refused */
+	v[3] = r_order(4, 20, 201, 1, 9, 1, 1, 19999);
+	struct flash_conflict c[2];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(flash_mysql_apply(m, v + 2, 2, &res), FLASH_OK);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].kind, FLASH_CONFLICT_CATALOG);
+	assert_int_equal(c[0].lsn, 3);
+	assert_int_equal(q_u64(m, "SELECT scope FROM activities WHERE activity_id=20"), FLASH_SCOPE_ACTIVITY);
+	assert_int_equal(q_u64(m, "SELECT scope_day FROM orders WHERE order_no=1"), 0);
+	close_drop(m);
+}
+
+/* Orders of many activities not in the applier's cache (a restarted
+ * applier): every scope is loaded from MySQL, none refused. */
+static void test_orders_of_many_uncached_activities_all_apply(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	const uint32_t acts = 1200;
+	struct flash_lsn_record *v = calloc(3 * acts, sizeof *v);
+	assert_non_null(v);
+	uint64_t lsn = 1;
+	size_t n = 0;
+	for (uint32_t a = 1; a <= acts; a++) {
+		v[n++] = r_activity(lsn++, a, 1, a % 2 ? FLASH_SCOPE_SKU : FLASH_SCOPE_DAY, 0);
+		v[n++] = r_sku(lsn++, a, 1, 3);
+	}
+	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	flash_mysql_close(m);            /* a new handle has an empty cache */
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	struct flash_mysql_opts o = { .url = url, .log = cap_log };
+	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	size_t first = n;
+	for (uint32_t a = acts; a >= 1; a--)
+		v[n++] = r_order(lsn++, a, 1, a, 77, 1, 1, 30000);
+	struct flash_apply_result res = { 0 };
+	assert_int_equal(flash_mysql_apply(m, v + first, n - first, &res), FLASH_OK);
+	assert_int_equal(res.refused, 0);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), acts);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE scope_sku=1 AND scope_day=0"), acts / 2);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE scope_sku=0 AND scope_day=30000"), acts / 2);
+	free(v);
+	close_drop(m);
+}
+
 static void test_lsns_must_increase(void **state)
 {
 	(void)state;
@@ -787,6 +845,8 @@ int main(void)
 		cmocka_unit_test(test_restock_below_zero_is_refused),
 		cmocka_unit_test(test_batch_path_checks_the_running_deficit_not_the_net_change),
 		cmocka_unit_test(test_many_skus_in_one_batch_update_each_row_exactly),
+		cmocka_unit_test(test_refused_activity_does_not_change_the_scope_of_orders),
+		cmocka_unit_test(test_orders_of_many_uncached_activities_all_apply),
 		cmocka_unit_test(test_lsns_must_increase),
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
