@@ -1,0 +1,157 @@
+/*
+ * test_api_records.c -- the consumer side of the rings: drain limits and
+ * early stop, per-slot seqs, ring space freed only by flash_durable_advance,
+ * and redelivery of unadvanced records to a new consumer.
+ */
+#include "helpers.h"
+
+#include <string.h>
+
+static flash_t *setup(char *name, size_t len, uint32_t ring)
+{
+	struct flash_seg_opts o;
+	flash_t *h;
+
+	t_opts_small(&o);
+	o.ring_records = ring;
+	h = t_seg_new(&o, name, len);
+	assert_int_equal(t_activity(h, 1, FLASH_LIMIT_MAX, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 1000, 1), FLASH_OK);
+	return h;
+}
+
+struct stop_after {
+	int calls, stop_at;
+	uint64_t seqs[64];
+};
+
+static int stop_fn(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	struct stop_after *s = arg;
+
+	s->seqs[s->calls++] = seq;
+	return s->calls == s->stop_at;
+}
+
+static void test_drain_honours_max_and_an_early_stop_and_consumes_the_stopping_record(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 64);
+	struct stop_after s;
+	uint32_t n = 0;
+
+	for (uint64_t u = 1; u <= 5; u++)
+		assert_int_equal(t_order(h, 1, 10, u, 1, 0, 0, NULL), FLASH_OK);
+	/* 7 records: activity, sku, 5 orders */
+	memset(&s, 0, sizeof s);
+	s.stop_at = 100;
+	assert_int_equal(flash_ring_drain(h, stop_fn, &s, 2, &n), FLASH_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(s.calls, 2);
+	assert_int_equal(s.seqs[0], 1);
+	assert_int_equal(s.seqs[1], 2);
+	memset(&s, 0, sizeof s);
+	s.stop_at = 1;
+	assert_int_equal(flash_ring_drain(h, stop_fn, &s, 100, &n), FLASH_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(s.seqs[0], 3);
+	memset(&s, 0, sizeof s);
+	s.stop_at = 100;
+	assert_int_equal(flash_ring_drain(h, stop_fn, &s, 100, &n), FLASH_OK);
+	assert_int_equal(n, 4);
+	assert_int_equal(s.seqs[0], 4);
+	assert_int_equal(s.seqs[3], 7);
+	assert_int_equal(flash_ring_drain(h, stop_fn, &s, 100, &n), FLASH_OK);
+	assert_int_equal(n, 0);
+}
+
+static void test_drain_rejects_bad_arguments(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 64);
+	struct stop_after s;
+	uint32_t n = 0;
+
+	memset(&s, 0, sizeof s);
+	assert_int_equal(flash_ring_drain(NULL, stop_fn, &s, 10, &n), FLASH_EINVAL);
+	assert_int_equal(flash_ring_drain(h, NULL, &s, 10, &n), FLASH_EINVAL);
+	assert_int_equal(s.calls, 0);
+	/* nothing was consumed by the refusals */
+	s.stop_at = 100;
+	assert_int_equal(flash_ring_drain(h, stop_fn, &s, 10, NULL), FLASH_OK);
+	assert_int_equal(s.calls, 2);
+}
+
+static void test_ring_space_returns_only_when_records_are_advanced(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 16);
+	struct t_recs recs = { 0 };
+	struct t_snap before;
+	uint64_t u = 1, last_seq = 0;
+	int slot = flash_slot(h);
+
+	while (t_order(h, 1, 10, u, 1, 0, 0, NULL) == FLASH_OK)
+		assert_true(++u < 40);
+	t_snap_take(h, &before);
+	assert_int_equal(t_order(h, 1, 10, u, 1, 0, 0, NULL), FLASH_EBUSY);
+	/* drained but not advanced: still full */
+	assert_int_equal(t_recs_drain_keep(h, &recs), FLASH_OK);
+	assert_true(recs.n >= 3);
+	assert_int_equal(t_order(h, 1, 10, u, 1, 0, 0, NULL), FLASH_EBUSY);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	/* advancing the first record frees exactly one place */
+	assert_int_equal(flash_durable_advance(h, (uint32_t)slot, 1), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, u++, 1, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, u, 1, 0, 0, NULL), FLASH_EBUSY);
+	for (size_t i = 0; i < recs.n; i++)
+		last_seq = recs.v[i].seq;
+	assert_int_equal(flash_durable_advance(h, (uint32_t)slot, last_seq), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, u, 1, 0, 0, NULL), FLASH_OK);
+	t_recs_free(&recs);
+}
+
+static void test_new_consumer_is_handed_every_record_not_yet_advanced(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 64);
+	flash_t *c2 = NULL, *c3 = NULL;
+	struct t_recs first = { 0 }, second = { 0 }, third = { 0 };
+	int slot = flash_slot(h);
+
+	for (uint64_t u = 1; u <= 3; u++)
+		assert_int_equal(t_order(h, 1, 10, u, 1, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(t_recs_drain_keep(h, &first), FLASH_OK);
+	assert_int_equal(first.n, 5);
+	/* the first consumer marks two records durable, then goes away */
+	assert_int_equal(flash_durable_advance(h, (uint32_t)slot, 2), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &c2), FLASH_OK);
+	t_track_handle(c2);
+	assert_int_equal(t_recs_drain_keep(c2, &second), FLASH_OK);
+	assert_int_equal(second.n, 3);
+	for (size_t i = 0; i < second.n; i++) {
+		assert_int_equal(second.v[i].seq, first.v[i + 2].seq);
+		assert_memory_equal(&second.v[i].r, &first.v[i + 2].r, sizeof(struct flash_record));
+	}
+	assert_int_equal(flash_durable_advance(c2, (uint32_t)slot, 5), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &c3), FLASH_OK);
+	t_track_handle(c3);
+	assert_int_equal(t_recs_drain_keep(c3, &third), FLASH_OK);
+	assert_int_equal(third.n, 0);
+	t_recs_free(&first);
+	t_recs_free(&second);
+	t_recs_free(&third);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
+		T(test_drain_honours_max_and_an_early_stop_and_consumes_the_stopping_record),
+		T(test_drain_rejects_bad_arguments),
+		T(test_ring_space_returns_only_when_records_are_advanced),
+		T(test_new_consumer_is_handed_every_record_not_yet_advanced),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
