@@ -379,6 +379,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
 	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
 	uint64_t last_records = 0;
+	struct wal_stats last_ws;
+	wal_stats_get(s.sv_w, &last_ws);
 	uint32_t idle_us = 0;
 	for (;;) {
 		int stopping = o->stop != NULL && *o->stop != 0;
@@ -408,10 +410,18 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			next_recover = now + oo.recover_ms;
 		}
 		if (now >= next_stats) {
+			struct wal_stats ws;
+			wal_stats_get(s.sv_w, &ws);
+			uint64_t dc = ws.commits - last_ws.commits;
 			serve_log(&s, SERVE_LOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
-			          ", %" PRIu64 " commits", st->records, st->records - last_records,
-			          wal_durable_lsn(s.sv_w), st->commits);
+			          ", %" PRIu64 " commits (+%" PRIu64 ", mean group %.1f, largest %" PRIu64
+			          "), fdatasync mean %.0f us, max %.0f us",
+			          st->records, st->records - last_records, ws.durable_lsn, ws.commits, dc,
+			          dc ? (double)(ws.frames - last_ws.frames) / (double)dc : 0.0, ws.max_group,
+			          dc ? (double)(ws.sync_ns_total - last_ws.sync_ns_total) / (double)dc / 1e3 : 0.0,
+			          (double)ws.sync_ns_max / 1e3);
 			last_records = st->records;
+			last_ws = ws;
 			next_stats = now + oo.stats_ms;
 		}
 	}

@@ -8,6 +8,7 @@
  *   4. Appending               wal_append, the leader's batch write, wal_sync
  *   5. Open and close
  *   6. Replay                  wal_replay and torn-tail truncation
+ *   7. Removing old files      wal_remove_before
  */
 #include "wal.h"
 
@@ -980,5 +981,38 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 		}
 	}
 	free(lsns);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 7. Removing old files
+ * ------------------------------------------------------------------------ */
+
+int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed)
+{
+	if (removed)
+		*removed = 0;
+	if (dir == NULL || strlen(dir) > 4000)
+		return WAL_EINVAL;
+	uint64_t *lsns;
+	size_t n;
+	int rc = wal_list(dir, &lsns, &n);
+	if (rc != WAL_OK)
+		return rc;
+	uint32_t gone = 0;
+	char path[4096];
+	for (size_t i = 0; i + 1 < n && lsns[i + 1] <= lsn; i++) {
+		wal_path(path, sizeof path, dir, lsns[i], "log");
+		if (pio_unlink(path) != 0 && errno != ENOENT) {
+			rc = WAL_EIO;
+			break;
+		}
+		gone++;
+	}
+	if (gone > 0 && pio_fsync_dir(dir) != 0 && rc == WAL_OK)
+		rc = WAL_EIO;
+	free(lsns);
+	if (removed)
+		*removed = gone;
 	return rc;
 }

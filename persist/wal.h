@@ -251,6 +251,19 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                unsigned flags, struct wal_replay_report *rep);
 
 /*
+ * Remove the files of @p dir whose frames all have LSN < @p lsn (a file goes
+ * when the next file starts at or before @p lsn), oldest first, then fsync
+ * the directory.  The last file is never removed.  Call it only for LSNs that
+ * every consumer (snapshot, MySQL applier) has covered; replay from an LSN
+ * before @p lsn then fails with WAL_EGAP.  Safe while a wal_t appends (it
+ * writes only the last file); not while wal_replay() reads @p dir.
+ * @param[out] removed  files removed (may be NULL)
+ * @return WAL_OK; WAL_EIO (errno set; files removed so far stay removed);
+ *         WAL_EINVAL; WAL_ENOMEM.
+ */
+int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed);
+
+/*
  * Encode one frame into @p dst (wal_frame_bytes(len) bytes, zero padding
  * included).  For tests that forge frames and for tools.
  */

@@ -441,6 +441,43 @@ static void test_callback_stop_and_bad_arguments(void **st)
 	wt_rmdir(dir);
 }
 
+/* Old files go once covered; the last file stays; replay from a removed LSN
+ * is a gap, from a kept one works. */
+static void test_remove_before_keeps_what_is_not_covered(void **st)
+{
+	(void)st;
+	const uint64_t seg = 8192;
+	const uint64_t per = (seg - WAL_FILE_HDR_BYTES) / FBYTES;
+	const uint64_t n = per * 3 + 5;
+	char *dir = wt_mkdtemp();
+	build(dir, n, seg);
+	uint32_t removed;
+	/* LSN per + 1 starts file 2: only file 1 is wholly below it. */
+	assert_int_equal(wal_remove_before(dir, per, &removed), WAL_OK);
+	assert_int_equal(removed, 0);
+	assert_int_equal(wal_remove_before(dir, per + 1, &removed), WAL_OK);
+	assert_int_equal(removed, 1);
+	assert_int_equal(wal_remove_before(dir, UINT64_MAX, &removed), WAL_OK);
+	assert_int_equal(removed, 2);
+	char *last = wt_file(dir, 3 * per + 1);
+	assert_true(wt_exists(last));
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 3 * per + 1, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, 5);
+	assert_int_equal(s.bad_payload, 0);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, per, wt_collect, &s, 0, &rep), WAL_EGAP);
+	assert_int_equal(s.n, 0);
+	/* Appends go on in the last file. */
+	wal_t *w;
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_next_lsn(w), n + 1);
+	assert_int_equal(wal_close(w), WAL_OK);
+	free(last);
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -462,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_missing_middle_file_is_egap),
 		cmocka_unit_test(test_round_trip_100k_frames),
 		cmocka_unit_test(test_callback_stop_and_bad_arguments),
+		cmocka_unit_test(test_remove_before_keeps_what_is_not_covered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
