@@ -46,3 +46,19 @@ if(TARGET flashstock)
   add_test(NAME cli_unknown_command_exits_2
            COMMAND bash -c "\"$1\" frobnicate; test $? = 2" sh $<TARGET_FILE:flashstock>)
 endif()
+
+# The CSV reader under random input (tests/fuzz_csv.c).  By default a
+# program that replays seeds and a fixed stream of mutations (a ctest test);
+# with -DFLASH_LIBFUZZER=ON and clang, a libFuzzer target instead:
+#   CC=clang cmake -DFLASH_LIBFUZZER=ON ... && make fuzz_csv && ./tests/fuzz_csv
+option(FLASH_LIBFUZZER "Build fuzz targets for libFuzzer (needs clang)" OFF)
+add_executable(fuzz_csv ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_csv.c ${PROJECT_SOURCE_DIR}/tools/csv.c)
+target_include_directories(fuzz_csv PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+if(FLASH_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  target_compile_definitions(fuzz_csv PRIVATE FLASH_LIBFUZZER=1)
+  target_compile_options(fuzz_csv PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(fuzz_csv PRIVATE -fsanitize=fuzzer,address,undefined)
+else()
+  add_test(NAME fuzz_csv_replay COMMAND fuzz_csv 20000)
+  set_tests_properties(fuzz_csv_replay PROPERTIES TIMEOUT 120)
+endif()
