@@ -1259,26 +1259,31 @@ static int slow_exec(flash_mysql_t *m, const char *sql, size_t len, my_ulonglong
 	return 0;
 }
 
-/* Look up a stock row for a conflict's detail line. */
-static void stock_detail(flash_mysql_t *m, const struct flash_record *r, const char *what,
-                         char *buf, size_t len)
+/* Describe a stock row for a conflict's detail line.  Returns 0 when the
+ * row does not exist (the conflict is then a catalog one), 1 otherwise. */
+static int stock_detail(flash_mysql_t *m, const struct flash_record *r, const char *what,
+                        char *buf, size_t len)
 {
 	char sql[160];
+	int found = 1;
 	snprintf(sql, sizeof sql, "SELECT available, sold FROM item_stock WHERE activity_id=%u AND sku_id=%u",
 	         r->activity_id, r->sku_id);
 	if (mysql_query(m->mm_conn, sql) == 0) {
 		MYSQL_RES *res = mysql_store_result(m->mm_conn);
 		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-		if (row)
+		if (row) {
 			snprintf(buf, len, "%s: available %s, sold %s", what, row[0], row[1]);
-		else
+		} else {
 			snprintf(buf, len, "unknown sku %u of activity %u", r->sku_id, r->activity_id);
+			found = 0;
+		}
 		if (res)
 			mysql_free_result(res);
-		return;
+		return found;
 	}
 	take_error(m);
 	snprintf(buf, len, "%s", what);
+	return found;
 }
 
 /*
@@ -1340,10 +1345,10 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 		if (rc == 0 && rows != 1) {
 			rc = 1;
-			kind = FLASH_CONFLICT_OVERSELL;
 			char what[64];
 			snprintf(what, sizeof what, "qty %u not available", r->qty);
-			stock_detail(m, r, what, m->mm_error, sizeof m->mm_error);
+			kind = stock_detail(m, r, what, m->mm_error, sizeof m->mm_error) ?
+			       FLASH_CONFLICT_OVERSELL : FLASH_CONFLICT_CATALOG;
 		} else if (rc == 1) {
 			kind = FLASH_CONFLICT_OVERSELL;
 		}
@@ -1378,14 +1383,14 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		sql_stock(b, r->activity_id, r->sku_id, r->value, 0, r->value,
 		          r->value < 0 ? -r->value : 0, 0, x->lsn);
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		kind = FLASH_CONFLICT_RESTOCK;
 		if (rc == 0 && rows != 1) {
 			rc = 1;
 			char what[64];
 			snprintf(what, sizeof what, "restock %lld would go negative", (long long)r->value);
-			stock_detail(m, r, what, m->mm_error, sizeof m->mm_error);
+			if (!stock_detail(m, r, what, m->mm_error, sizeof m->mm_error))
+				kind = FLASH_CONFLICT_CATALOG;
 		}
-		if (rc == 1)
-			kind = FLASH_CONFLICT_RESTOCK;
 		break;
 	}
 	if (rc < 0)

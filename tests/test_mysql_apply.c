@@ -656,6 +656,30 @@ static void test_orders_of_many_uncached_activities_all_apply(void **state)
 	close_drop(m);
 }
 
+static void test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[4];
+	v[0] = r_activity(1, 21, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_order(2, 21, 999, 31, 1, 1, 1, 0);
+	v[2] = r_restock(3, 21, 999, 5);
+	v[3] = r_order(4, 22, 1, 32, 2, 1, 1, 0);     /* unknown activity */
+	struct flash_conflict c[4];
+	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(flash_mysql_apply(m, v, 4, &res), FLASH_OK);
+	assert_int_equal(res.applied, 1);
+	assert_int_equal(res.refused, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(c[i].kind, FLASH_CONFLICT_CATALOG);
+	assert_int_equal(c[0].order_no, 31);
+	assert_non_null(strstr(c[0].detail, "unknown sku 999"));
+	assert_int_equal(c[2].order_no, 32);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 0);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM apply_conflicts WHERE kind='catalog'"), 3);
+	close_drop(m);
+}
+
 static void test_lsns_must_increase(void **state)
 {
 	(void)state;
@@ -847,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_many_skus_in_one_batch_update_each_row_exactly),
 		cmocka_unit_test(test_refused_activity_does_not_change_the_scope_of_orders),
 		cmocka_unit_test(test_orders_of_many_uncached_activities_all_apply),
+		cmocka_unit_test(test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict),
 		cmocka_unit_test(test_lsns_must_increase),
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
