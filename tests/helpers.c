@@ -28,11 +28,39 @@ static int t_nhandles;
 static unsigned t_counter;
 static int t_atexit_set;
 
+static pid_t t_owner_pid;
+
 static void t_unlink_all(void)
 {
+	if (getpid() != t_owner_pid)
+		return;   /* a forked child: the names belong to the parent */
 	for (int i = 0; i < t_nnames; i++)
 		(void)shm_unlink(t_names[i]);
 	t_nnames = 0;
+}
+
+/* A test ended by a signal (an alarm() guard, ctest's timeout) still
+ * removes its segments; shm_unlink is a plain unlink, async-signal-safe. */
+static void t_on_signal(int sig)
+{
+	if (getpid() == t_owner_pid)
+		for (int i = 0; i < t_nnames; i++)
+			(void)shm_unlink(t_names[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void t_cleanup_once(void)
+{
+	static const int sigs[] = { SIGALRM, SIGTERM, SIGINT, SIGHUP };
+
+	if (t_atexit_set)
+		return;
+	t_atexit_set = 1;
+	t_owner_pid = getpid();
+	atexit(t_unlink_all);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		signal(sigs[i], t_on_signal);
 }
 
 void t_opts_small(struct flash_seg_opts *o)
@@ -56,10 +84,7 @@ void t_opts_small(struct flash_seg_opts *o)
 const char *t_segname(char *buf, size_t len)
 {
 	snprintf(buf, len, "/fs-test-%ld-%u", (long)getpid(), t_counter++);
-	if (!t_atexit_set) {
-		atexit(t_unlink_all);
-		t_atexit_set = 1;
-	}
+	t_cleanup_once();
 	if (t_nnames < T_MAX_TRACK)
 		snprintf(t_names[t_nnames++], sizeof t_names[0], "%s", buf);
 	return buf;
