@@ -17,6 +17,9 @@
 
 #include "flashstock.h"
 #include "wal.h"
+#ifdef FLASH_HAVE_MHD
+#include "metrics.h"
+#endif
 
 /* ------------------------------------------------------------------------
  * Logging
@@ -373,9 +376,34 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
 	          o->wal_dir, wal_next_lsn(s.sv_w));
 
+#ifdef FLASH_HAVE_MHD
+	metrics_t *mt = NULL;
+	if (o->metrics != NULL) {
+		char err[256];
+		uint16_t port = 0;
+		if (metrics_start(o->metrics, o->segment, s.sv_w, &mt, &port, err, sizeof err) != 0) {
+			serve_log(&s, SERVE_LOG_ERROR, "metrics: %s", err);
+			st->flash_rc = FLASH_EINVAL;
+			goto out;
+		}
+		__atomic_store_n(&st->metrics_port, port, __ATOMIC_RELEASE);
+		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
+	}
+#define SERVE_PUBLISH() do { if (mt) metrics_publish(mt, st); } while (0)
+#define SERVE_METRICS_STOP() metrics_stop(mt)
+#else
+	if (o->metrics != NULL) {
+		serve_log(&s, SERVE_LOG_ERROR, "metrics: built without libmicrohttpd");
+		st->flash_rc = FLASH_EINVAL;
+		goto out;
+	}
+#define SERVE_PUBLISH() do { } while (0)
+#define SERVE_METRICS_STOP() do { } while (0)
+#endif
+
 	uint32_t n;
 	if (serve_first_round(&s, &n) != 0)
-		goto out;
+		goto out_metrics;
 	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
 	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
 	uint64_t last_records = 0;
@@ -387,7 +415,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		if (n == 0 && (stopping || o->once))
 			break;
 		if (serve_round(&s, &n) != 0)
-			goto out;
+			goto out_metrics;
+		SERVE_PUBLISH();
 		if (n == 0 && !stopping && !o->once) {
 			/* Nothing to do: back off from a yield to idle_us_max. */
 			idle_us = idle_us ? idle_us * 2 : 20;
@@ -428,6 +457,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	ret = 0;
 	serve_log(&s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
 	          st->records, wal_durable_lsn(s.sv_w));
+out_metrics:
+	SERVE_METRICS_STOP();
 out:
 	if (s.sv_w) {
 		st->durable_lsn = wal_durable_lsn(s.sv_w);

@@ -44,6 +44,8 @@ struct serve_opts {
 	                                   every record); the segment must be empty (a restock
 	                                   has no identity: replaying it twice would add twice) */
 	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL) */
+	const char   *metrics;          /* "[A.B.C.D:]PORT": Prometheus text on GET /metrics
+	                                   (loopback unless an address is given; NULL: off) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -58,6 +60,8 @@ struct serve_stats {
 	uint64_t replayed;        /* WAL frames read at start */
 	uint64_t applied;         /* recover: records applied to the segment */
 	uint64_t present;         /* recover: records the segment had already (FLASH_EEXIST) */
+	uint32_t metrics_port;    /* port the metrics endpoint listens on (0: none); set
+	                             with an atomic store once listening */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 };

@@ -8,7 +8,10 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -503,6 +506,102 @@ static void test_recover_rebuilds_the_segment_from_the_wal(void **st)
 	wt_rmdir(dir);
 }
 
+#ifdef FLASH_HAVE_MHD
+/* ---- metrics endpoint ---- */
+
+/* GET /metrics from 127.0.0.1:port; the body, malloc'd, or NULL. */
+static char *scrape(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return NULL;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		close(fd);
+		return NULL;
+	}
+	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+	if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+		close(fd);
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *b = malloc(cap);
+	ssize_t r;
+	while (b && (r = read(fd, b + n, cap - n - 1)) > 0) {
+		n += (size_t)r;
+		if (n + 1 == cap) {
+			cap *= 2;
+			b = realloc(b, cap);
+		}
+	}
+	close(fd);
+	if (b)
+		b[n] = 0;
+	return b;
+}
+
+/* The value of sample @p name (a line "name value"), or UINT64_MAX. */
+static uint64_t sample(const char *body, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, name, len) == 0 && p[len] == ' ')
+			return strtoull(p + len + 1, NULL, 10);
+	return UINT64_MAX;
+}
+
+static void test_metrics_endpoint_counts_the_orders_placed(void **st)
+{
+	(void)st;
+	char name[64];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.durability = FLASH_DURABILITY_SYNC;
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	struct serve_thread t;
+	memset(&t, 0, sizeof t);
+	base_opts(&t.o, name, dir);
+	t.o.stop = &t.stop;
+	t.o.metrics = "127.0.0.1:0";
+	assert_int_equal(pthread_create(&t.th, NULL, serve_main, &t), 0);
+	catalog(h);
+	enum { N = 77 };
+	for (int i = 0; i < N; i++)
+		assert_int_equal(t_order(h, 1, 1, 500 + (uint64_t)i, 1, 0, 0, NULL), FLASH_OK);
+	/* Sync orders returned, so the serve thread is listening by now. */
+	uint16_t port = (uint16_t)__atomic_load_n(&t.st.metrics_port, __ATOMIC_ACQUIRE);
+	assert_true(port != 0);
+	char *body = scrape(port);
+	assert_non_null(body);
+	assert_non_null(strstr(body, "200 OK"));
+	assert_int_equal(sample(body, "flashstock_segment_up"), 1);
+	assert_int_equal(sample(body, "flashstock_orders_total"), N);
+	assert_int_equal(sample(body, "flashstock_wal_durable_lsn"), N + 2);
+	assert_int_equal(sample(body, "flashstock_wal_failed"), 0);
+	assert_true(sample(body, "flashstock_wal_commits_total") >= 1);
+	assert_true(sample(body, "flashstock_wal_fdatasync_seconds_count") >= 1);
+	free(body);
+	/* The daemon's own counter is published after each round: wait for
+	 * the round that acknowledged the last order to publish it. */
+	uint64_t recs = 0;
+	for (int i = 0; i < 500 && recs != N + 2; i++) {
+		body = scrape(port);
+		assert_non_null(body);
+		recs = sample(body, "flashstock_serve_records_total");
+		free(body);
+		if (recs != N + 2)
+			t_sleep_ms(10);
+	}
+	assert_int_equal(recs, N + 2);
+	serve_stop(&t);
+	assert_int_equal(t.rc, 0);
+	wt_rmdir(dir);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +610,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_recreated_segment_is_not_taken_for_the_old_one, t_teardown),
 		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
 		cmocka_unit_test_teardown(test_recover_rebuilds_the_segment_from_the_wal, t_teardown),
+#ifdef FLASH_HAVE_MHD
+		cmocka_unit_test_teardown(test_metrics_endpoint_counts_the_orders_placed, t_teardown),
+#endif
 		cmocka_unit_test_teardown(test_daemon_killed_mid_stream_loses_nothing_and_writes_nothing_twice, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

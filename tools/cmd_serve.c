@@ -45,6 +45,9 @@ static void serve_help(FILE *out)
 	        "  --idle-us N          longest sleep when no record waits, us (default 1000)\n"
 	        "  --stats-s N          log a progress line every N s (default 0: never)\n"
 	        "  --once               stop as soon as the rings are empty\n"
+	        "  --metrics [ADDR:]PORT  Prometheus text on http://ADDR:PORT/metrics (ADDR is\n"
+	        "                       an IPv4 address, 127.0.0.1 if omitted): segment\n"
+	        "                       counters, WAL lag, group commits, fdatasync latency\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -66,6 +69,7 @@ int cmd_serve(int argc, char **argv)
 		{ "stats-s",     required_argument, NULL, 's' },
 		{ "once",        no_argument,       NULL, 'o' },
 		{ "log-level",   required_argument, NULL, 'l' },
+		{ "metrics",     required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -113,6 +117,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'o':
 			o.once = 1;
+			break;
+		case 'm':
+			o.metrics = optarg;
 			break;
 		case 'l':
 			if (strcmp(optarg, "error") == 0)

@@ -1,0 +1,299 @@
+/*
+ * metrics.c -- Prometheus text exposition of the daemon (see metrics.h).
+ *
+ * Divisions: a growable text buffer, rendering (segment, WAL, daemon), and
+ * the libmicrohttpd glue.
+ */
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flashstock.h"
+
+struct metrics {
+	struct MHD_Daemon *m_d;
+	char              *m_segment;   /* owned copy */
+	wal_t             *m_w;
+	pthread_mutex_t    m_mu;        /* guards m_st */
+	struct serve_stats m_st;
+};
+
+/* ---- text buffer ---- */
+
+struct mbuf {
+	char  *b;
+	size_t n, cap;
+	int    oom;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void mb_printf(struct mbuf *mb, const char *fmt, ...)
+{
+	if (mb->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int k = vsnprintf(mb->b + mb->n, mb->cap - mb->n, fmt, ap);
+		va_end(ap);
+		if (k < 0) {
+			mb->oom = 1;
+			return;
+		}
+		if ((size_t)k < mb->cap - mb->n) {
+			mb->n += (size_t)k;
+			return;
+		}
+		size_t nc = mb->cap * 2 + (size_t)k + 1;
+		char *nb = realloc(mb->b, nc);
+		if (nb == NULL) {
+			mb->oom = 1;
+			return;
+		}
+		mb->b = nb;
+		mb->cap = nc;
+	}
+}
+
+static void mb_metric(struct mbuf *mb, const char *name, const char *type, const char *help,
+                      uint64_t v)
+{
+	mb_printf(mb, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+	          (unsigned long long)v);
+}
+
+/* ---- rendering ---- */
+
+static void render_segment(struct metrics *m, struct mbuf *mb)
+{
+	flash_t *h;
+	struct flash_stats s;
+	int rc = flash_open(m->m_segment, FLASH_RDONLY, &h);
+	if (rc == FLASH_OK) {
+		rc = flash_stats_get(h, &s);
+		flash_close(h);
+	}
+	mb_metric(mb, "flashstock_segment_up", "gauge", "1 if the segment could be read.",
+	          rc == FLASH_OK);
+	if (rc != FLASH_OK)
+		return;
+	mb_metric(mb, "flashstock_orders_total", "counter", "Acknowledged orders.", s.orders);
+	mb_metric(mb, "flashstock_cancels_total", "counter", "Cancelled orders.", s.cancels);
+	mb_metric(mb, "flashstock_sold_out_total", "counter", "Orders refused: sold out.", s.sold_out);
+	mb_metric(mb, "flashstock_limit_hits_total", "counter", "Orders refused: per-user limit.",
+	          s.limit_hits);
+	mb_metric(mb, "flashstock_token_rejects_total", "counter", "Orders refused: bad token.",
+	          s.token_rejects);
+	mb_metric(mb, "flashstock_duplicates_total", "counter", "Retried request ids answered.",
+	          s.duplicates);
+	mb_metric(mb, "flashstock_cas_retries_total", "counter", "Stock CAS retries.", s.cas_retries);
+	mb_metric(mb, "flashstock_recoveries_total", "counter", "Dead handles recovered.",
+	          s.recoveries);
+	mb_metric(mb, "flashstock_rolled_back_total", "counter",
+	          "Operations rolled back by recovery.", s.rolled_back);
+	mb_metric(mb, "flashstock_rolled_forward_total", "counter",
+	          "Operations rolled forward by recovery.", s.rolled_forward);
+	mb_metric(mb, "flashstock_segment_bytes", "gauge", "Size of the segment.", s.segment_bytes);
+	mb_metric(mb, "flashstock_durability_sync", "gauge", "1 in sync durability, 0 in async.",
+	          s.durability == FLASH_DURABILITY_SYNC);
+	const struct {
+		const char *name;
+		uint64_t    used, cap;
+	} t[] = {
+		{ "activities", s.activities, s.activities_cap }, { "skus", s.skus, s.skus_cap },
+		{ "shards", s.shards, s.shards_cap },             { "users", s.users, s.users_cap },
+		{ "tokens", s.tokens, s.tokens_cap },             { "requests", s.requests, s.requests_cap },
+		{ "locks", s.locks, s.locks_cap },                { "procs", s.procs, s.procs_cap },
+		{ "orders", s.orders_used, s.orders_cap },
+	};
+	mb_printf(mb, "# HELP flashstock_table_used Entries in use per segment table.\n"
+	              "# TYPE flashstock_table_used gauge\n");
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		mb_printf(mb, "flashstock_table_used{table=\"%s\"} %llu\n", t[i].name,
+		          (unsigned long long)t[i].used);
+	mb_printf(mb, "# HELP flashstock_table_capacity Capacity per segment table.\n"
+	              "# TYPE flashstock_table_capacity gauge\n");
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		mb_printf(mb, "flashstock_table_capacity{table=\"%s\"} %llu\n", t[i].name,
+		          (unsigned long long)t[i].cap);
+}
+
+static void render_wal(struct metrics *m, struct mbuf *mb)
+{
+	struct wal_stats w;
+	wal_stats_get(m->m_w, &w);
+	mb_metric(mb, "flashstock_wal_durable_lsn", "gauge", "Highest WAL LSN made durable.",
+	          w.durable_lsn);
+	mb_metric(mb, "flashstock_wal_pending_frames", "gauge",
+	          "Frames appended but not yet durable (WAL lag).", w.next_lsn - 1 - w.durable_lsn);
+	mb_metric(mb, "flashstock_wal_commits_total", "counter", "Group commits.", w.commits);
+	mb_metric(mb, "flashstock_wal_frames_total", "counter", "Frames made durable.", w.frames);
+	mb_metric(mb, "flashstock_wal_bytes_total", "counter", "Bytes written to the WAL.", w.bytes);
+	mb_metric(mb, "flashstock_wal_group_max", "gauge", "Most frames in one group commit.",
+	          w.max_group);
+	mb_metric(mb, "flashstock_wal_files_created_total", "counter", "WAL files created.",
+	          w.files_created);
+	mb_metric(mb, "flashstock_wal_failed", "gauge",
+	          "1 once a WAL write or fdatasync failed (sticky).", w.failed != 0);
+	mb_printf(mb, "# HELP flashstock_wal_fdatasync_seconds fdatasync latency of group commits.\n"
+	              "# TYPE flashstock_wal_fdatasync_seconds histogram\n");
+	uint64_t cum = 0;
+	for (int b = 0; b < WAL_HIST_BUCKETS; b++) {
+		cum += w.sync_hist[b];
+		/* bucket b holds [2^b, 2^(b+1)) us */
+		mb_printf(mb, "flashstock_wal_fdatasync_seconds_bucket{le=\"%.6f\"} %llu\n",
+		          (double)(2ull << b) / 1e6, (unsigned long long)cum);
+	}
+	mb_printf(mb, "flashstock_wal_fdatasync_seconds_bucket{le=\"+Inf\"} %llu\n"
+	              "flashstock_wal_fdatasync_seconds_sum %.9f\n"
+	              "flashstock_wal_fdatasync_seconds_count %llu\n",
+	          (unsigned long long)cum, (double)w.sync_ns_total / 1e9, (unsigned long long)cum);
+}
+
+static void render_serve(struct metrics *m, struct mbuf *mb)
+{
+	struct serve_stats st;
+	pthread_mutex_lock(&m->m_mu);
+	st = m->m_st;
+	pthread_mutex_unlock(&m->m_mu);
+	mb_metric(mb, "flashstock_serve_records_total", "counter",
+	          "Records the daemon wrote to the WAL.", st.records);
+	mb_metric(mb, "flashstock_serve_skipped_total", "counter",
+	          "Records found in the WAL already at start (not written twice).", st.skipped);
+	mb_metric(mb, "flashstock_serve_rounds_total", "counter", "Drain rounds.", st.rounds);
+	mb_metric(mb, "flashstock_serve_recovered_total", "counter",
+	          "Dead handles recovered by the daemon.", st.recovered);
+}
+
+char *metrics_render(metrics_t *m)
+{
+	struct mbuf mb = { .cap = 8192 };
+	mb.b = malloc(mb.cap);
+	if (mb.b == NULL)
+		return NULL;
+	mb.b[0] = 0;
+	render_segment(m, &mb);
+	render_wal(m, &mb);
+	render_serve(m, &mb);
+	if (mb.oom) {
+		free(mb.b);
+		return NULL;
+	}
+	return mb.b;
+}
+
+/* ---- HTTP ---- */
+
+static enum MHD_Result metrics_http(void *cls, struct MHD_Connection *c, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct metrics *m = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	unsigned status = MHD_HTTP_OK;
+	char *body = NULL;
+	static const char nf[] = "not found: try /metrics\n", na[] = "GET only\n";
+
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0) {
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		r = MHD_create_response_from_buffer(sizeof na - 1, (void *)na, MHD_RESPMEM_PERSISTENT);
+	} else if (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0) {
+		status = MHD_HTTP_NOT_FOUND;
+		r = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf, MHD_RESPMEM_PERSISTENT);
+	} else {
+		body = metrics_render(m);
+		if (body == NULL)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+	}
+	if (r == NULL) {
+		free(body);
+		return MHD_NO;
+	}
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int metrics_start(const char *addr_port, const char *segment, wal_t *w,
+                  metrics_t **out, uint16_t *port, char *err, size_t errlen)
+{
+	struct sockaddr_in sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	const char *colon = strrchr(addr_port, ':');
+	const char *ps = colon ? colon + 1 : addr_port;
+	if (colon && colon != addr_port) {
+		char a[64];
+		size_t n = (size_t)(colon - addr_port);
+		if (n >= sizeof a) {
+			snprintf(err, errlen, "bad address in '%s'", addr_port);
+			return -1;
+		}
+		memcpy(a, addr_port, n);
+		a[n] = 0;
+		if (inet_pton(AF_INET, a, &sa.sin_addr) != 1) {
+			snprintf(err, errlen, "'%s' is not an IPv4 address", a);
+			return -1;
+		}
+	}
+	char *end;
+	unsigned long p = strtoul(ps, &end, 10);
+	if (*ps == 0 || *end != 0 || p > 65535) {
+		snprintf(err, errlen, "bad port in '%s'", addr_port);
+		return -1;
+	}
+	sa.sin_port = htons((uint16_t)p);
+
+	struct metrics *m = calloc(1, sizeof *m);
+	if (m == NULL || (m->m_segment = strdup(segment)) == NULL) {
+		free(m);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	m->m_w = w;
+	pthread_mutex_init(&m->m_mu, NULL);
+	m->m_d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	                          metrics_http, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+	if (m->m_d == NULL) {
+		snprintf(err, errlen, "cannot listen on %s", addr_port);
+		pthread_mutex_destroy(&m->m_mu);
+		free(m->m_segment);
+		free(m);
+		return -1;
+	}
+	if (port) {
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->m_d, MHD_DAEMON_INFO_BIND_PORT);
+		*port = di ? di->port : (uint16_t)p;
+	}
+	*out = m;
+	return 0;
+}
+
+void metrics_publish(metrics_t *m, const struct serve_stats *st)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_st = *st;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
+void metrics_stop(metrics_t *m)
+{
+	if (m == NULL)
+		return;
+	MHD_stop_daemon(m->m_d);
+	pthread_mutex_destroy(&m->m_mu);
+	free(m->m_segment);
+	free(m);
+}

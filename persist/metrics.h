@@ -1,0 +1,40 @@
+/*
+ * metrics.h -- `flashstock serve --metrics ADDR:PORT`: the segment's
+ * counters, the WAL's commit figures and the daemon's own counters in the
+ * Prometheus text format, served over HTTP by libmicrohttpd on its own
+ * thread.  GET /metrics (or /) only; anything else is 404/405.
+ *
+ * Synchronization: the HTTP thread reads the segment through its own
+ * read-only handle (opened per scrape: handles are per thread), the WAL
+ * through wal_stats_get() (thread-safe), and the daemon's counters through
+ * metrics_publish(), which the daemon calls once per round.
+ */
+#ifndef FLASH_METRICS_H
+#define FLASH_METRICS_H
+
+#include <stdint.h>
+
+#include "serve.h"
+#include "wal.h"
+
+typedef struct metrics metrics_t;
+
+/*
+ * Start serving.  @p addr_port is "PORT", ":PORT" or "A.B.C.D:PORT" (IPv4;
+ * 127.0.0.1 when no address is given); port 0 picks a free port.
+ * @param[out] port  the port bound (may be NULL)
+ * @return 0, or -1 with a message in @p err (bad address, bind failed).
+ */
+int metrics_start(const char *addr_port, const char *segment, wal_t *w,
+                  metrics_t **out, uint16_t *port, char *err, size_t errlen);
+
+/* Copy the daemon's counters for the next scrape. */
+void metrics_publish(metrics_t *m, const struct serve_stats *st);
+
+/* Stop the HTTP thread and free @p m (NULL is fine). */
+void metrics_stop(metrics_t *m);
+
+/* Render the full exposition into a malloc'd string (tests, `status`). */
+char *metrics_render(metrics_t *m);
+
+#endif /* FLASH_METRICS_H */
