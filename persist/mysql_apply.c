@@ -143,6 +143,7 @@ struct flash_mysql {
 	flash_mysql_log_fn mm_log;
 	void    *mm_log_arg;
 	int      mm_log_level;
+	int      mm_gaps_ok;        /* accept LSN holes (opts.lsn_gaps_ok) */
 	/* activity cache: open addressing, key 0 = empty */
 	uint32_t *mm_act_id;
 	uint8_t  *mm_act_scope;
@@ -190,6 +191,7 @@ const char *flash_mysql_strerror(int rc)
 	case FLASH_EMYSQL_RETRY:  return "MySQL unreachable, slow or busy; nothing applied, retry";
 	case FLASH_EMYSQL:        return "MySQL refused a statement";
 	case FLASH_EMYSQL_CONFIG: return "bad MySQL connection settings or access denied";
+	case FLASH_EMYSQL_GAP:    return "records missing between MySQL's applied LSN and the batch";
 	default:                  return flash_strerror(rc);
 	}
 }
@@ -1515,10 +1517,28 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	res->skipped = start;
 	res->applied = 0;
 	res->slow_path = 0;
+	res->applied_lsn = done;
 	if (start == n) {
 		rollback_quiet(m);
-		res->applied_lsn = done;
 		return FLASH_OK;
+	}
+	if (!m->mm_gaps_ok) {
+		/* The WAL numbers frames 1, 2, 3, ...: a hole means records were
+		 * lost on the way here, and applying past it would skip them forever. */
+		size_t hole = done && recs[start].lsn != done + 1 ? start : n;
+		for (size_t i = start + 1; hole == n && i < n; i++)
+			if (recs[i].lsn != recs[i - 1].lsn + 1)
+				hole = i;
+		if (hole < n) {
+			uint64_t before = hole == start ? done : recs[hole - 1].lsn;
+			snprintf(m->mm_error, sizeof m->mm_error,
+			         "LSN %llu follows %llu: records %llu..%llu missing",
+			         (unsigned long long)recs[hole].lsn, (unsigned long long)before,
+			         (unsigned long long)before + 1, (unsigned long long)recs[hole].lsn - 1);
+			m->mm_errno = 0;
+			rollback_quiet(m);
+			return FLASH_EMYSQL_GAP;
+		}
 	}
 	if ((rc = slow_exec(m, "SAVEPOINT batch", 15, NULL)))
 		goto fail;
@@ -1588,6 +1608,7 @@ int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	if (n && recs[n - 1].lsn > m->mm_stats.given_lsn)
 		m->mm_stats.given_lsn = recs[n - 1].lsn;
 
+	res->applied_lsn = m->mm_stats.applied_lsn;
 	int rc = apply_once(m, recs, n, res);
 	if (rc) {
 		res->applied = res->skipped = 0;
@@ -1713,6 +1734,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 	m->mm_log = o->log;
 	m->mm_log_arg = o->log_arg;
 	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
+	m->mm_gaps_ok = o->lsn_gaps_ok;
 	m->mm_connect_timeout_s = o->connect_timeout_s ? o->connect_timeout_s : 5;
 	m->mm_rw_timeout_s = o->rw_timeout_s ? o->rw_timeout_s : 30;
 	m->mm_max_packet = 1u << 20;

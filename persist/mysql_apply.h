@@ -65,6 +65,7 @@ extern "C" {
 #define FLASH_EMYSQL_RETRY  -40  /* MySQL down, slow or busy: nothing applied; retry */
 #define FLASH_EMYSQL        -41  /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG -42  /* bad URL or option file, or access denied */
+#define FLASH_EMYSQL_GAP    -43  /* records missing between the applied LSN and the batch */
 
 /** Describe a result code: the applier's own, else flash_strerror()'s. */
 const char *flash_mysql_strerror(int rc);
@@ -89,6 +90,11 @@ struct flash_mysql_opts {
 	flash_mysql_log_fn log;     /* NULL = stderr, "flashstock mysql: LEVEL msg" */
 	void *log_arg;
 	int log_level;              /* most verbose level printed (default ERROR..INFO) */
+	int lsn_gaps_ok;            /* 0 (default): the first record not yet applied must
+	                               carry applied LSN + 1, and LSNs inside a batch must be
+	                               consecutive, as the WAL numbers its frames; a batch
+	                               that would leave a hole is refused (FLASH_EMYSQL_GAP)
+	                               before it changes anything */
 };
 
 /** One WAL record with its LSN, as the WAL reader hands it over. */
@@ -172,9 +178,13 @@ void flash_mysql_close(flash_mysql_t *m);
  * @param[in,out] res   outcome (may be NULL); conflicts go to res->conflicts
  * @return FLASH_OK (conflicts, if any, are in res and in the stats: the batch
  *         committed without them); FLASH_EMYSQL_RETRY (nothing applied;
- *         call again with the same or a longer batch); FLASH_EMYSQL (a
- *         statement failed for a reason that retrying will not fix; nothing
- *         applied); FLASH_EINVAL (NULL, or LSNs not increasing).
+ *         call again with the same or a longer batch); FLASH_EMYSQL_GAP
+ *         (nothing applied: the records from res->applied_lsn + 1 up to the
+ *         batch are missing; feed them first, e.g. flash_mysql_catch_up());
+ *         FLASH_EMYSQL (a statement failed for a reason that retrying will
+ *         not fix; nothing applied); FLASH_EINVAL (NULL, or LSNs not
+ *         increasing).  A stream whose applied LSN is still 0 takes any
+ *         first LSN.
  */
 int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
                       struct flash_apply_result *res);

@@ -680,6 +680,46 @@ static void test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict(void *
 	close_drop(m);
 }
 
+/* The WAL numbers records 1, 2, 3...: a batch that would leave a hole is
+ * refused before it changes anything, unless holes are declared fine. */
+static void test_batch_leaving_an_lsn_hole_is_refused(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[6];
+	v[0] = r_activity(1, 30, 1, FLASH_SCOPE_ACTIVITY, 0);
+	v[1] = r_sku(2, 30, 301, 10);
+	v[2] = r_order(3, 30, 301, 1, 1, 1, 1, 0);
+	v[3] = r_order(4, 30, 301, 2, 2, 1, 1, 0);
+	v[4] = r_order(5, 30, 301, 3, 3, 1, 1, 0);
+	v[5] = r_order(7, 30, 301, 4, 4, 1, 1, 0);
+	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_OK);
+	struct flash_apply_result res = { 0 };
+	/* 4.. after 2: record 3 missing. */
+	assert_int_equal(flash_mysql_apply(m, v + 3, 2, &res), FLASH_EMYSQL_GAP);
+	assert_int_equal(res.applied_lsn, 2);
+	assert_int_equal(res.applied, 0);
+	/* 3, 4, 5, 7 inside one batch: 6 missing; nothing of the batch applies. */
+	assert_int_equal(flash_mysql_apply(m, v + 2, 4, &res), FLASH_EMYSQL_GAP);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 0);
+	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), 2);
+	assert_non_null(strstr(g_log, "records 6..6 missing"));
+	/* Without the hole it applies. */
+	assert_int_equal(flash_mysql_apply(m, v + 2, 3, &res), FLASH_OK);
+	assert_int_equal(res.applied, 3);
+	flash_mysql_close(m);
+
+	/* A handle that accepts holes (a stream with frames that are not records). */
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	struct flash_mysql_opts o = { .url = url, .log = cap_log, .lsn_gaps_ok = 1 };
+	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	assert_int_equal(flash_mysql_apply(m, v + 5, 1, &res), FLASH_OK);
+	assert_int_equal(res.applied, 1);
+	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), 7);
+	close_drop(m);
+}
+
 static void test_lsns_must_increase(void **state)
 {
 	(void)state;
@@ -872,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_refused_activity_does_not_change_the_scope_of_orders),
 		cmocka_unit_test(test_orders_of_many_uncached_activities_all_apply),
 		cmocka_unit_test(test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict),
+		cmocka_unit_test(test_batch_leaving_an_lsn_hole_is_refused),
 		cmocka_unit_test(test_lsns_must_increase),
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
