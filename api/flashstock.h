@@ -520,8 +520,10 @@ int flash_durability_fail(flash_t *h);
 /**
  * Re-apply one record to this segment, as recovery from the WAL does after a
  * reboot: the record's effect (catalog entry, order with its exact number and
- * limit slot, cancel, restock) is made unless it is already there, so applying
- * a record twice changes nothing.  No new record is emitted.
+ * limit slot, request id, cancel, restock) is made unless it is already
+ * there: applying an ACTIVITY, SKU, ORDER or CANCEL record twice changes
+ * nothing.  A RESTOCK has no identity of its own: the WAL's LSN makes its
+ * replay exactly-once.  No new record is emitted; tokens are not restored.
  * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
  *         FLASH_EINVAL (malformed record); FLASH_ENOT_FOUND (refers to an
  *         unknown activity/sku/order); FLASH_EFULL; FLASH_EREADONLY.

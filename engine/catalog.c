@@ -102,7 +102,8 @@ int fs_catalog_repair(flash_t *h, uint32_t slot)
 
 	if (j->op != FS_OP_CATALOG || j->phase == FS_PH_IDLE)
 		return FLASH_OK;
-	if (j->phase >= FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos))
+	if ((j->phase == FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos)) ||
+	    (j->phase == FS_PH_RESOLVED && j->dir == FS_DIR_FWD))
 		catalog_forward(h, j);
 	ck_pr_store_32(&j->phase, FS_PH_IDLE);
 	return FLASH_OK;
@@ -113,12 +114,9 @@ static void catalog_commit(flash_t *h)
 {
 	struct fs_journal *j = h->j;
 
-	j->ring_pos = fs_ring_pos(h);
 	j->rec.ts_ns = j->rec.ts_ns ? j->rec.ts_ns : fs_now_ns();
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
 	FS_CRASH("catalog", 1);
-	fs_ring_publish(h);
+	fs_commit(h);
 	FS_CRASH("catalog", 2);
 	catalog_forward(h, j);
 	FS_CRASH("catalog", 3);
@@ -241,16 +239,18 @@ int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out)
 	return FLASH_OK;
 }
 
-static void sku_info(flash_t *h, const struct fs_sku *s, struct flash_sku_info *out)
+static int sku_info(flash_t *h, const struct fs_sku *s, struct flash_sku_info *out)
 {
+	if (!fs_sku_ok(h, s))
+		return FLASH_ECORRUPT;
 	memset(out, 0, sizeof(*out));
 	out->activity_id = s->activity_id;
 	out->sku_id = s->sku_id;
 	out->shards = s->nshards;
 	out->total = ck_pr_load_64(&s->total.value);
-	for (uint32_t k = 0; k < s->nshards && k < FLASH_SHARDS_MAX; k++)
-		if (s->shard0 + k < h->shard_cap)
-			out->available += ck_pr_load_64(&h->shard[s->shard0 + k].c.value);
+	for (uint32_t k = 0; k < out->shards; k++)
+		out->available += ck_pr_load_64(&h->shard[s->shard0 + k].c.value);
+	return FLASH_OK;
 }
 
 int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out)
@@ -264,8 +264,7 @@ int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out)
 	if (index >= ck_pr_load_32(&h->hdr->n_sku) || index >= h->sku_cap)
 		return FLASH_ENOT_FOUND;
 	ck_pr_fence_load();
-	sku_info(h, &h->sku[index], out);
-	return FLASH_OK;
+	return sku_info(h, &h->sku[index], out);
 }
 
 int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id, struct flash_sku_info *out)
@@ -279,6 +278,5 @@ int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id, struct flas
 		return FLASH_EINVAL;
 	if ((s = fs_sku_find(h, activity_id, sku_id, NULL)) == NULL)
 		return FLASH_ENOT_FOUND;
-	sku_info(h, s, out);
-	return FLASH_OK;
+	return sku_info(h, s, out);
 }

@@ -123,6 +123,7 @@ struct fs_hdr {
 	struct fs_hdr_fixed fx;
 	/* mutable part: each hot word on its own line */
 	uint64_t order_next FS_ALIGNED;   /* next unallocated order number chunk start */
+	uint64_t order_replay_hi;         /* highest number re-applied by flash_replay */
 	uint32_t n_act FS_ALIGNED;        /* activities committed (dense) */
 	uint32_t n_sku;                   /* skus committed (dense) */
 	uint32_t n_shard;                 /* shards handed out */
@@ -130,6 +131,7 @@ struct fs_hdr {
 	uint32_t users_used FS_ALIGNED;
 	uint32_t req_used;
 	uint32_t locks_used;
+	uint32_t tokens_live;             /* issued, not yet used (expired ones until reclaimed) */
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
 	pthread_mutex_t admin FS_ALIGNED; /* robust, process-shared: catalog and lock-name inserts */
 	char pad[FS_LINE];
@@ -240,6 +242,8 @@ struct fs_intent {
 #define FS_TOTAL_BIT 0x80000000u
 
 #define FS_NONE UINT32_MAX
+#define FS_DIR_BACK 1u
+#define FS_DIR_FWD  2u
 
 /*
  * The journal of one slot: single writer (the slot's handle, or the process
@@ -292,6 +296,7 @@ struct flash {
 	struct fs_journal *jr;
 	struct ck_ring *ring;
 	struct flash_record *ringbuf; uint32_t ring_size;
+	const struct flash_record *replay;  /* flash_replay: the record being re-applied */
 };
 
 /* ------------------------------------------------------------------------
@@ -341,9 +346,11 @@ int fs_ring_space(flash_t *h);
 void fs_ring_publish(flash_t *h);
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos);
 int fs_sync_wait(flash_t *h, uint32_t pos);
+void fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to);
 int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_t id,
                   uint64_t to, uint32_t *jidx);
 uint32_t fs_ring_pos(flash_t *h);
+void fs_commit(flash_t *h);
 
 /* api/flashstock.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);
@@ -376,6 +383,14 @@ static inline int fs_cas2(struct fs_counter *c, struct fs_counter *expect, const
 	/* on failure, *expect receives the current value */
 	return ck_pr_cas_64_2_value((uint64_t *)(void *)c, (uint64_t *)(void *)expect,
 	                            (uint64_t *)(void *)set, (uint64_t *)(void *)expect);
+}
+
+/* A sku's shard range, read from the segment, must lie inside the shard region. */
+static inline int fs_sku_ok(const flash_t *h, const struct fs_sku *s)
+{
+	uint32_t n = ck_pr_load_32((uint32_t *)&s->nshards), b = ck_pr_load_32((uint32_t *)&s->shard0);
+
+	return n > 0 && n <= FLASH_SHARDS_MAX && b < h->shard_cap && n <= h->shard_cap - b;
 }
 
 static inline uint64_t fs_next_seq(flash_t *h)

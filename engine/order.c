@@ -54,15 +54,6 @@ static inline void cas_state(uint64_t *w, uint64_t from, uint64_t to)
 	ck_pr_cas_64(w, from, to);
 }
 
-/* Token entry: (state, id) by 16-byte CAS. */
-static void tok_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to)
-{
-	uint64_t cmp[2] = { from, id }, set[2] = { to, id };
-
-	if (idx <= h->tok_mask)
-		ck_pr_cas_64_2((uint64_t *)(void *)&h->tok[idx], cmp, set);
-}
-
 /* ------------------------------------------------------------ roll forward / back */
 
 void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
@@ -77,7 +68,7 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 		cas_state(&h->user[j->user_idx].state, pend, FS_MK(FS_K_DONE, j->order_idx));
 	FS_CRASH("order", 21);
 	if (j->tok_idx != FS_NONE)
-		tok_move(h, j->tok_idx, j->tok_id, pend, FS_MK(FS_K_USED, 0));
+		fs_token_move(h, j->tok_idx, j->tok_id, pend, FS_MK(FS_K_USED, 0));
 	FS_CRASH("order", 22);
 	if (j->req_idx <= h->req_mask)
 		cas_state(&h->req[j->req_idx].state, pend,
@@ -131,7 +122,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		}
 		FS_CRASH("order_undo", 2);
 		if (j->tok_idx != FS_NONE)
-			tok_move(h, j->tok_idx, j->tok_id, pend,
+			fs_token_move(h, j->tok_idx, j->tok_id, pend,
 			         crashed ? FS_MK(FS_K_FREE, 0) : FS_MK(FS_K_USED, 0));
 		FS_CRASH("order_undo", 3);
 		if (j->req_idx <= h->req_mask) {
@@ -158,11 +149,38 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 /* ------------------------------------------------------------ order numbers */
 
-/* Order numbers are handed to slots in chunks: no shared counter per order. */
+/* Is there an order number left for this handle?  (Checked before any change.) */
+static int order_peek(flash_t *h)
+{
+	const struct fs_proc *p = h->me;
+
+	if (h->replay != NULL)
+		return h->replay->order_no <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
+	if (p->order_next != 0 && p->order_next < p->order_end && p->order_next <= h->ord_cap)
+		return FLASH_OK;
+	return ck_pr_load_64(&h->hdr->order_next) <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
+}
+
+/*
+ * Order numbers are handed to slots in chunks: no shared counter per order.
+ * Replay takes the record's number and keeps the allocator past it.
+ */
 static uint64_t order_alloc(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t n = p->order_next;
+
+	if (h->replay != NULL) {
+		uint64_t want = h->replay->order_no, cur;
+
+		while ((cur = ck_pr_load_64(&h->hdr->order_next)) <= want)
+			if (ck_pr_cas_64(&h->hdr->order_next, cur, want + 1))
+				break;
+		while ((cur = ck_pr_load_64(&h->hdr->order_replay_hi)) < want)
+			if (ck_pr_cas_64(&h->hdr->order_replay_hi, cur, want))
+				break;
+		return want;
+	}
 
 	if (n == 0 || n >= p->order_end) {
 		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
@@ -177,6 +195,37 @@ static uint64_t order_alloc(flash_t *h)
 }
 
 /* ------------------------------------------------------------ the order chain */
+
+/*
+ * A retry of a finished request answers before anything else is checked
+ * (even a full ring): read-only, no key inserted.
+ */
+static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
+	uint32_t i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->req_mask;
+
+	for (uint32_t n = 0; n <= h->req_mask; n++, i = (i + 1) & h->req_mask) {
+		const struct fs_kent *e = &h->req[i];
+		uint64_t s = ck_pr_load_64(&e->state);
+
+		if (FS_KIND(s) == FS_K_EMPTY || FS_KIND(s) == FS_K_BUSY)
+			return FLASH_OK;
+		ck_pr_fence_load();
+		if (e->k[0] == key[0] && e->k[1] == key[1] && e->k[2] == key[2]) {
+			if (FS_KIND(s) != FS_K_DONE)
+				return FLASH_OK;
+			if (res) {
+				res->first_rc = FS_REQ_RC(FS_VAL(s));
+				res->order_no = FS_REQ_ONO(FS_VAL(s));
+				res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
+			}
+			h->me->st.duplicates++;
+			return FLASH_EDUPLICATE;
+		}
+	}
+	return FLASH_OK;
+}
 
 static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
 {
@@ -217,18 +266,75 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	}
 }
 
+static void limit_key(const struct flash_activity *a, const struct flash_order_req *r,
+                      uint32_t day, uint32_t ls, uint64_t key[3])
+{
+	uint64_t scope_sku = a->scope == FLASH_SCOPE_SKU ? r->sku_id : 0;
+	uint64_t scope_day = a->scope == FLASH_SCOPE_DAY ? day : 0;
+
+	key[0] = (uint64_t)r->activity_id << 32 | scope_sku;
+	key[1] = r->user_id;
+	key[2] = scope_day << 8 | ls;
+}
+
+/*
+ * Read-only look before anything is reserved: does the user have a limit
+ * slot that could be free?  Lets a user at the limit get FLASH_ELIMIT, and a
+ * sold-out sku FLASH_ESOLD_OUT, without either inserting a key into the
+ * per-user table (keys are permanent: a flood of doomed orders must not fill
+ * it).  The claim that follows decides for real.
+ */
+static int limit_peek(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
+                      uint32_t day)
+{
+	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
+		uint64_t key[3];
+		uint32_t i;
+
+		limit_key(a, r, day, ls, key);
+		i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->user_mask;
+		for (uint32_t n = 0; n <= h->user_mask; n++, i = (i + 1) & h->user_mask) {
+			const struct fs_kent *e = &h->user[i];
+			uint64_t s = ck_pr_load_64(&e->state);
+
+			if (FS_KIND(s) == FS_K_EMPTY || FS_KIND(s) == FS_K_BUSY)
+				return FLASH_OK;        /* absent (or being inserted): may be free */
+			ck_pr_fence_load();
+			if (e->k[0] == key[0] && e->k[1] == key[1] && e->k[2] == key[2]) {
+				if (FS_KIND(s) == FS_K_FREE)
+					return FLASH_OK;
+				break;                  /* held: try the next slot number */
+			}
+		}
+	}
+	return FLASH_ELIMIT;
+}
+
+static int stock_peek(flash_t *h, const struct fs_sku *s, uint64_t qty)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t k = 0; k < s->nshards; k++)   /* range checked by the caller */
+		sum += ck_pr_load_64(&h->shard[s->shard0 + k].c.value);
+	return sum >= qty ? FLASH_OK : FLASH_ESOLD_OUT;
+}
+
 static int limit_claim(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
                        uint32_t day, uint32_t *lslot)
 {
 	struct fs_journal *j = h->j;
-	uint64_t scope_sku = a->scope == FLASH_SCOPE_SKU ? r->sku_id : 0;
-	uint64_t scope_day = a->scope == FLASH_SCOPE_DAY ? day : 0;
 
-	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
-		uint64_t key[3] = { (uint64_t)r->activity_id << 32 | scope_sku, r->user_id,
-		                    scope_day << 8 | ls };
+	uint32_t first = 1, last = a->limit_per_user;
+
+	if (h->replay != NULL)
+		first = last = h->replay->limit_slot;   /* the slot the order held */
+	for (uint32_t ls = first; ls <= last; ls++) {
+		uint64_t key[3];
 		uint64_t s = 0;
-		int rc = fs_kt_claim(h, h->user, h->user_mask, &h->hdr->users_used,
+		int rc;
+
+		limit_key(a, r, day, ls, key);
+		rc = fs_kt_claim(h, h->user, h->user_mask, &h->hdr->users_used,
 		                     h->hdr->fx.opts.max_users, key, j->op_tag, &j->user_idx, &s);
 
 		if (rc < 0) {
@@ -274,13 +380,19 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		return FLASH_ENOT_FOUND;
 	if (r->qty > act->a.max_qty)
 		return FLASH_EINVAL;
+	if (!fs_sku_ok(h, sku))
+		return FLASH_ECORRUPT;
+	if (r->request_id != 0 && h->replay == NULL && (rc = req_peek(h, r, res)) != FLASH_OK)
+		return rc;
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
+	if ((rc = order_peek(h)) != FLASH_OK)
+		return rc;
 	if (ck_pr_load_32(&h->hdr->durability_failed) &&
 	    h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
 		return FLASH_EDURABILITY;
 
-	now = fs_now_ns();
+	now = h->replay ? h->replay->ts_ns : fs_now_ns();
 	fs_op_begin(h, FS_OP_ORDER);
 	j = h->j;
 	j->sku_idx = si;
@@ -292,7 +404,8 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		return rc;
 	}
 	FS_CRASH("order", 2);
-	if (r->token != 0 || (act->a.flags & FLASH_ACT_TOKEN_REQUIRED)) {
+	/* replay: tokens are not durable, the window was checked when it was placed */
+	if (h->replay == NULL && (r->token != 0 || (act->a.flags & FLASH_ACT_TOKEN_REQUIRED))) {
 		j->tok_id = r->token;
 		rc = r->token == 0 ? FLASH_EBAD_TOKEN
 		                   : fs_token_take(h, r->activity_id, r->sku_id, r->user_id, r->token,
@@ -303,15 +416,23 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		}
 	}
 	FS_CRASH("order", 3);
-	if (now < act->a.start_ns) {
+	if (h->replay == NULL && now < act->a.start_ns) {
 		rc = FLASH_ENOT_STARTED;
 		goto fail;
 	}
-	if (now >= act->a.end_ns) {
+	if (h->replay == NULL && now >= act->a.end_ns) {
 		rc = FLASH_EENDED;
 		goto fail;
 	}
-	day = fs_biz_day(&act->a, now);
+	day = h->replay ? h->replay->biz_day : fs_biz_day(&act->a, now);
+	if ((rc = limit_peek(h, &act->a, r, day)) != FLASH_OK ||
+	    (rc = stock_peek(h, sku, r->qty)) != FLASH_OK) {
+		if (rc == FLASH_ELIMIT)
+			h->me->st.limit_hits++;
+		else
+			h->me->st.sold_out++;
+		goto fail;
+	}
 	if ((rc = limit_claim(h, &act->a, r, day, &lslot)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
@@ -355,11 +476,8 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	j->rec.biz_day = day;
 	j->rec.limit_slot = (uint16_t)lslot;
 	j->rec.request_id = r->request_id;
-	j->ring_pos = fs_ring_pos(h);
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
 	FS_CRASH("order", 7);
-	fs_ring_publish(h);                       /* COMMIT */
+	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("order", 8);
 	fs_op_finish_order(h, j, (uint32_t)h->slot);
 	FS_CRASH("order", 9);
@@ -398,7 +516,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 		*units_returned = 0;
 	if (order_no == 0)
 		return FLASH_EINVAL;
-	if (order_no > h->ord_cap)
+	if (order_no > flash_orders_max(h))
 		return FLASH_ENOT_FOUND;
 	o = &h->ord[order_no - 1];
 	if (!fs_ring_space(h))
@@ -451,11 +569,8 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	j->rec.biz_day = o->biz_day;
 	j->rec.limit_slot = (uint16_t)o->limit_slot;
 	j->rec.flags = (uint16_t)j->quota_return;
-	j->ring_pos = fs_ring_pos(h);
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
 	FS_CRASH("cancel", 2);
-	fs_ring_publish(h);                       /* COMMIT */
+	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("cancel", 3);
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
@@ -481,8 +596,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 		return FLASH_EINVAL;
 	if ((sku = fs_sku_find(h, activity_id, sku_id, &si)) == NULL)
 		return FLASH_ENOT_FOUND;
-	if (sku->nshards == 0 || sku->nshards > FLASH_SHARDS_MAX ||
-	    sku->shard0 + sku->nshards > h->shard_cap)
+	if (!fs_sku_ok(h, sku))
 		return FLASH_ECORRUPT;
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
@@ -515,11 +629,8 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 	j->rec.sku_id = sku_id;
 	j->rec.value = delta;
 	j->rec.ts_ns = fs_now_ns();
-	j->ring_pos = fs_ring_pos(h);
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
 	FS_CRASH("restock", 2);
-	fs_ring_publish(h);                       /* COMMIT */
+	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("restock", 3);
 	fs_op_finish_restock(h, j, (uint32_t)h->slot);
 	FS_CRASH("restock", 4);
@@ -535,8 +646,14 @@ uint64_t flash_orders_max(flash_t *h)
 
 	if (fs_enter(h, 0) != FLASH_OK)
 		return 0;
-	n = ck_pr_load_64(&h->hdr->order_next);
-	n = n == 0 ? 0 : n - 1;
+	/* the highest number any handle has taken: each slot's last, and replay's */
+	n = ck_pr_load_64(&h->hdr->order_replay_hi);
+	for (uint32_t i = 0; i < h->proc_cap; i++) {
+		uint64_t next = ck_pr_load_64(&h->proc[i].order_next);
+
+		if (next > 0 && next - 1 > n)
+			n = next - 1;
+	}
 	return n > h->ord_cap ? h->ord_cap : n;
 }
 
@@ -550,7 +667,7 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 		return rc;
 	if (out == NULL || order_no == 0)
 		return FLASH_EINVAL;
-	if (order_no > h->ord_cap)
+	if (order_no > flash_orders_max(h))
 		return FLASH_ENOT_FOUND;
 	o = &h->ord[order_no - 1];
 	s = ck_pr_load_64(&o->state);

@@ -20,8 +20,6 @@
 
 #include "fs.h"
 
-#define FS_DIR_BACK 1u
-#define FS_DIR_FWD  2u
 
 static void stat_inc(flash_t *h, int what)
 {
@@ -37,11 +35,7 @@ static void stat_inc(flash_t *h, int what)
 
 static void recover_token_issue(flash_t *h, struct fs_journal *j)
 {
-	uint64_t cmp[2] = { FS_MK(FS_K_BUSY, j->op_tag), j->tok_id };
-	uint64_t set[2] = { FS_MK(FS_K_USED, 0), j->tok_id };
-
-	if (j->tok_idx <= h->tok_mask)
-		ck_pr_cas_64_2((uint64_t *)(void *)&h->tok[j->tok_idx], cmp, set);
+	fs_token_move(h, j->tok_idx, j->tok_id, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_USED, 0));
 }
 
 static void recover_slot(flash_t *h, uint32_t slot)

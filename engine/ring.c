@@ -39,6 +39,9 @@ static inline struct flash_record *buf_of(flash_t *h, uint32_t slot)
 int fs_ring_space(flash_t *h)
 {
 	struct ck_ring *r = ring_of(h, (uint32_t)h->slot);
+
+	if (h->replay != NULL)
+		return 1;
 	unsigned int used = ck_pr_load_uint(&r->p_tail) - ck_pr_load_uint(&r->c_head);
 
 	return used < h->ring_size - 1;
@@ -56,6 +59,29 @@ void fs_ring_publish(flash_t *h)
 
 	h->j->rec.slot = (uint16_t)slot;
 	ck_ring_enqueue_spsc_fsrec(ring_of(h, slot), buf_of(h, slot), &h->j->rec);
+}
+
+/*
+ * The commit point of the operation in the handle's journal.  Normally: note
+ * the ring position, phase PUBLISH, publish the record -- from the publish on,
+ * recovery rolls the operation forward.  When re-applying a WAL record
+ * (flash_replay) the record is already durable: no new one is emitted, and
+ * the decision "forward" is written into the journal instead.
+ */
+void fs_commit(flash_t *h)
+{
+	struct fs_journal *j = h->j;
+
+	if (h->replay != NULL) {
+		j->dir = FS_DIR_FWD;
+		ck_pr_fence_store();
+		ck_pr_store_32(&j->phase, FS_PH_RESOLVED);
+		return;
+	}
+	j->ring_pos = fs_ring_pos(h);
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
+	fs_ring_publish(h);
 }
 
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos)

@@ -349,12 +349,16 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 		rc = FLASH_EMAGIC;
 		goto fail_close;
 	}
-	if (fx.version != FS_LAYOUT_VERSION || fx.hdr_size != sizeof(struct fs_hdr)) {
+	if (fx.version != FS_LAYOUT_VERSION) {
 		rc = FLASH_EVERSION;
 		goto fail_close;
 	}
 	if (fx.checksum != fs_fnv(&fx, offsetof(struct fs_hdr_fixed, checksum))) {
 		rc = FLASH_ECHECKSUM;
+		goto fail_close;
+	}
+	if (fx.hdr_size != sizeof(struct fs_hdr)) {
+		rc = FLASH_ELAYOUT;
 		goto fail_close;
 	}
 	if ((uint64_t)st.st_size != fx.seg_size) {

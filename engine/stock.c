@@ -151,7 +151,7 @@ int fs_stock_take(flash_t *h, const struct fs_sku *s, uint64_t qty, uint64_t hin
 	uint64_t sum, got;
 	int rc;
 
-	if (n == 0 || n > FLASH_SHARDS_MAX || base >= h->shard_cap || n > h->shard_cap - base)
+	if (!fs_sku_ok(h, s))
 		return FLASH_ECORRUPT;
 	home = (uint32_t)(hint % n);
 	for (uint32_t k = 0; k < n; k++) {

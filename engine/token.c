@@ -32,6 +32,47 @@ static uint64_t token_number(flash_t *h)
 	return x;
 }
 
+/*
+ * Move entry @p idx from (from, id) to (to, id) if it still reads so.  Moving
+ * into USED ends the token's life: it stops counting against max_tokens.
+ */
+void fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to)
+{
+	uint64_t cmp[2] = { from, id }, set[2] = { to, id };
+
+	if (idx > h->tok_mask)
+		return;
+	if (ck_pr_cas_64_2((uint64_t *)(void *)&h->tok[idx], cmp, set) && FS_KIND(to) == FS_K_USED)
+		ck_pr_dec_32(&h->hdr->tokens_live);
+}
+
+/* Table full: retire every expired token (only on this slow path). */
+static void token_sweep(flash_t *h, uint64_t now)
+{
+	for (uint32_t i = 0; i <= h->tok_mask; i++) {
+		struct fs_token *e = &h->tok[i];
+		uint64_t st = ck_pr_load_64(&e->state), id = ck_pr_load_64(&e->id);
+
+		if (FS_KIND(st) == FS_K_FREE && ck_pr_load_64(&e->expiry_ms) <= now)
+			fs_token_move(h, i, id, st, FS_MK(FS_K_USED, 0));
+	}
+}
+
+/* Count one more live token against max_tokens. */
+static int token_reserve(flash_t *h, uint64_t now)
+{
+	uint32_t max = h->hdr->fx.opts.max_tokens;
+
+	for (int pass = 0; pass < 2; pass++) {
+		if (ck_pr_faa_32(&h->hdr->tokens_live, 1) < max)
+			return FLASH_OK;
+		ck_pr_dec_32(&h->hdr->tokens_live);
+		if (pass == 0)
+			token_sweep(h, now);
+	}
+	return FLASH_EFULL;
+}
+
 int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
                       uint32_t ttl_ms, uint64_t *token)
 {
@@ -49,6 +90,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 		id = token_number(h);
 	while (id == 0);
 	now = fs_mono_ms();
+	if ((rc = token_reserve(h, now)) != FLASH_OK)
+		return rc;
 	fs_op_begin(h, FS_OP_TOKEN);
 	tag = h->j->op_tag;
 	h->j->tok_id = id;
@@ -65,6 +108,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 		ck_pr_store_32(&h->j->tok_idx, i);
 		if (!ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set))
 			continue;
+		if (k == FS_K_FREE)
+			ck_pr_dec_32(&h->hdr->tokens_live);   /* the expired token it replaces */
 		FS_CRASH("token_issue", 1);
 		e->activity_id = activity_id;
 		e->sku_id = sku_id;
@@ -77,6 +122,7 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 		return FLASH_OK;
 	}
 	ck_pr_store_32(&h->j->phase, FS_PH_IDLE);
+	ck_pr_dec_32(&h->hdr->tokens_live);
 	return FLASH_EFULL;
 }
 
@@ -110,8 +156,11 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
 				return FLASH_EBAD_TOKEN;
 			if (jidx)
 				ck_pr_store_32(jidx, i);
-			if (ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set))
+			if (ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set)) {
+				if (FS_KIND(to) == FS_K_USED)
+					ck_pr_dec_32(&h->hdr->tokens_live);
 				return FLASH_OK;
+			}
 			cur[0] = ck_pr_load_64(&e->state);
 			if (ck_pr_load_64(&e->id) != id)
 				return FLASH_EBAD_TOKEN;   /* reclaimed: it had expired */
