@@ -9,6 +9,7 @@
  *   5. Open and close
  *   6. Replay                  wal_replay and torn-tail truncation
  *   7. Removing old files      wal_remove_before
+ *   8. Reading behind a writer wal_read_durable
  */
 #include "wal.h"
 
@@ -1014,5 +1015,76 @@ int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed)
 	free(lsns);
 	if (removed)
 		*removed = gone;
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 8. Reading behind a writer
+ * ------------------------------------------------------------------------ */
+
+struct wal_upto {
+	uint64_t      wu_upto;  /* last LSN to pass */
+	wal_replay_fn wu_fn;
+	void         *wu_arg;
+	int           wu_done;  /* wu_upto was passed (or skipped) */
+	int           wu_user;  /* the caller's callback asked to stop */
+};
+
+static int wal_upto_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	struct wal_upto *u = arg;
+	if (lsn > u->wu_upto) {
+		u->wu_done = 1;
+		return 1;
+	}
+	if (u->wu_fn(u->wu_arg, lsn, type, p, len) != 0) {
+		u->wu_user = 1;
+		return 1;
+	}
+	if (lsn == u->wu_upto) {
+		u->wu_done = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * wal_replay() without truncation, stopped by its callback at the durable
+ * LSN read first.  Files are listed after that read, so every durable frame
+ * is in a listed file (a file exists before any frame is written to it).
+ * Past the durable LSN the last file may hold a frame being written: the
+ * scan may stop there with a "bad frame" cause, which is not an error once
+ * every durable frame has been passed.
+ */
+int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
+                     struct wal_replay_report *rep)
+{
+	struct wal_replay_report dummy;
+	if (rep == NULL)
+		rep = &dummy;
+	if (w == NULL || fn == NULL) {
+		memset(rep, 0, sizeof *rep);
+		return WAL_EINVAL;
+	}
+	if (from_lsn == 0)
+		from_lsn = 1;
+	struct wal_upto u = { .wu_upto = wal_durable_lsn(w), .wu_fn = fn, .wu_arg = arg };
+	if (from_lsn > u.wu_upto) {
+		memset(rep, 0, sizeof *rep);
+		rep->last_lsn = u.wu_upto;
+		return WAL_OK;
+	}
+	int rc = wal_replay(w->w_dir, from_lsn, wal_upto_cb, &u, 0, rep);
+	if (u.wu_user)
+		return rep->stop = WAL_ESTOPPED;
+	if (u.wu_done || (rc != WAL_EIO && rc != WAL_EGAP && rep->last_lsn >= u.wu_upto)) {
+		rep->stop = WAL_OK;
+		if (rep->last_lsn > u.wu_upto)
+			rep->last_lsn = u.wu_upto;
+		/* The frame that ended the walk was not passed. */
+		if (u.wu_done && rep->frames > 0 && rep->first_lsn + rep->frames - 1 > u.wu_upto)
+			rep->frames--;
+		return WAL_OK;
+	}
 	return rc;
 }

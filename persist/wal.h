@@ -251,6 +251,20 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                unsigned flags, struct wal_replay_report *rep);
 
 /*
+ * Read the frames from @p from_lsn through the durable LSN of @p w (taken
+ * when the call starts) while @p w keeps appending, e.g. for an applier in
+ * the daemon that owns @p w.  Durable frames never change, so this is safe
+ * at any time from any thread; it never truncates and never passes a frame
+ * that is not durable yet.  Frames with lsn < from_lsn are skipped.
+ * @return WAL_OK (every frame through that durable LSN was passed, rep->last_lsn
+ *         says up to where; nothing to read is WAL_OK too); WAL_ESTOPPED; a
+ *         stop cause if a durable frame is bad (corruption); WAL_EGAP
+ *         (from_lsn removed); WAL_EIO; WAL_EINVAL.
+ */
+int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
+                     struct wal_replay_report *rep);
+
+/*
  * Remove the files of @p dir whose frames all have LSN < @p lsn (a file goes
  * when the next file starts at or before @p lsn), oldest first, then fsync
  * the directory.  The last file is never removed.  Call it only for LSNs that
