@@ -133,33 +133,43 @@ int flash_stats_get(flash_t *h, struct flash_stats *out)
 
 #ifdef FLASH_CRASHPOINTS
 /*
- * Crash points (test builds): FLASH_CRASH_AT="op:n" ends the process with
- * _exit(77) when operation `op` reaches step n.  FLASH_CRASH_LIST=1 prints
- * every point reached ("crashpoint op n") to stderr, for enumeration.
+ * Crash points (test builds, -DFLASH_CRASHPOINTS=ON or the flashstock_crash
+ * library): every FS_CRASH(op, step) in the engine is one point.
+ * flash_crash_arm(n) makes the n-th point reached from now on end the process
+ * with _exit(FLASH_CRASH_EXIT); flash_crash_arm(0) disarms.  A test
+ * enumerates an operation's points by arming n = 1, 2, ... in a forked child
+ * until the operation completes without reaching the n-th.
+ * flash_crash_last() names the last point reached (for reports).
  */
+static int crash_countdown;
+static const char *crash_last_op;
+static int crash_last_step, crash_hits;
+
+void flash_crash_arm(int n)
+{
+	crash_countdown = n;
+	crash_hits = 0;
+	crash_last_op = NULL;
+}
+
+int flash_crash_hits(void)
+{
+	return crash_hits;
+}
+
+const char *flash_crash_last(int *step)
+{
+	if (step)
+		*step = crash_last_step;
+	return crash_last_op ? crash_last_op : "";
+}
+
 void fs_crashpoint(const char *op, int step)
 {
-	static int init;
-	static char want_op[64];
-	static int want_step = -1, list;
-
-	if (!init) {
-		const char *e = getenv("FLASH_CRASH_AT"), *l = getenv("FLASH_CRASH_LIST");
-
-		if (e) {
-			const char *c = strrchr(e, ':');
-
-			if (c && (size_t)(c - e) < sizeof(want_op)) {
-				memcpy(want_op, e, (size_t)(c - e));
-				want_step = atoi(c + 1);
-			}
-		}
-		list = l != NULL && *l == '1';
-		init = 1;
-	}
-	if (list)
-		fprintf(stderr, "crashpoint %s %d\n", op, step);
-	if (step == want_step && strcmp(op, want_op) == 0)
-		_exit(77);
+	crash_hits++;
+	crash_last_op = op;
+	crash_last_step = step;
+	if (crash_countdown > 0 && --crash_countdown == 0)
+		_exit(FLASH_CRASH_EXIT);
 }
 #endif

@@ -365,7 +365,11 @@ uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns);
 
 /* crash points (tests) */
 #ifdef FLASH_CRASHPOINTS
+#define FLASH_CRASH_EXIT 77
 void fs_crashpoint(const char *op, int step);
+void flash_crash_arm(int n);
+int flash_crash_hits(void);
+const char *flash_crash_last(int *step);
 #define FS_CRASH(op, step) fs_crashpoint(op, step)
 #else
 #define FS_CRASH(op, step) ((void)0)

@@ -44,6 +44,7 @@ int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
 			}
 			ck_pr_store_32(jidx, i);
 			if (ck_pr_cas_64(&e->state, s, FS_MK(FS_K_BUSY, tag))) {
+				FS_CRASH("ktab_insert", 1);
 				e->k[0] = key[0];
 				e->k[1] = key[1];
 				e->k[2] = key[2];

@@ -74,6 +74,7 @@ static int lock_get(flash_t *h, const char *name, struct fs_lock **out)
 		l = &h->lock[free_i];
 		memset(l->name, 0, sizeof(l->name));
 		memcpy(l->name, name, strlen(name));
+		FS_CRASH("lock_name", 1);
 		ck_pr_fence_store();
 		ck_pr_store_32(&l->used, 1);
 		ck_pr_store_32(&h->hdr->locks_used, h->hdr->locks_used + 1);
@@ -122,6 +123,7 @@ int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t le
 
 		FS_CRASH("lock_acquire", 1);
 		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set)) {
+			FS_CRASH("lock_acquire", 2);
 			*fence = f;
 			return FLASH_OK;
 		}
@@ -151,8 +153,10 @@ static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t le
 			set[1] = HOLDER(H_SLOT(cur[1]), H_GEN(cur[1]), now + lease_ms);
 		}
 		FS_CRASH(release ? "lock_release" : "lock_renew", 1);
-		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set))
+		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set)) {
+			FS_CRASH(release ? "lock_release" : "lock_renew", 2);
 			return FLASH_OK;
+		}
 	}
 }
 

@@ -445,7 +445,9 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		goto fail;
 	}
 	FS_CRASH("order", 5);
-	if ((ono = order_alloc(h)) == 0) {
+	ono = order_alloc(h);
+	FS_CRASH("order", 10);
+	if (ono == 0) {
 		rc = FLASH_EFULL;
 		goto fail;
 	}

@@ -562,6 +562,7 @@ static int slot_claim(flash_t *h)
 			gen = FS_PGEN(s) + 1;
 			if (!ck_pr_cas_64(&p->state, s, FS_PSTATE(FS_P_CLAIM, gen, h->pid)))
 				continue;
+			FS_CRASH("attach", 1);
 			ck_pr_store_64(&p->start_time, start);
 			ck_pr_fence_store();
 			ck_pr_store_64(&p->state, FS_PSTATE(FS_P_ALIVE, gen, h->pid));

@@ -77,8 +77,10 @@ static int intent_run(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t 
 		fs_help_mark(h, cur.tag);
 		set.value = cur.value + (uint64_t)in->delta;
 		set.tag = FS_TAG(slot, in->seq);
+		FS_CRASH("counter", 1);
 		/* lock cmpxchg16b is a full barrier: the intent is visible first */
 		if (fs_cas2(c, &cur, &set)) {
+			FS_CRASH("counter", 2);
 			in->done = 1;
 			return FLASH_OK;
 		}

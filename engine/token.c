@@ -156,7 +156,9 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
 				return FLASH_EBAD_TOKEN;
 			if (jidx)
 				ck_pr_store_32(jidx, i);
+			FS_CRASH("token_take", 1);
 			if (ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set)) {
+				FS_CRASH("token_take", 2);
 				if (FS_KIND(to) == FS_K_USED)
 					ck_pr_dec_32(&h->hdr->tokens_live);
 				return FLASH_OK;
