@@ -1,0 +1,90 @@
+/*
+ * mysql_pump.h -- the MySQL applier on its own thread, for the daemon.
+ *
+ * The daemon must keep writing the WAL whatever MySQL does, so it never
+ * calls the applier itself: after each group commit it pushes the durable
+ * records (with their LSNs) into the pump's queue and goes on.  The pump's
+ * thread takes batches from the queue and applies them (mysql_apply.h),
+ * retrying with exponential backoff while MySQL is down or slow.
+ *
+ * The queue is bounded.  When it is full a push drops its records and says
+ * so (FLASH_EFULL) -- it never blocks.  Nothing is lost: the applier refuses
+ * to apply past a hole (FLASH_EMYSQL_GAP), and the pump then reads the
+ * missing records back from the WAL directory (flash_mysql_catch_up(),
+ * read-only) before it goes on with the queue.  Without a WAL directory a
+ * hole stops the pump until a restart catches up; stats say so.
+ *
+ * Synchronization table (one pump):
+ *   push, wait, stats_get   any threads at once
+ *   stop                    once, after which no call is made
+ * The pump's thread owns its flash_mysql_t: no other thread touches it.
+ */
+#ifndef FLASH_MYSQL_PUMP_H
+#define FLASH_MYSQL_PUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mysql_apply.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct flash_mysql_pump_opts {
+	struct flash_mysql_opts mysql;  /* connection, stream, log (lsn_gaps_ok must stay 0) */
+	const char *wal_dir;            /* WAL to read dropped records back from, or NULL */
+	uint32_t queue_records;         /* queue capacity; 0 = 262144 (18 MiB) */
+	uint32_t batch;                 /* records per transaction at most; 0 = 5000 */
+	uint32_t backoff_max_ms;        /* longest pause between attempts; 0 = 2000 */
+};
+
+typedef struct flash_mysql_pump flash_mysql_pump_t;
+
+struct flash_mysql_pump_stats {
+	struct flash_mysql_stats mysql; /* the applier's counters (lag = pushed_lsn - applied_lsn) */
+	uint64_t pushed_lsn;            /* highest LSN pushed (queued or dropped) */
+	uint64_t applied_lsn;           /* highest LSN MySQL holds */
+	uint64_t queued;                /* records in the queue now */
+	uint64_t queue_cap;
+	uint64_t dropped;               /* records dropped by a full queue (read back from the WAL) */
+	uint64_t catch_ups;             /* WAL read-backs completed */
+	int      last_rc;               /* the last attempt's result (FLASH_OK, FLASH_EMYSQL_RETRY, ...) */
+	int      connected;             /* the last attempt reached MySQL */
+};
+
+/**
+ * Start the pump's thread.  It connects in the background: a MySQL that is
+ * down at start is retried like any other outage.
+ * @return FLASH_OK; FLASH_EINVAL (NULL, lsn_gaps_ok set); FLASH_EMYSQL_CONFIG
+ *         (bad URL); FLASH_ENOMEM; FLASH_ESYS (thread creation).
+ */
+int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pump_t **out);
+
+/**
+ * Queue durable records, in LSN order.  Never waits for MySQL.
+ * @return FLASH_OK; FLASH_EFULL (not enough room: all @p n records dropped,
+ *         to be read back from the WAL); FLASH_EINVAL.
+ */
+int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *recs, size_t n);
+
+/**
+ * Wait until MySQL holds every record up to @p lsn, for at most @p timeout_ms.
+ * @return FLASH_OK; FLASH_EBUSY (timed out); FLASH_EINVAL.
+ */
+int flash_mysql_pump_wait(flash_mysql_pump_t *p, uint64_t lsn, uint32_t timeout_ms);
+
+/** @return FLASH_OK; FLASH_EINVAL. */
+int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_stats *out);
+
+/**
+ * Stop: let the thread apply what is queued for at most @p drain_ms, then
+ * join it, disconnect and free.  Records still queued are not lost: the WAL
+ * holds them and the next start catches up.  NULL is fine.
+ */
+void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLASH_MYSQL_PUMP_H */
