@@ -347,6 +347,76 @@ static void test_sku_absent_from_mysql_is_missing_there(void **state)
 	assert_int_equal(flash_reconcile(NULL, NULL, NULL, 0, &rep), FLASH_EINVAL);
 }
 
+/* The engine's own records for quota-returning cancels, per-sku and per-day
+ * limits: MySQL's unique index accepts exactly what the segment accepted. */
+static void test_engine_records_with_cancels_and_scopes_apply_without_conflict(void **state)
+{
+	(void)state;
+	struct ctx *c = calloc(1, sizeof *c);
+	assert_non_null(c);
+	*state = c;
+	c->h = t_seg_new(NULL, c->seg, sizeof c->seg);
+	assert_int_equal(t_activity(c->h, 2, 1, 5, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA), FLASH_OK);
+	assert_int_equal(t_activity(c->h, 3, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(t_activity(c->h, 4, 2, 5, FLASH_SCOPE_SKU, 0), FLASH_OK);
+	assert_int_equal(t_activity(c->h, 5, 1, 5, FLASH_SCOPE_DAY, 0), FLASH_OK);
+	for (uint32_t a = 2; a <= 5; a++) {
+		assert_int_equal(flash_sku_add(c->h, a, 1, 20, 1), FLASH_OK);
+		assert_int_equal(flash_sku_add(c->h, a, 2, 20, 1), FLASH_OK);
+	}
+	struct flash_order_res r1, r2;
+	/* Activity 2: order, cancel (quota back), order again in the same slot. */
+	assert_int_equal(t_order(c->h, 2, 1, 7, 1, 0, 0, &r1), FLASH_OK);
+	assert_int_equal(flash_cancel(c->h, r1.order_no, NULL), FLASH_OK);
+	assert_int_equal(t_order(c->h, 2, 1, 7, 1, 0, 0, &r2), FLASH_OK);
+	assert_int_equal(r2.limit_slot, r1.limit_slot);
+	/* Activity 3: the cancel keeps the quota; a second order is refused. */
+	assert_int_equal(t_order(c->h, 3, 1, 8, 1, 0, 0, &r1), FLASH_OK);
+	assert_int_equal(flash_cancel(c->h, r1.order_no, NULL), FLASH_OK);
+	assert_int_equal(t_order(c->h, 3, 1, 8, 1, 0, 0, NULL), FLASH_ELIMIT);
+	/* Activity 4: two per sku. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(t_order(c->h, 4, 1, 9, 1, 0, 0, NULL), FLASH_OK);
+		assert_int_equal(t_order(c->h, 4, 2, 9, 1, 0, 0, NULL), FLASH_OK);
+	}
+	assert_int_equal(t_order(c->h, 4, 1, 9, 1, 0, 0, NULL), FLASH_ELIMIT);
+	/* Activity 5: one per day. */
+	assert_int_equal(t_order(c->h, 5, 2, 10, 2, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(t_order(c->h, 5, 1, 10, 1, 0, 0, NULL), FLASH_ELIMIT);
+
+	struct t_recs recs = { 0 };
+	assert_int_equal(t_recs_drain(c->h, &recs), FLASH_OK);
+	snprintf(c->waldir, sizeof c->waldir, "/tmp/fs-recon-wal-%d-%d", (int)getpid(), ++g_seq);
+	wal_t *w;
+	assert_int_equal(wal_open(c->waldir, NULL, &w), WAL_OK);
+	for (size_t i = 0; i < recs.n; i++)
+		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), WAL_OK);
+	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_close(w), WAL_OK);
+	snprintf(c->db, sizeof c->db, "fr_%d_%d", (int)getpid(), g_seq);
+	char url[512];
+	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db, mariadb_dir());
+	struct flash_mysql_opts o = { .url = url, .log = quiet };
+	assert_int_equal(flash_mysql_open(&o, &c->m), FLASH_OK);
+	struct flash_apply_result tot = { 0 };
+	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 1000, 10000, &tot, NULL), FLASH_OK);
+	assert_int_equal(tot.applied, recs.n);
+	assert_int_equal(tot.refused, 0);
+	t_recs_free(&recs);
+	assert_int_equal(flash_fold_new(&c->fold), FLASH_OK);
+	assert_int_equal(flash_fold_wal(c->fold, c->waldir, NULL), FLASH_OK);
+
+	struct flash_reconcile_report rep;
+	reconcile(c, &rep);
+	assert_int_equal(rep.found, 0);
+	assert_int_equal(rep.skus, 8);
+	flash_reconcile_report_free(&rep);
+	struct flash_sql_totals t;
+	assert_int_equal(flash_sql_totals_get(c->m, &t), FLASH_OK);
+	assert_int_equal(t.orders, 8);
+	assert_int_equal(t.cancelled_orders, 2);
+}
+
 int main(void)
 {
 	mariadb_dir();
@@ -357,6 +427,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_extra_slot_holder_in_mysql_is_a_user_limit_difference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_missing_a_restock_disagrees_on_total_and_available, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sku_absent_from_mysql_is_missing_there, setup, teardown),
+		cmocka_unit_test_teardown(test_engine_records_with_cancels_and_scopes_apply_without_conflict, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
