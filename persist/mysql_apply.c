@@ -1586,7 +1586,7 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	return FLASH_OK;
 fail:
 	rollback_quiet(m);
-	return rc;
+	return rc > 0 ? FLASH_EMYSQL : rc;   /* a refusal where none can be: not retryable */
 }
 
 int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
