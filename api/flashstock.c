@@ -63,12 +63,36 @@ const char *flash_rcname(int rc)
 	return "FLASH_E?";
 }
 
+/*
+ * Fork detection without a system call per operation: a pthread_atfork child
+ * handler bumps a process-local generation, and a handle remembers the
+ * generation it was opened in.  (getpid() is a real system call in glibc.)
+ */
+static unsigned fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+	fork_gen++;
+}
+
+static void fork_hook(void)
+{
+	pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+unsigned fs_fork_gen(void)
+{
+	pthread_once(&fork_once, fork_hook);
+	return fork_gen;
+}
+
 /* Every public call: a handle, opened by this process, writable if it writes. */
 int fs_enter(const flash_t *h, int write)
 {
 	if (h == NULL)
 		return FLASH_EINVAL;
-	if (h->pid != getpid())
+	if (h->fork_gen != fork_gen)
 		return FLASH_EFORK;
 	if (write && h->rdonly)
 		return FLASH_EREADONLY;

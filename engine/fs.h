@@ -224,7 +224,7 @@ struct fs_proc {
 	/* ring consumer side (written by the consumer only) */
 	uint64_t cons_seq FS_ALIGNED;     /* records consumed = durable, per slot */
 	uint32_t durable_futex;           /* low 32 bits of cons_seq, for futex waits */
-	uint32_t pad;
+	uint32_t waiters;                 /* sync waiters asleep on durable_futex */
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
@@ -275,6 +275,7 @@ struct flash {
 	uint64_t size;
 	struct fs_hdr *hdr;
 	pid_t pid;                 /* opener */
+	unsigned fork_gen;         /* fs_fork_gen() at open: differs in a forked child */
 	int rdonly;
 	int slot;                  /* -1 for read-only */
 	uint32_t gen;
@@ -354,6 +355,7 @@ void fs_commit(flash_t *h);
 
 /* api/flashstock.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);
+unsigned fs_fork_gen(void);
 
 /* order.c */
 int fs_op_begin(flash_t *h, uint32_t op);

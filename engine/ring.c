@@ -110,7 +110,10 @@ int fs_sync_wait(flash_t *h, uint32_t pos)
 			return FLASH_OK;
 		if (ck_pr_load_32(&h->hdr->durability_failed))
 			return FLASH_EDURABILITY;
+		/* announce the sleep before re-checking (the futex re-checks *w) */
+		ck_pr_inc_32(&h->me->waiters);
 		futex(w, FUTEX_WAIT, d, &tick);
+		ck_pr_dec_32(&h->me->waiters);
 	}
 }
 
@@ -174,7 +177,9 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq)
 	ck_pr_fence_store();
 	ck_pr_store_uint(&r->c_head, (unsigned int)seq);
 	ck_pr_store_32(&p->durable_futex, (uint32_t)seq);
-	futex(&p->durable_futex, FUTEX_WAKE, INT32_MAX, NULL);
+	ck_pr_fence_memory();   /* store durable_futex before reading waiters */
+	if (ck_pr_load_32(&p->waiters) != 0)
+		futex(&p->durable_futex, FUTEX_WAKE, INT32_MAX, NULL);
 	return FLASH_OK;
 }
 

@@ -377,7 +377,9 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 		rc = FLASH_ENOMEM;
 		goto fail_close;
 	}
-	h->base = mmap(NULL, fx.seg_size, rd ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* writers pre-fault the whole mapping: no page fault on the order path */
+	h->base = mmap(NULL, fx.seg_size, rd ? PROT_READ : PROT_READ | PROT_WRITE,
+	               MAP_SHARED | (rd ? 0 : MAP_POPULATE), fd, 0);
 	if (h->base == MAP_FAILED) {
 		rc = errno_rc(errno);
 		free(h);
@@ -395,6 +397,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	}
 	bind_regions(h);
 	h->pid = getpid();
+	h->fork_gen = fs_fork_gen();
 	h->rdonly = rd;
 	h->slot = -1;
 	if (!rd) {
@@ -417,7 +420,7 @@ int flash_close(flash_t *h)
 {
 	if (h == NULL)
 		return FLASH_EINVAL;
-	if (h->pid != getpid()) {
+	if (h->fork_gen != fs_fork_gen()) {
 		munmap(h->base, h->size);
 		free(h->cursor);
 		free(h);
