@@ -834,6 +834,36 @@ static void test_server_killed_mid_batch_recovers_exactly_once(void **state)
 	close_drop(m);
 }
 
+/* A server that stops answering (SIGSTOP) is "slow": the applier gives up
+ * after its read timeout with a retryable error, and catches up once the
+ * server answers again. */
+static void test_hung_server_times_out_retryable_then_catches_up(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	flash_mysql_close(m);
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	struct flash_mysql_opts o = { .url = url, .log = cap_log, .rw_timeout_s = 1, .connect_timeout_s = 1 };
+	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct flash_lsn_record v[80];
+	size_t n = build_basic(v);
+	assert_int_equal(flash_mysql_apply(m, v, 20, NULL), FLASH_OK);
+
+	run_fixture("freeze");
+	struct flash_apply_result res = { 0 };
+	int rc = flash_mysql_apply(m, v + 20, 20, &res);
+	run_fixture("thaw");
+	assert_int_equal(rc, FLASH_EMYSQL_RETRY);
+	assert_int_equal(res.applied, 0);
+	assert_int_equal(flash_mysql_apply_retry(m, v + 20, n - 20, &res, 60000), FLASH_OK);
+	assert_int_equal(res.applied, n - 20);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 60);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=11"), 55);
+	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), v[n - 1].lsn);
+	close_drop(m);
+}
+
 static void test_url_password_is_masked_everywhere(void **state)
 {
 	(void)state;
@@ -918,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_option_file_and_bad_urls),
 		cmocka_unit_test(test_mysql_down_then_back_applier_catches_up_without_loss),
 		cmocka_unit_test(test_server_killed_mid_batch_recovers_exactly_once),
+		cmocka_unit_test(test_hung_server_times_out_retryable_then_catches_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
