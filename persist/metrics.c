@@ -21,6 +21,7 @@ struct metrics {
 	struct MHD_Daemon *m_d;
 	char              *m_segment;   /* owned copy */
 	wal_t             *m_w;
+	flash_mysql_pump_t *m_pump;     /* or NULL */
 	pthread_mutex_t    m_mu;        /* guards m_st */
 	struct serve_stats m_st;
 };
@@ -172,6 +173,34 @@ static void render_serve(struct metrics *m, struct mbuf *mb)
 	          "Dead handles recovered by the daemon.", st.recovered);
 }
 
+static void render_mysql(struct metrics *m, struct mbuf *mb)
+{
+	struct flash_mysql_pump_stats p;
+	if (m->m_pump == NULL || flash_mysql_pump_stats_get(m->m_pump, &p) != FLASH_OK)
+		return;
+	mb_metric(mb, "flashstock_mysql_connected", "gauge", "1 if the applier's last attempt reached MySQL.",
+	          p.connected != 0);
+	mb_metric(mb, "flashstock_mysql_applied_lsn", "gauge", "Highest WAL LSN MySQL holds.",
+	          p.applied_lsn);
+	mb_metric(mb, "flashstock_mysql_lag_records", "gauge",
+	          "Durable WAL records not yet in MySQL (applier lag).",
+	          p.pushed_lsn > p.applied_lsn ? p.pushed_lsn - p.applied_lsn : 0);
+	mb_metric(mb, "flashstock_mysql_applied_total", "counter", "Records applied to MySQL.",
+	          p.mysql.applied);
+	mb_metric(mb, "flashstock_mysql_conflicts_total", "counter",
+	          "Records MySQL refused (all kinds; each logged with its order number).",
+	          p.mysql.conflicts);
+	mb_metric(mb, "flashstock_mysql_unique_conflicts_total", "counter",
+	          "Duplicate order or per-user unique-key conflicts.", p.mysql.dup_conflicts);
+	mb_metric(mb, "flashstock_mysql_stock_conflicts_total", "counter",
+	          "Conditional stock updates refused (oversell or negative restock).",
+	          p.mysql.stock_conflicts);
+	mb_metric(mb, "flashstock_mysql_retryable_errors_total", "counter",
+	          "Attempts that found MySQL down, slow or busy.", p.mysql.retryable_errors);
+	mb_metric(mb, "flashstock_mysql_queue_records", "gauge", "Records queued for the applier.",
+	          p.queued);
+}
+
 char *metrics_render(metrics_t *m)
 {
 	struct mbuf mb = { .cap = 8192 };
@@ -182,6 +211,7 @@ char *metrics_render(metrics_t *m)
 	render_segment(m, &mb);
 	render_wal(m, &mb);
 	render_serve(m, &mb);
+	render_mysql(m, &mb);
 	if (mb.oom) {
 		free(mb.b);
 		return NULL;
@@ -225,7 +255,8 @@ static enum MHD_Result metrics_http(void *cls, struct MHD_Connection *c, const c
 }
 
 int metrics_start(const char *addr_port, const char *segment, wal_t *w,
-                  metrics_t **out, uint16_t *port, char *err, size_t errlen)
+                  flash_mysql_pump_t *pump, metrics_t **out, uint16_t *port,
+                  char *err, size_t errlen)
 {
 	struct sockaddr_in sa;
 	memset(&sa, 0, sizeof sa);
@@ -262,6 +293,7 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
 		return -1;
 	}
 	m->m_w = w;
+	m->m_pump = pump;
 	pthread_mutex_init(&m->m_mu, NULL);
 	m->m_d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 	                          metrics_http, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,

@@ -14,19 +14,22 @@
 
 #include <stdint.h>
 
+#include "mysql_pump.h"
 #include "serve.h"
 #include "wal.h"
 
 typedef struct metrics metrics_t;
 
 /*
- * Start serving.  @p addr_port is "PORT", ":PORT" or "A.B.C.D:PORT" (IPv4;
+ * Start serving.  @p pump (may be NULL) adds the MySQL applier's figures.
+ * @p addr_port is "PORT", ":PORT" or "A.B.C.D:PORT" (IPv4;
  * 127.0.0.1 when no address is given); port 0 picks a free port.
  * @param[out] port  the port bound (may be NULL)
  * @return 0, or -1 with a message in @p err (bad address, bind failed).
  */
 int metrics_start(const char *addr_port, const char *segment, wal_t *w,
-                  metrics_t **out, uint16_t *port, char *err, size_t errlen);
+                  flash_mysql_pump_t *pump, metrics_t **out, uint16_t *port,
+                  char *err, size_t errlen);
 
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);

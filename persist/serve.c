@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "flashstock.h"
+#include "mysql_pump.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -42,6 +43,9 @@ struct serve {
 	int                      sv_err;      /* wal_* code of a failed append */
 	struct wal_rec          *sv_buf;      /* first round: drained records */
 	size_t                   sv_nbuf, sv_capbuf;
+	flash_mysql_pump_t      *sv_pump;     /* MySQL applier, or NULL */
+	struct flash_lsn_record *sv_push;     /* this round's records for the pump */
+	size_t                   sv_npush, sv_cappush;
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -180,12 +184,28 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 		s->sv_st->skipped++;
 		return 0;
 	}
-	int rc = wal_append_record(s->sv_w, rec, seq, NULL);
+	uint64_t lsn;
+	int rc = wal_append_record(s->sv_w, rec, seq, &lsn);
 	if (rc != WAL_OK) {
 		s->sv_err = rc;
 		return 1;
 	}
 	s->sv_st->records++;
+	if (s->sv_pump != NULL) {
+		if (s->sv_npush == s->sv_cappush) {
+			size_t nc = s->sv_cappush ? s->sv_cappush * 2 : 4096;
+			struct flash_lsn_record *nb = realloc(s->sv_push, nc * sizeof *nb);
+			if (nb == NULL) {
+				s->sv_err = WAL_ENOMEM;
+				return 1;
+			}
+			s->sv_push = nb;
+			s->sv_cappush = nc;
+		}
+		s->sv_push[s->sv_npush].lsn = lsn;
+		s->sv_push[s->sv_npush].rec = *rec;
+		s->sv_npush++;
+	}
 	return 0;
 }
 
@@ -256,6 +276,17 @@ static int serve_commit_mark(struct serve *s)
 		s->sv_adv[slot] = 0;
 	}
 	s->sv_ntouched = 0;
+	/* Durable now: MySQL may have them.  A full queue drops them; the pump
+	 * reads them back from the WAL. */
+	if (s->sv_npush > 0) {
+		int prc = flash_mysql_pump_push(s->sv_pump, s->sv_push, s->sv_npush);
+		s->sv_st->mysql_pushed += s->sv_npush;
+		if (prc == FLASH_EFULL)
+			s->sv_st->mysql_dropped += s->sv_npush;
+		else if (prc != FLASH_OK)
+			serve_log(s, SERVE_LOG_WARN, "MySQL applier queue: %s", flash_strerror(prc));
+		s->sv_npush = 0;
+	}
 	return 0;
 }
 
@@ -376,12 +407,27 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
 	          o->wal_dir, wal_next_lsn(s.sv_w));
 
+	if (o->mysql_url != NULL || o->mysql_defaults != NULL) {
+		struct flash_mysql_pump_opts po;
+		memset(&po, 0, sizeof po);
+		po.mysql.url = o->mysql_url;
+		po.mysql.defaults_file = o->mysql_defaults;
+		po.wal_dir = o->wal_dir;
+		rc = flash_mysql_pump_start(&po, &s.sv_pump);
+		if (rc != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "MySQL applier: %s", flash_strerror(rc));
+			st->flash_rc = rc;
+			goto out;
+		}
+		serve_log(&s, SERVE_LOG_INFO, "MySQL applier started (it catches up from the WAL)");
+	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
 	if (o->metrics != NULL) {
 		char err[256];
 		uint16_t port = 0;
-		if (metrics_start(o->metrics, o->segment, s.sv_w, &mt, &port, err, sizeof err) != 0) {
+		if (metrics_start(o->metrics, o->segment, s.sv_w, s.sv_pump, &mt, &port, err,
+		                  sizeof err) != 0) {
 			serve_log(&s, SERVE_LOG_ERROR, "metrics: %s", err);
 			st->flash_rc = FLASH_EINVAL;
 			goto out;
@@ -460,6 +506,11 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 out_metrics:
 	SERVE_METRICS_STOP();
 out:
+	if (s.sv_pump) {
+		/* Records still queued are in the WAL: the next start catches up. */
+		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
+		s.sv_pump = NULL;
+	}
 	if (s.sv_w) {
 		st->durable_lsn = wal_durable_lsn(s.sv_w);
 		rc = wal_close(s.sv_w);
@@ -469,6 +520,7 @@ out:
 		}
 	}
 	free(s.sv_buf);
+	free(s.sv_push);
 	free(s.sv_last);
 	free(s.sv_have);
 	free(s.sv_skip);

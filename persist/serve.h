@@ -11,7 +11,9 @@
  * Order of effects for every record (crash points in brackets):
  *   drain (the ring keeps it) [1] -> wal_append -> wal_commit: one pwrite +
  *   one fdatasync for the round [2] -> flash_durable_advance(slot, seq)
- *   frees it in the ring and wakes its buyer [3].
+ *   frees it in the ring and wakes its buyer [3] -> with an applier, the
+ *   record and its LSN go to the MySQL pump's queue (never waiting for
+ *   MySQL; exactly once there by the applied LSN).
  * Dying at [1] or [2] loses nothing: the ring still holds the record and the
  * next daemon drains it again.  Dying at [2] after the fdatasync, or at [3],
  * leaves records that are in the WAL but not marked durable; the next daemon
@@ -46,6 +48,9 @@ struct serve_opts {
 	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL) */
 	const char   *metrics;          /* "[A.B.C.D:]PORT": Prometheus text on GET /metrics
 	                                   (loopback unless an address is given; NULL: off) */
+	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */
+	const char   *mysql_defaults;   /* or an option file ([client] group); both NULL: no applier */
+	uint32_t      mysql_drain_ms;   /* at stop, let the applier catch up this long (0: 5000) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -60,6 +65,8 @@ struct serve_stats {
 	uint64_t replayed;        /* WAL frames read at start */
 	uint64_t applied;         /* recover: records applied to the segment */
 	uint64_t present;         /* recover: records the segment had already (FLASH_EEXIST) */
+	uint64_t mysql_pushed;    /* records handed to the MySQL applier after their commit */
+	uint64_t mysql_dropped;   /* of those, dropped by its full queue (it reads them back from the WAL) */
 	uint32_t metrics_port;    /* port the metrics endpoint listens on (0: none); set
 	                             with an atomic store once listening */
 	int      flash_rc;        /* first failing flash_* code, or 0 */

@@ -15,3 +15,15 @@ if(TARGET flashstock)
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/wal_serve_sigterm.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(wal_serve_sigterm PROPERTIES TIMEOUT 60)
 endif()
+# test_wal_serve_mysql: serve with the applier, on the private MariaDB that
+# tests/mysql_tests.cmake's fixture starts.
+if(TARGET test_wal_serve_mysql)
+  if(TARGET flash_test_helpers)
+    target_link_libraries(test_wal_serve_mysql PRIVATE flash_test_helpers)
+  endif()
+  if(TEST mysql_server_start)
+    set_tests_properties(test_wal_serve_mysql PROPERTIES FIXTURES_REQUIRED mariadb
+                         RESOURCE_LOCK mariadb
+                         ENVIRONMENT "FLASH_MARIADB_DIR=${CMAKE_BINARY_DIR}/mariadb-test")
+  endif()
+endif()

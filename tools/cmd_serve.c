@@ -48,6 +48,10 @@ static void serve_help(FILE *out)
 	        "  --metrics [ADDR:]PORT  Prometheus text on http://ADDR:PORT/metrics (ADDR is\n"
 	        "                       an IPv4 address, 127.0.0.1 if omitted): segment\n"
 	        "                       counters, WAL lag, group commits, fdatasync latency\n"
+	        "  --mysql URL          apply durable records to MySQL (MariaDB), exactly once:\n"
+	        "                       mysql://user:pass@localhost/db?socket=PATH (the password\n"
+	        "                       is never printed); MySQL down or slow never stops the WAL\n"
+	        "  --mysql-defaults F   take the MySQL connection from option file F instead\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -70,6 +74,8 @@ int cmd_serve(int argc, char **argv)
 		{ "once",        no_argument,       NULL, 'o' },
 		{ "log-level",   required_argument, NULL, 'l' },
 		{ "metrics",     required_argument, NULL, 'm' },
+		{ "mysql",       required_argument, NULL, 'M' },
+		{ "mysql-defaults", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -120,6 +126,12 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'm':
 			o.metrics = optarg;
+			break;
+		case 'M':
+			o.mysql_url = optarg;
+			break;
+		case 'D':
+			o.mysql_defaults = optarg;
 			break;
 		case 'l':
 			if (strcmp(optarg, "error") == 0)

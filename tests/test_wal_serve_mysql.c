@@ -1,0 +1,170 @@
+/*
+ * test_wal_serve_mysql.c -- `serve` with the MySQL applier against the
+ * private MariaDB of the ctest fixture (tests/fixtures/mariadb.sh): orders
+ * placed in sync and in async durability reach MySQL exactly once, after
+ * they are durable; a restart of the daemon on the same WAL changes nothing
+ * in MySQL.
+ */
+#include <mysql.h>
+#include <pthread.h>
+
+#include "helpers.h"
+#include "mysql_apply.h"
+#include "serve.h"
+#include "wal_testutil.h"
+
+static const char *mariadb_dir(void)
+{
+	const char *d = getenv("FLASH_MARIADB_DIR");
+	if (!d || !*d) {
+		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
+		exit(1);
+	}
+	return d;
+}
+
+/* A fresh database; its URL in @p url. */
+static void fresh_db(char *url, size_t len, int mode)
+{
+	char base[512], sql[128], db[64];
+	snprintf(db, sizeof db, "fws_%d_%d", (int)getpid(), mode);
+	snprintf(base, sizeof base, "mysql://root@localhost/flashstock?socket=%s/mysqld.sock",
+	         mariadb_dir());
+	struct flash_mysql_opts o = { .url = base };
+	flash_mysql_t *m;
+	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	MYSQL *c = flash_mysql_conn(m);
+	assert_non_null(c);
+	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", db);
+	assert_int_equal(mysql_query(c, sql), 0);
+	snprintf(sql, sizeof sql, "CREATE DATABASE `%s`", db);
+	assert_int_equal(mysql_query(c, sql), 0);
+	flash_mysql_close(m);
+	snprintf(url, len, "mysql://root@localhost/%s?socket=%s/mysqld.sock", db, mariadb_dir());
+}
+
+static uint64_t query_u64(flash_mysql_t *m, const char *sql)
+{
+	MYSQL *c = flash_mysql_conn(m);
+	assert_non_null(c);
+	assert_int_equal(mysql_query(c, sql), 0);
+	MYSQL_RES *r = mysql_store_result(c);
+	assert_non_null(r);
+	MYSQL_ROW row = mysql_fetch_row(r);
+	assert_non_null(row);
+	uint64_t v = row[0] ? strtoull(row[0], NULL, 10) : 0;
+	mysql_free_result(r);
+	return v;
+}
+
+struct serve_thread {
+	struct serve_opts     o;
+	struct serve_stats    st;
+	volatile sig_atomic_t stop;
+	int                   rc;
+	pthread_t             th;
+};
+
+static void *serve_main(void *arg)
+{
+	struct serve_thread *t = arg;
+	t->rc = serve_run(&t->o, &t->st);
+	return NULL;
+}
+
+static void orders_reach_mysql_exactly_once(uint32_t durability)
+{
+	char name[64], url[512];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.durability = durability;
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	fresh_db(url, sizeof url, (int)durability);
+
+	struct serve_thread t;
+	memset(&t, 0, sizeof t);
+	serve_opts_default(&t.o);
+	t.o.segment = name;
+	t.o.wal_dir = dir;
+	t.o.log_level = SERVE_LOG_ERROR;
+	t.o.idle_us_max = 200;
+	t.o.mysql_url = url;
+	t.o.mysql_drain_ms = 60000;
+	t.o.stop = &t.stop;
+	assert_int_equal(pthread_create(&t.th, NULL, serve_main, &t), 0);
+
+	assert_int_equal(t_activity(h, 1, 2, 3, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA),
+	                 FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 1, 1000, 2), FLASH_OK);
+	enum { N = 150 };
+	uint64_t nos[N], units = 0;
+	for (int i = 0; i < N; i++) {
+		struct flash_order_res res;
+		uint32_t q = 1 + (uint32_t)(i % 3);
+		assert_int_equal(t_order(h, 1, 1, 1 + (uint64_t)(i % 100), q, 0, 0, &res), FLASH_OK);
+		nos[i] = res.order_no;
+		units += q;
+	}
+	uint64_t cancelled_units = 0, cancels = 0;
+	for (int i = 0; i < N; i += 10) {
+		uint32_t back;
+		assert_int_equal(flash_cancel(h, nos[i], &back), FLASH_OK);
+		cancelled_units += back;
+		cancels++;
+	}
+	t.stop = 1;          /* drain, sync, let the applier finish, return */
+	pthread_join(t.th, NULL);
+	assert_int_equal(t.rc, 0);
+	uint64_t frames = 2 + N + cancels;
+	assert_int_equal(t.st.records, frames);
+	assert_int_equal(t.st.mysql_pushed, frames);
+
+	struct flash_mysql_opts mo = { .url = url };
+	flash_mysql_t *m;
+	assert_int_equal(flash_mysql_open(&mo, &m), FLASH_OK);
+	uint64_t lsn;
+	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(lsn, frames);
+	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), N);
+	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'"), cancels);
+	assert_int_equal(query_u64(m, "SELECT COUNT(DISTINCT order_no) FROM orders"), N);
+	assert_int_equal(query_u64(m, "SELECT sold FROM item_stock WHERE activity_id = 1 AND sku_id = 1"),
+	                 units - cancelled_units);
+	assert_int_equal(query_u64(m, "SELECT available FROM item_stock WHERE activity_id = 1 AND sku_id = 1"),
+	                 t_available(h, 1, 1));
+	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM apply_conflicts"), 0);
+
+	/* Restart on the same WAL: nothing new, nothing applied twice. */
+	struct serve_stats ss;
+	t.o.stop = NULL;
+	t.o.once = 1;
+	assert_int_equal(serve_run(&t.o, &ss), 0);
+	assert_int_equal(ss.records, 0);
+	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), N);
+	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(lsn, frames);
+	flash_mysql_close(m);
+	wt_rmdir(dir);
+}
+
+static void test_sync_orders_reach_mysql_exactly_once(void **st)
+{
+	(void)st;
+	orders_reach_mysql_exactly_once(FLASH_DURABILITY_SYNC);
+}
+
+static void test_async_orders_reach_mysql_exactly_once(void **st)
+{
+	(void)st;
+	orders_reach_mysql_exactly_once(FLASH_DURABILITY_ASYNC);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_sync_orders_reach_mysql_exactly_once, t_teardown),
+		cmocka_unit_test_teardown(test_async_orders_reach_mysql_exactly_once, t_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
