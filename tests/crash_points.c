@@ -1,0 +1,1265 @@
+/*
+ * crash_points.c -- every crash point of every operation, then recovery, then
+ * the invariants of DESIGN.md section 2, counted from the order table and the
+ * records -- not from the stock counters.
+ *
+ * Linked with flashstock_crash (the engine built with FLASH_CRASHPOINTS=1).
+ * For each scenario and each n = 1, 2, ...:
+ *
+ *   parent: a fresh segment, a handle, the scenario's setup (catalog, earlier
+ *           orders, tokens, locks);
+ *   child:  opens its own handle, arms crash point n, runs the operation; it
+ *           ends with _exit(77) at the n-th point, or 0 when the operation
+ *           completed before reaching it;
+ *   parent: flash_recover(), then check_all(): a second recovery finds
+ *           nothing; no slot, journal, order, key, token or lock is left in
+ *           flight; every counter of table fill matches the table; every
+ *           order has exactly the records its state says, and every record an
+ *           order in that state; per sku total (from SKU + RESTOCK records) ==
+ *           available + sum of active quantities; no user above K, no limit
+ *           slot held twice, each active order's limit entry names it.
+ *           Then the scenario's verify(): the exact outcome the crash point
+ *           allows (token usable again iff the order was rolled back, a
+ *           request-id retry returns DUPLICATE with the order number iff the
+ *           order exists, ...) and a retry of the operation, which must
+ *           complete; then check_all() again.
+ *
+ * The enumeration of one scenario ends at the first n the child survives.
+ * Recovery itself is enumerated too: a victim killed at each of its points,
+ * a recoverer killed at each of its own, then a second recovery.
+ *
+ * The program prints, per scenario, how many crash points it visited and
+ * which, and fails if a scenario visited none or any check failed.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+#define MAX_N       200   /* more points than any operation has: a runaway guard */
+#define ARM_BEFORE_OPEN 0x1u  /* the operation is flash_open itself */
+#define SELF_ARM        0x2u  /* run() arms after its own preparation */
+
+/* ------------------------------------------------------------------ child results */
+
+/* What a child leaves for its parent (a MAP_SHARED page). */
+struct child_out {
+	int rc;                       /* the operation's result */
+	int hits;                     /* points passed by a child that completed */
+	int exit_step;                /* the point _exit was called from */
+	char exit_op[32];
+	uint64_t v[2];                /* token issued, fence granted, units returned */
+	struct flash_order_res res;
+};
+
+static struct child_out *g_out;
+static flash_t *g_child_handle;       /* keeps the child's handle reachable */
+
+void __wrap__exit(int status) __attribute__((noreturn));
+void __real__exit(int status) __attribute__((noreturn));
+
+/* Every _exit of the process passes here: a crash point's too (--wrap=_exit). */
+void __wrap__exit(int status)
+{
+	if (g_out != NULL && status == FLASH_CRASH_EXIT) {
+		int step = 0;
+		const char *op = flash_crash_last(&step);
+
+		snprintf(g_out->exit_op, sizeof g_out->exit_op, "%s", op);
+		g_out->exit_step = step;
+	}
+	__real__exit(status);
+}
+
+/* ------------------------------------------------------------------ context */
+
+struct scen;
+
+struct ctx {
+	const struct scen *sc;
+	int n;                        /* armed point */
+	char name[64];                /* segment */
+	uint32_t act, sku, qty;
+	uint64_t user, token, req, order_no, fence;
+	int want_rc;                  /* the rejection a failing order must get */
+	int crashed;                  /* the operation's child died at its point */
+	char point[48];               /* "order 5" */
+	struct child_out out;         /* the operation's child */
+	int rcrashed;                 /* recover scenarios: the recoverer */
+	int rn;                       /* its armed point */
+	char rpoint[48];
+	struct flash_record *rec;     /* every record drained so far */
+	size_t nrec, caprec;
+};
+
+struct scen {
+	const char *name;
+	void (*setup)(flash_t *h, struct ctx *c);
+	int (*run)(flash_t *h, struct ctx *c, struct child_out *o);
+	void (*verify)(flash_t *h, struct ctx *c);
+	unsigned flags;
+};
+
+static int g_failures;                /* failed checks */
+static int g_case_failures;           /* of the case running */
+static int g_failed_cases;
+static const struct ctx *g_cur;
+static flash_t *g_parent;             /* the consumer: drains and advances the rings */
+
+static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void failf(int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	g_failures++;
+	if (g_case_failures++ == 0)
+		g_failed_cases++;
+	if (g_case_failures > 2)
+		return;   /* the first two of each case say enough */
+	fprintf(stderr, "FAIL [%s n=%d at %s", g_cur && g_cur->sc ? g_cur->sc->name : "?",
+	        g_cur ? g_cur->n : 0, g_cur && g_cur->crashed ? g_cur->point : "completion");
+	if (g_cur && g_cur->rcrashed)
+		fprintf(stderr, "; recoverer n=%d at %s", g_cur->rn, g_cur->rpoint);
+	fprintf(stderr, "] line %d: ", line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) failf(__LINE__, __VA_ARGS__); } while (0)
+#define CHECK_RC(got, want) do { int g_ = (got), w_ = (want); \
+		if (g_ != w_) failf(__LINE__, "%s gave %s, want %s", #got, flash_rcname(g_), \
+		                    flash_rcname(w_)); } while (0)
+
+/* ------------------------------------------------------------------ small helpers */
+
+static void opts(struct flash_seg_opts *o)
+{
+	flash_seg_opts_default(o);
+	o->max_activities = 16;
+	o->max_skus = 32;
+	o->max_shards = 64;
+	o->max_users = 256;
+	o->max_tokens = 64;
+	o->max_orders = 512;
+	o->max_requests = 64;
+	o->max_locks = 8;
+	o->max_procs = 8;
+	o->ring_records = 64;
+	o->mode = 0600;
+	o->gid = -1;
+	o->durability = FLASH_DURABILITY_ASYNC;
+}
+
+static int add_act(flash_t *h, uint32_t id, uint32_t k, uint32_t flags)
+{
+	struct flash_activity a;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&a, 0, sizeof a);
+	a.id = id;
+	a.limit_per_user = k;
+	a.max_qty = 4;
+	a.scope = FLASH_SCOPE_ACTIVITY;
+	a.flags = flags;
+	a.start_ns = (int64_t)ts.tv_sec * 1000000000 - 3600ll * 1000000000;
+	a.end_ns = (int64_t)ts.tv_sec * 1000000000 + 3600ll * 1000000000;
+	return flash_activity_add(h, &a);
+}
+
+static int order(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint32_t qty,
+                 uint64_t token, uint64_t req, struct flash_order_res *res)
+{
+	struct flash_order_req r;
+
+	memset(&r, 0, sizeof r);
+	r.activity_id = act;
+	r.sku_id = sku;
+	r.user_id = user;
+	r.qty = qty;
+	r.token = token;
+	r.request_id = req;
+	return flash_order(h, &r, res);
+}
+
+static uint64_t issue(flash_t *h, uint32_t act, uint32_t sku, uint64_t user)
+{
+	uint64_t t = 0;
+
+	CHECK_RC(flash_token_issue(h, act, sku, user, 600000, &t), FLASH_OK);
+	return t;
+}
+
+/* The ORDER record of request id @p req (0: none). */
+static uint64_t rec_order_by_req(const struct ctx *c, uint64_t req)
+{
+	uint64_t ono = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < c->nrec; i++)
+		if (c->rec[i].type == FLASH_REC_ORDER && c->rec[i].request_id == req) {
+			ono = c->rec[i].order_no;
+			n++;
+		}
+	CHECK(n <= 1, "request id %llu has %d ORDER records", (unsigned long long)req, n);
+	return ono;
+}
+
+static int rec_count(const struct ctx *c, uint16_t type, uint32_t act, uint32_t sku)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->nrec; i++)
+		if (c->rec[i].type == type && c->rec[i].activity_id == act &&
+		    (type == FLASH_REC_ACTIVITY || c->rec[i].sku_id == sku))
+			n++;
+	return n;
+}
+
+static int drain_one(void *arg, const struct flash_record *r, uint64_t seq)
+{
+	struct ctx *c = arg;
+
+	if (c->nrec == c->caprec) {
+		c->caprec = c->caprec ? 2 * c->caprec : 256;
+		c->rec = realloc(c->rec, c->caprec * sizeof *c->rec);
+		if (c->rec == NULL) {
+			perror("realloc");
+			exit(2);
+		}
+	}
+	c->rec[c->nrec++] = *r;
+	/* no WAL here: durable at once, which frees the ring space */
+	return flash_durable_advance(g_parent, r->slot, seq) != FLASH_OK;
+}
+
+/* ------------------------------------------------------------------ invariants */
+
+static int drain_all(flash_t *h, struct ctx *c)
+{
+	uint32_t d = 0;
+
+	return flash_ring_drain(h, drain_one, c, UINT32_MAX, &d);
+}
+
+struct uacc { uint32_t act; uint64_t user; uint32_t active; uint64_t slots; };
+
+/*
+ * Invariants 1-6 after recovery, from the order table and the records.
+ * Nothing here reads a stock counter except to compare it with the ledger.
+ */
+static void check_all(flash_t *h, struct ctx *c)
+{
+	uint32_t again = 99, nact = 0, nsku = 0, nshard = 0;
+	uint64_t omax;
+	int rc;
+
+	/* no operation left in flight: a second recovery finds nothing */
+	CHECK_RC(flash_recover(h, &again), FLASH_OK);
+	CHECK(again == 0, "a second recovery recovered %u handles", again);
+
+	/* raw: slots, journals and every state word are at rest */
+	for (uint32_t i = 0; i < h->proc_cap; i++) {
+		uint64_t s = ck_pr_load_64(&h->proc[i].state);
+
+		if ((int)i == h->slot)
+			CHECK(FS_PKIND(s) == FS_P_ALIVE, "own slot %u in state %u", i, FS_PKIND(s));
+		else
+			CHECK(FS_PKIND(s) == FS_P_FREE, "slot %u of a dead process in state %u",
+			      i, FS_PKIND(s));
+		CHECK(ck_pr_load_32(&h->jr[i].phase) == FS_PH_IDLE, "journal %u in phase %u", i,
+		      h->jr[i].phase);
+	}
+	for (uint32_t i = 0; i < h->ord_cap; i++) {
+		unsigned k = FS_KIND(ck_pr_load_64(&h->ord[i].state));
+
+		CHECK(k == FS_K_EMPTY || k == FS_K_ACTIVE || k == FS_K_CANCELLED,
+		      "order %u stuck in kind %u", i + 1, k);
+	}
+	{
+		uint32_t used = 0, rused = 0, live = 0, locks = 0;
+
+		for (uint32_t i = 0; i <= h->user_mask; i++) {
+			unsigned k = FS_KIND(h->user[i].state);
+
+			CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_DONE,
+			      "user entry %u stuck in kind %u", i, k);
+			used += k != FS_K_EMPTY;
+		}
+		for (uint32_t i = 0; i <= h->req_mask; i++) {
+			unsigned k = FS_KIND(h->req[i].state);
+
+			CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_DONE,
+			      "request entry %u stuck in kind %u", i, k);
+			rused += k != FS_K_EMPTY;
+		}
+		for (uint32_t i = 0; i <= h->tok_mask; i++) {
+			unsigned k = FS_KIND(h->tok[i].state);
+
+			CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_USED,
+			      "token entry %u stuck in kind %u", i, k);
+			live += k == FS_K_FREE;
+		}
+		for (uint32_t i = 0; i <= h->lock_mask; i++)
+			locks += h->lock[i].used != 0;
+		CHECK(used == h->hdr->users_used, "users_used %u, %u keys in the table",
+		      h->hdr->users_used, used);
+		CHECK(rused == h->hdr->req_used, "req_used %u, %u keys in the table",
+		      h->hdr->req_used, rused);
+		CHECK(live == h->hdr->tokens_live, "tokens_live %u, %u live tokens in the table",
+		      h->hdr->tokens_live, live);
+		CHECK(locks == h->hdr->locks_used, "locks_used %u, %u names in the table",
+		      h->hdr->locks_used, locks);
+	}
+
+	if ((rc = drain_all(h, c)) != FLASH_OK)
+		CHECK(0, "flash_ring_drain: %s", flash_rcname(rc));
+
+	/* the catalog is exactly what its records say */
+	for (size_t i = 0; i < c->nrec; i++) {
+		nact += c->rec[i].type == FLASH_REC_ACTIVITY;
+		nsku += c->rec[i].type == FLASH_REC_SKU;
+		if (c->rec[i].type == FLASH_REC_SKU)
+			nshard += c->rec[i].qty;
+	}
+	CHECK(h->hdr->n_act == nact, "%u activities, %u ACTIVITY records", h->hdr->n_act, nact);
+	CHECK(h->hdr->n_sku == nsku, "%u skus, %u SKU records", h->hdr->n_sku, nsku);
+	CHECK(h->hdr->n_shard == nshard, "%u shards handed out, SKU records say %u",
+	      h->hdr->n_shard, nshard);
+
+	/* orders against records */
+	omax = flash_orders_max(h);
+	{
+		uint32_t *nord = calloc(omax + 2, sizeof *nord), *ncan = calloc(omax + 2, sizeof *ncan);
+		const struct flash_record **orec = calloc(omax + 2, sizeof *orec);
+		struct uacc *ua = calloc(omax + 2, sizeof *ua);
+		size_t nua = 0;
+
+		if (!nord || !ncan || !orec || !ua) {
+			perror("calloc");
+			exit(2);
+		}
+		for (size_t i = 0; i < c->nrec; i++) {
+			const struct flash_record *r = &c->rec[i];
+
+			if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL)
+				continue;
+			if (r->order_no == 0 || r->order_no > omax) {
+				CHECK(0, "record for order %llu, orders_max %llu",
+				      (unsigned long long)r->order_no, (unsigned long long)omax);
+				continue;
+			}
+			if (r->type == FLASH_REC_ORDER) {
+				nord[r->order_no]++;
+				orec[r->order_no] = r;
+			} else {
+				ncan[r->order_no]++;
+			}
+		}
+		for (uint64_t no = 1; no <= omax; no++) {
+			struct flash_order_info oi;
+			const struct fs_order *o = &h->ord[no - 1];
+
+			rc = flash_order_get(h, no, &oi);
+			CHECK_RC(rc, FLASH_OK);
+			if (rc != FLASH_OK)
+				continue;
+			if (oi.state == FLASH_ORDER_NONE) {
+				CHECK(nord[no] == 0 && ncan[no] == 0,
+				      "order %llu NONE with %u ORDER / %u CANCEL records",
+				      (unsigned long long)no, nord[no], ncan[no]);
+				continue;
+			}
+			CHECK(nord[no] == 1, "order %llu (state %u) has %u ORDER records",
+			      (unsigned long long)no, oi.state, nord[no]);
+			CHECK(ncan[no] == (oi.state == FLASH_ORDER_CANCELLED),
+			      "order %llu (state %u) has %u CANCEL records", (unsigned long long)no,
+			      oi.state, ncan[no]);
+			if (nord[no] == 1) {
+				const struct flash_record *r = orec[no];
+
+				CHECK(r->user_id == oi.user_id && r->activity_id == oi.activity_id &&
+				      r->sku_id == oi.sku_id && r->qty == oi.qty &&
+				      r->limit_slot == oi.limit_slot,
+				      "order %llu differs from its record", (unsigned long long)no);
+			}
+			/* its limit entry: held (DONE = its index) while active; after a
+			 * cancel only if the activity keeps the quota */
+			{
+				uint32_t ui = o->user_idx, flags = 0;
+				uint64_t want = FS_MK(FS_K_DONE, no - 1);
+				const struct fs_act *a = fs_act_find(h, oi.activity_id, NULL);
+
+				if (a)
+					flags = a->a.flags;
+				CHECK(ui <= h->user_mask, "order %llu: user entry %u", (unsigned long long)no, ui);
+				if (ui <= h->user_mask) {
+					uint64_t s = h->user[ui].state;
+
+					if (oi.state == FLASH_ORDER_ACTIVE ||
+					    !(flags & FLASH_ACT_CANCEL_RETURNS_QUOTA))
+						CHECK(s == want, "order %llu (state %u): its limit entry reads kind %u",
+						      (unsigned long long)no, oi.state, FS_KIND(s));
+					else
+						CHECK(s != want, "cancelled order %llu still holds its quota",
+						      (unsigned long long)no);
+				}
+			}
+			if (oi.state == FLASH_ORDER_ACTIVE) {
+				size_t u;
+
+				for (u = 0; u < nua; u++)
+					if (ua[u].act == oi.activity_id && ua[u].user == oi.user_id)
+						break;
+				if (u == nua) {
+					ua[nua].act = oi.activity_id;
+					ua[nua].user = oi.user_id;
+					nua++;
+				}
+				ua[u].active++;
+				CHECK(oi.limit_slot >= 1 && oi.limit_slot <= 64 &&
+				      !(ua[u].slots & (1ull << (oi.limit_slot - 1))),
+				      "user %llu: limit slot %u held twice or out of range",
+				      (unsigned long long)oi.user_id, oi.limit_slot);
+				if (oi.limit_slot >= 1 && oi.limit_slot <= 64)
+					ua[u].slots |= 1ull << (oi.limit_slot - 1);
+			}
+		}
+		/* no user over K (K from the ACTIVITY record) */
+		for (size_t u = 0; u < nua; u++) {
+			uint32_t k = 0;
+
+			for (size_t i = 0; i < c->nrec; i++)
+				if (c->rec[i].type == FLASH_REC_ACTIVITY && c->rec[i].activity_id == ua[u].act)
+					k = c->rec[i].biz_day & 0xff;
+			CHECK(ua[u].active <= k, "user %llu holds %u active orders of activity %u, K %u",
+			      (unsigned long long)ua[u].user, ua[u].active, ua[u].act, k);
+		}
+		free(nord);
+		free(ncan);
+		free(orec);
+		free(ua);
+	}
+
+	/* per sku: total (records) == available + active quantity (records and table) */
+	for (size_t i = 0; i < c->nrec; i++) {
+		const struct flash_record *s = &c->rec[i];
+		struct flash_sku_info si;
+		int64_t total = 0, active_rec = 0, active_tab = 0;
+
+		if (s->type != FLASH_REC_SKU)
+			continue;
+		for (size_t k = 0; k < c->nrec; k++) {
+			const struct flash_record *r = &c->rec[k];
+
+			if (r->activity_id != s->activity_id || r->sku_id != s->sku_id)
+				continue;
+			if (r->type == FLASH_REC_SKU || r->type == FLASH_REC_RESTOCK)
+				total += r->value;
+			else if (r->type == FLASH_REC_ORDER)
+				active_rec += r->qty;
+			else if (r->type == FLASH_REC_CANCEL)
+				active_rec -= r->qty;
+		}
+		for (uint64_t no = 1; no <= omax; no++) {
+			struct flash_order_info oi;
+
+			if (flash_order_get(h, no, &oi) == FLASH_OK && oi.state == FLASH_ORDER_ACTIVE &&
+			    oi.activity_id == s->activity_id && oi.sku_id == s->sku_id)
+				active_tab += oi.qty;
+		}
+		rc = flash_sku_get(h, s->activity_id, s->sku_id, &si);
+		CHECK_RC(rc, FLASH_OK);
+		if (rc != FLASH_OK)
+			continue;
+		CHECK(active_rec == active_tab, "sku %u/%u: records say %lld active units, orders %lld",
+		      s->activity_id, s->sku_id, (long long)active_rec, (long long)active_tab);
+		CHECK((int64_t)si.total == total, "sku %u/%u: total %llu, records say %lld",
+		      s->activity_id, s->sku_id, (unsigned long long)si.total, (long long)total);
+		CHECK((int64_t)si.available == total - active_tab,
+		      "sku %u/%u: available %llu != total %lld - active %lld (%s)",
+		      s->activity_id, s->sku_id, (unsigned long long)si.available, (long long)total,
+		      (long long)active_tab,
+		      (int64_t)si.available > total - active_tab ? "units created" : "units leaked");
+	}
+}
+
+/* ------------------------------------------------------------------ orders */
+
+#define U1 1001u
+
+static void setup_order_borrow(flash_t *h, struct ctx *c)
+{
+	uint64_t t0;
+
+	/* K = 2, token required; the user holds slot 1 already (on another sku) */
+	CHECK_RC(add_act(h, 1, 2, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 1, 10, 3, 3), FLASH_OK);   /* 1 unit per shard */
+	CHECK_RC(flash_sku_add(h, 1, 11, 10, 1), FLASH_OK);
+	t0 = issue(h, 1, 11, U1);
+	CHECK_RC(order(h, 1, 11, U1, 1, t0, 0, NULL), FLASH_OK);
+	c->act = 1;
+	c->sku = 10;
+	c->user = U1;
+	c->qty = 2;                    /* no shard has 2: taken from two shards */
+	c->token = issue(h, 1, 10, U1);
+	c->req = 5001;
+}
+
+static void setup_order_home_empty(flash_t *h, struct ctx *c)
+{
+	uint64_t u = 2001;
+
+	CHECK_RC(add_act(h, 2, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 2, 20, 2, 2), FLASH_OK);
+	/* a removal takes from shard 0 first (hint 0): shard 0 is now empty */
+	CHECK_RC(flash_restock(h, 2, 20, -1), FLASH_OK);
+	{
+		const struct fs_sku *s = fs_sku_find(h, 2, 20, NULL);
+
+		CHECK(s && h->shard[s->shard0].c.value == 0 && h->shard[s->shard0 + 1].c.value == 1,
+		      "setup: shard 0 not the emptied one");
+	}
+	while (fs_hash(u, 3, 4) % 2 != 0)   /* a user whose home is shard 0 */
+		u++;
+	c->act = 2;
+	c->sku = 20;
+	c->user = u;
+	c->qty = 1;
+	c->token = 0;
+	c->req = 5002;
+}
+
+static int run_order(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &o->res);
+}
+
+/* An order that succeeds when it completes. */
+static void verify_order_ok(flash_t *h, struct ctx *c)
+{
+	struct flash_order_res res;
+	uint64_t ono = rec_order_by_req(c, c->req);
+	int rc;
+
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(ono != 0 && ono == c->out.res.order_no, "completed order %llu, record %llu",
+		      (unsigned long long)c->out.res.order_no, (unsigned long long)ono);
+	}
+	if (ono != 0) {
+		struct flash_order_info oi;
+
+		CHECK_RC(flash_order_get(h, ono, &oi), FLASH_OK);
+		CHECK(oi.state == FLASH_ORDER_ACTIVE && oi.user_id == c->user && oi.qty == c->qty,
+		      "committed order %llu reads state %u", (unsigned long long)ono, oi.state);
+	}
+	/* the client retries with the same request id (and token) */
+	memset(&res, 0, sizeof res);
+	rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
+	if (ono != 0) {
+		CHECK_RC(rc, FLASH_EDUPLICATE);
+		CHECK(res.first_rc == FLASH_OK && res.order_no == ono,
+		      "retry: first_rc %d order %llu, want OK %llu", res.first_rc,
+		      (unsigned long long)res.order_no, (unsigned long long)ono);
+	} else {
+		/* rolled back: token live again, quota and request id free */
+		CHECK_RC(rc, FLASH_OK);
+	}
+	if (c->token != 0)
+		CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, c->token), FLASH_EBAD_TOKEN);
+}
+
+static void setup_order_sold_out(flash_t *h, struct ctx *c)
+{
+	uint64_t t;
+
+	CHECK_RC(add_act(h, 3, 1, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 3, 30, 1, 1), FLASH_OK);
+	t = issue(h, 3, 30, 3002);
+	CHECK_RC(order(h, 3, 30, 3002, 1, t, 0, NULL), FLASH_OK);
+	c->act = 3;
+	c->sku = 30;
+	c->user = 3001;
+	c->qty = 1;
+	c->token = issue(h, 3, 30, 3001);
+	c->req = 5003;
+	c->want_rc = FLASH_ESOLD_OUT;
+}
+
+static void setup_order_limit(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 4, 2, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 4, 40, 10, 2), FLASH_OK);
+	for (int i = 0; i < 2; i++) {
+		uint64_t t = issue(h, 4, 40, 4001);
+
+		CHECK_RC(order(h, 4, 40, 4001, 1, t, 0, NULL), FLASH_OK);
+	}
+	c->act = 4;
+	c->sku = 40;
+	c->user = 4001;
+	c->qty = 1;
+	c->token = issue(h, 4, 40, 4001);
+	c->req = 5004;
+	c->want_rc = FLASH_ELIMIT;
+}
+
+/*
+ * An order rejected after its token and request id were taken.  Completed:
+ * the token is burnt and the request id remembers the rejection.  Killed:
+ * recovery rolls back: the token is live again and the request id forgotten,
+ * so the retry is rejected for the same reason (not BAD_TOKEN) -- unless the
+ * owner had already burnt the token on its failure path (point order_undo 3).
+ */
+static void verify_order_fail(flash_t *h, struct ctx *c)
+{
+	struct flash_order_res res;
+	int want = c->want_rc, rc;
+
+	CHECK(rec_order_by_req(c, c->req) == 0, "a rejected order has an ORDER record");
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, want);
+	} else {
+		rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
+		if (strcmp(c->point, "order_undo 3") == 0)
+			CHECK_RC(rc, FLASH_EBAD_TOKEN);
+		else
+			CHECK_RC(rc, want);
+	}
+	memset(&res, 0, sizeof res);
+	rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
+	CHECK_RC(rc, FLASH_EDUPLICATE);
+	CHECK(res.first_rc == want || (c->crashed && strcmp(c->point, "order_undo 3") == 0 &&
+	                               res.first_rc == FLASH_EBAD_TOKEN),
+	      "retry: first outcome %s", flash_rcname(res.first_rc));
+	CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, c->token), FLASH_EBAD_TOKEN);
+}
+
+/* ------------------------------------------------------------------ cancel */
+
+static void setup_cancel(flash_t *h, struct ctx *c, uint32_t act, uint32_t flags)
+{
+	struct flash_order_res res;
+
+	CHECK_RC(add_act(h, act, 1, flags), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, act, act * 10, 4, 2), FLASH_OK);
+	CHECK_RC(order(h, act, act * 10, 5001, 2, 0, 0, &res), FLASH_OK);
+	c->act = act;
+	c->sku = act * 10;
+	c->user = 5001;
+	c->qty = 2;
+	c->order_no = res.order_no;
+}
+
+static void setup_cancel_quota(flash_t *h, struct ctx *c)
+{
+	setup_cancel(h, c, 5, FLASH_ACT_CANCEL_RETURNS_QUOTA);
+}
+
+static void setup_cancel_keep(flash_t *h, struct ctx *c)
+{
+	setup_cancel(h, c, 6, 0);
+}
+
+static int run_cancel(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	uint32_t units = 0;
+	int rc = flash_cancel(h, c->order_no, &units);
+
+	o->v[0] = units;
+	return rc;
+}
+
+static void verify_cancel(flash_t *h, struct ctx *c)
+{
+	struct flash_order_info oi;
+	const struct fs_act *a = fs_act_find(h, c->act, NULL);
+	int quota = a && (a->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	uint32_t units = 99;
+	int cancelled;
+
+	CHECK_RC(flash_order_get(h, c->order_no, &oi), FLASH_OK);
+	CHECK(oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_CANCELLED,
+	      "order %llu in state %u", (unsigned long long)c->order_no, oi.state);
+	cancelled = oi.state == FLASH_ORDER_CANCELLED;
+	CHECK(cancelled == rec_count(c, FLASH_REC_CANCEL, c->act, c->sku),
+	      "cancelled %d, %d CANCEL records", cancelled, rec_count(c, FLASH_REC_CANCEL, c->act, c->sku));
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(cancelled && c->out.v[0] == 2, "completed cancel: state %u, units %llu",
+		      oi.state, (unsigned long long)c->out.v[0]);
+	}
+	/* retry: exactly once */
+	if (cancelled) {
+		CHECK_RC(flash_cancel(h, c->order_no, &units), FLASH_ECANCELLED);
+		CHECK(units == 0, "second cancel returned %u units", units);
+	} else {
+		CHECK_RC(flash_cancel(h, c->order_no, &units), FLASH_OK);
+		CHECK(units == 2, "cancel returned %u units, want 2", units);
+	}
+	/* the quota policy held through the crash */
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), quota ? FLASH_OK : FLASH_ELIMIT);
+}
+
+/* ------------------------------------------------------------------ restock */
+
+static void setup_restock(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 7, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 7, 70, 3, 3), FLASH_OK);
+	c->act = 7;
+	c->sku = 70;
+}
+
+static int run_restock_plus(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_restock(h, c->act, c->sku, 5);
+}
+
+static int run_restock_minus(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_restock(h, c->act, c->sku, -2);   /* one unit from each of two shards */
+}
+
+static void verify_restock(flash_t *h, struct ctx *c, int64_t delta)
+{
+	int done = rec_count(c, FLASH_REC_RESTOCK, c->act, c->sku);
+	struct flash_sku_info si;
+
+	CHECK(done == 0 || done == 1, "%d RESTOCK records", done);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(done == 1, "completed restock without its record");
+	}
+	CHECK_RC(flash_sku_get(h, c->act, c->sku, &si), FLASH_OK);
+	CHECK((int64_t)si.total == 3 + (done ? delta : 0) && (int64_t)si.available == (int64_t)si.total,
+	      "total %llu available %llu after restock %lld (%s)", (unsigned long long)si.total,
+	      (unsigned long long)si.available, (long long)delta, done ? "committed" : "rolled back");
+	/* retry */
+	if (delta < 0 && done)
+		CHECK_RC(flash_restock(h, c->act, c->sku, delta), FLASH_ESOLD_OUT);
+	else
+		CHECK_RC(flash_restock(h, c->act, c->sku, delta), FLASH_OK);
+}
+
+static void verify_restock_plus(flash_t *h, struct ctx *c)
+{
+	verify_restock(h, c, 5);
+}
+
+static void verify_restock_minus(flash_t *h, struct ctx *c)
+{
+	verify_restock(h, c, -2);
+}
+
+/* ------------------------------------------------------------------ tokens */
+
+static void setup_token(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 8, 1, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 8, 80, 5, 1), FLASH_OK);
+	c->act = 8;
+	c->sku = 80;
+	c->user = 8001;
+}
+
+static void setup_token_redeem(flash_t *h, struct ctx *c)
+{
+	setup_token(h, c);
+	c->token = issue(h, 8, 80, 8001);
+}
+
+static int run_token_issue(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_token_issue(h, c->act, c->sku, c->user, 600000, &o->v[0]);
+}
+
+static int run_token_redeem(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_token_redeem(h, c->act, c->sku, c->user, c->token);
+}
+
+static void verify_token_issue(flash_t *h, struct ctx *c)
+{
+	struct flash_stats st;
+	uint64_t t;
+
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(st.tokens == 1, "%u live tokens after one issue", st.tokens);
+		CHECK_RC(order(h, c->act, c->sku, c->user, 1, c->out.v[0], 0, NULL), FLASH_OK);
+	} else {
+		/* never handed out: a half-issued entry is retired, not left live */
+		CHECK(st.tokens == 0, "%u live tokens after a killed issue", st.tokens);
+		t = issue(h, c->act, c->sku, c->user);
+		CHECK_RC(order(h, c->act, c->sku, c->user, 1, t, 0, NULL), FLASH_OK);
+	}
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	CHECK(st.tokens == 0, "%u live tokens after the order used it", st.tokens);
+}
+
+static void verify_token_redeem(flash_t *h, struct ctx *c)
+{
+	/* GETDEL: used iff the CAS happened (its point "token_take 2" or later) */
+	int used = !c->crashed || strcmp(c->point, "token_take 2") == 0;
+	struct flash_stats st;
+
+	if (!c->crashed)
+		CHECK_RC(c->out.rc, FLASH_OK);
+	CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, c->token),
+	         used ? FLASH_EBAD_TOKEN : FLASH_OK);
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	CHECK(st.tokens == 0, "%u live tokens counted after the token was used", st.tokens);
+	/* the table still issues and redeems */
+	{
+		uint64_t t = issue(h, c->act, c->sku, c->user);
+
+		CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, t), FLASH_OK);
+	}
+}
+
+/* ------------------------------------------------------------------ locks */
+
+#define LOCK "sale-42"
+
+static void setup_lock_none(flash_t *h, struct ctx *c)
+{
+	c->fence = 0;
+}
+
+static void setup_lock_used(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(flash_lock_acquire(h, LOCK, 3, 60000, &c->fence), FLASH_OK);
+	CHECK_RC(flash_lock_release(h, LOCK, 3), FLASH_OK);
+}
+
+static int run_lock_acquire(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_lock_acquire(h, LOCK, 7, 60000, &o->v[0]);
+}
+
+static int run_lock_renew(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = flash_lock_acquire(h, LOCK, 7, 60000, &o->v[0]);
+
+	if (rc != FLASH_OK)
+		return 100;
+	flash_crash_arm(c->n);
+	return flash_lock_renew(h, LOCK, 7, 60000);
+}
+
+static int run_lock_release(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = flash_lock_acquire(h, LOCK, 7, 60000, &o->v[0]);
+
+	if (rc != FLASH_OK)
+		return 100;
+	flash_crash_arm(c->n);
+	return flash_lock_release(h, LOCK, 7);
+}
+
+/* A lock whose taker died is free at once; fences only grow; one name, one entry. */
+static void verify_lock(flash_t *h, struct ctx *c)
+{
+	uint64_t f = 0;
+	struct flash_stats st;
+
+	if (!c->crashed)
+		CHECK_RC(c->out.rc, FLASH_OK);
+	CHECK_RC(flash_lock_acquire(h, LOCK, 9, 60000, &f), FLASH_OK);
+	CHECK(f > c->fence, "fence %llu not above the earlier %llu", (unsigned long long)f,
+	      (unsigned long long)c->fence);
+	if (!c->crashed || c->out.v[0] != 0)
+		CHECK(f > c->out.v[0], "fence %llu not above the dead holder's %llu",
+		      (unsigned long long)f, (unsigned long long)c->out.v[0]);
+	CHECK_RC(flash_lock_renew(h, LOCK, 9, 60000), FLASH_OK);
+	CHECK_RC(flash_lock_acquire(h, LOCK, 10, 60000, &f), FLASH_ELOCKED);
+	CHECK_RC(flash_lock_release(h, LOCK, 9), FLASH_OK);
+	CHECK_RC(flash_lock_release(h, LOCK, 9), FLASH_ENOT_OWNER);
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	CHECK(st.locks == 1, "%u lock names after using one", st.locks);
+}
+
+/* ------------------------------------------------------------------ catalog */
+
+static void setup_nothing(flash_t *h, struct ctx *c)
+{
+}
+
+static void setup_act9(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 9, 1, 0), FLASH_OK);
+}
+
+static int run_activity_add(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return add_act(h, 9, 1, 0);
+}
+
+static int run_sku_add(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_sku_add(h, 9, 90, 7, 3);
+}
+
+static void verify_catalog(flash_t *h, struct ctx *c, int sku)
+{
+	struct flash_activity a;
+	struct flash_sku_info si;
+	struct flash_stats st;
+	int exists, nrec;
+
+	if (!sku) {
+		exists = flash_activity_at(h, 0, &a) == FLASH_OK && a.id == 9;
+		nrec = rec_count(c, FLASH_REC_ACTIVITY, 9, 0);
+	} else {
+		exists = flash_sku_get(h, 9, 90, &si) == FLASH_OK;
+		nrec = rec_count(c, FLASH_REC_SKU, 9, 90);
+	}
+	CHECK(nrec == exists, "%s exists %d with %d records", sku ? "sku" : "activity", exists, nrec);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(exists, "completed add, entry missing");
+	}
+	if (!sku) {
+		CHECK_RC(add_act(h, 9, 1, 0), exists ? FLASH_EEXIST : FLASH_OK);
+		CHECK_RC(flash_sku_add(h, 9, 90, 7, 3), FLASH_OK);
+	} else {
+		CHECK_RC(flash_sku_add(h, 9, 90, 7, 3), exists ? FLASH_EEXIST : FLASH_OK);
+	}
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	CHECK(st.activities == 1 && st.skus == 1 && st.shards == 3,
+	      "catalog %u activities %u skus %u shards, want 1 1 3", st.activities, st.skus, st.shards);
+	CHECK_RC(flash_sku_get(h, 9, 90, &si), FLASH_OK);
+	CHECK(si.total == 7 && si.available == 7, "sku total %llu available %llu",
+	      (unsigned long long)si.total, (unsigned long long)si.available);
+	CHECK_RC(order(h, 9, 90, 9001, 1, 0, 0, NULL), FLASH_OK);
+}
+
+static void verify_activity_add(flash_t *h, struct ctx *c)
+{
+	verify_catalog(h, c, 0);
+}
+
+static void verify_sku_add(flash_t *h, struct ctx *c)
+{
+	verify_catalog(h, c, 1);
+}
+
+/* ------------------------------------------------------------------ attach */
+
+static int run_nothing(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return FLASH_OK;
+}
+
+static void verify_attach(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+	struct flash_stats st;
+
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2) {
+		CHECK(flash_slot(h2) != flash_slot(h), "two handles in one slot");
+		CHECK_RC(add_act(h2, 12, 1, 0), FLASH_OK);
+		CHECK_RC(flash_close(h2), FLASH_OK);
+	}
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	CHECK(st.activities == 2, "%u activities, want 2", st.activities);
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static const struct scen scens[] = {
+	{ "order_borrow_token_req_K2", setup_order_borrow, run_order, verify_order_ok, 0 },
+	{ "order_home_shard_empty", setup_order_home_empty, run_order, verify_order_ok, 0 },
+	{ "order_sold_out_after_token", setup_order_sold_out, run_order, verify_order_fail, 0 },
+	{ "order_limit_after_token", setup_order_limit, run_order, verify_order_fail, 0 },
+	{ "cancel_quota_returned", setup_cancel_quota, run_cancel, verify_cancel, 0 },
+	{ "cancel_quota_kept", setup_cancel_keep, run_cancel, verify_cancel, 0 },
+	{ "restock_plus", setup_restock, run_restock_plus, verify_restock_plus, 0 },
+	{ "restock_minus", setup_restock, run_restock_minus, verify_restock_minus, 0 },
+	{ "token_issue", setup_token, run_token_issue, verify_token_issue, 0 },
+	{ "token_redeem", setup_token_redeem, run_token_redeem, verify_token_redeem, 0 },
+	{ "lock_acquire_new_name", setup_lock_none, run_lock_acquire, verify_lock, 0 },
+	{ "lock_acquire", setup_lock_used, run_lock_acquire, verify_lock, 0 },
+	{ "lock_renew", setup_lock_used, run_lock_renew, verify_lock, SELF_ARM },
+	{ "lock_release", setup_lock_used, run_lock_release, verify_lock, SELF_ARM },
+	{ "activity_add", setup_nothing, run_activity_add, verify_activity_add, 0 },
+	{ "sku_add", setup_act9, run_sku_add, verify_sku_add, 0 },
+	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
+};
+
+/* victims whose recovery is itself enumerated */
+static const char *const victims[] = {
+	"order_borrow_token_req_K2", "order_sold_out_after_token", "cancel_quota_returned",
+	"restock_plus", "restock_minus", "token_issue", "sku_add",
+};
+
+/* ------------------------------------------------------------------ driver */
+
+/* Fork a child that opens a handle, arms @p n and runs @p sc's operation. */
+static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, char *point,
+                     size_t plen)
+{
+	int status;
+	pid_t pid;
+
+	memset(g_out, 0, sizeof *g_out);
+	c->n = n;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		flash_t *h = NULL;
+		int rc;
+
+		if (sc->flags & ARM_BEFORE_OPEN)
+			flash_crash_arm(n);
+		rc = flash_open(c->name, 0, &h);
+		if (rc != FLASH_OK) {
+			g_out->rc = rc;
+			_exit(3);
+		}
+		g_child_handle = h;
+		if (!(sc->flags & (ARM_BEFORE_OPEN | SELF_ARM)))
+			flash_crash_arm(n);
+		g_out->rc = sc->run(h, c, g_out);
+		g_out->hits = flash_crash_hits();
+		_exit(0);      /* the handle is left for recovery, like a process that exits */
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			perror("waitpid");
+			exit(2);
+		}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == FLASH_CRASH_EXIT) {
+		*crashed = 1;
+		snprintf(point, plen, "%s %d", g_out->exit_op, g_out->exit_step);
+		return 0;
+	}
+	*crashed = 0;
+	point[0] = '\0';
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	CHECK(0, "child of %s ended with status 0x%x (rc %s)", sc->name, status, flash_rcname(g_out->rc));
+	return -1;
+}
+
+struct tally {
+	int points;
+	char names[1024];
+};
+
+static void tally_add(struct tally *t, const char *point)
+{
+	char key[64];
+	size_t l = strlen(t->names);
+
+	t->points++;
+	/* "op step" once each, in order of first visit */
+	snprintf(key, sizeof key, "%s%s,", l ? " " : "", point);
+	if (strstr(t->names, point) == NULL && l + strlen(key) + 1 < sizeof t->names)
+		strcat(t->names, key);
+}
+
+static flash_t *fresh(struct ctx *c)
+{
+	struct flash_seg_opts o;
+	flash_t *h = NULL;
+	int rc;
+
+	c->nrec = 0;
+	snprintf(c->name, sizeof c->name, "/fs-crash-%ld", (long)getpid());
+	(void)flash_seg_destroy(c->name);
+	opts(&o);
+	if ((rc = flash_seg_create(c->name, &o)) != FLASH_OK ||
+	    (rc = flash_open(c->name, 0, &h)) != FLASH_OK) {
+		fprintf(stderr, "segment %s: %s\n", c->name, flash_rcname(rc));
+		exit(2);
+	}
+	g_parent = h;
+	return h;
+}
+
+static void finish(flash_t *h, struct ctx *c)
+{
+	flash_close(h);
+	flash_seg_destroy(c->name);
+}
+
+/* Recover in the parent; the dead child's slot (and a dead recoverer's) is freed. */
+static void recover_and_check(flash_t *h, struct ctx *c, uint32_t want_min)
+{
+	uint32_t got = 0;
+
+	g_case_failures = 0;
+	CHECK_RC(flash_recover(h, &got), FLASH_OK);
+	CHECK(got >= want_min, "recovery recovered %u handles, want at least %u", got, want_min);
+	check_all(h, c);
+	c->sc->verify(h, c);
+	check_all(h, c);
+}
+
+/* One operation, every n until it completes.  Returns the points visited. */
+static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
+{
+	int n, last_hits = -1;
+
+	for (n = 1; n <= MAX_N; n++) {
+		flash_t *h;
+		int crashed;
+
+		memset(c, 0, offsetof(struct ctx, rec));
+		c->sc = sc;
+		c->n = n;
+		g_cur = c;
+		h = fresh(c);
+		sc->setup(h, c);
+		check_all(h, c);
+		if (run_child(c, sc, n, &crashed, c->point, sizeof c->point) != 0) {
+			finish(h, c);
+			return -1;
+		}
+		c->crashed = crashed;
+		c->out = *g_out;
+		if (crashed)
+			tally_add(t, c->point);
+		else
+			last_hits = c->out.hits;
+		recover_and_check(h, c, 1);
+		finish(h, c);
+		if (!crashed)
+			break;
+	}
+	CHECK(n <= MAX_N, "%s did not complete within %d points", sc->name, MAX_N);
+	CHECK(last_hits == n - 1, "%s: completed after %d points, but the run counted %d",
+	      sc->name, n - 1, last_hits);
+	return n - 1;
+}
+
+static const struct scen recoverer = { "recover", NULL, run_nothing, NULL, ARM_BEFORE_OPEN };
+
+/*
+ * Recovery killed at each of its points: a victim dies at its point m, then
+ * a recoverer (flash_open runs flash_recover) dies at its point n, then the
+ * parent's recovery finishes both and the victim's checks run.
+ */
+static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct tally *t, int *states)
+{
+	int total = 0;
+
+	*states = 0;
+	for (int m = 1; m <= MAX_N; m++) {
+		int vcrashed = 1, n;
+
+		for (n = 1; n <= MAX_N; n++) {
+			flash_t *h;
+			int rcrashed;
+			char rpoint[48];
+
+			memset(c, 0, offsetof(struct ctx, rec));
+			c->sc = victim;
+			g_cur = c;
+			h = fresh(c);
+			victim->setup(h, c);
+			if (run_child(c, victim, m, &vcrashed, c->point, sizeof c->point) != 0) {
+				finish(h, c);
+				return -1;
+			}
+			c->crashed = vcrashed;
+			c->out = *g_out;
+			if (!vcrashed) {
+				finish(h, c);
+				break;
+			}
+			if (run_child(c, &recoverer, n, &rcrashed, rpoint, sizeof rpoint) != 0) {
+				finish(h, c);
+				return -1;
+			}
+			c->n = m;
+			c->rcrashed = rcrashed;
+			c->rn = n;
+			snprintf(c->rpoint, sizeof c->rpoint, "%s", rpoint);
+			if (rcrashed) {
+				tally_add(t, rpoint);
+				total++;
+			}
+			/* the recoverer completed: it recovered the victim, and left itself */
+			recover_and_check(h, c, 1);
+			finish(h, c);
+			if (!rcrashed)
+				break;
+		}
+		if (!vcrashed)
+			break;
+		(*states)++;
+	}
+	return total;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ctx c;
+	int grand = 0, zero = 0;
+	struct timespec t0, t1;
+
+	(void)argc;
+	(void)argv;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	g_out = mmap(NULL, sizeof *g_out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g_out == MAP_FAILED) {
+		perror("mmap");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++) {
+		struct tally t;
+		int n;
+
+		memset(&t, 0, sizeof t);
+		n = enumerate(&scens[i], &c, &t);
+		printf("%-30s %3d points: %s\n", scens[i].name, n, t.names);
+		if (n <= 0)
+			zero++;
+		else
+			grand += n;
+	}
+	for (size_t v = 0; v < sizeof victims / sizeof victims[0]; v++) {
+		const struct scen *victim = NULL;
+		struct tally t;
+		int n, states = 0;
+
+		for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++)
+			if (strcmp(scens[i].name, victims[v]) == 0)
+				victim = &scens[i];
+		memset(&t, 0, sizeof t);
+		n = enumerate_recovery(victim, &c, &t, &states);
+		printf("recover(%s) %3d points over %d victim states: %s\n", victims[v], n, states, t.names);
+		if (n <= 0 || strstr(t.names, "recover ") == NULL)
+			zero++;
+		else
+			grand += n;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("total: %d crash points visited, %d operations without any, %d failed checks "
+	       "in %d cases (%.1f s)\n", grand, zero, g_failures, g_failed_cases,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	free(c.rec);
+	return (g_failures || zero) ? 1 : 0;
+}

@@ -1,0 +1,18 @@
+# Crash-point enumeration (tests/crash_points.c).
+#
+# flashstock_crash is the engine built a second time from the same sources
+# with FLASH_CRASHPOINTS=1: every FS_CRASH(op, step) can end the process with
+# _exit(FLASH_CRASH_EXIT) at the n-th point reached.  Only this test links it.
+# _exit is wrapped (--wrap=_exit) so a dying child can name the point it died
+# at for the report.
+file(GLOB FLASH_CRASH_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/*.c ${PROJECT_SOURCE_DIR}/api/*.c)
+add_library(flashstock_crash STATIC ${FLASH_CRASH_SRC})
+target_compile_definitions(flashstock_crash PRIVATE FLASH_CRASHPOINTS=1)
+target_include_directories(flashstock_crash PUBLIC ${PROJECT_SOURCE_DIR}/api ${PROJECT_SOURCE_DIR}/engine)
+target_link_libraries(flashstock_crash PUBLIC PkgConfig::CK Threads::Threads rt)
+
+add_executable(crash_points ${CMAKE_CURRENT_SOURCE_DIR}/crash_points.c)
+target_compile_definitions(crash_points PRIVATE FLASH_CRASHPOINTS=1)
+target_link_libraries(crash_points PRIVATE flashstock_crash "-Wl,--wrap=_exit")
+add_test(NAME crash_points COMMAND crash_points)
+set_tests_properties(crash_points PROPERTIES LABELS "engine;crash" TIMEOUT 300)
