@@ -16,3 +16,10 @@ target_compile_definitions(crash_points PRIVATE FLASH_CRASHPOINTS=1)
 target_link_libraries(crash_points PRIVATE flashstock_crash "-Wl,--wrap=_exit")
 add_test(NAME crash_points COMMAND crash_points)
 set_tests_properties(crash_points PROPERTIES LABELS "engine;crash" TIMEOUT 300)
+
+# tests/test_perm_segment.c (made a program by the test_*.c glob) uses the
+# shared fixtures.
+if(TARGET test_perm_segment)
+  target_link_libraries(test_perm_segment PRIVATE flash_test_helpers)
+  set_tests_properties(test_perm_segment PROPERTIES LABELS engine TIMEOUT 60)
+endif()

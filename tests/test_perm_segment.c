@@ -1,0 +1,242 @@
+/*
+ * test_perm_segment.c -- who may create and attach a segment (issue 4, item 5).
+ *
+ * What test_api_segment.c does not cover already: the exact mode under every
+ * umask for both valid modes, the group of a 0660 segment, the owner being
+ * the effective uid, each world-writable or widened mode refused on a
+ * group segment too, a foreign owner set with fchown(2) on the descriptor,
+ * and a name collision with an object flashstock did not make (it fails
+ * FLASH_EEXIST and the object is left exactly as it was).
+ *
+ * Changing an owner needs root: those tests skip otherwise.
+ */
+#include "helpers.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void shm_stat(const char *name, struct stat *sb)
+{
+	char path[128];
+
+	t_shm_path(name, path, sizeof path);
+	assert_int_equal(stat(path, sb), 0);
+}
+
+/* A group other than ours if one exists (nogroup), else ours. */
+static gid_t other_gid(void)
+{
+	struct group *g = getgrnam("nogroup");
+
+	return g ? g->gr_gid : getegid();
+}
+
+static void create_under(const char *name, mode_t mask, uint32_t mode, int64_t gid)
+{
+	struct flash_seg_opts o;
+	mode_t old;
+
+	t_opts_small(&o);
+	o.mode = mode;
+	o.gid = gid;
+	old = umask(mask);
+	assert_int_equal(flash_seg_create(name, &o), FLASH_OK);
+	umask(old);
+}
+
+static void test_mode_0600_is_exact_under_every_umask_and_owner_is_euid(void **state)
+{
+	const mode_t masks[] = { 0, 022, 077, 0177, 0777 };
+
+	for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++) {
+		char name[64];
+		struct stat sb;
+		flash_t *h = NULL;
+
+		t_segname(name, sizeof name);
+		create_under(name, masks[i], 0600, -1);
+		shm_stat(name, &sb);
+		assert_int_equal(sb.st_mode & 07777, 0600);
+		assert_int_equal(sb.st_uid, geteuid());
+		assert_int_equal(sb.st_gid, getegid());
+		assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
+		assert_int_equal(flash_close(h), FLASH_OK);
+	}
+}
+
+static void test_mode_0660_with_a_group_is_exact_and_has_that_group(void **state)
+{
+	const mode_t masks[] = { 0, 007, 077, 0777 };
+	const gid_t gids[] = { 0, other_gid() };
+
+	if (geteuid() != 0)
+		skip();   /* giving an object to a group we are not in needs root */
+	for (size_t g = 0; g < 2; g++)
+		for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++) {
+			char name[64];
+			struct stat sb;
+			flash_t *h = NULL;
+
+			t_segname(name, sizeof name);
+			create_under(name, masks[i], 0660, gids[g]);
+			shm_stat(name, &sb);
+			assert_int_equal(sb.st_mode & 07777, 0660);
+			assert_int_equal(sb.st_uid, geteuid());
+			assert_int_equal(sb.st_gid, gids[g]);
+			assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
+			assert_int_equal(flash_close(h), FLASH_OK);
+		}
+}
+
+static void test_mode_0660_without_a_group_keeps_the_creators_group(void **state)
+{
+	char name[64];
+	struct stat sb;
+
+	t_segname(name, sizeof name);
+	create_under(name, 0, 0660, -1);
+	shm_stat(name, &sb);
+	assert_int_equal(sb.st_mode & 07777, 0660);
+	assert_int_equal(sb.st_gid, getegid());
+}
+
+static void test_world_writable_or_widened_modes_are_refused_emode(void **state)
+{
+	const mode_t bad[] = { 0622, 0602, 0666, 0606, 0662, 0620, 0670, 0760, 0664, 01600, 02660 };
+	const uint32_t created[] = { 0600, 0660 };
+
+	for (size_t c = 0; c < 2; c++) {
+		char name[64], path[128];
+		flash_t *h = NULL;
+
+		t_segname(name, sizeof name);
+		t_shm_path(name, path, sizeof path);
+		create_under(name, 022, created[c], -1);
+		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			assert_int_equal(chmod(path, bad[i]), 0);
+			assert_int_equal(flash_open(name, 0, &h), FLASH_EMODE);
+			assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_EMODE);
+		}
+		/* the mode it was made with is accepted again */
+		assert_int_equal(chmod(path, created[c]), 0);
+		assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
+		assert_int_equal(flash_close(h), FLASH_OK);
+	}
+}
+
+static void test_foreign_owner_set_by_fchown_is_refused_eowner(void **state)
+{
+	const uint32_t created[] = { 0600, 0660 };
+
+	if (geteuid() != 0)
+		skip();
+	for (size_t c = 0; c < 2; c++) {
+		char name[64];
+		flash_t *h = NULL;
+		int fd;
+
+		t_segname(name, sizeof name);
+		create_under(name, 0, created[c], -1);
+		fd = shm_open(name, O_RDWR, 0);
+		assert_true(fd >= 0);
+		assert_int_equal(fchown(fd, 65534, (gid_t)-1), 0);
+		assert_int_equal(flash_open(name, 0, &h), FLASH_EOWNER);
+		assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_EOWNER);
+		/* foreign and world-writable: the owner is named first */
+		assert_int_equal(fchmod(fd, 0666), 0);
+		assert_int_equal(flash_open(name, 0, &h), FLASH_EOWNER);
+		/* a collision with it still fails, and does not take it over */
+		assert_int_equal(flash_seg_create(name, NULL), FLASH_EEXIST);
+		{
+			struct stat sb;
+
+			assert_int_equal(fstat(fd, &sb), 0);
+			assert_int_equal(sb.st_uid, 65534);
+			assert_int_equal(sb.st_mode & 07777, 0666);
+		}
+		assert_int_equal(fchown(fd, geteuid(), (gid_t)-1), 0);
+		assert_int_equal(fchmod(fd, created[c]), 0);
+		close(fd);
+		assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
+		assert_int_equal(flash_close(h), FLASH_OK);
+	}
+}
+
+static void test_collision_with_a_foreign_object_fails_eexist_and_leaves_it_alone(void **state)
+{
+	const mode_t modes[] = { 0600, 0644, 0666 };
+
+	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+		char name[64], buf[64];
+		const char msg[] = "not a flashstock segment";
+		struct stat before, after;
+		mode_t old = umask(0);
+		int fd;
+
+		t_segname(name, sizeof name);
+		fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, modes[m]);
+		umask(old);
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, msg, sizeof msg, 0), (ssize_t)sizeof msg);
+		assert_int_equal(fstat(fd, &before), 0);
+
+		assert_int_equal(flash_seg_create(name, NULL), FLASH_EEXIST);
+
+		assert_int_equal(fstat(fd, &after), 0);
+		assert_int_equal(after.st_size, before.st_size);
+		assert_int_equal(after.st_mode, before.st_mode);
+		assert_int_equal(after.st_uid, before.st_uid);
+		assert_int_equal(after.st_ino, before.st_ino);
+		memset(buf, 0, sizeof buf);
+		assert_int_equal(pread(fd, buf, sizeof msg, 0), (ssize_t)sizeof msg);
+		assert_string_equal(buf, msg);
+		close(fd);
+		/* and attaching to it is refused, not "repaired" */
+		{
+			flash_t *h = NULL;
+			int rc = flash_open(name, 0, &h);
+
+			assert_true(rc == FLASH_EMODE || rc == FLASH_ESIZE || rc == FLASH_EMAGIC);
+			assert_null(h);
+		}
+	}
+}
+
+static void test_collision_with_a_live_segment_keeps_its_state(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct flash_sku_info si;
+
+	assert_int_equal(t_activity(h, 1, 1, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 50, 2), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 7, 3, 0, 0, NULL), FLASH_OK);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(flash_seg_create(name, NULL), FLASH_EEXIST);
+	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_OK);
+	assert_int_equal(si.total, 50);
+	assert_int_equal(si.available, 47);
+	assert_int_equal(flash_orders_max(h), 1);
+}
+
+#define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_mode_0600_is_exact_under_every_umask_and_owner_is_euid),
+		T(test_mode_0660_with_a_group_is_exact_and_has_that_group),
+		T(test_mode_0660_without_a_group_keeps_the_creators_group),
+		T(test_world_writable_or_widened_modes_are_refused_emode),
+		T(test_foreign_owner_set_by_fchown_is_refused_eowner),
+		T(test_collision_with_a_foreign_object_fails_eexist_and_leaves_it_alone),
+		T(test_collision_with_a_live_segment_keeps_its_state),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
