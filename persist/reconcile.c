@@ -8,6 +8,7 @@
  *   3. Orders                segment orders vs MySQL rows, in chunks of numbers
  *   4. Comparison            a three-way merge by (activity, sku)
  *   5. Report                free, print
+ *   6. One run               open the witnesses by name, compare, print, exit code
  *
  * Memory stays bounded by the number of skus plus one chunk of orders: the
  * order comparison walks order numbers CHUNK at a time, reading the segment's
@@ -705,4 +706,54 @@ void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, 
 		fprintf(out, "reconcile: %" PRIu64 " difference(s) over %" PRIu64 " sku(s), %" PRIu64
 		        " order(s) checked; witnesses %s; %" PRIu64 " of %" PRIu64 " units differ\n",
 		        rep->found, rep->skus, rep->orders_checked, w, rep->diff_units, rep->units);
+}
+
+/* ------------------------------------------------------------------------
+ * 6. One run
+ * ------------------------------------------------------------------------ */
+
+int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FILE *err)
+{
+	if (!o || !out || !err || (!o->segment && !o->wal_dir && !o->mysql)) {
+		if (err)
+			fprintf(err, "reconcile: name at least one of segment, WAL, MySQL\n");
+		return 2;
+	}
+	flash_t *h = NULL;
+	flash_mysql_t *m = NULL;
+	flash_fold_t *f = NULL;
+	int rc, ret = 2;
+	if (o->segment && (rc = flash_open(o->segment, FLASH_RDONLY, &h))) {
+		fprintf(err, "reconcile: segment %s: %s\n", o->segment, flash_strerror(rc));
+		goto out;
+	}
+	if (o->wal_dir) {
+		int wrc = 0;
+		if ((rc = flash_fold_new(&f)) || (rc = flash_fold_wal(f, o->wal_dir, &wrc))) {
+			fprintf(err, "reconcile: WAL %s: %s (%s)\n", o->wal_dir, flash_strerror(rc), wal_strerror(wrc));
+			goto out;
+		}
+	}
+	if (o->mysql && (rc = flash_mysql_open(o->mysql, &m))) {
+		fprintf(err, "reconcile: MySQL %s: %s\n", m ? flash_mysql_where(m) : "", flash_mysql_strerror(rc));
+		goto out;
+	}
+	struct flash_reconcile_report rep;
+	if ((rc = flash_reconcile(h, m, f, o->flags, &rep))) {
+		fprintf(err, "reconcile: %s\n", flash_mysql_strerror(rc));
+		goto out;
+	}
+	flash_reconcile_print(&rep, out, o->json);
+	double limit = o->alert_ratio > 0 ? o->alert_ratio : 0.001;
+	if (rep.units && (double)rep.diff_units / (double)rep.units > limit)
+		fprintf(err, "reconcile: ALERT %" PRIu64 " of %" PRIu64 " units differ (%.4f%%, threshold %.4f%%)\n",
+		        rep.diff_units, rep.units, 100.0 * (double)rep.diff_units / (double)rep.units, 100.0 * limit);
+	ret = rep.found ? 1 : 0;
+	flash_reconcile_report_free(&rep);
+out:
+	flash_mysql_close(m);
+	flash_fold_free(f);
+	if (h)
+		flash_close(h);
+	return ret;
 }

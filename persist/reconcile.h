@@ -146,6 +146,26 @@ void flash_reconcile_report_free(struct flash_reconcile_report *rep);
  */
 void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, int json);
 
+/* ---- one run, for commands ------------------------------------------------------ */
+
+struct flash_reconcile_run_opts {
+	const char *segment;                 /* segment name (opened read-only), or NULL */
+	const char *wal_dir;                 /* WAL directory to fold (no writer may have it open), or NULL */
+	const struct flash_mysql_opts *mysql;/* MySQL connection, or NULL */
+	unsigned    flags;                   /* FLASH_RECONCILE_ORDERS */
+	int         json;                    /* print one JSON object instead of lines */
+	double      alert_ratio;             /* alert when diff_units / units exceeds it; 0 = 0.001 */
+};
+
+/**
+ * Open the witnesses named in @p o, reconcile, print the report to @p out
+ * and an ALERT line to @p err when differing units exceed o->alert_ratio
+ * of all units.  Nothing is repaired.
+ * @return 0 when the witnesses agree, 1 when any difference was found,
+ *         2 when the comparison could not be made (the reason is on @p err).
+ */
+int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FILE *err);
+
 #ifdef __cplusplus
 }
 #endif

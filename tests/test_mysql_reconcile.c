@@ -417,6 +417,42 @@ static void test_engine_records_with_cancels_and_scopes_apply_without_conflict(v
 	assert_int_equal(t.cancelled_orders, 2);
 }
 
+static void test_reconcile_run_prints_and_exits_by_the_outcome(void **state)
+{
+	struct ctx *c = *state;
+	char url[512];
+	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db, mariadb_dir());
+	struct flash_mysql_opts mo = { .url = url, .log = quiet };
+	struct flash_reconcile_run_opts o = { .segment = c->seg, .wal_dir = c->waldir, .mysql = &mo,
+	                                      .flags = FLASH_RECONCILE_ORDERS, .json = 1 };
+	char *obuf = NULL, *ebuf = NULL;
+	size_t olen = 0, elen = 0;
+	FILE *out = open_memstream(&obuf, &olen), *err = open_memstream(&ebuf, &elen);
+	assert_int_equal(flash_reconcile_run(&o, out, err), 0);
+	fflush(out);
+	assert_non_null(strstr(obuf, "\"differences\":0,"));
+	assert_non_null(strstr(obuf, "\"witnesses\":\"segment,wal,mysql\""));
+
+	/* 20 of 160 units off in MySQL: a difference, and past 0.1% an alert. */
+	q(c, "UPDATE item_stock SET available = available - 20, sold = sold + 20 WHERE sku_id = 2");
+	rewind(out);
+	assert_int_equal(flash_reconcile_run(&o, out, err), 1);
+	fflush(out);
+	fflush(err);
+	assert_non_null(strstr(obuf, "\"kind\":\"available\""));
+	assert_non_null(strstr(ebuf, "ALERT 20 of 160 units differ"));
+
+	/* A witness that cannot be read: 2, and why. */
+	o.segment = "/fs-no-such-segment";
+	assert_int_equal(flash_reconcile_run(&o, out, err), 2);
+	fflush(err);
+	assert_non_null(strstr(ebuf, "fs-no-such-segment"));
+	fclose(out);
+	fclose(err);
+	free(obuf);
+	free(ebuf);
+}
+
 int main(void)
 {
 	mariadb_dir();
@@ -427,6 +463,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_extra_slot_holder_in_mysql_is_a_user_limit_difference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_missing_a_restock_disagrees_on_total_and_available, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sku_absent_from_mysql_is_missing_there, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconcile_run_prints_and_exits_by_the_outcome, setup, teardown),
 		cmocka_unit_test_teardown(test_engine_records_with_cancels_and_scopes_apply_without_conflict, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
