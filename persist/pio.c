@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ static struct pio_entry pio_tab[PIO_COUNT] = {
 	[PIO_OPENDIR]   = PIO_ENTRY("opendir", opendir),
 	[PIO_READDIR]   = PIO_ENTRY("readdir", readdir),
 	[PIO_CLOSEDIR]  = PIO_ENTRY("closedir", closedir),
+	[PIO_FLOCK]     = PIO_ENTRY("flock", flock),
 };
 
 pio_fn pio_get(enum pio_id id)

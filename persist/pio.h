@@ -40,6 +40,7 @@ enum pio_id {
 	PIO_OPENDIR,    /* DIR  *opendir(const char *)                        */
 	PIO_READDIR,    /* struct dirent *readdir(DIR *)                      */
 	PIO_CLOSEDIR,   /* int   closedir(DIR *)                              */
+	PIO_FLOCK,      /* int   flock(int, int)                              */
 	PIO_COUNT
 };
 
@@ -97,6 +98,8 @@ static inline struct dirent *pio_readdir(DIR *d)
 { return ((struct dirent *(*)(DIR *))pio_get(PIO_READDIR))(d); }
 static inline int pio_closedir(DIR *d)
 { return ((int (*)(DIR *))pio_get(PIO_CLOSEDIR))(d); }
+static inline int pio_flock(int fd, int op)
+{ return ((int (*)(int, int))pio_get(PIO_FLOCK))(fd, op); }
 
 /*
  * Helpers built on the table (they call only pio_* entries).

@@ -128,8 +128,9 @@ static int serve_open_wal(struct serve *s)
 		return -1;     /* a record could not be applied (logged) */
 	}
 	if (rc != WAL_OK) {
-		if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_ENOTTAIL ||
-		    rc == WAL_EMAGIC || rc == WAL_EFILE_HDR || rc == WAL_EGAP) {
+		int torn = rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END ||
+		           rc == WAL_ELONG || rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV;
+		if (!torn) {
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, wal_strerror(rc), wal_rcname(rep.stop), rep.file,
 			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? strerror(rep.err_no) : "");

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -62,6 +63,7 @@ static const struct {
 	{ WAL_EINVAL,    "WAL_EINVAL",    "invalid argument" },
 	{ WAL_ENOMEM,    "WAL_ENOMEM",    "out of memory" },
 	{ WAL_ESTOPPED,  "WAL_ESTOPPED",  "replay stopped by its callback" },
+	{ WAL_EBUSY,     "WAL_EBUSY",     "the WAL directory is locked by another writer" },
 };
 
 const char *wal_strerror(int rc)
@@ -262,6 +264,29 @@ static int wal_list(const char *dir, uint64_t **lsns, size_t *n)
 }
 
 /*
+ * Take the directory's writer lock: flock(LOCK_EX | LOCK_NB) on <dir>/LOCK.
+ * The kernel drops it when the descriptor is closed or the process dies, so
+ * a crashed writer never leaves it behind.  @return the locked fd (>= 0),
+ * -2 if someone else holds it, -1 with errno on another failure.
+ */
+static int wal_lock(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/LOCK", dir);
+	int fd = pio_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (pio_flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int busy = errno == EWOULDBLOCK;
+		int saved = errno;
+		pio_close(fd);
+		errno = saved;
+		return busy ? -2 : -1;
+	}
+	return fd;
+}
+
+/*
  * Create the file that starts at @p lsn, fully durable before it gets its
  * name: create "<name>.tmp", preallocate, write the header, fdatasync,
  * rename, fsync the directory.  A crash leaves either no file or a complete,
@@ -450,6 +475,7 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 
 struct wal {
 	char           *w_dir;          /* directory, owned */
+	int             w_lockfd;       /* holds the directory's writer lock */
 	uint64_t        w_seg_bytes;    /* size of files this handle creates */
 
 	/* Leader-owned: touched only by the thread holding w_leader (handed
@@ -766,19 +792,26 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		return WAL_EINVAL;
 	if (pio_mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return WAL_EIO;
+	int lockfd = wal_lock(dir);
+	if (lockfd < 0)
+		return lockfd == -2 ? WAL_EBUSY : WAL_EIO;
 
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
-	if (rc != WAL_OK)
+	if (rc != WAL_OK) {
+		pio_close(lockfd);
 		return rc;
+	}
 
 	wal_t *w = calloc(1, sizeof *w);
 	if (w == NULL || (w->w_dir = strdup(dir)) == NULL) {
 		free(w);
 		free(lsns);
+		pio_close(lockfd);
 		return WAL_ENOMEM;
 	}
+	w->w_lockfd = lockfd;
 	w->w_seg_bytes = o->segment_bytes;
 	w->w_fd = -1;
 	pthread_mutex_init(&w->w_mu, NULL);
@@ -840,6 +873,7 @@ fail:
 		int saved = errno;
 		if (w->w_fd >= 0)
 			pio_close(w->w_fd);
+		pio_close(w->w_lockfd);
 		pthread_mutex_destroy(&w->w_mu);
 		pthread_cond_destroy(&w->w_cv);
 		free(w->w_dir);
@@ -857,6 +891,7 @@ int wal_close(wal_t *w)
 	int rc = wal_commit(w);
 	if (w->w_fd >= 0)
 		pio_close(w->w_fd);
+	pio_close(w->w_lockfd);     /* the lock goes last: every write is done */
 	pthread_mutex_destroy(&w->w_mu);
 	pthread_cond_destroy(&w->w_cv);
 	free(w->w_pbuf);
@@ -908,6 +943,9 @@ io:
 	return WAL_EIO;
 }
 
+static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
+                             unsigned flags, struct wal_replay_report *rep);
+
 int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                unsigned flags, struct wal_replay_report *rep)
 {
@@ -919,7 +957,26 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 		return WAL_EINVAL;
 	if (from_lsn == 0)
 		from_lsn = 1;
+	/* Truncating changes files: only with the writer lock. */
+	int lockfd = -1;
+	if (flags & WAL_REPLAY_TRUNCATE) {
+		lockfd = wal_lock(dir);
+		if (lockfd == -2)
+			return rep->stop = WAL_EBUSY;
+		if (lockfd < 0 && errno != ENOENT) {
+			rep->err_no = errno;
+			return rep->stop = WAL_EIO;
+		}
+	}
+	int rc = wal_replay_locked(dir, from_lsn, fn, arg, flags, rep);
+	if (lockfd >= 0)
+		pio_close(lockfd);
+	return rc;
+}
 
+static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
+                             unsigned flags, struct wal_replay_report *rep)
+{
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);

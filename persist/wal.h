@@ -46,9 +46,11 @@
  *   wal_durable_lsn, wal_stats, wal_failure       any thread, any time (lock-free read
  *                                                 of the durable LSN, acquire)
  *   wal_close                                     alone, after every other call returned
- * A WAL directory has one writer process at a time (the daemon); nothing in
- * the WAL enforces it.  wal_replay() must not run on a directory that a wal_t
- * has open.
+ * A WAL directory has one writer at a time: wal_open() takes an exclusive
+ * lock (flock on <dir>/LOCK, dropped by the kernel when the process dies)
+ * until wal_close(), and a truncating wal_replay() takes it for its duration;
+ * either fails with WAL_EBUSY while someone else holds it.  A replay without
+ * truncation takes no lock; wal_read_durable() reads behind an open writer.
  *
  * Every system call goes through pio.h, so tests inject faults there.
  */
@@ -78,6 +80,7 @@
 #define WAL_EINVAL      -15   /* bad argument */
 #define WAL_ENOMEM      -16   /* out of memory */
 #define WAL_ESTOPPED    -17   /* replay: the callback returned nonzero */
+#define WAL_EBUSY       -18   /* another wal_t (or a truncating replay) holds the directory */
 
 /* A static description of a WAL_* code; never NULL. */
 const char *wal_strerror(int rc);
@@ -124,7 +127,8 @@ typedef struct wal wal_t;
  * @param[in]  dir  directory (created with mode 0700 if missing)
  * @param[in]  o    options; NULL means defaults
  * @param[out] out  the handle
- * @return WAL_OK; WAL_ETORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
+ * @return WAL_OK; WAL_EBUSY (the directory is open for writing elsewhere);
+ *         WAL_ETORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
  *         WAL_EMAGIC / WAL_EFILE_HDR / WAL_EGAP (last file's header);
  *         WAL_EINVAL; WAL_ENOMEM; WAL_EIO (errno is left set).
  */
@@ -244,6 +248,8 @@ struct wal_replay_report {
  *         WAL_EPAST_END, WAL_ELONG, WAL_EMAGIC, WAL_EFILE_HDR, WAL_ECRC,
  *         WAL_ELSN, WAL_EPREV, WAL_EGAP) whether or not it was truncated;
  *         WAL_ENOTTAIL (truncation refused; rep->stop has the cause);
+ *         WAL_EBUSY (truncation asked while a writer holds the directory:
+ *         nothing was read);
  *         WAL_ESTOPPED; WAL_EIO (rep->err_no); WAL_EINVAL; WAL_ENOMEM.
  *         A missing or empty directory is a clean, empty WAL.
  */

@@ -478,6 +478,31 @@ static void test_remove_before_keeps_what_is_not_covered(void **st)
 	wt_rmdir(dir);
 }
 
+/* One writer per directory: a second wal_open or a truncating replay is
+ * WAL_EBUSY while a wal_t holds it; reading needs no lock; closing frees it. */
+static void test_directory_has_one_writer(void **st)
+{
+	(void)st;
+	char *dir = wt_mkdtemp();
+	build(dir, 5, SEG);
+	wal_t *w, *w2;
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w2), WAL_EBUSY);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_EBUSY);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(s.n, 5);
+	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w2), WAL_OK);
+	assert_int_equal(wal_close(w2), WAL_OK);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_OK);
+	assert_int_equal(s.n, 5);
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_100k_frames),
 		cmocka_unit_test(test_callback_stop_and_bad_arguments),
 		cmocka_unit_test(test_remove_before_keeps_what_is_not_covered),
+		cmocka_unit_test(test_directory_has_one_writer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

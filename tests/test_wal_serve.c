@@ -602,6 +602,40 @@ static void test_metrics_endpoint_counts_the_orders_placed(void **st)
 }
 #endif
 
+/* A second daemon on the same WAL is refused before it reads or cuts
+ * anything: the first one holds the directory's lock. */
+static void test_second_daemon_on_the_same_wal_is_refused(void **st)
+{
+	(void)st;
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	struct serve_thread t;
+	serve_start(&t, name, dir);
+	catalog(h);
+	/* Wait until the first daemon has written the catalog: it holds the
+	 * lock from before its first round. */
+	struct seen s;
+	do {
+		t_sleep_ms(5);
+		memset(&s, 0, sizeof s);
+		struct wal_replay_report rep;
+		wal_replay(dir, 0, seen_cb, &s, 0, &rep);
+	} while (s.frames < 2);
+	struct serve_opts o;
+	struct serve_stats ss;
+	base_opts(&o, name, dir);
+	o.once = 1;
+	o.log_level = -1;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.wal_rc, WAL_EBUSY);
+	assert_int_equal(ss.records, 0);
+	serve_stop(&t);
+	assert_int_equal(t.rc, 0);
+	assert_int_equal(t.st.records, 2);
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -609,6 +643,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_restart_does_not_write_records_twice, t_teardown),
 		cmocka_unit_test_teardown(test_recreated_segment_is_not_taken_for_the_old_one, t_teardown),
 		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
+		cmocka_unit_test_teardown(test_second_daemon_on_the_same_wal_is_refused, t_teardown),
 		cmocka_unit_test_teardown(test_recover_rebuilds_the_segment_from_the_wal, t_teardown),
 #ifdef FLASH_HAVE_MHD
 		cmocka_unit_test_teardown(test_metrics_endpoint_counts_the_orders_placed, t_teardown),
