@@ -55,7 +55,9 @@ struct flash_mysql_pump_stats {
 
 /**
  * Start the pump's thread.  It connects in the background: a MySQL that is
- * down at start is retried like any other outage.
+ * down at start is retried like any other outage.  With o->wal_dir the
+ * thread first reads from the WAL whatever MySQL lacks.  Log lines go through
+ * o->mysql.log (default: stderr); result codes read with flash_mysql_strerror().
  * @return FLASH_OK; FLASH_EINVAL (NULL, lsn_gaps_ok set); FLASH_EMYSQL_CONFIG
  *         (bad URL); FLASH_ENOMEM; FLASH_ESYS (thread creation).
  */
@@ -79,8 +81,10 @@ int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_st
 
 /**
  * Stop: let the thread apply what is queued for at most @p drain_ms, then
- * join it, disconnect and free.  Records still queued are not lost: the WAL
- * holds them and the next start catches up.  NULL is fine.
+ * join it, disconnect and free.  An attempt already in flight finishes
+ * first, so a hung server can hold this up to the connection's timeouts
+ * (mysql.connect_timeout_s, mysql.rw_timeout_s).  Records still queued are
+ * not lost: the WAL holds them and the next start catches up.  NULL is fine.
  */
 void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms);
 
