@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -379,6 +380,8 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+static pid_t bench_parent;   /* the process that forks the workers */
+
 /* A worker process: T threads (the first on the process's own stack). */
 static void worker_process(struct bench_run *run, uint32_t proc)
 {
@@ -386,6 +389,10 @@ static void worker_process(struct bench_run *run, uint32_t proc)
 	struct bench_worker *ws = calloc(T, sizeof(*ws));
 	pthread_t *tid = calloc(T, sizeof(*tid));
 
+	/* a worker never outlives the bench (killed or timed out) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != bench_parent)
+		_exit(4);
 	if (!ws || !tid)
 		_exit(3);
 	for (t = 0; t < T; t++) {
@@ -628,6 +635,7 @@ int bench_run_one(const struct bench_engine *e, const struct bench_cfg *cfg,
 	for (p = 0; p < nw; p++)
 		bench_hist_init(&run.sh->sh_w[p].ws_hist);
 	fflush(NULL);
+	bench_parent = getpid();
 	for (p = 0; p < run.cfg.procs; p++) {
 		pids[p] = fork();
 		if (pids[p] == 0)

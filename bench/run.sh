@@ -1,0 +1,63 @@
+#!/bin/sh
+# run.sh -- the whole comparison in one command (under 10 minutes on 2 cores):
+# every engine (flashstock, Redis + Lua unpipelined and pipelined with AOF off
+# and appendfsync always, MariaDB conditional UPDATE and SELECT FOR UPDATE,
+# the bare CAS loop) on every workload (hot, zipf, dedup, mixed), checked for
+# overselling and duplicate buyers after each row.
+#
+#   bench/run.sh [-b BUILD_DIR] [-o RESULTS_DIR] [-- extra flashstock-bench options]
+#
+# Writes into RESULTS_DIR (default BUILD_DIR/bench-results/<UTC time>):
+#   table.md        the markdown table (also printed)
+#   results.json    one JSON object per row
+#   bench.log       progress and messages
+#   machine.txt     nproc, CPU model, kernel, date
+#   throughput.png, latency-<workload>.png   (gnuplot, bench/plot.gp)
+#   throughput.dat, curve-*.dat              the plot data
+# Exit status: the bench's (0: every row ran and every check is clean).
+set -eu
+
+src=$(cd "$(dirname "$0")/.." && pwd -P)
+build=$src/build
+out=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-b) build=$2; shift 2 ;;
+	-o) out=$2; shift 2 ;;
+	--) shift; break ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+[ -n "$out" ] || out=$build/bench-results/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+
+if [ ! -x "$build/bench/flashstock-bench" ]; then
+	cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" --target flashstock-bench -j2 >/dev/null
+
+{
+	echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "nproc:   $(nproc)"
+	echo "cpu:     $(lscpu | sed -n 's/^Model name: *//p')"
+	echo "kernel:  $(uname -sr)"
+	echo "redis:   $(redis-server --version 2>/dev/null | cut -d' ' -f3)"
+	echo "mariadb: $( (mariadbd --version || mysqld --version) 2>/dev/null | head -1)"
+	echo "command: $build/bench/flashstock-bench -w hot,zipf,dedup,mixed -d async,sync --out $out $*"
+} >"$out/machine.txt"
+cat "$out/machine.txt"
+
+rc=0
+"$build/bench/flashstock-bench" -w hot,zipf,dedup,mixed -d async,sync --out "$out" "$@" \
+	2>"$out/bench.log" || rc=$?
+cat "$out/table.md"
+
+if command -v gnuplot >/dev/null 2>&1; then
+	gnuplot -e "dir='$out'" "$src/bench/plot.gp" || echo "run.sh: gnuplot failed" >&2
+else
+	echo "run.sh: gnuplot not found: no plots" >&2
+fi
+echo
+echo "results in $out (exit $rc)"
+exit $rc
