@@ -1,0 +1,60 @@
+#!/bin/sh
+# fuzz_run.sh -- run each libFuzzer target for a bounded number of executions
+# (CI), or for a given time (a longer run).
+#
+# usage: tests/fuzz_run.sh BUILD_DIR [RUNS] [libFuzzer flags ...]
+#   BUILD_DIR  configured with -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON,
+#              targets fuzz_wal, fuzz_attach (and fuzz_csv) built
+#   RUNS       executions per target (default 60000); 0 with
+#              -max_total_time=SECONDS for a timed run
+# Environment: FUZZ_TARGETS (default "wal attach csv"; a missing binary is
+# skipped with a note), FUZZ_KEEP=DIR keeps the inputs that found new
+# coverage there instead of a temporary directory.
+#
+# Each target starts from its committed seeds, tests/corpus/<target>/ (read
+# only; new inputs go to the work directory).  The targets run with ASan and
+# UBSan; any crash, broken promise, leak or timeout (10 s per input) fails
+# the run: the reproducer is copied to ./fuzz-artifacts/ and the script
+# exits 1.  On success it prints, per target, the executions done and the
+# coverage reached, and exits 0.
+set -u
+build=${1:?usage: fuzz_run.sh BUILD_DIR [RUNS] [libFuzzer flags ...]}
+runs=${2:-60000}
+[ $# -ge 2 ] && shift 2 || shift $#
+src=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-run.XXXXXX")
+status=0
+
+for t in ${FUZZ_TARGETS:-wal attach csv}; do
+	bin=$build/tests/fuzz_$t
+	if [ ! -x "$bin" ]; then
+		echo "fuzz_$t: not built in $build, skipped"
+		continue
+	fi
+	corpus=${FUZZ_KEEP:-$work}/$t
+	mkdir -p "$corpus" "$work/art-$t"
+	seeds=
+	[ -d "$src/corpus/$t" ] && seeds=$src/corpus/$t
+	case $t in
+	wal) maxlen=8192 ;;
+	*) maxlen=4096 ;;
+	esac
+	# shellcheck disable=SC2086
+	"$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 \
+		-artifact_prefix="$work/art-$t/" "$@" "$corpus" $seeds >"$work/$t.log" 2>&1
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
+	cov=$(grep -o 'cov: [0-9]*' "$work/$t.log" | tail -1)
+	if [ $rc -ne 0 ]; then
+		status=1
+		mkdir -p fuzz-artifacts
+		cp "$work/art-$t/"* fuzz-artifacts/ 2>/dev/null
+		grep -v '^"' "$work/$t.log" | tail -60
+		echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} executions; reproducer(s) in ./fuzz-artifacts/:"
+		ls fuzz-artifacts/
+	else
+		echo "fuzz_$t: ${execs:-?} executions, ${cov:-cov: ?} edges, no crash"
+	fi
+done
+rm -rf "$work"
+exit $status
