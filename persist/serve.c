@@ -79,7 +79,7 @@ void serve_opts_default(struct serve_opts *o)
 	memset(o, 0, sizeof *o);
 	o->drain_max = 65536;
 	o->recover_ms = 1000;
-	o->idle_us_max = 1000;
+	o->idle_us_max = 250;
 	o->log_level = SERVE_LOG_INFO;
 }
 
@@ -364,7 +364,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	if (oo.recover_ms == 0)
 		oo.recover_ms = 1000;
 	if (oo.idle_us_max == 0)
-		oo.idle_us_max = 1000;
+		oo.idle_us_max = 250;
 	struct serve s = { .sv_o = &oo, .sv_st = st };
 	int ret = -1;
 

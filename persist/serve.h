@@ -38,7 +38,9 @@ struct serve_opts {
 	uint64_t      wal_segment_bytes;/* size of new WAL files (0: default) */
 	uint32_t      drain_max;        /* records per round at most (0: 65536) */
 	uint32_t      recover_ms;       /* run flash_recover() this often (0: 1000) */
-	uint32_t      idle_us_max;      /* longest sleep when the rings are empty (0: 1000) */
+	uint32_t      idle_us_max;      /* longest sleep when the rings are empty (0: 250); the
+	                                   engine has no doorbell, so this bounds the wait of
+	                                   the first record after a quiet spell */
 	uint32_t      stats_ms;         /* info line this often (0: never) */
 	int           log_level;        /* enum serve_log_level */
 	int           once;             /* stop after the first round that drains nothing */

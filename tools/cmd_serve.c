@@ -42,7 +42,7 @@ static void serve_help(FILE *out)
 	        "  --wal-file-mb N      size of each new WAL file, MiB (default 64)\n"
 	        "  --drain-max N        records per round at most (default 65536)\n"
 	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
-	        "  --idle-us N          longest sleep when no record waits, us (default 1000)\n"
+	        "  --idle-us N          longest sleep when no record waits, us (default 250)\n"
 	        "  --stats-s N          log a progress line every N s (default 0: never)\n"
 	        "  --once               stop as soon as the rings are empty\n"
 	        "  --metrics [ADDR:]PORT  Prometheus text on http://ADDR:PORT/metrics (ADDR is\n"
