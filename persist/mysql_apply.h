@@ -219,6 +219,14 @@ int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn);
 int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
                          uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc);
 
+/**
+ * flash_mysql_catch_up() that stops after LSN @p upto_lsn.  For a WAL that a
+ * writer still has open: frames past its durable LSN may be written but not
+ * yet fdatasync'd, and MySQL must never hold a record the WAL could lose.
+ */
+int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
+                            uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc);
+
 /** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
 int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
 

@@ -21,6 +21,8 @@ struct feed {
 	uint32_t fd_wait_ms;
 	int fd_rc;                         /* first applier error */
 	int fd_bad_type;                   /* a frame that is not a record */
+	uint64_t fd_upto;                  /* last LSN to apply */
+	int fd_reached;                    /* stopped at fd_upto */
 	struct flash_apply_result *fd_total;
 };
 
@@ -48,6 +50,10 @@ static int feed_flush(struct feed *f)
 static int feed_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
 {
 	struct feed *f = arg;
+	if (lsn > f->fd_upto) {
+		f->fd_reached = 1;
+		return 1;
+	}
 	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
 		f->fd_bad_type = 1;
 		return 1;
@@ -64,6 +70,12 @@ static int feed_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
                          uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc)
 {
+	return flash_mysql_catch_up_to(m, wal_dir, UINT64_MAX, batch, max_wait_ms, total, wal_rc);
+}
+
+int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
+                            uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc)
+{
 	if (!m || !wal_dir)
 		return FLASH_EINVAL;
 	if (total) {
@@ -79,13 +91,19 @@ int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
 	int rc = flash_mysql_applied_lsn(m, &done);
 	if (rc)
 		return rc;
+	if (total)
+		total->applied_lsn = done;
+	if (done >= upto_lsn)
+		return FLASH_OK;
 	struct feed f = { .fd_m = m, .fd_cap = batch ? batch : 5000, .fd_wait_ms = max_wait_ms,
-	                  .fd_total = total };
+	                  .fd_total = total, .fd_upto = upto_lsn };
 	f.fd_v = malloc(f.fd_cap * sizeof *f.fd_v);
 	if (!f.fd_v)
 		return FLASH_ENOMEM;
 	struct wal_replay_report rep;
 	int wrc = wal_replay(wal_dir, done + 1, feed_frame, &f, 0, &rep);
+	if (wrc == WAL_ESTOPPED && f.fd_reached)
+		wrc = WAL_OK;                  /* stopped at upto_lsn: a clean end */
 	if (wrc == WAL_OK || (wrc != WAL_ESTOPPED && wrc != WAL_EIO && wrc != WAL_EINVAL &&
 	                      wrc != WAL_ENOMEM)) {
 		/* Clean end, or a bad frame: what came before it still applies. */

@@ -26,6 +26,7 @@ struct flash_mysql_pump {
 	size_t    mp_head;                /* oldest record */
 	size_t    mp_n;                   /* records queued */
 	uint64_t  mp_pushed_lsn;
+	uint64_t  mp_start_durable;       /* opts.start_durable_lsn */
 	uint64_t  mp_applied_lsn;
 	uint64_t  mp_dropped;
 	uint64_t  mp_catch_ups;
@@ -109,9 +110,12 @@ static void *pump_main(void *arg)
 			/* Read what the queue lacks back from the WAL. */
 			p->mp_need_catchup = 0;
 			uint64_t before = p->mp_applied_lsn;
+			/* Only what is known durable: pushed, or durable at start. */
+			uint64_t upto = p->mp_pushed_lsn > p->mp_start_durable ? p->mp_pushed_lsn
+			                                                         : p->mp_start_durable;
 			pthread_mutex_unlock(&p->mp_mu);
 			struct flash_apply_result tot = { 0 };
-			rc = flash_mysql_catch_up(p->mp_m, p->mp_wal_dir, p->mp_batch_max, 0, &tot, NULL);
+			rc = flash_mysql_catch_up_to(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0, &tot, NULL);
 			pthread_mutex_lock(&p->mp_mu);
 			__pump_note(p, rc, tot.applied_lsn);
 			/* FLASH_ECORRUPT: the reader met the frame being written (or real
@@ -170,6 +174,7 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 	p->mp_cap = o->queue_records ? o->queue_records : 262144;
 	p->mp_batch_max = o->batch ? o->batch : 5000;
 	p->mp_backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : 2000;
+	p->mp_start_durable = o->start_durable_lsn;
 	p->mp_q = malloc(p->mp_cap * sizeof *p->mp_q);
 	p->mp_batch = malloc(p->mp_batch_max * sizeof *p->mp_batch);
 	int rc = FLASH_ENOMEM;

@@ -10,9 +10,15 @@
  * The queue is bounded.  When it is full a push drops its records and says
  * so (FLASH_EFULL) -- it never blocks.  Nothing is lost: the applier refuses
  * to apply past a hole (FLASH_EMYSQL_GAP), and the pump then reads the
- * missing records back from the WAL directory (flash_mysql_catch_up(),
+ * missing records back from the WAL directory (flash_mysql_catch_up_to(),
  * read-only) before it goes on with the queue.  Without a WAL directory a
  * hole stops the pump until a restart catches up; stats say so.
+ *
+ * Durability: MySQL never gets a record the WAL could still lose.  Pushed
+ * records are durable by contract (push after the group commit), and a
+ * read-back stops at the highest LSN known durable: the highest pushed
+ * (dropped pushes included) or o->start_durable_lsn, whichever is larger.
+ * Frames the writer has written but not yet fdatasync'd are never read.
  *
  * Synchronization table (one pump):
  *   push, wait, stats_get   any threads at once
@@ -37,6 +43,7 @@ struct flash_mysql_pump_opts {
 	uint32_t queue_records;         /* queue capacity; 0 = 262144 (18 MiB) */
 	uint32_t batch;                 /* records per transaction at most; 0 = 5000 */
 	uint32_t backoff_max_ms;        /* longest pause between attempts; 0 = 2000 */
+	uint64_t start_durable_lsn;     /* the WAL's durable LSN when the pump starts (0: unknown) */
 };
 
 typedef struct flash_mysql_pump flash_mysql_pump_t;
@@ -64,7 +71,8 @@ struct flash_mysql_pump_stats {
 int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pump_t **out);
 
 /**
- * Queue durable records, in LSN order.  Never waits for MySQL.
+ * Queue records, in LSN order, that are durable in the WAL (push after the
+ * commit that covers them).  Never waits for MySQL.
  * @return FLASH_OK; FLASH_EFULL (not enough room: all @p n records dropped,
  *         to be read back from the WAL); FLASH_EINVAL.
  */
