@@ -23,3 +23,11 @@ if(TARGET test_perm_segment)
   target_link_libraries(test_perm_segment PRIVATE flash_test_helpers)
   set_tests_properties(test_perm_segment PROPERTIES LABELS engine TIMEOUT 60)
 endif()
+
+# The scribbler: random values in index/offset/tag fields of a live segment
+# while another process calls every API; the caller must never leave its
+# mapping.  Meant for the ASan+UBSan build too.
+add_executable(scribble ${CMAKE_CURRENT_SOURCE_DIR}/scribble.c)
+target_link_libraries(scribble PRIVATE flashstock_static)
+add_test(NAME scribble COMMAND scribble 0.4)
+set_tests_properties(scribble PROPERTIES LABELS "engine;crash" TIMEOUT 120)
