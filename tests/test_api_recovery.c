@@ -125,11 +125,12 @@ static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **s
 	struct flash_seg_opts o;
 	flash_t *h;
 	struct t_recs recs = { 0 };
-	const unsigned delays_us[] = { 0, 200, 700, 1500, 3000, 6000 };
+	const unsigned delays_us[] = { 0, 50, 100, 200, 300, 500, 700, 1000, 1500, 2000, 3000, 6000 };
 	const int rounds = (int)(sizeof delays_us / sizeof delays_us[0]);
 	uint8_t *had = calloc(LOOP_USERS + 8, 1);
 
 	assert_non_null(had);
+	alarm(120);   /* an operation left waiting on a dead one fails, not hangs */
 	t_opts_small(&o);
 	o.max_activities = 16;
 	o.max_skus = 16;
@@ -201,6 +202,7 @@ static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **s
 		assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
 		assert_int_equal(t_ledger_check(h, &recs, act, 10, 1, NULL), 0);
 	}
+	alarm(0);
 	free(had);
 	t_recs_free(&recs);
 }

@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -430,6 +431,122 @@ static void test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units
 	t_recs_free(&recs);
 }
 
+/*
+ * Keep the sku at its sell-out edge while every process fights for it: a
+ * feeder restocks one unit at a time, NPROC buyers order one unit at a
+ * time, so nearly every deduct races for the last unit.  The order table
+ * must show exactly the units fed, sold once each, and stock never below 0.
+ */
+struct edge {
+	const char *name;
+	uint32_t feed;           /* units the feeder adds, one by one */
+	uint32_t fed_done;       /* set by the feeder when finished */
+	uint64_t ok[NPROC];
+};
+
+static int edge_buyer(int i, void *arg)
+{
+	struct edge *e = arg;
+	flash_t *h = NULL;
+	struct flash_sku_info si;
+	uint64_t ok = 0;
+
+	if (flash_open(e->name, 0, &h) != FLASH_OK)
+		return 10;
+	for (uint64_t n = 0; n < 20000000; n++) {
+		/* a user per 50 attempts: K = 64 never binds */
+		uint64_t u = 1 + (uint64_t)i * 10000000 + n / 50;
+		int rc = t_order(h, 1, 10, u, 1, 0, 0, NULL);
+
+		if (rc == FLASH_OK)
+			ok++;
+		else if (rc != FLASH_ESOLD_OUT)
+			return 11;
+		if (rc == FLASH_ESOLD_OUT && __atomic_load_n(&e->fed_done, __ATOMIC_ACQUIRE)) {
+			if (flash_sku_get(h, 1, 10, &si) != FLASH_OK)
+				return 12;
+			if (si.available == 0)
+				break;
+			if (si.available > si.total)
+				return 13;   /* wrapped below zero */
+		}
+	}
+	e->ok[i] = ok;
+	flash_close(h);
+	return 0;
+}
+
+static int edge_feeder(const struct edge *e)
+{
+	flash_t *h = NULL;
+
+	if (flash_open(e->name, 0, &h) != FLASH_OK)
+		return 20;
+	for (uint32_t n = 0; n < e->feed; n++) {
+		int rc;
+
+		while ((rc = flash_restock(h, 1, 10, 1)) == FLASH_EBUSY)
+			usleep(100);
+		if (rc != FLASH_OK)
+			return 21;
+		if (n % 4 == 3)
+			sched_yield();
+	}
+	flash_close(h);
+	return 0;
+}
+
+static void test_buyers_racing_a_restock_feeder_at_the_sell_out_edge_never_oversell(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct edge *e;
+	struct t_recs recs = { 0 };
+	struct t_ledger lg;
+	struct flash_sku_info si;
+	pid_t pids[NPROC], feeder;
+	int go, st_ = 0;
+	uint64_t ok = 0;
+
+	hammer_opts(&o);
+	o.max_users = 1u << 18;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, FLASH_LIMIT_MAX, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 0, 1), FLASH_OK);
+	e = t_shared_alloc(sizeof *e);
+	memset(e, 0, sizeof *e);
+	e->name = name;
+	e->feed = 10000;
+	assert_int_equal(t_fork_start(NPROC, edge_buyer, e, pids, &go), 0);
+	fflush(NULL);
+	feeder = fork();
+	assert_true(feeder >= 0);
+	if (feeder == 0) {
+		int rc = edge_feeder(e);
+
+		__atomic_store_n(&e->fed_done, 1, __ATOMIC_RELEASE);
+		_exit(rc);
+	}
+	t_fork_go(go);
+	assert_int_equal(waitpid(feeder, &st_, 0), feeder);
+	assert_true(WIFEXITED(st_));
+	assert_int_equal(WEXITSTATUS(st_), 0);
+	assert_int_equal(t_wait_all(NPROC, pids), 0);
+
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, &recs, 1, 10, FLASH_LIMIT_MAX, &lg), 0);
+	for (int i = 0; i < NPROC; i++)
+		ok += e->ok[i];
+	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_OK);
+	assert_int_equal(si.total, e->feed);
+	assert_int_equal(si.available, 0);
+	assert_int_equal(lg.active_qty, e->feed);
+	assert_int_equal(ok, e->feed);
+	t_recs_free(&recs);
+	t_shared_free(e, sizeof *e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +560,7 @@ int main(void)
 		T(test_concurrent_cancels_return_each_unit_once_one_shard),
 		T(test_concurrent_cancels_return_each_unit_once_sharded),
 		T(test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units),
+		T(test_buyers_racing_a_restock_feeder_at_the_sell_out_edge_never_oversell),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
