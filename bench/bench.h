@@ -79,6 +79,8 @@ struct bench_cfg {
 	uint32_t redis_depth;      /* pipelined redis: requests in flight per connection */
 	uint32_t mysql_conns;      /* mysql: connections (one thread each) over all processes */
 	uint32_t shards;           /* flashstock: stock shards of each sku */
+	uint32_t sync_threads;     /* flashstock sync rows: threads per process (group
+	                              commit needs many buyers in flight) */
 	double   zipf_s;           /* Zipf exponent of the zipf workload */
 	uint64_t seed;             /* request generator seed */
 	int      break_baseline;   /* test only: baselines drop the stock check */

@@ -80,6 +80,8 @@ static void usage(FILE *f, const char *argv0)
 "      --redis-depth N    pipelined redis: requests in flight per connection (32)\n"
 "      --mysql-conns N    mysql connections in total, a thread each (default 16)\n"
 "      --shards N         flashstock stock shards per sku (default 1)\n"
+"      --sync-threads N   flashstock sync rows: threads per process (default 64;\n"
+"                         a group commit batches only the orders in flight)\n"
 "      --zipf S           Zipf exponent of the zipf workload (default 1.0)\n"
 "      --seed N           request generator seed\n"
 "      --break-baseline   TEST ONLY: baselines drop their stock check, so the\n"
@@ -152,6 +154,7 @@ int cmd_bench(int argc, char **argv)
 		{ "break-baseline", 0, NULL, 10 }, { "json", 0, NULL, 11 },
 		{ "out", 1, NULL, 12 }, { "quiet", 0, NULL, 'q' }, { "list", 0, NULL, 13 },
 		{ "redis-server", 1, NULL, 14 }, { "mariadb-script", 1, NULL, 15 },
+		{ "sync-threads", 1, NULL, 16 },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_cfg cfg;
@@ -173,6 +176,7 @@ int cmd_bench(int argc, char **argv)
 	cfg.redis_depth = 32;
 	cfg.mysql_conns = 16;
 	cfg.shards = 1;
+	cfg.sync_threads = 64;
 	cfg.zipf_s = 1.0;
 	cfg.seed = 20260101;
 	cfg.progress = 1;
@@ -215,6 +219,7 @@ int cmd_bench(int argc, char **argv)
 			return 0;
 		case 14:  cfg.redis_server = optarg; break;
 		case 15:  cfg.mariadb_script = optarg; break;
+		case 16:  bad = parse_u64(optarg, &v) || v < 1 || v > 128; cfg.sync_threads = (uint32_t)v; break;
 		case 'h': usage(stdout, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 0;
 		default:  usage(stderr, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 2;
 		}
@@ -227,7 +232,8 @@ int cmd_bench(int argc, char **argv)
 		fprintf(stderr, "%s: unexpected argument: %s\n", argv[0], argv[optind]);
 		return 2;
 	}
-	if ((uint64_t)cfg.procs * cfg.threads > BENCH_MAX_WORKERS) {
+	if ((uint64_t)cfg.procs * cfg.threads > BENCH_MAX_WORKERS ||
+	    (uint64_t)cfg.procs * cfg.sync_threads > BENCH_MAX_WORKERS) {
 		fprintf(stderr, "%s: at most %u threads in all\n", argv[0], BENCH_MAX_WORKERS);
 		return 2;
 	}

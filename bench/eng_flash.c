@@ -12,27 +12,56 @@
  * returned before any step of the order is taken) yields and retries; the
  * retries are counted.
  *
- * Durability: async only until the WAL daemon can run inside the bench
- * (the sync row is refused with that reason, never faked).
+ * Durability: with the daemon built in (persist/serve.h), its loop runs in a
+ * child process as the one consumer, writing a real WAL on disk: "async"
+ * acknowledges at once while the WAL trails, "sync" waits for the group
+ * commit's fdatasync.  Without it, the parent drains the rings itself (no
+ * WAL) and only async rows exist (a sync row is refused, never faked).
  *
  * Records: the segment's order table (flash_order_get over 1..max) is what
  * verify() counts, cross-checked against the records the parent drained.
  */
 #include "bench.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "flashstock.h"
+#ifdef BENCH_HAVE_SERVE
+#include "serve.h"
+#include "wal.h"
+#endif
 
 #define FLASH_TOKEN_TTL_MS 600000u
 
+#ifdef BENCH_HAVE_SERVE
+/* Shared with the daemon process (MAP_SHARED, made before its fork). */
+struct flash_daemon_ctl {
+	volatile sig_atomic_t stop;     /* set by the parent: drain, commit, return */
+	int                   rc;       /* serve_run()'s return */
+	struct serve_stats    stats;
+};
+#endif
+
 struct flash_state {
 	char      name[64];      /* segment name */
+	char      wal_dir[128];  /* mkdtemp: the daemon's WAL (on disk, not tmpfs) */
+	pid_t     daemon;        /* `flashstock serve` loop in a child, or 0 */
+#ifdef BENCH_HAVE_SERVE
+	struct flash_daemon_ctl *ctl;
+	uint64_t  wal_orders;    /* ORDER records found in the WAL afterwards */
+	uint64_t  wal_frames;
+	int       wal_stop;
+#endif
 	int       created;
 	flash_t  *h;             /* parent's handle: catalog, drain, verify */
 	uint64_t  drained[8];    /* records drained, by type */
@@ -47,6 +76,98 @@ struct flash_worker {
 	flash_t *h;
 	uint64_t busy;
 };
+
+#ifdef BENCH_HAVE_SERVE
+/*
+ * The consumer is the real daemon loop (persist/serve.c, what `flashstock
+ * serve` runs) in a child process: it drains the rings into a WAL in a temp
+ * directory on disk, group-commits (one write + one fdatasync per round)
+ * and marks records durable, which frees ring space and wakes sync buyers.
+ * Its CPU use competes with the buyers', as in production.
+ */
+static int start_daemon(struct bench_run *run, struct flash_state *st)
+{
+	if (bench_mkdtemp(st->wal_dir, sizeof(st->wal_dir)) != 0) {
+		snprintf(run->err, sizeof(run->err), "mkdtemp: %s", strerror(errno));
+		st->wal_dir[0] = '\0';
+		return -1;
+	}
+	st->ctl = mmap(NULL, sizeof(*st->ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (st->ctl == MAP_FAILED) {
+		st->ctl = NULL;
+		snprintf(run->err, sizeof(run->err), "mmap: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	st->daemon = fork();
+	if (st->daemon < 0) {
+		st->daemon = 0;
+		snprintf(run->err, sizeof(run->err), "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (st->daemon == 0) {
+		struct serve_opts o;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		serve_opts_default(&o);
+		o.segment = st->name;
+		o.wal_dir = st->wal_dir;
+		o.log_level = SERVE_LOG_WARN;
+		o.stop = &st->ctl->stop;
+		st->ctl->rc = serve_run(&o, &st->ctl->stats);
+		_exit(st->ctl->rc == 0 ? 0 : 1);
+	}
+	return 0;
+}
+
+/* Stop the daemon: it drains, commits and marks everything, then returns. */
+static int stop_daemon(struct bench_run *run, struct flash_state *st)
+{
+	int status = 0, i;
+
+	if (st->daemon <= 0)
+		return 0;
+	st->ctl->stop = 1;
+	for (i = 0; i < 3000; i++) {
+		if (waitpid(st->daemon, &status, WNOHANG) == st->daemon)
+			break;
+		usleep(10000);
+	}
+	if (i == 3000) {
+		kill(st->daemon, SIGKILL);
+		waitpid(st->daemon, &status, 0);
+		snprintf(run->err, sizeof(run->err), "the WAL daemon did not stop within 30 s");
+		st->daemon = 0;
+		return -1;
+	}
+	st->daemon = 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(run->err, sizeof(run->err), "the WAL daemon failed (serve_run %d, flash rc %d, wal rc %d)",
+		         st->ctl->rc, st->ctl->stats.flash_rc, st->ctl->stats.wal_rc);
+		return -1;
+	}
+	return 0;
+}
+
+static int wal_count_fn(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
+{
+	struct flash_state *st = arg;
+	const struct wal_rec *r = payload;
+
+	(void)lsn;
+	st->wal_frames++;
+	if (type == WAL_T_RECORD && len >= sizeof(*r) && r->wr_rec.type == FLASH_REC_ORDER)
+		st->wal_orders++;
+	return 0;
+}
+#endif
+
+/* sync: a closed-loop buyer has one order in flight, and a group commit
+ * can only batch what is in flight, so sync rows run more buyers. */
+static void flash_shape(struct bench_run *run)
+{
+	if (run->dur == BENCH_DUR_SYNC && run->cfg.sync_threads)
+		run->cfg.threads = run->cfg.sync_threads;
+}
 
 static int flash_setup(struct bench_run *run)
 {
@@ -63,10 +184,12 @@ static int flash_setup(struct bench_run *run)
 	if (!st)
 		return -1;
 	run->eng_state = st;
+#ifndef BENCH_HAVE_SERVE
 	if (run->dur != BENCH_DUR_ASYNC) {
 		snprintf(run->err, sizeof(run->err), "only async durability without the WAL daemon");
 		return -1;
 	}
+#endif
 	snprintf(st->name, sizeof(st->name), "/flashbench-%d-%u", (int)getpid(), seq++);
 	st->cap = run->order_reqs + 1024;
 	flash_seg_opts_default(&o);
@@ -79,8 +202,10 @@ static int flash_setup(struct bench_run *run)
 	o.max_requests = (uint32_t)st->cap;
 	o.max_locks = 16;
 	o.max_procs = nw + 4;
-	o.ring_records = 1u << 17;
-	o.durability = FLASH_DURABILITY_ASYNC;
+	/* a ring absorbs what its buyer makes between two drains: few buyers
+	 * make many each; sync buyers have one order in flight */
+	o.ring_records = nw <= 8 ? 1u << 17 : 1u << 13;
+	o.durability = run->dur == BENCH_DUR_SYNC ? FLASH_DURABILITY_SYNC : FLASH_DURABILITY_ASYNC;
 	st->nslots = o.max_procs;
 	st->slot_seq = calloc(o.max_procs, sizeof(uint64_t));
 	st->slot_done = calloc(o.max_procs, sizeof(uint64_t));
@@ -118,6 +243,10 @@ static int flash_setup(struct bench_run *run)
 			return -1;
 		}
 	}
+#ifdef BENCH_HAVE_SERVE
+	if (start_daemon(run, st) != 0)
+		return -1;
+#endif
 	/* memory: segment bytes per order slot (all tables are sized from it) */
 	snprintf(path, sizeof(path), "/dev/shm%s", st->name);
 	fd = open(path, O_RDONLY);
@@ -161,6 +290,11 @@ static void flash_poll(struct bench_run *run)
 	struct flash_state *st = run->eng_state;
 	uint32_t got = 0, s;
 
+	if (st->daemon > 0) {   /* the daemon is the one consumer */
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+		return;
+	}
 	if (flash_ring_drain(st->h, drain_fn, st, 1u << 20, &got) != FLASH_OK)
 		got = 0;
 	for (s = 0; s < st->nslots; s++)
@@ -270,7 +404,16 @@ static int flash_verify(struct bench_run *run, struct bench_check *out)
 	uint32_t i;
 
 	memset(out, 0, sizeof(*out));
-	flash_poll(run);
+#ifdef BENCH_HAVE_SERVE
+	if (st->daemon > 0) {
+		struct wal_replay_report rep;
+		if (stop_daemon(run, st) != 0)
+			return -1;
+		memset(&rep, 0, sizeof(rep));
+		st->wal_stop = wal_replay(st->wal_dir, 0, wal_count_fn, st, 0, &rep);
+	} else
+#endif
+		flash_poll(run);
 	n = flash_orders_max(st->h);
 	units = calloc(nsku + 1, sizeof(*units));
 	if (!units || bench_map_init(&users, n + 1)) {
@@ -317,15 +460,29 @@ static int flash_verify(struct bench_run *run, struct bench_check *out)
 			out->duplicates++;
 	for (i = 0; i < run->sh->sh_nworkers; i++)
 		busy += run->sh->sh_w[i].ws_busy;
-	snprintf(out->note, sizeof(out->note),
-	         "records drained: %llu orders, %llu cancels (%llu units net, table says %llu); "
-	         "ring-full retries %llu",
-	         (unsigned long long)st->drained[FLASH_REC_ORDER],
-	         (unsigned long long)st->drained[FLASH_REC_CANCEL],
-	         (unsigned long long)st->drained_units, (unsigned long long)out->sold,
-	         (unsigned long long)busy);
-	if (st->drained[FLASH_REC_ORDER] != out->orders || st->drained_units != out->sold)
-		out->mismatch += 1;   /* the records and the order table disagree */
+#ifdef BENCH_HAVE_SERVE
+	if (st->ctl) {
+		snprintf(out->note, sizeof(out->note),
+		         "consumer: the serve loop, WAL on disk: %llu order records in the WAL (order table: %llu), "
+		         "%llu group commits for %llu records; ring-full retries %llu",
+		         (unsigned long long)st->wal_orders, (unsigned long long)out->orders,
+		         (unsigned long long)st->ctl->stats.commits,
+		         (unsigned long long)st->ctl->stats.records, (unsigned long long)busy);
+		if (st->wal_stop != 0 || st->wal_orders != out->orders)
+			out->mismatch += 1;   /* the WAL and the order table disagree */
+	} else
+#endif
+	{
+		snprintf(out->note, sizeof(out->note),
+		         "consumer: the bench's own drain (no WAL): %llu orders, %llu cancels drained "
+		         "(%llu units net, table says %llu); ring-full retries %llu",
+		         (unsigned long long)st->drained[FLASH_REC_ORDER],
+		         (unsigned long long)st->drained[FLASH_REC_CANCEL],
+		         (unsigned long long)st->drained_units, (unsigned long long)out->sold,
+		         (unsigned long long)busy);
+		if (st->drained[FLASH_REC_ORDER] != out->orders || st->drained_units != out->sold)
+			out->mismatch += 1;   /* the records and the order table disagree */
+	}
 	free(units);
 	bench_map_free(&users);
 	return 0;
@@ -341,6 +498,14 @@ static void flash_teardown(struct bench_run *run)
 
 	if (!st)
 		return;
+#ifdef BENCH_HAVE_SERVE
+	if (st->daemon > 0)
+		stop_daemon(run, st);
+	if (st->ctl)
+		munmap(st->ctl, sizeof(*st->ctl));
+#endif
+	if (st->wal_dir[0])
+		bench_rmtree(st->wal_dir);
 	if (st->h)
 		flash_close(st->h);
 	if (st->created)
@@ -353,10 +518,15 @@ static void flash_teardown(struct bench_run *run)
 
 const struct bench_engine bench_eng_flash = {
 	.name = "flashstock",
+	.shape = flash_shape,
 	.setup = flash_setup,
 	.thread = flash_thread,
 	.poll = flash_poll,
 	.verify = flash_verify,
 	.teardown = flash_teardown,
+#ifdef BENCH_HAVE_SERVE
+	.durs = (1u << BENCH_DUR_ASYNC) | (1u << BENCH_DUR_SYNC),
+#else
 	.durs = 1u << BENCH_DUR_ASYNC,
+#endif
 };
