@@ -22,6 +22,7 @@
 #include "helpers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <signal.h>
@@ -432,6 +433,78 @@ static void test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units
 }
 
 /*
+ * Activity scope across two skus: K counts a user's orders in both.  Each
+ * process tries every user on both skus; stock never grows, so at the end a
+ * user below K has met only sold-out skus: sold == min(users * K, units).
+ */
+struct two {
+	const char *name;
+	uint32_t users;
+};
+
+static int two_buyer(int i, void *arg)
+{
+	const struct two *t = arg;
+	flash_t *h = NULL;
+
+	if (flash_open(t->name, 0, &h) != FLASH_OK)
+		return 10;
+	for (uint32_t j = 0; j < 2 * t->users; j++) {
+		uint64_t u = 1 + (j / 2 + (uint64_t)i * 53) % t->users;
+		uint32_t sku = ((j + (uint32_t)i) & 1) ? 11 : 10;
+		int rc = t_order(h, 1, sku, u, 1, 0, 0, NULL);
+
+		if (rc != FLASH_OK && rc != FLASH_ELIMIT && rc != FLASH_ESOLD_OUT)
+			return 11;
+	}
+	flash_close(h);
+	return 0;
+}
+
+static void test_activity_scope_limit_holds_across_two_skus(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct two t;
+	struct t_recs recs = { 0 };
+	struct t_ledger l10, l11;
+	pid_t pids[NPROC];
+	int go;
+	const uint32_t users = 4000;
+	uint8_t *held = calloc(users + 1, 1);
+
+	assert_non_null(held);
+	hammer_opts(&o);
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 1500, 1), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 11, 1500, 4), FLASH_OK);
+	t.name = name;
+	t.users = users;
+	assert_int_equal(t_fork_start(NPROC, two_buyer, &t, pids, &go), 0);
+	t_fork_go(go);
+	assert_int_equal(t_wait_all(NPROC, pids), 0);
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, &recs, 1, 10, 1, &l10), 0);
+	assert_int_equal(t_ledger_check(h, &recs, 1, 11, 1, &l11), 0);
+	assert_int_equal(l10.active_qty + l11.active_qty, 3000);
+	/* one order per user over both skus */
+	for (uint64_t no = 1; no <= flash_orders_max(h); no++) {
+		struct flash_order_info oi;
+
+		assert_int_equal(flash_order_get(h, no, &oi), FLASH_OK);
+		if (oi.state != FLASH_ORDER_ACTIVE)
+			continue;
+		assert_true(oi.user_id >= 1 && oi.user_id <= users);
+		assert_int_equal(held[oi.user_id], 0);
+		held[oi.user_id] = 1;
+	}
+	free(held);
+	t_recs_free(&recs);
+}
+
+/*
  * Keep the sku at its sell-out edge while every process fights for it: a
  * feeder restocks one unit at a time, NPROC buyers order one unit at a
  * time, so nearly every deduct races for the last unit.  The order table
@@ -561,6 +634,7 @@ int main(void)
 		T(test_concurrent_cancels_return_each_unit_once_sharded),
 		T(test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units),
 		T(test_buyers_racing_a_restock_feeder_at_the_sell_out_edge_never_oversell),
+		T(test_activity_scope_limit_holds_across_two_skus),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
