@@ -241,15 +241,17 @@ int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out)
 
 static int sku_info(flash_t *h, const struct fs_sku *s, struct flash_sku_info *out)
 {
-	if (!fs_sku_ok(h, s))
+	uint32_t base, n;
+
+	if (!fs_sku_range(h, s, &base, &n))
 		return FLASH_ECORRUPT;
 	memset(out, 0, sizeof(*out));
 	out->activity_id = s->activity_id;
 	out->sku_id = s->sku_id;
-	out->shards = s->nshards;
+	out->shards = n;
 	out->total = ck_pr_load_64(&s->total.value);
 	for (uint32_t k = 0; k < out->shards; k++)
-		out->available += ck_pr_load_64(&h->shard[s->shard0 + k].c.value);
+		out->available += ck_pr_load_64(&h->shard[base + k].c.value);
 	return FLASH_OK;
 }
 

@@ -321,7 +321,7 @@ void fs_admin_unlock(flash_t *h);
 /* stock.c */
 void fs_help_mark(flash_t *h, uint64_t tag);
 int fs_counter_apply(flash_t *h, uint32_t target, int64_t delta, int may_fail);
-int fs_stock_take(flash_t *h, const struct fs_sku *s, uint64_t qty, uint64_t hint);
+int fs_stock_take(flash_t *h, uint32_t base, uint32_t n, uint64_t qty, uint64_t hint);
 void fs_intents_undo(flash_t *h, struct fs_journal *j);
 int fs_intent_applied(flash_t *h, uint32_t slot, const struct fs_intent *in);
 int fs_intent_add(struct fs_journal *j, uint32_t target, int64_t delta, uint32_t post);
@@ -391,12 +391,15 @@ static inline int fs_cas2(struct fs_counter *c, struct fs_counter *expect, const
 	                            (uint64_t *)(void *)set, (uint64_t *)(void *)expect);
 }
 
-/* A sku's shard range, read from the segment, must lie inside the shard region. */
-static inline int fs_sku_ok(const flash_t *h, const struct fs_sku *s)
+/*
+ * A sku's shard range, loaded once from the segment into locals and checked
+ * there: callers use *base and *n, never the fields again (no double fetch).
+ */
+static inline int fs_sku_range(const flash_t *h, const struct fs_sku *s, uint32_t *base, uint32_t *n)
 {
-	uint32_t n = ck_pr_load_32((uint32_t *)&s->nshards), b = ck_pr_load_32((uint32_t *)&s->shard0);
-
-	return n > 0 && n <= FLASH_SHARDS_MAX && b < h->shard_cap && n <= h->shard_cap - b;
+	*n = ck_pr_load_32((uint32_t *)&s->nshards);
+	*base = ck_pr_load_32((uint32_t *)&s->shard0);
+	return *n > 0 && *n <= FLASH_SHARDS_MAX && *base < h->shard_cap && *n <= h->shard_cap - *base;
 }
 
 static inline uint64_t fs_next_seq(flash_t *h)

@@ -58,34 +58,39 @@ static inline void cas_state(uint64_t *w, uint64_t from, uint64_t to)
 
 void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 {
+	/* journal indices: loaded once, checked, then used (no double fetch) */
+	uint32_t oi = ck_pr_load_32(&j->order_idx), ui = ck_pr_load_32(&j->user_idx);
+	uint32_t ti = ck_pr_load_32(&j->tok_idx), ri = ck_pr_load_32(&j->req_idx);
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 
 	(void)slot;
-	if (j->order_idx < h->ord_cap)
-		cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_ACTIVE, 0));
+	if (oi < h->ord_cap)
+		cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_ACTIVE, 0));
 	FS_CRASH("order", 20);
-	if (j->user_idx <= h->user_mask)
-		cas_state(&h->user[j->user_idx].state, pend, FS_MK(FS_K_DONE, j->order_idx));
+	if (ui <= h->user_mask)
+		cas_state(&h->user[ui].state, pend, FS_MK(FS_K_DONE, oi));
 	FS_CRASH("order", 21);
-	if (j->tok_idx != FS_NONE)
-		fs_token_move(h, j->tok_idx, j->tok_id, pend, FS_MK(FS_K_USED, 0));
+	if (ti != FS_NONE)
+		fs_token_move(h, ti, j->tok_id, pend, FS_MK(FS_K_USED, 0));
 	FS_CRASH("order", 22);
-	if (j->req_idx <= h->req_mask)
-		cas_state(&h->req[j->req_idx].state, pend,
+	if (ri <= h->req_mask)
+		cas_state(&h->req[ri].state, pend,
 		          FS_MK(FS_K_DONE, FS_REQ_VAL(FLASH_OK, j->rec.limit_slot, j->rec.order_no)));
 }
 
 void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot)
 {
+	/* journal indices: loaded once, checked, then used (no double fetch) */
+	uint32_t oi = ck_pr_load_32(&j->order_idx), ui = ck_pr_load_32(&j->user_idx);
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 
 	fs_intents_run_post(h, j, slot);
 	FS_CRASH("cancel", 20);
-	if (j->quota_return && j->user_idx <= h->user_mask)
-		cas_state(&h->user[j->user_idx].state, FS_MK(FS_K_DONE, j->order_idx), FS_MK(FS_K_FREE, 0));
+	if (j->quota_return && ui <= h->user_mask)
+		cas_state(&h->user[ui].state, FS_MK(FS_K_DONE, oi), FS_MK(FS_K_FREE, 0));
 	FS_CRASH("cancel", 21);
-	if (j->order_idx < h->ord_cap)
-		cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_CANCELLED, 0));
+	if (oi < h->ord_cap)
+		cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_CANCELLED, 0));
 }
 
 void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
@@ -102,6 +107,9 @@ void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
  */
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed)
 {
+	/* journal indices: loaded once, checked, then used (no double fetch) */
+	uint32_t oi = ck_pr_load_32(&j->order_idx), ui = ck_pr_load_32(&j->user_idx);
+	uint32_t ti = ck_pr_load_32(&j->tok_idx), ri = ck_pr_load_32(&j->req_idx);
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 	int rc = (int16_t)j->rec.flags;   /* outcome, stored there by the owner */
 
@@ -110,10 +118,10 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 	case FS_OP_ORDER:
 		fs_intents_undo(h, j);
 		FS_CRASH("order_undo", 1);
-		if (j->order_idx < h->ord_cap)
-			cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_EMPTY, 0));
-		if (j->user_idx <= h->user_mask) {
-			struct fs_kent *e = &h->user[j->user_idx];
+		if (oi < h->ord_cap)
+			cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_EMPTY, 0));
+		if (ui <= h->user_mask) {
+			struct fs_kent *e = &h->user[ui];
 
 			cas_state(&e->state, pend, FS_MK(FS_K_FREE, 0));
 			/* an insert that died before publishing its key */
@@ -121,12 +129,12 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 				ck_pr_dec_32(&h->hdr->users_used);
 		}
 		FS_CRASH("order_undo", 2);
-		if (j->tok_idx != FS_NONE)
-			fs_token_move(h, j->tok_idx, j->tok_id, pend,
+		if (ti != FS_NONE)
+			fs_token_move(h, ti, j->tok_id, pend,
 			         crashed ? FS_MK(FS_K_FREE, 0) : FS_MK(FS_K_USED, 0));
 		FS_CRASH("order_undo", 3);
-		if (j->req_idx <= h->req_mask) {
-			struct fs_kent *e = &h->req[j->req_idx];
+		if (ri <= h->req_mask) {
+			struct fs_kent *e = &h->req[ri];
 			int keep = !crashed && rc != FLASH_EFULL && rc != FLASH_EBUSY && rc != FLASH_ECORRUPT;
 
 			cas_state(&e->state, pend, keep ? FS_MK(FS_K_DONE, FS_REQ_VAL(rc, 0, 0))
@@ -136,8 +144,8 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		}
 		break;
 	case FS_OP_CANCEL:
-		if (j->order_idx < h->ord_cap)
-			cas_state(&h->ord[j->order_idx].state, pend, FS_MK(FS_K_ACTIVE, 0));
+		if (oi < h->ord_cap)
+			cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_ACTIVE, 0));
 		break;
 	case FS_OP_RESTOCK:
 		fs_intents_undo(h, j);
@@ -310,12 +318,12 @@ static int limit_peek(flash_t *h, const struct flash_activity *a, const struct f
 	return FLASH_ELIMIT;
 }
 
-static int stock_peek(flash_t *h, const struct fs_sku *s, uint64_t qty)
+static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
 {
 	uint64_t sum = 0;
 
-	for (uint32_t k = 0; k < s->nshards; k++)   /* range checked by the caller */
-		sum += ck_pr_load_64(&h->shard[s->shard0 + k].c.value);
+	for (uint32_t k = 0; k < n; k++)   /* range checked by the caller */
+		sum += ck_pr_load_64(&h->shard[base + k].c.value);
 	return sum >= qty ? FLASH_OK : FLASH_ESOLD_OUT;
 }
 
@@ -388,7 +396,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	const struct fs_sku *sku;
 	struct fs_journal *j;
 	struct fs_order *o;
-	uint32_t si, lslot = 0, day;
+	uint32_t si, lslot = 0, day, base, nsh;
 	uint64_t ono;
 	int64_t now;
 	int rc;
@@ -406,7 +414,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		return FLASH_ENOT_FOUND;
 	if (r->qty > act->a.max_qty)
 		return FLASH_EINVAL;
-	if (!fs_sku_ok(h, sku))
+	if (!fs_sku_range(h, sku, &base, &nsh))
 		return FLASH_ECORRUPT;
 	if (r->request_id != 0 && h->replay == NULL && (rc = req_peek(h, r, res)) != FLASH_OK)
 		return rc;
@@ -452,7 +460,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	}
 	day = h->replay ? h->replay->biz_day : fs_biz_day(&act->a, now);
 	if ((rc = limit_peek(h, &act->a, r, day)) != FLASH_OK ||
-	    (rc = stock_peek(h, sku, r->qty)) != FLASH_OK) {
+	    (rc = stock_peek(h, base, nsh, r->qty)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
 		else
@@ -465,7 +473,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		goto fail;
 	}
 	FS_CRASH("order", 4);
-	if ((rc = fs_stock_take(h, sku, r->qty, fs_hash(r->user_id, 3, 4))) != FLASH_OK) {
+	if ((rc = fs_stock_take(h, base, nsh, r->qty, fs_hash(r->user_id, 3, 4))) != FLASH_OK) {
 		if (rc == FLASH_ESOLD_OUT)
 			h->me->st.sold_out++;
 		goto fail;
@@ -488,7 +496,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	o->user_idx = j->user_idx;
 	o->created_ns = now;
 	o->sku_idx = si;
-	o->shard = sku->shard0 + (uint32_t)(fs_hash(r->user_id, 3, 4) % sku->nshards);
+	o->shard = base + (uint32_t)(fs_hash(r->user_id, 3, 4) % nsh);
 	ck_pr_fence_store();
 	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
 	FS_CRASH("order", 6);
@@ -533,7 +541,7 @@ fail:
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 {
 	struct fs_journal *j;
-	struct fs_order *o;
+	struct fs_order *o, oc;
 	const struct fs_act *act;
 	uint64_t s;
 	int rc;
@@ -575,27 +583,29 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 			break;
 	}
 	FS_CRASH("cancel", 1);
-	/* the order is ours: its fields are stable; check before use */
-	if (o->sku_idx >= h->sku_cap || o->shard >= h->shard_cap ||
-	    (act = fs_act_find(h, o->activity_id, NULL)) == NULL) {
+	/* the order is ours: copy it once, check the copy, use only the copy */
+	oc = *o;
+	if (oc.sku_idx >= h->sku_cap || oc.shard >= h->shard_cap ||
+	    (oc.user_idx != FS_NONE && oc.user_idx > h->user_mask) ||
+	    (act = fs_act_find(h, oc.activity_id, NULL)) == NULL) {
 		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
 		op_end(h);
 		return FLASH_ECORRUPT;
 	}
-	j->sku_idx = o->sku_idx;
-	j->user_idx = o->user_idx;
+	j->sku_idx = oc.sku_idx;
+	j->user_idx = oc.user_idx;
 	j->quota_return = (act->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
-	fs_intent_add(j, o->shard, (int64_t)o->qty, 1);
+	fs_intent_add(j, oc.shard, (int64_t)oc.qty, 1);
 	memset(&j->rec, 0, sizeof(j->rec));
 	j->rec.type = FLASH_REC_CANCEL;
-	j->rec.activity_id = o->activity_id;
-	j->rec.sku_id = o->sku_id;
-	j->rec.qty = o->qty;
+	j->rec.activity_id = oc.activity_id;
+	j->rec.sku_id = oc.sku_id;
+	j->rec.qty = oc.qty;
 	j->rec.order_no = order_no;
-	j->rec.user_id = o->user_id;
+	j->rec.user_id = oc.user_id;
 	j->rec.ts_ns = fs_now_ns();
-	j->rec.biz_day = o->biz_day;
-	j->rec.limit_slot = (uint16_t)o->limit_slot;
+	j->rec.biz_day = oc.biz_day;
+	j->rec.limit_slot = (uint16_t)oc.limit_slot;
 	j->rec.flags = (uint16_t)j->quota_return;
 	FS_CRASH("cancel", 2);
 	fs_commit(h);                             /* COMMIT */
@@ -605,7 +615,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	op_end(h);
 	h->me->st.cancels++;
 	if (units_returned)
-		*units_returned = o->qty;
+		*units_returned = oc.qty;
 	return FLASH_OK;
 }
 
@@ -615,7 +625,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 {
 	const struct fs_sku *sku;
 	struct fs_journal *j;
-	uint32_t si;
+	uint32_t si, base, n;
 	int rc;
 
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
@@ -624,7 +634,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 		return FLASH_EINVAL;
 	if ((sku = fs_sku_find(h, activity_id, sku_id, &si)) == NULL)
 		return FLASH_ENOT_FOUND;
-	if (!fs_sku_ok(h, sku))
+	if (!fs_sku_range(h, sku, &base, &n))
 		return FLASH_ECORRUPT;
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
@@ -633,7 +643,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 	j->sku_idx = si;
 	if (delta < 0) {
 		/* decreases first, before the commit point: undone on failure */
-		if ((rc = fs_stock_take(h, sku, (uint64_t)-delta, 0)) != FLASH_OK) {
+		if ((rc = fs_stock_take(h, base, n, (uint64_t)-delta, 0)) != FLASH_OK) {
 			fs_op_rollback(h, j, (uint32_t)h->slot, 0);
 			op_end(h);
 			return rc;
@@ -641,14 +651,12 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 		FS_CRASH("restock", 1);
 		fs_intent_add(j, FS_TOTAL_BIT | si, delta, 1);
 	} else {
-		uint32_t n = sku->nshards;
-
 		fs_intent_add(j, FS_TOTAL_BIT | si, delta, 1);
 		for (uint32_t k = 0; k < n; k++) {
 			int64_t part = delta / n + ((uint64_t)k < (uint64_t)delta % n ? 1 : 0);
 
 			if (part > 0)
-				fs_intent_add(j, sku->shard0 + k, part, 1);
+				fs_intent_add(j, base + k, part, 1);
 		}
 	}
 	memset(&j->rec, 0, sizeof(j->rec));

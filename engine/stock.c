@@ -142,19 +142,18 @@ int fs_counter_apply(flash_t *h, uint32_t target, int64_t delta, int may_fail)
 }
 
 /*
- * Take @p qty units of sku @p s: from the home shard (chosen by @p hint) if it
+ * Take @p qty units from the shards [@p base, @p base + @p n) of a sku (a range
+ * the caller loaded once and checked with fs_sku_range): from the home shard (chosen by @p hint) if it
  * has them, else from the first shard that has them, else from several
  * shards together; never SOLD_OUT while the shards together hold qty.
  * On failure everything taken is given back (journaled too).
  */
-int fs_stock_take(flash_t *h, const struct fs_sku *s, uint64_t qty, uint64_t hint)
+int fs_stock_take(flash_t *h, uint32_t base, uint32_t n, uint64_t qty, uint64_t hint)
 {
-	uint32_t n = s->nshards, base = s->shard0, home;
+	uint32_t home;
 	uint64_t sum, got;
 	int rc;
 
-	if (!fs_sku_ok(h, s))
-		return FLASH_ECORRUPT;
 	home = (uint32_t)(hint % n);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t sh = base + (home + k) % n;
