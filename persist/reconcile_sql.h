@@ -3,7 +3,9 @@
  *
  * Read-only queries over the applier's tables (see mysql_apply.h), each one
  * statement, so each answer is one consistent snapshot (InnoDB consistent
- * read).  The reconciler compares these figures with the segment and with
+ * read).  `orders` has no (activity, sku) index (it would slow every insert
+ * of the applier), so the per-sku sums scan the table: meant for the
+ * periodic reconcile, not for a hot path.  The reconciler compares these figures with the segment and with
  * the state folded from the WAL; nothing here decides what is a difference.
  *
  * Arrays returned through @p out are malloc'ed; free them with free().
