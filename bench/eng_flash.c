@@ -191,7 +191,9 @@ static int flash_setup(struct bench_run *run)
 	}
 #endif
 	snprintf(st->name, sizeof(st->name), "/flashbench-%d-%u", (int)getpid(), seq++);
-	st->cap = run->order_reqs + 1024;
+	/* order numbers go to handles in chunks (64 in this engine): each
+	 * handle may leave up to a chunk unused, so leave room for that */
+	st->cap = run->order_reqs + (uint64_t)(nw + 4) * 128 + 1024;
 	flash_seg_opts_default(&o);
 	o.max_activities = 4;
 	o.max_skus = nsku + 4;
