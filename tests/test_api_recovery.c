@@ -97,8 +97,11 @@ static void test_child_exiting_without_close_is_recovered_once_and_keeps_its_ord
 }
 
 /* A child that orders users first_user.. in a tight loop and tells the parent
- * (one byte on @p fd) when it is well under way. */
-static void child_order_loop(const char *name, uint32_t act, uint64_t first_user, int n, int fd)
+ * (one byte on @p fd) when it is well under way.  With @p mix it also
+ * cancels every other order and restocks +1 / -1 now and then, so that a
+ * kill can land inside a cancel or a restock too. */
+static void child_order_loop(const char *name, uint32_t act, uint64_t first_user, int n, int fd,
+                             int mix)
 {
 	flash_t *h = NULL;
 	char c = 'R';
@@ -106,12 +109,21 @@ static void child_order_loop(const char *name, uint32_t act, uint64_t first_user
 	if (flash_open(name, 0, &h) != FLASH_OK)
 		_exit(1);
 	for (int i = 0; i < n; i++) {
-		int rc = t_order(h, act, 10, first_user + (uint64_t)i, 1, 0, 0, NULL);
+		struct flash_order_res res;
+		int rc = t_order(h, act, 10, first_user + (uint64_t)i, 1, 0, 0, &res);
 
 		if (rc != FLASH_OK)
 			_exit(2);
 		if (i == 100 && write(fd, &c, 1) != 1)
 			_exit(3);
+		if (!mix)
+			continue;
+		if (i % 2 == 1 && flash_cancel(h, res.order_no, NULL) != FLASH_OK)
+			_exit(4);
+		if (i % 10 == 0 && flash_restock(h, act, 10, 1) != FLASH_OK)
+			_exit(5);
+		if (i % 10 == 5 && flash_restock(h, act, 10, -1) != FLASH_OK)
+			_exit(6);
 	}
 	for (;;)
 		pause();
@@ -119,7 +131,14 @@ static void child_order_loop(const char *name, uint32_t act, uint64_t first_user
 
 #define LOOP_USERS 5000
 
-static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **state)
+/*
+ * Rounds of: a child runs the loop above, is killed -9 after a varying
+ * delay, the parent recovers it and checks the ledger (stock, records, limit
+ * slots), then offers every user the child reached one more order: a user
+ * holding an active order gets ELIMIT, every other gets OK (quota that a
+ * rolled-back order or a cancel freed is free exactly once).
+ */
+static void kill_rounds(int mix)
 {
 	char name[64];
 	struct flash_seg_opts o;
@@ -136,19 +155,20 @@ static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **s
 	o.max_skus = 16;
 	o.max_orders = 1u << 17;
 	o.max_users = 1u << 17;
-	o.ring_records = 8192;
+	o.ring_records = 16384;
 	h = t_seg_new(&o, name, sizeof name);
 
 	for (int round = 0; round < rounds; round++) {
 		uint32_t act = (uint32_t)round + 1, n = 0;
-		uint64_t base = 1000000ull * (uint64_t)(round + 1);
+		uint64_t base = 1000000ull * (uint64_t)(round + 1), reach = 0;
 		struct flash_stats st0, st;
 		struct t_ledger lg;
 		int p[2], status = 0;
 		char c;
 		pid_t pid;
 
-		assert_int_equal(t_activity(h, act, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+		assert_int_equal(t_activity(h, act, 1, 1, FLASH_SCOPE_ACTIVITY,
+		                            mix ? FLASH_ACT_CANCEL_RETURNS_QUOTA : 0), FLASH_OK);
 		assert_int_equal(flash_sku_add(h, act, 10, 1000000, 4), FLASH_OK);
 		assert_int_equal(flash_stats_get(h, &st0), FLASH_OK);
 		assert_int_equal(pipe(p), 0);
@@ -157,7 +177,7 @@ static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **s
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			close(p[0]);
-			child_order_loop(name, act, base, LOOP_USERS, p[1]);
+			child_order_loop(name, act, base, LOOP_USERS, p[1], mix);
 		}
 		close(p[1]);
 		assert_int_equal(read(p[0], &c, 1), 1);
@@ -176,25 +196,27 @@ static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **s
 
 		assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
 		assert_int_equal(t_ledger_check(h, &recs, act, 10, 1, &lg), 0);
-		assert_true(lg.active_orders >= 101);
-		print_message("      round %d: %llu orders kept, %llu rolled back, %llu forward\n",
-		              round, (unsigned long long)lg.active_orders,
+		assert_true(lg.active_orders + lg.cancelled_orders >= 101);
+		print_message("      round %d: %llu orders kept, %llu cancelled, %llu rolled back, "
+		              "%llu forward\n", round, (unsigned long long)lg.active_orders,
+		              (unsigned long long)lg.cancelled_orders,
 		              (unsigned long long)(st.rolled_back - st0.rolled_back),
 		              (unsigned long long)(st.rolled_forward - st0.rolled_forward));
 
-		/* every user the dead child reached either holds an order or gets
-		 * its quota back: nothing is left half-taken */
 		memset(had, 0, LOOP_USERS + 8);
 		for (uint64_t no = 1; no <= flash_orders_max(h); no++) {
 			struct flash_order_info oi;
 
 			assert_int_equal(flash_order_get(h, no, &oi), FLASH_OK);
-			if (oi.state == FLASH_ORDER_ACTIVE && oi.activity_id == act) {
-				assert_true(oi.user_id >= base && oi.user_id < base + LOOP_USERS);
+			if (oi.state == FLASH_ORDER_NONE || oi.activity_id != act)
+				continue;
+			assert_true(oi.user_id >= base && oi.user_id < base + LOOP_USERS);
+			if (oi.user_id - base + 1 > reach)
+				reach = oi.user_id - base + 1;
+			if (oi.state == FLASH_ORDER_ACTIVE)
 				had[oi.user_id - base] = 1;
-			}
 		}
-		for (uint64_t i = 0; i < lg.active_orders + 2 && i < LOOP_USERS; i++) {
+		for (uint64_t i = 0; i < reach + 2 && i < LOOP_USERS; i++) {
 			int rc = t_order(h, act, 10, base + i, 1, 0, 0, NULL);
 
 			assert_int_equal(rc, had[i] ? FLASH_ELIMIT : FLASH_OK);
@@ -205,6 +227,16 @@ static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **s
 	alarm(0);
 	free(had);
 	t_recs_free(&recs);
+}
+
+static void test_kill9_in_order_loop_then_recover_keeps_every_invariant(void **state)
+{
+	kill_rounds(0);
+}
+
+static void test_kill9_among_orders_cancels_and_restocks_then_recover_keeps_every_invariant(void **state)
+{
+	kill_rounds(1);
 }
 
 static void test_open_recovers_a_killed_handle(void **state)
@@ -226,7 +258,7 @@ static void test_open_recovers_a_killed_handle(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(p[0]);
-		child_order_loop(name, 1, 1, 1000, p[1]);
+		child_order_loop(name, 1, 1, 1000, p[1], 0);
 	}
 	close(p[1]);
 	assert_int_equal(read(p[0], &c, 1), 1);
@@ -385,6 +417,7 @@ int main(void)
 		T(test_recover_without_dead_handles_recovers_nothing),
 		T(test_child_exiting_without_close_is_recovered_once_and_keeps_its_orders),
 		T(test_kill9_in_order_loop_then_recover_keeps_every_invariant),
+		T(test_kill9_among_orders_cancels_and_restocks_then_recover_keeps_every_invariant),
 		T(test_open_recovers_a_killed_handle),
 		T(test_slot_of_a_dead_handle_is_reused_and_its_record_seq_continues),
 		T(test_order_with_out_of_bounds_sku_index_gives_ecorrupt_on_cancel),
