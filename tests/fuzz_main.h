@@ -12,8 +12,9 @@
  * generator, so a run is repeatable byte for byte.  The mutations are the
  * usual ones (bit flips, interesting values, inserts, deletes, copies,
  * truncation) plus a flip of the first two bytes, which every target here
- * reads as its control bytes.  A broken promise aborts inside the target;
- * reaching the end prints one line and exits 0.
+ * reads as its control bytes.  A broken promise aborts inside the target,
+ * an input running over 10 s counts as a hang; either way the input is saved
+ * as ./fuzz-crash-<pid>.  Reaching the end prints one line and exits 0.
  *
  * The target may define FUZZ_MAIN_HOOK(argc, argv): it runs first and, when
  * it returns >= 0, ends the program with that status (corpus makers).
@@ -152,11 +153,26 @@ static void fz_on_fault(int sig)
 	raise(sig);
 }
 
+/* An input still running after FZ_INPUT_SECONDS hangs: that is a failure too. */
+#define FZ_INPUT_SECONDS 10
+
+static void fz_on_alarm(int sig)
+{
+	static const char m[] = "input still running after 10 s: a hang\n";
+
+	(void)sig;
+	if (write(2, m, sizeof(m) - 1) < 0)
+		(void)0;
+	fz_on_fault(SIGABRT);
+}
+
 static void fz_run(const uint8_t *p, size_t n)
 {
 	fz_cur = p;
 	fz_cur_n = n;
+	alarm(FZ_INPUT_SECONDS);
 	LLVMFuzzerTestOneInput(p, n);
+	alarm(0);
 }
 
 /* One mutation of @p buf (length *len, capacity FZ_INPUT_MAX). */
@@ -246,14 +262,17 @@ int main(int argc, char **argv)
 	signal(SIGABRT, fz_on_fault);
 	signal(SIGSEGV, fz_on_fault);
 	signal(SIGBUS, fz_on_fault);
+	signal(SIGALRM, fz_on_alarm);
 	if (a < argc && argv[a][0] >= '0' && argv[a][0] <= '9')
 		rounds = strtoul(argv[a++], NULL, 10);
-	for (; a < argc; a++)
-		fz_seed_add(argv[a]);
-	if (fz_nseeds == 0) {
+	if (a == argc) {
 		fprintf(stderr, "usage: %s [rounds] corpus-file-or-dir...\n", argv[0]);
 		return 2;
 	}
+	for (; a < argc; a++)
+		fz_seed_add(argv[a]);
+	if (fz_nseeds == 0)
+		rounds = 0;        /* an empty directory: nothing to run, nothing to mutate */
 	for (size_t s = 0; s < fz_nseeds; s++)
 		fz_run(fz_seeds[s].p, fz_seeds[s].n);
 	for (i = 0; i < rounds; i++) {

@@ -5,7 +5,7 @@
 # usage: tests/fuzz_run.sh BUILD_DIR [RUNS] [libFuzzer flags ...]
 #   BUILD_DIR  configured with -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON,
 #              targets fuzz_wal, fuzz_attach (and fuzz_csv) built
-#   RUNS       executions per target (default 60000); 0 with
+#   RUNS       executions per target (default 60000); -1 with
 #              -max_total_time=SECONDS for a timed run
 # Environment: FUZZ_TARGETS (default "wal attach csv"; a missing binary is
 # skipped with a note), FUZZ_KEEP=DIR keeps the inputs that found new

@@ -41,5 +41,12 @@ else()
   # corpus + mutations; each run is the same bytes every time
   add_test(NAME fuzz_wal_replay COMMAND fuzz_wal 3000 ${FLASH_FUZZ_CORPUS}/wal)
   add_test(NAME fuzz_attach_replay COMMAND fuzz_attach 3000 ${FLASH_FUZZ_CORPUS}/attach)
-  set_tests_properties(fuzz_wal_replay fuzz_attach_replay PROPERTIES TIMEOUT 300)
+  # reproducers of open bugs, tests/corpus/<target>-open/: each test fails
+  # until its bugs are fixed (the fold's signed overflow shows under
+  # -DFLASH_SANITIZE=ON only); a fixed bug's file then moves into
+  # tests/corpus/<target>/ and stays as a regression seed
+  add_test(NAME fuzz_wal_open_bugs COMMAND fuzz_wal 0 ${FLASH_FUZZ_CORPUS}/wal-open)
+  add_test(NAME fuzz_attach_open_bugs COMMAND fuzz_attach 0 ${FLASH_FUZZ_CORPUS}/attach-open)
+  set_tests_properties(fuzz_wal_replay fuzz_attach_replay fuzz_wal_open_bugs fuzz_attach_open_bugs
+                       PROPERTIES TIMEOUT 300)
 endif()
