@@ -21,3 +21,10 @@ foreach(src ${FLASH_MYSQL_TESTS})
   set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
                        ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR};FLASH_TEST_MARIADB_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh")
 endforeach()
+
+# The fixture script itself: two instances at once, no TCP, idempotent,
+# foreign directories refused, nothing left running.
+add_test(NAME mysql_fixture_script
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mysql_fixture_test.sh
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
+set_tests_properties(mysql_fixture_script PROPERTIES TIMEOUT 180)
