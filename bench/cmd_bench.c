@@ -70,7 +70,8 @@ static void usage(FILE *f, const char *argv0)
 "  -n, --ops N            measured ops per row over all threads (default: per\n"
 "                         engine, see --list)\n"
 "      --scale F          multiply the default op counts by F\n"
-"      --warmup N         unmeasured ops before them (default ops/10)\n"
+"      --warmup N         unmeasured ops before them (default ops/10; ops/100\n"
+"                         with --duration)\n"
 "  -D, --duration S       stop measuring after S seconds (ops becomes a cap)\n"
 "  -r, --rate R           open loop: R arrivals/s in total; latency is measured\n"
 "                         from each request's intended start (no coordinated\n"
@@ -327,7 +328,8 @@ int cmd_bench(int argc, char **argv)
 				c.ops = ops ? ops : (uint64_t)((double)ee->ops * scale);
 				if (c.ops < 1)
 					c.ops = 1;
-				c.warmup = warm != UINT64_MAX ? warm : c.ops / 10;
+				/* with --duration the ops count is only a cap: warm up less */
+				c.warmup = warm != UINT64_MAX ? warm : c.ops / (cfg.duration_s > 0 ? 100 : 10);
 				bench_run_one(ee->e, &c, wls[k], label, &rows[nrows]);
 				if (rows[nrows].failed) {
 					fprintf(stderr, "[bench] %s %s %s: FAILED: %s\n", ee->name,
