@@ -28,6 +28,6 @@ endif()
 # while another process calls every API; the caller must never leave its
 # mapping.  Meant for the ASan+UBSan build too.
 add_executable(scribble ${CMAKE_CURRENT_SOURCE_DIR}/scribble.c)
-target_link_libraries(scribble PRIVATE flashstock_static)
+target_link_libraries(scribble PRIVATE flashstock_static "-Wl,--wrap=mmap")
 add_test(NAME scribble COMMAND scribble 0.4)
 set_tests_properties(scribble PROPERTIES LABELS "engine;crash" TIMEOUT 120)

@@ -5,9 +5,9 @@
  * error codes; it must never read or write outside its mapping.
  *
  * How an access outside the mapping is caught: before the caller attaches it
- * reserves PROT_NONE guard pages and leaves a hole of exactly the segment's
- * size between them, where the kernel places the segment (checked: the test
- * says whether the guards sit right against the mapping).  A stray access
+ * reserves PROT_NONE guard pages, and the engine's mmap of the segment
+ * (wrapped: -Wl,--wrap=mmap) is placed between them (checked: the test says
+ * whether the guards sit right against the mapping).  A stray access
  * just past either end faults; under ASan (-DFLASH_SANITIZE=ON) a stray
  * access to the heap is reported with its stack.  The caller's death by any
  * signal, or an exit other than 0, fails the test and names the call it was
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,6 +96,17 @@ static void set_call(const char *c)
 
 /* ------------------------------------------------------------------ the scribbler */
 
+/*
+ * Half of the writes put a field back to its value when the scribbler
+ * started, so fields flip between sane and wild: a reader that checks a field
+ * and then reads it again (a double fetch) meets a wild value after a sane
+ * check.
+ */
+static char *g_snap;
+#define SET(p, v) do { __typeof__(&(p)) a_ = &(p); \
+		if (rnd() % 2) *a_ = (v); \
+		else *a_ = *(__typeof__(a_))(void *)(g_snap + ((char *)a_ - h->base)); } while (0)
+
 static void scribble_once(flash_t *h, int cls)
 {
 	int c = cls == C_ALL ? (int)(rnd() % C_ALL) : cls;
@@ -104,26 +116,26 @@ static void scribble_once(flash_t *h, int cls)
 		struct fs_order *o = &h->ord[rnd() % 64];   /* the orders in use */
 
 		switch (rnd() % 4) {
-		case 0: o->sku_idx = wild32(h->sku_cap); break;
-		case 1: o->user_idx = wild32(h->user_mask + 1); break;
-		case 2: o->shard = wild32(h->shard_cap); break;
-		default: o->qty = wild32(1000); break;
+		case 0: SET(o->sku_idx, wild32(h->sku_cap)); break;
+		case 1: SET(o->user_idx, wild32(h->user_mask + 1)); break;
+		case 2: SET(o->shard, wild32(h->shard_cap)); break;
+		default: SET(o->qty, wild32(1000)); break;
 		}
 		break;
 	}
 	case C_CATALOG_IDX:
 		if (rnd() % 2)
-			h->act_idx[rnd() % (h->act_idx_mask + 1)] = wild32(h->act_cap);
+			SET(h->act_idx[rnd() % (h->act_idx_mask + 1)], wild32(h->act_cap));
 		else
-			h->sku_idx[rnd() % (h->sku_idx_mask + 1)] = wild32(h->sku_cap);
+			SET(h->sku_idx[rnd() % (h->sku_idx_mask + 1)], wild32(h->sku_cap));
 		break;
 	case C_SKUS: {
 		struct fs_sku *s = &h->sku[rnd() % 4];
 
 		switch (rnd() % 3) {
-		case 0: s->shard0 = wild32(h->shard_cap); break;
-		case 1: s->nshards = wild32(FLASH_SHARDS_MAX); break;
-		default: s->act_idx = wild32(h->act_cap); break;
+		case 0: SET(s->shard0, wild32(h->shard_cap)); break;
+		case 1: SET(s->nshards, wild32(FLASH_SHARDS_MAX)); break;
+		default: SET(s->act_idx, wild32(h->act_cap)); break;
 		}
 		break;
 	}
@@ -131,24 +143,24 @@ static void scribble_once(flash_t *h, int cls)
 		struct fs_journal *j = &h->jr[rnd() % h->proc_cap];
 
 		switch (rnd() % 9) {
-		case 0: j->req_idx = wild32(h->req_mask + 1); break;
-		case 1: j->tok_idx = wild32(h->tok_mask + 1); break;
-		case 2: j->user_idx = wild32(h->user_mask + 1); break;
-		case 3: j->order_idx = wild32(h->ord_cap); break;
-		case 4: j->sku_idx = wild32(h->sku_cap); break;
-		case 5: j->n_int = wild32(FS_MAX_INTENTS); break;
-		case 6: j->in[rnd() % FS_MAX_INTENTS].shard = wild32(h->shard_cap); break;
-		case 7: j->phase = (uint32_t)(rnd() % 5); j->op = (uint32_t)(rnd() % 7); break;
-		default: j->ring_pos = (uint32_t)rnd(); break;
+		case 0: SET(j->req_idx, wild32(h->req_mask + 1)); break;
+		case 1: SET(j->tok_idx, wild32(h->tok_mask + 1)); break;
+		case 2: SET(j->user_idx, wild32(h->user_mask + 1)); break;
+		case 3: SET(j->order_idx, wild32(h->ord_cap)); break;
+		case 4: SET(j->sku_idx, wild32(h->sku_cap)); break;
+		case 5: SET(j->n_int, wild32(FS_MAX_INTENTS)); break;
+		case 6: SET(j->in[rnd() % FS_MAX_INTENTS].shard, wild32(h->shard_cap)); break;
+		case 7: SET(j->phase, (uint32_t)(rnd() % 5)); SET(j->op, (uint32_t)(rnd() % 7)); break;
+		default: SET(j->ring_pos, (uint32_t)rnd()); break;
 		}
 		break;
 	}
 	case C_TAGS:
 		switch (rnd() % 4) {
-		case 0: h->ord[rnd() % 64].state = wild_state(); break;
-		case 1: h->user[rnd() % (h->user_mask + 1)].state = wild_state(); break;
-		case 2: h->req[rnd() % (h->req_mask + 1)].state = wild_state(); break;
-		default: h->tok[rnd() % (h->tok_mask + 1)].state = wild_state(); break;
+		case 0: SET(h->ord[rnd() % 64].state, wild_state()); break;
+		case 1: SET(h->user[rnd() % (h->user_mask + 1)].state, wild_state()); break;
+		case 2: SET(h->req[rnd() % (h->req_mask + 1)].state, wild_state()); break;
+		default: SET(h->tok[rnd() % (h->tok_mask + 1)].state, wild_state()); break;
 		}
 		break;
 	default: {
@@ -157,15 +169,15 @@ static void scribble_once(flash_t *h, int cls)
 		                    (uint64_t)s * h->hdr->fx.region[FS_R_RING].elem_size);
 
 		switch (rnd() % 9) {
-		case 0: r->p_tail = (unsigned int)rnd(); break;
-		case 1: r->c_head = (unsigned int)rnd(); break;
-		case 2: h->proc[s].cons_seq = rnd() % 2 ? rnd() : rnd() % 4096; break;
-		case 3: h->hdr->n_act = wild32(h->act_cap); break;
-		case 4: h->hdr->n_sku = wild32(h->sku_cap); break;
-		case 5: h->hdr->n_shard = wild32(h->shard_cap); break;
-		case 6: h->hdr->order_next = rnd() % 2 ? rnd() : rnd() % (h->ord_cap + 100); break;
-		case 7: h->proc[s].order_next = rnd() % (h->ord_cap + 100); break;
-		default: h->proc[s].order_end = rnd() % 2 ? rnd() : rnd() % (h->ord_cap + 100); break;
+		case 0: SET(r->p_tail, (unsigned int)rnd()); break;
+		case 1: SET(r->c_head, (unsigned int)rnd()); break;
+		case 2: SET(h->proc[s].cons_seq, rnd() % 2 ? rnd() : rnd() % 4096); break;
+		case 3: SET(h->hdr->n_act, wild32(h->act_cap)); break;
+		case 4: SET(h->hdr->n_sku, wild32(h->sku_cap)); break;
+		case 5: SET(h->hdr->n_shard, wild32(h->shard_cap)); break;
+		case 6: SET(h->hdr->order_next, rnd() % 2 ? rnd() : rnd() % (h->ord_cap + 100)); break;
+		case 7: SET(h->proc[s].order_next, rnd() % (h->ord_cap + 100)); break;
+		default: SET(h->proc[s].order_end, rnd() % 2 ? rnd() : rnd() % (h->ord_cap + 100)); break;
 		}
 		break;
 	}
@@ -181,6 +193,10 @@ static int scribbler_main(const char *name, int cls, uint64_t seed)
 		return 3;
 	while (g_prog->calls == 0)      /* the caller is attached and running */
 		usleep(1000);
+	g_snap = malloc(h->size);
+	if (g_snap == NULL)
+		return 4;
+	memcpy(g_snap, h->base, h->size);
 	while (!g_prog->stop) {
 		scribble_once(h, cls);
 		if (rnd() % 16 == 0)
@@ -190,6 +206,30 @@ static int scribbler_main(const char *name, int cls, uint64_t seed)
 }
 
 /* ------------------------------------------------------------------ the caller */
+
+/*
+ * The engine's mmap calls come here (-Wl,--wrap=mmap): the caller's mapping
+ * of the segment is placed between its guard pages, replacing the middle of
+ * the PROT_NONE reservation.  Every other mapping is left alone.
+ */
+static char *g_hole;
+static uint64_t g_hole_len;
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if (g_hole != NULL && addr == NULL && fd >= 0 && (flags & MAP_SHARED) &&
+	    ((len + (size_t)pg - 1) & ~((size_t)pg - 1)) == g_hole_len) {
+		addr = g_hole;
+		flags |= MAP_FIXED;
+		g_hole = NULL;
+	}
+	return __real_mmap(addr, len, prot, flags, fd, off);
+}
 
 static int drain_fn(void *arg, const struct flash_record *rec, uint64_t seq)
 {
@@ -212,24 +252,17 @@ static int caller_main(const char *name, uint64_t seg_bytes, uint64_t seed)
 	uint64_t n = 0;
 
 	rng_state = seed | 1;
-	/* a PROT_NONE reservation with a hole of exactly the segment's size */
+	/* PROT_NONE guards, and between them the place where the segment will
+	 * be mapped: __wrap_mmap puts the engine's mapping of it there */
 	res = mmap(NULL, size + 2 * guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (res == MAP_FAILED)
 		return 4;
-	munmap(res + guard, size);
+	g_hole = res + guard;
+	g_hole_len = size;
 	set_call("flash_open");
 	if (flash_open(name, 0, &h) != FLASH_OK)
 		return 3;
 	g_prog->guarded = h->base == res + guard;
-	if (!g_prog->guarded) {
-		/* it landed elsewhere: guard wherever it is, if both sides are free */
-		char *lo = h->base - guard, *hi = h->base + size;
-
-		munmap(res, size + 2 * guard);
-		g_prog->guarded =
-		    mmap(lo, guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == lo &&
-		    mmap(hi, guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == hi;
-	}
 	for (;; n++) {
 		if (g_prog->stop)
 			return 0;
@@ -331,10 +364,13 @@ static pid_t spawn(int (*fn)(const char *, int, uint64_t), const char *name, int
 
 static uint64_t g_seg_bytes;
 static int g_stuck;
+static int g_errfd = -1;      /* the caller's stderr, a temporary file */
 
 static int caller_entry(const char *name, int cls, uint64_t seed)
 {
 	(void)cls;
+	if (g_errfd >= 0)
+		dup2(g_errfd, 2);
 	return caller_main(name, g_seg_bytes, seed);
 }
 
@@ -382,6 +418,13 @@ static int round_run(int cls, int64_t round_ms, uint64_t seed)
 	g_seg_bytes = st.segment_bytes;
 	memset((void *)g_prog, 0, sizeof *g_prog);
 
+	{
+		FILE *f = tmpfile();
+
+		g_errfd = f ? dup(fileno(f)) : -1;
+		if (f)
+			fclose(f);
+	}
 	caller = spawn(caller_entry, name, cls, seed);
 	scrib = spawn(scribbler_main, name, cls, seed * 7 + 1);
 	t0 = last_change = now_ms();
@@ -404,13 +447,19 @@ static int round_run(int cls, int64_t round_ms, uint64_t seed)
 	g_prog->stop = 1;
 	if (caller != 0 && !hung) {
 		int64_t t1 = now_ms();
+		struct stat sb;
+		int done = 0;
 
-		while (now_ms() - t1 < 30000 && waitpid(caller, &st_c, WNOHANG) != caller)
+		/* the current call ends within HANG_MS, unless it is stuck -- or the
+		 * caller is busy printing a sanitizer report (its stderr grows) */
+		while (!(done = waitpid(caller, &st_c, WNOHANG) == caller) &&
+		       (now_ms() - t1 < HANG_MS ||
+		        (now_ms() - t1 < 60000 && fstat(g_errfd, &sb) == 0 && sb.st_size > 0)))
 			usleep(10000);
-		if (now_ms() - t1 >= 30000)
-			hung = 1;
-		else
+		if (done)
 			caller = 0;
+		else
+			hung = 1;
 	}
 	if (caller != 0) {
 		if (hung && getenv("SCRIBBLE_GDB")) {
@@ -428,9 +477,16 @@ static int round_run(int cls, int64_t round_ms, uint64_t seed)
 		int st_s = 0;
 		int64_t t1 = now_ms();
 
-		while (now_ms() - t1 < 30000 && waitpid(scrib, &st_s, WNOHANG) != scrib)
+		while (now_ms() - t1 < 3000 && waitpid(scrib, &st_s, WNOHANG) != scrib)
 			usleep(10000);
-		if (now_ms() - t1 >= 30000) {
+		if (now_ms() - t1 >= 3000) {
+			if (getenv("SCRIBBLE_GDB")) {
+				char cmd[128];
+
+				snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex bt 2>/dev/null | grep '^#'", (int)scrib);
+				if (system(cmd) != 0)
+					printf("  (no stack)\n");
+			}
 			kill(scrib, SIGKILL);
 			waitpid(scrib, &st_s, 0);
 		}
@@ -438,6 +494,19 @@ static int round_run(int cls, int64_t round_ms, uint64_t seed)
 			printf("  SCRIBBLER ended with status 0x%x\n", st_s);
 			bad = 1;
 		}
+	}
+	if (g_errfd >= 0) {
+		/* whatever the caller printed (a sanitizer report) */
+		char buf[4096];
+		ssize_t r;
+		off_t off = 0;
+
+		while ((r = pread(g_errfd, buf, sizeof buf, off)) > 0) {
+			fwrite(buf, 1, (size_t)r, stderr);
+			off += r;
+		}
+		close(g_errfd);
+		g_errfd = -1;
 	}
 	if (hung) {
 		printf("  STUCK (not a bounds fault): no progress for %d ms in %s\n", HANG_MS,
@@ -450,8 +519,9 @@ static int round_run(int cls, int64_t round_ms, uint64_t seed)
 			printf("  CALLER EXITED %d in %s\n", WEXITSTATUS(st_c), (const char *)g_prog->call);
 		bad = 1;
 	}
-	printf("%-44s %8llu calls, %7llu errors, guards %s: %s\n", class_name[cls],
+	printf("%-44s %8llu calls, %7llu errors, %5lld ms, guards %s: %s\n", class_name[cls],
 	       (unsigned long long)g_prog->calls, (unsigned long long)g_prog->errors,
+	       (long long)(now_ms() - t0),
 	       g_prog->guarded ? "tight" : "loose", bad ? "FAIL" : hung ? "stuck" : "ok");
 	flash_close(h);
 	flash_seg_destroy(name);
