@@ -29,5 +29,5 @@ endif()
 # mapping.  Meant for the ASan+UBSan build too.
 add_executable(scribble ${CMAKE_CURRENT_SOURCE_DIR}/scribble.c)
 target_link_libraries(scribble PRIVATE flashstock_static "-Wl,--wrap=mmap")
-add_test(NAME scribble COMMAND scribble 0.4)
+add_test(NAME scribble COMMAND scribble 1.0)
 set_tests_properties(scribble PROPERTIES LABELS "engine;crash" TIMEOUT 120)
