@@ -99,6 +99,10 @@ struct ctx {
 	char rpoint[48];
 	struct flash_record *rec;     /* every record drained so far */
 	size_t nrec, caprec;
+	/* replay scenarios: WAL records re-applied with flash_replay emit no
+	 * ring record; check_all adds each to the ledger once it took effect */
+	struct flash_record rep[2];
+	int nrep, rep_in[2];
 };
 
 struct scen {
@@ -227,19 +231,13 @@ static int rec_count(const struct ctx *c, uint16_t type, uint32_t act, uint32_t 
 	return n;
 }
 
+static void rec_append(struct ctx *c, const struct flash_record *r);
+
 static int drain_one(void *arg, const struct flash_record *r, uint64_t seq)
 {
 	struct ctx *c = arg;
 
-	if (c->nrec == c->caprec) {
-		c->caprec = c->caprec ? 2 * c->caprec : 256;
-		c->rec = realloc(c->rec, c->caprec * sizeof *c->rec);
-		if (c->rec == NULL) {
-			perror("realloc");
-			exit(2);
-		}
-	}
-	c->rec[c->nrec++] = *r;
+	rec_append(c, r);
 	/* no WAL here: durable at once, which frees the ring space */
 	return flash_durable_advance(g_parent, r->slot, seq) != FLASH_OK;
 }
@@ -254,6 +252,35 @@ static int drain_all(flash_t *h, struct ctx *c)
 }
 
 struct uacc { uint32_t act; uint64_t user; uint32_t active; uint64_t slots; };
+
+static void rec_append(struct ctx *c, const struct flash_record *r)
+{
+	if (c->nrec == c->caprec) {
+		c->caprec = c->caprec ? 2 * c->caprec : 256;
+		c->rec = realloc(c->rec, c->caprec * sizeof *c->rec);
+		if (c->rec == NULL) {
+			perror("realloc");
+			exit(2);
+		}
+	}
+	c->rec[c->nrec++] = *r;
+}
+
+/* A replayed record is in the WAL: it joins the ledger once its effect shows. */
+static void replayed_to_ledger(flash_t *h, struct ctx *c)
+{
+	for (int i = 0; i < c->nrep; i++) {
+		struct flash_order_info oi;
+
+		if (c->rep_in[i] || flash_order_get(h, c->rep[i].order_no, &oi) != FLASH_OK)
+			continue;
+		if ((c->rep[i].type == FLASH_REC_ORDER && oi.state != FLASH_ORDER_NONE) ||
+		    (c->rep[i].type == FLASH_REC_CANCEL && oi.state == FLASH_ORDER_CANCELLED)) {
+			rec_append(c, &c->rep[i]);
+			c->rep_in[i] = 1;
+		}
+	}
+}
 
 /*
  * Invariants 1-6 after recovery, from the order table and the records.
@@ -325,6 +352,7 @@ static void check_all(flash_t *h, struct ctx *c)
 
 	if ((rc = drain_all(h, c)) != FLASH_OK)
 		CHECK(0, "flash_ring_drain: %s", flash_rcname(rc));
+	replayed_to_ledger(h, c);
 
 	/* the catalog is exactly what its records say */
 	for (size_t i = 0; i < c->nrec; i++) {
@@ -980,6 +1008,93 @@ static void verify_attach(flash_t *h, struct ctx *c)
 	CHECK(st.activities == 2, "%u activities, want 2", st.activities);
 }
 
+/* ------------------------------------------------------------------ replay */
+
+/* The WAL's record of order 7: re-applied after a reboot, it keeps its number. */
+static void setup_replay_order(flash_t *h, struct ctx *c)
+{
+	struct flash_record *r = &c->rep[0];
+
+	CHECK_RC(add_act(h, 11, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 11, 110, 3, 3), FLASH_OK);
+	memset(r, 0, sizeof *r);
+	r->type = FLASH_REC_ORDER;
+	r->activity_id = 11;
+	r->sku_id = 110;
+	r->qty = 2;                      /* from two shards */
+	r->order_no = 7;
+	r->user_id = 6001;
+	r->ts_ns = (int64_t)time(NULL) * 1000000000;
+	r->limit_slot = 1;
+	r->request_id = 6100;
+	c->nrep = 1;
+	c->act = 11;
+	c->sku = 110;
+	c->user = 6001;
+	c->qty = 2;
+	c->req = 6100;
+	c->order_no = 7;
+}
+
+static void setup_replay_cancel(flash_t *h, struct ctx *c)
+{
+	struct flash_record *r = &c->rep[1];
+
+	setup_replay_order(h, c);
+	CHECK_RC(flash_replay(h, &c->rep[0]), FLASH_OK);
+	*r = c->rep[0];
+	r->type = FLASH_REC_CANCEL;
+	r->request_id = 0;
+	c->nrep = 2;
+}
+
+static int run_replay_last(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_replay(h, &c->rep[c->nrep - 1]);
+}
+
+static void verify_replay(flash_t *h, struct ctx *c)
+{
+	const struct flash_record *last = &c->rep[c->nrep - 1];
+	struct flash_order_info oi;
+	struct flash_order_res res;
+	struct flash_sku_info si;
+	int applied, rc;
+
+	memset(&oi, 0, sizeof oi);
+	rc = flash_order_get(h, 7, &oi);
+	/* before the replay took number 7, the number does not exist yet */
+	CHECK(rc == FLASH_OK || (rc == FLASH_ENOT_FOUND && last->type == FLASH_REC_ORDER),
+	      "flash_order_get(7): %s", flash_rcname(rc));
+	if (last->type == FLASH_REC_ORDER) {
+		CHECK(oi.state == FLASH_ORDER_NONE || oi.state == FLASH_ORDER_ACTIVE,
+		      "replayed order in state %u", oi.state);
+		applied = oi.state == FLASH_ORDER_ACTIVE;
+		if (applied)
+			CHECK(oi.user_id == 6001 && oi.qty == 2 && oi.limit_slot == 1,
+			      "replayed order differs from its record");
+	} else {
+		CHECK(oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_CANCELLED,
+		      "order of a replayed cancel in state %u", oi.state);
+		applied = oi.state == FLASH_ORDER_CANCELLED;
+	}
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(applied, "completed replay without its effect");
+	}
+	/* replaying the record again: exactly once */
+	CHECK_RC(flash_replay(h, last), applied ? FLASH_EEXIST : FLASH_OK);
+	/* the order's request id answers with its number; the user is at K */
+	memset(&res, 0, sizeof res);
+	CHECK_RC(order(h, 11, 110, 6001, 2, 0, 6100, &res), FLASH_EDUPLICATE);
+	CHECK(res.first_rc == FLASH_OK && res.order_no == 7, "request id of the replayed order: %s %llu",
+	      flash_rcname(res.first_rc), (unsigned long long)res.order_no);
+	CHECK_RC(order(h, 11, 110, 6001, 1, 0, 0, NULL), FLASH_ELIMIT);
+	CHECK_RC(flash_sku_get(h, 11, 110, &si), FLASH_OK);
+	CHECK(si.available == (last->type == FLASH_REC_ORDER ? 1u : 3u),
+	      "available %llu after the replay", (unsigned long long)si.available);
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct scen scens[] = {
@@ -1000,12 +1115,14 @@ static const struct scen scens[] = {
 	{ "activity_add", setup_nothing, run_activity_add, verify_activity_add, 0 },
 	{ "sku_add", setup_act9, run_sku_add, verify_sku_add, 0 },
 	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
+	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
+	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
 };
 
 /* victims whose recovery is itself enumerated */
 static const char *const victims[] = {
 	"order_borrow_token_req_K2", "order_sold_out_after_token", "cancel_quota_returned",
-	"restock_plus", "restock_minus", "token_issue", "sku_add",
+	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 };
 
 /* ------------------------------------------------------------------ driver */
@@ -1085,6 +1202,8 @@ static flash_t *fresh(struct ctx *c)
 	int rc;
 
 	c->nrec = 0;
+	c->nrep = 0;
+	c->rep_in[0] = c->rep_in[1] = 0;
 	snprintf(c->name, sizeof c->name, "/fs-crash-%ld", (long)getpid());
 	(void)flash_seg_destroy(c->name);
 	opts(&o);
