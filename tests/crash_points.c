@@ -26,7 +26,16 @@
  *
  * The enumeration of one scenario ends at the first n the child survives.
  * Recovery itself is enumerated too: a victim killed at each of its points,
- * a recoverer killed at each of its own, then a second recovery.
+ * a recoverer killed at each of its own, then a second recovery.  WAL replay
+ * (flash_replay) is enumerated like any operation; a replayed record emits
+ * nothing into a ring, so it joins the ledger once its effect shows.
+ *
+ * Scenarios: orders (token + request id with K = 2 and a borrow across
+ * shards; the home shard empty; SOLD_OUT and LIMIT after the token and the
+ * request id were taken), cancels (quota returned or kept), restock + and -,
+ * token issue and redeem, lock acquire (first use of a name, and again),
+ * renew, release, activity and sku add, attach, replay of an order and of a
+ * cancel; and the recovery of a victim of most of them.
  *
  * The program prints, per scenario, how many crash points it visited and
  * which, and fails if a scenario visited none or any check failed.
