@@ -29,13 +29,13 @@ struct eng_entry {
 static struct eng_entry engines[] = {
 	{ &bench_eng_cas,   "cas-limit",          20000000, NULL },
 #ifdef BENCH_HAVE_FLASH
-	{ &bench_eng_flash, "flashstock",          2000000, NULL },
+	{ &bench_eng_flash, "flashstock",          1000000, NULL },
 #else
 	{ NULL,             "flashstock",                0, "libflashstock not built" },
 #endif
 #ifdef BENCH_HAVE_HIREDIS
 	{ &bench_eng_redis,      "redis-lua",           100000, NULL },
-	{ &bench_eng_redis_pipe, "redis-lua-pipelined", 400000, NULL },
+	{ &bench_eng_redis_pipe, "redis-lua-pipelined", 200000, NULL },
 #else
 	{ NULL, "redis-lua",           0, "built without hiredis" },
 	{ NULL, "redis-lua-pipelined", 0, "built without hiredis" },
