@@ -314,7 +314,7 @@ int fs_check_slot(const flash_t *h, uint32_t slot);
 /* segment.c */
 int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state);
 int fs_tag_alive(flash_t *h, uint64_t tag);
-void fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
+int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
 int fs_admin_lock(flash_t *h);
 void fs_admin_unlock(flash_t *h);
 

@@ -56,7 +56,10 @@ int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
 			continue;       /* someone else took it: look again */
 		}
 		if (FS_KIND(s) == FS_K_BUSY) {
-			fs_wait_tag(h, &e->state, s);
+			int rc = fs_wait_tag(h, &e->state, s);
+
+			if (rc != FLASH_OK)
+				return rc;
 			continue;
 		}
 		ck_pr_fence_load();

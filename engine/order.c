@@ -261,7 +261,10 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 			j->req_idx = FS_NONE;
 			return FLASH_EDUPLICATE;
 		case FS_K_PEND:
-			fs_wait_tag(h, &e->state, s);
+			if (fs_wait_tag(h, &e->state, s) != FLASH_OK) {
+				j->req_idx = FS_NONE;
+				return FLASH_ECORRUPT;
+			}
 			break;
 		case FS_K_FREE:
 			if (ck_pr_cas_64(&e->state, s, FS_MK(FS_K_PEND, j->op_tag)))
@@ -571,7 +574,10 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 		}
 		if (FS_KIND(s) == FS_K_PEND) {
 			/* the order being placed, or cancelled by another handle */
-			fs_wait_tag(h, &o->state, s);
+			if (fs_wait_tag(h, &o->state, s) != FLASH_OK) {
+				op_end(h);
+				return FLASH_ECORRUPT;
+			}
 			continue;
 		}
 		if (FS_KIND(s) != FS_K_ACTIVE) {

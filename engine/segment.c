@@ -516,12 +516,21 @@ int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state)
 	}
 }
 
-/* Is the operation named by @p tag still able to make progress? */
+/*
+ * Is the operation named by @p tag still able to make progress?  Only if its
+ * slot's process runs and the slot's journal is working on that very tag: a
+ * tag left behind by an operation that is over (or a tag scribbled into the
+ * segment) belongs to nobody.
+ */
 int fs_tag_alive(flash_t *h, uint64_t tag)
 {
 	uint32_t slot = FS_TAG_SLOT(tag);
+	const struct fs_journal *j;
 
 	if (fs_check_slot(h, slot) != FLASH_OK)
+		return 0;
+	j = &h->jr[slot];
+	if (ck_pr_load_64(&j->op_tag) != tag || ck_pr_load_32(&j->phase) == FS_PH_IDLE)
 		return 0;
 	if ((int)slot == h->slot)
 		return 1;
@@ -530,9 +539,11 @@ int fs_tag_alive(flash_t *h, uint64_t tag)
 
 /*
  * Wait while *word still reads @p seen (an entry held by another in-flight
- * operation).  If its owner is found dead, run recovery, which moves the word.
+ * operation).  If its owner is found dead, run recovery, which moves the
+ * word.  A word that still names an operation nobody runs after recovery
+ * can never move: FLASH_ECORRUPT instead of waiting forever.
  */
-void fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
+int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 {
 	for (unsigned spin = 0; ck_pr_load_64(word) == seen; spin++) {
 		if (spin < 64) {
@@ -541,10 +552,13 @@ void fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 		}
 		if ((spin & 63) == 0 && !fs_tag_alive(h, FS_VAL(seen))) {
 			flash_recover(h, NULL);
+			if (ck_pr_load_64(word) == seen && !fs_tag_alive(h, FS_VAL(seen)))
+				return FLASH_ECORRUPT;
 			continue;
 		}
 		sched_yield();
 	}
+	return FLASH_OK;
 }
 
 static int slot_claim(flash_t *h)
