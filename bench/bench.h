@@ -84,6 +84,8 @@ struct bench_cfg {
 	double   zipf_s;           /* Zipf exponent of the zipf workload */
 	uint64_t seed;             /* request generator seed */
 	int      break_baseline;   /* test only: baselines drop the stock check */
+	int      flash_no_tokens;  /* profiling: flashstock orders without tokens */
+	int      flash_no_reqids;  /* profiling: flashstock orders without request ids */
 	int      progress;         /* progress line on stderr */
 	const char *redis_server;  /* redis-server binary */
 	const char *mariadb_script;/* tests/fixtures/mariadb.sh */

@@ -85,6 +85,9 @@ static void usage(FILE *f, const char *argv0)
 "                         a group commit batches only the orders in flight)\n"
 "      --zipf S           Zipf exponent of the zipf workload (default 1.0)\n"
 "      --seed N           request generator seed\n"
+"      --no-tokens        profiling: flashstock orders carry no token (the\n"
+"                         activity requires none); the baselines are unchanged\n"
+"      --no-request-ids   profiling: flashstock orders carry no request id\n"
 "      --break-baseline   TEST ONLY: baselines drop their stock check, so the\n"
 "                         report must show oversold > 0\n"
 "      --json             JSON lines on stdout instead of the table\n"
@@ -155,7 +158,8 @@ int cmd_bench(int argc, char **argv)
 		{ "break-baseline", 0, NULL, 10 }, { "json", 0, NULL, 11 },
 		{ "out", 1, NULL, 12 }, { "quiet", 0, NULL, 'q' }, { "list", 0, NULL, 13 },
 		{ "redis-server", 1, NULL, 14 }, { "mariadb-script", 1, NULL, 15 },
-		{ "sync-threads", 1, NULL, 16 },
+		{ "sync-threads", 1, NULL, 16 }, { "no-tokens", 0, NULL, 17 },
+		{ "no-request-ids", 0, NULL, 18 },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_cfg cfg;
@@ -220,6 +224,8 @@ int cmd_bench(int argc, char **argv)
 			return 0;
 		case 14:  cfg.redis_server = optarg; break;
 		case 15:  cfg.mariadb_script = optarg; break;
+		case 17:  cfg.flash_no_tokens = 1; break;
+		case 18:  cfg.flash_no_reqids = 1; break;
 		case 16:  bad = parse_u64(optarg, &v) || v < 1 || v > 128; cfg.sync_threads = (uint32_t)v; break;
 		case 'h': usage(stdout, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 0;
 		default:  usage(stderr, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 2;

@@ -237,7 +237,7 @@ static int flash_setup(struct bench_run *run)
 	a.limit_per_user = 1;
 	a.max_qty = 1;
 	a.scope = FLASH_SCOPE_ACTIVITY;
-	a.flags = FLASH_ACT_TOKEN_REQUIRED;
+	a.flags = run->cfg.flash_no_tokens ? 0 : FLASH_ACT_TOKEN_REQUIRED;
 	a.start_ns = (int64_t)now.tv_sec * 1000000000 - 3600ll * 1000000000;
 	a.end_ns = (int64_t)now.tv_sec * 1000000000 + 86400ll * 1000000000;
 	if ((rc = flash_activity_add(st->h, &a)) != FLASH_OK) {
@@ -259,7 +259,10 @@ static int flash_setup(struct bench_run *run)
 	/* memory: segment bytes per order slot (all tables are sized from it) */
 	snprintf(path, sizeof(path), "/dev/shm%s", st->name);
 	fd = open(path, O_RDONLY);
-	if (fd >= 0 && fstat(fd, &sb) == 0) {
+	if (run->cfg.flash_no_tokens || run->cfg.flash_no_reqids)
+		snprintf(run->note, sizeof(run->note), "PROFILING CHAIN:%s%s", run->cfg.flash_no_tokens ?
+		         " no tokens" : "", run->cfg.flash_no_reqids ? " no request ids" : "");
+	else if (fd >= 0 && fstat(fd, &sb) == 0) {
 		double rings = (double)o.ring_records * o.max_procs * sizeof(struct flash_record);
 		snprintf(run->note, sizeof(run->note),
 		         "segment %.1f MiB sized for %llu orders (and as many users, tokens, request ids): "
@@ -344,7 +347,8 @@ static int flash_op(struct bench_worker *w, struct bench_req *r)
 		q.user_id = r->user;
 		q.qty = 1;
 		q.token = r->token;
-		q.request_id = ((uint64_t)(w->gtid + 1) << 40) | (uint64_t)(r - w->req + 1);
+		if (!w->run->cfg.flash_no_reqids)
+			q.request_id = ((uint64_t)(w->gtid + 1) << 40) | (uint64_t)(r - w->req + 1);
 		/* EBUSY (ring full) is returned before any step is taken: retry */
 		while ((rc = flash_order(fw->h, &q, &res)) == FLASH_EBUSY) {
 			fw->busy++;
@@ -387,7 +391,7 @@ static int flash_thread(struct bench_worker *w)
 	w->eng = &fw;
 	for (i = 0; i < w->nreq; i++) {
 		struct bench_req *r = &w->req[i];
-		if (r->kind != BENCH_OP_ORDER)
+		if (r->kind != BENCH_OP_ORDER || w->run->cfg.flash_no_tokens)
 			continue;
 		rc = flash_token_issue(fw.h, BENCH_ACTIVITY, r->sku, r->user, FLASH_TOKEN_TTL_MS, &r->token);
 		if (rc != FLASH_OK) {
