@@ -433,6 +433,105 @@ static void test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units
 }
 
 /*
+ * Two processes (one per core) each restock one unit and at once try to buy
+ * one, over and over: the stock word sits at 0..2 and both cores' deducts
+ * collide on the last unit all the time.  Every unit restocked is sold at
+ * most once: the order table shows active == total - available, exactly.
+ */
+struct pair {
+	const char *name;
+	uint32_t rounds;
+	uint64_t ok[2];
+};
+
+static int pair_worker(int i, void *arg)
+{
+	struct pair *pp = arg;
+	flash_t *h = NULL;
+	uint64_t ok = 0;
+
+	if (flash_open(pp->name, 0, &h) != FLASH_OK)
+		return 10;
+	for (uint32_t n = 0; n < pp->rounds; n++) {
+		uint64_t u = 1 + (uint64_t)i * 10000000 + n / 25;   /* K = 64 never binds */
+		int rc;
+
+		while ((rc = flash_restock(h, 1, 10, 1)) == FLASH_EBUSY)
+			;
+		if (rc != FLASH_OK)
+			return 11;
+		/* two tries per unit fed: demand outruns supply at every step */
+		for (int t = 0; t < 2; t++) {
+			struct flash_sku_info si;
+
+			rc = t_order(h, 1, 10, u, 1, 0, 0, NULL);
+			if (rc == FLASH_OK)
+				ok++;
+			else if (rc != FLASH_ESOLD_OUT) {
+				fprintf(stderr, "pair worker %d: order: %s\n", i, flash_rcname(rc));
+				return 12;
+			}
+			if (flash_sku_get(h, 1, 10, &si) != FLASH_OK)
+				return 13;
+			if (si.available > si.total) {
+				fprintf(stderr, "pair worker %d: available %llu above total %llu\n", i,
+				        (unsigned long long)si.available, (unsigned long long)si.total);
+				return 14;
+			}
+		}
+	}
+	pp->ok[i] = ok;
+	flash_close(h);
+	return 0;
+}
+
+static void test_two_processes_restocking_and_buying_the_last_unit_never_oversell(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	struct pair *pp;
+	struct t_recs recs = { 0 };
+	struct t_ledger lg;
+	struct flash_sku_info si;
+	pid_t pids[2];
+	int go;
+
+	hammer_opts(&o);
+	o.max_procs = 4;
+	o.max_users = 1u << 17;   /* one entry per held limit slot */
+	o.max_orders = 1u << 17;
+	o.ring_records = 1u << 17;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, FLASH_LIMIT_MAX, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 0, 1), FLASH_OK);
+	pp = t_shared_alloc(sizeof *pp);
+	memset(pp, 0, sizeof *pp);
+	pp->name = name;
+	pp->rounds = 30000;
+	assert_int_equal(t_fork_start(2, pair_worker, pp, pids, &go), 0);
+	t_fork_go(go);
+	assert_int_equal(t_wait_all(2, pids), 0);
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, &recs, 1, 10, FLASH_LIMIT_MAX, &lg), 0);
+	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_OK);
+	assert_int_equal(si.total, 2ull * pp->rounds);
+	assert_int_equal(lg.active_qty, pp->ok[0] + pp->ok[1]);
+	assert_true(lg.active_qty <= si.total);
+	assert_int_equal(si.available, si.total - lg.active_qty);
+	{
+		struct flash_stats st;
+
+		assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+		print_message("      %llu of %llu units sold, %llu cas retries\n",
+		              (unsigned long long)lg.active_qty, (unsigned long long)si.total,
+		              (unsigned long long)st.cas_retries);
+	}
+	t_recs_free(&recs);
+	t_shared_free(pp, sizeof *pp);
+}
+
+/*
  * Activity scope across two skus: K counts a user's orders in both.  Each
  * process tries every user on both skus; stock never grows, so at the end a
  * user below K has met only sold-out skus: sold == min(users * K, units).
@@ -636,6 +735,7 @@ int main(void)
 		T(test_kill9_of_buyers_mid_hammer_then_recover_sells_exactly_the_units),
 		T(test_buyers_racing_a_restock_feeder_at_the_sell_out_edge_never_oversell),
 		T(test_activity_scope_limit_holds_across_two_skus),
+		T(test_two_processes_restocking_and_buying_the_last_unit_never_oversell),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
