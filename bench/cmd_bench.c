@@ -357,10 +357,14 @@ int cmd_bench(int argc, char **argv)
 #ifdef BENCH_HAVE_MARIADB
 	bench_mysql_shutdown();
 #endif
-	if (json)
+	if (json) {
 		bench_report_json(stdout, rows, nrows);
-	else
+	} else {
+		if (cfg.rate > 0)
+			printf("Open loop at %.0f requests/s: latency is measured from each request's intended "
+			       "start time (coordinated omission avoided).\n\n", cfg.rate);
 		bench_report_table(stdout, rows, nrows);
+	}
 	fflush(stdout);
 	if (out_dir) {
 		char path[600];
