@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+int cmd_reconcile(int argc, char **argv);   /* tools/cmd_reconcile.c */
+
 /* One line per command; adding a command is adding a line (see tool.h). */
 static const struct tool_cmd tool_cmds[] = {
 	{ "create",  cmd_create,  "create a shared-memory segment" },
@@ -15,6 +17,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "status",  cmd_status,  "show catalog, stock, fill levels and counters" },
 	{ "demo",    cmd_demo,    "run a complete flash sale on a private segment and check it" },
 	{ "serve",   cmd_serve,   "the daemon: write records to the WAL, acknowledge sync orders" },
+	{ "reconcile", cmd_reconcile, "compare segment, WAL and MySQL; exit 1 on any difference" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 
