@@ -458,7 +458,9 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	wal_stats_get(s.sv_w, &last_ws);
 	uint32_t idle_us = 0;
 	for (;;) {
-		int stopping = o->stop != NULL && *o->stop != 0;
+		/* Set by a signal handler, or by another thread (tests): an
+		 * atomic load serves both. */
+		int stopping = o->stop != NULL && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE) != 0;
 		if (n == 0 && (stopping || o->once))
 			break;
 		if (serve_round(&s, &n) != 0)

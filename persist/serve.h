@@ -47,7 +47,9 @@ struct serve_opts {
 	int           recover;          /* first rebuild the segment from the WAL (flash_replay of
 	                                   every record); the segment must be empty (a restock
 	                                   has no identity: replaying it twice would add twice) */
-	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL) */
+	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL);
+	                                   set it from a signal handler, or from another
+	                                   thread with __atomic_store_n */
 	const char   *metrics;          /* "[A.B.C.D:]PORT": Prometheus text on GET /metrics
 	                                   (loopback unless an address is given; NULL: off) */
 	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */

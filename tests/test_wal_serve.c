@@ -87,7 +87,7 @@ static void serve_start(struct serve_thread *t, const char *seg, const char *dir
 
 static void serve_stop(struct serve_thread *t)
 {
-	t->stop = 1;
+	__atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t->th, NULL);
 }
 
@@ -335,6 +335,11 @@ static pid_t spawn_serve(const char *seg, const char *dir)
 static void test_daemon_killed_mid_stream_loses_nothing_and_writes_nothing_twice(void **st)
 {
 	(void)st;
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer does not support fork() from a process with threads
+	 * followed by more threads in the child; plain and ASan builds run it. */
+	skip();
+#endif
 	char name[64];
 	struct flash_seg_opts so;
 	t_opts_small(&so);

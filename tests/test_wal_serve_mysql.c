@@ -113,7 +113,7 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 		cancelled_units += back;
 		cancels++;
 	}
-	t.stop = 1;          /* drain, sync, let the applier finish, return */
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);   /* drain, sync, let the applier finish */
 	pthread_join(t.th, NULL);
 	assert_int_equal(t.rc, 0);
 	uint64_t frames = 2 + N + cancels;
