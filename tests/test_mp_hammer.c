@@ -498,17 +498,17 @@ static void test_two_processes_restocking_and_buying_the_last_unit_never_oversel
 	int go;
 
 	hammer_opts(&o);
-	o.max_procs = 4;
-	o.max_users = 1u << 17;   /* one entry per held limit slot */
-	o.max_orders = 1u << 17;
-	o.ring_records = 1u << 17;
+	o.max_procs = 3;
+	o.max_users = 1u << 18;   /* one entry per held limit slot */
+	o.max_orders = 1u << 18;
+	o.ring_records = 1u << 18;   /* a restock and up to two orders a round */
 	h = t_seg_new(&o, name, sizeof name);
 	assert_int_equal(t_activity(h, 1, FLASH_LIMIT_MAX, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 10, 0, 1), FLASH_OK);
 	pp = t_shared_alloc(sizeof *pp);
 	memset(pp, 0, sizeof *pp);
 	pp->name = name;
-	pp->rounds = 30000;
+	pp->rounds = 80000;
 	assert_int_equal(t_fork_start(2, pair_worker, pp, pids, &go), 0);
 	t_fork_go(go);
 	assert_int_equal(t_wait_all(2, pids), 0);
