@@ -73,6 +73,7 @@ struct bench_cfg {
 	                              --duration); per thread inside a run */
 	uint64_t warmup;           /* unmeasured operations before them, likewise */
 	double   duration_s;       /* stop measuring after this long (0: after ops) */
+	double   timeout_s;        /* a row still running after this long is aborted */
 	double   rate;             /* open loop: total arrivals per second (0: closed loop) */
 	uint64_t stock;            /* units loaded over all skus (0: 9/10 of order requests) */
 	uint32_t redis_conns;      /* unpipelined redis: connections over all processes */

@@ -76,6 +76,8 @@ static void usage(FILE *f, const char *argv0)
 "  -r, --rate R           open loop: R arrivals/s in total; latency is measured\n"
 "                         from each request's intended start (no coordinated\n"
 "                         omission)\n"
+"      --timeout S        abort a row still running after S seconds (default\n"
+"                         300; 0: never)\n"
 "      --stock N          units loaded (default: 9/10 of the order requests)\n"
 "      --redis-conns N    unpipelined redis connections in total (default 50)\n"
 "      --redis-depth N    pipelined redis: requests in flight per connection (32)\n"
@@ -158,7 +160,7 @@ int cmd_bench(int argc, char **argv)
 		{ "break-baseline", 0, NULL, 10 }, { "json", 0, NULL, 11 },
 		{ "out", 1, NULL, 12 }, { "quiet", 0, NULL, 'q' }, { "list", 0, NULL, 13 },
 		{ "redis-server", 1, NULL, 14 }, { "mariadb-script", 1, NULL, 15 },
-		{ "sync-threads", 1, NULL, 16 }, { "no-tokens", 0, NULL, 17 },
+		{ "sync-threads", 1, NULL, 16 }, { "timeout", 1, NULL, 19 }, { "no-tokens", 0, NULL, 17 },
 		{ "no-request-ids", 0, NULL, 18 },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
@@ -182,6 +184,7 @@ int cmd_bench(int argc, char **argv)
 	cfg.mysql_conns = 16;
 	cfg.shards = 1;
 	cfg.sync_threads = 64;
+	cfg.timeout_s = 300;
 	cfg.zipf_s = 1.0;
 	cfg.seed = 20260101;
 	cfg.progress = 1;
@@ -225,6 +228,7 @@ int cmd_bench(int argc, char **argv)
 		case 14:  cfg.redis_server = optarg; break;
 		case 15:  cfg.mariadb_script = optarg; break;
 		case 17:  cfg.flash_no_tokens = 1; break;
+		case 19:  bad = parse_dbl(optarg, &cfg.timeout_s); break;
 		case 18:  cfg.flash_no_reqids = 1; break;
 		case 16:  bad = parse_u64(optarg, &v) || v < 1 || v > 128; cfg.sync_threads = (uint32_t)v; break;
 		case 'h': usage(stdout, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 0;

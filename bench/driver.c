@@ -469,7 +469,8 @@ static int supervise(struct bench_run *run, pid_t *pids, uint32_t np)
 {
 	struct bench_shared *sh = run->sh;
 	uint32_t alive = np, i;
-	int bad = 0, started = 0;
+	int bad = 0, started = 0, killed = 0;
+	double t_begin = now_s();
 	double t0 = now_s(), last = t0;
 	uint64_t total = (uint64_t)sh->sh_nworkers * (run->cfg.warmup + run->cfg.ops);
 
@@ -505,6 +506,18 @@ static int supervise(struct bench_run *run, pid_t *pids, uint32_t np)
 				}
 				pids[i] = 0;
 				alive--;
+			}
+		}
+		if (run->cfg.timeout_s > 0 && now_s() - t_begin > run->cfg.timeout_s) {
+			if (!__atomic_load_n(&sh->sh_abort, __ATOMIC_RELAXED)) {
+				snprintf(run->err, sizeof(run->err), "timed out after %.0f s", run->cfg.timeout_s);
+				__atomic_store_n(&sh->sh_abort, 1, __ATOMIC_RELEASE);
+				bad++;
+			} else if (!killed && now_s() - t_begin > run->cfg.timeout_s + 10) {
+				for (i = 0; i < np; i++)   /* they ignored the abort: stop them */
+					if (pids[i] > 0)
+						kill(pids[i], SIGKILL);
+				killed = 1;
 			}
 		}
 		if (started && now_s() - last >= (isatty(2) ? 0.25 : 2.0)) {

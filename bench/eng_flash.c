@@ -352,6 +352,11 @@ static int flash_op(struct bench_worker *w, struct bench_req *r)
 		/* EBUSY (ring full) is returned before any step is taken: retry */
 		while ((rc = flash_order(fw->h, &q, &res)) == FLASH_EBUSY) {
 			fw->busy++;
+			if (__atomic_load_n(&w->run->sh->sh_abort, __ATOMIC_RELAXED)) {
+				bench_fail(w, "ring full and the run aborted (%llu retries)",
+				           (unsigned long long)fw->busy);
+				return BENCH_RC_ERROR;
+			}
 			sched_yield();
 		}
 		if (rc == FLASH_OK)
@@ -369,6 +374,10 @@ static int flash_op(struct bench_worker *w, struct bench_req *r)
 			no = 1u << 31;   /* nothing of ours to cancel: an unknown number */
 		while ((rc = flash_cancel(fw->h, no, &units)) == FLASH_EBUSY) {
 			fw->busy++;
+			if (__atomic_load_n(&w->run->sh->sh_abort, __ATOMIC_RELAXED)) {
+				bench_fail(w, "ring full and the run aborted");
+				return BENCH_RC_ERROR;
+			}
 			sched_yield();
 		}
 		if (rc == FLASH_EINVAL || rc == FLASH_ENOT_FOUND)
