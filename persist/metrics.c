@@ -171,6 +171,22 @@ static void render_serve(struct metrics *m, struct mbuf *mb)
 	mb_metric(mb, "flashstock_serve_rounds_total", "counter", "Drain rounds.", st.rounds);
 	mb_metric(mb, "flashstock_serve_recovered_total", "counter",
 	          "Dead handles recovered by the daemon.", st.recovered);
+	mb_printf(mb, "# HELP flashstock_durable_lag_seconds Age of the oldest record of each group "
+	              "commit when it became durable (async: the loss window).\n"
+	              "# TYPE flashstock_durable_lag_seconds histogram\n");
+	uint64_t cum = 0;
+	for (int b = 0; b < WAL_HIST_BUCKETS; b++) {
+		cum += st.lag_hist[b];
+		mb_printf(mb, "flashstock_durable_lag_seconds_bucket{le=\"%.6f\"} %llu\n",
+		          (double)(2ull << b) / 1e6, (unsigned long long)cum);
+	}
+	mb_printf(mb, "flashstock_durable_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
+	              "flashstock_durable_lag_seconds_sum %.9f\n"
+	              "flashstock_durable_lag_seconds_count %llu\n",
+	          (unsigned long long)cum, (double)st.lag_ns_sum / 1e9, (unsigned long long)cum);
+	mb_printf(mb, "# HELP flashstock_durable_lag_max_seconds Largest such age seen.\n"
+	              "# TYPE flashstock_durable_lag_max_seconds gauge\n"
+	              "flashstock_durable_lag_max_seconds %.9f\n", (double)st.lag_ns_max / 1e9);
 }
 
 static void render_mysql(struct metrics *m, struct mbuf *mb)

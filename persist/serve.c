@@ -43,6 +43,7 @@ struct serve {
 	int                      sv_err;      /* wal_* code of a failed append */
 	struct wal_rec          *sv_buf;      /* first round: drained records */
 	size_t                   sv_nbuf, sv_capbuf;
+	int64_t                  sv_oldest_ns;/* smallest record ts_ns this round (0: none) */
 	flash_mysql_pump_t      *sv_pump;     /* MySQL applier, or NULL */
 	struct flash_lsn_record *sv_push;     /* this round's records for the pump */
 	size_t                   sv_npush, sv_cappush;
@@ -185,6 +186,8 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 		s->sv_st->skipped++;
 		return 0;
 	}
+	if (rec->ts_ns > 0 && (s->sv_oldest_ns == 0 || rec->ts_ns < s->sv_oldest_ns))
+		s->sv_oldest_ns = rec->ts_ns;
 	uint64_t lsn;
 	int rc = wal_append_record(s->sv_w, rec, seq, &lsn);
 	if (rc != WAL_OK) {
@@ -265,6 +268,23 @@ static int serve_commit_mark(struct serve *s)
 	}
 	if (wal_durable_lsn(s->sv_w) != before)
 		s->sv_st->commits++;
+	if (s->sv_oldest_ns > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		uint64_t lag = now > s->sv_oldest_ns ? (uint64_t)(now - s->sv_oldest_ns) : 0;
+		uint64_t us = lag / 1000;
+		int b = 0;
+		while (us > 1 && b < WAL_HIST_BUCKETS - 1) {
+			us >>= 1;
+			b++;
+		}
+		s->sv_st->lag_hist[b]++;
+		s->sv_st->lag_ns_sum += lag;
+		if (lag > s->sv_st->lag_ns_max)
+			s->sv_st->lag_ns_max = lag;
+		s->sv_oldest_ns = 0;
+	}
 	for (uint32_t i = 0; i < s->sv_ntouched; i++) {
 		uint32_t slot = s->sv_touched[i];
 		int frc = flash_durable_advance(s->sv_h, slot, s->sv_adv[slot]);
@@ -493,11 +513,12 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			uint64_t dc = ws.commits - last_ws.commits;
 			serve_log(&s, SERVE_LOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
 			          ", %" PRIu64 " commits (+%" PRIu64 ", mean group %.1f, largest %" PRIu64
-			          "), fdatasync mean %.0f us, max %.0f us",
+			          "), fdatasync mean %.0f us, max %.0f us; oldest record durable after "
+			          "at most %.0f us",
 			          st->records, st->records - last_records, ws.durable_lsn, ws.commits, dc,
 			          dc ? (double)(ws.frames - last_ws.frames) / (double)dc : 0.0, ws.max_group,
 			          dc ? (double)(ws.sync_ns_total - last_ws.sync_ns_total) / (double)dc / 1e3 : 0.0,
-			          (double)ws.sync_ns_max / 1e3);
+			          (double)ws.sync_ns_max / 1e3, (double)st->lag_ns_max / 1e3);
 			last_records = st->records;
 			last_ws = ws;
 			next_stats = now + oo.stats_ms;

@@ -30,6 +30,8 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "wal.h"
+
 enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
 
 struct serve_opts {
@@ -71,6 +73,13 @@ struct serve_stats {
 	uint64_t present;         /* recover: records the segment had already (FLASH_EEXIST) */
 	uint64_t mysql_pushed;    /* records handed to the MySQL applier after their commit */
 	uint64_t mysql_dropped;   /* of those, dropped by its full queue (it reads them back from the WAL) */
+	/* Age of the oldest record of each committed round when its commit
+	 * returned (now - record ts_ns): in async durability, how long an
+	 * acknowledged order was not yet on disk -- the loss window, measured.
+	 * Bucket i counts rounds in [2^i, 2^(i+1)) us (0 also holds < 1 us). */
+	uint64_t lag_hist[WAL_HIST_BUCKETS];
+	uint64_t lag_ns_max;
+	uint64_t lag_ns_sum;      /* over committed rounds */
 	uint32_t metrics_port;    /* port the metrics endpoint listens on (0: none); set
 	                             with an atomic store once listening */
 	int      flash_rc;        /* first failing flash_* code, or 0 */

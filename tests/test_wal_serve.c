@@ -120,6 +120,12 @@ static void test_sync_orders_acknowledged_are_in_the_wal_once(void **st)
 	assert_int_equal(t.rc, 0);
 	assert_int_equal(t.st.records, N + 2);     /* activity, sku, orders */
 	assert_int_equal(t.st.skipped, 0);
+	/* One lag sample per round that committed records. */
+	uint64_t lag_n = 0;
+	for (int b = 0; b < WAL_HIST_BUCKETS; b++)
+		lag_n += t.st.lag_hist[b];
+	assert_int_equal(lag_n, t.st.commits);
+	assert_true(t.st.lag_ns_max > 0);
 	struct seen s;
 	replay_seen(dir, &s);
 	assert_int_equal(s.frames, N + 2);
@@ -588,6 +594,7 @@ static void test_metrics_endpoint_counts_the_orders_placed(void **st)
 	assert_int_equal(sample(body, "flashstock_wal_failed"), 0);
 	assert_true(sample(body, "flashstock_wal_commits_total") >= 1);
 	assert_true(sample(body, "flashstock_wal_fdatasync_seconds_count") >= 1);
+	assert_non_null(strstr(body, "flashstock_durable_lag_seconds_bucket{le=\"+Inf\"}"));
 	free(body);
 	/* The daemon's own counter is published after each round: wait for
 	 * the round that acknowledged the last order to publish it. */
