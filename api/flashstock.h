@@ -33,7 +33,9 @@
  *    dead operation return exactly once.
  *  - Every call returns 0 (FLASH_OK) or a negative FLASH_E* code; there is no
  *    global errno.  Output parameters are written only on success unless the
- *    function says otherwise.
+ *    function says otherwise.  Ids are nonzero: an id of 0 (activity, sku,
+ *    user, order number) is FLASH_EINVAL, an unknown nonzero one
+ *    FLASH_ENOT_FOUND.
  *  - Times: activity windows are CLOCK_REALTIME nanoseconds since the epoch;
  *    token TTLs and lock leases are measured on CLOCK_MONOTONIC and carry their
  *    unit in the parameter name.
@@ -166,6 +168,8 @@ typedef struct flash flash_t;
  * at least a header (FLASH_ESIZE), magic (FLASH_EMAGIC), layout version
  * (FLASH_EVERSION), header checksum (FLASH_ECHECKSUM), size equals the
  * header's (FLASH_ESIZE), region table in bounds and disjoint (FLASH_ELAYOUT).
+ * The mode must be the one the segment was created with: a 0600 segment
+ * widened to 0660 afterwards is FLASH_EMODE too.
  * A writable handle then claims a process-table slot (FLASH_ENOPROC when
  * full) and runs flash_recover() once.
  * @param[in]  name   segment name
@@ -411,7 +415,11 @@ struct flash_order_info {
  */
 int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
 
-/** Highest order number handed out so far (orders are 1..this). */
+/**
+ * Highest order number any handle has taken so far (orders are 1..this).
+ * Handles take numbers in chunks, so numbers below it may never have become
+ * orders: they read as FLASH_ORDER_NONE.  0 on a NULL or forked handle.
+ */
 uint64_t flash_orders_max(flash_t *h);
 
 struct flash_stats {
@@ -526,7 +534,10 @@ int flash_durability_fail(flash_t *h);
  * replay exactly-once.  No new record is emitted; tokens are not restored.
  * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
  *         FLASH_EINVAL (malformed record); FLASH_ENOT_FOUND (refers to an
- *         unknown activity/sku/order); FLASH_EFULL; FLASH_EREADONLY.
+ *         unknown activity/sku/order); FLASH_ESOLD_OUT (an order or negative
+ *         restock the segment's stock cannot cover: the WAL disagrees with
+ *         the segment); FLASH_ELIMIT (the order's limit slot is held);
+ *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
  */
 int flash_replay(flash_t *h, const struct flash_record *rec);
 
