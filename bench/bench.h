@@ -20,6 +20,7 @@
 #define BENCH_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -295,6 +296,10 @@ void bench_report_json(FILE *f, const struct bench_result *rows, size_t n);
 int  bench_report_curves(const char *dir, const struct bench_result *rows, size_t n);
 
 int cmd_bench(int argc, char **argv);
+
+/* Set by SIGINT/SIGTERM in the bench's parent: the running row is aborted
+ * and torn down (servers stopped, segment removed), no further row starts. */
+extern volatile sig_atomic_t bench_interrupted;
 
 /* Stop the MariaDB the mysql engines started (if any); cmd_bench calls it. */
 void bench_mysql_shutdown(void);

@@ -103,6 +103,12 @@ static void usage(FILE *f, const char *argv0)
 "  -h, --help\n", argv0);
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+	bench_interrupted = 1;
+}
+
 static int split_list(char *s, char **out, int max)
 {
 	int n = 0;
@@ -175,6 +181,7 @@ int cmd_bench(int argc, char **argv)
 	const struct eng_entry *sel[NENG];
 	int wls[BENCH_WL_COUNT], durs[2];
 	char mscript[512];
+	struct sigaction old_int, old_term;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.procs = 2;
@@ -302,12 +309,20 @@ int cmd_bench(int argc, char **argv)
 	if (cfg.rate > 0)
 		fprintf(stderr, "[bench] open loop at %.0f requests/s: latency is measured from each "
 		                "request's intended start time (coordinated omission avoided)\n", cfg.rate);
+	{
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
+	}
 	cap = (size_t)ne * (size_t)nwl * 2 + 1;
 	rows = calloc(cap, sizeof(*rows));
 	if (!rows)
 		return 1;
-	for (k = 0; k < nwl; k++) {
-		for (i = 0; i < ne; i++) {
+	for (k = 0; k < nwl && !bench_interrupted; k++) {
+		for (i = 0; i < ne && !bench_interrupted; i++) {
 			const struct eng_entry *ee = sel[i];
 			int ran_once = 0;
 			if (!ee->e) {
@@ -317,7 +332,7 @@ int cmd_bench(int argc, char **argv)
 			}
 			if (ee->e == &bench_eng_cas && wls[k] != BENCH_WL_HOT)
 				continue;   /* one counter: only the hot workload means anything */
-			for (j = 0; j < nd; j++) {
+			for (j = 0; j < nd && !bench_interrupted; j++) {
 				int label;
 				struct bench_cfg c = cfg;
 				int is_mysql = strncmp(ee->name, "mysql", 5) == 0;
@@ -391,5 +406,11 @@ int cmd_bench(int argc, char **argv)
 	for (i = 0; i < (int)nrows; i++)
 		free(rows[i].hist);
 	free(rows);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (bench_interrupted) {
+		fprintf(stderr, "[bench] interrupted: the rows after the one running were not run\n");
+		rc = 1;
+	}
 	return rc;
 }

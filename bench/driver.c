@@ -387,6 +387,7 @@ static void *worker_main(void *arg)
 }
 
 static pid_t bench_parent;   /* the process that forks the workers */
+volatile sig_atomic_t bench_interrupted;
 
 /* A worker process: T threads (the first on the process's own stack). */
 static void worker_process(struct bench_run *run, uint32_t proc)
@@ -395,6 +396,9 @@ static void worker_process(struct bench_run *run, uint32_t proc)
 	struct bench_worker *ws = calloc(T, sizeof(*ws));
 	pthread_t *tid = calloc(T, sizeof(*tid));
 
+	/* the parent's SIGINT/SIGTERM handler is not the worker's */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	/* a worker never outlives the bench (killed or timed out) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_TIMERSLACK, 1UL);   /* open loop: wake up on time */
@@ -507,6 +511,11 @@ static int supervise(struct bench_run *run, pid_t *pids, uint32_t np)
 				pids[i] = 0;
 				alive--;
 			}
+		}
+		if (bench_interrupted && !__atomic_load_n(&sh->sh_abort, __ATOMIC_RELAXED)) {
+			snprintf(run->err, sizeof(run->err), "interrupted");
+			__atomic_store_n(&sh->sh_abort, 1, __ATOMIC_RELEASE);
+			bad++;
 		}
 		if (run->cfg.timeout_s > 0 && now_s() - t_begin > run->cfg.timeout_s) {
 			if (!__atomic_load_n(&sh->sh_abort, __ATOMIC_RELAXED)) {
