@@ -5,16 +5,21 @@
  * Divisions:
  *   1. Options and the sale's shape
  *   2. The private segment: create, load, destroy (also on SIGINT/SIGTERM)
- *   3. The sale: fork buyers, drain their rings while they run, reap them
- *   4. The report: text, then one JSON object on the last line
+ *   3. The sale: fork buyers while the daemon drains their rings, reap them
+ *   4. After the sale: stop the daemon, read the WAL back, catch MySQL up,
+ *      reconcile
+ *   5. The report: text, then one JSON object on the last line
  *
- * The parent is the segment's only consumer of records in this mode (no
- * daemon runs): it drains every ring while the buyers order, and keeps the
- * records for the audit (demo_check.c).  A durability layer adds itself
- * here: a daemon takes over demo_drain()'s job, and the report grows keys.
+ * The daemon (`flashstock serve`'s loop, in a child process: see
+ * demo_durable.c) is the segment's only consumer of records: it writes
+ * them to a WAL in a private directory and hands them to the MySQL applier
+ * of a private MariaDB.  After the sale the parent reads the WAL back and
+ * keeps its records for the audit (demo_check.c), so the audit checks what
+ * was made durable, not what passed through memory.
  */
 #include "tool.h"
 #include "demo.h"
+#include "demo_durable.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "serve.h"
+
 /* ------------------------------------------------------------------------
  * 1. Options and the sale's shape
  * ------------------------------------------------------------------------ */
@@ -36,7 +43,8 @@ static void demo_help(FILE *out)
 	fprintf(out,
 	        "usage: flashstock demo [--json] [--buyers N] [--skus N] [--units U] [--procs P]\n"
 	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
-	        "                       [--name NAME]\n"
+	        "                       [--name NAME] [--durability sync|async] [--no-mysql]\n"
+	        "                       [--mysql-fixture PATH]\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
 	        "activity (K orders per user, a one-time token per order) sells U units over N\n"
@@ -45,12 +53,21 @@ static void demo_help(FILE *out)
 	        "id.  Some retry the same request id (must answer FLASH_EDUPLICATE with the\n"
 	        "first outcome); 0.5%% order again as the same user until they hold K\n"
 	        "orders, then once more (must hit FLASH_ELIMIT); C%% of successful orders are\n"
-	        "cancelled (a second cancel must answer FLASH_ECANCELLED).  The parent\n"
-	        "drains the record rings meanwhile and prints progress to stderr about every\n"
-	        "0.5 s.  Then it audits, independently of the engine's counters: the order\n"
-	        "table (active orders per sku and per user), the stock, the drained records\n"
-	        "and the buyers' own tallies must all agree.\n"
-	        "The segment is removed at the end, also after a failure or Ctrl-C.\n"
+	        "cancelled (a second cancel must answer FLASH_ECANCELLED).\n"
+	        "\n"
+	        "Durability is real: a private MariaDB is started first (tests/fixtures/\n"
+	        "mariadb.sh: datadir and unix socket in a private temporary directory, no TCP\n"
+	        "port), then the daemon (`flashstock serve`'s loop) drains the record rings\n"
+	        "into a write-ahead log (group commit, fdatasync) and its MySQL applier\n"
+	        "copies every durable record into MariaDB, exactly once.  After the buyers\n"
+	        "the daemon is stopped (drain, sync), MySQL is caught up with the WAL, and\n"
+	        "the reconciler compares segment, WAL and MySQL.  Then the audit, independent\n"
+	        "of the engine's counters: the order table (active orders per sku and per\n"
+	        "user), the stock, the records read back from the WAL and the buyers' own\n"
+	        "tallies must all agree, and every acknowledged order must be in the WAL and\n"
+	        "in MySQL exactly once.  Progress goes to stderr.\n"
+	        "Everything private (segment, daemon, MariaDB, directory) is removed at the\n"
+	        "end, also after a failure or Ctrl-C.\n"
 	        "\n"
 	        "  --buyers N      would-be buyers (default 200000)\n"
 	        "  --skus N        skus, 1..%u (default 3)\n"
@@ -64,6 +81,15 @@ static void demo_help(FILE *out)
 	        "                  ring (FLASH_EBUSY, retried) while the parent drains\n"
 	        "  --name NAME     segment name (default: a unique /flashstock-demo-PID-XXXX);\n"
 	        "                  it must not exist, and it is removed at the end\n"
+	        "  --durability M  sync: every order and cancel returns only after the\n"
+	        "                  fdatasync that covers its record; async (default): at once,\n"
+	        "                  the WAL trails\n"
+	        "  --no-mysql      no MariaDB: WAL only (where MariaDB is not installed); the\n"
+	        "                  reconciler compares segment and WAL, and orders_in_mysql and\n"
+	        "                  mysql_conflicts are null in the JSON\n"
+	        "  --mysql-fixture PATH  the MariaDB fixture script (default: found from the\n"
+	        "                  executable's directory, ../../tests/fixtures/mariadb.sh,\n"
+	        "                  or ./tests/fixtures/mariadb.sh)\n"
 	        "  --json          end the output with one JSON object on the last line\n"
 	        "\n"
 	        "JSON keys: ok, segment, buyers, procs, skus, units_total, sold, available,\n"
@@ -71,9 +97,15 @@ static void demo_help(FILE *out)
 	        "  client_mismatches, unexpected, process_failures (each must be 0),\n"
 	        "  orders_acked (FLASH_OK answers), orders_cancelled, order_calls (every\n"
 	        "  flash_order call), sold_out, retries, retries_ok, repeats, repeats_ok,\n"
-	        "  cancels_twice_ok, busy, records_drained, seconds (buying phase),\n"
-	        "  orders_per_sec (order_calls / seconds), acked_per_sec,\n"
-	        "  p50_ns, p90_ns, p99_ns, p999_ns, max_ns (flash_order latency)\n"
+	        "  cancels_twice_ok, busy, records_drained (records read back from the WAL),\n"
+	        "  seconds (buying phase), orders_per_sec (order_calls / seconds),\n"
+	        "  acked_per_sec, p50_ns, p90_ns, p99_ns, p999_ns, max_ns (flash_order\n"
+	        "  latency), durability (\"sync\" or \"async\"), wal_commits (group commits),\n"
+	        "  orders_in_wal (ORDER records in the WAL), orders_in_mysql (rows of\n"
+	        "  `orders`; null with --no-mysql), mysql_conflicts (records MySQL refused;\n"
+	        "  null with --no-mysql), reconcile_diffs (differences the reconciler found).\n"
+	        "  orders_in_wal and orders_in_mysql must equal orders_acked, and\n"
+	        "  mysql_conflicts and reconcile_diffs must be 0\n"
 	        "\n"
 	        "exit: 0 every check passed; 1 an invariant broke or the run failed;\n"
 	        "      2 usage error\n",
@@ -81,9 +113,11 @@ static void demo_help(FILE *out)
 }
 
 /* Parse options into @p cfg.  @return -1 to go on, or an exit code. */
-static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
+static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
+                      struct demo_dur *dd)
 {
-	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON };
+	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
+	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -96,6 +130,9 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 		{ "ring",       required_argument, NULL, O_RING },
 		{ "name",       required_argument, NULL, O_NAME },
 		{ "json",       no_argument,       NULL, O_JSON },
+		{ "durability", required_argument, NULL, O_DURABILITY },
+		{ "no-mysql",   no_argument,       NULL, O_NO_MYSQL },
+		{ "mysql-fixture", required_argument, NULL, O_FIXTURE },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -112,6 +149,8 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 	cfg->repeat_pm = 5;
 	cfg->seed = 0x5eed5a1e2026ULL;
 	*json = 0;
+	dd->use_mysql = 1;
+	dd->durability = FLASH_DURABILITY_ASYNC;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -151,6 +190,20 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 		case O_JSON:
 			*json = 1;
 			break;
+		case O_DURABILITY:
+			if (strcmp(optarg, "sync") == 0)
+				dd->durability = FLASH_DURABILITY_SYNC;
+			else if (strcmp(optarg, "async") == 0)
+				dd->durability = FLASH_DURABILITY_ASYNC;
+			else
+				return tool_usage_err(cmd, "--durability: '%s' is not sync or async", optarg);
+			break;
+		case O_NO_MYSQL:
+			dd->use_mysql = 0;
+			break;
+		case O_FIXTURE:
+			dd->fixture = optarg;
+			break;
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
@@ -161,6 +214,8 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
 	if (cfg->procs > cfg->buyers)
 		cfg->procs = (uint32_t)cfg->buyers;
+	if (dd->fixture && !dd->use_mysql)
+		return tool_usage_err(cmd, "--mysql-fixture and --no-mysql exclude each other");
 	return -1;
 }
 
@@ -197,13 +252,30 @@ static void demo_on_signal(int sig)
 	demo_signal = sig;
 }
 
+/* Ctrl-C, SIGTERM, SIGHUP: note it; the run stops at its next check and
+ * tears everything down.  A reader that goes away (`demo | head`) must not
+ * kill the parent before it removes the segment: writes fail instead. */
+static void demo_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = demo_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 struct demo_run {
 	struct demo_cfg      cfg;
 	struct flash_seg_opts opts;
 	char                 name[80];
 	int                  json;
 	int                  created;      /* the segment exists: destroy it */
-	flash_t             *h;            /* the parent's handle: loader and consumer */
+	flash_t             *h;            /* the parent's handle: loader and auditor */
+	struct demo_dur      dd;           /* private dir, MariaDB, daemon, WAL, reconcile */
 	struct demo_shared  *sh;
 	size_t               sh_bytes;
 	pid_t                pids[DEMO_PROCS_MAX];
@@ -251,7 +323,8 @@ static int demo_segment_create(struct demo_run *r)
 	o->max_orders = (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v);
 	v = demo_max(o->max_users, cfg->units * 2 * cfg->limit + 1024);
 	o->max_users = (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v);
-	o->max_procs = (uint32_t)demo_max(o->max_procs, cfg->procs + 2);
+	o->max_procs = (uint32_t)demo_max(o->max_procs, cfg->procs + 3);   /* + parent, daemon, spare */
+	o->durability = r->dd.durability;
 	if (cfg->ring)
 		o->ring_records = cfg->ring;
 
@@ -305,6 +378,9 @@ static void demo_teardown(struct demo_run *r)
 {
 	int rc;
 
+	if (r->dd.daemon_pid > 0 && !r->dd.daemon_exited)
+		demo_dur_daemon_stop(&r->dd);
+
 	if (r->sh)
 		munmap(r->sh, r->sh_bytes);
 	r->sh = NULL;
@@ -321,37 +397,12 @@ static void demo_teardown(struct demo_run *r)
 		r->created = 0;
 	}
 	demo_rings_free(&r->rings);
+	demo_dur_teardown(&r->dd);
 }
 
 /* ------------------------------------------------------------------------
  * 3. The sale
  * ------------------------------------------------------------------------ */
-
-/*
- * Drain every ring once, then hand the space back to the producers.  A ring
- * slot is reused only after the consumer declares its record durable
- * (flash_durable_advance); with no WAL in this mode a record is done once
- * the audit has counted it.  A WAL-backed demo would advance only after its
- * fdatasync.  @return records drained, or a negative code.
- */
-static int64_t demo_drain(struct demo_run *r)
-{
-	struct demo_rings *rg = &r->rings;
-	uint32_t n = 0, s;
-	int rc = flash_ring_drain(r->h, demo_rings_record, rg, 1u << 16, &n);
-
-	if (rc != FLASH_OK)
-		return rc;
-	for (s = 0; s < rg->nslots; s++) {
-		if (rg->last_seq[s] == rg->acked_seq[s])
-			continue;
-		rc = flash_durable_advance(r->h, s, rg->last_seq[s]);
-		if (rc != FLASH_OK)
-			return rc;
-		rg->acked_seq[s] = rg->last_seq[s];
-	}
-	return (int64_t)n;
-}
 
 static void demo_sleep_us(long us)
 {
@@ -374,6 +425,10 @@ static void demo_reap(struct demo_run *r, int block)
 		if (pid < 0) {   /* ECHILD: nobody left to wait for */
 			r->nalive = 0;
 			break;
+		}
+		if (demo_dur_reaped(&r->dd, pid, status)) {
+			block = 0;   /* the caller notices: demo_dur_daemon_died() */
+			continue;
 		}
 		for (i = 0; i < r->nforked; i++) {
 			if (r->pids[i] != pid)
@@ -428,14 +483,14 @@ static void demo_progress(struct demo_run *r, int64_t now)
 
 /*
  * Fork the buyers, wait until each has its handle, start them together,
- * then drain and report progress until every one has exited.  A signal
- * kills the buyers and returns TOOL_FAIL; the caller tears down.
+ * then report progress until every one has exited; the daemon drains their
+ * rings meanwhile.  A signal, or the daemon dying, kills the buyers and
+ * returns TOOL_FAIL; the caller tears down.
  */
 static int demo_sale(struct demo_run *r)
 {
 	const struct demo_cfg *cfg = &r->cfg;
-	struct sigaction sa;
-	int64_t next_progress, deadline, n;
+	int64_t next_progress, deadline;
 	pid_t parent = getpid();
 	uint32_t i, ready;
 
@@ -446,16 +501,8 @@ static int demo_sale(struct demo_run *r)
 		return tool_failf("demo: mmap %zu bytes: %s", r->sh_bytes, strerror(errno));
 	}
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = demo_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	/* A reader that goes away (`demo | head`) must not kill the parent
-	 * before it removes the segment: writes fail instead. */
-	signal(SIGPIPE, SIG_IGN);
-
+	fprintf(stderr, "demo: %llu buyers in %u processes ...\n", (unsigned long long)cfg->buyers,
+	        cfg->procs);
 	fflush(NULL);
 	for (i = 0; i < cfg->procs; i++) {
 		pid_t pid = fork();
@@ -511,43 +558,63 @@ static int demo_sale(struct demo_run *r)
 	next_progress = r->t_go + 500000000LL;
 	while (r->nalive > 0) {
 		int64_t now;
-		n = demo_drain(r);
-		if (n < 0) {
-			demo_kill_all(r);
-			return tool_fail("demo: drain the rings", (int)n);
-		}
 		demo_reap(r, 0);
 		if (demo_signal) {
 			demo_kill_all(r);
 			return tool_failf("demo: interrupted by signal %d", (int)demo_signal);
+		}
+		if (demo_dur_daemon_died(&r->dd)) {
+			demo_kill_all(r);
+			return tool_failf("demo: the daemon exited during the sale");
 		}
 		now = tool_monotonic_ns();
 		if (now >= next_progress) {
 			demo_progress(r, now);
 			next_progress = now + 500000000LL;
 		}
-		if (n == 0)
-			demo_sleep_us(500);
+		demo_sleep_us(1000);
 	}
 	r->t_done = tool_monotonic_ns();
 
-	/* A buyer that died left work in flight: finish it before the audit. */
+	/* A buyer that died left work in flight: finish it before the audit
+	 * (the daemon then drains what the recovery wrote). */
 	if (r->proc_failures) {
 		int rc = flash_recover(r->h, &r->recovered);
 		if (rc != FLASH_OK)
 			tool_fail("demo: recover after a buyer died", rc);
 	}
-	/* Quiescent: take what is left in the rings. */
-	do {
-		n = demo_drain(r);
-		if (n < 0)
-			return tool_fail("demo: drain the rings", (int)n);
-	} while (n > 0);
 	return TOOL_OK;
 }
 
 /* ------------------------------------------------------------------------
- * 4. The report
+ * 4. After the sale
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Quiescent now: stop the daemon (it drains, commits and marks every record
+ * durable, and its applier hands MySQL what it can), read the WAL back into
+ * the audit's tallies, catch MySQL up with the rest of the WAL and count
+ * its orders, then reconcile the three witnesses.
+ */
+static int demo_after_sale(struct demo_run *r)
+{
+	int rc;
+
+	if ((rc = demo_dur_daemon_stop(&r->dd)) != TOOL_OK)
+		return rc;
+	if (demo_signal)
+		return tool_failf("demo: interrupted by signal %d", (int)demo_signal);
+	if ((rc = demo_dur_wal_read(&r->dd, &r->rings)) != TOOL_OK)
+		return rc;
+	if (r->dd.use_mysql && (rc = demo_dur_mysql(&r->dd)) != TOOL_OK)
+		return rc;
+	if (demo_signal)
+		return tool_failf("demo: interrupted by signal %d", (int)demo_signal);
+	return demo_dur_reconcile(&r->dd, r->h);
+}
+
+/* ------------------------------------------------------------------------
+ * 5. The report
  * ------------------------------------------------------------------------ */
 
 struct demo_totals {
@@ -593,8 +660,10 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 	struct demo_totals t;
 	double secs = (double)(r->t_done - r->t_go) / 1e9;
 	uint64_t p50, p90, p99, p999;
+	const struct demo_dur *d = &r->dd;
+	const struct serve_stats *st = demo_dur_stats(d);
 	uint32_t s;
-	int ok;
+	int ok, dur_ok;
 
 	demo_sum(r, &t);
 	p50 = bench_hist_percentile(&t.lat, 50.0);
@@ -606,6 +675,11 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 	ok = a->oversold == 0 && a->users_over_limit == 0 && a->leaked_units == 0 &&
 	     a->ring_mismatches == 0 && a->client_mismatches == 0 && t.unexpected == 0 &&
 	     r->proc_failures == 0;
+	/* Durable exactly once: every acknowledged order is in the WAL and in
+	 * MySQL, once, and the three witnesses agree. */
+	dur_ok = d->orders_in_wal == t.acked && d->reconcile_diffs == 0 &&
+	         (!d->use_mysql || (d->orders_in_mysql == t.acked && d->mysql_conflicts == 0));
+	ok = ok && dur_ok;
 
 	printf("flashstock demo: %llu buyers in %u processes, %u skus, %llu units, "
 	       "limit %u per user, token required\n",
@@ -660,6 +734,25 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       flash_rcname(t.first_bad->dp_first_bad_rc));
 	if (r->proc_failures)
 		printf("         %s (recovered %u handles)\n", r->proc_problem, r->recovered);
+	printf("wal      %llu records written by the daemon in %llu group commits; read back: "
+	       "%llu records, %llu orders, %llu cancels\n",
+	       (unsigned long long)st->records, (unsigned long long)st->commits,
+	       (unsigned long long)d->wal_records, (unsigned long long)d->orders_in_wal,
+	       (unsigned long long)d->cancels_in_wal);
+	if (d->use_mysql)
+		printf("mysql    %llu orders in MySQL, %llu refused records, applied LSN %llu "
+		       "(%llu applied after the daemon stopped)\n",
+		       (unsigned long long)d->orders_in_mysql, (unsigned long long)d->mysql_conflicts,
+		       (unsigned long long)d->mysql_applied_lsn, (unsigned long long)d->mysql_late);
+	else
+		printf("mysql    not used (--no-mysql)\n");
+	printf("durable  orders acked %llu, in the WAL %llu", (unsigned long long)t.acked,
+	       (unsigned long long)d->orders_in_wal);
+	if (d->use_mysql)
+		printf(", in MySQL %llu", (unsigned long long)d->orders_in_mysql);
+	printf("; reconcile differences %llu: %s\n", (unsigned long long)d->reconcile_diffs,
+	       dur_ok ? "every acknowledged order is durable, once" : "MISMATCH");
+	printf("%s", d->reconcile_text ? d->reconcile_text : "reconcile: no report\n");
 	printf("result   %s\n", ok ? "OK: every check passed" : "FAILED");
 
 	if (r->json) {
@@ -674,7 +767,7 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       "\"cancels_twice_ok\":%llu,\"busy\":%llu,\"records_drained\":%llu,"
 		       "\"seconds\":%.6f,\"orders_per_sec\":%.1f,\"acked_per_sec\":%.1f,"
 		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
-		       "\"max_ns\":%llu}\n",
+		       "\"max_ns\":%llu,",
 		       (unsigned long long)cfg->buyers, cfg->procs, cfg->nskus,
 		       (unsigned long long)a->units_total, (unsigned long long)a->sold,
 		       (unsigned long long)a->units_available, (unsigned long long)a->oversold,
@@ -690,6 +783,15 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       (double)t.calls / secs, (double)t.acked / secs,
 		       (unsigned long long)p50, (unsigned long long)p90, (unsigned long long)p99,
 		       (unsigned long long)p999, (unsigned long long)t.lat.bh_max);
+		printf("\"durability\":\"%s\",\"wal_commits\":%llu,\"orders_in_wal\":%llu,",
+		       d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async",
+		       (unsigned long long)st->commits, (unsigned long long)d->orders_in_wal);
+		if (d->use_mysql)
+			printf("\"orders_in_mysql\":%llu,\"mysql_conflicts\":%llu,",
+			       (unsigned long long)d->orders_in_mysql, (unsigned long long)d->mysql_conflicts);
+		else
+			printf("\"orders_in_mysql\":null,\"mysql_conflicts\":null,");
+		printf("\"reconcile_diffs\":%llu}\n", (unsigned long long)d->reconcile_diffs);
 	}
 	fflush(stdout);
 	return ok ? TOOL_OK : TOOL_FAIL;
@@ -702,12 +804,19 @@ int cmd_demo(int argc, char **argv)
 	int rc;
 
 	memset(&r, 0, sizeof r);
-	rc = demo_parse(argc, argv, &r.cfg, &r.json);
+	rc = demo_parse(argc, argv, &r.cfg, &r.json, &r.dd);
 	if (rc >= 0)
 		return rc;
 	demo_shape(&r.cfg);
+	demo_signals();
 
 	rc = demo_segment_create(&r);
+	if (rc == TOOL_OK)
+		rc = demo_dur_setup(&r.dd);
+	if (rc == TOOL_OK && demo_signal)
+		rc = tool_failf("demo: interrupted by signal %d", (int)demo_signal);
+	if (rc == TOOL_OK)
+		rc = demo_dur_daemon_start(&r.dd, r.name);
 	if (rc == TOOL_OK)
 		rc = demo_load(&r);
 	if (rc == TOOL_OK) {
@@ -717,6 +826,8 @@ int cmd_demo(int argc, char **argv)
 	}
 	if (rc == TOOL_OK)
 		rc = demo_sale(&r);
+	if (rc == TOOL_OK)
+		rc = demo_after_sale(&r);
 	if (rc == TOOL_OK) {
 		int arc = demo_audit_run(r.h, &r.cfg, &r.rings, r.sh, &audit);
 		rc = arc == FLASH_OK ? demo_report(&r, &audit) : tool_fail("demo: audit", arc);
