@@ -486,10 +486,12 @@ static int flash_verify(struct bench_run *run, struct bench_check *out)
 	if (st->ctl) {
 		snprintf(out->note, sizeof(out->note),
 		         "consumer: the serve loop, WAL on disk: %llu order records in the WAL (order table: %llu), "
-		         "%llu group commits for %llu records; ring-full retries %llu",
+		         "%llu group commits for %llu records (%.1f per commit); ring-full retries %llu",
 		         (unsigned long long)st->wal_orders, (unsigned long long)out->orders,
 		         (unsigned long long)st->ctl->stats.commits,
-		         (unsigned long long)st->ctl->stats.records, (unsigned long long)busy);
+		         (unsigned long long)st->ctl->stats.records,
+		         st->ctl->stats.commits ? (double)st->ctl->stats.records / (double)st->ctl->stats.commits : 0.0,
+		         (unsigned long long)busy);
 		if (st->wal_stop != 0 || st->wal_orders != out->orders)
 			out->mismatch += 1;   /* the WAL and the order table disagree */
 	} else

@@ -44,6 +44,14 @@ cmake --build "$build" --target flashstock-bench -j2 >/dev/null
 	echo "kernel:  $(uname -sr)"
 	echo "redis:   $(redis-server --version 2>/dev/null | cut -d' ' -f3)"
 	echo "mariadb: $( (mariadbd --version || mysqld --version) 2>/dev/null | head -1)"
+	# what one synchronous 4 KiB write costs on the WAL's file system now
+	f=$(mktemp "${TMPDIR:-/tmp}/flashbench-dsync.XXXXXX")
+	t0=$(date +%s%N)
+	dd if=/dev/zero of="$f" bs=4096 count=300 oflag=dsync 2>/dev/null || true
+	t1=$(date +%s%N)
+	rm -f "$f"
+	echo "dsync:   $(( (t1 - t0) / 300000 )) us per synchronous 4 KiB write (dd oflag=dsync, 300 writes, ${TMPDIR:-/tmp})"
+	echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before the run)"
 	echo "command: $build/bench/flashstock-bench -w hot,zipf,dedup,mixed -d async,sync -D 8 --out $out $*"
 } >"$out/machine.txt"
 cat "$out/machine.txt"
