@@ -127,6 +127,17 @@ static int g_case_failures;           /* of the case running */
 static int g_failed_cases;
 static const struct ctx *g_cur;
 static flash_t *g_parent;             /* the consumer: drains and advances the rings */
+static char g_segname[64];            /* the segment of the case running */
+static pid_t g_main_pid;
+
+/* Killed from outside (ctest timeout, ^C, a closed pipe): leave nothing in /dev/shm. */
+static void on_signal(int sig)
+{
+	if (getpid() == g_main_pid && g_segname[0])
+		shm_unlink(g_segname);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void failf(int line, const char *fmt, ...)
@@ -1214,6 +1225,7 @@ static flash_t *fresh(struct ctx *c)
 	c->nrep = 0;
 	c->rep_in[0] = c->rep_in[1] = 0;
 	snprintf(c->name, sizeof c->name, "/fs-crash-%ld", (long)getpid());
+	snprintf(g_segname, sizeof g_segname, "%s", c->name);
 	(void)flash_seg_destroy(c->name);
 	opts(&o);
 	if ((rc = flash_seg_create(c->name, &o)) != FLASH_OK ||
@@ -1350,6 +1362,11 @@ int main(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_main_pid = getpid();
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, on_signal);
+	signal(SIGHUP, on_signal);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	g_out = mmap(NULL, sizeof *g_out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (g_out == MAP_FAILED) {
