@@ -44,7 +44,7 @@ static void demo_help(FILE *out)
 	        "usage: flashstock demo [--json] [--buyers N] [--skus N] [--units U] [--procs P]\n"
 	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
 	        "                       [--name NAME] [--durability sync|async] [--no-mysql]\n"
-	        "                       [--mysql-fixture PATH]\n"
+	        "                       [--mysql-fixture PATH] [--keep]\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
 	        "activity (K orders per user, a one-time token per order) sells U units over N\n"
@@ -90,6 +90,10 @@ static void demo_help(FILE *out)
 	        "  --mysql-fixture PATH  the MariaDB fixture script (default: found from the\n"
 	        "                  executable's directory, ../../tests/fixtures/mariadb.sh,\n"
 	        "                  or ./tests/fixtures/mariadb.sh)\n"
+	        "  --keep          after a run that got as far as its report, keep the\n"
+	        "                  segment, the WAL and the MariaDB running for inspection\n"
+	        "                  (`flashstock reconcile`); stderr says how to remove them,\n"
+	        "                  and the JSON gains kept_dir, kept_wal, kept_mysql_defaults\n"
 	        "  --json          end the output with one JSON object on the last line\n"
 	        "\n"
 	        "JSON keys: ok, segment, buyers, procs, skus, units_total, sold, available,\n"
@@ -117,7 +121,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
 	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
-	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE };
+	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -133,6 +137,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 		{ "durability", required_argument, NULL, O_DURABILITY },
 		{ "no-mysql",   no_argument,       NULL, O_NO_MYSQL },
 		{ "mysql-fixture", required_argument, NULL, O_FIXTURE },
+		{ "keep",       no_argument,       NULL, O_KEEP },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -203,6 +208,9 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 			break;
 		case O_FIXTURE:
 			dd->fixture = optarg;
+			break;
+		case O_KEEP:
+			dd->keep = 1;
 			break;
 		default:
 			return tool_bad_option(cmd, c, argv);
@@ -791,10 +799,42 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 			       (unsigned long long)d->orders_in_mysql, (unsigned long long)d->mysql_conflicts);
 		else
 			printf("\"orders_in_mysql\":null,\"mysql_conflicts\":null,");
-		printf("\"reconcile_diffs\":%llu}\n", (unsigned long long)d->reconcile_diffs);
+		printf("\"reconcile_diffs\":%llu", (unsigned long long)d->reconcile_diffs);
+		if (d->keep) {
+			printf(",\"kept_dir\":");
+			tool_json_str(stdout, d->dir);
+			printf(",\"kept_wal\":");
+			tool_json_str(stdout, d->wal_dir);
+			printf(",\"kept_mysql_defaults\":");
+			if (d->use_mysql)
+				tool_json_str(stdout, d->defaults_file);
+			else
+				printf("null");
+		}
+		printf("}\n");
 	}
 	fflush(stdout);
 	return ok ? TOOL_OK : TOOL_FAIL;
+}
+
+/* --keep: leave segment, WAL and MariaDB for inspection; say how to remove them. */
+static void demo_keep(struct demo_run *r)
+{
+	struct demo_dur *d = &r->dd;
+
+	fprintf(stderr, "demo: kept segment %s and %s (WAL in %s)\n", r->name, d->dir, d->wal_dir);
+	if (d->use_mysql)
+		fprintf(stderr, "demo: kept MariaDB in %s; connect with --mysql-defaults %s\n",
+		        d->db_dir, d->defaults_file);
+	fprintf(stderr, "demo: inspect: flashstock reconcile --name %s --wal %s%s%s\n", r->name,
+	        d->wal_dir, d->use_mysql ? " --mysql-defaults " : "", d->use_mysql ? d->defaults_file : "");
+	fprintf(stderr, "demo: remove:  ");
+	if (d->use_mysql)
+		fprintf(stderr, "sh %s stop %s; ", d->fixture_path, d->db_dir);
+	fprintf(stderr, "flashstock destroy --name %s; rm -rf %s\n", r->name, d->dir);
+	r->created = 0;
+	d->db_started = 0;
+	d->dir[0] = '\0';
 }
 
 int cmd_demo(int argc, char **argv)
@@ -831,6 +871,8 @@ int cmd_demo(int argc, char **argv)
 	if (rc == TOOL_OK) {
 		int arc = demo_audit_run(r.h, &r.cfg, &r.rings, r.sh, &audit);
 		rc = arc == FLASH_OK ? demo_report(&r, &audit) : tool_fail("demo: audit", arc);
+		if (r.dd.keep)
+			demo_keep(&r);
 	}
 	demo_teardown(&r);
 	return rc;

@@ -36,6 +36,7 @@ struct demo_dur {
 	int         use_mysql;        /* 0: --no-mysql (WAL only) */
 	uint32_t    durability;       /* enum flash_durability */
 	const char *fixture;          /* --mysql-fixture PATH, or NULL: look for it */
+	int         keep;             /* --keep: leave segment, WAL and MariaDB at the end */
 	/* the private directory */
 	char        dir[128];         /* mkdtemp; removed at the end */
 	char        wal_dir[160];
