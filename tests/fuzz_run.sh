@@ -43,13 +43,18 @@ for t in ${FUZZ_TARGETS:-wal attach csv}; do
 	"$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 \
 		-artifact_prefix="$work/art-$t/" "$@" "$corpus" $seeds >"$work/$t.log" 2>&1
 	rc=$?
+	# executions: the final stats, or (fork mode) the last "#N: cov: ..." line
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
+	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$work/$t.log" | tail -1)
 	cov=$(grep -o 'cov: [0-9]*' "$work/$t.log" | tail -1)
+	# with -ignore_crashes/-ignore_timeouts the exit is 0: artifacts still fail the run
+	[ -n "$(ls "$work/art-$t")" ] && [ $rc -eq 0 ] && rc=1
 	if [ $rc -ne 0 ]; then
 		status=1
 		mkdir -p fuzz-artifacts
 		cp "$work/art-$t/"* fuzz-artifacts/ 2>/dev/null
-		grep -v '^"' "$work/$t.log" | tail -60
+		grep -E 'ERROR|SUMMARY|runtime error|broken promise|ALARM|hang' "$work/$t.log" | sort | uniq -c | head -20
+		grep -v '^"' "$work/$t.log" | tail -40
 		echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} executions; reproducer(s) in ./fuzz-artifacts/:"
 		ls fuzz-artifacts/
 	else
