@@ -7,7 +7,9 @@
 # (sold + available = units_total = 10000, sold = acked - cancelled since
 # every order is one unit); every retry, repeat and second cancel got the
 # answer the API promises; the scenario exercised each of them at least once;
-# and the private segment is gone afterwards.
+# every acknowledged order is in the WAL once and (unless --no-mysql) in
+# MySQL once, MySQL refused nothing, and the reconciler found no difference;
+# and the private segment, directory and MariaDB are gone afterwards.
 set -u
 F=${1:?usage: cli_demo.sh path/to/flashstock [buyers [demo options...]]}
 B=${2:-20000}
@@ -16,6 +18,13 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+mode=async; mysql=1
+for a in "$@"; do
+	case $a in
+	sync) mode=sync ;;
+	--no-mysql) mysql=0 ;;
+	esac
+done
 "$F" demo --json --buyers "$B" "$@" > "$T/out" 2> "$T/err"; rc=$?
 if [ $rc != 0 ]; then
 	cat "$T/out" "$T/err" >&2
@@ -54,6 +63,28 @@ ge repeats 1
 ge orders_cancelled 1
 ge order_calls "$B"
 ge records_drained "$acked"
+# durable exactly once
+[ "$(printf '%s' "$last" | grep -o '"durability":"[a-z]*"')" = "\"durability\":\"$mode\"" ] ||
+	fail "durability is not $mode: $last"
+eq orders_in_wal "$acked"
+eq reconcile_diffs 0
+ge wal_commits 1
+if [ $mysql = 1 ]; then
+	eq orders_in_mysql "$acked"
+	eq mysql_conflicts 0
+	grep -q 'witnesses segment,wal,mysql' "$T/out" || fail "the reconciler did not compare MySQL"
+else
+	eq orders_in_mysql null
+	eq mysql_conflicts null
+	grep -q 'witnesses segment,wal;' "$T/out" || fail "the reconciler did not compare segment and WAL"
+fi
+# the private directory (WAL, MariaDB) is gone, and no server runs in it
+dir=$(sed -n 's/^demo: starting the daemon: WAL in \(.*\)\/wal,.*/\1/p' "$T/err")
+[ -n "$dir" ] || fail "no daemon start line on stderr"
+[ ! -e "$dir" ] || fail "private directory $dir left behind"
+if pgrep -f -- "--defaults-file=$dir/" >/dev/null; then
+	fail "a MariaDB of $dir still runs"
+fi
 for k in orders_per_sec p50_ns p99_ns; do
 	v=$(val "$k")
 	case $v in ''|*[!0-9.]*) fail "$k is not a number: $v" ;; esac

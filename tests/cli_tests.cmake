@@ -20,24 +20,47 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_load.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(cli_load PROPERTIES TIMEOUT 120)
 
-  # the demo: a whole sale, every invariant figure 0 on its last JSON line.
+  # the demo: a whole sale with the daemon, its WAL and a private MariaDB
+  # (each run starts and stops its own, in its own temporary directory, so
+  # these tests run in parallel): every invariant figure 0 on its last JSON
+  # line, orders_in_wal = orders_in_mysql = orders_acked, reconcile_diffs 0.
   add_test(NAME cli_demo
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000)
   set_tests_properties(cli_demo PROPERTIES TIMEOUT 180)
-  # the same with 16-record rings: buyers meet full rings (FLASH_EBUSY) and
-  # retry while the parent drains; every figure must still hold.
+  # sync durability: every order returns after the fdatasync covering it.
+  add_test(NAME cli_durable_sync
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --durability sync)
+  set_tests_properties(cli_durable_sync PROPERTIES TIMEOUT 180)
+  # WAL only (no MariaDB), sync, 16-record rings.
+  add_test(NAME cli_durable_nomysql
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --no-mysql --durability sync --ring 16)
+  set_tests_properties(cli_durable_nomysql PROPERTIES TIMEOUT 180)
+  # 16-record rings, async, WAL only: buyers meet full rings (FLASH_EBUSY)
+  # and retry while the daemon drains; every figure must still hold.
   add_test(NAME cli_demo_small_rings
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
-                   --ring 16)
+                   --no-mysql --ring 16)
   set_tests_properties(cli_demo_small_rings PROPERTIES TIMEOUT 180)
-  # limit 3 per user, 5 skus, heavy retries and cancels.
+  # limit 3 per user, 5 skus, heavy retries and cancels; MySQL's unique
+  # index holds the same limit.
   add_test(NAME cli_demo_limit3
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
                    --limit 3 --skus 5 --procs 3 --cancel-pct 10 --retry-pct 50)
   set_tests_properties(cli_demo_limit3 PROPERTIES TIMEOUT 180)
+  # `flashstock reconcile` on a kept sale: exit 0 clean, exit 1 naming the
+  # sku after a change made directly in MariaDB, exit 2 for --repair.
+  add_test(NAME cli_durable_reconcile
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_durable_reconcile.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_durable_reconcile PROPERTIES TIMEOUT 180)
+  # Ctrl-C while MariaDB starts and while buyers race: nothing left behind.
+  add_test(NAME cli_durable_sigint
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_durable_sigint.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_durable_sigint PROPERTIES TIMEOUT 300)
 
   # usage: --help everywhere exits 0; an unknown command exits 2.
-  foreach(cmd create destroy load status demo)
+  foreach(cmd create destroy load status demo reconcile)
     add_test(NAME cli_help_${cmd} COMMAND flashstock ${cmd} --help)
     set_tests_properties(cli_help_${cmd} PROPERTIES PASS_REGULAR_EXPRESSION "usage: flashstock ${cmd}")
   endforeach()
