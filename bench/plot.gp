@@ -8,6 +8,18 @@ if (!exists("dir")) dir = "."
 
 set terminal pngcairo size 1300,650 noenhanced font ",10"
 set datafile separator whitespace
+# ten distinguishable colours (a workload plot has up to nine curves)
+set linetype 1 lc rgb "#1f77b4" lw 2
+set linetype 2 lc rgb "#ff7f0e" lw 2
+set linetype 3 lc rgb "#2ca02c" lw 2
+set linetype 4 lc rgb "#d62728" lw 2
+set linetype 5 lc rgb "#9467bd" lw 2
+set linetype 6 lc rgb "#8c564b" lw 2
+set linetype 7 lc rgb "#e377c2" lw 2
+set linetype 8 lc rgb "#7f7f7f" lw 2
+set linetype 9 lc rgb "#bcbd22" lw 2
+set linetype 10 lc rgb "#17becf" lw 2
+set linetype cycle 10
 
 # --- throughput by engine -------------------------------------------------
 set output dir."/throughput.png"
