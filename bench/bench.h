@@ -88,6 +88,7 @@ struct bench_cfg {
 	int      break_baseline;   /* test only: baselines drop the stock check */
 	int      flash_no_tokens;  /* profiling: flashstock orders without tokens */
 	int      flash_no_reqids;  /* profiling: flashstock orders without request ids */
+	int      flash_no_wal;     /* profiling: no WAL daemon, the bench drains (durability none) */
 	int      progress;         /* progress line on stderr */
 	const char *redis_server;  /* redis-server binary */
 	const char *mariadb_script;/* tests/fixtures/mariadb.sh */

@@ -90,6 +90,8 @@ static void usage(FILE *f, const char *argv0)
 "      --no-tokens        profiling: flashstock orders carry no token (the\n"
 "                         activity requires none); the baselines are unchanged\n"
 "      --no-request-ids   profiling: flashstock orders carry no request id\n"
+"      --no-wal           profiling: no WAL daemon; the bench drains the rings\n"
+"                         itself (flashstock rows then show durability none)\n"
 "      --break-baseline   TEST ONLY: baselines drop their stock check, so the\n"
 "                         report must show oversold > 0\n"
 "      --json             JSON lines on stdout instead of the table\n"
@@ -167,7 +169,7 @@ int cmd_bench(int argc, char **argv)
 		{ "out", 1, NULL, 12 }, { "quiet", 0, NULL, 'q' }, { "list", 0, NULL, 13 },
 		{ "redis-server", 1, NULL, 14 }, { "mariadb-script", 1, NULL, 15 },
 		{ "sync-threads", 1, NULL, 16 }, { "timeout", 1, NULL, 19 }, { "no-tokens", 0, NULL, 17 },
-		{ "no-request-ids", 0, NULL, 18 },
+		{ "no-request-ids", 0, NULL, 18 }, { "no-wal", 0, NULL, 20 },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_cfg cfg;
@@ -237,6 +239,7 @@ int cmd_bench(int argc, char **argv)
 		case 17:  cfg.flash_no_tokens = 1; break;
 		case 19:  bad = parse_dbl(optarg, &cfg.timeout_s); break;
 		case 18:  cfg.flash_no_reqids = 1; break;
+		case 20:  cfg.flash_no_wal = 1; break;
 		case 16:  bad = parse_u64(optarg, &v) || v < 1 || v > 128; cfg.sync_threads = (uint32_t)v; break;
 		case 'h': usage(stdout, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 0;
 		default:  usage(stderr, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 2;
@@ -341,6 +344,8 @@ int cmd_bench(int argc, char **argv)
 					if (ran_once)
 						continue;
 					label = ee->e == &bench_eng_cas ? BENCH_DUR_NONE : BENCH_DUR_SYNC;
+				} else if (ee->e == &bench_eng_flash && cfg.flash_no_wal && durs[j] == BENCH_DUR_SYNC) {
+					continue;   /* --no-wal: no sync row */
 				} else if (!row_dur(ee->e, durs[j], &label)) {
 					fprintf(stderr, "[bench] %s %s: no %s row: %s\n", ee->name,
 					        bench_workload_name(wls[k]), bench_dur_name(durs[j]),

@@ -44,6 +44,12 @@
 #define FLASH_TOKEN_TTL_MS 600000u
 
 #ifdef BENCH_HAVE_SERVE
+#define HAVE_SERVE 1
+#else
+#define HAVE_SERVE 0
+#endif
+
+#ifdef BENCH_HAVE_SERVE
 /* Shared with the daemon process (MAP_SHARED, made before its fork). */
 struct flash_daemon_ctl {
 	volatile sig_atomic_t stop;     /* set by the parent: drain, commit, return */
@@ -186,12 +192,13 @@ static int flash_setup(struct bench_run *run)
 	if (!st)
 		return -1;
 	run->eng_state = st;
-#ifndef BENCH_HAVE_SERVE
-	if (run->dur != BENCH_DUR_ASYNC) {
-		snprintf(run->err, sizeof(run->err), "only async durability without the WAL daemon");
-		return -1;
+	if (run->cfg.flash_no_wal || !HAVE_SERVE) {
+		if (run->dur == BENCH_DUR_SYNC) {
+			snprintf(run->err, sizeof(run->err), "no sync durability without the WAL daemon");
+			return -1;
+		}
+		run->dur = BENCH_DUR_NONE;   /* the bench's own drain writes nothing */
 	}
-#endif
 	snprintf(st->name, sizeof(st->name), "/flashbench-%d-%u", (int)getpid(), seq++);
 	/* order numbers go to handles in chunks (64 in this engine): each
 	 * handle may leave up to a chunk unused, so leave room for that */
@@ -228,7 +235,7 @@ static int flash_setup(struct bench_run *run)
 	}
 #ifdef BENCH_HAVE_SERVE
 	/* the consumer first: the catalog's records go through the rings too */
-	if (start_daemon(run, st) != 0)
+	if (!run->cfg.flash_no_wal && start_daemon(run, st) != 0)
 		return -1;
 #endif
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -259,9 +266,10 @@ static int flash_setup(struct bench_run *run)
 	/* memory: segment bytes per order slot (all tables are sized from it) */
 	snprintf(path, sizeof(path), "/dev/shm%s", st->name);
 	fd = open(path, O_RDONLY);
-	if (run->cfg.flash_no_tokens || run->cfg.flash_no_reqids)
-		snprintf(run->note, sizeof(run->note), "PROFILING CHAIN:%s%s", run->cfg.flash_no_tokens ?
-		         " no tokens" : "", run->cfg.flash_no_reqids ? " no request ids" : "");
+	if (run->cfg.flash_no_tokens || run->cfg.flash_no_reqids || run->cfg.flash_no_wal)
+		snprintf(run->note, sizeof(run->note), "PROFILING:%s%s%s", run->cfg.flash_no_tokens ?
+		         " no tokens" : "", run->cfg.flash_no_reqids ? " no request ids" : "",
+		         run->cfg.flash_no_wal ? " no WAL daemon" : "");
 	else if (fd >= 0 && fstat(fd, &sb) == 0) {
 		double rings = (double)o.ring_records * o.max_procs * sizeof(struct flash_record);
 		snprintf(run->note, sizeof(run->note),
