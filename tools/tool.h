@@ -38,6 +38,7 @@ int cmd_load(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_wal(int argc, char **argv);
 int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock_bench) */
 
 /* ---- messages ---------------------------------------------------------- */

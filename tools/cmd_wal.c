@@ -1,0 +1,174 @@
+/*
+ * cmd_wal.c -- `flashstock wal verify|dump`: look into a write-ahead log
+ * directory without a segment: check every frame (and say where and why
+ * the log stops), print its records, or cut a torn tail by hand.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "wal.h"
+
+static void wal_help(FILE *out)
+{
+	fprintf(out,
+	        "usage: flashstock wal verify --wal DIR [--truncate] [--json]\n"
+	        "       flashstock wal dump   --wal DIR [--from LSN] [--limit N]\n"
+	        "\n"
+	        "verify  reads every frame of the WAL in DIR, checking length, CRC-32C, LSN and\n"
+	        "        previous LSN, and reports the files, frames, LSN range and where the log\n"
+	        "        ends: cleanly, or at the first bad frame (cause, file, byte offset).\n"
+	        "        --truncate cuts a torn tail in the last file so appends can go on (it\n"
+	        "        needs the WAL's writer lock: not while `serve` runs on DIR).\n"
+	        "dump    prints one line per record from LSN (default 1): lsn, type, slot, seq,\n"
+	        "        activity, sku, qty, order, user, value.\n"
+	        "\n"
+	        "--json  verify prints one JSON object: {\"stop\", \"file\", \"offset\", \"files\",\n"
+	        "        \"frames\", \"first_lsn\", \"last_lsn\", \"truncated_bytes\"}.\n"
+	        "\n"
+	        "exit: 0 the log ends cleanly (verify) or was printed (dump); 1 it stops at a\n"
+	        "bad frame (also after --truncate) or cannot be read; 2 usage error\n");
+}
+
+struct wal_dump {
+	uint64_t limit;
+	uint64_t n;
+};
+
+static const char *wal_rec_type(uint16_t t)
+{
+	switch (t) {
+	case FLASH_REC_ORDER:    return "order";
+	case FLASH_REC_CANCEL:   return "cancel";
+	case FLASH_REC_RESTOCK:  return "restock";
+	case FLASH_REC_ACTIVITY: return "activity";
+	case FLASH_REC_SKU:      return "sku";
+	default:                 return "?";
+	}
+}
+
+static int wal_dump_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	struct wal_dump *d = arg;
+	if (type == WAL_T_RECORD && len >= sizeof(struct wal_rec)) {
+		struct wal_rec r;
+		memcpy(&r, p, sizeof r);
+		printf("%" PRIu64 " %s slot=%u seq=%" PRIu64 " activity=%u sku=%u qty=%u order=%" PRIu64
+		       " user=%" PRIu64 " value=%" PRId64 "\n", lsn, wal_rec_type(r.wr_rec.type),
+		       r.wr_rec.slot, r.wr_seq, r.wr_rec.activity_id, r.wr_rec.sku_id, r.wr_rec.qty,
+		       r.wr_rec.order_no, r.wr_rec.user_id, r.wr_rec.value);
+	} else {
+		printf("%" PRIu64 " frame type=%u len=%u\n", lsn, type, len);
+	}
+	return d->limit && ++d->n >= d->limit;
+}
+
+static int wal_count_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	(void)arg; (void)lsn; (void)type; (void)p; (void)len;
+	return 0;
+}
+
+int cmd_wal(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help",     no_argument,       NULL, 'h' },
+		{ "wal",      required_argument, NULL, 'w' },
+		{ "truncate", no_argument,       NULL, 't' },
+		{ "json",     no_argument,       NULL, 'j' },
+		{ "from",     required_argument, NULL, 'f' },
+		{ "limit",    required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = argv[0], *dir = NULL, *verb;
+	int c, truncate = 0, json = 0;
+	uint64_t from = 1, limit = 0;
+
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		wal_help(stdout);
+		return TOOL_OK;
+	}
+	if (argc < 2 || (strcmp(argv[1], "verify") != 0 && strcmp(argv[1], "dump") != 0))
+		return tool_usage_err(cmd, "expected 'verify' or 'dump'");
+	verb = argv[1];
+	argc--;
+	argv++;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			wal_help(stdout);
+			return TOOL_OK;
+		case 'w':
+			dir = optarg;
+			break;
+		case 't':
+			truncate = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'f':
+			if (tool_opt_u64(cmd, "--from", optarg, 1, UINT64_MAX, &from) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'l':
+			if (tool_opt_u64(cmd, "--limit", optarg, 1, UINT64_MAX, &limit) != 0)
+				return TOOL_USAGE;
+			break;
+		default:
+			return tool_bad_option(cmd, c, argv);
+		}
+	}
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (dir == NULL)
+		return tool_usage_err(cmd, "--wal is required");
+	int is_dump = strcmp(verb, "dump") == 0;
+	if (is_dump && (truncate || json))
+		return tool_usage_err(cmd, "--truncate and --json go with verify");
+	if (!is_dump && (from != 1 || limit != 0))
+		return tool_usage_err(cmd, "--from and --limit go with dump");
+
+	struct wal_replay_report rep;
+	int rc;
+	if (is_dump) {
+		struct wal_dump d = { .limit = limit };
+		rc = wal_replay(dir, from, wal_dump_cb, &d, 0, &rep);
+		if (rc == WAL_ESTOPPED)
+			return TOOL_OK;       /* --limit reached */
+	} else {
+		rc = wal_replay(dir, 1, wal_count_cb, NULL, truncate ? WAL_REPLAY_TRUNCATE : 0, &rep);
+	}
+	if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_EBUSY)
+		return tool_failf("wal %s: %s: %s%s%s", verb, dir, wal_strerror(rc),
+		                  rep.err_no ? ": " : "", rep.err_no ? strerror(rep.err_no) : "");
+	if (json && !is_dump) {
+		printf("{\"stop\":");
+		tool_json_str(stdout, rep.stop == WAL_OK ? "ok" : wal_rcname(rep.stop));
+		printf(",\"file\":");
+		tool_json_str(stdout, rep.file);
+		printf(",\"offset\":%" PRIu64 ",\"files\":%" PRIu64 ",\"frames\":%" PRIu64
+		       ",\"first_lsn\":%" PRIu64 ",\"last_lsn\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 "}\n",
+		       rep.offset, rep.files, rep.frames, rep.first_lsn, rep.last_lsn, rep.truncated_bytes);
+	} else if (!is_dump) {
+		printf("%s: %" PRIu64 " files, %" PRIu64 " frames, LSN %" PRIu64 "..%" PRIu64 "\n", dir,
+		       rep.files, rep.frames, rep.first_lsn, rep.last_lsn);
+		if (rep.stop == WAL_OK)
+			printf("ends cleanly at %s offset %" PRIu64 "\n", rep.file, rep.offset);
+		else
+			printf("stops at %s offset %" PRIu64 ": %s (%s)%s\n", rep.file, rep.offset,
+			       wal_rcname(rep.stop), wal_strerror(rep.stop),
+			       rc == WAL_ENOTTAIL ? "; not the last file: not truncated" : "");
+		if (rep.truncated_bytes || rep.files_removed)
+			printf("truncated: %" PRIu64 " bytes cut, %u later files removed\n",
+			       rep.truncated_bytes, rep.files_removed);
+	} else if (rep.stop != WAL_OK) {
+		fprintf(stderr, "flashstock: wal dump: stops at %s offset %" PRIu64 ": %s\n", rep.file,
+		        rep.offset, wal_rcname(rep.stop));
+	}
+	return rep.stop == WAL_OK ? TOOL_OK : TOOL_FAIL;
+}
