@@ -693,8 +693,9 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 	       "limit %u per user, token required\n",
 	       (unsigned long long)cfg->buyers, cfg->procs, cfg->nskus,
 	       (unsigned long long)cfg->units, cfg->limit);
-	printf("segment %s (%s), removed at exit\n\n", r->name,
-	       r->opts.durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	printf("segment %s (%s), %s at exit\n\n", r->name,
+	       r->opts.durability == FLASH_DURABILITY_SYNC ? "sync" : "async",
+	       d->keep ? "kept" : "removed");
 	printf("  %4s  %6s  %10s  %10s  %10s  %10s\n",
 	       "sku", "shards", "total", "sold", "available", "cancelled");
 	for (s = 0; s < cfg->nskus; s++)

@@ -2,7 +2,10 @@
  * demo.h -- the parts of `flashstock demo` and what they share.
  *
  *   cmd_demo.c     options, the private segment's life, forking buyers,
- *                  draining the rings while they run, the report
+ *                  the steps after the sale, the report
+ *   demo_durable.c private directory and MariaDB, the WAL daemon (a child
+ *                  process draining the rings), the WAL read back, MySQL
+ *                  caught up and counted, the reconciler (demo_durable.h)
  *   demo_buyer.c   one buyer process: token -> order -> retries, repeats,
  *                  cancels, each outcome checked against the API contract
  *   demo_check.c   the independent audit: order records, stock, ring
@@ -89,7 +92,8 @@ uint64_t demo_mix(uint64_t x);
 
 /* ---- demo_check.c ------------------------------------------------------ */
 
-/* Records drained from the rings, kept for the audit. */
+/* Records of the sale as the WAL holds them (read back after the daemon
+ * stopped), kept for the audit. */
 struct demo_rings {
 	uint64_t  order_qty[DEMO_SKUS_MAX];   /* ORDER records, units */
 	uint64_t  cancel_qty[DEMO_SKUS_MAX];  /* CANCEL records, units */
