@@ -201,12 +201,25 @@ static int dur_rm(const char *path, const struct stat *sb, int flag, struct FTW 
 	return 0;
 }
 
+/* Did the fixture make its directory (its marker file exists)? */
+static int dur_has_marker(const struct demo_dur *d)
+{
+	char path[sizeof d->db_dir + 32];
+
+	snprintf(path, sizeof path, "%s/.flash-mariadb", d->db_dir);
+	return access(path, F_OK) == 0;
+}
+
 void demo_dur_teardown(struct demo_dur *d)
 {
 	if (d->daemon_pid > 0 && !d->daemon_exited)
 		demo_dur_daemon_stop(d);
 	flash_mysql_close(d->m);
 	d->m = NULL;
+	if (d->db_started && !dur_has_marker(d)) {
+		/* the fixture never got as far as making its directory: nothing runs */
+		d->db_started = 0;
+	}
 	if (d->db_started) {
 		fprintf(stderr, "demo: stopping MariaDB ...\n");
 		if (dur_script(d, "stop", NULL, 0) != 0)
