@@ -319,8 +319,10 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 
 /**
  * Issue a one-time token for (activity, sku, user), valid for @p ttl_ms.
- * A user may hold several live tokens.  Expired and used tokens are reclaimed
- * lazily by later issues; nothing sweeps in the order path.
+ * A user may hold several live tokens; at most max_tokens are live at once
+ * (counted exactly, also across crashes).  Used entries are reused by later
+ * issues; expired ones are retired only when the table is full; nothing
+ * sweeps in the order path.
  * @param[out] token  nonzero, unpredictable, never issued twice per segment
  * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
  *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
@@ -330,6 +332,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
 
 /**
  * Redeem a token outside the order path: succeeds once (GETDEL semantics).
+ * A redeem whose process dies before it returns is undone by recovery: the
+ * token stays live (no caller learned that it was used).
  * @return FLASH_OK; FLASH_EBAD_TOKEN (unknown, expired, used, or for another
  *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
  */

@@ -131,8 +131,9 @@ struct fs_hdr {
 	uint32_t users_used FS_ALIGNED;
 	uint32_t req_used;
 	uint32_t locks_used;
-	uint32_t tokens_live;             /* issued, not yet used (expired ones until reclaimed) */
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
+	struct fs_counter tokens_live FS_ALIGNED; /* token entries BUSY, FREE or PEND: counted
+	                                             against max_tokens, changed only by intents */
 	pthread_mutex_t admin FS_ALIGNED; /* robust, process-shared: catalog and lock-name inserts */
 	char pad[FS_LINE];
 };
@@ -228,7 +229,7 @@ struct fs_proc {
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
-             FS_OP_TOKEN };
+             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE };
 enum fs_phase { FS_PH_IDLE = 0, FS_PH_RUN = 1, FS_PH_PUBLISH = 2, FS_PH_RESOLVED = 3 };
 
 struct fs_intent {
@@ -240,6 +241,7 @@ struct fs_intent {
 	uint32_t post;             /* 1: runs after the commit point (roll forward) */
 };
 #define FS_TOTAL_BIT 0x80000000u
+#define FS_TL_TARGET 0x7fffffffu   /* intent target: hdr->tokens_live */
 
 #define FS_NONE UINT32_MAX
 #define FS_DIR_BACK 1u
@@ -327,6 +329,10 @@ int fs_intent_applied(flash_t *h, uint32_t slot, const struct fs_intent *in);
 int fs_intent_add(struct fs_journal *j, uint32_t target, int64_t delta, uint32_t post);
 void fs_intents_run_post(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_intents_resolve(flash_t *h, struct fs_journal *j, uint32_t slot);
+int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t target,
+                      int64_t delta, int may_fail);
+void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want);
+void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
 struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* ktab.c */
@@ -347,7 +353,7 @@ int fs_ring_space(flash_t *h);
 void fs_ring_publish(flash_t *h);
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos);
 int fs_sync_wait(flash_t *h, uint32_t pos);
-void fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to);
+int fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to);
 int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_t id,
                   uint64_t to, uint32_t *jidx);
 uint32_t fs_ring_pos(flash_t *h);

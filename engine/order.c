@@ -63,7 +63,7 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 	uint32_t ti = ck_pr_load_32(&j->tok_idx), ri = ck_pr_load_32(&j->req_idx);
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 
-	(void)slot;
+	fs_intents_run_post(h, j, slot);          /* the token's count, if any */
 	if (oi < h->ord_cap)
 		cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_ACTIVE, 0));
 	FS_CRASH("order", 20);
@@ -129,9 +129,16 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 				ck_pr_dec_32(&h->hdr->users_used);
 		}
 		FS_CRASH("order_undo", 2);
-		if (ti != FS_NONE)
-			fs_token_move(h, ti, j->tok_id, pend,
-			         crashed ? FS_MK(FS_K_FREE, 0) : FS_MK(FS_K_USED, 0));
+		if (ti != FS_NONE && crashed) {
+			fs_token_recover(h, j, slot);     /* live again: the client saw nothing */
+		} else if (ti <= h->tok_mask && ck_pr_load_64(&h->tok[ti].state) == pend &&
+		           ck_pr_load_64(&h->tok[ti].id) == j->tok_id) {
+			/* ours, burnt (GETDEL): leave the count first, then the entry, so a
+			 * crash in between is settled by fs_token_recover */
+			fs_counter_change(h, j, slot, FS_TL_TARGET, -1, 0);
+			FS_CRASH("order_undo", 4);
+			fs_token_move(h, ti, j->tok_id, pend, FS_MK(FS_K_USED, 0));
+		}
 		FS_CRASH("order_undo", 3);
 		if (ri <= h->req_mask) {
 			struct fs_kent *e = &h->req[ri];
@@ -503,6 +510,8 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	ck_pr_fence_store();
 	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
 	FS_CRASH("order", 6);
+	if (j->tok_idx != FS_NONE)
+		fs_intent_add(j, FS_TL_TARGET, -1, 1);   /* the token leaves the count at commit */
 
 	memset(&j->rec, 0, sizeof(j->rec));
 	j->rec.type = FLASH_REC_ORDER;

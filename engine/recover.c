@@ -33,11 +33,6 @@ static void stat_inc(flash_t *h, int what)
 		h->me->st.rolled_forward++;
 }
 
-static void recover_token_issue(flash_t *h, struct fs_journal *j)
-{
-	fs_token_move(h, j->tok_idx, j->tok_id, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_USED, 0));
-}
-
 static void recover_slot(flash_t *h, uint32_t slot)
 {
 	struct fs_journal *j = &h->jr[slot];
@@ -53,8 +48,10 @@ static void recover_slot(flash_t *h, uint32_t slot)
 	phase = ck_pr_load_32(&j->phase);
 	if (phase == FS_PH_IDLE || j->op == FS_OP_CATALOG)
 		goto done;
-	if (j->op == FS_OP_TOKEN) {
-		recover_token_issue(h, j);
+	if (j->op == FS_OP_TOKEN || j->op == FS_OP_TOKEN_RETIRE) {
+		fs_intents_resolve(h, j, slot);
+		FS_CRASH("recover", 5);
+		fs_token_recover(h, j, slot);
 		goto done;
 	}
 	if (phase != FS_PH_RESOLVED) {

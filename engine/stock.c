@@ -21,6 +21,8 @@
 
 struct fs_counter *fs_counter_at(flash_t *h, uint32_t target)
 {
+	if (target == FS_TL_TARGET)
+		return &h->hdr->tokens_live;
 	if (target & FS_TOTAL_BIT) {
 		uint32_t i = target & ~FS_TOTAL_BIT;
 
@@ -72,6 +74,16 @@ static int intent_run(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t 
 			in->done = 2;
 			return FLASH_ESOLD_OUT;
 		}
+		/* the live-token count has a ceiling as stock has a floor */
+		if (may_fail && in->delta > 0 && in->shard == FS_TL_TARGET &&
+		    cur.value + (uint64_t)in->delta > h->hdr->fx.opts.max_tokens) {
+			in->done = 2;
+			return FLASH_EFULL;
+		}
+		/* a retry -- or a recoverer re-running an intent found not applied --
+		 * is unknown again until its CAS is known: a crash after the CAS
+		 * must be resolved by the tag, never taken for "not applied" */
+		in->done = 0;
 		in->seq = h->proc[slot].seq + 1;
 		ck_pr_store_64(&h->proc[slot].seq, in->seq);
 		fs_help_mark(h, cur.tag);
@@ -113,6 +125,29 @@ static int counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint3
 	if (idx < 0)
 		return FLASH_EBUSY;
 	return intent_run(h, j, slot, (uint32_t)idx, may_fail, retries);
+}
+
+int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t target,
+                      int64_t delta, int may_fail)
+{
+	return counter_change(h, j, slot, target, delta, may_fail, NULL);
+}
+
+/*
+ * Bring the net of the journal's applied live-token intents to @p want (the
+ * effect the operation's final token state calls for): idempotent, so a
+ * recoverer that dies here is finished by the next.
+ */
+void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want)
+{
+	uint32_t n = j->n_int > FS_MAX_INTENTS ? FS_MAX_INTENTS : j->n_int;
+	int64_t net = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (j->in[i].shard == FS_TL_TARGET && j->in[i].done == 1)
+			net += j->in[i].delta;
+	if (net != want)
+		counter_change(h, j, slot, FS_TL_TARGET, want - net, 0, NULL);
 }
 
 /* Run every post-commit intent not yet applied (owner, or a recoverer rolling forward). */
@@ -232,8 +267,8 @@ void fs_intents_undo(flash_t *h, struct fs_journal *j)
 		int64_t net = 0;
 		uint32_t t = j->in[i].shard;
 
-		if (j->in[i].done != 1 || j->in[i].post)
-			continue;
+		if (j->in[i].done != 1 || j->in[i].post || t == FS_TL_TARGET)
+			continue;   /* the live-token count is settled by fs_token_settle */
 		for (uint32_t k = 0; k < i; k++)
 			if (j->in[k].shard == t && j->in[k].done == 1 && !j->in[k].post)
 				goto seen;  /* shard handled at its first intent */
