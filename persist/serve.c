@@ -434,6 +434,9 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		po.mysql.url = o->mysql_url;
 		po.mysql.defaults_file = o->mysql_defaults;
 		po.wal_dir = o->wal_dir;
+		/* Everything in the WAL at start is durable (wal_open synced it):
+		 * the pump may read it back for a MySQL that is behind. */
+		po.start_durable_lsn = wal_durable_lsn(s.sv_w);
 		rc = flash_mysql_pump_start(&po, &s.sv_pump);
 		if (rc != FLASH_OK) {
 			serve_log(&s, SERVE_LOG_ERROR, "MySQL applier: %s", flash_strerror(rc));
@@ -481,11 +484,16 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		/* Set by a signal handler, or by another thread (tests): an
 		 * atomic load serves both. */
 		int stopping = o->stop != NULL && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE) != 0;
-		if (n == 0 && (stopping || o->once))
+		if (n == 0 && o->once)
 			break;
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
 		SERVE_PUBLISH();
+		/* Stop only after a round that began after the stop request and
+		 * found the rings empty: what was emitted before the request is
+		 * written, synced and marked. */
+		if (n == 0 && stopping)
+			break;
 		if (n == 0 && !stopping && !o->once) {
 			/* Nothing to do: back off from a yield to idle_us_max. */
 			idle_us = idle_us ? idle_us * 2 : 20;
