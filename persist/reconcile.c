@@ -116,9 +116,19 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 		return FLASH_OK;
 	if (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU)
 		return FLASH_EINVAL;
+	/* the engine never writes more than 2^40 units in one record: larger
+	 * values are a corrupt WAL, not something to add up (and overflow) */
+	if ((r->type == FLASH_REC_SKU && (r->value < 0 || r->value > (1ll << 40))) ||
+	    (r->type == FLASH_REC_RESTOCK && (r->value < -(1ll << 40) || r->value > (1ll << 40))))
+		return FLASH_EINVAL;
 	struct flash_fold_sku *e = fold_get(f, r->activity_id, r->sku_id);
 	if (!e)
 		return FLASH_ENOMEM;
+	int64_t t = e->total, a = e->available;
+	if (__builtin_add_overflow(t, (r->type == FLASH_REC_SKU || r->type == FLASH_REC_RESTOCK) ? r->value : 0, &t) ||
+	    __builtin_add_overflow(a, r->type == FLASH_REC_ORDER ? -(int64_t)r->qty :
+	                              r->type == FLASH_REC_CANCEL ? (int64_t)r->qty : r->value, &a))
+		return FLASH_EINVAL;
 	switch (r->type) {
 	case FLASH_REC_SKU:
 		e->total += r->value;
