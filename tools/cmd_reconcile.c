@@ -50,7 +50,6 @@ static void reconcile_help(FILE *out)
 	        "      not be made: the reason is on stderr); 2 usage error\n");
 }
 
-int cmd_reconcile(int argc, char **argv);
 
 int cmd_reconcile(int argc, char **argv)
 {

@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-int cmd_reconcile(int argc, char **argv);   /* tools/cmd_reconcile.c */
 
 /* One line per command; adding a command is adding a line (see tool.h). */
 static const struct tool_cmd tool_cmds[] = {
