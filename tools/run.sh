@@ -2,8 +2,10 @@
 # tools/run.sh -- the README's two Quick start commands.
 #
 #   bash tools/run.sh demo [demo flags]   install what is missing, build, run `flashstock demo`
-#   bash tools/run.sh test                install what is missing, build twice (plain and
-#                                         ASan+UBSan), run every test with ctest
+#   bash tools/run.sh test                install what is missing, build (plain, ASan+UBSan,
+#                                         TSan, libFuzzer), run every test: ctest in the
+#                                         sanitizer builds, the thread tests under TSan, a
+#                                         bounded fuzz run, and last ctest in the plain build
 #
 # Works on a fresh Debian 12 machine as root.  Services the tests need (a private MariaDB
 # on a unix socket, a private redis-server) are started by the tests themselves in
@@ -41,11 +43,16 @@ install_deps() {
 	return 0
 }
 
-build() { # build DIR [cmake args...]
+build() { # build DIR [cmake args...]: quiet, but the log's tail on failure
 	local dir=$1; shift
 	log "building in $dir"
-	cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-	cmake --build "$dir" -j "$(nproc)" >/dev/null
+	mkdir -p "$dir"
+	if ! { cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+	       cmake --build "$dir" -j "$(nproc)"; } >"$dir/build.log" 2>&1; then
+		tail -n 40 "$dir/build.log" >&2
+		echo "run.sh: build in $dir failed (whole log: $dir/build.log)" >&2
+		exit 1
+	fi
 }
 
 cmd=${1:-}
@@ -59,16 +66,22 @@ demo)
 test)
 	install_deps
 	build "$here/build-asan" -DFLASH_SANITIZE=ON
+	build "$here/build-tsan" -DFLASH_TSAN=ON
+	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON
 	build "$here/build"
 	log "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	(cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j2 )
+	log "multi-thread tests under ThreadSanitizer"
+	(cd "$here/build-tsan" && ctest --output-on-failure -L tsan )
+	log "libFuzzer targets, bounded run (ASan + UBSan)"
+	(cd "$here/build-fuzz" && sh "$here/tests/fuzz_run.sh" "$here/build-fuzz" 20000 )
 	log "all tests (plain build)"
 	cd "$here/build" && exec ctest --output-on-failure -j2
 	;;
 -h|--help|help|"")
-	sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	[ -n "$cmd" ] && exit 0 || exit 2
 	;;
 *)
