@@ -666,6 +666,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		want = fz_layout_ok((const struct fs_hdr_fixed *)(void *)head) ? FLASH_OK : FLASH_ELAYOUT;
 
 	rc = flash_open(fz_name, rd ? FLASH_RDONLY : 0, &h);
+	shm_unlink(fz_name);       /* the handle keeps its mapping; nothing left behind a crash */
 	if (rc <= 0 && rc > -64)
 		fz_outcomes[-rc]++;
 	if (rc != want && !(want == FLASH_OK && !rd && rc == FLASH_ENOPROC)) {
