@@ -34,17 +34,17 @@
  *     length its type allows and an 8-byte aligned payload inside the file:
  *     the files are "mapped" through the persist/ system-call table into an
  *     exactly sized heap copy, so AddressSanitizer sees any read past the end;
- *   - one file: an independent decoder written from the format in wal.h
- *     (its own CRC-32C) predicts the exact stop cause, byte offset, frame
- *     count and last LSN;
+ *   - an independent decoder written from the format in wal.h (its own
+ *     CRC-32C, its own reading of the file chain) predicts the exact result,
+ *     stop cause, byte offset, frame count and last LSN, for one file or two;
  *   - after a truncation the file keeps exactly the good frames, is
  *     zero-filled to its size, and a second replay ends cleanly with the
  *     same frames; wal_open() then accepts it, an appended record reads back;
  *   - flash_replay() of any decoded record returns a code and leaves the
  *     segment in agreement: per sku, available + units of active orders =
  *     total (DESIGN.md 2, invariants 1 and 6), available never above total.
- * FUZZ_WAL_NO_FOLD=1 in the environment leaves the fold out (to explore past
- * a known fold bug in a long run; tests/corpus/wal/crash-* are such bugs).
+ * FUZZ_WAL_NO_FOLD=1 in the environment leaves the fold out (a long run can
+ * explore past a fold bug; tests/corpus/wal/crash-fold-* were two).
  * fallocate goes through the same table and refuses files above 4 MiB (a
  * resealed header may ask for any size): that is a WAL_EIO, not a crash.
  *
@@ -227,6 +227,83 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 	o->off = off;
 	o->next = lsn;
 	return o->stop = rc;
+}
+
+static int fz_frame_level(int rc)
+{
+	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
+	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV;
+}
+
+struct fz_file {
+	uint64_t       name;      /* start LSN in its name */
+	const uint8_t *p;
+	size_t         n;
+};
+
+struct fz_want {
+	int      stop;            /* rep.stop */
+	int      rc;              /* wal_replay's result */
+	uint64_t offset;          /* rep.offset */
+	uint64_t last;            /* rep.last_lsn */
+	uint64_t passed;          /* frames given to the callback */
+	uint64_t seg_bytes;       /* header of the stop file */
+};
+
+/*
+ * What wal_replay() must report for the files @p fs (any order) read from
+ * @p from, as wal.h describes it: start at the last file that begins at or
+ * before from_lsn (EGAP if from_lsn is older than every file), each file
+ * must start where the previous one ended (EGAP), stop at the first bad
+ * header or frame; with TRUNCATE, a frame-level stop in the last file is
+ * cut (same result), elsewhere it is ENOTTAIL, and so is a gap after the
+ * first file.
+ */
+static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncate,
+                          struct fz_want *w)
+{
+	uint64_t expect = 0;
+	int i = 0, r = WAL_OK;
+
+	memset(w, 0, sizeof(*w));
+	if (nf == 2 && fs[1].name < fs[0].name) {
+		struct fz_file t = fs[0];
+
+		fs[0] = fs[1];
+		fs[1] = t;
+	}
+	if (from == 0)
+		from = 1;
+	if (from > 1 && from < fs[0].name) {
+		w->stop = w->rc = WAL_EGAP;
+		return;
+	}
+	while (i + 1 < nf && fs[i + 1].name <= from)
+		i++;
+	for (; i < nf; i++) {
+		struct fz_orc o;
+
+		r = fz_oracle(fs[i].p, fs[i].n, fs[i].name, from, &o);
+		if (o.hdr_ok && expect != 0 && fs[i].name != expect) {
+			r = WAL_EGAP;
+			memset(&o, 0, sizeof(o));
+		}
+		w->passed += o.passed;
+		if (o.hdr_ok && o.next > 1 && o.next - 1 > w->last)
+			w->last = o.next - 1;
+		w->offset = o.off;
+		w->seg_bytes = o.seg_bytes;
+		if (r != WAL_OK)
+			break;
+		expect = o.next;
+	}
+	w->stop = w->rc = r;
+	if (truncate && r != WAL_OK) {
+		if (fz_frame_level(r) && i < nf - 1)
+			w->rc = WAL_ENOTTAIL;
+		else if (!fz_frame_level(r) && r == WAL_EGAP && i > 0)
+			w->rc = WAL_ENOTTAIL;
+	}
 }
 
 /* Write a valid file header for a file starting at @p lsn. */
@@ -551,12 +628,6 @@ static int fz_rc_documented(int rc)
 	return rc <= WAL_OK && rc >= WAL_ESTOPPED && rc != WAL_ETORN && rc != WAL_EFAILED;
 }
 
-static int fz_frame_level(int rc)
-{
-	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
-	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV;
-}
-
 /* Replay @p fz_dir from @p from (no truncation); frames and last LSN. */
 static int fz_count(uint64_t from, uint64_t *frames, uint64_t *last, struct wal_rec *rec, int *have)
 {
@@ -589,7 +660,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *f1, *f2 = NULL;
 	size_t s1, s2 = 0;
 	uint64_t name1, name2 = 0, from, next1;
-	struct fz_orc orc;
 	struct fz_cb c;
 	struct wal_replay_report rep;
 	int rc, nfiles, clean;
@@ -667,29 +737,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_check(rc != WAL_ENOTTAIL || fz_frame_level(rep.stop) || rep.stop == WAL_EGAP,
 	         "ENOTTAIL names a frame-level cause or a gap");
 
-	/* one file: the independent decoder predicts everything */
-	if (nfiles == 1) {
-		int want;
+	/* the independent decoder predicts everything */
+	{
+		struct fz_file fs[2] = { { name1, f1, s1 }, { name2, f2, s2 } };
+		struct fz_want w;
 
-		if (from > 1 && from < name1) {
-			want = WAL_EGAP;
-			memset(&orc, 0, sizeof(orc));
-			orc.stop = WAL_EGAP;
-		} else {
-			want = fz_oracle(f1, s1, name1, from ? from : 1, &orc);
-		}
-		if (want != rep.stop)
-			fprintf(stderr, "fuzz_wal: decoder stop %s, format says %s\n",
-			        wal_rcname(rep.stop), wal_rcname(want));
-		fz_check(rep.stop == want, "stop cause as the format says");
-		fz_check(rc == want || (rc == WAL_EIO && (ctl & FZ_TRUNCATE) && fz_frame_level(want) &&
-		                        orc.seg_bytes > FZ_FILE_MAX),
-		         "result as the format says (EIO only for a refused preallocation)");
-		fz_check(c.frames == orc.passed, "frames passed as the format says");
-		if (want != WAL_EGAP && orc.hdr_ok) {
-			fz_check(rep.offset == orc.off, "stop offset as the format says");
-			fz_check(rep.last_lsn == (orc.next > 1 ? orc.next - 1 : 0), "last LSN as the format says");
-		}
+		int rc_ok;
+
+		fz_oracle_dir(fs, nfiles, from, (ctl & FZ_TRUNCATE) != 0, &w);
+		rc_ok = rc == w.rc || (rc == WAL_EIO && w.rc == w.stop && fz_frame_level(w.stop) &&
+		                       (ctl & FZ_TRUNCATE) && w.seg_bytes > FZ_FILE_MAX);
+		if (w.stop != rep.stop || !rc_ok)
+			fprintf(stderr, "fuzz_wal: decoder %s (stop %s), format says %s (stop %s)\n",
+			        wal_rcname(rc), wal_rcname(rep.stop), wal_rcname(w.rc), wal_rcname(w.stop));
+		fz_check(rep.stop == w.stop, "stop cause as the format says");
+		fz_check(rc_ok, "result as the format says (EIO only for a refused preallocation)");
+		fz_check(c.frames == w.passed, "frames passed as the format says");
+		fz_check(rep.offset == w.offset, "stop offset as the format says");
+		fz_check(rep.last_lsn == w.last, "last LSN as the format says");
 	}
 
 	/* the truncated tail */
