@@ -6,7 +6,7 @@
 #                     HdrHistogram view: 10 = p90, 100 = p99, 1000 = p99.9)
 if (!exists("dir")) dir = "."
 
-set terminal pngcairo size 1300,650 noenhanced font ",10"
+set terminal pngcairo size 1400,680 noenhanced font ",10"
 set datafile separator whitespace
 # ten distinguishable colours (a workload plot has up to nine curves)
 set linetype 1 lc rgb "#1f77b4" lw 2
@@ -31,13 +31,17 @@ set logscale y
 set yrange [1000:*]
 set ylabel "ops/s"
 set grid ytics
-set xtics rotate by -40 left
+set xtics rotate by -40 left font ",9"
+set bmargin 11
+set rmargin 12
 unset key
 plot dir."/throughput.dat" using 2:xtic(1) linecolor rgb "#4477aa"
 unset logscale y
 set yrange [*:*]
 unset style data
-set xtics norotate
+set xtics norotate font ",10"
+set bmargin
+set rmargin
 
 # --- latency percentile curves, one plot per workload --------------------
 workloads = "hot zipf dedup mixed"
