@@ -236,6 +236,11 @@ struct flash_activity {
  *         scope or flags unknown, end <= start); FLASH_EEXIST (id taken);
  *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
  * @note Lock-free; may run while orders are placed.
+ * @note Catalog changes return without waiting for the WAL, even in sync
+ *       durability (a segment can be loaded before its daemon starts).  The
+ *       daemon drains every ring in each round, so a catalog record is in
+ *       the same or an earlier WAL commit than any order that uses it: an
+ *       acknowledged sync order is never durable without its catalog.
  */
 int flash_activity_add(flash_t *h, const struct flash_activity *a);
 
@@ -298,6 +303,8 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * Cancel an order by number; its units return to stock exactly once, and the
  * user's limit slot too if the activity says so.
  * @param[out] units_returned  units given back (may be NULL)
+ * In sync durability the call returns once the cancel's record is durable,
+ * like an order.
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
  *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
@@ -306,7 +313,8 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 
 /**
  * Adjust a sku's stock by @p delta units: positive restocks, negative removes
- * unsold units (never below zero available).
+ * unsold units (never below zero available).  In sync durability it returns
+ * once its record is durable.
  * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
  *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
  *         FLASH_EREADONLY; FLASH_EFORK.

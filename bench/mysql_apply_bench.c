@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 {
 	long orders = 500000, batch = 5000, skus = 1, baseline = 5000;
 	const char *url = NULL;
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {    /* options come in pairs */
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -64,7 +64,6 @@ int main(int argc, char **argv)
 			usage();
 			return 2;
 		}
-		i++;
 	}
 	if (orders <= 0 || batch <= 0 || skus <= 0 || skus > 100000 || baseline < 0) {
 		usage();

@@ -205,7 +205,7 @@ int flash_activity_add(flash_t *h, const struct flash_activity *a)
 		return rc;
 	rc = fs_activity_add_locked(h, a);
 	fs_admin_unlock(h);
-	return rc;
+	return rc;   /* no durable wait: see flash_activity_add in flashstock.h */
 }
 
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t units, uint32_t shards)

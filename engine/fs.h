@@ -358,6 +358,7 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
                   uint64_t to, uint32_t *jidx);
 uint32_t fs_ring_pos(flash_t *h);
 void fs_commit(flash_t *h);
+int fs_ack(flash_t *h);
 
 /* api/flashstock.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);

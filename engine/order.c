@@ -537,9 +537,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		res->limit_slot = lslot;
 		res->lsn = (uint64_t)j->ring_pos + 1;
 	}
-	if (h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
-		return fs_sync_wait(h, j->ring_pos);
-	return FLASH_OK;
+	return fs_ack(h);
 
 fail:
 	j->rec.flags = (uint16_t)(int16_t)rc;
@@ -631,7 +629,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	h->me->st.cancels++;
 	if (units_returned)
 		*units_returned = oc.qty;
-	return FLASH_OK;
+	return fs_ack(h);
 }
 
 /* ------------------------------------------------------------ restock / adjust */
@@ -686,7 +684,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 	fs_op_finish_restock(h, j, (uint32_t)h->slot);
 	FS_CRASH("restock", 4);
 	op_end(h);
-	return FLASH_OK;
+	return fs_ack(h);
 }
 
 /* ------------------------------------------------------------ reading orders */

@@ -117,6 +117,18 @@ int fs_sync_wait(flash_t *h, uint32_t pos)
 	}
 }
 
+/*
+ * Acknowledge the operation just committed by this handle: at once in async
+ * durability (and when re-applying a WAL record: it is durable already), or
+ * once the consumer has made its record durable in sync durability.
+ */
+int fs_ack(flash_t *h)
+{
+	if (h->replay != NULL || h->hdr->fx.opts.durability != FLASH_DURABILITY_SYNC)
+		return FLASH_OK;
+	return fs_sync_wait(h, h->j->ring_pos);
+}
+
 int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, uint32_t *drained)
 {
 	uint32_t total = 0;

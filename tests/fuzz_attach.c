@@ -39,7 +39,7 @@
  *     call returns a documented code; stats report the header's capacities;
  *     iteration ends with FLASH_ENOT_FOUND exactly where the fill levels say.
  * A segment in FLASH_DURABILITY_SYNC waits for a consumer no one runs: the
- * OPS skip flash_order() there.  The robust admin mutex (struct fs_hdr.admin)
+ * OPS skip flash_order(), flash_cancel() and flash_restock() there.  The robust admin mutex (struct fs_hdr.admin)
  * is restored after each edit: with a corrupt lock word (an owner that never
  * was on a robust list), pthread_mutex_lock() blocks forever, so every
  * catalog add, lock-name insert and recovery of a dead slot (hence a
@@ -498,13 +498,13 @@ static void fz_ops(flash_t *h, const struct fs_hdr_fixed *fx)
 			fz_check_rc(rc == FLASH_OK || rc == FLASH_EBUSY || rc == FLASH_ECORRUPT,
 			            "cancel of the order just placed", rc);
 		}
+		rc = flash_cancel(h, 2, &units);
+		fz_check_rc(rc == FLASH_OK || rc == FLASH_ECANCELLED || rc == FLASH_ENOT_FOUND ||
+		            rc == FLASH_EBUSY || rc == FLASH_ECORRUPT, "cancel", rc);
+		rc = flash_restock(h, 1, 2, 3);
+		fz_check_rc(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EBUSY ||
+		            rc == FLASH_ECORRUPT, "restock", rc);
 	}
-	rc = flash_cancel(h, 2, &units);
-	fz_check_rc(rc == FLASH_OK || rc == FLASH_ECANCELLED || rc == FLASH_ENOT_FOUND ||
-	            rc == FLASH_EBUSY || rc == FLASH_ECORRUPT, "cancel", rc);
-	rc = flash_restock(h, 1, 2, 3);
-	fz_check_rc(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EBUSY ||
-	            rc == FLASH_ECORRUPT, "restock", rc);
 	rc = flash_token_issue(h, 2, 1, 1001, 60000, &tok);
 	fz_check_rc(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EFULL ||
 	            rc == FLASH_ECORRUPT, "token issue", rc);

@@ -7,6 +7,7 @@
 #include "helpers.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -553,4 +554,58 @@ void *t_shared_alloc(size_t bytes)
 void t_shared_free(void *p, size_t bytes)
 {
 	munmap(p, bytes);
+}
+
+/* ---- a consumer thread (sync durability) ------------------------------- */
+
+struct t_consumer {
+	pthread_t th;
+	const char *name;
+	volatile int stop;
+};
+
+static int t_consumer_advance(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	return flash_durable_advance((flash_t *)arg, rec->slot, seq) != FLASH_OK;
+}
+
+static void *t_consumer_main(void *p)
+{
+	struct t_consumer *c = p;
+	flash_t *h = NULL;
+
+	if (flash_open(c->name, 0, &h) != FLASH_OK)
+		return NULL;
+	while (!__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST)) {
+		uint32_t n = 0;
+
+		flash_ring_drain(h, t_consumer_advance, h, 4096, &n);
+		if (n == 0)
+			t_sleep_ms(1);
+	}
+	flash_close(h);
+	return NULL;
+}
+
+struct t_consumer *t_consumer_start(const char *segname)
+{
+	struct t_consumer *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->name = segname;
+	if (pthread_create(&c->th, NULL, t_consumer_main, c) != 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void t_consumer_stop(struct t_consumer *c)
+{
+	if (c == NULL)
+		return;
+	__atomic_store_n(&c->stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(c->th, NULL);
+	free(c);
 }

@@ -109,6 +109,13 @@ struct t_recs {
 int t_recs_drain(flash_t *h, struct t_recs *out);
 /* The same without flash_durable_advance: ring space stays taken. */
 int t_recs_drain_keep(flash_t *h, struct t_recs *out);
+
+/* A consumer thread that drains every ring and marks each record durable at
+ * once (a daemon without a WAL): sync-durability segments need one for any
+ * acknowledged change, catalog adds included.  Opens its own handle. */
+struct t_consumer;
+struct t_consumer *t_consumer_start(const char *segname);
+void t_consumer_stop(struct t_consumer *c);
 void t_recs_free(struct t_recs *r);
 
 /* What t_ledger_check() found. */

@@ -584,13 +584,18 @@ static void test_sync_order_is_acknowledged_only_after_durable_advance(void **st
 	pthread_t th;
 	struct t_recs recs = { 0 };
 	const struct t_rec *order = NULL;
+	struct t_consumer *cons;
 
 	alarm(60);   /* a lost wake-up fails the test instead of hanging it */
 	t_opts_small(&o);
 	o.durability = FLASH_DURABILITY_SYNC;
 	h = t_seg_new(&o, name, sizeof name);
+	/* catalog adds are acknowledged once durable too: a consumer for them */
+	cons = t_consumer_start(name);
+	assert_non_null(cons);
 	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	t_consumer_stop(cons);
 	memset(&sa, 0, sizeof sa);
 	sa.name = name;
 	assert_int_equal(pthread_create(&th, NULL, sync_buyer, &sa), 0);
@@ -621,13 +626,18 @@ static void test_sync_order_after_wal_failure_gives_edurability(void **state)
 	struct flash_seg_opts o;
 	flash_t *h;
 	struct flash_stats st;
+	struct t_consumer *cons;
 
 	alarm(60);
 	t_opts_small(&o);
 	o.durability = FLASH_DURABILITY_SYNC;
 	h = t_seg_new(&o, name, sizeof name);
+	/* catalog adds are acknowledged once durable too: a consumer for them */
+	cons = t_consumer_start(name);
+	assert_non_null(cons);
 	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	t_consumer_stop(cons);
 	assert_int_equal(flash_durability_fail(NULL), FLASH_EINVAL);
 	assert_int_equal(flash_durability_fail(h), FLASH_OK);
 	assert_int_equal(t_order(h, 1, 10, 5, 1, 0, 0, NULL), FLASH_EDURABILITY);

@@ -43,12 +43,15 @@ install_deps() {
 	return 0
 }
 
-build() { # build DIR [cmake args...]: quiet, but the log's tail on failure
+build() { # build DIR [cmake args...] [-- targets...]: quiet, but the log's tail on failure
 	local dir=$1; shift
+	local args=() targets=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do args+=("$1"); shift; done
+	[ $# -gt 0 ] && shift && targets=(--target "$@")
 	log "building in $dir"
 	mkdir -p "$dir"
-	if ! { cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
-	       cmake --build "$dir" -j "$(nproc)"; } >"$dir/build.log" 2>&1; then
+	if ! { cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${args[@]}" &&
+	       cmake --build "$dir" -j "$(nproc)" "${targets[@]}"; } >"$dir/build.log" 2>&1; then
 		tail -n 40 "$dir/build.log" >&2
 		echo "run.sh: build in $dir failed (whole log: $dir/build.log)" >&2
 		exit 1
@@ -67,7 +70,7 @@ test)
 	install_deps
 	build "$here/build-asan" -DFLASH_SANITIZE=ON
 	build "$here/build-tsan" -DFLASH_TSAN=ON
-	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON
+	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON -- fuzz_wal fuzz_attach fuzz_csv
 	build "$here/build"
 	log "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	(cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -76,7 +79,7 @@ test)
 	log "multi-thread tests under ThreadSanitizer"
 	(cd "$here/build-tsan" && ctest --output-on-failure -L tsan )
 	log "libFuzzer targets, bounded run (ASan + UBSan)"
-	(cd "$here/build-fuzz" && sh "$here/tests/fuzz_run.sh" "$here/build-fuzz" 20000 )
+	(cd "$here/build-fuzz" && sh "$here/tests/fuzz_run.sh" "$here/build-fuzz" 60000 -seed=1 )
 	log "all tests (plain build)"
 	cd "$here/build" && exec ctest --output-on-failure -j2
 	;;
