@@ -45,6 +45,10 @@ static const struct {
 	{ FLASH_EPERM, "FLASH_EPERM", "permission denied" },
 	{ FLASH_ENOMEM, "FLASH_ENOMEM", "out of memory" },
 	{ FLASH_ESYS, "FLASH_ESYS", "system call failed" },
+	{ FLASH_EMYSQL_RETRY, "FLASH_EMYSQL_RETRY", "MySQL down, slow or busy: nothing applied, retry" },
+	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
+	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },
+	{ FLASH_EMYSQL_GAP, "FLASH_EMYSQL_GAP", "records missing between the applied LSN and a batch" },
 };
 
 const char *flash_strerror(int rc)

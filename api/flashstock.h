@@ -89,6 +89,12 @@ extern "C" {
 #define FLASH_EPERM          -28   /* the operating system refused access */
 #define FLASH_ENOMEM         -29   /* out of memory (segment too large for /dev/shm?) */
 #define FLASH_ESYS           -30   /* another system call failure */
+/* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
+ * flash_strerror() describes every code the project returns */
+#define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
+#define FLASH_EMYSQL         -41   /* MySQL refused a statement for another reason */
+#define FLASH_EMYSQL_CONFIG  -42   /* bad MySQL URL or option file, or access denied */
+#define FLASH_EMYSQL_GAP     -43   /* records missing between the applied LSN and a batch */
 
 /**
  * Describe a result code.
@@ -234,7 +240,9 @@ struct flash_activity {
  * Add an activity to the catalog.
  * @return FLASH_OK; FLASH_EINVAL (NULL, id 0, K out of range, max_qty 0,
  *         scope or flags unknown, end <= start); FLASH_EEXIST (id taken);
- *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EFULL; FLASH_EBUSY (record ring full, or the catalog's
+ *         mutex not free within 5 s: a corrupt segment); FLASH_EREADONLY;
+ *         FLASH_EFORK.
  * @note Lock-free; may run while orders are placed.
  * @note Catalog changes return without waiting for the WAL, even in sync
  *       durability (a segment can be loaded before its daemon starts).  The
@@ -252,7 +260,8 @@ int flash_activity_add(flash_t *h, const struct flash_activity *a);
  * shard borrows from the others, so sharding never sells out early.
  * @return FLASH_OK; FLASH_EINVAL (sku 0, shards out of range, units above
  *         2^40); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
- *         or shards); FLASH_EREADONLY; FLASH_EFORK.
+ *         or shards); FLASH_EBUSY (as for flash_activity_add);
+ *         FLASH_EREADONLY; FLASH_EFORK.
  */
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -610,7 +611,16 @@ static int slot_claim(flash_t *h)
  */
 int fs_admin_lock(flash_t *h)
 {
-	int rc = pthread_mutex_lock(&h->hdr->admin);
+	/* bounded: holders keep it for microseconds, a dead one is reported at
+	 * once (robust); only a corrupt lock word can make us wait this long */
+	struct timespec until;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 5;
+	rc = pthread_mutex_clocklock(&h->hdr->admin, CLOCK_MONOTONIC, &until);
+	if (rc == ETIMEDOUT)
+		return FLASH_EBUSY;
 
 	if (rc == EOWNERDEAD) {
 		uint32_t holder = ck_pr_load_32(&h->hdr->cat_holder);

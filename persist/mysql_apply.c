@@ -187,13 +187,7 @@ static void mlog(flash_mysql_t *m, int level, const char *fmt, ...)
 
 const char *flash_mysql_strerror(int rc)
 {
-	switch (rc) {
-	case FLASH_EMYSQL_RETRY:  return "MySQL unreachable, slow or busy; nothing applied, retry";
-	case FLASH_EMYSQL:        return "MySQL refused a statement";
-	case FLASH_EMYSQL_CONFIG: return "bad MySQL connection settings or access denied";
-	case FLASH_EMYSQL_GAP:    return "records missing between MySQL's applied LSN and the batch";
-	default:                  return flash_strerror(rc);
-	}
+	return flash_strerror(rc);   /* the applier's codes are flashstock.h's */
 }
 
 const char *flash_conflict_name(int kind)

@@ -62,10 +62,8 @@ extern "C" {
 #endif
 
 /* Result codes of the applier, next to the FLASH_E* of flashstock.h. */
-#define FLASH_EMYSQL_RETRY  -40  /* MySQL down, slow or busy: nothing applied; retry */
-#define FLASH_EMYSQL        -41  /* MySQL refused a statement for another reason */
-#define FLASH_EMYSQL_CONFIG -42  /* bad URL or option file, or access denied */
-#define FLASH_EMYSQL_GAP    -43  /* records missing between the applied LSN and the batch */
+/* FLASH_EMYSQL_RETRY, FLASH_EMYSQL, FLASH_EMYSQL_CONFIG, FLASH_EMYSQL_GAP:
+ * defined in flashstock.h (-40 .. -43), described by flash_strerror(). */
 
 /** Describe a result code: the applier's own, else flash_strerror()'s. */
 const char *flash_mysql_strerror(int rc);
