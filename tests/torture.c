@@ -77,7 +77,7 @@
  * ====================================================================== */
 
 #define TT_MAX_BUYERS 32
-#define TT_ASYNC_OPS_S 2500   /* operations a second per async buyer, at most */
+#define TT_OPS_S 2500   /* operations a second per buyer, at most */
 
 /* The catalog (exact figures are read back from the segment, never assumed). */
 #define ACT_ONE   1u   /* K = 1, a cancel keeps the quota, token optional */
@@ -85,8 +85,8 @@
 #define SKU_HOT   1u   /* in both activities, 8 shards */
 #define SKU_A1    2u   /* activity 1, 1 shard */
 #define SKU_A2    3u   /* activity 2, 2 shards */
-#define A2_USERS  300u /* activity 2: users shared by every buyer (they race) */
-#define A1_USERS  20000u /* activity 1: users per buyer index */
+#define A2_USERS  2000u   /* activity 2: users shared by every buyer (they race) */
+#define A1_USERS  150000u /* activity 1: users per buyer index (each holds K = 1 for good) */
 
 static int64_t tt_now_ns(void)
 {
@@ -531,7 +531,7 @@ static void tt_op_cancel(struct tt_buyer *b)
 static void tt_op_restock(struct tt_buyer *b)
 {
 	uint32_t act = (tt_rand(&b->rng) & 1) ? ACT_ONE : ACT_TWO;
-	int64_t delta = tt_below(&b->rng, 3) == 0 ? -1 : 1 + (int64_t)tt_below(&b->rng, 4);
+	int64_t delta = tt_below(&b->rng, 4) == 0 ? -1 : 1 + (int64_t)tt_below(&b->rng, 6);
 	int rc = flash_restock(b->h, act, tt_pick_sku(b, act), delta);
 
 	tt_add(&tt_sh->restocks, 1);
@@ -630,6 +630,10 @@ static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsi
 	for (;;) {
 		uint64_t r = tt_below(&b.rng, 100);
 
+		/* a buyer with many orders cancels more: stock and quota keep moving */
+		if (b.nactive > 48 && (tt_rand(&b.rng) & 3) == 0)
+			r = 70;
+
 		tt_add(&tt_sh->ops, 1);
 		if (r < 45)
 			tt_op_order(&b, ACT_TWO);
@@ -643,11 +647,11 @@ static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsi
 			tt_op_token(&b);
 		else if (r < 95)
 			tt_op_lock(&b);
-		/* async: at most TT_ASYNC_OPS_S operations a second per buyer, so that a
-		 * long run's WAL and MySQL stay within reach of the final catch-up (sync
-		 * buyers wait for the fdatasync anyway) */
-		if (!c->sync) {
-			int64_t due = life0 + (int64_t)(++nops * (1000000000LL / TT_ASYNC_OPS_S));
+		/* at most TT_OPS_S operations a second per buyer, so that a long run's
+		 * WAL and MySQL stay within reach of the final catch-up, and refusals
+		 * (which never wait for the fdatasync) do not spin */
+		{
+			int64_t due = life0 + (int64_t)(++nops * (1000000000LL / TT_OPS_S));
 			int64_t now = tt_now_ns();
 			if (due > now)
 				tt_sleep_us((long)((due - now) / 1000));
@@ -1211,7 +1215,7 @@ static void tt_segment_make(const struct tt_cfg *c, double phase_max_s)
 		big = 1u << 24;
 	so.max_orders = (uint32_t)big;
 	so.max_requests = (uint32_t)big;
-	so.max_users = 1u << 18;
+	so.max_users = 1u << 21;
 	so.max_tokens = 1u << 16;
 	so.max_activities = 8;
 	so.max_skus = 16;
