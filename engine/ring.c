@@ -129,6 +129,72 @@ int fs_ack(flash_t *h)
 	return fs_sync_wait(h, h->j->ring_pos);
 }
 
+/*
+ * The daemon registers itself as the segment's consumer.  While it lives,
+ * an operation that gives units back (cancel, positive restock) returns them
+ * only once its record is durable.  Why: a buyer who takes those units
+ * publishes its order after that, so the order always lands after the
+ * cancel in the WAL, whatever order the daemon drains the rings in, and the
+ * WAL replays into MySQL with available >= 0 at every step.  (Decreases need
+ * no wait: they happen before their record is published.)
+ */
+int flash_consumer_register(flash_t *h)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (h->slot < 0)
+		return FLASH_EINVAL;
+	ck_pr_store_64(&h->hdr->consumer, FS_PSTATE(FS_P_ALIVE, h->gen, (uint32_t)h->slot + 1));
+	return FLASH_OK;
+}
+
+/* Is a registered consumer still attached and running? */
+int fs_consumer_live(flash_t *h)
+{
+	uint64_t c = ck_pr_load_64(&h->hdr->consumer), s;
+	uint32_t slot;
+
+	if (c == 0)
+		return 0;
+	slot = (uint32_t)FS_PPID(c) - 1;
+	if (fs_check_slot(h, slot) != FLASH_OK)
+		return 0;
+	if ((int)slot == h->slot)
+		return 0;              /* never wait for ourselves */
+	s = ck_pr_load_64(&h->proc[slot].state);
+	if (FS_PKIND(s) != FS_P_ALIVE || FS_PGEN(s) != FS_PGEN(c))
+		return 0;
+	return fs_proc_alive(h, slot, s);
+}
+
+/*
+ * Before an increase of the operation whose record sits at ring position
+ * @p pos of @p slot: wait until that record is durable, if a consumer runs.
+ * @p block = 0 (recovery): do not wait, answer whether it is safe now.
+ * Returns 1 when the increase may run.
+ */
+int fs_wait_durable_for_increase(flash_t *h, uint32_t slot, uint32_t pos, int block)
+{
+	uint32_t *w = &h->proc[slot].durable_futex;
+	const struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+	for (unsigned n = 0;; n++) {
+		uint32_t d = ck_pr_load_32(w);
+
+		if ((int32_t)(d - (pos + 1)) >= 0)
+			return 1;
+		if (ck_pr_load_32(&h->hdr->durability_failed) || !fs_consumer_live(h))
+			return 1;      /* nobody will make it durable: do not hold units back */
+		if (!block)
+			return 0;
+		ck_pr_inc_32(&h->proc[slot].waiters);
+		futex(w, FUTEX_WAIT, d, &tick);
+		ck_pr_dec_32(&h->proc[slot].waiters);
+	}
+}
+
 int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, uint32_t *drained)
 {
 	uint32_t total = 0;

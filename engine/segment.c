@@ -552,9 +552,18 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 			continue;
 		}
 		if ((spin & 63) == 0 && !fs_tag_alive(h, FS_VAL(seen))) {
+			uint64_t tag = FS_VAL(seen);
+			uint32_t slot = FS_TAG_SLOT(tag);
+
 			flash_recover(h, NULL);
-			if (ck_pr_load_64(word) == seen && !fs_tag_alive(h, FS_VAL(seen)))
+			/* still there, and no journal names it: nobody ever moves it
+			 * (a dead owner whose recovery was deferred still names it) */
+			if (ck_pr_load_64(word) == seen &&
+			    (fs_check_slot(h, slot) != FLASH_OK ||
+			     ck_pr_load_64(&h->jr[slot].op_tag) != tag ||
+			     ck_pr_load_32(&h->jr[slot].phase) == FS_PH_IDLE))
 				return FLASH_ECORRUPT;
+			sched_yield();
 			continue;
 		}
 		sched_yield();

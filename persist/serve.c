@@ -398,6 +398,12 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = rc;
 		return -1;
 	}
+	/* from now on units given back wait for their record's durability, so
+	 * the WAL order is always replayable into MySQL */
+	if ((rc = flash_consumer_register(s.sv_h)) != FLASH_OK) {
+		st->flash_rc = rc;
+		goto out;
+	}
 	struct flash_stats fst;
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;

@@ -67,6 +67,12 @@ static int dur_find_fixture(struct demo_dur *d)
 	if (access("tests/fixtures/mariadb.sh", R_OK) == 0 &&
 	    realpath("tests/fixtures/mariadb.sh", d->fixture_path) != NULL)
 		return 0;
+#ifdef FLASH_SOURCE_DIR
+	/* a build tree outside the source tree: the tree it was built from */
+	if (access(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", R_OK) == 0 &&
+	    realpath(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", d->fixture_path) != NULL)
+		return 0;
+#endif
 	tool_failf("demo: cannot find tests/fixtures/mariadb.sh next to the executable or in the "
 	           "current directory: give --mysql-fixture PATH, or run with --no-mysql");
 	return -1;
