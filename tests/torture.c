@@ -85,6 +85,10 @@
 #define SKU_HOT   1u   /* in both activities, 8 shards */
 #define SKU_A1    2u   /* activity 1, 1 shard */
 #define SKU_A2    3u   /* activity 2, 2 shards */
+#define ACT_SPIN  3u   /* K = 2, a cancel returns the quota: orders that must fail */
+#define SKU_ZERO  9u   /* activity 3, no units: every order takes a limit slot, finds
+                          no stock and undoes the slot -- kills land inside calls */
+#define SPIN_USERS 64u
 #define A2_USERS  2000u   /* activity 2: users shared by every buyer (they race) */
 #define A1_USERS  150000u /* activity 1: users per buyer index (each holds K = 1 for good) */
 
@@ -217,6 +221,8 @@ struct tt_shared {
 	uint64_t other_rc;        /* unexpected codes (printed, and they fail the run) */
 	int32_t  last_other_rc;
 	uint32_t viol[V_NKINDS];
+	uint64_t other_by_rc[64];  /* unexpected codes by -rc */
+	int32_t  other_line[64];   /* torture.c line that last got it */
 };
 
 static struct tt_shared *tt_sh;
@@ -274,11 +280,17 @@ static void tt_viol(struct tt_buyer *b, int what, uint64_t order_no, int64_t rc)
 	__atomic_fetch_add(&tt_sh->viol[what], 1, __ATOMIC_RELAXED);
 }
 
-static void tt_other(int rc)
+/* An unexpected result code: counted per code, with the line that got it. */
+static void tt_other_at(int rc, int line)
 {
 	tt_add(&tt_sh->other_rc, 1);
+	if (rc < 0 && -rc < 64) {
+		tt_add(&tt_sh->other_by_rc[-rc], 1);
+		__atomic_store_n(&tt_sh->other_line[-rc], line, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&tt_sh->last_other_rc, rc, __ATOMIC_RELAXED);
 }
+#define tt_other(rc) tt_other_at((rc), __LINE__)
 
 static void tt_active_add(struct tt_buyer *b, uint64_t no)
 {
@@ -598,6 +610,27 @@ static void tt_op_lock(struct tt_buyer *b)
 		tt_other(rc);
 }
 
+/* An order that must be refused for want of stock: it walks the journaled
+ * steps (limit slot taken, stock CAS fails, slot given back), so a kill in
+ * it leaves an operation for recovery to roll back. */
+static void tt_op_spin(struct tt_buyer *b)
+{
+	struct flash_order_req r;
+	struct flash_order_res res;
+	int rc;
+
+	memset(&r, 0, sizeof r);
+	r.activity_id = ACT_SPIN;
+	r.sku_id = SKU_ZERO;
+	r.user_id = 1 + tt_below(&b->rng, SPIN_USERS);
+	r.qty = 1;
+	rc = flash_order(b->h, &r, &res);
+	if (rc == FLASH_OK)
+		tt_acked(b, &r, res.order_no);   /* the audit counts it oversold */
+	else if (rc != FLASH_ESOLD_OUT && rc != FLASH_ELIMIT)
+		tt_other(rc);
+}
+
 /* The body of a buyer process: attach (which recovers the dead), resume from
  * the log, then operate until killed. */
 static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsigned idx, uint64_t gen)
@@ -653,8 +686,12 @@ static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsi
 		{
 			int64_t due = life0 + (int64_t)(++nops * (1000000000LL / TT_OPS_S));
 			int64_t now = tt_now_ns();
-			if (due > now)
+			if (due > now && (tt_rand(&b.rng) & 1)) {
+				while (tt_now_ns() < due)
+					tt_op_spin(&b);
+			} else if (due > now) {
 				tt_sleep_us((long)((due - now) / 1000));
+			}
 		}
 	}
 }
@@ -1051,7 +1088,7 @@ static void tt_audit_segment(struct tt_audit *a, flash_t *h)
 			if (oi.limit_slot != 1)
 				f->over_limit++;
 		} else if (oi.state == FLASH_ORDER_ACTIVE) {
-			u2[n2++] = oi.user_id;
+			u2[n2++] = oi.user_id | (uint64_t)oi.activity_id << 56;
 			if (oi.limit_slot < 1 || oi.limit_slot > 2)
 				f->over_limit++;
 		}
@@ -1256,7 +1293,14 @@ static void tt_catalog_add(const struct tt_cfg *c)
 	a.flags = FLASH_ACT_CANCEL_RETURNS_QUOTA | FLASH_ACT_TOKEN_REQUIRED;
 	if ((rc = flash_activity_add(h, &a)) != FLASH_OK)
 		tt_die("activity 2: %s", flash_rcname(rc));
-	if ((rc = flash_sku_add(h, ACT_ONE, SKU_HOT, 3000, 8)) != FLASH_OK ||
+	a.id = ACT_SPIN;
+	a.limit_per_user = 2;
+	a.max_qty = 1;
+	a.flags = FLASH_ACT_CANCEL_RETURNS_QUOTA;
+	if ((rc = flash_activity_add(h, &a)) != FLASH_OK)
+		tt_die("activity 3: %s", flash_rcname(rc));
+	if ((rc = flash_sku_add(h, ACT_SPIN, SKU_ZERO, 0, 2)) != FLASH_OK ||
+	    (rc = flash_sku_add(h, ACT_ONE, SKU_HOT, 3000, 8)) != FLASH_OK ||
 	    (rc = flash_sku_add(h, ACT_ONE, SKU_A1, 400, 1)) != FLASH_OK ||
 	    (rc = flash_sku_add(h, ACT_TWO, SKU_HOT, 4000, 8)) != FLASH_OK ||
 	    (rc = flash_sku_add(h, ACT_TWO, SKU_A2, 600, 2)) != FLASH_OK)
@@ -1525,8 +1569,10 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	f->rolled_back = fs.rolled_back;
 	f->rolled_forward = fs.rolled_forward;
 	f->other_rc = tt_sh->other_rc;
-	if (tt_sh->other_rc)
-		tt_say("  last unexpected result code: %s", flash_rcname(tt_sh->last_other_rc));
+	for (int k = 1; k < 64; k++)
+		if (tt_sh->other_by_rc[k])
+			tt_say("  unexpected result code %s: %" PRIu64 " times (last at torture.c:%d)",
+			       flash_rcname(-k), tt_sh->other_by_rc[k], tt_sh->other_line[k]);
 
 	bad = tt_report(mode, f);
 	free(a.w);
