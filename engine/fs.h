@@ -312,6 +312,7 @@ struct flash {
 int64_t fs_now_ns(void);         /* CLOCK_REALTIME */
 uint64_t fs_mono_ms(void);       /* CLOCK_MONOTONIC */
 uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c);
+uint64_t fs_mix64(uint64_t x);
 uint64_t fs_fnv(const void *p, size_t n);
 int fs_check_slot(const flash_t *h, uint32_t slot);
 

@@ -25,17 +25,11 @@
 
 static uint64_t token_number(flash_t *h)
 {
-	/* splitmix64's finalizer is a bijection of 64-bit words: distinct inputs,
-	 * distinct tokens.  Input: (slot, slot sequence), unique per segment. */
+	/* fs_mix64 is a bijection of 64-bit words: distinct inputs, distinct
+	 * tokens.  Input: (slot, slot sequence), unique per segment. */
 	uint64_t x = fs_next_seq(h) | (uint64_t)h->slot << FS_SEQ_BITS;
 
-	x ^= h->hdr->fx.token_secret;
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
+	return fs_mix64(x ^ h->hdr->fx.token_secret);
 }
 
 /* Move entry @p idx from (from, id) to (to, id) if it still reads so. */
