@@ -127,7 +127,9 @@ struct flash_seg_opts {
 	uint32_t max_shards;      /* stock slots over all skus */
 	uint32_t max_users;       /* per-user limit entries (one per held limit slot) */
 	uint32_t max_tokens;      /* live + recently used tokens */
-	uint32_t max_orders;      /* order records */
+	uint32_t max_orders;      /* order records (numbers 1..max_orders); each handle takes
+	                             numbers 64 at a time, so up to 63 per handle may go
+	                             unused when the table fills: size it with room */
 	uint32_t max_requests;    /* request ids remembered */
 	uint32_t max_locks;       /* leased lock names */
 	uint32_t max_procs;       /* handles attached at once */

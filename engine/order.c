@@ -203,7 +203,9 @@ static uint64_t order_alloc(flash_t *h)
 		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
 		if (n > h->ord_cap)
 			return 0;
-		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK);
+		/* the last chunk stops at the table's end */
+		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK > (uint64_t)h->ord_cap + 1
+		                                  ? (uint64_t)h->ord_cap + 1 : n + FS_ORDER_CHUNK);
 	}
 	if (n > h->ord_cap)
 		return 0;
