@@ -50,7 +50,6 @@ static void reconcile_help(FILE *out)
 	        "      not be made: the reason is on stderr); 2 usage error\n");
 }
 
-
 int cmd_reconcile(int argc, char **argv)
 {
 	enum { O_NAME = 256, O_WAL, O_MYSQL, O_DEFAULTS, O_JSON, O_THRESHOLD, O_REPAIR, O_NO_ORDERS };
