@@ -548,10 +548,20 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
  * restock -- returns them to stock only once its record is durable, so any
  * order that takes them lands after it in the WAL, whatever order the rings
  * are drained in: the WAL then replays into MySQL with available >= 0 at
- * every step.  Without a live consumer nothing waits.
+ * every step.  A registered consumer that dies is expected back (a killed
+ * daemon is restarted): meanwhile cancels wait.  Without a registered
+ * consumer nothing waits.
  * @return FLASH_OK; FLASH_EINVAL (read-only or NULL handle); FLASH_EFORK.
  */
 int flash_consumer_register(flash_t *h);
+
+/**
+ * Consumer: a clean stop.  After its last records are durable, the daemon
+ * withdraws, so units given back no longer wait for it.
+ * @return FLASH_OK; FLASH_ENOT_OWNER (another handle is registered);
+ *         FLASH_EINVAL; FLASH_EFORK.
+ */
+int flash_consumer_unregister(flash_t *h);
 
 /**
  * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders

@@ -150,10 +150,30 @@ int flash_consumer_register(flash_t *h)
 	return FLASH_OK;
 }
 
-/* Is a registered consumer still attached and running? */
+int flash_consumer_unregister(flash_t *h)
+{
+	uint64_t c;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (h->slot < 0)
+		return FLASH_EINVAL;
+	c = ck_pr_load_64(&h->hdr->consumer);
+	if (c != FS_PSTATE(FS_P_ALIVE, h->gen, (uint32_t)h->slot + 1))
+		return FLASH_ENOT_OWNER;
+	ck_pr_cas_64(&h->hdr->consumer, c, 0);
+	return FLASH_OK;
+}
+
+/*
+ * Is a consumer registered (and not this handle)?  A registered consumer
+ * that died is expected back -- a daemon killed is restarted -- so it still
+ * counts: units given back wait for it.  Only a clean stop unregisters.
+ */
 int fs_consumer_live(flash_t *h)
 {
-	uint64_t c = ck_pr_load_64(&h->hdr->consumer), s;
+	uint64_t c = ck_pr_load_64(&h->hdr->consumer);
 	uint32_t slot;
 
 	if (c == 0)
@@ -161,18 +181,14 @@ int fs_consumer_live(flash_t *h)
 	slot = (uint32_t)FS_PPID(c) - 1;
 	if (fs_check_slot(h, slot) != FLASH_OK)
 		return 0;
-	if ((int)slot == h->slot)
-		return 0;              /* never wait for ourselves */
-	s = ck_pr_load_64(&h->proc[slot].state);
-	if (FS_PKIND(s) != FS_P_ALIVE || FS_PGEN(s) != FS_PGEN(c))
-		return 0;
-	return fs_proc_alive(h, slot, s);
+	return (int)slot != h->slot;   /* never wait for ourselves */
 }
 
 /*
  * Before an increase of the operation whose record sits at ring position
  * @p pos of @p slot: wait until that record is durable, if a consumer runs.
- * @p block = 0 (recovery): do not wait, answer whether it is safe now.
+ * @p block = 0 (recovery): do not wait, answer whether it is safe now; the
+ * consumer itself defers too (its next round makes the record durable).
  * Returns 1 when the increase may run.
  */
 int fs_wait_durable_for_increase(flash_t *h, uint32_t slot, uint32_t pos, int block)
@@ -185,10 +201,12 @@ int fs_wait_durable_for_increase(flash_t *h, uint32_t slot, uint32_t pos, int bl
 
 		if ((int32_t)(d - (pos + 1)) >= 0)
 			return 1;
-		if (ck_pr_load_32(&h->hdr->durability_failed) || !fs_consumer_live(h))
+		if (ck_pr_load_32(&h->hdr->durability_failed))
 			return 1;      /* nobody will make it durable: do not hold units back */
 		if (!block)
-			return 0;
+			return ck_pr_load_64(&h->hdr->consumer) == 0;
+		if (!fs_consumer_live(h))
+			return 1;
 		ck_pr_inc_32(&h->proc[slot].waiters);
 		futex(w, FUTEX_WAIT, d, &tick);
 		ck_pr_dec_32(&h->proc[slot].waiters);

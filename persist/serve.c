@@ -539,6 +539,16 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		}
 	}
 	ret = 0;
+	/* Clean stop: the last records are durable, so increases that recovery
+	 * deferred can run now; then withdraw, so units given back stop waiting
+	 * for a daemon that is not coming back. */
+	{
+		uint32_t rec = 0;
+
+		if (flash_recover(s.sv_h, &rec) == FLASH_OK)
+			st->recovered += rec;
+		flash_consumer_unregister(s.sv_h);
+	}
 	serve_log(&s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
 	          st->records, wal_durable_lsn(s.sv_w));
 out_metrics:
