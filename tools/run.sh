@@ -17,7 +17,7 @@ cd "$here"
 
 PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       libmariadb-dev mariadb-server redis-server libhiredis-dev libmicrohttpd-dev
-      gnuplot-nox clang libclang-rt-14-dev)
+      gnuplot-nox clang libclang-rt-14-dev procps)
 
 log() { printf '== %s\n' "$*" >&2; }
 
