@@ -115,7 +115,6 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 	int rc = (int16_t)j->rec.flags;   /* outcome, stored there by the owner */
 
-	(void)slot;
 	switch (j->op) {
 	case FS_OP_ORDER:
 		fs_intents_undo(h, j);
