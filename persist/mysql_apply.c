@@ -29,6 +29,7 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
+#include "crash.h"
 #include "mysql_apply.h"
 
 /* ------------------------------------------------------------------------
@@ -855,6 +856,7 @@ static int pipe_flush(flash_mysql_t *m)
 				mismatch = 1;
 			}
 		}
+		PERSIST_CRASH("apply_batch", 2);
 		i++;
 		status = mysql_next_result(m->mm_conn);
 		if (status < 0)
@@ -1414,6 +1416,7 @@ static int slow_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 			return rc;
 		if (rc == 0)
 			(*applied)++;
+		PERSIST_CRASH("apply_batch", 4);
 	}
 	return FLASH_OK;
 }
@@ -1505,6 +1508,7 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 		take_error(m);
 		return fail_rc(m);
 	}
+	PERSIST_CRASH("apply_batch", 1);
 	uint64_t done;
 	if ((rc = read_applied_lsn(m, 1, &done)))
 		goto fail;
@@ -1562,6 +1566,7 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 			goto fail;
 	} else {
 		res->applied = n - start;
+		PERSIST_CRASH("apply_batch", 3);
 	}
 	char sql[256];
 	snprintf(sql, sizeof sql, "UPDATE applied_lsn SET lsn=%llu WHERE stream=%s",
@@ -1570,6 +1575,7 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 		rc = rc < 0 ? rc : FLASH_EMYSQL;
 		goto fail;
 	}
+	PERSIST_CRASH("apply_batch", 5);
 	if (mysql_commit(m->mm_conn)) {
 		/* Unknown outcome: the next attempt reads applied_lsn and knows. */
 		take_error(m);
@@ -1579,6 +1585,7 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 		disconnect(m);
 		return rc;
 	}
+	PERSIST_CRASH("apply_batch", 6);
 	res->applied_lsn = recs[n - 1].lsn;
 	return FLASH_OK;
 fail:

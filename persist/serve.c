@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "crash.h"
 #include "flashstock.h"
 #include "mysql_pump.h"
 #include "wal.h"
@@ -188,12 +189,14 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 	}
 	if (rec->ts_ns > 0 && (s->sv_oldest_ns == 0 || rec->ts_ns < s->sv_oldest_ns))
 		s->sv_oldest_ns = rec->ts_ns;
+	PERSIST_CRASH("serve_round", 1);
 	uint64_t lsn;
 	int rc = wal_append_record(s->sv_w, rec, seq, &lsn);
 	if (rc != WAL_OK) {
 		s->sv_err = rc;
 		return 1;
 	}
+	PERSIST_CRASH("serve_round", 2);
 	s->sv_st->records++;
 	if (s->sv_pump != NULL) {
 		if (s->sv_npush == s->sv_cappush) {
@@ -266,6 +269,7 @@ static int serve_commit_mark(struct serve *s)
 			s->sv_st->flash_rc = frc;
 		return -1;
 	}
+	PERSIST_CRASH("serve_round", 3);
 	if (wal_durable_lsn(s->sv_w) != before)
 		s->sv_st->commits++;
 	if (s->sv_oldest_ns > 0) {
@@ -294,6 +298,7 @@ static int serve_commit_mark(struct serve *s)
 			s->sv_st->flash_rc = frc;
 			return -1;
 		}
+		PERSIST_CRASH("serve_round", 4);
 		s->sv_adv[slot] = 0;
 	}
 	s->sv_ntouched = 0;
@@ -308,6 +313,7 @@ static int serve_commit_mark(struct serve *s)
 			serve_log(s, SERVE_LOG_WARN, "MySQL applier queue: %s", flash_strerror(prc));
 		s->sv_npush = 0;
 	}
+	PERSIST_CRASH("serve_round", 5);
 	return 0;
 }
 

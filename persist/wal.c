@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "crc32c.h"
 #include "pio.h"
 
@@ -301,19 +302,21 @@ static int wal_file_create(const char *dir, uint64_t lsn, uint64_t seg_bytes)
 	int fd = pio_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
+	PERSIST_CRASH("wal_roll", 1);
 	struct wal_filehdr h;
 	wal_filehdr_encode(&h, lsn, seg_bytes);
 	if (pio_fallocate(fd, 0, (off_t)seg_bytes) != 0 ||
-	    pio_pwrite_full(fd, &h, sizeof h, 0) != 0 ||
-	    pio_fdatasync(fd) != 0 ||
-	    pio_rename(tmp, fin) != 0 ||
-	    pio_fsync_dir(dir) != 0) {
+	    (PERSIST_CRASH("wal_roll", 2), pio_pwrite_full(fd, &h, sizeof h, 0)) != 0 ||
+	    (PERSIST_CRASH("wal_roll", 3), pio_fdatasync(fd)) != 0 ||
+	    (PERSIST_CRASH("wal_roll", 4), pio_rename(tmp, fin)) != 0 ||
+	    (PERSIST_CRASH("wal_roll", 5), pio_fsync_dir(dir)) != 0) {
 		int saved = errno;
 		pio_close(fd);
 		(void)pio_unlink(tmp);
 		errno = saved;
 		return -1;
 	}
+	PERSIST_CRASH("wal_roll", 6);
 	return fd;
 }
 
@@ -525,6 +528,7 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 	    wal_frame_bytes(len) > w->w_seg_bytes - WAL_FILE_HDR_BYTES)
 		return WAL_EINVAL;
 	uint64_t total = wal_frame_bytes(len);
+	PERSIST_CRASH("wal_append", 1);
 	pthread_mutex_lock(&w->w_mu);
 	if (w->w_failed) {
 		pthread_mutex_unlock(&w->w_mu);
@@ -538,6 +542,7 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 	wal_frame_encode(w->w_pbuf + w->w_plen, type, l, l - 1, p, len);
 	w->w_plen += total;
 	pthread_mutex_unlock(&w->w_mu);
+	PERSIST_CRASH("wal_append", 2);
 	if (lsn)
 		*lsn = l;
 	return WAL_OK;
@@ -605,6 +610,7 @@ static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
 				return -1;
 			}
 			w->w_file_off += pos - start;
+			PERSIST_CRASH("wal_commit", 2);
 		}
 		if (pos < len) {
 			struct wal_fhdr h;
@@ -613,6 +619,7 @@ static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
 				*op = WAL_OP_SYNC;
 				return -1;
 			}
+			PERSIST_CRASH("wal_commit", 3);
 			int fd = wal_file_create(w->w_dir, h.fh_lsn, w->w_seg_bytes);
 			if (fd < 0) {
 				*op = WAL_OP_CREATE;
@@ -629,6 +636,7 @@ static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
 		*op = WAL_OP_SYNC;
 		return -1;
 	}
+	PERSIST_CRASH("wal_commit", 3);
 	return 0;
 }
 
@@ -678,6 +686,7 @@ int wal_sync(wal_t *w, uint64_t lsn)
 	w->w_wbuf = batch;
 	w->w_wcap = bcap;
 	pthread_mutex_unlock(&w->w_mu);
+	PERSIST_CRASH("wal_commit", 1);
 
 	enum wal_op op = WAL_OP_NONE;
 	uint64_t sync_ns = 0;
@@ -699,6 +708,7 @@ int wal_sync(wal_t *w, uint64_t lsn)
 			w->w_st.max_group = last - first + 1;
 		w->w_st.files_created += (uint64_t)files;
 		wal_hist_add(&w->w_st, sync_ns);
+		PERSIST_CRASH("wal_commit", 4);
 	}
 	w->w_leader = 0;
 	pthread_cond_broadcast(&w->w_cv);
