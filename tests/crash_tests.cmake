@@ -31,3 +31,41 @@ add_executable(scribble ${CMAKE_CURRENT_SOURCE_DIR}/scribble.c)
 target_link_libraries(scribble PRIVATE flashstock_static "-Wl,--wrap=mmap")
 add_test(NAME scribble COMMAND scribble 1.0)
 set_tests_properties(scribble PROPERTIES LABELS "engine;crash" TIMEOUT 120)
+
+# Crash points in persist/ (tests/crash_persist.c): the WAL's append, group
+# commit and file roll-over, the daemon's round, the MySQL applier's batch.
+# flashstock_persist_crash is persist/ built a second time with
+# FLASH_CRASHPOINTS=1 over flashstock_crash, so PERSIST_CRASH (persist/crash.h)
+# and the engine's FS_CRASH share one counter.
+if(TARGET flashstock_persist)
+  get_target_property(FLASH_PERSIST_CRASH_SRC flashstock_persist SOURCES)
+  get_target_property(FLASH_PERSIST_CRASH_LIBS flashstock_persist INTERFACE_LINK_LIBRARIES)
+  get_target_property(FLASH_PERSIST_CRASH_DEFS flashstock_persist INTERFACE_COMPILE_DEFINITIONS)
+  list(TRANSFORM FLASH_PERSIST_CRASH_LIBS REPLACE "^flashstock_static$" "flashstock_crash")
+  # pkg-config targets are visible only in the directory that made them:
+  # make persist/'s again here.
+  if(NOT TARGET PkgConfig::MHD)
+    pkg_check_modules(MHD QUIET IMPORTED_TARGET libmicrohttpd)
+  endif()
+  if(NOT TARGET PkgConfig::MARIADB)
+    pkg_check_modules(MARIADB QUIET IMPORTED_TARGET libmariadb)
+  endif()
+  add_library(flashstock_persist_crash STATIC ${FLASH_PERSIST_CRASH_SRC})
+  target_compile_definitions(flashstock_persist_crash PRIVATE FLASH_CRASHPOINTS=1)
+  if(FLASH_PERSIST_CRASH_DEFS)
+    target_compile_definitions(flashstock_persist_crash PUBLIC ${FLASH_PERSIST_CRASH_DEFS})
+  endif()
+  target_include_directories(flashstock_persist_crash PUBLIC ${PROJECT_SOURCE_DIR}/persist)
+  target_link_libraries(flashstock_persist_crash PUBLIC ${FLASH_PERSIST_CRASH_LIBS})
+
+  add_executable(crash_persist ${CMAKE_CURRENT_SOURCE_DIR}/crash_persist.c)
+  target_compile_definitions(crash_persist PRIVATE FLASH_CRASHPOINTS=1)
+  target_link_libraries(crash_persist PRIVATE flashstock_persist_crash "-Wl,--wrap=_exit")
+  add_test(NAME crash_persist_wal COMMAND crash_persist wal)
+  set_tests_properties(crash_persist_wal PROPERTIES LABELS "persist;crash" TIMEOUT 600)
+  # The applier's points need the private MariaDB of tests/mysql_tests.cmake.
+  add_test(NAME crash_persist_mysql COMMAND crash_persist mysql)
+  set_tests_properties(crash_persist_mysql PROPERTIES LABELS "persist;crash;mysql" TIMEOUT 600
+                       FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
+                       ENVIRONMENT "FLASH_MARIADB_DIR=${CMAKE_BINARY_DIR}/mariadb-test")
+endif()
