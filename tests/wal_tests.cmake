@@ -9,6 +9,10 @@ endforeach()
 if(TARGET test_wal_serve AND TARGET flash_test_helpers)
   target_link_libraries(test_wal_serve PRIVATE flash_test_helpers)
 endif()
+# test_wal_faults: each I/O fault on a wal_t and through the daemon, then a restart.
+if(TARGET test_wal_faults AND TARGET flash_test_helpers)
+  target_link_libraries(test_wal_faults PRIVATE flash_test_helpers)
+endif()
 # `flashstock serve` and SIGTERM, through the real command.
 if(TARGET flashstock)
   add_test(NAME wal_serve_sigterm
