@@ -450,12 +450,12 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	 * the WAL order is always replayable into MySQL */
 	if ((rc = flash_consumer_register(s.sv_h)) != FLASH_OK) {
 		st->flash_rc = rc;
-		goto out;
+		goto out_restored;
 	}
 	struct flash_stats fst;
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;
-		goto out;
+		goto out_restored;
 	}
 	/* A restock has no identity of its own: only a WAL applied once, to an
 	 * empty segment, rebuilds it exactly.  An interrupted --recover is
@@ -475,10 +475,10 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	s.sv_touched = calloc(s.sv_cap, sizeof *s.sv_touched);
 	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_adv || !s.sv_touched) {
 		st->wal_rc = WAL_ENOMEM;
-		goto out;
+		goto out_restored;
 	}
 	if (serve_open_wal(&s) != 0)
-		goto out;
+		goto out_restored;
 	serve_log(&s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
 	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
 	          o->wal_dir, wal_next_lsn(s.sv_w));
@@ -617,6 +617,17 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	          st->records, wal_durable_lsn(s.sv_w));
 out_metrics:
 	SERVE_METRICS_STOP();
+	if (0) {
+out_restored:
+		/* the segment restored from a snapshot could not be brought up
+		 * to the WAL's end: remove it, so that --recover can run again */
+		if (s.sv_snap_lsn != 0) {
+			serve_log(&s, SERVE_LOG_ERROR, "recover: removing the segment %s restored from the "
+			          "snapshot at LSN %" PRIu64 "; --recover can run again", o->segment,
+			          s.sv_snap_lsn);
+			flash_seg_destroy(o->segment);
+		}
+	}
 out:
 	if (s.sv_snap) {
 		/* a clean stop writes a last snapshot of everything durable */

@@ -659,6 +659,10 @@ static int snap_init(snap_t *s)
 		return snap_fail(s, rc, "snapshot: listing %s: %s", o->wal_dir, snap_strerror(rc));
 	}
 	s->s_made = 1;
+	/* a snapshot past the WAL's durable end describes another history */
+	if (s->s_lsn > wal_durable_lsn(o->wal))
+		return snap_fail(s, SNAP_EGAP, "snapshot: the newest snapshot (LSN %" PRIu64 ") is past "
+		                 "the WAL's durable LSN %" PRIu64, s->s_lsn, wal_durable_lsn(o->wal));
 	frc = flash_open(s->s_shadow, 0, &s->s_sh);
 	if (frc != FLASH_OK)
 		return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,

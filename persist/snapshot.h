@@ -31,12 +31,18 @@
  * daemon asks once at a clean stop) -- only if the shadow moved since.
  *
  * WAL files removed.  A WAL file goes when every frame in it has an LSN <=
- * cover, cover = min(the OLDER of the two newest snapshots, MySQL's applied
- * LSN if an applier runs), and it is not the file being written; oldest
- * first, then the directory is fsync'd.  The older snapshot rather than the
- * newest: a snapshot found corrupt at recovery falls back to the previous
- * one, and the WAL after that one must still be there.  An applier that has
- * not reported an applied LSN yet covers nothing.
+ * cover, cover = min(the OLDER of the two newest snapshots -- the only one
+ * while there is one --, MySQL's applied LSN if an applier runs), and it is
+ * not the file being written; oldest first, then the directory is fsync'd
+ * (wal_remove_before()).  The older snapshot rather than the newest: a
+ * snapshot found corrupt at recovery falls back to the previous one, and
+ * the WAL after that one must still be there.  An applier that has not
+ * reported an applied LSN yet covers nothing.  Other readers of old frames:
+ * serve's start-up skip logic reads the WAL before this thread starts and
+ * only needs the newest frames; the MySQL pump reads from its applied LSN
+ * + 1 (>= cover + 1); `wal verify|dump` and wal_replay() accept a WAL whose
+ * first file starts after LSN 1; the reconciler's fold starts from a
+ * snapshot then (snap_fold_seed()).
  *
  * Failure is sticky, like the WAL's: a failed write, fdatasync or rename
  * (or a shadow that cannot follow the WAL) logs one line, removes the .tmp,

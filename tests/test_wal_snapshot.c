@@ -480,6 +480,45 @@ static void test_recover_refuses_a_gap_between_snapshot_and_wal(void **st)
 	wt_rmdir(dir);
 }
 
+/* The WAL after the snapshot is corrupt (not a torn tail): the segment
+ * restored from the snapshot is removed again, so nothing half-made stays
+ * and --recover can run once the WAL is repaired. */
+static void test_recover_that_fails_after_the_restore_leaves_no_segment(void **st)
+{
+	(void)st;
+	char name[64];
+	char *dir = wt_mkdtemp();
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	batch(h, 1, 1, 40);
+	serve_once(name, dir, 1, 4096);
+	uint64_t l1 = newest_snap(dir, NULL);
+	batch(h, 0, 500, 90);
+	serve_once(name, dir, 0, 4096);
+	t_teardown(NULL);
+	uint64_t first, last;
+	wal_first_last(dir, &first, &last);
+	assert_true(first <= l1 + 1);
+	assert_true(last > first + 2 * 38);
+	/* flip a payload byte of the last frame of the first file (38 frames
+	 * of 104 bytes after its 64-byte header), whose LSN is > l1 */
+	char *f = wt_file(dir, first);
+	int fd = open(f, O_RDWR);
+	assert_true(fd >= 0);
+	off_t at = 64 + 37 * 104 + 40;
+	unsigned char b;
+	assert_int_equal(pread(fd, &b, 1, at), 1);
+	b ^= 1;
+	assert_int_equal(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+	free(f);
+	assert_true(first + 37 > l1);
+	struct serve_stats ss = serve_recover(name, dir, -1);
+	assert_int_equal(ss.recover_snap_lsn, l1);
+	assert_int_equal(ss.wal_rc, WAL_ENOTTAIL);
+	assert_false(segment_exists(name));
+	wt_rmdir(dir);
+}
+
 /* ---- the snapshot state machine directly: removal rule and faults ---- */
 
 static uint64_t g_applied;
@@ -714,6 +753,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_recover_after_wal_files_were_removed, t_teardown),
 		cmocka_unit_test_teardown(test_corrupt_snapshot_falls_back_to_the_previous_one, t_teardown),
 		cmocka_unit_test_teardown(test_recover_refuses_a_gap_between_snapshot_and_wal, t_teardown),
+		cmocka_unit_test_teardown(test_recover_that_fails_after_the_restore_leaves_no_segment, t_teardown),
 		cmocka_unit_test_teardown(test_wal_files_wait_for_the_applier, t_teardown),
 		cmocka_unit_test_teardown(test_snapshot_write_enospc_is_sticky_and_removes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_snapshot_fdatasync_eio_is_sticky_and_removes_nothing, t_teardown),
