@@ -10,6 +10,7 @@
 #endif
 #include "snapshot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -603,6 +604,37 @@ static void snap_publish(snap_t *s)
 }
 
 /*
+ * Remove shadows of this segment that an earlier daemon left (one killed
+ * between creating its shadow and dropping the name): one daemon serves a
+ * segment at a time, so every other "<segment>.shadow.<pid>" is stale.
+ */
+static void snap_remove_stale_shadows(const snap_t *s)
+{
+	const char *base = s->s_shadow + 1;
+	const char *dot = strstr(base, ".shadow.");
+	if (dot == NULL)
+		return;
+	size_t pre = (size_t)(dot - base) + strlen(".shadow.");
+	DIR *d = pio_opendir("/dev/shm");
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	while ((e = pio_readdir(d)) != NULL) {
+		if (strncmp(e->d_name, base, pre) != 0 || strcmp(e->d_name, base) == 0)
+			continue;
+		const char *p = e->d_name + pre;
+		if (*p == 0 || strspn(p, "0123456789") != strlen(p))
+			continue;
+		char name[300];
+		snprintf(name, sizeof name, "/%s", e->d_name);
+		if (flash_seg_destroy(name) == FLASH_OK)
+			snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_WARN, "snapshot: removed the stale "
+			          "shadow segment %s of an earlier daemon", name);
+	}
+	pio_closedir(d);
+}
+
+/*
  * Create the shadow: from the newest valid snapshot (then replay goes on at
  * its LSN + 1), or empty (replay from the WAL's first frame, which must be
  * LSN 1).  Leftover .tmp files of a writer that died are removed.
@@ -637,6 +669,7 @@ static int snap_init(snap_t *s)
 	so.mode = 0600;
 	so.gid = -1;
 	(void)flash_seg_destroy(s->s_shadow);   /* a previous daemon with our pid */
+	snap_remove_stale_shadows(s);
 	struct snap_file f;
 	rc = snap_open_newest(o->wal_dir, 0, &f, o->log, o->log_arg);
 	if (rc == SNAP_OK) {
@@ -659,14 +692,18 @@ static int snap_init(snap_t *s)
 		return snap_fail(s, rc, "snapshot: listing %s: %s", o->wal_dir, snap_strerror(rc));
 	}
 	s->s_made = 1;
+	/* Mapped by our handle only: drop the name at once, so the shadow
+	 * never outlives the daemon, however it dies (kill -9 included). */
+	frc = flash_open(s->s_shadow, 0, &s->s_sh);
+	(void)flash_seg_destroy(s->s_shadow);
+	s->s_made = 0;
+	if (frc != FLASH_OK)
+		return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
+		                 flash_strerror(frc));
 	/* a snapshot past the WAL's durable end describes another history */
 	if (s->s_lsn > wal_durable_lsn(o->wal))
 		return snap_fail(s, SNAP_EGAP, "snapshot: the newest snapshot (LSN %" PRIu64 ") is past "
 		                 "the WAL's durable LSN %" PRIu64, s->s_lsn, wal_durable_lsn(o->wal));
-	frc = flash_open(s->s_shadow, 0, &s->s_sh);
-	if (frc != FLASH_OK)
-		return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
-		                 flash_strerror(frc));
 	/* the two newest snapshots on disk */
 	uint64_t *lsns;
 	size_t n;

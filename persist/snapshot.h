@@ -5,7 +5,9 @@
  *
  * How a snapshot is made (shadow replay).  The daemon's snapshot thread
  * keeps a PRIVATE shadow segment ("/<segment>.shadow.<pid>", the live
- * segment's capacities and durability, mode 0600, unlinked when it stops)
+ * segment's capacities and durability, mode 0600; its name is unlinked as
+ * soon as the thread has it mapped, so it never outlives the daemon, and a
+ * stale one an earlier daemon left is removed at start)
  * and re-applies to it, with flash_replay(), every DURABLE WAL frame behind
  * the writer (wal_read_durable()), feeding the same records to a WAL fold
  * (reconcile.h).  Only that thread ever touches the shadow, so between two

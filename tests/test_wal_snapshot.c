@@ -744,6 +744,28 @@ static void test_serve_keeps_going_when_the_snapshot_fails(void **st)
 	wt_rmdir(dir);
 }
 
+/* A shadow an earlier daemon left behind (killed before it dropped the
+ * name) is removed by the next one; its own never has a name for long. */
+static void test_stale_shadow_of_a_killed_daemon_is_removed(void **st)
+{
+	(void)st;
+	char name[64], stale[128];
+	char *dir = wt_mkdtemp();
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	batch(h, 1, 1, 5);
+	snprintf(stale, sizeof stale, "%s.shadow.%d", name, 999999);
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	assert_int_equal(flash_seg_create(stale, &so), FLASH_OK);
+	struct serve_stats ss = serve_once(name, dir, 1, 0);
+	assert_int_equal(ss.snapshots, 1);
+	if (segment_exists(stale)) {
+		flash_seg_destroy(stale);
+		fail_msg("stale shadow %s not removed", stale);
+	}
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -759,6 +781,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_snapshot_fdatasync_eio_is_sticky_and_removes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_snapshot_rename_eio_is_sticky_and_removes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_serve_keeps_going_when_the_snapshot_fails, t_teardown),
+		cmocka_unit_test_teardown(test_stale_shadow_of_a_killed_daemon_is_removed, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
