@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -908,6 +910,9 @@ struct snap_thread {
 static void *snap_thread_main(void *arg)
 {
 	snap_thread_t *t = arg;
+	/* Background work: below the drain loop and the buyers (Linux nice
+	 * is per thread).  Failing to lower it changes nothing else. */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	for (;;) {
 		pthread_mutex_lock(&t->t_mu);
 		if (!t->t_stop) {

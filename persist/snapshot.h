@@ -231,7 +231,8 @@ void snap_close(snap_t *s);
 
 /*
  * Run snap_step() on a thread of its own: every 50 ms, and at once when
- * asked to stop.  The thread owns the shadow.
+ * asked to stop.  The thread owns the shadow and runs at nice 10, below
+ * the drain loop and the buyers.
  */
 typedef struct snap_thread snap_thread_t;
 
