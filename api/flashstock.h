@@ -8,7 +8,7 @@
  *
  * Divisions of this header:
  *   1. Result codes            flash_strerror()
- *   2. Segments                flash_seg_create(), flash_seg_destroy()
+ *   2. Segments                flash_seg_create(), flash_seg_restore(), flash_seg_destroy()
  *   3. Handles                 flash_open(), flash_close(), flash_recover()
  *   4. Catalog                 flash_activity_add(), flash_sku_add()
  *   5. Orders                  flash_order(), flash_cancel(), flash_restock()
@@ -155,6 +155,31 @@ void flash_seg_opts_default(struct flash_seg_opts *o);
 int flash_seg_create(const char *name, const struct flash_seg_opts *o);
 
 /**
+ * Create a segment from an image of another one (a snapshot: persist/snapshot.h).
+ * The image is checked first exactly as flash_open() checks an object, with
+ * the same code for each check: size at least a header (FLASH_ESIZE), magic
+ * (FLASH_EMAGIC), layout version (FLASH_EVERSION), header checksum
+ * (FLASH_ECHECKSUM), @p len equal to the header's size (FLASH_ESIZE), region
+ * table (FLASH_ELAYOUT).  Then the object is made as flash_seg_create() makes
+ * one (O_EXCL, exact mode), the image copied in, and everything that belonged
+ * to the image's processes cleared: every process-table slot is free (its
+ * sequence, counters and order numbers kept, so tags are never reissued),
+ * journals idle, rings empty, no consumer registered, no WAL failure, a fresh
+ * admin mutex.  The header is written last (magic, then checksum): a
+ * half-made object never validates.
+ * @param[in] name  POSIX shm name of the new segment
+ * @param[in] o     mode and gid of the new object (other fields ignored: the
+ *                  capacities are the image's); NULL keeps the image's
+ * @param[in] img   the image (flash_image() of a quiescent segment)
+ * @param[in] len   its bytes
+ * @return FLASH_OK; an attach code above for a bad image (nothing created);
+ *         FLASH_EINVAL (bad name, NULL image, bad mode); FLASH_EEXIST (name
+ *         taken); FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
+ * @note Creates nothing on failure.
+ */
+int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const void *img, size_t len);
+
+/**
  * Remove the segment's name (shm_unlink).  Attached handles keep working on
  * the old mapping until they close.
  * @return FLASH_OK; FLASH_EINVAL (bad name); FLASH_ENOSEG; FLASH_EPERM; FLASH_ESYS.
@@ -210,6 +235,23 @@ int flash_recover(flash_t *h, uint32_t *recovered);
 
 /** This handle's slot in the process table (for logs and tests). */
 int flash_slot(const flash_t *h);
+
+/**
+ * The options the segment was created with (capacities, mode, gid,
+ * durability), as its checked header records them.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ */
+int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out);
+
+/**
+ * The bytes of the segment as @p h maps them, for a snapshot.  The image is
+ * consistent only while no operation runs on the segment (e.g. the caller's
+ * handle is its only user and is between calls).
+ * @param[out] base  start of the mapping (read it, never write through it)
+ * @param[out] len   its size in bytes
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ */
+int flash_image(const flash_t *h, const void **base, uint64_t *len);
 
 /* ------------------------------------------------------------------------
  * 4. Catalog

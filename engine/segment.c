@@ -150,6 +150,82 @@ static int init_admin_mutex(pthread_mutex_t *m)
 	return rc ? FLASH_ESYS : FLASH_OK;
 }
 
+/*
+ * Make the named object of @p size bytes: shm_open(O_CREAT | O_EXCL, 0600),
+ * the group when asked, exactly o->mode whatever the umask, ftruncate, and a
+ * writable mapping.  On failure nothing is left behind (the name is
+ * unlinked).  The caller fills the mapping and ends with seg_make_done().
+ */
+static int seg_make(const char *path, const struct flash_seg_opts *o, uint64_t size,
+                    int *fdp, void **pp)
+{
+	void *p;
+	int fd, rc;
+
+	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return errno_rc(errno);
+	if (o->gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)o->gid) != 0) {
+		rc = errno_rc(errno);
+		goto fail;
+	}
+	if (fchmod(fd, o->mode) != 0) {
+		rc = errno_rc(errno);
+		goto fail;
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		rc = errno_rc(errno);
+		goto fail;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = errno_rc(errno);
+		goto fail;
+	}
+	*fdp = fd;
+	*pp = p;
+	return FLASH_OK;
+fail:
+	shm_unlink(path);
+	close(fd);
+	return rc;
+}
+
+/* Publish a filled mapping: magic last, then the checksum, so a half-made
+ * segment never validates; then flush the header and let go. */
+static void seg_make_done(struct fs_hdr *hdr, uint64_t size, int fd)
+{
+	ck_pr_fence_store();
+	hdr->fx.magic = FS_MAGIC;
+	hdr->fx.checksum = fs_fnv(&hdr->fx, offsetof(struct fs_hdr_fixed, checksum));
+	msync(hdr, sizeof(*hdr), MS_SYNC);
+	munmap(hdr, size);
+	close(fd);
+}
+
+/* Give up on a mapping seg_make() returned: unmap, unlink, close. */
+static void seg_make_fail(const char *path, void *p, uint64_t size, int fd)
+{
+	munmap(p, size);
+	shm_unlink(path);
+	close(fd);
+}
+
+/* Fresh per-slot state: rings empty (records start at seq 1), journals idle. */
+static void seg_reset_slots(void *p, const struct fs_region *reg, uint32_t procs, uint32_t ring_records)
+{
+	for (uint32_t i = 0; i < procs; i++) {
+		struct ck_ring *ring = (struct ck_ring *)((char *)p + reg[FS_R_RING].off +
+		                                          (uint64_t)i * reg[FS_R_RING].elem_size);
+		struct fs_journal *j = (struct fs_journal *)((char *)p + reg[FS_R_JOURNAL].off +
+		                                              (uint64_t)i * reg[FS_R_JOURNAL].elem_size);
+
+		ck_ring_init(ring, ring_records);
+		memset(j, 0, sizeof(*j));
+		j->phase = FS_PH_IDLE;
+	}
+}
+
 int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 {
 	struct flash_seg_opts o;
@@ -169,28 +245,8 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	if ((rc = opts_check(&o)) != FLASH_OK)
 		return rc;
 	size = layout(&o, reg);
-
-	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0)
-		return errno_rc(errno);
-	/* exact mode whatever the umask; a group only when asked */
-	if (o.gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)o.gid) != 0) {
-		rc = errno_rc(errno);
-		goto fail_unlink;
-	}
-	if (fchmod(fd, o.mode) != 0) {
-		rc = errno_rc(errno);
-		goto fail_unlink;
-	}
-	if (ftruncate(fd, (off_t)size) != 0) {
-		rc = errno_rc(errno);
-		goto fail_unlink;
-	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = errno_rc(errno);
-		goto fail_unlink;
-	}
+	if ((rc = seg_make(path, &o, size, &fd, &p)) != FLASH_OK)
+		return rc;
 	hdr = p;
 	hdr->fx.version = FS_LAYOUT_VERSION;
 	hdr->fx.hdr_size = sizeof(struct fs_hdr);
@@ -204,34 +260,122 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	hdr->fx.created_ns = fs_now_ns();
 	memcpy(hdr->fx.region, reg, sizeof(reg));
 	hdr->order_next = 1;
-	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK)
-		goto fail_unmap;
-
-	/* rings: ck_ring_init per slot; records start at seq 1 */
-	for (uint32_t i = 0; i < o.max_procs; i++) {
-		struct ck_ring *ring = (struct ck_ring *)((char *)p + reg[FS_R_RING].off +
-		                                          (uint64_t)i * reg[FS_R_RING].elem_size);
-		ck_ring_init(ring, o.ring_records);
+	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK) {
+		seg_make_fail(path, p, size, fd);
+		return rc;
 	}
-	for (uint32_t i = 0; i < o.max_procs; i++) {
-		struct fs_journal *j = (struct fs_journal *)((char *)p + reg[FS_R_JOURNAL].off +
-		                                              (uint64_t)i * reg[FS_R_JOURNAL].elem_size);
-		j->phase = FS_PH_IDLE;
-	}
-	/* magic last, then the checksum: a half-made segment never validates */
-	hdr->fx.magic = FS_MAGIC;
-	hdr->fx.checksum = fs_fnv(&hdr->fx, offsetof(struct fs_hdr_fixed, checksum));
-	msync(p, sizeof(*hdr), MS_SYNC);
-	munmap(p, size);
-	close(fd);
+	seg_reset_slots(p, reg, o.max_procs, o.ring_records);
+	seg_make_done(hdr, size, fd);
 	return FLASH_OK;
+}
 
-fail_unmap:
-	munmap(p, size);
-fail_unlink:
-	shm_unlink(path);
-	close(fd);
-	return rc;
+static int region_check(const struct fs_hdr_fixed *fx);
+
+/*
+ * The checks flash_open() makes on an object, made on a copy of a fixed
+ * header that claims to describe @p len bytes (attach's order and codes).
+ */
+static int image_check(const struct fs_hdr_fixed *fx, uint64_t len)
+{
+	if (fx->magic != FS_MAGIC)
+		return FLASH_EMAGIC;
+	if (fx->version != FS_LAYOUT_VERSION)
+		return FLASH_EVERSION;
+	if (fx->checksum != fs_fnv(fx, offsetof(struct fs_hdr_fixed, checksum)))
+		return FLASH_ECHECKSUM;
+	if (fx->hdr_size != sizeof(struct fs_hdr))
+		return FLASH_ELAYOUT;
+	if (len != fx->seg_size)
+		return FLASH_ESIZE;
+	if (fx->mode != 0600 && fx->mode != 0660)
+		return FLASH_EMODE;
+	return region_check(fx);
+}
+
+int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const void *img, size_t len)
+{
+	struct fs_hdr_fixed fx;
+	struct flash_seg_opts want;
+	char path[256];
+	struct fs_hdr *hdr;
+	void *p;
+	int fd, rc;
+
+	if ((rc = name_check(name, path, sizeof(path))) != FLASH_OK)
+		return rc;
+	if (img == NULL)
+		return FLASH_EINVAL;
+	if (len < sizeof(struct fs_hdr))
+		return FLASH_ESIZE;
+	/* validate a local copy of the header, then use only the copy */
+	memcpy(&fx, img, sizeof(fx));
+	if ((rc = image_check(&fx, len)) != FLASH_OK)
+		return rc;
+	want = fx.opts;
+	if (o != NULL) {
+		want.mode = o->mode;
+		want.gid = o->gid;
+		if (opts_check(&want) != FLASH_OK)
+			return FLASH_EINVAL;
+	}
+	if ((rc = seg_make(path, &want, fx.seg_size, &fd, &p)) != FLASH_OK)
+		return rc;
+	hdr = p;
+	/* everything after the fixed header first; the header (magic last) at the end */
+	memcpy((char *)p + sizeof(fx), (const char *)img + sizeof(fx), fx.seg_size - sizeof(fx));
+
+	/* Nothing of the image's processes survives: no slot is held, no
+	 * journal names an operation, no record waits in a ring, no consumer
+	 * is registered, the admin mutex is free.  Kept: each slot's sequence
+	 * (tags are never issued twice), helping marks, counters, and its
+	 * unused order numbers (the high-water mark of flash_orders_max). */
+	for (uint32_t i = 0; i < fx.opts.max_procs; i++) {
+		struct fs_proc *pr = (struct fs_proc *)((char *)p + fx.region[FS_R_PROC].off +
+		                                        (uint64_t)i * fx.region[FS_R_PROC].elem_size);
+
+		pr->state = FS_PSTATE(FS_P_FREE, FS_PGEN(pr->state), 0);
+		pr->start_time = 0;
+		pr->cons_seq = 0;
+		pr->durable_futex = 0;
+		pr->waiters = 0;
+	}
+	seg_reset_slots(p, fx.region, fx.opts.max_procs, fx.opts.ring_records);
+	hdr->consumer = 0;
+	hdr->cat_holder = 0;
+	hdr->durability_failed = 0;
+	memset(&hdr->admin, 0, sizeof(hdr->admin));
+	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK) {
+		seg_make_fail(path, p, fx.seg_size, fd);
+		return rc;
+	}
+	fx.magic = 0;
+	fx.uid = (uint32_t)geteuid();
+	fx.mode = want.mode;
+	fx.opts = want;
+	hdr->fx = fx;
+	seg_make_done(hdr, fx.seg_size, fd);
+	return FLASH_OK;
+}
+
+int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out)
+{
+	if (h == NULL || out == NULL)
+		return FLASH_EINVAL;
+	if (h->fork_gen != fs_fork_gen())
+		return FLASH_EFORK;
+	*out = h->hdr->fx.opts;
+	return FLASH_OK;
+}
+
+int flash_image(const flash_t *h, const void **base, uint64_t *len)
+{
+	if (h == NULL || base == NULL || len == NULL)
+		return FLASH_EINVAL;
+	if (h->fork_gen != fs_fork_gen())
+		return FLASH_EFORK;
+	*base = h->base;
+	*len = h->size;
+	return FLASH_OK;
 }
 
 int flash_seg_destroy(const char *name)

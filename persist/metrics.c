@@ -171,6 +171,13 @@ static void render_serve(struct metrics *m, struct mbuf *mb)
 	mb_metric(mb, "flashstock_serve_rounds_total", "counter", "Drain rounds.", st.rounds);
 	mb_metric(mb, "flashstock_serve_recovered_total", "counter",
 	          "Dead handles recovered by the daemon.", st.recovered);
+	mb_metric(mb, "flashstock_snapshot_lsn", "gauge",
+	          "LSN of the newest snapshot written or found (0: none).", st.snap_lsn);
+	mb_metric(mb, "flashstock_snapshots_total", "counter", "Snapshots written.", st.snapshots);
+	mb_metric(mb, "flashstock_snapshot_failures_total", "counter",
+	          "Snapshot failures (sticky: snapshots stay off afterwards).", st.snap_failures);
+	mb_metric(mb, "flashstock_wal_files_removed_total", "counter",
+	          "WAL files removed behind snapshots and MySQL.", st.wal_removed);
 	mb_printf(mb, "# HELP flashstock_durable_lag_seconds Age of the oldest record of each group "
 	              "commit when it became durable (async: the loss window).\n"
 	              "# TYPE flashstock_durable_lag_seconds histogram\n");

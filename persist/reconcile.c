@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "reconcile.h"
+#include "snapshot.h"
 #include "wal.h"
 
 /* ------------------------------------------------------------------------
@@ -154,6 +155,25 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 	return FLASH_OK;
 }
 
+int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n)
+{
+	if (!f || (!v && n))
+		return FLASH_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		struct flash_fold_sku *e = fold_get(f, v[i].activity_id, v[i].sku_id);
+		if (!e)
+			return FLASH_ENOMEM;
+		e->total += v[i].total;
+		e->available += v[i].available;
+		e->sold += v[i].sold;
+		e->active_orders += v[i].active_orders;
+		if (v[i].last_lsn > e->last_lsn)
+			e->last_lsn = v[i].last_lsn;
+		f->ff_dirty = 1;
+	}
+	return FLASH_OK;
+}
+
 struct fold_ctx {
 	flash_fold_t *fc_f;
 	int fc_rc;
@@ -181,7 +201,19 @@ int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc)
 		return FLASH_EINVAL;
 	struct fold_ctx c = { f, FLASH_OK };
 	struct wal_replay_report rep;
-	int wrc = wal_replay(wal_dir, 0, fold_frame, &c, 0, &rep);
+	/* Old files removed: start from a snapshot's fold (snapshot.h). */
+	uint64_t from = 0;
+	int src = snap_fold_seed(wal_dir, f, &from);
+	if (src == SNAP_EGAP || src == SNAP_ECORRUPT) {
+		if (wal_rc)
+			*wal_rc = WAL_EGAP;
+		return FLASH_ECORRUPT;
+	}
+	if (src == SNAP_ENOMEM)
+		return FLASH_ENOMEM;
+	if (src != SNAP_OK)
+		return FLASH_ESYS;
+	int wrc = wal_replay(wal_dir, from, fold_frame, &c, 0, &rep);
 	if (wal_rc)
 		*wal_rc = wrc == WAL_ESTOPPED ? rep.stop : wrc;
 	if (c.fc_rc)

@@ -60,8 +60,20 @@ void flash_fold_free(flash_fold_t *f);
 int flash_fold_record(flash_fold_t *f, const struct flash_record *rec, uint64_t lsn);
 
 /**
+ * Add per-(activity, sku) state folded elsewhere (a snapshot's fold
+ * section) as if its records had been folded here; last_lsn keeps the larger.
+ * @return FLASH_OK; FLASH_EINVAL (NULL with n > 0); FLASH_ENOMEM.
+ */
+int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n);
+
+/**
  * Fold every record of a WAL directory (persist/wal.h) that no wal_t has
- * open, from its first frame.
+ * open.  A WAL that still starts at LSN 1 is folded from its first frame,
+ * record by record, so the fold stays a witness of its own.  One whose old
+ * files were removed (persist/snapshot.h) starts from the fold section of
+ * the newest valid snapshot in the directory that the WAL continues without
+ * a gap, then folds the frames after that snapshot's LSN; with no such
+ * snapshot the history is incomplete: FLASH_ECORRUPT, *wal_rc = WAL_EGAP.
  * @param[out] wal_rc  the replay's stop cause (WAL_OK: clean end), may be NULL
  * @return FLASH_OK; FLASH_ECORRUPT (stopped at a bad frame; what came
  *         before it is folded); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.

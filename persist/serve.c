@@ -18,6 +18,7 @@
 #include "crash.h"
 #include "flashstock.h"
 #include "mysql_pump.h"
+#include "snapshot.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -48,6 +49,8 @@ struct serve {
 	flash_mysql_pump_t      *sv_pump;     /* MySQL applier, or NULL */
 	struct flash_lsn_record *sv_push;     /* this round's records for the pump */
 	size_t                   sv_npush, sv_cappush;
+	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
+	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -67,6 +70,33 @@ static void serve_log(const struct serve *s, int level, const char *fmt, ...)
 	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] %s\n",
 	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 	        tm.tm_sec, ts.tv_nsec / 1000000, serve_level_name[level], msg);
+}
+
+static void serve_snap_log(void *arg, int level, const char *msg)
+{
+	serve_log(arg, level, "%s", msg);
+}
+
+/* The snapshot thread asks how far MySQL is (nothing is removed past it). */
+static int serve_applied_lsn(void *arg, uint64_t *lsn)
+{
+	struct flash_mysql_pump_stats ps;
+	if (flash_mysql_pump_stats_get(arg, &ps) != FLASH_OK || ps.applied_lsn == 0)
+		return -1;
+	*lsn = ps.applied_lsn;
+	return 0;
+}
+
+static void serve_snap_stats(struct serve *s)
+{
+	struct snap_stats ss;
+	if (s->sv_snap == NULL)
+		return;
+	snap_thread_stats(s->sv_snap, &ss);
+	s->sv_st->snap_lsn = ss.snap_lsn;
+	s->sv_st->snapshots = ss.snapshots;
+	s->sv_st->snap_failures = ss.failures;
+	s->sv_st->wal_removed = ss.wal_removed;
 }
 
 static uint64_t serve_now_ms(void)
@@ -124,7 +154,9 @@ static int serve_open_wal(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
 	struct wal_replay_report rep;
-	int rc = wal_replay(o->wal_dir, 0, serve_note_last, s, WAL_REPLAY_TRUNCATE, &rep);
+	/* restored from a snapshot: only the frames after it */
+	uint64_t from = s->sv_snap_lsn ? s->sv_snap_lsn + 1 : 0;
+	int rc = wal_replay(o->wal_dir, from, serve_note_last, s, WAL_REPLAY_TRUNCATE, &rep);
 	if (rc == WAL_ESTOPPED) {
 		s->sv_st->wal_rc = rc;
 		return -1;     /* a record could not be applied (logged) */
@@ -146,10 +178,14 @@ static int serve_open_wal(struct serve *s)
 	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
 	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
 	if (o->recover)
-		serve_log(s, SERVE_LOG_INFO, "recover: %" PRIu64 " records applied to the segment, %"
-		          PRIu64 " were there already", s->sv_st->applied, s->sv_st->present);
+		serve_log(s, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records "
+		          "after it applied to the segment, %" PRIu64 " were there already",
+		          s->sv_snap_lsn, s->sv_st->applied, s->sv_st->present);
 	struct wal_opts wo;
 	wal_opts_default(&wo);
+	/* a WAL emptied by hand continues after the snapshot, never reusing its LSNs */
+	if (s->sv_snap_lsn)
+		wo.start_lsn = s->sv_snap_lsn + 1;
 	if (o->wal_segment_bytes)
 		wo.segment_bytes = o->wal_segment_bytes;
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
@@ -398,6 +434,18 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
+	/* --recover with snapshots: restore the newest valid one first */
+	if (o->recover) {
+		int frc = FLASH_OK;
+		int src = snap_recover(o->segment, o->wal_dir, &s.sv_snap_lsn, &frc, serve_snap_log, &s);
+		if (src != SNAP_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "recover: %s%s%s", snap_strerror(src),
+			          frc != FLASH_OK ? ": " : "", frc != FLASH_OK ? flash_strerror(frc) : "");
+			st->flash_rc = frc != FLASH_OK ? frc : FLASH_ECORRUPT;
+			return -1;
+		}
+		st->recover_snap_lsn = s.sv_snap_lsn;
+	}
 	int rc = flash_open(o->segment, 0, &s.sv_h);
 	if (rc != FLASH_OK) {
 		serve_log(&s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
@@ -408,17 +456,18 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	 * the WAL order is always replayable into MySQL */
 	if ((rc = flash_consumer_register(s.sv_h)) != FLASH_OK) {
 		st->flash_rc = rc;
-		goto out;
+		goto out_restored;
 	}
 	struct flash_stats fst;
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;
-		goto out;
+		goto out_restored;
 	}
 	/* A restock has no identity of its own: only a WAL applied once, to an
 	 * empty segment, rebuilds it exactly.  An interrupted --recover is
 	 * redone on a freshly created segment. */
-	if (o->recover && (fst.activities != 0 || fst.skus != 0 || fst.orders_used != 0)) {
+	if (o->recover && s.sv_snap_lsn == 0 &&
+	    (fst.activities != 0 || fst.skus != 0 || fst.orders_used != 0)) {
 		serve_log(&s, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a freshly "
 		          "created segment", o->segment);
 		st->flash_rc = FLASH_EEXIST;
@@ -432,10 +481,10 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	s.sv_touched = calloc(s.sv_cap, sizeof *s.sv_touched);
 	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_adv || !s.sv_touched) {
 		st->wal_rc = WAL_ENOMEM;
-		goto out;
+		goto out_restored;
 	}
 	if (serve_open_wal(&s) != 0)
-		goto out;
+		goto out_restored;
 	serve_log(&s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
 	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
 	          o->wal_dir, wal_next_lsn(s.sv_w));
@@ -456,6 +505,20 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 		serve_log(&s, SERVE_LOG_INFO, "MySQL applier started (it catches up from the WAL)");
+	}
+	if (o->snapshots) {
+		struct snap_opts so = {
+			.segment = o->segment, .wal_dir = o->wal_dir, .wal = s.sv_w,
+			.every_s = o->snapshot_every_s, .wal_bytes = o->snapshot_wal_bytes,
+			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
+			.log = serve_snap_log, .log_arg = &s,
+		};
+		rc = snap_thread_start(&so, &s.sv_snap);
+		if (rc != SNAP_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "snapshot thread: %s", snap_strerror(rc));
+			st->flash_rc = FLASH_ESYS;
+			goto out;
+		}
 	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
@@ -500,6 +563,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			break;
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
+		serve_snap_stats(&s);
 		SERVE_PUBLISH();
 		/* Stop only after a round that began after the stop request and
 		 * found the rings empty: what was emitted before the request is
@@ -559,7 +623,28 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	          st->records, wal_durable_lsn(s.sv_w));
 out_metrics:
 	SERVE_METRICS_STOP();
+	if (0) {
+out_restored:
+		/* the segment restored from a snapshot could not be brought up
+		 * to the WAL's end: remove it, so that --recover can run again */
+		if (s.sv_snap_lsn != 0) {
+			serve_log(&s, SERVE_LOG_ERROR, "recover: removing the segment %s restored from the "
+			          "snapshot at LSN %" PRIu64 "; --recover can run again", o->segment,
+			          s.sv_snap_lsn);
+			flash_seg_destroy(o->segment);
+		}
+	}
 out:
+	if (s.sv_snap) {
+		/* a clean stop writes a last snapshot of everything durable */
+		struct snap_stats ss;
+		snap_thread_stop(s.sv_snap, ret == 0, &ss);
+		s.sv_snap = NULL;
+		st->snap_lsn = ss.snap_lsn;
+		st->snapshots = ss.snapshots;
+		st->snap_failures = ss.failures;
+		st->wal_removed = ss.wal_removed;
+	}
 	if (s.sv_pump) {
 		/* Records still queued are in the WAL: the next start catches up. */
 		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);

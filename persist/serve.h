@@ -13,7 +13,9 @@
  *   one fdatasync for the round [2] -> flash_durable_advance(slot, seq)
  *   frees it in the ring and wakes its buyer [3] -> with an applier, the
  *   record and its LSN go to the MySQL pump's queue (never waiting for
- *   MySQL; exactly once there by the applied LSN).
+ *   MySQL; exactly once there by the applied LSN).  With snapshots on, a
+ *   thread of its own replays durable frames into a shadow segment and
+ *   writes snapshots (snapshot.h); the loop above does not wait for it.
  * Dying at [1] or [2] loses nothing: the ring still holds the record and the
  * next daemon drains it again.  Dying at [2] after the fdatasync, or at [3],
  * leaves records that are in the WAL but not marked durable; the next daemon
@@ -57,6 +59,13 @@ struct serve_opts {
 	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */
 	const char   *mysql_defaults;   /* or an option file ([client] group); both NULL: no applier */
 	uint32_t      mysql_drain_ms;   /* at stop, let the applier catch up this long (0: 5000) */
+	int           snapshots;        /* take snapshots (snapshot.h): every snapshot_every_s, after
+	                                   snapshot_wal_bytes of WAL, and at a clean stop; then remove
+	                                   WAL files they (and MySQL) cover.  serve_opts_default: off;
+	                                   `flashstock serve`: on unless --no-snapshot.  --recover uses
+	                                   the snapshots in wal_dir whatever this says */
+	uint32_t      snapshot_every_s; /* 0: 300 */
+	uint64_t      snapshot_wal_bytes; /* 0: 64 MiB (one default WAL file) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -82,6 +91,11 @@ struct serve_stats {
 	uint64_t lag_ns_sum;      /* over committed rounds */
 	uint32_t metrics_port;    /* port the metrics endpoint listens on (0: none); set
 	                             with an atomic store once listening */
+	uint64_t recover_snap_lsn;/* recover: LSN of the snapshot the segment was restored from (0: none) */
+	uint64_t snap_lsn;        /* LSN of the newest snapshot written or found */
+	uint64_t snapshots;       /* snapshots written */
+	uint64_t snap_failures;   /* snapshot failures (sticky: at most 1) */
+	uint64_t wal_removed;     /* WAL files removed behind snapshots and MySQL */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 };

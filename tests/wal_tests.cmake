@@ -31,3 +31,16 @@ if(TARGET test_wal_serve_mysql)
                          ENVIRONMENT "FLASH_MARIADB_DIR=${CMAKE_BINARY_DIR}/mariadb-test")
   endif()
 endif()
+# test_wal_snapshot: snapshots and flash_seg_restore; it forges segment
+# headers, so it reads the engine's layout (engine/fs.h).
+if(TARGET test_wal_snapshot)
+  target_link_libraries(test_wal_snapshot PRIVATE flash_test_helpers)
+  target_include_directories(test_wal_snapshot PRIVATE ${PROJECT_SOURCE_DIR}/engine)
+endif()
+# Rebuild after a reboot through the real command: status --json before
+# and after destroy + serve --recover (snapshot + WAL) is the same.
+if(TARGET flashstock)
+  add_test(NAME wal_snapshot_cli
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/wal_snapshot_cli.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(wal_snapshot_cli PROPERTIES TIMEOUT 180)
+endif()

@@ -38,7 +38,21 @@ static void serve_help(FILE *out)
 	        "  --wal DIR            WAL directory (required)\n"
 	        "  --recover            first rebuild the segment from the WAL (after a reboot:\n"
 	        "                       create the segment with its old options, then serve\n"
-	        "                       --recover); refused unless the segment is empty\n"
+	        "                       --recover); refused unless the segment is empty.\n"
+	        "                       With a snapshot in DIR the segment is restored from\n"
+	        "                       the newest valid one (a corrupt one is reported and\n"
+	        "                       the previous one tried) and only the WAL after it is\n"
+	        "                       replayed; the segment may then be absent (or empty:\n"
+	        "                       it is replaced)\n"
+	        "  --snapshot-every S   write a snapshot every S seconds (default 300), and\n"
+	        "                       once at a clean stop.  A thread replays the durable\n"
+	        "                       WAL into a private copy of the segment (as much\n"
+	        "                       shared memory again) and writes it with the WAL fold\n"
+	        "  --snapshot-wal-bytes B  ... or once the WAL grew by B bytes since the last\n"
+	        "                       one, whichever comes first (default 67108864: one file)\n"
+	        "  --no-snapshot        no snapshots (then no WAL file is ever removed).  WAL\n"
+	        "                       files go once both a snapshot and MySQL (when --mysql\n"
+	        "                       is given) cover them; snapshots are DIR/snap-*.fss\n"
 	        "  --wal-file-mb N      size of each new WAL file, MiB (default 64)\n"
 	        "  --drain-max N        records per round at most (default 65536)\n"
 	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
@@ -76,6 +90,9 @@ int cmd_serve(int argc, char **argv)
 		{ "metrics",     required_argument, NULL, 'm' },
 		{ "mysql",       required_argument, NULL, 'M' },
 		{ "mysql-defaults", required_argument, NULL, 'D' },
+		{ "snapshot-every", required_argument, NULL, 'S' },
+		{ "snapshot-wal-bytes", required_argument, NULL, 'B' },
+		{ "no-snapshot", no_argument,      NULL, 'N' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -84,6 +101,7 @@ int cmd_serve(int argc, char **argv)
 	int c;
 
 	serve_opts_default(&o);
+	o.snapshots = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -132,6 +150,19 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'D':
 			o.mysql_defaults = optarg;
+			break;
+		case 'S':
+			if (tool_opt_u32(cmd, "--snapshot-every", optarg, 1, 86400 * 7,
+			                 &o.snapshot_every_s) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'B':
+			if (tool_opt_u64(cmd, "--snapshot-wal-bytes", optarg, 4096, UINT64_MAX / 2,
+			                 &o.snapshot_wal_bytes) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'N':
+			o.snapshots = 0;
 			break;
 		case 'l':
 			if (strcmp(optarg, "error") == 0)

@@ -5,10 +5,14 @@
  */
 #include "tool.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "snapshot.h"
 #include "wal.h"
 
 static void wal_help(FILE *out)
@@ -16,6 +20,7 @@ static void wal_help(FILE *out)
 	fprintf(out,
 	        "usage: flashstock wal verify --wal DIR [--truncate] [--json]\n"
 	        "       flashstock wal dump   --wal DIR [--from LSN] [--limit N]\n"
+	        "       flashstock wal snapshots --wal DIR [--json]\n"
 	        "\n"
 	        "verify  reads every frame of the WAL in DIR, checking length, CRC-32C, LSN and\n"
 	        "        previous LSN, and reports the files, frames, LSN range and where the log\n"
@@ -24,12 +29,17 @@ static void wal_help(FILE *out)
 	        "        needs the WAL's writer lock: not while `serve` runs on DIR).\n"
 	        "dump    prints one line per record from LSN (default 1): lsn, type, slot, seq,\n"
 	        "        activity, sku, qty, order, user, value.\n"
+	        "snapshots  lists the snapshots `serve` wrote in DIR (snap-<LSN>.fss), oldest\n"
+	        "        first: LSN, file size, segment bytes, skus folded, and ok or corrupt\n"
+	        "        (why); with --json one object {\"snapshots\":[{\"lsn\", \"file\",\n"
+	        "        \"bytes\", \"segment_bytes\", \"skus\", \"ok\", \"error\"}]}.\n"
 	        "\n"
 	        "--json  verify prints one JSON object: {\"stop\", \"file\", \"offset\", \"files\",\n"
 	        "        \"frames\", \"first_lsn\", \"last_lsn\", \"truncated_bytes\"}.\n"
 	        "\n"
-	        "exit: 0 the log ends cleanly (verify) or was printed (dump); 1 it stops at a\n"
-	        "bad frame (also after --truncate) or cannot be read; 2 usage error\n");
+	        "exit: 0 the log ends cleanly (verify) or was printed (dump), or every snapshot\n"
+	        "checks out (snapshots); 1 it stops at a bad frame (also after --truncate),\n"
+	        "cannot be read, or a snapshot is corrupt; 2 usage error\n");
 }
 
 struct wal_dump {
@@ -71,6 +81,56 @@ static int wal_count_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, u
 	return 0;
 }
 
+/* `wal snapshots`: every snap-*.fss in @p dir, checked (CRC of the whole file). */
+static int wal_snapshots(const char *dir, int json)
+{
+	uint64_t *lsns;
+	size_t n;
+	int rc = snap_list(dir, &lsns, &n);
+	if (rc != SNAP_OK)
+		return tool_failf("wal snapshots: %s: %s: %s", dir, snap_strerror(rc), strerror(errno));
+	int bad = 0;
+	if (json)
+		printf("{\"snapshots\":[");
+	else if (n == 0)
+		printf("%s: no snapshots\n", dir);
+	for (size_t i = 0; i < n; i++) {
+		char path[4200];
+		struct snap_file f;
+		struct stat st;
+		snap_path(path, sizeof path, dir, lsns[i]);
+		uint64_t bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+		int frc = snap_file_open(path, &f);
+		if (frc == SNAP_OK && f.sf_hdr->sh_lsn != lsns[i]) {
+			snap_file_close(&f);
+			frc = SNAP_ECORRUPT;
+		}
+		uint64_t seg = frc == SNAP_OK ? f.sf_hdr->sh_seg_bytes : 0;
+		uint64_t skus = frc == SNAP_OK ? f.sf_hdr->sh_fold_count : 0;
+		const char *why = frc == SNAP_OK ? "" : frc == SNAP_EIO ? strerror(errno) : snap_strerror(frc);
+		if (frc == SNAP_OK)
+			snap_file_close(&f);
+		else
+			bad++;
+		if (json) {
+			printf("%s{\"lsn\":%" PRIu64 ",\"file\":", i ? "," : "", lsns[i]);
+			tool_json_str(stdout, path);
+			printf(",\"bytes\":%" PRIu64 ",\"segment_bytes\":%" PRIu64 ",\"skus\":%" PRIu64
+			       ",\"ok\":%s,\"error\":", bytes, seg, skus, frc == SNAP_OK ? "true" : "false");
+			tool_json_str(stdout, why);
+			printf("}");
+		} else {
+			printf("LSN %" PRIu64 "  %s  %" PRIu64 " bytes  segment %" PRIu64 " bytes  %" PRIu64
+			       " skus  %s%s%s\n", lsns[i], path, bytes, seg, skus,
+			       frc == SNAP_OK ? "ok" : "CORRUPT", frc == SNAP_OK ? "" : ": ", why);
+		}
+	}
+	if (json)
+		printf("]}\n");
+	free(lsns);
+	return bad ? TOOL_FAIL : TOOL_OK;
+}
+
 int cmd_wal(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -90,8 +150,9 @@ int cmd_wal(int argc, char **argv)
 		wal_help(stdout);
 		return TOOL_OK;
 	}
-	if (argc < 2 || (strcmp(argv[1], "verify") != 0 && strcmp(argv[1], "dump") != 0))
-		return tool_usage_err(cmd, "expected 'verify' or 'dump'");
+	if (argc < 2 || (strcmp(argv[1], "verify") != 0 && strcmp(argv[1], "dump") != 0 &&
+	                 strcmp(argv[1], "snapshots") != 0))
+		return tool_usage_err(cmd, "expected 'verify', 'dump' or 'snapshots'");
 	verb = argv[1];
 	argc--;
 	argv++;
@@ -127,6 +188,11 @@ int cmd_wal(int argc, char **argv)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
 	if (dir == NULL)
 		return tool_usage_err(cmd, "--wal is required");
+	if (strcmp(verb, "snapshots") == 0) {
+		if (truncate || from != 1 || limit != 0)
+			return tool_usage_err(cmd, "snapshots takes --wal and --json only");
+		return wal_snapshots(dir, json);
+	}
 	int is_dump = strcmp(verb, "dump") == 0;
 	if (is_dump && (truncate || json))
 		return tool_usage_err(cmd, "--truncate and --json go with verify");

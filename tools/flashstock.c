@@ -16,7 +16,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "status",  cmd_status,  "show catalog, stock, fill levels and counters" },
 	{ "demo",    cmd_demo,    "run a complete flash sale on a private segment and check it" },
 	{ "serve",   cmd_serve,   "the daemon: write records to the WAL, acknowledge sync orders" },
-	{ "wal",     cmd_wal,     "verify or dump a write-ahead log directory" },
+	{ "wal",     cmd_wal,     "verify or dump a write-ahead log directory, list its snapshots" },
 	{ "reconcile", cmd_reconcile, "compare segment, WAL and MySQL; exit 1 on any difference" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };

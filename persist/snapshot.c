@@ -1,0 +1,992 @@
+/*
+ * snapshot.c -- segment snapshots inside the daemon (see snapshot.h).
+ *
+ * Divisions: 1. codes and names, 2. the file (write, open and check, list),
+ * 3. recovery and the reconciler's seed, 4. the shadow and snap_step(),
+ * 5. the thread.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "snapshot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "pio.h"
+#include "serve.h"
+
+/* ------------------------------------------------------------------------
+ * 1. Codes and names
+ * ------------------------------------------------------------------------ */
+
+const char *snap_strerror(int rc)
+{
+	switch (rc) {
+	case SNAP_OK:        return "ok";
+	case SNAP_EIO:       return "snapshot I/O error";
+	case SNAP_ECORRUPT:  return "snapshot file corrupt (magic, version, size, offsets or CRC)";
+	case SNAP_ENOENT:    return "no valid snapshot";
+	case SNAP_EGAP:      return "the WAL does not continue the snapshot (records missing between them)";
+	case SNAP_ENOMEM:    return "out of memory";
+	case SNAP_EINVAL:    return "bad argument";
+	case SNAP_EFAILED:   return "snapshots failed earlier and are off";
+	case SNAP_ESEGMENT:  return "the segment refused the snapshot";
+	case SNAP_ENOTEMPTY: return "the segment exists and is not empty";
+	default:             return "unknown snapshot code";
+	}
+}
+
+__attribute__((format(printf, 4, 5)))
+static void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...)
+{
+	if (log == NULL)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log(arg, level, msg);
+}
+
+void snap_path(char *buf, size_t n, const char *dir, uint64_t lsn)
+{
+	snprintf(buf, n, "%s/snap-%016" PRIx64 ".fss", dir, lsn);
+}
+
+static void snap_tmp_path(char *buf, size_t n, const char *dir, uint64_t lsn)
+{
+	snprintf(buf, n, "%s/snap-%016" PRIx64 ".tmp", dir, lsn);
+}
+
+/* "snap-<16 lowercase hex>.<ext>": 1 and *lsn on a match. */
+static int snap_name_lsn(const char *name, const char *ext, uint64_t *lsn)
+{
+	size_t el = strlen(ext);
+	if (strlen(name) != 5 + 16 + 1 + el || strncmp(name, "snap-", 5) != 0 ||
+	    name[21] != '.' || strcmp(name + 22, ext) != 0)
+		return 0;
+	uint64_t v = 0;
+	for (int i = 5; i < 21; i++) {
+		char c = name[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return 0;
+		v = v << 4 | (uint64_t)d;
+	}
+	*lsn = v;
+	return 1;
+}
+
+/* ------------------------------------------------------------------------
+ * 2. The file
+ * ------------------------------------------------------------------------ */
+
+static uint64_t snap_round_page(uint64_t n)
+{
+	return (n + SNAP_PAGE - 1) & ~(uint64_t)(SNAP_PAGE - 1);
+}
+
+static int snap_page_zero(const unsigned char *p, size_t n)
+{
+	const uint64_t *w = (const uint64_t *)(const void *)p;
+	for (size_t i = 0; i < n / 8; i++)
+		if (w[i] != 0)
+			return 0;
+	for (size_t i = n & ~(size_t)7; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+static uint32_t snap_crc(const struct snap_hdr *h, const void *fold, const void *img)
+{
+	uint32_t c = crc32c(0, h, offsetof(struct snap_hdr, sh_crc));
+	c = crc32c(c, fold, h->sh_fold_count * h->sh_fold_elem);
+	/* the image in 1 MiB steps: crc32c() takes a size_t, the image may be large */
+	const unsigned char *p = img;
+	for (uint64_t off = 0; off < h->sh_seg_bytes; off += 1u << 20) {
+		uint64_t n = h->sh_seg_bytes - off < (1u << 20) ? h->sh_seg_bytes - off : (1u << 20);
+		c = crc32c(c, p + off, (size_t)n);
+	}
+	return c;
+}
+
+int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
+               const struct flash_fold_sku *fold, size_t nfold,
+               const void *img, uint64_t img_bytes, char *err, size_t errlen)
+{
+	if (dir == NULL || opts == NULL || img == NULL || (fold == NULL && nfold > 0) ||
+	    strlen(dir) > 4000 || lsn == 0 || img_bytes == 0)
+		return SNAP_EINVAL;
+	struct snap_hdr *h = calloc(1, SNAP_PAGE);
+	if (h == NULL)
+		return SNAP_ENOMEM;
+	h->sh_magic = SNAP_MAGIC;
+	h->sh_version = SNAP_VERSION;
+	h->sh_hdr_bytes = sizeof *h;
+	h->sh_lsn = lsn;
+	h->sh_seg_bytes = img_bytes;
+	h->sh_fold_off = SNAP_PAGE;
+	h->sh_fold_count = nfold;
+	h->sh_fold_elem = sizeof(struct flash_fold_sku);
+	h->sh_opts_bytes = sizeof(struct flash_seg_opts);
+	h->sh_img_off = SNAP_PAGE + snap_round_page(nfold * sizeof(struct flash_fold_sku));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->sh_created_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	h->sh_opts = *opts;
+	h->sh_crc = snap_crc(h, fold, img);
+
+	char tmp[4200], fin[4200];
+	snap_tmp_path(tmp, sizeof tmp, dir, lsn);
+	snap_path(fin, sizeof fin, dir, lsn);
+	const char *step = "open";
+	int fd = pio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto io;
+	/* the whole size first: pages never written read as zeros (holes) */
+	step = "ftruncate";
+	if (pio_ftruncate(fd, (off_t)(h->sh_img_off + img_bytes)) != 0)
+		goto io_fd;
+	step = "write";
+	if (nfold > 0 && pio_pwrite_full(fd, fold, nfold * sizeof *fold, (off_t)h->sh_fold_off) != 0)
+		goto io_fd;
+	/* the image: one pwrite per run of pages that are not all zero */
+	const unsigned char *p = img;
+	uint64_t off = 0;
+	while (off < img_bytes) {
+		uint64_t n = img_bytes - off < SNAP_PAGE ? img_bytes - off : SNAP_PAGE;
+		if (snap_page_zero(p + off, (size_t)n)) {
+			off += n;
+			continue;
+		}
+		uint64_t end = off + n;
+		while (end < img_bytes && end - off < (8u << 20)) {
+			uint64_t m = img_bytes - end < SNAP_PAGE ? img_bytes - end : SNAP_PAGE;
+			if (snap_page_zero(p + end, (size_t)m))
+				break;
+			end += m;
+		}
+		if (pio_pwrite_full(fd, p + off, (size_t)(end - off), (off_t)(h->sh_img_off + off)) != 0)
+			goto io_fd;
+		off = end;
+	}
+	/* the header last: a file whose header is not written has no magic */
+	if (pio_pwrite_full(fd, h, SNAP_PAGE, 0) != 0)
+		goto io_fd;
+	step = "fdatasync";
+	if (pio_fdatasync(fd) != 0)
+		goto io_fd;
+	step = "close";
+	if (pio_close(fd) != 0) {
+		fd = -1;
+		goto io;
+	}
+	fd = -1;
+	step = "rename";
+	if (pio_rename(tmp, fin) != 0)
+		goto io;
+	step = "directory fsync";
+	if (pio_fsync_dir(dir) != 0) {
+		/* named but perhaps not durable: it must not be believed */
+		int e = errno;
+		(void)pio_unlink(fin);
+		errno = e;
+		goto io;
+	}
+	free(h);
+	return SNAP_OK;
+io_fd:
+	{
+		int e = errno;
+		pio_close(fd);
+		errno = e;
+	}
+io:
+	{
+		int e = errno;
+		if (err != NULL)
+			snprintf(err, errlen, "snapshot %s: %s failed: %s (tmp file removed)", fin, step,
+			         strerror(e));
+		(void)pio_unlink(tmp);
+		free(h);
+		errno = e;
+	}
+	return SNAP_EIO;
+}
+
+void snap_file_close(struct snap_file *f)
+{
+	if (f == NULL)
+		return;
+	if (f->sf_map != NULL)
+		pio_munmap(f->sf_map, f->sf_map_len);
+	f->sf_map = NULL;
+	f->sf_hdr = NULL;
+	f->sf_fold = NULL;
+	f->sf_img = NULL;
+}
+
+int snap_file_open(const char *path, struct snap_file *f)
+{
+	if (path == NULL || f == NULL || strlen(path) >= sizeof f->sf_path)
+		return SNAP_EINVAL;
+	memset(f, 0, sizeof *f);
+	strcpy(f->sf_path, path);
+	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return SNAP_EIO;
+	struct stat st;
+	if (pio_fstat(fd, &st) != 0) {
+		int e = errno;
+		pio_close(fd);
+		errno = e;
+		return SNAP_EIO;
+	}
+	if ((uint64_t)st.st_size < SNAP_PAGE) {
+		pio_close(fd);
+		return SNAP_ECORRUPT;
+	}
+	void *m = pio_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	int e = errno;
+	pio_close(fd);
+	if (m == MAP_FAILED) {
+		errno = e;
+		return SNAP_EIO;
+	}
+	f->sf_map = m;
+	f->sf_map_len = (size_t)st.st_size;
+	/* one copy of the header, checked, then compared with the mapping */
+	struct snap_hdr h;
+	memcpy(&h, m, sizeof h);
+	uint64_t size = (uint64_t)st.st_size;
+	if (h.sh_magic != SNAP_MAGIC || h.sh_version != SNAP_VERSION ||
+	    h.sh_hdr_bytes != sizeof h || h.sh_fold_elem != sizeof(struct flash_fold_sku) ||
+	    h.sh_opts_bytes != sizeof(struct flash_seg_opts) || h.sh_fold_off != SNAP_PAGE ||
+	    h.sh_fold_count > (size / sizeof(struct flash_fold_sku)) || h.sh_lsn == 0 ||
+	    h.sh_img_off != SNAP_PAGE + snap_round_page(h.sh_fold_count * sizeof(struct flash_fold_sku)) ||
+	    h.sh_img_off > size || h.sh_seg_bytes != size - h.sh_img_off || h.sh_seg_bytes == 0 ||
+	    snap_crc(&h, (const char *)m + h.sh_fold_off, (const char *)m + h.sh_img_off) != h.sh_crc) {
+		snap_file_close(f);
+		return SNAP_ECORRUPT;
+	}
+	f->sf_hdr = m;
+	f->sf_fold = (const struct flash_fold_sku *)(const void *)((const char *)m + h.sh_fold_off);
+	f->sf_img = (const char *)m + h.sh_img_off;
+	return SNAP_OK;
+}
+
+static int snap_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* List "snap-*.<ext>" LSNs of @p dir, ascending. */
+static int snap_list_ext(const char *dir, const char *ext, uint64_t **lsns, size_t *n)
+{
+	*lsns = NULL;
+	*n = 0;
+	DIR *d = pio_opendir(dir);
+	if (d == NULL)
+		return errno == ENOENT ? SNAP_OK : SNAP_EIO;
+	size_t cap = 0;
+	int rc = SNAP_OK;
+	struct dirent *e;
+	errno = 0;
+	while ((e = pio_readdir(d)) != NULL) {
+		uint64_t lsn;
+		if (!snap_name_lsn(e->d_name, ext, &lsn))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			uint64_t *nl = realloc(*lsns, cap * sizeof *nl);
+			if (nl == NULL) {
+				rc = SNAP_ENOMEM;
+				break;
+			}
+			*lsns = nl;
+		}
+		(*lsns)[(*n)++] = lsn;
+	}
+	if (rc == SNAP_OK && errno != 0)
+		rc = SNAP_EIO;
+	pio_closedir(d);
+	if (rc != SNAP_OK) {
+		free(*lsns);
+		*lsns = NULL;
+		*n = 0;
+		return rc;
+	}
+	if (*n > 1)
+		qsort(*lsns, *n, sizeof **lsns, snap_cmp_u64);
+	return SNAP_OK;
+}
+
+int snap_list(const char *dir, uint64_t **lsns, size_t *n)
+{
+	if (dir == NULL || lsns == NULL || n == NULL || strlen(dir) > 4000)
+		return SNAP_EINVAL;
+	return snap_list_ext(dir, "fss", lsns, n);
+}
+
+int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
+                     snap_log_fn log, void *log_arg)
+{
+	uint64_t *lsns;
+	size_t n;
+	int rc = snap_list(dir, &lsns, &n);
+	if (rc != SNAP_OK)
+		return rc;
+	rc = SNAP_ENOENT;
+	for (size_t i = n; i-- > 0;) {
+		if (lsns[i] < min_lsn)
+			break;
+		char path[4200];
+		snap_path(path, sizeof path, dir, lsns[i]);
+		int frc = snap_file_open(path, f);
+		if (frc == SNAP_OK && f->sf_hdr->sh_lsn != lsns[i]) {
+			snap_file_close(f);
+			frc = SNAP_ECORRUPT;
+		}
+		if (frc == SNAP_OK) {
+			rc = SNAP_OK;
+			break;
+		}
+		snap_logf(log, log_arg, SERVE_LOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
+		          path, snap_strerror(frc), frc == SNAP_EIO ? ": " : "",
+		          frc == SNAP_EIO ? strerror(errno) : "");
+	}
+	free(lsns);
+	return rc;
+}
+
+struct snap_range {
+	uint64_t first, last;
+};
+
+static int snap_range_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	(void)type; (void)p; (void)len;
+	struct snap_range *r = arg;
+	if (r->first == 0)
+		r->first = lsn;
+	r->last = lsn;
+	return 0;
+}
+
+int snap_wal_range(const char *dir, uint64_t *first, uint64_t *last)
+{
+	struct snap_range r = { 0, 0 };
+	struct wal_replay_report rep;
+	int rc = wal_replay(dir, 0, snap_range_cb, &r, 0, &rep);
+	*first = r.first;
+	*last = rep.last_lsn > r.last ? rep.last_lsn : r.last;
+	/* a torn tail is the writer's business (serve cuts it); the range of
+	 * the good frames is what is asked for */
+	if (rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
+	    rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV)
+		rc = WAL_OK;
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * 3. Recovery and the reconciler's seed
+ * ------------------------------------------------------------------------ */
+
+int snap_recover(const char *name, const char *dir, uint64_t *lsn, int *flash_rc,
+                 snap_log_fn log, void *log_arg)
+{
+	int frc_local;
+	if (flash_rc == NULL)
+		flash_rc = &frc_local;
+	*flash_rc = FLASH_OK;
+	*lsn = 0;
+	if (name == NULL || dir == NULL)
+		return SNAP_EINVAL;
+	uint64_t *lsns;
+	size_t n;
+	int rc = snap_list(dir, &lsns, &n);
+	if (rc != SNAP_OK)
+		return rc;
+	free(lsns);
+	if (n == 0)
+		return SNAP_OK;          /* no snapshot: replay the whole WAL, as before */
+
+	/* The segment: absent, or present and empty (then replaced). */
+	flash_t *h = NULL;
+	int frc = flash_open(name, FLASH_RDONLY, &h);
+	if (frc == FLASH_OK) {
+		struct flash_stats st;
+		frc = flash_stats_get(h, &st);
+		flash_close(h);
+		if (frc != FLASH_OK) {
+			*flash_rc = frc;
+			return SNAP_ESEGMENT;
+		}
+		if (st.activities != 0 || st.skus != 0 || st.orders_used != 0) {
+			*flash_rc = FLASH_EEXIST;
+			return SNAP_ENOTEMPTY;
+		}
+	} else if (frc != FLASH_ENOSEG) {
+		*flash_rc = frc;
+		return SNAP_ESEGMENT;
+	}
+
+	uint64_t first, last;
+	int wrc = snap_wal_range(dir, &first, &last);
+	if (wrc != WAL_OK) {
+		snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: WAL %s unreadable: %s", dir,
+		          wal_strerror(wrc));
+		return SNAP_EIO;
+	}
+	struct snap_file f;
+	rc = snap_open_newest(dir, 0, &f, log, log_arg);
+	if (rc != SNAP_OK) {
+		if (rc == SNAP_ENOENT)
+			snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: %zu snapshot(s) in %s, none valid: "
+			          "nothing rebuilt", n, dir);
+		return rc;
+	}
+	uint64_t L = f.sf_hdr->sh_lsn;
+	if (first != 0 && (first > L + 1 || last < L)) {
+		snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: the WAL (LSN %" PRIu64 "..%" PRIu64
+		          ") does not continue snapshot %s (LSN %" PRIu64 "): records %s are missing; "
+		          "nothing rebuilt", first, last, f.sf_path, L,
+		          first > L + 1 ? "between them" : "up to the snapshot");
+		snap_file_close(&f);
+		return SNAP_EGAP;
+	}
+	if (frc == FLASH_OK && (frc = flash_seg_destroy(name)) != FLASH_OK) {
+		snap_file_close(&f);
+		*flash_rc = frc;
+		return SNAP_ESEGMENT;
+	}
+	frc = flash_seg_restore(name, &f.sf_hdr->sh_opts, f.sf_img, f.sf_hdr->sh_seg_bytes);
+	if (frc != FLASH_OK) {
+		snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: restore of %s from %s: %s", name,
+		          f.sf_path, flash_strerror(frc));
+		snap_file_close(&f);
+		*flash_rc = frc;
+		return SNAP_ESEGMENT;
+	}
+	snap_logf(log, log_arg, SERVE_LOG_INFO, "recover: segment %s restored from snapshot %s "
+	          "(LSN %" PRIu64 ")", name, f.sf_path, L);
+	snap_file_close(&f);
+	*lsn = L;
+	return SNAP_OK;
+}
+
+int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t *from)
+{
+	*from = 0;
+	uint64_t first, last;
+	int wrc = snap_wal_range(dir, &first, &last);
+	if (wrc == WAL_ENOMEM)
+		return SNAP_ENOMEM;
+	if (wrc == WAL_EIO)
+		return SNAP_EIO;
+	/* a WAL that starts at 1, or one the fold's own replay will report
+	 * as corrupt: nothing to seed */
+	if (first == 1 || (wrc != WAL_OK && wrc != WAL_EGAP))
+		return SNAP_OK;
+	struct snap_file sf;
+	int rc = snap_open_newest(dir, 0, &sf, NULL, NULL);
+	if (rc == SNAP_ENOENT)
+		return first == 0 ? SNAP_OK : SNAP_EGAP;
+	if (rc != SNAP_OK)
+		return rc;
+	/* the newest valid one must be continued by the WAL; an older one
+	 * would be too (files go only behind the older of two snapshots),
+	 * but the newest is the one recovery uses */
+	if (first != 0 && (first > sf.sf_hdr->sh_lsn + 1 || last < sf.sf_hdr->sh_lsn)) {
+		snap_file_close(&sf);
+		return SNAP_EGAP;
+	}
+	int frc = flash_fold_seed(f, sf.sf_fold, sf.sf_hdr->sh_fold_count);
+	*from = sf.sf_hdr->sh_lsn + 1;
+	snap_file_close(&sf);
+	return frc == FLASH_OK ? SNAP_OK : frc == FLASH_ENOMEM ? SNAP_ENOMEM : SNAP_EINVAL;
+}
+
+/* ------------------------------------------------------------------------
+ * 4. The shadow and snap_step()
+ * ------------------------------------------------------------------------ */
+
+struct snap {
+	struct snap_opts    s_o;
+	char                s_shadow[256];  /* the shadow segment's name */
+	flash_t            *s_sh;           /* handle on the shadow (this thread's) */
+	int                 s_made;         /* the shadow exists (unlink at close) */
+	flash_fold_t       *s_fold;
+	struct flash_seg_opts s_opts;       /* the live segment's options */
+	uint64_t            s_lsn;          /* the shadow holds every record <= this */
+	uint64_t            s_bytes;        /* WAL bytes replayed since the last snapshot */
+	uint64_t            s_last_ms;      /* CLOCK_MONOTONIC of the last snapshot (or start) */
+	uint64_t            s_snaps[2];     /* the two newest snapshots' LSNs ([1] newest; 0: none) */
+	uint64_t            s_cover;        /* WAL removed up to here already */
+	int                 s_init;         /* the first step ran */
+	int                 s_cb_rc;        /* replay callback's failure */
+	pthread_mutex_t     s_mu;           /* s_st */
+	struct snap_stats   s_st;
+};
+
+static uint64_t snap_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int snap_open(const struct snap_opts *o, snap_t **out)
+{
+	if (o == NULL || out == NULL || o->segment == NULL || o->wal_dir == NULL || o->wal == NULL ||
+	    strlen(o->wal_dir) > 4000)
+		return SNAP_EINVAL;
+	snap_t *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return SNAP_ENOMEM;
+	s->s_o = *o;
+	if (s->s_o.every_s == 0)
+		s->s_o.every_s = 300;
+	if (s->s_o.wal_bytes == 0)
+		s->s_o.wal_bytes = WAL_SEGMENT_DEFAULT;
+	const char *base = o->segment[0] == '/' ? o->segment + 1 : o->segment;
+	snprintf(s->s_shadow, sizeof s->s_shadow, "/%.150s.shadow.%ld", base, (long)getpid());
+	pthread_mutex_init(&s->s_mu, NULL);
+	*out = s;
+	return SNAP_OK;
+}
+
+/* Sticky failure: log once, count, snapshots off. */
+__attribute__((format(printf, 3, 4)))
+static int snap_fail(snap_t *s, int rc, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_ERROR, "%s; snapshots are off until the "
+	          "daemon restarts (no WAL file is removed; orders go on)", msg);
+	pthread_mutex_lock(&s->s_mu);
+	s->s_st.failed = SNAP_EFAILED;
+	s->s_st.failures++;
+	s->s_st.last_rc = rc;
+	snprintf(s->s_st.last_error, sizeof s->s_st.last_error, "%s", msg);
+	pthread_mutex_unlock(&s->s_mu);
+	return SNAP_EFAILED;
+}
+
+static void snap_publish(snap_t *s)
+{
+	pthread_mutex_lock(&s->s_mu);
+	s->s_st.lsn = s->s_lsn;
+	s->s_st.snap_lsn = s->s_snaps[1];
+	pthread_mutex_unlock(&s->s_mu);
+}
+
+/*
+ * Remove shadows of this segment that an earlier daemon left (one killed
+ * between creating its shadow and dropping the name): one daemon serves a
+ * segment at a time, so every other "<segment>.shadow.<pid>" is stale.
+ */
+static void snap_remove_stale_shadows(const snap_t *s)
+{
+	const char *base = s->s_shadow + 1;
+	const char *dot = strstr(base, ".shadow.");
+	if (dot == NULL)
+		return;
+	size_t pre = (size_t)(dot - base) + strlen(".shadow.");
+	DIR *d = pio_opendir("/dev/shm");
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	while ((e = pio_readdir(d)) != NULL) {
+		if (strncmp(e->d_name, base, pre) != 0 || strcmp(e->d_name, base) == 0)
+			continue;
+		const char *p = e->d_name + pre;
+		if (*p == 0 || strspn(p, "0123456789") != strlen(p))
+			continue;
+		char name[300];
+		snprintf(name, sizeof name, "/%s", e->d_name);
+		if (flash_seg_destroy(name) == FLASH_OK)
+			snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_WARN, "snapshot: removed the stale "
+			          "shadow segment %s of an earlier daemon", name);
+	}
+	pio_closedir(d);
+}
+
+/*
+ * Create the shadow: from the newest valid snapshot (then replay goes on at
+ * its LSN + 1), or empty (replay from the WAL's first frame, which must be
+ * LSN 1).  Leftover .tmp files of a writer that died are removed.
+ */
+static int snap_init(snap_t *s)
+{
+	const struct snap_opts *o = &s->s_o;
+	flash_t *live;
+	int frc = flash_open(o->segment, FLASH_RDONLY, &live);
+	if (frc == FLASH_OK) {
+		frc = flash_seg_opts_get(live, &s->s_opts);
+		flash_close(live);
+	}
+	if (frc != FLASH_OK)
+		return snap_fail(s, SNAP_ESEGMENT, "snapshot: segment %s: %s", o->segment,
+		                 flash_strerror(frc));
+	uint64_t *tmps;
+	size_t ntmp;
+	if (snap_list_ext(o->wal_dir, "tmp", &tmps, &ntmp) == SNAP_OK) {
+		for (size_t i = 0; i < ntmp; i++) {
+			char path[4200];
+			snap_tmp_path(path, sizeof path, o->wal_dir, tmps[i]);
+			(void)pio_unlink(path);
+		}
+		free(tmps);
+	}
+	int rc = flash_fold_new(&s->s_fold);
+	if (rc != FLASH_OK)
+		return snap_fail(s, SNAP_ENOMEM, "snapshot: out of memory");
+	/* private and unique: mode 0600, no group */
+	struct flash_seg_opts so = s->s_opts;
+	so.mode = 0600;
+	so.gid = -1;
+	(void)flash_seg_destroy(s->s_shadow);   /* a previous daemon with our pid */
+	snap_remove_stale_shadows(s);
+	struct snap_file f;
+	rc = snap_open_newest(o->wal_dir, 0, &f, o->log, o->log_arg);
+	if (rc == SNAP_OK) {
+		frc = flash_seg_restore(s->s_shadow, &so, f.sf_img, f.sf_hdr->sh_seg_bytes);
+		if (frc == FLASH_OK)
+			frc = flash_fold_seed(s->s_fold, f.sf_fold, f.sf_hdr->sh_fold_count);
+		s->s_lsn = f.sf_hdr->sh_lsn;
+		snap_file_close(&f);
+		if (frc != FLASH_OK) {
+			(void)flash_seg_destroy(s->s_shadow);
+			return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s from the newest snapshot: %s",
+			                 s->s_shadow, flash_strerror(frc));
+		}
+	} else if (rc == SNAP_ENOENT) {
+		frc = flash_seg_create(s->s_shadow, &so);
+		if (frc != FLASH_OK)
+			return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
+			                 flash_strerror(frc));
+	} else {
+		return snap_fail(s, rc, "snapshot: listing %s: %s", o->wal_dir, snap_strerror(rc));
+	}
+	s->s_made = 1;
+	/* Mapped by our handle only: drop the name at once, so the shadow
+	 * never outlives the daemon, however it dies (kill -9 included). */
+	frc = flash_open(s->s_shadow, 0, &s->s_sh);
+	(void)flash_seg_destroy(s->s_shadow);
+	s->s_made = 0;
+	if (frc != FLASH_OK)
+		return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
+		                 flash_strerror(frc));
+	/* a snapshot past the WAL's durable end describes another history */
+	if (s->s_lsn > wal_durable_lsn(o->wal))
+		return snap_fail(s, SNAP_EGAP, "snapshot: the newest snapshot (LSN %" PRIu64 ") is past "
+		                 "the WAL's durable LSN %" PRIu64, s->s_lsn, wal_durable_lsn(o->wal));
+	/* the two newest snapshots on disk */
+	uint64_t *lsns;
+	size_t n;
+	if (snap_list(o->wal_dir, &lsns, &n) == SNAP_OK) {
+		if (n >= 1)
+			s->s_snaps[1] = lsns[n - 1];
+		if (n >= 2)
+			s->s_snaps[0] = lsns[n - 2];
+		free(lsns);
+	}
+	s->s_last_ms = snap_now_ms();
+	snap_logf(o->log, o->log_arg, SERVE_LOG_INFO, "snapshot: shadow %s %s, replaying the WAL "
+	          "from LSN %" PRIu64, s->s_shadow, s->s_lsn ? "restored from the newest snapshot" :
+	          "created empty", s->s_lsn + 1);
+	snap_publish(s);
+	return SNAP_OK;
+}
+
+static int snap_frame(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	snap_t *s = arg;
+	if (lsn != s->s_lsn + 1) {
+		s->s_cb_rc = SNAP_EGAP;
+		return 1;
+	}
+	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
+		s->s_cb_rc = SNAP_ECORRUPT;
+		return 1;
+	}
+	struct wal_rec r;
+	memcpy(&r, p, sizeof r);
+	int rc = flash_replay(s->s_sh, &r.wr_rec);
+	if (rc != FLASH_OK && rc != FLASH_EEXIST) {
+		snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_ERROR, "snapshot: shadow refused LSN %"
+		          PRIu64 " (record type %u, order %" PRIu64 "): %s", lsn, r.wr_rec.type,
+		          r.wr_rec.order_no, flash_strerror(rc));
+		s->s_cb_rc = SNAP_ESEGMENT;
+		return 1;
+	}
+	if (flash_fold_record(s->s_fold, &r.wr_rec, lsn) != FLASH_OK) {
+		s->s_cb_rc = SNAP_ECORRUPT;
+		return 1;
+	}
+	s->s_lsn = lsn;
+	s->s_bytes += wal_frame_bytes(len);
+	pthread_mutex_lock(&s->s_mu);
+	s->s_st.replayed++;
+	pthread_mutex_unlock(&s->s_mu);
+	return 0;
+}
+
+/* Replay every durable frame after s_lsn into the shadow and the fold. */
+static int snap_catch_up(snap_t *s)
+{
+	struct wal_replay_report rep;
+	s->s_cb_rc = SNAP_OK;
+	int rc = wal_read_durable(s->s_o.wal, s->s_lsn + 1, snap_frame, s, &rep);
+	if (s->s_cb_rc != SNAP_OK || rc != WAL_OK) {
+		int why = s->s_cb_rc != SNAP_OK ? s->s_cb_rc : rc == WAL_EGAP ? SNAP_EGAP : SNAP_EIO;
+		return snap_fail(s, why, "snapshot: the shadow cannot follow the WAL after LSN %" PRIu64
+		                 ": %s (WAL: %s)", s->s_lsn, snap_strerror(why), wal_strerror(rc));
+	}
+	snap_publish(s);
+	return SNAP_OK;
+}
+
+/* Remove snapshots older than the newest two; a failure here only leaves files. */
+static void snap_prune(snap_t *s)
+{
+	uint64_t *lsns;
+	size_t n;
+	if (snap_list(s->s_o.wal_dir, &lsns, &n) != SNAP_OK)
+		return;
+	int gone = 0;
+	for (size_t i = 0; i + 2 < n; i++) {
+		char path[4200];
+		snap_path(path, sizeof path, s->s_o.wal_dir, lsns[i]);
+		if (pio_unlink(path) == 0)
+			gone++;
+	}
+	free(lsns);
+	if (gone)
+		(void)pio_fsync_dir(s->s_o.wal_dir);
+}
+
+/* Remove WAL files every consumer has covered (see snapshot.h). */
+static int snap_remove_wal(snap_t *s)
+{
+	uint64_t cover = s->s_snaps[0] ? s->s_snaps[0] : s->s_snaps[1];
+	if (cover == 0)
+		return SNAP_OK;
+	if (s->s_o.applied_lsn != NULL) {
+		uint64_t a = 0;
+		if (s->s_o.applied_lsn(s->s_o.applied_arg, &a) != 0)
+			return SNAP_OK;
+		if (a < cover)
+			cover = a;
+	}
+	if (cover <= s->s_cover)
+		return SNAP_OK;
+	uint32_t removed = 0;
+	int rc = wal_remove_before(s->s_o.wal_dir, cover + 1, &removed);
+	if (removed) {
+		pthread_mutex_lock(&s->s_mu);
+		s->s_st.wal_removed += removed;
+		pthread_mutex_unlock(&s->s_mu);
+		snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_INFO, "snapshot: %u WAL file(s) with "
+		          "every LSN <= %" PRIu64 " removed", removed, cover);
+	}
+	if (rc != WAL_OK)
+		return snap_fail(s, SNAP_EIO, "snapshot: removing WAL files up to LSN %" PRIu64 ": %s (%s)",
+		                 cover, wal_strerror(rc), strerror(errno));
+	s->s_cover = cover;
+	return SNAP_OK;
+}
+
+static int snap_take(snap_t *s)
+{
+	const void *img;
+	uint64_t len;
+	const struct flash_fold_sku *fv;
+	size_t fn;
+	int frc = flash_image(s->s_sh, &img, &len);
+	if (frc == FLASH_OK)
+		frc = flash_fold_skus(s->s_fold, &fv, &fn);
+	if (frc != FLASH_OK)
+		return snap_fail(s, SNAP_ESEGMENT, "snapshot: %s", flash_strerror(frc));
+	char err[512] = "";
+	/* Between two flash_replay() calls on the only handle: no operation is
+	 * in flight, the journal is idle.  The image still names this handle's
+	 * slot as alive; flash_seg_restore() frees every slot. */
+	int rc = snap_write(s->s_o.wal_dir, s->s_lsn, &s->s_opts, fv, fn, img, len, err, sizeof err);
+	if (rc != SNAP_OK)
+		return snap_fail(s, rc, "%s", rc == SNAP_EIO ? err : snap_strerror(rc));
+	s->s_snaps[0] = s->s_snaps[1];
+	s->s_snaps[1] = s->s_lsn;
+	s->s_bytes = 0;
+	s->s_last_ms = snap_now_ms();
+	pthread_mutex_lock(&s->s_mu);
+	s->s_st.snapshots++;
+	pthread_mutex_unlock(&s->s_mu);
+	snap_publish(s);
+	snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_INFO, "snapshot at LSN %" PRIu64 " written "
+	          "(%" PRIu64 " bytes of segment, %zu skus folded)", s->s_lsn, len, fn);
+	snap_prune(s);
+	return SNAP_OK;
+}
+
+int snap_step(snap_t *s, int force)
+{
+	if (s->s_st.failed)
+		return SNAP_EFAILED;
+	if (!s->s_init) {
+		s->s_init = 1;
+		if (snap_init(s) != SNAP_OK)
+			return SNAP_EFAILED;
+	}
+	if (snap_catch_up(s) != SNAP_OK)
+		return SNAP_EFAILED;
+	int due = force || s->s_bytes >= s->s_o.wal_bytes ||
+	          snap_now_ms() - s->s_last_ms >= (uint64_t)s->s_o.every_s * 1000u;
+	if (due && s->s_lsn > s->s_snaps[1] && snap_take(s) != SNAP_OK)
+		return SNAP_EFAILED;
+	if (due && s->s_lsn == s->s_snaps[1])
+		s->s_last_ms = snap_now_ms();
+	return snap_remove_wal(s) == SNAP_OK ? SNAP_OK : SNAP_EFAILED;
+}
+
+void snap_stats_get(snap_t *s, struct snap_stats *out)
+{
+	pthread_mutex_lock(&s->s_mu);
+	*out = s->s_st;
+	pthread_mutex_unlock(&s->s_mu);
+}
+
+void snap_close(snap_t *s)
+{
+	if (s == NULL)
+		return;
+	if (s->s_sh != NULL)
+		flash_close(s->s_sh);
+	if (s->s_made)
+		(void)flash_seg_destroy(s->s_shadow);
+	flash_fold_free(s->s_fold);
+	pthread_mutex_destroy(&s->s_mu);
+	free(s);
+}
+
+/* ------------------------------------------------------------------------
+ * 5. The thread
+ * ------------------------------------------------------------------------ */
+
+struct snap_thread {
+	snap_t          *t_s;
+	pthread_t        t_th;
+	pthread_mutex_t  t_mu;
+	pthread_cond_t   t_cv;
+	int              t_stop;    /* 1: stop; 2: stop after a final snapshot */
+	int              t_rc;      /* last step's code */
+};
+
+static void *snap_thread_main(void *arg)
+{
+	snap_thread_t *t = arg;
+	/* Background work: below the drain loop and the buyers (Linux nice
+	 * is per thread).  Failing to lower it changes nothing else. */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	for (;;) {
+		pthread_mutex_lock(&t->t_mu);
+		if (!t->t_stop) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 50 * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&t->t_cv, &t->t_mu, &until);
+		}
+		int stop = t->t_stop;
+		pthread_mutex_unlock(&t->t_mu);
+		int rc = snap_step(t->t_s, stop == 2);
+		pthread_mutex_lock(&t->t_mu);
+		t->t_rc = rc;
+		pthread_mutex_unlock(&t->t_mu);
+		if (stop)
+			break;
+	}
+	/* the shadow handle belongs to this thread: close it here */
+	if (t->t_s->s_sh != NULL) {
+		flash_close(t->t_s->s_sh);
+		t->t_s->s_sh = NULL;
+	}
+	return NULL;
+}
+
+int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
+{
+	if (out == NULL)
+		return SNAP_EINVAL;
+	snap_thread_t *t = calloc(1, sizeof *t);
+	if (t == NULL)
+		return SNAP_ENOMEM;
+	int rc = snap_open(o, &t->t_s);
+	if (rc != SNAP_OK) {
+		free(t);
+		return rc;
+	}
+	pthread_mutex_init(&t->t_mu, NULL);
+	pthread_cond_init(&t->t_cv, NULL);
+	if (pthread_create(&t->t_th, NULL, snap_thread_main, t) != 0) {
+		snap_close(t->t_s);
+		pthread_mutex_destroy(&t->t_mu);
+		pthread_cond_destroy(&t->t_cv);
+		free(t);
+		return SNAP_EIO;
+	}
+	*out = t;
+	return SNAP_OK;
+}
+
+void snap_thread_stats(snap_thread_t *t, struct snap_stats *out)
+{
+	snap_stats_get(t->t_s, out);
+}
+
+int snap_thread_stop(snap_thread_t *t, int final, struct snap_stats *out)
+{
+	if (t == NULL)
+		return SNAP_OK;
+	pthread_mutex_lock(&t->t_mu);
+	t->t_stop = final ? 2 : 1;
+	pthread_cond_signal(&t->t_cv);
+	pthread_mutex_unlock(&t->t_mu);
+	pthread_join(t->t_th, NULL);
+	int rc = t->t_rc;
+	if (out != NULL)
+		snap_stats_get(t->t_s, out);
+	snap_close(t->t_s);
+	pthread_mutex_destroy(&t->t_mu);
+	pthread_cond_destroy(&t->t_cv);
+	free(t);
+	return rc;
+}
