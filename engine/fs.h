@@ -30,7 +30,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 1u
+#define FS_LAYOUT_VERSION 2u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -193,6 +193,11 @@ struct fs_order {
 	int64_t  created_ns;
 	uint32_t sku_idx;
 	uint32_t shard;            /* shard the units came from (first) */
+	uint32_t rec_slot;         /* ring (slot) holding the ORDER record, FS_NONE when
+	                              re-applied from the WAL (durable already) */
+	uint32_t rec_pos;          /* its position in that ring: a cancel waits until
+	                              the record is durable, so the WAL never holds a
+	                              cancel before its order */
 };
 
 /* Leased lock: (owner, holder) change together by 16-byte CAS. */

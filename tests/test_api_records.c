@@ -5,7 +5,10 @@
  */
 #include "helpers.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 static flash_t *setup(char *name, size_t len, uint32_t ring)
 {
@@ -143,6 +146,98 @@ static void test_new_consumer_is_handed_every_record_not_yet_advanced(void **sta
 	t_recs_free(&third);
 }
 
+/* ---- causality across rings ---------------------------------------------- */
+
+struct canceller {
+	const char *seg;
+	uint64_t order_no;           /* 0 until the order is placed */
+	int ready, done, rc;
+	int slot;
+};
+
+static void *cancel_thread(void *arg)
+{
+	struct canceller *c = arg;
+	flash_t *h;
+
+	if (flash_open(c->seg, 0, &h) != FLASH_OK) {
+		__atomic_store_n(&c->rc, -1000, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	c->slot = flash_slot(h);
+	__atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&c->order_no, __ATOMIC_ACQUIRE) == 0)
+		sched_yield();
+	c->rc = flash_cancel(h, c->order_no, NULL);
+	flash_close(h);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A cancel made through another handle than the order's must not reach the
+ * consumer before the order does: the consumer drains rings in slot order,
+ * and the canceller's ring comes first here.  Async durability with a
+ * registered consumer that is slow to drain: the cancel waits until the
+ * order's record is durable, so every drain sees ORDER before CANCEL.
+ */
+static void test_cancel_through_another_ring_never_precedes_its_order(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 5; round++) {
+		char name[64];
+		flash_t *c = setup(name, sizeof name, 64);   /* slot 0: the consumer */
+		struct canceller cc = { .seg = name };
+		struct flash_order_req r = { .activity_id = 1, .sku_id = 10, .user_id = 7, .qty = 1 };
+		struct flash_order_res res;
+		struct t_recs seen = { 0 };
+		struct timespec pause = { 0, 20 * 1000 * 1000 };
+		pthread_t th;
+		flash_t *a;
+		size_t i_order = SIZE_MAX, i_cancel = SIZE_MAX;
+
+		assert_int_equal(flash_consumer_register(c), FLASH_OK);
+		assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);    /* the catalog */
+		t_recs_free(&seen);
+		assert_int_equal(pthread_create(&th, NULL, cancel_thread, &cc), 0);
+		while (!__atomic_load_n(&cc.ready, __ATOMIC_ACQUIRE))
+			sched_yield();
+		assert_int_equal(flash_open(name, 0, &a), FLASH_OK);   /* a later slot */
+		t_track_handle(a);
+		assert_true(cc.slot >= 0 && cc.slot < flash_slot(a));
+		assert_int_equal(flash_order(a, &r, &res), FLASH_OK);
+		__atomic_store_n(&cc.order_no, res.order_no, __ATOMIC_RELEASE);
+		/* give the canceller every chance to publish before the first drain */
+		for (int k = 0; k < 5 && !__atomic_load_n(&cc.done, __ATOMIC_ACQUIRE); k++)
+			nanosleep(&pause, NULL);
+		for (;;) {
+			int done = __atomic_load_n(&cc.done, __ATOMIC_ACQUIRE);
+
+			assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+			if (done)
+				break;
+			nanosleep(&pause, NULL);
+		}
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(cc.rc, FLASH_OK);
+		assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+		for (size_t i = 0; i < seen.n; i++) {
+			if (seen.v[i].r.type == FLASH_REC_ORDER && seen.v[i].r.order_no == res.order_no)
+				i_order = i;
+			if (seen.v[i].r.type == FLASH_REC_CANCEL && seen.v[i].r.order_no == res.order_no)
+				i_cancel = i;
+		}
+		assert_true(i_order != SIZE_MAX);
+		assert_true(i_cancel != SIZE_MAX);
+		assert_true(i_order < i_cancel);
+		t_recs_free(&seen);
+		assert_int_equal(flash_consumer_unregister(c), FLASH_OK);
+		t_teardown(NULL);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +246,7 @@ int main(void)
 		T(test_drain_rejects_bad_arguments),
 		T(test_ring_space_returns_only_when_records_are_advanced),
 		T(test_new_consumer_is_handed_every_record_not_yet_advanced),
+		T(test_cancel_through_another_ring_never_precedes_its_order),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
