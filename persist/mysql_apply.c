@@ -186,6 +186,18 @@ static void mlog(flash_mysql_t *m, int level, const char *fmt, ...)
 	fprintf(stderr, "flashstock mysql: %s %s\n", names[level < 0 ? 0 : level > 2 ? 2 : level], msg);
 }
 
+void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
+{
+	if (!m)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	mlog(m, level, "%s", msg);
+}
+
 const char *flash_mysql_strerror(int rc)
 {
 	return flash_strerror(rc);   /* the applier's codes are flashstock.h's */

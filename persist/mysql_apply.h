@@ -225,6 +225,28 @@ int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
 int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
                             uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc);
 
+/** Asked before each batch of a catch-up: nonzero goes on, 0 stops it. */
+typedef int (*flash_mysql_go_fn)(void *arg);
+
+/**
+ * flash_mysql_catch_up_to() that asks @p go (may be NULL: always go on)
+ * before applying each batch, so a long catch-up can be cut short (the
+ * daemon's stop deadline).  Batches applied before stay applied; the rest
+ * is still in the WAL for the next catch-up.
+ * @return as flash_mysql_catch_up_to(); FLASH_EBUSY when @p go said stop
+ *         (total->applied_lsn says how far it got).
+ */
+int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn,
+                               uint32_t batch, uint32_t max_wait_ms, flash_mysql_go_fn go,
+                               void *go_arg, struct flash_apply_result *total, int *wal_rc);
+
+/**
+ * Log one line through the handle's log callback and level filter
+ * (flash_mysql_opts.log), as the applier logs its own.  NULL @p m is fine.
+ */
+void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
 int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
 

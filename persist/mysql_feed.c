@@ -23,6 +23,9 @@ struct feed {
 	int fd_bad_type;                   /* a frame that is not a record */
 	uint64_t fd_upto;                  /* last LSN to apply */
 	int fd_reached;                    /* stopped at fd_upto */
+	flash_mysql_go_fn fd_go;           /* asked before each batch (may be NULL) */
+	void *fd_go_arg;
+	int fd_halted;                     /* fd_go said stop */
 	struct flash_apply_result *fd_total;
 };
 
@@ -30,6 +33,11 @@ static int feed_flush(struct feed *f)
 {
 	if (!f->fd_n)
 		return 0;
+	if (f->fd_go && !f->fd_go(f->fd_go_arg)) {
+		f->fd_n = 0;                   /* still in the WAL: the next catch-up */
+		f->fd_halted = 1;
+		return 1;
+	}
 	struct flash_apply_result res = { 0 };
 	int rc = flash_mysql_apply_retry(f->fd_m, f->fd_v, f->fd_n, &res, f->fd_wait_ms);
 	f->fd_n = 0;
@@ -76,6 +84,14 @@ int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
 int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
                             uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc)
 {
+	return flash_mysql_catch_up_while(m, wal_dir, upto_lsn, batch, max_wait_ms, NULL, NULL, total,
+	                                  wal_rc);
+}
+
+int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn,
+                               uint32_t batch, uint32_t max_wait_ms, flash_mysql_go_fn go,
+                               void *go_arg, struct flash_apply_result *total, int *wal_rc)
+{
 	if (!m || !wal_dir)
 		return FLASH_EINVAL;
 	if (total) {
@@ -96,7 +112,7 @@ int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto
 	if (done >= upto_lsn)
 		return FLASH_OK;
 	struct feed f = { .fd_m = m, .fd_cap = batch ? batch : 5000, .fd_wait_ms = max_wait_ms,
-	                  .fd_total = total, .fd_upto = upto_lsn };
+	                  .fd_total = total, .fd_upto = upto_lsn, .fd_go = go, .fd_go_arg = go_arg };
 	f.fd_v = malloc(f.fd_cap * sizeof *f.fd_v);
 	if (!f.fd_v)
 		return FLASH_ENOMEM;
@@ -104,6 +120,8 @@ int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto
 	int wrc = wal_replay(wal_dir, done + 1, feed_frame, &f, 0, &rep);
 	if (wrc == WAL_ESTOPPED && f.fd_reached)
 		wrc = WAL_OK;                  /* stopped at upto_lsn: a clean end */
+	if (wrc == WAL_ESTOPPED && f.fd_halted)
+		wrc = WAL_OK;                  /* cut short by fd_go: not a WAL matter */
 	if (wrc == WAL_OK || (wrc != WAL_ESTOPPED && wrc != WAL_EIO && wrc != WAL_EINVAL &&
 	                      wrc != WAL_ENOMEM)) {
 		/* Clean end, or a bad frame: what came before it still applies. */
@@ -116,6 +134,8 @@ int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto
 		flash_mysql_applied_lsn(m, &total->applied_lsn);
 	if (f.fd_rc)
 		return f.fd_rc;
+	if (f.fd_halted)
+		return FLASH_EBUSY;
 	if (f.fd_bad_type)
 		return FLASH_ECORRUPT;
 	switch (wrc) {

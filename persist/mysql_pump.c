@@ -10,6 +10,7 @@
  * the queue as it was.  Pushers only ever hold the lock for a memcpy.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +88,28 @@ static void __pump_note(flash_mysql_pump_t *p, int rc, uint64_t applied_lsn)
 	}
 }
 
+/* Stopping and past the stop deadline?  Holds mp_mu. */
+static int __pump_past_deadline(const flash_mysql_pump_t *p)
+{
+	return p->mp_stop && mono_ms() >= p->mp_stop_deadline_ms;
+}
+
+/* Asked by a WAL read-back before each batch: it stops at the deadline too,
+ * however far behind MySQL still is.  Called without mp_mu. */
+static int pump_go(void *arg)
+{
+	flash_mysql_pump_t *p = arg;
+	pthread_mutex_lock(&p->mp_mu);
+	int go = !__pump_past_deadline(p);
+	pthread_mutex_unlock(&p->mp_mu);
+	return go;
+}
+
 /*
  * The pump's loop.  Leaves when stopped and either the queue is empty (and
- * no read-back is pending) or the stop deadline has passed.
+ * no read-back is pending) or the stop deadline has passed -- also in the
+ * middle of a long read-back, between two batches.  Leaving behind, it says
+ * how far behind; the WAL keeps the rest for the next start.
  */
 static void *pump_main(void *arg)
 {
@@ -98,7 +118,7 @@ static void *pump_main(void *arg)
 	pthread_mutex_lock(&p->mp_mu);
 	for (;;) {
 		int pending = p->mp_n || (p->mp_need_catchup && p->mp_wal_dir);
-		if (p->mp_stop && (!pending || mono_ms() >= p->mp_stop_deadline_ms))
+		if (p->mp_stop && (!pending || __pump_past_deadline(p)))
 			break;
 		if (!pending) {
 			pthread_cond_wait(&p->mp_cv_work, &p->mp_mu);
@@ -115,13 +135,17 @@ static void *pump_main(void *arg)
 			                                                         : p->mp_start_durable;
 			pthread_mutex_unlock(&p->mp_mu);
 			struct flash_apply_result tot = { 0 };
-			rc = flash_mysql_catch_up_to(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0, &tot, NULL);
+			rc = flash_mysql_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
+			                                pump_go, p, &tot, NULL);
 			pthread_mutex_lock(&p->mp_mu);
 			__pump_note(p, rc, tot.applied_lsn);
 			/* FLASH_ECORRUPT: the reader met the frame being written (or real
 			 * damage); what came before it is applied.  A later hole brings us
-			 * back here. */
-			if (rc == FLASH_OK || rc == FLASH_ECORRUPT) {
+			 * back here.  FLASH_EBUSY: cut short by the stop deadline. */
+			if (rc == FLASH_EBUSY) {
+				p->mp_need_catchup = 1;
+				__pump_trim(p);
+			} else if (rc == FLASH_OK || rc == FLASH_ECORRUPT) {
 				p->mp_catch_ups++;
 				__pump_trim(p);
 				progress = rc == FLASH_OK || p->mp_applied_lsn > before;
@@ -154,12 +178,20 @@ static void *pump_main(void *arg)
 			backoff_ms = 10;
 			continue;
 		}
-		if (p->mp_stop && mono_ms() >= p->mp_stop_deadline_ms)
+		if (__pump_past_deadline(p))
 			break;
 		cv_wait_ms(&p->mp_cv_work, &p->mp_mu, backoff_ms);
 		backoff_ms = backoff_ms * 2 > p->mp_backoff_max_ms ? p->mp_backoff_max_ms : backoff_ms * 2;
 	}
+	uint64_t known = p->mp_pushed_lsn > p->mp_start_durable ? p->mp_pushed_lsn : p->mp_start_durable;
+	uint64_t applied = p->mp_applied_lsn;
 	pthread_mutex_unlock(&p->mp_mu);
+	if (applied < known)
+		flash_mysql_logf(p->mp_m, FLASH_MYSQL_LOG_WARN,
+		                 "applier stopped at its drain deadline %" PRIu64 " record(s) behind: "
+		                 "MySQL holds LSN %" PRIu64 " of %" PRIu64 " known durable; nothing is "
+		                 "lost, the next start catches up from the WAL",
+		                 known - applied, applied, known);
 	return NULL;
 }
 
@@ -272,6 +304,7 @@ int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_st
 	out->catch_ups = p->mp_catch_ups;
 	out->last_rc = p->mp_last_rc;
 	out->connected = p->mp_connected;
+	out->stopping = p->mp_stop;
 	pthread_mutex_unlock(&p->mp_mu);
 	return FLASH_OK;
 }

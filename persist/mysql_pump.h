@@ -58,6 +58,7 @@ struct flash_mysql_pump_stats {
 	uint64_t catch_ups;             /* WAL read-backs completed */
 	int      last_rc;               /* the last attempt's result (FLASH_OK, FLASH_EMYSQL_RETRY, ...) */
 	int      connected;             /* the last attempt reached MySQL */
+	int      stopping;              /* flash_mysql_pump_stop() was called: draining until its deadline */
 };
 
 /**
@@ -88,11 +89,14 @@ int flash_mysql_pump_wait(flash_mysql_pump_t *p, uint64_t lsn, uint32_t timeout_
 int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_stats *out);
 
 /**
- * Stop: let the thread apply what is queued for at most @p drain_ms, then
- * join it, disconnect and free.  An attempt already in flight finishes
- * first, so a hung server can hold this up to the connection's timeouts
- * (mysql.connect_timeout_s, mysql.rw_timeout_s).  Records still queued are
- * not lost: the WAL holds them and the next start catches up.  NULL is fine.
+ * Stop: let the thread apply what is queued, or read back from the WAL,
+ * for at most @p drain_ms, then join it, disconnect and free.  The deadline
+ * holds in the middle of a long read-back too: it is checked before every
+ * batch.  An attempt already in flight finishes first, so a hung server can
+ * hold this up to the connection's timeouts (mysql.connect_timeout_s,
+ * mysql.rw_timeout_s).  Stopping behind, the pump logs (WARN) how many
+ * records MySQL lacks; they are not lost: the WAL holds them and the next
+ * start catches up.  NULL is fine.
  */
 void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms);
 

@@ -163,7 +163,8 @@ static int serve_open_wal(struct serve *s)
 	}
 	if (rc != WAL_OK) {
 		int torn = rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END ||
-		           rc == WAL_ELONG || rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV;
+		           rc == WAL_ELONG || rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV ||
+		           rc == WAL_ETYPE;
 		if (!torn) {
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, wal_strerror(rc), wal_rcname(rep.stop), rep.file,

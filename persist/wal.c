@@ -65,6 +65,7 @@ static const struct {
 	{ WAL_ENOMEM,    "WAL_ENOMEM",    "out of memory" },
 	{ WAL_ESTOPPED,  "WAL_ESTOPPED",  "replay stopped by its callback" },
 	{ WAL_EBUSY,     "WAL_EBUSY",     "the WAL directory is locked by another writer" },
+	{ WAL_ETYPE,     "WAL_ETYPE",     "frame of an unknown type" },
 };
 
 const char *wal_strerror(int rc)
@@ -170,8 +171,9 @@ static int wal_filehdr_check(const struct wal_filehdr *h, uint64_t name_lsn)
 		return WAL_EFILE_HDR;
 	if (h->hd_version != WAL_VERSION || h->hd_hdr_bytes != WAL_FILE_HDR_BYTES ||
 	    h->hd_start_lsn != name_lsn || h->hd_start_lsn == 0 ||
-	    h->hd_seg_bytes < WAL_SEGMENT_MIN)
-		return WAL_EFILE_HDR;
+	    h->hd_seg_bytes < WAL_SEGMENT_MIN || h->hd_seg_bytes > WAL_SEGMENT_MAX ||
+	    h->hd_seg_bytes % 4096 != 0)
+		return WAL_EFILE_HDR;   /* the size is preallocated (fallocate) from this field */
 	return WAL_OK;
 }
 
@@ -365,7 +367,7 @@ struct wal_scan {
  * fails names the cause: header room (EPAST_END), length 0 (end if only zeros
  * follow, else EZERO_LEN), length above max (ELONG), below its type's minimum
  * (ESHORT), frame past end of file (EPAST_END), CRC (ECRC), LSN (ELSN),
- * prev-LSN (EPREV).  @return ws_stop, or WAL_EIO / WAL_ESTOPPED.
+ * prev-LSN (EPREV), unknown type (ETYPE).  @return ws_stop, or WAL_EIO / WAL_ESTOPPED.
  */
 static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
                          uint64_t from_lsn, wal_replay_fn fn, void *arg,
@@ -453,6 +455,10 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 			rc = WAL_EPREV;
 			break;
 		}
+		if (h.fh_type == 0 || h.fh_type > WAL_T_MAX) {
+			rc = WAL_ETYPE;
+			break;
+		}
 		if (fn != NULL && lsn >= from_lsn) {
 			if (s->ws_passed++ == 0)
 				s->ws_first = lsn;
@@ -523,7 +529,7 @@ static int wal_reserve(unsigned char **buf, size_t *cap, size_t need)
 
 int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn)
 {
-	if (w == NULL || type == 0 || p == NULL || len == 0 || len > WAL_PAYLOAD_MAX ||
+	if (w == NULL || type == 0 || type > WAL_T_MAX || p == NULL || len == 0 || len > WAL_PAYLOAD_MAX ||
 	    len < wal_type_min_len(type) ||
 	    wal_frame_bytes(len) > w->w_seg_bytes - WAL_FILE_HDR_BYTES)
 		return WAL_EINVAL;
@@ -797,7 +803,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		o = &def;
 	}
 	if (dir == NULL || out == NULL || o->segment_bytes < WAL_SEGMENT_MIN ||
-	    o->segment_bytes % 4096 != 0 || o->start_lsn == 0 ||
+	    o->segment_bytes > WAL_SEGMENT_MAX || o->segment_bytes % 4096 != 0 || o->start_lsn == 0 ||
 	    strlen(dir) > 4000)
 		return WAL_EINVAL;
 	if (pio_mkdir(dir, 0700) != 0 && errno != EEXIST)

@@ -5,7 +5,8 @@
  * digits>.log.  Each file is preallocated to a fixed size and starts with a
  * 64-byte file header; frames follow back to back, each 8-byte aligned:
  *
- *   file header (64 bytes, little endian)
+ *   file header (64 bytes, little endian; segment_bytes is a multiple of 4096
+ *   in WAL_SEGMENT_MIN..WAL_SEGMENT_MAX, else the header is bad)
  *     0  u64 magic "FSWALSEG"      16  u64 start_lsn (LSN of its first frame)
  *     8  u32 version (1)           24  u64 segment_bytes (preallocated size)
  *    12  u32 header bytes (64)     32  i64 created (CLOCK_REALTIME ns)
@@ -81,6 +82,8 @@
 #define WAL_ENOMEM      -16   /* out of memory */
 #define WAL_ESTOPPED    -17   /* replay: the callback returned nonzero */
 #define WAL_EBUSY       -18   /* another wal_t (or a truncating replay) holds the directory */
+#define WAL_ETYPE       -19   /* a well-framed frame (CRC, LSN, prev-LSN valid) of a type this
+                                 version does not know (0, or above WAL_T_MAX) */
 
 /* A static description of a WAL_* code; never NULL. */
 const char *wal_strerror(int rc);
@@ -92,10 +95,13 @@ const char *wal_rcname(int rc);
 #define WAL_PAYLOAD_MAX      (1u << 20)
 #define WAL_SEGMENT_DEFAULT  (64ull << 20)
 #define WAL_SEGMENT_MIN      (4096ull)
+#define WAL_SEGMENT_MAX      (1ull << 30)  /* a file header asking for more is bad (WAL_EFILE_HDR) */
 
-/* Frame types.  0 is never valid. */
+/* Frame types.  0 is never valid; a frame of any other unknown type stops
+ * replay with WAL_ETYPE like any other bad frame. */
 enum wal_type {
-	WAL_T_RECORD = 1        /* struct wal_rec: a flash_record and its ring seq */
+	WAL_T_RECORD = 1,       /* struct wal_rec: a flash_record and its ring seq */
+	WAL_T_MAX = WAL_T_RECORD
 };
 
 /* Payload of WAL_T_RECORD: the record and its position in its slot's ring. */
@@ -111,7 +117,8 @@ static inline uint64_t wal_frame_bytes(uint32_t len)
 }
 
 struct wal_opts {
-	uint64_t segment_bytes;  /* size of each new file (default 64 MiB, >= WAL_SEGMENT_MIN, multiple of 4096) */
+	uint64_t segment_bytes;  /* size of each new file (default 64 MiB, WAL_SEGMENT_MIN..WAL_SEGMENT_MAX,
+	                            multiple of 4096) */
 	uint64_t start_lsn;      /* first LSN of a WAL created empty (default 1) */
 };
 
@@ -143,7 +150,7 @@ int wal_close(wal_t *w);
 /*
  * Buffer one frame; it is not durable until a wal_sync()/wal_commit() covers
  * its LSN.  Never blocks on I/O.
- * @param[in]  type  nonzero frame type
+ * @param[in]  type  a frame type of enum wal_type (1..WAL_T_MAX)
  * @param[in]  p     payload (@p len bytes, 1..WAL_PAYLOAD_MAX and at most what fits in a file)
  * @param[out] lsn   the frame's LSN (may be NULL)
  * @return WAL_OK; WAL_EFAILED (sticky); WAL_EINVAL; WAL_ENOMEM.
@@ -246,7 +253,7 @@ struct wal_replay_report {
  * Files wholly before from_lsn are skipped unread.
  * @return WAL_OK (clean end); the stop cause (WAL_EZERO_LEN, WAL_ESHORT,
  *         WAL_EPAST_END, WAL_ELONG, WAL_EMAGIC, WAL_EFILE_HDR, WAL_ECRC,
- *         WAL_ELSN, WAL_EPREV, WAL_EGAP) whether or not it was truncated;
+ *         WAL_ELSN, WAL_EPREV, WAL_ETYPE, WAL_EGAP) whether or not it was truncated;
  *         WAL_ENOTTAIL (truncation refused; rep->stop has the cause);
  *         WAL_EBUSY (truncation asked while a writer holds the directory:
  *         nothing was read);

@@ -69,3 +69,12 @@ if(TARGET flashstock_persist)
                        FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
                        ENVIRONMENT "FLASH_MARIADB_DIR=${CMAKE_BINARY_DIR}/mariadb-test")
 endif()
+
+# Available never below zero (tests/stock_floor.c): the engine with crash
+# points, fs_crashpoint() wrapped so that a second handle takes units between
+# the stock CAS loop's check and its CAS -- the race every time, not by luck.
+add_executable(stock_floor ${CMAKE_CURRENT_SOURCE_DIR}/stock_floor.c)
+target_compile_definitions(stock_floor PRIVATE FLASH_CRASHPOINTS=1)
+target_link_libraries(stock_floor PRIVATE flashstock_crash PkgConfig::CMOCKA "-Wl,--wrap=fs_crashpoint")
+add_test(NAME stock_floor COMMAND stock_floor)
+set_tests_properties(stock_floor PROPERTIES LABELS "engine;crash" TIMEOUT 60)

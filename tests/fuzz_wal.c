@@ -171,7 +171,8 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 	if (fz_le32(f + 60) != fz_crc(0, f, 60))
 		return o->stop = WAL_EFILE_HDR;
 	if (fz_le32(f + 8) != 1 || fz_le32(f + 12) != 64 || fz_le64(f + 16) != name_lsn ||
-	    name_lsn == 0 || fz_le64(f + 24) < 4096)
+	    name_lsn == 0 || fz_le64(f + 24) < 4096 || fz_le64(f + 24) > (1ull << 30) ||
+	    fz_le64(f + 24) % 4096 != 0)
 		return o->stop = WAL_EFILE_HDR;
 	o->hdr_ok = 1;
 	o->seg_bytes = fz_le64(f + 24);
@@ -217,6 +218,10 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 			rc = WAL_EPREV;
 			break;
 		}
+		if (type == 0 || type > WAL_T_MAX) {
+			rc = WAL_ETYPE;
+			break;
+		}
 		if (lsn >= from) {
 			if (o->passed++ == 0)
 				o->first = lsn;
@@ -232,7 +237,7 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 static int fz_frame_level(int rc)
 {
 	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
-	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV;
+	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV || rc == WAL_ETYPE;
 }
 
 struct fz_file {
@@ -625,7 +630,7 @@ static void fz_seg_agree(flash_t *h)
 
 static int fz_rc_documented(int rc)
 {
-	return rc <= WAL_OK && rc >= WAL_ESTOPPED && rc != WAL_ETORN && rc != WAL_EFAILED;
+	return rc <= WAL_OK && rc >= WAL_ETYPE && rc != WAL_ETORN && rc != WAL_EFAILED;
 }
 
 /* Replay @p fz_dir from @p from (no truncation); frames and last LSN. */

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -608,4 +611,53 @@ void t_consumer_stop(struct t_consumer *c)
 	__atomic_store_n(&c->stop, 1, __ATOMIC_SEQ_CST);
 	pthread_join(c->th, NULL);
 	free(c);
+}
+
+/* ---- 6. Metrics -------------------------------------------------------- */
+
+char *t_metrics_get(uint16_t port)
+{
+	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	size_t cap = 1 << 16, n = 0;
+	ssize_t r;
+	char *b;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return NULL;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	    write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+		close(fd);
+		return NULL;
+	}
+	b = malloc(cap);
+	while (b && (r = read(fd, b + n, cap - n - 1)) > 0) {
+		n += (size_t)r;
+		if (n + 1 == cap) {
+			char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				b = NULL;
+				break;
+			}
+			b = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (b)
+		b[n] = 0;
+	return b;
+}
+
+uint64_t t_metrics_sample(const char *body, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, name, len) == 0 && p[len] == ' ')
+			return strtoull(p + len + 1, NULL, 10);
+	return UINT64_MAX;
 }

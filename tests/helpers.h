@@ -7,6 +7,7 @@
  *   3. Snapshots              t_snap_take(), T_ASSERT_UNCHANGED()
  *   4. Records and ledgers    t_recs_drain(), t_ledger_check()
  *   5. Processes              t_fork_start(), t_wait_all()
+ *   6. Metrics                t_metrics_get(), t_metrics_sample()
  *
  * Every segment a test names through t_segname() is remembered and removed
  * by t_teardown() (and at exit), so a failing test leaves nothing in /dev/shm.
@@ -156,5 +157,16 @@ int t_wait_all(int n, const pid_t *pids);
 /* A MAP_SHARED anonymous block, visible to forked children. */
 void *t_shared_alloc(size_t bytes);
 void t_shared_free(void *p, size_t bytes);
+
+/* ---- 6. Metrics -------------------------------------------------------- */
+
+/* GET /metrics from 127.0.0.1:@p port (`serve --metrics`): the whole
+ * response, headers included, NUL-terminated and malloc'd; NULL if the
+ * endpoint cannot be reached. */
+char *t_metrics_get(uint16_t port);
+
+/* The value of sample @p name (a line "name value") in @p body, or
+ * UINT64_MAX if there is none. */
+uint64_t t_metrics_sample(const char *body, const char *name);
 
 #endif /* FLASH_TEST_HELPERS_H */

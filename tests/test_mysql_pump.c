@@ -4,6 +4,7 @@
  * and comes back; the queue overflows.  Every test ends with MySQL holding
  * each order exactly once.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -283,6 +284,151 @@ static void test_without_a_wal_a_hole_stops_the_pump_and_a_restart_reads_back_on
 	drop_all();
 }
 
+/* ---- the stop deadline in a long read-back ---- */
+
+static int g_deadline_lines;   /* log lines saying the pump stopped behind */
+
+static void count_deadline(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level == FLASH_MYSQL_LOG_WARN && strstr(msg, "drain deadline") && strstr(msg, "behind"))
+		__atomic_fetch_add(&g_deadline_lines, 1, __ATOMIC_RELAXED);
+}
+
+/* One number from @p sql on an open connection (flash_mysql_open itself
+ * writes applied_lsn, which a test may hold locked). */
+static uint64_t conn_u64(MYSQL *c, const char *sql)
+{
+	assert_int_equal(mysql_query(c, sql), 0);
+	MYSQL_RES *r = mysql_store_result(c);
+	assert_non_null(r);
+	MYSQL_ROW row = mysql_fetch_row(r);
+	assert_non_null(row);
+	uint64_t v = strtoull(row[0], NULL, 10);
+	mysql_free_result(r);
+	return v;
+}
+
+static void *stopper_main(void *arg)
+{
+	flash_mysql_pump_stop(arg, 0);
+	return NULL;
+}
+
+/* Append records [from, to) to the WAL and commit, pushing nothing: only a
+ * read-back from the WAL brings them to MySQL. */
+static void wal_only(wal_t *w, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		struct flash_record r = rec_at(i);
+		uint64_t lsn;
+		assert_int_equal(wal_append_record(w, &r, i + 1, &lsn), WAL_OK);
+		assert_int_equal(lsn, i + 1);
+	}
+	assert_int_equal(wal_commit(w), WAL_OK);
+}
+
+/*
+ * A pump far behind reads the backlog back from the WAL batch by batch.
+ * Stopped in the middle with a drain time of 0, it must leave after the
+ * batch in flight instead of reading the whole backlog.  The race is the
+ * same every run: a row lock held here on applied_lsn keeps the read-back's
+ * first batch waiting until the stop has been called (seen in the pump's
+ * stats), and only then is released.  The pump says how far behind it
+ * stopped; a later start catches up.
+ */
+static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_it(void **state)
+{
+	(void)state;
+	enum { FIRST = 200, N = 2200, QUEUE = 100 };   /* batches of 200: ten to read back */
+	fresh_names();
+	wal_t *w;
+	assert_int_equal(wal_open(g_wal, NULL, &w), WAL_OK);
+	struct flash_mysql_pump_opts o;
+	opts_for(&o, g_wal, QUEUE);
+	flash_mysql_pump_t *p;
+	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	assert_int_equal(round_trip(w, p, 0, QUEUE), FLASH_OK);
+	assert_int_equal(flash_mysql_pump_wait(p, QUEUE, 60000), FLASH_OK);
+	assert_int_equal(round_trip(w, p, QUEUE, FIRST), FLASH_OK);
+	assert_int_equal(flash_mysql_pump_wait(p, FIRST, 60000), FLASH_OK);
+	flash_mysql_pump_stop(p, 5000);
+	wal_only(w, FIRST, N);
+	assert_int_equal(wal_close(w), WAL_OK);
+
+	/* a pump that knows of nothing past FIRST: its start-up read-back is
+	 * done at once, and it idles */
+	o.start_durable_lsn = FIRST;
+	o.mysql.log = count_deadline;
+	o.mysql.log_level = FLASH_MYSQL_LOG_WARN;
+	g_deadline_lines = 0;
+	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	struct flash_mysql_pump_stats st;
+	for (int i = 0;; i++) {
+		assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+		if (st.catch_ups >= 1)
+			break;
+		assert_true(i < 6000);   /* bounds only turn a hang into a failure */
+		usleep(10000);
+	}
+	assert_int_equal(st.applied_lsn, FIRST);
+
+	/* hold the stream's applied_lsn row: every batch waits for it */
+	char url[512];
+	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", g_db, mariadb_dir());
+	struct flash_mysql_opts lo = { .url = url, .log = quiet };
+	flash_mysql_t *lk, *qm;
+	assert_int_equal(flash_mysql_open(&lo, &lk), FLASH_OK);
+	assert_int_equal(flash_mysql_open(&lo, &qm), FLASH_OK);   /* for queries meanwhile */
+	MYSQL *c = flash_mysql_conn(lk);
+	assert_int_equal(mysql_query(c, "BEGIN"), 0);
+	assert_int_equal(mysql_query(c, "SELECT lsn FROM applied_lsn WHERE stream = 'wal' FOR UPDATE"), 0);
+	mysql_free_result(mysql_store_result(c));
+
+	/* the last records, more than the queue holds: dropped, so the pump
+	 * reads everything from FIRST + 1 to N back from the WAL */
+	struct flash_lsn_record v[QUEUE + 1];
+	for (size_t i = 0; i <= QUEUE; i++) {
+		v[i].lsn = N - QUEUE + i;
+		v[i].rec = rec_at(N - QUEUE - 1 + i);
+	}
+	assert_int_equal(flash_mysql_pump_push(p, v, QUEUE + 1), FLASH_EFULL);
+	/* its first batch waits for the row */
+	for (int i = 0; conn_u64(flash_mysql_conn(qm), "SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+	                         "WHERE trx_state = 'LOCK WAIT'") == 0; i++) {
+		assert_true(i < 6000);
+		usleep(10000);
+	}
+	/* stop with no drain time, from another thread; once it is stopping
+	 * (the pump cannot leave while its batch waits), let the batch go */
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stopper_main, p), 0);
+	for (int i = 0;; i++) {
+		assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+		if (st.stopping)
+			break;
+		assert_true(i < 6000);
+		usleep(10000);
+	}
+	assert_int_equal(mysql_query(c, "COMMIT"), 0);
+	flash_mysql_close(lk);
+	flash_mysql_close(qm);
+	assert_int_equal(pthread_join(th, NULL), 0);    /* the stop returned */
+
+	/* it left after the batch in flight, behind, and said so once */
+	assert_int_equal(q_u64("SELECT lsn FROM applied_lsn WHERE stream = 'wal'"), FIRST + 200);
+	assert_int_equal(g_deadline_lines, 1);
+
+	/* nothing lost: the next start reads the rest back */
+	o.start_durable_lsn = N;
+	o.mysql.log = quiet;
+	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	assert_int_equal(flash_mysql_pump_wait(p, N, 60000), FLASH_OK);
+	flash_mysql_pump_stop(p, 1000);
+	check_exactly(N);
+	drop_all();
+}
+
 int main(void)
 {
 	mariadb_dir();
@@ -290,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_pump_applies_what_is_pushed_and_rides_out_an_outage),
 		cmocka_unit_test(test_full_queue_drops_and_the_pump_reads_them_back_from_the_wal),
 		cmocka_unit_test(test_without_a_wal_a_hole_stops_the_pump_and_a_restart_reads_back_only_durable_records),
+		cmocka_unit_test(test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

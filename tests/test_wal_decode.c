@@ -186,6 +186,7 @@ static void forge_one(int kind, int expect)
 	size_t len;
 	unsigned char *b = wt_read(path, &len);
 	unsigned char *f = b + frame_off(j);
+	uint16_t u16;
 	uint32_t u32;
 	uint64_t u64;
 	switch (kind) {
@@ -218,6 +219,18 @@ static void forge_one(int kind, int expect)
 		break;
 	case 8: /* a valid frame of an older generation (stale LSN) */
 		memcpy(f, b + frame_off(3), FBYTES);
+		break;
+	case 9: /* type 0 (never valid), CRC recomputed: well framed otherwise */
+		u16 = 0; memcpy(f + 4, &u16, 2);
+		wal_frame_reseal(f);
+		break;
+	case 10: /* the first type past the known ones, CRC recomputed */
+		u16 = WAL_T_MAX + 1; memcpy(f + 4, &u16, 2);
+		wal_frame_reseal(f);
+		break;
+	case 11: /* the largest type, CRC recomputed */
+		u16 = UINT16_MAX; memcpy(f + 4, &u16, 2);
+		wal_frame_reseal(f);
 		break;
 	}
 	wt_write(path, b, len);
@@ -253,6 +266,96 @@ static void test_forged_lsn_is_elsn(void **st)                 { (void)st; forge
 static void test_flipped_crc_byte_is_ecrc(void **st)           { (void)st; forge_one(6, WAL_ECRC); }
 static void test_flipped_payload_bit_is_ecrc(void **st)        { (void)st; forge_one(7, WAL_ECRC); }
 static void test_stale_frame_from_older_generation_is_elsn(void **st) { (void)st; forge_one(8, WAL_ELSN); }
+static void test_crc_valid_type_zero_is_etype(void **st)       { (void)st; forge_one(9, WAL_ETYPE); }
+static void test_crc_valid_type_past_known_is_etype(void **st) { (void)st; forge_one(10, WAL_ETYPE); }
+static void test_crc_valid_type_max_is_etype(void **st)        { (void)st; forge_one(11, WAL_ETYPE); }
+
+/* An unknown type has its own code and name, and the writer never makes one. */
+static void test_etype_is_named_and_never_appended(void **st)
+{
+	(void)st;
+	assert_string_equal(wal_rcname(WAL_ETYPE), "WAL_ETYPE");
+	assert_string_not_equal(wal_strerror(WAL_ETYPE), wal_strerror(12345));
+	char *dir = wt_mkdtemp();
+	wal_t *w;
+	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	unsigned char p[PLEN] = { 1 };
+	assert_int_equal(wal_append(w, WAL_T_MAX + 1, p, PLEN, NULL), WAL_EINVAL);
+	assert_int_equal(wal_append(w, UINT16_MAX, p, PLEN, NULL), WAL_EINVAL);
+	assert_int_equal(wal_next_lsn(w), 1);
+	assert_int_equal(wal_close(w), WAL_OK);
+	wt_rmdir(dir);
+}
+
+/*
+ * The file header's segment size is what wal_open preallocates (fallocate)
+ * and what a truncation zero-fills back to: a forged size outside
+ * WAL_SEGMENT_MIN..WAL_SEGMENT_MAX, or not a multiple of 4096, is a bad
+ * header (WAL_EFILE_HDR) -- for replay, truncating replay and open alike --
+ * and the file is left exactly as it was.
+ */
+static void test_forged_segment_size_is_efile_hdr(void **st)
+{
+	(void)st;
+	const uint64_t bad[] = { 0, WAL_SEGMENT_MIN - 8, WAL_SEGMENT_MAX + 4096, 1ull << 40,
+	                         UINT64_MAX, SEG + 8, SEG - 1 };
+	char *dir = wt_mkdtemp();
+	build(dir, 10, SEG);
+	char *path = wt_file(dir, 1);
+	size_t len;
+	unsigned char *orig = wt_read(path, &len);
+	unsigned char *b = malloc(len);
+	assert_non_null(b);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memcpy(b, orig, len);
+		memcpy(b + 24, &bad[i], 8);
+		uint32_t crc = crc32c(0, b, 60);    /* a consistent header otherwise */
+		memcpy(b + 60, &crc, 4);
+		wt_write(path, b, len);
+		struct wt_seen s = { 0 };
+		struct wal_replay_report rep;
+		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_EFILE_HDR);
+		assert_int_equal(s.n, 0);
+		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep),
+		                 WAL_EFILE_HDR);
+		assert_int_equal(s.n, 0);
+		assert_int_equal(rep.truncated_bytes, 0);
+		wal_t *w;
+		assert_int_equal(wal_open(dir, NULL, &w), WAL_EFILE_HDR);
+		size_t now;
+		unsigned char *after = wt_read(path, &now);
+		assert_int_equal(now, len);
+		assert_memory_equal(after, b, len);
+		free(after);
+	}
+	/* The bounds themselves are good sizes, and so is the original. */
+	const uint64_t good[] = { WAL_SEGMENT_MIN, SEG };
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		memcpy(b, orig, len);
+		memcpy(b + 24, &good[i], 8);
+		uint32_t crc = crc32c(0, b, 60);
+		memcpy(b + 60, &crc, 4);
+		wt_write(path, b, len);
+		struct wt_seen s = { 0 };
+		struct wal_replay_report rep;
+		int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
+		/* a header saying 4096 over a 64 KiB file still reads its frames */
+		assert_int_equal(rc, WAL_OK);
+		assert_int_equal(s.n, 10);
+	}
+	/* The writer refuses such sizes too. */
+	struct wal_opts o;
+	wal_opts_default(&o);
+	o.segment_bytes = WAL_SEGMENT_MAX + 4096;
+	wal_t *w;
+	char *dir2 = wt_mkdtemp();
+	assert_int_equal(wal_open(dir2, &o, &w), WAL_EINVAL);
+	wt_rmdir(dir2);
+	free(b);
+	free(orig);
+	free(path);
+	wt_rmdir(dir);
+}
 
 static void test_bad_magic_is_emagic_and_nothing_applied(void **st)
 {
@@ -519,6 +622,11 @@ int main(void)
 		cmocka_unit_test(test_flipped_crc_byte_is_ecrc),
 		cmocka_unit_test(test_flipped_payload_bit_is_ecrc),
 		cmocka_unit_test(test_stale_frame_from_older_generation_is_elsn),
+		cmocka_unit_test(test_crc_valid_type_zero_is_etype),
+		cmocka_unit_test(test_crc_valid_type_past_known_is_etype),
+		cmocka_unit_test(test_crc_valid_type_max_is_etype),
+		cmocka_unit_test(test_etype_is_named_and_never_appended),
+		cmocka_unit_test(test_forged_segment_size_is_efile_hdr),
 		cmocka_unit_test(test_bad_magic_is_emagic_and_nothing_applied),
 		cmocka_unit_test(test_bad_frame_before_last_file_is_not_truncated),
 		cmocka_unit_test(test_missing_middle_file_is_egap),

@@ -8,10 +8,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -520,49 +517,6 @@ static void test_recover_rebuilds_the_segment_from_the_wal(void **st)
 #ifdef FLASH_HAVE_MHD
 /* ---- metrics endpoint ---- */
 
-/* GET /metrics from 127.0.0.1:port; the body, malloc'd, or NULL. */
-static char *scrape(uint16_t port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return NULL;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		close(fd);
-		return NULL;
-	}
-	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-	if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
-		close(fd);
-		return NULL;
-	}
-	size_t cap = 1 << 16, n = 0;
-	char *b = malloc(cap);
-	ssize_t r;
-	while (b && (r = read(fd, b + n, cap - n - 1)) > 0) {
-		n += (size_t)r;
-		if (n + 1 == cap) {
-			cap *= 2;
-			b = realloc(b, cap);
-		}
-	}
-	close(fd);
-	if (b)
-		b[n] = 0;
-	return b;
-}
-
-/* The value of sample @p name (a line "name value"), or UINT64_MAX. */
-static uint64_t sample(const char *body, const char *name)
-{
-	size_t len = strlen(name);
-	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, name, len) == 0 && p[len] == ' ')
-			return strtoull(p + len + 1, NULL, 10);
-	return UINT64_MAX;
-}
-
 static void test_metrics_endpoint_counts_the_orders_placed(void **st)
 {
 	(void)st;
@@ -585,24 +539,24 @@ static void test_metrics_endpoint_counts_the_orders_placed(void **st)
 	/* Sync orders returned, so the serve thread is listening by now. */
 	uint16_t port = (uint16_t)__atomic_load_n(&t.st.metrics_port, __ATOMIC_ACQUIRE);
 	assert_true(port != 0);
-	char *body = scrape(port);
+	char *body = t_metrics_get(port);
 	assert_non_null(body);
 	assert_non_null(strstr(body, "200 OK"));
-	assert_int_equal(sample(body, "flashstock_segment_up"), 1);
-	assert_int_equal(sample(body, "flashstock_orders_total"), N);
-	assert_int_equal(sample(body, "flashstock_wal_durable_lsn"), N + 2);
-	assert_int_equal(sample(body, "flashstock_wal_failed"), 0);
-	assert_true(sample(body, "flashstock_wal_commits_total") >= 1);
-	assert_true(sample(body, "flashstock_wal_fdatasync_seconds_count") >= 1);
+	assert_int_equal(t_metrics_sample(body, "flashstock_segment_up"), 1);
+	assert_int_equal(t_metrics_sample(body, "flashstock_orders_total"), N);
+	assert_int_equal(t_metrics_sample(body, "flashstock_wal_durable_lsn"), N + 2);
+	assert_int_equal(t_metrics_sample(body, "flashstock_wal_failed"), 0);
+	assert_true(t_metrics_sample(body, "flashstock_wal_commits_total") >= 1);
+	assert_true(t_metrics_sample(body, "flashstock_wal_fdatasync_seconds_count") >= 1);
 	assert_non_null(strstr(body, "flashstock_durable_lag_seconds_bucket{le=\"+Inf\"}"));
 	free(body);
 	/* The daemon's own counter is published after each round: wait for
 	 * the round that acknowledged the last order to publish it. */
 	uint64_t recs = 0;
 	for (int i = 0; i < 500 && recs != N + 2; i++) {
-		body = scrape(port);
+		body = t_metrics_get(port);
 		assert_non_null(body);
-		recs = sample(body, "flashstock_serve_records_total");
+		recs = t_metrics_sample(body, "flashstock_serve_records_total");
 		free(body);
 		if (recs != N + 2)
 			t_sleep_ms(10);

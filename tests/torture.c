@@ -55,6 +55,7 @@
 
 #include <mysql.h>
 
+#include "fixture_run.h"
 #include "flashstock.h"
 #include "mysql_apply.h"
 #include "reconcile.h"
@@ -733,52 +734,11 @@ static void tt_on_signal(int sig)
 	tt_interrupted = 1;
 }
 
-/* Run `sh FIXTURE CMD DBDIR` in its own process group (a Ctrl-C meant for us
- * never kills it half-way) and wait; its stdout goes to @p out if given.
+/* Run `sh FIXTURE CMD DBDIR` for the run's server (tools/fixture_run.h).
  * @return its exit status, or -1. */
 static int tt_fixture(const struct tt_opts *o, const char *cmd, char *out, size_t cap)
 {
-	int fd[2] = { -1, -1 }, status;
-	size_t len = 0;
-	pid_t pid;
-
-	if (out && pipe(fd) != 0)
-		return -1;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		setpgid(0, 0);
-		if (out) {
-			close(fd[0]);
-			dup2(fd[1], STDOUT_FILENO);
-			close(fd[1]);
-		} else {
-			dup2(STDERR_FILENO, STDOUT_FILENO);
-		}
-		execlp("sh", "sh", o->fixture, cmd, tt_dbdir, (char *)NULL);
-		_exit(127);
-	}
-	if (out) {
-		close(fd[1]);
-		for (;;) {
-			ssize_t r = read(fd[0], out + len, cap - 1 - len);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			len += (size_t)r;
-			if (len + 1 >= cap)
-				break;
-		}
-		out[len] = '\0';
-		close(fd[0]);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return fixture_run(o->fixture, cmd, tt_dbdir, out, cap);
 }
 
 static void tt_mysql_url(char *buf, size_t cap, const char *db)
@@ -792,7 +752,6 @@ static void tt_mariadb_start(const struct tt_opts *o)
 	char env[4096], url[PATH_MAX + 128];
 	struct flash_mysql_opts mo;
 	flash_mysql_t *m = NULL;
-	const char *p, *q;
 	int rc;
 
 	snprintf(tt_dbdir, sizeof tt_dbdir, "%s/mariadb", tt_root);
@@ -801,15 +760,8 @@ static void tt_mariadb_start(const struct tt_opts *o)
 	rc = tt_fixture(o, "start", env, sizeof env);
 	if (rc != 0)
 		tt_die("%s start failed (exit %d)", o->fixture, rc);
-	p = strstr(env, "export FLASH_MYSQL_SOCKET='");
-	if (!p)
-		tt_die("%s start printed no FLASH_MYSQL_SOCKET", o->fixture);
-	p += strlen("export FLASH_MYSQL_SOCKET='");
-	q = strchr(p, '\'');
-	if (!q || (size_t)(q - p) >= sizeof tt_socket)
-		tt_die("bad FLASH_MYSQL_SOCKET line");
-	memcpy(tt_socket, p, (size_t)(q - p));
-	tt_socket[q - p] = '\0';
+	if (fixture_export(env, "FLASH_MYSQL_SOCKET", tt_socket, sizeof tt_socket) != 0)
+		tt_die("%s start printed no usable FLASH_MYSQL_SOCKET", o->fixture);
 
 	tt_mysql_url(url, sizeof url, "flashstock");
 	memset(&mo, 0, sizeof mo);

@@ -6,7 +6,7 @@
 # sync phase; `flashstock-torture --long SECONDS` for longer runs.
 if(TARGET flashstock AND TARGET flashstock_persist)
   add_executable(flashstock-torture ${CMAKE_CURRENT_SOURCE_DIR}/torture.c)
-  target_link_libraries(flashstock-torture PRIVATE flashstock_persist m)
+  target_link_libraries(flashstock-torture PRIVATE flashstock_persist flashstock_fixture m)
   add_dependencies(flashstock-torture flashstock)
   add_test(NAME torture
            COMMAND flashstock-torture --kills 2000

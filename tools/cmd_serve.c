@@ -53,7 +53,7 @@ static void serve_help(FILE *out)
 	        "  --no-snapshot        no snapshots (then no WAL file is ever removed).  WAL\n"
 	        "                       files go once both a snapshot and MySQL (when --mysql\n"
 	        "                       is given) cover them; snapshots are DIR/snap-*.fss\n"
-	        "  --wal-file-mb N      size of each new WAL file, MiB (default 64)\n"
+	        "  --wal-file-mb N      size of each new WAL file, MiB, 1..1024 (default 64)\n"
 	        "  --drain-max N        records per round at most (default 65536)\n"
 	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
 	        "  --idle-us N          longest sleep when no record waits, us (default 250)\n"
@@ -118,7 +118,7 @@ int cmd_serve(int argc, char **argv)
 			o.recover = 1;
 			break;
 		case 'f':
-			if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, 65536, &v) != 0)
+			if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &v) != 0)
 				return TOOL_USAGE;
 			o.wal_segment_bytes = (uint64_t)v << 20;
 			break;

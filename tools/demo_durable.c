@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_run.h"
 #include "mysql_apply.h"
 #include "reconcile.h"
 #include "reconcile_sql.h"
@@ -78,83 +79,10 @@ static int dur_find_fixture(struct demo_dur *d)
 	return -1;
 }
 
-/*
- * Run `sh FIXTURE CMD DIR` in its own process group and wait for it.
- * Its stdout goes to @p out (NUL-terminated, may be NULL: then to our
- * stderr); its stderr is ours.  @return its exit status, or -1.
- */
+/* Run `sh FIXTURE CMD DIR` for the demo's server (fixture_run.h). */
 static int dur_script(struct demo_dur *d, const char *cmd, char *out, size_t cap)
 {
-	int fd[2] = { -1, -1 }, status;
-	size_t len = 0;
-	pid_t pid;
-
-	if (out && pipe(fd) != 0)
-		return -1;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		if (out) {
-			close(fd[0]);
-			close(fd[1]);
-		}
-		return -1;
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		if (out) {
-			close(fd[0]);
-			dup2(fd[1], STDOUT_FILENO);
-			close(fd[1]);
-		} else {
-			dup2(STDERR_FILENO, STDOUT_FILENO);
-		}
-		execlp("sh", "sh", d->fixture_path, cmd, d->db_dir, (char *)NULL);
-		_exit(127);
-	}
-	if (out) {
-		close(fd[1]);
-		for (;;) {
-			ssize_t r = read(fd[0], out + len, cap - 1 - len);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			len += (size_t)r;
-			if (len + 1 >= cap)
-				break;
-		}
-		out[len] = '\0';
-		close(fd[0]);
-	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return -1;
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* From the fixture's export lines, the value of `export KEY='value'`. */
-static int dur_export(const char *text, const char *key, char *val, size_t cap)
-{
-	char pat[96];
-	const char *p, *q;
-
-	snprintf(pat, sizeof pat, "export %s='", key);
-	p = strstr(text, pat);
-	if (!p)
-		return -1;
-	p += strlen(pat);
-	q = strchr(p, '\'');
-	if (!q || (size_t)(q - p) >= cap)
-		return -1;
-	memcpy(val, p, (size_t)(q - p));
-	val[q - p] = '\0';
-	return 0;
+	return fixture_run(d->fixture_path, cmd, d->db_dir, out, cap);
 }
 
 /* ---- set-up and tear-down ---------------------------------------------- */
@@ -192,7 +120,7 @@ int demo_dur_setup(struct demo_dur *d)
 	rc = dur_script(d, "start", env, sizeof env);
 	if (rc != 0)
 		return tool_failf("demo: %s start failed (exit %d); try --no-mysql", d->fixture_path, rc);
-	if (dur_export(env, "FLASH_MYSQL_DEFAULTS_FILE", d->defaults_file, sizeof d->defaults_file) != 0)
+	if (fixture_export(env, "FLASH_MYSQL_DEFAULTS_FILE", d->defaults_file, sizeof d->defaults_file) != 0)
 		return tool_failf("demo: %s start printed no FLASH_MYSQL_DEFAULTS_FILE", d->fixture_path);
 	return TOOL_OK;
 }
