@@ -17,6 +17,7 @@
 
 #include "flashstock.h"
 #include "mysql_pump.h"
+#include "serve_reconcile.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -47,6 +48,7 @@ struct serve {
 	flash_mysql_pump_t      *sv_pump;     /* MySQL applier, or NULL */
 	struct flash_lsn_record *sv_push;     /* this round's records for the pump */
 	size_t                   sv_npush, sv_cappush;
+	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -82,6 +84,7 @@ void serve_opts_default(struct serve_opts *o)
 	o->recover_ms = 1000;
 	o->idle_us_max = 250;
 	o->log_level = SERVE_LOG_INFO;
+	o->reconcile_every_ms = 300000;
 }
 
 /* ------------------------------------------------------------------------
@@ -451,6 +454,19 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		}
 		serve_log(&s, SERVE_LOG_INFO, "MySQL applier started (it catches up from the WAL)");
 	}
+	if (o->reconcile_every_ms != 0) {
+		struct serve_recon_opts ro = {
+			.segment = o->segment, .wal = s.sv_w, .mysql_url = o->mysql_url,
+			.mysql_defaults = o->mysql_defaults, .every_ms = o->reconcile_every_ms,
+			.threshold = o->reconcile_threshold, .log_level = o->log_level,
+			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
+		};
+		if ((rc = serve_recon_start(&ro, &s.sv_recon)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", flash_mysql_strerror(rc));
+			st->flash_rc = rc;
+			goto out;
+		}
+	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
 	if (o->metrics != NULL) {
@@ -462,6 +478,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			st->flash_rc = FLASH_EINVAL;
 			goto out;
 		}
+		metrics_set_reconcile(mt, s.sv_recon);
 		__atomic_store_n(&st->metrics_port, port, __ATOMIC_RELEASE);
 		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
 	}
@@ -558,6 +575,15 @@ out:
 		/* Records still queued are in the WAL: the next start catches up. */
 		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
 		s.sv_pump = NULL;
+	}
+	if (s.sv_recon) {
+		/* a clean stop: one last pass, the applier drained */
+		struct serve_recon_stats rs;
+		serve_recon_stop(s.sv_recon, ret == 0, &rs);
+		s.sv_recon = NULL;
+		st->reconcile_passes = rs.passes;
+		st->reconcile_diffs = rs.diffs_total;
+		st->reconcile_busy = rs.skipped_busy;
 	}
 	if (s.sv_w) {
 		st->durable_lsn = wal_durable_lsn(s.sv_w);

@@ -32,6 +32,8 @@
 
 #include "wal.h"
 
+struct serve_recon_pass;
+
 enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
 
 struct serve_opts {
@@ -57,6 +59,12 @@ struct serve_opts {
 	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */
 	const char   *mysql_defaults;   /* or an option file ([client] group); both NULL: no applier */
 	uint32_t      mysql_drain_ms;   /* at stop, let the applier catch up this long (0: 5000) */
+	/* The periodic reconciler (serve_reconcile.h): a pass every
+	 * reconcile_every_ms and one at a clean stop; 0: none at all. */
+	uint32_t      reconcile_every_ms;  /* serve_opts_default: 300000 (5 minutes) */
+	double        reconcile_threshold; /* ALERT past this share of units differing (0: 0.001) */
+	void        (*reconcile_hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
+	void         *reconcile_hook_arg;
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -82,6 +90,9 @@ struct serve_stats {
 	uint64_t lag_ns_sum;      /* over committed rounds */
 	uint32_t metrics_port;    /* port the metrics endpoint listens on (0: none); set
 	                             with an atomic store once listening */
+	uint64_t reconcile_passes;  /* periodic reconciler: passes (the final one included) */
+	uint64_t reconcile_diffs;   /* ... differences over every pass */
+	uint64_t reconcile_busy;    /* ... passes whose segment part found no quiet window */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 };

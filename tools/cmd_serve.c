@@ -52,6 +52,14 @@ static void serve_help(FILE *out)
 	        "                       mysql://user:pass@localhost/db?socket=PATH (the password\n"
 	        "                       is never printed); MySQL down or slow never stops the WAL\n"
 	        "  --mysql-defaults F   take the MySQL connection from option file F instead\n"
+	        "  --reconcile-every S  reconcile every S seconds (default 300; 0: never) and once\n"
+	        "                       at a clean stop: WAL vs MySQL at MySQL's applied LSN, read\n"
+	        "                       in one consistent snapshot (exact); segment vs WAL only in\n"
+	        "                       a quiet window (no ring holding an undurable record, no\n"
+	        "                       operation in flight, before and after), else skipped and\n"
+	        "                       counted as busy.  Each difference is logged at warn\n"
+	        "  --reconcile-threshold PCT  log an ALERT (error level) when the differing units\n"
+	        "                       exceed PCT %% of all units (default 0.1)\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -76,6 +84,8 @@ int cmd_serve(int argc, char **argv)
 		{ "metrics",     required_argument, NULL, 'm' },
 		{ "mysql",       required_argument, NULL, 'M' },
 		{ "mysql-defaults", required_argument, NULL, 'D' },
+		{ "reconcile-every", required_argument, NULL, 'E' },
+		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -133,6 +143,20 @@ int cmd_serve(int argc, char **argv)
 		case 'D':
 			o.mysql_defaults = optarg;
 			break;
+		case 'E':
+			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
+				return TOOL_USAGE;
+			o.reconcile_every_ms = v * 1000u;
+			break;
+		case 'T': {
+			char *end;
+			double pct = strtod(optarg, &end);
+			if (end == optarg || *end != '\0' || !(pct > 0.0 && pct <= 100.0))
+				return tool_usage_err(cmd, "--reconcile-threshold: '%s' is not a percentage in "
+				                      "(0, 100]", optarg);
+			o.reconcile_threshold = pct / 100.0;
+			break;
+		}
 		case 'l':
 			if (strcmp(optarg, "error") == 0)
 				o.log_level = SERVE_LOG_ERROR;
