@@ -36,8 +36,11 @@ struct repair {
 	flash_fold_t  *rp_f;          /* the WAL folded to MySQL's applied LSN */
 	FILE          *rp_out;
 	FILE          *rp_err;
-	uint64_t      *rp_touched;    /* sku keys a repair changed */
-	size_t         rp_ntouched, rp_captouched;
+	struct keyset {
+		uint64_t *v;
+		size_t    n, cap;
+	}              rp_touched,    /* skus a repair changed (stock or orders) */
+	               rp_stock;      /* skus whose item_stock row was set */
 	uint64_t       rp_repaired;   /* REPAIR lines */
 	uint64_t       rp_refused;    /* NOT REPAIRED lines */
 	int            rp_fatal;      /* a statement failed outside a savepoint */
@@ -76,31 +79,35 @@ static int rexec(struct repair *r, const char *sql, char *msg, size_t len)
 	return -1;
 }
 
-static void touch(struct repair *r, uint32_t a, uint32_t s)
+static void key_add(struct keyset *ks, uint32_t a, uint32_t s)
 {
 	uint64_t k = rkey(a, s);
-	for (size_t i = 0; i < r->rp_ntouched; i++)
-		if (r->rp_touched[i] == k)
+	for (size_t i = 0; i < ks->n; i++)
+		if (ks->v[i] == k)
 			return;
-	if (r->rp_ntouched == r->rp_captouched) {
-		size_t cap = r->rp_captouched ? r->rp_captouched * 2 : 64;
-		uint64_t *v = realloc(r->rp_touched, cap * sizeof *v);
+	if (ks->n == ks->cap) {
+		size_t cap = ks->cap ? ks->cap * 2 : 64;
+		uint64_t *v = realloc(ks->v, cap * sizeof *v);
 		if (!v)
-			return;            /* only the NOT REPAIRED wording depends on it */
-		r->rp_touched = v;
-		r->rp_captouched = cap;
+			return;            /* worst case: a second UPDATE, a longer report */
+		ks->v = v;
+		ks->cap = cap;
 	}
-	r->rp_touched[r->rp_ntouched++] = k;
+	ks->v[ks->n++] = k;
 }
 
-static int touched(const struct repair *r, uint32_t a, uint32_t s)
+static int key_has(const struct keyset *ks, uint32_t a, uint32_t s)
 {
 	uint64_t k = rkey(a, s);
-	for (size_t i = 0; i < r->rp_ntouched; i++)
-		if (r->rp_touched[i] == k)
+	for (size_t i = 0; i < ks->n; i++)
+		if (ks->v[i] == k)
 			return 1;
 	return 0;
 }
+
+static void touch(struct repair *r, uint32_t a, uint32_t s) { key_add(&r->rp_touched, a, s); }
+
+static int touched(const struct repair *r, uint32_t a, uint32_t s) { return key_has(&r->rp_touched, a, s); }
 
 static void not_repaired(struct repair *r, const struct flash_diff *d, const char *reason)
 {
@@ -168,8 +175,9 @@ static int fold_sku_sane(const struct flash_fold_sku *w)
 static void repair_stock(struct repair *r, const struct flash_diff *d)
 {
 	uint32_t a = d->activity_id, s = d->sku_id;
-	if (touched(r, a, s))
+	if (key_has(&r->rp_stock, a, s))
 		return;                          /* one UPDATE per sku did every field */
+	key_add(&r->rp_stock, a, s);
 	const struct flash_fold_sku *w = fold_sku(r->rp_f, a, s);
 	if (!w || !fold_sku_sane(w)) {
 		not_repaired(r, d, "the WAL's own figures for this sku do not balance");
@@ -618,6 +626,7 @@ out:
 	flash_reconcile_report_free(&rep);
 	flash_fold_free(r.rp_f);
 	flash_fold_free(f2);
-	free(r.rp_touched);
+	free(r.rp_touched.v);
+	free(r.rp_stock.v);
 	return ret;
 }

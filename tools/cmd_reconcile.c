@@ -31,7 +31,8 @@ static void reconcile_help(FILE *out)
 	        "and sums over orders).  Per (activity, sku) it compares presence, total,\n"
 	        "available and sold; inside each witness available + sold = total and sold =\n"
 	        "units of active orders; in MySQL no user above the per-user limit; and, with\n"
-	        "a segment and MySQL, every order of the segment against its MySQL row.\n"
+	        "a segment and MySQL, every order of the segment against its MySQL row, and\n"
+	        "with the WAL and MySQL, every order of the WAL against its MySQL row.\n"
 	        "Every difference is printed, one line each ('DIFF kind activity/sku ...').\n"
 	        "Run it at quiescence: no order in flight, no daemon holding the WAL, the\n"
 	        "applier caught up.  Any witness may be left out; at least one is needed.\n"
@@ -46,7 +47,7 @@ static void reconcile_help(FILE *out)
 	        "  --json                 print one JSON object instead of lines\n"
 	        "  --threshold PCT        print an ALERT line to stderr when the differing\n"
 	        "                         units exceed PCT %% of all units (default 0.1)\n"
-	        "  --no-orders            skip the order-by-order comparison\n"
+	        "  --no-orders            skip the order-by-order comparisons\n"
 	        "  --repair               make MySQL agree with the WAL, its authority: in one\n"
 	        "                         transaction holding the applier off (applied_lsn\n"
 	        "                         locked, never moved), fold the WAL to MySQL's applied\n"
@@ -145,6 +146,8 @@ int cmd_reconcile(int argc, char **argv)
 		return tool_usage_err(cmd, "name at least one witness: --name, --wal, --mysql");
 	if (o.segment && o.mysql && !no_orders && !repair)
 		o.flags |= FLASH_RECONCILE_ORDERS;
+	if (o.wal_dir && o.mysql && !no_orders && !repair)
+		o.flags |= FLASH_RECONCILE_WAL_ORDERS;
 
 	rc = flash_reconcile_run(&o, stdout, stderr);
 	fflush(stdout);
