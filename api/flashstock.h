@@ -572,8 +572,9 @@ int flash_durability_fail(flash_t *h);
 
 /** The segment's activity, summed over every slot (flash_quiet_get). */
 struct flash_quiet {
-	uint64_t ops;        /* operations begun so far (grows by one per operation,
-	                        failed ones included; never shrinks) */
+	uint64_t ops;        /* sequence numbers taken by operations so far: grows with
+	                        every operation (by one or more), refused ones
+	                        included; never shrinks */
 	uint64_t consumed;   /* records the consumer has marked durable */
 	uint64_t pending;    /* records published into a ring and not yet durable */
 	uint32_t in_flight;  /* journals holding an operation between its begin and
