@@ -34,15 +34,13 @@ struct flash_fold {
 	size_t    ff_idx_cap;
 	struct flash_fold_sku *ff_sorted; /* sorted copy for flash_fold_skus() */
 	int       ff_dirty;
-	struct flash_fold_order *ff_ord;  /* indexed by order number (0 unused) */
-	uint64_t  ff_ord_cap;             /* entries allocated */
+	uint64_t *ff_okey;                /* orders: open addressing by number, 0 = empty */
+	struct flash_fold_order *ff_oval; /* ... the order of ff_okey[i] */
+	size_t    ff_ocap;                /* slots (a power of two) */
+	size_t    ff_on;                  /* slots used */
 	uint64_t  ff_ord_max;             /* highest order number folded */
 	uint64_t  ff_lsn;                 /* last LSN folded */
 };
-
-/* Order numbers are 32-bit in the segment (max_orders); a larger one in a
- * record is a corrupt WAL, not a reason to allocate. */
-#define FOLD_ORDER_NO_MAX 0xffffffffull
 
 static uint64_t sku_key(uint32_t a, uint32_t s) { return (uint64_t)a << 32 | s; }
 
@@ -66,35 +64,73 @@ void flash_fold_free(flash_fold_t *f)
 	free(f->ff_v);
 	free(f->ff_idx);
 	free(f->ff_sorted);
-	free(f->ff_ord);
+	free(f->ff_okey);
+	free(f->ff_oval);
 	free(f);
+}
+
+/* Orders are kept by number in a hash table, not an array indexed by
+ * number: a corrupt WAL may carry any number, and must not make the fold
+ * allocate for it. */
+static size_t ord_slot(const flash_fold_t *f, uint64_t no)
+{
+	size_t j = key_hash(no, f->ff_ocap);
+	while (f->ff_okey[j] && f->ff_okey[j] != no)
+		j = (j + 1) & (f->ff_ocap - 1);
+	return j;
+}
+
+static int ord_grow(flash_fold_t *f)
+{
+	size_t cap = f->ff_ocap ? f->ff_ocap * 2 : 1024;
+	uint64_t *k = calloc(cap, sizeof *k);
+	struct flash_fold_order *v = malloc(cap * sizeof *v);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return FLASH_ENOMEM;
+	}
+	flash_fold_t nf = { .ff_okey = k, .ff_oval = v, .ff_ocap = cap };
+	for (size_t i = 0; i < f->ff_ocap; i++) {
+		if (!f->ff_okey[i])
+			continue;
+		size_t j = ord_slot(&nf, f->ff_okey[i]);
+		k[j] = f->ff_okey[i];
+		v[j] = f->ff_oval[i];
+	}
+	free(f->ff_okey);
+	free(f->ff_oval);
+	f->ff_okey = k;
+	f->ff_oval = v;
+	f->ff_ocap = cap;
+	return FLASH_OK;
 }
 
 static struct flash_fold_order *fold_order(flash_fold_t *f, uint64_t no)
 {
-	if (no >= f->ff_ord_cap) {
-		uint64_t cap = f->ff_ord_cap ? f->ff_ord_cap : 1024;
-		while (cap <= no)
-			cap *= 2;
-		struct flash_fold_order *v = realloc(f->ff_ord, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		memset(v + f->ff_ord_cap, 0, (cap - f->ff_ord_cap) * sizeof *v);
-		f->ff_ord = v;
-		f->ff_ord_cap = cap;
+	if ((f->ff_on + 1) * 2 > f->ff_ocap && ord_grow(f))
+		return NULL;
+	size_t j = ord_slot(f, no);
+	if (!f->ff_okey[j]) {
+		f->ff_okey[j] = no;
+		memset(&f->ff_oval[j], 0, sizeof f->ff_oval[j]);
+		f->ff_on++;
 	}
 	if (no > f->ff_ord_max)
 		f->ff_ord_max = no;
-	return &f->ff_ord[no];
+	return &f->ff_oval[j];
 }
 
 int flash_fold_order_get(const flash_fold_t *f, uint64_t no, struct flash_fold_order *out)
 {
 	if (!f || !out || !no)
 		return FLASH_EINVAL;
-	if (no > f->ff_ord_max || f->ff_ord[no].state == FLASH_ORDER_NONE)
+	if (!f->ff_ocap)
 		return FLASH_ENOT_FOUND;
-	*out = f->ff_ord[no];
+	size_t j = ord_slot(f, no);
+	if (!f->ff_okey[j] || f->ff_oval[j].state == FLASH_ORDER_NONE)
+		return FLASH_ENOT_FOUND;
+	*out = f->ff_oval[j];
 	return FLASH_OK;
 }
 
@@ -162,14 +198,14 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 	if ((r->type == FLASH_REC_SKU && (r->value < 0 || r->value > (1ll << 40))) ||
 	    (r->type == FLASH_REC_RESTOCK && (r->value < -(1ll << 40) || r->value > (1ll << 40))))
 		return FLASH_EINVAL;
-	if ((r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL) &&
-	    (r->order_no == 0 || r->order_no > FOLD_ORDER_NO_MAX))
-		return FLASH_EINVAL;
 	struct flash_fold_sku *e = fold_get(f, r->activity_id, r->sku_id);
 	if (!e)
 		return FLASH_ENOMEM;
-	struct flash_fold_order *o = NULL;
-	if ((r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL) &&
+	/* order number 0 is never issued: such a record counts in its sku's
+	 * sums (which then differ) but has no order to compare */
+	struct flash_fold_order none, *o = &none;
+	memset(&none, 0, sizeof none);
+	if ((r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL) && r->order_no &&
 	    !(o = fold_order(f, r->order_no)))
 		return FLASH_ENOMEM;
 	int64_t t = e->total, a = e->available;
@@ -553,50 +589,88 @@ static void ochunk_missing(struct ochunk *c)
 	}
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+struct wjoin {
+	struct flash_reconcile_report *rep;
+	const flash_fold_t *f;
+	const uint64_t *nos;             /* the WAL's order numbers, ascending */
+	size_t n, i;
+};
+
+static void wal_order_info(const flash_fold_t *f, uint64_t no, struct flash_order_info *o)
+{
+	struct flash_fold_order fo;
+	memset(o, 0, sizeof *o);
+	if (flash_fold_order_get(f, no, &fo) != FLASH_OK)
+		return;
+	o->order_no = no;
+	o->user_id = fo.user_id;
+	o->activity_id = fo.activity_id;
+	o->sku_id = fo.sku_id;
+	o->qty = fo.qty;
+	o->state = fo.state;
+	o->limit_slot = fo.limit_slot;
+	o->biz_day = fo.biz_day;
+	o->created_ns = fo.created_ns;
+}
+
+static void wal_missing_in_mysql(struct wjoin *w, uint64_t no)
+{
+	struct flash_order_info o;
+	wal_order_info(w->f, no, &o);
+	struct flash_diff *d = diff_add(w->rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL, o.activity_id, o.sku_id);
+	d->order_no = no;
+	d->user_id = o.user_id;
+	d->wal = o.state;
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " missing in MySQL", no);
+}
+
+static int wjoin_row(void *arg, const struct flash_sql_order *mo)
+{
+	struct wjoin *w = arg;
+	while (w->i < w->n && w->nos[w->i] < mo->order_no)
+		wal_missing_in_mysql(w, w->nos[w->i++]);
+	if (w->i < w->n && w->nos[w->i] == mo->order_no) {
+		struct flash_order_info o;
+		wal_order_info(w->f, mo->order_no, &o);
+		order_diff(w->rep, FLASH_W_WAL, &o, mo);
+		w->i++;
+		return 0;
+	}
+	struct flash_diff *d = diff_add(w->rep, FLASH_DIFF_MISSING, FLASH_W_WAL, mo->activity_id, mo->sku_id);
+	d->order_no = mo->order_no;
+	d->user_id = mo->user_id;
+	d->sql = mo->state;
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, not in the WAL", mo->order_no);
+	return 0;
+}
+
 /*
- * Every order of the WAL fold against MySQL, CHUNK numbers at a time, then
- * MySQL's rows beyond the fold's highest number.
+ * Every order of the WAL fold against MySQL: the fold's numbers sorted,
+ * merged with one scan of MySQL's rows in number order (streamed).
  */
 static int wal_orders(flash_fold_t *f, flash_mysql_t *m, struct flash_reconcile_report *rep)
 {
-	uint64_t max = f->ff_ord_max;
-	struct ochunk c = { .rep = rep, .w = FLASH_W_WAL };
-	int rc = FLASH_OK;
-	c.seg = malloc(CHUNK * sizeof *c.seg);
-	c.seen = malloc(CHUNK);
-	if (!c.seg || !c.seen) {
-		rc = FLASH_ENOMEM;
-		goto out;
-	}
-	for (uint64_t from = 1; from <= max; from += CHUNK) {
-		uint64_t len = max - from + 1 < CHUNK ? max - from + 1 : CHUNK;
-		c.from = from;
-		c.len = len;
-		memset(c.seen, 0, len);
-		for (uint64_t i = 0; i < len; i++) {
-			const struct flash_fold_order *fo = &f->ff_ord[from + i];
-			struct flash_order_info *o = &c.seg[i];
-			memset(o, 0, sizeof *o);
-			o->order_no = from + i;
-			o->user_id = fo->user_id;
-			o->activity_id = fo->activity_id;
-			o->sku_id = fo->sku_id;
-			o->qty = fo->qty;
-			o->state = fo->state;
-			o->limit_slot = fo->limit_slot;
-			o->biz_day = fo->biz_day;
-			o->created_ns = fo->created_ns;
-		}
-		if ((rc = flash_sql_orders_scan(m, from, from + len - 1, ochunk_row, &c)))
-			goto out;
-		ochunk_missing(&c);
-		rep->orders_checked += len;
-	}
-	struct orphan orph = { rep, FLASH_W_WAL };
-	rc = flash_sql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, &orph);
-out:
-	free(c.seg);
-	free(c.seen);
+	size_t n = 0;
+	uint64_t *nos = malloc((f->ff_on ? f->ff_on : 1) * sizeof *nos);
+	if (!nos)
+		return FLASH_ENOMEM;
+	for (size_t i = 0; i < f->ff_ocap; i++)
+		if (f->ff_okey[i] && f->ff_oval[i].state != FLASH_ORDER_NONE)
+			nos[n++] = f->ff_okey[i];
+	qsort(nos, n, sizeof *nos, cmp_u64);
+	struct wjoin w = { rep, f, nos, n, 0 };
+	int rc = flash_sql_orders_scan(m, 1, UINT64_MAX >> 1, wjoin_row, &w);
+	if (rc == FLASH_OK)
+		while (w.i < w.n)
+			wal_missing_in_mysql(&w, w.nos[w.i++]);
+	rep->orders_checked += n;
+	free(nos);
 	return rc;
 }
 

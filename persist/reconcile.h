@@ -9,8 +9,10 @@
  * flash_reconcile() compares, per (activity, sku): presence, total,
  * available, sold; inside each witness: available + sold = total and sold =
  * units of active orders; in MySQL: no user above the per-user limit; and,
- * on request, every order of the segment against its MySQL row.  Every
- * difference is listed; none is hidden or repaired here.
+ * on request, every order of the segment, or of the WAL, against its MySQL
+ * row.  Every difference is listed; none is hidden or repaired here.
+ * flash_reconcile_repair() (reconcile_repair.c) repairs MySQL from the WAL
+ * and prints each change; the daemon's periodic pass is serve_reconcile.h.
  *
  * Any witness may be left out (NULL); at least one must be given.  The
  * comparison is meaningful at quiescence (no order in flight, the applier

@@ -23,6 +23,10 @@
  * holds a record identical to it (same slot, seq and all 64 bytes).  A
  * segment rebuilt or recreated since has restarted its seqs; its rings never
  * hold a byte-identical copy, so nothing is skipped by mistake.
+ *
+ * With reconcile_every_ms set (the default: 5 minutes) a thread compares
+ * the segment, the WAL and MySQL periodically and once more at a clean stop
+ * after the applier drained (serve_reconcile.h).
  */
 #ifndef FLASH_SERVE_H
 #define FLASH_SERVE_H

@@ -17,8 +17,12 @@
  * Nothing here waits for a time: the tests wait for passes (the hook
  * signals each one) and for conditions.
  */
+#include <arpa/inet.h>
 #include <mysql.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
 
 #include "helpers.h"
 #include "mysql_apply.h"
@@ -152,7 +156,7 @@ static void *serve_main(void *arg)
 }
 
 static void serve_start(struct serve_thread *t, const char *seg, const char *dir, const char *url,
-                        struct seen *s, double threshold)
+                        struct seen *s, double threshold, int metrics)
 {
 	memset(t, 0, sizeof *t);
 	serve_opts_default(&t->o);
@@ -167,6 +171,12 @@ static void serve_start(struct serve_thread *t, const char *seg, const char *dir
 	t->o.reconcile_threshold = threshold;
 	t->o.reconcile_hook = hook;
 	t->o.reconcile_hook_arg = s;
+#ifdef FLASH_HAVE_MHD
+	if (metrics)
+		t->o.metrics = "127.0.0.1:0";
+#else
+	(void)metrics;
+#endif
 	assert_int_equal(pthread_create(&t->th, NULL, serve_main, t), 0);
 }
 
@@ -214,11 +224,13 @@ struct buyer {
 };
 
 #define BATCH 100
-#define BATCHES_PER_PASS 20
+#define BATCHES_PER_PASS 5
 #define BUYER_CAP 60000
 
 /* Orders of 1-2 units on two skus, every 7th cancelled, users cycling
- * through 1024 ids (limit 64, cancels return the quota), without pause;
+ * through 1024 ids (limit 64; a cancel keeps the quota, so a batch of the
+ * applier never reuses a limit slot and stays on its fast path), without
+ * pause;
  * a buyer BATCHES_PER_PASS batches ahead of the reconciler waits for its
  * next pass, so the order table lasts until the test has its passes (a
  * pacing by passes, not by time). */
@@ -275,19 +287,20 @@ static void test_live_passes_find_no_difference_while_orders_flow(void **state)
 	struct flash_seg_opts so;
 	big_opts(&so);
 	flash_t *h = t_seg_new(&so, name, sizeof name);
-	assert_int_equal(t_activity(h, 1, 64, 2, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA),
-	                 FLASH_OK);
+	assert_int_equal(t_activity(h, 1, 64, 2, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 1, 1000000, 2), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 2, 1000000, 1), FLASH_OK);
 	char *dir = wt_mkdtemp();
 	fresh_db(url, sizeof url);
 	struct seen *s = seen_new();
 	struct serve_thread t;
-	serve_start(&t, name, dir, url, s, 0);
+	serve_start(&t, name, dir, url, s, 0, 0);
 
-	int stop = 0;
-	struct buyer b[2];
-	pthread_t bt[2];
+	/* static: a failed assertion leaves the buyers running, never on a dead stack */
+	static int stop;
+	static struct buyer b[2];
+	static pthread_t bt[2];
+	stop = 0;
 	for (int i = 0; i < 2; i++) {
 		b[i] = (struct buyer){ .seg = name, .s = s, .user0 = 1 + (uint64_t)i * 100000, .stop = &stop };
 		assert_int_equal(pthread_create(&bt[i], NULL, buyer_main, &b[i]), 0);
@@ -364,6 +377,51 @@ static void test_live_passes_find_no_difference_while_orders_flow(void **state)
 	wt_rmdir(dir);
 }
 
+/* ---- metrics: GET /metrics and one sample ---- */
+
+#ifdef FLASH_HAVE_MHD
+static char *scrape(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return NULL;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		close(fd);
+		return NULL;
+	}
+	static const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+	if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+		close(fd);
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *b = malloc(cap);
+	ssize_t r;
+	while (b && (r = read(fd, b + n, cap - n - 1)) > 0) {
+		n += (size_t)r;
+		if (n + 1 == cap) {
+			cap *= 2;
+			b = realloc(b, cap);
+		}
+	}
+	close(fd);
+	if (b)
+		b[n] = 0;
+	return b;
+}
+
+static uint64_t sample(const char *body, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, name, len) == 0 && p[len] == ' ')
+			return strtoull(p + len + 1, NULL, 10);
+	return UINT64_MAX;
+}
+#endif
+
 /* ---- 2. MySQL changed behind the applier's back ---- */
 
 struct tamper_ctx {
@@ -388,7 +446,7 @@ static void tamper_setup(struct tamper_ctx *c, double threshold)
 	c->dir = wt_mkdtemp();
 	fresh_db(c->url, sizeof c->url);
 	c->s = seen_new();
-	serve_start(&c->t, c->name, c->dir, c->url, c->s, threshold);
+	serve_start(&c->t, c->name, c->dir, c->url, c->s, threshold, 1);
 	assert_int_equal(t_activity(c->h, 1, 4, 3, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(c->h, 1, 1, 100000, 1), FLASH_OK);
 	assert_int_equal(flash_sku_add(c->h, 1, 2, 100000, 2), FLASH_OK);
@@ -477,6 +535,22 @@ static void test_tamper_reported_exactly_with_alert(void **state)
 	assert_int_equal(d->wal, FLASH_ORDER_ACTIVE);
 	assert_int_equal(sp.diff_units, 500);
 	assert_int_equal(sp.p.alert, 1);
+#ifdef FLASH_HAVE_MHD
+	/* the metrics say the same (every later pass finds the same five) */
+	uint16_t port;
+	while ((port = (uint16_t)__atomic_load_n(&c.t.st.metrics_port, __ATOMIC_ACQUIRE)) == 0)
+		sched_yield();
+	char *body = scrape(port);
+	assert_non_null(body);
+	assert_int_equal(sample(body, "flashstock_reconcile_differences_last"), 5);
+	assert_int_equal(sample(body, "flashstock_reconcile_alert"), 1);
+	assert_true(sample(body, "flashstock_reconcile_passes_total") >= sp.p.pass);
+	assert_true(sample(body, "flashstock_reconcile_differences_total") >= 5);
+	assert_int_equal(sample(body, "flashstock_reconcile_last_lsn"), c.records);
+	assert_int_equal(sample(body, "flashstock_reconcile_errors_total"), 0);
+	assert_true(sample(body, "flashstock_reconcile_skipped_busy_total") != UINT64_MAX);
+	free(body);
+#endif
 	tamper_teardown(&c);
 	assert_int_equal(c.t.st.reconcile_diffs > 0, 1);
 }
@@ -525,7 +599,7 @@ static void test_without_mysql_segment_vs_wal(void **state)
 	char *dir = wt_mkdtemp();
 	struct seen *s = seen_new();
 	struct serve_thread t;
-	serve_start(&t, name, dir, NULL, s, 0);
+	serve_start(&t, name, dir, NULL, s, 0, 0);
 	assert_int_equal(t_activity(h, 1, 2, 3, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 1, 500, 1), FLASH_OK);
 	for (uint64_t u = 1; u <= 40; u++)
