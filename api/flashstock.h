@@ -612,6 +612,33 @@ int flash_consumer_unregister(flash_t *h);
  */
 int flash_durability_fail(flash_t *h);
 
+/** The segment's activity, summed over every slot (flash_quiet_get). */
+struct flash_quiet {
+	uint64_t ops;        /* sequence numbers taken by operations so far: grows with
+	                        every operation (by one or more), refused ones
+	                        included; never shrinks */
+	uint64_t consumed;   /* records the consumer has marked durable */
+	uint64_t pending;    /* records published into a ring and not yet durable */
+	uint32_t in_flight;  /* journals holding an operation between its begin and
+	                        its end, of live or dead handles */
+	uint32_t _pad;
+};
+
+/**
+ * Read the segment's activity, for a reader that needs a quiet instant (the
+ * daemon's reconciler compares the segment with the WAL only then).  The
+ * segment is quiet when pending and in_flight are 0: every change made so
+ * far is finished and its record durable.  Two calls that both find it quiet
+ * and return the same ops and consumed bracket a span in which no operation
+ * changed the segment: whatever the caller read between them is exactly the
+ * state the durable WAL describes.
+ * @param[in]  h    any handle, read-only ones included
+ * @param[out] out  the figures
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ * @note Reads every slot (O(max_procs)); lock-free, changes nothing.
+ */
+int flash_quiet_get(flash_t *h, struct flash_quiet *out);
+
 /**
  * Re-apply one record to this segment, as recovery from the WAL does after a
  * reboot: the record's effect (catalog entry, order with its exact number and

@@ -290,3 +290,36 @@ int flash_durability_fail(flash_t *h)
 		futex(&h->proc[s].durable_futex, FUTEX_WAKE, INT32_MAX, NULL);
 	return FLASH_OK;
 }
+
+/*
+ * A reader's view of the segment's activity (flashstock.h).  Relaxed loads
+ * summed slot by slot, then a load fence: a caller that reads the segment
+ * between two calls and finds both quiet and equal has read a state no
+ * operation touched, because every operation raises its slot's seq before
+ * its first shared change (fs_op_begin: seq store, store fence, phase RUN),
+ * and that change is a CAS -- a full barrier -- so a change seen by the
+ * reader implies the seq raise is visible to the reader's second call.
+ */
+int flash_quiet_get(flash_t *h, struct flash_quiet *out)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	memset(out, 0, sizeof(*out));
+	ck_pr_fence_load();
+	for (uint32_t i = 0; i < h->proc_cap; i++) {
+		struct ck_ring *r = ring_of(h, i);
+		unsigned int used = ck_pr_load_uint(&r->p_tail) - ck_pr_load_uint(&r->c_head);
+
+		out->ops += ck_pr_load_64(&h->proc[i].seq);
+		out->consumed += ck_pr_load_64(&h->proc[i].cons_seq);
+		out->pending += used;
+		if (ck_pr_load_32(&h->jr[i].phase) != FS_PH_IDLE)
+			out->in_flight++;
+	}
+	ck_pr_fence_load();
+	return FLASH_OK;
+}

@@ -16,14 +16,16 @@
 #include <string.h>
 
 #include "flashstock.h"
+#include "serve_reconcile.h"
 
 struct metrics {
 	struct MHD_Daemon *m_d;
 	char              *m_segment;   /* owned copy */
 	wal_t             *m_w;
 	flash_mysql_pump_t *m_pump;     /* or NULL */
-	pthread_mutex_t    m_mu;        /* guards m_st */
+	pthread_mutex_t    m_mu;        /* guards m_st, m_recon */
 	struct serve_stats m_st;
+	serve_recon_t     *m_recon;     /* or NULL */
 };
 
 /* ---- text buffer ---- */
@@ -224,6 +226,39 @@ static void render_mysql(struct metrics *m, struct mbuf *mb)
 	          p.queued);
 }
 
+static void render_reconcile(struct metrics *m, struct mbuf *mb)
+{
+	struct serve_recon_stats r;
+	pthread_mutex_lock(&m->m_mu);
+	serve_recon_t *rc = m->m_recon;
+	if (rc)
+		serve_recon_stats_get(rc, &r);
+	pthread_mutex_unlock(&m->m_mu);
+	if (!rc)
+		return;
+	mb_metric(mb, "flashstock_reconcile_passes_total", "counter", "Periodic reconciler passes.",
+	          r.passes);
+	mb_metric(mb, "flashstock_reconcile_differences_last", "gauge",
+	          "Differences found by the last reconciler pass.", r.diffs_last);
+	mb_metric(mb, "flashstock_reconcile_differences_total", "counter",
+	          "Differences found over every reconciler pass.", r.diffs_total);
+	mb_metric(mb, "flashstock_reconcile_alert", "gauge",
+	          "1 if the last pass found differing units past the threshold.", r.alert);
+	mb_metric(mb, "flashstock_reconcile_skipped_busy_total", "counter",
+	          "Passes whose segment vs WAL part found no quiet window (skipped).", r.skipped_busy);
+	mb_metric(mb, "flashstock_reconcile_errors_total", "counter",
+	          "Passes with a part that could not run (MySQL down, ...).", r.errors);
+	mb_metric(mb, "flashstock_reconcile_last_lsn", "gauge",
+	          "LSN the last pass compared at (MySQL's applied LSN).", r.last_lsn);
+}
+
+void metrics_set_reconcile(metrics_t *m, struct serve_recon *r)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_recon = r;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 char *metrics_render(metrics_t *m)
 {
 	struct mbuf mb = { .cap = 8192 };
@@ -235,6 +270,7 @@ char *metrics_render(metrics_t *m)
 	render_wal(m, &mb);
 	render_serve(m, &mb);
 	render_mysql(m, &mb);
+	render_reconcile(m, &mb);
 	if (mb.oom) {
 		free(mb.b);
 		return NULL;

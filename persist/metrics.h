@@ -31,6 +31,11 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
                   flash_mysql_pump_t *pump, metrics_t **out, uint16_t *port,
                   char *err, size_t errlen);
 
+struct serve_recon;
+/* Add the periodic reconciler's figures (NULL: none); call before the first
+ * scrape can matter, and keep @p r alive until metrics_stop(). */
+void metrics_set_reconcile(metrics_t *m, struct serve_recon *r);
+
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);
 

@@ -35,6 +35,15 @@ struct flash_fold {
 	size_t    ff_idx_cap;
 	struct flash_fold_sku *ff_sorted; /* sorted copy for flash_fold_skus() */
 	int       ff_dirty;
+	uint64_t *ff_okey;                /* orders: open addressing by number, 0 = empty */
+	struct flash_fold_order *ff_oval; /* ... the order of ff_okey[i] */
+	size_t    ff_ocap;                /* slots (a power of two) */
+	size_t    ff_on;                  /* slots used */
+	uint64_t  ff_ord_max;             /* highest order number folded */
+	uint64_t  ff_lsn;                 /* last LSN folded */
+	uint64_t  ff_base_lsn;            /* seeded from a snapshot at this LSN (0: from the
+	                                     first record): orders placed before it are not
+	                                     in the fold, only their sums */
 };
 
 static uint64_t sku_key(uint32_t a, uint32_t s) { return (uint64_t)a << 32 | s; }
@@ -59,8 +68,79 @@ void flash_fold_free(flash_fold_t *f)
 	free(f->ff_v);
 	free(f->ff_idx);
 	free(f->ff_sorted);
+	free(f->ff_okey);
+	free(f->ff_oval);
 	free(f);
 }
+
+/* Orders are kept by number in a hash table, not an array indexed by
+ * number: a corrupt WAL may carry any number, and must not make the fold
+ * allocate for it. */
+static size_t ord_slot(const flash_fold_t *f, uint64_t no)
+{
+	size_t j = key_hash(no, f->ff_ocap);
+	while (f->ff_okey[j] && f->ff_okey[j] != no)
+		j = (j + 1) & (f->ff_ocap - 1);
+	return j;
+}
+
+static int ord_grow(flash_fold_t *f)
+{
+	size_t cap = f->ff_ocap ? f->ff_ocap * 2 : 1024;
+	uint64_t *k = calloc(cap, sizeof *k);
+	struct flash_fold_order *v = malloc(cap * sizeof *v);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return FLASH_ENOMEM;
+	}
+	flash_fold_t nf = { .ff_okey = k, .ff_oval = v, .ff_ocap = cap };
+	for (size_t i = 0; i < f->ff_ocap; i++) {
+		if (!f->ff_okey[i])
+			continue;
+		size_t j = ord_slot(&nf, f->ff_okey[i]);
+		k[j] = f->ff_okey[i];
+		v[j] = f->ff_oval[i];
+	}
+	free(f->ff_okey);
+	free(f->ff_oval);
+	f->ff_okey = k;
+	f->ff_oval = v;
+	f->ff_ocap = cap;
+	return FLASH_OK;
+}
+
+static struct flash_fold_order *fold_order(flash_fold_t *f, uint64_t no)
+{
+	if ((f->ff_on + 1) * 2 > f->ff_ocap && ord_grow(f))
+		return NULL;
+	size_t j = ord_slot(f, no);
+	if (!f->ff_okey[j]) {
+		f->ff_okey[j] = no;
+		memset(&f->ff_oval[j], 0, sizeof f->ff_oval[j]);
+		f->ff_on++;
+	}
+	if (no > f->ff_ord_max)
+		f->ff_ord_max = no;
+	return &f->ff_oval[j];
+}
+
+int flash_fold_order_get(const flash_fold_t *f, uint64_t no, struct flash_fold_order *out)
+{
+	if (!f || !out || !no)
+		return FLASH_EINVAL;
+	if (!f->ff_ocap)
+		return FLASH_ENOT_FOUND;
+	size_t j = ord_slot(f, no);
+	if (!f->ff_okey[j] || f->ff_oval[j].state == FLASH_ORDER_NONE)
+		return FLASH_ENOT_FOUND;
+	*out = f->ff_oval[j];
+	return FLASH_OK;
+}
+
+uint64_t flash_fold_orders_max(const flash_fold_t *f) { return f ? f->ff_ord_max : 0; }
+
+uint64_t flash_fold_lsn(const flash_fold_t *f) { return f ? f->ff_lsn : 0; }
 
 static int fold_grow(flash_fold_t *f)
 {
@@ -125,6 +205,13 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 	struct flash_fold_sku *e = fold_get(f, r->activity_id, r->sku_id);
 	if (!e)
 		return FLASH_ENOMEM;
+	/* order number 0 is never issued: such a record counts in its sku's
+	 * sums (which then differ) but has no order to compare */
+	struct flash_fold_order none, *o = &none;
+	memset(&none, 0, sizeof none);
+	if ((r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL) && r->order_no &&
+	    !(o = fold_order(f, r->order_no)))
+		return FLASH_ENOMEM;
 	int64_t t = e->total, a = e->available;
 	if (__builtin_add_overflow(t, (r->type == FLASH_REC_SKU || r->type == FLASH_REC_RESTOCK) ? r->value : 0, &t) ||
 	    __builtin_add_overflow(a, r->type == FLASH_REC_ORDER ? -(int64_t)r->qty :
@@ -139,11 +226,30 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 		e->available -= r->qty;
 		e->sold += r->qty;
 		e->active_orders++;
+		o->user_id = r->user_id;
+		o->request_id = r->request_id;
+		o->created_ns = r->ts_ns;
+		o->lsn = lsn;
+		o->cancel_lsn = 0;
+		o->activity_id = r->activity_id;
+		o->sku_id = r->sku_id;
+		o->qty = r->qty;
+		o->biz_day = r->biz_day;
+		o->limit_slot = r->limit_slot;
+		o->state = FLASH_ORDER_ACTIVE;
+		o->quota_returned = 0;
 		break;
 	case FLASH_REC_CANCEL:
 		e->available += r->qty;
 		e->sold -= r->qty;
 		e->active_orders--;
+		/* a cancel of an order the WAL never had leaves the number
+		 * without an ORDER: the comparison shows it */
+		if (o->state == FLASH_ORDER_ACTIVE) {
+			o->state = FLASH_ORDER_CANCELLED;
+			o->quota_returned = (r->flags & 1u) ? 1 : 0;
+			o->cancel_lsn = lsn;
+		}
 		break;
 	case FLASH_REC_RESTOCK:
 		e->total += r->value;
@@ -177,11 +283,19 @@ int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n)
 struct fold_ctx {
 	flash_fold_t *fc_f;
 	int fc_rc;
+	uint64_t fc_upto;        /* stop after this LSN (0: never) */
+	int fc_done;             /* fc_upto reached */
 };
 
 static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
 {
 	struct fold_ctx *c = arg;
+	if (lsn <= c->fc_f->ff_lsn)
+		return 0;               /* folded already */
+	if (c->fc_upto && lsn > c->fc_upto) {
+		c->fc_done = 1;
+		return 1;
+	}
 	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
 		c->fc_rc = FLASH_ECORRUPT;
 		return 1;
@@ -192,18 +306,42 @@ static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 	if (rc == FLASH_EINVAL)
 		rc = FLASH_ECORRUPT;          /* an unknown record type in the WAL */
 	c->fc_rc = rc;
+	if (rc == FLASH_OK)
+		c->fc_f->ff_lsn = lsn;
+	if (rc == FLASH_OK && c->fc_upto && lsn == c->fc_upto) {
+		c->fc_done = 1;
+		return 1;
+	}
 	return rc != FLASH_OK;
 }
 
-int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc)
+static int fold_result(const struct fold_ctx *c, int wrc, const struct wal_replay_report *rep,
+                       int *wal_rc)
+{
+	if (c->fc_done && wrc == WAL_ESTOPPED)
+		wrc = WAL_OK;                 /* stopped at upto_lsn, as asked */
+	if (wal_rc)
+		*wal_rc = wrc == WAL_ESTOPPED ? rep->stop : wrc;
+	if (c->fc_rc)
+		return c->fc_rc;
+	switch (wrc) {
+	case WAL_OK:     return FLASH_OK;
+	case WAL_EIO:    return FLASH_ESYS;
+	case WAL_ENOMEM: return FLASH_ENOMEM;
+	case WAL_EINVAL: return FLASH_EINVAL;
+	default:         return FLASH_ECORRUPT;
+	}
+}
+
+int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
 {
 	if (!f || !wal_dir)
 		return FLASH_EINVAL;
-	struct fold_ctx c = { f, FLASH_OK };
-	struct wal_replay_report rep;
-	/* Old files removed: start from a snapshot's fold (snapshot.h). */
+	if (f->ff_lsn != 0 || f->ff_base_lsn != 0)
+		return FLASH_OK;                      /* under way already */
+	/* old WAL files removed: start from a snapshot's fold (snapshot.h) */
 	uint64_t from = 0;
-	int src = snap_fold_seed(wal_dir, f, &from);
+	int src = snap_fold_seed(wal_dir, f, upto_lsn, &from);
 	if (src == SNAP_EGAP || src == SNAP_ECORRUPT) {
 		if (wal_rc)
 			*wal_rc = WAL_EGAP;
@@ -213,18 +351,50 @@ int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc)
 		return FLASH_ENOMEM;
 	if (src != SNAP_OK)
 		return FLASH_ESYS;
-	int wrc = wal_replay(wal_dir, from, fold_frame, &c, 0, &rep);
-	if (wal_rc)
-		*wal_rc = wrc == WAL_ESTOPPED ? rep.stop : wrc;
-	if (c.fc_rc)
-		return c.fc_rc;
-	switch (wrc) {
-	case WAL_OK:     return FLASH_OK;
-	case WAL_EIO:    return FLASH_ESYS;
-	case WAL_ENOMEM: return FLASH_ENOMEM;
-	case WAL_EINVAL: return FLASH_EINVAL;
-	default:         return FLASH_ECORRUPT;
+	if (from > 1)
+		f->ff_lsn = f->ff_base_lsn = from - 1;
+	return FLASH_OK;
+}
+
+uint64_t flash_fold_base_lsn(const flash_fold_t *f) { return f ? f->ff_base_lsn : 0; }
+
+int flash_fold_wal_upto(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
+{
+	if (!f || !wal_dir)
+		return FLASH_EINVAL;
+	int src = flash_fold_start(f, wal_dir, upto_lsn, wal_rc);
+	if (src != FLASH_OK)
+		return src;
+	if (upto_lsn && f->ff_lsn >= upto_lsn) {
+		if (wal_rc)
+			*wal_rc = WAL_OK;
+		return FLASH_OK;
 	}
+	struct fold_ctx c = { f, FLASH_OK, upto_lsn, 0 };
+	struct wal_replay_report rep;
+	int wrc = wal_replay(wal_dir, f->ff_lsn + 1, fold_frame, &c, 0, &rep);
+	return fold_result(&c, wrc, &rep, wal_rc);
+}
+
+int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc)
+{
+	return flash_fold_wal_upto(f, wal_dir, 0, wal_rc);
+}
+
+int flash_fold_wal_live(flash_fold_t *f, wal_t *w, uint64_t upto_lsn, int *wal_rc)
+{
+	if (!f || !w)
+		return FLASH_EINVAL;
+	if (upto_lsn && f->ff_lsn >= upto_lsn) {
+		if (wal_rc)
+			*wal_rc = WAL_OK;
+		return FLASH_OK;
+	}
+	struct fold_ctx c = { f, FLASH_OK, upto_lsn, 0 };
+	struct wal_replay_report rep;
+	memset(&rep, 0, sizeof rep);
+	int wrc = wal_read_durable(w, f->ff_lsn + 1, fold_frame, &c, &rep);
+	return fold_result(&c, wrc, &rep, wal_rc);
 }
 
 static int cmp_fold(const void *x, const void *y)
@@ -367,13 +537,25 @@ static struct flash_diff *diff_add(struct flash_reconcile_report *rep, int kind,
 
 struct ochunk {
 	struct flash_reconcile_report *rep;
-	struct flash_order_info *seg;    /* orders from..from+len-1 */
+	struct flash_order_info *seg;    /* orders from..from+len-1, as witness w has them */
 	uint8_t *seen;
 	uint64_t from;
 	uint64_t len;
+	unsigned w;                      /* FLASH_W_SEGMENT or FLASH_W_WAL */
 };
 
-static void order_diff(struct flash_reconcile_report *rep, const struct flash_order_info *so,
+static const char *wname(unsigned w) { return w == FLASH_W_WAL ? "the WAL" : "the segment"; }
+
+/* Put a value of witness @p w into the diff's matching field. */
+static void wset(struct flash_diff *d, unsigned w, int64_t v)
+{
+	if (w == FLASH_W_WAL)
+		d->wal = v;
+	else
+		d->seg = v;
+}
+
+static void order_diff(struct flash_reconcile_report *rep, unsigned w, const struct flash_order_info *so,
                        const struct flash_sql_order *mo)
 {
 	const char *field = NULL;
@@ -394,11 +576,11 @@ static void order_diff(struct flash_reconcile_report *rep, const struct flash_or
 		field = "biz_day", sv = so->biz_day, mv = mo->biz_day;
 	if (!field)
 		return;
-	struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER, FLASH_W_SEGMENT | FLASH_W_MYSQL,
+	struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER, w | FLASH_W_MYSQL,
 	                                so->activity_id, so->sku_id);
 	d->order_no = so->order_no;
 	d->user_id = so->user_id;
-	d->seg = sv;
+	wset(d, w, sv);
 	d->sql = mv;
 	snprintf(d->what, sizeof d->what, "order %" PRIu64 " %s differs", so->order_no, field);
 }
@@ -412,29 +594,137 @@ static int ochunk_row(void *arg, const struct flash_sql_order *mo)
 	c->seen[i] = 1;
 	const struct flash_order_info *so = &c->seg[i];
 	if (so->state == FLASH_ORDER_NONE) {
-		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT,
+		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, c->w,
 		                                mo->activity_id, mo->sku_id);
 		d->order_no = mo->order_no;
 		d->user_id = mo->user_id;
 		d->sql = mo->state;
-		snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, never completed in the segment",
-		         mo->order_no);
+		snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, %s", mo->order_no,
+		         c->w == FLASH_W_WAL ? "not in the WAL" : "never completed in the segment");
 		return 0;
 	}
-	order_diff(c->rep, so, mo);
+	order_diff(c->rep, c->w, so, mo);
 	return 0;
 }
 
+struct orphan {
+	struct flash_reconcile_report *rep;
+	unsigned w;
+};
+
 static int orphan_row(void *arg, const struct flash_sql_order *mo)
 {
-	struct flash_reconcile_report *rep = arg;
-	struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT, mo->activity_id, mo->sku_id);
+	struct orphan *o = arg;
+	struct flash_diff *d = diff_add(o->rep, FLASH_DIFF_MISSING, o->w, mo->activity_id, mo->sku_id);
 	d->order_no = mo->order_no;
 	d->user_id = mo->user_id;
 	d->sql = mo->state;
-	snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, beyond the segment's numbers",
-	         mo->order_no);
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, beyond %s's numbers",
+	         mo->order_no, wname(o->w));
 	return 0;
+}
+
+/* After MySQL's rows of a chunk: the orders of witness c->w MySQL lacks. */
+static void ochunk_missing(struct ochunk *c)
+{
+	for (uint64_t i = 0; i < c->len; i++) {
+		const struct flash_order_info *o = &c->seg[i];
+		if (c->seen[i] || o->state == FLASH_ORDER_NONE)
+			continue;
+		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL,
+		                                o->activity_id, o->sku_id);
+		d->order_no = o->order_no;
+		d->user_id = o->user_id;
+		wset(d, c->w, o->state);
+		snprintf(d->what, sizeof d->what, "order %" PRIu64 " missing in MySQL", o->order_no);
+	}
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+struct wjoin {
+	struct flash_reconcile_report *rep;
+	const flash_fold_t *f;
+	const uint64_t *nos;             /* the WAL's order numbers, ascending */
+	size_t n, i;
+};
+
+static void wal_order_info(const flash_fold_t *f, uint64_t no, struct flash_order_info *o)
+{
+	struct flash_fold_order fo;
+	memset(o, 0, sizeof *o);
+	if (flash_fold_order_get(f, no, &fo) != FLASH_OK)
+		return;
+	o->order_no = no;
+	o->user_id = fo.user_id;
+	o->activity_id = fo.activity_id;
+	o->sku_id = fo.sku_id;
+	o->qty = fo.qty;
+	o->state = fo.state;
+	o->limit_slot = fo.limit_slot;
+	o->biz_day = fo.biz_day;
+	o->created_ns = fo.created_ns;
+}
+
+static void wal_missing_in_mysql(struct wjoin *w, uint64_t no)
+{
+	struct flash_order_info o;
+	wal_order_info(w->f, no, &o);
+	struct flash_diff *d = diff_add(w->rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL, o.activity_id, o.sku_id);
+	d->order_no = no;
+	d->user_id = o.user_id;
+	d->wal = o.state;
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " missing in MySQL", no);
+}
+
+static int wjoin_row(void *arg, const struct flash_sql_order *mo)
+{
+	struct wjoin *w = arg;
+	while (w->i < w->n && w->nos[w->i] < mo->order_no)
+		wal_missing_in_mysql(w, w->nos[w->i++]);
+	if (w->i < w->n && w->nos[w->i] == mo->order_no) {
+		struct flash_order_info o;
+		wal_order_info(w->f, mo->order_no, &o);
+		order_diff(w->rep, FLASH_W_WAL, &o, mo);
+		w->i++;
+		return 0;
+	}
+	if (w->f->ff_base_lsn != 0)
+		return 0;   /* placed before the snapshot the fold started from: only its sums are known */
+	struct flash_diff *d = diff_add(w->rep, FLASH_DIFF_MISSING, FLASH_W_WAL, mo->activity_id, mo->sku_id);
+	d->order_no = mo->order_no;
+	d->user_id = mo->user_id;
+	d->sql = mo->state;
+	snprintf(d->what, sizeof d->what, "order %" PRIu64 " in MySQL, not in the WAL", mo->order_no);
+	return 0;
+}
+
+/*
+ * Every order of the WAL fold against MySQL: the fold's numbers sorted,
+ * merged with one scan of MySQL's rows in number order (streamed).
+ */
+static int wal_orders(flash_fold_t *f, flash_mysql_t *m, struct flash_reconcile_report *rep)
+{
+	size_t n = 0;
+	uint64_t *nos = malloc((f->ff_on ? f->ff_on : 1) * sizeof *nos);
+	if (!nos)
+		return FLASH_ENOMEM;
+	for (size_t i = 0; i < f->ff_ocap; i++)
+		if (f->ff_okey[i] && f->ff_oval[i].state != FLASH_ORDER_NONE)
+			nos[n++] = f->ff_okey[i];
+	qsort(nos, n, sizeof *nos, cmp_u64);
+	struct wjoin w = { rep, f, nos, n, 0 };
+	int rc = flash_sql_orders_scan(m, 1, UINT64_MAX >> 1, wjoin_row, &w);
+	if (rc == FLASH_OK)
+		while (w.i < w.n)
+			wal_missing_in_mysql(&w, w.nos[w.i++]);
+	rep->orders_checked += n;
+	free(nos);
+	return rc;
 }
 
 /*
@@ -445,7 +735,7 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
                       struct flash_reconcile_report *rep)
 {
 	uint64_t max = flash_orders_max(h);
-	struct ochunk c = { .rep = rep };
+	struct ochunk c = { .rep = rep, .w = FLASH_W_SEGMENT };
 	c.seg = malloc(CHUNK * sizeof *c.seg);
 	c.seen = malloc(CHUNK);
 	int rc = FLASH_OK;
@@ -482,21 +772,13 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
 		rc = flash_sql_orders_scan(m, from, from + len - 1, ochunk_row, &c);
 		if (rc)
 			goto out;
-		for (uint64_t i = 0; i < len; i++) {
-			const struct flash_order_info *o = &c.seg[i];
-			if (c.seen[i] || o->state == FLASH_ORDER_NONE)
-				continue;
-			struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL,
-			                                o->activity_id, o->sku_id);
-			d->order_no = o->order_no;
-			d->user_id = o->user_id;
-			d->seg = o->state;
-			snprintf(d->what, sizeof d->what, "order %" PRIu64 " missing in MySQL", o->order_no);
-		}
+		ochunk_missing(&c);
 		rep->orders_checked += len;
 	}
-	if (m)
-		rc = flash_sql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, rep);
+	if (m) {
+		struct orphan orph = { rep, FLASH_W_SEGMENT };
+		rc = flash_sql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, &orph);
+	}
 out:
 	free(c.seg);
 	free(c.seen);
@@ -551,7 +833,8 @@ static void user_limits(struct flash_reconcile_report *rep, const struct flash_s
 int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned flags,
                     struct flash_reconcile_report *rep)
 {
-	if (!rep || (!h && !m && !wal) || (flags & ~FLASH_RECONCILE_ORDERS))
+	if (!rep || (!h && !m && !wal) || (flags & ~(FLASH_RECONCILE_ORDERS | FLASH_RECONCILE_WAL_ORDERS)) ||
+	    ((flags & FLASH_RECONCILE_WAL_ORDERS) && (!m || !wal)))
 		return FLASH_EINVAL;
 	memset(rep, 0, sizeof *rep);
 	rep->witnesses = (h ? FLASH_W_SEGMENT : 0) | (wal ? FLASH_W_WAL : 0) | (m ? FLASH_W_MYSQL : 0);
@@ -568,6 +851,10 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 		if ((rc = seg_skus(h, &sv, &sn)))
 			goto out;
 		if ((rc = seg_orders(h, (flags & FLASH_RECONCILE_ORDERS) ? m : NULL, sv, sn, rep)))
+			goto out;
+	}
+	if (flags & FLASH_RECONCILE_WAL_ORDERS) {
+		if ((rc = wal_orders(wal, m, rep)))
 			goto out;
 	}
 	if (m) {
@@ -706,6 +993,41 @@ static void val(FILE *out, const char *name, int64_t v, int json)
 		fprintf(out, json ? ",\"%s\":%" PRId64 : " %s=%" PRId64, name, v);
 }
 
+static void fval(char *buf, size_t len, size_t *k, const char *name, int64_t v)
+{
+	if (*k >= len)
+		return;
+	int n = v == FLASH_DIFF_NA ? snprintf(buf + *k, len - *k, " %s=-", name)
+	                           : snprintf(buf + *k, len - *k, " %s=%" PRId64, name, v);
+	*k += n > 0 ? (size_t)n : 0;
+}
+
+void flash_diff_format(const struct flash_diff *d, char *buf, size_t len)
+{
+	char w[32];
+	size_t k = 0;
+	int n;
+	if (!len)
+		return;
+	witnesses_str(d->witnesses, w, sizeof w);
+	n = snprintf(buf, len, "DIFF %s activity=%u sku=%u [%s]", flash_diff_name(d->kind),
+	             d->activity_id, d->sku_id, w);
+	k = n > 0 ? (size_t)n : 0;
+	if (d->order_no && k < len) {
+		n = snprintf(buf + k, len - k, " order=%" PRIu64, d->order_no);
+		k += n > 0 ? (size_t)n : 0;
+	}
+	if (d->user_id && k < len) {
+		n = snprintf(buf + k, len - k, " user=%" PRIu64, d->user_id);
+		k += n > 0 ? (size_t)n : 0;
+	}
+	fval(buf, len, &k, "segment", d->seg);
+	fval(buf, len, &k, "wal", d->wal);
+	fval(buf, len, &k, "mysql", d->sql);
+	if (k < len)
+		snprintf(buf + k, len - k, " (%s)", d->what);
+}
+
 void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, int json)
 {
 	size_t kept = rep->n;
@@ -727,16 +1049,9 @@ void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, 
 			val(out, "mysql", d->sql, 1);
 			fprintf(out, ",\"what\":\"%s\"}", d->what);   /* fixed wording: no quotes inside */
 		} else {
-			fprintf(out, "DIFF %s activity=%u sku=%u [%s]", flash_diff_name(d->kind), d->activity_id,
-			        d->sku_id, w);
-			if (d->order_no)
-				fprintf(out, " order=%" PRIu64, d->order_no);
-			if (d->user_id)
-				fprintf(out, " user=%" PRIu64, d->user_id);
-			val(out, "segment", d->seg, 0);
-			val(out, "wal", d->wal, 0);
-			val(out, "mysql", d->sql, 0);
-			fprintf(out, " (%s)\n", d->what);
+			char line[384];
+			flash_diff_format(d, line, sizeof line);
+			fprintf(out, "%s\n", line);
 		}
 	}
 	witnesses_str(rep->witnesses, w, sizeof w);
@@ -761,12 +1076,25 @@ int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FIL
 			fprintf(err, "reconcile: name at least one of segment, WAL, MySQL\n");
 		return 2;
 	}
+	if (o->repair && (!o->wal_dir || !o->mysql)) {
+		fprintf(err, "reconcile: --repair needs the WAL and MySQL (the WAL is MySQL's authority)\n");
+		return 2;
+	}
 	flash_t *h = NULL;
 	flash_mysql_t *m = NULL;
 	flash_fold_t *f = NULL;
 	int rc, ret = 2;
 	if (o->segment && (rc = flash_open(o->segment, FLASH_RDONLY, &h))) {
 		fprintf(err, "reconcile: segment %s: %s\n", o->segment, flash_strerror(rc));
+		goto out;
+	}
+	if (o->repair) {
+		if ((rc = flash_mysql_open(o->mysql, &m)) != FLASH_OK) {
+			fprintf(err, "reconcile: MySQL %s: %s\n", m ? flash_mysql_where(m) : "",
+			        flash_mysql_strerror(rc));
+			goto out;
+		}
+		ret = flash_reconcile_repair(h, m, o, out, err);
 		goto out;
 	}
 	if (o->wal_dir) {

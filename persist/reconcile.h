@@ -9,8 +9,10 @@
  * flash_reconcile() compares, per (activity, sku): presence, total,
  * available, sold; inside each witness: available + sold = total and sold =
  * units of active orders; in MySQL: no user above the per-user limit; and,
- * on request, every order of the segment against its MySQL row.  Every
- * difference is listed; none is hidden or repaired here.
+ * on request, every order of the segment, or of the WAL, against its MySQL
+ * row.  Every difference is listed; none is hidden or repaired here.
+ * flash_reconcile_repair() (reconcile_repair.c) repairs MySQL from the WAL
+ * and prints each change; the daemon's periodic pass is serve_reconcile.h.
  *
  * Any witness may be left out (NULL); at least one must be given.  The
  * comparison is meaningful at quiescence (no order in flight, the applier
@@ -86,6 +88,75 @@ int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc);
  */
 int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n);
 
+/**
+ * One order as the WAL has it.  The fold keeps one per order number in a
+ * dense array indexed by number (64 bytes each, like the segment's own order
+ * table), so the WAL can be compared with MySQL order by order and MySQL
+ * repaired from it.
+ */
+struct flash_fold_order {
+	uint64_t user_id;
+	uint64_t request_id;
+	int64_t  created_ns;        /* the ORDER record's ts_ns */
+	uint64_t lsn;               /* LSN of the ORDER record */
+	uint64_t cancel_lsn;        /* LSN of the CANCEL record, 0 while active */
+	uint32_t activity_id;
+	uint32_t sku_id;
+	uint32_t qty;
+	uint32_t biz_day;
+	uint16_t limit_slot;
+	uint8_t  state;             /* enum flash_order_state (NONE: no ORDER record) */
+	uint8_t  quota_returned;    /* the cancel gave the limit slot back */
+	uint32_t _pad;
+};
+
+/**
+ * The order numbered @p order_no.
+ * @return FLASH_OK; FLASH_ENOT_FOUND (no ORDER record for it); FLASH_EINVAL.
+ */
+int flash_fold_order_get(const flash_fold_t *f, uint64_t order_no, struct flash_fold_order *out);
+
+/** Highest order number folded (0: none). */
+uint64_t flash_fold_orders_max(const flash_fold_t *f);
+
+/** LSN of the last frame folded (0: none); the next fold starts after it. */
+uint64_t flash_fold_lsn(const flash_fold_t *f);
+
+/**
+ * Prepare a fresh fold for the WAL in @p wal_dir: when the WAL no longer
+ * starts at LSN 1 (files removed behind snapshots), seed it from the newest
+ * valid snapshot at or below @p upto_lsn (0: any) that the WAL continues;
+ * the fold then resumes after that snapshot's LSN.  Orders placed before it
+ * are known only through their sums, so the order-by-order comparison skips
+ * MySQL rows the fold lacks.  Nothing to do for a fold under way or a WAL
+ * that starts at 1.  flash_fold_wal_upto() calls it itself.
+ * @return FLASH_OK; FLASH_ECORRUPT (no snapshot bridges the gap; *wal_rc =
+ *         WAL_EGAP); FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
+ */
+int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
+
+/** The LSN a seeded fold started after (0: it folded from the first record). */
+uint64_t flash_fold_base_lsn(const flash_fold_t *f);
+
+/**
+ * Fold the frames of a WAL directory that no wal_t has open (or whose
+ * writer has made them durable) from flash_fold_lsn(f) + 1 through
+ * @p upto_lsn (0: to the end).  A fold is incremental: call it again with a
+ * larger @p upto_lsn to go on.  After FLASH_OK, flash_fold_lsn(f) <
+ * @p upto_lsn means the WAL ends before it.
+ * @return as flash_fold_wal().
+ */
+int flash_fold_wal_upto(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
+
+struct wal;
+/**
+ * Fold the durable frames of an open WAL (wal_read_durable(): safe while its
+ * writer appends) from flash_fold_lsn(f) + 1 through @p upto_lsn (0: its
+ * durable LSN).  For the daemon's periodic reconciler.
+ * @return as flash_fold_wal().
+ */
+int flash_fold_wal_live(flash_fold_t *f, struct wal *w, uint64_t upto_lsn, int *wal_rc);
+
 /* ---- the comparison ---------------------------------------------------------- */
 
 enum flash_witness {
@@ -121,7 +192,8 @@ struct flash_diff {
 	char     what[96];          /* which field, in words */
 };
 
-#define FLASH_RECONCILE_ORDERS 0x1u  /* also compare every order of the segment with MySQL */
+#define FLASH_RECONCILE_ORDERS     0x1u  /* also compare every order of the segment with MySQL */
+#define FLASH_RECONCILE_WAL_ORDERS 0x2u  /* also compare every order of the WAL fold with MySQL */
 
 struct flash_reconcile_report {
 	struct flash_diff *diffs;   /* malloc'ed; flash_reconcile_report_free() */
@@ -131,7 +203,7 @@ struct flash_reconcile_report {
 	                               (past 2^20 or out of memory); 0 = agreement */
 	uint32_t witnesses;         /* FLASH_W_* compared */
 	uint64_t skus;              /* distinct (activity, sku) seen */
-	uint64_t orders_checked;    /* orders compared segment vs MySQL */
+	uint64_t orders_checked;    /* order numbers compared with MySQL (segment and WAL each count) */
 	uint64_t units;             /* sum of the largest total seen per sku */
 	uint64_t diff_units;        /* sum per sku of the largest |difference| in available/sold/total */
 };
@@ -141,7 +213,8 @@ struct flash_reconcile_report {
  * @param[in]  h      segment handle, or NULL
  * @param[in]  m      MySQL applier handle, or NULL
  * @param[in]  wal    fold of the WAL, or NULL
- * @param[in]  flags  0 or FLASH_RECONCILE_ORDERS (needs h and m)
+ * @param[in]  flags  0, FLASH_RECONCILE_ORDERS (needs h and m),
+ *                    FLASH_RECONCILE_WAL_ORDERS (needs wal and m)
  * @param[out] rep    the differences (rep->found == 0: all agree)
  * @return FLASH_OK (whatever the number of differences); FLASH_EINVAL (no
  *         witness, NULL rep); FLASH_ENOMEM; a segment error (FLASH_ECORRUPT);
@@ -151,6 +224,12 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
                     struct flash_reconcile_report *rep);
 
 void flash_reconcile_report_free(struct flash_reconcile_report *rep);
+
+/**
+ * One difference as the text line flash_reconcile_print() writes, without
+ * the newline ("DIFF kind activity=A sku=S [witnesses] ... (what)").
+ */
+void flash_diff_format(const struct flash_diff *d, char *buf, size_t len);
 
 /**
  * Print every difference, one per line ("DIFF kind activity/sku ..."), or
@@ -167,16 +246,46 @@ struct flash_reconcile_run_opts {
 	unsigned    flags;                   /* FLASH_RECONCILE_ORDERS */
 	int         json;                    /* print one JSON object instead of lines */
 	double      alert_ratio;             /* alert when diff_units / units exceeds it; 0 = 0.001 */
+	int         repair;                  /* make MySQL agree with the WAL (needs wal_dir and
+	                                        mysql): see flash_reconcile_run() */
 };
 
 /**
  * Open the witnesses named in @p o, reconcile, print the report to @p out
  * and an ALERT line to @p err when differing units exceed o->alert_ratio
- * of all units.  Nothing is repaired.
- * @return 0 when the witnesses agree, 1 when any difference was found,
- *         2 when the comparison could not be made (the reason is on @p err).
+ * of all units.  Nothing is repaired unless o->repair.
+ *
+ * With o->repair the WAL is the authority for MySQL.  In one transaction
+ * that first locks the applied_lsn row (so the applier waits; the row itself
+ * is never written, so it never moves), the WAL is folded up to MySQL's
+ * applied LSN A and compared with MySQL (stock rows, and every order); each
+ * difference MySQL can be brought back from is changed, and one line is
+ * printed per change before the commit:
+ *   "REPAIR item_stock A/S available 10 -> 9"   (total, available, sold)
+ *   "REPAIR item_stock insert A/S total T available V sold S"
+ *   "REPAIR orders insert N activity A sku S user U qty Q ACTIVE|CANCELLED"
+ *   "REPAIR orders N status ACTIVE -> CANCELLED" (one line per column)
+ * Each change runs under its own savepoint: one MySQL refuses (a unique key,
+ * an unknown activity) is rolled back alone and printed "NOT REPAIRED".
+ * What cannot be repaired from the WAL is printed "NOT REPAIRED ... (reason)"
+ * and left as it is: segment-side differences (the segment, when named, is
+ * compared with the whole WAL), MySQL rows the WAL does not have, per-user
+ * limit breaches, a WAL inconsistent in itself.  Then everything is checked
+ * again (MySQL at its applied LSN then, and the segment).
+ * @return 0 when the witnesses agree (after repair: the re-check found no
+ *         difference), 1 when a difference was found (remains), 2 when the
+ *         comparison could not be made (the reason is on @p err).
  */
 int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FILE *err);
+
+/**
+ * The repair of flash_reconcile_run() (o->repair) on open witnesses: @p m,
+ * the WAL in o->wal_dir, and the segment @p h (may be NULL; it is only
+ * compared, never changed).  (reconcile_repair.c)
+ * @return as flash_reconcile_run().
+ */
+int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reconcile_run_opts *o,
+                           FILE *out, FILE *err);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 #include "flashstock.h"
 #include "mysql_pump.h"
 #include "snapshot.h"
+#include "serve_reconcile.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -51,6 +52,7 @@ struct serve {
 	size_t                   sv_npush, sv_cappush;
 	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
+	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -113,6 +115,7 @@ void serve_opts_default(struct serve_opts *o)
 	o->recover_ms = 1000;
 	o->idle_us_max = 250;
 	o->log_level = SERVE_LOG_INFO;
+	o->reconcile_every_ms = 300000;
 }
 
 /* ------------------------------------------------------------------------
@@ -511,6 +514,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		struct snap_opts so = {
 			.segment = o->segment, .wal_dir = o->wal_dir, .wal = s.sv_w,
 			.every_s = o->snapshot_every_s, .wal_bytes = o->snapshot_wal_bytes,
+			.keep_wal = o->keep_wal,
 			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
 			.log = serve_snap_log, .log_arg = &s,
 		};
@@ -518,6 +522,19 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		if (rc != SNAP_OK) {
 			serve_log(&s, SERVE_LOG_ERROR, "snapshot thread: %s", snap_strerror(rc));
 			st->flash_rc = FLASH_ESYS;
+			goto out;
+		}
+	}
+	if (o->reconcile_every_ms != 0) {
+		struct serve_recon_opts ro = {
+			.segment = o->segment, .wal = s.sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql_url,
+			.mysql_defaults = o->mysql_defaults, .every_ms = o->reconcile_every_ms,
+			.threshold = o->reconcile_threshold, .log_level = o->log_level,
+			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
+		};
+		if ((rc = serve_recon_start(&ro, &s.sv_recon)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", flash_mysql_strerror(rc));
+			st->flash_rc = rc;
 			goto out;
 		}
 	}
@@ -532,6 +549,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			st->flash_rc = FLASH_EINVAL;
 			goto out;
 		}
+		metrics_set_reconcile(mt, s.sv_recon);
 		__atomic_store_n(&st->metrics_port, port, __ATOMIC_RELEASE);
 		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
 	}
@@ -650,6 +668,15 @@ out:
 		/* Records still queued are in the WAL: the next start catches up. */
 		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
 		s.sv_pump = NULL;
+	}
+	if (s.sv_recon) {
+		/* a clean stop: one last pass, the applier drained */
+		struct serve_recon_stats rs;
+		serve_recon_stop(s.sv_recon, ret == 0, &rs);
+		s.sv_recon = NULL;
+		st->reconcile_passes = rs.passes;
+		st->reconcile_diffs = rs.diffs_total;
+		st->reconcile_busy = rs.skipped_busy;
 	}
 	if (s.sv_w) {
 		st->durable_lsn = wal_durable_lsn(s.sv_w);

@@ -25,6 +25,10 @@
  * holds a record identical to it (same slot, seq and all 64 bytes).  A
  * segment rebuilt or recreated since has restarted its seqs; its rings never
  * hold a byte-identical copy, so nothing is skipped by mistake.
+ *
+ * With reconcile_every_ms set (the default: 5 minutes) a thread compares
+ * the segment, the WAL and MySQL periodically and once more at a clean stop
+ * after the applier drained (serve_reconcile.h).
  */
 #ifndef FLASH_SERVE_H
 #define FLASH_SERVE_H
@@ -33,6 +37,8 @@
 #include <stdint.h>
 
 #include "wal.h"
+
+struct serve_recon_pass;
 
 enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
 
@@ -66,6 +72,13 @@ struct serve_opts {
 	                                   the snapshots in wal_dir whatever this says */
 	uint32_t      snapshot_every_s; /* 0: 300 */
 	uint64_t      snapshot_wal_bytes; /* 0: 64 MiB (one default WAL file) */
+	int           keep_wal;         /* snapshots remove no WAL file */
+	/* The periodic reconciler (serve_reconcile.h): a pass every
+	 * reconcile_every_ms and one at a clean stop; 0: none at all. */
+	uint32_t      reconcile_every_ms;  /* serve_opts_default: 300000 (5 minutes) */
+	double        reconcile_threshold; /* ALERT past this share of units differing (0: 0.001) */
+	void        (*reconcile_hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
+	void         *reconcile_hook_arg;
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -96,6 +109,9 @@ struct serve_stats {
 	uint64_t snapshots;       /* snapshots written */
 	uint64_t snap_failures;   /* snapshot failures (sticky: at most 1) */
 	uint64_t wal_removed;     /* WAL files removed behind snapshots and MySQL */
+	uint64_t reconcile_passes;  /* periodic reconciler: passes (the final one included) */
+	uint64_t reconcile_diffs;   /* ... differences over every pass */
+	uint64_t reconcile_busy;    /* ... passes whose segment part found no quiet window */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 };

@@ -349,8 +349,9 @@ int snap_list(const char *dir, uint64_t **lsns, size_t *n)
 	return snap_list_ext(dir, "fss", lsns, n);
 }
 
-int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
-                     snap_log_fn log, void *log_arg)
+/* The newest valid snapshot with min_lsn <= LSN <= max_lsn. */
+static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_lsn,
+                               struct snap_file *f, snap_log_fn log, void *log_arg)
 {
 	uint64_t *lsns;
 	size_t n;
@@ -361,6 +362,8 @@ int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
 	for (size_t i = n; i-- > 0;) {
 		if (lsns[i] < min_lsn)
 			break;
+		if (lsns[i] > max_lsn)
+			continue;
 		char path[4200];
 		snap_path(path, sizeof path, dir, lsns[i]);
 		int frc = snap_file_open(path, f);
@@ -378,6 +381,12 @@ int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
 	}
 	free(lsns);
 	return rc;
+}
+
+int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
+                     snap_log_fn log, void *log_arg)
+{
+	return snap_open_newest_in(dir, min_lsn, UINT64_MAX, f, log, log_arg);
 }
 
 struct snap_range {
@@ -496,7 +505,7 @@ int snap_recover(const char *name, const char *dir, uint64_t *lsn, int *flash_rc
 	return SNAP_OK;
 }
 
-int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t *from)
+int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t *from)
 {
 	*from = 0;
 	uint64_t first, last;
@@ -510,7 +519,7 @@ int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t *from)
 	if (first == 1 || (wrc != WAL_OK && wrc != WAL_EGAP))
 		return SNAP_OK;
 	struct snap_file sf;
-	int rc = snap_open_newest(dir, 0, &sf, NULL, NULL);
+	int rc = snap_open_newest_in(dir, 0, max_lsn ? max_lsn : UINT64_MAX, &sf, NULL, NULL);
 	if (rc == SNAP_ENOENT)
 		return first == 0 ? SNAP_OK : SNAP_EGAP;
 	if (rc != SNAP_OK)
@@ -795,7 +804,7 @@ static void snap_prune(snap_t *s)
 static int snap_remove_wal(snap_t *s)
 {
 	uint64_t cover = s->s_snaps[0] ? s->s_snaps[0] : s->s_snaps[1];
-	if (cover == 0)
+	if (cover == 0 || s->s_o.keep_wal)
 		return SNAP_OK;
 	if (s->s_o.applied_lsn != NULL) {
 		uint64_t a = 0;

@@ -171,13 +171,13 @@ int snap_recover(const char *name, const char *dir, uint64_t *lsn, int *flash_rc
                  snap_log_fn log, void *log_arg);
 
 /*
- * For flash_fold_wal(): when the WAL in @p dir no longer starts at LSN 1,
- * seed @p f from the newest valid snapshot that the WAL continues and set
- * *from to its LSN + 1.  A WAL that starts at 1 (or is empty with no
+ * For flash_fold_start(): when the WAL in @p dir no longer starts at LSN 1,
+ * seed @p f from the newest valid snapshot at or below @p max_lsn (0: any)
+ * that the WAL continues and set *from to its LSN + 1.  A WAL that starts at 1 (or is empty with no
  * snapshot) seeds nothing: *from = 0.
  * @return SNAP_OK; SNAP_EGAP (no snapshot bridges the gap); SNAP_EIO; SNAP_ENOMEM.
  */
-int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t *from);
+int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t *from);
 
 /* ---- the snapshot thread's state ---- */
 
@@ -187,6 +187,7 @@ struct snap_opts {
 	wal_t      *wal;          /* the writer: frames are read behind it */
 	uint32_t    every_s;      /* 0: 300 */
 	uint64_t    wal_bytes;    /* 0: WAL_SEGMENT_DEFAULT */
+	int         keep_wal;     /* remove no WAL file */
 	/* MySQL's applied LSN (NULL: no applier).  Return 0 and set *lsn, or
 	 * nonzero when unknown (nothing is removed then). */
 	int       (*applied_lsn)(void *arg, uint64_t *lsn);

@@ -3,8 +3,10 @@
 # sale: after `demo --keep` (segment, WAL and a private MariaDB left
 # running) the three witnesses agree and reconcile exits 0; after a
 # deliberate change of one sku's stock directly in MariaDB it exits 1 and
-# names that sku (text and JSON); --repair and bad command lines exit 2.
-# Everything the demo kept is removed at the end, whatever happens.
+# names that sku (text and JSON); bad command lines exit 2 and change
+# nothing; --repair prints one REPAIR line per change and exits 0, after
+# which reconcile exits 0; a MySQL row the WAL never had is NOT REPAIRED and
+# stays.  Everything the demo kept is removed at the end, whatever happens.
 set -u
 F=${1:?usage: cli_durable_reconcile.sh path/to/flashstock}
 T=$(mktemp -d)
@@ -72,17 +74,50 @@ R --threshold 1 > /dev/null 2> "$T/r3e"; rc=$?
 [ $rc = 1 ] || fail "reconcile --threshold 1 exited $rc, want 1"
 if grep -q 'ALERT' "$T/r3e"; then fail "ALERT below the threshold"; fi
 
-# --repair changes nothing and says so; usage errors exit 2
-R --repair > "$T/r4" 2>&1; rc=$?
-[ $rc = 2 ] || fail "--repair exited $rc, want 2"
-grep -q 'not supported' "$T/r4" || fail "--repair message: $(cat "$T/r4")"
+# usage errors exit 2 and change nothing
 "$F" reconcile > /dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "reconcile without a witness exited $rc, want 2"
 R --threshold x > /dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "--threshold x exited $rc, want 2"
 "$F" reconcile --wal "$wal" --mysql x --mysql-defaults "$defaults" > /dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "--mysql with --mysql-defaults exited $rc, want 2"
-# the difference is still there: --repair did not touch it
+"$F" reconcile --repair --name "$seg" --mysql-defaults "$defaults" > /dev/null 2> "$T/u1"; rc=$?
+[ $rc = 2 ] || fail "--repair without --wal exited $rc, want 2"
+grep -q -- '--repair needs --wal' "$T/u1" || fail "--repair without --wal: $(cat "$T/u1")"
+"$F" reconcile --repair --name "$seg" --wal "$wal" > /dev/null 2> "$T/u2"; rc=$?
+[ $rc = 2 ] || fail "--repair without MySQL exited $rc, want 2"
+grep -q -- '--repair needs --mysql' "$T/u2" || fail "--repair without MySQL: $(cat "$T/u2")"
+R --repair --json > /dev/null 2> "$T/u3"; rc=$?
+[ $rc = 2 ] || fail "--repair --json exited $rc, want 2"
+R --repair --threshold 0 > /dev/null 2>&1; rc=$?
+[ $rc = 2 ] || fail "--repair --threshold 0 exited $rc, want 2"
+"$F" reconcile --repair --help | grep -q -- '--repair' || fail "--help does not describe --repair"
+# the difference is still there: the refused commands did not touch it
 R > /dev/null 2>&1; rc=$?
 [ $rc = 1 ] || fail "the difference vanished (exit $rc)"
+
+# --repair: the two changes of sku 2 printed, then agreement
+avail=$(mariadb --defaults-file="$defaults" -N -e \
+	"SELECT available FROM item_stock WHERE activity_id = 1 AND sku_id = 2")
+R --repair > "$T/r5" 2> "$T/r5e"; rc=$?
+[ $rc = 0 ] || { cat "$T/r5" "$T/r5e" >&2; fail "--repair exited $rc, want 0"; }
+grep -q "^REPAIR item_stock 1/2 available $avail -> $((avail - 1))\$" "$T/r5" ||
+	fail "no REPAIR line for available: $(cat "$T/r5")"
+grep -q "^REPAIR item_stock 1/2 sold " "$T/r5" || fail "no REPAIR line for sold: $(cat "$T/r5")"
+[ "$(grep -c '^REPAIR ' "$T/r5")" = 2 ] || fail "not exactly two REPAIR lines: $(cat "$T/r5")"
+if grep -q 'NOT REPAIRED' "$T/r5"; then fail "NOT REPAIRED after a plain change: $(cat "$T/r5")"; fi
+R > "$T/r6" 2>&1; rc=$?
+[ $rc = 0 ] || fail "reconcile after --repair exited $rc: $(cat "$T/r6")"
+
+# an order MariaDB has and the WAL never had: NOT REPAIRED, left in place
+mariadb --defaults-file="$defaults" -e \
+	"INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day, scope_sku,
+	 scope_day, created_ns, lsn) VALUES (987654321, 1, 2, 424242, 1, 1, 0, 0, 0, 0, 0)" ||
+	fail "could not insert the foreign order"
+R --repair > "$T/r7" 2>&1; rc=$?
+[ $rc = 1 ] || fail "--repair with a foreign row exited $rc, want 1: $(cat "$T/r7")"
+grep -q '^NOT REPAIRED missing activity=1 sku=2 \[wal\] order=987654321 .*(MySQL row absent from the WAL)' "$T/r7" ||
+	fail "foreign row not reported NOT REPAIRED: $(cat "$T/r7")"
+n=$(mariadb --defaults-file="$defaults" -N -e "SELECT COUNT(*) FROM orders WHERE order_no = 987654321")
+[ "$n" = 1 ] || fail "the foreign row was touched (count $n)"
 echo "cli_durable_reconcile: all checks passed"

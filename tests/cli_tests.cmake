@@ -50,7 +50,9 @@ if(TARGET flashstock)
                    --limit 3 --skus 5 --procs 3 --cancel-pct 10 --retry-pct 50)
   set_tests_properties(cli_demo_limit3 PROPERTIES TIMEOUT 180)
   # `flashstock reconcile` on a kept sale: exit 0 clean, exit 1 naming the
-  # sku after a change made directly in MariaDB, exit 2 for --repair.
+  # sku after a change made directly in MariaDB, exit 2 for bad command
+  # lines (--repair without the WAL or MySQL); --repair prints its REPAIR
+  # lines and exits 0, a foreign MySQL row stays NOT REPAIRED.
   add_test(NAME cli_durable_reconcile
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_durable_reconcile.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(cli_durable_reconcile PROPERTIES TIMEOUT 180)

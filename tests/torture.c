@@ -808,7 +808,7 @@ static pid_t tt_daemon_start(const struct tt_opts *o, const struct tt_cfg *c, co
 		}
 		execl(o->flashstock, "flashstock", "serve", "--name", c->seg, "--wal", c->wal,
 		      "--mysql", url, "--log-level", "warn", "--recover-ms", "200",
-		      "--wal-file-mb", "8", (char *)NULL);
+		      "--wal-file-mb", "8", "--snapshot-every", "3", "--keep-wal", (char *)NULL);
 		_exit(127);
 	}
 	return pid;

@@ -4,8 +4,10 @@
  * exit 1 if there is any.  The comparison itself is persist/reconcile.c
  * (flash_reconcile_run); this file is options and exit codes.
  *
- * --repair is refused: the reconciler only reports, and a command that
- * claimed to repair while changing nothing would be lying.
+ * --repair makes MySQL agree with the WAL (persist/reconcile_repair.c):
+ * it needs --wal and MySQL, changes MySQL in one transaction, prints one
+ * line per change before committing, and exits by the re-check that
+ * follows.
  */
 #include "tool.h"
 
@@ -21,13 +23,16 @@ static void reconcile_help(FILE *out)
 	        "usage: flashstock reconcile [--name NAME] [--wal DIR]\n"
 	        "                            [--mysql URL | --mysql-defaults FILE]\n"
 	        "                            [--json] [--threshold PCT] [--no-orders]\n"
+	        "       flashstock reconcile --repair --wal DIR (--mysql URL | --mysql-defaults FILE)\n"
+	        "                            [--name NAME] [--threshold PCT]\n"
 	        "\n"
 	        "Prove that the witnesses of one sale agree: the segment NAME (opened\n"
 	        "read-only), the WAL in DIR (folded record by record) and MySQL (item_stock\n"
 	        "and sums over orders).  Per (activity, sku) it compares presence, total,\n"
 	        "available and sold; inside each witness available + sold = total and sold =\n"
 	        "units of active orders; in MySQL no user above the per-user limit; and, with\n"
-	        "a segment and MySQL, every order of the segment against its MySQL row.\n"
+	        "a segment and MySQL, every order of the segment against its MySQL row, and\n"
+	        "with the WAL and MySQL, every order of the WAL against its MySQL row.\n"
 	        "Every difference is printed, one line each ('DIFF kind activity/sku ...').\n"
 	        "Run it at quiescence: no order in flight, no daemon holding the WAL, the\n"
 	        "applier caught up.  Any witness may be left out; at least one is needed.\n"
@@ -42,12 +47,23 @@ static void reconcile_help(FILE *out)
 	        "  --json                 print one JSON object instead of lines\n"
 	        "  --threshold PCT        print an ALERT line to stderr when the differing\n"
 	        "                         units exceed PCT %% of all units (default 0.1)\n"
-	        "  --no-orders            skip the order-by-order comparison\n"
-	        "  --repair               not supported: the reconciler only reports\n"
-	        "                         (exit 2)\n"
+	        "  --no-orders            skip the order-by-order comparisons\n"
+	        "  --repair               make MySQL agree with the WAL, its authority: in one\n"
+	        "                         transaction holding the applier off (applied_lsn\n"
+	        "                         locked, never moved), fold the WAL to MySQL's applied\n"
+	        "                         LSN, set each item_stock row and order that differs\n"
+	        "                         (insert those missing), printing one 'REPAIR ...' line\n"
+	        "                         per change before committing; what the WAL cannot\n"
+	        "                         decide (MySQL rows absent from the WAL, per-user limit\n"
+	        "                         breaches, the segment's differences) is printed 'NOT\n"
+	        "                         REPAIRED ... (reason)' and left alone.  Then checks\n"
+	        "                         again.  Needs --wal and --mysql/--mysql-defaults;\n"
+	        "                         --name adds the segment (compared, never changed).\n"
+	        "                         May run while `serve` runs.\n"
 	        "\n"
-	        "exit: 0 the witnesses agree; 1 any difference (or the comparison could\n"
-	        "      not be made: the reason is on stderr); 2 usage error\n");
+	        "exit: 0 the witnesses agree (--repair: the re-check found no difference);\n"
+	        "      1 any difference (--repair: some remain), or the comparison could not\n"
+	        "      be made (the reason is on stderr); 2 usage error (nothing changed)\n");
 }
 
 int cmd_reconcile(int argc, char **argv)
@@ -114,17 +130,24 @@ int cmd_reconcile(int argc, char **argv)
 	}
 	if (optind < argc)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
-	if (repair)
-		return tool_usage_err(cmd, "--repair is not supported: the reconciler reports "
-		                      "differences and changes nothing");
 	if (mo.url && mo.defaults_file)
 		return tool_usage_err(cmd, "give --mysql or --mysql-defaults, not both");
+	if (repair && !o.wal_dir)
+		return tool_usage_err(cmd, "--repair needs --wal DIR: the WAL is what MySQL is repaired from");
+	if (repair && !mo.url && !mo.defaults_file)
+		return tool_usage_err(cmd, "--repair needs --mysql URL or --mysql-defaults FILE: MySQL is "
+		                      "what it repairs");
+	if (repair && o.json)
+		return tool_usage_err(cmd, "--repair prints lines; --json is for reports only");
+	o.repair = repair;
 	if (mo.url || mo.defaults_file)
 		o.mysql = &mo;
 	if (!o.segment && !o.wal_dir && !o.mysql)
 		return tool_usage_err(cmd, "name at least one witness: --name, --wal, --mysql");
-	if (o.segment && o.mysql && !no_orders)
+	if (o.segment && o.mysql && !no_orders && !repair)
 		o.flags |= FLASH_RECONCILE_ORDERS;
+	if (o.wal_dir && o.mysql && !no_orders && !repair)
+		o.flags |= FLASH_RECONCILE_WAL_ORDERS;
 
 	rc = flash_reconcile_run(&o, stdout, stderr);
 	fflush(stdout);

@@ -2,8 +2,9 @@
  * cmd_serve.c -- `flashstock serve`: the daemon of one segment.  It drains
  * every handle's record ring into the WAL (group commit: one write and one
  * fdatasync per round), marks the records durable so `sync` buyers return,
- * and runs dead-handle recovery periodically.  The loop itself is
- * persist/serve.c; this file is options, signals and exit codes.
+ * and runs dead-handle recovery and the reconciler periodically.  The loop
+ * itself is persist/serve.c (the reconciler persist/serve_reconcile.c);
+ * this file is options, signals and exit codes.
  */
 #include "tool.h"
 
@@ -53,6 +54,8 @@ static void serve_help(FILE *out)
 	        "  --no-snapshot        no snapshots (then no WAL file is ever removed).  WAL\n"
 	        "                       files go once both a snapshot and MySQL (when --mysql\n"
 	        "                       is given) cover them; snapshots are DIR/snap-*.fss\n"
+	        "  --keep-wal           take snapshots but never remove a WAL file (keep the\n"
+	        "                       whole history, e.g. to audit it or to feed a new MySQL)\n"
 	        "  --wal-file-mb N      size of each new WAL file, MiB, 1..1024 (default 64)\n"
 	        "  --drain-max N        records per round at most (default 65536)\n"
 	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
@@ -66,6 +69,14 @@ static void serve_help(FILE *out)
 	        "                       mysql://user:pass@localhost/db?socket=PATH (the password\n"
 	        "                       is never printed); MySQL down or slow never stops the WAL\n"
 	        "  --mysql-defaults F   take the MySQL connection from option file F instead\n"
+	        "  --reconcile-every S  reconcile every S seconds (default 300; 0: never) and once\n"
+	        "                       at a clean stop: WAL vs MySQL at MySQL's applied LSN, read\n"
+	        "                       in one consistent snapshot (exact); segment vs WAL only in\n"
+	        "                       a quiet window (no ring holding an undurable record, no\n"
+	        "                       operation in flight, before and after), else skipped and\n"
+	        "                       counted as busy.  Each difference is logged at warn\n"
+	        "  --reconcile-threshold PCT  log an ALERT (error level) when the differing units\n"
+	        "                       exceed PCT %% of all units (default 0.1)\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -93,6 +104,9 @@ int cmd_serve(int argc, char **argv)
 		{ "snapshot-every", required_argument, NULL, 'S' },
 		{ "snapshot-wal-bytes", required_argument, NULL, 'B' },
 		{ "no-snapshot", no_argument,      NULL, 'N' },
+		{ "keep-wal",    no_argument,      NULL, 'K' },
+		{ "reconcile-every", required_argument, NULL, 'E' },
+		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -164,6 +178,23 @@ int cmd_serve(int argc, char **argv)
 		case 'N':
 			o.snapshots = 0;
 			break;
+		case 'K':
+			o.keep_wal = 1;
+			break;
+		case 'E':
+			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
+				return TOOL_USAGE;
+			o.reconcile_every_ms = v * 1000u;
+			break;
+		case 'T': {
+			char *end;
+			double pct = strtod(optarg, &end);
+			if (end == optarg || *end != '\0' || !(pct > 0.0 && pct <= 100.0))
+				return tool_usage_err(cmd, "--reconcile-threshold: '%s' is not a percentage in "
+				                      "(0, 100]", optarg);
+			o.reconcile_threshold = pct / 100.0;
+			break;
+		}
 		case 'l':
 			if (strcmp(optarg, "error") == 0)
 				o.log_level = SERVE_LOG_ERROR;

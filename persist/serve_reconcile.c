@@ -1,0 +1,389 @@
+/*
+ * serve_reconcile.c -- the daemon's periodic reconciler (contract in
+ * serve_reconcile.h).
+ *
+ * Divisions: logging, the WAL vs MySQL part, the segment vs WAL part, one
+ * pass (both parts, log, figures, hook), the thread, start and stop.
+ *
+ * Two folds of the WAL are kept from pass to pass, each advanced only
+ * forward: r_fsql to MySQL's applied LSN, r_fseg to the durable LSN of the
+ * last quiet window.  MySQL trails the WAL, so one fold could not serve
+ * both cuts; each frame is read once per fold.  A fold that would have to
+ * go backwards (MySQL's applied LSN lower than before: the database was
+ * reset) is rebuilt from the WAL's start.
+ */
+#include "serve_reconcile.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mysql.h>
+
+#include "serve.h"
+
+struct serve_recon {
+	struct serve_recon_opts r_o;
+	struct flash_mysql_opts r_mo;
+	int              r_use_mysql;
+	flash_mysql_t   *r_m;          /* owned by the thread */
+	flash_t         *r_h;          /* read-only, opened by the thread */
+	flash_fold_t    *r_fsql;       /* WAL folded to MySQL's applied LSN */
+	flash_fold_t    *r_fseg;       /* WAL folded to the last quiet window's durable LSN */
+	pthread_t        r_thr;
+	pthread_mutex_t  r_mu;         /* guards everything below */
+	pthread_cond_t   r_cv;
+	int              r_stop;       /* 1: stop; 2: stop after a final pass */
+	struct serve_recon_stats r_st;
+};
+
+/* ------------------------------------------------------------------------
+ * Logging (the daemon's format: "<time> serve [level] reconcile: ...")
+ * ------------------------------------------------------------------------ */
+
+__attribute__((format(printf, 3, 4)))
+static void rlog(const struct serve_recon *r, int level, const char *fmt, ...)
+{
+	static const char *names[] = { "error", "warn", "info", "debug" };
+	if (level > r->r_o.log_level)
+		return;
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] reconcile: %s\n",
+	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	        ts.tv_nsec / 1000000, names[level], msg);
+}
+
+/* Advance @p *f to exactly @p lsn (a fresh fold when it is past it). */
+static int fold_to(struct serve_recon *r, flash_fold_t **f, uint64_t lsn)
+{
+	int wrc = WAL_OK, rc;
+	if (flash_fold_lsn(*f) > lsn) {
+		flash_fold_t *nf;
+		if ((rc = flash_fold_new(&nf)))
+			return rc;
+		flash_fold_free(*f);
+		*f = nf;
+	}
+	if (lsn == 0 || flash_fold_lsn(*f) == lsn)
+		return FLASH_OK;
+	if (r->r_o.wal_dir && (rc = flash_fold_start(*f, r->r_o.wal_dir, lsn, &wrc)) != FLASH_OK) {
+		rlog(r, SERVE_LOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), wal_strerror(wrc));
+		return rc;
+	}
+	if (flash_fold_lsn(*f) == lsn)
+		return FLASH_OK;
+	rc = flash_fold_wal_live(*f, r->r_o.wal, lsn, &wrc);
+	if (rc) {
+		rlog(r, SERVE_LOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), wal_strerror(wrc));
+		return rc;
+	}
+	if (flash_fold_lsn(*f) != lsn) {
+		rlog(r, SERVE_LOG_ERROR, "the durable WAL ends at LSN %" PRIu64 ", before LSN %" PRIu64,
+		     flash_fold_lsn(*f), lsn);
+		return FLASH_ECORRUPT;
+	}
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * WAL vs MySQL, at one consistent snapshot
+ * ------------------------------------------------------------------------ */
+
+static int sql_exec(MYSQL *c, const char *sql)
+{
+	if (mysql_query(c, sql))
+		return -1;
+	MYSQL_RES *res = mysql_store_result(c);
+	if (res)
+		mysql_free_result(res);
+	return 0;
+}
+
+static int part_mysql(struct serve_recon *r, struct flash_reconcile_report *rep, uint64_t *lsn)
+{
+	int rc;
+	if (!r->r_m) {
+		rc = flash_mysql_open(&r->r_mo, &r->r_m);
+		if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY)
+			return rc;
+	}
+	MYSQL *c = flash_mysql_conn(r->r_m);
+	if (!c)
+		return FLASH_EMYSQL_RETRY;
+	if (sql_exec(c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ") ||
+	    sql_exec(c, "START TRANSACTION WITH CONSISTENT SNAPSHOT")) {
+		rlog(r, SERVE_LOG_WARN, "MySQL: %s", mysql_error(c));
+		flash_mysql_conn_lost(r->r_m);
+		return FLASH_EMYSQL_RETRY;
+	}
+	unsigned long tid = mysql_thread_id(c);
+	rc = flash_mysql_applied_lsn(r->r_m, lsn);
+	if (rc == FLASH_OK)
+		rc = fold_to(r, &r->r_fsql, *lsn);
+	if (rc == FLASH_OK)
+		rc = flash_reconcile(NULL, r->r_m, r->r_fsql, FLASH_RECONCILE_WAL_ORDERS, rep);
+	/* Every read above must have come from the one snapshot: a lost
+	 * connection reconnects without it. */
+	c = flash_mysql_conn(r->r_m);
+	if (rc == FLASH_OK && (!c || mysql_thread_id(c) != tid)) {
+		flash_reconcile_report_free(rep);
+		rc = FLASH_EMYSQL_RETRY;
+	}
+	if (c && sql_exec(c, "COMMIT") && rc == FLASH_OK) {
+		flash_reconcile_report_free(rep);
+		rc = FLASH_EMYSQL_RETRY;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Segment vs WAL, in a quiet window
+ * ------------------------------------------------------------------------ */
+
+static int quiet(const struct flash_quiet *q) { return q->pending == 0 && q->in_flight == 0; }
+
+/* FLASH_OK with *checked 0 when no quiet window was seen. */
+static int part_segment(struct serve_recon *r, struct flash_reconcile_report *rep, uint64_t *lsn,
+                        int *checked)
+{
+	int rc;
+	*checked = 0;
+	if (!r->r_h && (rc = flash_open(r->r_o.segment, FLASH_RDONLY, &r->r_h)))
+		return rc;
+	/* Fold what is durable now first, so the window below stays short. */
+	if ((rc = fold_to(r, &r->r_fseg, wal_durable_lsn(r->r_o.wal))))
+		return rc;
+	struct flash_quiet q1, q2;
+	if ((rc = flash_quiet_get(r->r_h, &q1)))
+		return rc;
+	if (!quiet(&q1))
+		return FLASH_OK;
+	/* Quiet: every record made so far is durable, so the durable LSN now
+	 * covers exactly the segment's state (until an operation begins). */
+	*lsn = wal_durable_lsn(r->r_o.wal);
+	if ((rc = fold_to(r, &r->r_fseg, *lsn)))
+		return rc;
+	if ((rc = flash_reconcile(r->r_h, NULL, r->r_fseg, 0, rep)))
+		return rc;
+	if ((rc = flash_quiet_get(r->r_h, &q2))) {
+		flash_reconcile_report_free(rep);
+		return rc;
+	}
+	if (!quiet(&q2) || q2.ops != q1.ops || q2.consumed != q1.consumed) {
+		flash_reconcile_report_free(rep);
+		return FLASH_OK;
+	}
+	*checked = 1;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * One pass
+ * ------------------------------------------------------------------------ */
+
+static int over(const struct flash_reconcile_report *rep, double limit)
+{
+	return rep && rep->units && (double)rep->diff_units / (double)rep->units > limit;
+}
+
+static void log_diffs(struct serve_recon *r, const char *part, const struct flash_reconcile_report *rep,
+                      double limit)
+{
+	char line[384];
+	for (size_t i = 0; i < rep->n; i++) {
+		flash_diff_format(&rep->diffs[i], line, sizeof line);
+		rlog(r, SERVE_LOG_WARN, "%s: %s", part, line);
+	}
+	if (rep->found > rep->n)
+		rlog(r, SERVE_LOG_WARN, "%s: %" PRIu64 " more difference(s) not listed", part, rep->found - rep->n);
+	if (over(rep, limit))
+		rlog(r, SERVE_LOG_ERROR, "ALERT %s: %" PRIu64 " of %" PRIu64 " units differ (%.4f%%, threshold "
+		     "%.4f%%)", part, rep->diff_units, rep->units,
+		     100.0 * (double)rep->diff_units / (double)rep->units, 100.0 * limit);
+}
+
+static void pass_run(struct serve_recon *r, int final)
+{
+	struct flash_reconcile_report rsql, rseg;
+	memset(&rsql, 0, sizeof rsql);
+	memset(&rseg, 0, sizeof rseg);
+	struct serve_recon_pass p;
+	memset(&p, 0, sizeof p);
+	p.final = final;
+	double limit = r->r_o.threshold > 0 ? r->r_o.threshold : 0.001;
+	int rc;
+
+	if (r->r_use_mysql) {
+		rc = part_mysql(r, &rsql, &p.mysql_lsn);
+		if (rc == FLASH_OK) {
+			p.mysql_checked = 1;
+			p.wal_sql = &rsql;
+		} else {
+			p.rc = rc;
+			rlog(r, SERVE_LOG_WARN, "WAL vs MySQL not compared this pass: %s", flash_mysql_strerror(rc));
+		}
+	}
+	rc = part_segment(r, &rseg, &p.seg_lsn, &p.seg_checked);
+	if (rc != FLASH_OK) {
+		p.rc = p.rc ? p.rc : rc;
+		rlog(r, SERVE_LOG_WARN, "segment vs WAL not compared this pass: %s", flash_strerror(rc));
+	} else if (p.seg_checked) {
+		p.seg_wal = &rseg;
+	} else {
+		p.seg_busy = 1;
+	}
+
+	if (p.wal_sql) {
+		p.differences += rsql.found;
+		log_diffs(r, "WAL vs MySQL", &rsql, limit);
+	}
+	if (p.seg_wal) {
+		p.differences += rseg.found;
+		log_diffs(r, "segment vs WAL", &rseg, limit);
+	}
+	p.alert = over(p.wal_sql, limit) || over(p.seg_wal, limit);
+
+	pthread_mutex_lock(&r->r_mu);
+	p.pass = ++r->r_st.passes;
+	r->r_st.diffs_last = p.differences;
+	r->r_st.diffs_total += p.differences;
+	r->r_st.alert = (uint64_t)p.alert;
+	r->r_st.skipped_busy += (uint64_t)p.seg_busy;
+	r->r_st.errors += p.rc != FLASH_OK;
+	if (p.mysql_checked)
+		r->r_st.last_lsn = p.mysql_lsn;
+	else if (!r->r_use_mysql && p.seg_checked)
+		r->r_st.last_lsn = p.seg_lsn;
+	pthread_mutex_unlock(&r->r_mu);
+
+	char sqlpart[96] = "no MySQL", segpart[96];
+	if (r->r_use_mysql && p.mysql_checked)
+		snprintf(sqlpart, sizeof sqlpart, "WAL vs MySQL at LSN %" PRIu64 ": %" PRIu64, p.mysql_lsn, rsql.found);
+	else if (r->r_use_mysql)
+		snprintf(sqlpart, sizeof sqlpart, "WAL vs MySQL not compared");
+	if (p.seg_checked)
+		snprintf(segpart, sizeof segpart, "segment vs WAL at LSN %" PRIu64 ": %" PRIu64, p.seg_lsn, rseg.found);
+	else
+		snprintf(segpart, sizeof segpart, "segment vs WAL skipped (%s)",
+		         p.seg_busy ? "busy: no quiet window" : "error");
+	rlog(r, p.differences ? SERVE_LOG_WARN : SERVE_LOG_INFO, "%spass %" PRIu64 ": %" PRIu64
+	     " difference(s); %s; %s", final ? "final " : "", p.pass, p.differences, sqlpart, segpart);
+
+	if (r->r_o.hook)
+		r->r_o.hook(r->r_o.hook_arg, &p);
+	flash_reconcile_report_free(&rsql);
+	flash_reconcile_report_free(&rseg);
+}
+
+/* ------------------------------------------------------------------------
+ * The thread
+ * ------------------------------------------------------------------------ */
+
+static void *recon_main(void *arg)
+{
+	struct serve_recon *r = arg;
+	pthread_mutex_lock(&r->r_mu);
+	for (;;) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += r->r_o.every_ms / 1000u;
+		dl.tv_nsec += (long)(r->r_o.every_ms % 1000u) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		int timed_out = 0;
+		while (!r->r_stop && !timed_out)
+			timed_out = pthread_cond_timedwait(&r->r_cv, &r->r_mu, &dl) != 0;
+		if (r->r_stop)
+			break;
+		pthread_mutex_unlock(&r->r_mu);
+		pass_run(r, 0);
+		pthread_mutex_lock(&r->r_mu);
+	}
+	int final = r->r_stop == 2;
+	pthread_mutex_unlock(&r->r_mu);
+	if (final)
+		pass_run(r, 1);
+	flash_mysql_close(r->r_m);
+	r->r_m = NULL;
+	if (r->r_h)
+		flash_close(r->r_h);
+	r->r_h = NULL;
+	return NULL;
+}
+
+int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
+{
+	if (!o || !out || !o->segment || !o->wal || o->every_ms == 0)
+		return FLASH_EINVAL;
+	struct serve_recon *r = calloc(1, sizeof *r);
+	if (!r)
+		return FLASH_ENOMEM;
+	r->r_o = *o;
+	r->r_use_mysql = o->mysql_url != NULL || o->mysql_defaults != NULL;
+	r->r_mo.url = o->mysql_url;
+	r->r_mo.defaults_file = o->mysql_defaults;
+	int rc = FLASH_OK;
+	if ((rc = flash_fold_new(&r->r_fsql)) || (rc = flash_fold_new(&r->r_fseg)))
+		goto fail;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->r_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&r->r_mu, NULL);
+	if (pthread_create(&r->r_thr, NULL, recon_main, r) != 0) {
+		pthread_cond_destroy(&r->r_cv);
+		pthread_mutex_destroy(&r->r_mu);
+		rc = FLASH_ESYS;
+		goto fail;
+	}
+	rlog(r, SERVE_LOG_INFO, "every %u ms, alert past %.4f%% of units; %s", o->every_ms,
+	     100.0 * (o->threshold > 0 ? o->threshold : 0.001),
+	     r->r_use_mysql ? "segment, WAL and MySQL" : "segment and WAL (no MySQL)");
+	*out = r;
+	return FLASH_OK;
+fail:
+	flash_fold_free(r->r_fsql);
+	flash_fold_free(r->r_fseg);
+	free(r);
+	return rc;
+}
+
+void serve_recon_stats_get(serve_recon_t *r, struct serve_recon_stats *out)
+{
+	pthread_mutex_lock(&r->r_mu);
+	*out = r->r_st;
+	pthread_mutex_unlock(&r->r_mu);
+}
+
+void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats *st)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->r_mu);
+	r->r_stop = final_pass ? 2 : 1;
+	pthread_cond_signal(&r->r_cv);
+	pthread_mutex_unlock(&r->r_mu);
+	pthread_join(r->r_thr, NULL);
+	if (st)
+		*st = r->r_st;
+	pthread_cond_destroy(&r->r_cv);
+	pthread_mutex_destroy(&r->r_mu);
+	flash_fold_free(r->r_fsql);
+	flash_fold_free(r->r_fseg);
+	free(r);
+}
