@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -167,4 +168,53 @@ int pio_fsync_dir(const char *dir)
 	pio_close(fd);
 	errno = saved;
 	return rc;
+}
+
+static int pio_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int pio_dir_numbers(const char *dir, int (*match)(const char *name, const void *arg, uint64_t *v),
+                    const void *arg, uint64_t **vals, size_t *n)
+{
+	*vals = NULL;
+	*n = 0;
+	DIR *d = pio_opendir(dir);
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -1;
+	size_t cap = 0;
+	int err = 0;
+	struct dirent *e;
+	errno = 0;
+	while ((e = pio_readdir(d)) != NULL) {
+		uint64_t v;
+		if (!match(e->d_name, arg, &v))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			uint64_t *nv = realloc(*vals, cap * sizeof *nv);
+			if (nv == NULL) {
+				err = ENOMEM;
+				break;
+			}
+			*vals = nv;
+		}
+		(*vals)[(*n)++] = v;
+		errno = 0;
+	}
+	if (err == 0 && errno != 0)
+		err = errno;
+	pio_closedir(d);
+	if (err != 0) {
+		free(*vals);
+		*vals = NULL;
+		*n = 0;
+		errno = err;
+		return -1;
+	}
+	if (*n > 1)
+		qsort(*vals, *n, sizeof **vals, pio_cmp_u64);
+	return 0;
 }

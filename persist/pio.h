@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -117,5 +118,12 @@ ssize_t pio_pread_full(int fd, void *buf, size_t n, off_t off);
 /* fsync a directory so that a create, rename or unlink in it is durable.
  * @return 0 or -1 with errno. */
 int pio_fsync_dir(const char *dir);
+
+/* The numbers that @p match finds in the names of @p dir's entries
+ * (match returns nonzero and sets *v for a name it takes), sorted
+ * ascending, in *vals (malloc'd; NULL when none).  A missing directory is
+ * an empty list.  @return 0; -1 with errno (ENOMEM, or a readdir failure). */
+int pio_dir_numbers(const char *dir, int (*match)(const char *name, const void *arg, uint64_t *v),
+                    const void *arg, uint64_t **vals, size_t *n);
 
 #endif /* FLASH_PIO_H */

@@ -295,51 +295,17 @@ int snap_file_open(const char *path, struct snap_file *f)
 	return SNAP_OK;
 }
 
-static int snap_cmp_u64(const void *a, const void *b)
+static int snap_name_match(const char *name, const void *ext, uint64_t *lsn)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	return snap_name_lsn(name, ext, lsn);
 }
 
 /* List "snap-*.<ext>" LSNs of @p dir, ascending. */
 static int snap_list_ext(const char *dir, const char *ext, uint64_t **lsns, size_t *n)
 {
-	*lsns = NULL;
-	*n = 0;
-	DIR *d = pio_opendir(dir);
-	if (d == NULL)
-		return errno == ENOENT ? SNAP_OK : SNAP_EIO;
-	size_t cap = 0;
-	int rc = SNAP_OK;
-	struct dirent *e;
-	errno = 0;
-	while ((e = pio_readdir(d)) != NULL) {
-		uint64_t lsn;
-		if (!snap_name_lsn(e->d_name, ext, &lsn))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			uint64_t *nl = realloc(*lsns, cap * sizeof *nl);
-			if (nl == NULL) {
-				rc = SNAP_ENOMEM;
-				break;
-			}
-			*lsns = nl;
-		}
-		(*lsns)[(*n)++] = lsn;
-	}
-	if (rc == SNAP_OK && errno != 0)
-		rc = SNAP_EIO;
-	pio_closedir(d);
-	if (rc != SNAP_OK) {
-		free(*lsns);
-		*lsns = NULL;
-		*n = 0;
-		return rc;
-	}
-	if (*n > 1)
-		qsort(*lsns, *n, sizeof **lsns, snap_cmp_u64);
-	return SNAP_OK;
+	if (pio_dir_numbers(dir, snap_name_match, ext, lsns, n) == 0)
+		return SNAP_OK;
+	return errno == ENOMEM ? SNAP_ENOMEM : SNAP_EIO;
 }
 
 int snap_list(const char *dir, uint64_t **lsns, size_t *n)

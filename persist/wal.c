@@ -215,10 +215,10 @@ static int wal_name_lsn(const char *name, uint64_t *lsn)
 	return 1;
 }
 
-static int wal_cmp_u64(const void *a, const void *b)
+static int wal_name_match(const char *name, const void *arg, uint64_t *lsn)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	(void)arg;
+	return wal_name_lsn(name, lsn);
 }
 
 /*
@@ -228,42 +228,9 @@ static int wal_cmp_u64(const void *a, const void *b)
  */
 static int wal_list(const char *dir, uint64_t **lsns, size_t *n)
 {
-	*lsns = NULL;
-	*n = 0;
-	DIR *d = pio_opendir(dir);
-	if (d == NULL)
-		return errno == ENOENT ? WAL_OK : WAL_EIO;
-	size_t cap = 0;
-	struct dirent *e;
-	int rc = WAL_OK;
-	errno = 0;
-	while ((e = pio_readdir(d)) != NULL) {
-		uint64_t lsn;
-		if (!wal_name_lsn(e->d_name, &lsn))
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			uint64_t *nl = realloc(*lsns, cap * sizeof *nl);
-			if (nl == NULL) {
-				rc = WAL_ENOMEM;
-				break;
-			}
-			*lsns = nl;
-		}
-		(*lsns)[(*n)++] = lsn;
-	}
-	if (rc == WAL_OK && errno != 0)
-		rc = WAL_EIO;
-	pio_closedir(d);
-	if (rc != WAL_OK) {
-		free(*lsns);
-		*lsns = NULL;
-		*n = 0;
-		return rc;
-	}
-	if (*n > 1)
-		qsort(*lsns, *n, sizeof **lsns, wal_cmp_u64);
-	return WAL_OK;
+	if (pio_dir_numbers(dir, wal_name_match, NULL, lsns, n) == 0)
+		return WAL_OK;
+	return errno == ENOMEM ? WAL_ENOMEM : WAL_EIO;
 }
 
 /*
