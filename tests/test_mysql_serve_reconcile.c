@@ -140,21 +140,6 @@ static void wait_pass(struct seen *s, size_t n, struct seen_pass *out)
 
 /* ---- the daemon on a thread ---- */
 
-struct serve_thread {
-	struct serve_opts     o;
-	struct serve_stats    st;
-	volatile sig_atomic_t stop;
-	int                   rc;
-	pthread_t             th;
-};
-
-static void *serve_main(void *arg)
-{
-	struct serve_thread *t = arg;
-	t->rc = serve_run(&t->o, &t->st);
-	return NULL;
-}
-
 static void serve_start(struct serve_thread *t, const char *seg, const char *dir, const char *url,
                         struct seen *s, double threshold, int metrics)
 {
@@ -177,7 +162,7 @@ static void serve_start(struct serve_thread *t, const char *seg, const char *dir
 #else
 	(void)metrics;
 #endif
-	assert_int_equal(pthread_create(&t->th, NULL, serve_main, t), 0);
+	assert_int_equal(pthread_create(&t->th, NULL, serve_thread_main, t), 0);
 }
 
 static void serve_finish(struct serve_thread *t)

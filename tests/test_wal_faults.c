@@ -268,21 +268,6 @@ static void wal_case(void **state)
 
 /* ---- through the daemon ---- */
 
-struct serve_thread {
-	struct serve_opts     o;
-	struct serve_stats    st;
-	volatile sig_atomic_t stop;
-	int                   rc;
-	pthread_t             th;
-};
-
-static void *serve_main(void *arg)
-{
-	struct serve_thread *t = arg;
-	t->rc = serve_run(&t->o, &t->st);
-	return NULL;
-}
-
 static void serve_opts_for(struct serve_opts *o, const char *seg, const char *dir)
 {
 	serve_opts_default(o);
@@ -326,7 +311,7 @@ static void serve_case(void **state)
 	memset(&t, 0, sizeof t);
 	serve_opts_for(&t.o, name, dir);
 	t.o.stop = &t.stop;
-	assert_int_equal(pthread_create(&t.th, NULL, serve_main, &t), 0);
+	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
 
 	/* A records acknowledged; for a roll-over fault they fill the file */
 	assert_int_equal(t_activity(h, 1, 64, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);

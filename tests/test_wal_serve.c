@@ -59,27 +59,12 @@ static void base_opts(struct serve_opts *o, const char *seg, const char *dir)
 	o->idle_us_max = 200;
 }
 
-struct serve_thread {
-	struct serve_opts   o;
-	struct serve_stats  st;
-	volatile sig_atomic_t stop;
-	int                 rc;
-	pthread_t           th;
-};
-
-static void *serve_main(void *arg)
-{
-	struct serve_thread *t = arg;
-	t->rc = serve_run(&t->o, &t->st);
-	return NULL;
-}
-
 static void serve_start(struct serve_thread *t, const char *seg, const char *dir)
 {
 	memset(t, 0, sizeof *t);
 	base_opts(&t->o, seg, dir);
 	t->o.stop = &t->stop;
-	assert_int_equal(pthread_create(&t->th, NULL, serve_main, t), 0);
+	assert_int_equal(pthread_create(&t->th, NULL, serve_thread_main, t), 0);
 }
 
 static void serve_stop(struct serve_thread *t)
@@ -531,7 +516,7 @@ static void test_metrics_endpoint_counts_the_orders_placed(void **st)
 	base_opts(&t.o, name, dir);
 	t.o.stop = &t.stop;
 	t.o.metrics = "127.0.0.1:0";
-	assert_int_equal(pthread_create(&t.th, NULL, serve_main, &t), 0);
+	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
 	catalog(h);
 	enum { N = 77 };
 	for (int i = 0; i < N; i++)

@@ -57,21 +57,6 @@ static uint64_t query_u64(flash_mysql_t *m, const char *sql)
 	return v;
 }
 
-struct serve_thread {
-	struct serve_opts     o;
-	struct serve_stats    st;
-	volatile sig_atomic_t stop;
-	int                   rc;
-	pthread_t             th;
-};
-
-static void *serve_main(void *arg)
-{
-	struct serve_thread *t = arg;
-	t->rc = serve_run(&t->o, &t->st);
-	return NULL;
-}
-
 static void orders_reach_mysql_exactly_once(uint32_t durability)
 {
 	char name[64], url[512];
@@ -92,7 +77,7 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	t.o.mysql_url = url;
 	t.o.mysql_drain_ms = 60000;
 	t.o.stop = &t.stop;
-	assert_int_equal(pthread_create(&t.th, NULL, serve_main, &t), 0);
+	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
 
 	assert_int_equal(t_activity(h, 1, 2, 3, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA),
 	                 FLASH_OK);

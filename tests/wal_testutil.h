@@ -135,4 +135,27 @@ static inline int wt_collect(void *arg, uint64_t lsn, uint16_t type,
 	return 0;
 }
 
+#ifdef FLASH_SERVE_H
+#include <pthread.h>
+#include <signal.h>
+
+/* serve_run() on a thread of the test: fill o, pthread_create(&th, NULL,
+ * serve_thread_main, t), set stop (atomic store), join; rc and st are its
+ * return value and statistics. */
+struct serve_thread {
+	struct serve_opts     o;
+	struct serve_stats    st;
+	volatile sig_atomic_t stop;
+	int                   rc;
+	pthread_t             th;
+};
+
+static inline void *serve_thread_main(void *arg)
+{
+	struct serve_thread *t = arg;
+	t->rc = serve_run(&t->o, &t->st);
+	return NULL;
+}
+#endif /* FLASH_SERVE_H */
+
 #endif /* FLASH_WAL_TESTUTIL_H */
