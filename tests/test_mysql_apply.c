@@ -22,18 +22,9 @@
 
 #include "flashstock.h"
 #include "mysql_apply.h"
+#include "mysql_testutil.h"
 
 /* ---- fixtures ------------------------------------------------------------ */
-
-static const char *mariadb_dir(void)
-{
-	const char *d = getenv("FLASH_MARIADB_DIR");
-	if (!d || !*d) {
-		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
-		exit(1);
-	}
-	return d;
-}
 
 static int g_dbseq;
 static char g_db[64];

@@ -21,20 +21,11 @@
 #include "mysql_apply.h"
 #include "mysql_pump.h"
 #include "wal.h"
+#include "mysql_testutil.h"
 
 static int g_seq;
 static char g_db[64];
 static char g_wal[128];
-
-static const char *mariadb_dir(void)
-{
-	const char *d = getenv("FLASH_MARIADB_DIR");
-	if (!d || !*d) {
-		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
-		exit(1);
-	}
-	return d;
-}
 
 static void quiet(void *arg, int level, const char *msg)
 {

@@ -26,6 +26,7 @@
 #include "reconcile.h"
 #include "reconcile_sql.h"
 #include "wal.h"
+#include "mysql_testutil.h"
 
 struct ctx {
 	flash_t *h;
@@ -40,16 +41,6 @@ struct ctx {
 };
 
 static int g_seq;
-
-static const char *mariadb_dir(void)
-{
-	const char *d = getenv("FLASH_MARIADB_DIR");
-	if (!d || !*d) {
-		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
-		exit(1);
-	}
-	return d;
-}
 
 static void quiet(void *arg, int level, const char *msg)
 {

@@ -28,6 +28,7 @@
 #include "reconcile.h"
 #include "reconcile_sql.h"
 #include "wal.h"
+#include "mysql_testutil.h"
 
 struct ctx {
 	flash_t *h;
@@ -43,16 +44,6 @@ struct ctx {
 };
 
 static int g_seq;
-
-static const char *mariadb_dir(void)
-{
-	const char *d = getenv("FLASH_MARIADB_DIR");
-	if (!d || !*d) {
-		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
-		exit(1);
-	}
-	return d;
-}
 
 static void quiet(void *arg, int level, const char *msg)
 {

@@ -29,16 +29,7 @@
 #include "serve.h"
 #include "serve_reconcile.h"
 #include "wal_testutil.h"
-
-static const char *mariadb_dir(void)
-{
-	const char *d = getenv("FLASH_MARIADB_DIR");
-	if (!d || !*d) {
-		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
-		exit(1);
-	}
-	return d;
-}
+#include "mysql_testutil.h"
 
 static int g_db;
 

@@ -12,16 +12,7 @@
 #include "mysql_apply.h"
 #include "serve.h"
 #include "wal_testutil.h"
-
-static const char *mariadb_dir(void)
-{
-	const char *d = getenv("FLASH_MARIADB_DIR");
-	if (!d || !*d) {
-		fprintf(stderr, "FLASH_MARIADB_DIR is not set: run through ctest (mysql_server_start)\n");
-		exit(1);
-	}
-	return d;
-}
+#include "mysql_testutil.h"
 
 /* A fresh database; its URL in @p url. */
 static void fresh_db(char *url, size_t len, int mode)
