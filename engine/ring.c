@@ -176,10 +176,15 @@ int fs_consumer_live(flash_t *h)
 	uint64_t c = ck_pr_load_64(&h->hdr->consumer);
 	uint32_t slot;
 
-	if (c == 0)
+	if (c == 0 || FS_PKIND(c) != FS_P_ALIVE)
 		return 0;
 	slot = (uint32_t)FS_PPID(c) - 1;
 	if (fs_check_slot(h, slot) != FLASH_OK)
+		return 0;
+	/* a slot's generation only grows: a registration newer than its
+	 * slot's last claim was never made -- a scribbled word, not a daemon
+	 * to wait for */
+	if (FS_PGEN(c) > FS_PGEN(ck_pr_load_64(&h->proc[slot].state)))
 		return 0;
 	return (int)slot != h->slot;   /* never wait for ourselves */
 }
