@@ -616,7 +616,8 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	 * write the cancel before the order it cancels.  Wait until the order's
 	 * record is durable (at once in sync mode, or without a live consumer).
 	 */
-	if (h->replay == NULL && oc.rec_slot < h->proc_cap && oc.rec_slot != (uint32_t)h->slot)
+	if (h->replay == NULL && oc.rec_slot < h->proc_cap && oc.rec_slot != (uint32_t)h->slot &&
+	    fs_ring_holds(h, oc.rec_slot, oc.rec_pos))
 		fs_wait_durable_for_increase(h, oc.rec_slot, oc.rec_pos, 1);
 	FS_CRASH("cancel", 5);
 	j->sku_idx = oc.sku_idx;

@@ -84,6 +84,16 @@ void fs_commit(flash_t *h)
 	fs_ring_publish(h);
 }
 
+/* Was a record published at position @p pos of @p slot's ring (pos is
+ * behind the producer by at most one ring's worth of the 32-bit count)?  A
+ * position ahead of the producer was never written: a scribbled number. */
+int fs_ring_holds(flash_t *h, uint32_t slot, uint32_t pos)
+{
+	unsigned int behind = ck_pr_load_uint(&ring_of(h, slot)->p_tail) - pos;
+
+	return behind != 0 && behind <= 0x80000000u;
+}
+
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos)
 {
 	return ck_pr_load_uint(&ring_of(h, slot)->p_tail) != pos;
