@@ -170,6 +170,28 @@ int pio_fsync_dir(const char *dir)
 	return rc;
 }
 
+int pio_hex16_name(const char *name, const char *prefix, const char *ext, uint64_t *v)
+{
+	size_t pl = strlen(prefix), el = strlen(ext);
+	if (strlen(name) != pl + 16 + 1 + el || strncmp(name, prefix, pl) != 0 ||
+	    name[pl + 16] != '.' || strcmp(name + pl + 17, ext) != 0)
+		return 0;
+	uint64_t x = 0;
+	for (size_t i = pl; i < pl + 16; i++) {
+		char c = name[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return 0;
+		x = x << 4 | (uint64_t)d;
+	}
+	*v = x;
+	return 1;
+}
+
 static int pio_cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -119,6 +119,9 @@ ssize_t pio_pread_full(int fd, void *buf, size_t n, off_t off);
  * @return 0 or -1 with errno. */
 int pio_fsync_dir(const char *dir);
 
+/* "<prefix><16 lowercase hex digits>.<ext>": 1 and *v on a match, else 0. */
+int pio_hex16_name(const char *name, const char *prefix, const char *ext, uint64_t *v);
+
 /* The numbers that @p match finds in the names of @p dir's entries
  * (match returns nonzero and sets *v for a name it takes), sorted
  * ascending, in *vals (malloc'd; NULL when none).  A missing directory is

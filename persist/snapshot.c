@@ -76,24 +76,7 @@ static void snap_tmp_path(char *buf, size_t n, const char *dir, uint64_t lsn)
 /* "snap-<16 lowercase hex>.<ext>": 1 and *lsn on a match. */
 static int snap_name_lsn(const char *name, const char *ext, uint64_t *lsn)
 {
-	size_t el = strlen(ext);
-	if (strlen(name) != 5 + 16 + 1 + el || strncmp(name, "snap-", 5) != 0 ||
-	    name[21] != '.' || strcmp(name + 22, ext) != 0)
-		return 0;
-	uint64_t v = 0;
-	for (int i = 5; i < 21; i++) {
-		char c = name[i];
-		int d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else
-			return 0;
-		v = v << 4 | (uint64_t)d;
-	}
-	*lsn = v;
-	return 1;
+	return pio_hex16_name(name, "snap-", ext, lsn);
 }
 
 /* ------------------------------------------------------------------------

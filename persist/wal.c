@@ -196,23 +196,7 @@ static void wal_path(char *buf, size_t n, const char *dir, uint64_t lsn, const c
 /* Parse "wal-<16 hex>.log"; 1 and *lsn on a match. */
 static int wal_name_lsn(const char *name, uint64_t *lsn)
 {
-	if (strlen(name) != 4 + 16 + 4 || strncmp(name, "wal-", 4) != 0 ||
-	    strcmp(name + 20, ".log") != 0)
-		return 0;
-	uint64_t v = 0;
-	for (int i = 4; i < 20; i++) {
-		char c = name[i];
-		int d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else
-			return 0;
-		v = v << 4 | (uint64_t)d;
-	}
-	*lsn = v;
-	return 1;
+	return pio_hex16_name(name, "wal-", "log", lsn);
 }
 
 static int wal_name_match(const char *name, const void *arg, uint64_t *lsn)
