@@ -289,10 +289,10 @@ struct flash_activity {
  *         FLASH_EFORK.
  * @note Lock-free; may run while orders are placed.
  * @note Catalog changes return without waiting for the WAL, even in sync
- *       durability (a segment can be loaded before its daemon starts).  The
- *       daemon drains every ring in each round, so a catalog record is in
- *       the same or an earlier WAL commit than any order that uses it: an
- *       acknowledged sync order is never durable without its catalog.
+ *       durability (a segment can be loaded before its daemon starts).  A
+ *       drain hands a catalog record out before any order that uses it
+ *       (flash_ring_drain), so an acknowledged sync order is never durable
+ *       without its catalog.
  */
 int flash_activity_add(flash_t *h, const struct flash_activity *a);
 
@@ -522,9 +522,10 @@ int flash_stats_get(flash_t *h, struct flash_stats *out);
  *
  * Every state change (order, cancel, restock, activity, sku) is emitted as a
  * 64-byte record into the single-producer ring of the handle that made it.
- * One consumer per segment (the daemon, or a test) drains all rings.  The
- * record is the operation's commit point: an operation whose record reached
- * its ring is rolled forward by recovery, any other is rolled back.
+ * One consumer per segment (the daemon, or a test) drains all rings, merged
+ * in causal order.  The record is the operation's commit point: an
+ * operation whose record reached its ring is rolled forward by recovery, any
+ * other is rolled back.
  * ------------------------------------------------------------------------ */
 
 enum flash_rec_type {
@@ -560,9 +561,14 @@ struct flash_record {
 typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64_t seq);
 
 /**
- * Drain records from every handle's ring.  Calls @p fn for each record in ring
- * order per handle, at most @p max records in all; stops early if @p fn
- * returns nonzero.
+ * Drain records from every handle's ring.  Calls @p fn for each record, at
+ * most @p max records in all; stops early if @p fn returns nonzero.  Each
+ * handle's records come in ring order, and across handles in causal order: a
+ * record comes after every record whose effect its operation saw -- the order
+ * a cancel cancels, the cancel or restock that gave back the units or the
+ * limit slot an order took, the activity and sku an order is for -- also for
+ * records made while no consumer ran.  A record published while the drain
+ * runs may be left for the next drain.
  * @param[out] drained  records consumed (may be NULL)
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
  * Draining does NOT free ring space: a record stays in its ring until the
@@ -587,12 +593,12 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
 /**
  * Consumer: declare this handle the segment's consumer (the daemon does, once).
  * While it lives, an operation that gives units back -- a cancel, a positive
- * restock -- returns them to stock only once its record is durable, so any
- * order that takes them lands after it in the WAL, whatever order the rings
- * are drained in: the WAL then replays into MySQL with available >= 0 at
- * every step.  A registered consumer that dies is expected back (a killed
- * daemon is restarted): meanwhile cancels wait.  Without a registered
- * consumer nothing waits.
+ * restock -- returns them to stock only once its record is durable: units
+ * are never sold again before their return is.  (The WAL's order does not
+ * depend on this: flash_ring_drain hands records out in causal order.)  A
+ * registered consumer that dies is expected back (a killed daemon is
+ * restarted): meanwhile cancels wait.  Without a registered consumer nothing
+ * waits.
  * @return FLASH_OK; FLASH_EINVAL (read-only or NULL handle); FLASH_EFORK.
  */
 int flash_consumer_register(flash_t *h);

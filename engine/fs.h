@@ -30,7 +30,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 2u
+#define FS_LAYOUT_VERSION 3u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -134,6 +134,8 @@ struct fs_hdr {
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
 	uint64_t consumer;                /* FS_PSTATE(ALIVE, gen, slot + 1) of the registered
 	                                     consumer (the daemon), or 0 */
+	uint64_t tick FS_ALIGNED;         /* causal ticket counter (ring.c): bumped by records
+	                                     others may depend on and by each drain */
 	struct fs_counter tokens_live FS_ALIGNED; /* token entries BUSY, FREE or PEND: counted
 	                                             against max_tokens, changed only by intents */
 	pthread_mutex_t admin FS_ALIGNED; /* robust, process-shared: catalog and lock-name inserts */
@@ -193,11 +195,13 @@ struct fs_order {
 	int64_t  created_ns;
 	uint32_t sku_idx;
 	uint32_t shard;            /* shard the units came from (first) */
-	uint32_t rec_slot;         /* ring (slot) holding the ORDER record, FS_NONE when
-	                              re-applied from the WAL (durable already) */
-	uint32_t rec_pos;          /* its position in that ring: a cancel waits until
-	                              the record is durable, so the WAL never holds a
-	                              cancel before its order */
+};
+
+/* A ring element: the record and its causal ticket (ring.c).  The ticket
+ * orders the drain across rings; it never reaches the WAL. */
+struct fs_ringrec {
+	struct flash_record rec;
+	uint64_t tick;
 };
 
 /* Leased lock: (owner, holder) change together by 16-byte CAS. */
@@ -291,6 +295,8 @@ struct flash {
 	struct fs_proc *me;
 	struct fs_journal *j;
 	uint64_t *cursor;          /* consumer: next seq to hand out, per slot */
+	uint32_t *dtail;           /* consumer: each ring's tail read by this drain */
+	uint32_t *dlive;           /* consumer: slots this drain still takes from */
 	/* region pointers and masks, derived once at attach from the checked table */
 	struct fs_act *act;   uint32_t act_cap;
 	uint32_t *act_idx;    uint32_t act_idx_mask;
@@ -305,7 +311,7 @@ struct flash {
 	struct fs_proc *proc; uint32_t proc_cap;
 	struct fs_journal *jr;
 	struct ck_ring *ring;
-	struct flash_record *ringbuf; uint32_t ring_size;
+	struct fs_ringrec *ringbuf; uint32_t ring_size;
 	const struct flash_record *replay;  /* flash_replay: the record being re-applied */
 };
 
@@ -359,7 +365,6 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 /* ring.c */
 int fs_ring_space(flash_t *h);
 void fs_ring_publish(flash_t *h);
-int fs_ring_holds(flash_t *h, uint32_t slot, uint32_t pos);
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos);
 int fs_sync_wait(flash_t *h, uint32_t pos);
 int fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to);

@@ -510,8 +510,6 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	o->created_ns = now;
 	o->sku_idx = si;
 	o->shard = base + (uint32_t)(fs_hash(r->user_id, 3, 4) % nsh);
-	o->rec_slot = h->replay ? FS_NONE : (uint32_t)h->slot;
-	o->rec_pos = h->replay ? 0 : fs_ring_pos(h);   /* where fs_commit() will put it */
 	ck_pr_fence_store();
 	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
 	FS_CRASH("order", 6);
@@ -610,15 +608,6 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 		op_end(h);
 		return FLASH_ECORRUPT;
 	}
-	/*
-	 * Causality across rings: the order's record sits in its placer's ring
-	 * and this cancel's record in ours; a consumer draining ours first would
-	 * write the cancel before the order it cancels.  Wait until the order's
-	 * record is durable (at once in sync mode, or without a live consumer).
-	 */
-	if (h->replay == NULL && oc.rec_slot < h->proc_cap && oc.rec_slot != (uint32_t)h->slot &&
-	    fs_ring_holds(h, oc.rec_slot, oc.rec_pos))
-		fs_wait_durable_for_increase(h, oc.rec_slot, oc.rec_pos, 1);
 	FS_CRASH("cancel", 5);
 	j->sku_idx = oc.sku_idx;
 	j->user_idx = oc.user_idx;

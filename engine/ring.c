@@ -12,6 +12,31 @@
  * dies between reading and writing loses nothing; its successor reads them
  * again from c_head.  proc[slot].cons_seq is the authoritative 64-bit count
  * of consumed records; c_head is its low 32 bits.
+ *
+ * Causal order across rings.  What a record announces -- units or a limit
+ * slot given back, a new activity or sku, an order that may now be
+ * cancelled -- becomes visible to other handles only after the record is
+ * published; a handle acting on it publishes its own record later, but in
+ * its own ring, which a consumer may well drain first: the WAL would then
+ * hold an order before the cancel that freed its limit slot, or a cancel
+ * before its order.  Each ring element therefore carries a ticket from the
+ * segment-wide counter hdr->tick:
+ *
+ *   - a "source" (CANCEL, RESTOCK > 0, ACTIVITY, SKU) takes a fresh ticket,
+ *     fetch-and-add, before it publishes -- so before anyone sees its effect;
+ *   - any other record (ORDER, RESTOCK < 0: decreases, which commute) reads
+ *     the counter after its last CAS on shared state, so after every effect
+ *     it saw: its ticket exceeds the ticket of every source it depends on;
+ *   - a cancel's ticket is at least its order's (the order is ACTIVE only
+ *     after its record is published), and sorts after it on a tie.
+ *
+ * So the key (ticket, source) grows along every chain of cause and effect,
+ * and along each ring.  A drain bumps the counter to G, then reads every
+ * ring's tail, and takes only elements with ticket < G: those were ticketed
+ * before the bump, so whatever they depend on was published before it and
+ * lies within the tails read.  It hands them out in key order (a merge of the
+ * rings); the rest waits for the next drain.  A ticket taken by a handle
+ * killed before publishing is just a number nobody uses.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -22,7 +47,7 @@
 
 #include "fs.h"
 
-CK_RING_PROTOTYPE(fsrec, flash_record)
+CK_RING_PROTOTYPE(fsrec, fs_ringrec)
 
 static inline struct ck_ring *ring_of(flash_t *h, uint32_t slot)
 {
@@ -30,7 +55,7 @@ static inline struct ck_ring *ring_of(flash_t *h, uint32_t slot)
 	                          (uint64_t)slot * h->hdr->fx.region[FS_R_RING].elem_size);
 }
 
-static inline struct flash_record *buf_of(flash_t *h, uint32_t slot)
+static inline struct fs_ringrec *buf_of(flash_t *h, uint32_t slot)
 {
 	return h->ringbuf + (uint64_t)slot * h->ring_size;
 }
@@ -52,13 +77,28 @@ uint32_t fs_ring_pos(flash_t *h)
 	return ck_pr_load_uint(&ring_of(h, (uint32_t)h->slot)->p_tail);
 }
 
-/* The commit point of the journal's operation. */
+/* Does a record announce something other handles may act on? */
+static inline int rec_is_source(const struct flash_record *r)
+{
+	return r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_ACTIVITY ||
+	       r->type == FLASH_REC_SKU || (r->type == FLASH_REC_RESTOCK && r->value > 0);
+}
+
+/* The commit point of the journal's operation: ticket, then publish. */
 void fs_ring_publish(flash_t *h)
 {
 	uint32_t slot = (uint32_t)h->slot;
+	struct fs_ringrec e;
 
-	h->j->rec.slot = (uint16_t)slot;
-	ck_ring_enqueue_spsc_fsrec(ring_of(h, slot), buf_of(h, slot), &h->j->rec);
+	e.rec = h->j->rec;
+	e.rec.slot = (uint16_t)slot;
+	if (rec_is_source(&e.rec)) {
+		e.tick = ck_pr_faa_64(&h->hdr->tick, 1);
+	} else {
+		ck_pr_fence_load();   /* after the loads of this operation's CASes */
+		e.tick = ck_pr_load_64(&h->hdr->tick);
+	}
+	ck_ring_enqueue_spsc_fsrec(ring_of(h, slot), buf_of(h, slot), &e);
 }
 
 /*
@@ -82,16 +122,6 @@ void fs_commit(flash_t *h)
 	ck_pr_fence_store();
 	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
 	fs_ring_publish(h);
-}
-
-/* Was a record published at position @p pos of @p slot's ring (pos is
- * behind the producer by at most one ring's worth of the 32-bit count)?  A
- * position ahead of the producer was never written: a scribbled number. */
-int fs_ring_holds(flash_t *h, uint32_t slot, uint32_t pos)
-{
-	unsigned int behind = ck_pr_load_uint(&ring_of(h, slot)->p_tail) - pos;
-
-	return behind != 0 && behind <= 0x80000000u;
 }
 
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos)
@@ -142,11 +172,9 @@ int fs_ack(flash_t *h)
 /*
  * The daemon registers itself as the segment's consumer.  While it lives,
  * an operation that gives units back (cancel, positive restock) returns them
- * only once its record is durable.  Why: a buyer who takes those units
- * publishes its order after that, so the order always lands after the
- * cancel in the WAL, whatever order the daemon drains the rings in, and the
- * WAL replays into MySQL with available >= 0 at every step.  (Decreases need
- * no wait: they happen before their record is published.)
+ * only once its record is durable, so they are never sold again before their
+ * return is durable.  The WAL's order comes from the drain's merge (top of
+ * this file), not from this wait.
  */
 int flash_consumer_register(flash_t *h)
 {
@@ -228,9 +256,15 @@ int fs_wait_durable_for_increase(flash_t *h, uint32_t slot, uint32_t pos, int bl
 	}
 }
 
+/*
+ * One drain: the causal merge of the rings described at the top of this
+ * file.  h->dlive holds the slots still to take from; a slot leaves it when
+ * its ring is empty up to the tail read, or its head is ticketed too late.
+ */
 int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, uint32_t *drained)
 {
-	uint32_t total = 0;
+	uint32_t total = 0, nlive = 0;
+	uint64_t g;
 	int rc;
 
 	if (drained)
@@ -241,29 +275,66 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, ui
 		return FLASH_EINVAL;
 	if (h->cursor == NULL) {
 		h->cursor = calloc(h->proc_cap, sizeof(*h->cursor));
-		if (h->cursor == NULL)
+		h->dtail = calloc(h->proc_cap, sizeof(*h->dtail));
+		h->dlive = calloc(h->proc_cap, sizeof(*h->dlive));
+		if (h->cursor == NULL || h->dtail == NULL || h->dlive == NULL) {
+			free(h->cursor);
+			free(h->dtail);
+			free(h->dlive);
+			h->cursor = NULL;
+			h->dtail = h->dlive = NULL;
 			return FLASH_ENOMEM;
+		}
 		for (uint32_t s = 0; s < h->proc_cap; s++) {
 			h->cursor[s] = ck_pr_load_64(&h->proc[s].cons_seq);
 			ck_pr_store_uint(&ring_of(h, s)->c_head, (unsigned int)h->cursor[s]);
 		}
 	}
-	for (uint32_t s = 0; s < h->proc_cap && total < max; s++) {
-		struct ck_ring *r = ring_of(h, s);
-		struct flash_record *b = buf_of(h, s);
-		unsigned int tail = ck_pr_load_uint(&r->p_tail);
-
-		ck_pr_fence_load();
-		while ((unsigned int)h->cursor[s] != tail && total < max) {
-			struct flash_record rec = b[(unsigned int)h->cursor[s] & (h->ring_size - 1)];
-			uint64_t seq = ++h->cursor[s];
-
-			total++;
-			if (fn(arg, &rec, seq) != 0)
-				goto out;
-		}
+	/* bump first, then read the tails: see the top of this file */
+	g = ck_pr_faa_64(&h->hdr->tick, 1) + 1;
+	ck_pr_fence_memory();
+	for (uint32_t s = 0; s < h->proc_cap; s++) {
+		h->dtail[s] = ck_pr_load_uint(&ring_of(h, s)->p_tail);
+		if ((uint32_t)h->cursor[s] != h->dtail[s])
+			h->dlive[nlive++] = s;
 	}
-out:
+	ck_pr_fence_load();
+	while (total < max && nlive > 0) {
+		const struct fs_ringrec *best = NULL;
+		uint64_t best_key = 0;
+		uint32_t best_i = 0;
+
+		for (uint32_t i = 0; i < nlive; i++) {
+			uint32_t s = h->dlive[i];
+			const struct fs_ringrec *e =
+			    &buf_of(h, s)[(uint32_t)h->cursor[s] & (h->ring_size - 1)];
+			uint64_t t = ck_pr_load_64(&e->tick);
+
+			if (t >= g) {          /* ticketed after the bump: next drain */
+				h->dlive[i--] = h->dlive[--nlive];
+				continue;
+			}
+			/* the merge key: ticket, then sources after the rest */
+			uint64_t k = (t << 1) | (uint64_t)rec_is_source(&e->rec);
+
+			if (best == NULL || k < best_key) {
+				best = e;
+				best_key = k;
+				best_i = i;
+			}
+		}
+		if (best == NULL)
+			break;
+		uint32_t s = h->dlive[best_i];
+		struct flash_record rec = best->rec;
+		uint64_t seq = ++h->cursor[s];
+
+		if ((uint32_t)seq == h->dtail[s])
+			h->dlive[best_i] = h->dlive[--nlive];
+		total++;
+		if (fn(arg, &rec, seq) != 0)
+			break;
+	}
 	if (drained)
 		*drained = total;
 	return FLASH_OK;

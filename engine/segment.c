@@ -90,7 +90,7 @@ static uint64_t layout(const struct flash_seg_opts *o, struct fs_region *r)
 		[FS_R_PROC]    = { o->max_procs, sizeof(struct fs_proc) },
 		[FS_R_JOURNAL] = { o->max_procs, sizeof(struct fs_journal) },
 		[FS_R_RING]    = { o->max_procs, (sizeof(struct ck_ring) + FS_LINE - 1) & ~(uint64_t)(FS_LINE - 1) },
-		[FS_R_RINGBUF] = { (uint64_t)o->max_procs * o->ring_records, sizeof(struct flash_record) },
+		[FS_R_RINGBUF] = { (uint64_t)o->max_procs * o->ring_records, sizeof(struct fs_ringrec) },
 	};
 	for (int i = 0; i < FS_R_COUNT; i++) {
 		r[i].off = off;
@@ -447,7 +447,7 @@ static void bind_regions(flash_t *h)
 	h->proc_cap = r[FS_R_PROC].count;
 	h->jr = (struct fs_journal *)(b + r[FS_R_JOURNAL].off);
 	h->ring = (struct ck_ring *)(b + r[FS_R_RING].off);
-	h->ringbuf = (struct flash_record *)(b + r[FS_R_RINGBUF].off);
+	h->ringbuf = (struct fs_ringrec *)(b + r[FS_R_RINGBUF].off);
 	h->ring_size = h->hdr->fx.opts.ring_records;
 }
 
@@ -568,6 +568,8 @@ int flash_close(flash_t *h)
 	if (h->fork_gen != fs_fork_gen()) {
 		munmap(h->base, h->size);
 		free(h->cursor);
+	free(h->dtail);
+	free(h->dlive);
 		free(h);
 		return FLASH_EFORK;
 	}
@@ -578,6 +580,8 @@ int flash_close(flash_t *h)
 	}
 	munmap(h->base, h->size);
 	free(h->cursor);
+	free(h->dtail);
+	free(h->dlive);
 	free(h);
 	return FLASH_OK;
 }

@@ -372,7 +372,7 @@ static int fz_layout_ok(const struct fs_hdr_fixed *fx)
 	size_t n;
 	int rc;
 
-	lb = fz_add(lb, fz_mul(fz_mul(o.max_procs, o.ring_records), sizeof(struct flash_record)));
+	lb = fz_add(lb, fz_mul(fz_mul(o.max_procs, o.ring_records), sizeof(struct fs_ringrec)));
 	lb = fz_add(lb, fz_mul(o.max_procs, sizeof(struct fs_journal) + sizeof(struct fs_proc)));
 	lb = fz_add(lb, fz_mul(o.max_orders, sizeof(struct fs_order)));
 	lb = fz_add(lb, fz_mul(o.max_shards, sizeof(struct fs_shard)));
@@ -819,6 +819,7 @@ static int fz_make_corpus(const char *out)
 			{ "n-shard", FS_R_COUNT, 2, offsetof(struct fs_hdr, n_shard), 0xffffffffu },
 			{ "order-next", FS_R_COUNT, 3, offsetof(struct fs_hdr, order_next), ~0ull },
 			{ "order-replay-hi", FS_R_COUNT, 3, offsetof(struct fs_hdr, order_replay_hi), ~0ull },
+			{ "tick", FS_R_COUNT, 3, offsetof(struct fs_hdr, tick), ~0ull - 1 },
 			{ "cat-holder", FS_R_COUNT, 2, offsetof(struct fs_hdr, cat_holder), 4000 },
 			{ "act-idx", FS_R_ACT_IDX, 2, 0, 0xfffffff0u },
 			{ "sku-idx", FS_R_SKU_IDX, 2, 0, 0x7ffffff0u },
@@ -852,6 +853,7 @@ static int fz_make_corpus(const char *out)
 			{ "ring-size", FS_R_RING, 2, 128, 0x7fffffffu },
 			{ "ring-mask", FS_R_RING, 2, 132, 0xffffffffu },
 			{ "ringbuf-slot", FS_R_RINGBUF, 1, offsetof(struct flash_record, slot), 0xffff },
+			{ "ringbuf-tick", FS_R_RINGBUF, 3, offsetof(struct fs_ringrec, tick), ~0ull },
 		};
 		for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
 			snprintf(nm, sizeof(nm), "scribble-%s-ro", s[i].name);

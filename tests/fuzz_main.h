@@ -253,8 +253,10 @@ int main(int argc, char **argv)
 	{
 		int hook = FUZZ_MAIN_HOOK(argc, argv);
 
-		if (hook >= 0)
+		if (hook >= 0) {
+			free(buf);
 			return hook;
+		}
 	}
 #endif
 	if (buf == NULL)

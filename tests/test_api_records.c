@@ -1,7 +1,8 @@
 /*
  * test_api_records.c -- the consumer side of the rings: drain limits and
  * early stop, per-slot seqs, ring space freed only by flash_durable_advance,
- * and redelivery of unadvanced records to a new consumer.
+ * redelivery of unadvanced records to a new consumer, and the causal order
+ * of a drain across rings.
  */
 #include "helpers.h"
 
@@ -178,10 +179,9 @@ static void *cancel_thread(void *arg)
 
 /*
  * A cancel made through another handle than the order's must not reach the
- * consumer before the order does: the consumer drains rings in slot order,
- * and the canceller's ring comes first here.  Async durability with a
- * registered consumer that is slow to drain: the cancel waits until the
- * order's record is durable, so every drain sees ORDER before CANCEL.
+ * consumer before the order does, although the canceller's ring comes first
+ * here.  Async durability, a registered consumer that drains slowly while
+ * the canceller runs on its own thread.
  */
 static void test_cancel_through_another_ring_never_precedes_its_order(void **state)
 {
@@ -238,6 +238,124 @@ static void test_cancel_through_another_ring_never_precedes_its_order(void **sta
 	}
 }
 
+/* One unit for @p user; its order number in *ono (when not NULL). */
+static int order1(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_t *ono)
+{
+	struct flash_order_res res;
+	int rc = t_order(h, act, sku, user, 1, 0, 0, &res);
+
+	if (ono)
+		*ono = rc == FLASH_OK ? res.order_no : 0;
+	return rc;
+}
+
+/* Where in @p r is the first record of @p type (for @p order_no, unless 0)? */
+static size_t rec_index(const struct t_recs *r, uint16_t type, uint64_t order_no)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].r.type == type && (order_no == 0 || r->v[i].r.order_no == order_no))
+			return i;
+	return SIZE_MAX;
+}
+
+/*
+ * With no consumer running, records pile up in the rings and the next drain
+ * must still hand them out in the order their effects were seen.  Here the
+ * order sits in the later ring and its cancel in the earlier one.
+ */
+static void test_drain_puts_a_cancel_after_its_order_in_a_later_ring(void **state)
+{
+	char name[64];
+	flash_t *c = setup(name, sizeof name, 64), *canceller, *buyer;
+	struct t_recs seen = { 0 };
+	uint64_t ono;
+
+	(void)state;
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);    /* the catalog */
+	t_recs_free(&seen);
+	assert_int_equal(flash_open(name, 0, &canceller), FLASH_OK);
+	t_track_handle(canceller);
+	assert_int_equal(flash_open(name, 0, &buyer), FLASH_OK);
+	t_track_handle(buyer);
+	assert_true(flash_slot(canceller) < flash_slot(buyer));
+	assert_int_equal(order1(buyer, 1, 10, 7, &ono), FLASH_OK);
+	assert_int_equal(flash_cancel(canceller, ono, NULL), FLASH_OK);
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(rec_index(&seen, FLASH_REC_ORDER, ono), 0);
+	assert_int_equal(rec_index(&seen, FLASH_REC_CANCEL, ono), 1);
+	t_recs_free(&seen);
+}
+
+/*
+ * A cancel that gives back the unit and the limit slot, then a new order by
+ * the same user taking both: the new order sits in the earlier ring behind
+ * the first one, the cancel in a later ring.  ORDER, CANCEL, ORDER -- any
+ * other order makes MySQL refuse the second order (unique limit slot) and
+ * would sell a unit that was not there.
+ */
+static void test_drain_puts_an_order_after_the_cancel_that_freed_its_slot_and_unit(void **state)
+{
+	char name[64];
+	flash_t *c = setup(name, sizeof name, 64), *buyer, *canceller;
+	struct t_recs seen = { 0 };
+	uint64_t o1, o2;
+
+	(void)state;
+	assert_int_equal(t_activity(c, 2, 1, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA),
+	                 FLASH_OK);
+	assert_int_equal(flash_sku_add(c, 2, 20, 1, 1), FLASH_OK);   /* one unit */
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+	t_recs_free(&seen);
+	assert_int_equal(flash_open(name, 0, &buyer), FLASH_OK);
+	t_track_handle(buyer);
+	assert_int_equal(flash_open(name, 0, &canceller), FLASH_OK);
+	t_track_handle(canceller);
+	assert_true(flash_slot(buyer) < flash_slot(canceller));
+	assert_int_equal(order1(buyer, 2, 20, 9, &o1), FLASH_OK);
+	assert_int_equal(order1(buyer, 2, 20, 9, NULL), FLASH_ELIMIT);
+	assert_int_equal(flash_cancel(canceller, o1, NULL), FLASH_OK);
+	assert_int_equal(order1(buyer, 2, 20, 9, &o2), FLASH_OK);
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+	assert_int_equal(seen.n, 3);
+	assert_int_equal(rec_index(&seen, FLASH_REC_ORDER, o1), 0);
+	assert_int_equal(rec_index(&seen, FLASH_REC_CANCEL, o1), 1);
+	assert_int_equal(rec_index(&seen, FLASH_REC_ORDER, o2), 2);
+	t_recs_free(&seen);
+}
+
+/* A buyer in an earlier ring orders a sku a later handle just added: the
+ * activity and the sku come first. */
+static void test_drain_puts_the_catalog_before_orders_for_it(void **state)
+{
+	char name[64];
+	flash_t *c = setup(name, sizeof name, 64), *buyer, *loader;
+	struct t_recs seen = { 0 };
+	uint64_t ono;
+
+	(void)state;
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+	t_recs_free(&seen);
+	assert_int_equal(flash_open(name, 0, &buyer), FLASH_OK);
+	t_track_handle(buyer);
+	assert_int_equal(flash_open(name, 0, &loader), FLASH_OK);
+	t_track_handle(loader);
+	assert_true(flash_slot(buyer) < flash_slot(loader));
+	assert_int_equal(t_activity(loader, 3, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(loader, 3, 30, 5, 1), FLASH_OK);
+	assert_int_equal(order1(buyer, 3, 30, 4, &ono), FLASH_OK);
+	assert_int_equal(flash_restock(loader, 3, 30, 2), FLASH_OK);
+	assert_int_equal(order1(buyer, 3, 30, 5, NULL), FLASH_OK);
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+	assert_int_equal(seen.n, 5);
+	assert_int_equal(rec_index(&seen, FLASH_REC_ACTIVITY, 0), 0);
+	assert_int_equal(rec_index(&seen, FLASH_REC_SKU, 0), 1);
+	assert_int_equal(rec_index(&seen, FLASH_REC_ORDER, ono), 2);
+	assert_int_equal(rec_index(&seen, FLASH_REC_RESTOCK, 0), 3);
+	assert_int_equal(seen.v[4].r.type, FLASH_REC_ORDER);
+	t_recs_free(&seen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +365,9 @@ int main(void)
 		T(test_ring_space_returns_only_when_records_are_advanced),
 		T(test_new_consumer_is_handed_every_record_not_yet_advanced),
 		T(test_cancel_through_another_ring_never_precedes_its_order),
+		T(test_drain_puts_a_cancel_after_its_order_in_a_later_ring),
+		T(test_drain_puts_an_order_after_the_cancel_that_freed_its_slot_and_unit),
+		T(test_drain_puts_the_catalog_before_orders_for_it),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
