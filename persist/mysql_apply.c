@@ -8,7 +8,7 @@
  *   3. Schema               CREATE TABLE IF NOT EXISTS for every table
  *   4. Activity cache       activity id -> limit scope, for orders' scope keys
  *   5. Statement pipeline   multi-statement round trips with expected row counts
- *   6. Fast path            a whole batch as multi-row and aggregated statements
+ *   6. Fast path            a batch as multi-row and aggregated statements, in runs
  *   7. Slow path            record by record under savepoints, refusing conflicts
  *   8. Batches              transaction, applied LSN, conflicts, retry with backoff
  *
@@ -153,6 +153,8 @@ struct flash_mysql {
 	/* per-batch scratch */
 	struct skuagg *mm_agg;
 	size_t    mm_agg_cap;
+	uint64_t *mm_freed;         /* fast_run_end(): limit keys freed in the run */
+	size_t    mm_freed_cap;
 	struct sbuf mm_sql;         /* the pipeline's pending statements */
 	long     *mm_expect;        /* expected affected rows per pending statement, -1 = any */
 	size_t    mm_expect_n;
@@ -1234,6 +1236,46 @@ static int fast_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	return pipe_flush(m);
 }
 
+/*
+ * Where the fast path's run starting at @p a must end.  It inserts a run's
+ * orders before it cancels anything, so an order taking a limit slot that a
+ * cancel earlier in the same run gave back would collide with the row still
+ * holding it: such an order starts the next run.  Keys are 64-bit hashes of
+ * (activity, user, slot): a collision only cuts a run early.  Returns a
+ * value in (a, n], or 0 when out of memory.
+ */
+static size_t fast_run_end(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t a, size_t n)
+{
+	size_t cap = 16;
+	while (cap < 2 * (n - a))
+		cap *= 2;
+	if (cap > m->mm_freed_cap) {
+		uint64_t *t = realloc(m->mm_freed, cap * sizeof *t);
+		if (!t)
+			return 0;
+		m->mm_freed = t;
+		m->mm_freed_cap = cap;
+	}
+	memset(m->mm_freed, 0, cap * sizeof *m->mm_freed);
+	for (size_t i = a; i < n; i++) {
+		const struct flash_record *r = &recs[i].rec;
+		int cancel = r->type == FLASH_REC_CANCEL && (r->flags & 1u);
+		if (!cancel && r->type != FLASH_REC_ORDER)
+			continue;
+		uint64_t k = ((uint64_t)r->activity_id << 16 | r->limit_slot) * 0x9E3779B97F4A7C15ull;
+		k = (k ^ r->user_id) * 0xC2B2AE3D27D4EB4Full;
+		k |= 1;                                   /* 0 marks a free cell */
+		size_t j = (size_t)(k >> 17) & (cap - 1);
+		while (m->mm_freed[j] && m->mm_freed[j] != k)
+			j = (j + 1) & (cap - 1);
+		if (cancel)
+			m->mm_freed[j] = k;
+		else if (m->mm_freed[j] == k && i > a)
+			return i;
+	}
+	return n;
+}
+
 /* ------------------------------------------------------------------------
  * 7. Slow path
  * ------------------------------------------------------------------------ */
@@ -1555,7 +1597,16 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	}
 	if ((rc = slow_exec(m, "SAVEPOINT batch", 15, NULL)))
 		goto fail;
-	rc = fast_apply(m, recs + start, n - start);
+	rc = 0;
+	for (size_t a = start; a < n && rc == 0;) {
+		size_t b = fast_run_end(m, recs, a, n);
+		if (b == 0) {
+			rc = FLASH_ENOMEM;
+			break;
+		}
+		rc = fast_apply(m, recs + a, b - a);
+		a = b;
+	}
 	if (rc < 0)
 		goto fail;
 	if (rc == 1) {
@@ -1727,6 +1778,7 @@ void flash_mysql_close(flash_mysql_t *m)
 	free(m->mm_act_id);
 	free(m->mm_act_scope);
 	free(m->mm_agg);
+	free(m->mm_freed);
 	free(m->mm_expect);
 	free(m->mm_confl);
 	sb_free(&m->mm_sql);

@@ -442,6 +442,40 @@ static void test_user_limit_holds_in_mysql_through_cancels(void **state)
 	close_drop(m);
 }
 
+/*
+ * A limit slot given back and taken again within one batch -- ORDER, CANCEL
+ * (quota back), ORDER by the same user, also when the first order came in an
+ * earlier batch -- stays on the batch path (it is cut into runs) and ends
+ * with one active order holding the slot.
+ */
+static void test_limit_slot_reused_within_a_batch_stays_on_the_batch_path(void **state)
+{
+	(void)state;
+	flash_mysql_t *m = open_fresh();
+	struct flash_lsn_record v[12];
+	struct flash_apply_result res = { 0 };
+	v[0] = r_activity(1, 5, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	v[1] = r_sku(2, 5, 51, 10);
+	v[2] = r_order(3, 5, 51, 800, 42, 1, 1, 0);
+	assert_int_equal(flash_mysql_apply(m, v, 3, &res), FLASH_OK);
+	v[3] = r_cancel(4, &v[2], 1);                 /* the earlier batch's order */
+	v[4] = r_order(5, 5, 51, 801, 42, 2, 1, 0);
+	v[5] = r_cancel(6, &v[4], 1);
+	v[6] = r_order(7, 5, 51, 802, 42, 1, 1, 0);
+	v[7] = r_order(8, 5, 51, 803, 43, 1, 1, 0);   /* another user: no cut */
+	v[8] = r_cancel(9, &v[6], 1);
+	v[9] = r_order(10, 5, 51, 804, 42, 3, 1, 0);
+	assert_int_equal(flash_mysql_apply(m, v + 3, 7, &res), FLASH_OK);
+	assert_int_equal(res.applied, 7);
+	assert_int_equal(res.refused, 0);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE status='ACTIVE'"), 2);
+	assert_int_equal(q_u64(m, "SELECT order_no FROM orders WHERE status='ACTIVE' AND user_id=42"), 804);
+	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=5 AND sku_id=51"), 4);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE activity_id=5 AND sku_id=51"), 6);
+	close_drop(m);
+}
+
 static void test_day_and_sku_scopes_key_the_limit_in_mysql(void **state)
 {
 	(void)state;
@@ -925,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_oversell_is_refused_by_mysql_and_reported_with_its_order_number),
 		cmocka_unit_test(test_duplicate_order_number_is_refused_and_the_rest_still_applies),
 		cmocka_unit_test(test_user_limit_holds_in_mysql_through_cancels),
+		cmocka_unit_test(test_limit_slot_reused_within_a_batch_stays_on_the_batch_path),
 		cmocka_unit_test(test_day_and_sku_scopes_key_the_limit_in_mysql),
 		cmocka_unit_test(test_second_cancel_returns_nothing_and_is_reported),
 		cmocka_unit_test(test_restock_below_zero_is_refused),
