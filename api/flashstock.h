@@ -357,8 +357,9 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * user's limit slot too if the activity says so.
  * @param[out] units_returned  units given back (may be NULL)
  * In sync durability the call returns once the cancel's record is durable,
- * like an order; with a daemon running, in async durability too, because the
- * units return to stock only then (see flash_consumer_register).
+ * like an order; in async durability at once.  The units and the slot are
+ * back in stock when it returns (a later order taking them is drained after
+ * the cancel: flash_ring_drain).
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
  *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
@@ -589,27 +590,6 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
  * @return FLASH_OK; FLASH_EINVAL (slot out of range); FLASH_EREADONLY.
  */
 int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
-
-/**
- * Consumer: declare this handle the segment's consumer (the daemon does, once).
- * While it lives, an operation that gives units back -- a cancel, a positive
- * restock -- returns them to stock only once its record is durable: units
- * are never sold again before their return is.  (The WAL's order does not
- * depend on this: flash_ring_drain hands records out in causal order.)  A
- * registered consumer that dies is expected back (a killed daemon is
- * restarted): meanwhile cancels wait.  Without a registered consumer nothing
- * waits.
- * @return FLASH_OK; FLASH_EINVAL (read-only or NULL handle); FLASH_EFORK.
- */
-int flash_consumer_register(flash_t *h);
-
-/**
- * Consumer: a clean stop.  After its last records are durable, the daemon
- * withdraws, so units given back no longer wait for it.
- * @return FLASH_OK; FLASH_ENOT_OWNER (another handle is registered);
- *         FLASH_EINVAL; FLASH_EFORK.
- */
-int flash_consumer_unregister(flash_t *h);
 
 /**
  * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders

@@ -132,8 +132,6 @@ struct fs_hdr {
 	uint32_t req_used;
 	uint32_t locks_used;
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
-	uint64_t consumer;                /* FS_PSTATE(ALIVE, gen, slot + 1) of the registered
-	                                     consumer (the daemon), or 0 */
 	uint64_t tick FS_ALIGNED;         /* causal ticket counter (ring.c): bumped by records
 	                                     others may depend on and by each drain */
 	struct fs_counter tokens_live FS_ALIGNED; /* token entries BUSY, FREE or PEND: counted
@@ -373,8 +371,6 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
 uint32_t fs_ring_pos(flash_t *h);
 void fs_commit(flash_t *h);
 int fs_ack(flash_t *h);
-int fs_consumer_live(flash_t *h);
-int fs_wait_durable_for_increase(flash_t *h, uint32_t slot, uint32_t pos, int block);
 
 /* api/flashstock.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);

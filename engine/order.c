@@ -80,8 +80,8 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 
 void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot)
 {
-	/* the caller (owner or recoverer) has waited for the record's durability
-	 * when a consumer runs: see flash_consumer_register */
+	/* the record is published: the units and the limit slot go back now
+	 * (any order taking them is drained after it: ring.c) */
 	/* journal indices: loaded once, checked, then used (no double fetch) */
 	uint32_t oi = ck_pr_load_32(&j->order_idx), ui = ck_pr_load_32(&j->user_idx);
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
@@ -627,8 +627,6 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	FS_CRASH("cancel", 2);
 	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("cancel", 3);
-	if (h->replay == NULL)
-		fs_wait_durable_for_increase(h, (uint32_t)h->slot, j->ring_pos, 1);
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
 	op_end(h);
@@ -687,8 +685,6 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 	FS_CRASH("restock", 2);
 	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("restock", 3);
-	if (h->replay == NULL && delta > 0)
-		fs_wait_durable_for_increase(h, (uint32_t)h->slot, j->ring_pos, 1);
 	fs_op_finish_restock(h, j, (uint32_t)h->slot);
 	FS_CRASH("restock", 4);
 	op_end(h);

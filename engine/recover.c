@@ -33,8 +33,8 @@ static void stat_inc(flash_t *h, int what)
 		h->me->st.rolled_forward++;
 }
 
-/* Returns 1 when the slot was recovered and freed, 0 when deferred. */
-static int recover_slot(flash_t *h, uint32_t slot)
+/* Finish the dead slot's operation and free the slot. */
+static void recover_slot(flash_t *h, uint32_t slot)
 {
 	struct fs_journal *j = &h->jr[slot];
 	uint32_t phase = ck_pr_load_32(&j->phase);
@@ -69,11 +69,6 @@ static int recover_slot(flash_t *h, uint32_t slot)
 		fs_intents_resolve(h, j, slot);
 	}
 	FS_CRASH("recover", 2);
-	/* an increase waits for its record's durability (flash_consumer_register):
-	 * not yet durable -> leave the slot dead, the next recovery finishes it */
-	if (j->dir == FS_DIR_FWD && (j->op == FS_OP_CANCEL || j->op == FS_OP_RESTOCK) &&
-	    !fs_wait_durable_for_increase(h, slot, j->ring_pos, 0))
-		return 0;
 	if (j->dir == FS_DIR_FWD) {
 		if (j->op == FS_OP_ORDER)
 			fs_op_finish_order(h, j, slot);
@@ -96,7 +91,6 @@ done:
 		ck_pr_store_64(&h->proc[slot].state, FS_PSTATE(FS_P_FREE, FS_PGEN(s), 0));
 	}
 	stat_inc(h, 0);
-	return 1;
 }
 
 int flash_recover(flash_t *h, uint32_t *recovered)
@@ -118,10 +112,8 @@ int flash_recover(flash_t *h, uint32_t *recovered)
 			continue;
 		if (!ck_pr_cas_64(&h->proc[i].state, s, FS_PSTATE(FS_P_RECOVERING, FS_PGEN(s), getpid())))
 			continue;
-		if (recover_slot(h, i))
-			n++;
-		else   /* deferred: hand the slot back as it was (dead) */
-			ck_pr_store_64(&h->proc[i].state, s);
+		recover_slot(h, i);
+		n++;
 	}
 	if (recovered)
 		*recovered = n;

@@ -340,7 +340,6 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 		pr->waiters = 0;
 	}
 	seg_reset_slots(p, fx.region, fx.opts.max_procs, fx.opts.ring_records);
-	hdr->consumer = 0;
 	hdr->cat_holder = 0;
 	hdr->durability_failed = 0;
 	memset(&hdr->admin, 0, sizeof(hdr->admin));

@@ -456,12 +456,6 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = rc;
 		return -1;
 	}
-	/* from now on units given back wait for their record's durability, so
-	 * the WAL order is always replayable into MySQL */
-	if ((rc = flash_consumer_register(s.sv_h)) != FLASH_OK) {
-		st->flash_rc = rc;
-		goto out_restored;
-	}
 	struct flash_stats fst;
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;
@@ -628,15 +622,12 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		}
 	}
 	ret = 0;
-	/* Clean stop: the last records are durable, so increases that recovery
-	 * deferred can run now; then withdraw, so units given back stop waiting
-	 * for a daemon that is not coming back. */
+	/* Clean stop: a last look for dead handles */
 	{
 		uint32_t rec = 0;
 
 		if (flash_recover(s.sv_h, &rec) == FLASH_OK)
 			st->recovered += rec;
-		flash_consumer_unregister(s.sv_h);
 	}
 	serve_log(&s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
 	          st->records, wal_durable_lsn(s.sv_w));
