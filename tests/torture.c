@@ -79,6 +79,7 @@
 
 #define TT_MAX_BUYERS 32
 #define TT_OPS_S 2500   /* operations a second per buyer, at most */
+#define TT_SPIN_US 60   /* refused orders between two operations, at most (us) */
 
 /* The catalog (exact figures are read back from the segment, never assumed). */
 #define ACT_ONE   1u   /* K = 1, a cancel keeps the quota, token optional */
@@ -692,16 +693,20 @@ static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsi
 			tt_op_lock(&b);
 		/* at most TT_OPS_S operations a second per buyer, so that a long run's
 		 * WAL and MySQL stay within reach of the final catch-up, and refusals
-		 * (which never wait for the fdatasync) do not spin */
+		 * (which never wait for the fdatasync) do not spin.  Half of the time
+		 * left over goes to refused orders (kills land inside calls), at most
+		 * TT_SPIN_US of it: six buyers spinning on two cores starve the
+		 * killer and the daemon. */
 		{
 			int64_t due = life0 + (int64_t)(++nops * (1000000000LL / TT_OPS_S));
 			int64_t now = tt_now_ns();
 			if (due > now && (tt_rand(&b.rng) & 1)) {
-				while (tt_now_ns() < due)
+				int64_t stop = due - now > TT_SPIN_US * 1000LL ? now + TT_SPIN_US * 1000LL : due;
+				while ((now = tt_now_ns()) < stop)
 					tt_op_spin(&b);
-			} else if (due > now) {
-				tt_sleep_us((long)((due - now) / 1000));
 			}
+			if (due > now)
+				tt_sleep_us((long)((due - now) / 1000));
 		}
 	}
 }
