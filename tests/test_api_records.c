@@ -247,6 +247,21 @@ static int order1(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
 	return rc;
 }
 
+/* Drain what @p c's segment holds so far, then open two more handles:
+ * *first gets the lower slot (its ring is drained first slot by slot). */
+static void two_handles(flash_t *c, const char *name, flash_t **first, flash_t **second)
+{
+	struct t_recs seen = { 0 };
+
+	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
+	t_recs_free(&seen);
+	assert_int_equal(flash_open(name, 0, first), FLASH_OK);
+	t_track_handle(*first);
+	assert_int_equal(flash_open(name, 0, second), FLASH_OK);
+	t_track_handle(*second);
+	assert_true(flash_slot(*first) < flash_slot(*second));
+}
+
 /* Where in @p r is the first record of @p type (for @p order_no, unless 0)? */
 static size_t rec_index(const struct t_recs *r, uint16_t type, uint64_t order_no)
 {
@@ -269,13 +284,7 @@ static void test_drain_puts_a_cancel_after_its_order_in_a_later_ring(void **stat
 	uint64_t ono;
 
 	(void)state;
-	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);    /* the catalog */
-	t_recs_free(&seen);
-	assert_int_equal(flash_open(name, 0, &canceller), FLASH_OK);
-	t_track_handle(canceller);
-	assert_int_equal(flash_open(name, 0, &buyer), FLASH_OK);
-	t_track_handle(buyer);
-	assert_true(flash_slot(canceller) < flash_slot(buyer));
+	two_handles(c, name, &canceller, &buyer);
 	assert_int_equal(order1(buyer, 1, 10, 7, &ono), FLASH_OK);
 	assert_int_equal(flash_cancel(canceller, ono, NULL), FLASH_OK);
 	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
@@ -303,13 +312,7 @@ static void test_drain_puts_an_order_after_the_cancel_that_freed_its_slot_and_un
 	assert_int_equal(t_activity(c, 2, 1, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA),
 	                 FLASH_OK);
 	assert_int_equal(flash_sku_add(c, 2, 20, 1, 1), FLASH_OK);   /* one unit */
-	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
-	t_recs_free(&seen);
-	assert_int_equal(flash_open(name, 0, &buyer), FLASH_OK);
-	t_track_handle(buyer);
-	assert_int_equal(flash_open(name, 0, &canceller), FLASH_OK);
-	t_track_handle(canceller);
-	assert_true(flash_slot(buyer) < flash_slot(canceller));
+	two_handles(c, name, &buyer, &canceller);
 	assert_int_equal(order1(buyer, 2, 20, 9, &o1), FLASH_OK);
 	assert_int_equal(order1(buyer, 2, 20, 9, NULL), FLASH_ELIMIT);
 	assert_int_equal(flash_cancel(canceller, o1, NULL), FLASH_OK);
@@ -332,13 +335,7 @@ static void test_drain_puts_the_catalog_before_orders_for_it(void **state)
 	uint64_t ono;
 
 	(void)state;
-	assert_int_equal(t_recs_drain(c, &seen), FLASH_OK);
-	t_recs_free(&seen);
-	assert_int_equal(flash_open(name, 0, &buyer), FLASH_OK);
-	t_track_handle(buyer);
-	assert_int_equal(flash_open(name, 0, &loader), FLASH_OK);
-	t_track_handle(loader);
-	assert_true(flash_slot(buyer) < flash_slot(loader));
+	two_handles(c, name, &buyer, &loader);
 	assert_int_equal(t_activity(loader, 3, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
 	assert_int_equal(flash_sku_add(loader, 3, 30, 5, 1), FLASH_OK);
 	assert_int_equal(order1(buyer, 3, 30, 4, &ono), FLASH_OK);
