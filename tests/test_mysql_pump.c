@@ -384,12 +384,14 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 		v[i].rec = rec_at(N - QUEUE - 1 + i);
 	}
 	assert_int_equal(flash_mysql_pump_push(p, v, QUEUE + 1), FLASH_EFULL);
-	/* its first batch waits for the row: the pump's connection is inside a
-	 * statement (PROCESSLIST; INNODB_TRX is a cache that may lag under load) */
-	char busy[256];
+	/* its first batch waits for the row: the pump's connection is inside
+	 * the batch's locking read of applied_lsn (PROCESSLIST; INNODB_TRX is a
+	 * cache that may lag under load).  Any other statement would not do: a
+	 * pump stopped before its batch leaves at once, and the stop frees it. */
+	char busy[384];
 	snprintf(busy, sizeof busy, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '%s' "
-	         "AND COMMAND = 'Query' AND ID NOT IN (CONNECTION_ID(), %lu)", g_db,
-	         (unsigned long)mysql_thread_id(c));
+	         "AND COMMAND = 'Query' AND INFO LIKE 'SELECT lsn FROM applied_lsn%%FOR UPDATE' "
+	         "AND ID NOT IN (CONNECTION_ID(), %lu)", g_db, (unsigned long)mysql_thread_id(c));
 	for (int i = 0; conn_u64(flash_mysql_conn(qm), busy) == 0; i++) {
 		assert_true(i < 6000);
 		usleep(10000);
