@@ -169,6 +169,16 @@ int fs_ack(flash_t *h)
 	return fs_sync_wait(h, h->j->ring_pos);
 }
 
+/* The merge key of @p slot's next element: its ticket, then sources after
+ * the rest; UINT64_MAX when it was ticketed at or after @p g. */
+static inline uint64_t head_key(flash_t *h, uint32_t slot, uint64_t g)
+{
+	const struct fs_ringrec *e = &buf_of(h, slot)[(uint32_t)h->cursor[slot] & (h->ring_size - 1)];
+	uint64_t t = ck_pr_load_64(&e->tick);
+
+	return t >= g ? UINT64_MAX : (t << 1) | (uint64_t)rec_is_source(&e->rec);
+}
+
 /*
  * One drain: the causal merge of the rings described at the top of this
  * file.  h->dlive holds the slots still to take from; a slot leaves it when
@@ -213,39 +223,45 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, ui
 	}
 	ck_pr_fence_load();
 	while (total < max && nlive > 0) {
-		const struct fs_ringrec *best = NULL;
-		uint64_t best_key = 0;
+		uint64_t best_key = UINT64_MAX, next_key = UINT64_MAX;
 		uint32_t best_i = 0;
+		int stop = 0;
 
+		/* the ring with the least head, and the least head of the others */
 		for (uint32_t i = 0; i < nlive; i++) {
-			uint32_t s = h->dlive[i];
-			const struct fs_ringrec *e =
-			    &buf_of(h, s)[(uint32_t)h->cursor[s] & (h->ring_size - 1)];
-			uint64_t t = ck_pr_load_64(&e->tick);
+			uint64_t k = head_key(h, h->dlive[i], g);
 
-			if (t >= g) {          /* ticketed after the bump: next drain */
+			if (k == UINT64_MAX) {  /* ticketed after the bump: next drain */
 				h->dlive[i--] = h->dlive[--nlive];
 				continue;
 			}
-			/* the merge key: ticket, then sources after the rest */
-			uint64_t k = (t << 1) | (uint64_t)rec_is_source(&e->rec);
-
-			if (best == NULL || k < best_key) {
-				best = e;
+			if (k < best_key) {
+				next_key = best_key;
 				best_key = k;
 				best_i = i;
+			} else if (k < next_key) {
+				next_key = k;
 			}
 		}
-		if (best == NULL)
+		if (best_key == UINT64_MAX)
 			break;
+		/* take from it while its head is no later than the others' least
+		 * (equal keys in two rings are not causally related) */
 		uint32_t s = h->dlive[best_i];
-		struct flash_record rec = best->rec;
-		uint64_t seq = ++h->cursor[s];
+		uint64_t k;
 
-		if ((uint32_t)seq == h->dtail[s])
+		do {
+			struct flash_record rec = buf_of(h, s)[(uint32_t)h->cursor[s] & (h->ring_size - 1)].rec;
+			uint64_t seq = ++h->cursor[s];
+
+			total++;
+			if (fn(arg, &rec, seq) != 0)
+				stop = 1;
+		} while (!stop && total < max && (uint32_t)h->cursor[s] != h->dtail[s] &&
+		         (k = head_key(h, s, g)) != UINT64_MAX && k <= next_key);
+		if ((uint32_t)h->cursor[s] == h->dtail[s])
 			h->dlive[best_i] = h->dlive[--nlive];
-		total++;
-		if (fn(arg, &rec, seq) != 0)
+		if (stop)
 			break;
 	}
 	if (drained)
