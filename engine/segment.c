@@ -704,7 +704,7 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 
 			flash_recover(h, NULL);
 			/* still there, and no journal names it: nobody ever moves it
-			 * (a dead owner whose recovery was deferred still names it) */
+			 * (a dead owner that another process is recovering still names it) */
 			if (ck_pr_load_64(word) == seen &&
 			    (fs_check_slot(h, slot) != FLASH_OK ||
 			     ck_pr_load_64(&h->jr[slot].op_tag) != tag ||
