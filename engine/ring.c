@@ -2,10 +2,15 @@
  * ring.c -- the per-handle record rings: single producer (the handle), single
  * consumer (the daemon, or a tool draining without one).
  *
- * The ring is ck_ring's SPSC ring with the records inlined (CK_RING_PROTOTYPE),
- * its buffer in the segment.  Publishing a record is an operation's commit
- * point: recovery asks "did p_tail move past the position the journal
- * recorded?", which only the dead producer could have done.
+ * The ring is laid out as ck_ring's SPSC ring (struct ck_ring: c_head and
+ * p_tail on lines of their own), its buffer in the segment.  Its size and
+ * mask are taken from the validated header, never from struct ck_ring in
+ * shared memory: ck_ring_enqueue_spsc() indexes the buffer with the mask
+ * stored there, and a scribbled mask would make the producer write outside
+ * the buffer -- so publishing does the same two steps (copy the element,
+ * store fence, p_tail + 1) with the trusted mask.  Publishing a record is an
+ * operation's commit point: recovery asks "did p_tail move past the position
+ * the journal recorded?", which only the dead producer could have done.
  *
  * The consumer reads without dequeueing and advances c_head only in
  * flash_durable_advance(), after the records are durable: a consumer that
@@ -46,8 +51,6 @@
 #include <unistd.h>
 
 #include "fs.h"
-
-CK_RING_PROTOTYPE(fsrec, fs_ringrec)
 
 static inline struct ck_ring *ring_of(flash_t *h, uint32_t slot)
 {
@@ -98,7 +101,13 @@ void fs_ring_publish(flash_t *h)
 		ck_pr_fence_load();   /* after the loads of this operation's CASes */
 		e.tick = ck_pr_load_64(&h->hdr->tick);
 	}
-	ck_ring_enqueue_spsc_fsrec(ring_of(h, slot), buf_of(h, slot), &e);
+	/* fs_ring_space() said there is room; p_tail is ours alone to move */
+	struct ck_ring *r = ring_of(h, slot);
+	unsigned int p = ck_pr_load_uint(&r->p_tail);
+
+	buf_of(h, slot)[p & (h->ring_size - 1)] = e;
+	ck_pr_fence_store();
+	ck_pr_store_uint(&r->p_tail, p + 1);
 }
 
 /*
