@@ -91,21 +91,19 @@ static inline int rec_is_source(const struct flash_record *r)
 void fs_ring_publish(flash_t *h)
 {
 	uint32_t slot = (uint32_t)h->slot;
-	struct fs_ringrec e;
+	struct ck_ring *r = ring_of(h, slot);
+	/* fs_ring_space() said there is room; p_tail is ours alone to move */
+	unsigned int p = ck_pr_load_uint(&r->p_tail);
+	struct fs_ringrec *e = &buf_of(h, slot)[p & (h->ring_size - 1)];
 
-	e.rec = h->j->rec;
-	e.rec.slot = (uint16_t)slot;
-	if (rec_is_source(&e.rec)) {
-		e.tick = ck_pr_faa_64(&h->hdr->tick, 1);
+	e->rec = h->j->rec;
+	e->rec.slot = (uint16_t)slot;
+	if (rec_is_source(&e->rec)) {
+		e->tick = ck_pr_faa_64(&h->hdr->tick, 1);
 	} else {
 		ck_pr_fence_load();   /* after the loads of this operation's CASes */
-		e.tick = ck_pr_load_64(&h->hdr->tick);
+		e->tick = ck_pr_load_64(&h->hdr->tick);
 	}
-	/* fs_ring_space() said there is room; p_tail is ours alone to move */
-	struct ck_ring *r = ring_of(h, slot);
-	unsigned int p = ck_pr_load_uint(&r->p_tail);
-
-	buf_of(h, slot)[p & (h->ring_size - 1)] = e;
 	ck_pr_fence_store();
 	ck_pr_store_uint(&r->p_tail, p + 1);
 }
