@@ -55,23 +55,28 @@ struct serve {
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 };
 
-__attribute__((format(printf, 3, 4)))
-static void serve_log(const struct serve *s, int level, const char *fmt, ...)
+void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
 {
-	if (level > s->sv_o->log_level)
-		return;
 	struct timespec ts;
 	struct tm tm;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	char msg[1024];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] %s%s\n",
+	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	        tm.tm_sec, ts.tv_nsec / 1000000, serve_level_name[level], prefix, msg);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void serve_log(const struct serve *s, int level, const char *fmt, ...)
+{
+	if (level > s->sv_o->log_level)
+		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	serve_vlog(level, "", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] %s\n",
-	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-	        tm.tm_sec, ts.tv_nsec / 1000000, serve_level_name[level], msg);
 }
 
 static void serve_snap_log(void *arg, int level, const char *msg)

@@ -34,6 +34,7 @@
 #define FLASH_SERVE_H
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "wal.h"
@@ -41,6 +42,10 @@
 struct serve_recon_pass;
 
 enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
+
+/* One log line on stderr in the daemon's format:
+ * "<UTC time> serve [<level>] <prefix><message>".  The caller filters levels. */
+void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap);
 
 struct serve_opts {
 	const char   *segment;          /* segment name */

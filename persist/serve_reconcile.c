@@ -12,6 +12,7 @@
  * go backwards (MySQL's applied LSN lower than before: the database was
  * reset) is rebuilt from the WAL's start.
  */
+#include "serve.h"
 #include "serve_reconcile.h"
 
 #include <inttypes.h>
@@ -48,21 +49,12 @@ struct serve_recon {
 __attribute__((format(printf, 3, 4)))
 static void rlog(const struct serve_recon *r, int level, const char *fmt, ...)
 {
-	static const char *names[] = { "error", "warn", "info", "debug" };
 	if (level > r->r_o.log_level)
 		return;
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	char msg[768];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	serve_vlog(level, "reconcile: ", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] reconcile: %s\n",
-	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	        ts.tv_nsec / 1000000, names[level], msg);
 }
 
 /* Advance @p *f to exactly @p lsn (a fresh fold when it is past it). */
