@@ -423,6 +423,16 @@ int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n)
 	return FLASH_OK;
 }
 
+const struct flash_fold_sku *flash_fold_sku_find(flash_fold_t *f, uint32_t a, uint32_t s)
+{
+	const struct flash_fold_sku *v;
+	size_t n;
+	struct flash_fold_sku key = { .activity_id = a, .sku_id = s };
+	if (flash_fold_skus(f, &v, &n) != FLASH_OK)
+		return NULL;
+	return bsearch(&key, v, n, sizeof *v, cmp_fold);
+}
+
 /* ------------------------------------------------------------------------
  * 2. Gathering
  * ------------------------------------------------------------------------ */
@@ -483,19 +493,8 @@ static int seg_skus(flash_t *h, struct segsku **out, size_t *n)
 
 static struct segsku *seg_find(struct segsku *v, size_t n, uint32_t a, uint32_t s)
 {
-	uint64_t k = sku_key(a, s);
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t km = sku_key(v[mid].activity_id, v[mid].sku_id);
-		if (km == k)
-			return &v[mid];
-		if (km < k)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	struct segsku key = { .activity_id = a, .sku_id = s };
+	return bsearch(&key, v, n, sizeof *v, cmp_seg);
 }
 
 #define MAX_DIFFS (1u << 20)

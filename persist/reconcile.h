@@ -88,6 +88,9 @@ int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc);
  */
 int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n);
 
+/** The fold's sku (@p a, @p s), or NULL (none, or out of memory). */
+const struct flash_fold_sku *flash_fold_sku_find(flash_fold_t *f, uint32_t a, uint32_t s);
+
 /**
  * One order as the WAL has it.  The fold keeps one per order number in a
  * dense array indexed by number (64 bytes each, like the segment's own order

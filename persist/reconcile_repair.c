@@ -145,27 +145,6 @@ static int change(struct repair *r, const char *sql, my_ulonglong want_rows, cha
  * 2. Stock rows
  * ------------------------------------------------------------------------ */
 
-static const struct flash_fold_sku *fold_sku(flash_fold_t *f, uint32_t a, uint32_t s)
-{
-	const struct flash_fold_sku *v;
-	size_t n;
-	if (flash_fold_skus(f, &v, &n))
-		return NULL;
-	size_t lo = 0, hi = n;
-	uint64_t k = rkey(a, s);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t km = rkey(v[mid].activity_id, v[mid].sku_id);
-		if (km == k)
-			return &v[mid];
-		if (km < k)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
 static int fold_sku_sane(const struct flash_fold_sku *w)
 {
 	return w->total >= 0 && w->available >= 0 && w->sold >= 0 && w->available + w->sold == w->total;
@@ -178,7 +157,7 @@ static void repair_stock(struct repair *r, const struct flash_diff *d)
 	if (key_has(&r->rp_stock, a, s))
 		return;                          /* one UPDATE per sku did every field */
 	key_add(&r->rp_stock, a, s);
-	const struct flash_fold_sku *w = fold_sku(r->rp_f, a, s);
+	const struct flash_fold_sku *w = flash_fold_sku_find(r->rp_f, a, s);
 	if (!w || !fold_sku_sane(w)) {
 		not_repaired(r, d, "the WAL's own figures for this sku do not balance");
 		return;
@@ -217,7 +196,7 @@ static void repair_stock(struct repair *r, const struct flash_diff *d)
 static void insert_stock(struct repair *r, const struct flash_diff *d)
 {
 	uint32_t a = d->activity_id, s = d->sku_id;
-	const struct flash_fold_sku *w = fold_sku(r->rp_f, a, s);
+	const struct flash_fold_sku *w = flash_fold_sku_find(r->rp_f, a, s);
 	if (!w || !fold_sku_sane(w)) {
 		not_repaired(r, d, "the WAL's own figures for this sku do not balance");
 		return;
@@ -245,19 +224,29 @@ static const char *state_name(unsigned st)
 	return st == FLASH_ORDER_ACTIVE ? "ACTIVE" : st == FLASH_ORDER_CANCELLED ? "CANCELLED" : "NONE";
 }
 
+/* The WAL's account of the order @p d names, with its cancel LSN as an SQL
+ * value in @p cancel.  0 (reported NOT REPAIRED) when the WAL has none. */
+static int wal_order(struct repair *r, const struct flash_diff *d, struct flash_fold_order *o,
+                     char cancel[32])
+{
+	if (flash_fold_order_get(r->rp_f, d->order_no, o) != FLASH_OK) {
+		not_repaired(r, d, "the WAL has no ORDER record for it");
+		return 0;
+	}
+	if (o->cancel_lsn)
+		snprintf(cancel, 32, "%" PRIu64, o->cancel_lsn);
+	else
+		snprintf(cancel, 32, "NULL");
+	return 1;
+}
+
 /* An order of the WAL that MySQL lacks. */
 static void insert_order(struct repair *r, const struct flash_diff *d)
 {
 	struct flash_fold_order o;
-	if (flash_fold_order_get(r->rp_f, d->order_no, &o) != FLASH_OK) {
-		not_repaired(r, d, "the WAL has no ORDER record for it");
-		return;
-	}
 	char sql[900], cancel[32], why[300];
-	if (o.cancel_lsn)
-		snprintf(cancel, sizeof cancel, "%" PRIu64, o.cancel_lsn);
-	else
-		snprintf(cancel, sizeof cancel, "NULL");
+	if (!wal_order(r, d, &o, cancel))
+		return;
 	/* scope_sku and scope_day follow the activity's scope, as the applier
 	 * writes them; no activity row, no insert (0 rows). */
 	snprintf(sql, sizeof sql,
@@ -293,11 +282,10 @@ static void update_order(struct repair *r, const struct flash_diff *d)
 {
 	struct flash_fold_order o;
 	struct flash_sql_order q;
+	char sql[900], cancel[32], why[300];
 	memset(&q, 0, sizeof q);
-	if (flash_fold_order_get(r->rp_f, d->order_no, &o) != FLASH_OK) {
-		not_repaired(r, d, "the WAL has no ORDER record for it");
+	if (!wal_order(r, d, &o, cancel))
 		return;
-	}
 	int rc = flash_sql_orders_scan(r->rp_m, d->order_no, d->order_no, one_row, &q);
 	if (rc == FLASH_EMYSQL_RETRY)
 		r->rp_fatal = 1;
@@ -305,11 +293,6 @@ static void update_order(struct repair *r, const struct flash_diff *d)
 		not_repaired(r, d, rc ? flash_mysql_strerror(rc) : "the row is gone");
 		return;
 	}
-	char sql[900], cancel[32], why[300];
-	if (o.cancel_lsn)
-		snprintf(cancel, sizeof cancel, "%" PRIu64, o.cancel_lsn);
-	else
-		snprintf(cancel, sizeof cancel, "NULL");
 	snprintf(sql, sizeof sql,
 	         "UPDATE orders o JOIN activities a ON a.activity_id = %u SET o.activity_id = %u,"
 	         " o.sku_id = %u, o.user_id = %" PRIu64 ", o.qty = %u, o.limit_slot = %u, o.biz_day = %u,"
