@@ -77,6 +77,7 @@ static int lock_get(flash_t *h, const char *name, struct fs_lock **out)
 		FS_CRASH("lock_name", 1);
 		ck_pr_fence_store();
 		ck_pr_store_32(&l->used, 1);
+		FS_CRASH("lock_name", 2);
 		ck_pr_store_32(&h->hdr->locks_used, h->hdr->locks_used + 1);
 	}
 	fs_admin_unlock(h);

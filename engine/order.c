@@ -200,11 +200,13 @@ static uint64_t order_alloc(flash_t *h)
 
 	if (n == 0 || n >= p->order_end) {
 		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
+		FS_CRASH("order_alloc", 1);
 		if (n > h->ord_cap)
 			return 0;
 		/* the last chunk stops at the table's end */
 		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK > (uint64_t)h->ord_cap + 1
 		                                  ? (uint64_t)h->ord_cap + 1 : n + FS_ORDER_CHUNK);
+		FS_CRASH("order_alloc", 2);
 	}
 	if (n > h->ord_cap)
 		return 0;
