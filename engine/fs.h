@@ -332,6 +332,9 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
 int fs_admin_lock(flash_t *h);
 void fs_admin_unlock(flash_t *h);
 
+/* lock.c */
+void fs_lock_repair(flash_t *h);
+
 /* stock.c */
 void fs_help_mark(flash_t *h, uint64_t tag);
 int fs_counter_apply(flash_t *h, uint32_t target, int64_t delta, int may_fail);
