@@ -179,6 +179,25 @@ static int order_peek(flash_t *h)
 
 /*
  * Order numbers are handed to slots in chunks: no shared counter per order.
+ * A slot's unused numbers are [order_next, order_end); they outlive the
+ * handle, and the slot's next handle goes on from them.  So every state a
+ * refill can be killed in must leave that range holding only numbers of the
+ * new chunk, or nothing:
+ *
+ *   FAA hdr->order_next -> N   killed after: the slot's range is the old,
+ *                              empty one; [N, N + 64) is never handed out
+ *   order_next = N             killed after: N >= the old order_end (chunks
+ *                              are taken in order, each old chunk ends at or
+ *                              before the next one starts): empty again
+ *   order_end = N + 64         the whole new chunk, none of it used yet
+ *
+ * (order_end first, as it was, left [old end, N + 64): numbers of chunks
+ * taken by live processes in between.)  The store fence keeps the two
+ * stores in that order for an observer as well (on x86 a compiler barrier;
+ * a dead process's stores are in program order anyway).  Crash points
+ * "order_alloc" 1-3.  Only a refill runs these; an order inside a chunk
+ * costs what it did: two loads and the order_next store.
+ *
  * Replay takes the record's number and keeps the allocator past it.
  */
 static uint64_t order_alloc(flash_t *h)
@@ -203,10 +222,13 @@ static uint64_t order_alloc(flash_t *h)
 		FS_CRASH("order_alloc", 1);
 		if (n > h->ord_cap)
 			return 0;
+		ck_pr_store_64(&p->order_next, n);
+		ck_pr_fence_store();
+		FS_CRASH("order_alloc", 2);
 		/* the last chunk stops at the table's end */
 		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK > (uint64_t)h->ord_cap + 1
 		                                  ? (uint64_t)h->ord_cap + 1 : n + FS_ORDER_CHUNK);
-		FS_CRASH("order_alloc", 2);
+		FS_CRASH("order_alloc", 3);
 	}
 	if (n > h->ord_cap)
 		return 0;
