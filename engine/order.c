@@ -276,6 +276,8 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	uint64_t s = 0;
 	int rc;
 
+	uint32_t ri;
+
 	rc = fs_kt_claim(h, h->req, h->req_mask, &h->hdr->req_used, h->hdr->fx.opts.max_requests,
 	                 key, j->op_tag, &j->req_idx, &s);
 	if (rc < 0) {
@@ -284,7 +286,14 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	}
 	if (rc == FS_KT_INSERTED)
 		return FLASH_OK;
-	for (struct fs_kent *e = &h->req[j->req_idx];; s = ck_pr_load_64(&e->state)) {
+	/* the index the claim wrote into the journal (for a recoverer): loaded
+	 * once, checked, then only the local is used */
+	ri = ck_pr_load_32(&j->req_idx);
+	if (ri > h->req_mask) {
+		j->req_idx = FS_NONE;
+		return FLASH_ECORRUPT;
+	}
+	for (struct fs_kent *e = &h->req[ri];; s = ck_pr_load_64(&e->state)) {
 		switch (FS_KIND(s)) {
 		case FS_K_DONE:
 			if (res) {
@@ -364,11 +373,17 @@ static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
 	return sum >= qty ? FLASH_OK : FLASH_ESOLD_OUT;
 }
 
+/*
+ * Reserve a limit slot of the user: the first of 1..K that is absent or
+ * FREE.  On success *lslot is the slot number and *uidx the entry's index,
+ * also in the journal (written there by the claim, before its CAS, for a
+ * recoverer); the journal's copy is loaded once and checked, and the caller
+ * uses *uidx, never the journal's field again.
+ */
 static int limit_claim(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
-                       uint32_t day, uint32_t *lslot)
+                       uint32_t day, uint32_t *lslot, uint32_t *uidx)
 {
 	struct fs_journal *j = h->j;
-
 	uint32_t first = 1, last = a->limit_per_user;
 
 	if (h->replay != NULL)
@@ -376,6 +391,7 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 	for (uint32_t ls = first; ls <= last; ls++) {
 		uint64_t key[3];
 		uint64_t s = 0;
+		uint32_t ui;
 		int rc;
 
 		limit_key(a, r, day, ls, key);
@@ -386,16 +402,23 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 			j->user_idx = FS_NONE;
 			return rc;
 		}
+		ui = ck_pr_load_32(&j->user_idx);
+		if (ui > h->user_mask) {
+			j->user_idx = FS_NONE;
+			return FLASH_ECORRUPT;
+		}
 		if (rc == FS_KT_INSERTED) {
 			*lslot = ls;
+			*uidx = ui;
 			return FLASH_OK;
 		}
 		while (FS_KIND(s) == FS_K_FREE) {
-			if (ck_pr_cas_64(&h->user[j->user_idx].state, s, FS_MK(FS_K_PEND, j->op_tag))) {
+			if (ck_pr_cas_64(&h->user[ui].state, s, FS_MK(FS_K_PEND, j->op_tag))) {
 				*lslot = ls;
+				*uidx = ui;
 				return FLASH_OK;
 			}
-			s = ck_pr_load_64(&h->user[j->user_idx].state);
+			s = ck_pr_load_64(&h->user[ui].state);
 		}
 		/* held (PEND by another in-flight order of this user) or DONE: next slot */
 	}
@@ -433,7 +456,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	const struct fs_sku *sku;
 	struct fs_journal *j;
 	struct fs_order *o;
-	uint32_t si, lslot = 0, day, base, nsh;
+	uint32_t si, lslot = 0, uidx = FS_NONE, day, base, nsh;
 	uint64_t ono;
 	int64_t now;
 	int rc;
@@ -504,7 +527,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 			h->me->st.sold_out++;
 		goto fail;
 	}
-	if ((rc = limit_claim(h, &act->a, r, day, &lslot)) != FLASH_OK) {
+	if ((rc = limit_claim(h, &act->a, r, day, &lslot, &uidx)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
 		goto fail;
@@ -530,7 +553,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	o->qty = r->qty;
 	o->limit_slot = lslot;
 	o->biz_day = day;
-	o->user_idx = j->user_idx;
+	o->user_idx = uidx;
 	o->created_ns = now;
 	o->sku_idx = si;
 	o->shard = base + (uint32_t)(fs_hash(r->user_id, 3, 4) % nsh);
