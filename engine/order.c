@@ -168,11 +168,16 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 /* Is there an order number left for this handle?  (Checked before any change.) */
 static int order_peek(flash_t *h)
 {
-	const struct fs_proc *p = h->me;
+	struct fs_proc *p = h->me;
+	uint64_t next, end;
 
 	if (h->replay != NULL)
 		return h->replay->order_no <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
-	if (p->order_next != 0 && p->order_next < p->order_end && p->order_next <= h->ord_cap)
+	/* the slot's range, each bound loaded once (order_alloc loads and checks
+	 * its own copies again: this is only a peek) */
+	next = ck_pr_load_64(&p->order_next);
+	end = ck_pr_load_64(&p->order_end);
+	if (next != 0 && next < end && next <= h->ord_cap)
 		return FLASH_OK;
 	return ck_pr_load_64(&h->hdr->order_next) <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
 }
