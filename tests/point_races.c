@@ -11,7 +11,9 @@
  *   3. the fencing token (engine/lock.c): an acquire paused between reading
  *      the lock word and its CAS, while a second handle is granted the lock
  *      (and releases it); the paused acquire must come out with a fence above
- *      the second handle's, or not be granted at all.
+ *      the second handle's, or not be granted at all.  And a renew or
+ *      release paused before its CAS while its lease runs out and the lock
+ *      is granted to another owner must leave that grant alone.
  *
  * This program links the engine built with crash points (flashstock_crash)
  * and wraps fs_crashpoint (-Wl,--wrap=fs_crashpoint).  At the point a case
@@ -380,6 +382,58 @@ static void test_lock_acquire_paused_before_its_cas_while_another_takes_it_gets_
 	assert_true(fa > g_b_fence);
 }
 
+/*
+ * Renew and release compare the owner with the grant they change: A's lease
+ * runs out while A is stopped before its CAS and B is granted the lock; A's
+ * CAS fails, and A's retry must see that the grant is no longer its own.
+ * (The lease is long enough for A to reach the point before it expires.)
+ */
+#define A_LEASE_MS 500u
+
+static uint64_t g_a_expiry_ms;
+
+static void b_waits_out_a_lease_and_takes_it(void)
+{
+	while (fs_mono_ms() <= g_a_expiry_ms)
+		usleep(2000);
+	g_b_rc = flash_lock_acquire(g_b, FENCED, 2, 60000, &g_b_fence);
+}
+
+static void owner_change_after_regrant(int release)
+{
+	uint64_t f0 = 0, f = 0;
+	int rc;
+
+	assert_int_equal(seg_up(), 0);
+	assert_int_equal(flash_open(g_name, 0, &g_b), FLASH_OK);
+	assert_int_equal(flash_lock_acquire(g_p, FENCED, 1, A_LEASE_MS, &f0), FLASH_OK);
+	g_a_expiry_ms = fs_mono_ms() + A_LEASE_MS;   /* at or after the real expiry */
+	at_point(release ? "lock_release" : "lock_renew", 1, 0, b_waits_out_a_lease_and_takes_it);
+	g_b_rc = -1;
+	rc = release ? flash_lock_release(g_p, FENCED, 1)
+	             : flash_lock_renew(g_p, FENCED, 1, 60000);
+	assert_int_equal(g_fired, 1);
+	assert_int_equal(g_b_rc, FLASH_OK);
+	assert_true(g_b_fence > f0);
+	assert_int_equal(rc, FLASH_ENOT_OWNER);
+	/* B holds it, undisturbed */
+	assert_int_equal(flash_lock_acquire(g_p, FENCED, 3, 60000, &f), FLASH_ELOCKED);
+	assert_int_equal(flash_lock_renew(g_b, FENCED, 2, 60000), FLASH_OK);
+	assert_int_equal(flash_lock_release(g_b, FENCED, 2), FLASH_OK);
+	assert_int_equal(flash_lock_acquire(g_p, FENCED, 3, 60000, &f), FLASH_OK);
+	assert_true(f > g_b_fence);
+}
+
+static void test_lock_release_paused_before_its_cas_while_regranted_gets_enot_owner(void **state)
+{
+	owner_change_after_regrant(1);
+}
+
+static void test_lock_renew_paused_before_its_cas_while_regranted_gets_enot_owner(void **state)
+{
+	owner_change_after_regrant(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +442,8 @@ int main(void)
 		T(test_lock_name_insert_killed_at_each_point_counts_the_names_published),
 		T(test_lock_acquire_paused_before_its_cas_gets_a_fence_above_the_grant_in_between),
 		T(test_lock_acquire_paused_before_its_cas_while_another_takes_it_gets_elocked),
+		T(test_lock_release_paused_before_its_cas_while_regranted_gets_enot_owner),
+		T(test_lock_renew_paused_before_its_cas_while_regranted_gets_enot_owner),
 #undef T
 	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
