@@ -30,7 +30,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 3u
+#define FS_LAYOUT_VERSION 4u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -202,14 +202,21 @@ struct fs_ringrec {
 	uint64_t tick;
 };
 
-/* Leased lock: (owner, holder) change together by 16-byte CAS. */
+/*
+ * Leased lock (lock.c).  The grant word {fence, holder} changes only by
+ * 16-byte CAS: a grant moves it from {f, anything free} to {f + 1, taker},
+ * so the fence and the grant are one step and a fence never repeats or goes
+ * back; renew and release keep the fence.  The owner value of a grant is
+ * stored beside it, tagged with the grant's fence.
+ */
 struct fs_lock {
-	uint64_t owner;            /* caller's owner value; 0 = free */
-	uint64_t holder;           /* slot(12) | gen(12) | expiry_ms(40) */
-	uint64_t fence;            /* grants so far */
+	uint64_t fence;            /* grants so far; CAS'd with holder */
+	uint64_t holder;           /* slot(12) | gen(12) | expiry_ms(40); 0 = free */
+	uint64_t owner_fence;      /* the grant whose owner value `owner` is */
+	uint64_t owner;            /* caller's owner value (nonzero); CAS'd with owner_fence */
 	uint32_t used;             /* name published */
 	char     name[FLASH_LOCK_NAME_MAX + 1];
-	char     pad[64 - 28 - 8];
+	char     pad[12];
 } __attribute__((aligned(16)));
 
 enum fs_proc_kind { FS_P_FREE = 0, FS_P_CLAIM = 1, FS_P_ALIVE = 2, FS_P_RECOVERING = 3 };
@@ -331,6 +338,9 @@ int fs_tag_alive(flash_t *h, uint64_t tag);
 int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
 int fs_admin_lock(flash_t *h);
 void fs_admin_unlock(flash_t *h);
+
+/* lock.c */
+void fs_lock_repair(flash_t *h);
 
 /* stock.c */
 void fs_help_mark(flash_t *h, uint64_t tag);

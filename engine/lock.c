@@ -1,20 +1,45 @@
 /*
  * lock.c -- leased locks with fencing tokens.
  *
- * A lock is {owner, holder} changed together by one 16-byte CAS:
- *   owner   the caller's value (0 = free), like the random value of a
- *           Redis lock: renew and release compare it first;
+ * A lock's grant word is {fence, holder}, changed only by one 16-byte CAS:
+ *   fence   the number of grants so far: a grant CASes {f, free} to
+ *           {f + 1, taker} and returns f + 1; renew and release keep f;
  *   holder  slot (12 bits) | slot generation (12) | lease expiry (40, ms of
- *           CLOCK_MONOTONIC): who took it and until when.
- * A lock is free when owner is 0, its lease has expired, or its holder's slot
- * no longer belongs to the process that took it (dead: freed at once, not
- * after the lease).  Every grant takes a fence from a per-name counter that
- * only grows, so a resource can refuse a stale holder.
+ *           CLOCK_MONOTONIC): who took it and until when; 0 when released.
+ * A lock is free when holder is 0, its lease has expired, or its holder's
+ * slot no longer belongs to the process that took it (dead: freed at once,
+ * not after the lease).
+ *
+ * Fences.  Because the fence moves in the very CAS that grants, a grant's
+ * fence is exactly one more than the grant before it (in CAS order), and a
+ * release, keeping the fence, never writes a word an earlier reader could
+ * still CAS from: an acquire that read the lock before another grant (and
+ * its release) fails its CAS and reads again.  So every fence is strictly
+ * greater than every earlier grant's of that name.
+ *
+ * Owners.  The caller's owner value (like the random value of a Redis lock)
+ * does not fit the CAS'd word; the grant's winner stores it after its CAS as
+ * {owner_fence = its fence, owner} (16-byte CAS, only ever to a higher
+ * fence).  Renew and release read the grant word, then the owner pair, and
+ * act only if the pair names the word's fence and their owner; their CAS on
+ * the grant word fails if any grant came in between.  A winner killed before
+ * storing its owner left a grant of a dead holder: free at once, renewed or
+ * released by nobody.
  *
  * Names are inserted once, under the admin mutex, and never removed; lookups
  * are lock-free (the name is written before `used` is published).
+ *
+ * Crash points: "lock_name" 1-2, "lock_acquire" 1-2, "lock_renew" and
+ * "lock_release" 1-2.
  */
+#include <stddef.h>
+
 #include "fs.h"
+
+/* the two pairs changed by 16-byte CAS: each 16-byte aligned, in this order */
+_Static_assert(offsetof(struct fs_lock, fence) == 0 && offsetof(struct fs_lock, holder) == 8 &&
+               offsetof(struct fs_lock, owner_fence) == 16 && offsetof(struct fs_lock, owner) == 24,
+               "struct fs_lock: {fence, holder} and {owner_fence, owner} pairs");
 
 #define HOLDER(slot, gen, exp) (((uint64_t)(slot) << 52) | (((uint64_t)(gen) & 0xfff) << 40) | \
                                 ((exp) & ((1ull << 40) - 1)))
@@ -53,10 +78,19 @@ static struct fs_lock *lock_find(flash_t *h, const char *name, uint32_t *slot_ou
 	return NULL;
 }
 
+/*
+ * The entry of @p name, inserting the name if it is new.  Inserts are
+ * serialised by the admin mutex: the name is written, then `used` published
+ * (lookups are lock-free), then counted in hdr->locks_used.  A holder killed
+ * between the last two leaves a name published and not counted; the mutex's
+ * next owner gets EOWNERDEAD and recounts (fs_lock_repair), so the count
+ * equals the names in the table once a dead holder's mutex has been taken
+ * over -- recovery of the dead slot takes it.  Crash points "lock_name" 1-2.
+ */
 static int lock_get(flash_t *h, const char *name, struct fs_lock **out)
 {
 	struct fs_lock *l;
-	uint32_t free_i;
+	uint32_t free_i, used;
 	int rc;
 
 	if ((l = lock_find(h, name, NULL)) != NULL) {
@@ -67,7 +101,9 @@ static int lock_get(flash_t *h, const char *name, struct fs_lock **out)
 		return rc;
 	l = lock_find(h, name, &free_i);
 	if (l == NULL) {
-		if (free_i == UINT32_MAX || h->hdr->locks_used >= h->hdr->fx.opts.max_locks) {
+		/* only admin-mutex holders write the count: one load is the value */
+		used = ck_pr_load_32(&h->hdr->locks_used);
+		if (free_i == UINT32_MAX || used >= h->hdr->fx.opts.max_locks) {
 			fs_admin_unlock(h);
 			return FLASH_EFULL;
 		}
@@ -75,13 +111,30 @@ static int lock_get(flash_t *h, const char *name, struct fs_lock **out)
 		memset(l->name, 0, sizeof(l->name));
 		memcpy(l->name, name, strlen(name));
 		FS_CRASH("lock_name", 1);
-		ck_pr_fence_store();
+		ck_pr_fence_store();   /* the name before `used`: lookups read it after */
 		ck_pr_store_32(&l->used, 1);
-		ck_pr_store_32(&h->hdr->locks_used, h->hdr->locks_used + 1);
+		FS_CRASH("lock_name", 2);
+		ck_pr_store_32(&h->hdr->locks_used, used + 1);
 	}
 	fs_admin_unlock(h);
 	*out = l;
 	return FLASH_OK;
+}
+
+/*
+ * Make hdr->locks_used the number of names published in the table.  Called
+ * with the admin mutex held by its new owner after EOWNERDEAD (segment.c,
+ * fs_admin_lock): the only way the two can differ is an insert killed between
+ * publishing `used` and counting it (lock_get).  Reads the whole lock table;
+ * runs only when a holder died.
+ */
+void fs_lock_repair(flash_t *h)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i <= h->lock_mask; i++)
+		n += ck_pr_load_32(&h->lock[i].used) != 0;
+	ck_pr_store_32(&h->hdr->locks_used, n);
 }
 
 /* Does the process that took the lock still hold its slot? */
@@ -100,6 +153,34 @@ static int holder_alive(flash_t *h, uint64_t holder)
 	return fs_proc_alive(h, slot, s);
 }
 
+/* The 16-byte pairs, addressed from the entry (they span two fields each). */
+static inline uint64_t *grant_word(struct fs_lock *l)
+{
+	return (uint64_t *)(void *)l;
+}
+
+static inline uint64_t *owner_pair(struct fs_lock *l)
+{
+	return (uint64_t *)(void *)((char *)l + offsetof(struct fs_lock, owner_fence));
+}
+
+/* Record @p owner as the owner value of grant @p fence, unless the pair
+ * already names a later grant (a winner that stalled after its CAS). */
+static void owner_publish(struct fs_lock *l, uint64_t fence, uint64_t owner)
+{
+	uint64_t cur[2] = { ck_pr_load_64(&l->owner_fence), ck_pr_load_64(&l->owner) };
+	uint64_t set[2] = { fence, owner };
+
+	/* on failure cur receives the pair as it is, and the loop re-checks */
+	while (cur[0] < fence &&
+	       !ck_pr_cas_64_2_value(owner_pair(l), cur, set, cur))
+		;
+}
+
+/*
+ * Grant @p name to @p owner if it is free (see the top of this file).
+ * Lock-free: a retry happens only when another handle changed the word.
+ */
 int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms,
                        uint64_t *fence)
 {
@@ -113,18 +194,22 @@ int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t le
 	if ((rc = lock_get(h, name, &l)) != FLASH_OK)
 		return rc;
 	for (;;) {
-		uint64_t cur[2] = { ck_pr_load_64(&l->owner), ck_pr_load_64(&l->holder) };
+		/* two loads may mix two words: the CAS compares both, and a mixed
+		 * pair fails it; "held" is decided on the holder load alone */
+		uint64_t cur[2] = { ck_pr_load_64(&l->fence), ck_pr_load_64(&l->holder) };
 		uint64_t now = fs_mono_ms();
 
-		if (cur[0] != 0 && H_EXP(cur[1]) > now && holder_alive(h, cur[1]))
+		if (cur[1] != 0 && H_EXP(cur[1]) > now && holder_alive(h, cur[1]))
 			return FLASH_ELOCKED;
-		uint64_t f = ck_pr_faa_64(&l->fence, 1) + 1;
-		uint64_t set[2] = { owner, HOLDER((uint32_t)h->slot, h->gen, now + lease_ms) };
+		/* now + lease_ms >= 1: a grant's holder is never 0 */
+		uint64_t set[2] = { cur[0] + 1, HOLDER((uint32_t)h->slot, h->gen, now + lease_ms) };
 
 		FS_CRASH("lock_acquire", 1);
-		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set)) {
+		/* the fence moves with the grant: one CAS (a full barrier) */
+		if (ck_pr_cas_64_2(grant_word(l), cur, set)) {
 			FS_CRASH("lock_acquire", 2);
-			*fence = f;
+			owner_publish(l, set[0], owner);
+			*fence = set[0];
 			return FLASH_OK;
 		}
 	}
@@ -142,18 +227,23 @@ static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t le
 	if ((l = lock_find(h, name, NULL)) == NULL)
 		return FLASH_ENOT_FOUND;
 	for (;;) {
-		uint64_t cur[2] = { ck_pr_load_64(&l->owner), ck_pr_load_64(&l->holder) };
-		uint64_t now = fs_mono_ms();
-		uint64_t set[2] = { 0, 0 };
+		uint64_t cur[2] = { ck_pr_load_64(&l->fence), ck_pr_load_64(&l->holder) };
+		uint64_t of, ov, now, set[2];
 
-		if (cur[0] != owner || H_EXP(cur[1]) <= now || !holder_alive(h, cur[1]))
+		/* the owner pair after the grant word: a pair naming cur's fence was
+		 * stored by that grant's winner; a later grant's pair comes with a
+		 * moved fence, and the CAS below fails */
+		ck_pr_fence_load();
+		of = ck_pr_load_64(&l->owner_fence);
+		ov = ck_pr_load_64(&l->owner);
+		now = fs_mono_ms();
+		if (cur[1] == 0 || of != cur[0] || ov != owner || H_EXP(cur[1]) <= now ||
+		    !holder_alive(h, cur[1]))
 			return FLASH_ENOT_OWNER;
-		if (!release) {
-			set[0] = owner;
-			set[1] = HOLDER(H_SLOT(cur[1]), H_GEN(cur[1]), now + lease_ms);
-		}
+		set[0] = cur[0];   /* renew and release keep the fence */
+		set[1] = release ? 0 : HOLDER(H_SLOT(cur[1]), H_GEN(cur[1]), now + lease_ms);
 		FS_CRASH(release ? "lock_release" : "lock_renew", 1);
-		if (ck_pr_cas_64_2((uint64_t *)(void *)l, cur, set)) {
+		if (ck_pr_cas_64_2(grant_word(l), cur, set)) {
 			FS_CRASH(release ? "lock_release" : "lock_renew", 2);
 			return FLASH_OK;
 		}

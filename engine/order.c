@@ -168,17 +168,41 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 /* Is there an order number left for this handle?  (Checked before any change.) */
 static int order_peek(flash_t *h)
 {
-	const struct fs_proc *p = h->me;
+	struct fs_proc *p = h->me;
+	uint64_t next, end;
 
 	if (h->replay != NULL)
 		return h->replay->order_no <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
-	if (p->order_next != 0 && p->order_next < p->order_end && p->order_next <= h->ord_cap)
+	/* the slot's range, each bound loaded once (order_alloc loads and checks
+	 * its own copies again: this is only a peek) */
+	next = ck_pr_load_64(&p->order_next);
+	end = ck_pr_load_64(&p->order_end);
+	if (next != 0 && next < end && next <= h->ord_cap)
 		return FLASH_OK;
 	return ck_pr_load_64(&h->hdr->order_next) <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
 }
 
 /*
  * Order numbers are handed to slots in chunks: no shared counter per order.
+ * A slot's unused numbers are [order_next, order_end); they outlive the
+ * handle, and the slot's next handle goes on from them.  So every state a
+ * refill can be killed in must leave that range holding only numbers of the
+ * new chunk, or nothing:
+ *
+ *   FAA hdr->order_next -> N   killed after: the slot's range is the old,
+ *                              empty one; [N, N + 64) is never handed out
+ *   order_next = N             killed after: N >= the old order_end (chunks
+ *                              are taken in order, each old chunk ends at or
+ *                              before the next one starts): empty again
+ *   order_end = N + 64         the whole new chunk, none of it used yet
+ *
+ * (order_end first, as it was, left [old end, N + 64): numbers of chunks
+ * taken by live processes in between.)  The store fence keeps the two
+ * stores in that order for an observer as well (on x86 a compiler barrier;
+ * a dead process's stores are in program order anyway).  Crash points
+ * "order_alloc" 1-3.  Only a refill runs these; an order inside a chunk
+ * costs what it did: two loads and the order_next store.
+ *
  * Replay takes the record's number and keeps the allocator past it.
  */
 static uint64_t order_alloc(flash_t *h)
@@ -200,11 +224,16 @@ static uint64_t order_alloc(flash_t *h)
 
 	if (n == 0 || n >= p->order_end) {
 		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
+		FS_CRASH("order_alloc", 1);
 		if (n > h->ord_cap)
 			return 0;
+		ck_pr_store_64(&p->order_next, n);
+		ck_pr_fence_store();
+		FS_CRASH("order_alloc", 2);
 		/* the last chunk stops at the table's end */
 		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK > (uint64_t)h->ord_cap + 1
 		                                  ? (uint64_t)h->ord_cap + 1 : n + FS_ORDER_CHUNK);
+		FS_CRASH("order_alloc", 3);
 	}
 	if (n > h->ord_cap)
 		return 0;
@@ -252,6 +281,8 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	uint64_t s = 0;
 	int rc;
 
+	uint32_t ri;
+
 	rc = fs_kt_claim(h, h->req, h->req_mask, &h->hdr->req_used, h->hdr->fx.opts.max_requests,
 	                 key, j->op_tag, &j->req_idx, &s);
 	if (rc < 0) {
@@ -260,7 +291,14 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	}
 	if (rc == FS_KT_INSERTED)
 		return FLASH_OK;
-	for (struct fs_kent *e = &h->req[j->req_idx];; s = ck_pr_load_64(&e->state)) {
+	/* the index the claim wrote into the journal (for a recoverer): loaded
+	 * once, checked, then only the local is used */
+	ri = ck_pr_load_32(&j->req_idx);
+	if (ri > h->req_mask) {
+		j->req_idx = FS_NONE;
+		return FLASH_ECORRUPT;
+	}
+	for (struct fs_kent *e = &h->req[ri];; s = ck_pr_load_64(&e->state)) {
 		switch (FS_KIND(s)) {
 		case FS_K_DONE:
 			if (res) {
@@ -340,11 +378,17 @@ static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
 	return sum >= qty ? FLASH_OK : FLASH_ESOLD_OUT;
 }
 
+/*
+ * Reserve a limit slot of the user: the first of 1..K that is absent or
+ * FREE.  On success *lslot is the slot number and *uidx the entry's index,
+ * also in the journal (written there by the claim, before its CAS, for a
+ * recoverer); the journal's copy is loaded once and checked, and the caller
+ * uses *uidx, never the journal's field again.
+ */
 static int limit_claim(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
-                       uint32_t day, uint32_t *lslot)
+                       uint32_t day, uint32_t *lslot, uint32_t *uidx)
 {
 	struct fs_journal *j = h->j;
-
 	uint32_t first = 1, last = a->limit_per_user;
 
 	if (h->replay != NULL)
@@ -352,6 +396,7 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 	for (uint32_t ls = first; ls <= last; ls++) {
 		uint64_t key[3];
 		uint64_t s = 0;
+		uint32_t ui;
 		int rc;
 
 		limit_key(a, r, day, ls, key);
@@ -362,16 +407,23 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 			j->user_idx = FS_NONE;
 			return rc;
 		}
+		ui = ck_pr_load_32(&j->user_idx);
+		if (ui > h->user_mask) {
+			j->user_idx = FS_NONE;
+			return FLASH_ECORRUPT;
+		}
 		if (rc == FS_KT_INSERTED) {
 			*lslot = ls;
+			*uidx = ui;
 			return FLASH_OK;
 		}
 		while (FS_KIND(s) == FS_K_FREE) {
-			if (ck_pr_cas_64(&h->user[j->user_idx].state, s, FS_MK(FS_K_PEND, j->op_tag))) {
+			if (ck_pr_cas_64(&h->user[ui].state, s, FS_MK(FS_K_PEND, j->op_tag))) {
 				*lslot = ls;
+				*uidx = ui;
 				return FLASH_OK;
 			}
-			s = ck_pr_load_64(&h->user[j->user_idx].state);
+			s = ck_pr_load_64(&h->user[ui].state);
 		}
 		/* held (PEND by another in-flight order of this user) or DONE: next slot */
 	}
@@ -409,7 +461,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	const struct fs_sku *sku;
 	struct fs_journal *j;
 	struct fs_order *o;
-	uint32_t si, lslot = 0, day, base, nsh;
+	uint32_t si, lslot = 0, uidx = FS_NONE, day, base, nsh;
 	uint64_t ono;
 	int64_t now;
 	int rc;
@@ -480,7 +532,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 			h->me->st.sold_out++;
 		goto fail;
 	}
-	if ((rc = limit_claim(h, &act->a, r, day, &lslot)) != FLASH_OK) {
+	if ((rc = limit_claim(h, &act->a, r, day, &lslot, &uidx)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
 		goto fail;
@@ -506,7 +558,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	o->qty = r->qty;
 	o->limit_slot = lslot;
 	o->biz_day = day;
-	o->user_idx = j->user_idx;
+	o->user_idx = uidx;
 	o->created_ns = now;
 	o->sku_idx = si;
 	o->shard = base + (uint32_t)(fs_hash(r->user_id, 3, 4) % nsh);

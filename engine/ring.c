@@ -52,10 +52,18 @@
 
 #include "fs.h"
 
+/*
+ * The rings' geometry is never read back from the segment: the header's
+ * region table and struct ck_ring's size and mask live in writable shared
+ * memory.  Attach accepted only the region table layout() makes, whose
+ * FS_R_RING element is exactly RING_STRIDE bytes, and the handle keeps the
+ * checked ring size (h->ring_size), so both are constants of the handle.
+ */
+#define RING_STRIDE (((uint64_t)sizeof(struct ck_ring) + FS_LINE - 1) & ~(uint64_t)(FS_LINE - 1))
+
 static inline struct ck_ring *ring_of(flash_t *h, uint32_t slot)
 {
-	return (struct ck_ring *)((char *)h->ring +
-	                          (uint64_t)slot * h->hdr->fx.region[FS_R_RING].elem_size);
+	return (struct ck_ring *)((char *)h->ring + (uint64_t)slot * RING_STRIDE);
 }
 
 static inline struct fs_ringrec *buf_of(flash_t *h, uint32_t slot)
@@ -87,13 +95,14 @@ static inline int rec_is_source(const struct flash_record *r)
 	       r->type == FLASH_REC_SKU || (r->type == FLASH_REC_RESTOCK && r->value > 0);
 }
 
-/* The commit point of the journal's operation: ticket, then publish. */
-void fs_ring_publish(flash_t *h)
+/*
+ * Publish the journal's record at ring position @p p, the producer's own
+ * p_tail (loaded once by the caller): ticket, copy, store fence, p_tail + 1.
+ * fs_ring_space() said there is room; p_tail is ours alone to move.
+ */
+static void ring_publish_at(flash_t *h, unsigned int p)
 {
 	uint32_t slot = (uint32_t)h->slot;
-	struct ck_ring *r = ring_of(h, slot);
-	/* fs_ring_space() said there is room; p_tail is ours alone to move */
-	unsigned int p = ck_pr_load_uint(&r->p_tail);
 	struct fs_ringrec *e = &buf_of(h, slot)[p & (h->ring_size - 1)];
 
 	e->rec = h->j->rec;
@@ -105,19 +114,28 @@ void fs_ring_publish(flash_t *h)
 		e->tick = ck_pr_load_64(&h->hdr->tick);
 	}
 	ck_pr_fence_store();
-	ck_pr_store_uint(&r->p_tail, p + 1);
+	ck_pr_store_uint(&ring_of(h, slot)->p_tail, p + 1);
+}
+
+/* The commit point of the journal's operation: ticket, then publish. */
+void fs_ring_publish(flash_t *h)
+{
+	ring_publish_at(h, ck_pr_load_uint(&ring_of(h, (uint32_t)h->slot)->p_tail));
 }
 
 /*
  * The commit point of the operation in the handle's journal.  Normally: note
- * the ring position, phase PUBLISH, publish the record -- from the publish on,
- * recovery rolls the operation forward.  When re-applying a WAL record
- * (flash_replay) the record is already durable: no new one is emitted, and
- * the decision "forward" is written into the journal instead.
+ * the ring position, phase PUBLISH, publish the record at that position --
+ * from the publish on, recovery rolls the operation forward.  The position
+ * is loaded once: the journal's ring_pos and the slot the record goes to are
+ * the same number.  When re-applying a WAL record (flash_replay) the record
+ * is already durable: no new one is emitted, and the decision "forward" is
+ * written into the journal instead.
  */
 void fs_commit(flash_t *h)
 {
 	struct fs_journal *j = h->j;
+	uint32_t pos;
 
 	if (h->replay != NULL) {
 		j->dir = FS_DIR_FWD;
@@ -125,10 +143,11 @@ void fs_commit(flash_t *h)
 		ck_pr_store_32(&j->phase, FS_PH_RESOLVED);
 		return;
 	}
-	j->ring_pos = fs_ring_pos(h);
+	pos = fs_ring_pos(h);
+	j->ring_pos = pos;
 	ck_pr_fence_store();
 	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
-	fs_ring_publish(h);
+	ring_publish_at(h, pos);
 }
 
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos)

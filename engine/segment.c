@@ -763,7 +763,9 @@ static int slot_claim(flash_t *h)
 /*
  * The admin mutex serialises the rare catalog and lock-name inserts.  It is
  * robust: if its holder died, the next locker gets EOWNERDEAD, finishes or
- * undoes the dead holder's catalog operation, and marks the mutex consistent.
+ * undoes the dead holder's catalog operation, recounts the lock names (an
+ * insert killed between publishing a name and counting it), and marks the
+ * mutex consistent.
  */
 int fs_admin_lock(flash_t *h)
 {
@@ -785,6 +787,7 @@ int fs_admin_lock(flash_t *h)
 
 		if (holder != 0 && fs_check_slot(h, holder - 1) == FLASH_OK)
 			fs_catalog_repair(h, holder - 1);
+		fs_lock_repair(h);   /* a lock-name insert it may have left uncounted */
 		ck_pr_store_32(&h->hdr->cat_holder, 0);
 		pthread_mutex_consistent(&h->hdr->admin);
 		rc = 0;
