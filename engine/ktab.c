@@ -15,6 +15,11 @@
  * from publishing it), or recovers the writer if it died.
  */
 #include "fs.h"
+#include "probe.h"
+
+#ifdef FLASH_CRASHPOINTS
+uint64_t fs_probe_reads;   /* entries read by lookups (probe.h) */
+#endif
 
 static int key_eq(const struct fs_kent *e, const uint64_t key[3])
 {
@@ -42,6 +47,7 @@ int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
 				ck_pr_dec_32(used);
 				return FLASH_EFULL;
 			}
+			FS_CRASH("ktab_count", 1);   /* counted, entry not yet taken */
 			ck_pr_store_32(jidx, i);
 			if (ck_pr_cas_64(&e->state, s, FS_MK(FS_K_BUSY, tag))) {
 				FS_CRASH("ktab_insert", 1);

@@ -22,6 +22,7 @@
  * the table full; nothing sweeps on the order path.
  */
 #include "fs.h"
+#include "probe.h"
 
 static uint64_t token_number(flash_t *h)
 {
@@ -207,6 +208,7 @@ static uint32_t token_find(flash_t *h, uint64_t id)
 	for (uint32_t n = 0; n <= h->tok_mask; n++, i = (i + 1) & h->tok_mask) {
 		uint64_t st = 0, eid = 0;
 
+		FS_PROBE_COUNT();
 		token_read(h, i, &st, &eid);
 		if (FS_KIND(st) == FS_K_EMPTY)
 			return FS_NONE;
