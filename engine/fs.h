@@ -30,7 +30,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 3u
+#define FS_LAYOUT_VERSION 4u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -128,6 +128,8 @@ struct fs_hdr {
 	uint32_t n_sku;                   /* skus committed (dense) */
 	uint32_t n_shard;                 /* shards handed out */
 	uint32_t durability_failed;       /* sticky WAL failure */
+	uint32_t tok_probe_max;           /* farthest from its home any token was placed
+	                                     (probe.h): bounds every token lookup */
 	uint32_t users_used FS_ALIGNED;
 	uint32_t req_used;
 	uint32_t locks_used;

@@ -2,7 +2,8 @@
  * ktab.c -- lock-free keyed tables in the segment: per-user limit slots and
  * request ids.
  *
- * Open addressing with linear probing over fixed-size entries {state, key}.
+ * Open addressing with linear probing over fixed-size entries {state, key},
+ * probed by probe.h (no key is placed past FS_PROBE_MAX of its home).
  * Keys are permanent: once published, an entry keeps its key forever and only
  * its state moves (FREE <-> PEND(tag) -> DONE(value) ...), so a key has one
  * home for the life of the segment and two inserters of one key always meet
@@ -18,7 +19,7 @@
 #include "probe.h"
 
 #ifdef FLASH_CRASHPOINTS
-uint64_t fs_probe_reads;   /* entries read by lookups (probe.h) */
+uint64_t fs_probe_reads;   /* entries handed out by fs_probe_next (probe.h) */
 #endif
 
 static int key_eq(const struct fs_kent *e, const uint64_t key[3])
@@ -30,15 +31,18 @@ static int key_eq(const struct fs_kent *e, const uint64_t key[3])
  * Find the entry of @p key, inserting it (held by @p tag) if absent.
  * Returns FS_KT_INSERTED (the entry is PEND(tag), *jidx its index),
  * FS_KT_FOUND (*jidx its index, *state_out its state as read), or
- * FLASH_EFULL when @p cap keys exist already.
+ * FLASH_EFULL when @p cap keys exist already or no entry is free within the
+ * probe bound.
  */
 int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
                 uint32_t cap, const uint64_t key[3], uint64_t tag, uint32_t *jidx,
                 uint64_t *state_out)
 {
-	uint32_t i = (uint32_t)fs_hash(key[0], key[1], key[2]) & mask;
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= mask;) {
+	fs_probe_init(&p, fs_hash(key[0], key[1], key[2]), mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		struct fs_kent *e = &tab[i];
 		uint64_t s = ck_pr_load_64(&e->state);
 
@@ -59,13 +63,15 @@ int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
 				return FS_KT_INSERTED;
 			}
 			ck_pr_dec_32(used);
-			continue;       /* someone else took it: look again */
+			fs_probe_again(&p);     /* someone else took it: look again */
+			continue;
 		}
 		if (FS_KIND(s) == FS_K_BUSY) {
 			int rc = fs_wait_tag(h, &e->state, s);
 
 			if (rc != FLASH_OK)
 				return rc;
+			fs_probe_again(&p);
 			continue;
 		}
 		ck_pr_fence_load();
@@ -74,8 +80,6 @@ int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
 			*state_out = s;
 			return FS_KT_FOUND;
 		}
-		i = (i + 1) & mask;
-		n++;
 	}
 	return FLASH_EFULL;
 }

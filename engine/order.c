@@ -18,6 +18,7 @@
  * Crash points: every FS_CRASH below (test builds only).
  */
 #include "fs.h"
+#include "probe.h"
 
 int fs_op_begin(flash_t *h, uint32_t op)
 {
@@ -216,14 +217,16 @@ static uint64_t order_alloc(flash_t *h)
 
 /*
  * A retry of a finished request answers before anything else is checked
- * (even a full ring): read-only, no key inserted.
+ * (even a full ring): read-only, no key inserted.  A bounded probe (probe.h).
  */
 static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
 {
 	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
-	uint32_t i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->req_mask;
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= h->req_mask; n++, i = (i + 1) & h->req_mask) {
+	fs_probe_init(&p, fs_hash(key[0], key[1], key[2]), h->req_mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		const struct fs_kent *e = &h->req[i];
 		uint64_t s = ck_pr_load_64(&e->state);
 
