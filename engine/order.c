@@ -118,6 +118,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 	switch (j->op) {
 	case FS_OP_ORDER:
+		fs_kt_recover(h, j, slot);   /* a key insert in flight: finished, count settled */
 		fs_intents_undo(h, j);
 		FS_CRASH("order_undo", 1);
 		if (oi < h->ord_cap)
@@ -126,9 +127,6 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 			struct fs_kent *e = &h->user[ui];
 
 			cas_state(&e->state, pend, FS_MK(FS_K_FREE, 0));
-			/* an insert that died before publishing its key */
-			if (ck_pr_cas_64(&e->state, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_EMPTY, 0)))
-				ck_pr_dec_32(&h->hdr->users_used);
 		}
 		FS_CRASH("order_undo", 2);
 		if (ti != FS_NONE && crashed) {
@@ -148,8 +146,6 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 			cas_state(&e->state, pend, keep ? FS_MK(FS_K_DONE, FS_REQ_VAL(rc, 0, 0))
 			                                : FS_MK(FS_K_FREE, 0));
-			if (ck_pr_cas_64(&e->state, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_EMPTY, 0)))
-				ck_pr_dec_32(&h->hdr->req_used);
 		}
 		break;
 	case FS_OP_CANCEL:
@@ -217,21 +213,25 @@ static uint64_t order_alloc(flash_t *h)
 
 /*
  * A retry of a finished request answers before anything else is checked
- * (even a full ring): read-only, no key inserted.  A bounded probe (probe.h).
+ * (even a full ring): read-only, no key inserted.  A bounded probe (probe.h)
+ * that passes entries other keys are being inserted into.
  */
 static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
 {
 	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
+	uint64_t hash = fs_hash(key[0], key[1], key[2]);
 	struct fs_probe p;
 	uint32_t i;
 
-	fs_probe_init(&p, fs_hash(key[0], key[1], key[2]), h->req_mask, FS_PROBE_MAX);
+	fs_probe_init(&p, hash, h->req_mask, FS_PROBE_MAX);
 	while (fs_probe_next(&p, &i)) {
 		const struct fs_kent *e = &h->req[i];
 		uint64_t s = ck_pr_load_64(&e->state);
 
-		if (FS_KIND(s) == FS_K_EMPTY || FS_KIND(s) == FS_K_BUSY)
-			return FLASH_OK;
+		if (FS_KIND(s) == FS_K_EMPTY || fs_kt_busy_same(s, hash))
+			return FLASH_OK;        /* absent, or being inserted: the claim decides */
+		if (FS_KIND(s) == FS_K_BUSY)
+			continue;               /* another key being inserted */
 		ck_pr_fence_load();
 		if (e->k[0] == key[0] && e->k[1] == key[1] && e->k[2] == key[2]) {
 			if (FS_KIND(s) != FS_K_DONE)
@@ -255,8 +255,7 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	uint64_t s = 0;
 	int rc;
 
-	rc = fs_kt_claim(h, h->req, h->req_mask, &h->hdr->req_used, h->hdr->fx.opts.max_requests,
-	                 key, j->op_tag, &j->req_idx, &s);
+	rc = fs_kt_claim(h, FS_KT_REQ, key, &s);
 	if (rc < 0) {
 		j->req_idx = FS_NONE;
 		return rc;
@@ -358,8 +357,7 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 		int rc;
 
 		limit_key(a, r, day, ls, key);
-		rc = fs_kt_claim(h, h->user, h->user_mask, &h->hdr->users_used,
-		                     h->hdr->fx.opts.max_users, key, j->op_tag, &j->user_idx, &s);
+		rc = fs_kt_claim(h, FS_KT_USER, key, &s);
 
 		if (rc < 0) {
 			j->user_idx = FS_NONE;
