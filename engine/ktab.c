@@ -38,6 +38,14 @@
 #include "fs.h"
 #include "probe.h"
 
+/*
+ * Journal intents an insert may need: its reservation, the give-back, and a
+ * recoverer's settling change (one more in case a recoverer dies in it).  An
+ * insert starts only with that many free, so no change it makes to the
+ * count ever goes unjournaled.
+ */
+#define KT_INTENTS 4u
+
 #ifdef FLASH_CRASHPOINTS
 uint64_t fs_probe_reads;   /* entries handed out by fs_probe_next (probe.h) */
 #endif
@@ -196,12 +204,18 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 
 		if (FS_KIND(s) == FS_K_EMPTY) {
 			if (!reserved) {
+				if (j->n_int + KT_INTENTS > FS_MAX_INTENTS) {
+					rc = FLASH_EBUSY;   /* journal full: nothing changed */
+					goto out;
+				}
 				if ((rc = kt_count(h, j, slot, &t, 1, 1)) != FLASH_OK)
 					goto out;
 				reserved = 1;
 				rc = FLASH_EFULL;
 			}
 			ck_pr_store_32(t.jidx, i);
+			/* lock cmpxchg is a full barrier: the journaled key, index and
+			 * reservation are visible before the entry is ours */
 			if (!ck_pr_cas_64(&e->state, s, busy)) {
 				fs_probe_again(&p);     /* someone else took it: look again */
 				continue;
