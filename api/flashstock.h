@@ -347,7 +347,12 @@ struct flash_order_res {
  *         res->order_no); FLASH_EFULL (user, order or request table);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
- * @note Lock-free: a stalled process never blocks another's order.
+ * @note Lock-free: a stalled process never blocks another's order, with one
+ *       exception: an order that needs the very key a stalled order is
+ *       inserting into the per-user or request-id table (the same user's
+ *       limit slot, the same request id), or a retry of a request id that a
+ *       stalled order holds, waits for that process -- and recovers it at
+ *       once if it died.  Orders for other keys pass its entries.
  */
 int flash_order(flash_t *h, const struct flash_order_req *r,
                 struct flash_order_res *res);

@@ -9,14 +9,21 @@
  * journaled like any other: the record is the commit point, and a writer that
  * dies is finished (record published) or forgotten (not published) by the
  * next holder of the mutex (fs_catalog_repair).
+ *
+ * The indexes are probed by probe.h: an entry is placed within FS_PROBE_MAX
+ * of its home (an add checks there is room before it changes anything), so
+ * every lookup reads at most that many words.
  */
 #include "fs.h"
+#include "probe.h"
 
 const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
 {
-	uint32_t i = (uint32_t)fs_hash(id, 0, 1) & h->act_idx_mask;
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= h->act_idx_mask; n++, i = (i + 1) & h->act_idx_mask) {
+	fs_probe_init(&p, fs_hash(id, 0, 1), h->act_idx_mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&h->act_idx[i]);
 
 		if (v == 0 || v > h->act_cap)
@@ -33,9 +40,11 @@ const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
 
 const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_t *idx)
 {
-	uint32_t i = (uint32_t)fs_hash(act, sku, 2) & h->sku_idx_mask;
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= h->sku_idx_mask; n++, i = (i + 1) & h->sku_idx_mask) {
+	fs_probe_init(&p, fs_hash(act, sku, 2), h->sku_idx_mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&h->sku_idx[i]);
 
 		if (v == 0 || v > h->sku_cap)
@@ -50,12 +59,31 @@ const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_
 	return NULL;
 }
 
+/*
+ * Is there a free word for @p hash within the probe bound?  Asked by an add
+ * before it changes anything; only the admin mutex's holder writes an index,
+ * so the answer holds until its index_put.
+ */
+static int index_room(const uint32_t *index, uint32_t mask, uint64_t hash)
+{
+	struct fs_probe p;
+	uint32_t i;
+
+	fs_probe_init(&p, hash, mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i))
+		if (ck_pr_load_32((uint32_t *)&index[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* Publish dense entry @p k in an index (idempotent: a second call finds it). */
 static void index_put(uint32_t *index, uint32_t mask, uint64_t hash, uint32_t k)
 {
-	uint32_t i = (uint32_t)hash & mask;
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+	fs_probe_init(&p, hash, mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&index[i]);
 
 		if (v == k + 1)
@@ -130,7 +158,7 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 
 	if (fs_act_find(h, a->id, NULL) != NULL)
 		return FLASH_EEXIST;
-	if (n >= h->act_cap)
+	if (n >= h->act_cap || !index_room(h->act_idx, h->act_idx_mask, fs_hash(a->id, 0, 1)))
 		return FLASH_EFULL;
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
@@ -161,7 +189,8 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 		return FLASH_ENOT_FOUND;
 	if (fs_sku_find(h, act_id, sku_id, NULL) != NULL)
 		return FLASH_EEXIST;
-	if (n >= h->sku_cap || s0 > h->shard_cap || shards > h->shard_cap - s0)
+	if (n >= h->sku_cap || s0 > h->shard_cap || shards > h->shard_cap - s0 ||
+	    !index_room(h->sku_idx, h->sku_idx_mask, fs_hash(act_id, sku_id, 2)))
 		return FLASH_EFULL;
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;

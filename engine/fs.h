@@ -55,7 +55,8 @@
 
 enum fs_kind {
 	FS_K_EMPTY = 0,  /* never used: ends a probe chain */
-	FS_K_BUSY  = 1,  /* key being written by tag */
+	FS_K_BUSY  = 1,  /* key being written: by tag (tokens), or by slot + key
+	                    fingerprint (keyed tables: FS_KT_BUSY) */
 	FS_K_FREE  = 2,  /* keyed, nobody holds it (user/request), or LIVE token */
 	FS_K_PEND  = 3,  /* held by the in-flight operation tag */
 	FS_K_DONE  = 4,  /* committed; low 60 bits are a value */
@@ -128,9 +129,20 @@ struct fs_hdr {
 	uint32_t n_sku;                   /* skus committed (dense) */
 	uint32_t n_shard;                 /* shards handed out */
 	uint32_t durability_failed;       /* sticky WAL failure */
-	uint32_t users_used FS_ALIGNED;
-	uint32_t req_used;
-	uint32_t locks_used;
+	uint32_t tok_probe_max;           /* farthest from its home any token was placed
+	                                     (probe.h): bounds every token lookup */
+	/* keys held by the keyed tables (entries not EMPTY): tagged counters, changed
+	 * only by ktab.c's journaled count; users_used and req_used name the low
+	 * word of each value, for readers (the segment is little-endian, host-only) */
+	union {
+		struct fs_counter users_fill;
+		uint32_t users_used;
+	} FS_ALIGNED;
+	union {
+		struct fs_counter req_fill;
+		uint32_t req_used;
+	};
+	uint32_t locks_used FS_ALIGNED;
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
 	uint64_t tick FS_ALIGNED;         /* causal ticket counter (ring.c): bumped by records
 	                                     others may depend on and by each drain */
@@ -258,6 +270,8 @@ struct fs_intent {
 };
 #define FS_TOTAL_BIT 0x80000000u
 #define FS_TL_TARGET 0x7fffffffu   /* intent target: hdr->tokens_live */
+#define FS_KT_TARGET_REQ  0x7ffffffeu  /* intent target: hdr->req_fill (ktab.c) */
+#define FS_KT_TARGET_USER 0x7ffffffdu  /* intent target: hdr->users_fill (ktab.c) */
 
 #define FS_NONE UINT32_MAX
 #define FS_DIR_BACK 1u
@@ -280,6 +294,12 @@ struct fs_journal {
 	uint32_t dir;              /* recovery's decision: 1 back, 2 forward */
 	uint32_t pad;
 	uint64_t tok_id;
+	/* the keyed-table insert in flight (ktab.c), one at a time */
+	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1; 0: none, or settled */
+	uint32_t kt_won;           /* the EMPTY -> BUSY CAS at the table's index succeeded */
+	uint32_t kt_first;         /* first intent of this insert (its count changes) */
+	uint32_t kt_pad;
+	uint64_t kt_key[3];        /* the key being inserted */
 	struct flash_record rec;   /* the record to publish */
 	struct fs_intent in[FS_MAX_INTENTS];
 };
@@ -359,9 +379,28 @@ struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* ktab.c */
 enum { FS_KT_FOUND = 1, FS_KT_INSERTED = 2 };
-int fs_kt_claim(flash_t *h, struct fs_kent *tab, uint32_t mask, uint32_t *used,
-                uint32_t cap, const uint64_t key[3], uint64_t tag, uint32_t *jidx,
-                uint64_t *state_out);
+enum { FS_KT_REQ = 0, FS_KT_USER = 1 };   /* the keyed tables */
+int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
+void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
+
+/*
+ * A keyed-table entry being inserted reads BUSY(slot, fingerprint): the
+ * inserter's slot and 48 bits of the key's hash (the bits above those that
+ * pick the home).  Only an insert of a key with the same fingerprint waits
+ * for it; every other probe passes it.
+ */
+static inline uint64_t fs_kt_fp(uint64_t hash)
+{
+	return (hash >> 16) & FS_SEQ_MASK;
+}
+
+#define FS_KT_BUSY(slot, hash) FS_MK(FS_K_BUSY, FS_TAG((slot), fs_kt_fp(hash)))
+
+/* Is @p s a BUSY entry whose key may be the one hashing to @p hash? */
+static inline int fs_kt_busy_same(uint64_t s, uint64_t hash)
+{
+	return FS_KIND(s) == FS_K_BUSY && FS_TAG_SEQ(FS_VAL(s)) == fs_kt_fp(hash);
+}
 
 /* catalog.c */
 const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx);

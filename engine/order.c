@@ -18,6 +18,7 @@
  * Crash points: every FS_CRASH below (test builds only).
  */
 #include "fs.h"
+#include "probe.h"
 
 int fs_op_begin(flash_t *h, uint32_t op)
 {
@@ -117,6 +118,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 	switch (j->op) {
 	case FS_OP_ORDER:
+		fs_kt_recover(h, j, slot);   /* a key insert in flight: finished, count settled */
 		fs_intents_undo(h, j);
 		FS_CRASH("order_undo", 1);
 		if (oi < h->ord_cap)
@@ -125,9 +127,6 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 			struct fs_kent *e = &h->user[ui];
 
 			cas_state(&e->state, pend, FS_MK(FS_K_FREE, 0));
-			/* an insert that died before publishing its key */
-			if (ck_pr_cas_64(&e->state, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_EMPTY, 0)))
-				ck_pr_dec_32(&h->hdr->users_used);
 		}
 		FS_CRASH("order_undo", 2);
 		if (ti != FS_NONE && crashed) {
@@ -147,8 +146,6 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 			cas_state(&e->state, pend, keep ? FS_MK(FS_K_DONE, FS_REQ_VAL(rc, 0, 0))
 			                                : FS_MK(FS_K_FREE, 0));
-			if (ck_pr_cas_64(&e->state, FS_MK(FS_K_BUSY, j->op_tag), FS_MK(FS_K_EMPTY, 0)))
-				ck_pr_dec_32(&h->hdr->req_used);
 		}
 		break;
 	case FS_OP_CANCEL:
@@ -245,19 +242,25 @@ static uint64_t order_alloc(flash_t *h)
 
 /*
  * A retry of a finished request answers before anything else is checked
- * (even a full ring): read-only, no key inserted.
+ * (even a full ring): read-only, no key inserted.  A bounded probe (probe.h)
+ * that passes entries other keys are being inserted into.
  */
 static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
 {
 	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
-	uint32_t i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->req_mask;
+	uint64_t hash = fs_hash(key[0], key[1], key[2]);
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= h->req_mask; n++, i = (i + 1) & h->req_mask) {
+	fs_probe_init(&p, hash, h->req_mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		const struct fs_kent *e = &h->req[i];
 		uint64_t s = ck_pr_load_64(&e->state);
 
-		if (FS_KIND(s) == FS_K_EMPTY || FS_KIND(s) == FS_K_BUSY)
-			return FLASH_OK;
+		if (FS_KIND(s) == FS_K_EMPTY || fs_kt_busy_same(s, hash))
+			return FLASH_OK;        /* absent, or being inserted: the claim decides */
+		if (FS_KIND(s) == FS_K_BUSY)
+			continue;               /* another key being inserted */
 		ck_pr_fence_load();
 		if (e->k[0] == key[0] && e->k[1] == key[1] && e->k[2] == key[2]) {
 			if (FS_KIND(s) != FS_K_DONE)
@@ -283,8 +286,7 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 
 	uint32_t ri;
 
-	rc = fs_kt_claim(h, h->req, h->req_mask, &h->hdr->req_used, h->hdr->fx.opts.max_requests,
-	                 key, j->op_tag, &j->req_idx, &s);
+	rc = fs_kt_claim(h, FS_KT_REQ, key, &s);
 	if (rc < 0) {
 		j->req_idx = FS_NONE;
 		return rc;
@@ -400,8 +402,7 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 		int rc;
 
 		limit_key(a, r, day, ls, key);
-		rc = fs_kt_claim(h, h->user, h->user_mask, &h->hdr->users_used,
-		                     h->hdr->fx.opts.max_users, key, j->op_tag, &j->user_idx, &s);
+		rc = fs_kt_claim(h, FS_KT_USER, key, &s);
 
 		if (rc < 0) {
 			j->user_idx = FS_NONE;

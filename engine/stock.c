@@ -23,6 +23,10 @@ struct fs_counter *fs_counter_at(flash_t *h, uint32_t target)
 {
 	if (target == FS_TL_TARGET)
 		return &h->hdr->tokens_live;
+	if (target == FS_KT_TARGET_USER)
+		return &h->hdr->users_fill;
+	if (target == FS_KT_TARGET_REQ)
+		return &h->hdr->req_fill;
 	if (target & FS_TOTAL_BIT) {
 		uint32_t i = target & ~FS_TOTAL_BIT;
 
@@ -267,8 +271,9 @@ void fs_intents_undo(flash_t *h, struct fs_journal *j)
 		int64_t net = 0;
 		uint32_t t = j->in[i].shard;
 
-		if (j->in[i].done != 1 || j->in[i].post || t == FS_TL_TARGET)
-			continue;   /* the live-token count is settled by fs_token_settle */
+		if (j->in[i].done != 1 || j->in[i].post || t == FS_TL_TARGET ||
+		    t == FS_KT_TARGET_USER || t == FS_KT_TARGET_REQ)
+			continue;   /* fill counts are settled by fs_token_settle, fs_kt_recover */
 		for (uint32_t k = 0; k < i; k++)
 			if (j->in[k].shard == t && j->in[k].done == 1 && !j->in[k].post)
 				goto seen;  /* shard handled at its first intent */

@@ -20,8 +20,13 @@
  * Token numbers are a keyed permutation of (slot, sequence): never issued
  * twice, hard to guess.  Expired tokens are retired only when an issue finds
  * the table full; nothing sweeps on the order path.
+ *
+ * Entries are reused (USED -> BUSY), so after a while none is never-used and
+ * no chain ends at EMPTY: lookups are bounded by the longest distance from
+ * home at which an issue placed a token (hdr->tok_probe_max, probe.h).
  */
 #include "fs.h"
+#include "probe.h"
 
 static uint64_t token_number(flash_t *h)
 {
@@ -142,6 +147,7 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
                       uint32_t ttl_ms, uint64_t *token)
 {
 	struct fs_journal *j;
+	struct fs_probe p;
 	uint64_t id, now, tag;
 	uint32_t i;
 	int rc;
@@ -169,8 +175,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 	}
 	tag = j->op_tag;
 	now = fs_mono_ms();
-	i = (uint32_t)fs_hash(id, 5, 6) & h->tok_mask;
-	for (uint32_t n = 0; n <= h->tok_mask; n++, i = (i + 1) & h->tok_mask) {
+	fs_probe_init(&p, fs_hash(id, 5, 6), h->tok_mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
 		struct fs_token *e = &h->tok[i];
 		uint64_t cur[2], set[2] = { FS_MK(FS_K_BUSY, tag), id };
 
@@ -178,6 +184,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 			break;
 		if (FS_KIND(cur[0]) != FS_K_EMPTY && FS_KIND(cur[0]) != FS_K_USED)
 			continue;
+		/* lookups of this token must read this far: before it is published */
+		fs_probe_note(&h->hdr->tok_probe_max, fs_probe_dist(&p));
 		ck_pr_store_32(&j->tok_idx, i);
 		if (!ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set))
 			continue;
@@ -193,18 +201,25 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 		*token = id;
 		return FLASH_OK;
 	}
-	/* cannot happen while the count is below the table's half: undo it */
+	/* no reusable entry within the probe bound (odds in probe.h): undo it */
 	fs_token_settle(h, j, (uint32_t)h->slot, 0);
 	ck_pr_store_32(&j->phase, FS_PH_IDLE);
 	return FLASH_EFULL;
 }
 
-/* Find live token @p id: its index, or FS_NONE. */
+/*
+ * Find live token @p id: its index, or FS_NONE.  Reads at most the longest
+ * chain any issue made (hdr->tok_probe_max + 1, itself at most FS_PROBE_MAX)
+ * and stops early at a never-used entry: an unknown token costs a few entries
+ * however long the table has cycled.
+ */
 static uint32_t token_find(flash_t *h, uint64_t id)
 {
-	uint32_t i = (uint32_t)fs_hash(id, 5, 6) & h->tok_mask;
+	struct fs_probe p;
+	uint32_t i;
 
-	for (uint32_t n = 0; n <= h->tok_mask; n++, i = (i + 1) & h->tok_mask) {
+	fs_probe_init(&p, fs_hash(id, 5, 6), h->tok_mask, fs_probe_recorded(&h->hdr->tok_probe_max));
+	while (fs_probe_next(&p, &i)) {
 		uint64_t st = 0, eid = 0;
 
 		token_read(h, i, &st, &eid);
