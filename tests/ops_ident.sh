@@ -9,11 +9,15 @@
 #      exactly that rebuilds the segment and loses nothing
 #   2. a second daemon on the segment with another WAL: refused, exit 2,
 #      naming the running daemon's pid; nothing made; after kill -9 of the
-#      first, a new daemon starts at once; another segment on the WAL: refused
+#      first, a new daemon starts at once; another segment on the served WAL:
+#      refused (one daemon per WAL directory)
 #   3. the WAL directory moved: served from its new path; the old (now empty)
 #      path is refused
 #   4. rebuilt with the other durability (sync WAL, async segment): accepted,
 #      logged once at warn
+#   5. a backup of the WAL (copied while no daemon runs): given to the live
+#      segment, which reflects more, it is refused; after losing the live
+#      WAL the segment is rebuilt from it with every order up to the copy
 set -u
 fs=${1:?usage: ops_ident.sh path/to/flashstock path/to/ops_buyer}
 buyer=${2:?usage: ops_ident.sh path/to/flashstock path/to/ops_buyer}
@@ -27,7 +31,7 @@ fail() {
 trap ops_cleanup EXIT
 
 # OPS_CASES="1 3" runs only those cases (all by default).
-want_case() { case " ${OPS_CASES:-1 2 3 4} " in *" $1 "*) return 0 ;; esac; return 1; }
+want_case() { case " ${OPS_CASES:-1 2 3 4 5} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- 1. reboot, then serve without --recover ----------------------------
 case1() {
@@ -50,6 +54,7 @@ for variant in snapshots no-snapshot; do
 	"$fs" serve --name "$name" --wal "$wal" --once $snapflag 2>"$t/log1-$variant-b"
 	rc=$?
 	[ $rc -eq 2 ] || fail "serve on the old WAL of a new segment: exit $rc, want 2"
+	ops_show "$t/log1-$variant-b"
 	grep -q "WAL $wal belongs to segment incarnation [0-9a-f]\{16\}, not to $name (incarnation [0-9a-f]\{16\})" \
 		"$t/log1-$variant-b" || fail "no identity message"
 	"$fs" wal dump --wal "$wal" >"$t/after" || fail "wal dump"
@@ -88,6 +93,7 @@ ops_buy "$name" 1 20 "$acks"
 "$fs" serve --name "$name" --wal "$t/wal-B" --once 2>"$t/log2-b"
 rc=$?
 [ $rc -eq 2 ] || fail "second daemon: exit $rc, want 2"
+ops_show "$t/log2-b"
 grep -q "segment $name is served by the daemon pid $first: one daemon per segment" "$t/log2-b" ||
 	fail "second daemon: no message naming pid $first"
 [ ! -e "$t/wal-B" ] || fail "the refused daemon made its WAL directory"
@@ -106,7 +112,9 @@ ops_create "$name-other"
 "$fs" serve --name "$name-other" --wal "$t/wal-A" --once 2>"$t/log2-e"
 rc=$?
 [ $rc -eq 2 ] || fail "another segment on a served WAL: exit $rc, want 2"
-grep -q "WAL $t/wal-A belongs to segment incarnation" "$t/log2-e" || fail "no identity message"
+ops_show "$t/log2-e"
+grep -q "WAL $t/wal-A is locked by another daemon: one daemon per WAL directory; nothing was changed" \
+	"$t/log2-e" || fail "no message about the daemon holding the WAL"
 ops_serve_stop "$second"
 ops_check_acked "$acks" "$t/wal-A"
 }
@@ -125,6 +133,7 @@ mv "$t/wal-old" "$t/wal-new"
 "$fs" serve --name "$name" --wal "$t/wal-old" --once 2>"$t/log3-b"
 rc=$?
 [ $rc -eq 2 ] || fail "serve on the old, empty path: exit $rc, want 2"
+ops_show "$t/log3-b"
 grep -q "WAL $t/wal-old is empty, but segment $name reflects LSN [1-9][0-9]* of its WAL" "$t/log3-b" ||
 	fail "old path: no clear message"
 [ ! -e "$t/wal-old" ] || fail "the refused daemon made a WAL at the old path"
@@ -154,6 +163,7 @@ ops_serve_stop "$ops_pid"
 ops_serve_bg "$t/log4-b" --recover --name "$name" --wal "$wal" --no-snapshot
 grep -q "\[warn\] durability changed: WAL $wal was written in sync durability, segment $name is async" \
 	"$t/log4-b" || fail "the durability change is not logged"
+ops_show "$t/log4-b"
 ops_buy "$name" 21 40 "$acks"
 ops_serve_stop "$ops_pid"
 "$fs" serve --name "$name" --wal "$wal" --once --no-snapshot 2>"$t/log4-c" || fail "restart: exit $?"
@@ -161,7 +171,41 @@ grep -q "durability changed" "$t/log4-c" && fail "the durability change is logge
 ops_check_acked "$acks" "$wal"
 }
 
-for c in 1 2 3 4; do
+# ---- 5. a backup of the WAL ---------------------------------------------
+case5() {
+echo "case 5: a backup of the WAL, and the backup given to the live segment"
+name=/flash-ops-$$-backup
+acks=$t/acks-backup
+wal=$t/wal-live
+ops_create "$name"
+ops_serve_bg "$t/log5-a" --name "$name" --wal "$wal"
+ops_buy "$name" 1 20 "$acks"
+ops_serve_stop "$ops_pid"
+cp -a "$wal" "$t/wal-backup" || fail "cp -a"
+cp "$acks" "$acks-at-backup"
+ops_serve_bg "$t/log5-b" --name "$name" --wal "$wal"
+ops_buy "$name" 21 40 "$acks"
+ops_serve_stop "$ops_pid"
+# the backup is shorter than what the segment reflects: refused, unchanged
+"$fs" wal dump --wal "$t/wal-backup" >"$t/before" || fail "wal dump"
+"$fs" serve --name "$name" --wal "$t/wal-backup" --once 2>"$t/log5-c"
+rc=$?
+[ $rc -eq 2 ] || fail "serve on an old copy of its WAL: exit $rc, want 2"
+ops_show "$t/log5-c"
+grep -q "WAL $t/wal-backup ends at LSN 22, but segment $name reflects LSN 42 of it" "$t/log5-c" ||
+	fail "old copy: no clear message"
+"$fs" wal dump --wal "$t/wal-backup" >"$t/after" || fail "wal dump"
+cmp -s "$t/before" "$t/after" || fail "the refused serve changed the backup"
+ops_check_acked "$acks" "$wal"
+# the live WAL lost with the segment: rebuild from the backup
+"$fs" destroy --name "$name" >/dev/null || fail "destroy"
+rm -rf "$wal"
+"$fs" serve --recover --name "$name" --wal "$t/wal-backup" --once 2>"$t/log5-d" ||
+	fail "recover from the backup: exit $?"
+ops_check_acked "$acks-at-backup" "$t/wal-backup"
+}
+
+for c in 1 2 3 4 5; do
 	want_case $c && case$c
 done
 echo "ok: identity refusals exit 2 with the command to run; one daemon per segment;"

@@ -72,6 +72,11 @@ ops_check_acked() {
 	echo "  $n acknowledged orders, each in $wal exactly once"
 }
 
+# ops_show LOG: print the log's error and warn lines (what the operator reads).
+ops_show() {
+	grep -E '\[(error|warn)\]' "$1" | sed 's/^[^ ]* /  said: /'
+}
+
 ops_cleanup() {
 	local p s
 	for p in $ops_pids; do kill -9 "$p" 2>/dev/null; done
