@@ -55,6 +55,7 @@ struct serve {
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
+	uint64_t                 sv_adopt;    /* recover: the WAL's incarnation, taken once replayed */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -233,7 +234,9 @@ static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
  * The WAL must be the segment's: an empty WAL takes the segment's identity
  * (if the segment never had a WAL), a WAL of another incarnation is refused
  * -- except by --recover on a segment not restored from a snapshot, which
- * then takes the WAL's identity.  A change of durability is logged.
+ * takes the WAL's identity once every record is applied (so a recovery that
+ * stops half way leaves a segment the WAL refuses).  A change of durability
+ * is logged.
  */
 static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 {
@@ -286,17 +289,9 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 			          "WAL?", s->sv_snap_lsn, id.incarnation, o->wal_dir, wi.wi_incarnation);
 			return serve_refuse(s);
 		}
-		if (wi.wi_incarnation != 0) {
-			rc = flash_ident_adopt(s->sv_h, wi.wi_incarnation);
-			if (rc != FLASH_OK) {
-				serve_log(s, SERVE_LOG_ERROR, "recover: segment %s cannot take the identity of WAL "
-				          "%s: %s", o->segment, o->wal_dir, flash_strerror(rc));
-				s->sv_st->flash_rc = rc;
-				return serve_refuse(s);
-			}
-			serve_log(s, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
-			          "(incarnation %016" PRIx64 ")", o->segment, o->wal_dir, wi.wi_incarnation);
-		}
+		/* taken after the last record is applied (serve_open_wal): a
+		 * recovery that stops half way leaves a segment no WAL accepts */
+		s->sv_adopt = wi.wi_incarnation;
 	}
 	uint32_t dur = serve_wal_dur(fst->durability);
 	if (wi.wi_durability != WAL_DUR_NONE && wi.wi_durability != dur)
@@ -384,6 +379,17 @@ static int serve_open_wal(struct serve *s)
 		serve_log(s, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records "
 		          "after it applied to the segment, %" PRIu64 " were there already",
 		          s->sv_snap_lsn, s->sv_st->applied, s->sv_st->present);
+	if (s->sv_adopt != 0) {
+		rc = flash_ident_adopt(s->sv_h, s->sv_adopt);
+		if (rc != FLASH_OK) {
+			serve_log(s, SERVE_LOG_ERROR, "recover: segment %s cannot take the identity of WAL "
+			          "%s: %s", o->segment, o->wal_dir, flash_strerror(rc));
+			s->sv_st->flash_rc = rc;
+			return -1;
+		}
+		serve_log(s, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
+		          "(incarnation %016" PRIx64 ")", o->segment, o->wal_dir, s->sv_adopt);
+	}
 	struct flash_ident id;
 	if ((rc = flash_ident_get(s->sv_h, &id)) != FLASH_OK) {
 		s->sv_st->flash_rc = rc;

@@ -129,7 +129,8 @@ struct serve_stats {
  * another live daemon serves and a WAL that is not the segment's: one of
  * another incarnation, or an empty or shorter WAL for a segment that
  * reflects a longer one; --recover on a segment not restored from a
- * snapshot gives it the WAL's identity instead.
+ * snapshot gives it the WAL's identity instead, once every record of the
+ * WAL is applied.
  * @return 0 on a clean stop; -1 on a fatal error (segment cannot be opened,
  *         WAL cannot be read or opened, WAL write/fdatasync failed: then the
  *         segment is marked failed with flash_durability_fail() first).

@@ -230,6 +230,53 @@ static void test_recreated_segment_is_refused_the_old_wal(void **st)
 	wt_rmdir(dir);
 }
 
+/* A --recover that stops half way (here: a record the new segment has no
+ * room for) leaves a segment that is not the WAL's: it takes the WAL's
+ * incarnation only once every record is applied, so a plain serve on the
+ * half-built segment is refused and writes nothing. */
+static void test_a_failed_recover_leaves_a_segment_its_wal_refuses(void **st)
+{
+	(void)st;
+	char name[64];
+	char *dir = wt_mkdtemp();
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	catalog(h);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(t_order(h, 1, 1, 1 + (uint64_t)i, 1, 0, 0, NULL), FLASH_OK);
+	struct serve_opts o;
+	struct serve_stats ss;
+	base_opts(&o, name, dir);
+	o.once = 1;
+	assert_int_equal(serve_run(&o, &ss), 0);
+	t_teardown(NULL);
+
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.max_orders = 16;               /* the WAL holds 40 orders */
+	h = t_seg_new(&so, name, sizeof name);
+	base_opts(&o, name, dir);
+	o.once = 1;
+	o.recover = 1;
+	o.log_level = -1;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 0);
+	assert_true(ss.applied > 0);
+	struct flash_ident id;
+	struct wal_ident wi;
+	assert_int_equal(flash_ident_get(h, &id), FLASH_OK);
+	assert_int_equal(wal_ident(dir, &wi), WAL_OK);
+	assert_true(id.incarnation != wi.wi_incarnation);
+
+	o.recover = 0;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 1);
+	assert_int_equal(ss.records, 0);
+	struct seen s;
+	replay_seen(dir, &s);
+	assert_int_equal(s.frames, 42);
+	wt_rmdir(dir);
+}
+
 /* ---- failure ---- */
 
 static int g_syncs;
@@ -631,6 +678,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
 		cmocka_unit_test_teardown(test_second_daemon_on_the_segment_or_the_wal_is_refused, t_teardown),
 		cmocka_unit_test_teardown(test_recover_rebuilds_the_segment_from_the_wal, t_teardown),
+		cmocka_unit_test_teardown(test_a_failed_recover_leaves_a_segment_its_wal_refuses, t_teardown),
 #ifdef FLASH_HAVE_MHD
 		cmocka_unit_test_teardown(test_metrics_endpoint_counts_the_orders_placed, t_teardown),
 #endif
