@@ -682,6 +682,16 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->recover_snap_lsn = s.sv_snap_lsn;
 	}
 	int rc = flash_open(o->segment, 0, &s.sv_h);
+	if (rc == FLASH_ENOSEG && o->recover) {
+		/* snap_recover made it if a snapshot could: none can */
+		serve_log(&s, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
+		          "snapshot to restore it from: create it first with the options it had "
+		          "(flashstock create --name %s ...), then run serve --recover again; nothing "
+		          "was changed", o->segment, o->wal_dir, o->segment);
+		st->flash_rc = rc;
+		st->refused = 1;
+		return -1;
+	}
 	if (rc != FLASH_OK) {
 		serve_log(&s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
 		st->flash_rc = rc;

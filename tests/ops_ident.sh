@@ -18,6 +18,9 @@
 #   5. a backup of the WAL (copied while no daemon runs): given to the live
 #      segment, which reflects more, it is refused; after losing the live
 #      WAL the segment is rebuilt from it with every order up to the copy
+#   6. the daemon feeding a private MariaDB killed with kill -9, a second
+#      daemon refused meanwhile: every acknowledged order is in the WAL and
+#      in MariaDB's orders table after the restart
 set -u
 fs=${1:?usage: ops_ident.sh path/to/flashstock path/to/ops_buyer}
 buyer=${2:?usage: ops_ident.sh path/to/flashstock path/to/ops_buyer}
@@ -31,7 +34,7 @@ fail() {
 trap ops_cleanup EXIT
 
 # OPS_CASES="1 3" runs only those cases (all by default).
-want_case() { case " ${OPS_CASES:-1 2 3 4 5} " in *" $1 "*) return 0 ;; esac; return 1; }
+want_case() { case " ${OPS_CASES:-1 2 3 4 5 6} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---- 1. reboot, then serve without --recover ----------------------------
 case1() {
@@ -67,6 +70,17 @@ for variant in snapshots no-snapshot; do
 --mode 0600 --durability async && flashstock serve --recover --name $name --wal $wal"
 	fi
 	[ "$cmd" = "$want" ] || fail "message says to run '$cmd', want '$want'"
+	if [ $variant = no-snapshot ]; then
+		# without a snapshot, --recover cannot make the segment: it says so
+		"$fs" destroy --name "$name" >/dev/null || fail "destroy"
+		"$fs" serve --recover --name "$name" --wal "$wal" --once $snapflag 2>"$t/log1-$variant-e"
+		rc=$?
+		[ $rc -eq 2 ] || fail "recover without segment or snapshot: exit $rc, want 2"
+		ops_show "$t/log1-$variant-e"
+		grep -q "segment $name does not exist and WAL $wal holds no snapshot to restore it from: create it first" \
+			"$t/log1-$variant-e" || fail "recover without segment or snapshot: no clear message"
+		ops_create "$name"
+	fi
 	# run exactly what it says (the daemon in the background)
 	bash -c "$(echo "${cmd% && flashstock serve*}" | sed "s|flashstock |\"$fs\" |g")" >/dev/null 2>&1 ||
 		fail "'${cmd% && flashstock serve*}' failed"
@@ -205,7 +219,33 @@ rm -rf "$wal"
 ops_check_acked "$acks-at-backup" "$t/wal-backup"
 }
 
-for c in 1 2 3 4 5; do
+# ---- 6. the daemon killed with MariaDB attached --------------------------
+case6() {
+echo "case 6: kill -9 of the daemon feeding MariaDB, a second daemon meanwhile"
+name=/flash-ops-$$-mysql
+acks=$t/acks-mysql
+wal=$t/wal-mysql
+ops_mariadb_start
+ops_create "$name"
+ops_serve_bg "$t/log6-a" --name "$name" --wal "$wal" --mysql-defaults "$ops_mysql_defaults"
+first=$ops_pid
+ops_buy "$name" 1 30 "$acks"
+"$fs" serve --name "$name" --wal "$t/wal-mysql-2" --mysql-defaults "$ops_mysql_defaults" --once \
+	2>"$t/log6-b"
+rc=$?
+[ $rc -eq 2 ] || fail "second daemon with MariaDB: exit $rc, want 2"
+grep -q "segment $name is served by the daemon pid $first" "$t/log6-b" || fail "no message naming pid $first"
+kill -9 "$first"
+wait "$first" 2>/dev/null
+ops_buy "$name" 31 60 "$acks"
+ops_serve_bg "$t/log6-c" --name "$name" --wal "$wal" --mysql-defaults "$ops_mysql_defaults"
+ops_buy "$name" 61 90 "$acks"
+ops_check_mysql "$acks"
+ops_serve_stop "$ops_pid"
+ops_check_acked "$acks" "$wal"
+}
+
+for c in 1 2 3 4 5 6; do
 	want_case $c && case$c
 done
 echo "ok: identity refusals exit 2 with the command to run; one daemon per segment;"

@@ -72,6 +72,36 @@ ops_check_acked() {
 	echo "  $n acknowledged orders, each in $wal exactly once"
 }
 
+# ops_mariadb_start: a private MariaDB in $t/mariadb (tests/fixtures/mariadb.sh);
+# sets ops_mysql_defaults (an option file naming the database and its user).
+ops_mariadb_start() {
+	ops_fixture=$(dirname "$0")/fixtures/mariadb.sh
+	local env
+	env=$(sh "$ops_fixture" start "$t/mariadb" 2>"$t/mariadb.err") || fail "MariaDB: $(tail -5 "$t/mariadb.err")"
+	eval "$env"
+	ops_mysql_defaults=$FLASH_MYSQL_DEFAULTS_FILE
+	ops_mariadb_dir=$t/mariadb
+}
+
+# ops_check_mysql LOG: every order number in LOG is in MariaDB's orders table
+# (the applier applies each record once; order_no is its primary key).  The
+# applier trails the WAL: the daemon must still run; this waits up to 60 s
+# for it to catch up before it calls a number missing.
+ops_check_mysql() {
+	local log=$1 missing n i
+	for i in $(seq 1 300); do
+		mariadb --defaults-file="$ops_mysql_defaults" -N -e "SELECT order_no FROM orders" \
+			2>"$t/mysql.err" | sort -n >"$t/mysql.orders" ||
+			fail "SELECT orders: $(cat "$t/mysql.err")"
+		missing=$(sort -n "$log" | comm -23 - "$t/mysql.orders" | head -5 | tr '\n' ' ')
+		[ -z "$missing" ] && break
+		sleep 0.2
+	done
+	[ -z "$missing" ] || fail "acknowledged order(s) missing from MariaDB: $missing"
+	n=$(wc -l <"$log")
+	echo "  $n acknowledged orders, each in MariaDB's orders table"
+}
+
 # ops_show LOG: print the log's error and warn lines (what the operator reads).
 ops_show() {
 	grep -E '\[(error|warn)\]' "$1" | sed 's/^[^ ]* /  said: /'
@@ -82,5 +112,6 @@ ops_cleanup() {
 	for p in $ops_pids; do kill -9 "$p" 2>/dev/null; done
 	for p in $ops_pids; do wait "$p" 2>/dev/null; done
 	for s in $ops_segs; do "$fs" destroy --name "$s" >/dev/null 2>&1; done
+	[ -z "${ops_mariadb_dir:-}" ] || sh "$ops_fixture" stop "$ops_mariadb_dir" >/dev/null 2>&1
 	rm -rf "$t"
 }
