@@ -871,6 +871,8 @@ int flash_ident_adopt(flash_t *h, uint64_t incarnation)
 		return FLASH_OK;
 	if (ck_pr_load_64(&h->hdr->wal_lsn) != 0)
 		return FLASH_EEXIST;
+	/* a store is enough: only the consumer (recovery, before it serves)
+	 * writes the word, and a daemon reads it only after it holds the claim */
 	ck_pr_store_64(&h->hdr->incarnation, incarnation);
 	return FLASH_OK;
 }

@@ -7,7 +7,8 @@ if(TARGET flashstock)
   target_link_libraries(ops_buyer PRIVATE flashstock_static)
   # identity of a WAL and its segment, one daemon per segment: a restart
   # without --recover after a reboot, a second daemon, a moved WAL directory,
-  # a restart with the other durability.
+  # a restart with the other durability, a backup, and kill -9 of a daemon
+  # feeding a private MariaDB of its own (tests/fixtures/mariadb.sh).
   add_test(NAME ops_ident
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ops_ident.sh $<TARGET_FILE:flashstock>
                    $<TARGET_FILE:ops_buyer>)
