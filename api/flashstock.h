@@ -164,8 +164,9 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *o);
  * one (O_EXCL, exact mode), the image copied in, and everything that belonged
  * to the image's processes cleared: every process-table slot is free (its
  * sequence, counters and order numbers kept, so tags are never reissued),
- * journals idle, rings empty, no consumer registered, no WAL failure, a fresh
- * admin mutex.  The header is written last (magic, then checksum): a
+ * journals idle, rings empty, no consumer registered or claimed, no WAL
+ * failure, a fresh admin mutex.  The identity (flash_ident: incarnation and
+ * WAL LSN) is the image's: a restored segment still belongs to its WAL.  The header is written last (magic, then checksum): a
  * half-made object never validates.
  * @param[in] name  POSIX shm name of the new segment
  * @param[in] o     mode and gid of the new object (other fields ignored: the
@@ -602,6 +603,68 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY.
  */
 int flash_durability_fail(flash_t *h);
+
+/**
+ * The identity a segment shares with its WAL.  A WAL belongs to exactly one
+ * segment incarnation: every WAL file header carries it, and the daemon
+ * refuses a WAL whose incarnation is not the segment's (`flashstock serve`).
+ */
+struct flash_ident {
+	uint64_t incarnation;    /* nonzero: random at flash_seg_create, kept by
+	                            flash_seg_restore, set by flash_ident_adopt */
+	uint64_t wal_lsn;        /* highest WAL LSN the segment reflects (0: never served) */
+	int32_t  consumer_pid;   /* pid of the live consumer holding the claim; 0: none */
+	uint32_t consumer_slot;  /* its process-table slot (when consumer_pid != 0) */
+};
+
+/**
+ * Read the segment's identity and who holds the consumer claim.  A claim
+ * whose holder died (or whose slot was since taken by another handle) reads
+ * as no claim.
+ * @param[in]  h    any handle, read-only ones included
+ * @param[out] out  the identity
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ * @note Lock-free; reads /proc when a claim is held (liveness of its pid).
+ */
+int flash_ident_get(flash_t *h, struct flash_ident *out);
+
+/**
+ * Recovery: make a segment that was never served carry the identity of the
+ * WAL it is rebuilt from.
+ * @param[in] incarnation  the WAL's incarnation (nonzero)
+ * @return FLASH_OK (also when it carries it already); FLASH_EEXIST (the
+ *         segment reflects a WAL already: wal_lsn != 0; nothing changed);
+ *         FLASH_EINVAL (0); FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_ident_adopt(flash_t *h, uint64_t incarnation);
+
+/**
+ * Consumer: the segment reflects the WAL up to @p lsn (every record of the
+ * segment with a smaller or equal LSN is durable in its WAL, and nothing
+ * after it is).  Called by the daemon after each commit and after recovery.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_ident_lsn_set(flash_t *h, uint64_t lsn);
+
+/**
+ * Claim the segment's one consumer (the daemon).  The claim names this
+ * handle's slot and that slot's generation, so it ends with the handle
+ * (flash_close, flash_consumer_release) or with its process: a claim whose
+ * holder died is taken over at once, also after its pid was reused.
+ * @param[out] holder_pid  with FLASH_EBUSY, the pid of the live holder (may be NULL)
+ * @return FLASH_OK (also when this handle holds it already); FLASH_EBUSY
+ *         (another live handle holds it: nothing changed); FLASH_EINVAL;
+ *         FLASH_EREADONLY; FLASH_EFORK.
+ * @note Two claims racing: exactly one wins (one CAS on the claim word).
+ *       flash_ring_drain() does not check the claim.
+ */
+int flash_consumer_claim(flash_t *h, int32_t *holder_pid);
+
+/**
+ * Give the consumer claim up, if this handle holds it (flash_close does).
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_consumer_release(flash_t *h);
 
 /** The segment's activity, summed over every slot (flash_quiet_get). */
 struct flash_quiet {

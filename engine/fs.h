@@ -148,6 +148,11 @@ struct fs_hdr {
 	                                     others may depend on and by each drain */
 	struct fs_counter tokens_live FS_ALIGNED; /* token entries BUSY, FREE or PEND: counted
 	                                             against max_tokens, changed only by intents */
+	/* identity shared with the WAL (flash_ident_get); off the order path,
+	 * written by the consumer only (flash_seg_create sets incarnation) */
+	uint64_t incarnation FS_ALIGNED;  /* nonzero; in every WAL file header too */
+	uint64_t wal_lsn;                 /* highest WAL LSN the segment reflects (0: never served) */
+	uint64_t consumer;                /* the daemon's claim: FS_CONSUMER(gen, slot), 0 = none */
 	pthread_mutex_t admin FS_ALIGNED; /* robust, process-shared: catalog and lock-name inserts */
 	char pad[FS_LINE];
 };
@@ -230,6 +235,12 @@ struct fs_lock {
 	char     name[FLASH_LOCK_NAME_MAX + 1];
 	char     pad[12];
 } __attribute__((aligned(16)));
+
+/* The consumer claim names the holder's slot and that slot's generation, so
+ * a claim outlives neither its process nor the slot's next owner. */
+#define FS_CONSUMER(gen, slot) ((((uint64_t)(gen) & 0xfffffffull) << 32) | ((uint64_t)(slot) + 1))
+#define FS_CONSUMER_SLOT(c) ((uint32_t)(c) - 1)
+#define FS_CONSUMER_GEN(c) ((uint32_t)((c) >> 32))
 
 enum fs_proc_kind { FS_P_FREE = 0, FS_P_CLAIM = 1, FS_P_ALIVE = 2, FS_P_RECOVERING = 3 };
 #define FS_PSTATE(kind, gen, pid) (((uint64_t)(kind) << 60) | (((uint64_t)(gen) & 0xfffffffull) << 32) | (uint32_t)(pid))

@@ -1,10 +1,11 @@
 /*
  * segment.c -- create, attach, validate and destroy the shared-memory
  * segment; the process table (slot claim and release, liveness that survives
- * PID reuse); the robust admin mutex.
+ * PID reuse); the robust admin mutex; the identity the segment shares with
+ * its WAL and the claim of its one consumer (the daemon).
  *
  * Divisions: layout, create, attach (validation in the order the header
- * documents), process table, admin mutex.
+ * documents), process table, admin mutex, identity and consumer claim.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -260,6 +261,11 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	hdr->fx.created_ns = fs_now_ns();
 	memcpy(hdr->fx.region, reg, sizeof(reg));
 	hdr->order_next = 1;
+	/* the incarnation: random and nonzero; it names this segment in its WAL */
+	if (getrandom(&hdr->incarnation, sizeof(hdr->incarnation), 0) != (ssize_t)sizeof(hdr->incarnation))
+		hdr->incarnation = fs_hash((uint64_t)getpid(), (uint64_t)fs_now_ns(), hdr->fx.token_secret);
+	if (hdr->incarnation == 0)
+		hdr->incarnation = 1;
 	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK) {
 		seg_make_fail(path, p, size, fd);
 		return rc;
@@ -342,6 +348,7 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 	seg_reset_slots(p, fx.region, fx.opts.max_procs, fx.opts.ring_records);
 	hdr->cat_holder = 0;
 	hdr->durability_failed = 0;
+	hdr->consumer = 0;     /* incarnation and wal_lsn: the image's */
 	memset(&hdr->admin, 0, sizeof(hdr->admin));
 	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK) {
 		seg_make_fail(path, p, fx.seg_size, fd);
@@ -573,6 +580,9 @@ int flash_close(flash_t *h)
 		return FLASH_EFORK;
 	}
 	if (h->slot >= 0) {
+		uint64_t mine = FS_CONSUMER(h->gen, (uint32_t)h->slot);
+		/* the claim goes before the slot, so it never names a free slot we left */
+		(void)ck_pr_cas_64(&h->hdr->consumer, mine, 0);
 		uint64_t s = ck_pr_load_64(&h->me->state);
 		/* release: FREE keeps the generation, the next claim bumps it */
 		ck_pr_store_64(&h->me->state, FS_PSTATE(FS_P_FREE, FS_PGEN(s), 0));
@@ -802,4 +812,125 @@ void fs_admin_unlock(flash_t *h)
 {
 	ck_pr_store_32(&h->hdr->cat_holder, 0);
 	pthread_mutex_unlock(&h->hdr->admin);
+}
+
+/* ---------------------------------------------------------------- identity and consumer claim */
+
+/*
+ * Is the claim word @p c held by a live handle?  It is iff its slot's state
+ * is ALIVE with the claim's generation and that process runs (pid and start
+ * time: a reused pid is not the holder).  A claim whose slot was released,
+ * recovered or taken again carries an older generation: free.
+ */
+static int consumer_live(flash_t *h, uint64_t c, int32_t *pid)
+{
+	uint32_t slot = FS_CONSUMER_SLOT(c);
+	uint64_t st;
+
+	*pid = 0;
+	if (c == 0 || slot >= h->proc_cap)
+		return 0;
+	st = ck_pr_load_64(&h->proc[slot].state);
+	if (FS_PKIND(st) != FS_P_ALIVE || FS_PGEN(st) != FS_CONSUMER_GEN(c))
+		return 0;
+	if (!fs_proc_alive(h, slot, st))
+		return 0;
+	*pid = FS_PPID(st);
+	return 1;
+}
+
+int flash_ident_get(flash_t *h, struct flash_ident *out)
+{
+	int rc;
+	int32_t pid;
+	uint64_t c;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	memset(out, 0, sizeof(*out));
+	/* plain loads: each word is written whole by the consumer; a reader
+	 * racing a change sees the old or the new value, either is true */
+	out->incarnation = ck_pr_load_64(&h->hdr->incarnation);
+	out->wal_lsn = ck_pr_load_64(&h->hdr->wal_lsn);
+	c = ck_pr_load_64(&h->hdr->consumer);
+	if (consumer_live(h, c, &pid)) {
+		out->consumer_pid = pid;
+		out->consumer_slot = FS_CONSUMER_SLOT(c);
+	}
+	return FLASH_OK;
+}
+
+int flash_ident_adopt(flash_t *h, uint64_t incarnation)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (incarnation == 0)
+		return FLASH_EINVAL;
+	if (ck_pr_load_64(&h->hdr->incarnation) == incarnation)
+		return FLASH_OK;
+	if (ck_pr_load_64(&h->hdr->wal_lsn) != 0)
+		return FLASH_EEXIST;
+	/* a store is enough: only the consumer (recovery, before it serves)
+	 * writes the word, and a daemon reads it only after it holds the claim */
+	ck_pr_store_64(&h->hdr->incarnation, incarnation);
+	return FLASH_OK;
+}
+
+int flash_ident_lsn_set(flash_t *h, uint64_t lsn)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	/* one writer (the consumer); readers want the value, not an order
+	 * with other stores: the WAL it describes is durable before the call */
+	ck_pr_store_64(&h->hdr->wal_lsn, lsn);
+	return FLASH_OK;
+}
+
+/*
+ * Take the claim: free (0) or held by a dead handle -> CAS to ours.  The CAS
+ * is the only write, so of two claimants that saw the same word exactly one
+ * wins; the loser reads the winner's claim, finds it live, and gets
+ * FLASH_EBUSY.  Bounded: each failed CAS means the word moved to a claim we
+ * then examine, and a live one ends the loop.
+ */
+int flash_consumer_claim(flash_t *h, int32_t *holder_pid)
+{
+	int rc;
+	int32_t pid;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (holder_pid != NULL)
+		*holder_pid = 0;
+	uint64_t mine = FS_CONSUMER(h->gen, (uint32_t)h->slot);
+	for (unsigned i = 0; i < 64; i++) {
+		uint64_t c = ck_pr_load_64(&h->hdr->consumer);
+
+		if (c == mine)
+			return FLASH_OK;
+		if (consumer_live(h, c, &pid)) {
+			if (holder_pid != NULL)
+				*holder_pid = pid;
+			return FLASH_EBUSY;
+		}
+		if (ck_pr_cas_64(&h->hdr->consumer, c, mine))
+			return FLASH_OK;
+	}
+	return FLASH_EBUSY;
+}
+
+int flash_consumer_release(flash_t *h)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	(void)ck_pr_cas_64(&h->hdr->consumer, FS_CONSUMER(h->gen, (uint32_t)h->slot), 0);
+	return FLASH_OK;
 }

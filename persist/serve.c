@@ -1,9 +1,10 @@
 /*
  * serve.c -- the daemon loop: rings -> WAL -> durable mark (see serve.h).
  *
- * Divisions: logging, start-up (read the WAL's last record per slot, open
- * the WAL), one round (drain, append, commit, mark), the first round (which
- * also skips records already in the WAL), and serve_run().
+ * Divisions: logging, start-up checks (one daemon per segment, the WAL
+ * must be the segment's), start-up (read the WAL's last record per slot,
+ * open the WAL), one round (drain, append, commit, mark), the first round
+ * (which also skips records already in the WAL), and serve_run().
  */
 #include "serve.h"
 
@@ -53,6 +54,8 @@ struct serve {
 	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
+	uint32_t                 sv_durability; /* the segment's enum flash_durability */
+	uint64_t                 sv_adopt;    /* recover: the WAL's incarnation, taken once replayed */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -124,6 +127,186 @@ void serve_opts_default(struct serve_opts *o)
 }
 
 /* ------------------------------------------------------------------------
+ * Start-up checks
+ *
+ * Before anything is read or written: this daemon must be the segment's only
+ * one (the consumer claim, held until flash_close), and the WAL must be the
+ * segment's (its incarnation in every file header).  A refusal changes
+ * nothing, says what to run instead, and sets st->refused (exit 2).
+ * ------------------------------------------------------------------------ */
+
+static int serve_refuse(struct serve *s)
+{
+	s->sv_st->refused = 1;
+	return -1;
+}
+
+/* The WAL file durability of a segment's enum flash_durability. */
+static uint32_t serve_wal_dur(uint32_t durability)
+{
+	return durability == FLASH_DURABILITY_SYNC ? WAL_DUR_SYNC : WAL_DUR_ASYNC;
+}
+
+static int serve_claim(struct serve *s)
+{
+	int32_t pid = 0;
+	int rc = flash_consumer_claim(s->sv_h, &pid);
+	if (rc == FLASH_OK)
+		return 0;
+	s->sv_st->flash_rc = rc;
+	if (rc != FLASH_EBUSY) {
+		serve_log(s, SERVE_LOG_ERROR, "segment %s: consumer claim: %s", s->sv_o->segment,
+		          flash_strerror(rc));
+		return -1;
+	}
+	serve_log(s, SERVE_LOG_ERROR, "segment %s is served by the daemon pid %d: one daemon per "
+	          "segment; stop that one first (kill -TERM %d); nothing was changed",
+	          s->sv_o->segment, (int)pid, (int)pid);
+	return serve_refuse(s);
+}
+
+/*
+ * What to run to rebuild the segment from the WAL after a reboot: the
+ * segment as it is, if empty; else remove it first, and re-create it with
+ * its own options when no snapshot in the WAL directory can restore it.
+ */
+static void serve_rebuild_cmd(struct serve *s, const struct flash_stats *fst, char *buf, size_t n)
+{
+	const struct serve_opts *o = s->sv_o;
+	int empty = fst->activities == 0 && fst->skus == 0 && fst->orders_used == 0;
+	uint64_t *snaps = NULL;
+	size_t nsnap = 0;
+	if (snap_list(o->wal_dir, &snaps, &nsnap) != SNAP_OK)
+		nsnap = 0;
+	free(snaps);
+	size_t k = 0;
+	if (!empty) {
+		k += (size_t)snprintf(buf + k, n - k, "flashstock destroy --name %s && ", o->segment);
+		struct flash_seg_opts so;
+		if (nsnap == 0 && k < n && flash_seg_opts_get(s->sv_h, &so) == FLASH_OK) {
+			k += (size_t)snprintf(buf + k, n - k, "flashstock create --name %s --activities %u "
+			                      "--skus %u --shards %u --users %u --orders %u --tokens %u "
+			                      "--requests %u --locks %u --procs %u --ring %u --mode %04o",
+			                      o->segment, so.max_activities, so.max_skus, so.max_shards,
+			                      so.max_users, so.max_orders, so.max_tokens, so.max_requests,
+			                      so.max_locks, so.max_procs, so.ring_records, so.mode);
+			if (so.gid >= 0 && k < n)
+				k += (size_t)snprintf(buf + k, n - k, " --group %lld", (long long)so.gid);
+			if (k < n)
+				k += (size_t)snprintf(buf + k, n - k, " --durability %s && ",
+				                      so.durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+		}
+	}
+	if (k < n)
+		snprintf(buf + k, n - k, "flashstock serve --recover --name %s --wal %s", o->segment,
+		         o->wal_dir);
+}
+
+/* Log the refusal of a WAL of another incarnation (or of none). */
+static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
+                                const struct wal_ident *wi, const struct flash_stats *fst)
+{
+	const struct serve_opts *o = s->sv_o;
+	char whose[160];
+	if (wi->wi_incarnation != 0)
+		snprintf(whose, sizeof whose, "belongs to segment incarnation %016" PRIx64 ", not to",
+		         wi->wi_incarnation);
+	else
+		snprintf(whose, sizeof whose, "records no segment incarnation (written by an older "
+		         "flashstock), so it is not known to belong to");
+	if (id->wal_lsn != 0) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s %s %s (incarnation %016" PRIx64 "), which "
+		          "its own WAL has served up to LSN %" PRIu64 ": give serve the directory of that "
+		          "WAL; nothing was changed", o->wal_dir, whose, o->segment, id->incarnation,
+		          id->wal_lsn);
+		return serve_refuse(s);
+	}
+	char cmd[1024];
+	serve_rebuild_cmd(s, fst, cmd, sizeof cmd);
+	serve_log(s, SERVE_LOG_ERROR, "WAL %s %s %s (incarnation %016" PRIx64 "), which no "
+	          "WAL has served yet: serving it would write a second history into the WAL; nothing "
+	          "was changed; to rebuild the segment from this WAL after a reboot run: %s",
+	          o->wal_dir, whose, o->segment, id->incarnation, cmd);
+	return serve_refuse(s);
+}
+
+/*
+ * The WAL must be the segment's: an empty WAL takes the segment's identity
+ * (if the segment never had a WAL), a WAL of another incarnation is refused
+ * -- except by --recover on a segment not restored from a snapshot, which
+ * takes the WAL's identity once every record is applied (so a recovery that
+ * stops half way leaves a segment the WAL refuses).  A change of durability
+ * is logged.
+ */
+static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
+{
+	const struct serve_opts *o = s->sv_o;
+	struct flash_ident id;
+	struct wal_ident wi;
+	int rc = flash_ident_get(s->sv_h, &id);
+	if (rc != FLASH_OK) {
+		s->sv_st->flash_rc = rc;
+		return -1;
+	}
+	/* one daemon per WAL directory (wal_open's lock): said first, before
+	 * whose WAL it is, as it is what stops this daemon in any case */
+	if (wal_lock_held(o->wal_dir) == 1) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
+		          "directory; nothing was changed", o->wal_dir);
+		s->sv_st->wal_rc = WAL_EBUSY;
+		return serve_refuse(s);
+	}
+	rc = wal_ident(o->wal_dir, &wi);
+	if (rc == WAL_EIDENT) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s holds files of two segment incarnations (the "
+		          "newest is %016" PRIx64 "): files of another WAL copied in?  Nothing was "
+		          "changed", o->wal_dir, wi.wi_incarnation);
+		s->sv_st->wal_rc = rc;
+		return serve_refuse(s);
+	}
+	if (rc != WAL_OK) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, wal_strerror(rc),
+		          strerror(errno));
+		s->sv_st->wal_rc = rc;
+		return -1;
+	}
+	if (wi.wi_files == 0) {
+		if (id.wal_lsn != 0 && !o->recover) {
+			serve_log(s, SERVE_LOG_ERROR, "WAL %s is empty, but segment %s reflects LSN %" PRIu64
+			          " of its WAL (incarnation %016" PRIx64 "): give serve the directory that "
+			          "holds that WAL (moved? its new path); nothing was changed", o->wal_dir,
+			          o->segment, id.wal_lsn, id.incarnation);
+			return serve_refuse(s);
+		}
+		return 0;   /* a new WAL: its first file takes the segment's identity */
+	}
+	if (wi.wi_incarnation != id.incarnation) {
+		if (!o->recover)
+			return serve_refuse_foreign(s, &id, &wi, fst);
+		if (s->sv_snap_lsn != 0) {
+			serve_log(s, SERVE_LOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
+			          "incarnation %016" PRIx64 ", WAL %s of %016" PRIx64 ": a snapshot of another "
+			          "WAL?", s->sv_snap_lsn, id.incarnation, o->wal_dir, wi.wi_incarnation);
+			return serve_refuse(s);
+		}
+		/* taken after the last record is applied (serve_open_wal): a
+		 * recovery that stops half way leaves a segment no WAL accepts */
+		s->sv_adopt = wi.wi_incarnation;
+	}
+	uint32_t dur = serve_wal_dur(fst->durability);
+	if (wi.wi_durability != WAL_DUR_NONE && wi.wi_durability != dur)
+		serve_log(s, dur == WAL_DUR_ASYNC ? SERVE_LOG_WARN : SERVE_LOG_INFO,
+		          "durability changed: WAL %s was written in %s durability, segment %s is %s: "
+		          "from now on an order is acknowledged %s", o->wal_dir,
+		          wi.wi_durability == WAL_DUR_SYNC ? "sync" : "async", o->segment,
+		          dur == WAL_DUR_SYNC ? "sync" : "async",
+		          dur == WAL_DUR_SYNC ? "once its record is on disk" :
+		          "before its record is on disk (create the segment with --durability sync "
+		          "to keep the WAL's)");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
  * Start-up: the last WAL record of each slot
  * ------------------------------------------------------------------------ */
 
@@ -169,6 +352,12 @@ static int serve_open_wal(struct serve *s)
 		s->sv_st->wal_rc = rc;
 		return -1;     /* a record could not be applied (logged) */
 	}
+	if (rc == WAL_EBUSY) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
+		          "directory; nothing was changed", o->wal_dir);
+		s->sv_st->wal_rc = rc;
+		return serve_refuse(s);
+	}
 	if (rc != WAL_OK) {
 		int torn = rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END ||
 		           rc == WAL_ELONG || rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV ||
@@ -190,8 +379,36 @@ static int serve_open_wal(struct serve *s)
 		serve_log(s, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records "
 		          "after it applied to the segment, %" PRIu64 " were there already",
 		          s->sv_snap_lsn, s->sv_st->applied, s->sv_st->present);
+	if (s->sv_adopt != 0) {
+		rc = flash_ident_adopt(s->sv_h, s->sv_adopt);
+		if (rc != FLASH_OK) {
+			serve_log(s, SERVE_LOG_ERROR, "recover: segment %s cannot take the identity of WAL "
+			          "%s: %s", o->segment, o->wal_dir, flash_strerror(rc));
+			s->sv_st->flash_rc = rc;
+			return -1;
+		}
+		serve_log(s, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
+		          "(incarnation %016" PRIx64 ")", o->segment, o->wal_dir, s->sv_adopt);
+	}
+	struct flash_ident id;
+	if ((rc = flash_ident_get(s->sv_h, &id)) != FLASH_OK) {
+		s->sv_st->flash_rc = rc;
+		return -1;
+	}
+	/* Same incarnation, yet shorter than what the segment reflects: an
+	 * older copy of the WAL.  Records acknowledged from the segment are
+	 * not in it; serving it would give their LSNs to other records. */
+	if (!o->recover && id.wal_lsn > rep.last_lsn) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s ends at LSN %" PRIu64 ", but segment %s reflects "
+		          "LSN %" PRIu64 " of it: records the segment has are missing from this WAL (an "
+		          "older copy of the directory?); give serve the WAL it was served with; nothing "
+		          "was changed", o->wal_dir, rep.last_lsn, o->segment, id.wal_lsn);
+		return serve_refuse(s);
+	}
 	struct wal_opts wo;
 	wal_opts_default(&wo);
+	wo.incarnation = id.incarnation;
+	wo.durability = serve_wal_dur(s->sv_durability);
 	/* a WAL emptied by hand continues after the snapshot, never reusing its LSNs */
 	if (s->sv_snap_lsn)
 		wo.start_lsn = s->sv_snap_lsn + 1;
@@ -200,8 +417,14 @@ static int serve_open_wal(struct serve *s)
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
 	if (rc != WAL_OK) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, wal_strerror(rc),
-		          strerror(errno));
+		          rc == WAL_EIO ? strerror(errno) : wal_rcname(rc));
 		s->sv_st->wal_rc = rc;
+		return rc == WAL_EIDENT || rc == WAL_EBUSY ? serve_refuse(s) : -1;
+	}
+	/* Every record in the WAL is this segment's (same incarnation), and
+	 * recovery has applied them: the segment reflects the whole WAL. */
+	if ((rc = flash_ident_lsn_set(s->sv_h, wal_next_lsn(s->sv_w) - 1)) != FLASH_OK) {
+		s->sv_st->flash_rc = rc;
 		return -1;
 	}
 	return 0;
@@ -315,8 +538,11 @@ static int serve_commit_mark(struct serve *s)
 		return -1;
 	}
 	PERSIST_CRASH("serve_round", 3);
-	if (wal_durable_lsn(s->sv_w) != before)
+	if (wal_durable_lsn(s->sv_w) != before) {
 		s->sv_st->commits++;
+		/* one store: the segment reflects the WAL up to here */
+		(void)flash_ident_lsn_set(s->sv_h, wal_durable_lsn(s->sv_w));
+	}
 	if (s->sv_oldest_ns > 0) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -456,6 +682,16 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->recover_snap_lsn = s.sv_snap_lsn;
 	}
 	int rc = flash_open(o->segment, 0, &s.sv_h);
+	if (rc == FLASH_ENOSEG && o->recover) {
+		/* snap_recover made it if a snapshot could: none can */
+		serve_log(&s, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
+		          "snapshot to restore it from: create it first with the options it had "
+		          "(flashstock create --name %s ...), then run serve --recover again; nothing "
+		          "was changed", o->segment, o->wal_dir, o->segment);
+		st->flash_rc = rc;
+		st->refused = 1;
+		return -1;
+	}
 	if (rc != FLASH_OK) {
 		serve_log(&s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
 		st->flash_rc = rc;
@@ -476,6 +712,11 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = FLASH_EEXIST;
 		goto out;
 	}
+	if (serve_claim(&s) != 0)
+		goto out;
+	s.sv_durability = fst.durability;
+	if (serve_check_ident(&s, &fst) != 0)
+		goto out_restored;
 	s.sv_cap = fst.procs_cap;
 	s.sv_last = calloc(s.sv_cap, sizeof *s.sv_last);
 	s.sv_have = calloc(s.sv_cap, sizeof *s.sv_have);

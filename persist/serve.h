@@ -119,10 +119,18 @@ struct serve_stats {
 	uint64_t reconcile_busy;    /* ... passes whose segment part found no quiet window */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
+	int      refused;         /* 1: refused at start-up, nothing changed (another daemon
+	                             serves the segment, the WAL is not the segment's) */
 };
 
 /*
  * Run the daemon loop.  Logs to stderr ("<time> serve [level] message").
+ * Start-up refuses, changing nothing (-1 with st->refused = 1), a segment
+ * another live daemon serves and a WAL that is not the segment's: one of
+ * another incarnation, or an empty or shorter WAL for a segment that
+ * reflects a longer one; --recover on a segment not restored from a
+ * snapshot gives it the WAL's identity instead, once every record of the
+ * WAL is applied.
  * @return 0 on a clean stop; -1 on a fatal error (segment cannot be opened,
  *         WAL cannot be read or opened, WAL write/fdatasync failed: then the
  *         segment is marked failed with flash_durability_fail() first).

@@ -603,9 +603,12 @@ static int snap_init(snap_t *s)
 {
 	const struct snap_opts *o = &s->s_o;
 	flash_t *live;
+	struct flash_ident live_id;
 	int frc = flash_open(o->segment, FLASH_RDONLY, &live);
 	if (frc == FLASH_OK) {
 		frc = flash_seg_opts_get(live, &s->s_opts);
+		if (frc == FLASH_OK)
+			frc = flash_ident_get(live, &live_id);
 		flash_close(live);
 	}
 	if (frc != FLASH_OK)
@@ -659,6 +662,15 @@ static int snap_init(snap_t *s)
 	s->s_made = 0;
 	if (frc != FLASH_OK)
 		return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
+		                 flash_strerror(frc));
+	/* Snapshots carry the live segment's identity, so that a segment
+	 * restored from one still belongs to the WAL: a shadow created empty
+	 * takes it; one restored from a snapshot has it already (a snapshot of
+	 * another incarnation fails here, nothing is written) */
+	frc = flash_ident_adopt(s->s_sh, live_id.incarnation);
+	if (frc != FLASH_OK)
+		return snap_fail(s, SNAP_ESEGMENT, "snapshot: the newest snapshot is not of segment %s's "
+		                 "incarnation %016" PRIx64 ": %s", o->segment, live_id.incarnation,
 		                 flash_strerror(frc));
 	/* a snapshot past the WAL's durable end describes another history */
 	if (s->s_lsn > wal_durable_lsn(o->wal))
@@ -786,7 +798,10 @@ static int snap_take(snap_t *s)
 	uint64_t len;
 	const struct flash_fold_sku *fv;
 	size_t fn;
-	int frc = flash_image(s->s_sh, &img, &len);
+	/* the image reflects the WAL up to s_lsn: a segment restored from it does */
+	int frc = flash_ident_lsn_set(s->s_sh, s->s_lsn);
+	if (frc == FLASH_OK)
+		frc = flash_image(s->s_sh, &img, &len);
 	if (frc == FLASH_OK)
 		frc = flash_fold_skus(s->s_fold, &fv, &fn);
 	if (frc != FLASH_OK)

@@ -66,6 +66,7 @@ static const struct {
 	{ WAL_ESTOPPED,  "WAL_ESTOPPED",  "replay stopped by its callback" },
 	{ WAL_EBUSY,     "WAL_EBUSY",     "the WAL directory is locked by another writer" },
 	{ WAL_ETYPE,     "WAL_ETYPE",     "frame of an unknown type" },
+	{ WAL_EIDENT,    "WAL_EIDENT",    "the WAL belongs to another segment incarnation" },
 };
 
 const char *wal_strerror(int rc)
@@ -108,7 +109,9 @@ struct wal_filehdr {
 	uint64_t hd_start_lsn;
 	uint64_t hd_seg_bytes;
 	int64_t  hd_created_ns;
-	uint8_t  hd_zero[20];
+	uint64_t hd_incarnation; /* segment the WAL belongs to (0: not recorded) */
+	uint32_t hd_durability;  /* WAL_DUR_* */
+	uint8_t  hd_zero[8];
 	uint32_t hd_crc;       /* CRC-32C of bytes 0..59 */
 };
 _Static_assert(sizeof(struct wal_filehdr) == WAL_FILE_HDR_BYTES, "file header is 64 bytes");
@@ -148,7 +151,13 @@ static uint32_t wal_type_min_len(uint16_t type)
 	return type == WAL_T_RECORD ? (uint32_t)sizeof(struct wal_rec) : 1u;
 }
 
-static void wal_filehdr_encode(struct wal_filehdr *h, uint64_t start_lsn, uint64_t seg_bytes)
+static void wal_filehdr_seal(struct wal_filehdr *h)
+{
+	h->hd_crc = crc32c(0, h, offsetof(struct wal_filehdr, hd_crc));
+}
+
+static void wal_filehdr_encode(struct wal_filehdr *h, uint64_t start_lsn, uint64_t seg_bytes,
+                               uint64_t incarnation, uint32_t durability)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -159,7 +168,9 @@ static void wal_filehdr_encode(struct wal_filehdr *h, uint64_t start_lsn, uint64
 	h->hd_start_lsn = start_lsn;
 	h->hd_seg_bytes = seg_bytes;
 	h->hd_created_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	h->hd_crc = crc32c(0, h, offsetof(struct wal_filehdr, hd_crc));
+	h->hd_incarnation = incarnation;
+	h->hd_durability = durability;
+	wal_filehdr_seal(h);
 }
 
 /* Check a file header read from a file named for @p name_lsn. */
@@ -240,13 +251,29 @@ static int wal_lock(const char *dir)
 	return fd;
 }
 
+int wal_lock_held(const char *dir)
+{
+	if (dir == NULL || strlen(dir) > 4000) {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = wal_lock(dir);
+	if (fd == -2)
+		return 1;
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	pio_close(fd);
+	return 0;
+}
+
 /*
  * Create the file that starts at @p lsn, fully durable before it gets its
  * name: create "<name>.tmp", preallocate, write the header, fdatasync,
  * rename, fsync the directory.  A crash leaves either no file or a complete,
  * empty one.  @return the open fd, or -1 with errno.
  */
-static int wal_file_create(const char *dir, uint64_t lsn, uint64_t seg_bytes)
+static int wal_file_create(const char *dir, uint64_t lsn, uint64_t seg_bytes,
+                           uint64_t incarnation, uint32_t durability)
 {
 	char tmp[4096], fin[4096];
 	wal_path(tmp, sizeof tmp, dir, lsn, "tmp");
@@ -257,7 +284,7 @@ static int wal_file_create(const char *dir, uint64_t lsn, uint64_t seg_bytes)
 		return -1;
 	PERSIST_CRASH("wal_roll", 1);
 	struct wal_filehdr h;
-	wal_filehdr_encode(&h, lsn, seg_bytes);
+	wal_filehdr_encode(&h, lsn, seg_bytes, incarnation, durability);
 	if (pio_fallocate(fd, 0, (off_t)seg_bytes) != 0 ||
 	    (PERSIST_CRASH("wal_roll", 2), pio_pwrite_full(fd, &h, sizeof h, 0)) != 0 ||
 	    (PERSIST_CRASH("wal_roll", 3), pio_fdatasync(fd)) != 0 ||
@@ -437,6 +464,8 @@ struct wal {
 	char           *w_dir;          /* directory, owned */
 	int             w_lockfd;       /* holds the directory's writer lock */
 	uint64_t        w_seg_bytes;    /* size of files this handle creates */
+	uint64_t        w_incarnation;  /* ... and the identity they carry */
+	uint32_t        w_durability;
 
 	/* Leader-owned: touched only by the thread holding w_leader (handed
 	 * over under w_mu, which orders every access). */
@@ -577,7 +606,8 @@ static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
 				return -1;
 			}
 			PERSIST_CRASH("wal_commit", 3);
-			int fd = wal_file_create(w->w_dir, h.fh_lsn, w->w_seg_bytes);
+			int fd = wal_file_create(w->w_dir, h.fh_lsn, w->w_seg_bytes, w->w_incarnation,
+			                         w->w_durability);
 			if (fd < 0) {
 				*op = WAL_OP_CREATE;
 				return -1;
@@ -744,6 +774,63 @@ void wal_opts_default(struct wal_opts *o)
 {
 	o->segment_bytes = WAL_SEGMENT_DEFAULT;
 	o->start_lsn = 1;
+	o->incarnation = 0;
+	o->durability = WAL_DUR_NONE;
+}
+
+/* Read the header of the file that starts at @p lsn.  @return WAL_OK, a
+ * header check code, or WAL_EIO (errno set). */
+static int wal_filehdr_read(const char *dir, uint64_t lsn, struct wal_filehdr *h)
+{
+	char path[4096];
+	wal_path(path, sizeof path, dir, lsn, "log");
+	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return WAL_EIO;
+	ssize_t n = pio_pread(fd, h, sizeof *h, 0);
+	int saved = errno;
+	pio_close(fd);
+	errno = saved;
+	if (n < 0)
+		return WAL_EIO;
+	if ((size_t)n < sizeof *h)
+		return (size_t)n >= sizeof wal_magic ? WAL_EFILE_HDR : WAL_EMAGIC;
+	return wal_filehdr_check(h, lsn);
+}
+
+int wal_ident(const char *dir, struct wal_ident *out)
+{
+	if (dir == NULL || out == NULL || strlen(dir) > 4000)
+		return WAL_EINVAL;
+	memset(out, 0, sizeof *out);
+	uint64_t *lsns;
+	size_t n;
+	int rc = wal_list(dir, &lsns, &n);
+	if (rc != WAL_OK)
+		return rc;
+	out->wi_files = (uint32_t)n;
+	out->wi_first_lsn = n ? lsns[0] : 0;
+	/* newest first: it is the one new files continue */
+	int mixed = 0;
+	for (size_t i = n; i-- > 0;) {
+		struct wal_filehdr h;
+		int hrc = wal_filehdr_read(dir, lsns[i], &h);
+		if (hrc == WAL_EIO && errno != ENOENT) {
+			free(lsns);
+			return WAL_EIO;
+		}
+		if (hrc != WAL_OK)
+			continue;
+		if (i == n - 1) {
+			out->wi_incarnation = h.hd_incarnation;
+			out->wi_durability = h.hd_durability;
+		} else if (h.hd_incarnation != 0 && out->wi_incarnation != 0 &&
+		           h.hd_incarnation != out->wi_incarnation) {
+			mixed = 1;
+		}
+	}
+	free(lsns);
+	return mixed ? WAL_EIDENT : WAL_OK;
 }
 
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
@@ -780,12 +867,15 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	}
 	w->w_lockfd = lockfd;
 	w->w_seg_bytes = o->segment_bytes;
+	w->w_incarnation = o->incarnation;
+	w->w_durability = o->durability;
 	w->w_fd = -1;
 	pthread_mutex_init(&w->w_mu, NULL);
 	pthread_cond_init(&w->w_cv, NULL);
 
 	if (n == 0) {
-		w->w_fd = wal_file_create(dir, o->start_lsn, o->segment_bytes);
+		w->w_fd = wal_file_create(dir, o->start_lsn, o->segment_bytes, w->w_incarnation,
+		                          w->w_durability);
 		if (w->w_fd < 0) {
 			rc = WAL_EIO;
 			goto fail;
@@ -796,8 +886,20 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		w->w_st.files_created = 1;
 	} else {
 		uint64_t start = lsns[n - 1];
+		struct wal_filehdr fh;
+		memset(&fh, 0, sizeof fh);
+		int hrc = wal_filehdr_read(dir, start, &fh);
+		if (hrc == WAL_OK && w->w_incarnation != 0 && fh.hd_incarnation != 0 &&
+		    fh.hd_incarnation != w->w_incarnation) {
+			rc = WAL_EIDENT;
+			goto fail;
+		}
 		struct wal_scan s;
 		rc = wal_scan_file(dir, start, 0, 0, NULL, NULL, &s);
+		if (rc == WAL_OK && hrc != WAL_OK) {
+			rc = hrc;        /* the scan read it, this read failed: I/O */
+			goto fail;
+		}
 		if (rc == WAL_EIO) {
 			errno = s.ws_err;
 			goto fail;
@@ -821,8 +923,24 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 			rc = WAL_EIO;
 			goto fail;
 		}
+		/* The file goes on with this handle's identity: record it in a
+		 * header that has none (written before identities) or another
+		 * durability.  64 bytes at offset 0, inside one sector. */
+		if (w->w_incarnation == 0)
+			w->w_incarnation = fh.hd_incarnation;
+		if (w->w_durability == WAL_DUR_NONE)
+			w->w_durability = fh.hd_durability;
+		if (fh.hd_incarnation != w->w_incarnation || fh.hd_durability != w->w_durability) {
+			fh.hd_incarnation = w->w_incarnation;
+			fh.hd_durability = w->w_durability;
+			wal_filehdr_seal(&fh);
+			if (pio_pwrite_full(w->w_fd, &fh, sizeof fh, 0) != 0) {
+				rc = WAL_EIO;
+				goto fail;
+			}
+		}
 		/* Frames a dead writer left in the page cache become durable
-		 * here, before anyone is told they are. */
+		 * here, before anyone is told they are (the header too). */
 		if (pio_fdatasync(w->w_fd) != 0) {
 			rc = WAL_EIO;
 			goto fail;

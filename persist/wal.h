@@ -10,7 +10,17 @@
  *     0  u64 magic "FSWALSEG"      16  u64 start_lsn (LSN of its first frame)
  *     8  u32 version (1)           24  u64 segment_bytes (preallocated size)
  *    12  u32 header bytes (64)     32  i64 created (CLOCK_REALTIME ns)
- *    60  u32 CRC-32C of bytes 0..59 (bytes 40..59 are zero)
+ *    40  u64 incarnation of the segment the WAL belongs to (0: none recorded,
+ *        a file written before identities)
+ *    48  u32 durability of that segment when the file was written or last
+ *        opened (WAL_DUR_*; 0: not recorded)
+ *    60  u32 CRC-32C of bytes 0..59 (bytes 52..59 are zero)
+ *
+ * Identity.  A WAL belongs to one segment incarnation (flash_ident): the
+ * files carry it, not the directory's path, so a moved directory is the same
+ * WAL.  wal_open() refuses to append to files of another incarnation
+ * (WAL_EIDENT), and wal_ident() tells a daemon whose WAL it was given before
+ * it reads a frame.
  *
  *   frame header (32 bytes), then the payload, then zeros up to 8-alignment
  *     0  u32 len (payload bytes)    8  u64 lsn
@@ -84,6 +94,7 @@
 #define WAL_EBUSY       -18   /* another wal_t (or a truncating replay) holds the directory */
 #define WAL_ETYPE       -19   /* a well-framed frame (CRC, LSN, prev-LSN valid) of a type this
                                  version does not know (0, or above WAL_T_MAX) */
+#define WAL_EIDENT      -20   /* the WAL's files belong to another segment incarnation */
 
 /* A static description of a WAL_* code; never NULL. */
 const char *wal_strerror(int rc);
@@ -116,10 +127,19 @@ static inline uint64_t wal_frame_bytes(uint32_t len)
 	return WAL_FRAME_HDR_BYTES + (((uint64_t)len + 7u) & ~(uint64_t)7u);
 }
 
+/* Durability recorded in a file header: the segment's enum flash_durability + 1. */
+#define WAL_DUR_NONE   0u     /* not recorded */
+#define WAL_DUR_ASYNC  1u
+#define WAL_DUR_SYNC   2u
+
 struct wal_opts {
 	uint64_t segment_bytes;  /* size of each new file (default 64 MiB, WAL_SEGMENT_MIN..WAL_SEGMENT_MAX,
 	                            multiple of 4096) */
 	uint64_t start_lsn;      /* first LSN of a WAL created empty (default 1) */
+	uint64_t incarnation;    /* the segment this WAL belongs to (default 0: keep the
+	                            last file's) */
+	uint32_t durability;     /* WAL_DUR_* of that segment (default WAL_DUR_NONE: keep the
+	                            last file's) */
 };
 
 void wal_opts_default(struct wal_opts *o);
@@ -131,15 +151,49 @@ typedef struct wal wal_t;
  * missing directory gets its first file at o->start_lsn.  Otherwise the last
  * file is scanned and must end cleanly (a valid frame chain followed only by
  * zeros); its frames are fdatasync'd once and count as durable.
+ * Files this handle creates carry o->incarnation and o->durability (or, when
+ * those are 0, the last file's).  A last file that records no incarnation, or
+ * another durability, gets o's written into its header (one 64-byte pwrite
+ * of the first sector, made durable with the fdatasync above).
  * @param[in]  dir  directory (created with mode 0700 if missing)
  * @param[in]  o    options; NULL means defaults
  * @param[out] out  the handle
  * @return WAL_OK; WAL_EBUSY (the directory is open for writing elsewhere);
+ *         WAL_EIDENT (o->incarnation is set and the last file carries
+ *         another: nothing changed);
  *         WAL_ETORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
  *         WAL_EMAGIC / WAL_EFILE_HDR / WAL_EGAP (last file's header);
  *         WAL_EINVAL; WAL_ENOMEM; WAL_EIO (errno is left set).
  */
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
+
+/* Whose WAL is this?  (wal_ident) */
+struct wal_ident {
+	uint64_t wi_incarnation;  /* of the newest file (0: none recorded, or no file) */
+	uint32_t wi_durability;   /* WAL_DUR_* of the newest file */
+	uint32_t wi_files;        /* WAL files in the directory (0: an empty WAL) */
+	uint64_t wi_first_lsn;    /* start LSN of the oldest file (0: no file) */
+};
+
+/*
+ * Read the identity of the WAL in @p dir from its file headers, without
+ * the writer lock and without reading a frame (safe while a writer appends).
+ * A file whose header does not check out is passed over here (replay and
+ * open report it).
+ * @return WAL_OK (a missing or empty directory is wi_files 0); WAL_EIDENT
+ *         (two files carry different nonzero incarnations: files of two
+ *         WALs mixed; *out describes the newest); WAL_EIO; WAL_ENOMEM;
+ *         WAL_EINVAL.
+ */
+int wal_ident(const char *dir, struct wal_ident *out);
+
+/*
+ * Is the writer lock of @p dir held by someone else right now (an open
+ * wal_t, a truncating replay)?  Takes the lock and drops it at once; a
+ * missing directory is not held.  For messages: the answer may be stale.
+ * @return 1 held, 0 not held, -1 with errno if it cannot tell.
+ */
+int wal_lock_held(const char *dir);
 
 /*
  * Commit whatever is pending (unless failed), close the file, free @p w.

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -126,6 +127,17 @@ static int dead_daemon_cb(void *arg, const struct flash_record *rec, uint64_t se
 	return wal_append_record(arg, rec, seq, NULL) != WAL_OK;
 }
 
+/* The WAL as the dead daemon opened it: with its segment's identity. */
+static int dead_daemon_wal_open(flash_t *c, const char *dir, wal_t **w)
+{
+	struct flash_ident id;
+	struct wal_opts wo;
+	assert_int_equal(flash_ident_get(c, &id), FLASH_OK);
+	wal_opts_default(&wo);
+	wo.incarnation = id.incarnation;
+	return wal_open(dir, &wo, w);
+}
+
 static void test_restart_does_not_write_records_twice(void **st)
 {
 	(void)st;
@@ -140,7 +152,7 @@ static void test_restart_does_not_write_records_twice(void **st)
 	flash_t *c;
 	assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(dead_daemon_wal_open(c, dir, &w), WAL_OK);
 	uint32_t drained;
 	assert_int_equal(flash_ring_drain(c, dead_daemon_cb, w, UINT32_MAX, &drained), FLASH_OK);
 	assert_int_equal(drained, M + 2);
@@ -173,9 +185,11 @@ static void test_restart_does_not_write_records_twice(void **st)
 	wt_rmdir(dir);
 }
 
-/* Same WAL, new segment: its seqs restart at 1 and collide with the old
- * ones, yet nothing is skipped. */
-static void test_recreated_segment_is_not_taken_for_the_old_one(void **st)
+/* Same WAL, new segment (a reboot, the catalog loaded again): the WAL
+ * belongs to the old segment's incarnation, so serve refuses it and writes
+ * nothing -- a second history would follow the first in one WAL, its order
+ * numbers repeated -- and says how to rebuild (serve --recover). */
+static void test_recreated_segment_is_refused_the_old_wal(void **st)
 {
 	(void)st;
 	char name[64];
@@ -192,17 +206,18 @@ static void test_recreated_segment_is_not_taken_for_the_old_one(void **st)
 			flash_t *c;
 			assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
 			wal_t *w;
-			assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+			assert_int_equal(dead_daemon_wal_open(c, dir, &w), WAL_OK);
 			assert_int_equal(flash_ring_drain(c, dead_daemon_cb, w, UINT32_MAX, NULL), FLASH_OK);
 			assert_int_equal(wal_close(w), WAL_OK);
 			assert_int_equal(flash_close(c), FLASH_OK);
 		} else {
 			base_opts(&o, name, dir);
 			o.once = 1;
-			assert_int_equal(serve_run(&o, &ss), 0);
-			assert_int_equal(ss.replayed, 12);
-			assert_int_equal(ss.skipped, 0);
-			assert_int_equal(ss.records, 12);
+			o.log_level = -1;
+			assert_int_equal(serve_run(&o, &ss), -1);
+			assert_int_equal(ss.refused, 1);
+			assert_int_equal(ss.replayed, 0);
+			assert_int_equal(ss.records, 0);
 		}
 		t_teardown(NULL);
 	}
@@ -210,8 +225,55 @@ static void test_recreated_segment_is_not_taken_for_the_old_one(void **st)
 	memset(&s, 0, sizeof s);
 	struct wal_replay_report rep;
 	assert_int_equal(wal_replay(dir, 0, seen_cb, &s, 0, &rep), WAL_OK);
-	assert_int_equal(s.frames, 24);
-	assert_int_equal(s.orders, 20);
+	assert_int_equal(s.frames, 12);
+	assert_int_equal(s.orders, 10);
+	wt_rmdir(dir);
+}
+
+/* A --recover that stops half way (here: a record the new segment has no
+ * room for) leaves a segment that is not the WAL's: it takes the WAL's
+ * incarnation only once every record is applied, so a plain serve on the
+ * half-built segment is refused and writes nothing. */
+static void test_a_failed_recover_leaves_a_segment_its_wal_refuses(void **st)
+{
+	(void)st;
+	char name[64];
+	char *dir = wt_mkdtemp();
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	catalog(h);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(t_order(h, 1, 1, 1 + (uint64_t)i, 1, 0, 0, NULL), FLASH_OK);
+	struct serve_opts o;
+	struct serve_stats ss;
+	base_opts(&o, name, dir);
+	o.once = 1;
+	assert_int_equal(serve_run(&o, &ss), 0);
+	t_teardown(NULL);
+
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.max_orders = 16;               /* the WAL holds 40 orders */
+	h = t_seg_new(&so, name, sizeof name);
+	base_opts(&o, name, dir);
+	o.once = 1;
+	o.recover = 1;
+	o.log_level = -1;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 0);
+	assert_true(ss.applied > 0);
+	struct flash_ident id;
+	struct wal_ident wi;
+	assert_int_equal(flash_ident_get(h, &id), FLASH_OK);
+	assert_int_equal(wal_ident(dir, &wi), WAL_OK);
+	assert_true(id.incarnation != wi.wi_incarnation);
+
+	o.recover = 0;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 1);
+	assert_int_equal(ss.records, 0);
+	struct seen s;
+	replay_seen(dir, &s);
+	assert_int_equal(s.frames, 42);
 	wt_rmdir(dir);
 }
 
@@ -553,9 +615,10 @@ static void test_metrics_endpoint_counts_the_orders_placed(void **st)
 }
 #endif
 
-/* A second daemon on the same WAL is refused before it reads or cuts
- * anything: the first one holds the directory's lock. */
-static void test_second_daemon_on_the_same_wal_is_refused(void **st)
+/* A second daemon is refused before it reads or cuts anything: on the same
+ * segment (another WAL) by the segment's consumer claim, naming nothing
+ * new; on another segment with the same WAL by the directory's lock. */
+static void test_second_daemon_on_the_segment_or_the_wal_is_refused(void **st)
 {
 	(void)st;
 	char name[64];
@@ -575,10 +638,29 @@ static void test_second_daemon_on_the_same_wal_is_refused(void **st)
 	} while (s.frames < 2);
 	struct serve_opts o;
 	struct serve_stats ss;
-	base_opts(&o, name, dir);
+	char other_dir[600];
+	snprintf(other_dir, sizeof other_dir, "%s/other", dir);
+	base_opts(&o, name, other_dir);
 	o.once = 1;
 	o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 1);
+	assert_int_equal(ss.flash_rc, FLASH_EBUSY);
+	assert_int_equal(ss.records, 0);
+	struct stat sb;
+	assert_int_equal(stat(other_dir, &sb), -1);   /* nothing made */
+	struct flash_ident id;
+	assert_int_equal(flash_ident_get(h, &id), FLASH_OK);
+	assert_int_equal(id.consumer_pid, getpid());   /* the first daemon's (a thread here) */
+
+	char other[64];
+	flash_t *h2 = t_seg_new(NULL, other, sizeof other);
+	(void)h2;
+	base_opts(&o, other, dir);
+	o.once = 1;
+	o.log_level = -1;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 1);
 	assert_int_equal(ss.wal_rc, WAL_EBUSY);
 	assert_int_equal(ss.records, 0);
 	serve_stop(&t);
@@ -592,10 +674,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_sync_orders_acknowledged_are_in_the_wal_once, t_teardown),
 		cmocka_unit_test_teardown(test_restart_does_not_write_records_twice, t_teardown),
-		cmocka_unit_test_teardown(test_recreated_segment_is_not_taken_for_the_old_one, t_teardown),
+		cmocka_unit_test_teardown(test_recreated_segment_is_refused_the_old_wal, t_teardown),
 		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
-		cmocka_unit_test_teardown(test_second_daemon_on_the_same_wal_is_refused, t_teardown),
+		cmocka_unit_test_teardown(test_second_daemon_on_the_segment_or_the_wal_is_refused, t_teardown),
 		cmocka_unit_test_teardown(test_recover_rebuilds_the_segment_from_the_wal, t_teardown),
+		cmocka_unit_test_teardown(test_a_failed_recover_leaves_a_segment_its_wal_refuses, t_teardown),
 #ifdef FLASH_HAVE_MHD
 		cmocka_unit_test_teardown(test_metrics_endpoint_counts_the_orders_placed, t_teardown),
 #endif

@@ -34,12 +34,22 @@ static void serve_help(FILE *out)
 	        "is read through and a torn tail (from a crash) is cut; records the WAL holds\n"
 	        "already are not written twice.  SIGTERM or SIGINT: drain, sync, exit 0.\n"
 	        "\n"
+	        "One daemon per segment and per WAL: a second one is refused, naming the pid\n"
+	        "of the first (a daemon killed with kill -9 is replaced at once).  A WAL\n"
+	        "belongs to one segment incarnation (made by create, recorded in every WAL\n"
+	        "file; not the directory's path, so a moved WAL directory still serves):\n"
+	        "serve refuses a WAL of another incarnation -- e.g. the old WAL after a\n"
+	        "reboot, for a segment created again -- and says what to run instead, and\n"
+	        "an empty WAL for a segment that an earlier WAL served.  A segment rebuilt\n"
+	        "with the other durability is served, with a line at warn (sync -> async).\n"
+	        "\n"
 	        "options:\n"
 	        "  --name NAME          segment name (required)\n"
 	        "  --wal DIR            WAL directory (required)\n"
 	        "  --recover            first rebuild the segment from the WAL (after a reboot:\n"
 	        "                       create the segment with its old options, then serve\n"
 	        "                       --recover); refused unless the segment is empty.\n"
+	        "                       The segment takes the WAL's identity.\n"
 	        "                       With a snapshot in DIR the segment is restored from\n"
 	        "                       the newest valid one (a corrupt one is reported and\n"
 	        "                       the previous one tried) and only the WAL after it is\n"
@@ -81,7 +91,9 @@ static void serve_help(FILE *out)
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
 	        "exit: 0 stopped cleanly; 1 failed (segment or WAL unusable, WAL write or\n"
-	        "fdatasync failed: the segment is marked failed first); 2 usage error\n");
+	        "fdatasync failed: the segment is marked failed first); 2 usage error, or\n"
+	        "refused at start with nothing changed (another daemon serves the segment or\n"
+	        "the WAL, the WAL is not the segment's)\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -229,5 +241,7 @@ int cmd_serve(int argc, char **argv)
 	o.stop = &serve_stop_flag;
 
 	struct serve_stats st;
-	return serve_run(&o, &st) == 0 ? TOOL_OK : TOOL_FAIL;
+	if (serve_run(&o, &st) == 0)
+		return TOOL_OK;
+	return st.refused ? TOOL_USAGE : TOOL_FAIL;
 }

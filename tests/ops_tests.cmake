@@ -1,0 +1,16 @@
+# The operator-mistakes suite (label "ops"): what a person types after a
+# reboot, a crash, a move or by mistake, through the real binaries, each case
+# asserting the exit code, the message, and that every order the buyers were
+# told they have (tests/ops_buyer.c's log) is still in the WAL.
+if(TARGET flashstock)
+  add_executable(ops_buyer ${CMAKE_CURRENT_SOURCE_DIR}/ops_buyer.c)
+  target_link_libraries(ops_buyer PRIVATE flashstock_static)
+  # identity of a WAL and its segment, one daemon per segment: a restart
+  # without --recover after a reboot, a second daemon, a moved WAL directory,
+  # a restart with the other durability, a backup, and kill -9 of a daemon
+  # feeding a private MariaDB of its own (tests/fixtures/mariadb.sh).
+  add_test(NAME ops_ident
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ops_ident.sh $<TARGET_FILE:flashstock>
+                   $<TARGET_FILE:ops_buyer>)
+  set_tests_properties(ops_ident PROPERTIES LABELS ops TIMEOUT 180)
+endif()
