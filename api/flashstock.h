@@ -204,7 +204,11 @@ typedef struct flash flash_t;
  * The mode must be the one the segment was created with: a 0600 segment
  * widened to 0660 afterwards is FLASH_EMODE too.
  * A writable handle then claims a process-table slot (FLASH_ENOPROC when
- * full) and runs flash_recover() once.
+ * full) and runs flash_recover() once.  The slot records the process's
+ * identity, its pid and its start time (/proc/PID/stat); a process that
+ * cannot read its own (no free file descriptor, /proc not mounted) is
+ * refused with FLASH_ESYS and nothing is changed, since a slot without an
+ * identity would later be taken for dead while it runs.
  * @param[in]  name   segment name
  * @param[in]  flags  0 or FLASH_RDONLY
  * @param[out] out    the handle
@@ -228,6 +232,15 @@ int flash_close(flash_t *h);
  * token and request id return exactly once) and roll forward those that had.
  * Safe to run from any number of processes at once; a recovery interrupted by
  * its own death is finished by the next one.
+ * A handle is dead when its process is: the pid recorded at attach no longer
+ * runs, or now belongs to another process (another start time), in every
+ * state of the slot -- attaching, attached, or recovering another slot.  A
+ * process runs while any of its threads does, also after its main thread has
+ * called pthread_exit().  So a handle in use is never recovered; and a handle
+ * left open by a thread that ended is recovered only when its whole process
+ * ends (close handles before their thread ends).  When liveness cannot be
+ * read (/proc unreadable, no free descriptor) the handle counts as alive:
+ * recovery waits, it never guesses.
  * @param[out] recovered  number of dead handles recovered (may be NULL)
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
  */

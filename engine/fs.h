@@ -225,7 +225,8 @@ struct fs_stats_slot {
 
 struct fs_proc {
 	uint64_t state FS_ALIGNED;  /* FS_PSTATE */
-	uint64_t start_time;        /* /proc/PID/stat starttime of the holder */
+	uint64_t start_time;        /* /proc/PID/stat starttime of the pid in state: written
+	                               with it by one 16-byte CAS (segment.c, Liveness) */
 	uint64_t seq;               /* next sequence number: persists across reuse */
 	uint64_t order_next;        /* unused order numbers [order_next, order_end) */
 	uint64_t order_end;
@@ -286,6 +287,7 @@ struct flash {
 	uint64_t size;
 	struct fs_hdr *hdr;
 	pid_t pid;                 /* opener */
+	uint64_t start_time;       /* the opener's start time (its identity with pid) */
 	unsigned fork_gen;         /* fs_fork_gen() at open: differs in a forked child */
 	int rdonly;
 	int slot;                  /* -1 for read-only */
@@ -327,6 +329,7 @@ int fs_check_slot(const flash_t *h, uint32_t slot);
 
 /* segment.c */
 int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state);
+int fs_proc_take_dead(flash_t *h, uint32_t slot);
 int fs_tag_alive(flash_t *h, uint64_t tag);
 int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
 int fs_admin_lock(flash_t *h);
