@@ -348,8 +348,22 @@ struct flash_order_res {
  * Place an order: redeem the token (if any) -> check the activity window ->
  * reserve one of the user's K limit slots -> deduct qty by CAS -> write the
  * order record and emit it to the handle's ring -> acknowledge.  A failure at
- * any step undoes the earlier steps before returning (a redeemed token stays
- * redeemed, as with GETDEL: a rejected order burns its token).
+ * any step undoes the earlier steps before returning.
+ * The token (the anti-replay ticket of one page view):
+ *  - an order placed uses it up (also when its acknowledgement then reports
+ *    FLASH_EDURABILITY: the order stands);
+ *  - a rejection on the order's merits -- FLASH_ENOT_STARTED, FLASH_EENDED,
+ *    FLASH_ELIMIT, FLASH_ESOLD_OUT -- burns it, as GETDEL would: one ticket
+ *    buys one judgement, so a bot cannot probe the sale with one page view;
+ *  - a refusal for the engine's capacity, which says nothing about the order
+ *    and which the buyer may retry -- FLASH_EBUSY (ring full), FLASH_EFULL (a
+ *    table full), FLASH_ECORRUPT -- leaves it live, as it leaves a request
+ *    id unrecorded: the retry of the same request is judged afresh;
+ *  - a refusal before the token step (FLASH_EINVAL, FLASH_ENOT_FOUND,
+ *    FLASH_EDUPLICATE, FLASH_EBAD_TOKEN for another's token) does not touch it;
+ *  - an order whose process dies before the call returns, and before its
+ *    commit point, leaves it live (recovery gives it back: no caller learned
+ *    anything), whatever step it died at.
  * @param[in]  h    writable handle
  * @param[in]  r    the request
  * @param[out] res  outcome details (may be NULL)
@@ -408,8 +422,10 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
 
 /**
  * Redeem a token outside the order path: succeeds once (GETDEL semantics).
- * A redeem whose process dies before it returns is undone by recovery: the
- * token stays live (no caller learned that it was used).
+ * A redeem whose process dies before it returns is undone by recovery,
+ * whatever step it died at (also after it had marked the token used): the
+ * token stays live, since no caller learned that it was used.  Only a call
+ * that returned FLASH_OK has used the token up.
  * @return FLASH_OK; FLASH_EBAD_TOKEN (unknown, expired, used, or for another
  *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
  */

@@ -59,7 +59,8 @@ enum fs_kind {
 	FS_K_FREE  = 2,  /* keyed, nobody holds it (user/request), or LIVE token */
 	FS_K_PEND  = 3,  /* held by the in-flight operation tag */
 	FS_K_DONE  = 4,  /* committed; low 60 bits are a value */
-	FS_K_USED  = 5,  /* token redeemed (reclaimable) */
+	FS_K_USED  = 5,  /* token used up; USED(tag): by tag, whose journal may still
+	                    give it back (token.c); reclaimable once that is closed */
 	FS_K_ACTIVE = 6, /* order active */
 	FS_K_CANCELLED = 7 /* order cancelled */
 };
@@ -348,6 +349,7 @@ int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t 
                       int64_t delta, int may_fail);
 void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want);
 void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc);
 struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* ktab.c */

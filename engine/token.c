@@ -6,10 +6,18 @@
  * mistaken for the one a slow reader looked at (no ABA).
  *
  *   EMPTY/USED --issue--> BUSY(tag) --payload written--> FREE (live)
- *   FREE --redeem--> PEND(tag) --> USED          (flash_token_redeem: GETDEL)
- *   FREE --order--> PEND(tag) --commit--> USED, or back to FREE if the order's
- *                                       process died before its commit point
- *   FREE, expired --sweep--> PEND(tag) --> USED   (only when the table is full)
+ *   FREE --redeem--> PEND(tag) --> USED(tag)     (flash_token_redeem: GETDEL)
+ *   FREE --order--> PEND(tag) --commit--> USED
+ *                             --refused on the order's merits--> USED(tag)
+ *                             --refused for capacity (EBUSY, EFULL)--> FREE
+ *   FREE, expired --sweep--> PEND(tag) --> USED(tag) (only when the table is full)
+ *
+ * A token is used up only by a call that returned: an operation that dies
+ * before it returns told nobody anything, so recovery gives its token back
+ * (PEND(tag) or USED(tag) -> FREE, fs_token_recover).  That is why the
+ * operation's tag stays in USED(tag) while its journal is open, and why an
+ * issue does not reuse such an entry until that journal is closed: the way
+ * back to FREE is always there.
  *
  * hdr->tokens_live counts the entries that are BUSY, FREE or PEND; it is
  * changed only through journaled intents, before the entry moves into the
@@ -53,39 +61,96 @@ static int token_read(flash_t *h, uint32_t idx, uint64_t *state, uint64_t *id)
 }
 
 /*
+ * May an issue reuse an entry that reads USED (@p st)?  Not while the
+ * operation named in it is still open: its process may die before
+ * returning, and recovery then makes the token live again in this entry.
+ * The journal's tag moves on only after the phase was IDLE, so "open" read
+ * here can only be too cautious, never too late.
+ */
+static int token_used_final(flash_t *h, uint64_t st)
+{
+	uint64_t tag = FS_VAL(st);
+	uint32_t slot = FS_TAG_SLOT(tag);
+
+	if (tag == 0 || fs_check_slot(h, slot) != FLASH_OK)
+		return 1;
+	return ck_pr_load_64(&h->jr[slot].op_tag) != tag ||
+	       ck_pr_load_32(&h->jr[slot].phase) == FS_PH_IDLE;
+}
+
+/*
  * Recovery of a dead handle's token operation (issue, redeem, sweep, or the
- * token part of an order being rolled back): settle the live-token count to
- * what the entry's state says happened.
+ * token part of an order being rolled back).  The dead call never returned,
+ * so its caller learned nothing:
  *   issue:  the number never reached the caller: the entry (BUSY(tag), or
- *           FREE if the issue got that far) is retired -> 0.
- *   retire: the entry still PEND(tag) goes back to FREE -> 0; USED with the
- *           retire's decrement applied means it finished -> -1.
- *   order rollback: like retire (a burnt token is USED after its decrement).
+ *           FREE if the issue got that far) is retired.
+ *   redeem, sweep, order: the token is live again, whether the entry still
+ *           reads PEND(tag) or already USED(tag) (the call died after
+ *           using it up, before returning): -> FREE.
+ * Then the live-token count is settled to "no change" (fs_token_settle):
+ * every case above leaves the count where it was before the operation.
+ * Each step is a CAS from a state naming the dead tag, or a journaled
+ * intent, so a recoverer that dies here is finished by the next one.
  */
 void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 {
 	uint64_t st = 0, id = 0, tag = j->op_tag;
-	uint32_t n = j->n_int > FS_MAX_INTENTS ? FS_MAX_INTENTS : j->n_int;
-	int64_t want = 0, dec_applied = 0;
+	uint32_t ti = ck_pr_load_32(&j->tok_idx);
 
-	for (uint32_t i = 0; i < n; i++)
-		if (j->in[i].shard == FS_TL_TARGET && j->in[i].done == 1 && j->in[i].delta < 0)
-			dec_applied = 1;
-	if (!token_read(h, j->tok_idx, &st, &id) || id != j->tok_id) {
-		fs_token_settle(h, j, slot, 0);   /* never reached its entry */
+	if (token_read(h, ti, &st, &id) && id == j->tok_id) {
+		if (j->op == FS_OP_TOKEN) {
+			/* the caller never got the number: nobody can redeem it */
+			if (st == FS_MK(FS_K_BUSY, tag) || st == FS_MK(FS_K_FREE, 0))
+				fs_token_move(h, ti, id, st, FS_MK(FS_K_USED, 0));
+		} else if (st == FS_MK(FS_K_PEND, tag) || st == FS_MK(FS_K_USED, tag)) {
+			fs_token_move(h, ti, id, st, FS_MK(FS_K_FREE, 0));
+		}
+	}
+	fs_token_settle(h, j, slot, 0);
+}
+
+/*
+ * Which refusals of an order leave its token live?  Those for the engine's
+ * capacity, which say nothing about the order: the ring is full (FLASH_EBUSY),
+ * a table is full (FLASH_EFULL), an index is corrupt (FLASH_ECORRUPT).  The
+ * same refusals leave a request id unrecorded (order.c), so a retry of the
+ * same request with the same token is judged afresh.  Every other refusal
+ * (window, limit, stock) burns the token, as GETDEL does.
+ */
+static int token_refusal_keeps(int rc)
+{
+	return rc == FLASH_EBUSY || rc == FLASH_EFULL || rc == FLASH_ECORRUPT;
+}
+
+/*
+ * The token part of an order rolled back before its commit point.
+ * @p crashed: the order's process died; the token is live again
+ * (fs_token_recover).  Otherwise the owner's own failure path with outcome
+ * @p rc: a refusal for capacity puts the token back (PEND(tag) -> FREE, the
+ * count never moved); any other burns it: the count first, then the entry
+ * (-> USED(tag)), so a crash in between is settled by fs_token_recover.
+ * Crash points: "order_undo" 4 (between the two).
+ */
+void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc)
+{
+	uint32_t ti = ck_pr_load_32(&j->tok_idx);
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag), st = 0, id = 0;
+
+	if (ti == FS_NONE)
+		return;
+	if (crashed) {
+		fs_token_recover(h, j, slot);
 		return;
 	}
-	if (j->op == FS_OP_TOKEN) {
-		/* the caller never got the number: nobody can redeem it, retire it */
-		if (st == FS_MK(FS_K_BUSY, tag) || st == FS_MK(FS_K_FREE, 0))
-			fs_token_move(h, j->tok_idx, id, st, FS_MK(FS_K_USED, 0));
-	} else {
-		if (st == FS_MK(FS_K_PEND, tag))
-			fs_token_move(h, j->tok_idx, id, st, FS_MK(FS_K_FREE, 0));
-		else if (st == FS_MK(FS_K_USED, 0) && dec_applied)
-			want = -1;
+	if (!token_read(h, ti, &st, &id) || st != pend || id != j->tok_id)
+		return;                          /* not ours: the take failed */
+	if (token_refusal_keeps(rc)) {
+		fs_token_move(h, ti, id, pend, FS_MK(FS_K_FREE, 0));
+		return;
 	}
-	fs_token_settle(h, j, slot, want);
+	fs_counter_change(h, j, slot, FS_TL_TARGET, -1, 0);
+	FS_CRASH("order_undo", 4);
+	fs_token_move(h, ti, id, pend, FS_MK(FS_K_USED, j->op_tag));
 }
 
 /*
@@ -119,7 +184,10 @@ static int token_retire(flash_t *h, uint32_t idx, uint64_t id, uint32_t act, uin
 	FS_CRASH("token_take", 2);
 	fs_counter_change(h, j, (uint32_t)h->slot, FS_TL_TARGET, -1, 0);
 	FS_CRASH("token_take", 3);
-	fs_token_move(h, idx, id, set[0], FS_MK(FS_K_USED, 0));
+	/* used up, but still named by this open journal: a death before the
+	 * phase store below gives the token back (fs_token_recover) */
+	fs_token_move(h, idx, id, set[0], FS_MK(FS_K_USED, j->op_tag));
+	FS_CRASH("token_take", 4);
 	ck_pr_store_32(&j->phase, FS_PH_IDLE);
 	return FLASH_OK;
 }
@@ -176,7 +244,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 
 		if (!token_read(h, i, &cur[0], &cur[1]))
 			break;
-		if (FS_KIND(cur[0]) != FS_K_EMPTY && FS_KIND(cur[0]) != FS_K_USED)
+		if (FS_KIND(cur[0]) != FS_K_EMPTY &&
+		    (FS_KIND(cur[0]) != FS_K_USED || !token_used_final(h, cur[0])))
 			continue;
 		ck_pr_store_32(&j->tok_idx, i);
 		if (!ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set))

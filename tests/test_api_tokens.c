@@ -1,7 +1,9 @@
 /*
  * test_api_tokens.c -- one-time tokens: issue, redeem once (GETDEL), expiry,
  * goods and user binding, several live tokens, a full table, and the token
- * step of the order path (checked first; a rejected order burns its token).
+ * step of the order path (checked first; a rejection on the order's merits
+ * burns its token, a refusal for the engine's capacity -- FLASH_EBUSY,
+ * FLASH_EFULL -- leaves it live for the retry).
  */
 #include "helpers.h"
 
@@ -276,6 +278,72 @@ static void test_token_burned_by_limit_or_sold_out(void **state)
 	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
 }
 
+static void test_order_refused_with_ebusy_ring_full_leaves_token_live(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	uint64_t tok = 0;
+	int rc = FLASH_OK, n = 0;
+
+	t_opts_small(&o);
+	o.ring_records = 16;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	/* nothing drains the ring: fill it with orders of other users */
+	while (rc == FLASH_OK) {
+		uint64_t t = 0;
+
+		assert_int_equal(flash_token_issue(h, 1, 10, 1000 + (uint64_t)n, 60000, &t), FLASH_OK);
+		rc = t_order(h, 1, 10, 1000 + (uint64_t)n, 1, t, 0, NULL);
+		n++;
+		assert_true(n < 64);
+	}
+	assert_int_equal(rc, FLASH_EBUSY);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_EBUSY);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_EBUSY);
+	/* the retry once the ring drains uses the same token */
+	{
+		struct t_recs recs = { 0 };
+
+		assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+		t_recs_free(&recs);
+	}
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+}
+
+static void test_order_refused_with_efull_user_table_leaves_token_live(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	struct flash_stats st;
+	flash_t *h;
+	uint64_t tok = 0, t1 = 0;
+
+	t_opts_small(&o);
+	o.max_users = 1;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 1, 60000, &t1), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 1, 1, t1, 0, NULL), FLASH_OK);   /* fills the user table */
+	assert_int_equal(flash_token_issue(h, 1, 10, 2, 60000, &tok), FLASH_OK);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.tokens, 1);
+	/* the token step passes, the per-user table is full: refused, not judged */
+	assert_int_equal(t_order(h, 1, 10, 2, 1, tok, 0, NULL), FLASH_EFULL);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	print_message("after EFULL: %u live tokens\n", st.tokens);
+	assert_int_equal(st.tokens, 1);
+	assert_int_equal(t_order(h, 1, 10, 2, 1, tok, 0, NULL), FLASH_EFULL);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 2, tok), FLASH_OK);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.tokens, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +361,8 @@ int main(void)
 		T(test_order_expired_token_is_rejected),
 		T(test_token_is_checked_before_window_and_burned_by_a_rejected_order),
 		T(test_token_burned_by_limit_or_sold_out),
+		T(test_order_refused_with_ebusy_ring_full_leaves_token_live),
+		T(test_order_refused_with_efull_user_table_leaves_token_live),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
