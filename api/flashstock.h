@@ -413,6 +413,12 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
  * (counted exactly, also across crashes).  Used entries are reused by later
  * issues; expired ones are retired only when the table is full; nothing
  * sweeps in the order path.
+ * Token numbers are a keyed pseudorandom permutation of (handle slot, that
+ * slot's sequence number): a 10-round Feistel network over SipHash-2-4 under
+ * a 128-bit key drawn from getrandom(2) when the segment is created.  The
+ * input never repeats in a segment, so neither does a number; without the
+ * key, the numbers one has seen say nothing about the next one.  A process
+ * that can read the segment (or a snapshot of it) can read the key.
  * @param[out] token  nonzero, unpredictable, never issued twice per segment
  * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
  *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.

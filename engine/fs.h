@@ -30,7 +30,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 3u
+#define FS_LAYOUT_VERSION 4u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -114,7 +114,8 @@ struct fs_hdr_fixed {
 	uint32_t uid;               /* creator */
 	uint32_t mode;              /* 0600 or 0660 */
 	struct flash_seg_opts opts; /* capacities as asked */
-	uint64_t token_secret;      /* keys the token-number permutation */
+	uint64_t token_key[2];      /* SipHash-2-4 key of the token-number permutation
+	                               (token.c), from getrandom(2) at creation */
 	int64_t  created_ns;
 	struct fs_region region[FS_R_COUNT];
 	uint64_t checksum;          /* FNV-1a over the bytes above */
@@ -350,6 +351,11 @@ int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t 
 void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want);
 void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc);
+
+/* token.c */
+int fs_token_keygen(uint64_t key[2]);
+uint64_t fs_siphash24_u64(const uint64_t key[2], uint64_t m);
+uint64_t fs_token_permute(const uint64_t key[2], uint64_t x);
 struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* ktab.c */

@@ -256,9 +256,10 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	hdr->fx.uid = (uint32_t)geteuid();
 	hdr->fx.mode = o.mode;
 	hdr->fx.opts = o;
-	if (getrandom(&hdr->fx.token_secret, sizeof(hdr->fx.token_secret), 0) !=
-	    (ssize_t)sizeof(hdr->fx.token_secret))
-		hdr->fx.token_secret = fs_hash((uint64_t)getpid(), (uint64_t)fs_now_ns(), size);
+	if ((rc = fs_token_keygen(hdr->fx.token_key)) != FLASH_OK) {
+		seg_make_fail(path, p, size, fd);
+		return rc;
+	}
 	hdr->fx.created_ns = fs_now_ns();
 	memcpy(hdr->fx.region, reg, sizeof(reg));
 	hdr->order_next = 1;
