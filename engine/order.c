@@ -104,8 +104,9 @@ void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
  * Undo an operation that did not reach its commit point.  @p crashed: the
  * owner is dead, so the client never saw an answer: a redeemed token becomes
  * live again and a request id is forgotten.  Otherwise (the owner's own
- * failure path, outcome @p rc) the token stays burnt and the request id
- * remembers the outcome, unless the failure was transient.
+ * failure path, outcome @p rc) the token is burnt and the request id
+ * remembers the outcome, unless the failure was one of capacity (EBUSY,
+ * EFULL, ECORRUPT): then both are left for the retry (fs_token_unwind).
  */
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed)
 {
