@@ -25,6 +25,8 @@
 
 #include "fs.h"
 
+static char segname[64];
+
 static int proc_start(pid_t pid, uint64_t *start)
 {
 	char path[64], buf[1024], *p;
@@ -53,7 +55,7 @@ static int proc_start(pid_t pid, uint64_t *start)
 
 static void test_recoverer_killed_mid_recovery_is_recorded_with_its_start_time(void **state)
 {
-	char name[64];
+	char *name = segname;
 	struct flash_seg_opts o;
 	flash_t *h = NULL;
 	uint64_t rstart = 0, s;
@@ -62,7 +64,7 @@ static void test_recoverer_killed_mid_recovery_is_recorded_with_its_start_time(v
 	pid_t gone, r;
 	int wst = 0;
 
-	snprintf(name, sizeof name, "/fs-crash-liveness-%ld", (long)getpid());
+	snprintf(segname, sizeof segname, "/fs-crash-liveness-%ld", (long)getpid());
 	shm_unlink(name);
 	flash_seg_opts_default(&o);
 	o.max_procs = 4;
@@ -113,10 +115,19 @@ static void test_recoverer_killed_mid_recovery_is_recorded_with_its_start_time(v
 	shm_unlink(name);
 }
 
+/* A failed test leaves no segment behind. */
+static int teardown(void **state)
+{
+	if (segname[0] != '\0')
+		shm_unlink(segname);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_recoverer_killed_mid_recovery_is_recorded_with_its_start_time),
+		cmocka_unit_test_teardown(test_recoverer_killed_mid_recovery_is_recorded_with_its_start_time,
+		                          teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

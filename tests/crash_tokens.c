@@ -157,11 +157,20 @@ static void test_refused_order_killed_before_it_returns_leaves_the_token_live(vo
 	enumerate("order refused (sold out)", op_refused_order, FLASH_ESOLD_OUT);
 }
 
+/* A failed test leaves no segment behind. */
+static int teardown(void **state)
+{
+	if (segname[0] != '\0')
+		shm_unlink(segname);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_redeem_killed_before_it_returns_leaves_the_token_live),
-		cmocka_unit_test(test_refused_order_killed_before_it_returns_leaves_the_token_live),
+		cmocka_unit_test_teardown(test_redeem_killed_before_it_returns_leaves_the_token_live, teardown),
+		cmocka_unit_test_teardown(test_refused_order_killed_before_it_returns_leaves_the_token_live,
+		                          teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
