@@ -350,13 +350,13 @@ int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t 
                       int64_t delta, int may_fail);
 void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want);
 void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
-void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc);
+struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* token.c */
+void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc);
 int fs_token_keygen(uint64_t key[2]);
 uint64_t fs_siphash24_u64(const uint64_t key[2], uint64_t m);
 uint64_t fs_token_permute(const uint64_t key[2], uint64_t x);
-struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* ktab.c */
 enum { FS_KT_FOUND = 1, FS_KT_INSERTED = 2 };

@@ -9,7 +9,7 @@
  *   FREE --redeem--> PEND(tag) --> USED(tag)     (flash_token_redeem: GETDEL)
  *   FREE --order--> PEND(tag) --commit--> USED
  *                             --refused on the order's merits--> USED(tag)
- *                             --refused for capacity (EBUSY, EFULL)--> FREE
+ *                             --refused for capacity (EBUSY, EFULL, ECORRUPT)--> FREE
  *   FREE, expired --sweep--> PEND(tag) --> USED(tag) (only when the table is full)
  *
  * A token is used up only by a call that returned: an operation that dies
