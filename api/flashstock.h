@@ -205,7 +205,11 @@ typedef struct flash flash_t;
  * The mode must be the one the segment was created with: a 0600 segment
  * widened to 0660 afterwards is FLASH_EMODE too.
  * A writable handle then claims a process-table slot (FLASH_ENOPROC when
- * full) and runs flash_recover() once.
+ * full) and runs flash_recover() once.  The slot records the process's
+ * identity, its pid and its start time (/proc/PID/stat); a process that
+ * cannot read its own (no free file descriptor, /proc not mounted) is
+ * refused with FLASH_ESYS and nothing is changed, since a slot without an
+ * identity would later be taken for dead while it runs.
  * @param[in]  name   segment name
  * @param[in]  flags  0 or FLASH_RDONLY
  * @param[out] out    the handle
@@ -229,6 +233,15 @@ int flash_close(flash_t *h);
  * token and request id return exactly once) and roll forward those that had.
  * Safe to run from any number of processes at once; a recovery interrupted by
  * its own death is finished by the next one.
+ * A handle is dead when its process is: the pid recorded at attach no longer
+ * runs, or now belongs to another process (another start time), in every
+ * state of the slot -- attaching, attached, or recovering another slot.  A
+ * process runs while any of its threads does, also after its main thread has
+ * called pthread_exit().  So a handle in use is never recovered; and a handle
+ * left open by a thread that ended is recovered only when its whole process
+ * ends (close handles before their thread ends).  When liveness cannot be
+ * read (/proc unreadable, no free descriptor) the handle counts as alive:
+ * recovery waits, it never guesses.
  * @param[out] recovered  number of dead handles recovered (may be NULL)
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
  */
@@ -336,8 +349,22 @@ struct flash_order_res {
  * Place an order: redeem the token (if any) -> check the activity window ->
  * reserve one of the user's K limit slots -> deduct qty by CAS -> write the
  * order record and emit it to the handle's ring -> acknowledge.  A failure at
- * any step undoes the earlier steps before returning (a redeemed token stays
- * redeemed, as with GETDEL: a rejected order burns its token).
+ * any step undoes the earlier steps before returning.
+ * The token (the anti-replay ticket of one page view):
+ *  - an order placed uses it up (also when its acknowledgement then reports
+ *    FLASH_EDURABILITY: the order stands);
+ *  - a rejection on the order's merits -- FLASH_ENOT_STARTED, FLASH_EENDED,
+ *    FLASH_ELIMIT, FLASH_ESOLD_OUT -- burns it, as GETDEL would: one ticket
+ *    buys one judgement, so a bot cannot probe the sale with one page view;
+ *  - a refusal for the engine's capacity, which says nothing about the order
+ *    and which the buyer may retry -- FLASH_EBUSY (ring full), FLASH_EFULL (a
+ *    table full), FLASH_ECORRUPT -- leaves it live, as it leaves a request
+ *    id unrecorded: the retry of the same request is judged afresh;
+ *  - a refusal before the token step (FLASH_EINVAL, FLASH_ENOT_FOUND,
+ *    FLASH_EDUPLICATE, FLASH_EBAD_TOKEN for another's token) does not touch it;
+ *  - an order whose process dies before the call returns, and before its
+ *    commit point, leaves it live (recovery gives it back: no caller learned
+ *    anything), whatever step it died at.
  * @param[in]  h    writable handle
  * @param[in]  r    the request
  * @param[out] res  outcome details (may be NULL)
@@ -392,6 +419,12 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
  * (counted exactly, also across crashes).  Used entries are reused by later
  * issues; expired ones are retired only when the table is full; nothing
  * sweeps in the order path.
+ * Token numbers are a keyed pseudorandom permutation of (handle slot, that
+ * slot's sequence number): a 10-round Feistel network over SipHash-2-4 under
+ * a 128-bit key drawn from getrandom(2) when the segment is created.  The
+ * input never repeats in a segment, so neither does a number; without the
+ * key, the numbers one has seen say nothing about the next one.  A process
+ * that can read the segment (or a snapshot of it) can read the key.
  * @param[out] token  nonzero, unpredictable, never issued twice per segment
  * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
  *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
@@ -401,8 +434,10 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
 
 /**
  * Redeem a token outside the order path: succeeds once (GETDEL semantics).
- * A redeem whose process dies before it returns is undone by recovery: the
- * token stays live (no caller learned that it was used).
+ * A redeem whose process dies before it returns is undone by recovery,
+ * whatever step it died at (also after it had marked the token used): the
+ * token stays live, since no caller learned that it was used.  Only a call
+ * that returned FLASH_OK has used the token up.
  * @return FLASH_OK; FLASH_EBAD_TOKEN (unknown, expired, used, or for another
  *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
  */

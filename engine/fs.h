@@ -60,7 +60,8 @@ enum fs_kind {
 	FS_K_FREE  = 2,  /* keyed, nobody holds it (user/request), or LIVE token */
 	FS_K_PEND  = 3,  /* held by the in-flight operation tag */
 	FS_K_DONE  = 4,  /* committed; low 60 bits are a value */
-	FS_K_USED  = 5,  /* token redeemed (reclaimable) */
+	FS_K_USED  = 5,  /* token used up; USED(tag): by tag, whose journal may still
+	                    give it back (token.c); reclaimable once that is closed */
 	FS_K_ACTIVE = 6, /* order active */
 	FS_K_CANCELLED = 7 /* order cancelled */
 };
@@ -114,7 +115,8 @@ struct fs_hdr_fixed {
 	uint32_t uid;               /* creator */
 	uint32_t mode;              /* 0600 or 0660 */
 	struct flash_seg_opts opts; /* capacities as asked */
-	uint64_t token_secret;      /* keys the token-number permutation */
+	uint64_t token_key[2];      /* SipHash-2-4 key of the token-number permutation
+	                               (token.c), from getrandom(2) at creation */
 	int64_t  created_ns;
 	struct fs_region region[FS_R_COUNT];
 	uint64_t checksum;          /* FNV-1a over the bytes above */
@@ -255,7 +257,8 @@ struct fs_stats_slot {
 
 struct fs_proc {
 	uint64_t state FS_ALIGNED;  /* FS_PSTATE */
-	uint64_t start_time;        /* /proc/PID/stat starttime of the holder */
+	uint64_t start_time;        /* /proc/PID/stat starttime of the pid in state: written
+	                               with it by one 16-byte CAS (segment.c, Liveness) */
 	uint64_t seq;               /* next sequence number: persists across reuse */
 	uint64_t order_next;        /* unused order numbers [order_next, order_end) */
 	uint64_t order_end;
@@ -324,6 +327,7 @@ struct flash {
 	uint64_t size;
 	struct fs_hdr *hdr;
 	pid_t pid;                 /* opener */
+	uint64_t start_time;       /* the opener's start time (its identity with pid) */
 	unsigned fork_gen;         /* fs_fork_gen() at open: differs in a forked child */
 	int rdonly;
 	int slot;                  /* -1 for read-only */
@@ -365,6 +369,7 @@ int fs_check_slot(const flash_t *h, uint32_t slot);
 
 /* segment.c */
 int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state);
+int fs_proc_take_dead(flash_t *h, uint32_t slot);
 int fs_tag_alive(flash_t *h, uint64_t tag);
 int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
 int fs_admin_lock(flash_t *h);
@@ -387,6 +392,12 @@ int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t 
 void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want);
 void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
 struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
+
+/* token.c */
+void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc);
+int fs_token_keygen(uint64_t key[2]);
+uint64_t fs_siphash24_u64(const uint64_t key[2], uint64_t m);
+uint64_t fs_token_permute(const uint64_t key[2], uint64_t x);
 
 /* ktab.c */
 enum { FS_KT_FOUND = 1, FS_KT_INSERTED = 2 };

@@ -105,14 +105,15 @@ void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
  * Undo an operation that did not reach its commit point.  @p crashed: the
  * owner is dead, so the client never saw an answer: a redeemed token becomes
  * live again and a request id is forgotten.  Otherwise (the owner's own
- * failure path, outcome @p rc) the token stays burnt and the request id
- * remembers the outcome, unless the failure was transient.
+ * failure path, outcome @p rc) the token is burnt and the request id
+ * remembers the outcome, unless the failure was one of capacity (EBUSY,
+ * EFULL, ECORRUPT): then both are left for the retry (fs_token_unwind).
  */
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed)
 {
 	/* journal indices: loaded once, checked, then used (no double fetch) */
 	uint32_t oi = ck_pr_load_32(&j->order_idx), ui = ck_pr_load_32(&j->user_idx);
-	uint32_t ti = ck_pr_load_32(&j->tok_idx), ri = ck_pr_load_32(&j->req_idx);
+	uint32_t ri = ck_pr_load_32(&j->req_idx);
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 	int rc = (int16_t)j->rec.flags;   /* outcome, stored there by the owner */
 
@@ -129,16 +130,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 			cas_state(&e->state, pend, FS_MK(FS_K_FREE, 0));
 		}
 		FS_CRASH("order_undo", 2);
-		if (ti != FS_NONE && crashed) {
-			fs_token_recover(h, j, slot);     /* live again: the client saw nothing */
-		} else if (ti <= h->tok_mask && ck_pr_load_64(&h->tok[ti].state) == pend &&
-		           ck_pr_load_64(&h->tok[ti].id) == j->tok_id) {
-			/* ours, burnt (GETDEL): leave the count first, then the entry, so a
-			 * crash in between is settled by fs_token_recover */
-			fs_counter_change(h, j, slot, FS_TL_TARGET, -1, 0);
-			FS_CRASH("order_undo", 4);
-			fs_token_move(h, ti, j->tok_id, pend, FS_MK(FS_K_USED, 0));
-		}
+		fs_token_unwind(h, j, slot, crashed, rc);   /* burnt, or live again */
 		FS_CRASH("order_undo", 3);
 		if (ri <= h->req_mask) {
 			struct fs_kent *e = &h->req[ri];

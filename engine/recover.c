@@ -2,7 +2,9 @@
  * recover.c -- finishing the operations of dead handles.
  *
  * A slot whose process died (its identity -- pid plus start time -- no longer
- * runs) is claimed by one recoverer with a CAS to RECOVERING(recoverer pid).
+ * runs) is claimed by one recoverer with a 16-byte CAS to RECOVERING(recoverer
+ * pid, recoverer start time): fs_proc_take_dead() (segment.c), so a recoverer
+ * that dies is judged as any other holder, also after its pid is reused.
  * The recoverer reads the dead slot's journal and:
  *
  *   phase RUN, or PUBLISH with the record not in the ring  -> roll back
@@ -103,14 +105,9 @@ int flash_recover(flash_t *h, uint32_t *recovered)
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
 		return rc;
 	for (uint32_t i = 0; i < h->proc_cap; i++) {
-		uint64_t s;
-
 		if ((int)i == h->slot)
 			continue;
-		s = ck_pr_load_64(&h->proc[i].state);
-		if (FS_PKIND(s) == FS_P_FREE || fs_proc_alive(h, i, s))
-			continue;
-		if (!ck_pr_cas_64(&h->proc[i].state, s, FS_PSTATE(FS_P_RECOVERING, FS_PGEN(s), getpid())))
+		if (!fs_proc_take_dead(h, i))
 			continue;
 		recover_slot(h, i);
 		n++;

@@ -7,9 +7,11 @@
  * Divisions: layout, create, attach (validation in the order the header
  * documents), process table, admin mutex, identity and consumer claim.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,9 +257,10 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	hdr->fx.uid = (uint32_t)geteuid();
 	hdr->fx.mode = o.mode;
 	hdr->fx.opts = o;
-	if (getrandom(&hdr->fx.token_secret, sizeof(hdr->fx.token_secret), 0) !=
-	    (ssize_t)sizeof(hdr->fx.token_secret))
-		hdr->fx.token_secret = fs_hash((uint64_t)getpid(), (uint64_t)fs_now_ns(), size);
+	if ((rc = fs_token_keygen(hdr->fx.token_key)) != FLASH_OK) {
+		seg_make_fail(path, p, size, fd);
+		return rc;
+	}
 	hdr->fx.created_ns = fs_now_ns();
 	memcpy(hdr->fx.region, reg, sizeof(reg));
 	hdr->order_next = 1;
@@ -603,19 +606,36 @@ int flash_slot(const flash_t *h)
 /* ---------------------------------------------------------------- process table */
 
 /*
- * Read field 3 (state) and field 22 (starttime, in clock ticks since boot)
- * of /proc/PID/stat.  A zombie is dead for our purposes: it runs no code.
- * Returns 1 alive, 0 dead, and treats an unreadable file as dead only when
- * the process does not exist.
+ * Liveness.  A slot names its holder by an identity that survives pid
+ * reuse: the pid in the state word and, beside it, the start time of that
+ * pid (field 22 of /proc/PID/stat, clock ticks since boot).  Both are
+ * written by one 16-byte CAS -- the claim (CLAIM) and a recoverer's
+ * takeover (RECOVERING) -- and only the state word changes afterwards
+ * (CLAIM -> ALIVE, -> FREE), so every state that names a process names it
+ * with its start time.  A pid reused by another process has another start
+ * time: the slot's holder is dead.  (Start times are in ticks: a pid would
+ * have to be reused within one tick, 10 ms, to pass; pid_max wraps far more
+ * slowly than that.)
+ *
+ * A process is alive while any of its threads runs.  When the main thread
+ * has called pthread_exit(), /proc/PID/stat shows the leader as a zombie
+ * while the other threads go on: the thread group (/proc/PID/task) decides.
+ * When the answer cannot be read (no descriptor left, /proc unreadable) the
+ * process counts as alive if the pid exists: a slot is never recovered on a
+ * guess, it is only recovered later.
  */
-static int proc_stat(pid_t pid, uint64_t *start, char *state)
+
+/*
+ * Read field 3 (state) and field 22 (starttime) of @p path (a
+ * /proc/.../stat file).  Returns 0, or -1 if it cannot be read or parsed.
+ */
+static int stat_read(const char *path, uint64_t *start, char *state)
 {
-	char path[64], buf[1024];
+	char buf[1024];
 	ssize_t n;
 	int fd;
 	char *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -640,7 +660,45 @@ static int proc_stat(pid_t pid, uint64_t *start, char *state)
 	return 0;
 }
 
-static int pid_alive(pid_t pid, uint64_t start, int check_start)
+static int proc_stat(pid_t pid, uint64_t *start, char *state)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return stat_read(path, start, state);
+}
+
+/*
+ * The leader of @p pid is a zombie: does another thread of the group still
+ * run?  1 yes (or cannot tell), 0 no thread left.
+ */
+static int group_runs(pid_t pid)
+{
+	char path[96];
+	struct dirent *d;
+	DIR *dir;
+	int runs = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (dir == NULL)
+		return errno == ENOENT ? 0 : 1;   /* reaped meanwhile, or cannot tell */
+	while (!runs && (d = readdir(dir)) != NULL) {
+		uint64_t st_ignored;
+		char state = 0;
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/stat", (int)pid, d->d_name);
+		if (stat_read(path, &st_ignored, &state) == 0 && state != 'Z' && state != 'X')
+			runs = 1;                     /* a thread that ended is simply gone */
+	}
+	closedir(dir);
+	return runs;
+}
+
+/* Does the process (@p pid, started at @p start) still run code? */
+static int pid_alive(pid_t pid, uint64_t start)
 {
 	uint64_t st = 0;
 	char state = 0;
@@ -651,27 +709,89 @@ static int pid_alive(pid_t pid, uint64_t start, int check_start)
 		return 0;
 	if (proc_stat(pid, &st, &state) != 0)
 		return kill(pid, 0) == 0 || errno != ESRCH;
-	if (state == 'Z' || state == 'X')
-		return 0;
-	if (check_start && st != start)
+	if (st != start)
 		return 0;   /* the pid was reused */
+	if (state == 'Z' || state == 'X')
+		return group_runs(pid);
 	return 1;
 }
 
-/* Is the handle in @p slot, whose state word read @p state, still running? */
+/* The (state, start_time) pair of a slot, for the 16-byte CAS. */
+_Static_assert(offsetof(struct fs_proc, state) == 0 && offsetof(struct fs_proc, start_time) == 8 &&
+               _Alignof(struct fs_proc) >= 16, "state and start_time form one 16-byte word");
+static inline uint64_t *proc_pair(struct fs_proc *p)
+{
+	return (uint64_t *)(void *)p;
+}
+
+/*
+ * Load a slot's (state, start_time) as one pair: the state word read again
+ * after the start time is unchanged, so the start time belongs to it.
+ */
+static void proc_ident_load(const struct fs_proc *p, uint64_t *state, uint64_t *start)
+{
+	uint64_t s;
+
+	do {
+		s = ck_pr_load_64(&p->state);
+		ck_pr_fence_load();   /* start time after the state word ... */
+		*start = ck_pr_load_64(&p->start_time);
+		ck_pr_fence_load();   /* ... and the state word again after it */
+	} while (ck_pr_load_64(&p->state) != s);
+	*state = s;
+}
+
+/* Does a process hold slot @p slot in the state @p state (CLAIM, ALIVE or
+ * RECOVERING) and still run?  A state word that has moved on names a holder
+ * that left: 0. */
 int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state)
 {
-	struct fs_proc *p = &h->proc[slot];
+	uint64_t s, start;
 
+	proc_ident_load(&h->proc[slot], &s, &start);
+	if (s != state)
+		return 0;
 	switch (FS_PKIND(state)) {
-	case FS_P_ALIVE:
-		return pid_alive(FS_PPID(state), ck_pr_load_64(&p->start_time), 1);
 	case FS_P_CLAIM:
+	case FS_P_ALIVE:
 	case FS_P_RECOVERING:
-		return pid_alive(FS_PPID(state), 0, 0);
+		return pid_alive(FS_PPID(state), start);
 	default:
 		return 0;
 	}
+}
+
+/*
+ * The RECOVERING transition: if slot @p slot is held (CLAIM, ALIVE,
+ * RECOVERING, or a kind no code writes) by a process that no longer runs,
+ * take it for recovery -- one 16-byte CAS from exactly the (state, start
+ * time) pair that was judged dead to RECOVERING(this process, its start
+ * time).  A CAS that fails means the slot moved (its holder was not dead
+ * after all, another recoverer won, the slot was freed): not taken.
+ * Returns 1 if this caller now recovers the slot.
+ */
+int fs_proc_take_dead(flash_t *h, uint32_t slot)
+{
+	struct fs_proc *p = &h->proc[slot];
+	uint64_t cmp[2], set[2];
+
+	proc_ident_load(p, &cmp[0], &cmp[1]);
+	switch (FS_PKIND(cmp[0])) {
+	case FS_P_FREE:
+		return 0;
+	case FS_P_CLAIM:
+	case FS_P_ALIVE:
+	case FS_P_RECOVERING:
+		if (pid_alive(FS_PPID(cmp[0]), cmp[1]))
+			return 0;
+		break;
+	default:
+		break;
+	}
+	set[0] = FS_PSTATE(FS_P_RECOVERING, FS_PGEN(cmp[0]), h->pid);
+	set[1] = h->start_time;
+	/* a full barrier: the recoverer reads the dead slot's journal after it */
+	return ck_pr_cas_64_2(proc_pair(p), cmp, set);
 }
 
 /*
@@ -728,27 +848,40 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 	return FLASH_OK;
 }
 
+/*
+ * Claim a free slot of the process table for @p h.  The process's identity
+ * (pid, start time) is read first: without it no later checker could tell
+ * this process from one that reused its pid, and a wrong start time would
+ * get a running operation rolled back.  So a process that cannot read
+ * /proc/PID/stat (no free descriptor, /proc not mounted) is refused:
+ * FLASH_ESYS, nothing changed.  The slot then moves FREE -> CLAIM(gen, pid)
+ * with the start time in the same 16-byte CAS, -> ALIVE.
+ * Crash points: "attach" 1 (in CLAIM).
+ */
 static int slot_claim(flash_t *h)
 {
 	uint64_t start = 0;
 	char state;
 
 	if (proc_stat(h->pid, &start, &state) != 0)
-		start = 0;
+		return FLASH_ESYS;
+	h->start_time = start;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < h->proc_cap; i++) {
 			struct fs_proc *p = &h->proc[i];
-			uint64_t s = ck_pr_load_64(&p->state);
+			uint64_t cmp[2], set[2];
 			uint32_t gen;
 
-			if (FS_PKIND(s) != FS_P_FREE)
+			proc_ident_load(p, &cmp[0], &cmp[1]);
+			if (FS_PKIND(cmp[0]) != FS_P_FREE)
 				continue;
-			gen = FS_PGEN(s) + 1;
-			if (!ck_pr_cas_64(&p->state, s, FS_PSTATE(FS_P_CLAIM, gen, h->pid)))
+			gen = FS_PGEN(cmp[0]) + 1;
+			set[0] = FS_PSTATE(FS_P_CLAIM, gen, h->pid);
+			set[1] = start;
+			if (!ck_pr_cas_64_2(proc_pair(p), cmp, set))
 				continue;
 			FS_CRASH("attach", 1);
-			ck_pr_store_64(&p->start_time, start);
-			ck_pr_fence_store();
+			/* the CAS was a full barrier; the start time is already there */
 			ck_pr_store_64(&p->state, FS_PSTATE(FS_P_ALIVE, gen, h->pid));
 			h->slot = (int)i;
 			h->gen = gen;

@@ -6,10 +6,18 @@
  * mistaken for the one a slow reader looked at (no ABA).
  *
  *   EMPTY/USED --issue--> BUSY(tag) --payload written--> FREE (live)
- *   FREE --redeem--> PEND(tag) --> USED          (flash_token_redeem: GETDEL)
- *   FREE --order--> PEND(tag) --commit--> USED, or back to FREE if the order's
- *                                       process died before its commit point
- *   FREE, expired --sweep--> PEND(tag) --> USED   (only when the table is full)
+ *   FREE --redeem--> PEND(tag) --> USED(tag)     (flash_token_redeem: GETDEL)
+ *   FREE --order--> PEND(tag) --commit--> USED
+ *                             --refused on the order's merits--> USED(tag)
+ *                             --refused for capacity (EBUSY, EFULL, ECORRUPT)--> FREE
+ *   FREE, expired --sweep--> PEND(tag) --> USED(tag) (only when the table is full)
+ *
+ * A token is used up only by a call that returned: an operation that dies
+ * before it returns told nobody anything, so recovery gives its token back
+ * (PEND(tag) or USED(tag) -> FREE, fs_token_recover).  That is why the
+ * operation's tag stays in USED(tag) while its journal is open, and why an
+ * issue does not reuse such an entry until that journal is closed: the way
+ * back to FREE is always there.
  *
  * hdr->tokens_live counts the entries that are BUSY, FREE or PEND; it is
  * changed only through journaled intents, before the entry moves into the
@@ -17,25 +25,122 @@
  * settles it to the entry's final state (fs_token_recover): the count is
  * exact, and max_tokens live tokens fit, never one more.
  *
- * Token numbers are a keyed permutation of (slot, sequence): never issued
- * twice, hard to guess.  Expired tokens are retired only when an issue finds
- * the table full; nothing sweeps on the order path.
+ * Token numbers: a secret keyed permutation of (slot, sequence) -- never
+ * issued twice, since the input never repeats in a segment and a
+ * permutation maps distinct inputs to distinct numbers; and unguessable,
+ * since without the key the numbers of the past say nothing about the next
+ * (see "Token numbers" below).  Expired tokens are retired only when an
+ * issue finds the table full; nothing sweeps on the order path.
  *
  * Entries are reused (USED -> BUSY), so after a while none is never-used and
  * no chain ends at EMPTY: lookups are bounded by the longest distance from
  * home at which an issue placed a token (hdr->tok_probe_max, probe.h).
  */
+#include <errno.h>
+#include <sys/random.h>
+
 #include "fs.h"
 #include "probe.h"
 
+/* ---------------------------------------------------------------- token numbers */
+
+/*
+ * The permutation is a 10-round Feistel network on the two 32-bit halves of
+ * the 64-bit input, whose round function is SipHash-2-4 (a keyed PRF, the
+ * one libsodium's crypto_shorthash is) of (round, right half) under the
+ * segment's 128-bit key.  A Feistel network is a bijection whatever its
+ * round function; with a PRF for that function and enough rounds it is a
+ * pseudorandom permutation (Luby-Rackoff; Patarin for the bound with many
+ * rounds), so one who saw any number of tokens -- far fewer than 2^32 -- can
+ * predict the next no better than by guessing one of 2^64.  The key is drawn
+ * from getrandom(2) when the segment is created and never leaves it.
+ * Cost: 10 SipHash calls per issue (a few hundred ns); nothing on the order
+ * path.
+ */
+#define TOKEN_ROUNDS 10
+
+static inline uint64_t rotl64(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND(v0, v1, v2, v3) do { \
+		v0 += v1; v1 = rotl64(v1, 13); v1 ^= v0; v0 = rotl64(v0, 32); \
+		v2 += v3; v3 = rotl64(v3, 16); v3 ^= v2; \
+		v0 += v3; v3 = rotl64(v3, 21); v3 ^= v0; \
+		v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32); \
+	} while (0)
+
+/* SipHash-2-4 of the 8-byte little-endian message @p m under @p key
+ * (key[0] = bytes 0..7 of the 16-byte key, key[1] = bytes 8..15). */
+uint64_t fs_siphash24_u64(const uint64_t key[2], uint64_t m)
+{
+	uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
+	uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
+	const uint64_t last = 8ull << 56;   /* message length 8, no bytes left over */
+
+	v3 ^= m;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= m;
+	v3 ^= last;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= last;
+	v2 ^= 0xff;
+	for (int i = 0; i < 4; i++)
+		SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The keyed permutation of 64-bit words (Feistel, above). */
+uint64_t fs_token_permute(const uint64_t key[2], uint64_t x)
+{
+	uint32_t l = (uint32_t)(x >> 32), r = (uint32_t)x;
+
+	for (uint32_t i = 0; i < TOKEN_ROUNDS; i++) {
+		uint32_t f = (uint32_t)fs_siphash24_u64(key, (uint64_t)i << 32 | r);
+		uint32_t t = l ^ f;
+
+		l = r;
+		r = t;
+	}
+	return (uint64_t)l << 32 | r;
+}
+
+/*
+ * A fresh key from the kernel's random pool (getrandom(2), blocking until
+ * the pool is ready, as at boot).  No fallback: a key made from the time or
+ * the pid would be guessable, so failing to get one fails the creation
+ * (FLASH_ESYS).
+ */
+int fs_token_keygen(uint64_t key[2])
+{
+	char *p = (char *)key;
+	size_t got = 0;
+
+	while (got < 2 * sizeof(uint64_t)) {
+		ssize_t n = getrandom(p + got, 2 * sizeof(uint64_t) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return FLASH_ESYS;
+		got += (size_t)n;
+	}
+	return FLASH_OK;
+}
+
 static uint64_t token_number(flash_t *h)
 {
-	/* fs_mix64 is a bijection of 64-bit words: distinct inputs, distinct
-	 * tokens.  Input: (slot, slot sequence), unique per segment. */
+	/* input (slot, slot sequence): unique per segment, the slot's sequence
+	 * persists across handles and restores */
 	uint64_t x = fs_next_seq(h) | (uint64_t)h->slot << FS_SEQ_BITS;
 
-	return fs_mix64(x ^ h->hdr->fx.token_secret);
+	return fs_token_permute(h->hdr->fx.token_key, x);
 }
+
+/* ---------------------------------------------------------------- the table */
 
 /* Move entry @p idx from (from, id) to (to, id) if it still reads so. */
 int fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to)
@@ -58,39 +163,96 @@ static int token_read(flash_t *h, uint32_t idx, uint64_t *state, uint64_t *id)
 }
 
 /*
+ * May an issue reuse an entry that reads USED (@p st)?  Not while the
+ * operation named in it is still open: its process may die before
+ * returning, and recovery then makes the token live again in this entry.
+ * The journal's tag moves on only after the phase was IDLE, so "open" read
+ * here can only be too cautious, never too late.
+ */
+static int token_used_final(flash_t *h, uint64_t st)
+{
+	uint64_t tag = FS_VAL(st);
+	uint32_t slot = FS_TAG_SLOT(tag);
+
+	if (tag == 0 || fs_check_slot(h, slot) != FLASH_OK)
+		return 1;
+	return ck_pr_load_64(&h->jr[slot].op_tag) != tag ||
+	       ck_pr_load_32(&h->jr[slot].phase) == FS_PH_IDLE;
+}
+
+/*
  * Recovery of a dead handle's token operation (issue, redeem, sweep, or the
- * token part of an order being rolled back): settle the live-token count to
- * what the entry's state says happened.
+ * token part of an order being rolled back).  The dead call never returned,
+ * so its caller learned nothing:
  *   issue:  the number never reached the caller: the entry (BUSY(tag), or
- *           FREE if the issue got that far) is retired -> 0.
- *   retire: the entry still PEND(tag) goes back to FREE -> 0; USED with the
- *           retire's decrement applied means it finished -> -1.
- *   order rollback: like retire (a burnt token is USED after its decrement).
+ *           FREE if the issue got that far) is retired.
+ *   redeem, sweep, order: the token is live again, whether the entry still
+ *           reads PEND(tag) or already USED(tag) (the call died after
+ *           using it up, before returning): -> FREE.
+ * Then the live-token count is settled to "no change" (fs_token_settle):
+ * every case above leaves the count where it was before the operation.
+ * Each step is a CAS from a state naming the dead tag, or a journaled
+ * intent, so a recoverer that dies here is finished by the next one.
  */
 void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 {
 	uint64_t st = 0, id = 0, tag = j->op_tag;
-	uint32_t n = j->n_int > FS_MAX_INTENTS ? FS_MAX_INTENTS : j->n_int;
-	int64_t want = 0, dec_applied = 0;
+	uint32_t ti = ck_pr_load_32(&j->tok_idx);
 
-	for (uint32_t i = 0; i < n; i++)
-		if (j->in[i].shard == FS_TL_TARGET && j->in[i].done == 1 && j->in[i].delta < 0)
-			dec_applied = 1;
-	if (!token_read(h, j->tok_idx, &st, &id) || id != j->tok_id) {
-		fs_token_settle(h, j, slot, 0);   /* never reached its entry */
+	if (token_read(h, ti, &st, &id) && id == j->tok_id) {
+		if (j->op == FS_OP_TOKEN) {
+			/* the caller never got the number: nobody can redeem it */
+			if (st == FS_MK(FS_K_BUSY, tag) || st == FS_MK(FS_K_FREE, 0))
+				fs_token_move(h, ti, id, st, FS_MK(FS_K_USED, 0));
+		} else if (st == FS_MK(FS_K_PEND, tag) || st == FS_MK(FS_K_USED, tag)) {
+			fs_token_move(h, ti, id, st, FS_MK(FS_K_FREE, 0));
+		}
+	}
+	fs_token_settle(h, j, slot, 0);
+}
+
+/*
+ * Which refusals of an order leave its token live?  Those for the engine's
+ * capacity, which say nothing about the order: the ring is full (FLASH_EBUSY),
+ * a table is full (FLASH_EFULL), an index is corrupt (FLASH_ECORRUPT).  The
+ * same refusals leave a request id unrecorded (order.c), so a retry of the
+ * same request with the same token is judged afresh.  Every other refusal
+ * (window, limit, stock) burns the token, as GETDEL does.
+ */
+static int token_refusal_keeps(int rc)
+{
+	return rc == FLASH_EBUSY || rc == FLASH_EFULL || rc == FLASH_ECORRUPT;
+}
+
+/*
+ * The token part of an order rolled back before its commit point.
+ * @p crashed: the order's process died; the token is live again
+ * (fs_token_recover).  Otherwise the owner's own failure path with outcome
+ * @p rc: a refusal for capacity puts the token back (PEND(tag) -> FREE, the
+ * count never moved); any other burns it: the count first, then the entry
+ * (-> USED(tag)), so a crash in between is settled by fs_token_recover.
+ * Crash points: "order_undo" 4 (between the two).
+ */
+void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc)
+{
+	uint32_t ti = ck_pr_load_32(&j->tok_idx);
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag), st = 0, id = 0;
+
+	if (ti == FS_NONE)
+		return;
+	if (crashed) {
+		fs_token_recover(h, j, slot);
 		return;
 	}
-	if (j->op == FS_OP_TOKEN) {
-		/* the caller never got the number: nobody can redeem it, retire it */
-		if (st == FS_MK(FS_K_BUSY, tag) || st == FS_MK(FS_K_FREE, 0))
-			fs_token_move(h, j->tok_idx, id, st, FS_MK(FS_K_USED, 0));
-	} else {
-		if (st == FS_MK(FS_K_PEND, tag))
-			fs_token_move(h, j->tok_idx, id, st, FS_MK(FS_K_FREE, 0));
-		else if (st == FS_MK(FS_K_USED, 0) && dec_applied)
-			want = -1;
+	if (!token_read(h, ti, &st, &id) || st != pend || id != j->tok_id)
+		return;                          /* not ours: the take failed */
+	if (token_refusal_keeps(rc)) {
+		fs_token_move(h, ti, id, pend, FS_MK(FS_K_FREE, 0));
+		return;
 	}
-	fs_token_settle(h, j, slot, want);
+	fs_counter_change(h, j, slot, FS_TL_TARGET, -1, 0);
+	FS_CRASH("order_undo", 4);
+	fs_token_move(h, ti, id, pend, FS_MK(FS_K_USED, j->op_tag));
 }
 
 /*
@@ -124,7 +286,10 @@ static int token_retire(flash_t *h, uint32_t idx, uint64_t id, uint32_t act, uin
 	FS_CRASH("token_take", 2);
 	fs_counter_change(h, j, (uint32_t)h->slot, FS_TL_TARGET, -1, 0);
 	FS_CRASH("token_take", 3);
-	fs_token_move(h, idx, id, set[0], FS_MK(FS_K_USED, 0));
+	/* used up, but still named by this open journal: a death before the
+	 * phase store below gives the token back (fs_token_recover) */
+	fs_token_move(h, idx, id, set[0], FS_MK(FS_K_USED, j->op_tag));
+	FS_CRASH("token_take", 4);
 	ck_pr_store_32(&j->phase, FS_PH_IDLE);
 	return FLASH_OK;
 }
@@ -182,7 +347,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 
 		if (!token_read(h, i, &cur[0], &cur[1]))
 			break;
-		if (FS_KIND(cur[0]) != FS_K_EMPTY && FS_KIND(cur[0]) != FS_K_USED)
+		if (FS_KIND(cur[0]) != FS_K_EMPTY &&
+		    (FS_KIND(cur[0]) != FS_K_USED || !token_used_final(h, cur[0])))
 			continue;
 		/* lookups of this token must read this far: before it is published */
 		fs_probe_note(&h->hdr->tok_probe_max, fs_probe_dist(&p));

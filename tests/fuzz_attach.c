@@ -308,7 +308,8 @@ static void fz_build_ref(void)
 	fz_check(fx.checksum == fz_fnv(&fx, offsetof(struct fs_hdr_fixed, checksum)),
 	         "header checksum is FNV-1a of the fixed header");
 	/* fixed values where the creator put time and randomness: runs repeat */
-	fx.token_secret = 0x0123456789abcdefull;
+	fx.token_key[0] = 0x0123456789abcdefull;
+	fx.token_key[1] = 0xfedcba9876543210ull;
 	fx.created_ns = 1700000000000000000ll;
 	fx.checksum = fz_fnv(&fx, offsetof(struct fs_hdr_fixed, checksum));
 	memcpy(fz_ref, &fx, sizeof(fx));

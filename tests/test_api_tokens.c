@@ -1,10 +1,14 @@
 /*
  * test_api_tokens.c -- one-time tokens: issue, redeem once (GETDEL), expiry,
  * goods and user binding, several live tokens, a full table, and the token
- * step of the order path (checked first; a rejected order burns its token).
+ * step of the order path (checked first; a rejection on the order's merits
+ * burns its token, a refusal for the engine's capacity -- FLASH_EBUSY,
+ * FLASH_EFULL -- leaves it live for the retry).
  */
 #include "helpers.h"
+#include "fs.h"   /* fs_siphash24_u64, fs_token_permute */
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SEC 1000000000LL
@@ -276,6 +280,201 @@ static void test_token_burned_by_limit_or_sold_out(void **state)
 	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
 }
 
+static void test_order_refused_with_ebusy_ring_full_leaves_token_live(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	uint64_t tok = 0;
+	int rc = FLASH_OK, n = 0;
+
+	t_opts_small(&o);
+	o.ring_records = 16;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	/* nothing drains the ring: fill it with orders of other users */
+	while (rc == FLASH_OK) {
+		uint64_t t = 0;
+
+		assert_int_equal(flash_token_issue(h, 1, 10, 1000 + (uint64_t)n, 60000, &t), FLASH_OK);
+		rc = t_order(h, 1, 10, 1000 + (uint64_t)n, 1, t, 0, NULL);
+		n++;
+		assert_true(n < 64);
+	}
+	assert_int_equal(rc, FLASH_EBUSY);
+	assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_EBUSY);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_EBUSY);
+	/* the retry once the ring drains uses the same token */
+	{
+		struct t_recs recs = { 0 };
+
+		assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+		t_recs_free(&recs);
+	}
+	assert_int_equal(t_order(h, 1, 10, 5, 1, tok, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok), FLASH_EBAD_TOKEN);
+}
+
+static void test_order_refused_with_efull_user_table_leaves_token_live(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	struct flash_stats st;
+	flash_t *h;
+	uint64_t tok = 0, t1 = 0;
+
+	t_opts_small(&o);
+	o.max_users = 1;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	assert_int_equal(flash_token_issue(h, 1, 10, 1, 60000, &t1), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 1, 1, t1, 0, NULL), FLASH_OK);   /* fills the user table */
+	assert_int_equal(flash_token_issue(h, 1, 10, 2, 60000, &tok), FLASH_OK);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.tokens, 1);
+	/* the token step passes, the per-user table is full: refused, not judged */
+	assert_int_equal(t_order(h, 1, 10, 2, 1, tok, 0, NULL), FLASH_EFULL);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	print_message("after EFULL: %u live tokens\n", st.tokens);
+	assert_int_equal(st.tokens, 1);
+	assert_int_equal(t_order(h, 1, 10, 2, 1, tok, 0, NULL), FLASH_EFULL);
+	assert_int_equal(flash_token_redeem(h, 1, 10, 2, tok), FLASH_OK);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.tokens, 0);
+}
+
+/* ---- token numbers: unguessable ----------------------------------------- */
+
+/* x * inv == 1 mod 2^64 (Newton's iteration; m odd). */
+static uint64_t inv64(uint64_t m)
+{
+	uint64_t x = m;
+
+	for (int i = 0; i < 6; i++)
+		x *= 2 - m * x;
+	return x;
+}
+
+/* The inverse of x ^= x >> s. */
+static uint64_t unxorshift(uint64_t x, unsigned s)
+{
+	uint64_t y = x;
+
+	for (unsigned k = s; k < 64; k += s)
+		y ^= x >> k;
+	return y;
+}
+
+/* The inverse of splitmix64's finalizer: the public half of the old token
+ * numbers, mix64((slot << 48 | sequence) ^ secret). */
+static uint64_t unmix64(uint64_t x)
+{
+	x = unxorshift(x, 31);
+	x *= inv64(0x94d049bb133111ebull);
+	x = unxorshift(x, 27);
+	x *= inv64(0xbf58476d1ce4e5b9ull);
+	return unxorshift(x, 30);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+#define GUESS_TOKENS 2048
+
+/*
+ * With the old numbers, the secret cancels between two tokens of one handle:
+ * unmix(t1) ^ unmix(t2) = seq1 ^ seq2, and the next token is
+ * mix(unmix(t) ^ (seq ^ (seq + k))) for a small k -- about a hundred
+ * candidates, whatever the secret.  Unguessable numbers show neither.
+ */
+static void test_token_numbers_are_unguessable_unique_and_redeemable(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	flash_t *h;
+	static uint64_t tok[GUESS_TOKENS], sorted[GUESS_TOKENS];
+	uint64_t cand[512];
+	unsigned ncand = 0, small_xor = 0, guessed = 0;
+
+	for (uint64_t r = 1; r < (1ull << 62); r = r * 3 + 7)
+		assert_int_equal(unmix64(mix64(r)), r);   /* the inverse is right */
+	/* candidate differences seq ^ (seq + k), k = 1..8 */
+	for (uint64_t a = 0; a < (1u << 16); a++)
+		for (uint64_t k = 1; k <= 8; k++) {
+			uint64_t d = a ^ (a + k);
+			unsigned i;
+
+			for (i = 0; i < ncand && cand[i] != d; i++)
+				;
+			if (i == ncand) {
+				assert_true(ncand < 512);
+				cand[ncand++] = d;
+			}
+		}
+
+	t_opts_small(&o);
+	o.max_tokens = 64;
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	for (int i = 0; i < GUESS_TOKENS; i++) {
+		assert_int_equal(flash_token_issue(h, 1, 10, 5, 60000, &tok[i]), FLASH_OK);
+		assert_int_not_equal(tok[i], 0);
+		/* each one redeems, once (the table is reused many times over) */
+		assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok[i]), FLASH_OK);
+		assert_int_equal(flash_token_redeem(h, 1, 10, 5, tok[i]), FLASH_EBAD_TOKEN);
+	}
+	for (int i = 0; i + 1 < GUESS_TOKENS; i++) {
+		uint64_t u = unmix64(tok[i]);
+
+		small_xor += (u ^ unmix64(tok[i + 1])) < (1ull << 20);
+		for (unsigned c = 0; c < ncand; c++)
+			if (mix64(u ^ cand[c]) == tok[i + 1]) {
+				guessed++;
+				break;
+			}
+	}
+	print_message("%u candidates: next token guessed %u of %d times; "
+	              "sequence visible through the inverse mix %u times\n",
+	              ncand, guessed, GUESS_TOKENS - 1, small_xor);
+	assert_int_equal(guessed, 0);
+	assert_int_equal(small_xor, 0);
+	memcpy(sorted, tok, sizeof tok);
+	qsort(sorted, GUESS_TOKENS, sizeof sorted[0], cmp_u64);
+	for (int i = 0; i + 1 < GUESS_TOKENS; i++)
+		assert_int_not_equal(sorted[i], sorted[i + 1]);
+}
+
+/* The round function is SipHash-2-4: the reference vector (key 00..0f,
+ * message 00..07) and one computed with libsodium's crypto_shorthash. */
+static void test_token_round_function_is_siphash24(void **state)
+{
+	const uint64_t k1[2] = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
+	const uint64_t k2[2] = { 0xdeadbeefull, 0x1234ull };
+
+	assert_int_equal(fs_siphash24_u64(k1, 0x0706050403020100ull), 0x93f5f5799a932462ull);
+	assert_int_equal(fs_siphash24_u64(k2, 0x0123456789abcdefull), 0xfcc5c9b2f2defa72ull);
+	/* and the permutation depends on the key */
+	assert_int_not_equal(fs_token_permute(k1, 1), fs_token_permute(k2, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +492,10 @@ int main(void)
 		T(test_order_expired_token_is_rejected),
 		T(test_token_is_checked_before_window_and_burned_by_a_rejected_order),
 		T(test_token_burned_by_limit_or_sold_out),
+		T(test_order_refused_with_ebusy_ring_full_leaves_token_live),
+		T(test_order_refused_with_efull_user_table_leaves_token_live),
+		T(test_token_numbers_are_unguessable_unique_and_redeemable),
+		T(test_token_round_function_is_siphash24),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,9 @@
+# A recoverer killed mid-recovery is recorded with its identity, pid and
+# start time (tests/crash_liveness.c).  Links the crash-point engine
+# (flashstock_crash, crash_tests.cmake; targets resolve at generation, so
+# the order of the fragments does not matter).
+add_executable(crash_liveness ${CMAKE_CURRENT_SOURCE_DIR}/crash_liveness.c)
+target_compile_definitions(crash_liveness PRIVATE FLASH_CRASHPOINTS=1)
+target_link_libraries(crash_liveness PRIVATE flashstock_crash PkgConfig::CMOCKA)
+add_test(NAME crash_liveness COMMAND crash_liveness)
+set_tests_properties(crash_liveness PROPERTIES LABELS "engine;crash" TIMEOUT 60)
