@@ -266,7 +266,7 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	hdr->order_next = 1;
 	/* the incarnation: random and nonzero; it names this segment in its WAL */
 	if (getrandom(&hdr->incarnation, sizeof(hdr->incarnation), 0) != (ssize_t)sizeof(hdr->incarnation))
-		hdr->incarnation = fs_hash((uint64_t)getpid(), (uint64_t)fs_now_ns(), hdr->fx.token_secret);
+		hdr->incarnation = fs_hash((uint64_t)getpid(), (uint64_t)fs_now_ns(), hdr->fx.token_key[0]);
 	if (hdr->incarnation == 0)
 		hdr->incarnation = 1;
 	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK) {
