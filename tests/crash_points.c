@@ -54,8 +54,9 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "storetrap.h"
 
-#define MAX_N       200   /* more points than any operation has: a runaway guard */
+#define MAX_N       (g_stores ? 2000 : 200)  /* more points than any operation has: a runaway guard */
 #define ARM_BEFORE_OPEN 0x1u  /* the operation is flash_open itself */
 #define SELF_ARM        0x2u  /* run() arms after its own preparation */
 
@@ -69,10 +70,27 @@ struct child_out {
 	char exit_op[32];
 	uint64_t v[2];                /* token issued, fence granted, units returned */
 	struct flash_order_res res;
+	struct st_store st;           /* store mode: the store the child died before */
 };
 
 static struct child_out *g_out;
 static flash_t *g_child_handle;       /* keeps the child's handle reachable */
+static int g_stores;                  /* every store is a point (storetrap.c), not FS_CRASH */
+
+/* Arm point @p n of the mode running (0: count only, the operation completes). */
+static void arm(int n)
+{
+	if (g_stores)
+		st_arm((uint64_t)n, ST_DIE, FLASH_CRASH_EXIT, 0, 0);
+	else
+		flash_crash_arm(n);
+}
+
+/* Points passed so far by a child that completed. */
+static int hits(void)
+{
+	return g_stores ? (int)st_count() : flash_crash_hits();
+}
 
 void __wrap__exit(int status) __attribute__((noreturn));
 void __real__exit(int status) __attribute__((noreturn));
@@ -102,11 +120,12 @@ struct ctx {
 	uint64_t user, token, req, order_no, fence;
 	int want_rc;                  /* the rejection a failing order must get */
 	int crashed;                  /* the operation's child died at its point */
-	char point[48];               /* "order 5" */
+	char point[96];               /* "order 5", "store 12 (shard+64)" */
 	struct child_out out;         /* the operation's child */
 	int rcrashed;                 /* recover scenarios: the recoverer */
 	int rn;                       /* its armed point */
-	char rpoint[48];
+	char rpoint[96];
+	uint64_t rip, rrip;           /* store mode: where the child / recoverer died */
 	struct flash_record *rec;     /* every record drained so far */
 	size_t nrec, caprec;
 	/* replay scenarios: WAL records re-applied with flash_replay emit no
@@ -140,6 +159,64 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* ------------------------------------------------------------------ naming a store */
+
+static const char *const region_names[FS_R_COUNT] = {
+	"act", "act_idx", "sku", "sku_idx", "shard", "user", "token", "req", "order", "lock",
+	"proc", "journal", "ring", "ringbuf",
+};
+
+/* The region holding segment offset @p off ("hdr" before the first). */
+static int region_at(uint64_t off)
+{
+	int best = -1;
+
+	if (g_parent == NULL)
+		return -1;
+	for (int r = 0; r < FS_R_COUNT; r++)
+		if (g_parent->hdr->fx.region[r].off <= off &&
+		    (best < 0 || g_parent->hdr->fx.region[r].off > g_parent->hdr->fx.region[best].off))
+			best = r;
+	return best;
+}
+
+static const char *region_name(uint64_t off)
+{
+	int r = region_at(off);
+
+	return r < 0 ? "hdr" : region_names[r];
+}
+
+static uint64_t region_off(uint64_t off)
+{
+	int r = region_at(off);
+
+	return r < 0 ? off : off - g_parent->hdr->fx.region[r].off;
+}
+
+/* function:line of an instruction (an offset in this executable), for a
+ * failure report; addr2line runs only when a check failed */
+static const char *code_name(uint64_t rip_off)
+{
+	static char buf[256];
+	char cmd[128];
+	FILE *f;
+	size_t n = 0;
+
+	snprintf(cmd, sizeof cmd, "addr2line -f -s -i -e /proc/%ld/exe 0x%llx 2>/dev/null",
+	         (long)getpid(), (unsigned long long)rip_off);
+	buf[0] = '\0';
+	if ((f = popen(cmd, "r")) != NULL) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		pclose(f);
+	}
+	buf[n] = '\0';
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = p[1] ? ' ' : '\0';
+	return buf[0] ? buf : "?";
+}
+
 static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void failf(int line, const char *fmt, ...)
 {
@@ -152,8 +229,13 @@ static void failf(int line, const char *fmt, ...)
 		return;   /* the first two of each case say enough */
 	fprintf(stderr, "FAIL [%s n=%d at %s", g_cur && g_cur->sc ? g_cur->sc->name : "?",
 	        g_cur ? g_cur->n : 0, g_cur && g_cur->crashed ? g_cur->point : "completion");
-	if (g_cur && g_cur->rcrashed)
+	if (g_stores && g_cur && g_cur->crashed)
+		fprintf(stderr, " in %s", code_name(g_cur->rip));
+	if (g_cur && g_cur->rcrashed) {
 		fprintf(stderr, "; recoverer n=%d at %s", g_cur->rn, g_cur->rpoint);
+		if (g_stores)
+			fprintf(stderr, " in %s", code_name(g_cur->rrip));
+	}
 	fprintf(stderr, "] line %d: ", line);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -386,6 +468,37 @@ static void check_all(flash_t *h, struct ctx *c)
 	CHECK(h->hdr->n_sku == nsku, "%u skus, %u SKU records", h->hdr->n_sku, nsku);
 	CHECK(h->hdr->n_shard == nshard, "%u shards handed out, SKU records say %u",
 	      h->hdr->n_shard, nshard);
+
+	/* no order number held twice: every slot's unused chunk [order_next,
+	 * order_end) lies below the allocator, is unused, and overlaps no other */
+	{
+		uint64_t top = ck_pr_load_64(&h->hdr->order_next);
+
+		for (uint32_t i = 0; i < h->proc_cap; i++) {
+			uint64_t a = h->proc[i].order_next, b = h->proc[i].order_end;
+
+			if (a == 0 || a >= b)
+				continue;
+			CHECK(b <= top && b <= (uint64_t)h->ord_cap + 1,
+			      "slot %u holds order numbers [%llu, %llu) past the allocator %llu", i,
+			      (unsigned long long)a, (unsigned long long)b, (unsigned long long)top);
+			for (uint64_t no = a; no < b && no <= h->ord_cap; no++)
+				if (FS_KIND(h->ord[no - 1].state) != FS_K_EMPTY) {
+					CHECK(0, "slot %u will hand out order %llu again (its chunk [%llu, %llu))",
+					      i, (unsigned long long)no, (unsigned long long)a,
+					      (unsigned long long)b);
+					break;
+				}
+			for (uint32_t k = i + 1; k < h->proc_cap; k++) {
+				uint64_t a2 = h->proc[k].order_next, b2 = h->proc[k].order_end;
+
+				if (a2 != 0 && a2 < b2)
+					CHECK(b2 <= a || b <= a2, "slots %u and %u both hold order numbers "
+					      "[%llu, %llu) and [%llu, %llu)", i, k, (unsigned long long)a,
+					      (unsigned long long)b, (unsigned long long)a2, (unsigned long long)b2);
+			}
+		}
+	}
 
 	/* orders against records */
 	omax = flash_orders_max(h);
@@ -670,28 +783,48 @@ static void setup_order_limit(flash_t *h, struct ctx *c)
  * the token is burnt and the request id remembers the rejection.  Killed:
  * recovery rolls back: the token is live again and the request id forgotten,
  * so the retry is rejected for the same reason (not BAD_TOKEN) -- unless the
- * owner had already burnt the token on its failure path (point order_undo 3).
+ * owner had already burnt the token on its failure path (the token's entry
+ * reads USED: point order_undo 3).
  */
+/* Does the request-id table hold the outcome of this case's request? */
+static int req_done(flash_t *h, const struct ctx *c)
+{
+	for (uint32_t i = 0; i <= h->req_mask; i++)
+		if (h->req[i].k[0] == c->req && h->req[i].k[1] == c->user &&
+		    FS_KIND(h->req[i].state) == FS_K_DONE)
+			return 1;
+	return 0;
+}
+
+static int token_burnt(flash_t *h, uint64_t id)
+{
+	for (uint32_t i = 0; i <= h->tok_mask; i++)
+		if (h->tok[i].id == id && FS_KIND(h->tok[i].state) == FS_K_USED)
+			return 1;
+	return 0;
+}
+
 static void verify_order_fail(flash_t *h, struct ctx *c)
 {
 	struct flash_order_res res;
-	int want = c->want_rc, rc;
+	int want = c->want_rc, rc, burnt = 0;
 
 	CHECK(rec_order_by_req(c, c->req) == 0, "a rejected order has an ORDER record");
 	if (!c->crashed) {
 		CHECK_RC(c->out.rc, want);
+	} else if (req_done(h, c)) {
+		/* the owner's failure path had recorded its outcome: it stands */
+		CHECK(token_burnt(h, c->token), "request id remembers %s, token not burnt",
+		      flash_rcname(want));
 	} else {
+		burnt = token_burnt(h, c->token);
 		rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
-		if (strcmp(c->point, "order_undo 3") == 0)
-			CHECK_RC(rc, FLASH_EBAD_TOKEN);
-		else
-			CHECK_RC(rc, want);
+		CHECK_RC(rc, burnt ? FLASH_EBAD_TOKEN : want);
 	}
 	memset(&res, 0, sizeof res);
 	rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
 	CHECK_RC(rc, FLASH_EDUPLICATE);
-	CHECK(res.first_rc == want || (c->crashed && strcmp(c->point, "order_undo 3") == 0 &&
-	                               res.first_rc == FLASH_EBAD_TOKEN),
+	CHECK(res.first_rc == (burnt ? FLASH_EBAD_TOKEN : want),
 	      "retry: first outcome %s", flash_rcname(res.first_rc));
 	CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, c->token), FLASH_EBAD_TOKEN);
 }
@@ -909,7 +1042,7 @@ static int run_lock_renew(flash_t *h, struct ctx *c, struct child_out *o)
 
 	if (rc != FLASH_OK)
 		return 100;
-	flash_crash_arm(c->n);
+	arm(c->n);
 	return flash_lock_renew(h, LOCK, 7, 60000);
 }
 
@@ -919,7 +1052,7 @@ static int run_lock_release(flash_t *h, struct ctx *c, struct child_out *o)
 
 	if (rc != FLASH_OK)
 		return 100;
-	flash_crash_arm(c->n);
+	arm(c->n);
 	return flash_lock_release(h, LOCK, 7);
 }
 
@@ -1143,11 +1276,13 @@ static const struct scen scens[] = {
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
 };
 
-/* victims whose recovery is itself enumerated */
+/* victims whose recovery is itself enumerated (the first three also with
+ * two recoverers killed in a row) */
 static const char *const victims[] = {
 	"order_borrow_token_req_K2", "order_sold_out_after_token", "cancel_quota_returned",
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 };
+#define NVICTIMS (sizeof victims / sizeof victims[0])
 
 /* ------------------------------------------------------------------ driver */
 
@@ -1170,8 +1305,13 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 		flash_t *h = NULL;
 		int rc;
 
+		if (g_stores) {
+			/* the parent's mapping too: a store through it would count */
+			st_init(c->name, &g_out->st);
+			st_track(g_parent->base, g_parent->size);
+		}
 		if (sc->flags & ARM_BEFORE_OPEN)
-			flash_crash_arm(n);
+			arm(n);
 		rc = flash_open(c->name, 0, &h);
 		if (rc != FLASH_OK) {
 			g_out->rc = rc;
@@ -1179,9 +1319,11 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 		}
 		g_child_handle = h;
 		if (!(sc->flags & (ARM_BEFORE_OPEN | SELF_ARM)))
-			flash_crash_arm(n);
+			arm(n);
 		g_out->rc = sc->run(h, c, g_out);
-		g_out->hits = flash_crash_hits();
+		g_out->hits = hits();
+		if (g_stores)
+			st_disarm();
 		_exit(0);      /* the handle is left for recovery, like a process that exits */
 	}
 	while (waitpid(pid, &status, 0) < 0)
@@ -1191,7 +1333,11 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 		}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == FLASH_CRASH_EXIT) {
 		*crashed = 1;
-		snprintf(point, plen, "%s %d", g_out->exit_op, g_out->exit_step);
+		if (g_stores)
+			snprintf(point, plen, "store %d (%s+%llu)", n, region_name(g_out->st.off),
+			         (unsigned long long)region_off(g_out->st.off));
+		else
+			snprintf(point, plen, "%s %d", g_out->exit_op, g_out->exit_step);
 		return 0;
 	}
 	*crashed = 0;
@@ -1209,13 +1355,20 @@ struct tally {
 
 static void tally_add(struct tally *t, const char *point)
 {
-	char key[64];
+	char key[80];
 	size_t l = strlen(t->names);
 
+	char what[64];
+
 	t->points++;
-	/* "op step" once each, in order of first visit */
-	snprintf(key, sizeof key, "%s%s,", l ? " " : "", point);
-	if (strstr(t->names, point) == NULL && l + strlen(key) + 1 < sizeof t->names)
+	/* "op step" once each, in order of first visit; stores by region */
+	snprintf(what, sizeof what, "%s", point);
+	if (g_stores && strchr(point, '(') != NULL) {
+		snprintf(what, sizeof what, "%s", strchr(point, '(') + 1);
+		what[strcspn(what, "+")] = '\0';
+	}
+	snprintf(key, sizeof key, "%s%s,", l ? " " : "", what);
+	if (strstr(t->names, key + (l ? 1 : 0)) == NULL && l + strlen(key) + 1 < sizeof t->names)
 		strcat(t->names, key);
 }
 
@@ -1282,11 +1435,13 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 		}
 		c->crashed = crashed;
 		c->out = *g_out;
+		c->rip = g_out->st.rip_off;
 		if (crashed)
 			tally_add(t, c->point);
 		else
 			last_hits = c->out.hits;
-		recover_and_check(h, c, 1);
+		/* a store-mode attach killed before its slot claim leaves nothing */
+		recover_and_check(h, c, g_stores && crashed && (sc->flags & ARM_BEFORE_OPEN) ? 0 : 1);
 		finish(h, c);
 		if (!crashed)
 			break;
@@ -1294,65 +1449,136 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 	CHECK(n <= MAX_N, "%s did not complete within %d points", sc->name, MAX_N);
 	CHECK(last_hits == n - 1, "%s: completed after %d points, but the run counted %d",
 	      sc->name, n - 1, last_hits);
+	if (g_stores && n <= MAX_N) {
+		/* the count is deterministic: the same operation again, counted only */
+		flash_t *h;
+		int crashed;
+
+		memset(c, 0, offsetof(struct ctx, rec));
+		c->sc = sc;
+		g_cur = c;
+		h = fresh(c);
+		sc->setup(h, c);
+		if (run_child(c, sc, 0, &crashed, c->point, sizeof c->point) == 0) {
+			c->out = *g_out;
+			CHECK(!crashed && c->out.hits == n - 1, "%s: %d stores, then %d counted again",
+			      sc->name, n - 1, c->out.hits);
+			recover_and_check(h, c, 1);
+		}
+		finish(h, c);
+	}
 	return n - 1;
 }
 
 static const struct scen recoverer = { "recover", NULL, run_nothing, NULL, ARM_BEFORE_OPEN };
 
 /*
- * Recovery killed at each of its points: a victim dies at its point m, then
- * a recoverer (flash_open runs flash_recover) dies at its point n, then the
- * parent's recovery finishes both and the victim's checks run.
+ * One victim state: the victim dies at its point m; recoverers die at their
+ * points n[0], n[1], ... (nr of them, each a flash_open, which recovers);
+ * then the parent's recovery finishes them all and the victim's checks run.
+ * Returns 1 when the last recoverer completed, 0 when it died, -1 when a
+ * child failed; *vdone when the victim completed (no state m).
  */
-static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct tally *t, int *states)
+static int recovery_case(const struct scen *victim, struct ctx *c, int m, const int *n, int nr,
+                         int *vdone, char *rpoint, size_t rlen)
 {
-	int total = 0;
+	flash_t *h;
+	int vcrashed = 0, rcrashed = 0;
+
+	memset(c, 0, offsetof(struct ctx, rec));
+	c->sc = victim;
+	g_cur = c;
+	h = fresh(c);
+	victim->setup(h, c);
+	if (run_child(c, victim, m, &vcrashed, c->point, sizeof c->point) != 0) {
+		finish(h, c);
+		return -1;
+	}
+	c->crashed = vcrashed;
+	c->out = *g_out;
+	c->rip = g_out->st.rip_off;
+	*vdone = !vcrashed;
+	if (!vcrashed) {
+		finish(h, c);
+		return 1;
+	}
+	for (int i = 0; i < nr; i++) {
+		if (run_child(c, &recoverer, n[i], &rcrashed, rpoint, rlen) != 0) {
+			finish(h, c);
+			return -1;
+		}
+		if (!rcrashed)
+			break;   /* a later recoverer has nothing left to do */
+	}
+	c->n = m;
+	c->rcrashed = rcrashed;
+	c->rrip = g_out->st.rip_off;
+	c->rn = n[nr - 1];
+	snprintf(c->rpoint, sizeof c->rpoint, "%s", rpoint);
+	/* the recoverer completed: it recovered the victim, and left itself */
+	recover_and_check(h, c, 1);
+	finish(h, c);
+	return !rcrashed;
+}
+
+/*
+ * Recovery killed at each of its points: a victim dies at its point m, then
+ * a recoverer (flash_open runs flash_recover) dies at its point n = 1, 2,
+ * ... until one completes.  In store mode the victim's @p vpoints states are
+ * sampled (about 12 of them, always the first and the last: the single
+ * enumeration has already recovered every one of them once), and with
+ * @p twice a first recoverer dies at a sample of its points and a second one
+ * at each of its own, then the parent recovers.
+ */
+static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct tally *t, int *states,
+                              int vpoints, int twice)
+{
+	int total = 0, stride = 1;
+	char rpoint[96];
 
 	*states = 0;
-	for (int m = 1; m <= MAX_N; m++) {
-		int vcrashed = 1, n;
+	if (g_stores && vpoints > 12)
+		stride = (vpoints + 11) / 12;
+	for (int m = 1; m <= MAX_N; m = (m < vpoints && m + stride > vpoints) ? vpoints : m + stride) {
+		int vdone = 0, rc = 0, n;
 
 		for (n = 1; n <= MAX_N; n++) {
-			flash_t *h;
-			int rcrashed;
-			char rpoint[48];
-
-			memset(c, 0, offsetof(struct ctx, rec));
-			c->sc = victim;
-			g_cur = c;
-			h = fresh(c);
-			victim->setup(h, c);
-			if (run_child(c, victim, m, &vcrashed, c->point, sizeof c->point) != 0) {
-				finish(h, c);
+			rc = recovery_case(victim, c, m, &n, 1, &vdone, rpoint, sizeof rpoint);
+			if (rc < 0)
 				return -1;
-			}
-			c->crashed = vcrashed;
-			c->out = *g_out;
-			if (!vcrashed) {
-				finish(h, c);
+			if (vdone)
 				break;
-			}
-			if (run_child(c, &recoverer, n, &rcrashed, rpoint, sizeof rpoint) != 0) {
-				finish(h, c);
-				return -1;
-			}
-			c->n = m;
-			c->rcrashed = rcrashed;
-			c->rn = n;
-			snprintf(c->rpoint, sizeof c->rpoint, "%s", rpoint);
-			if (rcrashed) {
+			if (rc == 0) {
 				tally_add(t, rpoint);
 				total++;
 			}
-			/* the recoverer completed: it recovered the victim, and left itself */
-			recover_and_check(h, c, 1);
-			finish(h, c);
-			if (!rcrashed)
+			if (rc == 1)
 				break;
 		}
-		if (!vcrashed)
+		if (vdone)
 			break;
 		(*states)++;
+		/* twice in a row: first recoverer at about 6 of its n-1 points */
+		if (twice && (m == 1 || m + stride > vpoints || m == 1 + stride * (vpoints / stride / 2))) {
+			int r1 = n - 1, st1 = r1 > 6 ? (r1 + 5) / 6 : 1;
+
+			for (int n1 = 1; n1 <= r1; n1 += st1)
+				for (int n2 = 1; n2 <= MAX_N; n2++) {
+					int nn[2] = { n1, n2 };
+
+					rc = recovery_case(victim, c, m, nn, 2, &vdone, rpoint, sizeof rpoint);
+					if (rc < 0)
+						return -1;
+					if (rc == 0) {
+						tally_add(t, rpoint);
+						total++;
+					}
+					if (rc != 0)
+						break;
+				}
+		}
+		if (m >= vpoints && g_stores)
+			break;
 	}
 	return total;
 }
@@ -1360,11 +1586,14 @@ static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct t
 int main(int argc, char **argv)
 {
 	static struct ctx c;
+	static int vpoints[NVICTIMS];
+	const char *filter;
 	int grand = 0, zero = 0;
 	struct timespec t0, t1;
 
-	(void)argc;
-	(void)argv;
+	/* crash_points [stores|points [FILTER]]: FILTER picks scenarios by name */
+	g_stores = argc > 1 && strcmp(argv[1], "stores") == 0;
+	filter = argc > 2 ? argv[2] : NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_main_pid = getpid();
 	signal(SIGINT, on_signal);
@@ -1381,33 +1610,42 @@ int main(int argc, char **argv)
 		struct tally t;
 		int n;
 
+		if (filter != NULL && strstr(scens[i].name, filter) == NULL)
+			continue;
 		memset(&t, 0, sizeof t);
 		n = enumerate(&scens[i], &c, &t);
-		printf("%-30s %3d points: %s\n", scens[i].name, n, t.names);
+		for (size_t v = 0; v < NVICTIMS; v++)
+			if (strcmp(victims[v], scens[i].name) == 0)
+				vpoints[v] = n;
+		printf("%-30s %4d %s: %s\n", scens[i].name, n, g_stores ? "stores" : "points", t.names);
 		if (n <= 0)
 			zero++;
 		else
 			grand += n;
 	}
-	for (size_t v = 0; v < sizeof victims / sizeof victims[0]; v++) {
+	for (size_t v = 0; v < NVICTIMS; v++) {
 		const struct scen *victim = NULL;
 		struct tally t;
 		int n, states = 0;
 
+		if (filter != NULL && strstr(victims[v], filter) == NULL)
+			continue;
 		for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++)
 			if (strcmp(scens[i].name, victims[v]) == 0)
 				victim = &scens[i];
 		memset(&t, 0, sizeof t);
-		n = enumerate_recovery(victim, &c, &t, &states);
-		printf("recover(%s) %3d points over %d victim states: %s\n", victims[v], n, states, t.names);
-		if (n <= 0 || strstr(t.names, "recover ") == NULL)
+		n = enumerate_recovery(victim, &c, &t, &states, vpoints[v], v < 3);
+		printf("recover(%s) %4d %s over %d victim states: %s\n", victims[v], n,
+		       g_stores ? "stores" : "points", states, t.names);
+		if (n <= 0 || (!g_stores && strstr(t.names, "recover ") == NULL))
 			zero++;
 		else
 			grand += n;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("total: %d crash points visited, %d operations without any, %d failed checks "
-	       "in %d cases (%.1f s)\n", grand, zero, g_failures, g_failed_cases,
+	printf("total: %d crash points (%s) visited, %d operations without any, %d failed checks "
+	       "in %d cases (%.1f s)\n", grand, g_stores ? "every store" : "FS_CRASH", zero, g_failures,
+	       g_failed_cases,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(c.rec);
 	return (g_failures || zero) ? 1 : 0;
