@@ -59,6 +59,9 @@
 #define MAX_N       (g_stores ? 2000 : 200)  /* more points than any operation has: a runaway guard */
 #define ARM_BEFORE_OPEN 0x1u  /* the operation is flash_open itself */
 #define SELF_ARM        0x2u  /* run() arms after its own preparation */
+#define NO_PRECHECK     0x4u  /* setup leaves records undrained, a dead slot or a
+                                 helper in mid-operation on purpose */
+#define SMALL_USERS     0x8u  /* a user table of 4 keys */
 
 /* ------------------------------------------------------------------ child results */
 
@@ -74,6 +77,14 @@ struct child_out {
 };
 
 static struct child_out *g_out;
+static struct child_out *g_help;      /* the helper's (a MAP_SHARED page) */
+
+/* Records a draining child delivered (its "WAL"), before it advanced. */
+struct drained {
+	int n;
+	struct { uint32_t slot; int again; uint64_t seq; struct flash_record r; } e[128];
+};
+static struct drained *g_drained;
 static flash_t *g_child_handle;       /* keeps the child's handle reachable */
 static int g_stores;                  /* every store is a point (storetrap.c), not FS_CRASH */
 
@@ -126,6 +137,8 @@ struct ctx {
 	int rn;                       /* its armed point */
 	char rpoint[96];
 	uint64_t rip, rrip;           /* store mode: where the child / recoverer died */
+	pid_t helper;                 /* another slot, stopped in mid-operation (or 0) */
+	int helper_cont;              /* let it run on after the case (else kill it) */
 	struct flash_record *rec;     /* every record drained so far */
 	size_t nrec, caprec;
 	/* replay scenarios: WAL records re-applied with flash_replay emit no
@@ -340,6 +353,13 @@ static int drain_one(void *arg, const struct flash_record *r, uint64_t seq)
 {
 	struct ctx *c = arg;
 
+	/* delivered by a consumer that died before its durable mark landed: at
+	 * least once, so again here -- counted once */
+	for (int i = 0; i < g_drained->n; i++)
+		if (g_drained->e[i].slot == r->slot && g_drained->e[i].seq == seq && !g_drained->e[i].again) {
+			g_drained->e[i].again = 1;
+			return flash_durable_advance(g_parent, r->slot, seq) != FLASH_OK;
+		}
 	rec_append(c, r);
 	/* no WAL here: durable at once, which frees the ring space */
 	return flash_durable_advance(g_parent, r->slot, seq) != FLASH_OK;
@@ -814,8 +834,8 @@ static void verify_order_fail(flash_t *h, struct ctx *c)
 		CHECK_RC(c->out.rc, want);
 	} else if (req_done(h, c)) {
 		/* the owner's failure path had recorded its outcome: it stands */
-		CHECK(token_burnt(h, c->token), "request id remembers %s, token not burnt",
-		      flash_rcname(want));
+		CHECK(want == FLASH_EBAD_TOKEN || token_burnt(h, c->token),
+		      "request id remembers %s, token not burnt", flash_rcname(want));
 	} else {
 		burnt = token_burnt(h, c->token);
 		rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
@@ -1252,6 +1272,287 @@ static void verify_replay(flash_t *h, struct ctx *c)
 	      "available %llu after the replay", (unsigned long long)si.available);
 }
 
+/* ------------------------------------------------------------------ another slot mid-operation */
+
+enum { HELP_ORDER = 1, HELP_LOCK = 2 };
+
+/*
+ * Start a helper: another process that attaches and runs an order (or a
+ * lock acquire) and stops (SIGSTOP) at its first store after its first
+ * store into the shard (or lock) region: its stock CAS done, the order not
+ * committed (its fence taken, the lock not yet swapped).  It is left there,
+ * alive, for the operation under test to meet.
+ */
+static void helper_start(flash_t *h, struct ctx *c, int what)
+{
+	int region = what == HELP_ORDER ? FS_R_SHARD : FS_R_LOCK;
+	uint64_t lo = h->hdr->fx.region[region].off, hi = lo + h->hdr->fx.region[region].size;
+	int status;
+	pid_t pid;
+
+	memset(g_help, 0, sizeof *g_help);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		flash_t *hh = NULL;
+
+		st_init(c->name, &g_help->st);
+		st_track(h->base, h->size);
+		if (flash_open(c->name, 0, &hh) != FLASH_OK)
+			_exit(3);
+		st_arm(1, ST_STOP, 0, lo, hi);
+		if (what == HELP_ORDER)
+			g_help->rc = order(hh, 13, 130, 13001, 1, 0, 0, &g_help->res);
+		else
+			g_help->rc = flash_lock_acquire(hh, LOCK, 5, 60000, &g_help->v[0]);
+		g_help->hits = 1;
+		st_disarm();
+		_exit(0);
+	}
+	while (waitpid(pid, &status, WUNTRACED) < 0)
+		if (errno != EINTR) {
+			perror("waitpid");
+			exit(2);
+		}
+	if (!WIFSTOPPED(status)) {
+		CHECK(0, "helper did not stop in mid-operation (status 0x%x)", status);
+		return;
+	}
+	c->helper = pid;
+}
+
+/* After the case: the helper dies where it stopped (recovery must settle
+ * it, helping marks included), or runs on to its end first. */
+static void helper_end(flash_t *h, struct ctx *c)
+{
+	uint32_t got = 0;
+
+	if (c->helper_cont) {
+		kill(c->helper, SIGCONT);
+	} else {
+		kill(c->helper, SIGKILL);
+	}
+	waitpid(c->helper, NULL, 0);
+	c->helper = 0;
+	CHECK_RC(flash_recover(h, &got), FLASH_OK);
+	CHECK(got == 1, "the helper's slot: %u recovered", got);
+	if (c->helper_cont && g_help->hits) {
+		CHECK_RC(g_help->rc, FLASH_OK);
+		/* fencing tokens strictly increase in the order of the grants */
+		if (c->crashed == 0 || c->out.v[0] != 0)
+			CHECK(g_help->v[0] > c->out.v[0], "fence %llu granted after fence %llu",
+			      (unsigned long long)g_help->v[0], (unsigned long long)c->out.v[0]);
+		if (g_help->v[0] > c->fence)
+			c->fence = g_help->v[0];
+	}
+}
+
+static void setup_order_mid(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 13, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 13, 130, 5, 1), FLASH_OK);   /* one shard: both CAS it */
+	helper_start(h, c, HELP_ORDER);
+	c->act = 13;
+	c->sku = 130;
+	c->user = 13002;
+	c->qty = 1;
+	c->req = 5013;
+}
+
+static void setup_lock_mid(flash_t *h, struct ctx *c)
+{
+	setup_lock_used(h, c);
+	helper_start(h, c, HELP_LOCK);
+	c->helper_cont = 1;
+}
+
+static int run_lock_acquire_release(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = flash_lock_acquire(h, LOCK, 7, 60000, &o->v[0]);
+
+	return rc != FLASH_OK ? rc : flash_lock_release(h, LOCK, 7);
+}
+
+/* ------------------------------------------------------------------ other starting states */
+
+/* The chunk boundary of order numbers: the slot the child will claim has
+ * used its whole chunk, and another slot holds the next one. */
+static void setup_order_chunk(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	CHECK_RC(add_act(h, 12, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 12, 120, 100, 1), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	for (uint32_t i = 0; i < FS_ORDER_CHUNK; i++) {
+		CHECK_RC(order(h2, 12, 120, 12001 + i, 1, 0, 0, NULL), FLASH_OK);
+		if (i % 32 == 31)
+			(void)drain_all(h, c);
+	}
+	CHECK(h2->me->order_next == h2->me->order_end, "setup: chunk of slot %d not used up",
+	      flash_slot(h2));
+	CHECK_RC(flash_close(h2), FLASH_OK);
+	CHECK_RC(order(h, 12, 120, 12100, 1, 0, 0, NULL), FLASH_OK);   /* the next chunk */
+	c->act = 12;
+	c->sku = 120;
+	c->user = 12200;
+	c->qty = 1;
+	c->req = 5012;
+}
+
+/* A user table one key from full (4 keys). */
+static void setup_order_users_full(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 16, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 16, 160, 10, 2), FLASH_OK);
+	for (uint32_t u = 0; u < 3; u++)
+		CHECK_RC(order(h, 16, 160, 16001 + u, 1, 0, 0, NULL), FLASH_OK);
+	c->act = 16;
+	c->sku = 160;
+	c->user = 16004;
+	c->qty = 1;
+	c->req = 5016;
+}
+
+/* An expired token. */
+static void setup_order_token_expired(flash_t *h, struct ctx *c)
+{
+	uint64_t t0;
+
+	CHECK_RC(add_act(h, 14, 1, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 14, 140, 5, 1), FLASH_OK);
+	t0 = fs_mono_ms();
+	CHECK_RC(flash_token_issue(h, 14, 140, 14001, 1, &c->token), FLASH_OK);
+	while (fs_mono_ms() <= t0 + 2)
+		usleep(1000);
+	c->act = 14;
+	c->sku = 140;
+	c->user = 14001;
+	c->qty = 1;
+	c->req = 5014;
+	c->want_rc = FLASH_EBAD_TOKEN;
+}
+
+/* A lock held by a dead owner: its taker exited without releasing. */
+static void setup_lock_dead(flash_t *h, struct ctx *c)
+{
+	pid_t pid;
+
+	memset(g_help, 0, sizeof *g_help);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		flash_t *hh = NULL;
+
+		if (flash_open(c->name, 0, &hh) != FLASH_OK)
+			_exit(3);
+		g_help->rc = flash_lock_acquire(hh, LOCK, 3, 60000, &g_help->v[0]);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	CHECK_RC(g_help->rc, FLASH_OK);
+	c->fence = g_help->v[0];
+}
+
+/* A ring one record from full: the slot the child will claim published
+ * ring_records - 2 records nobody drained. */
+static void setup_ring_nearly_full(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	CHECK_RC(add_act(h, 17, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 17, 170, 100, 1), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	for (uint32_t i = 0; i + 2 < h->ring_size; i++)
+		CHECK_RC(order(h2, 17, 170, 17001 + i, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(flash_close(h2), FLASH_OK);
+	c->act = 17;
+	c->sku = 170;
+	c->user = 17100;
+	c->qty = 1;
+	c->req = 5017;
+}
+
+/* The last free record, then a full ring. */
+static int run_order_ring(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = run_order(h, c, o);
+
+	o->v[1] = (uint64_t)(int64_t)order(h, c->act, c->sku, 17101, 1, 0, 5018, NULL);
+	return rc;
+}
+
+static void verify_order_ring(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed)
+		CHECK((int)(int64_t)c->out.v[1] == FLASH_EBUSY, "order into a full ring: %s",
+		      flash_rcname((int)(int64_t)c->out.v[1]));
+	verify_order_ok(h, c);
+}
+
+/* ------------------------------------------------------------------ the consumer */
+
+static void setup_drain(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	CHECK_RC(add_act(h, 18, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 18, 180, 10, 2), FLASH_OK);
+	CHECK_RC(order(h, 18, 180, 18001, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	CHECK_RC(order(h2, 18, 180, 18002, 2, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(flash_cancel(h2, 1, NULL), FLASH_OK);
+	CHECK_RC(flash_close(h2), FLASH_OK);
+}
+
+/* The daemon's side: deliver (the "WAL"), then mark durable. */
+static int child_deliver(void *arg, const struct flash_record *r, uint64_t seq)
+{
+	int i = g_drained->n;
+
+	(void)arg;
+	if (i < (int)(sizeof g_drained->e / sizeof g_drained->e[0])) {
+		g_drained->e[i].slot = r->slot;
+		g_drained->e[i].seq = seq;
+		g_drained->e[i].again = 0;
+		g_drained->e[i].r = *r;
+		g_drained->n = i + 1;
+	}
+	return flash_durable_advance(g_child_handle, r->slot, seq) != FLASH_OK;
+}
+
+static int run_drain(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	uint32_t d = 0;
+	int rc = flash_ring_drain(h, child_deliver, NULL, UINT32_MAX, &d);
+
+	o->v[0] = d;
+	return rc;
+}
+
+static void verify_drain(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(c->out.v[0] == 5, "the drain delivered %llu records, want 5",
+		      (unsigned long long)c->out.v[0]);
+	}
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct scen scens[] = {
@@ -1274,6 +1575,19 @@ static const struct scen scens[] = {
 	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
 	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
+	/* starting states */
+	{ "order_chunk_boundary", setup_order_chunk, run_order, verify_order_ok, 0 },
+	{ "order_users_one_from_full", setup_order_users_full, run_order, verify_order_ok, SMALL_USERS },
+	{ "order_other_slot_mid_order", setup_order_mid, run_order, verify_order_ok, NO_PRECHECK },
+	{ "order_token_expired", setup_order_token_expired, run_order, verify_order_fail, 0 },
+	{ "order_ring_one_from_full", setup_ring_nearly_full, run_order_ring, verify_order_ring,
+	  NO_PRECHECK },
+	{ "lock_acquire_dead_owner", setup_lock_dead, run_lock_acquire, verify_lock,
+	  ARM_BEFORE_OPEN | NO_PRECHECK },
+	{ "lock_acquire_other_mid_acquire", setup_lock_mid, run_lock_acquire_release, verify_lock,
+	  NO_PRECHECK },
+	/* the daemon's shared writes: durable marks, ring heads, the tick */
+	{ "ring_drain", setup_drain, run_drain, verify_drain, NO_PRECHECK },
 };
 
 /* victims whose recovery is itself enumerated (the first three also with
@@ -1385,6 +1699,9 @@ static flash_t *fresh(struct ctx *c)
 	snprintf(g_segname, sizeof g_segname, "%s", c->name);
 	(void)flash_seg_destroy(c->name);
 	opts(&o);
+	if (c->sc != NULL && (c->sc->flags & SMALL_USERS))
+		o.max_users = 4;
+	g_drained->n = 0;
 	if ((rc = flash_seg_create(c->name, &o)) != FLASH_OK ||
 	    (rc = flash_open(c->name, 0, &h)) != FLASH_OK) {
 		fprintf(stderr, "segment %s: %s\n", c->name, flash_rcname(rc));
@@ -1396,6 +1713,11 @@ static flash_t *fresh(struct ctx *c)
 
 static void finish(flash_t *h, struct ctx *c)
 {
+	if (c->helper > 0) {
+		kill(c->helper, SIGKILL);
+		waitpid(c->helper, NULL, 0);
+		c->helper = 0;
+	}
 	flash_close(h);
 	flash_seg_destroy(c->name);
 }
@@ -1408,7 +1730,20 @@ static void recover_and_check(flash_t *h, struct ctx *c, uint32_t want_min)
 	g_case_failures = 0;
 	CHECK_RC(flash_recover(h, &got), FLASH_OK);
 	CHECK(got >= want_min, "recovery recovered %u handles, want at least %u", got, want_min);
+	if (c->helper > 0)
+		helper_end(h, c);
+	/* what a consumer child delivered joins the ledger first */
+	for (int i = 0; i < g_drained->n; i++)
+		rec_append(c, &g_drained->e[i].r);
 	check_all(h, c);
+	/* again only the last record the dead consumer delivered from a ring:
+	 * every earlier one it had marked durable */
+	for (int i = 0; i < g_drained->n; i++)
+		for (int k = i + 1; k < g_drained->n && g_drained->e[i].again; k++)
+			CHECK(g_drained->e[k].slot != g_drained->e[i].slot,
+			      "record %llu of slot %u marked durable, then delivered again",
+			      (unsigned long long)g_drained->e[i].seq, g_drained->e[i].slot);
+	g_drained->n = 0;
 	c->sc->verify(h, c);
 	check_all(h, c);
 }
@@ -1428,7 +1763,8 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 		g_cur = c;
 		h = fresh(c);
 		sc->setup(h, c);
-		check_all(h, c);
+		if (!(sc->flags & NO_PRECHECK))
+			check_all(h, c);
 		if (run_child(c, sc, n, &crashed, c->point, sizeof c->point) != 0) {
 			finish(h, c);
 			return -1;
@@ -1602,7 +1938,10 @@ int main(int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	g_out = mmap(NULL, sizeof *g_out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (g_out == MAP_FAILED) {
+	g_help = mmap(NULL, sizeof *g_help, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	g_drained = mmap(NULL, sizeof *g_drained, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	                 -1, 0);
+	if (g_out == MAP_FAILED || g_help == MAP_FAILED || g_drained == MAP_FAILED) {
 		perror("mmap");
 		return 2;
 	}
