@@ -89,6 +89,7 @@
                                  helper in mid-operation on purpose */
 #define SMALL_USERS     0x8u  /* a user table of 4 keys */
 #define STORES_ONLY     0x10u /* no FS_CRASH on this path: store mode only */
+#define MAY_LEAVE_NONE  0x20u /* completed, the operation leaves no slot to recover */
 
 /* ------------------------------------------------------------------ child results */
 
@@ -99,6 +100,7 @@ struct child_out {
 	int exit_step;                /* the point _exit was called from */
 	char exit_op[32];
 	uint64_t v[2];                /* token issued, fence granted, units returned */
+	volatile int die;             /* a stopped helper: die when resumed */
 	struct flash_order_res res;
 	struct st_store st;           /* store mode: the store the child died before */
 };
@@ -1299,6 +1301,50 @@ static void verify_replay(flash_t *h, struct ctx *c)
 	      "available %llu after the replay", (unsigned long long)si.available);
 }
 
+static flash_t *fresh(struct ctx *c);
+static void finish(flash_t *h, struct ctx *c);
+
+/* ------------------------------------------------------------------ plain order, close */
+
+/* No token, no request id, one shard. */
+static void setup_order_plain(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 19, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 19, 190, 3, 1), FLASH_OK);
+	c->act = 19;
+	c->sku = 190;
+	c->user = 19001;
+	c->qty = 1;
+}
+
+static void verify_order_plain(flash_t *h, struct ctx *c)
+{
+	int n = rec_count(c, FLASH_REC_ORDER, c->act, c->sku);
+
+	CHECK(n <= 1, "%d ORDER records for one order", n);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(n == 1, "completed order without its record");
+	}
+	/* committed: the user is at K; rolled back: the order goes through */
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), n ? FLASH_ELIMIT : FLASH_OK);
+}
+
+static int run_close(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = flash_close(h);
+
+	g_child_handle = NULL;
+	return rc;
+}
+
+static void verify_close(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed)
+		CHECK_RC(c->out.rc, FLASH_OK);
+	verify_attach(h, c);
+}
+
 /* ------------------------------------------------------------------ another slot mid-operation */
 
 enum { HELP_ORDER = 1, HELP_LOCK = 2 };
@@ -1331,7 +1377,8 @@ static void helper_start(flash_t *h, struct ctx *c, int what)
 		st_track(h->base, h->size);
 		if (flash_open(c->name, 0, &hh) != FLASH_OK)
 			_exit(3);
-		st_arm(1, ST_STOP, 0, lo, hi);
+		st_stop_flag(&g_help->die);
+		st_arm(1, ST_STOP, FLASH_CRASH_EXIT, lo, hi);
 		if (what == HELP_ORDER)
 			g_help->rc = order(hh, 13, 130, 13001, 1, 0, 0, &g_help->res);
 		else
@@ -1357,13 +1404,15 @@ static void helper_start(flash_t *h, struct ctx *c, int what)
 static void helper_end(flash_t *h, struct ctx *c)
 {
 	uint32_t got = 0;
+	int status = 0;
 
-	if (c->helper_cont) {
-		kill(c->helper, SIGCONT);
-	} else {
-		kill(c->helper, SIGKILL);
-	}
-	waitpid(c->helper, NULL, 0);
+	/* not SIGKILL: its mapping must be writable when it dies, for the
+	 * kernel's robust-futex cleanup (storetrap.c) */
+	g_help->die = !c->helper_cont;
+	kill(c->helper, SIGCONT);
+	waitpid(c->helper, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == (c->helper_cont ? 0 : FLASH_CRASH_EXIT),
+	      "helper ended with status 0x%x", status);
 	c->helper = 0;
 	CHECK_RC(flash_recover(h, &got), FLASH_OK);
 	CHECK(got == 1, "the helper's slot: %u recovered", got);
@@ -1580,6 +1629,84 @@ static void verify_drain(flash_t *h, struct ctx *c)
 	}
 }
 
+/* ------------------------------------------------------------------ the trap itself */
+
+/*
+ * What storetrap.c counts as one store, on a scratch segment: a plain
+ * store, a lock cmpxchg that fails, an unaligned store across a page
+ * boundary, and rep stosb over three pages are one each, and each took
+ * effect (or, for the CAS, left the word as it was); a store elsewhere
+ * counts nothing.  Then the N-th store does not happen.
+ */
+static int trap_selftest(void)
+{
+	struct ctx *c = calloc(1, sizeof *c);
+	long pg = sysconf(_SC_PAGESIZE);
+	flash_t *h;
+	int status, bad = 0;
+	pid_t pid;
+
+	if (c == NULL)
+		return 1;
+	h = fresh(c);
+	if (h->size < 8 * (uint64_t)pg) {
+		finish(h, c);
+		free(c);
+		return 1;
+	}
+	for (int die_at = 0; die_at <= 4; die_at += 4) {
+		memset(h->base + 4 * pg, 0, 4 * (size_t)pg);   /* scratch: the segment is thrown away */
+		memset(g_out, 0, sizeof *g_out);
+		fflush(NULL);
+		if ((pid = fork()) == 0) {
+			char *p = h->base + 4 * pg, local[8];
+			uint64_t want = 5, *w = (uint64_t *)(void *)(p + 64);
+			size_t n = 3 * (size_t)pg;
+			void *dst = p + pg;
+
+			st_init(c->name, &g_out->st);
+			st_track(h->base, h->size);
+			st_arm((uint64_t)die_at, ST_DIE, FLASH_CRASH_EXIT, 0, 0);
+			*(volatile char *)p = 1;                                   /* 1 */
+			__asm__ __volatile__("lock cmpxchgq %2, %1"                /* 2: fails */
+			                     : "+a"(want), "+m"(*w) : "r"((uint64_t)9) : "memory", "cc");
+			__asm__ __volatile__("movq %1, %0"                        /* 3: two pages */
+			                     : "=m"(*(uint64_t *)(void *)(p + pg - 4)) : "r"((uint64_t)-1)
+			                     : "memory");
+			__asm__ __volatile__("rep stosb"                          /* 4: three pages */
+			                     : "+D"(dst), "+c"(n) : "a"(0x5a) : "memory");
+			memset(local, 1, sizeof local);                            /* not counted */
+			g_out->hits = (int)st_count();
+			g_out->v[0] = (uint64_t)(unsigned char)p[0] | (uint64_t)(*w == 0) << 8 |
+			              (uint64_t)(*(uint32_t *)(void *)(p + pg - 4) == UINT32_MAX) << 9 |
+			              (uint64_t)((unsigned char)p[pg] == 0x5a &&
+			                         (unsigned char)p[4 * pg - 1] == 0x5a) << 10;
+			st_disarm();
+			_exit(0);
+		}
+		waitpid(pid, &status, 0);
+		if (die_at == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || g_out->hits != 4 ||
+		                    g_out->v[0] != 0x701)) {
+			fprintf(stderr, "FAIL storetrap: status 0x%x, %d stores counted (want 4), "
+			        "effects 0x%llx (want 0x701)\n", status, g_out->hits,
+			        (unsigned long long)g_out->v[0]);
+			bad = 1;
+		}
+		if (die_at == 4 && (!WIFEXITED(status) || WEXITSTATUS(status) != FLASH_CRASH_EXIT ||
+		                    g_out->st.n != 4 || (unsigned char)h->base[8 * pg - 1] != 0)) {
+			fprintf(stderr, "FAIL storetrap: dying at store 4: status 0x%x, store %llu, "
+			        "byte 0x%x (want 77, 4, 0: not written)\n", status,
+			        (unsigned long long)g_out->st.n, (unsigned char)h->base[8 * pg - 1]);
+			bad = 1;
+		}
+	}
+	finish(h, c);
+	free(c);
+	printf("storetrap: plain, failed CAS, page-crossing store, rep stosb over 3 pages: "
+	       "one store each%s\n", bad ? " -- FAILED" : "");
+	return bad;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct scen scens[] = {
@@ -1602,6 +1729,8 @@ static const struct scen scens[] = {
 	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
 	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
+	{ "order_plain_one_shard", setup_order_plain, run_order, verify_order_plain, 0 },
+	{ "close", setup_act9, run_close, verify_close, MAY_LEAVE_NONE | STORES_ONLY },
 	/* starting states */
 	{ "order_chunk_boundary", setup_order_chunk, run_order, verify_order_ok, 0 },
 	{ "order_users_one_from_full", setup_order_users_full, run_order, verify_order_ok, SMALL_USERS },
@@ -1741,7 +1870,8 @@ static flash_t *fresh(struct ctx *c)
 static void finish(flash_t *h, struct ctx *c)
 {
 	if (c->helper > 0) {
-		kill(c->helper, SIGKILL);
+		g_help->die = 1;
+		kill(c->helper, SIGCONT);
 		waitpid(c->helper, NULL, 0);
 		c->helper = 0;
 	}
@@ -1775,6 +1905,15 @@ static void recover_and_check(flash_t *h, struct ctx *c, uint32_t want_min)
 	check_all(h, c);
 }
 
+/* Handles the parent must recover after the child: its own, unless a
+ * store-mode attach died before its slot claim or a close completed. */
+static uint32_t want_recovered(const struct scen *sc, int crashed)
+{
+	if (g_stores && crashed && (sc->flags & ARM_BEFORE_OPEN))
+		return 0;
+	return !crashed && (sc->flags & MAY_LEAVE_NONE) ? 0 : 1;
+}
+
 /* One operation, every n until it completes.  Returns the points visited. */
 static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 {
@@ -1803,8 +1942,7 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 			tally_add(t, c->point);
 		else
 			last_hits = c->out.hits;
-		/* a store-mode attach killed before its slot claim leaves nothing */
-		recover_and_check(h, c, g_stores && crashed && (sc->flags & ARM_BEFORE_OPEN) ? 0 : 1);
+		recover_and_check(h, c, want_recovered(sc, crashed));
 		finish(h, c);
 		if (!crashed)
 			break;
@@ -1826,7 +1964,7 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 			c->out = *g_out;
 			CHECK(!crashed && c->out.hits == n - 1, "%s: %d stores, then %d counted again",
 			      sc->name, n - 1, c->out.hits);
-			recover_and_check(h, c, 1);
+			recover_and_check(h, c, want_recovered(sc, crashed));
 		}
 		finish(h, c);
 	}
@@ -1971,6 +2109,10 @@ int main(int argc, char **argv)
 	if (g_out == MAP_FAILED || g_help == MAP_FAILED || g_drained == MAP_FAILED) {
 		perror("mmap");
 		return 2;
+	}
+	if (g_stores && trap_selftest() != 0) {
+		g_failures++;
+		g_failed_cases++;
 	}
 	for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++) {
 		struct tally t;

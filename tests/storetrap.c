@@ -79,6 +79,7 @@ static int g_nstep;
 static uintptr_t g_step_rip;
 
 static struct sigaction g_old_segv, g_old_trap;
+static volatile int *g_die;         /* ST_STOP: read when resumed */
 
 extern char __executable_start, etext;
 
@@ -212,6 +213,12 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 					_exit(g_exit_code);
 				}
 				raise(SIGSTOP);     /* resumed by SIGCONT: the store happens */
+				if (g_die != NULL && *g_die) {
+					/* told to die where it stopped, before the store */
+					maps_prot(1);
+					g_prot = 0;
+					_exit(g_exit_code);
+				}
 			}
 		}
 		if (!g_after_seen && off >= g_after_lo && off < g_after_hi)
@@ -280,6 +287,11 @@ void st_arm(uint64_t target, int how, int exit_code, uint64_t after_lo, uint64_t
 	g_counting = 1;
 	if (g_out != NULL)
 		memset(g_out, 0, sizeof *g_out);
+}
+
+void st_stop_flag(volatile int *die)
+{
+	g_die = die;
 }
 
 uint64_t st_count(void)

@@ -39,6 +39,10 @@ void st_track(void *base, size_t len);
  */
 void st_arm(uint64_t target, int how, int exit_code, uint64_t after_lo, uint64_t after_hi);
 
+/* ST_STOP: when resumed, a nonzero *@p die (shared memory) ends the
+ * process there, before the store, as ST_DIE would have. */
+void st_stop_flag(volatile int *die);
+
 /* Stores counted since st_arm. */
 uint64_t st_count(void);
 
