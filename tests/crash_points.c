@@ -1751,6 +1751,7 @@ static const struct scen scens[] = {
 static const char *const victims[] = {
 	"order_borrow_token_req_K2", "order_sold_out_after_token", "cancel_quota_returned",
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
+	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 
@@ -2142,6 +2143,8 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++)
 			if (strcmp(scens[i].name, victims[v]) == 0)
 				victim = &scens[i];
+		if (victim == NULL || (!g_stores && (victim->flags & STORES_ONLY)))
+			continue;
 		memset(&t, 0, sizeof t);
 		n = enumerate_recovery(victim, &c, &t, &states, vpoints[v], v < 3);
 		printf("recover(%s) %4d %s over %d victim states: %s\n", victims[v], n,
