@@ -37,8 +37,34 @@
  * renew, release, activity and sku add, attach, replay of an order and of a
  * cancel; and the recovery of a victim of most of them.
  *
- * The program prints, per scenario, how many crash points it visited and
- * which, and fails if a scenario visited none or any check failed.
+ * Two modes.  "crash_points" (ctest crash_points): the points are the
+ * engine's FS_CRASH(op, step) macros, named in the report.  "crash_points
+ * stores" (ctest crash_stores): every store into the segment is a point,
+ * by construction (tests/storetrap.c: the child maps the segment read-only,
+ * each write fault is counted, the N-th ends the process before it
+ * happens) -- plain and atomic stores, CAS, FAA, cmpxchg16b, memcpy and
+ * memset, in the engine, in ck and in libc, with no macro written.  Each
+ * operation's store count is taken twice (it must be the same); the
+ * recoverer is killed at each of its stores over a sample of about twelve
+ * victim states per victim (every victim state is recovered once by the
+ * single enumeration already), and for three victims two recoverers are
+ * killed in a row.  More starting states in both modes: the chunk boundary
+ * of order numbers, a user table one key from full, another slot stopped
+ * in mid-order (then killed) or mid-acquire (then resumed: its fence must
+ * exceed every earlier grant), an expired token, a ring one record from
+ * full, a lock held by a dead owner; store mode adds the consumer
+ * (flash_ring_drain + flash_durable_advance killed at each store, then a
+ * second drain delivers every record once).  The FS_CRASH macros stay:
+ * they name steps in this report, crash_persist.c shares their counter for
+ * persist/'s points and stock_floor.c wraps fs_crashpoint().
+ *
+ * The program prints, per scenario, how many crash points (stores) it
+ * visited, and where (FS_CRASH names, or the regions stored into), then a
+ * total with the failed checks, and fails if a scenario visited none or any
+ * check failed.  A failure names the store: its number, region and offset,
+ * and the function and line that made it (addr2line).
+ * Usage: crash_points [stores|points [FILTER]], FILTER a part of scenario
+ * names.
  */
 #include <errno.h>
 #include <signal.h>
@@ -54,10 +80,16 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "storetrap.h"
 
-#define MAX_N       200   /* more points than any operation has: a runaway guard */
+#define MAX_N       (g_stores ? 2000 : 200)  /* more points than any operation has: a runaway guard */
 #define ARM_BEFORE_OPEN 0x1u  /* the operation is flash_open itself */
 #define SELF_ARM        0x2u  /* run() arms after its own preparation */
+#define NO_PRECHECK     0x4u  /* setup leaves records undrained, a dead slot or a
+                                 helper in mid-operation on purpose */
+#define SMALL_USERS     0x8u  /* a user table of 4 keys */
+#define STORES_ONLY     0x10u /* no FS_CRASH on this path: store mode only */
+#define MAY_LEAVE_NONE  0x20u /* completed, the operation leaves no slot to recover */
 
 /* ------------------------------------------------------------------ child results */
 
@@ -68,11 +100,37 @@ struct child_out {
 	int exit_step;                /* the point _exit was called from */
 	char exit_op[32];
 	uint64_t v[2];                /* token issued, fence granted, units returned */
+	volatile int die;             /* a stopped helper: die when resumed */
 	struct flash_order_res res;
+	struct st_store st;           /* store mode: the store the child died before */
 };
 
 static struct child_out *g_out;
+static struct child_out *g_help;      /* the helper's (a MAP_SHARED page) */
+
+/* Records a draining child delivered (its "WAL"), before it advanced. */
+struct drained {
+	int n;
+	struct { uint32_t slot; int again; uint64_t seq; struct flash_record r; } e[128];
+};
+static struct drained *g_drained;
 static flash_t *g_child_handle;       /* keeps the child's handle reachable */
+static int g_stores;                  /* every store is a point (storetrap.c), not FS_CRASH */
+
+/* Arm point @p n of the mode running (0: count only, the operation completes). */
+static void arm(int n)
+{
+	if (g_stores)
+		st_arm((uint64_t)n, ST_DIE, FLASH_CRASH_EXIT, 0, 0);
+	else
+		flash_crash_arm(n);
+}
+
+/* Points passed so far by a child that completed. */
+static int hits(void)
+{
+	return g_stores ? (int)st_count() : flash_crash_hits();
+}
 
 void __wrap__exit(int status) __attribute__((noreturn));
 void __real__exit(int status) __attribute__((noreturn));
@@ -102,11 +160,14 @@ struct ctx {
 	uint64_t user, token, req, order_no, fence;
 	int want_rc;                  /* the rejection a failing order must get */
 	int crashed;                  /* the operation's child died at its point */
-	char point[48];               /* "order 5" */
+	char point[96];               /* "order 5", "store 12 (shard+64)" */
 	struct child_out out;         /* the operation's child */
 	int rcrashed;                 /* recover scenarios: the recoverer */
 	int rn;                       /* its armed point */
-	char rpoint[48];
+	char rpoint[96];
+	uint64_t rip, rrip;           /* store mode: where the child / recoverer died */
+	pid_t helper;                 /* another slot, stopped in mid-operation (or 0) */
+	int helper_cont;              /* let it run on after the case (else kill it) */
 	struct flash_record *rec;     /* every record drained so far */
 	size_t nrec, caprec;
 	/* replay scenarios: WAL records re-applied with flash_replay emit no
@@ -140,6 +201,64 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+/* ------------------------------------------------------------------ naming a store */
+
+static const char *const region_names[FS_R_COUNT] = {
+	"act", "act_idx", "sku", "sku_idx", "shard", "user", "token", "req", "order", "lock",
+	"proc", "journal", "ring", "ringbuf",
+};
+
+/* The region holding segment offset @p off ("hdr" before the first). */
+static int region_at(uint64_t off)
+{
+	int best = -1;
+
+	if (g_parent == NULL)
+		return -1;
+	for (int r = 0; r < FS_R_COUNT; r++)
+		if (g_parent->hdr->fx.region[r].off <= off &&
+		    (best < 0 || g_parent->hdr->fx.region[r].off > g_parent->hdr->fx.region[best].off))
+			best = r;
+	return best;
+}
+
+static const char *region_name(uint64_t off)
+{
+	int r = region_at(off);
+
+	return r < 0 ? "hdr" : region_names[r];
+}
+
+static uint64_t region_off(uint64_t off)
+{
+	int r = region_at(off);
+
+	return r < 0 ? off : off - g_parent->hdr->fx.region[r].off;
+}
+
+/* function:line of an instruction (an offset in this executable), for a
+ * failure report; addr2line runs only when a check failed */
+static const char *code_name(uint64_t rip_off)
+{
+	static char buf[256];
+	char cmd[128];
+	FILE *f;
+	size_t n = 0;
+
+	snprintf(cmd, sizeof cmd, "addr2line -f -s -i -e /proc/%ld/exe 0x%llx 2>/dev/null",
+	         (long)getpid(), (unsigned long long)rip_off);
+	buf[0] = '\0';
+	if ((f = popen(cmd, "r")) != NULL) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		pclose(f);
+	}
+	buf[n] = '\0';
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = p[1] ? ' ' : '\0';
+	return buf[0] ? buf : "?";
+}
+
 static void failf(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void failf(int line, const char *fmt, ...)
 {
@@ -152,8 +271,13 @@ static void failf(int line, const char *fmt, ...)
 		return;   /* the first two of each case say enough */
 	fprintf(stderr, "FAIL [%s n=%d at %s", g_cur && g_cur->sc ? g_cur->sc->name : "?",
 	        g_cur ? g_cur->n : 0, g_cur && g_cur->crashed ? g_cur->point : "completion");
-	if (g_cur && g_cur->rcrashed)
+	if (g_stores && g_cur && g_cur->crashed)
+		fprintf(stderr, " in %s", code_name(g_cur->rip));
+	if (g_cur && g_cur->rcrashed) {
 		fprintf(stderr, "; recoverer n=%d at %s", g_cur->rn, g_cur->rpoint);
+		if (g_stores)
+			fprintf(stderr, " in %s", code_name(g_cur->rrip));
+	}
 	fprintf(stderr, "] line %d: ", line);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -258,6 +382,13 @@ static int drain_one(void *arg, const struct flash_record *r, uint64_t seq)
 {
 	struct ctx *c = arg;
 
+	/* delivered by a consumer that died before its durable mark landed: at
+	 * least once, so again here -- counted once */
+	for (int i = 0; i < g_drained->n; i++)
+		if (g_drained->e[i].slot == r->slot && g_drained->e[i].seq == seq && !g_drained->e[i].again) {
+			g_drained->e[i].again = 1;
+			return flash_durable_advance(g_parent, r->slot, seq) != FLASH_OK;
+		}
 	rec_append(c, r);
 	/* no WAL here: durable at once, which frees the ring space */
 	return flash_durable_advance(g_parent, r->slot, seq) != FLASH_OK;
@@ -386,6 +517,37 @@ static void check_all(flash_t *h, struct ctx *c)
 	CHECK(h->hdr->n_sku == nsku, "%u skus, %u SKU records", h->hdr->n_sku, nsku);
 	CHECK(h->hdr->n_shard == nshard, "%u shards handed out, SKU records say %u",
 	      h->hdr->n_shard, nshard);
+
+	/* no order number held twice: every slot's unused chunk [order_next,
+	 * order_end) lies below the allocator, is unused, and overlaps no other */
+	{
+		uint64_t top = ck_pr_load_64(&h->hdr->order_next);
+
+		for (uint32_t i = 0; i < h->proc_cap; i++) {
+			uint64_t a = h->proc[i].order_next, b = h->proc[i].order_end;
+
+			if (a == 0 || a >= b)
+				continue;
+			CHECK(b <= top && b <= (uint64_t)h->ord_cap + 1,
+			      "slot %u holds order numbers [%llu, %llu) past the allocator %llu", i,
+			      (unsigned long long)a, (unsigned long long)b, (unsigned long long)top);
+			for (uint64_t no = a; no < b && no <= h->ord_cap; no++)
+				if (FS_KIND(h->ord[no - 1].state) != FS_K_EMPTY) {
+					CHECK(0, "slot %u will hand out order %llu again (its chunk [%llu, %llu))",
+					      i, (unsigned long long)no, (unsigned long long)a,
+					      (unsigned long long)b);
+					break;
+				}
+			for (uint32_t k = i + 1; k < h->proc_cap; k++) {
+				uint64_t a2 = h->proc[k].order_next, b2 = h->proc[k].order_end;
+
+				if (a2 != 0 && a2 < b2)
+					CHECK(b2 <= a || b <= a2, "slots %u and %u both hold order numbers "
+					      "[%llu, %llu) and [%llu, %llu)", i, k, (unsigned long long)a,
+					      (unsigned long long)b, (unsigned long long)a2, (unsigned long long)b2);
+			}
+		}
+	}
 
 	/* orders against records */
 	omax = flash_orders_max(h);
@@ -665,6 +827,24 @@ static void setup_order_limit(flash_t *h, struct ctx *c)
 	c->want_rc = FLASH_ELIMIT;
 }
 
+/* Does the request-id table hold the outcome of this case's request? */
+static int req_done(flash_t *h, const struct ctx *c)
+{
+	for (uint32_t i = 0; i <= h->req_mask; i++)
+		if (h->req[i].k[0] == c->req && h->req[i].k[1] == c->user &&
+		    FS_KIND(h->req[i].state) == FS_K_DONE)
+			return 1;
+	return 0;
+}
+
+static int token_burnt(flash_t *h, uint64_t id)
+{
+	for (uint32_t i = 0; i <= h->tok_mask; i++)
+		if (h->tok[i].id == id && FS_KIND(h->tok[i].state) == FS_K_USED)
+			return 1;
+	return 0;
+}
+
 /*
  * An order rejected after its token and request id were taken.  Completed:
  * the token is burnt and the request id remembers the rejection.  Killed:
@@ -681,6 +861,10 @@ static void verify_order_fail(flash_t *h, struct ctx *c)
 	CHECK(rec_order_by_req(c, c->req) == 0, "a rejected order has an ORDER record");
 	if (!c->crashed) {
 		CHECK_RC(c->out.rc, want);
+	} else if (req_done(h, c)) {
+		/* the owner's failure path had recorded its outcome: it stands */
+		CHECK(want == FLASH_EBAD_TOKEN || token_burnt(h, c->token),
+		      "request id remembers %s, token not burnt", flash_rcname(want));
 	} else {
 		rc = order(h, c->act, c->sku, c->user, c->qty, c->token, c->req, &res);
 		CHECK_RC(rc, want);
@@ -905,7 +1089,7 @@ static int run_lock_renew(flash_t *h, struct ctx *c, struct child_out *o)
 
 	if (rc != FLASH_OK)
 		return 100;
-	flash_crash_arm(c->n);
+	arm(c->n);
 	return flash_lock_renew(h, LOCK, 7, 60000);
 }
 
@@ -915,7 +1099,7 @@ static int run_lock_release(flash_t *h, struct ctx *c, struct child_out *o)
 
 	if (rc != FLASH_OK)
 		return 100;
-	flash_crash_arm(c->n);
+	arm(c->n);
 	return flash_lock_release(h, LOCK, 7);
 }
 
@@ -1115,6 +1299,412 @@ static void verify_replay(flash_t *h, struct ctx *c)
 	      "available %llu after the replay", (unsigned long long)si.available);
 }
 
+static flash_t *fresh(struct ctx *c);
+static void finish(flash_t *h, struct ctx *c);
+
+/* ------------------------------------------------------------------ plain order, close */
+
+/* No token, no request id, one shard. */
+static void setup_order_plain(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 19, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 19, 190, 3, 1), FLASH_OK);
+	c->act = 19;
+	c->sku = 190;
+	c->user = 19001;
+	c->qty = 1;
+}
+
+static void verify_order_plain(flash_t *h, struct ctx *c)
+{
+	int n = rec_count(c, FLASH_REC_ORDER, c->act, c->sku);
+
+	CHECK(n <= 1, "%d ORDER records for one order", n);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(n == 1, "completed order without its record");
+	}
+	/* committed: the user is at K; rolled back: the order goes through */
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), n ? FLASH_ELIMIT : FLASH_OK);
+}
+
+static int run_close(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = flash_close(h);
+
+	g_child_handle = NULL;
+	return rc;
+}
+
+static void verify_close(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed)
+		CHECK_RC(c->out.rc, FLASH_OK);
+	verify_attach(h, c);
+}
+
+/* ------------------------------------------------------------------ another slot mid-operation */
+
+enum { HELP_ORDER = 1, HELP_LOCK = 2 };
+
+/*
+ * Start a helper: another process that attaches and runs an order (or a
+ * lock acquire) and stops (SIGSTOP) at its first store after its first
+ * store into the shard (or lock) region: its stock CAS done, the order not
+ * committed (its fence taken, the lock not yet swapped).  It is left there,
+ * alive, for the operation under test to meet.
+ */
+static void helper_start(flash_t *h, struct ctx *c, int what)
+{
+	int region = what == HELP_ORDER ? FS_R_SHARD : FS_R_LOCK;
+	uint64_t lo = h->hdr->fx.region[region].off, hi = lo + h->hdr->fx.region[region].size;
+	int status;
+	pid_t pid;
+
+	memset(g_help, 0, sizeof *g_help);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		flash_t *hh = NULL;
+
+		st_init(c->name, &g_help->st);
+		st_track(h->base, h->size);
+		if (flash_open(c->name, 0, &hh) != FLASH_OK)
+			_exit(3);
+		st_stop_flag(&g_help->die);
+		st_arm(1, ST_STOP, FLASH_CRASH_EXIT, lo, hi);
+		if (what == HELP_ORDER)
+			g_help->rc = order(hh, 13, 130, 13001, 1, 0, 0, &g_help->res);
+		else
+			g_help->rc = flash_lock_acquire(hh, LOCK, 5, 60000, &g_help->v[0]);
+		g_help->hits = 1;
+		st_disarm();
+		_exit(0);
+	}
+	while (waitpid(pid, &status, WUNTRACED) < 0)
+		if (errno != EINTR) {
+			perror("waitpid");
+			exit(2);
+		}
+	if (!WIFSTOPPED(status)) {
+		CHECK(0, "helper did not stop in mid-operation (status 0x%x)", status);
+		return;
+	}
+	c->helper = pid;
+}
+
+/* After the case: the helper dies where it stopped (recovery must settle
+ * it, helping marks included), or runs on to its end first. */
+static void helper_end(flash_t *h, struct ctx *c)
+{
+	uint32_t got = 0;
+	int status = 0;
+
+	/* not SIGKILL: its mapping must be writable when it dies, for the
+	 * kernel's robust-futex cleanup (storetrap.c) */
+	g_help->die = !c->helper_cont;
+	kill(c->helper, SIGCONT);
+	waitpid(c->helper, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == (c->helper_cont ? 0 : FLASH_CRASH_EXIT),
+	      "helper ended with status 0x%x", status);
+	c->helper = 0;
+	CHECK_RC(flash_recover(h, &got), FLASH_OK);
+	CHECK(got == 1, "the helper's slot: %u recovered", got);
+	if (c->helper_cont && g_help->hits) {
+		CHECK_RC(g_help->rc, FLASH_OK);
+		/* fencing tokens strictly increase in the order of the grants */
+		if (c->crashed == 0 || c->out.v[0] != 0)
+			CHECK(g_help->v[0] > c->out.v[0], "fence %llu granted after fence %llu",
+			      (unsigned long long)g_help->v[0], (unsigned long long)c->out.v[0]);
+		if (g_help->v[0] > c->fence)
+			c->fence = g_help->v[0];
+	}
+}
+
+static void setup_order_mid(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 13, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 13, 130, 5, 1), FLASH_OK);   /* one shard: both CAS it */
+	helper_start(h, c, HELP_ORDER);
+	c->act = 13;
+	c->sku = 130;
+	c->user = 13002;
+	c->qty = 1;
+	c->req = 5013;
+}
+
+static void setup_lock_mid(flash_t *h, struct ctx *c)
+{
+	setup_lock_used(h, c);
+	helper_start(h, c, HELP_LOCK);
+	c->helper_cont = 1;
+}
+
+static int run_lock_acquire_release(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = flash_lock_acquire(h, LOCK, 7, 60000, &o->v[0]);
+
+	return rc != FLASH_OK ? rc : flash_lock_release(h, LOCK, 7);
+}
+
+/* ------------------------------------------------------------------ other starting states */
+
+/* The chunk boundary of order numbers: the slot the child will claim has
+ * used its whole chunk, and another slot holds the next one. */
+static void setup_order_chunk(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	CHECK_RC(add_act(h, 12, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 12, 120, 100, 1), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	for (uint32_t i = 0; i < FS_ORDER_CHUNK; i++) {
+		CHECK_RC(order(h2, 12, 120, 12001 + i, 1, 0, 0, NULL), FLASH_OK);
+		if (i % 32 == 31)
+			(void)drain_all(h, c);
+	}
+	CHECK(h2->me->order_next == h2->me->order_end, "setup: chunk of slot %d not used up",
+	      flash_slot(h2));
+	CHECK_RC(flash_close(h2), FLASH_OK);
+	CHECK_RC(order(h, 12, 120, 12100, 1, 0, 0, NULL), FLASH_OK);   /* the next chunk */
+	c->act = 12;
+	c->sku = 120;
+	c->user = 12200;
+	c->qty = 1;
+	c->req = 5012;
+}
+
+/* A user table one key from full (4 keys). */
+static void setup_order_users_full(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 16, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 16, 160, 10, 2), FLASH_OK);
+	for (uint32_t u = 0; u < 3; u++)
+		CHECK_RC(order(h, 16, 160, 16001 + u, 1, 0, 0, NULL), FLASH_OK);
+	c->act = 16;
+	c->sku = 160;
+	c->user = 16004;
+	c->qty = 1;
+	c->req = 5016;
+}
+
+/* An expired token. */
+static void setup_order_token_expired(flash_t *h, struct ctx *c)
+{
+	uint64_t t0;
+
+	CHECK_RC(add_act(h, 14, 1, FLASH_ACT_TOKEN_REQUIRED), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 14, 140, 5, 1), FLASH_OK);
+	t0 = fs_mono_ms();
+	CHECK_RC(flash_token_issue(h, 14, 140, 14001, 1, &c->token), FLASH_OK);
+	while (fs_mono_ms() <= t0 + 2)
+		usleep(1000);
+	c->act = 14;
+	c->sku = 140;
+	c->user = 14001;
+	c->qty = 1;
+	c->req = 5014;
+	c->want_rc = FLASH_EBAD_TOKEN;
+}
+
+/* A lock held by a dead owner: its taker exited without releasing. */
+static void setup_lock_dead(flash_t *h, struct ctx *c)
+{
+	pid_t pid;
+
+	memset(g_help, 0, sizeof *g_help);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		flash_t *hh = NULL;
+
+		if (flash_open(c->name, 0, &hh) != FLASH_OK)
+			_exit(3);
+		g_help->rc = flash_lock_acquire(hh, LOCK, 3, 60000, &g_help->v[0]);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	CHECK_RC(g_help->rc, FLASH_OK);
+	c->fence = g_help->v[0];
+}
+
+/* A ring one record from full: the slot the child will claim published
+ * ring_records - 2 records nobody drained. */
+static void setup_ring_nearly_full(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	CHECK_RC(add_act(h, 17, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 17, 170, 100, 1), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	for (uint32_t i = 0; i + 2 < h->ring_size; i++)
+		CHECK_RC(order(h2, 17, 170, 17001 + i, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(flash_close(h2), FLASH_OK);
+	c->act = 17;
+	c->sku = 170;
+	c->user = 17100;
+	c->qty = 1;
+	c->req = 5017;
+}
+
+/* The last free record, then a full ring. */
+static int run_order_ring(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = run_order(h, c, o);
+
+	o->v[1] = (uint64_t)(int64_t)order(h, c->act, c->sku, 17101, 1, 0, 5018, NULL);
+	return rc;
+}
+
+static void verify_order_ring(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed)
+		CHECK((int)(int64_t)c->out.v[1] == FLASH_EBUSY, "order into a full ring: %s",
+		      flash_rcname((int)(int64_t)c->out.v[1]));
+	verify_order_ok(h, c);
+}
+
+/* ------------------------------------------------------------------ the consumer */
+
+static void setup_drain(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	CHECK_RC(add_act(h, 18, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 18, 180, 10, 2), FLASH_OK);
+	CHECK_RC(order(h, 18, 180, 18001, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	CHECK_RC(order(h2, 18, 180, 18002, 2, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(flash_cancel(h2, 1, NULL), FLASH_OK);
+	CHECK_RC(flash_close(h2), FLASH_OK);
+}
+
+/* The daemon's side: deliver (the "WAL"), then mark durable. */
+static int child_deliver(void *arg, const struct flash_record *r, uint64_t seq)
+{
+	int i = g_drained->n;
+
+	(void)arg;
+	if (i < (int)(sizeof g_drained->e / sizeof g_drained->e[0])) {
+		g_drained->e[i].slot = r->slot;
+		g_drained->e[i].seq = seq;
+		g_drained->e[i].again = 0;
+		g_drained->e[i].r = *r;
+		g_drained->n = i + 1;
+	}
+	return flash_durable_advance(g_child_handle, r->slot, seq) != FLASH_OK;
+}
+
+static int run_drain(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	uint32_t d = 0;
+	int rc = flash_ring_drain(h, child_deliver, NULL, UINT32_MAX, &d);
+
+	o->v[0] = d;
+	return rc;
+}
+
+static void verify_drain(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(c->out.v[0] == 5, "the drain delivered %llu records, want 5",
+		      (unsigned long long)c->out.v[0]);
+	}
+}
+
+/* ------------------------------------------------------------------ the trap itself */
+
+/*
+ * What storetrap.c counts as one store, on a scratch segment: a plain
+ * store, a lock cmpxchg that fails, an unaligned store across a page
+ * boundary, and rep stosb over three pages are one each, and each took
+ * effect (or, for the CAS, left the word as it was); a store elsewhere
+ * counts nothing.  Then the N-th store does not happen.
+ */
+static int trap_selftest(void)
+{
+	struct ctx *c = calloc(1, sizeof *c);
+	long pg = sysconf(_SC_PAGESIZE);
+	flash_t *h;
+	int status, bad = 0;
+	pid_t pid;
+
+	if (c == NULL)
+		return 1;
+	h = fresh(c);
+	if (h->size < 8 * (uint64_t)pg) {
+		finish(h, c);
+		free(c);
+		return 1;
+	}
+	for (int die_at = 0; die_at <= 4; die_at += 4) {
+		memset(h->base + 4 * pg, 0, 4 * (size_t)pg);   /* scratch: the segment is thrown away */
+		memset(g_out, 0, sizeof *g_out);
+		fflush(NULL);
+		if ((pid = fork()) == 0) {
+			char *p = h->base + 4 * pg, local[8];
+			uint64_t want = 5, *w = (uint64_t *)(void *)(p + 64);
+			size_t n = 3 * (size_t)pg;
+			void *dst = p + pg;
+
+			st_init(c->name, &g_out->st);
+			st_track(h->base, h->size);
+			st_arm((uint64_t)die_at, ST_DIE, FLASH_CRASH_EXIT, 0, 0);
+			*(volatile char *)p = 1;                                   /* 1 */
+			__asm__ __volatile__("lock cmpxchgq %2, %1"                /* 2: fails */
+			                     : "+a"(want), "+m"(*w) : "r"((uint64_t)9) : "memory", "cc");
+			__asm__ __volatile__("movq %1, %0"                        /* 3: two pages */
+			                     : "=m"(*(uint64_t *)(void *)(p + pg - 4)) : "r"((uint64_t)-1)
+			                     : "memory");
+			__asm__ __volatile__("rep stosb"                          /* 4: three pages */
+			                     : "+D"(dst), "+c"(n) : "a"(0x5a) : "memory");
+			memset(local, 1, sizeof local);                            /* not counted */
+			g_out->hits = (int)st_count();
+			g_out->v[0] = (uint64_t)(unsigned char)p[0] | (uint64_t)(*w == 0) << 8 |
+			              (uint64_t)(*(uint32_t *)(void *)(p + pg - 4) == UINT32_MAX) << 9 |
+			              (uint64_t)((unsigned char)p[pg] == 0x5a &&
+			                         (unsigned char)p[4 * pg - 1] == 0x5a) << 10;
+			st_disarm();
+			_exit(0);
+		}
+		waitpid(pid, &status, 0);
+		if (die_at == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || g_out->hits != 4 ||
+		                    g_out->v[0] != 0x701)) {
+			fprintf(stderr, "FAIL storetrap: status 0x%x, %d stores counted (want 4), "
+			        "effects 0x%llx (want 0x701)\n", status, g_out->hits,
+			        (unsigned long long)g_out->v[0]);
+			bad = 1;
+		}
+		if (die_at == 4 && (!WIFEXITED(status) || WEXITSTATUS(status) != FLASH_CRASH_EXIT ||
+		                    g_out->st.n != 4 || (unsigned char)h->base[8 * pg - 1] != 0)) {
+			fprintf(stderr, "FAIL storetrap: dying at store 4: status 0x%x, store %llu, "
+			        "byte 0x%x (want 77, 4, 0: not written)\n", status,
+			        (unsigned long long)g_out->st.n, (unsigned char)h->base[8 * pg - 1]);
+			bad = 1;
+		}
+	}
+	finish(h, c);
+	free(c);
+	printf("storetrap: plain, failed CAS, page-crossing store, rep stosb over 3 pages: "
+	       "one store each%s\n", bad ? " -- FAILED" : "");
+	return bad;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static const struct scen scens[] = {
@@ -1137,13 +1727,31 @@ static const struct scen scens[] = {
 	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
 	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
+	{ "order_plain_one_shard", setup_order_plain, run_order, verify_order_plain, 0 },
+	{ "close", setup_act9, run_close, verify_close, MAY_LEAVE_NONE | STORES_ONLY },
+	/* starting states */
+	{ "order_chunk_boundary", setup_order_chunk, run_order, verify_order_ok, 0 },
+	{ "order_users_one_from_full", setup_order_users_full, run_order, verify_order_ok, SMALL_USERS },
+	{ "order_other_slot_mid_order", setup_order_mid, run_order, verify_order_ok, NO_PRECHECK },
+	{ "order_token_expired", setup_order_token_expired, run_order, verify_order_fail, 0 },
+	{ "order_ring_one_from_full", setup_ring_nearly_full, run_order_ring, verify_order_ring,
+	  NO_PRECHECK },
+	{ "lock_acquire_dead_owner", setup_lock_dead, run_lock_acquire, verify_lock,
+	  ARM_BEFORE_OPEN | NO_PRECHECK },
+	{ "lock_acquire_other_mid_acquire", setup_lock_mid, run_lock_acquire_release, verify_lock,
+	  NO_PRECHECK },
+	/* the daemon's shared writes: durable marks, ring heads, the tick */
+	{ "ring_drain", setup_drain, run_drain, verify_drain, NO_PRECHECK | STORES_ONLY },
 };
 
-/* victims whose recovery is itself enumerated */
+/* victims whose recovery is itself enumerated (the first three also with
+ * two recoverers killed in a row) */
 static const char *const victims[] = {
 	"order_borrow_token_req_K2", "order_sold_out_after_token", "cancel_quota_returned",
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
+	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 };
+#define NVICTIMS (sizeof victims / sizeof victims[0])
 
 /* ------------------------------------------------------------------ driver */
 
@@ -1166,8 +1774,13 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 		flash_t *h = NULL;
 		int rc;
 
+		if (g_stores) {
+			/* the parent's mapping too: a store through it would count */
+			st_init(c->name, &g_out->st);
+			st_track(g_parent->base, g_parent->size);
+		}
 		if (sc->flags & ARM_BEFORE_OPEN)
-			flash_crash_arm(n);
+			arm(n);
 		rc = flash_open(c->name, 0, &h);
 		if (rc != FLASH_OK) {
 			g_out->rc = rc;
@@ -1175,9 +1788,11 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 		}
 		g_child_handle = h;
 		if (!(sc->flags & (ARM_BEFORE_OPEN | SELF_ARM)))
-			flash_crash_arm(n);
+			arm(n);
 		g_out->rc = sc->run(h, c, g_out);
-		g_out->hits = flash_crash_hits();
+		g_out->hits = hits();
+		if (g_stores)
+			st_disarm();
 		_exit(0);      /* the handle is left for recovery, like a process that exits */
 	}
 	while (waitpid(pid, &status, 0) < 0)
@@ -1187,7 +1802,11 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 		}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == FLASH_CRASH_EXIT) {
 		*crashed = 1;
-		snprintf(point, plen, "%s %d", g_out->exit_op, g_out->exit_step);
+		if (g_stores)
+			snprintf(point, plen, "store %d (%s+%llu)", n, region_name(g_out->st.off),
+			         (unsigned long long)region_off(g_out->st.off));
+		else
+			snprintf(point, plen, "%s %d", g_out->exit_op, g_out->exit_step);
 		return 0;
 	}
 	*crashed = 0;
@@ -1205,13 +1824,20 @@ struct tally {
 
 static void tally_add(struct tally *t, const char *point)
 {
-	char key[64];
+	char key[80];
 	size_t l = strlen(t->names);
 
+	char what[64];
+
 	t->points++;
-	/* "op step" once each, in order of first visit */
-	snprintf(key, sizeof key, "%s%s,", l ? " " : "", point);
-	if (strstr(t->names, point) == NULL && l + strlen(key) + 1 < sizeof t->names)
+	/* "op step" once each, in order of first visit; stores by region */
+	snprintf(what, sizeof what, "%s", point);
+	if (g_stores && strchr(point, '(') != NULL) {
+		snprintf(what, sizeof what, "%s", strchr(point, '(') + 1);
+		what[strcspn(what, "+")] = '\0';
+	}
+	snprintf(key, sizeof key, "%s%s,", l ? " " : "", what);
+	if (strstr(t->names, key + (l ? 1 : 0)) == NULL && l + strlen(key) + 1 < sizeof t->names)
 		strcat(t->names, key);
 }
 
@@ -1228,6 +1854,9 @@ static flash_t *fresh(struct ctx *c)
 	snprintf(g_segname, sizeof g_segname, "%s", c->name);
 	(void)flash_seg_destroy(c->name);
 	opts(&o);
+	if (c->sc != NULL && (c->sc->flags & SMALL_USERS))
+		o.max_users = 4;
+	g_drained->n = 0;
 	if ((rc = flash_seg_create(c->name, &o)) != FLASH_OK ||
 	    (rc = flash_open(c->name, 0, &h)) != FLASH_OK) {
 		fprintf(stderr, "segment %s: %s\n", c->name, flash_rcname(rc));
@@ -1239,6 +1868,12 @@ static flash_t *fresh(struct ctx *c)
 
 static void finish(flash_t *h, struct ctx *c)
 {
+	if (c->helper > 0) {
+		g_help->die = 1;
+		kill(c->helper, SIGCONT);
+		waitpid(c->helper, NULL, 0);
+		c->helper = 0;
+	}
 	flash_close(h);
 	flash_seg_destroy(c->name);
 }
@@ -1251,9 +1886,31 @@ static void recover_and_check(flash_t *h, struct ctx *c, uint32_t want_min)
 	g_case_failures = 0;
 	CHECK_RC(flash_recover(h, &got), FLASH_OK);
 	CHECK(got >= want_min, "recovery recovered %u handles, want at least %u", got, want_min);
+	if (c->helper > 0)
+		helper_end(h, c);
+	/* what a consumer child delivered joins the ledger first */
+	for (int i = 0; i < g_drained->n; i++)
+		rec_append(c, &g_drained->e[i].r);
 	check_all(h, c);
+	/* again only the last record the dead consumer delivered from a ring:
+	 * every earlier one it had marked durable */
+	for (int i = 0; i < g_drained->n; i++)
+		for (int k = i + 1; k < g_drained->n && g_drained->e[i].again; k++)
+			CHECK(g_drained->e[k].slot != g_drained->e[i].slot,
+			      "record %llu of slot %u marked durable, then delivered again",
+			      (unsigned long long)g_drained->e[i].seq, g_drained->e[i].slot);
+	g_drained->n = 0;
 	c->sc->verify(h, c);
 	check_all(h, c);
+}
+
+/* Handles the parent must recover after the child: its own, unless a
+ * store-mode attach died before its slot claim or a close completed. */
+static uint32_t want_recovered(const struct scen *sc, int crashed)
+{
+	if (g_stores && crashed && (sc->flags & ARM_BEFORE_OPEN))
+		return 0;
+	return !crashed && (sc->flags & MAY_LEAVE_NONE) ? 0 : 1;
 }
 
 /* One operation, every n until it completes.  Returns the points visited. */
@@ -1271,18 +1928,20 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 		g_cur = c;
 		h = fresh(c);
 		sc->setup(h, c);
-		check_all(h, c);
+		if (!(sc->flags & NO_PRECHECK))
+			check_all(h, c);
 		if (run_child(c, sc, n, &crashed, c->point, sizeof c->point) != 0) {
 			finish(h, c);
 			return -1;
 		}
 		c->crashed = crashed;
 		c->out = *g_out;
+		c->rip = g_out->st.rip_off;
 		if (crashed)
 			tally_add(t, c->point);
 		else
 			last_hits = c->out.hits;
-		recover_and_check(h, c, 1);
+		recover_and_check(h, c, want_recovered(sc, crashed));
 		finish(h, c);
 		if (!crashed)
 			break;
@@ -1290,65 +1949,136 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 	CHECK(n <= MAX_N, "%s did not complete within %d points", sc->name, MAX_N);
 	CHECK(last_hits == n - 1, "%s: completed after %d points, but the run counted %d",
 	      sc->name, n - 1, last_hits);
+	if (g_stores && n <= MAX_N) {
+		/* the count is deterministic: the same operation again, counted only */
+		flash_t *h;
+		int crashed;
+
+		memset(c, 0, offsetof(struct ctx, rec));
+		c->sc = sc;
+		g_cur = c;
+		h = fresh(c);
+		sc->setup(h, c);
+		if (run_child(c, sc, 0, &crashed, c->point, sizeof c->point) == 0) {
+			c->out = *g_out;
+			CHECK(!crashed && c->out.hits == n - 1, "%s: %d stores, then %d counted again",
+			      sc->name, n - 1, c->out.hits);
+			recover_and_check(h, c, want_recovered(sc, crashed));
+		}
+		finish(h, c);
+	}
 	return n - 1;
 }
 
 static const struct scen recoverer = { "recover", NULL, run_nothing, NULL, ARM_BEFORE_OPEN };
 
 /*
- * Recovery killed at each of its points: a victim dies at its point m, then
- * a recoverer (flash_open runs flash_recover) dies at its point n, then the
- * parent's recovery finishes both and the victim's checks run.
+ * One victim state: the victim dies at its point m; recoverers die at their
+ * points n[0], n[1], ... (nr of them, each a flash_open, which recovers);
+ * then the parent's recovery finishes them all and the victim's checks run.
+ * Returns 1 when the last recoverer completed, 0 when it died, -1 when a
+ * child failed; *vdone when the victim completed (no state m).
  */
-static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct tally *t, int *states)
+static int recovery_case(const struct scen *victim, struct ctx *c, int m, const int *n, int nr,
+                         int *vdone, char *rpoint, size_t rlen)
 {
-	int total = 0;
+	flash_t *h;
+	int vcrashed = 0, rcrashed = 0;
+
+	memset(c, 0, offsetof(struct ctx, rec));
+	c->sc = victim;
+	g_cur = c;
+	h = fresh(c);
+	victim->setup(h, c);
+	if (run_child(c, victim, m, &vcrashed, c->point, sizeof c->point) != 0) {
+		finish(h, c);
+		return -1;
+	}
+	c->crashed = vcrashed;
+	c->out = *g_out;
+	c->rip = g_out->st.rip_off;
+	*vdone = !vcrashed;
+	if (!vcrashed) {
+		finish(h, c);
+		return 1;
+	}
+	for (int i = 0; i < nr; i++) {
+		if (run_child(c, &recoverer, n[i], &rcrashed, rpoint, rlen) != 0) {
+			finish(h, c);
+			return -1;
+		}
+		if (!rcrashed)
+			break;   /* a later recoverer has nothing left to do */
+	}
+	c->n = m;
+	c->rcrashed = rcrashed;
+	c->rrip = g_out->st.rip_off;
+	c->rn = n[nr - 1];
+	snprintf(c->rpoint, sizeof c->rpoint, "%s", rpoint);
+	/* the recoverer completed: it recovered the victim, and left itself */
+	recover_and_check(h, c, 1);
+	finish(h, c);
+	return !rcrashed;
+}
+
+/*
+ * Recovery killed at each of its points: a victim dies at its point m, then
+ * a recoverer (flash_open runs flash_recover) dies at its point n = 1, 2,
+ * ... until one completes.  In store mode the victim's @p vpoints states are
+ * sampled (about 12 of them, always the first and the last: the single
+ * enumeration has already recovered every one of them once), and with
+ * @p twice a first recoverer dies at a sample of its points and a second one
+ * at each of its own, then the parent recovers.
+ */
+static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct tally *t, int *states,
+                              int vpoints, int twice)
+{
+	int total = 0, stride = 1;
+	char rpoint[96];
 
 	*states = 0;
-	for (int m = 1; m <= MAX_N; m++) {
-		int vcrashed = 1, n;
+	if (g_stores && vpoints > 12)
+		stride = (vpoints + 11) / 12;
+	for (int m = 1; m <= MAX_N; m = (m < vpoints && m + stride > vpoints) ? vpoints : m + stride) {
+		int vdone = 0, rc = 0, n;
 
 		for (n = 1; n <= MAX_N; n++) {
-			flash_t *h;
-			int rcrashed;
-			char rpoint[48];
-
-			memset(c, 0, offsetof(struct ctx, rec));
-			c->sc = victim;
-			g_cur = c;
-			h = fresh(c);
-			victim->setup(h, c);
-			if (run_child(c, victim, m, &vcrashed, c->point, sizeof c->point) != 0) {
-				finish(h, c);
+			rc = recovery_case(victim, c, m, &n, 1, &vdone, rpoint, sizeof rpoint);
+			if (rc < 0)
 				return -1;
-			}
-			c->crashed = vcrashed;
-			c->out = *g_out;
-			if (!vcrashed) {
-				finish(h, c);
+			if (vdone)
 				break;
-			}
-			if (run_child(c, &recoverer, n, &rcrashed, rpoint, sizeof rpoint) != 0) {
-				finish(h, c);
-				return -1;
-			}
-			c->n = m;
-			c->rcrashed = rcrashed;
-			c->rn = n;
-			snprintf(c->rpoint, sizeof c->rpoint, "%s", rpoint);
-			if (rcrashed) {
+			if (rc == 0) {
 				tally_add(t, rpoint);
 				total++;
 			}
-			/* the recoverer completed: it recovered the victim, and left itself */
-			recover_and_check(h, c, 1);
-			finish(h, c);
-			if (!rcrashed)
+			if (rc == 1)
 				break;
 		}
-		if (!vcrashed)
+		if (vdone)
 			break;
 		(*states)++;
+		/* twice in a row: first recoverer at about 6 of its n-1 points */
+		if (twice && (m == 1 || m + stride > vpoints || m == 1 + stride * (vpoints / stride / 2))) {
+			int r1 = n - 1, st1 = r1 > 6 ? (r1 + 5) / 6 : 1;
+
+			for (int n1 = 1; n1 <= r1; n1 += st1)
+				for (int n2 = 1; n2 <= MAX_N; n2++) {
+					int nn[2] = { n1, n2 };
+
+					rc = recovery_case(victim, c, m, nn, 2, &vdone, rpoint, sizeof rpoint);
+					if (rc < 0)
+						return -1;
+					if (rc == 0) {
+						tally_add(t, rpoint);
+						total++;
+					}
+					if (rc != 0)
+						break;
+				}
+		}
+		if (m >= vpoints && g_stores)
+			break;
 	}
 	return total;
 }
@@ -1356,11 +2086,14 @@ static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct t
 int main(int argc, char **argv)
 {
 	static struct ctx c;
+	static int vpoints[NVICTIMS];
+	const char *filter;
 	int grand = 0, zero = 0;
 	struct timespec t0, t1;
 
-	(void)argc;
-	(void)argv;
+	/* crash_points [stores|points [FILTER]]: FILTER picks scenarios by name */
+	g_stores = argc > 1 && strcmp(argv[1], "stores") == 0;
+	filter = argc > 2 ? argv[2] : NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_main_pid = getpid();
 	signal(SIGINT, on_signal);
@@ -1369,41 +2102,60 @@ int main(int argc, char **argv)
 	signal(SIGHUP, on_signal);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	g_out = mmap(NULL, sizeof *g_out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (g_out == MAP_FAILED) {
+	g_help = mmap(NULL, sizeof *g_help, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	g_drained = mmap(NULL, sizeof *g_drained, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	                 -1, 0);
+	if (g_out == MAP_FAILED || g_help == MAP_FAILED || g_drained == MAP_FAILED) {
 		perror("mmap");
 		return 2;
+	}
+	if (g_stores && trap_selftest() != 0) {
+		g_failures++;
+		g_failed_cases++;
 	}
 	for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++) {
 		struct tally t;
 		int n;
 
+		if ((filter != NULL && strstr(scens[i].name, filter) == NULL) ||
+		    (!g_stores && (scens[i].flags & STORES_ONLY)))
+			continue;
 		memset(&t, 0, sizeof t);
 		n = enumerate(&scens[i], &c, &t);
-		printf("%-30s %3d points: %s\n", scens[i].name, n, t.names);
+		for (size_t v = 0; v < NVICTIMS; v++)
+			if (strcmp(victims[v], scens[i].name) == 0)
+				vpoints[v] = n;
+		printf("%-30s %4d %s: %s\n", scens[i].name, n, g_stores ? "stores" : "points", t.names);
 		if (n <= 0)
 			zero++;
 		else
 			grand += n;
 	}
-	for (size_t v = 0; v < sizeof victims / sizeof victims[0]; v++) {
+	for (size_t v = 0; v < NVICTIMS; v++) {
 		const struct scen *victim = NULL;
 		struct tally t;
 		int n, states = 0;
 
+		if (filter != NULL && strstr(victims[v], filter) == NULL)
+			continue;
 		for (size_t i = 0; i < sizeof scens / sizeof scens[0]; i++)
 			if (strcmp(scens[i].name, victims[v]) == 0)
 				victim = &scens[i];
+		if (victim == NULL || (!g_stores && (victim->flags & STORES_ONLY)))
+			continue;
 		memset(&t, 0, sizeof t);
-		n = enumerate_recovery(victim, &c, &t, &states);
-		printf("recover(%s) %3d points over %d victim states: %s\n", victims[v], n, states, t.names);
-		if (n <= 0 || strstr(t.names, "recover ") == NULL)
+		n = enumerate_recovery(victim, &c, &t, &states, vpoints[v], v < 3);
+		printf("recover(%s) %4d %s over %d victim states: %s\n", victims[v], n,
+		       g_stores ? "stores" : "points", states, t.names);
+		if (n <= 0 || (!g_stores && strstr(t.names, "recover ") == NULL))
 			zero++;
 		else
 			grand += n;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("total: %d crash points visited, %d operations without any, %d failed checks "
-	       "in %d cases (%.1f s)\n", grand, zero, g_failures, g_failed_cases,
+	printf("total: %d crash points (%s) visited, %d operations without any, %d failed checks "
+	       "in %d cases (%.1f s)\n", grand, g_stores ? "every store" : "FS_CRASH", zero, g_failures,
+	       g_failed_cases,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(c.rec);
 	return (g_failures || zero) ? 1 : 0;

@@ -11,11 +11,18 @@ target_compile_definitions(flashstock_crash PRIVATE FLASH_CRASHPOINTS=1)
 target_include_directories(flashstock_crash PUBLIC ${PROJECT_SOURCE_DIR}/api ${PROJECT_SOURCE_DIR}/engine)
 target_link_libraries(flashstock_crash PUBLIC PkgConfig::CK Threads::Threads rt)
 
-add_executable(crash_points ${CMAKE_CURRENT_SOURCE_DIR}/crash_points.c)
+#
+# The same program with the argument "stores" (ctest crash_stores) makes
+# every store into the segment a crash point, no macro needed
+# (tests/storetrap.c: the segment mapped read-only, each write fault counted,
+# --wrap=mmap so flash_open's own mapping is caught as it is made).
+add_executable(crash_points ${CMAKE_CURRENT_SOURCE_DIR}/crash_points.c ${CMAKE_CURRENT_SOURCE_DIR}/storetrap.c)
 target_compile_definitions(crash_points PRIVATE FLASH_CRASHPOINTS=1)
-target_link_libraries(crash_points PRIVATE flashstock_crash "-Wl,--wrap=_exit")
+target_link_libraries(crash_points PRIVATE flashstock_crash "-Wl,--wrap=_exit" "-Wl,--wrap=mmap" "-Wl,--wrap=munmap")
 add_test(NAME crash_points COMMAND crash_points)
 set_tests_properties(crash_points PROPERTIES LABELS "engine;crash" TIMEOUT 300)
+add_test(NAME crash_stores COMMAND crash_points stores)
+set_tests_properties(crash_stores PROPERTIES LABELS "engine;crash" TIMEOUT 600)
 
 # tests/test_perm_segment.c (made a program by the test_*.c glob) uses the
 # shared fixtures.
