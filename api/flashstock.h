@@ -364,7 +364,9 @@ struct flash_order_res {
  *    FLASH_EDUPLICATE, FLASH_EBAD_TOKEN for another's token) does not touch it;
  *  - an order whose process dies before the call returns, and before its
  *    commit point, leaves it live (recovery gives it back: no caller learned
- *    anything), whatever step it died at.
+ *    anything), whatever step it died at -- unless it died after recording a
+ *    refusal for its request id, which a retry can already read: then the
+ *    refusal stands as if returned, token burnt.
  * @param[in]  h    writable handle
  * @param[in]  r    the request
  * @param[out] res  outcome details (may be NULL)

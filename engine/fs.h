@@ -306,7 +306,9 @@ struct fs_journal {
 	uint32_t n_int;
 	uint32_t quota_return;     /* cancel: give the limit slot back */
 	uint32_t dir;              /* recovery's decision: 1 back, 2 forward */
-	uint32_t pad;
+	uint32_t owner_undo;       /* 1: the owner's rollback is recording its refusal
+	                              (rc in rec.flags) for the request id; recovery
+	                              finishes that rollback, not a crash's */
 	uint64_t tok_id;
 	/* the keyed-table insert in flight (ktab.c), one at a time */
 	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1; 0: none, or settled */

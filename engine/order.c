@@ -30,6 +30,7 @@ int fs_op_begin(flash_t *h, uint32_t op)
 	j->n_int = 0;
 	j->quota_return = 0;
 	j->dir = 0;
+	j->owner_undo = 0;
 	j->tok_id = 0;
 	ck_pr_fence_store();
 	ck_pr_store_32(&j->phase, FS_PH_RUN);
@@ -103,11 +104,15 @@ void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
 
 /*
  * Undo an operation that did not reach its commit point.  @p crashed: the
- * owner is dead, so the client never saw an answer: a redeemed token becomes
- * live again and a request id is forgotten.  Otherwise (the owner's own
- * failure path, outcome @p rc) the token is burnt and the request id
- * remembers the outcome, unless the failure was one of capacity (EBUSY,
- * EFULL, ECORRUPT): then both are left for the retry (fs_token_unwind).
+ * owner died before its outcome became visible, so the client never saw an
+ * answer: a redeemed token becomes live again and a request id is
+ * forgotten.  Otherwise -- the owner's own failure path, outcome @p rc, or a
+ * recoverer finishing that path for an owner that died after recording the
+ * outcome in the request-id table (owner_undo) --
+ * the token is burnt and the request id remembers the outcome, unless the
+ * failure was one of capacity (EBUSY, EFULL, ECORRUPT): then both are left
+ * for the retry (fs_token_unwind).  Every step is idempotent, so a
+ * recoverer runs it again over whatever part the owner did.
  */
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed)
 {
@@ -136,6 +141,16 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 			struct fs_kent *e = &h->req[ri];
 			int keep = !crashed && rc != FLASH_EFULL && rc != FLASH_EBUSY && rc != FLASH_ECORRUPT;
 
+			/* Recording the outcome makes it visible (a retry reads it):
+			 * from the mark on, a recoverer finishes this rollback as
+			 * the owner's (token burnt) instead of a crash's, so a kill
+			 * after this CAS never leaves the outcome remembered and
+			 * the token live again.  The mark before the CAS: a kill
+			 * between them finishes as the owner would have. */
+			if (keep) {
+				ck_pr_store_32(&j->owner_undo, 1);
+				ck_pr_fence_store();
+			}
 			cas_state(&e->state, pend, keep ? FS_MK(FS_K_DONE, FS_REQ_VAL(rc, 0, 0))
 			                                : FS_MK(FS_K_FREE, 0));
 		}
@@ -588,7 +603,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	return fs_ack(h);
 
 fail:
-	j->rec.flags = (uint16_t)(int16_t)rc;
+	j->rec.flags = (uint16_t)(int16_t)rc;   /* the outcome, for a recoverer */
 	fs_op_rollback(h, j, (uint32_t)h->slot, 0);
 	op_end(h);
 	return rc;

@@ -80,7 +80,9 @@ static void recover_slot(flash_t *h, uint32_t slot)
 			fs_op_finish_restock(h, j, slot);
 		stat_inc(h, 2);
 	} else {
-		fs_op_rollback(h, j, slot, 1);
+		/* a refusal the owner had decided is finished as the owner would
+		 * have; anything else is rolled back as a crash */
+		fs_op_rollback(h, j, slot, !ck_pr_load_32(&j->owner_undo));
 		stat_inc(h, 1);
 	}
 	FS_CRASH("recover", 3);

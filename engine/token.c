@@ -226,11 +226,12 @@ static int token_refusal_keeps(int rc)
 
 /*
  * The token part of an order rolled back before its commit point.
- * @p crashed: the order's process died; the token is live again
- * (fs_token_recover).  Otherwise the owner's own failure path with outcome
- * @p rc: a refusal for capacity puts the token back (PEND(tag) -> FREE, the
- * count never moved); any other burns it: the count first, then the entry
- * (-> USED(tag)), so a crash in between is settled by fs_token_recover.
+ * @p crashed: the order's process died before deciding; the token is live
+ * again (fs_token_recover).  Otherwise the failure path with outcome @p rc
+ * (the owner's, or a recoverer finishing it): a refusal for capacity puts
+ * the token back (PEND(tag) -> FREE, the count never moved); any other burns
+ * it: the count first, then the entry (-> USED(tag)).  Idempotent: run
+ * again over a part already done, it does nothing twice.
  * Crash points: "order_undo" 4 (between the two).
  */
 void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc)
@@ -244,13 +245,22 @@ void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashe
 		fs_token_recover(h, j, slot);
 		return;
 	}
-	if (!token_read(h, ti, &st, &id) || st != pend || id != j->tok_id)
+	if (!token_read(h, ti, &st, &id) || id != j->tok_id)
 		return;                          /* not ours: the take failed */
+	if (st == FS_MK(FS_K_USED, j->op_tag)) {
+		/* burnt by the owner, which died after: settle its count */
+		fs_token_settle(h, j, slot, -1);
+		return;
+	}
+	if (st != pend)
+		return;
 	if (token_refusal_keeps(rc)) {
 		fs_token_move(h, ti, id, pend, FS_MK(FS_K_FREE, 0));
 		return;
 	}
-	fs_counter_change(h, j, slot, FS_TL_TARGET, -1, 0);
+	/* the count first (settled from the journal: run again by a
+	 * recoverer, it changes nothing twice), then the entry */
+	fs_token_settle(h, j, slot, -1);
 	FS_CRASH("order_undo", 4);
 	fs_token_move(h, ti, id, pend, FS_MK(FS_K_USED, j->op_tag));
 }

@@ -1349,10 +1349,12 @@ enum { HELP_ORDER = 1, HELP_LOCK = 2 };
 
 /*
  * Start a helper: another process that attaches and runs an order (or a
- * lock acquire) and stops (SIGSTOP) at its first store after its first
- * store into the shard (or lock) region: its stock CAS done, the order not
- * committed (its fence taken, the lock not yet swapped).  It is left there,
- * alive, for the operation under test to meet.
+ * lock acquire) and stops (SIGSTOP): an order at its first store after its
+ * first store into the shard region (its stock CAS done, the order not
+ * committed); an acquire at its first store into the lock region, the
+ * grant's CAS, before it happens (the lock read as free, not yet taken:
+ * the window in which a fence taken apart from the grant went backwards).
+ * It is left there, alive, for the operation under test to meet.
  */
 static void helper_start(flash_t *h, struct ctx *c, int what)
 {
@@ -1376,7 +1378,7 @@ static void helper_start(flash_t *h, struct ctx *c, int what)
 		if (flash_open(c->name, 0, &hh) != FLASH_OK)
 			_exit(3);
 		st_stop_flag(&g_help->die);
-		st_arm(1, ST_STOP, FLASH_CRASH_EXIT, lo, hi);
+		st_arm(1, what == HELP_ORDER ? ST_STOP : ST_STOP | ST_IN, FLASH_CRASH_EXIT, lo, hi);
 		if (what == HELP_ORDER)
 			g_help->rc = order(hh, 13, 130, 13001, 1, 0, 0, &g_help->res);
 		else

@@ -70,7 +70,7 @@ static int g_prot;                  /* tracked mappings are read-only */
 static struct st_store *g_out;
 static size_t g_pg;
 
-static int g_counting, g_how, g_exit_code;
+static int g_counting, g_how, g_in, g_exit_code;
 static uint64_t g_n, g_target, g_after_lo, g_after_hi;
 static int g_after_seen;
 
@@ -204,7 +204,7 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 		uint64_t off = (uint64_t)(a - g_map[m].base);
 
 		g_n++;
-		if (g_target != 0 && g_after_seen) {
+		if (g_target != 0 && (g_in ? off >= g_after_lo && off < g_after_hi : g_after_seen)) {
 			if (--g_target == 0) {
 				report(a, uc);
 				if (g_how == ST_DIE) {
@@ -279,7 +279,8 @@ void st_arm(uint64_t target, int how, int exit_code, uint64_t after_lo, uint64_t
 {
 	g_n = 0;
 	g_target = target;
-	g_how = how;
+	g_how = how & ~ST_IN;
+	g_in = (how & ST_IN) != 0;
 	g_exit_code = exit_code;
 	g_after_lo = after_lo;
 	g_after_hi = after_hi;

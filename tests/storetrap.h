@@ -16,7 +16,7 @@ struct st_store {
 };
 
 /* A stopped process left this on SIGSTOP: */
-enum { ST_DIE = 1, ST_STOP = 2 };
+enum { ST_DIE = 1, ST_STOP = 2, ST_IN = 4 };
 
 /*
  * Install the SIGSEGV/SIGTRAP handlers and remember the segment's shm name
@@ -34,7 +34,9 @@ void st_track(void *base, size_t len);
  * process makes the segment writable again and _exits with @p exit_code
  * (how == ST_DIE), or raises SIGSTOP and then lets the store happen (how ==
  * ST_STOP).  With @p after_lo < @p after_hi the target counts only stores
- * after the first one into [after_lo, after_hi) (segment offsets).
+ * after the first one into [after_lo, after_hi) (segment offsets); with
+ * ST_IN or'ed into @p how, only the stores into that range, the first one
+ * included.
  * @p target == 0: count only.
  */
 void st_arm(uint64_t target, int how, int exit_code, uint64_t after_lo, uint64_t after_hi);
