@@ -176,7 +176,7 @@ int cmd_bench(int argc, char **argv)
 	char *elist = NULL, *wlist = NULL, *dlist = NULL, *out_dir = NULL;
 	char *etok[16], *wtok[8], *dtok[4];
 	int ne = 0, nwl = 0, nd = 0, json = 0, opt, i, j, k, rc = 0;
-	uint64_t ops = 0, warm = UINT64_MAX, v;
+	uint64_t ops = 0, warm = UINT64_MAX, v = 0;   /* v: set before each use; 0 keeps a failed parse defined */
 	double scale = 1.0;
 	struct bench_result *rows;
 	size_t nrows = 0, cap;

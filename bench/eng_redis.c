@@ -391,6 +391,9 @@ static int flush_conn(struct bench_worker *w, struct conn *cn)
 static int redis_thread(struct bench_worker *w)
 {
 	struct redis_state *st = w->run->eng_state;
+	/* the connection count, loaded once: every loop below and the cleanup
+	 * walk the same connections (the calls in between take st along) */
+	const uint32_t nconn = st->conns;
 	const struct bench_cfg *cfg = &w->run->cfg;
 	struct bench_wstat *ws = w->st;
 	struct conn *cn;
@@ -401,13 +404,13 @@ static int redis_thread(struct bench_worker *w)
 	uint32_t i;
 	int rc = -1;
 
-	cn = calloc(st->conns, sizeof(*cn));
-	pfd = calloc(st->conns, sizeof(*pfd));
+	cn = calloc(nconn, sizeof(*cn));
+	pfd = calloc(nconn, sizeof(*pfd));
 	if (!cn || !pfd) {
 		bench_fail(w, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < st->conns; i++) {
+	for (i = 0; i < nconn; i++) {
 		cn[i].c = connect_unix(st->sock, 5.0);
 		cn[i].q = calloc(st->depth, sizeof(struct inflight));
 		if (!cn[i].c || !cn[i].q) {
@@ -431,7 +434,7 @@ static int redis_thread(struct bench_worker *w)
 		uint64_t now = bench_now_ns(), wait_ns = UINT64_MAX;
 		int n;
 		/* send */
-		for (i = 0; i < st->conns && next < limit; i++) {
+		for (i = 0; i < nconn && next < limit; i++) {
 			int sent = 0;
 			while (cn[i].n < st->depth && next < limit) {
 				uint64_t t0 = now;
@@ -470,22 +473,22 @@ static int redis_thread(struct bench_worker *w)
 			continue;
 		}
 		/* receive */
-		for (i = 0; i < st->conns; i++) {
+		for (i = 0; i < nconn; i++) {
 			pfd[i].fd = cn[i].c->fd;
 			pfd[i].events = cn[i].n ? POLLIN : 0;
 			pfd[i].revents = 0;
 		}
 		if (wait_ns != UINT64_MAX) {
 			struct timespec ts = { (time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u) };
-			n = ppoll(pfd, st->conns, &ts, NULL);
+			n = ppoll(pfd, nconn, &ts, NULL);
 		} else {
-			n = poll(pfd, st->conns, 1000);
+			n = poll(pfd, nconn, 1000);
 		}
 		if (n < 0 && errno != EINTR) {
 			bench_fail(w, "poll: %s", strerror(errno));
 			goto out;
 		}
-		for (i = 0; i < st->conns && n > 0; i++) {
+		for (i = 0; i < nconn && n > 0; i++) {
 			void *rp;
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
@@ -537,7 +540,7 @@ static int redis_thread(struct bench_worker *w)
 	rc = 0;
 out:
 	if (cn)
-		for (i = 0; i < st->conns; i++) {
+		for (i = 0; i < nconn; i++) {
 			if (cn[i].c)
 				redisFree(cn[i].c);
 			free(cn[i].q);

@@ -90,8 +90,10 @@ int main(int argc, char **argv)
 
 	size_t total = (size_t)orders + (size_t)skus + 1;
 	struct flash_lsn_record *v = calloc(total, sizeof *v);
-	if (!v)
+	if (!v) {
+		flash_mysql_close(m);
 		return 1;
+	}
 	uint64_t lsn = 1;
 	size_t n = 0;
 	v[n].lsn = lsn++;
@@ -135,6 +137,8 @@ int main(int argc, char **argv)
 	double t_apply = now_s() - t0;
 	if (rc) {
 		fprintf(stderr, "mysql_apply_bench: apply: %s\n", flash_mysql_strerror(rc));
+		flash_mysql_close(m);
+		free(v);
 		return 1;
 	}
 	struct flash_mysql_stats st;

@@ -24,7 +24,10 @@ int fs_op_begin(flash_t *h, uint32_t op)
 {
 	struct fs_journal *j = h->j;
 
-	j->op_tag = FS_TAG((uint32_t)h->slot, fs_next_seq(h));
+	/* other processes read op_tag (fs_tag_alive) while we write it: one
+	 * atomic store (a plain MOV on x86-64), no order needed -- a reader also
+	 * needs phase != IDLE, which the fenced store of phase below publishes */
+	ck_pr_store_64(&j->op_tag, FS_TAG((uint32_t)h->slot, fs_next_seq(h)));
 	j->op = op;
 	j->req_idx = j->tok_idx = j->user_idx = j->order_idx = j->sku_idx = FS_NONE;
 	j->n_int = 0;

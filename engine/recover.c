@@ -39,7 +39,7 @@ static void stat_inc(flash_t *h, int what)
 static void recover_slot(flash_t *h, uint32_t slot)
 {
 	struct fs_journal *j = &h->jr[slot];
-	uint32_t phase = ck_pr_load_32(&j->phase);
+	uint32_t phase;
 
 	/* a catalog writer that died inside the admin mutex is repaired by the
 	 * mutex's next owner; taking it here makes that happen now */

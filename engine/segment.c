@@ -5,7 +5,8 @@
  * its WAL and the claim of its one consumer (the daemon).
  *
  * Divisions: layout, create, attach (validation in the order the header
- * documents), process table, admin mutex, identity and consumer claim.
+ * documents; one mapping per handle, or in the ThreadSanitizer build one per
+ * process), process table, admin mutex, identity and consumer claim.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -460,6 +461,93 @@ static void bind_regions(flash_t *h)
 	h->ring_size = h->hdr->fx.opts.ring_records;
 }
 
+/*
+ * Handle mappings.  Normally each handle maps the segment on its own: the
+ * handles of a process then see it at different addresses, which is what
+ * every process does anyway (the segment holds no pointer).
+ *
+ * FLASH_SHARED_MAP (the -DFLASH_TSAN=ON build only): all handles of a
+ * process that attach one segment object (device + inode) the same way
+ * (writable or read-only) share one mapping, counted.  ThreadSanitizer keys
+ * its shadow memory by address: only then does it see two threads' handles
+ * touch the same word, and check the segment protocol between them.  The
+ * table is process-local and guarded by a mutex; open and close take it, the
+ * order path never does.  A forked child inherits the table with the
+ * mappings it describes, so the counts stay right there too.
+ */
+#ifdef FLASH_SHARED_MAP
+#include <pthread.h>
+
+#define FS_SHMAP_MAX 64
+
+static struct fs_shmap {
+	dev_t dev;
+	ino_t ino;
+	int rd;
+	uint64_t size;
+	void *base;
+	unsigned refs;              /* 0: the entry is free */
+} fs_shmap[FS_SHMAP_MAX];
+static pthread_mutex_t fs_shmap_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *seg_map(int fd, const struct stat *st, uint64_t size, int rd)
+{
+	void *p = MAP_FAILED;
+	int i, free_i = -1;
+
+	pthread_mutex_lock(&fs_shmap_mu);
+	for (i = 0; i < FS_SHMAP_MAX; i++) {
+		struct fs_shmap *m = &fs_shmap[i];
+
+		if (m->refs == 0) {
+			if (free_i < 0)
+				free_i = i;
+		} else if (m->dev == st->st_dev && m->ino == st->st_ino && m->rd == rd &&
+		           m->size == size) {
+			m->refs++;
+			p = m->base;
+			goto out;
+		}
+	}
+	p = mmap(NULL, size, rd ? PROT_READ : PROT_READ | PROT_WRITE,
+	         MAP_SHARED | (rd ? 0 : MAP_POPULATE), fd, 0);
+	if (p != MAP_FAILED && free_i >= 0)
+		fs_shmap[free_i] = (struct fs_shmap){ st->st_dev, st->st_ino, rd, size, p, 1 };
+out:
+	pthread_mutex_unlock(&fs_shmap_mu);
+	return p;
+}
+
+static void seg_unmap(void *base, uint64_t size)
+{
+	int i;
+
+	pthread_mutex_lock(&fs_shmap_mu);
+	for (i = 0; i < FS_SHMAP_MAX; i++)
+		if (fs_shmap[i].refs != 0 && fs_shmap[i].base == base) {
+			if (--fs_shmap[i].refs == 0)
+				munmap(base, size);
+			pthread_mutex_unlock(&fs_shmap_mu);
+			return;
+		}
+	pthread_mutex_unlock(&fs_shmap_mu);
+	munmap(base, size);          /* the table was full when it was mapped */
+}
+#else
+/* writers pre-fault the whole mapping: no page fault on the order path */
+static void *seg_map(int fd, const struct stat *st, uint64_t size, int rd)
+{
+	(void)st;
+	return mmap(NULL, size, rd ? PROT_READ : PROT_READ | PROT_WRITE,
+	            MAP_SHARED | (rd ? 0 : MAP_POPULATE), fd, 0);
+}
+
+static void seg_unmap(void *base, uint64_t size)
+{
+	munmap(base, size);
+}
+#endif
+
 static int slot_claim(flash_t *h);
 
 int flash_open(const char *name, unsigned flags, flash_t **out)
@@ -531,9 +619,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 		rc = FLASH_ENOMEM;
 		goto fail_close;
 	}
-	/* writers pre-fault the whole mapping: no page fault on the order path */
-	h->base = mmap(NULL, fx.seg_size, rd ? PROT_READ : PROT_READ | PROT_WRITE,
-	               MAP_SHARED | (rd ? 0 : MAP_POPULATE), fd, 0);
+	h->base = seg_map(fd, &st, fx.seg_size, rd);
 	if (h->base == MAP_FAILED) {
 		rc = errno_rc(errno);
 		free(h);
@@ -545,7 +631,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	/* the mapping could differ from the copy we checked (a writer racing a
 	 * corrupting attach): use the checked copy's geometry, never the live one */
 	if (memcmp(&h->hdr->fx, &fx, sizeof(fx)) != 0) {
-		munmap(h->base, h->size);
+		seg_unmap(h->base, h->size);
 		free(h);
 		return FLASH_ECHECKSUM;
 	}
@@ -556,7 +642,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	h->slot = -1;
 	if (!rd) {
 		if ((rc = slot_claim(h)) != FLASH_OK) {
-			munmap(h->base, h->size);
+			seg_unmap(h->base, h->size);
 			free(h);
 			return rc;
 		}
@@ -575,7 +661,7 @@ int flash_close(flash_t *h)
 	if (h == NULL)
 		return FLASH_EINVAL;
 	if (h->fork_gen != fs_fork_gen()) {
-		munmap(h->base, h->size);
+		seg_unmap(h->base, h->size);
 		free(h->cursor);
 	free(h->dtail);
 	free(h->dlive);
@@ -590,7 +676,7 @@ int flash_close(flash_t *h)
 		/* release: FREE keeps the generation, the next claim bumps it */
 		ck_pr_store_64(&h->me->state, FS_PSTATE(FS_P_FREE, FS_PGEN(s), 0));
 	}
-	munmap(h->base, h->size);
+	seg_unmap(h->base, h->size);
 	free(h->cursor);
 	free(h->dtail);
 	free(h->dlive);

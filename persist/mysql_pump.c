@@ -171,8 +171,8 @@ static void *pump_main(void *arg)
 				progress = p->mp_wal_dir != NULL;
 			}
 		} else {
-			/* A hole and no WAL to read it from: wait for a restart. */
-			rc = FLASH_EMYSQL_GAP;
+			/* A hole and no WAL to read it from: wait for a restart.
+			 * (pending, checked above under the same lock, rules it out.) */
 		}
 		if (progress) {
 			backoff_ms = 10;

@@ -180,11 +180,8 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 	if (pio_fdatasync(fd) != 0)
 		goto io_fd;
 	step = "close";
-	if (pio_close(fd) != 0) {
-		fd = -1;
-		goto io;
-	}
-	fd = -1;
+	if (pio_close(fd) != 0)
+		goto io;       /* fd is gone either way: only io's cleanup follows */
 	step = "rename";
 	if (pio_rename(tmp, fin) != 0)
 		goto io;

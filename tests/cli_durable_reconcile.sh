@@ -91,7 +91,9 @@ R --repair --json > /dev/null 2> "$T/u3"; rc=$?
 [ $rc = 2 ] || fail "--repair --json exited $rc, want 2"
 R --repair --threshold 0 > /dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "--repair --threshold 0 exited $rc, want 2"
-"$F" reconcile --repair --help | grep -q -- '--repair' || fail "--help does not describe --repair"
+"$F" reconcile --repair --help > "$T/u4" 2>&1; rc=$?
+[ $rc = 0 ] || fail "reconcile --repair --help exited $rc, want 0"
+grep -q -- '--repair' "$T/u4" || fail "--help does not describe --repair"
 # the difference is still there: the refused commands did not touch it
 R > /dev/null 2>&1; rc=$?
 [ $rc = 1 ] || fail "the difference vanished (exit $rc)"

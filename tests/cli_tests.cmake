@@ -61,13 +61,17 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_durable_sigint.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(cli_durable_sigint PROPERTIES TIMEOUT 300)
 
-  # usage: --help everywhere exits 0; an unknown command exits 2.
+  # usage: --help everywhere exits 0 and prints the usage; an unknown
+  # command exits 2.  tests/cli_expect.sh checks the exit code and the
+  # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
   foreach(cmd create destroy load status demo reconcile)
-    add_test(NAME cli_help_${cmd} COMMAND flashstock ${cmd} --help)
-    set_tests_properties(cli_help_${cmd} PROPERTIES PASS_REGULAR_EXPRESSION "usage: flashstock ${cmd}")
+    add_test(NAME cli_help_${cmd}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 0 "usage: flashstock ${cmd}"
+                     $<TARGET_FILE:flashstock> ${cmd} --help)
   endforeach()
-  add_test(NAME cli_help COMMAND flashstock --help)
-  set_tests_properties(cli_help PROPERTIES PASS_REGULAR_EXPRESSION "2  usage error")
+  add_test(NAME cli_help
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 0 "2  usage error"
+                   $<TARGET_FILE:flashstock> --help)
   add_test(NAME cli_unknown_command_exits_2
            COMMAND bash -c "\"$1\" frobnicate; test $? = 2" sh $<TARGET_FILE:flashstock>)
 endif()

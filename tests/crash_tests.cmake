@@ -52,10 +52,10 @@ if(TARGET flashstock_persist)
   # pkg-config targets are visible only in the directory that made them:
   # make persist/'s again here.
   if(NOT TARGET PkgConfig::MHD)
-    pkg_check_modules(MHD QUIET IMPORTED_TARGET libmicrohttpd)
+    pkg_check_modules(MHD REQUIRED QUIET IMPORTED_TARGET libmicrohttpd)
   endif()
   if(NOT TARGET PkgConfig::MARIADB)
-    pkg_check_modules(MARIADB QUIET IMPORTED_TARGET libmariadb)
+    pkg_check_modules(MARIADB REQUIRED QUIET IMPORTED_TARGET libmariadb)
   endif()
   add_library(flashstock_persist_crash STATIC ${FLASH_PERSIST_CRASH_SRC})
   target_compile_definitions(flashstock_persist_crash PRIVATE FLASH_CRASHPOINTS=1)

@@ -2,7 +2,9 @@
 # tests/test_mp_*.c (multi-process) share tests/helpers.c.  tests/CMakeLists.txt
 # has already made each of them a program linked with flashstock_static and
 # cmocka; this fragment adds the helpers and a label.
-add_library(flash_test_helpers STATIC ${CMAKE_CURRENT_SOURCE_DIR}/helpers.c)
+# unpriv.c: checks run as the permission fixture's users (tests/perm_tests.cmake)
+add_library(flash_test_helpers STATIC ${CMAKE_CURRENT_SOURCE_DIR}/helpers.c
+            ${CMAKE_CURRENT_SOURCE_DIR}/unpriv.c)
 target_link_libraries(flash_test_helpers PUBLIC flashstock_static PkgConfig::CMOCKA)
 
 file(GLOB FLASH_ENGINE_TEST_SRC CONFIGURE_DEPENDS

@@ -553,8 +553,12 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, on_signal);
 	signal(SIGHUP, on_signal);
-	if (getenv("SCRIBBLE_SEED"))
-		seed = strtoull(getenv("SCRIBBLE_SEED"), NULL, 0);
+	{
+		const char *s = getenv("SCRIBBLE_SEED");
+
+		if (s != NULL)
+			seed = strtoull(s, NULL, 0);
+	}
 	printf("scribble: seed %llu (SCRIBBLE_SEED=... repeats a run), %lld ms per round\n",
 	       (unsigned long long)seed, (long long)round_ms);
 	g_prog = mmap(NULL, sizeof *g_prog, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

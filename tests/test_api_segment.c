@@ -7,6 +7,7 @@
  * offsets taken with offsetof() from the engine's own header struct.
  */
 #include "helpers.h"
+#include "unpriv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -278,66 +279,96 @@ static void test_attach_refuses_wrong_mode_with_emode(void **state)
 	assert_int_equal(flash_close(h), FLASH_OK);
 }
 
-static void test_attach_refuses_other_owner_with_eowner_before_mode(void **state)
-{
-	char name[64], path[128];
-	flash_t *h = NULL;
-
-	if (geteuid() != 0)
-		skip();
-	t_segname(name, sizeof name);
-	t_shm_path(name, path, sizeof path);
-	assert_int_equal(flash_seg_create(name, NULL), FLASH_OK);
-	assert_int_equal(chown(path, 65534, (gid_t)-1), 0);
-	assert_int_equal(flash_open(name, 0, &h), FLASH_EOWNER);
-	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_EOWNER);
-	/* owner is checked before mode */
-	assert_int_equal(chmod(path, 0666), 0);
-	assert_int_equal(flash_open(name, 0, &h), FLASH_EOWNER);
-	/* back to us: opens again */
-	assert_int_equal(chown(path, 0, (gid_t)-1), 0);
-	assert_int_equal(chmod(path, 0600), 0);
-	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
-	assert_int_equal(flash_close(h), FLASH_OK);
-}
-
+/*
+ * Owner and OS refusals, as the fixture's unprivileged users (tests/unpriv.h):
+ * A creates, B (another user) attaches.  Each child returns 0, or the number
+ * of its first step that gave the wrong answer.
+ */
 struct perm_arg {
 	const char *name;
+	mode_t mode;            /* chmod to this after creating (0: keep 0600) */
 };
 
-static int child_open_as_nobody(void *arg)
+static int child_create_0600(void *arg)
+{
+	struct perm_arg *pa = arg;
+	char path[128];
+
+	if (flash_seg_create(pa->name, NULL) != FLASH_OK)
+		return 1;
+	t_shm_path(pa->name, path, sizeof path);
+	if (pa->mode != 0 && chmod(path, pa->mode) != 0)
+		return 2;
+	return 0;
+}
+
+static int child_open_ok(void *arg)
 {
 	struct perm_arg *pa = arg;
 	flash_t *h = NULL;
-	int rc;
 
-	if (setgid(65534) != 0 || setuid(65534) != 0)
-		return 90;
-	rc = flash_open(pa->name, 0, &h);
-	if (rc != FLASH_EPERM)
+	if (flash_open(pa->name, 0, &h) != FLASH_OK)
 		return 1;
-	rc = flash_open(pa->name, FLASH_RDONLY, &h);
-	if (rc != FLASH_EPERM)
+	return flash_close(h) == FLASH_OK ? 0 : 2;
+}
+
+static int child_open_eowner(void *arg)
+{
+	struct perm_arg *pa = arg;
+	flash_t *h = NULL;
+
+	if (flash_open(pa->name, 0, &h) != FLASH_EOWNER)
+		return 1;
+	if (flash_open(pa->name, FLASH_RDONLY, &h) != FLASH_EOWNER)
 		return 2;
-	rc = flash_seg_destroy(pa->name);   /* /dev/shm is sticky: not ours */
-	if (rc != FLASH_EPERM)
+	return h == NULL ? 0 : 3;
+}
+
+static int child_open_eperm(void *arg)
+{
+	struct perm_arg *pa = arg;
+	flash_t *h = NULL;
+
+	if (flash_open(pa->name, 0, &h) != FLASH_EPERM)
+		return 1;
+	if (flash_open(pa->name, FLASH_RDONLY, &h) != FLASH_EPERM)
+		return 2;
+	if (flash_seg_destroy(pa->name) != FLASH_EPERM)   /* /dev/shm is sticky: not ours */
 		return 3;
-	return 0;
+	return h == NULL ? 0 : 4;
+}
+
+static void test_attach_refuses_other_owner_with_eowner_before_mode(void **state)
+{
+	char name[64], path[128];
+	struct perm_arg pa = { name, 0666 };
+
+	t_segname(name, sizeof name);
+	t_shm_path(name, path, sizeof path);
+	/* A's segment, world-writable: the OS lets B open it, flashstock
+	 * names the foreign owner first (not the wrong mode) */
+	assert_int_equal(t_run_as(T_USER_A, child_create_0600, &pa), 0);
+	assert_int_equal(t_run_as(T_USER_B, child_open_eowner, &pa), 0);
+	/* root is a foreign owner too */
+	{
+		flash_t *h = NULL;
+
+		assert_int_equal(flash_open(name, 0, &h), FLASH_EOWNER);
+	}
+	/* back to A's mode: A attaches again */
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(t_run_as(T_USER_A, child_open_ok, &pa), 0);
 }
 
 static void test_os_refusal_gives_eperm_and_keeps_the_segment(void **state)
 {
 	char name[64];
-	struct perm_arg pa = { name };
-	flash_t *h = NULL;
+	struct perm_arg pa = { name, 0 };
 
-	if (geteuid() != 0)
-		skip();
 	t_segname(name, sizeof name);
-	assert_int_equal(flash_seg_create(name, NULL), FLASH_OK);
-	assert_int_equal(run_child(child_open_as_nobody, &pa), 0);
-	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
-	assert_int_equal(flash_close(h), FLASH_OK);
+	assert_int_equal(t_run_as(T_USER_A, child_create_0600, &pa), 0);
+	assert_int_equal(t_run_as(T_USER_B, child_open_eperm, &pa), 0);
+	assert_int_equal(t_run_as(T_USER_A, child_open_ok, &pa), 0);
 }
 
 /* ---- size and header corruption ---------------------------------------- */

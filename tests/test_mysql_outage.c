@@ -429,8 +429,11 @@ static void acked_read(struct acked *a)
 		}
 		fclose(f);
 	}
-	qsort(a->orders, a->norders, sizeof *a->orders, cmp_u64);
-	qsort(a->cancels, a->ncancels, sizeof *a->cancels, cmp_u64);
+	/* qsort(3)'s array must not be NULL, even for no element */
+	if (a->norders)
+		qsort(a->orders, a->norders, sizeof *a->orders, cmp_u64);
+	if (a->ncancels)
+		qsort(a->cancels, a->ncancels, sizeof *a->cancels, cmp_u64);
 }
 
 /* The last LSN of the WAL, read back from its files. */
@@ -556,7 +559,9 @@ static void outage_run(int sync)
 			i++;
 		}
 		if (i < a.norders && a.orders[i] == no) {
-			int cancelled = bsearch(&no, a.cancels, a.ncancels, sizeof no, cmp_u64) != NULL;
+			/* bsearch(3)'s array must not be NULL, even for no element */
+			int cancelled = a.ncancels &&
+			                bsearch(&no, a.cancels, a.ncancels, sizeof no, cmp_u64) != NULL;
 			if (strcmp(row[1], cancelled ? "CANCELLED" : "ACTIVE") != 0)
 				bad_state++;
 			i++;

@@ -96,9 +96,12 @@ static int round_trip(wal_t *w, flash_mysql_pump_t *p, size_t from, size_t to)
 	struct flash_lsn_record v[256];
 	assert_true(to - from <= 256);
 	for (size_t i = from; i < to; i++) {
+		uint64_t lsn = 0;   /* a local: the analyzer loses writes through &v[i - from] */
+
 		v[i - from].rec = rec_at(i);
-		assert_int_equal(wal_append_record(w, &v[i - from].rec, i + 1, &v[i - from].lsn), WAL_OK);
-		assert_int_equal(v[i - from].lsn, i + 1);
+		assert_int_equal(wal_append_record(w, &v[i - from].rec, i + 1, &lsn), WAL_OK);
+		assert_int_equal(lsn, i + 1);
+		v[i - from].lsn = lsn;
 	}
 	assert_int_equal(wal_commit(w), WAL_OK);
 	return flash_mysql_pump_push(p, v, to - from);

@@ -6,10 +6,16 @@
 # CI:  cmake -S . -B build-tsan -DFLASH_TSAN=ON && cmake --build build-tsan -j2 \
 #      && ctest --test-dir build-tsan -L tsan --output-on-failure
 #
-# No suppressions: each thread opens its own handle, and each handle maps the
-# segment at its own address, so ThreadSanitizer checks the process-local
-# state (handles, engine statics, test harness) and never sees ck's inline-asm
-# atomics race with plain accesses of another mapping.
+# What ThreadSanitizer sees there (no suppressions):
+#  - the segment protocol itself: in that build all handles of a process
+#    share one mapping of a segment (engine/segment.c, FLASH_SHARED_MAP), so
+#    two threads' handles touch the same addresses;
+#    test_threads_shared_map proves the mode is on (and off elsewhere);
+#  - ck's atomics as atomics: engine/tsan/ck_pr.h makes ck_pr loads acquire,
+#    stores release and read-modify-writes seq_cst __atomic builtins (the
+#    same order ck's x86-64 assembly gives), so a plain access published
+#    through them is ordered and a plain access racing one is reported;
+#  - the process-local state (handles, engine statics, test harness).
 file(GLOB FLASH_THREAD_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_threads_*.c)
 foreach(src ${FLASH_THREAD_TESTS})
   get_filename_component(name ${src} NAME_WE)

@@ -105,6 +105,10 @@ static int demo_order_new(struct demo_buyer *b, uint64_t user, uint32_t sku,
 	uint64_t tok;
 	int rc;
 
+	/* defined on every return, also when no token could be issued: the
+	 * caller tallies and retries from *req */
+	memset(req, 0, sizeof *req);
+	memset(res, 0, sizeof *res);
 	for (tries = 0;; tries++) {
 		rc = flash_token_issue(b->h, DEMO_ACTIVITY, sku, user, DEMO_TOKEN_TTL_MS, &tok);
 		if (rc != FLASH_OK) {

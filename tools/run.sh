@@ -3,9 +3,10 @@
 #
 #   bash tools/run.sh demo [demo flags]   install what is missing, build, run `flashstock demo`
 #   bash tools/run.sh test                install what is missing, build (plain, ASan+UBSan,
-#                                         TSan, libFuzzer), run every test: ctest in the
-#                                         sanitizer builds, the thread tests under TSan, a
-#                                         bounded fuzz run, and last ctest in the plain build
+#                                         TSan, libFuzzer), run clang's static analyzer over
+#                                         the whole build (any report fails), then every test:
+#                                         ctest in the sanitizer builds, the thread tests under
+#                                         TSan, a bounded fuzz run, and last ctest in the plain build
 #
 # Works on a fresh Debian 12 machine as root.  Services the tests need (a private MariaDB
 # on a unix socket, a private redis-server) are started by the tests themselves in
@@ -17,7 +18,7 @@ cd "$here"
 
 PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       libmariadb-dev mariadb-server redis-server libhiredis-dev libmicrohttpd-dev
-      gnuplot-nox clang libclang-rt-14-dev procps)
+      gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd)
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -58,6 +59,24 @@ build() { # build DIR [cmake args...] [-- targets...]: quiet, but the log's tail
 	fi
 }
 
+# Clang's static analyzer over a fresh build of everything (engine, persist,
+# tools, bench, tests): scan-build --status-bugs makes any report fail the
+# run; the HTML reports stay in build-scan/reports.
+scan() {
+	local dir=$here/build-scan
+	log "static analysis (scan-build) in $dir"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	if ! { scan-build-14 -o "$dir/reports" cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=Debug &&
+	       scan-build-14 --status-bugs -o "$dir/reports" \
+	           cmake --build "$dir" -j "$(nproc)"; } >"$dir/build.log" 2>&1; then
+		grep -E 'warning:|error:|bugs? found' "$dir/build.log" | tail -n 40 >&2
+		echo "run.sh: scan-build found bugs or failed (log: $dir/build.log," \
+		     "reports: $dir/reports)" >&2
+		exit 1
+	fi
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -72,6 +91,7 @@ test)
 	build "$here/build-tsan" -DFLASH_TSAN=ON
 	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON -- fuzz_wal fuzz_attach fuzz_csv
 	build "$here/build"
+	scan
 	log "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	(cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

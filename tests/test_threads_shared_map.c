@@ -1,0 +1,138 @@
+/*
+ * test_threads_shared_map.c -- in the ThreadSanitizer build all handles of
+ * a process share one mapping of a segment; in every other build each
+ * handle maps it on its own.
+ *
+ * ThreadSanitizer relates two accesses by address: it checks the segment
+ * protocol between threads only when their handles see the segment at one
+ * address (engine/segment.c, FLASH_SHARED_MAP, on in -DFLASH_TSAN=ON builds
+ * only).  This test fails if that mode ever silently turns off in the TSan
+ * build, or leaks into another build.  The base address is read with
+ * flash_image().
+ */
+#include "helpers.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define T_SHARED 1          /* the TSan build: one mapping per process */
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_SHARED 1
+#endif
+#endif
+#ifndef T_SHARED
+#define T_SHARED 0
+#endif
+
+static const void *base_of(flash_t *h)
+{
+	const void *b = NULL;
+	uint64_t len = 0;
+
+	assert_int_equal(flash_image(h, &b, &len), FLASH_OK);
+	assert_non_null(b);
+	return b;
+}
+
+struct opener {
+	const char *name;
+	flash_t *h;
+	int rc;
+};
+
+static void *open_main(void *arg)
+{
+	struct opener *o = arg;
+
+	o->rc = flash_open(o->name, 0, &o->h);
+	return NULL;
+}
+
+static void test_threads_handles_of_one_process_share_a_mapping_only_under_tsan(void **state)
+{
+	char name[64];
+	flash_t *a = t_seg_new(NULL, name, sizeof name);
+	struct opener o = { name, NULL, -1 };
+	pthread_t tid;
+	flash_t *r1 = NULL, *r2 = NULL;
+
+	/* a second writable handle, opened by another thread */
+	assert_int_equal(pthread_create(&tid, NULL, open_main, &o), 0);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(o.rc, FLASH_OK);
+	t_track_handle(o.h);
+	assert_true(flash_slot(a) != flash_slot(o.h));   /* still two handles */
+	if (T_SHARED)
+		assert_ptr_equal(base_of(a), base_of(o.h));
+	else
+		assert_ptr_not_equal(base_of(a), base_of(o.h));
+
+	/* read-only handles share theirs (a PROT_READ mapping of their own) */
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &r1), FLASH_OK);
+	t_track_handle(r1);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &r2), FLASH_OK);
+	t_track_handle(r2);
+	if (T_SHARED)
+		assert_ptr_equal(base_of(r1), base_of(r2));
+	else
+		assert_ptr_not_equal(base_of(r1), base_of(r2));
+	assert_ptr_not_equal(base_of(r1), base_of(a));
+}
+
+static void test_threads_a_shared_mapping_outlives_each_handle_but_the_last(void **state)
+{
+	char name[64];
+	flash_t *a = t_seg_new(NULL, name, sizeof name);
+	flash_t *b = NULL, *c = NULL;
+	struct flash_sku_info si;
+
+	assert_int_equal(t_activity(a, 1, 1, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(a, 1, 10, 50, 1), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &b), FLASH_OK);
+	/* closing the first handle leaves the mapping to the second */
+	t_untrack_handle(a);
+	assert_int_equal(flash_close(a), FLASH_OK);
+	assert_int_equal(t_order(b, 1, 10, 7, 2, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_sku_get(b, 1, 10, &si), FLASH_OK);
+	assert_int_equal(si.available, 48);
+	assert_int_equal(flash_close(b), FLASH_OK);
+	/* all closed: a new handle maps it again and sees the same state */
+	assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
+	t_track_handle(c);
+	assert_int_equal(flash_sku_get(c, 1, 10, &si), FLASH_OK);
+	assert_int_equal(si.available, 48);
+}
+
+static void test_threads_a_new_segment_of_the_same_name_is_not_the_old_mapping(void **state)
+{
+	char name[64];
+	flash_t *a = t_seg_new(NULL, name, sizeof name);
+	flash_t *b = NULL;
+	struct flash_sku_info si;
+
+	assert_int_equal(t_activity(a, 1, 1, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(a, 1, 10, 50, 1), FLASH_OK);
+	/* the name is removed and made again while a still maps the old object */
+	assert_int_equal(flash_seg_destroy(name), FLASH_OK);
+	assert_int_equal(flash_seg_create(name, NULL), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &b), FLASH_OK);
+	t_track_handle(b);
+	assert_ptr_not_equal(base_of(a), base_of(b));
+	assert_int_equal(flash_sku_get(b, 1, 10, &si), FLASH_ENOT_FOUND);
+	assert_int_equal(flash_sku_get(a, 1, 10, &si), FLASH_OK);
+}
+
+#define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_threads_handles_of_one_process_share_a_mapping_only_under_tsan),
+		T(test_threads_a_shared_mapping_outlives_each_handle_but_the_last),
+		T(test_threads_a_new_segment_of_the_same_name_is_not_the_old_mapping),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
