@@ -23,7 +23,12 @@
  *    that places orders opens its own handle: a handle owns one slot of the
  *    segment's process table, one journal and one record ring, and all three
  *    are single-writer.  Handles are cheap; the number of handles attached at
- *    once is bounded by the segment's `max_procs`.
+ *    once is bounded by the segment's `max_procs`.  The rule is enforced:
+ *    every call made on a handle from another thread returns
+ *    FLASH_EWRONG_THREAD and changes nothing (read-only handles included).
+ *    The one exception is flash_close(), which any thread of the opening
+ *    process may call once the owner has made its last call (a finalizer,
+ *    or cleanup after a thread that ended without closing its handle).
  *  - A handle is not usable after fork().  Every call made on a handle from a
  *    process other than the one that opened it returns FLASH_EFORK and changes
  *    nothing; the child opens its own handle.
@@ -89,6 +94,7 @@ extern "C" {
 #define FLASH_EPERM          -28   /* the operating system refused access */
 #define FLASH_ENOMEM         -29   /* out of memory (segment too large for /dev/shm?) */
 #define FLASH_ESYS           -30   /* another system call failure */
+#define FLASH_EWRONG_THREAD  -31   /* handle used from a thread other than its opener */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -215,7 +221,8 @@ typedef struct flash flash_t;
  * @param[out] out    the handle
  * @return FLASH_OK or one of the codes above; FLASH_EINVAL for NULL or bad
  *         flags; FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
- * @note The handle is for the calling thread only and not for a forked child.
+ * @note The handle is for the calling thread only (any other thread gets
+ *       FLASH_EWRONG_THREAD) and not for a forked child (FLASH_EFORK).
  */
 int flash_open(const char *name, unsigned flags, flash_t **out);
 
@@ -224,6 +231,10 @@ int flash_open(const char *name, unsigned flags, flash_t **out);
  * Records still in the handle's ring stay there for the consumer.
  * @return FLASH_OK; FLASH_EINVAL (NULL); FLASH_EFORK (from a forked child:
  *         the mapping is released but the parent's slot is left alone).
+ * @note Unlike every other call, any thread of the opening process may close
+ *       a handle (never FLASH_EWRONG_THREAD), provided the owner thread has
+ *       returned from its last call on it and makes no other (join it, or
+ *       hand over under a mutex): the handle's journal is then idle.
  */
 int flash_close(flash_t *h);
 
@@ -243,17 +254,22 @@ int flash_close(flash_t *h);
  * read (/proc unreadable, no free descriptor) the handle counts as alive:
  * recovery waits, it never guesses.
  * @param[out] recovered  number of dead handles recovered (may be NULL)
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  */
 int flash_recover(flash_t *h, uint32_t *recovered);
 
-/** This handle's slot in the process table (for logs and tests). */
+/**
+ * This handle's slot in the process table (for logs and tests); -1 for a
+ * read-only handle.
+ * @return the slot; FLASH_EINVAL (NULL); FLASH_EWRONG_THREAD.
+ */
 int flash_slot(const flash_t *h);
 
 /**
  * The options the segment was created with (capacities, mode, gid,
  * durability), as its checked header records them.
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out);
 
@@ -263,7 +279,7 @@ int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out);
  * handle is its only user and is between calls).
  * @param[out] base  start of the mapping (read it, never write through it)
  * @param[out] len   its size in bytes
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_image(const flash_t *h, const void **base, uint64_t *len);
 
@@ -300,7 +316,7 @@ struct flash_activity {
  *         scope or flags unknown, end <= start); FLASH_EEXIST (id taken);
  *         FLASH_EFULL; FLASH_EBUSY (record ring full, or the catalog's
  *         mutex not free within 5 s: a corrupt segment); FLASH_EREADONLY;
- *         FLASH_EFORK.
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Lock-free; may run while orders are placed.
  * @note Catalog changes return without waiting for the WAL, even in sync
  *       durability (a segment can be loaded before its daemon starts).  A
@@ -319,7 +335,7 @@ int flash_activity_add(flash_t *h, const struct flash_activity *a);
  * @return FLASH_OK; FLASH_EINVAL (sku 0, shards out of range, units above
  *         2^40); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
  *         or shards); FLASH_EBUSY (as for flash_activity_add);
- *         FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);
@@ -376,7 +392,7 @@ struct flash_order_res {
  *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
  *         res->order_no); FLASH_EFULL (user, order or request table);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
- *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  * @note Lock-free: a stalled process never blocks another's order, with one
  *       exception: an order that needs the very key a stalled order is
  *       inserting into the per-user or request-id table (the same user's
@@ -397,7 +413,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * the cancel: flash_ring_drain).
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
  *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
- *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  */
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 
@@ -407,7 +423,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
  * once its record is durable.
  * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
  *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
- *         FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
 
@@ -429,7 +445,8 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
  * that can read the segment (or a snapshot of it) can read the key.
  * @param[out] token  nonzero, unpredictable, never issued twice per segment
  * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
- *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
+ *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
  */
 int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                       uint64_t user_id, uint32_t ttl_ms, uint64_t *token);
@@ -441,7 +458,8 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
  * token stays live, since no caller learned that it was used.  Only a call
  * that returned FLASH_OK has used the token up.
  * @return FLASH_OK; FLASH_EBAD_TOKEN (unknown, expired, used, or for another
- *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
+ *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
  */
 int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                        uint64_t user_id, uint64_t token);
@@ -460,7 +478,7 @@ int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
  *                    of this name
  * @return FLASH_OK; FLASH_ELOCKED (held by another live owner); FLASH_EINVAL
  *         (NULL, empty or too long name, owner 0, lease_ms 0); FLASH_EFULL;
- *         FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
                        uint32_t lease_ms, uint64_t *fence);
@@ -468,14 +486,15 @@ int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
 /**
  * Extend the lease to now + @p lease_ms, only for the holder.
  * @return FLASH_OK; FLASH_ENOT_OWNER (not held by this owner, or its lease
- *         expired); FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
+ *         expired); FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
  */
 int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms);
 
 /**
  * Release, only for the holder (compare-owner-and-delete).
  * @return FLASH_OK; FLASH_ENOT_OWNER; FLASH_ENOT_FOUND; FLASH_EINVAL;
- *         FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_lock_release(flash_t *h, const char *name, uint64_t owner);
 
@@ -492,11 +511,13 @@ struct flash_sku_info {
 	uint64_t available;  /* sum over shards, read shard by shard */
 };
 
-/** @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_ECORRUPT. */
+/** @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EFORK;
+ *          FLASH_EWRONG_THREAD; FLASH_ECORRUPT. */
 int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   struct flash_sku_info *out);
 
-/** Catalog iteration: index 0.. ; FLASH_ENOT_FOUND past the end. */
+/** Catalog iteration: index 0.. ; FLASH_ENOT_FOUND past the end;
+ *  FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD. */
 int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out);
 int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out);
 
@@ -521,14 +542,16 @@ struct flash_order_info {
 /**
  * Read one order.  Numbers run from 1 to flash_orders_max(); a number whose
  * order never completed reads as FLASH_ORDER_NONE.
- * @return FLASH_OK; FLASH_ENOT_FOUND (out of range); FLASH_EINVAL.
+ * @return FLASH_OK; FLASH_ENOT_FOUND (out of range); FLASH_EINVAL;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
 
 /**
  * Highest order number any handle has taken so far (orders are 1..this).
  * Handles take numbers in chunks, so numbers below it may never have become
- * orders: they read as FLASH_ORDER_NONE.  0 on a NULL or forked handle.
+ * orders: they read as FLASH_ORDER_NONE.  0 on a NULL or forked handle
+ * and on a handle of another thread.
  */
 uint64_t flash_orders_max(flash_t *h);
 
@@ -558,7 +581,8 @@ struct flash_stats {
 	uint32_t _pad;
 };
 
-/** Sum the per-handle counters and read fill levels. @return FLASH_OK; FLASH_EINVAL. */
+/** Sum the per-handle counters and read fill levels.
+ *  @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD. */
 int flash_stats_get(flash_t *h, struct flash_stats *out);
 
 /* ------------------------------------------------------------------------
@@ -614,7 +638,8 @@ typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64
  * records made while no consumer ran.  A record published while the drain
  * runs may be left for the next drain.
  * @param[out] drained  records consumed (may be NULL)
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  * Draining does NOT free ring space: a record stays in its ring until the
  * consumer calls flash_durable_advance(h, rec->slot, seq) for it (a consumer
  * without a WAL calls it at once, e.g. from @p fn; that is allowed).  A
@@ -630,14 +655,16 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
 /**
  * Consumer: every record of @p slot with seq <= @p seq is durable.  Wakes the
  * handles of that slot waiting in FLASH_DURABILITY_SYNC mode.
- * @return FLASH_OK; FLASH_EINVAL (slot out of range); FLASH_EREADONLY.
+ * @return FLASH_OK; FLASH_EINVAL (slot out of range); FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
 
 /**
  * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders
  * in sync mode return FLASH_EDURABILITY, and stats report it.
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
  */
 int flash_durability_fail(flash_t *h);
 
@@ -725,7 +752,7 @@ struct flash_quiet {
  * state the durable WAL describes.
  * @param[in]  h    any handle, read-only ones included
  * @param[out] out  the figures
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Reads every slot (O(max_procs)); lock-free, changes nothing.
  */
 int flash_quiet_get(flash_t *h, struct flash_quiet *out);
@@ -742,7 +769,7 @@ int flash_quiet_get(flash_t *h, struct flash_quiet *out);
  *         unknown activity/sku/order); FLASH_ESOLD_OUT (an order or negative
  *         restock the segment's stock cannot cover: the WAL disagrees with
  *         the segment); FLASH_ELIMIT (the order's limit slot is held);
- *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_replay(flash_t *h, const struct flash_record *rec);
 

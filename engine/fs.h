@@ -331,6 +331,7 @@ struct flash {
 	pid_t pid;                 /* opener */
 	uint64_t start_time;       /* the opener's start time (its identity with pid) */
 	unsigned fork_gen;         /* fs_fork_gen() at open: differs in a forked child */
+	uint64_t owner_thread;     /* fs_thread_id() of the opening thread */
 	int rdonly;
 	int slot;                  /* -1 for read-only */
 	uint32_t gen;
@@ -448,6 +449,7 @@ int fs_ack(flash_t *h);
 /* api/flashstock.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);
 unsigned fs_fork_gen(void);
+uint64_t fs_thread_id(void);
 
 /* order.c */
 int fs_op_begin(flash_t *h, uint32_t op);

@@ -369,20 +369,24 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 
 int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out)
 {
-	if (h == NULL || out == NULL)
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
 		return FLASH_EINVAL;
-	if (h->fork_gen != fs_fork_gen())
-		return FLASH_EFORK;
 	*out = h->hdr->fx.opts;
 	return FLASH_OK;
 }
 
 int flash_image(const flash_t *h, const void **base, uint64_t *len)
 {
-	if (h == NULL || base == NULL || len == NULL)
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (base == NULL || len == NULL)
 		return FLASH_EINVAL;
-	if (h->fork_gen != fs_fork_gen())
-		return FLASH_EFORK;
 	*base = h->base;
 	*len = h->size;
 	return FLASH_OK;
@@ -638,6 +642,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	bind_regions(h);
 	h->pid = getpid();
 	h->fork_gen = fs_fork_gen();
+	h->owner_thread = fs_thread_id();
 	h->rdonly = rd;
 	h->slot = -1;
 	if (!rd) {
@@ -656,6 +661,14 @@ fail_close:
 	return rc;
 }
 
+/*
+ * Close is the one call on a handle that any thread of the opening process
+ * may make (a finalizer thread, or a thread cleaning up after an owner that
+ * ended without closing): it is the handle's last use, so no thread rule is
+ * left to keep.  The caller guarantees the owner has returned from its last
+ * call (thread join, a mutex, the finalizer's own ordering): the slot's
+ * journal is then idle and its writes visible here.
+ */
 int flash_close(flash_t *h)
 {
 	if (h == NULL)
@@ -686,7 +699,12 @@ int flash_close(flash_t *h)
 
 int flash_slot(const flash_t *h)
 {
-	return h == NULL ? FLASH_EINVAL : h->slot;
+	if (h == NULL)
+		return FLASH_EINVAL;
+	/* no fork check (a child may log its parent's slot), but the thread's */
+	if (h->owner_thread != fs_thread_id())
+		return FLASH_EWRONG_THREAD;
+	return h->slot;
 }
 
 /* ---------------------------------------------------------------- process table */

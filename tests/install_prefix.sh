@@ -1,0 +1,97 @@
+#!/bin/bash
+# install_prefix.sh -- the install as a new user meets it: `cmake --install`
+# into a temporary prefix, the README's C example (tests/example_app.c)
+# built against that prefix with pkg-config exactly as the README says, run
+# on a fresh segment made by the installed `flashstock`, and the installed
+# `flashstock --help`.  Every step's exit code is checked; the first failure
+# ends the test with a line saying which step failed.
+#
+# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS]
+#   LIBDIR, BINDIR: CMAKE_INSTALL_LIBDIR / _BINDIR (relative to the prefix)
+#   APP_FLAGS: extra compiler flags for the example (the sanitizer builds'
+#              library needs its runtime linked in)
+set -u
+CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-}
+
+fail() { echo "install_prefix: FAIL: $*" >&2; exit 1; }
+
+P=$(mktemp -d /tmp/flashstock-prefix.XXXXXX) || fail "mktemp"
+SEG=/fs-install-$$
+cleanup() {
+	[ -x "$P/$BINDIR/flashstock" ] && "$P/$BINDIR/flashstock" destroy --name "$SEG" >/dev/null 2>&1
+	rm -rf "$P"
+}
+trap cleanup EXIT
+
+# 1. install into the prefix
+"$CMAKE" --install "$BUILD" --prefix "$P" >"$P.log" 2>&1 || { cat "$P.log" >&2; rm -f "$P.log"; fail "cmake --install"; }
+rm -f "$P.log"
+for f in include/flashstock.h "$LIBDIR/libflashstock.a" "$LIBDIR/libflashstock.so" \
+         "$LIBDIR/pkgconfig/flashstock.pc" "$BINDIR/flashstock"; do
+	[ -e "$P/$f" ] || fail "not installed: $f"
+done
+if grep -q '^prefix=/' "$P/$LIBDIR/pkgconfig/flashstock.pc"; then
+	fail "flashstock.pc names an absolute prefix: $(grep '^prefix=' "$P/$LIBDIR/pkgconfig/flashstock.pc")"
+fi
+
+# 2. pkg-config finds this prefix's flashstock, whatever prefix was configured
+export PKG_CONFIG_PATH="$P/$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+inc=$(pkg-config --variable=includedir flashstock) || fail "pkg-config --variable=includedir"
+[ "$(realpath "$inc")" = "$(realpath "$P/include")" ] || fail "includedir is $inc, not under $P"
+lib=$(pkg-config --variable=libdir flashstock) || fail "pkg-config --variable=libdir"
+[ "$(realpath "$lib")" = "$(realpath "$P/$LIBDIR")" ] || fail "libdir is $lib, not under $P"
+
+# 3. the README shows the example's code unchanged
+sed -n '/^\/\* README begin \*\/$/,/^\/\* README end \*\/$/p' "$SRC/tests/example_app.c" |
+	sed '1d;$d' >"$P/from_example.c"
+awk '/^## Using the library/ { sec = 1; next }
+     sec && /^## / { exit }
+     sec && /^```c$/ { code = 1; next }
+     code && /^```$/ { exit }
+     code { print }' "$SRC/README.md" >"$P/from_readme.c"
+[ -s "$P/from_example.c" ] || fail "no README markers in tests/example_app.c"
+diff -u "$P/from_readme.c" "$P/from_example.c" >&2 ||
+	fail "the README's \"Using the library\" code differs from tests/example_app.c"
+
+# 4. build the example as the README says (plus the run path for a prefix
+#    the loader does not search, as the README says too)
+# shellcheck disable=SC2046,SC2086   # word splitting of the flags is wanted
+"$CC" -std=c11 -Wall -Wextra -Werror $APP_FLAGS -o "$P/app" "$SRC/tests/example_app.c" \
+	$(pkg-config --cflags --libs flashstock) -Wl,-rpath,"$(pkg-config --variable=libdir flashstock)" ||
+	fail "cc example_app.c \$(pkg-config --cflags --libs flashstock)"
+readelf -d "$P/app" | grep -q 'NEEDED.*libflashstock\.so' || fail "the example is not linked with libflashstock.so"
+
+# 5. a fresh segment from the installed command; activity 1 requires a token, sku 10 has one unit
+"$P/$BINDIR/flashstock" create --name "$SEG" --activities 2 --skus 4 --shards 4 --users 64 \
+	--orders 256 --tokens 64 --requests 64 --locks 4 --procs 8 --ring 64 >/dev/null ||
+	fail "installed flashstock create"
+"$P/$BINDIR/flashstock" load --name "$SEG" --activity 1 --token-required --sku 10 --units 1 >/dev/null ||
+	fail "installed flashstock load"
+
+# 6. run it: an order, the retry of the same request, a buyer too late
+run() { # run EXPECTED_EXIT EXPECTED_LINE_REGEX USER REQUEST_ID
+	local out rc
+	out=$("$P/app" "$SEG" "$3" "$4")
+	rc=$?
+	[ "$rc" -eq "$1" ] || fail "example_app $3 $4 exited $rc, not $1 (printed: $out)"
+	[[ $out =~ ^$2$ ]] || fail "example_app $3 $4 printed '$out', not /$2/"
+	echo "example_app $3 $4: $out"
+	got=$out
+}
+run 0 'FLASH_OK order [1-9][0-9]*' 42 4201
+first=${got#FLASH_OK order }
+run 1 "FLASH_EDUPLICATE order $first" 42 4201
+run 1 'FLASH_ESOLD_OUT order 0' 43 4301
+"$P/$BINDIR/flashstock" destroy --name "$SEG" >/dev/null || fail "installed flashstock destroy"
+out=$("$P/app" "$SEG" 44 4401); rc=$?
+[ "$rc" -eq 2 ] || fail "example_app on a destroyed segment exited $rc, not 2 (printed: $out)"
+
+# 7. the installed command runs, and carries a run path to the prefix's
+#    library directory (it links libflashstock statically; the run path is
+#    for what it loads from its own prefix)
+# shellcheck disable=SC2016   # a literal $ORIGIN
+readelf -d "$P/$BINDIR/flashstock" | grep -E 'R(UN)?PATH' | grep -qF '$ORIGIN/' ||
+	fail "the installed flashstock has no \$ORIGIN run path"
+help=$("$P/$BINDIR/flashstock" --help) || fail "installed flashstock --help exited $?"
+grep -q '^usage: flashstock' <<<"$help" || fail "installed flashstock --help printed no usage line"
+echo "install_prefix: ok ($P)"

@@ -1,0 +1,18 @@
+# The prefix install (tests/install_prefix.sh): `cmake --install` into a
+# temporary prefix, the README's C example (tests/example_app.c) built
+# against it with pkg-config and run on a fresh segment, the installed
+# `flashstock --help`.  A sanitizer build's library needs its runtime in
+# the example too.
+if(TARGET flashstock AND TARGET flashstock_shared)
+  set(FLASH_APP_FLAGS "")
+  if(FLASH_SANITIZE)
+    set(FLASH_APP_FLAGS "-fsanitize=address,undefined")
+  elseif(FLASH_TSAN)
+    set(FLASH_APP_FLAGS "-fsanitize=thread")
+  endif()
+  add_test(NAME install_prefix
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix.sh ${CMAKE_COMMAND}
+                   ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${CMAKE_INSTALL_LIBDIR}
+                   ${CMAKE_INSTALL_BINDIR} ${CMAKE_C_COMPILER} "${FLASH_APP_FLAGS}")
+  set_tests_properties(install_prefix PROPERTIES TIMEOUT 300)
+endif()
