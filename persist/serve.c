@@ -18,6 +18,7 @@
 #include "crash.h"
 #include "flashstock.h"
 #include "mysql_pump.h"
+#include "rebuild.h"
 #include "snapshot.h"
 #include "serve_reconcile.h"
 #include "wal.h"
@@ -139,21 +140,7 @@ static int serve_note_last(void *arg, uint64_t lsn, uint16_t type, const void *p
 		s->sv_last[r.wr_rec.slot] = r;
 		s->sv_have[r.wr_rec.slot] = 1;
 	}
-	if (s->sv_o->recover) {
-		int rc = flash_replay(s->sv_h, &r.wr_rec);
-		if (rc == FLASH_OK) {
-			s->sv_st->applied++;
-			serve_log(s, SERVE_LOG_DEBUG, "recover: LSN %" PRIu64 " applied (record type %u, "
-			          "slot %u seq %" PRIu64 ")", lsn, r.wr_rec.type, r.wr_rec.slot, r.wr_seq);
-		} else if (rc == FLASH_EEXIST) {
-			s->sv_st->present++;
-		} else {
-			serve_log(s, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (record type %u, order %"
-			          PRIu64 "): %s", lsn, r.wr_rec.type, r.wr_rec.order_no, flash_strerror(rc));
-			s->sv_st->flash_rc = rc;
-			return 1;
-		}
-	}
+	(void)lsn;
 	return 0;
 }
 
@@ -443,17 +430,26 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
-	/* --recover with snapshots: restore the newest valid one first */
+	/* --recover: rebuild the segment (snapshot + WAL) under a temporary
+	 * name; it takes its name only when complete (rebuild.h), and is then
+	 * served like any segment after a restart */
 	if (o->recover) {
-		int frc = FLASH_OK;
-		int src = snap_recover(o->segment, o->wal_dir, &s.sv_snap_lsn, &frc, serve_snap_log, &s);
-		if (src != SNAP_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "recover: %s%s%s", snap_strerror(src),
-			          frc != FLASH_OK ? ": " : "", frc != FLASH_OK ? flash_strerror(frc) : "");
-			st->flash_rc = frc != FLASH_OK ? frc : FLASH_ECORRUPT;
+		struct rebuild_opts ro = {
+			.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->accept_loss,
+			.accept_after = o->accept_loss_after, .log = serve_snap_log, .log_arg = &s,
+		};
+		struct rebuild_result rr;
+		int brc = rebuild_run(&ro, &rr);
+		st->recover_snap_lsn = rr.snap_lsn;
+		st->applied = rr.applied;
+		st->present = rr.present;
+		if (brc != 0) {
+			st->flash_rc = rr.flash_rc;
+			st->wal_rc = rr.wal_rc;
 			return -1;
 		}
-		st->recover_snap_lsn = s.sv_snap_lsn;
+		s.sv_snap_lsn = rr.snap_lsn;
+		oo.recover = 0;
 	}
 	int rc = flash_open(o->segment, 0, &s.sv_h);
 	if (rc != FLASH_OK) {
@@ -465,16 +461,6 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;
 		goto out_restored;
-	}
-	/* A restock has no identity of its own: only a WAL applied once, to an
-	 * empty segment, rebuilds it exactly.  An interrupted --recover is
-	 * redone on a freshly created segment. */
-	if (o->recover && s.sv_snap_lsn == 0 &&
-	    (fst.activities != 0 || fst.skus != 0 || fst.orders_used != 0)) {
-		serve_log(&s, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a freshly "
-		          "created segment", o->segment);
-		st->flash_rc = FLASH_EEXIST;
-		goto out;
 	}
 	s.sv_cap = fst.procs_cap;
 	s.sv_last = calloc(s.sv_cap, sizeof *s.sv_last);
@@ -640,14 +626,9 @@ out_metrics:
 	SERVE_METRICS_STOP();
 	if (0) {
 out_restored:
-		/* the segment restored from a snapshot could not be brought up
-		 * to the WAL's end: remove it, so that --recover can run again */
-		if (s.sv_snap_lsn != 0) {
-			serve_log(&s, SERVE_LOG_ERROR, "recover: removing the segment %s restored from the "
-			          "snapshot at LSN %" PRIu64 "; --recover can run again", o->segment,
-			          s.sv_snap_lsn);
-			flash_seg_destroy(o->segment);
-		}
+		/* nothing to undo: a rebuilt segment is complete before it has
+		 * its name; serve it again without --recover */
+		;
 	}
 out:
 	if (s.sv_snap) {

@@ -1205,7 +1205,10 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 		rep->after_first_lsn = a.first;
 		rep->after_last_lsn = a.last;
 		rep->proof_lsn = a.proof > rep->bad_lsn ? a.proof : 0;
-		rep->torn = frame && i == n - 1 && rep->proof_lsn == 0;
+		/* below from_lsn the caller vouches (a snapshot covers it): what
+		 * a snapshot holds was durable, so a bad frame there is no torn
+		 * tail either -- and cutting it would hand its LSN out again */
+		rep->torn = frame && i == n - 1 && rep->proof_lsn == 0 && rep->bad_lsn >= from_lsn;
 	}
 	if (wh != NULL) {
 		wh->ww_stop = i;

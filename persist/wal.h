@@ -264,8 +264,9 @@ struct wal_replay_report {
 	                              bad_lsn: a later commit vouches that bad_lsn was durable
 	                              (0: none found) */
 	int      torn;             /* 1: the stop is a torn tail: a bad frame in the LAST file that
-	                              no later commit vouches for (proof_lsn 0); truncation may
-	                              cut it.  Valid frames may still follow (after_frames): a
+	                              no later commit vouches for (proof_lsn 0), at or after
+	                              from_lsn (what precedes from_lsn the caller vouches for,
+	                              e.g. a snapshot holds it); truncation may cut it.  Valid frames may still follow (after_frames): a
 	                              batch not yet synced can reach the disk in any order of
 	                              sectors; they were never acknowledged as durable */
 	uint64_t gap_first;        /* WAL_EGAP: the LSNs no file holds (gap_first..gap_last); */
