@@ -159,10 +159,14 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	c->keep_lsn = rep->bad_lsn ? rep->bad_lsn - 1 : 0;
 	c->can_accept = rep->bad_lsn > c->from_lsn;
 	if (rep->torn) {
+		char after[160] = "";
+		if (rep->after_frames)
+			snprintf(after, sizeof after, "; the %" PRIu64 " valid records after it (LSN %" PRIu64
+			         "..%" PRIu64 ") are not vouched for either", rep->after_frames,
+			         rep->after_first_lsn, rep->after_last_lsn);
 		snprintf(c->msg, sizeof c->msg, "torn tail at LSN %" PRIu64 " (%.400s at %.400s offset %" PRIu64
-		         "): no later commit vouches for it; %" PRIu64 " valid records after it were never "
-		         "made durable", rep->bad_lsn, wal_rcname(rep->stop), rep->file, rep->offset,
-		         rep->after_frames);
+		         "): no later commit vouches for it%s", rep->bad_lsn, wal_rcname(rep->stop),
+		         rep->file, rep->offset, after);
 		return c->verdict = REBUILD_TORN;
 	}
 	char why[256];
@@ -490,6 +494,13 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	/* the WAL stays ours from the check to the rename (a missing
 	 * directory is an empty WAL: nothing to lock) */
 	int lockfd = wal_dir_lock(o->wal_dir);
+	if (lockfd == WAL_EIO && errno != ENOENT) {
+		rb_log(log, la, SERVE_LOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
+		       "rebuilt", o->wal_dir, strerror(errno));
+		r->flash_rc = FLASH_ESYS;
+		r->wal_rc = WAL_EIO;
+		return -1;
+	}
 	if (lockfd == WAL_EBUSY) {
 		rb_log(log, la, SERVE_LOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
 		       "holds it); nothing rebuilt", o->wal_dir);
