@@ -23,6 +23,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "pio.h"
 #include "serve.h"
 
@@ -464,6 +465,7 @@ static int rb_apply_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 	struct wal_rec r;
 	memcpy(&r, p, sizeof r);
 	int rc = flash_replay(a->h, &r.wr_rec);
+	PERSIST_CRASH("rebuild", 3);
 	if (rc == FLASH_OK) {
 		a->r->applied++;
 	} else if (rc == FLASH_EEXIST) {
@@ -591,6 +593,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		(void)flash_seg_destroy(tmp);
 		goto fail_check;
 	}
+	PERSIST_CRASH("rebuild", 1);
 	if (rb_reserve(tmp, &bytes) != 0) {
 		int e = errno;
 		rb_log(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s (%" PRIu64
@@ -599,6 +602,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		r->flash_rc = e == ENOSPC || e == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
 		goto fail_tmp;
 	}
+	PERSIST_CRASH("rebuild", 2);
 	frc = flash_open(tmp, 0, &h);
 	if (frc != FLASH_OK) {
 		rb_log(log, la, SERVE_LOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
@@ -623,6 +627,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		goto fail_tmp;
 	}
 	r->last_lsn = ap.last > rep.last_lsn ? ap.last : rep.last_lsn;
+	PERSIST_CRASH("rebuild", 4);
 	frc = rb_publish(tmp, name, placeholder);
 	if (frc != FLASH_OK) {
 		rb_log(log, la, SERVE_LOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
@@ -631,6 +636,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		r->flash_rc = frc;
 		goto fail_tmp;
 	}
+	PERSIST_CRASH("rebuild", 5);
 	rb_log(log, la, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records after it "
 	       "applied to the segment, %" PRIu64 " were there already", c->snap_lsn, r->applied,
 	       r->present);

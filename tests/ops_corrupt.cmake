@@ -15,3 +15,14 @@ if(TARGET flashstock)
                    $<TARGET_FILE:flash_enospc>)
   set_tests_properties(ops_corrupt PROPERTIES TIMEOUT 900 LABELS ops)
 endif()
+# The rebuild killed at each of its crash points (and the engine's replay
+# under it): the name is the placeholder or the complete rebuild, and the
+# next rebuild equals an uninterrupted one.  Needs crash_tests.cmake's
+# flashstock_persist_crash.
+if(TARGET flashstock_persist_crash)
+  add_executable(crash_rebuild ${CMAKE_CURRENT_SOURCE_DIR}/crash_rebuild.c)
+  target_compile_definitions(crash_rebuild PRIVATE FLASH_CRASHPOINTS=1)
+  target_link_libraries(crash_rebuild PRIVATE flashstock_persist_crash)
+  add_test(NAME crash_rebuild COMMAND crash_rebuild)
+  set_tests_properties(crash_rebuild PROPERTIES LABELS "ops;crash" TIMEOUT 600)
+endif()
