@@ -434,7 +434,7 @@ static int rb_publish(const char *tmp, const char *name, int placeholder)
 		}
 		if (frc != FLASH_OK && frc != FLASH_ENOSEG)
 			return frc;
-		if (rename(from, to) != 0)
+		if (pio_rename(from, to) != 0)
 			return FLASH_ESYS;
 		return FLASH_OK;
 	}

@@ -1,7 +1,8 @@
 /*
  * cmd_wal.c -- `flashstock wal verify|dump`: look into a write-ahead log
  * directory without a segment: check every frame (and say where and why
- * the log stops), print its records, or cut a torn tail by hand.
+ * the log stops, and what `serve --recover` would make of it: rebuild.h),
+ * print its records, or cut a torn tail by hand.
  */
 #include "tool.h"
 
