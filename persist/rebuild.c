@@ -265,6 +265,10 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 	for (int round = 0; round < 2; round++) {
 		int v = rebuild_check(dir, c, o->log, o->log_arg);
 		r->snap_lsn = c->snap_lsn;
+		if (v == REBUILD_OK && round == 0 && o->accept_loss)
+			rb_log(o->log, o->log_arg, SERVE_LOG_WARN, "recover: --accept-loss-after %" PRIu64
+			       ": nothing to give up, the WAL %s is whole (last LSN %" PRIu64 ")",
+			       o->accept_after, dir, c->wal_last);
 		if (v == REBUILD_OK)
 			return 0;
 		if (v == REBUILD_EIO || v == REBUILD_NOSNAP) {
