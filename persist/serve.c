@@ -173,10 +173,6 @@ static int serve_open_wal(struct serve *s)
 	}
 	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
 	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
-	if (o->recover)
-		serve_log(s, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records "
-		          "after it applied to the segment, %" PRIu64 " were there already",
-		          s->sv_snap_lsn, s->sv_st->applied, s->sv_st->present);
 	struct wal_opts wo;
 	wal_opts_default(&wo);
 	/* a WAL emptied by hand continues after the snapshot, never reusing its LSNs */
