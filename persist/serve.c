@@ -164,6 +164,10 @@ static int serve_open_wal(struct serve *s)
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, wal_strerror(rc), wal_rcname(rep.stop), rep.file,
 			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? strerror(rep.err_no) : "");
+			if (rc == WAL_ENOTTAIL)
+				serve_log(s, SERVE_LOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
+				          "records follow; nothing cut (flashstock wal verify --wal %s says what "
+				          "to do)", o->wal_dir, rep.bad_lsn, rep.after_frames, o->wal_dir);
 			s->sv_st->wal_rc = rc;
 			return -1;
 		}

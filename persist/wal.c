@@ -58,7 +58,8 @@ static const struct {
 	{ WAL_ELSN,      "WAL_ELSN",      "frame LSN not consecutive" },
 	{ WAL_EPREV,     "WAL_EPREV",     "frame previous-LSN does not match" },
 	{ WAL_EGAP,      "WAL_EGAP",      "WAL files not contiguous, or the requested LSN is gone" },
-	{ WAL_ENOTTAIL,  "WAL_ENOTTAIL",  "bad frame before the last WAL file: corruption, not truncated" },
+	{ WAL_ENOTTAIL,  "WAL_ENOTTAIL",  "bad frame that is not a torn tail (a later commit or WAL file "
+	                                  "vouches for it): corruption, not truncated" },
 	{ WAL_ETORN,     "WAL_ETORN",     "last WAL file has a torn tail: replay with truncation first" },
 	{ WAL_EFAILED,   "WAL_EFAILED",   "the WAL failed earlier (write or fdatasync); nothing more is durable" },
 	{ WAL_EIO,       "WAL_EIO",       "a system call failed" },
