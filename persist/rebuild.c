@@ -132,16 +132,20 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		         c->snap_lsn && !c->can_accept ? ": they follow the snapshot directly" : "");
 		return c->verdict = REBUILD_MISSING;
 	}
-	if (rc == WAL_OK && rep->frames > 0 && rep->first_lsn > c->from_lsn) {
-		/* the first file(s) deleted: the WAL starts later than needed */
+	/* the first LSN the WAL has where recovery starts reading: the first
+	 * frame read, or the one the first stop should have held */
+	uint64_t start = rep->frames > 0 ? rep->first_lsn : rc != WAL_OK ? rep->bad_lsn : 0;
+	if (start > c->from_lsn) {
+		/* the first file(s) deleted: the WAL starts later than needed
+		 * (whatever else is wrong further on) */
 		c->miss_first = c->from_lsn;
-		c->miss_last = rep->first_lsn - 1;
+		c->miss_last = start - 1;
 		c->keep_lsn = c->snap_lsn;
 		c->can_accept = 0;
 		rb_missing_file(miss, sizeof miss, c->from_lsn);
 		snprintf(c->msg, sizeof c->msg, "WAL %.400s: missing LSN %" PRIu64 "..%" PRIu64 ": the WAL "
 		         "starts at LSN %" PRIu64 " and %.400s covers what is before it (%.400s is not there)", dir,
-		         c->miss_first, c->miss_last, rep->first_lsn,
+		         c->miss_first, c->miss_last, start,
 		         c->snap_lsn ? "the snapshot no longer" : "no snapshot", miss);
 		return c->verdict = REBUILD_MISSING;
 	}
