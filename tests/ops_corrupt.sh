@@ -192,6 +192,15 @@ rc=$?; [ $rc -eq 1 ] || fail "11: --recover exit $rc"
 grep -q "missing LSN 1\.\.$((start2 - 1))" "$t/log-11a" || fail "11: --recover does not name the missing range"
 seg_empty || fail "11: a half-built segment is left"
 no_tmp || fail "11: a temporary segment was left"
+# ... also when the last file has a torn tail as well (the usual state after a crash)
+fresh "$t/w11c"
+rm "$t/w11c/${files[0]}"
+head -c 64 /dev/urandom | dd of="$t/w11c/${files[2]}" bs=1 seek=$((64 + (E - start3) * 104 + 40)) \
+	conv=notrunc 2>/dev/null
+"$fs" wal verify --wal "$t/w11c" >"$t/v11c" 2>&1
+rc=$?; cp "$t/v11c" "$t/log-v11c"
+[ $rc -eq 1 ] || fail "11: verify (first file missing, torn tail) exit $rc"
+grep -q "MISSING: .*missing LSN 1\.\.$((start2 - 1))" "$t/v11c" || fail "11: verify names the tail, not the missing start"
 fresh "$t/w11b"
 rm "$t/w11b/${files[1]}"
 sums "$t/w11b" >"$t/w11b.sums"
