@@ -23,6 +23,9 @@
  *                3 the round's commit returned, nothing marked durable
  *                4 one slot marked durable (flash_durable_advance)
  *                5 the round handed to the MySQL pump (end of the round)
+ *   rebuild      1 the temporary segment made (restored or created)
+ *                2 its memory reserved      3 one WAL record applied to it
+ *                4 complete, not yet renamed 5 renamed: it has the real name
  *   apply_batch  1 START TRANSACTION sent, applied_lsn not read
  *                2 one statement of a multi-statement round trip answered
  *                  (orders INSERTs, cancels, stock UPDATEs)

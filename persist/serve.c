@@ -19,6 +19,7 @@
 #include "crash.h"
 #include "flashstock.h"
 #include "mysql_pump.h"
+#include "rebuild.h"
 #include "snapshot.h"
 #include "serve_reconcile.h"
 #include "wal.h"
@@ -55,7 +56,6 @@ struct serve {
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
-	uint64_t                 sv_adopt;    /* recover: the WAL's incarnation, taken once replayed */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -232,11 +232,11 @@ static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
 
 /*
  * The WAL must be the segment's: an empty WAL takes the segment's identity
- * (if the segment never had a WAL), a WAL of another incarnation is refused
- * -- except by --recover on a segment not restored from a snapshot, which
- * takes the WAL's identity once every record is applied (so a recovery that
- * stops half way leaves a segment the WAL refuses).  A change of durability
- * is logged.
+ * (if the segment never had a WAL), a WAL of another incarnation is refused.
+ * --recover never meets that refusal: the rebuild (rebuild.c) gives the
+ * segment its WAL's identity under the temporary name, after the last record
+ * is applied, so a rebuild that stops half way leaves nothing with the name.
+ * A change of durability is logged.
  */
 static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 {
@@ -271,7 +271,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 		return -1;
 	}
 	if (wi.wi_files == 0) {
-		if (id.wal_lsn != 0 && !o->recover) {
+		if (id.wal_lsn != 0) {
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s is empty, but segment %s reflects LSN %" PRIu64
 			          " of its WAL (incarnation %016" PRIx64 "): give serve the directory that "
 			          "holds that WAL (moved? its new path); nothing was changed", o->wal_dir,
@@ -280,19 +280,8 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 		}
 		return 0;   /* a new WAL: its first file takes the segment's identity */
 	}
-	if (wi.wi_incarnation != id.incarnation) {
-		if (!o->recover)
-			return serve_refuse_foreign(s, &id, &wi, fst);
-		if (s->sv_snap_lsn != 0) {
-			serve_log(s, SERVE_LOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
-			          "incarnation %016" PRIx64 ", WAL %s of %016" PRIx64 ": a snapshot of another "
-			          "WAL?", s->sv_snap_lsn, id.incarnation, o->wal_dir, wi.wi_incarnation);
-			return serve_refuse(s);
-		}
-		/* taken after the last record is applied (serve_open_wal): a
-		 * recovery that stops half way leaves a segment no WAL accepts */
-		s->sv_adopt = wi.wi_incarnation;
-	}
+	if (wi.wi_incarnation != id.incarnation)
+		return serve_refuse_foreign(s, &id, &wi, fst);
 	uint32_t dur = serve_wal_dur(fst->durability);
 	if (wi.wi_durability != WAL_DUR_NONE && wi.wi_durability != dur)
 		serve_log(s, dur == WAL_DUR_ASYNC ? SERVE_LOG_WARN : SERVE_LOG_INFO,
@@ -322,21 +311,7 @@ static int serve_note_last(void *arg, uint64_t lsn, uint16_t type, const void *p
 		s->sv_last[r.wr_rec.slot] = r;
 		s->sv_have[r.wr_rec.slot] = 1;
 	}
-	if (s->sv_o->recover) {
-		int rc = flash_replay(s->sv_h, &r.wr_rec);
-		if (rc == FLASH_OK) {
-			s->sv_st->applied++;
-			serve_log(s, SERVE_LOG_DEBUG, "recover: LSN %" PRIu64 " applied (record type %u, "
-			          "slot %u seq %" PRIu64 ")", lsn, r.wr_rec.type, r.wr_rec.slot, r.wr_seq);
-		} else if (rc == FLASH_EEXIST) {
-			s->sv_st->present++;
-		} else {
-			serve_log(s, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (record type %u, order %"
-			          PRIu64 "): %s", lsn, r.wr_rec.type, r.wr_rec.order_no, flash_strerror(rc));
-			s->sv_st->flash_rc = rc;
-			return 1;
-		}
-	}
+	(void)lsn;
 	return 0;
 }
 
@@ -366,6 +341,10 @@ static int serve_open_wal(struct serve *s)
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, wal_strerror(rc), wal_rcname(rep.stop), rep.file,
 			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? strerror(rep.err_no) : "");
+			if (rc == WAL_ENOTTAIL)
+				serve_log(s, SERVE_LOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
+				          "records follow; nothing cut (flashstock wal verify --wal %s says what "
+				          "to do)", o->wal_dir, rep.bad_lsn, rep.after_frames, o->wal_dir);
 			s->sv_st->wal_rc = rc;
 			return -1;
 		}
@@ -375,21 +354,6 @@ static int serve_open_wal(struct serve *s)
 	}
 	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
 	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
-	if (o->recover)
-		serve_log(s, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records "
-		          "after it applied to the segment, %" PRIu64 " were there already",
-		          s->sv_snap_lsn, s->sv_st->applied, s->sv_st->present);
-	if (s->sv_adopt != 0) {
-		rc = flash_ident_adopt(s->sv_h, s->sv_adopt);
-		if (rc != FLASH_OK) {
-			serve_log(s, SERVE_LOG_ERROR, "recover: segment %s cannot take the identity of WAL "
-			          "%s: %s", o->segment, o->wal_dir, flash_strerror(rc));
-			s->sv_st->flash_rc = rc;
-			return -1;
-		}
-		serve_log(s, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
-		          "(incarnation %016" PRIx64 ")", o->segment, o->wal_dir, s->sv_adopt);
-	}
 	struct flash_ident id;
 	if ((rc = flash_ident_get(s->sv_h, &id)) != FLASH_OK) {
 		s->sv_st->flash_rc = rc;
@@ -398,7 +362,7 @@ static int serve_open_wal(struct serve *s)
 	/* Same incarnation, yet shorter than what the segment reflects: an
 	 * older copy of the WAL.  Records acknowledged from the segment are
 	 * not in it; serving it would give their LSNs to other records. */
-	if (!o->recover && id.wal_lsn > rep.last_lsn) {
+	if (id.wal_lsn > rep.last_lsn) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s ends at LSN %" PRIu64 ", but segment %s reflects "
 		          "LSN %" PRIu64 " of it: records the segment has are missing from this WAL (an "
 		          "older copy of the directory?); give serve the WAL it was served with; nothing "
@@ -669,17 +633,26 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
-	/* --recover with snapshots: restore the newest valid one first */
+	/* --recover: rebuild the segment (snapshot + WAL) under a temporary
+	 * name; it takes its name only when complete (rebuild.h), and is then
+	 * served like any segment after a restart */
 	if (o->recover) {
-		int frc = FLASH_OK;
-		int src = snap_recover(o->segment, o->wal_dir, &s.sv_snap_lsn, &frc, serve_snap_log, &s);
-		if (src != SNAP_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "recover: %s%s%s", snap_strerror(src),
-			          frc != FLASH_OK ? ": " : "", frc != FLASH_OK ? flash_strerror(frc) : "");
-			st->flash_rc = frc != FLASH_OK ? frc : FLASH_ECORRUPT;
+		struct rebuild_opts ro = {
+			.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->accept_loss,
+			.accept_after = o->accept_loss_after, .log = serve_snap_log, .log_arg = &s,
+		};
+		struct rebuild_result rr;
+		int brc = rebuild_run(&ro, &rr);
+		st->recover_snap_lsn = rr.snap_lsn;
+		st->applied = rr.applied;
+		st->present = rr.present;
+		if (brc != 0) {
+			st->flash_rc = rr.flash_rc;
+			st->wal_rc = rr.wal_rc;
 			return -1;
 		}
-		st->recover_snap_lsn = s.sv_snap_lsn;
+		s.sv_snap_lsn = rr.snap_lsn;
+		oo.recover = 0;
 	}
 	int rc = flash_open(o->segment, 0, &s.sv_h);
 	if (rc == FLASH_ENOSEG && o->recover) {
@@ -701,16 +674,6 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
 		st->flash_rc = rc;
 		goto out_restored;
-	}
-	/* A restock has no identity of its own: only a WAL applied once, to an
-	 * empty segment, rebuilds it exactly.  An interrupted --recover is
-	 * redone on a freshly created segment. */
-	if (o->recover && s.sv_snap_lsn == 0 &&
-	    (fst.activities != 0 || fst.skus != 0 || fst.orders_used != 0)) {
-		serve_log(&s, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a freshly "
-		          "created segment", o->segment);
-		st->flash_rc = FLASH_EEXIST;
-		goto out;
 	}
 	if (serve_claim(&s) != 0)
 		goto out;
@@ -881,14 +844,9 @@ out_metrics:
 	SERVE_METRICS_STOP();
 	if (0) {
 out_restored:
-		/* the segment restored from a snapshot could not be brought up
-		 * to the WAL's end: remove it, so that --recover can run again */
-		if (s.sv_snap_lsn != 0) {
-			serve_log(&s, SERVE_LOG_ERROR, "recover: removing the segment %s restored from the "
-			          "snapshot at LSN %" PRIu64 "; --recover can run again", o->segment,
-			          s.sv_snap_lsn);
-			flash_seg_destroy(o->segment);
-		}
+		/* nothing to undo: a rebuilt segment is complete before it has
+		 * its name; serve it again without --recover */
+		;
 	}
 out:
 	if (s.sv_snap) {

@@ -59,9 +59,15 @@ struct serve_opts {
 	uint32_t      stats_ms;         /* info line this often (0: never) */
 	int           log_level;        /* enum serve_log_level */
 	int           once;             /* stop after the first round that drains nothing */
-	int           recover;          /* first rebuild the segment from the WAL (flash_replay of
-	                                   every record); the segment must be empty (a restock
-	                                   has no identity: replaying it twice would add twice) */
+	int           recover;          /* first rebuild the segment from the snapshot and WAL
+	                                   (rebuild.h: built under a temporary name, renamed when
+	                                   complete); the segment must be absent or empty (a
+	                                   restock has no identity: replaying it twice would add
+	                                   twice) */
+	int           accept_loss;      /* recover: accept the loss of every record after
+	                                   accept_loss_after (rebuild.h: it must be the last LSN
+	                                   that can be kept; what is dropped is logged) */
+	uint64_t      accept_loss_after;
 	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL);
 	                                   set it from a signal handler, or from another
 	                                   thread with __atomic_store_n */

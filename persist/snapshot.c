@@ -2,7 +2,8 @@
  * snapshot.c -- segment snapshots inside the daemon (see snapshot.h).
  *
  * Divisions: 1. codes and names, 2. the file (write, open and check, list),
- * 3. recovery and the reconciler's seed, 4. the shadow and snap_step(),
+ * 3. the reconciler's seed (the rebuild itself is rebuild.c), 4. the shadow
+ * and snap_step(),
  * 5. the thread.
  */
 #ifndef _GNU_SOURCE
@@ -365,91 +366,8 @@ int snap_wal_range(const char *dir, uint64_t *first, uint64_t *last)
 }
 
 /* ------------------------------------------------------------------------
- * 3. Recovery and the reconciler's seed
+ * 3. The reconciler's seed
  * ------------------------------------------------------------------------ */
-
-int snap_recover(const char *name, const char *dir, uint64_t *lsn, int *flash_rc,
-                 snap_log_fn log, void *log_arg)
-{
-	int frc_local;
-	if (flash_rc == NULL)
-		flash_rc = &frc_local;
-	*flash_rc = FLASH_OK;
-	*lsn = 0;
-	if (name == NULL || dir == NULL)
-		return SNAP_EINVAL;
-	uint64_t *lsns;
-	size_t n;
-	int rc = snap_list(dir, &lsns, &n);
-	if (rc != SNAP_OK)
-		return rc;
-	free(lsns);
-	if (n == 0)
-		return SNAP_OK;          /* no snapshot: replay the whole WAL, as before */
-
-	/* The segment: absent, or present and empty (then replaced). */
-	flash_t *h = NULL;
-	int frc = flash_open(name, FLASH_RDONLY, &h);
-	if (frc == FLASH_OK) {
-		struct flash_stats st;
-		frc = flash_stats_get(h, &st);
-		flash_close(h);
-		if (frc != FLASH_OK) {
-			*flash_rc = frc;
-			return SNAP_ESEGMENT;
-		}
-		if (st.activities != 0 || st.skus != 0 || st.orders_used != 0) {
-			*flash_rc = FLASH_EEXIST;
-			return SNAP_ENOTEMPTY;
-		}
-	} else if (frc != FLASH_ENOSEG) {
-		*flash_rc = frc;
-		return SNAP_ESEGMENT;
-	}
-
-	uint64_t first, last;
-	int wrc = snap_wal_range(dir, &first, &last);
-	if (wrc != WAL_OK) {
-		snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: WAL %s unreadable: %s", dir,
-		          wal_strerror(wrc));
-		return SNAP_EIO;
-	}
-	struct snap_file f;
-	rc = snap_open_newest(dir, 0, &f, log, log_arg);
-	if (rc != SNAP_OK) {
-		if (rc == SNAP_ENOENT)
-			snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: %zu snapshot(s) in %s, none valid: "
-			          "nothing rebuilt", n, dir);
-		return rc;
-	}
-	uint64_t L = f.sf_hdr->sh_lsn;
-	if (first != 0 && (first > L + 1 || last < L)) {
-		snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: the WAL (LSN %" PRIu64 "..%" PRIu64
-		          ") does not continue snapshot %s (LSN %" PRIu64 "): records %s are missing; "
-		          "nothing rebuilt", first, last, f.sf_path, L,
-		          first > L + 1 ? "between them" : "up to the snapshot");
-		snap_file_close(&f);
-		return SNAP_EGAP;
-	}
-	if (frc == FLASH_OK && (frc = flash_seg_destroy(name)) != FLASH_OK) {
-		snap_file_close(&f);
-		*flash_rc = frc;
-		return SNAP_ESEGMENT;
-	}
-	frc = flash_seg_restore(name, &f.sf_hdr->sh_opts, f.sf_img, f.sf_hdr->sh_seg_bytes);
-	if (frc != FLASH_OK) {
-		snap_logf(log, log_arg, SERVE_LOG_ERROR, "recover: restore of %s from %s: %s", name,
-		          f.sf_path, flash_strerror(frc));
-		snap_file_close(&f);
-		*flash_rc = frc;
-		return SNAP_ESEGMENT;
-	}
-	snap_logf(log, log_arg, SERVE_LOG_INFO, "recover: segment %s restored from snapshot %s "
-	          "(LSN %" PRIu64 ")", name, f.sf_path, L);
-	snap_file_close(&f);
-	*lsn = L;
-	return SNAP_OK;
-}
 
 int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t *from)
 {

@@ -153,22 +153,8 @@ int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
  */
 int snap_wal_range(const char *dir, uint64_t *first, uint64_t *last);
 
-/* ---- recovery ---- */
-
-/*
- * `serve --recover`, first step: with a snapshot in @p dir, rebuild segment
- * @p name from the newest valid one (a corrupt one is reported and the
- * previous one tried).  The segment must not exist, or exist and be empty
- * (it is then replaced); a non-empty one is refused.  The WAL must continue
- * the snapshot: its first LSN <= snapshot LSN + 1 (or the WAL is empty) and
- * its last LSN >= snapshot LSN (when not empty).
- * @param[out] lsn  the snapshot's LSN (0: no snapshot; nothing was done)
- * @return SNAP_OK (also with no snapshot); SNAP_ENOTEMPTY; SNAP_EGAP;
- *         SNAP_ENOENT (snapshots exist but none is valid: nothing done);
- *         SNAP_ESEGMENT (*flash_rc set); SNAP_EIO; SNAP_ENOMEM.
- */
-int snap_recover(const char *name, const char *dir, uint64_t *lsn, int *flash_rc,
-                 snap_log_fn log, void *log_arg);
+/* ---- recovery: `serve --recover` restores the newest valid snapshot
+ * through rebuild.h (rebuild_run()), which checks that the WAL continues it ---- */
 
 /*
  * For flash_fold_start(): when the WAL in @p dir no longer starts at LSN 1,

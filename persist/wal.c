@@ -7,7 +7,8 @@
  *   3. Scanning one file       the frame verifier shared by open and replay
  *   4. Appending               wal_append, the leader's batch write, wal_sync
  *   5. Open and close
- *   6. Replay                  wal_replay and torn-tail truncation
+ *   6. Replay                  resynchronisation past a bad frame (torn tail or
+ *                              corruption), cutting in place, wal_replay, wal_cut_after
  *   7. Removing old files      wal_remove_before
  *   8. Reading behind a writer wal_read_durable
  */
@@ -57,7 +58,8 @@ static const struct {
 	{ WAL_ELSN,      "WAL_ELSN",      "frame LSN not consecutive" },
 	{ WAL_EPREV,     "WAL_EPREV",     "frame previous-LSN does not match" },
 	{ WAL_EGAP,      "WAL_EGAP",      "WAL files not contiguous, or the requested LSN is gone" },
-	{ WAL_ENOTTAIL,  "WAL_ENOTTAIL",  "bad frame before the last WAL file: corruption, not truncated" },
+	{ WAL_ENOTTAIL,  "WAL_ENOTTAIL",  "bad frame that is not a torn tail (a later commit or WAL file "
+	                                  "vouches for it): corruption, not truncated" },
 	{ WAL_ETORN,     "WAL_ETORN",     "last WAL file has a torn tail: replay with truncation first" },
 	{ WAL_EFAILED,   "WAL_EFAILED",   "the WAL failed earlier (write or fdatasync); nothing more is durable" },
 	{ WAL_EIO,       "WAL_EIO",       "a system call failed" },
@@ -92,7 +94,7 @@ static const char wal_magic[8] = { 'F', 'S', 'W', 'A', 'L', 'S', 'E', 'G' };
 struct wal_fhdr {
 	uint32_t fh_len;       /* payload bytes */
 	uint16_t fh_type;      /* enum wal_type */
-	uint16_t fh_reserved;  /* zero */
+	uint16_t fh_flags;     /* WAL_F_COMMIT, else zero (older writers: always zero) */
 	uint64_t fh_lsn;       /* this frame */
 	uint64_t fh_prev;      /* fh_lsn - 1 */
 	uint32_t fh_crc;       /* CRC-32C of bytes 0..23 and the payload */
@@ -122,11 +124,11 @@ static uint32_t wal_frame_crc(const struct wal_fhdr *h, const void *payload)
 	return crc32c(c, payload, h->fh_len);
 }
 
-void wal_frame_encode(void *dst, uint16_t type, uint64_t lsn, uint64_t prev_lsn,
-                      const void *p, uint32_t len)
+static void wal_frame_encode_flags(void *dst, uint16_t type, uint16_t flags, uint64_t lsn,
+                                   uint64_t prev_lsn, const void *p, uint32_t len)
 {
 	struct wal_fhdr h = {
-		.fh_len = len, .fh_type = type, .fh_reserved = 0,
+		.fh_len = len, .fh_type = type, .fh_flags = flags,
 		.fh_lsn = lsn, .fh_prev = prev_lsn, .fh_crc = 0, .fh_zero = 0,
 	};
 	unsigned char *d = dst;
@@ -135,6 +137,12 @@ void wal_frame_encode(void *dst, uint16_t type, uint64_t lsn, uint64_t prev_lsn,
 	memset(d + WAL_FRAME_HDR_BYTES + len, 0, total - WAL_FRAME_HDR_BYTES - len);
 	h.fh_crc = wal_frame_crc(&h, d + WAL_FRAME_HDR_BYTES);
 	memcpy(d, &h, sizeof h);
+}
+
+void wal_frame_encode(void *dst, uint16_t type, uint64_t lsn, uint64_t prev_lsn,
+                      const void *p, uint32_t len)
+{
+	wal_frame_encode_flags(dst, type, 0, lsn, prev_lsn, p, len);
 }
 
 void wal_frame_reseal(void *frame)
@@ -525,7 +533,13 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 		return WAL_ENOMEM;
 	}
 	uint64_t l = w->w_next_lsn++;
-	wal_frame_encode(w->w_pbuf + w->w_plen, type, l, l - 1, p, len);
+	/* The first frame of an empty pending buffer opens the next batch,
+	 * which the next leader writes only after every earlier batch's
+	 * fdatasync returned (leaders take turns under w_mu; a failed sync
+	 * ends all writing) -- or, the first after wal_open(), after open's
+	 * fdatasync: so it vouches that every LSN below it is durable. */
+	uint16_t flags = w->w_plen == 0 ? WAL_F_COMMIT : 0;
+	wal_frame_encode_flags(w->w_pbuf + w->w_plen, type, flags, l, l - 1, p, len);
 	w->w_plen += total;
 	pthread_mutex_unlock(&w->w_mu);
 	PERSIST_CRASH("wal_append", 2);
@@ -990,32 +1004,164 @@ int wal_close(wal_t *w)
  * 6. Replay
  * ------------------------------------------------------------------------ */
 
+/* ---- past the stop: resynchronisation ---- */
+
+struct wal_after {
+	uint64_t n;        /* valid frames found */
+	uint64_t first;    /* lowest LSN among them (0: none) */
+	uint64_t last;     /* highest */
+	uint64_t proof;    /* highest LSN of a WAL_F_COMMIT frame among them (0: none) */
+};
+
 /*
- * Cut the torn tail: the file starting at @p lsn keeps bytes [0, off) and is
- * zero-filled (ftruncate, then fallocate back to its size) to @p seg_bytes;
- * files after it are unlinked; then fdatasync and a directory fsync.
+ * Find the valid frames of [m + off, m + size) by trying every 8-byte
+ * aligned offset (frames are 8-byte aligned): a frame counts when its header
+ * is plausible (length, known type, prev = lsn - 1, it fits) and its CRC
+ * matches; the search then steps over the whole frame.  The cheap checks
+ * come first, so zeros and garbage cost a compare per 8 bytes.  Each frame
+ * found is passed to @p fn (may be NULL); nonzero from it stops the search.
+ * @return 0, or 1 if @p fn stopped it.
  */
-static int wal_truncate_tail(const char *dir, uint64_t lsn, uint64_t off, uint64_t size,
-                             uint64_t seg_bytes, const uint64_t *later, size_t nlater,
-                             struct wal_replay_report *rep)
+static int wal_resync(const unsigned char *m, uint64_t size, uint64_t off,
+                      wal_replay_fn fn, void *arg, struct wal_after *a)
 {
+	off = (off + 7) & ~(uint64_t)7;
+	while (off <= size && size - off >= WAL_FRAME_HDR_BYTES) {
+		struct wal_fhdr h;
+		memcpy(&h, m + off, sizeof h);
+		if (h.fh_len == 0 || h.fh_len > WAL_PAYLOAD_MAX || h.fh_type == 0 || h.fh_type > WAL_T_MAX ||
+		    h.fh_len < wal_type_min_len(h.fh_type) || h.fh_lsn == 0 || h.fh_prev != h.fh_lsn - 1 ||
+		    wal_frame_bytes(h.fh_len) > size - off ||
+		    wal_frame_crc(&h, m + off + WAL_FRAME_HDR_BYTES) != h.fh_crc) {
+			off += 8;
+			continue;
+		}
+		a->n++;
+		if (a->first == 0 || h.fh_lsn < a->first)
+			a->first = h.fh_lsn;
+		if (h.fh_lsn > a->last)
+			a->last = h.fh_lsn;
+		if ((h.fh_flags & WAL_F_COMMIT) && h.fh_lsn > a->proof)
+			a->proof = h.fh_lsn;
+		if (fn != NULL && fn(arg, h.fh_lsn, h.fh_type, m + off + WAL_FRAME_HDR_BYTES, h.fh_len) != 0)
+			return 1;
+		off += wal_frame_bytes(h.fh_len);
+	}
+	return 0;
+}
+
+/* wal_resync() over the file of @p dir that starts at @p lsn, from byte @p off.
+ * @return 0; 1 (stopped by @p fn); -1 with errno (open, fstat, mmap). */
+static int wal_resync_file(const char *dir, uint64_t lsn, uint64_t off, wal_replay_fn fn,
+                           void *arg, struct wal_after *a)
+{
+	char path[4096];
+	wal_path(path, sizeof path, dir, lsn, "log");
+	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (pio_fstat(fd, &st) != 0) {
+		int e = errno;
+		pio_close(fd);
+		errno = e;
+		return -1;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	if (size <= off) {
+		pio_close(fd);
+		return 0;
+	}
+	const unsigned char *m = pio_mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	int e = errno;
+	pio_close(fd);
+	if (m == MAP_FAILED) {
+		errno = e;
+		return -1;
+	}
+	int rc = wal_resync(m, size, off, fn, arg, a);
+	pio_munmap((void *)m, size);
+	return rc;
+}
+
+/* Causes that a frame (not a file header, not a gap) stopped the scan with. */
+static int wal_frame_level(int rc)
+{
+	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
+	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV || rc == WAL_ETYPE;
+}
+
+/* ---- cutting ---- */
+
+/*
+ * Cut the file starting at @p lsn at byte @p off: it ends up
+ * max(@p seg_bytes, @p off) bytes long and zero from @p off, durable
+ * (fdatasync).  The zeros are written in place over the preallocated blocks,
+ * only up to the last nonzero byte, so a cut needs no new block and a full
+ * disk does not stop it (ftruncate + fallocate would free the blocks, then
+ * have to get them back).  Only a file longer than that is shortened, and
+ * only one shorter (cut short by hand) is preallocated back.
+ * rep->truncated_bytes = the file's bytes from @p off on.
+ */
+static int wal_zero_tail(const char *dir, uint64_t lsn, uint64_t off, uint64_t seg_bytes,
+                         struct wal_replay_report *rep)
+{
+	static const unsigned char zeros[64 * 1024];
 	char path[4096];
 	wal_path(path, sizeof path, dir, lsn, "log");
 	int fd = pio_open(path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		goto io;
-	if (pio_ftruncate(fd, (off_t)off) != 0 ||
-	    pio_fallocate(fd, 0, (off_t)(seg_bytes > off ? seg_bytes : off)) != 0 ||
-	    pio_fdatasync(fd) != 0) {
-		int saved = errno;
-		pio_close(fd);
-		errno = saved;
-		goto io;
+	struct stat st;
+	if (pio_fstat(fd, &st) != 0)
+		goto io_fd;
+	uint64_t size = (uint64_t)st.st_size;
+	uint64_t want = seg_bytes > off ? seg_bytes : off;
+	if (size > want && pio_ftruncate(fd, (off_t)want) != 0)
+		goto io_fd;
+	uint64_t have = size < want ? size : want;
+	if (have > off) {
+		const unsigned char *m = pio_mmap(NULL, have, PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			goto io_fd;
+		uint64_t end = have;
+		while (end > off && m[end - 1] == 0)
+			end--;
+		pio_munmap((void *)m, have);
+		for (uint64_t at = off; at < end;) {
+			size_t n = end - at < sizeof zeros ? (size_t)(end - at) : sizeof zeros;
+			if (pio_pwrite_full(fd, zeros, n, (off_t)at) != 0)
+				goto io_fd;
+			at += n;
+		}
 	}
+	if (size < want && pio_fallocate(fd, 0, (off_t)want) != 0)
+		goto io_fd;
+	if (pio_fdatasync(fd) != 0)
+		goto io_fd;
 	pio_close(fd);
 	rep->truncated_bytes = size > off ? size - off : 0;
-	for (size_t i = 0; i < nlater; i++) {
-		wal_path(path, sizeof path, dir, later[i], "log");
+	return WAL_OK;
+io_fd:
+	{
+		int e = errno;
+		pio_close(fd);
+		errno = e;
+	}
+io:
+	rep->err_no = errno;
+	return WAL_EIO;
+}
+
+/* Remove the files lsns[from..n-1], newest first, then fsync the directory. */
+static int wal_unlink_from(const char *dir, const uint64_t *lsns, size_t n, size_t from,
+                           struct wal_replay_report *rep)
+{
+	char path[4096];
+	if (from >= n)
+		return WAL_OK;
+	for (size_t i = n; i-- > from;) {
+		wal_path(path, sizeof path, dir, lsns[i], "log");
 		if (pio_unlink(path) != 0 && errno != ENOENT)
 			goto io;
 		rep->files_removed++;
@@ -1028,8 +1174,36 @@ io:
 	return WAL_EIO;
 }
 
+/* ---- replay ---- */
+
+int wal_dir_lock(const char *dir)
+{
+	if (dir == NULL || strlen(dir) > 4000)
+		return WAL_EINVAL;
+	int fd = wal_lock(dir);
+	if (fd == -2)
+		return WAL_EBUSY;
+	return fd < 0 ? WAL_EIO : fd;
+}
+
+void wal_dir_unlock(int fd)
+{
+	if (fd >= 0)
+		pio_close(fd);
+}
+
+/* Where wal_replay_locked() stopped: for the cut. */
+struct wal_where {
+	uint64_t *ww_lsns;     /* the files (owned by the caller afterwards; free()) */
+	size_t    ww_n;
+	size_t    ww_stop;     /* index of the stop file */
+	uint64_t  ww_off;      /* offset of the stop in it */
+	int       ww_frame;    /* the stop is a frame (not a file header or a gap) */
+	uint64_t  ww_seg_bytes;/* the stop file's size from its header */
+};
+
 static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
-                             unsigned flags, struct wal_replay_report *rep);
+                             unsigned flags, struct wal_replay_report *rep, struct wal_where *wh);
 
 int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                unsigned flags, struct wal_replay_report *rep)
@@ -1038,13 +1212,14 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 	if (rep == NULL)
 		rep = &dummy;
 	memset(rep, 0, sizeof *rep);
-	if (dir == NULL || strlen(dir) > 4000 || (flags & ~WAL_REPLAY_TRUNCATE) != 0)
+	if (dir == NULL || strlen(dir) > 4000 ||
+	    (flags & ~(WAL_REPLAY_TRUNCATE | WAL_REPLAY_LOCKED)) != 0)
 		return WAL_EINVAL;
 	if (from_lsn == 0)
 		from_lsn = 1;
 	/* Truncating changes files: only with the writer lock. */
 	int lockfd = -1;
-	if (flags & WAL_REPLAY_TRUNCATE) {
+	if ((flags & WAL_REPLAY_TRUNCATE) && !(flags & WAL_REPLAY_LOCKED)) {
 		lockfd = wal_lock(dir);
 		if (lockfd == -2)
 			return rep->stop = WAL_EBUSY;
@@ -1053,14 +1228,31 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 			return rep->stop = WAL_EIO;
 		}
 	}
-	int rc = wal_replay_locked(dir, from_lsn, fn, arg, flags, rep);
+	int rc = wal_replay_locked(dir, from_lsn, fn, arg, flags, rep, NULL);
 	if (lockfd >= 0)
 		pio_close(lockfd);
 	return rc;
 }
 
+/*
+ * The stop found, look past it: every valid frame after it, in the stop
+ * file (from the stop: a CRC-valid frame with a wrong LSN counts too) and
+ * in every later file (from its header on, whatever the header says).
+ */
+static int wal_look_past(const char *dir, const uint64_t *lsns, size_t n, size_t i, uint64_t off,
+                         int frame, wal_replay_fn fn, void *arg, struct wal_after *a)
+{
+	for (size_t j = i; j < n; j++) {
+		uint64_t from = j == i && frame ? off : WAL_FILE_HDR_BYTES;
+		int r = wal_resync_file(dir, lsns[j], from, fn, arg, a);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
 static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
-                             unsigned flags, struct wal_replay_report *rep)
+                             unsigned flags, struct wal_replay_report *rep, struct wal_where *wh)
 {
 	uint64_t *lsns;
 	size_t n;
@@ -1069,8 +1261,13 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 		rep->err_no = errno;
 		return rep->stop = rc;
 	}
+	if (wh != NULL) {
+		wh->ww_lsns = lsns;
+		wh->ww_n = n;
+	}
 	if (n == 0) {
-		free(lsns);
+		if (wh == NULL)
+			free(lsns);
 		return rep->stop = WAL_OK;
 	}
 	/* Start at the last file that begins at or before from_lsn.  Asked for
@@ -1078,7 +1275,12 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 	size_t i = 0;
 	if (from_lsn < lsns[0] && from_lsn > 1) {
 		wal_path(rep->file, sizeof rep->file, dir, lsns[0], "log");
-		free(lsns);
+		rep->bad_lsn = rep->gap_first = from_lsn;
+		rep->gap_last = lsns[0] - 1;
+		if (wh == NULL)
+			free(lsns);
+		else
+			wh->ww_stop = n;     /* nothing to cut: the start is missing */
 		return rep->stop = WAL_EGAP;
 	}
 	while (i + 1 < n && lsns[i + 1] <= from_lsn)
@@ -1105,25 +1307,97 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 	rep->stop = rc;
 	if (rc == WAL_EIO)
 		rep->err_no = s.ws_err;
+	int frame = wal_frame_level(rc);
+	if (rc != WAL_OK && rc != WAL_EIO && rc != WAL_ESTOPPED) {
+		/* the first LSN not read, and what follows it */
+		rep->bad_lsn = frame ? s.ws_next_lsn : expect != 0 ? expect : lsns[i];
+		if (rc == WAL_EGAP) {
+			rep->gap_first = expect;
+			rep->gap_last = lsns[i] > expect ? lsns[i] - 1 : 0;
+		}
+		struct wal_after a = { 0, 0, 0, 0 };
+		if (wal_look_past(dir, lsns, n, i, s.ws_offset, frame, NULL, NULL, &a) < 0) {
+			rep->err_no = errno;
+			rc = rep->stop = WAL_EIO;
+		}
+		rep->after_frames = a.n;
+		rep->after_first_lsn = a.first;
+		rep->after_last_lsn = a.last;
+		rep->proof_lsn = a.proof > rep->bad_lsn ? a.proof : 0;
+		/* below from_lsn the caller vouches (a snapshot covers it): what
+		 * a snapshot holds was durable, so a bad frame there is no torn
+		 * tail either -- and cutting it would hand its LSN out again */
+		rep->torn = frame && i == n - 1 && rep->proof_lsn == 0 && rep->bad_lsn >= from_lsn;
+	}
+	if (wh != NULL) {
+		wh->ww_stop = i;
+		wh->ww_off = s.ws_offset;
+		wh->ww_frame = frame;
+		wh->ww_seg_bytes = s.ws_seg_bytes;
+	}
 	/* A file whose frames all precede from_lsn still counts in last_lsn;
 	 * last_lsn stays 0 for an empty WAL. */
 	if (rc != WAL_OK && rc != WAL_EIO && rc != WAL_ESTOPPED &&
 	    (flags & WAL_REPLAY_TRUNCATE)) {
-		int frame_level = rc != WAL_EMAGIC && rc != WAL_EFILE_HDR && rc != WAL_EGAP;
-		if (frame_level && i == n - 1) {
-			int trc = wal_truncate_tail(dir, lsns[i], s.ws_offset, s.ws_file_size,
-			                            s.ws_seg_bytes, NULL, 0, rep);
+		if (rep->torn) {
+			int trc = wal_zero_tail(dir, lsns[i], s.ws_offset, s.ws_seg_bytes, rep);
 			if (trc != WAL_OK)
 				rc = trc;
-		} else if (frame_level) {
-			rc = WAL_ENOTTAIL;
+		} else if (frame) {
+			rc = WAL_ENOTTAIL;     /* a later commit vouches for it, or later files do */
 		} else if (i > 0 && rc == WAL_EGAP) {
 			/* A later file that does not continue the chain:
 			 * not a torn tail either. */
 			rc = WAL_ENOTTAIL;
 		}
 	}
-	free(lsns);
+	if (wh == NULL)
+		free(lsns);
+	return rc;
+}
+
+int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, unsigned flags,
+                  struct wal_replay_report *rep)
+{
+	struct wal_replay_report dummy;
+	if (rep == NULL)
+		rep = &dummy;
+	memset(rep, 0, sizeof *rep);
+	if (dir == NULL || strlen(dir) > 4000 || (flags & ~WAL_REPLAY_LOCKED) != 0)
+		return WAL_EINVAL;
+	int lockfd = -1;
+	if (!(flags & WAL_REPLAY_LOCKED)) {
+		lockfd = wal_lock(dir);
+		if (lockfd == -2)
+			return WAL_EBUSY;
+		if (lockfd < 0) {
+			rep->err_no = errno;
+			return WAL_EIO;
+		}
+	}
+	struct wal_where wh = { NULL, 0, 0, 0, 0, 0 };
+	int rc = wal_replay_locked(dir, 1, NULL, NULL, 0, rep, &wh);
+	if (rc == WAL_EIO || rc == WAL_ENOMEM) {
+		/* as reported */
+	} else if (rc == WAL_OK) {
+		rc = rep->last_lsn == lsn ? WAL_OK : WAL_EINVAL;
+	} else if (rep->bad_lsn != lsn + 1 || wh.ww_stop >= wh.ww_n) {
+		rc = WAL_EINVAL;     /* not the last readable LSN, or the WAL's start is missing */
+	} else {
+		size_t i = wh.ww_stop;
+		/* tell what goes, then remove it: later files newest first, then
+		 * the stop file's tail (or the file, when its header is the stop) */
+		if (drop != NULL) {
+			struct wal_after a = { 0, 0, 0, 0 };
+			(void)wal_look_past(dir, wh.ww_lsns, wh.ww_n, i, wh.ww_off, wh.ww_frame, drop, arg, &a);
+		}
+		rc = wal_unlink_from(dir, wh.ww_lsns, wh.ww_n, wh.ww_frame ? i + 1 : i, rep);
+		if (rc == WAL_OK && wh.ww_frame)
+			rc = wal_zero_tail(dir, wh.ww_lsns[i], wh.ww_off, wh.ww_seg_bytes, rep);
+	}
+	free(wh.ww_lsns);
+	if (lockfd >= 0)
+		pio_close(lockfd);
 	return rc;
 }
 

@@ -25,8 +25,11 @@
  *   frame header (32 bytes), then the payload, then zeros up to 8-alignment
  *     0  u32 len (payload bytes)    8  u64 lsn
  *     4  u16 type                  16  u64 prev_lsn (= lsn - 1)
- *     6  u16 reserved (0)          24  u32 CRC-32C of bytes 0..23 + payload
+ *     6  u16 flags                 24  u32 CRC-32C of bytes 0..23 + payload
  *                                  28  u32 zero
+ *   flags: WAL_F_COMMIT (0x1) on the first frame of each group commit: when
+ *   it was written every lower LSN was durable (fdatasync had returned).
+ *   Other bits are zero; readers ignore them (writers before flags wrote 0).
  *
  * LSNs are consecutive integers (the first is 1 in a new WAL).  The unused end
  * of a file reads as zeros: the log ends where a frame header is all zero and
@@ -84,7 +87,9 @@
 #define WAL_ELSN         -8   /* frame LSN is not the previous one + 1 */
 #define WAL_EPREV        -9   /* frame prev_lsn is not lsn - 1 */
 #define WAL_EGAP        -10   /* a file does not start where the previous one ended, or from_lsn is gone */
-#define WAL_ENOTTAIL    -11   /* replay: bad frame before the last file; not a torn tail, not truncated */
+#define WAL_ENOTTAIL    -11   /* replay: a bad frame that is not a torn tail (valid frames follow it,
+                                 or it is before the last file), or a gap after the first file:
+                                 corruption, not truncated */
 #define WAL_ETORN       -12   /* open: the last file does not end cleanly; replay with WAL_REPLAY_TRUNCATE */
 #define WAL_EFAILED     -13   /* the WAL failed earlier (sticky); see wal_failure() */
 #define WAL_EIO         -14   /* open/replay: a system call failed (errno in the report) */
@@ -103,6 +108,7 @@ const char *wal_rcname(int rc);
 
 #define WAL_FILE_HDR_BYTES   64u
 #define WAL_FRAME_HDR_BYTES  32u
+#define WAL_F_COMMIT         0x1u  /* frame flag: first frame of a group commit (see above) */
 #define WAL_PAYLOAD_MAX      (1u << 20)
 #define WAL_SEGMENT_DEFAULT  (64ull << 20)
 #define WAL_SEGMENT_MIN      (4096ull)
@@ -281,6 +287,8 @@ typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, uint16_t type,
                              const void *payload, uint32_t len);
 
 #define WAL_REPLAY_TRUNCATE 0x1u  /* cut a torn tail so appends continue after the last good frame */
+#define WAL_REPLAY_LOCKED   0x2u  /* with TRUNCATE: the caller holds the directory's writer lock
+                                     (wal_dir_lock()); replay takes none of its own */
 
 struct wal_replay_report {
 	int      stop;             /* WAL_OK (clean end) or the cause of the stop */
@@ -293,17 +301,45 @@ struct wal_replay_report {
 	uint64_t truncated_bytes;  /* torn tail cut from the stop file */
 	uint32_t files_removed;    /* later files removed by the truncation */
 	int      err_no;           /* errno of a WAL_EIO */
+	/* Where the readable chain ends, and what lies past it.  A torn write
+	 * can only hit what follows the last completed fdatasync, and every
+	 * commit's fdatasync returns before the next commit writes: so a bad
+	 * frame below a later commit's first frame (WAL_F_COMMIT, found by
+	 * 8-byte resynchronisation) or in a file before the last lies inside a
+	 * range a commit already made durable -- corruption, not a torn tail.
+	 * What no later commit vouches for (the last commit's frames) cannot be
+	 * told from a torn write by the WAL alone: it counts as torn. */
+	uint64_t bad_lsn;          /* the LSN the stop should have held (the first one not read;
+	                              0: clean end, or a bad first file header with nothing known) */
+	uint64_t after_frames;     /* valid frames found after the stop (0: nothing valid follows) */
+	uint64_t after_first_lsn;  /* lowest and highest LSN among them */
+	uint64_t after_last_lsn;
+	uint64_t proof_lsn;        /* a WAL_F_COMMIT frame found after the stop with an LSN above
+	                              bad_lsn: a later commit vouches that bad_lsn was durable
+	                              (0: none found) */
+	int      torn;             /* 1: the stop is a torn tail: a bad frame in the LAST file that
+	                              no later commit vouches for (proof_lsn 0), at or after
+	                              from_lsn (what precedes from_lsn the caller vouches for,
+	                              e.g. a snapshot holds it); truncation may cut it.  Valid frames may still follow (after_frames): a
+	                              batch not yet synced can reach the disk in any order of
+	                              sectors; they were never acknowledged as durable */
+	uint64_t gap_first;        /* WAL_EGAP: the LSNs no file holds (gap_first..gap_last); */
+	uint64_t gap_last;         /*   gap_last is 0 when from_lsn is older than the oldest file */
 };
 
 /*
  * Read the WAL in @p dir from @p from_lsn (0 or 1: from its first frame) and
  * pass each valid frame to @p fn.  Verification stops at the FIRST bad frame,
  * whose cause is returned (and kept in rep->stop) with its file and byte
- * offset; nothing at or after it reaches @p fn.  With WAL_REPLAY_TRUNCATE and
- * a bad frame in the LAST file (a torn tail), that file is cut at the bad
- * frame and zero-filled back to its size, later files are removed, and both
- * are made durable (fdatasync, directory fsync); a bad frame in an earlier
- * file is never truncated (WAL_ENOTTAIL: that is corruption, not a crash).
+ * offset; nothing at or after it reaches @p fn.  Past a bad frame the rest
+ * of the WAL is searched for valid frames (rep->after_*) to tell a torn tail
+ * (rep->torn: a bad frame in the LAST file with nothing valid after it) from
+ * corruption.  With WAL_REPLAY_TRUNCATE a torn tail is cut: the file is
+ * zero-filled in place from the bad frame (no new blocks are needed, so a
+ * full disk does not stop it) and made durable (fdatasync); corruption is
+ * never truncated (WAL_ENOTTAIL: valid frames follow, which a later commit
+ * made durable, or the bad frame is before the last file) -- see
+ * wal_cut_after() for the operator's explicit cut.
  * Files wholly before from_lsn are skipped unread.
  * @return WAL_OK (clean end); the stop cause (WAL_EZERO_LEN, WAL_ESHORT,
  *         WAL_EPAST_END, WAL_ELONG, WAL_EMAGIC, WAL_EFILE_HDR, WAL_ECRC,
@@ -316,6 +352,36 @@ struct wal_replay_report {
  */
 int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                unsigned flags, struct wal_replay_report *rep);
+
+/*
+ * Take / drop the writer lock of @p dir (the lock wal_open() holds), e.g.
+ * for a rebuild that replays, cuts and must not meet a writer meanwhile.
+ * @return the lock's fd (>= 0); WAL_EBUSY (held elsewhere); WAL_EIO (errno).
+ */
+int wal_dir_lock(const char *dir);
+void wal_dir_unlock(int fd);
+
+/*
+ * Called by wal_cut_after() for each valid frame it drops, in file order.
+ */
+typedef wal_replay_fn wal_drop_fn;
+
+/*
+ * The operator's explicit cut ("accept the loss of everything after @p
+ * lsn"): the WAL in @p dir must stop (bad frame, bad file header or a gap)
+ * with @p lsn as its last readable LSN (rep->bad_lsn == lsn + 1), or end
+ * cleanly at @p lsn (then nothing is done).  Every valid frame past the
+ * stop (found by resynchronisation, in the stop file and in later files) is
+ * passed to @p drop first, then later files are removed (newest first,
+ * directory fsync) and the stop file is zero-filled in place from the stop
+ * (fdatasync), or removed when its header is the stop.  Crash at any point
+ * and run it again with the same @p lsn: same result.
+ * @param[in] flags  0, or WAL_REPLAY_LOCKED (the caller holds wal_dir_lock())
+ * @return WAL_OK; WAL_EINVAL (@p lsn is not the last readable LSN: rep
+ *         describes the WAL, nothing changed); WAL_EBUSY; WAL_EIO; WAL_ENOMEM.
+ */
+int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, unsigned flags,
+                  struct wal_replay_report *rep);
 
 /*
  * Read the frames from @p from_lsn through the durable LSN of @p w (taken

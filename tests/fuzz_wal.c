@@ -234,6 +234,40 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 	return o->stop = rc;
 }
 
+/*
+ * The highest LSN of a valid frame flagged WAL_F_COMMIT at an 8-byte
+ * aligned offset >= @p off of file @p f (0: none), found as wal.h says a
+ * reader looks past a bad frame: a frame counts when its length and type
+ * are plausible, prev = lsn - 1, it fits and its CRC matches; the search
+ * then steps over it, else on by 8 bytes.
+ */
+static uint64_t fz_proof(const uint8_t *f, size_t size, uint64_t off)
+{
+	uint64_t best = 0;
+
+	off = (off + 7) & ~(uint64_t)7;
+	while (off <= size && size - off >= 32) {
+		const uint8_t *h = f + off;
+		uint32_t len = fz_le32(h);
+		uint16_t type, flags;
+		uint64_t lsn = fz_le64(h + 8);
+
+		memcpy(&type, h + 4, 2);
+		memcpy(&flags, h + 6, 2);
+		if (len != 0 && len <= WAL_PAYLOAD_MAX && type != 0 && type <= WAL_T_MAX &&
+		    len >= (type == WAL_T_RECORD ? sizeof(struct wal_rec) : 1u) && lsn != 0 &&
+		    fz_le64(h + 16) == lsn - 1 && fz_frame_bytes(len) <= size - off &&
+		    fz_crc(fz_crc(0, h, 24), h + 32, len) == fz_le32(h + 24)) {
+			if ((flags & WAL_F_COMMIT) && lsn > best)
+				best = lsn;
+			off += fz_frame_bytes(len);
+			continue;
+		}
+		off += 8;
+	}
+	return best;
+}
+
 static int fz_frame_level(int rc)
 {
 	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
@@ -261,13 +295,14 @@ struct fz_want {
  * before from_lsn (EGAP if from_lsn is older than every file), each file
  * must start where the previous one ended (EGAP), stop at the first bad
  * header or frame; with TRUNCATE, a frame-level stop in the last file is
- * cut (same result), elsewhere it is ENOTTAIL, and so is a gap after the
- * first file.
+ * cut (same result) unless a later commit's first frame (WAL_F_COMMIT, found
+ * by resynchronisation) vouches for the bad LSN or it is below from,
+ * elsewhere it is ENOTTAIL, and so is a gap after the first file.
  */
 static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncate,
                           struct fz_want *w)
 {
-	uint64_t expect = 0;
+	uint64_t expect = 0, bad = 0;
 	int i = 0, r = WAL_OK;
 
 	memset(w, 0, sizeof(*w));
@@ -298,13 +333,18 @@ static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncat
 			w->last = o.next - 1;
 		w->offset = o.off;
 		w->seg_bytes = o.seg_bytes;
+		bad = o.next;
 		if (r != WAL_OK)
 			break;
 		expect = o.next;
 	}
 	w->stop = w->rc = r;
 	if (truncate && r != WAL_OK) {
+		/* a torn tail: in the last file, no later commit vouching for the
+		 * bad LSN, and not below from (the caller vouches for that) */
 		if (fz_frame_level(r) && i < nf - 1)
+			w->rc = WAL_ENOTTAIL;
+		else if (fz_frame_level(r) && (fz_proof(fs[i].p, fs[i].n, w->offset) > bad || bad < from))
 			w->rc = WAL_ENOTTAIL;
 		else if (!fz_frame_level(r) && r == WAL_EGAP && i > 0)
 			w->rc = WAL_ENOTTAIL;

@@ -54,7 +54,16 @@ static void serve_help(FILE *out)
 	        "                       the newest valid one (a corrupt one is reported and\n"
 	        "                       the previous one tried) and only the WAL after it is\n"
 	        "                       replayed; the segment may then be absent (or empty:\n"
-	        "                       it is replaced)\n"
+	        "                       it is replaced).  The segment is built under a\n"
+	        "                       temporary name and takes NAME only when complete:\n"
+	        "                       a failed or killed rebuild changes nothing, run it\n"
+	        "                       again.  A corrupt WAL (a bad record that a later\n"
+	        "                       commit made durable: not a torn tail), a missing\n"
+	        "                       WAL file or a snapshot past the WAL's end is\n"
+	        "                       refused, naming the first bad LSN\n"
+	        "  --accept-loss-after LSN  with --recover: give up every record after LSN\n"
+	        "                       (it must be the last LSN the refusal says can be\n"
+	        "                       kept); each dropped record is logged by order number\n"
 	        "  --snapshot-every S   write a snapshot every S seconds (default 300), and\n"
 	        "                       once at a clean stop.  A thread replays the durable\n"
 	        "                       WAL into a private copy of the segment (as much\n"
@@ -103,6 +112,7 @@ int cmd_serve(int argc, char **argv)
 		{ "name",        required_argument, NULL, 'n' },
 		{ "wal",         required_argument, NULL, 'w' },
 		{ "recover",     no_argument,       NULL, 'R' },
+		{ "accept-loss-after", required_argument, NULL, 'A' },
 		{ "wal-file-mb", required_argument, NULL, 'f' },
 		{ "drain-max",   required_argument, NULL, 'd' },
 		{ "recover-ms",  required_argument, NULL, 'r' },
@@ -142,6 +152,12 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'R':
 			o.recover = 1;
+			break;
+		case 'A':
+			if (tool_opt_u64(cmd, "--accept-loss-after", optarg, 0, UINT64_MAX - 1,
+			                 &o.accept_loss_after) != 0)
+				return TOOL_USAGE;
+			o.accept_loss = 1;
 			break;
 		case 'f':
 			if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &v) != 0)
@@ -230,6 +246,8 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--name is required");
 	if (o.wal_dir == NULL)
 		return tool_usage_err(cmd, "--wal is required");
+	if (o.accept_loss && !o.recover)
+		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

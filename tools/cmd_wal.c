@@ -1,7 +1,8 @@
 /*
  * cmd_wal.c -- `flashstock wal verify|dump`: look into a write-ahead log
  * directory without a segment: check every frame (and say where and why
- * the log stops), print its records, or cut a torn tail by hand.
+ * the log stops, and what `serve --recover` would make of it: rebuild.h),
+ * print its records, or cut a torn tail by hand.
  */
 #include "tool.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "rebuild.h"
 #include "snapshot.h"
 #include "wal.h"
 
@@ -25,8 +27,14 @@ static void wal_help(FILE *out)
 	        "verify  reads every frame of the WAL in DIR, checking length, CRC-32C, LSN and\n"
 	        "        previous LSN, and reports the files, frames, LSN range and where the log\n"
 	        "        ends: cleanly, or at the first bad frame (cause, file, byte offset).\n"
+	        "        Then what `serve --recover` would find: 'ok', a torn tail (cut by\n"
+	        "        serve), or what it refuses: CORRUPT (a bad frame a later commit made\n"
+	        "        durable: the first bad LSN and how many valid records follow), MISSING\n"
+	        "        (an LSN range no file holds and no snapshot covers: a WAL file\n"
+	        "        deleted), a snapshot past the WAL's end, no valid snapshot.\n"
 	        "        --truncate cuts a torn tail in the last file so appends can go on (it\n"
-	        "        needs the WAL's writer lock: not while `serve` runs on DIR).\n"
+	        "        needs the WAL's writer lock: not while `serve` runs on DIR); it never\n"
+	        "        cuts corruption.\n"
 	        "dump    prints one line per record from LSN (default 1): lsn, type, slot, seq,\n"
 	        "        activity, sku, qty, order, user, value.\n"
 	        "snapshots  lists the snapshots `serve` wrote in DIR (snap-<LSN>.fss), oldest\n"
@@ -35,11 +43,15 @@ static void wal_help(FILE *out)
 	        "        \"bytes\", \"segment_bytes\", \"skus\", \"ok\", \"error\"}]}.\n"
 	        "\n"
 	        "--json  verify prints one JSON object: {\"stop\", \"file\", \"offset\", \"files\",\n"
-	        "        \"frames\", \"first_lsn\", \"last_lsn\", \"truncated_bytes\"}.\n"
+	        "        \"frames\", \"first_lsn\", \"last_lsn\", \"truncated_bytes\", \"recovery\"\n"
+	        "        (\"ok\", \"torn\", \"corrupt\", \"missing\", \"snapshot_ahead\",\n"
+	        "        \"no_valid_snapshot\", \"unreadable\"), \"bad_lsn\", \"valid_after\",\n"
+	        "        \"missing_first\", \"missing_last\", \"keep_lsn\", \"message\"}.\n"
 	        "\n"
-	        "exit: 0 the log ends cleanly (verify) or was printed (dump), or every snapshot\n"
-	        "checks out (snapshots); 1 it stops at a bad frame (also after --truncate),\n"
-	        "cannot be read, or a snapshot is corrupt; 2 usage error\n");
+	        "exit: 0 the log ends cleanly and recovery can use it (verify) or was printed\n"
+	        "(dump), or every snapshot checks out (snapshots); 1 it stops at a bad frame\n"
+	        "(also after --truncate), recovery would refuse it, it cannot be read, or a\n"
+	        "snapshot is corrupt; 2 usage error\n");
 }
 
 struct wal_dump {
@@ -207,20 +219,54 @@ int cmd_wal(int argc, char **argv)
 		if (rc == WAL_ESTOPPED)
 			return TOOL_OK;       /* --limit reached */
 	} else {
-		rc = wal_replay(dir, 1, wal_count_cb, NULL, truncate ? WAL_REPLAY_TRUNCATE : 0, &rep);
+		/* --truncate: only a torn tail, as a rebuild would cut it (a frame a
+		 * snapshot holds, or a later commit vouches for, is never cut) */
+		rc = wal_replay(dir, 1, wal_count_cb, NULL, 0, &rep);
+		static struct rebuild_check tc;
+		if (truncate && rep.stop != WAL_OK && rc != WAL_EIO && rc != WAL_ENOMEM) {
+			if (rebuild_check(dir, &tc, NULL, NULL) == REBUILD_TORN) {
+				struct wal_replay_report cut;
+				int crc = wal_cut_after(dir, tc.keep_lsn, NULL, NULL, 0, &cut);
+				if (crc != WAL_OK)
+					return tool_failf("wal verify: %s: cutting the torn tail: %s%s%s", dir,
+					                  wal_strerror(crc), cut.err_no ? ": " : "",
+					                  cut.err_no ? strerror(cut.err_no) : "");
+				rep.truncated_bytes = cut.truncated_bytes;
+				rep.files_removed = cut.files_removed;
+			} else {
+				rc = WAL_ENOTTAIL;
+			}
+		}
 	}
 	if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_EBUSY)
 		return tool_failf("wal %s: %s: %s%s%s", verb, dir, wal_strerror(rc),
 		                  rep.err_no ? ": " : "", rep.err_no ? strerror(rep.err_no) : "");
-	if (json && !is_dump) {
+	if (is_dump) {
+		if (rep.stop != WAL_OK)
+			fprintf(stderr, "flashstock: wal dump: stops at %s offset %" PRIu64 ": %s\n", rep.file,
+			        rep.offset, wal_rcname(rep.stop));
+		return rep.stop == WAL_OK ? TOOL_OK : TOOL_FAIL;
+	}
+	/* what a rebuild would make of it (snapshots included) */
+	static struct rebuild_check chk;
+	int v = rebuild_check(dir, &chk, NULL, NULL);
+	static const char *const vname[] = { "ok", "torn", "corrupt", "missing", "snapshot_ahead",
+	                                     "no_valid_snapshot", "unreadable" };
+	if (json) {
 		printf("{\"stop\":");
 		tool_json_str(stdout, rep.stop == WAL_OK ? "ok" : wal_rcname(rep.stop));
 		printf(",\"file\":");
 		tool_json_str(stdout, rep.file);
 		printf(",\"offset\":%" PRIu64 ",\"files\":%" PRIu64 ",\"frames\":%" PRIu64
-		       ",\"first_lsn\":%" PRIu64 ",\"last_lsn\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 "}\n",
+		       ",\"first_lsn\":%" PRIu64 ",\"last_lsn\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64,
 		       rep.offset, rep.files, rep.frames, rep.first_lsn, rep.last_lsn, rep.truncated_bytes);
-	} else if (!is_dump) {
+		printf(",\"recovery\":\"%s\",\"bad_lsn\":%" PRIu64 ",\"valid_after\":%" PRIu64
+		       ",\"missing_first\":%" PRIu64 ",\"missing_last\":%" PRIu64 ",\"keep_lsn\":%" PRIu64
+		       ",\"message\":", vname[v], chk.rep.bad_lsn, chk.rep.after_frames, chk.miss_first,
+		       chk.miss_last, chk.keep_lsn);
+		tool_json_str(stdout, chk.msg);
+		printf("}\n");
+	} else {
 		printf("%s: %" PRIu64 " files, %" PRIu64 " frames, LSN %" PRIu64 "..%" PRIu64 "\n", dir,
 		       rep.files, rep.frames, rep.first_lsn, rep.last_lsn);
 		if (rep.stop == WAL_OK)
@@ -228,13 +274,26 @@ int cmd_wal(int argc, char **argv)
 		else
 			printf("stops at %s offset %" PRIu64 ": %s (%s)%s\n", rep.file, rep.offset,
 			       wal_rcname(rep.stop), wal_strerror(rep.stop),
-			       rc == WAL_ENOTTAIL ? "; not the last file: not truncated" : "");
+			       rc == WAL_ENOTTAIL ? "; not a torn tail: not truncated" : "");
 		if (rep.truncated_bytes || rep.files_removed)
 			printf("truncated: %" PRIu64 " bytes cut, %u later files removed\n",
 			       rep.truncated_bytes, rep.files_removed);
-	} else if (rep.stop != WAL_OK) {
-		fprintf(stderr, "flashstock: wal dump: stops at %s offset %" PRIu64 ": %s\n", rep.file,
-		        rep.offset, wal_rcname(rep.stop));
+		switch (v) {
+		case REBUILD_OK:
+			printf("recovery: ok%s\n", chk.snap_lsn ? " (from the snapshot and the WAL after it)" : "");
+			break;
+		case REBUILD_TORN:
+			printf("recovery: %s; serve cuts it\n", chk.msg);
+			break;
+		default:
+			printf("recovery: %s: %s\n", v == REBUILD_CORRUPT ? "CORRUPT" : v == REBUILD_MISSING ?
+			       "MISSING" : "REFUSED", chk.msg);
+			if (v != REBUILD_EIO && v != REBUILD_NOSNAP && chk.can_accept)
+				printf("recovery: restore the WAL from a copy, or accept losing every record after "
+				       "LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 "\n",
+				       chk.keep_lsn, chk.keep_lsn);
+			break;
+		}
 	}
-	return rep.stop == WAL_OK ? TOOL_OK : TOOL_FAIL;
+	return rep.stop == WAL_OK && v == REBUILD_OK ? TOOL_OK : TOOL_FAIL;
 }
