@@ -604,9 +604,10 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	if (rb_settle(o, c, lockheld, r) != 0)
 		goto fail_check;
 	if (c->snap_lsn == 0 && !placeholder) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: segment %s does not exist and %s has no "
-		       "snapshot to take its options from: create it with its old options first "
-		       "(flashstock create --name %s ...), then run serve --recover", name, o->wal_dir, name);
+		rb_log(log, la, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
+		       "snapshot to restore it from: create it first with the options it had "
+		       "(flashstock create --name %s ...), then run serve --recover again; nothing "
+		       "was changed", name, o->wal_dir, name);
 		r->flash_rc = FLASH_ENOSEG;
 		goto fail_check;
 	}

@@ -649,22 +649,15 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		if (brc != 0) {
 			st->flash_rc = rr.flash_rc;
 			st->wal_rc = rr.wal_rc;
+			/* no segment to rebuild into and no snapshot to make one:
+			 * a usage error, nothing was changed */
+			st->refused = rr.flash_rc == FLASH_ENOSEG;
 			return -1;
 		}
 		s.sv_snap_lsn = rr.snap_lsn;
 		oo.recover = 0;
 	}
 	int rc = flash_open(o->segment, 0, &s.sv_h);
-	if (rc == FLASH_ENOSEG && o->recover) {
-		/* snap_recover made it if a snapshot could: none can */
-		serve_log(&s, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
-		          "snapshot to restore it from: create it first with the options it had "
-		          "(flashstock create --name %s ...), then run serve --recover again; nothing "
-		          "was changed", o->segment, o->wal_dir, o->segment);
-		st->flash_rc = rc;
-		st->refused = 1;
-		return -1;
-	}
 	if (rc != FLASH_OK) {
 		serve_log(&s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
 		st->flash_rc = rc;
