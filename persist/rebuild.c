@@ -537,6 +537,22 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 	return 0;
 }
 
+/*
+ * Is the segment behind @p h one this WAL's rebuild (or daemon) made?  Its
+ * incarnation is the WAL's: a rebuild takes it only once complete, just
+ * before the rename (rb_take_ident), so a --recover run again after one
+ * killed past its rename finds the work done -- recovery run twice gives
+ * the same segment.
+ */
+static int rb_done_before(flash_t *h, const char *wal_dir)
+{
+	struct flash_ident id;
+	struct wal_ident wi;
+
+	return flash_ident_get(h, &id) == FLASH_OK && wal_ident(wal_dir, &wi) == WAL_OK &&
+	       wi.wi_files != 0 && wi.wi_incarnation != 0 && wi.wi_incarnation == id.incarnation;
+}
+
 int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -574,11 +590,19 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	int frc = flash_open(name, FLASH_RDONLY, &h);
 	if (frc == FLASH_OK) {
 		struct flash_stats st;
+		int done = rb_done_before(h, o->wal_dir);
 		frc = flash_stats_get(h, &st);
 		if (frc == FLASH_OK)
 			frc = flash_seg_opts_get(h, &so);
 		flash_close(h);
 		h = NULL;
+		if (frc == FLASH_OK && done) {
+			rb_log(log, la, SERVE_LOG_INFO, "recover: segment %s already carries the history of "
+			       "WAL %s (an earlier --recover completed, or it was served): nothing to rebuild",
+			       name, o->wal_dir);
+			wal_dir_unlock(lockfd);
+			return 0;
+		}
 		if (frc == FLASH_OK && (st.activities != 0 || st.skus != 0 || st.orders_used != 0)) {
 			rb_log(log, la, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a "
 			       "freshly created (empty) or absent segment (if an earlier --recover completed, "
