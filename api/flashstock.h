@@ -89,6 +89,13 @@ extern "C" {
 #define FLASH_EPERM          -28   /* the operating system refused access */
 #define FLASH_ENOMEM         -29   /* out of memory (segment too large for /dev/shm?) */
 #define FLASH_ESYS           -30   /* another system call failure */
+#define FLASH_ENOTREG        -31   /* attach: the name is not a regular file (a FIFO,
+                                      directory or device planted under it) */
+#define FLASH_EFATE_UNKNOWN  -32   /* sync: the operation is done in memory but its
+                                      record was not durable within the wait bound;
+                                      its fate is not known yet: wait again with
+                                      flash_durable_wait(), or look it up by order
+                                      number (res->order_no) once the daemon runs */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -204,7 +211,8 @@ typedef struct flash flash_t;
  * The mode must be the one the segment was created with: a 0600 segment
  * widened to 0660 afterwards is FLASH_EMODE too.
  * A writable handle then claims a process-table slot (FLASH_ENOPROC when
- * full) and runs flash_recover() once.
+ * full) and runs flash_recover() once.  Its sync waits are bounded by
+ * FLASH_SYNC_WAIT_MS_DEFAULT (flash_sync_wait_set()).
  * @param[in]  name   segment name
  * @param[in]  flags  0 or FLASH_RDONLY
  * @param[out] out    the handle
@@ -346,11 +354,42 @@ struct flash_order_res {
  *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
  *         res->order_no); FLASH_EFULL (user, order or request table);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
+ *         FLASH_EFATE_UNKNOWN (sync durability: the order is placed -- it
+ *         reads ACTIVE in flash_order_get() -- but its record was not durable
+ *         within the handle's wait bound, e.g. the daemon is stopped; @p res
+ *         is filled as for FLASH_OK: wait again with flash_durable_wait(h,
+ *         res->lsn, ...), or find the order by res->order_no in the WAL or
+ *         MySQL once the daemon runs; retrying with the same request id
+ *         returns FLASH_EDUPLICATE, never a second order);
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
- * @note Lock-free: a stalled process never blocks another's order.
+ * @note Lock-free: a stalled process never blocks another's order.  In sync
+ *       durability the acknowledgement waits for the daemon, at most the
+ *       handle's wait bound (flash_sync_wait_set()).
  */
 int flash_order(flash_t *h, const struct flash_order_req *r,
                 struct flash_order_res *res);
+
+#define FLASH_SYNC_WAIT_MS_DEFAULT 5000u     /* a new handle's sync wait bound */
+
+/**
+ * Bound the handle's sync waits (orders, cancels, restocks in sync
+ * durability) to @p wait_ms; past it the call returns FLASH_EFATE_UNKNOWN.
+ * A new handle starts at FLASH_SYNC_WAIT_MS_DEFAULT.
+ * @return FLASH_OK; FLASH_EINVAL (NULL, wait_ms 0); FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
+
+/**
+ * Wait, at most @p wait_ms, until the record at @p lsn of this handle's ring
+ * (res->lsn of an order this handle placed) is durable: how a caller told
+ * FLASH_EFATE_UNKNOWN learns the fate.  Works in either durability.
+ * @return FLASH_OK (durable); FLASH_EFATE_UNKNOWN (not yet); FLASH_EDURABILITY
+ *         (the WAL failed: restart the daemon, which recovers from disk, and
+ *         look the order up by number); FLASH_EINVAL (NULL, lsn 0, wait_ms 0);
+ *         FLASH_EREADONLY; FLASH_EFORK.
+ * @note Blocking: sleeps on a futex while the daemon has not marked the record.
+ */
+int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
 
 /**
  * Cancel an order by number; its units return to stock exactly once, and the
@@ -362,6 +401,8 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * the cancel: flash_ring_drain).
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
  *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
+ *         FLASH_EFATE_UNKNOWN (sync: cancelled in memory, not yet durable
+ *         within the wait bound; @p units_returned is set); FLASH_EDURABILITY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_ECORRUPT.
  */
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
@@ -372,7 +413,8 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
  * once its record is durable.
  * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
  *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
- *         FLASH_EREADONLY; FLASH_EFORK.
+ *         FLASH_EFATE_UNKNOWN (sync: applied, not yet durable within the wait
+ *         bound); FLASH_EDURABILITY; FLASH_EREADONLY; FLASH_EFORK.
  */
 int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
 

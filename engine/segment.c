@@ -544,6 +544,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	h->fork_gen = fs_fork_gen();
 	h->rdonly = rd;
 	h->slot = -1;
+	h->sync_wait_ms = FLASH_SYNC_WAIT_MS_DEFAULT;
 	if (!rd) {
 		if ((rc = slot_claim(h)) != FLASH_OK) {
 			munmap(h->base, h->size);
