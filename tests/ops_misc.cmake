@@ -1,0 +1,11 @@
+# The operator-mistakes suite (tests/ops_misc.sh, label "ops"): each mistake
+# an operator can make with create, load, status, serve and their MySQL URL,
+# through the real binaries.  tests/ops_buyer.c places orders for it.
+if(TARGET flashstock)
+  add_executable(ops_buyer ${CMAKE_CURRENT_SOURCE_DIR}/ops_buyer.c)
+  target_link_libraries(ops_buyer PRIVATE flashstock_static)
+  add_test(NAME ops_misc
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ops_misc.sh $<TARGET_FILE:flashstock>
+                   $<TARGET_FILE:ops_buyer>)
+  set_tests_properties(ops_misc PROPERTIES TIMEOUT 300 LABELS ops)
+endif()
