@@ -146,17 +146,42 @@ struct flash_seg_opts {
 	uint32_t durability;      /* enum flash_durability */
 };
 
+/*
+ * The ranges of the options, one definition for the engine and every tool:
+ * each table capacity 1..FLASH_CAP_MAX, max_procs 1..FLASH_PROCS_MAX,
+ * ring_records a power of two in FLASH_RING_MIN..FLASH_RING_MAX.
+ */
+#define FLASH_CAP_MAX   (1u << 26)
+#define FLASH_PROCS_MAX 4095u
+#define FLASH_RING_MIN  16u
+#define FLASH_RING_MAX  (1u << 24)
+
 /** Fill @p o with the defaults (sizes fit the demo; about 200 MiB of shm). */
 void flash_seg_opts_default(struct flash_seg_opts *o);
+
+/**
+ * The bytes of shared memory a segment with options @p o needs: what
+ * flash_seg_create() reserves in /dev/shm (for a message, or to plan).
+ * @param[in]  o      options (NULL: the defaults)
+ * @param[out] bytes  the segment's size
+ * @return FLASH_OK; FLASH_EINVAL (NULL @p bytes, or options
+ *         flash_seg_create() refuses).
+ */
+int flash_seg_size(const struct flash_seg_opts *o, uint64_t *bytes);
 
 /**
  * Create a segment.  The object is created with O_EXCL (a name collision fails,
  * never reuses), then fchmod'ed to exactly o->mode whatever the umask.
  * @param[in] name  POSIX shm name, "/flash-x" or "flash-x" (1..200 chars, no '/' inside)
  * @param[in] o     options; NULL means the defaults
+ * Every byte is reserved at create (posix_fallocate on the object), so a
+ * segment larger than free /dev/shm fails here with FLASH_ENOMEM instead of
+ * killing its users with SIGBUS later; flash_seg_size() says how much was
+ * needed.
  * @return FLASH_OK; FLASH_EINVAL (bad name, capacity 0 or too large, ring not a
  *         power of two, mode not 0600/0660); FLASH_EEXIST (name taken);
- *         FLASH_EPERM; FLASH_ENOMEM (ftruncate/mmap failed); FLASH_ESYS.
+ *         FLASH_EPERM; FLASH_ENOMEM (not that much free shared memory, or
+ *         ftruncate/mmap failed); FLASH_ESYS.
  * @note Safe from any process; creates nothing on failure.
  */
 int flash_seg_create(const char *name, const struct flash_seg_opts *o);
@@ -203,8 +228,11 @@ typedef struct flash flash_t;
 
 /**
  * Attach to a segment.  Validates, in this order, and fails with a distinct
- * code for each: the object exists (FLASH_ENOSEG), its owner is this user
- * (FLASH_EOWNER), its mode is exactly 0600 or 0660 (FLASH_EMODE), its size is
+ * code for each: the object exists (FLASH_ENOSEG), it is a regular file
+ * (FLASH_ENOTREG: opened with O_NONBLOCK, so a FIFO planted under the name
+ * never blocks the caller), its owner is this user -- or, for a 0660
+ * segment, its group is one of the caller's groups (FLASH_EOWNER), its mode
+ * is exactly 0600 or 0660 (FLASH_EMODE), its size is
  * at least a header (FLASH_ESIZE), magic (FLASH_EMAGIC), layout version
  * (FLASH_EVERSION), header checksum (FLASH_ECHECKSUM), size equals the
  * header's (FLASH_ESIZE), region table in bounds and disjoint (FLASH_ELAYOUT).
