@@ -304,22 +304,26 @@ enum flash_scope {
 #define FLASH_ACT_TOKEN_REQUIRED       0x2u  /* an order must redeem a token */
 
 #define FLASH_LIMIT_MAX 64u                  /* largest per-user limit K */
+#define FLASH_QTY_MAX   65535u               /* largest max_qty (an ACTIVITY record
+                                                carries it in 16 bits) */
+#define FLASH_DAY_OFFSET_MAX_S 86399         /* day_offset_s in -this..this */
 
 struct flash_activity {
 	uint32_t id;              /* nonzero, caller-chosen */
 	uint32_t limit_per_user;  /* K, 1..FLASH_LIMIT_MAX */
-	uint32_t max_qty;         /* largest quantity of one order, >= 1 */
+	uint32_t max_qty;         /* largest quantity of one order, 1..FLASH_QTY_MAX */
 	uint32_t scope;           /* enum flash_scope */
 	uint32_t flags;           /* FLASH_ACT_* */
-	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400) */
+	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400);
+	                             -FLASH_DAY_OFFSET_MAX_S..FLASH_DAY_OFFSET_MAX_S */
 	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
 	int64_t  end_ns;          /* window closes; > start_ns */
 };
 
 /**
  * Add an activity to the catalog.
- * @return FLASH_OK; FLASH_EINVAL (NULL, id 0, K out of range, max_qty 0,
- *         scope or flags unknown, end <= start); FLASH_EEXIST (id taken);
+ * @return FLASH_OK; FLASH_EINVAL (any check of flash_activity_check());
+ *         FLASH_EEXIST (id taken);
  *         FLASH_EFULL; FLASH_EBUSY (record ring full, or the catalog's
  *         mutex not free within 5 s: a corrupt segment); FLASH_EREADONLY;
  *         FLASH_EFORK.
@@ -332,14 +336,25 @@ struct flash_activity {
  */
 int flash_activity_add(flash_t *h, const struct flash_activity *a);
 
+/**
+ * The checks flash_activity_add() makes on its argument, without a segment:
+ * id nonzero, limit_per_user 1..FLASH_LIMIT_MAX, max_qty 1..FLASH_QTY_MAX,
+ * scope and flags known, end_ns > start_ns, day_offset_s within
+ * +-FLASH_DAY_OFFSET_MAX_S.  A tool checks a whole input with it before it
+ * adds anything, so an input is loaded entirely or not at all.
+ * @return FLASH_OK; FLASH_EINVAL.
+ */
+int flash_activity_check(const struct flash_activity *a);
+
 #define FLASH_SHARDS_MAX 16u
+#define FLASH_UNITS_MAX  (1ull << 40)        /* largest stock of one sku */
 
 /**
  * Add a sku with @p units of stock to an activity, split over @p shards stock
  * slots (1..FLASH_SHARDS_MAX; use several for one very hot sku).  An empty
  * shard borrows from the others, so sharding never sells out early.
  * @return FLASH_OK; FLASH_EINVAL (sku 0, shards out of range, units above
- *         2^40); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
+ *         FLASH_UNITS_MAX); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
  *         or shards); FLASH_EBUSY (as for flash_activity_add);
  *         FLASH_EREADONLY; FLASH_EFORK.
  */
