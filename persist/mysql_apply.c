@@ -263,6 +263,13 @@ static char *pct_decode(const char *s, size_t n)
 	return out;
 }
 
+/*
+ * The whole user info goes: in "mysql://user:pass@host/db" the part
+ * "user:pass" is printed as "***".  The user info ends at the LAST '@' of the URL,
+ * not of the authority: a password with a '/', '?' or '#' that was not
+ * percent-encoded would otherwise end the authority early and be printed
+ * as a host.  A '@' further on (in a socket path) only hides more.
+ */
 void flash_mysql_url_mask(const char *url, char *buf, size_t len)
 {
 	if (!buf || len == 0)
@@ -273,21 +280,36 @@ void flash_mysql_url_mask(const char *url, char *buf, size_t len)
 	}
 	const char *auth = strstr(url, "://");
 	auth = auth ? auth + 3 : url;
-	size_t alen = strcspn(auth, "/?#");
-	const char *at = NULL;
-	for (size_t i = 0; i < alen; i++)
-		if (auth[i] == '@')
-			at = auth + i;           /* the last '@' ends the user info */
-	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	if (!colon) {
+	const char *at = strrchr(auth, '@');
+	if (!at) {
 		snprintf(buf, len, "%s", url);
 		return;
 	}
-	snprintf(buf, len, "%.*s:***%s", (int)(colon - url), url, at);
+	snprintf(buf, len, "%.*s***%s", (int)(auth - url), url, at);
 }
 
-/* Parse mysql://[user[:pass]@][host[:port]]/[db][?socket=PATH] into m. */
-static int parse_url(flash_mysql_t *m, const char *url)
+/* Say why a URL was refused (never quoting its user info); @return rc. */
+__attribute__((format(printf, 4, 5)))
+static int url_bad(char *why, size_t cap, int rc, const char *fmt, ...)
+{
+	if (why && cap) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+#define URL_ESCAPE_HINT "a '/', '?', '#', '@' or '%%' in the user or password must be " \
+                        "percent-encoded (%%2F %%3F %%23 %%40 %%25)"
+
+/*
+ * Parse mysql://[user[:pass]@][host[:port]]/[db][?socket=PATH] into m.
+ * On FLASH_EMYSQL_CONFIG, @p why (may be NULL) says what is wrong, without
+ * the user info.
+ */
+static int parse_url(flash_mysql_t *m, const char *url, char *why, size_t cap)
 {
 	const char *p;
 	if (!strncmp(url, "mysql://", 8))
@@ -295,23 +317,27 @@ static int parse_url(flash_mysql_t *m, const char *url)
 	else if (!strncmp(url, "mariadb://", 10))
 		p = url + 10;
 	else
-		return FLASH_EMYSQL_CONFIG;
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "it does not start with mysql:// or mariadb://");
 	size_t alen = strcspn(p, "/?#");
 	const char *at = NULL;
 	for (size_t i = 0; i < alen; i++)
 		if (p[i] == '@')
 			at = p + i;
+	if (!at && strchr(p + alen, '@'))
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, URL_ESCAPE_HINT);
 	const char *hp = p;
 	if (at) {
 		const char *colon = memchr(p, ':', (size_t)(at - p));
 		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
 		m->mm_user = pct_decode(p, ulen);
 		if (!m->mm_user)
-			return FLASH_EMYSQL_CONFIG;
+			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the user; "
+			               URL_ESCAPE_HINT);
 		if (colon) {
 			m->mm_pass = pct_decode(colon + 1, (size_t)(at - colon - 1));
 			if (!m->mm_pass)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the password; "
+				               URL_ESCAPE_HINT);
 		}
 		hp = at + 1;
 	}
@@ -322,13 +348,14 @@ static int parse_url(flash_mysql_t *m, const char *url)
 		errno = 0;
 		unsigned long port = strtoul(pc + 1, &end, 10);
 		if (errno || end != p + alen || port == 0 || port > 65535)
-			return FLASH_EMYSQL_CONFIG;
+			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "the port '%.*s' is not 1..65535",
+			               (int)(p + alen - pc - 1 > 16 ? 16 : p + alen - pc - 1), pc + 1);
 		m->mm_port = (unsigned)port;
 		hlen = (size_t)(pc - hp);
 	}
 	m->mm_host = hlen ? pct_decode(hp, hlen) : strdup("localhost");
 	if (!m->mm_host)
-		return FLASH_EMYSQL_CONFIG;
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the host");
 	const char *q = p + alen;
 	if (*q == '/') {
 		q++;
@@ -336,7 +363,7 @@ static int parse_url(flash_mysql_t *m, const char *url)
 		if (dlen) {
 			m->mm_db = pct_decode(q, dlen);
 			if (!m->mm_db)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the database name");
 		}
 		q += dlen;
 	}
@@ -346,24 +373,28 @@ static int parse_url(flash_mysql_t *m, const char *url)
 			size_t kvlen = strcspn(q, "&#");
 			const char *eq = memchr(q, '=', kvlen);
 			if (!eq)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "the query part '%.*s' is not key=value",
+				               (int)(kvlen > 32 ? 32 : kvlen), q);
 			size_t klen = (size_t)(eq - q);
 			char *val = pct_decode(eq + 1, kvlen - klen - 1);
 			if (!val)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the value of '%.*s'",
+				               (int)(klen > 32 ? 32 : klen), q);
 			if (klen == 6 && !strncmp(q, "socket", 6)) {
 				free(m->mm_socket);
 				m->mm_socket = val;
 			} else {
 				free(val);
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unknown query key '%.*s' (the one "
+				               "key is socket=PATH)", (int)(klen > 32 ? 32 : klen), q);
 			}
 			q += kvlen;
 			if (*q == '&')
 				q++;
 		}
 	} else if (*q && *q != '#') {
-		return FLASH_EMYSQL_CONFIG;
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unexpected text after the host; "
+		               URL_ESCAPE_HINT);
 	}
 	if (!m->mm_db && !(m->mm_db = strdup("flashstock")))
 		return FLASH_ENOMEM;
@@ -371,6 +402,20 @@ static int parse_url(flash_mysql_t *m, const char *url)
 	flash_mysql_url_mask(url, masked, sizeof masked);
 	m->mm_where = strdup(masked);
 	return m->mm_where ? FLASH_OK : FLASH_ENOMEM;
+}
+
+int flash_mysql_url_check(const char *url, char *why, size_t cap)
+{
+	if (why && cap)
+		why[0] = 0;
+	if (!url)
+		return url_bad(why, cap, FLASH_EINVAL, "no URL");
+	flash_mysql_t *m = calloc(1, sizeof *m);
+	if (!m)
+		return FLASH_ENOMEM;
+	int rc = parse_url(m, url, why, cap);
+	flash_mysql_close(m);
+	return rc;
 }
 
 /* Remember the connection's last error (message and number). */
@@ -1834,12 +1879,13 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 		}
 	}
 	if (url) {
-		rc = parse_url(m, url);
+		char why[256] = "";
+		rc = parse_url(m, url, why, sizeof why);
 		if (rc) {
 			char masked[1024];
 			flash_mysql_url_mask(url, masked, sizeof masked);
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "bad MySQL URL %s (want mysql://user:pass@localhost/db?socket=PATH)",
-			     masked);
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "bad MySQL URL %s: %s (want mysql://user:pass@localhost/db"
+			     "?socket=PATH)", masked, why[0] ? why : flash_strerror(rc));
 			goto fail;
 		}
 	} else if (file) {

@@ -44,8 +44,8 @@
  * reconnects.  flash_mysql_apply_retry() retries with exponential backoff.
  * The lag (last LSN given vs last LSN applied) is kept in flash_mysql_stats.
  *
- * Credentials: the URL's password is never printed; every log or error line
- * shows the URL with the password masked (flash_mysql_url_mask()).
+ * Credentials: the URL's user info is never printed; every log or error line
+ * shows the URL with the user and password masked (flash_mysql_url_mask()).
  *
  * Threads: a flash_mysql_t is used by one thread at a time.
  */
@@ -250,14 +250,25 @@ void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
 /** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
 int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
 
-/** The connection as printed: the URL with its password replaced by "***". */
+/** The connection as printed: the URL with its user info replaced by "***". */
 const char *flash_mysql_where(const flash_mysql_t *m);
 
 /**
- * Write @p url with the password replaced by "***" into @p buf (always
- * NUL-terminated).  A URL without a password is copied unchanged.
+ * Write @p url with its whole user info (user and password, up to the last
+ * '@') replaced by "***" into @p buf (always NUL-terminated): in
+ * "mysql://u:p@localhost/db", "u:p" becomes "***".  A URL without '@' is
+ * copied unchanged.
  */
 void flash_mysql_url_mask(const char *url, char *buf, size_t len);
+
+/**
+ * Check a URL as flash_mysql_open() would parse it, without connecting:
+ * for a command line to refuse a bad one before it changes anything.
+ * @param[out] why  (may be NULL) what is wrong, never quoting the user info
+ * @return FLASH_OK; FLASH_EMYSQL_CONFIG (malformed: see @p why);
+ *         FLASH_EINVAL (NULL); FLASH_ENOMEM.
+ */
+int flash_mysql_url_check(const char *url, char *why, size_t cap);
 
 /**
  * The underlying MYSQL connection (for the reconciler's queries and tests),

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mysql_apply.h"
 #include "serve.h"
 
 static volatile sig_atomic_t serve_stop_flag;
@@ -218,6 +219,16 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--name is required");
 	if (o.wal_dir == NULL)
 		return tool_usage_err(cmd, "--wal is required");
+	if (o.mysql_url != NULL) {
+		/* a malformed URL is a bad command line: refused before the WAL
+		 * directory or anything else is made */
+		char why[256], masked[1024];
+		if (flash_mysql_url_check(o.mysql_url, why, sizeof why) == FLASH_EMYSQL_CONFIG) {
+			flash_mysql_url_mask(o.mysql_url, masked, sizeof masked);
+			return tool_usage_err(cmd, "--mysql: bad URL %s: %s (want "
+			                      "mysql://user:pass@localhost/db?socket=PATH)", masked, why);
+		}
+	}
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
