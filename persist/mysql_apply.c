@@ -904,6 +904,12 @@ static int pipe_flush(flash_mysql_t *m)
 		MYSQL_RES *r = mysql_store_result(m->mm_conn);
 		if (r) {
 			mysql_free_result(r);
+		} else if (mysql_errno(m->mm_conn) != 0) {
+			/* the result was lost (server gone mid-batch): an error, not
+			 * a row count -- mysql_affected_rows() would read (ulonglong)-1 */
+			take_error(m);
+			status = 1;
+			break;
 		} else if (mysql_field_count(m->mm_conn) == 0 && i < m->mm_expect_n) {
 			long want = m->mm_expect[i];
 			my_ulonglong got = mysql_affected_rows(m->mm_conn);

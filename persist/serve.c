@@ -84,6 +84,26 @@ static void serve_snap_log(void *arg, int level, const char *msg)
 	serve_log(arg, level, "%s", msg);
 }
 
+__attribute__((format(printf, 3, 4)))
+static void serve_logp(int level, const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	serve_vlog(level, prefix, fmt, ap);
+	va_end(ap);
+}
+
+void serve_mysql_log(void *arg, int level, const char *msg)
+{
+	const int *max_level = arg;
+	/* FLASH_MYSQL_LOG_ERROR/WARN/INFO are SERVE_LOG_ERROR/WARN/INFO */
+	if (max_level != NULL && level > *max_level)
+		return;
+	serve_logp(level < SERVE_LOG_ERROR ? SERVE_LOG_ERROR : level > SERVE_LOG_INFO ? SERVE_LOG_INFO
+	                                                                             : level,
+	           "mysql: ", "%s", msg);
+}
+
 /* The snapshot thread asks how far MySQL is (nothing is removed past it). */
 static int serve_applied_lsn(void *arg, uint64_t *lsn)
 {
@@ -497,6 +517,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		memset(&po, 0, sizeof po);
 		po.mysql.url = o->mysql_url;
 		po.mysql.defaults_file = o->mysql_defaults;
+		po.mysql.log = serve_mysql_log;
+		po.mysql.log_arg = &oo.log_level;
 		po.wal_dir = o->wal_dir;
 		/* Everything in the WAL at start is durable (wal_open synced it):
 		 * the pump may read it back for a MySQL that is behind. */

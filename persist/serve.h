@@ -47,6 +47,11 @@ enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERV
  * "<UTC time> serve [<level>] <prefix><message>".  The caller filters levels. */
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap);
 
+/* The MySQL applier's log (flash_mysql_log_fn) as daemon lines with the
+ * prefix "mysql: "; @p arg points at the most verbose serve level printed
+ * (an int), or is NULL for every level. */
+void serve_mysql_log(void *arg, int level, const char *msg);
+
 struct serve_opts {
 	const char   *segment;          /* segment name */
 	const char   *wal_dir;          /* WAL directory (created if missing) */
