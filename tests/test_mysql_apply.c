@@ -928,7 +928,8 @@ static void test_url_password_is_masked_everywhere(void **state)
 	assert_null(m);
 	assert_true(g_log_len > 0);
 	assert_null(strstr(g_log, "Wr0ngPassw0rd"));
-	assert_non_null(strstr(g_log, "flash:***@localhost"));
+	assert_non_null(strstr(g_log, "mysql://***@localhost"));
+	assert_null(strstr(g_log, "flash:"));
 }
 
 static void test_option_file_and_bad_urls(void **state)
