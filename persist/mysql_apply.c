@@ -145,6 +145,9 @@ struct flash_mysql {
 	void    *mm_log_arg;
 	int      mm_log_level;
 	int      mm_gaps_ok;        /* accept LSN holes (opts.lsn_gaps_ok) */
+	int      mm_require_db;     /* refuse an unknown database (opts.require_db) */
+	int      mm_create_db;      /* the URL says create_db=1 */
+	int      mm_db_implicit;    /* the URL named no database: "flashstock" */
 	/* activity cache: open addressing, key 0 = empty */
 	uint32_t *mm_act_id;
 	uint8_t  *mm_act_scope;
@@ -383,10 +386,18 @@ static int parse_url(flash_mysql_t *m, const char *url, char *why, size_t cap)
 			if (klen == 6 && !strncmp(q, "socket", 6)) {
 				free(m->mm_socket);
 				m->mm_socket = val;
+			} else if (klen == 9 && !strncmp(q, "create_db", 9)) {
+				int yes = !strcmp(val, "1") || !strcmp(val, "yes") || !strcmp(val, "true");
+				int no = !strcmp(val, "0") || !strcmp(val, "no") || !strcmp(val, "false");
+				free(val);
+				if (!yes && !no)
+					return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "create_db takes 1 or 0");
+				m->mm_create_db = yes;
 			} else {
 				free(val);
-				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unknown query key '%.*s' (the one "
-				               "key is socket=PATH)", (int)(klen > 32 ? 32 : klen), q);
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unknown query key '%.*s' (the "
+				               "keys are socket=PATH and create_db=1)",
+				               (int)(klen > 32 ? 32 : klen), q);
 			}
 			q += kvlen;
 			if (*q == '&')
@@ -396,8 +407,11 @@ static int parse_url(flash_mysql_t *m, const char *url, char *why, size_t cap)
 		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unexpected text after the host; "
 		               URL_ESCAPE_HINT);
 	}
-	if (!m->mm_db && !(m->mm_db = strdup("flashstock")))
-		return FLASH_ENOMEM;
+	if (!m->mm_db) {
+		m->mm_db_implicit = 1;
+		if (!(m->mm_db = strdup("flashstock")))
+			return FLASH_ENOMEM;
+	}
 	char masked[1024];
 	flash_mysql_url_mask(url, masked, sizeof masked);
 	m->mm_where = strdup(masked);
@@ -510,6 +524,21 @@ static int connect_db(flash_mysql_t *m)
 	const char *db = m->mm_db;
 	MYSQL *ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, db, m->mm_port,
 	                               m->mm_socket, flags);
+	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR && m->mm_require_db && !m->mm_create_db &&
+	    !m->mm_db_implicit) {
+		/* A mistyped name would get an empty new database: refuse. */
+		m->mm_errno = ER_BAD_DB_ERROR;
+		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
+		mysql_close(c);
+		if (m->mm_db)
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "database %s does not exist on %s: refused (a "
+			     "mistyped name would be created empty); create it, or add create_db=1 to "
+			     "the URL", m->mm_db, m->mm_where);
+		else
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "the database named by %s does not exist: refused "
+			     "(a mistyped name would be created empty); create it first", m->mm_where);
+		return FLASH_EMYSQL_CONFIG;
+	}
 	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR) {
 		/* Unknown database: connect without one; it is created below. */
 		mysql_close(c);
@@ -1854,6 +1883,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 	m->mm_log_arg = o->log_arg;
 	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
 	m->mm_gaps_ok = o->lsn_gaps_ok;
+	m->mm_require_db = o->require_db;
 	m->mm_connect_timeout_s = o->connect_timeout_s ? o->connect_timeout_s : 5;
 	m->mm_rw_timeout_s = o->rw_timeout_s ? o->rw_timeout_s : 30;
 	m->mm_max_packet = 1u << 20;

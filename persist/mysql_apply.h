@@ -93,6 +93,13 @@ struct flash_mysql_opts {
 	                               consecutive, as the WAL numbers its frames; a batch
 	                               that would leave a hole is refused (FLASH_EMYSQL_GAP)
 	                               before it changes anything */
+	int require_db;             /* 1: a database that does not exist is refused
+	                               (FLASH_EMYSQL_CONFIG) instead of created -- a
+	                               mistyped name would otherwise get an empty new
+	                               database.  A URL naming no database (the default
+	                               "flashstock") may still create that one, and a URL
+	                               with create_db=1 may create its own.  0 (default
+	                               for library callers): create what is missing */
 };
 
 /** One WAL record with its LSN, as the WAL reader hands it over. */
@@ -155,7 +162,8 @@ struct flash_mysql_stats {
 /**
  * Connect and create the schema if missing.  The connection is taken from
  * o->url, else from o->defaults_file, else from $FLASH_MYSQL_URL, else
- * $FLASH_MYSQL_DEFAULTS_FILE.  A URL's query may carry socket=PATH; the
+ * $FLASH_MYSQL_DEFAULTS_FILE.  A URL's query may carry socket=PATH and
+ * create_db=1 (see require_db); the
  * database defaults to "flashstock".  A first connect failure is not fatal
  * when the server is merely down: the handle is returned with rc
  * FLASH_EMYSQL_RETRY and later calls reconnect.

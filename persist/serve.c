@@ -517,6 +517,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		memset(&po, 0, sizeof po);
 		po.mysql.url = o->mysql_url;
 		po.mysql.defaults_file = o->mysql_defaults;
+		po.mysql.require_db = o->mysql_require_db;
 		po.mysql.log = serve_mysql_log;
 		po.mysql.log_arg = &oo.log_level;
 		po.wal_dir = o->wal_dir;
@@ -549,7 +550,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	if (o->reconcile_every_ms != 0) {
 		struct serve_recon_opts ro = {
 			.segment = o->segment, .wal = s.sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql_url,
-			.mysql_defaults = o->mysql_defaults, .every_ms = o->reconcile_every_ms,
+			.mysql_defaults = o->mysql_defaults, .mysql_require_db = o->mysql_require_db,
+			.every_ms = o->reconcile_every_ms,
 			.threshold = o->reconcile_threshold, .log_level = o->log_level,
 			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
 		};

@@ -74,6 +74,8 @@ struct serve_opts {
 	                                   (loopback unless an address is given; NULL: off) */
 	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */
 	const char   *mysql_defaults;   /* or an option file ([client] group); both NULL: no applier */
+	int           mysql_require_db; /* refuse a database that does not exist
+	                                   (flash_mysql_opts.require_db) */
 	uint32_t      mysql_drain_ms;   /* at stop, let the applier catch up this long (0: 5000) */
 	int           snapshots;        /* take snapshots (snapshot.h): every snapshot_every_s, after
 	                                   snapshot_wal_bytes of WAL, and at a clean stop; then remove

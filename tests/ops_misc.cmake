@@ -8,4 +8,13 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ops_misc.sh $<TARGET_FILE:flashstock>
                    $<TARGET_FILE:ops_buyer>)
   set_tests_properties(ops_misc PROPERTIES TIMEOUT 300 LABELS ops)
+  # the case that needs a MariaDB: a mistyped database name is refused
+  if(TEST mysql_server_start)
+    add_test(NAME ops_mysql_database
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ops_misc.sh $<TARGET_FILE:flashstock>
+                     $<TARGET_FILE:ops_buyer> mysql_unknown_database_refused_unless_create_db)
+    set_tests_properties(ops_mysql_database PROPERTIES TIMEOUT 120 LABELS ops
+                         FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
+                         ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR}")
+  endif()
 endif()

@@ -11,6 +11,8 @@
 #   attach_refuses_fifo_without_blocking              (item 10)
 #   sync_wait_bounded_fate_unknown_then_durable       (item 12)
 #   messages_say_why_and_exit_2                       (item 13)
+#   mysql_unknown_database_refused_unless_create_db   (item 13; needs the
+#       MariaDB fixture: ctest ops_mysql_database runs it alone)
 #
 # Every case runs (one failing does not hide the next); the script exits 1
 # if any failed.  Segment names carry the pid so parallel runs never meet.
@@ -299,6 +301,35 @@ messages_say_why_and_exit_2() {
 	"$F" status --name "$n" --json >"$T/m.after"
 	cmp -s "$T/m.before" "$T/m.after" || fail "segment changed"
 	return 0
+}
+
+# ---- item 13, MySQL part (ctest ops_mysql_database, with the MariaDB fixture)
+# A mistyped database name: serve refuses it (exit 2, nothing created: no
+# WAL directory, no database); with create_db=1 in the URL it is created.
+mysql_unknown_database_refused_unless_create_db() {
+	[ -n "${FLASH_MARIADB_DIR:-}" ] || { fail "FLASH_MARIADB_DIR is not set (run as ctest ops_mysql_database)"; return 1; }
+	local sock="$FLASH_MARIADB_DIR/mysqld.sock" db="flashstokc_$$" rc
+	sql() { mariadb --no-defaults --socket="$sock" --user=root -B -N -e "$1"; }
+	sql "DROP DATABASE IF EXISTS $db" || { fail "MariaDB at $sock"; return 1; }
+	local n; n=$(seg db)
+	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
+	timeout -s INT 20 "$F" serve --name "$n" --wal "$T/db-wal" --no-snapshot --reconcile-every 0 \
+		--mysql "mysql://root@localhost/$db?socket=$sock" >/dev/null 2>"$T/db.err"; rc=$?
+	[ $rc = 124 ] && fail "serve accepted the unknown database and ran"
+	[ $rc = 2 ] || fail "serve with an unknown database: exit $rc, want 2"
+	has "$T/db.err" "database $db does not exist" || return 1
+	has "$T/db.err" "create_db=1" || return 1
+	[ -e "$T/db-wal" ] && fail "the WAL directory was created"
+	[ -z "$(sql "SHOW DATABASES LIKE '$db'")" ] || fail "database $db was created"
+	timeout 20 "$F" reconcile --name "$n" --mysql "mysql://root@localhost/$db?socket=$sock" >/dev/null 2>"$T/db.rerr"; rc=$?
+	[ $rc != 0 ] || fail "reconcile with an unknown database: exit 0"
+	[ -z "$(sql "SHOW DATABASES LIKE '$db'")" ] || fail "reconcile created database $db"
+	timeout -s INT 60 "$F" serve --name "$n" --wal "$T/db-wal" --no-snapshot --reconcile-every 0 --once \
+		--mysql "mysql://root@localhost/$db?socket=$sock&create_db=1" >/dev/null 2>"$T/db.err2"; rc=$?
+	[ $rc = 0 ] || { cat "$T/db.err2" >&2; fail "serve with create_db=1: exit $rc"; }
+	[ "$(sql "SHOW DATABASES LIKE '$db'")" = "$db" ] || fail "create_db=1 did not create $db"
+	sql "DROP DATABASE IF EXISTS $db"
+	log_format_ok "$T/db.err2"
 }
 
 ALL="create_too_big_fails_enomem_saying_bytes_needed load_all_or_nothing_engine_ranges

@@ -68,7 +68,10 @@ static void serve_help(FILE *out)
 	        "                       counters, WAL lag, group commits, fdatasync latency\n"
 	        "  --mysql URL          apply durable records to MySQL (MariaDB), exactly once:\n"
 	        "                       mysql://user:pass@localhost/db?socket=PATH (the password\n"
-	        "                       is never printed); MySQL down or slow never stops the WAL\n"
+	        "                       is never printed); MySQL down or slow never stops the WAL.\n"
+	        "                       A database that does not exist is refused (a mistyped\n"
+	        "                       name would be created empty): create it first, or add\n"
+	        "                       create_db=1 to the URL's query\n"
 	        "  --mysql-defaults F   take the MySQL connection from option file F instead\n"
 	        "  --reconcile-every S  reconcile every S seconds (default 300; 0: never) and once\n"
 	        "                       at a clean stop: WAL vs MySQL at MySQL's applied LSN, read\n"
@@ -227,6 +230,28 @@ int cmd_serve(int argc, char **argv)
 			flash_mysql_url_mask(o.mysql_url, masked, sizeof masked);
 			return tool_usage_err(cmd, "--mysql: bad URL %s: %s (want "
 			                      "mysql://user:pass@localhost/db?socket=PATH)", masked, why);
+		}
+	}
+	o.mysql_require_db = 1;
+	if (o.mysql_url != NULL || o.mysql_defaults != NULL) {
+		/* One connection first: a MySQL that refuses us for good (unknown
+		 * database, access denied) is a bad command line, said before the
+		 * WAL directory or anything else is touched.  MySQL down is not:
+		 * the daemon starts and its applier catches up later. */
+		struct flash_mysql_opts mo;
+		flash_mysql_t *m = NULL;
+		memset(&mo, 0, sizeof mo);
+		mo.url = o.mysql_url;
+		mo.defaults_file = o.mysql_defaults;
+		mo.require_db = 1;
+		mo.log = serve_mysql_log;
+		mo.log_arg = &o.log_level;
+		int mrc = flash_mysql_open(&mo, &m);
+		flash_mysql_close(m);
+		if (mrc == FLASH_EMYSQL_CONFIG) {
+			fprintf(stderr, "flashstock %s: --mysql: MySQL refused the connection for good (see "
+			        "above); nothing was started\n", cmd);
+			return TOOL_USAGE;
 		}
 	}
 
