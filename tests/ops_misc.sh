@@ -39,9 +39,14 @@ cleanup() {
 		"$F" destroy --name "$s" >/dev/null 2>&1
 		rm -f "/dev/shm/$s"
 	done
-	[ -n "$OPS_USER" ] && userdel "$OPS_USER" >/dev/null 2>&1
-	[ -n "$OPS_OTHER" ] && userdel "$OPS_OTHER" >/dev/null 2>&1
-	[ -n "$OPS_GROUP" ] && groupdel "$OPS_GROUP" >/dev/null 2>&1
+	local i
+	for i in 1 2 3 4 5 6 7 8; do
+		{ [ -z "$OPS_USER" ] || ! id "$OPS_USER" >/dev/null 2>&1 || userdel "$OPS_USER"; } &&
+		{ [ -z "$OPS_OTHER" ] || ! id "$OPS_OTHER" >/dev/null 2>&1 || userdel "$OPS_OTHER"; } &&
+		{ [ -z "$OPS_GROUP" ] || ! getent group "$OPS_GROUP" >/dev/null || groupdel "$OPS_GROUP"; } &&
+		break
+		sleep 0.25
+	done >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -61,6 +66,16 @@ hasnt() {
 	grep -qF -- "$2" "$1" || return 0
 	echo "--- $1:" >&2; cat "$1" >&2
 	fail "must not contain: $2"
+}
+# again CMD...: run CMD, retrying a few times while it fails (lock files)
+again() {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		"$@" 2>"$T/again.err" && return 0
+		sleep 0.25
+	done
+	cat "$T/again.err" >&2
+	return 1
 }
 # seg SUFFIX: a unique segment name, removed at the end
 seg() { local n="$PREFIX-$1"; SEGS+=("$n"); echo "$n"; }
@@ -165,9 +180,10 @@ group_member_attaches_0660_segment() {
 	OPS_GROUP=fsog$$
 	OPS_USER=fsou$$
 	OPS_OTHER=fsox$$
-	groupadd "$OPS_GROUP" || { fail "groupadd"; return 1; }
-	useradd -M -N -g "$OPS_GROUP" -s /bin/sh "$OPS_USER" || { fail "useradd"; return 1; }
-	useradd -M -N -s /bin/sh "$OPS_OTHER" || { fail "useradd"; return 1; }
+	# other tests add users at the same time: /etc/passwd may be locked a moment
+	again groupadd "$OPS_GROUP" || { fail "groupadd"; return 1; }
+	again useradd -M -N -g "$OPS_GROUP" -s /bin/sh "$OPS_USER" || { fail "useradd"; return 1; }
+	again useradd -M -N -s /bin/sh "$OPS_OTHER" || { fail "useradd"; return 1; }
 	local n; n=$(seg grp)
 	"$F" create --name "$n" $(small) --mode 0660 --group "$OPS_GROUP" >/dev/null || { fail "create"; return 1; }
 	"$F" load --name "$n" --activity 1 --sku 1 --units 10 >/dev/null || { fail "load"; return 1; }
