@@ -542,8 +542,10 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	/* O_NONBLOCK: opening a FIFO someone planted under the name returns at
 	 * once instead of waiting for a writer; a regular file ignores it */
 	fd = shm_open(path, (rd ? O_RDONLY : O_RDWR) | O_NONBLOCK, 0);
+	/* glibc's shm_open() turns EISDIR into EINVAL; the name and flags are
+	 * checked already, so EINVAL here means a directory has the name */
 	if (fd < 0)
-		return errno_rc(errno);
+		return errno == EINVAL ? FLASH_ENOTREG : errno_rc(errno);
 	if (fstat(fd, &st) != 0) {
 		rc = errno_rc(errno);
 		goto fail_close;

@@ -278,6 +278,47 @@ static void test_attach_refuses_wrong_mode_with_emode(void **state)
 	assert_int_equal(flash_close(h), FLASH_OK);
 }
 
+/*
+ * A FIFO, a directory or a symlink planted under a segment's name: attach
+ * answers FLASH_ENOTREG at once (a FIFO opened without O_NONBLOCK would wait
+ * for a writer forever), read-only and writable, and leaves it as it was;
+ * create refuses the taken name.
+ */
+static void test_attach_refuses_non_regular_files_with_enotreg_at_once(void **state)
+{
+	char name[64], path[128], other[128];
+	flash_t *h = NULL;
+	struct stat st;
+
+	(void)state;
+	alarm(30);   /* a blocking open fails the test instead of hanging it */
+	t_segname(name, sizeof name);
+	t_shm_path(name, path, sizeof path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_seg_create(name, NULL), FLASH_EEXIST);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(unlink(path), 0);
+
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_ENOTREG);
+	assert_int_equal(rmdir(path), 0);
+
+	/* a symlink to a real segment: shm_open does not follow it */
+	flash_t *real = t_seg_new(NULL, other, sizeof other);
+	char target[160];
+	t_shm_path(other, target, sizeof target);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_ENOTREG);
+	assert_int_equal(unlink(path), 0);
+	(void)real;
+	alarm(0);
+}
+
 static void test_attach_refuses_other_owner_with_eowner_before_mode(void **state)
 {
 	char name[64], path[128];
@@ -888,6 +929,7 @@ int main(void)
 		T(test_create_0660_under_umask_077_gives_mode_exactly_0660),
 		T(test_attach_refuses_wrong_mode_with_emode),
 		T(test_attach_refuses_other_owner_with_eowner_before_mode),
+		T(test_attach_refuses_non_regular_files_with_enotreg_at_once),
 		T(test_os_refusal_gives_eperm_and_keeps_the_segment),
 		T(test_attach_refuses_wrong_size_with_esize),
 		T(test_attach_refuses_each_corrupt_magic_byte_with_emagic),
