@@ -77,8 +77,9 @@ again() {
 	cat "$T/again.err" >&2
 	return 1
 }
-# seg SUFFIX: a unique segment name, removed at the end
-seg() { local n="$PREFIX-$1"; SEGS+=("$n"); echo "$n"; }
+# newseg VAR SUFFIX: set VAR to a unique segment name, removed at the end
+# (no command substitution: the name must be remembered by this shell)
+newseg() { printf -v "$1" '%s' "$PREFIX-$2"; SEGS+=("$PREFIX-$2"); }
 # small: capacities of a small segment
 small() { echo --activities 8 --skus 16 --shards 32 --users 4096 --orders 8192 --tokens 64 \
               --requests 64 --locks 8 --procs 8 --ring 1024; }
@@ -108,7 +109,7 @@ log_format_ok() {
 # 4095 rings of 2^24 records need terabytes: more than /dev/shm has free on
 # any machine this runs on, whatever else is running.
 create_too_big_fails_enomem_saying_bytes_needed() {
-	local n; n=$(seg big)
+	local n; newseg n big
 	"$F" create --name "$n" --procs 4095 --ring 16777216 >"$T/big.out" 2>"$T/big.err"; local rc=$?
 	[ -e "/dev/shm/$n" ] && { "$F" destroy --name "$n" >/dev/null 2>&1; fail "segment $n left behind"; return 1; }
 	[ $rc = 1 ] || { cat "$T/big.err" >&2; fail "exit $rc, want 1"; return 1; }
@@ -128,7 +129,7 @@ create_too_big_fails_enomem_saying_bytes_needed() {
 # 86400): exit 2 naming line and column, and nothing loaded -- the first
 # activity is not there either.  The flag path says the same range.
 load_all_or_nothing_engine_ranges() {
-	local n; n=$(seg load)
+	local n; newseg n load
 	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
 	"$F" status --name "$n" --json >"$T/l.before" || { fail "status"; return 1; }
 	{
@@ -160,7 +161,7 @@ load_all_or_nothing_engine_ranges() {
 # A password with '/' (not percent-encoded) in a malformed URL: the message
 # shows neither the password nor the user, exit 2, no WAL directory made.
 mysql_url_secret_never_printed() {
-	local n; n=$(seg url)
+	local n; newseg n url
 	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
 	"$F" serve --name "$n" --wal "$T/url-wal" --no-snapshot --reconcile-every 0 \
 		--mysql "mysql://flash:s3/cr3t@localhost/db?socket=$T/none.sock" >"$T/u.out" 2>"$T/u.err"; local rc=$?
@@ -184,7 +185,7 @@ group_member_attaches_0660_segment() {
 	again groupadd "$OPS_GROUP" || { fail "groupadd"; return 1; }
 	again useradd -M -N -g "$OPS_GROUP" -s /bin/sh "$OPS_USER" || { fail "useradd"; return 1; }
 	again useradd -M -N -s /bin/sh "$OPS_OTHER" || { fail "useradd"; return 1; }
-	local n; n=$(seg grp)
+	local n; newseg n grp
 	"$F" create --name "$n" $(small) --mode 0660 --group "$OPS_GROUP" >/dev/null || { fail "create"; return 1; }
 	"$F" load --name "$n" --activity 1 --sku 1 --units 10 >/dev/null || { fail "load"; return 1; }
 	setpriv --reuid="$OPS_USER" --regid="$OPS_GROUP" --init-groups \
@@ -205,7 +206,7 @@ group_member_attaches_0660_segment() {
 # reconnects back off (a bounded number in ~3 s plus the stop's drain),
 # every stderr line is in the daemon's format, no bogus row count.
 mysql_down_backs_off_in_daemon_log_format() {
-	local n; n=$(seg down)
+	local n; newseg n down
 	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
 	"$F" load --name "$n" --activity 1 --sku 1 --units 100000 >/dev/null || { fail "load"; return 1; }
 	"$F" serve --name "$n" --wal "$T/down-wal" --no-snapshot --reconcile-every 0 \
@@ -231,7 +232,7 @@ mysql_down_backs_off_in_daemon_log_format() {
 # A FIFO planted under a segment's name: status, load and a writer's
 # flash_open() refuse it at once, saying it is not a regular file.
 attach_refuses_fifo_without_blocking() {
-	local n; n=$(seg fifo)
+	local n; newseg n fifo
 	mkfifo "/dev/shm/$n" || { fail "mkfifo"; return 1; }
 	timeout 5 "$F" status --name "$n" >/dev/null 2>"$T/f.err"; local rc=$?
 	[ $rc = 124 ] && { fail "status blocked on the FIFO"; return 1; }
@@ -252,7 +253,7 @@ attach_refuses_fifo_without_blocking() {
 # FLASH_EFATE_UNKNOWN with its order number once its wait bound passes;
 # after SIGCONT the same handle learns it is durable, and the WAL holds it.
 sync_wait_bounded_fate_unknown_then_durable() {
-	local n; n=$(seg sync)
+	local n; newseg n sync
 	"$F" create --name "$n" $(small) --durability sync >/dev/null || { fail "create"; return 1; }
 	"$F" load --name "$n" --activity 1 --sku 1 --units 100 >/dev/null || { fail "load"; return 1; }
 	"$F" serve --name "$n" --wal "$T/sync-wal" --no-snapshot --reconcile-every 0 2>"$T/s.err" &
@@ -280,7 +281,7 @@ sync_wait_bounded_fate_unknown_then_durable() {
 # ---- item 13 -----------------------------------------------------------------
 # Each mistyped value: exit 2, a message that says why, nothing created.
 messages_say_why_and_exit_2() {
-	local n; n=$(seg msg)
+	local n; newseg n msg
 	local rc
 	"$F" create --name "$n" --orders 2000000000 >/dev/null 2>"$T/m1"; rc=$?
 	[ $rc = 2 ] || fail "create --orders 2000000000: exit $rc, want 2"
@@ -327,7 +328,7 @@ mysql_unknown_database_refused_unless_create_db() {
 	local sock="$FLASH_MARIADB_DIR/mysqld.sock" db="flashstokc_$$" rc
 	sql() { mariadb --no-defaults --socket="$sock" --user=root -B -N -e "$1"; }
 	sql "DROP DATABASE IF EXISTS $db" || { fail "MariaDB at $sock"; return 1; }
-	local n; n=$(seg db)
+	local n; newseg n db
 	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
 	timeout -s INT 20 "$F" serve --name "$n" --wal "$T/db-wal" --no-snapshot --reconcile-every 0 \
 		--mysql "mysql://root@localhost/$db?socket=$sock" >/dev/null 2>"$T/db.err"; rc=$?
