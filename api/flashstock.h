@@ -95,6 +95,13 @@ extern "C" {
 #define FLASH_ENOMEM         -29   /* out of memory (segment too large for /dev/shm?) */
 #define FLASH_ESYS           -30   /* another system call failure */
 #define FLASH_EWRONG_THREAD  -31   /* handle used from a thread other than its opener */
+#define FLASH_ENOTREG        -32   /* attach: the name is not a regular file (a FIFO,
+                                      directory or device planted under it) */
+#define FLASH_EFATE_UNKNOWN  -33   /* sync: the operation is done in memory but its
+                                      record was not durable within the wait bound;
+                                      its fate is not known yet: wait again with
+                                      flash_durable_wait(), or look it up by order
+                                      number (res->order_no) once the daemon runs */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -145,17 +152,42 @@ struct flash_seg_opts {
 	uint32_t durability;      /* enum flash_durability */
 };
 
+/*
+ * The ranges of the options, one definition for the engine and every tool:
+ * each table capacity 1..FLASH_CAP_MAX, max_procs 1..FLASH_PROCS_MAX,
+ * ring_records a power of two in FLASH_RING_MIN..FLASH_RING_MAX.
+ */
+#define FLASH_CAP_MAX   (1u << 26)
+#define FLASH_PROCS_MAX 4095u
+#define FLASH_RING_MIN  16u
+#define FLASH_RING_MAX  (1u << 24)
+
 /** Fill @p o with the defaults (sizes fit the demo; about 200 MiB of shm). */
 void flash_seg_opts_default(struct flash_seg_opts *o);
+
+/**
+ * The bytes of shared memory a segment with options @p o needs: what
+ * flash_seg_create() reserves in /dev/shm (for a message, or to plan).
+ * @param[in]  o      options (NULL: the defaults)
+ * @param[out] bytes  the segment's size
+ * @return FLASH_OK; FLASH_EINVAL (NULL @p bytes, or options
+ *         flash_seg_create() refuses).
+ */
+int flash_seg_size(const struct flash_seg_opts *o, uint64_t *bytes);
 
 /**
  * Create a segment.  The object is created with O_EXCL (a name collision fails,
  * never reuses), then fchmod'ed to exactly o->mode whatever the umask.
  * @param[in] name  POSIX shm name, "/flash-x" or "flash-x" (1..200 chars, no '/' inside)
  * @param[in] o     options; NULL means the defaults
+ * Every byte is reserved at create (posix_fallocate on the object), so a
+ * segment larger than free /dev/shm fails here with FLASH_ENOMEM instead of
+ * killing its users with SIGBUS later; flash_seg_size() says how much was
+ * needed.
  * @return FLASH_OK; FLASH_EINVAL (bad name, capacity 0 or too large, ring not a
  *         power of two, mode not 0600/0660); FLASH_EEXIST (name taken);
- *         FLASH_EPERM; FLASH_ENOMEM (ftruncate/mmap failed); FLASH_ESYS.
+ *         FLASH_EPERM; FLASH_ENOMEM (not that much free shared memory, or
+ *         ftruncate/mmap failed); FLASH_ESYS.
  * @note Safe from any process; creates nothing on failure.
  */
 int flash_seg_create(const char *name, const struct flash_seg_opts *o);
@@ -203,8 +235,11 @@ typedef struct flash flash_t;
 
 /**
  * Attach to a segment.  Validates, in this order, and fails with a distinct
- * code for each: the object exists (FLASH_ENOSEG), its owner is this user
- * (FLASH_EOWNER), its mode is exactly 0600 or 0660 (FLASH_EMODE), its size is
+ * code for each: the object exists (FLASH_ENOSEG), it is a regular file
+ * (FLASH_ENOTREG: opened with O_NONBLOCK, so a FIFO planted under the name
+ * never blocks the caller), its owner is this user -- or, for a 0660
+ * segment, its group is one of the caller's groups (FLASH_EOWNER), its mode
+ * is exactly 0600 or 0660 (FLASH_EMODE), its size is
  * at least a header (FLASH_ESIZE), magic (FLASH_EMAGIC), layout version
  * (FLASH_EVERSION), header checksum (FLASH_ECHECKSUM), size equals the
  * header's (FLASH_ESIZE), region table in bounds and disjoint (FLASH_ELAYOUT).
@@ -215,7 +250,8 @@ typedef struct flash flash_t;
  * identity, its pid and its start time (/proc/PID/stat); a process that
  * cannot read its own (no free file descriptor, /proc not mounted) is
  * refused with FLASH_ESYS and nothing is changed, since a slot without an
- * identity would later be taken for dead while it runs.
+ * identity would later be taken for dead while it runs.  Its sync waits are bounded by
+ * FLASH_SYNC_WAIT_MS_DEFAULT (flash_sync_wait_set()).
  * @param[in]  name   segment name
  * @param[in]  flags  0 or FLASH_RDONLY
  * @param[out] out    the handle
@@ -298,22 +334,26 @@ enum flash_scope {
 #define FLASH_ACT_TOKEN_REQUIRED       0x2u  /* an order must redeem a token */
 
 #define FLASH_LIMIT_MAX 64u                  /* largest per-user limit K */
+#define FLASH_QTY_MAX   65535u               /* largest max_qty (an ACTIVITY record
+                                                carries it in 16 bits) */
+#define FLASH_DAY_OFFSET_MAX_S 86399         /* day_offset_s in -this..this */
 
 struct flash_activity {
 	uint32_t id;              /* nonzero, caller-chosen */
 	uint32_t limit_per_user;  /* K, 1..FLASH_LIMIT_MAX */
-	uint32_t max_qty;         /* largest quantity of one order, >= 1 */
+	uint32_t max_qty;         /* largest quantity of one order, 1..FLASH_QTY_MAX */
 	uint32_t scope;           /* enum flash_scope */
 	uint32_t flags;           /* FLASH_ACT_* */
-	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400) */
+	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400);
+	                             -FLASH_DAY_OFFSET_MAX_S..FLASH_DAY_OFFSET_MAX_S */
 	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
 	int64_t  end_ns;          /* window closes; > start_ns */
 };
 
 /**
  * Add an activity to the catalog.
- * @return FLASH_OK; FLASH_EINVAL (NULL, id 0, K out of range, max_qty 0,
- *         scope or flags unknown, end <= start); FLASH_EEXIST (id taken);
+ * @return FLASH_OK; FLASH_EINVAL (any check of flash_activity_check());
+ *         FLASH_EEXIST (id taken);
  *         FLASH_EFULL; FLASH_EBUSY (record ring full, or the catalog's
  *         mutex not free within 5 s: a corrupt segment); FLASH_EREADONLY;
  *         FLASH_EFORK; FLASH_EWRONG_THREAD.
@@ -326,14 +366,25 @@ struct flash_activity {
  */
 int flash_activity_add(flash_t *h, const struct flash_activity *a);
 
+/**
+ * The checks flash_activity_add() makes on its argument, without a segment:
+ * id nonzero, limit_per_user 1..FLASH_LIMIT_MAX, max_qty 1..FLASH_QTY_MAX,
+ * scope and flags known, end_ns > start_ns, day_offset_s within
+ * +-FLASH_DAY_OFFSET_MAX_S.  A tool checks a whole input with it before it
+ * adds anything, so an input is loaded entirely or not at all.
+ * @return FLASH_OK; FLASH_EINVAL.
+ */
+int flash_activity_check(const struct flash_activity *a);
+
 #define FLASH_SHARDS_MAX 16u
+#define FLASH_UNITS_MAX  (1ull << 40)        /* largest stock of one sku */
 
 /**
  * Add a sku with @p units of stock to an activity, split over @p shards stock
  * slots (1..FLASH_SHARDS_MAX; use several for one very hot sku).  An empty
  * shard borrows from the others, so sharding never sells out early.
  * @return FLASH_OK; FLASH_EINVAL (sku 0, shards out of range, units above
- *         2^40); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
+ *         FLASH_UNITS_MAX); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
  *         or shards); FLASH_EBUSY (as for flash_activity_add);
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
@@ -392,6 +443,13 @@ struct flash_order_res {
  *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
  *         res->order_no); FLASH_EFULL (user, order or request table);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
+ *         FLASH_EFATE_UNKNOWN (sync durability: the order is placed -- it
+ *         reads ACTIVE in flash_order_get() -- but its record was not durable
+ *         within the handle's wait bound, e.g. the daemon is stopped; @p res
+ *         is filled as for FLASH_OK: wait again with flash_durable_wait(h,
+ *         res->lsn, ...), or find the order by res->order_no in the WAL or
+ *         MySQL once the daemon runs; retrying with the same request id
+ *         returns FLASH_EDUPLICATE, never a second order);
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  * @note Lock-free: a stalled process never blocks another's order, with one
  *       exception: an order that needs the very key a stalled order is
@@ -399,9 +457,33 @@ struct flash_order_res {
  *       limit slot, the same request id), or a retry of a request id that a
  *       stalled order holds, waits for that process -- and recovers it at
  *       once if it died.  Orders for other keys pass its entries.
+ *       In sync durability the acknowledgement waits for the daemon, at
+ *       most the handle's wait bound (flash_sync_wait_set()).
  */
 int flash_order(flash_t *h, const struct flash_order_req *r,
                 struct flash_order_res *res);
+
+#define FLASH_SYNC_WAIT_MS_DEFAULT 5000u     /* a new handle's sync wait bound */
+
+/**
+ * Bound the handle's sync waits (orders, cancels, restocks in sync
+ * durability) to @p wait_ms; past it the call returns FLASH_EFATE_UNKNOWN.
+ * A new handle starts at FLASH_SYNC_WAIT_MS_DEFAULT.
+ * @return FLASH_OK; FLASH_EINVAL (NULL, wait_ms 0); FLASH_EREADONLY; FLASH_EFORK.
+ */
+int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
+
+/**
+ * Wait, at most @p wait_ms, until the record at @p lsn of this handle's ring
+ * (res->lsn of an order this handle placed) is durable: how a caller told
+ * FLASH_EFATE_UNKNOWN learns the fate.  Works in either durability.
+ * @return FLASH_OK (durable); FLASH_EFATE_UNKNOWN (not yet); FLASH_EDURABILITY
+ *         (the WAL failed: restart the daemon, which recovers from disk, and
+ *         look the order up by number); FLASH_EINVAL (NULL, lsn 0, wait_ms 0);
+ *         FLASH_EREADONLY; FLASH_EFORK.
+ * @note Blocking: sleeps on a futex while the daemon has not marked the record.
+ */
+int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
 
 /**
  * Cancel an order by number; its units return to stock exactly once, and the
@@ -413,6 +495,8 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * the cancel: flash_ring_drain).
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
  *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
+ *         FLASH_EFATE_UNKNOWN (sync: cancelled in memory, not yet durable
+ *         within the wait bound; @p units_returned is set); FLASH_EDURABILITY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  */
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
@@ -423,7 +507,8 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
  * once its record is durable.
  * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
  *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
- *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ *         FLASH_EFATE_UNKNOWN (sync: applied, not yet durable within the wait
+ *         bound); FLASH_EDURABILITY; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
 

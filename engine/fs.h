@@ -334,6 +334,7 @@ struct flash {
 	uint64_t owner_thread;     /* fs_thread_id() of the opening thread */
 	int rdonly;
 	int slot;                  /* -1 for read-only */
+	uint32_t sync_wait_ms;     /* bound of each sync wait (flash_sync_wait_set) */
 	uint32_t gen;
 	struct fs_proc *me;
 	struct fs_journal *j;
@@ -438,7 +439,7 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 int fs_ring_space(flash_t *h);
 void fs_ring_publish(flash_t *h);
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos);
-int fs_sync_wait(flash_t *h, uint32_t pos);
+int fs_sync_wait(flash_t *h, uint32_t pos, uint32_t wait_ms);
 int fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to);
 int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_t id,
                   uint64_t to, uint32_t *jidx);

@@ -162,12 +162,20 @@ static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *
 
 /*
  * Sync durability: sleep until the consumer has made the record at ring
- * position @p pos durable (its seq's low 32 bits are pos + 1).
+ * position @p pos durable (its seq's low 32 bits are pos + 1), at most
+ * @p wait_ms.  A relaxed load of the durable mark is enough: the caller
+ * reads nothing the consumer wrote but the mark itself, which only grows,
+ * and a stale value costs one more round (the futex re-checks it).
+ * The clock is read first when a sleep is due, so a record that is durable
+ * already costs no clock read.  Past the bound: FLASH_EFATE_UNKNOWN -- the
+ * operation is done in memory and its record waits in the ring, so it
+ * becomes durable whenever a consumer drains it; only the caller's
+ * knowledge of that is cut short.
  */
-int fs_sync_wait(flash_t *h, uint32_t pos)
+int fs_sync_wait(flash_t *h, uint32_t pos, uint32_t wait_ms)
 {
 	uint32_t *w = &h->me->durable_futex;
-	const struct timespec tick = { 0, 50 * 1000 * 1000 };
+	uint64_t deadline_ms = 0, now_ms;
 
 	for (;;) {
 		uint32_t d = ck_pr_load_32(w);
@@ -176,6 +184,14 @@ int fs_sync_wait(flash_t *h, uint32_t pos)
 			return FLASH_OK;
 		if (ck_pr_load_32(&h->hdr->durability_failed))
 			return FLASH_EDURABILITY;
+		now_ms = fs_mono_ms();
+		if (deadline_ms == 0)
+			deadline_ms = now_ms + (wait_ms ? wait_ms : FLASH_SYNC_WAIT_MS_DEFAULT);
+		else if (now_ms >= deadline_ms)
+			return FLASH_EFATE_UNKNOWN;
+		uint64_t left_ms = deadline_ms - now_ms;
+		/* wake at least every 50 ms to look at durability_failed */
+		const struct timespec tick = { 0, (long)(left_ms < 50 ? left_ms : 50) * 1000 * 1000 };
 		/* announce the sleep before re-checking (the futex re-checks *w) */
 		ck_pr_inc_32(&h->me->waiters);
 		futex(w, FUTEX_WAIT, d, &tick);
@@ -186,13 +202,38 @@ int fs_sync_wait(flash_t *h, uint32_t pos)
 /*
  * Acknowledge the operation just committed by this handle: at once in async
  * durability (and when re-applying a WAL record: it is durable already), or
- * once the consumer has made its record durable in sync durability.
+ * once the consumer has made its record durable in sync durability -- at
+ * most the handle's wait bound.
  */
 int fs_ack(flash_t *h)
 {
 	if (h->replay != NULL || h->hdr->fx.opts.durability != FLASH_DURABILITY_SYNC)
 		return FLASH_OK;
-	return fs_sync_wait(h, h->j->ring_pos);
+	return fs_sync_wait(h, h->j->ring_pos, h->sync_wait_ms);
+}
+
+int flash_sync_wait_set(flash_t *h, uint32_t wait_ms)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (wait_ms == 0)
+		return FLASH_EINVAL;
+	h->sync_wait_ms = wait_ms;
+	return FLASH_OK;
+}
+
+int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (lsn == 0 || wait_ms == 0)
+		return FLASH_EINVAL;
+	/* res->lsn is the ring position + 1; positions wrap at 32 bits */
+	return fs_sync_wait(h, (uint32_t)(lsn - 1), wait_ms);
 }
 
 /* The merge key of @p slot's next element: its ticket, then sources after

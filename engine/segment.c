@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +36,7 @@ static uint64_t pow2_at_least(uint64_t n)
 	return p;
 }
 
-#define FS_CAP_MAX (1u << 26)
+_Static_assert(FLASH_PROCS_MAX == FS_MAX_PROCS, "one bound for the process table");
 
 void flash_seg_opts_default(struct flash_seg_opts *o)
 {
@@ -60,11 +61,11 @@ static int opts_check(const struct flash_seg_opts *o)
 	const uint32_t caps[] = { o->max_activities, o->max_skus, o->max_shards, o->max_users,
 	                          o->max_tokens, o->max_orders, o->max_requests, o->max_locks };
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-		if (caps[i] == 0 || caps[i] > FS_CAP_MAX)
+		if (caps[i] == 0 || caps[i] > FLASH_CAP_MAX)
 			return FLASH_EINVAL;
-	if (o->max_procs == 0 || o->max_procs > FS_MAX_PROCS)
+	if (o->max_procs == 0 || o->max_procs > FLASH_PROCS_MAX)
 		return FLASH_EINVAL;
-	if (o->ring_records < 16 || o->ring_records > (1u << 24) ||
+	if (o->ring_records < FLASH_RING_MIN || o->ring_records > FLASH_RING_MAX ||
 	    (o->ring_records & (o->ring_records - 1)))
 		return FLASH_EINVAL;
 	if (o->mode != 0600 && o->mode != 0660)
@@ -106,6 +107,23 @@ static uint64_t layout(const struct flash_seg_opts *o, struct fs_region *r)
 	return off;
 }
 
+int flash_seg_size(const struct flash_seg_opts *opts, uint64_t *bytes)
+{
+	struct flash_seg_opts o;
+	struct fs_region reg[FS_R_COUNT];
+
+	if (bytes == NULL)
+		return FLASH_EINVAL;
+	if (opts == NULL)
+		flash_seg_opts_default(&o);
+	else
+		o = *opts;
+	if (opts_check(&o) != FLASH_OK)
+		return FLASH_EINVAL;
+	*bytes = layout(&o, reg);
+	return FLASH_OK;
+}
+
 /* ---------------------------------------------------------------- names */
 
 static int name_check(const char *name, char *buf, size_t cap)
@@ -134,6 +152,7 @@ static int errno_rc(int e)
 	case EACCES: case EPERM: return FLASH_EPERM;
 	case ENOMEM: case ENOSPC: case EFBIG: return FLASH_ENOMEM;
 	case EINVAL: case ENAMETOOLONG: return FLASH_EINVAL;
+	case EISDIR: case ELOOP: case ENXIO: return FLASH_ENOTREG;   /* a directory, symlink or device */
 	default: return FLASH_ESYS;
 	}
 }
@@ -155,10 +174,37 @@ static int init_admin_mutex(pthread_mutex_t *m)
 }
 
 /*
+ * Reserve every page of the object now.  tmpfs allocates on first touch, so
+ * an object larger than free /dev/shm would be created happily and then kill
+ * whoever touches a page past the free space with SIGBUS (status, load,
+ * serve, flash_open()'s MAP_POPULATE).  A size above what the file system
+ * has free is refused before a page is taken (tmpfs would otherwise fill up
+ * first and undo it after); posix_fallocate() then takes them for real, and
+ * fails cleanly when another object took the space meanwhile.  A file system
+ * that reports no size (tmpfs without a limit) is left to posix_fallocate().
+ */
+static int seg_reserve(int fd, uint64_t size)
+{
+	struct statvfs sv;
+	int e;
+
+	if (fstatvfs(fd, &sv) == 0 && sv.f_blocks != 0 &&
+	    size > (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize)
+		return FLASH_ENOMEM;
+	if (size > (uint64_t)INT64_MAX)
+		return FLASH_ENOMEM;
+	e = posix_fallocate(fd, 0, (off_t)size);
+	if (e == 0)
+		return FLASH_OK;
+	return e == EINTR ? FLASH_ESYS : errno_rc(e);
+}
+
+/*
  * Make the named object of @p size bytes: shm_open(O_CREAT | O_EXCL, 0600),
- * the group when asked, exactly o->mode whatever the umask, ftruncate, and a
- * writable mapping.  On failure nothing is left behind (the name is
- * unlinked).  The caller fills the mapping and ends with seg_make_done().
+ * the group when asked, exactly o->mode whatever the umask, ftruncate, every
+ * page reserved (seg_reserve), and a writable mapping.  On failure nothing
+ * is left behind (the name is unlinked).  The caller fills the mapping and
+ * ends with seg_make_done().
  */
 static int seg_make(const char *path, const struct flash_seg_opts *o, uint64_t size,
                     int *fdp, void **pp)
@@ -181,6 +227,8 @@ static int seg_make(const char *path, const struct flash_seg_opts *o, uint64_t s
 		rc = errno_rc(errno);
 		goto fail;
 	}
+	if ((rc = seg_reserve(fd, size)) != FLASH_OK)
+		goto fail;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = errno_rc(errno);
@@ -554,6 +602,32 @@ static void seg_unmap(void *base, uint64_t size)
 
 static int slot_claim(flash_t *h);
 
+/*
+ * May this process use an object owned by @p st?  Its owner may; for a 0660
+ * object (the mode that shares with a group), so may a member of its group:
+ * the effective gid or one of the supplementary groups.  The group check is
+ * what the kernel already allowed the open for; it is repeated so that a
+ * 0600 object of another user is refused by name (FLASH_EOWNER) however it
+ * was opened (root opens anything).
+ */
+static int owner_ok(const struct stat *st)
+{
+	gid_t groups[256];
+	int n;
+
+	if (st->st_uid == geteuid())
+		return 1;
+	if ((st->st_mode & 07777) != 0660)
+		return 0;
+	if (st->st_gid == getegid())
+		return 1;
+	n = getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == st->st_gid)
+			return 1;
+	return 0;
+}
+
 int flash_open(const char *name, unsigned flags, flash_t **out)
 {
 	char path[256];
@@ -567,14 +641,22 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	if ((rc = name_check(name, path, sizeof(path))) != FLASH_OK)
 		return rc;
 	rd = (flags & FLASH_RDONLY) != 0;
-	fd = shm_open(path, rd ? O_RDONLY : O_RDWR, 0);
+	/* O_NONBLOCK: opening a FIFO someone planted under the name returns at
+	 * once instead of waiting for a writer; a regular file ignores it */
+	fd = shm_open(path, (rd ? O_RDONLY : O_RDWR) | O_NONBLOCK, 0);
+	/* glibc's shm_open() turns EISDIR into EINVAL; the name and flags are
+	 * checked already, so EINVAL here means a directory has the name */
 	if (fd < 0)
-		return errno_rc(errno);
+		return errno == EINVAL ? FLASH_ENOTREG : errno_rc(errno);
 	if (fstat(fd, &st) != 0) {
 		rc = errno_rc(errno);
 		goto fail_close;
 	}
-	if (st.st_uid != geteuid()) {
+	if (!S_ISREG(st.st_mode)) {
+		rc = FLASH_ENOTREG;
+		goto fail_close;
+	}
+	if (!owner_ok(&st)) {
 		rc = FLASH_EOWNER;
 		goto fail_close;
 	}
@@ -645,6 +727,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 	h->owner_thread = fs_thread_id();
 	h->rdonly = rd;
 	h->slot = -1;
+	h->sync_wait_ms = FLASH_SYNC_WAIT_MS_DEFAULT;
 	if (!rd) {
 		if ((rc = slot_claim(h)) != FLASH_OK) {
 			seg_unmap(h->base, h->size);

@@ -145,6 +145,9 @@ struct flash_mysql {
 	void    *mm_log_arg;
 	int      mm_log_level;
 	int      mm_gaps_ok;        /* accept LSN holes (opts.lsn_gaps_ok) */
+	int      mm_require_db;     /* refuse an unknown database (opts.require_db) */
+	int      mm_create_db;      /* the URL says create_db=1 */
+	int      mm_db_implicit;    /* the URL named no database: "flashstock" */
 	/* activity cache: open addressing, key 0 = empty */
 	uint32_t *mm_act_id;
 	uint8_t  *mm_act_scope;
@@ -263,6 +266,13 @@ static char *pct_decode(const char *s, size_t n)
 	return out;
 }
 
+/*
+ * The whole user info goes: in "mysql://user:pass@host/db" the part
+ * "user:pass" is printed as "***".  The user info ends at the LAST '@' of the URL,
+ * not of the authority: a password with a '/', '?' or '#' that was not
+ * percent-encoded would otherwise end the authority early and be printed
+ * as a host.  A '@' further on (in a socket path) only hides more.
+ */
 void flash_mysql_url_mask(const char *url, char *buf, size_t len)
 {
 	if (!buf || len == 0)
@@ -273,21 +283,36 @@ void flash_mysql_url_mask(const char *url, char *buf, size_t len)
 	}
 	const char *auth = strstr(url, "://");
 	auth = auth ? auth + 3 : url;
-	size_t alen = strcspn(auth, "/?#");
-	const char *at = NULL;
-	for (size_t i = 0; i < alen; i++)
-		if (auth[i] == '@')
-			at = auth + i;           /* the last '@' ends the user info */
-	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	if (!colon) {
+	const char *at = strrchr(auth, '@');
+	if (!at) {
 		snprintf(buf, len, "%s", url);
 		return;
 	}
-	snprintf(buf, len, "%.*s:***%s", (int)(colon - url), url, at);
+	snprintf(buf, len, "%.*s***%s", (int)(auth - url), url, at);
 }
 
-/* Parse mysql://[user[:pass]@][host[:port]]/[db][?socket=PATH] into m. */
-static int parse_url(flash_mysql_t *m, const char *url)
+/* Say why a URL was refused (never quoting its user info); @return rc. */
+__attribute__((format(printf, 4, 5)))
+static int url_bad(char *why, size_t cap, int rc, const char *fmt, ...)
+{
+	if (why && cap) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+#define URL_ESCAPE_HINT "a '/', '?', '#', '@' or '%%' in the user or password must be " \
+                        "percent-encoded (%%2F %%3F %%23 %%40 %%25)"
+
+/*
+ * Parse mysql://[user[:pass]@][host[:port]]/[db][?socket=PATH] into m.
+ * On FLASH_EMYSQL_CONFIG, @p why (may be NULL) says what is wrong, without
+ * the user info.
+ */
+static int parse_url(flash_mysql_t *m, const char *url, char *why, size_t cap)
 {
 	const char *p;
 	if (!strncmp(url, "mysql://", 8))
@@ -295,23 +320,27 @@ static int parse_url(flash_mysql_t *m, const char *url)
 	else if (!strncmp(url, "mariadb://", 10))
 		p = url + 10;
 	else
-		return FLASH_EMYSQL_CONFIG;
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "it does not start with mysql:// or mariadb://");
 	size_t alen = strcspn(p, "/?#");
 	const char *at = NULL;
 	for (size_t i = 0; i < alen; i++)
 		if (p[i] == '@')
 			at = p + i;
+	if (!at && strchr(p + alen, '@'))
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, URL_ESCAPE_HINT);
 	const char *hp = p;
 	if (at) {
 		const char *colon = memchr(p, ':', (size_t)(at - p));
 		size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
 		m->mm_user = pct_decode(p, ulen);
 		if (!m->mm_user)
-			return FLASH_EMYSQL_CONFIG;
+			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the user; "
+			               URL_ESCAPE_HINT);
 		if (colon) {
 			m->mm_pass = pct_decode(colon + 1, (size_t)(at - colon - 1));
 			if (!m->mm_pass)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the password; "
+				               URL_ESCAPE_HINT);
 		}
 		hp = at + 1;
 	}
@@ -322,13 +351,14 @@ static int parse_url(flash_mysql_t *m, const char *url)
 		errno = 0;
 		unsigned long port = strtoul(pc + 1, &end, 10);
 		if (errno || end != p + alen || port == 0 || port > 65535)
-			return FLASH_EMYSQL_CONFIG;
+			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "the port '%.*s' is not 1..65535",
+			               (int)(p + alen - pc - 1 > 16 ? 16 : p + alen - pc - 1), pc + 1);
 		m->mm_port = (unsigned)port;
 		hlen = (size_t)(pc - hp);
 	}
 	m->mm_host = hlen ? pct_decode(hp, hlen) : strdup("localhost");
 	if (!m->mm_host)
-		return FLASH_EMYSQL_CONFIG;
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the host");
 	const char *q = p + alen;
 	if (*q == '/') {
 		q++;
@@ -336,7 +366,7 @@ static int parse_url(flash_mysql_t *m, const char *url)
 		if (dlen) {
 			m->mm_db = pct_decode(q, dlen);
 			if (!m->mm_db)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the database name");
 		}
 		q += dlen;
 	}
@@ -346,31 +376,60 @@ static int parse_url(flash_mysql_t *m, const char *url)
 			size_t kvlen = strcspn(q, "&#");
 			const char *eq = memchr(q, '=', kvlen);
 			if (!eq)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "the query part '%.*s' is not key=value",
+				               (int)(kvlen > 32 ? 32 : kvlen), q);
 			size_t klen = (size_t)(eq - q);
 			char *val = pct_decode(eq + 1, kvlen - klen - 1);
 			if (!val)
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad %%-escape in the value of '%.*s'",
+				               (int)(klen > 32 ? 32 : klen), q);
 			if (klen == 6 && !strncmp(q, "socket", 6)) {
 				free(m->mm_socket);
 				m->mm_socket = val;
+			} else if (klen == 9 && !strncmp(q, "create_db", 9)) {
+				int yes = !strcmp(val, "1") || !strcmp(val, "yes") || !strcmp(val, "true");
+				int no = !strcmp(val, "0") || !strcmp(val, "no") || !strcmp(val, "false");
+				free(val);
+				if (!yes && !no)
+					return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "create_db takes 1 or 0");
+				m->mm_create_db = yes;
 			} else {
 				free(val);
-				return FLASH_EMYSQL_CONFIG;
+				return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unknown query key '%.*s' (the "
+				               "keys are socket=PATH and create_db=1)",
+				               (int)(klen > 32 ? 32 : klen), q);
 			}
 			q += kvlen;
 			if (*q == '&')
 				q++;
 		}
 	} else if (*q && *q != '#') {
-		return FLASH_EMYSQL_CONFIG;
+		return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "unexpected text after the host; "
+		               URL_ESCAPE_HINT);
 	}
-	if (!m->mm_db && !(m->mm_db = strdup("flashstock")))
-		return FLASH_ENOMEM;
+	if (!m->mm_db) {
+		m->mm_db_implicit = 1;
+		if (!(m->mm_db = strdup("flashstock")))
+			return FLASH_ENOMEM;
+	}
 	char masked[1024];
 	flash_mysql_url_mask(url, masked, sizeof masked);
 	m->mm_where = strdup(masked);
 	return m->mm_where ? FLASH_OK : FLASH_ENOMEM;
+}
+
+int flash_mysql_url_check(const char *url, char *why, size_t cap)
+{
+	if (why && cap)
+		why[0] = 0;
+	if (!url)
+		return url_bad(why, cap, FLASH_EINVAL, "no URL");
+	flash_mysql_t *m = calloc(1, sizeof *m);
+	if (!m)
+		return FLASH_ENOMEM;
+	int rc = parse_url(m, url, why, cap);
+	flash_mysql_close(m);
+	return rc;
 }
 
 /* Remember the connection's last error (message and number). */
@@ -465,6 +524,21 @@ static int connect_db(flash_mysql_t *m)
 	const char *db = m->mm_db;
 	MYSQL *ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, db, m->mm_port,
 	                               m->mm_socket, flags);
+	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR && m->mm_require_db && !m->mm_create_db &&
+	    !m->mm_db_implicit) {
+		/* A mistyped name would get an empty new database: refuse. */
+		m->mm_errno = ER_BAD_DB_ERROR;
+		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
+		mysql_close(c);
+		if (m->mm_db)
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "database %s does not exist on %s: refused (a "
+			     "mistyped name would be created empty); create it, or add create_db=1 to "
+			     "the URL", m->mm_db, m->mm_where);
+		else
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "the database named by %s does not exist: refused "
+			     "(a mistyped name would be created empty); create it first", m->mm_where);
+		return FLASH_EMYSQL_CONFIG;
+	}
 	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR) {
 		/* Unknown database: connect without one; it is created below. */
 		mysql_close(c);
@@ -859,6 +933,12 @@ static int pipe_flush(flash_mysql_t *m)
 		MYSQL_RES *r = mysql_store_result(m->mm_conn);
 		if (r) {
 			mysql_free_result(r);
+		} else if (mysql_errno(m->mm_conn) != 0) {
+			/* the result was lost (server gone mid-batch): an error, not
+			 * a row count -- mysql_affected_rows() would read (ulonglong)-1 */
+			take_error(m);
+			status = 1;
+			break;
 		} else if (mysql_field_count(m->mm_conn) == 0 && i < m->mm_expect_n) {
 			long want = m->mm_expect[i];
 			my_ulonglong got = mysql_affected_rows(m->mm_conn);
@@ -1803,6 +1883,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 	m->mm_log_arg = o->log_arg;
 	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
 	m->mm_gaps_ok = o->lsn_gaps_ok;
+	m->mm_require_db = o->require_db;
 	m->mm_connect_timeout_s = o->connect_timeout_s ? o->connect_timeout_s : 5;
 	m->mm_rw_timeout_s = o->rw_timeout_s ? o->rw_timeout_s : 30;
 	m->mm_max_packet = 1u << 20;
@@ -1834,12 +1915,13 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 		}
 	}
 	if (url) {
-		rc = parse_url(m, url);
+		char why[256] = "";
+		rc = parse_url(m, url, why, sizeof why);
 		if (rc) {
 			char masked[1024];
 			flash_mysql_url_mask(url, masked, sizeof masked);
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "bad MySQL URL %s (want mysql://user:pass@localhost/db?socket=PATH)",
-			     masked);
+			mlog(m, FLASH_MYSQL_LOG_ERROR, "bad MySQL URL %s: %s (want mysql://user:pass@localhost/db"
+			     "?socket=PATH)", masked, why[0] ? why : flash_strerror(rc));
 			goto fail;
 		}
 	} else if (file) {

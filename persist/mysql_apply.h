@@ -44,8 +44,8 @@
  * reconnects.  flash_mysql_apply_retry() retries with exponential backoff.
  * The lag (last LSN given vs last LSN applied) is kept in flash_mysql_stats.
  *
- * Credentials: the URL's password is never printed; every log or error line
- * shows the URL with the password masked (flash_mysql_url_mask()).
+ * Credentials: the URL's user info is never printed; every log or error line
+ * shows the URL with the user and password masked (flash_mysql_url_mask()).
  *
  * Threads: a flash_mysql_t is used by one thread at a time.
  */
@@ -93,6 +93,13 @@ struct flash_mysql_opts {
 	                               consecutive, as the WAL numbers its frames; a batch
 	                               that would leave a hole is refused (FLASH_EMYSQL_GAP)
 	                               before it changes anything */
+	int require_db;             /* 1: a database that does not exist is refused
+	                               (FLASH_EMYSQL_CONFIG) instead of created -- a
+	                               mistyped name would otherwise get an empty new
+	                               database.  A URL naming no database (the default
+	                               "flashstock") may still create that one, and a URL
+	                               with create_db=1 may create its own.  0 (default
+	                               for library callers): create what is missing */
 };
 
 /** One WAL record with its LSN, as the WAL reader hands it over. */
@@ -155,7 +162,8 @@ struct flash_mysql_stats {
 /**
  * Connect and create the schema if missing.  The connection is taken from
  * o->url, else from o->defaults_file, else from $FLASH_MYSQL_URL, else
- * $FLASH_MYSQL_DEFAULTS_FILE.  A URL's query may carry socket=PATH; the
+ * $FLASH_MYSQL_DEFAULTS_FILE.  A URL's query may carry socket=PATH and
+ * create_db=1 (see require_db); the
  * database defaults to "flashstock".  A first connect failure is not fatal
  * when the server is merely down: the handle is returned with rc
  * FLASH_EMYSQL_RETRY and later calls reconnect.
@@ -250,14 +258,25 @@ void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
 /** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
 int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
 
-/** The connection as printed: the URL with its password replaced by "***". */
+/** The connection as printed: the URL with its user info replaced by "***". */
 const char *flash_mysql_where(const flash_mysql_t *m);
 
 /**
- * Write @p url with the password replaced by "***" into @p buf (always
- * NUL-terminated).  A URL without a password is copied unchanged.
+ * Write @p url with its whole user info (user and password, up to the last
+ * '@') replaced by "***" into @p buf (always NUL-terminated): in
+ * "mysql://u:p@localhost/db", "u:p" becomes "***".  A URL without '@' is
+ * copied unchanged.
  */
 void flash_mysql_url_mask(const char *url, char *buf, size_t len);
+
+/**
+ * Check a URL as flash_mysql_open() would parse it, without connecting:
+ * for a command line to refuse a bad one before it changes anything.
+ * @param[out] why  (may be NULL) what is wrong, never quoting the user info
+ * @return FLASH_OK; FLASH_EMYSQL_CONFIG (malformed: see @p why);
+ *         FLASH_EINVAL (NULL); FLASH_ENOMEM.
+ */
+int flash_mysql_url_check(const char *url, char *why, size_t cap);
 
 /**
  * The underlying MYSQL connection (for the reconciler's queries and tests),

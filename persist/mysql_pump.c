@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -111,10 +112,51 @@ static int pump_go(void *arg)
  * middle of a long read-back, between two batches.  Leaving behind, it says
  * how far behind; the WAL keeps the rest for the next start.
  */
+/*
+ * The pause after the @p n-th failed attempt in a row (n >= 1): exponential
+ * from PUMP_BACKOFF_MIN_MS, capped at @p cap_ms, with "equal jitter" -- a
+ * random point in the upper half -- so daemons that lost one MySQL together
+ * do not come back in step.
+ */
+#define PUMP_BACKOFF_MIN_MS 10u
+
+static uint64_t pump_backoff_ms(unsigned n, uint32_t cap_ms, unsigned *seed)
+{
+	uint64_t b = PUMP_BACKOFF_MIN_MS;
+
+	if (cap_ms < PUMP_BACKOFF_MIN_MS)
+		cap_ms = PUMP_BACKOFF_MIN_MS;
+	while (--n > 0 && b < cap_ms)
+		b *= 2;
+	if (b > cap_ms)
+		b = cap_ms;
+	return b / 2 + (uint64_t)rand_r(seed) % (b / 2 + 1);
+}
+
+/*
+ * Sleep until @p until_ms (CLOCK_MONOTONIC) or the stop deadline, whichever
+ * comes first.  Records pushed meanwhile do not shorten it: a MySQL that is
+ * down is not asked again sooner because orders keep coming.  Holds mp_mu.
+ */
+static void __pump_pause(flash_mysql_pump_t *p, uint64_t until_ms)
+{
+	for (;;) {
+		uint64_t now = mono_ms();
+		uint64_t end = until_ms;
+
+		if (p->mp_stop && p->mp_stop_deadline_ms < end)
+			end = p->mp_stop_deadline_ms;
+		if (now >= end)
+			return;
+		cv_wait_ms(&p->mp_cv_work, &p->mp_mu, end - now);
+	}
+}
+
 static void *pump_main(void *arg)
 {
 	flash_mysql_pump_t *p = arg;
-	uint32_t backoff_ms = 10;
+	unsigned failures = 0;
+	unsigned seed = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)p;
 	pthread_mutex_lock(&p->mp_mu);
 	for (;;) {
 		int pending = p->mp_n || (p->mp_need_catchup && p->mp_wal_dir);
@@ -175,13 +217,13 @@ static void *pump_main(void *arg)
 			 * (pending, checked above under the same lock, rules it out.) */
 		}
 		if (progress) {
-			backoff_ms = 10;
+			failures = 0;
 			continue;
 		}
 		if (__pump_past_deadline(p))
 			break;
-		cv_wait_ms(&p->mp_cv_work, &p->mp_mu, backoff_ms);
-		backoff_ms = backoff_ms * 2 > p->mp_backoff_max_ms ? p->mp_backoff_max_ms : backoff_ms * 2;
+		failures++;
+		__pump_pause(p, mono_ms() + pump_backoff_ms(failures, p->mp_backoff_max_ms, &seed));
 	}
 	uint64_t known = p->mp_pushed_lsn > p->mp_start_durable ? p->mp_pushed_lsn : p->mp_start_durable;
 	uint64_t applied = p->mp_applied_lsn;

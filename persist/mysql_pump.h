@@ -42,7 +42,10 @@ struct flash_mysql_pump_opts {
 	const char *wal_dir;            /* WAL to read dropped records back from, or NULL */
 	uint32_t queue_records;         /* queue capacity; 0 = 262144 (18 MiB) */
 	uint32_t batch;                 /* records per transaction at most; 0 = 5000 */
-	uint32_t backoff_max_ms;        /* longest pause between attempts; 0 = 2000 */
+	uint32_t backoff_max_ms;        /* longest pause between attempts; 0 = 2000.  The
+	                                   pause doubles from 10 ms per failed attempt up to
+	                                   this, jittered (a random point in its upper
+	                                   half); records pushed do not shorten it */
 	uint64_t start_durable_lsn;     /* the WAL's durable LSN when the pump starts (0: unknown) */
 };
 

@@ -87,6 +87,26 @@ static void serve_snap_log(void *arg, int level, const char *msg)
 	serve_log(arg, level, "%s", msg);
 }
 
+__attribute__((format(printf, 3, 4)))
+static void serve_logp(int level, const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	serve_vlog(level, prefix, fmt, ap);
+	va_end(ap);
+}
+
+void serve_mysql_log(void *arg, int level, const char *msg)
+{
+	const int *max_level = arg;
+	/* FLASH_MYSQL_LOG_ERROR/WARN/INFO are SERVE_LOG_ERROR/WARN/INFO */
+	if (max_level != NULL && level > *max_level)
+		return;
+	serve_logp(level < SERVE_LOG_ERROR ? SERVE_LOG_ERROR : level > SERVE_LOG_INFO ? SERVE_LOG_INFO
+	                                                                             : level,
+	           "mysql: ", "%s", msg);
+}
+
 /* The snapshot thread asks how far MySQL is (nothing is removed past it). */
 static int serve_applied_lsn(void *arg, uint64_t *lsn)
 {
@@ -694,6 +714,9 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		memset(&po, 0, sizeof po);
 		po.mysql.url = o->mysql_url;
 		po.mysql.defaults_file = o->mysql_defaults;
+		po.mysql.require_db = o->mysql_require_db;
+		po.mysql.log = serve_mysql_log;
+		po.mysql.log_arg = &oo.log_level;
 		po.wal_dir = o->wal_dir;
 		/* Everything in the WAL at start is durable (wal_open synced it):
 		 * the pump may read it back for a MySQL that is behind. */
@@ -724,7 +747,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	if (o->reconcile_every_ms != 0) {
 		struct serve_recon_opts ro = {
 			.segment = o->segment, .wal = s.sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql_url,
-			.mysql_defaults = o->mysql_defaults, .every_ms = o->reconcile_every_ms,
+			.mysql_defaults = o->mysql_defaults, .mysql_require_db = o->mysql_require_db,
+			.every_ms = o->reconcile_every_ms,
 			.threshold = o->reconcile_threshold, .log_level = o->log_level,
 			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
 		};

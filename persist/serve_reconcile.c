@@ -328,6 +328,9 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 	r->r_use_mysql = o->mysql_url != NULL || o->mysql_defaults != NULL;
 	r->r_mo.url = o->mysql_url;
 	r->r_mo.defaults_file = o->mysql_defaults;
+	r->r_mo.require_db = o->mysql_require_db;
+	r->r_mo.log = serve_mysql_log;
+	r->r_mo.log_arg = &r->r_o.log_level;
 	int rc = FLASH_OK;
 	if ((rc = flash_fold_new(&r->r_fsql)) || (rc = flash_fold_new(&r->r_fseg)))
 		goto fail;

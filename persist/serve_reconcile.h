@@ -64,6 +64,7 @@ struct serve_recon_opts {
 	                                   when old WAL files are gone */
 	const char *mysql_url;          /* or NULL */
 	const char *mysql_defaults;     /* or NULL; both NULL: segment vs WAL only */
+	int mysql_require_db;           /* flash_mysql_opts.require_db */
 	uint32_t    every_ms;           /* time between passes, > 0 */
 	double      threshold;          /* alert ratio; 0 = 0.001 (0.1 %) */
 	int         log_level;          /* enum serve_log_level */

@@ -80,7 +80,7 @@ bad dupsku   "3: column 2 (sku_id): sku 1 of activity 9 already given on line 2"
 	"$GOOD9" "9,1,5,1,,,,,,,,"
 bad conflict "3: column 7 (limit): activity 9 was given limit 1 on line 2; this row says 2" \
 	"$GOOD9" "9,2,5,1,,,2,,,,,"
-bad time     "3: column 6 (end): not a time" \
+bad time     "3: column 6 (end): 'tomorrow' is not a time" \
 	"$GOOD9" "10,2,5,1,now,tomorrow,,,,,,"
 bad window   "3: column 6 (end): activity 10: end" \
 	"$GOOD9" "10,2,5,1,+60,+30,,,,,,"

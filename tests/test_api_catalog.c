@@ -58,6 +58,52 @@ static void test_activity_add_rejects_each_bad_field_with_einval(void **state)
 	assert_int_equal(flash_activity_at(h, 0, &a), FLASH_ENOT_FOUND);
 }
 
+/*
+ * The engine accepts only what its ACTIVITY record carries: each activity at
+ * the edges of every range is rebuilt from its own record (as recovery and
+ * MySQL see it) field for field, and one past an edge is refused -- a
+ * max_qty of 65536 would come back from the record's 16 bits as 0 or 65535.
+ */
+static void test_every_accepted_activity_is_rebuilt_exactly_from_its_record(void **state)
+{
+	char n1[64], n2[64];
+	flash_t *src = t_seg_new(NULL, n1, sizeof n1);
+	flash_t *dst = t_seg_new(NULL, n2, sizeof n2);
+	struct t_recs recs = { 0 };
+	struct flash_activity a = act_open(1), b, got;
+
+	(void)state;
+	a.limit_per_user = FLASH_LIMIT_MAX;
+	a.max_qty = FLASH_QTY_MAX;
+	a.day_offset_s = FLASH_DAY_OFFSET_MAX_S;
+	assert_int_equal(flash_activity_add(src, &a), FLASH_OK);
+	b = act_open(2);
+	b.day_offset_s = -FLASH_DAY_OFFSET_MAX_S;
+	assert_int_equal(flash_activity_add(src, &b), FLASH_OK);
+	assert_int_equal(flash_activity_check(&a), FLASH_OK);
+	assert_int_equal(flash_activity_check(&b), FLASH_OK);
+	assert_int_equal(t_recs_drain(src, &recs), FLASH_OK);
+	assert_int_equal(recs.n, 2);
+	for (size_t i = 0; i < recs.n; i++)
+		assert_int_equal(flash_replay(dst, &recs.v[i].r), FLASH_OK);
+	assert_int_equal(flash_activity_at(dst, 0, &got), FLASH_OK);
+	assert_memory_equal(&got, &a, sizeof a);
+	assert_int_equal(flash_activity_at(dst, 1, &got), FLASH_OK);
+	assert_memory_equal(&got, &b, sizeof b);
+	t_recs_free(&recs);
+
+	a = act_open(3);
+	a.max_qty = 65536;
+	assert_int_equal(flash_activity_check(&a), FLASH_EINVAL);
+	assert_int_equal(flash_activity_add(src, &a), FLASH_EINVAL);
+	a = act_open(3);
+	a.day_offset_s = 86400;
+	assert_int_equal(flash_activity_add(src, &a), FLASH_EINVAL);
+	a.day_offset_s = -86400;
+	assert_int_equal(flash_activity_add(src, &a), FLASH_EINVAL);
+	assert_int_equal(flash_activity_at(src, 2, &got), FLASH_ENOT_FOUND);
+}
+
 static void test_activity_limits_at_the_edges_are_accepted(void **state)
 {
 	char name[64];
@@ -65,7 +111,7 @@ static void test_activity_limits_at_the_edges_are_accepted(void **state)
 	struct flash_activity a = act_open(1), got;
 
 	a.limit_per_user = FLASH_LIMIT_MAX;
-	a.max_qty = UINT32_MAX;
+	a.max_qty = FLASH_QTY_MAX;
 	a.scope = FLASH_SCOPE_DAY;
 	a.flags = FLASH_ACT_CANCEL_RETURNS_QUOTA | FLASH_ACT_TOKEN_REQUIRED;
 	a.day_offset_s = -8 * 3600;
@@ -334,6 +380,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
 		T(test_activity_add_rejects_each_bad_field_with_einval),
+		T(test_every_accepted_activity_is_rebuilt_exactly_from_its_record),
 		T(test_activity_limits_at_the_edges_are_accepted),
 		T(test_activity_id_taken_gives_eexist_and_keeps_the_first),
 		T(test_activity_table_full_gives_efull),

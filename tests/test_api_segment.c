@@ -280,6 +280,47 @@ static void test_attach_refuses_wrong_mode_with_emode(void **state)
 }
 
 /*
+ * A FIFO, a directory or a symlink planted under a segment's name: attach
+ * answers FLASH_ENOTREG at once (a FIFO opened without O_NONBLOCK would wait
+ * for a writer forever), read-only and writable, and leaves it as it was;
+ * create refuses the taken name.
+ */
+static void test_attach_refuses_non_regular_files_with_enotreg_at_once(void **state)
+{
+	char name[64], path[128], other[128];
+	flash_t *h = NULL;
+	struct stat st;
+
+	(void)state;
+	alarm(30);   /* a blocking open fails the test instead of hanging it */
+	t_segname(name, sizeof name);
+	t_shm_path(name, path, sizeof path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_seg_create(name, NULL), FLASH_EEXIST);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(unlink(path), 0);
+
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_ENOTREG);
+	assert_int_equal(rmdir(path), 0);
+
+	/* a symlink to a real segment: shm_open does not follow it */
+	flash_t *real = t_seg_new(NULL, other, sizeof other);
+	char target[160];
+	t_shm_path(other, target, sizeof target);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &h), FLASH_ENOTREG);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_ENOTREG);
+	assert_int_equal(unlink(path), 0);
+	(void)real;
+	alarm(0);
+}
+
+/*
  * Owner and OS refusals, as the fixture's unprivileged users (tests/unpriv.h):
  * A creates, B (another user) attaches.  Each child returns 0, or the number
  * of its first step that gave the wrong answer.
@@ -882,10 +923,11 @@ static void test_every_result_code_has_its_own_name_and_text(void **state)
 		{ FLASH_EBUSY, "FLASH_EBUSY" }, { FLASH_ENOPROC, "FLASH_ENOPROC" },
 		{ FLASH_EPERM, "FLASH_EPERM" }, { FLASH_ENOMEM, "FLASH_ENOMEM" },
 		{ FLASH_ESYS, "FLASH_ESYS" }, { FLASH_EWRONG_THREAD, "FLASH_EWRONG_THREAD" },
+		{ FLASH_ENOTREG, "FLASH_ENOTREG" }, { FLASH_EFATE_UNKNOWN, "FLASH_EFATE_UNKNOWN" },
 	};
 	size_t n = sizeof codes / sizeof codes[0];
 
-	assert_int_equal(n, 32);
+	assert_int_equal(n, 34);
 	for (size_t i = 0; i < n; i++) {
 		const char *text = flash_strerror(codes[i].rc);
 
@@ -897,10 +939,10 @@ static void test_every_result_code_has_its_own_name_and_text(void **state)
 		for (size_t j = 0; j < i; j++)
 			assert_string_not_equal(text, flash_strerror(codes[j].rc));
 	}
-	assert_string_equal(flash_strerror(-32), "unknown result code");
+	assert_string_equal(flash_strerror(-34), "unknown result code");
 	assert_string_equal(flash_strerror(1), "unknown result code");
 	assert_string_equal(flash_strerror(-1000000), "unknown result code");
-	assert_string_equal(flash_rcname(-32), "FLASH_E?");
+	assert_string_equal(flash_rcname(-34), "FLASH_E?");
 	assert_string_equal(flash_rcname(7), "FLASH_E?");
 }
 
@@ -919,6 +961,7 @@ int main(void)
 		T(test_create_0660_under_umask_077_gives_mode_exactly_0660),
 		T(test_attach_refuses_wrong_mode_with_emode),
 		T(test_attach_refuses_other_owner_with_eowner_before_mode),
+		T(test_attach_refuses_non_regular_files_with_enotreg_at_once),
 		T(test_os_refusal_gives_eperm_and_keeps_the_segment),
 		T(test_attach_refuses_wrong_size_with_esize),
 		T(test_attach_refuses_each_corrupt_magic_byte_with_emagic),

@@ -893,12 +893,28 @@ static void test_url_password_is_masked_everywhere(void **state)
 {
 	(void)state;
 	char buf[256];
+	/* the whole user info is masked, user included */
 	flash_mysql_url_mask("mysql://flash:s3cr3t@localhost/db?socket=/x/s.sock", buf, sizeof buf);
-	assert_string_equal(buf, "mysql://flash:***@localhost/db?socket=/x/s.sock");
+	assert_string_equal(buf, "mysql://***@localhost/db?socket=/x/s.sock");
 	flash_mysql_url_mask("mysql://flash@localhost/db", buf, sizeof buf);
-	assert_string_equal(buf, "mysql://flash@localhost/db");
+	assert_string_equal(buf, "mysql://***@localhost/db");
 	flash_mysql_url_mask("mysql://u:p%40ss@w@localhost/db", buf, sizeof buf);
-	assert_string_equal(buf, "mysql://u:***@localhost/db");
+	assert_string_equal(buf, "mysql://***@localhost/db");
+	/* a '/' or '?' in a password that was not percent-encoded */
+	flash_mysql_url_mask("mysql://flash:s3/cr3t@localhost/db", buf, sizeof buf);
+	assert_string_equal(buf, "mysql://***@localhost/db");
+	flash_mysql_url_mask("mysql://flash:a?b/c@localhost/db?socket=/x", buf, sizeof buf);
+	assert_string_equal(buf, "mysql://***@localhost/db?socket=/x");
+	flash_mysql_url_mask("mysql://localhost/db", buf, sizeof buf);
+	assert_string_equal(buf, "mysql://localhost/db");
+	/* ... and the check of such a URL says why without quoting it */
+	char why[256];
+	assert_int_equal(flash_mysql_url_check("mysql://flash:s3/cr3t@localhost/db", why, sizeof why),
+	                 FLASH_EMYSQL_CONFIG);
+	assert_null(strstr(why, "cr3t"));
+	assert_non_null(strstr(why, "percent-encoded"));
+	assert_int_equal(flash_mysql_url_check("mysql://flash:s3%2Fcr3t@localhost/db?socket=/x", why,
+	                                       sizeof why), FLASH_OK);
 
 	/* A wrong password: refused as a configuration error, never printed. */
 	char url[512];
@@ -912,7 +928,8 @@ static void test_url_password_is_masked_everywhere(void **state)
 	assert_null(m);
 	assert_true(g_log_len > 0);
 	assert_null(strstr(g_log, "Wr0ngPassw0rd"));
-	assert_non_null(strstr(g_log, "flash:***@localhost"));
+	assert_non_null(strstr(g_log, "mysql://***@localhost"));
+	assert_null(strstr(g_log, "flash:"));
 }
 
 static void test_option_file_and_bad_urls(void **state)

@@ -388,7 +388,9 @@ static void phase_setup(int sync)
 	assert_non_null(mkdtemp(g_ph.dir));
 	snprintf(g_ph.wal, sizeof g_ph.wal, "%s/wal", g_ph.dir);
 	snprintf(g_ph.log, sizeof g_ph.log, "%s/serve.log", g_ph.dir);
-	snprintf(g_ph.url, sizeof g_ph.url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", g_ph.db,
+	/* a fresh database per run: `serve` creates it only when asked */
+	snprintf(g_ph.url, sizeof g_ph.url, "mysql://root@localhost/%s?socket=%s/mysqld.sock&create_db=1",
+	         g_ph.db,
 	         env_or_die("FLASH_MARIADB_DIR"));
 	g_ph.sh = t_shared_alloc(sizeof *g_ph.sh);
 	assert_non_null(g_ph.sh);

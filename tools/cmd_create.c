@@ -4,10 +4,12 @@
  */
 #include "tool.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 static void create_help(FILE *out, const struct flash_seg_opts *d)
 {
@@ -15,7 +17,9 @@ static void create_help(FILE *out, const struct flash_seg_opts *d)
 	        "usage: flashstock create --name NAME [options]\n"
 	        "\n"
 	        "Create a shared-memory segment (fails if NAME exists).  Capacities are fixed\n"
-	        "for the segment's life; a full table is an error, never an overwrite.\n"
+	        "for the segment's life; a full table is an error, never an overwrite.  Each\n"
+	        "table capacity is 1..%u.  All of the segment's memory is reserved in\n"
+	        "/dev/shm at once: create fails, saying how much it needs, if less is free.\n"
 	        "\n"
 	        "  --name NAME            POSIX shm name, e.g. /sale1 (required)\n"
 	        "  --activities N         catalog activities          (default %u)\n"
@@ -26,16 +30,17 @@ static void create_help(FILE *out, const struct flash_seg_opts *d)
 	        "  --tokens N             token entries                (default %u)\n"
 	        "  --requests N           request ids remembered       (default %u)\n"
 	        "  --locks N              leased lock names            (default %u)\n"
-	        "  --procs N              handles attached at once     (default %u)\n"
-	        "  --ring N               records per handle ring, a power of two (default %u)\n"
+	        "  --procs N              handles attached at once, 1..%u (default %u)\n"
+	        "  --ring N               records per handle ring, a power of two in\n"
+	        "                         %u..%u (default %u)\n"
 	        "  --mode 0600|0660       permissions (default 0%o); 0660 shares with a group\n"
 	        "  --group G              group name or gid for mode 0660\n"
 	        "  --durability async|sync  acknowledge at once, or after fdatasync (default %s)\n"
 	        "\n"
-	        "exit: 0 created; 1 failed (e.g. name exists); 2 usage error\n",
-	        d->max_activities, d->max_skus, d->max_shards, d->max_users,
+	        "exit: 0 created; 1 failed (e.g. name exists, not enough memory); 2 usage error\n",
+	        FLASH_CAP_MAX, d->max_activities, d->max_skus, d->max_shards, d->max_users,
 	        d->max_orders, d->max_tokens, d->max_requests, d->max_locks,
-	        d->max_procs, d->ring_records, d->mode,
+	        FLASH_PROCS_MAX, d->max_procs, FLASH_RING_MIN, FLASH_RING_MAX, d->ring_records, d->mode,
 	        d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
 }
 
@@ -87,7 +92,7 @@ int cmd_create(int argc, char **argv)
 		case O_LOCKS:    target = &o.max_locks; break;
 		case O_PROCS:    target = &o.max_procs; break;
 		case O_RING:
-			if (tool_opt_u32(cmd, "--ring", optarg, 1, UINT32_MAX, &o.ring_records))
+			if (tool_opt_u32(cmd, "--ring", optarg, FLASH_RING_MIN, FLASH_RING_MAX, &o.ring_records))
 				return TOOL_USAGE;
 			if (o.ring_records & (o.ring_records - 1))
 				return tool_usage_err(cmd, "--ring: %s is not a power of two", optarg);
@@ -114,8 +119,9 @@ int cmd_create(int argc, char **argv)
 		}
 		if (target) {
 			char opt[32];
+			uint32_t max = c == O_PROCS ? FLASH_PROCS_MAX : FLASH_CAP_MAX;
 			snprintf(opt, sizeof opt, "--%s", longopts[c - O_NAME + 1].name);
-			if (tool_opt_u32(cmd, opt, optarg, 1, UINT32_MAX, target))
+			if (tool_opt_u32(cmd, opt, optarg, 1, max, target))
 				return TOOL_USAGE;
 		}
 	}
@@ -127,17 +133,29 @@ int cmd_create(int argc, char **argv)
 		struct group *g = getgrnam(group);
 		if (g) {
 			o.gid = (int64_t)g->gr_gid;
-		} else {
+		} else if (isdigit((unsigned char)group[0])) {
 			uint64_t gid;
 			if (tool_opt_u64(cmd, "--group", group, 0, UINT32_MAX - 1, &gid))
 				return TOOL_USAGE;
 			o.gid = (int64_t)gid;
+		} else {
+			return tool_usage_err(cmd, "--group: no group named '%s' (give a group name or "
+			                      "a numeric gid)", group);
 		}
 		if (o.mode != 0660)
 			return tool_usage_err(cmd, "--group needs --mode 0660");
 	}
 
 	rc = flash_seg_create(name, &o);
+	if (rc == FLASH_ENOMEM) {
+		uint64_t need = 0;
+		struct statvfs sv;
+		if (flash_seg_size(&o, &need) == FLASH_OK && statvfs("/dev/shm", &sv) == 0)
+			return tool_failf("create %s: %s: the segment needs %llu bytes, /dev/shm has "
+			                  "%llu bytes free (lower the capacities, or grow /dev/shm)",
+			                  name, flash_strerror(rc), (unsigned long long)need,
+			                  (unsigned long long)sv.f_bavail * (unsigned long long)sv.f_frsize);
+	}
 	if (rc != FLASH_OK) {
 		snprintf(what, sizeof what, "create %s", name);
 		return tool_fail(what, rc);

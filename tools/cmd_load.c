@@ -12,6 +12,10 @@
  * every field, agreement between rows of one activity, duplicate skus,
  * skus and activities already in the segment, and free capacity.  Only then
  * are activities and skus added.  A bad input (exit 2) loads nothing.
+ * Every range is the engine's own (flashstock.h: FLASH_LIMIT_MAX,
+ * FLASH_QTY_MAX, FLASH_DAY_OFFSET_MAX_S, FLASH_UNITS_MAX, FLASH_SHARDS_MAX),
+ * and each resolved activity passes flash_activity_check() before the first
+ * change, so the engine never refuses what the check let through.
  */
 #include "tool.h"
 #include "csv.h"
@@ -21,6 +25,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------------
  * 1. The plan
@@ -67,7 +72,6 @@ struct load_plan {
 	size_t           nskus, skus_cap;
 };
 
-#define LOAD_UNITS_MAX (1ULL << 40)
 
 /* Report a bad input: with a file, "FILE:LINE: column C (name): why";
  * with flags, a usage error.  @return TOOL_USAGE. */
@@ -204,18 +208,19 @@ static void load_help(FILE *out)
 	        "  --end T                window closes (default start + 24 h)\n"
 	        "                         T: now | +SECONDS | -SECONDS | ISO 8601 such as\n"
 	        "                         2026-11-11T00:00:00Z or 2026-11-11 00:00:00+08:00\n"
-	        "                         (no zone means UTC)\n"
+	        "                         (no zone means UTC), 1970-01-01T00:00:00Z up to\n"
+	        "                         2262-04-11T23:47:15Z\n"
 	        "  --limit K              orders per user, 1..%u (default 1)\n"
-	        "  --max-qty Q            largest quantity of one order (default 1)\n"
+	        "  --max-qty Q            largest quantity of one order, 1..%u (default 1)\n"
 	        "  --scope S              what the limit counts per user: activity | sku | day\n"
 	        "                         (default activity)\n"
 	        "  --cancel-returns-quota a cancel frees the user's limit slot (default: not)\n"
 	        "  --token-required       each order must redeem a one-time token\n"
 	        "  --day-offset S         business day = floor((now + S) / 86400), S in\n"
-	        "                         -86400..86400 seconds (default 0)\n"
+	        "                         %d..%d seconds (default 0)\n"
 	        "sku options (repeat the group for more skus):\n"
 	        "  --sku ID               sku id, 1..4294967295\n"
-	        "  --units U              units of stock, 0..2^40 (required for each sku)\n"
+	        "  --units U              units of stock, 0..%llu (required for each sku)\n"
 	        "  --shards S             stock slots, 1..%u (default 1; more for a hot sku)\n"
 	        "\n"
 	        "CSV (--csv FILE, or - for stdin): a header line, then one row per sku:\n"
@@ -235,8 +240,10 @@ static void load_help(FILE *out)
 	        "  7,2,3000,1,,,,,,,,\n"
 	        "\n"
 	        "exit: 0 loaded; 1 failed (no segment, table full, engine error);\n"
-	        "      2 usage error or bad input (nothing loaded)\n",
-	        FLASH_LIMIT_MAX, FLASH_SHARDS_MAX);
+	        "      2 usage error or bad input, also a CSV file that cannot be read\n"
+	        "        (nothing loaded)\n",
+	        FLASH_LIMIT_MAX, FLASH_QTY_MAX, -FLASH_DAY_OFFSET_MAX_S, FLASH_DAY_OFFSET_MAX_S,
+	        (unsigned long long)FLASH_UNITS_MAX, FLASH_SHARDS_MAX);
 }
 
 /* Parse the flags into @p p.  @return 0 to go on, or -1 - (exit code) to
@@ -294,13 +301,15 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 			act.id = (uint32_t)u;
 			break;
 		case O_START:
-		case O_END:
-			if (tool_parse_time(optarg, p->now_ns, &i) != 0)
-				return -1 - tool_usage_err(cmd, "%s: not a time (now, +S, -S or ISO 8601): '%s'",
-				                           c == O_START ? "--start" : "--end", optarg);
+		case O_END: {
+			char why[160];
+			if (tool_parse_time(optarg, p->now_ns, &i, why, sizeof why) != 0)
+				return -1 - tool_usage_err(cmd, "%s: '%s' %s",
+				                           c == O_START ? "--start" : "--end", optarg, why);
 			rc = load_set_field(p, &act, c == O_START ? F_START : F_END, i, 0, 0);
 			any_act_opt = 1;
 			break;
+		}
 		case O_LIMIT:
 			if (tool_opt_u64(cmd, "--limit", optarg, 1, FLASH_LIMIT_MAX, &u))
 				return -1 - TOOL_USAGE;
@@ -308,7 +317,7 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 			any_act_opt = 1;
 			break;
 		case O_MAXQTY:
-			if (tool_opt_u64(cmd, "--max-qty", optarg, 1, UINT32_MAX, &u))
+			if (tool_opt_u64(cmd, "--max-qty", optarg, 1, FLASH_QTY_MAX, &u))
 				return -1 - TOOL_USAGE;
 			rc = load_set_field(p, &act, F_MAXQTY, (int64_t)u, 0, 0);
 			any_act_opt = 1;
@@ -330,7 +339,8 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 			any_act_opt = 1;
 			break;
 		case O_DAYOFF:
-			if (tool_opt_i64(cmd, "--day-offset", optarg, -86400, 86400, &i))
+			if (tool_opt_i64(cmd, "--day-offset", optarg, -FLASH_DAY_OFFSET_MAX_S,
+			                 FLASH_DAY_OFFSET_MAX_S, &i))
 				return -1 - TOOL_USAGE;
 			rc = load_set_field(p, &act, F_DAYOFF, i, 0, 0);
 			any_act_opt = 1;
@@ -348,7 +358,7 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 				return -1 - tool_usage_err(cmd, "--units must follow a --sku");
 			if (s->units != UINT64_MAX)
 				return -1 - tool_usage_err(cmd, "--units given twice for sku %u", s->sku_id);
-			if (tool_opt_u64(cmd, "--units", optarg, 0, LOAD_UNITS_MAX, &s->units))
+			if (tool_opt_u64(cmd, "--units", optarg, 0, FLASH_UNITS_MAX, &s->units))
 				return -1 - TOOL_USAGE;
 			break;
 		case O_SHARDS:
@@ -418,8 +428,15 @@ static int load_read_file(const char *path, char **out, size_t *out_len)
 	size_t len = 0, cap = 65536, n;
 	char *buf, *nb;
 
+	struct stat st;
+
 	if (!f)
 		return -errno;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (f != stdin)
+			fclose(f);
+		return -EISDIR;
+	}
 	buf = malloc(cap);
 	if (!buf)
 		goto nomem;
@@ -484,19 +501,23 @@ static int load_csv_act_field(struct load_plan *p, struct load_act *a,
 		return 0;
 	switch (f) {
 	case F_START:
-	case F_END:
-		if (csv_field_copy(fld, tmp, sizeof tmp) != 0 ||
-		    tool_parse_time(tmp, p->now_ns, &v) != 0)
+	case F_END: {
+		char why[160];
+		if (csv_field_copy(fld, tmp, sizeof tmp) != 0)
 			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
-			                "not a time (now, +S, -S or ISO 8601): '%.40s'", tmp);
+			                "not a time: '%.40s...' is too long", tmp);
+		if (tool_parse_time(tmp, p->now_ns, &v, why, sizeof why) != 0)
+			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
+			                "'%.40s' %s", tmp, why);
 		break;
+	}
 	case F_LIMIT:
 		if (csv_field_u64(fld, 1, FLASH_LIMIT_MAX, &u, r->line, (size_t)col + 1, &e))
 			return load_csv_err(p, &e);
 		v = (int64_t)u;
 		break;
 	case F_MAXQTY:
-		if (csv_field_u64(fld, 1, UINT32_MAX, &u, r->line, (size_t)col + 1, &e))
+		if (csv_field_u64(fld, 1, FLASH_QTY_MAX, &u, r->line, (size_t)col + 1, &e))
 			return load_csv_err(p, &e);
 		v = (int64_t)u;
 		break;
@@ -515,7 +536,8 @@ static int load_csv_act_field(struct load_plan *p, struct load_act *a,
 		v = b;
 		break;
 	case F_DAYOFF:
-		if (csv_field_i64(fld, -86400, 86400, &v, r->line, (size_t)col + 1, &e))
+		if (csv_field_i64(fld, -FLASH_DAY_OFFSET_MAX_S, FLASH_DAY_OFFSET_MAX_S, &v, r->line,
+		                  (size_t)col + 1, &e))
 			return load_csv_err(p, &e);
 		break;
 	default:
@@ -541,7 +563,10 @@ static int load_from_csv(struct load_plan *p)
 	rc = load_read_file(p->file, &buf, &len);
 	if (rc != 0) {
 		fprintf(stderr, "flashstock: load: %s: %s\n", p->file, strerror(-rc));
-		return rc == -EFBIG || rc == -ENOENT ? TOOL_USAGE : TOOL_FAIL;
+		fprintf(stderr, "flashstock: load: nothing was loaded\n");
+		/* the input named on the command line is not a file we can read:
+		 * bad input, like a bad row; only memory and I/O errors are ours */
+		return rc == -ENOMEM || rc == -EIO ? TOOL_FAIL : TOOL_USAGE;
 	}
 	if (csv_parse(buf, len, C_N, &doc, &e) != 0) {
 		rc = load_csv_err(p, &e);
@@ -570,7 +595,7 @@ static int load_from_csv(struct load_plan *p)
 
 		if (csv_field_u64(&row->f[C_ACT], 1, UINT32_MAX, &act_id, row->line, C_ACT + 1, &e) ||
 		    csv_field_u64(&row->f[C_SKU], 1, UINT32_MAX, &sku_id, row->line, C_SKU + 1, &e) ||
-		    csv_field_u64(&row->f[C_UNITS], 0, LOAD_UNITS_MAX, &units, row->line, C_UNITS + 1, &e) ||
+		    csv_field_u64(&row->f[C_UNITS], 0, FLASH_UNITS_MAX, &units, row->line, C_UNITS + 1, &e) ||
 		    (row->f[C_SHARDS].len &&
 		     csv_field_u64(&row->f[C_SHARDS], 1, FLASH_SHARDS_MAX, &shards, row->line,
 		                   C_SHARDS + 1, &e))) {
@@ -692,6 +717,11 @@ static int load_check(struct load_plan *p, flash_t *h)
 			                tool_fmt_time(x->end_ns, b1, sizeof b1),
 			                tool_fmt_time(x->start_ns, b2, sizeof b2));
 		}
+		/* the engine's own check: whatever passes here, flash_activity_add()
+		 * accepts (every field was range-checked above with its bounds) */
+		if ((rc = flash_activity_check(x)) != FLASH_OK)
+			return load_bad(p, a->first_line, 0, NULL, "activity %u: %s", a->id,
+			                flash_strerror(rc));
 	}
 
 	for (i = 0; i < p->nskus; i++) {

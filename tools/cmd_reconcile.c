@@ -140,6 +140,9 @@ int cmd_reconcile(int argc, char **argv)
 	if (repair && o.json)
 		return tool_usage_err(cmd, "--repair prints lines; --json is for reports only");
 	o.repair = repair;
+	/* a mistyped database would be created empty and then differ from
+	 * everything: refused (flash_mysql_opts.require_db) */
+	mo.require_db = 1;
 	if (mo.url || mo.defaults_file)
 		o.mysql = &mo;
 	if (!o.segment && !o.wal_dir && !o.mysql)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mysql_apply.h"
 #include "serve.h"
 
 static volatile sig_atomic_t serve_stop_flag;
@@ -86,7 +87,10 @@ static void serve_help(FILE *out)
 	        "                       counters, WAL lag, group commits, fdatasync latency\n"
 	        "  --mysql URL          apply durable records to MySQL (MariaDB), exactly once:\n"
 	        "                       mysql://user:pass@localhost/db?socket=PATH (the password\n"
-	        "                       is never printed); MySQL down or slow never stops the WAL\n"
+	        "                       is never printed); MySQL down or slow never stops the WAL.\n"
+	        "                       A database that does not exist is refused (a mistyped\n"
+	        "                       name would be created empty): create it first, or add\n"
+	        "                       create_db=1 to the URL's query\n"
 	        "  --mysql-defaults F   take the MySQL connection from option file F instead\n"
 	        "  --reconcile-every S  reconcile every S seconds (default 300; 0: never) and once\n"
 	        "                       at a clean stop: WAL vs MySQL at MySQL's applied LSN, read\n"
@@ -248,6 +252,38 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--wal is required");
 	if (o.accept_loss && !o.recover)
 		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
+	if (o.mysql_url != NULL) {
+		/* a malformed URL is a bad command line: refused before the WAL
+		 * directory or anything else is made */
+		char why[256], masked[1024];
+		if (flash_mysql_url_check(o.mysql_url, why, sizeof why) == FLASH_EMYSQL_CONFIG) {
+			flash_mysql_url_mask(o.mysql_url, masked, sizeof masked);
+			return tool_usage_err(cmd, "--mysql: bad URL %s: %s (want "
+			                      "mysql://user:pass@localhost/db?socket=PATH)", masked, why);
+		}
+	}
+	o.mysql_require_db = 1;
+	if (o.mysql_url != NULL || o.mysql_defaults != NULL) {
+		/* One connection first: a MySQL that refuses us for good (unknown
+		 * database, access denied) is a bad command line, said before the
+		 * WAL directory or anything else is touched.  MySQL down is not:
+		 * the daemon starts and its applier catches up later. */
+		struct flash_mysql_opts mo;
+		flash_mysql_t *m = NULL;
+		memset(&mo, 0, sizeof mo);
+		mo.url = o.mysql_url;
+		mo.defaults_file = o.mysql_defaults;
+		mo.require_db = 1;
+		mo.log = serve_mysql_log;
+		mo.log_arg = &o.log_level;
+		int mrc = flash_mysql_open(&mo, &m);
+		flash_mysql_close(m);
+		if (mrc == FLASH_EMYSQL_CONFIG) {
+			fprintf(stderr, "flashstock %s: --mysql: MySQL refused the connection for good (see "
+			        "above); nothing was started\n", cmd);
+			return TOOL_USAGE;
+		}
+	}
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);

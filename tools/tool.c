@@ -133,13 +133,32 @@ static int tool_ndigits(const char **p, int n, int *out)
 	return 0;
 }
 
+/* The latest whole second an activity time holds: int64 ns since 1970. */
+#define TOOL_TIME_MAX_S ((int64_t)(INT64_MAX / 1000000000LL) - 1)
+
+#define TOOL_TIME_SHAPE "is not a time (now, +S, -S or ISO 8601 such as 2026-11-11T00:00:00Z)"
+
+/* Say why a time was refused: "<why>" follows the quoted input. */
+__attribute__((format(printf, 3, 4)))
+static int tool_time_why(char *why, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && cap) {
+		va_start(ap, fmt);
+		vsnprintf(why, cap, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
 /*
  * ISO 8601 in the one shape operators type: date, 'T' or ' ', time with
  * seconds, optional fraction (up to 9 digits kept), optional zone.  Fields
  * are range-checked; the date is checked by round-tripping through timegm()
  * so "2026-02-30" is refused rather than silently moved to March.
  */
-static int tool_parse_iso8601(const char *s, int64_t *out_ns)
+static int tool_parse_iso8601(const char *s, int64_t *out_ns, char *why, size_t cap)
 {
 	const char *p = s;
 	int Y, M, D, h, m, sec, zh = 0, zm = 0, zsign = 0;
@@ -149,17 +168,17 @@ static int tool_parse_iso8601(const char *s, int64_t *out_ns)
 
 	if (tool_ndigits(&p, 4, &Y) || *p++ != '-' || tool_ndigits(&p, 2, &M) ||
 	    *p++ != '-' || tool_ndigits(&p, 2, &D))
-		return -1;
+		return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 	if (*p != 'T' && *p != 't' && *p != ' ')
-		return -1;
+		return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 	p++;
 	if (tool_ndigits(&p, 2, &h) || *p++ != ':' || tool_ndigits(&p, 2, &m) ||
 	    *p++ != ':' || tool_ndigits(&p, 2, &sec))
-		return -1;
+		return tool_time_why(why, cap, TOOL_TIME_SHAPE " (the seconds are required)");
 	if (*p == '.' || *p == ',') {
 		p++;
 		if (!isdigit((unsigned char)*p))
-			return -1;
+			return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 		while (isdigit((unsigned char)*p)) {
 			frac_ns += (*p - '0') * scale;
 			scale /= 10;
@@ -172,18 +191,23 @@ static int tool_parse_iso8601(const char *s, int64_t *out_ns)
 		zsign = *p == '-' ? -1 : 1;
 		p++;
 		if (tool_ndigits(&p, 2, &zh))
-			return -1;
+			return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 		if (*p == ':')
 			p++;
 		if (tool_ndigits(&p, 2, &zm))
-			return -1;
+			return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 		if (zh > 23 || zm > 59)
-			return -1;
+			return tool_time_why(why, cap, "has a zone offset beyond +-23:59");
 	}
 	if (*p != '\0')
-		return -1;
-	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-		return -1;
+		return tool_time_why(why, cap, TOOL_TIME_SHAPE " (unexpected '%.8s' at the end)", p);
+	if (M < 1 || M > 12)
+		return tool_time_why(why, cap, "has month %02d (01..12)", M);
+	if (D < 1 || D > 31)
+		return tool_time_why(why, cap, "has day %02d (01..31)", D);
+	if (h > 23 || m > 59 || sec > 60)
+		return tool_time_why(why, cap, "has time of day %02d:%02d:%02d (00:00:00..23:59:60)",
+		                     h, m, sec);
 
 	memset(&tm, 0, sizeof tm);
 	tm.tm_year = Y - 1900;
@@ -194,18 +218,25 @@ static int tool_parse_iso8601(const char *s, int64_t *out_ns)
 	tm.tm_sec = sec;
 	t = timegm(&tm);
 	if (t == (time_t)-1 || tm.tm_mday != D || tm.tm_mon != M - 1)
-		return -1;
+		return tool_time_why(why, cap, "names no such day (%04d-%02d has no day %02d)", Y, M, D);
 	t -= (time_t)zsign * (zh * 3600 + zm * 60);
-	if (t < 0 || t > (time_t)(INT64_MAX / 1000000000LL) - 1)
-		return -1;
+	if (t < 0)
+		return tool_time_why(why, cap, "is before 1970-01-01T00:00:00Z, the earliest time "
+		                     "flashstock holds");
+	if (t > (time_t)TOOL_TIME_MAX_S) {
+		char last[40];
+		return tool_time_why(why, cap, "is after %s, the latest time flashstock holds "
+		                     "(nanoseconds since 1970 in 64 bits)",
+		                     tool_fmt_time(TOOL_TIME_MAX_S * 1000000000LL, last, sizeof last));
+	}
 	*out_ns = (int64_t)t * 1000000000LL + frac_ns;
 	return 0;
 }
 
-int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns)
+int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, size_t cap)
 {
 	if (!s || !*s)
-		return -1;
+		return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 	if (strcmp(s, "now") == 0) {
 		*out_ns = now_ns;
 		return 0;
@@ -214,16 +245,18 @@ int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns)
 		long long v;
 		char *end;
 		if (!isdigit((unsigned char)s[1]))
-			return -1;
+			return tool_time_why(why, cap, TOOL_TIME_SHAPE);
 		errno = 0;
 		v = strtoll(s + 1, &end, 10);
+		if (*end != '\0')
+			return tool_time_why(why, cap, TOOL_TIME_SHAPE " (+S and -S are whole seconds)");
 		/* bounded to 100 years either way: no overflow below */
-		if (errno || *end != '\0' || v > 100LL * 366 * 86400)
-			return -1;
+		if (errno || v > 100LL * 366 * 86400)
+			return tool_time_why(why, cap, "is more than 100 years from now");
 		*out_ns = now_ns + (s[0] == '-' ? -v : v) * 1000000000LL;
 		return 0;
 	}
-	return tool_parse_iso8601(s, out_ns);
+	return tool_parse_iso8601(s, out_ns, why, cap);
 }
 
 const char *tool_fmt_time(int64_t ns, char *buf, size_t cap)

@@ -75,9 +75,12 @@ int tool_opt_i64(const char *cmd, const char *opt, const char *s,
  *   "now"; "+S" or "-S" (seconds from @p now_ns); or ISO 8601
  *   "YYYY-MM-DDTHH:MM:SS[.frac][Z|+HH:MM|-HH:MM]" (a space may replace
  *   the 'T'; no zone means UTC).
- * @return 0, or -1 when @p s is none of these (nothing printed).
+ * Times run from 1970-01-01T00:00:00Z to 2262-04-11T23:47:15Z (int64 ns).
+ * @return 0, or -1 when @p s is none of these; then @p why (@p cap bytes,
+ *         may be NULL) says why, in words that follow the quoted input:
+ *         "'<s>' <why>" (nothing printed).
  */
-int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns);
+int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, size_t cap);
 
 /** Format CLOCK_REALTIME ns as "YYYY-MM-DDTHH:MM:SSZ" into @p buf (>= 32). */
 const char *tool_fmt_time(int64_t ns, char *buf, size_t cap);
