@@ -665,7 +665,11 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		snap_file_close(&f);
 	} else {
 		frc = flash_seg_create(tmp, &so);
-		if (frc != FLASH_OK)
+		if (frc == FLASH_ENOMEM)   /* create reserves every page first */
+			rb_log(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s "
+			       "(creating %s: %s); nothing rebuilt, %s unchanged: free shared memory and "
+			       "run again", name, tmp, flash_strerror(frc), name);
+		else if (frc != FLASH_OK)
 			rb_log(log, la, SERVE_LOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
 	}
 	if (frc != FLASH_OK) {
