@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,21 +27,8 @@
 #include "serve.h"
 
 /* ------------------------------------------------------------------------
- * 1. Logging and names
+ * 1. Names
  * ------------------------------------------------------------------------ */
-
-__attribute__((format(printf, 4, 5)))
-static void rb_log(snap_log_fn log, void *arg, int level, const char *fmt, ...)
-{
-	if (log == NULL)
-		return;
-	char msg[6144];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	log(arg, level, msg);
-}
 
 static const char *rb_rec_type(uint16_t t)
 {
@@ -207,7 +193,7 @@ static int rb_drop_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 {
 	struct rb_drop *d = arg;
 	if (lsn > d->next)
-		rb_log(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 "..%" PRIu64
+		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 "..%" PRIu64
 		       ": unreadable", d->next, lsn - 1);
 	if (lsn >= d->next)
 		d->next = lsn + 1;
@@ -217,12 +203,12 @@ static int rb_drop_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 		memcpy(&r, p, sizeof r);
 		if (r.wr_rec.type == FLASH_REC_ORDER)
 			d->orders++;
-		rb_log(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": %s, order %"
+		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": %s, order %"
 		       PRIu64 " (activity %u, sku %u, qty %u, user %" PRIu64 ")", lsn,
 		       rb_rec_type(r.wr_rec.type), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, r.wr_rec.qty, r.wr_rec.user_id);
 	} else {
-		rb_log(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": frame type %u",
+		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": frame type %u",
 		       lsn, type);
 	}
 	return 0;
@@ -248,7 +234,7 @@ static int rb_set_aside_snapshots(const char *dir, uint64_t lsn, snap_log_fn log
 			break;
 		}
 		moved++;
-		rb_log(log, arg, SERVE_LOG_WARN, "recover: snapshot %s (LSN %" PRIu64 ") set aside as %s: "
+		snap_logf(log, arg, SERVE_LOG_WARN, "recover: snapshot %s (LSN %" PRIu64 ") set aside as %s: "
 		       "its effects after LSN %" PRIu64 " are dropped", from, lsns[i], to, lsn);
 	}
 	free(lsns);
@@ -270,41 +256,41 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		int v = rebuild_check(dir, c, o->log, o->log_arg);
 		r->snap_lsn = c->snap_lsn;
 		if (v == REBUILD_OK && round == 0 && o->accept_loss)
-			rb_log(o->log, o->log_arg, SERVE_LOG_WARN, "recover: --accept-loss-after %" PRIu64
+			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: --accept-loss-after %" PRIu64
 			       ": nothing to give up, the WAL %s is whole (last LSN %" PRIu64 ")",
 			       o->accept_after, dir, c->wal_last);
 		if (v == REBUILD_OK)
 			return 0;
 		if (v == REBUILD_EIO || v == REBUILD_NOSNAP) {
-			rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
+			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
 			r->flash_rc = v == REBUILD_EIO ? FLASH_ESYS : FLASH_ECORRUPT;
 			r->wal_rc = v == REBUILD_EIO ? WAL_EIO : 0;
 			return -1;
 		}
 		int torn = v == REBUILD_TORN;
 		if (!torn && !o->accept_loss) {
-			rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt, nothing "
+			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt, nothing "
 			       "cut", c->msg);
 			if (c->can_accept)
-				rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: restore the missing or "
+				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: restore the missing or "
 				       "damaged WAL files from a copy and run again, or give up every record "
 				       "after LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64,
 				       c->keep_lsn, c->keep_lsn);
 			else
-				rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
+				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
 				       "is missing; restore the missing WAL file(s) from a copy and run again");
 			r->flash_rc = FLASH_ECORRUPT;
 			r->wal_rc = v == REBUILD_CORRUPT ? WAL_ENOTTAIL : v == REBUILD_MISSING ? WAL_EGAP : 0;
 			return -1;
 		}
 		if (!torn && (!c->can_accept || o->accept_after != c->keep_lsn)) {
-			rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
+			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
 			if (c->can_accept)
-				rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: --accept-loss-after %"
+				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: --accept-loss-after %"
 				       PRIu64 " does not match: the last LSN that can be kept is %" PRIu64
 				       "; nothing rebuilt, nothing cut", o->accept_after, c->keep_lsn);
 			else
-				rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
+				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
 				       "is missing: no --accept-loss-after can rebuild it; nothing cut");
 			r->flash_rc = c->can_accept ? FLASH_EINVAL : FLASH_ECORRUPT;
 			return -1;
@@ -312,10 +298,10 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		if (round == 1)
 			break;       /* a cut did not settle it: refuse below */
 		if (torn)
-			rb_log(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s: cutting it after LSN %" PRIu64,
+			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s: cutting it after LSN %" PRIu64,
 			       c->msg, c->keep_lsn);
 		else
-			rb_log(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s; --accept-loss-after %" PRIu64
+			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s; --accept-loss-after %" PRIu64
 			       ": dropping every record after it", c->msg, c->keep_lsn);
 		if (v != REBUILD_AHEAD) {
 			struct rb_drop d = { o->log, o->log_arg, c->keep_lsn + 1, 0, 0 };
@@ -323,7 +309,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			int wrc = wal_cut_after(dir, c->keep_lsn, rb_drop_cb, &d,
 			                        lockheld ? WAL_REPLAY_LOCKED : 0, &cr);
 			if (wrc != WAL_OK) {
-				rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: cutting WAL %s after LSN %"
+				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: cutting WAL %s after LSN %"
 				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, wal_strerror(wrc),
 				       cr.err_no ? ": " : "", cr.err_no ? strerror(cr.err_no) : "");
 				r->flash_rc = FLASH_ESYS;
@@ -331,19 +317,19 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 				return -1;
 			}
 			r->dropped += d.n;
-			rb_log(o->log, o->log_arg, SERVE_LOG_WARN, "recover: WAL %s cut after LSN %" PRIu64
+			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: WAL %s cut after LSN %" PRIu64
 			       ": %" PRIu64 " readable records dropped (%" PRIu64 " orders), %" PRIu64
 			       " bytes zeroed, %u later files removed", dir, c->keep_lsn, d.n, d.orders,
 			       cr.truncated_bytes, cr.files_removed);
 		}
 		if (rb_set_aside_snapshots(dir, c->keep_lsn, o->log, o->log_arg) != 0) {
-			rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: setting snapshots after LSN %"
+			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: setting snapshots after LSN %"
 			       PRIu64 " aside: %s", c->keep_lsn, strerror(errno));
 			r->flash_rc = FLASH_ESYS;
 			return -1;
 		}
 	}
-	rb_log(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt", c->msg);
+	snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt", c->msg);
 	r->flash_rc = FLASH_ECORRUPT;
 	return -1;
 }
@@ -378,7 +364,7 @@ static void rb_remove_stale(const char *name, snap_log_fn log, void *arg)
 		char seg[300];
 		snprintf(seg, sizeof seg, "/%s", e->d_name);
 		if (flash_seg_destroy(seg) == FLASH_OK)
-			rb_log(log, arg, SERVE_LOG_WARN, "recover: removed %s, the unfinished rebuild of an "
+			snap_logf(log, arg, SERVE_LOG_WARN, "recover: removed %s, the unfinished rebuild of an "
 			       "earlier --recover (process %ld is gone)", seg, pid);
 	}
 	pio_closedir(d);
@@ -479,7 +465,7 @@ static int rb_apply_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 	} else if (rc == FLASH_EEXIST) {
 		a->r->present++;
 	} else {
-		rb_log(a->log, a->arg, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (%s record, order %"
+		snap_logf(a->log, a->arg, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (%s record, order %"
 		       PRIu64 ", activity %u, sku %u) cannot be applied: %s", lsn,
 		       rb_rec_type(r.wr_rec.type), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, flash_strerror(rc));
@@ -506,7 +492,7 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 	int frc;
 
 	if (wal_ident(o->wal_dir, &wi) != WAL_OK) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
 		       o->wal_dir, strerror(errno));
 		r->flash_rc = FLASH_ESYS;
 		return -1;
@@ -520,19 +506,19 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 	if (id.incarnation == wi.wi_incarnation)
 		return 0;
 	if (c->snap_lsn != 0) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
 		       "incarnation %016" PRIx64 ", WAL %s of %016" PRIx64 ": a snapshot of another WAL? "
 		       "nothing rebuilt", c->snap_lsn, id.incarnation, o->wal_dir, wi.wi_incarnation);
 		r->flash_rc = FLASH_ECORRUPT;
 		return -1;
 	}
 	if ((frc = flash_ident_adopt(h, wi.wi_incarnation)) != FLASH_OK) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: the rebuilt segment cannot take the identity of "
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: the rebuilt segment cannot take the identity of "
 		       "WAL %s: %s", o->wal_dir, flash_strerror(frc));
 		r->flash_rc = frc;
 		return -1;
 	}
-	rb_log(log, la, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
+	snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
 	       "(incarnation %016" PRIx64 ")", o->segment, o->wal_dir, wi.wi_incarnation);
 	return 0;
 }
@@ -568,14 +554,14 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	 * directory is an empty WAL: nothing to lock) */
 	int lockfd = wal_dir_lock(o->wal_dir);
 	if (lockfd == WAL_EIO && errno != ENOENT) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
 		       "rebuilt", o->wal_dir, strerror(errno));
 		r->flash_rc = FLASH_ESYS;
 		r->wal_rc = WAL_EIO;
 		return -1;
 	}
 	if (lockfd == WAL_EBUSY) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
 		       "holds it); nothing rebuilt", o->wal_dir);
 		r->flash_rc = FLASH_EBUSY;
 		r->wal_rc = WAL_EBUSY;
@@ -597,14 +583,14 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		flash_close(h);
 		h = NULL;
 		if (frc == FLASH_OK && done) {
-			rb_log(log, la, SERVE_LOG_INFO, "recover: segment %s already carries the history of "
+			snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s already carries the history of "
 			       "WAL %s (an earlier --recover completed, or it was served): nothing to rebuild",
 			       name, o->wal_dir);
 			wal_dir_unlock(lockfd);
 			return 0;
 		}
 		if (frc == FLASH_OK && (st.activities != 0 || st.skus != 0 || st.orders_used != 0)) {
-			rb_log(log, la, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a "
+			snap_logf(log, la, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a "
 			       "freshly created (empty) or absent segment (if an earlier --recover completed, "
 			       "the segment is rebuilt: run serve without --recover)", name);
 			r->flash_rc = FLASH_EEXIST;
@@ -615,7 +601,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		frc = FLASH_OK;
 	}
 	if (frc != FLASH_OK) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
 		r->flash_rc = frc;
 		goto fail_unlock;
 	}
@@ -628,7 +614,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	if (rb_settle(o, c, lockheld, r) != 0)
 		goto fail_check;
 	if (c->snap_lsn == 0 && !placeholder) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
 		       "snapshot to restore it from: create it first with the options it had "
 		       "(flashstock create --name %s ...), then run serve --recover again; nothing "
 		       "was changed", name, o->wal_dir, name);
@@ -648,7 +634,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		if (snap_open_newest(o->wal_dir, c->snap_lsn, &f, NULL, NULL) != SNAP_OK ||
 		    f.sf_hdr->sh_lsn != c->snap_lsn) {
 			snap_file_close(&f);
-			rb_log(log, la, SERVE_LOG_ERROR, "recover: snapshot %s changed while in use",
+			snap_logf(log, la, SERVE_LOG_ERROR, "recover: snapshot %s changed while in use",
 			       c->snap_file);
 			r->flash_rc = FLASH_ECORRUPT;
 			goto fail_check;
@@ -657,20 +643,20 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		frc = rb_room(bytes) ? flash_seg_restore(tmp, &f.sf_hdr->sh_opts, f.sf_img, bytes)
 		                     : FLASH_ENOMEM;
 		if (frc != FLASH_OK)
-			rb_log(log, la, SERVE_LOG_ERROR, "recover: restore of %s from %s: %s%s", tmp, f.sf_path,
+			snap_logf(log, la, SERVE_LOG_ERROR, "recover: restore of %s from %s: %s%s", tmp, f.sf_path,
 			       flash_strerror(frc), frc == FLASH_ENOMEM ? " (no room in /dev/shm)" : "");
 		else
-			rb_log(log, la, SERVE_LOG_INFO, "recover: segment %s restored from snapshot %s "
+			snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s restored from snapshot %s "
 			       "(LSN %" PRIu64 ")", name, f.sf_path, c->snap_lsn);
 		snap_file_close(&f);
 	} else {
 		frc = flash_seg_create(tmp, &so);
 		if (frc == FLASH_ENOMEM)   /* create reserves every page first */
-			rb_log(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s "
+			snap_logf(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s "
 			       "(creating %s: %s); nothing rebuilt, %s unchanged: free shared memory and "
 			       "run again", name, tmp, flash_strerror(frc), name);
 		else if (frc != FLASH_OK)
-			rb_log(log, la, SERVE_LOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
+			snap_logf(log, la, SERVE_LOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
 	}
 	if (frc != FLASH_OK) {
 		r->flash_rc = frc;
@@ -680,7 +666,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	PERSIST_CRASH("rebuild", 1);
 	if (rb_reserve(tmp, &bytes) != 0) {
 		int e = errno;
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s (%" PRIu64
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s (%" PRIu64
 		       " bytes): %s; nothing rebuilt, %s unchanged: free shared memory and run again", name,
 		       bytes, strerror(e), name);
 		r->flash_rc = e == ENOSPC || e == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
@@ -689,7 +675,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	PERSIST_CRASH("rebuild", 2);
 	frc = flash_open(tmp, 0, &h);
 	if (frc != FLASH_OK) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
 		r->flash_rc = frc;
 		goto fail_tmp;
 	}
@@ -705,12 +691,12 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	h = NULL;
 	if (wrc != WAL_OK) {
 		if (wrc != WAL_ESTOPPED) {
-			rb_log(log, la, SERVE_LOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
+			snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
 			       "offset %" PRIu64, o->wal_dir, wal_rcname(rep.stop), rep.file, rep.offset);
 			r->flash_rc = FLASH_ECORRUPT;
 			r->wal_rc = wrc;
 		} else if (r->flash_rc == FLASH_EFULL) {
-			rb_log(log, la, SERVE_LOG_ERROR, "recover: a table of %s is too small for the WAL's "
+			snap_logf(log, la, SERVE_LOG_ERROR, "recover: a table of %s is too small for the WAL's "
 			       "history: create it with its old capacities", name);
 		}
 		goto fail_tmp;
@@ -719,17 +705,17 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	PERSIST_CRASH("rebuild", 4);
 	frc = rb_publish(tmp, name, placeholder);
 	if (frc != FLASH_OK) {
-		rb_log(log, la, SERVE_LOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
+		snap_logf(log, la, SERVE_LOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
 		       flash_strerror(frc), frc == FLASH_EEXIST ? " (a segment of that name appeared "
 		       "meanwhile and is not empty)" : "");
 		r->flash_rc = frc;
 		goto fail_tmp;
 	}
 	PERSIST_CRASH("rebuild", 5);
-	rb_log(log, la, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records after it "
+	snap_logf(log, la, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records after it "
 	       "applied to the segment, %" PRIu64 " were there already", c->snap_lsn, r->applied,
 	       r->present);
-	rb_log(log, la, SERVE_LOG_INFO, "recover: segment %s rebuilt under %s and renamed, complete "
+	snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s rebuilt under %s and renamed, complete "
 	       "through LSN %" PRIu64, name, tmp, r->last_lsn);
 	free(c);
 	wal_dir_unlock(lockfd);
@@ -737,7 +723,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 
 fail_tmp:
 	(void)flash_seg_destroy(tmp);
-	rb_log(log, la, SERVE_LOG_ERROR, "recover: the unfinished rebuild %s was removed; segment %s "
+	snap_logf(log, la, SERVE_LOG_ERROR, "recover: the unfinished rebuild %s was removed; segment %s "
 	       "is as it was (%s)", tmp, name, placeholder ? "empty" : "absent");
 fail_check:
 	free(c);

@@ -51,12 +51,11 @@ const char *snap_strerror(int rc)
 	}
 }
 
-__attribute__((format(printf, 4, 5)))
-static void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...)
+void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...)
 {
 	if (log == NULL)
 		return;
-	char msg[1024];
+	char msg[6144];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);

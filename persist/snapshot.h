@@ -139,6 +139,11 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 /* Called for each line a snapshot function logs (level: enum serve_log_level). */
 typedef void (*snap_log_fn)(void *arg, int level, const char *msg);
 
+/* Format one line and hand it to @p log (nothing when @p log is NULL); a
+ * line longer than 6 KiB is cut. */
+__attribute__((format(printf, 4, 5)))
+void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...);
+
 /*
  * Open the newest snapshot of @p dir that checks out and whose LSN is at
  * least @p min_lsn; each one found corrupt is logged and the previous one
