@@ -2,7 +2,7 @@
  * rebuild.c -- the check of a WAL directory for a rebuild, and the atomic
  * rebuild of a segment from it (see rebuild.h).
  *
- * Divisions: 1. logging and names, 2. the check, 3. accepting a loss
+ * Divisions: 1. names, 2. the check, 3. accepting a loss
  * (cut, snapshots set aside), 4. the temporary segment (stale ones, room,
  * the atomic rename), 5. rebuild_run().
  */
