@@ -212,6 +212,8 @@ static int seg_make(const char *path, const struct flash_seg_opts *o, uint64_t s
 	void *p;
 	int fd, rc;
 
+	*pp = NULL;
+	*fdp = -1;
 	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
 		return errno_rc(errno);
@@ -299,6 +301,8 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	size = layout(&o, reg);
 	if ((rc = seg_make(path, &o, size, &fd, &p)) != FLASH_OK)
 		return rc;
+	if (p == NULL)   /* never with FLASH_OK; says so to the static analyzer */
+		return FLASH_ESYS;
 	hdr = p;
 	hdr->fx.version = FS_LAYOUT_VERSION;
 	hdr->fx.hdr_size = sizeof(struct fs_hdr);
@@ -378,6 +382,8 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 	}
 	if ((rc = seg_make(path, &want, fx.seg_size, &fd, &p)) != FLASH_OK)
 		return rc;
+	if (p == NULL)   /* never with FLASH_OK; says so to the static analyzer */
+		return FLASH_ESYS;
 	hdr = p;
 	/* everything after the fixed header first; the header (magic last) at the end */
 	memcpy((char *)p + sizeof(fx), (const char *)img + sizeof(fx), fx.seg_size - sizeof(fx));

@@ -267,7 +267,7 @@ static void *zl_worker(void *arg)
 	struct zl *z = arg;
 	flash_t *hc = NULL;
 	uint64_t start = 0;
-	int msg[2] = { 0, 0 }, rc;
+	int msg[2] = { 0, 0 };
 	char st = 0, b;
 
 	if (flash_open(z->name, 0, &hc) != FLASH_OK)
@@ -290,7 +290,7 @@ static void *zl_worker(void *arg)
 		;
 	/* the parent has run recovery: this thread goes on ordering */
 	for (uint64_t u = 101; u < 111; u++)
-		if ((rc = t_order(hc, 1, 10, u, 1, 0, 0, NULL)) != FLASH_OK)
+		if (t_order(hc, 1, 10, u, 1, 0, 0, NULL) != FLASH_OK)
 			_exit(20);
 	if (flash_close(hc) != FLASH_OK)
 		_exit(21);
