@@ -15,6 +15,7 @@
  * every lookup reads at most that many words.
  */
 #include "fs.h"
+#include "journal.h"
 #include "probe.h"
 
 const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
@@ -133,7 +134,7 @@ int fs_catalog_repair(flash_t *h, uint32_t slot)
 	if ((j->phase == FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos)) ||
 	    (j->phase == FS_PH_RESOLVED && j->dir == FS_DIR_FWD))
 		catalog_forward(h, j);
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_op_end(j);
 	return FLASH_OK;
 }
 
@@ -148,7 +149,7 @@ static void catalog_commit(flash_t *h)
 	FS_CRASH("catalog", 2);
 	catalog_forward(h, j);
 	FS_CRASH("catalog", 3);
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_op_end(j);
 }
 
 int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)

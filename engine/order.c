@@ -1,7 +1,7 @@
 /*
  * order.c -- the order chain, cancel and restock.
  *
- * Each operation runs in the handle's journal:
+ * Each operation runs in the handle's journal (journal.h):
  *
  *   begin (tag, phase RUN) -> shared changes, each attributable to the tag
  *   -> record into the journal -> phase PUBLISH -> ring publish (COMMIT)
@@ -18,33 +18,8 @@
  * Crash points: every FS_CRASH below (test builds only).
  */
 #include "fs.h"
+#include "journal.h"
 #include "probe.h"
-
-int fs_op_begin(flash_t *h, uint32_t op)
-{
-	struct fs_journal *j = h->j;
-
-	/* other processes read op_tag (fs_tag_alive) while we write it: one
-	 * atomic store (a plain MOV on x86-64), no order needed -- a reader also
-	 * needs phase != IDLE, which the fenced store of phase below publishes */
-	ck_pr_store_64(&j->op_tag, FS_TAG((uint32_t)h->slot, fs_next_seq(h)));
-	j->op = op;
-	j->req_idx = j->tok_idx = j->user_idx = j->order_idx = j->sku_idx = FS_NONE;
-	j->n_int = 0;
-	j->quota_return = 0;
-	j->dir = 0;
-	j->owner_undo = 0;
-	j->tok_id = 0;
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_RUN);
-	return FLASH_OK;
-}
-
-static void op_end(flash_t *h)
-{
-	ck_pr_fence_store();
-	ck_pr_store_32(&h->j->phase, FS_PH_IDLE);
-}
 
 uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns)
 {
@@ -508,7 +483,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	j->sku_idx = si;
 	FS_CRASH("order", 1);
 	if (r->request_id != 0 && (rc = req_claim(h, r, res)) != FLASH_OK) {
-		op_end(h);
+		fs_op_end(h->j);
 		if (rc == FLASH_EDUPLICATE)
 			h->me->st.duplicates++;
 		return rc;
@@ -595,7 +570,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	FS_CRASH("order", 8);
 	fs_op_finish_order(h, j, (uint32_t)h->slot);
 	FS_CRASH("order", 9);
-	op_end(h);
+	fs_op_end(h->j);
 	h->me->st.orders++;
 	if (res) {
 		res->order_no = ono;
@@ -608,7 +583,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 fail:
 	j->rec.flags = (uint16_t)(int16_t)rc;   /* the outcome, for a recoverer */
 	fs_op_rollback(h, j, (uint32_t)h->slot, 0);
-	op_end(h);
+	fs_op_end(h->j);
 	return rc;
 }
 
@@ -638,23 +613,23 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	for (;;) {
 		s = ck_pr_load_64(&o->state);
 		if (FS_KIND(s) == FS_K_EMPTY) {
-			op_end(h);
+			fs_op_end(h->j);
 			return FLASH_ENOT_FOUND;
 		}
 		if (FS_KIND(s) == FS_K_CANCELLED) {
-			op_end(h);
+			fs_op_end(h->j);
 			return FLASH_ECANCELLED;
 		}
 		if (FS_KIND(s) == FS_K_PEND) {
 			/* the order being placed, or cancelled by another handle */
 			if (fs_wait_tag(h, &o->state, s) != FLASH_OK) {
-				op_end(h);
+				fs_op_end(h->j);
 				return FLASH_ECORRUPT;
 			}
 			continue;
 		}
 		if (FS_KIND(s) != FS_K_ACTIVE) {
-			op_end(h);
+			fs_op_end(h->j);
 			return FLASH_ECORRUPT;
 		}
 		j->order_idx = (uint32_t)(order_no - 1);
@@ -668,7 +643,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	    (oc.user_idx != FS_NONE && oc.user_idx > h->user_mask) ||
 	    (act = fs_act_find(h, oc.activity_id, NULL)) == NULL) {
 		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
-		op_end(h);
+		fs_op_end(h->j);
 		return FLASH_ECORRUPT;
 	}
 	FS_CRASH("cancel", 5);
@@ -692,7 +667,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	FS_CRASH("cancel", 3);
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
-	op_end(h);
+	fs_op_end(h->j);
 	h->me->st.cancels++;
 	if (units_returned)
 		*units_returned = oc.qty;
@@ -725,7 +700,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 		/* decreases first, before the commit point: undone on failure */
 		if ((rc = fs_stock_take(h, base, n, (uint64_t)-delta, 0)) != FLASH_OK) {
 			fs_op_rollback(h, j, (uint32_t)h->slot, 0);
-			op_end(h);
+			fs_op_end(h->j);
 			return rc;
 		}
 		FS_CRASH("restock", 1);
@@ -750,7 +725,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 	FS_CRASH("restock", 3);
 	fs_op_finish_restock(h, j, (uint32_t)h->slot);
 	FS_CRASH("restock", 4);
-	op_end(h);
+	fs_op_end(h->j);
 	return fs_ack(h);
 }
 
