@@ -220,19 +220,6 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 	return FLASH_OK;
 }
 
-/* The one definition of a valid activity: flash_activity_add() and the
- * tools that check an input before loading it both ask here. */
-int flash_activity_check(const struct flash_activity *a)
-{
-	if (a == NULL || a->id == 0 || a->limit_per_user == 0 || a->limit_per_user > FLASH_LIMIT_MAX ||
-	    a->max_qty == 0 || a->max_qty > FLASH_QTY_MAX || a->scope > FLASH_SCOPE_DAY ||
-	    (a->flags & ~(FLASH_ACT_CANCEL_RETURNS_QUOTA | FLASH_ACT_TOKEN_REQUIRED)) != 0 ||
-	    a->end_ns <= a->start_ns || a->day_offset_s < -FLASH_DAY_OFFSET_MAX_S ||
-	    a->day_offset_s > FLASH_DAY_OFFSET_MAX_S)
-		return FLASH_EINVAL;
-	return FLASH_OK;
-}
-
 int flash_activity_add(flash_t *h, const struct flash_activity *a)
 {
 	int rc;

@@ -18,6 +18,10 @@
 #ifndef FLASH_FS_H
 #define FLASH_FS_H
 
+#ifdef FLASH_API_LAYER
+#error "api/ includes the public header only; engine/fs.h is the engine's (no api <-> engine cycle)"
+#endif
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -444,7 +448,7 @@ uint32_t fs_ring_pos(flash_t *h);
 void fs_commit(flash_t *h);
 int fs_ack(flash_t *h);
 
-/* api/flashstock.c: the checks every public call starts with */
+/* enter.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);
 unsigned fs_fork_gen(void);
 uint64_t fs_thread_id(void);
