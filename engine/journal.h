@@ -20,7 +20,9 @@
  *                          +-- failure: rollback ---+-- recoverer: RESOLVED(dir)
  *
  * Single writer: the slot's handle, or the one process recovering the slot
- * (recover.c).  Other processes only read op_tag and phase (fs_op_names).
+ * (recover.c).  Other processes read a live slot's journal without writing
+ * it: whether it names a tag (fs_op_names), its op (flash_order_get), its
+ * keyed-table insert in flight (ktab.c), its phase (flash_quiet_get).
  *
  * The functions here run on every order, so they are static inline: moved
  * out of order.c and stock.c they cost no call (under -fPIC a global
