@@ -1,13 +1,17 @@
 /*
- * flashstock.c -- the API layer: result codes, the checks every public call
- * starts with, and the statistics reader.  The engine files check the rest
- * of each call's arguments before touching the segment.
+ * flashstock.c -- the API layer: the result codes and their names, and the
+ * checks of arguments that need nothing but the public header
+ * (flash_activity_check).  It includes flashstock.h only: the engine
+ * (engine/) includes the public header and does the work, this file knows
+ * nothing of the segment -- no include or call goes from here into engine/.
+ * The checks that read the handle (fs_enter) are the engine's: enter.c.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
+/* engine/fs.h refuses to be included here (the cycle stays gone) */
+#define FLASH_API_LAYER 1
 
-#include "fs.h"
+#include <stddef.h>
+
+#include "flashstock.h"
 
 static const struct {
 	int rc;
@@ -71,171 +75,17 @@ const char *flash_rcname(int rc)
 	return "FLASH_E?";
 }
 
-/*
- * Fork detection without a system call per operation: a pthread_atfork child
- * handler bumps a process-local generation, and a handle remembers the
- * generation it was opened in.  (getpid() is a real system call in glibc.)
- */
-static unsigned fork_gen;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+/* ------------------------------------------------------------ argument checks */
 
-static void on_fork_child(void)
+/* The one definition of a valid activity: flash_activity_add() and the
+ * tools that check an input before loading it both ask here. */
+int flash_activity_check(const struct flash_activity *a)
 {
-	fork_gen++;
-}
-
-static void fork_hook(void)
-{
-	pthread_atfork(NULL, NULL, on_fork_child);
-}
-
-unsigned fs_fork_gen(void)
-{
-	pthread_once(&fork_once, fork_hook);
-	return fork_gen;
-}
-
-/*
- * Thread ownership without a system call per operation: each thread that
- * opens a handle takes a process-unique nonzero id once, kept in
- * a thread-local variable, and the handle remembers its owner's id.  A
- * thread that never took one reads 0, which no handle carries.  Ids are
- * never reused within the process (unlike pthread_t or a tid, which a new
- * thread may inherit from a dead one), so a handle whose owner exited is
- * refused on every other thread (flash_close excepted).
- *
- * initial-exec: one %fs-relative load, also in the shared library (the
- * default model there calls __tls_get_addr).  It takes 8 bytes of the
- * static TLS block, which glibc reserves room for even when the library
- * is dlopen'ed (by a language binding, say).
- */
-static __thread uint64_t thread_me __attribute__((tls_model("initial-exec")));
-static uint64_t thread_next;
-
-uint64_t fs_thread_id(void)
-{
-	/* relaxed: the counter only has to hand out distinct values; the id
-	 * is read back only by this thread */
-	if (thread_me == 0)
-		thread_me = __atomic_add_fetch(&thread_next, 1, __ATOMIC_RELAXED);
-	return thread_me;
-}
-
-/*
- * Every public call: a handle, opened by this process and owned by this
- * thread, writable if it writes.  The fork check comes first: a forked child
- * inherits the forking thread's id, and its answer is FLASH_EFORK.  Cost on
- * the order path: two loads (the fork generation, the thread id) and two
- * compares, no system call, no shared cache line.
- */
-int fs_enter(const flash_t *h, int write)
-{
-	if (h == NULL)
+	if (a == NULL || a->id == 0 || a->limit_per_user == 0 || a->limit_per_user > FLASH_LIMIT_MAX ||
+	    a->max_qty == 0 || a->max_qty > FLASH_QTY_MAX || a->scope > FLASH_SCOPE_DAY ||
+	    (a->flags & ~(FLASH_ACT_CANCEL_RETURNS_QUOTA | FLASH_ACT_TOKEN_REQUIRED)) != 0 ||
+	    a->end_ns <= a->start_ns || a->day_offset_s < -FLASH_DAY_OFFSET_MAX_S ||
+	    a->day_offset_s > FLASH_DAY_OFFSET_MAX_S)
 		return FLASH_EINVAL;
-	if (h->fork_gen != fork_gen)
-		return FLASH_EFORK;
-	if (h->owner_thread != thread_me)
-		return FLASH_EWRONG_THREAD;
-	if (write && h->rdonly)
-		return FLASH_EREADONLY;
 	return FLASH_OK;
 }
-
-int flash_stats_get(flash_t *h, struct flash_stats *out)
-{
-	const struct flash_seg_opts *o;
-	int rc;
-
-	if ((rc = fs_enter(h, 0)) != FLASH_OK)
-		return rc;
-	if (out == NULL)
-		return FLASH_EINVAL;
-	memset(out, 0, sizeof(*out));
-	o = &h->hdr->fx.opts;
-	for (uint32_t i = 0; i < h->proc_cap; i++) {
-		const struct fs_stats_slot *s = &h->proc[i].st;
-
-		out->orders += ck_pr_load_64(&s->orders);
-		out->cancels += ck_pr_load_64(&s->cancels);
-		out->sold_out += ck_pr_load_64(&s->sold_out);
-		out->limit_hits += ck_pr_load_64(&s->limit_hits);
-		out->token_rejects += ck_pr_load_64(&s->token_rejects);
-		out->duplicates += ck_pr_load_64(&s->duplicates);
-		out->cas_retries += ck_pr_load_64(&s->cas_retries);
-		out->recoveries += ck_pr_load_64(&s->recoveries);
-		out->rolled_back += ck_pr_load_64(&s->rolled_back);
-		out->rolled_forward += ck_pr_load_64(&s->rolled_forward);
-		if (FS_PKIND(ck_pr_load_64(&h->proc[i].state)) != FS_P_FREE)
-			out->procs++;
-	}
-	out->activities = ck_pr_load_32(&h->hdr->n_act);
-	out->activities_cap = o->max_activities;
-	out->skus = ck_pr_load_32(&h->hdr->n_sku);
-	out->skus_cap = o->max_skus;
-	out->shards = ck_pr_load_32(&h->hdr->n_shard);
-	out->shards_cap = o->max_shards;
-	out->users = ck_pr_load_32(&h->hdr->users_used);
-	out->users_cap = o->max_users;
-	{
-		uint64_t now = fs_mono_ms();
-
-		for (uint32_t i = 0; i <= h->tok_mask; i++)
-			if (FS_KIND(ck_pr_load_64(&h->tok[i].state)) == FS_K_FREE &&
-			    ck_pr_load_64(&h->tok[i].expiry_ms) > now)
-				out->tokens++;
-	}
-	out->tokens_cap = o->max_tokens;
-	out->requests = ck_pr_load_32(&h->hdr->req_used);
-	out->requests_cap = o->max_requests;
-	out->locks = ck_pr_load_32(&h->hdr->locks_used);
-	out->locks_cap = o->max_locks;
-	out->procs_cap = o->max_procs;
-	out->orders_used = flash_orders_max(h);
-	out->orders_cap = o->max_orders;
-	out->segment_bytes = h->size;
-	out->durability = o->durability;
-	return FLASH_OK;
-}
-
-#ifdef FLASH_CRASHPOINTS
-/*
- * Crash points (test builds, -DFLASH_CRASHPOINTS=ON or the flashstock_crash
- * library): every FS_CRASH(op, step) in the engine is one point.
- * flash_crash_arm(n) makes the n-th point reached from now on end the process
- * with _exit(FLASH_CRASH_EXIT); flash_crash_arm(0) disarms.  A test
- * enumerates an operation's points by arming n = 1, 2, ... in a forked child
- * until the operation completes without reaching the n-th.
- * flash_crash_last() names the last point reached (for reports).
- */
-static int crash_countdown;
-static const char *crash_last_op;
-static int crash_last_step, crash_hits;
-
-void flash_crash_arm(int n)
-{
-	crash_countdown = n;
-	crash_hits = 0;
-	crash_last_op = NULL;
-}
-
-int flash_crash_hits(void)
-{
-	return crash_hits;
-}
-
-const char *flash_crash_last(int *step)
-{
-	if (step)
-		*step = crash_last_step;
-	return crash_last_op ? crash_last_op : "";
-}
-
-void fs_crashpoint(const char *op, int step)
-{
-	crash_hits++;
-	crash_last_op = op;
-	crash_last_step = step;
-	if (crash_countdown > 0 && --crash_countdown == 0)
-		_exit(FLASH_CRASH_EXIT);
-}
-#endif

@@ -15,6 +15,7 @@
  * every lookup reads at most that many words.
  */
 #include "fs.h"
+#include "journal.h"
 #include "probe.h"
 
 const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
@@ -133,7 +134,7 @@ int fs_catalog_repair(flash_t *h, uint32_t slot)
 	if ((j->phase == FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos)) ||
 	    (j->phase == FS_PH_RESOLVED && j->dir == FS_DIR_FWD))
 		catalog_forward(h, j);
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_op_end(j);
 	return FLASH_OK;
 }
 
@@ -148,7 +149,7 @@ static void catalog_commit(flash_t *h)
 	FS_CRASH("catalog", 2);
 	catalog_forward(h, j);
 	FS_CRASH("catalog", 3);
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_op_end(j);
 }
 
 int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
@@ -216,19 +217,6 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 	j->rec.qty = shards;
 	j->rec.value = (int64_t)units;
 	catalog_commit(h);
-	return FLASH_OK;
-}
-
-/* The one definition of a valid activity: flash_activity_add() and the
- * tools that check an input before loading it both ask here. */
-int flash_activity_check(const struct flash_activity *a)
-{
-	if (a == NULL || a->id == 0 || a->limit_per_user == 0 || a->limit_per_user > FLASH_LIMIT_MAX ||
-	    a->max_qty == 0 || a->max_qty > FLASH_QTY_MAX || a->scope > FLASH_SCOPE_DAY ||
-	    (a->flags & ~(FLASH_ACT_CANCEL_RETURNS_QUOTA | FLASH_ACT_TOKEN_REQUIRED)) != 0 ||
-	    a->end_ns <= a->start_ns || a->day_offset_s < -FLASH_DAY_OFFSET_MAX_S ||
-	    a->day_offset_s > FLASH_DAY_OFFSET_MAX_S)
-		return FLASH_EINVAL;
 	return FLASH_OK;
 }
 

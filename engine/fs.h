@@ -8,7 +8,8 @@
  *   3. Regions                   catalog, stock shards, keyed tables, orders,
  *                                locks, process table, journals, rings
  *   4. The handle                process-local view of one attachment
- *   5. Internal functions        one group per engine file
+ *   5. Internal functions        one group per engine file (the journal's:
+ *                                journal.h)
  *
  * Everything in the segment is addressed by offset or index: processes map it
  * at different addresses.  An index read from the segment is loaded once into
@@ -16,6 +17,10 @@
  */
 #ifndef FLASH_FS_H
 #define FLASH_FS_H
+
+#ifdef FLASH_API_LAYER
+#error "api/ includes the public header only; engine/fs.h is the engine's (no api <-> engine cycle)"
+#endif
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -382,22 +387,18 @@ void fs_admin_unlock(flash_t *h);
 /* lock.c */
 void fs_lock_repair(flash_t *h);
 
+/* journal.h, journal.c: operation begin/end, phases, intents (include journal.h) */
+
 /* stock.c */
 void fs_help_mark(flash_t *h, uint64_t tag);
 int fs_counter_apply(flash_t *h, uint32_t target, int64_t delta, int may_fail);
 int fs_stock_take(flash_t *h, uint32_t base, uint32_t n, uint64_t qty, uint64_t hint);
-void fs_intents_undo(flash_t *h, struct fs_journal *j);
-int fs_intent_applied(flash_t *h, uint32_t slot, const struct fs_intent *in);
-int fs_intent_add(struct fs_journal *j, uint32_t target, int64_t delta, uint32_t post);
-void fs_intents_run_post(flash_t *h, struct fs_journal *j, uint32_t slot);
-void fs_intents_resolve(flash_t *h, struct fs_journal *j, uint32_t slot);
 int fs_counter_change(flash_t *h, struct fs_journal *j, uint32_t slot, uint32_t target,
                       int64_t delta, int may_fail);
-void fs_token_settle(flash_t *h, struct fs_journal *j, uint32_t slot, int64_t want);
-void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
 struct fs_counter *fs_counter_at(flash_t *h, uint32_t target);
 
 /* token.c */
+void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed, int rc);
 int fs_token_keygen(uint64_t key[2]);
 uint64_t fs_siphash24_u64(const uint64_t key[2], uint64_t m);
@@ -447,13 +448,12 @@ uint32_t fs_ring_pos(flash_t *h);
 void fs_commit(flash_t *h);
 int fs_ack(flash_t *h);
 
-/* api/flashstock.c: the checks every public call starts with */
+/* enter.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);
 unsigned fs_fork_gen(void);
 uint64_t fs_thread_id(void);
 
 /* order.c */
-int fs_op_begin(flash_t *h, uint32_t op);
 void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot);

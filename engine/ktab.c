@@ -36,6 +36,7 @@
 #include <sched.h>
 
 #include "fs.h"
+#include "journal.h"
 #include "probe.h"
 
 /*
@@ -293,7 +294,7 @@ void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 		ck_pr_cas_64(&t.e[i].state, busy, FS_MK(FS_K_FREE, 0));
 	}
 	want = ck_pr_load_32(&j->kt_won) ? 1 : 0;
-	n = j->n_int > FS_MAX_INTENTS ? FS_MAX_INTENTS : j->n_int;
+	n = fs_journal_nint(j);
 	first = j->kt_first < n ? j->kt_first : n;
 	for (uint32_t k = first; k < n; k++) {
 		struct fs_intent *in = &j->in[k];

@@ -1,7 +1,7 @@
 /*
  * order.c -- the order chain, cancel and restock.
  *
- * Each operation runs in the handle's journal:
+ * Each operation runs in the handle's journal (journal.h):
  *
  *   begin (tag, phase RUN) -> shared changes, each attributable to the tag
  *   -> record into the journal -> phase PUBLISH -> ring publish (COMMIT)
@@ -18,33 +18,8 @@
  * Crash points: every FS_CRASH below (test builds only).
  */
 #include "fs.h"
+#include "journal.h"
 #include "probe.h"
-
-int fs_op_begin(flash_t *h, uint32_t op)
-{
-	struct fs_journal *j = h->j;
-
-	/* other processes read op_tag (fs_tag_alive) while we write it: one
-	 * atomic store (a plain MOV on x86-64), no order needed -- a reader also
-	 * needs phase != IDLE, which the fenced store of phase below publishes */
-	ck_pr_store_64(&j->op_tag, FS_TAG((uint32_t)h->slot, fs_next_seq(h)));
-	j->op = op;
-	j->req_idx = j->tok_idx = j->user_idx = j->order_idx = j->sku_idx = FS_NONE;
-	j->n_int = 0;
-	j->quota_return = 0;
-	j->dir = 0;
-	j->owner_undo = 0;
-	j->tok_id = 0;
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_RUN);
-	return FLASH_OK;
-}
-
-static void op_end(flash_t *h)
-{
-	ck_pr_fence_store();
-	ck_pr_store_32(&h->j->phase, FS_PH_IDLE);
-}
 
 uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns)
 {
@@ -466,15 +441,32 @@ static void order_prefetch(flash_t *h, const struct flash_order_req *r, const st
 	}
 }
 
-int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
-{
+/*
+ * What the steps of one order hand on to each other: the catalog entries
+ * found by order_check, then what order_claim and order_take hold.  Lives
+ * in flash_order's frame; every step is static and called once, so the
+ * compiler inlines them and the fields stay in registers as locals would.
+ */
+struct order_ctx {
 	const struct fs_act *act;
+	uint32_t si;               /* sku index */
+	uint32_t base, nsh;        /* the sku's shard range, loaded once and checked */
+	int64_t now;               /* the order's time (the record's, in replay) */
+	uint32_t day;              /* business day */
+	uint32_t lslot, uidx;      /* limit slot held, its user-table entry */
+	uint64_t ono;              /* order number held */
+};
+
+/*
+ * Everything that can refuse the order before it changes anything: the
+ * handle, the arguments, the catalog, a retry of a finished request,
+ * room in the ring and the order table, a failed WAL in sync durability.
+ * Read-only; on FLASH_OK @p o has the catalog entries and the time.
+ */
+static int order_check(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                       struct order_ctx *o)
+{
 	const struct fs_sku *sku;
-	struct fs_journal *j;
-	struct fs_order *o;
-	uint32_t si, lslot = 0, uidx = FS_NONE, day, base, nsh;
-	uint64_t ono;
-	int64_t now;
 	int rc;
 
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
@@ -483,14 +475,14 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 		return FLASH_EINVAL;
 	if (res)
 		memset(res, 0, sizeof(*res));
-	if ((act = fs_act_find(h, r->activity_id, NULL)) == NULL)
+	if ((o->act = fs_act_find(h, r->activity_id, NULL)) == NULL)
 		return FLASH_ENOT_FOUND;
-	order_prefetch(h, r, act);
-	if ((sku = fs_sku_find(h, r->activity_id, r->sku_id, &si)) == NULL)
+	order_prefetch(h, r, o->act);
+	if ((sku = fs_sku_find(h, r->activity_id, r->sku_id, &o->si)) == NULL)
 		return FLASH_ENOT_FOUND;
-	if (r->qty > act->a.max_qty)
+	if (r->qty > o->act->a.max_qty)
 		return FLASH_EINVAL;
-	if (!fs_sku_range(h, sku, &base, &nsh))
+	if (!fs_sku_range(h, sku, &o->base, &o->nsh))
 		return FLASH_ECORRUPT;
 	if (r->request_id != 0 && h->replay == NULL && (rc = req_peek(h, r, res)) != FLASH_OK)
 		return rc;
@@ -501,78 +493,116 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	if (ck_pr_load_32(&h->hdr->durability_failed) &&
 	    h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
 		return FLASH_EDURABILITY;
+	o->now = h->replay ? h->replay->ts_ns : fs_now_ns();
+	return FLASH_OK;
+}
 
-	now = h->replay ? h->replay->ts_ns : fs_now_ns();
-	fs_op_begin(h, FS_OP_ORDER);
-	j = h->j;
-	j->sku_idx = si;
-	FS_CRASH("order", 1);
-	if (r->request_id != 0 && (rc = req_claim(h, r, res)) != FLASH_OK) {
-		op_end(h);
+/*
+ * The request id, first of the claims (the operation is open): a retry of
+ * a finished request gets FLASH_EDUPLICATE with the first outcome in @p res.
+ * On any failure the operation is ended here: the claim holds nothing.
+ */
+static int order_request(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	int rc = req_claim(h, r, res);
+
+	if (rc != FLASH_OK) {
+		fs_op_end(h->j);
 		if (rc == FLASH_EDUPLICATE)
 			h->me->st.duplicates++;
-		return rc;
 	}
-	FS_CRASH("order", 2);
+	return rc;
+}
+
+/*
+ * The token (redeemed, PEND(tag)), the sale window, and a limit slot of
+ * the user (PEND(tag)); a read-only look at the limit and the stock first,
+ * so a doomed order inserts no key.  On failure the caller rolls back.
+ */
+static int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
+{
+	const struct flash_activity *a = &o->act->a;
+	struct fs_journal *j = h->j;
+	int rc;
+
 	/* replay: tokens are not durable, the window was checked when it was placed */
-	if (h->replay == NULL && (r->token != 0 || (act->a.flags & FLASH_ACT_TOKEN_REQUIRED))) {
+	if (h->replay == NULL && (r->token != 0 || (a->flags & FLASH_ACT_TOKEN_REQUIRED))) {
 		j->tok_id = r->token;
 		rc = r->token == 0 ? FLASH_EBAD_TOKEN
 		                   : fs_token_take(h, r->activity_id, r->sku_id, r->user_id, r->token,
 		                                   FS_MK(FS_K_PEND, j->op_tag), &j->tok_idx);
 		if (rc != FLASH_OK) {
 			h->me->st.token_rejects++;
-			goto fail;
+			return rc;
 		}
 	}
 	FS_CRASH("order", 3);
-	if (h->replay == NULL && now < act->a.start_ns) {
-		rc = FLASH_ENOT_STARTED;
-		goto fail;
-	}
-	if (h->replay == NULL && now >= act->a.end_ns) {
-		rc = FLASH_EENDED;
-		goto fail;
-	}
-	day = h->replay ? h->replay->biz_day : fs_biz_day(&act->a, now);
-	if ((rc = limit_peek(h, &act->a, r, day)) != FLASH_OK ||
-	    (rc = stock_peek(h, base, nsh, r->qty)) != FLASH_OK) {
+	if (h->replay == NULL && o->now < a->start_ns)
+		return FLASH_ENOT_STARTED;
+	if (h->replay == NULL && o->now >= a->end_ns)
+		return FLASH_EENDED;
+	o->day = h->replay ? h->replay->biz_day : fs_biz_day(a, o->now);
+	if ((rc = limit_peek(h, a, r, o->day)) != FLASH_OK ||
+	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
 		else
 			h->me->st.sold_out++;
-		goto fail;
+		return rc;
 	}
-	if ((rc = limit_claim(h, &act->a, r, day, &lslot, &uidx)) != FLASH_OK) {
+	if ((rc = limit_claim(h, a, r, o->day, &o->lslot, &o->uidx)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
-		goto fail;
+		return rc;
 	}
 	FS_CRASH("order", 4);
-	if ((rc = fs_stock_take(h, base, nsh, r->qty, fs_hash(r->user_id, 3, 4))) != FLASH_OK) {
+	return FLASH_OK;
+}
+
+/*
+ * The units (journaled intents on the sku's shards) and an order number.
+ * On failure the caller rolls back.
+ */
+static int order_take(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
+{
+	int rc;
+
+	if ((rc = fs_stock_take(h, o->base, o->nsh, r->qty, fs_hash(r->user_id, 3, 4))) != FLASH_OK) {
 		if (rc == FLASH_ESOLD_OUT)
 			h->me->st.sold_out++;
-		goto fail;
+		return rc;
 	}
 	FS_CRASH("order", 5);
-	ono = order_alloc(h);
+	o->ono = order_alloc(h);
 	FS_CRASH("order", 10);
-	if (ono == 0) {
-		rc = FLASH_EFULL;
-		goto fail;
-	}
+	return o->ono == 0 ? FLASH_EFULL : FLASH_OK;
+}
+
+/*
+ * Nothing can refuse the order any more: the order entry (PEND(tag)), the
+ * record into the journal, the commit point (fs_commit publishes it), the
+ * held entries to their final states, then the answer -- at once in async
+ * durability, once the record is durable in sync (fs_ack).
+ */
+static int order_commit(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                        const struct order_ctx *oc)
+{
+	struct fs_journal *j = h->j;
+	uint64_t ono = oc->ono;
+	struct fs_order *o;
+
 	j->order_idx = (uint32_t)(ono - 1);
 	o = &h->ord[ono - 1];
 	o->user_id = r->user_id;
 	o->activity_id = r->activity_id;
 	o->sku_id = r->sku_id;
 	o->qty = r->qty;
-	o->limit_slot = lslot;
-	o->biz_day = day;
-	o->user_idx = uidx;
-	o->created_ns = now;
-	o->sku_idx = si;
-	o->shard = base + (uint32_t)(fs_hash(r->user_id, 3, 4) % nsh);
+	o->limit_slot = oc->lslot;
+	o->biz_day = oc->day;
+	o->user_idx = oc->uidx;
+	o->created_ns = oc->now;
+	o->sku_idx = oc->si;
+	o->shard = oc->base + (uint32_t)(fs_hash(r->user_id, 3, 4) % oc->nsh);
 	ck_pr_fence_store();
 	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
 	FS_CRASH("order", 6);
@@ -586,30 +616,58 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	j->rec.qty = r->qty;
 	j->rec.order_no = ono;
 	j->rec.user_id = r->user_id;
-	j->rec.ts_ns = now;
-	j->rec.biz_day = day;
-	j->rec.limit_slot = (uint16_t)lslot;
+	j->rec.ts_ns = oc->now;
+	j->rec.biz_day = oc->day;
+	j->rec.limit_slot = (uint16_t)oc->lslot;
 	j->rec.request_id = r->request_id;
 	FS_CRASH("order", 7);
 	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("order", 8);
 	fs_op_finish_order(h, j, (uint32_t)h->slot);
 	FS_CRASH("order", 9);
-	op_end(h);
+	fs_op_end(j);
 	h->me->st.orders++;
 	if (res) {
 		res->order_no = ono;
 		res->first_rc = FLASH_OK;
-		res->limit_slot = lslot;
+		res->limit_slot = oc->lslot;
 		res->lsn = (uint64_t)j->ring_pos + 1;
 	}
 	return fs_ack(h);
+}
 
-fail:
+/* A refusal after the claims began: outcome @p rc into the journal (for a
+ * recoverer), everything held given back, the operation ended. */
+static int order_refuse(flash_t *h, int rc)
+{
+	struct fs_journal *j = h->j;
+
 	j->rec.flags = (uint16_t)(int16_t)rc;   /* the outcome, for a recoverer */
 	fs_op_rollback(h, j, (uint32_t)h->slot, 0);
-	op_end(h);
+	fs_op_end(j);
 	return rc;
+}
+
+/*
+ * The order chain (DESIGN.md section 4): check, claim, take, commit.  Each
+ * step is one function above; see each for what it holds and how it fails.
+ */
+int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	struct order_ctx o;
+	int rc;
+
+	if ((rc = order_check(h, r, res, &o)) != FLASH_OK)
+		return rc;                        /* refused before any change */
+	fs_op_begin(h, FS_OP_ORDER);
+	h->j->sku_idx = o.si;
+	FS_CRASH("order", 1);
+	if (r->request_id != 0 && (rc = order_request(h, r, res)) != FLASH_OK)
+		return rc;                        /* the operation ended, nothing held */
+	FS_CRASH("order", 2);
+	if ((rc = order_claim(h, r, &o)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
+		return order_refuse(h, rc);       /* everything held given back */
+	return order_commit(h, r, res, &o);
 }
 
 /* ------------------------------------------------------------ cancel */
@@ -638,23 +696,23 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	for (;;) {
 		s = ck_pr_load_64(&o->state);
 		if (FS_KIND(s) == FS_K_EMPTY) {
-			op_end(h);
+			fs_op_end(h->j);
 			return FLASH_ENOT_FOUND;
 		}
 		if (FS_KIND(s) == FS_K_CANCELLED) {
-			op_end(h);
+			fs_op_end(h->j);
 			return FLASH_ECANCELLED;
 		}
 		if (FS_KIND(s) == FS_K_PEND) {
 			/* the order being placed, or cancelled by another handle */
 			if (fs_wait_tag(h, &o->state, s) != FLASH_OK) {
-				op_end(h);
+				fs_op_end(h->j);
 				return FLASH_ECORRUPT;
 			}
 			continue;
 		}
 		if (FS_KIND(s) != FS_K_ACTIVE) {
-			op_end(h);
+			fs_op_end(h->j);
 			return FLASH_ECORRUPT;
 		}
 		j->order_idx = (uint32_t)(order_no - 1);
@@ -668,7 +726,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	    (oc.user_idx != FS_NONE && oc.user_idx > h->user_mask) ||
 	    (act = fs_act_find(h, oc.activity_id, NULL)) == NULL) {
 		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
-		op_end(h);
+		fs_op_end(h->j);
 		return FLASH_ECORRUPT;
 	}
 	FS_CRASH("cancel", 5);
@@ -692,7 +750,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	FS_CRASH("cancel", 3);
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
-	op_end(h);
+	fs_op_end(h->j);
 	h->me->st.cancels++;
 	if (units_returned)
 		*units_returned = oc.qty;
@@ -725,7 +783,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 		/* decreases first, before the commit point: undone on failure */
 		if ((rc = fs_stock_take(h, base, n, (uint64_t)-delta, 0)) != FLASH_OK) {
 			fs_op_rollback(h, j, (uint32_t)h->slot, 0);
-			op_end(h);
+			fs_op_end(h->j);
 			return rc;
 		}
 		FS_CRASH("restock", 1);
@@ -750,7 +808,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
 	FS_CRASH("restock", 3);
 	fs_op_finish_restock(h, j, (uint32_t)h->slot);
 	FS_CRASH("restock", 4);
-	op_end(h);
+	fs_op_end(h->j);
 	return fs_ack(h);
 }
 

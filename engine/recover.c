@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "journal.h"
 
 
 static void stat_inc(flash_t *h, int what)
@@ -87,7 +88,7 @@ static void recover_slot(flash_t *h, uint32_t slot)
 	}
 	FS_CRASH("recover", 3);
 done:
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_op_end(j);
 	FS_CRASH("recover", 4);
 	{
 		uint64_t s = ck_pr_load_64(&h->proc[slot].state);

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "journal.h"
 
 /*
  * The rings' geometry is never read back from the segment: the header's
@@ -138,15 +139,11 @@ void fs_commit(flash_t *h)
 	uint32_t pos;
 
 	if (h->replay != NULL) {
-		j->dir = FS_DIR_FWD;
-		ck_pr_fence_store();
-		ck_pr_store_32(&j->phase, FS_PH_RESOLVED);
+		fs_op_resolve(j, FS_DIR_FWD);
 		return;
 	}
 	pos = fs_ring_pos(h);
-	j->ring_pos = pos;
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_PUBLISH);
+	fs_op_publish(j, pos);
 	ring_publish_at(h, pos);
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "journal.h"
 
 /* ---------------------------------------------------------------- layout */
 
@@ -1001,7 +1002,7 @@ int fs_tag_alive(flash_t *h, uint64_t tag)
 	if (fs_check_slot(h, slot) != FLASH_OK)
 		return 0;
 	j = &h->jr[slot];
-	if (ck_pr_load_64(&j->op_tag) != tag || ck_pr_load_32(&j->phase) == FS_PH_IDLE)
+	if (!fs_op_names(j, tag))
 		return 0;
 	if ((int)slot == h->slot)
 		return 1;
@@ -1030,8 +1031,7 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 			 * (a dead owner that another process is recovering still names it) */
 			if (ck_pr_load_64(word) == seen &&
 			    (fs_check_slot(h, slot) != FLASH_OK ||
-			     ck_pr_load_64(&h->jr[slot].op_tag) != tag ||
-			     ck_pr_load_32(&h->jr[slot].phase) == FS_PH_IDLE))
+			     !fs_op_names(&h->jr[slot], tag)))
 				return FLASH_ECORRUPT;
 			sched_yield();
 			continue;

@@ -40,6 +40,7 @@
 #include <sys/random.h>
 
 #include "fs.h"
+#include "journal.h"
 #include "probe.h"
 
 /* ---------------------------------------------------------------- token numbers */
@@ -176,8 +177,7 @@ static int token_used_final(flash_t *h, uint64_t st)
 
 	if (tag == 0 || fs_check_slot(h, slot) != FLASH_OK)
 		return 1;
-	return ck_pr_load_64(&h->jr[slot].op_tag) != tag ||
-	       ck_pr_load_32(&h->jr[slot].phase) == FS_PH_IDLE;
+	return !fs_op_names(&h->jr[slot], tag);
 }
 
 /*
@@ -189,7 +189,7 @@ static int token_used_final(flash_t *h, uint64_t st)
  *   redeem, sweep, order: the token is live again, whether the entry still
  *           reads PEND(tag) or already USED(tag) (the call died after
  *           using it up, before returning): -> FREE.
- * Then the live-token count is settled to "no change" (fs_token_settle):
+ * Then the live-token count is settled to "no change" (fs_intents_settle):
  * every case above leaves the count where it was before the operation.
  * Each step is a CAS from a state naming the dead tag, or a journaled
  * intent, so a recoverer that dies here is finished by the next one.
@@ -208,7 +208,7 @@ void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 			fs_token_move(h, ti, id, st, FS_MK(FS_K_FREE, 0));
 		}
 	}
-	fs_token_settle(h, j, slot, 0);
+	fs_intents_settle(h, j, slot, FS_TL_TARGET, 0);
 }
 
 /*
@@ -249,7 +249,7 @@ void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashe
 		return;                          /* not ours: the take failed */
 	if (st == FS_MK(FS_K_USED, j->op_tag)) {
 		/* burnt by the owner, which died after: settle its count */
-		fs_token_settle(h, j, slot, -1);
+		fs_intents_settle(h, j, slot, FS_TL_TARGET, -1);
 		return;
 	}
 	if (st != pend)
@@ -260,7 +260,7 @@ void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashe
 	}
 	/* the count first (settled from the journal: run again by a
 	 * recoverer, it changes nothing twice), then the entry */
-	fs_token_settle(h, j, slot, -1);
+	fs_intents_settle(h, j, slot, FS_TL_TARGET, -1);
 	FS_CRASH("order_undo", 4);
 	fs_token_move(h, ti, id, pend, FS_MK(FS_K_USED, j->op_tag));
 }
@@ -290,7 +290,7 @@ static int token_retire(flash_t *h, uint32_t idx, uint64_t id, uint32_t act, uin
 	set[1] = id;
 	FS_CRASH("token_take", 1);
 	if (!ck_pr_cas_64_2((uint64_t *)(void *)e, cur, set)) {
-		ck_pr_store_32(&j->phase, FS_PH_IDLE);
+		fs_op_end(j);
 		return FLASH_EBAD_TOKEN;        /* used meanwhile, or reclaimed */
 	}
 	FS_CRASH("token_take", 2);
@@ -300,7 +300,7 @@ static int token_retire(flash_t *h, uint32_t idx, uint64_t id, uint32_t act, uin
 	 * phase store below gives the token back (fs_token_recover) */
 	fs_token_move(h, idx, id, set[0], FS_MK(FS_K_USED, j->op_tag));
 	FS_CRASH("token_take", 4);
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_op_end(j);
 	return FLASH_OK;
 }
 
@@ -343,7 +343,7 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 		rc = fs_counter_change(h, j, (uint32_t)h->slot, FS_TL_TARGET, 1, 1);
 		if (rc == FLASH_OK)
 			break;
-		ck_pr_store_32(&j->phase, FS_PH_IDLE);
+		fs_op_end(j);
 		if (rc != FLASH_EFULL || pass > 0)
 			return rc;
 		token_sweep(h);
@@ -373,13 +373,13 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 		ck_pr_fence_store();
 		ck_pr_store_64(&e->state, FS_MK(FS_K_FREE, 0));
 		FS_CRASH("token_issue", 2);
-		ck_pr_store_32(&j->phase, FS_PH_IDLE);
+		fs_op_end(j);
 		*token = id;
 		return FLASH_OK;
 	}
 	/* no reusable entry within the probe bound (odds in probe.h): undo it */
-	fs_token_settle(h, j, (uint32_t)h->slot, 0);
-	ck_pr_store_32(&j->phase, FS_PH_IDLE);
+	fs_intents_settle(h, j, (uint32_t)h->slot, FS_TL_TARGET, 0);
+	fs_op_end(j);
 	return FLASH_EFULL;
 }
 

@@ -2,7 +2,7 @@
  * crash.h -- crash points in persist/ (test builds only).
  *
  * PERSIST_CRASH(op, step) is one crash point, counted by the same counter
- * as the engine's FS_CRASH(op, step) (api/flashstock.c: flash_crash_arm(n)
+ * as the engine's FS_CRASH(op, step) (engine/crashpoint.c: flash_crash_arm(n)
  * makes the n-th point reached end the process with _exit(77)).  This header
  * declares only that one hook, so persist/ needs nothing of engine/fs.h.
  * Without FLASH_CRASHPOINTS every point compiles to nothing.
@@ -38,7 +38,7 @@
 #define FLASH_PERSIST_CRASH_H
 
 #ifdef FLASH_CRASHPOINTS
-/* Defined in api/flashstock.c (the engine's crash-point counter). */
+/* Defined in engine/crashpoint.c (the engine's crash-point counter). */
 void fs_crashpoint(const char *op, int step);
 #define PERSIST_CRASH(op, step) fs_crashpoint(op, step)
 #else
