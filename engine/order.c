@@ -455,6 +455,7 @@ struct order_ctx {
 	uint32_t day;              /* business day */
 	uint32_t lslot, uidx;      /* limit slot held, its user-table entry */
 	uint64_t ono;              /* order number held */
+	uint64_t home;             /* hash of the user: picks the home shard */
 };
 
 /*
@@ -567,7 +568,8 @@ static int order_take(flash_t *h, const struct flash_order_req *r, struct order_
 {
 	int rc;
 
-	if ((rc = fs_stock_take(h, o->base, o->nsh, r->qty, fs_hash(r->user_id, 3, 4))) != FLASH_OK) {
+	o->home = fs_hash(r->user_id, 3, 4);
+	if ((rc = fs_stock_take(h, o->base, o->nsh, r->qty, o->home)) != FLASH_OK) {
 		if (rc == FLASH_ESOLD_OUT)
 			h->me->st.sold_out++;
 		return rc;
@@ -602,7 +604,7 @@ static int order_commit(flash_t *h, const struct flash_order_req *r, struct flas
 	o->user_idx = oc->uidx;
 	o->created_ns = oc->now;
 	o->sku_idx = oc->si;
-	o->shard = oc->base + (uint32_t)(fs_hash(r->user_id, 3, 4) % oc->nsh);
+	o->shard = oc->base + (uint32_t)(oc->home % oc->nsh);
 	ck_pr_fence_store();
 	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
 	FS_CRASH("order", 6);
