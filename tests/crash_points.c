@@ -61,7 +61,8 @@
  * new or free, a dead holder's claim reads free and is taken, a live one
  * refuses a second claimant) and the identity (flash_ident_adopt,
  * flash_ident_lsn_set: each word old or new, never torn).  flash_sync_wait_set
- * stores only into the handle.  The FS_CRASH macros stay:
+ * stores only into the handle; flash_durable_wait only the count of sleepers
+ * in its slot (then no slot recovered counts any).  The FS_CRASH macros stay:
  * they name steps in this report, crash_persist.c shares their counter for
  * persist/'s points and stock_floor.c wraps fs_crashpoint().
  *
@@ -471,6 +472,10 @@ static void check_all(flash_t *h, struct ctx *c)
 			      i, FS_PKIND(s));
 		CHECK(ck_pr_load_32(&h->jr[i].phase) == FS_PH_IDLE, "journal %u in phase %u", i,
 		      h->jr[i].phase);
+		/* nobody sleeps on a durable mark now: a count left by a dead
+		 * waiter would cost the consumer a futex wake per advance */
+		CHECK(ck_pr_load_32(&h->proc[i].waiters) == 0, "slot %u counts %u sync waiters", i,
+		      h->proc[i].waiters);
 	}
 	for (uint32_t i = 0; i < h->ord_cap; i++) {
 		unsigned k = FS_KIND(ck_pr_load_64(&h->ord[i].state));
@@ -1810,6 +1815,30 @@ static void verify_ident(flash_t *h, struct ctx *c)
 		CHECK_RC(flash_ident_adopt(h, INC_NEW), FLASH_EEXIST);
 }
 
+/* ------------------------------------------------------------------ a sync waiter */
+
+/* An order whose record nobody marks durable, then a wait for it: the
+ * waiter's count of sleepers is the only store (up, then down). */
+static int run_durable_wait(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = run_order(h, c, o);
+
+	if (rc != FLASH_OK)
+		return 100;
+	arm(c->n);
+	return flash_durable_wait(h, o->res.lsn, 1);
+}
+
+static void verify_durable_wait(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed)
+		CHECK_RC(c->out.rc, FLASH_EFATE_UNKNOWN);
+	/* the order was placed before the wait: it stands */
+	CHECK(rec_count(c, FLASH_REC_ORDER, c->act, c->sku) == 1, "%d ORDER records for one order",
+	      rec_count(c, FLASH_REC_ORDER, c->act, c->sku));
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), FLASH_ELIMIT);
+}
+
 /* ------------------------------------------------------------------ full keyed tables */
 
 /* A request-id table one key from full (4 keys). */
@@ -1997,6 +2026,9 @@ static const struct scen scens[] = {
 	  SELF_ARM | MAY_LEAVE_NONE | STORES_ONLY },
 	{ "ident_adopt", setup_claim_free, run_ident_adopt, verify_ident, STORES_ONLY },
 	{ "ident_lsn_set", setup_claim_free, run_ident_lsn, verify_ident, STORES_ONLY },
+	/* a sync waiter: its count of sleepers, in its slot */
+	{ "durable_wait_unmarked", setup_order_plain, run_durable_wait, verify_durable_wait,
+	  SELF_ARM | STORES_ONLY },
 	/* full keyed tables: the fill counts' journaled changes, the issue-time sweep */
 	{ "order_requests_one_from_full", setup_order_reqs_full, run_order, verify_order_reqs_full,
 	  SMALL_REQS },
