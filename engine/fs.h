@@ -272,7 +272,8 @@ struct fs_proc {
 	/* ring consumer side (written by the consumer only) */
 	uint64_t cons_seq FS_ALIGNED;     /* records consumed = durable, per slot */
 	uint32_t durable_futex;           /* low 32 bits of cons_seq, for futex waits */
-	uint32_t waiters;                 /* sync waiters asleep on durable_futex */
+	uint32_t waiters;                 /* sync waiters asleep on durable_futex: written by
+	                                     the slot's owner, zeroed by its recoverer */
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,

@@ -93,6 +93,12 @@ done:
 	{
 		uint64_t s = ck_pr_load_64(&h->proc[slot].state);
 
+		/* a waiter killed asleep in fs_sync_wait left itself counted: the
+		 * consumer would wake the slot's futex on every advance for nobody.
+		 * The owner is dead, so nobody else writes the count; the store
+		 * fence orders it before FREE, which the next owner's claim reads. */
+		ck_pr_store_32(&h->proc[slot].waiters, 0);
+		ck_pr_fence_store();
 		ck_pr_store_64(&h->proc[slot].state, FS_PSTATE(FS_P_FREE, FS_PGEN(s), 0));
 	}
 	stat_inc(h, 0);

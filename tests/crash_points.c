@@ -52,9 +52,17 @@
  * of order numbers, a user table one key from full, another slot stopped
  * in mid-order (then killed) or mid-acquire (then resumed: its fence must
  * exceed every earlier grant), an expired token, a ring one record from
- * full, a lock held by a dead owner; store mode adds the consumer
- * (flash_ring_drain + flash_durable_advance killed at each store, then a
- * second drain delivers every record once).  The FS_CRASH macros stay:
+ * full, a lock held by a dead owner, a request-id table one key from full,
+ * a token table full of expired tokens (the issue sweeps them first); store
+ * mode adds the consumer (flash_ring_drain + flash_durable_advance killed at
+ * each store, then a second drain delivers every record once), its claim
+ * (flash_consumer_claim of a free claim and of a dead holder's,
+ * flash_consumer_release, flash_close of the holder: the claim word is old,
+ * new or free, a dead holder's claim reads free and is taken, a live one
+ * refuses a second claimant) and the identity (flash_ident_adopt,
+ * flash_ident_lsn_set: each word old or new, never torn).  flash_sync_wait_set
+ * stores only into the handle; flash_durable_wait only the count of sleepers
+ * in its slot (then no slot recovered counts any).  The FS_CRASH macros stay:
  * they name steps in this report, crash_persist.c shares their counter for
  * persist/'s points and stock_floor.c wraps fs_crashpoint().
  *
@@ -90,6 +98,8 @@
 #define SMALL_USERS     0x8u  /* a user table of 4 keys */
 #define STORES_ONLY     0x10u /* no FS_CRASH on this path: store mode only */
 #define MAY_LEAVE_NONE  0x20u /* completed, the operation leaves no slot to recover */
+#define SMALL_REQS      0x40u /* a request-id table of 4 keys */
+#define SMALL_TOKENS    0x80u /* a token table of 4 tokens */
 
 /* ------------------------------------------------------------------ child results */
 
@@ -174,6 +184,9 @@ struct ctx {
 	 * ring record; check_all adds each to the ledger once it took effect */
 	struct flash_record rep[2];
 	int nrep, rep_in[2];
+	/* the identity and the consumer claim as setup left them */
+	uint64_t inc0, lsn0, claim0;
+	uint64_t toks[4];             /* expired tokens of the sweep scenario */
 };
 
 struct scen {
@@ -459,6 +472,10 @@ static void check_all(flash_t *h, struct ctx *c)
 			      i, FS_PKIND(s));
 		CHECK(ck_pr_load_32(&h->jr[i].phase) == FS_PH_IDLE, "journal %u in phase %u", i,
 		      h->jr[i].phase);
+		/* nobody sleeps on a durable mark now: a count left by a dead
+		 * waiter would cost the consumer a futex wake per advance */
+		CHECK(ck_pr_load_32(&h->proc[i].waiters) == 0, "slot %u counts %u sync waiters", i,
+		      h->proc[i].waiters);
 	}
 	for (uint32_t i = 0; i < h->ord_cap; i++) {
 		unsigned k = FS_KIND(ck_pr_load_64(&h->ord[i].state));
@@ -1629,6 +1646,261 @@ static void verify_drain(flash_t *h, struct ctx *c)
 	}
 }
 
+/* ------------------------------------------------------------------ the consumer claim and the identity */
+
+/* What setup leaves: the identity words and the claim word, to compare with. */
+static void note_ident(flash_t *h, struct ctx *c)
+{
+	c->inc0 = ck_pr_load_64(&h->hdr->incarnation);
+	c->lsn0 = ck_pr_load_64(&h->hdr->wal_lsn);
+	c->claim0 = ck_pr_load_64(&h->hdr->consumer);
+}
+
+static void setup_claim_free(flash_t *h, struct ctx *c)
+{
+	note_ident(h, c);
+}
+
+/* A claim whose holder died: its process claimed and exited without closing. */
+static void setup_claim_dead(flash_t *h, struct ctx *c)
+{
+	pid_t pid;
+
+	memset(g_help, 0, sizeof *g_help);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		flash_t *hh = NULL;
+
+		if (flash_open(c->name, 0, &hh) != FLASH_OK)
+			_exit(3);
+		g_help->rc = flash_consumer_claim(hh, NULL);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	CHECK_RC(g_help->rc, FLASH_OK);
+	note_ident(h, c);
+	CHECK(c->claim0 != 0, "setup: the dead holder's claim is not in the segment");
+}
+
+static int run_claim(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	o->v[0] = FS_CONSUMER(h->gen, (uint32_t)h->slot);   /* the claim word it will write */
+	return flash_consumer_claim(h, NULL);
+}
+
+/* Claim, then give it up with flash_consumer_release (v[1] 0) or flash_close. */
+static int run_claim_then(flash_t *h, struct ctx *c, struct child_out *o, int close)
+{
+	int rc = flash_consumer_claim(h, NULL);
+
+	if (rc != FLASH_OK)
+		return 100;
+	o->v[0] = FS_CONSUMER(h->gen, (uint32_t)h->slot);
+	arm(c->n);
+	if (!close)
+		return flash_consumer_release(h);
+	rc = flash_close(h);
+	g_child_handle = NULL;
+	return rc;
+}
+
+static int run_claim_release(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return run_claim_then(h, c, o, 0);
+}
+
+static int run_claim_close(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return run_claim_then(h, c, o, 1);
+}
+
+/*
+ * After any kill: the claim word is the old one, the child's or 0 (one
+ * word, one CAS: never a mix); the identity is untouched; the child is dead,
+ * so nobody holds the claim (flash_ident_get), a new claim succeeds, and a
+ * second claimant is refused while that holder lives.
+ */
+static void verify_claim(flash_t *h, struct ctx *c, uint64_t want_done)
+{
+	uint64_t w = ck_pr_load_64(&h->hdr->consumer);
+	struct flash_ident id;
+	flash_t *h2 = NULL;
+	int32_t holder = -1;
+
+	CHECK(w == c->claim0 || w == c->out.v[0] || w == 0,
+	      "claim word %#llx: neither the old %#llx, the child's %#llx nor free",
+	      (unsigned long long)w, (unsigned long long)c->claim0, (unsigned long long)c->out.v[0]);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(w == (want_done ? c->out.v[0] : 0), "completed: claim word %#llx",
+		      (unsigned long long)w);
+	}
+	CHECK(ck_pr_load_64(&h->hdr->incarnation) == c->inc0 && ck_pr_load_64(&h->hdr->wal_lsn) == c->lsn0,
+	      "the consumer claim changed the identity");
+	CHECK_RC(flash_ident_get(h, &id), FLASH_OK);
+	CHECK(id.consumer_pid == 0, "a dead holder's claim reads as held by pid %d", id.consumer_pid);
+	CHECK_RC(flash_consumer_claim(h, &holder), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 != NULL) {
+		CHECK_RC(flash_consumer_claim(h2, &holder), FLASH_EBUSY);
+		CHECK(holder == (int32_t)getpid(), "a second claim names holder %d, want %d", holder,
+		      (int)getpid());
+		CHECK_RC(flash_close(h2), FLASH_OK);
+	}
+	CHECK_RC(flash_ident_get(h, &id), FLASH_OK);
+	CHECK(id.consumer_pid == (int32_t)getpid() && id.consumer_slot == (uint32_t)flash_slot(h),
+	      "the new claim reads pid %d slot %u", id.consumer_pid, id.consumer_slot);
+	CHECK_RC(flash_consumer_release(h), FLASH_OK);
+	CHECK(ck_pr_load_64(&h->hdr->consumer) == 0, "released claim word %#llx",
+	      (unsigned long long)ck_pr_load_64(&h->hdr->consumer));
+}
+
+static void verify_claim_taken(flash_t *h, struct ctx *c)
+{
+	verify_claim(h, c, 1);
+}
+
+static void verify_claim_given_up(flash_t *h, struct ctx *c)
+{
+	/* the claim was made before the armed part: the word before it is the child's */
+	c->claim0 = c->out.v[0];
+	verify_claim(h, c, 0);
+}
+
+#define INC_NEW 0x1122334455667788ull
+#define LSN_NEW 0x0000000700000009ull   /* both halves nonzero: a torn store shows */
+
+static int run_ident_adopt(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_ident_adopt(h, INC_NEW);
+}
+
+static int run_ident_lsn(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_ident_lsn_set(h, LSN_NEW);
+}
+
+/* Each identity word is old or new, never torn; the operation then completes. */
+static void verify_ident(flash_t *h, struct ctx *c)
+{
+	int adopt = c->sc->run == run_ident_adopt;
+	struct flash_ident id;
+	uint64_t want = adopt ? INC_NEW : LSN_NEW;
+
+	CHECK_RC(flash_ident_get(h, &id), FLASH_OK);
+	if (adopt)
+		CHECK(id.incarnation == c->inc0 || id.incarnation == want, "incarnation %#llx: "
+		      "neither %#llx nor %#llx", (unsigned long long)id.incarnation,
+		      (unsigned long long)c->inc0, (unsigned long long)want);
+	else
+		CHECK(id.wal_lsn == c->lsn0 || id.wal_lsn == want, "wal_lsn %#llx: neither %#llx nor %#llx",
+		      (unsigned long long)id.wal_lsn, (unsigned long long)c->lsn0,
+		      (unsigned long long)want);
+	CHECK((adopt ? id.wal_lsn == c->lsn0 : id.incarnation == c->inc0),
+	      "the other identity word changed");
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK((adopt ? id.incarnation : id.wal_lsn) == want, "completed, the word is still old");
+	}
+	/* the retry completes; a served segment keeps its incarnation */
+	CHECK_RC(adopt ? flash_ident_adopt(h, INC_NEW) : flash_ident_lsn_set(h, LSN_NEW), FLASH_OK);
+	CHECK_RC(flash_ident_get(h, &id), FLASH_OK);
+	CHECK((adopt ? id.incarnation : id.wal_lsn) == want, "retry: the word is still old");
+	if (!adopt)
+		CHECK_RC(flash_ident_adopt(h, INC_NEW), FLASH_EEXIST);
+}
+
+/* ------------------------------------------------------------------ a sync waiter */
+
+/* An order whose record nobody marks durable, then a wait for it: the
+ * waiter's count of sleepers is the only store (up, then down). */
+static int run_durable_wait(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	int rc = run_order(h, c, o);
+
+	if (rc != FLASH_OK)
+		return 100;
+	arm(c->n);
+	return flash_durable_wait(h, o->res.lsn, 1);
+}
+
+static void verify_durable_wait(flash_t *h, struct ctx *c)
+{
+	if (!c->crashed)
+		CHECK_RC(c->out.rc, FLASH_EFATE_UNKNOWN);
+	/* the order was placed before the wait: it stands */
+	CHECK(rec_count(c, FLASH_REC_ORDER, c->act, c->sku) == 1, "%d ORDER records for one order",
+	      rec_count(c, FLASH_REC_ORDER, c->act, c->sku));
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), FLASH_ELIMIT);
+}
+
+/* ------------------------------------------------------------------ full keyed tables */
+
+/* A request-id table one key from full (4 keys). */
+static void setup_order_reqs_full(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 21, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 21, 210, 10, 2), FLASH_OK);
+	for (uint32_t u = 0; u < 3; u++)
+		CHECK_RC(order(h, 21, 210, 21001 + u, 1, 0, 5201 + u, NULL), FLASH_OK);
+	c->act = 21;
+	c->sku = 210;
+	c->user = 21004;
+	c->qty = 1;
+	c->req = 5204;
+}
+
+/* The retry took the last key (or found it taken): the next request id is refused. */
+static void verify_order_reqs_full(flash_t *h, struct ctx *c)
+{
+	verify_order_ok(h, c);
+	CHECK_RC(order(h, c->act, c->sku, 21005, 1, 0, 5205, NULL), FLASH_EFULL);
+	CHECK_RC(order(h, c->act, c->sku, 21006, 1, 0, 0, NULL), FLASH_OK);
+}
+
+/* A token table full of expired tokens: the next issue sweeps them first. */
+static void setup_token_expired_full(flash_t *h, struct ctx *c)
+{
+	uint64_t t0;
+
+	setup_token(h, c);
+	t0 = fs_mono_ms();
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK_RC(flash_token_issue(h, 8, 80, 8100 + i, 1, &c->toks[i]), FLASH_OK);
+	while (fs_mono_ms() <= t0 + 2)
+		usleep(1000);
+}
+
+static void verify_token_expired_full(flash_t *h, struct ctx *c)
+{
+	struct flash_stats st;
+	uint64_t t = c->out.v[0];
+
+	CHECK_RC(flash_stats_get(h, &st), FLASH_OK);
+	CHECK(st.tokens <= 4, "%u live tokens, table of 4", st.tokens);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(st.tokens == 1, "%u live tokens after a sweep and one issue", st.tokens);
+	} else {
+		t = 0;
+		CHECK_RC(flash_token_issue(h, c->act, c->sku, c->user, 600000, &t), FLASH_OK);
+	}
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, t, 0, NULL), FLASH_OK);
+	/* swept or not, an expired token never redeems */
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK_RC(flash_token_redeem(h, c->act, c->sku, 8100 + i, c->toks[i]), FLASH_EBAD_TOKEN);
+	/* and the table issues again: a sweep makes room for a full set */
+	for (uint32_t i = 0; i < 4; i++) {
+		t = 0;
+		CHECK_RC(flash_token_issue(h, c->act, c->sku, 8200 + i, 600000, &t), FLASH_OK);
+	}
+}
+
 /* ------------------------------------------------------------------ the trap itself */
 
 /*
@@ -1744,6 +2016,24 @@ static const struct scen scens[] = {
 	  NO_PRECHECK },
 	/* the daemon's shared writes: durable marks, ring heads, the tick */
 	{ "ring_drain", setup_drain, run_drain, verify_drain, NO_PRECHECK | STORES_ONLY },
+	/* the consumer claim (the daemon's registration) and the identity */
+	{ "consumer_claim_free", setup_claim_free, run_claim, verify_claim_taken, STORES_ONLY },
+	{ "consumer_claim_dead_holder", setup_claim_dead, run_claim, verify_claim_taken,
+	  NO_PRECHECK | STORES_ONLY },
+	{ "consumer_release", setup_claim_free, run_claim_release, verify_claim_given_up,
+	  SELF_ARM | STORES_ONLY },
+	{ "consumer_close", setup_claim_free, run_claim_close, verify_claim_given_up,
+	  SELF_ARM | MAY_LEAVE_NONE | STORES_ONLY },
+	{ "ident_adopt", setup_claim_free, run_ident_adopt, verify_ident, STORES_ONLY },
+	{ "ident_lsn_set", setup_claim_free, run_ident_lsn, verify_ident, STORES_ONLY },
+	/* a sync waiter: its count of sleepers, in its slot */
+	{ "durable_wait_unmarked", setup_order_plain, run_durable_wait, verify_durable_wait,
+	  SELF_ARM | STORES_ONLY },
+	/* full keyed tables: the fill counts' journaled changes, the issue-time sweep */
+	{ "order_requests_one_from_full", setup_order_reqs_full, run_order, verify_order_reqs_full,
+	  SMALL_REQS },
+	{ "token_issue_table_expired", setup_token_expired_full, run_token_issue,
+	  verify_token_expired_full, SMALL_TOKENS },
 };
 
 /* victims whose recovery is itself enumerated (the first three also with
@@ -1752,6 +2042,7 @@ static const char *const victims[] = {
 	"order_borrow_token_req_K2", "order_sold_out_after_token", "cancel_quota_returned",
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
+	"order_requests_one_from_full", "token_issue_table_expired", "consumer_close",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 
@@ -1858,6 +2149,10 @@ static flash_t *fresh(struct ctx *c)
 	opts(&o);
 	if (c->sc != NULL && (c->sc->flags & SMALL_USERS))
 		o.max_users = 4;
+	if (c->sc != NULL && (c->sc->flags & SMALL_REQS))
+		o.max_requests = 4;
+	if (c->sc != NULL && (c->sc->flags & SMALL_TOKENS))
+		o.max_tokens = 4;
 	g_drained->n = 0;
 	if ((rc = flash_seg_create(c->name, &o)) != FLASH_OK ||
 	    (rc = flash_open(c->name, 0, &h)) != FLASH_OK) {
