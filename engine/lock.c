@@ -164,17 +164,30 @@ static inline uint64_t *owner_pair(struct fs_lock *l)
 	return (uint64_t *)(void *)((char *)l + offsetof(struct fs_lock, owner_fence));
 }
 
-/* Record @p owner as the owner value of grant @p fence, unless the pair
- * already names a later grant (a winner that stalled after its CAS). */
+/*
+ * Record @p owner as the owner value of grant @p fence.  A pair naming a
+ * later grant, while the grant word has moved past ours too, was stored by
+ * that grant's winner (we stalled after our CAS): ours is over, leave it.
+ * A pair naming our fence or a later one while the word still holds ours
+ * is no winner's -- a scribbled segment (seen by fuzz_attach: a fence set
+ * back below its owner pair) -- and the word is the authority: ours
+ * replaces it, so the holder can renew and release.  Lock-free: the CAS
+ * fails only when another writer changed the pair, and the loop re-checks.
+ */
 static void owner_publish(struct fs_lock *l, uint64_t fence, uint64_t owner)
 {
 	uint64_t cur[2] = { ck_pr_load_64(&l->owner_fence), ck_pr_load_64(&l->owner) };
 	uint64_t set[2] = { fence, owner };
 
-	/* on failure cur receives the pair as it is, and the loop re-checks */
-	while (cur[0] < fence &&
-	       !ck_pr_cas_64_2_value(owner_pair(l), cur, set, cur))
-		;
+	for (;;) {
+		if (cur[0] == fence && cur[1] == owner)
+			return;
+		if (cur[0] >= fence && ck_pr_load_64(&l->fence) != fence)
+			return;
+		/* on failure cur receives the pair as it is */
+		if (ck_pr_cas_64_2_value(owner_pair(l), cur, set, cur))
+			return;
+	}
 }
 
 /*
