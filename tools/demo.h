@@ -53,7 +53,7 @@ struct demo_cfg {
 struct demo_proc {
 	/* progress: read by the parent while the buyer runs */
 	uint64_t dp_calls __attribute__((aligned(64)));  /* flash_order calls */
-	uint64_t dp_acked;           /* FLASH_OK on a new request */
+	uint64_t dp_acked;           /* FLASH_OK (or FLASH_EFATE_UNKNOWN: placed) on a new request */
 	uint64_t dp_buyers_done;
 	/* final tallies: read after waitpid() */
 	uint64_t dp_sold_out;        /* FLASH_ESOLD_OUT on a new request */
