@@ -89,7 +89,8 @@ extern "C" {
 #define FLASH_ECANCELLED     -23   /* order already cancelled: no units returned */
 #define FLASH_ELOCKED        -24   /* lock held by another live owner */
 #define FLASH_ENOT_OWNER     -25   /* lock renew/release by a caller that does not hold it */
-#define FLASH_EBUSY          -26   /* record ring full (no consumer) or request in flight */
+#define FLASH_EBUSY          -26   /* record ring full (no consumer), request in flight,
+                                      or the consumer claim held by another live handle */
 #define FLASH_ENOPROC        -27   /* process table full: too many open handles */
 #define FLASH_EPERM          -28   /* the operating system refused access */
 #define FLASH_ENOMEM         -29   /* out of memory (segment too large for /dev/shm?) */
@@ -723,7 +724,9 @@ typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64
  * records made while no consumer ran.  A record published while the drain
  * runs may be left for the next drain.
  * @param[out] drained  records consumed (may be NULL)
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
+ * @return FLASH_OK; FLASH_EBUSY (another live handle holds the consumer
+ *         claim, flash_consumer_claim(): a daemon serves the segment; nothing
+ *         was drained or changed); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  * Draining does NOT free ring space: a record stays in its ring until the
  * consumer calls flash_durable_advance(h, rec->slot, seq) for it (a consumer
@@ -731,7 +734,10 @@ typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64
  * producer whose ring is full gets FLASH_EBUSY.  A new consumer (after the
  * previous one died) is handed again every record not yet advanced.
  * @note Exactly one consumer may drain a segment at a time (the daemon, or a
- *       tool when no daemon runs); concurrent drains corrupt nothing in the
+ *       tool when no daemon runs).  While a live handle holds the consumer
+ *       claim, only that handle drains (others get FLASH_EBUSY); with no
+ *       live claim anyone may.  Two drains without a claim, or one that
+ *       started just before a claim was taken, corrupt nothing in the
  *       segment but may hand a record to both.
  */
 int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
@@ -805,7 +811,8 @@ int flash_ident_lsn_set(flash_t *h, uint64_t lsn);
  *         (another live handle holds it: nothing changed); FLASH_EINVAL;
  *         FLASH_EREADONLY; FLASH_EFORK.
  * @note Two claims racing: exactly one wins (one CAS on the claim word).
- *       flash_ring_drain() does not check the claim.
+ *       While it is held, flash_ring_drain() by any other handle is
+ *       FLASH_EBUSY.
  */
 int flash_consumer_claim(flash_t *h, int32_t *holder_pid);
 

@@ -396,6 +396,7 @@ int fs_check_slot(const flash_t *h, uint32_t slot);
 
 /* segment.c */
 int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state);
+int fs_consumer_live(flash_t *h, uint64_t claim, int32_t *pid);
 int fs_proc_take_dead(flash_t *h, uint32_t slot);
 int fs_tag_alive(flash_t *h, uint64_t tag);
 int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);

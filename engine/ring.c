@@ -260,6 +260,23 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, ui
 		return rc;
 	if (fn == NULL)
 		return FLASH_EINVAL;
+	/*
+	 * One consumer per segment: a live claim that is not ours refuses the
+	 * drain before it writes anything (cursor set-up, c_head, the tick).
+	 * One relaxed load of the claim word; the holder (the daemon draining)
+	 * and a segment nobody claimed (0: a tool or test draining) stop there.
+	 * Relaxed is enough: the check keeps a drain away from a running daemon,
+	 * it is not a lock -- a claim taken just after the load meets a drain
+	 * that had already started, the case flash_ring_drain's contract covers
+	 * (a record may reach both; nothing in the segment is corrupted).
+	 */
+	uint64_t claim = ck_pr_load_64(&h->hdr->consumer);
+	if (claim != 0 && claim != FS_CONSUMER(h->gen, (uint32_t)h->slot)) {
+		int32_t pid;
+
+		if (fs_consumer_live(h, claim, &pid))
+			return FLASH_EBUSY;
+	}
 	if (h->cursor == NULL) {
 		h->cursor = calloc(h->proc_cap, sizeof(*h->cursor));
 		h->dtail = calloc(h->proc_cap, sizeof(*h->dtail));

@@ -1148,7 +1148,7 @@ void fs_admin_unlock(flash_t *h)
  * time: a reused pid is not the holder).  A claim whose slot was released,
  * recovered or taken again carries an older generation: free.
  */
-static int consumer_live(flash_t *h, uint64_t c, int32_t *pid)
+int fs_consumer_live(flash_t *h, uint64_t c, int32_t *pid)
 {
 	uint32_t slot = FS_CONSUMER_SLOT(c);
 	uint64_t st;
@@ -1181,7 +1181,7 @@ int flash_ident_get(flash_t *h, struct flash_ident *out)
 	out->incarnation = ck_pr_load_64(&h->hdr->incarnation);
 	out->wal_lsn = ck_pr_load_64(&h->hdr->wal_lsn);
 	c = ck_pr_load_64(&h->hdr->consumer);
-	if (consumer_live(h, c, &pid)) {
+	if (fs_consumer_live(h, c, &pid)) {
 		out->consumer_pid = pid;
 		out->consumer_slot = FS_CONSUMER_SLOT(c);
 	}
@@ -1240,7 +1240,7 @@ int flash_consumer_claim(flash_t *h, int32_t *holder_pid)
 
 		if (c == mine)
 			return FLASH_OK;
-		if (consumer_live(h, c, &pid)) {
+		if (fs_consumer_live(h, c, &pid)) {
 			if (holder_pid != NULL)
 				*holder_pid = pid;
 			return FLASH_EBUSY;

@@ -6,9 +6,12 @@ if(TARGET test_csv AND TARGET flashstock_csv)
   target_link_libraries(test_csv PRIVATE flashstock_csv)
 endif()
 
-# test_demo_audit checks the demo's audit (tools/demo_check.c) on its own.
+# test_demo_audit checks the demo's audit (tools/demo_check.c) on its own,
+# and a buyer (tools/demo_buyer.c, its latency histogram bench/hist.c) run
+# in the test's process.
 if(TARGET test_demo_audit)
-  target_sources(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools/demo_check.c)
+  target_sources(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools/demo_check.c
+                 ${PROJECT_SOURCE_DIR}/tools/demo_buyer.c ${PROJECT_SOURCE_DIR}/bench/hist.c)
   target_include_directories(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools
                              ${PROJECT_SOURCE_DIR}/bench)
 endif()
@@ -37,6 +40,13 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
                    --no-mysql --durability sync --ring 16)
   set_tests_properties(cli_durable_nomysql PROPERTIES TIMEOUT 180)
+  # sync, WAL only, each buyer's sync wait bounded at 1 ms: orders that
+  # outlive it answer FLASH_EFATE_UNKNOWN, count as placed, and every figure
+  # must still hold (every one of them in the WAL once).
+  add_test(NAME cli_durable_fate_unknown
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --no-mysql --durability sync --sync-wait-ms 1)
+  set_tests_properties(cli_durable_fate_unknown PROPERTIES TIMEOUT 180)
   # 16-record rings, async, WAL only: buyers meet full rings (FLASH_EBUSY)
   # and retry while the daemon drains; every figure must still hold.
   add_test(NAME cli_demo_small_rings

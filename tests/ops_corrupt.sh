@@ -45,8 +45,9 @@ fresh() { rm -rf "$1"; mkdir -p "$1"; cp -a "$t/pristine"/. "$1"/; }
 sums() { (cd "$1" && md5sum wal-*.log snap-* 2>/dev/null); }
 # status --json without what no WAL record carries (refusals, retries, keys of
 # refused orders: as wal_snapshot_cli.sh) and the process table (a daemon
-# killed after the rename leaves its slot to the next attach's recovery)
-stable() { tr ',' '\n' | grep -v -E '"(requests|tokens|users|pct|sold_out|limit_hits|duplicates|cas_retries|token_rejects|procs)"'; }
+# killed after the rename leaves its slot to the next attach's recovery,
+# which counts it in "recoveries")
+stable() { tr ',' '\n' | grep -v -E '"(requests|tokens|users|pct|sold_out|limit_hits|duplicates|cas_retries|token_rejects|procs|recoveries)"'; }
 status_of() { "$fs" status --name "$name" --json | stable; }
 seg_empty() { "$fs" status --name "$name" --json 2>/dev/null | grep -q '"activities":\[\],"skus":\[\],"units_total":0,'; }
 no_tmp() { ! ls /dev/shm | grep -q "^$base\.recover-"; }

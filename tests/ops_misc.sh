@@ -11,6 +11,10 @@
 #   attach_refuses_fifo_without_blocking              (item 10)
 #   sync_wait_bounded_fate_unknown_then_durable       (item 12)
 #   messages_say_why_and_exit_2                       (item 13)
+#   reconcile_bad_mysql_url_exit_2_masked             (item 13: every command
+#       taking --mysql refuses a malformed URL as serve does)
+#   status_and_wal_verify_show_the_identity           (identity: incarnation,
+#       LSN reflected, the daemon holding the claim)
 #   mysql_unknown_database_refused_unless_create_db   (item 13; needs the
 #       MariaDB fixture: ctest ops_mysql_database runs it alone)
 #
@@ -320,6 +324,75 @@ messages_say_why_and_exit_2() {
 	return 0
 }
 
+# ---- item 13, every command taking --mysql -----------------------------------
+# reconcile with a malformed --mysql URL is a bad command line, as serve's:
+# exit 2, the URL shown masked (no user, no password), nothing compared.
+reconcile_bad_mysql_url_exit_2_masked() {
+	local n; newseg n rurl
+	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
+	local url rc i=0
+	for url in "mysql://flash:s3/cr3t@localhost/db?socket=$T/none.sock" "mysql:/localhost/db" \
+	           "mysql://flash:s3cr3t@localhost:99999/db"; do
+		i=$((i + 1))
+		"$F" reconcile --name "$n" --mysql "$url" >"$T/r$i.out" 2>"$T/r$i.err"; rc=$?
+		[ $rc = 2 ] || { cat "$T/r$i.err" >&2; fail "reconcile --mysql '$url': exit $rc, want 2"; }
+		has "$T/r$i.err" "flashstock reconcile: --mysql: bad URL " || return 1
+		hasnt "$T/r$i.err" "cr3t" || return 1
+		hasnt "$T/r$i.err" "flash:" || return 1
+		hasnt "$T/r$i.out" "DIFF" || return 1
+	done
+	has "$T/r1.err" "mysql://***@" || return 1
+	has "$T/r3.err" "the port '99999' is not 1..65535" || return 1
+	# --repair too: refused before anything is read
+	"$F" reconcile --repair --wal "$T/no-wal" --mysql "mysql:/localhost/db" >/dev/null 2>"$T/r4.err"; rc=$?
+	[ $rc = 2 ] || fail "reconcile --repair with a malformed URL: exit $rc, want 2"
+	has "$T/r4.err" "--mysql: bad URL" || return 1
+	[ -e "$T/no-wal" ] && fail "reconcile --repair made the WAL directory"
+	return 0
+}
+
+# ---- identity in status and wal verify ----------------------------------------
+# status (text and --json) shows the segment's incarnation, the WAL LSN it
+# reflects and the daemon holding the claim (its pid) or none; wal verify
+# shows the WAL's incarnation, the same one.
+status_and_wal_verify_show_the_identity() {
+	local n; newseg n ident
+	"$F" create --name "$n" $(small) >/dev/null || { fail "create"; return 1; }
+	"$F" load --name "$n" --activity 1 --sku 1 --units 100 >/dev/null || { fail "load"; return 1; }
+	"$F" status --name "$n" --json >"$T/i0.json" || { fail "status"; return 1; }
+	"$F" status --name "$n" >"$T/i0.txt" || { fail "status"; return 1; }
+	local inc
+	inc=$(grep -oE '"incarnation":"[0-9a-f]{16}"' "$T/i0.json" | grep -oE '[0-9a-f]{16}')
+	[ -n "$inc" ] && [ "$inc" != 0000000000000000 ] || { cat "$T/i0.json" >&2; fail "no incarnation in status --json"; return 1; }
+	has "$T/i0.json" '"wal_lsn":0,"daemon_pid":null' || return 1
+	has "$T/i0.txt" "identity incarnation $inc, reflects WAL LSN 0 (never served), daemon none" || return 1
+	"$F" serve --name "$n" --wal "$T/ident-wal" --no-snapshot --reconcile-every 0 2>"$T/i.err" &
+	local sp=$!; PIDS+=("$sp")
+	wait_for "$T/i.err" "serving segment" 10 || return 1
+	"$BUYER" "$n" 1 1 1 5 0 0 0 >"$T/i.buy" 2>&1
+	"$F" status --name "$n" --json >"$T/i1.json"
+	"$F" status --name "$n" >"$T/i1.txt"
+	has "$T/i1.json" "\"incarnation\":\"$inc\"" || return 1
+	has "$T/i1.json" "\"daemon_pid\":$sp,\"activities\"" || return 1
+	has "$T/i1.txt" "daemon pid $sp" || return 1
+	kill -TERM "$sp"; wait "$sp"
+	"$F" wal verify --wal "$T/ident-wal" --json >"$T/iv.json"
+	"$F" wal verify --wal "$T/ident-wal" >"$T/iv.txt"
+	has "$T/iv.json" "\"incarnation\":\"$inc\"" || return 1
+	has "$T/iv.txt" "incarnation $inc" || return 1
+	local last
+	last=$(grep -oE '"last_lsn":[0-9]+' "$T/iv.json" | grep -oE '[0-9]+$')
+	[ -n "$last" ] && [ "$last" -gt 0 ] || { fail "no last_lsn in wal verify --json"; return 1; }
+	"$F" status --name "$n" --json >"$T/i2.json"
+	"$F" status --name "$n" >"$T/i2.txt"
+	has "$T/i2.json" "\"incarnation\":\"$inc\",\"wal_lsn\":$last,\"daemon_pid\":null" || return 1
+	has "$T/i2.txt" "identity incarnation $inc, reflects WAL LSN $last, daemon none" || return 1
+	# an empty WAL directory records no incarnation
+	mkdir "$T/empty-wal"
+	"$F" wal verify --wal "$T/empty-wal" --json >"$T/ie.json"
+	has "$T/ie.json" '"incarnation":null' || return 1
+}
+
 # ---- item 13, MySQL part (ctest ops_mysql_database, with the MariaDB fixture)
 # A mistyped database name: serve refuses it (exit 2, nothing created: no
 # WAL directory, no database); with create_db=1 in the URL it is created.
@@ -352,7 +425,8 @@ mysql_unknown_database_refused_unless_create_db() {
 ALL="create_too_big_fails_enomem_saying_bytes_needed load_all_or_nothing_engine_ranges
 mysql_url_secret_never_printed group_member_attaches_0660_segment
 mysql_down_backs_off_in_daemon_log_format attach_refuses_fifo_without_blocking
-sync_wait_bounded_fate_unknown_then_durable messages_say_why_and_exit_2"
+sync_wait_bounded_fate_unknown_then_durable messages_say_why_and_exit_2
+reconcile_bad_mysql_url_exit_2_masked status_and_wal_verify_show_the_identity"
 for CASE in ${*:-$ALL}; do
 	before=$FAILED
 	"$CASE"

@@ -7,13 +7,25 @@
  *  - adopt works only on a segment no WAL has served (wal_lsn 0);
  *  - one claim at a time, refused naming the holder's pid; released by
  *    flash_close; a dead holder's claim is taken at once (kill -9); a claim
- *    whose slot was recovered and taken by another handle is free.
+ *    whose slot was recovered and taken by another handle is free;
+ *  - flash_ring_drain by a handle that does not hold the claim, while a live
+ *    handle does, is FLASH_EBUSY and changes nothing (no record handed out,
+ *    none lost for the holder, the tick counter not bumped); with no claim,
+ *    after the holder closed, or after it was killed, anyone drains.
  */
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
+
+static int count_fn(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	(void)rec;
+	(void)seq;
+	++*(uint32_t *)arg;
+	return 0;
+}
 
 static void test_each_segment_has_its_own_incarnation(void **st)
 {
@@ -188,6 +200,88 @@ static void test_a_claim_does_not_pass_to_the_slots_next_owner(void **st)
 	assert_int_equal(flash_consumer_claim(h3, NULL), FLASH_EBUSY);
 }
 
+/* Two handles of this process: h1 holds the claim, h2 drains.  Refused, and
+ * nothing moved: the holder still drains the record; the segment's
+ * quiet figures (ops, consumed, pending) are what they were. */
+static void test_drain_by_a_non_holder_is_refused_while_the_holder_lives(void **st)
+{
+	(void)st;
+	char a[64];
+	flash_t *h1 = t_seg_new(NULL, a, sizeof a);
+	flash_t *h2;
+	assert_int_equal(flash_open(a, 0, &h2), FLASH_OK);
+	t_track_handle(h2);
+	assert_int_equal(t_activity(h1, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h1, 1, 1, 10, 1), FLASH_OK);
+	assert_int_equal(t_order(h2, 1, 1, 7, 1, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_consumer_claim(h1, NULL), FLASH_OK);
+	struct flash_quiet q0, q1;
+	assert_int_equal(flash_quiet_get(h1, &q0), FLASH_OK);
+	assert_true(q0.pending >= 3);
+	uint32_t calls = 0, n = 99;
+	assert_int_equal(flash_ring_drain(h2, count_fn, &calls, 100, &n), FLASH_EBUSY);
+	assert_int_equal(calls, 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(flash_quiet_get(h1, &q1), FLASH_OK);
+	assert_int_equal(q1.ops, q0.ops);
+	assert_int_equal(q1.consumed, q0.consumed);
+	assert_int_equal(q1.pending, q0.pending);
+	/* the holder drains everything: activity, sku, order */
+	assert_int_equal(flash_ring_drain(h1, count_fn, &calls, 100, &n), FLASH_OK);
+	assert_int_equal(n, q0.pending);
+	assert_int_equal(calls, q0.pending);
+}
+
+/* Without a claim anyone drains (tools and tests without a daemon); after
+ * the holder closed, and after the holder was killed, too. */
+static void test_drain_is_allowed_when_no_live_handle_holds_the_claim(void **st)
+{
+	(void)st;
+	char a[64];
+	flash_t *h = t_seg_new(NULL, a, sizeof a);
+	uint32_t calls = 0, n = 0;
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_ring_drain(h, count_fn, &calls, 100, &n), FLASH_OK);
+	assert_int_equal(n, 1);
+	/* the holder closes: its claim goes with it */
+	flash_t *h2;
+	assert_int_equal(flash_open(a, 0, &h2), FLASH_OK);
+	assert_int_equal(flash_consumer_claim(h2, NULL), FLASH_OK);
+	assert_int_equal(flash_ring_drain(h, count_fn, &calls, 100, &n), FLASH_EBUSY);
+	assert_int_equal(flash_close(h2), FLASH_OK);
+	assert_int_equal(flash_ring_drain(h, count_fn, &calls, 100, &n), FLASH_OK);
+	/* the holder is killed: its claim is free at once */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		flash_t *ch;
+		char ok = 'n';
+		if (flash_open(a, 0, &ch) == FLASH_OK && flash_consumer_claim(ch, NULL) == FLASH_OK)
+			ok = 'y';
+		if (write(p[1], &ok, 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char ok = 0;
+	assert_int_equal(read(p[0], &ok, 1), 1);
+	close(p[0]);
+	assert_int_equal(ok, 'y');
+	assert_int_equal(flash_sku_add(h, 1, 1, 10, 1), FLASH_OK);
+	calls = 0;
+	assert_int_equal(flash_ring_drain(h, count_fn, &calls, 100, &n), FLASH_EBUSY);
+	assert_int_equal(calls, 0);
+	kill(c, SIGKILL);
+	int status;
+	assert_int_equal(waitpid(c, &status, 0), c);
+	assert_int_equal(flash_ring_drain(h, count_fn, &calls, 100, &n), FLASH_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(calls, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +291,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_one_claim_at_a_time_released_by_close, t_teardown),
 		cmocka_unit_test_teardown(test_a_killed_holders_claim_is_taken_at_once, t_teardown),
 		cmocka_unit_test_teardown(test_a_claim_does_not_pass_to_the_slots_next_owner, t_teardown),
+		cmocka_unit_test_teardown(test_drain_by_a_non_holder_is_refused_while_the_holder_lives,
+		                          t_teardown),
+		cmocka_unit_test_teardown(test_drain_is_allowed_when_no_live_handle_holds_the_claim,
+		                          t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@
  * (tools/demo_check.c) finds what it claims to find: a clean sale gives
  * exact figures and zero findings; a missing ring record, a buyer tally that
  * disagrees, a user over the limit, a ring sequence gap, a repeated record
- * each raise exactly the finding they should.
+ * each raise exactly the finding they should.  A buyer (tools/demo_buyer.c)
+ * whose sync orders outlive their wait bound (no daemon) counts each
+ * FLASH_EFATE_UNKNOWN as the placed order it is, and the audit holds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -273,6 +275,114 @@ static void test_rings_flag_gaps_repeats_and_unknown_records(void **state)
 	demo_rings_free(&r);
 }
 
+/* Count one drained record and free its ring space, as a daemon would
+ * once the record is durable. */
+static int drain_advance(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	struct fx *f = arg;
+
+	demo_rings_record(&f->rings, rec, seq);
+	return flash_durable_advance(f->h, rec->slot, seq) != FLASH_OK;
+}
+
+/*
+ * Sync durability and nothing draining: every order and cancel of the
+ * buyer outlives its 1 ms wait bound and answers FLASH_EFATE_UNKNOWN.
+ * The order is placed (documented: it reads ACTIVE, its fate is learned
+ * with flash_durable_wait() or by order number), so the buyer counts it as
+ * acknowledged: no unexpected answer, retries answer FLASH_EDUPLICATE with
+ * the first outcome (FLASH_OK), cancels return their units, and the audit
+ * of the drained records against the table and the tallies finds nothing.
+ */
+static void test_buyer_counts_fate_unknown_as_placed_and_the_audit_holds(void **state)
+{
+	static unsigned n;
+	struct fx *f = calloc(1, sizeof *f);
+	struct flash_activity a;
+	struct demo_audit au;
+	struct demo_proc *p;
+	uint32_t drained = 0;
+	uint64_t placed = 0;
+
+	(void)state;
+	assert_non_null(f);
+	snprintf(f->name, sizeof f->name, "/fs-audit-sync-%d-%u", (int)getpid(), n++);
+	flash_seg_opts_default(&f->o);
+	f->o.max_activities = 4;
+	f->o.max_skus = 16;
+	f->o.max_shards = 64;
+	f->o.max_users = f->o.max_tokens = f->o.max_orders = f->o.max_requests = 1024;
+	f->o.max_locks = 16;
+	f->o.max_procs = 8;
+	f->o.ring_records = 256;
+	f->o.durability = FLASH_DURABILITY_SYNC;
+	assert_int_equal(flash_seg_create(f->name, &f->o), FLASH_OK);
+	assert_int_equal(flash_open(f->name, 0, &f->h), FLASH_OK);
+	memset(&a, 0, sizeof a);
+	a.id = DEMO_ACTIVITY;
+	a.limit_per_user = 2;
+	a.max_qty = 1;
+	a.scope = FLASH_SCOPE_ACTIVITY;
+	a.flags = FLASH_ACT_TOKEN_REQUIRED;
+	a.start_ns = now_ns() - 1000000000LL;
+	a.end_ns = a.start_ns + 3600LL * 1000000000LL;
+	assert_int_equal(flash_activity_add(f->h, &a), FLASH_OK);
+	assert_int_equal(flash_sku_add(f->h, DEMO_ACTIVITY, 1, 5, 2), FLASH_OK);
+	assert_int_equal(flash_sku_add(f->h, DEMO_ACTIVITY, 2, 3, 1), FLASH_OK);
+
+	f->cfg.name = f->name;
+	f->cfg.buyers = 12;
+	f->cfg.nskus = 2;
+	f->cfg.units = 8;
+	f->cfg.procs = 1;
+	f->cfg.limit = 2;
+	f->cfg.sku_units[0] = 5;
+	f->cfg.sku_units[1] = 3;
+	f->cfg.sku_shards[0] = 2;
+	f->cfg.sku_shards[1] = 1;
+	f->cfg.cancel_pct = 30;
+	f->cfg.retry_pct = 50;
+	f->cfg.repeat_pm = 300;
+	f->cfg.seed = 0x5eed5a1e2026ULL;
+	f->cfg.sync_wait_ms = 1;
+	f->sh = calloc(1, sizeof *f->sh + sizeof(struct demo_proc));
+	assert_non_null(f->sh);
+	assert_int_equal(demo_rings_init(&f->rings, f->o.max_orders, f->o.max_procs), FLASH_OK);
+
+	f->sh->ds_go = 1;
+	assert_int_equal(demo_buyer_run(&f->cfg, f->sh, 0), 0);
+	p = &f->sh->ds_proc[0];
+	if (p->dp_unexpected)
+		print_message("first unexpected answer: %s: got %s\n", p->dp_first_bad,
+		              flash_rcname(p->dp_first_bad_rc));
+	assert_int_equal(p->dp_unexpected, 0);
+	assert_true(p->dp_fate_unknown > 0);
+	assert_true(p->dp_acked > 0);
+	assert_true(p->dp_cancels > 0);
+	assert_int_equal(p->dp_cancel_twice_ok, p->dp_cancels);
+	assert_true(p->dp_retries > 0);
+	assert_int_equal(p->dp_retry_ok, p->dp_retries);
+
+	/* the daemon comes: every record drained; the audit finds nothing */
+	assert_int_equal(flash_ring_drain(f->h, drain_advance, f, 10000, &drained), FLASH_OK);
+	assert_true(drained > 0);
+	assert_int_equal(demo_audit_run(f->h, &f->cfg, &f->rings, f->sh, &au), FLASH_OK);
+	if (au.first_problem[0])
+		print_message("audit: %s\n", au.first_problem);
+	assert_int_equal(au.oversold, 0);
+	assert_int_equal(au.leaked_units, 0);
+	assert_int_equal(au.users_over_limit, 0);
+	assert_int_equal(au.ring_mismatches, 0);
+	assert_int_equal(au.client_mismatches, 0);
+	assert_int_equal(f->rings.anomalies, 0);
+	for (uint32_t s = 0; s < f->cfg.nskus; s++)
+		placed += p->dp_acked_sku[s];
+	assert_int_equal(placed, p->dp_acked);
+	assert_int_equal(f->rings.orders, p->dp_acked);
+	assert_int_equal(au.active_orders + au.cancelled_orders, p->dp_acked);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_audit_finds_a_user_over_the_demo_limit),
 		cmocka_unit_test(test_audit_groups_users_by_the_activity_scope),
 		cmocka_unit_test(test_rings_flag_gaps_repeats_and_unknown_records),
+		cmocka_unit_test(test_buyer_counts_fate_unknown_as_placed_and_the_audit_holds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

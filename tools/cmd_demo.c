@@ -44,7 +44,7 @@ static void demo_help(FILE *out)
 	        "usage: flashstock demo [--json] [--buyers N] [--skus N] [--units U] [--procs P]\n"
 	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
 	        "                       [--name NAME] [--durability sync|async] [--no-mysql]\n"
-	        "                       [--mysql-fixture PATH] [--keep]\n"
+	        "                       [--mysql-fixture PATH] [--keep] [--sync-wait-ms MS]\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
 	        "activity (K orders per user, a one-time token per order) sells U units over N\n"
@@ -84,6 +84,10 @@ static void demo_help(FILE *out)
 	        "  --durability M  sync: every order and cancel returns only after the\n"
 	        "                  fdatasync that covers its record; async (default): at once,\n"
 	        "                  the WAL trails\n"
+	        "  --sync-wait-ms MS  bound each buyer's sync wait (flash_sync_wait_set;\n"
+	        "                  default %u): an order not durable by then answers\n"
+	        "                  FLASH_EFATE_UNKNOWN -- placed, its fate learned later with\n"
+	        "                  flash_durable_wait() -- and counts as acknowledged\n"
 	        "  --no-mysql      no MariaDB: WAL only (where MariaDB is not installed); the\n"
 	        "                  reconciler compares segment and WAL, and orders_in_mysql and\n"
 	        "                  mysql_conflicts are null in the JSON\n"
@@ -99,9 +103,12 @@ static void demo_help(FILE *out)
 	        "JSON keys: ok, segment, buyers, procs, skus, units_total, sold, available,\n"
 	        "  oversold, users_over_limit, leaked_units, ring_mismatches,\n"
 	        "  client_mismatches, unexpected, process_failures (each must be 0),\n"
-	        "  orders_acked (FLASH_OK answers), orders_cancelled, order_calls (every\n"
-	        "  flash_order call), sold_out, retries, retries_ok, repeats, repeats_ok,\n"
-	        "  cancels_twice_ok, busy, records_drained (records read back from the WAL),\n"
+	        "  orders_acked (FLASH_OK answers, and FLASH_EFATE_UNKNOWN ones: placed),\n"
+	        "  fate_unknown (FLASH_EFATE_UNKNOWN answers to orders and cancels: sync,\n"
+	        "  not durable within the wait bound), fate_learned (of those orders, found\n"
+	        "  durable by a second wait, flash_durable_wait), orders_cancelled,\n"
+	        "  order_calls (every flash_order call), sold_out, retries, retries_ok,\n"
+	        "  repeats, repeats_ok, cancels_twice_ok, busy, records_drained (records read back from the WAL),\n"
 	        "  seconds (buying phase), orders_per_sec (order_calls / seconds),\n"
 	        "  acked_per_sec, p50_ns, p90_ns, p99_ns, p999_ns, max_ns (flash_order\n"
 	        "  latency), durability (\"sync\" or \"async\"), wal_commits (group commits),\n"
@@ -113,7 +120,7 @@ static void demo_help(FILE *out)
 	        "\n"
 	        "exit: 0 every check passed; 1 an invariant broke or the run failed;\n"
 	        "      2 usage error\n",
-	        DEMO_SKUS_MAX, DEMO_PROCS_MAX, FLASH_LIMIT_MAX);
+	        DEMO_SKUS_MAX, DEMO_PROCS_MAX, FLASH_LIMIT_MAX, FLASH_SYNC_WAIT_MS_DEFAULT);
 }
 
 /* Parse options into @p cfg.  @return -1 to go on, or an exit code. */
@@ -121,7 +128,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
 	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
-	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP };
+	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -138,6 +145,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 		{ "no-mysql",   no_argument,       NULL, O_NO_MYSQL },
 		{ "mysql-fixture", required_argument, NULL, O_FIXTURE },
 		{ "keep",       no_argument,       NULL, O_KEEP },
+		{ "sync-wait-ms", required_argument, NULL, O_SYNC_WAIT },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -211,6 +219,9 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 			break;
 		case O_KEEP:
 			dd->keep = 1;
+			break;
+		case O_SYNC_WAIT:
+			bad = tool_opt_u32(cmd, "--sync-wait-ms", optarg, 1, 3600000, &cfg->sync_wait_ms);
 			break;
 		default:
 			return tool_bad_option(cmd, c, argv);
@@ -628,6 +639,7 @@ static int demo_after_sale(struct demo_run *r)
 struct demo_totals {
 	uint64_t calls, acked, sold_out, retries, retry_ok, repeats, repeat_ok;
 	uint64_t cancels, cancel_twice_ok, busy, unexpected, cancelled_units;
+	uint64_t fate_unknown, fate_learned;
 	uint64_t cancelled_sku[DEMO_SKUS_MAX];
 	struct bench_hist lat;
 	const struct demo_proc *first_bad;
@@ -652,6 +664,8 @@ static void demo_sum(const struct demo_run *r, struct demo_totals *t)
 		t->cancel_twice_ok += p->dp_cancel_twice_ok;
 		t->busy += p->dp_busy;
 		t->unexpected += p->dp_unexpected;
+		t->fate_unknown += p->dp_fate_unknown;
+		t->fate_learned += p->dp_fate_learned;
 		for (s = 0; s < r->cfg.nskus; s++) {
 			t->cancelled_sku[s] += p->dp_cancelled_sku[s];
 			t->cancelled_units += p->dp_cancelled_sku[s];
@@ -715,11 +729,14 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 	printf("answers  retries %llu/%llu FLASH_EDUPLICATE with the first outcome; "
 	       "repeats %llu/%llu FLASH_ELIMIT;\n"
 	       "         cancels %llu returned their units, %llu/%llu second cancels "
-	       "FLASH_ECANCELLED; ring-full waits %llu\n",
+	       "FLASH_ECANCELLED; ring-full waits %llu\n"
+	       "         sync waits past the bound (FLASH_EFATE_UNKNOWN, counted as placed) %llu, "
+	       "%llu of them found durable by flash_durable_wait\n",
 	       (unsigned long long)t.retry_ok, (unsigned long long)t.retries,
 	       (unsigned long long)t.repeat_ok, (unsigned long long)t.repeats,
 	       (unsigned long long)t.cancels, (unsigned long long)t.cancel_twice_ok,
-	       (unsigned long long)t.cancels, (unsigned long long)t.busy);
+	       (unsigned long long)t.cancels, (unsigned long long)t.busy,
+	       (unsigned long long)t.fate_unknown, (unsigned long long)t.fate_learned);
 	printf("latency  flash_order p50 %llu ns, p90 %llu ns, p99 %llu ns, p99.9 %llu ns, "
 	       "max %llu ns\n",
 	       (unsigned long long)p50, (unsigned long long)p90, (unsigned long long)p99,
@@ -773,7 +790,8 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       "\"unexpected\":%llu,\"process_failures\":%u,\"orders_acked\":%llu,"
 		       "\"orders_cancelled\":%llu,\"order_calls\":%llu,\"sold_out\":%llu,"
 		       "\"retries\":%llu,\"retries_ok\":%llu,\"repeats\":%llu,\"repeats_ok\":%llu,"
-		       "\"cancels_twice_ok\":%llu,\"busy\":%llu,\"records_drained\":%llu,"
+		       "\"cancels_twice_ok\":%llu,\"busy\":%llu,\"fate_unknown\":%llu,\"fate_learned\":%llu,"
+		       "\"records_drained\":%llu,"
 		       "\"seconds\":%.6f,\"orders_per_sec\":%.1f,\"acked_per_sec\":%.1f,"
 		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
 		       "\"max_ns\":%llu,",
@@ -788,6 +806,7 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       (unsigned long long)t.retries, (unsigned long long)t.retry_ok,
 		       (unsigned long long)t.repeats, (unsigned long long)t.repeat_ok,
 		       (unsigned long long)t.cancel_twice_ok, (unsigned long long)t.busy,
+		       (unsigned long long)t.fate_unknown, (unsigned long long)t.fate_learned,
 		       (unsigned long long)r->rings.records, secs,
 		       (double)t.calls / secs, (double)t.acked / secs,
 		       (unsigned long long)p50, (unsigned long long)p90, (unsigned long long)p99,

@@ -63,7 +63,8 @@ static void reconcile_help(FILE *out)
 	        "\n"
 	        "exit: 0 the witnesses agree (--repair: the re-check found no difference);\n"
 	        "      1 any difference (--repair: some remain), or the comparison could not\n"
-	        "      be made (the reason is on stderr); 2 usage error (nothing changed)\n");
+	        "      be made (the reason is on stderr); 2 usage error, a malformed --mysql\n"
+	        "      URL included (nothing read, nothing changed)\n");
 }
 
 int cmd_reconcile(int argc, char **argv)
@@ -132,6 +133,10 @@ int cmd_reconcile(int argc, char **argv)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
 	if (mo.url && mo.defaults_file)
 		return tool_usage_err(cmd, "give --mysql or --mysql-defaults, not both");
+	/* malformed: a bad command line (exit 2), as for serve, before any
+	 * witness is read */
+	if (tool_opt_mysql_url(cmd, mo.url) != 0)
+		return TOOL_USAGE;
 	if (repair && !o.wal_dir)
 		return tool_usage_err(cmd, "--repair needs --wal DIR: the WAL is what MySQL is repaired from");
 	if (repair && !mo.url && !mo.defaults_file)

@@ -252,16 +252,10 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--wal is required");
 	if (o.accept_loss && !o.recover)
 		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
-	if (o.mysql_url != NULL) {
-		/* a malformed URL is a bad command line: refused before the WAL
-		 * directory or anything else is made */
-		char why[256], masked[1024];
-		if (flash_mysql_url_check(o.mysql_url, why, sizeof why) == FLASH_EMYSQL_CONFIG) {
-			flash_mysql_url_mask(o.mysql_url, masked, sizeof masked);
-			return tool_usage_err(cmd, "--mysql: bad URL %s: %s (want "
-			                      "mysql://user:pass@localhost/db?socket=PATH)", masked, why);
-		}
-	}
+	/* a malformed URL is a bad command line: refused before the WAL
+	 * directory or anything else is made */
+	if (tool_opt_mysql_url(cmd, o.mysql_url) != 0)
+		return TOOL_USAGE;
 	o.mysql_require_db = 1;
 	if (o.mysql_url != NULL || o.mysql_defaults != NULL) {
 		/* One connection first: a MySQL that refuses us for good (unknown

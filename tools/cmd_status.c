@@ -1,8 +1,9 @@
 /*
  * cmd_status.c -- `flashstock status`: a read-only look at a segment: the
  * catalog, stock per sku, table fill levels and counters, as text or as one
- * JSON object.  It attaches with FLASH_RDONLY: it takes no process slot and
- * cannot change anything.
+ * JSON object, and the identity it shares with its WAL (incarnation, the
+ * WAL LSN it reflects, the daemon holding its consumer claim).  It attaches
+ * with FLASH_RDONLY: it takes no process slot and cannot change anything.
  */
 #include "tool.h"
 
@@ -18,6 +19,9 @@ static void status_help(FILE *out)
 	        "Show segment NAME read-only: activities, stock per sku, table fill levels and\n"
 	        "counters.  --json prints one JSON object with these stable keys:\n"
 	        "  name, segment_bytes, durability (\"async\"|\"sync\"),\n"
+	        "  incarnation (16 hex digits: the identity every file of its WAL carries),\n"
+	        "  wal_lsn (the highest WAL LSN the segment reflects; 0: never served),\n"
+	        "  daemon_pid (the live daemon holding the segment's consumer claim, or null),\n"
 	        "  activities: [{id, start, end (ISO 8601 UTC), start_ns, end_ns, limit,\n"
 	        "                max_qty, scope (\"activity\"|\"sku\"|\"day\"),\n"
 	        "                cancel_returns_quota, token_required (booleans), day_offset_s}],\n"
@@ -89,6 +93,7 @@ static uint64_t status_sold(const struct flash_sku_info *s)
 }
 
 static void status_text(const char *name, const struct flash_stats *st,
+                        const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs)
@@ -101,6 +106,13 @@ static void status_text(const char *name, const struct flash_stats *st,
 	printf("segment %s: %llu bytes, durability %s\n", name,
 	       (unsigned long long)st->segment_bytes,
 	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	printf("identity incarnation %016llx, reflects WAL LSN %llu%s, ",
+	       (unsigned long long)id->incarnation, (unsigned long long)id->wal_lsn,
+	       id->wal_lsn ? "" : " (never served)");
+	if (id->consumer_pid)
+		printf("daemon pid %d\n", (int)id->consumer_pid);
+	else
+		printf("daemon none\n");
 	printf("\nactivities (%u)\n", nacts);
 	if (nacts)
 		printf("  %10s  %-20s  %-20s  %5s  %7s  %-8s  %s\n",
@@ -159,6 +171,7 @@ static void status_text(const char *name, const struct flash_stats *st,
 }
 
 static void status_json(const char *name, const struct flash_stats *st,
+                        const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs)
@@ -170,9 +183,16 @@ static void status_json(const char *name, const struct flash_stats *st,
 
 	printf("{\"name\":");
 	tool_json_str(stdout, name);
-	printf(",\"segment_bytes\":%llu,\"durability\":\"%s\",\"activities\":[",
+	printf(",\"segment_bytes\":%llu,\"durability\":\"%s\",\"incarnation\":\"%016llx\","
+	       "\"wal_lsn\":%llu,\"daemon_pid\":",
 	       (unsigned long long)st->segment_bytes,
-	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async",
+	       (unsigned long long)id->incarnation, (unsigned long long)id->wal_lsn);
+	if (id->consumer_pid)
+		printf("%d", (int)id->consumer_pid);
+	else
+		printf("null");
+	printf(",\"activities\":[");
 	for (i = 0; i < nacts; i++) {
 		const struct flash_activity *a = &acts[i];
 		printf("%s{\"id\":%u,\"start\":\"%s\",\"end\":\"%s\",\"start_ns\":%lld,"
@@ -228,6 +248,7 @@ int cmd_status(int argc, char **argv)
 	struct flash_sku_info *skus = NULL;
 	uint32_t nacts = 0, nskus = 0;
 	struct flash_stats st;
+	struct flash_ident id;
 	flash_t *h = NULL;
 	char what[300];
 	int c, rc, json = 0;
@@ -263,6 +284,11 @@ int cmd_status(int argc, char **argv)
 		rc = tool_fail("status: read counters", rc);
 		goto out;
 	}
+	rc = flash_ident_get(h, &id);
+	if (rc != FLASH_OK) {
+		rc = tool_fail("status: read identity", rc);
+		goto out;
+	}
 	rc = status_read_catalog(h, &acts, &nacts, &skus, &nskus);
 	if (rc != FLASH_OK) {
 		rc = tool_fail("status: read catalog", rc);
@@ -282,9 +308,9 @@ int cmd_status(int argc, char **argv)
 		};
 		size_t ntabs = sizeof tabs / sizeof tabs[0];
 		if (json)
-			status_json(name, &st, acts, nacts, skus, nskus, tabs, ntabs);
+			status_json(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs);
 		else
-			status_text(name, &st, acts, nacts, skus, nskus, tabs, ntabs);
+			status_text(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs);
 	}
 	rc = fflush(stdout) == 0 ? TOOL_OK : tool_failf("status: write: output error");
 out:

@@ -34,7 +34,8 @@ static void wal_help(FILE *out)
 	        "        deleted), a snapshot past the WAL's end, no valid snapshot.\n"
 	        "        --truncate cuts a torn tail in the last file so appends can go on (it\n"
 	        "        needs the WAL's writer lock: not while `serve` runs on DIR); it never\n"
-	        "        cuts corruption.\n"
+	        "        cuts corruption.  It also shows the WAL's incarnation: the identity of\n"
+	        "        the segment it belongs to (`flashstock status` shows the segment's).\n"
 	        "dump    prints one line per record from LSN (default 1): lsn, type, slot, seq,\n"
 	        "        activity, sku, qty, order, user, value.\n"
 	        "snapshots  lists the snapshots `serve` wrote in DIR (snap-<LSN>.fss), oldest\n"
@@ -46,7 +47,9 @@ static void wal_help(FILE *out)
 	        "        \"frames\", \"first_lsn\", \"last_lsn\", \"truncated_bytes\", \"recovery\"\n"
 	        "        (\"ok\", \"torn\", \"corrupt\", \"missing\", \"snapshot_ahead\",\n"
 	        "        \"no_valid_snapshot\", \"unreadable\"), \"bad_lsn\", \"valid_after\",\n"
-	        "        \"missing_first\", \"missing_last\", \"keep_lsn\", \"message\"}.\n"
+	        "        \"missing_first\", \"missing_last\", \"keep_lsn\", \"message\",\n"
+	        "        \"incarnation\" (16 hex digits, or null: no file records one),\n"
+	        "        \"incarnation_mixed\" (true: files of two incarnations; the newest shown)}.\n"
 	        "\n"
 	        "exit: 0 the log ends cleanly and recovery can use it (verify) or was printed\n"
 	        "(dump), or every snapshot checks out (snapshots); 1 it stops at a bad frame\n"
@@ -250,6 +253,11 @@ int cmd_wal(int argc, char **argv)
 	/* what a rebuild would make of it (snapshots included) */
 	static struct rebuild_check chk;
 	int v = rebuild_check(dir, &chk, NULL, NULL);
+	/* whose WAL it is (file headers only; a mix of two is reported) */
+	struct wal_ident wi;
+	int irc = wal_ident(dir, &wi);
+	if (irc != WAL_OK && irc != WAL_EIDENT)
+		memset(&wi, 0, sizeof wi);
 	static const char *const vname[] = { "ok", "torn", "corrupt", "missing", "snapshot_ahead",
 	                                     "no_valid_snapshot", "unreadable" };
 	if (json) {
@@ -265,10 +273,23 @@ int cmd_wal(int argc, char **argv)
 		       ",\"message\":", vname[v], chk.rep.bad_lsn, chk.rep.after_frames, chk.miss_first,
 		       chk.miss_last, chk.keep_lsn);
 		tool_json_str(stdout, chk.msg);
-		printf("}\n");
+		if (wi.wi_incarnation)
+			printf(",\"incarnation\":\"%016" PRIx64 "\"", wi.wi_incarnation);
+		else
+			printf(",\"incarnation\":null");
+		printf(",\"incarnation_mixed\":%s}\n", irc == WAL_EIDENT ? "true" : "false");
 	} else {
 		printf("%s: %" PRIu64 " files, %" PRIu64 " frames, LSN %" PRIu64 "..%" PRIu64 "\n", dir,
 		       rep.files, rep.frames, rep.first_lsn, rep.last_lsn);
+		if (wi.wi_incarnation)
+			printf("incarnation %016" PRIx64 "%s\n", wi.wi_incarnation,
+			       irc == WAL_EIDENT ? " (newest file; older files carry another: files of two "
+			       "WALs mixed)" : "");
+		else if (irc != WAL_OK)
+			printf("incarnation unknown: %s\n", wal_strerror(irc));
+		else
+			printf("incarnation none recorded%s\n", wi.wi_files ? " (files older than identities)" :
+			       " (no WAL file)");
 		if (rep.stop == WAL_OK)
 			printf("ends cleanly at %s offset %" PRIu64 "\n", rep.file, rep.offset);
 		else

@@ -44,6 +44,7 @@ struct demo_cfg {
 	uint32_t    repeat_pm;       /* per mille of buyers ordering again as the same user */
 	uint32_t    ring;            /* records per handle ring; 0: the default */
 	uint64_t    seed;            /* buyer behaviour (fixed: runs are comparable) */
+	uint32_t    sync_wait_ms;    /* buyers' sync wait bound (flash_sync_wait_set); 0: default */
 	uint64_t    sku_units[DEMO_SKUS_MAX];   /* units per sku (index = sku id - 1) */
 	uint32_t    sku_shards[DEMO_SKUS_MAX];  /* stock shards per sku */
 };
@@ -52,7 +53,7 @@ struct demo_cfg {
 struct demo_proc {
 	/* progress: read by the parent while the buyer runs */
 	uint64_t dp_calls __attribute__((aligned(64)));  /* flash_order calls */
-	uint64_t dp_acked;           /* FLASH_OK on a new request */
+	uint64_t dp_acked;           /* FLASH_OK (or FLASH_EFATE_UNKNOWN: placed) on a new request */
 	uint64_t dp_buyers_done;
 	/* final tallies: read after waitpid() */
 	uint64_t dp_sold_out;        /* FLASH_ESOLD_OUT on a new request */
@@ -63,6 +64,9 @@ struct demo_proc {
 	uint64_t dp_cancels;         /* flash_cancel OK, all units returned */
 	uint64_t dp_cancel_twice_ok; /* second cancel answered ECANCELLED */
 	uint64_t dp_busy;            /* EBUSY (ring full) answers, retried */
+	uint64_t dp_fate_unknown;    /* FLASH_EFATE_UNKNOWN (sync: placed, not durable within
+	                                the wait bound): counted as acknowledged */
+	uint64_t dp_fate_learned;    /* ... then found durable by flash_durable_wait() */
 	uint64_t dp_unexpected;      /* answers the API contract forbids */
 	uint64_t dp_acked_sku[DEMO_SKUS_MAX];      /* units acknowledged, per sku */
 	uint64_t dp_cancelled_sku[DEMO_SKUS_MAX];  /* units cancelled, per sku */

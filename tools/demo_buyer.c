@@ -10,6 +10,12 @@
  *     answer FLASH_ECANCELLED;
  *   - order again as the same user until holding the limit, then once more:
  *     that one must answer FLASH_ELIMIT.
+ * In sync durability an order or cancel whose record is not durable within
+ * the handle's wait bound answers FLASH_EFATE_UNKNOWN: it is done in memory
+ * (the order placed, the units returned), only its durability is not known
+ * yet.  The buyer counts it as the success it is, then asks once more with
+ * flash_durable_wait() (counted when that finds it durable); the report's
+ * WAL check proves every such order durable in the end.
  * Any other answer is counted as unexpected and the first one is described
  * for the report.  Only flash_order is timed, and only the histogram and
  * this process's own counters are written: no lock, nothing shared.
@@ -137,13 +143,43 @@ static int demo_order_new(struct demo_buyer *b, uint64_t user, uint32_t sku,
 	}
 }
 
+/* Did the call do its work?  FLASH_OK, or FLASH_EFATE_UNKNOWN: done in
+ * memory, durability not known within the wait bound (flashstock.h). */
+static int demo_done(int rc)
+{
+	return rc == FLASH_OK || rc == FLASH_EFATE_UNKNOWN;
+}
+
+/* After FLASH_EFATE_UNKNOWN: count it, and for an order (@p lsn, its
+ * res->lsn) learn its fate as documented, waiting once more for at most
+ * the same bound.  A cancel reports no lsn (0): counted only. */
+static void demo_fate_unknown(struct demo_buyer *b, uint64_t lsn)
+{
+	uint32_t wait_ms = b->cfg->sync_wait_ms ? b->cfg->sync_wait_ms : FLASH_SYNC_WAIT_MS_DEFAULT;
+	int rc;
+
+	b->p->dp_fate_unknown++;
+	if (lsn == 0)
+		return;
+	rc = flash_durable_wait(b->h, lsn, wait_ms);
+	if (rc == FLASH_OK)
+		b->p->dp_fate_learned++;
+	else if (rc != FLASH_EFATE_UNKNOWN)
+		demo_bad(b->p, rc, "flash_durable_wait(lsn %llu) after FLASH_EFATE_UNKNOWN: expected "
+		         "FLASH_OK or FLASH_EFATE_UNKNOWN", (unsigned long long)lsn);
+}
+
 /* Tally a fresh order's outcome; @p limit_expected: whether ELIMIT is right. */
 static void demo_tally(struct demo_buyer *b, int rc, uint64_t user, uint32_t sku,
-                       const struct flash_order_req *req, int limit_expected)
+                       const struct flash_order_req *req, const struct flash_order_res *res,
+                       int limit_expected)
 {
 	struct demo_proc *p = b->p;
 
 	switch (rc) {
+	case FLASH_EFATE_UNKNOWN:   /* placed: tallied as FLASH_OK, its fate asked again */
+		demo_fate_unknown(b, res->lsn);
+		/* fall through */
 	case FLASH_OK:
 		__atomic_store_n(&p->dp_acked, p->dp_acked + 1, __ATOMIC_RELAXED);
 		p->dp_acked_sku[sku - 1] += req->qty;
@@ -197,7 +233,7 @@ static void demo_buyer_one(struct demo_buyer *b, uint64_t user)
 	int rc, rc2;
 
 	rc = demo_order_new(b, user, sku, &k, &req, &res);
-	demo_tally(b, rc, user, sku, &req, 0);
+	demo_tally(b, rc, user, sku, &req, &res, 0);
 
 	if (retry && rc != FLASH_EBUSY) {
 		uint32_t tries = 0;
@@ -212,8 +248,11 @@ static void demo_buyer_one(struct demo_buyer *b, uint64_t user)
 			memset(&res2, 0, sizeof res2);
 			rc2 = demo_order_timed(b, &req, &res2);
 		} while (rc2 == FLASH_EBUSY && ++tries < DEMO_BUSY_TRIES);
-		if (rc2 == FLASH_EDUPLICATE && res2.first_rc == rc &&
-		    (rc != FLASH_OK || res2.order_no == res.order_no))
+		/* a placed order's first outcome is FLASH_OK, also when its
+		 * answer was FLASH_EFATE_UNKNOWN */
+		int first = rc == FLASH_EFATE_UNKNOWN ? FLASH_OK : rc;
+		if (rc2 == FLASH_EDUPLICATE && res2.first_rc == first &&
+		    (first != FLASH_OK || res2.order_no == res.order_no))
 			p->dp_retry_ok++;
 		else
 			demo_bad(p, rc2, "retry of request %llu (first %s, order %llu): expected "
@@ -223,9 +262,11 @@ static void demo_buyer_one(struct demo_buyer *b, uint64_t user)
 			         (unsigned long long)res2.order_no);
 	}
 
-	if (rc == FLASH_OK && cancel) {
+	if (demo_done(rc) && cancel) {
 		rc2 = demo_cancel(b, res.order_no, &units);
-		if (rc2 == FLASH_OK) {
+		if (rc2 == FLASH_EFATE_UNKNOWN)   /* cancelled in memory: units are back */
+			demo_fate_unknown(b, 0);
+		if (demo_done(rc2)) {
 			p->dp_cancelled_sku[sku - 1] += req.qty;
 			if (units == req.qty)
 				p->dp_cancels++;
@@ -246,20 +287,20 @@ static void demo_buyer_one(struct demo_buyer *b, uint64_t user)
 
 	/* The same user again: fill the limit (a cancel does not give quota
 	 * back in this activity), then one more, which the limit must stop. */
-	if (repeat && (rc == FLASH_OK || rc == FLASH_ESOLD_OUT)) {
-		held = rc == FLASH_OK;
-		while (held < cfg->limit && rc == FLASH_OK) {
+	if (repeat && (demo_done(rc) || rc == FLASH_ESOLD_OUT)) {
+		held = demo_done(rc);
+		while (held < cfg->limit && demo_done(rc)) {
 			rc = demo_order_new(b, user, sku, &k, &req, &res);
-			demo_tally(b, rc, user, sku, &req, 0);
-			held += rc == FLASH_OK;
+			demo_tally(b, rc, user, sku, &req, &res, 0);
+			held += demo_done(rc);
 		}
 		if (held == cfg->limit) {
 			p->dp_repeats++;
 			rc = demo_order_new(b, user, sku, &k, &req, &res);
-			demo_tally(b, rc, user, sku, &req, 1);
+			demo_tally(b, rc, user, sku, &req, &res, 1);
 			if (rc == FLASH_ELIMIT)
 				p->dp_repeat_ok++;
-			else if (rc != FLASH_OK)
+			else if (!demo_done(rc))
 				demo_bad(p, rc, "user %llu at the limit: expected FLASH_ELIMIT",
 				         (unsigned long long)user);
 		}
@@ -276,6 +317,9 @@ int demo_buyer_run(const struct demo_cfg *cfg, struct demo_shared *sh, uint32_t 
 
 	bench_hist_init(&p->dp_lat);
 	rc = flash_open(cfg->name, 0, &b.h);
+	if (rc == FLASH_OK && cfg->sync_wait_ms &&
+	    (rc = flash_sync_wait_set(b.h, cfg->sync_wait_ms)) != FLASH_OK)
+		flash_close(b.h);
 	p->dp_open_rc = rc;
 	__atomic_store_n(&p->dp_ready, 1, __ATOMIC_RELEASE);
 	if (rc != FLASH_OK)

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "mysql_apply.h"
+
 /* ---- messages ---------------------------------------------------------- */
 
 int tool_fail(const char *what, int rc)
@@ -55,6 +57,18 @@ int tool_bad_option(const char *cmd, int c, char **argv)
 	if (optopt && optopt != '?')
 		return tool_usage_err(cmd, "unknown option '-%c'", optopt);
 	return tool_usage_err(cmd, "unknown option '%s'", opt);
+}
+
+int tool_opt_mysql_url(const char *cmd, const char *url)
+{
+	char why[256], masked[1024];
+
+	if (url == NULL || flash_mysql_url_check(url, why, sizeof why) != FLASH_EMYSQL_CONFIG)
+		return 0;
+	flash_mysql_url_mask(url, masked, sizeof masked);
+	tool_usage_err(cmd, "--mysql: bad URL %s: %s (want mysql://user:pass@localhost/db?socket=PATH)",
+	               masked, why);
+	return -1;
 }
 
 int tool_opt_u64(const char *cmd, const char *opt, const char *s,

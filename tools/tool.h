@@ -71,6 +71,15 @@ int tool_opt_i64(const char *cmd, const char *opt, const char *s,
                  int64_t min, int64_t max, int64_t *out);
 
 /**
+ * Check the value of --mysql of command @p cmd as the applier would parse
+ * it, without connecting: a malformed URL is a bad command line, refused
+ * before anything is made.  Every command that takes --mysql calls this.
+ * @return 0 (well formed, or NULL: not given); -1 after printing a usage
+ *         error that shows the URL with its user info masked and says why.
+ */
+int tool_opt_mysql_url(const char *cmd, const char *url);
+
+/**
  * A point in time for an activity window, as CLOCK_REALTIME ns:
  *   "now"; "+S" or "-S" (seconds from @p now_ns); or ISO 8601
  *   "YYYY-MM-DDTHH:MM:SS[.frac][Z|+HH:MM|-HH:MM]" (a space may replace
