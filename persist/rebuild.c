@@ -30,18 +30,6 @@
  * 1. Names
  * ------------------------------------------------------------------------ */
 
-static const char *rb_rec_type(uint16_t t)
-{
-	switch (t) {
-	case FLASH_REC_ORDER:    return "order";
-	case FLASH_REC_CANCEL:   return "cancel";
-	case FLASH_REC_RESTOCK:  return "restock";
-	case FLASH_REC_ACTIVITY: return "activity";
-	case FLASH_REC_SKU:      return "sku";
-	default:                 return "record";
-	}
-}
-
 /* The segment's name without its leading '/'. */
 static const char *rb_base(const char *name)
 {
@@ -205,7 +193,7 @@ static int rb_drop_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 			d->orders++;
 		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": %s, order %"
 		       PRIu64 " (activity %u, sku %u, qty %u, user %" PRIu64 ")", lsn,
-		       rb_rec_type(r.wr_rec.type), r.wr_rec.order_no, r.wr_rec.activity_id,
+		       wal_rec_type_name(r.wr_rec.type, "record"), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, r.wr_rec.qty, r.wr_rec.user_id);
 	} else {
 		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": frame type %u",
@@ -467,7 +455,7 @@ static int rb_apply_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 	} else {
 		snap_logf(a->log, a->arg, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (%s record, order %"
 		       PRIu64 ", activity %u, sku %u) cannot be applied: %s", lsn,
-		       rb_rec_type(r.wr_rec.type), r.wr_rec.order_no, r.wr_rec.activity_id,
+		       wal_rec_type_name(r.wr_rec.type, "record"), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, flash_strerror(rc));
 		a->r->flash_rc = rc;
 		return 1;

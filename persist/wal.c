@@ -79,6 +79,18 @@ const char *wal_strerror(int rc)
 	return "unknown WAL result code";
 }
 
+const char *wal_rec_type_name(uint16_t type, const char *unknown)
+{
+	switch (type) {
+	case FLASH_REC_ORDER:    return "order";
+	case FLASH_REC_CANCEL:   return "cancel";
+	case FLASH_REC_RESTOCK:  return "restock";
+	case FLASH_REC_ACTIVITY: return "activity";
+	case FLASH_REC_SKU:      return "sku";
+	default:                 return unknown;
+	}
+}
+
 const char *wal_rcname(int rc)
 {
 	for (size_t i = 0; i < sizeof wal_codes / sizeof wal_codes[0]; i++)

@@ -106,6 +106,10 @@ const char *wal_strerror(int rc);
 /* The symbolic name of a WAL_* code ("WAL_ECRC"). */
 const char *wal_rcname(int rc);
 
+/* The name of a flash_record type ("order", "cancel", "restock",
+ * "activity", "sku"), or @p unknown for any other value. */
+const char *wal_rec_type_name(uint16_t type, const char *unknown);
+
 #define WAL_FILE_HDR_BYTES   64u
 #define WAL_FRAME_HDR_BYTES  32u
 #define WAL_F_COMMIT         0x1u  /* frame flag: first frame of a group commit (see above) */

@@ -62,18 +62,6 @@ struct wal_dump {
 	uint64_t n;
 };
 
-static const char *wal_rec_type(uint16_t t)
-{
-	switch (t) {
-	case FLASH_REC_ORDER:    return "order";
-	case FLASH_REC_CANCEL:   return "cancel";
-	case FLASH_REC_RESTOCK:  return "restock";
-	case FLASH_REC_ACTIVITY: return "activity";
-	case FLASH_REC_SKU:      return "sku";
-	default:                 return "?";
-	}
-}
-
 static int wal_dump_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
 {
 	struct wal_dump *d = arg;
@@ -81,7 +69,7 @@ static int wal_dump_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 		struct wal_rec r;
 		memcpy(&r, p, sizeof r);
 		printf("%" PRIu64 " %s slot=%u seq=%" PRIu64 " activity=%u sku=%u qty=%u order=%" PRIu64
-		       " user=%" PRIu64 " value=%" PRId64 "\n", lsn, wal_rec_type(r.wr_rec.type),
+		       " user=%" PRIu64 " value=%" PRId64 "\n", lsn, wal_rec_type_name(r.wr_rec.type, "?"),
 		       r.wr_rec.slot, r.wr_seq, r.wr_rec.activity_id, r.wr_rec.sku_id, r.wr_rec.qty,
 		       r.wr_rec.order_no, r.wr_rec.user_id, r.wr_rec.value);
 	} else {
