@@ -372,25 +372,8 @@ struct flash {
 /* util.c */
 int64_t fs_now_ns(void);         /* CLOCK_REALTIME */
 uint64_t fs_mono_ms(void);       /* CLOCK_MONOTONIC */
-
-/* splitmix64's finalizer: a bijection of 64-bit words with full avalanche.
- * Inline with fs_hash: an order hashes a dozen keys (prefetches, probes,
- * its shard), and as calls through the PIC library's PLT they cost more
- * than the arithmetic. */
-static inline uint64_t fs_mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-static inline uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c)
-{
-	return fs_mix64(a ^ fs_mix64(b ^ fs_mix64(c + 0x9e3779b97f4a7c15ull)));
-}
+uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c);
+uint64_t fs_mix64(uint64_t x);
 uint64_t fs_fnv(const void *p, size_t n);
 int fs_check_slot(const flash_t *h, uint32_t slot);
 
