@@ -440,7 +440,6 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 
 /* ring.c */
 int fs_ring_space(flash_t *h);
-void fs_ring_publish(flash_t *h);
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos);
 int fs_sync_wait(flash_t *h, uint32_t pos, uint32_t wait_ms);
 int fs_token_move(flash_t *h, uint32_t idx, uint64_t id, uint64_t from, uint64_t to);

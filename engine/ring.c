@@ -118,12 +118,6 @@ static void ring_publish_at(flash_t *h, unsigned int p)
 	ck_pr_store_uint(&ring_of(h, slot)->p_tail, p + 1);
 }
 
-/* The commit point of the journal's operation: ticket, then publish. */
-void fs_ring_publish(flash_t *h)
-{
-	ring_publish_at(h, ck_pr_load_uint(&ring_of(h, (uint32_t)h->slot)->p_tail));
-}
-
 /*
  * The commit point of the operation in the handle's journal.  Normally: note
  * the ring position, phase PUBLISH, publish the record at that position --
