@@ -498,6 +498,19 @@ static inline int fs_sku_range(const flash_t *h, const struct fs_sku *s, uint32_
 	return *n > 0 && *n <= FLASH_SHARDS_MAX && *base < h->shard_cap && *n <= h->shard_cap - *base;
 }
 
+/*
+ * Which refusals of an order leave its token live and its request id
+ * unrecorded?  Those for the engine's capacity, which say nothing about the
+ * order: the ring is full (FLASH_EBUSY), a table is full (FLASH_EFULL), an
+ * index is corrupt (FLASH_ECORRUPT); a retry of the same request with the
+ * same token is judged afresh.  Every other refusal (window, limit, stock)
+ * burns the token, as GETDEL does, and is remembered for the request id.
+ */
+static inline int fs_refusal_keeps(int rc)
+{
+	return rc == FLASH_EBUSY || rc == FLASH_EFULL || rc == FLASH_ECORRUPT;
+}
+
 static inline uint64_t fs_next_seq(flash_t *h)
 {
 	uint64_t s = h->me->seq + 1;

@@ -117,7 +117,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		FS_CRASH("order_undo", 3);
 		if (ri <= h->req_mask) {
 			struct fs_kent *e = &h->req[ri];
-			int keep = !crashed && rc != FLASH_EFULL && rc != FLASH_EBUSY && rc != FLASH_ECORRUPT;
+			int keep = !crashed && !fs_refusal_keeps(rc);
 
 			/* Recording the outcome makes it visible (a retry reads it):
 			 * from the mark on, a recoverer finishes this rollback as

@@ -212,19 +212,6 @@ void fs_token_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 }
 
 /*
- * Which refusals of an order leave its token live?  Those for the engine's
- * capacity, which say nothing about the order: the ring is full (FLASH_EBUSY),
- * a table is full (FLASH_EFULL), an index is corrupt (FLASH_ECORRUPT).  The
- * same refusals leave a request id unrecorded (order.c), so a retry of the
- * same request with the same token is judged afresh.  Every other refusal
- * (window, limit, stock) burns the token, as GETDEL does.
- */
-static int token_refusal_keeps(int rc)
-{
-	return rc == FLASH_EBUSY || rc == FLASH_EFULL || rc == FLASH_ECORRUPT;
-}
-
-/*
  * The token part of an order rolled back before its commit point.
  * @p crashed: the order's process died before deciding; the token is live
  * again (fs_token_recover).  Otherwise the failure path with outcome @p rc
@@ -254,7 +241,7 @@ void fs_token_unwind(flash_t *h, struct fs_journal *j, uint32_t slot, int crashe
 	}
 	if (st != pend)
 		return;
-	if (token_refusal_keeps(rc)) {
+	if (fs_refusal_keeps(rc)) {
 		fs_token_move(h, ti, id, pend, FS_MK(FS_K_FREE, 0));
 		return;
 	}
