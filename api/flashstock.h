@@ -37,7 +37,10 @@
  *    which every flash_open() also runs.  Units, quota and tokens held by a
  *    dead operation return exactly once.
  *  - Every call returns 0 (FLASH_OK) or a negative FLASH_E* code; there is no
- *    global errno.  Output parameters are written only on success unless the
+ *    global errno.  The codes are one space for the whole project: -1..-39
+ *    the engine, -40..-49 the MySQL applier, -100..-129 the WAL, -130..-149
+ *    snapshots; flash_strerror() and flash_rcname() name every one, so a
+ *    value means one outcome wherever it was returned (test error_space).  Output parameters are written only on success unless the
  *    function says otherwise.  Ids are nonzero: an id of 0 (activity, sku,
  *    user, order number) is FLASH_EINVAL, an unknown nonzero one
  *    FLASH_ENOT_FOUND.
@@ -109,6 +112,39 @@ extern "C" {
 #define FLASH_EMYSQL         -41   /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG  -42   /* bad MySQL URL or option file, or access denied */
 #define FLASH_EMYSQL_GAP     -43   /* records missing between the applied LSN and a batch */
+
+/* -100 .. -129: the write-ahead log (persist/wal.h calls them WAL_E*: WAL_ECRC
+ * is FLASH_EWAL_CRC).  `flashstock wal verify` and the daemon report them. */
+#define FLASH_EWAL_ZERO_LEN    -101   /* frame length 0 in a header that is not all zero, or data after it */
+#define FLASH_EWAL_SHORT       -102   /* frame length shorter than its type's payload */
+#define FLASH_EWAL_PAST_END    -103   /* frame (or its header) runs past the end of the file */
+#define FLASH_EWAL_LONG        -104   /* frame length above the maximum */
+#define FLASH_EWAL_MAGIC       -105   /* WAL file header: bad magic */
+#define FLASH_EWAL_FILE_HDR    -106   /* WAL file header: bad version, size, CRC, or start LSN != its name */
+#define FLASH_EWAL_CRC         -107   /* frame CRC-32C mismatch */
+#define FLASH_EWAL_LSN         -108   /* frame LSN is not the previous one + 1 */
+#define FLASH_EWAL_PREV        -109   /* frame prev_lsn is not lsn - 1 */
+#define FLASH_EWAL_GAP         -110   /* WAL files not contiguous, or the requested LSN is gone */
+#define FLASH_EWAL_NOTTAIL     -111   /* a bad frame that is not a torn tail: corruption */
+#define FLASH_EWAL_TORN        -112   /* the last WAL file does not end cleanly */
+#define FLASH_EWAL_FAILED      -113   /* the WAL failed earlier (sticky) */
+#define FLASH_EWAL_IO          -114   /* a system call failed */
+#define FLASH_EWAL_INVAL       -115   /* bad argument */
+#define FLASH_EWAL_NOMEM       -116   /* out of memory */
+#define FLASH_EWAL_STOPPED     -117   /* replay: the callback stopped it */
+#define FLASH_EWAL_BUSY        -118   /* another writer holds the WAL directory */
+#define FLASH_EWAL_TYPE        -119   /* a well-framed frame of an unknown type */
+#define FLASH_EWAL_IDENT       -120   /* the WAL's files belong to another segment incarnation */
+/* -130 .. -149: snapshots (persist/snapshot.h calls them SNAP_E*) */
+#define FLASH_ESNAP_IO         -131   /* a system call failed */
+#define FLASH_ESNAP_CORRUPT    -132   /* snapshot file: bad magic, version, size, offsets or CRC */
+#define FLASH_ESNAP_NOENT      -133   /* no (valid) snapshot */
+#define FLASH_ESNAP_GAP        -134   /* the WAL does not continue the snapshot */
+#define FLASH_ESNAP_NOMEM      -135   /* out of memory */
+#define FLASH_ESNAP_INVAL      -136   /* bad argument */
+#define FLASH_ESNAP_FAILED     -137   /* snapshots failed earlier (sticky) */
+#define FLASH_ESNAP_SEGMENT    -138   /* the segment or shadow refused */
+#define FLASH_ESNAP_NOTEMPTY   -139   /* recover: the segment exists and is not empty */
 
 /**
  * Describe a result code.

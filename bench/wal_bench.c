@@ -75,7 +75,7 @@ static wal_t *fresh(const char *dir, const char *sub, uint64_t seg, char *path, 
 	wal_t *w;
 	int rc = wal_open(path, &o, &w);
 	if (rc != WAL_OK) {
-		fprintf(stderr, "wal_bench: wal_open %s: %s (%s)\n", path, wal_strerror(rc), strerror(errno));
+		fprintf(stderr, "wal_bench: wal_open %s: %s (%s)\n", path, flash_strerror(rc), strerror(errno));
 		exit(1);
 	}
 	return w;
@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 		uint64_t el = now_ns() - t0;
 		for (int i = 0; i < threads; i++)
 			if (a[i].rc != WAL_OK) {
-				fprintf(stderr, "wal_bench: submit: %s\n", wal_strerror(a[i].rc));
+				fprintf(stderr, "wal_bench: submit: %s\n", flash_strerror(a[i].rc));
 				return 1;
 			}
 		wal_stats_get(w, &s);
@@ -303,7 +303,7 @@ int main(int argc, char **argv)
 		pthread_join(cm, NULL);
 		uint64_t el = now_ns() - t0;
 		if (c.rc != WAL_OK) {
-			fprintf(stderr, "wal_bench: drain: %s\n", wal_strerror(c.rc));
+			fprintf(stderr, "wal_bench: drain: %s\n", flash_strerror(c.rc));
 			return 1;
 		}
 		wal_stats_get(w, &s);
@@ -334,7 +334,7 @@ int main(int argc, char **argv)
 		uint64_t el = now_ns() - t0;
 		if (rc != WAL_OK || rep.frames != drained) {
 			fprintf(stderr, "wal_bench: replay: %s, %" PRIu64 " frames of %" PRIu64 "\n",
-			        wal_strerror(rc), rep.frames, drained);
+			        flash_strerror(rc), rep.frames, drained);
 			return 1;
 		}
 		printf("replay: %" PRIu64 " records from %" PRIu64 " files in %.3f s = %.0f records/s (checksum %" PRIu64 ")\n",

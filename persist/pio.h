@@ -12,6 +12,12 @@
  * (relaxed atomic pointer loads).  A test that swaps an entry back must make
  * sure no thread is still inside the replaced function before freeing
  * anything that function uses.
+ *
+ * Results: each entry keeps its system call's own convention (-1 with errno
+ * set, or a byte count).  That convention ends at its caller: no function of
+ * persist/ passes a pio result on as a result code; the WAL turns a failure
+ * into FLASH_EWAL_IO, the snapshotter into FLASH_ESNAP_IO, each with the
+ * errno in its message, so -1 only ever means FLASH_ESOLD_OUT to a caller.
  */
 #ifndef FLASH_PIO_H
 #define FLASH_PIO_H

@@ -60,7 +60,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	int rc = snap_list(dir, &lsns, &nsnap);
 	if (rc != SNAP_OK) {
 		c->err_no = errno;
-		snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s: %.400s", dir, snap_strerror(rc),
+		snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s: %.400s", dir, flash_strerror(rc),
 		         strerror(c->err_no));
 		return c->verdict = REBUILD_EIO;
 	}
@@ -75,7 +75,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		}
 		if (rc != SNAP_OK) {
 			c->err_no = errno;
-			snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s", dir, snap_strerror(rc));
+			snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s", dir, flash_strerror(rc));
 			return c->verdict = REBUILD_EIO;
 		}
 		c->snap_lsn = f.sf_hdr->sh_lsn;
@@ -89,7 +89,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	char miss[64];
 	if (rc == WAL_EIO || rc == WAL_ENOMEM || rc == WAL_EINVAL) {
 		c->err_no = rep->err_no;
-		snprintf(c->msg, sizeof c->msg, "WAL %.400s unreadable: %.400s%s%s", dir, wal_strerror(rc),
+		snprintf(c->msg, sizeof c->msg, "WAL %.400s unreadable: %.400s%s%s", dir, flash_strerror(rc),
 		         rep->err_no ? ": " : "", rep->err_no ? strerror(rep->err_no) : "");
 		return c->verdict = REBUILD_EIO;
 	}
@@ -144,7 +144,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 			         "..%" PRIu64 ") are not vouched for either", rep->after_frames,
 			         rep->after_first_lsn, rep->after_last_lsn);
 		snprintf(c->msg, sizeof c->msg, "torn tail at LSN %" PRIu64 " (%.400s at %.400s offset %" PRIu64
-		         "): no later commit vouches for it%s", rep->bad_lsn, wal_rcname(rep->stop),
+		         "): no later commit vouches for it%s", rep->bad_lsn, flash_rcname(rep->stop),
 		         rep->file, rep->offset, after);
 		return c->verdict = REBUILD_TORN;
 	}
@@ -159,7 +159,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		         rep->after_last_lsn);
 	snprintf(c->msg, sizeof c->msg, "WAL %.400s is corrupt: first bad LSN %" PRIu64 " (%.400s: %.400s, at %.400s "
 	         "offset %" PRIu64 "); %" PRIu64 " valid records follow%s; not a torn tail: %.400s", dir,
-	         rep->bad_lsn, wal_rcname(rep->stop), wal_strerror(rep->stop), rep->file, rep->offset,
+	         rep->bad_lsn, flash_rcname(rep->stop), flash_strerror(rep->stop), rep->file, rep->offset,
 	         rep->after_frames, follow, why);
 	return c->verdict = REBUILD_CORRUPT;
 }
@@ -298,7 +298,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			                        lockheld ? WAL_REPLAY_LOCKED : 0, &cr);
 			if (wrc != WAL_OK) {
 				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: cutting WAL %s after LSN %"
-				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, wal_strerror(wrc),
+				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, flash_strerror(wrc),
 				       cr.err_no ? ": " : "", cr.err_no ? strerror(cr.err_no) : "");
 				r->flash_rc = FLASH_ESYS;
 				r->wal_rc = wrc;
@@ -680,7 +680,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	if (wrc != WAL_OK) {
 		if (wrc != WAL_ESTOPPED) {
 			snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
-			       "offset %" PRIu64, o->wal_dir, wal_rcname(rep.stop), rep.file, rep.offset);
+			       "offset %" PRIu64, o->wal_dir, flash_rcname(rep.stop), rep.file, rep.offset);
 			r->flash_rc = FLASH_ECORRUPT;
 			r->wal_rc = wrc;
 		} else if (r->flash_rc == FLASH_EFULL) {

@@ -1099,7 +1099,7 @@ int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FIL
 	if (o->wal_dir) {
 		int wrc = 0;
 		if ((rc = flash_fold_new(&f)) || (rc = flash_fold_wal(f, o->wal_dir, &wrc))) {
-			fprintf(err, "reconcile: WAL %s: %s (%s)\n", o->wal_dir, flash_strerror(rc), wal_strerror(wrc));
+			fprintf(err, "reconcile: WAL %s: %s (%s)\n", o->wal_dir, flash_strerror(rc), flash_strerror(wrc));
 			goto out;
 		}
 	}

@@ -448,7 +448,7 @@ static int fold_to(flash_fold_t *f, const char *dir, uint64_t lsn, FILE *err)
 	if (lsn)
 		rc = flash_fold_wal_upto(f, dir, lsn, &wrc);
 	if (rc) {
-		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), wal_strerror(wrc));
+		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));
 		return -1;
 	}
 	if (flash_fold_lsn(f) < lsn) {
@@ -479,7 +479,7 @@ static int64_t segment_check(flash_t *h, flash_fold_t *f, const char *dir, FILE 
 	int wrc = WAL_OK;
 	int rc = flash_fold_wal_upto(f, dir, 0, &wrc);
 	if (rc) {
-		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), wal_strerror(wrc));
+		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));
 		return -1;
 	}
 	struct flash_reconcile_report rep;

@@ -285,7 +285,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 		return serve_refuse(s);
 	}
 	if (rc != WAL_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, wal_strerror(rc),
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
 		          strerror(errno));
 		s->sv_st->wal_rc = rc;
 		return -1;
@@ -359,7 +359,7 @@ static int serve_open_wal(struct serve *s)
 		           rc == WAL_ETYPE;
 		if (!torn) {
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
-			          "%s%s)", o->wal_dir, wal_strerror(rc), wal_rcname(rep.stop), rep.file,
+			          "%s%s)", o->wal_dir, flash_strerror(rc), flash_rcname(rep.stop), rep.file,
 			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? strerror(rep.err_no) : "");
 			if (rc == WAL_ENOTTAIL)
 				serve_log(s, SERVE_LOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
@@ -369,7 +369,7 @@ static int serve_open_wal(struct serve *s)
 			return -1;
 		}
 		serve_log(s, SERVE_LOG_WARN, "WAL torn tail cut: %s at %s offset %" PRIu64 ", %" PRIu64
-		          " bytes dropped, %u later files removed", wal_rcname(rc), rep.file, rep.offset,
+		          " bytes dropped, %u later files removed", flash_rcname(rc), rep.file, rep.offset,
 		          rep.truncated_bytes, rep.files_removed);
 	}
 	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
@@ -400,8 +400,8 @@ static int serve_open_wal(struct serve *s)
 		wo.segment_bytes = o->wal_segment_bytes;
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
 	if (rc != WAL_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, wal_strerror(rc),
-		          rc == WAL_EIO ? strerror(errno) : wal_rcname(rc));
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
+		          rc == WAL_EIO ? strerror(errno) : flash_rcname(rc));
 		s->sv_st->wal_rc = rc;
 		return rc == WAL_EIDENT || rc == WAL_EBUSY ? serve_refuse(s) : -1;
 	}
@@ -739,7 +739,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		};
 		rc = snap_thread_start(&so, &s.sv_snap);
 		if (rc != SNAP_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "snapshot thread: %s", snap_strerror(rc));
+			serve_log(&s, SERVE_LOG_ERROR, "snapshot thread: %s", flash_strerror(rc));
 			st->flash_rc = FLASH_ESYS;
 			goto out;
 		}

@@ -71,14 +71,14 @@ static int fold_to(struct serve_recon *r, flash_fold_t **f, uint64_t lsn)
 	if (lsn == 0 || flash_fold_lsn(*f) == lsn)
 		return FLASH_OK;
 	if (r->r_o.wal_dir && (rc = flash_fold_start(*f, r->r_o.wal_dir, lsn, &wrc)) != FLASH_OK) {
-		rlog(r, SERVE_LOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), wal_strerror(wrc));
+		rlog(r, SERVE_LOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		return rc;
 	}
 	if (flash_fold_lsn(*f) == lsn)
 		return FLASH_OK;
 	rc = flash_fold_wal_live(*f, r->r_o.wal, lsn, &wrc);
 	if (rc) {
-		rlog(r, SERVE_LOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), wal_strerror(wrc));
+		rlog(r, SERVE_LOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		return rc;
 	}
 	if (flash_fold_lsn(*f) != lsn) {

@@ -34,23 +34,6 @@
  * 1. Codes and names
  * ------------------------------------------------------------------------ */
 
-const char *snap_strerror(int rc)
-{
-	switch (rc) {
-	case SNAP_OK:        return "ok";
-	case SNAP_EIO:       return "snapshot I/O error";
-	case SNAP_ECORRUPT:  return "snapshot file corrupt (magic, version, size, offsets or CRC)";
-	case SNAP_ENOENT:    return "no valid snapshot";
-	case SNAP_EGAP:      return "the WAL does not continue the snapshot (records missing between them)";
-	case SNAP_ENOMEM:    return "out of memory";
-	case SNAP_EINVAL:    return "bad argument";
-	case SNAP_EFAILED:   return "snapshots failed earlier and are off";
-	case SNAP_ESEGMENT:  return "the segment refused the snapshot";
-	case SNAP_ENOTEMPTY: return "the segment exists and is not empty";
-	default:             return "unknown snapshot code";
-	}
-}
-
 void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...)
 {
 	if (log == NULL)
@@ -322,7 +305,7 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 			break;
 		}
 		snap_logf(log, log_arg, SERVE_LOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
-		          path, snap_strerror(frc), frc == SNAP_EIO ? ": " : "",
+		          path, flash_strerror(frc), frc == SNAP_EIO ? ": " : "",
 		          frc == SNAP_EIO ? strerror(errno) : "");
 	}
 	free(lsns);
@@ -566,7 +549,7 @@ static int snap_init(snap_t *s)
 			return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
 			                 flash_strerror(frc));
 	} else {
-		return snap_fail(s, rc, "snapshot: listing %s: %s", o->wal_dir, snap_strerror(rc));
+		return snap_fail(s, rc, "snapshot: listing %s: %s", o->wal_dir, flash_strerror(rc));
 	}
 	s->s_made = 1;
 	/* Mapped by our handle only: drop the name at once, so the shadow
@@ -650,7 +633,7 @@ static int snap_catch_up(snap_t *s)
 	if (s->s_cb_rc != SNAP_OK || rc != WAL_OK) {
 		int why = s->s_cb_rc != SNAP_OK ? s->s_cb_rc : rc == WAL_EGAP ? SNAP_EGAP : SNAP_EIO;
 		return snap_fail(s, why, "snapshot: the shadow cannot follow the WAL after LSN %" PRIu64
-		                 ": %s (WAL: %s)", s->s_lsn, snap_strerror(why), wal_strerror(rc));
+		                 ": %s (WAL: %s)", s->s_lsn, flash_strerror(why), flash_strerror(rc));
 	}
 	snap_publish(s);
 	return SNAP_OK;
@@ -701,7 +684,7 @@ static int snap_remove_wal(snap_t *s)
 	}
 	if (rc != WAL_OK)
 		return snap_fail(s, SNAP_EIO, "snapshot: removing WAL files up to LSN %" PRIu64 ": %s (%s)",
-		                 cover, wal_strerror(rc), strerror(errno));
+		                 cover, flash_strerror(rc), strerror(errno));
 	s->s_cover = cover;
 	return SNAP_OK;
 }
@@ -726,7 +709,7 @@ static int snap_take(snap_t *s)
 	 * slot as alive; flash_seg_restore() frees every slot. */
 	int rc = snap_write(s->s_o.wal_dir, s->s_lsn, &s->s_opts, fv, fn, img, len, err, sizeof err);
 	if (rc != SNAP_OK)
-		return snap_fail(s, rc, "%s", rc == SNAP_EIO ? err : snap_strerror(rc));
+		return snap_fail(s, rc, "%s", rc == SNAP_EIO ? err : flash_strerror(rc));
 	s->s_snaps[0] = s->s_snaps[1];
 	s->s_snaps[1] = s->s_lsn;
 	s->s_bytes = 0;

@@ -66,18 +66,17 @@
 #include "wal.h"
 
 #define SNAP_OK          0
-#define SNAP_EIO        -1   /* a system call failed (message in the stats / log) */
-#define SNAP_ECORRUPT   -2   /* snapshot file: bad magic, version, size, offsets or CRC */
-#define SNAP_ENOENT     -3   /* no (valid) snapshot */
-#define SNAP_EGAP       -4   /* the WAL does not continue the snapshot (first LSN > its LSN + 1,
+#define SNAP_EIO       FLASH_ESNAP_IO   /* a system call failed (message in the stats / log) */
+#define SNAP_ECORRUPT  FLASH_ESNAP_CORRUPT/* snapshot file: bad magic, version, size, offsets or CRC */
+#define SNAP_ENOENT    FLASH_ESNAP_NOENT/* no (valid) snapshot */
+#define SNAP_EGAP      FLASH_ESNAP_GAP  /* the WAL does not continue the snapshot (first LSN > its LSN + 1,
                                 or the WAL ends before it) */
-#define SNAP_ENOMEM     -5
-#define SNAP_EINVAL     -6
-#define SNAP_EFAILED    -7   /* snapshots failed earlier (sticky) */
-#define SNAP_ESEGMENT   -8   /* the segment or shadow refused (flash_* code logged) */
-#define SNAP_ENOTEMPTY  -9   /* recover: the segment exists and is not empty */
+#define SNAP_ENOMEM    FLASH_ESNAP_NOMEM
+#define SNAP_EINVAL    FLASH_ESNAP_INVAL
+#define SNAP_EFAILED   FLASH_ESNAP_FAILED/* snapshots failed earlier (sticky) */
+#define SNAP_ESEGMENT  FLASH_ESNAP_SEGMENT/* the segment or shadow refused (flash_* code logged) */
+#define SNAP_ENOTEMPTY FLASH_ESNAP_NOTEMPTY/* recover: the segment exists and is not empty */
 
-const char *snap_strerror(int rc);
 
 #define SNAP_MAGIC      0x3130504e53534653ull   /* "FSSNSP01" */
 #define SNAP_VERSION    1u

@@ -2,7 +2,8 @@
  * wal.c -- the write-ahead log (see wal.h for the format and the contract).
  *
  * Divisions:
- *   1. Codes and encoding      wal_strerror, frame/file header encode and check
+ *   1. Encoding                record type names, frame/file header encode and check (the
+ *                              WAL_E* codes are FLASH_EWAL_*: api/flashstock.c names them)
  *   2. Files                   names, listing, creating the next file
  *   3. Scanning one file       the frame verifier shared by open and replay
  *   4. Appending               wal_append, the leader's batch write, wal_sync
@@ -39,45 +40,8 @@ _Static_assert(sizeof(struct flash_record) == 64, "flash_record is 64 bytes");
 _Static_assert(sizeof(struct wal_rec) == 72, "wal_rec is 72 bytes");
 
 /* ------------------------------------------------------------------------
- * 1. Codes and encoding
+ * 1. Encoding
  * ------------------------------------------------------------------------ */
-
-static const struct {
-	int         rc;
-	const char *name;
-	const char *text;
-} wal_codes[] = {
-	{ WAL_OK,        "WAL_OK",        "success" },
-	{ WAL_EZERO_LEN, "WAL_EZERO_LEN", "frame length 0 where data follows" },
-	{ WAL_ESHORT,    "WAL_ESHORT",    "frame length shorter than its type requires" },
-	{ WAL_EPAST_END, "WAL_EPAST_END", "frame runs past the end of the file" },
-	{ WAL_ELONG,     "WAL_ELONG",     "frame length above the maximum" },
-	{ WAL_EMAGIC,    "WAL_EMAGIC",    "WAL file header: bad magic" },
-	{ WAL_EFILE_HDR, "WAL_EFILE_HDR", "WAL file header: bad version, size, checksum or start LSN" },
-	{ WAL_ECRC,      "WAL_ECRC",      "frame CRC-32C mismatch" },
-	{ WAL_ELSN,      "WAL_ELSN",      "frame LSN not consecutive" },
-	{ WAL_EPREV,     "WAL_EPREV",     "frame previous-LSN does not match" },
-	{ WAL_EGAP,      "WAL_EGAP",      "WAL files not contiguous, or the requested LSN is gone" },
-	{ WAL_ENOTTAIL,  "WAL_ENOTTAIL",  "bad frame that is not a torn tail (a later commit or WAL file "
-	                                  "vouches for it): corruption, not truncated" },
-	{ WAL_ETORN,     "WAL_ETORN",     "last WAL file has a torn tail: replay with truncation first" },
-	{ WAL_EFAILED,   "WAL_EFAILED",   "the WAL failed earlier (write or fdatasync); nothing more is durable" },
-	{ WAL_EIO,       "WAL_EIO",       "a system call failed" },
-	{ WAL_EINVAL,    "WAL_EINVAL",    "invalid argument" },
-	{ WAL_ENOMEM,    "WAL_ENOMEM",    "out of memory" },
-	{ WAL_ESTOPPED,  "WAL_ESTOPPED",  "replay stopped by its callback" },
-	{ WAL_EBUSY,     "WAL_EBUSY",     "the WAL directory is locked by another writer" },
-	{ WAL_ETYPE,     "WAL_ETYPE",     "frame of an unknown type" },
-	{ WAL_EIDENT,    "WAL_EIDENT",    "the WAL belongs to another segment incarnation" },
-};
-
-const char *wal_strerror(int rc)
-{
-	for (size_t i = 0; i < sizeof wal_codes / sizeof wal_codes[0]; i++)
-		if (wal_codes[i].rc == rc)
-			return wal_codes[i].text;
-	return "unknown WAL result code";
-}
 
 const char *wal_rec_type_name(uint16_t type, const char *unknown)
 {
@@ -89,14 +53,6 @@ const char *wal_rec_type_name(uint16_t type, const char *unknown)
 	case FLASH_REC_SKU:      return "sku";
 	default:                 return unknown;
 	}
-}
-
-const char *wal_rcname(int rc)
-{
-	for (size_t i = 0; i < sizeof wal_codes / sizeof wal_codes[0]; i++)
-		if (wal_codes[i].rc == rc)
-			return wal_codes[i].name;
-	return "WAL_E?";
 }
 
 static const char wal_magic[8] = { 'F', 'S', 'W', 'A', 'L', 'S', 'E', 'G' };

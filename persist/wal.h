@@ -77,34 +77,30 @@
 #include "flashstock.h"
 
 #define WAL_OK            0
-#define WAL_EZERO_LEN    -1   /* frame length 0 in a header that is not all zero, or data after it */
-#define WAL_ESHORT       -2   /* frame length shorter than its type's payload */
-#define WAL_EPAST_END    -3   /* frame (or its header) runs past the end of the file */
-#define WAL_ELONG        -4   /* frame length above WAL_PAYLOAD_MAX */
-#define WAL_EMAGIC       -5   /* file header: bad magic */
-#define WAL_EFILE_HDR    -6   /* file header: bad version, size, CRC, or start LSN != its name */
-#define WAL_ECRC         -7   /* frame CRC-32C mismatch */
-#define WAL_ELSN         -8   /* frame LSN is not the previous one + 1 */
-#define WAL_EPREV        -9   /* frame prev_lsn is not lsn - 1 */
-#define WAL_EGAP        -10   /* a file does not start where the previous one ended, or from_lsn is gone */
-#define WAL_ENOTTAIL    -11   /* replay: a bad frame that is not a torn tail (valid frames follow it,
+#define WAL_EZERO_LEN  FLASH_EWAL_ZERO_LEN/* frame length 0 in a header that is not all zero, or data after it */
+#define WAL_ESHORT     FLASH_EWAL_SHORT /* frame length shorter than its type's payload */
+#define WAL_EPAST_END  FLASH_EWAL_PAST_END/* frame (or its header) runs past the end of the file */
+#define WAL_ELONG      FLASH_EWAL_LONG  /* frame length above WAL_PAYLOAD_MAX */
+#define WAL_EMAGIC     FLASH_EWAL_MAGIC /* file header: bad magic */
+#define WAL_EFILE_HDR  FLASH_EWAL_FILE_HDR/* file header: bad version, size, CRC, or start LSN != its name */
+#define WAL_ECRC       FLASH_EWAL_CRC   /* frame CRC-32C mismatch */
+#define WAL_ELSN       FLASH_EWAL_LSN   /* frame LSN is not the previous one + 1 */
+#define WAL_EPREV      FLASH_EWAL_PREV  /* frame prev_lsn is not lsn - 1 */
+#define WAL_EGAP       FLASH_EWAL_GAP   /* a file does not start where the previous one ended, or from_lsn is gone */
+#define WAL_ENOTTAIL   FLASH_EWAL_NOTTAIL/* replay: a bad frame that is not a torn tail (valid frames follow it,
                                  or it is before the last file), or a gap after the first file:
                                  corruption, not truncated */
-#define WAL_ETORN       -12   /* open: the last file does not end cleanly; replay with WAL_REPLAY_TRUNCATE */
-#define WAL_EFAILED     -13   /* the WAL failed earlier (sticky); see wal_failure() */
-#define WAL_EIO         -14   /* open/replay: a system call failed (errno in the report) */
-#define WAL_EINVAL      -15   /* bad argument */
-#define WAL_ENOMEM      -16   /* out of memory */
-#define WAL_ESTOPPED    -17   /* replay: the callback returned nonzero */
-#define WAL_EBUSY       -18   /* another wal_t (or a truncating replay) holds the directory */
-#define WAL_ETYPE       -19   /* a well-framed frame (CRC, LSN, prev-LSN valid) of a type this
+#define WAL_ETORN      FLASH_EWAL_TORN  /* open: the last file does not end cleanly; replay with WAL_REPLAY_TRUNCATE */
+#define WAL_EFAILED    FLASH_EWAL_FAILED/* the WAL failed earlier (sticky); see wal_failure() */
+#define WAL_EIO        FLASH_EWAL_IO    /* open/replay: a system call failed (errno in the report) */
+#define WAL_EINVAL     FLASH_EWAL_INVAL /* bad argument */
+#define WAL_ENOMEM     FLASH_EWAL_NOMEM /* out of memory */
+#define WAL_ESTOPPED   FLASH_EWAL_STOPPED/* replay: the callback returned nonzero */
+#define WAL_EBUSY      FLASH_EWAL_BUSY  /* another wal_t (or a truncating replay) holds the directory */
+#define WAL_ETYPE      FLASH_EWAL_TYPE  /* a well-framed frame (CRC, LSN, prev-LSN valid) of a type this
                                  version does not know (0, or above WAL_T_MAX) */
-#define WAL_EIDENT      -20   /* the WAL's files belong to another segment incarnation */
+#define WAL_EIDENT     FLASH_EWAL_IDENT /* the WAL's files belong to another segment incarnation */
 
-/* A static description of a WAL_* code; never NULL. */
-const char *wal_strerror(int rc);
-/* The symbolic name of a WAL_* code ("WAL_ECRC"). */
-const char *wal_rcname(int rc);
 
 /* The name of a flash_record type ("order", "cancel", "restock",
  * "activity", "sku"), or @p unknown for any other value. */

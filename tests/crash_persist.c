@@ -477,12 +477,12 @@ static void dead_daemon(struct wcase *c, uint32_t n)
 	wal_opts_default(&wo);
 	wo.segment_bytes = WAL_SEG;
 	if ((rc = wal_open(c->dir, &wo, &w)) != WAL_OK)
-		die("wal_open", wal_rcname(rc));
+		die("wal_open", flash_rcname(rc));
 	must(flash_ring_drain(cons, dead_daemon_cb, w, n, &d), "drain");
 	if (d != n)
 		die("dead daemon", "drained fewer records than asked");
 	if ((rc = wal_close(w)) != WAL_OK)
-		die("wal_close", wal_rcname(rc));
+		die("wal_close", flash_rcname(rc));
 	flash_close(cons);
 }
 
@@ -513,7 +513,7 @@ static void w_setup(struct wcase *c, int after_dead)
 	serve_opts_for(&o, c);
 	rc = serve_run(&o, &st);
 	if (rc != 0)
-		die("first daemon", wal_rcname(st.wal_rc));
+		die("first daemon", flash_rcname(st.wal_rc));
 	/* then more than one WAL file of records waits in the rings */
 	in_rings = frames_per_file() + 4;
 	for (uint64_t i = 0; i + 2 < in_rings; i++)
@@ -565,7 +565,7 @@ static void w_check(struct wcase *c)
 	/* -- before the restart: what the crash left -- */
 	rc = frames_read(c->dir, &pre);
 	CHECK(rc == WAL_OK, "WAL after the crash: %s (a process crash never tears a frame)",
-	      wal_rcname(rc));
+	      flash_rcname(rc));
 	CHECK(pre.bad_type == 0, "%d frames of another type", pre.bad_type);
 	for (int k = 0; k < NBUY; k++) {
 		c->mark[k] = ck_pr_load_64(&c->h[k]->proc[c->slot[k]].cons_seq);
@@ -582,14 +582,14 @@ static void w_check(struct wcase *c)
 	/* -- the restart, as the daemon starts -- */
 	serve_opts_for(&o, c);
 	rc = serve_run(&o, &st);
-	CHECK(rc == 0, "restart: serve_run %d (wal %s, flash %s)", rc, wal_rcname(st.wal_rc),
+	CHECK(rc == 0, "restart: serve_run %d (wal %s, flash %s)", rc, flash_rcname(st.wal_rc),
 	      flash_rcname(st.flash_rc));
 	CHECK(st.records + st.skipped == pending, "restart wrote %" PRIu64 " and skipped %" PRIu64
 	      " records; %" PRIu64 " were not marked durable", st.records, st.skipped, pending);
 
 	/* -- after: every record exactly once, no gap, the old frames kept -- */
 	rc = frames_read(c->dir, &post);
-	CHECK(rc == WAL_OK, "WAL after the restart: %s", wal_rcname(rc));
+	CHECK(rc == WAL_OK, "WAL after the restart: %s", flash_rcname(rc));
 	CHECK(post.n == emitted, "WAL holds %zu records, %" PRIu64 " were emitted", post.n, emitted);
 	CHECK(post.n == pre.n + st.records, "WAL grew from %zu by %zu, the restart wrote %" PRIu64,
 	      pre.n, post.n - pre.n, st.records);
@@ -641,7 +641,7 @@ static void w_check(struct wcase *c)
 		wal_opts_default(&wo);
 		wo.segment_bytes = WAL_SEG;
 		rc = wal_open(c->dir, &wo, &w);
-		CHECK(rc == WAL_OK, "wal_open after the restart: %s", wal_rcname(rc));
+		CHECK(rc == WAL_OK, "wal_open after the restart: %s", flash_rcname(rc));
 		if (rc == WAL_OK) {
 			CHECK(wal_next_lsn(w) == post.n + 1, "wal_open continues at LSN %" PRIu64
 			      ", the WAL ends at %zu", wal_next_lsn(w), post.n);
@@ -825,12 +825,12 @@ static void m_setup(struct mcase *m)
 	}
 	mk_tmpdir(m->dir, sizeof m->dir, "cpapply");
 	if ((rc = wal_open(m->dir, NULL, &w)) != WAL_OK)
-		die("wal_open", wal_rcname(rc));
+		die("wal_open", flash_rcname(rc));
 	for (size_t i = 0; i < m->n; i++)
 		if ((rc = wal_append_record(w, &m->recs[i].rec, i + 1, NULL)) != WAL_OK)
-			die("wal_append", wal_rcname(rc));
+			die("wal_append", flash_rcname(rc));
 	if ((rc = wal_close(w)) != WAL_OK)
-		die("wal_close", wal_rcname(rc));
+		die("wal_close", flash_rcname(rc));
 }
 
 static flash_mysql_t *m_open(struct mcase *m)
@@ -1002,7 +1002,7 @@ static int enumerate_mysql(struct tally *t)
 		h1 = m_open(&m);
 		rc = flash_mysql_catch_up(h1, m.dir, APPLY_BATCH, 30000, NULL, &wrc);
 		CHECK(rc == FLASH_OK && wrc == WAL_OK, "restart: catch-up %s, WAL %s",
-		      flash_mysql_strerror(rc), wal_rcname(wrc));
+		      flash_mysql_strerror(rc), flash_rcname(wrc));
 		flash_mysql_close(h1);
 		a = q_u64(c, "SELECT lsn FROM applied_lsn WHERE stream='wal'");
 		CHECK(a == last, "applied_lsn %" PRIu64 " after the restart, the WAL ends at %" PRIu64,

@@ -794,7 +794,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		                       (ctl & FZ_TRUNCATE) && w.seg_bytes > FZ_FILE_MAX);
 		if (w.stop != rep.stop || !rc_ok)
 			fprintf(stderr, "fuzz_wal: decoder %s (stop %s), format says %s (stop %s)\n",
-			        wal_rcname(rc), wal_rcname(rep.stop), wal_rcname(w.rc), wal_rcname(w.stop));
+			        flash_rcname(rc), flash_rcname(rep.stop), flash_rcname(w.rc), flash_rcname(w.stop));
 		fz_check(rep.stop == w.stop, "stop cause as the format says");
 		fz_check(rc_ok, "result as the format says (EIO only for a refused preallocation)");
 		fz_check(c.frames == w.passed, "frames passed as the format says");

@@ -274,8 +274,8 @@ static void test_crc_valid_type_max_is_etype(void **st)        { (void)st; forge
 static void test_etype_is_named_and_never_appended(void **st)
 {
 	(void)st;
-	assert_string_equal(wal_rcname(WAL_ETYPE), "WAL_ETYPE");
-	assert_string_not_equal(wal_strerror(WAL_ETYPE), wal_strerror(12345));
+	assert_string_equal(flash_rcname(WAL_ETYPE), "FLASH_EWAL_TYPE");
+	assert_string_not_equal(flash_strerror(WAL_ETYPE), flash_strerror(12345));
 	char *dir = wt_mkdtemp();
 	wal_t *w;
 	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
@@ -539,8 +539,8 @@ static void test_callback_stop_and_bad_arguments(void **st)
 	assert_int_equal(s.n, 0);
 	assert_int_equal(rep.last_lsn, 0);
 	free(missing);
-	assert_string_equal(wal_rcname(WAL_ECRC), "WAL_ECRC");
-	assert_string_equal(wal_rcname(12345), "WAL_E?");
+	assert_string_equal(flash_rcname(WAL_ECRC), "FLASH_EWAL_CRC");
+	assert_string_equal(flash_rcname(12345), "FLASH_E?");
 	wt_rmdir(dir);
 }
 

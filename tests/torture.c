@@ -1166,7 +1166,7 @@ static void tt_audit_reconcile(struct tt_fig *f, flash_t *h, flash_mysql_t *m,
 
 	if ((rc = flash_fold_new(&fold)) != FLASH_OK ||
 	    (rc = flash_fold_wal(fold, c->wal, &wrc)) != FLASH_OK)
-		tt_die("reconcile: fold the WAL: %s (%s)", flash_strerror(rc), wal_strerror(wrc));
+		tt_die("reconcile: fold the WAL: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 	memset(&rep, 0, sizeof rep);
 	rc = flash_reconcile(h, m, fold, FLASH_RECONCILE_ORDERS, &rep);
 	flash_fold_free(fold);
@@ -1487,7 +1487,7 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	memset(&tot, 0, sizeof tot);
 	rc = flash_mysql_catch_up(m, c.wal, 0, 60000, &tot, &wrc);
 	if (rc != FLASH_OK)
-		tt_die("catch MySQL up: %s (WAL: %s)", flash_mysql_strerror(rc), wal_strerror(wrc));
+		tt_die("catch MySQL up: %s (WAL: %s)", flash_mysql_strerror(rc), flash_strerror(wrc));
 	f->mysql_late = tot.applied;
 
 	/* the WAL */
@@ -1500,7 +1500,7 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 		tt_die("out of memory");
 	rc = wal_replay(c.wal, 0, tt_wal_frame, &a, 0, &rep);
 	if (rc != WAL_OK)
-		tt_die("read the WAL: %s at %s offset %" PRIu64, wal_strerror(rc), rep.file, rep.offset);
+		tt_die("read the WAL: %s at %s offset %" PRIu64, flash_strerror(rc), rep.file, rep.offset);
 	f->wal_last_lsn = rep.last_lsn;
 
 	/* MySQL */

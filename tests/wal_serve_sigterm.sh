@@ -3,7 +3,7 @@
 # SIGTERM: records still in the rings are drained, written and synced, and
 # the exit status is 0.  A second `serve --once` finds exactly those frames
 # in the WAL and writes nothing twice.  Then `flashstock wal` verifies and
-# dumps that WAL, finds a flipped byte (WAL_ECRC at the right offset) and
+# dumps that WAL, finds a flipped byte (FLASH_EWAL_CRC at the right offset) and
 # cuts the torn tail.
 set -u
 fs=$1
@@ -59,7 +59,7 @@ rm -f "$d"/wal/snap-*.fss
 f="$d/wal/wal-0000000000000001.log"
 printf '\377' | dd of="$f" bs=1 seek=$((64 + 2 * 104 + 40)) conv=notrunc 2>/dev/null
 "$fs" wal verify --wal "$d/wal" >"$d/v2" && fail "wal verify missed a flipped byte"
-grep -q "offset 272: WAL_ECRC" "$d/v2" || fail "wal verify: $(cat "$d/v2")"
+grep -q "offset 272: FLASH_EWAL_CRC" "$d/v2" || fail "wal verify: $(cat "$d/v2")"
 "$fs" wal verify --wal "$d/wal" --truncate >"$d/v3" && fail "wal verify --truncate: exit 0"
 grep -q "truncated:" "$d/v3" || fail "wal verify --truncate: $(cat "$d/v3")"
 "$fs" wal verify --wal "$d/wal" --json >"$d/v4" || fail "wal verify after truncation: exit $?"

@@ -91,7 +91,7 @@ static int wal_snapshots(const char *dir, int json)
 	size_t n;
 	int rc = snap_list(dir, &lsns, &n);
 	if (rc != SNAP_OK)
-		return tool_failf("wal snapshots: %s: %s: %s", dir, snap_strerror(rc), strerror(errno));
+		return tool_failf("wal snapshots: %s: %s: %s", dir, flash_strerror(rc), strerror(errno));
 	int bad = 0;
 	if (json)
 		printf("{\"snapshots\":[");
@@ -110,7 +110,7 @@ static int wal_snapshots(const char *dir, int json)
 		}
 		uint64_t seg = frc == SNAP_OK ? f.sf_hdr->sh_seg_bytes : 0;
 		uint64_t skus = frc == SNAP_OK ? f.sf_hdr->sh_fold_count : 0;
-		const char *why = frc == SNAP_OK ? "" : frc == SNAP_EIO ? strerror(errno) : snap_strerror(frc);
+		const char *why = frc == SNAP_OK ? "" : frc == SNAP_EIO ? strerror(errno) : flash_strerror(frc);
 		if (frc == SNAP_OK)
 			snap_file_close(&f);
 		else
@@ -220,7 +220,7 @@ int cmd_wal(int argc, char **argv)
 				int crc = wal_cut_after(dir, tc.keep_lsn, NULL, NULL, 0, &cut);
 				if (crc != WAL_OK)
 					return tool_failf("wal verify: %s: cutting the torn tail: %s%s%s", dir,
-					                  wal_strerror(crc), cut.err_no ? ": " : "",
+					                  flash_strerror(crc), cut.err_no ? ": " : "",
 					                  cut.err_no ? strerror(cut.err_no) : "");
 				rep.truncated_bytes = cut.truncated_bytes;
 				rep.files_removed = cut.files_removed;
@@ -230,12 +230,12 @@ int cmd_wal(int argc, char **argv)
 		}
 	}
 	if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_EBUSY)
-		return tool_failf("wal %s: %s: %s%s%s", verb, dir, wal_strerror(rc),
+		return tool_failf("wal %s: %s: %s%s%s", verb, dir, flash_strerror(rc),
 		                  rep.err_no ? ": " : "", rep.err_no ? strerror(rep.err_no) : "");
 	if (is_dump) {
 		if (rep.stop != WAL_OK)
 			fprintf(stderr, "flashstock: wal dump: stops at %s offset %" PRIu64 ": %s\n", rep.file,
-			        rep.offset, wal_rcname(rep.stop));
+			        rep.offset, flash_rcname(rep.stop));
 		return rep.stop == WAL_OK ? TOOL_OK : TOOL_FAIL;
 	}
 	/* what a rebuild would make of it (snapshots included) */
@@ -250,7 +250,7 @@ int cmd_wal(int argc, char **argv)
 	                                     "no_valid_snapshot", "unreadable" };
 	if (json) {
 		printf("{\"stop\":");
-		tool_json_str(stdout, rep.stop == WAL_OK ? "ok" : wal_rcname(rep.stop));
+		tool_json_str(stdout, rep.stop == WAL_OK ? "ok" : flash_rcname(rep.stop));
 		printf(",\"file\":");
 		tool_json_str(stdout, rep.file);
 		printf(",\"offset\":%" PRIu64 ",\"files\":%" PRIu64 ",\"frames\":%" PRIu64
@@ -274,7 +274,7 @@ int cmd_wal(int argc, char **argv)
 			       irc == WAL_EIDENT ? " (newest file; older files carry another: files of two "
 			       "WALs mixed)" : "");
 		else if (irc != WAL_OK)
-			printf("incarnation unknown: %s\n", wal_strerror(irc));
+			printf("incarnation unknown: %s\n", flash_strerror(irc));
 		else
 			printf("incarnation none recorded%s\n", wi.wi_files ? " (files older than identities)" :
 			       " (no WAL file)");
@@ -282,7 +282,7 @@ int cmd_wal(int argc, char **argv)
 			printf("ends cleanly at %s offset %" PRIu64 "\n", rep.file, rep.offset);
 		else
 			printf("stops at %s offset %" PRIu64 ": %s (%s)%s\n", rep.file, rep.offset,
-			       wal_rcname(rep.stop), wal_strerror(rep.stop),
+			       flash_rcname(rep.stop), flash_strerror(rep.stop),
 			       rc == WAL_ENOTTAIL ? "; not a torn tail: not truncated" : "");
 		if (rep.truncated_bytes || rep.files_removed)
 			printf("truncated: %" PRIu64 " bytes cut, %u later files removed\n",

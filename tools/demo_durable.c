@@ -301,7 +301,7 @@ int demo_dur_daemon_stop(struct demo_dur *d)
 			                  WTERMSIG(d->daemon_status));
 		return tool_failf("demo: the daemon failed (exit %d; flash %s, WAL %s)",
 		                  WEXITSTATUS(d->daemon_status), flash_rcname(d->st->flash_rc),
-		                  wal_rcname(d->st->wal_rc));
+		                  flash_rcname(d->st->wal_rc));
 	}
 	return TOOL_OK;
 }
@@ -348,7 +348,7 @@ int demo_dur_wal_read(struct demo_dur *d, struct demo_rings *rings)
 	rc = wal_replay(d->wal_dir, 0, dur_frame, &c, 0, &rep);
 	d->wal_stop = rc;
 	if (rc != WAL_OK)
-		return tool_failf("demo: read the WAL back: %s at %s offset %llu", wal_strerror(rc),
+		return tool_failf("demo: read the WAL back: %s at %s offset %llu", flash_strerror(rc),
 		                  rep.file, (unsigned long long)rep.offset);
 	if (c.bad)
 		return tool_failf("demo: the WAL holds %llu frames that are not records",
@@ -374,7 +374,7 @@ int demo_dur_mysql(struct demo_dur *d)
 	rc = flash_mysql_catch_up(d->m, d->wal_dir, 0, 30000, &tot, &wrc);
 	if (rc != FLASH_OK)
 		return tool_failf("demo: catch MySQL up: %s (WAL: %s)", flash_mysql_strerror(rc),
-		                  wal_strerror(wrc));
+		                  flash_strerror(wrc));
 	rc = flash_sql_totals_get(d->m, &t);
 	if (rc != FLASH_OK)
 		return tool_failf("demo: count MySQL's orders: %s", flash_mysql_strerror(rc));
@@ -399,7 +399,7 @@ int demo_dur_reconcile(struct demo_dur *d, flash_t *h)
 	if ((rc = flash_fold_wal(f, d->wal_dir, &wrc)) != FLASH_OK) {
 		flash_fold_free(f);
 		return tool_failf("demo: reconcile: fold the WAL: %s (%s)", flash_strerror(rc),
-		                  wal_strerror(wrc));
+		                  flash_strerror(wrc));
 	}
 	memset(&rep, 0, sizeof rep);
 	rc = flash_reconcile(h, d->m, f, d->m ? FLASH_RECONCILE_ORDERS : 0, &rep);
