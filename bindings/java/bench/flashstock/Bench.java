@@ -1,0 +1,70 @@
+/*
+ * Bench.java -- what one order costs through the Java binding, against the
+ * same orders from C in the same process (one thread, hot sku, unique
+ * users so the limit never refuses).
+ *
+ *   java -cp flashstock.jar:bench.jar flashstock.Bench [--orders N]
+ *
+ * It creates its own segment (/flash-java-bench-PID, destroyed at the end),
+ * with one activity (limit 1) and two skus of N units, one per loop, and a
+ * record ring big enough for every order (no consumer runs).
+ * The Java loop runs N/5 orders first to warm the JIT up (not counted).
+ * Prints one line per engine:
+ *   bench binding=java engine=flashstock orders=N ns_per_order=X
+ *   bench binding=c engine=flashstock orders=N ns_per_order=X
+ * and exits 1 if any order is not placed.
+ * In package flashstock to reach Native.benchOrdersC (the C loop).
+ */
+package flashstock;
+
+public final class Bench {
+	private Bench() {}
+
+	public static void main(String[] args) {
+		int n = 200_000;
+		for (int i = 0; i < args.length; i++) {
+			if (args[i].equals("--orders") && i + 1 < args.length)
+				n = Integer.parseInt(args[++i]);
+			else {
+				System.err.println("usage: Bench [--orders N]");
+				System.exit(2);
+			}
+		}
+		int warm = Math.max(n / 5, 1000);
+		String seg = "/flash-java-bench-" + ProcessHandle.current().pid();
+		int orders = warm + 2 * n + 4096;
+		/* no consumer drains the ring: it holds every record of the run */
+		int ring = Integer.highestOneBit(orders) << 1;
+		FlashStock.createSegment(seg, SegOpts.small(4 * orders).withMaxOrders(orders).withMaxProcs(2)
+				.withRingRecords(ring));
+		try (FlashStock fs = FlashStock.open(seg)) {
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 1, warm + n, 1);
+			fs.skuAdd(1, 2, n, 1);
+			long user = 0;
+			for (int i = 0; i < warm; i++)
+				check(fs.order(1, 1, ++user, 1));
+			long t0 = System.nanoTime();
+			for (int i = 0; i < n; i++)
+				check(fs.order(1, 1, ++user, 1));
+			long javaNs = System.nanoTime() - t0;
+			long cNs = fs.benchC(1, 2, user, n);
+			System.out.printf("bench binding=java engine=flashstock orders=%d ns_per_order=%.1f%n", n, (double) javaNs / n);
+			System.out.printf("bench binding=c engine=flashstock orders=%d ns_per_order=%.1f%n", n, (double) cNs / n);
+			SkuInfo s1 = fs.skuGet(1, 1), s2 = fs.skuGet(1, 2);
+			if (s1.available() != 0 || s2.available() != 0) {
+				System.err.println("bench: not every unit sold: " + s1 + " " + s2);
+				System.exit(1);
+			}
+		} finally {
+			FlashStock.destroySegment(seg);
+		}
+	}
+
+	private static void check(OrderResult r) {
+		if (!r.ok()) {
+			System.err.println("bench: order refused: " + r.rcName());
+			System.exit(1);
+		}
+	}
+}
