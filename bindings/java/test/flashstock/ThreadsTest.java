@@ -1,0 +1,122 @@
+/*
+ * ThreadsTest.java -- (java_threads) one FlashStock used by many threads:
+ * each thread gets its own native handle (distinct slots, no
+ * FLASH_EWRONG_THREAD ever), and the orders of all of them add up; a handle
+ * used from another thread would be refused by the engine (so the first
+ * test would have seen it); a thread's handle is freed by the Cleaner after
+ * the thread ends, and by releaseThread() at once.
+ */
+package flashstock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+class ThreadsTest {
+	@Test
+	void manyThreadsShareOneObjectEachOnItsOwnHandle() throws Exception {
+		int threads = 16, each = 200, stock = 1000;
+		try (Seg s = new Seg("threads"); FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 1, stock, 4);
+			AtomicInteger ok = new AtomicInteger(), soldOut = new AtomicInteger();
+			AtomicReference<Throwable> err = new AtomicReference<>();
+			Set<Integer> slots = ConcurrentHashMap.newKeySet();
+			CyclicBarrier allOpen = new CyclicBarrier(threads);
+			AtomicLong users = new AtomicLong();
+			List<Thread> ts = new ArrayList<>();
+			for (int t = 0; t < threads; t++) {
+				Thread th = new Thread(() -> {
+					try {
+						slots.add(fs.slot());
+						allOpen.await();  // every thread's handle is open at once
+						for (int i = 0; i < each; i++) {
+							OrderResult r = fs.order(1, 1, users.incrementAndGet(), 1);
+							if (r.ok())
+								ok.incrementAndGet();
+							else if (r.rc() == -1)
+								soldOut.incrementAndGet();
+							else
+								throw r.error();
+						}
+						if (fs.slot() < 0)
+							throw new AssertionError("slot changed");
+					} catch (Throwable e) {
+						err.compareAndSet(null, e);
+					}
+				});
+				ts.add(th);
+				th.start();
+			}
+			for (Thread th : ts)
+				th.join();
+			if (err.get() != null)
+				throw new AssertionError("a thread failed (a FLASH_EWRONG_THREAD would be here)", err.get());
+			assertEquals(threads, slots.size(), "distinct slots " + slots);
+			assertEquals(stock, ok.get());
+			assertEquals(threads * each - stock, soldOut.get());
+			assertEquals(new SkuInfo(1, 1, 4, stock, 0), fs.skuGet(1, 1));
+			assertEquals(stock, fs.stats().orders());
+			System.out.println("threads: " + threads + " threads on " + slots.size() + " handles placed " + ok.get()
+					+ " orders, " + soldOut.get() + " sold out");
+		}
+	}
+
+	@Test
+	void aHandleUsedByAnotherThreadIsRefusedByTheEngine() throws Exception {
+		try (Seg s = new Seg("wrongthread")) {
+			long cell = Native.open(s.name, 0);
+			assertTrue(cell > 0);
+			AtomicInteger rc = new AtomicInteger(1), slotRc = new AtomicInteger(1);
+			Thread other = new Thread(() -> {
+				rc.set(Native.recover(cell));
+				slotRc.set(Native.slot(cell));
+			});
+			other.start();
+			other.join();
+			assertEquals(-31, rc.get(), Native.rcname(rc.get()));
+			assertEquals(-31, slotRc.get(), Native.rcname(slotRc.get()));
+			assertTrue(Native.recover(cell) >= 0);
+			assertEquals(0, Native.close(cell));
+		}
+	}
+
+	@Test
+	void anEndedThreadsHandleIsFreedByTheCleaner() throws Exception {
+		try (Seg s = new Seg("cleaner"); FlashStock fs = FlashStock.open(s.name)) {
+			int before = fs.openHandles();
+			Thread th = new Thread(fs::slot);
+			th.start();
+			th.join();
+			assertEquals(before + 1, fs.openHandles());
+			// the ended thread's cell is unreachable; collect until the
+			// Cleaner has closed its handle (bounded: 200 collections)
+			for (int i = 0; i < 200 && fs.openHandles() > before; i++) {
+				System.gc();
+				Thread.sleep(10);
+			}
+			assertEquals(before, fs.openHandles());
+			assertEquals(before, fs.stats().procs());
+		}
+	}
+
+	@Test
+	void releaseThreadClosesTheCallersHandleAndTheNextCallOpensAnother() {
+		try (Seg s = new Seg("release"); FlashStock fs = FlashStock.open(s.name)) {
+			assertEquals(1, fs.stats().procs());
+			fs.releaseThread();
+			assertEquals(0, fs.openHandles());
+			assertEquals(1, fs.stats().procs());  // this call opened it again
+			assertEquals(1, fs.openHandles());
+		}
+	}
+}
