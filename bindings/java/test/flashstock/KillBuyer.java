@@ -1,0 +1,55 @@
+/*
+ * KillBuyer.java -- a buyer process of java_kill (KillTest): orders on
+ * activity 1, sku 1 for random users of FROM..TO with random request ids
+ * (retrying one now and then), cancels some of its orders, and appends
+ * every acknowledged order number to ACKS right after the call returns.
+ * Runs until killed.
+ *
+ *   KillBuyer SEG ACKS FROM TO SEED
+ */
+package flashstock;
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Random;
+import java.util.concurrent.locks.LockSupport;
+
+public final class KillBuyer {
+	private KillBuyer() {}
+
+	public static void main(String[] args) throws IOException {
+		String seg = args[0];
+		long from = Long.parseLong(args[2]), to = Long.parseLong(args[3]);
+		Random rnd = new Random(Long.parseLong(args[4]));
+		try (FileOutputStream acks = new FileOutputStream(args[1], true); FlashStock fs = FlashStock.open(seg)) {
+			long lastUser = from, lastRid = 0;
+			for (;;) {
+				long user, rid;
+				if (lastRid != 0 && rnd.nextInt(4) == 0) {  // a retry of the last request
+					user = lastUser;
+					rid = lastRid;
+				} else {
+					user = from + rnd.nextInt((int) (to - from + 1));
+					rid = 1 + (rnd.nextLong() >>> 1);
+				}
+				OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withRequestId(rid));
+				boolean acked = r.ok() || (r.rc() == -7 && r.firstRc() == 0);
+				if (acked) {
+					// one write(2) per number: a SIGKILL loses no line already written
+					acks.write((r.orderNo() + "\n").getBytes(StandardCharsets.US_ASCII));
+					if (r.ok() && rnd.nextInt(6) == 0) {
+						try {
+							fs.cancel(r.orderNo());
+						} catch (FlashException.Cancelled e) {
+							// a retry's order cancelled before: nothing to give back
+						}
+					}
+				}
+				lastUser = user;
+				lastRid = rid;
+				LockSupport.parkNanos(1_000_000);  // ~1000 requests a second
+			}
+		}
+	}
+}
