@@ -6,9 +6,10 @@
  *   java -cp flashstock.jar:bench.jar flashstock.Bench [--orders N]
  *
  * It creates its own segment (/flash-java-bench-PID, destroyed at the end),
- * with one activity (limit 1) and two skus of N units, one per loop, and a
- * record ring big enough for every order (no consumer runs).
- * The Java loop runs N/5 orders first to warm the JIT up (not counted).
+ * with one activity (limit 1) and two skus, one per loop, and a record ring
+ * big enough for every order (no consumer runs).  Each loop first places
+ * N/5 orders not counted (the JIT warms up), then the two run in five
+ * interleaved rounds of N/5 orders each.
  * Prints one line per engine:
  *   bench binding=java engine=flashstock orders=N ns_per_order=X
  *   bench binding=c engine=flashstock orders=N ns_per_order=X
@@ -30,9 +31,10 @@ public final class Bench {
 				System.exit(2);
 			}
 		}
-		int warm = Math.max(n / 5, 1000);
+		int rounds = 5, batch = Math.max(n / rounds, 1), warm = Math.max(n / 5, 1000);
+		n = batch * rounds;
 		String seg = "/flash-java-bench-" + ProcessHandle.current().pid();
-		int orders = warm + 2 * n + 4096;
+		int orders = 2 * (warm + n) + 4096;
 		/* no consumer drains the ring: it holds every record of the run */
 		int ring = Integer.highestOneBit(orders) << 1;
 		FlashStock.createSegment(seg, SegOpts.small(4 * orders).withMaxOrders(orders).withMaxProcs(2)
@@ -40,15 +42,23 @@ public final class Bench {
 		try (FlashStock fs = FlashStock.open(seg)) {
 			fs.activityAdd(Activity.openNow(1, 1));
 			fs.skuAdd(1, 1, warm + n, 1);
-			fs.skuAdd(1, 2, n, 1);
+			fs.skuAdd(1, 2, warm + n, 1);
 			long user = 0;
 			for (int i = 0; i < warm; i++)
 				check(fs.order(1, 1, ++user, 1));
-			long t0 = System.nanoTime();
-			for (int i = 0; i < n; i++)
-				check(fs.order(1, 1, ++user, 1));
-			long javaNs = System.nanoTime() - t0;
-			long cNs = fs.benchC(1, 2, user, n);
+			fs.benchC(1, 2, user, warm);
+			user += warm;
+			/* interleaved rounds, so that both loops meet the same state
+			 * of the tables and the machine */
+			long javaNs = 0, cNs = 0;
+			for (int r = 0; r < rounds; r++) {
+				long t0 = System.nanoTime();
+				for (int i = 0; i < batch; i++)
+					check(fs.order(1, 1, ++user, 1));
+				javaNs += System.nanoTime() - t0;
+				cNs += fs.benchC(1, 2, user, batch);
+				user += batch;
+			}
 			System.out.printf("bench binding=java engine=flashstock orders=%d ns_per_order=%.1f%n", n, (double) javaNs / n);
 			System.out.printf("bench binding=c engine=flashstock orders=%d ns_per_order=%.1f%n", n, (double) cNs / n);
 			SkuInfo s1 = fs.skuGet(1, 1), s2 = fs.skuGet(1, 2);

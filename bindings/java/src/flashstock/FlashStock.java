@@ -8,9 +8,10 @@
  *   - by close(), for every thread at once, each after its thread's call in
  *     progress (if any) has returned;
  *   - by releaseThread(), for the calling thread;
- *   - by a Cleaner once its thread's cell is unreachable (the thread ended
- *     and its Thread object was collected), since flash_close() may run on
- *     any thread once the owner has made its last call.
+ *   - by a Cleaner once its thread's cell is unreachable (a thread's
+ *     ThreadLocal values are dropped when it ends), since flash_close() may
+ *     run on any thread once the owner has made its last call;
+ *   - by a Cleaner, all of them, once the FlashStock itself is unreachable.
  *
  * Errors: order() returns the outcomes a sale expects as answers in its
  * OrderResult (sold out, limit reached, ...); every other failure, of
@@ -18,6 +19,8 @@
  */
 package flashstock;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -32,6 +35,15 @@ public final class FlashStock implements AutoCloseable {
 	public static final int RDONLY = 0x1;
 
 	private static final Cleaner CLEANER = Cleaner.create();
+	private static final VarHandle BUSY;
+
+	static {
+		try {
+			BUSY = MethodHandles.lookup().findVarHandle(Handle.class, "busy", int.class);
+		} catch (ReflectiveOperationException e) {
+			throw new ExceptionInInitializerError(e);
+		}
+	}
 
 	/*
 	 * The native side of one handle, and the Cleaner's action for it.  It
@@ -89,6 +101,24 @@ public final class FlashStock implements AutoCloseable {
 	private FlashStock(String name, int flags) {
 		this.name = name;
 		this.flags = flags;
+		/* dropped without close(): no call can be in progress on an
+		 * unreachable object, so its handles are closed then */
+		CLEANER.register(this, new CloseAll(live));
+	}
+
+	/* The Cleaner's action for an unreachable FlashStock: close every handle. */
+	private static final class CloseAll implements Runnable {
+		private final Set<Handle> live;
+
+		CloseAll(Set<Handle> live) {
+			this.live = live;
+		}
+
+		@Override
+		public void run() {
+			for (Handle h : live.toArray(new Handle[0]))
+				h.run();
+		}
 	}
 
 	/**
@@ -155,8 +185,14 @@ public final class FlashStock implements AutoCloseable {
 		return c;
 	}
 
+	/*
+	 * A release store is enough here: it orders every access of this call
+	 * to the handle and its buffer before busy = 0, which is all close()
+	 * needs before it frees them (it reads busy with acquire semantics, as
+	 * every volatile read has).  It saves the full fence of a volatile store.
+	 */
 	private static void leave(Cell c) {
-		c.h.busy = 0;
+		BUSY.setRelease(c.h, 0);
 	}
 
 	/** Close the calling thread's handle now (it is opened again by its next call). */
@@ -172,7 +208,7 @@ public final class FlashStock implements AutoCloseable {
 	@Override
 	public void close() {
 		closed = true;
-		local.remove();
+		releaseThread();
 		for (Handle h : live.toArray(new Handle[0]))
 			h.run();
 	}
@@ -288,31 +324,13 @@ public final class FlashStock implements AutoCloseable {
 
 	/* ------------------------------------------------------------ orders */
 
-	/*
-	 * The outcomes order() returns instead of throwing: the answers a sale
-	 * gives most requests, and FATE_UNKNOWN, whose order number and lsn the
-	 * caller needs.
-	 */
-	private static boolean answered(int rc) {
-		switch (rc) {
-		case 0:    // FLASH_OK
-		case -1:   // FLASH_ESOLD_OUT
-		case -2:   // FLASH_ELIMIT
-		case -3:   // FLASH_ENOT_STARTED
-		case -4:   // FLASH_EENDED
-		case -6:   // FLASH_EBAD_TOKEN
-		case -7:   // FLASH_EDUPLICATE
-		case -33:  // FLASH_EFATE_UNKNOWN
-			return true;
-		default:
-			return false;
-		}
-	}
-
 	/**
 	 * Place an order (flash_order).  Returns the outcome for FLASH_OK and
-	 * for the refusals of OrderResult; throws FlashException for any other
-	 * code (InvalidArgument, NotFound, Full, Busy, Durability, ...).
+	 * for the answers a sale gives most requests (sold out, limit reached,
+	 * not started, ended, bad token, a retried request id with its first
+	 * outcome) and FLASH_EFATE_UNKNOWN (placed; its order number and lsn
+	 * are needed); throws FlashException for any other code
+	 * (InvalidArgument, NotFound, Full, Busy, Durability, ...).
 	 */
 	public OrderResult order(OrderRequest r) {
 		Cell c = enter();
@@ -327,18 +345,28 @@ public final class FlashStock implements AutoCloseable {
 			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.RESERVED, 0);
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.TOKEN, r.token());
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.REQUEST_ID, r.requestId());
-			/* the result is written only where the C call writes it: clear it */
-			b.putLong(Layout.Io.ORDER_RES + Layout.OrderRes.ORDER_NO, 0);
-			b.putInt(Layout.Io.ORDER_RES + Layout.OrderRes.FIRST_RC, 0);
+			/* FLASH_EDUPLICATE writes first_rc and order_no only: clear the slot */
 			b.putInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT, 0);
-			b.putLong(Layout.Io.ORDER_RES + Layout.OrderRes.LSN, 0);
 			int rc = Native.order(c.h.cell);
-			if (!answered(rc))
+			switch (rc) {
+			case 0:    // FLASH_OK
+			case -33:  // FLASH_EFATE_UNKNOWN: placed, res filled as for FLASH_OK
+				return new OrderResult(rc, b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.ORDER_NO), 0,
+						b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT),
+						b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.LSN));
+			case -7:   // FLASH_EDUPLICATE: the first outcome
+				return new OrderResult(rc, b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.ORDER_NO),
+						b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.FIRST_RC),
+						b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT), 0);
+			case -1:   // FLASH_ESOLD_OUT
+			case -2:   // FLASH_ELIMIT
+			case -3:   // FLASH_ENOT_STARTED
+			case -4:   // FLASH_EENDED
+			case -6:   // FLASH_EBAD_TOKEN
+				return new OrderResult(rc, 0, 0, 0, 0);
+			default:
 				throw FlashException.of(rc);
-			return new OrderResult(rc, b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.ORDER_NO),
-					b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.FIRST_RC),
-					b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT),
-					b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.LSN));
+			}
 		} finally {
 			leave(c);
 		}

@@ -4,7 +4,8 @@
  * FLASH_EWRONG_THREAD ever), and the orders of all of them add up; a handle
  * used from another thread would be refused by the engine (so the first
  * test would have seen it); a thread's handle is freed by the Cleaner after
- * the thread ends, and by releaseThread() at once.
+ * the thread ends, and by releaseThread() at once; an object dropped
+ * without close() has all its handles closed by the Cleaner.
  */
 package flashstock;
 
@@ -118,5 +119,36 @@ class ThreadsTest {
 			assertEquals(1, fs.stats().procs());  // this call opened it again
 			assertEquals(1, fs.openHandles());
 		}
+	}
+
+	@Test
+	void anObjectDroppedWithoutCloseHasItsHandlesClosedByTheCleaner() throws Exception {
+		try (Seg s = new Seg("dropped"); FlashStock watch = FlashStock.open(s.name)) {
+			openAndDrop(s.name);
+			assertEquals(3, watch.stats().procs());  // watch's, and the dropped object's two
+			for (int i = 0; i < 200 && watch.stats().procs() > 1; i++) {
+				System.gc();
+				Thread.sleep(10);
+			}
+			assertEquals(1, watch.stats().procs());
+		}
+	}
+
+	private static void openAndDrop(String seg) throws InterruptedException {
+		FlashStock fs = FlashStock.open(seg);
+		Thread th = new Thread(() -> {
+			fs.slot();
+			try {
+				Thread.sleep(100_000);
+			} catch (InterruptedException e) {
+				// ends
+			}
+		});
+		th.start();
+		for (int i = 0; i < 1000 && fs.openHandles() < 2; i++)
+			Thread.sleep(5);
+		assertEquals(2, fs.openHandles());
+		th.interrupt();
+		th.join();
 	}
 }
