@@ -213,6 +213,14 @@ public final class FlashStock implements AutoCloseable {
 			h.run();
 	}
 
+	/* Calls in progress now, over every thread (for tests). */
+	int callsInProgress() {
+		int n = 0;
+		for (Handle h : live)
+			n += h.busy;
+		return n;
+	}
+
 	/** Handles open now (one per thread that has called and not released it). */
 	public int openHandles() {
 		return live.size();

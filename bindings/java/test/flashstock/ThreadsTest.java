@@ -5,7 +5,8 @@
  * used from another thread would be refused by the engine (so the first
  * test would have seen it); a thread's handle is freed by the Cleaner after
  * the thread ends, and by releaseThread() at once; an object dropped
- * without close() has all its handles closed by the Cleaner.
+ * without close() has all its handles closed by the Cleaner; close() waits
+ * for another thread's call in progress before it frees that handle.
  */
 package flashstock;
 
@@ -150,5 +151,38 @@ class ThreadsTest {
 		assertEquals(2, fs.openHandles());
 		th.interrupt();
 		th.join();
+	}
+
+	@Test
+	void closeWaitsForAnotherThreadsCallInProgress() throws Exception {
+		try (Seg s = new Seg("closewait", SegOpts.small(1024).withDurability(Durability.SYNC))) {
+			FlashStock fs = FlashStock.open(s.name);
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 1, 10, 1);
+			fs.syncWaitSet(1000);  // no daemon: each order waits 1 s, then FATE_UNKNOWN
+			AtomicReference<Object> got = new AtomicReference<>();
+			Thread th = new Thread(() -> {
+				try {
+					got.set(fs.order(1, 1, 5, 1));
+				} catch (Throwable e) {
+					got.set(e);
+				}
+			});
+			th.start();
+			for (int i = 0; i < 2000 && fs.callsInProgress() == 0; i++)
+				Thread.sleep(1);
+			assertEquals(1, fs.callsInProgress(), "the other thread's order is in its sync wait");
+			fs.close();
+			// had close() not waited, the call would still be in progress here
+			assertEquals(0, fs.callsInProgress());
+			assertEquals(0, fs.openHandles());
+			th.join();
+			assertTrue(got.get() instanceof OrderResult, "the order's outcome: " + got.get());
+			assertEquals(-33, ((OrderResult) got.get()).rc());
+			try (FlashStock w = FlashStock.open(s.name)) {
+				assertEquals(1, w.stats().procs());  // only w's own handle is left
+				assertEquals(OrderState.ACTIVE, w.orderGet(((OrderResult) got.get()).orderNo()).state());
+			}
+		}
 	}
 }
