@@ -3,7 +3,8 @@
  * activity 1, sku 1 for random users of FROM..TO with random request ids
  * (retrying one now and then), cancels some of its orders, and appends
  * every acknowledged order number to ACKS right after the call returns.
- * Runs until killed.
+ * Two threads share one FlashStock, each on its own handle.  Runs until
+ * killed; exits 1 on any error.
  *
  *   KillBuyer SEG ACKS FROM TO SEED
  */
@@ -16,13 +17,29 @@ import java.util.Random;
 import java.util.concurrent.locks.LockSupport;
 
 public final class KillBuyer {
+	static final int THREADS = 2;
+
 	private KillBuyer() {}
 
-	public static void main(String[] args) throws IOException {
+	public static void main(String[] args) throws IOException, InterruptedException {
 		String seg = args[0];
 		long from = Long.parseLong(args[2]), to = Long.parseLong(args[3]);
-		Random rnd = new Random(Long.parseLong(args[4]));
+		long seed = Long.parseLong(args[4]);
 		try (FileOutputStream acks = new FileOutputStream(args[1], true); FlashStock fs = FlashStock.open(seg)) {
+			Thread[] ts = new Thread[THREADS];
+			for (int t = 0; t < THREADS; t++) {
+				Random rnd = new Random(seed + t);
+				ts[t] = new Thread(() -> buy(fs, acks, from, to, rnd));
+				ts[t].start();
+			}
+			for (Thread t : ts)
+				t.join();
+		}
+	}
+
+	/* One buyer thread, on its own handle behind the shared FlashStock. */
+	private static void buy(FlashStock fs, FileOutputStream acks, long from, long to, Random rnd) {
+		try {
 			long lastUser = from, lastRid = 0;
 			for (;;) {
 				long user, rid;
@@ -36,7 +53,8 @@ public final class KillBuyer {
 				OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withRequestId(rid));
 				boolean acked = r.ok() || (r.rc() == -7 && r.firstRc() == 0);
 				if (acked) {
-					// one write(2) per number: a SIGKILL loses no line already written
+					// one write(2) per number, O_APPEND: a SIGKILL loses no line already
+					// written, and the two threads' lines never interleave
 					acks.write((r.orderNo() + "\n").getBytes(StandardCharsets.US_ASCII));
 					if (r.ok() && rnd.nextInt(6) == 0) {
 						try {
@@ -50,6 +68,9 @@ public final class KillBuyer {
 				lastRid = rid;
 				LockSupport.parkNanos(1_000_000);  // ~1000 requests a second
 			}
+		} catch (Throwable e) {
+			e.printStackTrace();
+			System.exit(1);
 		}
 	}
 }

@@ -1,12 +1,13 @@
 /*
- * KillTest.java -- (java_kill) buyer JVMs (KillBuyer) killed with SIGKILL at
- * random moments and restarted, on a hot sku with far less stock than
- * demand (limit 2 per user, cancels that return the quota, request ids and
- * their retries), while a private `flashstock serve` writes the WAL.  Then,
- * from the records: `flashstock reconcile` exits 0 (available + sold =
- * total, sold = units of the active orders, segment and WAL agree); from
- * `flashstock wal dump`: no user holds more than 2 active orders, and every
- * order number a buyer wrote down is an order of the WAL; nothing oversold.
+ * KillTest.java -- (java_kill) buyer JVMs (KillBuyer, two buyer threads on
+ * one FlashStock in each) killed with SIGKILL at random moments and
+ * restarted, on a hot sku with far less stock than demand (limit 2 per
+ * user, cancels that return the quota, request ids and their retries),
+ * while a private `flashstock serve` writes the WAL.  Then, from the
+ * records: `flashstock reconcile` exits 0 (available + sold = total, sold =
+ * units of the active orders, segment and WAL agree); from `flashstock wal
+ * dump`: no user holds more than 2 active orders, and every order number a
+ * buyer wrote down is an order of the WAL; nothing oversold.
  */
 package flashstock;
 
