@@ -27,7 +27,7 @@ final class Native {
 	 * (a path, for the build tree's tests), else the installed layout
 	 * (Build.LIB_FROM_JAR from the jar's directory, baked in at configure
 	 * time: share/java/flashstock.jar -> lib/libflashstock_jni.so), else
-	 * java.library.path.  The JNI library finds libflashstock.so by its
+	 * the jar's own directory (the build tree), else java.library.path.  The JNI library finds libflashstock.so by its
 	 * run path ($ORIGIN), so no environment variable is needed.
 	 */
 	private static void load() {
@@ -38,10 +38,13 @@ final class Native {
 		}
 		try {
 			File jar = new File(Native.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-			File lib = new File(jar.getParentFile(), Build.LIB_FROM_JAR + "/" + System.mapLibraryName("flashstock_jni"));
-			if (jar.isFile() && lib.isFile()) {
-				System.load(lib.getCanonicalPath());
-				return;
+			String so = System.mapLibraryName("flashstock_jni");
+			for (File lib : new File[] { new File(jar.getParentFile(), Build.LIB_FROM_JAR + "/" + so),
+					new File(jar.getParentFile(), so) }) {
+				if (jar.isFile() && lib.isFile()) {
+					System.load(lib.getCanonicalPath());
+					return;
+				}
 			}
 		} catch (URISyntaxException | java.io.IOException | SecurityException | NullPointerException e) {
 			// fall through to the library path
