@@ -3,7 +3,9 @@
  * one FlashStock in each) killed with SIGKILL at random moments and
  * restarted, on a hot sku with far less stock than demand (limit 2 per
  * user, cancels that return the quota, request ids and their retries),
- * while a private `flashstock serve` writes the WAL.  Then, from the
+ * while a private `flashstock serve` writes the WAL.  The segment is in sync
+ * durability, so each order waits for the daemon's fdatasync: most kills
+ * land inside a call (an order placed, never acknowledged).  Then, from the
  * records: `flashstock reconcile` exits 0 (available + sold = total, sold =
  * units of the active orders, segment and WAL agree); from `flashstock wal
  * dump`: no user holds more than 2 active orders, and every order number a
@@ -36,7 +38,8 @@ class KillTest {
 		Process serve = null;
 		Process[] buyers = new Process[BUYERS];
 		Random rnd = new Random();
-		try (Seg s = new Seg("kill", SegOpts.small(16384).withMaxOrders(65536).withMaxRequests(1 << 18))) {
+		try (Seg s = new Seg("kill", SegOpts.small(16384).withMaxOrders(65536).withMaxRequests(1 << 18)
+				.withDurability(Durability.SYNC))) {
 			try (FlashStock fs = FlashStock.open(s.name)) {
 				fs.activityAdd(Activity.openNow(1, LIMIT).withFlags(Activity.CANCEL_RETURNS_QUOTA));
 				fs.skuAdd(1, 1, STOCK, 4);
