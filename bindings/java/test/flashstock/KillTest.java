@@ -4,8 +4,9 @@
  * restarted, on a hot sku with far less stock than demand (limit 2 per
  * user, cancels that return the quota, request ids and their retries),
  * while a private `flashstock serve` writes the WAL.  The segment is in sync
- * durability, so each order waits for the daemon's fdatasync: most kills
- * land inside a call (an order placed, never acknowledged).  Then, from the
+ * durability, so each order waits for the daemon's fdatasync, and a kill may
+ * land in that wait (an order placed, never acknowledged: the WAL then
+ * holds more orders than the buyers wrote down).  Then, from the
  * records: `flashstock reconcile` exits 0 (available + sold = total, sold =
  * units of the active orders, segment and WAL agree); from `flashstock wal
  * dump`: no user holds more than 2 active orders, and every order number a
