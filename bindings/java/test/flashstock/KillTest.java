@@ -61,6 +61,13 @@ class KillTest {
 				buyers[b] = startBuyer(dir, s.name, b, rnd);
 				starts++;
 			}
+			// then let them sell out (a slow machine may have let the kills come
+			// before the buyers got far), at most 60 s
+			try (FlashStock fs = FlashStock.open(s.name)) {
+				for (int i = 0; i < 600 && fs.skuGet(1, 1).available() > 0; i++)
+					Thread.sleep(100);
+				assertEquals(0, fs.skuGet(1, 1).available(), "the buyers did not sell the stock out");
+			}
 			for (int b = 0; b < BUYERS; b++) {
 				if (!buyers[b].isAlive())
 					throw new AssertionError("buyer " + b + " exited on its own: "
