@@ -159,7 +159,7 @@ class ThreadsTest {
 			FlashStock fs = FlashStock.open(s.name);
 			fs.activityAdd(Activity.openNow(1, 1));
 			fs.skuAdd(1, 1, 10, 1);
-			fs.syncWaitSet(1000);  // no daemon: each order waits 1 s, then FATE_UNKNOWN
+			fs.syncWaitSet(2000);  // no daemon: each order waits 2 s, then FATE_UNKNOWN
 			AtomicReference<Object> got = new AtomicReference<>();
 			Thread th = new Thread(() -> {
 				try {
@@ -169,7 +169,7 @@ class ThreadsTest {
 				}
 			});
 			th.start();
-			for (int i = 0; i < 2000 && fs.callsInProgress() == 0; i++)
+			for (int i = 0; i < 10_000 && fs.callsInProgress() == 0; i++)
 				Thread.sleep(1);
 			assertEquals(1, fs.callsInProgress(), "the other thread's order is in its sync wait");
 			fs.close();
