@@ -186,6 +186,24 @@ public final class FlashStock implements AutoCloseable {
 	}
 
 	/*
+	 * enter() for the calls that may wait for the daemon in sync durability
+	 * (order, cancel, restock): the thread's handle first takes the wait
+	 * bound of syncWaitSet() if it has not yet.
+	 */
+	private Cell enterWaiting() {
+		Cell c = enter();
+		if (c.waitGen != syncWaitGen) {
+			try {
+				applySyncWait(c);
+			} catch (RuntimeException e) {
+				leave(c);
+				throw e;
+			}
+		}
+		return c;
+	}
+
+	/*
 	 * A release store is enough here: it orders every access of this call
 	 * to the handle and its buffer before busy = 0, which is all close()
 	 * needs before it frees them (it reads busy with acquire semantics, as
@@ -341,10 +359,8 @@ public final class FlashStock implements AutoCloseable {
 	 * (InvalidArgument, NotFound, Full, Busy, Durability, ...).
 	 */
 	public OrderResult order(OrderRequest r) {
-		Cell c = enter();
+		Cell c = enterWaiting();
 		try {
-			if (c.waitGen != syncWaitGen)
-				applySyncWait(c);
 			ByteBuffer b = c.io;
 			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.ACTIVITY_ID, r.activityId());
 			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.SKU_ID, r.skuId());
@@ -387,7 +403,7 @@ public final class FlashStock implements AutoCloseable {
 
 	/**
 	 * Bound the sync waits of every handle of this object (flash_sync_wait_set):
-	 * applied to each thread's handle before its next order.
+	 * applied to each thread's handle before its next order, cancel or restock.
 	 */
 	public void syncWaitSet(int waitMs) {
 		if (waitMs <= 0)
@@ -433,7 +449,7 @@ public final class FlashStock implements AutoCloseable {
 
 	/** Cancel an order; the units returned.  Throws Cancelled when already cancelled. */
 	public int cancel(long orderNo) {
-		Cell c = enter();
+		Cell c = enterWaiting();
 		try {
 			return FlashException.check(Native.cancel(c.h.cell, orderNo));
 		} finally {
@@ -443,7 +459,7 @@ public final class FlashStock implements AutoCloseable {
 
 	/** Adjust a sku's stock by delta units (negative removes unsold units). */
 	public void restock(int activityId, int skuId, long delta) {
-		Cell c = enter();
+		Cell c = enterWaiting();
 		try {
 			FlashException.check(Native.restock(c.h.cell, activityId, skuId, delta));
 		} finally {
