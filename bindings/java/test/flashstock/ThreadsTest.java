@@ -6,7 +6,8 @@
  * test would have seen it); a thread's handle is freed by the Cleaner after
  * the thread ends, and by releaseThread() at once; an object dropped
  * without close() has all its handles closed by the Cleaner; close() waits
- * for another thread's call in progress before it frees that handle.
+ * for another thread's call in progress before it frees that handle; a
+ * thread past max_procs gets NoProc until another thread releases its handle.
  */
 package flashstock;
 
@@ -183,6 +184,50 @@ class ThreadsTest {
 				assertEquals(1, w.stats().procs());  // only w's own handle is left
 				assertEquals(OrderState.ACTIVE, w.orderGet(((OrderResult) got.get()).orderNo()).state());
 			}
+		}
+	}
+
+	@Test
+	void aThreadPastMaxProcsGetsNoProcUntilAnotherReleasesItsHandle() throws Exception {
+		try (Seg s = new Seg("noproc", SegOpts.small(1024).withMaxProcs(3)); FlashStock fs = FlashStock.open(s.name)) {
+			CyclicBarrier opened = new CyclicBarrier(3), release = new CyclicBarrier(3);
+			AtomicReference<Throwable> err = new AtomicReference<>();
+			List<Thread> holders = new ArrayList<>();
+			for (int t = 0; t < 2; t++) {  // with the caller's: 3 handles, the table is full
+				Thread th = new Thread(() -> {
+					try {
+						fs.slot();
+						opened.await();
+						release.await();
+						fs.releaseThread();
+					} catch (Throwable e) {
+						err.compareAndSet(null, e);
+					}
+				});
+				holders.add(th);
+				th.start();
+			}
+			opened.await();
+			AtomicReference<Object> fourth = new AtomicReference<>();
+			Thread th = new Thread(() -> {
+				try {
+					fourth.set(fs.slot());
+				} catch (Throwable e) {
+					fourth.set(e);
+				}
+			});
+			th.start();
+			th.join();
+			assertTrue(fourth.get() instanceof FlashException.NoProc, "a 4th thread's first call: " + fourth.get());
+			release.await();
+			for (Thread h : holders)
+				h.join();
+			if (err.get() != null)
+				throw new AssertionError(err.get());
+			Thread again = new Thread(() -> fourth.set(fs.slot()));
+			again.start();
+			again.join();
+			assertTrue(fourth.get() instanceof Integer && (Integer) fourth.get() >= 0, "after the release: " + fourth.get());
 		}
 	}
 }
