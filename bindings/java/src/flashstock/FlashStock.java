@@ -162,7 +162,12 @@ public final class FlashStock implements AutoCloseable {
 			h.run();
 			throw new IllegalStateException("FlashStock " + name + " is closed");
 		}
-		Cell c = new Cell(h, Native.io(addr).order(ByteOrder.nativeOrder()));
+		ByteBuffer io = Native.io(addr);
+		if (io == null) {  // NewDirectByteBuffer failed: an OutOfMemoryError is pending
+			h.run();
+			throw new OutOfMemoryError("no direct buffer for a flashstock handle");
+		}
+		Cell c = new Cell(h, io.order(ByteOrder.nativeOrder()));
 		c.cleanable = CLEANER.register(c, h);
 		local.set(c);
 		return c;
