@@ -162,10 +162,12 @@ public final class FlashStock implements AutoCloseable {
 			h.run();
 			throw new IllegalStateException("FlashStock " + name + " is closed");
 		}
-		ByteBuffer io = Native.io(addr);
-		if (io == null) {  // NewDirectByteBuffer failed: an OutOfMemoryError is pending
+		ByteBuffer io;
+		try {
+			io = Native.io(addr);  // NewDirectByteBuffer may throw OutOfMemoryError
+		} catch (Error e) {
 			h.run();
-			throw new OutOfMemoryError("no direct buffer for a flashstock handle");
+			throw e;
 		}
 		Cell c = new Cell(h, io.order(ByteOrder.nativeOrder()));
 		c.cleanable = CLEANER.register(c, h);
