@@ -1,0 +1,21 @@
+#!/bin/bash
+# check_snippet.sh BINDINGS_JAVA_DIR -- the Java code block of
+# README-section.md is exactly the region between "// README begin" and
+# "// README end" of example/flashstock/example/Quickstart.java (which the
+# test java_quickstart runs), less its two tabs of indent, so the README's
+# example cannot rot.
+set -u
+d=${1:?usage: check_snippet.sh bindings/java}
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+sed -n '/^[[:space:]]*\/\/ README begin$/,/^[[:space:]]*\/\/ README end$/p' \
+	"$d/example/flashstock/example/Quickstart.java" | sed '1d;$d;s/^\t\t//' >"$t/from_example"
+awk '/^```java$/ { code = 1; next }
+     code && /^```$/ { exit }
+     code { print }' "$d/README-section.md" >"$t/from_readme"
+[ -s "$t/from_example" ] || fail "no README markers in Quickstart.java"
+[ -s "$t/from_readme" ] || fail "no java code block in README-section.md"
+diff -u "$t/from_readme" "$t/from_example" >&2 ||
+	fail "README-section.md's java code differs from Quickstart.java's README region"
+echo "snippet: README-section.md equals Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"

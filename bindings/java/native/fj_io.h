@@ -1,0 +1,40 @@
+/*
+ * fj_io.h -- the memory a Java handle shares with its JNI library.
+ *
+ * Each native handle of the Java binding is one struct fj_cell: the
+ * flash_t * and an exchange area that Java sees as a direct ByteBuffer
+ * (NewDirectByteBuffer over fj_cell.io).  Java writes a request there and
+ * reads a result from there, at the offsets of flashstock/Layout.java; the
+ * test java_layout proves those offsets equal the C compiler's (it runs
+ * layout_probe, which prints them from this header).  No JNI object is
+ * made on the order path: one native call with the cell's address.
+ */
+#ifndef FJ_IO_H
+#define FJ_IO_H
+
+#include <stdint.h>
+#include "flashstock.h"
+
+/* The exchange area: one call uses one member at a time. */
+union fj_io {
+	struct {
+		struct flash_order_req req;   /* in: written by Java */
+		struct flash_order_res res;   /* out: read by Java */
+	} order;
+	struct flash_seg_opts opts;
+	struct flash_activity act;
+	struct flash_sku_info sku;
+	struct flash_order_info oi;
+	struct flash_stats stats;
+	struct flash_ident ident;
+	struct flash_quiet quiet;
+	uint64_t u64;                         /* token, fence, segment bytes */
+	unsigned char bytes[256];
+};
+
+struct fj_cell {
+	flash_t *fc_h;                        /* the handle; used by its opening thread only */
+	union fj_io fc_io;                    /* the ByteBuffer's memory */
+};
+
+#endif /* FJ_IO_H */

@@ -1,0 +1,353 @@
+/*
+ * flashstock_jni.c -- the JNI library of the Java binding (class flashstock.Native).
+ *
+ * Each function forwards one flash_* call and returns its result code
+ * unchanged.  A handle is a struct fj_cell (fj_io.h) whose address Java
+ * keeps as a long; structs pass through the cell's exchange area, which
+ * Java maps as a direct ByteBuffer, so no Java object is made or read here
+ * on the order path.  The thread rule is kept by the Java side
+ * (flashstock.FlashStock passes a cell only to the thread that opened it);
+ * the engine's own check (FLASH_EWRONG_THREAD) stays behind it.
+ *
+ * Divisions: helpers; 1. result codes; 2. segments; 3. handles; 4. catalog;
+ * 5. orders; 6. tokens; 7. locks; 8. reading state.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jni.h>
+
+#include "flashstock.h"
+#include "fj_io.h"
+#include "flashstock_Native.h"
+
+_Static_assert(sizeof(union fj_io) == 256, "Layout.Io.SIZE is 256");
+
+static struct fj_cell *cell_of(jlong cell)
+{
+	return (struct fj_cell *)(intptr_t)cell;
+}
+
+/* The direct buffer's memory, or NULL (then an exception is pending or the
+ * buffer is too small: FLASH_EINVAL for the caller). */
+static union fj_io *io_of(JNIEnv *env, jobject buf)
+{
+	if (buf == NULL)
+		return NULL;
+	if ((*env)->GetDirectBufferCapacity(env, buf) < (jlong)sizeof(union fj_io))
+		return NULL;
+	return (*env)->GetDirectBufferAddress(env, buf);
+}
+
+/* Run fn on a name from Java; FLASH_EINVAL for a null name, FLASH_ENOMEM
+ * when the JVM cannot copy it (an OutOfMemoryError is then pending). */
+#define WITH_NAME(env, jname, var, expr)                                          \
+	do {                                                                      \
+		if ((jname) == NULL)                                              \
+			return FLASH_EINVAL;                                      \
+		const char *var = (*(env))->GetStringUTFChars((env), (jname), NULL); \
+		if (var == NULL)                                                  \
+			return FLASH_ENOMEM;                                      \
+		int rc_ = (expr);                                                 \
+		(*(env))->ReleaseStringUTFChars((env), (jname), var);             \
+		return rc_;                                                       \
+	} while (0)
+
+/* ------------------------------------------------------------ 1. result codes */
+
+JNIEXPORT jstring JNICALL Java_flashstock_Native_strerror(JNIEnv *env, jclass cls, jint rc)
+{
+	return (*env)->NewStringUTF(env, flash_strerror(rc));
+}
+
+JNIEXPORT jstring JNICALL Java_flashstock_Native_rcname(JNIEnv *env, jclass cls, jint rc)
+{
+	return (*env)->NewStringUTF(env, flash_rcname(rc));
+}
+
+/* ------------------------------------------------------------ 2. segments */
+
+JNIEXPORT void JNICALL Java_flashstock_Native_segOptsDefault(JNIEnv *env, jclass cls, jobject buf)
+{
+	union fj_io *io = io_of(env, buf);
+	if (io != NULL)
+		flash_seg_opts_default(&io->opts);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_segSize(JNIEnv *env, jclass cls, jobject buf)
+{
+	union fj_io *io = io_of(env, buf);
+	if (io == NULL)
+		return FLASH_EINVAL;
+	uint64_t bytes = 0;
+	int rc = flash_seg_size(&io->opts, &bytes);
+	if (rc == FLASH_OK)
+		io->u64 = bytes;
+	return rc;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_segCreate(JNIEnv *env, jclass cls, jstring jname, jobject buf)
+{
+	const struct flash_seg_opts *o = NULL;
+	if (buf != NULL) {
+		union fj_io *io = io_of(env, buf);
+		if (io == NULL)
+			return FLASH_EINVAL;
+		o = &io->opts;
+	}
+	WITH_NAME(env, jname, name, flash_seg_create(name, o));
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_segDestroy(JNIEnv *env, jclass cls, jstring jname)
+{
+	WITH_NAME(env, jname, name, flash_seg_destroy(name));
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_activityCheck(JNIEnv *env, jclass cls, jobject buf)
+{
+	union fj_io *io = io_of(env, buf);
+	return io == NULL ? FLASH_EINVAL : flash_activity_check(&io->act);
+}
+
+/* ------------------------------------------------------------ 3. handles */
+
+static jlong open_cell(const char *name, unsigned flags)
+{
+	struct fj_cell *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return FLASH_ENOMEM;
+	int rc = flash_open(name, flags, &c->fc_h);
+	if (rc != FLASH_OK) {
+		free(c);
+		return rc;
+	}
+	return (jlong)(intptr_t)c;
+}
+
+/* Contract: the cell's address (positive: a user-space pointer) or a
+ * negative FLASH_E* code; the cell is then for the calling thread only. */
+JNIEXPORT jlong JNICALL Java_flashstock_Native_open(JNIEnv *env, jclass cls, jstring jname, jint flags)
+{
+	if (jname == NULL)
+		return FLASH_EINVAL;
+	const char *name = (*env)->GetStringUTFChars(env, jname, NULL);
+	if (name == NULL)
+		return FLASH_ENOMEM;
+	jlong r = open_cell(name, (unsigned)flags);
+	(*env)->ReleaseStringUTFChars(env, jname, name);
+	return r;
+}
+
+JNIEXPORT jobject JNICALL Java_flashstock_Native_io(JNIEnv *env, jclass cls, jlong cell)
+{
+	return (*env)->NewDirectByteBuffer(env, &cell_of(cell)->fc_io, sizeof(union fj_io));
+}
+
+/* Contract: closes the handle and frees the cell.  Any thread may call it
+ * once the owner thread has made its last call (flash_close's rule); the
+ * Java side guarantees that, and that it happens once. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_close(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	int rc = flash_close(c->fc_h);
+	free(c);
+	return rc;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_recover(JNIEnv *env, jclass cls, jlong cell)
+{
+	uint32_t n = 0;
+	int rc = flash_recover(cell_of(cell)->fc_h, &n);
+	return rc != FLASH_OK ? rc : (jint)(n & 0x7fffffffu);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_slot(JNIEnv *env, jclass cls, jlong cell)
+{
+	return flash_slot(cell_of(cell)->fc_h);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_segOptsGet(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_seg_opts_get(c->fc_h, &c->fc_io.opts);
+}
+
+/* ------------------------------------------------------------ 4. catalog */
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_activityAdd(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_activity_add(c->fc_h, &c->fc_io.act);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_skuAdd(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                     jint sku_id, jlong units, jint shards)
+{
+	return flash_sku_add(cell_of(cell)->fc_h, (uint32_t)activity_id, (uint32_t)sku_id, (uint64_t)units,
+	                     (uint32_t)shards);
+}
+
+/* ------------------------------------------------------------ 5. orders */
+
+/* The order path: the request and the result live in the cell, written
+ * and read by Java through its direct buffer; this adds one call to
+ * flash_order and nothing else. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_order(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_order(c->fc_h, &c->fc_io.order.req, &c->fc_io.order.res);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_syncWaitSet(JNIEnv *env, jclass cls, jlong cell, jint wait_ms)
+{
+	return flash_sync_wait_set(cell_of(cell)->fc_h, (uint32_t)wait_ms);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_durableWait(JNIEnv *env, jclass cls, jlong cell, jlong lsn,
+                                                          jint wait_ms)
+{
+	return flash_durable_wait(cell_of(cell)->fc_h, (uint64_t)lsn, (uint32_t)wait_ms);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_cancel(JNIEnv *env, jclass cls, jlong cell, jlong order_no)
+{
+	uint32_t units = 0;
+	int rc = flash_cancel(cell_of(cell)->fc_h, (uint64_t)order_no, &units);
+	/* a quantity is at most FLASH_QTY_MAX: it fits a non-negative jint */
+	return rc != FLASH_OK ? rc : (jint)units;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_restock(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                      jint sku_id, jlong delta)
+{
+	return flash_restock(cell_of(cell)->fc_h, (uint32_t)activity_id, (uint32_t)sku_id, (int64_t)delta);
+}
+
+/* ------------------------------------------------------------ 6. tokens */
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_tokenIssue(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                         jint sku_id, jlong user_id, jint ttl_ms)
+{
+	struct fj_cell *c = cell_of(cell);
+	uint64_t token = 0;
+	int rc = flash_token_issue(c->fc_h, (uint32_t)activity_id, (uint32_t)sku_id, (uint64_t)user_id,
+	                           (uint32_t)ttl_ms, &token);
+	if (rc == FLASH_OK)
+		c->fc_io.u64 = token;
+	return rc;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_tokenRedeem(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                          jint sku_id, jlong user_id, jlong token)
+{
+	return flash_token_redeem(cell_of(cell)->fc_h, (uint32_t)activity_id, (uint32_t)sku_id,
+	                          (uint64_t)user_id, (uint64_t)token);
+}
+
+/* ------------------------------------------------------------ 7. locks */
+
+static int lock_acquire(struct fj_cell *c, const char *name, jlong owner, jint lease_ms)
+{
+	uint64_t fence = 0;
+	int rc = flash_lock_acquire(c->fc_h, name, (uint64_t)owner, (uint32_t)lease_ms, &fence);
+	if (rc == FLASH_OK)
+		c->fc_io.u64 = fence;
+	return rc;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_lockAcquire(JNIEnv *env, jclass cls, jlong cell, jstring jname,
+                                                          jlong owner, jint lease_ms)
+{
+	WITH_NAME(env, jname, name, lock_acquire(cell_of(cell), name, owner, lease_ms));
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_lockRenew(JNIEnv *env, jclass cls, jlong cell, jstring jname,
+                                                        jlong owner, jint lease_ms)
+{
+	WITH_NAME(env, jname, name,
+	          flash_lock_renew(cell_of(cell)->fc_h, name, (uint64_t)owner, (uint32_t)lease_ms));
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_lockRelease(JNIEnv *env, jclass cls, jlong cell, jstring jname,
+                                                          jlong owner)
+{
+	WITH_NAME(env, jname, name, flash_lock_release(cell_of(cell)->fc_h, name, (uint64_t)owner));
+}
+
+/* ------------------------------------------------------------ 8. reading state */
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_skuGet(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                     jint sku_id)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_sku_get(c->fc_h, (uint32_t)activity_id, (uint32_t)sku_id, &c->fc_io.sku);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_activityAt(JNIEnv *env, jclass cls, jlong cell, jint index)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_activity_at(c->fc_h, (uint32_t)index, &c->fc_io.act);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_skuAt(JNIEnv *env, jclass cls, jlong cell, jint index)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_sku_at(c->fc_h, (uint32_t)index, &c->fc_io.sku);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_orderGet(JNIEnv *env, jclass cls, jlong cell, jlong order_no)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_order_get(c->fc_h, (uint64_t)order_no, &c->fc_io.oi);
+}
+
+JNIEXPORT jlong JNICALL Java_flashstock_Native_ordersMax(JNIEnv *env, jclass cls, jlong cell)
+{
+	return (jlong)flash_orders_max(cell_of(cell)->fc_h);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_statsGet(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_stats_get(c->fc_h, &c->fc_io.stats);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_identGet(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_ident_get(c->fc_h, &c->fc_io.ident);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_quietGet(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_quiet_get(c->fc_h, &c->fc_io.quiet);
+}
+
+/* ------------------------------------------------------------ the bench's C baseline */
+
+/*
+ * Contract: n orders from C in a loop on this cell's handle, for users
+ * user_base+1 .. user_base+n, quantity 1: what the same orders cost without
+ * the JVM, measured in the same process as the Java loop (bench/flashstock/
+ * Bench.java).  Returns the elapsed CLOCK_MONOTONIC nanoseconds, or the
+ * first failing order's code (negative).
+ */
+JNIEXPORT jlong JNICALL Java_flashstock_Native_benchOrdersC(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                            jint sku_id, jlong user_base, jint n)
+{
+	struct fj_cell *c = cell_of(cell);
+	struct flash_order_req r = { .activity_id = (uint32_t)activity_id, .sku_id = (uint32_t)sku_id, .qty = 1 };
+	struct flash_order_res res;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (jint i = 0; i < n; i++) {
+		r.user_id = (uint64_t)user_base + (uint64_t)i + 1;
+		int rc = flash_order(c->fc_h, &r, &res);
+		if (rc != FLASH_OK)
+			return rc;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (jlong)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+}

@@ -1,0 +1,129 @@
+/*
+ * FlashException.java -- the one error type of the binding, and one subclass
+ * per common outcome.
+ *
+ * Every FLASH_E* code of the C library maps to a FlashException that
+ * carries the code and its flash_rcname() ("FLASH_ESOLD_OUT").  The codes
+ * an application handles by name have their own subclass (SoldOut,
+ * LimitReached, ...); every other code, also one added to the C library
+ * after this file was written, is a plain FlashException with its code and
+ * name.  Unchecked: the refusals a flash sale expects on every request
+ * (sold out, over the limit, ...) are not thrown by FlashStock.order() but
+ * returned in its OrderResult; what is thrown is a real error, which a
+ * request handler passes up rather than handles (README-section.md says
+ * why).
+ */
+package flashstock;
+
+public class FlashException extends RuntimeException {
+	private static final long serialVersionUID = 1L;
+
+	private final int code;
+	private final String rcName;
+
+	protected FlashException(int code) {
+		super(Native.rcname(code) + ": " + Native.strerror(code));
+		this.code = code;
+		this.rcName = Native.rcname(code);
+	}
+
+	/** The FLASH_E* code (negative). */
+	public int code() {
+		return code;
+	}
+
+	/** The code's symbolic name, as flash_rcname() gives it. */
+	public String rcName() {
+		return rcName;
+	}
+
+	/**
+	 * The exception for result code {@code rc} (a negative FLASH_E* code):
+	 * its named subclass, or a plain FlashException for any other code.
+	 */
+	public static FlashException of(int rc) {
+		switch (rc) {
+		case -1: return new SoldOut(rc);
+		case -2: return new LimitReached(rc);
+		case -3: return new NotStarted(rc);
+		case -4: return new Ended(rc);
+		case -5: return new NotFound(rc);
+		case -6: return new BadToken(rc);
+		case -7: return new Duplicate(rc);
+		case -8: return new Full(rc);
+		case -9: return new InvalidArgument(rc);
+		case -10: return new Durability(rc);
+		case -11: return new Exists(rc);
+		case -12: return new NoSegment(rc);
+		case -20: return new Corrupt(rc);
+		case -21: return new ReadOnly(rc);
+		case -22: return new Fork(rc);
+		case -23: return new Cancelled(rc);
+		case -24: return new Locked(rc);
+		case -25: return new NotOwner(rc);
+		case -26: return new Busy(rc);
+		case -27: return new NoProc(rc);
+		case -31: return new WrongThread(rc);
+		case -33: return new FateUnknown(rc);
+		default:
+			/* attach checks (-13..-19, -32), system failures (-28..-30),
+			 * the MySQL applier's range (-40..), and codes not known here */
+			return new FlashException(rc);
+		}
+	}
+
+	/** Throw the exception of {@code rc} unless it is FLASH_OK; else return it. */
+	static int check(int rc) {
+		if (rc < 0)
+			throw of(rc);
+		return rc;
+	}
+
+	/* The named outcomes.  Each constructor takes the code, so that a
+	 * subclass always carries exactly the code it was made for. */
+
+	/** FLASH_ESOLD_OUT: not enough stock for the quantity. */
+	public static final class SoldOut extends FlashException { SoldOut(int c) { super(c); } }
+	/** FLASH_ELIMIT: the user holds the activity's limit already. */
+	public static final class LimitReached extends FlashException { LimitReached(int c) { super(c); } }
+	/** FLASH_ENOT_STARTED: the activity's window has not opened. */
+	public static final class NotStarted extends FlashException { NotStarted(int c) { super(c); } }
+	/** FLASH_EENDED: the activity's window has closed. */
+	public static final class Ended extends FlashException { Ended(int c) { super(c); } }
+	/** FLASH_ENOT_FOUND: unknown activity, sku, order or lock. */
+	public static final class NotFound extends FlashException { NotFound(int c) { super(c); } }
+	/** FLASH_EBAD_TOKEN: token missing, unknown, expired, reused or for other goods. */
+	public static final class BadToken extends FlashException { BadToken(int c) { super(c); } }
+	/** FLASH_EDUPLICATE: request id seen before. */
+	public static final class Duplicate extends FlashException { Duplicate(int c) { super(c); } }
+	/** FLASH_EFULL: a fixed-capacity table of the segment is full. */
+	public static final class Full extends FlashException { Full(int c) { super(c); } }
+	/** FLASH_EINVAL: bad argument. */
+	public static final class InvalidArgument extends FlashException { InvalidArgument(int c) { super(c); } }
+	/** FLASH_EDURABILITY: the WAL failed; nothing more is acknowledged. */
+	public static final class Durability extends FlashException { Durability(int c) { super(c); } }
+	/** FLASH_EEXIST: segment, activity or sku already exists. */
+	public static final class Exists extends FlashException { Exists(int c) { super(c); } }
+	/** FLASH_ENOSEG: no segment of that name. */
+	public static final class NoSegment extends FlashException { NoSegment(int c) { super(c); } }
+	/** FLASH_ECORRUPT: an index read from the segment is out of bounds. */
+	public static final class Corrupt extends FlashException { Corrupt(int c) { super(c); } }
+	/** FLASH_EREADONLY: write call on a read-only handle. */
+	public static final class ReadOnly extends FlashException { ReadOnly(int c) { super(c); } }
+	/** FLASH_EFORK: handle used in a process other than its opener. */
+	public static final class Fork extends FlashException { Fork(int c) { super(c); } }
+	/** FLASH_ECANCELLED: order already cancelled. */
+	public static final class Cancelled extends FlashException { Cancelled(int c) { super(c); } }
+	/** FLASH_ELOCKED: lock held by another live owner. */
+	public static final class Locked extends FlashException { Locked(int c) { super(c); } }
+	/** FLASH_ENOT_OWNER: lock renew/release by a caller that does not hold it. */
+	public static final class NotOwner extends FlashException { NotOwner(int c) { super(c); } }
+	/** FLASH_EBUSY: record ring full, request in flight, or consumer claim held. */
+	public static final class Busy extends FlashException { Busy(int c) { super(c); } }
+	/** FLASH_ENOPROC: process table full: too many open handles. */
+	public static final class NoProc extends FlashException { NoProc(int c) { super(c); } }
+	/** FLASH_EWRONG_THREAD: handle used from a thread other than its opener. */
+	public static final class WrongThread extends FlashException { WrongThread(int c) { super(c); } }
+	/** FLASH_EFATE_UNKNOWN: done in memory, not durable within the wait bound. */
+	public static final class FateUnknown extends FlashException { FateUnknown(int c) { super(c); } }
+}

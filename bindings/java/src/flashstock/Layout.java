@@ -1,0 +1,153 @@
+/*
+ * Layout.java -- sizes and offsets of the C structs the binding mirrors
+ * (api/flashstock.h), and of the exchange area of a native handle
+ * (native/fj_io.h).  Java reads and writes those structs at these offsets
+ * in a direct ByteBuffer in native byte order.  The values are the C
+ * compiler's: the test java_layout (LayoutTest) runs native/layout_probe.c
+ * and fails on any difference, missing or extra field.
+ */
+package flashstock;
+
+final class Layout {
+	private Layout() {}
+
+	static final class SegOpts {
+		private SegOpts() {}
+		static final int SIZE = 64;
+		static final int MAX_ACTIVITIES = 0;
+		static final int MAX_SKUS = 4;
+		static final int MAX_SHARDS = 8;
+		static final int MAX_USERS = 12;
+		static final int MAX_TOKENS = 16;
+		static final int MAX_ORDERS = 20;
+		static final int MAX_REQUESTS = 24;
+		static final int MAX_LOCKS = 28;
+		static final int MAX_PROCS = 32;
+		static final int RING_RECORDS = 36;
+		static final int MODE = 40;
+		static final int GID = 48;
+		static final int DURABILITY = 56;
+	}
+
+	static final class Activity {
+		private Activity() {}
+		static final int SIZE = 40;
+		static final int ID = 0;
+		static final int LIMIT_PER_USER = 4;
+		static final int MAX_QTY = 8;
+		static final int SCOPE = 12;
+		static final int FLAGS = 16;
+		static final int DAY_OFFSET_S = 20;
+		static final int START_NS = 24;
+		static final int END_NS = 32;
+	}
+
+	static final class OrderReq {
+		private OrderReq() {}
+		static final int SIZE = 40;
+		static final int ACTIVITY_ID = 0;
+		static final int SKU_ID = 4;
+		static final int USER_ID = 8;
+		static final int QTY = 16;
+		static final int RESERVED = 20;
+		static final int TOKEN = 24;
+		static final int REQUEST_ID = 32;
+	}
+
+	static final class OrderRes {
+		private OrderRes() {}
+		static final int SIZE = 24;
+		static final int ORDER_NO = 0;
+		static final int FIRST_RC = 8;
+		static final int LIMIT_SLOT = 12;
+		static final int LSN = 16;
+	}
+
+	static final class SkuInfo {
+		private SkuInfo() {}
+		static final int SIZE = 32;
+		static final int ACTIVITY_ID = 0;
+		static final int SKU_ID = 4;
+		static final int SHARDS = 8;
+		static final int PAD = 12;
+		static final int TOTAL = 16;
+		static final int AVAILABLE = 24;
+	}
+
+	static final class OrderInfo {
+		private OrderInfo() {}
+		static final int SIZE = 48;
+		static final int ORDER_NO = 0;
+		static final int USER_ID = 8;
+		static final int ACTIVITY_ID = 16;
+		static final int SKU_ID = 20;
+		static final int QTY = 24;
+		static final int STATE = 28;
+		static final int LIMIT_SLOT = 32;
+		static final int BIZ_DAY = 36;
+		static final int CREATED_NS = 40;
+	}
+
+	static final class Stats {
+		private Stats() {}
+		static final int SIZE = 176;
+		static final int ORDERS = 0;
+		static final int CANCELS = 8;
+		static final int SOLD_OUT = 16;
+		static final int LIMIT_HITS = 24;
+		static final int TOKEN_REJECTS = 32;
+		static final int DUPLICATES = 40;
+		static final int CAS_RETRIES = 48;
+		static final int RECOVERIES = 56;
+		static final int ROLLED_BACK = 64;
+		static final int ROLLED_FORWARD = 72;
+		static final int ACTIVITIES = 80;
+		static final int ACTIVITIES_CAP = 84;
+		static final int SKUS = 88;
+		static final int SKUS_CAP = 92;
+		static final int SHARDS = 96;
+		static final int SHARDS_CAP = 100;
+		static final int USERS = 104;
+		static final int USERS_CAP = 108;
+		static final int TOKENS = 112;
+		static final int TOKENS_CAP = 116;
+		static final int REQUESTS = 120;
+		static final int REQUESTS_CAP = 124;
+		static final int LOCKS = 128;
+		static final int LOCKS_CAP = 132;
+		static final int PROCS = 136;
+		static final int PROCS_CAP = 140;
+		static final int ORDERS_USED = 144;
+		static final int ORDERS_CAP = 152;
+		static final int SEGMENT_BYTES = 160;
+		static final int DURABILITY = 168;
+		static final int PAD = 172;
+	}
+
+	static final class Ident {
+		private Ident() {}
+		static final int SIZE = 24;
+		static final int INCARNATION = 0;
+		static final int WAL_LSN = 8;
+		static final int CONSUMER_PID = 16;
+		static final int CONSUMER_SLOT = 20;
+	}
+
+	static final class Quiet {
+		private Quiet() {}
+		static final int SIZE = 32;
+		static final int OPS = 0;
+		static final int CONSUMED = 8;
+		static final int PENDING = 16;
+		static final int IN_FLIGHT = 24;
+		static final int PAD = 28;
+	}
+
+	static final class Io {
+		private Io() {}
+		static final int SIZE = 256;
+		static final int ORDER_REQ = 0;
+		static final int ORDER_RES = 40;
+		static final int U64 = 0;
+	}
+}

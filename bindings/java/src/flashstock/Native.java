@@ -1,0 +1,112 @@
+/*
+ * Native.java -- the JNI entry points of libflashstock_jni (native/flashstock_jni.c).
+ *
+ * One static method per flash_* call.  A handle is a "cell" (struct fj_cell,
+ * native/fj_io.h): its address travels as a long, and structs travel
+ * through the cell's exchange area, a direct ByteBuffer that Java reads and
+ * writes at the offsets of Layout.  Every method returns the C call's
+ * result code unchanged (0 or a negative FLASH_E* code) or, where said, a
+ * non-negative value.  Nothing here checks threads: FlashStock only ever
+ * passes a cell to the thread that opened it.
+ */
+package flashstock;
+
+import java.io.File;
+import java.net.URISyntaxException;
+import java.nio.ByteBuffer;
+
+final class Native {
+	private Native() {}
+
+	static {
+		load();
+	}
+
+	/*
+	 * Where the JNI library is: the system property flashstock.library
+	 * (a path, for the build tree's tests), else the installed layout
+	 * (Build.LIB_FROM_JAR from the jar's directory, baked in at configure
+	 * time: share/java/flashstock.jar -> lib/libflashstock_jni.so), else
+	 * the jar's own directory (the build tree), else java.library.path.  The JNI library finds libflashstock.so by its
+	 * run path ($ORIGIN), so no environment variable is needed.
+	 */
+	private static void load() {
+		String path = System.getProperty("flashstock.library");
+		if (path != null) {
+			System.load(new File(path).getAbsolutePath());
+			return;
+		}
+		try {
+			File jar = new File(Native.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+			String so = System.mapLibraryName("flashstock_jni");
+			for (File lib : new File[] { new File(jar.getParentFile(), Build.LIB_FROM_JAR + "/" + so),
+					new File(jar.getParentFile(), so) }) {
+				if (jar.isFile() && lib.isFile()) {
+					System.load(lib.getCanonicalPath());
+					return;
+				}
+			}
+		} catch (URISyntaxException | java.io.IOException | SecurityException | NullPointerException e) {
+			// fall through to the library path
+		}
+		System.loadLibrary("flashstock_jni");
+	}
+
+	/* 1. result codes */
+	static native String strerror(int rc);
+	static native String rcname(int rc);
+
+	/* 2. segments: io is a direct buffer of Layout.Io.SIZE bytes */
+	static native void segOptsDefault(ByteBuffer io);
+	/** flash_seg_size(opts at io, &bytes); bytes at Layout.Io.U64 (io null: the defaults) */
+	static native int segSize(ByteBuffer io);
+	static native int segCreate(String name, ByteBuffer io);
+	static native int segDestroy(String name);
+	static native int activityCheck(ByteBuffer io);
+
+	/* 3. handles */
+	/** flash_open: the cell's address, or a negative code */
+	static native long open(String name, int flags);
+	/** the cell's exchange area as a direct buffer (native byte order not set) */
+	static native ByteBuffer io(long cell);
+	/** flash_close and free the cell (any thread, once the owner's last call is done) */
+	static native int close(long cell);
+	/** handles recovered, or a negative code */
+	static native int recover(long cell);
+	static native int slot(long cell);
+	static native int segOptsGet(long cell);
+
+	/* 4. catalog */
+	static native int activityAdd(long cell);
+	static native int skuAdd(long cell, int activityId, int skuId, long units, int shards);
+
+	/* 5. orders: request at Layout.Io.ORDER_REQ, result at Layout.Io.ORDER_RES */
+	static native int order(long cell);
+	static native int syncWaitSet(long cell, int waitMs);
+	static native int durableWait(long cell, long lsn, int waitMs);
+	/** units returned, or a negative code */
+	static native int cancel(long cell, long orderNo);
+	static native int restock(long cell, int activityId, int skuId, long delta);
+
+	/* 6. tokens: the token at Layout.Io.U64 */
+	static native int tokenIssue(long cell, int activityId, int skuId, long userId, int ttlMs);
+	static native int tokenRedeem(long cell, int activityId, int skuId, long userId, long token);
+
+	/* 7. leased locks: the fence at Layout.Io.U64 */
+	static native int lockAcquire(long cell, String name, long owner, int leaseMs);
+	static native int lockRenew(long cell, String name, long owner, int leaseMs);
+	static native int lockRelease(long cell, String name, long owner);
+
+	/* 8. reading state: the struct at offset 0 of the exchange area */
+	static native int skuGet(long cell, int activityId, int skuId);
+	static native int activityAt(long cell, int index);
+	static native int skuAt(long cell, int index);
+	static native int orderGet(long cell, long orderNo);
+	static native long ordersMax(long cell);
+	static native int statsGet(long cell);
+	static native int identGet(long cell);
+	static native int quietGet(long cell);
+
+	/* the bench's C baseline: n orders in a C loop; elapsed ns or a negative code */
+	static native long benchOrdersC(long cell, int activityId, int skuId, long userBase, int n);
+}

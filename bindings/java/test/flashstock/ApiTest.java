@@ -1,0 +1,211 @@
+/*
+ * ApiTest.java -- (java_api) the whole application API through FlashStock:
+ * segments, catalog, orders with every request and result field, refusals
+ * returned and errors thrown, cancel, restock, tokens, locks, reading
+ * state, stats, sync waits, read-only handles, and close.
+ */
+package flashstock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ApiTest {
+	@Test
+	void segmentsAreCreatedOpenedWithTheirOptionsAndDestroyed() {
+		SegOpts o = SegOpts.small(2048).withMaxLocks(32).withDurability(Durability.SYNC);
+		assertTrue(FlashStock.segmentSize(o) > 0);
+		assertTrue(FlashStock.segmentSize(o.withMaxOrders(4096)) > FlashStock.segmentSize(o));
+		assertThrows(FlashException.InvalidArgument.class, () -> FlashStock.segmentSize(o.withRingRecords(1000)));
+		Seg s = new Seg("seg", o);
+		assertThrows(FlashException.Exists.class, () -> FlashStock.createSegment(s.name, o));
+		try (FlashStock fs = FlashStock.open(s.name)) {
+			assertEquals(o, fs.segOpts());
+			assertEquals(Durability.SYNC, fs.stats().durability());
+			assertEquals(FlashStock.segmentSize(o), fs.stats().segmentBytes());
+		}
+		FlashStock.destroySegment(s.name);
+		assertThrows(FlashException.NoSegment.class, () -> FlashStock.open(s.name));
+		assertThrows(FlashException.NoSegment.class, () -> FlashStock.destroySegment(s.name));
+		assertThrows(FlashException.InvalidArgument.class, () -> FlashStock.createSegment("/a/b", o));
+		s.close();
+	}
+
+	@Test
+	void ordersReturnEveryResultFieldAndTheSalesRefusals() {
+		try (Seg s = new Seg("orders"); FlashStock fs = FlashStock.open(s.name)) {
+			Activity a = Activity.openNow(1, 1).withMaxQty(2);
+			FlashStock.activityCheck(a);
+			assertThrows(FlashException.InvalidArgument.class, () -> FlashStock.activityCheck(Activity.openNow(0, 1)));
+			fs.activityAdd(a);
+			assertThrows(FlashException.Exists.class, () -> fs.activityAdd(a));
+			fs.skuAdd(1, 10, 3, 2);
+			assertThrows(FlashException.NotFound.class, () -> fs.skuAdd(9, 10, 3, 1));
+			assertEquals(List.of(a), fs.activities());
+			assertEquals(List.of(new SkuInfo(1, 10, 2, 3, 3)), fs.skus());
+
+			OrderResult r = fs.order(OrderRequest.of(1, 10, 42, 2).withRequestId(7));
+			assertTrue(r.ok(), r.rcName());
+			assertEquals("FLASH_OK", r.rcName());
+			assertTrue(r.orderNo() > 0);
+			assertEquals(1, r.limitSlot());
+			assertTrue(r.lsn() > 0);
+			OrderInfo oi = fs.orderGet(r.orderNo());
+			assertEquals(r.orderNo(), oi.orderNo());
+			assertEquals(42, oi.userId());
+			assertEquals(1, oi.activityId());
+			assertEquals(10, oi.skuId());
+			assertEquals(2, oi.qty());
+			assertEquals(OrderState.ACTIVE, oi.state());
+			assertEquals(1, oi.limitSlot());
+			assertTrue(oi.createdNs() > 0);
+			assertTrue(fs.ordersMax() >= r.orderNo());
+
+			// the retry of request 7: its first outcome, nothing taken twice
+			OrderResult d = fs.order(OrderRequest.of(1, 10, 42, 2).withRequestId(7));
+			assertEquals(-7, d.rc());
+			assertEquals(0, d.firstRc());
+			assertEquals(r.orderNo(), d.orderNo());
+			assertEquals(1, fs.skuGet(1, 10).available());
+			// the refusals are answers
+			assertEquals(-2, fs.order(1, 10, 42, 1).rc());
+			assertEquals(-1, fs.order(1, 10, 43, 2).rc());
+			assertEquals("FLASH_ESOLD_OUT", fs.order(1, 10, 43, 2).rcName());
+			// the errors are thrown
+			assertThrows(FlashException.NotFound.class, () -> fs.order(1, 11, 43, 1));
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.order(1, 10, 43, 0));
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.order(1, 10, 0, 1));
+
+			assertEquals(2, fs.cancel(r.orderNo()));
+			assertThrows(FlashException.Cancelled.class, () -> fs.cancel(r.orderNo()));
+			assertThrows(FlashException.NotFound.class, () -> fs.cancel(1_000_000));
+			assertEquals(OrderState.CANCELLED, fs.orderGet(r.orderNo()).state());
+			assertEquals(3, fs.skuGet(1, 10).available());
+			fs.restock(1, 10, 5);
+			assertEquals(new SkuInfo(1, 10, 2, 8, 8), fs.skuGet(1, 10));
+			assertThrows(FlashException.SoldOut.class, () -> fs.restock(1, 10, -9));
+			fs.restock(1, 10, -8);
+			assertEquals(0, fs.skuGet(1, 10).available());
+
+			Stats st = fs.stats();
+			assertEquals(1, st.orders());
+			assertEquals(1, st.cancels());
+			assertTrue(st.soldOut() >= 2);
+			assertEquals(1, st.limitHits());
+			assertEquals(1, st.duplicates());
+			assertEquals(1, st.activities());
+			assertEquals(1, st.skus());
+			assertEquals(16, st.activitiesCap());
+			assertTrue(st.procs() >= 1);
+		}
+	}
+
+	@Test
+	void aWindowNotOpenOrClosedIsRefused() {
+		try (Seg s = new Seg("window"); FlashStock fs = FlashStock.open(s.name)) {
+			long now = System.currentTimeMillis() * 1_000_000L, h = 3_600_000_000_000L;
+			fs.activityAdd(Activity.openNow(1, 1).withWindow(now + h, now + 2 * h));
+			fs.activityAdd(Activity.openNow(2, 1).withWindow(now - 2 * h, now - h));
+			fs.skuAdd(1, 1, 10, 1);
+			fs.skuAdd(2, 1, 10, 1);
+			assertEquals(-3, fs.order(1, 1, 5, 1).rc());
+			assertEquals(-4, fs.order(2, 1, 5, 1).rc());
+		}
+	}
+
+	@Test
+	void tokensAreRedeemedOnce() {
+		try (Seg s = new Seg("tokens"); FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 2).withFlags(Activity.TOKEN_REQUIRED));
+			fs.skuAdd(1, 1, 10, 1);
+			assertEquals(-6, fs.order(1, 1, 5, 1).rc());
+			long t = fs.tokenIssue(1, 1, 5, 60_000);
+			assertNotEquals(0, t);
+			assertTrue(fs.order(OrderRequest.of(1, 1, 5, 1).withToken(t)).ok());
+			assertEquals(-6, fs.order(OrderRequest.of(1, 1, 5, 1).withToken(t)).rc());
+			assertThrows(FlashException.BadToken.class, () -> fs.tokenRedeem(1, 1, 5, t));
+			long t2 = fs.tokenIssue(1, 1, 5, 60_000);
+			assertThrows(FlashException.BadToken.class, () -> fs.tokenRedeem(1, 1, 6, t2));
+			fs.tokenRedeem(1, 1, 5, t2);
+			assertThrows(FlashException.BadToken.class, () -> fs.tokenRedeem(1, 1, 5, t2));
+			assertThrows(FlashException.NotFound.class, () -> fs.tokenIssue(1, 2, 5, 1000));
+		}
+	}
+
+	@Test
+	void locksAreLeasedToOneOwnerWithGrowingFences() {
+		try (Seg s = new Seg("locks"); FlashStock fs = FlashStock.open(s.name)) {
+			long f1 = fs.lockAcquire("stock:1", 11, 60_000);
+			assertThrows(FlashException.Locked.class, () -> fs.lockAcquire("stock:1", 12, 60_000));
+			fs.lockRenew("stock:1", 11, 60_000);
+			assertThrows(FlashException.NotOwner.class, () -> fs.lockRenew("stock:1", 12, 60_000));
+			assertThrows(FlashException.NotOwner.class, () -> fs.lockRelease("stock:1", 12));
+			fs.lockRelease("stock:1", 11);
+			assertThrows(FlashException.NotFound.class, () -> fs.lockRelease("nope", 11));
+			long f2 = fs.lockAcquire("stock:1", 12, 60_000);
+			assertTrue(f2 > f1, f2 + " > " + f1);
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.lockAcquire("x".repeat(48), 1, 1000));
+		}
+	}
+
+	@Test
+	void readingStateWorksOnReadOnlyHandlesAndWritesAreRefused() {
+		try (Seg s = new Seg("state"); FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 1, 10, 1);
+			assertTrue(fs.order(1, 1, 5, 1).ok());
+			assertTrue(fs.slot() >= 0);
+			assertTrue(fs.recover() >= 0);
+			Ident id = fs.ident();
+			assertNotEquals(0, id.incarnation());
+			assertEquals(0, id.consumerPid());
+			Quiet q = fs.quiet();
+			assertTrue(q.ops() > 0);
+			assertEquals(0, q.inFlight());
+			assertTrue(q.pending() > 0, "no consumer: the records are pending");
+			try (FlashStock ro = FlashStock.open(s.name, FlashStock.RDONLY)) {
+				assertEquals(-1, ro.slot());
+				assertEquals(new SkuInfo(1, 1, 1, 10, 9), ro.skuGet(1, 1));
+				assertEquals(1, ro.stats().orders());
+				assertEquals(id.incarnation(), ro.ident().incarnation());
+				assertThrows(FlashException.ReadOnly.class, () -> ro.order(1, 1, 6, 1));
+				assertThrows(FlashException.ReadOnly.class, () -> ro.restock(1, 1, 1));
+			}
+		}
+	}
+
+	@Test
+	void aSyncOrderWithoutDaemonIsPlacedWithItsFateUnknown() {
+		try (Seg s = new Seg("sync", SegOpts.small(1024).withDurability(Durability.SYNC));
+				FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 1, 10, 1);
+			fs.syncWaitSet(50);
+			OrderResult r = fs.order(1, 1, 5, 1);
+			assertEquals(-33, r.rc());
+			assertEquals("FLASH_EFATE_UNKNOWN", r.rcName());
+			assertTrue(r.orderNo() > 0 && r.lsn() > 0);
+			assertEquals(OrderState.ACTIVE, fs.orderGet(r.orderNo()).state());
+			assertFalse(fs.durableWait(r.lsn(), 20));
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.durableWait(0, 20));
+		}
+	}
+
+	@Test
+	void aClosedObjectRefusesEveryCallAndHoldsNoHandle() {
+		try (Seg s = new Seg("close")) {
+			FlashStock fs = FlashStock.open(s.name);
+			assertEquals(1, fs.openHandles());
+			fs.close();
+			assertEquals(0, fs.openHandles());
+			assertThrows(IllegalStateException.class, () -> fs.order(1, 1, 1, 1));
+			assertThrows(IllegalStateException.class, fs::stats);
+			fs.close();
+		}
+	}
+}
