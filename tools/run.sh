@@ -19,6 +19,7 @@ cd "$here"
 PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       libmariadb-dev mariadb-server redis-server libhiredis-dev libmicrohttpd-dev
       gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd)
+PKGS+=(golang-go golang-github-gomodule-redigo-dev)   # bindings/go (cgo; redigo for its bench)
 
 log() { printf '== %s\n' "$*" >&2; }
 

@@ -1,0 +1,138 @@
+// threads_test.go -- the thread rule, hidden: one Handle used by many
+// goroutines works and never hands a native handle to another thread; a
+// Pinned used from another goroutine is refused by the engine
+// (ErrWrongThread), which proves the check the first test relies on is live.
+package flashstock
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestHandleFromManyGoroutinesSellsExactlyTheStockOnOwnThreads(t *testing.T) {
+	const units, buyers, perBuyer = 500, 64, 20 // 1280 orders for 500 units
+	o := smallOpts()
+	_, h := loaded(t, o, 1, 0, units)
+	h2, err := Open(h.p.name, Options{Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	var ok, sold, wrong, other int64
+	var wg sync.WaitGroup
+	for b := 0; b < buyers; b++ {
+		wg.Add(1)
+		go func(b int) {
+			defer wg.Done()
+			for i := 0; i < perBuyer; i++ {
+				user := uint64(b*perBuyer + i + 1)
+				_, err := h2.Order(context.Background(), OrderReq{ActivityID: 1, SkuID: 10, UserID: user, Qty: 1})
+				switch {
+				case err == nil:
+					atomic.AddInt64(&ok, 1)
+				case errors.Is(err, ErrSoldOut):
+					atomic.AddInt64(&sold, 1)
+				case errors.Is(err, ErrWrongThread):
+					atomic.AddInt64(&wrong, 1)
+				default:
+					atomic.AddInt64(&other, 1)
+					t.Errorf("order: %v", err)
+				}
+				runtime.Gosched()
+			}
+		}(b)
+	}
+	wg.Wait()
+	t.Logf("%d orders: %d placed, %d sold out, workers' slots %v", buyers*perBuyer, ok, sold, h2.Slots())
+	if wrong != 0 || other != 0 {
+		t.Fatalf("%d calls refused as from the wrong thread, %d other errors", wrong, other)
+	}
+	if ok != units || sold != buyers*perBuyer-units {
+		t.Errorf("placed %d, sold out %d; want %d and %d", ok, sold, units, buyers*perBuyer-units)
+	}
+	if n := len(h2.Slots()); n < 1 || n > 4 {
+		t.Errorf("%d native handles for Workers 4", n)
+	}
+	if err := h2.checkThreads(); err != nil {
+		t.Errorf("a worker's native handle answered from another thread: %v", err)
+	}
+	if s, _ := h2.SkuGet(1, 10); s.Available != 0 {
+		t.Errorf("available %d after the sale", s.Available)
+	}
+}
+
+func TestPinnedUsedFromAnotherGoroutineIsWrongThreadAndChangesNothing(t *testing.T) {
+	name, h := loaded(t, smallOpts(), 1, 0, 10)
+	owned := make(chan *Pinned)
+	release := make(chan struct{})
+	done := make(chan error)
+	go func() { // the owner: opens, lets another goroutine try, closes
+		p, err := OpenPinned(name, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		if _, err := p.Order(context.Background(), OrderReq{ActivityID: 1, SkuID: 10, UserID: 1, Qty: 1}); err != nil {
+			done <- err
+			return
+		}
+		owned <- p
+		<-release
+		done <- p.Close()
+	}()
+	var p *Pinned
+	select {
+	case p = <-owned:
+	case err := <-done:
+		t.Fatalf("owner: %v", err)
+	}
+	runtime.LockOSThread() // surely another thread than the owner's
+	_, err := p.Order(context.Background(), OrderReq{ActivityID: 1, SkuID: 10, UserID: 2, Qty: 1})
+	_, serr := p.Slot()
+	runtime.UnlockOSThread()
+	close(release)
+	if cerr := <-done; cerr != nil {
+		t.Errorf("owner's Close: %v", cerr)
+	}
+	if !errors.Is(err, ErrWrongThread) || !errors.Is(serr, ErrWrongThread) {
+		t.Errorf("Order, Slot from another goroutine: %v, %v; want ErrWrongThread", err, serr)
+	}
+	if s, _ := h.SkuGet(1, 10); s.Available != 9 {
+		t.Errorf("available %d, want 9: only the owner's order", s.Available)
+	}
+}
+
+func TestPinnedOnItsOwnGoroutineCoversTheCalls(t *testing.T) {
+	name, _ := loaded(t, smallOpts(), 1, 0, 10)
+	p, err := OpenPinned(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := p.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 9, Qty: 1, RequestID: 90})
+	if err != nil || r.OrderNo == 0 {
+		t.Fatalf("Order: %+v %v", r, err)
+	}
+	if slot, err := p.Slot(); err != nil || slot != r.Slot {
+		t.Errorf("Slot = %d, %v; receipt says %d", slot, err, r.Slot)
+	}
+	if err := p.DurableWait(ctx, Receipt{OrderRes: r.OrderRes, Slot: r.Slot + 1}); !errors.Is(err, ErrInval) {
+		t.Errorf("DurableWait for another handle's order: %v", err)
+	}
+	if u, err := p.Cancel(ctx, r.OrderNo); err != nil || u != 1 {
+		t.Errorf("Cancel: %d %v", u, err)
+	}
+	if s, err := p.SkuGet(1, 10); err != nil || s.Available != 10 {
+		t.Errorf("SkuGet: %+v %v", s, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := p.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 9, Qty: 1}); err != ErrClosed {
+		t.Errorf("Order after Close: %v", err)
+	}
+}
