@@ -15,6 +15,15 @@ package flashstock
 #include "fsgo.h"
 
 static int fsgo_gettid(void) { return (int)syscall(SYS_gettid); }
+
+// The order call with integer arguments: cgo boxes a pointer argument for
+// its pointer check and makes it escape, one allocation per call; an
+// integer is passed as is.  h is the flash_t, s the handle's scratch.
+static int fsgo_order(uintptr_t h, uintptr_t s)
+{
+	struct fsgo_scratch *x = (struct fsgo_scratch *)s;
+	return flash_order((flash_t *)h, &x->req, &x->res);
+}
 */
 import "C"
 
@@ -182,7 +191,7 @@ func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error 
 			return err
 		}
 	}
-	rc := C.flash_order(n.h, &n.s.req, &n.s.res)
+	rc := C.fsgo_order(C.uintptr_t(uintptr(unsafe.Pointer(n.h))), C.uintptr_t(uintptr(unsafe.Pointer(n.s))))
 	*res = *(*OrderRes)(unsafe.Pointer(&n.s.res))
 	if rc == 0 {
 		return nil

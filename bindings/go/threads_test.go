@@ -136,3 +136,77 @@ func TestPinnedOnItsOwnGoroutineCoversTheCalls(t *testing.T) {
 		t.Errorf("Order after Close: %v", err)
 	}
 }
+
+func TestHandleCloseWhileGoroutinesOrderEndsEveryCallCleanly(t *testing.T) {
+	_, h := loaded(t, smallOpts(), 1, 0, 100000)
+	h2, err := Open(h.p.name, Options{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var ok, closed int64
+	stop := make(chan struct{})
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				_, err := h2.Order(context.Background(), OrderReq{ActivityID: 1, SkuID: 10,
+					UserID: uint64(g*100000 + i + 1), Qty: 1})
+				switch {
+				case err == nil:
+					atomic.AddInt64(&ok, 1)
+				case err == ErrClosed:
+					atomic.AddInt64(&closed, 1)
+					return
+				default:
+					t.Errorf("order: %v", err)
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}(g)
+	}
+	for atomic.LoadInt64(&ok) < 200 {
+		runtime.Gosched()
+	}
+	if err := h2.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+	s, _ := h.SkuGet(1, 10)
+	t.Logf("%d orders placed before Close, %d calls answered ErrClosed", ok, closed)
+	if got := int64(100000 - s.Available); got != ok {
+		t.Errorf("%d units sold, %d orders acknowledged", got, ok)
+	}
+}
+
+func TestPinnedOrderAllocatesNothingPlacedOrRefused(t *testing.T) {
+	name, _ := loaded(t, smallOpts(), 1, 0, 200)
+	p, err := OpenPinned(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	user := uint64(0)
+	placed := testing.AllocsPerRun(100, func() {
+		user++
+		if _, err := p.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: user, Qty: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	refused := testing.AllocsPerRun(100, func() {
+		if _, err := p.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 1, Qty: 1}); !errors.Is(err, ErrLimit) {
+			t.Fatal(err)
+		}
+	})
+	if placed != 0 || refused != 0 {
+		t.Errorf("allocations per order: %v placed, %v refused; want 0", placed, refused)
+	}
+}
