@@ -23,7 +23,7 @@ for _ in $(seq 1 100); do [ -S "$t/redis.sock" ] && break; sleep 0.05; done
 [ -S "$t/redis.sock" ] || fail "redis-server did not start: $(cat "$t/redis.log")"
 out=$("$BENCH" --orders 3000 --redis-socket "$t/redis.sock" --lua "$LUA") || fail "bench exited $?: $out"
 echo "$out"
-for e in flashstock flashstock-pool redis-lua; do
+for e in c flashstock flashstock-pool redis-lua; do
 	grep -Eq "^bench binding=go engine=$e orders=3000 ns_per_order=[0-9.]+$" <<<"$out" ||
 		fail "no line for engine $e"
 done
