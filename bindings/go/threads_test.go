@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestHandleFromManyGoroutinesSellsExactlyTheStockOnOwnThreads(t *testing.T) {
@@ -208,5 +209,54 @@ func TestPinnedOrderAllocatesNothingPlacedOrRefused(t *testing.T) {
 	})
 	if placed != 0 || refused != 0 {
 		t.Errorf("allocations per order: %v placed, %v refused; want 0", placed, refused)
+	}
+}
+
+// A pool asked for more workers than the process table has slots makes do
+// with the slots there are: the calls wait for a free worker, as long as
+// their context lets them.  The orders are sync ones with no daemon, each
+// holding its worker for its context's 300 ms, so that the callers
+// outnumber the workers: a caller is placed (ErrFateUnknown), or its
+// context ends while it waits for a worker (nothing placed).
+func TestHandleWithMoreWorkersThanSlotsUsesTheSlotsThereAre(t *testing.T) {
+	o := smallOpts()
+	o.MaxProcs = 3
+	o.Durability = DurabilitySync
+	name, h := loaded(t, o, 1, 0, 1000) // h holds one slot
+	h2, err := Open(name, Options{Workers: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	var wg sync.WaitGroup
+	var placed, waited int64
+	for g := 0; g < 6; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := h2.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: uint64(g + 1), Qty: 1})
+			switch {
+			case errors.Is(err, ErrFateUnknown): // placed, not durable: no daemon
+				atomic.AddInt64(&placed, 1)
+			case err == context.DeadlineExceeded: // no worker free in time
+				atomic.AddInt64(&waited, 1)
+			default:
+				t.Errorf("order: %v", err)
+			}
+		}(g)
+	}
+	wg.Wait()
+	h2.p.mu.Lock()
+	startErr := h2.p.startErr
+	h2.p.mu.Unlock()
+	t.Logf("%d orders placed by %d workers, %d ran out of time waiting for one; a third worker "+
+		"could not start: %v", placed, len(h2.Slots()), waited, startErr)
+	if n := len(h2.Slots()); placed < 1 || placed+waited != 6 || n != 2 || !errors.Is(startErr, ErrNoProc) {
+		t.Errorf("%d placed, %d waited, %d workers for the 2 free slots, start error %v", placed, waited, n, startErr)
+	}
+	if s, _ := h.SkuGet(1, 10); s.Available != 1000-uint64(placed) {
+		t.Errorf("available %d, want %d", s.Available, 1000-placed)
 	}
 }

@@ -74,7 +74,7 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	kills := 0
 	deadline := time.Now().Add(runFor)
 	for time.Now().Before(deadline) && kills < maxKill {
-		time.Sleep(time.Duration(100+rng.Intn(500)) * time.Millisecond)
+		time.Sleep(time.Duration(200+rng.Intn(600)) * time.Millisecond)
 		i := rng.Intn(buyers)
 		select {
 		case err := <-procs[i].exit:
