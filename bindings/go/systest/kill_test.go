@@ -4,6 +4,11 @@
 // the records: reconcile agrees, every order a buyer logged as
 // acknowledged is an order of the WAL, no user holds more than the limit,
 // nothing is oversold.
+//
+// Buyer 0 runs --hot: one goroutine on a Pinned handle that never pauses
+// (users 1..30, no request ids, no cancels), so that its kills land inside
+// operations, which recovery rolls back or forward.  The others order
+// through a Handle with request ids, pauses and cancels (users 31..150).
 package systest
 
 import (
@@ -29,6 +34,8 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 		units   = 120
 		limit   = 2
 		users   = 150 // demand: every user wants 2 at a time, 300 for 120 units
+		hotters = 30  // users 1..30 are buyer 0's (at most 60 units), 31..150 the others'
+
 		buyers  = 4
 		runFor  = 20 * time.Second
 		maxKill = 40
@@ -47,8 +54,14 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	}
 	start := func(i, gen int) *proc {
 		var errb bytes.Buffer
-		cmd := exec.Command(buyer, "--name", seg, "--log", filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)),
-			"--users", fmt.Sprint(users), "--seed", fmt.Sprint(rng.Int63()))
+		args := []string{"--name", seg, "--log", filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)),
+			"--seed", fmt.Sprint(rng.Int63())}
+		if i == 0 { // always inside a call: its kills land mid-operation
+			args = append(args, "--hot", "--users", fmt.Sprint(hotters))
+		} else {
+			args = append(args, "--user-from", fmt.Sprint(hotters+1), "--users", fmt.Sprint(users-hotters))
+		}
+		cmd := exec.Command(buyer, args...)
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start buyer %d: %v", i, err)
