@@ -335,6 +335,26 @@ func (h *Handle) SetSyncWait(ms uint32) error {
 	})
 }
 
+// Run calls fn on one worker's OS thread with that worker's native handle
+// lent as a *Pinned, so that several calls cost one hand-off (as lmdb-go's
+// Env.Update runs a transaction on a locked thread): e.g. a token issue and
+// the order that redeems it.  ctx bounds the wait for a free worker.  The
+// rules: p is valid only until fn returns (later calls on it return
+// ErrClosed), only fn's goroutine may use it (from another goroutine the
+// engine answers ErrWrongThread), p.Close is refused (ErrInval), and fn
+// must not call methods of h itself (its worker is busy running fn).
+func (h *Handle) Run(ctx context.Context, fn func(p *Pinned) error) error {
+	var err error
+	if e := h.p.do(ctx, func(n *native) {
+		p := &Pinned{n: n, lent: true}
+		err = fn(p)
+		p.n = nil
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
 // run is the shape of every other method: fn on a free worker, with no
 // wait to bound but the one for a worker.
 func (h *Handle) run(fn func(*native)) error { return h.p.do(context.Background(), fn) }

@@ -260,3 +260,38 @@ func TestHandleWithMoreWorkersThanSlotsUsesTheSlotsThereAre(t *testing.T) {
 		t.Errorf("available %d, want %d", s.Available, 1000-placed)
 	}
 }
+
+func TestHandleRunLendsOneWorkerHandleForSeveralCalls(t *testing.T) {
+	_, h := loaded(t, smallOpts(), 1, ActTokenRequired, 10)
+	var kept *Pinned
+	var r Receipt
+	err := h.Run(context.Background(), func(p *Pinned) error {
+		kept = p
+		tok, err := p.TokenIssue(1, 10, 77, 60000)
+		if err != nil {
+			return err
+		}
+		if r, err = p.Order(context.Background(), OrderReq{ActivityID: 1, SkuID: 10, UserID: 77, Qty: 1, Token: tok}); err != nil {
+			return err
+		}
+		if slot, err := p.Slot(); err != nil || slot != r.Slot {
+			t.Errorf("Slot inside Run: %d, %v; receipt %d", slot, err, r.Slot)
+		}
+		if err := p.Close(); err != ErrInval {
+			t.Errorf("Close of a lent Pinned: %v, want ErrInval", err)
+		}
+		return ErrSoldOut // fn's error is Run's
+	})
+	if err != ErrSoldOut {
+		t.Errorf("Run returned %v, want fn's error", err)
+	}
+	if oi, err := h.OrderGet(r.OrderNo); err != nil || oi.State != OrderActive || oi.UserID != 77 {
+		t.Errorf("the order placed inside Run: %+v, %v", oi, err)
+	}
+	if _, err := kept.Order(context.Background(), OrderReq{ActivityID: 1, SkuID: 10, UserID: 78, Qty: 1}); err != ErrClosed {
+		t.Errorf("a lent Pinned used after Run: %v, want ErrClosed", err)
+	}
+	if s, _ := h.SkuGet(1, 10); s.Available != 9 {
+		t.Errorf("available %d, want 9", s.Available)
+	}
+}
