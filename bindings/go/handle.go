@@ -60,7 +60,19 @@ type worker struct {
 	call chan msg
 	done chan struct{} // answers to the caller holding the worker
 	exit chan struct{}
+
+	// Handle.Order's call, in place: written by the caller holding the
+	// worker before its send on call, read back after its receive on done
+	// (the channel operations order them), so that an order through the
+	// pool allocates nothing
+	oreq    OrderReq
+	ores    OrderRes
+	octx    context.Context
+	oerr    error
+	orderFn func(*native)
 }
+
+func (w *worker) order(n *native) { w.oerr = n.order(w.octx, &w.oreq, &w.ores) }
 
 type pool struct {
 	name  string
@@ -109,6 +121,7 @@ func Open(name string, o Options) (*Handle, error) {
 // start opens one more worker (p.mu held).
 func (p *pool) start() (*worker, error) {
 	w := &worker{call: make(chan msg), done: make(chan struct{}, 1), exit: make(chan struct{})}
+	w.orderFn = w.order
 	ready := make(chan error, 1)
 	go w.run(p.name, p.flags, p.waitMs, ready)
 	if err := <-ready; err != nil {
@@ -277,11 +290,22 @@ func (h *Handle) Close() error {
 // DurableWait learns the fate later.  With ErrDuplicate, FirstRC and
 // OrderNo give the first outcome.
 func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
-	var r Receipt
-	var err error
-	if e := h.p.do(ctx, func(n *native) { err = n.order(ctx, &req, &r.OrderRes); r.Slot = n.slot }); e != nil {
-		return r, e
+	p := h.p
+	p.rw.RLock()
+	defer p.rw.RUnlock()
+	if p.closed {
+		return Receipt{}, ErrClosed
 	}
+	w, err := p.get(ctx)
+	if err != nil {
+		return Receipt{}, err
+	}
+	w.oreq, w.octx = req, ctx
+	w.call <- msg{fn: w.orderFn, done: w.done}
+	<-w.done
+	r, err := Receipt{OrderRes: w.ores, Slot: w.n.slot}, w.oerr
+	w.octx, w.oerr = nil, nil
+	p.idle <- w
 	return r, err
 }
 

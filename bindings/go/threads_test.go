@@ -187,6 +187,26 @@ func TestHandleCloseWhileGoroutinesOrderEndsEveryCallCleanly(t *testing.T) {
 	}
 }
 
+func TestHandleOrderAllocatesNothingPlacedOrRefused(t *testing.T) {
+	_, h := loaded(t, smallOpts(), 1, 0, 200)
+	ctx := context.Background()
+	user := uint64(0)
+	placed := testing.AllocsPerRun(100, func() {
+		user++
+		if _, err := h.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: user, Qty: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	refused := testing.AllocsPerRun(100, func() {
+		if _, err := h.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 1, Qty: 1}); !errors.Is(err, ErrLimit) {
+			t.Fatal(err)
+		}
+	})
+	if placed != 0 || refused != 0 {
+		t.Errorf("allocations per order through the pool: %v placed, %v refused; want 0", placed, refused)
+	}
+}
+
 func TestPinnedOrderAllocatesNothingPlacedOrRefused(t *testing.T) {
 	name, _ := loaded(t, smallOpts(), 1, 0, 200)
 	p, err := OpenPinned(name, 0)
