@@ -18,8 +18,9 @@ cd "$here"
 
 PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       libmariadb-dev mariadb-server redis-server libhiredis-dev libmicrohttpd-dev
-      gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd
-      openjdk-17-jdk-headless junit5)
+      gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd)
+PKGS+=(openjdk-17-jdk-headless junit5)                   # bindings/java (JNI, JUnit 5)
+PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; redigo for its bench)
 
 log() { printf '== %s\n' "$*" >&2; }
 

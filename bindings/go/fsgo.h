@@ -1,0 +1,27 @@
+/*
+ * fsgo.h -- the C side shared by the cgo files of the Go binding.
+ *
+ * struct fsgo_scratch is each native handle's scratch: the C side of every
+ * struct a call reads or writes, allocated once per handle in C memory, so
+ * that no call passes a Go pointer to C (cgo makes every Go pointer given to
+ * C escape to the heap: an allocation per order).
+ */
+#ifndef FSGO_H
+#define FSGO_H
+#include <flashstock.h>
+
+struct fsgo_scratch {
+	struct flash_order_req  req;
+	struct flash_order_res  res;
+	struct flash_activity   act;
+	struct flash_sku_info   sku;
+	struct flash_order_info oi;
+	struct flash_stats      st;
+	struct flash_seg_opts   opts;
+	struct flash_ident      id;
+	struct flash_quiet      q;
+	uint64_t                u64;
+	uint32_t                u32;
+	int32_t                 i32;
+};
+#endif

@@ -1,0 +1,3 @@
+module flashstock/go/flashstock
+
+go 1.19

@@ -1,0 +1,546 @@
+// handle.go -- Handle: one object, safe for any number of goroutines, over a
+// small pool of workers, each a goroutine locked to its own OS thread
+// (runtime.LockOSThread) that owns one native handle.  A call is handed to a
+// worker and runs there, so a native handle is only ever used by the thread
+// that opened it -- the way lmdb-go keeps LMDB's thread rules.
+//
+// Synchronization:
+//
+//	caller  -> pool   a free worker is taken from idle (a buffered channel)
+//	                  or started, up to Options.Workers, lazily
+//	caller  -> worker the call (a func) goes over the worker's channel; the
+//	                  worker runs it and answers on the message's done
+//	                  channel; the caller's receive is the happens-before
+//	                  edge that makes the call's results visible to it
+//	Close             takes the pool's write lock: every call holds the read
+//	                  lock from before it picks a worker until its answer,
+//	                  so Close waits for calls in flight and no call starts
+//	                  after it
+//
+// Cost: each call is a hand-off between OS threads (a futex wake and a wait
+// when the worker sleeps); Pinned is the direct path (bench/, README).
+package flashstock
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// Options of Open.  The zero value is ready to use.
+type Options struct {
+	Flags      uint   // 0 or RdOnly
+	Workers    int    // native handles (OS threads) at most; 0: runtime.GOMAXPROCS(0)
+	SyncWaitMs uint32 // bound of a sync wait whose context has no deadline; 0: SyncWaitMsDefault
+}
+
+// Handle is an open segment, for any number of goroutines.  Each method runs
+// on one of the handle's workers; the methods that can wait for the WAL in
+// sync durability (Order, Cancel, Restock, DurableWait) take a context that
+// bounds the wait, and the wait for a free worker.
+type Handle struct {
+	p *pool
+}
+
+// Receipt is the outcome of an order: the C result (OrderNo, FirstRC,
+// LimitSlot, LSN) and the process-table slot of the native handle that
+// placed it, whose ring LSN is a position in (DurableWait needs it).
+type Receipt struct {
+	OrderRes
+	Slot int
+}
+
+type msg struct {
+	fn   func(*native)
+	done chan struct{}
+}
+
+type worker struct {
+	n    native
+	call chan msg
+	done chan struct{} // answers to the caller holding the worker
+	exit chan struct{}
+
+	// Handle.Order's call, in place: written by the caller holding the
+	// worker before its send on call, read back after its receive on done
+	// (the channel operations order them), so that an order through the
+	// pool allocates nothing
+	oreq    OrderReq
+	ores    OrderRes
+	octx    context.Context
+	oerr    error
+	orderFn func(*native)
+}
+
+func (w *worker) order(n *native) { w.oerr = n.order(w.octx, &w.oreq, &w.ores) }
+
+type pool struct {
+	name  string
+	flags uint
+	max   int
+
+	rw     sync.RWMutex // read: a call in flight; write: Close
+	closed bool
+
+	mu       sync.Mutex // started, workers, waitMs
+	started  int
+	workers  []*worker
+	bySlot   map[int]*worker
+	waitMs   uint32
+	idle     chan *worker
+	startErr error
+}
+
+// Open attaches to segment name.  The first worker opens its native handle
+// at once, so an attach error (ErrNoSeg, ErrMode, ...) is returned here;
+// more workers start when calls overlap.  Close the handle when done (a
+// Handle that becomes unreachable is closed by a finalizer).
+func Open(name string, o Options) (*Handle, error) {
+	max := o.Workers
+	if max <= 0 {
+		max = runtime.GOMAXPROCS(0)
+	}
+	wait := o.SyncWaitMs
+	if wait == 0 {
+		wait = SyncWaitMsDefault
+	}
+	p := &pool{name: name, flags: o.Flags, max: max, waitMs: wait,
+		idle: make(chan *worker, max), bySlot: map[int]*worker{}}
+	p.mu.Lock()
+	w, err := p.start()
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	p.idle <- w
+	h := &Handle{p: p}
+	runtime.SetFinalizer(h, func(h *Handle) { h.p.close() })
+	return h, nil
+}
+
+// start opens one more worker (p.mu held).
+func (p *pool) start() (*worker, error) {
+	w := &worker{call: make(chan msg), done: make(chan struct{}, 1), exit: make(chan struct{})}
+	w.orderFn = w.order
+	ready := make(chan error, 1)
+	go w.run(p.name, p.flags, p.waitMs, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	p.started++
+	p.workers = append(p.workers, w)
+	p.bySlot[w.n.slot] = w
+	return w, nil
+}
+
+// run is the worker: it locks its goroutine to this OS thread for its whole
+// life, opens the native handle here, runs calls, and closes the handle
+// here when its channel closes.
+func (w *worker) run(name string, flags uint, waitMs uint32, ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := w.n.open(name, flags); err != nil {
+		ready <- err
+		return
+	}
+	if w.n.sync && waitMs != w.n.defWaitMs {
+		if err := w.n.setSyncWait(waitMs); err != nil {
+			w.n.close()
+			ready <- err
+			return
+		}
+	}
+	ready <- nil
+	for m := range w.call {
+		m.fn(&w.n)
+		m.done <- struct{}{}
+	}
+	w.n.close()
+	close(w.exit)
+}
+
+// get takes a free worker, starting one if all are busy and fewer than max
+// run; else it waits for one (or ctx).
+func (p *pool) get(ctx context.Context) (*worker, error) {
+	select {
+	case w := <-p.idle:
+		return w, nil
+	default:
+	}
+	p.mu.Lock()
+	if p.started < p.max && p.startErr == nil {
+		w, err := p.start()
+		if err != nil {
+			// e.g. the process table is full: make do with the workers
+			// there are; with none, the attach error is the answer
+			if p.started == 0 {
+				p.mu.Unlock()
+				return nil, err
+			}
+			p.startErr = err
+		}
+		p.mu.Unlock()
+		if err == nil {
+			return w, nil
+		}
+	} else {
+		p.mu.Unlock()
+	}
+	select {
+	case w := <-p.idle:
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// do runs fn on a free worker.
+func (p *pool) do(ctx context.Context, fn func(*native)) error {
+	p.rw.RLock()
+	defer p.rw.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	w, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	w.call <- msg{fn: fn, done: w.done}
+	<-w.done
+	p.idle <- w
+	return nil
+}
+
+// doOn runs fn on the worker of a slot (a durable wait for an order that
+// worker placed), whether or not another call holds it: the worker runs
+// calls one at a time.
+func (p *pool) doOn(ctx context.Context, slot int, fn func(*native)) error {
+	p.rw.RLock()
+	defer p.rw.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.mu.Lock()
+	w := p.bySlot[slot]
+	p.mu.Unlock()
+	if w == nil {
+		return ErrInval
+	}
+	done := make(chan struct{}, 1)
+	select {
+	case w.call <- msg{fn: fn, done: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-done
+	return nil
+}
+
+// each runs fn on every started worker, one after the other.
+func (p *pool) each(fn func(*native) error) error {
+	p.rw.RLock()
+	defer p.rw.RUnlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.mu.Lock()
+	ws := append([]*worker(nil), p.workers...)
+	p.mu.Unlock()
+	var first error
+	for _, w := range ws {
+		done := make(chan struct{}, 1)
+		var err error
+		w.call <- msg{fn: func(n *native) { err = fn(n) }, done: done}
+		<-done
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (p *pool) close() error {
+	p.rw.Lock()
+	defer p.rw.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.closed = true
+	p.mu.Lock()
+	ws := p.workers
+	p.mu.Unlock()
+	for _, w := range ws {
+		close(w.call)
+		<-w.exit
+	}
+	return nil
+}
+
+// Close closes every worker's native handle, each on its own thread, after
+// the calls in flight; later calls return ErrClosed.
+func (h *Handle) Close() error {
+	runtime.SetFinalizer(h, nil)
+	return h.p.close()
+}
+
+// Order places an order (flash_order).  ctx bounds the wait for a free
+// worker and, in sync durability, for the order's record to be durable:
+// when it ends first, the order is placed and the error is ErrFateUnknown
+// (unwrapping to ctx.Err()), with the receipt filled as for success --
+// DurableWait learns the fate later.  With ErrDuplicate, FirstRC and
+// OrderNo give the first outcome.
+func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
+	p := h.p
+	p.rw.RLock()
+	defer p.rw.RUnlock()
+	if p.closed {
+		return Receipt{}, ErrClosed
+	}
+	w, err := p.get(ctx)
+	if err != nil {
+		return Receipt{}, err
+	}
+	w.oreq, w.octx = req, ctx
+	w.call <- msg{fn: w.orderFn, done: w.done}
+	<-w.done
+	r, err := Receipt{OrderRes: w.ores, Slot: w.n.slot}, w.oerr
+	w.octx, w.oerr = nil, nil
+	p.idle <- w
+	return r, err
+}
+
+// DurableWait waits until the record of an order this handle placed is
+// durable (flash_durable_wait, on the worker that placed it), until ctx
+// ends (ErrFateUnknown unwrapping to ctx.Err()); with a context that never
+// ends, at most the handle's sync wait bound.
+func (h *Handle) DurableWait(ctx context.Context, r Receipt) error {
+	var err error
+	if e := h.p.doOn(ctx, r.Slot, func(n *native) { err = n.waitDurable(ctx, r.LSN) }); e != nil {
+		return e
+	}
+	return err
+}
+
+// Cancel cancels an order by number (flash_cancel) and returns the units
+// given back; in sync durability ctx's deadline bounds the wait
+// (ErrFateUnknown: cancelled in memory, not yet durable; units are set).
+func (h *Handle) Cancel(ctx context.Context, orderNo uint64) (uint32, error) {
+	var units uint32
+	var err error
+	if e := h.p.do(ctx, func(n *native) { units, err = n.cancel(ctx, orderNo) }); e != nil {
+		return 0, e
+	}
+	return units, err
+}
+
+// Restock adjusts a sku's stock by delta units (flash_restock); ctx as for Cancel.
+func (h *Handle) Restock(ctx context.Context, activity, sku uint32, delta int64) error {
+	var err error
+	if e := h.p.do(ctx, func(n *native) { err = n.restock(ctx, activity, sku, delta) }); e != nil {
+		return e
+	}
+	return err
+}
+
+// SetSyncWait sets the bound of sync waits whose context has no deadline,
+// on every worker, now and later (flash_sync_wait_set).
+func (h *Handle) SetSyncWait(ms uint32) error {
+	if ms == 0 {
+		return ErrInval
+	}
+	h.p.mu.Lock()
+	h.p.waitMs = ms
+	h.p.mu.Unlock()
+	return h.p.each(func(n *native) error {
+		if !n.sync {
+			return nil
+		}
+		return n.setSyncWait(ms)
+	})
+}
+
+// Run calls fn on one worker's OS thread with that worker's native handle
+// lent as a *Pinned, so that several calls cost one hand-off (as lmdb-go's
+// Env.Update runs a transaction on a locked thread): e.g. a token issue and
+// the order that redeems it.  ctx bounds the wait for a free worker.  The
+// rules: p is valid only until fn returns (later calls on it return
+// ErrClosed), only fn's goroutine may use it (from another goroutine the
+// engine answers ErrWrongThread), p.Close is refused (ErrInval), and fn
+// must not call methods of h itself (its worker is busy running fn).
+func (h *Handle) Run(ctx context.Context, fn func(p *Pinned) error) error {
+	var err error
+	if e := h.p.do(ctx, func(n *native) {
+		p := &Pinned{n: n, lent: true}
+		err = fn(p)
+		p.n = nil
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// run is the shape of every other method: fn on a free worker, with no
+// wait to bound but the one for a worker.
+func (h *Handle) run(fn func(*native)) error { return h.p.do(context.Background(), fn) }
+
+// Recover finishes the operations of dead handles (flash_recover) and
+// returns how many were recovered.
+func (h *Handle) Recover() (n uint32, err error) {
+	if e := h.run(func(x *native) { n, err = x.recover() }); e != nil {
+		return 0, e
+	}
+	return
+}
+
+// Slots returns the process-table slot of every worker's native handle
+// (-1 each for a read-only handle).
+func (h *Handle) Slots() []int {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	s := make([]int, 0, len(h.p.workers))
+	for _, w := range h.p.workers {
+		s = append(s, w.n.slot)
+	}
+	return s
+}
+
+// SegOpts returns the options the segment was created with (flash_seg_opts_get).
+func (h *Handle) SegOpts() (o SegOpts, err error) {
+	if e := h.run(func(x *native) { o, err = x.segOpts() }); e != nil {
+		return o, e
+	}
+	return
+}
+
+// ActivityAdd adds an activity to the catalog (flash_activity_add).
+func (h *Handle) ActivityAdd(a Activity) (err error) {
+	if e := h.run(func(x *native) { err = x.activityAdd(&a) }); e != nil {
+		return e
+	}
+	return
+}
+
+// SkuAdd adds a sku with units of stock over shards stock slots (flash_sku_add).
+func (h *Handle) SkuAdd(activity, sku uint32, units uint64, shards uint32) (err error) {
+	if e := h.run(func(x *native) { err = x.skuAdd(activity, sku, units, shards) }); e != nil {
+		return e
+	}
+	return
+}
+
+// TokenIssue issues a one-time token for (activity, sku, user) valid for
+// ttlMs (flash_token_issue).
+func (h *Handle) TokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (tok uint64, err error) {
+	if e := h.run(func(x *native) { tok, err = x.tokenIssue(activity, sku, user, ttlMs) }); e != nil {
+		return 0, e
+	}
+	return
+}
+
+// TokenRedeem redeems a token outside the order path, once (flash_token_redeem).
+func (h *Handle) TokenRedeem(activity, sku uint32, user, token uint64) (err error) {
+	if e := h.run(func(x *native) { err = x.tokenRedeem(activity, sku, user, token) }); e != nil {
+		return e
+	}
+	return
+}
+
+// LockAcquire acquires lock name for owner for leaseMs and returns its
+// fencing token (flash_lock_acquire).
+func (h *Handle) LockAcquire(name string, owner uint64, leaseMs uint32) (fence uint64, err error) {
+	if e := h.run(func(x *native) { fence, err = x.lockAcquire(name, owner, leaseMs) }); e != nil {
+		return 0, e
+	}
+	return
+}
+
+// LockRenew extends the holder's lease to now + leaseMs (flash_lock_renew).
+func (h *Handle) LockRenew(name string, owner uint64, leaseMs uint32) (err error) {
+	if e := h.run(func(x *native) { err = x.lockRenew(name, owner, leaseMs) }); e != nil {
+		return e
+	}
+	return
+}
+
+// LockRelease releases the lock, only for its holder (flash_lock_release).
+func (h *Handle) LockRelease(name string, owner uint64) (err error) {
+	if e := h.run(func(x *native) { err = x.lockRelease(name, owner) }); e != nil {
+		return e
+	}
+	return
+}
+
+// SkuGet reads a sku's stock (flash_sku_get).
+func (h *Handle) SkuGet(activity, sku uint32) (s SkuInfo, err error) {
+	if e := h.run(func(x *native) { s, err = x.skuGet(activity, sku) }); e != nil {
+		return s, e
+	}
+	return
+}
+
+// ActivityAt reads the catalog's activity at index (ErrNotFound past the end).
+func (h *Handle) ActivityAt(index uint32) (a Activity, err error) {
+	if e := h.run(func(x *native) { a, err = x.activityAt(index) }); e != nil {
+		return a, e
+	}
+	return
+}
+
+// SkuAt reads the catalog's sku at index (ErrNotFound past the end).
+func (h *Handle) SkuAt(index uint32) (s SkuInfo, err error) {
+	if e := h.run(func(x *native) { s, err = x.skuAt(index) }); e != nil {
+		return s, e
+	}
+	return
+}
+
+// OrderGet reads one order (flash_order_get).
+func (h *Handle) OrderGet(orderNo uint64) (o OrderInfo, err error) {
+	if e := h.run(func(x *native) { o, err = x.orderGet(orderNo) }); e != nil {
+		return o, e
+	}
+	return
+}
+
+// OrdersMax is the highest order number any handle has taken (flash_orders_max).
+func (h *Handle) OrdersMax() (max uint64, err error) {
+	err = h.run(func(x *native) { max = x.ordersMax() })
+	return
+}
+
+// Stats sums the counters and reads fill levels (flash_stats_get).
+func (h *Handle) Stats() (s Stats, err error) {
+	if e := h.run(func(x *native) { s, err = x.stats() }); e != nil {
+		return s, e
+	}
+	return
+}
+
+// Ident reads the segment's identity and its consumer (flash_ident_get).
+func (h *Handle) Ident() (id Ident, err error) {
+	if e := h.run(func(x *native) { id, err = x.ident() }); e != nil {
+		return id, e
+	}
+	return
+}
+
+// Quiet reads the segment's activity figures (flash_quiet_get).
+func (h *Handle) Quiet() (q Quiet, err error) {
+	if e := h.run(func(x *native) { q, err = x.quiet() }); e != nil {
+		return q, e
+	}
+	return
+}
+
+// checkThreads asks every worker's native handle for its slot from the
+// worker's thread and reports whether each call ran on the thread that
+// opened the handle (tests: the engine answers FLASH_EWRONG_THREAD otherwise).
+func (h *Handle) checkThreads() error {
+	return h.p.each(func(n *native) error {
+		if gettid() != n.tid {
+			return ErrWrongThread
+		}
+		_, err := n.slotNow()
+		return err
+	})
+}

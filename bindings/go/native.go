@@ -1,0 +1,360 @@
+// native.go -- one native handle (flash_t) and every call made on it.
+//
+// A native is opened, used and (normally) closed by one goroutine locked to
+// its OS thread (runtime.LockOSThread): a Handle's worker, or the owner of a
+// Pinned.  Nothing here locks; the owner's exclusivity is the contract.
+// Each call copies its Go arguments into the handle's C scratch
+// (struct fsgo_scratch), calls C once, and copies the result back: no Go
+// pointer ever reaches C, so nothing escapes to the heap on the order path.
+package flashstock
+
+/*
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "fsgo.h"
+
+static int fsgo_gettid(void) { return (int)syscall(SYS_gettid); }
+
+// The order call with integer arguments: cgo boxes a pointer argument for
+// its pointer check and makes it escape, one allocation per call; an
+// integer is passed as is.  h is the flash_t, s the handle's scratch.
+static int fsgo_order(uintptr_t h, uintptr_t s)
+{
+	struct fsgo_scratch *x = (struct fsgo_scratch *)s;
+	return flash_order((flash_t *)h, &x->req, &x->res);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"time"
+	"unsafe"
+)
+
+// syncSliceMs bounds one sync wait when the context has no deadline but can
+// be cancelled: the wait is cut into slices of this length and the context
+// is checked between them.
+const syncSliceMs = 50
+
+type native struct {
+	h         *C.flash_t
+	s         *C.struct_fsgo_scratch // C memory, this handle's alone
+	slot      int                    // process-table slot; -1 read-only
+	tid       int                    // OS thread that opened it
+	sync      bool                   // the segment acknowledges in sync durability
+	waitMs    uint32                 // the bound flash_sync_wait_set last set
+	defWaitMs uint32                 // the bound a call without a deadline uses
+}
+
+func gettid() int { return int(C.fsgo_gettid()) }
+
+// open attaches on the calling thread, which must be locked to its goroutine.
+func (n *native) open(name string, flags uint) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	n.s = (*C.struct_fsgo_scratch)(C.calloc(1, C.sizeof_struct_fsgo_scratch))
+	if n.s == nil {
+		return ErrNoMem
+	}
+	var h *C.flash_t
+	if rc := C.flash_open(cn, C.uint(flags), &h); rc != 0 {
+		C.free(unsafe.Pointer(n.s))
+		n.s = nil
+		return codeError(rc)
+	}
+	n.h = h
+	n.tid = gettid()
+	n.slot = int(C.flash_slot(h))
+	n.waitMs = SyncWaitMsDefault
+	n.defWaitMs = SyncWaitMsDefault
+	if rc := C.flash_seg_opts_get(h, &n.s.opts); rc == 0 {
+		n.sync = flags&RdOnly == 0 && uint32(n.s.opts.durability) == DurabilitySync
+	}
+	return nil
+}
+
+// close detaches (flash_close may come from any thread of the process once
+// the owner has made its last call).
+func (n *native) close() error {
+	if n.h == nil {
+		return ErrClosed
+	}
+	rc := C.flash_close(n.h)
+	n.h = nil
+	C.free(unsafe.Pointer(n.s))
+	n.s = nil
+	return codeError(rc)
+}
+
+// setSyncWait sets the bound of sync waits without a context deadline.
+func (n *native) setSyncWait(ms uint32) error {
+	if rc := C.flash_sync_wait_set(n.h, C.uint32_t(ms)); rc != 0 {
+		return codeError(rc)
+	}
+	n.waitMs, n.defWaitMs = ms, ms
+	return nil
+}
+
+// ctxWaitMs is the wait bound for one sync call under ctx: the time left
+// before its deadline when that is shorter than the handle's bound
+// (cut: the deadline ends the wait), else a slice when ctx can be cancelled
+// and allowSlice (sliced: wait again in slices until ctx ends), else the
+// handle's bound.
+func (n *native) ctxWaitMs(ctx context.Context, allowSlice bool) (ms uint32, cut, sliced bool) {
+	ms = n.defWaitMs
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		if left < time.Duration(ms)*time.Millisecond {
+			ms, cut = 1, true
+			if left > 0 {
+				ms = uint32((left + time.Millisecond - 1) / time.Millisecond)
+			}
+		}
+		return ms, cut, allowSlice && !cut
+	}
+	if allowSlice && ctx.Done() != nil && ms > syncSliceMs {
+		return syncSliceMs, false, true
+	}
+	return ms, false, false
+}
+
+// boundWait sets the handle's sync wait bound for a call under ctx, only
+// when it differs from the one set last (one store in the engine).
+func (n *native) boundWait(ctx context.Context, allowSlice bool) (cut, sliced bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, false, err
+	}
+	ms, cut, sliced := n.ctxWaitMs(ctx, allowSlice)
+	if ms != n.waitMs {
+		if rc := C.flash_sync_wait_set(n.h, C.uint32_t(ms)); rc != 0 {
+			return false, false, codeError(rc)
+		}
+		n.waitMs = ms
+	}
+	return cut, sliced, nil
+}
+
+// fateUnknown is FLASH_EFATE_UNKNOWN, unwrapping to ctx's error when ctx
+// ended, or to context.DeadlineExceeded when its deadline cut the wait
+// (the engine's clock may end the wait a moment before ctx's timer fires).
+func fateUnknown(ctx context.Context, cut bool) error {
+	err := ctx.Err()
+	if err == nil && cut {
+		err = context.DeadlineExceeded
+	}
+	return withCause(ErrFateUnknown, err)
+}
+
+// waitDurable waits for the record at lsn of this handle's ring until it is
+// durable or ctx ends (a ctx that can never end: one wait of the handle's
+// bound).
+func (n *native) waitDurable(ctx context.Context, lsn uint64) error {
+	if ctx.Done() == nil {
+		return codeError(C.flash_durable_wait(n.h, C.uint64_t(lsn), C.uint32_t(n.defWaitMs)))
+	}
+	for {
+		if ctx.Err() != nil {
+			return fateUnknown(ctx, false)
+		}
+		ms, cut := uint32(syncSliceMs), false
+		if d, ok := ctx.Deadline(); ok {
+			left := time.Until(d)
+			if left <= 0 {
+				return fateUnknown(ctx, true)
+			}
+			if left <= syncSliceMs*time.Millisecond {
+				ms, cut = uint32((left+time.Millisecond-1)/time.Millisecond), true
+			}
+		}
+		rc := C.flash_durable_wait(n.h, C.uint64_t(lsn), C.uint32_t(ms))
+		if rc != C.FLASH_EFATE_UNKNOWN {
+			return codeError(rc)
+		}
+		if cut {
+			return fateUnknown(ctx, true)
+		}
+	}
+}
+
+// order places one order.  In async durability it is one C call; in sync
+// durability ctx bounds the wait for the record to be durable: past its
+// deadline (or once it is cancelled) the error is ErrFateUnknown, with res
+// filled as for success.
+func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error {
+	n.s.req = *(*C.struct_flash_order_req)(unsafe.Pointer(req))
+	cut, sliced := false, false
+	if n.sync {
+		var err error
+		if cut, sliced, err = n.boundWait(ctx, true); err != nil {
+			return err
+		}
+	}
+	rc := C.fsgo_order(C.uintptr_t(uintptr(unsafe.Pointer(n.h))), C.uintptr_t(uintptr(unsafe.Pointer(n.s))))
+	*res = *(*OrderRes)(unsafe.Pointer(&n.s.res))
+	if rc == 0 {
+		return nil
+	}
+	if rc == C.FLASH_EFATE_UNKNOWN && n.sync {
+		if sliced {
+			return n.waitDurable(ctx, res.LSN)
+		}
+		return fateUnknown(ctx, cut)
+	}
+	return codeError(rc)
+}
+
+func (n *native) cancel(ctx context.Context, orderNo uint64) (uint32, error) {
+	cut := false
+	if n.sync {
+		var err error
+		if cut, _, err = n.boundWait(ctx, false); err != nil {
+			return 0, err
+		}
+	}
+	n.s.u32 = 0
+	rc := C.flash_cancel(n.h, C.uint64_t(orderNo), &n.s.u32)
+	units := uint32(n.s.u32)
+	if rc == C.FLASH_EFATE_UNKNOWN {
+		return units, fateUnknown(ctx, cut)
+	}
+	return units, codeError(rc)
+}
+
+func (n *native) restock(ctx context.Context, activity, sku uint32, delta int64) error {
+	cut := false
+	if n.sync {
+		var err error
+		if cut, _, err = n.boundWait(ctx, false); err != nil {
+			return err
+		}
+	}
+	rc := C.flash_restock(n.h, C.uint32_t(activity), C.uint32_t(sku), C.int64_t(delta))
+	if rc == C.FLASH_EFATE_UNKNOWN {
+		return fateUnknown(ctx, cut)
+	}
+	return codeError(rc)
+}
+
+func (n *native) recover() (uint32, error) {
+	rc := C.flash_recover(n.h, &n.s.u32)
+	if rc != 0 {
+		return 0, codeError(rc)
+	}
+	return uint32(n.s.u32), nil
+}
+
+func (n *native) segOpts() (SegOpts, error) {
+	if rc := C.flash_seg_opts_get(n.h, &n.s.opts); rc != 0 {
+		return SegOpts{}, codeError(rc)
+	}
+	return *(*SegOpts)(unsafe.Pointer(&n.s.opts)), nil
+}
+
+func (n *native) activityAdd(a *Activity) error {
+	n.s.act = *(*C.struct_flash_activity)(unsafe.Pointer(a))
+	return codeError(C.flash_activity_add(n.h, &n.s.act))
+}
+
+func (n *native) skuAdd(activity, sku uint32, units uint64, shards uint32) error {
+	return codeError(C.flash_sku_add(n.h, C.uint32_t(activity), C.uint32_t(sku),
+		C.uint64_t(units), C.uint32_t(shards)))
+}
+
+func (n *native) tokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (uint64, error) {
+	rc := C.flash_token_issue(n.h, C.uint32_t(activity), C.uint32_t(sku), C.uint64_t(user),
+		C.uint32_t(ttlMs), &n.s.u64)
+	if rc != 0 {
+		return 0, codeError(rc)
+	}
+	return uint64(n.s.u64), nil
+}
+
+func (n *native) tokenRedeem(activity, sku uint32, user, token uint64) error {
+	return codeError(C.flash_token_redeem(n.h, C.uint32_t(activity), C.uint32_t(sku),
+		C.uint64_t(user), C.uint64_t(token)))
+}
+
+func (n *native) lockAcquire(name string, owner uint64, leaseMs uint32) (uint64, error) {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	rc := C.flash_lock_acquire(n.h, cn, C.uint64_t(owner), C.uint32_t(leaseMs), &n.s.u64)
+	if rc != 0 {
+		return 0, codeError(rc)
+	}
+	return uint64(n.s.u64), nil
+}
+
+func (n *native) lockRenew(name string, owner uint64, leaseMs uint32) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	return codeError(C.flash_lock_renew(n.h, cn, C.uint64_t(owner), C.uint32_t(leaseMs)))
+}
+
+func (n *native) lockRelease(name string, owner uint64) error {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	return codeError(C.flash_lock_release(n.h, cn, C.uint64_t(owner)))
+}
+
+func (n *native) skuGet(activity, sku uint32) (SkuInfo, error) {
+	if rc := C.flash_sku_get(n.h, C.uint32_t(activity), C.uint32_t(sku), &n.s.sku); rc != 0 {
+		return SkuInfo{}, codeError(rc)
+	}
+	return *(*SkuInfo)(unsafe.Pointer(&n.s.sku)), nil
+}
+
+func (n *native) activityAt(index uint32) (Activity, error) {
+	if rc := C.flash_activity_at(n.h, C.uint32_t(index), &n.s.act); rc != 0 {
+		return Activity{}, codeError(rc)
+	}
+	return *(*Activity)(unsafe.Pointer(&n.s.act)), nil
+}
+
+func (n *native) skuAt(index uint32) (SkuInfo, error) {
+	if rc := C.flash_sku_at(n.h, C.uint32_t(index), &n.s.sku); rc != 0 {
+		return SkuInfo{}, codeError(rc)
+	}
+	return *(*SkuInfo)(unsafe.Pointer(&n.s.sku)), nil
+}
+
+func (n *native) orderGet(orderNo uint64) (OrderInfo, error) {
+	if rc := C.flash_order_get(n.h, C.uint64_t(orderNo), &n.s.oi); rc != 0 {
+		return OrderInfo{}, codeError(rc)
+	}
+	return *(*OrderInfo)(unsafe.Pointer(&n.s.oi)), nil
+}
+
+func (n *native) ordersMax() uint64 { return uint64(C.flash_orders_max(n.h)) }
+
+func (n *native) stats() (Stats, error) {
+	if rc := C.flash_stats_get(n.h, &n.s.st); rc != 0 {
+		return Stats{}, codeError(rc)
+	}
+	return *(*Stats)(unsafe.Pointer(&n.s.st)), nil
+}
+
+func (n *native) ident() (Ident, error) {
+	if rc := C.flash_ident_get(n.h, &n.s.id); rc != 0 {
+		return Ident{}, codeError(rc)
+	}
+	return *(*Ident)(unsafe.Pointer(&n.s.id)), nil
+}
+
+func (n *native) quiet() (Quiet, error) {
+	if rc := C.flash_quiet_get(n.h, &n.s.q); rc != 0 {
+		return Quiet{}, codeError(rc)
+	}
+	return *(*Quiet)(unsafe.Pointer(&n.s.q)), nil
+}
+
+// slotNow asks the engine for this handle's slot from the calling thread:
+// FLASH_EWRONG_THREAD when the caller is not the opener (a test's probe).
+func (n *native) slotNow() (int, error) {
+	rc := C.flash_slot(n.h)
+	if rc < -1 {
+		return 0, codeError(rc)
+	}
+	return int(rc), nil
+}

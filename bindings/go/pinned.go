@@ -1,0 +1,235 @@
+// pinned.go -- Pinned: one native handle used directly by the goroutine
+// that opened it, the fastest path (one cgo call per operation, no hand-off).
+//
+// The rule: OpenPinned locks the calling goroutine to its OS thread
+// (runtime.LockOSThread; it nests with the caller's own locks) until Close,
+// which that goroutine calls.  Only that goroutine may use the Pinned: a
+// call from another goroutine runs on another thread, and the engine
+// refuses it with ErrWrongThread, changing nothing.  Close from another
+// goroutine is allowed once the owner has made its last call (the C API's
+// flash_close rule); the owner then stays locked to its thread until it
+// ends.
+package flashstock
+
+import (
+	"context"
+	"runtime"
+)
+
+// Pinned is a native handle for the one goroutine that opened it (or, lent
+// by Handle.Run, for the function Run calls).
+type Pinned struct {
+	n    *native
+	lent bool // Handle.Run's: the worker's handle, for the length of one call
+}
+
+// ok says whether p may be used: open, and (when lent) within its Run.
+func (p *Pinned) ok() bool { return p.n != nil && p.n.h != nil }
+
+// OpenPinned attaches to segment name on the calling goroutine's OS thread,
+// locking the goroutine to it until Close.
+func OpenPinned(name string, flags uint) (*Pinned, error) {
+	runtime.LockOSThread()
+	p := &Pinned{n: &native{}}
+	if err := p.n.open(name, flags); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close detaches, and unlocks the goroutine from its thread when called by
+// the owner.  A Pinned lent by Handle.Run is not closed (ErrInval): it is
+// the worker's.
+func (p *Pinned) Close() error {
+	if p.lent {
+		return ErrInval
+	}
+	if p.n == nil {
+		return ErrClosed
+	}
+	owner := p.n.h != nil && gettid() == p.n.tid
+	err := p.n.close()
+	if owner {
+		runtime.UnlockOSThread()
+	}
+	return err
+}
+
+// Order places an order (flash_order); ctx bounds the sync wait as for
+// Handle.Order.  An async order makes exactly one C call.
+func (p *Pinned) Order(ctx context.Context, req OrderReq) (Receipt, error) {
+	if !p.ok() {
+		return Receipt{}, ErrClosed
+	}
+	r := Receipt{Slot: p.n.slot}
+	err := p.n.order(ctx, &req, &r.OrderRes)
+	return r, err
+}
+
+// DurableWait waits until the record of an order placed by p is durable,
+// as Handle.DurableWait.
+func (p *Pinned) DurableWait(ctx context.Context, r Receipt) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	if r.Slot != p.n.slot {
+		return ErrInval
+	}
+	return p.n.waitDurable(ctx, r.LSN)
+}
+
+// Cancel cancels an order by number (flash_cancel), as Handle.Cancel.
+func (p *Pinned) Cancel(ctx context.Context, orderNo uint64) (uint32, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.cancel(ctx, orderNo)
+}
+
+// Restock adjusts a sku's stock by delta units (flash_restock).
+func (p *Pinned) Restock(ctx context.Context, activity, sku uint32, delta int64) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.restock(ctx, activity, sku, delta)
+}
+
+// SetSyncWait sets the bound of sync waits whose context has no deadline.
+func (p *Pinned) SetSyncWait(ms uint32) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.setSyncWait(ms)
+}
+
+// Slot is this handle's process-table slot, asked of the engine from the
+// calling thread (-1 read-only; ErrWrongThread from another goroutine).
+func (p *Pinned) Slot() (int, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.slotNow()
+}
+
+// The remaining calls are the Handle's, made directly.
+
+func (p *Pinned) Recover() (uint32, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.recover()
+}
+
+func (p *Pinned) SegOpts() (SegOpts, error) {
+	if !p.ok() {
+		return SegOpts{}, ErrClosed
+	}
+	return p.n.segOpts()
+}
+
+func (p *Pinned) ActivityAdd(a Activity) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.activityAdd(&a)
+}
+
+func (p *Pinned) SkuAdd(activity, sku uint32, units uint64, shards uint32) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.skuAdd(activity, sku, units, shards)
+}
+
+func (p *Pinned) TokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (uint64, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.tokenIssue(activity, sku, user, ttlMs)
+}
+
+func (p *Pinned) TokenRedeem(activity, sku uint32, user, token uint64) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.tokenRedeem(activity, sku, user, token)
+}
+
+func (p *Pinned) LockAcquire(name string, owner uint64, leaseMs uint32) (uint64, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.lockAcquire(name, owner, leaseMs)
+}
+
+func (p *Pinned) LockRenew(name string, owner uint64, leaseMs uint32) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.lockRenew(name, owner, leaseMs)
+}
+
+func (p *Pinned) LockRelease(name string, owner uint64) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.lockRelease(name, owner)
+}
+
+func (p *Pinned) SkuGet(activity, sku uint32) (SkuInfo, error) {
+	if !p.ok() {
+		return SkuInfo{}, ErrClosed
+	}
+	return p.n.skuGet(activity, sku)
+}
+
+func (p *Pinned) ActivityAt(index uint32) (Activity, error) {
+	if !p.ok() {
+		return Activity{}, ErrClosed
+	}
+	return p.n.activityAt(index)
+}
+
+func (p *Pinned) SkuAt(index uint32) (SkuInfo, error) {
+	if !p.ok() {
+		return SkuInfo{}, ErrClosed
+	}
+	return p.n.skuAt(index)
+}
+
+func (p *Pinned) OrderGet(orderNo uint64) (OrderInfo, error) {
+	if !p.ok() {
+		return OrderInfo{}, ErrClosed
+	}
+	return p.n.orderGet(orderNo)
+}
+
+// OrdersMax is 0 on a closed handle and, as flash_orders_max, from another thread.
+func (p *Pinned) OrdersMax() uint64 {
+	if !p.ok() {
+		return 0
+	}
+	return p.n.ordersMax()
+}
+
+func (p *Pinned) Stats() (Stats, error) {
+	if !p.ok() {
+		return Stats{}, ErrClosed
+	}
+	return p.n.stats()
+}
+
+func (p *Pinned) Ident() (Ident, error) {
+	if !p.ok() {
+		return Ident{}, ErrClosed
+	}
+	return p.n.ident()
+}
+
+func (p *Pinned) Quiet() (Quiet, error) {
+	if !p.ok() {
+		return Quiet{}, ErrClosed
+	}
+	return p.n.quiet()
+}

@@ -1,0 +1,53 @@
+// readme_test.go -- the README section's Go snippet is the marked region of
+// example/main.go, which service_test.go runs: it cannot rot.
+package systest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// between returns the lines strictly between the first line equal to begin
+// and the next line equal to end.
+func between(t *testing.T, text, begin, end, what string) string {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l != begin {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			if lines[j] == end {
+				return strings.Join(lines[i+1:j], "\n")
+			}
+		}
+	}
+	t.Fatalf("%s: no %q ... %q region", what, begin, end)
+	return ""
+}
+
+func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
+	src := os.Getenv("FLASHSTOCK_GO_SRC")
+	if src == "" {
+		src = ".."
+	}
+	ex, err := os.ReadFile(filepath.Join(src, "example", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(src, "README-section.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := between(t, string(ex), "// README begin", "// README end", "example/main.go")
+	snippet := between(t, string(md), "```go", "```", "README-section.md")
+	if snippet != code {
+		t.Errorf("README-section.md's Go snippet differs from example/main.go's README region:\n"+
+			"--- README-section.md\n%s\n--- example/main.go\n%s", snippet, code)
+	}
+	if len(strings.Split(code, "\n")) < 10 {
+		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))
+	}
+}
