@@ -292,8 +292,9 @@ static void hist_lines(struct mbuf *mb, const char *name, const char *labels,
 static void render_obs(struct mbuf *mb, const struct flash_obs *o)
 {
 	char lab[64], code[32];
-	mb_printf(mb, "# HELP flashstock_op_duration_seconds Time of each engine call, entry to "
-	              "return (sync: the WAL wait included), measured inside the engine.\n"
+	mb_printf(mb, "# HELP flashstock_op_duration_seconds Time of engine calls, entry to "
+	              "return (sync: the WAL wait included), measured inside the engine "
+	              "(orders: one in 16 per handle; other operations: every call).\n"
 	              "# TYPE flashstock_op_duration_seconds histogram\n");
 	for (unsigned op = 0; op < FLASH_OP_COUNT; op++) {
 		snprintf(lab, sizeof lab, "op=\"%s\"", flash_op_name(op));
