@@ -103,6 +103,19 @@ static void test_metrics_show_mysql_per_sku_and_a_hung_server(void **st)
 
 	/* live, hung, live again */
 	wait_sample(port, "flashstock_mysql_connected", 1);
+	body = t_metrics_get(port);
+	assert_non_null(body);
+	assert_true(t_metrics_sample(body, "flashstock_mysql_pings_total") >= 1);
+	assert_true(t_metrics_sample(body, "flashstock_mysql_last_ping_ok_timestamp_seconds") > 1000000000ull);
+	assert_non_null(strstr(body, "# TYPE flashstock_mysql_ping_seconds gauge\nflashstock_mysql_ping_seconds 0."));
+	assert_non_null(strstr(body, "# TYPE flashstock_sku_mysql_sold gauge\n"));
+	assert_non_null(strstr(body, "# TYPE flashstock_sku_mysql_timestamp_seconds gauge\n"));
+	assert_non_null(strstr(body, "# TYPE flashstock_mysql_pings_total counter\n"));
+	assert_non_null(strstr(body, "# TYPE flashstock_mysql_ping_failures_total counter\n"));
+	assert_non_null(strstr(body, "# TYPE flashstock_mysql_last_ping_ok_timestamp_seconds gauge\n"));
+	/* the applier's own view, under its own name */
+	assert_int_equal(t_metrics_sample(body, "flashstock_mysql_applier_reached"), 1);
+	free(body);
 	fixture("freeze");
 	wait_sample(port, "flashstock_mysql_connected", 0);
 	body = t_metrics_get(port);
