@@ -442,8 +442,10 @@ static inline void fs_hist_add(struct fs_hist *hi, uint64_t ns)
 
 	if (b >= FLASH_OBS_BUCKETS)
 		b = FLASH_OBS_BUCKETS - 1;
-	hi->bucket[b]++;
-	hi->sum_ns += ns;
+	/* single writer: a load and a store (ck_pr_store: one plain MOV on
+	 * x86-64, no lock prefix) that readers may load at any time */
+	ck_pr_store_64(&hi->bucket[b], hi->bucket[b] + 1);
+	ck_pr_store_64(&hi->sum_ns, hi->sum_ns + ns);
 }
 
 /*
@@ -494,7 +496,7 @@ static inline void fs_obs_flush(flash_t *h)
 	uint64_t *res = h->obs_res;
 
 	if (res != NULL) {
-		(*res)++;
+		ck_pr_store_64(res, *res + 1);   /* single writer: see fs_hist_add */
 		h->obs_res = NULL;
 		if (h->obs_hist != NULL) {
 			fs_hist_add(h->obs_hist, h->obs_ns);
