@@ -18,6 +18,7 @@
  *   user 1 orders sku 2:       limit
  *   user 20 orders activity 2: not started
  *   order 0 qty:               invalid
+ *   user 40 orders sku 2 with a request id, then retries it: ok, duplicate
  *   one cancel, then again:    ok, cancelled
  *   restock sku 2 by 3:        ok
  *   token issued, redeemed twice: ok, bad token
@@ -47,6 +48,10 @@ static void sale_run(flash_t *h, struct sale *s)
 	assert_int_equal(t_order(h, 1, 2, 1, 1, 0, 0, NULL), FLASH_ELIMIT);
 	assert_int_equal(t_order(h, 2, 1, 20, 1, 0, 0, NULL), FLASH_ENOT_STARTED);
 	assert_int_equal(t_order(h, 1, 2, 21, 0, 0, 0, NULL), FLASH_EINVAL);
+	struct flash_order_res dup;
+	assert_int_equal(t_order(h, 1, 2, 40, 1, 0, 777, NULL), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 2, 40, 1, 0, 777, &dup), FLASH_EDUPLICATE);
+	assert_int_equal(dup.first_rc, FLASH_OK);
 	assert_int_equal(flash_cancel(h, s->first_order, NULL), FLASH_OK);
 	assert_int_equal(flash_cancel(h, s->first_order, NULL), FLASH_ECANCELLED);
 	assert_int_equal(flash_restock(h, 1, 2, 3), FLASH_OK);
@@ -78,12 +83,13 @@ static void test_engine_counts_each_call_by_operation_and_result(void **st)
 	struct flash_obs *o = calloc(1, sizeof *o);
 	assert_non_null(o);
 	assert_int_equal(flash_obs_get(h, o), FLASH_OK);
-	assert_int_equal(o->results[FLASH_OP_ORDER][0], 10);
+	assert_int_equal(o->results[FLASH_OP_ORDER][0], 11);
+	assert_int_equal(o->results[FLASH_OP_ORDER][-FLASH_EDUPLICATE], 1);
 	assert_int_equal(o->results[FLASH_OP_ORDER][-FLASH_ESOLD_OUT], 2);
 	assert_int_equal(o->results[FLASH_OP_ORDER][-FLASH_ELIMIT], 1);
 	assert_int_equal(o->results[FLASH_OP_ORDER][-FLASH_ENOT_STARTED], 1);
 	assert_int_equal(o->results[FLASH_OP_ORDER][-FLASH_EINVAL], 1);
-	assert_int_equal(calls(o, FLASH_OP_ORDER), 15);
+	assert_int_equal(calls(o, FLASH_OP_ORDER), 17);
 	assert_int_equal(o->results[FLASH_OP_CANCEL][0], 1);
 	assert_int_equal(o->results[FLASH_OP_CANCEL][-FLASH_ECANCELLED], 1);
 	assert_int_equal(calls(o, FLASH_OP_RESTOCK), 1);
@@ -92,7 +98,7 @@ static void test_engine_counts_each_call_by_operation_and_result(void **st)
 	assert_int_equal(o->results[FLASH_OP_TOKEN_REDEEM][-FLASH_EBAD_TOKEN], 1);
 	for (unsigned op = 0; op < FLASH_OP_COUNT; op++) {
 		/* the histogram holds each call once -- orders one in 16 per
-		 * handle, the first of them included: 1 of these 15 */
+		 * handle, its first included: of these 17 the 1st and the 17th */
 		assert_int_equal(o->time[op].count,
 		                 op == FLASH_OP_ORDER ? (calls(o, op) + 15) / 16 : calls(o, op));
 		uint64_t sum = 0;
@@ -109,8 +115,8 @@ static void test_engine_counts_each_call_by_operation_and_result(void **st)
 	struct flash_obs *o2 = calloc(1, sizeof *o2);
 	assert_non_null(o2);
 	assert_int_equal(flash_obs_get(ro, o2), FLASH_OK);
-	assert_int_equal(calls(o2, FLASH_OP_ORDER), 15);
-	assert_int_equal(o2->time[FLASH_OP_ORDER].count, 1);
+	assert_int_equal(calls(o2, FLASH_OP_ORDER), 17);
+	assert_int_equal(o2->time[FLASH_OP_ORDER].count, 2);
 	flash_close(ro);
 	t_consumer_stop(c);
 	free(o);
@@ -221,7 +227,8 @@ static void test_metrics_export_the_dashboard_of_a_known_sale(void **st)
 	assert_described(body, "flashstock_sku_total", "gauge");
 
 	/* results: a success rate is one division */
-	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"ok\"}"), 10);
+	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"ok\"}"), 11);
+	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"duplicate\"}"), 1);
 	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"sold_out\"}"), 2);
 	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"limit\"}"), 1);
 	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"not_started\"}"), 1);
@@ -233,10 +240,11 @@ static void test_metrics_export_the_dashboard_of_a_known_sale(void **st)
 	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"order\",code=\"busy\"}"), UINT64_MAX);
 	assert_int_equal(t_metrics_sample(body, "flashstock_results_total{op=\"lock_renew\",code=\"ok\"}"), 0);
 
-	/* the order histogram: one order in 16 per handle (here the first of
-	 * 15), cumulative buckets ending at +Inf; other operations every call */
-	assert_int_equal(t_metrics_sample(body, "flashstock_op_duration_seconds_count{op=\"order\"}"), 1);
-	assert_int_equal(t_metrics_sample(body, "flashstock_op_duration_seconds_bucket{op=\"order\",le=\"+Inf\"}"), 1);
+	/* the order histogram: one order in 16 per handle (here the 1st and
+	 * the 17th of 17), cumulative buckets ending at +Inf; other operations
+	 * every call */
+	assert_int_equal(t_metrics_sample(body, "flashstock_op_duration_seconds_count{op=\"order\"}"), 2);
+	assert_int_equal(t_metrics_sample(body, "flashstock_op_duration_seconds_bucket{op=\"order\",le=\"+Inf\"}"), 2);
 	assert_int_equal(t_metrics_sample(body, "flashstock_op_duration_seconds_count{op=\"cancel\"}"), 2);
 	assert_non_null(strstr(body, "flashstock_op_duration_seconds_bucket{op=\"order\",le=\"6.4e-08\"} "));
 	assert_non_null(strstr(body, "flashstock_op_duration_seconds_sum{op=\"order\"} "));
@@ -251,13 +259,14 @@ static void test_metrics_export_the_dashboard_of_a_known_sale(void **st)
 		assert_true(v >= prev);
 		prev = v;
 	}
-	assert_int_equal(prev, 1);
+	assert_int_equal(prev, 2);
 
 	/* stock per sku in memory: sku 1 sold 10, one cancelled; sku 2 restocked */
 	assert_int_equal(t_metrics_sample(body, "flashstock_sku_available{activity=\"1\",sku=\"1\"}"), 1);
 	assert_int_equal(t_metrics_sample(body, "flashstock_sku_sold{activity=\"1\",sku=\"1\"}"), 9);
 	assert_int_equal(t_metrics_sample(body, "flashstock_sku_total{activity=\"1\",sku=\"1\"}"), 10);
-	assert_int_equal(t_metrics_sample(body, "flashstock_sku_available{activity=\"1\",sku=\"2\"}"), 8);
+	assert_int_equal(t_metrics_sample(body, "flashstock_sku_available{activity=\"1\",sku=\"2\"}"), 7);
+	assert_int_equal(t_metrics_sample(body, "flashstock_sku_sold{activity=\"1\",sku=\"2\"}"), 1);
 	assert_int_equal(t_metrics_sample(body, "flashstock_sku_total{activity=\"1\",sku=\"2\"}"), 8);
 	assert_int_equal(t_metrics_sample(body, "flashstock_sku_sold{activity=\"2\",sku=\"1\"}"), 0);
 	/* no MySQL: no MySQL figures, no ping */
