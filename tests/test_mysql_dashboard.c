@@ -6,7 +6,8 @@
  *     and when that pass ran;
  *   - flashstock_mysql_connected reads 1 while the server answers, 0 while
  *     it hangs (SIGSTOP: mariadb.sh freeze) -- the connection is still
- *     open, only a ping with a timeout tells -- and 1 again after it resumes.
+ *     open, only a ping with a timeout tells -- and 1 again after it resumes;
+ *   - `flashstock top --metrics` shows MySQL's lag and liveness from there.
  * Nothing here waits for a time: every wait is for a condition, bounded.
  */
 #include <mysql.h>
@@ -44,6 +45,23 @@ static void fixture(const char *what)
 	assert_non_null(sh);
 	snprintf(cmd, sizeof cmd, "sh '%s' %s '%s' >/dev/null", sh, what, mariadb_dir());
 	assert_int_equal(system(cmd), 0);
+}
+
+/* One refresh of `flashstock top` in line mode; the line (malloc'ed). */
+static char *top_line(const char *seg, uint16_t port)
+{
+	const char *b = getenv("FLASH_BIN");
+	if (!b || !*b)
+		fail_msg("FLASH_BIN is not set: run through ctest");
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' top --name %s --count 1 --metrics 127.0.0.1:%u", b, seg, port);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char *line = calloc(1, 8192);
+	assert_non_null(line);
+	assert_non_null(fgets(line, 8192, p));
+	assert_int_equal(pclose(p), 0);
+	return line;
 }
 
 /* Scrape until sample @p name reads @p want (at most ~60 s). */
@@ -116,8 +134,18 @@ static void test_metrics_show_mysql_per_sku_and_a_hung_server(void **st)
 	/* the applier's own view, under its own name */
 	assert_int_equal(t_metrics_sample(body, "flashstock_mysql_applier_reached"), 1);
 	free(body);
+	/* top shows MySQL caught up and alive */
+	wait_sample(port, "flashstock_mysql_lag_records", 0);
+	char *line = top_line(name, port);
+	if (!strstr(line, " mysql_lag=0 ") || !strstr(line, " mysql_connected=1"))
+		fail_msg("top: %s", line);
+	free(line);
 	fixture("freeze");
 	wait_sample(port, "flashstock_mysql_connected", 0);
+	line = top_line(name, port);
+	if (!strstr(line, " mysql_connected=0"))
+		fail_msg("top while MySQL hangs: %s", line);
+	free(line);
 	body = t_metrics_get(port);
 	assert_non_null(body);
 	assert_true(t_metrics_sample(body, "flashstock_mysql_ping_failures_total") >= 1);
