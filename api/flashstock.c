@@ -124,3 +124,30 @@ int flash_activity_check(const struct flash_activity *a)
 		return FLASH_EINVAL;
 	return FLASH_OK;
 }
+
+/* ---- observation: names and bucket bounds (flash_obs_get is the engine's) ---- */
+
+uint64_t flash_obs_bucket_le_ns(unsigned b)
+{
+	if (b + 1 >= FLASH_OBS_BUCKETS)
+		return UINT64_MAX;
+	return 1ull << (b + 6);
+}
+
+const char *flash_op_name(unsigned op)
+{
+	static const char *const names[FLASH_TIMES] = {
+		[FLASH_OP_ORDER] = "order",
+		[FLASH_OP_CANCEL] = "cancel",
+		[FLASH_OP_RESTOCK] = "restock",
+		[FLASH_OP_TOKEN_ISSUE] = "token_issue",
+		[FLASH_OP_TOKEN_REDEEM] = "token_redeem",
+		[FLASH_OP_LOCK_ACQUIRE] = "lock_acquire",
+		[FLASH_OP_LOCK_RENEW] = "lock_renew",
+		[FLASH_OP_LOCK_RELEASE] = "lock_release",
+		[FLASH_TIME_LOCK_WAIT] = "lock_wait",
+		[FLASH_TIME_LOCK_HOLD] = "lock_hold",
+	};
+
+	return op < FLASH_TIMES ? names[op] : "?";
+}

@@ -707,6 +707,78 @@ struct flash_stats {
  *  @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD. */
 int flash_stats_get(flash_t *h, struct flash_stats *out);
 
+/*
+ * Observation: what the engine measures of its own calls.  Every call of the
+ * operations below that passes the handle checks (a writable handle, on its
+ * own thread, in its own process) has its result code counted, and is timed
+ * from entry to return -- in sync durability the wait for the WAL included
+ * -- except orders, of which each handle times one in 16 (its first, then
+ * every 16th: the clock costs more than a tenth of an order on a VM).
+ * Each handle keeps its figures in its own part of the segment, written by
+ * that handle alone (no lock, no shared cache line); flash_obs_get() sums
+ * them over every slot.  A call joins the figures when its handle makes its
+ * next call (or closes): so a process killed before a call returns never
+ * has a store into the segment after the call's own last one.  Figures
+ * survive the handle (a slot's next handle adds to them) and are statistics
+ * only: a process killed mid-update may leave one count or one sum short.
+ */
+enum flash_op {
+	FLASH_OP_ORDER = 0,          /* flash_order */
+	FLASH_OP_CANCEL,             /* flash_cancel */
+	FLASH_OP_RESTOCK,            /* flash_restock */
+	FLASH_OP_TOKEN_ISSUE,        /* flash_token_issue */
+	FLASH_OP_TOKEN_REDEEM,       /* flash_token_redeem */
+	FLASH_OP_LOCK_ACQUIRE,       /* flash_lock_acquire */
+	FLASH_OP_LOCK_RENEW,         /* flash_lock_renew */
+	FLASH_OP_LOCK_RELEASE,       /* flash_lock_release */
+	FLASH_OP_COUNT
+};
+
+/* Histograms besides the FLASH_OP_COUNT latencies (index of flash_obs.time): */
+#define FLASH_TIME_LOCK_WAIT FLASH_OP_COUNT        /* first refused acquire (FLASH_ELOCKED)
+                                                      of a lock by an owner on a handle, to
+                                                      the grant of that lock to that owner on
+                                                      that handle */
+#define FLASH_TIME_LOCK_HOLD (FLASH_OP_COUNT + 1)  /* grant to release, or to the end of the
+                                                      lease (or the holder's death) when a
+                                                      later acquire finds it over */
+#define FLASH_TIMES          (FLASH_OP_COUNT + 2)
+
+#define FLASH_OBS_BUCKETS 32   /* bucket b counts times below 2^(b+6) ns and at or above
+                                  the previous bound; the last one everything above */
+#define FLASH_OBS_CODES   48   /* results[op][-rc]; codes below -47 counted at 47 */
+
+struct flash_hist {
+	uint64_t bucket[FLASH_OBS_BUCKETS];  /* per bucket, not cumulative */
+	uint64_t count;                      /* sum of the buckets */
+	uint64_t sum_ns;
+};
+
+struct flash_obs {
+	struct flash_hist time[FLASH_TIMES];           /* [enum flash_op or FLASH_TIME_*];
+	                                                  orders: one in 16 per handle */
+	uint64_t results[FLASH_OP_COUNT][FLASH_OBS_CODES];  /* [op][-rc]: calls per outcome */
+};
+
+/** Upper bound in ns of histogram bucket @p b (UINT64_MAX for the last). */
+uint64_t flash_obs_bucket_le_ns(unsigned b);
+
+/** "order", "cancel", ..., "lock_wait", "lock_hold" for a flash_obs.time index;
+ *  "?" out of range. */
+const char *flash_op_name(unsigned op);
+
+/**
+ * Sum every slot's observation figures (relaxed loads, slot by slot: a
+ * reader's view, not one instant).
+ * @param[in]  h    any handle, read-only ones included
+ * @param[out] out  the sums
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note O(max_procs); lock-free; changes nothing (a writable handle first
+ *       adds its own newest call, which the figures otherwise show only
+ *       once the handle makes its next call or closes).
+ */
+int flash_obs_get(flash_t *h, struct flash_obs *out);
+
 /* ------------------------------------------------------------------------
  * 9. Records
  *

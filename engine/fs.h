@@ -8,7 +8,8 @@
  *   3. Regions                   catalog, stock shards, keyed tables, orders,
  *                                locks, process table, journals, rings
  *   4. The handle                process-local view of one attachment
- *   5. Internal functions        one group per engine file (the journal's:
+ *   5. Observation               per-handle latency histograms and result counts
+ *   6. Internal functions        one group per engine file (the journal's:
  *                                journal.h)
  *
  * Everything in the segment is addressed by offset or index: processes map it
@@ -28,6 +29,10 @@
 #include <pthread.h>
 #include <ck_pr.h>
 #include <ck_ring.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "flashstock.h"
 
@@ -35,7 +40,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 4u
+#define FS_LAYOUT_VERSION 5u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -100,7 +105,7 @@ struct fs_counter {
 enum fs_region_id {
 	FS_R_ACT, FS_R_ACT_IDX, FS_R_SKU, FS_R_SKU_IDX, FS_R_SHARD,
 	FS_R_USER, FS_R_TOKEN, FS_R_REQ, FS_R_ORDER, FS_R_LOCK,
-	FS_R_PROC, FS_R_JOURNAL, FS_R_RING, FS_R_RINGBUF,
+	FS_R_PROC, FS_R_JOURNAL, FS_R_RING, FS_R_RINGBUF, FS_R_OBS,
 	FS_R_COUNT
 };
 
@@ -123,6 +128,8 @@ struct fs_hdr_fixed {
 	uint64_t token_key[2];      /* SipHash-2-4 key of the token-number permutation
 	                               (token.c), from getrandom(2) at creation */
 	int64_t  created_ns;
+	uint64_t tsc_mult;          /* ns per fs_ticks() tick, times 2^32: measured at
+	                               create and restore (obs.c), copied into each handle */
 	struct fs_region region[FS_R_COUNT];
 	uint64_t checksum;          /* FNV-1a over the bytes above */
 };
@@ -240,7 +247,11 @@ struct fs_lock {
 	uint64_t owner;            /* caller's owner value (nonzero); CAS'd with owner_fence */
 	uint32_t used;             /* name published */
 	char     name[FLASH_LOCK_NAME_MAX + 1];
-	char     pad[12];
+	uint32_t pad;
+	uint64_t grant_ns;         /* CLOCK_MONOTONIC ns of the grant named by grant_fence:
+	                              for the hold-time histogram only (lock.c) */
+	uint64_t grant_fence;      /* stored after grant_ns; 0: none */
+	uint64_t pad2;
 } __attribute__((aligned(16)));
 
 /* The consumer claim names the holder's slot and that slot's generation, so
@@ -363,10 +374,143 @@ struct flash {
 	struct ck_ring *ring;
 	struct fs_ringrec *ringbuf; uint32_t ring_size;
 	const struct flash_record *replay;  /* flash_replay: the record being re-applied */
+	/* observation (section 5) */
+	struct fs_obs *obs;   uint32_t obs_cap;   /* every slot's, for readers */
+	struct fs_obs *my_obs;                    /* this slot's (writable handles) */
+	uint64_t tsc_mult;                        /* copy of hdr->fx.tsc_mult */
+	uint64_t *obs_res;                        /* the last call, not yet in my_obs
+	                                             (fs_obs_flush): its result counter, */
+	struct fs_hist *obs_hist;                 /* its histogram if it was timed, */
+	uint64_t obs_ns;                          /* and its time; NULL, NULL: none */
+	uint32_t obs_skip;                        /* orders until the next timed one */
+	const struct fs_lock *lw_lock;            /* lock wait in progress (lock.c): the lock, */
+	uint64_t lw_owner;                        /* the owner value refused, */
+	uint64_t lw_t0_ns;                        /* and when it was first refused */
 };
 
 /* ------------------------------------------------------------------------
- * 5. Internal functions
+ * 5. Observation (obs.c)
+ *
+ * Each slot owns one struct fs_obs on its own cache lines: a latency
+ * histogram per public operation (enum flash_op) plus the lock wait and
+ * hold times, and a count per result code per operation.  Only the slot's
+ * handle writes it, with plain increments (no lock, no atomic RMW, nothing
+ * shared); readers (flash_obs_get) sum every slot with relaxed loads.  A
+ * process killed mid-update leaves one count missing or one sum without
+ * its bucket: these figures are statistics, never read by recovery, and
+ * every invariant holds whatever they contain.
+ *
+ * Time is read with fs_ticks() -- the TSC on x86-64 (rdtsc: about 20
+ * cycles, no system call, no serialisation), CLOCK_MONOTONIC elsewhere --
+ * and converted to ns with the segment's tsc_mult, measured once when the
+ * segment is created.
+ * ------------------------------------------------------------------------ */
+
+struct fs_hist {
+	uint64_t bucket[FLASH_OBS_BUCKETS];  /* bucket b: latency < 2^(b+6) ns (the last: any) */
+	uint64_t sum_ns;
+};
+
+struct fs_obs {
+	struct fs_hist time[FLASH_TIMES];
+	uint64_t result[FLASH_OP_COUNT][FLASH_OBS_CODES];  /* [op][-rc] */
+} FS_ALIGNED;
+
+static inline uint64_t fs_ticks(void)
+{
+#if defined(__x86_64__)
+	return __rdtsc();
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* Ticks to ns: one 64x64 multiply (no overflow for any duration). */
+static inline uint64_t fs_ticks_ns(const flash_t *h, uint64_t ticks)
+{
+	return (uint64_t)(((unsigned __int128)ticks * h->tsc_mult) >> 32);
+}
+
+/* Count @p ns in histogram @p hi (owner only: plain stores). */
+static inline void fs_hist_add(struct fs_hist *hi, uint64_t ns)
+{
+	uint64_t v = ns >> 6;
+	unsigned b = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
+
+	if (b >= FLASH_OBS_BUCKETS)
+		b = FLASH_OBS_BUCKETS - 1;
+	/* single writer: a load and a store (ck_pr_store: one plain MOV on
+	 * x86-64, no lock prefix) that readers may load at any time */
+	ck_pr_store_64(&hi->bucket[b], hi->bucket[b] + 1);
+	ck_pr_store_64(&hi->sum_ns, hi->sum_ns + ns);
+}
+
+/*
+ * A measured public call ends: its time since @p t0 (fs_ticks), operation
+ * and result are kept in the handle (process memory) and go into the
+ * segment at the start of the handle's next call (fs_obs_flush), or at
+ * flash_close / flash_obs_get.  Why not at once: a store into the segment
+ * after an operation's last one would be a crash point at which the
+ * operation is complete but its caller never learned it -- and a token
+ * issue or redeem promises that a process killed before the call returns
+ * leaves the token as it was.  Before a call's first change, a kill changes
+ * nothing.  So each handle's newest call is missing from the figures until
+ * its next one.
+ */
+/* A call counted but not timed (an order between samples). */
+static inline void fs_obs_count(flash_t *h, unsigned op, int rc)
+{
+	unsigned c = (unsigned)-rc;
+
+	h->obs_res = &h->my_obs->result[op][c < FLASH_OBS_CODES ? c : FLASH_OBS_CODES - 1];
+}
+
+static inline void fs_obs_end(flash_t *h, unsigned op, int rc, uint64_t t0)
+{
+	h->obs_ns = fs_ticks_ns(h, fs_ticks() - t0);
+	h->obs_hist = &h->my_obs->time[op];
+	fs_obs_count(h, op, rc);
+}
+
+/*
+ * Orders are timed one in FS_OBS_ORDER_SAMPLE per handle (its first, then
+ * every 16th); every order is counted.  Two TSC reads cost about 70 ns on
+ * the project's 2-core VM (rdtsc ~36 ns there), a fifth of an order; one
+ * in 16 brings that to ~4 ns an order, and a histogram of 1/16 of the
+ * orders of every handle still shows the distribution.  Every other
+ * operation is timed on every call.
+ */
+#define FS_OBS_ORDER_SAMPLE 16u
+
+/*
+ * Put the handle's kept call into its slot's figures.  Only on a handle
+ * that passed fs_enter(h, 1) (or is being closed): writable and on its own
+ * thread, so my_obs is this slot's and nobody else writes it.  Three plain
+ * increments (bucket, sum, result).
+ */
+static inline void fs_obs_flush(flash_t *h)
+{
+	uint64_t *res = h->obs_res;
+
+	if (res != NULL) {
+		ck_pr_store_64(res, *res + 1);   /* single writer: see fs_hist_add */
+		h->obs_res = NULL;
+		if (h->obs_hist != NULL) {
+			fs_hist_add(h->obs_hist, h->obs_ns);
+			h->obs_hist = NULL;
+		}
+	}
+}
+
+/* obs.c */
+uint64_t fs_tsc_calibrate(void);
+uint64_t fs_mono_ns(void);
+
+/* ------------------------------------------------------------------------
+ * 6. Internal functions
  * ------------------------------------------------------------------------ */
 
 /* util.c */
@@ -460,6 +604,11 @@ void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed);
 uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns);
+/* the bodies of flash_order, flash_cancel, flash_restock after fs_enter, not
+ * measured (flash_replay re-applies records through them) */
+int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);
+int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
 
 /* crash points (tests) */
 #ifdef FLASH_CRASHPOINTS

@@ -29,8 +29,21 @@
  * Names are inserted once, under the admin mutex, and never removed; lookups
  * are lock-free (the name is written before `used` is published).
  *
+ * Times (observation, fs.h section 5).  Hold: from a grant to its release,
+ * or -- when a later acquire finds the grant over -- to the lease's end (or
+ * to that acquire, when the holder died first).  The grant's winner notes
+ * its time as {grant_ns, grant_fence}, seqlock-style (grant_fence to 0,
+ * grant_ns, grant_fence to the fence): a reader takes grant_ns only when it
+ * read the same fence, its grant's, before and after it.  A winner that died
+ * or stalled before noting it leaves that hold unmeasured.  Wait: per
+ * handle, process-local: the first FLASH_ELOCKED of a (lock, owner) starts
+ * it, the grant of that lock to that owner on that handle ends it; a refusal
+ * for another lock or owner starts a new wait in its place (one at a time),
+ * and acquires granted at once are not counted.  Both go into the histograms
+ * of the handle that sees the end, on CLOCK_MONOTONIC.
+ *
  * Crash points: "lock_name" 1-2, "lock_acquire" 1-2, "lock_renew" and
- * "lock_release" 1-2.
+ * "lock_release" 1-2; the grant note's three stores (statistics only).
  */
 #include <stddef.h>
 
@@ -190,18 +203,52 @@ static void owner_publish(struct fs_lock *l, uint64_t fence, uint64_t owner)
 	}
 }
 
+/* The time of grant @p fence, or 0 when it is not (or no longer) noted. */
+static uint64_t grant_ns_of(const struct fs_lock *l, uint64_t fence)
+{
+	uint64_t ns;
+
+	if (ck_pr_load_64((uint64_t *)&l->grant_fence) != fence)
+		return 0;
+	ck_pr_fence_load();   /* grant_ns after the first fence read, before the second */
+	ns = ck_pr_load_64((uint64_t *)&l->grant_ns);
+	ck_pr_fence_load();
+	return ck_pr_load_64((uint64_t *)&l->grant_fence) == fence ? ns : 0;
+}
+
+/* The winner of grant @p fence notes its time (see the top of this file);
+ * a grant already overtaken is left alone. */
+static void grant_note(struct fs_lock *l, uint64_t fence, uint64_t now_ns)
+{
+	if (ck_pr_load_64(&l->fence) != fence)
+		return;
+	ck_pr_store_64(&l->grant_fence, 0);
+	ck_pr_fence_store();   /* readers see 0 before a changing grant_ns */
+	ck_pr_store_64(&l->grant_ns, now_ns);
+	ck_pr_fence_store();
+	ck_pr_store_64(&l->grant_fence, fence);
+}
+
+/* A hold that ended at @p end_ns, if its grant's time is known. */
+static void hold_add(flash_t *h, const struct fs_lock *l, uint64_t fence, uint64_t end_ns)
+{
+	uint64_t g = grant_ns_of(l, fence);
+
+	if (g != 0 && end_ns >= g)
+		fs_hist_add(&h->my_obs->time[FLASH_TIME_LOCK_HOLD], end_ns - g);
+}
+
 /*
  * Grant @p name to @p owner if it is free (see the top of this file).
  * Lock-free: a retry happens only when another handle changed the word.
+ * The handle is checked by the caller.
  */
-int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms,
-                       uint64_t *fence)
+static int lock_acquire_run(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms,
+                            uint64_t *fence)
 {
 	struct fs_lock *l;
 	int rc;
 
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
 	if (!name_ok(name) || owner == 0 || lease_ms == 0 || fence == NULL)
 		return FLASH_EINVAL;
 	if ((rc = lock_get(h, name, &l)) != FLASH_OK)
@@ -210,10 +257,16 @@ int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t le
 		/* two loads may mix two words: the CAS compares both, and a mixed
 		 * pair fails it; "held" is decided on the holder load alone */
 		uint64_t cur[2] = { ck_pr_load_64(&l->fence), ck_pr_load_64(&l->holder) };
-		uint64_t now = fs_mono_ms();
+		uint64_t now_ns = fs_mono_ns(), now = now_ns / 1000000u;
 
-		if (cur[1] != 0 && H_EXP(cur[1]) > now && holder_alive(h, cur[1]))
+		if (cur[1] != 0 && H_EXP(cur[1]) > now && holder_alive(h, cur[1])) {
+			if (h->lw_lock != l || h->lw_owner != owner) {
+				h->lw_lock = l;          /* a wait begins (process-local) */
+				h->lw_owner = owner;
+				h->lw_t0_ns = now_ns;
+			}
 			return FLASH_ELOCKED;
+		}
 		/* now + lease_ms >= 1: a grant's holder is never 0 */
 		uint64_t set[2] = { cur[0] + 1, HOLDER((uint32_t)h->slot, h->gen, now + lease_ms) };
 
@@ -223,25 +276,45 @@ int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t le
 			FS_CRASH("lock_acquire", 2);
 			owner_publish(l, set[0], owner);
 			*fence = set[0];
+			if (cur[1] != 0)   /* the grant before ours ended by expiry or death */
+				hold_add(h, l, cur[0], H_EXP(cur[1]) <= now ? H_EXP(cur[1]) * 1000000u : now_ns);
+			grant_note(l, set[0], now_ns);
+			if (h->lw_lock == l && h->lw_owner == owner) {
+				fs_hist_add(&h->my_obs->time[FLASH_TIME_LOCK_WAIT], now_ns - h->lw_t0_ns);
+				h->lw_lock = NULL;
+			}
 			return FLASH_OK;
 		}
 	}
 }
 
-static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms, int release)
+/* The public acquire: checked, timed, counted (fs_obs_end). */
+int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms,
+                       uint64_t *fence)
 {
-	struct fs_lock *l;
+	uint64_t t0;
 	int rc;
 
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
 		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = lock_acquire_run(h, name, owner, lease_ms, fence);
+	fs_obs_end(h, FLASH_OP_LOCK_ACQUIRE, rc, t0);
+	return rc;
+}
+
+static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms, int release)
+{
+	struct fs_lock *l;
+
 	if (!name_ok(name) || owner == 0 || (!release && lease_ms == 0))
 		return FLASH_EINVAL;
 	if ((l = lock_find(h, name, NULL)) == NULL)
 		return FLASH_ENOT_FOUND;
 	for (;;) {
 		uint64_t cur[2] = { ck_pr_load_64(&l->fence), ck_pr_load_64(&l->holder) };
-		uint64_t of, ov, now, set[2];
+		uint64_t of, ov, now, now_ns, set[2];
 
 		/* the owner pair after the grant word: a pair naming cur's fence was
 		 * stored by that grant's winner; a later grant's pair comes with a
@@ -249,7 +322,8 @@ static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t le
 		ck_pr_fence_load();
 		of = ck_pr_load_64(&l->owner_fence);
 		ov = ck_pr_load_64(&l->owner);
-		now = fs_mono_ms();
+		now_ns = fs_mono_ns();
+		now = now_ns / 1000000u;
 		if (cur[1] == 0 || of != cur[0] || ov != owner || H_EXP(cur[1]) <= now ||
 		    !holder_alive(h, cur[1]))
 			return FLASH_ENOT_OWNER;
@@ -258,17 +332,38 @@ static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t le
 		FS_CRASH(release ? "lock_release" : "lock_renew", 1);
 		if (ck_pr_cas_64_2(grant_word(l), cur, set)) {
 			FS_CRASH(release ? "lock_release" : "lock_renew", 2);
+			if (release)
+				hold_add(h, l, cur[0], now_ns);
 			return FLASH_OK;
 		}
 	}
 }
 
+/* The public renew and release: checked, timed, counted (fs_obs_end). */
 int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms)
 {
-	return lock_change(h, name, owner, lease_ms, 0);
+	uint64_t t0;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = lock_change(h, name, owner, lease_ms, 0);
+	fs_obs_end(h, FLASH_OP_LOCK_RENEW, rc, t0);
+	return rc;
 }
 
 int flash_lock_release(flash_t *h, const char *name, uint64_t owner)
 {
-	return lock_change(h, name, owner, 0, 1);
+	uint64_t t0;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = lock_change(h, name, owner, 0, 1);
+	fs_obs_end(h, FLASH_OP_LOCK_RELEASE, rc, t0);
+	return rc;
 }

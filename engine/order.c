@@ -459,8 +459,8 @@ struct order_ctx {
 };
 
 /*
- * Everything that can refuse the order before it changes anything: the
- * handle, the arguments, the catalog, a retry of a finished request,
+ * Everything that can refuse the order before it changes anything (the
+ * handle was checked by the caller): the arguments, the catalog, a retry of a finished request,
  * room in the ring and the order table, a failed WAL in sync durability.
  * Read-only; on FLASH_OK @p o has the catalog entries and the time.
  */
@@ -470,8 +470,6 @@ static int order_check(flash_t *h, const struct flash_order_req *r, struct flash
 	const struct fs_sku *sku;
 	int rc;
 
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
 	if (r == NULL || r->user_id == 0 || r->qty == 0 || r->_reserved != 0)
 		return FLASH_EINVAL;
 	if (res)
@@ -653,8 +651,9 @@ static int order_refuse(flash_t *h, int rc)
 /*
  * The order chain (DESIGN.md section 4): check, claim, take, commit.  Each
  * step is one function above; see each for what it holds and how it fails.
+ * The handle is checked (fs_enter) by the caller.
  */
-int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
 {
 	struct order_ctx o;
 	int rc;
@@ -672,18 +671,57 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	return order_commit(h, r, res, &o);
 }
 
+/*
+ * The public order: the handle checked, the previous call's figures into
+ * the slot (fs_obs_flush), then the chain -- timed one order in
+ * FS_OBS_ORDER_SAMPLE (two TSC reads and a multiply), counted always (the
+ * outcome kept in the handle for the next flush).
+ */
+int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	uint64_t t0;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	fs_obs_flush(h);
+	if (__builtin_expect(h->obs_skip != 0, 1)) {
+		h->obs_skip--;
+		rc = fs_order_run(h, r, res);
+		fs_obs_count(h, FLASH_OP_ORDER, rc);
+		return rc;
+	}
+	h->obs_skip = FS_OBS_ORDER_SAMPLE - 1;
+	t0 = fs_ticks();
+	rc = fs_order_run(h, r, res);
+	fs_obs_end(h, FLASH_OP_ORDER, rc, t0);
+	return rc;
+}
+
 /* ------------------------------------------------------------ cancel */
 
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+{
+	uint64_t t0;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = fs_cancel_run(h, order_no, units_returned);
+	fs_obs_end(h, FLASH_OP_CANCEL, rc, t0);
+	return rc;
+}
+
+/* The cancel, after the caller's fs_enter. */
+int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 {
 	struct fs_journal *j;
 	struct fs_order *o, oc;
 	const struct fs_act *act;
 	uint64_t s;
-	int rc;
 
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
 	if (units_returned)
 		*units_returned = 0;
 	if (order_no == 0)
@@ -763,13 +801,26 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 
 int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta)
 {
+	uint64_t t0;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = fs_restock_run(h, activity_id, sku_id, delta);
+	fs_obs_end(h, FLASH_OP_RESTOCK, rc, t0);
+	return rc;
+}
+
+/* The restock, after the caller's fs_enter. */
+int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta)
+{
 	const struct fs_sku *sku;
 	struct fs_journal *j;
 	uint32_t si, base, n;
 	int rc;
 
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
 	if (delta == 0 || delta > (1ll << 40) || delta < -(1ll << 40))
 		return FLASH_EINVAL;
 	if ((sku = fs_sku_find(h, activity_id, sku_id, &si)) == NULL)

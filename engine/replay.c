@@ -47,18 +47,18 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 			return FLASH_EFULL;
 		if (FS_KIND(ck_pr_load_64(&h->ord[rec->order_no - 1].state)) != FS_K_EMPTY)
 			return FLASH_EEXIST;
-		return flash_order(h, &r, &res);
+		return fs_order_run(h, &r, &res);
 	}
 	case FLASH_REC_CANCEL: {
 		int rc;
 
 		if (rec->order_no == 0)
 			return FLASH_EINVAL;
-		rc = flash_cancel(h, rec->order_no, NULL);
+		rc = fs_cancel_run(h, rec->order_no, NULL);
 		return rc == FLASH_ECANCELLED ? FLASH_EEXIST : rc;
 	}
 	case FLASH_REC_RESTOCK:
-		return flash_restock(h, rec->activity_id, rec->sku_id, rec->value);
+		return fs_restock_run(h, rec->activity_id, rec->sku_id, rec->value);
 	default:
 		return FLASH_EINVAL;
 	}

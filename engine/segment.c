@@ -97,6 +97,7 @@ static uint64_t layout(const struct flash_seg_opts *o, struct fs_region *r)
 		[FS_R_JOURNAL] = { o->max_procs, sizeof(struct fs_journal) },
 		[FS_R_RING]    = { o->max_procs, (sizeof(struct ck_ring) + FS_LINE - 1) & ~(uint64_t)(FS_LINE - 1) },
 		[FS_R_RINGBUF] = { (uint64_t)o->max_procs * o->ring_records, sizeof(struct fs_ringrec) },
+		[FS_R_OBS]     = { o->max_procs, sizeof(struct fs_obs) },
 	};
 	for (int i = 0; i < FS_R_COUNT; i++) {
 		r[i].off = off;
@@ -316,6 +317,7 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 		return rc;
 	}
 	hdr->fx.created_ns = fs_now_ns();
+	hdr->fx.tsc_mult = fs_tsc_calibrate();
 	memcpy(hdr->fx.region, reg, sizeof(reg));
 	hdr->order_next = 1;
 	/* the incarnation: random and nonzero; it names this segment in its WAL */
@@ -417,6 +419,7 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 	fx.uid = (uint32_t)geteuid();
 	fx.mode = want.mode;
 	fx.opts = want;
+	fx.tsc_mult = fs_tsc_calibrate();   /* the image may come from another machine */
 	hdr->fx = fx;
 	seg_make_done(hdr, fx.seg_size, fd);
 	return FLASH_OK;
@@ -518,6 +521,9 @@ static void bind_regions(flash_t *h)
 	h->ring = (struct ck_ring *)(b + r[FS_R_RING].off);
 	h->ringbuf = (struct fs_ringrec *)(b + r[FS_R_RINGBUF].off);
 	h->ring_size = h->hdr->fx.opts.ring_records;
+	h->obs = (struct fs_obs *)(b + r[FS_R_OBS].off);
+	h->obs_cap = r[FS_R_OBS].count;
+	h->tsc_mult = h->hdr->fx.tsc_mult;
 }
 
 /*
@@ -773,6 +779,8 @@ int flash_close(flash_t *h)
 	}
 	if (h->slot >= 0) {
 		uint64_t mine = FS_CONSUMER(h->gen, (uint32_t)h->slot);
+
+		fs_obs_flush(h);   /* the handle's last call into its slot's figures */
 		/* the claim goes before the slot, so it never names a free slot we left */
 		(void)ck_pr_cas_64(&h->hdr->consumer, mine, 0);
 		uint64_t s = ck_pr_load_64(&h->me->state);
@@ -1080,6 +1088,7 @@ static int slot_claim(flash_t *h)
 			h->gen = gen;
 			h->me = p;
 			h->j = &h->jr[i];
+			h->my_obs = &h->obs[i];
 			return FLASH_OK;
 		}
 		/* full: free the slots of dead processes, then look once more */

@@ -305,8 +305,9 @@ static void token_sweep(flash_t *h)
 	}
 }
 
-int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
-                      uint32_t ttl_ms, uint64_t *token)
+/* The issue, after the caller's fs_enter. */
+static int token_issue_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
+                           uint32_t ttl_ms, uint64_t *token)
 {
 	struct fs_journal *j;
 	struct fs_probe p;
@@ -314,8 +315,6 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_
 	uint32_t i;
 	int rc;
 
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
 	if (token == NULL || user_id == 0 || ttl_ms == 0)
 		return FLASH_EINVAL;
 	if (fs_sku_find(h, activity_id, sku_id, NULL) == NULL)
@@ -422,14 +421,28 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
 	return FLASH_OK;
 }
 
-int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
-                       uint64_t token)
+/* The public issue: checked, timed, counted (fs_obs_end). */
+int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
+                      uint32_t ttl_ms, uint64_t *token)
 {
-	uint32_t i;
+	uint64_t t0;
 	int rc;
 
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
 		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = token_issue_run(h, activity_id, sku_id, user_id, ttl_ms, token);
+	fs_obs_end(h, FLASH_OP_TOKEN_ISSUE, rc, t0);
+	return rc;
+}
+
+static int token_redeem_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
+                            uint64_t token)
+{
+	uint32_t i;
+	int rc;
+
 	if (user_id == 0)
 		return FLASH_EINVAL;
 	rc = FLASH_EBAD_TOKEN;
@@ -437,5 +450,21 @@ int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64
 		rc = token_retire(h, i, token, activity_id, sku_id, user_id, 0);
 	if (rc == FLASH_EBAD_TOKEN)
 		h->me->st.token_rejects++;
+	return rc;
+}
+
+/* The public redeem: checked, timed, counted (fs_obs_end). */
+int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
+                       uint64_t token)
+{
+	uint64_t t0;
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	fs_obs_flush(h);
+	t0 = fs_ticks();
+	rc = token_redeem_run(h, activity_id, sku_id, user_id, token);
+	fs_obs_end(h, FLASH_OP_TOKEN_REDEEM, rc, t0);
 	return rc;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "flashstock.h"
+#include "mysql_probe.h"
 #include "serve_reconcile.h"
 
 struct metrics {
@@ -26,6 +27,7 @@ struct metrics {
 	pthread_mutex_t    m_mu;        /* guards m_st, m_recon */
 	struct serve_stats m_st;
 	serve_recon_t     *m_recon;     /* or NULL */
+	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 };
 
 /* ---- text buffer ---- */
@@ -203,8 +205,8 @@ static void render_mysql(struct metrics *m, struct mbuf *mb)
 	struct flash_mysql_pump_stats p;
 	if (m->m_pump == NULL || flash_mysql_pump_stats_get(m->m_pump, &p) != FLASH_OK)
 		return;
-	mb_metric(mb, "flashstock_mysql_connected", "gauge", "1 if the applier's last attempt reached MySQL.",
-	          p.connected != 0);
+	mb_metric(mb, "flashstock_mysql_applier_reached", "gauge",
+	          "1 if the applier's last attempt reached MySQL.", p.connected != 0);
 	mb_metric(mb, "flashstock_mysql_applied_lsn", "gauge", "Highest WAL LSN MySQL holds.",
 	          p.applied_lsn);
 	mb_metric(mb, "flashstock_mysql_lag_records", "gauge",
@@ -252,6 +254,185 @@ static void render_reconcile(struct metrics *m, struct mbuf *mb)
 	          "LSN the last pass compared at (MySQL's applied LSN).", r.last_lsn);
 }
 
+/* ---- the dashboard: per sku, per operation, locks, MySQL liveness ---- */
+
+/* "sold_out" for FLASH_ESOLD_OUT, "ok" for FLASH_OK, "other" past the known codes. */
+static void code_label(int rc, char *buf, size_t len)
+{
+	const char *n = flash_rcname(rc);
+	size_t i = 0;
+	if (strncmp(n, "FLASH_E", 7) == 0 && strcmp(n, "FLASH_E?") != 0)
+		n += 7;
+	else if (strcmp(n, "FLASH_OK") == 0)
+		n = "ok";
+	else
+		n = "other";
+	for (; n[i] && i + 1 < len; i++)
+		buf[i] = (char)(n[i] >= 'A' && n[i] <= 'Z' ? n[i] - 'A' + 'a' : n[i]);
+	buf[i] = 0;
+}
+
+static void hist_lines(struct mbuf *mb, const char *name, const char *labels,
+                       const struct flash_hist *hi)
+{
+	uint64_t cum = 0;
+	for (unsigned b = 0; b + 1 < FLASH_OBS_BUCKETS; b++) {
+		cum += hi->bucket[b];
+		mb_printf(mb, "%s_bucket{%s%sle=\"%.9g\"} %llu\n", name, labels, *labels ? "," : "",
+		          (double)flash_obs_bucket_le_ns(b) / 1e9, (unsigned long long)cum);
+	}
+	mb_printf(mb, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, *labels ? "," : "",
+	          (unsigned long long)hi->count);
+	mb_printf(mb, "%s_sum%s%s%s %.9f\n%s_count%s%s%s %llu\n", name, *labels ? "{" : "", labels,
+	          *labels ? "}" : "", (double)hi->sum_ns / 1e9, name, *labels ? "{" : "", labels,
+	          *labels ? "}" : "", (unsigned long long)hi->count);
+}
+
+/* Per-operation latency histograms, results per code, lock wait and hold. */
+static void render_obs(struct mbuf *mb, const struct flash_obs *o)
+{
+	char lab[64], code[32];
+	mb_printf(mb, "# HELP flashstock_op_duration_seconds Time of engine calls, entry to "
+	              "return (sync: the WAL wait included), measured inside the engine "
+	              "(orders: one in 16 per handle; other operations: every call).\n"
+	              "# TYPE flashstock_op_duration_seconds histogram\n");
+	for (unsigned op = 0; op < FLASH_OP_COUNT; op++) {
+		snprintf(lab, sizeof lab, "op=\"%s\"", flash_op_name(op));
+		hist_lines(mb, "flashstock_op_duration_seconds", lab, &o->time[op]);
+	}
+	mb_printf(mb, "# HELP flashstock_results_total Engine calls by operation and result code "
+	              "(code=\"ok\" for success; success rate = ok / sum over codes).\n"
+	              "# TYPE flashstock_results_total counter\n");
+	for (unsigned op = 0; op < FLASH_OP_COUNT; op++)
+		for (unsigned c = 0; c < FLASH_OBS_CODES; c++) {
+			if (c != 0 && o->results[op][c] == 0)
+				continue;   /* every op shows "ok"; other codes once seen */
+			code_label(-(int)c, code, sizeof code);
+			mb_printf(mb, "flashstock_results_total{op=\"%s\",code=\"%s\"} %llu\n",
+			          flash_op_name(op), code, (unsigned long long)o->results[op][c]);
+		}
+	mb_printf(mb, "# HELP flashstock_lock_wait_seconds Lock waits: first refused acquire of "
+	              "a lock by an owner on a handle to its grant there (immediate grants not "
+	              "counted).\n# TYPE flashstock_lock_wait_seconds histogram\n");
+	hist_lines(mb, "flashstock_lock_wait_seconds", "", &o->time[FLASH_TIME_LOCK_WAIT]);
+	mb_printf(mb, "# HELP flashstock_lock_hold_seconds Lock holds: grant to release, or to "
+	              "the lease's end (holder's death) when a later acquire finds it over.\n"
+	              "# TYPE flashstock_lock_hold_seconds histogram\n");
+	hist_lines(mb, "flashstock_lock_hold_seconds", "", &o->time[FLASH_TIME_LOCK_HOLD]);
+}
+
+static const struct flash_sql_sku *sql_sku_find(const struct flash_sql_sku *v, size_t n,
+                                                uint32_t a, uint32_t s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].activity_id == a && v[i].sku_id == s)
+			return &v[i];
+	return NULL;
+}
+
+/* Stock per sku in memory, and against MySQL as the last reconciler pass read it. */
+static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
+{
+	struct flash_sql_sku *sql = NULL;
+	size_t nsql = 0;
+	int64_t when_ns = 0;
+	uint64_t sql_lsn = 0;
+	pthread_mutex_lock(&m->m_mu);
+	if (m->m_recon)
+		serve_recon_skus_get(m->m_recon, &sql, &nsql, &when_ns, &sql_lsn);
+	pthread_mutex_unlock(&m->m_mu);
+
+	static const char *const what[3][3] = {
+		{ "flashstock_sku_available", "gauge", "Units available in memory per sku." },
+		{ "flashstock_sku_sold", "gauge", "Units sold in memory per sku (total - available)." },
+		{ "flashstock_sku_total", "gauge", "Units loaded plus restocked per sku." },
+	};
+	for (int k = 0; k < 3; k++) {
+		struct flash_sku_info si;
+		mb_printf(mb, "# HELP %s %s\n# TYPE %s %s\n", what[k][0], what[k][2], what[k][0],
+		          what[k][1]);
+		for (uint32_t i = 0; flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+			uint64_t v = k == 0 ? si.available : k == 1 ? si.total - si.available : si.total;
+			mb_printf(mb, "%s{activity=\"%u\",sku=\"%u\"} %llu\n", what[k][0], si.activity_id,
+			          si.sku_id, (unsigned long long)v);
+		}
+	}
+	if (m->m_recon != NULL) {
+		struct flash_sku_info si;
+		mb_printf(mb, "# HELP flashstock_sku_mysql_sold Units sold per sku in MySQL "
+		              "(item_stock), as the last reconciler pass read it.\n"
+		              "# TYPE flashstock_sku_mysql_sold gauge\n");
+		for (size_t i = 0; i < nsql; i++)
+			mb_printf(mb, "flashstock_sku_mysql_sold{activity=\"%u\",sku=\"%u\"} %llu\n",
+			          sql[i].activity_id, sql[i].sku_id, (unsigned long long)sql[i].sold);
+		mb_printf(mb, "# HELP flashstock_sku_mysql_diff_units Units sold in memory now minus "
+		              "units sold in MySQL at the last reconciler pass (applier lag included; "
+		              "0 at quiescence when they agree).\n"
+		              "# TYPE flashstock_sku_mysql_diff_units gauge\n");
+		for (uint32_t i = 0; when_ns != 0 && flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+			const struct flash_sql_sku *q = sql_sku_find(sql, nsql, si.activity_id, si.sku_id);
+			int64_t d = (int64_t)(si.total - si.available) - (q ? (int64_t)q->sold : 0);
+			mb_printf(mb, "flashstock_sku_mysql_diff_units{activity=\"%u\",sku=\"%u\"} %lld\n",
+			          si.activity_id, si.sku_id, (long long)d);
+		}
+		mb_printf(mb, "# HELP flashstock_sku_mysql_timestamp_seconds When the last reconciler "
+		              "pass read MySQL's per-sku figures (Unix time; 0: not yet).\n"
+		              "# TYPE flashstock_sku_mysql_timestamp_seconds gauge\n"
+		              "flashstock_sku_mysql_timestamp_seconds %.3f\n", (double)when_ns / 1e9);
+		mb_metric(mb, "flashstock_sku_mysql_lsn", "gauge",
+		          "MySQL's applied LSN the per-sku MySQL figures were read at.", sql_lsn);
+	}
+	free(sql);
+}
+
+static void render_probe(struct metrics *m, struct mbuf *mb)
+{
+	struct flash_mysql_probe_stats ps;
+	pthread_mutex_lock(&m->m_mu);
+	flash_mysql_probe_t *p = m->m_probe;
+	if (p)
+		flash_mysql_probe_stats_get(p, &ps);
+	pthread_mutex_unlock(&m->m_mu);
+	if (!p)
+		return;
+	mb_metric(mb, "flashstock_mysql_connected", "gauge",
+	          "1 if MySQL answered the daemon's last ping within its timeout (a hung server reads 0).",
+	          ps.connected != 0);
+	mb_metric(mb, "flashstock_mysql_pings_total", "counter", "Liveness pings sent to MySQL.",
+	          ps.pings);
+	mb_metric(mb, "flashstock_mysql_ping_failures_total", "counter",
+	          "Liveness pings MySQL did not answer in time (or no connection).", ps.failures);
+	mb_printf(mb, "# HELP flashstock_mysql_ping_seconds Round trip of the last answered ping.\n"
+	              "# TYPE flashstock_mysql_ping_seconds gauge\n"
+	              "flashstock_mysql_ping_seconds %.9f\n", (double)ps.last_rtt_ns / 1e9);
+	mb_printf(mb, "# HELP flashstock_mysql_last_ping_ok_timestamp_seconds When MySQL last "
+	              "answered a ping (Unix time; 0: never).\n"
+	              "# TYPE flashstock_mysql_last_ping_ok_timestamp_seconds gauge\n"
+	              "flashstock_mysql_last_ping_ok_timestamp_seconds %.3f\n",
+	          (double)ps.last_ok_ns / 1e9);
+}
+
+static void render_dashboard(struct metrics *m, struct mbuf *mb)
+{
+	flash_t *h;
+	if (flash_open(m->m_segment, FLASH_RDONLY, &h) == FLASH_OK) {
+		struct flash_obs *o = malloc(sizeof *o);
+		if (o && flash_obs_get(h, o) == FLASH_OK)
+			render_obs(mb, o);
+		free(o);
+		render_skus(m, mb, h);
+		flash_close(h);
+	}
+	render_probe(m, mb);
+}
+
+void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_probe = p;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r)
 {
 	pthread_mutex_lock(&m->m_mu);
@@ -271,6 +452,7 @@ char *metrics_render(metrics_t *m)
 	render_serve(m, &mb);
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
+	render_dashboard(m, &mb);
 	if (mb.oom) {
 		free(mb.b);
 		return NULL;

@@ -36,6 +36,11 @@ struct serve_recon;
  * scrape can matter, and keep @p r alive until metrics_stop(). */
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r);
 
+struct flash_mysql_probe;
+/* Add the MySQL liveness ping's figures (flashstock_mysql_connected; NULL:
+ * none); keep @p p alive until metrics_stop(). */
+void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p);
+
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);
 

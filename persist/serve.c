@@ -25,6 +25,7 @@
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
+#include "mysql_probe.h"
 #endif
 
 /* ------------------------------------------------------------------------
@@ -628,6 +629,29 @@ static int serve_first_round(struct serve *s, uint32_t *n)
  * serve_run
  * ------------------------------------------------------------------------ */
 
+#ifdef FLASH_HAVE_MHD
+/*
+ * The MySQL liveness ping behind flashstock_mysql_connected (mysql_probe.h):
+ * with the metrics and a MySQL, one ping a second, each bounded by 2 s.
+ * A probe that cannot start is logged and left out (the metric with it).
+ */
+static flash_mysql_probe_t *serve_probe_start(const struct serve *s, const struct serve_opts *o)
+{
+	flash_mysql_probe_t *p = NULL;
+	if (o->mysql_url == NULL && o->mysql_defaults == NULL)
+		return NULL;
+	struct flash_mysql_opts mo;
+	memset(&mo, 0, sizeof mo);
+	mo.url = o->mysql_url;
+	mo.defaults_file = o->mysql_defaults;
+	mo.require_db = o->mysql_require_db;
+	int rc = flash_mysql_probe_start(&mo, 1000, 2, &p);
+	if (rc != FLASH_OK)
+		serve_log(s, SERVE_LOG_WARN, "MySQL liveness ping: %s", flash_strerror(rc));
+	return p;
+}
+#endif
+
 static void serve_sleep_us(uint32_t us)
 {
 	struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000 };
@@ -760,6 +784,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
+	flash_mysql_probe_t *probe = NULL;
 	if (o->metrics != NULL) {
 		char err[256];
 		uint16_t port = 0;
@@ -770,11 +795,13 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 		metrics_set_reconcile(mt, s.sv_recon);
+		probe = serve_probe_start(&s, o);
+		metrics_set_probe(mt, probe);
 		__atomic_store_n(&st->metrics_port, port, __ATOMIC_RELEASE);
 		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
 	}
 #define SERVE_PUBLISH() do { if (mt) metrics_publish(mt, st); } while (0)
-#define SERVE_METRICS_STOP() metrics_stop(mt)
+#define SERVE_METRICS_STOP() do { metrics_stop(mt); flash_mysql_probe_stop(probe); } while (0)
 #else
 	if (o->metrics != NULL) {
 		serve_log(&s, SERVE_LOG_ERROR, "metrics: built without libmicrohttpd");

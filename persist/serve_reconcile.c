@@ -40,6 +40,11 @@ struct serve_recon {
 	pthread_cond_t   r_cv;
 	int              r_stop;       /* 1: stop; 2: stop after a final pass */
 	struct serve_recon_stats r_st;
+	struct flash_sql_sku *r_skus;  /* MySQL's per-sku figures read by the last pass
+	                                  whose WAL vs MySQL part ran (malloc'ed) */
+	size_t           r_nskus;
+	int64_t          r_skus_ns;    /* ... when (CLOCK_REALTIME); 0: never */
+	uint64_t         r_skus_lsn;   /* ... at this applied LSN */
 };
 
 /* ------------------------------------------------------------------------
@@ -103,6 +108,21 @@ static int sql_exec(MYSQL *c, const char *sql)
 	return 0;
 }
 
+/* Keep @p skus (taken over) as the last pass's MySQL figures, read at @p lsn
+ * in the pass's one snapshot: the dashboard's per-sku memory vs MySQL. */
+static void skus_keep(struct serve_recon *r, struct flash_sql_sku *skus, size_t n, uint64_t lsn)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_mutex_lock(&r->r_mu);
+	free(r->r_skus);
+	r->r_skus = skus;
+	r->r_nskus = n;
+	r->r_skus_lsn = lsn;
+	r->r_skus_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	pthread_mutex_unlock(&r->r_mu);
+}
+
 static int part_mysql(struct serve_recon *r, struct flash_reconcile_report *rep, uint64_t *lsn)
 {
 	int rc;
@@ -126,6 +146,12 @@ static int part_mysql(struct serve_recon *r, struct flash_reconcile_report *rep,
 		rc = fold_to(r, &r->r_fsql, *lsn);
 	if (rc == FLASH_OK)
 		rc = flash_reconcile(NULL, r->r_m, r->r_fsql, FLASH_RECONCILE_WAL_ORDERS, rep);
+	struct flash_sql_sku *skus = NULL;
+	size_t nskus = 0;
+	if (rc == FLASH_OK)
+		rc = flash_sql_skus(r->r_m, &skus, &nskus);
+	if (rc != FLASH_OK && rep->diffs)
+		flash_reconcile_report_free(rep);
 	/* Every read above must have come from the one snapshot: a lost
 	 * connection reconnects without it. */
 	c = flash_mysql_conn(r->r_m);
@@ -137,6 +163,10 @@ static int part_mysql(struct serve_recon *r, struct flash_reconcile_report *rep,
 		flash_reconcile_report_free(rep);
 		rc = FLASH_EMYSQL_RETRY;
 	}
+	if (rc == FLASH_OK)
+		skus_keep(r, skus, nskus, *lsn);
+	else
+		free(skus);
 	return rc;
 }
 
@@ -358,6 +388,27 @@ fail:
 	return rc;
 }
 
+int serve_recon_skus_get(serve_recon_t *r, struct flash_sql_sku **out, size_t *n,
+                         int64_t *when_ns, uint64_t *lsn)
+{
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&r->r_mu);
+	*when_ns = r->r_skus_ns;
+	*lsn = r->r_skus_lsn;
+	if (r->r_nskus) {
+		*out = malloc(r->r_nskus * sizeof **out);
+		if (*out == NULL) {
+			pthread_mutex_unlock(&r->r_mu);
+			return FLASH_ENOMEM;
+		}
+		memcpy(*out, r->r_skus, r->r_nskus * sizeof **out);
+		*n = r->r_nskus;
+	}
+	pthread_mutex_unlock(&r->r_mu);
+	return FLASH_OK;
+}
+
 void serve_recon_stats_get(serve_recon_t *r, struct serve_recon_stats *out)
 {
 	pthread_mutex_lock(&r->r_mu);
@@ -380,5 +431,6 @@ void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats
 	pthread_mutex_destroy(&r->r_mu);
 	flash_fold_free(r->r_fsql);
 	flash_fold_free(r->r_fseg);
+	free(r->r_skus);
 	free(r);
 }

@@ -100,6 +100,18 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out);
  */
 void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats *st);
 
+/**
+ * MySQL's per-sku figures (item_stock and the sums over orders) as the last
+ * pass whose WAL vs MySQL part ran read them, inside that part's consistent
+ * snapshot (any thread: the HTTP metrics thread).
+ * @param[out] out      malloc'ed copy of *n entries (NULL when none); free() it
+ * @param[out] when_ns  CLOCK_REALTIME of that pass (0: no such pass yet)
+ * @param[out] lsn      MySQL's applied LSN it read them at
+ * @return FLASH_OK; FLASH_ENOMEM.
+ */
+int serve_recon_skus_get(serve_recon_t *r, struct flash_sql_sku **out, size_t *n,
+                         int64_t *when_ns, uint64_t *lsn);
+
 /** Copy the figures (any thread). */
 void serve_recon_stats_get(serve_recon_t *r, struct serve_recon_stats *out);
 

@@ -1,0 +1,144 @@
+/*
+ * mysql_probe.c -- the daemon's MySQL liveness ping (contract in
+ * mysql_probe.h): one thread, one connection of its own, mysql_ping()
+ * under the connection's read/write timeout.
+ */
+#include "mysql_probe.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mysql.h>
+
+struct flash_mysql_probe {
+	struct flash_mysql_opts pr_mo;
+	uint32_t        pr_every_ms;
+	flash_mysql_t  *pr_m;          /* owned by the thread */
+	pthread_t       pr_thr;
+	pthread_mutex_t pr_mu;         /* guards pr_stop, pr_st */
+	pthread_cond_t  pr_cv;
+	int             pr_stop;
+	struct flash_mysql_probe_stats pr_st;
+};
+
+static void probe_log(void *arg, int level, const char *msg)
+{
+	/* a server that is down fails every ping: the figures say so, the
+	 * applier and the reconciler log it already */
+	(void)arg;
+	(void)level;
+	(void)msg;
+}
+
+static int64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One ping: connect if needed, then mysql_ping, all under the timeouts. */
+static void probe_once(struct flash_mysql_probe *p)
+{
+	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+	int ok = 0;
+	if (!p->pr_m && flash_mysql_open(&p->pr_mo, &p->pr_m) != FLASH_OK) {
+		flash_mysql_close(p->pr_m);
+		p->pr_m = NULL;
+	}
+	MYSQL *c = p->pr_m ? flash_mysql_conn(p->pr_m) : NULL;
+	if (c) {
+		ok = mysql_ping(c) == 0;
+		if (!ok)
+			flash_mysql_conn_lost(p->pr_m);   /* reconnect next time */
+	}
+	int64_t rtt = now_ns(CLOCK_MONOTONIC) - t0;
+	pthread_mutex_lock(&p->pr_mu);
+	p->pr_st.pings++;
+	p->pr_st.connected = ok;
+	if (ok) {
+		p->pr_st.last_ok_ns = now_ns(CLOCK_REALTIME);
+		p->pr_st.last_rtt_ns = (uint64_t)rtt;
+	} else {
+		p->pr_st.failures++;
+	}
+	pthread_mutex_unlock(&p->pr_mu);
+}
+
+static void *probe_main(void *arg)
+{
+	struct flash_mysql_probe *p = arg;
+	pthread_mutex_lock(&p->pr_mu);
+	while (!p->pr_stop) {
+		pthread_mutex_unlock(&p->pr_mu);
+		probe_once(p);
+		pthread_mutex_lock(&p->pr_mu);
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += p->pr_every_ms / 1000u;
+		dl.tv_nsec += (long)(p->pr_every_ms % 1000u) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (!p->pr_stop && pthread_cond_timedwait(&p->pr_cv, &p->pr_mu, &dl) == 0)
+			;
+	}
+	pthread_mutex_unlock(&p->pr_mu);
+	flash_mysql_close(p->pr_m);
+	p->pr_m = NULL;
+	return NULL;
+}
+
+int flash_mysql_probe_start(const struct flash_mysql_opts *mo, uint32_t every_ms,
+                            uint32_t timeout_s, flash_mysql_probe_t **out)
+{
+	if (!mo || !out || every_ms == 0 || timeout_s == 0)
+		return FLASH_EINVAL;
+	struct flash_mysql_probe *p = calloc(1, sizeof *p);
+	if (!p)
+		return FLASH_ENOMEM;
+	p->pr_mo = *mo;
+	p->pr_mo.connect_timeout_s = timeout_s;
+	p->pr_mo.rw_timeout_s = timeout_s;
+	p->pr_mo.log = probe_log;
+	p->pr_mo.log_arg = NULL;
+	p->pr_every_ms = every_ms;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->pr_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&p->pr_mu, NULL);
+	if (pthread_create(&p->pr_thr, NULL, probe_main, p) != 0) {
+		pthread_cond_destroy(&p->pr_cv);
+		pthread_mutex_destroy(&p->pr_mu);
+		free(p);
+		return FLASH_ESYS;
+	}
+	*out = p;
+	return FLASH_OK;
+}
+
+void flash_mysql_probe_stats_get(flash_mysql_probe_t *p, struct flash_mysql_probe_stats *out)
+{
+	pthread_mutex_lock(&p->pr_mu);
+	*out = p->pr_st;
+	pthread_mutex_unlock(&p->pr_mu);
+}
+
+void flash_mysql_probe_stop(flash_mysql_probe_t *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->pr_mu);
+	p->pr_stop = 1;
+	pthread_cond_signal(&p->pr_cv);
+	pthread_mutex_unlock(&p->pr_mu);
+	pthread_join(p->pr_thr, NULL);
+	pthread_cond_destroy(&p->pr_cv);
+	pthread_mutex_destroy(&p->pr_mu);
+	free(p);
+}
