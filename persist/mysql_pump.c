@@ -13,12 +13,18 @@
  * batch out, applies it, and only then frees it, so a failed attempt leaves
  * the queue as it was.
  *
+ * Chunks are recycled: the pump pushes a chunk it is done with onto a
+ * wait-free stack (urcu/wfstack.h) of its size class (powers of two up to
+ * PUMP_CLASS_MAX_RECS records), and a push takes one from there, so the
+ * drain thread does not meet the pump in malloc's arena lock on every round.
+ * What is kept is bounded by what the queue once held (the queue bound).
+ *
  * Sleeping.  A wait-free queue still needs a way to sleep: the pump sleeps
  * on a futex (liburcu's futex_noasync(), FUTEX_WAIT on mp_work_seq with a
- * timeout).  Every push and the stop bump mp_work_seq, and make the
- * FUTEX_WAKE system call only when the pump said it sleeps (mp_sleeping):
- * a push to a busy pump makes no system call.  A FUTEX_WAIT whose word has
- * moved since the pump looked returns at once, so no wake-up is lost.
+ * timeout).  A push looks at mp_sleeping after its enqueue and makes the
+ * FUTEX_WAKE system call only when the pump sleeps idle: a push to a busy
+ * pump, or to one pausing after a failed attempt (records do not cut a
+ * pause short), makes no system call.  No wake-up is lost: see pump_kick().
  *
  * The one mutex left, mp_mu, guards what the pump reports (applied LSN,
  * last result, the applier's counters) and pairs with cv_done, the
@@ -43,16 +49,28 @@
 
 #include <urcu/futex.h>
 #include <urcu/wfcqueue.h>
+#include <urcu/wfstack.h>
 
 #include "mysql_pump.h"
 
 /* One push: its records, in LSN order. */
 struct pump_chunk {
-	struct cds_wfcq_node pc_node;
+	union {
+		struct cds_wfcq_node pc_node;   /* while queued */
+		struct cds_wfs_node  pc_fnode;  /* while on a free stack */
+	};
 	uint32_t pc_n;                    /* records in pc_recs */
 	uint32_t pc_off;                  /* first one MySQL may lack (pump only) */
+	uint32_t pc_class;                /* capacity 1 << pc_class records, or
+	                                     PUMP_CLASSES: sized to one push, not kept */
 	struct flash_lsn_record pc_recs[];
 };
+
+#define PUMP_CLASSES 13u                            /* 1 .. 4096 records */
+#define PUMP_CLASS_MAX_RECS (1u << (PUMP_CLASSES - 1))
+
+/* mp_sleeping: what the pump is doing in FUTEX_WAIT */
+enum { PUMP_AWAKE = 0, PUMP_IDLE = 1, PUMP_PAUSED = 2 };
 
 struct flash_mysql_pump {
 	/* the hand-off: pushers enqueue, the pump splices */
@@ -64,8 +82,10 @@ struct flash_mysql_pump {
 	uint64_t  mp_dropped;             /* atomic */
 	int       mp_drop_flag;           /* atomic: records were dropped since the
 	                                     pump last looked */
-	int32_t   mp_work_seq;            /* futex word: bumped by push and stop */
-	int32_t   mp_sleeping;            /* atomic: the pump is in (or entering) FUTEX_WAIT */
+	int32_t   mp_work_seq;            /* futex word: bumped to wake the pump */
+	int32_t   mp_sleeping;            /* atomic PUMP_AWAKE / IDLE / PAUSED */
+	struct __cds_wfs_stack mp_free[PUMP_CLASSES];  /* chunks to reuse, per size class */
+	int       mp_free_busy;           /* atomic: a push is popping (one at a time) */
 	int       mp_stop;                /* atomic, release after mp_stop_deadline_ms */
 	uint64_t  mp_stop_deadline_ms;
 	size_t    mp_cap;
@@ -114,30 +134,47 @@ static void cv_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
 /* ---- the pump's side of the hand-off (pump thread only) ---- */
 
 /*
- * Wake the pump if it sleeps.  The caller has published its change (queue,
- * flags) before: the seq_cst increment and the seq_cst load of mp_sleeping
- * pair with the pump's seq_cst store of mp_sleeping and load of the word
- * (pump_sleep), so either the pump sees the new word and does not sleep, or
- * this sees it sleeping and wakes it.
+ * Wake the pump if it sleeps in @p state (PUMP_IDLE: new work; 0: any
+ * sleep, for the stop).  The caller has published its change before (the
+ * enqueue's exchange, the drop flag's store): that store, and the seq_cst
+ * load of mp_sleeping here, pair with the pump's seq_cst store of
+ * mp_sleeping and its look for work after it (pump_idle): either the pump
+ * sees the change and does not sleep, or this sees it sleeping and wakes
+ * it.  The increment makes a FUTEX_WAIT that has not started yet return at
+ * once.
  */
-static void pump_kick(flash_mysql_pump_t *p)
+static void pump_kick(flash_mysql_pump_t *p, int32_t state)
 {
+	int32_t s = __atomic_load_n(&p->mp_sleeping, __ATOMIC_SEQ_CST);
+	if (s == PUMP_AWAKE || (state != 0 && s != state))
+		return;
 	__atomic_fetch_add(&p->mp_work_seq, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&p->mp_sleeping, __ATOMIC_SEQ_CST))
-		futex_noasync(&p->mp_work_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+	futex_noasync(&p->mp_work_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-/*
- * Sleep for at most @p ms, or until pump_kick() after the pump read @p seq
- * from the futex word.  Spurious returns are fine: every caller loops.
- */
-static void pump_sleep(flash_mysql_pump_t *p, int32_t seq, uint64_t ms)
+/* FUTEX_WAIT on the word as read in @p seq, for at most @p ms. */
+static void pump_futex_wait(flash_mysql_pump_t *p, int32_t seq, uint64_t ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	__atomic_store_n(&p->mp_sleeping, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST) == seq)
-		futex_noasync(&p->mp_work_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
-	__atomic_store_n(&p->mp_sleeping, 0, __ATOMIC_RELAXED);
+	futex_noasync(&p->mp_work_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+}
+
+/* Anything for the pump: a chunk pushed, records dropped, the stop. */
+static int pump_news(flash_mysql_pump_t *p)
+{
+	return !cds_wfcq_empty(&p->mp_qhead, &p->mp_qtail) ||
+	       __atomic_load_n(&p->mp_drop_flag, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE);
+}
+
+/* Sleep until there is news (or a second has passed: the loop looks again). */
+static void pump_idle(flash_mysql_pump_t *p)
+{
+	int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&p->mp_sleeping, PUMP_IDLE, __ATOMIC_SEQ_CST);
+	if (!pump_news(p))
+		pump_futex_wait(p, seq, 1000);
+	__atomic_store_n(&p->mp_sleeping, PUMP_AWAKE, __ATOMIC_RELAXED);
 }
 
 /* Move every chunk pushed so far into the private queue, in push order.
@@ -155,6 +192,41 @@ static void pump_take(flash_mysql_pump_t *p)
 static int pump_has_work(flash_mysql_pump_t *p)
 {
 	return !cds_wfcq_empty(&p->mp_phead, &p->mp_ptail);
+}
+
+/* Done with @p c: onto its class's free stack (wait-free), or freed. */
+static void pump_chunk_put(flash_mysql_pump_t *p, struct pump_chunk *c)
+{
+	if (c->pc_class >= PUMP_CLASSES) {
+		free(c);
+		return;
+	}
+	cds_wfs_node_init(&c->pc_fnode);
+	/* its exchange is a full barrier: a push that pops it sees it whole */
+	cds_wfs_push(&p->mp_free[c->pc_class], &c->pc_fnode);
+}
+
+/*
+ * A chunk for @p n records: a recycled one of its class, else a new one.
+ * Pops are one at a time (a wfstack pop excludes other pops): a push that
+ * finds another popping allocates instead of waiting.
+ */
+static struct pump_chunk *pump_chunk_get(flash_mysql_pump_t *p, size_t n)
+{
+	uint32_t k = 0;
+	while (k < PUMP_CLASSES && ((size_t)1 << k) < n)
+		k++;
+	if (k < PUMP_CLASSES && !__atomic_exchange_n(&p->mp_free_busy, 1, __ATOMIC_ACQUIRE)) {
+		struct cds_wfs_node *nd = __cds_wfs_pop_blocking(&p->mp_free[k]);
+		__atomic_store_n(&p->mp_free_busy, 0, __ATOMIC_RELEASE);
+		if (nd != NULL)
+			return caa_container_of(nd, struct pump_chunk, pc_fnode);
+	}
+	size_t cap = k < PUMP_CLASSES ? (size_t)1 << k : n;
+	struct pump_chunk *c = malloc(sizeof *c + cap * sizeof c->pc_recs[0]);
+	if (c != NULL)
+		c->pc_class = k;
+	return c;
 }
 
 /*
@@ -177,7 +249,7 @@ static void pump_release_upto(flash_mysql_pump_t *p, uint64_t lsn)
 		if (c->pc_off < c->pc_n)
 			break;
 		(void)__cds_wfcq_dequeue_blocking(&p->mp_phead, &p->mp_ptail);
-		free(c);
+		pump_chunk_put(p, c);
 	}
 	/* release: a push that reserves this room comes after our reads of
 	 * the chunks freed (none are touched again) */
@@ -256,16 +328,18 @@ static uint64_t pump_backoff_ms(unsigned n, uint32_t cap_ms, unsigned *seed)
 static void pump_pause(flash_mysql_pump_t *p, uint64_t until_ms)
 {
 	for (;;) {
-		int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_ACQUIRE);
+		int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&p->mp_sleeping, PUMP_PAUSED, __ATOMIC_SEQ_CST);
 		uint64_t now = mono_ms();
 		uint64_t end = until_ms;
 
 		if (__atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE) && p->mp_stop_deadline_ms < end)
 			end = p->mp_stop_deadline_ms;
 		if (now >= end)
-			return;
-		pump_sleep(p, seq, end - now);
+			break;
+		pump_futex_wait(p, seq, end - now);
 	}
+	__atomic_store_n(&p->mp_sleeping, PUMP_AWAKE, __ATOMIC_RELAXED);
 }
 
 /* Read what the queue lacks back from the WAL.  @return progress made. */
@@ -336,9 +410,6 @@ static void *pump_main(void *arg)
 	unsigned failures = 0;
 	unsigned seed = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)p;
 	for (;;) {
-		/* read the word before looking for work: a push after the look
-		 * moves it, and the sleep below returns at once */
-		int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_ACQUIRE);
 		int stop = __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE);
 		pump_take(p);
 		/* acquire: pairs with the dropping push's release */
@@ -348,7 +419,7 @@ static void *pump_main(void *arg)
 		if (stop && (!pending || pump_past_deadline(p)))
 			break;
 		if (!pending) {
-			pump_sleep(p, seq, 1000);   /* a push or the stop wakes it */
+			pump_idle(p);   /* a push, a drop or the stop wakes it */
 			continue;
 		}
 		int progress = 0;
@@ -388,6 +459,11 @@ static void pump_free_queues(flash_mysql_pump_t *p)
 	__cds_wfcq_splice_blocking(&p->mp_phead, &p->mp_ptail, &p->mp_qhead, &p->mp_qtail);
 	while ((node = __cds_wfcq_dequeue_blocking(&p->mp_phead, &p->mp_ptail)) != NULL)
 		free(caa_container_of(node, struct pump_chunk, pc_node));
+	for (uint32_t k = 0; k < PUMP_CLASSES; k++) {
+		struct cds_wfs_node *nd;
+		while ((nd = __cds_wfs_pop_blocking(&p->mp_free[k])) != NULL)
+			free(caa_container_of(nd, struct pump_chunk, pc_fnode));
+	}
 }
 
 int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pump_t **out)
@@ -400,6 +476,8 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 		return FLASH_ENOMEM;
 	__cds_wfcq_init(&p->mp_qhead, &p->mp_qtail);
 	__cds_wfcq_init(&p->mp_phead, &p->mp_ptail);
+	for (uint32_t k = 0; k < PUMP_CLASSES; k++)
+		__cds_wfs_init(&p->mp_free[k]);
 	p->mp_cap = o->queue_records ? o->queue_records : 262144;
 	p->mp_batch_max = o->batch ? o->batch : 5000;
 	p->mp_backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : 2000;
@@ -476,15 +554,15 @@ int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *
 	pump_note_pushed(p, recs[n - 1].lsn);
 	struct pump_chunk *c = NULL;
 	if (n <= UINT32_MAX && pump_reserve(p, n)) {
-		c = malloc(sizeof *c + n * sizeof *recs);
+		c = pump_chunk_get(p, n);
 		if (c == NULL)   /* give the room back: dropped like a full queue */
 			__atomic_fetch_sub(&p->mp_queued, n, __ATOMIC_RELAXED);
 	}
 	if (c == NULL) {
 		/* Never block the WAL: drop, and have the pump read them back. */
 		__atomic_fetch_add(&p->mp_dropped, n, __ATOMIC_RELAXED);
-		__atomic_store_n(&p->mp_drop_flag, 1, __ATOMIC_RELEASE);
-		pump_kick(p);
+		__atomic_store_n(&p->mp_drop_flag, 1, __ATOMIC_SEQ_CST);
+		pump_kick(p, PUMP_IDLE);
 		return FLASH_EFULL;
 	}
 	cds_wfcq_node_init(&c->pc_node);
@@ -494,7 +572,7 @@ int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *
 	/* wait-free; its exchange is a full barrier: the chunk's contents are
 	 * visible to the pump before the chunk is */
 	cds_wfcq_enqueue(&p->mp_qhead, &p->mp_qtail, &c->pc_node);
-	pump_kick(p);
+	pump_kick(p, PUMP_IDLE);
 	return FLASH_OK;
 }
 
@@ -543,8 +621,8 @@ void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms)
 		return;
 	p->mp_stop_deadline_ms = mono_ms() + drain_ms;
 	/* release: the pump reads the deadline after it sees mp_stop */
-	__atomic_store_n(&p->mp_stop, 1, __ATOMIC_RELEASE);
-	pump_kick(p);
+	__atomic_store_n(&p->mp_stop, 1, __ATOMIC_SEQ_CST);
+	pump_kick(p, 0);
 	pthread_join(p->mp_thread, NULL);
 	pump_free_queues(p);
 	pthread_cond_destroy(&p->mp_cv_done);
