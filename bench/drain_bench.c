@@ -2,17 +2,22 @@
  * drain_bench.c -- the daemon's drain loop and its hand-off to the MySQL
  * applier's thread, measured without MariaDB.
  *
- *   drain_bench [--orders N] [--producers P] [--wal DIR] [--push-only N]
+ *   drain_bench [--orders N] [--round R] [--wal DIR] [--no-metrics] [--push-only N]
  *
- * drain (default): P threads place N orders into a fresh segment while this
- *   thread runs serve.c's round -- flash_ring_drain -> wal_append_record ->
- *   wal_commit -> flash_durable_advance -> flash_mysql_pump_push -- against
- *   a pump whose applier is drain_stub_mysql.c (it takes every batch at
- *   once, so the pump's thread consumes as fast as the hand-off allows).
- *   The WAL goes to DIR (default: a mkdtemp under /dev/shm, so fdatasync
- *   costs little and the loop's own work shows).  Prints the drain thread's
- *   busy time per record (rounds that drained nothing excluded), the time
- *   per record inside flash_mysql_pump_push, and records/s over the run.
+ * drain (default): a producer thread places N orders into a fresh segment
+ *   whose ring holds them all; then, timed, this thread drains them in
+ *   rounds of at most R records (default 1024), each round what serve.c's
+ *   does: flash_ring_drain -> wal_append_record -> wal_commit ->
+ *   flash_durable_advance -> flash_mysql_pump_push, and metrics_publish as
+ *   `serve --metrics` does (an idle endpoint on a free loopback port;
+ *   --no-metrics leaves it out).  The pump's applier is drain_stub_mysql.c:
+ *   it takes every batch at once, so the pump's thread consumes as fast as
+ *   the hand-off lets it, concurrently with the drain.  The WAL goes to DIR
+ *   (default: a mkdtemp under /dev/shm, so fdatasync costs little and the
+ *   loop's own work shows).  Prints the drain thread's CPU time and wall
+ *   time per record, the wall time per record inside push (+ publish), and
+ *   records/s.  Filling the rings first makes every run drain the same
+ *   rounds, whatever the scheduler does with the producer.
  * --push-only N: only the hand-off: this thread pushes N records in pushes
  *   of 64 to the same stub pump (the default queue of 262144, warmed up by
  *   one lap first), as fast as it can, waiting out a full queue; the
@@ -34,7 +39,9 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "metrics.h"
 #include "mysql_pump.h"
+#include "serve.h"
 #include "wal.h"
 
 static uint64_t now_ns(void)
@@ -212,8 +219,9 @@ static void *producer_main(void *arg)
 	return NULL;
 }
 
-static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
+static int drain_run(uint64_t orders, uint32_t round, const char *wal_arg, int with_metrics)
 {
+	const unsigned producers = 1;
 	char seg[64], tmpl[] = "/dev/shm/fs-drain-bench-XXXXXX";
 	const char *wal_dir = wal_arg;
 	snprintf(seg, sizeof seg, "/fs-drain-bench-%d", (int)getpid());
@@ -224,7 +232,9 @@ static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
 	so.max_users = (uint32_t)orders + 1024;
 	so.max_orders = (uint32_t)orders + 64u * (producers + 2) + 1024;
 	so.max_procs = producers + 2;
-	so.ring_records = 65536;
+	so.ring_records = FLASH_RING_MIN;
+	while (so.ring_records < orders + 64)   /* every order fits */
+		so.ring_records *= 2;
 	so.durability = FLASH_DURABILITY_ASYNC;
 	int rc = flash_seg_create(seg, &so);
 	if (rc != FLASH_OK)
@@ -251,6 +261,16 @@ static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
 	d.adv = calloc(d.cap, sizeof *d.adv);
 	d.touched = calloc(d.cap, sizeof *d.touched);
 	d.pump = stub_pump(262144);
+	metrics_t *mt = NULL;
+	struct serve_stats sst;
+	memset(&sst, 0, sizeof sst);
+	if (with_metrics) {
+		char err[256];
+		if (metrics_start("127.0.0.1:0", seg, d.w, d.pump, &mt, NULL, err, sizeof err) != 0) {
+			fprintf(stderr, "drain_bench: metrics: %s\n", err);
+			exit(1);
+		}
+	}
 
 	struct producer *pr = calloc(producers, sizeof *pr);
 	pthread_t *th = calloc(producers, sizeof *th);
@@ -259,13 +279,18 @@ static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
 		                           .n = orders / producers };
 		pthread_create(&th[i], NULL, producer_main, &pr[i]);
 	}
+	for (unsigned i = 0; i < producers; i++) {
+		pthread_join(th[i], NULL);
+		if (pr[i].rc != FLASH_OK)
+			die("order", pr[i].rc);
+	}
 	uint64_t want = 2 + (orders / producers) * producers;   /* + activity, sku */
 	uint64_t records = 0, busy_ns = 0, push_ns = 0, rounds = 0, dropped = 0, cpu_busy = 0;
 	uint64_t t0 = now_ns();
 	while (records < want) {
 		uint64_t r0 = now_ns(), rc0 = cpu_ns();
 		uint32_t n = 0;
-		if ((rc = flash_ring_drain(d.h, drain_cb, &d, 65536, &n)) != FLASH_OK || d.err)
+		if ((rc = flash_ring_drain(d.h, drain_cb, &d, round, &n)) != FLASH_OK || d.err)
 			die("drain", rc ? rc : d.err);
 		if (n == 0) {
 			struct timespec z = { 0, 20000 };
@@ -283,6 +308,13 @@ static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
 		if (flash_mysql_pump_push(d.pump, d.push, d.npush) == FLASH_EFULL)
 			dropped += d.npush;
 		uint64_t p1 = now_ns();
+		if (mt != NULL) {
+			sst.rounds = rounds + 1;
+			sst.records = records + n;
+			sst.commits = rounds + 1;
+			metrics_publish(mt, &sst);
+		}
+		p1 = now_ns();
 		cpu_busy += cpu_ns() - rc0;
 		records += n;
 		d.npush = 0;
@@ -291,19 +323,15 @@ static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
 		busy_ns += p1 - r0;
 	}
 	uint64_t t1 = now_ns();
-	for (unsigned i = 0; i < producers; i++) {
-		pthread_join(th[i], NULL);
-		if (pr[i].rc != FLASH_OK)
-			die("order", pr[i].rc);
-	}
+	metrics_stop(mt);
 	int wrc = flash_mysql_pump_wait(d.pump, wal_durable_lsn(d.w), 60000);
 	flash_mysql_pump_stop(d.pump, 1000);
-	printf("drain: %" PRIu64 " records, %" PRIu64 " rounds (%.0f records each), %u producer(s): "
-	       "%.1f ns/record drain CPU, %.1f ns/record drain wall (%.1f of it in pump_push), "
+	printf("drain: %" PRIu64 " records, %" PRIu64 " rounds (%.0f records each): "
+	       "%.1f ns/record drain CPU, %.1f ns/record drain wall (%.1f of it in pump_push%s), "
 	       "%.0f records/s; dropped %" PRIu64 ", applier %s\n",
-	       records, rounds, (double)records / (double)rounds, producers,
+	       records, rounds, (double)records / (double)rounds,
 	       (double)cpu_busy / (double)records, (double)busy_ns / (double)records,
-	       (double)push_ns / (double)records,
+	       (double)push_ns / (double)records, mt ? " + metrics_publish" : "",
 	       (double)records * 1e9 / (double)(t1 - t0), dropped,
 	       wrc == FLASH_OK ? "caught up" : "BEHIND");
 	wal_close(d.w);
@@ -322,31 +350,34 @@ static int drain_run(uint64_t orders, unsigned producers, const char *wal_arg)
 int main(int argc, char **argv)
 {
 	uint64_t orders = 1000000, push_n = 0;
-	unsigned producers = 1;
+	uint32_t round = 1024;
+	int with_metrics = 1;
 	const char *wal = NULL;
 	static const struct option lo[] = {
 		{ "orders", required_argument, NULL, 'n' },
-		{ "producers", required_argument, NULL, 'p' },
+		{ "round", required_argument, NULL, 'r' },
 		{ "wal", required_argument, NULL, 'w' },
 		{ "push-only", required_argument, NULL, 'o' },
+		{ "no-metrics", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': orders = strtoull(optarg, NULL, 10); break;
-		case 'p': producers = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'r': round = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'w': wal = optarg; break;
 		case 'o': push_n = strtoull(optarg, NULL, 10); break;
+		case 'M': with_metrics = 0; break;
 		default:
-			fprintf(stderr, "usage: drain_bench [--orders N] [--producers P] [--wal DIR] "
-			        "[--push-only N]\n");
+			fprintf(stderr, "usage: drain_bench [--orders N] [--round R] [--wal DIR] "
+			        "[--push-only N] [--no-metrics]\n");
 			return 2;
 		}
 	}
 	if (push_n)
 		return push_only(push_n);
-	if (producers == 0 || orders < producers)
+	if (orders == 0 || round == 0)
 		return 2;
-	return drain_run(orders, producers, wal);
+	return drain_run(orders, round, wal, with_metrics);
 }

@@ -4,8 +4,8 @@
  * the daemon's hand-off to the applier's thread and not MariaDB.
  *
  * It defines every flash_mysql_* function persist/mysql_pump.c calls; the
- * bench links these before libflashstock_persist.a, so the archive's
- * mysql_apply.o and mysql_feed.o are never pulled in.
+ * bench links it before libflashstock_persist.a, and these definitions win
+ * over the archive's (persist/CMakeLists.txt says how).
  */
 #include <stdarg.h>
 #include <stdlib.h>
