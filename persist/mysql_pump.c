@@ -13,11 +13,14 @@
  * batch out, applies it, and only then frees it, so a failed attempt leaves
  * the queue as it was.
  *
- * Chunks are recycled: the pump pushes a chunk it is done with onto a
- * wait-free stack (urcu/wfstack.h) of its size class (powers of two up to
- * PUMP_CLASS_MAX_RECS records), and a push takes one from there, so the
- * drain thread does not meet the pump in malloc's arena lock on every round.
- * What is kept is bounded by what the queue once held (the queue bound).
+ * Chunks are recycled: the pump puts a chunk it is done with on a free list
+ * of its size class (powers of two up to PUMP_CLASS_MAX_RECS records; a CAS
+ * push), and a push takes the whole list with one exchange when its own
+ * cache of that class is empty, so the drain thread does not meet the pump
+ * in malloc's arena lock on every round.  (Taking the whole list has no ABA
+ * problem, which a pop of one would; liburcu's wfstack would do, but its
+ * end-of-stack sentinel is an address UBSan reports on every push.)  What
+ * is kept is bounded by what the queue once held (the queue bound).
  *
  * Sleeping.  A wait-free queue still needs a way to sleep: the pump sleeps
  * on a futex (liburcu's futex_noasync(), FUTEX_WAIT on mp_work_seq with a
@@ -49,7 +52,6 @@
 
 #include <urcu/futex.h>
 #include <urcu/wfcqueue.h>
-#include <urcu/wfstack.h>
 
 #include "mysql_pump.h"
 
@@ -57,7 +59,7 @@
 struct pump_chunk {
 	union {
 		struct cds_wfcq_node pc_node;   /* while queued */
-		struct cds_wfs_node  pc_fnode;  /* while on a free stack */
+		struct pump_chunk   *pc_next;   /* while on a free list */
 	};
 	uint32_t pc_n;                    /* records in pc_recs */
 	uint32_t pc_off;                  /* first one MySQL may lack (pump only) */
@@ -84,8 +86,9 @@ struct flash_mysql_pump {
 	                                     pump last looked */
 	int32_t   mp_work_seq;            /* futex word: bumped to wake the pump */
 	int32_t   mp_sleeping;            /* atomic PUMP_AWAKE / IDLE / PAUSED */
-	struct __cds_wfs_stack mp_free[PUMP_CLASSES];  /* chunks to reuse, per size class */
-	int       mp_free_busy;           /* atomic: a push is popping (one at a time) */
+	struct pump_chunk *mp_free[PUMP_CLASSES];   /* atomic: chunks the pump is done with */
+	struct pump_chunk *mp_cache[PUMP_CLASSES];  /* taken from mp_free, under mp_cache_busy */
+	int       mp_cache_busy;          /* atomic: a push is using mp_cache (one at a time) */
 	int       mp_stop;                /* atomic, release after mp_stop_deadline_ms */
 	uint64_t  mp_stop_deadline_ms;
 	size_t    mp_cap;
@@ -194,33 +197,41 @@ static int pump_has_work(flash_mysql_pump_t *p)
 	return !cds_wfcq_empty(&p->mp_phead, &p->mp_ptail);
 }
 
-/* Done with @p c: onto its class's free stack (wait-free), or freed. */
+/* Done with @p c: onto its class's free list (lock-free: the pump is the
+ * only one to add, a push only ever takes the whole list), or freed. */
 static void pump_chunk_put(flash_mysql_pump_t *p, struct pump_chunk *c)
 {
 	if (c->pc_class >= PUMP_CLASSES) {
 		free(c);
 		return;
 	}
-	cds_wfs_node_init(&c->pc_fnode);
-	/* its exchange is a full barrier: a push that pops it sees it whole */
-	cds_wfs_push(&p->mp_free[c->pc_class], &c->pc_fnode);
+	struct pump_chunk **head = &p->mp_free[c->pc_class];
+	c->pc_next = __atomic_load_n(head, __ATOMIC_RELAXED);
+	/* release: a push that takes the list sees the chunk's link */
+	while (!__atomic_compare_exchange_n(head, &c->pc_next, c, 1, __ATOMIC_RELEASE,
+	                                    __ATOMIC_RELAXED))
+		;
 }
 
 /*
  * A chunk for @p n records: a recycled one of its class, else a new one.
- * Pops are one at a time (a wfstack pop excludes other pops): a push that
- * finds another popping allocates instead of waiting.
+ * One push at a time uses the cache: one that finds another in it
+ * allocates instead of waiting.
  */
 static struct pump_chunk *pump_chunk_get(flash_mysql_pump_t *p, size_t n)
 {
 	uint32_t k = 0;
 	while (k < PUMP_CLASSES && ((size_t)1 << k) < n)
 		k++;
-	if (k < PUMP_CLASSES && !__atomic_exchange_n(&p->mp_free_busy, 1, __ATOMIC_ACQUIRE)) {
-		struct cds_wfs_node *nd = __cds_wfs_pop_blocking(&p->mp_free[k]);
-		__atomic_store_n(&p->mp_free_busy, 0, __ATOMIC_RELEASE);
-		if (nd != NULL)
-			return caa_container_of(nd, struct pump_chunk, pc_fnode);
+	if (k < PUMP_CLASSES && !__atomic_exchange_n(&p->mp_cache_busy, 1, __ATOMIC_ACQUIRE)) {
+		struct pump_chunk *c = p->mp_cache[k];
+		if (c == NULL)   /* acquire: pairs with pump_chunk_put's release */
+			c = __atomic_exchange_n(&p->mp_free[k], NULL, __ATOMIC_ACQUIRE);
+		if (c != NULL)
+			p->mp_cache[k] = c->pc_next;
+		__atomic_store_n(&p->mp_cache_busy, 0, __ATOMIC_RELEASE);
+		if (c != NULL)
+			return c;
 	}
 	size_t cap = k < PUMP_CLASSES ? (size_t)1 << k : n;
 	struct pump_chunk *c = malloc(sizeof *c + cap * sizeof c->pc_recs[0]);
@@ -356,9 +367,14 @@ static int pump_catch_up(flash_mysql_pump_t *p)
 	struct flash_apply_result tot = { 0 };
 	int rc = flash_mysql_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
 	                                    pump_go, p, &tot, NULL);
+	/* this thread alone writes mp_applied_lsn: no lock to read it */
+	uint64_t applied = tot.applied_lsn > before ? tot.applied_lsn : before;
+	/* the queue first, then the applied LSN: whoever sees the LSN move
+	 * (under mp_mu) sees the records gone from the queue too */
+	if (rc == FLASH_EBUSY || rc == FLASH_OK || rc == FLASH_ECORRUPT)
+		pump_release_upto(p, applied);
 	pthread_mutex_lock(&p->mp_mu);
 	__pump_note(p, rc, tot.applied_lsn);
-	uint64_t applied = p->mp_applied_lsn;
 	int progress = 0;
 	/* FLASH_ECORRUPT: the reader met the frame being written (or real
 	 * damage); what came before it is applied.  A later hole brings us
@@ -372,8 +388,6 @@ static int pump_catch_up(flash_mysql_pump_t *p)
 		p->mp_need_catchup = 1;
 	}
 	pthread_mutex_unlock(&p->mp_mu);
-	if (rc == FLASH_EBUSY || rc == FLASH_OK || rc == FLASH_ECORRUPT)
-		pump_release_upto(p, applied);
 	return progress;
 }
 
@@ -383,14 +397,15 @@ static int pump_apply(flash_mysql_pump_t *p)
 	size_t k = pump_batch(p);
 	struct flash_apply_result res = { 0 };
 	int rc = flash_mysql_apply(p->mp_m, p->mp_batch, k, &res);
+	/* the k oldest are the batch: MySQL holds them now.  The queue
+	 * first, then the applied LSN (see pump_catch_up). */
+	if (rc == FLASH_OK)
+		pump_release_upto(p, p->mp_batch[k - 1].lsn);
 	pthread_mutex_lock(&p->mp_mu);
 	__pump_note(p, rc, rc == FLASH_OK ? res.applied_lsn : 0);
 	pthread_mutex_unlock(&p->mp_mu);
-	if (rc == FLASH_OK) {
-		/* the k oldest are the batch: MySQL holds them now */
-		pump_release_upto(p, p->mp_batch[k - 1].lsn);
+	if (rc == FLASH_OK)
 		return 1;
-	}
 	if (rc == FLASH_EMYSQL_GAP) {
 		p->mp_need_catchup = 1;
 		return p->mp_wal_dir != NULL;
@@ -460,9 +475,13 @@ static void pump_free_queues(flash_mysql_pump_t *p)
 	while ((node = __cds_wfcq_dequeue_blocking(&p->mp_phead, &p->mp_ptail)) != NULL)
 		free(caa_container_of(node, struct pump_chunk, pc_node));
 	for (uint32_t k = 0; k < PUMP_CLASSES; k++) {
-		struct cds_wfs_node *nd;
-		while ((nd = __cds_wfs_pop_blocking(&p->mp_free[k])) != NULL)
-			free(caa_container_of(nd, struct pump_chunk, pc_fnode));
+		struct pump_chunk *lists[2] = { p->mp_free[k], p->mp_cache[k] };
+		for (int i = 0; i < 2; i++)
+			while (lists[i] != NULL) {
+				struct pump_chunk *next = lists[i]->pc_next;
+				free(lists[i]);
+				lists[i] = next;
+			}
 	}
 }
 
@@ -476,8 +495,6 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 		return FLASH_ENOMEM;
 	__cds_wfcq_init(&p->mp_qhead, &p->mp_qtail);
 	__cds_wfcq_init(&p->mp_phead, &p->mp_ptail);
-	for (uint32_t k = 0; k < PUMP_CLASSES; k++)
-		__cds_wfs_init(&p->mp_free[k]);
 	p->mp_cap = o->queue_records ? o->queue_records : 262144;
 	p->mp_batch_max = o->batch ? o->batch : 5000;
 	p->mp_backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : 2000;

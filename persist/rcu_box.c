@@ -19,7 +19,6 @@
  * the order the grace period and call_rcu() guarantee, told to
  * ThreadSanitizer.  Outside that build the annotations are nothing.
  */
-#define _LGPL_SOURCE   /* rcu_read_lock, rcu_dereference inline */
 #include "rcu_box.h"
 
 #include <pthread.h>
@@ -28,6 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* rcu_dereference and rcu_xchg_pointer inline (ThreadSanitizer sees them,
+ * see above); the read-side lock from the library: liburcu 0.13's inline
+ * one accesses its reader through a type it declares 128-byte aligned in
+ * an arena that is not, which UBSan reports on every read. */
+#define _LGPL_SOURCE
+#include <urcu/pointer.h>
+#undef _LGPL_SOURCE
 #include <urcu-bp.h>
 
 #if defined(__SANITIZE_THREAD__)
