@@ -307,14 +307,13 @@ static int drain_run(uint64_t orders, uint32_t round, const char *wal_arg, int w
 		uint64_t p0 = now_ns();
 		if (flash_mysql_pump_push(d.pump, d.push, d.npush) == FLASH_EFULL)
 			dropped += d.npush;
-		uint64_t p1 = now_ns();
 		if (mt != NULL) {
 			sst.rounds = rounds + 1;
 			sst.records = records + n;
 			sst.commits = rounds + 1;
 			metrics_publish(mt, &sst);
 		}
-		p1 = now_ns();
+		uint64_t p1 = now_ns();
 		cpu_busy += cpu_ns() - rc0;
 		records += n;
 		d.npush = 0;
