@@ -36,8 +36,9 @@
  * batch, and a condition variable is the plain tool for that.  The drain
  * thread never takes it: push touches only the queue and atomics.
  *
- * Progress:  push        lock-free (the reservation CAS; wait-free with one
- *                        pusher, the daemon's case) and never blocks
+ * Progress:  push        lock-free (the reservation CAS) but for a malloc
+ *                        when no recycled chunk of its size is free; it
+ *                        never waits for the pump
  *            stats_get   blocking on mp_mu while the pump notes a result
  *            wait        blocking, by contract
  */
