@@ -17,6 +17,7 @@
 
 #include "flashstock.h"
 #include "mysql_probe.h"
+#include "rcu_box.h"
 #include "serve_reconcile.h"
 
 struct metrics {
@@ -24,8 +25,10 @@ struct metrics {
 	char              *m_segment;   /* owned copy */
 	wal_t             *m_w;
 	flash_mysql_pump_t *m_pump;     /* or NULL */
-	pthread_mutex_t    m_mu;        /* guards m_st, m_recon */
-	struct serve_stats m_st;
+	rbox_t            *m_st;        /* struct serve_stats: the daemon publishes one
+	                                   per round, scrapes copy one out (RCU: the
+	                                   drain loop never waits for a scrape) */
+	pthread_mutex_t    m_mu;        /* guards m_recon and m_probe (set once, before scrapes) */
 	serve_recon_t     *m_recon;     /* or NULL */
 	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 };
@@ -165,9 +168,7 @@ static void render_wal(struct metrics *m, struct mbuf *mb)
 static void render_serve(struct metrics *m, struct mbuf *mb)
 {
 	struct serve_stats st;
-	pthread_mutex_lock(&m->m_mu);
-	st = m->m_st;
-	pthread_mutex_unlock(&m->m_mu);
+	rbox_read(m->m_st, &st);   /* one whole round's figures */
 	mb_metric(mb, "flashstock_serve_records_total", "counter",
 	          "Records the daemon wrote to the WAL.", st.records);
 	mb_metric(mb, "flashstock_serve_skipped_total", "counter",
@@ -528,7 +529,10 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
 	sa.sin_port = htons((uint16_t)p);
 
 	struct metrics *m = calloc(1, sizeof *m);
-	if (m == NULL || (m->m_segment = strdup(segment)) == NULL) {
+	if (m == NULL || (m->m_segment = strdup(segment)) == NULL ||
+	    rbox_new(sizeof(struct serve_stats), &m->m_st) != 0) {
+		if (m)
+			free(m->m_segment);
 		free(m);
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -542,6 +546,7 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
 	if (m->m_d == NULL) {
 		snprintf(err, errlen, "cannot listen on %s", addr_port);
 		pthread_mutex_destroy(&m->m_mu);
+		rbox_free(m->m_st);
 		free(m->m_segment);
 		free(m);
 		return -1;
@@ -556,17 +561,17 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
 
 void metrics_publish(metrics_t *m, const struct serve_stats *st)
 {
-	pthread_mutex_lock(&m->m_mu);
-	m->m_st = *st;
-	pthread_mutex_unlock(&m->m_mu);
+	/* out of memory: the scrapes serve the last round published */
+	(void)rbox_publish(m->m_st, st);
 }
 
 void metrics_stop(metrics_t *m)
 {
 	if (m == NULL)
 		return;
-	MHD_stop_daemon(m->m_d);
+	MHD_stop_daemon(m->m_d);   /* joins the HTTP thread: no reader is left */
 	pthread_mutex_destroy(&m->m_mu);
+	rbox_free(m->m_st);
 	free(m->m_segment);
 	free(m);
 }

@@ -7,7 +7,9 @@
  * Synchronization: the HTTP thread reads the segment through its own
  * read-only handle (opened per scrape: handles are per thread), the WAL
  * through wal_stats_get() (thread-safe), and the daemon's counters through
- * metrics_publish(), which the daemon calls once per round.
+ * metrics_publish(), which the daemon calls once per round: an RCU-published
+ * copy (rcu_box.h), so a scrape gets one whole round's figures and the
+ * drain loop never waits for a scrape.
  */
 #ifndef FLASH_METRICS_H
 #define FLASH_METRICS_H

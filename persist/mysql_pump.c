@@ -2,13 +2,47 @@
  * mysql_pump.c -- the MySQL applier on its own thread (contract in
  * mysql_pump.h).
  *
- * One mutex guards the queue (a ring of struct flash_lsn_record) and the
- * counters; two condition variables: cv_work wakes the pump (records
- * pushed, stop), cv_done wakes flash_mysql_pump_wait() callers (the applied
- * LSN moved).  The pump copies a batch out of the ring, applies it without
- * the lock, and only then removes it from the ring: a failed attempt leaves
- * the queue as it was.  Pushers only ever hold the lock for a memcpy.
+ * The hand-off.  A push copies its records into one chunk and appends it to
+ * a wait-free concurrent queue (liburcu's wfcqueue): cds_wfcq_enqueue() is
+ * one exchange and one store, so the drain thread never waits for the pump,
+ * for MySQL or for another pusher.  The bound is a counter of records queued
+ * (mp_queued): a push reserves its records with a CAS before it enqueues,
+ * the pump gives them back once MySQL holds them.  The pump alone dequeues:
+ * it moves the whole shared queue into its private one with one
+ * __cds_wfcq_splice_blocking() per loop and works from there -- it copies a
+ * batch out, applies it, and only then frees it, so a failed attempt leaves
+ * the queue as it was.
+ *
+ * Chunks are recycled: the pump puts a chunk it is done with on a free list
+ * of its size class (powers of two up to PUMP_CLASS_MAX_RECS records; a CAS
+ * push), and a push takes the whole list with one exchange when its own
+ * cache of that class is empty, so the drain thread does not meet the pump
+ * in malloc's arena lock on every round.  (Taking the whole list has no ABA
+ * problem, which a pop of one would; liburcu's wfstack would do, but its
+ * end-of-stack sentinel is an address UBSan reports on every push.)  What
+ * is kept is bounded by what the queue once held (the queue bound).
+ *
+ * Sleeping.  A wait-free queue still needs a way to sleep: the pump sleeps
+ * on a futex (liburcu's futex_noasync(), FUTEX_WAIT on mp_work_seq with a
+ * timeout).  A push looks at mp_sleeping after its enqueue and makes the
+ * FUTEX_WAKE system call only when the pump sleeps idle: a push to a busy
+ * pump, or to one pausing after a failed attempt (records do not cut a
+ * pause short), makes no system call.  No wake-up is lost: see pump_kick().
+ *
+ * The one mutex left, mp_mu, guards what the pump reports (applied LSN,
+ * last result, the applier's counters) and pairs with cv_done, the
+ * condition variable flash_mysql_pump_wait() callers sleep on: those are
+ * any number of threads with their own timeouts, woken once per applied
+ * batch, and a condition variable is the plain tool for that.  The drain
+ * thread never takes it: push touches only the queue and atomics.
+ *
+ * Progress:  push        lock-free (the reservation CAS) but for a malloc
+ *                        when no recycled chunk of its size is free; it
+ *                        never waits for the pump
+ *            stats_get   blocking on mp_mu while the pump notes a result
+ *            wait        blocking, by contract
  */
+#define _LGPL_SOURCE   /* wfcqueue inline: an enqueue is a few instructions */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -17,28 +51,61 @@
 #include <string.h>
 #include <time.h>
 
+#include <urcu/futex.h>
+#include <urcu/wfcqueue.h>
+
 #include "mysql_pump.h"
 
+/* One push: its records, in LSN order. */
+struct pump_chunk {
+	union {
+		struct cds_wfcq_node pc_node;   /* while queued */
+		struct pump_chunk   *pc_next;   /* while on a free list */
+	};
+	uint32_t pc_n;                    /* records in pc_recs */
+	uint32_t pc_off;                  /* first one MySQL may lack (pump only) */
+	uint32_t pc_class;                /* capacity 1 << pc_class records, or
+	                                     PUMP_CLASSES: sized to one push, not kept */
+	struct flash_lsn_record pc_recs[];
+};
+
+#define PUMP_CLASSES 13u                            /* 1 .. 4096 records */
+#define PUMP_CLASS_MAX_RECS (1u << (PUMP_CLASSES - 1))
+
+/* mp_sleeping: what the pump is doing in FUTEX_WAIT */
+enum { PUMP_AWAKE = 0, PUMP_IDLE = 1, PUMP_PAUSED = 2 };
+
 struct flash_mysql_pump {
-	pthread_mutex_t mp_mu;
-	pthread_cond_t  mp_cv_work;       /* pump: records pushed, catch-up needed, stop */
-	pthread_cond_t  mp_cv_done;       /* waiters: applied LSN moved */
-	struct flash_lsn_record *mp_q;    /* ring */
-	size_t    mp_cap;
-	size_t    mp_head;                /* oldest record */
-	size_t    mp_n;                   /* records queued */
-	uint64_t  mp_pushed_lsn;
-	uint64_t  mp_start_durable;       /* opts.start_durable_lsn */
-	uint64_t  mp_applied_lsn;
-	uint64_t  mp_dropped;
-	uint64_t  mp_catch_ups;
-	int       mp_need_catchup;        /* records were dropped, or MySQL reported a hole */
-	int       mp_stop;
+	/* the hand-off: pushers enqueue, the pump splices */
+	struct __cds_wfcq_head mp_qhead;  /* shared queue (no lock: one dequeuer) */
+	struct cds_wfcq_tail   mp_qtail;
+	uint64_t  mp_queued;              /* records reserved by pushes, not yet
+	                                     applied (atomic); <= mp_cap */
+	uint64_t  mp_pushed_lsn;          /* atomic max */
+	uint64_t  mp_dropped;             /* atomic */
+	int       mp_drop_flag;           /* atomic: records were dropped since the
+	                                     pump last looked */
+	int32_t   mp_work_seq;            /* futex word: bumped to wake the pump */
+	int32_t   mp_sleeping;            /* atomic PUMP_AWAKE / IDLE / PAUSED */
+	struct pump_chunk *mp_free[PUMP_CLASSES];   /* atomic: chunks the pump is done with */
+	struct pump_chunk *mp_cache[PUMP_CLASSES];  /* taken from mp_free, under mp_cache_busy */
+	int       mp_cache_busy;          /* atomic: a push is using mp_cache (one at a time) */
+	int       mp_stop;                /* atomic, release after mp_stop_deadline_ms */
 	uint64_t  mp_stop_deadline_ms;
+	size_t    mp_cap;
+	uint64_t  mp_start_durable;       /* opts.start_durable_lsn */
+	/* what the pump reports, under mp_mu */
+	pthread_mutex_t mp_mu;
+	pthread_cond_t  mp_cv_done;       /* waiters: applied LSN moved */
+	uint64_t  mp_applied_lsn;
+	uint64_t  mp_catch_ups;
 	int       mp_last_rc;
 	int       mp_connected;
-	struct flash_mysql_stats mp_mstats;  /* copy of the applier's, taken under mp_mu */
+	struct flash_mysql_stats mp_mstats;  /* copy of the applier's */
 	/* owned by the pump's thread */
+	struct __cds_wfcq_head mp_phead;  /* private queue: spliced, not yet applied */
+	struct cds_wfcq_tail   mp_ptail;
+	int       mp_need_catchup;        /* records were dropped, or MySQL reported a hole */
 	flash_mysql_t *mp_m;
 	struct flash_lsn_record *mp_batch;
 	uint32_t  mp_batch_max;
@@ -68,13 +135,153 @@ static void cv_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
 	pthread_cond_timedwait(cv, mu, &ts);
 }
 
-/* Drop queued records MySQL already holds (after a catch-up).  Holds mp_mu. */
-static void __pump_trim(flash_mysql_pump_t *p)
+/* ---- the pump's side of the hand-off (pump thread only) ---- */
+
+/*
+ * Wake the pump if it sleeps in @p state (PUMP_IDLE: new work; 0: any
+ * sleep, for the stop).  The caller has published its change before (the
+ * enqueue's exchange, the drop flag's store): that store, and the seq_cst
+ * load of mp_sleeping here, pair with the pump's seq_cst store of
+ * mp_sleeping and its look for work after it (pump_idle): either the pump
+ * sees the change and does not sleep, or this sees it sleeping and wakes
+ * it.  The increment makes a FUTEX_WAIT that has not started yet return at
+ * once.
+ */
+static void pump_kick(flash_mysql_pump_t *p, int32_t state)
 {
-	while (p->mp_n && p->mp_q[p->mp_head].lsn <= p->mp_applied_lsn) {
-		p->mp_head = (p->mp_head + 1) % p->mp_cap;
-		p->mp_n--;
+	int32_t s = __atomic_load_n(&p->mp_sleeping, __ATOMIC_SEQ_CST);
+	if (s == PUMP_AWAKE || (state != 0 && s != state))
+		return;
+	__atomic_fetch_add(&p->mp_work_seq, 1, __ATOMIC_SEQ_CST);
+	futex_noasync(&p->mp_work_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* FUTEX_WAIT on the word as read in @p seq, for at most @p ms. */
+static void pump_futex_wait(flash_mysql_pump_t *p, int32_t seq, uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	futex_noasync(&p->mp_work_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+}
+
+/* Anything for the pump: a chunk pushed, records dropped, the stop. */
+static int pump_news(flash_mysql_pump_t *p)
+{
+	return !cds_wfcq_empty(&p->mp_qhead, &p->mp_qtail) ||
+	       __atomic_load_n(&p->mp_drop_flag, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE);
+}
+
+/* Sleep until there is news (or a second has passed: the loop looks again). */
+static void pump_idle(flash_mysql_pump_t *p)
+{
+	int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&p->mp_sleeping, PUMP_IDLE, __ATOMIC_SEQ_CST);
+	if (!pump_news(p))
+		pump_futex_wait(p, seq, 1000);
+	__atomic_store_n(&p->mp_sleeping, PUMP_AWAKE, __ATOMIC_RELAXED);
+}
+
+/* Move every chunk pushed so far into the private queue, in push order.
+ * One dequeuer (this thread): the splice needs no lock.  Blocking: it waits
+ * (spinning, then yielding) for a push half-way through its enqueue -- one
+ * store away from done. */
+static void pump_take(flash_mysql_pump_t *p)
+{
+	if (!cds_wfcq_empty(&p->mp_qhead, &p->mp_qtail))
+		(void)__cds_wfcq_splice_blocking(&p->mp_phead, &p->mp_ptail, &p->mp_qhead,
+		                                 &p->mp_qtail);
+}
+
+/* Records spliced and not yet applied? */
+static int pump_has_work(flash_mysql_pump_t *p)
+{
+	return !cds_wfcq_empty(&p->mp_phead, &p->mp_ptail);
+}
+
+/* Done with @p c: onto its class's free list (lock-free: the pump is the
+ * only one to add, a push only ever takes the whole list), or freed. */
+static void pump_chunk_put(flash_mysql_pump_t *p, struct pump_chunk *c)
+{
+	if (c->pc_class >= PUMP_CLASSES) {
+		free(c);
+		return;
 	}
+	struct pump_chunk **head = &p->mp_free[c->pc_class];
+	c->pc_next = __atomic_load_n(head, __ATOMIC_RELAXED);
+	/* release: a push that takes the list sees the chunk's link */
+	while (!__atomic_compare_exchange_n(head, &c->pc_next, c, 1, __ATOMIC_RELEASE,
+	                                    __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * A chunk for @p n records: a recycled one of its class, else a new one.
+ * One push at a time uses the cache: one that finds another in it
+ * allocates instead of waiting.
+ */
+static struct pump_chunk *pump_chunk_get(flash_mysql_pump_t *p, size_t n)
+{
+	uint32_t k = 0;
+	while (k < PUMP_CLASSES && ((size_t)1 << k) < n)
+		k++;
+	if (k < PUMP_CLASSES && !__atomic_exchange_n(&p->mp_cache_busy, 1, __ATOMIC_ACQUIRE)) {
+		struct pump_chunk *c = p->mp_cache[k];
+		if (c == NULL)   /* acquire: pairs with pump_chunk_put's release */
+			c = __atomic_exchange_n(&p->mp_free[k], NULL, __ATOMIC_ACQUIRE);
+		if (c != NULL)
+			p->mp_cache[k] = c->pc_next;
+		__atomic_store_n(&p->mp_cache_busy, 0, __ATOMIC_RELEASE);
+		if (c != NULL)
+			return c;
+	}
+	size_t cap = k < PUMP_CLASSES ? (size_t)1 << k : n;
+	struct pump_chunk *c = malloc(sizeof *c + cap * sizeof c->pc_recs[0]);
+	if (c != NULL)
+		c->pc_class = k;
+	return c;
+}
+
+/*
+ * MySQL holds every record up to @p lsn: free the chunks (and skip the
+ * records) at the private queue's front it covers, and give their room
+ * back to pushers.
+ */
+static void pump_release_upto(flash_mysql_pump_t *p, uint64_t lsn)
+{
+	size_t freed = 0;
+	for (;;) {
+		struct cds_wfcq_node *node = __cds_wfcq_first_blocking(&p->mp_phead, &p->mp_ptail);
+		if (node == NULL)
+			break;
+		struct pump_chunk *c = caa_container_of(node, struct pump_chunk, pc_node);
+		while (c->pc_off < c->pc_n && c->pc_recs[c->pc_off].lsn <= lsn) {
+			c->pc_off++;
+			freed++;
+		}
+		if (c->pc_off < c->pc_n)
+			break;
+		(void)__cds_wfcq_dequeue_blocking(&p->mp_phead, &p->mp_ptail);
+		pump_chunk_put(p, c);
+	}
+	/* release: a push that reserves this room comes after our reads of
+	 * the chunks freed (none are touched again) */
+	__atomic_fetch_sub(&p->mp_queued, freed, __ATOMIC_RELEASE);
+}
+
+/* Copy up to mp_batch_max records from the private queue's front into
+ * mp_batch, leaving the queue as it is.  @return records copied. */
+static size_t pump_batch(flash_mysql_pump_t *p)
+{
+	size_t k = 0;
+	struct cds_wfcq_node *node;
+	__cds_wfcq_for_each_blocking(&p->mp_phead, &p->mp_ptail, node) {
+		struct pump_chunk *c = caa_container_of(node, struct pump_chunk, pc_node);
+		for (uint32_t i = c->pc_off; i < c->pc_n && k < p->mp_batch_max; i++)
+			p->mp_batch[k++] = c->pc_recs[i];
+		if (k == p->mp_batch_max)
+			break;
+	}
+	return k;
 }
 
 /* Take the applier's counters.  Holds mp_mu. */
@@ -89,29 +296,21 @@ static void __pump_note(flash_mysql_pump_t *p, int rc, uint64_t applied_lsn)
 	}
 }
 
-/* Stopping and past the stop deadline?  Holds mp_mu. */
-static int __pump_past_deadline(const flash_mysql_pump_t *p)
+/* Stopping and past the stop deadline?  Any thread; acquire pairs with the
+ * release in flash_mysql_pump_stop(), so the deadline read is the one set. */
+static int pump_past_deadline(const flash_mysql_pump_t *p)
 {
-	return p->mp_stop && mono_ms() >= p->mp_stop_deadline_ms;
+	return __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE) &&
+	       mono_ms() >= p->mp_stop_deadline_ms;
 }
 
 /* Asked by a WAL read-back before each batch: it stops at the deadline too,
- * however far behind MySQL still is.  Called without mp_mu. */
+ * however far behind MySQL still is. */
 static int pump_go(void *arg)
 {
-	flash_mysql_pump_t *p = arg;
-	pthread_mutex_lock(&p->mp_mu);
-	int go = !__pump_past_deadline(p);
-	pthread_mutex_unlock(&p->mp_mu);
-	return go;
+	return !pump_past_deadline(arg);
 }
 
-/*
- * The pump's loop.  Leaves when stopped and either the queue is empty (and
- * no read-back is pending) or the stop deadline has passed -- also in the
- * middle of a long read-back, between two batches.  Leaving behind, it says
- * how far behind; the WAL keeps the rest for the next start.
- */
 /*
  * The pause after the @p n-th failed attempt in a row (n >= 1): exponential
  * from PUMP_BACKOFF_MIN_MS, capped at @p cap_ms, with "equal jitter" -- a
@@ -136,96 +335,128 @@ static uint64_t pump_backoff_ms(unsigned n, uint32_t cap_ms, unsigned *seed)
 /*
  * Sleep until @p until_ms (CLOCK_MONOTONIC) or the stop deadline, whichever
  * comes first.  Records pushed meanwhile do not shorten it: a MySQL that is
- * down is not asked again sooner because orders keep coming.  Holds mp_mu.
+ * down is not asked again sooner because orders keep coming.
  */
-static void __pump_pause(flash_mysql_pump_t *p, uint64_t until_ms)
+static void pump_pause(flash_mysql_pump_t *p, uint64_t until_ms)
 {
 	for (;;) {
+		int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&p->mp_sleeping, PUMP_PAUSED, __ATOMIC_SEQ_CST);
 		uint64_t now = mono_ms();
 		uint64_t end = until_ms;
 
-		if (p->mp_stop && p->mp_stop_deadline_ms < end)
+		if (__atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE) && p->mp_stop_deadline_ms < end)
 			end = p->mp_stop_deadline_ms;
 		if (now >= end)
-			return;
-		cv_wait_ms(&p->mp_cv_work, &p->mp_mu, end - now);
+			break;
+		pump_futex_wait(p, seq, end - now);
 	}
+	__atomic_store_n(&p->mp_sleeping, PUMP_AWAKE, __ATOMIC_RELAXED);
 }
 
+/* Read what the queue lacks back from the WAL.  @return progress made. */
+static int pump_catch_up(flash_mysql_pump_t *p)
+{
+	p->mp_need_catchup = 0;
+	pthread_mutex_lock(&p->mp_mu);
+	uint64_t before = p->mp_applied_lsn;
+	pthread_mutex_unlock(&p->mp_mu);
+	/* Only what is known durable: pushed, or durable at start.  Acquire:
+	 * pairs with a dropping push's release of mp_drop_flag, read before. */
+	uint64_t pushed = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_ACQUIRE);
+	uint64_t upto = pushed > p->mp_start_durable ? pushed : p->mp_start_durable;
+	struct flash_apply_result tot = { 0 };
+	int rc = flash_mysql_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
+	                                    pump_go, p, &tot, NULL);
+	/* this thread alone writes mp_applied_lsn: no lock to read it */
+	uint64_t applied = tot.applied_lsn > before ? tot.applied_lsn : before;
+	/* the queue first, then the applied LSN: whoever sees the LSN move
+	 * (under mp_mu) sees the records gone from the queue too */
+	if (rc == FLASH_EBUSY || rc == FLASH_OK || rc == FLASH_ECORRUPT)
+		pump_release_upto(p, applied);
+	pthread_mutex_lock(&p->mp_mu);
+	__pump_note(p, rc, tot.applied_lsn);
+	int progress = 0;
+	/* FLASH_ECORRUPT: the reader met the frame being written (or real
+	 * damage); what came before it is applied.  A later hole brings us
+	 * back here.  FLASH_EBUSY: cut short by the stop deadline. */
+	if (rc == FLASH_EBUSY) {
+		p->mp_need_catchup = 1;
+	} else if (rc == FLASH_OK || rc == FLASH_ECORRUPT) {
+		p->mp_catch_ups++;
+		progress = rc == FLASH_OK || applied > before;
+	} else {
+		p->mp_need_catchup = 1;
+	}
+	pthread_mutex_unlock(&p->mp_mu);
+	return progress;
+}
+
+/* Apply one batch from the private queue.  @return progress made. */
+static int pump_apply(flash_mysql_pump_t *p)
+{
+	size_t k = pump_batch(p);
+	struct flash_apply_result res = { 0 };
+	int rc = flash_mysql_apply(p->mp_m, p->mp_batch, k, &res);
+	/* the k oldest are the batch: MySQL holds them now.  The queue
+	 * first, then the applied LSN (see pump_catch_up). */
+	if (rc == FLASH_OK)
+		pump_release_upto(p, p->mp_batch[k - 1].lsn);
+	pthread_mutex_lock(&p->mp_mu);
+	__pump_note(p, rc, rc == FLASH_OK ? res.applied_lsn : 0);
+	pthread_mutex_unlock(&p->mp_mu);
+	if (rc == FLASH_OK)
+		return 1;
+	if (rc == FLASH_EMYSQL_GAP) {
+		p->mp_need_catchup = 1;
+		return p->mp_wal_dir != NULL;
+	}
+	return 0;
+}
+
+/*
+ * The pump's loop.  Leaves when stopped and either the queue is empty (and
+ * no read-back is pending) or the stop deadline has passed -- also in the
+ * middle of a long read-back, between two batches.  Leaving behind, it says
+ * how far behind; the WAL keeps the rest for the next start.
+ */
 static void *pump_main(void *arg)
 {
 	flash_mysql_pump_t *p = arg;
 	unsigned failures = 0;
 	unsigned seed = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)p;
-	pthread_mutex_lock(&p->mp_mu);
 	for (;;) {
-		int pending = p->mp_n || (p->mp_need_catchup && p->mp_wal_dir);
-		if (p->mp_stop && (!pending || __pump_past_deadline(p)))
+		int stop = __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE);
+		pump_take(p);
+		/* acquire: pairs with the dropping push's release */
+		if (__atomic_exchange_n(&p->mp_drop_flag, 0, __ATOMIC_ACQUIRE))
+			p->mp_need_catchup = 1;
+		int pending = pump_has_work(p) || (p->mp_need_catchup && p->mp_wal_dir);
+		if (stop && (!pending || pump_past_deadline(p)))
 			break;
 		if (!pending) {
-			pthread_cond_wait(&p->mp_cv_work, &p->mp_mu);
+			pump_idle(p);   /* a push, a drop or the stop wakes it */
 			continue;
 		}
-		int rc;
 		int progress = 0;
-		if (p->mp_need_catchup && p->mp_wal_dir) {
-			/* Read what the queue lacks back from the WAL. */
-			p->mp_need_catchup = 0;
-			uint64_t before = p->mp_applied_lsn;
-			/* Only what is known durable: pushed, or durable at start. */
-			uint64_t upto = p->mp_pushed_lsn > p->mp_start_durable ? p->mp_pushed_lsn
-			                                                         : p->mp_start_durable;
-			pthread_mutex_unlock(&p->mp_mu);
-			struct flash_apply_result tot = { 0 };
-			rc = flash_mysql_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
-			                                pump_go, p, &tot, NULL);
-			pthread_mutex_lock(&p->mp_mu);
-			__pump_note(p, rc, tot.applied_lsn);
-			/* FLASH_ECORRUPT: the reader met the frame being written (or real
-			 * damage); what came before it is applied.  A later hole brings us
-			 * back here.  FLASH_EBUSY: cut short by the stop deadline. */
-			if (rc == FLASH_EBUSY) {
-				p->mp_need_catchup = 1;
-				__pump_trim(p);
-			} else if (rc == FLASH_OK || rc == FLASH_ECORRUPT) {
-				p->mp_catch_ups++;
-				__pump_trim(p);
-				progress = rc == FLASH_OK || p->mp_applied_lsn > before;
-			} else {
-				p->mp_need_catchup = 1;
-			}
-		} else if (p->mp_n) {
-			size_t k = p->mp_n < p->mp_batch_max ? p->mp_n : p->mp_batch_max;
-			for (size_t i = 0; i < k; i++)
-				p->mp_batch[i] = p->mp_q[(p->mp_head + i) % p->mp_cap];
-			pthread_mutex_unlock(&p->mp_mu);
-			struct flash_apply_result res = { 0 };
-			rc = flash_mysql_apply(p->mp_m, p->mp_batch, k, &res);
-			pthread_mutex_lock(&p->mp_mu);
-			__pump_note(p, rc, rc == FLASH_OK ? res.applied_lsn : 0);
-			if (rc == FLASH_OK) {
-				/* Only this thread removes: the k oldest are still the batch. */
-				p->mp_head = (p->mp_head + k) % p->mp_cap;
-				p->mp_n -= k;
-				progress = 1;
-			} else if (rc == FLASH_EMYSQL_GAP) {
-				p->mp_need_catchup = 1;
-				progress = p->mp_wal_dir != NULL;
-			}
-		} else {
-			/* A hole and no WAL to read it from: wait for a restart.
-			 * (pending, checked above under the same lock, rules it out.) */
-		}
+		if (p->mp_need_catchup && p->mp_wal_dir)
+			progress = pump_catch_up(p);
+		else if (pump_has_work(p))
+			progress = pump_apply(p);
+		/* else: a hole and no WAL to read it from: wait for a restart
+		 * (pending, checked above, rules it out) */
 		if (progress) {
 			failures = 0;
 			continue;
 		}
-		if (__pump_past_deadline(p))
+		if (pump_past_deadline(p))
 			break;
 		failures++;
-		__pump_pause(p, mono_ms() + pump_backoff_ms(failures, p->mp_backoff_max_ms, &seed));
+		pump_pause(p, mono_ms() + pump_backoff_ms(failures, p->mp_backoff_max_ms, &seed));
 	}
-	uint64_t known = p->mp_pushed_lsn > p->mp_start_durable ? p->mp_pushed_lsn : p->mp_start_durable;
+	uint64_t pushed = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_ACQUIRE);
+	uint64_t known = pushed > p->mp_start_durable ? pushed : p->mp_start_durable;
+	pthread_mutex_lock(&p->mp_mu);
 	uint64_t applied = p->mp_applied_lsn;
 	pthread_mutex_unlock(&p->mp_mu);
 	if (applied < known)
@@ -237,6 +468,24 @@ static void *pump_main(void *arg)
 	return NULL;
 }
 
+/* Free every chunk still queued (at stop, or a failed start). */
+static void pump_free_queues(flash_mysql_pump_t *p)
+{
+	struct cds_wfcq_node *node;
+	__cds_wfcq_splice_blocking(&p->mp_phead, &p->mp_ptail, &p->mp_qhead, &p->mp_qtail);
+	while ((node = __cds_wfcq_dequeue_blocking(&p->mp_phead, &p->mp_ptail)) != NULL)
+		free(caa_container_of(node, struct pump_chunk, pc_node));
+	for (uint32_t k = 0; k < PUMP_CLASSES; k++) {
+		struct pump_chunk *lists[2] = { p->mp_free[k], p->mp_cache[k] };
+		for (int i = 0; i < 2; i++)
+			while (lists[i] != NULL) {
+				struct pump_chunk *next = lists[i]->pc_next;
+				free(lists[i]);
+				lists[i] = next;
+			}
+	}
+}
+
 int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pump_t **out)
 {
 	if (!o || !out || o->mysql.lsn_gaps_ok)
@@ -245,14 +494,15 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 	flash_mysql_pump_t *p = calloc(1, sizeof *p);
 	if (!p)
 		return FLASH_ENOMEM;
+	__cds_wfcq_init(&p->mp_qhead, &p->mp_qtail);
+	__cds_wfcq_init(&p->mp_phead, &p->mp_ptail);
 	p->mp_cap = o->queue_records ? o->queue_records : 262144;
 	p->mp_batch_max = o->batch ? o->batch : 5000;
 	p->mp_backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : 2000;
 	p->mp_start_durable = o->start_durable_lsn;
-	p->mp_q = malloc(p->mp_cap * sizeof *p->mp_q);
 	p->mp_batch = malloc(p->mp_batch_max * sizeof *p->mp_batch);
 	int rc = FLASH_ENOMEM;
-	if (!p->mp_q || !p->mp_batch || (o->wal_dir && !(p->mp_wal_dir = strdup(o->wal_dir))))
+	if (!p->mp_batch || (o->wal_dir && !(p->mp_wal_dir = strdup(o->wal_dir))))
 		goto fail_mem;
 	rc = flash_mysql_open(&o->mysql, &p->mp_m);
 	if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY)
@@ -268,7 +518,6 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&p->mp_mu, NULL);
-	pthread_cond_init(&p->mp_cv_work, &ca);
 	pthread_cond_init(&p->mp_cv_done, &ca);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&p->mp_thread, NULL, pump_main, p)) {
@@ -279,15 +528,39 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 	return FLASH_OK;
 fail_sync:
 	pthread_cond_destroy(&p->mp_cv_done);
-	pthread_cond_destroy(&p->mp_cv_work);
 	pthread_mutex_destroy(&p->mp_mu);
 	flash_mysql_close(p->mp_m);
 fail_mem:
 	free(p->mp_wal_dir);
 	free(p->mp_batch);
-	free(p->mp_q);
 	free(p);
 	return rc;
+}
+
+/*
+ * Reserve @p n records of room.  The acquire on success pairs with the
+ * pump's release when it frees room (pump_release_upto).  Lock-free: a
+ * failed CAS means another push reserved, or the pump freed, meanwhile.
+ */
+static int pump_reserve(flash_mysql_pump_t *p, size_t n)
+{
+	uint64_t q = __atomic_load_n(&p->mp_queued, __ATOMIC_RELAXED);
+	do {
+		if (p->mp_cap - q < n)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&p->mp_queued, &q, q + n, 1, __ATOMIC_ACQUIRE,
+	                                      __ATOMIC_RELAXED));
+	return 1;
+}
+
+/* pushed_lsn = max(pushed_lsn, lsn); release: a pump that sees it sees what
+ * the push published before (the drop flag is set after it). */
+static void pump_note_pushed(flash_mysql_pump_t *p, uint64_t lsn)
+{
+	uint64_t cur = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_RELAXED);
+	while (lsn > cur && !__atomic_compare_exchange_n(&p->mp_pushed_lsn, &cur, lsn, 1,
+	                                                 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 }
 
 int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *recs, size_t n)
@@ -296,22 +569,28 @@ int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *
 		return FLASH_EINVAL;
 	if (!n)
 		return FLASH_OK;
-	pthread_mutex_lock(&p->mp_mu);
-	if (recs[n - 1].lsn > p->mp_pushed_lsn)
-		p->mp_pushed_lsn = recs[n - 1].lsn;
-	if (p->mp_cap - p->mp_n < n) {
+	pump_note_pushed(p, recs[n - 1].lsn);
+	struct pump_chunk *c = NULL;
+	if (n <= UINT32_MAX && pump_reserve(p, n)) {
+		c = pump_chunk_get(p, n);
+		if (c == NULL)   /* give the room back: dropped like a full queue */
+			__atomic_fetch_sub(&p->mp_queued, n, __ATOMIC_RELAXED);
+	}
+	if (c == NULL) {
 		/* Never block the WAL: drop, and have the pump read them back. */
-		p->mp_dropped += n;
-		p->mp_need_catchup = 1;
-		pthread_cond_signal(&p->mp_cv_work);
-		pthread_mutex_unlock(&p->mp_mu);
+		__atomic_fetch_add(&p->mp_dropped, n, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->mp_drop_flag, 1, __ATOMIC_SEQ_CST);
+		pump_kick(p, PUMP_IDLE);
 		return FLASH_EFULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		p->mp_q[(p->mp_head + p->mp_n + i) % p->mp_cap] = recs[i];
-	p->mp_n += n;
-	pthread_cond_signal(&p->mp_cv_work);
-	pthread_mutex_unlock(&p->mp_mu);
+	cds_wfcq_node_init(&c->pc_node);
+	c->pc_n = (uint32_t)n;
+	c->pc_off = 0;
+	memcpy(c->pc_recs, recs, n * sizeof *recs);
+	/* wait-free; its exchange is a full barrier: the chunk's contents are
+	 * visible to the pump before the chunk is */
+	cds_wfcq_enqueue(&p->mp_qhead, &p->mp_qtail, &c->pc_node);
+	pump_kick(p, PUMP_IDLE);
 	return FLASH_OK;
 }
 
@@ -336,17 +615,20 @@ int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_st
 {
 	if (!p || !out)
 		return FLASH_EINVAL;
+	/* the hand-off's counters are atomics, each read on its own: a
+	 * snapshot of each, not of all at one instant (as before: a push may
+	 * land between two reads) */
+	out->pushed_lsn = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_ACQUIRE);
+	out->queued = __atomic_load_n(&p->mp_queued, __ATOMIC_RELAXED);
+	out->queue_cap = p->mp_cap;
+	out->dropped = __atomic_load_n(&p->mp_dropped, __ATOMIC_RELAXED);
+	out->stopping = __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&p->mp_mu);
 	out->mysql = p->mp_mstats;
-	out->pushed_lsn = p->mp_pushed_lsn;
 	out->applied_lsn = p->mp_applied_lsn;
-	out->queued = p->mp_n;
-	out->queue_cap = p->mp_cap;
-	out->dropped = p->mp_dropped;
 	out->catch_ups = p->mp_catch_ups;
 	out->last_rc = p->mp_last_rc;
 	out->connected = p->mp_connected;
-	out->stopping = p->mp_stop;
 	pthread_mutex_unlock(&p->mp_mu);
 	return FLASH_OK;
 }
@@ -355,18 +637,16 @@ void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mp_mu);
-	p->mp_stop = 1;
 	p->mp_stop_deadline_ms = mono_ms() + drain_ms;
-	pthread_cond_signal(&p->mp_cv_work);
-	pthread_mutex_unlock(&p->mp_mu);
+	/* release: the pump reads the deadline after it sees mp_stop */
+	__atomic_store_n(&p->mp_stop, 1, __ATOMIC_SEQ_CST);
+	pump_kick(p, 0);
 	pthread_join(p->mp_thread, NULL);
+	pump_free_queues(p);
 	pthread_cond_destroy(&p->mp_cv_done);
-	pthread_cond_destroy(&p->mp_cv_work);
 	pthread_mutex_destroy(&p->mp_mu);
 	flash_mysql_close(p->mp_m);
 	free(p->mp_wal_dir);
 	free(p->mp_batch);
-	free(p->mp_q);
 	free(p);
 }

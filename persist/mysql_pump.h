@@ -23,6 +23,13 @@
  * Synchronization table (one pump):
  *   push, wait, stats_get   any threads at once
  *   stop                    once, after which no call is made
+ * Progress: push never waits for the pump or MySQL: a CAS on the queue
+ * bound (lock-free: it retries only when the pump freed room or another
+ * push reserved meanwhile), a recycled chunk (malloc only when none of its
+ * size is free), a memcpy, a wfcqueue enqueue (wait-free), and a
+ * FUTEX_WAKE only when the pump sleeps idle.  wait blocks by contract;
+ * stats_get may wait for the pump to note one result.  Records pushed by
+ * one thread reach MySQL in push order.
  * The pump's thread owns its flash_mysql_t: no other thread touches it.
  */
 #ifndef FLASH_MYSQL_PUMP_H

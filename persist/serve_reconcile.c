@@ -25,6 +25,7 @@
 
 #include <mysql.h>
 
+#include "rcu_box.h"
 #include "serve.h"
 
 struct serve_recon {
@@ -36,12 +37,18 @@ struct serve_recon {
 	flash_fold_t    *r_fsql;       /* WAL folded to MySQL's applied LSN */
 	flash_fold_t    *r_fseg;       /* WAL folded to the last quiet window's durable LSN */
 	pthread_t        r_thr;
-	pthread_mutex_t  r_mu;         /* guards everything below */
+	/* the thread sleeps between passes on r_cv: a mutex and a condition
+	 * variable are the plain tool for a timed sleep the stop cuts short */
+	pthread_mutex_t  r_mu;         /* guards r_stop and r_skus.. */
 	pthread_cond_t   r_cv;
 	int              r_stop;       /* 1: stop; 2: stop after a final pass */
-	struct serve_recon_stats r_st;
-	struct flash_sql_sku *r_skus;  /* MySQL's per-sku figures read by the last pass
-	                                  whose WAL vs MySQL part ran (malloc'ed) */
+	struct serve_recon_stats r_st; /* the thread's own (read by others after the join) */
+	rbox_t          *r_pub;        /* r_st as of the last pass, RCU-published: the
+	                                  metrics thread reads it without waiting for a pass */
+	/* MySQL's per-sku figures of the last pass whose WAL vs MySQL part ran:
+	 * a variable-length copy the metrics thread takes whole, under r_mu
+	 * (a scrape a second; the pass holds it only to swap the array in) */
+	struct flash_sql_sku *r_skus;  /* malloc'ed */
 	size_t           r_nskus;
 	int64_t          r_skus_ns;    /* ... when (CLOCK_REALTIME); 0: never */
 	uint64_t         r_skus_lsn;   /* ... at this applied LSN */
@@ -277,7 +284,6 @@ static void pass_run(struct serve_recon *r, int final)
 	}
 	p.alert = over(p.wal_sql, limit) || over(p.seg_wal, limit);
 
-	pthread_mutex_lock(&r->r_mu);
 	p.pass = ++r->r_st.passes;
 	r->r_st.diffs_last = p.differences;
 	r->r_st.diffs_total += p.differences;
@@ -288,7 +294,8 @@ static void pass_run(struct serve_recon *r, int final)
 		r->r_st.last_lsn = p.mysql_lsn;
 	else if (!r->r_use_mysql && p.seg_checked)
 		r->r_st.last_lsn = p.seg_lsn;
-	pthread_mutex_unlock(&r->r_mu);
+	/* out of memory: readers keep the previous pass's figures */
+	(void)rbox_publish(r->r_pub, &r->r_st);
 
 	char sqlpart[96] = "no MySQL", segpart[96];
 	if (r->r_use_mysql && p.mysql_checked)
@@ -364,6 +371,10 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 	int rc = FLASH_OK;
 	if ((rc = flash_fold_new(&r->r_fsql)) || (rc = flash_fold_new(&r->r_fseg)))
 		goto fail;
+	if (rbox_new(sizeof r->r_st, &r->r_pub) != 0) {
+		rc = FLASH_ENOMEM;
+		goto fail;
+	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -382,6 +393,7 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 	*out = r;
 	return FLASH_OK;
 fail:
+	rbox_free(r->r_pub);
 	flash_fold_free(r->r_fsql);
 	flash_fold_free(r->r_fseg);
 	free(r);
@@ -411,9 +423,7 @@ int serve_recon_skus_get(serve_recon_t *r, struct flash_sql_sku **out, size_t *n
 
 void serve_recon_stats_get(serve_recon_t *r, struct serve_recon_stats *out)
 {
-	pthread_mutex_lock(&r->r_mu);
-	*out = r->r_st;
-	pthread_mutex_unlock(&r->r_mu);
+	rbox_read(r->r_pub, out);   /* one pass's figures, whole */
 }
 
 void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats *st)
@@ -429,6 +439,7 @@ void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats
 		*st = r->r_st;
 	pthread_cond_destroy(&r->r_cv);
 	pthread_mutex_destroy(&r->r_mu);
+	rbox_free(r->r_pub);
 	flash_fold_free(r->r_fsql);
 	flash_fold_free(r->r_fseg);
 	free(r->r_skus);

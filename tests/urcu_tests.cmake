@@ -1,0 +1,21 @@
+# The daemon's liburcu hand-offs (persist/mysql_pump.c's wfcqueue,
+# persist/rcu_box.c's RCU-published snapshots).  In a -DFLASH_TSAN=ON build
+# their tests also carry the label "tsan": ThreadSanitizer checks the
+# hand-offs themselves (persist/tsan/urcu/ makes liburcu's atomics visible
+# to it), and any report fails them.
+foreach(name test_mysql_pump test_mysql_pump_handoff)
+  if(TARGET ${name} AND FLASH_TSAN)
+    set_tests_properties(${name} PROPERTIES LABELS "tsan")
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
+                 "TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1")
+  endif()
+endforeach()
+
+# persist/rcu_box.c, alone and under metrics.c (threads label from
+# tests/tsan_tests.cmake; they need the persist library the other thread
+# tests do not)
+foreach(name test_threads_rcu_box test_threads_metrics_publish)
+  if(TARGET ${name})
+    target_link_libraries(${name} PRIVATE flashstock_persist)
+  endif()
+endforeach()
