@@ -19,6 +19,7 @@ cd "$here"
 PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       libmariadb-dev mariadb-server redis-server libhiredis-dev libmicrohttpd-dev
       gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd)
+PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python
 
 log() { printf '== %s\n' "$*" >&2; }
 
