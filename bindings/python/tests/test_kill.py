@@ -35,7 +35,7 @@ LINE = re.compile(r"^(\d+) (\w+) .*activity=(\d+) sku=(\d+) qty=(\d+) order=(\d+
 
 def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing(
         segs, tmpdir_path):
-    name = segs.make("kill", max_requests=262144, max_orders=65536, max_procs=64,
+    name = segs.make("kill", max_requests=1 << 20, max_orders=1 << 18, max_procs=64,
                      ring_records=4096)
     wal = os.path.join(tmpdir_path, "wal")
     with flashstock.open(name) as fs:
