@@ -189,6 +189,9 @@ def test_order_limit_sold_out_and_the_order_record(segs):
     fs = open_sale(segs, units=3, limit=2)
     r1 = fs.order(1, 10, 100)
     assert r1.order_no > 0 and r1.limit_slot == 1 and r1.lsn > 0
+    assert r1 == flashstock.OrderResult(r1.order_no, 1, r1.lsn) and dataclasses.is_dataclass(r1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r1.order_no = 5
     r2 = fs.order(1, 10, 100)
     assert r2.limit_slot == 2
     with pytest.raises(flashstock.LimitReached) as ei:
