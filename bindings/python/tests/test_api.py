@@ -305,6 +305,12 @@ def test_sync_order_without_daemon_is_fate_unknown_then_durable(segs, tmpdir_pat
         assert fs.order_get(e.order_no).state == OrderState.ACTIVE
         with pytest.raises(flashstock.FateUnknown):
             fs.durable_wait(e.lsn, 20)
+        fs.sync_wait_set(30)  # this thread's handle: a cancel waits 30 ms, not 50
+        with pytest.raises(flashstock.FateUnknown) as ec:
+            fs.cancel(_placed(fs, 501))
+        assert ec.value.units_returned == 1
+        with pytest.raises(flashstock.InvalidArgument):
+            fs.sync_wait_set(0)
         with pytest.raises(flashstock.Duplicate) as ed:
             fs.order(1, 10, 500, request_id=9)
         assert ed.value.order_no == e.order_no
@@ -313,6 +319,13 @@ def test_sync_order_without_daemon_is_fate_unknown_then_durable(segs, tmpdir_pat
         fs.durable_wait(e.lsn, 5000)  # now durable: returns
         dump = run_cli("wal", "dump", "--wal", wal).stdout
         assert re.search(r" order .* order=%d " % e.order_no, dump)
+
+
+def _placed(fs, user):
+    """An order in a sync segment without a daemon: placed, fate unknown."""
+    with pytest.raises(flashstock.FateUnknown) as ei:
+        fs.order(1, 10, user)
+    return ei.value.order_no
 
 
 # ---------------------------------------------------------------- locks

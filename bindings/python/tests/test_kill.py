@@ -1,7 +1,9 @@
 """test_kill.py -- Python buyer processes (kill_buyer.py) killed with SIGKILL
 at random moments and started again, on one hot sku whose stock is far
 below demand (per-user limit 2, request ids, retries, cancels, restocks by
-the test), served by a private `flashstock serve` writing a WAL.  Then,
+the test), served by a private `flashstock serve` writing a WAL, once in
+async and once in sync durability (where an order is acknowledged only
+once durable, so a kill often lands inside the call's wait).  Then,
 from the records: `flashstock reconcile` of segment and WAL exits 0; in the
 WAL no user holds more than the limit in active orders, the stock never
 went below zero at any point of its history (nothing oversold); and every
@@ -15,6 +17,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import flashstock
 from flashstock import Activity, ActivityFlag
 
@@ -26,16 +30,19 @@ LIMIT = 2
 UNITS = 400
 RESTOCK = 40            # units added every RESTOCK_EVERY_S by the test
 RESTOCK_EVERY_S = 0.5
-RUN_S = 20.0            # killing and restarting buyers for this long
+RUN_S = 15.0            # killing and restarting buyers for this long, per durability
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 LINE = re.compile(r"^(\d+) (\w+) .*activity=(\d+) sku=(\d+) qty=(\d+) order=(\d+) user=(\d+) "
                   r"value=(-?\d+)")
 
 
+@pytest.mark.parametrize("durability", [flashstock.Durability.ASYNC, flashstock.Durability.SYNC],
+                         ids=["async", "sync"])
 def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing(
-        segs, tmpdir_path):
+        segs, tmpdir_path, durability):
     name = segs.make("kill", max_requests=1 << 20, max_orders=1 << 18, max_procs=64,
+                     durability=durability,
                      ring_records=4096)
     wal = os.path.join(tmpdir_path, "wal")
     with flashstock.open(name) as fs:
@@ -151,13 +158,14 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
         with open(os.path.join(tmpdir_path, "acks-%d" % b)) as f:
             acked.update(int(x) for x in f.read().split())
     missing = sorted(acked - wal_orders)
-    print("kills %d; WAL: %d orders, %d cancels, total %d, sold %d, lowest available %d; "
+    print("%s: kills %d; WAL: %d orders, %d cancels, total %d, sold %d, lowest available %d; "
           "%d users hold orders, at most %d each (limit %d); %d acknowledged by buyers, "
           "%d of them missing from the WAL; segment: total %d available %d, recoveries %d "
-          "(operations rolled back %d, forward %d)"
-          % (kills, len(wal_orders), cancels, total, sold, lowest, len(per_user), worst, LIMIT,
+          "(operations rolled back %d, forward %d); %d orders placed but never acknowledged "
+          "(killed between its commit point and the buyer's note)"
+          % (durability.name.lower(), kills, len(wal_orders), cancels, total, sold, lowest, len(per_user), worst, LIMIT,
              len(acked), len(missing), sku.total, sku.available, st.recoveries,
-             st.rolled_back, st.rolled_forward))
+             st.rolled_back, st.rolled_forward, len(wal_orders - acked)))
     assert kills >= 2 * BUYERS
     assert len(acked) > UNITS // 2, "too few orders were acknowledged to prove anything"
     assert lowest >= 0, "the WAL's history oversold: available reached %d" % lowest
