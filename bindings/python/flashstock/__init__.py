@@ -57,7 +57,8 @@ __all__ = [
     "Duplicate", "Full", "InvalidArgument", "DurabilityFailed", "Exists", "NoSegment",
     "AttachError", "ReadOnly", "Fork", "Cancelled", "Locked", "NotOwner", "Busy", "NoProc",
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
-    "Closed", "error_for",
+    "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
+    "BadChecksum", "BadLayout", "NotRegular",
 ]
 
 # ---------------------------------------------------------------- 1. module-level calls

@@ -25,7 +25,8 @@ __all__ = [
     "Exists", "NoSegment", "AttachError", "ReadOnly", "Fork", "Cancelled",
     "Locked", "NotOwner", "Busy", "NoProc", "PermissionDenied", "NoMemory",
     "SystemFailure", "WrongThread", "FateUnknown", "Corrupt", "Closed",
-    "error_for",
+    "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion", "BadChecksum",
+    "BadLayout", "NotRegular", "error_for",
 ]
 
 

@@ -14,9 +14,9 @@ import pytest
 
 import flashstock
 from flashstock import Activity, ActivityFlag, OrderState
-from flashstock._native import ffi, lib
+from flashstock._native import ffi
 
-from conftest import Daemon, run_cli, unique_name
+from conftest import Daemon, run_cli
 
 NOW_NS = time.time_ns()
 
@@ -378,4 +378,56 @@ def test_ident_quiet_stats_and_recover(segs, tmpdir_path):
     st = fs.stats()
     assert st.orders == 1 and st.procs == 1 and st.skus == 1 and st.activities == 1
     assert st.orders_cap == 8192 and st.durability == flashstock.Durability.ASYNC
+    fs.close()
+
+
+def test_attach_checks_raise_their_attach_error_subclass(segs):
+    name = segs.make("bad")  # destroyed by the fixture whatever is under the name
+    path = "/dev/shm" + name
+    os.unlink(path)
+    with open(path, "wb") as f:
+        f.write(b"\0" * 4096)
+    os.chmod(path, 0o600)
+    with pytest.raises(flashstock.AttachError) as ei:
+        flashstock.open(name)
+    assert type(ei.value) in (flashstock.BadSize, flashstock.BadMagic), ei.value
+    os.unlink(path)
+    os.mkfifo(path, 0o600)
+    with pytest.raises(flashstock.NotRegular):
+        flashstock.open(name)
+    os.unlink(path)
+
+
+def test_more_threads_than_process_slots_is_noproc_for_the_extra_thread(segs):
+    import threading
+    name = segs.make("procs", max_procs=2)
+    fs = flashstock.open(name)                  # slot 1 of 2
+    hold, go = threading.Event(), threading.Event()
+    got = []
+
+    def second():
+        fs.stats()                              # slot 2 of 2
+        hold.set()
+        go.wait(30)
+
+    def third():
+        try:
+            fs.stats()
+            got.append("opened")
+        except flashstock.NoProc as e:
+            got.append(e.name)
+
+    t2 = threading.Thread(target=second)
+    t2.start()
+    hold.wait(30)
+    t3 = threading.Thread(target=third)
+    t3.start()
+    t3.join()
+    go.set()
+    t2.join()
+    assert got == ["FLASH_ENOPROC"]
+    t4 = threading.Thread(target=third)         # the second thread's slot is free again
+    t4.start()
+    t4.join()
+    assert got == ["FLASH_ENOPROC", "opened"]
     fs.close()
