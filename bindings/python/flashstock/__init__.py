@@ -31,6 +31,7 @@ handle  3. FlashStock  4. fork
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os as _os
 import threading
@@ -194,6 +195,7 @@ class _Handle:
     closes it when its call returns.  Both run under the GIL, which makes
     the stores and loads sequentially consistent: at least one side sees
     the other's store, so a handle is never closed under a running call.
+    (CPython with its GIL, as Debian's python3 is.)
     """
     __slots__ = ("ptr", "tid", "req", "res", "u32", "u64", "busy", "dead", "closed",
                  "__weakref__")
@@ -602,3 +604,14 @@ def _after_fork_child() -> None:
 
 
 _os.register_at_fork(after_in_child=_after_fork_child)
+
+
+def _at_exit() -> None:
+    """Objects still open when the interpreter exits give their slots back
+    (a thread still inside a call keeps its handle: its process's death
+    frees it, through recovery)."""
+    for fs in list(_live):
+        fs.close()
+
+
+atexit.register(_at_exit)

@@ -431,3 +431,16 @@ def test_more_threads_than_process_slots_is_noproc_for_the_extra_thread(segs):
     t4.join()
     assert got == ["FLASH_ENOPROC", "opened"]
     fs.close()
+
+
+def test_an_object_left_open_gives_its_slot_back_at_interpreter_exit(segs):
+    name = segs.make("exit")
+    code = ("import flashstock, threading\n"
+            "fs = flashstock.open(%r)\n"
+            "t = threading.Thread(target=fs.stats); t.start(); t.join()\n"
+            "fs.stats()\n" % name)      # no close(): the interpreter's exit closes it
+    import sys
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with flashstock.open(name) as fs:
+        st = fs.stats()
+        assert (st.procs, st.recoveries) == (1, 0)

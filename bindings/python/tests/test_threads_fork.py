@@ -148,7 +148,7 @@ def test_multiprocessing_children_order_with_their_own_handles(segs, method):
 
     def background():
         u = 5000
-        while not stop.is_set():
+        while not stop.is_set() and len(bg) < 200:  # leaves the children their units
             bg.append(fs.order(1, 10, u).order_no)
             u += 1
             time.sleep(0.001)
