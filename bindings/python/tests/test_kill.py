@@ -41,7 +41,7 @@ LINE = re.compile(r"^(\d+) (\w+) .*activity=(\d+) sku=(\d+) qty=(\d+) order=(\d+
                          ids=["async", "sync"])
 def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing(
         segs, tmpdir_path, durability):
-    name = segs.make("kill", max_requests=1 << 20, max_orders=1 << 18, max_procs=64,
+    name = segs.make("kill", max_requests=1 << 19, max_orders=1 << 19, max_procs=64,
                      durability=durability,
                      ring_records=4096)
     wal = os.path.join(tmpdir_path, "wal")
@@ -162,10 +162,12 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
           "%d users hold orders, at most %d each (limit %d); %d acknowledged by buyers, "
           "%d of them missing from the WAL; segment: total %d available %d, recoveries %d "
           "(operations rolled back %d, forward %d); %d orders placed but never acknowledged "
-          "(killed between its commit point and the buyer's note)"
+          "(killed between its commit point and the buyer's note); tables: %d of %d request ids, "
+          "%d of %d order numbers"
           % (durability.name.lower(), kills, len(wal_orders), cancels, total, sold, lowest, len(per_user), worst, LIMIT,
              len(acked), len(missing), sku.total, sku.available, st.recoveries,
-             st.rolled_back, st.rolled_forward, len(wal_orders - acked)))
+             st.rolled_back, st.rolled_forward, len(wal_orders - acked), st.requests,
+             st.requests_cap, st.orders_used, st.orders_cap))
     assert kills >= 2 * BUYERS
     assert len(acked) > UNITS // 2, "too few orders were acknowledged to prove anything"
     assert lowest >= 0, "the WAL's history oversold: available reached %d" % lowest
