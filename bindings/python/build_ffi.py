@@ -5,11 +5,12 @@ extension module of the Python binding (API mode, out of line).
 usage: build_ffi.py HEADER OUT.c
 
 The cdef below mirrors api/flashstock.h.  Every struct is declared whole
-(no "..."), so the generated module carries both layouts -- the one cffi
-computes from this text and the one the C compiler computes from the
-header -- and refuses to import if any size or offset differs; a field of
-another type fails the compile.  CMake compiles OUT.c with the project's
-flags and links it to libflashstock.so.
+(no "..."), so the generated module carries the C compiler's offset and
+size of every field, and cffi refuses a struct whose field sizes differ
+from this text (flashstock/__init__.py uses each struct at import, so
+that fails the import); a field the header does not have fails the
+compile, one left out here is found by the python_api layout test.  CMake
+compiles OUT.c with the project's flags and links it to libflashstock.so.
 
 Result codes are not listed here: every `#define FLASH_E... -N` line of
 HEADER becomes a constant of the module (its value checked against the C

@@ -64,6 +64,15 @@ __all__ = [
 
 # ---------------------------------------------------------------- 1. module-level calls
 
+# cffi compares each mirrored struct's field sizes with the C compiler's when
+# the struct is first used; using them all here makes a mismatch fail the
+# import instead of some later call.  (python_api's layout test also checks
+# that no field is missing and every offset agrees.)
+for _s in ("flash_seg_opts", "flash_activity", "flash_order_req", "flash_order_res",
+           "flash_sku_info", "flash_order_info", "flash_stats", "flash_ident", "flash_quiet"):
+    ffi.typeof("struct " + _s).fields
+del _s
+
 #: every result code api/flashstock.h defined when the module was built, by name
 CODES: Dict[str, int] = {
     name: getattr(lib, name)
