@@ -15,7 +15,7 @@ Divisions: 1. base class  2. named refusals  3. code -> class
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Dict, Optional, Tuple, Type
 
 from ._native import ffi, lib
 
@@ -41,15 +41,31 @@ class FlashError(Exception):
 
     def __init__(self, code: int, detail: Optional[str] = None) -> None:
         self.code = code
-        self.name = ffi.string(lib.flash_rcname(code)).decode()
+        try:
+            self.name, msg = _TEXT[code]
+        except KeyError:
+            self.name, msg = _text(code)
         self.detail = detail
-        msg = "%s: %s" % (self.name, ffi.string(lib.flash_strerror(code)).decode())
         if detail:
             msg += " (%s)" % detail
         super().__init__(msg)
 
     def __reduce__(self):  # pickles (multiprocessing results) as (class, code, detail)
         return (_rebuild, (type(self), self.code, self.detail, dict(self.__dict__)))
+
+
+# code -> (flash_rcname, "NAME: flash_strerror"): a refusal such as SoldOut
+# is the common outcome of a flash sale, so its exception is made without
+# a call into the library after the first
+_TEXT: Dict[int, Tuple[str, str]] = {}
+
+
+def _text(code: int) -> Tuple[str, str]:
+    name = ffi.string(lib.flash_rcname(code)).decode()
+    text = (name, "%s: %s" % (name, ffi.string(lib.flash_strerror(code)).decode()))
+    if len(_TEXT) < 4096:   # a bounded cache, whatever codes a caller makes up
+        _TEXT[code] = text
+    return text
 
 
 def _rebuild(cls, code, detail, state):
