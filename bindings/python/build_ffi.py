@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+"""build_ffi.py -- writes the C source of flashstock._native, the cffi
+extension module of the Python binding (API mode, out of line).
+
+usage: build_ffi.py HEADER OUT.c
+
+The cdef below mirrors api/flashstock.h.  Every struct is declared whole
+(no "..."), so the generated module carries the C compiler's offset and
+size of every field, and cffi refuses a struct whose field sizes differ
+from this text (flashstock/__init__.py uses each struct at import, so
+that fails the import); a field the header does not have fails the
+compile, one left out here is found by the python_api layout test.  CMake
+compiles OUT.c with the project's flags and links it to libflashstock.so.
+
+Result codes are not listed here: every `#define FLASH_E... -N` line of
+HEADER becomes a constant of the module (its value checked against the C
+compiler's), so a code added to the header is known to the binding on the
+next build without a change here.  Codes the library returns that the
+header did not have when the module was built still work: the error
+mapping asks flash_rcname() for their names at run time.
+"""
+import re
+import sys
+
+import cffi
+
+CDEF = r"""
+#define FLASH_OK 0
+#define FLASH_VERSION_MAJOR ...
+#define FLASH_VERSION_MINOR ...
+#define FLASH_CAP_MAX ...
+#define FLASH_PROCS_MAX ...
+#define FLASH_RING_MIN ...
+#define FLASH_RING_MAX ...
+#define FLASH_RDONLY ...
+#define FLASH_ACT_CANCEL_RETURNS_QUOTA ...
+#define FLASH_ACT_TOKEN_REQUIRED ...
+#define FLASH_LIMIT_MAX ...
+#define FLASH_QTY_MAX ...
+#define FLASH_DAY_OFFSET_MAX_S ...
+#define FLASH_SHARDS_MAX ...
+#define FLASH_UNITS_MAX ...
+#define FLASH_SYNC_WAIT_MS_DEFAULT ...
+#define FLASH_LOCK_NAME_MAX ...
+
+enum flash_durability { FLASH_DURABILITY_ASYNC = 0, FLASH_DURABILITY_SYNC = 1 };
+enum flash_scope { FLASH_SCOPE_ACTIVITY = 0, FLASH_SCOPE_SKU = 1, FLASH_SCOPE_DAY = 2 };
+enum flash_order_state { FLASH_ORDER_NONE = 0, FLASH_ORDER_ACTIVE = 1, FLASH_ORDER_CANCELLED = 2 };
+
+struct flash_seg_opts {
+    uint32_t max_activities;
+    uint32_t max_skus;
+    uint32_t max_shards;
+    uint32_t max_users;
+    uint32_t max_tokens;
+    uint32_t max_orders;
+    uint32_t max_requests;
+    uint32_t max_locks;
+    uint32_t max_procs;
+    uint32_t ring_records;
+    uint32_t mode;
+    int64_t  gid;
+    uint32_t durability;
+};
+
+struct flash_activity {
+    uint32_t id;
+    uint32_t limit_per_user;
+    uint32_t max_qty;
+    uint32_t scope;
+    uint32_t flags;
+    int32_t  day_offset_s;
+    int64_t  start_ns;
+    int64_t  end_ns;
+};
+
+struct flash_order_req {
+    uint32_t activity_id;
+    uint32_t sku_id;
+    uint64_t user_id;
+    uint32_t qty;
+    uint32_t _reserved;
+    uint64_t token;
+    uint64_t request_id;
+};
+
+struct flash_order_res {
+    uint64_t order_no;
+    int32_t  first_rc;
+    uint32_t limit_slot;
+    uint64_t lsn;
+};
+
+struct flash_sku_info {
+    uint32_t activity_id;
+    uint32_t sku_id;
+    uint32_t shards;
+    uint32_t _pad;
+    uint64_t total;
+    uint64_t available;
+};
+
+struct flash_order_info {
+    uint64_t order_no;
+    uint64_t user_id;
+    uint32_t activity_id;
+    uint32_t sku_id;
+    uint32_t qty;
+    uint32_t state;
+    uint32_t limit_slot;
+    uint32_t biz_day;
+    int64_t  created_ns;
+};
+
+struct flash_stats {
+    uint64_t orders;
+    uint64_t cancels;
+    uint64_t sold_out;
+    uint64_t limit_hits;
+    uint64_t token_rejects;
+    uint64_t duplicates;
+    uint64_t cas_retries;
+    uint64_t recoveries;
+    uint64_t rolled_back;
+    uint64_t rolled_forward;
+    uint32_t activities, activities_cap;
+    uint32_t skus, skus_cap;
+    uint32_t shards, shards_cap;
+    uint32_t users, users_cap;
+    uint32_t tokens, tokens_cap;
+    uint32_t requests, requests_cap;
+    uint32_t locks, locks_cap;
+    uint32_t procs, procs_cap;
+    uint64_t orders_used, orders_cap;
+    uint64_t segment_bytes;
+    uint32_t durability;
+    uint32_t _pad;
+};
+
+struct flash_ident {
+    uint64_t incarnation;
+    uint64_t wal_lsn;
+    int32_t  consumer_pid;
+    uint32_t consumer_slot;
+};
+
+struct flash_quiet {
+    uint64_t ops;
+    uint64_t consumed;
+    uint64_t pending;
+    uint32_t in_flight;
+    uint32_t _pad;
+};
+
+typedef struct flash flash_t;
+
+const char *flash_strerror(int rc);
+const char *flash_rcname(int rc);
+
+void flash_seg_opts_default(struct flash_seg_opts *o);
+int flash_seg_size(const struct flash_seg_opts *o, uint64_t *bytes);
+int flash_seg_create(const char *name, const struct flash_seg_opts *o);
+int flash_seg_destroy(const char *name);
+
+int flash_open(const char *name, unsigned flags, flash_t **out);
+int flash_close(flash_t *h);
+int flash_recover(flash_t *h, uint32_t *recovered);
+int flash_slot(const flash_t *h);
+int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out);
+
+int flash_activity_add(flash_t *h, const struct flash_activity *a);
+int flash_activity_check(const struct flash_activity *a);
+int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                  uint64_t units, uint32_t shards);
+
+int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);
+int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
+int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
+int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
+
+int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                      uint64_t user_id, uint32_t ttl_ms, uint64_t *token);
+int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+                       uint64_t user_id, uint64_t token);
+
+int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
+                       uint32_t lease_ms, uint64_t *fence);
+int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms);
+int flash_lock_release(flash_t *h, const char *name, uint64_t owner);
+
+int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id, struct flash_sku_info *out);
+int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out);
+int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out);
+int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
+uint64_t flash_orders_max(flash_t *h);
+int flash_stats_get(flash_t *h, struct flash_stats *out);
+int flash_ident_get(flash_t *h, struct flash_ident *out);
+int flash_quiet_get(flash_t *h, struct flash_quiet *out);
+"""
+
+# `#define FLASH_ESOLD_OUT -1` and the like: the result codes.
+CODE_RE = re.compile(r"^#define\s+(FLASH_E[A-Z0-9_]+)\s+(-[0-9]+)\b", re.M)
+
+
+def header_codes(header_text):
+    """[(name, value)] of every result code the header defines."""
+    return [(m.group(1), int(m.group(2))) for m in CODE_RE.finditer(header_text)]
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write("usage: build_ffi.py HEADER OUT.c\n")
+        return 2
+    header, out = argv[1], argv[2]
+    with open(header, encoding="utf-8") as f:
+        codes = header_codes(f.read())
+    if not codes:
+        sys.stderr.write("build_ffi.py: no FLASH_E* code in %s\n" % header)
+        return 1
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF + "".join("#define %s ...\n" % name for name, _ in codes))
+    # the names of the codes, for the error mapping: a C array the module exports
+    names = ", ".join('"%s"' % name for name, _ in codes)
+    ffi.cdef("static const char *const flash_py_code_names[%d];" % len(codes))
+    # the module's init function is defined by cffi's code; its prototype
+    # here keeps -Wmissing-prototypes (and so -Werror) satisfied
+    ffi.set_source("flashstock._native",
+                   '#include "flashstock.h"\n'
+                   "PyMODINIT_FUNC PyInit__native(void);\n"
+                   "static const char *const flash_py_code_names[%d] = { %s };\n"
+                   % (len(codes), names))
+    ffi.emit_c_code(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

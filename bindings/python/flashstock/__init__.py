@@ -1,0 +1,626 @@
+"""flashstock -- the flash-sale inventory engine, from Python.
+
+    import flashstock
+    with flashstock.open("/sale1") as fs:
+        res = fs.order(activity_id=1, sku_id=10, user_id=42, request_id=4201)
+        print(res.order_no)
+
+A `FlashStock` object (flashstock.open) stands for one segment.  The C
+library's rule -- a handle belongs to the thread that opened it, and is
+not usable in a forked child -- is kept here, not by the caller:
+
+  - Threads.  Every thread that calls a method gets its own native handle
+    (flash_open on its first call, kept in a threading.local); a handle is
+    never passed to another thread.  It is closed when its thread ends or
+    when the object is closed (close(), or the end of a `with` block),
+    whichever comes first.  Each open handle holds one slot of the
+    segment's process table (max_procs).
+  - Fork.  In a child made by os.fork() (multiprocessing's "fork" start
+    method, too) every handle inherited from the parent is dropped by an
+    os.register_at_fork() hook before any code of the child runs; the child
+    opens its own on its first call.  So a child never sees FLASH_EFORK.
+  - Spawn.  A FlashStock pickles as (name, options): the spawned process
+    opens the segment again.
+
+Errors: every negative code raises FlashError or one of its subclasses
+(SoldOut, LimitReached, ...), which carry `.code` and `.name`.  Results are
+frozen dataclasses (flashstock._types).
+
+Divisions: 1. module-level calls (codes, segments)  2. the per-thread
+handle  3. FlashStock  4. fork
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os as _os
+import threading
+import weakref
+from typing import Any, Dict, Iterator, Optional
+
+from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  # noqa: F401
+                      DurabilityFailed, Duplicate, Ended, Exists, FateUnknown, FlashError,
+                      Fork, Full, InvalidArgument, LimitReached, Locked, NoMemory, NoProc,
+                      NoSegment, NotFound, NotOwner, NotStarted, PermissionDenied, ReadOnly,
+                      SoldOut, SystemFailure, WrongThread, error_for)
+from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
+                      BadVersion, NotRegular, OwnerMismatch)
+from ._native import ffi, lib
+from ._types import (ActivityFlag, Activity, Durability, Ident, OrderInfo,  # noqa: F401
+                     OrderResult, OrderState, Quiet, Scope, SegOpts, SkuInfo, Stats)
+
+__all__ = [
+    "open", "FlashStock", "seg_opts_default", "seg_size", "seg_create", "seg_destroy",
+    "activity_check", "strerror", "rcname", "CODES",
+    "ActivityFlag", "Activity", "Durability", "Ident", "OrderInfo", "OrderResult",
+    "OrderState", "Quiet", "Scope", "SegOpts", "SkuInfo", "Stats",
+    "FlashError", "SoldOut", "LimitReached", "NotStarted", "Ended", "NotFound", "BadToken",
+    "Duplicate", "Full", "InvalidArgument", "DurabilityFailed", "Exists", "NoSegment",
+    "AttachError", "ReadOnly", "Fork", "Cancelled", "Locked", "NotOwner", "Busy", "NoProc",
+    "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
+    "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
+    "BadChecksum", "BadLayout", "NotRegular",
+]
+
+# ---------------------------------------------------------------- 1. module-level calls
+
+# cffi compares each mirrored struct's field sizes with the C compiler's when
+# the struct is first used; using them all here makes a mismatch fail the
+# import instead of some later call.  (python_api's layout test also checks
+# that no field is missing and every offset agrees.)
+for _s in ("flash_seg_opts", "flash_activity", "flash_order_req", "flash_order_res",
+           "flash_sku_info", "flash_order_info", "flash_stats", "flash_ident", "flash_quiet"):
+    ffi.typeof("struct " + _s).fields
+del _s
+
+#: every result code api/flashstock.h defined when the module was built, by name
+CODES: Dict[str, int] = {
+    name: getattr(lib, name)
+    for name in (ffi.string(p).decode() for p in lib.flash_py_code_names)
+}
+
+VERSION = (lib.FLASH_VERSION_MAJOR, lib.FLASH_VERSION_MINOR)
+SYNC_WAIT_MS_DEFAULT: int = lib.FLASH_SYNC_WAIT_MS_DEFAULT
+LOCK_NAME_MAX: int = lib.FLASH_LOCK_NAME_MAX
+
+_EDUPLICATE = lib.FLASH_EDUPLICATE
+_EFATE_UNKNOWN = lib.FLASH_EFATE_UNKNOWN
+
+
+def strerror(code: int) -> str:
+    """flash_strerror(): a description of any result code."""
+    return ffi.string(lib.flash_strerror(code)).decode()
+
+
+def rcname(code: int) -> str:
+    """flash_rcname(): the symbolic name of a result code ("FLASH_E?" if unknown)."""
+    return ffi.string(lib.flash_rcname(code)).decode()
+
+
+def _check(rc: int, detail: Optional[str] = None) -> None:
+    if rc:
+        raise error_for(rc, detail)
+
+
+_OPTS_FIELDS = [f for f in SegOpts.__dataclass_fields__]
+
+
+def _opts_from_c(c: Any) -> SegOpts:
+    vals = {f: getattr(c, f) for f in _OPTS_FIELDS}
+    vals["durability"] = Durability(vals["durability"])
+    return SegOpts(**vals)
+
+
+def seg_opts_default() -> SegOpts:
+    """flash_seg_opts_default(): the default options (about 200 MiB of shm)."""
+    c = ffi.new("struct flash_seg_opts *")
+    lib.flash_seg_opts_default(c)
+    return _opts_from_c(c)
+
+
+def _opts_to_c(opts: Optional[SegOpts], overrides: Dict[str, int]) -> Any:
+    c = ffi.new("struct flash_seg_opts *")
+    lib.flash_seg_opts_default(c)
+    if opts is not None:
+        for f in _OPTS_FIELDS:
+            setattr(c, f, int(getattr(opts, f)))
+    for k, v in overrides.items():
+        if k not in _OPTS_FIELDS:
+            raise TypeError("unknown segment option %r" % k)
+        setattr(c, k, int(v))
+    return c
+
+
+def seg_size(opts: Optional[SegOpts] = None, **overrides: int) -> int:
+    """flash_seg_size(): bytes of shared memory a segment with these options needs.
+    `overrides` replace single fields of `opts` (default: the defaults)."""
+    out = ffi.new("uint64_t *")
+    _check(lib.flash_seg_size(_opts_to_c(opts, overrides), out))
+    return int(out[0])
+
+
+def seg_create(name: str, opts: Optional[SegOpts] = None, **overrides: int) -> None:
+    """flash_seg_create(): create segment `name` (O_EXCL).  `overrides` replace
+    single fields of `opts` (default: the defaults), e.g. max_orders=4096."""
+    _check(lib.flash_seg_create(name.encode(), _opts_to_c(opts, overrides)), name)
+
+
+def seg_destroy(name: str) -> None:
+    """flash_seg_destroy(): remove the segment's name."""
+    _check(lib.flash_seg_destroy(name.encode()), name)
+
+
+def _activity_to_c(a: Activity) -> Any:
+    c = ffi.new("struct flash_activity *")
+    c.id = a.id
+    c.limit_per_user = a.limit_per_user
+    c.max_qty = a.max_qty
+    c.scope = int(a.scope)
+    c.flags = int(a.flags)
+    c.day_offset_s = a.day_offset_s
+    c.start_ns = a.start_ns
+    c.end_ns = a.end_ns
+    return c
+
+
+def _activity_from_c(c: Any) -> Activity:
+    return Activity(c.id, c.limit_per_user, c.max_qty, Scope(c.scope), ActivityFlag(c.flags),
+                    c.day_offset_s, c.start_ns, c.end_ns)
+
+
+def _sku_from_c(c: Any) -> SkuInfo:
+    return SkuInfo(c.activity_id, c.sku_id, c.shards, c.total, c.available)
+
+
+def activity_check(a: Activity) -> None:
+    """flash_activity_check(): raise InvalidArgument unless activity_add would take `a`."""
+    _check(lib.flash_activity_check(_activity_to_c(a)))
+
+
+def open(name: str, *, readonly: bool = False,  # noqa: A001 -- flashstock.open is the API
+         sync_wait_ms: Optional[int] = None) -> "FlashStock":
+    """Attach to segment `name`.  The calling thread's handle is opened at once,
+    so a missing or unusable segment raises here (NoSegment, AttachError, ...).
+    readonly: map it read-only (monitors; no slot is taken).
+    sync_wait_ms: the sync wait bound of every handle this object opens
+    (flash_sync_wait_set; default FLASH_SYNC_WAIT_MS_DEFAULT)."""
+    return FlashStock(name, readonly=readonly, sync_wait_ms=sync_wait_ms)
+
+
+# ---------------------------------------------------------------- 2. the per-thread handle
+
+# Guards the one flash_close of each handle.  Replaced in a forked child
+# (a thread of the parent may have held it at the fork).
+_close_lock = threading.Lock()
+
+
+class _Handle:
+    """One native handle, used only by the thread that opened it (`tid`).
+
+    busy/dead are a Dekker pair between the owner thread and a thread that
+    closes the FlashStock: the owner stores busy=True and then loads dead
+    before each call; close() stores dead=True and then loads busy, and
+    closes the handle itself only when busy is False -- otherwise the owner
+    closes it when its call returns.  Both run under the GIL, which makes
+    the stores and loads sequentially consistent: at least one side sees
+    the other's store, so a handle is never closed under a running call.
+    (CPython with its GIL, as Debian's python3 is.)
+    """
+    __slots__ = ("ptr", "tid", "req", "res", "u32", "u64", "busy", "dead", "closed",
+                 "__weakref__")
+
+    def __init__(self, ptr: Any) -> None:
+        self.ptr = ptr
+        self.tid = threading.get_ident()
+        self.req = ffi.new("struct flash_order_req *")
+        self.res = ffi.new("struct flash_order_res *")
+        self.u32 = ffi.new("uint32_t *")
+        self.u64 = ffi.new("uint64_t *")
+        self.busy = False
+        self.dead = False
+        self.closed = False
+
+    def release(self, _close: Any = lib.flash_close) -> None:
+        """flash_close() once, from whichever thread gets here first (allowed
+        from any thread once the owner has made its last call)."""
+        with _close_lock:
+            if self.closed:
+                return
+            self.closed = True
+        _close(self.ptr)
+
+    def __del__(self, _close: Any = lib.flash_close) -> None:
+        # the owner thread ended (its threading.local went away) or the
+        # object was dropped: nobody calls on it any more
+        if not self.closed:
+            self.closed = True
+            _close(self.ptr)
+
+
+# every FlashStock alive, for the fork hook
+_live: "weakref.WeakSet[FlashStock]" = weakref.WeakSet()
+
+
+# ---------------------------------------------------------------- 3. FlashStock
+
+class FlashStock:
+    """One segment, usable from any thread of the process (see the module's
+    documentation).  Make it with flashstock.open(); close() it, or use it as
+    a context manager."""
+
+    def __init__(self, name: str, *, readonly: bool = False,
+                 sync_wait_ms: Optional[int] = None) -> None:
+        self._name = name
+        self._bname = name.encode()
+        self._readonly = readonly
+        self._flags = lib.FLASH_RDONLY if readonly else 0
+        self._sync_wait_ms = sync_wait_ms
+        self._closed = False
+        self._lock = threading.Lock()
+        self._tls = threading.local()
+        self._handles: "weakref.WeakSet[_Handle]" = weakref.WeakSet()
+        _live.add(self)
+        self._open_here()
+
+    # -- the object ---------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def readonly(self) -> bool:
+        return self._readonly
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "FlashStock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        # spawn (and pickling in general): the other process opens its own
+        return (FlashStock._reopen, (self._name, self._readonly, self._sync_wait_ms))
+
+    @staticmethod
+    def _reopen(name: str, readonly: bool, sync_wait_ms: Optional[int]) -> "FlashStock":
+        return FlashStock(name, readonly=readonly, sync_wait_ms=sync_wait_ms)
+
+    def __repr__(self) -> str:
+        return "<FlashStock %r%s%s>" % (self._name, " readonly" if self._readonly else "",
+                                         " closed" if self._closed else "")
+
+    def close(self) -> None:
+        """Close every thread's handle: at once where its thread is not inside
+        a call, else as that call returns.  Any later call raises Closed.
+        Calling it again does nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            handles = list(self._handles)
+            self._handles = weakref.WeakSet()
+        me = threading.get_ident()
+        for h in handles:
+            h.dead = True               # (1) store dead, then (2) load busy
+            if h.tid == me or not h.busy:
+                h.release()
+
+    def _forked(self) -> None:
+        """In a forked child (from _after_fork_child): forget the parent's handles."""
+        old = list(self._handles)
+        self._lock = threading.Lock()
+        self._tls = threading.local()
+        self._handles = weakref.WeakSet()
+        for h in old:
+            h.dead = True
+            h.release()
+
+    # -- the calling thread's handle ------------------------------------------
+
+    def _open_here(self) -> _Handle:
+        if self._closed:
+            raise Closed()
+        out = ffi.new("flash_t **")
+        _check(lib.flash_open(self._bname, self._flags, out), "flash_open %s" % self._name)
+        h = _Handle(out[0])
+        if self._sync_wait_ms is not None and not self._readonly:
+            rc = lib.flash_sync_wait_set(h.ptr, self._sync_wait_ms)
+            if rc:
+                h.release()
+                raise error_for(rc, "flash_sync_wait_set")
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._handles.add(h)
+        if closed:
+            h.release()
+            raise Closed()
+        self._tls.h = h
+        return h
+
+    def _stale(self, h: _Handle) -> None:
+        """The handle was closed under us (close() from another thread)."""
+        h.busy = False
+        h.release()
+        with contextlib.suppress(AttributeError):
+            del self._tls.h
+        raise Closed()
+
+    def _call(self, fn: Any, *args: Any) -> int:
+        """fn(handle, *args) on the calling thread's handle; returns its rc."""
+        try:
+            h = self._tls.h
+        except AttributeError:
+            h = self._open_here()
+        h.busy = True                   # (A) store busy, then (B) load dead
+        if h.dead:
+            self._stale(h)
+        try:
+            return fn(h.ptr, *args)
+        finally:
+            h.busy = False
+            if h.dead:
+                h.release()
+
+    def _here(self) -> _Handle:
+        try:
+            return self._tls.h
+        except AttributeError:
+            return self._open_here()
+
+    def slot(self) -> int:
+        """This thread's handle's slot in the process table (-1: read-only)."""
+        return self._call(lib.flash_slot)
+
+    def recover(self) -> int:
+        """flash_recover(): finish the operations of dead handles; returns how
+        many dead handles were recovered."""
+        out = self._here().u32
+        _check(self._call(lib.flash_recover, out))
+        return int(out[0])
+
+    def seg_opts(self) -> SegOpts:
+        """flash_seg_opts_get(): the options the segment was created with."""
+        c = ffi.new("struct flash_seg_opts *")
+        _check(self._call(lib.flash_seg_opts_get, c))
+        return _opts_from_c(c)
+
+    # -- catalog --------------------------------------------------------------
+
+    def activity_add(self, a: Activity) -> None:
+        """flash_activity_add()."""
+        _check(self._call(lib.flash_activity_add, _activity_to_c(a)), "activity %d" % a.id)
+
+    def sku_add(self, activity_id: int, sku_id: int, units: int, shards: int = 1) -> None:
+        """flash_sku_add(): `units` of stock over `shards` stock slots."""
+        _check(self._call(lib.flash_sku_add, activity_id, sku_id, units, shards))
+
+    def activity_at(self, index: int) -> Activity:
+        """flash_activity_at(): the catalog's index-th activity (NotFound past the end)."""
+        c = ffi.new("struct flash_activity *")
+        _check(self._call(lib.flash_activity_at, index, c))
+        return _activity_from_c(c)
+
+    def sku_at(self, index: int) -> SkuInfo:
+        """flash_sku_at(): the catalog's index-th sku (NotFound past the end)."""
+        c = ffi.new("struct flash_sku_info *")
+        _check(self._call(lib.flash_sku_at, index, c))
+        return _sku_from_c(c)
+
+    def activities(self) -> Iterator[Activity]:
+        """Every activity of the catalog, in index order."""
+        i = 0
+        while True:
+            try:
+                a = self.activity_at(i)
+            except NotFound:
+                return
+            yield a
+            i += 1
+
+    def skus(self) -> Iterator[SkuInfo]:
+        """Every sku of the catalog, in index order."""
+        i = 0
+        while True:
+            try:
+                s = self.sku_at(i)
+            except NotFound:
+                return
+            yield s
+            i += 1
+
+    def sku_get(self, activity_id: int, sku_id: int) -> SkuInfo:
+        """flash_sku_get(): total and available units of one sku."""
+        c = ffi.new("struct flash_sku_info *")
+        _check(self._call(lib.flash_sku_get, activity_id, sku_id, c))
+        return _sku_from_c(c)
+
+    # -- orders ---------------------------------------------------------------
+
+    def order(self, activity_id: int, sku_id: int, user_id: int, qty: int = 1,
+              token: int = 0, request_id: int = 0) -> OrderResult:
+        """flash_order(): place an order.  Returns its OrderResult; raises
+        SoldOut, LimitReached, NotStarted, Ended, BadToken, Duplicate (a known
+        request id: .first_code, and .order_no when the first outcome was an
+        order), FateUnknown (sync: placed, not yet durable: .order_no, .lsn),
+        ... -- every refusal of flash_order() as its FlashError."""
+        try:
+            h = self._tls.h
+        except AttributeError:
+            h = self._open_here()
+        r = h.req                       # this thread's own request buffer
+        r.activity_id = activity_id
+        r.sku_id = sku_id
+        r.user_id = user_id
+        r.qty = qty
+        r.token = token
+        r.request_id = request_id
+        h.busy = True                   # (A) store busy, then (B) load dead
+        if h.dead:
+            self._stale(h)
+        s = h.res
+        rc = _order(h.ptr, r, s)
+        h.busy = False
+        if h.dead:
+            h.release()
+        if rc:
+            raise _order_error(rc, s)
+        # OrderResult(...) without its frozen __init__ (a third of the cost
+        # of a call): the slots' own descriptors set the fields
+        o = _new_result(OrderResult)
+        _set_order_no(o, s.order_no)
+        _set_limit_slot(o, s.limit_slot)
+        _set_lsn(o, s.lsn)
+        return o
+
+    def sync_wait_set(self, wait_ms: int) -> None:
+        """flash_sync_wait_set() on the calling thread's handle.  For every
+        thread's handle, give sync_wait_ms to flashstock.open() instead."""
+        _check(self._call(lib.flash_sync_wait_set, wait_ms))
+
+    def durable_wait(self, lsn: int, wait_ms: int) -> None:
+        """flash_durable_wait(): wait until the record at `lsn` of the calling
+        thread's handle is durable -- call it from the thread that placed the
+        order (OrderResult.lsn, FateUnknown.lsn).  Raises FateUnknown if not
+        within wait_ms."""
+        _check(self._call(lib.flash_durable_wait, lsn, wait_ms))
+
+    def cancel(self, order_no: int) -> int:
+        """flash_cancel(): returns the units given back.  Raises Cancelled if
+        it was cancelled already, FateUnknown (sync; .units_returned set)."""
+        out = self._here().u32
+        rc = self._call(lib.flash_cancel, order_no, out)
+        if rc:
+            e = error_for(rc)
+            if rc == _EFATE_UNKNOWN:
+                e.units_returned = int(out[0])  # type: ignore[attr-defined]
+            raise e
+        return int(out[0])
+
+    def restock(self, activity_id: int, sku_id: int, delta: int) -> None:
+        """flash_restock(): add (delta > 0) or remove (delta < 0) unsold units."""
+        _check(self._call(lib.flash_restock, activity_id, sku_id, delta))
+
+    # -- tokens ---------------------------------------------------------------
+
+    def token_issue(self, activity_id: int, sku_id: int, user_id: int, ttl_ms: int) -> int:
+        """flash_token_issue(): a one-time token valid for ttl_ms."""
+        out = self._here().u64
+        _check(self._call(lib.flash_token_issue, activity_id, sku_id, user_id, ttl_ms, out))
+        return int(out[0])
+
+    def token_redeem(self, activity_id: int, sku_id: int, user_id: int, token: int) -> None:
+        """flash_token_redeem(): use the token up outside an order (BadToken if not live)."""
+        _check(self._call(lib.flash_token_redeem, activity_id, sku_id, user_id, token))
+
+    # -- leased locks ---------------------------------------------------------
+
+    def lock_acquire(self, name: str, owner: int, lease_ms: int) -> int:
+        """flash_lock_acquire(): returns the grant's fencing token; Locked if held."""
+        out = self._here().u64
+        _check(self._call(lib.flash_lock_acquire, name.encode(), owner, lease_ms, out), name)
+        return int(out[0])
+
+    def lock_renew(self, name: str, owner: int, lease_ms: int) -> None:
+        """flash_lock_renew(): extend the holder's lease; NotOwner otherwise."""
+        _check(self._call(lib.flash_lock_renew, name.encode(), owner, lease_ms), name)
+
+    def lock_release(self, name: str, owner: int) -> None:
+        """flash_lock_release(): release, only for the holder."""
+        _check(self._call(lib.flash_lock_release, name.encode(), owner), name)
+
+    @contextlib.contextmanager
+    def lock(self, name: str, owner: int, lease_ms: int) -> Iterator[int]:
+        """`with fs.lock(name, owner, lease_ms) as fence:` -- acquire, release at the end."""
+        fence = self.lock_acquire(name, owner, lease_ms)
+        try:
+            yield fence
+        finally:
+            self.lock_release(name, owner)
+
+    # -- reading state --------------------------------------------------------
+
+    def order_get(self, order_no: int) -> OrderInfo:
+        """flash_order_get(): one order (state NONE for a number never completed)."""
+        c = ffi.new("struct flash_order_info *")
+        _check(self._call(lib.flash_order_get, order_no, c))
+        return OrderInfo(c.order_no, c.user_id, c.activity_id, c.sku_id, c.qty,
+                         OrderState(c.state), c.limit_slot, c.biz_day, c.created_ns)
+
+    def orders_max(self) -> int:
+        """flash_orders_max(): the highest order number taken so far."""
+        return int(self._call(lib.flash_orders_max))
+
+    def stats(self) -> Stats:
+        """flash_stats_get(): counters summed over every handle, and fill levels."""
+        c = ffi.new("struct flash_stats *")
+        _check(self._call(lib.flash_stats_get, c))
+        vals = [getattr(c, f) for f in _STATS_FIELDS]
+        vals[-1] = Durability(vals[-1])
+        return Stats(*vals)
+
+    def ident(self) -> Ident:
+        """flash_ident_get(): the identity the segment shares with its WAL."""
+        c = ffi.new("struct flash_ident *")
+        _check(self._call(lib.flash_ident_get, c))
+        return Ident(c.incarnation, c.wal_lsn, c.consumer_pid, c.consumer_slot)
+
+    def quiet(self) -> Quiet:
+        """flash_quiet_get(): the segment's activity (is it quiet?)."""
+        c = ffi.new("struct flash_quiet *")
+        _check(self._call(lib.flash_quiet_get, c))
+        return Quiet(c.ops, c.consumed, c.pending, c.in_flight)
+
+
+_order = lib.flash_order
+_new_result = OrderResult.__new__
+_set_order_no = OrderResult.order_no.__set__  # type: ignore[attr-defined]
+_set_limit_slot = OrderResult.limit_slot.__set__  # type: ignore[attr-defined]
+_set_lsn = OrderResult.lsn.__set__  # type: ignore[attr-defined]
+_STATS_FIELDS = list(Stats.__dataclass_fields__)
+
+
+def _order_error(rc: int, res: Any) -> FlashError:
+    e = error_for(rc)
+    if rc == _EDUPLICATE:
+        e.first_code = res.first_rc  # type: ignore[attr-defined]
+        if res.first_rc == 0:
+            e.order_no = res.order_no  # type: ignore[attr-defined]
+            e.limit_slot = res.limit_slot  # type: ignore[attr-defined]
+    elif rc == _EFATE_UNKNOWN:
+        e.order_no = res.order_no  # type: ignore[attr-defined]
+        e.limit_slot = res.limit_slot  # type: ignore[attr-defined]
+        e.lsn = res.lsn  # type: ignore[attr-defined]
+    return e
+
+
+# ---------------------------------------------------------------- 4. fork
+
+def _after_fork_child() -> None:
+    """Runs in the child of os.fork() before anything else: the child has one
+    thread, so no lock is needed, and every lock a parent thread held is
+    made anew.  Each inherited handle is released with flash_close(), which
+    in a forked child only unmaps (the parent's slot is left alone)."""
+    global _close_lock
+    _close_lock = threading.Lock()
+    for fs in list(_live):
+        fs._forked()
+
+
+_os.register_at_fork(after_in_child=_after_fork_child)
+
+
+def _at_exit() -> None:
+    """Objects still open when the interpreter exits give their slots back
+    (a thread still inside a call keeps its handle: its process's death
+    frees it, through recovery)."""
+    for fs in list(_live):
+        fs.close()
+
+
+atexit.register(_at_exit)

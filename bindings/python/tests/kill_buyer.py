@@ -1,0 +1,105 @@
+"""kill_buyer.py -- one buyer process of the kill test (test_kill.py), killed
+with SIGKILL at any moment and started again by the test.
+
+usage: kill_buyer.py NAME BUYER GEN USERS ACKS_FILE SEED
+
+Orders one unit of activity 1 / sku 10 for random users in 1..USERS, every
+third one with a request id of its own ((BUYER << 48) | (GEN << 32) | n:
+never reused by another buyer or a later incarnation of this one), and
+cancels some of its orders (more while the sku is sold out, so units
+churn), trying back to back up to TRIES_PER_S on average.  It appends the
+order number of every ACKNOWLEDGED order to ACKS_FILE right after the call
+returns -- one write(2) of "N\\n" on an O_APPEND descriptor, so a kill
+leaves whole lines -- and "-N" after it cancelled order N; a new
+incarnation takes over the orders its predecessors noted and did not
+cancel.  Now and then it retries a request id: the retry must answer
+Duplicate with the first order's number.  Sold out, limit reached and ring
+busy are expected refusals; any other error ends the buyer with exit 1 and
+the error on stderr.
+"""
+import os
+import random
+import sys
+import time
+
+import flashstock
+
+TRIES_PER_S = 12000
+
+
+def main(argv):
+    name, buyer, gen, users, acks, seed = argv[1:7]
+    buyer, gen, users = int(buyer), int(gen), int(users)
+    rnd = random.Random(int(seed))
+    fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fs = flashstock.open(name)
+    mine = adopt(acks)
+    n = 0
+    t0 = time.monotonic()
+    while True:
+        n += 1
+        # Tries run back to back (so a kill is likely to land inside a call),
+        # paced only to at most TRIES_PER_S on average: the segment's order
+        # and request tables are sized for that, whatever the machine.
+        ahead = n / TRIES_PER_S - (time.monotonic() - t0)
+        if ahead > 0.01:
+            time.sleep(ahead)
+        # a request id on every third try (the table remembers each one)
+        rid = (buyer << 48) | (gen << 32) | n if n % 3 == 0 else 0
+        user = rnd.randint(1, users)
+        try:
+            r = fs.order(1, 10, user, request_id=rid)
+        except flashstock.LimitReached:
+            continue
+        except flashstock.Busy:
+            time.sleep(0.001)
+            continue
+        except flashstock.SoldOut:
+            # churn: give one of ours back (and buy again)
+            if mine and rnd.random() < 0.5:
+                cancel(fs, fd, mine.pop(rnd.randrange(len(mine))))
+            continue
+        os.write(fd, b"%d\n" % r.order_no)
+        mine.append(r.order_no)
+        if rid and rnd.random() < 0.2:
+            try:
+                fs.order(1, 10, user, request_id=rid)
+                raise SystemExit("retry of request %d placed a second order" % rid)
+            except flashstock.Duplicate as d:
+                if not d.first_ok or d.order_no != r.order_no:
+                    raise SystemExit("retry of request %d answered %s order %d, want order %d"
+                                     % (rid, d.first_name, d.order_no, r.order_no))
+        if rnd.random() < 0.15:
+            cancel(fs, fd, mine.pop(rnd.randrange(len(mine))))
+
+
+def adopt(acks):
+    """The orders earlier incarnations of this buyer placed and did not
+    cancel, as far as they noted: a restarted buyer carries on with them
+    (else the stock would end up held by the dead and nobody could churn)."""
+    with open(acks) as f:
+        nos = [int(x) for x in f.read().split()]
+    placed = {n for n in nos if n > 0}
+    return sorted(placed - {-n for n in nos if n < 0})
+
+
+def cancel(fs, fd, no):
+    """Cancel one of ours and note it ("-N"); one cancelled by an earlier
+    incarnation that was killed before its note answers Cancelled."""
+    while True:
+        try:
+            fs.cancel(no)
+            break
+        except flashstock.Busy:
+            time.sleep(0.001)
+        except flashstock.Cancelled:
+            break
+    os.write(fd, b"-%d\n" % no)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv)
+    except flashstock.FlashError as e:
+        sys.stderr.write("kill_buyer: %s (code %d)\n" % (e, e.code))
+        sys.exit(1)
