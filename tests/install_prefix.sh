@@ -6,12 +6,14 @@
 # `flashstock --help`.  Every step's exit code is checked; the first failure
 # ends the test with a line saying which step failed.
 #
-# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS]
+# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS]]
 #   LIBDIR, BINDIR: CMAKE_INSTALL_LIBDIR / _BINDIR (relative to the prefix)
 #   APP_FLAGS: extra compiler flags for the example (the sanitizer builds'
 #              library needs its runtime linked in)
+#   BINDINGS: the bindings built here ("python go java"): step 8 runs each
+#             one's bindings/<lang>/install_check.sh against the prefix
 set -u
-CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-}
+CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-} BINDINGS=${8:-}
 
 fail() { echo "install_prefix: FAIL: $*" >&2; exit 1; }
 
@@ -94,4 +96,13 @@ readelf -d "$P/$BINDIR/flashstock" | grep -E 'R(UN)?PATH' | grep -qF '$ORIGIN/' 
 	fail "the installed flashstock has no \$ORIGIN run path"
 help=$("$P/$BINDIR/flashstock" --help) || fail "installed flashstock --help exited $?"
 grep -q '^usage: flashstock' <<<"$help" || fail "installed flashstock --help printed no usage line"
+
+# 8. each binding from the prefix alone: its example built and run against
+#    what the install put under P (no build-tree path, no library path)
+for lang in $BINDINGS; do
+	chk=$SRC/bindings/$lang/install_check.sh
+	[ -f "$chk" ] || fail "no $chk"
+	bash "$chk" "$P" || fail "the installed $lang binding (bindings/$lang/install_check.sh)"
+	echo "install_prefix: $lang binding ok"
+done
 echo "install_prefix: ok ($P)"
