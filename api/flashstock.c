@@ -58,6 +58,13 @@ static const struct {
 	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
 	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },
 	{ FLASH_EMYSQL_GAP, "FLASH_EMYSQL_GAP", "records missing between the applied LSN and a batch" },
+	{ FLASH_ETIMEOUT, "FLASH_ETIMEOUT", "feed: no durable record arrived within the wait" },
+	{ FLASH_ELOST, "FLASH_ELOST",
+	  "feed: WAL retention removed records the consumer had not committed (open it with a MariaDB refill URL)" },
+	{ FLASH_EAHEAD, "FLASH_EAHEAD", "feed: the consumer's position is past the WAL's durable end" },
+	{ FLASH_EFEED_IDENT, "FLASH_EFEED_IDENT",
+	  "feed: the WAL belongs to another segment incarnation than the consumer's" },
+	{ FLASH_EREFILL, "FLASH_EREFILL", "feed: MariaDB has not applied the lost range: the refill cannot cover it" },
 };
 
 const char *flash_strerror(int rc)
