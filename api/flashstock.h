@@ -966,7 +966,10 @@ struct flash_feed_rec {
 	uint64_t            fr_gap;      /* LSNs just below fr_lsn that the feed could NOT serve
 	                                    (refill only: RESTOCK records, which MariaDB does not
 	                                    keep per LSN, and records its applier refused): LSNs
-	                                    fr_lsn - fr_gap .. fr_lsn - 1.  0 from the WAL */
+	                                    fr_lsn - fr_gap .. fr_lsn - 1.  0 from the WAL.  When
+	                                    the lost range ends with such LSNs, one record of
+	                                    fr_rec.type 0 stands for the range's last LSN (itself
+	                                    missing): commit it like any other */
 };
 
 /**
