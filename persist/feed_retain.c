@@ -105,6 +105,11 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
 		size_t k = nf;
 		while (k > 0 && files[k - 1] > need)
 			k--;
+		/* wal_remove_before(cover + 1) removes file j when file j + 1 starts
+		 * at or before cover + 1: if the file holding `need` stays anyway,
+		 * this consumer holds nothing back and loses nothing */
+		if (k == 0 || k >= nf || files[k] > cover + 1)
+			continue;
 		uint64_t bytes = 0;
 		int64_t oldest = 0;
 		for (size_t j = k ? k - 1 : 0; j < nf; j++) {

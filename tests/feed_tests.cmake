@@ -5,3 +5,15 @@ if(TARGET test_feed)
   target_link_libraries(test_feed PRIVATE flashstock_persist)
   set_tests_properties(test_feed PROPERTIES LABELS "persist;feed" TIMEOUT 120)
 endif()
+
+# The feed through the real binaries: a consumer and the daemon killed -9
+# mid-stream, roll-over and snapshots, retention within and past its bound,
+# lag metrics, usage (tests/cli_feed.sh says what each step proves).
+# (ops_buyer is made by ops_tests.cmake, read after this file: generator
+# expressions resolve once every fragment is read)
+if(TARGET flashstock)
+  add_test(NAME cli_feed
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed.sh $<TARGET_FILE:flashstock>
+                   $<TARGET_FILE:ops_buyer>)
+  set_tests_properties(cli_feed PROPERTIES LABELS "feed;cli" TIMEOUT 180)
+endif()
