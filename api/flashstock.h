@@ -951,7 +951,7 @@ enum flash_feed_source {
 
 /* fr_missing bits: fields of fr_rec a refill could not give back (left zero) */
 #define FLASH_FEED_MISS_SLOT  0x1u  /* rec.slot and fr_seq: MariaDB keeps no producer */
-#define FLASH_FEED_MISS_TS    0x2u  /* rec.ts_ns: a CANCEL's time is not kept */
+#define FLASH_FEED_MISS_TS    0x2u  /* rec.ts_ns: a CANCEL's or a SKU's time is not kept */
 #define FLASH_FEED_MISS_VALUE 0x4u  /* rec.value: a SKU's initial units (item_stock keeps
                                        only today's total, restocks included) */
 

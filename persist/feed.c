@@ -42,6 +42,7 @@
 #include "wal.h"
 
 #define FEED_FRAME_HDR 32u
+#define FEED_REFILL_CHUNK 65536u   /* LSNs fetched from MariaDB per query */
 #define FEED_REC_FRAME (WAL_FRAME_HDR_BYTES + sizeof(struct wal_rec))  /* 104 bytes */
 
 static int64_t feed_now_ns(void)
@@ -620,11 +621,15 @@ static int feed_refill_start(flash_feed_t *f)
 	free(f->fd_rbuf);
 	f->fd_rbuf = NULL;
 	f->fd_rn = f->fd_ri = 0;
+	/* in chunks of FEED_REFILL_CHUNK LSNs: memory stays bounded over a long gap */
+	uint64_t end = first - 1;
+	if (end - f->fd_next >= FEED_REFILL_CHUNK)
+		end = f->fd_next + FEED_REFILL_CHUNK - 1;
 	uint64_t applied = 0;
-	rc = feed_refill_fetch(f->fd_refill, f->fd_next, first - 1, &f->fd_rbuf, &f->fd_rn, &applied);
+	rc = feed_refill_fetch(f->fd_refill, f->fd_next, end, &f->fd_rbuf, &f->fd_rn, &applied);
 	if (rc != FLASH_OK)
 		return rc;
-	f->fd_rend = first;
+	f->fd_rend = end + 1;
 	return FLASH_OK;
 }
 

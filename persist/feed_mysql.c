@@ -12,7 +12,7 @@
  *   ACTIVITY  activities.lsn: every field but slot and seq
  *   SKU       item_stock.created_lsn: activity, sku, shards; not the initial
  *             units (item_stock.total includes later restocks:
- *             FLASH_FEED_MISS_VALUE)
+ *             FLASH_FEED_MISS_VALUE) nor the time (FLASH_FEED_MISS_TS)
  *   RESTOCK   nothing (item_stock.last_lsn is only the last change of any
  *             kind): these LSNs are reported as gaps (fr_gap), never invented
  *   refused   records the applier refused (apply_conflicts) are not in the
@@ -159,7 +159,7 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 		if (type == FLASH_REC_CANCEL)
 			x->fr_missing |= FLASH_FEED_MISS_TS;
 		if (type == FLASH_REC_SKU)
-			x->fr_missing |= FLASH_FEED_MISS_VALUE;
+			x->fr_missing |= FLASH_FEED_MISS_VALUE | FLASH_FEED_MISS_TS;
 	}
 	mysql_free_result(res);
 	*recs = v;

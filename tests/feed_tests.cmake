@@ -17,3 +17,17 @@ if(TARGET flashstock)
                    $<TARGET_FILE:ops_buyer>)
   set_tests_properties(cli_feed PROPERTIES LABELS "feed;cli" TIMEOUT 180)
 endif()
+
+# A lost consumer refilled from MariaDB (a private server started by the
+# script itself, so it runs beside the other MySQL tests): every LSN served
+# or reported as a gap, gaps exactly the restocks, every kept field equal to
+# a reference consumer's, then the WAL (tests/cli_feed_refill.sh).
+add_executable(feed_ops ${CMAKE_CURRENT_SOURCE_DIR}/feed_ops.c)
+target_link_libraries(feed_ops PRIVATE flashstock_static)
+if(TARGET flashstock)
+  add_test(NAME cli_feed_refill
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_refill.sh $<TARGET_FILE:flashstock>
+                   $<TARGET_FILE:ops_buyer> $<TARGET_FILE:feed_ops>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
+  set_tests_properties(cli_feed_refill PROPERTIES LABELS "feed;cli;mysql" TIMEOUT 240)
+endif()
