@@ -31,3 +31,16 @@ if(TARGET flashstock)
                    ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
   set_tests_properties(cli_feed_refill PROPERTIES LABELS "feed;cli;mysql" TIMEOUT 240)
 endif()
+
+# The README's C consumer (docs-draft/consuming-orders.md): built against the
+# shared library and the public header only, run on a real sale, and the
+# documented code compared with the file's marked region.
+add_executable(example_feed_consumer ${CMAKE_CURRENT_SOURCE_DIR}/example_feed_consumer.c)
+target_link_libraries(example_feed_consumer PRIVATE flashstock_shared)
+if(TARGET flashstock)
+  add_test(NAME cli_feed_example
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_example.sh ${PROJECT_SOURCE_DIR}
+                   $<TARGET_FILE:flashstock> $<TARGET_FILE:ops_buyer> $<TARGET_FILE:feed_ops>
+                   $<TARGET_FILE:example_feed_consumer>)
+  set_tests_properties(cli_feed_example PROPERTIES LABELS "feed;cli" TIMEOUT 120)
+endif()
