@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,6 +471,15 @@ static void feed_wait(flash_feed_t *f, uint64_t lsn, int64_t deadline_ns)
 	__atomic_sub_fetch(&k->wm_waiters, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Does the process that published @p k last still run? */
+static int feed_writer_alive(const struct wal_mark *k)
+{
+	if (k == NULL)
+		return 0;
+	pid_t pid = (pid_t)__atomic_load_n(&k->wm_pid, __ATOMIC_ACQUIRE);
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
 static int feed_lock(const char *dir, const char *name, int *out)
 {
 	char path[4200];
@@ -699,6 +709,13 @@ int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_m
 				return FLASH_EAHEAD;     /* durable, yet no file at all */
 			return rc;
 		}
+		/* Past the durable end by more than the next record: legitimate
+		 * while no writer runs (after a reboot the mark may say less than
+		 * the WAL holds, until serve opens it and publishes); with a live
+		 * writer the mark is what its wal_open() found, so the WAL is
+		 * shorter than our position: cut or replaced. */
+		if (f->fd_next > durable + 1 && feed_writer_alive(f->fd_mark))
+			return FLASH_EAHEAD;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec >= deadline)
 			return FLASH_ETIMEOUT;

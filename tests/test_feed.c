@@ -274,6 +274,32 @@ static void test_feed_position_of_another_incarnation_refused(void **state)
 	wt_rmdir(dir);
 }
 
+static void test_feed_position_past_a_cut_wal_is_ahead_not_waited_for(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 10);
+	flash_feed_t *f = open_feed(dir, "ahead", 1);
+	for (uint64_t i = 1; i <= 10; i++)
+		expect_rec(f, i);
+	assert_int_equal(flash_feed_commit(f, 10), FLASH_OK);
+	flash_feed_close(f);
+	wal_close(w);
+	/* an operator's cut: the WAL starts over below the position */
+	char *p = wt_file(dir, 1);
+	unlink(p);
+	free(p);
+	w = wal_new(dir, 0);
+	put(w, 1, 3);
+	f = open_feed(dir, "ahead", 0);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_EAHEAD);
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 /* ---- follow ---- */
 
 struct follower {
@@ -441,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_feed_resumes_after_commit_and_repeats_only_uncommitted),
 		cmocka_unit_test(test_feed_commit_bounds_and_second_open_refused),
 		cmocka_unit_test(test_feed_position_of_another_incarnation_refused),
+		cmocka_unit_test(test_feed_position_past_a_cut_wal_is_ahead_not_waited_for),
 		cmocka_unit_test(test_feed_follower_is_woken_by_a_commit),
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
