@@ -920,8 +920,9 @@ int flash_replay(flash_t *h, const struct flash_record *rec);
  *
  * Synchronization: a flash_feed_t is used by one thread at a time (no
  * internal lock) and not after fork().  One open feed per consumer name at a
- * time over all processes (flock on DIR/feed/NAME.lock: a second open gets
- * FLASH_EBUSY, a dead holder's lock is dropped by the kernel).  Any number
+ * time over all processes (an open-file-description lock on
+ * DIR/feed/NAME.lock: a second open gets FLASH_EBUSY, a dead holder's lock
+ * is dropped by the kernel; listing tests it without taking it).  Any number
  * of consumers and flash_feed_list() callers run beside one writer.
  * ------------------------------------------------------------------------ */
 

@@ -412,7 +412,7 @@ int feed_wal_read_one(const char *wal_dir, uint64_t lsn, struct flash_feed_rec *
 struct flash_feed {
 	char              *fd_dir;
 	char               fd_name[FLASH_FEED_NAME_MAX + 1];
-	int                fd_lockfd;       /* flock'ed NAME.lock */
+	int                fd_lockfd;       /* holds NAME.lock's OFD lock */
 	int                fd_dirfd;        /* DIR/feed, for the fsync after a rename */
 	struct wal_mark   *fd_mark;         /* NULL until a writer published */
 	int                fd_mark_rw;      /* we may count ourselves in wm_waiters */
@@ -480,6 +480,12 @@ static int feed_writer_alive(const struct wal_mark *k)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/*
+ * Take NAME.lock for the caller: an open-file-description lock (F_OFD_SETLK,
+ * write, whole file), dropped by the kernel when the descriptor closes or
+ * the process dies.  OFD rather than flock so that flash_feed_list() can
+ * TEST it (F_OFD_GETLK) without taking it: a lister never makes an open fail.
+ */
 static int feed_lock(const char *dir, const char *name, int *out)
 {
 	char path[4200];
@@ -488,10 +494,11 @@ static int feed_lock(const char *dir, const char *name, int *out)
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return feed_errno_rc(errno);
-		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+		if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
 			int e = errno;
 			close(fd);
-			return e == EWOULDBLOCK ? FLASH_EBUSY : feed_errno_rc(e);
+			return e == EAGAIN || e == EACCES ? FLASH_EBUSY : feed_errno_rc(e);
 		}
 		/* A drop may have unlinked the file we locked: lock the live one. */
 		struct stat a, b;
@@ -772,6 +779,7 @@ int flash_feed_close(flash_feed_t *f)
  * 5. Listing and dropping
  * ------------------------------------------------------------------------ */
 
+/* Is NAME open in a live feed now?  Tests the OFD lock without taking it. */
 static int feed_is_open(const char *dir, const char *name)
 {
 	char path[4200];
@@ -779,7 +787,8 @@ static int feed_is_open(const char *dir, const char *name)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	int held = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 	close(fd);
 	return held;
 }

@@ -44,3 +44,11 @@ if(TARGET flashstock)
                    $<TARGET_FILE:example_feed_consumer>)
   set_tests_properties(cli_feed_example PROPERTIES LABELS "feed;cli" TIMEOUT 120)
 endif()
+
+# `feed --help` exits 0 with its usage (the commit semantics are checked by
+# cli_feed step 5).
+if(TARGET flashstock)
+  add_test(NAME cli_help_feed
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 0 "usage: flashstock feed"
+                   $<TARGET_FILE:flashstock> feed --help)
+endif()
