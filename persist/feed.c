@@ -290,7 +290,7 @@ static int feed_frame_at(const struct feed_file *f, uint64_t off, uint64_t lsn,
                          struct flash_feed_rec *out, uint64_t *bytes)
 {
 	static const unsigned char zero[FEED_FRAME_HDR];
-	if (off + FEED_FRAME_HDR > f->ff_len)
+	if (f->ff_map == NULL || off + FEED_FRAME_HDR > f->ff_len)
 		return 0;
 	const unsigned char *h = f->ff_map + off;
 	if (memcmp(h, zero, sizeof zero) == 0)

@@ -20,7 +20,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "feed.h"
 #include "pio.h"
@@ -300,6 +304,47 @@ static void test_feed_position_past_a_cut_wal_is_ahead_not_waited_for(void **sta
 	wt_rmdir(dir);
 }
 
+static void test_feed_stale_mark_after_reboot_waits_for_the_writer(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 10);
+	flash_feed_t *f = open_feed(dir, "boot", 1);
+	for (uint64_t i = 1; i <= 10; i++)
+		expect_rec(f, i);
+	assert_int_equal(flash_feed_commit(f, 10), FLASH_OK);
+	flash_feed_close(f);
+	wal_close(w);
+	/* A reboot: the mark's page reached the disk before its last publish
+	 * (it says 6), and its writer is gone. */
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	struct wal_mark *k = mmap(NULL, WAL_MARK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(k != MAP_FAILED);
+	close(fd);
+	k->wm_durable = 6;
+	k->wm_pid = child;
+	f = open_feed(dir, "boot", 0);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 10), FLASH_ETIMEOUT);   /* not FLASH_EAHEAD */
+	/* serve starts again: it publishes the WAL's end, then new records */
+	w = wal_new(dir, 0);
+	assert_int_equal(k->wm_durable, 10);
+	put(w, 11, 11);
+	expect_rec(f, 11);
+	munmap(k, WAL_MARK_BYTES);
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 /* ---- follow ---- */
 
 struct follower {
@@ -468,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_feed_commit_bounds_and_second_open_refused),
 		cmocka_unit_test(test_feed_position_of_another_incarnation_refused),
 		cmocka_unit_test(test_feed_position_past_a_cut_wal_is_ahead_not_waited_for),
+		cmocka_unit_test(test_feed_stale_mark_after_reboot_waits_for_the_writer),
 		cmocka_unit_test(test_feed_follower_is_woken_by_a_commit),
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
