@@ -140,7 +140,7 @@ static volatile int in_sync;         /* a held fdatasync is waiting */
 
 static int held_fdatasync(int fd)
 {
-	if (hold_sync) {
+	if (__atomic_load_n(&hold_sync, __ATOMIC_SEQ_CST)) {
 		__atomic_store_n(&in_sync, 1, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&hold_sync, __ATOMIC_SEQ_CST)) {
 			struct timespec ts = { 0, 1000000 };
@@ -476,6 +476,26 @@ static void test_feed_retention_keeps_needed_files_within_bound_only(void **stat
 	wt_rmdir(dir);
 }
 
+static void test_feed_retention_age_bound_marks_lost(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 8192);
+	put(w, 1, 300);
+	flash_feed_close(open_feed(dir, "old", 1));   /* needs LSN 1 */
+	struct feed_retain_opts o = { .keep_bytes = 0, .keep_age_s = 1 };
+	assert_int_equal(feed_retain_cover(dir, 290, &o, NULL, NULL), 0);   /* young enough: held */
+	struct feed_retain_stats before, after;
+	feed_retain_stats_get(&before);
+	struct timespec ts = { 2, 100000000 };          /* the first file is now > 1 s old */
+	nanosleep(&ts, NULL);
+	assert_int_equal(feed_retain_cover(dir, 290, &o, NULL, NULL), 290);
+	feed_retain_stats_get(&after);
+	assert_int_equal(after.lost_total, before.lost_total + 1);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 static void test_feed_list_reports_lag_in_records_and_seconds(void **state)
 {
 	(void)state;
@@ -518,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
 		cmocka_unit_test(test_feed_retention_keeps_needed_files_within_bound_only),
+		cmocka_unit_test(test_feed_retention_age_bound_marks_lost),
 		cmocka_unit_test(test_feed_list_reports_lag_in_records_and_seconds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
