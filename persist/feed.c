@@ -559,7 +559,13 @@ int flash_feed_open(const char *wal_dir, const char *consumer, const struct flas
 	int rc;
 	char path[4200];
 	feed_path(path, sizeof path, wal_dir, NULL, "");
-	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+	if (mkdir(path, 0700) == 0) {
+		/* the new directory's entry must survive a reboot with the positions in it */
+		if (pio_fsync_dir(wal_dir) != 0) {
+			rc = feed_errno_rc(errno);
+			goto fail;
+		}
+	} else if (errno != EEXIST) {
 		rc = feed_errno_rc(errno);
 		goto fail;
 	}
