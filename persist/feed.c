@@ -129,8 +129,10 @@ int feed_pos_read(const char *wal_dir, const char *name, struct feed_pos *out)
 
 /*
  * Write DIR/feed/NAME.pos durably: NAME.pos.tmp, write, fdatasync, rename,
- * fsync of the directory (@p dirfd).  A crash leaves the old file or the
- * new one, whole (a leftover .tmp is overwritten by the next commit).
+ * fsync of the directory (@p dirfd), every call through pio.h (tests inject
+ * faults there).  A crash leaves the old file or the new one, whole (a
+ * leftover .tmp is overwritten by the next commit); a failure before the
+ * rename leaves the old one.
  */
 static int feed_pos_write(const char *wal_dir, int dirfd, const char *name, const struct feed_pos *p)
 {
@@ -143,17 +145,17 @@ static int feed_pos_write(const char *wal_dir, int dirfd, const char *name, cons
 	if (feed_path(tmp, sizeof tmp, wal_dir, name, ".pos.tmp") != 0 ||
 	    feed_path(path, sizeof path, wal_dir, name, ".pos") != 0)
 		return FLASH_EINVAL;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = pio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return feed_errno_rc(errno);
-	if (pio_pwrite_full(fd, buf, (size_t)k, 0) != 0 || fdatasync(fd) != 0) {
+	if (pio_pwrite_full(fd, buf, (size_t)k, 0) != 0 || pio_fdatasync(fd) != 0) {
 		int e = errno;
-		close(fd);
-		unlink(tmp);
+		pio_close(fd);
+		pio_unlink(tmp);
 		return feed_errno_rc(e);
 	}
-	close(fd);
-	if (rename(tmp, path) != 0 || fsync(dirfd) != 0)
+	pio_close(fd);
+	if (pio_rename(tmp, path) != 0 || pio_fsync(dirfd) != 0)
 		return feed_errno_rc(errno);
 	return FLASH_OK;
 }

@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -345,6 +346,40 @@ static void test_feed_stale_mark_after_reboot_waits_for_the_writer(void **state)
 	wt_rmdir(dir);
 }
 
+static int failing_fdatasync(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+static void test_feed_failed_commit_keeps_the_previous_position(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 6);
+	flash_feed_t *f = open_feed(dir, "ioerr", 1);
+	for (uint64_t i = 1; i <= 6; i++)
+		expect_rec(f, i);
+	assert_int_equal(flash_feed_commit(f, 2), FLASH_OK);
+	pio_override("fdatasync", (pio_fn)failing_fdatasync, NULL);
+	assert_int_equal(flash_feed_commit(f, 5), FLASH_ESYS);
+	pio_reset();
+	struct feed_pos p;
+	assert_int_equal(feed_pos_read(dir, "ioerr", &p), FLASH_OK);
+	assert_int_equal(p.fp_lsn, 2);
+	struct flash_feed_info fi;
+	assert_int_equal(flash_feed_info_get(f, &fi), FLASH_OK);
+	assert_int_equal(fi.fi_committed_lsn, 2);
+	flash_feed_close(f);
+	f = open_feed(dir, "ioerr", 0);
+	expect_rec(f, 3);                /* handed out again: at least once */
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 /* ---- follow ---- */
 
 struct follower {
@@ -534,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_feed_position_of_another_incarnation_refused),
 		cmocka_unit_test(test_feed_position_past_a_cut_wal_is_ahead_not_waited_for),
 		cmocka_unit_test(test_feed_stale_mark_after_reboot_waits_for_the_writer),
+		cmocka_unit_test(test_feed_failed_commit_keeps_the_previous_position),
 		cmocka_unit_test(test_feed_follower_is_woken_by_a_commit),
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
