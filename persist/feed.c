@@ -658,6 +658,76 @@ static int feed_refill_start(flash_feed_t *f)
 	return FLASH_OK;
 }
 
+/*
+ * A refill in progress hands out its records, then, if the range ends with
+ * LSNs MariaDB does not keep, one record of type 0 that stands for the
+ * range's last LSN (its fr_gap for those below it: flashstock.h), then
+ * gives way to the WAL.  @return 1 a record is in *out; 0 none (no refill,
+ * or it is over).
+ */
+static int feed_next_refilled(flash_feed_t *f, struct flash_feed_rec *out)
+{
+	if (f->fd_rend == 0)
+		return 0;
+	if (feed_refill_next(f, out))
+		return 1;
+	if (f->fd_next < f->fd_rend) {
+		memset(out, 0, sizeof *out);
+		out->fr_lsn = f->fd_rend - 1;
+		out->fr_source = FLASH_FEED_MYSQL;
+		out->fr_gap = f->fd_rend - 1 - f->fd_next;
+		out->fr_missing = FLASH_FEED_MISS_SLOT | FLASH_FEED_MISS_TS | FLASH_FEED_MISS_VALUE;
+		f->fd_next = f->fd_rend;
+		f->fd_rend = 0;
+		return 1;
+	}
+	f->fd_rend = 0;
+	return 0;
+}
+
+#define FEED_AGAIN 1   /* feed_next_from_wal: the file or the refill changed, look again */
+
+/*
+ * The record at f->fd_next, which is durable, from the WAL: from the mapped
+ * file while it holds it, else from the file that does (roll-over, or the
+ * first read).  A removed file starts a refill when a source is set.
+ * @return FLASH_OK (*out); FEED_AGAIN; FLASH_ELOST; FLASH_ECORRUPT;
+ *         FLASH_EFEED_IDENT; FLASH_EAHEAD; a refill's code; FLASH_ESYS.
+ */
+static int feed_next_from_wal(flash_feed_t *f, struct flash_feed_rec *out)
+{
+	struct feed_file *ff = &f->fd_file;
+	uint64_t b;
+	if (ff->ff_map != NULL && ff->ff_lsn == f->fd_next) {
+		int r = feed_frame_at(ff, ff->ff_off, f->fd_next, out, &b);
+		if (r == 1) {
+			ff->ff_off += b;
+			ff->ff_lsn++;
+			f->fd_next++;
+			return FLASH_OK;
+		}
+		if (r < 0)
+			return FLASH_ECORRUPT;
+		/* the end of this file: the next one starts at fd_next */
+	}
+	int rc = feed_locate(f->fd_dir, f->fd_next, ff);
+	if (rc == FLASH_OK) {
+		if (ff->ff_lsn != f->fd_next || feed_frame_at(ff, ff->ff_off, f->fd_next, NULL, &b) != 1)
+			return FLASH_ECORRUPT;       /* durable, yet not there */
+		if (f->fd_pos.fp_incarnation != 0 && ff->ff_incarnation != 0 &&
+		    ff->ff_incarnation != f->fd_pos.fp_incarnation)
+			return FLASH_EFEED_IDENT;
+		return FEED_AGAIN;
+	}
+	if (rc == FLASH_ELOST) {
+		if (f->fd_url == NULL)
+			return FLASH_ELOST;
+		rc = feed_refill_start(f);
+		return rc == FLASH_OK ? FEED_AGAIN : rc;
+	}
+	return rc == FLASH_ENOT_FOUND ? FLASH_EAHEAD : rc;   /* durable, yet no file at all */
+}
+
 int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_ms)
 {
 	if (f == NULL || out == NULL || f->fd_pid != getpid())
@@ -666,62 +736,13 @@ int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_m
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	int64_t deadline = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + (int64_t)wait_ms * 1000000;
 	for (;;) {
-		/* A refill in progress: its records first, then the WAL. */
-		if (f->fd_rend != 0) {
-			if (feed_refill_next(f, out))
-				return FLASH_OK;
-			if (f->fd_next < f->fd_rend) {
-				/* LSNs at the end of the range MariaDB does not keep: one
-				 * record of type 0 stands for the range's last LSN, its
-				 * fr_gap for those below it (flashstock.h). */
-				memset(out, 0, sizeof *out);
-				out->fr_lsn = f->fd_rend - 1;
-				out->fr_source = FLASH_FEED_MYSQL;
-				out->fr_gap = f->fd_rend - 1 - f->fd_next;
-				out->fr_missing = FLASH_FEED_MISS_SLOT | FLASH_FEED_MISS_TS | FLASH_FEED_MISS_VALUE;
-				f->fd_next = f->fd_rend;
-				f->fd_rend = 0;
-				return FLASH_OK;
-			}
-			f->fd_rend = 0;
-		}
+		if (feed_next_refilled(f, out))
+			return FLASH_OK;
 		uint64_t durable = feed_durable(f);
 		if (f->fd_next <= durable) {
-			struct feed_file *ff = &f->fd_file;
-			if (ff->ff_map != NULL && ff->ff_lsn == f->fd_next) {
-				uint64_t b;
-				int r = feed_frame_at(ff, ff->ff_off, f->fd_next, out, &b);
-				if (r == 1) {
-					ff->ff_off += b;
-					ff->ff_lsn++;
-					f->fd_next++;
-					return FLASH_OK;
-				}
-				if (r < 0)
-					return FLASH_ECORRUPT;
-				/* the end of this file: the next one starts at fd_next */
-			}
-			int rc = feed_locate(f->fd_dir, f->fd_next, ff);
-			if (rc == FLASH_OK) {
-				if (ff->ff_lsn != f->fd_next)
-					return FLASH_ECORRUPT;
-				uint64_t b;
-				if (feed_frame_at(ff, ff->ff_off, f->fd_next, NULL, &b) != 1)
-					return FLASH_ECORRUPT;   /* durable, yet not there */
-				if (f->fd_pos.fp_incarnation != 0 && ff->ff_incarnation != 0 &&
-				    ff->ff_incarnation != f->fd_pos.fp_incarnation)
-					return FLASH_EFEED_IDENT;
+			int rc = feed_next_from_wal(f, out);
+			if (rc == FEED_AGAIN)
 				continue;
-			}
-			if (rc == FLASH_ELOST) {
-				if (f->fd_url == NULL)
-					return FLASH_ELOST;
-				if ((rc = feed_refill_start(f)) != FLASH_OK)
-					return rc;
-				continue;
-			}
-			if (rc == FLASH_ENOT_FOUND)
-				return FLASH_EAHEAD;     /* durable, yet no file at all */
 			return rc;
 		}
 		/* Past the durable end by more than the next record: legitimate
