@@ -408,6 +408,29 @@ static void test_feed_damaged_durable_frame_is_corrupt_not_skipped(void **state)
 	wt_rmdir(dir);
 }
 
+static void test_feed_follows_a_durable_mark_made_again(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 2);
+	flash_feed_t *f = open_feed(dir, "remark", 1);
+	expect_rec(f, 1);
+	expect_rec(f, 2);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_ETIMEOUT);   /* the mark is mapped */
+	wal_close(w);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
+	assert_int_equal(unlink(path), 0);
+	w = wal_new(dir, 0);            /* a new DURABLE, another inode */
+	put(w, 3, 3);
+	expect_rec(f, 3);
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 /* ---- follow ---- */
 
 struct follower {
@@ -599,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_feed_stale_mark_after_reboot_waits_for_the_writer),
 		cmocka_unit_test(test_feed_failed_commit_keeps_the_previous_position),
 		cmocka_unit_test(test_feed_damaged_durable_frame_is_corrupt_not_skipped),
+		cmocka_unit_test(test_feed_follows_a_durable_mark_made_again),
 		cmocka_unit_test(test_feed_follower_is_woken_by_a_commit),
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
