@@ -539,6 +539,28 @@ static int feed_lock(const char *dir, const char *name, int *out)
 	return FLASH_EBUSY;
 }
 
+int feed_registry_lock(const char *wal_dir, int exclusive)
+{
+	int fd = open(wal_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+	}
+	return fd;
+}
+
+void feed_registry_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);       /* drops the flock */
+}
+
 /* Where a new consumer starts: its committed position is "just before". */
 static int feed_start_lsn(const char *dir, int from_start, uint64_t *pos)
 {
@@ -609,12 +631,17 @@ int flash_feed_open(const char *wal_dir, const char *consumer, const struct flas
 	if (rc == FLASH_ENOT_FOUND) {
 		if (o->no_create)
 			goto fail;
+		/* shared registry lock: no removal between picking the start and
+		 * the position being on disk for retention to see */
+		int reg = feed_registry_lock(wal_dir, 0);
 		memset(&f->fd_pos, 0, sizeof f->fd_pos);
-		if ((rc = feed_start_lsn(wal_dir, o->from_start != 0, &f->fd_pos.fp_lsn)) != FLASH_OK)
-			goto fail;
+		rc = feed_start_lsn(wal_dir, o->from_start != 0, &f->fd_pos.fp_lsn);
 		f->fd_pos.fp_incarnation = inc;
 		f->fd_pos.fp_created_ns = feed_now_ns();
-		if ((rc = feed_pos_write(wal_dir, f->fd_dirfd, consumer, &f->fd_pos)) != FLASH_OK)
+		if (rc == FLASH_OK)
+			rc = feed_pos_write(wal_dir, f->fd_dirfd, consumer, &f->fd_pos);
+		feed_registry_unlock(reg);
+		if (rc != FLASH_OK)
 			goto fail;
 	} else if (rc != FLASH_OK) {
 		goto fail;

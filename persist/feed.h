@@ -58,6 +58,18 @@ int feed_wal_files(const char *wal_dir, uint64_t **lsns, size_t *n);
  */
 int feed_wal_read_one(const char *wal_dir, uint64_t lsn, struct flash_feed_rec *out);
 
+/*
+ * The registry lock: flock on the WAL directory itself.  Registering a new
+ * consumer holds it shared while it picks its start and writes its position;
+ * retention holds it exclusive while it reads the positions and removes
+ * files (feed_retain_remove).  So a consumer registered "from the start"
+ * never starts in a file that is being removed.  Blocking; held for one
+ * position write or one removal.  @return the fd (>= 0), or -1 (errno set:
+ * the caller goes on without it).
+ */
+int feed_registry_lock(const char *wal_dir, int exclusive);
+void feed_registry_unlock(int fd);
+
 /* ---- the refill source (feed_mysql.c) ---- */
 
 typedef struct feed_refill feed_refill_t;
@@ -110,6 +122,18 @@ typedef void (*feed_log_fn)(void *arg, int level, const char *msg);
  */
 uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct feed_retain_opts *o,
                            feed_log_fn log, void *log_arg);
+
+/*
+ * What the snapshot thread calls: under the registry lock (exclusive),
+ * feed_retain_cover() of @p cover, then -- when the result is above
+ * @p floor (what is removed already) -- wal_remove_before(result + 1).
+ * @param[out] cover_out  the cover after the consumers (<= @p cover)
+ * @param[out] removed    files removed
+ * @return a WAL_* code of the removal (WAL_OK when nothing was to go).
+ */
+int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
+                       const struct feed_retain_opts *o, feed_log_fn log, void *log_arg,
+                       uint64_t *cover_out, uint32_t *removed);
 
 void feed_retain_stats_get(struct feed_retain_stats *out);
 

@@ -11,6 +11,7 @@
 #include "feed.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "serve.h"
+#include "wal.h"
 
 static pthread_mutex_t retain_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct feed_retain_stats retain_st;    /* under retain_mu */
@@ -145,6 +147,23 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
 	free(files);
 	free(v);
 	return cover;
+}
+
+int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
+                       const struct feed_retain_opts *o, feed_log_fn log, void *log_arg,
+                       uint64_t *cover_out, uint32_t *removed)
+{
+	*removed = 0;
+	int lk = feed_registry_lock(wal_dir, 1);
+	cover = feed_retain_cover(wal_dir, cover, o, log, log_arg);
+	*cover_out = cover;
+	int rc = WAL_OK;
+	if (cover > floor)
+		rc = wal_remove_before(wal_dir, cover + 1, removed);
+	int e = errno;
+	feed_registry_unlock(lk);
+	errno = e;
+	return rc;
 }
 
 void feed_retain_stats_get(struct feed_retain_stats *out)

@@ -474,7 +474,7 @@ static void test_feed_crosses_file_rollover_and_removal_behind_it(void **state)
 {
 	(void)state;
 	char *dir = wt_mkdtemp();
-	wal_t *w = wal_new(dir, 8192);     /* 77 records per file */
+	wal_t *w = wal_new(dir, 8192);     /* 78 records per file */
 	put(w, 1, 100);
 	flash_feed_t *f = open_feed(dir, "roll", 1);
 	for (uint64_t i = 1; i <= 60; i++)
@@ -582,6 +582,71 @@ static void test_feed_retention_age_bound_marks_lost(void **state)
 	wt_rmdir(dir);
 }
 
+/* Retention paused inside its first unlink while a consumer registers
+ * "from the start" beside it. */
+typedef int (*unlink_t)(const char *);
+static volatile int unlink_paused, registered;
+
+static int pausing_unlink(const char *p)
+{
+	if (!__atomic_exchange_n(&unlink_paused, 1, __ATOMIC_SEQ_CST)) {
+		/* give the registration every chance to slip in (it must wait) */
+		for (int i = 0; i < 200 && !__atomic_load_n(&registered, __ATOMIC_SEQ_CST); i++) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return ((unlink_t)pio_default("unlink"))(p);
+}
+
+struct remover {
+	const char *dir;
+	uint32_t removed;
+};
+
+static void *remover_main(void *arg)
+{
+	struct remover *r = arg;
+	struct feed_retain_opts o = { 0, 0 };
+	uint64_t c;
+	feed_retain_remove(r->dir, 290, 0, &o, NULL, NULL, &c, &r->removed);
+	return NULL;
+}
+
+static void test_feed_registration_from_start_never_lands_in_a_removed_file(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 8192);
+	put(w, 1, 300);                          /* four files of 78 frames */
+	unlink_paused = registered = 0;
+	pio_override("unlink", (pio_fn)pausing_unlink, NULL);
+	struct remover rm = { .dir = dir };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, remover_main, &rm), 0);
+	while (!__atomic_load_n(&unlink_paused, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	/* the remover is between its decision and its unlinks */
+	flash_feed_t *f = open_feed(dir, "early", 1);
+	__atomic_store_n(&registered, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pio_reset();
+	assert_int_equal(rm.removed, 3);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_OK);   /* not FLASH_ELOST */
+	uint64_t *l;
+	size_t n;
+	assert_int_equal(feed_wal_files(dir, &l, &n), FLASH_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(r.fr_lsn, l[0]);        /* the oldest record still kept */
+	free(l);
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 static void test_feed_list_reports_lag_in_records_and_seconds(void **state)
 {
 	(void)state;
@@ -628,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
 		cmocka_unit_test(test_feed_retention_keeps_needed_files_within_bound_only),
 		cmocka_unit_test(test_feed_retention_age_bound_marks_lost),
+		cmocka_unit_test(test_feed_registration_from_start_never_lands_in_a_removed_file),
 		cmocka_unit_test(test_feed_list_reports_lag_in_records_and_seconds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
