@@ -92,6 +92,13 @@ static const struct {
 	{ FLASH_ESNAP_FAILED, "FLASH_ESNAP_FAILED", "snapshots failed earlier and are off" },
 	{ FLASH_ESNAP_SEGMENT, "FLASH_ESNAP_SEGMENT", "the segment refused the snapshot" },
 	{ FLASH_ESNAP_NOTEMPTY, "FLASH_ESNAP_NOTEMPTY", "recover: the segment exists and is not empty" },
+	{ FLASH_ETIMEOUT, "FLASH_ETIMEOUT", "feed: no durable record arrived within the wait" },
+	{ FLASH_ELOST, "FLASH_ELOST",
+	  "feed: WAL retention removed records the consumer had not committed (open it with a MariaDB refill URL)" },
+	{ FLASH_EAHEAD, "FLASH_EAHEAD", "feed: the consumer's position is past the WAL's durable end" },
+	{ FLASH_EFEED_IDENT, "FLASH_EFEED_IDENT",
+	  "feed: the WAL belongs to another segment incarnation than the consumer's" },
+	{ FLASH_EREFILL, "FLASH_EREFILL", "feed: MariaDB has not applied the lost range: the refill cannot cover it" },
 };
 
 const char *flash_strerror(int rc)

@@ -42,6 +42,9 @@ struct flash_mysql_probe;
 /* Add the MySQL liveness ping's figures (flashstock_mysql_connected; NULL:
  * none); keep @p p alive until metrics_stop(). */
 void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p);
+/* Show the feed consumers registered in @p wal_dir (feed.h) and their lag;
+ * call before the first scrape.  @return 0; -1 out of memory. */
+int metrics_set_feed(metrics_t *m, const char *wal_dir);
 
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "snapshot.h"
+#include "feed.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -673,8 +674,16 @@ static int snap_remove_wal(snap_t *s)
 	}
 	if (cover <= s->s_cover)
 		return SNAP_OK;
+	/* feed consumers can only lower the cover: asked only when something
+	 * would go; their positions are read and the files removed under the
+	 * feed's registry lock (feed.h) */
+	struct feed_retain_opts fo = { .keep_bytes = s->s_o.feed_keep_bytes,
+	                               .keep_age_s = s->s_o.feed_keep_age_s };
 	uint32_t removed = 0;
-	int rc = wal_remove_before(s->s_o.wal_dir, cover + 1, &removed);
+	int rc = feed_retain_remove(s->s_o.wal_dir, cover, s->s_cover, &fo, s->s_o.log, s->s_o.log_arg,
+	                            &cover, &removed);
+	if (rc == WAL_OK && cover <= s->s_cover)
+		return SNAP_OK;
 	if (removed) {
 		pthread_mutex_lock(&s->s_mu);
 		s->s_st.wal_removed += removed;

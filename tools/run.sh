@@ -21,7 +21,8 @@ PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd)
 PKGS+=(openjdk-17-jdk-headless junit5)                   # bindings/java (JNI, JUnit 5)
 PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; redigo for its bench)
-PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python
+PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python; python3 also
+#   for tests/cli_feed_refill.sh, which compares records LSN by LSN
 
 log() { printf '== %s\n' "$*" >&2; }
 

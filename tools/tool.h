@@ -42,6 +42,7 @@ int cmd_wal(int argc, char **argv);
 int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock_bench) */
 int cmd_reconcile(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_feed(int argc, char **argv);
 
 /* ---- messages ---------------------------------------------------------- */
 
