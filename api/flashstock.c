@@ -58,6 +58,10 @@ static const struct {
 	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
 	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },
 	{ FLASH_EMYSQL_GAP, "FLASH_EMYSQL_GAP", "records missing between the applied LSN and a batch" },
+	{ FLASH_EAMQP_RETRY, "FLASH_EAMQP_RETRY",
+	  "RabbitMQ down, slow or it refused a message: re-send from the confirmed position" },
+	{ FLASH_EAMQP, "FLASH_EAMQP", "RabbitMQ refused a declare" },
+	{ FLASH_EAMQP_CONFIG, "FLASH_EAMQP_CONFIG", "bad AMQP URL or option, or RabbitMQ login refused" },
 };
 
 const char *flash_strerror(int rc)

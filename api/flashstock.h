@@ -109,6 +109,11 @@ extern "C" {
 #define FLASH_EMYSQL         -41   /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG  -42   /* bad MySQL URL or option file, or access denied */
 #define FLASH_EMYSQL_GAP     -43   /* records missing between the applied LSN and a batch */
+/* -70 .. -79: the RabbitMQ sink (persist/amqp_sink.h, `flashstock feed --to`) */
+#define FLASH_EAMQP_RETRY    -70   /* broker down, slow, or it nacked: re-send from the
+                                      confirmed position after a reconnect */
+#define FLASH_EAMQP          -71   /* the broker refused a declare (e.g. another type) */
+#define FLASH_EAMQP_CONFIG   -72   /* bad AMQP URL or option, or login refused */
 
 /**
  * Describe a result code.
