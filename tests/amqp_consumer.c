@@ -14,6 +14,10 @@
  *       The broker going away (killed, restarted) is not an end: the
  *       consumer reconnects every 200 ms and goes on (unacked deliveries
  *       come again: duplicates, which the test counts).  SIGTERM: exit 0.
+ *       With MAXLEN the queue holds at most MAXLEN messages and refuses
+ *       more (x-overflow reject-publish): the broker nacks them.
+ *   amqp_consumer declare PORT EXCHANGE QUEUE MAXLEN
+ *       only declare and bind (as consume with MAXLEN would), then exit 0
  */
 #include <amqp.h>
 #include <amqp_framing.h>
@@ -28,6 +32,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
+static long maxlen;   /* 0: an ordinary queue; else x-max-length with reject-publish */
 
 static void on_term(int sig)
 {
@@ -90,13 +95,27 @@ static int session(amqp_connection_state_t c, const char *exchange, const char *
 	                      0, amqp_empty_table);
 	if (!ok(amqp_get_rpc_reply(c)))
 		return 1;
-	amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 0, 1, 0, 0, amqp_empty_table);
+	amqp_table_entry_t qa[2];
+	amqp_table_t args = amqp_empty_table;
+	if (maxlen > 0) {
+		qa[0].key = amqp_cstring_bytes("x-max-length");
+		qa[0].value.kind = AMQP_FIELD_KIND_I64;
+		qa[0].value.value.i64 = maxlen;
+		qa[1].key = amqp_cstring_bytes("x-overflow");
+		qa[1].value.kind = AMQP_FIELD_KIND_UTF8;
+		qa[1].value.value.bytes = amqp_cstring_bytes("reject-publish");
+		args.num_entries = 2;
+		args.entries = qa;
+	}
+	amqp_queue_declare(c, 1, amqp_cstring_bytes(queue), 0, 1, 0, 0, args);
 	if (!ok(amqp_get_rpc_reply(c)))
 		return 1;
 	amqp_queue_bind(c, 1, amqp_cstring_bytes(queue), amqp_cstring_bytes(exchange),
 	                amqp_cstring_bytes("#"), amqp_empty_table);
 	if (!ok(amqp_get_rpc_reply(c)))
 		return 1;
+	if (ready == NULL)
+		return 0;   /* declare only */
 	amqp_basic_qos(c, 1, 0, 256, 0);
 	if (!ok(amqp_get_rpc_reply(c)))
 		return 1;
@@ -158,11 +177,23 @@ int main(int argc, char **argv)
 		amqp_destroy_connection(c);
 		return 0;
 	}
-	if (argc != 7 || strcmp(argv[1], "consume") != 0) {
+	if (argc == 6 && strcmp(argv[1], "declare") == 0) {
+		amqp_connection_state_t c = connect_login("127.0.0.1", atoi(argv[2]));
+		maxlen = atol(argv[5]);
+		if (c == NULL || session(c, argv[3], argv[4], NULL, NULL) != 0)
+			return 1;
+		amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+		amqp_destroy_connection(c);
+		return 0;
+	}
+	if ((argc != 7 && argc != 8) || strcmp(argv[1], "consume") != 0) {
 		fprintf(stderr, "usage: amqp_consumer probe HOST PORT\n"
-		                "       amqp_consumer consume PORT EXCHANGE QUEUE OUT READY\n");
+		                "       amqp_consumer consume PORT EXCHANGE QUEUE OUT READY [MAXLEN]\n"
+		                "       amqp_consumer declare PORT EXCHANGE QUEUE MAXLEN\n");
 		return 2;
 	}
+	if (argc == 8)
+		maxlen = atol(argv[7]);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_term;
