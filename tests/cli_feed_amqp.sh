@@ -45,7 +45,7 @@ cons_pid=$!
 wait_for 20 "consumer did not bind its queue" test -f "$d/ready"
 
 start_sink() {
-	"$fs" feed --to "$url" --wal "$d/wal" --consumer amqp --name "$name" --from-start \
+	"$fs" feed --to "$url" --wal "$d/wal" --consumer amqp --from-start \
 		--exchange flash.test --window 64 --confirm-timeout-ms 1500 --backoff-max-ms 500 \
 		--status "$d/status" --progress-s 1 2>>"$d/sink$1.log" &
 	sink_pid=$!

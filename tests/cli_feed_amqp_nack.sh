@@ -36,7 +36,7 @@ wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
 "$consumer" declare "$FLASH_AMQP_PORT" flash.nack q.nack 40 || fail "could not declare the queue"
 
 "$buyer" "$name" 1 10 1 300 0 "$d/stop" "$d/acked" || fail "the buyer failed"
-"$fs" feed --to "$FLASH_AMQP_URL" --wal "$d/wal" --consumer amqp --name "$name" --from-start \
+"$fs" feed --to "$FLASH_AMQP_URL" --wal "$d/wal" --consumer amqp --from-start \
 	--exchange flash.nack --window 16 --backoff-max-ms 200 --status "$d/status" \
 	--progress-s 1 2>>"$d/sink.log" &
 sink_pid=$!

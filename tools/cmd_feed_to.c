@@ -31,7 +31,7 @@ static void feed_to_help(FILE *out)
 {
 	fprintf(out,
 	        "usage: flashstock feed --to amqp://USER:PASS@HOST:PORT/VHOST --wal DIR --consumer NAME\n"
-	        "                       [--name SEGMENT] [--from-start] [--exchange X]\n"
+	        "                       [--from-start] [--mysql URL] [--exchange X]\n"
 	        "                       [--exchange-type topic|direct|fanout] [--queue Q]\n"
 	        "                       [--window N] [--confirm-timeout-ms MS] [--backoff-max-ms MS]\n"
 	        "                       [--status FILE] [--progress-s S]\n"
@@ -50,8 +50,11 @@ static void feed_to_help(FILE *out)
 	        "2000) and sends again from the last confirmed LSN.  Delivery is at least once:\n"
 	        "what was in flight when the connection went, or published after the last\n"
 	        "committed position when the sink was killed, may arrive twice.\n"
-	        "A new consumer starts at the WAL's durable end, or at LSN 1 with --from-start.\n"
-	        "--name SEGMENT bounds what is read by the LSN the segment says is durable.\n"
+	        "NAME is a consumer of the order feed like any other (`flashstock feed --list`\n"
+	        "shows its lag; serve keeps the WAL it has not committed): a new one starts at\n"
+	        "the WAL's durable end, or at its oldest record with --from-start; only durable\n"
+	        "records are read.  --mysql URL refills a range WAL retention removed from\n"
+	        "MariaDB (see `flashstock feed --help`).\n"
 	        "--queue Q declares a durable queue Q bound to the exchange with key '#':\n"
 	        "RabbitMQ confirms and drops what no queue takes, so bind one before publishing.\n"
 	        "\n"
@@ -63,7 +66,8 @@ static void feed_to_help(FILE *out)
 	        "for what is in flight, commits the confirmed LSN, exits 0.\n"
 	        "\n"
 	        "exit: 0 stopped by a signal; 1 the broker refused the login or a declare, or the\n"
-	        "WAL cannot be read; 2 usage error\n");
+	        "feed cannot be read; 2 usage error; 3 the consumer is lost (WAL removed past\n"
+	        "the retention bound) and no --mysql was given, or MariaDB cannot cover it\n");
 }
 
 struct feed_to_opts {
@@ -81,7 +85,7 @@ static int feed_to_parse(int argc, char **argv, struct feed_to_opts *o)
 		{ "to", required_argument, NULL, 't' },
 		{ "wal", required_argument, NULL, 'w' },
 		{ "consumer", required_argument, NULL, 'c' },
-		{ "name", required_argument, NULL, 'n' },
+		{ "mysql", required_argument, NULL, 'M' },
 		{ "from-start", no_argument, NULL, 'F' },
 		{ "exchange", required_argument, NULL, 'x' },
 		{ "exchange-type", required_argument, NULL, 'X' },
@@ -111,7 +115,11 @@ static int feed_to_parse(int argc, char **argv, struct feed_to_opts *o)
 		case 't': o->sink.url = optarg; break;
 		case 'w': o->src.wal_dir = optarg; break;
 		case 'c': o->src.consumer = optarg; break;
-		case 'n': o->src.segment = optarg; break;
+		case 'M':
+			if (tool_opt_mysql_url(cmd, optarg) != 0)
+				return TOOL_USAGE;
+			o->src.mysql_url = optarg;
+			break;
 		case 'F': o->src.from_start = 1; break;
 		case 'x': o->sink.exchange = optarg; break;
 		case 'X':
@@ -295,8 +303,15 @@ static int feed_to_run(const struct feed_to_opts *o, struct sink_source *src, am
 		struct sink_item it;
 		rc = src->ops->next(src, &it, st.in_flight ? 0 : 100);
 		if (rc < 0) {
-			tool_failf("feed --to: reading the feed: %s (%s)", src->what, flash_strerror(rc));
-			ret = TOOL_FAIL;
+			tool_failf("feed --to: %s", src->what);
+			/* lost: as `flashstock feed` says it (exit 3) */
+			ret = rc == FLASH_ELOST || rc == FLASH_EREFILL ? 3 : TOOL_FAIL;
+			if (rc == FLASH_EMYSQL_RETRY) {
+				/* MariaDB away during a refill: wait and read again */
+				feed_to_sleep_ms(500);
+				ret = TOOL_OK;
+				continue;
+			}
 			break;
 		}
 		if (rc == 1)

@@ -1,7 +1,8 @@
 /*
  * sink_source.h -- where `flashstock feed --to` takes its records from: a
  * small interface between the RabbitMQ sink's loop (tools/cmd_feed_to.c)
- * and a durable, named position over the WAL.
+ * and a durable, named position over the WAL (the order feed, in
+ * tools/sink_src_feed.c; the loop is tested apart from it through this).
  *
  * A source hands out records in LSN order from its position, and moves its
  * durable position only when told (sink_src_commit): the sink commits the
@@ -50,13 +51,15 @@ struct sink_source {
 struct sink_source_opts {
 	const char *wal_dir;      /* the WAL directory `serve` writes */
 	const char *consumer;     /* the consumer's name */
-	const char *segment;      /* segment name, or NULL (see the WAL source) */
-	int         from_start;   /* a new consumer starts at LSN 1, else at the end */
+	const char *mysql_url;    /* refill source for a lost range (NULL: none) */
+	int         from_start;   /* a new consumer starts at the oldest record, else at
+	                             the durable end */
 };
 
 /**
- * Open the source `feed --to` uses.
- * @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM; FLASH_ESYS (out->what says).
+ * Open the source `feed --to` uses: the order feed's consumer o->consumer
+ * (tools/sink_src_feed.c).  @p why (@p cap bytes) says what failed.
+ * @return FLASH_OK; a code of flash_feed_open().
  */
 int sink_source_open(const struct sink_source_opts *o, struct sink_source **out, char *why,
                      size_t cap);
