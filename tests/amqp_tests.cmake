@@ -19,9 +19,9 @@ add_test(NAME amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_a
 set_tests_properties(amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_and_sink_kill
                      PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
 
-add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack
+add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp_nack.sh $<TARGET_FILE:flashstock>
                  $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
-set_tests_properties(amqp_sink_resends_from_confirmed_lsn_after_nack
+set_tests_properties(amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals
                      PROPERTIES LABELS "amqp;cli" TIMEOUT 300)

@@ -104,6 +104,9 @@ kill -TERM "$sink_pid"
 wait "$sink_pid" || fail "the sink did not exit 0 on SIGTERM"
 sink_pid=
 status_ge committed_lsn "$end" || fail "committed $(status_field "$d/status" committed_lsn) after a clean stop, WAL end $end"
+# the sink is a consumer of the feed like any other: `feed --list` shows it caught up
+"$fs" feed --list --wal "$d/wal" --json | grep -q "\"name\":\"amqp\",\"state\":\"ok\",\"committed_lsn\":$end," \
+	|| fail "feed --list does not show consumer amqp at LSN $end: $("$fs" feed --list --wal "$d/wal" --json)"
 tail -n 1 "$d/sink2.log" | grep -q "^feed --to: confirmed_lsn=[0-9]* .* in_flight=0 .* connected=1" \
 	|| fail "the sink's last progress line: $(tail -n 1 "$d/sink2.log")"
 echo "PASS"

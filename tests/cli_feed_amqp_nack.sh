@@ -11,7 +11,9 @@
 # the sink counted nacks, and its confirmed and committed LSNs stay below
 # the LSN of the 41st order (the first message the queue refused).  Then a
 # consumer drains the queue, and every acknowledged order arrives (at
-# least once), nothing else does.
+# least once), nothing else does.  Before that: usage errors exit 2, and
+# what retrying cannot mend (a refused login, an exchange of another type)
+# ends the sink with 1, saying why.
 set -u
 fs=$1
 consumer=$2
@@ -25,6 +27,16 @@ export FLASH_RABBITMQ_DIR="$d/rabbit"
 
 . "$(dirname "$0")/amqp_lib.sh"
 
+# usage errors: exit 2, before anything is made
+"$fs" feed --to http://x --wal "$d" --consumer c 2>"$d/usage.log"
+[ $? -eq 2 ] || fail "feed --to http://x: not a usage error"
+"$fs" feed --to amqp://127.0.0.1:1 --wal "$d" 2>"$d/usage.log"
+[ $? -eq 2 ] || fail "feed --to without --consumer: not a usage error"
+"$fs" feed --to amqp://127.0.0.1:1 --wal "$d" --consumer c --window 0 2>"$d/usage.log"
+[ $? -eq 2 ] || fail "feed --to --window 0: not a usage error"
+"$fs" feed --to x --help | grep -q "publisher confirms" || fail "feed --to --help"
+[ ! -e "$d/feed" ] || fail "a usage error registered a consumer"
+
 eval "$("$fixture" start "$FLASH_RABBITMQ_DIR")" || fail "rabbitmq fixture did not start"
 
 "$fs" create --name "$name" --durability sync --procs 16 --users 4096 --orders 4096 \
@@ -36,6 +48,17 @@ wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
 "$consumer" declare "$FLASH_AMQP_PORT" flash.nack q.nack 40 || fail "could not declare the queue"
 
 "$buyer" "$name" 1 10 1 300 0 "$d/stop" "$d/acked" || fail "the buyer failed"
+
+# what retrying cannot mend ends the sink with 1 and says why: a refused
+# login, an exchange declared with another type
+"$fs" feed --to "amqp://guest:wrong@127.0.0.1:$FLASH_AMQP_PORT" --wal "$d/wal" --consumer bad \
+	--exchange flash.nack 2>"$d/refused.log"
+[ $? -eq 1 ] || fail "a refused login did not end the sink with 1"
+grep -q "ACCESS_REFUSED" "$d/refused.log" || fail "refused login: $(cat "$d/refused.log")"
+"$fs" feed --to "$FLASH_AMQP_URL" --wal "$d/wal" --consumer bad --exchange flash.nack \
+	--exchange-type direct 2>"$d/refused.log"
+[ $? -eq 1 ] || fail "an exchange of another type did not end the sink with 1"
+grep -q "PRECONDITION_FAILED" "$d/refused.log" || fail "declare refused: $(cat "$d/refused.log")"
 "$fs" feed --to "$FLASH_AMQP_URL" --wal "$d/wal" --consumer amqp --from-start \
 	--exchange flash.nack --window 16 --backoff-max-ms 200 --status "$d/status" \
 	--progress-s 1 2>>"$d/sink.log" &
