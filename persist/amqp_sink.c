@@ -123,16 +123,19 @@ int amqp_sink_new(const struct amqp_sink_opts *o, amqp_sink_t **out)
 
 /* ------------------------------------------------------ 1. the in-flight window */
 
+/* The i-th message in flight (0: the oldest).  as_cap is never 0
+ * (amqp_sink_new); the test says so to the analyzer. */
 static struct sink_slot *sink_at(amqp_sink_t *s, uint32_t i)
 {
-	return &s->as_win[(s->as_head + i) % s->as_cap];
+	uint32_t cap = s->as_cap ? s->as_cap : 1;
+	return &s->as_win[(s->as_head + i) % cap];
 }
 
 /* Move the confirmed position over the prefix of confirmed messages. */
 static void sink_advance(amqp_sink_t *s)
 {
 	while (s->as_n > 0 && sink_at(s, 0)->ss_confirmed) {
-		s->as_head = (s->as_head + 1) % s->as_cap;
+		s->as_head = (uint32_t)(sink_at(s, 1) - s->as_win);
 		s->as_n--;
 		s->as_first_tag++;
 	}

@@ -256,7 +256,7 @@ static int feed_to_run(const struct feed_to_opts *o, struct sink_source *src, am
 		amqp_sink_stats_get(sk, &st);
 		if (now >= next_commit) {
 			if (st.confirmed_lsn > src->committed &&
-			    (rc = src->ops->commit(src, st.confirmed_lsn)) != FLASH_OK) {
+			    src->ops->commit(src, st.confirmed_lsn) != FLASH_OK) {
 				tool_failf("feed --to: commit: %s", src->what);
 				ret = TOOL_FAIL;
 				break;
