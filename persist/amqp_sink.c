@@ -326,6 +326,15 @@ static int sink_ack(amqp_sink_t *s, uint64_t tag, int multiple)
 	return FLASH_OK;
 }
 
+/* A nack: the broker could not take the message (e.g. a full queue that
+ * rejects publishes).  Whatever was in flight is sent again from the
+ * confirmed position, so the connection is dropped here. */
+static int sink_nack(amqp_sink_t *s, uint64_t tag, int multiple)
+{
+	s->as_st.nacked++;
+	return sink_lost(s, "basic.nack for tag %" PRIu64 "%s", tag, multiple ? " (multiple)" : "");
+}
+
 /*
  * Wait up to @p wait_ms for one frame and handle it.  basic.ack confirms;
  * basic.nack (the broker could not take the message: an internal error of
@@ -358,9 +367,7 @@ static int sink_read_frame(amqp_sink_t *s, uint32_t wait_ms)
 	}
 	case AMQP_BASIC_NACK_METHOD: {
 		const amqp_basic_nack_t *n = f.payload.method.decoded;
-		s->as_st.nacked++;
-		st = sink_lost(s, "basic.nack for tag %" PRIu64 "%s", n->delivery_tag,
-		               n->multiple ? " (multiple)" : "");
+		st = sink_nack(s, n->delivery_tag, n->multiple);
 		break;
 	}
 	case AMQP_CHANNEL_CLOSE_METHOD: {
@@ -541,7 +548,7 @@ void amqp_sink_free(amqp_sink_t *s)
 {
 	if (s == NULL)
 		return;
-	if (s->as_up) {
+	if (s->as_up && s->as_conn != NULL) {
 		/* a clean close; bounded by the RPC timeout set at connect */
 		amqp_channel_close(s->as_conn, SINK_CHANNEL, AMQP_REPLY_SUCCESS);
 		amqp_connection_close(s->as_conn, AMQP_REPLY_SUCCESS);
@@ -555,4 +562,30 @@ void amqp_sink_free(amqp_sink_t *s)
 	free(s->as_type);
 	free(s->as_queue);
 	free(s);
+}
+
+/* ------------------------------------------------------- tests of the window */
+
+int amqp_sink_test_sent(amqp_sink_t *s, uint64_t lsn, int is_message)
+{
+	if (lsn <= s->as_put_lsn || s->as_n == s->as_cap)
+		return FLASH_EINVAL;
+	s->as_up = 1;   /* as if connected: the frame handlers drop it on loss */
+	s->as_put_lsn = lsn;
+	if (!is_message) {
+		if (s->as_n == 0)
+			s->as_confirmed = lsn;
+		return FLASH_OK;
+	}
+	struct sink_slot *e = sink_at(s, s->as_n);
+	e->ss_lsn = lsn;
+	e->ss_sent_ns = sink_now_ns();
+	e->ss_confirmed = 0;
+	s->as_n++;
+	return FLASH_OK;
+}
+
+int amqp_sink_test_confirm(amqp_sink_t *s, uint64_t tag, int multiple, int nack)
+{
+	return nack ? sink_nack(s, tag, multiple) : sink_ack(s, tag, multiple);
 }

@@ -156,6 +156,19 @@ void amqp_sink_free(amqp_sink_t *s);
  */
 size_t amqp_sink_body(char *buf, size_t cap, uint64_t lsn, const struct flash_record *rec);
 
+/*
+ * For tests of the window alone (tests/test_amqp_sink.c), without a broker:
+ * amqp_sink_test_sent() records a message of @p lsn as published (the next
+ * delivery tag) or, for a record that is no message, as passed;
+ * amqp_sink_test_confirm() handles a basic.ack (nack 0) or basic.nack
+ * (nack 1) of @p tag as if the broker had sent it.
+ * @return FLASH_OK; FLASH_EAMQP_RETRY (the frame drops the connection: a
+ *         nack, a tag never published); FLASH_EINVAL (LSN not increasing,
+ *         window full).
+ */
+int amqp_sink_test_sent(amqp_sink_t *s, uint64_t lsn, int is_message);
+int amqp_sink_test_confirm(amqp_sink_t *s, uint64_t tag, int multiple, int nack);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,3 +25,9 @@ add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refus
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
 set_tests_properties(amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals
                      PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
+
+# The sink's window, position and refusals without a broker (cmocka).
+if(TARGET test_amqp_sink)
+  target_link_libraries(test_amqp_sink PRIVATE flashstock_persist)
+  set_tests_properties(test_amqp_sink PROPERTIES LABELS "persist;amqp" TIMEOUT 60)
+endif()
