@@ -114,8 +114,9 @@ extern "C" {
 #define FLASH_ETIMEOUT       -60   /* feed: no durable record arrived within wait_ms */
 #define FLASH_ELOST          -61   /* feed: WAL retention removed records the consumer
                                       had not committed, and no refill source is set */
-#define FLASH_EAHEAD         -62   /* feed: the consumer's position is past the WAL's
-                                      durable end (the WAL was cut or replaced) */
+#define FLASH_EAHEAD         -62   /* feed: the consumer's position is past the durable
+                                      end of a WAL whose writer runs (the WAL was cut
+                                      or replaced) */
 #define FLASH_EFEED_IDENT    -63   /* feed: the WAL belongs to another segment
                                       incarnation than the one the consumer registered on */
 #define FLASH_EREFILL        -64   /* feed: the refill source cannot cover the lost range
@@ -891,8 +892,8 @@ int flash_replay(flash_t *h, const struct flash_record *rec);
  *   flash_feed_t *f;
  *   flash_feed_open(dir, "fulfilment", &opts, &f);
  *   while (flash_feed_next(f, &r, 1000) == FLASH_OK) {   // or FLASH_ETIMEOUT: idle
- *       act_on(&r);                                      // idempotent by r.rec.order_no / r.lsn
- *       flash_feed_commit(f, r.lsn);                     // or after a batch
+ *       act_on(&r);                          // idempotent by r.fr_rec.order_no / r.fr_lsn
+ *       flash_feed_commit(f, r.fr_lsn);      // or after a batch
  *   }
  *
  *  - Order: records come in LSN order, each LSN once per open; the first
@@ -919,14 +920,16 @@ int flash_replay(flash_t *h, const struct flash_record *rec);
  *    flash_feed_next() returns FLASH_ELOST at the gap -- never a silent skip.
  *  - Refill: a feed opened with a MariaDB URL (opts.mysql_url: the
  *    database the daemon's applier writes) serves a lost range from
- *    MariaDB's `orders` and `activities` rows (they carry their LSN), then
+ *    MariaDB's `orders`, `activities` and `item_stock` rows (they carry
+ *    their LSN), then
  *    continues from the WAL.  What MariaDB does not keep per LSN is said,
  *    never invented: see struct flash_feed_rec (fr_missing, fr_gap).
  *
  * Synchronization: a flash_feed_t is used by one thread at a time (no
  * internal lock) and not after fork().  One open feed per consumer name at a
- * time over all processes (flock on DIR/feed/NAME.lock: a second open gets
- * FLASH_EBUSY, a dead holder's lock is dropped by the kernel).  Any number
+ * time over all processes (an open-file-description lock on
+ * DIR/feed/NAME.lock: a second open gets FLASH_EBUSY, a dead holder's lock
+ * is dropped by the kernel; listing tests it without taking it).  Any number
  * of consumers and flash_feed_list() callers run beside one writer.
  * ------------------------------------------------------------------------ */
 
@@ -1008,7 +1011,11 @@ int flash_feed_open(const char *wal_dir, const char *consumer, const struct flas
  *         or flash_feed_drop() and re-register); FLASH_EREFILL (a refill
  *         source is set but MariaDB has not applied the lost range);
  *         FLASH_EMYSQL_RETRY (MariaDB unreachable during a refill: call
- *         again); FLASH_EAHEAD; FLASH_EFEED_IDENT (the WAL was replaced
+ *         again); FLASH_EAHEAD (the position is past the durable end while
+ *         the WAL's writer runs: an operator cut the WAL below it, or another
+ *         WAL took the directory; without a running writer the feed waits,
+ *         since after a reboot DIR/DURABLE may say less than the WAL holds
+ *         until serve opens it); FLASH_EFEED_IDENT (the WAL was replaced
  *         under the feed); FLASH_ECORRUPT (a durable frame fails its check:
  *         the WAL is damaged; `flashstock wal verify`); FLASH_EINVAL;
  *         FLASH_ENOMEM; FLASH_ESYS.

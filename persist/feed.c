@@ -129,8 +129,10 @@ int feed_pos_read(const char *wal_dir, const char *name, struct feed_pos *out)
 
 /*
  * Write DIR/feed/NAME.pos durably: NAME.pos.tmp, write, fdatasync, rename,
- * fsync of the directory (@p dirfd).  A crash leaves the old file or the
- * new one, whole (a leftover .tmp is overwritten by the next commit).
+ * fsync of the directory (@p dirfd), every call through pio.h (tests inject
+ * faults there).  A crash leaves the old file or the new one, whole (a
+ * leftover .tmp is overwritten by the next commit); a failure before the
+ * rename leaves the old one.
  */
 static int feed_pos_write(const char *wal_dir, int dirfd, const char *name, const struct feed_pos *p)
 {
@@ -143,17 +145,17 @@ static int feed_pos_write(const char *wal_dir, int dirfd, const char *name, cons
 	if (feed_path(tmp, sizeof tmp, wal_dir, name, ".pos.tmp") != 0 ||
 	    feed_path(path, sizeof path, wal_dir, name, ".pos") != 0)
 		return FLASH_EINVAL;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = pio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return feed_errno_rc(errno);
-	if (pio_pwrite_full(fd, buf, (size_t)k, 0) != 0 || fdatasync(fd) != 0) {
+	if (pio_pwrite_full(fd, buf, (size_t)k, 0) != 0 || pio_fdatasync(fd) != 0) {
 		int e = errno;
-		close(fd);
-		unlink(tmp);
+		pio_close(fd);
+		pio_unlink(tmp);
 		return feed_errno_rc(e);
 	}
-	close(fd);
-	if (rename(tmp, path) != 0 || fsync(dirfd) != 0)
+	pio_close(fd);
+	if (pio_rename(tmp, path) != 0 || pio_fsync(dirfd) != 0)
 		return feed_errno_rc(errno);
 	return FLASH_OK;
 }
@@ -290,7 +292,7 @@ static int feed_frame_at(const struct feed_file *f, uint64_t off, uint64_t lsn,
                          struct flash_feed_rec *out, uint64_t *bytes)
 {
 	static const unsigned char zero[FEED_FRAME_HDR];
-	if (off + FEED_FRAME_HDR > f->ff_len)
+	if (f->ff_map == NULL || off + FEED_FRAME_HDR > f->ff_len)
 		return 0;
 	const unsigned char *h = f->ff_map + off;
 	if (memcmp(h, zero, sizeof zero) == 0)
@@ -412,7 +414,7 @@ int feed_wal_read_one(const char *wal_dir, uint64_t lsn, struct flash_feed_rec *
 struct flash_feed {
 	char              *fd_dir;
 	char               fd_name[FLASH_FEED_NAME_MAX + 1];
-	int                fd_lockfd;       /* flock'ed NAME.lock */
+	int                fd_lockfd;       /* holds NAME.lock's OFD lock */
 	int                fd_dirfd;        /* DIR/feed, for the fsync after a rename */
 	struct wal_mark   *fd_mark;         /* NULL until a writer published */
 	int                fd_mark_rw;      /* we may count ourselves in wm_waiters */
@@ -480,6 +482,12 @@ static int feed_writer_alive(const struct wal_mark *k)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/*
+ * Take NAME.lock for the caller: an open-file-description lock (F_OFD_SETLK,
+ * write, whole file), dropped by the kernel when the descriptor closes or
+ * the process dies.  OFD rather than flock so that flash_feed_list() can
+ * TEST it (F_OFD_GETLK) without taking it: a lister never makes an open fail.
+ */
 static int feed_lock(const char *dir, const char *name, int *out)
 {
 	char path[4200];
@@ -488,10 +496,11 @@ static int feed_lock(const char *dir, const char *name, int *out)
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return feed_errno_rc(errno);
-		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+		if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
 			int e = errno;
 			close(fd);
-			return e == EWOULDBLOCK ? FLASH_EBUSY : feed_errno_rc(e);
+			return e == EAGAIN || e == EACCES ? FLASH_EBUSY : feed_errno_rc(e);
 		}
 		/* A drop may have unlinked the file we locked: lock the live one. */
 		struct stat a, b;
@@ -552,7 +561,13 @@ int flash_feed_open(const char *wal_dir, const char *consumer, const struct flas
 	int rc;
 	char path[4200];
 	feed_path(path, sizeof path, wal_dir, NULL, "");
-	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+	if (mkdir(path, 0700) == 0) {
+		/* the new directory's entry must survive a reboot with the positions in it */
+		if (pio_fsync_dir(wal_dir) != 0) {
+			rc = feed_errno_rc(errno);
+			goto fail;
+		}
+	} else if (errno != EEXIST) {
 		rc = feed_errno_rc(errno);
 		goto fail;
 	}
@@ -643,6 +658,76 @@ static int feed_refill_start(flash_feed_t *f)
 	return FLASH_OK;
 }
 
+/*
+ * A refill in progress hands out its records, then, if the range ends with
+ * LSNs MariaDB does not keep, one record of type 0 that stands for the
+ * range's last LSN (its fr_gap for those below it: flashstock.h), then
+ * gives way to the WAL.  @return 1 a record is in *out; 0 none (no refill,
+ * or it is over).
+ */
+static int feed_next_refilled(flash_feed_t *f, struct flash_feed_rec *out)
+{
+	if (f->fd_rend == 0)
+		return 0;
+	if (feed_refill_next(f, out))
+		return 1;
+	if (f->fd_next < f->fd_rend) {
+		memset(out, 0, sizeof *out);
+		out->fr_lsn = f->fd_rend - 1;
+		out->fr_source = FLASH_FEED_MYSQL;
+		out->fr_gap = f->fd_rend - 1 - f->fd_next;
+		out->fr_missing = FLASH_FEED_MISS_SLOT | FLASH_FEED_MISS_TS | FLASH_FEED_MISS_VALUE;
+		f->fd_next = f->fd_rend;
+		f->fd_rend = 0;
+		return 1;
+	}
+	f->fd_rend = 0;
+	return 0;
+}
+
+#define FEED_AGAIN 1   /* feed_next_from_wal: the file or the refill changed, look again */
+
+/*
+ * The record at f->fd_next, which is durable, from the WAL: from the mapped
+ * file while it holds it, else from the file that does (roll-over, or the
+ * first read).  A removed file starts a refill when a source is set.
+ * @return FLASH_OK (*out); FEED_AGAIN; FLASH_ELOST; FLASH_ECORRUPT;
+ *         FLASH_EFEED_IDENT; FLASH_EAHEAD; a refill's code; FLASH_ESYS.
+ */
+static int feed_next_from_wal(flash_feed_t *f, struct flash_feed_rec *out)
+{
+	struct feed_file *ff = &f->fd_file;
+	uint64_t b;
+	if (ff->ff_map != NULL && ff->ff_lsn == f->fd_next) {
+		int r = feed_frame_at(ff, ff->ff_off, f->fd_next, out, &b);
+		if (r == 1) {
+			ff->ff_off += b;
+			ff->ff_lsn++;
+			f->fd_next++;
+			return FLASH_OK;
+		}
+		if (r < 0)
+			return FLASH_ECORRUPT;
+		/* the end of this file: the next one starts at fd_next */
+	}
+	int rc = feed_locate(f->fd_dir, f->fd_next, ff);
+	if (rc == FLASH_OK) {
+		if (ff->ff_lsn != f->fd_next || feed_frame_at(ff, ff->ff_off, f->fd_next, NULL, &b) != 1)
+			return FLASH_ECORRUPT;       /* durable, yet not there */
+		if (f->fd_pos.fp_incarnation != 0 && ff->ff_incarnation != 0 &&
+		    ff->ff_incarnation != f->fd_pos.fp_incarnation)
+			return FLASH_EFEED_IDENT;
+		return FEED_AGAIN;
+	}
+	if (rc == FLASH_ELOST) {
+		if (f->fd_url == NULL)
+			return FLASH_ELOST;
+		rc = feed_refill_start(f);
+		return rc == FLASH_OK ? FEED_AGAIN : rc;
+	}
+	return rc == FLASH_ENOT_FOUND ? FLASH_EAHEAD : rc;   /* durable, yet no file at all */
+}
+
 int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_ms)
 {
 	if (f == NULL || out == NULL || f->fd_pid != getpid())
@@ -651,62 +736,13 @@ int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_m
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	int64_t deadline = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + (int64_t)wait_ms * 1000000;
 	for (;;) {
-		/* A refill in progress: its records first, then the WAL. */
-		if (f->fd_rend != 0) {
-			if (feed_refill_next(f, out))
-				return FLASH_OK;
-			if (f->fd_next < f->fd_rend) {
-				/* LSNs at the end of the range MariaDB does not keep: one
-				 * record of type 0 stands for the range's last LSN, its
-				 * fr_gap for those below it (flashstock.h). */
-				memset(out, 0, sizeof *out);
-				out->fr_lsn = f->fd_rend - 1;
-				out->fr_source = FLASH_FEED_MYSQL;
-				out->fr_gap = f->fd_rend - 1 - f->fd_next;
-				out->fr_missing = FLASH_FEED_MISS_SLOT | FLASH_FEED_MISS_TS | FLASH_FEED_MISS_VALUE;
-				f->fd_next = f->fd_rend;
-				f->fd_rend = 0;
-				return FLASH_OK;
-			}
-			f->fd_rend = 0;
-		}
+		if (feed_next_refilled(f, out))
+			return FLASH_OK;
 		uint64_t durable = feed_durable(f);
 		if (f->fd_next <= durable) {
-			struct feed_file *ff = &f->fd_file;
-			if (ff->ff_map != NULL && ff->ff_lsn == f->fd_next) {
-				uint64_t b;
-				int r = feed_frame_at(ff, ff->ff_off, f->fd_next, out, &b);
-				if (r == 1) {
-					ff->ff_off += b;
-					ff->ff_lsn++;
-					f->fd_next++;
-					return FLASH_OK;
-				}
-				if (r < 0)
-					return FLASH_ECORRUPT;
-				/* the end of this file: the next one starts at fd_next */
-			}
-			int rc = feed_locate(f->fd_dir, f->fd_next, ff);
-			if (rc == FLASH_OK) {
-				if (ff->ff_lsn != f->fd_next)
-					return FLASH_ECORRUPT;
-				uint64_t b;
-				if (feed_frame_at(ff, ff->ff_off, f->fd_next, NULL, &b) != 1)
-					return FLASH_ECORRUPT;   /* durable, yet not there */
-				if (f->fd_pos.fp_incarnation != 0 && ff->ff_incarnation != 0 &&
-				    ff->ff_incarnation != f->fd_pos.fp_incarnation)
-					return FLASH_EFEED_IDENT;
+			int rc = feed_next_from_wal(f, out);
+			if (rc == FEED_AGAIN)
 				continue;
-			}
-			if (rc == FLASH_ELOST) {
-				if (f->fd_url == NULL)
-					return FLASH_ELOST;
-				if ((rc = feed_refill_start(f)) != FLASH_OK)
-					return rc;
-				continue;
-			}
-			if (rc == FLASH_ENOT_FOUND)
-				return FLASH_EAHEAD;     /* durable, yet no file at all */
 			return rc;
 		}
 		/* Past the durable end by more than the next record: legitimate
@@ -772,6 +808,7 @@ int flash_feed_close(flash_feed_t *f)
  * 5. Listing and dropping
  * ------------------------------------------------------------------------ */
 
+/* Is NAME open in a live feed now?  Tests the OFD lock without taking it. */
 static int feed_is_open(const char *dir, const char *name)
 {
 	char path[4200];
@@ -779,7 +816,8 @@ static int feed_is_open(const char *dir, const char *name)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	int held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	int held = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 	close(fd);
 	return held;
 }

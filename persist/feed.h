@@ -15,7 +15,7 @@
  *                          created_ns <CLOCK_REALTIME>
  *                          commit_ns <CLOCK_REALTIME of the last commit, 0: never>
  *                          crc <CRC-32C of every byte before this line, hex>
- *   DIR/feed/NAME.lock   flock'ed (LOCK_EX) by the feed that has NAME open
+ *   DIR/feed/NAME.lock   locked (F_OFD_SETLK, write) by the feed that has NAME open
  */
 #ifndef FLASH_FEED_H
 #define FLASH_FEED_H

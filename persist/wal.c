@@ -563,11 +563,6 @@ static void wal_mark_publish(wal_t *w, uint64_t lsn)
 	struct wal_mark *k = w->w_mark;
 	if (k == NULL)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	k->wm_pid = (int32_t)getpid();
-	k->wm_incarnation = w->w_incarnation;
-	k->wm_publish_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	__atomic_store_n(&k->wm_durable, lsn, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&k->wm_seq, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&k->wm_waiters, __ATOMIC_SEQ_CST) != 0)
@@ -1042,6 +1037,14 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	if ((w->w_mark = wal_mark_open(dir)) == NULL) {
 		rc = WAL_EIO;
 		goto fail;
+	}
+	{
+		/* who publishes from now on; then what wal_open found durable */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		w->w_mark->wm_pid = (int32_t)getpid();
+		w->w_mark->wm_incarnation = w->w_incarnation;
+		w->w_mark->wm_open_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	}
 	wal_mark_publish(w, w->w_durable);
 	free(lsns);

@@ -184,7 +184,9 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
  *   - wal_open() creates it if missing (never truncates or replaces it:
  *     readers keep the inode mapped across writer restarts) and publishes
  *     the durable LSN it found; every group commit publishes its last LSN.
- *   - Publish: release store of wm_durable, then wm_seq += 1 (seq_cst),
+ *   - Publish (per group commit: one store, one atomic add, one load; no
+ *     system call while no reader sleeps): release store of wm_durable,
+ *     then wm_seq += 1 (seq_cst),
  *     then FUTEX_WAKE on wm_seq only if wm_waiters is nonzero (seq_cst
  *     load).  A reader increments wm_waiters (seq_cst), reads wm_seq, then
  *     wm_durable (acquire), and FUTEX_WAITs on wm_seq's old value: either
@@ -208,10 +210,10 @@ struct wal_mark {
 	uint32_t wm_version;      /* WAL_MARK_VERSION */
 	uint32_t wm_seq;          /* futex word: +1 after every publish */
 	uint64_t wm_durable;      /* every LSN <= this is on disk */
-	uint64_t wm_incarnation;  /* of the WAL that published it */
+	uint64_t wm_incarnation;  /* of the WAL of the writer that opened it last */
 	uint32_t wm_waiters;      /* readers about to sleep or asleep on wm_seq */
-	int32_t  wm_pid;          /* the writer that published last */
-	int64_t  wm_publish_ns;   /* CLOCK_REALTIME of that publish */
+	int32_t  wm_pid;          /* that writer's pid (readers: is it alive?) */
+	int64_t  wm_open_ns;      /* CLOCK_REALTIME of its wal_open() */
 	uint64_t wm_pad[2];
 };
 

@@ -67,7 +67,7 @@ scrape() {        # GET /metrics through bash's /dev/tcp (no HTTP client needed)
 }
 buy() { "$B" --name "$seg" --activity 1 --sku 1 --from "$1" --to "$2" --log "$T/acked" >>"$T/buyer.out" 2>&1; }
 lsns() { sed -n 's/^{"lsn":\([0-9]*\),.*/\1/p' "$@"; }
-orders() { grep -h '"type":"order"' "$@" | sed 's/.*"order_no":\([0-9]*\),.*/\1/' | sort -n -u; }
+orders() { grep -h '"type":"order"' "$@" | sed 's/.*"order_no":\([0-9]*\),.*/\1/' | sort -u; }   # comm wants sort order
 committed() {     # NAME: its committed LSN from feed --list --json
 	"$F" feed --list --wal "$W" --json | grep -o "{\"name\":\"$1\",[^}]*}" |
 		sed 's/.*"committed_lsn":\([0-9]*\),.*/\1/'
@@ -121,13 +121,12 @@ if [ -n "$dups" ] && [ "$(printf '%s\n' "$dups" | head -n 1)" -le "$c1" ]; then
 	fail "LSN $(printf '%s\n' "$dups" | head -n 1) repeated though committed ($c1)"
 fi
 orders "$T/kc1" "$T/kc2" > "$T/kc.orders"
-sort -n -u "$T/acked" > "$T/acked.sorted"
+sort -u "$T/acked" > "$T/acked.sorted"
 [ -z "$(comm -23 "$T/acked.sorted" "$T/kc.orders")" ] || fail "acknowledged orders missing from the feed"
 [ "$(wc -l < "$T/acked.sorted")" = 30000 ] || fail "the buyer acknowledged $(wc -l < "$T/acked.sorted") of 30000"
 # the run crossed roll-over and snapshots
 nf=$(grep -c 'wal-' <(ls "$W"))
 [ "$(ls "$W" | grep -c '^snap-')" -ge 1 ] || fail "no snapshot was written"
-grep -q "WAL file(s) with every LSN" "$T/serve.log" && files_removed=1 || files_removed=0
 [ "$nf" -ge 3 ] || fail "the WAL has $nf file(s); the test needs roll-over"
 echo "1. consumer kill: committed $c1, restarted at $first2, $(printf '%s\n' "$dups" | grep -c .) duplicate(s), \
 $durable LSNs, $nf WAL files"
@@ -150,7 +149,7 @@ wait "$bp" || fail "buyer 30001..40000: $(tail -3 "$T/buyer.out")"
 wait_caught_up ks
 kill -TERM "$ks"
 wait "$ks" || fail "feed --follow exit $? after SIGTERM: $(cat "$T/ks.err")"
-sort -n -u "$T/acked" > "$T/acked.sorted"
+sort -u "$T/acked" > "$T/acked.sorted"
 orders "$T/ks" > "$T/ks.orders"
 [ -z "$(comm -23 "$T/acked.sorted" "$T/ks.orders")" ] || fail "orders acknowledged around the daemon's kill missing"
 n=$(lsns "$T/ks" | wc -l)

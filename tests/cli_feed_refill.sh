@@ -11,7 +11,7 @@
 # continues from the WAL, no start-over:
 #  - every LSN after r's position is accounted for exactly once: a record,
 #    or inside the fr_gap of the next record (a "gap" line closes a range
-#    that ends in missing LSNs);
+#    that ends in missing LSNs: the test makes it end so);
 #  - the LSNs it cannot give back are exactly the reference's restocks;
 #  - every other record equals the reference's in every field MariaDB
 #    keeps (slot and seq never; a cancel's ts_ns and a sku's units not:
@@ -69,13 +69,18 @@ refp=$!
 pids="$pids $refp"
 buy() { "$B" --name "$seg" --activity 1 --sku 1 --from "$1" --to "$2" --log "$T/acked" >>"$T/buyer.out" 2>&1 ||
 	fail "buyer $1..$2: $(tail -3 "$T/buyer.out")"; }
-buy 1 9000
-"$O" --name "$seg" cancel 5 17 4000 || fail "cancels"
-"$O" --name "$seg" restock 1 1 250 || fail "restock"
-buy 9001 18000
-"$O" --name "$seg" restock 1 1 -3 || fail "restock -3"
+# 1 MiB files hold 10081 frames (LSNs 1..10081, 10082..20162, ...): the
+# last LSN of the first two files is a restock, so whichever files go, the
+# lost range ends with LSNs MariaDB cannot give back (a "gap" line closes it)
+buy 1 9000                                             # LSNs 3..9002
+"$O" --name "$seg" cancel 5 17 4000 || fail "cancels"  # 9003..9005
+"$O" --name "$seg" restock 1 1 250 || fail "restock"   # 9006
+buy 9001 10074                                         # 9007..10080
+"$O" --name "$seg" restock 1 1 -3 || fail "restock -3" # 10081: end of file 1
+buy 10075 20154                                        # 10082..20161
+"$O" --name "$seg" restock 1 1 7 || fail "restock 7"   # 20162: end of file 2
 "$O" --name "$seg" cancel 9005 || fail "cancel 9005"
-buy 18001 30000
+buy 20155 30000
 # wait for the removal that loses r (MariaDB and two snapshots past the
 # first file must cover it: a few more orders move the snapshots on)
 u=30000
@@ -102,6 +107,8 @@ grep -q FLASH_ELOST "$T/r0.err" || fail "no FLASH_ELOST: $(cat "$T/r0.err")"
 "$F" feed --wal "$W" --consumer r --mysql "$URL" --json > "$T/r1" 2>"$T/r1.err" ||
 	fail "refill exited $?: $(cat "$T/r1.err")"
 grep -q '"source":"mysql"' "$T/r1" || fail "nothing came from MariaDB"
+grep -q '"type":"gap".*"source":"mysql"' "$T/r1" || fail "the lost range's missing end was not closed by a gap line: \
+$(ls "$W"; grep -m 3 '"source":"wal"' "$T/r1")"
 grep -q '"source":"wal"' "$T/r1" || fail "the refill did not continue from the WAL"
 
 # the accounting and the comparison, one line per LSN: python, Debian's own
@@ -158,8 +165,8 @@ PY
 grep -c '"type":"cancel".*"source":"mysql"' "$T/r1" | grep -q '^[1-9]' || fail "no cancel came from MariaDB"
 grep -q '"type":"activity".*"source":"mysql"' "$T/r1" || fail "the activity did not come from MariaDB"
 # every acknowledged order is in the refilled stream
-sort -n -u "$T/acked" > "$T/acked.s"
-grep '"type":"order"' "$T/r1" | sed 's/.*"order_no":\([0-9]*\),.*/\1/' | sort -n -u > "$T/r1.orders"
+sort -u "$T/acked" > "$T/acked.s"
+grep '"type":"order"' "$T/r1" | sed 's/.*"order_no":\([0-9]*\),.*/\1/' | sort -u > "$T/r1.orders"   # comm wants sort order
 [ -z "$(comm -23 "$T/acked.s" "$T/r1.orders")" ] || fail "acknowledged orders missing after the refill"
 "$F" feed --list --wal "$W" --json | grep -q '{"name":"r","state":"ok"' || fail "r not ok after the refill"
 "$F" feed --wal "$W" --consumer r --mysql "$URL" --json > "$T/r2" || fail "second run"

@@ -12,10 +12,10 @@ endif()
 # (ops_buyer is made by ops_tests.cmake, read after this file: generator
 # expressions resolve once every fragment is read)
 if(TARGET flashstock)
-  add_test(NAME cli_feed
+  add_test(NAME cli_feed_kills_rollover_retention_miss_nothing
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed.sh $<TARGET_FILE:flashstock>
                    $<TARGET_FILE:ops_buyer>)
-  set_tests_properties(cli_feed PROPERTIES LABELS "feed;cli" TIMEOUT 180)
+  set_tests_properties(cli_feed_kills_rollover_retention_miss_nothing PROPERTIES LABELS "feed;cli" TIMEOUT 180)
 endif()
 
 # A lost consumer refilled from MariaDB (a private server started by the
@@ -25,11 +25,11 @@ endif()
 add_executable(feed_ops ${CMAKE_CURRENT_SOURCE_DIR}/feed_ops.c)
 target_link_libraries(feed_ops PRIVATE flashstock_static)
 if(TARGET flashstock)
-  add_test(NAME cli_feed_refill
+  add_test(NAME cli_feed_lost_consumer_refilled_from_mariadb
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_refill.sh $<TARGET_FILE:flashstock>
                    $<TARGET_FILE:ops_buyer> $<TARGET_FILE:feed_ops>
                    ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
-  set_tests_properties(cli_feed_refill PROPERTIES LABELS "feed;cli;mysql" TIMEOUT 240)
+  set_tests_properties(cli_feed_lost_consumer_refilled_from_mariadb PROPERTIES LABELS "feed;cli;mysql" TIMEOUT 240)
 endif()
 
 # The README's C consumer (docs-draft/consuming-orders.md): built against the
@@ -38,9 +38,17 @@ endif()
 add_executable(example_feed_consumer ${CMAKE_CURRENT_SOURCE_DIR}/example_feed_consumer.c)
 target_link_libraries(example_feed_consumer PRIVATE flashstock_shared)
 if(TARGET flashstock)
-  add_test(NAME cli_feed_example
+  add_test(NAME cli_feed_readme_consumer_ships_each_order_once
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_example.sh ${PROJECT_SOURCE_DIR}
                    $<TARGET_FILE:flashstock> $<TARGET_FILE:ops_buyer> $<TARGET_FILE:feed_ops>
                    $<TARGET_FILE:example_feed_consumer>)
-  set_tests_properties(cli_feed_example PROPERTIES LABELS "feed;cli" TIMEOUT 120)
+  set_tests_properties(cli_feed_readme_consumer_ships_each_order_once PROPERTIES LABELS "feed;cli" TIMEOUT 120)
+endif()
+
+# `feed --help` exits 0 with its usage (the commit semantics are checked by
+# cli_feed step 5).
+if(TARGET flashstock)
+  add_test(NAME cli_help_feed
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 0 "usage: flashstock feed"
+                   $<TARGET_FILE:flashstock> feed --help)
 endif()

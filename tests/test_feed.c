@@ -20,7 +20,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "feed.h"
 #include "pio.h"
@@ -136,7 +141,7 @@ static volatile int in_sync;         /* a held fdatasync is waiting */
 
 static int held_fdatasync(int fd)
 {
-	if (hold_sync) {
+	if (__atomic_load_n(&hold_sync, __ATOMIC_SEQ_CST)) {
 		__atomic_store_n(&in_sync, 1, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&hold_sync, __ATOMIC_SEQ_CST)) {
 			struct timespec ts = { 0, 1000000 };
@@ -300,6 +305,81 @@ static void test_feed_position_past_a_cut_wal_is_ahead_not_waited_for(void **sta
 	wt_rmdir(dir);
 }
 
+static void test_feed_stale_mark_after_reboot_waits_for_the_writer(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 10);
+	flash_feed_t *f = open_feed(dir, "boot", 1);
+	for (uint64_t i = 1; i <= 10; i++)
+		expect_rec(f, i);
+	assert_int_equal(flash_feed_commit(f, 10), FLASH_OK);
+	flash_feed_close(f);
+	wal_close(w);
+	/* A reboot: the mark's page reached the disk before its last publish
+	 * (it says 6), and its writer is gone. */
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	struct wal_mark *k = mmap(NULL, WAL_MARK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(k != MAP_FAILED);
+	close(fd);
+	k->wm_durable = 6;
+	k->wm_pid = child;
+	f = open_feed(dir, "boot", 0);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 10), FLASH_ETIMEOUT);   /* not FLASH_EAHEAD */
+	/* serve starts again: it publishes the WAL's end, then new records */
+	w = wal_new(dir, 0);
+	assert_int_equal(k->wm_durable, 10);
+	put(w, 11, 11);
+	expect_rec(f, 11);
+	munmap(k, WAL_MARK_BYTES);
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
+static int failing_fdatasync(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+static void test_feed_failed_commit_keeps_the_previous_position(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 6);
+	flash_feed_t *f = open_feed(dir, "ioerr", 1);
+	for (uint64_t i = 1; i <= 6; i++)
+		expect_rec(f, i);
+	assert_int_equal(flash_feed_commit(f, 2), FLASH_OK);
+	pio_override("fdatasync", (pio_fn)failing_fdatasync, NULL);
+	assert_int_equal(flash_feed_commit(f, 5), FLASH_ESYS);
+	pio_reset();
+	struct feed_pos p;
+	assert_int_equal(feed_pos_read(dir, "ioerr", &p), FLASH_OK);
+	assert_int_equal(p.fp_lsn, 2);
+	struct flash_feed_info fi;
+	assert_int_equal(flash_feed_info_get(f, &fi), FLASH_OK);
+	assert_int_equal(fi.fi_committed_lsn, 2);
+	flash_feed_close(f);
+	f = open_feed(dir, "ioerr", 0);
+	expect_rec(f, 3);                /* handed out again: at least once */
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 /* ---- follow ---- */
 
 struct follower {
@@ -431,6 +511,26 @@ static void test_feed_retention_keeps_needed_files_within_bound_only(void **stat
 	wt_rmdir(dir);
 }
 
+static void test_feed_retention_age_bound_marks_lost(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 8192);
+	put(w, 1, 300);
+	flash_feed_close(open_feed(dir, "old", 1));   /* needs LSN 1 */
+	struct feed_retain_opts o = { .keep_bytes = 0, .keep_age_s = 1 };
+	assert_int_equal(feed_retain_cover(dir, 290, &o, NULL, NULL), 0);   /* young enough: held */
+	struct feed_retain_stats before, after;
+	feed_retain_stats_get(&before);
+	struct timespec ts = { 2, 100000000 };          /* the first file is now > 1 s old */
+	nanosleep(&ts, NULL);
+	assert_int_equal(feed_retain_cover(dir, 290, &o, NULL, NULL), 290);
+	feed_retain_stats_get(&after);
+	assert_int_equal(after.lost_total, before.lost_total + 1);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 static void test_feed_list_reports_lag_in_records_and_seconds(void **state)
 {
 	(void)state;
@@ -468,10 +568,13 @@ int main(void)
 		cmocka_unit_test(test_feed_commit_bounds_and_second_open_refused),
 		cmocka_unit_test(test_feed_position_of_another_incarnation_refused),
 		cmocka_unit_test(test_feed_position_past_a_cut_wal_is_ahead_not_waited_for),
+		cmocka_unit_test(test_feed_stale_mark_after_reboot_waits_for_the_writer),
+		cmocka_unit_test(test_feed_failed_commit_keeps_the_previous_position),
 		cmocka_unit_test(test_feed_follower_is_woken_by_a_commit),
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),
 		cmocka_unit_test(test_feed_retention_keeps_needed_files_within_bound_only),
+		cmocka_unit_test(test_feed_retention_age_bound_marks_lost),
 		cmocka_unit_test(test_feed_list_reports_lag_in_records_and_seconds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
