@@ -35,6 +35,8 @@ export FLASH_RABBITMQ_DIR="$d/rabbit"
 "$fs" feed --to amqp://127.0.0.1:1 --wal "$d" --consumer c --window 0 2>"$d/usage.log"
 [ $? -eq 2 ] || fail "feed --to --window 0: not a usage error"
 "$fs" feed --to x --help | grep -q "publisher confirms" || fail "feed --to --help"
+"$fs" feed --to "@$d/no-such-file" --wal "$d" --consumer c 2>"$d/usage.log"
+[ $? -eq 2 ] || fail "feed --to @missing-file: not a usage error"
 [ ! -e "$d/feed" ] || fail "a usage error registered a consumer"
 
 eval "$("$fixture" start "$FLASH_RABBITMQ_DIR")" || fail "rabbitmq fixture did not start"
@@ -51,8 +53,8 @@ wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
 
 # what retrying cannot mend ends the sink with 1 and says why: a refused
 # login, an exchange declared with another type
-"$fs" feed --to "amqp://guest:wrong@127.0.0.1:$FLASH_AMQP_PORT" --wal "$d/wal" --consumer bad \
-	--exchange flash.nack 2>"$d/refused.log"
+echo "amqp://guest:wrong@127.0.0.1:$FLASH_AMQP_PORT" >"$d/url"   # --to @FILE: the URL from a file
+"$fs" feed --to "@$d/url" --wal "$d/wal" --consumer bad --exchange flash.nack 2>"$d/refused.log"
 [ $? -eq 1 ] || fail "a refused login did not end the sink with 1"
 grep -q "ACCESS_REFUSED" "$d/refused.log" || fail "refused login: $(cat "$d/refused.log")"
 "$fs" feed --to "$FLASH_AMQP_URL" --wal "$d/wal" --consumer bad --exchange flash.nack \

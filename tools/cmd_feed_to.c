@@ -41,7 +41,8 @@ static void feed_to_help(FILE *out)
 	        "messages with publisher confirms: routing key and AMQP type 'order' or 'cancel',\n"
 	        "message-id the order number (an order and its cancel share it: drop duplicates by\n"
 	        "type and message-id), header 'lsn', a JSON body with every field of the record.\n"
-	        "Other records (restock, catalog) are passed over.\n"
+	        "Other records (restock, catalog) are passed over.  --to @FILE reads the URL\n"
+	        "from FILE's first line (keep its password out of ps and shell history).\n"
 	        "\n"
 	        "Position: the consumer NAME's position advances only past messages the broker has\n"
 	        "confirmed (basic.ack); at most N (--window, default 1024) are in flight.  A nack,\n"
@@ -71,12 +72,39 @@ static void feed_to_help(FILE *out)
 }
 
 struct feed_to_opts {
+	char                     url_buf[4096];  /* the URL of --to @FILE */
 	struct amqp_sink_opts    sink;
 	struct sink_source_opts  src;
 	uint32_t backoff_max_ms;
 	uint32_t progress_s;
 	const char *status;
 };
+
+/* --to @FILE: the URL is FILE's first line, so that its password shows in
+ * neither `ps` nor a shell's history.  @return 0, or -1 (errno set, or 0
+ * for an empty or too long line). */
+static int feed_to_url_file(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	errno = 0;
+	if (f == NULL)
+		return -1;
+	if (fgets(buf, (int)cap, f) == NULL) {
+		fclose(f);
+		errno = 0;
+		return -1;
+	}
+	fclose(f);
+	n = strcspn(buf, "\r\n");
+	if (n == 0 || (buf[n] == '\0' && n == cap - 1)) {
+		errno = 0;
+		return -1;
+	}
+	buf[n] = '\0';
+	return 0;
+}
 
 static int feed_to_parse(int argc, char **argv, struct feed_to_opts *o)
 {
@@ -112,7 +140,16 @@ static int feed_to_parse(int argc, char **argv, struct feed_to_opts *o)
 		case 'h':
 			feed_to_help(stdout);
 			return 1;
-		case 't': o->sink.url = optarg; break;
+		case 't':
+			if (optarg[0] == '@') {
+				if (feed_to_url_file(optarg + 1, o->url_buf, sizeof o->url_buf) != 0)
+					return tool_usage_err(cmd, "--to %s: cannot read an AMQP URL from it: %s",
+					                      optarg, errno ? strerror(errno) : "empty or too long");
+				o->sink.url = o->url_buf;
+			} else {
+				o->sink.url = optarg;
+			}
+			break;
 		case 'w': o->src.wal_dir = optarg; break;
 		case 'c': o->src.consumer = optarg; break;
 		case 'M':
