@@ -17,6 +17,9 @@ cleanup() {
 	rm -rf "$d"
 }
 trap cleanup EXIT
+trap 'exit 1' TERM INT HUP
+# the broker goes with this script even if it is killed outright
+export FLASH_RABBITMQ_OWNER=$$
 fail() {
 	echo "FAIL: $*"
 	for f in "$d"/serve.log "$d"/sink*.log "$d"/consumer.log; do
