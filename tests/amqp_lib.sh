@@ -22,7 +22,7 @@ trap 'exit 1' TERM INT HUP
 export FLASH_RABBITMQ_OWNER=$$
 fail() {
 	echo "FAIL: $*"
-	for f in "$d"/serve.log "$d"/sink*.log "$d"/consumer.log; do
+	for f in "$d"/serve*.log "$d"/sink*.log "$d"/consumer.log; do
 		[ -f "$f" ] && { echo "--- $f:"; tail -n 30 "$f"; }
 	done
 	exit 1

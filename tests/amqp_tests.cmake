@@ -12,11 +12,11 @@ target_link_libraries(amqp_consumer PRIVATE PkgConfig::RABBITMQ_T)
 add_executable(amqp_buyer ${CMAKE_CURRENT_SOURCE_DIR}/amqp_buyer.c)
 target_link_libraries(amqp_buyer PRIVATE flashstock_static)
 
-add_test(NAME amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_and_sink_kill
+add_test(NAME amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_kill_serve_kill
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp.sh $<TARGET_FILE:flashstock>
                  $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
-set_tests_properties(amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_and_sink_kill
+set_tests_properties(amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_kill_serve_kill
                      PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
 
 add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals

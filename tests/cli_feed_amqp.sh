@@ -7,7 +7,8 @@
 #
 # Mid-stream the broker is killed (kill -9) and started again on its data,
 # then the sink is killed (kill -9) and started again on its position, then
-# the broker hangs (SIGSTOP) past the sink's confirm timeout and comes back.
+# the broker hangs (SIGSTOP) past the sink's confirm timeout and comes back,
+# then the daemon is killed (kill -9) and started again.
 # Afterwards, from what the consumer received:
 #   - every acknowledged order and cancel arrived at least once,
 #   - nothing arrived that was not acknowledged (or whose fate the buyer
@@ -84,6 +85,16 @@ wal_at_thaw=$("$fs" status --name "$name" --json | sed -n 's/.*"wal_lsn":\([0-9]
 "$fixture" thaw "$FLASH_RABBITMQ_DIR" || fail "could not thaw the broker"
 frozen=
 wait_for 60 "the sink did not catch up after the broker hung" status_ge confirmed_lsn "$wal_at_thaw"
+# then the daemon dies (kill -9) and starts again on its WAL: the sink only
+# waits for new durable records and goes on
+kill -KILL "$serve_pid"
+wait "$serve_pid" 2>/dev/null
+wal_at_serve_kill=$("$fs" wal dump --wal "$d/wal" | tail -n 1 | cut -d' ' -f1)
+"$fs" serve --name "$name" --wal "$d/wal" --keep-wal --idle-us 200 2>"$d/serve2.log" &
+serve_pid=$!
+wait_for 30 "serve did not start again" grep -q "serving segment" "$d/serve2.log"
+wait_for 60 "the sink did not go past LSN $wal_at_serve_kill after serve restarted" \
+	status_ge confirmed_lsn $((wal_at_serve_kill + 50))
 : >"$d/stop"
 for p in "${buyer_pids[@]}"; do wait "$p" || fail "a buyer failed"; done
 buyer_pids=()
@@ -95,7 +106,7 @@ wait_for 60 "the sink did not confirm up to LSN $end" status_ge confirmed_lsn "$
 
 check_delivery "$d"/acked1 "$d"/acked2
 echo "$delivery broker_killed_at_lsn=$lsn_at_kill sink_killed_at_committed_lsn=$lsn_at_sink_kill" \
-     "broker_thawed_at_wal_lsn=$wal_at_thaw end_lsn=$end"
+     "broker_thawed_at_wal_lsn=$wal_at_thaw serve_killed_at_wal_lsn=$wal_at_serve_kill end_lsn=$end"
 [ "$nwant" -gt 1000 ] || fail "only $nwant acknowledged operations: the test did not run long enough"
 grep -q "connection lost" "$d/sink1.log" || fail "the sink did not report the lost connection"
 grep -q "connected again; re-sending from LSN" "$d/sink1.log" || fail "the sink did not report the reconnect"
