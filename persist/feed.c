@@ -418,6 +418,7 @@ struct flash_feed {
 	int                fd_dirfd;        /* DIR/feed, for the fsync after a rename */
 	struct wal_mark   *fd_mark;         /* NULL until a writer published */
 	int                fd_mark_rw;      /* we may count ourselves in wm_waiters */
+	ino_t              fd_mark_ino;     /* the inode mapped (feed_mark_replaced) */
 	struct feed_pos    fd_pos;          /* as on disk */
 	uint64_t           fd_next;         /* next LSN to return */
 	struct feed_file   fd_file;
@@ -439,9 +440,34 @@ void flash_feed_opts_default(struct flash_feed_opts *o)
 
 static uint64_t feed_durable(flash_feed_t *f)
 {
-	if (f->fd_mark == NULL)
+	if (f->fd_mark == NULL) {
 		f->fd_mark = feed_mark_map(f->fd_dir, &f->fd_mark_rw);
+		struct stat st;
+		char path[4200];
+		snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, f->fd_dir);
+		f->fd_mark_ino = f->fd_mark != NULL && stat(path, &st) == 0 ? st.st_ino : 0;
+	}
 	return f->fd_mark ? __atomic_load_n(&f->fd_mark->wm_durable, __ATOMIC_ACQUIRE) : 0;
+}
+
+/*
+ * Before a wait: is DIR/DURABLE still the file we mapped?  Writers never
+ * replace it, but an operator may (a WAL directory removed and made again):
+ * then the old mapping never moves and its futex is never woken.  One
+ * stat() per wait.  @return 1 if it was remapped (look again).
+ */
+static int feed_mark_replaced(flash_feed_t *f)
+{
+	if (f->fd_mark == NULL)
+		return 0;
+	struct stat st;
+	char path[4200];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, f->fd_dir);
+	if (stat(path, &st) != 0 || st.st_ino == f->fd_mark_ino)
+		return 0;
+	munmap(f->fd_mark, WAL_MARK_BYTES);
+	f->fd_mark = NULL;
+	return 1;
 }
 
 /*
@@ -750,6 +776,8 @@ int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_m
 		 * the WAL holds, until serve opens it and publishes); with a live
 		 * writer the mark is what its wal_open() found, so the WAL is
 		 * shorter than our position: cut or replaced. */
+		if (feed_mark_replaced(f))
+			continue;
 		if (f->fd_next > durable + 1 && feed_writer_alive(f->fd_mark))
 			return FLASH_EAHEAD;
 		clock_gettime(CLOCK_MONOTONIC, &now);

@@ -380,6 +380,57 @@ static void test_feed_failed_commit_keeps_the_previous_position(void **state)
 	wt_rmdir(dir);
 }
 
+static void test_feed_damaged_durable_frame_is_corrupt_not_skipped(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 5);
+	/* one byte of record 3's payload flipped on disk */
+	char *p = wt_file(dir, 1);
+	int fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	off_t off = WAL_FILE_HDR_BYTES + 2 * wal_frame_bytes(sizeof(struct wal_rec)) + WAL_FRAME_HDR_BYTES + 20;
+	unsigned char c;
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 0xff;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+	free(p);
+	flash_feed_t *f = open_feed(dir, "bad", 1);
+	expect_rec(f, 1);
+	expect_rec(f, 2);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_ECORRUPT);
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_ECORRUPT);   /* never past it */
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
+static void test_feed_follows_a_durable_mark_made_again(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 0);
+	put(w, 1, 2);
+	flash_feed_t *f = open_feed(dir, "remark", 1);
+	expect_rec(f, 1);
+	expect_rec(f, 2);
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_ETIMEOUT);   /* the mark is mapped */
+	wal_close(w);
+	char path[4200];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
+	assert_int_equal(unlink(path), 0);
+	w = wal_new(dir, 0);            /* a new DURABLE, another inode */
+	put(w, 3, 3);
+	expect_rec(f, 3);
+	flash_feed_close(f);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 /* ---- follow ---- */
 
 struct follower {
@@ -570,6 +621,8 @@ int main(void)
 		cmocka_unit_test(test_feed_position_past_a_cut_wal_is_ahead_not_waited_for),
 		cmocka_unit_test(test_feed_stale_mark_after_reboot_waits_for_the_writer),
 		cmocka_unit_test(test_feed_failed_commit_keeps_the_previous_position),
+		cmocka_unit_test(test_feed_damaged_durable_frame_is_corrupt_not_skipped),
+		cmocka_unit_test(test_feed_follows_a_durable_mark_made_again),
 		cmocka_unit_test(test_feed_follower_is_woken_by_a_commit),
 		cmocka_unit_test(test_feed_crosses_file_rollover_and_removal_behind_it),
 		cmocka_unit_test(test_feed_removed_past_position_is_lost_never_skipped),

@@ -254,8 +254,10 @@ int cmd_feed(int argc, char **argv)
 	int rc = flash_feed_open(dir, name, &o, &f);
 	if (rc == FLASH_EINVAL)
 		return tool_usage_err(cmd, "'%s' is not a consumer name (1..64 of A-Z a-z 0-9 . _ -)", name);
+	if (rc == FLASH_ENOT_FOUND)
+		return tool_failf("feed: WAL directory %s: %s", dir, flash_strerror(rc));
 	if (rc != FLASH_OK)
-		return tool_fail(name, rc);
+		return tool_failf("feed %s on %s: %s (%s)", name, dir, flash_strerror(rc), flash_rcname(rc));
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
