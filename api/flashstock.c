@@ -99,6 +99,10 @@ static const struct {
 	{ FLASH_EFEED_IDENT, "FLASH_EFEED_IDENT",
 	  "feed: the WAL belongs to another segment incarnation than the consumer's" },
 	{ FLASH_EREFILL, "FLASH_EREFILL", "feed: MariaDB has not applied the lost range: the refill cannot cover it" },
+	{ FLASH_EAMQP_RETRY, "FLASH_EAMQP_RETRY",
+	  "RabbitMQ down, slow or it refused a message: re-send from the confirmed position" },
+	{ FLASH_EAMQP, "FLASH_EAMQP", "RabbitMQ refused a declare" },
+	{ FLASH_EAMQP_CONFIG, "FLASH_EAMQP_CONFIG", "bad AMQP URL or option, or RabbitMQ login refused" },
 };
 
 const char *flash_strerror(int rc)

@@ -124,6 +124,11 @@ extern "C" {
                                       incarnation than the one the consumer registered on */
 #define FLASH_EREFILL        -64   /* feed: the refill source cannot cover the lost range
                                       (MariaDB's applied LSN is below it) */
+/* -70 .. -79: the RabbitMQ sink (persist/amqp_sink.h, `flashstock feed --to`) */
+#define FLASH_EAMQP_RETRY    -70   /* broker down, slow, or it nacked: re-send from the
+                                      confirmed position after a reconnect */
+#define FLASH_EAMQP          -71   /* the broker refused a declare (e.g. another type) */
+#define FLASH_EAMQP_CONFIG   -72   /* bad AMQP URL or option, or login refused */
 
 /* -100 .. -129: the write-ahead log (persist/wal.h calls them WAL_E*: WAL_ECRC
  * is FLASH_EWAL_CRC).  `flashstock wal verify` and the daemon report them. */

@@ -21,6 +21,9 @@ static void feed_help(FILE *out)
 	        "                       [--json] [--commit auto|none] [--limit N] [--mysql URL]\n"
 	        "       flashstock feed --list --wal DIR [--json]\n"
 	        "       flashstock feed --drop NAME --wal DIR\n"
+	        "       flashstock feed --to amqp://... --wal DIR --consumer NAME [...]\n"
+	        "                       publish orders and cancels to RabbitMQ with confirms\n"
+	        "                       (`flashstock feed --to x --help` says more)\n"
 	        "\n"
 	        "Reads the records `flashstock serve --wal DIR` made durable -- orders,\n"
 	        "cancels, restocks, activities, skus -- in LSN order, as consumer NAME (letters,\n"
@@ -193,6 +196,10 @@ int cmd_feed(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+	/* `feed --to amqp://...`: the RabbitMQ sink, a consumer of its own (cmd_feed_to.c) */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--to") == 0 || strncmp(argv[i], "--to=", 5) == 0)
+			return cmd_feed_to(argc, argv);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {

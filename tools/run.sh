@@ -23,6 +23,7 @@ PKGS+=(openjdk-17-jdk-headless junit5)                   # bindings/java (JNI, J
 PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; redigo for its bench)
 PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python; python3 also
 #   for tests/cli_feed_refill.sh, which compares records LSN by LSN
+PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
 
 log() { printf '== %s\n' "$*" >&2; }
 
