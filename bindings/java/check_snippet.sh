@@ -1,6 +1,6 @@
 #!/bin/bash
 # check_snippet.sh BINDINGS_JAVA_DIR -- the Java code block of
-# README-section.md is exactly the region between "// README begin" and
+# README.md is exactly the region between "// README begin" and
 # "// README end" of example/flashstock/example/Quickstart.java (which the
 # test java_quickstart runs), less its two tabs of indent, so the README's
 # example cannot rot.
@@ -13,9 +13,18 @@ sed -n '/^[[:space:]]*\/\/ README begin$/,/^[[:space:]]*\/\/ README end$/p' \
 	"$d/example/flashstock/example/Quickstart.java" | sed '1d;$d;s/^\t\t//' >"$t/from_example"
 awk '/^```java$/ { code = 1; next }
      code && /^```$/ { exit }
-     code { print }' "$d/README-section.md" >"$t/from_readme"
+     code { print }' "$d/README.md" >"$t/from_readme"
 [ -s "$t/from_example" ] || fail "no README markers in Quickstart.java"
-[ -s "$t/from_readme" ] || fail "no java code block in README-section.md"
+[ -s "$t/from_readme" ] || fail "no java code block in README.md"
 diff -u "$t/from_readme" "$t/from_example" >&2 ||
-	fail "README-section.md's java code differs from Quickstart.java's README region"
-echo "snippet: README-section.md equals Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"
+	fail "README.md's java code differs from Quickstart.java's README region"
+# the project's README shows it too, in its "## From Java" section
+awk '/^## From Java$/ { sec = 1; next }
+     sec && /^## / { exit }
+     sec && /^```java$/ { code = 1; next }
+     code && /^```$/ { exit }
+     code { print }' "$d/../../README.md" >"$t/from_top"
+[ -s "$t/from_top" ] || fail "no java code block in the From Java section of README.md"
+diff -u "$t/from_top" "$t/from_example" >&2 ||
+	fail "README.md's java code differs from Quickstart.java's README region"
+echo "snippet: README.md equals Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"

@@ -37,15 +37,30 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(src, "README-section.md"))
+	md, err := os.ReadFile(filepath.Join(src, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	code := between(t, string(ex), "// README begin", "// README end", "example/main.go")
-	snippet := between(t, string(md), "```go", "```", "README-section.md")
+	snippet := between(t, string(md), "```go", "```", "README.md")
 	if snippet != code {
-		t.Errorf("README-section.md's Go snippet differs from example/main.go's README region:\n"+
-			"--- README-section.md\n%s\n--- example/main.go\n%s", snippet, code)
+		t.Errorf("README.md's Go snippet differs from example/main.go's README region:\n"+
+			"--- README.md\n%s\n--- example/main.go\n%s", snippet, code)
+	}
+	// the project's README shows it too, in its "## From Go" section
+	top, err := os.ReadFile(filepath.Join(src, "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(top)
+	if i := strings.Index(sec, "\n## From Go\n"); i >= 0 {
+		sec = sec[i+1:]
+	} else {
+		t.Fatal("README.md has no \"## From Go\" section")
+	}
+	if topSnippet := between(t, sec, "```go", "```", "README.md"); topSnippet != code {
+		t.Errorf("README.md's Go snippet differs from example/main.go's README region:\n"+
+			"--- README.md\n%s\n--- example/main.go\n%s", topSnippet, code)
 	}
 	if len(strings.Split(code, "\n")) < 10 {
 		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))

@@ -10,7 +10,7 @@
  * name.  Unchecked: the refusals a flash sale expects on every request
  * (sold out, over the limit, ...) are not thrown by FlashStock.order() but
  * returned in its OrderResult; what is thrown is a real error, which a
- * request handler passes up rather than handles (README-section.md says
+ * request handler passes up rather than handles (README.md says
  * why).
  */
 package flashstock;

@@ -1,7 +1,7 @@
 /*
  * Quickstart.java -- the README's Java example, run by the test
  * java_quickstart and by install_check.sh against an installed prefix.  The
- * region between the README markers is the snippet of README-section.md
+ * region between the README markers is the snippet of README.md
  * (java_readme_snippet checks that they are equal).
  */
 package flashstock.example;
