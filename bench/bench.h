@@ -297,6 +297,9 @@ void bench_report_json(FILE *f, const struct bench_result *rows, size_t n);
 int  bench_report_curves(const char *dir, const struct bench_result *rows, size_t n);
 
 int cmd_bench(int argc, char **argv);
+/* `flashstock bench --faults` (faults.c): the fault round; cmd_bench()
+ * hands a command line holding --faults to it. */
+int cmd_bench_faults(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM in the bench's parent: the running row is aborted
  * and torn down (servers stopped, segment removed), no further row starts. */
