@@ -1445,31 +1445,6 @@ teardown:
 		bench_rmtree(s->s_dir);
 }
 
-/* "812 ns", "1.93 µs", "8.1 ms" */
-static const char *fmt_lat(uint64_t ns, char *buf, size_t cap)
-{
-	if (ns < 1000)
-		snprintf(buf, cap, "%llu ns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, cap, "%.1f µs", (double)ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, cap, "%.2f s", (double)ns / 1e9);
-	return buf;
-}
-
-static const char *fmt_ops(double r, char *buf, size_t cap)
-{
-	if (r >= 1e6)
-		snprintf(buf, cap, "%.2f M", r / 1e6);
-	else if (r >= 1e4)
-		snprintf(buf, cap, "%.1f k", r / 1e3);
-	else
-		snprintf(buf, cap, "%.0f", r);
-	return buf;
-}
-
 /* Did sale @p s keep every invariant?  Redis may lose acknowledged orders in
  * a restart (that is what its rows measure); flashstock may not. */
 static int sale_clean(const struct fault_sale *s)
@@ -1511,10 +1486,10 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 			snprintf(agree, sizeof agree, "n/a (AOF)");
 		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %llu | %llu | %lld | %lld | %lld | %s | %s |\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync (AOF always)" :
-		        bench_dur_name(r->s_dur), r->s_f->fd_name, fmt_ops(r->s_ops[0], a, sizeof a),
-		        fmt_ops(r->s_ops[1], b, sizeof b), fmt_ops(r->s_ops[2], c, sizeof c),
-		        fmt_lat(r->s_p99[0], d, sizeof d), fmt_lat(r->s_p99[1], e, sizeof e),
-		        fmt_lat(r->s_max[1], g, sizeof g), (unsigned long long)r->s_acked,
+		        bench_dur_name(r->s_dur), r->s_f->fd_name, bench_fmt_rate(r->s_ops[0], a, sizeof a),
+		        bench_fmt_rate(r->s_ops[1], b, sizeof b), bench_fmt_rate(r->s_ops[2], c, sizeof c),
+		        bench_fmt_latency(r->s_p99[0], d, sizeof d), bench_fmt_latency(r->s_p99[1], e, sizeof e),
+		        bench_fmt_latency(r->s_max[1], g, sizeof g), (unsigned long long)r->s_acked,
 		        (unsigned long long)r->s_unanswered, (long long)r->s_chk.lost,
 		        (long long)r->s_chk.oversold, (long long)r->s_chk.duplicates, agree,
 		        sale_clean(r) ? "held" : "BROKEN");
@@ -1535,7 +1510,7 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 		        (unsigned long long)r->s_count[BENCH_RC_OK], (unsigned long long)r->s_fate_unknown,
 		        (unsigned long long)r->s_count[BENCH_RC_SOLD_OUT],
 		        (unsigned long long)r->s_count[BENCH_RC_LIMIT], (unsigned long long)r->s_retries,
-		        fmt_lat(r->s_p50[0], a, sizeof a), fmt_lat(r->s_p50[1], b, sizeof b));
+		        bench_fmt_latency(r->s_p50[0], a, sizeof a), bench_fmt_latency(r->s_p50[1], b, sizeof b));
 	}
 	if (failed) {
 		fprintf(f, "\nFailed (no figures shown):\n");
