@@ -1458,7 +1458,7 @@ static int sale_clean(const struct fault_sale *s)
 
 static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale *s, size_t n)
 {
-	char a[32], b[32], c[32], d[32], e[32], g[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
 	size_t i;
 	int failed = 0;
 
@@ -1466,9 +1466,9 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 	           "latency from each request's intended start.\n\n", o->fo_rate, o->fo_window_s,
 	        o->fo_window_s, o->fo_window_s / 2);
 	fprintf(f, "| engine | durability | fault | ops/s clean | ops/s fault | ops/s after | p99 clean "
-	           "| p99 fault | max fault | acked | unanswered | lost acks | oversold | over limit "
+	           "| p99 fault | max fault | p99 after | acked | unanswered | lost acks | oversold | over limit "
 	           "| WAL / MariaDB agree | invariants |\n");
-	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
 	for (i = 0; i < n; i++) {
 		const struct fault_sale *r = &s[i];
 		char agree[64];
@@ -1484,12 +1484,13 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 			         r->s_orders_mysql == r->s_chk.orders ? "yes" : "NO", (long long)r->s_reconcile);
 		else
 			snprintf(agree, sizeof agree, "n/a (AOF)");
-		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %llu | %llu | %lld | %lld | %lld | %s | %s |\n",
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %llu | %llu | %lld | %lld | %lld | %s | %s |\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync (AOF always)" :
 		        bench_dur_name(r->s_dur), r->s_f->fd_name, bench_fmt_rate(r->s_ops[0], a, sizeof a),
 		        bench_fmt_rate(r->s_ops[1], b, sizeof b), bench_fmt_rate(r->s_ops[2], c, sizeof c),
 		        bench_fmt_latency(r->s_p99[0], d, sizeof d), bench_fmt_latency(r->s_p99[1], e, sizeof e),
-		        bench_fmt_latency(r->s_max[1], g, sizeof g), (unsigned long long)r->s_acked,
+		        bench_fmt_latency(r->s_max[1], g, sizeof g), bench_fmt_latency(r->s_p99[2], h, sizeof h),
+		        (unsigned long long)r->s_acked,
 		        (unsigned long long)r->s_unanswered, (long long)r->s_chk.lost,
 		        (long long)r->s_chk.oversold, (long long)r->s_chk.duplicates, agree,
 		        sale_clean(r) ? "held" : "BROKEN");
@@ -1580,6 +1581,14 @@ static int report_timeline(const char *dir, const struct fault_opts *o, struct f
 		fprintf(f, "\n\n");
 		fprintf(v, "%s%s/%s/%s", blocks ? " " : "", fault_eng_names[r->s_eng],
 		        r->s_eng == FAULT_ENG_REDIS ? "aof-always" : bench_dur_name(r->s_dur), r->s_f->fd_name);
+		blocks++;
+	}
+	fprintf(v, "\"\nfault_restarts = \"");
+	for (i = 0, blocks = 0; i < n; i++) {
+		const struct fault_sale *r = &s[i];
+		if (r->s_f->fd_missing || r->s_failed || !r->s_timeline)
+			continue;
+		fprintf(v, "%s%d", blocks ? " " : "", r->s_f->fd_mid != NULL);
 		blocks++;
 	}
 	fprintf(v, "\"\nfault_blocks = %d\n", blocks);
