@@ -181,6 +181,7 @@ struct fault_sale {
 	int64_t   s_reconcile;           /* differences found; -1: not compared */
 	uint32_t *s_timeline;            /* answers per 100 ms bucket, all threads */
 	uint32_t  s_nbuckets;
+	uint32_t  s_gap_buckets;         /* longest run of 100 ms buckets without an answer */
 };
 
 /* The private MariaDB of the round (flashstock sales only). */
@@ -1226,6 +1227,12 @@ static void sale_collect(struct fault_sale *s)
 	/* the last bucket that holds an answer ends the timeline */
 	while (s->s_timeline && s->s_nbuckets > 0 && s->s_timeline[s->s_nbuckets - 1] == 0)
 		s->s_nbuckets--;
+	/* the longest time buyers got no answer at all, from the first answer on */
+	for (b = 0, k = 0; s->s_timeline && b < s->s_nbuckets; b++) {
+		k = s->s_timeline[b] ? 0 : k + 1;
+		if (k > s->s_gap_buckets)
+			s->s_gap_buckets = k;
+	}
 	for (p = 0; p < FAULT_NPHASE; p++) {
 		uint64_t sum = 0;
 		for (b = lo[p]; b < hi[p] && s->s_timeline; b++)
@@ -1466,9 +1473,9 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 	           "latency from each request's intended start.\n\n", o->fo_rate, o->fo_window_s,
 	        o->fo_window_s, o->fo_window_s / 2);
 	fprintf(f, "| engine | durability | fault | ops/s clean | ops/s fault | ops/s after | p99 clean "
-	           "| p99 fault | max fault | p99 after | acked | unanswered | lost acks | oversold | over limit "
-	           "| WAL / MariaDB agree | invariants |\n");
-	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+	           "| p99 fault | max fault | p99 after | no answer for | acked | unanswered | lost acks | oversold "
+	           "| over limit | WAL / MariaDB agree | invariants |\n");
+	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
 	for (i = 0; i < n; i++) {
 		const struct fault_sale *r = &s[i];
 		char agree[64];
@@ -1484,17 +1491,24 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 			         r->s_orders_mysql == r->s_chk.orders ? "yes" : "NO", (long long)r->s_reconcile);
 		else
 			snprintf(agree, sizeof agree, "n/a (AOF)");
-		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %llu | %llu | %lld | %lld | %lld | %s | %s |\n",
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f s | %llu | %llu | %lld | %lld "
+		           "| %lld | %s | %s |\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync (AOF always)" :
 		        bench_dur_name(r->s_dur), r->s_f->fd_name, bench_fmt_rate(r->s_ops[0], a, sizeof a),
 		        bench_fmt_rate(r->s_ops[1], b, sizeof b), bench_fmt_rate(r->s_ops[2], c, sizeof c),
 		        bench_fmt_latency(r->s_p99[0], d, sizeof d), bench_fmt_latency(r->s_p99[1], e, sizeof e),
 		        bench_fmt_latency(r->s_max[1], g, sizeof g), bench_fmt_latency(r->s_p99[2], h, sizeof h),
-		        (unsigned long long)r->s_acked,
+		        (double)r->s_gap_buckets * FAULT_BUCKET_NS / 1e9, (unsigned long long)r->s_acked,
 		        (unsigned long long)r->s_unanswered, (long long)r->s_chk.lost,
 		        (long long)r->s_chk.oversold, (long long)r->s_chk.duplicates, agree,
 		        sale_clean(r) ? "held" : "BROKEN");
 	}
+	fprintf(f, "\nops/s: answers completed per second in the phase (a backlog answered late "
+	           "counts where it is answered); p99: of the requests due in the phase; no answer for: the "
+	           "longest stretch of the sale in which no buyer got an answer (100 ms buckets); "
+	           "unanswered: requests whose connection died before the answer (fate unknown, "
+	           "not counted as acknowledged); lost acks: acknowledged orders whose buyer holds no "
+	           "order afterwards.\n");
 	fprintf(f, "\nFaults:\n");
 	for (i = 0; i < FAULT_NDEF; i++)
 		fprintf(f, "- `%s` (%s): %s%s%s\n", fault_table[i].fd_name, fault_eng_names[fault_table[i].fd_engine],
@@ -1535,12 +1549,14 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		}
 		fprintf(f, "{\"engine\":\"%s\",\"durability\":\"%s\",\"fault\":\"%s\",\"ran\":true,"
 		           "\"failed\":%s,\"ops_clean\":%.1f,\"ops_fault\":%.1f,\"ops_after\":%.1f,"
-		           "\"p99_clean_ns\":%llu,\"p99_fault_ns\":%llu,\"acked\":%llu,\"unanswered\":%llu,"
+		           "\"p99_clean_ns\":%llu,\"p99_fault_ns\":%llu,\"p99_after_ns\":%llu,\"no_answer_s\":%.1f,"
+		           "\"acked\":%llu,\"unanswered\":%llu,"
 		           "\"lost\":%lld,\"oversold\":%lld,\"duplicates\":%lld,\"mismatch\":%lld,"
 		           "\"reconcile_diffs\":%lld,\"orders\":%llu,\"restarts\":%u,\"invariants_held\":%s}\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync" : bench_dur_name(r->s_dur),
 		        r->s_f->fd_name, r->s_failed ? "true" : "false", r->s_ops[0], r->s_ops[1], r->s_ops[2],
 		        (unsigned long long)r->s_p99[0], (unsigned long long)r->s_p99[1],
+		        (unsigned long long)r->s_p99[2], (double)r->s_gap_buckets * FAULT_BUCKET_NS / 1e9,
 		        (unsigned long long)r->s_acked, (unsigned long long)r->s_unanswered,
 		        (long long)r->s_chk.lost, (long long)r->s_chk.oversold, (long long)r->s_chk.duplicates,
 		        (long long)r->s_chk.mismatch, (long long)r->s_reconcile,
