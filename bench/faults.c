@@ -1351,7 +1351,7 @@ static int sale_supervise(struct fault_sale *s, pid_t *pids)
 static void sale_run(struct fault_sale *s, int sale_no)
 {
 	const struct fault_opts *o = s->s_o;
-	pid_t pids[BENCH_MAX_WORKERS], parent = getpid();
+	pid_t pids[BENCH_MAX_WORKERS] = { 0 }, parent = getpid();
 	uint64_t total;
 	uint32_t p;
 	int setup_rc;
@@ -1745,7 +1745,7 @@ int cmd_bench_faults(int argc, char **argv)
 		{ "mariadb-script", 1, NULL, 12 }, { "json", 0, NULL, 13 }, { "out", 1, NULL, 14 },
 		{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
-	static struct fault_opts o;
+	struct fault_opts o;
 	char mscript[PATH_MAX], *elist = NULL, *dlist = NULL;
 	double v, window = 0, rate = 0;
 	int opt, shortm = 0, rc = 0, any_flash = 0;
@@ -1901,7 +1901,6 @@ int cmd_bench_faults(int argc, char **argv)
 				sales[i].s_failed = 1;
 				snprintf(sales[i].s_err, sizeof sales[i].s_err, "no MariaDB");
 			}
-		any_flash = 0;
 		rc = 1;
 	}
 	for (i = 0; i < nsales && !bench_interrupted; i++) {
