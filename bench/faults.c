@@ -161,7 +161,8 @@ struct fault_sale {
 	char      s_wal[192];
 	char      s_url[600];
 	char      s_ctl[192];            /* slowio control file */
-	volatile uint32_t *s_delay_us;   /* its mapping */
+	uint32_t *s_delay_us;            /* its mapping: [0] delay, [1] calls slowed */
+	uint32_t  s_slowed;              /* WAL calls the shim slowed (wal-slow) */
 	int       s_created;
 	flash_t  *s_h;
 	pid_t     s_daemon;
@@ -833,8 +834,11 @@ static void flash_teardown(struct fault_sale *s)
 	if (s->s_created)
 		flash_seg_destroy(s->s_seg);
 	s->s_created = 0;
-	if (s->s_delay_us)
-		munmap((void *)s->s_delay_us, 4096);
+	if (s->s_delay_us) {
+		/* relaxed: the daemon is gone, nothing writes the word any more */
+		s->s_slowed = __atomic_load_n(&s->s_delay_us[1], __ATOMIC_RELAXED);
+		munmap(s->s_delay_us, 4096);
+	}
 	s->s_delay_us = NULL;
 }
 
@@ -1517,12 +1521,15 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 	fprintf(f, "\nNotes:\n");
 	for (i = 0; i < n; i++) {
 		const struct fault_sale *r = &s[i];
+		char slowed[64] = "";
 		if (r->s_f->fd_missing || r->s_failed)
 			continue;
-		fprintf(f, "- %s/%s/%s: %s; answers: ok %llu (fate unknown %llu), sold out %llu, limit %llu; "
+		if (r->s_ctl[0])
+			snprintf(slowed, sizeof slowed, "; WAL calls slowed %u", r->s_slowed);
+		fprintf(f, "- %s/%s/%s: %s%s; answers: ok %llu (fate unknown %llu), sold out %llu, limit %llu; "
 		           "retries %llu; p50 clean %s, p50 fault %s.\n",
 		        fault_eng_names[r->s_eng], bench_dur_name(r->s_dur), r->s_f->fd_name, r->s_chk.note,
-		        (unsigned long long)r->s_count[BENCH_RC_OK], (unsigned long long)r->s_fate_unknown,
+		        slowed, (unsigned long long)r->s_count[BENCH_RC_OK], (unsigned long long)r->s_fate_unknown,
 		        (unsigned long long)r->s_count[BENCH_RC_SOLD_OUT],
 		        (unsigned long long)r->s_count[BENCH_RC_LIMIT], (unsigned long long)r->s_retries,
 		        bench_fmt_latency(r->s_p50[0], a, sizeof a), bench_fmt_latency(r->s_p50[1], b, sizeof b));
@@ -1552,7 +1559,8 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		           "\"p99_clean_ns\":%llu,\"p99_fault_ns\":%llu,\"p99_after_ns\":%llu,\"no_answer_s\":%.1f,"
 		           "\"acked\":%llu,\"unanswered\":%llu,"
 		           "\"lost\":%lld,\"oversold\":%lld,\"duplicates\":%lld,\"mismatch\":%lld,"
-		           "\"reconcile_diffs\":%lld,\"orders\":%llu,\"restarts\":%u,\"invariants_held\":%s}\n",
+		           "\"reconcile_diffs\":%lld,\"orders\":%llu,\"restarts\":%u,\"slowed_calls\":%u,"
+		           "\"invariants_held\":%s}\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync" : bench_dur_name(r->s_dur),
 		        r->s_f->fd_name, r->s_failed ? "true" : "false", r->s_ops[0], r->s_ops[1], r->s_ops[2],
 		        (unsigned long long)r->s_p99[0], (unsigned long long)r->s_p99[1],
@@ -1560,7 +1568,8 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		        (unsigned long long)r->s_acked, (unsigned long long)r->s_unanswered,
 		        (long long)r->s_chk.lost, (long long)r->s_chk.oversold, (long long)r->s_chk.duplicates,
 		        (long long)r->s_chk.mismatch, (long long)r->s_reconcile,
-		        (unsigned long long)r->s_chk.orders, r->s_restarts, sale_clean(r) ? "true" : "false");
+		        (unsigned long long)r->s_chk.orders, r->s_restarts, r->s_slowed,
+		        sale_clean(r) ? "true" : "false");
 	}
 }
 

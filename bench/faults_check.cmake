@@ -3,8 +3,9 @@
 # Runs `flashstock bench --faults --short` (a few seconds per fault, both
 # flashstock durabilities and Redis + Lua) and checks what it produced: the
 # table and the timeline are written, every fault of the table has a JSON
-# row, every fault that can run did run, and after every sale the invariants
-# held: nothing oversold, no user over the limit, the counters agree, and for
+# row, every fault that can run did run and took effect (a killed process
+# came back once, the slow-disk shim delayed WAL calls), and after every sale
+# the invariants held: nothing oversold, no user over the limit, the counters agree, and for
 # flashstock no acknowledged order lost and segment, WAL and MariaDB
 # reconciled without a difference.  Redis may lose acknowledged orders in a
 # restart: that is counted in the table, not checked here.  Timings are never
@@ -77,6 +78,13 @@ foreach(line ${lines})
     string(JSON diffs GET "${line}" reconcile_diffs)
     if(NOT lost EQUAL 0 OR NOT diffs EQUAL 0)
       message(FATAL_ERROR "flashstock lost acknowledged orders or disagrees with its WAL/MariaDB: ${line}")
+    endif()
+  endif()
+  if(fault STREQUAL "wal-slow")
+    # the shim counts the WAL writes and fdatasyncs it delayed: the fault took effect
+    string(JSON slowed GET "${line}" slowed_calls)
+    if(NOT slowed GREATER 0)
+      message(FATAL_ERROR "wal-slow slowed no WAL call: ${line}")
     endif()
   endif()
   if(fault MATCHES "sigkill$")

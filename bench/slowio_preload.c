@@ -5,7 +5,9 @@
  *   FLASH_SLOWIO_CTL=FILE     a file whose first 4 bytes (native uint32) are
  *                             the delay in microseconds, read through a
  *                             shared mapping at every call: the bench turns
- *                             the fault on and off by writing that word;
+ *                             the fault on and off by writing that word; the
+ *                             next 4 count the calls that were slowed, so the
+ *                             bench can show the fault took effect;
  *   FLASH_SLOWIO_MATCH=SUBSTR only files whose path contains SUBSTR are slow
  *                             (the WAL directory).
  * pwrite(2) and fdatasync(2) of a matching file sleep for the delay before
@@ -33,7 +35,7 @@
 #include <unistd.h>
 
 static pthread_once_t slowio_once = PTHREAD_ONCE_INIT;
-static volatile uint32_t *slowio_delay_us;   /* the control word, or NULL: never slow */
+static uint32_t *slowio_ctl;   /* [0] delay, us; [1] calls slowed; NULL: never slow */
 static const char *slowio_match;
 
 static void slowio_init(void)
@@ -45,13 +47,13 @@ static void slowio_init(void)
 	slowio_match = getenv("FLASH_SLOWIO_MATCH");
 	if (ctl == NULL || *ctl == '\0' || slowio_match == NULL || *slowio_match == '\0')
 		return;
-	fd = open(ctl, O_RDONLY | O_CLOEXEC);
+	fd = open(ctl, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p != MAP_FAILED)
-		slowio_delay_us = p;
+		slowio_ctl = p;
 }
 
 /* Sleep the current delay if @p fd names a matching file. */
@@ -62,11 +64,11 @@ static void slowio_wait(int fd)
 	ssize_t n;
 
 	pthread_once(&slowio_once, slowio_init);
-	if (slowio_delay_us == NULL)
+	if (slowio_ctl == NULL)
 		return;
 	/* relaxed is enough: the word is a self-contained setting, and a call
 	 * that sees the old value for a moment is still a slow or fast call */
-	us = __atomic_load_n(slowio_delay_us, __ATOMIC_RELAXED);
+	us = __atomic_load_n(&slowio_ctl[0], __ATOMIC_RELAXED);
 	if (us == 0)
 		return;
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -78,6 +80,8 @@ static void slowio_wait(int fd)
 		return;
 	struct timespec ts = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L };
 	nanosleep(&ts, NULL);
+	/* relaxed: a statistic the bench reads after the daemon stopped */
+	__atomic_add_fetch(&slowio_ctl[1], 1u, __ATOMIC_RELAXED);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
