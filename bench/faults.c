@@ -834,11 +834,8 @@ static void flash_teardown(struct fault_sale *s)
 	if (s->s_created)
 		flash_seg_destroy(s->s_seg);
 	s->s_created = 0;
-	if (s->s_delay_us) {
-		/* relaxed: the daemon is gone, nothing writes the word any more */
-		s->s_slowed = __atomic_load_n(&s->s_delay_us[1], __ATOMIC_RELAXED);
+	if (s->s_delay_us)
 		munmap(s->s_delay_us, 4096);
-	}
 	s->s_delay_us = NULL;
 }
 
@@ -1431,6 +1428,16 @@ static void sale_run(struct fault_sale *s, int sale_no)
 	if (sale_supervise(s, pids) != 0)
 		s->s_failed = 1;
 	sale_collect(s);
+	if (s->s_delay_us) {
+		/* relaxed: the fault is over (delay 0): the count no longer moves
+		 * for a slowed call.  None slowed: the fault did not happen, and a
+		 * row that says it did would be a fake */
+		s->s_slowed = __atomic_load_n(&s->s_delay_us[1], __ATOMIC_RELAXED);
+		if (s->s_slowed == 0 && !s->s_failed) {
+			fault_err(s, "the slow-disk shim slowed no WAL call (not preloaded? %s)", s->s_o->fo_slowio);
+			s->s_failed = 1;
+		}
+	}
 	/* the checks run after a failure too: a broken sale still must not oversell */
 	if (s->s_eng == FAULT_ENG_FLASH) {
 		if (flash_check(s) != 0)
