@@ -130,6 +130,12 @@ struct fault_wstat {
 	char     fw_err[160];
 } __attribute__((aligned(64)));
 
+/* Memory orders: fsh_ready is a seq_cst add (the parent reads it, then each
+ * thread's fw_failed); fsh_go is stored with release after fsh_go_ns and
+ * loaded with acquire; fsh_abort is a bare request to stop, ordered with
+ * nothing (relaxed loads; the parent's release stores are more than needed).
+ * Every figure is read by the parent only after waitpid(), which orders the
+ * buyers' plain stores before its loads. */
 struct fault_shared {
 	uint32_t fsh_ready;                         /* threads prepared (atomic add) */
 	uint32_t fsh_go;                            /* set by the parent */
