@@ -58,6 +58,17 @@ static const struct {
 	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
 	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },
 	{ FLASH_EMYSQL_GAP, "FLASH_EMYSQL_GAP", "records missing between the applied LSN and a batch" },
+	{ FLASH_ETIMEOUT, "FLASH_ETIMEOUT", "feed: no durable record arrived within the wait" },
+	{ FLASH_ELOST, "FLASH_ELOST",
+	  "feed: WAL retention removed records the consumer had not committed (open it with a MariaDB refill URL)" },
+	{ FLASH_EAHEAD, "FLASH_EAHEAD", "feed: the consumer's position is past the WAL's durable end" },
+	{ FLASH_EFEED_IDENT, "FLASH_EFEED_IDENT",
+	  "feed: the WAL belongs to another segment incarnation than the consumer's" },
+	{ FLASH_EREFILL, "FLASH_EREFILL", "feed: MariaDB has not applied the lost range: the refill cannot cover it" },
+	{ FLASH_EAMQP_RETRY, "FLASH_EAMQP_RETRY",
+	  "RabbitMQ down, slow or it refused a message: re-send from the confirmed position" },
+	{ FLASH_EAMQP, "FLASH_EAMQP", "RabbitMQ refused a declare" },
+	{ FLASH_EAMQP_CONFIG, "FLASH_EAMQP_CONFIG", "bad AMQP URL or option, or RabbitMQ login refused" },
 };
 
 const char *flash_strerror(int rc)

@@ -16,6 +16,7 @@
  *   7. Leased locks            flash_lock_acquire(), _renew(), _release()
  *   8. Reading state           flash_sku_get(), flash_order_get(), flash_stats_get(), ...
  *   9. Records                 flash_record, flash_ring_drain()
+ *  10. Order feed              flash_feed_open(), flash_feed_next(), flash_feed_commit()
  *
  * Caveats (read these first)
  * --------------------------
@@ -109,6 +110,21 @@ extern "C" {
 #define FLASH_EMYSQL         -41   /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG  -42   /* bad MySQL URL or option file, or access denied */
 #define FLASH_EMYSQL_GAP     -43   /* records missing between the applied LSN and a batch */
+/* -60 .. -69: the order feed (section 10) */
+#define FLASH_ETIMEOUT       -60   /* feed: no durable record arrived within wait_ms */
+#define FLASH_ELOST          -61   /* feed: WAL retention removed records the consumer
+                                      had not committed, and no refill source is set */
+#define FLASH_EAHEAD         -62   /* feed: the consumer's position is past the WAL's
+                                      durable end (the WAL was cut or replaced) */
+#define FLASH_EFEED_IDENT    -63   /* feed: the WAL belongs to another segment
+                                      incarnation than the one the consumer registered on */
+#define FLASH_EREFILL        -64   /* feed: the refill source cannot cover the lost range
+                                      (MariaDB's applied LSN is below it) */
+/* -70 .. -79: the RabbitMQ sink (persist/amqp_sink.h, `flashstock feed --to`) */
+#define FLASH_EAMQP_RETRY    -70   /* broker down, slow, or it nacked: re-send from the
+                                      confirmed position after a reconnect */
+#define FLASH_EAMQP          -71   /* the broker refused a declare (e.g. another type) */
+#define FLASH_EAMQP_CONFIG   -72   /* bad AMQP URL or option, or login refused */
 
 /**
  * Describe a result code.
@@ -864,6 +880,218 @@ int flash_quiet_get(flash_t *h, struct flash_quiet *out);
  *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_replay(flash_t *h, const struct flash_record *rec);
+
+/* ------------------------------------------------------------------------
+ * 10. Order feed
+ *
+ * Downstream systems (fulfilment, payment, a message broker) read the
+ * records of a WAL directory (the one `flashstock serve --wal DIR` writes)
+ * under a durable consumer NAME, like a replication slot:
+ *
+ *   flash_feed_t *f;
+ *   flash_feed_open(dir, "fulfilment", &opts, &f);
+ *   while (flash_feed_next(f, &r, 1000) == FLASH_OK) {   // or FLASH_ETIMEOUT: idle
+ *       act_on(&r);                                      // idempotent by r.rec.order_no / r.lsn
+ *       flash_feed_commit(f, r.lsn);                     // or after a batch
+ *   }
+ *
+ *  - Order: records come in LSN order, each LSN once per open; the first
+ *    record after an open is the one after the committed position.
+ *  - At least once: a record is handed out again after a restart (of the
+ *    consumer, of serve, of the machine) until a commit covers its LSN.
+ *    Downstream drops duplicates by order number (ORDER, CANCEL) or LSN.
+ *  - Only durable records: the feed never returns a record before its WAL
+ *    frame is fdatasync'd.  The WAL writer publishes its durable LSN in
+ *    DIR/DURABLE (a small mapped file; every LSN at or below it is on
+ *    disk); readers in other processes wait on it (a futex on the shared
+ *    mapping: no busy loop, no system call on the writer's side while no
+ *    reader waits).  A WAL whose writer never published (no serve since
+ *    this version) reads as empty until a writer opens it.
+ *  - Positions are durable: DIR/feed/NAME.pos, written by
+ *    flash_feed_commit() as a temporary file, fdatasync, rename, fsync of
+ *    DIR/feed.  A commit that returned survives a kill and a reboot.
+ *  - Retention: while a consumer is registered, `serve` removes no WAL file
+ *    it still needs (the records after its committed position), up to the
+ *    daemon's bound (`serve --feed-keep-bytes`, `--feed-keep-age`, like
+ *    PostgreSQL's max_slot_wal_keep_size).  Past the bound the files go and
+ *    the consumer is "lost": serve logs a line and counts it
+ *    (flashstock_feed_lost), flash_feed_list() says FLASH_FEED_LOST, and
+ *    flash_feed_next() returns FLASH_ELOST at the gap -- never a silent skip.
+ *  - Refill: a feed opened with a MariaDB URL (opts.mysql_url: the
+ *    database the daemon's applier writes) serves a lost range from
+ *    MariaDB's `orders` and `activities` rows (they carry their LSN), then
+ *    continues from the WAL.  What MariaDB does not keep per LSN is said,
+ *    never invented: see struct flash_feed_rec (fr_missing, fr_gap).
+ *
+ * Synchronization: a flash_feed_t is used by one thread at a time (no
+ * internal lock) and not after fork().  One open feed per consumer name at a
+ * time over all processes (flock on DIR/feed/NAME.lock: a second open gets
+ * FLASH_EBUSY, a dead holder's lock is dropped by the kernel).  Any number
+ * of consumers and flash_feed_list() callers run beside one writer.
+ * ------------------------------------------------------------------------ */
+
+typedef struct flash_feed flash_feed_t;
+
+#define FLASH_FEED_NAME_MAX 64u   /* consumer names: 1..64 of [A-Za-z0-9._-], not starting with '.' */
+
+struct flash_feed_opts {
+	uint32_t    from_start;     /* a NEW consumer starts at the oldest record still in the
+	                               WAL (1 if none was removed); 0: at the durable end (it
+	                               sees what comes after its registration).  Ignored for
+	                               a registered consumer: it resumes at its position */
+	uint32_t    no_create;      /* 1: an unknown consumer is FLASH_ENOT_FOUND, not registered */
+	const char *mysql_url;      /* refill source for a lost range:
+	                               mysql://user:pass@host/db?socket=PATH; NULL: none */
+	const char *mysql_stream;   /* the applier's applied_lsn stream (NULL: "wal") */
+};
+
+/** Fill @p o with the defaults (durable end, register if new, no refill). */
+void flash_feed_opts_default(struct flash_feed_opts *o);
+
+/** Where a record came from. */
+enum flash_feed_source {
+	FLASH_FEED_WAL   = 0,      /* the WAL frame itself: every field */
+	FLASH_FEED_MYSQL = 1       /* refilled from MariaDB rows: see fr_missing */
+};
+
+/* fr_missing bits: fields of fr_rec a refill could not give back (left zero) */
+#define FLASH_FEED_MISS_SLOT  0x1u  /* rec.slot and fr_seq: MariaDB keeps no producer */
+#define FLASH_FEED_MISS_TS    0x2u  /* rec.ts_ns: a CANCEL's or a SKU's time is not kept */
+#define FLASH_FEED_MISS_VALUE 0x4u  /* rec.value: a SKU's initial units (item_stock keeps
+                                       only today's total, restocks included) */
+
+/** One record of the feed. */
+struct flash_feed_rec {
+	uint64_t            fr_lsn;      /* its WAL LSN: increasing; an idempotency key */
+	uint64_t            fr_seq;      /* ring seq of the producing handle's slot (WAL only) */
+	struct flash_record fr_rec;      /* every field as the WAL holds it (type, order_no,
+	                                    user, activity, sku, qty, ts_ns, ...) */
+	uint32_t            fr_source;   /* enum flash_feed_source */
+	uint32_t            fr_missing;  /* FLASH_FEED_MISS_* (0 for a WAL record) */
+	uint64_t            fr_gap;      /* LSNs just below fr_lsn that the feed could NOT serve
+	                                    (refill only: RESTOCK records, which MariaDB does not
+	                                    keep per LSN, and records its applier refused): LSNs
+	                                    fr_lsn - fr_gap .. fr_lsn - 1.  0 from the WAL.  When
+	                                    the lost range ends with such LSNs, one record of
+	                                    fr_rec.type 0 stands for the range's last LSN (itself
+	                                    missing): commit it like any other */
+};
+
+/**
+ * Open the feed of WAL directory @p wal_dir for consumer @p consumer.
+ * A consumer seen for the first time is registered (DIR/feed/NAME.pos
+ * written durably) at its start point (opts->from_start) unless
+ * opts->no_create; a registered one resumes after its committed position.
+ * @param[in]  wal_dir   the WAL directory (it must exist)
+ * @param[in]  consumer  the name (FLASH_FEED_NAME_MAX)
+ * @param[in]  o         options; NULL: flash_feed_opts_default()
+ * @param[out] out       the feed
+ * @return FLASH_OK; FLASH_EINVAL (NULL, bad name); FLASH_ENOT_FOUND (no such
+ *         directory, or an unknown consumer with no_create); FLASH_EBUSY
+ *         (the consumer is open elsewhere); FLASH_EFEED_IDENT (the consumer
+ *         registered on a WAL of another incarnation); FLASH_EMYSQL_CONFIG
+ *         (bad refill URL; nothing registered); FLASH_ECORRUPT (a bad
+ *         position file); FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
+ * @note No MariaDB connection is made before a refill is needed.
+ */
+int flash_feed_open(const char *wal_dir, const char *consumer, const struct flash_feed_opts *o,
+                    flash_feed_t **out);
+
+/**
+ * The next record after the last one returned (after the committed
+ * position, for the first call), waiting at most @p wait_ms for it to
+ * become durable (0: do not wait).
+ * @param[out] out  the record (written only with FLASH_OK)
+ * @return FLASH_OK; FLASH_ETIMEOUT (nothing durable within @p wait_ms: call
+ *         again); FLASH_ELOST (the next record's WAL file was removed and no
+ *         refill source is set: the position stays; open with a MariaDB URL,
+ *         or flash_feed_drop() and re-register); FLASH_EREFILL (a refill
+ *         source is set but MariaDB has not applied the lost range);
+ *         FLASH_EMYSQL_RETRY (MariaDB unreachable during a refill: call
+ *         again); FLASH_EAHEAD; FLASH_EFEED_IDENT (the WAL was replaced
+ *         under the feed); FLASH_ECORRUPT (a durable frame fails its check:
+ *         the WAL is damaged; `flashstock wal verify`); FLASH_EINVAL;
+ *         FLASH_ENOMEM; FLASH_ESYS.
+ * @note Blocking up to @p wait_ms (futex on DIR/DURABLE); returns at once
+ *       while durable records are pending.
+ */
+int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_ms);
+
+/**
+ * Commit: every record with an LSN <= @p lsn is processed.  Durable when it
+ * returns (see the section comment); a later open resumes at @p lsn + 1,
+ * and WAL retention may remove what lies at or below it.
+ * @param[in] lsn  at most the last LSN returned by flash_feed_next() (a gap
+ *                 LSN of fr_gap included); not below the committed position
+ *                 (equal is a no-op)
+ * @return FLASH_OK; FLASH_EINVAL (NULL, above the last returned LSN, or
+ *         below the committed one); FLASH_ESYS (write, fdatasync or rename
+ *         failed: the previous position stays on disk).
+ */
+int flash_feed_commit(flash_feed_t *f, uint64_t lsn);
+
+/**
+ * Rewind: the next flash_feed_next() returns again the record after the
+ * committed position (e.g. a publisher whose broker refused or lost
+ * messages re-sends from the last confirmed one).
+ * @return FLASH_OK; FLASH_EINVAL.
+ */
+int flash_feed_rewind(flash_feed_t *f);
+
+/**
+ * Close the feed (no implicit commit: what was not committed is handed out
+ * again after the next open).  NULL is fine.
+ * @return FLASH_OK.
+ */
+int flash_feed_close(flash_feed_t *f);
+
+/** A consumer's state. */
+enum flash_feed_state {
+	FLASH_FEED_OK   = 0,     /* every record after its position is in the WAL */
+	FLASH_FEED_LOST = 1      /* WAL it needs was removed (past the retention bound) */
+};
+
+/** One registered consumer (flash_feed_list, flash_feed_info_get). */
+struct flash_feed_info {
+	char     fi_name[FLASH_FEED_NAME_MAX + 1];
+	uint32_t fi_state;          /* enum flash_feed_state */
+	uint32_t fi_open;           /* 1: a live feed has it open now */
+	uint64_t fi_committed_lsn;  /* its position: every LSN <= this is processed */
+	uint64_t fi_durable_lsn;    /* the WAL's durable end (DIR/DURABLE) */
+	uint64_t fi_first_lsn;      /* the oldest LSN still in the WAL (0: empty) */
+	uint64_t fi_lag_records;    /* durable - committed (0 when caught up) */
+	uint64_t fi_lag_ns;         /* age of the oldest record not committed (now - its
+	                               ts_ns; 0 when caught up or not in the WAL any more) */
+	int64_t  fi_created_ns;     /* registration (CLOCK_REALTIME) */
+	int64_t  fi_commit_ns;      /* last commit (CLOCK_REALTIME; 0: never) */
+};
+
+/**
+ * List the consumers registered in @p wal_dir, sorted by name.
+ * @param[out] out  array of @p cap entries (may be NULL with cap 0: count only)
+ * @param[out] n    the number registered (may exceed @p cap: then the first
+ *                  @p cap are written)
+ * @return FLASH_OK (no consumer, or no feed directory: *n = 0); FLASH_EINVAL;
+ *         FLASH_ENOT_FOUND (no such WAL directory); FLASH_ENOMEM; FLASH_ESYS.
+ * @note Lock-free; reads only (position files, DIR/DURABLE, WAL headers).
+ */
+int flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n);
+
+/**
+ * The state of an open feed (name, positions, lag), as flash_feed_list()
+ * would report it.  fi_committed_lsn is the committed position, not what
+ * has been returned since.
+ * @return FLASH_OK; FLASH_EINVAL.
+ */
+int flash_feed_info_get(flash_feed_t *f, struct flash_feed_info *out);
+
+/**
+ * Unregister @p consumer (like pg_drop_replication_slot): its position file
+ * goes and retention no longer keeps WAL for it.
+ * @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EBUSY (open now); FLASH_EINVAL;
+ *         FLASH_ESYS.
+ */
+int flash_feed_drop(const char *wal_dir, const char *consumer);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "flashstock.h"
+#include "feed.h"
 #include "serve_reconcile.h"
 
 struct metrics {
@@ -26,6 +27,7 @@ struct metrics {
 	pthread_mutex_t    m_mu;        /* guards m_st, m_recon */
 	struct serve_stats m_st;
 	serve_recon_t     *m_recon;     /* or NULL */
+	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
 };
 
 /* ---- text buffer ---- */
@@ -259,6 +261,61 @@ void metrics_set_reconcile(metrics_t *m, struct serve_recon *r)
 	pthread_mutex_unlock(&m->m_mu);
 }
 
+/*
+ * The feed (feed.h): per registered consumer its lag in records and seconds
+ * and whether it is lost, and the retention's count of losses.  Read from
+ * the consumers' position files at each scrape (flash_feed_list: no lock).
+ */
+static void render_feed(struct metrics *m, struct mbuf *mb)
+{
+	struct feed_retain_stats rs;
+	feed_retain_stats_get(&rs);
+	mb_metric(mb, "flashstock_feed_lost_total", "counter",
+	          "Feed consumers marked lost by WAL retention (past --feed-keep-bytes/--feed-keep-age).",
+	          rs.lost_total);
+	if (m->m_feed_dir == NULL)
+		return;
+	size_t n = 0;
+	struct flash_feed_info *v = NULL;
+	if (flash_feed_list(m->m_feed_dir, NULL, 0, &n) != FLASH_OK || n == 0 ||
+	    (v = calloc(n, sizeof *v)) == NULL || flash_feed_list(m->m_feed_dir, v, n, &n) != FLASH_OK) {
+		free(v);
+		return;
+	}
+	static const struct { const char *name, *type, *help; } fm[] = {
+		{ "flashstock_feed_lag_records", "gauge", "Durable WAL records the consumer has not committed." },
+		{ "flashstock_feed_lag_seconds", "gauge",
+		  "Age of the oldest record the consumer has not committed (0: caught up)." },
+		{ "flashstock_feed_committed_lsn", "gauge", "The consumer's committed position." },
+		{ "flashstock_feed_lost", "gauge",
+		  "1 while WAL the consumer needs has been removed (state lost: refill it from MariaDB)." },
+	};
+	for (size_t k = 0; k < sizeof fm / sizeof fm[0]; k++) {
+		mb_printf(mb, "# HELP %s %s\n# TYPE %s %s\n", fm[k].name, fm[k].help, fm[k].name, fm[k].type);
+		for (size_t i = 0; i < n; i++) {
+			if (k == 1)
+				mb_printf(mb, "%s{consumer=\"%s\"} %.6f\n", fm[k].name, v[i].fi_name,
+				          (double)v[i].fi_lag_ns / 1e9);
+			else
+				mb_printf(mb, "%s{consumer=\"%s\"} %llu\n", fm[k].name, v[i].fi_name,
+				          (unsigned long long)(k == 0 ? v[i].fi_lag_records
+				                               : k == 2 ? v[i].fi_committed_lsn
+				                                        : v[i].fi_state == FLASH_FEED_LOST));
+		}
+	}
+	free(v);
+}
+
+int metrics_set_feed(metrics_t *m, const char *wal_dir)
+{
+	char *d = wal_dir ? strdup(wal_dir) : NULL;
+	if (wal_dir && d == NULL)
+		return -1;
+	free(m->m_feed_dir);
+	m->m_feed_dir = d;
+	return 0;
+}
+
 char *metrics_render(metrics_t *m)
 {
 	struct mbuf mb = { .cap = 8192 };
@@ -271,6 +328,7 @@ char *metrics_render(metrics_t *m)
 	render_serve(m, &mb);
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
+	render_feed(m, &mb);
 	if (mb.oom) {
 		free(mb.b);
 		return NULL;
@@ -385,6 +443,7 @@ void metrics_stop(metrics_t *m)
 		return;
 	MHD_stop_daemon(m->m_d);
 	pthread_mutex_destroy(&m->m_mu);
+	free(m->m_feed_dir);
 	free(m->m_segment);
 	free(m);
 }

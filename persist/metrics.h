@@ -36,6 +36,10 @@ struct serve_recon;
  * scrape can matter, and keep @p r alive until metrics_stop(). */
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r);
 
+/* Show the feed consumers registered in @p wal_dir (feed.h) and their lag;
+ * call before the first scrape.  @return 0; -1 out of memory. */
+int metrics_set_feed(metrics_t *m, const char *wal_dir);
+
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);
 

@@ -7,6 +7,7 @@
  * (which also skips records already in the WAL), and serve_run().
  */
 #include "serve.h"
+#include "feed.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -144,6 +145,8 @@ void serve_opts_default(struct serve_opts *o)
 	o->idle_us_max = 250;
 	o->log_level = SERVE_LOG_INFO;
 	o->reconcile_every_ms = 300000;
+	o->feed_keep_bytes = FEED_KEEP_BYTES_DEFAULT;
+	o->feed_keep_age_s = FEED_KEEP_AGE_S_DEFAULT;
 }
 
 /* ------------------------------------------------------------------------
@@ -736,6 +739,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			.keep_wal = o->keep_wal,
 			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
 			.log = serve_snap_log, .log_arg = &s,
+			.feed_keep_bytes = o->feed_keep_bytes, .feed_keep_age_s = o->feed_keep_age_s,
 		};
 		rc = snap_thread_start(&so, &s.sv_snap);
 		if (rc != SNAP_OK) {
@@ -770,6 +774,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 		metrics_set_reconcile(mt, s.sv_recon);
+		(void)metrics_set_feed(mt, o->wal_dir);
 		__atomic_store_n(&st->metrics_port, port, __ATOMIC_RELEASE);
 		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
 	}

@@ -91,6 +91,9 @@ struct serve_opts {
 	uint32_t      snapshot_every_s; /* 0: 300 */
 	uint64_t      snapshot_wal_bytes; /* 0: 64 MiB (one default WAL file) */
 	int           keep_wal;         /* snapshots remove no WAL file */
+	uint64_t      feed_keep_bytes;  /* feed retention (feed.h): WAL kept for one consumer at
+	                                   most (serve_opts_default: FEED_KEEP_BYTES_DEFAULT; 0: no bound) */
+	uint64_t      feed_keep_age_s;  /* ... nor older than this (FEED_KEEP_AGE_S_DEFAULT; 0: no bound) */
 	/* The periodic reconciler (serve_reconcile.h): a pass every
 	 * reconcile_every_ms and one at a clean stop; 0: none at all. */
 	uint32_t      reconcile_every_ms;  /* serve_opts_default: 300000 (5 minutes) */

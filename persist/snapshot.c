@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "snapshot.h"
+#include "feed.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -688,6 +689,9 @@ static int snap_remove_wal(snap_t *s)
 		if (a < cover)
 			cover = a;
 	}
+	struct feed_retain_opts fo = { .keep_bytes = s->s_o.feed_keep_bytes,
+	                               .keep_age_s = s->s_o.feed_keep_age_s };
+	cover = feed_retain_cover(s->s_o.wal_dir, cover, &fo, s->s_o.log, s->s_o.log_arg);
 	if (cover <= s->s_cover)
 		return SNAP_OK;
 	uint32_t removed = 0;

@@ -34,8 +34,9 @@
  *
  * WAL files removed.  A WAL file goes when every frame in it has an LSN <=
  * cover, cover = min(the OLDER of the two newest snapshots -- the only one
- * while there is one --, MySQL's applied LSN if an applier runs), and it is
- * not the file being written; oldest first, then the directory is fsync'd
+ * while there is one --, MySQL's applied LSN if an applier runs, the
+ * committed position of every feed consumer within the retention bound:
+ * feed.h), and it is not the file being written; oldest first, then the directory is fsync'd
  * (wal_remove_before()).  The older snapshot rather than the newest: a
  * snapshot found corrupt at recovery falls back to the previous one, and
  * the WAL after that one must still be there.  An applier that has not
@@ -185,6 +186,10 @@ struct snap_opts {
 	void       *applied_arg;
 	snap_log_fn log;          /* NULL: nothing logged */
 	void       *log_arg;
+	/* Feed consumers registered in wal_dir hold WAL files back within
+	 * these bounds (feed.h, feed_retain_cover; 0: no bound). */
+	uint64_t    feed_keep_bytes;
+	uint64_t    feed_keep_age_s;
 };
 
 struct snap_stats {

@@ -21,9 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -510,7 +512,67 @@ struct wal {
 
 	/* Lock-free readers. */
 	uint64_t        w_durable;      /* highest durable LSN; release store by the leader */
+
+	/* The durable mark (wal.h): published under w_mu by the leader. */
+	struct wal_mark *w_mark;        /* <dir>/DURABLE, mapped shared */
 };
+
+/* ---- the durable mark (wal.h) ---- */
+
+/*
+ * Open <dir>/DURABLE (created 0600 if missing, grown to one page if short,
+ * never truncated), map it shared.  @return the mapping, or NULL with errno.
+ */
+static struct wal_mark *wal_mark_open(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (st.st_size < WAL_MARK_BYTES && ftruncate(fd, WAL_MARK_BYTES) != 0)) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	void *m = mmap(NULL, WAL_MARK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED) {
+		errno = e;
+		return NULL;
+	}
+	struct wal_mark *k = m;
+	if (k->wm_magic != WAL_MARK_MAGIC) {
+		k->wm_version = WAL_MARK_VERSION;
+		__atomic_store_n(&k->wm_magic, WAL_MARK_MAGIC, __ATOMIC_RELEASE);
+	}
+	return k;
+}
+
+/*
+ * Publish @p lsn as durable to readers of other processes (wal.h gives the
+ * protocol).  Called by whoever just made @p lsn durable, before it tells
+ * anyone else.  The seq_cst increment of wm_seq and load of wm_waiters pair
+ * with the reader's seq_cst increment of wm_waiters and load of wm_seq.
+ */
+static void wal_mark_publish(wal_t *w, uint64_t lsn)
+{
+	struct wal_mark *k = w->w_mark;
+	if (k == NULL)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	k->wm_pid = (int32_t)getpid();
+	k->wm_incarnation = w->w_incarnation;
+	k->wm_publish_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	__atomic_store_n(&k->wm_durable, lsn, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&k->wm_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&k->wm_waiters, __ATOMIC_SEQ_CST) != 0)
+		syscall(SYS_futex, &k->wm_seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
 
 static int wal_reserve(unsigned char **buf, size_t *cap, size_t need)
 {
@@ -714,6 +776,7 @@ int wal_sync(wal_t *w, uint64_t lsn)
 		w->w_fail_errno = err;
 	} else {
 		__atomic_store_n(&w->w_durable, last, __ATOMIC_RELEASE);
+		wal_mark_publish(w, last);
 		w->w_st.commits++;
 		w->w_st.frames += last - first + 1;
 		w->w_st.bytes += blen;
@@ -976,6 +1039,11 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		w->w_next_lsn = s.ws_next_lsn;
 	}
 	w->w_durable = w->w_next_lsn - 1;
+	if ((w->w_mark = wal_mark_open(dir)) == NULL) {
+		rc = WAL_EIO;
+		goto fail;
+	}
+	wal_mark_publish(w, w->w_durable);
 	free(lsns);
 	*out = w;
 	return WAL_OK;
@@ -1005,6 +1073,8 @@ int wal_close(wal_t *w)
 	pio_close(w->w_lockfd);     /* the lock goes last: every write is done */
 	pthread_mutex_destroy(&w->w_mu);
 	pthread_cond_destroy(&w->w_cv);
+	if (w->w_mark != NULL)
+		munmap(w->w_mark, WAL_MARK_BYTES);
 	free(w->w_pbuf);
 	free(w->w_wbuf);
 	free(w->w_dir);

@@ -177,6 +177,44 @@ typedef struct wal wal_t;
  */
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
 
+/*
+ * The durable mark: <dir>/DURABLE, one page, mapped shared by the writer and
+ * by feed readers in other processes (flashstock.h, section 10).  The WAL's
+ * own durability does not depend on it; it tells readers what is durable.
+ *   - wal_open() creates it if missing (never truncates or replaces it:
+ *     readers keep the inode mapped across writer restarts) and publishes
+ *     the durable LSN it found; every group commit publishes its last LSN.
+ *   - Publish: release store of wm_durable, then wm_seq += 1 (seq_cst),
+ *     then FUTEX_WAKE on wm_seq only if wm_waiters is nonzero (seq_cst
+ *     load).  A reader increments wm_waiters (seq_cst), reads wm_seq, then
+ *     wm_durable (acquire), and FUTEX_WAITs on wm_seq's old value: either
+ *     the writer's load sees the waiter (it wakes) or the reader's loads
+ *     see the new seq and LSN (it does not sleep) -- no lost wake-up.
+ *   - Every value stored in wm_durable was durable when stored, so the
+ *     copy the kernel writes back (whenever) never claims too much: after
+ *     a crash or reboot the file may say less than the WAL holds, never more.
+ *     It can go DOWN only when a writer opens a WAL that an operator cut
+ *     below it (wal_cut_after, `serve --recover --accept-loss-after`).
+ * Not through pio.h: no fault test of the WAL sees these calls (the
+ * mark is advisory, and a failure to create it fails wal_open()).
+ */
+#define WAL_MARK_FILE     "DURABLE"
+#define WAL_MARK_MAGIC    0x5255444c41575346ull   /* "FSWALDUR" */
+#define WAL_MARK_VERSION  1u
+#define WAL_MARK_BYTES    4096u
+
+struct wal_mark {
+	uint64_t wm_magic;        /* WAL_MARK_MAGIC (written once, at creation) */
+	uint32_t wm_version;      /* WAL_MARK_VERSION */
+	uint32_t wm_seq;          /* futex word: +1 after every publish */
+	uint64_t wm_durable;      /* every LSN <= this is on disk */
+	uint64_t wm_incarnation;  /* of the WAL that published it */
+	uint32_t wm_waiters;      /* readers about to sleep or asleep on wm_seq */
+	int32_t  wm_pid;          /* the writer that published last */
+	int64_t  wm_publish_ns;   /* CLOCK_REALTIME of that publish */
+	uint64_t wm_pad[2];
+};
+
 /* Whose WAL is this?  (wal_ident) */
 struct wal_ident {
 	uint64_t wi_incarnation;  /* of the newest file (0: none recorded, or no file) */

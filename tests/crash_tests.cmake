@@ -5,11 +5,18 @@
 # _exit(FLASH_CRASH_EXIT) at the n-th point reached.  Only this test links it.
 # _exit is wrapped (--wrap=_exit) so a dying child can name the point it died
 # at for the report.
+# The library's share of persist/ (the WAL, the feed: FLASH_LIB_PERSIST_SRC)
+# is in it too, so the WAL's crash points count here.
 file(GLOB FLASH_CRASH_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/*.c ${PROJECT_SOURCE_DIR}/api/*.c)
+list(APPEND FLASH_CRASH_SRC ${FLASH_LIB_PERSIST_SRC})
+if(NOT TARGET PkgConfig::MARIADB)
+  pkg_check_modules(MARIADB REQUIRED QUIET IMPORTED_TARGET libmariadb)
+endif()
 add_library(flashstock_crash STATIC ${FLASH_CRASH_SRC})
 target_compile_definitions(flashstock_crash PRIVATE FLASH_CRASHPOINTS=1)
-target_include_directories(flashstock_crash PUBLIC ${PROJECT_SOURCE_DIR}/api ${PROJECT_SOURCE_DIR}/engine)
-target_link_libraries(flashstock_crash PUBLIC PkgConfig::CK Threads::Threads rt)
+target_include_directories(flashstock_crash PUBLIC ${PROJECT_SOURCE_DIR}/api ${PROJECT_SOURCE_DIR}/engine
+                           PRIVATE ${PROJECT_SOURCE_DIR}/persist)
+target_link_libraries(flashstock_crash PUBLIC PkgConfig::CK Threads::Threads rt PkgConfig::MARIADB)
 
 #
 # The same program with the argument "stores" (ctest crash_stores) makes
@@ -54,8 +61,8 @@ if(TARGET flashstock_persist)
   if(NOT TARGET PkgConfig::MHD)
     pkg_check_modules(MHD REQUIRED QUIET IMPORTED_TARGET libmicrohttpd)
   endif()
-  if(NOT TARGET PkgConfig::MARIADB)
-    pkg_check_modules(MARIADB REQUIRED QUIET IMPORTED_TARGET libmariadb)
+  if(NOT TARGET PkgConfig::RABBITMQ)
+    pkg_check_modules(RABBITMQ REQUIRED QUIET IMPORTED_TARGET librabbitmq)
   endif()
   add_library(flashstock_persist_crash STATIC ${FLASH_PERSIST_CRASH_SRC})
   target_compile_definitions(flashstock_persist_crash PRIVATE FLASH_CRASHPOINTS=1)

@@ -76,6 +76,14 @@ static void serve_help(FILE *out)
 	        "                       is given) cover them; snapshots are DIR/snap-*.fss\n"
 	        "  --keep-wal           take snapshots but never remove a WAL file (keep the\n"
 	        "                       whole history, e.g. to audit it or to feed a new MySQL)\n"
+	        "  --feed-keep-bytes B  WAL kept for one feed consumer at most, bytes (default\n"
+	        "                       1073741824; 0: no bound).  A registered consumer\n"
+	        "                       (`flashstock feed`) holds back the removal of the WAL\n"
+	        "                       files it has not committed, like a replication slot;\n"
+	        "                       past this bound (or --feed-keep-age) the files go, a\n"
+	        "                       warn line names the consumer, it is \"lost\"\n"
+	        "                       (flashstock_feed_lost) and can be refilled from MySQL\n"
+	        "  --feed-keep-age S    ... nor WAL older than S seconds (default 86400; 0: no bound)\n"
 	        "  --wal-file-mb N      size of each new WAL file, MiB, 1..1024 (default 64)\n"
 	        "  --drain-max N        records per round at most (default 65536)\n"
 	        "  --recover-ms N       look for dead handles every N ms (default 1000)\n"
@@ -130,6 +138,8 @@ int cmd_serve(int argc, char **argv)
 		{ "snapshot-every", required_argument, NULL, 'S' },
 		{ "snapshot-wal-bytes", required_argument, NULL, 'B' },
 		{ "no-snapshot", no_argument,      NULL, 'N' },
+		{ "feed-keep-bytes", required_argument, NULL, 0x101 },
+		{ "feed-keep-age", required_argument, NULL, 0x102 },
 		{ "keep-wal",    no_argument,      NULL, 'K' },
 		{ "reconcile-every", required_argument, NULL, 'E' },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
@@ -212,6 +222,16 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'K':
 			o.keep_wal = 1;
+			break;
+		case 0x101:
+			if (tool_opt_u64(cmd, "--feed-keep-bytes", optarg, 0, UINT64_MAX / 2,
+			                 &o.feed_keep_bytes) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x102:
+			if (tool_opt_u64(cmd, "--feed-keep-age", optarg, 0, UINT64_MAX / 2,
+			                 &o.feed_keep_age_s) != 0)
+				return TOOL_USAGE;
 			break;
 		case 'E':
 			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)

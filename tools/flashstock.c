@@ -18,6 +18,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "serve",   cmd_serve,   "the daemon: write records to the WAL, acknowledge sync orders" },
 	{ "wal",     cmd_wal,     "verify or dump a write-ahead log directory, list its snapshots" },
 	{ "reconcile", cmd_reconcile, "compare segment, WAL and MySQL; exit 1 on any difference" },
+	{ "feed",    cmd_feed,    "read durable records as a named consumer; list consumers and lag; --to amqp://: publish to RabbitMQ" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 

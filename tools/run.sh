@@ -18,7 +18,9 @@ cd "$here"
 
 PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
       libmariadb-dev mariadb-server redis-server libhiredis-dev libmicrohttpd-dev
-      gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd)
+      gnuplot-nox clang libclang-rt-14-dev clang-tools-14 procps passwd
+      librabbitmq-dev rabbitmq-server
+      python3)   # python3: tests/cli_feed_refill.sh compares records LSN by LSN
 
 log() { printf '== %s\n' "$*" >&2; }
 

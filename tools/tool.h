@@ -41,6 +41,8 @@ int cmd_serve(int argc, char **argv);
 int cmd_wal(int argc, char **argv);
 int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock_bench) */
 int cmd_reconcile(int argc, char **argv);
+int cmd_feed(int argc, char **argv);
+int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
 
 /* ---- messages ---------------------------------------------------------- */
 

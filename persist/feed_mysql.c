@@ -1,0 +1,168 @@
+/*
+ * feed_mysql.c -- the order feed's refill source: the records of a lost
+ * LSN range, read back from the rows the MySQL applier (mysql_apply.c)
+ * wrote.  Part of libflashstock.
+ *
+ * What MariaDB keeps per LSN, and so what a refill gives back:
+ *   ORDER     orders.lsn: every field but rec.slot and the ring seq
+ *             (FLASH_FEED_MISS_SLOT); status changes since do not matter
+ *   CANCEL    orders.cancel_lsn: every field but slot, seq and ts_ns (the
+ *             cancel's time is not kept: FLASH_FEED_MISS_TS); flags = 1 if
+ *             the quota was returned (orders.quota_returned)
+ *   ACTIVITY  activities.lsn: every field but slot and seq
+ *   SKU       item_stock.created_lsn: activity, sku, shards; not the initial
+ *             units (item_stock.total includes later restocks:
+ *             FLASH_FEED_MISS_VALUE) nor the time (FLASH_FEED_MISS_TS)
+ *   RESTOCK   nothing (item_stock.last_lsn is only the last change of any
+ *             kind): these LSNs are reported as gaps (fr_gap), never invented
+ *   refused   records the applier refused (apply_conflicts) are not in the
+ *             tables either: gaps too
+ * The applied LSN (applied_lsn.lsn of the stream) must cover the range,
+ * else FLASH_EREFILL: MariaDB cannot know what it has not applied.
+ */
+#include "feed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysql.h>
+
+#include "mysql_apply.h"
+
+struct feed_refill {
+	char           *fr_url;
+	char           *fr_stream;
+	flash_mysql_t  *fr_m;
+};
+
+static void feed_refill_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level <= FLASH_MYSQL_LOG_WARN)
+		fprintf(stderr, "flashstock feed: mysql: %s\n", msg);
+}
+
+int feed_refill_check(const char *url)
+{
+	return flash_mysql_url_check(url, NULL, 0) == FLASH_OK ? FLASH_OK : FLASH_EMYSQL_CONFIG;
+}
+
+int feed_refill_open(const char *url, const char *stream, feed_refill_t **out)
+{
+	feed_refill_t *r = calloc(1, sizeof *r);
+	if (r == NULL || (r->fr_url = strdup(url)) == NULL ||
+	    (r->fr_stream = strdup(stream ? stream : "wal")) == NULL) {
+		feed_refill_close(r);
+		return FLASH_ENOMEM;
+	}
+	*out = r;
+	return FLASH_OK;
+}
+
+void feed_refill_close(feed_refill_t *r)
+{
+	if (r == NULL)
+		return;
+	flash_mysql_close(r->fr_m);
+	free(r->fr_url);
+	free(r->fr_stream);
+	free(r);
+}
+
+static uint64_t col_u64(const char *s)
+{
+	return s ? strtoull(s, NULL, 10) : 0;
+}
+
+static int64_t col_i64(const char *s)
+{
+	return s ? strtoll(s, NULL, 10) : 0;
+}
+
+int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash_feed_rec **recs,
+                      size_t *n, uint64_t *applied)
+{
+	*recs = NULL;
+	*n = 0;
+	if (r->fr_m == NULL) {
+		struct flash_mysql_opts o;
+		memset(&o, 0, sizeof o);
+		o.url = r->fr_url;
+		o.stream = r->fr_stream;
+		o.require_db = 1;
+		o.log = feed_refill_log;
+		int rc = flash_mysql_open(&o, &r->fr_m);
+		if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY) {
+			r->fr_m = NULL;
+			return rc;
+		}
+	}
+	int rc = flash_mysql_applied_lsn(r->fr_m, applied);
+	if (rc != FLASH_OK)
+		return rc;
+	if (*applied < to)
+		return FLASH_EREFILL;
+	MYSQL *c = flash_mysql_conn(r->fr_m);
+	if (c == NULL)
+		return FLASH_EMYSQL_RETRY;
+	char sql[2048];
+	unsigned long long a = from, b = to;
+	snprintf(sql, sizeof sql,
+	         "SELECT 1, lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
+	         " request_id, created_ns, 0, 0 FROM orders WHERE lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 2, cancel_lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot,"
+	         " biz_day, 0, 0, quota_returned, 0 FROM orders WHERE cancel_lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 4, lsn, 0, activity_id, 0, 0, 0, max_qty,"
+	         " limit_per_user | (scope << 8) | (flags << 16), day_offset_s, end_ns, 0, start_ns"
+	         " FROM activities WHERE lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 5, created_lsn, 0, activity_id, sku_id, 0, shards, 0, 0, 0, 0, 0, 0"
+	         " FROM item_stock WHERE created_lsn BETWEEN %llu AND %llu ORDER BY 2",
+	         a, b, a, b, a, b, a, b);
+	if (mysql_query(c, sql) != 0) {
+		unsigned e = mysql_errno(c);
+		flash_mysql_conn_lost(r->fr_m);
+		return e >= 2000 ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+	}
+	MYSQL_RES *res = mysql_store_result(c);
+	if (res == NULL) {
+		flash_mysql_conn_lost(r->fr_m);
+		return FLASH_EMYSQL_RETRY;
+	}
+	size_t rows = (size_t)mysql_num_rows(res);
+	struct flash_feed_rec *v = calloc(rows ? rows : 1, sizeof *v);
+	if (v == NULL) {
+		mysql_free_result(res);
+		return FLASH_ENOMEM;
+	}
+	MYSQL_ROW row;
+	size_t k = 0;
+	while ((row = mysql_fetch_row(res)) != NULL && k < rows) {
+		struct flash_feed_rec *x = &v[k++];
+		struct flash_record *rec = &x->fr_rec;
+		unsigned type = (unsigned)col_u64(row[0]);
+		x->fr_lsn = col_u64(row[1]);
+		x->fr_source = FLASH_FEED_MYSQL;
+		x->fr_missing = FLASH_FEED_MISS_SLOT;
+		rec->type = (uint16_t)type;
+		rec->order_no = col_u64(row[2]);
+		rec->activity_id = (uint32_t)col_u64(row[3]);
+		rec->sku_id = (uint32_t)col_u64(row[4]);
+		rec->user_id = col_u64(row[5]);
+		rec->qty = (uint32_t)col_u64(row[6]);
+		rec->limit_slot = (uint16_t)col_u64(row[7]);
+		rec->biz_day = (uint32_t)col_u64(row[8]);
+		rec->request_id = (uint64_t)col_i64(row[9]);
+		rec->ts_ns = col_i64(row[10]);
+		rec->flags = (uint16_t)col_u64(row[11]);
+		rec->value = col_i64(row[12]);
+		if (type == FLASH_REC_CANCEL)
+			x->fr_missing |= FLASH_FEED_MISS_TS;
+		if (type == FLASH_REC_SKU)
+			x->fr_missing |= FLASH_FEED_MISS_VALUE | FLASH_FEED_MISS_TS;
+	}
+	mysql_free_result(res);
+	*recs = v;
+	*n = k;
+	return FLASH_OK;
+}

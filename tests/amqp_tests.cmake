@@ -1,0 +1,27 @@
+# The RabbitMQ sink (`flashstock feed --to amqp://`, persist/amqp_sink.c)
+# against a private rabbitmq-server (tests/fixtures/rabbitmq.sh): its test
+# consumer (manual acks, records what arrived), a buyer that records what
+# was acknowledged, and the kill tests through the real binaries.
+pkg_check_modules(RABBITMQ_T REQUIRED IMPORTED_TARGET librabbitmq)
+find_program(FLASH_RABBITMQ_SERVER rabbitmq-server PATHS /usr/lib/rabbitmq/bin /usr/sbin
+             REQUIRED NO_DEFAULT_PATH)
+find_program(FLASH_EPMD epmd REQUIRED)
+
+add_executable(amqp_consumer ${CMAKE_CURRENT_SOURCE_DIR}/amqp_consumer.c)
+target_link_libraries(amqp_consumer PRIVATE PkgConfig::RABBITMQ_T)
+add_executable(amqp_buyer ${CMAKE_CURRENT_SOURCE_DIR}/amqp_buyer.c)
+target_link_libraries(amqp_buyer PRIVATE flashstock_static)
+
+add_test(NAME amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_and_sink_kill
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp.sh $<TARGET_FILE:flashstock>
+                 $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
+set_tests_properties(amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_and_sink_kill
+                     PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
+
+add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp_nack.sh $<TARGET_FILE:flashstock>
+                 $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
+set_tests_properties(amqp_sink_resends_from_confirmed_lsn_after_nack
+                     PROPERTIES LABELS "amqp;cli" TIMEOUT 300)

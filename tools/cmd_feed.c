@@ -1,0 +1,301 @@
+/*
+ * cmd_feed.c -- `flashstock feed`: read a WAL directory's records as a named
+ * consumer of the order feed (flashstock.h section 10), list the consumers
+ * and their lag, or drop one.  One record per line on stdout.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wal.h"
+
+static void feed_help(FILE *out)
+{
+	fprintf(out,
+	        "usage: flashstock feed --wal DIR --consumer NAME [--from-start] [--follow]\n"
+	        "                       [--json] [--commit auto|none] [--limit N] [--mysql URL]\n"
+	        "       flashstock feed --list --wal DIR [--json]\n"
+	        "       flashstock feed --drop NAME --wal DIR\n"
+	        "       flashstock feed --to amqp://... --wal DIR --consumer NAME [...]\n"
+	        "                       publish orders and cancels to RabbitMQ with confirms\n"
+	        "                       (`flashstock feed --to x --help` says more)\n"
+	        "\n"
+	        "Reads the records `flashstock serve --wal DIR` made durable -- orders,\n"
+	        "cancels, restocks, activities, skus -- in LSN order, as consumer NAME (letters,\n"
+	        "digits, '.', '_', '-'; at most 64).  A new NAME is registered at the WAL's\n"
+	        "durable end (it sees what comes next), or with --from-start at the oldest\n"
+	        "record still in DIR; a known NAME resumes after its committed position.\n"
+	        "Only durable records are printed (fdatasync'd by serve).  Positions live in\n"
+	        "DIR/feed/NAME.pos and survive kills and reboots.  While NAME is registered,\n"
+	        "serve keeps the WAL files it has not committed, up to --feed-keep-bytes and\n"
+	        "--feed-keep-age; past them the consumer is lost (exit 3) unless --mysql\n"
+	        "refills the removed range from MariaDB.\n"
+	        "\n"
+	        "  --from-start     a new consumer starts at the oldest record in DIR\n"
+	        "  --follow         wait for new durable records (a futex on DIR/DURABLE, no\n"
+	        "                   polling) until SIGINT/SIGTERM; without it, stop at the\n"
+	        "                   durable end\n"
+	        "  --json           one JSON object per line: {\"lsn\", \"type\" (order, cancel,\n"
+	        "                   restock, activity, sku; \"gap\" for a refill's missing end),\n"
+	        "                   \"slot\", \"seq\", \"activity_id\", \"sku_id\", \"qty\",\n"
+	        "                   \"order_no\", \"user_id\", \"value\", \"ts_ns\", \"biz_day\",\n"
+	        "                   \"limit_slot\", \"flags\", \"request_id\", \"source\" (wal or\n"
+	        "                   mysql), \"missing\" (fields a refill could not give back:\n"
+	        "                   slot, ts, value), \"gap\" (LSNs just below this one that the\n"
+	        "                   refill could not serve: restocks)}.  Without --json the\n"
+	        "                   same fields as name=value\n"
+	        "  --commit auto    (default) the position advances only past records already\n"
+	        "                   printed: after a batch of lines is written and stdout\n"
+	        "                   flushed, the last printed LSN is committed (fsync'd),\n"
+	        "                   before the next wait, at --limit and at SIGINT/SIGTERM.\n"
+	        "                   Killed in between, the next run prints those lines again:\n"
+	        "                   at least once, never a line skipped.  Drop duplicates\n"
+	        "                   downstream by order_no (orders, cancels) or lsn\n"
+	        "  --commit none    never move the position (peek)\n"
+	        "  --limit N        stop after N records\n"
+	        "  --mysql URL      refill source: mysql://user:pass@host/db?socket=PATH, the\n"
+	        "                   database serve's applier writes; a lost range is served\n"
+	        "                   from its orders/activities/item_stock rows, then the WAL\n"
+	        "  --list           consumers: name, state (ok, lost), committed LSN, durable\n"
+	        "                   LSN, lag in records and seconds, open now; with --json\n"
+	        "                   {\"consumers\":[{\"name\", \"state\", \"committed_lsn\",\n"
+	        "                   \"durable_lsn\", \"first_lsn\", \"lag_records\", \"lag_seconds\",\n"
+	        "                   \"open\", \"created_ns\", \"commit_ns\"}]}\n"
+	        "  --drop NAME      unregister NAME: serve no longer keeps WAL for it\n"
+	        "\n"
+	        "exit: 0 done (durable end, --limit, or a signal with --follow); 1 failure;\n"
+	        "2 usage error; 3 the consumer is lost (WAL removed past the retention bound)\n"
+	        "and no --mysql was given, or MariaDB has not applied the lost range\n");
+}
+
+static volatile sig_atomic_t feed_stop;
+
+static void feed_on_signal(int sig)
+{
+	(void)sig;
+	feed_stop = 1;
+}
+
+static void feed_print(const struct flash_feed_rec *r, int json)
+{
+	const struct flash_record *x = &r->fr_rec;
+	const char *type = x->type == 0 ? "gap" : wal_rec_type_name(x->type, "unknown");
+	char miss[32] = "";
+	size_t k = 0;
+	if (r->fr_missing & FLASH_FEED_MISS_SLOT)
+		k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "", "slot");
+	if (r->fr_missing & FLASH_FEED_MISS_TS)
+		k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "", "ts");
+	if (r->fr_missing & FLASH_FEED_MISS_VALUE)
+		k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "", "value");
+	const char *src = r->fr_source == FLASH_FEED_MYSQL ? "mysql" : "wal";
+	if (json) {
+		printf("{\"lsn\":%" PRIu64 ",\"type\":\"%s\",\"slot\":%u,\"seq\":%" PRIu64
+		       ",\"activity_id\":%u,\"sku_id\":%u,\"qty\":%u,\"order_no\":%" PRIu64
+		       ",\"user_id\":%" PRIu64 ",\"value\":%" PRId64 ",\"ts_ns\":%" PRId64
+		       ",\"biz_day\":%u,\"limit_slot\":%u,\"flags\":%u,\"request_id\":%" PRIu64
+		       ",\"source\":\"%s\",\"missing\":[",
+		       r->fr_lsn, type, x->slot, r->fr_seq, x->activity_id, x->sku_id, x->qty, x->order_no,
+		       x->user_id, x->value, x->ts_ns, x->biz_day, x->limit_slot, x->flags, x->request_id, src);
+		const char *names[] = { "slot", "ts", "value" };
+		int first = 1;
+		for (int i = 0; i < 3; i++)
+			if (r->fr_missing & (1u << i)) {
+				printf("%s\"%s\"", first ? "" : ",", names[i]);
+				first = 0;
+			}
+		printf("],\"gap\":%" PRIu64 "}\n", r->fr_gap);
+	} else {
+		printf("lsn=%" PRIu64 " type=%s slot=%u seq=%" PRIu64 " activity=%u sku=%u qty=%u order=%" PRIu64
+		       " user=%" PRIu64 " value=%" PRId64 " ts_ns=%" PRId64 " biz_day=%u limit_slot=%u flags=%u"
+		       " request_id=%" PRIu64 " source=%s missing=%s gap=%" PRIu64 "\n",
+		       r->fr_lsn, type, x->slot, r->fr_seq, x->activity_id, x->sku_id, x->qty, x->order_no,
+		       x->user_id, x->value, x->ts_ns, x->biz_day, x->limit_slot, x->flags, x->request_id, src,
+		       k ? miss : "-", r->fr_gap);
+	}
+}
+
+static int feed_list(const char *dir, int json)
+{
+	size_t n = 0;
+	int rc = flash_feed_list(dir, NULL, 0, &n);
+	if (rc != FLASH_OK)
+		return tool_fail(dir, rc);
+	struct flash_feed_info *v = calloc(n ? n : 1, sizeof *v);
+	if (v == NULL)
+		return tool_fail("feed --list", FLASH_ENOMEM);
+	if ((rc = flash_feed_list(dir, v, n, &n)) != FLASH_OK) {
+		free(v);
+		return tool_fail(dir, rc);
+	}
+	if (json)
+		printf("{\"consumers\":[");
+	else
+		printf("%-24s %-5s %14s %14s %12s %10s %s\n", "consumer", "state", "committed_lsn",
+		       "durable_lsn", "lag_records", "lag_s", "open");
+	for (size_t i = 0; i < n; i++) {
+		const struct flash_feed_info *f = &v[i];
+		const char *st = f->fi_state == FLASH_FEED_LOST ? "lost" : "ok";
+		if (json) {
+			printf("%s{\"name\":", i ? "," : "");
+			tool_json_str(stdout, f->fi_name);
+			printf(",\"state\":\"%s\",\"committed_lsn\":%" PRIu64 ",\"durable_lsn\":%" PRIu64
+			       ",\"first_lsn\":%" PRIu64 ",\"lag_records\":%" PRIu64 ",\"lag_seconds\":%.6f"
+			       ",\"open\":%s,\"created_ns\":%" PRId64 ",\"commit_ns\":%" PRId64 "}",
+			       st, f->fi_committed_lsn, f->fi_durable_lsn, f->fi_first_lsn, f->fi_lag_records,
+			       (double)f->fi_lag_ns / 1e9, f->fi_open ? "true" : "false", f->fi_created_ns,
+			       f->fi_commit_ns);
+		} else {
+			printf("%-24s %-5s %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.3f %s\n", f->fi_name, st,
+			       f->fi_committed_lsn, f->fi_durable_lsn, f->fi_lag_records,
+			       (double)f->fi_lag_ns / 1e9, f->fi_open ? "yes" : "no");
+		}
+	}
+	if (json)
+		printf("]}\n");
+	free(v);
+	return TOOL_OK;
+}
+
+/* Flush what was printed, then commit it (--commit auto). */
+static int feed_commit_printed(flash_feed_t *f, int autocommit, uint64_t printed, uint64_t *committed)
+{
+	if (!autocommit || printed == 0 || printed == *committed)
+		return FLASH_OK;
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return FLASH_ESYS;       /* not printed for sure: do not commit it */
+	int rc = flash_feed_commit(f, printed);
+	if (rc == FLASH_OK)
+		*committed = printed;
+	return rc;
+}
+
+int cmd_feed(int argc, char **argv)
+{
+	const char *cmd = "feed";
+	const char *dir = NULL, *name = NULL, *url = NULL, *drop = NULL;
+	int from_start = 0, follow = 0, json = 0, list = 0, autocommit = 1;
+	uint64_t limit = 0;
+	static const struct option longopts[] = {
+		{ "wal", required_argument, NULL, 'w' },
+		{ "consumer", required_argument, NULL, 'c' },
+		{ "from-start", no_argument, NULL, 's' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "commit", required_argument, NULL, 'C' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "mysql", required_argument, NULL, 'M' },
+		{ "list", no_argument, NULL, 'L' },
+		{ "drop", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	/* `feed --to amqp://...`: the RabbitMQ sink, a consumer of its own (cmd_feed_to.c) */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--to") == 0 || strncmp(argv[i], "--to=", 5) == 0)
+			return cmd_feed_to(argc, argv);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'w': dir = optarg; break;
+		case 'c': name = optarg; break;
+		case 's': from_start = 1; break;
+		case 'f': follow = 1; break;
+		case 'j': json = 1; break;
+		case 'L': list = 1; break;
+		case 'd': drop = optarg; break;
+		case 'M': url = optarg; break;
+		case 'C':
+			if (strcmp(optarg, "auto") == 0)
+				autocommit = 1;
+			else if (strcmp(optarg, "none") == 0)
+				autocommit = 0;
+			else
+				return tool_usage_err(cmd, "--commit: '%s' is not auto or none", optarg);
+			break;
+		case 'n':
+			if (tool_opt_u64(cmd, "--limit", optarg, 1, UINT64_MAX, &limit) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'h':
+			feed_help(stdout);
+			return TOOL_OK;
+		default:
+			return tool_bad_option(cmd, c, argv);
+		}
+	}
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (dir == NULL)
+		return tool_usage_err(cmd, "--wal DIR is required");
+	if (list)
+		return feed_list(dir, json);
+	if (drop != NULL) {
+		int rc = flash_feed_drop(dir, drop);
+		return rc == FLASH_OK ? TOOL_OK : tool_fail(drop, rc);
+	}
+	if (name == NULL)
+		return tool_usage_err(cmd, "--consumer NAME is required (or --list, --drop)");
+	if (url != NULL && tool_opt_mysql_url(cmd, url) != 0)
+		return TOOL_USAGE;
+
+	struct flash_feed_opts o;
+	flash_feed_opts_default(&o);
+	o.from_start = (uint32_t)from_start;
+	o.mysql_url = url;
+	flash_feed_t *f;
+	int rc = flash_feed_open(dir, name, &o, &f);
+	if (rc == FLASH_EINVAL)
+		return tool_usage_err(cmd, "'%s' is not a consumer name (1..64 of A-Z a-z 0-9 . _ -)", name);
+	if (rc != FLASH_OK)
+		return tool_fail(name, rc);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = feed_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	struct flash_feed_info fi;
+	flash_feed_info_get(f, &fi);
+	uint64_t committed = fi.fi_committed_lsn, printed = 0, count = 0;
+	int exit_rc = TOOL_OK;
+	while (!feed_stop && (limit == 0 || count < limit)) {
+		struct flash_feed_rec r;
+		rc = flash_feed_next(f, &r, follow ? 200 : 0);
+		if (rc == FLASH_ETIMEOUT) {
+			if ((rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK) {
+				exit_rc = tool_fail("feed commit", rc);
+				break;
+			}
+			if (!follow)
+				break;
+			continue;
+		}
+		if (rc != FLASH_OK) {
+			feed_commit_printed(f, autocommit, printed, &committed);
+			fprintf(stderr, "flashstock: feed %s at LSN %" PRIu64 ": %s (%s)\n", name, committed + 1,
+			        flash_strerror(rc), flash_rcname(rc));
+			exit_rc = rc == FLASH_ELOST || rc == FLASH_EREFILL ? 3 : TOOL_FAIL;
+			break;
+		}
+		feed_print(&r, json);
+		printed = r.fr_lsn;
+		count++;
+		if (count % 1024 == 0 &&
+		    (rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK) {
+			exit_rc = tool_fail("feed commit", rc);
+			break;
+		}
+	}
+	if (exit_rc == TOOL_OK && (rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK)
+		exit_rc = tool_fail("feed commit", rc);
+	flash_feed_close(f);
+	return exit_rc;
+}
