@@ -17,7 +17,10 @@
  *
  * flashstock side: a private segment, the real `flashstock serve` binary as
  * its daemon (WAL on disk, the MariaDB applier on a private MariaDB from
- * tests/fixtures/mariadb.sh, a database per sale), sync or async durability.
+ * tests/fixtures/mariadb.sh, a database per sale), sync or async durability;
+ * for the broker fault also a private RabbitMQ (tests/fixtures/rabbitmq.sh)
+ * and the real `flashstock feed --to amqp://` sink, whose confirmed LSN must
+ * reach the WAL's end once the broker is back.
  * Afterwards: the daemon is stopped cleanly, MariaDB is caught up, the
  * reconciler compares segment, WAL and MariaDB order by order, and the order
  * table is counted (oversold, users over the limit, every acknowledged order
@@ -95,6 +98,7 @@ struct fault_opts {
 	char        fo_slowio[PATH_MAX];       /* libflash_slowio.so, "" if not found */
 	const char *fo_redis_server;
 	const char *fo_mariadb_script;
+	const char *fo_rabbitmq_script;  /* tests/fixtures/rabbitmq.sh (broker-stop) */
 	const char *fo_out;            /* --out DIR: table, JSON, timeline */
 	int         fo_json;
 	int         fo_progress;
@@ -173,6 +177,16 @@ struct fault_sale {
 	flash_t  *s_h;
 	pid_t     s_daemon;
 	uint32_t  s_restarts;
+	/* broker-stop: a private RabbitMQ and `flashstock feed --to amqp://` */
+	char      s_rabbit[200];         /* the broker's directory (rabbitmq.sh) */
+	char      s_amqp_url[300];
+	char      s_sink_status[200];    /* the sink's --status file */
+	pid_t     s_sink;
+	pid_t     s_broker_job;          /* `rabbitmq.sh resume` running in the background */
+	uint64_t  s_wal_last_lsn;        /* of the last record frame in the WAL */
+	uint64_t  s_sink_confirmed;      /* the sink's confirmed LSN at the end */
+	uint64_t  s_sink_reconnects;
+	int64_t   s_sink_behind;         /* WAL records the broker never confirmed; -1: no sink */
 	/* redis */
 	char      s_sock[192];
 	pid_t     s_redis;
@@ -608,6 +622,184 @@ static int f_wal_fast(struct fault_sale *s)
 	return 0;
 }
 
+/* ---- broker-stop: a RabbitMQ broker under `flashstock feed --to amqp://` */
+
+/* A number of the sink's --status JSON object.  @return 0, -1 if absent. */
+static int sink_status_u64(const struct fault_sale *s, const char *key, uint64_t *out)
+{
+	char buf[2048], pat[64];
+	const char *p;
+	FILE *f = fopen(s->s_sink_status, "r");
+	size_t n;
+
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	snprintf(pat, sizeof pat, "\"%s\":", key);
+	if ((p = strstr(buf, pat)) == NULL)
+		return -1;
+	*out = strtoull(p + strlen(pat), NULL, 10);
+	return 0;
+}
+
+/* The sink: the real `flashstock feed --to amqp://` process, publishing
+ * every order with publisher confirms into a durable queue bound to its
+ * exchange (RabbitMQ confirms and drops what no queue takes). */
+static int sink_start(struct fault_sale *s)
+{
+	char log[200];
+	pid_t pid;
+	int fd;
+
+	snprintf(log, sizeof log, "%s/sink.log", s->s_dir);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return fault_err(s, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		char *argv[] = { (char *)s->s_o->fo_flashstock, "feed", "--to", s->s_amqp_url, "--wal", s->s_wal,
+		                 "--consumer", "bench", "--from-start", "--exchange", "flash.bench",
+		                 "--queue", "q.bench", "--confirm-timeout-ms", "1500", "--backoff-max-ms", "500",
+		                 "--status", s->s_sink_status, "--progress-s", "0", NULL };
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGINT, SIG_IGN);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	s->s_sink = pid;
+	return 0;
+}
+
+/* Start the sale's broker and the sink, and wait until the sink is connected. */
+static int broker_setup(struct fault_sale *s)
+{
+	uint64_t give_up = bench_now_ns() + 60000000000ull, v = 0;
+	char env[4096];
+	int rc;
+
+	snprintf(s->s_rabbit, sizeof s->s_rabbit, "%s/rabbit", s->s_dir);
+	snprintf(s->s_sink_status, sizeof s->s_sink_status, "%s/sink.status", s->s_dir);
+	rc = fixture_run(s->s_o->fo_rabbitmq_script, "start", s->s_rabbit, env, sizeof env);
+	if (rc != 0 || fixture_export(env, "FLASH_AMQP_URL", s->s_amqp_url, sizeof s->s_amqp_url) != 0)
+		return fault_err(s, "%s start failed (exit %d)", s->s_o->fo_rabbitmq_script, rc);
+	if (sink_start(s) != 0)
+		return -1;
+	while (sink_status_u64(s, "connected", &v) != 0 || v != 1) {
+		int status;
+		if (waitpid(s->s_sink, &status, WNOHANG) == s->s_sink) {
+			s->s_sink = 0;
+			return fault_err(s, "flashstock feed --to exited at start (see sink.log)");
+		}
+		if (bench_now_ns() > give_up)
+			return fault_err(s, "flashstock feed --to did not connect to the broker within 60 s");
+		sleep_ns(50000000);
+	}
+	return 0;
+}
+
+static int f_broker_kill(struct fault_sale *s)
+{
+	int rc = fixture_run(s->s_o->fo_rabbitmq_script, "crash", s->s_rabbit, NULL, 0);
+
+	return rc == 0 ? 0 : fault_err(s, "rabbitmq.sh crash failed (exit %d)", rc);
+}
+
+/* Start the broker again on its data, in the background: the schedule goes
+ * on while the Erlang VM boots. */
+static int f_broker_restart(struct fault_sale *s)
+{
+	pid_t pid;
+
+	s->s_restarts++;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return fault_err(s, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(fixture_run(s->s_o->fo_rabbitmq_script, "resume", s->s_rabbit, NULL, 0) == 0 ? 0 : 1);
+	}
+	s->s_broker_job = pid;
+	return 0;
+}
+
+/*
+ * After the sale, before the daemon stops: the broker is back (its restart
+ * finished), the sink has confirmed everything the WAL holds (its confirmed
+ * LSN reached the WAL's end and stays there), then it is stopped with SIGTERM
+ * (it commits its position).  A sink that never catches up is not an error
+ * here: flash_check() counts what it left unconfirmed.
+ */
+static int broker_drain(struct fault_sale *s)
+{
+	uint64_t give_up = bench_now_ns() + 120000000000ull, conf = 0, end = 0, last = UINT64_MAX;
+	int status, ret = 0;
+
+	if (s->s_broker_job > 0) {
+		while (waitpid(s->s_broker_job, &status, WNOHANG) != s->s_broker_job) {
+			if (bench_now_ns() > give_up) {
+				kill(s->s_broker_job, SIGKILL);
+				waitpid(s->s_broker_job, &status, 0);
+				status = 1;
+				break;
+			}
+			sleep_ns(50000000);
+		}
+		s->s_broker_job = 0;
+		if (status != 0)
+			ret = fault_err(s, "rabbitmq.sh resume failed");
+	}
+	while (bench_now_ns() < give_up) {
+		if (sink_status_u64(s, "confirmed_lsn", &conf) == 0 && sink_status_u64(s, "end_lsn", &end) == 0 &&
+		    end > 0 && conf >= end) {
+			if (last == end)
+				break;   /* caught up twice in a row, 300 ms apart: the end stands */
+			last = end;
+		} else {
+			last = UINT64_MAX;
+		}
+		sleep_ns(300000000);
+	}
+	sink_status_u64(s, "reconnects", &s->s_sink_reconnects);
+	if (s->s_sink > 0) {
+		kill(s->s_sink, SIGTERM);
+		waitpid(s->s_sink, &status, 0);
+		s->s_sink = 0;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			ret = fault_err(s, "flashstock feed --to stopped with %s %d (see sink.log)",
+			                WIFEXITED(status) ? "status" : "signal",
+			                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	}
+	sink_status_u64(s, "confirmed_lsn", &s->s_sink_confirmed);
+	return ret;
+}
+
+static void broker_teardown(struct fault_sale *s)
+{
+	int status;
+
+	if (s->s_sink > 0) {
+		kill(s->s_sink, SIGKILL);
+		waitpid(s->s_sink, &status, 0);
+		s->s_sink = 0;
+	}
+	if (s->s_broker_job > 0) {
+		waitpid(s->s_broker_job, &status, 0);
+		s->s_broker_job = 0;
+	}
+	if (s->s_amqp_url[0] && fixture_run(s->s_o->fo_rabbitmq_script, "stop", s->s_rabbit, NULL, 0) != 0)
+		fprintf(stderr, "[faults] warning: rabbitmq.sh stop %s failed\n", s->s_rabbit);
+	s->s_amqp_url[0] = '\0';
+}
+
 static void mysql_log_quiet(void *arg, int level, const char *msg)
 {
 	(void)arg;
@@ -719,7 +911,9 @@ static int flash_setup(struct fault_sale *s, int sale_no)
 		sleep_ns(10000000);
 	if (rc != FLASH_OK && rc != FLASH_EFATE_UNKNOWN)
 		return fault_err(s, "flash_sku_add: %s", flash_strerror(rc));
-	return daemon_settled(s);
+	if (daemon_settled(s) != 0)
+		return -1;
+	return s->s_f->fd_begin == f_broker_kill ? broker_setup(s) : 0;
 }
 
 static int wal_count_fn(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
@@ -727,7 +921,8 @@ static int wal_count_fn(void *arg, uint64_t lsn, uint16_t type, const void *payl
 	struct fault_sale *s = arg;
 	const struct wal_rec *r = payload;
 
-	(void)lsn;
+	if (type == WAL_T_RECORD && lsn > s->s_wal_last_lsn)
+		s->s_wal_last_lsn = lsn;
 	if (type == WAL_T_RECORD && len >= sizeof(*r) && r->wr_rec.type == FLASH_REC_ORDER)
 		s->s_orders_wal++;
 	return 0;
@@ -779,6 +974,8 @@ static int flash_check(struct fault_sale *s)
 	int rc, wrc = 0, ret = -1;
 
 	s->s_reconcile = -1;
+	if (s->s_sink > 0 && broker_drain(s) != 0)
+		return -1;
 	if (daemon_stop(s) != 0)
 		return -1;
 	memset(&rep, 0, sizeof rep);
@@ -852,9 +1049,20 @@ static int flash_check(struct fault_sale *s)
 	if (s->s_orders_wal != c->orders || s->s_orders_mysql != c->orders)
 		c->mismatch += 1;
 	c->lost = lost_acks(s, seen);
-	snprintf(c->note, sizeof c->note, "daemon restarts %u; orders: segment %llu, WAL %llu, MariaDB %llu",
-	         s->s_restarts, (unsigned long long)c->orders, (unsigned long long)s->s_orders_wal,
-	         (unsigned long long)s->s_orders_mysql);
+	if (s->s_amqp_url[0]) {
+		/* every record of the WAL (so every acknowledged order) confirmed by the broker */
+		s->s_sink_behind = s->s_wal_last_lsn > s->s_sink_confirmed ?
+		                   (int64_t)(s->s_wal_last_lsn - s->s_sink_confirmed) : 0;
+		snprintf(c->note, sizeof c->note, "broker restarts %u; orders: segment %llu, WAL %llu, MariaDB "
+		         "%llu; the sink reconnected %llu times and the broker confirmed up to LSN %llu of %llu",
+		         s->s_restarts, (unsigned long long)c->orders, (unsigned long long)s->s_orders_wal,
+		         (unsigned long long)s->s_orders_mysql, (unsigned long long)s->s_sink_reconnects,
+		         (unsigned long long)s->s_sink_confirmed, (unsigned long long)s->s_wal_last_lsn);
+	} else {
+		snprintf(c->note, sizeof c->note, "daemon restarts %u; orders: segment %llu, WAL %llu, MariaDB %llu",
+		         s->s_restarts, (unsigned long long)c->orders, (unsigned long long)s->s_orders_wal,
+		         (unsigned long long)s->s_orders_mysql);
+	}
 	ret = 0;
 out:
 	free(seen);
@@ -867,6 +1075,7 @@ static void flash_teardown(struct fault_sale *s)
 {
 	int status;
 
+	broker_teardown(s);
 	if (s->s_daemon > 0) {
 		kill(s->s_daemon, SIGKILL);
 		waitpid(s->s_daemon, &status, 0);
@@ -1226,8 +1435,8 @@ static const struct fault_def fault_table[] = {
 	  f_daemon_kill, f_daemon_restart, NULL, NULL },
 	{ "wal-slow", FAULT_ENG_FLASH, "WAL pwrite and fdatasync each delayed (LD_PRELOAD shim)",
 	  f_wal_slow, NULL, f_wal_fast, NULL },
-	{ "broker-stop", FAULT_ENG_FLASH, "RabbitMQ broker stopped under `flashstock feed --to amqp://`",
-	  NULL, NULL, NULL, "the RabbitMQ sink (flashstock feed --to amqp://) is not in this build yet" },
+	{ "broker-stop", FAULT_ENG_FLASH, "RabbitMQ broker under `flashstock feed --to amqp://` killed "
+	  "(kill -9), restarted half-way", f_broker_kill, f_broker_restart, NULL, NULL },
 #ifdef BENCH_HAVE_HIREDIS
 	{ "redis-sigkill", FAULT_ENG_REDIS, "redis-server killed (SIGKILL), restarted half-way on its AOF",
 	  f_redis_kill, f_redis_restart, NULL, NULL },
@@ -1402,6 +1611,7 @@ static void sale_run(struct fault_sale *s, int sale_no)
 	int setup_rc;
 
 	s->s_procs = o->fo_procs;
+	s->s_sink_behind = -1;
 	if (s->s_eng == FAULT_ENG_FLASH)
 		s->s_threads = o->fo_threads[s->s_dur];
 	else
@@ -1513,7 +1723,7 @@ static int sale_clean(const struct fault_sale *s)
 {
 	if (s->s_failed || s->s_chk.oversold || s->s_chk.duplicates || s->s_chk.mismatch)
 		return 0;
-	if (s->s_eng == FAULT_ENG_FLASH && (s->s_chk.lost || s->s_reconcile != 0))
+	if (s->s_eng == FAULT_ENG_FLASH && (s->s_chk.lost || s->s_reconcile != 0 || s->s_sink_behind > 0))
 		return 0;
 	return 1;
 }
@@ -1611,6 +1821,7 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		           "\"acked\":%llu,\"unanswered\":%llu,"
 		           "\"lost\":%lld,\"oversold\":%lld,\"duplicates\":%lld,\"mismatch\":%lld,"
 		           "\"reconcile_diffs\":%lld,\"orders\":%llu,\"restarts\":%u,\"slowed_calls\":%u,"
+		           "\"sink_behind\":%lld,\"sink_reconnects\":%llu,"
 		           "\"invariants_held\":%s}\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync" : bench_dur_name(r->s_dur),
 		        r->s_f->fd_name, r->s_failed ? "true" : "false", r->s_ops[0], r->s_ops[1], r->s_ops[2],
@@ -1620,6 +1831,7 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		        (long long)r->s_chk.lost, (long long)r->s_chk.oversold, (long long)r->s_chk.duplicates,
 		        (long long)r->s_chk.mismatch, (long long)r->s_reconcile,
 		        (unsigned long long)r->s_chk.orders, r->s_restarts, r->s_slowed,
+		        (long long)r->s_sink_behind, (unsigned long long)r->s_sink_reconnects,
 		        sale_clean(r) ? "true" : "false");
 	}
 }
@@ -1683,7 +1895,10 @@ static void faults_usage(FILE *f)
 "process is restarted half-way), an after phase (W/2 s); open loop at a fixed\n"
 "rate.  Prints throughput and p99 of each phase and the invariants checked\n"
 "after recovery (oversold, users over the limit, acknowledged orders lost;\n"
-"flashstock: segment, WAL and MariaDB reconciled order by order).\n"
+"flashstock: segment, WAL and MariaDB reconciled order by order; with the\n"
+"broker fault, every WAL record confirmed by RabbitMQ through the sink).\n"
+"Faults: mariadb-sigstop, serve-sigkill, wal-slow, broker-stop (flashstock);\n"
+"redis-sigkill, redis-sigstop (redis-lua, appendfsync always).\n"
 "\n"
 "  -e, --engines LIST     flashstock,redis-lua (default both)\n"
 "  -d, --durability LIST  flashstock: async,sync (default sync); redis-lua\n"
@@ -1705,6 +1920,8 @@ static void faults_usage(FILE *f)
 "      --slowio-preload P libflash_slowio.so (default: next to the bench)\n"
 "      --redis-server P   redis-server binary (default: redis-server)\n"
 "      --mariadb-script P tests/fixtures/mariadb.sh (default: in the source tree)\n"
+"      --rabbitmq-script P tests/fixtures/rabbitmq.sh (broker-stop; default: in\n"
+"                         the source tree; FLASH_AMQP_PROBE as the script says)\n"
 "      --json             JSON lines on stdout instead of the table\n"
 "      --out DIR          also write DIR/faults.md, DIR/faults.json and the\n"
 "                         timeline (faults-timeline.dat, faults-vars.gp) that\n"
@@ -1803,10 +2020,11 @@ int cmd_bench_faults(int argc, char **argv)
 		{ "async-threads", 1, NULL, 6 }, { "redis-conns", 1, NULL, 7 }, { "wal-delay-ms", 1, NULL, 8 },
 		{ "flashstock", 1, NULL, 9 }, { "slowio-preload", 1, NULL, 10 }, { "redis-server", 1, NULL, 11 },
 		{ "mariadb-script", 1, NULL, 12 }, { "json", 0, NULL, 13 }, { "out", 1, NULL, 14 },
+		{ "rabbitmq-script", 1, NULL, 15 },
 		{ "quiet", 0, NULL, 'q' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct fault_opts o;
-	char mscript[PATH_MAX], *elist = NULL, *dlist = NULL;
+	char mscript[PATH_MAX], rscript[PATH_MAX], *elist = NULL, *dlist = NULL;
 	double v, window = 0, rate = 0;
 	int opt, shortm = 0, rc = 0, any_flash = 0;
 	struct fault_sale *sales;
@@ -1823,6 +2041,8 @@ int cmd_bench_faults(int argc, char **argv)
 	o.fo_redis_server = "redis-server";
 	snprintf(mscript, sizeof mscript, "%s/tests/fixtures/mariadb.sh", BENCH_SOURCE_DIR);
 	o.fo_mariadb_script = mscript;
+	snprintf(rscript, sizeof rscript, "%s/tests/fixtures/rabbitmq.sh", BENCH_SOURCE_DIR);
+	o.fo_rabbitmq_script = rscript;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "e:d:r:p:qh", lo, NULL)) != -1) {
 		int bad = 0;
@@ -1845,6 +2065,7 @@ int cmd_bench_faults(int argc, char **argv)
 		case 12:  o.fo_mariadb_script = optarg; break;
 		case 13:  o.fo_json = 1; break;
 		case 14:  o.fo_out = optarg; break;
+		case 15:  o.fo_rabbitmq_script = optarg; break;
 		case 'q': o.fo_progress = 0; break;
 		case 'h': faults_usage(stdout); return 0;
 		default:  faults_usage(stderr); return 2;

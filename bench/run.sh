@@ -7,7 +7,7 @@
 #
 #   bench/run.sh [-b BUILD_DIR] [-o RESULTS_DIR] [-- extra flashstock-bench options]
 #   bench/run.sh --faults [-b BUILD_DIR] [-o RESULTS_DIR] [-- extra options]
-#       the fault round instead (about 2.5 minutes): `flashstock bench --faults
+#       the fault round instead (about 3 minutes): `flashstock bench --faults
 #       -d async,sync` -- one sale per fault, 5 s clean, 5 s fault, 2.5 s after,
 #       10,000 requests/s -- writing faults.md, faults.json, faults.png
 #       (bench/plot_faults.gp) and the timeline data.  `--faults -- --short` is the

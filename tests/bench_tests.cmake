@@ -27,4 +27,9 @@ if(TARGET flashstock AND TARGET flash_slowio AND EXISTS ${PROJECT_SOURCE_DIR}/be
                    -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_faults
                    -P ${PROJECT_SOURCE_DIR}/bench/faults_check.cmake)
   set_tests_properties(bench_faults_invariants_hold_after_each_fault PROPERTIES TIMEOUT 300 LABELS bench)
+  if(TARGET amqp_consumer)
+    # the broker fixture's readiness is an AMQP login (tests/fixtures/rabbitmq.sh)
+    set_tests_properties(bench_faults_invariants_hold_after_each_fault PROPERTIES
+                         ENVIRONMENT "FLASH_AMQP_PROBE=$<TARGET_FILE:amqp_consumer> probe")
+  endif()
 endif()
