@@ -196,6 +196,7 @@ struct fault_sale {
 	double    s_ops[FAULT_NPHASE];   /* answers completed per second in the phase */
 	uint64_t  s_p50[FAULT_NPHASE], s_p99[FAULT_NPHASE], s_max[FAULT_NPHASE];
 	uint64_t  s_acked, s_fate_unknown, s_unanswered, s_retries, s_answered;
+	uint64_t  s_unacked_orders;      /* orders afterwards whose request was never acknowledged */
 	uint64_t  s_count[BENCH_RC_COUNT];
 	struct bench_check s_chk;
 	uint64_t  s_orders_wal, s_orders_mysql;
@@ -942,14 +943,19 @@ static int acked_bit(const struct fault_sale *s, uint64_t user, uint8_t *seen)
 	return (s->s_acked_bits[at] >> (i % 8)) & 1;
 }
 
-/* Acknowledged requests of no order in @p seen: the lost ones. */
-static int64_t lost_acks(const struct fault_sale *s, const uint8_t *seen)
+/* Acknowledged requests of no order in @p seen: the lost ones.  And in
+ * @p unacked, orders of requests never acknowledged (their answer was lost
+ * with a killed server: at most the unanswered ones). */
+static int64_t lost_acks(const struct fault_sale *s, const uint8_t *seen, uint64_t *unacked)
 {
 	size_t n = (size_t)s->s_nw * s->s_bits_bytes, k;
 	int64_t lost = 0;
 
-	for (k = 0; k < n; k++)
+	*unacked = 0;
+	for (k = 0; k < n; k++) {
 		lost += __builtin_popcount((unsigned)(s->s_acked_bits[k] & (uint8_t)~seen[k]));
+		*unacked += (uint64_t)__builtin_popcount((unsigned)(seen[k] & (uint8_t)~s->s_acked_bits[k]));
+	}
 	return lost;
 }
 
@@ -1048,7 +1054,7 @@ static int flash_check(struct fault_sale *s)
 	c->mismatch = llabs((long long)c->loaded - (long long)c->sold - (long long)si.available);
 	if (s->s_orders_wal != c->orders || s->s_orders_mysql != c->orders)
 		c->mismatch += 1;
-	c->lost = lost_acks(s, seen);
+	c->lost = lost_acks(s, seen, &s->s_unacked_orders);
 	if (s->s_amqp_url[0]) {
 		/* every record of the WAL (so every acknowledged order) confirmed by the broker */
 		s->s_sink_behind = s->s_wal_last_lsn > s->s_sink_confirmed ?
@@ -1401,9 +1407,10 @@ static int redis_check(struct fault_sale *s)
 	if (c->sold > c->loaded)
 		c->oversold = (int64_t)(c->sold - c->loaded);
 	c->mismatch = llabs((long long)c->loaded - (long long)c->sold - strtoll(r->str, NULL, 10));
-	c->lost = lost_acks(s, seen);
-	snprintf(c->note, sizeof c->note, "redis-server restarts %u; orders in the list %llu",
-	         s->s_restarts, (unsigned long long)c->orders);
+	c->lost = lost_acks(s, seen, &s->s_unacked_orders);
+	snprintf(c->note, sizeof c->note, "redis-server restarts %u; orders in the list %llu, of which %llu "
+	         "of unanswered requests", s->s_restarts, (unsigned long long)c->orders,
+	         (unsigned long long)s->s_unacked_orders);
 	ret = 0;
 out:
 	if (r)
@@ -1723,6 +1730,9 @@ static int sale_clean(const struct fault_sale *s)
 {
 	if (s->s_failed || s->s_chk.oversold || s->s_chk.duplicates || s->s_chk.mismatch)
 		return 0;
+	/* nothing placed that nobody was told about, beyond answers lost in a kill */
+	if (s->s_unacked_orders > s->s_unanswered)
+		return 0;
 	if (s->s_eng == FAULT_ENG_FLASH && (s->s_chk.lost || s->s_reconcile != 0 || s->s_sink_behind > 0))
 		return 0;
 	return 1;
@@ -1773,7 +1783,9 @@ static void report_table(FILE *f, const struct fault_opts *o, struct fault_sale 
 	           "longest stretch of the sale in which no buyer got an answer (100 ms buckets); "
 	           "unanswered: requests whose connection died before the answer (fate unknown, "
 	           "not counted as acknowledged); lost acks: acknowledged orders whose buyer holds no "
-	           "order afterwards.\n");
+	           "order afterwards. Invariants: nothing oversold, no user over the limit, stock "
+	           "counter = loaded - sold, no order of a request that was neither acknowledged nor "
+	           "unanswered, and for flashstock no lost ack and segment = WAL = MariaDB.\n");
 	fprintf(f, "\nFaults:\n");
 	for (i = 0; i < FAULT_NDEF; i++)
 		fprintf(f, "- `%s` (%s): %s%s%s\n", fault_table[i].fd_name, fault_eng_names[fault_table[i].fd_engine],
@@ -1821,7 +1833,7 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		           "\"acked\":%llu,\"unanswered\":%llu,"
 		           "\"lost\":%lld,\"oversold\":%lld,\"duplicates\":%lld,\"mismatch\":%lld,"
 		           "\"reconcile_diffs\":%lld,\"orders\":%llu,\"restarts\":%u,\"slowed_calls\":%u,"
-		           "\"sink_behind\":%lld,\"sink_reconnects\":%llu,"
+		           "\"sink_behind\":%lld,\"sink_reconnects\":%llu,\"unacked_orders\":%llu,"
 		           "\"invariants_held\":%s}\n",
 		        fault_eng_names[r->s_eng], r->s_eng == FAULT_ENG_REDIS ? "sync" : bench_dur_name(r->s_dur),
 		        r->s_f->fd_name, r->s_failed ? "true" : "false", r->s_ops[0], r->s_ops[1], r->s_ops[2],
@@ -1832,6 +1844,7 @@ static void report_json(FILE *f, struct fault_sale *s, size_t n)
 		        (long long)r->s_chk.mismatch, (long long)r->s_reconcile,
 		        (unsigned long long)r->s_chk.orders, r->s_restarts, r->s_slowed,
 		        (long long)r->s_sink_behind, (unsigned long long)r->s_sink_reconnects,
+		        (unsigned long long)r->s_unacked_orders,
 		        sale_clean(r) ? "true" : "false");
 	}
 }
