@@ -1918,7 +1918,7 @@ static void faults_usage(FILE *f)
 "                         always runs appendonly yes + appendfsync always\n"
 "      --fault LIST       only these faults (names: see the table)\n"
 "      --window S         W, seconds (default 5; --short: 1.5)\n"
-"  -r, --rate R           requests per second over all buyers (default 10000;\n"
+"  -r, --rate R           requests per second over all buyers (default 5000;\n"
 "                         --short: 4000)\n"
 "      --short            the ctest smoke: W = 1.5 s, 4000 requests/s\n"
 "  -p, --procs N          buyer processes (default 2)\n"
@@ -2093,7 +2093,7 @@ int cmd_bench_faults(int argc, char **argv)
 		return 2;
 	}
 	o.fo_window_s = window > 0 ? window : shortm ? 1.5 : 5.0;
-	o.fo_rate = rate > 0 ? rate : shortm ? 4000 : 10000;
+	o.fo_rate = rate > 0 ? rate : shortm ? 4000 : 5000;
 	if ((uint64_t)o.fo_procs * o.fo_threads[BENCH_DUR_SYNC] > BENCH_MAX_WORKERS ||
 	    (uint64_t)o.fo_procs * o.fo_threads[BENCH_DUR_ASYNC] > BENCH_MAX_WORKERS ||
 	    o.fo_redis_conns > BENCH_MAX_WORKERS) {

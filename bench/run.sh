@@ -9,7 +9,7 @@
 #   bench/run.sh --faults [-b BUILD_DIR] [-o RESULTS_DIR] [-- extra options]
 #       the fault round instead (about 3 minutes): `flashstock bench --faults
 #       -d async,sync` -- one sale per fault, 5 s clean, 5 s fault, 2.5 s after,
-#       10,000 requests/s -- writing faults.md, faults.json, faults.png
+#       5,000 requests/s -- writing faults.md, faults.json, faults.png
 #       (bench/plot_faults.gp) and the timeline data.  `--faults -- --short` is the
 #       ctest's few-seconds-per-fault mode; `--window S` makes it longer.
 #
