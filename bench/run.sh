@@ -55,7 +55,8 @@ if [ "$faults" = 1 ]; then
 	} >"$out/machine.txt"
 	cat "$out/machine.txt"
 	rc=0
-	"$build/tools/flashstock" bench --faults -d async,sync --out "$out" "$@" 2>"$out/bench.log" || rc=$?
+	"$build/tools/flashstock" bench --faults -d async,sync --out "$out" "$@" \
+		>/dev/null 2>"$out/bench.log" || rc=$?   # the table is in faults.md
 	cat "$out/faults.md" 2>/dev/null || cat "$out/bench.log" >&2
 	if command -v gnuplot >/dev/null 2>&1; then
 		gnuplot -e "dir='$out'" "$src/bench/plot_faults.gp" || echo "run.sh: gnuplot failed" >&2
