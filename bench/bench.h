@@ -292,11 +292,17 @@ uint64_t bench_default_units(const struct bench_run *run);
 int bench_run_one(const struct bench_engine *e, const struct bench_cfg *cfg,
                   int wl, int dur, struct bench_result *res);
 
+/* Latency in µs, ms or s ("0.86 µs", "8.10 ms"); rate in k or M. */
+const char *bench_fmt_latency(uint64_t ns, char *buf, size_t cap);
+const char *bench_fmt_rate(double r, char *buf, size_t cap);
 void bench_report_table(FILE *f, struct bench_result *rows, size_t n);
 void bench_report_json(FILE *f, const struct bench_result *rows, size_t n);
 int  bench_report_curves(const char *dir, const struct bench_result *rows, size_t n);
 
 int cmd_bench(int argc, char **argv);
+/* `flashstock bench --faults` (faults.c): the fault round; cmd_bench()
+ * hands a command line holding --faults to it. */
+int cmd_bench_faults(int argc, char **argv);
 
 /* Set by SIGINT/SIGTERM in the bench's parent: the running row is aborted
  * and torn down (servers stopped, segment removed), no further row starts. */

@@ -99,6 +99,10 @@ static void usage(FILE *f, const char *argv0)
 "                         plot data (throughput.dat, curve-*.dat)\n"
 "  -q, --quiet            no progress line\n"
 "      --list             list engines and their default op counts\n"
+"      --faults           the fault round instead (see --faults --help): one\n"
+"                         sale per fault -- MariaDB halted, the daemon killed,\n"
+"                         the WAL slowed, the RabbitMQ broker killed;\n"
+"                         redis-server killed and halted\n"
 "      --redis-server P   redis-server binary (default: redis-server)\n"
 "      --mariadb-script P tests/fixtures/mariadb.sh (default: in the source tree);\n"
 "                         with FLASH_MYSQL_SOCKET set, that server is used\n"
@@ -185,6 +189,16 @@ int cmd_bench(int argc, char **argv)
 	char mscript[512];
 	struct sigaction old_int, old_term;
 
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--faults") == 0) {
+#ifdef BENCH_HAVE_FAULTS
+			return cmd_bench_faults(argc, argv);
+#else
+			fprintf(stderr, "%s: --faults: this build has no WAL daemon (persist/) to inject faults into\n",
+			        argv[0]);
+			return 2;
+#endif
+		}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.procs = 2;
 	cfg.threads = 1;

@@ -13,13 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* "812 ns", "1.93 us", "8.1 ms" */
-static const char *fmt_ns(uint64_t ns, char *buf, size_t cap)
+/* Latencies for people: "0.855 µs", "59.39 µs", "8.10 ms", "1.49 s" --
+ * never a raw count of nanoseconds. */
+const char *bench_fmt_latency(uint64_t ns, char *buf, size_t cap)
 {
 	if (ns < 1000)
-		snprintf(buf, cap, "%llu ns", (unsigned long long)ns);
+		snprintf(buf, cap, "%.3f µs", (double)ns / 1e3);
 	else if (ns < 1000000)
-		snprintf(buf, cap, "%.2f us", (double)ns / 1e3);
+		snprintf(buf, cap, "%.2f µs", (double)ns / 1e3);
 	else if (ns < 1000000000)
 		snprintf(buf, cap, "%.2f ms", (double)ns / 1e6);
 	else
@@ -27,7 +28,8 @@ static const char *fmt_ns(uint64_t ns, char *buf, size_t cap)
 	return buf;
 }
 
-static const char *fmt_rate(double r, char *buf, size_t cap)
+/* "1.41 M", "62.5 k", "812" */
+const char *bench_fmt_rate(double r, char *buf, size_t cap)
 {
 	if (r >= 1e6)
 		snprintf(buf, cap, "%.2f M", r / 1e6);
@@ -82,8 +84,8 @@ void bench_report_table(FILE *f, struct bench_result *rows, size_t n)
 			snprintf(dup, sizeof(dup), "%lld", (long long)r->chk.duplicates);
 		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %lld | %s | %llu/%llu | %lld |\n",
 		        r->engine, r->workload, r->durability, r->conc,
-		        fmt_rate(r->ops_per_sec, a, sizeof(a)), fmt_ns(r->p50, b, sizeof(b)),
-		        fmt_ns(r->p99, c, sizeof(c)), fmt_ns(r->p999, d, sizeof(d)), ratio,
+		        bench_fmt_rate(r->ops_per_sec, a, sizeof(a)), bench_fmt_latency(r->p50, b, sizeof(b)),
+		        bench_fmt_latency(r->p99, c, sizeof(c)), bench_fmt_latency(r->p999, d, sizeof(d)), ratio,
 		        (long long)r->chk.oversold, dup, (unsigned long long)r->chk.sold,
 		        (unsigned long long)r->chk.loaded, (long long)r->chk.lost);
 	}
@@ -111,7 +113,7 @@ void bench_report_table(FILE *f, struct bench_result *rows, size_t n)
 		        (unsigned long long)r->count[BENCH_RC_BAD_TOKEN],
 		        (unsigned long long)r->count[BENCH_RC_NOT_FOUND],
 		        (unsigned long long)r->count[BENCH_RC_CANCELLED],
-		        fmt_ns(r->p90, a, sizeof(a)), fmt_ns(r->max, b, sizeof(b)));
+		        bench_fmt_latency(r->p90, a, sizeof(a)), bench_fmt_latency(r->max, b, sizeof(b)));
 	}
 	if (failed) {
 		fprintf(f, "\nFailed (no figures shown):\n");
@@ -144,6 +146,92 @@ void bench_report_json(FILE *f, const struct bench_result *rows, size_t n)
 	}
 }
 
+/* The bars of the throughput chart, in this order within each workload;
+ * one colour each (bench/plot.gp). */
+static const char *const bar_series[][2] = {
+	{ "cas-limit", "none" }, { "flashstock", "async" }, { "flashstock", "sync" },
+	{ "flashstock", "none" }, { "redis-lua", "none" }, { "redis-lua", "sync" },
+	{ "redis-lua-pipelined", "none" }, { "redis-lua-pipelined", "sync" },
+	{ "mysql-cas", "sync" }, { "mysql-for-update", "sync" },
+};
+#define NBAR_SERIES (sizeof bar_series / sizeof bar_series[0])
+
+static const struct bench_result *find_row(const struct bench_result *rows, size_t n, const char *eng,
+                                           const char *wl, const char *dur)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!rows[i].failed && strcmp(rows[i].engine, eng) == 0 && strcmp(rows[i].workload, wl) == 0 &&
+		    strcmp(rows[i].durability, dur) == 0)
+			return &rows[i];
+	return NULL;
+}
+
+/*
+ * DIR/throughput-bars.dat ("x ops_per_sec colour label": one bar per row,
+ * grouped by workload, colour = 1 + the series' place in bar_series (one
+ * colour per engine and durability, the same in every run), label = the ratio
+ * to redis-lua on flashstock bars, "-" elsewhere) and DIR/throughput-vars.gp
+ * (the series present, their titles, the workloads and where their groups
+ * sit) for the grouped chart of bench/plot.gp.
+ */
+static int report_bars(const char *dir, const struct bench_result *rows, size_t n)
+{
+	static const char *const wls[] = { "hot", "zipf", "dedup", "mixed" };
+	int present[NBAR_SERIES] = { 0 }, col[NBAR_SERIES], ns = 0, nw = 0, wpresent[4] = { 0 };
+	char path[512];
+	FILE *f, *v;
+	size_t i, k;
+
+	for (k = 0; k < NBAR_SERIES; k++)
+		for (i = 0; i < 4; i++)
+			if (find_row(rows, n, bar_series[k][0], wls[i], bar_series[k][1]))
+				present[k] = wpresent[i] = 1;
+	for (k = 0; k < NBAR_SERIES; k++)
+		col[k] = present[k] ? ns++ : -1;
+	snprintf(path, sizeof(path), "%s/throughput-bars.dat", dir);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	snprintf(path, sizeof(path), "%s/throughput-vars.gp", dir);
+	if (!(v = fopen(path, "w"))) {
+		fclose(f);
+		return -1;
+	}
+	fprintf(f, "# x ops_per_sec series label (ratio to redis-lua on flashstock bars)\n");
+	fprintf(v, "nseries = %d\nseries_titles = \"", ns);
+	for (k = 0; k < NBAR_SERIES; k++)
+		if (present[k])
+			fprintf(v, "%s%s/%s", col[k] ? " " : "", bar_series[k][0], bar_series[k][1]);
+	fprintf(v, "\"\nseries_colours = \"");
+	for (k = 0; k < NBAR_SERIES; k++)
+		if (present[k])
+			fprintf(v, "%s%zu", col[k] ? " " : "", k + 1);
+	fprintf(v, "\"\nworkload_tics = \"");
+	for (i = 0; i < 4; i++) {
+		if (!wpresent[i])
+			continue;
+		for (k = 0; k < NBAR_SERIES; k++) {
+			const struct bench_result *r;
+			char label[32] = "-";
+			if (!present[k] || !(r = find_row(rows, n, bar_series[k][0], wls[i], bar_series[k][1])))
+				continue;
+			if (strcmp(r->engine, "flashstock") == 0) {
+				const struct bench_result *ref = redis_ref(rows, n, r);
+				if (ref && ref->ops_per_sec > 0)
+					snprintf(label, sizeof(label), "%.1fx", r->ops_per_sec / ref->ops_per_sec);
+			}
+			fprintf(f, "%d %.1f %zu %s\n", nw * (ns + 1) + col[k], r->ops_per_sec, k + 1, label);
+		}
+		fprintf(v, "%s'%s' %.1f", nw ? ", " : "", wls[i], nw * (ns + 1) + (ns - 1) / 2.0);
+		nw++;
+	}
+	fprintf(v, "\"\nnworkloads = %d\n", nw);
+	fclose(f);
+	fclose(v);
+	return 0;
+}
+
 /*
  * Data for bench/plot.gp in @p dir: throughput.dat ("label ops_per_sec"
  * per row, hot workload first) and curve-<engine>-<workload>-<dur>.dat
@@ -169,6 +257,8 @@ int bench_report_curves(const char *dir, const struct bench_result *rows, size_t
 			        rows[i].durability, rows[i].ops_per_sec, (unsigned long long)rows[i].p50,
 			        (unsigned long long)rows[i].p99, (unsigned long long)rows[i].p999);
 	fclose(f);
+	if (report_bars(dir, rows, n) != 0)
+		return -1;
 	for (i = 0; i < n; i++) {
 		const struct bench_result *r = &rows[i];
 		double x, xmax;

@@ -6,6 +6,12 @@
 # overselling and duplicate buyers after each row.
 #
 #   bench/run.sh [-b BUILD_DIR] [-o RESULTS_DIR] [-- extra flashstock-bench options]
+#   bench/run.sh --faults [-b BUILD_DIR] [-o RESULTS_DIR] [-- extra options]
+#       the fault round instead (about 3 minutes): `flashstock bench --faults
+#       -d async,sync` -- one sale per fault, 5 s clean, 5 s fault, 2.5 s after,
+#       5,000 requests/s -- writing faults.md, faults.json, faults.png
+#       (bench/plot_faults.gp) and the timeline data.  `--faults -- --short` is the
+#       ctest's few-seconds-per-fault mode; `--window S` makes it longer.
 #
 # Writes into RESULTS_DIR (default BUILD_DIR/bench-results/<UTC time>):
 #   table.md        the markdown table (also printed)
@@ -13,19 +19,21 @@
 #   bench.log       progress and messages
 #   machine.txt     nproc, CPU model, kernel, date
 #   throughput.png, latency-<workload>.png   (gnuplot, bench/plot.gp)
-#   throughput.dat, curve-*.dat              the plot data
+#   throughput.dat, throughput-bars.dat, throughput-vars.gp, curve-*.dat  the plot data
 # Exit status: the bench's (0: every row ran and every check is clean).
 set -eu
 
 src=$(cd "$(dirname "$0")/.." && pwd -P)
 build=$src/build
 out=
+faults=0
 while [ $# -gt 0 ]; do
 	case $1 in
+	--faults) faults=1; shift ;;
 	-b) build=$2; shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	--) shift; break ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -36,6 +44,27 @@ if [ ! -x "$build/bench/flashstock-bench" ]; then
 	cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 cmake --build "$build" --target flashstock-bench -j2 >/dev/null
+
+if [ "$faults" = 1 ]; then
+	cmake --build "$build" --target flashstock flash_slowio -j2 >/dev/null
+	{
+		echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "nproc:   $(nproc)"
+		echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before the run)"
+		echo "command: $build/tools/flashstock bench --faults -d async,sync --out $out $*"
+	} >"$out/machine.txt"
+	cat "$out/machine.txt"
+	rc=0
+	"$build/tools/flashstock" bench --faults -d async,sync --out "$out" "$@" \
+		>/dev/null 2>"$out/bench.log" || rc=$?   # the table is in faults.md
+	cat "$out/faults.md" 2>/dev/null || cat "$out/bench.log" >&2
+	if command -v gnuplot >/dev/null 2>&1; then
+		gnuplot -e "dir='$out'" "$src/bench/plot_faults.gp" || echo "run.sh: gnuplot failed" >&2
+	fi
+	echo
+	echo "results in $out (exit $rc)"
+	exit $rc
+fi
 
 {
 	echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -1,7 +1,9 @@
-# bench_tests.cmake -- CI for bench/: the histogram's unit tests, a
-# few-seconds smoke run of every built-in engine (correctness fields and
-# JSON shape only, never a timing), and proof that the bench reports a
-# baseline that oversells (bench/smoke_check.cmake).
+# bench_tests.cmake -- CI for bench/ (label bench): the histogram's unit
+# tests, a few-seconds smoke run of every built-in engine (correctness fields
+# and JSON shape only, never a timing), proof that the bench reports a
+# baseline that oversells (bench/smoke_check.cmake), and the fault round in
+# its short mode: the table is produced and the invariants held after every
+# fault (bench/faults_check.cmake).
 if(TARGET flashstock_bench)
   add_executable(bench_hist_test ${PROJECT_SOURCE_DIR}/bench/hist_test.c)
   target_link_libraries(bench_hist_test PRIVATE flashstock_bench PkgConfig::CMOCKA)
@@ -15,5 +17,19 @@ if(TARGET flashstock_bench)
            COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:flashstock-bench> -DMODE=break
                    -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_break
                    -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
-  set_tests_properties(bench_smoke bench_break_baseline_is_reported PROPERTIES TIMEOUT 180)
+  set_tests_properties(bench_smoke bench_break_baseline_is_reported PROPERTIES TIMEOUT 180 LABELS bench)
+  set_tests_properties(bench_hist PROPERTIES LABELS bench)
+endif()
+if(TARGET flashstock AND TARGET flash_slowio AND EXISTS ${PROJECT_SOURCE_DIR}/bench/faults.c)
+  add_test(NAME bench_faults_invariants_hold_after_each_fault
+           COMMAND ${CMAKE_COMMAND} -DFLASHSTOCK=$<TARGET_FILE:flashstock>
+                   -DSLOWIO=$<TARGET_FILE:flash_slowio>
+                   -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_faults
+                   -P ${PROJECT_SOURCE_DIR}/bench/faults_check.cmake)
+  set_tests_properties(bench_faults_invariants_hold_after_each_fault PROPERTIES TIMEOUT 300 LABELS bench)
+  if(TARGET amqp_consumer)
+    # the broker fixture's readiness is an AMQP login (tests/fixtures/rabbitmq.sh)
+    set_tests_properties(bench_faults_invariants_hold_after_each_fault PROPERTIES
+                         ENVIRONMENT "FLASH_AMQP_PROBE=$<TARGET_FILE:amqp_consumer> probe")
+  endif()
 endif()
