@@ -986,7 +986,7 @@ static int flash_check(struct fault_sale *s)
 		return -1;
 	memset(&rep, 0, sizeof rep);
 	if ((rc = wal_replay(s->s_wal, 0, wal_count_fn, s, 0, &rep)) != WAL_OK)
-		return fault_err(s, "read the WAL back: %s", wal_strerror(rc));
+		return fault_err(s, "read the WAL back: %s", flash_strerror(rc));
 	memset(&mo, 0, sizeof mo);
 	mo.url = s->s_url;
 	mo.log_level = FLASH_MYSQL_LOG_ERROR;
@@ -994,7 +994,7 @@ static int flash_check(struct fault_sale *s)
 		return fault_err(s, "connect to MariaDB: %s", flash_mysql_strerror(rc));
 	memset(&tot, 0, sizeof tot);
 	if ((rc = flash_mysql_catch_up(m, s->s_wal, 0, 30000, &tot, &wrc)) != FLASH_OK) {
-		fault_err(s, "catch MariaDB up: %s (WAL: %s)", flash_mysql_strerror(rc), wal_strerror(wrc));
+		fault_err(s, "catch MariaDB up: %s (WAL: %s)", flash_mysql_strerror(rc), flash_strerror(wrc));
 		goto out;
 	}
 	if ((rc = flash_sql_totals_get(m, &t)) != FLASH_OK) {
@@ -1003,7 +1003,7 @@ static int flash_check(struct fault_sale *s)
 	}
 	s->s_orders_mysql = t.orders;
 	if ((rc = flash_fold_new(&f)) != FLASH_OK || (rc = flash_fold_wal(f, s->s_wal, &wrc)) != FLASH_OK) {
-		fault_err(s, "fold the WAL: %s (%s)", flash_strerror(rc), wal_strerror(wrc));
+		fault_err(s, "fold the WAL: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		goto out;
 	}
 	memset(&rr, 0, sizeof rr);

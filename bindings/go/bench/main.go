@@ -213,6 +213,7 @@ func main() {
 	name := flag.String("name", fmt.Sprintf("/fs-go-bench-%d", os.Getpid()), "segment the program creates (and destroys)")
 	sock := flag.String("redis-socket", "", "unix socket of a running redis-server (empty: no redis-lua run)")
 	lua := flag.String("lua", "bench/seckill.lua", "the order script")
+	rn := flag.Uint("redis-orders", 0, "redis-lua orders (0: as many as --orders)")
 	flag.Parse()
 	if *n == 0 || *n > 1<<24 {
 		die("--orders 1..16777216")
@@ -243,6 +244,10 @@ func main() {
 	h.Close()
 
 	if *sock != "" {
-		line("redis-lua", orders, runRedis(*sock, *lua, orders))
+		ro := orders
+		if *rn != 0 && *rn <= 1<<24 {
+			ro = uint32(*rn)
+		}
+		line("redis-lua", ro, runRedis(*sock, *lua, ro))
 	}
 }
