@@ -1,7 +1,9 @@
 /*
  * Bench.java -- what one order costs through the Java binding, against the
  * same orders from C in the same process (one thread, hot sku, unique
- * users so the limit never refuses).
+ * users so the limit never refuses; each order redeems a token issued
+ * before the timed part and carries a request id, the chain every
+ * binding's bench times: bench/bindings.sh).
  *
  *   java -cp flashstock.jar:bench.jar flashstock.Bench [--orders N]
  *
@@ -40,21 +42,28 @@ public final class Bench {
 		FlashStock.createSegment(seg, SegOpts.small(4 * orders).withMaxOrders(orders).withMaxProcs(2)
 				.withRingRecords(ring));
 		try (FlashStock fs = FlashStock.open(seg)) {
-			fs.activityAdd(Activity.openNow(1, 1));
+			/* the chain every binding's bench times: a token issued before
+			 * the timed part, redeemed by the order, a request id = the user */
+			fs.activityAdd(Activity.openNow(1, 1).withFlags(Activity.TOKEN_REQUIRED));
 			fs.skuAdd(1, 1, warm + n, 1);
 			fs.skuAdd(1, 2, warm + n, 1);
 			long user = 0;
 			for (int i = 0; i < warm; i++)
-				check(fs.order(1, 1, ++user, 1));
+				order(fs, ++user);
 			fs.benchC(1, 2, user, warm);
 			user += warm;
 			/* interleaved rounds, so that both loops meet the same state
 			 * of the tables and the machine */
 			long javaNs = 0, cNs = 0;
 			for (int r = 0; r < rounds; r++) {
-				long t0 = System.nanoTime();
+				long[] tok = new long[batch];
 				for (int i = 0; i < batch; i++)
-					check(fs.order(1, 1, ++user, 1));
+					tok[i] = fs.tokenIssue(1, 1, user + 1 + i, 600_000);
+				long t0 = System.nanoTime();
+				for (int i = 0; i < batch; i++) {
+					++user;
+					check(fs.order(OrderRequest.of(1, 1, user, 1).withToken(tok[i]).withRequestId(user)));
+				}
 				javaNs += System.nanoTime() - t0;
 				cNs += fs.benchC(1, 2, user, batch);
 				user += batch;
@@ -69,6 +78,11 @@ public final class Bench {
 		} finally {
 			FlashStock.destroySegment(seg);
 		}
+	}
+
+	private static void order(FlashStock fs, long user) {
+		long t = fs.tokenIssue(1, 1, user, 600_000);
+		check(fs.order(OrderRequest.of(1, 1, user, 1).withToken(t).withRequestId(user)));
 	}
 
 	private static void check(OrderResult r) {
