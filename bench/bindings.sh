@@ -109,8 +109,8 @@ table=$(awk '
 	      if (p[2] == "flashstock") fl[p[1]] = m; else if (p[2] == "redis-lua") rl[p[1]] = m }
 	  print ""
 	  for (b in fl) if (b in rl)
-	      printf "- %s: the same order through %s client and seckill.lua takes %.1fx as long as through flashstock\n",
-	             b, (b == "c" ? "hiredis" : b == "python" ? "redis-py" : b == "go" ? "redigo" : b "\x27s"), rl[b] / fl[b]
+	      printf "- %s: the same order through %s and seckill.lua takes %.1fx as long as through flashstock\n",
+	             b, (b == "c" ? "hiredis" : b == "python" ? "redis-py" : b == "go" ? "redigo" : b "\x27s Redis client"), rl[b] / fl[b]
 	}' "$lines")
 echo "$table"
 if [ -n "$out" ]; then
