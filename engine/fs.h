@@ -505,6 +505,22 @@ static inline void fs_obs_flush(flash_t *h)
 	}
 }
 
+/*
+ * The public face of an observed call (every public write but the order,
+ * which samples its timing: order.c): the handle checked (fs_enter), the
+ * handle's kept call written (fs_obs_flush), then @p run timed and its result
+ * kept for @p op (fs_obs_end).  Evaluates to the call's result code.
+ */
+#define FS_OBSERVED(h, op, run) __extension__ ({                 \
+	int fs_rc_ = fs_enter((h), 1);                            \
+	if (fs_rc_ == FLASH_OK) {                                 \
+		fs_obs_flush(h);                                  \
+		uint64_t fs_t0_ = fs_ticks();                     \
+		fs_rc_ = (run);                                   \
+		fs_obs_end((h), (op), fs_rc_, fs_t0_);            \
+	}                                                         \
+	fs_rc_; })
+
 /* obs.c */
 uint64_t fs_tsc_calibrate(void);
 uint64_t fs_mono_ns(void);

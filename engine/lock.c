@@ -292,16 +292,7 @@ static int lock_acquire_run(flash_t *h, const char *name, uint64_t owner, uint32
 int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms,
                        uint64_t *fence)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = lock_acquire_run(h, name, owner, lease_ms, fence);
-	fs_obs_end(h, FLASH_OP_LOCK_ACQUIRE, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_LOCK_ACQUIRE, lock_acquire_run(h, name, owner, lease_ms, fence));
 }
 
 static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms, int release)
@@ -342,28 +333,10 @@ static int lock_change(flash_t *h, const char *name, uint64_t owner, uint32_t le
 /* The public renew and release: checked, timed, counted (fs_obs_end). */
 int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = lock_change(h, name, owner, lease_ms, 0);
-	fs_obs_end(h, FLASH_OP_LOCK_RENEW, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_LOCK_RENEW, lock_change(h, name, owner, lease_ms, 0));
 }
 
 int flash_lock_release(flash_t *h, const char *name, uint64_t owner)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = lock_change(h, name, owner, 0, 1);
-	fs_obs_end(h, FLASH_OP_LOCK_RELEASE, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_LOCK_RELEASE, lock_change(h, name, owner, 0, 1));
 }

@@ -702,16 +702,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = fs_cancel_run(h, order_no, units_returned);
-	fs_obs_end(h, FLASH_OP_CANCEL, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_CANCEL, fs_cancel_run(h, order_no, units_returned));
 }
 
 /* The cancel, after the caller's fs_enter. */
@@ -801,16 +792,7 @@ int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 
 int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = fs_restock_run(h, activity_id, sku_id, delta);
-	fs_obs_end(h, FLASH_OP_RESTOCK, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_RESTOCK, fs_restock_run(h, activity_id, sku_id, delta));
 }
 
 /* The restock, after the caller's fs_enter. */

@@ -425,16 +425,8 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
 int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
                       uint32_t ttl_ms, uint64_t *token)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = token_issue_run(h, activity_id, sku_id, user_id, ttl_ms, token);
-	fs_obs_end(h, FLASH_OP_TOKEN_ISSUE, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_TOKEN_ISSUE,
+	                   token_issue_run(h, activity_id, sku_id, user_id, ttl_ms, token));
 }
 
 static int token_redeem_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
@@ -457,14 +449,5 @@ static int token_redeem_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, u
 int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
                        uint64_t token)
 {
-	uint64_t t0;
-	int rc;
-
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
-		return rc;
-	fs_obs_flush(h);
-	t0 = fs_ticks();
-	rc = token_redeem_run(h, activity_id, sku_id, user_id, token);
-	fs_obs_end(h, FLASH_OP_TOKEN_REDEEM, rc, t0);
-	return rc;
+	return FS_OBSERVED(h, FLASH_OP_TOKEN_REDEEM, token_redeem_run(h, activity_id, sku_id, user_id, token));
 }
