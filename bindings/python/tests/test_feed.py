@@ -132,6 +132,9 @@ def test_feed_hands_every_durable_record_with_its_fields_in_lsn_order_and_commit
         flashstock.Feed(wal, "nobody", no_create=True)
     with pytest.raises(flashstock.InvalidArgument):
         flashstock.Feed(wal, ".hidden")
+    with pytest.raises(flashstock.FlashError) as ei:   # the refill option reaches the library
+        flashstock.Feed(wal, "refill", mysql_url="http://not-mysql", mysql_stream="wal")
+    assert ei.value.name == "FLASH_EMYSQL_CONFIG"
     # a new consumer without from_start starts at the durable end
     with flashstock.Feed(wal, "late") as late:
         with pytest.raises(flashstock.Timeout):
@@ -140,7 +143,7 @@ def test_feed_hands_every_durable_record_with_its_fields_in_lsn_order_and_commit
         r = late.next(10000)
         assert (r.type, r.order_no, r.user_id, r.lsn) == (RecordType.ORDER, new[6], 6,
                                                           lsns[-1] + 1)
-    assert [i.name for i in flashstock.feed_list(wal)] == ["late", "t1"]
+    assert [i.name for i in flashstock.feed_list(wal)] == ["late", "t1"]   # "refill": none
     flashstock.feed_drop(wal, "late")
     assert [i.name for i in flashstock.feed_list(wal)] == ["t1"]
     with pytest.raises(flashstock.NotFound):
@@ -149,6 +152,7 @@ def test_feed_hands_every_durable_record_with_its_fields_in_lsn_order_and_commit
 
 def test_a_feed_is_used_by_one_thread_at_a_time_and_never_in_a_forked_child(sale):
     fs, wal = sale
+    buy(fs, [99])                       # the catalog's records are durable before the open
     feed = flashstock.Feed(wal, "t2")
     got = []
     waiter = threading.Thread(target=lambda: got.append(feed.next(wait_ms=30000)))
