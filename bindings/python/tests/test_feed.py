@@ -4,7 +4,9 @@ WAL is in a temp directory, buyers through the binding.  The feed hands out
 every durable record with every field and its LSN, in LSN order; commits
 hold across opens; rewind re-reads from the committed position; one open per
 consumer name; the thread rule (one thread at a time) and the fork rule
-(not in a child) are enforced with their own errors.  And the example
+(not in a child) are enforced with their own errors; a consumer left behind
+past serve's retention bound is listed lost and its next() raises Lost
+(never a silent skip).  And the example
 consumer (example/consumer.py) ships every acknowledged order once, prints
 nothing new when run again, shows a new order on the next run, and after a
 kill -9 mid-stream and a restart misses nothing, repeating only records
@@ -195,6 +197,42 @@ def test_a_feed_is_used_by_one_thread_at_a_time_and_never_in_a_forked_child(sale
         feed.next(0)
     feed.close()
     feed.close()
+
+
+def test_a_consumer_past_the_retention_bound_is_lost_and_its_next_raises_lost(segs, tmpdir_path):
+    name = segs.make("lost", max_users=65536, max_orders=65536)
+    fs = flashstock.open(name)
+    fs.activity_add(Activity(id=1))
+    fs.sku_add(1, 10, 1000000)
+    wal = os.path.join(tmpdir_path, "wal")
+    d = Daemon(name, wal, "--wal-file-mb", "1", "--snapshot-wal-bytes", "65536",
+               "--snapshot-every", "1", "--feed-keep-bytes", "1", snapshots=True)
+    try:
+        buy(fs, [1])
+        flashstock.Feed(wal, "slow").close()            # registered, never commits
+        first = os.path.join(wal, "wal-0000000000000001.log")
+        u = 2
+        deadline = time.time() + 60
+        while os.path.exists(first):    # orders until retention passes the bound
+            assert time.time() < deadline, "retention never removed the first WAL file"
+            buy(fs, range(u, u + 2000))
+            u += 2000
+            time.sleep(0.2)
+        (info,) = flashstock.feed_list(wal)
+        assert (info.name, info.state) == ("slow", FeedState.LOST)
+        with flashstock.Feed(wal, "slow") as feed:
+            with pytest.raises(flashstock.Lost) as ei:
+                feed.next(0)
+            assert ei.value.name == "FLASH_ELOST"
+            with pytest.raises(flashstock.Lost):       # the position stays: again
+                feed.next(0)
+        flashstock.feed_drop(wal, "slow")
+        assert flashstock.feed_list(wal) == []
+        print("lost after %d orders" % (u - 1))
+        fs.close()
+        d.stop()
+    finally:
+        d.kill()
 
 
 # ---------------------------------------------------------------- the example consumer
