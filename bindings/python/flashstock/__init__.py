@@ -22,6 +22,11 @@ not usable in a forked child -- is kept here, not by the caller:
   - Spawn.  A FlashStock pickles as (name, options): the spawned process
     opens the segment again.
 
+The order feed of a WAL directory (section 10 of the header) is
+flashstock.Feed, feed_list() and feed_drop() (flashstock._feed, with its
+own thread and fork rules); FlashStock.obs() gives the engine's
+observation figures.
+
 Errors: every negative code raises FlashError or one of its subclasses
 (SoldOut, LimitReached, ...), which carry `.code` and `.name`.  Results are
 frozen dataclasses (flashstock._types).

@@ -57,11 +57,18 @@ def _check(rc: int, detail: Optional[str] = None) -> None:
 
 # ---------------------------------------------------------------- 1. conversions
 
+# a record type or source a newer library adds stays a plain int instead of
+# failing the read (as an unknown result code stays a FlashError)
+_TYPES = {int(t): t for t in RecordType}
+_SOURCES = {int(s): s for s in FeedSource}
+
+
 def _record_from_c(c: Any) -> FeedRecord:
     x = c.fr_rec
-    return FeedRecord(c.fr_lsn, c.fr_seq, RecordType(x.type), x.slot, x.activity_id, x.sku_id,
-                      x.qty, x.order_no, x.user_id, x.value, x.ts_ns, x.biz_day, x.limit_slot,
-                      x.flags, x.request_id, FeedSource(c.fr_source), FeedMissing(c.fr_missing),
+    return FeedRecord(c.fr_lsn, c.fr_seq, _TYPES.get(x.type, x.type), x.slot, x.activity_id,
+                      x.sku_id, x.qty, x.order_no, x.user_id, x.value, x.ts_ns, x.biz_day,
+                      x.limit_slot, x.flags, x.request_id,
+                      _SOURCES.get(c.fr_source, c.fr_source), FeedMissing(c.fr_missing),
                       c.fr_gap)
 
 

@@ -257,7 +257,8 @@ class FeedRecord:
     struct flash_record (type .. request_id, meaning as in the header: e.g.
     `value` is a RESTOCK's delta, a SKU's units, an ACTIVITY's start_ns), and
     where it came from (`source`, `missing`, `gap`: the LSNs lsn - gap ..
-    lsn - 1 a refill could not serve)."""
+    lsn - 1 a refill could not serve).  A `type` or `source` value this
+    binding does not know (a newer library's) is left a plain int."""
     lsn: int
     seq: int
     type: RecordType
