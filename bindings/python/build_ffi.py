@@ -42,6 +42,16 @@ CDEF = r"""
 #define FLASH_UNITS_MAX ...
 #define FLASH_SYNC_WAIT_MS_DEFAULT ...
 #define FLASH_LOCK_NAME_MAX ...
+#define FLASH_OP_COUNT ...
+#define FLASH_TIME_LOCK_WAIT ...
+#define FLASH_TIME_LOCK_HOLD ...
+#define FLASH_TIMES ...
+#define FLASH_OBS_BUCKETS ...
+#define FLASH_OBS_CODES ...
+#define FLASH_FEED_NAME_MAX ...
+#define FLASH_FEED_MISS_SLOT ...
+#define FLASH_FEED_MISS_TS ...
+#define FLASH_FEED_MISS_VALUE ...
 
 enum flash_durability { FLASH_DURABILITY_ASYNC = 0, FLASH_DURABILITY_SYNC = 1 };
 enum flash_scope { FLASH_SCOPE_ACTIVITY = 0, FLASH_SCOPE_SKU = 1, FLASH_SCOPE_DAY = 2 };
@@ -152,7 +162,69 @@ struct flash_quiet {
     uint32_t _pad;
 };
 
+/* observation (section 8): the array bounds are FLASH_OBS_BUCKETS,
+   FLASH_TIMES, FLASH_OP_COUNT and FLASH_OBS_CODES, written out so that the
+   struct stays whole; flashstock/__init__.py checks them against the
+   constants at import */
+struct flash_hist {
+    uint64_t bucket[32];
+    uint64_t count;
+    uint64_t sum_ns;
+};
+
+struct flash_obs {
+    struct flash_hist time[10];
+    uint64_t results[8][48];
+};
+
+/* records (section 9) and the order feed (section 10) */
+struct flash_record {
+    uint16_t type;
+    uint16_t slot;
+    uint32_t activity_id;
+    uint32_t sku_id;
+    uint32_t qty;
+    uint64_t order_no;
+    uint64_t user_id;
+    int64_t  value;
+    int64_t  ts_ns;
+    uint32_t biz_day;
+    uint16_t limit_slot;
+    uint16_t flags;
+    uint64_t request_id;
+};
+
+struct flash_feed_opts {
+    uint32_t    from_start;
+    uint32_t    no_create;
+    const char *mysql_url;
+    const char *mysql_stream;
+};
+
+struct flash_feed_rec {
+    uint64_t            fr_lsn;
+    uint64_t            fr_seq;
+    struct flash_record fr_rec;
+    uint32_t            fr_source;
+    uint32_t            fr_missing;
+    uint64_t            fr_gap;
+};
+
+struct flash_feed_info {
+    char     fi_name[65];
+    uint32_t fi_state;
+    uint32_t fi_open;
+    uint64_t fi_committed_lsn;
+    uint64_t fi_durable_lsn;
+    uint64_t fi_first_lsn;
+    uint64_t fi_lag_records;
+    uint64_t fi_lag_ns;
+    int64_t  fi_created_ns;
+    int64_t  fi_commit_ns;
+};
+
 typedef struct flash flash_t;
+typedef struct flash_feed flash_feed_t;
 
 const char *flash_strerror(int rc);
 const char *flash_rcname(int rc);
@@ -197,6 +269,21 @@ uint64_t flash_orders_max(flash_t *h);
 int flash_stats_get(flash_t *h, struct flash_stats *out);
 int flash_ident_get(flash_t *h, struct flash_ident *out);
 int flash_quiet_get(flash_t *h, struct flash_quiet *out);
+
+uint64_t flash_obs_bucket_le_ns(unsigned b);
+const char *flash_op_name(unsigned op);
+int flash_obs_get(flash_t *h, struct flash_obs *out);
+
+void flash_feed_opts_default(struct flash_feed_opts *o);
+int flash_feed_open(const char *wal_dir, const char *consumer, const struct flash_feed_opts *o,
+                    flash_feed_t **out);
+int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_ms);
+int flash_feed_commit(flash_feed_t *f, uint64_t lsn);
+int flash_feed_rewind(flash_feed_t *f);
+int flash_feed_close(flash_feed_t *f);
+int flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n);
+int flash_feed_info_get(flash_feed_t *f, struct flash_feed_info *out);
+int flash_feed_drop(const char *wal_dir, const char *consumer);
 """
 
 # `#define FLASH_ESOLD_OUT -1` and the like: the result codes.

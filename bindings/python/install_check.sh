@@ -24,7 +24,7 @@ out=$(mktemp) || fail "mktemp"
 trap cleanup EXIT
 
 pkg=$P/lib/python3/dist-packages/flashstock
-for f in __init__.py _errors.py _types.py py.typed; do
+for f in __init__.py _errors.py _feed.py _types.py py.typed; do
 	[ -e "$pkg/$f" ] || fail "not installed: lib/python3/dist-packages/flashstock/$f"
 done
 so=$(ls "$pkg"/_native*.so 2>/dev/null | head -1)

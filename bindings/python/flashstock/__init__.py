@@ -22,6 +22,11 @@ not usable in a forked child -- is kept here, not by the caller:
   - Spawn.  A FlashStock pickles as (name, options): the spawned process
     opens the segment again.
 
+The order feed of a WAL directory (section 10 of the header) is
+flashstock.Feed, feed_list() and feed_drop() (flashstock._feed, with its
+own thread and fork rules); FlashStock.obs() gives the engine's
+observation figures.
+
 Errors: every negative code raises FlashError or one of its subclasses
 (SoldOut, LimitReached, ...), which carry `.code` and `.name`.  Results are
 frozen dataclasses (flashstock._types).
@@ -45,9 +50,14 @@ from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  
                       SoldOut, SystemFailure, WrongThread, error_for)
 from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
                       BadVersion, NotRegular, OwnerMismatch)
+from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
+                      RefillUnavailable, Timeout)
 from ._native import ffi, lib
 from ._types import (ActivityFlag, Activity, Durability, Ident, OrderInfo,  # noqa: F401
                      OrderResult, OrderState, Quiet, Scope, SegOpts, SkuInfo, Stats)
+from ._types import (FeedInfo, FeedMissing, FeedRecord, FeedSource, FeedState,  # noqa: F401
+                     Histogram, Obs, OpObs, RecordType)
+from ._feed import Feed, feed_drop, feed_list  # noqa: F401
 
 __all__ = [
     "open", "FlashStock", "seg_opts_default", "seg_size", "seg_create", "seg_destroy",
@@ -60,6 +70,9 @@ __all__ = [
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
     "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
     "BadChecksum", "BadLayout", "NotRegular",
+    "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
+    "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",
+    "Timeout", "Lost", "Ahead", "FeedIdentMismatch", "RefillUnavailable", "FeedInUse",
 ]
 
 # ---------------------------------------------------------------- 1. module-level calls
@@ -69,7 +82,8 @@ __all__ = [
 # import instead of some later call.  (python_api's layout test also checks
 # that no field is missing and every offset agrees.)
 for _s in ("flash_seg_opts", "flash_activity", "flash_order_req", "flash_order_res",
-           "flash_sku_info", "flash_order_info", "flash_stats", "flash_ident", "flash_quiet"):
+           "flash_sku_info", "flash_order_info", "flash_stats", "flash_ident", "flash_quiet",
+           "flash_hist", "flash_obs"):
     ffi.typeof("struct " + _s).fields
 del _s
 
@@ -82,6 +96,20 @@ CODES: Dict[str, int] = {
 VERSION = (lib.FLASH_VERSION_MAJOR, lib.FLASH_VERSION_MINOR)
 SYNC_WAIT_MS_DEFAULT: int = lib.FLASH_SYNC_WAIT_MS_DEFAULT
 LOCK_NAME_MAX: int = lib.FLASH_LOCK_NAME_MAX
+
+#: the upper bound in ns of each observation histogram bucket
+#: (flash_obs_bucket_le_ns; the last is 2**64 - 1: everything above)
+OBS_BUCKET_LE_NS = tuple(int(lib.flash_obs_bucket_le_ns(b)) for b in range(lib.FLASH_OBS_BUCKETS))
+
+# the cdef writes struct flash_obs's array bounds out (a whole struct):
+# they must be the header's constants
+_obs_f = dict(ffi.typeof("struct flash_obs").fields)
+if (dict(ffi.typeof("struct flash_hist").fields)["bucket"].type.length != lib.FLASH_OBS_BUCKETS
+        or _obs_f["time"].type.length != lib.FLASH_TIMES
+        or _obs_f["results"].type.length != lib.FLASH_OP_COUNT
+        or _obs_f["results"].type.item.length != lib.FLASH_OBS_CODES):
+    raise ImportError("flashstock: struct flash_obs array bounds differ from api/flashstock.h")
+del _obs_f
 
 _EDUPLICATE = lib.FLASH_EDUPLICATE
 _EFATE_UNKNOWN = lib.FLASH_EFATE_UNKNOWN
@@ -576,6 +604,42 @@ class FlashStock:
         _check(self._call(lib.flash_quiet_get, c))
         return Quiet(c.ops, c.consumed, c.pending, c.in_flight)
 
+
+    def obs(self) -> Obs:
+        """flash_obs_get(): the engine's observation figures summed over every
+        slot of the segment (a reader's view, slot by slot): per operation its
+        latency histogram and its calls per result code, and the lock wait
+        and hold histograms.  The calling thread's handle first adds its own
+        newest call; other handles' newest calls show once they make their
+        next call or close."""
+        c = ffi.new("struct flash_obs *")
+        _check(self._call(lib.flash_obs_get, c))
+        ops = {}
+        for op in range(lib.FLASH_OP_COUNT):
+            res = c.results[op]
+            results = {_OBS_CODE_NAMES[i]: int(res[i])
+                       for i in range(lib.FLASH_OBS_CODES) if res[i]}
+            name = ffi.string(lib.flash_op_name(op)).decode()
+            ops[name] = OpObs(name, _hist_from_c(c.time[op]), results)
+        return Obs(ops, _hist_from_c(c.time[lib.FLASH_TIME_LOCK_WAIT]),
+                   _hist_from_c(c.time[lib.FLASH_TIME_LOCK_HOLD]))
+
+
+def _hist_from_c(h: Any) -> Histogram:
+    return Histogram(tuple(zip(OBS_BUCKET_LE_NS, (int(x) for x in h.bucket))),
+                     int(h.count), int(h.sum_ns))
+
+
+def _obs_code_name(i: int) -> str:
+    """results[op][i] -> the name of code -i; the last index counts every
+    code at or below it (FLASH_OBS_CODES), an index without a code its number"""
+    if i == lib.FLASH_OBS_CODES - 1:
+        return "<=-%d" % i
+    name = rcname(-i)
+    return name if name != rcname(-10000) else str(-i)
+
+
+_OBS_CODE_NAMES = [_obs_code_name(i) for i in range(lib.FLASH_OBS_CODES)]
 
 _order = lib.flash_order
 _new_result = OrderResult.__new__

@@ -11,7 +11,8 @@ written (the WAL's -100.., the snapshots' -130..) -- raises the base class
 itself, still with its code and the library's name for it: the list below
 is never the list of codes that exist.
 
-Divisions: 1. base class  2. named refusals  3. code -> class
+Divisions: 1. base class  2. named refusals  2a. the order feed's
+3. code -> class
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ __all__ = [
     "Locked", "NotOwner", "Busy", "NoProc", "PermissionDenied", "NoMemory",
     "SystemFailure", "WrongThread", "FateUnknown", "Corrupt", "Closed",
     "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion", "BadChecksum",
-    "BadLayout", "NotRegular", "error_for",
+    "BadLayout", "NotRegular", "Timeout", "Lost", "Ahead", "FeedIdentMismatch",
+    "RefillUnavailable", "FeedInUse", "error_for",
 ]
 
 
@@ -273,6 +275,53 @@ class Closed(FlashError, ValueError):
 
     def __init__(self, code: int = 0, detail: Optional[str] = None) -> None:
         super().__init__(lib.FLASH_EINVAL, detail or "the FlashStock object is closed")
+
+
+# ---------------------------------------------------------------- 2a. the order feed's
+
+class Timeout(FlashError):
+    """Feed: no durable record arrived within wait_ms (FLASH_ETIMEOUT): the
+    feed is idle; call again."""
+    CODE = "FLASH_ETIMEOUT"
+
+
+class Lost(FlashError):
+    """Feed: WAL retention removed records the consumer had not committed and
+    no refill source is set (FLASH_ELOST).  The position stays: open with
+    mysql_url to refill the gap, or feed_drop() and register again."""
+    CODE = "FLASH_ELOST"
+
+
+class Ahead(FlashError):
+    """Feed: the consumer's position is past the WAL's durable end while its
+    writer runs -- the WAL was cut below it or replaced (FLASH_EAHEAD)."""
+    CODE = "FLASH_EAHEAD"
+
+
+class FeedIdentMismatch(FlashError):
+    """Feed: the WAL belongs to another segment (incarnation) than the one the
+    consumer registered on, or was replaced under the feed (FLASH_EFEED_IDENT)."""
+    CODE = "FLASH_EFEED_IDENT"
+
+
+class RefillUnavailable(FlashError):
+    """Feed: the refill source (MariaDB) has not applied the lost range
+    (FLASH_EREFILL)."""
+    CODE = "FLASH_EREFILL"
+
+
+class FeedInUse(Busy):
+    """A Feed was called from a thread while another thread was inside one of
+    its calls.  The C library's rule is "a flash_feed_t is used by one thread
+    at a time"; the binding refuses the second caller instead of letting two
+    threads share the records.  Its code is FLASH_EBUSY; no library call was
+    made."""
+    CODE = ""
+
+    def __init__(self, code: int = 0, detail: Optional[str] = None) -> None:
+        super().__init__(lib.FLASH_EBUSY,
+                         detail or "the Feed is in a call on another thread "
+                                   "(a feed is used by one thread at a time)")
 
 
 # ---------------------------------------------------------------- 3. code -> class

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Dict, Tuple
 
 __all__ = [
     "Durability", "Scope", "OrderState", "ActivityFlag", "SegOpts", "Activity",
     "SkuInfo", "OrderResult", "OrderInfo", "Stats", "Ident", "Quiet",
+    "Histogram", "OpObs", "Obs",
+    "RecordType", "FeedSource", "FeedMissing", "FeedState", "FeedRecord", "FeedInfo",
 ]
 
 INT64_MAX = (1 << 63) - 1
@@ -169,3 +172,127 @@ class Quiet:
     @property
     def quiet(self) -> bool:
         return self.pending == 0 and self.in_flight == 0
+
+
+# ---------------------------------------------------------------- observation
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """struct flash_hist: latencies in ns.  `buckets` is every bucket as
+    (le_ns, count): count of times below le_ns and at or above the previous
+    bound (flash_obs_bucket_le_ns; the last bound is 2**64 - 1: everything
+    above), not cumulative.  `count` is the sum of the counts."""
+    buckets: Tuple[Tuple[int, int], ...]
+    count: int
+    sum_ns: int
+
+    @property
+    def mean_ns(self) -> float:
+        return self.sum_ns / self.count if self.count else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OpObs:
+    """One operation of enum flash_op (`name` is flash_op_name(): "order",
+    "cancel", ...): its latency histogram (orders: one in 16 per handle is
+    timed) and its calls per result code, by the code's name ("FLASH_OK",
+    "FLASH_ESOLD_OUT", ...; codes below -47 are counted together under
+    "<=-47").  Only codes with at least one call are in `results`."""
+    name: str
+    time: Histogram
+    results: Dict[str, int]
+
+    @property
+    def calls(self) -> int:
+        return sum(self.results.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Obs:
+    """struct flash_obs summed over every slot of the segment (flash_obs_get):
+    `ops` by operation name, in enum flash_op order, and the lock wait and
+    lock hold histograms (FLASH_TIME_LOCK_WAIT, FLASH_TIME_LOCK_HOLD)."""
+    ops: Dict[str, OpObs]
+    lock_wait: Histogram
+    lock_hold: Histogram
+
+
+# ---------------------------------------------------------------- the order feed
+
+class RecordType(enum.IntEnum):
+    """enum flash_rec_type of a feed record; GAP (0) is the record a refill
+    makes for a lost range that ends with LSNs it could not serve."""
+    GAP = 0
+    ORDER = 1
+    CANCEL = 2
+    RESTOCK = 3
+    ACTIVITY = 4
+    SKU = 5
+
+
+class FeedSource(enum.IntEnum):
+    """enum flash_feed_source"""
+    WAL = 0
+    MYSQL = 1
+
+
+class FeedMissing(enum.IntFlag):
+    """FLASH_FEED_MISS_*: fields a refill from MariaDB could not give back (left 0)"""
+    NONE = 0
+    SLOT = 0x1
+    TS = 0x2
+    VALUE = 0x4
+
+
+class FeedState(enum.IntEnum):
+    """enum flash_feed_state"""
+    OK = 0
+    LOST = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FeedRecord:
+    """struct flash_feed_rec, flat: its LSN (`lsn`, increasing: an idempotency
+    key), `seq` (ring seq of the producing slot), every field of its
+    struct flash_record (type .. request_id, meaning as in the header: e.g.
+    `value` is a RESTOCK's delta, a SKU's units, an ACTIVITY's start_ns), and
+    where it came from (`source`, `missing`, `gap`: the LSNs lsn - gap ..
+    lsn - 1 a refill could not serve).  A `type` or `source` value this
+    binding does not know (a newer library's) is left a plain int."""
+    lsn: int
+    seq: int
+    type: RecordType
+    slot: int
+    activity_id: int
+    sku_id: int
+    qty: int
+    order_no: int
+    user_id: int
+    value: int
+    ts_ns: int
+    biz_day: int
+    limit_slot: int
+    flags: int
+    request_id: int
+    source: FeedSource
+    missing: FeedMissing
+    gap: int
+
+
+@dataclass(frozen=True, slots=True)
+class FeedInfo:
+    """struct flash_feed_info: one registered consumer (flashstock.feed_list,
+    Feed.info).  `lag_records` is durable - committed; `lag_ns` the age of the
+    oldest record not committed (0 when caught up); times are CLOCK_REALTIME
+    ns (`commit_ns` 0: never committed)."""
+    name: str
+    state: FeedState
+    open: bool
+    committed_lsn: int
+    durable_lsn: int
+    first_lsn: int
+    lag_records: int
+    lag_ns: int
+    created_ns: int
+    commit_ns: int
+

@@ -63,12 +63,14 @@ def tmpdir_path():
 
 
 class Daemon:
-    """A private `flashstock serve` on one segment, WAL in a temp directory."""
+    """A private `flashstock serve` on one segment, WAL in a temp directory
+    (no snapshots unless snapshots=True: then WAL retention runs too)."""
 
-    def __init__(self, name, wal, *extra):
+    def __init__(self, name, wal, *extra, snapshots=False):
         self.log = open(wal + ".log", "w")
         self.p = subprocess.Popen([CLI, "serve", "--name", name, "--wal", wal,
-                                   "--no-snapshot", "--reconcile-every", "0", *extra],
+                                   *([] if snapshots else ["--no-snapshot"]),
+                                   "--reconcile-every", "0", *extra],
                                   stderr=self.log)
         deadline = time.time() + 20
         while True:

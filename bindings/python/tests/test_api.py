@@ -42,7 +42,7 @@ def test_layouts_of_mirrored_structs_equal_the_c_compilers():
             c_sizes[struct] = int(size)
         else:
             c_fields.setdefault(struct, []).append((field, int(off), int(size)))
-    assert len(c_sizes) == 9
+    assert len(c_sizes) == 15
     for struct, fields in c_fields.items():
         t = ffi.typeof("struct %s" % struct)
         assert ffi.sizeof(t) == c_sizes[struct], struct
@@ -88,6 +88,9 @@ def test_common_refusals_have_their_own_types_and_unknown_codes_the_base_type():
         "FLASH_ENOSEG": flashstock.NoSegment, "FLASH_EREADONLY": flashstock.ReadOnly,
         "FLASH_ENOPROC": flashstock.NoProc, "FLASH_ECORRUPT": flashstock.Corrupt,
         "FLASH_EMAGIC": flashstock.AttachError, "FLASH_EMODE": flashstock.AttachError,
+        "FLASH_ETIMEOUT": flashstock.Timeout, "FLASH_ELOST": flashstock.Lost,
+        "FLASH_EAHEAD": flashstock.Ahead, "FLASH_EFEED_IDENT": flashstock.FeedIdentMismatch,
+        "FLASH_EREFILL": flashstock.RefillUnavailable,
     }
     for name, cls in named.items():
         assert isinstance(flashstock.error_for(flashstock.CODES[name]), cls), name

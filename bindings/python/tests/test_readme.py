@@ -3,7 +3,11 @@ example: the code block of the "From Python" section of bindings/python/README.m
 and of the project's README.md equals the marked region of example/quickstart.py,
 and quickstart.py run on a fresh segment places an order, answers its
 retry with the same order number, refuses a buyer after the last unit, and
-exits 2 on a destroyed segment."""
+exits 2 on a destroyed segment.  Likewise the feed consumer: the "### From
+Python" subsection of the project README's "## Consuming orders" and the
+binding README's "## The order feed" show the marked region of
+example/consumer.py (which python_feed runs) unchanged; and the binding
+README's "## Observation" snippet runs and prints what it says."""
 import os
 import re
 import subprocess
@@ -14,14 +18,32 @@ from flashstock import Activity, ActivityFlag
 
 SRC = os.environ.get("FLASH_PY_SRC", os.path.join(os.path.dirname(__file__), ".."))
 QUICKSTART = os.path.join(SRC, "example", "quickstart.py")
+CONSUMER = os.path.join(SRC, "example", "consumer.py")
+TOP_README = os.path.join(SRC, "..", "..", "README.md")
 
 
-def marked_region():
-    with open(QUICKSTART) as f:
+def marked_region(path=QUICKSTART):
+    with open(path) as f:
         text = f.read()
     m = re.search(r"^# README begin\n(.*?)^# README end$", text, re.M | re.S)
-    assert m, "no README markers in example/quickstart.py"
+    assert m, "no README markers in %s" % path
     return m.group(1)
+
+
+def block_under(md_path, *headings):
+    """The first ```python block under the nested headings (each one's text up
+    to the next heading of its level or above), or None."""
+    with open(md_path) as f:
+        text = f.read()
+    for h in headings:
+        level = len(h) - len(h.lstrip("#"))
+        m = re.search(r"^%s\n(.*?)(?=^#{1,%d} |\Z)" % (re.escape(h), level), text, re.M | re.S)
+        if not m:
+            return None
+        text = m.group(1)
+    c = re.search(r"^```python\n(.*?)^```$", text, re.M | re.S)
+    assert c, "no python code block under %s in %s" % (headings, md_path)
+    return c.group(1)
 
 
 def section_code(md_path):
@@ -62,3 +84,28 @@ def test_quickstart_orders_retries_and_sells_out(segs):
     flashstock.seg_destroy(name)
     rc, out = run(name, 44, 4401)
     assert rc == 2
+
+
+def test_feed_readme_snippets_are_the_marked_region_of_the_tested_consumer():
+    want = marked_region(CONSUMER)
+    assert block_under(TOP_README, "## Consuming orders", "### From Python") == want
+    assert block_under(os.path.join(SRC, "README.md"), "## The order feed") == want
+
+
+def test_obs_readme_snippet_runs(segs):
+    code = block_under(os.path.join(SRC, "README.md"), "## Observation")
+    assert code and '"/sale1"' in code
+    name = segs.make("obsdoc")
+    with flashstock.open(name) as fs:
+        fs.activity_add(Activity(id=1))
+        fs.sku_add(1, 10, 1)
+        fs.order(activity_id=1, sku_id=10, user_id=1)
+        try:
+            fs.order(activity_id=1, sku_id=10, user_id=2)
+        except flashstock.SoldOut:
+            pass
+    p = subprocess.run([sys.executable, "-c", "import flashstock\n" +
+                        code.replace('"/sale1"', repr(name))],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert re.fullmatch(r"1 sold out; [1-9][0-9]* ns per order\n", p.stdout), p.stdout
