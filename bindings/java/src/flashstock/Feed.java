@@ -149,6 +149,11 @@ public final class Feed implements AutoCloseable {
 		return consumer;
 	}
 
+	/* A thread is inside a call now (for tests). */
+	boolean inCall() {
+		return busy.isLocked();
+	}
+
 	/* Take the feed for one call, or refuse at once. */
 	private void enter() {
 		if (!busy.tryLock())
