@@ -98,7 +98,12 @@ public final class Feed implements AutoCloseable {
 	private final State state;
 	private final ByteBuffer io;
 	private final Cleaner.Cleanable cleanable;
-	/* held for the length of each call: one thread at a time in the library */
+	/*
+	 * Held for the length of each call: one thread at a time in the library.
+	 * Its unlock/lock pair is also what lets a Feed move between threads: it
+	 * orders one thread's use of the native feed and of `io` before the next
+	 * thread's, which is all a flash_feed_t without an inner lock needs.
+	 */
 	private final ReentrantLock busy = new ReentrantLock();
 
 	private Feed(String walDir, String consumer, State state, ByteBuffer io) {
