@@ -37,4 +37,21 @@ struct fj_cell {
 	union fj_io fc_io;                    /* the ByteBuffer's memory */
 };
 
+/*
+ * One open feed (api/flashstock.h section 10) and its exchange area, which
+ * Java sees as a direct ByteBuffer: flash_feed_next() writes the record and
+ * flash_feed_info_get() the info there.  flashstock.Feed lets one thread at
+ * a time into a call on it (the header's rule for a flash_feed_t).
+ */
+union fj_feed_io {
+	struct flash_feed_rec rec;            /* flash_feed_next */
+	struct flash_feed_info info;          /* flash_feed_info_get */
+	unsigned char bytes[256];
+};
+
+struct fj_feed {
+	flash_feed_t *ff_f;                   /* used by one thread at a time */
+	union fj_feed_io ff_io;               /* the ByteBuffer's memory */
+};
+
 #endif /* FJ_IO_H */

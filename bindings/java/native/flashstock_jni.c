@@ -10,7 +10,7 @@
  * the engine's own check (FLASH_EWRONG_THREAD) stays behind it.
  *
  * Divisions: helpers; 1. result codes; 2. segments; 3. handles; 4. catalog;
- * 5. orders; 6. tokens; 7. locks; 8. reading state.
+ * 5. orders; 6. tokens; 7. locks; 8. reading state; 9. observation; 10. order feed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +23,7 @@
 #include "flashstock_Native.h"
 
 _Static_assert(sizeof(union fj_io) == 256, "Layout.Io.SIZE is 256");
+_Static_assert(sizeof(union fj_feed_io) == 256, "Layout.FeedIo.SIZE is 256");
 
 static struct fj_cell *cell_of(jlong cell)
 {
@@ -323,6 +324,170 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_quietGet(JNIEnv *env, jclass cls, 
 {
 	struct fj_cell *c = cell_of(cell);
 	return flash_quiet_get(c->fc_h, &c->fc_io.quiet);
+}
+
+/* ------------------------------------------------------------ 9. observation */
+
+/* Contract: flash_obs_get into @p buf, a direct buffer of at least
+ * sizeof(struct flash_obs) bytes (Layout.Obs.SIZE; larger than the cell's
+ * exchange area, so Java passes its own); FLASH_EINVAL for a smaller one. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_obsGet(JNIEnv *env, jclass cls, jlong cell, jobject buf)
+{
+	if (buf == NULL || (*env)->GetDirectBufferCapacity(env, buf) < (jlong)sizeof(struct flash_obs))
+		return FLASH_EINVAL;
+	struct flash_obs *o = (*env)->GetDirectBufferAddress(env, buf);
+	return o == NULL ? FLASH_EINVAL : flash_obs_get(cell_of(cell)->fc_h, o);
+}
+
+/* UINT64_MAX (the last bucket) comes to Java as -1: Obs reads it unsigned. */
+JNIEXPORT jlong JNICALL Java_flashstock_Native_obsBucketLeNs(JNIEnv *env, jclass cls, jint b)
+{
+	return (jlong)flash_obs_bucket_le_ns((unsigned)b);
+}
+
+JNIEXPORT jstring JNICALL Java_flashstock_Native_opName(JNIEnv *env, jclass cls, jint op)
+{
+	return (*env)->NewStringUTF(env, flash_op_name((unsigned)op));
+}
+
+/* ------------------------------------------------------------ 10. order feed */
+
+static struct fj_feed *feed_of(jlong feed)
+{
+	return (struct fj_feed *)(intptr_t)feed;
+}
+
+/* A Java string as a C one, or NULL for null; *bad set when the JVM could
+ * not copy it (an OutOfMemoryError is then pending). */
+static const char *utf_or_null(JNIEnv *env, jstring s, int *bad)
+{
+	if (s == NULL)
+		return NULL;
+	const char *c = (*env)->GetStringUTFChars(env, s, NULL);
+	if (c == NULL)
+		*bad = 1;
+	return c;
+}
+
+static void utf_release(JNIEnv *env, jstring s, const char *c)
+{
+	if (s != NULL && c != NULL)
+		(*env)->ReleaseStringUTFChars(env, s, c);
+}
+
+/* Contract: flash_feed_open with the options given; the feed cell's address
+ * (positive) or a negative FLASH_E* code.  Null dir or consumer is
+ * FLASH_EINVAL (the library's answer for NULL); null URL or stream: none /
+ * the default. */
+JNIEXPORT jlong JNICALL Java_flashstock_Native_feedOpen(JNIEnv *env, jclass cls, jstring jdir, jstring jname,
+                                                        jint from_start, jint no_create, jstring jurl,
+                                                        jstring jstream)
+{
+	if (jdir == NULL || jname == NULL)
+		return FLASH_EINVAL;
+	struct fj_feed *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return FLASH_ENOMEM;
+	int bad = 0;
+	const char *dir = utf_or_null(env, jdir, &bad);
+	const char *name = utf_or_null(env, jname, &bad);
+	const char *url = utf_or_null(env, jurl, &bad);
+	const char *stream = utf_or_null(env, jstream, &bad);
+	int rc = FLASH_ENOMEM;
+	if (!bad) {
+		struct flash_feed_opts o;
+		flash_feed_opts_default(&o);
+		o.from_start = (uint32_t)from_start;
+		o.no_create = (uint32_t)no_create;
+		o.mysql_url = url;
+		o.mysql_stream = stream;
+		rc = flash_feed_open(dir, name, &o, &c->ff_f);
+	}
+	utf_release(env, jdir, dir);
+	utf_release(env, jname, name);
+	utf_release(env, jurl, url);
+	utf_release(env, jstream, stream);
+	if (rc != FLASH_OK) {
+		free(c);
+		return rc;
+	}
+	return (jlong)(intptr_t)c;
+}
+
+JNIEXPORT jobject JNICALL Java_flashstock_Native_feedIo(JNIEnv *env, jclass cls, jlong feed)
+{
+	return (*env)->NewDirectByteBuffer(env, &feed_of(feed)->ff_io, sizeof(feed_of(feed)->ff_io));
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedNext(JNIEnv *env, jclass cls, jlong feed, jint wait_ms)
+{
+	struct fj_feed *c = feed_of(feed);
+	return flash_feed_next(c->ff_f, &c->ff_io.rec, (uint32_t)wait_ms);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedCommit(JNIEnv *env, jclass cls, jlong feed, jlong lsn)
+{
+	return flash_feed_commit(feed_of(feed)->ff_f, (uint64_t)lsn);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedRewind(JNIEnv *env, jclass cls, jlong feed)
+{
+	return flash_feed_rewind(feed_of(feed)->ff_f);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedInfo(JNIEnv *env, jclass cls, jlong feed)
+{
+	struct fj_feed *c = feed_of(feed);
+	return flash_feed_info_get(c->ff_f, &c->ff_io.info);
+}
+
+/* Contract: closes the feed and frees its cell; Java calls it once, with no
+ * other call on the feed in progress. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedClose(JNIEnv *env, jclass cls, jlong feed)
+{
+	struct fj_feed *c = feed_of(feed);
+	int rc = flash_feed_close(c->ff_f);
+	free(c);
+	return rc;
+}
+
+/* Contract: flash_feed_list into @p buf (a direct buffer of at least
+ * cap * sizeof(struct flash_feed_info) bytes; null with cap 0 to count);
+ * the number registered (it may exceed cap) or a negative code. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedList(JNIEnv *env, jclass cls, jstring jdir, jobject buf, jint cap)
+{
+	struct flash_feed_info *out = NULL;
+	if (cap < 0)
+		return FLASH_EINVAL;
+	if (cap > 0) {
+		if (buf == NULL ||
+		    (*env)->GetDirectBufferCapacity(env, buf) < (jlong)cap * (jlong)sizeof(struct flash_feed_info))
+			return FLASH_EINVAL;
+		out = (*env)->GetDirectBufferAddress(env, buf);
+		if (out == NULL)
+			return FLASH_EINVAL;
+	}
+	size_t n = 0;
+	if (jdir == NULL)
+		return FLASH_EINVAL;
+	const char *dir = (*env)->GetStringUTFChars(env, jdir, NULL);
+	if (dir == NULL)
+		return FLASH_ENOMEM;
+	int rc = flash_feed_list(dir, out, (size_t)cap, &n);
+	(*env)->ReleaseStringUTFChars(env, jdir, dir);
+	if (rc != FLASH_OK)
+		return rc;
+	return n > 0x7fffffff ? 0x7fffffff : (jint)n;
+}
+
+static int feed_drop(JNIEnv *env, const char *dir, jstring jname)
+{
+	WITH_NAME(env, jname, name, flash_feed_drop(dir, name));
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_feedDrop(JNIEnv *env, jclass cls, jstring jdir, jstring jname)
+{
+	WITH_NAME(env, jdir, dir, feed_drop(env, dir, jname));
 }
 
 /* ------------------------------------------------------------ the bench's C baseline */

@@ -125,5 +125,60 @@ int main(void)
 	OFF("Io", "ORDER_REQ", union fj_io, order.req);
 	OFF("Io", "ORDER_RES", union fj_io, order.res);
 	OFF("Io", "U64", union fj_io, u64);
+
+	SIZE("Record", struct flash_record);
+	OFF("Record", "TYPE", struct flash_record, type);
+	OFF("Record", "SLOT", struct flash_record, slot);
+	OFF("Record", "ACTIVITY_ID", struct flash_record, activity_id);
+	OFF("Record", "SKU_ID", struct flash_record, sku_id);
+	OFF("Record", "QTY", struct flash_record, qty);
+	OFF("Record", "ORDER_NO", struct flash_record, order_no);
+	OFF("Record", "USER_ID", struct flash_record, user_id);
+	OFF("Record", "VALUE", struct flash_record, value);
+	OFF("Record", "TS_NS", struct flash_record, ts_ns);
+	OFF("Record", "BIZ_DAY", struct flash_record, biz_day);
+	OFF("Record", "LIMIT_SLOT", struct flash_record, limit_slot);
+	OFF("Record", "FLAGS", struct flash_record, flags);
+	OFF("Record", "REQUEST_ID", struct flash_record, request_id);
+
+	SIZE("FeedRec", struct flash_feed_rec);
+	OFF("FeedRec", "LSN", struct flash_feed_rec, fr_lsn);
+	OFF("FeedRec", "SEQ", struct flash_feed_rec, fr_seq);
+	OFF("FeedRec", "REC", struct flash_feed_rec, fr_rec);
+	OFF("FeedRec", "SOURCE", struct flash_feed_rec, fr_source);
+	OFF("FeedRec", "MISSING", struct flash_feed_rec, fr_missing);
+	OFF("FeedRec", "GAP", struct flash_feed_rec, fr_gap);
+
+	SIZE("FeedInfo", struct flash_feed_info);
+	OFF("FeedInfo", "NAME", struct flash_feed_info, fi_name);
+	OFF("FeedInfo", "STATE", struct flash_feed_info, fi_state);
+	OFF("FeedInfo", "OPEN", struct flash_feed_info, fi_open);
+	OFF("FeedInfo", "COMMITTED_LSN", struct flash_feed_info, fi_committed_lsn);
+	OFF("FeedInfo", "DURABLE_LSN", struct flash_feed_info, fi_durable_lsn);
+	OFF("FeedInfo", "FIRST_LSN", struct flash_feed_info, fi_first_lsn);
+	OFF("FeedInfo", "LAG_RECORDS", struct flash_feed_info, fi_lag_records);
+	OFF("FeedInfo", "LAG_NS", struct flash_feed_info, fi_lag_ns);
+	OFF("FeedInfo", "CREATED_NS", struct flash_feed_info, fi_created_ns);
+	OFF("FeedInfo", "COMMIT_NS", struct flash_feed_info, fi_commit_ns);
+	printf("FeedInfo.NAME_MAX %u\n", FLASH_FEED_NAME_MAX);
+
+	SIZE("Hist", struct flash_hist);
+	OFF("Hist", "BUCKET", struct flash_hist, bucket);
+	OFF("Hist", "COUNT", struct flash_hist, count);
+	OFF("Hist", "SUM_NS", struct flash_hist, sum_ns);
+	printf("Hist.BUCKETS %d\n", FLASH_OBS_BUCKETS);
+
+	SIZE("Obs", struct flash_obs);
+	OFF("Obs", "TIME", struct flash_obs, time);
+	OFF("Obs", "RESULTS", struct flash_obs, results);
+	printf("Obs.TIMES %d\n", FLASH_TIMES);
+	printf("Obs.OPS %d\n", FLASH_OP_COUNT);
+	printf("Obs.CODES %d\n", FLASH_OBS_CODES);
+	printf("Obs.LOCK_WAIT %d\n", FLASH_TIME_LOCK_WAIT);
+	printf("Obs.LOCK_HOLD %d\n", FLASH_TIME_LOCK_HOLD);
+
+	SIZE("FeedIo", union fj_feed_io);
+	OFF("FeedIo", "REC", union fj_feed_io, rec);
+	OFF("FeedIo", "INFO", union fj_feed_io, info);
 	return 0;
 }

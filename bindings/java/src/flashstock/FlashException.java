@@ -65,9 +65,15 @@ public class FlashException extends RuntimeException {
 		case -27: return new NoProc(rc);
 		case -31: return new WrongThread(rc);
 		case -33: return new FateUnknown(rc);
+		case -60: return new Timeout(rc);
+		case -61: return new Lost(rc);
+		case -62: return new Ahead(rc);
+		case -63: return new FeedIdent(rc);
+		case -64: return new Refill(rc);
 		default:
 			/* attach checks (-13..-19, -32), system failures (-28..-30),
-			 * the MySQL applier's range (-40..), and codes not known here */
+			 * the MySQL applier's range (-40..), the RabbitMQ sink's (-70..),
+			 * and codes not known here */
 			return new FlashException(rc);
 		}
 	}
@@ -126,4 +132,17 @@ public class FlashException extends RuntimeException {
 	public static final class WrongThread extends FlashException { WrongThread(int c) { super(c); } }
 	/** FLASH_EFATE_UNKNOWN: done in memory, not durable within the wait bound. */
 	public static final class FateUnknown extends FlashException { FateUnknown(int c) { super(c); } }
+
+	/* the order feed (Feed) */
+
+	/** FLASH_ETIMEOUT: feed: no durable record arrived within the wait. */
+	public static final class Timeout extends FlashException { Timeout(int c) { super(c); } }
+	/** FLASH_ELOST: feed: WAL retention removed records the consumer had not committed. */
+	public static final class Lost extends FlashException { Lost(int c) { super(c); } }
+	/** FLASH_EAHEAD: feed: the consumer's position is past the durable end of the WAL. */
+	public static final class Ahead extends FlashException { Ahead(int c) { super(c); } }
+	/** FLASH_EFEED_IDENT: feed: the WAL belongs to another segment incarnation. */
+	public static final class FeedIdent extends FlashException { FeedIdent(int c) { super(c); } }
+	/** FLASH_EREFILL: feed: the refill source cannot cover the lost range. */
+	public static final class Refill extends FlashException { Refill(int c) { super(c); } }
 }

@@ -640,6 +640,22 @@ public final class FlashStock implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * The engine's figures of its own calls, summed over every handle of
+	 * the segment (flash_obs_get): this thread's handle's newest call
+	 * included.
+	 */
+	public Obs obs() {
+		ByteBuffer b = ByteBuffer.allocateDirect(Layout.Obs.SIZE).order(ByteOrder.nativeOrder());
+		Cell c = enter();
+		try {
+			FlashException.check(Native.obsGet(c.h.cell, b));
+		} finally {
+			leave(c);
+		}
+		return Obs.read(b);
+	}
+
 	/* ------------------------------------------------------------ bench */
 
 	/* n orders by a C loop on this thread's handle (Bench): elapsed ns. */

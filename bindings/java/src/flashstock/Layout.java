@@ -150,4 +150,77 @@ final class Layout {
 		static final int ORDER_RES = 40;
 		static final int U64 = 0;
 	}
+
+	static final class Record {
+		private Record() {}
+		static final int SIZE = 64;
+		static final int TYPE = 0;
+		static final int SLOT = 2;
+		static final int ACTIVITY_ID = 4;
+		static final int SKU_ID = 8;
+		static final int QTY = 12;
+		static final int ORDER_NO = 16;
+		static final int USER_ID = 24;
+		static final int VALUE = 32;
+		static final int TS_NS = 40;
+		static final int BIZ_DAY = 48;
+		static final int LIMIT_SLOT = 52;
+		static final int FLAGS = 54;
+		static final int REQUEST_ID = 56;
+	}
+
+	static final class FeedRec {
+		private FeedRec() {}
+		static final int SIZE = 96;
+		static final int LSN = 0;
+		static final int SEQ = 8;
+		static final int REC = 16;
+		static final int SOURCE = 80;
+		static final int MISSING = 84;
+		static final int GAP = 88;
+	}
+
+	static final class FeedInfo {
+		private FeedInfo() {}
+		static final int SIZE = 136;
+		static final int NAME = 0;
+		static final int STATE = 68;
+		static final int OPEN = 72;
+		static final int COMMITTED_LSN = 80;
+		static final int DURABLE_LSN = 88;
+		static final int FIRST_LSN = 96;
+		static final int LAG_RECORDS = 104;
+		static final int LAG_NS = 112;
+		static final int CREATED_NS = 120;
+		static final int COMMIT_NS = 128;
+		static final int NAME_MAX = 64;
+	}
+
+	static final class Hist {
+		private Hist() {}
+		static final int SIZE = 272;
+		static final int BUCKET = 0;
+		static final int COUNT = 256;
+		static final int SUM_NS = 264;
+		static final int BUCKETS = 32;
+	}
+
+	static final class Obs {
+		private Obs() {}
+		static final int SIZE = 5792;
+		static final int TIME = 0;
+		static final int RESULTS = 2720;
+		static final int TIMES = 10;
+		static final int OPS = 8;
+		static final int CODES = 48;
+		static final int LOCK_WAIT = 8;
+		static final int LOCK_HOLD = 9;
+	}
+
+	static final class FeedIo {
+		private FeedIo() {}
+		static final int SIZE = 256;
+		static final int REC = 0;
+		static final int INFO = 0;
+	}
 }

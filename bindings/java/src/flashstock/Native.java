@@ -107,6 +107,30 @@ final class Native {
 	static native int identGet(long cell);
 	static native int quietGet(long cell);
 
+	/* 9. observation: flash_obs_get into obs (a direct buffer of Layout.Obs.SIZE bytes) */
+	static native int obsGet(long cell, ByteBuffer obs);
+	/** flash_obs_bucket_le_ns(b): unsigned (-1 is UINT64_MAX, the last bucket) */
+	static native long obsBucketLeNs(int b);
+	static native String opName(int op);
+
+	/* 10. order feed: a feed cell of its own (fj_feed), used by one thread at a time */
+	/** flash_feed_open: the feed cell's address, or a negative code (url, stream may be null) */
+	static native long feedOpen(String walDir, String consumer, int fromStart, int noCreate, String mysqlUrl,
+			String mysqlStream);
+	/** the feed cell's exchange area (Layout.FeedIo.SIZE bytes) as a direct buffer */
+	static native ByteBuffer feedIo(long feed);
+	/** flash_feed_next: the record at Layout.FeedIo.REC */
+	static native int feedNext(long feed, int waitMs);
+	static native int feedCommit(long feed, long lsn);
+	static native int feedRewind(long feed);
+	/** flash_feed_info_get: the info at Layout.FeedIo.INFO */
+	static native int feedInfo(long feed);
+	/** flash_feed_close and free the cell (once, no call in progress) */
+	static native int feedClose(long feed);
+	/** flash_feed_list into out (cap infos; null with cap 0): the number registered, or a negative code */
+	static native int feedList(String walDir, ByteBuffer out, int cap);
+	static native int feedDrop(String walDir, String consumer);
+
 	/* the bench's C baseline: n orders in a C loop; elapsed ns or a negative code */
 	static native long benchOrdersC(long cell, int activityId, int skuId, long userBase, int n);
 }

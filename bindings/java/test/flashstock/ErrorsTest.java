@@ -73,6 +73,11 @@ class ErrorsTest {
 			{ "FLASH_ENOPROC", FlashException.NoProc.class },
 			{ "FLASH_EWRONG_THREAD", FlashException.WrongThread.class },
 			{ "FLASH_EFATE_UNKNOWN", FlashException.FateUnknown.class },
+			{ "FLASH_ETIMEOUT", FlashException.Timeout.class },
+			{ "FLASH_ELOST", FlashException.Lost.class },
+			{ "FLASH_EAHEAD", FlashException.Ahead.class },
+			{ "FLASH_EFEED_IDENT", FlashException.FeedIdent.class },
+			{ "FLASH_EREFILL", FlashException.Refill.class },
 		};
 		for (Object[] n : named) {
 			Integer code = c.get((String) n[0]);

@@ -1,0 +1,63 @@
+/*
+ * FeedRecord.java -- struct flash_feed_rec: one record of the order feed,
+ * every field of its struct flash_record, its LSN and where it came from.
+ */
+package flashstock;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One record of a {@link Feed} (api/flashstock.h section 10).
+ * @param lsn        its WAL LSN: increasing; an idempotency key
+ * @param seq        ring seq of the producing handle's slot (WAL records only)
+ * @param type       FLASH_REC_*: ORDER 1, CANCEL 2, RESTOCK 3, ACTIVITY 4, SKU 5 (0: a refill's
+ *                   stand-in for a gap's last LSN); a type newer than this binding stays its number
+ * @param slot       the producing handle's slot
+ * @param qty        ORDER/CANCEL: units; SKU: shards
+ * @param value      RESTOCK: delta; SKU: units; ACTIVITY: start_ns
+ * @param tsNs       CLOCK_REALTIME when made; ACTIVITY: end_ns
+ * @param bizDay     ORDER: business day; ACTIVITY: limit | scope<<8 | flags<<16
+ * @param limitSlot  ORDER/CANCEL: 1..K; ACTIVITY: max_qty
+ * @param flags      CANCEL: 1 if the quota was returned
+ * @param requestId  ORDER: request id or 0; ACTIVITY: day_offset_s
+ * @param source     SOURCE_WAL or SOURCE_MYSQL (a refill)
+ * @param missing    MISS_* bits: fields a refill could not give back (0 from the WAL)
+ * @param gap        LSNs just below lsn the feed could not serve (refill only; 0 from the WAL)
+ */
+public record FeedRecord(long lsn, long seq, int type, int slot, int activityId, int skuId, int qty, long orderNo,
+		long userId, long value, long tsNs, int bizDay, int limitSlot, int flags, long requestId, int source,
+		int missing, long gap) {
+	public static final int ORDER = 1;
+	public static final int CANCEL = 2;
+	public static final int RESTOCK = 3;
+	public static final int ACTIVITY = 4;
+	public static final int SKU = 5;
+
+	/** FLASH_FEED_WAL: the WAL frame itself, every field. */
+	public static final int SOURCE_WAL = 0;
+	/** FLASH_FEED_MYSQL: refilled from MariaDB rows; see missing. */
+	public static final int SOURCE_MYSQL = 1;
+
+	/** FLASH_FEED_MISS_SLOT: slot and seq (MariaDB keeps no producer). */
+	public static final int MISS_SLOT = 0x1;
+	/** FLASH_FEED_MISS_TS: tsNs. */
+	public static final int MISS_TS = 0x2;
+	/** FLASH_FEED_MISS_VALUE: value (a SKU's initial units). */
+	public static final int MISS_VALUE = 0x4;
+
+	/* unsigned C fields of 32 bits fit Java's int as their bit pattern (ids,
+	 * quantities); those of 16 bits are widened without sign */
+	static FeedRecord read(ByteBuffer b, int at) {
+		int r = at + Layout.FeedRec.REC;
+		return new FeedRecord(b.getLong(at + Layout.FeedRec.LSN), b.getLong(at + Layout.FeedRec.SEQ),
+				Short.toUnsignedInt(b.getShort(r + Layout.Record.TYPE)),
+				Short.toUnsignedInt(b.getShort(r + Layout.Record.SLOT)), b.getInt(r + Layout.Record.ACTIVITY_ID),
+				b.getInt(r + Layout.Record.SKU_ID), b.getInt(r + Layout.Record.QTY),
+				b.getLong(r + Layout.Record.ORDER_NO), b.getLong(r + Layout.Record.USER_ID),
+				b.getLong(r + Layout.Record.VALUE), b.getLong(r + Layout.Record.TS_NS),
+				b.getInt(r + Layout.Record.BIZ_DAY), Short.toUnsignedInt(b.getShort(r + Layout.Record.LIMIT_SLOT)),
+				Short.toUnsignedInt(b.getShort(r + Layout.Record.FLAGS)), b.getLong(r + Layout.Record.REQUEST_ID),
+				b.getInt(at + Layout.FeedRec.SOURCE), b.getInt(at + Layout.FeedRec.MISSING),
+				b.getLong(at + Layout.FeedRec.GAP));
+	}
+}
