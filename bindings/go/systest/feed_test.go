@@ -25,6 +25,35 @@ import (
 	"flashstock/go/flashstock"
 )
 
+// fulfil is the README's feed loop ("Consuming orders"; readme_test.go
+// checks that the README shows its marked region): it ships each order
+// record and commits it, until stopped() says so.
+func fulfil(walDir string, ship func(orderNo, user uint64, sku, qty uint32), stopped func() bool) error {
+	// README feed begin
+	f, err := flashstock.OpenFeed(walDir, "fulfilment", nil) // nil: a new consumer starts at the durable end
+	if err != nil {
+		return err // ErrBusy: open elsewhere (one open per name over all processes)
+	}
+	defer f.Close() // no implicit commit
+	for !stopped() {
+		r, err := f.Next(100) // wait at most 100 ms for a durable record
+		if errors.Is(err, flashstock.ErrTimeout) {
+			continue // idle
+		}
+		if err != nil {
+			return err // ErrLost, ErrAhead, ErrFeedIdent, ErrRefill, ErrCorrupt, ...
+		}
+		if r.Rec.Type == flashstock.RecOrder {
+			ship(r.Rec.OrderNo, r.Rec.UserID, r.Rec.SkuID, r.Rec.Qty)
+		}
+		if err := f.Commit(r.LSN); err != nil { // durable when it returns; or after a batch
+			return err
+		}
+	}
+	return nil
+	// README feed end
+}
+
 // feedSale is a segment with activity 1 / sku 1, a running serve writing
 // wal, and a Handle; serve is stopped with SIGTERM (exit 0) at the end.
 type feedSale struct {
@@ -106,6 +135,47 @@ func openFeed(t *testing.T, wal, name string, o *flashstock.FeedOpts) *flashstoc
 		t.Fatalf("OpenFeed(%s): %v", name, err)
 	}
 	return f
+}
+
+func TestFeedReadmeLoopShipsEachOrderAfterItsRegistrationOnce(t *testing.T) {
+	s := newFeedSale(t)
+	s.buy(t, 1) // before the consumer registers: not its business
+	shipped := map[uint64]int{}
+	ship := func(no, user uint64, sku, qty uint32) {
+		if sku != 1 || qty != 1 || user < 2 || user > 4 {
+			t.Errorf("shipped order %d: user %d sku %d qty %d", no, user, sku, qty)
+		}
+		shipped[no]++
+	}
+	now := func() bool { return true }
+	if err := fulfil(s.wal, ship, now); err != nil { // registers at the durable end
+		t.Fatal(err)
+	}
+	bought := s.buy(t, 2, 3, 4)
+	deadline := time.Now().Add(10 * time.Second)
+	enough := func() bool { return len(shipped) == len(bought) || time.Now().After(deadline) }
+	if err := fulfil(s.wal, ship, enough); err != nil {
+		t.Fatal(err)
+	}
+	for u, r := range bought {
+		if shipped[r.OrderNo] != 1 {
+			t.Errorf("order %d of user %d shipped %d times", r.OrderNo, u, shipped[r.OrderNo])
+		}
+	}
+	// run again: its commits hold, nothing is shipped twice
+	calls := 0
+	thrice := func() bool { calls++; return calls > 3 }
+	if err := fulfil(s.wal, ship, thrice); err != nil {
+		t.Fatal(err)
+	}
+	if len(shipped) != len(bought) {
+		t.Errorf("%d orders shipped, %d bought after the registration", len(shipped), len(bought))
+	}
+	for no, n := range shipped {
+		if n != 1 {
+			t.Errorf("order %d shipped %d times", no, n)
+		}
+	}
 }
 
 func TestFeedReadsEveryAcknowledgedOrderOnceWithAllFieldsThenTimesOut(t *testing.T) {
