@@ -154,3 +154,36 @@ func TestObsOnAClosedHandleIsErrClosed(t *testing.T) {
 		t.Errorf("Obs after Close: %v", err)
 	}
 }
+
+func TestPinnedObsCountsItsOwnNewestCall(t *testing.T) {
+	name, h := loaded(t, smallOpts(), 1, 0, 1)
+	_ = h.Close()
+	p, err := OpenPinned(name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	if _, err := p.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 1, Qty: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// its newest call: counted by this very Obs, before any further call
+	if _, err := p.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 2, Qty: 1}); !errors.Is(err, ErrSoldOut) {
+		t.Fatalf("second order of one unit: %v", err)
+	}
+	ob, err := p.Obs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ob.Result(OpOrder, 0) != 1 || ob.Result(OpOrder, ErrSoldOut.Code) != 1 || ob.Calls(OpOrder) != 2 {
+		t.Errorf("orders: %d placed, %d sold out, %d in all; want 1, 1, 2",
+			ob.Result(OpOrder, 0), ob.Result(OpOrder, ErrSoldOut.Code), ob.Calls(OpOrder))
+	}
+	if ob.Time[OpOrder].Count != 1 {
+		t.Errorf("orders timed: %d, want the first only", ob.Time[OpOrder].Count)
+	}
+	_ = p.Close()
+	if _, err := p.Obs(); err != ErrClosed {
+		t.Errorf("Obs after Close: %v", err)
+	}
+}
