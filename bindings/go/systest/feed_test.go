@@ -4,7 +4,8 @@
 // field and its LSN, in LSN order, then times out; a commit holds across a
 // reopen and rewind re-reads from it; a consumer killed with SIGKILL (or
 // closed without a commit) resumes after its last commit; one open per
-// consumer name, across processes too (ErrBusy); list and drop.
+// consumer name, across processes too (ErrBusy); list and drop; a consumer
+// left behind past serve's retention bound is lost (ErrLost, never a skip).
 package systest
 
 import (
@@ -63,11 +64,19 @@ type feedSale struct {
 
 func newFeedSale(t *testing.T) *feedSale {
 	t.Helper()
-	seg := newSeg(t, "feed")
-	run(t, "load", "--name", seg, "--activity", "1", "--sku", "1", "--units", "1000")
+	return newFeedSaleWith(t, "1000", nil, "--no-snapshot")
+}
+
+// newFeedSaleWith is newFeedSale with units units, segment options segArgs
+// and serve options serveArgs.
+func newFeedSaleWith(t *testing.T, units string, segArgs []string, serveArgs ...string) *feedSale {
+	t.Helper()
+	seg := newSeg(t, "feed", segArgs...)
+	run(t, "load", "--name", seg, "--activity", "1", "--sku", "1", "--units", units)
 	wal := filepath.Join(t.TempDir(), "wal")
 	var serveErr bytes.Buffer
-	serve := exec.Command(cli(t), "serve", "--name", seg, "--wal", wal, "--no-snapshot", "--reconcile-every", "0")
+	args := append([]string{"serve", "--name", seg, "--wal", wal, "--reconcile-every", "0"}, serveArgs...)
+	serve := exec.Command(cli(t), args...)
 	serve.Stderr = &serveErr
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
@@ -327,6 +336,48 @@ func TestFeedSecondOpenOfANameIsBusyAndDropUnregisters(t *testing.T) {
 	if list, err := flashstock.FeedList(s.wal); err != nil || len(list) != 0 {
 		t.Errorf("FeedList after drop: %+v, %v", list, err)
 	}
+}
+
+func TestFeedConsumerPastTheRetentionBoundIsListedLostAndNextIsErrLost(t *testing.T) {
+	s := newFeedSaleWith(t, "1000000", []string{"--users", "65536"}, "--wal-file-mb", "1",
+		"--snapshot-wal-bytes", "65536", "--snapshot-every", "1", "--feed-keep-bytes", "1")
+	s.buy(t, 1)
+	slow := openFeed(t, s.wal, "slow", nil) // registered, never commits
+	_ = slow.Close()
+	first := filepath.Join(s.wal, "wal-0000000000000001.log")
+	deadline := time.Now().Add(60 * time.Second)
+	u := uint64(2)
+	for {
+		if _, err := os.Stat(first); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retention never removed %s after %d orders", first, u-1)
+		}
+		users := make([]uint64, 2000)
+		for i := range users {
+			users[i] = u + uint64(i)
+		}
+		s.buy(t, users...)
+		u += 2000
+		time.Sleep(200 * time.Millisecond)
+	}
+	list, err := flashstock.FeedList(s.wal)
+	if err != nil || len(list) != 1 || list[0].Name() != "slow" || list[0].State != flashstock.FeedStateLost {
+		t.Errorf("FeedList past the bound: %+v, %v; want slow lost", list, err)
+	}
+	f := openFeed(t, s.wal, "slow", nil)
+	for i := 0; i < 2; i++ { // the position stays: ErrLost again, never a silent skip
+		var fe *flashstock.Error
+		if _, err := f.Next(0); !errors.Is(err, flashstock.ErrLost) || !errors.As(err, &fe) || fe.Name != "FLASH_ELOST" {
+			t.Errorf("Next of a lost consumer: %v, want ErrLost", err)
+		}
+	}
+	_ = f.Close()
+	if err := flashstock.FeedDrop(s.wal, "slow"); err != nil {
+		t.Errorf("drop: %v", err)
+	}
+	t.Logf("lost after %d orders", u-1)
 }
 
 // TestMain runs the package's tests, or, with FSGO_FEED_CHILD=WAL:N in the
