@@ -10,6 +10,7 @@ package flashstock
 import "C"
 
 import (
+	"runtime"
 	"sync"
 	"unsafe"
 )
@@ -102,9 +103,13 @@ type FeedOpts struct {
 // Feed is one open consumer of a WAL directory (flash_feed_open).  Its
 // methods may be called from any goroutine: a feed belongs to no thread,
 // and a mutex gives it to one caller at a time, as flashstock.h asks (a
-// Next waiting for a record holds it, so Close waits for that Next).
+// Next waiting for a record holds it: Commit, Rewind, Info and Close called
+// meanwhile block until that Next returns, at most its waitMs).  Every other
+// call is one bounded C call (Commit: a write, fdatasync, rename and fsync).
 // Nothing is committed implicitly: what was not committed is handed out
-// again after the next open.
+// again after the next open.  An unreachable Feed is closed by a finalizer
+// (which the header allows: a feed belongs to no thread); Close it anyway,
+// since until then the consumer's name stays taken.
 type Feed struct {
 	mu       sync.Mutex
 	f        *C.flash_feed_t
@@ -146,12 +151,14 @@ func OpenFeed(walDir, consumer string, o *FeedOpts) (*Feed, error) {
 	if rc := C.flash_feed_open(cd, cn, co, out); rc != 0 {
 		return nil, codeError(rc)
 	}
-	return &Feed{
+	f := &Feed{
 		f:        *out,
 		rec:      (*C.struct_flash_feed_rec)(C.malloc(C.sizeof_struct_flash_feed_rec)),
 		walDir:   walDir,
 		consumer: consumer,
-	}, nil
+	}
+	runtime.SetFinalizer(f, func(f *Feed) { _ = f.Close() })
+	return f, nil
 }
 
 // WalDir and Consumer are the arguments the feed was opened with.
@@ -225,6 +232,7 @@ func (f *Feed) Close() error {
 	C.flash_feed_close(f.f)
 	C.free(unsafe.Pointer(f.rec))
 	f.f, f.rec = nil, nil
+	runtime.SetFinalizer(f, nil)
 	return nil
 }
 

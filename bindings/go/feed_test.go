@@ -2,14 +2,17 @@
 // serve is systest/feed_test.go): on a WAL directory no writer has
 // published, nothing is durable and Next times out; goroutines share one
 // Feed safely (go_race runs this too) and Close waits for a Next in
-// progress; a missing directory and bad names are refused.
+// progress, and an unreachable Feed is closed by its finalizer; a missing
+// directory and bad names are refused.
 package flashstock
 
 import (
 	"errors"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestFeedOnAWalNothingDurableTimesOutAndGoroutinesShareIt(t *testing.T) {
@@ -85,4 +88,24 @@ func TestFeedOpenRefusesAMissingDirectoryAndBadNames(t *testing.T) {
 	if err := FeedDrop(wal, "new"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("drop of an unknown consumer: %v, want ErrNotFound", err)
 	}
+}
+
+func TestFeedUnreachableIsClosedByItsFinalizerAndFreesTheName(t *testing.T) {
+	wal := t.TempDir()
+	func() {
+		if _, err := OpenFeed(wal, "leaked", nil); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		runtime.GC()
+		if f, err := OpenFeed(wal, "leaked", nil); err == nil {
+			_ = f.Close()
+			return
+		} else if !errors.Is(err, ErrBusy) {
+			t.Fatalf("reopen: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Error("the leaked feed still holds its name after 50 collections")
 }
