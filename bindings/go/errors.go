@@ -143,4 +143,9 @@ var (
 	ErrMySQL       = codeErr(C.FLASH_EMYSQL)        // MySQL refused a statement
 	ErrMySQLConfig = codeErr(C.FLASH_EMYSQL_CONFIG) // bad MySQL URL or access denied
 	ErrMySQLGap    = codeErr(C.FLASH_EMYSQL_GAP)    // records missing before a batch
+	ErrTimeout     = codeErr(C.FLASH_ETIMEOUT)      // feed: nothing durable within the wait
+	ErrLost        = codeErr(C.FLASH_ELOST)         // feed: retention removed unread records
+	ErrAhead       = codeErr(C.FLASH_EAHEAD)        // feed: position past the durable end
+	ErrFeedIdent   = codeErr(C.FLASH_EFEED_IDENT)   // feed: the WAL of another segment
+	ErrRefill      = codeErr(C.FLASH_EREFILL)       // feed: MariaDB cannot cover the lost range
 )

@@ -52,6 +52,11 @@ func TestLayoutOfEveryMirrorEqualsTheCCompilers(t *testing.T) {
 		"flash_stats":      reflect.TypeOf(Stats{}),
 		"flash_ident":      reflect.TypeOf(Ident{}),
 		"flash_quiet":      reflect.TypeOf(Quiet{}),
+		"flash_hist":       reflect.TypeOf(Hist{}),
+		"flash_obs":        reflect.TypeOf(Obs{}),
+		"flash_record":     reflect.TypeOf(Record{}),
+		"flash_feed_rec":   reflect.TypeOf(FeedRec{}),
+		"flash_feed_info":  reflect.TypeOf(FeedInfo{}),
 	}
 	if len(sizes) != len(mirrors) {
 		t.Errorf("the probe prints %d structs, the binding mirrors %d", len(sizes), len(mirrors))
@@ -158,6 +163,9 @@ func TestSentinelsCarryTheirOwnCodes(t *testing.T) {
 		{ErrFork, "FLASH_EFORK"}, {ErrFateUnknown, "FLASH_EFATE_UNKNOWN"},
 		{ErrNoSeg, "FLASH_ENOSEG"}, {ErrReadOnly, "FLASH_EREADONLY"},
 		{ErrDurability, "FLASH_EDURABILITY"}, {ErrExist, "FLASH_EEXIST"},
+		{ErrTimeout, "FLASH_ETIMEOUT"}, {ErrLost, "FLASH_ELOST"},
+		{ErrAhead, "FLASH_EAHEAD"}, {ErrFeedIdent, "FLASH_EFEED_IDENT"},
+		{ErrRefill, "FLASH_EREFILL"},
 	}
 	for _, c := range cases {
 		if c.err.Name != c.name || RCName(c.err.Code) != c.name {

@@ -78,5 +78,33 @@ int main(void)
 	F(flash_quiet, ops);             F(flash_quiet, consumed);
 	F(flash_quiet, pending);         F(flash_quiet, in_flight);
 	F(flash_quiet, _pad);
+
+	S(flash_hist);
+	F(flash_hist, bucket);           F(flash_hist, count);
+	F(flash_hist, sum_ns);
+
+	S(flash_obs);
+	F(flash_obs, time);              F(flash_obs, results);
+
+	S(flash_record);
+	F(flash_record, type);           F(flash_record, slot);
+	F(flash_record, activity_id);    F(flash_record, sku_id);
+	F(flash_record, qty);            F(flash_record, order_no);
+	F(flash_record, user_id);        F(flash_record, value);
+	F(flash_record, ts_ns);          F(flash_record, biz_day);
+	F(flash_record, limit_slot);     F(flash_record, flags);
+	F(flash_record, request_id);
+
+	S(flash_feed_rec);
+	F(flash_feed_rec, fr_lsn);       F(flash_feed_rec, fr_seq);
+	F(flash_feed_rec, fr_rec);       F(flash_feed_rec, fr_source);
+	F(flash_feed_rec, fr_missing);   F(flash_feed_rec, fr_gap);
+
+	S(flash_feed_info);
+	F(flash_feed_info, fi_name);          F(flash_feed_info, fi_state);
+	F(flash_feed_info, fi_open);          F(flash_feed_info, fi_committed_lsn);
+	F(flash_feed_info, fi_durable_lsn);   F(flash_feed_info, fi_first_lsn);
+	F(flash_feed_info, fi_lag_records);   F(flash_feed_info, fi_lag_ns);
+	F(flash_feed_info, fi_created_ns);    F(flash_feed_info, fi_commit_ns);
 	return 0;
 }

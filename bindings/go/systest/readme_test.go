@@ -1,5 +1,6 @@
 // readme_test.go -- the README section's Go snippet is the marked region of
-// example/main.go, which service_test.go runs: it cannot rot.
+// example/main.go, which service_test.go runs, and its feed snippet the
+// body of fulfil, which feed_test.go runs: they cannot rot.
 package systest
 
 import (
@@ -61,6 +62,26 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 	if topSnippet := between(t, sec, "```go", "```", "README.md"); topSnippet != code {
 		t.Errorf("README.md's Go snippet differs from example/main.go's README region:\n"+
 			"--- README.md\n%s\n--- example/main.go\n%s", topSnippet, code)
+	}
+	// the feed section's snippet is the body of fulfil (feed_test.go, one tab less)
+	ft, err := os.ReadFile(filepath.Join(src, "systest", "feed_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := between(t, string(ft), "\t// README feed begin", "\t// README feed end", "systest/feed_test.go")
+	var body []string
+	for _, l := range strings.Split(loop, "\n") {
+		body = append(body, strings.TrimPrefix(l, "\t"))
+	}
+	fsec := string(md)
+	if i := strings.Index(fsec, "\n### Consuming orders"); i >= 0 {
+		fsec = fsec[i+1:]
+	} else {
+		t.Fatal("bindings/go/README.md has no \"### Consuming orders\" section")
+	}
+	if got := between(t, fsec, "```go", "```", "README.md"); got != strings.Join(body, "\n") {
+		t.Errorf("README.md's feed snippet differs from fulfil in systest/feed_test.go:\n"+
+			"--- README.md\n%s\n--- feed_test.go\n%s", got, strings.Join(body, "\n"))
 	}
 	if len(strings.Split(code, "\n")) < 10 {
 		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))
