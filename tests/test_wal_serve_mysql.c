@@ -17,21 +17,9 @@
 /* A fresh database; its URL in @p url. */
 static void fresh_db(char *url, size_t len, int mode)
 {
-	char base[512], sql[128], db[64];
+	char db[64];
 	snprintf(db, sizeof db, "fws_%d_%d", (int)getpid(), mode);
-	snprintf(base, sizeof base, "mysql://root@localhost/flashstock?socket=%s/mysqld.sock",
-	         mariadb_dir());
-	struct flash_mysql_opts o = { .url = base };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
-	MYSQL *c = flash_mysql_conn(m);
-	assert_non_null(c);
-	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", db);
-	assert_int_equal(mysql_query(c, sql), 0);
-	snprintf(sql, sizeof sql, "CREATE DATABASE `%s`", db);
-	assert_int_equal(mysql_query(c, sql), 0);
-	flash_mysql_close(m);
-	snprintf(url, len, "mysql://root@localhost/%s?socket=%s/mysqld.sock", db, mariadb_dir());
+	mysql_fresh_db(url, len, db);
 }
 
 static uint64_t query_u64(flash_mysql_t *m, const char *sql)
