@@ -546,6 +546,10 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen);
 int fs_admin_lock(flash_t *h);
 void fs_admin_unlock(flash_t *h);
 
+/* grace.c: every operation open in another slot now has ended (FLASH_OK),
+ * or @p timeout_ms passed first (FLASH_EBUSY) */
+int fs_grace(flash_t *h, uint32_t timeout_ms);
+
 /* lock.c */
 void fs_lock_repair(flash_t *h);
 

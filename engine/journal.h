@@ -59,8 +59,10 @@ static inline int fs_op_begin(flash_t *h, uint32_t op)
 	j->dir = 0;
 	j->owner_undo = 0;
 	j->tok_id = 0;
-	ck_pr_fence_store();
-	ck_pr_store_32(&j->phase, FS_PH_RUN);
+	/* xchg: a full barrier, so what the operation reads next (a catalog
+	 * entry's version, a table's generation) is read after its phase is
+	 * visible -- the other half of a reclaimer's grace period (grace.c) */
+	(void)ck_pr_fas_32(&j->phase, FS_PH_RUN);
 	return FLASH_OK;
 }
 
