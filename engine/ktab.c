@@ -51,9 +51,10 @@
 uint64_t fs_probe_reads;   /* entries handed out by fs_probe_next (probe.h) */
 #endif
 
-/* One keyed table, as its operations need it. */
+/* One bank of a keyed table, as its operations need it. */
 struct kt {
-	struct fs_kent *e;
+	struct fs_kent *e;         /* the bank's first entry */
+	uint32_t off;              /* its index in the table: journal indices are off + i */
 	uint32_t mask;
 	uint32_t cap;              /* keys it may hold (max_users / max_requests) */
 	uint32_t target;           /* intent target of its fill count */
@@ -61,23 +62,35 @@ struct kt {
 	uint32_t *jidx;            /* the journal's index field for this table */
 };
 
-static int kt_get(flash_t *h, struct fs_journal *j, uint32_t tab, struct kt *t)
+/* The fill count of bank @p bank of table @p tab (bank 0: the header's own). */
+struct fs_counter *fs_kt_fill(flash_t *h, uint32_t tab, uint32_t bank)
 {
+	if (bank == 0)
+		return tab == FS_KT_REQ ? &h->hdr->req_fill : &h->hdr->users_fill;
+	return &h->hdr->gen[tab].fill[bank - 1];
+}
+
+static int kt_get(flash_t *h, struct fs_journal *j, uint32_t tab, uint32_t bank, struct kt *t)
+{
+	if (bank >= h->gen_banks)
+		return 0;
 	if (tab == FS_KT_REQ) {
-		t->e = h->req;
+		t->off = bank * (h->req_mask + 1);
+		t->e = h->req + t->off;
 		t->mask = h->req_mask;
 		t->cap = h->hdr->fx.opts.max_requests;
-		t->target = FS_KT_TARGET_REQ;
-		t->fill = &h->hdr->req_fill;
+		t->target = bank ? FS_GEN_TARGET(tab, bank) : FS_KT_TARGET_REQ;
+		t->fill = fs_kt_fill(h, tab, bank);
 		t->jidx = &j->req_idx;
 		return 1;
 	}
 	if (tab == FS_KT_USER) {
-		t->e = h->user;
+		t->off = bank * (h->user_mask + 1);
+		t->e = h->user + t->off;
 		t->mask = h->user_mask;
 		t->cap = h->hdr->fx.opts.max_users;
-		t->target = FS_KT_TARGET_USER;
-		t->fill = &h->hdr->users_fill;
+		t->target = bank ? FS_GEN_TARGET(tab, bank) : FS_KT_TARGET_USER;
+		t->fill = fs_kt_fill(h, tab, bank);
 		t->jidx = &j->user_idx;
 		return 1;
 	}
@@ -177,7 +190,7 @@ static int kt_wait(flash_t *h, const uint64_t *word, uint64_t seen)
  * owns), FLASH_EBUSY (journal full).  On every return the count is settled.
  * At most one insert per table per operation (callers stop at INSERTED).
  */
-int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out)
+int fs_kt_claim(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out)
 {
 	struct fs_journal *j = h->j;
 	uint32_t slot = (uint32_t)h->slot, i;
@@ -187,7 +200,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 	struct fs_probe p;
 	struct kt t;
 
-	if (!kt_get(h, j, tab, &t))
+	if (!kt_get(h, j, tab, bank, &t))
 		return FLASH_EINVAL;
 	/* the journal first: kt_tab last, so a recoverer sees a whole record */
 	j->kt_won = 0;
@@ -196,7 +209,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 	j->kt_key[2] = key[2];
 	j->kt_first = j->n_int;
 	ck_pr_fence_store();
-	ck_pr_store_32(&j->kt_tab, tab + 1);
+	ck_pr_store_32(&j->kt_tab, (tab + 1) | bank << 4);
 
 	fs_probe_init(&p, hash, t.mask, FS_PROBE_MAX);
 	while (fs_probe_next(&p, &i)) {
@@ -214,7 +227,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 				reserved = 1;
 				rc = FLASH_EFULL;
 			}
-			ck_pr_store_32(t.jidx, i);
+			ck_pr_store_32(t.jidx, t.off + i);
 			/* lock cmpxchg is a full barrier: the journaled key, index and
 			 * reservation are visible before the entry is ours */
 			if (!ck_pr_cas_64(&e->state, s, busy)) {
@@ -243,7 +256,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 		}
 		ck_pr_fence_load();            /* state before key: the key is published */
 		if (key_eq(e, key)) {
-			ck_pr_store_32(t.jidx, i);
+			ck_pr_store_32(t.jidx, t.off + i);
 			*state_out = s;
 			rc = FS_KT_FOUND;
 			goto out;
@@ -254,6 +267,50 @@ out:
 		kt_count(h, j, slot, &t, -1, 0);   /* the reservation was not used */
 	ck_pr_store_32(&j->kt_tab, 0);
 	return rc;
+}
+
+/*
+ * Look @p key up in bank @p bank of table @p tab without inserting it (the
+ * re-check of the previous generation, gen.c).  A BUSY entry of the same
+ * fingerprint is waited for (its inserter publishes it in a few stores, or
+ * is recovered), so an insert that began before the look is seen.  Returns
+ * FS_KT_FOUND (*idx its table index, *state_out its state), FLASH_OK (absent),
+ * FLASH_ECORRUPT (a BUSY entry nobody owns), FLASH_EINVAL (no such bank).
+ */
+int fs_kt_find(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint32_t *idx,
+               uint64_t *state_out)
+{
+	uint64_t hash = fs_hash(key[0], key[1], key[2]);
+	struct fs_probe p;
+	struct kt t;
+	uint32_t i;
+	int rc;
+
+	if (!kt_get(h, h->j, tab, bank, &t))
+		return FLASH_EINVAL;
+	fs_probe_init(&p, hash, t.mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
+		struct fs_kent *e = &t.e[i];
+		uint64_t s = ck_pr_load_64(&e->state);
+
+		if (FS_KIND(s) == FS_K_EMPTY)
+			return FLASH_OK;
+		if (FS_KIND(s) == FS_K_BUSY) {
+			if (!fs_kt_busy_same(s, hash))
+				continue;
+			if ((rc = kt_wait(h, &e->state, s)) != FLASH_OK)
+				return rc;
+			fs_probe_again(&p);
+			continue;
+		}
+		ck_pr_fence_load();            /* state before key: the key is published */
+		if (key_eq(e, key)) {
+			*idx = t.off + i;
+			*state_out = s;
+			return FS_KT_FOUND;
+		}
+	}
+	return FLASH_OK;
 }
 
 /*
@@ -274,7 +331,7 @@ void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 
 	if (tab == 0)
 		return;
-	if (!kt_get(h, j, tab - 1, &t)) {
+	if (!kt_get(h, j, (tab & 15) - 1, tab >> 4, &t)) {
 		ck_pr_store_32(&j->kt_tab, 0);   /* not a table: nothing was inserted */
 		return;
 	}
@@ -282,7 +339,7 @@ void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 	key[1] = j->kt_key[1];
 	key[2] = j->kt_key[2];
 	busy = FS_KT_BUSY(slot, fs_hash(key[0], key[1], key[2]));
-	i = ck_pr_load_32(t.jidx);   /* loaded once, checked, then used */
+	i = ck_pr_load_32(t.jidx) - t.off;   /* loaded once, checked, then used */
 	if (i <= t.mask && ck_pr_load_64(&t.e[i].state) == busy) {
 		/* won before the key was published: say so first, so the next
 		 * recoverer counts it even once the entry is FREE */
