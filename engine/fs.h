@@ -625,7 +625,15 @@ uint64_t fs_token_permute(const uint64_t key[2], uint64_t x);
 /* ktab.c */
 enum { FS_KT_FOUND = 1, FS_KT_INSERTED = 2 };
 enum { FS_KT_REQ = 0, FS_KT_USER = 1 };   /* the keyed tables */
-int fs_kt_claim(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out);
+int fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
+int fs_kt_claim_bank(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out);
+/* Insert-or-find @p key in bank @p bank of table @p tab (ktab.c); a constant
+ * bank 0 picks the claim compiled for it */
+static inline int fs_kt_claim(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3],
+                              uint64_t *state_out)
+{
+	return bank == 0 ? fs_kt_claim0(h, tab, key, state_out) : fs_kt_claim_bank(h, tab, bank, key, state_out);
+}
 int fs_kt_find(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint32_t *idx,
                uint64_t *state_out);
 void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot);

@@ -70,27 +70,47 @@ struct fs_counter *fs_kt_fill(flash_t *h, uint32_t tab, uint32_t bank)
 	return &h->hdr->gen[tab].fill[bank - 1];
 }
 
-static int kt_get(flash_t *h, struct fs_journal *j, uint32_t tab, uint32_t bank, struct kt *t)
+/* Bank @p bank >= 1 of a windowed table (out of the order path's line). */
+static __attribute__((noinline)) int kt_get_bank(flash_t *h, struct fs_journal *j, uint32_t tab,
+                                                 uint32_t bank, struct kt *t)
 {
-	if (bank >= h->gen_banks)
+	if (bank >= h->gen_banks || tab > FS_KT_USER)
 		return 0;
+	t->mask = tab == FS_KT_REQ ? h->req_mask : h->user_mask;
+	t->off = bank * (t->mask + 1);
+	t->e = (tab == FS_KT_REQ ? h->req : h->user) + t->off;
+	t->cap = tab == FS_KT_REQ ? h->hdr->fx.opts.max_requests : h->hdr->fx.opts.max_users;
+	t->target = FS_GEN_TARGET(tab, bank);
+	t->fill = fs_kt_fill(h, tab, bank);
+	t->jidx = tab == FS_KT_REQ ? &j->req_idx : &j->user_idx;
+	return 1;
+}
+
+/*
+ * Table @p tab's bank @p bank.  Bank 0 (every one-bank segment's only one)
+ * costs what the one table did: inlined, no bank arithmetic.
+ */
+static inline __attribute__((always_inline)) int kt_get(flash_t *h, struct fs_journal *j, uint32_t tab,
+                                                        uint32_t bank, struct kt *t)
+{
+	if (__builtin_expect(bank != 0, 0))
+		return kt_get_bank(h, j, tab, bank, t);
+	t->off = 0;
 	if (tab == FS_KT_REQ) {
-		t->off = bank * (h->req_mask + 1);
-		t->e = h->req + t->off;
+		t->e = h->req;
 		t->mask = h->req_mask;
 		t->cap = h->hdr->fx.opts.max_requests;
-		t->target = bank ? FS_GEN_TARGET(tab, bank) : FS_KT_TARGET_REQ;
-		t->fill = fs_kt_fill(h, tab, bank);
+		t->target = FS_KT_TARGET_REQ;
+		t->fill = &h->hdr->req_fill;
 		t->jidx = &j->req_idx;
 		return 1;
 	}
 	if (tab == FS_KT_USER) {
-		t->off = bank * (h->user_mask + 1);
-		t->e = h->user + t->off;
+		t->e = h->user;
 		t->mask = h->user_mask;
 		t->cap = h->hdr->fx.opts.max_users;
-		t->target = bank ? FS_GEN_TARGET(tab, bank) : FS_KT_TARGET_USER;
-		t->fill = fs_kt_fill(h, tab, bank);
+		t->target = FS_KT_TARGET_USER;
+		t->fill = &h->hdr->users_fill;
 		t->jidx = &j->user_idx;
 		return 1;
 	}
@@ -190,7 +210,8 @@ static int kt_wait(flash_t *h, const uint64_t *word, uint64_t seen)
  * owns), FLASH_EBUSY (journal full).  On every return the count is settled.
  * At most one insert per table per operation (callers stop at INSERTED).
  */
-int fs_kt_claim(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out)
+static inline __attribute__((always_inline)) int kt_claim(flash_t *h, uint32_t tab, uint32_t bank,
+                                                         const uint64_t key[3], uint64_t *state_out)
 {
 	struct fs_journal *j = h->j;
 	uint32_t slot = (uint32_t)h->slot, i;
@@ -267,6 +288,18 @@ out:
 		kt_count(h, j, slot, &t, -1, 0);   /* the reservation was not used */
 	ck_pr_store_32(&j->kt_tab, 0);
 	return rc;
+}
+
+/* The claim in bank 0 (a one-bank segment's only bank): compiled with the
+ * bank a constant, so it costs what the one table's claim did. */
+int fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out)
+{
+	return kt_claim(h, tab, 0, key, state_out);
+}
+
+int fs_kt_claim_bank(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out)
+{
+	return kt_claim(h, tab, bank, key, state_out);
 }
 
 /*

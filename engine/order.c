@@ -23,15 +23,21 @@
 
 /* The business day: 86400 s long, or user_gen_s in a windowed segment
  * (one user-table generation lasts at least a day: gen.c). */
-uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t now_ns)
+static inline __attribute__((always_inline)) uint32_t biz_day(const flash_t *h, const struct flash_activity *a,
+                                                               int64_t now_ns, const int win)
 {
 	int64_t s = now_ns / 1000000000 + a->day_offset_s;
 
 	if (s < 0)
 		return 0;
-	if (__builtin_expect(h->gen_banks == 1, 1))
+	if (!win)
 		return (uint32_t)(s / 86400);
 	return (uint32_t)(s / h->hdr->fx.user_gen_s);
+}
+
+uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t now_ns)
+{
+	return biz_day(h, a, now_ns, h->gen_banks != 1);
 }
 
 /* Move *w from @p from to @p to if it still reads @p from (idempotent). */
@@ -157,7 +163,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 /* ------------------------------------------------------------ order numbers */
 
 /* Is there an order number left for this handle?  (Checked before any change.) */
-static int order_peek(flash_t *h)
+static inline __attribute__((always_inline)) int order_peek(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t next, end;
@@ -196,7 +202,7 @@ static int order_peek(flash_t *h)
  *
  * Replay takes the record's number and keeps the allocator past it.
  */
-static uint64_t order_alloc(flash_t *h)
+static inline __attribute__((always_inline)) uint64_t order_alloc(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t n = p->order_next;
@@ -294,12 +300,12 @@ static int req_peek_gen(flash_t *h, const uint64_t key[3], uint64_t hash, struct
 	return rc;
 }
 
-static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                    const int win)
 {
 	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
 	uint64_t hash = fs_hash(key[0], key[1], key[2]);
-	int rc = __builtin_expect(h->gen_banks == 1, 1) ? req_peek_bank(h, key, hash, 0, res)
-	                                                : req_peek_gen(h, key, hash, res);
+	int rc = !win ? req_peek_bank(h, key, hash, 0, res) : req_peek_gen(h, key, hash, res);
 
 	if (rc == FLASH_EDUPLICATE)
 		h->me->st.duplicates++;
@@ -309,7 +315,8 @@ static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_or
 /* Claim @p key in bank @p bank of the request table: FLASH_OK (held
  * PEND(tag), its index in j->req_idx), FLASH_EDUPLICATE (done before: the
  * first outcome in @p res), or a failure (nothing held). */
-static int req_claim_bank(flash_t *h, const uint64_t key[3], uint32_t bank, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int req_claim_bank(flash_t *h, const uint64_t key[3],
+                                                                uint32_t bank, struct flash_order_res *res)
 {
 	struct fs_journal *j = h->j;
 	uint64_t s = 0;
@@ -412,7 +419,8 @@ static int kt_recheck(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t ke
  * before the move is seen (it precedes our read of the new g), and a DONE
  * there is the first outcome.  So one key is never held in two banks.
  */
-static int req_claim_gen(flash_t *h, const uint64_t key[3], struct flash_order_res *res)
+static __attribute__((noinline)) int req_claim_gen(flash_t *h, const uint64_t key[3],
+                                                   struct flash_order_res *res)
 {
 	struct fs_journal *j = h->j;
 
@@ -443,11 +451,12 @@ static int req_claim_gen(flash_t *h, const uint64_t key[3], struct flash_order_r
 	}
 }
 
-static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                     const int win)
 {
 	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
 
-	if (__builtin_expect(h->gen_banks == 1, 1))
+	if (!win)
 		return req_claim_bank(h, key, 0, res);
 	if (h->replay != NULL)   /* the bank the order used */
 		return req_claim_bank(h, key, h->replay->flags & 0xf, res);
@@ -518,8 +527,8 @@ static inline void limit_banks(flash_t *h, const struct fs_act *act, uint64_t *g
 		*prev = fs_gen_bank_of(h, *g - 1);
 }
 
-static int limit_peek(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
-                      uint32_t day)
+static __attribute__((noinline)) int limit_peek_gen(flash_t *h, const struct fs_act *act,
+                                                    const struct flash_order_req *r, uint32_t day)
 {
 	const struct flash_activity *a = &act->a;
 	uint32_t b, prev;
@@ -531,6 +540,23 @@ static int limit_peek(flash_t *h, const struct fs_act *act, const struct flash_o
 
 		limit_key(a, r, day, ls, key);
 		if (limit_peek_bank(h, key, b) && (prev == FS_NONE || limit_peek_bank(h, key, prev)))
+			return FLASH_OK;
+	}
+	return FLASH_ELIMIT;
+}
+
+static inline __attribute__((always_inline)) int limit_peek(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
+                                                      uint32_t day, const int win)
+{
+	const struct flash_activity *a = &act->a;
+
+	if (win)
+		return limit_peek_gen(h, act, r, day);
+	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
+		uint64_t key[3];
+
+		limit_key(a, r, day, ls, key);
+		if (limit_peek_bank(h, key, 0))
 			return FLASH_OK;
 	}
 	return FLASH_ELIMIT;
@@ -552,8 +578,9 @@ static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
  * recoverer); the journal's copy is loaded once and checked, and the caller
  * uses *uidx, never the journal's field again.
  */
-static int limit_claim(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
-                       uint32_t day, uint32_t *lslot, uint32_t *uidx)
+static __attribute__((noinline)) int limit_claim_gen(flash_t *h, const struct fs_act *act,
+                                                     const struct flash_order_req *r, uint32_t day,
+                                                     uint32_t *lslot, uint32_t *uidx)
 {
 	const struct flash_activity *a = &act->a;
 	struct fs_journal *j = h->j;
@@ -614,12 +641,63 @@ again:
 	return FLASH_ELIMIT;
 }
 
+/* One bank (no reclamation): the claim as it always was. */
+static inline __attribute__((always_inline)) int limit_claim(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
+                                                       uint32_t day, uint32_t *lslot, uint32_t *uidx,
+                                                       const int win)
+{
+	const struct flash_activity *a = &act->a;
+	struct fs_journal *j = h->j;
+	uint32_t first = 1, last = a->limit_per_user;
+
+	if (win)
+		return limit_claim_gen(h, act, r, day, lslot, uidx);
+	if (h->replay != NULL)
+		first = last = h->replay->limit_slot;   /* the slot the order held */
+	for (uint32_t ls = first; ls <= last; ls++) {
+		uint64_t key[3];
+		uint64_t s = 0;
+		uint32_t ui;
+		int rc;
+
+		limit_key(a, r, day, ls, key);
+		rc = fs_kt_claim(h, FS_KT_USER, 0, key, &s);
+
+		if (rc < 0) {
+			j->user_idx = FS_NONE;
+			return rc;
+		}
+		ui = ck_pr_load_32(&j->user_idx);
+		if (ui >= h->user_n) {
+			j->user_idx = FS_NONE;
+			return FLASH_ECORRUPT;
+		}
+		if (rc == FS_KT_INSERTED) {
+			*lslot = ls;
+			*uidx = ui;
+			return FLASH_OK;
+		}
+		while (FS_KIND(s) == FS_K_FREE) {
+			if (ck_pr_cas_64(&h->user[ui].state, s, FS_MK(FS_K_PEND, j->op_tag))) {
+				*lslot = ls;
+				*uidx = ui;
+				return FLASH_OK;
+			}
+			s = ck_pr_load_64(&h->user[ui].state);
+		}
+		/* held (PEND by another in-flight order of this user) or DONE: next slot */
+	}
+	j->user_idx = FS_NONE;
+	return FLASH_ELIMIT;
+}
+
 /*
  * The order touches three random entries of large tables (token, request
  * id, user limit); each is a cache and TLB miss.  Ask for all three at once,
  * before the first is needed, so the misses overlap instead of adding up.
  */
-static void order_prefetch(flash_t *h, const struct flash_order_req *r, const struct fs_act *act)
+static inline __attribute__((always_inline)) void order_prefetch(flash_t *h, const struct flash_order_req *r,
+                                                                  const struct fs_act *act)
 {
 	const struct flash_activity *a = &act->a;
 	uint64_t key[3];
@@ -661,8 +739,8 @@ struct order_ctx {
  * room in the ring and the order table, a failed WAL in sync durability.
  * Read-only; on FLASH_OK @p o has the catalog entries and the time.
  */
-static int order_check(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
-                       struct order_ctx *o)
+static inline __attribute__((always_inline)) int order_check(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                       struct order_ctx *o, const int win)
 {
 	const struct fs_sku *sku;
 	int rc;
@@ -681,10 +759,9 @@ static int order_check(flash_t *h, const struct flash_order_req *r, struct flash
 	if (!fs_sku_range(h, sku, &o->base, &o->nsh))
 		return FLASH_ECORRUPT;
 	if (r->request_id != 0 && h->replay == NULL) {
-		if (__builtin_expect(h->gen_banks != 1, 0) &&
-		    (rc = fs_req_window_check(h, r->request_id)) != FLASH_OK)
+		if (win && (rc = fs_req_window_check(h, r->request_id)) != FLASH_OK)
 			return rc;              /* expired (or dated ahead): nothing changes */
-		if ((rc = req_peek(h, r, res)) != FLASH_OK)
+		if ((rc = req_peek(h, r, res, win)) != FLASH_OK)
 			return rc;
 	}
 	if (!fs_ring_space(h))
@@ -703,9 +780,10 @@ static int order_check(flash_t *h, const struct flash_order_req *r, struct flash
  * a finished request gets FLASH_EDUPLICATE with the first outcome in @p res.
  * On any failure the operation is ended here: the claim holds nothing.
  */
-static int order_request(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int order_request(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                         const int win)
 {
-	int rc = req_claim(h, r, res);
+	int rc = req_claim(h, r, res, win);
 
 	if (rc != FLASH_OK) {
 		fs_op_end(h->j);
@@ -720,7 +798,8 @@ static int order_request(flash_t *h, const struct flash_order_req *r, struct fla
  * the user (PEND(tag)); a read-only look at the limit and the stock first,
  * so a doomed order inserts no key.  On failure the caller rolls back.
  */
-static int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
+static inline __attribute__((always_inline)) int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o,
+                                                       const int win)
 {
 	const struct flash_activity *a = &o->act->a;
 	struct fs_journal *j = h->j;
@@ -742,8 +821,8 @@ static int order_claim(flash_t *h, const struct flash_order_req *r, struct order
 		return FLASH_ENOT_STARTED;
 	if (h->replay == NULL && o->now >= a->end_ns)
 		return FLASH_EENDED;
-	o->day = h->replay ? h->replay->biz_day : fs_biz_day(h, a, o->now);
-	if ((rc = limit_peek(h, o->act, r, o->day)) != FLASH_OK ||
+	o->day = h->replay ? h->replay->biz_day : biz_day(h, a, o->now, win);
+	if ((rc = limit_peek(h, o->act, r, o->day, win)) != FLASH_OK ||
 	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
@@ -751,7 +830,7 @@ static int order_claim(flash_t *h, const struct flash_order_req *r, struct order
 			h->me->st.sold_out++;
 		return rc;
 	}
-	if ((rc = limit_claim(h, o->act, r, o->day, &o->lslot, &o->uidx)) != FLASH_OK) {
+	if ((rc = limit_claim(h, o->act, r, o->day, &o->lslot, &o->uidx, win)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
 		return rc;
@@ -764,7 +843,7 @@ static int order_claim(flash_t *h, const struct flash_order_req *r, struct order
  * The units (journaled intents on the sku's shards) and an order number.
  * On failure the caller rolls back.
  */
-static int order_take(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
+static inline __attribute__((always_inline)) int order_take(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
 {
 	int rc;
 
@@ -786,8 +865,8 @@ static int order_take(flash_t *h, const struct flash_order_req *r, struct order_
  * held entries to their final states, then the answer -- at once in async
  * durability, once the record is durable in sync (fs_ack).
  */
-static int order_commit(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
-                        const struct order_ctx *oc)
+static inline __attribute__((always_inline)) int order_commit(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                        const struct order_ctx *oc, const int win)
 {
 	struct fs_journal *j = h->j;
 	uint64_t ono = oc->ono;
@@ -822,7 +901,7 @@ static int order_commit(flash_t *h, const struct flash_order_req *r, struct flas
 	j->rec.biz_day = oc->day;
 	j->rec.limit_slot = (uint16_t)oc->lslot;
 	j->rec.request_id = r->request_id;
-	if (__builtin_expect(h->gen_banks != 1, 0)) {
+	if (win) {
 		/* the banks its entries are in, for replay (gen.c) */
 		uint32_t ri = j->req_idx;
 
@@ -862,22 +941,43 @@ static int order_refuse(flash_t *h, int rc)
  * step is one function above; see each for what it holds and how it fails.
  * The handle is checked (fs_enter) by the caller.
  */
-int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int order_run(flash_t *h, const struct flash_order_req *r,
+                                                           struct flash_order_res *res, const int win)
 {
 	struct order_ctx o;
 	int rc;
 
-	if ((rc = order_check(h, r, res, &o)) != FLASH_OK)
+	if ((rc = order_check(h, r, res, &o, win)) != FLASH_OK)
 		return rc;                        /* refused before any change */
 	fs_op_begin(h, FS_OP_ORDER);
 	h->j->sku_idx = o.si;
 	FS_CRASH("order", 1);
-	if (r->request_id != 0 && (rc = order_request(h, r, res)) != FLASH_OK)
+	if (r->request_id != 0 && (rc = order_request(h, r, res, win)) != FLASH_OK)
 		return rc;                        /* the operation ended, nothing held */
 	FS_CRASH("order", 2);
-	if ((rc = order_claim(h, r, &o)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
+	if ((rc = order_claim(h, r, &o, win)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
 		return order_refuse(h, rc);       /* everything held given back */
-	return order_commit(h, r, res, &o);
+	return order_commit(h, r, res, &o, win);
+}
+
+/* The chain compiled for a windowed segment (gen.c: banks, request-id
+ * windows), out of the one-bank chain's way. */
+static __attribute__((noinline)) int order_run_windowed(flash_t *h, const struct flash_order_req *r,
+                                                        struct flash_order_res *res)
+{
+	return order_run(h, r, res, 1);
+}
+
+/*
+ * The chain is compiled twice: for a one-bank segment exactly as it was
+ * (win a constant 0: every reclamation step folds away), and for a
+ * windowed one.  The order path pays one well-predicted branch for it.
+ */
+int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	if (__builtin_expect(h->gen_banks != 1, 0))
+		return order_run_windowed(h, r, res);
+	return order_run(h, r, res, 0);
 }
 
 /*

@@ -25,19 +25,22 @@ struct fs_counter *fs_counter_at(flash_t *h, uint32_t target)
 		return &h->hdr->users_fill;
 	if (target == FS_KT_TARGET_REQ)
 		return &h->hdr->req_fill;
+	if (target & FS_TOTAL_BIT) {
+		uint32_t i = target & ~FS_TOTAL_BIT;
+
+		return i < h->sku_cap ? &h->sku[i].total : NULL;
+	}
+	if (target < h->shard_cap)
+		return &h->shard[target].c;
 	if (target >= FS_GEN_TARGET(0, 0) && target <= FS_GEN_TARGET_RECL(1)) {
+		/* the other banks' fills and the reclaimed counts (gen.c) */
 		uint32_t tab = (target - FS_GEN_TARGET(0, 0)) / 4, b = (target - FS_GEN_TARGET(0, 0)) % 4;
 
 		if (b == 3)
 			return &h->hdr->gen[tab].reclaimed;
 		return b >= 1 && b < FS_GEN_BANKS ? &h->hdr->gen[tab].fill[b - 1] : NULL;
 	}
-	if (target & FS_TOTAL_BIT) {
-		uint32_t i = target & ~FS_TOTAL_BIT;
-
-		return i < h->sku_cap ? &h->sku[i].total : NULL;
-	}
-	return target < h->shard_cap ? &h->shard[target].c : NULL;
+	return NULL;
 }
 
 /* Before overwriting @p tag of another slot, record that its change happened. */
