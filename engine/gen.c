@@ -150,7 +150,8 @@ static uint32_t gen_pinned_by(flash_t *h, uint32_t tab, uint32_t b)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct fs_act *a = &h->act[i];
 
-		if (!ck_pr_load_32((uint32_t *)&a->unpinned) &&
+		/* a per-day activity keeps nothing in its own bank: no pin */
+		if (a->a.scope != FLASH_SCOPE_DAY && !ck_pr_load_32((uint32_t *)&a->unpinned) &&
 		    ck_pr_load_32((uint32_t *)&a->ugen) % h->gen_banks == b)
 			return a->a.id;
 	}
