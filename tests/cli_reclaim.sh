@@ -1,0 +1,64 @@
+#!/bin/bash
+# cli_reclaim.sh FLASHSTOCK OPS_BUYER -- a windowed segment served by the
+# real binaries: `flashstock create --request-window-s 1 --limit-day-s 1`
+# makes one (three banks per keyed table, `status` says so), ops_buyer fills
+# the user table's first bank with per-day limit entries, and `flashstock
+# serve` (its reclaimer looking every 100 ms) moves both tables' generations
+# on and clears that bank: the log names the keys cleared, `status --json`
+# shows them reclaimed and the bank clear, and a clean stop exits 0.  Bad
+# command lines exit 2.
+set -u
+F=${1:?usage: cli_reclaim.sh path/to/flashstock path/to/ops_buyer}
+B=${2:?usage: cli_reclaim.sh path/to/flashstock path/to/ops_buyer}
+T=$(mktemp -d)
+seg=/fs-cli-reclaim-$$
+spid=
+cleanup() {
+	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+	"$F" destroy --name "$seg" >/dev/null 2>&1
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*" >&2
+	[ -f "$T/serve.log" ] && tail -n 20 "$T/serve.log" >&2
+	exit 1
+}
+has() { grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "missing: $2"; }; }
+
+"$F" create --name "$seg" --no-reclaim --request-window-s 5 >/dev/null 2>"$T/err"
+[ $? = 2 ] || fail "--no-reclaim with --request-window-s: want exit 2"
+"$F" create --name "$seg" --request-window-s 0 >/dev/null 2>&1
+[ $? = 2 ] || fail "--request-window-s 0: want exit 2"
+
+"$F" create --name "$seg" --activities 4 --skus 4 --shards 4 --users 64 --orders 1024 \
+	--tokens 16 --requests 16 --procs 8 --ring 1024 --request-window-s 1 --limit-day-s 1 \
+	> "$T/create" || fail "create"
+has "$T/create" "windowed: request ids 1 s, business day 1 s, 3 banks per table"
+"$F" load --name "$seg" --activity 1 --scope day --sku 1 --units 1000 >/dev/null || fail "load"
+"$B" --name "$seg" --activity 1 --sku 1 --from 1 --to 20 --log "$T/acks" > "$T/buyer" || fail "buyer"
+has "$T/buyer" "acked 20"
+"$F" status --name "$seg" --json > "$T/s0" || fail "status"
+has "$T/s0" '"users":{"banks":3,"gen_s":1,"gen":0,'
+has "$T/s0" '{"gen":0,"keys":20,"cap":64,"state":"current","pinned_by":0}'
+"$F" status --name "$seg" > "$T/t0" || fail "status (text)"
+has "$T/t0" "generations"
+
+"$F" serve --name "$seg" --wal "$T/wal" --no-snapshot --reconcile-every 0 \
+	--reclaim-every-ms 100 2> "$T/serve.log" &
+spid=$!
+for _ in $(seq 1 300); do
+	grep -q "reclaim: table users: a bank cleared, 20 keys" "$T/serve.log" && break
+	kill -0 "$spid" 2>/dev/null || fail "serve exited"
+	sleep 0.05
+done
+has "$T/serve.log" "reclaim: table users: a bank cleared, 20 keys"
+"$F" status --name "$seg" --json > "$T/s1" || fail "status after the clear"
+grep -o '"users":{[^]]*' "$T/s1" > "$T/u1"
+has "$T/u1" '"reclaimed":20'
+has "$T/u1" '{"gen":0,"keys":0,"cap":64,"state":"clear","pinned_by":0}'
+kill -TERM "$spid"
+wait "$spid"; rc=$?
+spid=
+[ $rc = 0 ] || fail "serve stop: exit $rc"
+echo "PASS"
