@@ -5,7 +5,8 @@
 # the user table's first bank with per-day limit entries, and `flashstock
 # serve` (its reclaimer looking every 100 ms) moves both tables' generations
 # on and clears that bank: the log names the keys cleared, `status --json`
-# shows them reclaimed and the bank clear, and a clean stop exits 0.  Bad
+# and the metrics (flashstock_table_fill, flashstock_reclaimed_total) show
+# them reclaimed and the bank clear, and a clean stop exits 0.  Bad
 # command lines exit 2.
 set -u
 F=${1:?usage: cli_reclaim.sh path/to/flashstock path/to/ops_buyer}
@@ -45,7 +46,7 @@ has "$T/s0" '{"gen":0,"keys":20,"cap":64,"state":"current","pinned_by":0}'
 has "$T/t0" "generations"
 
 "$F" serve --name "$seg" --wal "$T/wal" --no-snapshot --reconcile-every 0 \
-	--reclaim-every-ms 100 2> "$T/serve.log" &
+	--reclaim-every-ms 100 --metrics 0 2> "$T/serve.log" &
 spid=$!
 for _ in $(seq 1 300); do
 	grep -q "reclaim: table users: a bank cleared, 20 keys" "$T/serve.log" && break
@@ -57,6 +58,16 @@ has "$T/serve.log" "reclaim: table users: a bank cleared, 20 keys"
 grep -o '"users":{[^]]*' "$T/s1" > "$T/u1"
 has "$T/u1" '"reclaimed":20'
 has "$T/u1" '{"gen":0,"keys":0,"cap":64,"state":"clear","pinned_by":0}'
+# the exporter: fill per table and bank, keys reclaimed
+port=$(sed -n 's/.*metrics on port \([0-9]*\).*/\1/p' "$T/serve.log" | tail -n 1)
+[ -n "$port" ] || fail "no metrics port"
+exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot reach the metrics port"
+printf 'GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n' >&3
+cat <&3 > "$T/metrics"
+exec 3<&-
+has "$T/metrics" 'flashstock_table_fill{table="users",bank="0"} 0'
+has "$T/metrics" 'flashstock_table_fill{table="requests",bank="2"} 0'
+has "$T/metrics" 'flashstock_reclaimed_total{table="users"} 20'
 kill -TERM "$spid"
 wait "$spid"; rc=$?
 spid=
