@@ -402,7 +402,8 @@ struct flash_activity {
 	uint32_t max_qty;         /* largest quantity of one order, 1..FLASH_QTY_MAX */
 	uint32_t scope;           /* enum flash_scope */
 	uint32_t flags;           /* FLASH_ACT_* */
-	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400);
+	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400), or
+	                             / user_gen_s in a windowed segment (section 11);
 	                             -FLASH_DAY_OFFSET_MAX_S..FLASH_DAY_OFFSET_MAX_S */
 	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
 	int64_t  end_ns;          /* window closes; > start_ns */
@@ -499,7 +500,9 @@ struct flash_order_res {
  *         reserved field set); FLASH_ENOT_FOUND (activity or sku);
  *         FLASH_EBAD_TOKEN; FLASH_ENOT_STARTED; FLASH_EENDED; FLASH_ELIMIT;
  *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
- *         res->order_no); FLASH_EFULL (user, order or request table);
+ *         res->order_no); FLASH_EREQ_EXPIRED (a windowed segment, section 11:
+ *         the request id is older than the window; nothing changed);
+ *         FLASH_EFULL (user, order or request table);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
  *         FLASH_EFATE_UNKNOWN (sync durability: the order is placed -- it
  *         reads ACTIVE in flash_order_get() -- but its record was not durable
@@ -709,7 +712,8 @@ struct flash_stats {
 	uint64_t recoveries;      /* dead handles recovered */
 	uint64_t rolled_back;     /* operations rolled back by recovery */
 	uint64_t rolled_forward;  /* operations rolled forward by recovery */
-	/* fill levels: used / capacity */
+	/* fill levels: used / capacity (users, requests: over every generation
+	 * bank of a windowed segment, section 11) */
 	uint32_t activities, activities_cap;
 	uint32_t skus, skus_cap;
 	uint32_t shards, shards_cap;

@@ -4,7 +4,7 @@
  *
  * Open addressing over fixed-size entries {state, key}, probed by probe.h
  * (bounded chains).  Keys are permanent: once an entry leaves EMPTY it holds
- * its key forever and only its state moves (FREE <-> PEND(tag) -> DONE(value)
+ * its key for the life of its bank (below) and only its state moves (FREE <-> PEND(tag) -> DONE(value)
  * ...), so a key has one home for the life of the segment, two inserters of
  * one key always meet at the same entry, and EMPTY ends every chain.
  *
@@ -26,6 +26,21 @@
  * happened: +1 if X's CAS won an entry, else 0; the intents say exactly what
  * was applied (stock.c's rule).  So the fill count equals the keys held
  * after a kill at any store, and exactly capacity keys fit.
+ *
+ * Generation banks (gen.c).  A windowed segment's table is FS_GEN_BANKS
+ * banks, each a whole table of its own (the mask is one bank's, journal
+ * indices are bank * (mask + 1) + i, each bank has its own fill count).
+ * Everything above holds inside a bank; reclamation never deletes a key
+ * inside one: a whole bank goes EMPTY, after a grace period (grace.c) in
+ * which every operation that could read it ended.  Why not tombstones: two
+ * inserters of one fresh key meet at the first EMPTY entry of its chain; a
+ * tombstone that appears between their probes lets one place the key before
+ * it and the other at it -- the key twice -- and tombstones never give a
+ * chain its EMPTY end back, so absent-key lookups grow to FS_PROBE_MAX reads.
+ * A one-bank segment's claim is compiled with the bank a constant
+ * (fs_kt_claim0): the order path pays nothing for the banks (callgrind,
+ * flashstock-order-cost: 2409 -> 2422 instructions per order, the chain's one
+ * branch on the segment's kind included).
  *
  * Waits (progress): an insert meeting BUSY with another key's fingerprint
  * passes it; one meeting its own fingerprint (the same key, or a 2^-48
