@@ -6,7 +6,9 @@
 # serve` (its reclaimer looking every 100 ms) moves both tables' generations
 # on and clears that bank: the log names the keys cleared, `status --json`
 # and the metrics (flashstock_table_fill, flashstock_reclaimed_total) show
-# them reclaimed and the bank clear, and a clean stop exits 0.  Bad
+# them reclaimed and the bank clear, and a clean stop exits 0; its
+# snapshots (a shadow replaying the generations) and `serve --recover` from
+# the newest snapshot or from the WAL alone give every bank as it was.  Bad
 # command lines exit 2.
 set -u
 F=${1:?usage: cli_reclaim.sh path/to/flashstock path/to/ops_buyer}
@@ -45,7 +47,7 @@ has "$T/s0" '{"gen":0,"keys":20,"cap":64,"state":"current","pinned_by":0}'
 "$F" status --name "$seg" > "$T/t0" || fail "status (text)"
 has "$T/t0" "generations"
 
-"$F" serve --name "$seg" --wal "$T/wal" --no-snapshot --reconcile-every 0 \
+"$F" serve --name "$seg" --wal "$T/wal" --snapshot-every 1 --reconcile-every 0 \
 	--reclaim-every-ms 100 --metrics 0 2> "$T/serve.log" &
 spid=$!
 for _ in $(seq 1 300); do
@@ -72,4 +74,27 @@ kill -TERM "$spid"
 wait "$spid"; rc=$?
 spid=
 [ $rc = 0 ] || fail "serve stop: exit $rc"
+
+! grep -q "snapshot.*\(fail\|error\)" "$T/serve.log" || fail "a snapshot failed"
+ls "$T/wal"/snap-*.fss >/dev/null 2>&1 || fail "no snapshot written"
+"$F" status --name "$seg" --json | grep -o '"generations":.*' > "$T/g_live" || fail "status"
+
+# rebuilt by serve --recover into the placeholder `create` made with the same
+# options, from the newest snapshot and then from the WAL alone: every bank
+# as the live segment had it
+rebuild() {   # WHAT
+	"$F" destroy --name "$seg" >/dev/null || fail "destroy"
+	"$F" create --name "$seg" --activities 4 --skus 4 --shards 4 --users 64 --orders 1024 \
+		--tokens 16 --requests 16 --procs 8 --ring 1024 --request-window-s 1 --limit-day-s 1 \
+		>/dev/null || fail "create the placeholder"
+	"$F" serve --name "$seg" --wal "$T/wal" --no-snapshot --reconcile-every 0 --no-reclaim \
+		--recover --once 2> "$T/recover.log" || { cat "$T/recover.log" >&2; fail "serve --recover ($1)"; }
+	"$F" status --name "$seg" --json | grep -o '"generations":.*' > "$T/g_rebuilt" || fail "status"
+	cmp -s "$T/g_live" "$T/g_rebuilt" ||
+		{ cat "$T/g_live" "$T/g_rebuilt" >&2; fail "rebuilt generations differ ($1)"; }
+}
+rebuild "from the snapshot"
+has "$T/recover.log" "restored from snapshot"
+mkdir "$T/snaps" && mv "$T/wal"/snap-*.fss "$T/snaps/"
+rebuild "from the WAL"
 echo "PASS"
