@@ -624,8 +624,11 @@ static void serve_reclaim(struct serve *s)
 
 			if (s->sv_clear_lsn[t] == 0)
 				s->sv_clear_lsn[t] = wal_durable_lsn(s->sv_w) + 1;   /* 0 means none */
-			if (serve_applied_lsn(s->sv_pump, &applied) != 0 || applied + 1 < s->sv_clear_lsn[t])
-				continue;   /* MySQL has not applied that generation yet */
+			if (serve_applied_lsn(s->sv_pump, &applied) != 0 || applied + 1 < s->sv_clear_lsn[t]) {
+				/* MySQL has not applied that generation yet */
+				__atomic_add_fetch(&s->sv_st->gen_clear_waits, 1, __ATOMIC_RELAXED);
+				continue;
+			}
 		}
 		rc = flash_gen_clear(s->sv_h, t, &n);
 		if (rc == FLASH_EBUSY)

@@ -142,6 +142,8 @@ struct serve_stats {
 	uint64_t gen_advances;      /* reclaimer: generations moved on (both tables) */
 	uint64_t gen_clears;        /* ... banks cleared */
 	uint64_t gen_cleared_keys;  /* ... keys those clears removed */
+	uint64_t gen_clear_waits;   /* ... clears due but put off: MySQL had not applied their
+	                               generation yet (relaxed atomic: tests read it live) */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon
