@@ -107,6 +107,10 @@ extern "C" {
                                       its fate is not known yet: wait again with
                                       flash_durable_wait(), or look it up by order
                                       number (res->order_no) once the daemon runs */
+#define FLASH_EREQ_EXPIRED   -34   /* request id older than the window: its first
+                                      outcome is no longer remembered; look the order
+                                      up (flashstock order --request-id, MariaDB).
+                                      Nothing was changed (section 11) */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -398,7 +402,8 @@ struct flash_activity {
 	uint32_t max_qty;         /* largest quantity of one order, 1..FLASH_QTY_MAX */
 	uint32_t scope;           /* enum flash_scope */
 	uint32_t flags;           /* FLASH_ACT_* */
-	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400);
+	int32_t  day_offset_s;    /* business day = floor((now + offset) / 86400), or
+	                             / user_gen_s in a windowed segment (section 11);
 	                             -FLASH_DAY_OFFSET_MAX_S..FLASH_DAY_OFFSET_MAX_S */
 	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
 	int64_t  end_ns;          /* window closes; > start_ns */
@@ -495,7 +500,9 @@ struct flash_order_res {
  *         reserved field set); FLASH_ENOT_FOUND (activity or sku);
  *         FLASH_EBAD_TOKEN; FLASH_ENOT_STARTED; FLASH_EENDED; FLASH_ELIMIT;
  *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
- *         res->order_no); FLASH_EFULL (user, order or request table);
+ *         res->order_no); FLASH_EREQ_EXPIRED (a windowed segment, section 11:
+ *         the request id is older than the window; nothing changed);
+ *         FLASH_EFULL (user, order or request table);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
  *         FLASH_EFATE_UNKNOWN (sync durability: the order is placed -- it
  *         reads ACTIVE in flash_order_get() -- but its record was not durable
@@ -705,7 +712,8 @@ struct flash_stats {
 	uint64_t recoveries;      /* dead handles recovered */
 	uint64_t rolled_back;     /* operations rolled back by recovery */
 	uint64_t rolled_forward;  /* operations rolled forward by recovery */
-	/* fill levels: used / capacity */
+	/* fill levels: used / capacity (users, requests: over every generation
+	 * bank of a windowed segment, section 11) */
 	uint32_t activities, activities_cap;
 	uint32_t skus, skus_cap;
 	uint32_t shards, shards_cap;
@@ -812,7 +820,12 @@ enum flash_rec_type {
 	FLASH_REC_CANCEL   = 2,
 	FLASH_REC_RESTOCK  = 3,
 	FLASH_REC_ACTIVITY = 4,
-	FLASH_REC_SKU      = 5
+	FLASH_REC_SKU      = 5,
+	FLASH_REC_GEN      = 6   /* a keyed table's generation moved on or a bank was
+	                            cleared (section 11): activity_id = table, qty = 1
+	                            advance / 2 clear, sku_id = bank, order_no = the
+	                            generation, value = its start (advance) or the keys
+	                            cleared; the MariaDB applier ignores it */
 };
 
 struct flash_record {
@@ -827,7 +840,8 @@ struct flash_record {
 	int64_t  ts_ns;         /* CLOCK_REALTIME when made; ACTIVITY: end_ns */
 	uint32_t biz_day;       /* ORDER: business day; ACTIVITY: limit | scope<<8 | flags<<16 */
 	uint16_t limit_slot;    /* ORDER/CANCEL: 1..K; ACTIVITY: max_qty */
-	uint16_t flags;         /* CANCEL: 1 if the quota was returned */
+	uint16_t flags;         /* CANCEL: 1 if the quota was returned; ORDER in a
+	                           windowed segment: 0x8000 | request bank | user bank << 4 */
 	uint64_t request_id;    /* ORDER: request id or 0; ACTIVITY: day_offset_s */
 };
 
@@ -1207,6 +1221,148 @@ int flash_feed_info_get(flash_feed_t *f, struct flash_feed_info *out);
  *         FLASH_ESYS.
  */
 int flash_feed_drop(const char *wal_dir, const char *consumer);
+
+
+/* ------------------------------------------------------------------------
+ * 11. Reclamation: request-id windows and limit-entry generations
+ *
+ * A segment runs for months in fixed memory when its request-id and
+ * per-user limit tables are windowed: each table is cut into
+ * FLASH_GEN_BANKS banks, each an open-addressing table of max_requests /
+ * max_users keys (so the two tables take FLASH_GEN_BANKS times the memory
+ * of a one-bank segment: flash_seg_size() is the one-bank size, plus
+ * (FLASH_GEN_BANKS - 1) x the two tables).  Keys of generation n go into
+ * bank n % FLASH_GEN_BANKS; lookups read the current generation and the
+ * one before; a bank two generations back is cleared as a whole, after
+ * every operation that could still read it has ended, and comes back with
+ * every entry empty.  Nothing inside a bank is ever deleted, so probe
+ * chains never break.
+ *
+ *  - Requests: an id is remembered at least req_window_s (and at most about
+ *    twice that).  In a windowed segment a request id carries its time:
+ *    bits 63..16 are CLOCK_REALTIME milliseconds since the epoch, bits 15..0
+ *    random (flash_request_id_new() mints one; any language can: (ms << 16)
+ *    | 16 random bits).  An order whose id is older than req_window_s gets
+ *    FLASH_EREQ_EXPIRED and changes nothing; one dated more than 60 s ahead
+ *    of the engine's clock is FLASH_EINVAL.  So a retry inside the window
+ *    gets the first outcome, outside it a distinct code, never a second
+ *    order.  A one-bank segment accepts any nonzero id and remembers it for
+ *    its life.
+ *  - Limits: in a windowed segment the business day is user_gen_s long
+ *    (floor((now + day_offset_s) / user_gen_s)); per-day entries live in the
+ *    user table's current generation (one generation lasts at least a
+ *    business day, so a day's entries are kept while the day lasts).
+ *    Per-activity and per-sku entries live in the bank of the generation the
+ *    activity was added in: that bank is kept (pinned) until the activity is
+ *    archived, and the generation does not move on into it meanwhile
+ *    (flash_gen_get() says which activity holds it).
+ * ------------------------------------------------------------------------ */
+
+#define FLASH_GEN_BANKS 3u
+
+struct flash_reclaim_opts {
+	uint32_t req_window_s;  /* request ids remembered at least this long (86400) */
+	uint32_t user_gen_s;    /* business day and user-table generation (86400) */
+	uint32_t pad[6];        /* zero */
+};
+
+/**
+ * Window the request-id and user tables of a segment just created: call it
+ * right after flash_seg_create(), before any other process attaches and
+ * before any key is inserted (an order with a request id or a limit).  The
+ * object grows by the extra banks (reserved like flash_seg_create(); the
+ * one-bank tables' memory is given back to the system); this handle is
+ * re-mapped, so no other may be attached.  Not crash-safe: a process killed
+ * inside leaves a segment that refuses to attach (recreate it).
+ * @param[in] o  lengths in seconds, each 1..31536000 (NULL: 86400 each)
+ * @return FLASH_OK; FLASH_EINVAL (bad lengths, already windowed, a key
+ *         inserted already); FLASH_EBUSY (another handle is attached);
+ *         FLASH_ENOMEM; FLASH_ESYS; FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
+ */
+int flash_seg_reclaim_set(flash_t *h, const struct flash_reclaim_opts *o);
+
+/**
+ * A request id for a windowed segment: CLOCK_REALTIME ms << 16 | 16 random
+ * bits (getrandom, buffered per thread).  Never 0.  Thread-safe.
+ */
+uint64_t flash_request_id_new(void);
+
+enum flash_table { FLASH_TABLE_REQUESTS = 0, FLASH_TABLE_USERS = 1 };
+
+enum flash_bank_state {
+	FLASH_BANK_CLEAR    = 0,  /* empty, ready to become current */
+	FLASH_BANK_CURRENT  = 1,  /* new keys go here */
+	FLASH_BANK_PREVIOUS = 2,  /* still looked up */
+	FLASH_BANK_OLD      = 3,  /* two generations back: to be cleared */
+	FLASH_BANK_CLEARING = 4,  /* being cleared */
+	FLASH_BANK_PINNED   = 5   /* OLD but kept: an activity added in it is not archived */
+};
+
+/* Why a generation did not move on (flash_gen_info.wait). */
+enum flash_gen_wait {
+	FLASH_GEN_WAIT_NONE        = 0,  /* it moved, or nothing kept it */
+	FLASH_GEN_WAIT_NOT_DUE     = 1,  /* the current generation is younger than its length */
+	FLASH_GEN_WAIT_PINNED      = 2,  /* the bank it needs is pinned by wait_activity */
+	FLASH_GEN_WAIT_NOT_CLEARED = 3   /* the bank it needs is not cleared yet */
+};
+
+struct flash_gen_bank {
+	uint64_t gen;           /* generation it holds (CLEAR: the last one it held) */
+	uint32_t keys;          /* keys held */
+	uint32_t capacity;      /* keys it may hold (max_requests / max_users) */
+	uint32_t state;         /* enum flash_bank_state */
+	uint32_t pinned_by;     /* activity id keeping it, 0: none */
+};
+
+struct flash_gen_info {
+	uint32_t table;         /* enum flash_table */
+	uint32_t banks;         /* 1: no reclamation, else FLASH_GEN_BANKS */
+	uint32_t gen_s;         /* generation length */
+	uint32_t advanced;      /* flash_gen_advance: 1 if it moved on */
+	uint64_t gen;           /* current generation */
+	int64_t  gen_start_ns;  /* when it became current (0: at creation) */
+	uint64_t reclaimed;     /* keys cleared so far */
+	uint32_t wait;          /* enum flash_gen_wait */
+	uint32_t wait_activity; /* FLASH_GEN_WAIT_PINNED: the activity */
+	struct flash_gen_bank bank[FLASH_GEN_BANKS];
+};
+
+/**
+ * Move table @p table's generation on if it is due at @p now_ns (the current
+ * one has lasted its length; the request table's also 60 s more, the future
+ * a request id may carry) and the bank it needs is clear.  A journaled
+ * operation with a FLASH_REC_GEN record (replay does the same).  Otherwise
+ * nothing changes and @p out says why (the entries are kept longer: always
+ * safe).
+ * @param[out] out  the table after the call (may be NULL)
+ * @return FLASH_OK (moved or not: out->advanced); FLASH_EINVAL (bad table,
+ *         or a segment without reclamation); FLASH_EBUSY (ring full);
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_gen_advance(flash_t *h, uint32_t table, int64_t now_ns, struct flash_gen_info *out);
+
+/**
+ * Clear the bank two generations back of table @p table, if it holds keys
+ * and no activity pins it: waits until every operation open now has ended
+ * (at most 1 s), then empties every entry and its fill count and marks it
+ * clear (a journaled operation with a FLASH_REC_GEN record).  Every store is
+ * idempotent: a clearer killed at any point is finished by recovery or by
+ * the next call.
+ * @param[out] cleared  keys removed (0: nothing to clear) (may be NULL)
+ * @return FLASH_OK; FLASH_EBUSY (an operation did not end within 1 s, ring
+ *         full, or another live handle is clearing it); FLASH_EINVAL;
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_gen_clear(flash_t *h, uint32_t table, uint64_t *cleared);
+
+/**
+ * The generations of table @p table: per bank its generation, keys held,
+ * capacity, state and pinning activity, and the keys reclaimed so far.
+ * Any handle, read-only ones included; changes nothing.
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_gen_get(flash_t *h, uint32_t table, struct flash_gen_info *out);
 
 #ifdef __cplusplus
 }

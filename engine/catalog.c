@@ -165,6 +165,7 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_CATALOG);
 	h->act[n].a = *a;
+	fs_gen_pin(h, &h->act[n]);
 	j->sku_idx = n;
 	memset(&j->rec, 0, sizeof(j->rec));
 	j->rec.type = FLASH_REC_ACTIVITY;

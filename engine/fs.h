@@ -40,10 +40,11 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 5u
+#define FS_LAYOUT_VERSION 6u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
+#define FS_GEN_BANKS      3u      /* generation banks of a windowed keyed table (gen.c) */
 
 /* ------------------------------------------------------------------------
  * 1. Tags and state words
@@ -106,6 +107,7 @@ enum fs_region_id {
 	FS_R_ACT, FS_R_ACT_IDX, FS_R_SKU, FS_R_SKU_IDX, FS_R_SHARD,
 	FS_R_USER, FS_R_TOKEN, FS_R_REQ, FS_R_ORDER, FS_R_LOCK,
 	FS_R_PROC, FS_R_JOURNAL, FS_R_RING, FS_R_RINGBUF, FS_R_OBS,
+	FS_R_USER_BANKS, FS_R_REQ_BANKS,   /* a windowed segment's tables (gen.c); empty otherwise */
 	FS_R_COUNT
 };
 
@@ -114,6 +116,31 @@ struct fs_region {
 	uint64_t size;       /* bytes */
 	uint32_t count;      /* elements */
 	uint32_t elem_size;  /* bytes per element */
+};
+
+/*
+ * A keyed table's generations (gen.c).  The table is cut into gen_banks
+ * banks of equal size; generation number n lives in bank n % gen_banks.
+ * Each bank's word says what it holds: FS_BANK(kind, slot, n) -- USED
+ * (generation n's keys), CLEARING (being emptied by the clearer in slot,
+ * generation n's keys), CLEAR (all EMPTY, fill 0).  cur moves on only into a
+ * CLEAR bank; a bank is cleared only two generations back, after a grace
+ * period.  Bank 0's fill count is hdr->req_fill / users_fill (the counts a
+ * one-bank segment has always had), banks 1.. count in fill[].
+ */
+enum { FS_BANK_CLEAR = 0, FS_BANK_USED = 1, FS_BANK_CLEARING = 2 };
+#define FS_BANK(kind, slot, n) (((uint64_t)(kind) << 60) | (((uint64_t)(slot) & 0xfffu) << 48) | ((n) & FS_SEQ_MASK))
+#define FS_BANK_KIND(w) ((unsigned)((w) >> 60))
+#define FS_BANK_SLOT(w) ((uint32_t)(((w) >> 48) & 0xfffu))
+#define FS_BANK_GEN(w) ((w) & FS_SEQ_MASK)
+
+struct fs_gentab {
+	uint64_t cur;                      /* current generation number */
+	int64_t  cur_start_ns;             /* when it became current (written before cur) */
+	uint64_t bank[FS_GEN_BANKS];       /* FS_BANK words */
+	uint64_t pad;
+	struct fs_counter fill[FS_GEN_BANKS - 1];  /* keys held by banks 1.. */
+	struct fs_counter reclaimed;       /* keys cleared so far (changed by intents) */
 };
 
 /* Immutable after creation; covered by the checksum. */
@@ -130,6 +157,12 @@ struct fs_hdr_fixed {
 	int64_t  created_ns;
 	uint64_t tsc_mult;          /* ns per fs_ticks() tick, times 2^32: measured at
 	                               create and restore (obs.c), copied into each handle */
+	/* reclamation (gen.c, flash_seg_reclaim_set): 1 bank per keyed table, or
+	 * FS_GEN_BANKS with the generation lengths; the layout depends on it */
+	uint32_t gen_banks;
+	uint32_t req_window_s;
+	uint32_t user_gen_s;
+	uint32_t gen_pad;
 	struct fs_region region[FS_R_COUNT];
 	uint64_t checksum;          /* FNV-1a over the bytes above */
 };
@@ -156,6 +189,7 @@ struct fs_hdr {
 		struct fs_counter req_fill;
 		uint32_t req_used;
 	};
+	struct fs_gentab gen[2] FS_ALIGNED;  /* FS_KT_REQ, FS_KT_USER (gen.c) */
 	uint32_t locks_used FS_ALIGNED;
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
 	uint64_t tick FS_ALIGNED;         /* causal ticket counter (ring.c): bumped by records
@@ -177,6 +211,10 @@ struct fs_hdr {
 
 struct fs_act {
 	struct flash_activity a;   /* immutable once published */
+	uint32_t ugen;             /* user-table generation it was added in: its
+	                              per-activity / per-sku limit entries live in
+	                              that generation's bank (gen.c, fs_gen_pin) */
+	uint32_t unpinned;         /* 1: archived, the bank no longer kept for it */
 };
 
 struct fs_sku {
@@ -288,7 +326,7 @@ struct fs_proc {
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
-             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE };
+             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM };
 enum fs_phase { FS_PH_IDLE = 0, FS_PH_RUN = 1, FS_PH_PUBLISH = 2, FS_PH_RESOLVED = 3 };
 
 struct fs_intent {
@@ -303,6 +341,10 @@ struct fs_intent {
 #define FS_TL_TARGET 0x7fffffffu   /* intent target: hdr->tokens_live */
 #define FS_KT_TARGET_REQ  0x7ffffffeu  /* intent target: hdr->req_fill (ktab.c) */
 #define FS_KT_TARGET_USER 0x7ffffffdu  /* intent target: hdr->users_fill (ktab.c) */
+/* intent targets of the other banks' fills and the reclaimed counts (gen.c):
+ * FS_GEN_TARGET(tab, bank) for bank >= 1, FS_GEN_TARGET_RECL(tab) */
+#define FS_GEN_TARGET(tab, bank) (0x7ffffff0u + (uint32_t)(tab) * 4u + (uint32_t)(bank))
+#define FS_GEN_TARGET_RECL(tab) (0x7ffffff0u + (uint32_t)(tab) * 4u + 3u)
 
 #define FS_NONE UINT32_MAX
 #define FS_DIR_BACK 1u
@@ -328,11 +370,18 @@ struct fs_journal {
 	                              finishes that rollback, not a crash's */
 	uint64_t tok_id;
 	/* the keyed-table insert in flight (ktab.c), one at a time */
-	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1; 0: none, or settled */
+	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1, bank << 4; 0: none, or settled */
 	uint32_t kt_won;           /* the EMPTY -> BUSY CAS at the table's index succeeded */
 	uint32_t kt_first;         /* first intent of this insert (its count changes) */
 	uint32_t kt_pad;
 	uint64_t kt_key[3];        /* the key being inserted */
+	/* FS_OP_RECLAIM (gen.c): what the generation step does */
+	uint32_t gc_tab;           /* FS_KT_REQ or FS_KT_USER */
+	uint32_t gc_kind;          /* 1: advance, 2: clear */
+	uint32_t gc_bank;
+	uint32_t gc_pad;
+	uint64_t gc_gen;           /* advance: the new generation; clear: the one cleared */
+	int64_t  gc_start_ns;      /* advance: its start */
 	struct flash_record rec;   /* the record to publish */
 	struct fs_intent in[FS_MAX_INTENTS];
 };
@@ -344,6 +393,7 @@ struct fs_journal {
 struct flash {
 	char *base;                /* mapping */
 	uint64_t size;
+	char path[256];            /* the object's name (flash_seg_reclaim_set re-maps it) */
 	struct fs_hdr *hdr;
 	pid_t pid;                 /* opener */
 	uint64_t start_time;       /* the opener's start time (its identity with pid) */
@@ -364,9 +414,11 @@ struct flash {
 	struct fs_sku *sku;   uint32_t sku_cap;
 	uint32_t *sku_idx;    uint32_t sku_idx_mask;
 	struct fs_shard *shard; uint32_t shard_cap;
-	struct fs_kent *user; uint32_t user_mask;
+	struct fs_kent *user; uint32_t user_mask;   /* mask: of one bank */
 	struct fs_token *tok; uint32_t tok_mask;
 	struct fs_kent *req;  uint32_t req_mask;
+	uint32_t user_n, req_n;    /* entries of all banks: journal indices are below */
+	uint32_t gen_banks;        /* 1: no reclamation (the order path's one branch) */
 	struct fs_order *ord; uint32_t ord_cap;
 	struct fs_lock *lock; uint32_t lock_mask;
 	struct fs_proc *proc; uint32_t proc_cap;
@@ -573,8 +625,34 @@ uint64_t fs_token_permute(const uint64_t key[2], uint64_t x);
 /* ktab.c */
 enum { FS_KT_FOUND = 1, FS_KT_INSERTED = 2 };
 enum { FS_KT_REQ = 0, FS_KT_USER = 1 };   /* the keyed tables */
-int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
+int fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
+int fs_kt_claim_bank(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out);
+/* Insert-or-find @p key in bank @p bank of table @p tab (ktab.c); a constant
+ * bank 0 picks the claim compiled for it */
+static inline int fs_kt_claim(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3],
+                              uint64_t *state_out)
+{
+	return bank == 0 ? fs_kt_claim0(h, tab, key, state_out) : fs_kt_claim_bank(h, tab, bank, key, state_out);
+}
+int fs_kt_find(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint32_t *idx,
+               uint64_t *state_out);
 void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot);
+struct fs_counter *fs_kt_fill(flash_t *h, uint32_t tab, uint32_t bank);
+
+/* gen.c */
+void fs_gen_pin(flash_t *h, struct fs_act *act);
+void fs_gen_unpin(flash_t *h, uint32_t act_idx);
+void fs_gen_finish(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_gen_rollback(flash_t *h, struct fs_journal *j, uint32_t slot);
+int fs_gen_replay(flash_t *h, const struct flash_record *rec);
+uint32_t fs_gen_bank_of(const flash_t *h, uint64_t gen);
+int fs_req_window_check(flash_t *h, uint64_t request_id);
+/* the current generation of table @p tab (acquire: read after the
+ * operation's phase store, a full barrier -- grace.c) */
+static inline uint64_t fs_gen_cur(const flash_t *h, uint32_t tab)
+{
+	return ck_pr_load_64((uint64_t *)&h->hdr->gen[tab].cur);
+}
 
 /*
  * A keyed-table entry being inserted reads BUSY(slot, fingerprint): the
@@ -623,7 +701,7 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed);
-uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns);
+uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t now_ns);
 /* the bodies of flash_order, flash_cancel, flash_restock after fs_enter, not
  * measured (flash_replay re-applies records through them) */
 int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);

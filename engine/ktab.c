@@ -4,7 +4,7 @@
  *
  * Open addressing over fixed-size entries {state, key}, probed by probe.h
  * (bounded chains).  Keys are permanent: once an entry leaves EMPTY it holds
- * its key forever and only its state moves (FREE <-> PEND(tag) -> DONE(value)
+ * its key for the life of its bank (below) and only its state moves (FREE <-> PEND(tag) -> DONE(value)
  * ...), so a key has one home for the life of the segment, two inserters of
  * one key always meet at the same entry, and EMPTY ends every chain.
  *
@@ -26,6 +26,21 @@
  * happened: +1 if X's CAS won an entry, else 0; the intents say exactly what
  * was applied (stock.c's rule).  So the fill count equals the keys held
  * after a kill at any store, and exactly capacity keys fit.
+ *
+ * Generation banks (gen.c).  A windowed segment's table is FS_GEN_BANKS
+ * banks, each a whole table of its own (the mask is one bank's, journal
+ * indices are bank * (mask + 1) + i, each bank has its own fill count).
+ * Everything above holds inside a bank; reclamation never deletes a key
+ * inside one: a whole bank goes EMPTY, after a grace period (grace.c) in
+ * which every operation that could read it ended.  Why not tombstones: two
+ * inserters of one fresh key meet at the first EMPTY entry of its chain; a
+ * tombstone that appears between their probes lets one place the key before
+ * it and the other at it -- the key twice -- and tombstones never give a
+ * chain its EMPTY end back, so absent-key lookups grow to FS_PROBE_MAX reads.
+ * A one-bank segment's claim is compiled with the bank a constant
+ * (fs_kt_claim0): the order path pays nothing for the banks (callgrind,
+ * flashstock-order-cost: 2409 -> 2422 instructions per order, the chain's one
+ * branch on the segment's kind included).
  *
  * Waits (progress): an insert meeting BUSY with another key's fingerprint
  * passes it; one meeting its own fingerprint (the same key, or a 2^-48
@@ -51,9 +66,10 @@
 uint64_t fs_probe_reads;   /* entries handed out by fs_probe_next (probe.h) */
 #endif
 
-/* One keyed table, as its operations need it. */
+/* One bank of a keyed table, as its operations need it. */
 struct kt {
-	struct fs_kent *e;
+	struct fs_kent *e;         /* the bank's first entry */
+	uint32_t off;              /* its index in the table: journal indices are off + i */
 	uint32_t mask;
 	uint32_t cap;              /* keys it may hold (max_users / max_requests) */
 	uint32_t target;           /* intent target of its fill count */
@@ -61,8 +77,40 @@ struct kt {
 	uint32_t *jidx;            /* the journal's index field for this table */
 };
 
-static int kt_get(flash_t *h, struct fs_journal *j, uint32_t tab, struct kt *t)
+/* The fill count of bank @p bank of table @p tab (bank 0: the header's own). */
+struct fs_counter *fs_kt_fill(flash_t *h, uint32_t tab, uint32_t bank)
 {
+	if (bank == 0)
+		return tab == FS_KT_REQ ? &h->hdr->req_fill : &h->hdr->users_fill;
+	return &h->hdr->gen[tab].fill[bank - 1];
+}
+
+/* Bank @p bank >= 1 of a windowed table (out of the order path's line). */
+static __attribute__((noinline)) int kt_get_bank(flash_t *h, struct fs_journal *j, uint32_t tab,
+                                                 uint32_t bank, struct kt *t)
+{
+	if (bank >= h->gen_banks || tab > FS_KT_USER)
+		return 0;
+	t->mask = tab == FS_KT_REQ ? h->req_mask : h->user_mask;
+	t->off = bank * (t->mask + 1);
+	t->e = (tab == FS_KT_REQ ? h->req : h->user) + t->off;
+	t->cap = tab == FS_KT_REQ ? h->hdr->fx.opts.max_requests : h->hdr->fx.opts.max_users;
+	t->target = FS_GEN_TARGET(tab, bank);
+	t->fill = fs_kt_fill(h, tab, bank);
+	t->jidx = tab == FS_KT_REQ ? &j->req_idx : &j->user_idx;
+	return 1;
+}
+
+/*
+ * Table @p tab's bank @p bank.  Bank 0 (every one-bank segment's only one)
+ * costs what the one table did: inlined, no bank arithmetic.
+ */
+static inline __attribute__((always_inline)) int kt_get(flash_t *h, struct fs_journal *j, uint32_t tab,
+                                                        uint32_t bank, struct kt *t)
+{
+	if (__builtin_expect(bank != 0, 0))
+		return kt_get_bank(h, j, tab, bank, t);
+	t->off = 0;
 	if (tab == FS_KT_REQ) {
 		t->e = h->req;
 		t->mask = h->req_mask;
@@ -177,7 +225,8 @@ static int kt_wait(flash_t *h, const uint64_t *word, uint64_t seen)
  * owns), FLASH_EBUSY (journal full).  On every return the count is settled.
  * At most one insert per table per operation (callers stop at INSERTED).
  */
-int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out)
+static inline __attribute__((always_inline)) int kt_claim(flash_t *h, uint32_t tab, uint32_t bank,
+                                                         const uint64_t key[3], uint64_t *state_out)
 {
 	struct fs_journal *j = h->j;
 	uint32_t slot = (uint32_t)h->slot, i;
@@ -187,7 +236,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 	struct fs_probe p;
 	struct kt t;
 
-	if (!kt_get(h, j, tab, &t))
+	if (!kt_get(h, j, tab, bank, &t))
 		return FLASH_EINVAL;
 	/* the journal first: kt_tab last, so a recoverer sees a whole record */
 	j->kt_won = 0;
@@ -196,7 +245,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 	j->kt_key[2] = key[2];
 	j->kt_first = j->n_int;
 	ck_pr_fence_store();
-	ck_pr_store_32(&j->kt_tab, tab + 1);
+	ck_pr_store_32(&j->kt_tab, (tab + 1) | bank << 4);
 
 	fs_probe_init(&p, hash, t.mask, FS_PROBE_MAX);
 	while (fs_probe_next(&p, &i)) {
@@ -214,7 +263,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 				reserved = 1;
 				rc = FLASH_EFULL;
 			}
-			ck_pr_store_32(t.jidx, i);
+			ck_pr_store_32(t.jidx, t.off + i);
 			/* lock cmpxchg is a full barrier: the journaled key, index and
 			 * reservation are visible before the entry is ours */
 			if (!ck_pr_cas_64(&e->state, s, busy)) {
@@ -243,7 +292,7 @@ int fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state
 		}
 		ck_pr_fence_load();            /* state before key: the key is published */
 		if (key_eq(e, key)) {
-			ck_pr_store_32(t.jidx, i);
+			ck_pr_store_32(t.jidx, t.off + i);
 			*state_out = s;
 			rc = FS_KT_FOUND;
 			goto out;
@@ -254,6 +303,62 @@ out:
 		kt_count(h, j, slot, &t, -1, 0);   /* the reservation was not used */
 	ck_pr_store_32(&j->kt_tab, 0);
 	return rc;
+}
+
+/* The claim in bank 0 (a one-bank segment's only bank): compiled with the
+ * bank a constant, so it costs what the one table's claim did. */
+int fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out)
+{
+	return kt_claim(h, tab, 0, key, state_out);
+}
+
+int fs_kt_claim_bank(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *state_out)
+{
+	return kt_claim(h, tab, bank, key, state_out);
+}
+
+/*
+ * Look @p key up in bank @p bank of table @p tab without inserting it (the
+ * re-check of the previous generation, gen.c).  A BUSY entry of the same
+ * fingerprint is waited for (its inserter publishes it in a few stores, or
+ * is recovered), so an insert that began before the look is seen.  Returns
+ * FS_KT_FOUND (*idx its table index, *state_out its state), FLASH_OK (absent),
+ * FLASH_ECORRUPT (a BUSY entry nobody owns), FLASH_EINVAL (no such bank).
+ */
+int fs_kt_find(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint32_t *idx,
+               uint64_t *state_out)
+{
+	uint64_t hash = fs_hash(key[0], key[1], key[2]);
+	struct fs_probe p;
+	struct kt t;
+	uint32_t i;
+	int rc;
+
+	if (!kt_get(h, h->j, tab, bank, &t))
+		return FLASH_EINVAL;
+	fs_probe_init(&p, hash, t.mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
+		struct fs_kent *e = &t.e[i];
+		uint64_t s = ck_pr_load_64(&e->state);
+
+		if (FS_KIND(s) == FS_K_EMPTY)
+			return FLASH_OK;
+		if (FS_KIND(s) == FS_K_BUSY) {
+			if (!fs_kt_busy_same(s, hash))
+				continue;
+			if ((rc = kt_wait(h, &e->state, s)) != FLASH_OK)
+				return rc;
+			fs_probe_again(&p);
+			continue;
+		}
+		ck_pr_fence_load();            /* state before key: the key is published */
+		if (key_eq(e, key)) {
+			*idx = t.off + i;
+			*state_out = s;
+			return FS_KT_FOUND;
+		}
+	}
+	return FLASH_OK;
 }
 
 /*
@@ -274,7 +379,7 @@ void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 
 	if (tab == 0)
 		return;
-	if (!kt_get(h, j, tab - 1, &t)) {
+	if (!kt_get(h, j, (tab & 15) - 1, tab >> 4, &t)) {
 		ck_pr_store_32(&j->kt_tab, 0);   /* not a table: nothing was inserted */
 		return;
 	}
@@ -282,7 +387,7 @@ void fs_kt_recover(flash_t *h, struct fs_journal *j, uint32_t slot)
 	key[1] = j->kt_key[1];
 	key[2] = j->kt_key[2];
 	busy = FS_KT_BUSY(slot, fs_hash(key[0], key[1], key[2]));
-	i = ck_pr_load_32(t.jidx);   /* loaded once, checked, then used */
+	i = ck_pr_load_32(t.jidx) - t.off;   /* loaded once, checked, then used */
 	if (i <= t.mask && ck_pr_load_64(&t.e[i].state) == busy) {
 		/* won before the key was published: say so first, so the next
 		 * recoverer counts it even once the entry is FREE */

@@ -21,11 +21,23 @@
 #include "journal.h"
 #include "probe.h"
 
-uint32_t fs_biz_day(const struct flash_activity *a, int64_t now_ns)
+/* The business day: 86400 s long, or user_gen_s in a windowed segment
+ * (one user-table generation lasts at least a day: gen.c). */
+static inline __attribute__((always_inline)) uint32_t biz_day(const flash_t *h, const struct flash_activity *a,
+                                                               int64_t now_ns, const int win)
 {
 	int64_t s = now_ns / 1000000000 + a->day_offset_s;
 
-	return s < 0 ? 0 : (uint32_t)(s / 86400);
+	if (s < 0)
+		return 0;
+	if (!win)
+		return (uint32_t)(s / 86400);
+	return (uint32_t)(s / h->hdr->fx.user_gen_s);
+}
+
+uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t now_ns)
+{
+	return biz_day(h, a, now_ns, h->gen_banks != 1);
 }
 
 /* Move *w from @p from to @p to if it still reads @p from (idempotent). */
@@ -47,13 +59,13 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 	if (oi < h->ord_cap)
 		cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_ACTIVE, 0));
 	FS_CRASH("order", 20);
-	if (ui <= h->user_mask)
+	if (ui < h->user_n)
 		cas_state(&h->user[ui].state, pend, FS_MK(FS_K_DONE, oi));
 	FS_CRASH("order", 21);
 	if (ti != FS_NONE)
 		fs_token_move(h, ti, j->tok_id, pend, FS_MK(FS_K_USED, 0));
 	FS_CRASH("order", 22);
-	if (ri <= h->req_mask)
+	if (ri < h->req_n)
 		cas_state(&h->req[ri].state, pend,
 		          FS_MK(FS_K_DONE, FS_REQ_VAL(FLASH_OK, j->rec.limit_slot, j->rec.order_no)));
 }
@@ -68,7 +80,7 @@ void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot)
 
 	fs_intents_run_post(h, j, slot);
 	FS_CRASH("cancel", 20);
-	if (j->quota_return && ui <= h->user_mask)
+	if (j->quota_return && ui < h->user_n)
 		cas_state(&h->user[ui].state, FS_MK(FS_K_DONE, oi), FS_MK(FS_K_FREE, 0));
 	FS_CRASH("cancel", 21);
 	if (oi < h->ord_cap)
@@ -107,7 +119,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		FS_CRASH("order_undo", 1);
 		if (oi < h->ord_cap)
 			cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_EMPTY, 0));
-		if (ui <= h->user_mask) {
+		if (ui < h->user_n) {
 			struct fs_kent *e = &h->user[ui];
 
 			cas_state(&e->state, pend, FS_MK(FS_K_FREE, 0));
@@ -115,7 +127,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		FS_CRASH("order_undo", 2);
 		fs_token_unwind(h, j, slot, crashed, rc);   /* burnt, or live again */
 		FS_CRASH("order_undo", 3);
-		if (ri <= h->req_mask) {
+		if (ri < h->req_n) {
 			struct fs_kent *e = &h->req[ri];
 			int keep = !crashed && !fs_refusal_keeps(rc);
 
@@ -140,6 +152,9 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 	case FS_OP_RESTOCK:
 		fs_intents_undo(h, j);
 		break;
+	case FS_OP_RECLAIM:
+		fs_gen_rollback(h, j, slot);
+		break;
 	default:
 		break;
 	}
@@ -148,7 +163,7 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 /* ------------------------------------------------------------ order numbers */
 
 /* Is there an order number left for this handle?  (Checked before any change.) */
-static int order_peek(flash_t *h)
+static inline __attribute__((always_inline)) int order_peek(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t next, end;
@@ -187,7 +202,7 @@ static int order_peek(flash_t *h)
  *
  * Replay takes the record's number and keeps the allocator past it.
  */
-static uint64_t order_alloc(flash_t *h)
+static inline __attribute__((always_inline)) uint64_t order_alloc(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t n = p->order_next;
@@ -230,16 +245,16 @@ static uint64_t order_alloc(flash_t *h)
  * (even a full ring): read-only, no key inserted.  A bounded probe (probe.h)
  * that passes entries other keys are being inserted into.
  */
-static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline int req_peek_bank(flash_t *h, const uint64_t key[3], uint64_t hash, uint32_t bank,
+                                struct flash_order_res *res)
 {
-	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
-	uint64_t hash = fs_hash(key[0], key[1], key[2]);
+	const struct fs_kent *t = h->req + (uint64_t)bank * (h->req_mask + 1);
 	struct fs_probe p;
 	uint32_t i;
 
 	fs_probe_init(&p, hash, h->req_mask, FS_PROBE_MAX);
 	while (fs_probe_next(&p, &i)) {
-		const struct fs_kent *e = &h->req[i];
+		const struct fs_kent *e = &t[i];
 		uint64_t s = ck_pr_load_64(&e->state);
 
 		if (FS_KIND(s) == FS_K_EMPTY || fs_kt_busy_same(s, hash))
@@ -255,23 +270,61 @@ static int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_or
 				res->order_no = FS_REQ_ONO(FS_VAL(s));
 				res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
 			}
-			h->me->st.duplicates++;
 			return FLASH_EDUPLICATE;
 		}
 	}
 	return FLASH_OK;
 }
 
-static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+/*
+ * A windowed segment's peek reads the current generation's bank and the
+ * previous one's.  It runs before the operation opens, so no grace period
+ * covers it: an answer is used only if the generation did not move while
+ * it read (the clear of a bank comes after two moves, and its stores after
+ * them: a read that saw one of them sees the move in the second load of
+ * cur, the loads kept in order by the fence).  Otherwise the claim decides.
+ */
+static int req_peek_gen(flash_t *h, const uint64_t key[3], uint64_t hash, struct flash_order_res *res)
+{
+	uint64_t g = fs_gen_cur(h, FS_KT_REQ);
+	int rc = req_peek_bank(h, key, hash, fs_gen_bank_of(h, g), res);
+
+	if (rc == FLASH_OK && g > 0)
+		rc = req_peek_bank(h, key, hash, fs_gen_bank_of(h, g - 1), res);
+	ck_pr_fence_load();
+	if (rc != FLASH_OK && fs_gen_cur(h, FS_KT_REQ) != g) {
+		if (res)
+			memset(res, 0, sizeof(*res));
+		return FLASH_OK;
+	}
+	return rc;
+}
+
+static inline __attribute__((always_inline)) int req_peek(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                    const int win)
+{
+	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
+	uint64_t hash = fs_hash(key[0], key[1], key[2]);
+	int rc = !win ? req_peek_bank(h, key, hash, 0, res) : req_peek_gen(h, key, hash, res);
+
+	if (rc == FLASH_EDUPLICATE)
+		h->me->st.duplicates++;
+	return rc;
+}
+
+/* Claim @p key in bank @p bank of the request table: FLASH_OK (held
+ * PEND(tag), its index in j->req_idx), FLASH_EDUPLICATE (done before: the
+ * first outcome in @p res), or a failure (nothing held). */
+static inline __attribute__((always_inline)) int req_claim_bank(flash_t *h, const uint64_t key[3],
+                                                                uint32_t bank, struct flash_order_res *res)
 {
 	struct fs_journal *j = h->j;
-	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
 	uint64_t s = 0;
 	int rc;
 
 	uint32_t ri;
 
-	rc = fs_kt_claim(h, FS_KT_REQ, key, &s);
+	rc = fs_kt_claim(h, FS_KT_REQ, bank, key, &s);
 	if (rc < 0) {
 		j->req_idx = FS_NONE;
 		return rc;
@@ -281,7 +334,7 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	/* the index the claim wrote into the journal (for a recoverer): loaded
 	 * once, checked, then only the local is used */
 	ri = ck_pr_load_32(&j->req_idx);
-	if (ri > h->req_mask) {
+	if (ri >= h->req_n) {
 		j->req_idx = FS_NONE;
 		return FLASH_ECORRUPT;
 	}
@@ -312,6 +365,104 @@ static int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_o
 	}
 }
 
+/* Give back a keyed entry this operation holds PEND(tag) at @p idx of
+ * @p e (a bank it must not use after all): FREE, a key nobody holds, as a
+ * rollback leaves it; then the journal forgets it (a kill between: the
+ * rollback's CAS finds it FREE already). */
+static void kt_release(flash_t *h, struct fs_kent *e, uint32_t *jidx)
+{
+	cas_state(&e->state, FS_MK(FS_K_PEND, h->j->op_tag), FS_MK(FS_K_FREE, 0));
+	ck_pr_store_32(jidx, FS_NONE);
+}
+
+/*
+ * Look @p key up in bank @p bank (the previous generation's) after holding
+ * it in the current one.  FLASH_OK: absent or FREE there (ours stands);
+ * FS_K_DONE's value in *done_out and FLASH_EDUPLICATE: decided there; a
+ * PEND holder there is waited for (it is a lagging claim that will either
+ * decide or, seeing the generation moved, give its entry back).
+ */
+static int kt_recheck(flash_t *h, uint32_t tab, uint32_t bank, const uint64_t key[3], uint64_t *done_out)
+{
+	struct fs_kent *t = tab == FS_KT_REQ ? h->req : h->user;
+
+	for (;;) {
+		uint32_t i;
+		uint64_t s;
+		int rc = fs_kt_find(h, tab, bank, key, &i, &s);
+
+		if (rc == FLASH_OK)
+			return FLASH_OK;
+		if (rc < 0)
+			return rc;
+		switch (FS_KIND(s)) {
+		case FS_K_FREE:
+			return FLASH_OK;
+		case FS_K_DONE:
+			*done_out = s;
+			return FLASH_EDUPLICATE;
+		case FS_K_PEND:
+			if (fs_wait_tag(h, &t[i].state, s) != FLASH_OK)
+				return FLASH_ECORRUPT;
+			break;
+		default:
+			return FLASH_ECORRUPT;
+		}
+	}
+}
+
+/*
+ * A windowed segment's request claim (gen.c): claim in the current
+ * generation g; re-read g after the claim (its CAS is a full barrier) and
+ * start again if it moved -- so an entry is used only in a bank that was
+ * current after it was taken; then re-check g - 1: a claim made there
+ * before the move is seen (it precedes our read of the new g), and a DONE
+ * there is the first outcome.  So one key is never held in two banks.
+ */
+static __attribute__((noinline)) int req_claim_gen(flash_t *h, const uint64_t key[3],
+                                                   struct flash_order_res *res)
+{
+	struct fs_journal *j = h->j;
+
+	for (;;) {
+		uint64_t g = fs_gen_cur(h, FS_KT_REQ), s = 0;
+		int rc = req_claim_bank(h, key, fs_gen_bank_of(h, g), res);
+		uint32_t ri;
+
+		if (rc != FLASH_OK)
+			return rc;
+		ri = ck_pr_load_32(&j->req_idx);   /* checked by the claim */
+		if (fs_gen_cur(h, FS_KT_REQ) != g) {
+			kt_release(h, &h->req[ri], &j->req_idx);
+			continue;
+		}
+		if (g == 0)
+			return FLASH_OK;
+		rc = kt_recheck(h, FS_KT_REQ, fs_gen_bank_of(h, g - 1), key, &s);
+		if (rc == FLASH_OK)
+			return FLASH_OK;
+		kt_release(h, &h->req[ri], &j->req_idx);
+		if (rc == FLASH_EDUPLICATE && res) {
+			res->first_rc = FS_REQ_RC(FS_VAL(s));
+			res->order_no = FS_REQ_ONO(FS_VAL(s));
+			res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
+		}
+		return rc;
+	}
+}
+
+static inline __attribute__((always_inline)) int req_claim(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                     const int win)
+{
+	uint64_t key[3] = { r->request_id, r->user_id, (uint64_t)r->activity_id << 32 | r->sku_id };
+
+	if (!win)
+		return req_claim_bank(h, key, 0, res);
+	if (h->replay != NULL)   /* the bank the order used */
+		return req_claim_bank(h, key, h->replay->flags & 0xf, res);
+	return req_claim_gen(h, key, res);
+}
+
 static void limit_key(const struct flash_activity *a, const struct flash_order_req *r,
                       uint32_t day, uint32_t ls, uint64_t key[3])
 {
@@ -330,28 +481,83 @@ static void limit_key(const struct flash_activity *a, const struct flash_order_r
  * per-user table (keys are permanent: a flood of doomed orders must not fill
  * it).  The claim that follows decides for real.
  */
-static int limit_peek(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
-                      uint32_t day)
+/* May limit key @p key be free in bank @p bank?  (absent, being inserted, or FREE) */
+static inline int limit_peek_bank(flash_t *h, const uint64_t key[3], uint32_t bank)
 {
+	const struct fs_kent *t = h->user + (uint64_t)bank * (h->user_mask + 1);
+	uint32_t i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->user_mask;
+
+	for (uint32_t n = 0; n <= h->user_mask; n++, i = (i + 1) & h->user_mask) {
+		const struct fs_kent *e = &t[i];
+		uint64_t s = ck_pr_load_64(&e->state);
+
+		if (FS_KIND(s) == FS_K_EMPTY || FS_KIND(s) == FS_K_BUSY)
+			return 1;               /* absent (or being inserted): may be free */
+		ck_pr_fence_load();
+		if (e->k[0] == key[0] && e->k[1] == key[1] && e->k[2] == key[2])
+			return FS_KIND(s) == FS_K_FREE;
+	}
+	return 1;
+}
+
+/*
+ * Where a limit entry lives: bank *b, and *prev the previous generation's
+ * bank to re-check (or FS_NONE).  One bank without reclamation; a per-day
+ * entry in the user table's current generation and the one before; a
+ * per-activity / per-sku entry in its activity's bank only (pinned: gen.c).
+ */
+static inline void limit_banks(flash_t *h, const struct fs_act *act, uint64_t *g, uint32_t *b, uint32_t *prev)
+{
+	*prev = FS_NONE;
+	if (__builtin_expect(h->gen_banks == 1, 1)) {
+		*b = 0;
+		return;
+	}
+	if (h->replay != NULL) {
+		*b = (h->replay->flags >> 4) & 0xf;
+		return;
+	}
+	if (act->a.scope != FLASH_SCOPE_DAY) {
+		*b = fs_gen_bank_of(h, ck_pr_load_32((uint32_t *)&act->ugen));
+		return;
+	}
+	*g = fs_gen_cur(h, FS_KT_USER);
+	*b = fs_gen_bank_of(h, *g);
+	if (*g > 0)
+		*prev = fs_gen_bank_of(h, *g - 1);
+}
+
+static __attribute__((noinline)) int limit_peek_gen(flash_t *h, const struct fs_act *act,
+                                                    const struct flash_order_req *r, uint32_t day)
+{
+	const struct flash_activity *a = &act->a;
+	uint32_t b, prev;
+	uint64_t g = 0;
+
+	limit_banks(h, act, &g, &b, &prev);
 	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
 		uint64_t key[3];
-		uint32_t i;
 
 		limit_key(a, r, day, ls, key);
-		i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->user_mask;
-		for (uint32_t n = 0; n <= h->user_mask; n++, i = (i + 1) & h->user_mask) {
-			const struct fs_kent *e = &h->user[i];
-			uint64_t s = ck_pr_load_64(&e->state);
+		if (limit_peek_bank(h, key, b) && (prev == FS_NONE || limit_peek_bank(h, key, prev)))
+			return FLASH_OK;
+	}
+	return FLASH_ELIMIT;
+}
 
-			if (FS_KIND(s) == FS_K_EMPTY || FS_KIND(s) == FS_K_BUSY)
-				return FLASH_OK;        /* absent (or being inserted): may be free */
-			ck_pr_fence_load();
-			if (e->k[0] == key[0] && e->k[1] == key[1] && e->k[2] == key[2]) {
-				if (FS_KIND(s) == FS_K_FREE)
-					return FLASH_OK;
-				break;                  /* held: try the next slot number */
-			}
-		}
+static inline __attribute__((always_inline)) int limit_peek(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
+                                                      uint32_t day, const int win)
+{
+	const struct flash_activity *a = &act->a;
+
+	if (win)
+		return limit_peek_gen(h, act, r, day);
+	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
+		uint64_t key[3];
+
+		limit_key(a, r, day, ls, key);
+		if (limit_peek_bank(h, key, 0))
+			return FLASH_OK;
 	}
 	return FLASH_ELIMIT;
 }
@@ -372,12 +578,80 @@ static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
  * recoverer); the journal's copy is loaded once and checked, and the caller
  * uses *uidx, never the journal's field again.
  */
-static int limit_claim(flash_t *h, const struct flash_activity *a, const struct flash_order_req *r,
-                       uint32_t day, uint32_t *lslot, uint32_t *uidx)
+static __attribute__((noinline)) int limit_claim_gen(flash_t *h, const struct fs_act *act,
+                                                     const struct flash_order_req *r, uint32_t day,
+                                                     uint32_t *lslot, uint32_t *uidx)
 {
+	const struct flash_activity *a = &act->a;
+	struct fs_journal *j = h->j;
+	uint32_t first = 1, last = a->limit_per_user, b, prev;
+	uint64_t g = 0;
+
+	if (h->replay != NULL)
+		first = last = h->replay->limit_slot;   /* the slot the order held */
+again:
+	limit_banks(h, act, &g, &b, &prev);
+	for (uint32_t ls = first; ls <= last; ls++) {
+		uint64_t key[3];
+		uint64_t s = 0;
+		uint32_t ui;
+		int rc, got = 0;
+
+		limit_key(a, r, day, ls, key);
+		rc = fs_kt_claim(h, FS_KT_USER, b, key, &s);
+
+		if (rc < 0) {
+			j->user_idx = FS_NONE;
+			return rc;
+		}
+		ui = ck_pr_load_32(&j->user_idx);
+		if (ui >= h->user_n) {
+			j->user_idx = FS_NONE;
+			return FLASH_ECORRUPT;
+		}
+		if (rc == FS_KT_INSERTED)
+			got = 1;
+		while (!got && FS_KIND(s) == FS_K_FREE) {
+			if (ck_pr_cas_64(&h->user[ui].state, s, FS_MK(FS_K_PEND, j->op_tag)))
+				got = 1;
+			else
+				s = ck_pr_load_64(&h->user[ui].state);
+		}
+		if (!got)
+			continue;   /* held (PEND by another in-flight order of this user) or DONE: next slot */
+		if (__builtin_expect(prev != FS_NONE, 0)) {
+			/* a per-day entry of a windowed segment: req_claim_gen's rule */
+			if (fs_gen_cur(h, FS_KT_USER) != g) {
+				kt_release(h, &h->user[ui], &j->user_idx);
+				goto again;
+			}
+			rc = kt_recheck(h, FS_KT_USER, prev, key, &s);
+			if (rc != FLASH_OK) {
+				kt_release(h, &h->user[ui], &j->user_idx);
+				if (rc == FLASH_EDUPLICATE)
+					continue;       /* held in the previous generation */
+				return rc;
+			}
+		}
+		*lslot = ls;
+		*uidx = ui;
+		return FLASH_OK;
+	}
+	j->user_idx = FS_NONE;
+	return FLASH_ELIMIT;
+}
+
+/* One bank (no reclamation): the claim as it always was. */
+static inline __attribute__((always_inline)) int limit_claim(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
+                                                       uint32_t day, uint32_t *lslot, uint32_t *uidx,
+                                                       const int win)
+{
+	const struct flash_activity *a = &act->a;
 	struct fs_journal *j = h->j;
 	uint32_t first = 1, last = a->limit_per_user;
 
+	if (win)
+		return limit_claim_gen(h, act, r, day, lslot, uidx);
 	if (h->replay != NULL)
 		first = last = h->replay->limit_slot;   /* the slot the order held */
 	for (uint32_t ls = first; ls <= last; ls++) {
@@ -387,14 +661,14 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
 		int rc;
 
 		limit_key(a, r, day, ls, key);
-		rc = fs_kt_claim(h, FS_KT_USER, key, &s);
+		rc = fs_kt_claim(h, FS_KT_USER, 0, key, &s);
 
 		if (rc < 0) {
 			j->user_idx = FS_NONE;
 			return rc;
 		}
 		ui = ck_pr_load_32(&j->user_idx);
-		if (ui > h->user_mask) {
+		if (ui >= h->user_n) {
 			j->user_idx = FS_NONE;
 			return FLASH_ECORRUPT;
 		}
@@ -422,7 +696,8 @@ static int limit_claim(flash_t *h, const struct flash_activity *a, const struct 
  * id, user limit); each is a cache and TLB miss.  Ask for all three at once,
  * before the first is needed, so the misses overlap instead of adding up.
  */
-static void order_prefetch(flash_t *h, const struct flash_order_req *r, const struct fs_act *act)
+static inline __attribute__((always_inline)) void order_prefetch(flash_t *h, const struct flash_order_req *r,
+                                                                  const struct fs_act *act)
 {
 	const struct flash_activity *a = &act->a;
 	uint64_t key[3];
@@ -464,8 +739,8 @@ struct order_ctx {
  * room in the ring and the order table, a failed WAL in sync durability.
  * Read-only; on FLASH_OK @p o has the catalog entries and the time.
  */
-static int order_check(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
-                       struct order_ctx *o)
+static inline __attribute__((always_inline)) int order_check(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                       struct order_ctx *o, const int win)
 {
 	const struct fs_sku *sku;
 	int rc;
@@ -483,8 +758,12 @@ static int order_check(flash_t *h, const struct flash_order_req *r, struct flash
 		return FLASH_EINVAL;
 	if (!fs_sku_range(h, sku, &o->base, &o->nsh))
 		return FLASH_ECORRUPT;
-	if (r->request_id != 0 && h->replay == NULL && (rc = req_peek(h, r, res)) != FLASH_OK)
-		return rc;
+	if (r->request_id != 0 && h->replay == NULL) {
+		if (win && (rc = fs_req_window_check(h, r->request_id)) != FLASH_OK)
+			return rc;              /* expired (or dated ahead): nothing changes */
+		if ((rc = req_peek(h, r, res, win)) != FLASH_OK)
+			return rc;
+	}
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
 	if ((rc = order_peek(h)) != FLASH_OK)
@@ -501,9 +780,10 @@ static int order_check(flash_t *h, const struct flash_order_req *r, struct flash
  * a finished request gets FLASH_EDUPLICATE with the first outcome in @p res.
  * On any failure the operation is ended here: the claim holds nothing.
  */
-static int order_request(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int order_request(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                         const int win)
 {
-	int rc = req_claim(h, r, res);
+	int rc = req_claim(h, r, res, win);
 
 	if (rc != FLASH_OK) {
 		fs_op_end(h->j);
@@ -518,7 +798,8 @@ static int order_request(flash_t *h, const struct flash_order_req *r, struct fla
  * the user (PEND(tag)); a read-only look at the limit and the stock first,
  * so a doomed order inserts no key.  On failure the caller rolls back.
  */
-static int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
+static inline __attribute__((always_inline)) int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o,
+                                                       const int win)
 {
 	const struct flash_activity *a = &o->act->a;
 	struct fs_journal *j = h->j;
@@ -540,8 +821,8 @@ static int order_claim(flash_t *h, const struct flash_order_req *r, struct order
 		return FLASH_ENOT_STARTED;
 	if (h->replay == NULL && o->now >= a->end_ns)
 		return FLASH_EENDED;
-	o->day = h->replay ? h->replay->biz_day : fs_biz_day(a, o->now);
-	if ((rc = limit_peek(h, a, r, o->day)) != FLASH_OK ||
+	o->day = h->replay ? h->replay->biz_day : biz_day(h, a, o->now, win);
+	if ((rc = limit_peek(h, o->act, r, o->day, win)) != FLASH_OK ||
 	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
@@ -549,7 +830,7 @@ static int order_claim(flash_t *h, const struct flash_order_req *r, struct order
 			h->me->st.sold_out++;
 		return rc;
 	}
-	if ((rc = limit_claim(h, a, r, o->day, &o->lslot, &o->uidx)) != FLASH_OK) {
+	if ((rc = limit_claim(h, o->act, r, o->day, &o->lslot, &o->uidx, win)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			h->me->st.limit_hits++;
 		return rc;
@@ -562,7 +843,7 @@ static int order_claim(flash_t *h, const struct flash_order_req *r, struct order
  * The units (journaled intents on the sku's shards) and an order number.
  * On failure the caller rolls back.
  */
-static int order_take(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
+static inline __attribute__((always_inline)) int order_take(flash_t *h, const struct flash_order_req *r, struct order_ctx *o)
 {
 	int rc;
 
@@ -584,8 +865,8 @@ static int order_take(flash_t *h, const struct flash_order_req *r, struct order_
  * held entries to their final states, then the answer -- at once in async
  * durability, once the record is durable in sync (fs_ack).
  */
-static int order_commit(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
-                        const struct order_ctx *oc)
+static inline __attribute__((always_inline)) int order_commit(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                                                        const struct order_ctx *oc, const int win)
 {
 	struct fs_journal *j = h->j;
 	uint64_t ono = oc->ono;
@@ -620,6 +901,13 @@ static int order_commit(flash_t *h, const struct flash_order_req *r, struct flas
 	j->rec.biz_day = oc->day;
 	j->rec.limit_slot = (uint16_t)oc->lslot;
 	j->rec.request_id = r->request_id;
+	if (win) {
+		/* the banks its entries are in, for replay (gen.c) */
+		uint32_t ri = j->req_idx;
+
+		j->rec.flags = (uint16_t)(0x8000u | (ri < h->req_n ? ri / (h->req_mask + 1) : 0) |
+		                          (oc->uidx / (h->user_mask + 1)) << 4);
+	}
 	FS_CRASH("order", 7);
 	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("order", 8);
@@ -653,22 +941,43 @@ static int order_refuse(flash_t *h, int rc)
  * step is one function above; see each for what it holds and how it fails.
  * The handle is checked (fs_enter) by the caller.
  */
-int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+static inline __attribute__((always_inline)) int order_run(flash_t *h, const struct flash_order_req *r,
+                                                           struct flash_order_res *res, const int win)
 {
 	struct order_ctx o;
 	int rc;
 
-	if ((rc = order_check(h, r, res, &o)) != FLASH_OK)
+	if ((rc = order_check(h, r, res, &o, win)) != FLASH_OK)
 		return rc;                        /* refused before any change */
 	fs_op_begin(h, FS_OP_ORDER);
 	h->j->sku_idx = o.si;
 	FS_CRASH("order", 1);
-	if (r->request_id != 0 && (rc = order_request(h, r, res)) != FLASH_OK)
+	if (r->request_id != 0 && (rc = order_request(h, r, res, win)) != FLASH_OK)
 		return rc;                        /* the operation ended, nothing held */
 	FS_CRASH("order", 2);
-	if ((rc = order_claim(h, r, &o)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
+	if ((rc = order_claim(h, r, &o, win)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
 		return order_refuse(h, rc);       /* everything held given back */
-	return order_commit(h, r, res, &o);
+	return order_commit(h, r, res, &o, win);
+}
+
+/* The chain compiled for a windowed segment (gen.c: banks, request-id
+ * windows), out of the one-bank chain's way. */
+static __attribute__((noinline)) int order_run_windowed(flash_t *h, const struct flash_order_req *r,
+                                                        struct flash_order_res *res)
+{
+	return order_run(h, r, res, 1);
+}
+
+/*
+ * The chain is compiled twice: for a one-bank segment exactly as it was
+ * (win a constant 0: every reclamation step folds away), and for a
+ * windowed one.  The order path pays one well-predicted branch for it.
+ */
+int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
+{
+	if (__builtin_expect(h->gen_banks != 1, 0))
+		return order_run_windowed(h, r, res);
+	return order_run(h, r, res, 0);
 }
 
 /*
@@ -754,7 +1063,7 @@ int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	/* the order is ours: copy it once, check the copy, use only the copy */
 	oc = *o;
 	if (oc.sku_idx >= h->sku_cap || oc.shard >= h->shard_cap ||
-	    (oc.user_idx != FS_NONE && oc.user_idx > h->user_mask) ||
+	    (oc.user_idx != FS_NONE && oc.user_idx >= h->user_n) ||
 	    (act = fs_act_find(h, oc.activity_id, NULL)) == NULL) {
 		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
 		fs_op_end(h->j);

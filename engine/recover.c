@@ -79,6 +79,8 @@ static void recover_slot(flash_t *h, uint32_t slot)
 			fs_op_finish_cancel(h, j, slot);
 		else if (j->op == FS_OP_RESTOCK)
 			fs_op_finish_restock(h, j, slot);
+		else if (j->op == FS_OP_RECLAIM)
+			fs_gen_finish(h, j, slot);
 		stat_inc(h, 2);
 	} else {
 		/* a refusal the owner had decided is finished as the owner would

@@ -93,7 +93,8 @@ uint32_t fs_ring_pos(flash_t *h)
 static inline int rec_is_source(const struct flash_record *r)
 {
 	return r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_ACTIVITY ||
-	       r->type == FLASH_REC_SKU || (r->type == FLASH_REC_RESTOCK && r->value > 0);
+	       r->type == FLASH_REC_SKU || r->type == FLASH_REC_GEN ||
+	       (r->type == FLASH_REC_RESTOCK && r->value > 0);
 }
 
 /*

@@ -28,6 +28,8 @@
 
 /* ---------------------------------------------------------------- layout */
 
+#define RECLAIM_S_MAX 31536000u   /* longest generation: a year */
+
 static uint64_t pow2_at_least(uint64_t n)
 {
 	uint64_t p = 1;
@@ -78,9 +80,17 @@ static int opts_check(const struct flash_seg_opts *o)
 	return FLASH_OK;
 }
 
-/* Lay the regions out one after another, each on a page boundary. */
-static uint64_t layout(const struct flash_seg_opts *o, struct fs_region *r)
+/*
+ * Lay the regions out one after another, each on a page boundary.  A
+ * windowed segment (@p banks FS_GEN_BANKS, gen.c) has its request and user
+ * tables, all banks, in the last two regions, so flash_seg_reclaim_set()
+ * only appends to a segment already made; FS_R_USER and FS_R_REQ are then
+ * unused (their pages are given back).  A one-bank segment's last two
+ * regions are empty.
+ */
+static uint64_t layout(const struct flash_seg_opts *o, uint32_t banks, struct fs_region *r)
 {
+	uint64_t xb = banks > 1 ? banks : 0;
 	uint64_t off = (sizeof(struct fs_hdr) + 4095) & ~4095ull;
 	struct { uint64_t count, elem; } want[FS_R_COUNT] = {
 		[FS_R_ACT]     = { o->max_activities, sizeof(struct fs_act) },
@@ -98,6 +108,8 @@ static uint64_t layout(const struct flash_seg_opts *o, struct fs_region *r)
 		[FS_R_RING]    = { o->max_procs, (sizeof(struct ck_ring) + FS_LINE - 1) & ~(uint64_t)(FS_LINE - 1) },
 		[FS_R_RINGBUF] = { (uint64_t)o->max_procs * o->ring_records, sizeof(struct fs_ringrec) },
 		[FS_R_OBS]     = { o->max_procs, sizeof(struct fs_obs) },
+		[FS_R_USER_BANKS] = { xb * pow2_at_least(2ull * o->max_users), sizeof(struct fs_kent) },
+		[FS_R_REQ_BANKS]  = { xb * pow2_at_least(2ull * o->max_requests), sizeof(struct fs_kent) },
 	};
 	for (int i = 0; i < FS_R_COUNT; i++) {
 		r[i].off = off;
@@ -122,7 +134,7 @@ int flash_seg_size(const struct flash_seg_opts *opts, uint64_t *bytes)
 		o = *opts;
 	if (opts_check(&o) != FLASH_OK)
 		return FLASH_EINVAL;
-	*bytes = layout(&o, reg);
+	*bytes = layout(&o, 1, reg);
 	return FLASH_OK;
 }
 
@@ -300,7 +312,7 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 		o = *opts;
 	if ((rc = opts_check(&o)) != FLASH_OK)
 		return rc;
-	size = layout(&o, reg);
+	size = layout(&o, 1, reg);
 	if ((rc = seg_make(path, &o, size, &fd, &p)) != FLASH_OK)
 		return rc;
 	if (p == NULL)   /* never with FLASH_OK; says so to the static analyzer */
@@ -312,6 +324,9 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *opts)
 	hdr->fx.uid = (uint32_t)geteuid();
 	hdr->fx.mode = o.mode;
 	hdr->fx.opts = o;
+	hdr->fx.gen_banks = 1;
+	for (int t = 0; t < 2; t++)
+		hdr->gen[t].bank[0] = FS_BANK(FS_BANK_USED, 0, 0);
 	if ((rc = fs_token_keygen(hdr->fx.token_key)) != FLASH_OK) {
 		seg_make_fail(path, p, size, fd);
 		return rc;
@@ -474,7 +489,12 @@ static int region_check(const struct fs_hdr_fixed *fx)
 		return FLASH_ELAYOUT;
 	/* the table must be exactly the one these options produce: every count
 	 * and element size is then known to match the code reading it */
-	if (layout(o, want) != fx->seg_size)
+	if (fx->gen_banks != 1 && fx->gen_banks != FS_GEN_BANKS)
+		return FLASH_ELAYOUT;
+	if (fx->gen_banks != 1 && (fx->req_window_s == 0 || fx->user_gen_s == 0 ||
+	                           fx->req_window_s > RECLAIM_S_MAX || fx->user_gen_s > RECLAIM_S_MAX))
+		return FLASH_ELAYOUT;
+	if (layout(o, fx->gen_banks, want) != fx->seg_size)
 		return FLASH_ELAYOUT;
 	for (int i = 0; i < FS_R_COUNT; i++) {
 		const struct fs_region *r = &fx->region[i];
@@ -524,6 +544,16 @@ static void bind_regions(flash_t *h)
 	h->obs = (struct fs_obs *)(b + r[FS_R_OBS].off);
 	h->obs_cap = r[FS_R_OBS].count;
 	h->tsc_mult = h->hdr->fx.tsc_mult;
+	h->gen_banks = h->hdr->fx.gen_banks;
+	h->user_n = h->user_mask + 1;
+	h->req_n = h->req_mask + 1;
+	if (h->gen_banks > 1) {
+		/* every bank in the appended regions; masks stay one bank's */
+		h->user = (struct fs_kent *)(b + r[FS_R_USER_BANKS].off);
+		h->user_n = r[FS_R_USER_BANKS].count;
+		h->req = (struct fs_kent *)(b + r[FS_R_REQ_BANKS].off);
+		h->req_n = r[FS_R_REQ_BANKS].count;
+	}
 }
 
 /*
@@ -614,6 +644,18 @@ static void seg_unmap(void *base, uint64_t size)
 #endif
 
 static int slot_claim(flash_t *h);
+
+/* A windowed segment never reads its one-bank tables (FS_R_USER, FS_R_REQ):
+ * give their pages back to tmpfs (a hole reads as zeros). */
+static void punch_unused(int fd, const struct fs_hdr_fixed *fx)
+{
+	const int which[2] = { FS_R_USER, FS_R_REQ };
+
+	for (int i = 0; i < 2; i++)
+		(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		                (off_t)fx->region[which[i]].off,
+		                (off_t)((fx->region[which[i]].size + 4095) & ~4095ull));
+}
 
 /*
  * May this process use an object owned by @p st?  Its owner may; for a 0660
@@ -724,8 +766,11 @@ int flash_open(const char *name, unsigned flags, flash_t **out)
 		free(h);
 		goto fail_close;
 	}
+	if (!rd && fx.gen_banks > 1)
+		punch_unused(fd, &fx);   /* MAP_POPULATE faulted them in again */
 	close(fd);
 	h->size = fx.seg_size;
+	memcpy(h->path, path, sizeof(h->path));
 	h->hdr = (struct fs_hdr *)(void *)h->base;
 	/* the mapping could differ from the copy we checked (a writer racing a
 	 * corrupting attach): use the checked copy's geometry, never the live one */
@@ -1101,6 +1146,98 @@ static int slot_claim(flash_t *h)
 		}
 	}
 	return FLASH_ENOPROC;
+}
+
+/* ---------------------------------------------------------------- reclamation */
+
+/*
+ * Window a fresh segment (flashstock.h, section 11): the object grows by the
+ * two banked regions at its end (layout()), nothing in it moves.  Order:
+ * grow and reserve the object; map it anew; the fixed header with magic 0
+ * first, so a kill from here on leaves a segment every attach refuses
+ * (FLASH_EMAGIC / FLASH_ESIZE / FLASH_ECHECKSUM); the generations; magic and
+ * checksum last.  The one-bank tables' pages are punched out (tmpfs gives
+ * them back; nobody reads them again).  The admin mutex is not taken: it
+ * lives in the mapping being replaced, and no other handle may be attached
+ * anyway (checked: every other process slot free).
+ */
+int flash_seg_reclaim_set(flash_t *h, const struct flash_reclaim_opts *o)
+{
+	struct flash_reclaim_opts d = { .req_window_s = 86400, .user_gen_s = 86400 };
+	struct fs_hdr_fixed fx;
+	struct stat st;
+	uint64_t size;
+	void *nb;
+	int fd, rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (o == NULL)
+		o = &d;
+	for (int i = 0; i < 6; i++)
+		if (o->pad[i] != 0)
+			return FLASH_EINVAL;
+	if (o->req_window_s == 0 || o->req_window_s > RECLAIM_S_MAX || o->user_gen_s == 0 ||
+	    o->user_gen_s > RECLAIM_S_MAX)
+		return FLASH_EINVAL;
+	if (h->gen_banks != 1 || ck_pr_load_32(&h->hdr->req_used) != 0 ||
+	    ck_pr_load_32(&h->hdr->users_used) != 0)
+		return FLASH_EINVAL;
+	for (uint32_t i = 0; i < h->proc_cap; i++)
+		if ((int)i != h->slot && FS_PKIND(ck_pr_load_64(&h->proc[i].state)) != FS_P_FREE)
+			return FLASH_EBUSY;
+	fx = h->hdr->fx;
+	fx.gen_banks = FS_GEN_BANKS;
+	fx.req_window_s = o->req_window_s;
+	fx.user_gen_s = o->user_gen_s;
+	size = layout(&fx.opts, FS_GEN_BANKS, fx.region);
+	fx.seg_size = size;
+	fd = shm_open(h->path, O_RDWR, 0);
+	if (fd < 0)
+		return errno_rc(errno);
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != h->size) {
+		close(fd);
+		return FLASH_ESYS;
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		rc = errno_rc(errno);
+		close(fd);
+		return rc;
+	}
+	if ((rc = seg_reserve(fd, size)) != FLASH_OK || fstat(fd, &st) != 0 ||
+	    (nb = seg_map(fd, &st, size, 0)) == MAP_FAILED) {
+		if (ftruncate(fd, (off_t)h->size) != 0)
+			rc = FLASH_ESYS;
+		close(fd);
+		return rc != FLASH_OK ? rc : FLASH_ENOMEM;
+	}
+	fs_obs_flush(h);   /* the kept call points into the old mapping */
+	seg_unmap(h->base, h->size);
+	h->base = nb;
+	h->size = size;
+	h->hdr = (struct fs_hdr *)nb;
+	h->lw_lock = NULL;
+	h->hdr->fx.magic = 0;
+	ck_pr_fence_store();
+	fx.magic = 0;
+	h->hdr->fx = fx;
+	for (int t = 0; t < 2; t++) {
+		struct fs_gentab *g = &h->hdr->gen[t];
+
+		memset(g, 0, sizeof(*g));
+		g->cur_start_ns = fs_now_ns();
+		g->bank[0] = FS_BANK(FS_BANK_USED, 0, 0);
+	}
+	punch_unused(fd, &fx);   /* the one-bank tables are never read again */
+	close(fd);
+	ck_pr_fence_store();
+	h->hdr->fx.magic = FS_MAGIC;
+	h->hdr->fx.checksum = fs_fnv(&h->hdr->fx, offsetof(struct fs_hdr_fixed, checksum));
+	bind_regions(h);
+	h->me = &h->proc[h->slot];
+	h->j = &h->jr[h->slot];
+	h->my_obs = &h->obs[h->slot];
+	return FLASH_OK;
 }
 
 /* ---------------------------------------------------------------- admin mutex */

@@ -38,8 +38,12 @@ int flash_stats_get(flash_t *h, struct flash_stats *out)
 	out->skus_cap = o->max_skus;
 	out->shards = ck_pr_load_32(&h->hdr->n_shard);
 	out->shards_cap = o->max_shards;
-	out->users = ck_pr_load_32(&h->hdr->users_used);
-	out->users_cap = o->max_users;
+	/* keyed tables: every bank's keys, against every bank's room (gen.c) */
+	for (uint32_t b = 0; b < h->gen_banks; b++) {
+		out->users += (uint32_t)ck_pr_load_64(&fs_kt_fill(h, FS_KT_USER, b)->value);
+		out->requests += (uint32_t)ck_pr_load_64(&fs_kt_fill(h, FS_KT_REQ, b)->value);
+	}
+	out->users_cap = o->max_users * h->gen_banks;
 	{
 		uint64_t now = fs_mono_ms();
 
@@ -49,8 +53,7 @@ int flash_stats_get(flash_t *h, struct flash_stats *out)
 				out->tokens++;
 	}
 	out->tokens_cap = o->max_tokens;
-	out->requests = ck_pr_load_32(&h->hdr->req_used);
-	out->requests_cap = o->max_requests;
+	out->requests_cap = o->max_requests * h->gen_banks;
 	out->locks = ck_pr_load_32(&h->hdr->locks_used);
 	out->locks_cap = o->max_locks;
 	out->procs_cap = o->max_procs;

@@ -30,7 +30,17 @@ struct fs_counter *fs_counter_at(flash_t *h, uint32_t target)
 
 		return i < h->sku_cap ? &h->sku[i].total : NULL;
 	}
-	return target < h->shard_cap ? &h->shard[target].c : NULL;
+	if (target < h->shard_cap)
+		return &h->shard[target].c;
+	if (target >= FS_GEN_TARGET(0, 0) && target <= FS_GEN_TARGET_RECL(1)) {
+		/* the other banks' fills and the reclaimed counts (gen.c) */
+		uint32_t tab = (target - FS_GEN_TARGET(0, 0)) / 4, b = (target - FS_GEN_TARGET(0, 0)) % 4;
+
+		if (b == 3)
+			return &h->hdr->gen[tab].reclaimed;
+		return b >= 1 && b < FS_GEN_BANKS ? &h->hdr->gen[tab].fill[b - 1] : NULL;
+	}
+	return NULL;
 }
 
 /* Before overwriting @p tag of another slot, record that its change happened. */

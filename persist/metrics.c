@@ -85,9 +85,12 @@ static void render_segment(struct metrics *m, struct mbuf *mb)
 {
 	flash_t *h;
 	struct flash_stats s;
+	struct flash_gen_info gi[2];
 	int rc = flash_open(m->m_segment, FLASH_RDONLY, &h);
 	if (rc == FLASH_OK) {
 		rc = flash_stats_get(h, &s);
+		for (uint32_t t = 0; rc == FLASH_OK && t < 2; t++)
+			rc = flash_gen_get(h, t, &gi[t]);
 		flash_close(h);
 	}
 	mb_metric(mb, "flashstock_segment_up", "gauge", "1 if the segment could be read.",
@@ -133,6 +136,24 @@ static void render_segment(struct metrics *m, struct mbuf *mb)
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		mb_printf(mb, "flashstock_table_capacity{table=\"%s\"} %llu\n", t[i].name,
 		          (unsigned long long)t[i].cap);
+	/* the keyed tables' generation banks (engine/gen.c; one bank without reclamation) */
+	static const char *const gname[2] = { "requests", "users" };
+	mb_printf(mb, "# HELP flashstock_table_fill Keys held per keyed table and generation bank.\n"
+	              "# TYPE flashstock_table_fill gauge\n");
+	for (int k = 0; k < 2; k++)
+		for (uint32_t b = 0; b < gi[k].banks; b++)
+			mb_printf(mb, "flashstock_table_fill{table=\"%s\",bank=\"%u\"} %u\n", gname[k], b,
+			          gi[k].bank[b].keys);
+	mb_printf(mb, "# HELP flashstock_reclaimed_total Keys removed by clearing generation banks.\n"
+	              "# TYPE flashstock_reclaimed_total counter\n");
+	for (int k = 0; k < 2; k++)
+		mb_printf(mb, "flashstock_reclaimed_total{table=\"%s\"} %llu\n", gname[k],
+		          (unsigned long long)gi[k].reclaimed);
+	mb_printf(mb, "# HELP flashstock_generation Current generation per keyed table.\n"
+	              "# TYPE flashstock_generation gauge\n");
+	for (int k = 0; k < 2; k++)
+		mb_printf(mb, "flashstock_generation{table=\"%s\"} %llu\n", gname[k],
+		          (unsigned long long)gi[k].gen);
 }
 
 static void render_wal(struct metrics *m, struct mbuf *mb)

@@ -1033,6 +1033,8 @@ static int rec_valid(const struct flash_record *r)
 		return r->activity_id != 0 && ((r->biz_day >> 8) & 0xff) <= FLASH_SCOPE_DAY;
 	case FLASH_REC_SKU:
 		return r->activity_id && r->sku_id && r->value >= 0;
+	case FLASH_REC_GEN:   /* a table generation (engine/gen.c): nothing to apply */
+		return r->activity_id <= 1 && (r->qty == 1 || r->qty == 2);
 	default:
 		return 0;
 	}
@@ -1445,6 +1447,8 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		rc = confl_add(m, x, FLASH_CONFLICT_CATALOG, detail);
 		return rc ? rc : 1;
 	}
+	if (r->type == FLASH_REC_GEN)
+		return 0;   /* applied: it changes no row */
 	if ((rc = slow_exec(m, "SAVEPOINT r", 11, NULL)))
 		return rc < 0 ? rc : FLASH_EMYSQL;
 

@@ -559,7 +559,8 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 
 	/* the target: absent, or the empty placeholder `create` made */
 	struct flash_seg_opts so;
-	int placeholder = 0;
+	struct flash_reclaim_opts ro;
+	int placeholder = 0, windowed = 0;
 	flash_t *h = NULL;
 	int frc = flash_open(name, FLASH_RDONLY, &h);
 	if (frc == FLASH_OK) {
@@ -568,6 +569,8 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		frc = flash_stats_get(h, &st);
 		if (frc == FLASH_OK)
 			frc = flash_seg_opts_get(h, &so);
+		if (frc == FLASH_OK)   /* a windowed placeholder: rebuilt with its banks */
+			frc = snap_reclaim_get(h, &ro, &windowed);
 		flash_close(h);
 		h = NULL;
 		if (frc == FLASH_OK && done) {
@@ -639,6 +642,8 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		snap_file_close(&f);
 	} else {
 		frc = flash_seg_create(tmp, &so);
+		if (frc == FLASH_OK && windowed)
+			frc = snap_reclaim_apply(tmp, &ro);
 		if (frc == FLASH_ENOMEM)   /* create reserves every page first */
 			snap_logf(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s "
 			       "(creating %s: %s); nothing rebuilt, %s unchanged: free shared memory and "

@@ -193,8 +193,8 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 {
 	if (!f || !r)
 		return FLASH_EINVAL;
-	if (r->type == FLASH_REC_ACTIVITY)
-		return FLASH_OK;
+	if (r->type == FLASH_REC_ACTIVITY || r->type == FLASH_REC_GEN)
+		return FLASH_OK;   /* no stock, no order */
 	if (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU)
 		return FLASH_EINVAL;
 	/* the engine never writes more than 2^40 units in one record: larger

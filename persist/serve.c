@@ -58,6 +58,8 @@ struct serve {
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
+	uint64_t                 sv_clear_lsn[2]; /* reclaimer: per table, the WAL LSN MySQL must
+	                                             reach before the due clear (0: none due) */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -129,6 +131,13 @@ static void serve_snap_stats(struct serve *s)
 	s->sv_st->snapshots = ss.snapshots;
 	s->sv_st->snap_failures = ss.failures;
 	s->sv_st->wal_removed = ss.wal_removed;
+}
+
+static uint64_t serve_now_real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t serve_now_ms(void)
@@ -576,6 +585,66 @@ static int serve_commit_mark(struct serve *s)
 	return 0;
 }
 
+/*
+ * The reclaimer's step (engine/gen.c), both keyed tables: move the
+ * generation on when due (the engine checks the time and the bank), then
+ * clear the bank two back.  With a MySQL applier a clear waits until it has
+ * applied every record the WAL held when the clear fell due: the orders of
+ * that generation (their request ids and limits) are in MySQL before the
+ * segment forgets them.  A clear that meets an operation not ending within
+ * the grace bound (FLASH_EBUSY) is tried at the next step.
+ */
+static void serve_reclaim(struct serve *s)
+{
+	for (uint32_t t = FLASH_TABLE_REQUESTS; t <= FLASH_TABLE_USERS; t++) {
+		struct flash_gen_info gi;
+		uint64_t n = 0;
+		int rc, due = 0;
+
+		if (flash_gen_get(s->sv_h, t, &gi) != FLASH_OK || gi.banks == 1)
+			return;
+		rc = flash_gen_advance(s->sv_h, t, (int64_t)serve_now_real_ns(), &gi);
+		if (rc != FLASH_OK) {
+			serve_log(s, SERVE_LOG_WARN, "reclaim: advance table %u: %s", t, flash_strerror(rc));
+			continue;
+		}
+		if (gi.advanced) {
+			s->sv_st->gen_advances++;
+			serve_log(s, SERVE_LOG_INFO, "reclaim: table %s in generation %" PRIu64,
+			          t ? "users" : "requests", gi.gen);
+		}
+		for (uint32_t b = 0; b < gi.banks; b++)
+			due |= gi.bank[b].state == FLASH_BANK_OLD;
+		if (!due) {
+			s->sv_clear_lsn[t] = 0;
+			continue;
+		}
+		if (s->sv_pump != NULL) {
+			uint64_t applied = 0;
+
+			if (s->sv_clear_lsn[t] == 0)
+				s->sv_clear_lsn[t] = wal_durable_lsn(s->sv_w) + 1;   /* 0 means none */
+			if (serve_applied_lsn(s->sv_pump, &applied) != 0 || applied + 1 < s->sv_clear_lsn[t]) {
+				/* MySQL has not applied that generation yet */
+				__atomic_add_fetch(&s->sv_st->gen_clear_waits, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+		}
+		rc = flash_gen_clear(s->sv_h, t, &n);
+		if (rc == FLASH_EBUSY)
+			continue;
+		if (rc != FLASH_OK) {
+			serve_log(s, SERVE_LOG_WARN, "reclaim: clear table %u: %s", t, flash_strerror(rc));
+			continue;
+		}
+		s->sv_clear_lsn[t] = 0;
+		s->sv_st->gen_clears++;
+		s->sv_st->gen_cleared_keys += n;
+		serve_log(s, SERVE_LOG_INFO, "reclaim: table %s: a bank cleared, %" PRIu64 " keys",
+		          t ? "users" : "requests", n);
+	}
+}
+
 /* One round: drain up to drain_max, append, commit, mark.  *n: drained. */
 static int serve_round(struct serve *s, uint32_t *n)
 {
@@ -822,6 +891,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		goto out_metrics;
 	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
 	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
+	uint64_t next_reclaim = oo.no_reclaim ? UINT64_MAX : serve_now_ms();
 	uint64_t last_records = 0;
 	struct wal_stats last_ws;
 	wal_stats_get(s.sv_w, &last_ws);
@@ -861,6 +931,10 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 				serve_log(&s, SERVE_LOG_INFO, "recovered %u dead handles", rec);
 			}
 			next_recover = now + oo.recover_ms;
+		}
+		if (now >= next_reclaim) {
+			serve_reclaim(&s);
+			next_reclaim = now + (oo.reclaim_every_ms ? oo.reclaim_every_ms : 1000);
 		}
 		if (now >= next_stats) {
 			struct wal_stats ws;

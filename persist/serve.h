@@ -100,6 +100,12 @@ struct serve_opts {
 	double        reconcile_threshold; /* ALERT past this share of units differing (0: 0.001) */
 	void        (*reconcile_hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
 	void         *reconcile_hook_arg;
+	/* The reclaimer (engine/gen.c) of a windowed segment: every
+	 * reclaim_every_ms each keyed table's generation moves on when due and
+	 * the bank two generations back is cleared -- with a MySQL applier only
+	 * once it applied every record the WAL held when the clear fell due. */
+	int           no_reclaim;       /* 1: never (a one-bank segment never anyway) */
+	uint32_t      reclaim_every_ms; /* 0: 1000 */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -133,6 +139,11 @@ struct serve_stats {
 	uint64_t reconcile_passes;  /* periodic reconciler: passes (the final one included) */
 	uint64_t reconcile_diffs;   /* ... differences over every pass */
 	uint64_t reconcile_busy;    /* ... passes whose segment part found no quiet window */
+	uint64_t gen_advances;      /* reclaimer: generations moved on (both tables) */
+	uint64_t gen_clears;        /* ... banks cleared */
+	uint64_t gen_cleared_keys;  /* ... keys those clears removed */
+	uint64_t gen_clear_waits;   /* ... clears due but put off: MySQL had not applied their
+	                               generation yet (relaxed atomic: tests read it live) */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon

@@ -492,6 +492,36 @@ static void snap_remove_stale_shadows(const snap_t *s)
 	pio_closedir(d);
 }
 
+int snap_reclaim_get(flash_t *h, struct flash_reclaim_opts *ro, int *windowed)
+{
+	struct flash_gen_info req, user;
+	int rc;
+
+	memset(ro, 0, sizeof *ro);
+	*windowed = 0;
+	if ((rc = flash_gen_get(h, FLASH_TABLE_REQUESTS, &req)) != FLASH_OK ||
+	    (rc = flash_gen_get(h, FLASH_TABLE_USERS, &user)) != FLASH_OK)
+		return rc;
+	if (req.banks == 1)
+		return FLASH_OK;
+	ro->req_window_s = req.gen_s;
+	ro->user_gen_s = user.gen_s;
+	*windowed = 1;
+	return FLASH_OK;
+}
+
+int snap_reclaim_apply(const char *name, const struct flash_reclaim_opts *ro)
+{
+	flash_t *h;
+	int rc = flash_open(name, 0, &h);
+
+	if (rc != FLASH_OK)
+		return rc;
+	rc = flash_seg_reclaim_set(h, ro);
+	flash_close(h);
+	return rc;
+}
+
 /*
  * Create the shadow: from the newest valid snapshot (then replay goes on at
  * its LSN + 1), or empty (replay from the WAL's first frame, which must be
@@ -502,11 +532,15 @@ static int snap_init(snap_t *s)
 	const struct snap_opts *o = &s->s_o;
 	flash_t *live;
 	struct flash_ident live_id;
+	struct flash_reclaim_opts ro;
+	int windowed = 0;
 	int frc = flash_open(o->segment, FLASH_RDONLY, &live);
 	if (frc == FLASH_OK) {
 		frc = flash_seg_opts_get(live, &s->s_opts);
 		if (frc == FLASH_OK)
 			frc = flash_ident_get(live, &live_id);
+		if (frc == FLASH_OK)
+			frc = snap_reclaim_get(live, &ro, &windowed);
 		flash_close(live);
 	}
 	if (frc != FLASH_OK)
@@ -546,9 +580,13 @@ static int snap_init(snap_t *s)
 		}
 	} else if (rc == SNAP_ENOENT) {
 		frc = flash_seg_create(s->s_shadow, &so);
-		if (frc != FLASH_OK)
+		if (frc == FLASH_OK && windowed)   /* the live segment's banks (engine/gen.c) */
+			frc = snap_reclaim_apply(s->s_shadow, &ro);
+		if (frc != FLASH_OK) {
+			(void)flash_seg_destroy(s->s_shadow);
 			return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
 			                 flash_strerror(frc));
+		}
 	} else {
 		return snap_fail(s, rc, "snapshot: listing %s: %s", o->wal_dir, flash_strerror(rc));
 	}

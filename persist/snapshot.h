@@ -158,6 +158,15 @@ int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
  */
 int snap_wal_range(const char *dir, uint64_t *first, uint64_t *last);
 
+/*
+ * A windowed segment (engine/gen.c) is made empty again with its window:
+ * snap_reclaim_get reads @p h's (1, or 0 for a one-bank segment, which
+ * needs nothing), snap_reclaim_apply windows the segment @p name that was
+ * just created (no other handle attached yet).  Returns a FLASH_* code.
+ */
+int snap_reclaim_get(flash_t *h, struct flash_reclaim_opts *ro, int *windowed);
+int snap_reclaim_apply(const char *name, const struct flash_reclaim_opts *ro);
+
 /* ---- recovery: `serve --recover` restores the newest valid snapshot
  * through rebuild.h (rebuild_run()), which checks that the WAL continues it ---- */
 

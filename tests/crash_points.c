@@ -100,6 +100,7 @@
 #define MAY_LEAVE_NONE  0x20u /* completed, the operation leaves no slot to recover */
 #define SMALL_REQS      0x40u /* a request-id table of 4 keys */
 #define SMALL_TOKENS    0x80u /* a token table of 4 tokens */
+#define WINDOWED        0x100u /* request and user tables in generation banks (gen.c) */
 
 /* ------------------------------------------------------------------ child results */
 
@@ -187,6 +188,11 @@ struct ctx {
 	/* the identity and the consumer claim as setup left them */
 	uint64_t inc0, lsn0, claim0;
 	uint64_t toks[4];             /* expired tokens of the sweep scenario */
+	/* generation scenarios: the request ids placed, the keys of the bank
+	 * to clear, the clock handed to flash_gen_advance */
+	uint64_t rids[4];
+	uint64_t bank_keys;
+	int64_t clk;
 };
 
 struct scen {
@@ -218,7 +224,7 @@ static void on_signal(int sig)
 
 static const char *const region_names[FS_R_COUNT] = {
 	"act", "act_idx", "sku", "sku_idx", "shard", "user", "token", "req", "order", "lock",
-	"proc", "journal", "ring", "ringbuf",
+	"proc", "journal", "ring", "ringbuf", "obs", "user_banks", "req_banks",
 };
 
 /* The region holding segment offset @p off ("hdr" before the first). */
@@ -484,21 +490,41 @@ static void check_all(flash_t *h, struct ctx *c)
 		      "order %u stuck in kind %u", i + 1, k);
 	}
 	{
-		uint32_t used = 0, rused = 0, live = 0, locks = 0;
+		uint32_t live = 0, locks = 0;
 
-		for (uint32_t i = 0; i <= h->user_mask; i++) {
-			unsigned k = FS_KIND(h->user[i].state);
+		/* every bank of both keyed tables: no entry in flight, the fill
+		 * count equals the keys held, a CLEAR bank holds none, no bank is
+		 * left CLEARING, the current generation's bank is USED by it */
+		for (uint32_t t = 0; t < 2; t++) {
+			const struct fs_kent *e = t == FS_KT_REQ ? h->req : h->user;
+			uint32_t per = (t == FS_KT_REQ ? h->req_mask : h->user_mask) + 1;
+			uint64_t cur = h->hdr->gen[t].cur, cw;
 
-			CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_DONE,
-			      "user entry %u stuck in kind %u", i, k);
-			used += k != FS_K_EMPTY;
-		}
-		for (uint32_t i = 0; i <= h->req_mask; i++) {
-			unsigned k = FS_KIND(h->req[i].state);
+			for (uint32_t b = 0; b < h->gen_banks; b++) {
+				uint32_t used = 0;
+				uint64_t w = h->hdr->gen[t].bank[b];
 
-			CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_DONE,
-			      "request entry %u stuck in kind %u", i, k);
-			rused += k != FS_K_EMPTY;
+				for (uint32_t i = b * per; i < (b + 1) * per; i++) {
+					unsigned k = FS_KIND(e[i].state);
+
+					CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_DONE,
+					      "%s entry %u stuck in kind %u", t ? "user" : "request", i, k);
+					used += k != FS_K_EMPTY;
+					CHECK(k != FS_K_EMPTY || (e[i].k[0] == 0 && e[i].k[1] == 0 && e[i].k[2] == 0) ||
+					      FS_BANK_KIND(w) != FS_BANK_CLEAR,
+					      "%s entry %u of a clear bank keeps a key", t ? "user" : "request", i);
+				}
+				CHECK(used == fs_kt_fill(h, t, b)->value, "%s bank %u: fill %llu, %u keys held",
+				      t ? "user" : "request", b, (unsigned long long)fs_kt_fill(h, t, b)->value, used);
+				CHECK(FS_BANK_KIND(w) != FS_BANK_CLEARING, "%s bank %u left CLEARING",
+				      t ? "user" : "request", b);
+				CHECK(FS_BANK_KIND(w) != FS_BANK_CLEAR || used == 0, "%s bank %u clear with %u keys",
+				      t ? "user" : "request", b, used);
+			}
+			cw = h->hdr->gen[t].bank[cur % h->gen_banks];
+			CHECK(FS_BANK_KIND(cw) == FS_BANK_USED && FS_BANK_GEN(cw) == cur,
+			      "%s generation %llu, its bank reads kind %u generation %llu", t ? "user" : "request",
+			      (unsigned long long)cur, FS_BANK_KIND(cw), (unsigned long long)FS_BANK_GEN(cw));
 		}
 		for (uint32_t i = 0; i <= h->tok_mask; i++) {
 			unsigned k = FS_KIND(h->tok[i].state);
@@ -509,10 +535,6 @@ static void check_all(flash_t *h, struct ctx *c)
 		}
 		for (uint32_t i = 0; i <= h->lock_mask; i++)
 			locks += h->lock[i].used != 0;
-		CHECK(used == h->hdr->users_used, "users_used %u, %u keys in the table",
-		      h->hdr->users_used, used);
-		CHECK(rused == h->hdr->req_used, "req_used %u, %u keys in the table",
-		      h->hdr->req_used, rused);
 		CHECK(live == h->hdr->tokens_live.value, "tokens_live %" PRIu64 ", %u live tokens in the table",
 		      h->hdr->tokens_live.value, live);
 		CHECK(locks == h->hdr->locks_used, "locks_used %u, %u names in the table",
@@ -631,8 +653,11 @@ static void check_all(flash_t *h, struct ctx *c)
 
 				if (a)
 					flags = a->a.flags;
-				CHECK(ui <= h->user_mask, "order %llu: user entry %u", (unsigned long long)no, ui);
-				if (ui <= h->user_mask) {
+				CHECK(ui < h->user_n, "order %llu: user entry %u", (unsigned long long)no, ui);
+				/* a per-day entry may have gone with its bank (gen.c): once the
+				 * user table reclaimed anything, such entries are not judged */
+				if (ui < h->user_n &&
+				    !(a && a->a.scope == FLASH_SCOPE_DAY && h->hdr->gen[FS_KT_USER].reclaimed.value)) {
 					uint64_t s = h->user[ui].state;
 
 					if (oi.state == FLASH_ORDER_ACTIVE ||
@@ -1981,6 +2006,180 @@ static int trap_selftest(void)
 
 /* ------------------------------------------------------------------ the table */
 
+/* ------------------------------------------------------------------ generations (gen.c) */
+
+#define GEN_HOUR_NS (3600ll * 1000000000)
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* GEN records of kind @p kind (1 advance, 2 clear) for table @p t */
+static int gen_recs(const struct ctx *c, uint32_t t, uint32_t kind)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->nrec; i++)
+		n += c->rec[i].type == FLASH_REC_GEN && c->rec[i].activity_id == t && c->rec[i].qty == kind;
+	return n;
+}
+
+/*
+ * A windowed segment with entries of every kind in generation 0 of both
+ * tables: request ids DONE (an order, a sold-out, a limit refusal), FREE
+ * (a retry's claim given back is not needed: a cancelled order's per-day
+ * limit entry is FREE), user entries DONE and FREE.
+ */
+static void setup_gen(flash_t *h, struct ctx *c)
+{
+	struct flash_activity a;
+	struct flash_order_res res;
+
+	memset(&a, 0, sizeof a);
+	a.id = 31;
+	a.limit_per_user = 1;
+	a.max_qty = 4;
+	a.scope = FLASH_SCOPE_DAY;
+	a.flags = FLASH_ACT_CANCEL_RETURNS_QUOTA;
+	a.start_ns = now_ns() - GEN_HOUR_NS;
+	a.end_ns = now_ns() + GEN_HOUR_NS;
+	CHECK_RC(flash_activity_add(h, &a), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 31, 310, 3, 1), FLASH_OK);
+	c->act = 31;
+	c->sku = 310;
+	for (int i = 0; i < 4; i++)
+		c->rids[i] = flash_request_id_new();
+	CHECK_RC(order(h, 31, 310, 1, 1, 0, c->rids[0], NULL), FLASH_OK);
+	CHECK_RC(order(h, 31, 310, 2, 1, 0, c->rids[1], &res), FLASH_OK);
+	CHECK_RC(flash_cancel(h, res.order_no, NULL), FLASH_OK);
+	CHECK_RC(order(h, 31, 310, 3, 4, 0, c->rids[2], NULL), FLASH_ESOLD_OUT);
+	CHECK_RC(order(h, 31, 310, 1, 1, 0, c->rids[3], NULL), FLASH_ELIMIT);
+	c->clk = now_ns();
+}
+
+/* setup_gen, then the table @p t two generations on: bank 0 is to clear */
+static void setup_gen_old(flash_t *h, struct ctx *c, uint32_t t)
+{
+	struct flash_gen_info gi;
+
+	setup_gen(h, c);
+	for (int k = 0; k < 2; k++) {
+		c->clk += 2 * GEN_HOUR_NS;
+		CHECK_RC(flash_gen_advance(h, t, c->clk, &gi), FLASH_OK);
+		CHECK(gi.advanced == 1, "setup: generation %d did not move", k + 1);
+	}
+	CHECK_RC(flash_gen_get(h, t, &gi), FLASH_OK);
+	CHECK(gi.bank[0].state == FLASH_BANK_OLD && gi.bank[0].keys > 0,
+	      "setup: bank 0 in state %u with %u keys", gi.bank[0].state, gi.bank[0].keys);
+	c->bank_keys = gi.bank[0].keys;
+}
+
+static void setup_gen_old_req(flash_t *h, struct ctx *c)
+{
+	setup_gen_old(h, c, FLASH_TABLE_REQUESTS);
+}
+
+static void setup_gen_old_user(flash_t *h, struct ctx *c)
+{
+	setup_gen_old(h, c, FLASH_TABLE_USERS);
+}
+
+static int run_gen_advance(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	struct flash_gen_info gi;
+
+	return flash_gen_advance(h, FLASH_TABLE_REQUESTS, c->clk + 2 * GEN_HOUR_NS, &gi);
+}
+
+static void verify_gen_advance(flash_t *h, struct ctx *c)
+{
+	struct flash_gen_info gi;
+	struct flash_order_res res;
+	uint64_t cur;
+
+	CHECK_RC(flash_gen_get(h, FLASH_TABLE_REQUESTS, &gi), FLASH_OK);
+	cur = gi.gen;
+	CHECK(cur <= 1, "generation %llu after one advance", (unsigned long long)cur);
+	CHECK((int)cur == gen_recs(c, FLASH_TABLE_REQUESTS, 1), "generation %llu with %d GEN records",
+	      (unsigned long long)cur, gen_recs(c, FLASH_TABLE_REQUESTS, 1));
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(cur == 1, "completed advance left generation %llu", (unsigned long long)cur);
+	}
+	/* the retry moves it iff it had not moved */
+	CHECK_RC(flash_gen_advance(h, FLASH_TABLE_REQUESTS, c->clk + 2 * GEN_HOUR_NS, &gi), FLASH_OK);
+	CHECK(gi.gen == 1 && gi.advanced == (cur == 0), "retry: generation %llu, advanced %u",
+	      (unsigned long long)gi.gen, gi.advanced);
+	CHECK(gi.gen_start_ns == c->clk + 2 * GEN_HOUR_NS, "generation 1 dated %lld",
+	      (long long)gi.gen_start_ns);
+	/* the first outcomes answer from generation 0 */
+	memset(&res, 0, sizeof res);
+	CHECK_RC(order(h, 31, 310, 1, 1, 0, c->rids[0], &res), FLASH_EDUPLICATE);
+	CHECK_RC(res.first_rc, FLASH_OK);
+	memset(&res, 0, sizeof res);
+	CHECK_RC(order(h, 31, 310, 3, 4, 0, c->rids[2], &res), FLASH_EDUPLICATE);
+	CHECK_RC(res.first_rc, FLASH_ESOLD_OUT);
+	CHECK_RC(order(h, 31, 310, 4, 1, 0, flash_request_id_new(), NULL), FLASH_OK);
+}
+
+static int run_gen_clear_req(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_gen_clear(h, FLASH_TABLE_REQUESTS, &o->v[0]);
+}
+
+static int run_gen_clear_user(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_gen_clear(h, FLASH_TABLE_USERS, &o->v[0]);
+}
+
+/* Bank 0 is wholly there (rolled back) or wholly gone and counted once. */
+static void verify_gen_clear(flash_t *h, struct ctx *c, uint32_t t)
+{
+	struct flash_gen_info gi;
+	uint64_t n = 0;
+	int cleared;
+
+	CHECK_RC(flash_gen_get(h, t, &gi), FLASH_OK);
+	cleared = gi.bank[0].state == FLASH_BANK_CLEAR;
+	CHECK(cleared || (gi.bank[0].state == FLASH_BANK_OLD && gi.bank[0].keys == c->bank_keys),
+	      "bank 0 in state %u with %u keys, want clear or its %llu keys", gi.bank[0].state,
+	      gi.bank[0].keys, (unsigned long long)c->bank_keys);
+	CHECK(gi.reclaimed == (cleared ? c->bank_keys : 0), "reclaimed %llu, cleared %d",
+	      (unsigned long long)gi.reclaimed, cleared);
+	CHECK(gen_recs(c, t, 2) == cleared, "%d clear records, cleared %d", gen_recs(c, t, 2), cleared);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(cleared && c->out.v[0] == c->bank_keys, "completed clear: %d, %llu keys",
+		      cleared, (unsigned long long)c->out.v[0]);
+	}
+	/* the next call finishes it; nothing is counted twice */
+	CHECK_RC(flash_gen_clear(h, t, &n), FLASH_OK);
+	CHECK(n == (cleared ? 0 : c->bank_keys), "retry cleared %llu", (unsigned long long)n);
+	CHECK_RC(flash_gen_get(h, t, &gi), FLASH_OK);
+	CHECK(gi.bank[0].state == FLASH_BANK_CLEAR && gi.bank[0].keys == 0 && gi.reclaimed == c->bank_keys,
+	      "after the retry: bank 0 state %u, %u keys, %llu reclaimed", gi.bank[0].state,
+	      gi.bank[0].keys, (unsigned long long)gi.reclaimed);
+	/* and the table moves into it */
+	CHECK_RC(flash_gen_advance(h, t, c->clk + 10 * GEN_HOUR_NS, &gi), FLASH_OK);
+	CHECK(gi.advanced == 1 && gi.gen == 3, "advance into the cleared bank: %u, generation %llu",
+	      gi.advanced, (unsigned long long)gi.gen);
+	CHECK_RC(order(h, 31, 310, 5, 1, 0, flash_request_id_new(), NULL), FLASH_OK);
+}
+
+static void verify_gen_clear_req(flash_t *h, struct ctx *c)
+{
+	verify_gen_clear(h, c, FLASH_TABLE_REQUESTS);
+}
+
+static void verify_gen_clear_user(flash_t *h, struct ctx *c)
+{
+	verify_gen_clear(h, c, FLASH_TABLE_USERS);
+}
+
 static const struct scen scens[] = {
 	{ "order_borrow_token_req_K2", setup_order_borrow, run_order, verify_order_ok, 0 },
 	{ "order_home_shard_empty", setup_order_home_empty, run_order, verify_order_ok, 0 },
@@ -2034,6 +2233,10 @@ static const struct scen scens[] = {
 	  SMALL_REQS },
 	{ "token_issue_table_expired", setup_token_expired_full, run_token_issue,
 	  verify_token_expired_full, SMALL_TOKENS },
+	/* generations: a table moving on, a bank with entries of every kind cleared */
+	{ "gen_advance", setup_gen, run_gen_advance, verify_gen_advance, WINDOWED },
+	{ "gen_clear_requests", setup_gen_old_req, run_gen_clear_req, verify_gen_clear_req, WINDOWED },
+	{ "gen_clear_users", setup_gen_old_user, run_gen_clear_user, verify_gen_clear_user, WINDOWED },
 };
 
 /* victims whose recovery is itself enumerated (the first three also with
@@ -2043,6 +2246,7 @@ static const char *const victims[] = {
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 	"order_requests_one_from_full", "token_issue_table_expired", "consumer_close",
+	"gen_advance", "gen_clear_requests",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 
@@ -2158,6 +2362,14 @@ static flash_t *fresh(struct ctx *c)
 	    (rc = flash_open(c->name, 0, &h)) != FLASH_OK) {
 		fprintf(stderr, "segment %s: %s\n", c->name, flash_rcname(rc));
 		exit(2);
+	}
+	if (c->sc != NULL && (c->sc->flags & WINDOWED)) {
+		struct flash_reclaim_opts ro = { .req_window_s = 3600, .user_gen_s = 3600 };
+
+		if ((rc = flash_seg_reclaim_set(h, &ro)) != FLASH_OK) {
+			fprintf(stderr, "segment %s: reclaim_set: %s\n", c->name, flash_rcname(rc));
+			exit(2);
+		}
 	}
 	g_parent = h;
 	return h;

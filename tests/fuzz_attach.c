@@ -387,11 +387,28 @@ static int fz_layout_ok(const struct fs_hdr_fixed *fx)
 		return 0;
 	if (o.gid >= 0 && o.gid <= (int64_t)UINT32_MAX)
 		o.gid = -1;            /* the group does not move a region */
+	/* a windowed table (flash_seg_reclaim_set) is laid out with its banks */
+	if (fx->gen_banks != 1 && (fx->gen_banks != FS_GEN_BANKS || fx->req_window_s == 0 ||
+	                           fx->user_gen_s == 0))
+		return 0;
 	shm_unlink(fz_oracle);
 	rc = flash_seg_create(fz_oracle, &o);
 	if (rc == FLASH_EINVAL)
 		return 0;
 	fz_check_rc(rc == FLASH_OK, "the creator makes a segment of valid options", rc);
+	if (fx->gen_banks != 1) {
+		struct flash_reclaim_opts ro = { .req_window_s = fx->req_window_s, .user_gen_s = fx->user_gen_s };
+		flash_t *w;
+
+		if (flash_open(fz_oracle, 0, &w) != FLASH_OK)
+			return 0;
+		rc = flash_seg_reclaim_set(w, &ro);
+		flash_close(w);
+		if (rc != FLASH_OK) {
+			shm_unlink(fz_oracle);
+			return 0;
+		}
+	}
 	img = fz_read_object(fz_oracle, &n);
 	shm_unlink(fz_oracle);
 	memcpy(&made, img, sizeof(made));

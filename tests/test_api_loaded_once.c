@@ -35,12 +35,12 @@ static const struct fs_kent *g_tab;   /* armed: scribble claims on this table */
 static uint32_t g_wild;               /* the value written into the journal */
 static int g_hits;
 
-int __real_fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
-int __wrap_fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
+int __real_fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
+int __wrap_fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out);
 
-int __wrap_fs_kt_claim(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out)
+int __wrap_fs_kt_claim0(flash_t *h, uint32_t tab, const uint64_t key[3], uint64_t *state_out)
 {
-	int rc = __real_fs_kt_claim(h, tab, key, state_out);
+	int rc = __real_fs_kt_claim0(h, tab, key, state_out);
 	const struct fs_kent *t = tab == FS_KT_REQ ? h->req : h->user;
 	uint32_t *jidx = tab == FS_KT_REQ ? &h->j->req_idx : &h->j->user_idx;
 

@@ -924,10 +924,11 @@ static void test_every_result_code_has_its_own_name_and_text(void **state)
 		{ FLASH_EPERM, "FLASH_EPERM" }, { FLASH_ENOMEM, "FLASH_ENOMEM" },
 		{ FLASH_ESYS, "FLASH_ESYS" }, { FLASH_EWRONG_THREAD, "FLASH_EWRONG_THREAD" },
 		{ FLASH_ENOTREG, "FLASH_ENOTREG" }, { FLASH_EFATE_UNKNOWN, "FLASH_EFATE_UNKNOWN" },
+		{ FLASH_EREQ_EXPIRED, "FLASH_EREQ_EXPIRED" },
 	};
 	size_t n = sizeof codes / sizeof codes[0];
 
-	assert_int_equal(n, 34);
+	assert_int_equal(n, 35);
 	for (size_t i = 0; i < n; i++) {
 		const char *text = flash_strerror(codes[i].rc);
 
@@ -939,10 +940,10 @@ static void test_every_result_code_has_its_own_name_and_text(void **state)
 		for (size_t j = 0; j < i; j++)
 			assert_string_not_equal(text, flash_strerror(codes[j].rc));
 	}
-	assert_string_equal(flash_strerror(-34), "unknown result code");
+	assert_string_equal(flash_strerror(-37), "unknown result code");
 	assert_string_equal(flash_strerror(1), "unknown result code");
 	assert_string_equal(flash_strerror(-1000000), "unknown result code");
-	assert_string_equal(flash_rcname(-34), "FLASH_E?");
+	assert_string_equal(flash_rcname(-37), "FLASH_E?");
 	assert_string_equal(flash_rcname(7), "FLASH_E?");
 }
 

@@ -3,7 +3,8 @@
  * private MariaDB of the ctest fixture (tests/fixtures/mariadb.sh): orders
  * placed in sync and in async durability reach MySQL exactly once, after
  * they are durable; a restart of the daemon on the same WAL changes nothing
- * in MySQL.
+ * in MySQL.  A windowed segment's bank is cleared only once MySQL applied
+ * the orders of its generation (serve's reclaimer).
  */
 #include <mysql.h>
 #include <pthread.h>
@@ -132,6 +133,80 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	wt_rmdir(dir);
 }
 
+
+/*
+ * The reclaimer's MySQL gate: a user-table bank holding 20 per-day limit
+ * entries is due for clearing, but while the applier cannot reach MySQL
+ * the daemon puts the clear off, step after step; with MySQL back the bank
+ * is cleared -- and by then MySQL holds the 20 orders.
+ */
+static void test_windowed_bank_is_cleared_only_after_mysql_applied_its_orders(void **st)
+{
+	(void)st;
+	char name[64], url[512], bad[600];
+	struct flash_seg_opts so;
+	struct flash_reclaim_opts ro = { .req_window_s = 1, .user_gen_s = 1 };
+	struct flash_gen_info gi;
+	t_opts_small(&so);
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	fresh_db(url, sizeof url, 7);
+	snprintf(bad, sizeof bad, "%s", url);
+	char *q = strstr(bad, "?socket=");
+	assert_non_null(q);
+	snprintf(q, sizeof bad - (size_t)(q - bad), "?socket=%s/no-such.sock", dir);
+
+	assert_int_equal(flash_seg_reclaim_set(h, &ro), FLASH_OK);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_DAY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 1, 1000, 1), FLASH_OK);
+	for (uint64_t u = 1; u <= 20; u++)
+		assert_int_equal(t_order(h, 1, 1, u, 1, 0, 0, NULL), FLASH_OK);
+
+	for (int phase = 0; phase < 2; phase++) {
+		struct serve_thread t;
+		memset(&t, 0, sizeof t);
+		serve_opts_default(&t.o);
+		t.o.segment = name;
+		t.o.wal_dir = dir;
+		t.o.log_level = SERVE_LOG_ERROR;
+		t.o.idle_us_max = 200;
+		t.o.reclaim_every_ms = 20;
+		t.o.reconcile_every_ms = 0;
+		t.o.mysql_url = phase == 0 ? bad : url;
+		t.o.mysql_drain_ms = phase == 0 ? 100 : 60000;
+		t.o.stop = &t.stop;
+		assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
+		for (int i = 0;; i++) {
+			assert_true(i < 3000);   /* 60 s: a daemon that never gets there */
+			assert_int_equal(flash_gen_get(h, FLASH_TABLE_USERS, &gi), FLASH_OK);
+			if (phase == 0)
+				assert_int_equal(gi.reclaimed, 0);   /* never while MySQL is away */
+			if (phase == 0 ? __atomic_load_n(&t.st.gen_clear_waits, __ATOMIC_RELAXED) >= 10
+			               : gi.reclaimed != 0)
+				break;
+			t_sleep_ms(20);
+		}
+		if (phase == 0) {
+			/* due (two generations on), put off again and again: kept */
+			assert_int_equal(gi.gen, 2);
+			assert_int_equal(gi.bank[0].state, FLASH_BANK_OLD);
+			assert_int_equal(gi.bank[0].keys, 20);
+			assert_int_equal(gi.reclaimed, 0);
+		} else {
+			struct flash_mysql_opts mo = { .url = url };
+			flash_mysql_t *m;
+			assert_int_equal(gi.reclaimed, 20);
+			assert_int_equal(flash_mysql_open(&mo, &m), FLASH_OK);
+			assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), 20);
+			flash_mysql_close(m);
+		}
+		__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(t.th, NULL);
+		assert_int_equal(t.rc, 0);
+	}
+	wt_rmdir(dir);
+}
+
 static void test_sync_orders_reach_mysql_exactly_once(void **st)
 {
 	(void)st;
@@ -149,6 +224,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_sync_orders_reach_mysql_exactly_once, t_teardown),
 		cmocka_unit_test_teardown(test_async_orders_reach_mysql_exactly_once, t_teardown),
+		cmocka_unit_test_teardown(test_windowed_bank_is_cleared_only_after_mysql_applied_its_orders, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /*
  * cmd_create.c -- `flashstock create`: make a new segment with the given
- * capacities, mode and durability (flash_seg_create()).
+ * capacities, mode and durability (flash_seg_create()), and optionally
+ * windowed request-id and user tables (flash_seg_reclaim_set()).
  */
 #include "tool.h"
 
@@ -36,18 +37,27 @@ static void create_help(FILE *out, const struct flash_seg_opts *d)
 	        "  --mode 0600|0660       permissions (default 0%o); 0660 shares with a group\n"
 	        "  --group G              group name or gid for mode 0660\n"
 	        "  --durability async|sync  acknowledge at once, or after fdatasync (default %s)\n"
+	        "  --request-window-s N   window the tables (flashstock.h section 11): request\n"
+	        "                         ids remembered at least N s (and at most ~2N), ids\n"
+	        "                         must carry their time (flash_request_id_new); the\n"
+	        "                         request and user tables take %u banks each\n"
+	        "  --limit-day-s N        business day / user-table generation of a windowed\n"
+	        "                         segment (default 86400 once windowed)\n"
+	        "  --no-reclaim           one bank per table, ids remembered for the segment's\n"
+	        "                         life (the default when neither option above is given)\n"
 	        "\n"
 	        "exit: 0 created; 1 failed (e.g. name exists, not enough memory); 2 usage error\n",
 	        FLASH_CAP_MAX, d->max_activities, d->max_skus, d->max_shards, d->max_users,
 	        d->max_orders, d->max_tokens, d->max_requests, d->max_locks,
 	        FLASH_PROCS_MAX, d->max_procs, FLASH_RING_MIN, FLASH_RING_MAX, d->ring_records, d->mode,
-	        d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	        d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async", FLASH_GEN_BANKS);
 }
 
 int cmd_create(int argc, char **argv)
 {
 	enum { O_NAME = 256, O_ACT, O_SKUS, O_SHARDS, O_USERS, O_ORDERS, O_TOKENS,
-	       O_REQUESTS, O_LOCKS, O_PROCS, O_RING, O_MODE, O_GROUP, O_DUR };
+	       O_REQUESTS, O_LOCKS, O_PROCS, O_RING, O_MODE, O_GROUP, O_DUR, O_REQWIN, O_DAY,
+	       O_NORECLAIM };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "name",       required_argument, NULL, O_NAME },
@@ -64,6 +74,9 @@ int cmd_create(int argc, char **argv)
 		{ "mode",       required_argument, NULL, O_MODE },
 		{ "group",      required_argument, NULL, O_GROUP },
 		{ "durability", required_argument, NULL, O_DUR },
+		{ "request-window-s", required_argument, NULL, O_REQWIN },
+		{ "limit-day-s", required_argument, NULL, O_DAY },
+		{ "no-reclaim", no_argument,       NULL, O_NORECLAIM },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -71,7 +84,8 @@ int cmd_create(int argc, char **argv)
 	const char *name = NULL, *group = NULL;
 	uint32_t *target;
 	char what[300];
-	int c, rc;
+	int c, rc, windowed = 0, no_reclaim = 0;
+	struct flash_reclaim_opts ro = { .req_window_s = 86400, .user_gen_s = 86400 };
 
 	flash_seg_opts_default(&o);
 	opterr = 0;
@@ -114,6 +128,17 @@ int cmd_create(int argc, char **argv)
 			else
 				return tool_usage_err(cmd, "--durability: expected async or sync, got '%s'", optarg);
 			break;
+		case O_REQWIN:
+			if (tool_opt_u32(cmd, "--request-window-s", optarg, 1, 31536000, &ro.req_window_s))
+				return TOOL_USAGE;
+			windowed = 1;
+			break;
+		case O_DAY:
+			if (tool_opt_u32(cmd, "--limit-day-s", optarg, 1, 31536000, &ro.user_gen_s))
+				return TOOL_USAGE;
+			windowed = 1;
+			break;
+		case O_NORECLAIM: no_reclaim = 1; break;
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
@@ -127,6 +152,8 @@ int cmd_create(int argc, char **argv)
 	}
 	if (optind < argc)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (windowed && no_reclaim)
+		return tool_usage_err(cmd, "--no-reclaim contradicts --request-window-s / --limit-day-s");
 	if (!name)
 		return tool_usage_err(cmd, "--name is required");
 	if (group) {
@@ -160,10 +187,27 @@ int cmd_create(int argc, char **argv)
 		snprintf(what, sizeof what, "create %s", name);
 		return tool_fail(what, rc);
 	}
+	if (windowed) {
+		/* right after the create, before anyone attaches (flash_seg_reclaim_set) */
+		flash_t *h = NULL;
+
+		if ((rc = flash_open(name, 0, &h)) == FLASH_OK) {
+			rc = flash_seg_reclaim_set(h, &ro);
+			flash_close(h);
+		}
+		if (rc != FLASH_OK) {
+			flash_seg_destroy(name);
+			snprintf(what, sizeof what, "create %s: windowing the tables", name);
+			return tool_fail(what, rc);
+		}
+	}
 	printf("created %s: %u skus, %u shards, %u users, %u orders, %u tokens, "
 	       "%u requests, %u procs, ring %u, mode 0%o, %s\n",
 	       name, o.max_skus, o.max_shards, o.max_users, o.max_orders,
 	       o.max_tokens, o.max_requests, o.max_procs, o.ring_records, o.mode,
 	       o.durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	if (windowed)
+		printf("windowed: request ids %u s, business day %u s, %u banks per table\n",
+		       ro.req_window_s, ro.user_gen_s, FLASH_GEN_BANKS);
 	return TOOL_OK;
 }

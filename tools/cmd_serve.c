@@ -74,6 +74,12 @@ static void serve_help(FILE *out)
 	        "  --no-snapshot        no snapshots (then no WAL file is ever removed).  WAL\n"
 	        "                       files go once both a snapshot and MySQL (when --mysql\n"
 	        "                       is given) cover them; snapshots are DIR/snap-*.fss\n"
+	        "  --no-reclaim         a windowed segment (create --request-window-s): never\n"
+	        "                       move its generations on nor clear a bank.  By default\n"
+	        "                       the daemon does, every --reclaim-every-ms (1000), and\n"
+	        "                       with --mysql clears a bank only once MySQL applied\n"
+	        "                       what the WAL held when the clear fell due\n"
+	        "  --reclaim-every-ms N how often the reclaimer looks (default 1000)\n"
 	        "  --keep-wal           take snapshots but never remove a WAL file (keep the\n"
 	        "                       whole history, e.g. to audit it or to feed a new MySQL)\n"
 	        "  --feed-keep-bytes B  WAL kept for one feed consumer at most, bytes (default\n"
@@ -141,6 +147,8 @@ int cmd_serve(int argc, char **argv)
 		{ "feed-keep-bytes", required_argument, NULL, 0x101 },
 		{ "feed-keep-age", required_argument, NULL, 0x102 },
 		{ "keep-wal",    no_argument,      NULL, 'K' },
+		{ "no-reclaim",  no_argument,      NULL, 0x103 },
+		{ "reclaim-every-ms", required_argument, NULL, 0x104 },
 		{ "reconcile-every", required_argument, NULL, 'E' },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
@@ -222,6 +230,13 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'K':
 			o.keep_wal = 1;
+			break;
+		case 0x103:
+			o.no_reclaim = 1;
+			break;
+		case 0x104:
+			if (tool_opt_u32(cmd, "--reclaim-every-ms", optarg, 1, 3600000, &o.reclaim_every_ms) != 0)
+				return TOOL_USAGE;
 			break;
 		case 0x101:
 			if (tool_opt_u64(cmd, "--feed-keep-bytes", optarg, 0, UINT64_MAX / 2,

@@ -31,7 +31,12 @@ static void status_help(FILE *out)
 	        "  tables: {activities, skus, shards, users, tokens, orders, requests, locks,\n"
 	        "           procs: {used, cap, pct}},\n"
 	        "  counters: {orders, cancels, sold_out, limit_hits, token_rejects,\n"
-	        "             duplicates, cas_retries, recoveries, rolled_back, rolled_forward}\n"
+	        "             duplicates, cas_retries, recoveries, rolled_back, rolled_forward},\n"
+	        "  generations: {requests, users: {banks, gen_s, gen, gen_start_ns, reclaimed,\n"
+	        "                wait (\"none\"|\"not_due\"|\"pinned\"|\"not_cleared\"),\n"
+	        "                wait_activity, bank: [{gen, keys, cap, state (\"clear\"|\n"
+	        "                \"current\"|\"previous\"|\"old\"|\"clearing\"|\"pinned\"),\n"
+	        "                pinned_by}]}} (banks 1: a segment without reclamation)\n"
 	        "\n"
 	        "exit: 0 shown; 1 failed (no segment, bad segment); 2 usage error\n");
 }
@@ -40,6 +45,67 @@ struct status_table {
 	const char *name;
 	uint64_t    used, cap;
 };
+
+static const char *const gen_state_name[] = { "clear", "current", "previous", "old", "clearing", "pinned" };
+static const char *const gen_wait_name[] = { "none", "not_due", "pinned", "not_cleared" };
+
+static const char *gen_name(const char *const *v, size_t n, uint32_t i)
+{
+	return i < n ? v[i] : "?";
+}
+
+/* The generations of both keyed tables (flashstock.h section 11). */
+static void status_gens_text(const struct flash_gen_info *g)
+{
+	static const char *const tab[2] = { "requests", "users" };
+
+	printf("\ngenerations\n");
+	for (int t = 0; t < 2; t++) {
+		if (g[t].banks == 1) {
+			printf("  %-9s one bank, never reclaimed\n", tab[t]);
+			continue;
+		}
+		printf("  %-9s gen %llu (length %u s), reclaimed %llu keys, next: %s", tab[t],
+		       (unsigned long long)g[t].gen, g[t].gen_s, (unsigned long long)g[t].reclaimed,
+		       gen_name(gen_wait_name, 4, g[t].wait));
+		if (g[t].wait == FLASH_GEN_WAIT_PINNED)
+			printf(" by activity %u", g[t].wait_activity);
+		printf("\n");
+		for (uint32_t b = 0; b < g[t].banks; b++) {
+			const struct flash_gen_bank *k = &g[t].bank[b];
+
+			printf("    bank %u  gen %-8llu %-9s %10u / %-10u %5.1f%%", b, (unsigned long long)k->gen,
+			       gen_name(gen_state_name, 6, k->state), k->keys, k->capacity,
+			       k->capacity ? 100.0 * k->keys / k->capacity : 0.0);
+			if (k->pinned_by)
+				printf("  pinned by activity %u", k->pinned_by);
+			printf("\n");
+		}
+	}
+}
+
+static void status_gens_json(const struct flash_gen_info *g)
+{
+	static const char *const tab[2] = { "requests", "users" };
+
+	printf(",\"generations\":{");
+	for (int t = 0; t < 2; t++) {
+		printf("%s\"%s\":{\"banks\":%u,\"gen_s\":%u,\"gen\":%llu,\"gen_start_ns\":%lld,"
+		       "\"reclaimed\":%llu,\"wait\":\"%s\",\"wait_activity\":%u,\"bank\":[",
+		       t ? "," : "", tab[t], g[t].banks, g[t].gen_s, (unsigned long long)g[t].gen,
+		       (long long)g[t].gen_start_ns, (unsigned long long)g[t].reclaimed,
+		       gen_name(gen_wait_name, 4, g[t].wait), g[t].wait_activity);
+		for (uint32_t b = 0; b < g[t].banks; b++) {
+			const struct flash_gen_bank *k = &g[t].bank[b];
+
+			printf("%s{\"gen\":%llu,\"keys\":%u,\"cap\":%u,\"state\":\"%s\",\"pinned_by\":%u}",
+			       b ? "," : "", (unsigned long long)k->gen, k->keys, k->capacity,
+			       gen_name(gen_state_name, 6, k->state), k->pinned_by);
+		}
+		printf("]}");
+	}
+	printf("}");
+}
 
 static double status_pct(uint64_t used, uint64_t cap)
 {
@@ -227,7 +293,7 @@ static void status_json(const char *name, const struct flash_stats *st,
 	printf("},\"counters\":{\"orders\":%llu,\"cancels\":%llu,\"sold_out\":%llu,"
 	       "\"limit_hits\":%llu,\"token_rejects\":%llu,\"duplicates\":%llu,"
 	       "\"cas_retries\":%llu,\"recoveries\":%llu,\"rolled_back\":%llu,"
-	       "\"rolled_forward\":%llu}}\n",
+	       "\"rolled_forward\":%llu}",
 	       (unsigned long long)st->orders, (unsigned long long)st->cancels,
 	       (unsigned long long)st->sold_out, (unsigned long long)st->limit_hits,
 	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
@@ -307,10 +373,21 @@ int cmd_status(int argc, char **argv)
 			{ "procs",      st.procs,      st.procs_cap },
 		};
 		size_t ntabs = sizeof tabs / sizeof tabs[0];
-		if (json)
+		struct flash_gen_info gi[2];
+
+		for (int t = 0; t < 2; t++)
+			if ((rc = flash_gen_get(h, (uint32_t)t, &gi[t])) != FLASH_OK) {
+				rc = tool_fail("status: read generations", rc);
+				goto out;
+			}
+		if (json) {
 			status_json(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs);
-		else
+			status_gens_json(gi);
+			printf("}\n");
+		} else {
 			status_text(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs);
+			status_gens_text(gi);
+		}
 	}
 	rc = fflush(stdout) == 0 ? TOOL_OK : tool_failf("status: write: output error");
 out:

@@ -34,6 +34,7 @@ struct demo_buyer {
 	flash_t                *h;
 	const struct demo_cfg  *cfg;
 	struct demo_proc       *p;
+	int                     windowed;  /* request ids must carry their time (flashstock.h 11) */
 };
 
 uint64_t demo_mix(uint64_t x)
@@ -129,7 +130,8 @@ static int demo_order_new(struct demo_buyer *b, uint64_t user, uint32_t sku,
 		req->user_id = user;
 		req->qty = 1;
 		req->token = tok;
-		req->request_id = (user << 12) | (++*k & 0xfffu);
+		++*k;
+		req->request_id = b->windowed ? flash_request_id_new() : (user << 12) | (*k & 0xfffu);
 		rc = demo_order_timed(b, req, res);
 		if (rc != FLASH_EBUSY)
 			return rc;
@@ -326,6 +328,11 @@ int demo_buyer_run(const struct demo_cfg *cfg, struct demo_shared *sh, uint32_t 
 		return 1;
 	b.cfg = cfg;
 	b.p = p;
+	{
+		struct flash_gen_info gi;
+
+		b.windowed = flash_gen_get(b.h, FLASH_TABLE_REQUESTS, &gi) == FLASH_OK && gi.banks > 1;
+	}
 	while ((go = __atomic_load_n(&sh->ds_go, __ATOMIC_ACQUIRE)) == 0)
 		demo_pause();
 	if (go < 0) {

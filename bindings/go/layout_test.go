@@ -161,6 +161,7 @@ func TestSentinelsCarryTheirOwnCodes(t *testing.T) {
 		{ErrLocked, "FLASH_ELOCKED"}, {ErrNotOwner, "FLASH_ENOT_OWNER"},
 		{ErrCancelled, "FLASH_ECANCELLED"}, {ErrWrongThread, "FLASH_EWRONG_THREAD"},
 		{ErrFork, "FLASH_EFORK"}, {ErrFateUnknown, "FLASH_EFATE_UNKNOWN"},
+		{ErrReqExpired, "FLASH_EREQ_EXPIRED"},
 		{ErrNoSeg, "FLASH_ENOSEG"}, {ErrReadOnly, "FLASH_EREADONLY"},
 		{ErrDurability, "FLASH_EDURABILITY"}, {ErrExist, "FLASH_EEXIST"},
 		{ErrTimeout, "FLASH_ETIMEOUT"}, {ErrLost, "FLASH_ELOST"},

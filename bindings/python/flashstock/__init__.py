@@ -47,7 +47,7 @@ from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  
                       DurabilityFailed, Duplicate, Ended, Exists, FateUnknown, FlashError,
                       Fork, Full, InvalidArgument, LimitReached, Locked, NoMemory, NoProc,
                       NoSegment, NotFound, NotOwner, NotStarted, PermissionDenied, ReadOnly,
-                      SoldOut, SystemFailure, WrongThread, error_for)
+                      RequestExpired, SoldOut, SystemFailure, WrongThread, error_for)
 from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
                       BadVersion, NotRegular, OwnerMismatch)
 from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
@@ -68,7 +68,7 @@ __all__ = [
     "Duplicate", "Full", "InvalidArgument", "DurabilityFailed", "Exists", "NoSegment",
     "AttachError", "ReadOnly", "Fork", "Cancelled", "Locked", "NotOwner", "Busy", "NoProc",
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
-    "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
+    "RequestExpired", "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
     "BadChecksum", "BadLayout", "NotRegular",
     "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
     "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",

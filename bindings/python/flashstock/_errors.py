@@ -25,7 +25,7 @@ __all__ = [
     "BadToken", "Duplicate", "Full", "InvalidArgument", "DurabilityFailed",
     "Exists", "NoSegment", "AttachError", "ReadOnly", "Fork", "Cancelled",
     "Locked", "NotOwner", "Busy", "NoProc", "PermissionDenied", "NoMemory",
-    "SystemFailure", "WrongThread", "FateUnknown", "Corrupt", "Closed",
+    "SystemFailure", "WrongThread", "FateUnknown", "RequestExpired", "Corrupt", "Closed",
     "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion", "BadChecksum",
     "BadLayout", "NotRegular", "Timeout", "Lost", "Ahead", "FeedIdentMismatch",
     "RefillUnavailable", "FeedInUse", "error_for",
@@ -267,6 +267,13 @@ class FateUnknown(FlashError):
     limit_slot: int = 0
     lsn: int = 0
     units_returned: int = 0
+
+
+class RequestExpired(FlashError):
+    """A windowed segment: the request id is older than the window, so its
+    first outcome is no longer remembered (FLASH_EREQ_EXPIRED); nothing was
+    changed.  Look the order up (flashstock order --request-id, MariaDB)."""
+    CODE = "FLASH_EREQ_EXPIRED"
 
 
 class Closed(FlashError, ValueError):

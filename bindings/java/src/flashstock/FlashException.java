@@ -65,6 +65,7 @@ public class FlashException extends RuntimeException {
 		case -27: return new NoProc(rc);
 		case -31: return new WrongThread(rc);
 		case -33: return new FateUnknown(rc);
+		case -34: return new RequestExpired(rc);
 		case -60: return new Timeout(rc);
 		case -61: return new Lost(rc);
 		case -62: return new Ahead(rc);
@@ -132,6 +133,8 @@ public class FlashException extends RuntimeException {
 	public static final class WrongThread extends FlashException { WrongThread(int c) { super(c); } }
 	/** FLASH_EFATE_UNKNOWN: done in memory, not durable within the wait bound. */
 	public static final class FateUnknown extends FlashException { FateUnknown(int c) { super(c); } }
+	/** FLASH_EREQ_EXPIRED: request id older than the window; look the order up. */
+	public static final class RequestExpired extends FlashException { RequestExpired(int c) { super(c); } }
 
 	/* the order feed (Feed) */
 

@@ -73,6 +73,7 @@ class ErrorsTest {
 			{ "FLASH_ENOPROC", FlashException.NoProc.class },
 			{ "FLASH_EWRONG_THREAD", FlashException.WrongThread.class },
 			{ "FLASH_EFATE_UNKNOWN", FlashException.FateUnknown.class },
+			{ "FLASH_EREQ_EXPIRED", FlashException.RequestExpired.class },
 			{ "FLASH_ETIMEOUT", FlashException.Timeout.class },
 			{ "FLASH_ELOST", FlashException.Lost.class },
 			{ "FLASH_EAHEAD", FlashException.Ahead.class },
