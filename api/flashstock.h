@@ -630,7 +630,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
  * that can read the segment (or a snapshot of it) can read the key.
  * @param[out] token  nonzero, unpredictable, never issued twice per segment
  * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
- *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK;
+ *         (activity or sku, or the activity is being archived); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
 int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,

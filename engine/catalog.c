@@ -37,10 +37,11 @@ const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
 	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&h->act_idx[i]);
 
-		if (v == FS_IDX_TOMB)
-			continue;      /* an archived entry's word: the chain goes on */
-		if (v == 0 || v > h->act_cap)
+		if (v - 1 >= h->act_cap) {   /* 0, a tombstone, or corrupt (one compare) */
+			if (v == FS_IDX_TOMB)
+				continue;      /* an archived entry's word: the chain goes on */
 			return NULL;   /* end of chain, or a corrupt index: not found */
+		}
 		ck_pr_fence_load();
 		if (h->act[v - 1].a.id == id &&
 		    FS_CAT_KIND(ck_pr_load_32(&h->act[v - 1].state)) != FS_CAT_FREE) {
@@ -61,10 +62,11 @@ const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_
 	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&h->sku_idx[i]);
 
-		if (v == FS_IDX_TOMB)
-			continue;
-		if (v == 0 || v > h->sku_cap)
+		if (v - 1 >= h->sku_cap) {
+			if (v == FS_IDX_TOMB)
+				continue;
 			return NULL;
+		}
 		ck_pr_fence_load();
 		if (h->sku[v - 1].activity_id == act && h->sku[v - 1].sku_id == sku &&
 		    FS_CAT_KIND(ck_pr_load_32(&h->sku[v - 1].state)) != FS_CAT_FREE) {

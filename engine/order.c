@@ -211,8 +211,14 @@ static int order_peek(flash_t *h)
 	/* each bound loaded once (order_alloc loads and checks its own copies) */
 	next = ck_pr_load_64(&p->order_next);
 	end = ck_pr_load_64(&p->order_end);
-	if (next == 0 || next >= end)
+	if (next != 0 && next < end) {
+		uint32_t i = ono_slot(h, next);   /* the usual case: the next number's slot */
+
+		if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), next))
+			return FLASH_OK;
+	} else {
 		next = end = 0;
+	}
 	n = next;
 	for (uint32_t k = 0; k < FS_ORDER_SKIP; k++, n++) {
 		uint32_t i;

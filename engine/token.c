@@ -347,7 +347,18 @@ static int token_issue_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, ui
 	while (id == 0);
 	j = h->j;
 	for (int pass = 0;; pass++) {
+		const struct fs_act *act;
+
 		fs_op_begin(h, FS_OP_TOKEN);
+		/* not for an activity being archived: read after fs_op_begin's
+		 * full barrier, so an archive marked before is seen, and one
+		 * marked after waits for this issue and then retires its token
+		 * (archive.c) */
+		if ((act = fs_act_find(h, activity_id, NULL)) == NULL ||
+		    FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE) {
+			fs_op_end(j);
+			return FLASH_ENOT_FOUND;
+		}
 		j->tok_id = id;
 		rc = fs_counter_change(h, j, (uint32_t)h->slot, FS_TL_TARGET, 1, 1);
 		if (rc == FLASH_OK)

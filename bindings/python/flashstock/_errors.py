@@ -269,6 +269,18 @@ class FateUnknown(FlashError):
     units_returned: int = 0
 
 
+class Archived(FlashError):
+    """The order's activity was archived (flash_archive): its slot was
+    reclaimed; the order is in MariaDB and the WAL (FLASH_EARCHIVED)."""
+    CODE = "FLASH_EARCHIVED"
+
+
+class NotEnded(FlashError):
+    """Archive of an activity whose window has not closed (FLASH_ENOT_ENDED):
+    nothing changed."""
+    CODE = "FLASH_ENOT_ENDED"
+
+
 class Closed(FlashError, ValueError):
     """The FlashStock object was closed (FLASH_EINVAL: no handle to use)."""
     CODE = ""
