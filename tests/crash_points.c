@@ -35,7 +35,12 @@
  * request id were taken), cancels (quota returned or kept), restock + and -,
  * token issue and redeem, lock acquire (first use of a name, and again),
  * renew, release, activity and sku add, attach, replay of an order and of a
- * cancel; and the recovery of a victim of most of them.
+ * cancel, an archive of an ended activity (active and cancelled orders,
+ * live tokens, limit entries, two skus over four shards; another activity
+ * selling on) and the replay of its record -- each must leave the activity
+ * wholly there (marked at most, finished by the retry) or wholly gone, the
+ * other activity untouched, and its ids reusable; and the recovery of a
+ * victim of most of them.
  *
  * Two modes.  "crash_points" (ctest crash_points): the points are the
  * engine's FS_CRASH(op, step) macros, named in the report.  "crash_points
@@ -455,6 +460,14 @@ static void replayed_to_ledger(flash_t *h, struct ctx *c)
 	for (int i = 0; i < c->nrep; i++) {
 		struct flash_order_info oi;
 
+		if (!c->rep_in[i] && c->rep[i].type == FLASH_REC_ARCHIVE) {
+			/* an archive shows once its activity is gone */
+			if (fs_act_find(h, c->rep[i].activity_id, NULL) == NULL) {
+				rec_append(c, &c->rep[i]);
+				c->rep_in[i] = 1;
+			}
+			continue;
+		}
 		if (c->rep_in[i] || flash_order_get(h, c->rep[i].order_no, &oi) != FLASH_OK)
 			continue;
 		if ((c->rep[i].type == FLASH_REC_ORDER && oi.state != FLASH_ORDER_NONE) ||
@@ -1366,6 +1379,36 @@ static void verify_archive(flash_t *h, struct ctx *c)
 	CHECK_RC(order(h, 14, 140, 1410, 1, 0, 0, NULL), FLASH_OK);
 }
 
+/* The same activity archived by replaying its WAL record (a rebuild). */
+static void setup_replay_archive(flash_t *h, struct ctx *c)
+{
+	struct flash_record *r = &c->rep[0];
+
+	setup_archive(h, c);
+	memset(r, 0, sizeof *r);
+	r->type = FLASH_REC_ARCHIVE;
+	r->activity_id = 14;
+	r->order_no = 3;
+	r->qty = 2;
+	r->value = 4;
+	r->ts_ns = (int64_t)time(NULL) * 1000000000;
+	c->nrep = 1;
+}
+
+static void verify_replay_archive(flash_t *h, struct ctx *c)
+{
+	int gone = fs_act_find(h, 14, NULL) == NULL;
+
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(gone, "completed replay of the archive, activity 14 still there");
+	}
+	/* re-applied (the rebuild restarted): finished, or already done */
+	CHECK_RC(flash_replay(h, &c->rep[0]), gone ? FLASH_EEXIST : FLASH_OK);
+	replayed_to_ledger(h, c);
+	check_archived(h, c);
+}
+
 /* ------------------------------------------------------------------ attach */
 
 static int run_nothing(flash_t *h, struct ctx *c, struct child_out *o)
@@ -2161,6 +2204,7 @@ static const struct scen scens[] = {
 	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
 	{ "archive", setup_archive, run_archive, verify_archive, 0 },
+	{ "replay_archive", setup_replay_archive, run_replay_last, verify_replay_archive, 0 },
 	{ "order_plain_one_shard", setup_order_plain, run_order, verify_order_plain, 0 },
 	{ "close", setup_act9, run_close, verify_close, MAY_LEAVE_NONE | STORES_ONLY },
 	/* starting states */
@@ -2203,6 +2247,7 @@ static const char *const victims[] = {
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 	"order_requests_one_from_full", "token_issue_table_expired", "consumer_close", "archive",
+	"replay_archive",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 

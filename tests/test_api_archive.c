@@ -5,12 +5,14 @@
  * answers for archived orders, the box id, an activity's id added again,
  * a catalog of N entries serving many more activities, an archive while
  * other activities' buyers order (processes), and a segment rebuilt from the
- * records equal to the live one, archived entries included.
+ * records, or from a snapshot and the records after it, equal to the live
+ * one, archived entries included.
  */
 #include "helpers.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -462,13 +464,16 @@ static void assert_same_segment(flash_t *a, flash_t *b)
 	}
 }
 
-static void test_segment_rebuilt_from_records_equals_the_live_one_archived_entries_included(void **state)
+static void test_segment_rebuilt_from_records_or_snapshot_plus_records_equals_the_live_one(void **state)
 {
 	struct flash_seg_opts o;
 	struct flash_order_res res;
 	struct t_recs recs = { 0 };
-	char name[64], name2[64];
-	flash_t *h, *r;
+	char name[64], name2[64], name3[64];
+	flash_t *h, *r, *sn;
+	void *img = NULL;
+	uint64_t img_len = 0;
+	size_t img_recs = 0;
 
 	(void)state;
 	opts_orders(&o, 8);
@@ -489,6 +494,18 @@ static void test_segment_rebuilt_from_records_equals_the_live_one_archived_entri
 		}
 		assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
 		archive_when_ended(h, act, NULL);
+		if (lap == 0) {
+			/* a snapshot: the segment's image, quiescent, after the first
+			 * archive (its record drained: the image reflects it) */
+			const void *base;
+
+			assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+			assert_int_equal(flash_image(h, &base, &img_len), FLASH_OK);
+			img = malloc(img_len);
+			assert_non_null(img);
+			memcpy(img, base, img_len);
+			img_recs = recs.n;
+		}
 	}
 	assert_int_equal(activity_ending(h, 9, 2, 100000), FLASH_OK);   /* reuses entries */
 	assert_int_equal(flash_sku_add(h, 9, 90, 10, 2), FLASH_OK);
@@ -517,6 +534,14 @@ static void test_segment_rebuilt_from_records_equals_the_live_one_archived_entri
 			        recs.v[i].r.activity_id, flash_rcname(rc));
 		assert_true(rc == FLASH_EEXIST || (rc == FLASH_OK && recs.v[i].r.type == FLASH_REC_RESTOCK));
 	}
+	/* and from the snapshot plus the records after it */
+	assert_int_equal(flash_seg_restore(t_segname(name3, sizeof name3), NULL, img, img_len), FLASH_OK);
+	assert_int_equal(flash_open(name3, 0, &sn), FLASH_OK);
+	t_track_handle(sn);
+	for (size_t i = img_recs; i < recs.n; i++)
+		assert_int_equal(flash_replay(sn, &recs.v[i].r), FLASH_OK);
+	assert_same_segment(h, sn);
+	free(img);
 	t_recs_free(&recs);
 }
 
@@ -531,7 +556,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_archived_activity_id_can_be_added_again_as_a_new_activity, t_teardown),
 		cmocka_unit_test_teardown(test_catalog_of_n_entries_serves_many_more_activities_over_time, t_teardown),
 		cmocka_unit_test_teardown(test_archive_while_other_activities_buyers_order_leaves_their_orders_and_stock, t_teardown),
-		cmocka_unit_test_teardown(test_segment_rebuilt_from_records_equals_the_live_one_archived_entries_included, t_teardown),
+		cmocka_unit_test_teardown(test_segment_rebuilt_from_records_or_snapshot_plus_records_equals_the_live_one, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
