@@ -819,6 +819,7 @@ int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order
 		return FLASH_EENDED;              /* being archived: nothing held */
 	}
 	h->j->sku_idx = o.si;
+	FS_PARK("order_begun");
 	FS_CRASH("order", 1);
 	if (r->request_id != 0 && (rc = order_request(h, r, res)) != FLASH_OK)
 		return rc;                        /* the operation ended, nothing held */

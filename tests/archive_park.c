@@ -11,6 +11,13 @@
  * it answers FLASH_EENDED with nothing held, and the new activity's stock
  * and orders are untouched.  Without the re-check the buyer would sell the
  * new activity's units under the old one's entry.
+ *
+ * And the other side: a buyer parked after its operation began holds the
+ * archive's grace period; the archive gives up after its bound with
+ * FLASH_EBUSY, the activity stays marked (its orders' cancels answer
+ * FLASH_EARCHIVED), and once the buyer ends -- its order placed: it read
+ * its time inside the window, before the mark -- the next flash_archive
+ * finishes from the mark, that order included.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,9 +32,11 @@
 
 #include "fs.h"
 
+static const char *park_at;   /* the child's: where to stop */
+
 static void park_here(const char *where)
 {
-	if (strcmp(where, "order_read") == 0)
+	if (park_at != NULL && strcmp(where, park_at) == 0)
 		raise(SIGSTOP);
 }
 
@@ -79,6 +88,7 @@ static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(voi
 
 		if (flash_open(name, 0, &c) != FLASH_OK)
 			_exit(100);
+		park_at = "order_read";
 		flash_park_fn = park_here;
 		rc = flash_order(c, &r, NULL);
 		flash_close(c);
@@ -107,10 +117,68 @@ static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(voi
 	flash_seg_destroy(name);
 }
 
+static void test_open_operation_holds_the_archive_which_stays_marked_and_is_finished_later(void **state)
+{
+	struct flash_seg_opts o;
+	struct flash_archive_info info;
+	struct flash_order_res res;
+	struct flash_order_req r0 = { .activity_id = 1, .sku_id = 10, .user_id = 4, .qty = 1 };
+	char name[64];
+	flash_t *h;
+	pid_t pid;
+	int status, rc;
+
+	(void)state;
+	snprintf(name, sizeof name, "/fs-park2-%ld", (long)getpid());
+	flash_seg_opts_default(&o);
+	o.max_orders = 1024;   /* a chunk of 64 numbers for each of the two handles */
+	o.max_users = 64;
+	o.max_procs = 8;
+	assert_int_equal(flash_seg_create(name, &o), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
+	assert_int_equal(add(h, now_ns() + 300LL * 1000000, 10), FLASH_OK);
+	assert_int_equal(flash_order(h, &r0, &res), FLASH_OK);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct flash_order_req r = { .activity_id = 1, .sku_id = 10, .user_id = 5, .qty = 2 };
+		flash_t *c = NULL;
+
+		if (flash_open(name, 0, &c) != FLASH_OK)
+			_exit(100);
+		park_at = "order_begun";
+		flash_park_fn = park_here;
+		rc = flash_order(c, &r, NULL);
+		flash_close(c);
+		_exit(rc == FLASH_OK ? 0 : 10 - rc);
+	}
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));   /* its operation open, its re-check passed */
+
+	while ((rc = flash_archive(h, 1, 0, &info)) == FLASH_ENOT_ENDED)
+		usleep(5000);
+	assert_int_equal(rc, FLASH_EBUSY);   /* the grace period's bound */
+	assert_int_equal(FS_CAT_KIND(h->act[0].state), FS_CAT_ARCHIVING);
+	assert_int_equal(flash_cancel(h, res.order_no, NULL), FLASH_EARCHIVED);
+
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);   /* placed: it began before the mark */
+	assert_int_equal(flash_archive(h, 1, 0, &info), FLASH_OK);
+	assert_int_equal(info.orders, 2);           /* archived with the rest */
+	assert_int_equal(info.skus, 1);
+	assert_int_equal(flash_cancel(h, res.order_no, NULL), FLASH_EARCHIVED);
+	flash_close(h);
+	flash_seg_destroy(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_that_read_the_entry_before_the_mark_is_refused_eended),
+		cmocka_unit_test(test_open_operation_holds_the_archive_which_stays_marked_and_is_finished_later),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
