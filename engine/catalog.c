@@ -24,6 +24,8 @@
  * reuse; its fields change only while it is FREE, and an add makes it LIVE
  * again (catalog_forward) before the index word that publishes it.
  */
+#include <stddef.h>
+
 #include "fs.h"
 #include "journal.h"
 #include "probe.h"
@@ -278,8 +280,7 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 	uint32_t s0 = shard_run(h, ck_pr_load_32(&h->hdr->n_shard), shards);
 	struct fs_journal *j = h->j;
 	const struct fs_act *act;
-	uint32_t ai, st;
-
+	uint32_t ai;
 	struct fs_sku *s;
 
 	if ((act = fs_act_find(h, act_id, &ai)) == NULL)
@@ -295,9 +296,10 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_CATALOG);
 	s = &h->sku[n];
-	st = ck_pr_load_32(&s->state);   /* FREE(v) of a reused entry: kept */
-	memset(s, 0, sizeof(*s));
-	s->state = st;
+	/* every field but the state word, which a reused entry keeps FREE(v)
+	 * until catalog_forward: a stale reader never sees it LIVE meanwhile */
+	memset(s, 0, offsetof(struct fs_sku, state));
+	memset(&s->total, 0, sizeof(*s) - offsetof(struct fs_sku, total));
 	s->activity_id = act_id;
 	s->sku_id = sku_id;
 	s->act_idx = ai;
