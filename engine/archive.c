@@ -8,12 +8,13 @@
  *   2. Rolling forward                fs_archive_forward (owner, recoverer, replay)
  *   3. The operation                  flash_archive, fs_archive_run
  *
- * 1. The mark.  The activity's state word goes LIVE(v) -> ARCHIVING(v) under
- * the admin mutex; then fs_grace waits out every operation open in another
- * slot.  Every operation that may touch the activity reads its state after
- * its own fs_op_begin (a full barrier): an order re-checks the activity and
- * sku state words it read with them (order.c), a cancel reads the activity's
- * state before its CAS on the order.  So each such operation either began
+ * 1. The mark.  The activity's state word goes LIVE(v) -> ARCHIVING(v), and
+ * each of its skus' likewise, under the admin mutex; then fs_grace waits out
+ * every operation open in another slot.  Every operation that may touch the
+ * activity reads its state after its own fs_op_begin (a full barrier): an
+ * order re-checks the activity and sku state words it read with them, a
+ * restock the sku's (order.c), a cancel reads the activity's state before
+ * its CAS on the order, a token issue the activity's (token.c).  So each such operation either began
  * before the mark -- the grace period waits for it -- or sees ARCHIVING (or
  * a later version) and refuses.  Past the grace period nothing of the
  * activity changes but by the archive.
@@ -43,6 +44,25 @@ __attribute__((weak)) void fs_gen_unpin(flash_t *h, uint32_t act_idx)
 {
 	(void)h;
 	(void)act_idx;
+}
+
+/*
+ * Mark the skus of activity @p id at entry @p ai ARCHIVING too (holder of
+ * the admin mutex, before the grace period): an operation that reads a sku
+ * alone -- a restock -- re-checks its state word after it began, so it
+ * either began before the mark (waited for) or refuses.  Idempotent.
+ */
+static void archive_mark_skus(flash_t *h, uint32_t id, uint32_t ai)
+{
+	uint32_t top = ck_pr_load_32(&h->hdr->n_sku);
+
+	for (uint32_t k = 0; k < top && k < h->sku_cap; k++) {
+		struct fs_sku *s = &h->sku[k];
+		uint32_t st = ck_pr_load_32(&s->state);
+
+		if (FS_CAT_KIND(st) == FS_CAT_LIVE && s->activity_id == id && s->act_idx == ai)
+			(void)ck_pr_fas_32(&s->state, FS_CAT(FS_CAT_ARCHIVING, FS_CAT_VER(st)));
+	}
 }
 
 /* ------------------------------------------------------------ 2. rolling forward */
@@ -158,6 +178,8 @@ int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *
 		(void)ck_pr_fas_32(&h->act[ai].state, FS_CAT(FS_CAT_ARCHIVING, FS_CAT_VER(st)));
 		FS_CRASH("archive", 1);
 	}
+	if (FS_CAT_KIND(ck_pr_load_32(&h->act[ai].state)) == FS_CAT_ARCHIVING)
+		archive_mark_skus(h, activity_id, ai);   /* again on a retry: idempotent */
 	fs_admin_unlock(h);
 
 	/* outside the mutex: a dead operation's recovery may need it */

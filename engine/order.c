@@ -627,7 +627,7 @@ static int order_check(flash_t *h, const struct flash_order_req *r, struct flash
 	ck_pr_fence_load();
 	if (FS_CAT_KIND(o->sku_st) != FS_CAT_LIVE || sku->activity_id != r->activity_id ||
 	    sku->sku_id != r->sku_id)
-		return FLASH_ENOT_FOUND;
+		return FS_CAT_KIND(o->sku_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
 	if (r->qty > o->act->a.max_qty)
 		return FLASH_EINVAL;
 	if (!fs_sku_range(h, sku, &o->base, &o->nsh))
@@ -1010,12 +1010,16 @@ int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t de
 {
 	const struct fs_sku *sku;
 	struct fs_journal *j;
-	uint32_t si, base, n;
+	uint32_t si, base, n, st;
 	int rc;
 
 	if (delta == 0 || delta > (1ll << 40) || delta < -(1ll << 40))
 		return FLASH_EINVAL;
 	if ((sku = fs_sku_find(h, activity_id, sku_id, &si)) == NULL)
+		return FLASH_ENOT_FOUND;
+	st = ck_pr_load_32((uint32_t *)&sku->state);
+	ck_pr_fence_load();
+	if (FS_CAT_KIND(st) != FS_CAT_LIVE || sku->activity_id != activity_id || sku->sku_id != sku_id)
 		return FLASH_ENOT_FOUND;
 	if (!fs_sku_range(h, sku, &base, &n))
 		return FLASH_ECORRUPT;
@@ -1023,6 +1027,14 @@ int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t de
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_RESTOCK);
 	j = h->j;
+	/* the shard range read above is still this sku's: the same state word
+	 * after fs_op_begin's full barrier (an archive marked after it waits
+	 * for this restock; one that freed the sku before is seen: order.c's
+	 * re-check, archive.c) */
+	if (ck_pr_load_32((uint32_t *)&sku->state) != st) {
+		fs_op_end(j);
+		return FLASH_ENOT_FOUND;
+	}
 	j->sku_idx = si;
 	if (delta < 0) {
 		/* decreases first, before the commit point: undone on failure */

@@ -161,6 +161,9 @@ static void test_open_operation_holds_the_archive_which_stays_marked_and_is_fini
 	assert_int_equal(rc, FLASH_EBUSY);   /* the grace period's bound */
 	assert_int_equal(FS_CAT_KIND(h->act[0].state), FS_CAT_ARCHIVING);
 	assert_int_equal(flash_cancel(h, res.order_no, NULL), FLASH_EARCHIVED);
+	/* its sku is marked too: a restock, which reads the sku alone, refuses */
+	assert_int_equal(FS_CAT_KIND(h->sku[0].state), FS_CAT_ARCHIVING);
+	assert_int_equal(flash_restock(h, 1, 10, 5), FLASH_ENOT_FOUND);
 
 	assert_int_equal(kill(pid, SIGCONT), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);

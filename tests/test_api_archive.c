@@ -198,6 +198,7 @@ static void test_cancel_and_get_of_an_archived_order_say_earchived(void **state)
 	assert_int_equal(flash_cancel(h, flash_orders_max(h) + 1000, NULL), FLASH_ENOT_FOUND);
 	/* the activity and its sku are gone */
 	assert_int_equal(t_order(h, 1, 10, 7, 1, 0, 0, NULL), FLASH_ENOT_FOUND);
+	assert_int_equal(flash_restock(h, 1, 10, 5), FLASH_ENOT_FOUND);
 	assert_int_equal(flash_archive(h, 1, 0, NULL), FLASH_ENOT_FOUND);
 	t_recs_free(&recs);
 }
