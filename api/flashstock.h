@@ -605,8 +605,9 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
  * Adjust a sku's stock by @p delta units: positive restocks, negative removes
  * unsold units (never below zero available).  In sync durability it returns
  * once its record is durable.
- * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
- *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
+ * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND
+ *         (no such sku, or it is being archived); FLASH_ESOLD_OUT (fewer than
+ *         -delta available); FLASH_EBUSY;
  *         FLASH_EFATE_UNKNOWN (sync: applied, not yet durable within the wait
  *         bound); FLASH_EDURABILITY; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
