@@ -111,6 +111,10 @@ extern "C" {
                                       outcome is no longer remembered; look the order
                                       up (flashstock order --request-id, MariaDB).
                                       Nothing was changed (section 11) */
+#define FLASH_EARCHIVED      -35   /* order archived: its activity was reclaimed
+                                      (flash_archive); the order is in MariaDB and
+                                      the WAL (`flashstock order --mysql`) */
+#define FLASH_ENOT_ENDED     -36   /* flash_archive: the activity has not ended yet */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -450,6 +454,46 @@ int flash_activity_check(const struct flash_activity *a);
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);
 
+/* What flash_archive reclaimed. */
+struct flash_archive_info {
+	uint32_t activity_id;
+	uint32_t skus;        /* sku entries freed */
+	uint32_t shards;      /* stock shards freed */
+	uint32_t tokens;      /* live tokens retired */
+	uint64_t orders;      /* order-table slots freed (active and cancelled orders) */
+	uint64_t reserved[2];
+};
+
+/**
+ * Archive an ended activity: reclaim its order-table slots (every order of
+ * it, active or cancelled), its skus' stock shards, its sku and activity
+ * entries and their index words, and its live tokens (retired), so later
+ * activities reuse them; its orders stay in the WAL and MariaDB (the record
+ * FLASH_REC_ARCHIVE says so).  After it the activity's id can be added again
+ * as a new activity; its orders read FLASH_EARCHIVED (flash_order_get,
+ * flash_cancel); its order numbers are never issued again.
+ * Steps: the activity is marked ARCHIVING (orders of it are refused
+ * FLASH_EENDED, cancels FLASH_EARCHIVED), every operation open in another
+ * handle at the mark is waited out (a grace period: buyers never wait for
+ * the archive), then a journaled operation publishes the record and frees
+ * everything; a crash after the record is finished by recovery, one before
+ * it leaves the activity marked and whole, finished by the next call.
+ * Nothing here checks MariaDB: `flashstock archive` does (its --mysql check).
+ * @param[in]  flags  0
+ * @param[out] out    what was reclaimed (may be NULL)
+ * @return FLASH_OK; FLASH_ENOT_ENDED (the activity's window has not closed:
+ *         nothing changed); FLASH_ENOT_FOUND (no such activity, or archived
+ *         already); FLASH_EBUSY (the record ring is full, or an operation
+ *         open at the mark did not end within 2 s: the activity stays marked,
+ *         call again); FLASH_EINVAL (id 0, flags); FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note Blocking: holds the admin mutex (catalog adds wait) while it scans
+ *       the order, sku and token tables; waits for open operations, at most
+ *       the bound above.
+ */
+int flash_archive(flash_t *h, uint32_t activity_id, uint32_t flags,
+                  struct flash_archive_info *out);
+
 /* ------------------------------------------------------------------------
  * 5. Orders
  * ------------------------------------------------------------------------ */
@@ -555,7 +599,8 @@ int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
  * back in stock when it returns (a later order taking them is drained after
  * the cancel: flash_ring_drain).
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
- *         FLASH_ENOT_FOUND (no such order); FLASH_EINVAL; FLASH_EBUSY;
+ *         FLASH_ENOT_FOUND (no such order); FLASH_EARCHIVED (its activity was
+ *         archived, or is being archived: flash_archive); FLASH_EINVAL; FLASH_EBUSY;
  *         FLASH_EFATE_UNKNOWN (sync: cancelled in memory, not yet durable
  *         within the wait bound; @p units_returned is set); FLASH_EDURABILITY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
@@ -566,8 +611,9 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
  * Adjust a sku's stock by @p delta units: positive restocks, negative removes
  * unsold units (never below zero available).  In sync durability it returns
  * once its record is durable.
- * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND;
- *         FLASH_ESOLD_OUT (fewer than -delta available); FLASH_EBUSY;
+ * @return FLASH_OK; FLASH_EINVAL (delta 0 or out of range); FLASH_ENOT_FOUND
+ *         (no such sku, or it is being archived); FLASH_ESOLD_OUT (fewer than
+ *         -delta available); FLASH_EBUSY;
  *         FLASH_EFATE_UNKNOWN (sync: applied, not yet durable within the wait
  *         bound); FLASH_EDURABILITY; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
@@ -591,7 +637,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
  * that can read the segment (or a snapshot of it) can read the key.
  * @param[out] token  nonzero, unpredictable, never issued twice per segment
  * @return FLASH_OK; FLASH_EINVAL (NULL, user 0, ttl_ms 0); FLASH_ENOT_FOUND
- *         (activity or sku); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK;
+ *         (activity or sku, or the activity is being archived); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
 int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
@@ -663,7 +709,9 @@ int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   struct flash_sku_info *out);
 
 /** Catalog iteration: index 0.. ; FLASH_ENOT_FOUND past the end;
- *  FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD. */
+ *  FLASH_EARCHIVED for an entry freed by flash_archive and not reused yet
+ *  (skip it: later indexes may hold entries); FLASH_EINVAL; FLASH_EFORK;
+ *  FLASH_EWRONG_THREAD. */
 int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out);
 int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out);
 
@@ -686,20 +734,51 @@ struct flash_order_info {
 };
 
 /**
- * Read one order.  Numbers run from 1 to flash_orders_max(); a number whose
- * order never completed reads as FLASH_ORDER_NONE.
- * @return FLASH_OK; FLASH_ENOT_FOUND (out of range); FLASH_EINVAL;
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * Read one order.  Numbers run from 1 to flash_orders_max() (with the box id
+ * in bits 63..56: flash_box_id_set); a number whose order never completed
+ * reads as FLASH_ORDER_NONE.
+ * Order numbers: 64 bits, never reused.  Bits 63..56 are the segment's box
+ * id (0 unless flash_box_id_set), bits 55..0 a counter that grows forever.
+ * Number n lives in order-table slot ((n & (2^56 - 1)) - 1) % max_orders; a
+ * slot is reused for a later number only once its order was archived
+ * (flash_archive), and a number whose slot is still held by a live order is
+ * skipped -- numbers need not be dense.  In a segment never archived, with
+ * box 0, numbers are what they always were (1 .. max_orders).
+ * @return FLASH_OK; FLASH_EARCHIVED (the number was issued, and its slot
+ *         holds a later order or its order was archived: the order, if it was
+ *         placed, is in MariaDB and the WAL); FLASH_ENOT_FOUND (never issued,
+ *         or another box's); FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
 
 /**
- * Highest order number any handle has taken so far (orders are 1..this).
- * Handles take numbers in chunks, so numbers below it may never have become
- * orders: they read as FLASH_ORDER_NONE.  0 on a NULL or forked handle
- * and on a handle of another thread.
+ * Highest order number any handle has taken so far (orders are 1..this, box
+ * id included: see flash_order_get).  Handles take numbers in chunks, so
+ * numbers below it may never have become orders: they read as
+ * FLASH_ORDER_NONE (or FLASH_EARCHIVED once slots are reused).  0 on a NULL
+ * or forked handle and on a handle of another thread.
  */
 uint64_t flash_orders_max(flash_t *h);
+
+/**
+ * Read the order in order-table slot @p index (0 .. max_orders - 1): how to
+ * list every order the segment holds, whatever their numbers (numbers are
+ * not bounded by the table: see flash_order_get).  A free slot reads
+ * FLASH_ORDER_NONE with order_no 0; out->order_no is the slot's number.
+ * @return FLASH_OK; FLASH_ENOT_FOUND (index past the table); FLASH_EINVAL;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_order_at(flash_t *h, uint32_t index, struct flash_order_info *out);
+
+/**
+ * Set the segment's box id, bits 63..56 of every order number it issues, so
+ * that several boxes selling one sku number their orders uniquely.  Only
+ * before the first order number is taken.
+ * @param[in] box_id  1..255
+ * @return FLASH_OK; FLASH_EINVAL (box_id out of range, or a number was taken
+ *         already); FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_box_id_set(flash_t *h, uint32_t box_id);
 
 struct flash_stats {
 	uint64_t orders;          /* acknowledged orders */
@@ -821,11 +900,14 @@ enum flash_rec_type {
 	FLASH_REC_RESTOCK  = 3,
 	FLASH_REC_ACTIVITY = 4,
 	FLASH_REC_SKU      = 5,
-	FLASH_REC_GEN      = 6   /* a keyed table's generation moved on or a bank was
+	FLASH_REC_GEN      = 6,  /* a keyed table's generation moved on or a bank was
 	                            cleared (section 11): activity_id = table, qty = 1
 	                            advance / 2 clear, sku_id = bank, order_no = the
 	                            generation, value = its start (advance) or the keys
 	                            cleared; the MariaDB applier ignores it */
+	FLASH_REC_ARCHIVE  = 7     /* flash_archive: activity_id; order_no: orders
+	                              freed (active + cancelled); qty: skus; value:
+	                              shards; user_id: tokens retired; ts_ns: when */
 };
 
 struct flash_record {

@@ -13,7 +13,19 @@
  * The indexes are probed by probe.h: an entry is placed within FS_PROBE_MAX
  * of its home (an add checks there is room before it changes anything), so
  * every lookup reads at most that many words.
+ *
+ * Recycling (archive.c): an archived entry's index word becomes a tombstone
+ * (FS_IDX_TOMB), which lookups pass and later adds reuse; its dense entry
+ * goes FREE and is reused by a later add (the lowest FREE one), as are its
+ * shards (the first run of free shards, by owner).  Adds and archives are
+ * serialised by the admin mutex, so reusing a word under it is safe: lookups
+ * are lock-free and compare the key after reading the index word.  Each
+ * entry carries a state word (fs.h: FS_CAT) whose version grows on each
+ * reuse; its fields change only while it is FREE, and an add makes it LIVE
+ * again (catalog_forward) before the index word that publishes it.
  */
+#include <stddef.h>
+
 #include "fs.h"
 #include "journal.h"
 #include "probe.h"
@@ -27,10 +39,14 @@ const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
 	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&h->act_idx[i]);
 
-		if (v == 0 || v > h->act_cap)
+		if (v - 1 >= h->act_cap) {   /* 0, a tombstone, or corrupt (one compare) */
+			if (v == FS_IDX_TOMB)
+				continue;      /* an archived entry's word: the chain goes on */
 			return NULL;   /* end of chain, or a corrupt index: not found */
+		}
 		ck_pr_fence_load();
-		if (h->act[v - 1].a.id == id) {
+		if (h->act[v - 1].a.id == id &&
+		    FS_CAT_KIND(ck_pr_load_32(&h->act[v - 1].state)) != FS_CAT_FREE) {
 			if (idx)
 				*idx = v - 1;
 			return &h->act[v - 1];
@@ -48,10 +64,14 @@ const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_
 	while (fs_probe_next(&p, &i)) {
 		uint32_t v = ck_pr_load_32(&h->sku_idx[i]);
 
-		if (v == 0 || v > h->sku_cap)
+		if (v - 1 >= h->sku_cap) {
+			if (v == FS_IDX_TOMB)
+				continue;
 			return NULL;
+		}
 		ck_pr_fence_load();
-		if (h->sku[v - 1].activity_id == act && h->sku[v - 1].sku_id == sku) {
+		if (h->sku[v - 1].activity_id == act && h->sku[v - 1].sku_id == sku &&
+		    FS_CAT_KIND(ck_pr_load_32(&h->sku[v - 1].state)) != FS_CAT_FREE) {
 			if (idx)
 				*idx = v - 1;
 			return &h->sku[v - 1];
@@ -71,13 +91,17 @@ static int index_room(const uint32_t *index, uint32_t mask, uint64_t hash)
 	uint32_t i;
 
 	fs_probe_init(&p, hash, mask, FS_PROBE_MAX);
-	while (fs_probe_next(&p, &i))
-		if (ck_pr_load_32((uint32_t *)&index[i]) == 0)
+	while (fs_probe_next(&p, &i)) {
+		uint32_t v = ck_pr_load_32((uint32_t *)&index[i]);
+
+		if (v == 0 || v == FS_IDX_TOMB)
 			return 1;
+	}
 	return 0;
 }
 
-/* Publish dense entry @p k in an index (idempotent: a second call finds it). */
+/* Publish dense entry @p k in an index, in the first empty or tombstone word
+ * (idempotent: a second call finds it there, before any later free word). */
 static void index_put(uint32_t *index, uint32_t mask, uint64_t hash, uint32_t k)
 {
 	struct fs_probe p;
@@ -89,7 +113,7 @@ static void index_put(uint32_t *index, uint32_t mask, uint64_t hash, uint32_t k)
 
 		if (v == k + 1)
 			return;
-		if (v == 0) {
+		if (v == 0 || v == FS_IDX_TOMB) {
 			ck_pr_fence_store();
 			ck_pr_store_32(&index[i], k + 1);
 			return;
@@ -103,18 +127,54 @@ static void store_max_32(uint32_t *p, uint32_t v)
 		ck_pr_store_32(p, v);   /* only the mutex holder writes */
 }
 
+/* Take the index word of dense entry @p k out (a tombstone; idempotent). */
+void fs_index_tomb(uint32_t *index, uint32_t mask, uint64_t hash, uint32_t k)
+{
+	struct fs_probe p;
+	uint32_t i;
+
+	fs_probe_init(&p, hash, mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
+		uint32_t v = ck_pr_load_32(&index[i]);
+
+		if (v == k + 1) {
+			ck_pr_store_32(&index[i], FS_IDX_TOMB);
+			return;
+		}
+		if (v == 0)
+			return;
+	}
+}
+
+/* A reused entry (FREE(v)) becomes LIVE(v + 1); a fresh or LIVE one stays. */
+static void cat_live(uint32_t *state)
+{
+	uint32_t s = ck_pr_load_32(state);
+
+	if (FS_CAT_KIND(s) == FS_CAT_FREE) {
+		ck_pr_fence_store();   /* the fields, written while FREE, first */
+		ck_pr_store_32(state, FS_CAT(FS_CAT_LIVE, FS_CAT_VER(s) + 1));
+	}
+}
+
 /* Roll a published catalog operation forward (holder of the admin mutex). */
 static void catalog_forward(flash_t *h, struct fs_journal *j)
 {
 	uint32_t k = j->sku_idx;
 
 	if (j->rec.type == FLASH_REC_ACTIVITY && k < h->act_cap) {
+		cat_live(&h->act[k].state);
 		index_put(h->act_idx, h->act_idx_mask, fs_hash(h->act[k].a.id, 0, 1), k);
 		store_max_32(&h->hdr->n_act, k + 1);
 	} else if (j->rec.type == FLASH_REC_SKU && k < h->sku_cap) {
 		struct fs_sku *s = &h->sku[k];
+		uint32_t base, n;
 
+		if (fs_sku_range(h, s, &base, &n))
+			for (uint32_t x = 0; x < n; x++)
+				ck_pr_store_32(&h->shard[base + x].owner, k + 1);
 		store_max_32(&h->hdr->n_shard, s->shard0 + s->nshards);
+		cat_live(&s->state);
 		index_put(h->sku_idx, h->sku_idx_mask, fs_hash(s->activity_id, s->sku_id, 2), k);
 		store_max_32(&h->hdr->n_sku, k + 1);
 	}
@@ -129,11 +189,15 @@ int fs_catalog_repair(flash_t *h, uint32_t slot)
 {
 	struct fs_journal *j = &h->jr[slot];
 
-	if (j->op != FS_OP_CATALOG || j->phase == FS_PH_IDLE)
+	if ((j->op != FS_OP_CATALOG && j->op != FS_OP_ARCHIVE) || j->phase == FS_PH_IDLE)
 		return FLASH_OK;
 	if ((j->phase == FS_PH_PUBLISH && fs_ring_published(h, slot, j->ring_pos)) ||
-	    (j->phase == FS_PH_RESOLVED && j->dir == FS_DIR_FWD))
-		catalog_forward(h, j);
+	    (j->phase == FS_PH_RESOLVED && j->dir == FS_DIR_FWD)) {
+		if (j->op == FS_OP_ARCHIVE)
+			fs_archive_forward(h, j);
+		else
+			catalog_forward(h, j);
+	}
 	fs_op_end(j);
 	return FLASH_OK;
 }
@@ -152,9 +216,41 @@ static void catalog_commit(flash_t *h)
 	fs_op_end(j);
 }
 
+/* The dense entry an add takes: the lowest FREE one below @p n, else @p n
+ * (deterministic, so a replay places every entry where the live add did). */
+static uint32_t act_slot(flash_t *h, uint32_t n)
+{
+	for (uint32_t k = 0; k < n && k < h->act_cap; k++)
+		if (FS_CAT_KIND(ck_pr_load_32(&h->act[k].state)) == FS_CAT_FREE)
+			return k;
+	return n;
+}
+
+static uint32_t sku_slot(flash_t *h, uint32_t n)
+{
+	for (uint32_t k = 0; k < n && k < h->sku_cap; k++)
+		if (FS_CAT_KIND(ck_pr_load_32(&h->sku[k].state)) == FS_CAT_FREE)
+			return k;
+	return n;
+}
+
+/* The first run of @p want free shards (owner 0) below n_shard, else
+ * n_shard itself (the caller checks room there). */
+static uint32_t shard_run(flash_t *h, uint32_t n_shard, uint32_t want)
+{
+	uint32_t run = 0;
+
+	for (uint32_t k = 0; k < n_shard && k < h->shard_cap; k++) {
+		run = ck_pr_load_32(&h->shard[k].owner) == 0 ? run + 1 : 0;
+		if (run == want)
+			return k + 1 - want;
+	}
+	return n_shard;
+}
+
 int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 {
-	uint32_t n = ck_pr_load_32(&h->hdr->n_act);
+	uint32_t n = act_slot(h, ck_pr_load_32(&h->hdr->n_act));
 	struct fs_journal *j = h->j;
 
 	if (fs_act_find(h, a->id, NULL) != NULL)
@@ -164,7 +260,7 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_CATALOG);
-	h->act[n].a = *a;
+	h->act[n].a = *a;   /* a fresh entry, or a FREE one: nobody reads it */
 	fs_gen_pin(h, &h->act[n]);
 	j->sku_idx = n;
 	memset(&j->rec, 0, sizeof(j->rec));
@@ -181,14 +277,17 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 
 int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t units, uint32_t shards)
 {
-	uint32_t n = ck_pr_load_32(&h->hdr->n_sku);
-	uint32_t s0 = ck_pr_load_32(&h->hdr->n_shard);
+	uint32_t n = sku_slot(h, ck_pr_load_32(&h->hdr->n_sku));
+	uint32_t s0 = shard_run(h, ck_pr_load_32(&h->hdr->n_shard), shards);
 	struct fs_journal *j = h->j;
+	const struct fs_act *act;
 	uint32_t ai;
 	struct fs_sku *s;
 
-	if (fs_act_find(h, act_id, &ai) == NULL)
+	if ((act = fs_act_find(h, act_id, &ai)) == NULL)
 		return FLASH_ENOT_FOUND;
+	if (FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE)
+		return FLASH_EENDED;      /* being archived */
 	if (fs_sku_find(h, act_id, sku_id, NULL) != NULL)
 		return FLASH_EEXIST;
 	if (n >= h->sku_cap || s0 > h->shard_cap || shards > h->shard_cap - s0 ||
@@ -198,7 +297,10 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_CATALOG);
 	s = &h->sku[n];
-	memset(s, 0, sizeof(*s));
+	/* every field but the state word, which a reused entry keeps FREE(v)
+	 * until catalog_forward: a stale reader never sees it LIVE meanwhile */
+	memset(s, 0, offsetof(struct fs_sku, state));
+	memset(&s->total, 0, sizeof(*s) - offsetof(struct fs_sku, total));
 	s->activity_id = act_id;
 	s->sku_id = sku_id;
 	s->act_idx = ai;
@@ -263,6 +365,8 @@ int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out)
 	if (index >= ck_pr_load_32(&h->hdr->n_act) || index >= h->act_cap)
 		return FLASH_ENOT_FOUND;
 	ck_pr_fence_load();
+	if (FS_CAT_KIND(ck_pr_load_32(&h->act[index].state)) == FS_CAT_FREE)
+		return FLASH_EARCHIVED;   /* an archived entry, not reused yet: go on */
 	*out = h->act[index].a;
 	return FLASH_OK;
 }
@@ -294,6 +398,8 @@ int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out)
 	if (index >= ck_pr_load_32(&h->hdr->n_sku) || index >= h->sku_cap)
 		return FLASH_ENOT_FOUND;
 	ck_pr_fence_load();
+	if (FS_CAT_KIND(ck_pr_load_32(&h->sku[index].state)) == FS_CAT_FREE)
+		return FLASH_EARCHIVED;
 	return sku_info(h, &h->sku[index], out);
 }
 

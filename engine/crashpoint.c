@@ -17,6 +17,8 @@
  * until the operation completes without reaching the n-th.
  * flash_crash_last() names the last point reached (for reports).
  */
+void (*flash_park_fn)(const char *where);
+
 static int crash_countdown;
 static const char *crash_last_op;
 static int crash_last_step, crash_hits;

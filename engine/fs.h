@@ -40,11 +40,22 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 6u
+#define FS_LAYOUT_VERSION 7u
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
 #define FS_GEN_BANKS      3u      /* generation banks of a windowed keyed table (gen.c) */
+#define FS_ORDER_SKIP     64u     /* numbers an order may skip over held slots */
+
+/*
+ * Order numbers (order.c): bits 63..56 the segment's box id, bits 55..0 a
+ * counter that grows forever.  Number n lives in order-table slot
+ * ((n & FS_ONO_MASK) - 1) % max_orders; its lap is ((n & FS_ONO_MASK) - 1) /
+ * max_orders.  Request-table answers keep the low FS_ONO_REQ_BITS bits.
+ */
+#define FS_ONO_MASK       ((1ull << 56) - 1)
+#define FS_ONO_BOX(n)     ((uint32_t)((n) >> 56))
+#define FS_ONO_REQ_BITS   44
 
 /* ------------------------------------------------------------------------
  * 1. Tags and state words
@@ -73,7 +84,8 @@ enum fs_kind {
 	FS_K_DONE  = 4,  /* committed; low 60 bits are a value */
 	FS_K_USED  = 5,  /* token used up; USED(tag): by tag, whose journal may still
 	                    give it back (token.c); reclaimable once that is closed */
-	FS_K_ACTIVE = 6, /* order active */
+	FS_K_ACTIVE = 6, /* order active; FREE(0): an order slot whose order was
+	                    archived, FREE(1): one whose placing was rolled back */
 	FS_K_CANCELLED = 7 /* order cancelled */
 };
 
@@ -209,12 +221,29 @@ struct fs_hdr {
  * 3. Regions
  * ------------------------------------------------------------------------ */
 
+/*
+ * Catalog entry states (fs_act.state, fs_sku.state): the kind in the low 2
+ * bits, a version above that grows each time the entry is reused.  A fresh
+ * entry reads LIVE version 0 (zeroed memory).  LIVE(v) -> ARCHIVING(v) ->
+ * FREE(v) -> LIVE(v + 1) (archive.c, catalog.c); an entry's fields change
+ * only while it is FREE, so a reader that reads the state, the fields, then
+ * the state again after a full barrier, and finds the same LIVE word, read
+ * fields no reclaimer touched (the order path: order.c).
+ */
+enum fs_cat_kind { FS_CAT_LIVE = 0, FS_CAT_ARCHIVING = 1, FS_CAT_FREE = 2 };
+#define FS_CAT(kind, ver) ((((uint32_t)(ver)) << 2) | (uint32_t)(kind))
+#define FS_CAT_KIND(s) ((s) & 3u)
+#define FS_CAT_VER(s) ((s) >> 2)
+#define FS_IDX_TOMB UINT32_MAX     /* catalog index word of an archived entry */
+
 struct fs_act {
-	struct flash_activity a;   /* immutable once published */
+	struct flash_activity a;   /* immutable while LIVE */
+	uint32_t state;            /* FS_CAT(kind, version) */
 	uint32_t ugen;             /* user-table generation it was added in: its
 	                              per-activity / per-sku limit entries live in
 	                              that generation's bank (gen.c, fs_gen_pin) */
 	uint32_t unpinned;         /* 1: archived, the bank no longer kept for it */
+	uint32_t pad;
 };
 
 struct fs_sku {
@@ -223,14 +252,15 @@ struct fs_sku {
 	uint32_t act_idx;
 	uint32_t shard0;           /* first shard index */
 	uint32_t nshards;
-	uint32_t pad;
+	uint32_t state;            /* FS_CAT(kind, version) */
 	struct fs_counter total;   /* units loaded + restocked */
 	char pad2[16];
 };
 
 struct fs_shard {
 	struct fs_counter c;       /* available units */
-	char pad[FS_LINE - sizeof(struct fs_counter)];
+	uint32_t owner;            /* sku index + 1 using it; 0: free (catalog.c) */
+	char pad[FS_LINE - sizeof(struct fs_counter) - sizeof(uint32_t)];
 } FS_ALIGNED;
 
 /* Keyed tables (user limits, requests): permanent keys, revivable entries. */
@@ -262,6 +292,10 @@ struct fs_order {
 	int64_t  created_ns;
 	uint32_t sku_idx;
 	uint32_t shard;            /* shard the units came from (first) */
+	uint64_t order_no;         /* the number the slot holds, written while the
+	                              slot is PEND(tag) of its placing order; kept
+	                              when the slot is freed (numbers in one slot
+	                              only grow: order.c) */
 };
 
 /* A ring element: the record and its causal ticket (ring.c).  The ticket
@@ -326,7 +360,7 @@ struct fs_proc {
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
-             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM };
+             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM, FS_OP_ARCHIVE };
 enum fs_phase { FS_PH_IDLE = 0, FS_PH_RUN = 1, FS_PH_PUBLISH = 2, FS_PH_RESOLVED = 3 };
 
 struct fs_intent {
@@ -369,6 +403,8 @@ struct fs_journal {
 	                              (rc in rec.flags) for the request id; recovery
 	                              finishes that rollback, not a crash's */
 	uint64_t tok_id;
+	uint64_t ono;              /* order: the number whose slot it claims (order.c),
+	                              written before the claim */
 	/* the keyed-table insert in flight (ktab.c), one at a time */
 	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1, bank << 4; 0: none, or settled */
 	uint32_t kt_won;           /* the EMPTY -> BUSY CAS at the table's index succeeded */
@@ -426,6 +462,8 @@ struct flash {
 	struct ck_ring *ring;
 	struct fs_ringrec *ringbuf; uint32_t ring_size;
 	const struct flash_record *replay;  /* flash_replay: the record being re-applied */
+	uint64_t ono_n;            /* order number whose slot is ono_slot (order.c: */
+	uint32_t ono_slot;         /* saves a division per order); ono_n 0: none */
 	/* observation (section 5) */
 	struct fs_obs *obs;   uint32_t obs_cap;   /* every slot's, for readers */
 	struct fs_obs *my_obs;                    /* this slot's (writable handles) */
@@ -674,11 +712,20 @@ static inline int fs_kt_busy_same(uint64_t s, uint64_t hash)
 }
 
 /* catalog.c */
+void fs_index_tomb(uint32_t *index, uint32_t mask, uint64_t hash, uint32_t k);
 const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx);
 const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_t *idx);
 int fs_catalog_repair(flash_t *h, uint32_t slot);
 int fs_activity_add_locked(flash_t *h, const struct flash_activity *a);
 int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t units, uint32_t shards);
+
+/* archive.c */
+void fs_archive_forward(flash_t *h, struct fs_journal *j);
+int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *out);
+/* gens: a bank pinned by activity @p act_idx's limit entries is let go
+ * (archive.c calls it; the gens stream owns it) */
+void fs_gen_unpin(flash_t *h, uint32_t act_idx);
+uint32_t fs_token_retire_activity(flash_t *h, uint32_t act);   /* token.c */
 
 /* ring.c */
 int fs_ring_space(flash_t *h);
@@ -716,8 +763,13 @@ void flash_crash_arm(int n);
 int flash_crash_hits(void);
 const char *flash_crash_last(int *step);
 #define FS_CRASH(op, step) fs_crashpoint(op, step)
+/* A test may park an operation at a named place (FS_PARK): called there
+ * when set.  No store into the segment. */
+extern void (*flash_park_fn)(const char *where);
+#define FS_PARK(where) do { if (flash_park_fn) flash_park_fn(where); } while (0)
 #else
 #define FS_CRASH(op, step) ((void)0)
+#define FS_PARK(where) ((void)0)
 #endif
 
 static inline struct fs_counter *fs_counter_load(struct fs_counter *c, struct fs_counter *out)

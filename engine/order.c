@@ -117,8 +117,12 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		fs_kt_recover(h, j, slot);   /* a key insert in flight: finished, count settled */
 		fs_intents_undo(h, j);
 		FS_CRASH("order_undo", 1);
+		/* the slot is free again (order_alloc): FREE(1) if it holds the
+		 * rolled-back number, FREE(0) if its number was not written yet
+		 * (it still names the slot's previous order, or none) */
 		if (oi < h->ord_cap)
-			cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_EMPTY, 0));
+			cas_state(&h->ord[oi].state, pend,
+			          FS_MK(FS_K_FREE, ck_pr_load_64(&h->ord[oi].order_no) == j->ono));
 		if (ui < h->user_n) {
 			struct fs_kent *e = &h->user[ui];
 
@@ -162,21 +166,87 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 /* ------------------------------------------------------------ order numbers */
 
-/* Is there an order number left for this handle?  (Checked before any change.) */
-static inline __attribute__((always_inline)) int order_peek(flash_t *h)
+/*
+ * Order numbers grow forever (fs.h: FS_ONO_MASK); number n lives in slot
+ * ((n & FS_ONO_MASK) - 1) % max_orders, and a slot is reused only when it is
+ * free.  Which slots number n may claim:
+ *
+ *   lap 0 (n <= max_orders): its slot EMPTY -- nobody else ever maps there
+ *                            in lap 0, so numbers of a segment never
+ *                            archived are what they always were;
+ *   any lap:                 its slot FREE (the order there was archived,
+ *                            or its placing rolled back) and holding a
+ *                            smaller number (numbers in one slot only grow,
+ *                            so a reader can tell an older number's fate);
+ *   otherwise the slot is held by a live order of an earlier lap, or is
+ *   kept for its own lap-0 number still in some handle's chunk: the number
+ *   is skipped (numbers need not be dense), at most FS_ORDER_SKIP of them.
+ *
+ * The claim is one CAS free -> PEND(tag): two numbers of different laps
+ * that map to one free slot never both take it.  Its ABA (the slot claimed,
+ * placed, archived, FREE again between our load and CAS) cannot happen: an
+ * archive waits out every operation open at its mark (fs_grace), ours too.
+ */
+static inline uint32_t ono_slot(flash_t *h, uint64_t n)
+{
+	if (n == h->ono_n)
+		return h->ono_slot;   /* the handle's next number: no division */
+	return (uint32_t)(((n & FS_ONO_MASK) - 1) % h->ord_cap);
+}
+
+/* May number @p n take its slot, whose state is @p s? (rule above) */
+static inline int ono_claimable(const flash_t *h, const struct fs_order *o, uint64_t s, uint64_t n)
+{
+	if (FS_KIND(s) == FS_K_EMPTY)
+		return (n & FS_ONO_MASK) <= h->ord_cap || h->replay != NULL;
+	/* FREE: the number it held was written before the slot was freed (the
+	 * freeing CAS is a full barrier), so this load sees it */
+	if (FS_KIND(s) != FS_K_FREE)
+		return 0;
+	/* FREE(1) with n itself: n's own placing rolled back (a replay that
+	 * was killed, re-applied) */
+	return ck_pr_load_64(&o->order_no) < n ||
+	       (s == FS_MK(FS_K_FREE, 1) && ck_pr_load_64(&o->order_no) == n);
+}
+
+/*
+ * Is there an order number left for this handle?  Checked before any change,
+ * read-only: the handle's next numbers (and the allocator's after them) are
+ * looked at, FS_ORDER_SKIP at most, until one whose slot it may claim.  On
+ * the usual path that is the first: one load of a slot the order writes
+ * anyway.  order_alloc decides for real.
+ */
+static int order_peek(flash_t *h)
 {
 	struct fs_proc *p = h->me;
-	uint64_t next, end;
+	uint64_t next, end, n;
 
 	if (h->replay != NULL)
-		return h->replay->order_no <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
-	/* the slot's range, each bound loaded once (order_alloc loads and checks
-	 * its own copies again: this is only a peek) */
+		return FLASH_OK;      /* the record's number: order_alloc checks its slot */
+	/* each bound loaded once (order_alloc loads and checks its own copies) */
 	next = ck_pr_load_64(&p->order_next);
 	end = ck_pr_load_64(&p->order_end);
-	if (next != 0 && next < end && next <= h->ord_cap)
-		return FLASH_OK;
-	return ck_pr_load_64(&h->hdr->order_next) <= h->ord_cap ? FLASH_OK : FLASH_EFULL;
+	if (next != 0 && next < end) {
+		uint32_t i = ono_slot(h, next);   /* the usual case: the next number's slot */
+
+		if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), next))
+			return FLASH_OK;
+	} else {
+		next = end = 0;
+	}
+	n = next;
+	for (uint32_t k = 0; k < FS_ORDER_SKIP; k++, n++) {
+		uint32_t i;
+
+		if (n == end)
+			n = ck_pr_load_64(&h->hdr->order_next) + (k - (uint32_t)(end - next));
+		if ((n & FS_ONO_MASK) == 0 || (n & FS_ONO_MASK) >= FS_ONO_MASK - FS_ORDER_CHUNK)
+			return FLASH_EFULL;
+		i = ono_slot(h, n);
+		if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), n))
+			return FLASH_OK;
+	}
+	return FLASH_EFULL;
 }
 
 /*
@@ -197,45 +267,111 @@ static inline __attribute__((always_inline)) int order_peek(flash_t *h)
  * taken by live processes in between.)  The store fence keeps the two
  * stores in that order for an observer as well (on x86 a compiler barrier;
  * a dead process's stores are in program order anyway).  Crash points
- * "order_alloc" 1-3.  Only a refill runs these; an order inside a chunk
- * costs what it did: two loads and the order_next store.
- *
- * Replay takes the record's number and keeps the allocator past it.
+ * "order_alloc" 1-3.  A chunk stops at the end of its lap (a multiple of
+ * max_orders), so in lap 0 chunks are what they always were.
  */
-static inline __attribute__((always_inline)) uint64_t order_alloc(flash_t *h)
+static uint64_t order_next_number(flash_t *h)
 {
 	struct fs_proc *p = h->me;
-	uint64_t n = p->order_next;
+	uint64_t n = p->order_next, c, lap_end;
+
+	if (n == 0 || n >= p->order_end) {
+		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
+		FS_CRASH("order_alloc", 1);
+		c = n & FS_ONO_MASK;
+		if (c == 0 || c >= FS_ONO_MASK - FS_ORDER_CHUNK)
+			return 0;
+		ck_pr_store_64(&p->order_next, n);
+		ck_pr_fence_store();
+		FS_CRASH("order_alloc", 2);
+		/* the chunk stops at its lap's end (one division per refill) */
+		lap_end = ((c - 1) / h->ord_cap + 1) * (uint64_t)h->ord_cap + 1;
+		ck_pr_store_64(&p->order_end, (n - c) + (c + FS_ORDER_CHUNK > lap_end ? lap_end
+		                                                                     : c + FS_ORDER_CHUNK));
+		FS_CRASH("order_alloc", 3);
+	}
+	return n;
+}
+
+/*
+ * Take an order number and claim its slot (PEND(tag), slot index in the
+ * journal first, for a recoverer), skipping numbers whose slot is not free
+ * (see ono_claimable), FS_ORDER_SKIP at most: 0 then (FLASH_EFULL).  The
+ * number goes into the slot right after the claim.  @p *slot: the slot.
+ *
+ * Replay takes the record's number and keeps the allocator past it; its
+ * slot must be free (it was when the order was first placed).
+ */
+static uint64_t order_alloc(flash_t *h, uint32_t *slot)
+{
+	struct fs_journal *j = h->j;
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 
 	if (h->replay != NULL) {
-		uint64_t want = h->replay->order_no, cur;
+		uint64_t want = h->replay->order_no, cur, s;
+		uint32_t i;
 
+		if ((want & FS_ONO_MASK) == 0)
+			return 0;
 		while ((cur = ck_pr_load_64(&h->hdr->order_next)) <= want)
 			if (ck_pr_cas_64(&h->hdr->order_next, cur, want + 1))
 				break;
 		while ((cur = ck_pr_load_64(&h->hdr->order_replay_hi)) < want)
 			if (ck_pr_cas_64(&h->hdr->order_replay_hi, cur, want))
 				break;
+		i = ono_slot(h, want);
+		s = ck_pr_load_64(&h->ord[i].state);
+		if (!ono_claimable(h, &h->ord[i], s, want))
+			return 0;
+		j->order_idx = i;
+		j->ono = want;
+		if (!ck_pr_cas_64(&h->ord[i].state, s, pend))
+			return 0;
+		ck_pr_store_64(&h->ord[i].order_no, want);
+		*slot = i;
 		return want;
 	}
+	for (uint32_t k = 0; k < FS_ORDER_SKIP; k++) {
+		uint64_t n = order_next_number(h), s;
+		uint32_t i;
 
-	if (n == 0 || n >= p->order_end) {
-		n = ck_pr_faa_64(&h->hdr->order_next, FS_ORDER_CHUNK);
-		FS_CRASH("order_alloc", 1);
-		if (n > h->ord_cap)
+		if (n == 0)
 			return 0;
-		ck_pr_store_64(&p->order_next, n);
-		ck_pr_fence_store();
-		FS_CRASH("order_alloc", 2);
-		/* the last chunk stops at the table's end */
-		ck_pr_store_64(&p->order_end, n + FS_ORDER_CHUNK > (uint64_t)h->ord_cap + 1
-		                                  ? (uint64_t)h->ord_cap + 1 : n + FS_ORDER_CHUNK);
-		FS_CRASH("order_alloc", 3);
+		i = ono_slot(h, n);
+		ck_pr_store_64(&h->me->order_next, n + 1);   /* n is used, placed or skipped */
+		h->ono_n = n + 1;
+		h->ono_slot = i + 1 == h->ord_cap ? 0 : i + 1;
+		s = ck_pr_load_64(&h->ord[i].state);
+		if (!ono_claimable(h, &h->ord[i], s, n))
+			continue;                                /* held: skip the number */
+		/* the journal names the slot and the number before the claim: a
+		 * recoverer gives the slot back (fs_op_rollback) */
+		j->order_idx = i;
+		j->ono = n;
+		if (ck_pr_cas_64(&h->ord[i].state, s, pend)) {
+			ck_pr_store_64(&h->ord[i].order_no, n);
+			*slot = i;
+			return n;
+		}
+		j->order_idx = FS_NONE;
 	}
-	if (n > h->ord_cap)
+	return 0;
+}
+
+/*
+ * The current order number with low FS_ONO_REQ_BITS bits @p low (a request-
+ * table answer keeps only those): the largest issued number with those bits.
+ * Exact while fewer than 2^44 orders are numbered during a request id's
+ * life (days, not 2^44 orders).  0 stays 0 (no order).
+ */
+static uint64_t ono_widen(flash_t *h, uint64_t low)
+{
+	uint64_t top = ck_pr_load_64(&h->hdr->order_next), mask = (1ull << FS_ONO_REQ_BITS) - 1;
+	uint64_t x = (top & FS_ONO_MASK) - 1;
+
+	if (low == 0)
 		return 0;
-	ck_pr_store_64(&p->order_next, n + 1);
-	return n;
+	return (top & ~FS_ONO_MASK) | (x - ((x - low) & mask));
 }
 
 /* ------------------------------------------------------------ the order chain */
@@ -267,7 +403,7 @@ static inline int req_peek_bank(flash_t *h, const uint64_t key[3], uint64_t hash
 				return FLASH_OK;
 			if (res) {
 				res->first_rc = FS_REQ_RC(FS_VAL(s));
-				res->order_no = FS_REQ_ONO(FS_VAL(s));
+				res->order_no = ono_widen(h, FS_REQ_ONO(FS_VAL(s)));
 				res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
 			}
 			return FLASH_EDUPLICATE;
@@ -343,7 +479,7 @@ static inline __attribute__((always_inline)) int req_claim_bank(flash_t *h, cons
 		case FS_K_DONE:
 			if (res) {
 				res->first_rc = FS_REQ_RC(FS_VAL(s));
-				res->order_no = FS_REQ_ONO(FS_VAL(s));
+				res->order_no = ono_widen(h, FS_REQ_ONO(FS_VAL(s)));
 				res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
 			}
 			j->req_idx = FS_NONE;
@@ -729,6 +865,8 @@ struct order_ctx {
 	int64_t now;               /* the order's time (the record's, in replay) */
 	uint32_t day;              /* business day */
 	uint32_t lslot, uidx;      /* limit slot held, its user-table entry */
+	uint32_t act_st, sku_st;   /* the entries' states read with them (fs_cat) */
+	uint32_t oslot;            /* order-table slot held */
 	uint64_t ono;              /* order number held */
 	uint64_t home;             /* hash of the user: picks the home shard */
 };
@@ -751,9 +889,20 @@ static inline __attribute__((always_inline)) int order_check(flash_t *h, const s
 		memset(res, 0, sizeof(*res));
 	if ((o->act = fs_act_find(h, r->activity_id, NULL)) == NULL)
 		return FLASH_ENOT_FOUND;
+	/* the entry's state, then its key again: fields read from here on are
+	 * the state's, if fs_order_run's re-check finds the same word */
+	o->act_st = ck_pr_load_32((uint32_t *)&o->act->state);
+	ck_pr_fence_load();
+	if (FS_CAT_KIND(o->act_st) != FS_CAT_LIVE || o->act->a.id != r->activity_id)
+		return FS_CAT_KIND(o->act_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
 	order_prefetch(h, r, o->act);
 	if ((sku = fs_sku_find(h, r->activity_id, r->sku_id, &o->si)) == NULL)
 		return FLASH_ENOT_FOUND;
+	o->sku_st = ck_pr_load_32((uint32_t *)&sku->state);
+	ck_pr_fence_load();
+	if (FS_CAT_KIND(o->sku_st) != FS_CAT_LIVE || sku->activity_id != r->activity_id ||
+	    sku->sku_id != r->sku_id)
+		return FS_CAT_KIND(o->sku_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
 	if (r->qty > o->act->a.max_qty)
 		return FLASH_EINVAL;
 	if (!fs_sku_range(h, sku, &o->base, &o->nsh))
@@ -854,7 +1003,7 @@ static inline __attribute__((always_inline)) int order_take(flash_t *h, const st
 		return rc;
 	}
 	FS_CRASH("order", 5);
-	o->ono = order_alloc(h);
+	o->ono = order_alloc(h, &o->oslot);
 	FS_CRASH("order", 10);
 	return o->ono == 0 ? FLASH_EFULL : FLASH_OK;
 }
@@ -872,8 +1021,8 @@ static inline __attribute__((always_inline)) int order_commit(flash_t *h, const 
 	uint64_t ono = oc->ono;
 	struct fs_order *o;
 
-	j->order_idx = (uint32_t)(ono - 1);
-	o = &h->ord[ono - 1];
+	/* the slot is ours since order_alloc's claim: PEND(tag), its number in */
+	o = &h->ord[oc->oslot];
 	o->user_id = r->user_id;
 	o->activity_id = r->activity_id;
 	o->sku_id = r->sku_id;
@@ -884,8 +1033,6 @@ static inline __attribute__((always_inline)) int order_commit(flash_t *h, const 
 	o->created_ns = oc->now;
 	o->sku_idx = oc->si;
 	o->shard = oc->base + (uint32_t)(oc->home % oc->nsh);
-	ck_pr_fence_store();
-	ck_pr_store_64(&o->state, FS_MK(FS_K_PEND, j->op_tag));
 	FS_CRASH("order", 6);
 	if (j->tok_idx != FS_NONE)
 		fs_intent_add(j, FS_TL_TARGET, -1, 1);   /* the token leaves the count at commit */
@@ -949,8 +1096,19 @@ static inline __attribute__((always_inline)) int order_run(flash_t *h, const str
 
 	if ((rc = order_check(h, r, res, &o, win)) != FLASH_OK)
 		return rc;                        /* refused before any change */
+	FS_PARK("order_read");
 	fs_op_begin(h, FS_OP_ORDER);
+	/* The entries read by order_check are still those (the same state
+	 * words), read after fs_op_begin's full barrier: an archive that marked
+	 * the activity before it is seen here; one that marks it later waits
+	 * for this operation (archive.c).  Two loads of lines in cache. */
+	if (__builtin_expect(ck_pr_load_32((uint32_t *)&o.act->state) != o.act_st ||
+	                     ck_pr_load_32(&h->sku[o.si].state) != o.sku_st, 0)) {
+		fs_op_end(h->j);
+		return FLASH_EENDED;              /* being archived: nothing held */
+	}
 	h->j->sku_idx = o.si;
+	FS_PARK("order_begun");
 	FS_CRASH("order", 1);
 	if (r->request_id != 0 && (rc = order_request(h, r, res, win)) != FLASH_OK)
 		return rc;                        /* the operation ended, nothing held */
@@ -1014,30 +1172,64 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	return FS_OBSERVED(h, FLASH_OP_CANCEL, fs_cancel_run(h, order_no, units_returned));
 }
 
+/*
+ * Where order number @p n lives: FLASH_OK and its slot in *slot, or
+ * FLASH_ENOT_FOUND for a number never issued (above flash_orders_max, or of
+ * another box).
+ */
+static int ono_find(flash_t *h, uint64_t n, uint32_t *slot)
+{
+	uint64_t top = ck_pr_load_64(&h->hdr->order_next);
+
+	if ((n & FS_ONO_MASK) == 0 || FS_ONO_BOX(n) != FS_ONO_BOX(top) || n > flash_orders_max(h))
+		return FLASH_ENOT_FOUND;
+	*slot = (uint32_t)(((n & FS_ONO_MASK) - 1) % h->ord_cap);
+	return FLASH_OK;
+}
+
+/*
+ * A slot read for number @p n holds number @p held (its order_no, read after
+ * its state @p s): is n's order elsewhere than here?  Numbers in one slot
+ * only grow (order_alloc), so a larger one means n's order, if it was ever
+ * placed, was archived (FLASH_EARCHIVED); FREE(0) with n itself: archived.
+ * Otherwise FLASH_OK (n is here, or was never placed in it).
+ */
+static inline int ono_gone(uint64_t s, uint64_t held, uint64_t n)
+{
+	if (held > n || (held == n && s == FS_MK(FS_K_FREE, 0)))
+		return FLASH_EARCHIVED;
+	return FLASH_OK;
+}
+
 /* The cancel, after the caller's fs_enter. */
 int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 {
 	struct fs_journal *j;
 	struct fs_order *o, oc;
 	const struct fs_act *act;
-	uint64_t s;
+	uint32_t oi;
+	uint64_t s, held;
+	int rc;
 
 	if (units_returned)
 		*units_returned = 0;
 	if (order_no == 0)
 		return FLASH_EINVAL;
-	if (order_no > flash_orders_max(h))
-		return FLASH_ENOT_FOUND;
-	o = &h->ord[order_no - 1];
+	if ((rc = ono_find(h, order_no, &oi)) != FLASH_OK)
+		return rc;
+	o = &h->ord[oi];
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_CANCEL);
 	j = h->j;
 	for (;;) {
 		s = ck_pr_load_64(&o->state);
-		if (FS_KIND(s) == FS_K_EMPTY) {
+		ck_pr_fence_load();   /* the number after the state it goes with */
+		held = ck_pr_load_64(&o->order_no);
+		if (FS_KIND(s) != FS_K_PEND && (held != order_no || FS_KIND(s) == FS_K_FREE ||
+		                                FS_KIND(s) == FS_K_EMPTY)) {
 			fs_op_end(h->j);
-			return FLASH_ENOT_FOUND;
+			return ono_gone(s, held, order_no) != FLASH_OK ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
 		}
 		if (FS_KIND(s) == FS_K_CANCELLED) {
 			fs_op_end(h->j);
@@ -1055,13 +1247,31 @@ int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 			fs_op_end(h->j);
 			return FLASH_ECORRUPT;
 		}
-		j->order_idx = (uint32_t)(order_no - 1);
+		/* an order of an activity being archived is not cancelled: read
+		 * after fs_op_begin's full barrier, so an archive marked before it
+		 * is seen, and one marked after waits for this cancel (archive.c).
+		 * ACTIVE fields are the order's own: its activity_id is. */
+		if (h->replay == NULL &&
+		    (act = fs_act_find(h, ck_pr_load_32(&o->activity_id), NULL)) != NULL &&
+		    FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE) {
+			fs_op_end(h->j);
+			return FLASH_EARCHIVED;
+		}
+		j->order_idx = oi;
 		if (ck_pr_cas_64(&o->state, s, FS_MK(FS_K_PEND, j->op_tag)))
 			break;
 	}
 	FS_CRASH("cancel", 1);
-	/* the order is ours: copy it once, check the copy, use only the copy */
+	/* the order is ours: copy it once, check the copy, use only the copy.
+	 * Ours, but which?  The slot may have been archived and claimed by a
+	 * later number between our reads and the CAS (same ACTIVE word): the
+	 * number says (an archive waits for us, so only if it ended before). */
 	oc = *o;
+	if (oc.order_no != order_no) {
+		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
+		fs_op_end(h->j);
+		return oc.order_no > order_no ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
+	}
 	if (oc.sku_idx >= h->sku_cap || oc.shard >= h->shard_cap ||
 	    (oc.user_idx != FS_NONE && oc.user_idx >= h->user_n) ||
 	    (act = fs_act_find(h, oc.activity_id, NULL)) == NULL) {
@@ -1109,12 +1319,16 @@ int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t de
 {
 	const struct fs_sku *sku;
 	struct fs_journal *j;
-	uint32_t si, base, n;
+	uint32_t si, base, n, st;
 	int rc;
 
 	if (delta == 0 || delta > (1ll << 40) || delta < -(1ll << 40))
 		return FLASH_EINVAL;
 	if ((sku = fs_sku_find(h, activity_id, sku_id, &si)) == NULL)
+		return FLASH_ENOT_FOUND;
+	st = ck_pr_load_32((uint32_t *)&sku->state);
+	ck_pr_fence_load();
+	if (FS_CAT_KIND(st) != FS_CAT_LIVE || sku->activity_id != activity_id || sku->sku_id != sku_id)
 		return FLASH_ENOT_FOUND;
 	if (!fs_sku_range(h, sku, &base, &n))
 		return FLASH_ECORRUPT;
@@ -1122,6 +1336,14 @@ int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t de
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_RESTOCK);
 	j = h->j;
+	/* the shard range read above is still this sku's: the same state word
+	 * after fs_op_begin's full barrier (an archive marked after it waits
+	 * for this restock; one that freed the sku before is seen: order.c's
+	 * re-check, archive.c) */
+	if (ck_pr_load_32((uint32_t *)&sku->state) != st) {
+		fs_op_end(j);
+		return FLASH_ENOT_FOUND;
+	}
 	j->sku_idx = si;
 	if (delta < 0) {
 		/* decreases first, before the commit point: undone on failure */
@@ -1172,26 +1394,32 @@ uint64_t flash_orders_max(flash_t *h)
 		if (next > 0 && next - 1 > n)
 			n = next - 1;
 	}
-	return n > h->ord_cap ? h->ord_cap : n;
+	return n;
 }
 
 int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 {
 	const struct fs_order *o;
-	uint64_t s;
+	uint64_t s, held;
+	uint32_t oi;
 	int rc;
 
 	if ((rc = fs_enter(h, 0)) != FLASH_OK)
 		return rc;
 	if (out == NULL || order_no == 0)
 		return FLASH_EINVAL;
-	if (order_no > flash_orders_max(h))
-		return FLASH_ENOT_FOUND;
-	o = &h->ord[order_no - 1];
+	if ((rc = ono_find(h, order_no, &oi)) != FLASH_OK)
+		return rc;
+	o = &h->ord[oi];
 	s = ck_pr_load_64(&o->state);
 	ck_pr_fence_load();
+	held = ck_pr_load_64(&o->order_no);
 	memset(out, 0, sizeof(*out));
 	out->order_no = order_no;
+	if ((rc = ono_gone(s, held, order_no)) != FLASH_OK)
+		return rc;
+	if (held != order_no)
+		return FLASH_OK;   /* issued, not placed (skipped, or being placed): NONE */
 	switch (FS_KIND(s)) {
 	case FS_K_ACTIVE:
 		out->state = FLASH_ORDER_ACTIVE;
@@ -1219,5 +1447,50 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 	out->limit_slot = o->limit_slot;
 	out->biz_day = o->biz_day;
 	out->created_ns = o->created_ns;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------ box id */
+
+/*
+ * The box id goes into the top byte of the allocator itself: one CAS from
+ * the fresh value 1 (no chunk taken, so no number issued), so every number
+ * taken after it carries the id, and none was taken before it.
+ */
+int flash_box_id_set(flash_t *h, uint32_t box_id)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (box_id == 0 || box_id > 255)
+		return FLASH_EINVAL;
+	if (!ck_pr_cas_64(&h->hdr->order_next, 1, ((uint64_t)box_id << 56) | 1))
+		return FLASH_EINVAL;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------ listing orders */
+
+int flash_order_at(flash_t *h, uint32_t index, struct flash_order_info *out)
+{
+	uint64_t no;
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	if (index >= h->ord_cap)
+		return FLASH_ENOT_FOUND;
+	memset(out, 0, sizeof(*out));
+	no = ck_pr_load_64(&h->ord[index].order_no);
+	/* the slot's number, read the way any reader reads it: NONE unless the
+	 * slot holds it now (archived, rolled back, never used: free) */
+	if (no == 0 || ((no & FS_ONO_MASK) - 1) % h->ord_cap != index ||
+	    flash_order_get(h, no, out) != FLASH_OK || out->state == FLASH_ORDER_NONE) {
+		memset(out, 0, sizeof(*out));
+		return FLASH_OK;
+	}
 	return FLASH_OK;
 }

@@ -45,12 +45,12 @@ static void recover_slot(flash_t *h, uint32_t slot)
 	/* a catalog writer that died inside the admin mutex is repaired by the
 	 * mutex's next owner; taking it here makes that happen now */
 	if (fs_admin_lock(h) == FLASH_OK) {
-		if (j->op == FS_OP_CATALOG)
+		if (j->op == FS_OP_CATALOG || j->op == FS_OP_ARCHIVE)
 			fs_catalog_repair(h, slot);
 		fs_admin_unlock(h);
 	}
 	phase = ck_pr_load_32(&j->phase);
-	if (phase == FS_PH_IDLE || j->op == FS_OP_CATALOG)
+	if (phase == FS_PH_IDLE || j->op == FS_OP_CATALOG || j->op == FS_OP_ARCHIVE)
 		goto done;
 	if (j->op == FS_OP_TOKEN || j->op == FS_OP_TOKEN_RETIRE) {
 		fs_intents_resolve(h, j, slot);

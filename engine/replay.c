@@ -9,8 +9,11 @@
  * interrupted by a crash is recovered like any other operation.
  *
  * Idempotence: an order, cancel, activity or sku already present is
- * FLASH_EEXIST and changes nothing.  A restock has no identity of its own;
- * the WAL's LSN makes its replay exactly-once.
+ * FLASH_EEXIST and changes nothing, as is an archive of an activity no
+ * longer there, and an order or cancel whose slot holds a later number or
+ * was archived.  A restock has no identity of its own; the WAL's LSN makes
+ * its replay exactly-once -- and so for an archived activity's own ACTIVITY
+ * and SKU records: once archived, a second application would add it again.
  */
 #include "fs.h"
 
@@ -41,12 +44,19 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 		};
 		struct flash_order_res res;
 
-		if (rec->order_no == 0 || rec->limit_slot == 0)
+		if ((rec->order_no & FS_ONO_MASK) == 0 || rec->limit_slot == 0)
 			return FLASH_EINVAL;
-		if (rec->order_no > h->ord_cap)
-			return FLASH_EFULL;
-		if (FS_KIND(ck_pr_load_64(&h->ord[rec->order_no - 1].state)) != FS_K_EMPTY)
-			return FLASH_EEXIST;
+		{
+			/* its slot (order.c): holding a later number, or this one
+			 * (placed, or archived: not rolled back), means it was
+			 * re-applied already */
+			const struct fs_order *o = &h->ord[((rec->order_no & FS_ONO_MASK) - 1) % h->ord_cap];
+			uint64_t s = ck_pr_load_64(&o->state), held = ck_pr_load_64(&o->order_no);
+
+			if (held > rec->order_no || (held == rec->order_no && FS_KIND(s) != FS_K_EMPTY &&
+			                             s != FS_MK(FS_K_FREE, 1)))
+				return FLASH_EEXIST;
+		}
 		return fs_order_run(h, &r, &res);
 	}
 	case FLASH_REC_CANCEL: {
@@ -55,12 +65,16 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 		if (rec->order_no == 0)
 			return FLASH_EINVAL;
 		rc = fs_cancel_run(h, rec->order_no, NULL);
-		return rc == FLASH_ECANCELLED ? FLASH_EEXIST : rc;
+		/* cancelled, or archived since (after its cancel): applied */
+		return rc == FLASH_ECANCELLED || rc == FLASH_EARCHIVED ? FLASH_EEXIST : rc;
 	}
 	case FLASH_REC_RESTOCK:
 		return fs_restock_run(h, rec->activity_id, rec->sku_id, rec->value);
 	case FLASH_REC_GEN:
 		return fs_gen_replay(h, rec);
+	case FLASH_REC_ARCHIVE:
+		/* archived already: FLASH_EEXIST (archive.c) */
+		return rec->activity_id == 0 ? FLASH_EINVAL : fs_archive_run(h, rec->activity_id, NULL);
 	default:
 		return FLASH_EINVAL;
 	}

@@ -92,8 +92,10 @@ uint32_t fs_ring_pos(flash_t *h)
 /* Does a record announce something other handles may act on? */
 static inline int rec_is_source(const struct flash_record *r)
 {
+	/* an archive frees order slots a later order takes: drained before it */
 	return r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_ACTIVITY ||
 	       r->type == FLASH_REC_SKU || r->type == FLASH_REC_GEN ||
+	       r->type == FLASH_REC_ARCHIVE ||
 	       (r->type == FLASH_REC_RESTOCK && r->value > 0);
 }
 

@@ -57,7 +57,11 @@ int flash_stats_get(flash_t *h, struct flash_stats *out)
 	out->locks = ck_pr_load_32(&h->hdr->locks_used);
 	out->locks_cap = o->max_locks;
 	out->procs_cap = o->max_procs;
-	out->orders_used = flash_orders_max(h);
+	/* numbers taken (box byte off), at most the table: numbers grow past
+	 * it once archived slots are reused (order.c) */
+	out->orders_used = flash_orders_max(h) & FS_ONO_MASK;
+	if (out->orders_used > o->max_orders)
+		out->orders_used = o->max_orders;
 	out->orders_cap = o->max_orders;
 	out->segment_bytes = h->size;
 	out->durability = o->durability;

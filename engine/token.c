@@ -305,6 +305,29 @@ static void token_sweep(flash_t *h)
 	}
 }
 
+/*
+ * Retire every live, unexpired token of activity @p act (flash_archive, once
+ * the activity is marked ARCHIVING and its grace period passed): each by its
+ * own journaled retire, as a redeem would, so a crash leaves each token live
+ * or retired and the count exact.  Expired ones are left to the sweep (no
+ * order can use them).  Returns how many were retired.
+ */
+uint32_t fs_token_retire_activity(flash_t *h, uint32_t act)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i <= h->tok_mask; i++) {
+		const struct fs_token *e = &h->tok[i];
+		uint64_t st = 0, id = 0;
+
+		if (token_read(h, i, &st, &id) && st == FS_MK(FS_K_FREE, 0) &&
+		    ck_pr_load_32((uint32_t *)&e->activity_id) == act &&
+		    token_retire(h, i, id, act, e->sku_id, e->user_id, 0) == FLASH_OK)
+			n++;
+	}
+	return n;
+}
+
 /* The issue, after the caller's fs_enter. */
 static int token_issue_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t user_id,
                            uint32_t ttl_ms, uint64_t *token)
@@ -324,7 +347,18 @@ static int token_issue_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, ui
 	while (id == 0);
 	j = h->j;
 	for (int pass = 0;; pass++) {
+		const struct fs_act *act;
+
 		fs_op_begin(h, FS_OP_TOKEN);
+		/* not for an activity being archived: read after fs_op_begin's
+		 * full barrier, so an archive marked before is seen, and one
+		 * marked after waits for this issue and then retires its token
+		 * (archive.c) */
+		if ((act = fs_act_find(h, activity_id, NULL)) == NULL ||
+		    FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE) {
+			fs_op_end(j);
+			return FLASH_ENOT_FOUND;
+		}
 		j->tok_id = id;
 		rc = fs_counter_change(h, j, (uint32_t)h->slot, FS_TL_TARGET, 1, 1);
 		if (rc == FLASH_OK)

@@ -7,3 +7,11 @@ target_compile_definitions(crash_liveness PRIVATE FLASH_CRASHPOINTS=1)
 target_link_libraries(crash_liveness PRIVATE flashstock_crash PkgConfig::CMOCKA)
 add_test(NAME crash_liveness COMMAND crash_liveness)
 set_tests_properties(crash_liveness PROPERTIES LABELS "engine;crash" TIMEOUT 60)
+
+# An order parked between its catalog read and its operation's begin is
+# refused once the activity was archived (tests/archive_park.c, FS_PARK).
+add_executable(archive_park ${CMAKE_CURRENT_SOURCE_DIR}/archive_park.c)
+target_compile_definitions(archive_park PRIVATE FLASH_CRASHPOINTS=1)
+target_link_libraries(archive_park PRIVATE flashstock_crash PkgConfig::CMOCKA)
+add_test(NAME archive_park COMMAND archive_park)
+set_tests_properties(archive_park PROPERTIES LABELS "engine;crash" TIMEOUT 60)

@@ -35,7 +35,12 @@
  * request id were taken), cancels (quota returned or kept), restock + and -,
  * token issue and redeem, lock acquire (first use of a name, and again),
  * renew, release, activity and sku add, attach, replay of an order and of a
- * cancel; and the recovery of a victim of most of them.
+ * cancel, an archive of an ended activity (active and cancelled orders,
+ * live tokens, limit entries, two skus over four shards; another activity
+ * selling on) and the replay of its record -- each must leave the activity
+ * wholly there (marked at most, finished by the retry) or wholly gone, the
+ * other activity untouched, and its ids reusable; and the recovery of a
+ * victim of most of them.
  *
  * Two modes.  "crash_points" (ctest crash_points): the points are the
  * engine's FS_CRASH(op, step) macros, named in the report.  "crash_points
@@ -397,6 +402,24 @@ static int rec_count(const struct ctx *c, uint16_t type, uint32_t act, uint32_t 
 
 static void rec_append(struct ctx *c, const struct flash_record *r);
 
+/* Has activity @p act an ARCHIVE record (flash_archive took effect)? */
+static int rec_archived(const struct ctx *c, uint32_t act)
+{
+	for (size_t i = 0; i < c->nrec; i++)
+		if (c->rec[i].type == FLASH_REC_ARCHIVE && c->rec[i].activity_id == act)
+			return 1;
+	return 0;
+}
+
+/* Was the activity of record @p r (one of c->rec) archived after it? */
+static int rec_archived_after(const struct ctx *c, const struct flash_record *r)
+{
+	for (size_t i = (size_t)(r - c->rec) + 1; i < c->nrec; i++)
+		if (c->rec[i].type == FLASH_REC_ARCHIVE && c->rec[i].activity_id == r->activity_id)
+			return 1;
+	return 0;
+}
+
 static int drain_one(void *arg, const struct flash_record *r, uint64_t seq)
 {
 	struct ctx *c = arg;
@@ -443,6 +466,14 @@ static void replayed_to_ledger(flash_t *h, struct ctx *c)
 	for (int i = 0; i < c->nrep; i++) {
 		struct flash_order_info oi;
 
+		if (!c->rep_in[i] && c->rep[i].type == FLASH_REC_ARCHIVE) {
+			/* an archive shows once its activity is gone */
+			if (fs_act_find(h, c->rep[i].activity_id, NULL) == NULL) {
+				rec_append(c, &c->rep[i]);
+				c->rep_in[i] = 1;
+			}
+			continue;
+		}
 		if (c->rep_in[i] || flash_order_get(h, c->rep[i].order_no, &oi) != FLASH_OK)
 			continue;
 		if ((c->rep[i].type == FLASH_REC_ORDER && oi.state != FLASH_ORDER_NONE) ||
@@ -486,7 +517,8 @@ static void check_all(flash_t *h, struct ctx *c)
 	for (uint32_t i = 0; i < h->ord_cap; i++) {
 		unsigned k = FS_KIND(ck_pr_load_64(&h->ord[i].state));
 
-		CHECK(k == FS_K_EMPTY || k == FS_K_ACTIVE || k == FS_K_CANCELLED,
+		/* FREE: a placing rolled back (order.c), or an archived order */
+		CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_ACTIVE || k == FS_K_CANCELLED,
 		      "order %u stuck in kind %u", i + 1, k);
 	}
 	{
@@ -545,17 +577,45 @@ static void check_all(flash_t *h, struct ctx *c)
 		CHECK(0, "flash_ring_drain: %s", flash_rcname(rc));
 	replayed_to_ledger(h, c);
 
-	/* the catalog is exactly what its records say */
-	for (size_t i = 0; i < c->nrec; i++) {
-		nact += c->rec[i].type == FLASH_REC_ACTIVITY;
-		nsku += c->rec[i].type == FLASH_REC_SKU;
-		if (c->rec[i].type == FLASH_REC_SKU)
-			nshard += c->rec[i].qty;
+	/* the catalog is exactly what its records say: without archives the
+	 * dense counts; with them, the entries not freed by an ARCHIVE record
+	 * that came after their own (archived entries are reused) */
+	{
+		uint32_t lact = 0, lsku = 0, lshard = 0, archives = 0;
+
+		for (size_t i = 0; i < c->nrec; i++) {
+			const struct flash_record *r = &c->rec[i];
+			int gone = rec_archived_after(c, r);
+
+			archives += r->type == FLASH_REC_ARCHIVE;
+			nact += r->type == FLASH_REC_ACTIVITY;
+			nsku += r->type == FLASH_REC_SKU;
+			if (r->type == FLASH_REC_SKU)
+				nshard += r->qty;
+			lact += r->type == FLASH_REC_ACTIVITY && !gone;
+			lsku += r->type == FLASH_REC_SKU && !gone;
+			if (r->type == FLASH_REC_SKU && !gone)
+				lshard += r->qty;
+		}
+		if (archives == 0) {
+			CHECK(h->hdr->n_act == nact, "%u activities, %u ACTIVITY records", h->hdr->n_act, nact);
+			CHECK(h->hdr->n_sku == nsku, "%u skus, %u SKU records", h->hdr->n_sku, nsku);
+			CHECK(h->hdr->n_shard == nshard, "%u shards handed out, SKU records say %u",
+			      h->hdr->n_shard, nshard);
+		} else {
+			uint32_t eact = 0, esku = 0, eshard = 0;
+
+			for (uint32_t i = 0; i < h->hdr->n_act; i++)
+				eact += FS_CAT_KIND(h->act[i].state) != FS_CAT_FREE;
+			for (uint32_t i = 0; i < h->hdr->n_sku; i++)
+				esku += FS_CAT_KIND(h->sku[i].state) != FS_CAT_FREE;
+			for (uint32_t i = 0; i < h->hdr->n_shard; i++)
+				eshard += h->shard[i].owner != 0;
+			CHECK(eact == lact, "%u activity entries in use, records say %u", eact, lact);
+			CHECK(esku == lsku, "%u sku entries in use, records say %u", esku, lsku);
+			CHECK(eshard == lshard, "%u shards owned, records say %u", eshard, lshard);
+		}
 	}
-	CHECK(h->hdr->n_act == nact, "%u activities, %u ACTIVITY records", h->hdr->n_act, nact);
-	CHECK(h->hdr->n_sku == nsku, "%u skus, %u SKU records", h->hdr->n_sku, nsku);
-	CHECK(h->hdr->n_shard == nshard, "%u shards handed out, SKU records say %u",
-	      h->hdr->n_shard, nshard);
 
 	/* no order number held twice: every slot's unused chunk [order_next,
 	 * order_end) lies below the allocator, is unused, and overlaps no other */
@@ -567,9 +627,9 @@ static void check_all(flash_t *h, struct ctx *c)
 
 			if (a == 0 || a >= b)
 				continue;
-			CHECK(b <= top && b <= (uint64_t)h->ord_cap + 1,
-			      "slot %u holds order numbers [%llu, %llu) past the allocator %llu", i,
+			CHECK(b <= top, "slot %u holds order numbers [%llu, %llu) past the allocator %llu", i,
 			      (unsigned long long)a, (unsigned long long)b, (unsigned long long)top);
+			/* a lap-0 number's slot is its own: still EMPTY (order.c) */
 			for (uint64_t no = a; no < b && no <= h->ord_cap; no++)
 				if (FS_KIND(h->ord[no - 1].state) != FS_K_EMPTY) {
 					CHECK(0, "slot %u will hand out order %llu again (its chunk [%llu, %llu))",
@@ -619,9 +679,16 @@ static void check_all(flash_t *h, struct ctx *c)
 		}
 		for (uint64_t no = 1; no <= omax; no++) {
 			struct flash_order_info oi;
-			const struct fs_order *o = &h->ord[no - 1];
+			const struct fs_order *o = &h->ord[((no & FS_ONO_MASK) - 1) % h->ord_cap];
 
 			rc = flash_order_get(h, no, &oi);
+			/* an archived activity's order: its slot free, the number kept */
+			if (rc == FLASH_EARCHIVED && orec[no] != NULL && rec_archived_after(c, orec[no])) {
+				CHECK(FS_KIND(o->state) == FS_K_FREE && o->order_no == no,
+				      "archived order %llu: slot kind %u, number %llu", (unsigned long long)no,
+				      FS_KIND(o->state), (unsigned long long)o->order_no);
+				continue;
+			}
 			CHECK_RC(rc, FLASH_OK);
 			if (rc != FLASH_OK)
 				continue;
@@ -648,7 +715,7 @@ static void check_all(flash_t *h, struct ctx *c)
 			 * cancel only if the activity keeps the quota */
 			{
 				uint32_t ui = o->user_idx, flags = 0;
-				uint64_t want = FS_MK(FS_K_DONE, no - 1);
+				uint64_t want = FS_MK(FS_K_DONE, (uint64_t)(o - h->ord));
 				const struct fs_act *a = fs_act_find(h, oi.activity_id, NULL);
 
 				if (a)
@@ -713,7 +780,13 @@ static void check_all(flash_t *h, struct ctx *c)
 
 		if (s->type != FLASH_REC_SKU)
 			continue;
-		for (size_t k = 0; k < c->nrec; k++) {
+		if (rec_archived_after(c, s)) {
+			/* wholly gone with its activity, or this is an older incarnation */
+			continue;
+		}
+		/* its records come after it (an earlier sku of the same ids was
+		 * archived before it) */
+		for (size_t k = i; k < c->nrec; k++) {
 			const struct flash_record *r = &c->rec[k];
 
 			if (r->activity_id != s->activity_id || r->sku_id != s->sku_id)
@@ -1230,6 +1303,135 @@ static void verify_activity_add(flash_t *h, struct ctx *c)
 static void verify_sku_add(flash_t *h, struct ctx *c)
 {
 	verify_catalog(h, c, 1);
+}
+
+/* ------------------------------------------------------------------ archive */
+
+/*
+ * Activity 14 has ended: two skus (3 shards and 1), three orders, one of
+ * them cancelled, two live tokens.  Activity 15 sells on (one order).  The
+ * window is closed by moving its end into the past (the test's own clock
+ * shift: no wait).
+ */
+static void setup_archive(flash_t *h, struct ctx *c)
+{
+	struct flash_order_res res;
+	uint32_t ai = 0;
+
+	CHECK_RC(add_act(h, 14, 2, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 14, 140, 9, 3), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 14, 141, 5, 1), FLASH_OK);
+	CHECK_RC(add_act(h, 15, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 15, 150, 5, 1), FLASH_OK);
+	CHECK_RC(order(h, 14, 140, 1401, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(order(h, 14, 141, 1402, 2, 0, 0, &res), FLASH_OK);
+	CHECK_RC(flash_cancel(h, res.order_no, NULL), FLASH_OK);
+	CHECK_RC(order(h, 14, 140, 1403, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(order(h, 15, 150, 1501, 1, 0, 0, &res), FLASH_OK);
+	c->order_no = res.order_no;
+	(void)issue(h, 14, 140, 1404);
+	(void)issue(h, 14, 141, 1405);
+	if (fs_act_find(h, 14, &ai) != NULL)
+		h->act[ai].a.end_ns = h->act[ai].a.start_ns + 1;
+	c->act = 14;
+}
+
+static int run_archive(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	struct flash_archive_info info;
+	int rc = flash_archive(h, c->act, 0, &info);
+
+	o->v[0] = info.orders;
+	o->v[1] = (uint64_t)info.skus << 32 | info.shards;
+	return rc;
+}
+
+/* Activity 14 wholly gone: no entry, index word, sku, shard or order slot. */
+static void check_archived(flash_t *h, struct ctx *c)
+{
+	struct flash_sku_info si;
+	struct flash_order_info oi;
+	uint32_t owned = 0;
+
+	CHECK(fs_act_find(h, 14, NULL) == NULL, "archived activity 14 still found");
+	CHECK_RC(flash_sku_get(h, 14, 140, &si), FLASH_ENOT_FOUND);
+	CHECK_RC(flash_sku_get(h, 14, 141, &si), FLASH_ENOT_FOUND);
+	for (uint32_t i = 0; i < h->ord_cap; i++)
+		CHECK(FS_KIND(h->ord[i].state) == FS_K_EMPTY || FS_KIND(h->ord[i].state) == FS_K_FREE ||
+		      h->ord[i].activity_id != 14, "order slot %u of activity 14 still held", i);
+	for (uint32_t i = 0; i < h->hdr->n_shard; i++)
+		owned += h->shard[i].owner != 0;
+	CHECK(owned == 1, "%u shards owned, want 1 (activity 15's)", owned);
+	for (uint32_t i = 0; i <= h->tok_mask; i++)
+		CHECK(FS_KIND(h->tok[i].state) != FS_K_FREE || h->tok[i].activity_id != 14,
+		      "token entry %u of activity 14 still live", i);
+	CHECK_RC(flash_archive(h, 14, 0, NULL), FLASH_ENOT_FOUND);
+	CHECK_RC(order(h, 14, 140, 1409, 1, 0, 0, NULL), FLASH_ENOT_FOUND);
+	/* the other activity untouched */
+	CHECK_RC(flash_order_get(h, c->order_no, &oi), FLASH_OK);
+	CHECK(oi.state == FLASH_ORDER_ACTIVE && oi.activity_id == 15, "activity 15's order: state %u",
+	      oi.state);
+}
+
+static void verify_archive(flash_t *h, struct ctx *c)
+{
+	int archived = rec_archived(c, 14);
+	const struct fs_act *a = fs_act_find(h, 14, NULL);
+
+	/* whole (live or marked) without the record, gone with it */
+	CHECK(archived == (a == NULL), "archive record %d, activity entry %s", archived,
+	      a ? "present" : "gone");
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(c->out.v[0] == 3 && c->out.v[1] == (2ull << 32 | 4),
+		      "completed archive freed %llu orders, skus<<32|shards %llx",
+		      (unsigned long long)c->out.v[0], (unsigned long long)c->out.v[1]);
+	}
+	if (!archived) {
+		struct flash_archive_info info;
+
+		/* the retry finishes it, from the mark if there is one */
+		CHECK_RC(flash_archive(h, 14, 0, &info), FLASH_OK);
+		CHECK(info.orders == 3 && info.skus == 2 && info.shards == 4,
+		      "retried archive freed %llu orders %u skus %u shards",
+		      (unsigned long long)info.orders, info.skus, info.shards);
+		CHECK_RC(drain_all(h, c), FLASH_OK);
+	}
+	check_archived(h, c);
+	/* and its id serves a new activity in the freed entries */
+	CHECK_RC(add_act(h, 14, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 14, 140, 4, 2), FLASH_OK);
+	CHECK_RC(order(h, 14, 140, 1410, 1, 0, 0, NULL), FLASH_OK);
+}
+
+/* The same activity archived by replaying its WAL record (a rebuild). */
+static void setup_replay_archive(flash_t *h, struct ctx *c)
+{
+	struct flash_record *r = &c->rep[0];
+
+	setup_archive(h, c);
+	memset(r, 0, sizeof *r);
+	r->type = FLASH_REC_ARCHIVE;
+	r->activity_id = 14;
+	r->order_no = 3;
+	r->qty = 2;
+	r->value = 4;
+	r->ts_ns = (int64_t)time(NULL) * 1000000000;
+	c->nrep = 1;
+}
+
+static void verify_replay_archive(flash_t *h, struct ctx *c)
+{
+	int gone = fs_act_find(h, 14, NULL) == NULL;
+
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(gone, "completed replay of the archive, activity 14 still there");
+	}
+	/* re-applied (the rebuild restarted): finished, or already done */
+	CHECK_RC(flash_replay(h, &c->rep[0]), gone ? FLASH_EEXIST : FLASH_OK);
+	replayed_to_ledger(h, c);
+	check_archived(h, c);
 }
 
 /* ------------------------------------------------------------------ attach */
@@ -2200,6 +2402,8 @@ static const struct scen scens[] = {
 	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
 	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },
+	{ "archive", setup_archive, run_archive, verify_archive, 0 },
+	{ "replay_archive", setup_replay_archive, run_replay_last, verify_replay_archive, 0 },
 	{ "order_plain_one_shard", setup_order_plain, run_order, verify_order_plain, 0 },
 	{ "close", setup_act9, run_close, verify_close, MAY_LEAVE_NONE | STORES_ONLY },
 	/* starting states */
@@ -2246,7 +2450,7 @@ static const char *const victims[] = {
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 	"order_requests_one_from_full", "token_issue_table_expired", "consumer_close",
-	"gen_advance", "gen_clear_requests",
+	"gen_advance", "gen_clear_requests", "archive", "replay_archive",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 

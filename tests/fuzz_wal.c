@@ -647,11 +647,13 @@ static void fz_seg_agree(flash_t *h)
 		fz_check(s[i].available <= s[i].total, "available never above total");
 		n++;
 	}
-	omax = flash_orders_max(h);
-	for (uint64_t no = 1; no <= omax; no++) {
+	/* every order-table slot (a forged record may carry any number, of any
+	 * lap: numbers are not bounded by the table, slots are) */
+	omax = flash_stats_get(h, &st) == FLASH_OK ? st.orders_cap : 0;
+	for (uint64_t no = 0; no < omax; no++) {
 		struct flash_order_info oi;
 
-		fz_check(flash_order_get(h, no, &oi) == FLASH_OK, "every order readable");
+		fz_check(flash_order_at(h, (uint32_t)no, &oi) == FLASH_OK, "every order readable");
 		if (oi.state != FLASH_ORDER_ACTIVE)
 			continue;
 		for (uint32_t i = 0; i < n; i++)

@@ -140,6 +140,8 @@ var (
 	ErrNotReg      = codeErr(C.FLASH_ENOTREG)       // attach: not a regular file
 	ErrFateUnknown = codeErr(C.FLASH_EFATE_UNKNOWN) // sync: placed, not yet durable
 	ErrReqExpired  = codeErr(C.FLASH_EREQ_EXPIRED)  // request id older than the window: look the order up
+	ErrArchived    = codeErr(C.FLASH_EARCHIVED)     // the order's activity was archived
+	ErrNotEnded    = codeErr(C.FLASH_ENOT_ENDED)    // archive: the activity has not ended
 	ErrMySQLRetry  = codeErr(C.FLASH_EMYSQL_RETRY)  // MySQL down or busy
 	ErrMySQL       = codeErr(C.FLASH_EMYSQL)        // MySQL refused a statement
 	ErrMySQLConfig = codeErr(C.FLASH_EMYSQL_CONFIG) // bad MySQL URL or access denied

@@ -167,6 +167,7 @@ func TestSentinelsCarryTheirOwnCodes(t *testing.T) {
 		{ErrTimeout, "FLASH_ETIMEOUT"}, {ErrLost, "FLASH_ELOST"},
 		{ErrAhead, "FLASH_EAHEAD"}, {ErrFeedIdent, "FLASH_EFEED_IDENT"},
 		{ErrRefill, "FLASH_EREFILL"},
+		{ErrArchived, "FLASH_EARCHIVED"}, {ErrNotEnded, "FLASH_ENOT_ENDED"},
 	}
 	for _, c := range cases {
 		if c.err.Name != c.name || RCName(c.err.Code) != c.name {

@@ -48,6 +48,7 @@ from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  
                       Fork, Full, InvalidArgument, LimitReached, Locked, NoMemory, NoProc,
                       NoSegment, NotFound, NotOwner, NotStarted, PermissionDenied, ReadOnly,
                       RequestExpired, SoldOut, SystemFailure, WrongThread, error_for)
+from ._errors import Archived, NotEnded  # noqa: F401
 from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
                       BadVersion, NotRegular, OwnerMismatch)
 from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
@@ -69,6 +70,7 @@ __all__ = [
     "AttachError", "ReadOnly", "Fork", "Cancelled", "Locked", "NotOwner", "Busy", "NoProc",
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
     "RequestExpired", "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
+    "Archived", "NotEnded",
     "BadChecksum", "BadLayout", "NotRegular",
     "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
     "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",

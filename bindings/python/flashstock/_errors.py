@@ -274,6 +274,16 @@ class RequestExpired(FlashError):
     first outcome is no longer remembered (FLASH_EREQ_EXPIRED); nothing was
     changed.  Look the order up (flashstock order --request-id, MariaDB)."""
     CODE = "FLASH_EREQ_EXPIRED"
+class Archived(FlashError):
+    """The order's activity was archived (flash_archive): its slot was
+    reclaimed; the order is in MariaDB and the WAL (FLASH_EARCHIVED)."""
+    CODE = "FLASH_EARCHIVED"
+
+
+class NotEnded(FlashError):
+    """Archive of an activity whose window has not closed (FLASH_ENOT_ENDED):
+    nothing changed."""
+    CODE = "FLASH_ENOT_ENDED"
 
 
 class Closed(FlashError, ValueError):

@@ -66,6 +66,8 @@ public class FlashException extends RuntimeException {
 		case -31: return new WrongThread(rc);
 		case -33: return new FateUnknown(rc);
 		case -34: return new RequestExpired(rc);
+		case -35: return new Archived(rc);
+		case -36: return new NotEnded(rc);
 		case -60: return new Timeout(rc);
 		case -61: return new Lost(rc);
 		case -62: return new Ahead(rc);
@@ -135,6 +137,10 @@ public class FlashException extends RuntimeException {
 	public static final class FateUnknown extends FlashException { FateUnknown(int c) { super(c); } }
 	/** FLASH_EREQ_EXPIRED: request id older than the window; look the order up. */
 	public static final class RequestExpired extends FlashException { RequestExpired(int c) { super(c); } }
+	/** FLASH_EARCHIVED: the order's activity was archived; the order is in MariaDB and the WAL. */
+	public static final class Archived extends FlashException { Archived(int c) { super(c); } }
+	/** FLASH_ENOT_ENDED: archive of an activity that has not ended. */
+	public static final class NotEnded extends FlashException { NotEnded(int c) { super(c); } }
 
 	/* the order feed (Feed) */
 

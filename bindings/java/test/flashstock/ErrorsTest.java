@@ -79,6 +79,8 @@ class ErrorsTest {
 			{ "FLASH_EAHEAD", FlashException.Ahead.class },
 			{ "FLASH_EFEED_IDENT", FlashException.FeedIdent.class },
 			{ "FLASH_EREFILL", FlashException.Refill.class },
+			{ "FLASH_EARCHIVED", FlashException.Archived.class },
+			{ "FLASH_ENOT_ENDED", FlashException.NotEnded.class },
 		};
 		for (Object[] n : named) {
 			Integer code = c.get((String) n[0]);
