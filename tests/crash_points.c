@@ -531,8 +531,13 @@ static void check_all(flash_t *h, struct ctx *c)
 			const struct fs_kent *e = t == FS_KT_REQ ? h->req : h->user;
 			uint32_t per = (t == FS_KT_REQ ? h->req_mask : h->user_mask) + 1;
 			uint64_t cur = h->hdr->gen[t].cur, cw;
+			uint32_t nb = h->gen_banks;
 
-			for (uint32_t b = 0; b < h->gen_banks; b++) {
+			if (nb == 0) {
+				CHECK(0, "a handle with no generation bank");
+				continue;
+			}
+			for (uint32_t b = 0; b < nb; b++) {
 				uint32_t used = 0;
 				uint64_t w = h->hdr->gen[t].bank[b];
 
@@ -553,7 +558,7 @@ static void check_all(flash_t *h, struct ctx *c)
 				CHECK(FS_BANK_KIND(w) != FS_BANK_CLEAR || used == 0, "%s bank %u clear with %u keys",
 				      t ? "user" : "request", b, used);
 			}
-			cw = h->hdr->gen[t].bank[cur % h->gen_banks];
+			cw = h->hdr->gen[t].bank[cur % nb];
 			CHECK(FS_BANK_KIND(cw) == FS_BANK_USED && FS_BANK_GEN(cw) == cur,
 			      "%s generation %llu, its bank reads kind %u generation %llu", t ? "user" : "request",
 			      (unsigned long long)cur, FS_BANK_KIND(cw), (unsigned long long)FS_BANK_GEN(cw));

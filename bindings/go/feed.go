@@ -22,6 +22,7 @@ const (
 	RecRestock  uint16 = C.FLASH_REC_RESTOCK
 	RecActivity uint16 = C.FLASH_REC_ACTIVITY
 	RecSku      uint16 = C.FLASH_REC_SKU
+	RecGen      uint16 = C.FLASH_REC_GEN // a keyed table's generation moved on or a bank was cleared
 )
 
 // Where a FeedRec came from (enum flash_feed_source), its fields a refill

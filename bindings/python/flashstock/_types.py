@@ -228,6 +228,7 @@ class RecordType(enum.IntEnum):
     RESTOCK = 3
     ACTIVITY = 4
     SKU = 5
+    GEN = 6       # a keyed table's generation moved on or a bank was cleared
 
 
 class FeedSource(enum.IntEnum):

@@ -32,6 +32,8 @@ public record FeedRecord(long lsn, long seq, int type, int slot, int activityId,
 	public static final int RESTOCK = 3;
 	public static final int ACTIVITY = 4;
 	public static final int SKU = 5;
+	/** FLASH_REC_GEN: a keyed table's generation moved on or a bank was cleared. */
+	public static final int GEN = 6;
 
 	/** FLASH_FEED_WAL: the WAL frame itself, every field. */
 	public static final int SOURCE_WAL = 0;
