@@ -54,6 +54,12 @@ static const struct {
 	{ FLASH_ENOTREG, "FLASH_ENOTREG", "not a regular file (a FIFO, directory or device has the segment's name)" },
 	{ FLASH_EFATE_UNKNOWN, "FLASH_EFATE_UNKNOWN",
 	  "not durable within the wait bound: the operation's fate is not known yet (wait again, or look it up by order number)" },
+	{ FLASH_EREQ_EXPIRED, "FLASH_EREQ_EXPIRED",
+	  "request id older than the window: its first outcome is no longer remembered; look the order up "
+	  "(flashstock order --request-id, MariaDB)" },
+	{ FLASH_EARCHIVED, "FLASH_EARCHIVED",
+	  "order archived: its activity was reclaimed; the order is in MariaDB and the WAL" },
+	{ FLASH_ENOT_ENDED, "FLASH_ENOT_ENDED", "the activity has not ended yet: it cannot be archived" },
 	{ FLASH_EMYSQL_RETRY, "FLASH_EMYSQL_RETRY", "MySQL down, slow or busy: nothing applied, retry" },
 	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
 	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },

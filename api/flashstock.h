@@ -107,6 +107,12 @@ extern "C" {
                                       its fate is not known yet: wait again with
                                       flash_durable_wait(), or look it up by order
                                       number (res->order_no) once the daemon runs */
+#define FLASH_EREQ_EXPIRED   -34   /* request id older than the segment's window: its first
+                                      outcome is no longer remembered; look the order up
+                                      (flashstock order --request-id, MariaDB) */
+#define FLASH_EARCHIVED      -35   /* order archived: its activity was reclaimed; the order
+                                      is in MariaDB and the WAL (flashstock order) */
+#define FLASH_ENOT_ENDED     -36   /* archive: the activity has not ended yet */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -444,6 +450,40 @@ int flash_activity_check(const struct flash_activity *a);
  */
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);
+
+/** What flash_archive() reclaimed. */
+struct flash_archive_info {
+	uint32_t activity_id;
+	uint32_t skus;            /* sku entries freed */
+	uint64_t orders;          /* order-table slots freed (active and cancelled orders) */
+	uint32_t shards;          /* stock slots freed */
+	uint32_t _pad;
+	uint64_t tokens;          /* live tokens retired */
+	uint64_t archived_lsn;    /* the segment's WAL LSN (flash_ident.wal_lsn) when the
+	                             activity was marked: every record of the activity is at
+	                             or below it, so MariaDB holds them all once its applied
+	                             LSN reaches it */
+};
+
+/**
+ * Archive an ended activity: reclaim its order-table slots, stock slots,
+ * sku and activity entries, live tokens and pinned limit entries, and emit a
+ * FLASH_REC_ARCHIVE record.  Its orders stay in the WAL and in MariaDB; in
+ * the segment they read FLASH_EARCHIVED (flash_order_get, flash_cancel) and
+ * new orders for it FLASH_EENDED or FLASH_ENOT_FOUND.  The caller checks
+ * first that MariaDB applied every record of the activity (`flashstock
+ * archive` and `serve --archive-after-s` compare its applied LSN with the
+ * segment's WAL LSN).
+ * @param[in]  activity_id  the activity (nonzero)
+ * @param[in]  flags        0 (none defined yet)
+ * @param[out] out          what was reclaimed (may be NULL)
+ * @return FLASH_OK; FLASH_ENOT_FOUND (no such activity: never added, or
+ *         archived already); FLASH_ENOT_ENDED (its window has not closed:
+ *         nothing changed); FLASH_EINVAL; FLASH_EBUSY (record ring full, the
+ *         admin mutex not free, or operations open on it did not end within
+ *         the grace period); FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_archive(flash_t *h, uint32_t activity_id, uint32_t flags, struct flash_archive_info *out);
 
 /* ------------------------------------------------------------------------
  * 5. Orders
@@ -812,7 +852,10 @@ enum flash_rec_type {
 	FLASH_REC_CANCEL   = 2,
 	FLASH_REC_RESTOCK  = 3,
 	FLASH_REC_ACTIVITY = 4,
-	FLASH_REC_SKU      = 5
+	FLASH_REC_SKU      = 5,
+	FLASH_REC_GEN      = 6,    /* a request-id or limit-entry generation moved or was
+	                              cleared (reclamation: nothing for MariaDB to apply) */
+	FLASH_REC_ARCHIVE  = 7     /* an ended activity was archived (flash_archive) */
 };
 
 struct flash_record {
@@ -830,6 +873,12 @@ struct flash_record {
 	uint16_t flags;         /* CANCEL: 1 if the quota was returned */
 	uint64_t request_id;    /* ORDER: request id or 0; ACTIVITY: day_offset_s */
 };
+/*
+ * An ARCHIVE record: activity_id, ts_ns (CLOCK_REALTIME of the archive), and
+ * what was reclaimed: value = orders, qty = skus, biz_day = shards,
+ * request_id = tokens.  The feed passes it on; the MariaDB applier marks the
+ * activity archived (activities.archived_lsn, archived_ns) and keeps its rows.
+ */
 
 /**
  * Called for each drained record.  @p seq is the record's position in its
