@@ -1118,7 +1118,8 @@ enum flash_feed_source {
 #define FLASH_FEED_MISS_SLOT  0x1u  /* rec.slot and fr_seq: MariaDB keeps no producer */
 #define FLASH_FEED_MISS_TS    0x2u  /* rec.ts_ns: a CANCEL's or a SKU's time is not kept */
 #define FLASH_FEED_MISS_VALUE 0x4u  /* rec.value: a SKU's initial units (item_stock keeps
-                                       only today's total, restocks included) */
+                                       only today's total, restocks included); an
+                                       ARCHIVE's counts (value, qty, biz_day, request_id) */
 
 /** One record of the feed. */
 struct flash_feed_rec {

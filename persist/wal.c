@@ -53,6 +53,8 @@ const char *wal_rec_type_name(uint16_t type, const char *unknown)
 	case FLASH_REC_RESTOCK:  return "restock";
 	case FLASH_REC_ACTIVITY: return "activity";
 	case FLASH_REC_SKU:      return "sku";
+	case FLASH_REC_GEN:      return "gen";
+	case FLASH_REC_ARCHIVE:  return "archive";
 	default:                 return unknown;
 	}
 }
