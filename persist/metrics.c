@@ -20,6 +20,7 @@
 #include "rcu_box.h"
 #include "feed.h"
 #include "serve_reconcile.h"
+#include "archiver.h"
 
 struct metrics {
 	struct MHD_Daemon *m_d;
@@ -31,6 +32,9 @@ struct metrics {
 	                                   drain loop never waits for a scrape) */
 	pthread_mutex_t    m_mu;        /* guards m_recon and m_probe (set once, before scrapes) */
 	serve_recon_t     *m_recon;     /* or NULL */
+	archiver_t        *m_arch;      /* or NULL; guarded by m_mu */
+	uint64_t           m_arch_done; /* archiver figures kept once it stopped (m_mu) */
+	uint64_t           m_arch_orders;
 	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
 };
@@ -257,6 +261,32 @@ static void render_reconcile(struct metrics *m, struct mbuf *mb)
 	          "LSN the last pass compared at (MySQL's applied LSN).", r.last_lsn);
 }
 
+/* The archiver: what it archived (counters survive its stop at shutdown). */
+static void render_archiver(struct metrics *m, struct mbuf *mb)
+{
+	struct archiver_stats a;
+	memset(&a, 0, sizeof a);
+	pthread_mutex_lock(&m->m_mu);
+	int on = m->m_arch != NULL;
+	if (on)
+		archiver_stats_get(m->m_arch, &a);
+	else {
+		a.archived = m->m_arch_done;
+		a.orders = m->m_arch_orders;
+	}
+	pthread_mutex_unlock(&m->m_mu);
+	mb_metric(mb, "flashstock_archived_total", "counter",
+	          "Activities this daemon archived (serve --archive-after-s).", a.archived);
+	mb_metric(mb, "flashstock_archived_orders_total", "counter",
+	          "Order-table slots freed by this daemon's archives.", a.orders);
+	mb_metric(mb, "flashstock_archive_due", "gauge",
+	          "Ended activities past --archive-after-s not archived yet (last pass).", a.due);
+	mb_metric(mb, "flashstock_archive_waits_total", "counter",
+	          "Archiver passes that waited for MariaDB to apply what the segment reflects.", a.waits);
+	mb_metric(mb, "flashstock_archive_failures_total", "counter",
+	          "flash_archive() calls of the archiver that failed.", a.failures);
+}
+
 /* ---- the dashboard: per sku, per operation, locks, MySQL liveness ---- */
 
 /* "sold_out" for FLASH_ESOLD_OUT, "ok" for FLASH_OK, "other" past the known codes. */
@@ -436,6 +466,19 @@ void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p)
 	pthread_mutex_unlock(&m->m_mu);
 }
 
+void metrics_set_archiver(metrics_t *m, struct archiver *a)
+{
+	pthread_mutex_lock(&m->m_mu);
+	if (m->m_arch && !a) {
+		struct archiver_stats s;
+		archiver_stats_get(m->m_arch, &s);
+		m->m_arch_done = s.archived;
+		m->m_arch_orders = s.orders;
+	}
+	m->m_arch = a;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r)
 {
 	pthread_mutex_lock(&m->m_mu);
@@ -510,6 +553,7 @@ char *metrics_render(metrics_t *m)
 	render_serve(m, &mb);
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
+	render_archiver(m, &mb);
 	render_dashboard(m, &mb);
 	render_feed(m, &mb);
 	if (mb.oom) {
