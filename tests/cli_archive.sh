@@ -134,6 +134,12 @@ has "$T/e" "nothing changed"
 has "$T/o" "would archive activity 1"
 grep -q "activity 2" "$T/o" && fail "dry run lists the live activity 2: $(cat "$T/o")"
 unchanged "the refusals and the dry run"
+"$F" status --name "$seg" --json --mysql "$URL" > "$T/st" || fail "status --mysql"
+has "$T/st" '"archiving":{"ended":1,"archived":0,"orders_used":'
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/st" || fail "status --json is not JSON"
+"$F" status --name "$seg" > "$T/st" || fail "status"
+has "$T/st" "ended, not archived  *1  (flashstock archive --ended)"
+has "$T/st" "give --mysql URL"
 
 "$F" archive --name "$seg" --ended --mysql "$URL" >"$T/o" 2>"$T/e" || fail "archive --ended: exit $?: $(cat "$T/e")"
 has "$T/o" "archived activity 1: orders"
@@ -149,6 +155,8 @@ caught_up archive1 "$seg"
 [ "$(sql archive1 "SELECT archived_lsn IS NULL FROM activities WHERE activity_id=2")" = 1 ] ||
 	fail "MariaDB: activity 2 marked archived"
 [ "$(sql archive1 "SELECT COUNT(*) FROM orders WHERE activity_id=1")" = 20 ] || fail "MariaDB kept 20 orders of activity 1"
+"$F" status --name "$seg" --json --mysql "$URL" > "$T/st" || fail "status --mysql after archive"
+has "$T/st" '"archived":1,'
 
 o1=$(head -n 1 "$T/acked1"); o2=$(head -n 1 "$T/acked2")
 serve_stop
