@@ -413,6 +413,48 @@ static void test_feed_refill_gives_the_archive_record_back_and_leaves_gens_as_ga
 	close_drop(m);
 }
 
+static void test_feed_hands_out_gen_and_archive_records_from_the_wal_and_names_them(void **state)
+{
+	(void)state;
+	char dir[128];
+	snprintf(dir, sizeof dir, "/tmp/fs-archive-feed-%d-%d", (int)getpid(), ++g_seq);
+	struct wal_opts wo;
+	wal_opts_default(&wo);
+	wo.incarnation = 0x5eedull;
+	wal_t *w;
+	assert_int_equal(wal_open(dir, &wo, &w), WAL_OK);
+	struct flash_lsn_record v[16];
+	size_t n = build(v);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lsn;
+		assert_int_equal(wal_append_record(w, &v[i].rec, i + 1, &lsn), WAL_OK);
+		assert_int_equal(lsn, v[i].lsn);
+	}
+	assert_int_equal(wal_commit(w), WAL_OK);
+	struct flash_feed_opts fo;
+	flash_feed_opts_default(&fo);
+	fo.from_start = 1;
+	flash_feed_t *f;
+	assert_int_equal(flash_feed_open(dir, "arch", &fo, &f), FLASH_OK);
+	for (size_t i = 0; i < n; i++) {
+		struct flash_feed_rec r;
+		assert_int_equal(flash_feed_next(f, &r, 1000), FLASH_OK);
+		assert_int_equal(r.fr_lsn, v[i].lsn);
+		assert_int_equal(r.fr_rec.type, v[i].rec.type);
+		assert_int_equal(r.fr_rec.activity_id, v[i].rec.activity_id);
+		assert_int_equal(r.fr_rec.ts_ns, v[i].rec.ts_ns);
+	}
+	struct flash_feed_rec r;
+	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_ETIMEOUT);
+	flash_feed_close(f);
+	assert_int_equal(wal_close(w), WAL_OK);
+	assert_string_equal(wal_rec_type_name(FLASH_REC_GEN, "?"), "gen");
+	assert_string_equal(wal_rec_type_name(FLASH_REC_ARCHIVE, "?"), "archive");
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* ---- the reconciler ----------------------------------------------------------- */
 
 /* A segment holding exactly what the records leave once activity 1 is
@@ -575,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_database_made_before_archiving_gets_the_columns_and_keeps_its_rows),
 		cmocka_unit_test(test_archived_order_is_found_by_number_and_by_request_id_with_its_archive),
 		cmocka_unit_test(test_feed_refill_gives_the_archive_record_back_and_leaves_gens_as_gaps),
+		cmocka_unit_test(test_feed_hands_out_gen_and_archive_records_from_the_wal_and_names_them),
 		cmocka_unit_test_teardown(test_reconciler_does_not_report_an_archived_activitys_skus_missing_from_the_segment,
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_reconciler_still_compares_an_archived_activity_in_mysql_with_the_wal,
