@@ -7,7 +7,8 @@
  * its records (a catalog operation under the admin mutex: the record is the
  * commit point, and fs_catalog_repair finishes or forgets a holder that
  * died).  It reclaims nothing: every count of the record and of @p out is 0,
- * and the activity, its skus and orders stay readable.
+ * and the activity, its skus and orders stay readable; replay (snapshots,
+ * --recover) of its record does nothing either.
  */
 #include <string.h>
 
@@ -53,4 +54,16 @@ int flash_archive(flash_t *h, uint32_t activity_id, uint32_t flags, struct flash
 	rc = archive_locked(h, activity_id, out ? out : &tmp);
 	fs_admin_unlock(h);
 	return rc;
+}
+
+/*
+ * Replay does what the stub did live: nothing in the segment.  An ARCHIVE
+ * record of an activity the segment does not know is FLASH_ENOT_FOUND, as
+ * for any record that refers to an unknown activity.
+ */
+int fs_archive_replay(flash_t *h, const struct flash_record *rec)
+{
+	if (rec->activity_id == 0)
+		return FLASH_EINVAL;
+	return fs_act_find(h, rec->activity_id, NULL) ? FLASH_OK : FLASH_ENOT_FOUND;
 }

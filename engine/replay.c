@@ -59,6 +59,8 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 	}
 	case FLASH_REC_RESTOCK:
 		return fs_restock_run(h, rec->activity_id, rec->sku_id, rec->value);
+	case FLASH_REC_ARCHIVE:
+		return fs_archive_replay(h, rec);
 	default:
 		return FLASH_EINVAL;
 	}

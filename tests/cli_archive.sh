@@ -20,7 +20,8 @@
 # Part 2, serve --archive-after-s 1 on a second segment and database: the
 #  daemon archives an activity on its own once it has ended and MariaDB has
 #  applied it (the ARCHIVE record appears in the feed, MariaDB marks it,
-#  flashstock_archived_total is 1) and leaves a live activity alone.
+#  flashstock_archived_total is 1) and leaves a live activity alone; the
+#  snapshot thread replays the ARCHIVE record and writes a snapshot past it.
 set -u
 F=${1:?usage}; B=${2:?usage}; M=${3:?usage}
 T=$(mktemp -d)
@@ -55,7 +56,7 @@ spid=
 serve_start() {   # LOG ARGS...
 	local log=$1; shift
 	: > "$log"
-	"$F" serve --wal-file-mb 1 --no-snapshot --reconcile-every 0 "$@" 2>>"$log" &
+	"$F" serve --wal-file-mb 1 --reconcile-every 0 "$@" 2>>"$log" &
 	spid=$!
 	pids="$pids $spid"
 	for _ in $(seq 1 200); do
@@ -99,7 +100,7 @@ has "$T/e" "give exactly one of --mysql URL"
 
 "$F" create --name "$seg" $caps >/dev/null || fail "create"
 W=$T/wal
-serve_start "$T/serve.log" --name "$seg" --wal "$W" --mysql "$URL" --archive-after-s 0
+serve_start "$T/serve.log" --name "$seg" --wal "$W" --mysql "$URL" --archive-after-s 0 --no-snapshot
 "$F" load --name "$seg" --activity 1 --end +3 --sku 1 --units 100 >/dev/null || fail "load 1"
 "$F" load --name "$seg" --activity 2 --end +3600 --sku 1 --units 100 >/dev/null || fail "load 2"
 "$B" --name "$seg" --activity 1 --sku 1 --from 1 --to 20 --log "$T/acked1" >/dev/null || fail "buy 1"
@@ -187,7 +188,7 @@ has "$T/o" '"archived":false'
 W2=$T/wal2
 "$F" create --name "$seg2" $caps >/dev/null || fail "create 2"
 serve_start "$T/serve.log" --name "$seg2" --wal "$W2" --mysql "$URL2" --archive-after-s 1 --metrics 0 \
-	--log-level info
+	--log-level info --snapshot-every 1
 "$F" load --name "$seg2" --activity 3 --end +2 --sku 1 --units 50 >/dev/null || fail "load 3"
 "$F" load --name "$seg2" --activity 4 --end +3600 --sku 1 --units 50 >/dev/null || fail "load 4"
 "$B" --name "$seg2" --activity 3 --sku 1 --from 1 --to 10 --log "$T/acked3" >/dev/null || fail "buy 3"
@@ -211,5 +212,13 @@ done
 	fail "MariaDB did not mark activity 3 archived at $alsn2"
 [ "$(sql archive2 "SELECT archived_lsn IS NULL FROM activities WHERE activity_id=4")" = 1 ] ||
 	fail "the daemon archived the live activity 4"
+# the snapshot thread replays the ARCHIVE record into its shadow like any other
+for _ in $(seq 1 400); do
+	s=$(sed -n 's/.*snapshot at LSN \([0-9]*\) written.*/\1/p' "$T/serve.log" | tail -n 1)
+	[ -n "$s" ] && [ "$s" -ge "$alsn2" ] && break
+	sleep 0.05
+done
+[ -n "$s" ] && [ "$s" -ge "$alsn2" ] || fail "no snapshot past the ARCHIVE record (LSN $alsn2)"
+grep -q "shadow refused" "$T/serve.log" && fail "the snapshot's shadow refused a record"
 serve_stop
 echo "PASS"
