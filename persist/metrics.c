@@ -364,6 +364,29 @@ static const struct flash_sql_sku *sql_sku_find(const struct flash_sql_sku *v, s
 }
 
 /* Stock per sku in memory, and against MySQL as the last reconciler pass read it. */
+/*
+ * The next sku entry at or after *i (below @p cap, the segment's max_skus):
+ * entries an archive freed read FLASH_ENOT_FOUND between live ones, so the
+ * walk skips them instead of stopping.  Returns 1 with *si, 0 at the end.
+ */
+static int sku_next(flash_t *h, uint32_t *i, uint32_t cap, struct flash_sku_info *si)
+{
+	for (; *i < cap; ++*i) {
+		int rc = flash_sku_at(h, *i, si);
+		if (rc == FLASH_OK)
+			return 1;
+		if (rc != FLASH_ENOT_FOUND)
+			return 0;
+	}
+	return 0;
+}
+
+static uint32_t sku_cap(flash_t *h)
+{
+	struct flash_seg_opts so;
+	return flash_seg_opts_get(h, &so) == FLASH_OK ? so.max_skus : 0;
+}
+
 static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 {
 	struct flash_sql_sku *sql = NULL;
@@ -384,7 +407,7 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 		struct flash_sku_info si;
 		mb_printf(mb, "# HELP %s %s\n# TYPE %s %s\n", what[k][0], what[k][2], what[k][0],
 		          what[k][1]);
-		for (uint32_t i = 0; flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+		for (uint32_t i = 0, cap = sku_cap(h); sku_next(h, &i, cap, &si); i++) {
 			uint64_t v = k == 0 ? si.available : k == 1 ? si.total - si.available : si.total;
 			mb_printf(mb, "%s{activity=\"%u\",sku=\"%u\"} %llu\n", what[k][0], si.activity_id,
 			          si.sku_id, (unsigned long long)v);
@@ -402,7 +425,7 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 		              "units sold in MySQL at the last reconciler pass (applier lag included; "
 		              "0 at quiescence when they agree).\n"
 		              "# TYPE flashstock_sku_mysql_diff_units gauge\n");
-		for (uint32_t i = 0; when_ns != 0 && flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+		for (uint32_t i = 0, cap = sku_cap(h); when_ns != 0 && sku_next(h, &i, cap, &si); i++) {
 			const struct flash_sql_sku *q = sql_sku_find(sql, nsql, si.activity_id, si.sku_id);
 			int64_t d = (int64_t)(si.total - si.available) - (q ? (int64_t)q->sold : 0);
 			mb_printf(mb, "flashstock_sku_mysql_diff_units{activity=\"%u\",sku=\"%u\"} %lld\n",
