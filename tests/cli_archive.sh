@@ -16,7 +16,8 @@
 #    it (a fresh segment of the same name after serve stopped, and no segment
 #    at all) reads MariaDB's row and says it is archived, at that LSN; an
 #    order number nobody issued is a clear error, exit 1; the live
-#    activity's order is read from the segment.
+#    activity's order is read from the segment while it runs, and from
+#    MariaDB (not archived) on the fresh segment.
 # Part 2, serve --archive-after-s 1 on a second segment and database: the
 #  daemon archives an activity on its own once it has ended and MariaDB has
 #  applied it (the ARCHIVE record appears in the feed, MariaDB marks it,
@@ -160,6 +161,13 @@ caught_up archive1 "$seg"
 has "$T/st" '"archived":1,'
 
 o1=$(head -n 1 "$T/acked1"); o2=$(head -n 1 "$T/acked2")
+# an order of the live activity: the segment answers
+"$F" order --name "$seg" "$o2" --json >"$T/o" 2>"$T/e" || fail "order from the segment: $(cat "$T/e")"
+has "$T/o" "{\"order_no\":$o2,\"source\":\"segment\",\"archived\":false,"
+has "$T/o" '"state":"active","activity_id":2,"sku_id":1,'
+"$F" order --name "$seg" "$o2" >"$T/o" || fail "order from the segment (text)"
+has "$T/o" "order $o2: active, activity 2, sku 1, user 1, qty 1"
+has "$T/o" "(source segment)"
 serve_stop
 "$F" reconcile --name "$seg" --wal "$W" --mysql "$URL" > "$T/rec" 2>&1 || fail "reconcile after archive: $(cat "$T/rec")"
 # the segment no longer has it: gone entirely ...
