@@ -15,7 +15,8 @@
 #  - `flashstock order` of one of its orders on a segment that no longer has
 #    it (a fresh segment of the same name after serve stopped, and no segment
 #    at all) reads MariaDB's row and says it is archived, at that LSN; an
-#    order number nobody issued is a clear error, exit 1; the live
+#    order number nobody issued is a clear error, exit 1; by request id
+#    (--request-id with activity, user, sku) MariaDB's row is found; the live
 #    activity's order is read from the segment while it runs, and from
 #    MariaDB (not archived) on the fresh segment.
 # Part 2, serve --archive-after-s 1 on a second segment and database: the
@@ -188,6 +189,16 @@ has "$T/e" "give --mysql URL"
 has "$T/e" "order 999999: neither segment"
 "$F" order --name "$seg" "$o2" --mysql "$URL" --json >"$T/o" || fail "order of the live activity"
 has "$T/o" '"archived":false'
+# by request id (the buyer sends none: give the row one, as a client minting ids would have)
+u1=$(sql archive1 "SELECT user_id FROM orders WHERE order_no=$o1")
+sql archive1 "UPDATE orders SET request_id=4242 WHERE order_no=$o1" || fail "set a request id"
+"$F" order --name "$seg" --request-id 4242 --activity 1 --user "$u1" --sku 1 --mysql "$URL" --json >"$T/o" \
+	2>"$T/e" || fail "order --request-id: $(cat "$T/e")"
+has "$T/o" "\"order_no\":$o1,\"source\":\"mysql\",\"archived\":true,"
+has "$T/o" '"request_id":4242,'
+"$F" order --name "$seg" --request-id 4243 --activity 1 --user "$u1" --sku 1 --mysql "$URL" 2>"$T/e"; rc=$?
+[ $rc = 1 ] || fail "order of an unknown request id: exit $rc, want 1"
+has "$T/e" "with request id 4243"
 "$F" order --name "$seg" --request-id 5 --activity 1 --user 1 2>"$T/e"; rc=$?
 [ $rc = 2 ] || fail "--request-id without --sku: exit $rc, want 2"
 "$F" destroy --name "$seg" >/dev/null
