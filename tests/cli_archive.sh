@@ -19,9 +19,13 @@
 #    (--request-id with activity, user, sku) MariaDB's row is found; the live
 #    activity's order is read from the segment while it runs, and from
 #    MariaDB (not archived) on the fresh segment.
+#  - status shows the ended activity before, MariaDB's archived count after;
+#    reconcile of segment, WAL and MariaDB agrees after the archive.
 # Part 2, serve --archive-after-s 1 on a second segment and database: the
 #  daemon archives an activity on its own once it has ended and MariaDB has
-#  applied it (the ARCHIVE record appears in the feed, MariaDB marks it,
+#  applied it -- not while MariaDB hangs (frozen) with its orders unapplied:
+#  it waits, says so, and writes nothing -- (the ARCHIVE record appears in
+#  the feed once MariaDB is thawed and caught up, MariaDB marks it,
 #  flashstock_archived_total is 1) and leaves a live activity alone; the
 #  snapshot thread replays the ARCHIVE record and writes a snapshot past it.
 set -u
@@ -30,7 +34,9 @@ T=$(mktemp -d)
 seg=/flash-archive-$$
 seg2=/flash-archive2-$$
 pids=""
+frozen=0
 cleanup() {
+	[ "$frozen" = 1 ] && sh "$M" thaw "$T/db" >/dev/null 2>&1
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	"$F" destroy --name "$seg" >/dev/null 2>&1
@@ -210,7 +216,16 @@ serve_start "$T/serve.log" --name "$seg2" --wal "$W2" --mysql "$URL2" --archive-
 	--log-level info --snapshot-every 1
 "$F" load --name "$seg2" --activity 3 --end +2 --sku 1 --units 50 >/dev/null || fail "load 3"
 "$F" load --name "$seg2" --activity 4 --end +3600 --sku 1 --units 50 >/dev/null || fail "load 4"
+# MariaDB hangs before the orders: they are in the WAL, not in MariaDB, and
+# the due activity must wait for it
+sh "$M" freeze "$T/db" 2>/dev/null || fail "freeze MariaDB"
+frozen=1
 "$B" --name "$seg2" --activity 3 --sku 1 --from 1 --to 10 --log "$T/acked3" >/dev/null || fail "buy 3"
+for _ in $(seq 1 600); do grep -q "archiver: 1 activities due, waiting for MariaDB" "$T/serve.log" && break; sleep 0.1; done
+has "$T/serve.log" "archiver: 1 activities due, waiting for MariaDB"
+[ -z "$(archives "$W2")" ] || fail "archived while MariaDB had not applied the orders: $(archives "$W2")"
+sh "$M" thaw "$T/db" 2>/dev/null || fail "thaw MariaDB"
+frozen=0
 for _ in $(seq 1 600); do [ -n "$(archives "$W2")" ] && break; sleep 0.1; done
 archives "$W2" > "$T/arch2"
 [ "$(wc -l < "$T/arch2")" = 1 ] || fail "the daemon wrote one ARCHIVE record: $(cat "$T/arch2")"
