@@ -84,10 +84,13 @@ int archiver_applied(flash_t *h, uint64_t applied_lsn, uint64_t *wal_lsn)
 /* ------------------------------------------------------------------------
  * 2. The thread
  *
- * It owns a writable handle of its own (flash_archive emits the ARCHIVE
- * record into that handle's ring; the daemon's loop drains it like any
- * other), so the daemon's drain never waits for an archive's grace
- * period.  Activities it archived are remembered and not tried again.
+ * It looks through a read-only handle of its own (no process-table slot),
+ * and opens a writable one only for a pass that archives, closing it after:
+ * between archives it takes no slot from the buyers.  flash_archive emits
+ * the ARCHIVE record into that handle's ring, which the daemon's loop
+ * drains like any other (a closed handle's records stay for the consumer),
+ * so the daemon's drain never waits for an archive's grace period.
+ * Activities it archived are remembered and not tried again.
  * ------------------------------------------------------------------------ */
 
 struct archiver {
@@ -144,7 +147,8 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* One pass: archive every due activity, if MariaDB has caught up. */
+/* One pass: archive every due activity, if MariaDB has caught up.  @p h
+ * is the read-only handle. */
 static void archiver_pass(archiver_t *a, flash_t *h)
 {
 	struct flash_activity *v = NULL;
@@ -182,10 +186,20 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 		return;
 	}
 	a->ar_wait_logged = 0;
+	flash_t *w = NULL;
+	if ((rc = flash_open(a->ar_segment, 0, &w)) != FLASH_OK) {
+		alog(a, SERVE_LOG_WARN, "archiver: open %s: %s (tried again next pass)", a->ar_segment,
+		     flash_strerror(rc));
+		pthread_mutex_lock(&a->ar_mu);
+		a->ar_st.failures++;
+		pthread_mutex_unlock(&a->ar_mu);
+		free(v);
+		return;
+	}
 	for (size_t i = 0; i < due; i++) {
 		struct flash_archive_info info;
 		memset(&info, 0, sizeof info);
-		rc = flash_archive(h, v[i].id, 0, &info);
+		rc = flash_archive(w, v[i].id, 0, &info);
 		if (rc == FLASH_ENOT_FOUND) {
 			done_add(a, v[i].id);   /* archived by someone else meanwhile */
 			continue;
@@ -211,6 +225,7 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 			     flash_strerror(rc));
 		}
 	}
+	flash_close(w);
 	free(v);
 }
 
@@ -235,7 +250,7 @@ static void *archiver_main(void *arg)
 			break;
 		pthread_mutex_unlock(&a->ar_mu);
 		if (!h) {
-			int rc = flash_open(a->ar_segment, 0, &h);
+			int rc = flash_open(a->ar_segment, FLASH_RDONLY, &h);
 			if (rc) {
 				alog(a, SERVE_LOG_WARN, "archiver: open %s: %s", a->ar_segment, flash_strerror(rc));
 				h = NULL;

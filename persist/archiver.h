@@ -17,8 +17,10 @@
  * --no-mysql-check`) the applied test is skipped: the orders are then in
  * the WAL only.
  *
- * Synchronization: the functions take the caller's handle (its thread's);
- * the thread (archiver_start) opens a handle of its own.
+ * Synchronization: the functions take the caller's handle (its thread's;
+ * read-only is enough for them); the thread (archiver_start) opens handles
+ * of its own: a read-only one to look, a writable one only while it
+ * archives.
  */
 #ifndef FLASH_ARCHIVER_H
 #define FLASH_ARCHIVER_H
