@@ -926,6 +926,12 @@ struct flash_record {
 	                           windowed segment: 0x8000 | request bank | user bank << 4 */
 	uint64_t request_id;    /* ORDER: request id or 0; ACTIVITY: day_offset_s */
 };
+/*
+ * An ARCHIVE record: activity_id, ts_ns (CLOCK_REALTIME of the archive), and
+ * what was reclaimed: value = orders, qty = skus, biz_day = shards,
+ * request_id = tokens.  The feed passes it on; the MariaDB applier marks the
+ * activity archived (activities.archived_lsn, archived_ns) and keeps its rows.
+ */
 
 /**
  * Called for each drained record.  @p seq is the record's position in its
@@ -1165,7 +1171,8 @@ enum flash_feed_source {
 #define FLASH_FEED_MISS_SLOT  0x1u  /* rec.slot and fr_seq: MariaDB keeps no producer */
 #define FLASH_FEED_MISS_TS    0x2u  /* rec.ts_ns: a CANCEL's or a SKU's time is not kept */
 #define FLASH_FEED_MISS_VALUE 0x4u  /* rec.value: a SKU's initial units (item_stock keeps
-                                       only today's total, restocks included) */
+                                       only today's total, restocks included); an
+                                       ARCHIVE's counts (value, qty, biz_day, request_id) */
 
 /** One record of the feed. */
 struct flash_feed_rec {

@@ -39,13 +39,6 @@
 
 #define ARCHIVE_GRACE_MS 2000u
 
-/* the gens stream owns this: limit-entry banks pinned by an activity */
-__attribute__((weak)) void fs_gen_unpin(flash_t *h, uint32_t act_idx)
-{
-	(void)h;
-	(void)act_idx;
-}
-
 /*
  * Mark the skus of activity @p id at entry @p ai ARCHIVING too (holder of
  * the admin mutex, before the grace period): an operation that reads a sku

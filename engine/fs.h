@@ -754,6 +754,7 @@ uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t no
 int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);
 int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
+/* Replay of a FLASH_REC_ARCHIVE record (archive_stub.c until archive.c lands). */
 
 /* crash points (tests) */
 #ifdef FLASH_CRASHPOINTS

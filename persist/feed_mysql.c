@@ -13,8 +13,11 @@
  *   SKU       item_stock.created_lsn: activity, sku, shards; not the initial
  *             units (item_stock.total includes later restocks:
  *             FLASH_FEED_MISS_VALUE) nor the time (FLASH_FEED_MISS_TS)
+ *   ARCHIVE   activities.archived_lsn: activity and time; not the counts of
+ *             what the segment reclaimed (FLASH_FEED_MISS_VALUE)
  *   RESTOCK   nothing (item_stock.last_lsn is only the last change of any
  *             kind): these LSNs are reported as gaps (fr_gap), never invented
+ *   GEN       nothing (the applier has nothing to apply for it): gaps too
  *   refused   records the applier refused (apply_conflicts) are not in the
  *             tables either: gaps too
  * The applied LSN (applied_lsn.lsn of the stream) must cover the range,
@@ -117,8 +120,10 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	         " limit_per_user | (scope << 8) | (flags << 16), day_offset_s, end_ns, 0, start_ns"
 	         " FROM activities WHERE lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 5, created_lsn, 0, activity_id, sku_id, 0, shards, 0, 0, 0, 0, 0, 0"
-	         " FROM item_stock WHERE created_lsn BETWEEN %llu AND %llu ORDER BY 2",
-	         a, b, a, b, a, b, a, b);
+	         " FROM item_stock WHERE created_lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 7, archived_lsn, 0, activity_id, 0, 0, 0, 0, 0, 0, archived_ns, 0, 0"
+	         " FROM activities WHERE archived_lsn BETWEEN %llu AND %llu ORDER BY 2",
+	         a, b, a, b, a, b, a, b, a, b);
 	if (mysql_query(c, sql) != 0) {
 		unsigned e = mysql_errno(c);
 		flash_mysql_conn_lost(r->fr_m);
@@ -160,6 +165,8 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 			x->fr_missing |= FLASH_FEED_MISS_TS;
 		if (type == FLASH_REC_SKU)
 			x->fr_missing |= FLASH_FEED_MISS_VALUE | FLASH_FEED_MISS_TS;
+		if (type == FLASH_REC_ARCHIVE)
+			x->fr_missing |= FLASH_FEED_MISS_VALUE;
 	}
 	mysql_free_result(res);
 	*recs = v;

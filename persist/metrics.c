@@ -20,6 +20,7 @@
 #include "rcu_box.h"
 #include "feed.h"
 #include "serve_reconcile.h"
+#include "archiver.h"
 
 struct metrics {
 	struct MHD_Daemon *m_d;
@@ -31,6 +32,9 @@ struct metrics {
 	                                   drain loop never waits for a scrape) */
 	pthread_mutex_t    m_mu;        /* guards m_recon and m_probe (set once, before scrapes) */
 	serve_recon_t     *m_recon;     /* or NULL */
+	archiver_t        *m_arch;      /* or NULL; guarded by m_mu */
+	uint64_t           m_arch_done; /* archiver figures kept once it stopped (m_mu) */
+	uint64_t           m_arch_orders;
 	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
 };
@@ -278,6 +282,32 @@ static void render_reconcile(struct metrics *m, struct mbuf *mb)
 	          "LSN the last pass compared at (MySQL's applied LSN).", r.last_lsn);
 }
 
+/* The archiver: what it archived (counters survive its stop at shutdown). */
+static void render_archiver(struct metrics *m, struct mbuf *mb)
+{
+	struct archiver_stats a;
+	memset(&a, 0, sizeof a);
+	pthread_mutex_lock(&m->m_mu);
+	int on = m->m_arch != NULL;
+	if (on)
+		archiver_stats_get(m->m_arch, &a);
+	else {
+		a.archived = m->m_arch_done;
+		a.orders = m->m_arch_orders;
+	}
+	pthread_mutex_unlock(&m->m_mu);
+	mb_metric(mb, "flashstock_archived_total", "counter",
+	          "Activities this daemon archived (serve --archive-after-s).", a.archived);
+	mb_metric(mb, "flashstock_archived_orders_total", "counter",
+	          "Order-table slots freed by this daemon's archives.", a.orders);
+	mb_metric(mb, "flashstock_archive_due", "gauge",
+	          "Ended activities past --archive-after-s not archived yet (last pass).", a.due);
+	mb_metric(mb, "flashstock_archive_waits_total", "counter",
+	          "Archiver passes that waited for MariaDB to apply what the segment reflects.", a.waits);
+	mb_metric(mb, "flashstock_archive_failures_total", "counter",
+	          "flash_archive() calls of the archiver that failed.", a.failures);
+}
+
 /* ---- the dashboard: per sku, per operation, locks, MySQL liveness ---- */
 
 /* "sold_out" for FLASH_ESOLD_OUT, "ok" for FLASH_OK, "other" past the known codes. */
@@ -355,6 +385,29 @@ static const struct flash_sql_sku *sql_sku_find(const struct flash_sql_sku *v, s
 }
 
 /* Stock per sku in memory, and against MySQL as the last reconciler pass read it. */
+/*
+ * The next sku entry at or after *i (below @p cap, the segment's max_skus):
+ * entries an archive freed read FLASH_ENOT_FOUND between live ones, so the
+ * walk skips them instead of stopping.  Returns 1 with *si, 0 at the end.
+ */
+static int sku_next(flash_t *h, uint32_t *i, uint32_t cap, struct flash_sku_info *si)
+{
+	for (; *i < cap; ++*i) {
+		int rc = flash_sku_at(h, *i, si);
+		if (rc == FLASH_OK)
+			return 1;
+		if (rc != FLASH_ENOT_FOUND)
+			return 0;
+	}
+	return 0;
+}
+
+static uint32_t sku_cap(flash_t *h)
+{
+	struct flash_seg_opts so;
+	return flash_seg_opts_get(h, &so) == FLASH_OK ? so.max_skus : 0;
+}
+
 static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 {
 	struct flash_sql_sku *sql = NULL;
@@ -375,7 +428,7 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 		struct flash_sku_info si;
 		mb_printf(mb, "# HELP %s %s\n# TYPE %s %s\n", what[k][0], what[k][2], what[k][0],
 		          what[k][1]);
-		for (uint32_t i = 0; flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+		for (uint32_t i = 0, cap = sku_cap(h); sku_next(h, &i, cap, &si); i++) {
 			uint64_t v = k == 0 ? si.available : k == 1 ? si.total - si.available : si.total;
 			mb_printf(mb, "%s{activity=\"%u\",sku=\"%u\"} %llu\n", what[k][0], si.activity_id,
 			          si.sku_id, (unsigned long long)v);
@@ -393,7 +446,7 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 		              "units sold in MySQL at the last reconciler pass (applier lag included; "
 		              "0 at quiescence when they agree).\n"
 		              "# TYPE flashstock_sku_mysql_diff_units gauge\n");
-		for (uint32_t i = 0; when_ns != 0 && flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+		for (uint32_t i = 0, cap = sku_cap(h); when_ns != 0 && sku_next(h, &i, cap, &si); i++) {
 			const struct flash_sql_sku *q = sql_sku_find(sql, nsql, si.activity_id, si.sku_id);
 			int64_t d = (int64_t)(si.total - si.available) - (q ? (int64_t)q->sold : 0);
 			mb_printf(mb, "flashstock_sku_mysql_diff_units{activity=\"%u\",sku=\"%u\"} %lld\n",
@@ -454,6 +507,19 @@ void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p)
 {
 	pthread_mutex_lock(&m->m_mu);
 	m->m_probe = p;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
+void metrics_set_archiver(metrics_t *m, struct archiver *a)
+{
+	pthread_mutex_lock(&m->m_mu);
+	if (m->m_arch && !a) {
+		struct archiver_stats s;
+		archiver_stats_get(m->m_arch, &s);
+		m->m_arch_done = s.archived;
+		m->m_arch_orders = s.orders;
+	}
+	m->m_arch = a;
 	pthread_mutex_unlock(&m->m_mu);
 }
 
@@ -531,6 +597,7 @@ char *metrics_render(metrics_t *m)
 	render_serve(m, &mb);
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
+	render_archiver(m, &mb);
 	render_dashboard(m, &mb);
 	render_feed(m, &mb);
 	if (mb.oom) {

@@ -38,6 +38,11 @@ struct serve_recon;
  * scrape can matter, and keep @p r alive until metrics_stop(). */
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r);
 
+struct archiver;
+/* Add the archiver's figures (flashstock_archived_total, ...; NULL: none or
+ * no more); keep @p a alive until it is set to NULL or metrics_stop(). */
+void metrics_set_archiver(metrics_t *m, struct archiver *a);
+
 struct flash_mysql_probe;
 /* Add the MySQL liveness ping's figures (flashstock_mysql_connected; NULL:
  * none); keep @p p alive until metrics_stop(). */

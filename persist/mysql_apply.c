@@ -5,7 +5,8 @@
  *
  *   1. Small tools          string builder, integer formatting, logging
  *   2. Connection           URL parsing and masking, connect, error classes
- *   3. Schema               CREATE TABLE IF NOT EXISTS for every table
+ *   3. Schema               CREATE TABLE IF NOT EXISTS for every table, and the
+ *                           migrations an older database gets (ADD COLUMN IF NOT EXISTS)
  *   4. Activity cache       activity id -> limit scope, for orders' scope keys
  *   5. Statement pipeline   multi-statement round trips with expected row counts
  *   6. Fast path            a batch as multi-row and aggregated statements, in runs
@@ -680,8 +681,18 @@ static const char *const schema_sql[] = {
 	" day_offset_s   INT NOT NULL,"
 	" start_ns       BIGINT NOT NULL,"
 	" end_ns         BIGINT NOT NULL,"
-	" lsn            BIGINT UNSIGNED NOT NULL"
+	" lsn            BIGINT UNSIGNED NOT NULL,"
+	" archived_lsn   BIGINT UNSIGNED NULL COMMENT 'LSN of its ARCHIVE record; NULL: live',"
+	" archived_ns    BIGINT NULL COMMENT 'when the segment archived it (CLOCK_REALTIME ns)'"
 	") ENGINE=InnoDB",
+
+	/* Migrations: a database made before a column existed gets it here
+	 * (each statement is idempotent; the CREATE above has them already). */
+	"ALTER TABLE activities"
+	" ADD COLUMN IF NOT EXISTS archived_lsn BIGINT UNSIGNED NULL"
+	"   COMMENT 'LSN of its ARCHIVE record; NULL: live',"
+	" ADD COLUMN IF NOT EXISTS archived_ns BIGINT NULL"
+	"   COMMENT 'when the segment archived it (CLOCK_REALTIME ns)'",
 
 	"CREATE TABLE IF NOT EXISTS item_stock ("
 	" activity_id INT UNSIGNED NOT NULL,"
@@ -1035,6 +1046,8 @@ static int rec_valid(const struct flash_record *r)
 		return r->activity_id && r->sku_id && r->value >= 0;
 	case FLASH_REC_GEN:   /* a table generation (engine/gen.c): nothing to apply */
 		return r->activity_id <= 1 && (r->qty == 1 || r->qty == 2);
+	case FLASH_REC_ARCHIVE:
+		return r->activity_id != 0;
 	default:
 		return 0;
 	}
@@ -1097,6 +1110,25 @@ static void sql_sku(struct sbuf *b, const struct flash_lsn_record *x)
 	sb_u64(b, r->qty ? r->qty : 1); sb_add(b, ",", 1);
 	sb_u64(b, x->lsn);          sb_add(b, ",", 1);
 	sb_u64(b, x->lsn);          sb_add(b, ");", 2);
+}
+
+/*
+ * An ARCHIVE record marks its activity's row; orders and stock rows stay (the
+ * activity's orders are looked up here once the segment has reclaimed them).
+ * Idempotent: a second apply writes the same values (and still matches the
+ * row: CLIENT_FOUND_ROWS).  An activity MariaDB does not know matches no row:
+ * the slow path reports it as a catalog conflict.
+ */
+static void sql_archive(struct sbuf *b, const struct flash_lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_str(b, "UPDATE activities SET archived_lsn=");
+	sb_u64(b, x->lsn);
+	sb_str(b, ", archived_ns=");
+	sb_i64(b, r->ts_ns);
+	sb_str(b, " WHERE activity_id=");
+	sb_u64(b, r->activity_id);
+	sb_add(b, ";", 1);
 }
 
 static void sql_cancel(struct sbuf *b, const struct flash_lsn_record *x)
@@ -1227,6 +1259,14 @@ static int fast_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 			sql_sku(b, &recs[i]);
 			if ((rc = pipe_push(m, 1)))
 				return rc;
+		} else if (r->type == FLASH_REC_ARCHIVE) {
+			/* after its ACTIVITY row (record order), and nothing of the
+			 * batch's orders depends on it: it only marks the row */
+			sql_archive(b, &recs[i]);
+			if ((rc = pipe_push(m, 1)))
+				return rc;
+		} else if (r->type == FLASH_REC_GEN) {
+			continue;               /* reclamation inside the segment: nothing to apply */
 		} else {
 			struct skuagg *g = agg_find(m, r->activity_id, r->sku_id, cap);
 			g->sa_lsn = recs[i].lsn;
@@ -1516,6 +1556,20 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		}
 		if (rc == 1)
 			kind = FLASH_CONFLICT_CANCEL;
+		break;
+	case FLASH_REC_GEN:
+		rc = 0;                 /* nothing to apply: see fast_apply */
+		break;
+	case FLASH_REC_ARCHIVE:
+		sql_archive(b, x);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			snprintf(m->mm_error, sizeof m->mm_error, "archive of unknown activity %u",
+			         r->activity_id);
+		}
+		if (rc == 1)
+			kind = FLASH_CONFLICT_CATALOG;
 		break;
 	case FLASH_REC_RESTOCK:
 		sb_reset(b);

@@ -7,6 +7,11 @@
  *   2. Gathering             each witness as an array sorted by (activity, sku)
  *   3. Orders                segment orders vs MySQL rows, in chunks of numbers
  *   4. Comparison            a three-way merge by (activity, sku)
+ *
+ * Archived activities (an ARCHIVE record in the WAL, or archived_lsn in
+ * MySQL): the segment reclaimed their skus and orders, so their absence
+ * from it is not a difference; the WAL and MySQL keep them and are still
+ * compared with each other, sku by sku and order by order.
  *   5. Report                free, print
  *   6. One run               open the witnesses by name, compare, print, exit code
  *
@@ -44,6 +49,9 @@ struct flash_fold {
 	uint64_t  ff_base_lsn;            /* seeded from a snapshot at this LSN (0: from the
 	                                     first record): orders placed before it are not
 	                                     in the fold, only their sums */
+	uint32_t *ff_arch;                /* activities of ARCHIVE records, ascending */
+	size_t    ff_arch_n;
+	size_t    ff_arch_cap;
 };
 
 static uint64_t sku_key(uint32_t a, uint32_t s) { return (uint64_t)a << 32 | s; }
@@ -70,6 +78,7 @@ void flash_fold_free(flash_fold_t *f)
 	free(f->ff_sorted);
 	free(f->ff_okey);
 	free(f->ff_oval);
+	free(f->ff_arch);
 	free(f);
 }
 
@@ -189,12 +198,45 @@ static struct flash_fold_sku *fold_get(flash_fold_t *f, uint32_t a, uint32_t s)
 	return e;
 }
 
+/* Note activity @p a archived (sorted insert; archives are rare). */
+static int fold_archive(flash_fold_t *f, uint32_t a)
+{
+	size_t i = 0;
+	while (i < f->ff_arch_n && f->ff_arch[i] < a)
+		i++;
+	if (i < f->ff_arch_n && f->ff_arch[i] == a)
+		return FLASH_OK;
+	if (f->ff_arch_n == f->ff_arch_cap) {
+		size_t cap = f->ff_arch_cap ? f->ff_arch_cap * 2 : 16;
+		uint32_t *v = realloc(f->ff_arch, cap * sizeof *v);
+		if (!v)
+			return FLASH_ENOMEM;
+		f->ff_arch = v;
+		f->ff_arch_cap = cap;
+	}
+	memmove(f->ff_arch + i + 1, f->ff_arch + i, (f->ff_arch_n - i) * sizeof *f->ff_arch);
+	f->ff_arch[i] = a;
+	f->ff_arch_n++;
+	return FLASH_OK;
+}
+
+int flash_fold_archived(flash_fold_t *f, const uint32_t **v, size_t *n)
+{
+	if (!f || !v || !n)
+		return FLASH_EINVAL;
+	*v = f->ff_arch;
+	*n = f->ff_arch_n;
+	return FLASH_OK;
+}
+
 int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t lsn)
 {
 	if (!f || !r)
 		return FLASH_EINVAL;
 	if (r->type == FLASH_REC_ACTIVITY || r->type == FLASH_REC_GEN)
-		return FLASH_OK;   /* no stock, no order */
+		return FLASH_OK;
+	if (r->type == FLASH_REC_ARCHIVE)
+		return fold_archive(f, r->activity_id);
 	if (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU)
 		return FLASH_EINVAL;
 	/* the engine never writes more than 2^40 units in one record: larger
@@ -454,17 +496,24 @@ static int cmp_seg(const void *x, const void *y)
 	return ka < kb ? -1 : ka > kb;
 }
 
+/* Every sku entry of the catalog.  Entries of archived activities are
+ * free (FLASH_ENOT_FOUND) and may sit between live ones: the walk covers
+ * the whole capacity. */
 static int seg_skus(flash_t *h, struct segsku **out, size_t *n)
 {
 	size_t cap = 64, k = 0;
+	struct flash_seg_opts so;
+	int orc = flash_seg_opts_get(h, &so);
+	if (orc)
+		return orc;
 	struct segsku *v = malloc(cap * sizeof *v);
 	if (!v)
 		return FLASH_ENOMEM;
-	for (uint32_t i = 0;; i++) {
+	for (uint32_t i = 0; i < so.max_skus; i++) {
 		struct flash_sku_info si;
 		int rc = flash_sku_at(h, i, &si);
 		if (rc == FLASH_ENOT_FOUND)
-			break;
+			continue;
 		if (rc) {
 			free(v);
 			return rc;
@@ -495,6 +544,50 @@ static struct segsku *seg_find(struct segsku *v, size_t n, uint32_t a, uint32_t 
 {
 	struct segsku key = { .activity_id = a, .sku_id = s };
 	return bsearch(&key, v, n, sizeof *v, cmp_seg);
+}
+
+/* The archived activities, ascending, unique: MySQL's and the WAL's. */
+struct archset {
+	uint32_t *v;
+	size_t    n;
+};
+
+static int archived(const struct archset *a, uint32_t id)
+{
+	size_t lo = 0, hi = a ? a->n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a->v[mid] == id)
+			return 1;
+		if (a->v[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Merge @p add (ascending) into the set. */
+static int archset_add(struct archset *a, const uint32_t *add, size_t n)
+{
+	if (!n)
+		return FLASH_OK;
+	uint32_t *v = malloc((a->n + n) * sizeof *v);
+	if (!v)
+		return FLASH_ENOMEM;
+	size_t i = 0, j = 0, k = 0;
+	while (i < a->n || j < n) {
+		uint32_t x = j >= n || (i < a->n && a->v[i] <= add[j]) ? a->v[i] : add[j];
+		while (i < a->n && a->v[i] == x)
+			i++;
+		while (j < n && add[j] == x)
+			j++;
+		v[k++] = x;
+	}
+	free(a->v);
+	a->v = v;
+	a->n = k;
+	return FLASH_OK;
 }
 
 #define MAX_DIFFS (1u << 20)
@@ -541,6 +634,7 @@ struct ochunk {
 	uint64_t from;
 	uint64_t len;
 	unsigned w;                      /* FLASH_W_SEGMENT or FLASH_W_WAL */
+	const struct archset *arch;      /* archived activities */
 };
 
 static const char *wname(unsigned w) { return w == FLASH_W_WAL ? "the WAL" : "the segment"; }
@@ -592,6 +686,8 @@ static int ochunk_row(void *arg, const struct flash_sql_order *mo)
 	uint64_t i = mo->order_no - c->from;
 	c->seen[i] = 1;
 	const struct flash_order_info *so = &c->seg[i];
+	if (so->state == FLASH_ORDER_NONE && archived(c->arch, mo->activity_id))
+		return 0;               /* reclaimed by the segment: MySQL and the WAL keep it */
 	if (so->state == FLASH_ORDER_NONE) {
 		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, c->w,
 		                                mo->activity_id, mo->sku_id);
@@ -609,11 +705,14 @@ static int ochunk_row(void *arg, const struct flash_sql_order *mo)
 struct orphan {
 	struct flash_reconcile_report *rep;
 	unsigned w;
+	const struct archset *arch;
 };
 
 static int orphan_row(void *arg, const struct flash_sql_order *mo)
 {
 	struct orphan *o = arg;
+	if (archived(o->arch, mo->activity_id))
+		return 0;               /* a segment rebuilt after the archive never numbered it */
 	struct flash_diff *d = diff_add(o->rep, FLASH_DIFF_MISSING, o->w, mo->activity_id, mo->sku_id);
 	d->order_no = mo->order_no;
 	d->user_id = mo->user_id;
@@ -731,10 +830,10 @@ static int wal_orders(flash_fold_t *f, flash_mysql_t *m, struct flash_reconcile_
  * ORDER_SUM check) and, with @p m, the order-by-order comparison.
  */
 static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t nskus,
-                      struct flash_reconcile_report *rep)
+                      const struct archset *arch, struct flash_reconcile_report *rep)
 {
 	uint64_t max = flash_orders_max(h);
-	struct ochunk c = { .rep = rep, .w = FLASH_W_SEGMENT };
+	struct ochunk c = { .rep = rep, .w = FLASH_W_SEGMENT, .arch = arch };
 	c.seg = malloc(CHUNK * sizeof *c.seg);
 	c.seen = malloc(CHUNK);
 	int rc = FLASH_OK;
@@ -742,13 +841,23 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
 		rc = FLASH_ENOMEM;
 		goto out;
 	}
-	for (uint64_t from = 1; from <= max; from += CHUNK) {
+	/* numbers carry the segment's box id in their top byte (flash_box_id_set):
+	 * this segment's run from that base up */
+	uint64_t base = max & ~((UINT64_C(1) << 56) - 1);
+
+	for (uint64_t from = base + 1; from <= max; from += CHUNK) {
 		uint64_t len = max - from + 1 < CHUNK ? max - from + 1 : CHUNK;
 		c.from = from;
 		c.len = len;
 		memset(c.seen, 0, len);
 		for (uint64_t i = 0; i < len; i++) {
 			rc = flash_order_get(h, from + i, &c.seg[i]);
+			if (rc == FLASH_EARCHIVED) {
+				/* its activity was reclaimed: read as no order here, and
+				 * MySQL's row of an archived activity is no difference */
+				memset(&c.seg[i], 0, sizeof c.seg[i]);
+				rc = FLASH_OK;
+			}
 			if (rc)
 				goto out;
 			const struct flash_order_info *o = &c.seg[i];
@@ -775,7 +884,7 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
 		rep->orders_checked += len;
 	}
 	if (m) {
-		struct orphan orph = { rep, FLASH_W_SEGMENT };
+		struct orphan orph = { rep, FLASH_W_SEGMENT, arch };
 		rc = flash_sql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, &orph);
 	}
 out:
@@ -844,12 +953,29 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 	const struct flash_fold_sku *wv = NULL;
 	struct flash_sql_user_excess *uv = NULL;
 	size_t un = 0;
+	struct archset arch = { NULL, 0 };
 	int rc = FLASH_OK;
 
+	if (m) {
+		uint32_t *av = NULL;
+		size_t an = 0;
+		if ((rc = flash_sql_archived(m, &av, &an)))
+			goto out;
+		rc = archset_add(&arch, av, an);
+		free(av);
+		if (rc)
+			goto out;
+	}
+	if (wal) {
+		const uint32_t *av;
+		size_t an;
+		if ((rc = flash_fold_archived(wal, &av, &an)) || (rc = archset_add(&arch, av, an)))
+			goto out;
+	}
 	if (h) {
 		if ((rc = seg_skus(h, &sv, &sn)))
 			goto out;
-		if ((rc = seg_orders(h, (flags & FLASH_RECONCILE_ORDERS) ? m : NULL, sv, sn, rep)))
+		if ((rc = seg_orders(h, (flags & FLASH_RECONCILE_ORDERS) ? m : NULL, sv, sn, &arch, rep)))
 			goto out;
 	}
 	if (flags & FLASH_RECONCILE_WAL_ORDERS) {
@@ -885,6 +1011,8 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 		unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
 		                (qe && qe->has_stock_row ? FLASH_W_MYSQL : 0);
 		unsigned missing = rep->witnesses & ~have;
+		if (!se && archived(&arch, a))
+			missing &= ~FLASH_W_SEGMENT;   /* reclaimed there; WAL vs MySQL still compared */
 		int64_t seg_total = se ? (int64_t)se->total : 0, seg_avail = se ? (int64_t)se->available : 0;
 		int64_t seg_sold = seg_total - seg_avail;
 		int64_t wal_total = we ? we->total : 0, wal_avail = we ? we->available : 0;
@@ -937,6 +1065,7 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 		}
 	}
 out:
+	free(arch.v);
 	free(sv);
 	free(qv);
 	free(uv);

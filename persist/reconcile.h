@@ -54,9 +54,11 @@ int flash_fold_new(flash_fold_t **out);
 void flash_fold_free(flash_fold_t *f);
 
 /**
- * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK move; ACTIVITY is
- * ignored).  Records of a sku never created are folded anyway (from zero),
- * so the comparison shows them.
+ * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK move; ACTIVITY and
+ * GEN are ignored; ARCHIVE notes its activity archived: its skus keep their
+ * WAL state, which the comparison holds against MySQL, and their absence
+ * from the segment is no difference).  Records of a sku never created are
+ * folded anyway (from zero), so the comparison shows them.
  * @return FLASH_OK; FLASH_EINVAL (NULL or unknown type); FLASH_ENOMEM.
  */
 int flash_fold_record(flash_fold_t *f, const struct flash_record *rec, uint64_t lsn);
@@ -118,6 +120,10 @@ struct flash_fold_order {
  * @return FLASH_OK; FLASH_ENOT_FOUND (no ORDER record for it); FLASH_EINVAL.
  */
 int flash_fold_order_get(const flash_fold_t *f, uint64_t order_no, struct flash_fold_order *out);
+
+/** The activities an ARCHIVE record folded so far named, ascending (the
+ *  array belongs to the fold, valid until the next fold or free). */
+int flash_fold_archived(flash_fold_t *f, const uint32_t **v, size_t *n);
 
 /** Highest order number folded (0: none). */
 uint64_t flash_fold_orders_max(const flash_fold_t *f);

@@ -246,3 +246,92 @@ int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
 		flash_mysql_conn_lost(m);
 	return rc;
 }
+
+int flash_sql_archived(flash_mysql_t *m, uint32_t **out, size_t *n)
+{
+	if (!m || !out || !n)
+		return FLASH_EINVAL;
+	*out = NULL;
+	*n = 0;
+	int rc = FLASH_OK;
+	MYSQL_RES *r = query(m, "SELECT activity_id FROM activities WHERE archived_lsn IS NOT NULL"
+	                        " ORDER BY activity_id", &rc);
+	if (!r)
+		return rc;
+	size_t rows = (size_t)mysql_num_rows(r);
+	uint32_t *v = rows ? calloc(rows, sizeof *v) : NULL;
+	if (rows && !v) {
+		mysql_free_result(r);
+		return FLASH_ENOMEM;
+	}
+	MYSQL_ROW row;
+	size_t i = 0;
+	while ((row = mysql_fetch_row(r)) && i < rows)
+		v[i++] = (uint32_t)u64(row[0]);
+	mysql_free_result(r);
+	*out = v;
+	*n = i;
+	return FLASH_OK;
+}
+
+#define ORDER_ROW_SQL \
+	"SELECT o.order_no, o.user_id, o.activity_id, o.sku_id, o.qty, o.status = 'CANCELLED'," \
+	" o.limit_slot, o.biz_day, o.request_id, o.created_ns, o.lsn, COALESCE(o.cancel_lsn, 0)," \
+	" o.quota_returned, a.archived_lsn IS NOT NULL, COALESCE(a.archived_lsn, 0)," \
+	" COALESCE(a.archived_ns, 0)" \
+	" FROM orders o LEFT JOIN activities a ON a.activity_id = o.activity_id WHERE "
+
+static int order_row_query(flash_mysql_t *m, const char *sql, struct flash_sql_order_row *out)
+{
+	int rc = FLASH_OK;
+	MYSQL_RES *r = query(m, sql, &rc);
+	if (!r)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(r);
+	if (!row) {
+		mysql_free_result(r);
+		return FLASH_ENOT_FOUND;
+	}
+	memset(out, 0, sizeof *out);
+	out->o.order_no = u64(row[0]);
+	out->o.user_id = u64(row[1]);
+	out->o.activity_id = (uint32_t)u64(row[2]);
+	out->o.sku_id = (uint32_t)u64(row[3]);
+	out->o.qty = (uint32_t)u64(row[4]);
+	out->o.state = u64(row[5]) ? FLASH_ORDER_CANCELLED : FLASH_ORDER_ACTIVE;
+	out->o.limit_slot = (uint32_t)u64(row[6]);
+	out->o.biz_day = (uint32_t)u64(row[7]);
+	out->request_id = u64(row[8]);
+	out->created_ns = row[9] ? strtoll(row[9], NULL, 10) : 0;
+	out->lsn = u64(row[10]);
+	out->cancel_lsn = u64(row[11]);
+	out->quota_returned = (uint32_t)u64(row[12]);
+	out->archived = (uint32_t)u64(row[13]);
+	out->archived_lsn = u64(row[14]);
+	out->archived_ns = row[15] ? strtoll(row[15], NULL, 10) : 0;
+	mysql_free_result(r);
+	return FLASH_OK;
+}
+
+int flash_sql_order_get(flash_mysql_t *m, uint64_t order_no, struct flash_sql_order_row *out)
+{
+	if (!m || !out || !order_no)
+		return FLASH_EINVAL;
+	char sql[768];
+	snprintf(sql, sizeof sql, ORDER_ROW_SQL "o.order_no = %llu", (unsigned long long)order_no);
+	return order_row_query(m, sql, out);
+}
+
+int flash_sql_order_by_request(flash_mysql_t *m, uint64_t request_id, uint32_t activity_id,
+                               uint64_t user_id, uint32_t sku_id, struct flash_sql_order_row *out)
+{
+	if (!m || !out || !request_id || !activity_id || !user_id)
+		return FLASH_EINVAL;
+	char sql[896], sku[48] = "";
+	if (sku_id)
+		snprintf(sku, sizeof sku, " AND o.sku_id = %u", sku_id);
+	snprintf(sql, sizeof sql, ORDER_ROW_SQL "o.activity_id = %u AND o.user_id = %llu%s"
+	         " AND o.request_id = %llu ORDER BY o.order_no LIMIT 1", activity_id,
+	         (unsigned long long)user_id, sku, (unsigned long long)request_id);
+	return order_row_query(m, sql, out);
+}

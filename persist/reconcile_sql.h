@@ -113,6 +113,43 @@ typedef int (*flash_sql_order_fn)(void *arg, const struct flash_sql_order *o);
 int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
                           flash_sql_order_fn fn, void *arg);
 
+/**
+ * The activities the applier marked archived (activities.archived_lsn set
+ * by an ARCHIVE record), ascending.  Their rows stay; the segment no longer
+ * has them.
+ * @param[out] out  array of *n ids (NULL when *n is 0)
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_sql_archived(flash_mysql_t *m, uint32_t **out, size_t *n);
+
+/** One order row with its activity's archive state (flashstock order). */
+struct flash_sql_order_row {
+	struct flash_sql_order o;
+	uint64_t request_id;        /* 0: none */
+	int64_t  created_ns;
+	uint64_t lsn;               /* of its ORDER record */
+	uint64_t cancel_lsn;        /* of its CANCEL record; 0: none */
+	uint32_t quota_returned;    /* 1: the cancel gave the limit slot back */
+	uint32_t archived;          /* 1: its activity is archived */
+	uint64_t archived_lsn;      /* the ARCHIVE record's LSN (archived only) */
+	int64_t  archived_ns;       /* when the segment archived it (archived only) */
+};
+
+/**
+ * The order numbered @p order_no.
+ * @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int flash_sql_order_get(flash_mysql_t *m, uint64_t order_no, struct flash_sql_order_row *out);
+
+/**
+ * The order placed with request id @p request_id by @p user_id in
+ * @p activity_id (and @p sku_id unless 0): the user_limit index's prefix
+ * (activity, user) finds the user's rows, the request id picks one.
+ * @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int flash_sql_order_by_request(flash_mysql_t *m, uint64_t request_id, uint32_t activity_id,
+                               uint64_t user_id, uint32_t sku_id, struct flash_sql_order_row *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
 #include "rebuild.h"
 #include "snapshot.h"
 #include "serve_reconcile.h"
+#include "archiver.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -57,6 +58,7 @@ struct serve {
 	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
+	archiver_t              *sv_arch;     /* archiver thread, or NULL */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
 	uint64_t                 sv_clear_lsn[2]; /* reclaimer: per table, the WAL LSN MySQL must
 	                                             reach before the due clear (0: none due) */
@@ -724,6 +726,17 @@ static flash_mysql_probe_t *serve_probe_start(const struct serve *s, const struc
 }
 #endif
 
+/* Stop the archiver (if any) and keep its count. */
+static void serve_arch_stop(struct serve *s)
+{
+	struct archiver_stats as;
+	if (!s->sv_arch)
+		return;
+	archiver_stop(s->sv_arch, &as);
+	s->sv_arch = NULL;
+	s->sv_st->archived = as.archived;
+}
+
 static void serve_sleep_us(uint32_t us)
 {
 	struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000 };
@@ -855,6 +868,23 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 	}
+	if (o->archive_after_s != 0 && s.sv_pump == NULL) {
+		serve_log(&s, SERVE_LOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
+		          "and there is no --mysql (archive by hand: flashstock archive --no-mysql-check)");
+	} else if (o->archive_after_s != 0) {
+		struct archiver_opts ao = {
+			.segment = o->segment, .after_s = o->archive_after_s, .every_ms = o->archive_every_ms,
+			.applied_lsn = serve_applied_lsn, .applied_arg = s.sv_pump,
+			.log = serve_snap_log, .log_arg = &s,
+		};
+		if ((rc = archiver_start(&ao, &s.sv_arch)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "archiver: %s", flash_strerror(rc));
+			st->flash_rc = rc;
+			goto out;
+		}
+		serve_log(&s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
+		          "once MariaDB has applied them", o->archive_after_s);
+	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
 	flash_mysql_probe_t *probe = NULL;
@@ -868,6 +898,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 		metrics_set_reconcile(mt, s.sv_recon);
+		metrics_set_archiver(mt, s.sv_arch);
 		probe = serve_probe_start(&s, o);
 		metrics_set_probe(mt, probe);
 		(void)metrics_set_feed(mt, o->wal_dir);
@@ -875,6 +906,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
 	}
 #define SERVE_PUBLISH() do { if (mt) metrics_publish(mt, st); } while (0)
+#define SERVE_METRICS_ARCHIVER_OFF() do { if (mt) metrics_set_archiver(mt, NULL); } while (0)
 #define SERVE_METRICS_STOP() do { metrics_stop(mt); flash_mysql_probe_stop(probe); } while (0)
 #else
 	if (o->metrics != NULL) {
@@ -883,6 +915,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		goto out;
 	}
 #define SERVE_PUBLISH() do { } while (0)
+#define SERVE_METRICS_ARCHIVER_OFF() do { } while (0)
 #define SERVE_METRICS_STOP() do { } while (0)
 #endif
 
@@ -902,6 +935,11 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		int stopping = o->stop != NULL && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE) != 0;
 		if (n == 0 && o->once)
 			break;
+		if (stopping && s.sv_arch) {
+			/* no archive after this: the rounds below drain its last records */
+			SERVE_METRICS_ARCHIVER_OFF();
+			serve_arch_stop(&s);
+		}
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
 		serve_snap_stats(&s);
@@ -982,6 +1020,7 @@ out:
 		st->snap_failures = ss.failures;
 		st->wal_removed = ss.wal_removed;
 	}
+	serve_arch_stop(&s);
 	if (s.sv_pump) {
 		/* Records still queued are in the WAL: the next start catches up. */
 		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);

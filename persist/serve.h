@@ -26,6 +26,11 @@
  * segment rebuilt or recreated since has restarted its seqs; its rings never
  * hold a byte-identical copy, so nothing is skipped by mistake.
  *
+ * With archive_after_s and an applier, a thread archives every activity
+ * whose window closed that long ago once MariaDB's applied LSN covers the
+ * segment (archiver.h); it stops before the last drain, so its ARCHIVE
+ * records are written.
+ *
  * With reconcile_every_ms set (the default: 5 minutes) a thread compares
  * the segment, the WAL and MySQL periodically and once more at a clean stop
  * after the applier drained (serve_reconcile.h).
@@ -106,6 +111,13 @@ struct serve_opts {
 	 * once it applied every record the WAL held when the clear fell due. */
 	int           no_reclaim;       /* 1: never (a one-bank segment never anyway) */
 	uint32_t      reclaim_every_ms; /* 0: 1000 */
+	/* Archiving (archiver.h): activities whose window closed archive_after_s
+	 * ago are archived once MariaDB applied everything the segment reflects.
+	 * Needs the applier (mysql_url or mysql_defaults): without it nothing is
+	 * archived (logged).  serve_opts_default: 0 (never); `flashstock serve`:
+	 * 3600 unless --archive-after-s says otherwise. */
+	uint32_t      archive_after_s;
+	uint32_t      archive_every_ms;    /* look this often (0: 1000) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -144,6 +156,7 @@ struct serve_stats {
 	uint64_t gen_cleared_keys;  /* ... keys those clears removed */
 	uint64_t gen_clear_waits;   /* ... clears due but put off: MySQL had not applied their
 	                               generation yet (relaxed atomic: tests read it live) */
+	uint64_t archived;          /* activities the archiver archived */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon

@@ -103,7 +103,7 @@
 
 
 /* The name of a flash_record type ("order", "cancel", "restock",
- * "activity", "sku"), or @p unknown for any other value. */
+ * "activity", "sku", "gen", "archive"), or @p unknown for any other value. */
 const char *wal_rec_type_name(uint16_t type, const char *unknown);
 
 #define WAL_FILE_HDR_BYTES   64u

@@ -114,6 +114,14 @@ static void serve_help(FILE *out)
 	        "                       counted as busy.  Each difference is logged at warn\n"
 	        "  --reconcile-threshold PCT  log an ALERT (error level) when the differing units\n"
 	        "                       exceed PCT %% of all units (default 0.1)\n"
+	        "  --archive-after-s N  archive each activity N seconds after its window closed\n"
+	        "                       (default 3600; 0: never), once MariaDB's applied LSN has\n"
+	        "                       reached the segment's WAL LSN (so MariaDB holds every\n"
+	        "                       order of it): a thread looks every second and reclaims\n"
+	        "                       the activity's order slots, skus, shards, tokens and\n"
+	        "                       limit entries (flashstock archive does the same by hand).\n"
+	        "                       Needs --mysql or --mysql-defaults; without them nothing\n"
+	        "                       is archived.  Counted in flashstock_archived_total\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -151,6 +159,7 @@ int cmd_serve(int argc, char **argv)
 		{ "reclaim-every-ms", required_argument, NULL, 0x104 },
 		{ "reconcile-every", required_argument, NULL, 'E' },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
+		{ "archive-after-s", required_argument, NULL, 0x105 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -160,6 +169,7 @@ int cmd_serve(int argc, char **argv)
 
 	serve_opts_default(&o);
 	o.snapshots = 1;
+	o.archive_after_s = 3600;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -246,6 +256,11 @@ int cmd_serve(int argc, char **argv)
 		case 0x102:
 			if (tool_opt_u64(cmd, "--feed-keep-age", optarg, 0, UINT64_MAX / 2,
 			                 &o.feed_keep_age_s) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x105:
+			if (tool_opt_u32(cmd, "--archive-after-s", optarg, 0, 100u * 365 * 86400,
+			                 &o.archive_after_s) != 0)
 				return TOOL_USAGE;
 			break;
 		case 'E':

@@ -11,13 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mysql_apply.h"
+#include "reconcile_sql.h"
+
 static void status_help(FILE *out)
 {
 	fprintf(out,
-	        "usage: flashstock status --name NAME [--json]\n"
+	        "usage: flashstock status --name NAME [--json] [--mysql URL | --mysql-defaults F]\n"
 	        "\n"
-	        "Show segment NAME read-only: activities, stock per sku, table fill levels and\n"
-	        "counters.  --json prints one JSON object with these stable keys:\n"
+	        "Show segment NAME read-only: activities, stock per sku, table fill levels,\n"
+	        "counters and archiving: the ended activities not archived yet (what\n"
+	        "`flashstock archive --ended` would take once MariaDB has applied them), the\n"
+	        "order table's fill (slots held by activities still in the segment), and with\n"
+	        "--mysql the activities archived so far (MariaDB remembers them; the segment\n"
+	        "forgets them).  --json prints one JSON object with these stable keys:\n"
 	        "  name, segment_bytes, durability (\"async\"|\"sync\"),\n"
 	        "  incarnation (16 hex digits: the identity every file of its WAL carries),\n"
 	        "  wal_lsn (the highest WAL LSN the segment reflects; 0: never served),\n"
@@ -37,6 +44,9 @@ static void status_help(FILE *out)
 	        "                wait_activity, bank: [{gen, keys, cap, state (\"clear\"|\n"
 	        "                \"current\"|\"previous\"|\"old\"|\"clearing\"|\"pinned\"),\n"
 	        "                pinned_by}]}} (banks 1: a segment without reclamation)\n"
+	        "  archiving: {ended (ended activities still in the segment), archived\n"
+	        "              (activities MariaDB marks archived; null without --mysql),\n"
+	        "              orders_used, orders_cap (the order table)}\n"
 	        "\n"
 	        "exit: 0 shown; 1 failed (no segment, bad segment); 2 usage error\n");
 }
@@ -124,32 +134,47 @@ static int status_read_catalog(flash_t *h, struct flash_activity **acts, uint32_
 	*acts = NULL;
 	*skus = NULL;
 	*nacts = *nskus = 0;
-	for (i = 0, cap = 0; (rc = flash_activity_at(h, i, &a)) == FLASH_OK; i++) {
-		if (i == cap) {
+	/* entries an archive freed read FLASH_ENOT_FOUND between live ones:
+	 * walk the whole capacity */
+	struct flash_seg_opts so;
+	if ((rc = flash_seg_opts_get(h, &so)) != FLASH_OK)
+		return rc;
+	for (i = 0, cap = 0; i < so.max_activities; i++) {
+		if ((rc = flash_activity_at(h, i, &a)) == FLASH_ENOT_FOUND)
+			continue;
+		if (rc != FLASH_OK)
+			return rc;
+		if (*nacts == cap) {
 			cap = cap ? cap * 2 : 16;
 			na = realloc(*acts, cap * sizeof *na);
 			if (!na)
 				return FLASH_ENOMEM;
 			*acts = na;
 		}
-		(*acts)[i] = a;
-		*nacts = i + 1;
+		(*acts)[(*nacts)++] = a;
 	}
-	if (rc != FLASH_ENOT_FOUND)
-		return rc;
-	for (i = 0, cap = 0; (rc = flash_sku_at(h, i, &s)) == FLASH_OK; i++) {
-		if (i == cap) {
+	for (i = 0, cap = 0; i < so.max_skus; i++) {
+		if ((rc = flash_sku_at(h, i, &s)) == FLASH_ENOT_FOUND)
+			continue;
+		if (rc != FLASH_OK)
+			return rc;
+		if (*nskus == cap) {
 			cap = cap ? cap * 2 : 16;
 			ns = realloc(*skus, cap * sizeof *ns);
 			if (!ns)
 				return FLASH_ENOMEM;
 			*skus = ns;
 		}
-		(*skus)[i] = s;
-		*nskus = i + 1;
+		(*skus)[(*nskus)++] = s;
 	}
-	return rc == FLASH_ENOT_FOUND ? FLASH_OK : rc;
+	return FLASH_OK;
 }
+
+/* What archiving has left to do and has done. */
+struct status_arch {
+	uint32_t ended;          /* ended activities still in the segment */
+	int64_t  archived;       /* activities MariaDB marks archived; -1: not asked */
+};
 
 /* sold = total - available; a reading taken while orders run may see
  * available above total for an instant (restock in flight): clamp at 0. */
@@ -162,7 +187,8 @@ static void status_text(const char *name, const struct flash_stats *st,
                         const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
-                        const struct status_table *tabs, size_t ntabs)
+                        const struct status_table *tabs, size_t ntabs,
+                        const struct status_arch *ar)
 {
 	uint64_t tot = 0, avail = 0, sold = 0;
 	char b1[40], b2[40];
@@ -234,13 +260,22 @@ static void status_text(const char *name, const struct flash_stats *st,
 	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
 	       (unsigned long long)st->cas_retries, (unsigned long long)st->recoveries,
 	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward);
+	printf("\narchiving\n"
+	       "  ended, not archived  %10u  (flashstock archive --ended)\n", ar->ended);
+	if (ar->archived >= 0)
+		printf("  archived (MariaDB)   %10lld\n", (long long)ar->archived);
+	else
+		printf("  archived (MariaDB)   %10s  (give --mysql URL)\n", "-");
+	printf("  order table          %10llu / %llu  (%.1f %%)\n", (unsigned long long)st->orders_used,
+	       (unsigned long long)st->orders_cap, status_pct(st->orders_used, st->orders_cap));
 }
 
 static void status_json(const char *name, const struct flash_stats *st,
                         const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
-                        const struct status_table *tabs, size_t ntabs)
+                        const struct status_table *tabs, size_t ntabs,
+                        const struct status_arch *ar)
 {
 	uint64_t tot = 0, avail = 0, sold = 0;
 	char b1[40], b2[40];
@@ -299,6 +334,13 @@ static void status_json(const char *name, const struct flash_stats *st,
 	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
 	       (unsigned long long)st->cas_retries, (unsigned long long)st->recoveries,
 	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward);
+	printf(",\"archiving\":{\"ended\":%u,\"archived\":", ar->ended);
+	if (ar->archived >= 0)
+		printf("%lld", (long long)ar->archived);
+	else
+		printf("null");
+	printf(",\"orders_used\":%llu,\"orders_cap\":%llu}", (unsigned long long)st->orders_used,
+	       (unsigned long long)st->orders_cap);
 }
 
 int cmd_status(int argc, char **argv)
@@ -307,6 +349,8 @@ int cmd_status(int argc, char **argv)
 		{ "help", no_argument,       NULL, 'h' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "json", no_argument,       NULL, 'j' },
+		{ "mysql", required_argument, NULL, 'M' },
+		{ "mysql-defaults", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0], *name = NULL;
@@ -318,7 +362,10 @@ int cmd_status(int argc, char **argv)
 	flash_t *h = NULL;
 	char what[300];
 	int c, rc, json = 0;
+	struct flash_mysql_opts mo;
+	struct status_arch ar = { 0, -1 };
 
+	memset(&mo, 0, sizeof mo);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -331,6 +378,12 @@ int cmd_status(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'M':
+			mo.url = optarg;
+			break;
+		case 'D':
+			mo.defaults_file = optarg;
+			break;
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
@@ -339,6 +392,11 @@ int cmd_status(int argc, char **argv)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
 	if (!name)
 		return tool_usage_err(cmd, "--name is required");
+	if (mo.url && mo.defaults_file)
+		return tool_usage_err(cmd, "give --mysql or --mysql-defaults, not both");
+	if (tool_opt_mysql_url(cmd, mo.url) != 0)
+		return TOOL_USAGE;
+	mo.require_db = 1;
 
 	rc = flash_open(name, FLASH_RDONLY, &h);
 	if (rc != FLASH_OK) {
@@ -361,6 +419,27 @@ int cmd_status(int argc, char **argv)
 		goto out;
 	}
 	{
+		int64_t now = tool_realtime_ns();
+		for (uint32_t i = 0; i < nacts; i++)
+			ar.ended += acts[i].end_ns <= now;
+	}
+	if (mo.url || mo.defaults_file) {
+		flash_mysql_t *m = NULL;
+		uint32_t *ids = NULL;
+		size_t nids = 0;
+		rc = flash_mysql_open(&mo, &m);
+		if (rc == FLASH_OK)
+			rc = flash_sql_archived(m, &ids, &nids);
+		if (rc == FLASH_OK)
+			ar.archived = (int64_t)nids;
+		else
+			rc = tool_failf("status: MariaDB %s: %s", flash_mysql_where(m), flash_strerror(rc));
+		free(ids);
+		flash_mysql_close(m);
+		if (rc != FLASH_OK)
+			goto out;
+	}
+	{
 		const struct status_table tabs[] = {
 			{ "activities", st.activities, st.activities_cap },
 			{ "skus",       st.skus,       st.skus_cap },
@@ -381,11 +460,11 @@ int cmd_status(int argc, char **argv)
 				goto out;
 			}
 		if (json) {
-			status_json(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs);
+			status_json(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
 			status_gens_json(gi);
 			printf("}\n");
 		} else {
-			status_text(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs);
+			status_text(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
 			status_gens_text(gi);
 		}
 	}

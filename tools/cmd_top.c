@@ -29,6 +29,29 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * The next sku entry at or after *i (below @p cap, the segment's max_skus):
+ * entries an archive freed read FLASH_ENOT_FOUND between live ones, so the
+ * walk skips them instead of stopping.  Returns 1 with *si, 0 at the end.
+ */
+static int sku_next(flash_t *h, uint32_t *i, uint32_t cap, struct flash_sku_info *si)
+{
+	for (; *i < cap; ++*i) {
+		int rc = flash_sku_at(h, *i, si);
+		if (rc == FLASH_OK)
+			return 1;
+		if (rc != FLASH_ENOT_FOUND)
+			return 0;
+	}
+	return 0;
+}
+
+static uint32_t sku_cap(flash_t *h)
+{
+	struct flash_seg_opts so;
+	return flash_seg_opts_get(h, &so) == FLASH_OK ? so.max_skus : 0;
+}
+
 static void top_help(FILE *out)
 {
 	fprintf(out,
@@ -290,7 +313,7 @@ static void top_print(flash_t *h, const char *name, const struct top_frame *prev
 				printf(" %s=%llu", code, (unsigned long long)o->results[FLASH_OP_ORDER][c]);
 			}
 		printf(" order_p50_us=%s order_p99_us=%s", p50s, p99s);
-		for (uint32_t i = 0; flash_sku_at(h, i, &si) == FLASH_OK; i++)
+		for (uint32_t i = 0, cap = sku_cap(h); sku_next(h, &i, cap, &si); i++)
 			printf(" stock:%u/%u=%llu/%llu", si.activity_id, si.sku_id,
 			       (unsigned long long)si.available, (unsigned long long)si.total);
 		printf(" wal_lsn=%llu wal_pending=%llu daemon=%s wal_pending_frames=%s mysql_lag=%s "
@@ -327,7 +350,7 @@ static void top_print(flash_t *h, const char *name, const struct top_frame *prev
 	if (d->lag[0])
 		printf("feed       %s\n", d->lag);
 	printf("\n%-12s %14s %14s %14s\n", "activity/sku", "available", "sold", "total");
-	for (uint32_t i = 0; flash_sku_at(h, i, &si) == FLASH_OK; i++) {
+	for (uint32_t i = 0, cap = sku_cap(h); sku_next(h, &i, cap, &si); i++) {
 		char k[32];
 		snprintf(k, sizeof k, "%u/%u", si.activity_id, si.sku_id);
 		printf("%-12s %14llu %14llu %14llu\n", k, (unsigned long long)si.available,

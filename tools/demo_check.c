@@ -104,7 +104,8 @@ int demo_rings_record(void *arg, const struct flash_record *rec, uint64_t seq)
 	case FLASH_REC_ACTIVITY:
 	case FLASH_REC_SKU:
 	case FLASH_REC_RESTOCK:
-	case FLASH_REC_GEN:
+	case FLASH_REC_GEN:        /* reclamation: no units move */
+	case FLASH_REC_ARCHIVE:
 		break;
 	default:
 		demo_anomaly(r, "unknown record type", rec, seq);

@@ -19,6 +19,8 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "wal",     cmd_wal,     "verify or dump a write-ahead log directory, list its snapshots" },
 	{ "reconcile", cmd_reconcile, "compare segment, WAL and MySQL; exit 1 on any difference" },
 	{ "top",     cmd_top,     "live view of a sale: orders/s, refusals, latency, stock, lag" },
+	{ "order",   cmd_order,   "show one order: from the segment, or from MariaDB once archived" },
+	{ "archive", cmd_archive, "reclaim ended activities MariaDB has applied (fixed memory)" },
 	{ "feed",    cmd_feed,    "read durable records as a named consumer, list consumers; --to amqp://: RabbitMQ" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };

@@ -22,7 +22,8 @@ const (
 	RecRestock  uint16 = C.FLASH_REC_RESTOCK
 	RecActivity uint16 = C.FLASH_REC_ACTIVITY
 	RecSku      uint16 = C.FLASH_REC_SKU
-	RecGen      uint16 = C.FLASH_REC_GEN // a keyed table's generation moved on or a bank was cleared
+	RecGen      uint16 = C.FLASH_REC_GEN     // a request-id or limit generation moved or was cleared
+	RecArchive  uint16 = C.FLASH_REC_ARCHIVE // an ended activity was archived (flashstock archive)
 )
 
 // Where a FeedRec came from (enum flash_feed_source), its fields a refill

@@ -228,7 +228,8 @@ class RecordType(enum.IntEnum):
     RESTOCK = 3
     ACTIVITY = 4
     SKU = 5
-    GEN = 6       # a keyed table's generation moved on or a bank was cleared
+    GEN = 6        # a request-id or limit generation moved or was cleared (reclamation)
+    ARCHIVE = 7    # an ended activity was archived: activity_id, ts_ns; value = orders freed
 
 
 class FeedSource(enum.IntEnum):

@@ -10,7 +10,7 @@ import java.nio.ByteBuffer;
  * One record of a {@link Feed} (api/flashstock.h section 10).
  * @param lsn        its WAL LSN: increasing; an idempotency key
  * @param seq        ring seq of the producing handle's slot (WAL records only)
- * @param type       FLASH_REC_*: ORDER 1, CANCEL 2, RESTOCK 3, ACTIVITY 4, SKU 5 (0: a refill's
+ * @param type       FLASH_REC_*: ORDER 1, CANCEL 2, RESTOCK 3, ACTIVITY 4, SKU 5, GEN 6, ARCHIVE 7 (0: a refill's
  *                   stand-in for a gap's last LSN); a type newer than this binding stays its number
  * @param slot       the producing handle's slot
  * @param qty        ORDER/CANCEL: units; SKU: shards
@@ -32,8 +32,10 @@ public record FeedRecord(long lsn, long seq, int type, int slot, int activityId,
 	public static final int RESTOCK = 3;
 	public static final int ACTIVITY = 4;
 	public static final int SKU = 5;
-	/** FLASH_REC_GEN: a keyed table's generation moved on or a bank was cleared. */
+	/** A request-id or limit generation moved or was cleared (reclamation). */
 	public static final int GEN = 6;
+	/** An ended activity was archived: activityId, tsNs; value = order slots freed. */
+	public static final int ARCHIVE = 7;
 
 	/** FLASH_FEED_WAL: the WAL frame itself, every field. */
 	public static final int SOURCE_WAL = 0;
