@@ -396,7 +396,7 @@ static int sku_next(flash_t *h, uint32_t *i, uint32_t cap, struct flash_sku_info
 		int rc = flash_sku_at(h, *i, si);
 		if (rc == FLASH_OK)
 			return 1;
-		if (rc != FLASH_ENOT_FOUND)
+		if (rc != FLASH_ENOT_FOUND && rc != FLASH_EARCHIVED)
 			return 0;
 	}
 	return 0;

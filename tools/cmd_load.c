@@ -673,8 +673,9 @@ static int load_check(struct load_plan *p, flash_t *h)
 	size_t i;
 	int rc, f;
 
-	for (idx = 0; (rc = flash_activity_at(h, idx, &cur)) == FLASH_OK; idx++) {
-		struct load_act *a = load_find_act(p, cur.id);
+	for (idx = 0; (rc = flash_activity_at(h, idx, &cur)) == FLASH_OK || rc == FLASH_EARCHIVED;
+	     idx++) {
+		struct load_act *a = rc == FLASH_OK ? load_find_act(p, cur.id) : NULL;
 		if (!a)
 			continue;
 		a->in_segment = 1;
