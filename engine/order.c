@@ -216,7 +216,7 @@ static inline int ono_claimable(const flash_t *h, const struct fs_order *o, uint
  * the usual path that is the first: one load of a slot the order writes
  * anyway.  order_alloc decides for real.
  */
-static int order_peek(flash_t *h)
+static inline __attribute__((always_inline)) int order_peek(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t next, end, n;
@@ -270,7 +270,7 @@ static int order_peek(flash_t *h)
  * "order_alloc" 1-3.  A chunk stops at the end of its lap (a multiple of
  * max_orders), so in lap 0 chunks are what they always were.
  */
-static uint64_t order_next_number(flash_t *h)
+static inline __attribute__((always_inline)) uint64_t order_next_number(flash_t *h)
 {
 	struct fs_proc *p = h->me;
 	uint64_t n = p->order_next, c, lap_end;
@@ -302,7 +302,7 @@ static uint64_t order_next_number(flash_t *h)
  * Replay takes the record's number and keeps the allocator past it; its
  * slot must be free (it was when the order was first placed).
  */
-static uint64_t order_alloc(flash_t *h, uint32_t *slot)
+static inline __attribute__((always_inline)) uint64_t order_alloc(flash_t *h, uint32_t *slot)
 {
 	struct fs_journal *j = h->j;
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
