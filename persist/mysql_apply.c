@@ -148,6 +148,7 @@ struct flash_mysql {
 	int      mm_require_db;     /* refuse an unknown database (opts.require_db) */
 	int      mm_create_db;      /* the URL says create_db=1 */
 	int      mm_db_implicit;    /* the URL named no database: "flashstock" */
+	int      mm_no_schema;      /* opts.no_schema: create no applier table */
 	/* activity cache: open addressing, key 0 = empty */
 	uint32_t *mm_act_id;
 	uint8_t  *mm_act_scope;
@@ -621,7 +622,7 @@ static int connect_db(flash_mysql_t *m)
 		if (r)
 			mysql_free_result(r);
 	}
-	int rc = schema_create(m);
+	int rc = m->mm_no_schema ? FLASH_OK : schema_create(m);
 	if (rc) {
 		disconnect(m);
 		return rc;
@@ -1884,6 +1885,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
 	m->mm_gaps_ok = o->lsn_gaps_ok;
 	m->mm_require_db = o->require_db;
+	m->mm_no_schema = o->no_schema;
 	m->mm_connect_timeout_s = o->connect_timeout_s ? o->connect_timeout_s : 5;
 	m->mm_rw_timeout_s = o->rw_timeout_s ? o->rw_timeout_s : 30;
 	m->mm_max_packet = 1u << 20;

@@ -100,6 +100,9 @@ struct flash_mysql_opts {
 	                               "flashstock") may still create that one, and a URL
 	                               with create_db=1 may create its own.  0 (default
 	                               for library callers): create what is missing */
+	int no_schema;              /* 1: create none of the applier's tables (a connection
+	                               for other tables, e.g. the central database of
+	                               leases and the cross-box backstop) */
 };
 
 /** One WAL record with its LSN, as the WAL reader hands it over. */
