@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "flashstock.h"
+#include "backstop.h"
 #include "mysql_probe.h"
 #include "rcu_box.h"
 #include "feed.h"
@@ -31,6 +32,7 @@ struct metrics {
 	                                   drain loop never waits for a scrape) */
 	pthread_mutex_t    m_mu;        /* guards m_recon and m_probe (set once, before scrapes) */
 	serve_recon_t     *m_recon;     /* or NULL */
+	backstop_t        *m_backstop;  /* or NULL; guarded by m_mu */
 	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
 };
@@ -257,6 +259,30 @@ static void render_reconcile(struct metrics *m, struct mbuf *mb)
 	          "LSN the last pass compared at (MySQL's applied LSN).", r.last_lsn);
 }
 
+static void render_backstop(struct metrics *m, struct mbuf *mb)
+{
+	struct backstop_stats b;
+	pthread_mutex_lock(&m->m_mu);
+	backstop_t *bs = m->m_backstop;
+	if (bs)
+		backstop_stats_get(bs, &b);
+	pthread_mutex_unlock(&m->m_mu);
+	if (!bs)
+		return;
+	mb_metric(mb, "flashstock_backstop_conflicts_total", "counter",
+	          "Second orders of a user across boxes refused by the central unique index.", b.conflicts);
+	mb_metric(mb, "flashstock_backstop_compensated_total", "counter",
+	          "Refused orders cancelled in this box's segment.", b.compensated);
+	mb_metric(mb, "flashstock_backstop_records_total", "counter",
+	          "Feed records written to the central database.", b.records);
+	mb_metric(mb, "flashstock_backstop_retries_total", "counter",
+	          "Central transactions rolled back and run again.", b.retries);
+	mb_metric(mb, "flashstock_backstop_lsn", "gauge",
+	          "Every record of this box's WAL up to this LSN is written centrally.", b.pos_lsn);
+	mb_metric(mb, "flashstock_backstop_failed", "gauge",
+	          "1 if the backstop stopped on an error it cannot retry.", b.failed != 0);
+}
+
 /* ---- the dashboard: per sku, per operation, locks, MySQL liveness ---- */
 
 /* "sold_out" for FLASH_ESOLD_OUT, "ok" for FLASH_OK, "other" past the known codes. */
@@ -436,6 +462,13 @@ void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p)
 	pthread_mutex_unlock(&m->m_mu);
 }
 
+void metrics_set_backstop(metrics_t *m, struct backstop *b)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_backstop = b;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r)
 {
 	pthread_mutex_lock(&m->m_mu);
@@ -510,6 +543,7 @@ char *metrics_render(metrics_t *m)
 	render_serve(m, &mb);
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
+	render_backstop(m, &mb);
 	render_dashboard(m, &mb);
 	render_feed(m, &mb);
 	if (mb.oom) {

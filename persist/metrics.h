@@ -38,6 +38,11 @@ struct serve_recon;
  * scrape can matter, and keep @p r alive until metrics_stop(). */
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r);
 
+struct backstop;
+/* Add the cross-box limit's figures (flashstock_backstop_*; NULL: none);
+ * keep @p b alive until metrics_stop(). */
+void metrics_set_backstop(metrics_t *m, struct backstop *b);
+
 struct flash_mysql_probe;
 /* Add the MySQL liveness ping's figures (flashstock_mysql_connected; NULL:
  * none); keep @p p alive until metrics_stop(). */

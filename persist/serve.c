@@ -23,6 +23,7 @@
 #include "rebuild.h"
 #include "snapshot.h"
 #include "serve_reconcile.h"
+#include "backstop.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -57,6 +58,7 @@ struct serve {
 	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
+	backstop_t              *sv_backstop; /* cross-box limit, or NULL */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
 };
 
@@ -655,6 +657,20 @@ static flash_mysql_probe_t *serve_probe_start(const struct serve *s, const struc
 }
 #endif
 
+/* Stop the backstop thread (if any) after it wrote what is durable, within
+ * its drain bound; its figures go to the stats.  @return 1 if one ran. */
+static int serve_backstop_stop(struct serve *s)
+{
+	if (!s->sv_backstop)
+		return 0;
+	struct backstop_stats bs;
+	uint32_t ms = s->sv_o->backstop_drain_ms ? s->sv_o->backstop_drain_ms : 5000;
+	backstop_stop(s->sv_backstop, ms, &bs);
+	s->sv_backstop = NULL;
+	s->sv_st->backstop_conflicts = bs.conflicts;
+	return 1;
+}
+
 static void serve_sleep_us(uint32_t us)
 {
 	struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000 };
@@ -786,6 +802,20 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 	}
+	if (o->backstop_urls != NULL) {
+		struct backstop_opts bo = {
+			.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop_urls,
+			.box_id = o->box_id, .log_level = o->log_level,
+		};
+		if ((rc = backstop_start(&bo, &s.sv_backstop)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "backstop: %s%s", flash_strerror(rc),
+			          o->box_id == 0 ? " (it needs --box-id)" : "");
+			st->flash_rc = rc;
+			goto out;
+		}
+		serve_log(&s, SERVE_LOG_INFO, "backstop started (box %u): the per-user limit across boxes",
+		          o->box_id);
+	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
 	flash_mysql_probe_t *probe = NULL;
@@ -799,6 +829,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 		metrics_set_reconcile(mt, s.sv_recon);
+		metrics_set_backstop(mt, s.sv_backstop);
 		probe = serve_probe_start(&s, o);
 		metrics_set_probe(mt, probe);
 		(void)metrics_set_feed(mt, o->wal_dir);
@@ -839,8 +870,13 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		/* Stop only after a round that began after the stop request and
 		 * found the rings empty: what was emitted before the request is
 		 * written, synced and marked. */
-		if (n == 0 && stopping)
+		if (n == 0 && stopping) {
+			/* the backstop writes what is durable now; the cancels
+			 * it makes then are drained by one more round */
+			if (serve_backstop_stop(&s) && serve_round(&s, &n) != 0)
+				goto out_metrics;
 			break;
+		}
 		if (n == 0 && !stopping && !o->once) {
 			/* Nothing to do: back off from a yield to idle_us_max. */
 			idle_us = idle_us ? idle_us * 2 : 20;
@@ -898,6 +934,7 @@ out_restored:
 		;
 	}
 out:
+	(void)serve_backstop_stop(&s);
 	if (s.sv_snap) {
 		/* a clean stop writes a last snapshot of everything durable */
 		struct snap_stats ss;

@@ -100,6 +100,10 @@ struct serve_opts {
 	double        reconcile_threshold; /* ALERT past this share of units differing (0: 0.001) */
 	void        (*reconcile_hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
 	void         *reconcile_hook_arg;
+	uint32_t      box_id;           /* this box's id in the central database (0: none) */
+	const char   *backstop_urls;    /* "URL[,URL...]": the cross-box limit (backstop.h; needs
+	                                   box_id); NULL: off */
+	uint32_t      backstop_drain_ms;/* at stop, let it write what is durable this long (0: 5000) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -135,6 +139,7 @@ struct serve_stats {
 	uint64_t reconcile_busy;    /* ... passes whose segment part found no quiet window */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
+	uint64_t backstop_conflicts;/* second orders across boxes, cancelled (backstop.h) */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon
 	                             serves the segment, the WAL is not the segment's) */
 };

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backstop.h"
 #include "mysql_apply.h"
 #include "serve.h"
 
@@ -108,6 +109,17 @@ static void serve_help(FILE *out)
 	        "                       counted as busy.  Each difference is logged at warn\n"
 	        "  --reconcile-threshold PCT  log an ALERT (error level) when the differing units\n"
 	        "                       exceed PCT %% of all units (default 0.1)\n"
+	        "  --box-id N           this box's id in the central database (1..2147483647)\n"
+	        "  --backstop URL[,URL...]  the per-user limit across boxes: a thread follows\n"
+	        "                       this box's order feed (consumer \"backstop\") into the\n"
+	        "                       central database's fs_user_limit (one URL per Galera\n"
+	        "                       node; the first that answers takes every write, the\n"
+	        "                       next on failure).  A user's order that finds the\n"
+	        "                       limit held on another box is refused by its unique\n"
+	        "                       index, logged, counted (flashstock_backstop_conflicts_total),\n"
+	        "                       recorded in fs_backstop and cancelled here: its units\n"
+	        "                       go back to stock and the feed carries the CANCEL.\n"
+	        "                       Needs --box-id\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -143,6 +155,8 @@ int cmd_serve(int argc, char **argv)
 		{ "keep-wal",    no_argument,      NULL, 'K' },
 		{ "reconcile-every", required_argument, NULL, 'E' },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
+		{ "box-id",      required_argument, NULL, 0x110 },
+		{ "backstop",    required_argument, NULL, 0x111 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -233,6 +247,13 @@ int cmd_serve(int argc, char **argv)
 			                 &o.feed_keep_age_s) != 0)
 				return TOOL_USAGE;
 			break;
+		case 0x110:
+			if (tool_opt_u32(cmd, "--box-id", optarg, 1, INT32_MAX, &o.box_id) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x111:
+			o.backstop_urls = optarg;
+			break;
 		case 'E':
 			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
 				return TOOL_USAGE;
@@ -272,6 +293,13 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--wal is required");
 	if (o.accept_loss && !o.recover)
 		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
+	if (o.backstop_urls != NULL) {
+		char why[256];
+		if (o.box_id == 0)
+			return tool_usage_err(cmd, "--backstop needs --box-id");
+		if (backstop_urls_check(o.backstop_urls, why, sizeof why) != FLASH_OK)
+			return tool_usage_err(cmd, "--backstop: %s", why);
+	}
 	/* a malformed URL is a bad command line: refused before the WAL
 	 * directory or anything else is made */
 	if (tool_opt_mysql_url(cmd, o.mysql_url) != 0)
