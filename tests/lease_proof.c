@@ -90,6 +90,9 @@ struct box {
 	char     dir[700];        /* box directory: wal/, acked.*, serve.log */
 	char     wal[720];
 	char     db_url[1024];    /* flash_box<N> on one node */
+	char     bs_urls[4096];   /* the central URLs from node (id mod nodes) on: boxes
+	                             writing one user's key through different nodes meet
+	                             in Galera's certification, which the backstop retries */
 	pid_t    serve_pid;
 	pid_t    buyer_pid[16];
 	int      up;
@@ -343,7 +346,7 @@ static void box_start(struct box *b)
 	snprintf(hb, sizeof hb, "%u", g_cfg.heartbeat_s);
 	char *sargv[] = { (char *)g_bin, "serve", "--name", b->seg, "--wal", b->wal, "--mysql", b->db_url,
 	                  "--lease", g_urls, "--box-id", boxid, "--lease-min", lmin, "--lease-max", lmax,
-	                  "--lease-lead-ms", lead, "--heartbeat-s", hb, "--backstop", g_urls,
+	                  "--lease-lead-ms", lead, "--heartbeat-s", hb, "--backstop", b->bs_urls,
 	                  "--reconcile-every", "0", "--log-level", "warn", NULL };
 	b->serve_pid = spawn(sargv, log);
 	for (int j = 0; j < g_cfg.buyers; j++) {
@@ -718,6 +721,9 @@ int main(int argc, char **argv)
 	} else {
 		mkdir(g_base, 0700);
 	}
+	/* the cluster's nodes run as a user of their own (galera.sh): it must
+	 * reach its directory under ours; the box directories stay private */
+	chmod(g_base, 0711);
 	say("lease proof%s: %d boxes x %d buyers, %" PRIu64 " units for %" PRIu64 " users (demand %.1fx), sale"
 	    " %u s, lease %u..%u units, lead %u ms, seed %" PRIu64 "; logs in %s", g_cfg.long_run ? " (long run)" : "",
 	    g_cfg.boxes, g_cfg.buyers, g_cfg.total, g_cfg.users, (double)g_cfg.users / (double)g_cfg.total,
@@ -790,6 +796,11 @@ int main(int argc, char **argv)
 			goto stop_cluster;
 		snprintf(b->db_url, sizeof b->db_url, "%.*s/flash_box%d%s%s", (int)(cen - u), u, b->id,
 		         cen + strlen("/flash_central"), strchr(cen, '?') ? "&create_db=1" : "?create_db=1");
+		for (int k = 0; k < g_nnodes; k++) {
+			size_t l = strlen(b->bs_urls);
+			snprintf(b->bs_urls + l, sizeof b->bs_urls - l, "%s%s", k ? "," : "",
+			         g_node_url[(i + k) % g_nnodes]);
+		}
 		struct flash_seg_opts so;
 		flash_seg_opts_default(&so);
 		so.max_orders = (uint32_t)(g_cfg.users + 4096);
