@@ -105,6 +105,9 @@ static void box_serve(struct box *b, uint32_t box_id, const char *urls)
 	t->o.reconcile_every_ms = 0;
 	t->o.box_id = box_id;
 	t->o.backstop_urls = urls;
+#ifdef FLASH_HAVE_MHD
+	t->o.metrics = "127.0.0.1:0";
+#endif
 	assert_int_equal(pthread_create(&t->th, NULL, serve_thread_main, t), 0);
 	b->running = 1;
 }
@@ -235,6 +238,21 @@ static void test_limit1_order_on_a_second_box_is_cancelled_units_back_feed_carri
 	                    " cancelled = 1 AND units_returned = 1 AND holder_box = %u AND holder_order = %llu"
 	                    " AND reason = 'user_limit'", lost_id, (unsigned long long)lost_no, kept_id,
 	                    (unsigned long long)kept_no), 1);
+#ifdef FLASH_HAVE_MHD
+	/* the metric, on each box's endpoint */
+	for (struct box *x = &a; x; x = x == &a ? &b : NULL) {
+		uint16_t port = 0;
+		for (int i = 0; i < 6000 && !(port = (uint16_t)__atomic_load_n(&x->t.st.metrics_port,
+		                                                                 __ATOMIC_ACQUIRE)); i++)
+			t_sleep_ms(10);
+		char *body = t_metrics_get(port);
+		assert_non_null(body);
+		assert_non_null(strstr(body, "flashstock_backstop_conflicts_total"));
+		assert_int_equal(t_metrics_sample(body, "flashstock_backstop_conflicts_total"), x == lost ? 1 : 0);
+		assert_int_equal(t_metrics_sample(body, "flashstock_backstop_compensated_total"), x == lost ? 1 : 0);
+		free(body);
+	}
+#endif
 	box_stop(&a);
 	box_stop(&b);
 	/* counted once, by the box that cancelled */
