@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "lease_sql.h"
 #include "mysql_apply.h"
 
 #define MAX_BOXES   8
@@ -96,6 +97,8 @@ struct box {
 	pid_t    serve_pid;
 	pid_t    buyer_pid[16];
 	int      up;
+	int      fenced;          /* fenced and reclaimed while down: its segment's stock is
+	                             no longer its own (the agent drains it at restart) */
 	int64_t  down_since_ms;
 	flash_t *ro;              /* read-only handle for the sampler */
 };
@@ -252,6 +255,85 @@ static int64_t q1(MYSQL *c, const char *fmt, ...)
 	return -1;
 }
 
+/* ---- the central operations: `flashstock lease ...` when the tool has
+ * them, else the same statements through lease_sql.h ---- */
+
+static int g_have_cli;
+static flash_central_t *g_central;
+
+static flash_central_t *central_api(void)
+{
+	if (!g_central) {
+		struct flash_central_opts o = { .urls = g_urls, .timeout_s = 2, .retry_ms = 20000, .create_db = 1 };
+		if (flash_central_open(&o, &g_central) != FLASH_OK)
+			return NULL;
+	}
+	return g_central;
+}
+
+/* Units box @p b sold, from its WAL (a feed consumer of its own, from the
+ * start, dropped afterwards): ORDER quantities minus CANCEL quantities. */
+static int64_t wal_sold(const char *wal)
+{
+	struct flash_feed_opts fo;
+	flash_feed_opts_default(&fo);
+	fo.from_start = 1;
+	flash_feed_t *f;
+	char name[48];
+	static int seq;
+	snprintf(name, sizeof name, "proof-%d-%d", (int)getpid(), ++seq);
+	if (flash_feed_open(wal, name, &fo, &f) != FLASH_OK)
+		return -1;
+	struct flash_feed_rec r;
+	int64_t sold = 0;
+	int rc;
+	while ((rc = flash_feed_next(f, &r, 0)) == FLASH_OK) {
+		if (r.fr_rec.activity_id != ACT || r.fr_rec.sku_id != SKU)
+			continue;
+		if (r.fr_rec.type == FLASH_REC_ORDER)
+			sold += r.fr_rec.qty;
+		else if (r.fr_rec.type == FLASH_REC_CANCEL)
+			sold -= r.fr_rec.qty;
+	}
+	flash_feed_close(f);
+	flash_feed_drop(wal, name);
+	return rc == FLASH_ETIMEOUT ? sold : -1;
+}
+
+static int lease_init_pool(void)
+{
+	if (g_have_cli)
+		return sh("%s lease init --mysql '%s'", g_bin, g_urls) ||
+		       sh("%s lease pool --mysql '%s' --activity %u --sku %u --total %" PRIu64, g_bin, g_urls, ACT,
+		          SKU, g_cfg.total);
+	flash_central_t *c = central_api();
+	return !c || flash_central_init(c) != FLASH_OK ||
+	       flash_central_pool_set(c, ACT, SKU, (int64_t)g_cfg.total) != FLASH_OK;
+}
+
+static int lease_fence(int box_id)
+{
+	if (g_have_cli)
+		return sh("%s lease fence --box %d --mysql '%s' --force", g_bin, box_id, g_urls);
+	flash_central_t *c = central_api();
+	uint32_t ep = 0, nl = 0;
+	int rc = c ? flash_central_fence(c, (uint32_t)box_id, 0, 1, &ep, &nl) : FLASH_EINVAL;
+	return rc != FLASH_OK && rc != FLASH_EEXIST;
+}
+
+/* Give back what a fenced box leased and did not sell, sold read from its WAL. */
+static int lease_reclaim(struct box *b, int64_t *returned)
+{
+	*returned = -1;
+	if (g_have_cli)
+		return sh("%s lease reclaim --box %d --wal %s --mysql '%s'", g_bin, b->id, b->wal, g_urls);
+	int64_t sold = wal_sold(b->wal);
+	flash_central_t *c = central_api();
+	if (sold < 0 || !c)
+		return 1;
+	return flash_central_reclaim(c, (uint32_t)b->id, ACT, SKU, sold, returned) != FLASH_OK;
+}
+
 /* ---- the buyer (this program with --buyer) ---- */
 
 static int buyer_main(int argc, char **argv)
@@ -282,12 +364,20 @@ static int buyer_main(int argc, char **argv)
 	for (uint64_t u = 1; u <= users; u++)
 		if (routed_to(u, box_index, boxes) && (u % (uint64_t)nbuyers) == (uint64_t)j)
 			mine[n++] = u;
+	/* the users in a random order, each tried once per pass (a restarted
+	 * buyer starts a new order: its users already served get FLASH_ELIMIT) */
 	uint64_t rs = (uint64_t)getpid() * 7919u;
+	for (size_t i = n; i > 1; i--) {
+		size_t k = (size_t)(splitmix(&rs) % i);
+		uint64_t t = mine[i - 1];
+		mine[i - 1] = mine[k];
+		mine[k] = t;
+	}
 	int b = box_index;
-	for (;;) {
+	for (size_t next = 0;; next++) {
 		if (n == 0)
 			break;
-		uint64_t u = mine[splitmix(&rs) % n];
+		uint64_t u = mine[next % n];
 		struct flash_order_req r = { .activity_id = ACT, .sku_id = SKU, .user_id = u, .qty = 1 };
 		struct flash_order_res res;
 		int rc = flash_order(h, &r, &res);
@@ -422,7 +512,7 @@ static void sample(void)
 		avail[i] = box_available(&g_box[i]);
 		if (g_box[i].up)
 			live_sum += avail[i];
-		else {
+		else if (!g_box[i].fenced) {
 			dead_sum += avail[i];
 			if (avail[i] > 0 && now_ms() - g_box[i].down_since_ms > g_fig.stranded_ms_max)
 				g_fig.stranded_ms_max = now_ms() - g_box[i].down_since_ms;
@@ -522,6 +612,9 @@ static void checks(void)
 		acked_all += na;
 		free(a);
 		uint64_t avail = box_available(b);
+		int64_t ws = wal_sold(b->wal);
+		check(ws == sold, "box WAL and database agree", "box %d: sold %" PRId64 " in its WAL, %" PRId64
+		      " in its database", b->id, ws, sold);
 		say("box %d: sold %" PRId64 " (%" PRId64 " active orders), %" PRIu64 " acknowledged to buyers,"
 		    " %" PRIu64 " units in its segment; attempts %" PRIu64 ", sold-out answers %" PRIu64
 		    ", fate unknown %" PRIu64 ", other errors %" PRIu64,
@@ -632,19 +725,22 @@ static void run_event(const struct event *e)
 		if (b->up)
 			box_kill(b);
 		uint64_t held = box_available(b);
-		int rf = sh("%s lease fence --box %d --mysql '%s' --force", g_bin, b->id, g_urls);
-		int rr = sh("%s lease reclaim --box %d --wal %s --mysql '%s' --box-mysql '%s'", g_bin, b->id, b->wal,
-		            g_urls, b->db_url);
-		say("box %d killed holding %" PRIu64 " units, fenced (%s), reclaimed from its WAL (%s)", b->id, held,
-		    rf == 0 ? "ok" : "FAILED", rr == 0 ? "ok" : "FAILED");
+		int rf = lease_fence(b->id);
+		int64_t back = -1;
+		int rr = lease_reclaim(b, &back);
+		say("box %d killed holding %" PRIu64 " units, fenced (%s), reclaimed from its WAL (%s, %" PRId64
+		    " units back in the pool)", b->id, held, rf == 0 ? "ok" : "FAILED", rr == 0 ? "ok" : "FAILED",
+		    back);
 		if (rf || rr)
 			g_fail = 1;
+		b->fenced = 1;
 		break;
 	}
 	case 6:
 		if (b->up)
 			break;
 		box_start(b);
+		b->fenced = 0;
 		say("box %d restarted with its stale epoch", b->id);
 		break;
 	}
@@ -692,9 +788,9 @@ static int cfg_parse(int argc, char **argv)
 		g_cfg.random_kills = 12;
 	}
 	g_cfg.users = g_cfg.total * 3;
-	/* pace the buyers so the demand (twice the stock over the window,
+	/* pace the buyers so the demand (three times the stock over the window,
 	 * spread over every buyer) outlasts the chaos */
-	uint64_t attempts = 2 * g_cfg.total;
+	uint64_t attempts = 3 * g_cfg.total;
 	uint64_t per_buyer_s = attempts / ((uint64_t)g_cfg.sale_s * (uint64_t)(g_cfg.boxes * g_cfg.buyers)) + 1;
 	g_cfg.pace_us = (uint32_t)(1000000u / per_buyer_s);
 	if (keep)
@@ -766,12 +862,11 @@ int main(int argc, char **argv)
 		fclose(f);
 	}
 	say("Galera cluster of %d nodes is Synced", g_nnodes);
-	int rc_init = sh("%s lease init --mysql '%s'", g_bin, g_urls);
-	int rc_pool = sh("%s lease pool --mysql '%s' --activity %u --sku %u --total %" PRIu64, g_bin, g_urls, ACT,
-	                 SKU, g_cfg.total);
-	say("lease init: %s; pool of %" PRIu64 " units: %s", rc_init ? "FAILED" : "ok", g_cfg.total,
-	    rc_pool ? "FAILED" : "ok");
-	if (rc_init || rc_pool)
+	g_have_cli = sh("%s lease --help", g_bin) == 0;
+	int rc_lp = lease_init_pool();
+	say("lease init and a pool of %" PRIu64 " units (%s): %s", g_cfg.total,
+	    g_have_cli ? "flashstock lease" : "lease_sql.h", rc_lp ? "FAILED" : "ok");
+	if (rc_lp)
 		goto stop_cluster;
 
 	/* 2. the boxes */
@@ -889,7 +984,8 @@ int main(int argc, char **argv)
 		g_box[i].serve_pid = 0;
 		g_box[i].up = 0;
 	}
-	(void)sh("%s lease status --mysql '%s'", g_bin, g_urls);
+	if (g_have_cli)
+		(void)sh("%s lease status --mysql '%s'", g_bin, g_urls);
 
 	/* 5. the checks */
 	checks();
@@ -906,6 +1002,7 @@ stop_boxes:
 stop_cluster:
 	for (int i = 0; i < MAX_NODES; i++)
 		flash_mysql_close(g_m[i]);
+	flash_central_close(g_central);
 	(void)sh("sh %s stop %s", g_galera, g_gdir);
 	say("%s", g_fail ? "PROOF FAILED" : "every check holds");
 	return g_fail ? 1 : 0;
