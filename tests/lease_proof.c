@@ -72,6 +72,9 @@ struct cfg {
 	uint32_t pace_us;         /* a buyer's pause between attempts */
 	int      random_kills;    /* extra box kills at random */
 	int      long_run;
+	int      split;           /* --split: no leases, each box owns total / boxes (the
+	                             hand split of one box per shop: the baseline whose
+	                             early sold-out the leases remove) */
 	uint64_t seed;
 };
 
@@ -302,6 +305,8 @@ static int64_t wal_sold(const char *wal)
 
 static int lease_init_pool(void)
 {
+	if (g_cfg.split)
+		return 0;
 	if (g_have_cli)
 		return sh("%s lease init --mysql '%s'", g_bin, g_urls) ||
 		       sh("%s lease pool --mysql '%s' --activity %u --sku %u --total %" PRIu64, g_bin, g_urls, ACT,
@@ -438,7 +443,10 @@ static void box_start(struct box *b)
 	                  "--lease", g_urls, "--box-id", boxid, "--lease-min", lmin, "--lease-max", lmax,
 	                  "--lease-lead-ms", lead, "--heartbeat-s", hb, "--backstop", b->bs_urls,
 	                  "--reconcile-every", "0", "--log-level", "warn", NULL };
-	b->serve_pid = spawn(sargv, log);
+	char *split_argv[] = { (char *)g_bin, "serve", "--name", b->seg, "--wal", b->wal, "--mysql", b->db_url,
+	                       "--box-id", boxid, "--backstop", b->bs_urls, "--reconcile-every", "0",
+	                       "--log-level", "warn", NULL };
+	b->serve_pid = spawn(g_cfg.split ? split_argv : sargv, log);
 	for (int j = 0; j < g_cfg.buyers; j++) {
 		char bi[16], nb[16], jj[16], us[32], pace[16], acked[800], blog[800];
 		snprintf(bi, sizeof bi, "%d", b->id - 1);
@@ -506,7 +514,8 @@ static uint64_t box_available(struct box *b)
 
 static void sample(void)
 {
-	int64_t pool = q1(NULL, "SELECT unleased FROM fs_pool WHERE activity_id = %u AND sku_id = %u", ACT, SKU);
+	int64_t pool = g_cfg.split ? 0 : q1(NULL, "SELECT unleased FROM fs_pool WHERE activity_id = %u AND"
+	                                    " sku_id = %u", ACT, SKU);
 	uint64_t avail[MAX_BOXES], live_sum = 0, dead_sum = 0;
 	for (int i = 0; i < g_cfg.boxes; i++) {
 		avail[i] = box_available(&g_box[i]);
@@ -637,11 +646,17 @@ static void checks(void)
 		snprintf(sql + k, sizeof sql - k, ") o GROUP BY user_id HAVING COUNT(*) > 1) x");
 		over_limit = q1(NULL, "%s", sql);
 	}
-	int64_t total = q1(NULL, "SELECT total FROM fs_pool WHERE activity_id = %u AND sku_id = %u", ACT, SKU);
-	int64_t pool = q1(NULL, "SELECT unleased FROM fs_pool WHERE activity_id = %u AND sku_id = %u", ACT, SKU);
-	int64_t leased_net = q1(NULL, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE"
+	int64_t total, pool, leased_net, open_leases;
+	if (g_cfg.split) {
+		total = leased_net = (int64_t)g_cfg.total;
+		pool = open_leases = 0;
+	} else {
+	total = q1(NULL, "SELECT total FROM fs_pool WHERE activity_id = %u AND sku_id = %u", ACT, SKU);
+	pool = q1(NULL, "SELECT unleased FROM fs_pool WHERE activity_id = %u AND sku_id = %u", ACT, SKU);
+	leased_net = q1(NULL, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE"
 	                        " activity_id = %u AND sku_id = %u", ACT, SKU);
-	int64_t open_leases = q1(NULL, "SELECT COUNT(*) FROM fs_lease WHERE state = 'open'");
+	open_leases = q1(NULL, "SELECT COUNT(*) FROM fs_lease WHERE state = 'open'");
+	}
 	int64_t conflicts = q1(NULL, "SELECT COUNT(*) FROM fs_backstop");
 	int64_t conflicts_open = q1(NULL, "SELECT COUNT(*) FROM fs_backstop WHERE cancelled = 0");
 	int64_t central_over = q1(NULL, "SELECT COUNT(*) FROM (SELECT user_id FROM fs_user_limit WHERE"
@@ -667,7 +682,8 @@ static void checks(void)
 	      "leased net of returns %" PRId64 " - sold %" PRIu64 " - held %" PRIu64 " = %" PRId64
 	      "; open leases %" PRId64, leased_net, sold_all, avail_all, stranded, open_leases);
 	uint64_t bound = (uint64_t)(g_cfg.boxes - 1) * 2u * g_cfg.lease_max;
-	check(g_fig.elsewhere_max_pool_empty <= bound, "undersell within its bound",
+	check(g_cfg.split || g_fig.elsewhere_max_pool_empty <= bound,
+	      g_cfg.split ? "undersell (hand split: no bound)" : "undersell within its bound",
 	      "%" PRIu64 " of %" PRIu64 " sold-out answers came while units were in the pool or another live"
 	      " box; at most %" PRIu64 " units sat in other boxes while the pool was empty (bound (boxes-1) x"
 	      " 2 x lease-max = %" PRIu64 "); unsold at the end %" PRId64 " of %" PRId64, g_fig.undersell_refusals,
@@ -685,6 +701,24 @@ struct event {
 	                             5 kill + fence + reclaim box, 6 restart (stale epoch) */
 	int      arg;
 };
+
+static pid_t g_node_restart_pid;
+static int g_node_restart_arg;
+
+/* Wait for a node restart started by an event; its result into g_fail. */
+static void node_restart_wait(void)
+{
+	if (g_node_restart_pid <= 0)
+		return;
+	int st = 0;
+	while (waitpid(g_node_restart_pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	say("Galera node %d rejoined and Synced: %s", g_node_restart_arg, ok ? "ok" : "FAILED");
+	if (!ok)
+		g_fail = 1;
+	g_node_restart_pid = 0;
+}
 
 static int ev_cmp(const void *a, const void *b)
 {
@@ -710,20 +744,29 @@ static void run_event(const struct event *e)
 		say("box %d restarted on its segment and WAL", b->id);
 		break;
 	case 3: {
+		node_restart_wait();
 		int rc = sh("sh %s kill %s %d", g_galera, g_gdir, e->arg);
 		say("Galera node %d killed (SIGKILL): %s", e->arg, rc == 0 ? "ok" : "FAILED");
 		break;
 	}
 	case 4: {
-		int rc = sh("sh %s restart %s %d", g_galera, g_gdir, e->arg);
-		say("Galera node %d restarted and Synced: %s", e->arg, rc == 0 ? "ok" : "FAILED");
-		if (rc)
-			g_fail = 1;
+		/* in the background: the boxes keep selling (and the chaos goes on)
+		 * while the node rejoins; its outcome is read at the end */
+		g_node_restart_pid = fork();
+		if (g_node_restart_pid == 0)
+			_exit(sh("sh %s restart %s %d", g_galera, g_gdir, e->arg) == 0 ? 0 : 1);
+		g_node_restart_arg = e->arg;
+		say("Galera node %d restarting (IST/SST) in the background", e->arg);
 		break;
 	}
 	case 5: {
 		if (b->up)
 			box_kill(b);
+		if (g_cfg.split) {
+			say("box %d killed holding %" PRIu64 " units (no leases: they wait for its restart)", b->id,
+			    box_available(b));
+			break;
+		}
 		uint64_t held = box_available(b);
 		int rf = lease_fence(b->id);
 		int64_t back = -1;
@@ -764,6 +807,8 @@ static int cfg_parse(int argc, char **argv)
 			g_bin = argv[++i];
 		else if (!strcmp(argv[i], "--galera") && i + 1 < argc)
 			g_galera = argv[++i];
+		else if (!strcmp(argv[i], "--split"))
+			g_cfg.split = 1;
 		else if (!strcmp(argv[i], "--long"))
 			g_cfg.long_run = 1;
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -772,7 +817,7 @@ static int cfg_parse(int argc, char **argv)
 			keep = argv[++i];
 		else {
 			fprintf(stderr, "usage: lease_proof --bin FLASHSTOCK --galera GALERA_SH [--long] [--seed S]"
-			        " [--keep DIR]\n");
+			        " [--keep DIR] [--split]\n");
 			return -1;
 		}
 	}
@@ -906,8 +951,10 @@ int main(int argc, char **argv)
 		struct flash_activity a = { .id = ACT, .limit_per_user = 1, .max_qty = 1,
 		                            .scope = FLASH_SCOPE_ACTIVITY, .start_ns = now_real - 1000000000LL,
 		                            .end_ns = sale_end_ns };
+		uint64_t owned = g_cfg.split ? g_cfg.total / (uint64_t)g_cfg.boxes +
+		                             (i == 0 ? g_cfg.total % (uint64_t)g_cfg.boxes : 0) : 0;
 		if (flash_seg_create(b->seg, &so) != FLASH_OK || flash_open(b->seg, 0, &h) != FLASH_OK ||
-		    flash_activity_add(h, &a) != FLASH_OK || flash_sku_add(h, ACT, SKU, 0, 1) != FLASH_OK) {
+		    flash_activity_add(h, &a) != FLASH_OK || flash_sku_add(h, ACT, SKU, owned, 1) != FLASH_OK) {
 			say("box %d: segment %s could not be made", b->id, b->seg);
 			goto stop_boxes;
 		}
@@ -949,6 +996,7 @@ int main(int argc, char **argv)
 	}
 	while (next < nev)
 		run_event(&ev[next++]);
+	node_restart_wait();
 	for (int i = 0; i < g_cfg.boxes; i++)
 		if (!g_box[i].up)
 			box_start(&g_box[i]);
@@ -965,7 +1013,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < g_cfg.boxes; i++)
 			held += box_available(&g_box[i]);
 		int64_t open_l = q1(NULL, "SELECT COUNT(*) FROM fs_lease WHERE state = 'open'");
-		if (held == 0 && open_l == 0)
+		if (g_cfg.split || (held == 0 && open_l == 0))
 			break;
 		sleep_ms(100);
 	}
