@@ -15,6 +15,7 @@
 
 #include "mysql_apply.h"
 #include "serve.h"
+#include "lease_sql.h"
 
 static volatile sig_atomic_t serve_stop_flag;
 
@@ -108,6 +109,19 @@ static void serve_help(FILE *out)
 	        "                       counted as busy.  Each difference is logged at warn\n"
 	        "  --reconcile-threshold PCT  log an ALERT (error level) when the differing units\n"
 	        "                       exceed PCT %% of all units (default 0.1)\n"
+	        "  --lease URL[,URL...] run the lease agent: the segment's skus (loaded with 0\n"
+	        "                       units) are stocked from the central pool in database\n"
+	        "                       flash_central on these MariaDB (Galera) nodes\n"
+	        "                       (`flashstock lease init`, `lease pool`); buyers never\n"
+	        "                       wait on it.  A fenced box's stock goes to 0 (logged);\n"
+	        "                       a clean stop returns what the box holds\n"
+	        "  --box-id N           this box's id, 1..32767 (required with --lease)\n"
+	        "  --lease-min U        smallest lease and the least a box keeps (default 10)\n"
+	        "  --lease-max U        largest lease (default 1000)\n"
+	        "  --lease-lead-ms MS   how long a lease takes to arrive: the low-water mark is\n"
+	        "                       the sell rate times this (default 1000)\n"
+	        "  --heartbeat-s S      heartbeat period (default 2); MariaDB unreachable for 3\n"
+	        "                       periods: the box stops selling until it answers\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -142,6 +156,12 @@ int cmd_serve(int argc, char **argv)
 		{ "feed-keep-age", required_argument, NULL, 0x102 },
 		{ "keep-wal",    no_argument,      NULL, 'K' },
 		{ "reconcile-every", required_argument, NULL, 'E' },
+		{ "lease",       required_argument, NULL, 0x110 },
+		{ "box-id",      required_argument, NULL, 0x111 },
+		{ "lease-min",   required_argument, NULL, 0x112 },
+		{ "lease-max",   required_argument, NULL, 0x113 },
+		{ "lease-lead-ms", required_argument, NULL, 0x114 },
+		{ "heartbeat-s", required_argument, NULL, 0x115 },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -233,6 +253,29 @@ int cmd_serve(int argc, char **argv)
 			                 &o.feed_keep_age_s) != 0)
 				return TOOL_USAGE;
 			break;
+		case 0x110:
+			o.lease_urls = optarg;
+			break;
+		case 0x111:
+			if (tool_opt_u32(cmd, "--box-id", optarg, 1, FLASH_BOX_ID_MAX, &o.box_id) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x112:
+			if (tool_opt_u32(cmd, "--lease-min", optarg, 1, 1u << 30, &o.lease_min) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x113:
+			if (tool_opt_u32(cmd, "--lease-max", optarg, 1, 1u << 30, &o.lease_max) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x114:
+			if (tool_opt_u32(cmd, "--lease-lead-ms", optarg, 1, 600000, &o.lease_lead_ms) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x115:
+			if (tool_opt_u32(cmd, "--heartbeat-s", optarg, 1, 3600, &o.heartbeat_s) != 0)
+				return TOOL_USAGE;
+			break;
 		case 'E':
 			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
 				return TOOL_USAGE;
@@ -272,6 +315,15 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--wal is required");
 	if (o.accept_loss && !o.recover)
 		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
+	if (o.lease_urls != NULL && o.box_id == 0)
+		return tool_usage_err(cmd, "--lease needs --box-id N");
+	if (o.lease_urls == NULL && (o.box_id || o.lease_min || o.lease_max || o.lease_lead_ms || o.heartbeat_s))
+		return tool_usage_err(cmd, "--box-id, --lease-min, --lease-max, --lease-lead-ms and "
+		                      "--heartbeat-s go with --lease");
+	if (o.lease_min && o.lease_max && o.lease_min > o.lease_max)
+		return tool_usage_err(cmd, "--lease-min %u is above --lease-max %u", o.lease_min, o.lease_max);
+	if (o.lease_urls != NULL && tool_opt_url_list(cmd, "--lease", o.lease_urls) != 0)
+		return TOOL_USAGE;
 	/* a malformed URL is a bad command line: refused before the WAL
 	 * directory or anything else is made */
 	if (tool_opt_mysql_url(cmd, o.mysql_url) != 0)
