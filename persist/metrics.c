@@ -21,6 +21,7 @@
 #include "rcu_box.h"
 #include "feed.h"
 #include "serve_reconcile.h"
+#include "lease.h"
 
 struct metrics {
 	struct MHD_Daemon *m_d;
@@ -35,6 +36,7 @@ struct metrics {
 	backstop_t        *m_backstop;  /* or NULL; guarded by m_mu */
 	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
+	struct flash_lease *m_lease;    /* lease agent, or NULL; guarded by m_mu */
 };
 
 /* ---- text buffer ---- */
@@ -281,6 +283,48 @@ static void render_backstop(struct metrics *m, struct mbuf *mb)
 	          "Every record of this box's WAL up to this LSN is written centrally.", b.pos_lsn);
 	mb_metric(mb, "flashstock_backstop_failed", "gauge",
 	          "1 if the backstop stopped on an error it cannot retry.", b.failed != 0);
+}
+
+/* The lease agent (lease.h): units by where they are, operations, its state. */
+static void render_lease(struct metrics *m, struct mbuf *mb)
+{
+	struct flash_lease_stats l;
+	pthread_mutex_lock(&m->m_mu);
+	struct flash_lease *a = m->m_lease;
+	if (a)
+		flash_lease_stats_get(a, &l);
+	pthread_mutex_unlock(&m->m_mu);
+	if (!a)
+		return;
+	mb_printf(mb, "# HELP flashstock_lease_units Leased units of this box: leased (open leases, units"
+	          " not returned), held (available in the segment), sold (total - available).\n"
+	          "# TYPE flashstock_lease_units gauge\n"
+	          "flashstock_lease_units{state=\"leased\"} %lld\n"
+	          "flashstock_lease_units{state=\"held\"} %lld\n"
+	          "flashstock_lease_units{state=\"sold\"} %lld\n"
+	          "flashstock_lease_units{state=\"returned\"} %llu\n",
+	          (long long)l.units_leased, (long long)l.units_held, (long long)l.units_sold,
+	          (unsigned long long)l.return_units);
+	mb_metric(mb, "flashstock_lease_takes_total", "counter", "Leases taken by this box's agent.", l.takes);
+	mb_metric(mb, "flashstock_lease_returns_total", "counter", "Returns committed by this box's agent.",
+	          l.returns);
+	mb_metric(mb, "flashstock_lease_failures_total", "counter",
+	          "Central statements that failed or were refused (MariaDB down, pool empty races, ...).",
+	          l.failures);
+	mb_metric(mb, "flashstock_lease_finished_total", "counter",
+	          "Interrupted takes and returns finished at start.", l.finished);
+	mb_metric(mb, "flashstock_lease_node_failovers_total", "counter",
+	          "Moves to another node of the central cluster.", l.node_failovers);
+	mb_metric(mb, "flashstock_lease_epoch", "gauge", "The box's lease epoch.", l.epoch);
+	mb_metric(mb, "flashstock_lease_fenced", "gauge", "1 when MariaDB has fenced this box.",
+	          l.state == FLASH_LEASE_FENCED);
+}
+
+void metrics_set_lease(metrics_t *m, struct flash_lease *a)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_lease = a;
+	pthread_mutex_unlock(&m->m_mu);
 }
 
 /* ---- the dashboard: per sku, per operation, locks, MySQL liveness ---- */
@@ -544,6 +588,7 @@ char *metrics_render(metrics_t *m)
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
 	render_backstop(m, &mb);
+	render_lease(m, &mb);
 	render_dashboard(m, &mb);
 	render_feed(m, &mb);
 	if (mb.oom) {

@@ -51,6 +51,11 @@ void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p);
  * call before the first scrape.  @return 0; -1 out of memory. */
 int metrics_set_feed(metrics_t *m, const char *wal_dir);
 
+struct flash_lease;
+/* Add the lease agent's figures (flashstock_lease_*; NULL: none); keep @p a
+ * alive until metrics_stop(). */
+void metrics_set_lease(metrics_t *m, struct flash_lease *a);
+
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);
 
