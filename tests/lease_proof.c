@@ -72,6 +72,8 @@ struct cfg {
 	uint32_t pace_us;         /* a buyer's pause between attempts */
 	int      random_kills;    /* extra box kills at random */
 	int      long_run;
+	int      eager_rejoin;    /* --eager-rejoin: a fenced box's buyers start with its daemon,
+	                             before its agent learned that it is fenced */
 	int      split;           /* --split: no leases, each box owns total / boxes (the
 	                             hand split of one box per shop: the baseline whose
 	                             early sold-out the leases remove) */
@@ -430,7 +432,7 @@ static pid_t spawn(char *const argv[], const char *log_path)
 	return p;
 }
 
-static void box_start(struct box *b)
+static void box_start_serve(struct box *b)
 {
 	char log[800], boxid[16], lmin[16], lmax[16], lead[16], hb[16];
 	snprintf(log, sizeof log, "%s/serve.log", b->dir);
@@ -447,6 +449,11 @@ static void box_start(struct box *b)
 	                       "--box-id", boxid, "--backstop", b->bs_urls, "--reconcile-every", "0",
 	                       "--log-level", "warn", NULL };
 	b->serve_pid = spawn(g_cfg.split ? split_argv : sargv, log);
+	b->up = 1;
+}
+
+static void box_start_buyers(struct box *b)
+{
 	for (int j = 0; j < g_cfg.buyers; j++) {
 		char bi[16], nb[16], jj[16], us[32], pace[16], acked[800], blog[800];
 		snprintf(bi, sizeof bi, "%d", b->id - 1);
@@ -461,7 +468,12 @@ static void box_start(struct box *b)
 		char *bargv[] = { g_self, "--buyer", b->seg, bi, nb, jj, bj, us, pace, acked, g_shm_path, NULL };
 		b->buyer_pid[j] = spawn(bargv, blog);
 	}
-	b->up = 1;
+}
+
+static void box_start(struct box *b)
+{
+	box_start_serve(b);
+	box_start_buyers(b);
 }
 
 static void reap(pid_t p)
@@ -629,6 +641,16 @@ static void checks(void)
 		    ", fate unknown %" PRIu64 ", other errors %" PRIu64,
 		    b->id, sold, active, (uint64_t)na, avail, g_sh->attempts[i], g_sh->soldout[i],
 		    g_sh->fate_unknown[i], g_sh->other_err[i]);
+		if (!g_cfg.split) {
+			int64_t lnet = q1(NULL, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE box_id = %d",
+			                  b->id);
+			int64_t lsold = q1(NULL, "SELECT COALESCE(SUM(sold_at_close), 0) FROM fs_lease WHERE box_id = %d",
+			                   b->id);
+			int64_t nl = q1(NULL, "SELECT COUNT(*) FROM fs_lease WHERE box_id = %d", b->id);
+			check(lnet == sold + (int64_t)avail, "box leases = sold + held",
+			      "box %d: %" PRId64 " leases, net of returns %" PRId64 " units, sold at close %" PRId64
+			      ", sold %" PRId64 ", held %" PRIu64, b->id, nl, lnet, lsold, sold, avail);
+		}
 		sold_all += sold > 0 ? (uint64_t)sold : 0;
 		active_all += active > 0 ? (uint64_t)active : 0;
 		avail_all += avail;
@@ -779,13 +801,38 @@ static void run_event(const struct event *e)
 		b->fenced = 1;
 		break;
 	}
-	case 6:
+	case 6: {
 		if (b->up)
 			break;
-		box_start(b);
+		if (g_cfg.split || g_cfg.eager_rejoin) {
+			box_start(b);
+			b->fenced = 0;
+			say("box %d restarted with its stale epoch, buyers at once", b->id);
+			break;
+		}
+		/* The health check a load balancer makes before it sends buyers
+		 * to a box that comes back: its agent has registered (state live,
+		 * an epoch past the fence) -- by then a fenced box has taken the
+		 * stock of its reclaimed leases out of its segment. */
+		int64_t fenced_epoch = q1(NULL, "SELECT epoch FROM fs_box WHERE box_id = %d", b->id);
+		box_start_serve(b);
+		int64_t t0 = now_ms();
+		int live = 0;
+		while (now_ms() - t0 < 30000 && !live) {
+			live = q1(NULL, "SELECT COUNT(*) FROM fs_box WHERE box_id = %d AND state = 'live' AND epoch > %"
+			          PRId64, b->id, fenced_epoch) == 1;
+			if (!live)
+				sleep_ms(20);
+		}
+		box_start_buyers(b);
 		b->fenced = 0;
-		say("box %d restarted with its stale epoch", b->id);
+		say("box %d restarted with its stale epoch; registered anew after %.2f s (%s), %" PRIu64
+		    " units in its segment, then its buyers", b->id, (double)(now_ms() - t0) / 1000.0,
+		    live ? "ok" : "NOT within 30 s", box_available(b));
+		if (!live)
+			g_fail = 1;
 		break;
+	}
 	}
 }
 
@@ -801,12 +848,15 @@ static int cfg_parse(int argc, char **argv)
 	g_cfg.lease_lead_ms = 500;
 	g_cfg.heartbeat_s = 1;
 	g_cfg.seed = 14;
+	g_cfg.random_kills = 2;
 	const char *keep = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--bin") && i + 1 < argc)
 			g_bin = argv[++i];
 		else if (!strcmp(argv[i], "--galera") && i + 1 < argc)
 			g_galera = argv[++i];
+		else if (!strcmp(argv[i], "--eager-rejoin"))
+			g_cfg.eager_rejoin = 1;
 		else if (!strcmp(argv[i], "--split"))
 			g_cfg.split = 1;
 		else if (!strcmp(argv[i], "--long"))
@@ -817,7 +867,7 @@ static int cfg_parse(int argc, char **argv)
 			keep = argv[++i];
 		else {
 			fprintf(stderr, "usage: lease_proof --bin FLASHSTOCK --galera GALERA_SH [--long] [--seed S]"
-			        " [--keep DIR] [--split]\n");
+			        " [--keep DIR] [--split] [--eager-rejoin]\n");
 			return -1;
 		}
 	}
@@ -833,9 +883,9 @@ static int cfg_parse(int argc, char **argv)
 		g_cfg.random_kills = 12;
 	}
 	g_cfg.users = g_cfg.total * 3;
-	/* pace the buyers so the demand (three times the stock over the window,
-	 * spread over every buyer) outlasts the chaos */
-	uint64_t attempts = 3 * g_cfg.total;
+	/* pace the buyers so that the stock lasts through the chaos: 1.4
+	 * attempts per unit over the window (users: three per unit) */
+	uint64_t attempts = 14 * g_cfg.total / 10;
 	uint64_t per_buyer_s = attempts / ((uint64_t)g_cfg.sale_s * (uint64_t)(g_cfg.boxes * g_cfg.buyers)) + 1;
 	g_cfg.pace_us = (uint32_t)(1000000u / per_buyer_s);
 	if (keep)
