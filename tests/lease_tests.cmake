@@ -8,5 +8,14 @@ function(flash_lease_tests)
     set_property(TEST test_mysql_lease_agent APPEND PROPERTY ENVIRONMENT "FLASH_BIN=$<TARGET_FILE:flashstock>")
     set_tests_properties(test_mysql_lease_agent PROPERTIES TIMEOUT 300)
   endif()
+  # `flashstock lease init|pool|status|fence|reclaim` through the binaries
+  if(TARGET flashstock AND TARGET ops_buyer AND TEST mysql_server_start)
+    add_test(NAME cli_lease
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_lease.sh $<TARGET_FILE:flashstock>
+                     $<TARGET_FILE:ops_buyer>)
+    set_tests_properties(cli_lease PROPERTIES TIMEOUT 300
+                         FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
+                         ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR}")
+  endif()
 endfunction()
 cmake_language(DEFER CALL flash_lease_tests)
