@@ -17,5 +17,12 @@ function(flash_lease_tests)
                          FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
                          ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR}")
   endif()
+  # the central statements on the private Galera cluster: the node in use
+  # killed under takes (tests/galera_tests.cmake requires its tools)
+  if(TARGET test_galera_lease AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)
+    target_link_libraries(test_galera_lease PRIVATE flashstock_persist)
+    set_tests_properties(test_galera_lease PROPERTIES TIMEOUT 400 LABELS galera
+                         ENVIRONMENT "FLASH_GALERA_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh")
+  endif()
 endfunction()
 cmake_language(DEFER CALL flash_lease_tests)
