@@ -24,5 +24,18 @@ function(flash_lease_tests)
     set_tests_properties(test_galera_lease PROPERTIES TIMEOUT 400 LABELS galera
                          ENVIRONMENT "FLASH_GALERA_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh")
   endif()
+  if(TARGET flashstock)
+    add_test(NAME cli_help_lease
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 0 "usage: flashstock lease"
+                     $<TARGET_FILE:flashstock> lease --help)
+    add_test(NAME cli_serve_lease_without_box_id_is_a_usage_error
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 2 "--lease needs --box-id N"
+                     $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w
+                     --lease mysql://root@localhost/flash_central)
+    add_test(NAME cli_serve_lease_bad_url_is_a_usage_error
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 2 "--lease: bad URL 2"
+                     $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w --box-id 1
+                     --lease mysql://root@localhost/flash_central,http://x)
+  endif()
 endfunction()
 cmake_language(DEFER CALL flash_lease_tests)
