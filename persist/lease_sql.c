@@ -451,7 +451,18 @@ int flash_central_init(flash_central_t *c)
 
 struct st_mysql *flash_central_conn(flash_central_t *c)
 {
-	return c ? node_conn(c, 0) : NULL;
+	if (!c)
+		return NULL;
+	/* a connection to a node that died since its last statement is
+	 * found here (a ping), not by the caller's first query */
+	for (unsigned tries = 0; tries <= c->c_n; tries++) {
+		MYSQL *m = node_conn(c, 0);
+		if (!m || mysql_ping(m) == 0)
+			return m;
+		sql_err(c, m);
+		node_fail(c, c->c_cur);
+	}
+	return NULL;
 }
 
 /* ------------------------------------------------------------------------

@@ -315,6 +315,34 @@ static void serve_killed_in_the_middle_of_a_return_returns_once_at_restart(void 
 	flash_central_close(g_c);
 }
 
+static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart(void **state)
+{
+	(void)state;
+	fresh_central("take");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 40), FLASH_OK);
+	struct box b;
+	box_new(&b, 5);
+	/* the first take commits centrally, then serve is SIGKILLed before it
+	 * loads the units into the segment */
+	box_serve(&b, "10", "10", "take_committed");
+	int st = box_wait(&b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(box_leased(&b), 10);
+	assert_int_equal(seg_total(&b), 0);
+	box_serve(&b, "10", "10", NULL);
+	box_settled(&b);
+	assert_int_equal(seg_total(&b), 10);         /* loaded once, not twice, not lost */
+	assert_int_equal(q1("SELECT COUNT(*) FROM fs_lease"), 1);
+	pool_adds_up(40);
+	while (b.sold < 40 && buy(&b, WAIT_MS))
+		;
+	assert_int_equal(b.sold, 40);
+	box_settled(&b);
+	pool_adds_up(40);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
 static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart(void **state)
 {
 	(void)state;
@@ -365,6 +393,8 @@ int main(void)
 		cmocka_unit_test_teardown(of_two_boxes_sharing_a_pool_the_busy_one_gets_the_idle_ones_surplus,
 		                          t_teardown),
 		cmocka_unit_test_teardown(serve_killed_in_the_middle_of_a_return_returns_once_at_restart, t_teardown),
+		cmocka_unit_test_teardown(serve_killed_after_a_take_committed_loads_that_lease_once_at_restart,
+		                          t_teardown),
 		cmocka_unit_test_teardown(a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart,
 		                          t_teardown),
 	};

@@ -39,6 +39,7 @@ int cmd_status(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_wal(int argc, char **argv);
+int cmd_lease(int argc, char **argv);   /* tools/cmd_lease.c */
 int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock_bench) */
 int cmd_reconcile(int argc, char **argv);
 int cmd_top(int argc, char **argv);
