@@ -333,7 +333,8 @@ static int lease_reclaim(struct box *b, int64_t *returned)
 {
 	*returned = -1;
 	if (g_have_cli)
-		return sh("%s lease reclaim --box %d --wal %s --mysql '%s'", g_bin, b->id, b->wal, g_urls);
+		return sh("%s lease reclaim --box %d --wal %s --mysql '%s' --box-mysql '%s'", g_bin, b->id, b->wal,
+		          g_urls, b->db_url);
 	int64_t sold = wal_sold(b->wal);
 	flash_central_t *c = central_api();
 	if (sold < 0 || !c)
