@@ -194,7 +194,14 @@ static int sh(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof cmd, fmt, ap);
 	va_end(ap);
-	snprintf(full, sizeof full, "{ echo '+ %.200s'; %s; } >>%s/commands.log 2>&1", cmd, cmd, g_base);
+	char logp[512];
+	snprintf(logp, sizeof logp, "%s/commands.log", g_base);
+	FILE *lf = fopen(logp, "a");
+	if (lf) {
+		fprintf(lf, "+ %s\n", cmd);
+		fclose(lf);
+	}
+	snprintf(full, sizeof full, "{ %s; } >>%s 2>&1", cmd, logp);
 	int st = system(full);
 	return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
@@ -258,6 +265,21 @@ static int64_t q1(MYSQL *c, const char *fmt, ...)
 		central_lost();
 	}
 	return -1;
+}
+
+static int g_node_down[MAX_NODES];
+
+/* Box @p b's own database through node @p k (Galera replicates it to every node). */
+static void box_db_url_on(const struct box *b, int k, char *out, size_t cap)
+{
+	const char *u = g_node_url[k];
+	const char *cen = strstr(u, "/flash_central");
+	if (!cen) {
+		snprintf(out, cap, "%s", u);
+		return;
+	}
+	snprintf(out, cap, "%.*s/flash_box%d%s%s", (int)(cen - u), u, b->id, cen + strlen("/flash_central"),
+	         strchr(cen, '?') ? "&create_db=1" : "?create_db=1");
 }
 
 /* ---- the central operations: `flashstock lease ...` when the tool has
@@ -332,9 +354,16 @@ static int lease_fence(int box_id)
 static int lease_reclaim(struct box *b, int64_t *returned)
 {
 	*returned = -1;
-	if (g_have_cli)
+	if (g_have_cli) {
+		/* its database through a node that is up */
+		char url[1024];
+		int k = 0;
+		while (k < g_nnodes - 1 && g_node_down[k])
+			k++;
+		box_db_url_on(b, k, url, sizeof url);
 		return sh("%s lease reclaim --box %d --wal %s --mysql '%s' --box-mysql '%s'", g_bin, b->id, b->wal,
-		          g_urls, b->db_url);
+		          g_urls, url);
+	}
 	int64_t sold = wal_sold(b->wal);
 	flash_central_t *c = central_api();
 	if (sold < 0 || !c)
@@ -737,6 +766,7 @@ static void node_restart_wait(void)
 	while (waitpid(g_node_restart_pid, &st, 0) < 0 && errno == EINTR)
 		;
 	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	g_node_down[g_node_restart_arg - 1] = 0;
 	say("Galera node %d rejoined and Synced: %s", g_node_restart_arg, ok ? "ok" : "FAILED");
 	if (!ok)
 		g_fail = 1;
@@ -769,6 +799,7 @@ static void run_event(const struct event *e)
 	case 3: {
 		node_restart_wait();
 		int rc = sh("sh %s kill %s %d", g_galera, g_gdir, e->arg);
+		g_node_down[e->arg - 1] = 1;
 		say("Galera node %d killed (SIGKILL): %s", e->arg, rc == 0 ? "ok" : "FAILED");
 		break;
 	}
@@ -794,9 +825,8 @@ static void run_event(const struct event *e)
 		int rf = lease_fence(b->id);
 		int64_t back = -1;
 		int rr = lease_reclaim(b, &back);
-		say("box %d killed holding %" PRIu64 " units, fenced (%s), reclaimed from its WAL (%s, %" PRId64
-		    " units back in the pool)", b->id, held, rf == 0 ? "ok" : "FAILED", rr == 0 ? "ok" : "FAILED",
-		    back);
+		say("box %d killed holding %" PRIu64 " units, fenced (%s), its unsold units reclaimed from its WAL (%s)",
+		    b->id, held, rf == 0 ? "ok" : "FAILED", rr == 0 ? "ok" : "FAILED");
 		if (rf || rr)
 			g_fail = 1;
 		b->fenced = 1;
@@ -938,6 +968,7 @@ int main(int argc, char **argv)
 	setenv("FLASH_GALERA_OWNER", own, 1);
 	if (sh("sh %s start %s 3", g_galera, g_gdir) != 0) {
 		say("the Galera cluster did not start (see %s/commands.log)", g_base);
+		(void)sh("sh %s stop %s", g_galera, g_gdir);
 		return 1;
 	}
 	{
@@ -962,8 +993,10 @@ int main(int argc, char **argv)
 	int rc_lp = lease_init_pool();
 	say("lease init and a pool of %" PRIu64 " units (%s): %s", g_cfg.total,
 	    g_have_cli ? "flashstock lease" : "lease_sql.h", rc_lp ? "FAILED" : "ok");
-	if (rc_lp)
+	if (rc_lp) {
+		g_fail = 1;
 		goto stop_cluster;
+	}
 
 	/* 2. the boxes */
 	int64_t now_real;
@@ -981,12 +1014,7 @@ int main(int argc, char **argv)
 		snprintf(b->wal, sizeof b->wal, "%s/wal", b->dir);
 		mkdir(b->dir, 0700);
 		/* the box's own database, on node (box mod nodes) + 1 */
-		char *u = g_node_url[i % g_nnodes];
-		const char *cen = strstr(u, "/flash_central");
-		if (!cen)
-			goto stop_cluster;
-		snprintf(b->db_url, sizeof b->db_url, "%.*s/flash_box%d%s%s", (int)(cen - u), u, b->id,
-		         cen + strlen("/flash_central"), strchr(cen, '?') ? "&create_db=1" : "?create_db=1");
+		box_db_url_on(b, i % g_nnodes, b->db_url, sizeof b->db_url);
 		for (int k = 0; k < g_nnodes; k++) {
 			size_t l = strlen(b->bs_urls);
 			snprintf(b->bs_urls + l, sizeof b->bs_urls - l, "%s%s", k ? "," : "",
@@ -1007,6 +1035,7 @@ int main(int argc, char **argv)
 		if (flash_seg_create(b->seg, &so) != FLASH_OK || flash_open(b->seg, 0, &h) != FLASH_OK ||
 		    flash_activity_add(h, &a) != FLASH_OK || flash_sku_add(h, ACT, SKU, owned, 1) != FLASH_OK) {
 			say("box %d: segment %s could not be made", b->id, b->seg);
+			g_fail = 1;
 			goto stop_boxes;
 		}
 		flash_close(h);
