@@ -100,6 +100,18 @@ struct serve_opts {
 	double        reconcile_threshold; /* ALERT past this share of units differing (0: 0.001) */
 	void        (*reconcile_hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
 	void         *reconcile_hook_arg;
+	/* The lease agent (lease.h): with lease_urls set, a thread keeps the
+	 * segment's skus stocked from the central pool (issue 14). */
+	const char   *lease_urls;       /* "URL[,URL...]" of flash_central; NULL: no agent */
+	uint32_t      box_id;           /* 1..FLASH_BOX_ID_MAX (required with lease_urls) */
+	uint32_t      lease_min;        /* 0: the agent's defaults (lease.h) */
+	uint32_t      lease_max;
+	uint32_t      lease_lead_ms;
+	uint32_t      heartbeat_s;
+	/* The cross-box limit (backstop.h): with backstop_urls set (and box_id),
+	 * a thread writes the box's orders into the central fs_user_limit. */
+	const char   *backstop_urls;    /* "URL[,URL...]"; NULL: off */
+	uint32_t      backstop_drain_ms;/* at stop, let it write what is durable this long (0: 5000) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -133,8 +145,10 @@ struct serve_stats {
 	uint64_t reconcile_passes;  /* periodic reconciler: passes (the final one included) */
 	uint64_t reconcile_diffs;   /* ... differences over every pass */
 	uint64_t reconcile_busy;    /* ... passes whose segment part found no quiet window */
+	int      lease_rc;        /* the lease agent's final code (FLASH_EFENCED: fenced), or 0 */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
+	uint64_t backstop_conflicts;/* second orders across boxes, cancelled (backstop.h) */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon
 	                             serves the segment, the WAL is not the segment's) */
 };
