@@ -316,7 +316,8 @@ static int32_t *dbx_go(const struct dbx_run *r)
 }
 
 /* Run this binary with @p args (argv[0] is set here) and wait; stdout goes
- * to @p out_fd when >= 0 (else stays ours), stderr stays ours.
+ * to @p out_fd when >= 0 (else stays ours; 2: with the progress lines on
+ * stderr, so stdout keeps the report alone), stderr stays ours.
  * @return its exit status, or -1 if it could not run or was killed. */
 static int dbx_self(struct dbx_run *r, char *const args[], int out_fd)
 {
@@ -533,7 +534,7 @@ static int dbx_setup_central(struct dbx_run *r)
 	}
 	{
 		char *args[] = { "lease", "init", "--mysql", url, NULL };
-		if ((rc = dbx_self(r, args, -1)) != 0)
+		if ((rc = dbx_self(r, args, 2)) != 0)
 			return dbx_fail(r, "flashstock lease init --mysql %s exited %d", url, rc);
 	}
 	dbx_step(r, 4, "lease pool");
@@ -543,7 +544,7 @@ static int dbx_setup_central(struct dbx_run *r)
 	{
 		char *args[] = { "lease", "pool", "--mysql", url, "--activity", act, "--sku", sku,
 		                 "--total", total, NULL };
-		if ((rc = dbx_self(r, args, -1)) != 0)
+		if ((rc = dbx_self(r, args, 2)) != 0)
 			return dbx_fail(r, "flashstock lease pool --activity %s --sku %s --total %s exited %d",
 			                act, sku, total, rc);
 	}
