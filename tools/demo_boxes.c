@@ -747,12 +747,15 @@ static int dbx_buyer(struct dbx_run *r, uint32_t b, uint32_t k, struct dbx_proc 
 		if (ob != b)
 			rc = flash_open(r->box[ob].seg, FLASH_RDONLY, &other[ob]);
 	p->bp_open_rc = rc;
+	/* release: the parent that sees bp_ready (acquire) sees bp_open_rc */
 	__atomic_store_n(&p->bp_ready, 1, __ATOMIC_RELEASE);
 	if (rc != FLASH_OK)
 		return 1;
 	for (u = 1; u <= c->buyers; u++)
 		if (dbx_box_of(c, u) == b && (mine++ % c->procs) == k)
 			n++;
+	/* acquire pairs with the parent's release of the flag; the flag is
+	 * all a buyer needs from it (the segments were set up before fork) */
 	while (__atomic_load_n(dbx_go(r), __ATOMIC_ACQUIRE) == 0)
 		dbx_sleep_ms(1);
 	if (__atomic_load_n(dbx_go(r), __ATOMIC_ACQUIRE) < 0)
@@ -783,6 +786,8 @@ static int dbx_buyer(struct dbx_run *r, uint32_t b, uint32_t k, struct dbx_proc 
 			memset(&res, 0, sizeof res);
 			req.request_id = (u << 12) | (tries & 0xfffu);
 			rc = flash_order(h, &req, &res);
+			/* relaxed: progress only; the parent reads the final
+			 * tallies after waitpid(), which orders every store */
 			__atomic_store_n(&p->bp_calls, p->bp_calls + 1, __ATOMIC_RELAXED);
 			if (rc != FLASH_EBUSY || tries >= DBX_BUSY_TRIES)
 				break;
