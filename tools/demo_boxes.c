@@ -1329,8 +1329,12 @@ int demo_boxes_main(int argc, char **argv)
 	rc = dbx_setup_dir(&r);
 	if (rc == TOOL_OK)
 		rc = dbx_setup_cluster(&r);
+	if (rc == TOOL_OK && dbx_signal)
+		rc = dbx_fail(&r, "interrupted by signal %d", (int)dbx_signal);
 	if (rc == TOOL_OK)
 		rc = dbx_setup_central(&r);
+	if (rc == TOOL_OK && dbx_signal)
+		rc = dbx_fail(&r, "interrupted by signal %d", (int)dbx_signal);
 	if (rc == TOOL_OK)
 		rc = dbx_setup_boxes(&r);
 	if (rc == TOOL_OK)
