@@ -3,8 +3,9 @@
 # three nodes form one Synced cluster on 127.0.0.1 only, run as an
 # unprivileged user, a row written on node 1 is read on node 3 (socket and
 # TCP accounts), a SIGKILLed node 2 restarted rejoins (by IST) and reads the
-# rows written while it was down, and stop leaves no process, no listening
-# port, no directory and no user.
+# rows written while it was down, a SIGKILLed node 3 whose data is lost
+# rejoins by SST (rsync, as the cluster's user) with every row, and stop
+# leaves no process, no listening port, no directory and no user.
 set -u
 sh=${1:?usage: galera_fixture_test.sh path/to/galera.sh}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-galfix.XXXXXX") || exit 1
@@ -88,6 +89,17 @@ sql_tcp 3 "INSERT INTO t VALUES (3, 'three')" || fail "write on node 3 with node
 # and it takes writes again, seen by the others
 sql 2 "INSERT INTO flash_central.t VALUES (4, 'four')" || fail "write on node 2 after rejoin"
 [ "$(sql 1 'SELECT v FROM flash_central.t WHERE id = 4')" = four ] || fail "node 1 does not read node 2's row"
+
+# --- node 3 SIGKILLed and its data lost: it rejoins by SST -----------------
+"$sh" kill "$D" 3 || fail "kill node 3"
+find "$D/n3/data" -mindepth 1 -delete || fail "empty node 3's datadir"
+sql 1 "INSERT INTO flash_central.t VALUES (5, 'five')" || fail "write on node 1 with node 3 down"
+"$sh" restart "$D" 3 || fail "restart node 3 on an empty datadir"
+[ "$(cat "$D/n3/rejoined_by")" = SST ] || fail "node 3 rejoined by $(cat "$D/n3/rejoined_by"), not SST"
+"$sh" status "$D" >"$T/status" || { cat "$T/status" >&2; fail "status after the SST is not all Synced"; }
+[ "$(sql 3 'SELECT GROUP_CONCAT(v ORDER BY id) FROM flash_central.t')" = "one,two,three,four,five" ] ||
+	fail "node 3 reads $(sql 3 'SELECT GROUP_CONCAT(v ORDER BY id) FROM flash_central.t') after its SST"
+[ "$(sql_tcp 3 'SELECT CURRENT_USER()')" = flash@127.0.0.1 ] || fail "user flash lost on node 3 after the SST"
 
 # --- stop leaves nothing ---------------------------------------------------
 user=$(cat "$D/user")

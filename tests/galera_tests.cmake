@@ -8,10 +8,10 @@ find_program(FLASH_RSYNC rsync REQUIRED)         # the SST method
 find_program(FLASH_SS ss PATHS /usr/bin /usr/sbin /bin /sbin REQUIRED)  # iproute2: wsrep_sst_rsync, the test
 find_program(FLASH_MARIADBD mariadbd PATHS /usr/sbin /usr/bin REQUIRED)
 
-add_test(NAME galera_fixture_forms_3_nodes_replicates_rejoins_killed_node_by_ist_stops_clean
+add_test(NAME galera_fixture_forms_3_nodes_replicates_rejoins_by_ist_and_by_sst_after_data_loss_stops_clean
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/galera_fixture_test.sh
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)
-set_tests_properties(galera_fixture_forms_3_nodes_replicates_rejoins_killed_node_by_ist_stops_clean
+set_tests_properties(galera_fixture_forms_3_nodes_replicates_rejoins_by_ist_and_by_sst_after_data_loss_stops_clean
                      PROPERTIES LABELS "galera" TIMEOUT 300)
 
 # `flashstock demo --boxes 3` (tools/demo_boxes.c) on the build at hand: with
