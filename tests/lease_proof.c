@@ -118,6 +118,7 @@ static struct box g_box[MAX_BOXES];
 static struct shared *g_sh;
 static int64_t g_t0_ms;
 static int g_fail;
+static int g_keep;        /* --keep DIR: the directory stays */
 
 /* ---- small helpers ---- */
 
@@ -919,8 +920,10 @@ static int cfg_parse(int argc, char **argv)
 	uint64_t attempts = 14 * g_cfg.total / 10;
 	uint64_t per_buyer_s = attempts / ((uint64_t)g_cfg.sale_s * (uint64_t)(g_cfg.boxes * g_cfg.buyers)) + 1;
 	g_cfg.pace_us = (uint32_t)(1000000u / per_buyer_s);
-	if (keep)
+	if (keep) {
 		snprintf(g_base, sizeof g_base, "%s", keep);
+		g_keep = 1;
+	}
 	return 0;
 }
 
@@ -947,7 +950,7 @@ int main(int argc, char **argv)
 	 * reach its directory under ours; the box directories stay private */
 	chmod(g_base, 0711);
 	say("lease proof%s: %d boxes x %d buyers, %" PRIu64 " units for %" PRIu64 " users (demand %.1fx), sale"
-	    " %u s, lease %u..%u units, lead %u ms, seed %" PRIu64 "; logs in %s", g_cfg.long_run ? " (long run)" : "",
+	    " %u s, lease %u..%u units, lead %u ms, seed %" PRIu64 "; logs in %s (removed if every check holds)", g_cfg.long_run ? " (long run)" : "",
 	    g_cfg.boxes, g_cfg.buyers, g_cfg.total, g_cfg.users, (double)g_cfg.users / (double)g_cfg.total,
 	    g_cfg.sale_s, g_cfg.lease_min, g_cfg.lease_max, g_cfg.lease_lead_ms, g_cfg.seed, g_base);
 
@@ -1133,5 +1136,11 @@ stop_cluster:
 	flash_central_close(g_central);
 	(void)sh("sh %s stop %s", g_galera, g_gdir);
 	say("%s", g_fail ? "PROOF FAILED" : "every check holds");
+	if (!g_fail && !g_keep) {
+		/* the logs stay only when something failed (or with --keep) */
+		char rm[600];
+		snprintf(rm, sizeof rm, "rm -rf '%s'", g_base);
+		(void)system(rm);
+	}
 	return g_fail ? 1 : 0;
 }
