@@ -96,6 +96,7 @@ struct flash_lease {
 	const char      *l_kill_at;       /* tests: FLASH_LEASE_KILL_AT */
 	uint64_t         l_hb_ok_ms;
 	int              l_suspended;
+	int              l_pending;       /* the last intent's central step has an unknown fate */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -273,6 +274,7 @@ static int intent_load(struct flash_lease *a)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/lease.intent", a->l_dir);
+	a->l_nit = 0;
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
@@ -402,10 +404,46 @@ static void set_state(struct flash_lease *a, int state, int rc)
  * ------------------------------------------------------------------------ */
 
 /*
- * Take @p units for @p k: intent, central take, load.  A take whose fate
- * MariaDB did not tell within the retry time keeps its intent and is asked
- * again with the same lease id at the next tick (idempotent by id).
- * Returns FLASH_OK, FLASH_ESOLD_OUT, FLASH_EFENCED, or another failure.
+ * The central take of intent @p t (the last intent), then the load.  A take
+ * whose fate MariaDB did not tell within the handle's retry time stays
+ * pending (l_pending): the loop asks again with the same lease id before
+ * anything else (idempotent by id), so it never becomes a second lease.
+ */
+static int take_finish(struct flash_lease *a, struct lsku *k, const struct intent *tp)
+{
+	struct intent t = *tp;
+	int rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, t.it_act, t.it_sku, t.it_id, t.it_k);
+	if (rc == FLASH_OK)
+		kill_point(a, "take_committed");
+	if (rc == FLASH_EMYSQL_RETRY) {
+		a->l_pending = 1;
+		return rc;      /* intent kept */
+	}
+	a->l_pending = 0;
+	if (rc != FLASH_OK) {
+		intent_pop(a);
+		return rc;
+	}
+	if ((rc = restock(a, t.it_act, t.it_sku, t.it_k)) != FLASH_OK) {
+		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (the next start"
+		     " loads it)", t.it_id, t.it_act, t.it_sku, flash_strerror(rc));
+		return rc;      /* intent kept */
+	}
+	(void)lease_add(k, t.it_id, t.it_k, 0);
+	intent_pop(a);
+	pthread_mutex_lock(&a->l_mu);
+	a->l_st.takes++;
+	a->l_st.take_units += (uint64_t)t.it_k;
+	pthread_mutex_unlock(&a->l_mu);
+	llog(a, SERVE_LOG_DEBUG, "lease %" PRIu64 ": %" PRId64 " units of %u/%u", t.it_id, t.it_k,
+	     t.it_act, t.it_sku);
+	return FLASH_OK;
+}
+
+/*
+ * Take @p units for @p k: intent, central take, load (take_finish).
+ * Returns FLASH_OK, FLASH_ESOLD_OUT, FLASH_EFENCED, FLASH_EMYSQL_RETRY
+ * (pending), or another failure.
  */
 static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
 {
@@ -420,46 +458,13 @@ static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
 	                    .it_total = (int64_t)si.total };
 	if (intent_push(a, &t) != 0)
 		return FLASH_ESYS;
-	rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, t.it_id, units);
-	if (rc == FLASH_OK)
-		kill_point(a, "take_committed");
-	while (rc == FLASH_EMYSQL_RETRY && !stopping(a)) {
-		/* fate unknown: ask again with the same id (never a second lease) */
-		nap(a, 200);
-		rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, t.it_id, units);
-	}
-	if (rc == FLASH_EMYSQL_RETRY)
-		return rc;      /* intent kept: the next start settles it */
-	if (rc != FLASH_OK) {
-		intent_pop(a);
-		return rc;
-	}
-	if ((rc = restock(a, k->ks_act, k->ks_sku, units)) != FLASH_OK) {
-		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (the next start"
-		     " loads it)", t.it_id, k->ks_act, k->ks_sku, flash_strerror(rc));
-		return rc;      /* intent kept */
-	}
-	(void)lease_add(k, t.it_id, units, 0);
-	intent_pop(a);
-	pthread_mutex_lock(&a->l_mu);
-	a->l_st.takes++;
-	a->l_st.take_units += (uint64_t)units;
-	pthread_mutex_unlock(&a->l_mu);
-	llog(a, SERVE_LOG_DEBUG, "lease %" PRIu64 ": %" PRId64 " units of %u/%u", t.it_id, units,
-	     k->ks_act, k->ks_sku);
-	return FLASH_OK;
+	return take_finish(a, k, &a->l_it[a->l_nit - 1]);
 }
-
 /* The central half of a return whose units have left the segment. */
 static int return_central(struct flash_lease *a, struct lsku *k, struct llease *l, int64_t before, int64_t units)
 {
 	int rc = flash_central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
 	                              before, units);
-	while (rc == FLASH_EMYSQL_RETRY && !stopping(a)) {
-		nap(a, 200);
-		rc = flash_central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
-		                          before, units);
-	}
 	if (rc == FLASH_OK) {
 		l->ll_returned = before + units;
 		pthread_mutex_lock(&a->l_mu);
@@ -510,8 +515,10 @@ static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
 		}
 		kill_point(a, "return_unloaded");
 		rc = return_central(a, k, l, t.it_before, n);
-		if (rc == FLASH_EMYSQL_RETRY)
-			return rc;      /* intent kept: finished at the next start */
+		if (rc == FLASH_EMYSQL_RETRY) {
+			a->l_pending = 1;   /* intent kept: asked again before anything else */
+			return rc;
+		}
 		if (rc != FLASH_OK) {
 			/* refused (fenced): the units are out of the segment; the
 			 * fenced path reclaims them from sold = total - available */
@@ -665,7 +672,8 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 				l = &k->ks_l[i];
 		if (!l)
 			return FLASH_ELEASE;
-		rc = return_central(a, k, l, t->it_before, t->it_k);
+		while ((rc = return_central(a, k, l, t->it_before, t->it_k)) == FLASH_EMYSQL_RETRY && !stopping(a))
+			nap(a, 500);
 		if (rc == FLASH_OK) {
 			llog(a, SERVE_LOG_INFO, "an interrupted return of %" PRId64 " units of lease %" PRIu64
 			     " is finished (returned count %" PRId64 ")", t->it_k, t->it_id, l->ll_returned);
@@ -894,6 +902,39 @@ static void return_all(struct flash_lease *a)
 	llog(a, SERVE_LOG_INFO, "stopping: %" PRId64 " units returned to the pool", sum);
 }
 
+/* Ask again for the pending take or return (the last 't'/'r' intent), with
+ * the same lease id and returned count: exactly once whatever the first
+ * attempt did.  FLASH_OK once settled. */
+static int pending_retry(struct flash_lease *a)
+{
+	struct intent *t = NULL;
+	for (size_t i = a->l_nit; i-- > 0;)
+		if (a->l_it[i].it_op != 'd') {
+			t = &a->l_it[i];
+			break;
+		}
+	if (!t || t != &a->l_it[a->l_nit - 1]) {
+		a->l_pending = 0;
+		return FLASH_OK;
+	}
+	struct lsku *k = sku_find(a, t->it_act, t->it_sku, 1);
+	if (!k)
+		return FLASH_ENOMEM;
+	if (t->it_op == 't')
+		return take_finish(a, k, t);
+	struct llease *l = NULL;
+	for (size_t i = 0; i < k->ks_nl; i++)
+		if (k->ks_l[i].ll_id == t->it_id)
+			l = &k->ks_l[i];
+	int rc = l ? return_central(a, k, l, t->it_before, t->it_k) : FLASH_ELEASE;
+	if (rc == FLASH_EMYSQL_RETRY)
+		return rc;
+	a->l_pending = 0;
+	if (rc != FLASH_EFENCED)
+		intent_pop(a);
+	return rc;
+}
+
 static int agent_loop(struct flash_lease *a)
 {
 	uint64_t next_hb = 0, next_scan = 0;
@@ -919,7 +960,16 @@ static int agent_loop(struct flash_lease *a)
 					suspend(a);
 			}
 		}
-		if (!a->l_suspended) {
+		if (a->l_pending && !a->l_suspended) {
+			int rc = pending_retry(a);
+			if (rc == FLASH_EFENCED) {
+				become_fenced(a);
+				return FLASH_EFENCED;
+			}
+			if (rc != FLASH_OK)
+				count_failure(a);
+		}
+		if (!a->l_suspended && !a->l_pending) {
 			if (now >= next_scan) {
 				skus_scan(a);
 				next_scan = now + 1000;
@@ -940,7 +990,7 @@ static int agent_loop(struct flash_lease *a)
 		}
 		nap(a, a->l_o.tick_ms);
 	}
-	if (!a->l_suspended)
+	if (!a->l_suspended && !a->l_pending)
 		return_all(a);
 	stats_refresh(a);
 	return FLASH_OK;
@@ -959,7 +1009,12 @@ static void *agent_main(void *arg)
 		set_state(a, FLASH_LEASE_FAILED, rc);
 		return NULL;
 	}
-	rc = agent_start(a);
+	/* MariaDB down or failing over at start: start again (the epoch just
+	 * moves on; the intent file is read again) */
+	while ((rc = agent_start(a)) == FLASH_EMYSQL_RETRY && !stopping(a)) {
+		llog(a, SERVE_LOG_WARN, "box %u: MariaDB does not answer; registering again", a->l_o.box_id);
+		nap(a, 1000);
+	}
 	if (rc != FLASH_OK) {
 		if (!stopping(a))
 			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s", a->l_o.box_id, flash_strerror(rc),
@@ -1020,7 +1075,10 @@ int flash_lease_start(const struct flash_lease_opts *o, flash_lease_t **out)
 	pthread_cond_init(&a->l_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	a->l_st.box_id = o->box_id;
-	struct flash_central_opts co = { .urls = o->urls, .log = central_log, .log_arg = a };
+	/* one statement retries at most a heartbeat period: the loop then
+	 * looks at its heartbeat (suspend) and at a stop */
+	struct flash_central_opts co = { .urls = o->urls, .log = central_log, .log_arg = a,
+	                                 .retry_ms = a->l_o.heartbeat_s * 1000u, .timeout_s = 2 };
 	int rc = (!a->l_segment || !a->l_urls || !a->l_dir) ? FLASH_ENOMEM : flash_central_open(&co, &a->l_c);
 	if (rc == FLASH_OK && pthread_create(&a->l_thr, NULL, agent_main, a) != 0)
 		rc = FLASH_ESYS;

@@ -107,6 +107,35 @@ static void box_new(struct box *b, uint32_t id)
 	b->next_user = (uint64_t)id << 32;
 }
 
+/* box_new() whose activity's window closes @p end_in_s seconds from now */
+static void box_new_ending(struct box *b, uint32_t id, int end_in_s)
+{
+	memset(b, 0, sizeof *b);
+	b->id = id;
+	b->h = t_seg_new(NULL, b->seg, sizeof b->seg);
+	int64_t now = t_now_ns();
+	struct flash_activity ac = { .id = 1, .limit_per_user = 1, .max_qty = 1, .scope = FLASH_SCOPE_ACTIVITY,
+	                             .start_ns = now - 3600LL * 1000000000LL,
+	                             .end_ns = now + (int64_t)end_in_s * 1000000000LL };
+	assert_int_equal(flash_activity_add(b->h, &ac), FLASH_OK);
+	assert_int_equal(flash_sku_add(b->h, 1, 1, 0, 1), FLASH_OK);
+	char tmpl[] = "/tmp/fs-lease-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(b->dir, sizeof b->dir, "%s", tmpl);
+	snprintf(b->wal, sizeof b->wal, "%s/wal", b->dir);
+	snprintf(b->log, sizeof b->log, "%s/serve.log", b->dir);
+	b->next_user = (uint64_t)id << 32;
+}
+
+static void mariadb(const char *verb)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "sh '%s' %s '%s' >/dev/null 2>&1", getenv("FLASH_TEST_MARIADB_SH"), verb,
+	         mariadb_dir());
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+}
+
 static void box_serve(struct box *b, const char *lmin, const char *lmax, const char *kill_at)
 {
 	fflush(NULL);
@@ -343,6 +372,70 @@ static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart
 	flash_central_close(g_c);
 }
 
+static void at_the_end_of_the_sale_the_box_returns_what_it_holds_and_closes_its_leases(void **state)
+{
+	(void)state;
+	fresh_central("end");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new_ending(&b, 6, 3);
+	box_serve(&b, "10", "20", NULL);
+	for (int i = 0; i < 7; i++)
+		assert_true(buy(&b, WAIT_MS));
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT COUNT(*) FROM fs_lease WHERE state <> 'closed'") != 0) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_EENDED);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 7);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 93);
+	assert_int_equal(seg_total(&b), 7);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+static void a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers(void **state)
+{
+	(void)state;
+	fresh_central("down");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new(&b, 7);
+	box_serve(&b, "10", "10", NULL);
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	uint64_t held = t_available(b.h, 1, 1);
+	assert_true(held > 0);
+	mariadb("halt");
+	/* three missed heartbeats (1 s each): the box drains its stock */
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) != 0) {
+		if (t_now_ns() > end) {
+			mariadb("resume");
+			fail_msg("box kept selling with MariaDB down");
+		}
+		t_sleep_ms(50);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
+	mariadb("resume");
+	/* back in touch and not fenced: the units are loaded again (and the
+	 * box, below its low-water, may take a lease more) */
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) < held) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	pool_adds_up(100);
+	box_free(&b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 100 - b.sold);
+	flash_central_close(g_c);
+}
+
 static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart(void **state)
 {
 	(void)state;
@@ -394,6 +487,10 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(serve_killed_in_the_middle_of_a_return_returns_once_at_restart, t_teardown),
 		cmocka_unit_test_teardown(serve_killed_after_a_take_committed_loads_that_lease_once_at_restart,
+		                          t_teardown),
+		cmocka_unit_test_teardown(at_the_end_of_the_sale_the_box_returns_what_it_holds_and_closes_its_leases,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers,
 		                          t_teardown),
 		cmocka_unit_test_teardown(a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart,
 		                          t_teardown),
