@@ -156,12 +156,38 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax, const c
 		char boxid[16];
 		snprintf(boxid, sizeof boxid, "%u", b->id);
 		execl(bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
+		      "--metrics", "127.0.0.1:0",
 		      "--reconcile-every", "0", "--lease", g_url, "--box-id", boxid, "--lease-min", lmin,
 		      "--lease-max", lmax, "--lease-lead-ms", "1000", "--heartbeat-s", "1", "--log-level", "info",
 		      (char *)NULL);
 		_exit(127);
 	}
 	b->serve = pid;
+}
+
+/* One sample of the box's `serve --metrics` (the port its log names). */
+static uint64_t box_metric(struct box *b, const char *name)
+{
+	unsigned port = 0;
+	for (int i = 0; i < 500 && !port; i++) {
+		FILE *f = fopen(b->log, "r");
+		char line[1024];
+		while (f && fgets(line, sizeof line, f)) {
+			const char *p = strstr(line, "metrics on port ");
+			if (p)
+				port = (unsigned)strtoul(p + strlen("metrics on port "), NULL, 10);
+		}
+		if (f)
+			fclose(f);
+		if (!port)
+			t_sleep_ms(20);
+	}
+	assert_true(port != 0);
+	char *body = t_metrics_get((uint16_t)port);
+	assert_non_null(body);
+	uint64_t v = t_metrics_sample(body, name);
+	free(body);
+	return v;
 }
 
 /* Wait for serve to end by itself (a kill point); its status. */
@@ -267,6 +293,16 @@ static void a_box_sells_a_sku_whose_units_come_only_from_leases(void **state)
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 0);
 	assert_true(q1("SELECT COUNT(*) FROM fs_lease WHERE box_id = 1") >= 4);   /* 120 in leases of <= 30 */
 	pool_adds_up(120);
+	/* the agent's figures on serve --metrics (published each tick) */
+	int64_t mend = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (box_metric(&b, "flashstock_lease_units{state=\"sold\"}") != 120)
+		assert_true(t_now_ns() < mend);
+	assert_int_equal(box_metric(&b, "flashstock_lease_units{state=\"leased\"}"), 120);
+	assert_int_equal(box_metric(&b, "flashstock_lease_units{state=\"held\"}"), 0);
+	assert_int_equal(box_metric(&b, "flashstock_lease_takes_total"),
+	                 (uint64_t)q1("SELECT COUNT(*) FROM fs_lease WHERE box_id = 1"));
+	assert_int_equal(box_metric(&b, "flashstock_lease_fenced"), 0);
+	assert_int_equal(box_metric(&b, "flashstock_lease_epoch"), 1);
 	box_stop(&b);
 	/* a clean stop returned nothing (nothing was held) and left the leases open */
 	assert_int_equal(box_leased(&b), 120);
@@ -455,6 +491,8 @@ static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_re
 		t_sleep_ms(20);
 	}
 	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
+	while (box_metric(&b, "flashstock_lease_fenced") != 1)
+		assert_true(t_now_ns() < end);
 	/* serve goes on (its WAL still matters), the agent stays fenced */
 	t_sleep_ms(300);
 	assert_int_equal(t_available(b.h, 1, 1), 0);
