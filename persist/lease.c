@@ -49,6 +49,8 @@ struct llease {
 	uint64_t ll_id;
 	int64_t  ll_units;
 	int64_t  ll_returned;
+	int      ll_closed;         /* closed at the end of the sale */
+	int64_t  ll_sold;           /* its sold_at_close (closed leases) */
 };
 
 struct lsku {
@@ -66,7 +68,8 @@ struct lsku {
 };
 
 struct intent {
-	char     it_op;             /* 't' take, 'r' return, 'd' drained while suspended */
+	char     it_op;             /* 't' take, 'r' return, 'c' return to a closed lease (a
+	                               cancel after the sale), 'd' drained while suspended */
 	uint64_t it_id;             /* lease id ('t', 'r') */
 	uint32_t it_act, it_sku;
 	int64_t  it_k;              /* units */
@@ -284,7 +287,7 @@ static int intent_load(struct flash_lease *a)
 		memset(&t, 0, sizeof t);
 		if (sscanf(line, "%c %" SCNu64 " %u %u %" SCNd64 " %" SCNd64 " %" SCNd64, &t.it_op, &t.it_id,
 		           &t.it_act, &t.it_sku, &t.it_k, &t.it_before, &t.it_total) != 7 ||
-		    (t.it_op != 't' && t.it_op != 'r' && t.it_op != 'd')) {
+		    (t.it_op != 't' && t.it_op != 'r' && t.it_op != 'c' && t.it_op != 'd')) {
 			llog(a, SERVE_LOG_ERROR, "%s: unreadable line '%.60s'", path, line);
 			fclose(f);
 			return -1;
@@ -345,7 +348,7 @@ static int lease_add(struct lsku *k, uint64_t id, int64_t units, int64_t returne
 		k->ks_l = p;
 		k->ks_capl = cap;
 	}
-	k->ks_l[k->ks_nl++] = (struct llease){ id, units, returned };
+	k->ks_l[k->ks_nl++] = (struct llease){ id, units, returned, 0, 0 };
 	return 0;
 }
 
@@ -373,7 +376,8 @@ static void stats_refresh(struct flash_lease *a)
 		struct lsku *k = &a->l_sku[i];
 		int64_t l = 0;
 		for (size_t j = 0; j < k->ks_nl; j++)
-			l += k->ks_l[j].ll_units - k->ks_l[j].ll_returned;
+			if (!k->ks_l[j].ll_closed)
+				l += k->ks_l[j].ll_units - k->ks_l[j].ll_returned;
 		struct flash_sku_info si;
 		if (k->ks_pool == 1 && flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) == FLASH_OK) {
 			held += (int64_t)si.available;
@@ -486,7 +490,7 @@ static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
 	while (units > 0) {
 		struct llease *l = NULL;
 		for (size_t i = 0; i < k->ks_nl; i++)
-			if (k->ks_l[i].ll_units > k->ks_l[i].ll_returned &&
+			if (!k->ks_l[i].ll_closed && k->ks_l[i].ll_units > k->ks_l[i].ll_returned &&
 			    (!l || k->ks_l[i].ll_units - k->ks_l[i].ll_returned > l->ll_units - l->ll_returned))
 				l = &k->ks_l[i];
 		if (!l)
@@ -663,6 +667,25 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 		}
 		return FLASH_OK;
 	}
+	if (t->it_op == 'c') {
+		if ((int64_t)si.total != t->it_total - t->it_k)
+			return FLASH_OK;        /* the units never left the segment */
+		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
+		                                         t->it_id, t->it_before, t->it_k)) == FLASH_EMYSQL_RETRY &&
+		       !stopping(a))
+			nap(a, 500);
+		if (rc == FLASH_OK) {
+			for (size_t i = 0; i < k->ks_nl; i++)
+				if (k->ks_l[i].ll_id == t->it_id && k->ks_l[i].ll_sold == t->it_before) {
+					k->ks_l[i].ll_sold -= t->it_k;
+					k->ks_l[i].ll_returned += t->it_k;
+				}
+			pthread_mutex_lock(&a->l_mu);
+			a->l_st.finished++;
+			pthread_mutex_unlock(&a->l_mu);
+		}
+		return rc;
+	}
 	if (t->it_op == 'r') {
 		if ((int64_t)si.total != t->it_total - t->it_k)
 			return FLASH_OK;        /* the units never left the segment */
@@ -754,6 +777,20 @@ static int agent_start(struct flash_lease *a)
 		}
 	}
 	free(v);
+	v = NULL;
+	n = 0;
+	if ((rc = flash_central_leases(a->l_c, a->l_o.box_id, "closed", &v, &n)) != FLASH_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		struct lsku *k = sku_find(a, v[i].activity_id, v[i].sku_id, 1);
+		if (!k || lease_add(k, v[i].lease_id, v[i].units, v[i].returned) != 0) {
+			free(v);
+			return FLASH_ENOMEM;
+		}
+		k->ks_l[k->ks_nl - 1].ll_closed = 1;
+		k->ks_l[k->ks_nl - 1].ll_sold = v[i].sold_at_close;
+	}
+	free(v);
 	/* the one take or return in flight, then what a suspension drained */
 	for (size_t i = 0; i < a->l_nit; i++)
 		if (a->l_it[i].it_op != 'd' && (rc = finish_intent(a, &a->l_it[i])) != FLASH_OK) {
@@ -779,6 +816,53 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+/*
+ * Units back in the segment after the sku's leases closed (cancels after
+ * the end of the sale) go to the pool: intent 'c', restock -k, then the
+ * closed lease's sold_at_close goes down by k (conditional on its value).
+ */
+static int late_return(struct flash_lease *a, struct lsku *k, int64_t avail)
+{
+	while (avail > 0) {
+		struct llease *l = NULL;
+		for (size_t i = 0; i < k->ks_nl; i++)
+			if (k->ks_l[i].ll_closed && k->ks_l[i].ll_sold > 0)
+				l = &k->ks_l[i];
+		if (!l)
+			return FLASH_OK;        /* nothing sold under a lease: not leased units */
+		int64_t n = avail < l->ll_sold ? avail : l->ll_sold;
+		struct flash_sku_info si;
+		int rc = flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si);
+		if (rc != FLASH_OK)
+			return rc;
+		struct intent t = { .it_op = 'c', .it_id = l->ll_id, .it_act = k->ks_act, .it_sku = k->ks_sku,
+		                    .it_k = n, .it_before = l->ll_sold, .it_total = (int64_t)si.total };
+		if (intent_push(a, &t) != 0)
+			return FLASH_ESYS;
+		if ((rc = restock(a, k->ks_act, k->ks_sku, -n)) != FLASH_OK) {
+			intent_pop(a);
+			return rc == FLASH_ESOLD_OUT ? FLASH_OK : rc;
+		}
+		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku,
+		                                         l->ll_id, l->ll_sold, n)) == FLASH_EMYSQL_RETRY &&
+		       !stopping(a))
+			nap(a, 200);
+		if (rc != FLASH_OK)
+			return rc;              /* intent kept: the next start finishes it */
+		l->ll_sold -= n;
+		l->ll_returned += n;
+		intent_pop(a);
+		pthread_mutex_lock(&a->l_mu);
+		a->l_st.returns++;
+		a->l_st.return_units += (uint64_t)n;
+		pthread_mutex_unlock(&a->l_mu);
+		llog(a, SERVE_LOG_INFO, "%" PRId64 " units of %u/%u came back after the sale (cancels): returned"
+		     " to the pool", n, k->ks_act, k->ks_sku);
+		avail -= n;
+	}
+	return FLASH_OK;
+}
+
 /* The sale of @p k's activity is over: return what is held, close its leases. */
 static int sku_close(struct flash_lease *a, struct lsku *k)
 {
@@ -786,9 +870,14 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 	if (r < 0)
 		return (int)r;
 	for (size_t i = 0; i < k->ks_nl; i++) {
-		int rc = flash_central_lease_close(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_l[i].ll_id);
+		struct llease *l = &k->ks_l[i];
+		if (l->ll_closed)
+			continue;
+		int rc = flash_central_lease_close(a->l_c, a->l_o.box_id, a->l_epoch, l->ll_id);
 		if (rc != FLASH_OK)
 			return rc;
+		l->ll_closed = 1;
+		l->ll_sold = l->ll_units - l->ll_returned;
 	}
 	k->ks_closed = 1;
 	llog(a, SERVE_LOG_INFO, "sale of %u/%u over: %" PRId64 " units returned, %zu leases closed",
@@ -799,8 +888,12 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 /* One sku, one tick: rate, refill, surplus, end of sale. */
 static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 {
-	if (k->ks_closed)
+	if (k->ks_closed) {
+		struct flash_sku_info si;
+		if (flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) == FLASH_OK && si.available > 0)
+			return late_return(a, k, (int64_t)si.available);
 		return FLASH_OK;
+	}
 	if (k->ks_pool != 1) {
 		if (now < k->ks_pool_check_ms)
 			return FLASH_OK;
@@ -914,6 +1007,10 @@ static int pending_retry(struct flash_lease *a)
 			break;
 		}
 	if (!t || t != &a->l_it[a->l_nit - 1]) {
+		a->l_pending = 0;
+		return FLASH_OK;
+	}
+	if (t->it_op == 'c') {              /* late_return settles its own */
 		a->l_pending = 0;
 		return FLASH_OK;
 	}

@@ -44,6 +44,7 @@ struct box {
 	flash_t *h;
 	uint64_t next_user;
 	int64_t  sold;
+	uint64_t last_order;
 };
 
 static char g_url[600];
@@ -215,9 +216,11 @@ static int buy(struct box *b, unsigned wait_ms)
 {
 	int64_t end = t_now_ns() + (int64_t)wait_ms * 1000000;
 	for (;;) {
-		int rc = t_order(b->h, 1, 1, ++b->next_user, 1, 0, 0, NULL);
+		struct flash_order_res res;
+		int rc = t_order(b->h, 1, 1, ++b->next_user, 1, 0, 0, &res);
 		if (rc == FLASH_OK) {
 			b->sold++;
+			b->last_order = res.order_no;
 			return 1;
 		}
 		if (rc != FLASH_ESOLD_OUT)
@@ -408,7 +411,7 @@ static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart
 	flash_central_close(g_c);
 }
 
-static void at_the_end_of_the_sale_the_box_returns_what_it_holds_and_closes_its_leases(void **state)
+static void at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels(void **state)
 {
 	(void)state;
 	fresh_central("end");
@@ -428,6 +431,20 @@ static void at_the_end_of_the_sale_the_box_returns_what_it_holds_and_closes_its_
 	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 7);
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 93);
 	assert_int_equal(seg_total(&b), 7);
+	/* a cancel after the end: its unit goes back to the pool, once */
+	uint32_t back = 0;
+	assert_int_equal(flash_cancel(b.h, b.last_order, &back), FLASH_OK);
+	assert_int_equal(back, 1);
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT unleased FROM fs_pool") != 94) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 6);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(seg_total(&b), 6);
+	t_sleep_ms(300);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 94);
 	box_free(&b);
 	flash_central_close(g_c);
 }
@@ -526,7 +543,8 @@ int main(void)
 		cmocka_unit_test_teardown(serve_killed_in_the_middle_of_a_return_returns_once_at_restart, t_teardown),
 		cmocka_unit_test_teardown(serve_killed_after_a_take_committed_loads_that_lease_once_at_restart,
 		                          t_teardown),
-		cmocka_unit_test_teardown(at_the_end_of_the_sale_the_box_returns_what_it_holds_and_closes_its_leases,
+		cmocka_unit_test_teardown(
+			at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels,
 		                          t_teardown),
 		cmocka_unit_test_teardown(a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers,
 		                          t_teardown),
