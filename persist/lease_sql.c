@@ -163,6 +163,11 @@ static uint64_t key_box(uint32_t box_id)
 	return x ^ (x >> 31);
 }
 
+unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes)
+{
+	return n_nodes ? (unsigned)(key_sku(activity_id, sku_id) % n_nodes) : 0;
+}
+
 /* Drop node @p i's connection and move every key one node on. */
 static void node_fail(flash_central_t *c, unsigned i)
 {

@@ -87,6 +87,11 @@ struct flash_central_opts {
 int flash_central_open(const struct flash_central_opts *o, flash_central_t **out);
 void flash_central_close(flash_central_t *c);
 
+/** The node (0-based, in the URL list) a fresh handle over @p n_nodes
+ *  nodes sends (activity, sku)'s statements to; the next ones in order on
+ *  failures (tests kill the node in use). */
+unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes);
+
 /** The node (0-based) the last statement ran on, and how often the handle
  *  moved to another node. */
 unsigned flash_central_node(const flash_central_t *c);
