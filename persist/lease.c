@@ -1114,8 +1114,9 @@ static void *agent_main(void *arg)
 	}
 	if (rc != FLASH_OK) {
 		if (!stopping(a))
-			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s", a->l_o.box_id, flash_strerror(rc),
-			     flash_central_error(a->l_c));
+			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s%s", a->l_o.box_id, flash_strerror(rc),
+			     flash_central_error(a->l_c), strstr(flash_central_error(a->l_c), "doesn't exist")
+			     ? " (run `flashstock lease init --mysql URL` first)" : "");
 		set_state(a, FLASH_LEASE_FAILED, rc);
 	} else {
 		set_state(a, FLASH_LEASE_RUNNING, FLASH_OK);
