@@ -10,7 +10,19 @@ sh=${1:?usage: galera_fixture_test.sh path/to/galera.sh}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fs-galfix.XXXXXX") || exit 1
 chmod 0711 "$T"     # the cluster's user passes through it to $D
 D=$T/c
-fail() { echo "FAIL: $*" >&2; [ -n "${KEEP:-}" ] && exit 1; "$sh" stop "$D" >/dev/null 2>&1; rm -rf "$T"; exit 1; }
+fail() {
+	echo "FAIL: $*" >&2
+	# what the cluster looked like, for the log
+	"$sh" status "$D" >&2 2>&1
+	[ -f "$D/start.log" ] && cat "$D/start.log" >&2
+	for l in "$D"/n*/error.log; do
+		[ -f "$l" ] && { echo "---- $l ----"; grep -E '\[(ERROR|Warning)\]|Shifting|SST|IST' "$l" | tail -n 15; } >&2
+	done
+	[ -n "${KEEP:-}" ] && exit 1
+	"$sh" stop "$D" >/dev/null 2>&1
+	rm -rf "$T"
+	exit 1
+}
 sql() { # sql I SQL: as root over node I's socket
 	mariadb --no-defaults --socket="$D/n$1/mysqld.sock" -uroot -B -N -e "$2"
 }

@@ -316,7 +316,8 @@ static int32_t *dbx_go(const struct dbx_run *r)
 }
 
 /* Run this binary with @p args (argv[0] is set here) and wait; stdout goes
- * to @p out_fd when >= 0 (else stays ours), stderr stays ours.
+ * to @p out_fd when >= 0 (else stays ours; 2: with the progress lines on
+ * stderr, so stdout keeps the report alone), stderr stays ours.
  * @return its exit status, or -1 if it could not run or was killed. */
 static int dbx_self(struct dbx_run *r, char *const args[], int out_fd)
 {
@@ -533,7 +534,7 @@ static int dbx_setup_central(struct dbx_run *r)
 	}
 	{
 		char *args[] = { "lease", "init", "--mysql", url, NULL };
-		if ((rc = dbx_self(r, args, -1)) != 0)
+		if ((rc = dbx_self(r, args, 2)) != 0)
 			return dbx_fail(r, "flashstock lease init --mysql %s exited %d", url, rc);
 	}
 	dbx_step(r, 4, "lease pool");
@@ -543,7 +544,7 @@ static int dbx_setup_central(struct dbx_run *r)
 	{
 		char *args[] = { "lease", "pool", "--mysql", url, "--activity", act, "--sku", sku,
 		                 "--total", total, NULL };
-		if ((rc = dbx_self(r, args, -1)) != 0)
+		if ((rc = dbx_self(r, args, 2)) != 0)
 			return dbx_fail(r, "flashstock lease pool --activity %s --sku %s --total %s exited %d",
 			                act, sku, total, rc);
 	}
@@ -746,12 +747,15 @@ static int dbx_buyer(struct dbx_run *r, uint32_t b, uint32_t k, struct dbx_proc 
 		if (ob != b)
 			rc = flash_open(r->box[ob].seg, FLASH_RDONLY, &other[ob]);
 	p->bp_open_rc = rc;
+	/* release: the parent that sees bp_ready (acquire) sees bp_open_rc */
 	__atomic_store_n(&p->bp_ready, 1, __ATOMIC_RELEASE);
 	if (rc != FLASH_OK)
 		return 1;
 	for (u = 1; u <= c->buyers; u++)
 		if (dbx_box_of(c, u) == b && (mine++ % c->procs) == k)
 			n++;
+	/* acquire pairs with the parent's release of the flag; the flag is
+	 * all a buyer needs from it (the segments were set up before fork) */
 	while (__atomic_load_n(dbx_go(r), __ATOMIC_ACQUIRE) == 0)
 		dbx_sleep_ms(1);
 	if (__atomic_load_n(dbx_go(r), __ATOMIC_ACQUIRE) < 0)
@@ -782,6 +786,8 @@ static int dbx_buyer(struct dbx_run *r, uint32_t b, uint32_t k, struct dbx_proc 
 			memset(&res, 0, sizeof res);
 			req.request_id = (u << 12) | (tries & 0xfffu);
 			rc = flash_order(h, &req, &res);
+			/* relaxed: progress only; the parent reads the final
+			 * tallies after waitpid(), which orders every store */
 			__atomic_store_n(&p->bp_calls, p->bp_calls + 1, __ATOMIC_RELAXED);
 			if (rc != FLASH_EBUSY || tries >= DBX_BUSY_TRIES)
 				break;
@@ -1323,8 +1329,12 @@ int demo_boxes_main(int argc, char **argv)
 	rc = dbx_setup_dir(&r);
 	if (rc == TOOL_OK)
 		rc = dbx_setup_cluster(&r);
+	if (rc == TOOL_OK && dbx_signal)
+		rc = dbx_fail(&r, "interrupted by signal %d", (int)dbx_signal);
 	if (rc == TOOL_OK)
 		rc = dbx_setup_central(&r);
+	if (rc == TOOL_OK && dbx_signal)
+		rc = dbx_fail(&r, "interrupted by signal %d", (int)dbx_signal);
 	if (rc == TOOL_OK)
 		rc = dbx_setup_boxes(&r);
 	if (rc == TOOL_OK)
