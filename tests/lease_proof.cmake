@@ -12,3 +12,15 @@ if(TARGET flashstock)
                    --galera ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)
   set_tests_properties(lease_proof PROPERTIES LABELS "galera" TIMEOUT 300)
 endif()
+
+# serve --backstop refuses a bad command line before it touches anything.
+if(TARGET flashstock)
+  add_test(NAME cli_serve_backstop_without_box_id_is_a_usage_error
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 2 "--backstop needs --box-id"
+                   $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w
+                   --backstop mysql://root@localhost/flash_central)
+  add_test(NAME cli_serve_backstop_bad_url_is_a_usage_error
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 2 "--backstop: URL 2"
+                   $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w --box-id 1
+                   --backstop mysql://root@localhost/flash_central,http://x)
+endif()
