@@ -24,3 +24,11 @@ if(TARGET flashstock)
                    $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w --box-id 1
                    --backstop mysql://root@localhost/flash_central,http://x)
 endif()
+
+# The applier against a Galera node that is not ready (1047): a retry,
+# never a refusal (tests/test_galera_applier.c, two nodes).
+if(TARGET test_galera_applier AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)
+  target_link_libraries(test_galera_applier PRIVATE flashstock_persist flash_test_helpers)
+  set_tests_properties(test_galera_applier PROPERTIES TIMEOUT 300 LABELS galera
+                       ENVIRONMENT "FLASH_GALERA_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh")
+endif()
