@@ -475,12 +475,11 @@ static pid_t spawn(char *const argv[], const char *log_path)
 
 static void box_start_serve(struct box *b)
 {
-	/* The box's applier takes one URL, and serve refuses to start when that
-	 * node answers 1047 (a Galera node still joining: "WSREP has not yet
-	 * prepared node for application use") while the applier creates its
-	 * schema.  So a box (re)starts with its database through a node that is
-	 * up; Galera has the database on every node and the applier's applied
-	 * LSN travels with it. */
+	/* The box's applier takes one URL; a node still joining answers 1047
+	 * (retried by the applier: test_galera_applier) and the box's orders
+	 * reach its database only once the node is back.  So a box (re)starts
+	 * with its database through a node that is up; Galera has the database
+	 * on every node and the applier's applied LSN travels with it. */
 	box_db_url_on(b, node_up((b->id - 1) % g_nnodes), b->db_url, sizeof b->db_url);
 	char log[800], boxid[16], lmin[16], lmax[16], lead[16], hb[16];
 	snprintf(log, sizeof log, "%s/serve.log", b->dir);
