@@ -49,6 +49,8 @@ struct llease {
 	uint64_t ll_id;
 	int64_t  ll_units;
 	int64_t  ll_returned;
+	int      ll_closed;         /* closed at the end of the sale */
+	int64_t  ll_sold;           /* its sold_at_close (closed leases) */
 };
 
 struct lsku {
@@ -66,7 +68,8 @@ struct lsku {
 };
 
 struct intent {
-	char     it_op;             /* 't' take, 'r' return, 'd' drained while suspended */
+	char     it_op;             /* 't' take, 'r' return, 'c' return to a closed lease (a
+	                               cancel after the sale), 'd' drained while suspended */
 	uint64_t it_id;             /* lease id ('t', 'r') */
 	uint32_t it_act, it_sku;
 	int64_t  it_k;              /* units */
@@ -96,6 +99,7 @@ struct flash_lease {
 	const char      *l_kill_at;       /* tests: FLASH_LEASE_KILL_AT */
 	uint64_t         l_hb_ok_ms;
 	int              l_suspended;
+	int              l_pending;       /* the last intent's central step has an unknown fate */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -273,6 +277,7 @@ static int intent_load(struct flash_lease *a)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/lease.intent", a->l_dir);
+	a->l_nit = 0;
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
@@ -282,7 +287,7 @@ static int intent_load(struct flash_lease *a)
 		memset(&t, 0, sizeof t);
 		if (sscanf(line, "%c %" SCNu64 " %u %u %" SCNd64 " %" SCNd64 " %" SCNd64, &t.it_op, &t.it_id,
 		           &t.it_act, &t.it_sku, &t.it_k, &t.it_before, &t.it_total) != 7 ||
-		    (t.it_op != 't' && t.it_op != 'r' && t.it_op != 'd')) {
+		    (t.it_op != 't' && t.it_op != 'r' && t.it_op != 'c' && t.it_op != 'd')) {
 			llog(a, SERVE_LOG_ERROR, "%s: unreadable line '%.60s'", path, line);
 			fclose(f);
 			return -1;
@@ -343,7 +348,7 @@ static int lease_add(struct lsku *k, uint64_t id, int64_t units, int64_t returne
 		k->ks_l = p;
 		k->ks_capl = cap;
 	}
-	k->ks_l[k->ks_nl++] = (struct llease){ id, units, returned };
+	k->ks_l[k->ks_nl++] = (struct llease){ id, units, returned, 0, 0 };
 	return 0;
 }
 
@@ -371,7 +376,8 @@ static void stats_refresh(struct flash_lease *a)
 		struct lsku *k = &a->l_sku[i];
 		int64_t l = 0;
 		for (size_t j = 0; j < k->ks_nl; j++)
-			l += k->ks_l[j].ll_units - k->ks_l[j].ll_returned;
+			if (!k->ks_l[j].ll_closed)
+				l += k->ks_l[j].ll_units - k->ks_l[j].ll_returned;
 		struct flash_sku_info si;
 		if (k->ks_pool == 1 && flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) == FLASH_OK) {
 			held += (int64_t)si.available;
@@ -402,10 +408,46 @@ static void set_state(struct flash_lease *a, int state, int rc)
  * ------------------------------------------------------------------------ */
 
 /*
- * Take @p units for @p k: intent, central take, load.  A take whose fate
- * MariaDB did not tell within the retry time keeps its intent and is asked
- * again with the same lease id at the next tick (idempotent by id).
- * Returns FLASH_OK, FLASH_ESOLD_OUT, FLASH_EFENCED, or another failure.
+ * The central take of intent @p t (the last intent), then the load.  A take
+ * whose fate MariaDB did not tell within the handle's retry time stays
+ * pending (l_pending): the loop asks again with the same lease id before
+ * anything else (idempotent by id), so it never becomes a second lease.
+ */
+static int take_finish(struct flash_lease *a, struct lsku *k, const struct intent *tp)
+{
+	struct intent t = *tp;
+	int rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, t.it_act, t.it_sku, t.it_id, t.it_k);
+	if (rc == FLASH_OK)
+		kill_point(a, "take_committed");
+	if (rc == FLASH_EMYSQL_RETRY) {
+		a->l_pending = 1;
+		return rc;      /* intent kept */
+	}
+	a->l_pending = 0;
+	if (rc != FLASH_OK) {
+		intent_pop(a);
+		return rc;
+	}
+	if ((rc = restock(a, t.it_act, t.it_sku, t.it_k)) != FLASH_OK) {
+		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (the next start"
+		     " loads it)", t.it_id, t.it_act, t.it_sku, flash_strerror(rc));
+		return rc;      /* intent kept */
+	}
+	(void)lease_add(k, t.it_id, t.it_k, 0);
+	intent_pop(a);
+	pthread_mutex_lock(&a->l_mu);
+	a->l_st.takes++;
+	a->l_st.take_units += (uint64_t)t.it_k;
+	pthread_mutex_unlock(&a->l_mu);
+	llog(a, SERVE_LOG_DEBUG, "lease %" PRIu64 ": %" PRId64 " units of %u/%u", t.it_id, t.it_k,
+	     t.it_act, t.it_sku);
+	return FLASH_OK;
+}
+
+/*
+ * Take @p units for @p k: intent, central take, load (take_finish).
+ * Returns FLASH_OK, FLASH_ESOLD_OUT, FLASH_EFENCED, FLASH_EMYSQL_RETRY
+ * (pending), or another failure.
  */
 static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
 {
@@ -420,46 +462,13 @@ static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
 	                    .it_total = (int64_t)si.total };
 	if (intent_push(a, &t) != 0)
 		return FLASH_ESYS;
-	rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, t.it_id, units);
-	if (rc == FLASH_OK)
-		kill_point(a, "take_committed");
-	while (rc == FLASH_EMYSQL_RETRY && !stopping(a)) {
-		/* fate unknown: ask again with the same id (never a second lease) */
-		nap(a, 200);
-		rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, t.it_id, units);
-	}
-	if (rc == FLASH_EMYSQL_RETRY)
-		return rc;      /* intent kept: the next start settles it */
-	if (rc != FLASH_OK) {
-		intent_pop(a);
-		return rc;
-	}
-	if ((rc = restock(a, k->ks_act, k->ks_sku, units)) != FLASH_OK) {
-		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (the next start"
-		     " loads it)", t.it_id, k->ks_act, k->ks_sku, flash_strerror(rc));
-		return rc;      /* intent kept */
-	}
-	(void)lease_add(k, t.it_id, units, 0);
-	intent_pop(a);
-	pthread_mutex_lock(&a->l_mu);
-	a->l_st.takes++;
-	a->l_st.take_units += (uint64_t)units;
-	pthread_mutex_unlock(&a->l_mu);
-	llog(a, SERVE_LOG_DEBUG, "lease %" PRIu64 ": %" PRId64 " units of %u/%u", t.it_id, units,
-	     k->ks_act, k->ks_sku);
-	return FLASH_OK;
+	return take_finish(a, k, &a->l_it[a->l_nit - 1]);
 }
-
 /* The central half of a return whose units have left the segment. */
 static int return_central(struct flash_lease *a, struct lsku *k, struct llease *l, int64_t before, int64_t units)
 {
 	int rc = flash_central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
 	                              before, units);
-	while (rc == FLASH_EMYSQL_RETRY && !stopping(a)) {
-		nap(a, 200);
-		rc = flash_central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
-		                          before, units);
-	}
 	if (rc == FLASH_OK) {
 		l->ll_returned = before + units;
 		pthread_mutex_lock(&a->l_mu);
@@ -481,7 +490,7 @@ static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
 	while (units > 0) {
 		struct llease *l = NULL;
 		for (size_t i = 0; i < k->ks_nl; i++)
-			if (k->ks_l[i].ll_units > k->ks_l[i].ll_returned &&
+			if (!k->ks_l[i].ll_closed && k->ks_l[i].ll_units > k->ks_l[i].ll_returned &&
 			    (!l || k->ks_l[i].ll_units - k->ks_l[i].ll_returned > l->ll_units - l->ll_returned))
 				l = &k->ks_l[i];
 		if (!l)
@@ -510,8 +519,10 @@ static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
 		}
 		kill_point(a, "return_unloaded");
 		rc = return_central(a, k, l, t.it_before, n);
-		if (rc == FLASH_EMYSQL_RETRY)
-			return rc;      /* intent kept: finished at the next start */
+		if (rc == FLASH_EMYSQL_RETRY) {
+			a->l_pending = 1;   /* intent kept: asked again before anything else */
+			return rc;
+		}
 		if (rc != FLASH_OK) {
 			/* refused (fenced): the units are out of the segment; the
 			 * fenced path reclaims them from sold = total - available */
@@ -656,6 +667,25 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 		}
 		return FLASH_OK;
 	}
+	if (t->it_op == 'c') {
+		if ((int64_t)si.total != t->it_total - t->it_k)
+			return FLASH_OK;        /* the units never left the segment */
+		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
+		                                         t->it_id, t->it_before, t->it_k)) == FLASH_EMYSQL_RETRY &&
+		       !stopping(a))
+			nap(a, 500);
+		if (rc == FLASH_OK) {
+			for (size_t i = 0; i < k->ks_nl; i++)
+				if (k->ks_l[i].ll_id == t->it_id && k->ks_l[i].ll_sold == t->it_before) {
+					k->ks_l[i].ll_sold -= t->it_k;
+					k->ks_l[i].ll_returned += t->it_k;
+				}
+			pthread_mutex_lock(&a->l_mu);
+			a->l_st.finished++;
+			pthread_mutex_unlock(&a->l_mu);
+		}
+		return rc;
+	}
 	if (t->it_op == 'r') {
 		if ((int64_t)si.total != t->it_total - t->it_k)
 			return FLASH_OK;        /* the units never left the segment */
@@ -665,7 +695,8 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 				l = &k->ks_l[i];
 		if (!l)
 			return FLASH_ELEASE;
-		rc = return_central(a, k, l, t->it_before, t->it_k);
+		while ((rc = return_central(a, k, l, t->it_before, t->it_k)) == FLASH_EMYSQL_RETRY && !stopping(a))
+			nap(a, 500);
 		if (rc == FLASH_OK) {
 			llog(a, SERVE_LOG_INFO, "an interrupted return of %" PRId64 " units of lease %" PRIu64
 			     " is finished (returned count %" PRId64 ")", t->it_k, t->it_id, l->ll_returned);
@@ -746,6 +777,20 @@ static int agent_start(struct flash_lease *a)
 		}
 	}
 	free(v);
+	v = NULL;
+	n = 0;
+	if ((rc = flash_central_leases(a->l_c, a->l_o.box_id, "closed", &v, &n)) != FLASH_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		struct lsku *k = sku_find(a, v[i].activity_id, v[i].sku_id, 1);
+		if (!k || lease_add(k, v[i].lease_id, v[i].units, v[i].returned) != 0) {
+			free(v);
+			return FLASH_ENOMEM;
+		}
+		k->ks_l[k->ks_nl - 1].ll_closed = 1;
+		k->ks_l[k->ks_nl - 1].ll_sold = v[i].sold_at_close;
+	}
+	free(v);
 	/* the one take or return in flight, then what a suspension drained */
 	for (size_t i = 0; i < a->l_nit; i++)
 		if (a->l_it[i].it_op != 'd' && (rc = finish_intent(a, &a->l_it[i])) != FLASH_OK) {
@@ -771,6 +816,53 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+/*
+ * Units back in the segment after the sku's leases closed (cancels after
+ * the end of the sale) go to the pool: intent 'c', restock -k, then the
+ * closed lease's sold_at_close goes down by k (conditional on its value).
+ */
+static int late_return(struct flash_lease *a, struct lsku *k, int64_t avail)
+{
+	while (avail > 0) {
+		struct llease *l = NULL;
+		for (size_t i = 0; i < k->ks_nl; i++)
+			if (k->ks_l[i].ll_closed && k->ks_l[i].ll_sold > 0)
+				l = &k->ks_l[i];
+		if (!l)
+			return FLASH_OK;        /* nothing sold under a lease: not leased units */
+		int64_t n = avail < l->ll_sold ? avail : l->ll_sold;
+		struct flash_sku_info si;
+		int rc = flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si);
+		if (rc != FLASH_OK)
+			return rc;
+		struct intent t = { .it_op = 'c', .it_id = l->ll_id, .it_act = k->ks_act, .it_sku = k->ks_sku,
+		                    .it_k = n, .it_before = l->ll_sold, .it_total = (int64_t)si.total };
+		if (intent_push(a, &t) != 0)
+			return FLASH_ESYS;
+		if ((rc = restock(a, k->ks_act, k->ks_sku, -n)) != FLASH_OK) {
+			intent_pop(a);
+			return rc == FLASH_ESOLD_OUT ? FLASH_OK : rc;
+		}
+		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku,
+		                                         l->ll_id, l->ll_sold, n)) == FLASH_EMYSQL_RETRY &&
+		       !stopping(a))
+			nap(a, 200);
+		if (rc != FLASH_OK)
+			return rc;              /* intent kept: the next start finishes it */
+		l->ll_sold -= n;
+		l->ll_returned += n;
+		intent_pop(a);
+		pthread_mutex_lock(&a->l_mu);
+		a->l_st.returns++;
+		a->l_st.return_units += (uint64_t)n;
+		pthread_mutex_unlock(&a->l_mu);
+		llog(a, SERVE_LOG_INFO, "%" PRId64 " units of %u/%u came back after the sale (cancels): returned"
+		     " to the pool", n, k->ks_act, k->ks_sku);
+		avail -= n;
+	}
+	return FLASH_OK;
+}
+
 /* The sale of @p k's activity is over: return what is held, close its leases. */
 static int sku_close(struct flash_lease *a, struct lsku *k)
 {
@@ -778,9 +870,14 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 	if (r < 0)
 		return (int)r;
 	for (size_t i = 0; i < k->ks_nl; i++) {
-		int rc = flash_central_lease_close(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_l[i].ll_id);
+		struct llease *l = &k->ks_l[i];
+		if (l->ll_closed)
+			continue;
+		int rc = flash_central_lease_close(a->l_c, a->l_o.box_id, a->l_epoch, l->ll_id);
 		if (rc != FLASH_OK)
 			return rc;
+		l->ll_closed = 1;
+		l->ll_sold = l->ll_units - l->ll_returned;
 	}
 	k->ks_closed = 1;
 	llog(a, SERVE_LOG_INFO, "sale of %u/%u over: %" PRId64 " units returned, %zu leases closed",
@@ -791,8 +888,12 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 /* One sku, one tick: rate, refill, surplus, end of sale. */
 static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 {
-	if (k->ks_closed)
+	if (k->ks_closed) {
+		struct flash_sku_info si;
+		if (flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) == FLASH_OK && si.available > 0)
+			return late_return(a, k, (int64_t)si.available);
 		return FLASH_OK;
+	}
 	if (k->ks_pool != 1) {
 		if (now < k->ks_pool_check_ms)
 			return FLASH_OK;
@@ -894,6 +995,43 @@ static void return_all(struct flash_lease *a)
 	llog(a, SERVE_LOG_INFO, "stopping: %" PRId64 " units returned to the pool", sum);
 }
 
+/* Ask again for the pending take or return (the last 't'/'r' intent), with
+ * the same lease id and returned count: exactly once whatever the first
+ * attempt did.  FLASH_OK once settled. */
+static int pending_retry(struct flash_lease *a)
+{
+	struct intent *t = NULL;
+	for (size_t i = a->l_nit; i-- > 0;)
+		if (a->l_it[i].it_op != 'd') {
+			t = &a->l_it[i];
+			break;
+		}
+	if (!t || t != &a->l_it[a->l_nit - 1]) {
+		a->l_pending = 0;
+		return FLASH_OK;
+	}
+	if (t->it_op == 'c') {              /* late_return settles its own */
+		a->l_pending = 0;
+		return FLASH_OK;
+	}
+	struct lsku *k = sku_find(a, t->it_act, t->it_sku, 1);
+	if (!k)
+		return FLASH_ENOMEM;
+	if (t->it_op == 't')
+		return take_finish(a, k, t);
+	struct llease *l = NULL;
+	for (size_t i = 0; i < k->ks_nl; i++)
+		if (k->ks_l[i].ll_id == t->it_id)
+			l = &k->ks_l[i];
+	int rc = l ? return_central(a, k, l, t->it_before, t->it_k) : FLASH_ELEASE;
+	if (rc == FLASH_EMYSQL_RETRY)
+		return rc;
+	a->l_pending = 0;
+	if (rc != FLASH_EFENCED)
+		intent_pop(a);
+	return rc;
+}
+
 static int agent_loop(struct flash_lease *a)
 {
 	uint64_t next_hb = 0, next_scan = 0;
@@ -919,7 +1057,16 @@ static int agent_loop(struct flash_lease *a)
 					suspend(a);
 			}
 		}
-		if (!a->l_suspended) {
+		if (a->l_pending && !a->l_suspended) {
+			int rc = pending_retry(a);
+			if (rc == FLASH_EFENCED) {
+				become_fenced(a);
+				return FLASH_EFENCED;
+			}
+			if (rc != FLASH_OK)
+				count_failure(a);
+		}
+		if (!a->l_suspended && !a->l_pending) {
 			if (now >= next_scan) {
 				skus_scan(a);
 				next_scan = now + 1000;
@@ -940,7 +1087,7 @@ static int agent_loop(struct flash_lease *a)
 		}
 		nap(a, a->l_o.tick_ms);
 	}
-	if (!a->l_suspended)
+	if (!a->l_suspended && !a->l_pending)
 		return_all(a);
 	stats_refresh(a);
 	return FLASH_OK;
@@ -959,11 +1106,17 @@ static void *agent_main(void *arg)
 		set_state(a, FLASH_LEASE_FAILED, rc);
 		return NULL;
 	}
-	rc = agent_start(a);
+	/* MariaDB down or failing over at start: start again (the epoch just
+	 * moves on; the intent file is read again) */
+	while ((rc = agent_start(a)) == FLASH_EMYSQL_RETRY && !stopping(a)) {
+		llog(a, SERVE_LOG_WARN, "box %u: MariaDB does not answer; registering again", a->l_o.box_id);
+		nap(a, 1000);
+	}
 	if (rc != FLASH_OK) {
 		if (!stopping(a))
-			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s", a->l_o.box_id, flash_strerror(rc),
-			     flash_central_error(a->l_c));
+			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s%s", a->l_o.box_id, flash_strerror(rc),
+			     flash_central_error(a->l_c), strstr(flash_central_error(a->l_c), "doesn't exist")
+			     ? " (run `flashstock lease init --mysql URL` first)" : "");
 		set_state(a, FLASH_LEASE_FAILED, rc);
 	} else {
 		set_state(a, FLASH_LEASE_RUNNING, FLASH_OK);
@@ -1020,7 +1173,10 @@ int flash_lease_start(const struct flash_lease_opts *o, flash_lease_t **out)
 	pthread_cond_init(&a->l_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	a->l_st.box_id = o->box_id;
-	struct flash_central_opts co = { .urls = o->urls, .log = central_log, .log_arg = a };
+	/* one statement retries at most a heartbeat period: the loop then
+	 * looks at its heartbeat (suspend) and at a stop */
+	struct flash_central_opts co = { .urls = o->urls, .log = central_log, .log_arg = a,
+	                                 .retry_ms = a->l_o.heartbeat_s * 1000u, .timeout_s = 2 };
 	int rc = (!a->l_segment || !a->l_urls || !a->l_dir) ? FLASH_ENOMEM : flash_central_open(&co, &a->l_c);
 	if (rc == FLASH_OK && pthread_create(&a->l_thr, NULL, agent_main, a) != 0)
 		rc = FLASH_ESYS;

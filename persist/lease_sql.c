@@ -163,6 +163,11 @@ static uint64_t key_box(uint32_t box_id)
 	return x ^ (x >> 31);
 }
 
+unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes)
+{
+	return n_nodes ? (unsigned)(key_sku(activity_id, sku_id) % n_nodes) : 0;
+}
+
 /* Drop node @p i's connection and move every key one node on. */
 static void node_fail(flash_central_t *c, unsigned i)
 {
@@ -934,6 +939,48 @@ int flash_central_return(flash_central_t *c, uint32_t box_id, uint32_t epoch, ui
 	struct lease_arg t = { .box = box_id, .epoch = epoch, .a = activity_id, .s = sku_id,
 	                       .id = lease_id, .units = units, .before = returned_before };
 	return run(c, key_sku(activity_id, sku_id), return_once, return_check, &t);
+}
+
+static int return_closed_check(flash_central_t *c, MYSQL *m, void *arg)
+{
+	struct lease_arg *t = arg;
+	struct flash_lease_row l;
+	int rc = lease_read(c, m, t->id, &l);
+	if (rc != 1)
+		return rc;
+	return strcmp(l.state, "closed") == 0 && l.sold_at_close == t->before - t->units;
+}
+
+static int return_closed_once(flash_central_t *c, MYSQL *m, void *arg)
+{
+	struct lease_arg *t = arg;
+	if (q_exec(c, m, "UPDATE fs_lease l JOIN fs_box b ON b.box_id = l.box_id"
+	           " JOIN fs_pool p ON p.activity_id = l.activity_id AND p.sku_id = l.sku_id"
+	           " SET l.sold_at_close = %" PRId64 ", l.returned = l.returned + %" PRId64 ","
+	           " p.unleased = p.unleased + %" PRId64 ", b.heartbeat = NOW(6)"
+	           " WHERE l.lease_id = %" PRIu64 " AND l.box_id = %u AND l.activity_id = %u AND l.sku_id = %u"
+	           " AND l.state = 'closed' AND l.sold_at_close = %" PRId64 " AND b.epoch = %u AND b.state = 'live'",
+	           t->before - t->units, t->units, t->units, t->id, t->box, t->a, t->s, t->before, t->epoch))
+		return RC_SQL;
+	if (c->c_rows == 3)
+		return FLASH_OK;
+	int rc = return_closed_check(c, m, t);
+	if (rc == 1)
+		return FLASH_OK;
+	if (rc != 0)
+		return rc;
+	rc = box_refusal(c, m, t->box, t->epoch);
+	return rc ? rc : FLASH_ELEASE;
+}
+
+int flash_central_return_closed(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+                                uint32_t sku_id, uint64_t lease_id, int64_t sold_before, int64_t units)
+{
+	if (!c || !box_id || !lease_id || units <= 0 || sold_before < units)
+		return FLASH_EINVAL;
+	struct lease_arg t = { .box = box_id, .epoch = epoch, .a = activity_id, .s = sku_id,
+	                       .id = lease_id, .units = units, .before = sold_before };
+	return run(c, key_sku(activity_id, sku_id), return_closed_once, return_closed_check, &t);
 }
 
 static int close_once(flash_central_t *c, MYSQL *m, void *arg)

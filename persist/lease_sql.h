@@ -87,6 +87,11 @@ struct flash_central_opts {
 int flash_central_open(const struct flash_central_opts *o, flash_central_t **out);
 void flash_central_close(flash_central_t *c);
 
+/** The node (0-based, in the URL list) a fresh handle over @p n_nodes
+ *  nodes sends (activity, sku)'s statements to; the next ones in order on
+ *  failures (tests kill the node in use). */
+unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes);
+
 /** The node (0-based) the last statement ran on, and how often the handle
  *  moved to another node. */
 unsigned flash_central_node(const flash_central_t *c);
@@ -181,6 +186,17 @@ int flash_central_return(flash_central_t *c, uint32_t box_id, uint32_t epoch, ui
  * FLASH_ELEASE; FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
 int flash_central_lease_close(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint64_t lease_id);
+
+/**
+ * Give back @p units that came back to the box after lease @p lease_id
+ * closed (a cancel after the end of the sale): the lease's sold_at_close
+ * drops from @p sold_before by k, its returned count and the pool grow by k,
+ * conditional on the epoch and on sold_at_close = before (a replay matches
+ * nothing and is recognised).
+ * @return FLASH_OK; FLASH_EFENCED; FLASH_ELEASE; FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
+ */
+int flash_central_return_closed(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+                                uint32_t sku_id, uint64_t lease_id, int64_t sold_before, int64_t units);
 
 /** Heartbeat: UPDATE fs_box SET heartbeat = NOW(6) ... WHERE box_id=? AND
  *  epoch=? AND state='live'.  @return FLASH_OK; FLASH_EFENCED (0 rows);

@@ -453,10 +453,14 @@ static int err_is_conn_lost(unsigned e)
 	       e == ER_NET_WRITE_INTERRUPTED || e == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
 }
 
+/* ER_UNKNOWN_COM_ERROR (1047) is what a Galera node outside a primary
+ * component, or still joining, answers to every statement ("WSREP has not
+ * yet prepared node for application use"): the server unavailable for a
+ * while, like one that is down. */
 static int err_is_retryable(unsigned e)
 {
 	return err_is_conn_lost(e) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK ||
-	       e == ER_CON_COUNT_ERROR || e == ER_QUERY_INTERRUPTED;
+	       e == ER_CON_COUNT_ERROR || e == ER_QUERY_INTERRUPTED || e == ER_UNKNOWN_COM_ERROR;
 }
 
 /* A record-level refusal: the slow path can find and skip the record. */

@@ -32,7 +32,8 @@
  *        returned);
  *        undersell: order attempts refused while units were in the pool or
  *        in another live box (sampled every 20 ms), and the largest count of
- *        units held elsewhere while the pool was empty, against its bound
+ *        units held by other boxes when a box refused buyers while the pool
+ *        was empty, against its bound
  *        (boxes - 1) x 2 x lease-max: a box holds at most its low-water mark
  *        plus one refill step, both at most lease-max.
  *   Exit 0 only if every check holds.
@@ -118,6 +119,7 @@ static struct box g_box[MAX_BOXES];
 static struct shared *g_sh;
 static int64_t g_t0_ms;
 static int g_fail;
+static int g_keep;        /* --keep DIR: the directory stays */
 
 /* ---- small helpers ---- */
 
@@ -269,6 +271,18 @@ static int64_t q1(MYSQL *c, const char *fmt, ...)
 
 static int g_node_down[MAX_NODES];
 
+/* A node that is up, @p pref if it is. */
+static int node_up(int pref)
+{
+	if (!g_node_down[pref])
+		return pref;
+	for (int k = 0; k < g_nnodes; k++)
+		if (!g_node_down[k])
+			return k;
+	return pref;
+}
+
+
 /* Box @p b's own database through node @p k (Galera replicates it to every node). */
 static void box_db_url_on(const struct box *b, int k, char *out, size_t cap)
 {
@@ -357,10 +371,7 @@ static int lease_reclaim(struct box *b, int64_t *returned)
 	if (g_have_cli) {
 		/* its database through a node that is up */
 		char url[1024];
-		int k = 0;
-		while (k < g_nnodes - 1 && g_node_down[k])
-			k++;
-		box_db_url_on(b, k, url, sizeof url);
+		box_db_url_on(b, node_up(0), url, sizeof url);
 		return sh("%s lease reclaim --box %d --wal %s --mysql '%s' --box-mysql '%s'", g_bin, b->id, b->wal,
 		          g_urls, url);
 	}
@@ -464,6 +475,12 @@ static pid_t spawn(char *const argv[], const char *log_path)
 
 static void box_start_serve(struct box *b)
 {
+	/* The box's applier takes one URL; a node still joining answers 1047
+	 * (retried by the applier: test_galera_applier) and the box's orders
+	 * reach its database only once the node is back.  So a box (re)starts
+	 * with its database through a node that is up; Galera has the database
+	 * on every node and the applier's applied LSN travels with it. */
+	box_db_url_on(b, node_up((b->id - 1) % g_nnodes), b->db_url, sizeof b->db_url);
 	char log[800], boxid[16], lmin[16], lmax[16], lead[16], hb[16];
 	snprintf(log, sizeof log, "%s/serve.log", b->dir);
 	snprintf(boxid, sizeof boxid, "%d", b->id);
@@ -480,6 +497,21 @@ static void box_start_serve(struct box *b)
 	                       "--log-level", "warn", NULL };
 	b->serve_pid = spawn(g_cfg.split ? split_argv : sargv, log);
 	b->up = 1;
+}
+
+/* A daemon that has exited on its own is a failure of the proof. */
+static void serve_watch(void)
+{
+	for (int i = 0; i < g_cfg.boxes; i++) {
+		struct box *b = &g_box[i];
+		int st;
+		if (b->serve_pid > 0 && waitpid(b->serve_pid, &st, WNOHANG) == b->serve_pid) {
+			say("box %d: its daemon exited by itself (status %d; see %s/serve.log)", b->id,
+			    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), b->dir);
+			b->serve_pid = 0;
+			g_fail = 1;
+		}
+	}
 }
 
 static void box_start_buyers(struct box *b)
@@ -535,7 +567,8 @@ static void box_kill(struct box *b)
 struct fig {
 	uint64_t undersell_refusals;      /* refused while units were elsewhere */
 	uint64_t refusals;                /* all SOLD_OUT answers */
-	uint64_t elsewhere_max_pool_empty;/* largest stock of other live boxes while the pool was empty */
+	uint64_t elsewhere_max_pool_empty;/* largest stock of other live boxes when a box refused
+	                                     buyers while the pool was empty */
 	uint64_t stranded_max;            /* largest stock held by dead boxes */
 	int64_t  stranded_ms_max;         /* longest time a dead box held units */
 	uint64_t samples;
@@ -579,7 +612,7 @@ static void sample(void)
 		uint64_t elsewhere = live_sum - (g_box[i].up ? avail[i] : 0);
 		if (d && ((pool > 0) || elsewhere > 0))
 			g_fig.undersell_refusals += d;
-		if (pool == 0 && g_box[i].up && elsewhere > g_fig.elsewhere_max_pool_empty)
+		if (d && pool == 0 && elsewhere > g_fig.elsewhere_max_pool_empty)
 			g_fig.elsewhere_max_pool_empty = elsewhere;
 	}
 	g_fig.samples++;
@@ -737,7 +770,8 @@ static void checks(void)
 	check(g_cfg.split || g_fig.elsewhere_max_pool_empty <= bound,
 	      g_cfg.split ? "undersell (hand split: no bound)" : "undersell within its bound",
 	      "%" PRIu64 " of %" PRIu64 " sold-out answers came while units were in the pool or another live"
-	      " box; at most %" PRIu64 " units sat in other boxes while the pool was empty (bound (boxes-1) x"
+	      " box; when a box refused buyers while the pool was empty, at most %" PRIu64 " units sat in other"
+	      " boxes (bound (boxes-1) x"
 	      " 2 x lease-max = %" PRIu64 "); unsold at the end %" PRId64 " of %" PRId64, g_fig.undersell_refusals,
 	      g_fig.refusals, g_fig.elsewhere_max_pool_empty, bound, total - (int64_t)sold_all, total);
 	say("stranded in dead boxes: at most %" PRIu64 " units, for at most %.1f s (until the box came back "
@@ -855,11 +889,12 @@ static void run_event(const struct event *e)
 			if (!live)
 				sleep_ms(20);
 		}
-		box_start_buyers(b);
+		if (live)
+			box_start_buyers(b);
 		b->fenced = 0;
 		say("box %d restarted with its stale epoch; registered anew after %.2f s (%s), %" PRIu64
 		    " units in its segment, then its buyers", b->id, (double)(now_ms() - t0) / 1000.0,
-		    live ? "ok" : "NOT within 30 s", box_available(b));
+		    live ? "ok" : "NOT within 30 s: no buyers", box_available(b));
 		if (!live)
 			g_fail = 1;
 		break;
@@ -919,8 +954,10 @@ static int cfg_parse(int argc, char **argv)
 	uint64_t attempts = 14 * g_cfg.total / 10;
 	uint64_t per_buyer_s = attempts / ((uint64_t)g_cfg.sale_s * (uint64_t)(g_cfg.boxes * g_cfg.buyers)) + 1;
 	g_cfg.pace_us = (uint32_t)(1000000u / per_buyer_s);
-	if (keep)
+	if (keep) {
 		snprintf(g_base, sizeof g_base, "%s", keep);
+		g_keep = 1;
+	}
 	return 0;
 }
 
@@ -947,7 +984,8 @@ int main(int argc, char **argv)
 	 * reach its directory under ours; the box directories stay private */
 	chmod(g_base, 0711);
 	say("lease proof%s: %d boxes x %d buyers, %" PRIu64 " units for %" PRIu64 " users (demand %.1fx), sale"
-	    " %u s, lease %u..%u units, lead %u ms, seed %" PRIu64 "; logs in %s", g_cfg.long_run ? " (long run)" : "",
+	    " %u s, lease %u..%u units, lead %u ms, seed %" PRIu64 "; logs in %s (removed if every check holds)",
+	    g_cfg.long_run ? " (long run)" : "",
 	    g_cfg.boxes, g_cfg.buyers, g_cfg.total, g_cfg.users, (double)g_cfg.users / (double)g_cfg.total,
 	    g_cfg.sale_s, g_cfg.lease_min, g_cfg.lease_max, g_cfg.lease_lead_ms, g_cfg.seed, g_base);
 
@@ -1072,6 +1110,7 @@ int main(int argc, char **argv)
 		while (next < nev && now_ms() - start >= ev[next].at_ms)
 			run_event(&ev[next++]);
 		sample();
+		serve_watch();
 		sleep_ms(20);
 	}
 	while (next < nev)
@@ -1133,5 +1172,11 @@ stop_cluster:
 	flash_central_close(g_central);
 	(void)sh("sh %s stop %s", g_galera, g_gdir);
 	say("%s", g_fail ? "PROOF FAILED" : "every check holds");
+	if (!g_fail && !g_keep) {
+		/* the logs stay only when something failed (or with --keep) */
+		char rm[600];
+		snprintf(rm, sizeof rm, "rm -rf '%s'", g_base);
+		(void)system(rm);
+	}
 	return g_fail ? 1 : 0;
 }

@@ -20,9 +20,10 @@ function(flash_lease_tests)
   # the central statements on the private Galera cluster: the node in use
   # killed under takes (tests/galera_tests.cmake requires its tools)
   if(TARGET test_galera_lease AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)
-    target_link_libraries(test_galera_lease PRIVATE flashstock_persist)
-    set_tests_properties(test_galera_lease PROPERTIES TIMEOUT 400 LABELS galera
-                         ENVIRONMENT "FLASH_GALERA_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh")
+    target_link_libraries(test_galera_lease PRIVATE flashstock_persist flash_test_helpers)
+    add_dependencies(test_galera_lease flashstock)
+    set_tests_properties(test_galera_lease PROPERTIES TIMEOUT 500 LABELS galera
+                         ENVIRONMENT "FLASH_GALERA_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh;FLASH_BIN=$<TARGET_FILE:flashstock>")
   endif()
   if(TARGET flashstock)
     add_test(NAME cli_help_lease

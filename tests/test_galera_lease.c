@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include <mysql.h>
 
 #include "flashstock.h"
+#include "helpers.h"
 #include "lease_sql.h"
 
 #define TOTAL  1000000
@@ -86,7 +90,10 @@ static int cluster_down(void **state)
 	galera("stop", 0);
 	char parent[256];
 	snprintf(parent, sizeof parent, "%.*s", (int)(strrchr(g_dir, '/') - g_dir), g_dir);
-	rmdir(parent);
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s/wal' '%s/serve.log'", parent, parent);
+	if (system(cmd) != 0 || rmdir(parent) != 0)
+		fprintf(stderr, "could not remove %s\n", parent);
 	return 0;
 }
 
@@ -231,10 +238,99 @@ static void the_node_in_use_killed_under_takes_no_lease_twice_and_the_pool_adds_
 	flash_central_close(c);
 }
 
+/*
+ * The agent itself: `serve --lease` over the three nodes sells 400 units in
+ * small leases while the node its sku's statements go to is SIGKILLed, then
+ * (restarted) the next one.  Every unit the buyer asked for is sold; the
+ * segment holds exactly what the box's leases say (a lease taken twice, or
+ * committed and never loaded, would show); pool + leases = total.
+ */
+static void the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_taken_twice(void **state)
+{
+	(void)state;
+	const char *bin = getenv("FLASH_BIN");
+	assert_non_null(bin);
+	flash_central_t *c = central();
+	assert_int_equal(flash_central_pool_set(c, 2, 1, 2000), FLASH_OK);
+	char seg[64];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.max_users = so.max_orders = so.max_requests = 8192;
+	flash_t *h = t_seg_new(&so, seg, sizeof seg);
+	assert_int_equal(t_activity(h, 2, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 2, 1, 0, 1), FLASH_OK);
+	char wal[300], log[300];
+	snprintf(wal, sizeof wal, "%.*s/wal", (int)(strrchr(g_dir, '/') - g_dir), g_dir);
+	snprintf(log, sizeof log, "%.*s/serve.log", (int)(strrchr(g_dir, '/') - g_dir), g_dir);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execl(bin, "flashstock", "serve", "--name", seg, "--wal", wal, "--no-snapshot", "--reconcile-every",
+		      "0", "--lease", g_urls, "--box-id", "9", "--lease-min", "5", "--lease-max", "20",
+		      "--heartbeat-s", "2", (char *)NULL);
+		_exit(127);
+	}
+	unsigned first = flash_central_sku_node(2, 1, 3);
+	int killed = 0;
+	uint64_t user = 1;
+	int sold = 0;
+	int64_t end = t_now_ns() + 240LL * 1000000000LL;
+	while (sold < 400) {
+		if (sold == 100 && !killed) {
+			killed = (int)first + 1;
+			galera("kill", killed);
+		}
+		if (sold == 250 && killed == (int)first + 1) {
+			galera("restart", killed);
+			killed = (int)(first + 1) % 3 + 1;
+			galera("kill", killed);
+		}
+		int rc = t_order(h, 2, 1, user++, 1, 0, 0, NULL);
+		if (rc == FLASH_OK)
+			sold++;
+		else if (rc == FLASH_ESOLD_OUT)
+			t_sleep_ms(2);
+		else
+			fail_msg("order: %s", flash_strerror(rc));
+		if (t_now_ns() > end)
+			fail_msg("the box sold %d of 400 in 240 s; see %s", sold, log);
+	}
+	galera("restart", killed);
+	kill(pid, SIGTERM);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	flash_central_close(c);
+	c = central();
+	struct flash_sku_info si;
+	assert_int_equal(flash_sku_get(h, 2, 1, &si), FLASH_OK);
+	assert_int_equal(si.total - si.available, 400);
+	assert_int_equal(si.available, 0);           /* the stop returned the rest */
+	assert_int_equal(q1(c, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE box_id = 9"),
+	                 (int64_t)si.total);
+	assert_int_equal(q1(c, "SELECT unleased FROM fs_pool WHERE activity_id = 2"), 2000 - 400);
+	struct flash_pool_row p;
+	assert_int_equal(flash_central_pool_get(c, 2, 1, &p), FLASH_OK);
+	assert_int_equal(p.unleased + p.leased + p.sold_closed, 2000);
+	fprintf(stderr, "box 9: %lld leases taken while two nodes were killed in turn\n",
+	        (long long)q1(c, "SELECT COUNT(*) FROM fs_lease WHERE box_id = 9"));
+	flash_central_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_node_in_use_killed_under_takes_no_lease_twice_and_the_pool_adds_up),
+		cmocka_unit_test_teardown(
+			the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_taken_twice, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, cluster_up, cluster_down);
 }

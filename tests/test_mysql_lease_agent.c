@@ -44,6 +44,7 @@ struct box {
 	flash_t *h;
 	uint64_t next_user;
 	int64_t  sold;
+	uint64_t last_order;
 };
 
 static char g_url[600];
@@ -107,6 +108,35 @@ static void box_new(struct box *b, uint32_t id)
 	b->next_user = (uint64_t)id << 32;
 }
 
+/* box_new() whose activity's window closes @p end_in_s seconds from now */
+static void box_new_ending(struct box *b, uint32_t id, int end_in_s)
+{
+	memset(b, 0, sizeof *b);
+	b->id = id;
+	b->h = t_seg_new(NULL, b->seg, sizeof b->seg);
+	int64_t now = t_now_ns();
+	struct flash_activity ac = { .id = 1, .limit_per_user = 1, .max_qty = 1, .scope = FLASH_SCOPE_ACTIVITY,
+	                             .start_ns = now - 3600LL * 1000000000LL,
+	                             .end_ns = now + (int64_t)end_in_s * 1000000000LL };
+	assert_int_equal(flash_activity_add(b->h, &ac), FLASH_OK);
+	assert_int_equal(flash_sku_add(b->h, 1, 1, 0, 1), FLASH_OK);
+	char tmpl[] = "/tmp/fs-lease-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(b->dir, sizeof b->dir, "%s", tmpl);
+	snprintf(b->wal, sizeof b->wal, "%s/wal", b->dir);
+	snprintf(b->log, sizeof b->log, "%s/serve.log", b->dir);
+	b->next_user = (uint64_t)id << 32;
+}
+
+static void mariadb(const char *verb)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "sh '%s' %s '%s' >/dev/null 2>&1", getenv("FLASH_TEST_MARIADB_SH"), verb,
+	         mariadb_dir());
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+}
+
 static void box_serve(struct box *b, const char *lmin, const char *lmax, const char *kill_at)
 {
 	fflush(NULL);
@@ -127,12 +157,38 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax, const c
 		char boxid[16];
 		snprintf(boxid, sizeof boxid, "%u", b->id);
 		execl(bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
+		      "--metrics", "127.0.0.1:0",
 		      "--reconcile-every", "0", "--lease", g_url, "--box-id", boxid, "--lease-min", lmin,
 		      "--lease-max", lmax, "--lease-lead-ms", "1000", "--heartbeat-s", "1", "--log-level", "info",
 		      (char *)NULL);
 		_exit(127);
 	}
 	b->serve = pid;
+}
+
+/* One sample of the box's `serve --metrics` (the port its log names). */
+static uint64_t box_metric(struct box *b, const char *name)
+{
+	unsigned port = 0;
+	for (int i = 0; i < 500 && !port; i++) {
+		FILE *f = fopen(b->log, "r");
+		char line[1024];
+		while (f && fgets(line, sizeof line, f)) {
+			const char *p = strstr(line, "metrics on port ");
+			if (p)
+				port = (unsigned)strtoul(p + strlen("metrics on port "), NULL, 10);
+		}
+		if (f)
+			fclose(f);
+		if (!port)
+			t_sleep_ms(20);
+	}
+	assert_true(port != 0);
+	char *body = t_metrics_get((uint16_t)port);
+	assert_non_null(body);
+	uint64_t v = t_metrics_sample(body, name);
+	free(body);
+	return v;
 }
 
 /* Wait for serve to end by itself (a kill point); its status. */
@@ -160,9 +216,11 @@ static int buy(struct box *b, unsigned wait_ms)
 {
 	int64_t end = t_now_ns() + (int64_t)wait_ms * 1000000;
 	for (;;) {
-		int rc = t_order(b->h, 1, 1, ++b->next_user, 1, 0, 0, NULL);
+		struct flash_order_res res;
+		int rc = t_order(b->h, 1, 1, ++b->next_user, 1, 0, 0, &res);
 		if (rc == FLASH_OK) {
 			b->sold++;
+			b->last_order = res.order_no;
 			return 1;
 		}
 		if (rc != FLASH_ESOLD_OUT)
@@ -238,6 +296,16 @@ static void a_box_sells_a_sku_whose_units_come_only_from_leases(void **state)
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 0);
 	assert_true(q1("SELECT COUNT(*) FROM fs_lease WHERE box_id = 1") >= 4);   /* 120 in leases of <= 30 */
 	pool_adds_up(120);
+	/* the agent's figures on serve --metrics (published each tick) */
+	int64_t mend = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (box_metric(&b, "flashstock_lease_units{state=\"sold\"}") != 120)
+		assert_true(t_now_ns() < mend);
+	assert_int_equal(box_metric(&b, "flashstock_lease_units{state=\"leased\"}"), 120);
+	assert_int_equal(box_metric(&b, "flashstock_lease_units{state=\"held\"}"), 0);
+	assert_int_equal(box_metric(&b, "flashstock_lease_takes_total"),
+	                 (uint64_t)q1("SELECT COUNT(*) FROM fs_lease WHERE box_id = 1"));
+	assert_int_equal(box_metric(&b, "flashstock_lease_fenced"), 0);
+	assert_int_equal(box_metric(&b, "flashstock_lease_epoch"), 1);
 	box_stop(&b);
 	/* a clean stop returned nothing (nothing was held) and left the leases open */
 	assert_int_equal(box_leased(&b), 120);
@@ -343,6 +411,84 @@ static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart
 	flash_central_close(g_c);
 }
 
+static void at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels(void **state)
+{
+	(void)state;
+	fresh_central("end");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new_ending(&b, 6, 3);
+	box_serve(&b, "10", "20", NULL);
+	for (int i = 0; i < 7; i++)
+		assert_true(buy(&b, WAIT_MS));
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT COUNT(*) FROM fs_lease WHERE state <> 'closed'") != 0) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_EENDED);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 7);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 93);
+	assert_int_equal(seg_total(&b), 7);
+	/* a cancel after the end: its unit goes back to the pool, once */
+	uint32_t back = 0;
+	assert_int_equal(flash_cancel(b.h, b.last_order, &back), FLASH_OK);
+	assert_int_equal(back, 1);
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT unleased FROM fs_pool") != 94) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 6);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(seg_total(&b), 6);
+	t_sleep_ms(300);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 94);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+static void a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers(void **state)
+{
+	(void)state;
+	fresh_central("down");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new(&b, 7);
+	box_serve(&b, "10", "10", NULL);
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	uint64_t held = t_available(b.h, 1, 1);
+	assert_true(held > 0);
+	mariadb("halt");
+	/* three missed heartbeats (1 s each): the box drains its stock */
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) != 0) {
+		if (t_now_ns() > end) {
+			mariadb("resume");
+			fail_msg("box kept selling with MariaDB down");
+		}
+		t_sleep_ms(50);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
+	mariadb("resume");
+	/* back in touch and not fenced: the units are loaded again (and the
+	 * box, below its low-water, may take a lease more) */
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) < held) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	pool_adds_up(100);
+	box_free(&b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 100 - b.sold);
+	flash_central_close(g_c);
+}
+
 static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart(void **state)
 {
 	(void)state;
@@ -362,6 +508,8 @@ static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_re
 		t_sleep_ms(20);
 	}
 	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
+	while (box_metric(&b, "flashstock_lease_fenced") != 1)
+		assert_true(t_now_ns() < end);
 	/* serve goes on (its WAL still matters), the agent stays fenced */
 	t_sleep_ms(300);
 	assert_int_equal(t_available(b.h, 1, 1), 0);
@@ -394,6 +542,11 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(serve_killed_in_the_middle_of_a_return_returns_once_at_restart, t_teardown),
 		cmocka_unit_test_teardown(serve_killed_after_a_take_committed_loads_that_lease_once_at_restart,
+		                          t_teardown),
+		cmocka_unit_test_teardown(
+			at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers,
 		                          t_teardown),
 		cmocka_unit_test_teardown(a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart,
 		                          t_teardown),

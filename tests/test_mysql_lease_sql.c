@@ -214,6 +214,15 @@ static void return_replayed_twice_returns_once(void **state)
 	assert_int_equal(flash_central_lease_close(c, 5, reg.epoch, id), FLASH_OK);
 	assert_int_equal(count(c, "SELECT sold_at_close FROM fs_lease"), 10);
 	assert_int_equal(flash_central_return(c, 5, reg.epoch, 1, 1, id, 10, 1), FLASH_ELEASE);
+	/* a cancel after the close gives 2 units back: once, replayed or not */
+	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch, 1, 1, id, 10, 2), FLASH_OK);
+	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch, 1, 1, id, 10, 2), FLASH_OK);
+	assert_int_equal(count(c, "SELECT sold_at_close FROM fs_lease"), 8);
+	assert_int_equal(count(c, "SELECT returned FROM fs_lease"), 12);
+	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 42);
+	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch, 1, 1, id, 9, 2), FLASH_ELEASE);
+	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch + 1, 1, 1, id, 8, 1), FLASH_EFENCED);
+	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 42);
 	flash_central_close(c);
 }
 
