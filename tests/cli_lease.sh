@@ -83,7 +83,7 @@ buy 1 /flash-cli-lease-$$-1 7
 grep -q 'heartbeat is younger than 30 s' "$T/out" || fail "fence refusal message"
 [ "$(sql "SELECT state FROM flash_central.fs_box WHERE box_id = 1")" = live ] || fail "refused fence changed the box"
 # the applier has every order before the box dies
-for i in $(seq 200); do
+for i in $(seq 1200); do
 	[ "$(sql "SELECT COUNT(*) FROM flash_box1.orders" 2>/dev/null)" = 7 ] && break
 	sleep 0.05
 done
