@@ -108,6 +108,8 @@ static const struct {
 	  "RabbitMQ down, slow or it refused a message: re-send from the confirmed position" },
 	{ FLASH_EAMQP, "FLASH_EAMQP", "RabbitMQ refused a declare" },
 	{ FLASH_EAMQP_CONFIG, "FLASH_EAMQP_CONFIG", "bad AMQP URL or option, or RabbitMQ login refused" },
+	{ FLASH_EFENCED, "FLASH_EFENCED", "lease: the box's epoch is stale or fenced; MariaDB refused" },
+	{ FLASH_ELEASE, "FLASH_ELEASE", "lease: unknown or closed lease, or a return larger than it holds" },
 };
 
 const char *flash_strerror(int rc)

@@ -138,6 +138,12 @@ extern "C" {
 #define FLASH_EAMQP          -71   /* the broker refused a declare (e.g. another type) */
 #define FLASH_EAMQP_CONFIG   -72   /* bad AMQP URL or option, or login refused */
 
+/* -80 .. -89: leases from the central database (persist/lease_sql.h, issue 14) */
+#define FLASH_EFENCED        -80   /* lease: the box's epoch is stale or fenced: MariaDB
+                                      refused the statement, nothing changed */
+#define FLASH_ELEASE         -81   /* lease: unknown lease, not open, or a return it
+                                      cannot cover (more than it holds) */
+
 /* -100 .. -129: the write-ahead log (persist/wal.h calls them WAL_E*: WAL_ECRC
  * is FLASH_EWAL_CRC).  `flashstock wal verify` and the daemon report them. */
 #define FLASH_EWAL_ZERO_LEN    -101   /* frame length 0 in a header that is not all zero, or data after it */

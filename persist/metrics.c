@@ -16,11 +16,13 @@
 #include <string.h>
 
 #include "flashstock.h"
+#include "backstop.h"
 #include "mysql_probe.h"
 #include "rcu_box.h"
 #include "feed.h"
 #include "serve_reconcile.h"
 #include "archiver.h"
+#include "lease.h"
 
 struct metrics {
 	struct MHD_Daemon *m_d;
@@ -35,8 +37,10 @@ struct metrics {
 	archiver_t        *m_arch;      /* or NULL; guarded by m_mu */
 	uint64_t           m_arch_done; /* archiver figures kept once it stopped (m_mu) */
 	uint64_t           m_arch_orders;
+	backstop_t        *m_backstop;  /* or NULL; guarded by m_mu */
 	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
+	struct flash_lease *m_lease;    /* lease agent, or NULL; guarded by m_mu */
 };
 
 /* ---- text buffer ---- */
@@ -308,6 +312,72 @@ static void render_archiver(struct metrics *m, struct mbuf *mb)
 	          "flash_archive() calls of the archiver that failed.", a.failures);
 }
 
+static void render_backstop(struct metrics *m, struct mbuf *mb)
+{
+	struct backstop_stats b;
+	pthread_mutex_lock(&m->m_mu);
+	backstop_t *bs = m->m_backstop;
+	if (bs)
+		backstop_stats_get(bs, &b);
+	pthread_mutex_unlock(&m->m_mu);
+	if (!bs)
+		return;
+	mb_metric(mb, "flashstock_backstop_conflicts_total", "counter",
+	          "Second orders of a user across boxes refused by the central unique index.", b.conflicts);
+	mb_metric(mb, "flashstock_backstop_compensated_total", "counter",
+	          "Refused orders cancelled in this box's segment.", b.compensated);
+	mb_metric(mb, "flashstock_backstop_records_total", "counter",
+	          "Feed records written to the central database.", b.records);
+	mb_metric(mb, "flashstock_backstop_retries_total", "counter",
+	          "Central transactions rolled back and run again.", b.retries);
+	mb_metric(mb, "flashstock_backstop_lsn", "gauge",
+	          "Every record of this box's WAL up to this LSN is written centrally.", b.pos_lsn);
+	mb_metric(mb, "flashstock_backstop_failed", "gauge",
+	          "1 if the backstop stopped on an error it cannot retry.", b.failed != 0);
+}
+
+/* The lease agent (lease.h): units by where they are, operations, its state. */
+static void render_lease(struct metrics *m, struct mbuf *mb)
+{
+	struct flash_lease_stats l;
+	pthread_mutex_lock(&m->m_mu);
+	struct flash_lease *a = m->m_lease;
+	if (a)
+		flash_lease_stats_get(a, &l);
+	pthread_mutex_unlock(&m->m_mu);
+	if (!a)
+		return;
+	mb_printf(mb, "# HELP flashstock_lease_units Leased units of this box: leased (open leases, units"
+	          " not returned), held (available in the segment), sold (total - available).\n"
+	          "# TYPE flashstock_lease_units gauge\n"
+	          "flashstock_lease_units{state=\"leased\"} %lld\n"
+	          "flashstock_lease_units{state=\"held\"} %lld\n"
+	          "flashstock_lease_units{state=\"sold\"} %lld\n"
+	          "flashstock_lease_units{state=\"returned\"} %llu\n",
+	          (long long)l.units_leased, (long long)l.units_held, (long long)l.units_sold,
+	          (unsigned long long)l.return_units);
+	mb_metric(mb, "flashstock_lease_takes_total", "counter", "Leases taken by this box's agent.", l.takes);
+	mb_metric(mb, "flashstock_lease_returns_total", "counter", "Returns committed by this box's agent.",
+	          l.returns);
+	mb_metric(mb, "flashstock_lease_failures_total", "counter",
+	          "Central statements that failed or were refused (MariaDB down, pool empty races, ...).",
+	          l.failures);
+	mb_metric(mb, "flashstock_lease_finished_total", "counter",
+	          "Interrupted takes and returns finished at start.", l.finished);
+	mb_metric(mb, "flashstock_lease_node_failovers_total", "counter",
+	          "Moves to another node of the central cluster.", l.node_failovers);
+	mb_metric(mb, "flashstock_lease_epoch", "gauge", "The box's lease epoch.", l.epoch);
+	mb_metric(mb, "flashstock_lease_fenced", "gauge", "1 when MariaDB has fenced this box.",
+	          l.state == FLASH_LEASE_FENCED);
+}
+
+void metrics_set_lease(metrics_t *m, struct flash_lease *a)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_lease = a;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 /* ---- the dashboard: per sku, per operation, locks, MySQL liveness ---- */
 
 /* "sold_out" for FLASH_ESOLD_OUT, "ok" for FLASH_OK, "other" past the known codes. */
@@ -523,6 +593,13 @@ void metrics_set_archiver(metrics_t *m, struct archiver *a)
 	pthread_mutex_unlock(&m->m_mu);
 }
 
+void metrics_set_backstop(metrics_t *m, struct backstop *b)
+{
+	pthread_mutex_lock(&m->m_mu);
+	m->m_backstop = b;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 void metrics_set_reconcile(metrics_t *m, struct serve_recon *r)
 {
 	pthread_mutex_lock(&m->m_mu);
@@ -598,6 +675,8 @@ char *metrics_render(metrics_t *m)
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
 	render_archiver(m, &mb);
+	render_backstop(m, &mb);
+	render_lease(m, &mb);
 	render_dashboard(m, &mb);
 	render_feed(m, &mb);
 	if (mb.oom) {

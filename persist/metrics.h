@@ -42,6 +42,10 @@ struct archiver;
 /* Add the archiver's figures (flashstock_archived_total, ...; NULL: none or
  * no more); keep @p a alive until it is set to NULL or metrics_stop(). */
 void metrics_set_archiver(metrics_t *m, struct archiver *a);
+struct backstop;
+/* Add the cross-box limit's figures (flashstock_backstop_*; NULL: none);
+ * keep @p b alive until metrics_stop(). */
+void metrics_set_backstop(metrics_t *m, struct backstop *b);
 
 struct flash_mysql_probe;
 /* Add the MySQL liveness ping's figures (flashstock_mysql_connected; NULL:
@@ -50,6 +54,11 @@ void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p);
 /* Show the feed consumers registered in @p wal_dir (feed.h) and their lag;
  * call before the first scrape.  @return 0; -1 out of memory. */
 int metrics_set_feed(metrics_t *m, const char *wal_dir);
+
+struct flash_lease;
+/* Add the lease agent's figures (flashstock_lease_*; NULL: none); keep @p a
+ * alive until metrics_stop(). */
+void metrics_set_lease(metrics_t *m, struct flash_lease *a);
 
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);

@@ -149,6 +149,7 @@ struct flash_mysql {
 	int      mm_require_db;     /* refuse an unknown database (opts.require_db) */
 	int      mm_create_db;      /* the URL says create_db=1 */
 	int      mm_db_implicit;    /* the URL named no database: "flashstock" */
+	int      mm_no_schema;      /* opts.no_schema: create no applier table */
 	/* activity cache: open addressing, key 0 = empty */
 	uint32_t *mm_act_id;
 	uint8_t  *mm_act_scope;
@@ -453,10 +454,14 @@ static int err_is_conn_lost(unsigned e)
 	       e == ER_NET_WRITE_INTERRUPTED || e == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
 }
 
+/* ER_UNKNOWN_COM_ERROR (1047) is what a Galera node outside a primary
+ * component, or still joining, answers to every statement ("WSREP has not
+ * yet prepared node for application use"): the server unavailable for a
+ * while, like one that is down. */
 static int err_is_retryable(unsigned e)
 {
 	return err_is_conn_lost(e) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK ||
-	       e == ER_CON_COUNT_ERROR || e == ER_QUERY_INTERRUPTED;
+	       e == ER_CON_COUNT_ERROR || e == ER_QUERY_INTERRUPTED || e == ER_UNKNOWN_COM_ERROR;
 }
 
 /* A record-level refusal: the slow path can find and skip the record. */
@@ -622,7 +627,7 @@ static int connect_db(flash_mysql_t *m)
 		if (r)
 			mysql_free_result(r);
 	}
-	int rc = schema_create(m);
+	int rc = m->mm_no_schema ? FLASH_OK : schema_create(m);
 	if (rc) {
 		disconnect(m);
 		return rc;
@@ -1942,6 +1947,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
 	m->mm_gaps_ok = o->lsn_gaps_ok;
 	m->mm_require_db = o->require_db;
+	m->mm_no_schema = o->no_schema;
 	m->mm_connect_timeout_s = o->connect_timeout_s ? o->connect_timeout_s : 5;
 	m->mm_rw_timeout_s = o->rw_timeout_s ? o->rw_timeout_s : 30;
 	m->mm_max_packet = 1u << 20;
@@ -2006,4 +2012,89 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 fail:
 	flash_mysql_close(m);
 	return rc;
+}
+
+/*
+ * A plain connection for a component with its own schema (the lease agent's
+ * central database): the applier's URL rules, none of its tables.  The
+ * database is created first when missing and @p create_db is set.
+ */
+int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
+                            struct st_mysql **out, char *why, size_t cap)
+{
+	if (why && cap)
+		why[0] = 0;
+	if (!url || !out)
+		return url_bad(why, cap, FLASH_EINVAL, "no URL");
+	flash_mysql_t *m = calloc(1, sizeof *m);
+	if (!m)
+		return FLASH_ENOMEM;
+	int rc = parse_url(m, url, why, cap);
+	if (rc != FLASH_OK) {
+		flash_mysql_close(m);
+		return rc;
+	}
+	unsigned t = timeout_s ? timeout_s : 5;
+	unsigned long flags = CLIENT_FOUND_ROWS;
+	MYSQL *c = NULL;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (!(c = mysql_init(NULL))) {
+			flash_mysql_close(m);
+			return FLASH_ENOMEM;
+		}
+		mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &t);
+		mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &t);
+		mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &t);
+		const char *db = attempt == 0 ? m->mm_db : NULL;
+		if (mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, db, m->mm_port,
+		                       m->mm_socket, flags))
+			break;
+		unsigned e = mysql_errno(c);
+		if (why && cap)
+			snprintf(why, cap, "connect to %s: %s (%u)", m->mm_where, mysql_error(c), e);
+		mysql_close(c);
+		c = NULL;
+		if (e == ER_BAD_DB_ERROR && create_db && attempt == 0)
+			continue;
+		rc = (e == ER_BAD_DB_ERROR || e == ER_ACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
+		     ? FLASH_EMYSQL_CONFIG : FLASH_EMYSQL_RETRY;
+		flash_mysql_close(m);
+		return rc;
+	}
+	if (!mysql_get_server_info(c) || mysql_select_db(c, m->mm_db) != 0) {
+		char sql[300];
+		if (strlen(m->mm_db) > 64 || strchr(m->mm_db, '`')) {
+			mysql_close(c);
+			flash_mysql_close(m);
+			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad database name");
+		}
+		snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS `%s`", m->mm_db);
+		if (mysql_query(c, sql) || mysql_select_db(c, m->mm_db)) {
+			if (why && cap)
+				snprintf(why, cap, "database %s on %s: %s", m->mm_db, m->mm_where, mysql_error(c));
+			rc = err_is_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+			mysql_close(c);
+			flash_mysql_close(m);
+			return rc;
+		}
+	}
+	if (mysql_query(c, "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION',"
+	                   " SESSION innodb_lock_wait_timeout = 10, SESSION autocommit = 1")) {
+		if (why && cap)
+			snprintf(why, cap, "session setup on %s: %s", m->mm_where, mysql_error(c));
+		mysql_close(c);
+		flash_mysql_close(m);
+		return FLASH_EMYSQL_RETRY;
+	}
+	flash_mysql_close(m);
+	*out = c;
+	return FLASH_OK;
+}
+
+/* Is MySQL error @p e one after which a statement's fate is unknown or a
+ * retry may succeed (lost connection, deadlock/certification failure, node
+ * not ready, lock wait timeout)? */
+int flash_mysql_err_retryable(unsigned e)
+{
+	return err_is_retryable(e) || e == ER_UNKNOWN_COM_ERROR;
 }

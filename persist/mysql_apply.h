@@ -100,6 +100,9 @@ struct flash_mysql_opts {
 	                               "flashstock") may still create that one, and a URL
 	                               with create_db=1 may create its own.  0 (default
 	                               for library callers): create what is missing */
+	int no_schema;              /* 1: create none of the applier's tables (a connection
+	                               for other tables, e.g. the central database of
+	                               leases and the cross-box backstop) */
 };
 
 /** One WAL record with its LSN, as the WAL reader hands it over. */
@@ -290,6 +293,27 @@ struct st_mysql *flash_mysql_conn(flash_mysql_t *m);
  * it is closed here and the next call reconnects.
  */
 void flash_mysql_conn_lost(flash_mysql_t *m);
+
+/**
+ * Connect to @p url (the applier's URL rules: mysql://user:pass@host:port/db?socket=PATH)
+ * without the applier's schema, for a component with tables of its own.
+ * The session gets strict SQL mode, autocommit and CLIENT_FOUND_ROWS (an
+ * UPDATE's affected rows are the rows it matched).
+ * @param[in]  timeout_s  connect, read and write timeout (0: 5)
+ * @param[in]  create_db  create the URL's database when it is missing
+ * @param[out] out        the connection (mysql_close() it)
+ * @param[out] why        (may be NULL) what failed, the user info masked
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY (unreachable); FLASH_EMYSQL_CONFIG
+ *         (bad URL, access denied, unknown database); FLASH_EINVAL; FLASH_ENOMEM.
+ */
+int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
+                            struct st_mysql **out, char *why, size_t cap);
+
+/** 1 if MySQL error number @p e leaves a statement's fate unknown or worth a
+ *  retry: a lost connection, ER_LOCK_DEADLOCK (1213, also Galera's
+ *  certification failure), ER_UNKNOWN_COM_ERROR (1047, a Galera node not
+ *  ready), a lock wait timeout. */
+int flash_mysql_err_retryable(unsigned e);
 
 /** The handle's applied_lsn stream name ("wal" by default). */
 const char *flash_mysql_stream(const flash_mysql_t *m);

@@ -7,6 +7,7 @@
  * (which also skips records already in the WAL), and serve_run().
  */
 #include "serve.h"
+#include "lease.h"
 #include "feed.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "snapshot.h"
 #include "serve_reconcile.h"
 #include "archiver.h"
+#include "backstop.h"
 #include "wal.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
@@ -59,6 +61,9 @@ struct serve {
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	archiver_t              *sv_arch;     /* archiver thread, or NULL */
+	backstop_t              *sv_backstop; /* cross-box limit, or NULL */
+	flash_lease_t           *sv_lease;    /* lease agent, or NULL */
+	int                      sv_lease_reported; /* its fence or failure was logged */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
 	uint64_t                 sv_clear_lsn[2]; /* reclaimer: per table, the WAL LSN MySQL must
 	                                             reach before the due clear (0: none due) */
@@ -737,6 +742,36 @@ static void serve_arch_stop(struct serve *s)
 	s->sv_st->archived = as.archived;
 }
 
+/* Stop the backstop thread (if any) after it wrote what is durable, within
+ * its drain bound; its figures go to the stats.  @return 1 if one ran. */
+static int serve_backstop_stop(struct serve *s)
+{
+	if (!s->sv_backstop)
+		return 0;
+	struct backstop_stats bs;
+	uint32_t ms = s->sv_o->backstop_drain_ms ? s->sv_o->backstop_drain_ms : 5000;
+	backstop_stop(s->sv_backstop, ms, &bs);
+	s->sv_backstop = NULL;
+	s->sv_st->backstop_conflicts = bs.conflicts;
+	return 1;
+}
+
+/* Report the lease agent's fence or failure once (the daemon keeps serving:
+ * acknowledged orders still need their WAL). */
+static void serve_lease_watch(struct serve *s)
+{
+	if (!s->sv_lease || s->sv_lease_reported)
+		return;
+	struct flash_lease_stats ls;
+	flash_lease_stats_get(s->sv_lease, &ls);
+	if (ls.state == FLASH_LEASE_FENCED || ls.state == FLASH_LEASE_FAILED) {
+		serve_log(s, SERVE_LOG_ERROR, "lease agent %s: %s (box %u epoch %u); serving the WAL goes on",
+		          flash_lease_state_name(ls.state), flash_strerror(ls.rc), ls.box_id, ls.epoch);
+		s->sv_st->lease_rc = ls.rc;
+		s->sv_lease_reported = 1;
+	}
+}
+
 static void serve_sleep_us(uint32_t us)
 {
 	struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000 };
@@ -885,6 +920,34 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		serve_log(&s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
 		          "once MariaDB has applied them", o->archive_after_s);
 	}
+	if (o->backstop_urls != NULL) {
+		struct backstop_opts bo = {
+			.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop_urls,
+			.box_id = o->box_id, .log_level = o->log_level,
+		};
+		if ((rc = backstop_start(&bo, &s.sv_backstop)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "backstop: %s%s", flash_strerror(rc),
+			          o->box_id == 0 ? " (it needs --box-id)" : "");
+			st->flash_rc = rc;
+			goto out;
+		}
+		serve_log(&s, SERVE_LOG_INFO, "backstop started (box %u): the per-user limit across boxes",
+		          o->box_id);
+	}
+	if (o->lease_urls != NULL) {
+		struct flash_lease_opts lo = {
+			.segment = o->segment, .urls = o->lease_urls, .state_dir = o->wal_dir,
+			.box_id = o->box_id, .lease_min = o->lease_min, .lease_max = o->lease_max,
+			.lead_ms = o->lease_lead_ms, .heartbeat_s = o->heartbeat_s, .log_level = o->log_level,
+			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
+		};
+		if ((rc = flash_lease_start(&lo, &s.sv_lease)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "lease agent: %s", flash_strerror(rc));
+			st->flash_rc = rc;
+			goto out;
+		}
+		serve_log(&s, SERVE_LOG_INFO, "lease agent started (box %u)", o->box_id);
+	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
 	flash_mysql_probe_t *probe = NULL;
@@ -899,6 +962,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		}
 		metrics_set_reconcile(mt, s.sv_recon);
 		metrics_set_archiver(mt, s.sv_arch);
+		metrics_set_backstop(mt, s.sv_backstop);
+		metrics_set_lease(mt, s.sv_lease);
 		probe = serve_probe_start(&s, o);
 		metrics_set_probe(mt, probe);
 		(void)metrics_set_feed(mt, o->wal_dir);
@@ -940,14 +1005,29 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			SERVE_METRICS_ARCHIVER_OFF();
 			serve_arch_stop(&s);
 		}
+		/* At a stop the backstop goes first: it writes what is durable
+		 * and makes its compensating cancels, whose units must be back in
+		 * the segment before the lease agent returns what the box holds.
+		 * Then the agent: ask it, keep draining its restocks, stop once
+		 * it has finished. */
+		if (stopping && s.sv_lease && !s.sv_backstop)
+			flash_lease_stop_begin(s.sv_lease);
+		int lease_busy = stopping && (s.sv_backstop || !flash_lease_done(s.sv_lease));
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
 		serve_snap_stats(&s);
 		SERVE_PUBLISH();
+		serve_lease_watch(&s);
 		/* Stop only after a round that began after the stop request and
 		 * found the rings empty: what was emitted before the request is
 		 * written, synced and marked. */
-		if (n == 0 && stopping)
+		if (n == 0 && stopping && s.sv_backstop) {
+			/* everything emitted before the stop is durable: the
+			 * backstop writes it; the next rounds drain its cancels */
+			(void)serve_backstop_stop(&s);
+			continue;
+		}
+		if (n == 0 && stopping && !lease_busy)
 			break;
 		if (n == 0 && !stopping && !o->once) {
 			/* Nothing to do: back off from a yield to idle_us_max. */
@@ -1010,6 +1090,12 @@ out_restored:
 		;
 	}
 out:
+	(void)serve_backstop_stop(&s);
+	if (s.sv_lease) {
+		/* normally done already (the loop waited for it) */
+		st->lease_rc = flash_lease_stop(s.sv_lease);
+		s.sv_lease = NULL;
+	}
 	if (s.sv_snap) {
 		/* a clean stop writes a last snapshot of everything durable */
 		struct snap_stats ss;

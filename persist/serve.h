@@ -118,6 +118,18 @@ struct serve_opts {
 	 * 3600 unless --archive-after-s says otherwise. */
 	uint32_t      archive_after_s;
 	uint32_t      archive_every_ms;    /* look this often (0: 1000) */
+	/* The lease agent (lease.h): with lease_urls set, a thread keeps the
+	 * segment's skus stocked from the central pool (issue 14). */
+	const char   *lease_urls;       /* "URL[,URL...]" of flash_central; NULL: no agent */
+	uint32_t      box_id;           /* 1..FLASH_BOX_ID_MAX (required with lease_urls) */
+	uint32_t      lease_min;        /* 0: the agent's defaults (lease.h) */
+	uint32_t      lease_max;
+	uint32_t      lease_lead_ms;
+	uint32_t      heartbeat_s;
+	/* The cross-box limit (backstop.h): with backstop_urls set (and box_id),
+	 * a thread writes the box's orders into the central fs_user_limit. */
+	const char   *backstop_urls;    /* "URL[,URL...]"; NULL: off */
+	uint32_t      backstop_drain_ms;/* at stop, let it write what is durable this long (0: 5000) */
 };
 
 void serve_opts_default(struct serve_opts *o);
@@ -157,8 +169,10 @@ struct serve_stats {
 	uint64_t gen_clear_waits;   /* ... clears due but put off: MySQL had not applied their
 	                               generation yet (relaxed atomic: tests read it live) */
 	uint64_t archived;          /* activities the archiver archived */
+	int      lease_rc;        /* the lease agent's final code (FLASH_EFENCED: fenced), or 0 */
 	int      flash_rc;        /* first failing flash_* code, or 0 */
 	int      wal_rc;          /* first failing wal_* code, or 0 */
+	uint64_t backstop_conflicts;/* second orders across boxes, cancelled (backstop.h) */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon
 	                             serves the segment, the WAL is not the segment's) */
 };

@@ -45,6 +45,7 @@ static void demo_help(FILE *out)
 	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
 	        "                       [--name NAME] [--durability sync|async] [--no-mysql]\n"
 	        "                       [--mysql-fixture PATH] [--keep] [--sync-wait-ms MS]\n"
+	        "       flashstock demo --boxes N [...]   (N > 1: see flashstock demo --boxes 3 --help)\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
 	        "activity (K orders per user, a one-time token per order) sells U units over N\n"
@@ -128,7 +129,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
 	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
-	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT };
+	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -146,6 +147,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 		{ "mysql-fixture", required_argument, NULL, O_FIXTURE },
 		{ "keep",       no_argument,       NULL, O_KEEP },
 		{ "sync-wait-ms", required_argument, NULL, O_SYNC_WAIT },
+		{ "boxes",      required_argument, NULL, O_BOXES },   /* 1 here; more: demo_boxes.c */
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -223,6 +225,11 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 		case O_SYNC_WAIT:
 			bad = tool_opt_u32(cmd, "--sync-wait-ms", optarg, 1, 3600000, &cfg->sync_wait_ms);
 			break;
+		case O_BOXES: {
+			uint32_t one;
+			bad = tool_opt_u32(cmd, "--boxes", optarg, 1, 1, &one);
+			break;
+		}
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
@@ -863,6 +870,8 @@ int cmd_demo(int argc, char **argv)
 	struct demo_audit audit;
 	int rc;
 
+	if (demo_boxes_wanted(argc, argv))
+		return demo_boxes_main(argc, argv);
 	memset(&r, 0, sizeof r);
 	rc = demo_parse(argc, argv, &r.cfg, &r.json, &r.dd);
 	if (rc >= 0)

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backstop.h"
 #include "mysql_apply.h"
 #include "serve.h"
+#include "lease_sql.h"
 
 static volatile sig_atomic_t serve_stop_flag;
 
@@ -122,6 +124,29 @@ static void serve_help(FILE *out)
 	        "                       limit entries (flashstock archive does the same by hand).\n"
 	        "                       Needs --mysql or --mysql-defaults; without them nothing\n"
 	        "                       is archived.  Counted in flashstock_archived_total\n"
+	        "  --lease URL[,URL...] run the lease agent: the segment's skus (loaded with 0\n"
+	        "                       units) are stocked from the central pool in database\n"
+	        "                       flash_central on these MariaDB (Galera) nodes\n"
+	        "                       (`flashstock lease init`, `lease pool`); buyers never\n"
+	        "                       wait on it.  A fenced box's stock goes to 0 (logged);\n"
+	        "                       a clean stop returns what the box holds\n"
+	        "  --box-id N           this box's id, 1..32767 (required with --lease)\n"
+	        "  --lease-min U        smallest lease and the least a box keeps (default 10)\n"
+	        "  --lease-max U        largest lease (default 1000)\n"
+	        "  --lease-lead-ms MS   how long a lease takes to arrive: the low-water mark is\n"
+	        "                       the sell rate times this (default 1000)\n"
+	        "  --heartbeat-s S      heartbeat period (default 2); MariaDB unreachable for 3\n"
+	        "                       periods: the box stops selling until it answers\n"
+	        "  --backstop URL[,URL...]  the per-user limit across boxes: a thread follows\n"
+	        "                       this box's order feed (consumer \"backstop\") into the\n"
+	        "                       central database's fs_user_limit (one URL per Galera\n"
+	        "                       node; the first that answers takes every write, the\n"
+	        "                       next on failure).  A user's order that finds the\n"
+	        "                       limit held on another box is refused by its unique\n"
+	        "                       index, logged, counted (flashstock_backstop_conflicts_total),\n"
+	        "                       recorded in fs_backstop and cancelled here: its units\n"
+	        "                       go back to stock and the feed carries the CANCEL.\n"
+	        "                       Needs --box-id (with or without --lease)\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -158,8 +183,15 @@ int cmd_serve(int argc, char **argv)
 		{ "no-reclaim",  no_argument,      NULL, 0x103 },
 		{ "reclaim-every-ms", required_argument, NULL, 0x104 },
 		{ "reconcile-every", required_argument, NULL, 'E' },
+		{ "lease",       required_argument, NULL, 0x110 },
+		{ "box-id",      required_argument, NULL, 0x111 },
+		{ "lease-min",   required_argument, NULL, 0x112 },
+		{ "lease-max",   required_argument, NULL, 0x113 },
+		{ "lease-lead-ms", required_argument, NULL, 0x114 },
+		{ "heartbeat-s", required_argument, NULL, 0x115 },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ "archive-after-s", required_argument, NULL, 0x105 },
+		{ "backstop",    required_argument, NULL, 0x120 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -263,6 +295,32 @@ int cmd_serve(int argc, char **argv)
 			                 &o.archive_after_s) != 0)
 				return TOOL_USAGE;
 			break;
+		case 0x110:
+			o.lease_urls = optarg;
+			break;
+		case 0x111:
+			if (tool_opt_u32(cmd, "--box-id", optarg, 1, FLASH_BOX_ID_MAX, &o.box_id) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x112:
+			if (tool_opt_u32(cmd, "--lease-min", optarg, 1, 1u << 30, &o.lease_min) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x113:
+			if (tool_opt_u32(cmd, "--lease-max", optarg, 1, 1u << 30, &o.lease_max) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x114:
+			if (tool_opt_u32(cmd, "--lease-lead-ms", optarg, 1, 600000, &o.lease_lead_ms) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x115:
+			if (tool_opt_u32(cmd, "--heartbeat-s", optarg, 1, 3600, &o.heartbeat_s) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x120:
+			o.backstop_urls = optarg;
+			break;
 		case 'E':
 			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
 				return TOOL_USAGE;
@@ -302,6 +360,23 @@ int cmd_serve(int argc, char **argv)
 		return tool_usage_err(cmd, "--wal is required");
 	if (o.accept_loss && !o.recover)
 		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
+	if (o.lease_urls != NULL && o.box_id == 0)
+		return tool_usage_err(cmd, "--lease needs --box-id N");
+	if (o.lease_urls == NULL && ((o.box_id && !o.backstop_urls) || o.lease_min || o.lease_max ||
+	                             o.lease_lead_ms || o.heartbeat_s))
+		return tool_usage_err(cmd, "--lease-min, --lease-max, --lease-lead-ms and --heartbeat-s go with "
+		                      "--lease, --box-id with --lease or --backstop");
+	if (o.lease_min && o.lease_max && o.lease_min > o.lease_max)
+		return tool_usage_err(cmd, "--lease-min %u is above --lease-max %u", o.lease_min, o.lease_max);
+	if (o.lease_urls != NULL && tool_opt_url_list(cmd, "--lease", o.lease_urls) != 0)
+		return TOOL_USAGE;
+	if (o.backstop_urls != NULL) {
+		char why[256];
+		if (o.box_id == 0)
+			return tool_usage_err(cmd, "--backstop needs --box-id");
+		if (backstop_urls_check(o.backstop_urls, why, sizeof why) != FLASH_OK)
+			return tool_usage_err(cmd, "--backstop: %s", why);
+	}
 	/* a malformed URL is a bad command line: refused before the WAL
 	 * directory or anything else is made */
 	if (tool_opt_mysql_url(cmd, o.mysql_url) != 0)

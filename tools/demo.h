@@ -10,6 +10,8 @@
  *                  cancels, each outcome checked against the API contract
  *   demo_check.c   the independent audit: order records, stock, ring
  *                  records and the buyers' own tallies must all agree
+ *   demo_boxes.c   `demo --boxes N`: N boxes leasing one sku from a private
+ *                  Galera cluster, their daemons and buyers, the invariants
  *
  * Buyers share nothing with each other.  Each writes only its own
  * struct demo_proc in a MAP_SHARED block made before fork(); the parent
@@ -93,6 +95,15 @@ uint32_t demo_pick_sku(const struct demo_cfg *cfg, uint64_t h);
 
 /** splitmix64: a buyer's behaviour from (seed, user). */
 uint64_t demo_mix(uint64_t x);
+
+/* ---- demo_boxes.c ------------------------------------------------------ */
+
+/** Does the command line ask for more than one box (--boxes N, N > 1)? */
+int demo_boxes_wanted(int argc, char **argv);
+
+/** `flashstock demo --boxes N`: N boxes leasing one sku from a private
+ *  Galera cluster (tools/demo_boxes.c).  @return the exit code. */
+int demo_boxes_main(int argc, char **argv);
 
 /* ---- demo_check.c ------------------------------------------------------ */
 

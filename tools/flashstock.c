@@ -22,6 +22,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "order",   cmd_order,   "show one order: from the segment, or from MariaDB once archived" },
 	{ "archive", cmd_archive, "reclaim ended activities MariaDB has applied (fixed memory)" },
 	{ "feed",    cmd_feed,    "read durable records as a named consumer, list consumers; --to amqp://: RabbitMQ" },
+	{ "lease",   cmd_lease,   "central leases of stock over boxes: init, pool, status, fence, reclaim" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 

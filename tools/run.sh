@@ -24,6 +24,8 @@ PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; red
 PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python; python3 also
 #   for tests/cli_feed_refill.sh, which compares records LSN by LSN
 PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
+PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
+#   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
 
 log() { printf '== %s\n' "$*" >&2; }
 

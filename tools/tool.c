@@ -71,6 +71,37 @@ int tool_opt_mysql_url(const char *cmd, const char *url)
 	return -1;
 }
 
+int tool_opt_url_list(const char *cmd, const char *opt, const char *urls)
+{
+	char why[256], masked[1024], one[1024];
+	unsigned n = 0;
+
+	for (const char *p = urls; p && *p;) {
+		size_t len = strcspn(p, ",");
+		if (len >= sizeof one)
+			return tool_usage_err(cmd, "%s: URL %u is too long", opt, n + 1);
+		if (len) {
+			memcpy(one, p, len);
+			one[len] = 0;
+			n++;
+			if (flash_mysql_url_check(one, why, sizeof why) != FLASH_OK) {
+				flash_mysql_url_mask(one, masked, sizeof masked);
+				tool_usage_err(cmd, "%s: bad URL %u %s: %s (want mysql://user:pass@host:port/db"
+				               "[,URL...])", opt, n, masked, why);
+				return -1;
+			}
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (n == 0)
+		return tool_usage_err(cmd, "%s: no URL given", opt);
+	if (n > 16)
+		return tool_usage_err(cmd, "%s: %u URLs; at most 16", opt, n);
+	return 0;
+}
+
 int tool_opt_u64(const char *cmd, const char *opt, const char *s,
                  uint64_t min, uint64_t max, uint64_t *out)
 {

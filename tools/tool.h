@@ -39,6 +39,7 @@ int cmd_status(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_wal(int argc, char **argv);
+int cmd_lease(int argc, char **argv);   /* tools/cmd_lease.c */
 int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock_bench) */
 int cmd_reconcile(int argc, char **argv);
 int cmd_top(int argc, char **argv);
@@ -83,6 +84,9 @@ int tool_opt_i64(const char *cmd, const char *opt, const char *s,
  *         error that shows the URL with its user info masked and says why.
  */
 int tool_opt_mysql_url(const char *cmd, const char *url);
+/* A comma-separated list of 1..16 MySQL URLs (--lease, lease --mysql): 0, or
+ * -1 after a usage message naming the bad one (its user info masked). */
+int tool_opt_url_list(const char *cmd, const char *opt, const char *urls);
 
 /**
  * A point in time for an activity window, as CLOCK_REALTIME ns:

@@ -1,0 +1,42 @@
+# The lease agent (persist/lease.c) through `flashstock serve --lease`
+# against the MariaDB fixture (tests/mysql_tests.cmake registers the
+# test_mysql_lease_* programs with the fixture and sets their environment,
+# so this runs deferred, after it); the agent's test runs the real binary.
+function(flash_lease_tests)
+  if(TARGET test_mysql_lease_agent AND TARGET flashstock)
+    add_dependencies(test_mysql_lease_agent flashstock)
+    set_property(TEST test_mysql_lease_agent APPEND PROPERTY ENVIRONMENT "FLASH_BIN=$<TARGET_FILE:flashstock>")
+    set_tests_properties(test_mysql_lease_agent PROPERTIES TIMEOUT 300)
+  endif()
+  # `flashstock lease init|pool|status|fence|reclaim` through the binaries
+  if(TARGET flashstock AND TARGET ops_buyer AND TEST mysql_server_start)
+    add_test(NAME cli_lease
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_lease.sh $<TARGET_FILE:flashstock>
+                     $<TARGET_FILE:ops_buyer>)
+    set_tests_properties(cli_lease PROPERTIES TIMEOUT 300
+                         FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
+                         ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR}")
+  endif()
+  # the central statements on the private Galera cluster: the node in use
+  # killed under takes (tests/galera_tests.cmake requires its tools)
+  if(TARGET test_galera_lease AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)
+    target_link_libraries(test_galera_lease PRIVATE flashstock_persist flash_test_helpers)
+    add_dependencies(test_galera_lease flashstock)
+    set_tests_properties(test_galera_lease PROPERTIES TIMEOUT 500 LABELS galera
+                         ENVIRONMENT "FLASH_GALERA_SH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh;FLASH_BIN=$<TARGET_FILE:flashstock>")
+  endif()
+  if(TARGET flashstock)
+    add_test(NAME cli_help_lease
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 0 "usage: flashstock lease"
+                     $<TARGET_FILE:flashstock> lease --help)
+    add_test(NAME cli_serve_lease_without_box_id_is_a_usage_error
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 2 "--lease needs --box-id N"
+                     $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w
+                     --lease mysql://root@localhost/flash_central)
+    add_test(NAME cli_serve_lease_bad_url_is_a_usage_error
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_expect.sh 2 "--lease: bad URL 2"
+                     $<TARGET_FILE:flashstock> serve --name /fs-x --wal /nonexistent/w --box-id 1
+                     --lease mysql://root@localhost/flash_central,http://x)
+  endif()
+endfunction()
+cmake_language(DEFER CALL flash_lease_tests)

@@ -1,0 +1,571 @@
+/*
+ * test_mysql_lease_agent.c -- the lease agent of `flashstock serve --lease`,
+ * through the real binary against the single-node fixture: a box sells a
+ * sku whose units come only from leases; of two boxes sharing a pool the
+ * busy one gets the idle one's surplus; serve killed (SIGKILL) in the middle
+ * of a return and restarted returns exactly once; a fenced box stops
+ * selling, its stock goes to 0, and at its restart it reclaims its fenced
+ * leases from its own segment.  After each: units in the pool + units in
+ * leases (not returned) = total, and each box's segment total (units loaded
+ * minus unloaded) = its leases' units minus returned.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <mysql.h>
+
+#include "flashstock.h"
+#include "helpers.h"
+#include "lease_sql.h"
+#include "mysql_apply.h"
+#include "mysql_testutil.h"
+
+#define WAIT_MS 30000
+
+struct box {
+	uint32_t id;
+	char     seg[64];
+	char     dir[256];
+	char     wal[300];
+	char     log[300];
+	pid_t    serve;
+	flash_t *h;
+	uint64_t next_user;
+	int64_t  sold;
+	uint64_t last_order;
+};
+
+static char g_url[600];
+static flash_central_t *g_c;
+
+static const char *bin(void)
+{
+	const char *b = getenv("FLASH_BIN");
+	if (!b) {
+		fprintf(stderr, "FLASH_BIN is not set: run through ctest\n");
+		exit(1);
+	}
+	return b;
+}
+
+static void fresh_central(const char *name)
+{
+	char db[64];
+	snprintf(db, sizeof db, "la_%s_%d", name, (int)getpid());
+	mysql_fresh_db(g_url, sizeof g_url, db);
+	struct flash_central_opts o = { .urls = g_url };
+	assert_int_equal(flash_central_open(&o, &g_c), FLASH_OK);
+	assert_int_equal(flash_central_init(g_c), FLASH_OK);
+}
+
+static int64_t q1(const char *fmt, ...)
+{
+	char sql[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	MYSQL *m = flash_central_conn(g_c);
+	assert_non_null(m);
+	if (mysql_query(m, sql)) {
+		fprintf(stderr, "%s: %s\n", sql, mysql_error(m));
+		fail();
+	}
+	MYSQL_RES *r = mysql_store_result(m);
+	assert_non_null(r);
+	MYSQL_ROW row = mysql_fetch_row(r);
+	int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+	mysql_free_result(r);
+	return v;
+}
+
+/* A box: a segment with activity 1 (one order per user) and sku 1 at 0
+ * units, and a WAL directory. */
+static void box_new(struct box *b, uint32_t id)
+{
+	memset(b, 0, sizeof *b);
+	b->id = id;
+	b->h = t_seg_new(NULL, b->seg, sizeof b->seg);
+	assert_int_equal(t_activity(b->h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(b->h, 1, 1, 0, 1), FLASH_OK);
+	char tmpl[] = "/tmp/fs-lease-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(b->dir, sizeof b->dir, "%s", tmpl);
+	snprintf(b->wal, sizeof b->wal, "%s/wal", b->dir);
+	snprintf(b->log, sizeof b->log, "%s/serve.log", b->dir);
+	b->next_user = (uint64_t)id << 32;
+}
+
+/* box_new() whose activity's window closes @p end_in_s seconds from now */
+static void box_new_ending(struct box *b, uint32_t id, int end_in_s)
+{
+	memset(b, 0, sizeof *b);
+	b->id = id;
+	b->h = t_seg_new(NULL, b->seg, sizeof b->seg);
+	int64_t now = t_now_ns();
+	struct flash_activity ac = { .id = 1, .limit_per_user = 1, .max_qty = 1, .scope = FLASH_SCOPE_ACTIVITY,
+	                             .start_ns = now - 3600LL * 1000000000LL,
+	                             .end_ns = now + (int64_t)end_in_s * 1000000000LL };
+	assert_int_equal(flash_activity_add(b->h, &ac), FLASH_OK);
+	assert_int_equal(flash_sku_add(b->h, 1, 1, 0, 1), FLASH_OK);
+	char tmpl[] = "/tmp/fs-lease-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(b->dir, sizeof b->dir, "%s", tmpl);
+	snprintf(b->wal, sizeof b->wal, "%s/wal", b->dir);
+	snprintf(b->log, sizeof b->log, "%s/serve.log", b->dir);
+	b->next_user = (uint64_t)id << 32;
+}
+
+static void mariadb(const char *verb)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "sh '%s' %s '%s' >/dev/null 2>&1", getenv("FLASH_TEST_MARIADB_SH"), verb,
+	         mariadb_dir());
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+}
+
+static void box_serve(struct box *b, const char *lmin, const char *lmax, const char *kill_at)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(b->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+		if (kill_at)
+			setenv("FLASH_LEASE_KILL_AT", kill_at, 1);
+		else
+			unsetenv("FLASH_LEASE_KILL_AT");
+		char boxid[16];
+		snprintf(boxid, sizeof boxid, "%u", b->id);
+		execl(bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
+		      "--metrics", "127.0.0.1:0",
+		      "--reconcile-every", "0", "--lease", g_url, "--box-id", boxid, "--lease-min", lmin,
+		      "--lease-max", lmax, "--lease-lead-ms", "1000", "--heartbeat-s", "1", "--log-level", "info",
+		      (char *)NULL);
+		_exit(127);
+	}
+	b->serve = pid;
+}
+
+/* One sample of the box's `serve --metrics` (the port its log names). */
+static uint64_t box_metric(struct box *b, const char *name)
+{
+	unsigned port = 0;
+	for (int i = 0; i < 500 && !port; i++) {
+		FILE *f = fopen(b->log, "r");
+		char line[1024];
+		while (f && fgets(line, sizeof line, f)) {
+			const char *p = strstr(line, "metrics on port ");
+			if (p)
+				port = (unsigned)strtoul(p + strlen("metrics on port "), NULL, 10);
+		}
+		if (f)
+			fclose(f);
+		if (!port)
+			t_sleep_ms(20);
+	}
+	assert_true(port != 0);
+	char *body = t_metrics_get((uint16_t)port);
+	assert_non_null(body);
+	uint64_t v = t_metrics_sample(body, name);
+	free(body);
+	return v;
+}
+
+/* Wait for serve to end by itself (a kill point); its status. */
+static int box_wait(struct box *b)
+{
+	int st = 0;
+	assert_int_equal(waitpid(b->serve, &st, 0), b->serve);
+	b->serve = 0;
+	return st;
+}
+
+static void box_stop(struct box *b)
+{
+	if (!b->serve)
+		return;
+	kill(b->serve, SIGTERM);
+	int st = box_wait(b);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("serve of box %u ended with status %#x; see %s", b->id, st, b->log);
+}
+
+/* Buy one unit; retry "sold out" (the units may be on their way) until
+ * @p wait_ms passes.  1 bought, 0 not. */
+static int buy(struct box *b, unsigned wait_ms)
+{
+	int64_t end = t_now_ns() + (int64_t)wait_ms * 1000000;
+	for (;;) {
+		struct flash_order_res res;
+		int rc = t_order(b->h, 1, 1, ++b->next_user, 1, 0, 0, &res);
+		if (rc == FLASH_OK) {
+			b->sold++;
+			b->last_order = res.order_no;
+			return 1;
+		}
+		if (rc != FLASH_ESOLD_OUT)
+			fail_msg("order on box %u: %s", b->id, flash_strerror(rc));
+		if (t_now_ns() > end)
+			return 0;
+		t_sleep_ms(2);
+	}
+}
+
+static uint64_t seg_total(struct box *b)
+{
+	struct flash_sku_info si;
+	assert_int_equal(flash_sku_get(b->h, 1, 1, &si), FLASH_OK);
+	return si.total;
+}
+
+/* The box's leases minus returns, centrally. */
+static int64_t box_leased(struct box *b)
+{
+	return q1("SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE box_id = %u", b->id);
+}
+
+/* Wait until the central and local figures of @p b settle (the agent has
+ * no operation in flight): segment total = leases - returns. */
+static void box_settled(struct box *b)
+{
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while ((int64_t)seg_total(b) != box_leased(b)) {
+		if (t_now_ns() > end)
+			fail_msg("box %u: segment total %llu, leases %lld", b->id,
+			         (unsigned long long)seg_total(b), (long long)box_leased(b));
+		t_sleep_ms(20);
+	}
+}
+
+static void pool_adds_up(int64_t total)
+{
+	int64_t unleased = q1("SELECT unleased FROM fs_pool WHERE activity_id = 1 AND sku_id = 1");
+	int64_t leased = q1("SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease");
+	assert_true(unleased >= 0);
+	assert_int_equal(unleased + leased, total);
+}
+
+static void box_free(struct box *b)
+{
+	box_stop(b);
+	if (getenv("FLASH_TEST_KEEP")) {        /* look at the serve logs */
+		fprintf(stderr, "box %u kept in %s\n", b->id, b->dir);
+		return;
+	}
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", b->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", b->dir);
+}
+
+static void a_box_sells_a_sku_whose_units_come_only_from_leases(void **state)
+{
+	(void)state;
+	fresh_central("only");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 120), FLASH_OK);
+	struct box b;
+	box_new(&b, 1);
+	box_serve(&b, "5", "30", NULL);
+	while (b.sold < 120 && buy(&b, WAIT_MS))
+		;
+	assert_int_equal(b.sold, 120);
+	assert_false(buy(&b, 500));       /* the pool is empty: nothing more to sell */
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(seg_total(&b), 120);
+	box_settled(&b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 0);
+	assert_true(q1("SELECT COUNT(*) FROM fs_lease WHERE box_id = 1") >= 4);   /* 120 in leases of <= 30 */
+	pool_adds_up(120);
+	/* the agent's figures on serve --metrics (published each tick) */
+	int64_t mend = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (box_metric(&b, "flashstock_lease_units{state=\"sold\"}") != 120)
+		assert_true(t_now_ns() < mend);
+	assert_int_equal(box_metric(&b, "flashstock_lease_units{state=\"leased\"}"), 120);
+	assert_int_equal(box_metric(&b, "flashstock_lease_units{state=\"held\"}"), 0);
+	assert_int_equal(box_metric(&b, "flashstock_lease_takes_total"),
+	                 (uint64_t)q1("SELECT COUNT(*) FROM fs_lease WHERE box_id = 1"));
+	assert_int_equal(box_metric(&b, "flashstock_lease_fenced"), 0);
+	assert_int_equal(box_metric(&b, "flashstock_lease_epoch"), 1);
+	box_stop(&b);
+	/* a clean stop returned nothing (nothing was held) and left the leases open */
+	assert_int_equal(box_leased(&b), 120);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+static void of_two_boxes_sharing_a_pool_the_busy_one_gets_the_idle_ones_surplus(void **state)
+{
+	(void)state;
+	fresh_central("share");
+	const int64_t total = 300;
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, total), FLASH_OK);
+	struct box a, b;
+	box_new(&a, 1);
+	box_new(&b, 2);
+	/* b sells first and keeps at least 40 (--lease-min 40) */
+	box_serve(&b, "40", "100", NULL);
+	for (int i = 0; i < 60; i++)
+		assert_true(buy(&b, WAIT_MS));
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) < 40) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(10);
+	}
+	box_settled(&b);
+	/* b restarts with --lease-min 10 (killed: its leases stay open and are
+	 * adopted): it now holds more than it needs */
+	kill(b.serve, SIGKILL);
+	(void)box_wait(&b);
+	box_serve(&b, "10", "100", NULL);
+	int64_t b_held = box_leased(&b) - b.sold;
+	assert_true(b_held >= 40);
+	/* then b is idle and a is busy: a sells what the pool has, then what b
+	 * gives back, down to b's lease-min */
+	box_serve(&a, "10", "100", NULL);
+	while (a.sold < total - b.sold - 10 && buy(&a, WAIT_MS))
+		;
+	assert_int_equal(a.sold, total - b.sold - 10);
+	assert_true(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease WHERE box_id = 2") > 0);
+	box_settled(&a);
+	box_settled(&b);
+	pool_adds_up(total);
+	assert_true(a.sold + b.sold <= total);
+	box_free(&a);
+	box_free(&b);
+	/* both stopped cleanly: what they held is back in the pool */
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), total - a.sold - b.sold);
+	flash_central_close(g_c);
+}
+
+static void serve_killed_in_the_middle_of_a_return_returns_once_at_restart(void **state)
+{
+	(void)state;
+	fresh_central("kill");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	struct box b;
+	box_new(&b, 3);
+	box_serve(&b, "10", "10", "return_unloaded");
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	int64_t held = box_leased(&b) - b.sold;
+	assert_true(held > 0);
+	/* the stop's return: units out of the segment, then SIGKILL before
+	 * the central return */
+	kill(b.serve, SIGTERM);
+	int st = box_wait(&b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
+	uint64_t total_after_kill = seg_total(&b);
+	assert_true((int64_t)total_after_kill < box_leased(&b));   /* the return is half done */
+	/* restart: the interrupted return is finished, once */
+	box_serve(&b, "10", "10", NULL);
+	box_settled(&b);
+	assert_true(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease") > 0);
+	pool_adds_up(50);
+	box_stop(&b);
+	box_settled(&b);
+	/* everything unsold is back: the pool holds total - sold, exactly */
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
+	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	pool_adds_up(50);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart(void **state)
+{
+	(void)state;
+	fresh_central("take");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 40), FLASH_OK);
+	struct box b;
+	box_new(&b, 5);
+	/* the first take commits centrally, then serve is SIGKILLed before it
+	 * loads the units into the segment */
+	box_serve(&b, "10", "10", "take_committed");
+	int st = box_wait(&b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(box_leased(&b), 10);
+	assert_int_equal(seg_total(&b), 0);
+	box_serve(&b, "10", "10", NULL);
+	box_settled(&b);
+	assert_int_equal(seg_total(&b), 10);         /* loaded once, not twice, not lost */
+	assert_int_equal(q1("SELECT COUNT(*) FROM fs_lease"), 1);
+	pool_adds_up(40);
+	while (b.sold < 40 && buy(&b, WAIT_MS))
+		;
+	assert_int_equal(b.sold, 40);
+	box_settled(&b);
+	pool_adds_up(40);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+static void at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels(void **state)
+{
+	(void)state;
+	fresh_central("end");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new_ending(&b, 6, 8);
+	box_serve(&b, "10", "20", NULL);
+	/* the first lease is in: 7 orders take microseconds, inside the window */
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) == 0) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(10);
+	}
+	for (int i = 0; i < 7; i++)
+		assert_true(buy(&b, WAIT_MS));
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT COUNT(*) FROM fs_lease WHERE state <> 'closed'") != 0) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_EENDED);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 7);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 93);
+	assert_int_equal(seg_total(&b), 7);
+	/* a cancel after the end: its unit goes back to the pool, once */
+	uint32_t back = 0;
+	assert_int_equal(flash_cancel(b.h, b.last_order, &back), FLASH_OK);
+	assert_int_equal(back, 1);
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT unleased FROM fs_pool") != 94) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_int_equal(q1("SELECT SUM(sold_at_close) FROM fs_lease"), 6);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(seg_total(&b), 6);
+	t_sleep_ms(300);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 94);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+static void a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers(void **state)
+{
+	(void)state;
+	fresh_central("down");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new(&b, 7);
+	box_serve(&b, "10", "10", NULL);
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	uint64_t held = t_available(b.h, 1, 1);
+	assert_true(held > 0);
+	mariadb("halt");
+	/* three missed heartbeats (1 s each): the box drains its stock */
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) != 0) {
+		if (t_now_ns() > end) {
+			mariadb("resume");
+			fail_msg("box kept selling with MariaDB down");
+		}
+		t_sleep_ms(50);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
+	mariadb("resume");
+	/* back in touch and not fenced: the units are loaded again (and the
+	 * box, below its low-water, may take a lease more) */
+	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) < held) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(50);
+	}
+	assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	pool_adds_up(100);
+	box_free(&b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 100 - b.sold);
+	flash_central_close(g_c);
+}
+
+static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart(void **state)
+{
+	(void)state;
+	fresh_central("fence");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 80), FLASH_OK);
+	struct box b;
+	box_new(&b, 4);
+	box_serve(&b, "10", "20", NULL);
+	for (int i = 0; i < 5; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	assert_true(t_available(b.h, 1, 1) > 0);
+	assert_int_equal(flash_central_fence(g_c, 4, 0, 1, NULL, NULL), FLASH_OK);
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (t_available(b.h, 1, 1) != 0) {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(20);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
+	while (box_metric(&b, "flashstock_lease_fenced") != 1)
+		assert_true(t_now_ns() < end);
+	/* serve goes on (its WAL still matters), the agent stays fenced */
+	t_sleep_ms(300);
+	assert_int_equal(t_available(b.h, 1, 1), 0);
+	assert_int_equal(kill(b.serve, 0), 0);
+	assert_int_equal(q1("SELECT COUNT(*) FROM fs_lease WHERE state = 'fenced'"),
+	                 q1("SELECT COUNT(*) FROM fs_lease"));
+	box_stop(&b);
+	/* restart: the fenced leases are reclaimed from the segment (sold =
+	 * total - available), a new epoch, new leases */
+	box_serve(&b, "10", "20", NULL);
+	assert_true(buy(&b, WAIT_MS));
+	assert_int_equal(q1("SELECT COUNT(*) FROM fs_lease WHERE state = 'fenced'"), 0);
+	assert_int_equal(q1("SELECT COALESCE(SUM(sold_at_close), 0) FROM fs_lease WHERE state = 'closed'"), 5);
+	box_stop(&b);
+	int64_t unleased = q1("SELECT unleased FROM fs_pool");
+	int64_t open = q1("SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE state = 'open'");
+	int64_t sold_closed = q1("SELECT COALESCE(SUM(sold_at_close), 0) FROM fs_lease WHERE state = 'closed'");
+	/* sold + live leases + pool = total; the open lease holds the 6th sale */
+	assert_int_equal(unleased + open + sold_closed, 80);
+	assert_int_equal(open, 1);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(a_box_sells_a_sku_whose_units_come_only_from_leases, t_teardown),
+		cmocka_unit_test_teardown(of_two_boxes_sharing_a_pool_the_busy_one_gets_the_idle_ones_surplus,
+		                          t_teardown),
+		cmocka_unit_test_teardown(serve_killed_in_the_middle_of_a_return_returns_once_at_restart, t_teardown),
+		cmocka_unit_test_teardown(serve_killed_after_a_take_committed_loads_that_lease_once_at_restart,
+		                          t_teardown),
+		cmocka_unit_test_teardown(
+			at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart,
+		                          t_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,567 @@
+/*
+ * cmd_lease.c -- `flashstock lease`: the operator's side of the central
+ * lease database (persist/lease_sql.h): create it, load pools, read its
+ * state, fence a box, and reclaim a dead box's units.
+ *
+ *   lease init    --mysql URL[,URL...]
+ *   lease pool    --mysql URLS --activity A --sku S --total N
+ *   lease status  --mysql URLS
+ *   lease fence   --mysql URLS --box N [--stale-s S] [--force]
+ *   lease reclaim --mysql URLS --box N --wal DIR [--box-mysql URL]
+ *   lease reclaim --mysql URLS --box N --from-mysql-only [--box-mysql URL] [--accept-unknown]
+ *
+ * Every change is one of lease_sql.c's conditional statements: a refusal
+ * changes nothing and says why.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysql.h>
+
+#include "lease_sql.h"
+#include "mysql_apply.h"
+#include "wal.h"
+
+static void lease_help(FILE *out)
+{
+	fprintf(out,
+	        "usage: flashstock lease init|pool|status|fence|reclaim --mysql URL[,URL...] [options]\n"
+	        "\n"
+	        "The central lease database (flash_central on a MariaDB Galera cluster; URL is\n"
+	        "mysql://user:pass@host:port/flash_central, one per node).  Boxes run\n"
+	        "`flashstock serve --lease URLS --box-id N` and take their stock from it.\n"
+	        "\n"
+	        "  init                 create the database and its tables (idempotent)\n"
+	        "  pool --activity A --sku S --total N\n"
+	        "                       load a pool of N units, or change its total; refused\n"
+	        "                       (nothing changed) below what is leased or sold\n"
+	        "  status               pools, boxes (epoch, state, heartbeat age), leases per\n"
+	        "                       box, and stranded units (fenced leases not reclaimed)\n"
+	        "  fence --box N [--stale-s S] [--force]\n"
+	        "                       fence box N: its epoch moves on, its open leases become\n"
+	        "                       'fenced', MariaDB refuses its takes, returns and\n"
+	        "                       heartbeats from then on.  Refused while its heartbeat is\n"
+	        "                       younger than S seconds (default 30; the box stops\n"
+	        "                       selling by itself after 3 missed heartbeats); --force\n"
+	        "                       drops that condition\n"
+	        "  reclaim --box N --wal DIR [--box-mysql URL]\n"
+	        "                       give a fenced box's unsold units back: sold per sku is\n"
+	        "                       read from its WAL (DIR; no serve may hold it), applied\n"
+	        "                       first to its database when --box-mysql is given, and\n"
+	        "                       each fenced lease is closed with its unsold rest going\n"
+	        "                       back to the pool.  Idempotent by lease id\n"
+	        "  reclaim --box N --from-mysql-only [--box-mysql URL] [--accept-unknown]\n"
+	        "                       only MariaDB is left: sold is what the box's database\n"
+	        "                       (default flash_box<N> next to flash_central) has\n"
+	        "                       applied; orders the box acknowledged after its applied\n"
+	        "                       LSN are unknown.  Prints the backlog by lease and LSN;\n"
+	        "                       returns units only with --accept-unknown\n"
+	        "\n"
+	        "exit: 0 done; 1 refused or failed (nothing changed); 2 usage error\n");
+}
+
+struct lease_args {
+	const char *urls, *wal, *box_mysql;
+	uint32_t    activity, sku, box, stale_s;
+	uint64_t    total;
+	int         have_total, force, from_mysql_only, accept_unknown;
+};
+
+static int lease_open(const char *cmd, const struct lease_args *a, int create, flash_central_t **c)
+{
+	if (!a->urls)
+		return tool_usage_err(cmd, "--mysql URL[,URL...] is required");
+	struct flash_central_opts o = { .urls = a->urls, .create_db = create, .retry_ms = 10000 };
+	int rc = flash_central_open(&o, c);
+	if (rc != FLASH_OK)
+		return tool_fail("lease: --mysql", rc);
+	return TOOL_OK;
+}
+
+static int lease_init(const char *cmd, const struct lease_args *a)
+{
+	flash_central_t *c;
+	int rc = lease_open(cmd, a, 1, &c);
+	if (rc != TOOL_OK)
+		return rc;
+	rc = flash_central_init(c);
+	if (rc != FLASH_OK) {
+		fprintf(stderr, "flashstock lease init: %s: %s\n", flash_strerror(rc), flash_central_error(c));
+		flash_central_close(c);
+		return TOOL_FAIL;
+	}
+	printf("lease init: tables fs_box, fs_pool, fs_lease ready\n");
+	flash_central_close(c);
+	return TOOL_OK;
+}
+
+static int lease_pool(const char *cmd, const struct lease_args *a)
+{
+	if (!a->activity || !a->sku || !a->have_total)
+		return tool_usage_err(cmd, "pool needs --activity A --sku S --total N");
+	flash_central_t *c;
+	int rc = lease_open(cmd, a, 0, &c);
+	if (rc != TOOL_OK)
+		return rc;
+	rc = flash_central_pool_set(c, a->activity, a->sku, (int64_t)a->total);
+	struct flash_pool_row p;
+	int grc = flash_central_pool_get(c, a->activity, a->sku, &p);
+	if (rc == FLASH_ESOLD_OUT) {
+		fprintf(stderr, "flashstock lease pool: refused: total %" PRIu64 " is below what is leased or"
+		        " sold (%" PRId64 " of %" PRId64 "); nothing changed\n", a->total,
+		        grc == FLASH_OK ? p.total - p.unleased : -1, grc == FLASH_OK ? p.total : -1);
+		flash_central_close(c);
+		return TOOL_FAIL;
+	}
+	if (rc != FLASH_OK || grc != FLASH_OK) {
+		fprintf(stderr, "flashstock lease pool: %s %s\n", flash_strerror(rc ? rc : grc),
+		        flash_central_error(c));
+		flash_central_close(c);
+		return TOOL_FAIL;
+	}
+	printf("pool %u/%u: total %" PRId64 ", unleased %" PRId64 ", in leases %" PRId64 "\n", a->activity,
+	       a->sku, p.total, p.unleased, p.leased);
+	flash_central_close(c);
+	return TOOL_OK;
+}
+
+static int lease_status(const char *cmd, const struct lease_args *a)
+{
+	flash_central_t *c;
+	int rc = lease_open(cmd, a, 0, &c);
+	if (rc != TOOL_OK)
+		return rc;
+	MYSQL *m = flash_central_conn(c);
+	if (!m || mysql_query(m, "SELECT activity_id, sku_id FROM fs_pool ORDER BY activity_id, sku_id")) {
+		fprintf(stderr, "flashstock lease status: %s\n", m ? mysql_error(m) : flash_central_error(c));
+		flash_central_close(c);
+		return TOOL_FAIL;
+	}
+	MYSQL_RES *r = mysql_store_result(m);
+	MYSQL_ROW row;
+	printf("pools:\n");
+	while (r && (row = mysql_fetch_row(r))) {
+		struct flash_pool_row p;
+		uint32_t act = (uint32_t)strtoul(row[0], NULL, 10), sku = (uint32_t)strtoul(row[1], NULL, 10);
+		if (flash_central_pool_get(c, act, sku, &p) != FLASH_OK)
+			continue;
+		printf("  %u/%u  total %" PRId64 "  unleased %" PRId64 "  in leases %" PRId64 "  sold (closed"
+		       " leases) %" PRId64 "  wanted %" PRId64 "%s\n", act, sku, p.total, p.unleased, p.leased,
+		       p.sold_closed, p.wanted,
+		       p.unleased + p.leased + p.sold_closed == p.total ? "" : "  MISMATCH");
+	}
+	if (r)
+		mysql_free_result(r);
+	struct flash_box_row *b = NULL;
+	size_t nb = 0;
+	struct flash_lease_row *l = NULL;
+	size_t nl = 0;
+	if ((rc = flash_central_boxes(c, &b, &nb)) != FLASH_OK ||
+	    (rc = flash_central_leases(c, 0, NULL, &l, &nl)) != FLASH_OK) {
+		fprintf(stderr, "flashstock lease status: %s %s\n", flash_strerror(rc), flash_central_error(c));
+		free(b);
+		flash_central_close(c);
+		return TOOL_FAIL;
+	}
+	printf("boxes:\n");
+	int64_t stranded_all = 0;
+	for (size_t i = 0; i < nb; i++) {
+		int64_t open = 0, stranded = 0;
+		size_t nopen = 0, nfenced = 0;
+		for (size_t j = 0; j < nl; j++) {
+			if (l[j].box_id != b[i].box_id)
+				continue;
+			if (!strcmp(l[j].state, "open")) {
+				open += l[j].units - l[j].returned;
+				nopen++;
+			} else if (!strcmp(l[j].state, "fenced")) {
+				stranded += l[j].units - l[j].returned;
+				nfenced++;
+			}
+		}
+		stranded_all += stranded;
+		printf("  box %u  epoch %u  %s  heartbeat %.1f s ago  applied LSN %" PRIu64 "  open leases %zu"
+		       " (%" PRId64 " units)  fenced leases %zu (%" PRId64 " units, sold part unknown until"
+		       " reclaim)\n", b[i].box_id, b[i].epoch, b[i].state, (double)b[i].heartbeat_age_ms / 1000.0,
+		       b[i].applied_lsn, nopen, open, nfenced, stranded);
+	}
+	printf("stranded: %" PRId64 " units in fenced leases (at most; `lease reclaim` returns the unsold"
+	       " part)\n", stranded_all);
+	free(b);
+	free(l);
+	flash_central_close(c);
+	return TOOL_OK;
+}
+
+static int lease_fence(const char *cmd, const struct lease_args *a)
+{
+	if (!a->box)
+		return tool_usage_err(cmd, "fence needs --box N");
+	flash_central_t *c;
+	int rc = lease_open(cmd, a, 0, &c);
+	if (rc != TOOL_OK)
+		return rc;
+	uint32_t epoch = 0, leases = 0;
+	rc = flash_central_fence(c, a->box, a->stale_s, a->force, &epoch, &leases);
+	flash_central_close(c);
+	switch (rc) {
+	case FLASH_OK:
+		printf("box %u fenced: epoch now %u, %u open leases fenced%s\n", a->box, epoch, leases,
+		       a->force ? " (--force: the heartbeat condition was dropped; a box still running stops"
+		                  " selling at its next heartbeat)" : "");
+		printf("next: flashstock lease reclaim --box %u --wal DIR (or --from-mysql-only)\n", a->box);
+		return TOOL_OK;
+	case FLASH_EBUSY:
+		fprintf(stderr, "flashstock lease fence: refused: box %u's heartbeat is younger than %u s (it"
+		        " looks alive); nothing changed.  --force fences it anyway\n", a->box, a->stale_s);
+		return TOOL_FAIL;
+	case FLASH_EEXIST:
+		fprintf(stderr, "flashstock lease fence: box %u is fenced already (epoch %u); nothing changed\n",
+		        a->box, epoch);
+		return TOOL_FAIL;
+	case FLASH_ENOT_FOUND:
+		fprintf(stderr, "flashstock lease fence: no box %u in fs_box; nothing changed\n", a->box);
+		return TOOL_FAIL;
+	default:
+		return tool_fail("lease fence", rc);
+	}
+}
+
+/* Sold per sku from a WAL: ORDER qty minus CANCEL qty. */
+struct sold_sku {
+	uint32_t act, sku;
+	int64_t  sold;
+	uint64_t last_lsn;
+};
+
+struct sold_tab {
+	struct sold_sku *v;
+	size_t n, cap;
+	int oom;
+};
+
+static struct sold_sku *sold_find(struct sold_tab *t, uint32_t act, uint32_t sku)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].act == act && t->v[i].sku == sku)
+			return &t->v[i];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		void *p = realloc(t->v, cap * sizeof *t->v);
+		if (!p) {
+			t->oom = 1;
+			return NULL;
+		}
+		t->v = p;
+		t->cap = cap;
+	}
+	t->v[t->n] = (struct sold_sku){ act, sku, 0, 0 };
+	return &t->v[t->n++];
+}
+
+static int sold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
+{
+	struct sold_tab *t = arg;
+	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec))
+		return 0;
+	struct wal_rec wr;
+	memcpy(&wr, payload, sizeof wr);
+	const struct flash_record *r = &wr.wr_rec;
+	if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL)
+		return 0;
+	struct sold_sku *s = sold_find(t, r->activity_id, r->sku_id);
+	if (!s)
+		return 1;
+	s->sold += r->type == FLASH_REC_ORDER ? (int64_t)r->qty : -(int64_t)r->qty;
+	s->last_lsn = lsn;
+	return 0;
+}
+
+/* The box's database URL: the central URL (its first) with the database
+ * flash_box<N>. */
+static int box_url(const struct lease_args *a, char *out, size_t cap)
+{
+	if (a->box_mysql) {
+		snprintf(out, cap, "%s", a->box_mysql);
+		return 0;
+	}
+	size_t len = strcspn(a->urls, ",");
+	const char *p = strstr(a->urls, "://");
+	if (!p || (size_t)(p - a->urls) > len)
+		return -1;
+	const char *slash = memchr(p + 3, '/', len - (size_t)(p + 3 - a->urls));
+	if (!slash)
+		return -1;
+	const char *q = slash + 1;
+	size_t dlen = strcspn(q, "?,");
+	snprintf(out, cap, "%.*sflash_box%u%.*s", (int)(slash + 1 - a->urls), a->urls, a->box,
+	         (int)(len - (size_t)(q + dlen - a->urls)), q + dlen);
+	return 0;
+}
+
+static int lease_reclaim(const char *cmd, const struct lease_args *a)
+{
+	if (!a->box)
+		return tool_usage_err(cmd, "reclaim needs --box N");
+	if (!a->wal == !a->from_mysql_only)
+		return tool_usage_err(cmd, "reclaim needs exactly one of --wal DIR and --from-mysql-only");
+	if (a->accept_unknown && !a->from_mysql_only)
+		return tool_usage_err(cmd, "--accept-unknown goes with --from-mysql-only");
+	flash_central_t *c;
+	int rc = lease_open(cmd, a, 0, &c);
+	if (rc != TOOL_OK)
+		return rc;
+	struct flash_lease_row *l = NULL;
+	size_t nl = 0;
+	if ((rc = flash_central_leases(c, a->box, "fenced", &l, &nl)) != FLASH_OK) {
+		flash_central_close(c);
+		return tool_fail("lease reclaim", rc);
+	}
+	if (nl == 0) {
+		printf("box %u has no fenced lease: nothing to reclaim\n", a->box);
+		free(l);
+		flash_central_close(c);
+		return TOOL_OK;
+	}
+	struct sold_tab t = { 0 };
+	char burl[1200];
+	int ret = TOOL_FAIL;
+	uint64_t applied = 0;
+	if (a->wal) {
+		int lk = wal_dir_lock(a->wal);
+		if (lk < 0) {
+			fprintf(stderr, "flashstock lease reclaim: %s: %s; nothing changed (a serve still holding"
+			        " the WAL reclaims its fenced leases itself at its next start)\n", a->wal,
+			        lk == WAL_EBUSY ? "a serve holds this WAL" : flash_strerror(lk));
+			goto out;
+		}
+		struct wal_replay_report rep;
+		int wrc = wal_replay(a->wal, 0, sold_frame, &t, 0, &rep);
+		wal_dir_unlock(lk);
+		if (t.oom || (wrc != WAL_OK && !rep.torn)) {
+			fprintf(stderr, "flashstock lease reclaim: the WAL %s cannot be read to its end (%s at %s"
+			        " offset %" PRIu64 "); nothing changed\n", a->wal, flash_strerror(wrc), rep.file,
+			        rep.offset);
+			goto out;
+		}
+		if (rep.first_lsn > 1) {
+			fprintf(stderr, "flashstock lease reclaim: the WAL %s starts at LSN %" PRIu64 " (older files"
+			        " went behind a snapshot): the units sold before it are not in it; nothing changed."
+			        "  Restart the box's serve (it reclaims from its segment), or use"
+			        " --from-mysql-only\n", a->wal, rep.first_lsn);
+			goto out;
+		}
+		if (a->box_mysql) {
+			struct flash_mysql_opts mo = { .url = a->box_mysql, .require_db = 1 };
+			flash_mysql_t *m = NULL;
+			int mrc = flash_mysql_open(&mo, &m);
+			if (mrc == FLASH_OK)
+				mrc = flash_mysql_catch_up(m, a->wal, 0, 30000, NULL, NULL);
+			flash_mysql_close(m);
+			if (mrc != FLASH_OK) {
+				fprintf(stderr, "flashstock lease reclaim: applying the WAL to %s: %s; nothing changed\n",
+				        "--box-mysql", flash_strerror(mrc));
+				goto out;
+			}
+			printf("the box's database has applied its WAL to LSN %" PRIu64 "\n", rep.last_lsn);
+		}
+	} else {
+		if (box_url(a, burl, sizeof burl) != 0) {
+			ret = tool_usage_err(cmd, "cannot derive the box's database from --mysql; give --box-mysql");
+			goto out;
+		}
+		MYSQL *bm = NULL;
+		char why[300];
+		if ((rc = flash_mysql_connect_url(burl, 5, 0, &bm, why, sizeof why)) != FLASH_OK) {
+			fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n", why);
+			goto out;
+		}
+		char sql[300];
+		int qok = mysql_query(bm, "SELECT COALESCE(MAX(lsn), 0) FROM applied_lsn") == 0;
+		MYSQL_RES *r = qok ? mysql_store_result(bm) : NULL;
+		MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+		applied = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+		if (r)
+			mysql_free_result(r);
+		for (size_t i = 0; qok && i < nl; i++) {
+			struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
+			if (!s || s->last_lsn)
+				continue;
+			snprintf(sql, sizeof sql, "SELECT COALESCE(SUM(qty), 0) FROM orders WHERE activity_id = %u"
+			         " AND sku_id = %u AND status = 'ACTIVE'", l[i].activity_id, l[i].sku_id);
+			qok = mysql_query(bm, sql) == 0 && (r = mysql_store_result(bm)) != NULL;
+			if (qok) {
+				row = mysql_fetch_row(r);
+				s->sold = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+				s->last_lsn = applied ? applied : 1;
+				mysql_free_result(r);
+			}
+		}
+		if (!qok) {
+			fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n",
+			        mysql_error(bm));
+			mysql_close(bm);
+			goto out;
+		}
+		mysql_close(bm);
+		printf("only MariaDB is left: box %u's database has applied its WAL up to LSN %" PRIu64 ".\n"
+		       "Orders the box acknowledged after that LSN are UNKNOWN: they may have sold units of the\n"
+		       "leases below, which returning would sell a second time.  Backlog by lease:\n",
+		       a->box, applied);
+		for (size_t i = 0; i < nl; i++)
+			printf("  lease %" PRIu64 "  sku %u/%u  epoch %u  units %" PRId64 "  returned %" PRId64
+			       "  after LSN %" PRIu64 ": unknown\n", l[i].lease_id, l[i].activity_id, l[i].sku_id,
+			       l[i].epoch, l[i].units, l[i].returned, applied);
+		for (size_t i = 0; i < t.n; i++)
+			printf("  sku %u/%u: sold up to LSN %" PRIu64 ": %" PRId64 "\n", t.v[i].act, t.v[i].sku,
+			       applied, t.v[i].sold);
+		if (!a->accept_unknown) {
+			printf("nothing returned: run again with --accept-unknown to return leased - sold as known"
+			       " at LSN %" PRIu64 "\n", applied);
+			goto out;
+		}
+	}
+	int64_t back_all = 0;
+	ret = TOOL_OK;
+	for (size_t i = 0; i < nl; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i; j++)
+			seen |= l[j].activity_id == l[i].activity_id && l[j].sku_id == l[i].sku_id;
+		if (seen)
+			continue;
+		struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
+		int64_t sold = s ? s->sold : 0, back = 0;
+		rc = flash_central_reclaim(c, a->box, l[i].activity_id, l[i].sku_id, sold < 0 ? 0 : sold, &back);
+		if (rc != FLASH_OK) {
+			fprintf(stderr, "flashstock lease reclaim: sku %u/%u (sold %" PRId64 "): %s %s\n",
+			        l[i].activity_id, l[i].sku_id, sold, flash_strerror(rc), flash_central_error(c));
+			ret = TOOL_FAIL;
+			continue;
+		}
+		back_all += back;
+		printf("sku %u/%u: %" PRId64 " sold by box %u, %" PRId64 " units back to the pool\n",
+		       l[i].activity_id, l[i].sku_id, sold, a->box, back);
+	}
+	printf("reclaimed: %" PRId64 " units back to the pool%s\n", back_all,
+	       a->accept_unknown ? " (--accept-unknown: orders after the applied LSN were not counted)" : "");
+out:
+	free(t.v);
+	free(l);
+	flash_central_close(c);
+	return ret;
+}
+
+int cmd_lease(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help",       no_argument,       NULL, 'h' },
+		{ "mysql",      required_argument, NULL, 'M' },
+		{ "activity",   required_argument, NULL, 'a' },
+		{ "sku",        required_argument, NULL, 's' },
+		{ "total",      required_argument, NULL, 't' },
+		{ "box",        required_argument, NULL, 'b' },
+		{ "stale-s",    required_argument, NULL, 'S' },
+		{ "force",      no_argument,       NULL, 'f' },
+		{ "wal",        required_argument, NULL, 'w' },
+		{ "box-mysql",  required_argument, NULL, 'B' },
+		{ "from-mysql-only", no_argument,  NULL, 'O' },
+		{ "accept-unknown",  no_argument,  NULL, 'U' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *cmd = argv[0];
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		lease_help(argc < 2 ? stderr : stdout);
+		return argc < 2 ? TOOL_USAGE : TOOL_OK;
+	}
+	const char *sub = argv[1];
+	if (strcmp(sub, "init") && strcmp(sub, "pool") && strcmp(sub, "status") && strcmp(sub, "fence") &&
+	    strcmp(sub, "reclaim"))
+		return tool_usage_err(cmd, "unknown subcommand '%s' (init, pool, status, fence, reclaim)", sub);
+	struct lease_args a = { .stale_s = 30 };
+	/* which options each subcommand takes: any other is a usage error */
+	static const struct { const char *sub, *opts; } allowed[] = {
+		{ "init", "M" }, { "pool", "Mast" }, { "status", "M" }, { "fence", "MbSf" },
+		{ "reclaim", "MbwBOU" },
+	};
+	const char *ok_opts = "";
+	for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+		if (!strcmp(allowed[i].sub, sub))
+			ok_opts = allowed[i].opts;
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc - 1, argv + 1, ":h", longopts, NULL)) != -1) {
+		if (c != 'h' && c != '?' && c != ':' && !strchr(ok_opts, c)) {
+			const char *name = "?";
+			for (size_t i = 0; longopts[i].name; i++)
+				if (longopts[i].val == c)
+					name = longopts[i].name;
+			return tool_usage_err(cmd, "%s does not take --%s", sub, name);
+		}
+		switch (c) {
+		case 'h':
+			lease_help(stdout);
+			return TOOL_OK;
+		case 'M':
+			a.urls = optarg;
+			break;
+		case 'a':
+			if (tool_opt_u32(cmd, "--activity", optarg, 1, UINT32_MAX, &a.activity) != 0)
+				return TOOL_USAGE;
+			break;
+		case 's':
+			if (tool_opt_u32(cmd, "--sku", optarg, 1, UINT32_MAX, &a.sku) != 0)
+				return TOOL_USAGE;
+			break;
+		case 't':
+			if (tool_opt_u64(cmd, "--total", optarg, 0, FLASH_UNITS_MAX, &a.total) != 0)
+				return TOOL_USAGE;
+			a.have_total = 1;
+			break;
+		case 'b':
+			if (tool_opt_u32(cmd, "--box", optarg, 1, FLASH_BOX_ID_MAX, &a.box) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'S':
+			if (tool_opt_u32(cmd, "--stale-s", optarg, 0, 86400, &a.stale_s) != 0)
+				return TOOL_USAGE;
+			break;
+		case 'f':
+			a.force = 1;
+			break;
+		case 'w':
+			a.wal = optarg;
+			break;
+		case 'B':
+			a.box_mysql = optarg;
+			break;
+		case 'O':
+			a.from_mysql_only = 1;
+			break;
+		case 'U':
+			a.accept_unknown = 1;
+			break;
+		default:
+			return tool_bad_option(cmd, c, argv + 1);
+		}
+	}
+	if (optind < argc - 1)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind + 1]);
+	if (a.urls && tool_opt_url_list(cmd, "--mysql", a.urls) != 0)
+		return TOOL_USAGE;
+	if (a.box_mysql && tool_opt_mysql_url(cmd, a.box_mysql) != 0)
+		return TOOL_USAGE;
+	if (!strcmp(sub, "init"))
+		return lease_init(cmd, &a);
+	if (!strcmp(sub, "pool"))
+		return lease_pool(cmd, &a);
+	if (!strcmp(sub, "status"))
+		return lease_status(cmd, &a);
+	if (!strcmp(sub, "fence"))
+		return lease_fence(cmd, &a);
+	return lease_reclaim(cmd, &a);
+}
