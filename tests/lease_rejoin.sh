@@ -16,7 +16,9 @@
 #    database that does not answer: its agent takes the stock out of the
 #    segment before it registers (nothing sellable while it cannot tell
 #    whether it was fenced); restarted with the right URL, it registers (not
-#    fenced) and puts the same stock back.
+#    fenced) and puts the same stock back; killed, fenced and its segment
+#    destroyed, `lease reclaim` says the segment is not here and that a
+#    rebuilt one is drained by its agent at start.
 set -u
 F=${1:?usage}; B=${2:?usage}
 : "${FLASH_MARIADB_DIR:?run through ctest (mysql_server_start)}"
@@ -142,5 +144,12 @@ for i in $(seq 400); do [ "$(avail 3 2)" = "$(held3)" ] && [ "$(held3)" -gt 0 ] 
 [ "$(avail 3 2)" = "$(held3)" ] || fail "box 3 registered but holds $(avail 3 2) units, its leases $(held3)"
 [ "$(avail 3 2)" -ge "$H3" ] || fail "box 3 holds $(avail 3 2) units, fewer than the $H3 it had"
 stop 3
+# its segment gone (a reboot): reclaim counts from the WAL and says that a
+# segment rebuilt from it is drained by its agent at start
+"$F" lease fence --mysql "$C" --box 3 --force >/dev/null || fail "fence box 3"
+"$F" destroy --name "$(seg 3)" >/dev/null || fail "destroy box 3's segment"
+"$F" lease reclaim --mysql "$C" --box 3 --wal "$T/wal3" >"$T/out" 2>&1 || fail "reclaim box 3"
+grep -q "box 3's segment is not on this machine" "$T/out" && grep -q 'drained by its agent' "$T/out" &&
+	grep -q 'sku 1/2: 2 sold by box 3' "$T/out" || fail "reclaim without the segment"
 sql "DROP DATABASE flash_central"
 echo "lease_rejoin: ok"
