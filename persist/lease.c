@@ -6,7 +6,7 @@
  *   2. Intent file     the one durable note of the operation in flight
  *   3. Skus and leases the agent's view of the segment and of its open leases
  *   4. Operations      take, return, drain (each: intent, local, central, clear)
- *   5. Start           register, finish the intent, or drain + reclaim when fenced
+ *   5. Start           drain, register, put back + finish the intent, or reclaim when fenced
  *   6. Loop            heartbeat, suspend/resume, refill, surplus, end of sale
  *   7. Thread, stats
  *
@@ -608,27 +608,44 @@ static void suspend(struct flash_lease *a)
 	}
 }
 
-/* Load back what a suspension (or a crash during one) took out: each 'd'
- * intent whose restock happened (total = before - k) is restocked +k. */
-static void resume(struct flash_lease *a)
+/*
+ * Load back what a suspension or a start (or a crash during either) took
+ * out: each 'd' intent whose restock happened (the sku's total reads before
+ * - k) is restocked +k; one whose restock never happened (total = before) is
+ * dropped.  Newest first: a later 'd' of the same sku was taken from the
+ * total the earlier one left, so undoing them in reverse order finds each
+ * one's "total after" exactly.  An intent whose restock fails stays.
+ */
+static void restore_drained(struct flash_lease *a)
 {
-	size_t keep = 0;
-	for (size_t i = 0; i < a->l_nit; i++) {
+	size_t n = a->l_nit;
+	int *keep = n ? calloc(n, sizeof *keep) : NULL;
+	if (n && !keep)
+		return;     /* stays drained; the next start or resume tries again */
+	for (size_t i = n; i-- > 0;) {
 		struct intent *t = &a->l_it[i];
 		if (t->it_op != 'd') {
-			a->l_it[keep++] = *t;
+			keep[i] = 1;
 			continue;
 		}
 		struct flash_sku_info si;
 		if (flash_sku_get(a->l_h, t->it_act, t->it_sku, &si) == FLASH_OK &&
 		    (int64_t)si.total == t->it_total - t->it_k &&
-		    restock(a, t->it_act, t->it_sku, t->it_k) != FLASH_OK) {
-			a->l_it[keep++] = *t;
-			continue;
-		}
+		    restock(a, t->it_act, t->it_sku, t->it_k) != FLASH_OK)
+			keep[i] = 1;
 	}
-	a->l_nit = keep;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (keep[i])
+			a->l_it[k++] = a->l_it[i];
+	free(keep);
+	a->l_nit = k;
 	(void)intent_save(a);
+}
+
+static void resume(struct flash_lease *a)
+{
+	restore_drained(a);
 	if (a->l_suspended)
 		llog(a, SERVE_LOG_INFO, "MariaDB answers again: selling resumes");
 	a->l_suspended = 0;
@@ -748,11 +765,74 @@ static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
 	return flash_central_register(a->l_c, a->l_o.box_id, 0, reg);
 }
 
+/*
+ * Before registering: take every sku's available stock out of the segment,
+ * each step noted as a 'd' intent (durable before its restock), so a
+ * restarted daemon leaves nothing sellable while it cannot tell whether its
+ * box was fenced and its leases returned for it (issue 14).  Registration
+ * then decides: not fenced, restore_drained() puts the same units back;
+ * fenced, start_fenced() counts sold = total - available (the drain lowered
+ * both) and drops the intents.  Rounds, because a buyer may sell between the
+ * read and the restock (that restock is refused and the next round takes
+ * what is left); each round costs one fdatasync of the intent file.
+ */
+static void start_drain(struct flash_lease *a)
+{
+	int64_t taken = 0;
+	size_t skus = 0;
+	for (int round = 0; round < 20; round++) {
+		size_t first = a->l_nit;
+		for (size_t i = 0; i < a->l_nsku; i++) {
+			struct lsku *k = &a->l_sku[i];
+			struct flash_sku_info si;
+			if (flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) != FLASH_OK || si.available == 0)
+				continue;
+			struct intent t = { .it_op = 'd', .it_act = k->ks_act, .it_sku = k->ks_sku,
+			                    .it_k = (int64_t)si.available, .it_total = (int64_t)si.total };
+			if (a->l_nit == a->l_capit) {
+				size_t cap = a->l_capit ? a->l_capit * 2 : 8;
+				void *p = realloc(a->l_it, cap * sizeof *a->l_it);
+				if (!p)
+					break;
+				a->l_it = p;
+				a->l_capit = cap;
+			}
+			a->l_it[a->l_nit++] = t;
+		}
+		if (a->l_nit == first)
+			break;
+		if (intent_save(a) != 0) {
+			a->l_nit = first;
+			llog(a, SERVE_LOG_ERROR, "cannot note the start drain: the segment's stock stays sellable"
+			     " until the box has registered");
+			return;
+		}
+		size_t keep = first;
+		for (size_t i = first; i < a->l_nit; i++) {
+			struct intent *t = &a->l_it[i];
+			if (restock(a, t->it_act, t->it_sku, -t->it_k) == FLASH_OK) {
+				taken += t->it_k;
+				skus++;
+				a->l_it[keep++] = *t;
+			}
+		}
+		if (keep != a->l_nit) {
+			/* refused (sold meanwhile): nothing left the segment */
+			a->l_nit = keep;
+			(void)intent_save(a);
+		}
+	}
+	if (taken)
+		llog(a, SERVE_LOG_INFO, "took %" PRId64 " units (%zu drains) out of the segment until box %u has"
+		     " registered", taken, skus, a->l_o.box_id);
+}
+
 static int agent_start(struct flash_lease *a)
 {
 	if (intent_load(a) != 0)
 		return FLASH_ESYS;
 	skus_scan(a);
+	start_drain(a);
 	struct flash_box_reg reg;
 	int rc;
 	while ((rc = flash_central_register(a->l_c, a->l_o.box_id, 1, &reg)) == FLASH_EMYSQL_RETRY && !stopping(a))
@@ -791,7 +871,10 @@ static int agent_start(struct flash_lease *a)
 		k->ks_l[k->ks_nl - 1].ll_sold = v[i].sold_at_close;
 	}
 	free(v);
-	/* the one take or return in flight, then what a suspension drained */
+	/* not fenced: what the start drain (and a suspension before the crash)
+	 * took out goes back first, so the segment's totals read as they did
+	 * when the interrupted take or return was noted; then that operation */
+	restore_drained(a);
 	for (size_t i = 0; i < a->l_nit; i++)
 		if (a->l_it[i].it_op != 'd' && (rc = finish_intent(a, &a->l_it[i])) != FLASH_OK) {
 			llog(a, SERVE_LOG_ERROR, "finishing the interrupted operation on lease %" PRIu64 ": %s",

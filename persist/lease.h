@@ -31,6 +31,16 @@
  *     returns what the box holds too (the leases stay open, adopted at the
  *     next start).
  *
+ * Start: before it registers, the agent takes every sku's available stock
+ * out of the segment (restock -available, each noted as an intent), so a
+ * restarted daemon leaves nothing sellable while it cannot yet tell whether
+ * the box was fenced and its leases reclaimed (returned for it: selling them
+ * would oversell).  Registered and not fenced, it puts the same units back;
+ * fenced, they stay out.  Buyers are still best admitted once the box has
+ * registered (flashstock_lease_epoch > 0 and not fenced in the metrics):
+ * the drain closes the window, the admission keeps orders from being
+ * refused meanwhile.
+ *
  * Crash safety: one operation at a time, each preceded by a durable intent
  * (WAL_DIR/lease.intent: written to a temporary file, fdatasync'd,
  * renamed) naming the lease id, the units and the sku's segment total

@@ -10,8 +10,9 @@
 #    by lease and LSN and returns nothing; with --accept-unknown it returns
 #    leased - 7;
 #  - box 2 (no applier) sells 5 and is killed -9: fenced; `reclaim --wal`
-#    returns leased - 5 from the WAL's sold count, once (a second run finds
-#    nothing); status shows 0 stranded and the pool adds up.
+#    returns leased - 5 (sold from its segment, found by the WAL's identity:
+#    tests/lease_rejoin.sh), once (a second run finds nothing); status shows
+#    0 stranded and the pool adds up.
 set -u
 F=${1:?usage}; B=${2:?usage}
 : "${FLASH_MARIADB_DIR:?run through ctest (mysql_server_start)}"

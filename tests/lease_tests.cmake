@@ -17,6 +17,17 @@ function(flash_lease_tests)
                          FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
                          ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR}")
   endif()
+  # issue 14: a fenced box whose leases were reclaimed sells nothing from
+  # them when it comes back, and a restarting agent leaves no stock sellable
+  # before it has registered
+  if(TARGET flashstock AND TARGET ops_buyer AND TEST mysql_server_start)
+    add_test(NAME lease_fenced_box_sells_nothing_from_reclaimed_leases
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/lease_rejoin.sh $<TARGET_FILE:flashstock>
+                     $<TARGET_FILE:ops_buyer>)
+    set_tests_properties(lease_fenced_box_sells_nothing_from_reclaimed_leases PROPERTIES TIMEOUT 300
+                         FIXTURES_REQUIRED mariadb RESOURCE_LOCK mariadb
+                         ENVIRONMENT "FLASH_MARIADB_DIR=${FLASH_TEST_MARIADB_DIR}")
+  endif()
   # the central statements on the private Galera cluster: the node in use
   # killed under takes (tests/galera_tests.cmake requires its tools)
   if(TARGET test_galera_lease AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/galera.sh)

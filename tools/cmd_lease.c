@@ -7,7 +7,7 @@
  *   lease pool    --mysql URLS --activity A --sku S --total N
  *   lease status  --mysql URLS
  *   lease fence   --mysql URLS --box N [--stale-s S] [--force]
- *   lease reclaim --mysql URLS --box N --wal DIR [--box-mysql URL]
+ *   lease reclaim --mysql URLS --box N --wal DIR [--name SEG] [--box-mysql URL]
  *   lease reclaim --mysql URLS --box N --from-mysql-only [--box-mysql URL] [--accept-unknown]
  *
  * Every change is one of lease_sql.c's conditional statements: a refusal
@@ -15,10 +15,12 @@
  */
 #include "tool.h"
 
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mysql.h>
 
@@ -48,12 +50,17 @@ static void lease_help(FILE *out)
 	        "                       younger than S seconds (default 30; the box stops\n"
 	        "                       selling by itself after 3 missed heartbeats); --force\n"
 	        "                       drops that condition\n"
-	        "  reclaim --box N --wal DIR [--box-mysql URL]\n"
+	        "  reclaim --box N --wal DIR [--name SEG] [--box-mysql URL]\n"
 	        "                       give a fenced box's unsold units back: sold per sku is\n"
 	        "                       read from its WAL (DIR; no serve may hold it), applied\n"
 	        "                       first to its database when --box-mysql is given, and\n"
 	        "                       each fenced lease is closed with its unsold rest going\n"
-	        "                       back to the pool.  Idempotent by lease id\n"
+	        "                       back to the pool.  Idempotent by lease id.  When the\n"
+	        "                       box's segment is on this machine (--name SEG, or the\n"
+	        "                       segment the WAL's identity names), the reclaimed skus'\n"
+	        "                       stock is first taken out of it, so nothing returned\n"
+	        "                       can be sold there, and sold is the segment's own\n"
+	        "                       figure (it includes orders not yet in the WAL)\n"
 	        "  reclaim --box N --from-mysql-only [--box-mysql URL] [--accept-unknown]\n"
 	        "                       only MariaDB is left: sold is what the box's database\n"
 	        "                       (default flash_box<N> next to flash_central) has\n"
@@ -65,7 +72,7 @@ static void lease_help(FILE *out)
 }
 
 struct lease_args {
-	const char *urls, *wal, *box_mysql;
+	const char *urls, *wal, *box_mysql, *name;
 	uint32_t    activity, sku, box, stale_s;
 	uint64_t    total;
 	int         have_total, force, from_mysql_only, accept_unknown;
@@ -303,6 +310,91 @@ static int box_url(const struct lease_args *a, char *out, size_t cap)
 	return 0;
 }
 
+/*
+ * The box's segment on this machine, writable: --name, or else the segment
+ * in /dev/shm whose incarnation is the WAL's (each candidate validated
+ * read-only first: no slot is taken in a segment that is not the box's).
+ * @return FLASH_OK (*out set); FLASH_ENOSEG (not on this machine: *out
+ *         NULL); FLASH_EWAL_IDENT (--name is another incarnation's
+ *         segment); another flash_open() code for --name.
+ */
+static int box_segment(const struct lease_args *a, uint64_t incarnation, flash_t **out, char *name,
+                       size_t cap)
+{
+	*out = NULL;
+	if (a->name) {
+		snprintf(name, cap, "%s", a->name);
+		flash_t *h;
+		int rc = flash_open(a->name, 0, &h);
+		if (rc != FLASH_OK)
+			return rc;
+		struct flash_ident id;
+		if (incarnation && (flash_ident_get(h, &id) != FLASH_OK || id.incarnation != incarnation)) {
+			flash_close(h);
+			return FLASH_EWAL_IDENT;
+		}
+		*out = h;
+		return FLASH_OK;
+	}
+	if (!incarnation)
+		return FLASH_ENOSEG;
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || (e->d_type != DT_REG && e->d_type != DT_UNKNOWN))
+			continue;
+		snprintf(name, cap, "/%s", e->d_name);
+		flash_t *h;
+		struct flash_ident id;
+		if (flash_open(name, FLASH_RDONLY, &h) != FLASH_OK)
+			continue;
+		found = flash_ident_get(h, &id) == FLASH_OK && id.incarnation == incarnation;
+		flash_close(h);
+	}
+	if (d)
+		closedir(d);
+	if (!found)
+		return FLASH_ENOSEG;
+	return flash_open(name, 0, out);
+}
+
+/*
+ * Take every available unit of (act, sku) out of the box's segment: restock
+ * -available until it reads 0 (a buyer still attached may sell between the
+ * read and the restock: that restock is refused, the next reads again).  A
+ * full ring (no serve drains it) is waited out for at most 5 s; in sync
+ * durability a restock not yet durable (FLASH_EFATE_UNKNOWN) is done in
+ * memory and reaches the WAL when the box's serve next runs.
+ * @param[out] taken  units taken out; *sold: total - available after
+ * @return FLASH_OK; FLASH_ENOT_FOUND (the sku is not in the segment);
+ *         FLASH_EBUSY; another flash_restock() code.
+ */
+static int segment_drain(flash_t *h, uint32_t act, uint32_t sku, int64_t *taken, int64_t *sold)
+{
+	*taken = 0;
+	for (int i = 0; i < 5000; i++) {
+		struct flash_sku_info si;
+		int rc = flash_sku_get(h, act, sku, &si);
+		if (rc != FLASH_OK)
+			return rc;
+		if (si.available == 0) {
+			*sold = (int64_t)si.total;
+			return FLASH_OK;
+		}
+		rc = flash_restock(h, act, sku, -(int64_t)si.available);
+		if (rc == FLASH_OK || rc == FLASH_EFATE_UNKNOWN) {
+			*taken += (int64_t)si.available;
+		} else if (rc == FLASH_EBUSY) {
+			struct timespec ts = { 0, 1000000L };
+			nanosleep(&ts, NULL);
+		} else if (rc != FLASH_ESOLD_OUT) {
+			return rc;
+		}
+	}
+	return FLASH_EBUSY;
+}
+
 static int lease_reclaim(const char *cmd, const struct lease_args *a)
 {
 	if (!a->box)
@@ -311,6 +403,8 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		return tool_usage_err(cmd, "reclaim needs exactly one of --wal DIR and --from-mysql-only");
 	if (a->accept_unknown && !a->from_mysql_only)
 		return tool_usage_err(cmd, "--accept-unknown goes with --from-mysql-only");
+	if (a->name && !a->wal)
+		return tool_usage_err(cmd, "--name SEG goes with --wal DIR");
 	flash_central_t *c;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
@@ -331,6 +425,8 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 	char burl[1200];
 	int ret = TOOL_FAIL;
 	uint64_t applied = 0;
+	flash_t *seg = NULL;
+	char segname[512] = "";
 	if (a->wal) {
 		int lk = wal_dir_lock(a->wal);
 		if (lk < 0) {
@@ -340,15 +436,61 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 			goto out;
 		}
 		struct wal_replay_report rep;
+		struct wal_ident wi = { 0 };
 		int wrc = wal_replay(a->wal, 0, sold_frame, &t, 0, &rep);
-		wal_dir_unlock(lk);
 		if (t.oom || (wrc != WAL_OK && !rep.torn)) {
+			wal_dir_unlock(lk);
 			fprintf(stderr, "flashstock lease reclaim: the WAL %s cannot be read to its end (%s at %s"
 			        " offset %" PRIu64 "); nothing changed\n", a->wal, flash_strerror(wrc), rep.file,
 			        rep.offset);
 			goto out;
 		}
-		if (rep.first_lsn > 1) {
+		(void)wal_ident(a->wal, &wi);
+		int src = box_segment(a, wi.wi_incarnation, &seg, segname, sizeof segname);
+		if (src != FLASH_OK && (a->name || src != FLASH_ENOSEG)) {
+			wal_dir_unlock(lk);
+			fprintf(stderr, "flashstock lease reclaim: --name %s: %s; nothing changed\n", segname,
+			        src == FLASH_EWAL_IDENT ? "that segment is not the one this WAL belongs to"
+			                                : flash_strerror(src));
+			goto out;
+		}
+		/* the box's segment is here: nothing returned may stay sellable in
+		 * it, and its figures count every order, the ones not yet in the WAL
+		 * too.  Taken out under the WAL lock: no serve of the box runs. */
+		for (size_t i = 0; seg && i < nl; i++) {
+			struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
+			if (!s) {
+				wal_dir_unlock(lk);
+				fprintf(stderr, "flashstock lease reclaim: out of memory; nothing changed\n");
+				goto out;
+			}
+			if (s->last_lsn == UINT64_MAX)
+				continue;       /* this sku is drained already */
+			int64_t taken = 0, sold = 0;
+			int drc = segment_drain(seg, l[i].activity_id, l[i].sku_id, &taken, &sold);
+			if (drc == FLASH_ENOT_FOUND)
+				continue;       /* not in the segment: the WAL's figure */
+			if (drc != FLASH_OK) {
+				wal_dir_unlock(lk);
+				fprintf(stderr, "flashstock lease reclaim: taking sku %u/%u out of segment %s: %s%s;"
+				        " nothing returned\n", l[i].activity_id, l[i].sku_id, segname, flash_strerror(drc),
+				        drc == FLASH_EBUSY ? " (its ring is full: start the box's serve, whose agent"
+				        " reclaims at start)" : "");
+				goto out;
+			}
+			printf("segment %s: %" PRId64 " units of sku %u/%u taken out (nothing can be sold from it);"
+			       " sold by its figures %" PRId64 ", in the WAL %" PRId64 " (the rest reaches the WAL"
+			       " when the box's serve next runs)\n", segname, taken, l[i].activity_id, l[i].sku_id,
+			       sold, s->sold);
+			s->sold = sold;
+			s->last_lsn = UINT64_MAX;
+		}
+		wal_dir_unlock(lk);
+		if (!seg)
+			printf("box %u's segment is not on this machine (gone, e.g. after a reboot): sold is the"
+			       " WAL's figure; a segment rebuilt from this WAL is drained by its agent (serve"
+			       " --lease) at start, before it registers\n", a->box);
+		if (rep.first_lsn > 1 && !seg) {
 			fprintf(stderr, "flashstock lease reclaim: the WAL %s starts at LSN %" PRIu64 " (older files"
 			        " went behind a snapshot): the units sold before it are not in it; nothing changed."
 			        "  Restart the box's serve (it reclaims from its segment), or use"
@@ -449,6 +591,8 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 	printf("reclaimed: %" PRId64 " units back to the pool%s\n", back_all,
 	       a->accept_unknown ? " (--accept-unknown: orders after the applied LSN were not counted)" : "");
 out:
+	if (seg)
+		flash_close(seg);
 	free(t.v);
 	free(l);
 	flash_central_close(c);
@@ -470,6 +614,7 @@ int cmd_lease(int argc, char **argv)
 		{ "box-mysql",  required_argument, NULL, 'B' },
 		{ "from-mysql-only", no_argument,  NULL, 'O' },
 		{ "accept-unknown",  no_argument,  NULL, 'U' },
+		{ "name",       required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -485,7 +630,7 @@ int cmd_lease(int argc, char **argv)
 	/* which options each subcommand takes: any other is a usage error */
 	static const struct { const char *sub, *opts; } allowed[] = {
 		{ "init", "M" }, { "pool", "Mast" }, { "status", "M" }, { "fence", "MbSf" },
-		{ "reclaim", "MbwBOU" },
+		{ "reclaim", "MbwBOUn" },
 	};
 	const char *ok_opts = "";
 	for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
@@ -544,6 +689,9 @@ int cmd_lease(int argc, char **argv)
 			break;
 		case 'U':
 			a.accept_unknown = 1;
+			break;
+		case 'n':
+			a.name = optarg;
 			break;
 		default:
 			return tool_bad_option(cmd, c, argv + 1);
