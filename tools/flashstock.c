@@ -20,6 +20,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "reconcile", cmd_reconcile, "compare segment, WAL and MySQL; exit 1 on any difference" },
 	{ "top",     cmd_top,     "live view of a sale: orders/s, refusals, latency, stock, lag" },
 	{ "feed",    cmd_feed,    "read durable records as a named consumer, list consumers; --to amqp://: RabbitMQ" },
+	{ "soak",    cmd_soak,    "months of daily sales on a shifted clock, in fixed memory, checked" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 

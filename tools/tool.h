@@ -43,7 +43,8 @@ int cmd_bench(int argc, char **argv);   /* bench/cmd_bench.c (library flashstock
 int cmd_reconcile(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_feed(int argc, char **argv);
-int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
+int cmd_feed_to(int argc, char **argv);
+int cmd_soak(int argc, char **argv);     /* tools/cmd_soak.c (+ soak_*.c) */  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
 
 /* ---- messages ---------------------------------------------------------- */
 
