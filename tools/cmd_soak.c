@@ -118,6 +118,11 @@ static void soak_help(FILE *out)
 	        "                      0: never)\n"
 	        "  --kill-pct P        %% of buyer processes killed each day (default 25)\n"
 	        "  --mysql-fixture PATH  the MariaDB fixture (default: found as `demo` does)\n"
+	        "  --inject F[,F..]    plant faults to prove the checks catch them (the soak's\n"
+	        "                      own test; the run then exits 1): lost-ack (an\n"
+	        "                      acknowledged order the WAL never saw), mysql-stock (a\n"
+	        "                      unit appears in MariaDB), retry (a retry expected to\n"
+	        "                      answer another order than it did)\n"
 	        "\n"
 	        "Speed: about 3 s a simulated day with the defaults on 2 cores (30 days in\n"
 	        "under 2 minutes; 365 days in under 20).\n"
@@ -129,7 +134,7 @@ static void soak_help(FILE *out)
 static int soak_parse(int argc, char **argv, struct soak_opts *so)
 {
 	enum { O_DAYS = 256, O_SEED, O_OUT, O_PLOT, O_BUYERS, O_OPD, O_USERS, O_RESTART, O_KILL,
-	       O_FIXTURE };
+	       O_FIXTURE, O_INJECT };
 	static const struct option longopts[] = {
 		{ "help",           no_argument,       NULL, 'h' },
 		{ "days",           required_argument, NULL, O_DAYS },
@@ -142,6 +147,7 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 		{ "restart-every",  required_argument, NULL, O_RESTART },
 		{ "kill-pct",       required_argument, NULL, O_KILL },
 		{ "mysql-fixture",  required_argument, NULL, O_FIXTURE },
+		{ "inject",         required_argument, NULL, O_INJECT },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct soak_cfg *c = &so->cfg;
@@ -193,6 +199,22 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 		case O_FIXTURE:
 			so->fixture = optarg;
 			break;
+		case O_INJECT: {
+			char buf[256], *save = NULL, *t;
+			snprintf(buf, sizeof buf, "%s", optarg);
+			for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (strcmp(t, "lost-ack") == 0)
+					c->inject |= SOAK_INJECT_LOST_ACK;
+				else if (strcmp(t, "mysql-stock") == 0)
+					c->inject |= SOAK_INJECT_MYSQL_STOCK;
+				else if (strcmp(t, "retry") == 0)
+					c->inject |= SOAK_INJECT_RETRY;
+				else
+					return tool_usage_err(cmd, "--inject: '%s' is not lost-ack, mysql-stock "
+					                      "or retry", t);
+			}
+			break;
+		}
 		default:
 			return tool_bad_option(cmd, ch, argv);
 		}
@@ -716,6 +738,8 @@ static int soak_inner_setup(struct soak_run *r)
 	if (soak_clock_set(&r->clock, soak_day_ns(c, 0)) != 0)
 		return TOOL_FAIL;
 
+	if (mkdir(r->so.out_dir, 0755) != 0 && errno != EEXIST)
+		return tool_failf("soak: make --out %s: %s", r->so.out_dir, strerror(errno));
 	r->data = fopen(r->data_path, "w");
 	if (!r->data)
 		return tool_failf("soak: write %s: %s", r->data_path, strerror(errno));
@@ -1214,6 +1238,52 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	return ok ? TOOL_OK : TOOL_FAIL;
 }
 
+/* --inject lost-ack, retry: wrong claims about outcomes, which the checks
+ * must catch (mysql-stock is planted by soak_check_run). */
+static int soak_inject(struct soak_run *r)
+{
+	size_t i;
+
+	for (i = r->log.n; i-- > 0;) {
+		struct soak_out o = r->log.so[i];
+		if (o.so_kind != SOAK_OUT_ORDER || o.so_rc != FLASH_OK)
+			continue;
+		if (r->cfg->inject & SOAK_INJECT_RETRY) {
+			o.so_order_no++;        /* "its first outcome was the next order" */
+			soak_retry(r, &o, o.so_day, 1);
+			o.so_order_no--;
+		}
+		if (r->cfg->inject & SOAK_INJECT_LOST_ACK) {
+			o.so_order_no += 1ull << 40;   /* a number no order has */
+			if (soak_log_add(&r->log, &o) != 0)
+				return tool_fail("soak: --inject", FLASH_ENOMEM);
+			r->acked_total++;
+		}
+		return TOOL_OK;
+	}
+	return tool_failf("soak: --inject: no acknowledged order to plant a fault on");
+}
+
+/* The daemon's last lines, after a failure (the directory goes with the run). */
+static void soak_log_tail(const struct soak_run *r)
+{
+	char buf[4096];
+	ssize_t n;
+	off_t size;
+	int fd = open(r->log_path, O_RDONLY);
+
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	lseek(fd, size > (off_t)sizeof buf - 1 ? size - (off_t)sizeof buf + 1 : 0, SEEK_SET);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	fprintf(stderr, "soak: the daemon's log ends with:\n%s\n", buf);
+}
+
 static int soak_inner(struct soak_opts *so, const char *dir)
 {
 	struct soak_run r;
@@ -1238,17 +1308,18 @@ static int soak_inner(struct soak_opts *so, const char *dir)
 		if (rc == TOOL_OK && soak_signal)
 			rc = tool_failf("soak: interrupted by signal %d", (int)soak_signal);
 	}
+	if (rc == TOOL_OK && r.cfg->inject)
+		rc = soak_inject(&r);
 	if (rc == TOOL_OK)
 		rc = soak_daemon_stop(&r);
 	if (rc == TOOL_OK) {
 		fprintf(stderr, "soak: checking the records ...\n");
-		rc = soak_check_run(r.h, r.wal_dir, r.url, &r.log, &v);
+		rc = soak_check_run(r.h, r.wal_dir, r.url, &r.log, r.cfg->inject, &v);
 	}
 	if (rc == TOOL_OK)
 		rc = soak_report(&r, &v, (double)(tool_monotonic_ns() - t0) / 1e9);
-	if (rc != TOOL_OK && rc != TOOL_USAGE)
-		fprintf(stderr, "soak: the daemon's log is %s (removed with the directory)\n",
-		        r.log_path);
+	if (rc != TOOL_OK && rc != TOOL_USAGE && !r.cfg->inject)
+		soak_log_tail(&r);
 	soak_inner_teardown(&r);
 	return rc;
 }

@@ -71,9 +71,15 @@ struct soak_cfg {
 	uint32_t restart_every;   /* the daemon is killed (SIGKILL) and restarted every N days */
 	uint32_t kill_pct;        /* % of buyer processes killed (SIGKILL) during a day */
 	int64_t  base_s;          /* simulated day 0, midnight UTC (CLOCK_REALTIME s) */
+	uint32_t inject;          /* --inject: SOAK_INJECT_* (the soak's own test) */
 	const char *dir;          /* the private directory */
 	const char *name;         /* the segment */
 };
+
+/* Faults --inject plants, each to prove one check can fail (tests/soak_tests.cmake). */
+#define SOAK_INJECT_LOST_ACK    0x1u  /* an acknowledged order the WAL never saw */
+#define SOAK_INJECT_MYSQL_STOCK 0x2u  /* one unit more available in MariaDB than sold allows */
+#define SOAK_INJECT_RETRY       0x4u  /* a retry whose first outcome was another order */
 
 /* Start of day @p day's traffic, CLOCK_REALTIME ns (shifted). */
 static inline int64_t soak_day_ns(const struct soak_cfg *c, uint32_t day)
@@ -170,6 +176,6 @@ struct soak_verdict {
 /* Run every check.  @return TOOL_OK when it could compare (figures in
  * @p v), TOOL_FAIL when a witness could not be read. */
 int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
-                   const struct soak_log *log, struct soak_verdict *v);
+                   const struct soak_log *log, uint32_t inject, struct soak_verdict *v);
 
 #endif /* FLASH_TOOLS_SOAK_H */

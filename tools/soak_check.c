@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mysql.h>
+
 #include "mysql_apply.h"
 #include "reconcile.h"
 #include "reconcile_sql.h"
@@ -307,7 +309,8 @@ static int soak_sql_order(void *arg, const struct flash_sql_order *so)
 	return 0;
 }
 
-static int soak_check_mysql(struct soak_wal *w, flash_mysql_t *m, const char *wal_dir)
+static int soak_check_mysql(struct soak_wal *w, flash_mysql_t *m, const char *wal_dir,
+                            uint32_t inject)
 {
 	struct soak_verdict *v = w->v;
 	struct flash_apply_result tot;
@@ -322,6 +325,12 @@ static int soak_check_mysql(struct soak_wal *w, flash_mysql_t *m, const char *wa
 	if (rc != FLASH_OK)
 		return tool_failf("soak: catch MariaDB up with the WAL: %s (WAL: %s)",
 		                  flash_mysql_strerror(rc), flash_strerror(wrc));
+	if ((inject & SOAK_INJECT_MYSQL_STOCK) &&
+	    mysql_query(flash_mysql_conn(m),
+	                "UPDATE item_stock SET available = available + 1, total = total + 1 "
+	                "ORDER BY activity_id, sku_id "
+	                "LIMIT 1") != 0)
+		return tool_failf("soak: --inject mysql-stock: %s", mysql_error(flash_mysql_conn(m)));
 	if ((rc = flash_sql_totals_get(m, &t)) != FLASH_OK)
 		return tool_failf("soak: MariaDB totals: %s", flash_mysql_strerror(rc));
 	v->mysql_conflicts = t.conflicts;
@@ -462,7 +471,7 @@ static void soak_check_acked(struct soak_wal *w, const struct soak_log *log)
 }
 
 int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
-                   const struct soak_log *log, struct soak_verdict *v)
+                   const struct soak_log *log, uint32_t inject, struct soak_verdict *v)
 {
 	struct soak_wal w;
 	struct wal_replay_report rep;
@@ -505,7 +514,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 		tool_failf("soak: connect to the private MariaDB: %s", flash_mysql_strerror(rc));
 		goto out;
 	}
-	if (soak_check_mysql(&w, m, wal_dir) != TOOL_OK)
+	if (soak_check_mysql(&w, m, wal_dir, inject) != TOOL_OK)
 		goto out;
 	soak_check_acked(&w, log);
 	if (soak_check_reconcile(v, h, m, wal_dir) != TOOL_OK)
