@@ -114,8 +114,10 @@ struct soak_proc {
 	uint64_t sp_calls __attribute__((aligned(64)));  /* flash_order calls */
 	uint64_t sp_acked;          /* FLASH_OK on a new request */
 	uint64_t sp_sold_out, sp_limit, sp_ended_ok;
-	uint64_t sp_retries;        /* same request id sent again at once */
-	uint64_t sp_retry_ok;       /* ... answered with the first outcome */
+	uint64_t sp_retries;        /* same request id sent again at once, answered */
+	uint64_t sp_retry_ok;       /* ... with the first outcome */
+	uint64_t sp_retry_bad;      /* ... with anything else (a kill between the counts
+	                               leaves retries and retry_ok apart: this one decides) */
 	uint64_t sp_cancels;        /* flash_cancel OK, every unit returned */
 	uint64_t sp_cancel_twice_ok;
 	uint64_t sp_token_reuse, sp_token_reuse_ok;  /* a used token refused (FLASH_EBAD_TOKEN) */

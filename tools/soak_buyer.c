@@ -228,21 +228,23 @@ static void soak_attempt(struct soak_buyer *b, uint64_t r)
 
 	/* the same request again at once: the first outcome */
 	if ((r >> 44) % 10 == 0) {
-		b->p->sp_retries++;
 		int rc2 = soak_order(b, &q, &res2);
-		if (soak_retry_ok(SOAK_RETRY_FIRST, rc2, &res2, rc, o.so_order_no))
+		b->p->sp_retries++;
+		if (soak_retry_ok(SOAK_RETRY_FIRST, rc2, &res2, rc, o.so_order_no)) {
 			b->p->sp_retry_ok++;
-		else
+		} else {
+			b->p->sp_retry_bad++;
 			soak_bad(b, rc2, "retry of request %llx (first %s, order %llu): first_rc %s, "
 			         "order %llu", (unsigned long long)q.request_id, flash_rcname(rc),
 			         (unsigned long long)o.so_order_no, flash_rcname(res2.first_rc),
 			         (unsigned long long)res2.order_no);
+		}
 	}
 	/* a used token offered again, as a new request: refused */
 	if (kind == SOAK_KIND_TOKEN && (r >> 48) % 20 == 0) {
-		b->p->sp_token_reuse++;
 		q.request_id = soak_mint_request_id(&b->ids);
 		int rc3 = soak_order(b, &q, &res2);
+		b->p->sp_token_reuse++;
 		if (rc3 == FLASH_EBAD_TOKEN)
 			b->p->sp_token_reuse_ok++;
 		else

@@ -82,13 +82,16 @@ uint64_t soak_mint_request_id(struct soak_idgen *g)
 	return ((uint64_t)(g->day + 1u) << 36) | ((uint64_t)g->proc << 28) | (g->seq & 0xfffffffu);
 }
 
-enum soak_retry_expect soak_retry_expect(int64_t age_s)
+enum soak_retry_expect soak_retry_expect(uint64_t request_id, int64_t age_s)
 {
 	/* at merge:
-	 *   if (age_s < 86400) return SOAK_RETRY_FIRST;
-	 *   if (age_s >= 2 * 86400) return SOAK_RETRY_EXPIRED;
+	 *   int64_t made_ms = (int64_t)(request_id >> 16);
+	 *   int64_t age_ms = tool_realtime_ns() / 1000000 - made_ms;
+	 *   if (age_ms < (86400 - 60) * 1000LL) return SOAK_RETRY_FIRST;
+	 *   if (age_ms > (86400 + 60) * 1000LL) return SOAK_RETRY_EXPIRED;
 	 *   return SOAK_RETRY_EITHER;
 	 */
+	(void)request_id;
 	(void)age_s;
 	return SOAK_RETRY_FIRST;
 }

@@ -65,17 +65,19 @@ struct soak_idgen {
  * bits is what the window is measured on. */
 uint64_t soak_mint_request_id(struct soak_idgen *g);
 
-/* What a retry of a request made @p age_s (shifted) seconds ago must answer. */
+/* What a retry of request @p request_id, made about @p age_s (shifted)
+ * seconds ago, must answer. */
 enum soak_retry_expect {
 	SOAK_RETRY_FIRST   = 0,   /* FLASH_EDUPLICATE with the first outcome */
 	SOAK_RETRY_EXPIRED = 1,   /* FLASH_EREQ_EXPIRED */
-	SOAK_RETRY_EITHER  = 2    /* between the window and twice it: either */
+	SOAK_RETRY_EITHER  = 2    /* near the window's edge: either */
 };
 
 /* Today: always the first outcome (ids are remembered for the segment's
- * life).  At merge: FIRST below req_window_s, EXPIRED at or above twice it,
- * EITHER between. */
-enum soak_retry_expect soak_retry_expect(int64_t age_s);
+ * life).  At merge: the age from the id's own time (bits 63..16, ms) against
+ * the clock now: FIRST below req_window_s - 60 s, EXPIRED above
+ * req_window_s + 60 s, EITHER between. */
+enum soak_retry_expect soak_retry_expect(uint64_t request_id, int64_t age_s);
 
 /* Does @p rc answer a retry as @p e allows (first outcome @p first_rc,
  * @p first_order)?  res is the retry's result. */
