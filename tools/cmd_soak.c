@@ -1231,9 +1231,11 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	                "%llu unexpected answers, %u buyer processes failed%s%s",
 	                (unsigned long long)r->unexpected, r->proc_failures,
 	                r->first_bad[0] ? "; first: " : "", r->first_bad);
-	ok &= soak_line("one clock", r->clock_bad == 0,
-	                "the daemon's log time matched the soak's shifted clock %u/%u times%s%s",
-	                r->clock_checks - r->clock_bad, r->clock_checks,
+	ok &= soak_line("one clock", r->clock_bad == 0 && v->acked_wrong_day == 0,
+	                "the daemon's log time matched the soak's shifted clock %u/%u times; "
+	                "acknowledged orders of another business day than their simulated day's: "
+	                "%llu%s%s", r->clock_checks - r->clock_bad, r->clock_checks,
+	                (unsigned long long)v->acked_wrong_day,
 	                r->clock_problem[0] ? "; " : "", r->clock_problem);
 	if (v->first[0])
 		printf("first finding: %s\n", v->first);
@@ -1320,7 +1322,8 @@ static int soak_inner(struct soak_opts *so, const char *dir)
 		rc = soak_daemon_stop(&r);
 	if (rc == TOOL_OK) {
 		fprintf(stderr, "soak: checking the records ...\n");
-		rc = soak_check_run(r.h, r.wal_dir, r.url, &r.log, r.cfg->inject, &v);
+		rc = soak_check_run(r.h, r.wal_dir, r.url, &r.log, r.cfg->inject,
+		                    r.cfg->base_s / SOAK_DAY_S, &v);
 	}
 	if (rc == TOOL_OK)
 		rc = soak_report(&r, &v, (double)(tool_monotonic_ns() - t0) / 1e9);

@@ -169,15 +169,19 @@ struct soak_verdict {
 	uint64_t over_limit_wal;    /* limit keys held more than K times, at any point */
 	uint64_t over_limit_mysql;  /* rows of flash_sql_users_over_limit */
 	uint64_t acked, acked_not_once_wal, acked_not_once_mysql, acked_mismatch;
+	uint64_t acked_wrong_day;   /* acknowledged orders whose business day (the engine's, from
+	                               the buyer's clock) is not their simulated day's */
 	uint64_t wal_dup_orders;    /* order numbers with two ORDER records */
 	uint64_t mysql_orders, mysql_not_in_wal, mysql_conflicts;
 	uint64_t reconcile_diffs;
 	char     first[240];
 };
 
-/* Run every check.  @return TOOL_OK when it could compare (figures in
+/* Run every check (@p base_day: simulated day 0 as days since the epoch).
+ * @return TOOL_OK when it could compare (figures in
  * @p v), TOOL_FAIL when a witness could not be read. */
 int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
-                   const struct soak_log *log, uint32_t inject, struct soak_verdict *v);
+                   const struct soak_log *log, uint32_t inject, int64_t base_day,
+                   struct soak_verdict *v);
 
 #endif /* FLASH_TOOLS_SOAK_H */

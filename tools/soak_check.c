@@ -119,7 +119,7 @@ struct soak_wsku {
 
 struct soak_word {           /* per order number, as the WAL has it */
 	uint64_t user, request_id;
-	uint32_t act, sku, qty;
+	uint32_t act, sku, qty, biz_day;
 	uint8_t  orders, cancels, mysql, mysql_cancelled;
 };
 
@@ -257,6 +257,7 @@ static int soak_wal_frame(void *arg, uint64_t lsn, uint16_t type, const void *pa
 		o->act = r->activity_id;
 		o->sku = r->sku_id;
 		o->qty = r->qty;
+		o->biz_day = r->biz_day;
 		if ((held = soak_wal_limit(w, r, &k)) == NULL) {
 			v->over_limit_wal++;
 			soak_first(v, "order %llu of unknown activity %u", (unsigned long long)r->order_no,
@@ -428,7 +429,7 @@ static int soak_check_reconcile(struct soak_verdict *v, flash_t *h, flash_mysql_
 
 /* ---- every acknowledged order ------------------------------------------- */
 
-static void soak_check_acked(struct soak_wal *w, const struct soak_log *log)
+static void soak_check_acked(struct soak_wal *w, const struct soak_log *log, int64_t base_day)
 {
 	struct soak_verdict *v = w->v;
 	size_t i;
@@ -454,6 +455,14 @@ static void soak_check_acked(struct soak_wal *w, const struct soak_log *log)
 				soak_first(v, "acknowledged order %llu differs from its WAL record",
 				           (unsigned long long)so->so_order_no);
 			}
+			/* every activity has day_offset_s 0: the business day is the UTC
+			 * day of the buyer's (shifted) clock when it ordered */
+			if ((int64_t)o->biz_day != base_day + so->so_day) {
+				v->acked_wrong_day++;
+				soak_first(v, "acknowledged order %llu of simulated day %u has business day "
+				           "%u, not %lld", (unsigned long long)so->so_order_no, so->so_day,
+				           o->biz_day, (long long)(base_day + so->so_day));
+			}
 			if (o->mysql != 1) {
 				v->acked_not_once_mysql++;
 				soak_first(v, "acknowledged order %llu is %u times in MariaDB",
@@ -471,7 +480,8 @@ static void soak_check_acked(struct soak_wal *w, const struct soak_log *log)
 }
 
 int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
-                   const struct soak_log *log, uint32_t inject, struct soak_verdict *v)
+                   const struct soak_log *log, uint32_t inject, int64_t base_day,
+                   struct soak_verdict *v)
 {
 	struct soak_wal w;
 	struct wal_replay_report rep;
@@ -516,7 +526,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 	}
 	if (soak_check_mysql(&w, m, wal_dir, inject) != TOOL_OK)
 		goto out;
-	soak_check_acked(&w, log);
+	soak_check_acked(&w, log, base_day);
 	if (soak_check_reconcile(v, h, m, wal_dir) != TOOL_OK)
 		goto out;
 	ret = TOOL_OK;
