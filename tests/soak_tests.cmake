@@ -11,6 +11,12 @@ if(TARGET flashstock AND NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
                    --out ${CMAKE_CURRENT_BINARY_DIR}/soak_30d
                    --plot ${CMAKE_CURRENT_BINARY_DIR}/soak_30d/fill.png)
   set_tests_properties(soak_30d PROPERTIES LABELS soak TIMEOUT 300)
+  # 10 days in sync durability: every acknowledgement waits for the
+  # fdatasync that covers it, also across the daemon's kill and restart
+  add_test(NAME soak_10d_sync
+           COMMAND $<TARGET_FILE:flashstock> soak --days 10 --durability sync --seed 7
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/soak_10d_sync)
+  set_tests_properties(soak_10d_sync PROPERTIES LABELS soak TIMEOUT 300)
   # the checks are not vacuous: a lost acknowledged order, a unit that
   # appears in MariaDB and a retry answered with another order each make
   # their check FAIL (and only those), and the run exit 1

@@ -73,7 +73,8 @@ static void soak_help(FILE *out)
 	fprintf(out,
 	        "usage: flashstock soak --days N [--seed S] [--out DIR] [--plot FILE]\n"
 	        "                       [--buyers B] [--orders-per-day K] [--users U]\n"
-	        "                       [--restart-every D] [--kill-pct P] [--mysql-fixture PATH]\n"
+	        "                       [--restart-every D] [--kill-pct P] [--durability sync|async]\n"
+	        "                       [--mysql-fixture PATH] [--inject F,...]\n"
 	        "\n"
 	        "Simulate N days of daily flash sales on one segment, on a clock moved forward\n"
 	        "a day at a time, and prove from the records that nothing went wrong and that\n"
@@ -117,6 +118,10 @@ static void soak_help(FILE *out)
 	        "  --restart-every D   kill -9 and restart the daemon every D days (default 3;\n"
 	        "                      0: never)\n"
 	        "  --kill-pct P        %% of buyer processes killed each day (default 25)\n"
+	        "  --durability M      async (default): acknowledged at once, the WAL trails;\n"
+	        "                      sync: every order and cancel returns after the fdatasync\n"
+	        "                      that covers it (FLASH_EFATE_UNKNOWN past the wait bound,\n"
+	        "                      while the daemon restarts: placed, checked like any other)\n"
 	        "  --mysql-fixture PATH  the MariaDB fixture (default: found as `demo` does)\n"
 	        "  --inject F[,F..]    plant faults to prove the checks catch them (the soak's\n"
 	        "                      own test; the run then exits 1): lost-ack (an\n"
@@ -134,7 +139,7 @@ static void soak_help(FILE *out)
 static int soak_parse(int argc, char **argv, struct soak_opts *so)
 {
 	enum { O_DAYS = 256, O_SEED, O_OUT, O_PLOT, O_BUYERS, O_OPD, O_USERS, O_RESTART, O_KILL,
-	       O_FIXTURE, O_INJECT };
+	       O_FIXTURE, O_INJECT, O_DURABILITY };
 	static const struct option longopts[] = {
 		{ "help",           no_argument,       NULL, 'h' },
 		{ "days",           required_argument, NULL, O_DAYS },
@@ -148,6 +153,7 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 		{ "kill-pct",       required_argument, NULL, O_KILL },
 		{ "mysql-fixture",  required_argument, NULL, O_FIXTURE },
 		{ "inject",         required_argument, NULL, O_INJECT },
+		{ "durability",     required_argument, NULL, O_DURABILITY },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct soak_cfg *c = &so->cfg;
@@ -198,6 +204,14 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 			break;
 		case O_FIXTURE:
 			so->fixture = optarg;
+			break;
+		case O_DURABILITY:
+			if (strcmp(optarg, "sync") == 0)
+				c->durability = FLASH_DURABILITY_SYNC;
+			else if (strcmp(optarg, "async") == 0)
+				c->durability = FLASH_DURABILITY_ASYNC;
+			else
+				return tool_usage_err(cmd, "--durability: '%s' is not sync or async", optarg);
 			break;
 		case O_INJECT: {
 			char buf[256], *save = NULL, *t;
@@ -510,7 +524,7 @@ struct soak_run {
 	/* summed over the days */
 	uint64_t calls, acked, sold_out, limit, ended_ok, retries, retry_ok, retry_bad;
 	uint64_t cancels, cancel_twice_ok;
-	uint64_t token_reuse, token_reuse_ok, locks, locked, busy, unexpected;
+	uint64_t token_reuse, token_reuse_ok, locks, locked, busy, fate_unknown, unexpected;
 	uint32_t buyers_forked, buyers_killed, proc_failures;
 	char     first_bad[240];
 	uint32_t recovered;
@@ -972,6 +986,7 @@ static int soak_collect(struct soak_run *r, uint32_t day, size_t *first_today)
 		r->locks += p->sp_locks;
 		r->locked += p->sp_locked;
 		r->busy += p->sp_busy;
+		r->fate_unknown += p->sp_fate_unknown;
 		if (p->sp_unexpected) {
 			uint64_t u = p->sp_unexpected;
 			soak_note_bad(r, "day %u buyer %u: %s: got %s", day, i, p->sp_first_bad,
@@ -1149,8 +1164,8 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	int ok = 1, fill_ok;
 
 	printf("\nflashstock soak: %u days in %.1f s, %u buyer processes a day, %u order attempts a "
-	       "day, seed %llu\n", c->days, secs, c->procs, c->orders_per_day,
-	       (unsigned long long)c->seed);
+	       "day, %s durability, seed %llu\n", c->days, secs, c->procs, c->orders_per_day,
+	       c->durability == FLASH_DURABILITY_SYNC ? "sync" : "async", (unsigned long long)c->seed);
 	printf("traffic  %llu order calls, %llu acknowledged, %llu sold out, %llu at the limit, "
 	       "%llu ended (as expected)\n",
 	       (unsigned long long)r->calls, (unsigned long long)r->acked_total,
@@ -1158,11 +1173,11 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	       (unsigned long long)r->ended_ok);
 	printf("         %llu cancels (%llu second cancels FLASH_ECANCELLED), %llu used tokens "
 	       "offered again (%llu refused), %llu leased locks (%llu found held), %llu ring-full "
-	       "waits\n",
+	       "waits, %llu sync waits past the bound (placed)\n",
 	       (unsigned long long)r->cancels, (unsigned long long)r->cancel_twice_ok,
 	       (unsigned long long)r->token_reuse, (unsigned long long)r->token_reuse_ok,
 	       (unsigned long long)r->locks, (unsigned long long)r->locked,
-	       (unsigned long long)r->busy);
+	       (unsigned long long)r->busy, (unsigned long long)r->fate_unknown);
 	printf("crashes  %u buyer processes, %u killed with SIGKILL (%u handles recovered by the "
 	       "soak; the daemon recovers too); daemon started %u times, killed with SIGKILL %u "
 	       "times\n", r->buyers_forked, r->buyers_killed, r->recovered, r->daemon_starts,

@@ -71,6 +71,7 @@ struct soak_cfg {
 	uint32_t restart_every;   /* the daemon is killed (SIGKILL) and restarted every N days */
 	uint32_t kill_pct;        /* % of buyer processes killed (SIGKILL) during a day */
 	int64_t  base_s;          /* simulated day 0, midnight UTC (CLOCK_REALTIME s) */
+	uint32_t durability;      /* --durability: enum flash_durability */
 	uint32_t inject;          /* --inject: SOAK_INJECT_* (the soak's own test) */
 	const char *dir;          /* the private directory */
 	const char *name;         /* the segment */
@@ -124,6 +125,8 @@ struct soak_proc {
 	uint64_t sp_locks;          /* lock granted, fence increasing, released */
 	uint64_t sp_locked;         /* FLASH_ELOCKED (held by another live buyer) */
 	uint64_t sp_busy;           /* FLASH_EBUSY (ring full while the daemon restarts), retried */
+	uint64_t sp_fate_unknown;   /* FLASH_EFATE_UNKNOWN (sync: placed, not durable within the
+	                               wait bound): counted as placed, as the API says */
 	uint64_t sp_unexpected;
 	int32_t  sp_first_bad_rc;
 	char     sp_first_bad[120];

@@ -132,6 +132,10 @@ static void soak_cancel(struct soak_buyer *b, const struct soak_out *o, uint64_t
 		}
 	}
 	rc = flash_cancel(b->h, o->so_order_no, &back);
+	if (rc == FLASH_EFATE_UNKNOWN) {
+		b->p->sp_fate_unknown++;   /* sync: cancelled, not yet durable */
+		rc = FLASH_OK;
+	}
 	if (rc != FLASH_OK || back != o->so_qty) {
 		soak_bad(b, rc, "cancel order %llu (%u units): %u back",
 		         (unsigned long long)o->so_order_no, o->so_qty, back);
@@ -195,6 +199,13 @@ static void soak_attempt(struct soak_buyer *b, uint64_t r)
 	}
 	q.request_id = soak_mint_request_id(&b->ids);
 	rc = soak_order(b, &q, &res);
+	if (rc == FLASH_EFATE_UNKNOWN) {
+		/* sync: placed, its record not durable within the wait bound (the
+		 * daemon restarting): an order like any other (the checks find it
+		 * in the WAL), and its retry answers FLASH_OK first */
+		b->p->sp_fate_unknown++;
+		rc = FLASH_OK;
+	}
 
 	memset(&o, 0, sizeof o);
 	o.so_kind = SOAK_OUT_ORDER;
@@ -229,6 +240,8 @@ static void soak_attempt(struct soak_buyer *b, uint64_t r)
 	/* the same request again at once: the first outcome */
 	if ((r >> 44) % 10 == 0) {
 		int rc2 = soak_order(b, &q, &res2);
+		if (rc2 == FLASH_EFATE_UNKNOWN)
+			rc2 = FLASH_OK;    /* cannot be: a retry changes nothing; judged below */
 		b->p->sp_retries++;
 		if (soak_retry_ok(SOAK_RETRY_FIRST, rc2, &res2, rc, o.so_order_no)) {
 			b->p->sp_retry_ok++;

@@ -54,7 +54,7 @@ void soak_size(const struct soak_cfg *c, struct flash_seg_opts *o, struct soak_f
 	o->max_locks = 64;
 	o->max_procs = 2u * c->procs + 8u;     /* buyers, parent, daemon, spares */
 	o->ring_records = 1u << 15;            /* a day of one buyer while the daemon restarts */
-	o->durability = FLASH_DURABILITY_ASYNC;
+	o->durability = c->durability;
 }
 
 int soak_reclaim_setup(flash_t *h)
