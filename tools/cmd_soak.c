@@ -34,6 +34,7 @@
 #include "demo_durable.h"
 #include "fixture_run.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -354,7 +355,7 @@ static int soak_run_inner(char **argv, const char *dir, const char *url, const c
 	char clock[4096], preload[8192];
 	const char *lib = getenv("FLASH_FAKETIME_LIB");
 	const char *old = getenv("LD_PRELOAD");
-	pid_t pid;
+	pid_t pid, outer;
 	int status, fd;
 
 	if (!lib || !*lib)
@@ -373,10 +374,15 @@ static int soak_run_inner(char **argv, const char *dir, const char *url, const c
 	snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 
 	fflush(NULL);
+	outer = getpid();
 	pid = fork();
 	if (pid < 0)
 		return tool_failf("soak: fork: %s", strerror(errno));
 	if (pid == 0) {
+		/* the outer process gone (killed): stop, clean up what is ours */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != outer)
+			_exit(TOOL_FAIL);
 		setenv("LD_PRELOAD", preload, 1);
 		setenv("FAKETIME_TIMESTAMP_FILE", clock, 1);
 		setenv("FAKETIME_NO_CACHE", "1", 1);
@@ -400,6 +406,26 @@ static int soak_run_inner(char **argv, const char *dir, const char *url, const c
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return tool_failf("soak: the inner process died of signal %d", WTERMSIG(status));
+}
+
+/* Remove the shared-memory objects "<seg>.shadow.*" (seg without its '/'). */
+static void soak_rm_shadows(const char *seg)
+{
+	char prefix[128], name[400];
+	struct dirent *e;
+	DIR *d = opendir("/dev/shm");
+
+	if (!d)
+		return;
+	snprintf(prefix, sizeof prefix, "%s.shadow.", seg + (seg[0] == '/'));
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		snprintf(name, sizeof name, "/%s", e->d_name);
+		if (flash_seg_destroy(name) == FLASH_OK)
+			fprintf(stderr, "soak: removed snapshot shadow %s left behind\n", name);
+	}
+	closedir(d);
 }
 
 static int soak_outer(char **argv, const struct soak_opts *so)
@@ -441,9 +467,12 @@ static int soak_outer(char **argv, const struct soak_opts *so)
 			rc = TOOL_FAIL;
 	}
 out:
-	/* the inner process removes its segment; after a crash of it, we do */
+	/* the inner process removes its segment; after a crash of it, we do,
+	 * and the snapshot shadows of a daemon killed last ("<seg>.shadow.<pid>",
+	 * which the next daemon would have removed) */
 	if (flash_seg_destroy(seg) == FLASH_OK)
 		fprintf(stderr, "soak: removed segment %s left behind\n", seg);
+	soak_rm_shadows(seg);
 	if (db_started) {
 		char marker[400];
 		snprintf(marker, sizeof marker, "%s/.flash-mariadb", db_dir);
@@ -535,7 +564,7 @@ static int soak_daemon_start(struct soak_run *r)
 	const char *const *extra = soak_serve_args();
 	const char *args[40];
 	int64_t deadline;
-	pid_t pid;
+	pid_t pid, parent;
 	size_t n = 0;
 	int fd;
 
@@ -561,6 +590,7 @@ static int soak_daemon_start(struct soak_run *r)
 	args[n] = NULL;
 
 	fflush(NULL);
+	parent = getpid();
 	pid = fork();
 	if (pid < 0)
 		return tool_failf("soak: fork the daemon: %s", strerror(errno));
@@ -572,6 +602,8 @@ static int soak_daemon_start(struct soak_run *r)
 			close(fd);
 		}
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);              /* the soak died before the line above */
 		signal(SIGINT, SIG_IGN);     /* Ctrl-C is the soak's: it stops the daemon itself */
 		execv("/proc/self/exe", (char *const *)args);
 		_exit(127);
@@ -842,6 +874,7 @@ static int soak_buy(struct soak_run *r, uint32_t day)
 	int restart = c->restart_every && (day + 1) % c->restart_every == 0, restarted = 0;
 	char path[4300];
 	int64_t deadline;
+	pid_t parent = getpid();
 
 	memset(r->sh, 0, sizeof *r->sh);
 	for (i = 0; i < c->procs; i++) {
@@ -857,6 +890,8 @@ static int soak_buy(struct soak_run *r, uint32_t day)
 		}
 		if (pids[i] == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(1);
 			_exit(soak_buyer_run(c, r->sh, day, i, path));
 		}
 		alive++;
