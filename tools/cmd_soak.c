@@ -549,6 +549,8 @@ struct soak_run {
 	FILE                *data;
 	uint64_t             seg_bytes0;
 	uint32_t             seg_bytes_changed;
+	uint32_t             days_over_bound;   /* days whose fill exceeded that day's bound */
+	char                 over_bound[160];
 	uint64_t             acked_total;
 	/* summed over the days */
 	uint64_t calls, acked, sold_out, limit, ended_ok, retries, retry_ok, retry_bad;
@@ -1100,6 +1102,37 @@ static void soak_retries(struct soak_run *r, uint32_t day, size_t first_today)
 	}
 }
 
+/*
+ * The fill after day @p day against that day's bound: the traffic of the
+ * days held so far, min(day + 1, soak_days_held()) days of it (r->bound is
+ * all of them; tokens are not per day).  So memory is bounded every day,
+ * not only at the end: today it grows by at most a day's traffic a day, and
+ * once reclamation is on it stops growing after soak_days_held() days.
+ */
+static void soak_fill_check(struct soak_run *r, uint32_t day)
+{
+	uint64_t held = soak_days_held(r->cfg->days), d = day + 1 < held ? day + 1 : held;
+	const struct soak_fill *f = &r->fill, *b = &r->bound;
+	const char *t = NULL;
+	uint64_t used = 0, bound = 0;
+
+#define SOAK_OVER(field, per_day) do {                                          \
+	uint64_t lim_ = (per_day) ? b->field / held * d : b->field;             \
+	if (!t && f->field > lim_) { t = #field; used = f->field; bound = lim_; } \
+} while (0)
+	SOAK_OVER(users, 1);
+	SOAK_OVER(requests, 1);
+	SOAK_OVER(orders, 1);
+	SOAK_OVER(activities, 1);
+	SOAK_OVER(skus, 1);
+	SOAK_OVER(shards, 1);
+	SOAK_OVER(tokens, 0);
+#undef SOAK_OVER
+	if (t && r->days_over_bound++ == 0)
+		snprintf(r->over_bound, sizeof r->over_bound, "day %u: %s %llu above its bound %llu",
+		         day, t, (unsigned long long)used, (unsigned long long)bound);
+}
+
 /* Print and record the fill; check the segment's size stays. */
 static int soak_fill_line(struct soak_run *r, uint32_t day, uint64_t acked_day, const char *note)
 {
@@ -1112,6 +1145,7 @@ static int soak_fill_line(struct soak_run *r, uint32_t day, uint64_t acked_day, 
 		r->seg_bytes0 = f->segment_bytes;
 	else if (f->segment_bytes != r->seg_bytes0)
 		r->seg_bytes_changed++;
+	soak_fill_check(r, day);
 	printf("day %4u  acked %6llu  users %llu/%llu  requests %llu/%llu  orders %llu/%llu  "
 	       "activities %llu/%llu  skus %llu/%llu  shards %llu/%llu  tokens %llu/%llu%s%s\n",
 	       day, (unsigned long long)acked_day, (unsigned long long)f->users,
@@ -1249,7 +1283,8 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	                (unsigned long long)v->wal_dup_orders, (unsigned long long)v->mysql_orders,
 	                (unsigned long long)v->mysql_not_in_wal, (unsigned long long)v->mysql_conflicts);
 	ok &= soak_line("retries: first outcome", r->retry_bad == 0 && r->log.late_retry_bad == 0,
-	                "%llu other answers; first outcome %llu/%llu (at once %llu/%llu, same day from another process %llu/%llu, "
+	                "%llu other answers; first outcome %llu/%llu (at once %llu/%llu, "
+	                "same day from another process %llu/%llu, "
 	                "earlier days %llu/%llu)",
 	                (unsigned long long)(r->retry_bad + r->log.late_retry_bad),
 	                (unsigned long long)retry_ok,
@@ -1257,15 +1292,18 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	                (unsigned long long)r->retries, (unsigned long long)r->log.late_retry_ok,
 	                (unsigned long long)r->log.late_retries, (unsigned long long)r->log.old_retry_ok,
 	                (unsigned long long)r->log.old_retries);
-	fill_ok = r->seg_bytes_changed == 0 && SOAK_FILL_OK(f, b, users) &&
+	fill_ok = r->seg_bytes_changed == 0 && r->days_over_bound == 0 &&
+	          SOAK_FILL_OK(f, b, users) &&
 	          SOAK_FILL_OK(f, b, requests) && SOAK_FILL_OK(f, b, orders) &&
 	          SOAK_FILL_OK(f, b, activities) && SOAK_FILL_OK(f, b, skus) &&
 	          SOAK_FILL_OK(f, b, shards) && SOAK_FILL_OK(f, b, tokens);
 	ok &= soak_line("memory flat", fill_ok,
-	                "segment %llu bytes every day (changed on %u days); fill at the end / bound "
+	                "segment %llu bytes every day (changed on %u days); days whose fill passed "
+	                "that day's bound %u%s%s; fill at the end / bound "
 	                "(%u days of traffic): users %llu/%llu requests %llu/%llu orders %llu/%llu "
 	                "activities %llu/%llu skus %llu/%llu shards %llu/%llu tokens %llu/%llu",
-	                (unsigned long long)r->seg_bytes0, r->seg_bytes_changed,
+	                (unsigned long long)r->seg_bytes0, r->seg_bytes_changed, r->days_over_bound,
+	                r->over_bound[0] ? ", first " : "", r->over_bound[0] ? r->over_bound : "",
 	                soak_days_held(c->days), (unsigned long long)f->users,
 	                (unsigned long long)b->users, (unsigned long long)f->requests,
 	                (unsigned long long)b->requests, (unsigned long long)f->orders,
