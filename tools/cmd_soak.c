@@ -33,6 +33,7 @@
 #include "soak_reclaim.h"
 #include "demo_durable.h"
 #include "fixture_run.h"
+#include "wal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -128,7 +129,9 @@ static void soak_help(FILE *out)
 	        "                      own test; the run then exits 1): lost-ack (an\n"
 	        "                      acknowledged order the WAL never saw), mysql-stock (a\n"
 	        "                      unit appears in MariaDB), retry (a retry expected to\n"
-	        "                      answer another order than it did)\n"
+	        "                      answer another order than it did), wal-order (a forged\n"
+	        "                      ORDER record in the WAL: more units than its sku has, for a\n"
+	        "                      user holding the limit)\n"
 	        "\n"
 	        "Speed: about 3 s a simulated day with the defaults on 2 cores (30 days in\n"
 	        "under 2 minutes; 365 days in under 20).\n"
@@ -224,9 +227,11 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 					c->inject |= SOAK_INJECT_MYSQL_STOCK;
 				else if (strcmp(t, "retry") == 0)
 					c->inject |= SOAK_INJECT_RETRY;
+				else if (strcmp(t, "wal-order") == 0)
+					c->inject |= SOAK_INJECT_WAL_ORDER;
 				else
-					return tool_usage_err(cmd, "--inject: '%s' is not lost-ack, mysql-stock "
-					                      "or retry", t);
+					return tool_usage_err(cmd, "--inject: '%s' is not lost-ack, mysql-stock, "
+					                      "retry or wal-order", t);
 			}
 			break;
 		}
@@ -1360,6 +1365,46 @@ static int soak_inject(struct soak_run *r)
 	return tool_failf("soak: --inject: no acknowledged order to plant a fault on");
 }
 
+/* --inject wal-order, after the daemon stopped: one forged ORDER record
+ * appended to the WAL, a second order of a token activity's (limit 1 per
+ * sku and user, no quota back on cancel) user, for more units than any sku
+ * holds.  The WAL checks must find it oversold and over the limit. */
+static int soak_inject_wal(struct soak_run *r)
+{
+	struct flash_record rec;
+	wal_t *w = NULL;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < r->log.n; i++) {
+		const struct soak_out *o = &r->log.so[i];
+		if (o->so_kind == SOAK_OUT_ORDER && o->so_rc == FLASH_OK &&
+		    (o->so_activity - 1000u) % 10u == SOAK_KIND_TOKEN)
+			break;
+	}
+	if (i == r->log.n)
+		return tool_failf("soak: --inject wal-order: no acknowledged token order");
+	memset(&rec, 0, sizeof rec);
+	rec.type = FLASH_REC_ORDER;
+	rec.activity_id = r->log.so[i].so_activity;
+	rec.sku_id = r->log.so[i].so_sku;
+	rec.user_id = r->log.so[i].so_user;
+	rec.qty = 1000000;
+	rec.order_no = flash_orders_max(r->h) + 1;
+	rec.limit_slot = 1;
+	rec.biz_day = (uint32_t)(r->cfg->base_s / SOAK_DAY_S + r->log.so[i].so_day);
+	rec.ts_ns = tool_realtime_ns();
+	if ((rc = wal_open(r->wal_dir, NULL, &w)) != WAL_OK)
+		return tool_fail("soak: --inject wal-order: open the WAL", rc);
+	rc = wal_append_record(w, &rec, UINT64_MAX >> 1, NULL);
+	if (rc == WAL_OK)
+		rc = wal_commit(w);
+	int crc = wal_close(w);
+	if (rc != WAL_OK || crc != WAL_OK)
+		return tool_fail("soak: --inject wal-order: append", rc != WAL_OK ? rc : crc);
+	return TOOL_OK;
+}
+
 /* The daemon's last lines, after a failure (the directory goes with the run). */
 static void soak_log_tail(const struct soak_run *r)
 {
@@ -1408,6 +1453,8 @@ static int soak_inner(struct soak_opts *so, const char *dir)
 		rc = soak_inject(&r);
 	if (rc == TOOL_OK)
 		rc = soak_daemon_stop(&r);
+	if (rc == TOOL_OK && (r.cfg->inject & SOAK_INJECT_WAL_ORDER))
+		rc = soak_inject_wal(&r);
 	if (rc == TOOL_OK) {
 		fprintf(stderr, "soak: checking the records ...\n");
 		rc = soak_check_run(r.h, r.wal_dir, r.url, &r.log, r.cfg->inject,

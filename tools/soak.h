@@ -81,6 +81,8 @@ struct soak_cfg {
 #define SOAK_INJECT_LOST_ACK    0x1u  /* an acknowledged order the WAL never saw */
 #define SOAK_INJECT_MYSQL_STOCK 0x2u  /* one unit more available in MariaDB than sold allows */
 #define SOAK_INJECT_RETRY       0x4u  /* a retry whose first outcome was another order */
+#define SOAK_INJECT_WAL_ORDER   0x8u  /* a forged ORDER record: more units than the sku has,
+                                         for a user who holds the limit already */
 
 /* Start of day @p day's traffic, CLOCK_REALTIME ns (shifted). */
 static inline int64_t soak_day_ns(const struct soak_cfg *c, uint32_t day)
