@@ -355,19 +355,14 @@ static int soak_plot(const char *data, const char *png, const struct soak_cfg *c
 }
 
 /* Run the inner process (this command again, on the shifted clock). */
-static int soak_run_inner(char **argv, const char *dir, const char *url, const char *seg)
+static int soak_run_inner(char **argv, const char *lib, const char *dir, const char *url,
+                          const char *seg)
 {
 	char clock[4096], preload[8192];
-	const char *lib = getenv("FLASH_FAKETIME_LIB");
 	const char *old = getenv("LD_PRELOAD");
 	pid_t pid, outer;
 	int status, fd;
 
-	if (!lib || !*lib)
-		lib = FLASH_FAKETIME_LIB;
-	if (access(lib, R_OK) != 0)
-		return tool_failf("soak: libfaketime not found at %s (Debian package faketime; or set "
-		                  "FLASH_FAKETIME_LIB)", lib);
 	snprintf(clock, sizeof clock, "%s/clock", dir);
 	fd = open(clock, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || write(fd, "+0\n", 3) != 3) {
@@ -435,7 +430,7 @@ static void soak_rm_shadows(const char *seg)
 
 static int soak_outer(char **argv, const struct soak_opts *so)
 {
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = getenv("TMPDIR"), *lib = getenv("FLASH_FAKETIME_LIB");
 	char dir[256], db_dir[320], fixture[4096], env[4096], url[1024], seg[96], data[4096];
 	int rc, db_started = 0;
 
@@ -451,6 +446,13 @@ static int soak_outer(char **argv, const struct soak_opts *so)
 	soak_signals();
 
 	rc = TOOL_FAIL;
+	if (!lib || !*lib)
+		lib = FLASH_FAKETIME_LIB;
+	if (access(lib, R_OK) != 0) {
+		tool_failf("soak: libfaketime not found at %s (Debian package faketime; or set "
+		           "FLASH_FAKETIME_LIB)", lib);
+		goto out;
+	}
 	if (demo_dur_find_fixture("soak", so->fixture, fixture, sizeof fixture) != 0)
 		goto out;
 	fprintf(stderr, "soak: starting a private MariaDB in %s (no TCP port) ...\n", db_dir);
@@ -465,7 +467,7 @@ static int soak_outer(char **argv, const struct soak_opts *so)
 	}
 	if (soak_signal)
 		goto out;
-	rc = soak_run_inner(argv, dir, url, seg);
+	rc = soak_run_inner(argv, lib, dir, url, seg);
 	if (so->plot) {
 		snprintf(data, sizeof data, "%s/soak-fill.dat", so->out_dir);
 		if (access(data, R_OK) == 0 && soak_plot(data, so->plot, &so->cfg) != TOOL_OK)
