@@ -44,6 +44,10 @@ void soak_size(const struct soak_cfg *c, struct flash_seg_opts *o, struct soak_f
 	bound->shards = bound->activities * SOAK_SHARDS_PER_ACT;
 	bound->tokens = a;                     /* used entries are reused: not per day */
 
+	/* at merge, one generation (a day) per bank; the banks make the total:
+	 *   o->max_requests = soak_cap(bound->requests / held);
+	 *   o->max_users = soak_cap(bound->users / held);
+	 */
 	o->max_requests = soak_cap(bound->requests);
 	o->max_users = soak_cap(bound->users);
 	o->max_orders = soak_cap(bound->orders);
