@@ -24,6 +24,7 @@ PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; red
 PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python; python3 also
 #   for tests/cli_feed_refill.sh, which compares records LSN by LSN
 PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
+PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
 
 log() { printf '== %s\n' "$*" >&2; }
 
