@@ -44,7 +44,7 @@ int archiver_ended(flash_t *h, int64_t now_ns, int64_t after_ns, struct flash_ac
 	for (uint32_t i = 0; i < so.max_activities; i++) {
 		struct flash_activity a;
 		rc = flash_activity_at(h, i, &a);
-		if (rc == FLASH_ENOT_FOUND)
+		if (rc == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED)
 			continue;       /* past the end, or an entry an archive freed */
 		if (rc) {
 			free(v);

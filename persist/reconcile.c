@@ -512,8 +512,8 @@ static int seg_skus(flash_t *h, struct segsku **out, size_t *n)
 	for (uint32_t i = 0; i < so.max_skus; i++) {
 		struct flash_sku_info si;
 		int rc = flash_sku_at(h, i, &si);
-		if (rc == FLASH_ENOT_FOUND)
-			continue;
+		if (rc == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED)
+			continue;       /* past the end, or an entry an archive freed */
 		if (rc) {
 			free(v);
 			return rc;

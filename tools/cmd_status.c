@@ -140,7 +140,8 @@ static int status_read_catalog(flash_t *h, struct flash_activity **acts, uint32_
 	if ((rc = flash_seg_opts_get(h, &so)) != FLASH_OK)
 		return rc;
 	for (i = 0, cap = 0; i < so.max_activities; i++) {
-		if ((rc = flash_activity_at(h, i, &a)) == FLASH_ENOT_FOUND)
+		/* past the end, or an entry an archive freed */
+		if ((rc = flash_activity_at(h, i, &a)) == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED)
 			continue;
 		if (rc != FLASH_OK)
 			return rc;
@@ -154,7 +155,7 @@ static int status_read_catalog(flash_t *h, struct flash_activity **acts, uint32_
 		(*acts)[(*nacts)++] = a;
 	}
 	for (i = 0, cap = 0; i < so.max_skus; i++) {
-		if ((rc = flash_sku_at(h, i, &s)) == FLASH_ENOT_FOUND)
+		if ((rc = flash_sku_at(h, i, &s)) == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED)
 			continue;
 		if (rc != FLASH_OK)
 			return rc;
