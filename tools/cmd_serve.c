@@ -122,6 +122,7 @@ static void serve_help(FILE *out)
 	        "                       limit entries (flashstock archive does the same by hand).\n"
 	        "                       Needs --mysql or --mysql-defaults; without them nothing\n"
 	        "                       is archived.  Counted in flashstock_archived_total\n"
+	        "  --archive-every-ms N how often the archiver looks (default 1000)\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -160,6 +161,7 @@ int cmd_serve(int argc, char **argv)
 		{ "reconcile-every", required_argument, NULL, 'E' },
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ "archive-after-s", required_argument, NULL, 0x105 },
+		{ "archive-every-ms", required_argument, NULL, 0x106 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -261,6 +263,11 @@ int cmd_serve(int argc, char **argv)
 		case 0x105:
 			if (tool_opt_u32(cmd, "--archive-after-s", optarg, 0, 100u * 365 * 86400,
 			                 &o.archive_after_s) != 0)
+				return TOOL_USAGE;
+			break;
+		case 0x106:
+			if (tool_opt_u32(cmd, "--archive-every-ms", optarg, 1, 3600000,
+			                 &o.archive_every_ms) != 0)
 				return TOOL_USAGE;
 			break;
 		case 'E':

@@ -563,6 +563,7 @@ struct soak_run {
 	uint64_t calls, acked, sold_out, limit, ended_ok, retries, retry_ok, retry_bad;
 	uint64_t cancels, cancel_twice_ok;
 	uint64_t token_reuse, token_reuse_ok, locks, locked, busy, fate_unknown, unexpected;
+	uint64_t full;                          /* FLASH_EFULL answers (buyers and retries) */
 	uint32_t buyers_forked, buyers_killed, proc_failures;
 	char     first_bad[240];
 	uint32_t recovered;
@@ -1031,6 +1032,7 @@ static int soak_collect(struct soak_run *r, uint32_t day, size_t *first_today)
 		r->locked += p->sp_locked;
 		r->busy += p->sp_busy;
 		r->fate_unknown += p->sp_fate_unknown;
+		r->full += p->sp_full;
 		if (p->sp_unexpected) {
 			uint64_t u = p->sp_unexpected;
 			soak_note_bad(r, "day %u buyer %u: %s: got %s", day, i, p->sp_first_bad,
@@ -1059,6 +1061,8 @@ static void soak_retry(struct soak_run *r, const struct soak_out *o, uint32_t to
 	q.request_id = o->so_request_id;
 	e = soak_retry_expect(o->so_request_id, age_s);
 	rc = flash_order(r->h, &q, &res);
+	if (rc == FLASH_EFULL)
+		r->full++;
 	if (late)
 		r->log.late_retries++;
 	else
@@ -1231,6 +1235,57 @@ static int soak_line(const char *what, int ok, const char *fmt, ...)
 
 #define SOAK_FILL_OK(f, b, t) ((f)->t <= (b)->t)
 
+/* inserted / capacity as "N.Nx" */
+static double soak_times(uint64_t inserted, uint64_t cap)
+{
+	return cap ? (double)inserted / (double)cap : 0.0;
+}
+
+/*
+ * Memory stayed flat because of reclamation, not because the run was small:
+ * over the run each reclaimed table took more keys (entries) than it can
+ * hold at once -- request ids and limit entries held plus those cleared
+ * with their banks, order numbers issued, activities, skus and shards added
+ * -- while no table ever answered FLASH_EFULL (a full catalog would have
+ * failed the day's adds: the run would not have got here).  Runs shorter
+ * than SOAK_RECLAIM_MIN_DAYS cannot pass through the tables once and
+ * print the figures without a verdict.
+ */
+#define SOAK_RECLAIM_MIN_DAYS 10u
+static int soak_reclaim_line(const struct soak_run *r)
+{
+	const struct soak_cfg *c = r->cfg;
+	const struct soak_fill *f = &r->fill;
+	uint64_t req_in = f->requests + f->requests_reclaimed, user_in = f->users + f->users_reclaimed;
+	uint64_t acts_in = (uint64_t)c->days * SOAK_ACTS_PER_DAY;
+	uint64_t skus_in = acts_in * SOAK_SKUS_PER_ACT, shards_in = acts_in * SOAK_SHARDS_PER_ACT;
+	uint64_t orders_in = f->orders_issued & ((1ULL << 56) - 1);
+	double tr = soak_times(req_in, f->requests_cap), tu = soak_times(user_in, f->users_cap);
+	double to = soak_times(orders_in, f->orders_cap), ta = soak_times(acts_in, f->activities_cap);
+	double ts = soak_times(skus_in, f->skus_cap), th = soak_times(shards_in, f->shards_cap);
+	int ok = r->full == 0 && tr > 1.0 && tu > 1.0 && to > 1.0 && ta > 1.0 && ts > 1.0 && th > 1.0;
+	char fig[600];
+
+	snprintf(fig, sizeof fig, "over the run, inserted / capacity: requests %llu/%llu (%.1fx, "
+	         "%llu reclaimed), users %llu/%llu (%.1fx, %llu reclaimed), order numbers %llu/%llu "
+	         "(%.1fx), activities %llu/%llu (%.1fx), skus %llu/%llu (%.1fx), shards %llu/%llu "
+	         "(%.1fx); FLASH_EFULL answers %llu",
+	         (unsigned long long)req_in, (unsigned long long)f->requests_cap, tr,
+	         (unsigned long long)f->requests_reclaimed, (unsigned long long)user_in,
+	         (unsigned long long)f->users_cap, tu, (unsigned long long)f->users_reclaimed,
+	         (unsigned long long)orders_in, (unsigned long long)f->orders_cap, to,
+	         (unsigned long long)acts_in, (unsigned long long)f->activities_cap, ta,
+	         (unsigned long long)skus_in, (unsigned long long)f->skus_cap, ts,
+	         (unsigned long long)shards_in, (unsigned long long)f->shards_cap, th,
+	         (unsigned long long)r->full);
+	if (c->days < SOAK_RECLAIM_MIN_DAYS) {
+		printf("check  %-24s n/a   %s (a verdict needs %u days or more)\n", "memory reclaimed",
+		       fig, SOAK_RECLAIM_MIN_DAYS);
+		return 1;
+	}
+	return soak_line("memory reclaimed", ok, "%s", fig);
+}
+
 static int soak_report(struct soak_run *r, const struct soak_verdict *v, double secs)
 {
 	const struct soak_cfg *c = r->cfg;
@@ -1319,6 +1374,7 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	                (unsigned long long)b->skus, (unsigned long long)f->shards,
 	                (unsigned long long)b->shards, (unsigned long long)f->tokens,
 	                (unsigned long long)b->tokens);
+	ok &= soak_reclaim_line(r);
 	ok &= soak_line("reconciler", v->reconcile_diffs == 0,
 	                "%llu differences between segment, WAL and MariaDB",
 	                (unsigned long long)v->reconcile_diffs);

@@ -130,6 +130,7 @@ struct soak_proc {
 	uint64_t sp_fate_unknown;   /* FLASH_EFATE_UNKNOWN (sync: placed, not durable within the
 	                               wait bound): counted as placed, as the API says */
 	uint64_t sp_unexpected;
+	uint64_t sp_full;           /* of those, FLASH_EFULL: a table full (reclamation behind) */
 	int32_t  sp_first_bad_rc;
 	char     sp_first_bad[120];
 	int32_t  sp_ready;          /* handle open, waiting for the start */

@@ -8,7 +8,8 @@
  *   - which activity: the per-day-limit ones still running (added today or
  *     on the SOAK_DAY_ACT_DAYS - 1 days before), today's once-per-user one,
  *     today's token one, or -- now and then -- yesterday's once-per-user
- *     one, which has ended (must answer FLASH_EENDED);
+ *     one, which has ended (must answer FLASH_EENDED, or FLASH_ENOT_FOUND
+ *     once the daemon archived it: soak_ended_ok);
  *   - a user of the shared pool (other buyers race for the same limits);
  *   - a token for the token activity (issued just before); sometimes the
  *     used token is offered again with a new request id (must answer
@@ -61,6 +62,8 @@ static void soak_bad(struct soak_buyer *b, int rc, const char *fmt, ...)
 	struct soak_proc *p = b->p;
 	va_list ap;
 
+	if (rc == FLASH_EFULL)
+		p->sp_full++;
 	if (p->sp_unexpected++ == 0) {
 		p->sp_first_bad_rc = rc;
 		va_start(ap, fmt);
@@ -220,10 +223,10 @@ static void soak_attempt(struct soak_buyer *b, uint64_t r)
 	o.so_day = day;
 	o.so_slot = rc == FLASH_OK ? res.limit_slot : 0;
 
-	if (expect_ended ? rc != FLASH_EENDED
+	if (expect_ended ? !soak_ended_ok(rc)
 	                 : (rc != FLASH_OK && rc != FLASH_ESOLD_OUT && rc != FLASH_ELIMIT)) {
 		soak_bad(b, rc, "order a%u s%u u%llu q%u%s", q.activity_id, q.sku_id,
-		         (unsigned long long)q.user_id, q.qty, expect_ended ? " (ended: FLASH_EENDED)" : "");
+		         (unsigned long long)q.user_id, q.qty, expect_ended ? " (ended: FLASH_EENDED or, archived, FLASH_ENOT_FOUND)" : "");
 		return;
 	}
 	if (soak_write(b, &o) != 0)

@@ -26,7 +26,21 @@ struct soak_fill {
 	uint64_t shards, shards_cap;
 	uint64_t tokens, tokens_cap;
 	uint64_t segment_bytes;
+	/* what went through the tables over the run (the reclamation check) */
+	uint64_t requests_reclaimed, users_reclaimed;  /* keys cleared with their banks */
+	uint64_t orders_issued;                        /* order numbers taken */
+	uint64_t activities_hw;                        /* activity entries ever in use at once */
 };
+
+/* The request-id window: 23 h.  The engine keeps a request generation at
+ * least the window plus 60 s (the future an id may carry), and the soak's
+ * clock moves to the same time of day every morning: with a 24 h window the
+ * generation would fall due only a minute (real) after each morning.  So a
+ * request id is remembered through its day and the night, and a retry the
+ * next day is past the window (FLASH_EREQ_EXPIRED). */
+#define SOAK_REQ_WINDOW_S    (23 * 3600)
+/* serve --archive-after-s: an ended activity is archived an hour after its end */
+#define SOAK_ARCHIVE_AFTER_S 3600
 
 /* How many days of traffic the segment holds at once.  Today: all of them
  * (nothing is reclaimed).  At merge: 3 -- today, yesterday (whose request ids
@@ -83,6 +97,11 @@ enum soak_retry_expect soak_retry_expect(uint64_t request_id, int64_t age_s);
  * @p first_order)?  res is the retry's result. */
 int soak_retry_ok(enum soak_retry_expect e, int rc, const struct flash_order_res *res,
                   int first_rc, uint64_t first_order);
+
+/* Does @p rc answer an order for an activity that ended yesterday?
+ * FLASH_EENDED, or FLASH_ENOT_FOUND once the daemon archived it
+ * (flashstock.h: an order for an archived activity). */
+int soak_ended_ok(int rc);
 
 /* After the clock moved to day @p day's start: wait for the daemon's
  * end-of-day work, at most @p wait_ms.  Today: the work is draining what the
