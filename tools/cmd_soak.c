@@ -1043,8 +1043,11 @@ static int soak_collect(struct soak_run *r, uint32_t day, size_t *first_today)
 	return TOOL_OK;
 }
 
-/* Send outcome @p o's request again from the parent's handle. */
-static void soak_retry(struct soak_run *r, const struct soak_out *o, uint32_t today, int late)
+/* Send outcome @p o's request again from the parent's handle.  @p first:
+ * judge the answer as a retry inside the window whatever the id's age
+ * (--inject retry, planted after the clock moved past the window). */
+static void soak_retry(struct soak_run *r, const struct soak_out *o, uint32_t today, int late,
+                       int first)
 {
 	struct flash_order_req q;
 	struct flash_order_res res;
@@ -1059,7 +1062,7 @@ static void soak_retry(struct soak_run *r, const struct soak_out *o, uint32_t to
 	q.qty = o->so_qty;
 	q.token = o->so_token;
 	q.request_id = o->so_request_id;
-	e = soak_retry_expect(o->so_request_id, age_s);
+	e = first ? SOAK_RETRY_FIRST : soak_retry_expect(o->so_request_id, age_s);
 	rc = flash_order(r->h, &q, &res);
 	if (rc == FLASH_EFULL)
 		r->full++;
@@ -1097,7 +1100,7 @@ static void soak_retries(struct soak_run *r, uint32_t day, size_t first_today)
 	for (i = first_today; i < n; i++) {
 		const struct soak_out *o = &r->log.so[i];
 		if (o->so_kind == SOAK_OUT_ORDER && soak_mix(o->so_request_id ^ r->cfg->seed) % 20 == 0)
-			soak_retry(r, o, day, 1);
+			soak_retry(r, o, day, 1, 0);
 	}
 	for (i = first_today; i-- > 0 && old < 50;) {
 		const struct soak_out *o = &r->log.so[i];
@@ -1108,7 +1111,7 @@ static void soak_retries(struct soak_run *r, uint32_t day, size_t first_today)
 		    (o->so_activity - 1000u) / 10u + SOAK_DAY_ACT_DAYS <= day ||
 		    soak_mix(o->so_request_id ^ ~r->cfg->seed) % 8 != 0)
 			continue;
-		soak_retry(r, o, day, 0);
+		soak_retry(r, o, day, 0, 0);
 		old++;
 	}
 }
@@ -1409,7 +1412,7 @@ static int soak_inject(struct soak_run *r)
 			continue;
 		if (r->cfg->inject & SOAK_INJECT_RETRY) {
 			o.so_order_no++;        /* "its first outcome was the next order" */
-			soak_retry(r, &o, o.so_day, 1);
+			soak_retry(r, &o, o.so_day, 1, 1);
 			o.so_order_no--;
 		}
 		if (r->cfg->inject & SOAK_INJECT_LOST_ACK) {
