@@ -1071,6 +1071,8 @@ static void soak_retry(struct soak_run *r, const struct soak_out *o, uint32_t to
 	else
 		r->log.old_retries++;
 	if (soak_retry_ok(e, rc, &res, o->so_rc, o->so_order_no)) {
+		if (rc == FLASH_EREQ_EXPIRED)
+			r->log.expired_ok++;
 		if (late)
 			r->log.late_retry_ok++;
 		else
@@ -1350,13 +1352,13 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	ok &= soak_line("retries: first outcome", r->retry_bad == 0 && r->log.late_retry_bad == 0,
 	                "%llu other answers; first outcome %llu/%llu (at once %llu/%llu, "
 	                "same day from another process %llu/%llu, "
-	                "earlier days %llu/%llu)",
+	                "earlier days %llu/%llu; %llu of them past the window: FLASH_EREQ_EXPIRED)",
 	                (unsigned long long)(r->retry_bad + r->log.late_retry_bad),
 	                (unsigned long long)retry_ok,
 	                (unsigned long long)retries, (unsigned long long)r->retry_ok,
 	                (unsigned long long)r->retries, (unsigned long long)r->log.late_retry_ok,
 	                (unsigned long long)r->log.late_retries, (unsigned long long)r->log.old_retry_ok,
-	                (unsigned long long)r->log.old_retries);
+	                (unsigned long long)r->log.old_retries, (unsigned long long)r->log.expired_ok);
 	fill_ok = r->seg_bytes_changed == 0 && r->days_over_bound == 0 &&
 	          SOAK_FILL_OK(f, b, users) &&
 	          SOAK_FILL_OK(f, b, requests) && SOAK_FILL_OK(f, b, orders) &&

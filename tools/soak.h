@@ -160,6 +160,7 @@ struct soak_log {
 	uint64_t         late_retries, late_retry_ok;    /* parent: same day, other process */
 	uint64_t         old_retries, old_retry_ok;      /* parent: requests of earlier days */
 	uint64_t         late_retry_bad;
+	uint64_t         expired_ok;                     /* parent: past the window, FLASH_EREQ_EXPIRED */
 	char             first_bad[200];
 };
 
