@@ -111,6 +111,35 @@ static void test_request_id_new_carries_the_time_and_differs(void **state)
 	assert_true((a >> 16) <= now_ms && (a >> 16) + 5000 > now_ms);
 }
 
+/* One thread's ids never repeat, also many in one millisecond (16 random
+ * bits alone repeat after about 300 ids of one millisecond): a new order
+ * must never meet an earlier request's entry and answer FLASH_EDUPLICATE. */
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static void test_request_ids_of_one_thread_never_repeat_even_within_one_millisecond(void **state)
+{
+	enum { N = 200000 };
+	uint64_t *v = malloc(N * sizeof *v);
+	uint64_t now_ms = (uint64_t)t_now_ns() / 1000000u;
+
+	(void)state;
+	assert_non_null(v);
+	for (int i = 0; i < N; i++)
+		v[i] = flash_request_id_new();
+	qsort(v, N, sizeof *v, cmp_u64);
+	for (int i = 1; i < N; i++)
+		assert_true(v[i] != v[i - 1]);
+	/* the time stays the clock's (at most a few ms ahead when a
+	 * millisecond's 65536 ids are used up) */
+	assert_true((v[N - 1] >> 16) <= (uint64_t)t_now_ns() / 1000000u + 60000u);
+	assert_true((v[0] >> 16) + 5000 > now_ms);
+	free(v);
+}
+
 static void test_retry_inside_the_window_gets_its_first_outcome_across_generation_changes(void **state)
 {
 	char name[64];
@@ -503,6 +532,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_one_bank_segment_has_no_generations_to_move, t_teardown),
 		cmocka_unit_test_teardown(test_reclaim_set_only_on_a_fresh_segment_with_no_other_handle, t_teardown),
 		cmocka_unit_test_teardown(test_request_id_new_carries_the_time_and_differs, t_teardown),
+		cmocka_unit_test_teardown(test_request_ids_of_one_thread_never_repeat_even_within_one_millisecond, t_teardown),
 		cmocka_unit_test_teardown(test_retry_inside_the_window_gets_its_first_outcome_across_generation_changes, t_teardown),
 		cmocka_unit_test_teardown(test_expired_request_id_gets_ereq_expired_and_changes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_max_requests_8_takes_orders_for_many_generations_with_each_bank_at_most_8, t_teardown),
