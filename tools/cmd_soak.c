@@ -1210,7 +1210,7 @@ static int soak_day(struct soak_run *r, uint32_t day)
 		soak_check_daemon_clock(r, day, soak_day_ns(c, day));
 
 	/* the night: the clock moves to the next morning; the daemon's work */
-	if (soak_clock_set(&r->clock, soak_day_ns(c, day + 1)) != 0)
+	if (soak_clock_set(&r->clock, soak_morning_ns(r->h, soak_day_ns(c, day + 1))) != 0)
 		return TOOL_FAIL;
 	rc = soak_day_end(r->h, day + 1, 60000, note, sizeof note);
 	if (rc != FLASH_OK)

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+/* a generation's least length (gen.c) */
+#define SOAK_LEN_S(tab) ((tab) == FLASH_TABLE_REQUESTS ? SOAK_REQ_WINDOW_S + 60 : SOAK_DAY_S)
+
 uint32_t soak_days_held(uint32_t days)
 {
 	/* today, yesterday (its request ids and per-day entries still inside
@@ -127,6 +130,26 @@ int soak_retry_ok(enum soak_retry_expect e, int rc, const struct flash_order_res
 	default:
 		return first || expired;
 	}
+}
+
+int64_t soak_morning_ns(flash_t *h, int64_t morning_ns)
+{
+	int64_t t = morning_ns;
+
+	for (uint32_t tab = FLASH_TABLE_REQUESTS; tab <= FLASH_TABLE_USERS; tab++) {
+		struct flash_gen_info gi;
+		/* gen.c: the request table's generation lasts its length plus the
+		 * 60 s an id may be dated ahead; the clock file holds whole seconds:
+		 * 1.5 s past the due time */
+		int64_t len_s = (int64_t)SOAK_LEN_S(tab), due;
+
+		if (flash_gen_get(h, tab, &gi) != FLASH_OK || gi.banks < 2)
+			continue;
+		due = gi.gen_start_ns + len_s * 1000000000LL + 1500000000LL;
+		if (due > t)
+			t = due;
+	}
+	return t;
 }
 
 int soak_ended_ok(int rc)

@@ -98,6 +98,14 @@ enum soak_retry_expect soak_retry_expect(uint64_t request_id, int64_t age_s);
 int soak_retry_ok(enum soak_retry_expect e, int rc, const struct flash_order_res *res,
                   int first_rc, uint64_t first_order);
 
+/* The time the clock moves to for the morning @p morning_ns: that, or, if
+ * later, just past the moment both keyed tables' generations are due.  A
+ * generation lasts its length from when the daemon moved it on (one
+ * reclaimer tick after it fell due), so its turn drifts a tick later every
+ * day; the soak's mornings follow it instead of waiting for it in real time
+ * (a wait that would grow by a tick a day). */
+int64_t soak_morning_ns(flash_t *h, int64_t morning_ns);
+
 /* Does @p rc answer an order for an activity that ended yesterday?
  * FLASH_EENDED, or FLASH_ENOT_FOUND once the daemon archived it
  * (flashstock.h: an order for an archived activity). */
