@@ -5,14 +5,15 @@
 #   run 1: lost-ack, mysql-stock, retry -- each turns exactly its own check
 #   run 2: wal-order (a forged ORDER record: more units than the sku has, for
 #          a user holding the limit) -- the WAL's oversell and limit checks
+#   run 3: full (a table answered FLASH_EFULL), 10 days -- memory reclaimed
 set -uo pipefail
 bin=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail=0
 
-run() {   # run NAME FAULTS
-	"$bin" soak --days 2 --out "$out/$1" --inject "$2" >"$out/$1.out" 2>"$out/$1.err"
+run() {   # run NAME FAULTS [DAYS]
+	"$bin" soak --days "${3:-2}" --out "$out/$1" --inject "$2" >"$out/$1.out" 2>"$out/$1.err"
 	local rc=$?
 	cat "$out/$1.out"
 	if [ "$rc" -ne 1 ]; then
@@ -47,4 +48,11 @@ expect two 'retries: first outcome' ok
 expect two 'memory flat' ok
 expect two 'answers as documented' ok
 expect two 'one clock' ok
+# run 3: full (a table answered FLASH_EFULL once) -- the reclamation check,
+# which needs 10 days for a verdict
+run three full 10
+expect three 'memory reclaimed' FAIL
+expect three 'memory flat' ok
+expect three 'answers as documented' ok
+expect three 'retries: first outcome' ok
 exit $fail

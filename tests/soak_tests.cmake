@@ -20,7 +20,8 @@ if(TARGET flashstock AND NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
   # the checks are not vacuous: a lost acknowledged order, a unit that
   # appears in MariaDB and a retry answered with another order each make
   # their check FAIL (and only those); a forged ORDER record in the WAL
-  # (oversold, over the limit) fails the WAL's checks; each run exits 1
+  # (oversold, over the limit) fails the WAL's checks; a FLASH_EFULL answer
+  # fails the memory-reclaimed check (10 days); each run exits 1
   add_test(NAME soak_checks_fail_on_planted_faults
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/soak_planted.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(soak_checks_fail_on_planted_faults PROPERTIES LABELS soak TIMEOUT 300)

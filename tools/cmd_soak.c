@@ -131,7 +131,8 @@ static void soak_help(FILE *out)
 	        "                      unit appears in MariaDB), retry (a retry expected to\n"
 	        "                      answer another order than it did), wal-order (a forged\n"
 	        "                      ORDER record in the WAL: more units than its sku has, for a\n"
-	        "                      user holding the limit)\n"
+	        "                      user holding the limit), full (a table answered\n"
+	        "                      FLASH_EFULL once)\n"
 	        "\n"
 	        "Speed: about 3 s a simulated day with the defaults on 2 cores (30 days in\n"
 	        "under 2 minutes; 365 days in under 20).\n"
@@ -229,9 +230,11 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 					c->inject |= SOAK_INJECT_RETRY;
 				else if (strcmp(t, "wal-order") == 0)
 					c->inject |= SOAK_INJECT_WAL_ORDER;
+				else if (strcmp(t, "full") == 0)
+					c->inject |= SOAK_INJECT_FULL;
 				else
 					return tool_usage_err(cmd, "--inject: '%s' is not lost-ack, mysql-stock, "
-					                      "retry or wal-order", t);
+					                      "retry, wal-order or full", t);
 			}
 			break;
 		}
@@ -1407,6 +1410,9 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 static int soak_inject(struct soak_run *r)
 {
 	size_t i;
+
+	if (r->cfg->inject & SOAK_INJECT_FULL)
+		r->full++;   /* "an order was refused FLASH_EFULL" */
 
 	for (i = r->log.n; i-- > 0;) {
 		struct soak_out o = r->log.so[i];

@@ -81,6 +81,7 @@ struct soak_cfg {
 #define SOAK_INJECT_LOST_ACK    0x1u  /* an acknowledged order the WAL never saw */
 #define SOAK_INJECT_MYSQL_STOCK 0x2u  /* one unit more available in MariaDB than sold allows */
 #define SOAK_INJECT_RETRY       0x4u  /* a retry whose first outcome was another order */
+#define SOAK_INJECT_FULL        0x10u /* a table answered FLASH_EFULL once (reclamation behind) */
 #define SOAK_INJECT_WAL_ORDER   0x8u  /* a forged ORDER record: more units than the sku has,
                                          for a user who holds the limit already */
 
