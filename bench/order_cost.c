@@ -8,10 +8,14 @@
  *       build/bench/flashstock-order-cost 20000
  *
  * then "PROGRAM TOTALS" / N is flash_order's instructions per order
- * (bench/RESULTS.md).  Exits 0 when every order was placed.
+ * (bench/RESULTS.md).  A second argument "windowed" makes the segment
+ * windowed (flash_seg_reclaim_set, default lengths) and mints the request
+ * ids with flash_request_id_new() before the loop (outside flash_order).
+ * Exits 0 when every order was placed.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +32,8 @@ static int sink(void *arg, const struct flash_record *r, uint64_t seq)
 int main(int argc, char **argv)
 {
 	uint32_t n = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 20000, got = 0;
+	int windowed = argc > 2 && strcmp(argv[2], "windowed") == 0;
+	uint64_t *ids = NULL;
 	struct flash_seg_opts o;
 	struct timespec ts;
 	char name[64];
@@ -44,6 +50,13 @@ int main(int argc, char **argv)
 	o.ring_records = 65536;
 	if (flash_seg_create(name, &o) != FLASH_OK || flash_open(name, 0, &h) != FLASH_OK)
 		return 1;
+	if (windowed) {
+		ids = malloc((size_t)n * sizeof *ids);
+		if (!ids || flash_seg_reclaim_set(h, NULL) != FLASH_OK)
+			return 1;
+		for (uint32_t u = 0; u < n; u++)
+			ids[u] = flash_request_id_new();
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	struct flash_activity a = { .id = 1, .limit_per_user = 1, .max_qty = 1,
@@ -53,7 +66,7 @@ int main(int argc, char **argv)
 		rc = 1;
 	for (uint32_t u = 1; rc == 0 && u <= n; u++) {
 		struct flash_order_req r = { .activity_id = 1, .sku_id = 10, .user_id = u, .qty = 1,
-		                             .request_id = 1000000 + (uint64_t)u };
+		                             .request_id = ids ? ids[u - 1] : 1000000 + (uint64_t)u };
 		struct flash_order_res res;
 
 		if (flash_token_issue(h, 1, 10, u, 600000, &r.token) != FLASH_OK ||
@@ -64,6 +77,7 @@ int main(int argc, char **argv)
 	}
 	flash_close(h);
 	flash_seg_destroy(name);
+	free(ids);
 	if (rc != 0)
 		fprintf(stderr, "flashstock-order-cost: an order was refused\n");
 	return rc;

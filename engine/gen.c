@@ -42,6 +42,7 @@
  * the activity was added in (fs_act.ugen, fs_gen_pin), found there only;
  * the bank is pinned -- never cleared -- until fs_gen_unpin (the archive).
  */
+#include <pthread.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -75,14 +76,48 @@ static int64_t gen_min_ns(const flash_t *h, uint32_t tab)
 
 /* ------------------------------------------------------------ request ids */
 
+/*
+ * ms << 16 | 16 random bits, strictly increasing in each thread: an id not
+ * above the thread's last one becomes last + 1 (the next of the same
+ * millisecond, or -- 65536 ids into one millisecond -- the next
+ * millisecond's first).  So one thread never mints an id twice (16 random
+ * bits alone repeat after about 300 ids of one millisecond, and a repeated
+ * id answers a new order FLASH_EDUPLICATE with another request's outcome);
+ * ids of different threads and processes still differ by their random bits,
+ * also a forked child's: fork bumps gen_fork_epoch in the child
+ * (pthread_atfork), and a thread that sees it moved drops its buffered
+ * bits and its last id, which the child inherited from the parent.
+ */
+static unsigned gen_fork_epoch;   /* only the child's forking thread writes it, before any other thread exists */
+static pthread_once_t gen_fork_once = PTHREAD_ONCE_INIT;
+
+static void gen_fork_child(void)
+{
+	gen_fork_epoch++;
+}
+
+static void gen_fork_init(void)
+{
+	(void)pthread_atfork(NULL, NULL, gen_fork_child);
+}
+
 uint64_t flash_request_id_new(void)
 {
 	static __thread uint16_t buf[64];
 	static __thread unsigned left;
 	static __thread uint64_t seq;
+	static __thread uint64_t last;
+	static __thread unsigned epoch;
 	struct timespec ts;
-	uint64_t ms;
+	uint64_t ms, id;
 	uint16_t r;
+
+	(void)pthread_once(&gen_fork_once, gen_fork_init);
+	if (epoch != gen_fork_epoch) {
+		epoch = gen_fork_epoch;
+		left = 0;
+		last = 0;
+	}
 
 	if (left == 0) {
 		if (getrandom(buf, sizeof(buf), 0) == (ssize_t)sizeof(buf)) {
@@ -96,7 +131,11 @@ uint64_t flash_request_id_new(void)
 	r = buf[--left];
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-	return ms << 16 | r;
+	id = ms << 16 | r;
+	if (id <= last)
+		id = last + 1;
+	last = id;
+	return id;
 }
 
 /*

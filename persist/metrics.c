@@ -457,7 +457,7 @@ static const struct flash_sql_sku *sql_sku_find(const struct flash_sql_sku *v, s
 /* Stock per sku in memory, and against MySQL as the last reconciler pass read it. */
 /*
  * The next sku entry at or after *i (below @p cap, the segment's max_skus):
- * entries an archive freed read FLASH_ENOT_FOUND between live ones, so the
+ * entries an archive freed read FLASH_EARCHIVED between live ones, so the
  * walk skips them instead of stopping.  Returns 1 with *si, 0 at the end.
  */
 static int sku_next(flash_t *h, uint32_t *i, uint32_t cap, struct flash_sku_info *si)

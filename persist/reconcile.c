@@ -513,7 +513,7 @@ static int seg_skus(flash_t *h, struct segsku **out, size_t *n)
 		struct flash_sku_info si;
 		int rc = flash_sku_at(h, i, &si);
 		if (rc == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED)
-			continue;
+			continue;       /* past the end, or an entry an archive freed */
 		if (rc) {
 			free(v);
 			return rc;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -109,6 +110,66 @@ static void test_request_id_new_carries_the_time_and_differs(void **state)
 
 	assert_true(a != 0 && a != b);
 	assert_true((a >> 16) <= now_ms && (a >> 16) + 5000 > now_ms);
+}
+
+/* One thread's ids never repeat, also many in one millisecond (16 random
+ * bits alone repeat after about 300 ids of one millisecond): a new order
+ * must never meet an earlier request's entry and answer FLASH_EDUPLICATE. */
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static void test_request_ids_of_one_thread_never_repeat_even_within_one_millisecond(void **state)
+{
+	enum { N = 200000 };
+	uint64_t *v = malloc(N * sizeof *v);
+	uint64_t now_ms = (uint64_t)t_now_ns() / 1000000u;
+
+	(void)state;
+	assert_non_null(v);
+	for (int i = 0; i < N; i++)
+		v[i] = flash_request_id_new();
+	qsort(v, N, sizeof *v, cmp_u64);
+	for (int i = 1; i < N; i++)
+		assert_true(v[i] != v[i - 1]);
+	/* the time stays the clock's (at most a few ms ahead when a
+	 * millisecond's 65536 ids are used up) */
+	assert_true((v[N - 1] >> 16) <= (uint64_t)t_now_ns() / 1000000u + 60000u);
+	assert_true((v[0] >> 16) + 5000 > now_ms);
+	free(v);
+}
+
+/* A forked child does not mint its parent's ids: the random bits the
+ * parent had buffered are not the child's (buyers forked from one process
+ * would otherwise mint the same ids in the same millisecond). */
+static void test_request_ids_after_fork_differ_from_the_parents(void **state)
+{
+	enum { K = 32 };
+	uint64_t *sh = mmap(NULL, K * sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	                    -1, 0);
+	uint64_t mine[K];
+	int same = 0, st;
+	pid_t pid;
+
+	(void)state;
+	assert_true(sh != MAP_FAILED);
+	(void)flash_request_id_new();   /* the buffer filled before the fork */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < K; i++)
+			sh[i] = flash_request_id_new();
+		_exit(0);
+	}
+	for (int i = 0; i < K; i++)
+		mine[i] = flash_request_id_new();
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	for (int i = 0; i < K; i++)
+		same += (mine[i] & 0xffff) == (sh[i] & 0xffff);
+	assert_true(same < K / 2);
+	munmap(sh, K * sizeof *sh);
 }
 
 static void test_retry_inside_the_window_gets_its_first_outcome_across_generation_changes(void **state)
@@ -503,6 +564,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_one_bank_segment_has_no_generations_to_move, t_teardown),
 		cmocka_unit_test_teardown(test_reclaim_set_only_on_a_fresh_segment_with_no_other_handle, t_teardown),
 		cmocka_unit_test_teardown(test_request_id_new_carries_the_time_and_differs, t_teardown),
+		cmocka_unit_test_teardown(test_request_ids_of_one_thread_never_repeat_even_within_one_millisecond, t_teardown),
+		cmocka_unit_test_teardown(test_request_ids_after_fork_differ_from_the_parents, t_teardown),
 		cmocka_unit_test_teardown(test_retry_inside_the_window_gets_its_first_outcome_across_generation_changes, t_teardown),
 		cmocka_unit_test_teardown(test_expired_request_id_gets_ereq_expired_and_changes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_max_requests_8_takes_orders_for_many_generations_with_each_bank_at_most_8, t_teardown),

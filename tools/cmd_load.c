@@ -673,10 +673,13 @@ static int load_check(struct load_plan *p, flash_t *h)
 	size_t i;
 	int rc, f;
 
-	for (idx = 0; (rc = flash_activity_at(h, idx, &cur)) == FLASH_OK || rc == FLASH_EARCHIVED;
-	     idx++) {
-		struct load_act *a = rc == FLASH_OK ? load_find_act(p, cur.id) : NULL;
-		if (!a)
+	for (idx = 0; (rc = flash_activity_at(h, idx, &cur)) != FLASH_ENOT_FOUND; idx++) {
+		struct load_act *a;
+		if (rc == FLASH_EARCHIVED)
+			continue;       /* an entry an archive freed: later ones may be live */
+		if (rc != FLASH_OK)
+			break;
+		if (!(a = load_find_act(p, cur.id)))
 			continue;
 		a->in_segment = 1;
 		a->a = cur;

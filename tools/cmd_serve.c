@@ -152,6 +152,7 @@ static void serve_help(FILE *out)
 	        "                       recorded in fs_backstop and cancelled here: its units\n"
 	        "                       go back to stock and the feed carries the CANCEL.\n"
 	        "                       Needs --box-id (with or without --lease)\n"
+	        "  --archive-every-ms N how often the archiver looks (default 1000)\n"
 	        "  --log-level LEVEL    error, warn, info (default) or debug\n"
 	        "\n"
 	        "Log lines go to stderr: '<UTC time> serve [<level>] <message>'.\n"
@@ -197,6 +198,7 @@ int cmd_serve(int argc, char **argv)
 		{ "reconcile-threshold", required_argument, NULL, 'T' },
 		{ "archive-after-s", required_argument, NULL, 0x105 },
 		{ "backstop",    required_argument, NULL, 0x120 },
+		{ "archive-every-ms", required_argument, NULL, 0x106 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -325,6 +327,11 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 0x120:
 			o.backstop_urls = optarg;
+			break;
+		case 0x106:
+			if (tool_opt_u32(cmd, "--archive-every-ms", optarg, 1, 3600000,
+			                 &o.archive_every_ms) != 0)
+				return TOOL_USAGE;
 			break;
 		case 'E':
 			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)

@@ -140,6 +140,7 @@ static int status_read_catalog(flash_t *h, struct flash_activity **acts, uint32_
 	if ((rc = flash_seg_opts_get(h, &so)) != FLASH_OK)
 		return rc;
 	for (i = 0, cap = 0; i < so.max_activities; i++) {
+		/* past the end, or an entry an archive freed */
 		if ((rc = flash_activity_at(h, i, &a)) == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED)
 			continue;
 		if (rc != FLASH_OK)

@@ -35,48 +35,54 @@
 
 /* ---- the fixture script ------------------------------------------------ */
 
-/* Find tests/fixtures/mariadb.sh: --mysql-fixture, else relative to the
- * executable (build-dir/tools/flashstock -> ../../tests/fixtures), else
- * relative to the current directory (the repository).  @return 0 or -1. */
-static int dur_find_fixture(struct demo_dur *d)
+/* Find tests/fixtures/mariadb.sh (contract in demo_durable.h). */
+int demo_dur_find_fixture(const char *cmd, const char *given, char *path, size_t cap)
 {
 	static const char *const rel[] = {
 		"../../tests/fixtures/mariadb.sh", "../tests/fixtures/mariadb.sh",
 		"../share/flashstock/mariadb.sh"
 	};
-	char exe[PATH_MAX], cand[PATH_MAX + 64];
+	char exe[PATH_MAX], cand[PATH_MAX + 64], real[PATH_MAX];
 	ssize_t n;
 	size_t i;
 
-	if (d->fixture) {
-		if (access(d->fixture, R_OK) != 0 || realpath(d->fixture, d->fixture_path) == NULL) {
-			tool_failf("demo: --mysql-fixture %s: %s", d->fixture, strerror(errno));
+	if (given) {
+		if (access(given, R_OK) != 0 || realpath(given, real) == NULL) {
+			tool_failf("%s: --mysql-fixture %s: %s", cmd, given, strerror(errno));
 			return -1;
 		}
-		return 0;
+		goto found;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
 		exe[n] = '\0';
 		for (i = 0; i < sizeof rel / sizeof rel[0]; i++) {
 			snprintf(cand, sizeof cand, "%s/%s", dirname(exe), rel[i]);
-			if (access(cand, R_OK) == 0 && realpath(cand, d->fixture_path) != NULL)
-				return 0;
+			if (access(cand, R_OK) == 0 && realpath(cand, real) != NULL)
+				goto found;
 			exe[n] = '\0';   /* dirname() may have written into exe */
 		}
 	}
 	if (access("tests/fixtures/mariadb.sh", R_OK) == 0 &&
-	    realpath("tests/fixtures/mariadb.sh", d->fixture_path) != NULL)
-		return 0;
+	    realpath("tests/fixtures/mariadb.sh", real) != NULL)
+		goto found;
 #ifdef FLASH_SOURCE_DIR
 	/* a build tree outside the source tree: the tree it was built from */
 	if (access(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", R_OK) == 0 &&
-	    realpath(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", d->fixture_path) != NULL)
-		return 0;
+	    realpath(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", real) != NULL)
+		goto found;
 #endif
-	tool_failf("demo: cannot find tests/fixtures/mariadb.sh next to the executable or in the "
-	           "current directory: give --mysql-fixture PATH, or run with --no-mysql");
+	tool_failf("%s: cannot find tests/fixtures/mariadb.sh next to the executable or in the "
+	           "current directory: give --mysql-fixture PATH%s", cmd,
+	           strcmp(cmd, "demo") == 0 ? ", or run with --no-mysql" : "");
 	return -1;
+found:
+	if (strlen(real) >= cap) {
+		tool_failf("%s: fixture path too long: %s", cmd, real);
+		return -1;
+	}
+	memcpy(path, real, strlen(real) + 1);
+	return 0;
 }
 
 /* Run `sh FIXTURE CMD DIR` for the demo's server (fixture_run.h). */
@@ -113,7 +119,7 @@ int demo_dur_setup(struct demo_dur *d)
 	if (!d->use_mysql)
 		return TOOL_OK;
 
-	if (dur_find_fixture(d) != 0)
+	if (demo_dur_find_fixture("demo", d->fixture, d->fixture_path, sizeof d->fixture_path) != 0)
 		return TOOL_FAIL;
 	fprintf(stderr, "demo: starting a private MariaDB in %s (no TCP port) ...\n", d->db_dir);
 	d->db_started = 1;

@@ -65,6 +65,16 @@ struct demo_dur {
 	char       *reconcile_text;   /* the reconciler's report, as printed (malloc'ed) */
 };
 
+/**
+ * Find the MariaDB fixture script tests/fixtures/mariadb.sh: @p given
+ * (--mysql-fixture), else relative to the executable (build-dir/tools/
+ * flashstock -> ../../tests/fixtures, or an installed share/flashstock),
+ * else relative to the current directory, else in the source tree the
+ * executable was built from.  Its real path goes to @p path.
+ * @return 0; -1 after printing why ("flashstock: <cmd>: ...").
+ */
+int demo_dur_find_fixture(const char *cmd, const char *given, char *path, size_t cap);
+
 /** Make the private directory and, unless --no-mysql, start MariaDB in it.
  *  @return TOOL_OK or TOOL_FAIL (reason printed). */
 int demo_dur_setup(struct demo_dur *d);

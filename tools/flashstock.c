@@ -23,6 +23,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "archive", cmd_archive, "reclaim ended activities MariaDB has applied (fixed memory)" },
 	{ "feed",    cmd_feed,    "read durable records as a named consumer, list consumers; --to amqp://: RabbitMQ" },
 	{ "lease",   cmd_lease,   "central leases of stock over boxes: init, pool, status, fence, reclaim" },
+	{ "soak",    cmd_soak,    "months of daily sales on a shifted clock, in fixed memory, checked" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 

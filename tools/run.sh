@@ -26,6 +26,7 @@ PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # binding
 PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
 PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
+PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
 
 log() { printf '== %s\n' "$*" >&2; }
 

@@ -47,6 +47,7 @@ int cmd_feed(int argc, char **argv);
 int cmd_order(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
+int cmd_soak(int argc, char **argv);     /* tools/cmd_soak.c (+ soak_*.c) */
 
 /* ---- messages ---------------------------------------------------------- */
 

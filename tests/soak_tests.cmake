@@ -1,0 +1,28 @@
+# The soak (issue 13's proof: tools/cmd_soak.c): simulated days of daily
+# sales on a shifted clock (libfaketime), buyers and the daemon killed,
+# checked from the WAL, MariaDB and the buyers' outcome files.  Plain build
+# only: the sanitizers' runtimes refuse to load after libfaketime's
+# LD_PRELOAD.  Each run starts and stops its own MariaDB in its own
+# temporary directory.
+if(TARGET flashstock AND NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
+  # 30 days: every check of the soak holds (exit 0), the fill plotted
+  add_test(NAME soak_30d
+           COMMAND $<TARGET_FILE:flashstock> soak --days 30
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/soak_30d
+                   --plot ${CMAKE_CURRENT_BINARY_DIR}/soak_30d/fill.png)
+  set_tests_properties(soak_30d PROPERTIES LABELS soak TIMEOUT 300)
+  # 10 days in sync durability: every acknowledgement waits for the
+  # fdatasync that covers it, also across the daemon's kill and restart
+  add_test(NAME soak_10d_sync
+           COMMAND $<TARGET_FILE:flashstock> soak --days 10 --durability sync --seed 7
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/soak_10d_sync)
+  set_tests_properties(soak_10d_sync PROPERTIES LABELS soak TIMEOUT 300)
+  # the checks are not vacuous: a lost acknowledged order, a unit that
+  # appears in MariaDB and a retry answered with another order each make
+  # their check FAIL (and only those); a forged ORDER record in the WAL
+  # (oversold, over the limit) fails the WAL's checks; a FLASH_EFULL answer
+  # fails the memory-reclaimed check (10 days); each run exits 1
+  add_test(NAME soak_checks_fail_on_planted_faults
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/soak_planted.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(soak_checks_fail_on_planted_faults PROPERTIES LABELS soak TIMEOUT 300)
+endif()
