@@ -722,9 +722,6 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 /* archive.c */
 void fs_archive_forward(flash_t *h, struct fs_journal *j);
 int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *out);
-/* gens: a bank pinned by activity @p act_idx's limit entries is let go
- * (archive.c calls it; the gens stream owns it) */
-void fs_gen_unpin(flash_t *h, uint32_t act_idx);
 uint32_t fs_token_retire_activity(flash_t *h, uint32_t act);   /* token.c */
 
 /* ring.c */
