@@ -52,8 +52,10 @@ int main(int argc, char **argv)
 		return 1;
 	if (windowed) {
 		ids = malloc((size_t)n * sizeof *ids);
-		if (!ids || flash_seg_reclaim_set(h, NULL) != FLASH_OK)
+		if (!ids || flash_seg_reclaim_set(h, NULL) != FLASH_OK) {
+			free(ids);
 			return 1;
+		}
 		for (uint32_t u = 0; u < n; u++)
 			ids[u] = flash_request_id_new();
 	}

@@ -366,8 +366,7 @@ static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, 
 					return FLASH_OK;
 				if (rc < 0)
 					return rc;      /* decided by what the check found */
-				if (rc == 0)
-					uncertain = 0;
+				/* rc 0: not committed; the attempt below decides again */
 			}
 			if (rc == 0) {
 				rc = fn(c, m, arg);
@@ -1142,10 +1141,12 @@ static int reclaim_once(flash_central_t *c, MYSQL *m, void *arg)
 		}
 		if (c->c_rows != 1) {
 			/* moved under us: retry the whole reclaim */
+			uint64_t moved = x->lease_id;   /* x points into l.leases */
+
 			(void)q_exec(c, m, "ROLLBACK");
 			free(l.leases);
 			c->c_errno = ER_LOCK_DEADLOCK;
-			snprintf(c->c_err, sizeof c->c_err, "lease %" PRIu64 " moved under the reclaim", x->lease_id);
+			snprintf(c->c_err, sizeof c->c_err, "lease %" PRIu64 " moved under the reclaim", moved);
 			return RC_SQL;
 		}
 		give += rest;

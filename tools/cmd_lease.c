@@ -91,7 +91,7 @@ static int lease_open(const char *cmd, const struct lease_args *a, int create, f
 
 static int lease_init(const char *cmd, const struct lease_args *a)
 {
-	flash_central_t *c;
+	flash_central_t *c = NULL;
 	int rc = lease_open(cmd, a, 1, &c);
 	if (rc != TOOL_OK)
 		return rc;
@@ -110,7 +110,7 @@ static int lease_pool(const char *cmd, const struct lease_args *a)
 {
 	if (!a->activity || !a->sku || !a->have_total)
 		return tool_usage_err(cmd, "pool needs --activity A --sku S --total N");
-	flash_central_t *c;
+	flash_central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
@@ -138,7 +138,7 @@ static int lease_pool(const char *cmd, const struct lease_args *a)
 
 static int lease_status(const char *cmd, const struct lease_args *a)
 {
-	flash_central_t *c;
+	flash_central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
@@ -208,7 +208,7 @@ static int lease_fence(const char *cmd, const struct lease_args *a)
 {
 	if (!a->box)
 		return tool_usage_err(cmd, "fence needs --box N");
-	flash_central_t *c;
+	flash_central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
@@ -405,7 +405,7 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		return tool_usage_err(cmd, "--accept-unknown goes with --from-mysql-only");
 	if (a->name && !a->wal)
 		return tool_usage_err(cmd, "--name SEG goes with --wal DIR");
-	flash_central_t *c;
+	flash_central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
@@ -518,7 +518,7 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		}
 		MYSQL *bm = NULL;
 		char why[300];
-		if ((rc = flash_mysql_connect_url(burl, 5, 0, &bm, why, sizeof why)) != FLASH_OK) {
+		if (flash_mysql_connect_url(burl, 5, 0, &bm, why, sizeof why) != FLASH_OK) {
 			fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n", why);
 			goto out;
 		}

@@ -1295,7 +1295,7 @@ int demo_boxes_wanted(int argc, char **argv)
 {
 	int i;
 
-	for (i = 1; i < argc; i++) {
+	for (i = 1; i < argc && argv[i] != NULL; i++) {
 		const char *v = NULL;
 		if (strcmp(argv[i], "--boxes") == 0 && i + 1 < argc)
 			v = argv[i + 1];
