@@ -2061,13 +2061,9 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 		flash_mysql_close(m);
 		return rc;
 	}
-	if (c == NULL) {   /* every attempt ends in break or return: not reached */
-		flash_mysql_close(m);
-		return FLASH_EMYSQL_RETRY;
-	}
 	if (!mysql_get_server_info(c) || mysql_select_db(c, m->mm_db) != 0) {
 		char sql[300];
-		if (strlen(m->mm_db) > 64 || strchr(m->mm_db, '`')) {
+		if (m->mm_db == NULL || strlen(m->mm_db) > 64 || strchr(m->mm_db, '`')) {
 			mysql_close(c);
 			flash_mysql_close(m);
 			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad database name");
