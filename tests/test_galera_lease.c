@@ -119,12 +119,14 @@ static flash_central_t *central_from(int first, const char *only)
 	const char *p = g_urls;
 	for (int i = 0; i < first && strchr(p, ','); i++)
 		p = strchr(p, ',') + 1;
+	int n;
 	if (only)
-		snprintf(rot, sizeof rot, "%s", only);
+		n = snprintf(rot, sizeof rot, "%s", only);
 	else if (p == g_urls)
-		snprintf(rot, sizeof rot, "%s", g_urls);
+		n = snprintf(rot, sizeof rot, "%s", g_urls);
 	else
-		snprintf(rot, sizeof rot, "%s,%.*s", p, (int)(p - g_urls - 1), g_urls);
+		n = snprintf(rot, sizeof rot, "%s,%.*s", p, (int)(p - g_urls - 1), g_urls);
+	assert_true(n > 0 && (size_t)n < sizeof rot);   /* the rotated list fits */
 	struct flash_central_opts o = { .urls = rot, .retry_ms = 120000, .timeout_s = 3, .log = count_log };
 	flash_central_t *c = NULL;
 	assert_int_equal(flash_central_open(&o, &c), FLASH_OK);
