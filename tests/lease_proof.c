@@ -408,6 +408,8 @@ static int buyer_main(int argc, char **argv)
 	(void)flash_sync_wait_set(h, 3000);
 	uint64_t *mine = malloc(users * sizeof *mine);
 	size_t n = 0;
+	if (mine == NULL)
+		return 4;
 	for (uint64_t u = 1; u <= users; u++)
 		if (routed_to(u, box_index, boxes) && (u % (uint64_t)nbuyers) == (uint64_t)j)
 			mine[n++] = u;
@@ -432,8 +434,10 @@ static int buyer_main(int argc, char **argv)
 		if (rc == FLASH_OK) {
 			char line[64];
 			int k = snprintf(line, sizeof line, "%" PRIu64 " %" PRIu64 "\n", res.order_no, u);
-			if (write(afd, line, (size_t)k) != k)
+			if (write(afd, line, (size_t)k) != k) {
+				free(mine);
 				return 5;
+			}
 			__atomic_add_fetch(&sh->acked[b], 1, __ATOMIC_RELAXED);
 		} else if (rc == FLASH_ESOLD_OUT) {
 			__atomic_add_fetch(&sh->soldout[b], 1, __ATOMIC_RELAXED);
@@ -447,6 +451,7 @@ static int buyer_main(int argc, char **argv)
 		if (pace_us)
 			usleep(pace_us);
 	}
+	free(mine);
 	flash_close(h);
 	return 0;
 }
@@ -1048,7 +1053,7 @@ int main(int argc, char **argv)
 		b->id = i + 1;
 		snprintf(b->seg, sizeof b->seg, "/fs-proof-%d-%d", (int)getpid(), b->id);
 		snprintf(b->dir, sizeof b->dir, "%s/box%d", g_base, b->id);
-		snprintf(b->wal, sizeof b->wal, "%s/wal", b->dir);
+		snprintf(b->wal, sizeof b->wal, "%s/box%d/wal", g_base, b->id);   /* b->dir + "/wal" */
 		mkdir(b->dir, 0700);
 		/* the box's own database, on node (box mod nodes) + 1 */
 		box_db_url_on(b, i % g_nnodes, b->db_url, sizeof b->db_url);
