@@ -523,7 +523,7 @@ static void fz_ops(flash_t *h, const struct fs_hdr_fixed *fx)
 		}
 		rc = flash_cancel(h, 2, &units);
 		fz_check_rc(rc == FLASH_OK || rc == FLASH_ECANCELLED || rc == FLASH_ENOT_FOUND ||
-		            rc == FLASH_EBUSY || rc == FLASH_ECORRUPT, "cancel", rc);
+		            rc == FLASH_EARCHIVED || rc == FLASH_EBUSY || rc == FLASH_ECORRUPT, "cancel", rc);
 		rc = flash_restock(h, 1, 2, 3);
 		fz_check_rc(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EBUSY ||
 		            rc == FLASH_ECORRUPT, "restock", rc);
