@@ -211,6 +211,96 @@ static void test_replay_refuses_malformed_records(void **state)
 	T_ASSERT_UNCHANGED(h, &before, 0);
 }
 
+/* An order record of another box (its number's top byte, flash_box_id_set)
+ * cannot be this segment's: it is refused and changes nothing.  Replayed as
+ * a fact it moved the segment's allocator into that box, and every order of
+ * the segment's own box became "not found" (fuzz_wal found it: sku total
+ * 39, available 36, one unit in active orders).  A fresh segment takes the
+ * box of the first number it replays (a rebuilt box keeps its numbers). */
+static struct flash_record order_rec(uint64_t no, uint64_t user)
+{
+	struct flash_record r;
+
+	memset(&r, 0, sizeof r);
+	r.type = FLASH_REC_ORDER;
+	r.activity_id = 1;
+	r.sku_id = 10;
+	r.user_id = user;
+	r.qty = 1;
+	r.limit_slot = 1;
+	r.order_no = no;
+	return r;
+}
+
+static void test_replay_refuses_an_order_of_another_box(void **state)
+{
+	char name[64], name2[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name), *b;
+	struct flash_record r;
+	struct flash_order_info oi;
+	struct flash_order_res res;
+	struct t_snap before;
+	const uint64_t box1 = 1ull << 56, box7 = 7ull << 56;
+
+	(void)state;
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	r = order_rec(1, 101);
+	assert_int_equal(flash_replay(h, &r), FLASH_OK);
+	t_snap_take(h, &before);
+	r = order_rec(box1 | 3, 103);
+	assert_int_equal(flash_replay(h, &r), FLASH_EINVAL);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(flash_orders_max(h), 1);
+	assert_int_equal(flash_order_get(h, 1, &oi), FLASH_OK);
+	assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(flash_order_get(h, box1 | 3, &oi), FLASH_ENOT_FOUND);
+	/* the segment's own numbers go on in its own box */
+	assert_int_equal(t_order(h, 1, 10, 104, 1, 0, 0, &res), FLASH_OK);
+	assert_int_equal(res.order_no >> 56, 0);
+
+	/* a box-7 segment refuses box 0's numbers, before any order too */
+	b = t_seg_new(NULL, name2, sizeof name2);
+	assert_int_equal(flash_box_id_set(b, 7), FLASH_OK);
+	assert_int_equal(t_activity(b, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(b, 1, 10, 10, 1), FLASH_OK);
+	t_snap_take(b, &before);
+	r = order_rec(2, 101);
+	assert_int_equal(flash_replay(b, &r), FLASH_EINVAL);
+	T_ASSERT_UNCHANGED(b, &before, 0);
+	r = order_rec(box7 | 2, 101);
+	assert_int_equal(flash_replay(b, &r), FLASH_OK);
+	assert_int_equal(flash_order_get(b, box7 | 2, &oi), FLASH_OK);
+	assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+}
+
+static void test_a_fresh_segment_takes_the_box_of_its_first_replayed_order(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct flash_record r;
+	struct flash_order_info oi;
+	struct flash_order_res res;
+	const uint64_t box7 = 7ull << 56;
+
+	(void)state;
+	assert_int_equal(t_activity(h, 1, 2, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	r = order_rec(box7 | 1, 101);
+	assert_int_equal(flash_replay(h, &r), FLASH_OK);
+	r = order_rec(box7 | 2, 102);
+	assert_int_equal(flash_replay(h, &r), FLASH_OK);
+	r = order_rec(3, 103);                          /* box 0 now: another box's */
+	assert_int_equal(flash_replay(h, &r), FLASH_EINVAL);
+	assert_int_equal(flash_order_get(h, box7 | 1, &oi), FLASH_OK);
+	assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(flash_order_get(h, box7 | 2, &oi), FLASH_OK);
+	assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(t_order(h, 1, 10, 104, 1, 0, 0, &res), FLASH_OK);
+	assert_int_equal(res.order_no >> 56, 7);
+	assert_true((res.order_no & ((1ull << 56) - 1)) > 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +309,8 @@ int main(void)
 		T(test_replaying_twice_gives_eexist_and_changes_nothing),
 		T(test_replaying_a_restock_applies_its_delta_each_time),
 		T(test_replay_refuses_malformed_records),
+		T(test_replay_refuses_an_order_of_another_box),
+		T(test_a_fresh_segment_takes_the_box_of_its_first_replayed_order),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
