@@ -453,9 +453,11 @@ int flash_activity_check(const struct flash_activity *a);
  * slots (1..FLASH_SHARDS_MAX; use several for one very hot sku).  An empty
  * shard borrows from the others, so sharding never sells out early.
  * @return FLASH_OK; FLASH_EINVAL (sku 0, shards out of range, units above
- *         FLASH_UNITS_MAX); FLASH_ENOT_FOUND (activity); FLASH_EEXIST; FLASH_EFULL (skus
- *         or shards); FLASH_EBUSY (as for flash_activity_add);
- *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ *         FLASH_UNITS_MAX); FLASH_ENOT_FOUND (activity); FLASH_EENDED (the
+ *         activity is being archived: flash_archive); FLASH_EEXIST;
+ *         FLASH_EFULL (skus or shards); FLASH_EBUSY (as for
+ *         flash_activity_add); FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
  */
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);

@@ -47,6 +47,17 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 		if ((rec->order_no & FS_ONO_MASK) == 0 || rec->limit_slot == 0)
 			return FLASH_EINVAL;
 		{
+			/* another box's number cannot be this segment's: placed, it
+			 * would move the allocator into that box and leave the
+			 * segment's own orders unfindable (ono_find).  A segment
+			 * that has numbered nothing (order_next 1: box 0, fresh)
+			 * takes the box of its first number, as a rebuild must */
+			uint64_t top = ck_pr_load_64(&h->hdr->order_next);
+
+			if (top != 1 && FS_ONO_BOX(rec->order_no) != FS_ONO_BOX(top))
+				return FLASH_EINVAL;
+		}
+		{
 			/* its slot (order.c): holding a later number, or this one
 			 * (placed, or archived: not rolled back), means it was
 			 * re-applied already */
