@@ -164,6 +164,9 @@ static void test_open_operation_holds_the_archive_which_stays_marked_and_is_fini
 	/* its sku is marked too: a restock, which reads the sku alone, refuses */
 	assert_int_equal(FS_CAT_KIND(h->sku[0].state), FS_CAT_ARCHIVING);
 	assert_int_equal(flash_restock(h, 1, 10, 5), FLASH_ENOT_FOUND);
+	/* and its activity takes no new sku (fuzz_attach's crash-e8f696de:
+	 * the answer was undocumented) */
+	assert_int_equal(flash_sku_add(h, 1, 11, 5, 1), FLASH_EENDED);
 
 	assert_int_equal(kill(pid, SIGCONT), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);

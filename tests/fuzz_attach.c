@@ -554,7 +554,7 @@ static void fz_ops(flash_t *h, const struct fs_hdr_fixed *fx)
 	            rc == FLASH_ECORRUPT, "activity add", rc);
 	rc = flash_sku_add(h, 3, 1, 5, 2);
 	fz_check_rc(rc == FLASH_OK || rc == FLASH_EEXIST || rc == FLASH_EFULL || rc == FLASH_EBUSY ||
-	            rc == FLASH_ENOT_FOUND || rc == FLASH_ECORRUPT, "sku add", rc);
+	            rc == FLASH_ENOT_FOUND || rc == FLASH_EENDED || rc == FLASH_ECORRUPT, "sku add", rc);
 }
 
 /* ------------------------------------------------------------------------
