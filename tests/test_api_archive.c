@@ -233,6 +233,40 @@ static void test_box_id_shows_in_the_top_byte_of_every_order_number(void **state
 	assert_int_equal(flash_box_id_set(h, 9), FLASH_EINVAL);   /* after an order */
 }
 
+/*
+ * A process slot keeps its unused order numbers for its next handle
+ * (order.c).  Those came from the header's counter: they end at or below it,
+ * in its box.  A segment whose counter was scribbled into another box after
+ * the slot took its chunk (fuzz_attach found it) gave the next handle a
+ * number of the old box, which ono_find then called another box's: the
+ * order it had just placed was FLASH_ENOT_FOUND to its own cancel.  The
+ * claim drops such a range: its numbers are skipped, never issued.
+ */
+static void test_a_slot_range_outside_the_counter_is_dropped_at_attach(void **state)
+{
+	struct flash_order_res res;
+	struct flash_order_info oi;
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name), *b;
+	const uint64_t scribbled = (0x59ull << 56) | 0x41;
+
+	(void)state;
+	assert_int_equal(t_activity(h, 1, 5, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 5, 1, 0, 0, &res), FLASH_OK);
+	assert_int_equal(res.order_no, 1);             /* the slot keeps 2..64 */
+	h->hdr->order_next = scribbled;
+	t_untrack_handle(h);
+	assert_int_equal(flash_close(h), FLASH_OK);
+	assert_int_equal(flash_open(name, 0, &b), FLASH_OK);
+	t_track_handle(b);
+	assert_int_equal(t_order(b, 1, 10, 6, 1, 0, 0, &res), FLASH_OK);
+	assert_int_equal(res.order_no, scribbled);     /* from the counter, in its box */
+	assert_int_equal(flash_order_get(b, res.order_no, &oi), FLASH_OK);
+	assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(flash_cancel(b, res.order_no, NULL), FLASH_OK);
+}
+
 /* ------------------------------------------------------------ 2. catalog recycling */
 
 static void test_archive_of_an_activity_not_ended_is_enot_ended_and_changes_nothing(void **state)
@@ -553,6 +587,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_slot_held_by_a_live_activitys_order_is_skipped_not_overwritten, t_teardown),
 		cmocka_unit_test_teardown(test_cancel_and_get_of_an_archived_order_say_earchived, t_teardown),
 		cmocka_unit_test_teardown(test_box_id_shows_in_the_top_byte_of_every_order_number, t_teardown),
+		cmocka_unit_test_teardown(test_a_slot_range_outside_the_counter_is_dropped_at_attach, t_teardown),
 		cmocka_unit_test_teardown(test_archive_of_an_activity_not_ended_is_enot_ended_and_changes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_archived_activity_id_can_be_added_again_as_a_new_activity, t_teardown),
 		cmocka_unit_test_teardown(test_catalog_of_n_entries_serves_many_more_activities_over_time, t_teardown),
