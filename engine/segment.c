@@ -1104,6 +1104,27 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
  * with the start time in the same 16-byte CAS, -> ALIVE.
  * Crash points: "attach" 1 (in CLAIM).
  */
+/*
+ * The unused order numbers a slot keeps for its next handle (order.c:
+ * order_next_number) came from the header's counter: they end at or below
+ * it, in its box.  A range that does not (the counter or the slot scribbled)
+ * would number orders that ono_find calls another box's or never issued: it
+ * is dropped, so the next order takes a chunk from the counter.  Numbers
+ * are skipped, never issued twice.  The slot is ours (claimed); a kill
+ * between the stores leaves order_next 0: a refill, as if empty.
+ */
+static void range_check(flash_t *h, struct fs_proc *p)
+{
+	uint64_t top = ck_pr_load_64(&h->hdr->order_next);
+	uint64_t next = ck_pr_load_64(&p->order_next), end = ck_pr_load_64(&p->order_end);
+
+	if (next == 0 || (end <= top && FS_ONO_BOX(next) == FS_ONO_BOX(top) &&
+	                  FS_ONO_BOX(end - 1) == FS_ONO_BOX(top)))
+		return;
+	ck_pr_store_64(&p->order_next, 0);
+	ck_pr_store_64(&p->order_end, 0);
+}
+
 static int slot_claim(flash_t *h)
 {
 	uint64_t start = 0;
@@ -1129,6 +1150,7 @@ static int slot_claim(flash_t *h)
 			FS_CRASH("attach", 1);
 			/* the CAS was a full barrier; the start time is already there */
 			ck_pr_store_64(&p->state, FS_PSTATE(FS_P_ALIVE, gen, h->pid));
+			range_check(h, p);
 			h->slot = (int)i;
 			h->gen = gen;
 			h->me = p;
