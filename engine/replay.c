@@ -56,6 +56,10 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 
 			if (top != 1 && FS_ONO_BOX(rec->order_no) != FS_ONO_BOX(top))
 				return FLASH_EINVAL;
+			/* nor one the allocator never issues (order.c: the end of
+			 * a box's counter): after it the counter is the next box's */
+			if ((rec->order_no & FS_ONO_MASK) >= FS_ONO_MASK - FS_ORDER_CHUNK)
+				return FLASH_EINVAL;
 		}
 		{
 			/* its slot (order.c): holding a later number, or this one
