@@ -24,12 +24,17 @@ fail() {
 	rm -rf "$T"
 	exit 1
 }
+# Reads are causal (wsrep_sync_wait = 1): a node applies another node's
+# committed write sets asynchronously, so without it a read just after a
+# write elsewhere may not see it yet (CI saw node 3 miss node 1's row).
 sql() { # sql I SQL: as root over node I's socket
-	mariadb --no-defaults --socket="$D/n$1/mysqld.sock" -uroot -B -N -e "$2"
+	mariadb --no-defaults --socket="$D/n$1/mysqld.sock" -uroot -B -N \
+		-e "SET SESSION wsrep_sync_wait = 1; $2"
 }
 sql_tcp() { # sql_tcp I SQL: as user flash over node I's TCP port
 	hp=$(sed -n "${1}p" "$D/nodes")
-	mariadb --defaults-file="$D/client.cnf" --host="${hp%:*}" --port="${hp##*:}" -B -N -e "$2"
+	mariadb --defaults-file="$D/client.cnf" --host="${hp%:*}" --port="${hp##*:}" -B -N \
+		-e "SET SESSION wsrep_sync_wait = 1; $2"
 }
 listening() { # listening PORT: exit 0 if some socket listens on TCP PORT
 	ss -Hltn "sport = :$1" | grep -q .
