@@ -224,7 +224,10 @@ static MYSQL *central(void)
 				continue;
 		}
 		MYSQL *c = flash_mysql_conn(g_m[i]);
-		if (c) {
+		/* causal reads: a check after a failover sees every write set
+		 * the cluster committed before it, through any node (set on
+		 * each use: the connection may have been made anew) */
+		if (c && mysql_query(c, "SET SESSION wsrep_sync_wait = 1") == 0) {
 			g_mcur = i;
 			return c;
 		}
