@@ -1109,20 +1109,19 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
  * order_next_number) came from the header's counter: they end at or below
  * it, in its box.  A range that does not (the counter or the slot scribbled)
  * would number orders that ono_find calls another box's or never issued: it
- * is dropped, so the next order takes a chunk from the counter.  Numbers
- * are skipped, never issued twice.  The slot is ours (claimed); a kill
- * between the stores leaves order_next 0: a refill, as if empty.
+ * is emptied (order_end = order_next, one store into our claimed slot), so
+ * the next order takes a chunk from the counter.  Its numbers are skipped;
+ * order_next stays, and with it flash_orders_max.
  */
 static void range_check(flash_t *h, struct fs_proc *p)
 {
 	uint64_t top = ck_pr_load_64(&h->hdr->order_next);
 	uint64_t next = ck_pr_load_64(&p->order_next), end = ck_pr_load_64(&p->order_end);
 
-	if (next == 0 || (end <= top && FS_ONO_BOX(next) == FS_ONO_BOX(top) &&
-	                  FS_ONO_BOX(end - 1) == FS_ONO_BOX(top)))
+	if (next == 0 || next >= end ||
+	    (end <= top && FS_ONO_BOX(next) == FS_ONO_BOX(top) && FS_ONO_BOX(end - 1) == FS_ONO_BOX(top)))
 		return;
-	ck_pr_store_64(&p->order_next, 0);
-	ck_pr_store_64(&p->order_end, 0);
+	ck_pr_store_64(&p->order_end, next);
 }
 
 static int slot_claim(flash_t *h)
