@@ -1093,8 +1093,9 @@ int flash_quiet_get(flash_t *h, struct flash_quiet *out);
  * replay exactly-once.  No new record is emitted; tokens are not restored.
  * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
  *         FLASH_EINVAL (malformed record, or an ORDER whose number is
- *         another box's: a segment that has numbered no order yet takes
- *         the box of the first one it replays); FLASH_ENOT_FOUND (refers
+ *         another box's or one no allocator issues, the last of a box's
+ *         counter: a segment that has numbered no order yet takes the box
+ *         of the first one it replays); FLASH_ENOT_FOUND (refers
  *         to an unknown activity/sku/order); FLASH_ESOLD_OUT (an order or negative
  *         restock the segment's stock cannot cover: the WAL disagrees with
  *         the segment); FLASH_ELIMIT (the order's limit slot is held);

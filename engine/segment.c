@@ -1095,16 +1095,6 @@ int fs_wait_tag(flash_t *h, const uint64_t *word, uint64_t seen)
 }
 
 /*
- * Claim a free slot of the process table for @p h.  The process's identity
- * (pid, start time) is read first: without it no later checker could tell
- * this process from one that reused its pid, and a wrong start time would
- * get a running operation rolled back.  So a process that cannot read
- * /proc/PID/stat (no free descriptor, /proc not mounted) is refused:
- * FLASH_ESYS, nothing changed.  The slot then moves FREE -> CLAIM(gen, pid)
- * with the start time in the same 16-byte CAS, -> ALIVE.
- * Crash points: "attach" 1 (in CLAIM).
- */
-/*
  * The unused order numbers a slot keeps for its next handle (order.c:
  * order_next_number) came from the header's counter: they end at or below
  * it, in its box.  A range that does not (the counter or the slot scribbled)
@@ -1124,6 +1114,17 @@ static void range_check(flash_t *h, struct fs_proc *p)
 	ck_pr_store_64(&p->order_end, next);
 }
 
+/*
+ * Claim a free slot of the process table for @p h.  The process's identity
+ * (pid, start time) is read first: without it no later checker could tell
+ * this process from one that reused its pid, and a wrong start time would
+ * get a running operation rolled back.  So a process that cannot read
+ * /proc/PID/stat (no free descriptor, /proc not mounted) is refused:
+ * FLASH_ESYS, nothing changed.  The slot then moves FREE -> CLAIM(gen, pid)
+ * with the start time in the same 16-byte CAS, -> ALIVE; the order numbers
+ * it inherits are checked then (range_check).
+ * Crash points: "attach" 1 (in CLAIM).
+ */
 static int slot_claim(flash_t *h)
 {
 	uint64_t start = 0;
