@@ -27,12 +27,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-run.XXXXXX")
 waldir=$(mktemp -d /dev/shm/fuzz-run-wal.XXXXXX)
 status=0
 
+# The targets run at once (each libFuzzer process is single-threaded), then
+# their results are read in order.
+targets=
 for t in ${FUZZ_TARGETS:-wal attach csv}; do
 	bin=$build/tests/fuzz_$t
 	if [ ! -x "$bin" ]; then
 		echo "fuzz_$t: not built in $build, skipped"
 		continue
 	fi
+	targets="$targets $t"
 	corpus=${FUZZ_KEEP:-$work}/$t
 	mkdir -p "$corpus" "$work/art-$t"
 	seeds=
@@ -42,9 +46,15 @@ for t in ${FUZZ_TARGETS:-wal attach csv}; do
 	*) maxlen=4096 ;;
 	esac
 	# shellcheck disable=SC2086
-	FUZZ_WAL_DIR=$waldir "$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen -print_final_stats=1 \
-		-artifact_prefix="$work/art-$t/" "$@" "$corpus" $seeds >"$work/$t.log" 2>&1
-	rc=$?
+	( FUZZ_WAL_DIR=$waldir "$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen \
+		-print_final_stats=1 -artifact_prefix="$work/art-$t/" "$@" "$corpus" $seeds \
+		>"$work/$t.log" 2>&1
+	  echo $? >"$work/$t.rc" ) &
+done
+wait
+
+for t in $targets; do
+	rc=$(cat "$work/$t.rc")
 	# executions: the final stats, or (fork mode) the last "#N: cov: ..." line
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
 	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$work/$t.log" | tail -1)
