@@ -344,7 +344,13 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
 	assert_int_equal(round_trip(w, p, 0, QUEUE), FLASH_OK);
 	assert_int_equal(flash_mysql_pump_wait(p, QUEUE, 60000), FLASH_OK);
-	assert_int_equal(round_trip(w, p, QUEUE, FIRST), FLASH_OK);
+	/* set-up, not the subject: the first QUEUE records may have reached
+	 * MySQL by the start-up read-back from the WAL while their chunk still
+	 * holds the queue's room, and then this push is dropped (FLASH_EFULL,
+	 * read back from the WAL as documented; CI saw it).  Either way they
+	 * must be applied: */
+	int prc = round_trip(w, p, QUEUE, FIRST);
+	assert_true(prc == FLASH_OK || prc == FLASH_EFULL);
 	assert_int_equal(flash_mysql_pump_wait(p, FIRST, 60000), FLASH_OK);
 	flash_mysql_pump_stop(p, 5000);
 	wal_only(w, FIRST, N);
