@@ -69,8 +69,11 @@ with_full() { # with_full SUBSTR cmd...: fallocate refused (ENOSPC) for paths co
 
 # ---- the sale, the reboot, the reference ----
 "$fs" demo --no-mysql --keep --json --name "$name" --buyers 340000 --units 340000 --procs 2 \
-	>"$t/demo.out" 2>"$t/log-demo" || fail "demo exit $?"
+	>"$t/demo.out" 2>"$t/log-demo"
+drc=$?
+# read before any verdict, so a failed run's kept directory is removed too
 kept=$(sed -n 's/.*"kept_dir":"\([^"]*\)".*/\1/p' "$t/demo.out" | tail -1)
+[ $drc -eq 0 ] || fail "demo exit $drc; its report: $(grep -v '^{' "$t/demo.out" | tail -n 25)"
 wal=$(sed -n 's/.*"kept_wal":"\([^"]*\)".*/\1/p' "$t/demo.out" | tail -1)
 acked=$(sed -n 's/.*"orders_acked":\([0-9]*\).*/\1/p' "$t/demo.out" | tail -1)
 [ -n "$kept" ] && [ -d "$wal" ] && [ -n "$acked" ] || fail "no kept WAL in: $(tail -1 "$t/demo.out")"
