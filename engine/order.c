@@ -238,8 +238,10 @@ static inline __attribute__((always_inline)) int order_peek(flash_t *h)
 	for (uint32_t k = 0; k < FS_ORDER_SKIP; k++, n++) {
 		uint32_t i;
 
-		if (n == end)
+		if (n == end) {
 			n = ck_pr_load_64(&h->hdr->order_next) + (k - (uint32_t)(end - next));
+			FS_PARK("order_number");
+		}
 		if ((n & FS_ONO_MASK) == 0 || (n & FS_ONO_MASK) >= FS_ONO_MASK - FS_ORDER_CHUNK)
 			return FLASH_EFULL;
 		i = ono_slot(h, n);

@@ -14,6 +14,10 @@
  *      the second handle's, or not be granted at all.  And a renew or
  *      release paused before its CAS while its lease runs out and the lock
  *      is granted to another owner must leave that grant alone.
+ *   4. the next order number of a handle whose chunk ran out (engine/
+ *      order.c, order_peek): parked just after it looked at the counter,
+ *      while a second handle places two chunks of orders; the parked order
+ *      must still get a number (the order table is nowhere near full).
  *
  * This program links the engine built with crash points (flashstock_crash)
  * and wraps fs_crashpoint (-Wl,--wrap=fs_crashpoint).  At the point a case
@@ -434,6 +438,70 @@ static void test_lock_renew_paused_before_its_cas_while_regranted_gets_enot_owne
 	owner_change_after_regrant(0);
 }
 
+/* ---- 4. the next number of a handle whose chunk ran out ------------------- */
+
+static const char *g_park;     /* armed FS_PARK place */
+static void (*g_park_fn)(void);
+
+static void park_once(const char *where)
+{
+	if (g_park == NULL || strcmp(where, g_park) != 0)
+		return;
+	g_park = NULL;         /* once: the interleaved orders pass freely */
+	g_fired++;
+	g_park_fn();
+}
+
+static int g_b_placed;
+
+/* B places two chunks of orders (users 1000...): every number the counter
+ * hands out meanwhile is B's, and B's orders hold their slots */
+static void b_places_two_chunks(void)
+{
+	for (uint64_t u = 0; u < 2 * FS_ORDER_CHUNK; u++)
+		if (order(g_b, 1000 + u, NULL) == FLASH_OK)
+			g_b_placed++;
+}
+
+/*
+ * Order numbers go to handles in chunks; a handle whose chunk is used up
+ * must find its next number among numbers no other handle can take.  Two
+ * buyers at full speed met FLASH_EFULL after a few hundred orders in a
+ * table sized for hundreds of thousands: the handle looked at the numbers
+ * after the counter, which the other buyer took and placed meanwhile.
+ */
+static void test_order_number_after_a_used_up_chunk_is_not_taken_by_another_handle(void **state)
+{
+	uint64_t no = 0;
+	struct flash_order_info oi;
+
+	(void)state;
+	assert_int_equal(seg_up(), 0);
+	assert_int_equal(flash_open(g_name, 0, &g_b), FLASH_OK);
+	for (uint64_t u = 1; u <= FS_ORDER_CHUNK; u++) {
+		assert_int_equal(order(g_p, u, &no), FLASH_OK);
+		assert_int_equal(no, u);
+	}
+	/* A's chunk is used up: its next order looks for a number, and B
+	 * places two chunks of orders right after A looked at the counter */
+	g_fired = 0;
+	g_b_placed = 0;
+	g_park_fn = b_places_two_chunks;
+	g_park = "order_number";
+	flash_park_fn = park_once;
+	no = 0;
+	assert_int_equal(order(g_p, 500, &no), FLASH_OK);
+	flash_park_fn = NULL;
+	assert_int_equal(g_fired, 1);
+	assert_int_equal(g_b_placed, 2 * FS_ORDER_CHUNK);
+	assert_true(no > FS_ORDER_CHUNK);
+	assert_int_equal(flash_order_get(g_p, no, &oi), FLASH_OK);
+	assert_int_equal(oi.user_id, 500);
+	/* and the table goes on numbering: nothing refused below capacity */
+	for (uint64_t u = 2000; u < 2000 + 3 * FS_ORDER_CHUNK; u++)
+		assert_int_equal(order(u % 2 ? g_p : g_b, u, NULL), FLASH_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +512,7 @@ int main(void)
 		T(test_lock_acquire_paused_before_its_cas_while_another_takes_it_gets_elocked),
 		T(test_lock_release_paused_before_its_cas_while_regranted_gets_enot_owner),
 		T(test_lock_renew_paused_before_its_cas_while_regranted_gets_enot_owner),
+		T(test_order_number_after_a_used_up_chunk_is_not_taken_by_another_handle),
 #undef T
 	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
