@@ -554,7 +554,14 @@ struct flash_order_res {
  *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
  *         res->order_no); FLASH_EREQ_EXPIRED (a windowed segment, section 11:
  *         the request id is older than the window; nothing changed);
- *         FLASH_EFULL (user, order or request table);
+ *         FLASH_EFULL (user or request table; or the order table: the next
+ *         64 numbers of this handle's own chunks -- numbers no other handle
+ *         can use up -- all map to slots that hold an order not yet
+ *         archived, or that are kept for an unused number of another
+ *         handle's chunk.  In a segment never archived that happens only
+ *         once the counter has passed max_orders: after at least max_orders
+ *         - 63 x max_procs orders, less 64 for each chunk refill a kill cut
+ *         short.  Other buyers' speed or number never brings it earlier);
  *         FLASH_EBUSY (ring full: nothing drains it); FLASH_EDURABILITY;
  *         FLASH_EFATE_UNKNOWN (sync durability: the order is placed -- it
  *         reads ACTIVE in flash_order_get() -- but its record was not durable

@@ -210,48 +210,6 @@ static inline int ono_claimable(const flash_t *h, const struct fs_order *o, uint
 }
 
 /*
- * Is there an order number left for this handle?  Checked before any change,
- * read-only: the handle's next numbers (and the allocator's after them) are
- * looked at, FS_ORDER_SKIP at most, until one whose slot it may claim.  On
- * the usual path that is the first: one load of a slot the order writes
- * anyway.  order_alloc decides for real.
- */
-static inline __attribute__((always_inline)) int order_peek(flash_t *h)
-{
-	struct fs_proc *p = h->me;
-	uint64_t next, end, n;
-
-	if (h->replay != NULL)
-		return FLASH_OK;      /* the record's number: order_alloc checks its slot */
-	/* each bound loaded once (order_alloc loads and checks its own copies) */
-	next = ck_pr_load_64(&p->order_next);
-	end = ck_pr_load_64(&p->order_end);
-	if (next != 0 && next < end) {
-		uint32_t i = ono_slot(h, next);   /* the usual case: the next number's slot */
-
-		if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), next))
-			return FLASH_OK;
-	} else {
-		next = end = 0;
-	}
-	n = next;
-	for (uint32_t k = 0; k < FS_ORDER_SKIP; k++, n++) {
-		uint32_t i;
-
-		if (n == end) {
-			n = ck_pr_load_64(&h->hdr->order_next) + (k - (uint32_t)(end - next));
-			FS_PARK("order_number");
-		}
-		if ((n & FS_ONO_MASK) == 0 || (n & FS_ONO_MASK) >= FS_ONO_MASK - FS_ORDER_CHUNK)
-			return FLASH_EFULL;
-		i = ono_slot(h, n);
-		if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), n))
-			return FLASH_OK;
-	}
-	return FLASH_EFULL;
-}
-
-/*
  * Order numbers are handed to slots in chunks: no shared counter per order.
  * A slot's unused numbers are [order_next, order_end); they outlive the
  * handle, and the slot's next handle goes on from them.  So every state a
@@ -293,6 +251,79 @@ static inline __attribute__((always_inline)) uint64_t order_next_number(flash_t 
 		FS_CRASH("order_alloc", 3);
 	}
 	return n;
+}
+
+/*
+ * Would a chunk taken from the counter now hold a number this handle may
+ * claim?  Read-only, so that a full table refuses without moving the
+ * counter: the FS_ORDER_SKIP numbers after the counter are looked at.  Only
+ * an FAA of the counter issues a number, so if the counter has not moved
+ * when the look ends, every slot it found held was held by an order of an
+ * earlier number: the table is full.  If it moved, other handles took (and
+ * may have placed) the numbers looked at: look again after it, and after a
+ * few moves let a chunk of the handle's own decide (order_peek).
+ */
+static int order_room(flash_t *h)
+{
+	uint64_t c = ck_pr_load_64(&h->hdr->order_next), c2;
+
+	for (int tries = 0; tries < 4; tries++, c = c2) {
+		uint64_t n = c;
+
+		FS_PARK("order_number");
+		for (uint32_t k = 0; k < FS_ORDER_SKIP; k++, n++) {
+			uint32_t i;
+
+			if ((n & FS_ONO_MASK) == 0 || (n & FS_ONO_MASK) >= FS_ONO_MASK - FS_ORDER_CHUNK)
+				return 0;
+			i = ono_slot(h, n);
+			if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), n))
+				return 1;
+		}
+		ck_pr_fence_load();   /* the slots' states before the counter's second load */
+		if ((c2 = ck_pr_load_64(&h->hdr->order_next)) == c)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Is there an order number left for this handle?  Checked before the
+ * operation opens, so that a full table refuses the order before anything is
+ * held.  Only the handle's own numbers decide -- its slot's range, and a new
+ * chunk from the counter when that is used up and order_room sees room:
+ * numbers of a chunk are nobody else's, so no other buyer can take one
+ * between this look and order_alloc's claim.  (Deciding on the numbers after
+ * the counter, which other handles take and place meanwhile, gave FLASH_EFULL
+ * far below capacity with two buyers.)  A number whose slot is held is
+ * skipped here for good (order_alloc would skip it too), FS_ORDER_SKIP at
+ * most, so the range starts with a claimable number; on the usual path that
+ * is the first: one load of a slot the order writes anyway.  The stores are
+ * into the handle's own process slot and a refill's FAA of the counter: a
+ * kill between them and the operation loses unused numbers, never hands one
+ * out twice.  A table found full by order_room changes nothing.
+ */
+static inline __attribute__((always_inline)) int order_peek(flash_t *h)
+{
+	struct fs_proc *p = h->me;
+
+	if (h->replay != NULL)
+		return FLASH_OK;      /* the record's number: order_alloc checks its slot */
+	for (uint32_t k = 0; k < FS_ORDER_SKIP; k++) {
+		uint64_t n = ck_pr_load_64(&p->order_next);
+		uint32_t i;
+
+		if ((n == 0 || n >= ck_pr_load_64(&p->order_end)) &&
+		    (!order_room(h) || (n = order_next_number(h)) == 0))
+			return FLASH_EFULL;
+		i = ono_slot(h, n);
+		h->ono_n = n;
+		h->ono_slot = i;
+		if (ono_claimable(h, &h->ord[i], ck_pr_load_64(&h->ord[i].state), n))
+			return FLASH_OK;
+		ck_pr_store_64(&p->order_next, n + 1);   /* held: skip it */
+	}
+	return FLASH_EFULL;
 }
 
 /*
@@ -877,7 +908,9 @@ struct order_ctx {
  * Everything that can refuse the order before it changes anything (the
  * handle was checked by the caller): the arguments, the catalog, a retry of a finished request,
  * room in the ring and the order table, a failed WAL in sync durability.
- * Read-only; on FLASH_OK @p o has the catalog entries and the time.
+ * Read-only but for the handle's own order numbers (order_peek may take a
+ * chunk and skip held numbers); on FLASH_OK @p o has the catalog entries and
+ * the time.
  */
 static inline __attribute__((always_inline)) int order_check(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
                                                        struct order_ctx *o, const int win)
