@@ -127,6 +127,7 @@ struct bench_wstat {
 	uint64_t ws_t_end;                    /* last measured op ends */
 	uint64_t ws_measured;                 /* measured ops */
 	uint64_t ws_busy;                     /* retries on a full ring / would-block */
+	uint64_t ws_fate_waits;               /* sync: waits again after FLASH_EFATE_UNKNOWN */
 	uint64_t ws_progress;                 /* ops done; relaxed atomic stores, read live */
 	int32_t  ws_failed;                   /* nonzero: the thread failed (ws_err says why) */
 	char     ws_err[160];
@@ -219,7 +220,7 @@ struct bench_check {
 	int64_t  duplicates;    /* users holding more orders than the limit; -1: no users */
 	int64_t  mismatch;      /* sum over skus of |loaded - sold - available| */
 	int64_t  lost;          /* acknowledged orders missing from the records */
-	char     note[200];
+	char     note[320];
 };
 
 struct bench_engine {

@@ -375,7 +375,8 @@ static void *worker_main(void *arg)
 		bench_fail(w, "out of memory for %llu requests",
 		           (unsigned long long)(w->run->cfg.warmup + w->run->cfg.ops));
 	else if (w->run->eng->thread(w) != 0 && !w->st->ws_failed)
-		bench_fail(w, "engine thread failed");
+		bench_fail(w, __atomic_load_n(&w->run->sh->sh_abort, __ATOMIC_RELAXED)
+		                  ? "stopped: the run was aborted" : "engine thread failed");
 	if (!w->at_barrier) {   /* failed while preparing: let the parent see it */
 		w->st->ws_failed = w->st->ws_failed ? w->st->ws_failed : 1;
 		__atomic_add_fetch(&w->run->sh->sh_ready, 1, __ATOMIC_SEQ_CST);
@@ -546,6 +547,7 @@ static void fill_result(struct bench_run *run, struct bench_result *res)
 	struct bench_shared *sh = run->sh;
 	uint64_t tmin = UINT64_MAX, tmax = 0;
 	uint32_t i, k;
+	int cause_from_abort = 0;
 
 	res->hist = malloc(sizeof(*res->hist));
 	if (res->hist)
@@ -563,8 +565,12 @@ static void fill_result(struct bench_run *run, struct bench_result *res)
 			if (w->ws_t_end > tmax)
 				tmax = w->ws_t_end;
 		}
-		if (w->ws_failed && !res->failed) {
+		/* the first worker that failed on its own, not one stopped by the abort
+		 * that failure caused */
+		if (w->ws_failed && (!res->failed || (cause_from_abort &&
+		                                      strncmp(w->ws_err, "stopped: ", 9) != 0))) {
 			res->failed = 1;
+			cause_from_abort = strncmp(w->ws_err, "stopped: ", 9) == 0;
 			snprintf(res->err, sizeof(res->err), "worker %u: %s", i, w->ws_err);
 		}
 	}
