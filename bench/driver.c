@@ -547,7 +547,6 @@ static void fill_result(struct bench_run *run, struct bench_result *res)
 	struct bench_shared *sh = run->sh;
 	uint64_t tmin = UINT64_MAX, tmax = 0;
 	uint32_t i, k;
-	int cause_from_abort = 0;
 
 	res->hist = malloc(sizeof(*res->hist));
 	if (res->hist)
@@ -565,12 +564,10 @@ static void fill_result(struct bench_run *run, struct bench_result *res)
 			if (w->ws_t_end > tmax)
 				tmax = w->ws_t_end;
 		}
-		/* the first worker that failed on its own, not one stopped by the abort
-		 * that failure caused */
-		if (w->ws_failed && (!res->failed || (cause_from_abort &&
-		                                      strncmp(w->ws_err, "stopped: ", 9) != 0))) {
+		/* the first worker that failed on its own; one stopped by the abort
+		 * is not the cause (bench_run_one then reports the supervisor's) */
+		if (w->ws_failed && !res->failed && strncmp(w->ws_err, "stopped: ", 9) != 0) {
 			res->failed = 1;
-			cause_from_abort = strncmp(w->ws_err, "stopped: ", 9) == 0;
 			snprintf(res->err, sizeof(res->err), "worker %u: %s", i, w->ws_err);
 		}
 	}
