@@ -11,6 +11,7 @@
 #include "feed.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,12 +62,11 @@ struct serve {
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	archiver_t              *sv_arch;     /* archiver thread, or NULL */
+	struct serve_reclaimer  *sv_reclaim;  /* reclaimer thread, or NULL */
 	backstop_t              *sv_backstop; /* cross-box limit, or NULL */
 	flash_lease_t           *sv_lease;    /* lease agent, or NULL */
 	int                      sv_lease_reported; /* its fence or failure was logged */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
-	uint64_t                 sv_clear_lsn[2]; /* reclaimer: per table, the WAL LSN MySQL must
-	                                             reach before the due clear (0: none due) */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -593,63 +593,181 @@ static int serve_commit_mark(struct serve *s)
 }
 
 /*
- * The reclaimer's step (engine/gen.c), both keyed tables: move the
- * generation on when due (the engine checks the time and the bank), then
- * clear the bank two back.  With a MySQL applier a clear waits until it has
- * applied every record the WAL held when the clear fell due: the orders of
- * that generation (their request ids and limits) are in MySQL before the
- * segment forgets them.  A clear that meets an operation not ending within
- * the grace bound (FLASH_EBUSY) is tried at the next step.
+ * The reclaimer (engine/gen.c), both keyed tables: move the generation on
+ * when due (the engine checks the time and the bank), then clear the bank two
+ * back.  With a MySQL applier a clear waits until it has applied every record
+ * the WAL held when the clear fell due: the orders of that generation (their
+ * request ids and limits) are in MySQL before the segment forgets them.  A
+ * clear that meets an operation not ending within the grace bound
+ * (FLASH_EBUSY: a buyer stopped inside an order) is tried at the next step.
+ *
+ * It runs in a thread of its own with a handle of its own, never on the
+ * drain thread: a clear's grace period waits for the operations open at its
+ * start, up to a second for a stopped buyer, and the drain -- every sync
+ * order's acknowledgement -- must never wait on a buyer (it did: a stopped
+ * buyer made each sync order on the box take about a second).  The next step
+ * is timed from the end of the last one.  Its counters are atomics the drain
+ * thread copies into serve_stats (serve_reclaimer_stats).
  */
-static void serve_reclaim(struct serve *s)
+struct serve_reclaimer {
+	struct serve    *rc_s;
+	flash_t         *rc_h;          /* the thread's own writable handle */
+	pthread_t        rc_thr;
+	pthread_mutex_t  rc_mu;
+	pthread_cond_t   rc_cv;         /* signalled at stop */
+	int              rc_stop;       /* under rc_mu */
+	uint32_t         rc_every_ms;
+	uint64_t         rc_clear_lsn[2]; /* per table, the WAL LSN MySQL must reach
+	                                     before the due clear (0: none due) */
+	uint64_t         rc_advances, rc_clears, rc_cleared_keys, rc_waits;   /* atomics */
+};
+
+static void serve_reclaim(struct serve_reclaimer *r)
 {
+	struct serve *s = r->rc_s;
+
 	for (uint32_t t = FLASH_TABLE_REQUESTS; t <= FLASH_TABLE_USERS; t++) {
 		struct flash_gen_info gi;
 		uint64_t n = 0;
 		int rc, due = 0;
 
-		if (flash_gen_get(s->sv_h, t, &gi) != FLASH_OK || gi.banks == 1)
+		if (flash_gen_get(r->rc_h, t, &gi) != FLASH_OK || gi.banks == 1)
 			return;
-		rc = flash_gen_advance(s->sv_h, t, (int64_t)serve_now_real_ns(), &gi);
+		rc = flash_gen_advance(r->rc_h, t, (int64_t)serve_now_real_ns(), &gi);
 		if (rc != FLASH_OK) {
 			serve_log(s, SERVE_LOG_WARN, "reclaim: advance table %u: %s", t, flash_strerror(rc));
 			continue;
 		}
 		if (gi.advanced) {
-			s->sv_st->gen_advances++;
+			__atomic_add_fetch(&r->rc_advances, 1, __ATOMIC_RELAXED);
 			serve_log(s, SERVE_LOG_INFO, "reclaim: table %s in generation %" PRIu64,
 			          t ? "users" : "requests", gi.gen);
 		}
 		for (uint32_t b = 0; b < gi.banks; b++)
 			due |= gi.bank[b].state == FLASH_BANK_OLD;
 		if (!due) {
-			s->sv_clear_lsn[t] = 0;
+			r->rc_clear_lsn[t] = 0;
 			continue;
 		}
 		if (s->sv_pump != NULL) {
 			uint64_t applied = 0;
 
-			if (s->sv_clear_lsn[t] == 0)
-				s->sv_clear_lsn[t] = wal_durable_lsn(s->sv_w) + 1;   /* 0 means none */
-			if (serve_applied_lsn(s->sv_pump, &applied) != 0 || applied + 1 < s->sv_clear_lsn[t]) {
+			if (r->rc_clear_lsn[t] == 0)
+				r->rc_clear_lsn[t] = wal_durable_lsn(s->sv_w) + 1;   /* 0 means none */
+			if (serve_applied_lsn(s->sv_pump, &applied) != 0 || applied + 1 < r->rc_clear_lsn[t]) {
 				/* MySQL has not applied that generation yet */
-				__atomic_add_fetch(&s->sv_st->gen_clear_waits, 1, __ATOMIC_RELAXED);
+				__atomic_add_fetch(&r->rc_waits, 1, __ATOMIC_RELAXED);
 				continue;
 			}
 		}
-		rc = flash_gen_clear(s->sv_h, t, &n);
+		rc = flash_gen_clear(r->rc_h, t, &n);
 		if (rc == FLASH_EBUSY)
 			continue;
 		if (rc != FLASH_OK) {
 			serve_log(s, SERVE_LOG_WARN, "reclaim: clear table %u: %s", t, flash_strerror(rc));
 			continue;
 		}
-		s->sv_clear_lsn[t] = 0;
-		s->sv_st->gen_clears++;
-		s->sv_st->gen_cleared_keys += n;
+		r->rc_clear_lsn[t] = 0;
+		__atomic_add_fetch(&r->rc_clears, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&r->rc_cleared_keys, n, __ATOMIC_RELAXED);
 		serve_log(s, SERVE_LOG_INFO, "reclaim: table %s: a bank cleared, %" PRIu64 " keys",
 		          t ? "users" : "requests", n);
 	}
+}
+
+static void *serve_reclaimer_main(void *arg)
+{
+	struct serve_reclaimer *r = arg;
+	int rc;
+
+	/* a handle belongs to the thread that opened it */
+	if ((rc = flash_open(r->rc_s->sv_o->segment, 0, &r->rc_h)) != FLASH_OK) {
+		serve_log(r->rc_s, SERVE_LOG_ERROR, "reclaim: open: %s: nothing is reclaimed",
+		          flash_strerror(rc));
+		r->rc_h = NULL;
+		return NULL;
+	}
+	pthread_mutex_lock(&r->rc_mu);
+	while (!r->rc_stop) {
+		struct timespec ts;
+
+		pthread_mutex_unlock(&r->rc_mu);
+		serve_reclaim(r);
+		clock_gettime(CLOCK_MONOTONIC, &ts);   /* from the end of this step */
+		ts.tv_sec += r->rc_every_ms / 1000;
+		ts.tv_nsec += (long)(r->rc_every_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&r->rc_mu);
+		while (!r->rc_stop && pthread_cond_timedwait(&r->rc_cv, &r->rc_mu, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&r->rc_mu);
+	return NULL;
+}
+
+/* Start the reclaimer of a windowed segment; NULL (nothing to reclaim, or
+ * logged: it could not start -- the daemon serves on without it). */
+static struct serve_reclaimer *serve_reclaimer_start(struct serve *s, uint32_t every_ms)
+{
+	struct flash_gen_info gi;
+	struct serve_reclaimer *r;
+	pthread_condattr_t ca;
+	int rc;
+
+	if (flash_gen_get(s->sv_h, FLASH_TABLE_REQUESTS, &gi) != FLASH_OK || gi.banks == 1)
+		return NULL;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		serve_log(s, SERVE_LOG_ERROR, "reclaim: out of memory: nothing is reclaimed");
+		return NULL;
+	}
+	r->rc_s = s;
+	r->rc_every_ms = every_ms;
+	pthread_mutex_init(&r->rc_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->rc_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((rc = pthread_create(&r->rc_thr, NULL, serve_reclaimer_main, r)) != 0) {
+		serve_log(s, SERVE_LOG_ERROR, "reclaim: no thread (%s): nothing is reclaimed", strerror(rc));
+		pthread_cond_destroy(&r->rc_cv);
+		pthread_mutex_destroy(&r->rc_mu);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* The reclaimer's counters into @p st (the drain thread, before publishing). */
+static void serve_reclaimer_stats(const struct serve_reclaimer *r, struct serve_stats *st)
+{
+	if (r == NULL)
+		return;
+	st->gen_advances = __atomic_load_n(&r->rc_advances, __ATOMIC_RELAXED);
+	st->gen_clears = __atomic_load_n(&r->rc_clears, __ATOMIC_RELAXED);
+	st->gen_cleared_keys = __atomic_load_n(&r->rc_cleared_keys, __ATOMIC_RELAXED);
+	st->gen_clear_waits = __atomic_load_n(&r->rc_waits, __ATOMIC_RELAXED);
+}
+
+/* Stop and join it (a step in a grace period ends within its bound); its
+ * records are in its ring, drained by the rounds that follow. */
+static void serve_reclaimer_stop(struct serve_reclaimer *r, struct serve_stats *st)
+{
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->rc_mu);
+	r->rc_stop = 1;
+	pthread_cond_signal(&r->rc_cv);
+	pthread_mutex_unlock(&r->rc_mu);
+	pthread_join(r->rc_thr, NULL);
+	serve_reclaimer_stats(r, st);
+	if (r->rc_h)
+		flash_close(r->rc_h);   /* from any thread */
+	pthread_cond_destroy(&r->rc_cv);
+	pthread_mutex_destroy(&r->rc_mu);
+	free(r);
 }
 
 /* One round: drain up to drain_max, append, commit, mark.  *n: drained. */
@@ -989,7 +1107,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		goto out_metrics;
 	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
 	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
-	uint64_t next_reclaim = oo.no_reclaim ? UINT64_MAX : serve_now_ms();
+	if (!oo.no_reclaim)
+		s.sv_reclaim = serve_reclaimer_start(&s, oo.reclaim_every_ms ? oo.reclaim_every_ms : 1000);
 	uint64_t last_records = 0;
 	struct wal_stats last_ws;
 	wal_stats_get(s.sv_w, &last_ws);
@@ -1005,6 +1124,11 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			SERVE_METRICS_ARCHIVER_OFF();
 			serve_arch_stop(&s);
 		}
+		if (stopping && s.sv_reclaim) {
+			/* likewise: its last records are drained below */
+			serve_reclaimer_stop(s.sv_reclaim, st);
+			s.sv_reclaim = NULL;
+		}
 		/* At a stop the backstop goes first: it writes what is durable
 		 * and makes its compensating cancels, whose units must be back in
 		 * the segment before the lease agent returns what the box holds.
@@ -1016,6 +1140,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
 		serve_snap_stats(&s);
+		serve_reclaimer_stats(s.sv_reclaim, st);
 		SERVE_PUBLISH();
 		serve_lease_watch(&s);
 		/* Stop only after a round that began after the stop request and
@@ -1049,10 +1174,6 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 				serve_log(&s, SERVE_LOG_INFO, "recovered %u dead handles", rec);
 			}
 			next_recover = now + oo.recover_ms;
-		}
-		if (now >= next_reclaim) {
-			serve_reclaim(&s);
-			next_reclaim = now + (oo.reclaim_every_ms ? oo.reclaim_every_ms : 1000);
 		}
 		if (now >= next_stats) {
 			struct wal_stats ws;
@@ -1107,6 +1228,8 @@ out:
 		st->wal_removed = ss.wal_removed;
 	}
 	serve_arch_stop(&s);
+	serve_reclaimer_stop(s.sv_reclaim, st);
+	s.sv_reclaim = NULL;
 	if (s.sv_pump) {
 		/* Records still queued are in the WAL: the next start catches up. */
 		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
