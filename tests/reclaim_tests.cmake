@@ -7,3 +7,16 @@ if(TARGET flashstock AND TARGET ops_buyer)
                    $<TARGET_FILE:ops_buyer>)
   set_tests_properties(cli_reclaim PROPERTIES TIMEOUT 120)
 endif()
+
+# A buyer stopped inside an order holds reclamation and nothing else: sync
+# orders complete meanwhile, and the bank is cleared once it goes on
+# (tests/cli_stopped_buyer.sh; tests/park_buyer.c stops itself at FS_PARK).
+if(TARGET flashstock AND TARGET ops_buyer AND TARGET ops_sync_buyer AND TARGET flashstock_crash)
+  add_executable(park_buyer ${CMAKE_CURRENT_SOURCE_DIR}/park_buyer.c)
+  target_compile_definitions(park_buyer PRIVATE FLASH_CRASHPOINTS=1)
+  target_link_libraries(park_buyer PRIVATE flashstock_crash)
+  add_test(NAME cli_stopped_buyer
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_stopped_buyer.sh $<TARGET_FILE:flashstock>
+                   $<TARGET_FILE:park_buyer> $<TARGET_FILE:ops_sync_buyer> $<TARGET_FILE:ops_buyer>)
+  set_tests_properties(cli_stopped_buyer PROPERTIES TIMEOUT 120)
+endif()
