@@ -28,7 +28,7 @@ PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
 PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
 
-log() { printf '== %s\n' "$*" >&2; }
+log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
 install_deps() {
 	local missing=()
