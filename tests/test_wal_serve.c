@@ -7,6 +7,7 @@
  * the segment failed and sync buyers get FLASH_EDURABILITY.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -675,6 +676,83 @@ static void test_second_daemon_on_the_segment_or_the_wal_is_refused(void **st)
 	wt_rmdir(dir);
 }
 
+/* ---- an async buyer is not held by the disk ---- */
+
+static int slow_fdatasync(int fd)
+{
+	usleep(1000 * 1000);
+	return ((int (*)(int))pio_default("fdatasync"))(fd);
+}
+
+static int count_orders_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
+{
+	(void)lsn;
+	const struct wal_rec *r = p;
+	if (type == WAL_T_RECORD && len == sizeof *r && r->wr_rec.type == FLASH_REC_ORDER)
+		(*(uint64_t *)arg)++;
+	return 0;
+}
+
+/*
+ * Async durability acknowledges an order once it is in the ring; the ring's
+ * room must then come back at the pace the daemon writes, not at the pace
+ * the disk syncs: a buyer told FLASH_EBUSY by a healthy daemon is a buyer
+ * refused for nothing.  Every fdatasync here takes a second (a slow or
+ * busy disk); the buyer places four rings' worth of orders as fast as it
+ * can and must never hear FLASH_EBUSY, and the WAL must hold every order
+ * once the daemon stops.
+ */
+static void test_async_buyer_does_not_wait_for_fdatasync(void **st)
+{
+	(void)st;
+	enum { RING = 1 << 16, N = 4 * RING };
+	char name[64];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.ring_records = RING;
+	so.max_procs = 4;
+	so.max_users = 2 * N;
+	so.max_orders = 2 * N;
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	struct serve_thread t;
+	memset(&t, 0, sizeof t);
+	base_opts(&t.o, name, dir);
+	t.o.wal_segment_bytes = 256u << 20;   /* no new file in this test */
+	t.o.stop = &t.stop;
+	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 1, N, 1), FLASH_OK);
+	/* the daemon is up and has made the catalog durable */
+	struct seen s;
+	do {
+		t_sleep_ms(5);
+		memset(&s, 0, sizeof s);
+		struct wal_replay_report rep;
+		wal_replay(dir, 0, seen_cb, &s, 0, &rep);
+	} while (s.frames < 2);
+	pio_override("fdatasync", (pio_fn)slow_fdatasync, NULL);
+	uint64_t ebusy = 0;
+	for (uint64_t u = 1; u <= N; u++) {
+		int rc;
+		while ((rc = t_order(h, 1, 1, u, 1, 0, 0, NULL)) == FLASH_EBUSY) {
+			ebusy++;
+			sched_yield();
+		}
+		assert_int_equal(rc, FLASH_OK);
+	}
+	serve_stop(&t);
+	pio_reset();
+	assert_int_equal(t.rc, 0);
+	print_message("%d async orders, fdatasync 1 s: %" PRIu64 " FLASH_EBUSY answers\n", N, ebusy);
+	assert_int_equal(ebusy, 0);
+	uint64_t orders = 0;
+	struct wal_replay_report rep;
+	assert_int_equal(wal_replay(dir, 0, count_orders_cb, &orders, 0, &rep), WAL_OK);
+	assert_int_equal(orders, N);
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,6 +760,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_restart_does_not_write_records_twice, t_teardown),
 		cmocka_unit_test_teardown(test_recreated_segment_is_refused_the_old_wal, t_teardown),
 		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
+		cmocka_unit_test_teardown(test_async_buyer_does_not_wait_for_fdatasync, t_teardown),
 		cmocka_unit_test_teardown(test_second_daemon_on_the_segment_or_the_wal_is_refused, t_teardown),
 		cmocka_unit_test_teardown(test_recover_rebuilds_the_segment_from_the_wal, t_teardown),
 		cmocka_unit_test_teardown(test_a_failed_recover_leaves_a_segment_its_wal_refuses, t_teardown),
