@@ -971,10 +971,12 @@ typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64
  *         was drained or changed); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  * Draining does NOT free ring space: a record stays in its ring until the
- * consumer calls flash_durable_advance(h, rec->slot, seq) for it (a consumer
- * without a WAL calls it at once, e.g. from @p fn; that is allowed).  A
- * producer whose ring is full gets FLASH_EBUSY.  A new consumer (after the
- * previous one died) is handed again every record not yet advanced.
+ * consumer calls flash_ring_release(h, rec->slot, seq) once it has written
+ * the record where its successor finds it, or flash_durable_advance() (a
+ * consumer without a WAL calls it at once, e.g. from @p fn; that is
+ * allowed).  A producer whose ring is full gets FLASH_EBUSY.  A new consumer
+ * (after the previous one died) is handed again every record not yet
+ * released.
  * @note Exactly one consumer may drain a segment at a time (the daemon, or a
  *       tool when no daemon runs).  While a live handle holds the consumer
  *       claim, only that handle drains (others get FLASH_EBUSY); with no
@@ -986,12 +988,41 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
                      uint32_t *drained);
 
 /**
- * Consumer: every record of @p slot with seq <= @p seq is durable.  Wakes the
- * handles of that slot waiting in FLASH_DURABILITY_SYNC mode.
- * @return FLASH_OK; FLASH_EINVAL (slot out of range); FLASH_EREADONLY;
+ * Consumer: every record of @p slot with seq <= @p seq is written where the
+ * next consumer will find it (a daemon: in its WAL file, not yet synced):
+ * their ring room is free for the producer, and a consumer started after
+ * this one dies is not handed them again.  Not durable yet: sync waiters
+ * wait for flash_durable_advance().  A @p seq at or below the released
+ * position changes nothing.
+ * @return FLASH_OK; FLASH_EINVAL (slot out of range, @p seq before the
+ *         durable mark or past the records published); FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_ring_release(flash_t *h, uint32_t slot, uint64_t seq);
+
+/**
+ * Consumer: every record of @p slot with seq <= @p seq is durable (and
+ * released, if it was not).  Wakes the handles of that slot waiting in
+ * FLASH_DURABILITY_SYNC mode.
+ * @return FLASH_OK; FLASH_EINVAL (slot out of range, @p seq before the
+ *         durable mark or past the records published); FLASH_EREADONLY;
  *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
+
+/**
+ * Consumer: @p slot's durable mark and the position up to which its records
+ * were released (flash_ring_release) -- where a new consumer starts.  The
+ * records between the two were written by a consumer that died before their
+ * sync: a daemon whose WAL holds them (wal_open makes them durable) marks
+ * them durable; one whose WAL lacks them must not serve the segment, which
+ * has their effects.
+ * @param[out] durable  records made durable (flash_durable_advance)
+ * @param[out] taken    records released (>= *durable)
+ * @return FLASH_OK; FLASH_EINVAL (slot out of range, an output NULL);
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_ring_taken(flash_t *h, uint32_t slot, uint64_t *durable, uint64_t *taken);
 
 /**
  * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders

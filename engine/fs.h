@@ -40,7 +40,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 7u
+#define FS_LAYOUT_VERSION 8u   /* 8: fs_proc.taken_seq (ring room freed once written) */
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -357,6 +357,9 @@ struct fs_proc {
 	uint32_t durable_futex;           /* low 32 bits of cons_seq, for futex waits */
 	uint32_t waiters;                 /* sync waiters asleep on durable_futex: written by
 	                                     the slot's owner, zeroed by its recoverer */
+	uint64_t taken_seq;               /* records written where the next consumer finds
+	                                     them (>= cons_seq): their ring room is free;
+	                                     c_head is its low 32 bits */
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,

@@ -12,11 +12,20 @@
  * operation's commit point: recovery asks "did p_tail move past the position
  * the journal recorded?", which only the dead producer could have done.
  *
- * The consumer reads without dequeueing and advances c_head only in
- * flash_durable_advance(), after the records are durable: a consumer that
- * dies between reading and writing loses nothing; its successor reads them
- * again from c_head.  proc[slot].cons_seq is the authoritative 64-bit count
- * of consumed records; c_head is its low 32 bits.
+ * The consumer reads without dequeueing and frees room in two steps.  Once
+ * the records are written where its successor will find them (the WAL file,
+ * in the page cache: a dead daemon's writes survive it) it calls
+ * flash_ring_release(): proc[slot].taken_seq, the authoritative 64-bit count
+ * of records taken, then c_head, its low 32 bits -- the producer may reuse
+ * the room.  Once they are durable (fdatasync returned) it calls
+ * flash_durable_advance(): proc[slot].cons_seq, which sync waiters wait for.
+ * So an async producer waits for the consumer's writes, never for its disk.
+ * A consumer that dies before releasing loses nothing: its successor reads
+ * the records again from taken_seq (and skips what its WAL holds already);
+ * records released but not yet durable are in the WAL's page cache, which
+ * the successor makes durable when it opens the WAL, and then marks durable
+ * (flash_ring_taken() tells it how far).  A consumer without a WAL calls
+ * flash_durable_advance() alone, which releases too.
  *
  * Causal order across rings.  What a record announces -- units or a limit
  * slot given back, a new activity or sku, an order that may now be
@@ -230,6 +239,37 @@ int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms)
 	return fs_sync_wait(h, (uint32_t)(lsn - 1), wait_ms);
 }
 
+/*
+ * Where a consumer of @p slot starts: after the records taken (released)
+ * by its predecessor, or after the durable ones when taken_seq is behind
+ * them (a segment whose consumers never released) or is not a position of
+ * the ring (beyond the tail: a scribble; the durable mark is then used).
+ */
+static uint64_t ring_taken(flash_t *h, uint32_t slot)
+{
+	uint64_t cons = ck_pr_load_64(&h->proc[slot].cons_seq);
+	uint64_t taken = ck_pr_load_64(&h->proc[slot].taken_seq);
+	unsigned int tail = ck_pr_load_uint(&ring_of(h, slot)->p_tail);
+
+	if (taken > cons && taken - cons <= h->ring_size &&
+	    (unsigned int)(tail - (unsigned int)taken) <= h->ring_size)
+		return taken;
+	return cons;
+}
+
+int flash_ring_taken(flash_t *h, uint32_t slot, uint64_t *durable, uint64_t *taken)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (slot >= h->proc_cap || durable == NULL || taken == NULL)
+		return FLASH_EINVAL;
+	*durable = ck_pr_load_64(&h->proc[slot].cons_seq);
+	*taken = ring_taken(h, slot);
+	return FLASH_OK;
+}
+
 /* The merge key of @p slot's next element: its ticket, then sources after
  * the rest; UINT64_MAX when it was ticketed at or after @p g. */
 static inline uint64_t head_key(flash_t *h, uint32_t slot, uint64_t g)
@@ -287,7 +327,7 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, ui
 			return FLASH_ENOMEM;
 		}
 		for (uint32_t s = 0; s < h->proc_cap; s++) {
-			h->cursor[s] = ck_pr_load_64(&h->proc[s].cons_seq);
+			h->cursor[s] = ring_taken(h, s);
 			ck_pr_store_uint(&ring_of(h, s)->c_head, (unsigned int)h->cursor[s]);
 		}
 	}
@@ -347,10 +387,50 @@ int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max, ui
 	return FLASH_OK;
 }
 
+/* taken_seq, then c_head (the producer's view of the room), forward only */
+static void ring_take(flash_t *h, uint32_t slot, uint64_t seq)
+{
+	struct fs_proc *p = &h->proc[slot];
+
+	if (seq <= ck_pr_load_64(&p->taken_seq))
+		return;
+	ck_pr_store_64(&p->taken_seq, seq);
+	ck_pr_fence_store();
+	ck_pr_store_uint(&ring_of(h, slot)->c_head, (unsigned int)seq);
+}
+
+/*
+ * @p seq may be marked for @p slot: not before the durable mark, and either
+ * released already or a position of the ring (at most the tail, at most a
+ * ring past the released ones).
+ */
+static int ring_seq_ok(flash_t *h, uint32_t slot, uint64_t seq)
+{
+	uint64_t taken = ck_pr_load_64(&h->proc[slot].taken_seq);
+
+	if (seq < ck_pr_load_64(&h->proc[slot].cons_seq))
+		return 0;
+	if (seq <= taken)
+		return 1;
+	return seq - taken <= h->ring_size &&
+	       (unsigned int)(ck_pr_load_uint(&ring_of(h, slot)->p_tail) - (unsigned int)seq) <= h->ring_size;
+}
+
+int flash_ring_release(flash_t *h, uint32_t slot, uint64_t seq)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (slot >= h->proc_cap || !ring_seq_ok(h, slot, seq))
+		return FLASH_EINVAL;
+	ring_take(h, slot, seq);
+	return FLASH_OK;
+}
+
 int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq)
 {
 	struct fs_proc *p;
-	struct ck_ring *r;
 	int rc;
 
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
@@ -358,13 +438,10 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq)
 	if (slot >= h->proc_cap)
 		return FLASH_EINVAL;
 	p = &h->proc[slot];
-	r = ring_of(h, slot);
-	if (seq < ck_pr_load_64(&p->cons_seq) ||
-	    (unsigned int)(ck_pr_load_uint(&r->p_tail) - (unsigned int)seq) > h->ring_size)
+	if (!ring_seq_ok(h, slot, seq))
 		return FLASH_EINVAL;
 	ck_pr_store_64(&p->cons_seq, seq);
-	ck_pr_fence_store();
-	ck_pr_store_uint(&r->c_head, (unsigned int)seq);
+	ring_take(h, slot, seq);
 	ck_pr_store_32(&p->durable_futex, (uint32_t)seq);
 	ck_pr_fence_memory();   /* store durable_futex before reading waiters */
 	if (ck_pr_load_32(&p->waiters) != 0)
@@ -405,11 +482,12 @@ int flash_quiet_get(flash_t *h, struct flash_quiet *out)
 	ck_pr_fence_load();
 	for (uint32_t i = 0; i < h->proc_cap; i++) {
 		struct ck_ring *r = ring_of(h, i);
-		unsigned int used = ck_pr_load_uint(&r->p_tail) - ck_pr_load_uint(&r->c_head);
+		uint64_t cons = ck_pr_load_64(&h->proc[i].cons_seq);
+		unsigned int used = ck_pr_load_uint(&r->p_tail) - (unsigned int)cons;
 
 		out->ops += ck_pr_load_64(&h->proc[i].seq);
-		out->consumed += ck_pr_load_64(&h->proc[i].cons_seq);
-		out->pending += used;
+		out->consumed += cons;
+		out->pending += used;   /* published, not yet durable */
 		if (ck_pr_load_32(&h->jr[i].phase) != FS_PH_IDLE)
 			out->in_flight++;
 	}

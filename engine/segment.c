@@ -418,6 +418,7 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 		pr->state = FS_PSTATE(FS_P_FREE, FS_PGEN(pr->state), 0);
 		pr->start_time = 0;
 		pr->cons_seq = 0;
+		pr->taken_seq = 0;
 		pr->durable_futex = 0;
 		pr->waiters = 0;
 	}

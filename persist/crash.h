@@ -11,7 +11,7 @@
  * inside a loop is reached once per pass):
  *   wal_append   1 arguments checked, nothing buffered
  *                2 the frame is in the pending buffer, its LSN handed out
- *   wal_commit   1 the leader took the pending batch (nothing written yet)
+ *   wal_commit   1 the writer took the pending batch (nothing written yet)
  *                2 after a pwrite of whole frames, before their fdatasync
  *                3 after an fdatasync, before the durable LSN is published
  *                  (or before the next file is created, mid-batch)
@@ -20,9 +20,11 @@
  *                4 fdatasync'd           5 renamed to .log   6 directory fsync'd
  *   serve_round  1 a record drained, not yet appended
  *                2 the record appended (pending, not durable)
- *                3 the round's commit returned, nothing marked durable
+ *                3 the records' fdatasync returned, nothing marked durable
  *                4 one slot marked durable (flash_durable_advance)
- *                5 the round handed to the MySQL pump (end of the round)
+ *                5 the records handed to the MySQL pump
+ *                6 the round written (wal_write) and its ring room freed
+ *                  (flash_ring_release), not yet durable
  *   rebuild      1 the temporary segment made (restored or created)
  *                2 its memory reserved      3 one WAL record applied to it
  *                4 complete, not yet renamed 5 renamed: it has the real name

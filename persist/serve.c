@@ -39,6 +39,23 @@
 
 static const char *serve_level_name[] = { "error", "warn", "info", "debug" };
 
+/*
+ * Drained records waiting for their fdatasync: per touched slot the highest
+ * seq, the records for the MySQL applier, the oldest record's time, and the
+ * LSN the WAL must have made durable before any of it is marked.
+ */
+struct serve_marks {
+	uint64_t                *mk_adv;      /* per slot: highest seq drained */
+	uint32_t                *mk_touched;  /* slots with mk_adv set */
+	uint32_t                 mk_ntouched;
+	int64_t                  mk_oldest_ns;/* smallest record ts_ns (0: none) */
+	struct flash_lsn_record *mk_push;     /* records for the pump */
+	size_t                   mk_npush, mk_cappush;
+	uint64_t                 mk_lsn;      /* highest LSN they need durable */
+};
+
+struct serve_syncer;
+
 struct serve {
 	const struct serve_opts *sv_o;
 	struct serve_stats      *sv_st;
@@ -48,16 +65,14 @@ struct serve {
 	struct wal_rec          *sv_last;     /* per slot: last record in the WAL */
 	uint8_t                 *sv_have;     /* per slot: sv_last is set */
 	uint64_t                *sv_skip;     /* per slot: skip seqs <= this (first round) */
-	uint64_t                *sv_adv;      /* per slot: highest seq drained this round */
-	uint32_t                *sv_touched;  /* slots with sv_adv set this round */
-	uint32_t                 sv_ntouched;
+	struct serve_marks       sv_next;     /* what the rounds since the last sync drained */
+	struct serve_marks       sv_sync;     /* what the sync at work will make durable */
+	struct serve_syncer     *sv_syncer;   /* the fdatasync thread, or NULL (first round) */
+	uint64_t                 sv_marked_lsn; /* the durable LSN when marks were last set */
 	int                      sv_err;      /* wal_* code of a failed append */
 	struct wal_rec          *sv_buf;      /* first round: drained records */
 	size_t                   sv_nbuf, sv_capbuf;
-	int64_t                  sv_oldest_ns;/* smallest record ts_ns this round (0: none) */
 	flash_mysql_pump_t      *sv_pump;     /* MySQL applier, or NULL */
-	struct flash_lsn_record *sv_push;     /* this round's records for the pump */
-	size_t                   sv_npush, sv_cappush;
 	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
@@ -438,12 +453,37 @@ static int serve_open_wal(struct serve *s)
  * One round
  * ------------------------------------------------------------------------ */
 
-static void serve_touch(struct serve *s, uint32_t slot, uint64_t seq)
+static void serve_touch(struct serve_marks *m, uint32_t slot, uint64_t seq)
 {
-	if (s->sv_adv[slot] == 0)
-		s->sv_touched[s->sv_ntouched++] = slot;
-	if (seq > s->sv_adv[slot])
-		s->sv_adv[slot] = seq;
+	if (m->mk_adv[slot] == 0)
+		m->mk_touched[m->mk_ntouched++] = slot;
+	if (seq > m->mk_adv[slot])
+		m->mk_adv[slot] = seq;
+}
+
+/*
+ * Records the applier is handed after their sync.  At most SERVE_PUSH_MAX
+ * wait in sv_next (72 MiB): past that the drain waits for the sync at work
+ * (serve_round) -- only a disk that takes a second per fdatasync under a
+ * full-speed drain gets there.
+ */
+#define SERVE_PUSH_MAX (1u << 20)
+
+static int serve_push(struct serve *s, uint64_t lsn, const struct flash_record *rec)
+{
+	struct serve_marks *m = &s->sv_next;
+	if (m->mk_npush == m->mk_cappush) {
+		size_t nc = m->mk_cappush ? m->mk_cappush * 2 : 4096;
+		struct flash_lsn_record *nb = realloc(m->mk_push, nc * sizeof *nb);
+		if (nb == NULL)
+			return -1;
+		m->mk_push = nb;
+		m->mk_cappush = nc;
+	}
+	m->mk_push[m->mk_npush].lsn = lsn;
+	m->mk_push[m->mk_npush].rec = *rec;
+	m->mk_npush++;
+	return 0;
 }
 
 /* Append one drained record, or skip it if the WAL has it already. */
@@ -454,13 +494,13 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 		s->sv_err = WAL_EINVAL;
 		return 1;
 	}
-	serve_touch(s, slot, seq);
+	serve_touch(&s->sv_next, slot, seq);
 	if (seq <= s->sv_skip[slot]) {
 		s->sv_st->skipped++;
 		return 0;
 	}
-	if (rec->ts_ns > 0 && (s->sv_oldest_ns == 0 || rec->ts_ns < s->sv_oldest_ns))
-		s->sv_oldest_ns = rec->ts_ns;
+	if (rec->ts_ns > 0 && (s->sv_next.mk_oldest_ns == 0 || rec->ts_ns < s->sv_next.mk_oldest_ns))
+		s->sv_next.mk_oldest_ns = rec->ts_ns;
 	PERSIST_CRASH("serve_round", 1);
 	uint64_t lsn;
 	int rc = wal_append_record(s->sv_w, rec, seq, &lsn);
@@ -470,20 +510,10 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 	}
 	PERSIST_CRASH("serve_round", 2);
 	s->sv_st->records++;
-	if (s->sv_pump != NULL) {
-		if (s->sv_npush == s->sv_cappush) {
-			size_t nc = s->sv_cappush ? s->sv_cappush * 2 : 4096;
-			struct flash_lsn_record *nb = realloc(s->sv_push, nc * sizeof *nb);
-			if (nb == NULL) {
-				s->sv_err = WAL_ENOMEM;
-				return 1;
-			}
-			s->sv_push = nb;
-			s->sv_cappush = nc;
-		}
-		s->sv_push[s->sv_npush].lsn = lsn;
-		s->sv_push[s->sv_npush].rec = *rec;
-		s->sv_npush++;
+	s->sv_next.mk_lsn = lsn;
+	if (s->sv_pump != NULL && serve_push(s, lsn, rec) != 0) {
+		s->sv_err = WAL_ENOMEM;
+		return 1;
 	}
 	return 0;
 }
@@ -514,44 +544,45 @@ static int serve_buffer_cb(void *arg, const struct flash_record *rec, uint64_t s
 }
 
 /*
- * Commit what this round appended, then mark each touched slot durable up to
- * its highest drained seq (skipped records included: they are in the WAL).
- * The mark comes strictly after wal_commit() returned OK.
+ * The WAL failed (a write, an fdatasync, a new file): say which step, mark
+ * the segment failed -- nothing more is acknowledged.  @return -1.
  */
-static int serve_commit_mark(struct serve *s)
+static int serve_wal_failed(struct serve *s, int rc)
 {
-	if (s->sv_err != 0) {
-		s->sv_st->wal_rc = s->sv_err;
-		return -1;
-	}
-	if (s->sv_ntouched == 0)
-		return 0;
-	uint64_t before = wal_durable_lsn(s->sv_w);
-	int rc = wal_commit(s->sv_w);
-	if (rc != WAL_OK) {
-		enum wal_op op;
-		int e = 0;
-		wal_failure(s->sv_w, &op, &e);
-		serve_log(s, SERVE_LOG_ERROR, "WAL commit failed (%s: %s); marking the segment failed, "
-		          "nothing more is acknowledged", op == WAL_OP_SYNC ? "fdatasync" :
-		          op == WAL_OP_WRITE ? "write" : "new file", strerror(e));
-		s->sv_st->wal_rc = rc;
-		int frc = flash_durability_fail(s->sv_h);
-		if (frc != FLASH_OK)
-			s->sv_st->flash_rc = frc;
-		return -1;
-	}
+	enum wal_op op;
+	int e = 0;
+	wal_failure(s->sv_w, &op, &e);
+	serve_log(s, SERVE_LOG_ERROR, "WAL commit failed (%s: %s); marking the segment failed, "
+	          "nothing more is acknowledged", op == WAL_OP_SYNC ? "fdatasync" :
+	          op == WAL_OP_WRITE ? "write" : "new file", strerror(e));
+	s->sv_st->wal_rc = rc;
+	int frc = flash_durability_fail(s->sv_h);
+	if (frc != FLASH_OK)
+		s->sv_st->flash_rc = frc;
+	return -1;
+}
+
+/*
+ * Mark what @p m gathered, its fdatasync having returned: each touched slot
+ * durable up to its highest drained seq (skipped records included: they are
+ * in the WAL) -- strictly after the sync that covered them -- then hand the
+ * records to the MySQL applier.  @p m is empty afterwards.
+ */
+static int serve_marks_apply(struct serve *s, struct serve_marks *m)
+{
 	PERSIST_CRASH("serve_round", 3);
-	if (wal_durable_lsn(s->sv_w) != before) {
+	uint64_t durable = wal_durable_lsn(s->sv_w);
+	if (durable != s->sv_marked_lsn) {
 		s->sv_st->commits++;
 		/* one store: the segment reflects the WAL up to here */
-		(void)flash_ident_lsn_set(s->sv_h, wal_durable_lsn(s->sv_w));
+		(void)flash_ident_lsn_set(s->sv_h, durable);
+		s->sv_marked_lsn = durable;
 	}
-	if (s->sv_oldest_ns > 0) {
+	if (m->mk_oldest_ns > 0) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-		uint64_t lag = now > s->sv_oldest_ns ? (uint64_t)(now - s->sv_oldest_ns) : 0;
+		uint64_t lag = now > m->mk_oldest_ns ? (uint64_t)(now - m->mk_oldest_ns) : 0;
 		uint64_t us = lag / 1000;
 		int b = 0;
 		while (us > 1 && b < WAL_HIST_BUCKETS - 1) {
@@ -562,34 +593,218 @@ static int serve_commit_mark(struct serve *s)
 		s->sv_st->lag_ns_sum += lag;
 		if (lag > s->sv_st->lag_ns_max)
 			s->sv_st->lag_ns_max = lag;
-		s->sv_oldest_ns = 0;
+		m->mk_oldest_ns = 0;
 	}
-	for (uint32_t i = 0; i < s->sv_ntouched; i++) {
-		uint32_t slot = s->sv_touched[i];
-		int frc = flash_durable_advance(s->sv_h, slot, s->sv_adv[slot]);
+	for (uint32_t i = 0; i < m->mk_ntouched; i++) {
+		uint32_t slot = m->mk_touched[i];
+		int frc = flash_durable_advance(s->sv_h, slot, m->mk_adv[slot]);
 		if (frc != FLASH_OK) {
 			serve_log(s, SERVE_LOG_ERROR, "durable mark slot %u seq %" PRIu64 ": %s", slot,
-			          s->sv_adv[slot], flash_strerror(frc));
+			          m->mk_adv[slot], flash_strerror(frc));
 			s->sv_st->flash_rc = frc;
 			return -1;
 		}
 		PERSIST_CRASH("serve_round", 4);
-		s->sv_adv[slot] = 0;
+		m->mk_adv[slot] = 0;
 	}
-	s->sv_ntouched = 0;
+	m->mk_ntouched = 0;
+	m->mk_lsn = 0;
 	/* Durable now: MySQL may have them.  A full queue drops them; the pump
 	 * reads them back from the WAL. */
-	if (s->sv_npush > 0) {
-		int prc = flash_mysql_pump_push(s->sv_pump, s->sv_push, s->sv_npush);
-		s->sv_st->mysql_pushed += s->sv_npush;
+	if (m->mk_npush > 0) {
+		int prc = flash_mysql_pump_push(s->sv_pump, m->mk_push, m->mk_npush);
+		s->sv_st->mysql_pushed += m->mk_npush;
 		if (prc == FLASH_EFULL)
-			s->sv_st->mysql_dropped += s->sv_npush;
+			s->sv_st->mysql_dropped += m->mk_npush;
 		else if (prc != FLASH_OK)
 			serve_log(s, SERVE_LOG_WARN, "MySQL applier queue: %s", flash_strerror(prc));
-		s->sv_npush = 0;
+		m->mk_npush = 0;
 	}
 	PERSIST_CRASH("serve_round", 5);
 	return 0;
+}
+
+/*
+ * The fdatasync thread.  Each drain round writes what it appended
+ * (wal_write: the page cache, no disk wait) and frees those records' ring
+ * room at once (flash_ring_release): a buyer's ring empties at the pace of
+ * the writes, whatever the disk does -- an async buyer never waits for an
+ * fdatasync (it did: the room came back only after the round's sync, and a
+ * slow sync refused buyers with FLASH_EBUSY).  The round's marks gather in
+ * sv_next; the drain thread asks this thread to sync up to their LSN and
+ * moves them to sv_sync, and marks them durable -- waking sync buyers --
+ * once the sync has returned (serve_sync_step), while the next rounds
+ * gather the next batch.  A daemon killed between the release and the mark
+ * loses nothing: the records are in the WAL's file, the next daemon's
+ * wal_open syncs them and its first round marks them (flash_ring_taken).
+ */
+struct serve_syncer {
+	wal_t          *sy_w;
+	pthread_t       sy_thr;
+	pthread_mutex_t sy_mu;
+	pthread_cond_t  sy_ask;      /* to the syncer: a new target, or stop */
+	pthread_cond_t  sy_done;     /* to the drain thread: a sync returned */
+	uint64_t        sy_target;   /* under sy_mu: sync up to this LSN */
+	uint64_t        sy_synced;   /* under sy_mu: the last target done */
+	int             sy_rc;       /* under sy_mu: WAL_OK, or the sticky failure */
+	int             sy_stop;     /* under sy_mu */
+};
+
+static void *serve_syncer_main(void *arg)
+{
+	struct serve_syncer *y = arg;
+	pthread_mutex_lock(&y->sy_mu);
+	for (;;) {
+		while (!y->sy_stop && y->sy_target <= y->sy_synced)
+			pthread_cond_wait(&y->sy_ask, &y->sy_mu);
+		if (y->sy_target <= y->sy_synced)
+			break;   /* stopped, nothing asked */
+		uint64_t t = y->sy_target;
+		pthread_mutex_unlock(&y->sy_mu);
+		int rc = wal_sync(y->sy_w, t);
+		pthread_mutex_lock(&y->sy_mu);
+		y->sy_synced = t;
+		if (rc != WAL_OK && y->sy_rc == WAL_OK)
+			y->sy_rc = rc;
+		pthread_cond_broadcast(&y->sy_done);
+	}
+	pthread_mutex_unlock(&y->sy_mu);
+	return NULL;
+}
+
+static int serve_syncer_start(struct serve *s)
+{
+	struct serve_syncer *y = calloc(1, sizeof *y);
+	if (y == NULL)
+		return ENOMEM;
+	y->sy_w = s->sv_w;
+	y->sy_synced = wal_durable_lsn(s->sv_w);
+	y->sy_target = y->sy_synced;
+	pthread_mutex_init(&y->sy_mu, NULL);
+	pthread_cond_init(&y->sy_ask, NULL);
+	pthread_cond_init(&y->sy_done, NULL);
+	int rc = pthread_create(&y->sy_thr, NULL, serve_syncer_main, y);
+	if (rc != 0) {
+		pthread_cond_destroy(&y->sy_done);
+		pthread_cond_destroy(&y->sy_ask);
+		pthread_mutex_destroy(&y->sy_mu);
+		free(y);
+		return rc;
+	}
+	s->sv_syncer = y;
+	return 0;
+}
+
+/* Stop the thread once the sync asked for last has returned. */
+static void serve_syncer_stop(struct serve *s)
+{
+	struct serve_syncer *y = s->sv_syncer;
+	if (y == NULL)
+		return;
+	pthread_mutex_lock(&y->sy_mu);
+	y->sy_stop = 1;
+	pthread_cond_signal(&y->sy_ask);
+	pthread_mutex_unlock(&y->sy_mu);
+	pthread_join(y->sy_thr, NULL);
+	pthread_cond_destroy(&y->sy_done);
+	pthread_cond_destroy(&y->sy_ask);
+	pthread_mutex_destroy(&y->sy_mu);
+	free(y);
+	s->sv_syncer = NULL;
+}
+
+/*
+ * The drain thread's side of the syncer: if the sync of sv_sync has
+ * returned, mark it (serve_marks_apply); then, with no sync at work, ask
+ * for one of what the rounds since gathered (sv_next becomes sv_sync).
+ * @p wait_us > 0: wait up to that long for the sync at work (the drain has
+ * nothing else to do).  @return 0, or -1 (the WAL or a mark failed).
+ */
+static int serve_sync_step(struct serve *s, uint32_t wait_us)
+{
+	struct serve_syncer *y = s->sv_syncer;
+	if (s->sv_sync.mk_ntouched > 0) {
+		pthread_mutex_lock(&y->sy_mu);
+		if (wait_us > 0 && y->sy_synced < s->sv_sync.mk_lsn && y->sy_rc == WAL_OK) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)wait_us * 1000;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			(void)pthread_cond_timedwait(&y->sy_done, &y->sy_mu, &ts);
+		}
+		uint64_t synced = y->sy_synced;
+		int rc = y->sy_rc;
+		pthread_mutex_unlock(&y->sy_mu);
+		if (rc != WAL_OK)
+			return serve_wal_failed(s, rc);
+		if (synced < s->sv_sync.mk_lsn)
+			return 0;   /* still on its way to disk */
+		if (serve_marks_apply(s, &s->sv_sync) != 0)
+			return -1;
+	}
+	if (s->sv_next.mk_ntouched > 0) {
+		struct serve_marks m = s->sv_sync;   /* empty: swap */
+		s->sv_sync = s->sv_next;
+		s->sv_next = m;
+		pthread_mutex_lock(&y->sy_mu);
+		if (s->sv_sync.mk_lsn > y->sy_target)
+			y->sy_target = s->sv_sync.mk_lsn;
+		pthread_cond_signal(&y->sy_ask);
+		pthread_mutex_unlock(&y->sy_mu);
+	}
+	return 0;
+}
+
+/* Everything drained so far durable and marked (a stop, or --once). */
+static int serve_sync_flush(struct serve *s)
+{
+	if (s->sv_syncer == NULL)
+		return 0;
+	while (s->sv_sync.mk_ntouched > 0 || s->sv_next.mk_ntouched > 0)
+		if (serve_sync_step(s, 100000) != 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * After a drain.  Before the syncer runs (the first round): commit what the
+ * round appended and mark it, in line.  Then: write it (wal_write), free
+ * its ring room (flash_ring_release) and leave the sync and the marks to
+ * the syncer (serve_sync_step).
+ */
+static int serve_commit_mark(struct serve *s)
+{
+	struct serve_marks *m = &s->sv_next;
+	if (s->sv_err != 0) {
+		s->sv_st->wal_rc = s->sv_err;
+		return -1;
+	}
+	if (s->sv_syncer == NULL) {
+		if (m->mk_ntouched == 0)
+			return 0;
+		int rc = wal_commit(s->sv_w);
+		if (rc != WAL_OK)
+			return serve_wal_failed(s, rc);
+		return serve_marks_apply(s, m);
+	}
+	if (m->mk_ntouched > 0) {
+		int rc = wal_write(s->sv_w, NULL);
+		if (rc != WAL_OK)
+			return serve_wal_failed(s, rc);
+		for (uint32_t i = 0; i < m->mk_ntouched; i++) {
+			uint32_t slot = m->mk_touched[i];
+			int frc = flash_ring_release(s->sv_h, slot, m->mk_adv[slot]);
+			if (frc != FLASH_OK) {
+				serve_log(s, SERVE_LOG_ERROR, "ring release slot %u seq %" PRIu64 ": %s", slot,
+				          m->mk_adv[slot], flash_strerror(frc));
+				s->sv_st->flash_rc = frc;
+				return -1;
+			}
+		}
+		PERSIST_CRASH("serve_round", 6);
+	}
+	return serve_sync_step(s, 0);
 }
 
 /*
@@ -773,6 +988,9 @@ static void serve_reclaimer_stop(struct serve_reclaimer *r, struct serve_stats *
 /* One round: drain up to drain_max, append, commit, mark.  *n: drained. */
 static int serve_round(struct serve *s, uint32_t *n)
 {
+	while (s->sv_syncer != NULL && s->sv_next.mk_npush >= SERVE_PUSH_MAX)
+		if (serve_sync_step(s, 100000) != 0)
+			return -1;
 	int rc = flash_ring_drain(s->sv_h, serve_drain_cb, s, s->sv_o->drain_max, n);
 	s->sv_st->rounds++;
 	if (rc != FLASH_OK) {
@@ -781,6 +999,35 @@ static int serve_round(struct serve *s, uint32_t *n)
 		return -1;
 	}
 	return serve_commit_mark(s);
+}
+
+/*
+ * Before the first round: a predecessor that died (or failed) after writing
+ * records and releasing their ring room, before their sync, left them only
+ * in the WAL's file.  The WAL read at start must end with them; if it does
+ * not -- a disk that reported a failed fdatasync and dropped the writes --
+ * the segment holds the effects of records no log has, and is not served.
+ */
+static int serve_check_released(struct serve *s, const struct flash_stats *fst)
+{
+	for (uint32_t slot = 0; slot < s->sv_cap; slot++) {
+		uint64_t durable, taken;
+		if (flash_ring_taken(s->sv_h, slot, &durable, &taken) != FLASH_OK || taken <= durable)
+			continue;
+		uint64_t last = s->sv_have[slot] ? s->sv_last[slot].wr_seq : 0;
+		if (last >= taken)
+			continue;
+		char cmd[1024];
+		serve_rebuild_cmd(s, fst, cmd, sizeof cmd);
+		serve_log(s, SERVE_LOG_ERROR, "slot %u: the previous daemon wrote records %" PRIu64 "..%"
+		          PRIu64 " to WAL %s and freed their ring room, but the WAL ends that slot at %"
+		          PRIu64 ": the disk lost writes it had accepted (did an fdatasync fail?); segment "
+		          "%s has their effects and no log has them; it is not served; to rebuild it from "
+		          "what the WAL holds run: %s", slot, durable + 1, taken, s->sv_o->wal_dir, last,
+		          s->sv_o->segment, cmd);
+		return serve_refuse(s);
+	}
+	return 0;
 }
 
 /*
@@ -810,6 +1057,14 @@ static int serve_first_round(struct serve *s, uint32_t *n)
 	for (size_t i = 0; i < s->sv_nbuf; i++)
 		if (serve_take(s, &s->sv_buf[i].wr_rec, s->sv_buf[i].wr_seq) != 0)
 			break;
+	/* What a dead predecessor released but never marked durable is in
+	 * the WAL (serve_check_released), which wal_open made durable: mark it
+	 * with the rest. */
+	for (uint32_t slot = 0; slot < s->sv_cap; slot++) {
+		uint64_t durable, taken;
+		if (flash_ring_taken(s->sv_h, slot, &durable, &taken) == FLASH_OK && taken > durable)
+			serve_touch(&s->sv_next, slot, taken);
+	}
 	if (s->sv_st->skipped)
 		serve_log(s, SERVE_LOG_WARN, "%" PRIu64 " records were in the WAL already but not marked "
 		          "durable (previous daemon died after its fdatasync): not written again",
@@ -959,14 +1214,18 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	s.sv_last = calloc(s.sv_cap, sizeof *s.sv_last);
 	s.sv_have = calloc(s.sv_cap, sizeof *s.sv_have);
 	s.sv_skip = calloc(s.sv_cap, sizeof *s.sv_skip);
-	s.sv_adv = calloc(s.sv_cap, sizeof *s.sv_adv);
-	s.sv_touched = calloc(s.sv_cap, sizeof *s.sv_touched);
-	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_adv || !s.sv_touched) {
+	s.sv_next.mk_adv = calloc(s.sv_cap, sizeof *s.sv_next.mk_adv);
+	s.sv_next.mk_touched = calloc(s.sv_cap, sizeof *s.sv_next.mk_touched);
+	s.sv_sync.mk_adv = calloc(s.sv_cap, sizeof *s.sv_sync.mk_adv);
+	s.sv_sync.mk_touched = calloc(s.sv_cap, sizeof *s.sv_sync.mk_touched);
+	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_next.mk_adv || !s.sv_next.mk_touched ||
+	    !s.sv_sync.mk_adv || !s.sv_sync.mk_touched) {
 		st->wal_rc = WAL_ENOMEM;
 		goto out_restored;
 	}
 	if (serve_open_wal(&s) != 0)
 		goto out_restored;
+	s.sv_marked_lsn = wal_durable_lsn(s.sv_w);
 	serve_log(&s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
 	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
 	          o->wal_dir, wal_next_lsn(s.sv_w));
@@ -1103,8 +1362,13 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 #endif
 
 	uint32_t n;
-	if (serve_first_round(&s, &n) != 0)
+	if (serve_check_released(&s, &fst) != 0 || serve_first_round(&s, &n) != 0)
 		goto out_metrics;
+	if ((rc = serve_syncer_start(&s)) != 0) {
+		serve_log(&s, SERVE_LOG_ERROR, "no fdatasync thread: %s", strerror(rc));
+		st->flash_rc = FLASH_ENOMEM;
+		goto out_metrics;
+	}
 	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
 	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
 	if (!oo.no_reclaim)
@@ -1139,6 +1403,9 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		int lease_busy = stopping && (s.sv_backstop || !flash_lease_done(s.sv_lease));
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
+		/* rings empty at a stop or in --once: all of it durable and marked */
+		if (n == 0 && (stopping || o->once) && serve_sync_flush(&s) != 0)
+			goto out_metrics;
 		serve_snap_stats(&s);
 		serve_reclaimer_stats(s.sv_reclaim, st);
 		SERVE_PUBLISH();
@@ -1159,7 +1426,10 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			idle_us = idle_us ? idle_us * 2 : 20;
 			if (idle_us > oo.idle_us_max)
 				idle_us = oo.idle_us_max;
-			serve_sleep_us(idle_us);
+			if (s.sv_sync.mk_ntouched == 0)
+				serve_sleep_us(idle_us);
+			else if (serve_sync_step(&s, idle_us) != 0)   /* or until the sync at work returns */
+				goto out_metrics;
 		} else {
 			idle_us = 0;
 		}
@@ -1211,6 +1481,7 @@ out_restored:
 		;
 	}
 out:
+	serve_syncer_stop(&s);
 	(void)serve_backstop_stop(&s);
 	if (s.sv_lease) {
 		/* normally done already (the loop waited for it) */
@@ -1253,12 +1524,15 @@ out:
 		}
 	}
 	free(s.sv_buf);
-	free(s.sv_push);
+	free(s.sv_next.mk_push);
+	free(s.sv_sync.mk_push);
 	free(s.sv_last);
 	free(s.sv_have);
 	free(s.sv_skip);
-	free(s.sv_adv);
-	free(s.sv_touched);
+	free(s.sv_next.mk_adv);
+	free(s.sv_next.mk_touched);
+	free(s.sv_sync.mk_adv);
+	free(s.sv_sync.mk_touched);
 	flash_close(s.sv_h);
 	return ret;
 }

@@ -447,8 +447,9 @@ struct wal {
 	uint64_t        w_incarnation;  /* ... and the identity they carry */
 	uint32_t        w_durability;
 
-	/* Leader-owned: touched only by the thread holding w_leader (handed
-	 * over under w_mu, which orders every access). */
+	/* Writer-owned: touched only by the thread holding w_writer (handed
+	 * over under w_mu, which orders every access); w_fd is also replaced
+	 * under w_mu, where the sync leader copies it. */
 	int             w_fd;           /* current file */
 	uint64_t        w_file_bytes;   /* its preallocated size (from its header) */
 	uint64_t        w_file_off;     /* where the next frame goes */
@@ -462,7 +463,9 @@ struct wal {
 	size_t          w_plen;
 	size_t          w_pcap;
 	uint64_t        w_next_lsn;     /* next LSN to hand out */
-	int             w_leader;       /* a thread is writing a batch */
+	int             w_leader;       /* a thread leads a sync */
+	int             w_writer;       /* a thread is writing a batch */
+	uint64_t        w_written;      /* highest LSN written to its file (>= w_durable) */
 	int             w_failed;       /* sticky: 0 or WAL_EFAILED */
 	enum wal_op     w_fail_op;
 	int             w_fail_errno;
@@ -560,13 +563,9 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 		return WAL_ENOMEM;
 	}
 	uint64_t l = w->w_next_lsn++;
-	/* The first frame of an empty pending buffer opens the next batch,
-	 * which the next leader writes only after every earlier batch's
-	 * fdatasync returned (leaders take turns under w_mu; a failed sync
-	 * ends all writing) -- or, the first after wal_open(), after open's
-	 * fdatasync: so it vouches that every LSN below it is durable. */
-	uint16_t flags = w->w_plen == 0 ? WAL_F_COMMIT : 0;
-	wal_frame_encode_flags(w->w_pbuf + w->w_plen, type, flags, l, l - 1, p, len);
+	/* WAL_F_COMMIT is the writer's to set, on the first frame of a batch
+	 * whose lower LSNs are all durable (wal_write_locked) */
+	wal_frame_encode_flags(w->w_pbuf + w->w_plen, type, 0, l, l - 1, p, len);
 	w->w_plen += total;
 	pthread_mutex_unlock(&w->w_mu);
 	PERSIST_CRASH("wal_append", 2);
@@ -585,11 +584,11 @@ int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, ui
 	return wal_append(w, WAL_T_RECORD, &r, sizeof r, lsn);
 }
 
-/* Time one fdatasync into the stats (leader only; stats under w_mu later). */
-static int wal_timed_sync(wal_t *w, uint64_t *ns)
+/* Time one fdatasync of @p fd into @p ns (stats under w_mu later). */
+static int wal_timed_sync(int fd, uint64_t *ns)
 {
 	uint64_t t0 = wal_now_ns();
-	int rc = pio_fdatasync(w->w_fd);
+	int rc = pio_fdatasync(fd);
 	*ns += wal_now_ns() - t0;
 	return rc;
 }
@@ -609,15 +608,16 @@ static void wal_hist_add(struct wal_stats *st, uint64_t ns)
 }
 
 /*
- * Leader: write @p len bytes of whole frames and make them durable.  Frames
- * never span files: the frames that fit go to the current file in one pwrite;
- * when the next frame does not fit, the current file is fdatasync'd and the
- * next file (named for that frame's LSN) is created before writing on.  Ends
- * with one fdatasync of the last file written.  Nothing is retried after an
- * error.  @return 0, or -1 with *op and errno.
+ * Writer: write @p len bytes of whole frames to the files.  Frames never
+ * span files: the frames that fit go to the current file in one pwrite;
+ * when the next frame does not fit, the current file is fdatasync'd (the
+ * syncer only ever syncs the newest file) and the next file (named for that
+ * frame's LSN) is created before writing on; the new descriptor replaces the
+ * old under w_mu, where the syncer takes its copy.  Nothing is retried after
+ * an error.  @return 0, or -1 with *op and errno.
  */
-static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
-                           enum wal_op *op, uint64_t *sync_ns, int *files)
+static int wal_write_frames(wal_t *w, const unsigned char *buf, size_t len,
+                            enum wal_op *op, uint64_t *sync_ns, int *files)
 {
 	size_t pos = 0;
 	while (pos < len) {
@@ -642,7 +642,7 @@ static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
 		if (pos < len) {
 			struct wal_fhdr h;
 			memcpy(&h, buf + pos, sizeof h);
-			if (wal_timed_sync(w, sync_ns) != 0) {
+			if (wal_timed_sync(w->w_fd, sync_ns) != 0) {
 				*op = WAL_OP_SYNC;
 				return -1;
 			}
@@ -653,30 +653,119 @@ static int wal_write_batch(wal_t *w, const unsigned char *buf, size_t len,
 				*op = WAL_OP_CREATE;
 				return -1;
 			}
-			pio_close(w->w_fd);
+			pthread_mutex_lock(&w->w_mu);
+			int old = w->w_fd;
 			w->w_fd = fd;
+			pthread_mutex_unlock(&w->w_mu);
+			pio_close(old);
 			w->w_file_bytes = w->w_seg_bytes;
 			w->w_file_off = WAL_FILE_HDR_BYTES;
 			(*files)++;
 		}
 	}
-	if (wal_timed_sync(w, sync_ns) != 0) {
-		*op = WAL_OP_SYNC;
-		return -1;
-	}
-	PERSIST_CRASH("wal_commit", 3);
 	return 0;
+}
+
+/* The first frame of @p buf says whether every lower LSN is durable */
+static void wal_frame_set_commit(unsigned char *buf, int commit)
+{
+	struct wal_fhdr h;
+	memcpy(&h, buf, sizeof h);
+	uint16_t want = commit ? WAL_F_COMMIT : 0;
+	if (h.fh_flags == want)
+		return;
+	h.fh_flags = want;
+	h.fh_crc = wal_frame_crc(&h, buf + sizeof h);
+	memcpy(buf, &h, sizeof h);
+}
+
+/*
+ * Become the writer and write everything pending.  Called under w_mu with
+ * no writer at work and something pending; returns under w_mu, the writer
+ * role given back and everyone woken.  The batch's first frame is flagged
+ * WAL_F_COMMIT only if every lower LSN is durable at this moment: a batch
+ * written while the one before it is still on its way to disk vouches for
+ * nothing (wal.h).
+ */
+static int wal_write_locked(wal_t *w)
+{
+	w->w_writer = 1;
+	/* Swap buffers: the batch becomes the writer's, appends continue
+	 * into the (empty) buffer of the previous batch. */
+	unsigned char *batch = w->w_pbuf;
+	size_t bcap = w->w_pcap;
+	size_t blen = w->w_plen;
+	uint64_t last = w->w_next_lsn - 1;
+	int commit = __atomic_load_n(&w->w_durable, __ATOMIC_RELAXED) == w->w_written;
+	w->w_pbuf = w->w_wbuf;
+	w->w_pcap = w->w_wcap;
+	w->w_plen = 0;
+	w->w_wbuf = batch;
+	w->w_wcap = bcap;
+	pthread_mutex_unlock(&w->w_mu);
+	wal_frame_set_commit(batch, commit);
+	PERSIST_CRASH("wal_commit", 1);
+
+	enum wal_op op = WAL_OP_NONE;
+	uint64_t sync_ns = 0;
+	int files = 0;
+	int rc = wal_write_frames(w, batch, blen, &op, &sync_ns, &files);
+	int err = errno;
+
+	pthread_mutex_lock(&w->w_mu);
+	if (rc != 0) {
+		w->w_failed = WAL_EFAILED;
+		w->w_fail_op = op;
+		w->w_fail_errno = err;
+	} else {
+		w->w_written = last;
+		w->w_st.bytes += blen;
+		w->w_st.files_created += (uint64_t)files;
+		if (files > 0)
+			wal_hist_add(&w->w_st, sync_ns);
+	}
+	w->w_writer = 0;
+	pthread_cond_broadcast(&w->w_cv);
+	return rc != 0 ? WAL_EFAILED : WAL_OK;
+}
+
+int wal_write(wal_t *w, uint64_t *written)
+{
+	if (w == NULL)
+		return WAL_EINVAL;
+	pthread_mutex_lock(&w->w_mu);
+	int rc = WAL_OK;
+	for (;;) {
+		if (w->w_failed) {
+			rc = WAL_EFAILED;
+			break;
+		}
+		if (!w->w_writer) {
+			if (w->w_plen > 0)
+				rc = wal_write_locked(w);
+			break;
+		}
+		pthread_cond_wait(&w->w_cv, &w->w_mu);
+	}
+	if (written)
+		*written = w->w_written;
+	pthread_mutex_unlock(&w->w_mu);
+	return rc;
 }
 
 /*
  * Group commit.  Under w_mu a caller either finds its LSN durable (return),
  * the WAL failed (return WAL_EFAILED), a leader at work (sleep on w_cv), or
- * no leader: then it becomes leader, swaps the pending buffer for its empty
- * write buffer, and drops the lock for the I/O, so appends go on meanwhile.
- * Back under the lock it publishes the batch's last LSN as durable (release:
- * a reader that sees the LSN sees it after fdatasync returned) or records
- * the failure, and wakes everyone.  A woken follower not yet covered loops
- * and may lead the next batch.
+ * no leader: then it becomes leader.  The leader first sees @p lsn written
+ * (writing what is pending itself, or waiting for the writer at work), then
+ * takes a descriptor of the newest file and the highest LSN written, drops
+ * the lock for the fdatasync, so appends and writes go on meanwhile.  Back
+ * under the lock it publishes that LSN as durable (release: a reader that
+ * sees the LSN sees it after fdatasync returned) or records the failure,
+ * and wakes everyone.  A woken follower not yet covered loops and may lead
+ * the next batch.  Files before the newest were synced by the writer before
+ * it created the next; the copy of the descriptor (dup) stays valid while
+ * the writer moves on to a new file.
  */
 int wal_sync(wal_t *w, uint64_t lsn)
 {
@@ -701,41 +790,48 @@ int wal_sync(wal_t *w, uint64_t lsn)
 		pthread_cond_wait(&w->w_cv, &w->w_mu);
 	}
 	w->w_leader = 1;
-	/* Swap buffers: the batch becomes the leader's, appends continue
-	 * into the (empty) buffer of the previous batch. */
-	unsigned char *batch = w->w_pbuf;
-	size_t bcap = w->w_pcap;
-	size_t blen = w->w_plen;
-	uint64_t last = w->w_next_lsn - 1;
+	while (!w->w_failed && w->w_written < lsn) {
+		if (w->w_writer)
+			pthread_cond_wait(&w->w_cv, &w->w_mu);
+		else
+			(void)wal_write_locked(w);
+	}
+	int rc = 0, err = 0;
+	enum wal_op op = WAL_OP_SYNC;
 	uint64_t first = __atomic_load_n(&w->w_durable, __ATOMIC_RELAXED) + 1;
-	w->w_pbuf = w->w_wbuf;
-	w->w_pcap = w->w_wcap;
-	w->w_plen = 0;
-	w->w_wbuf = batch;
-	w->w_wcap = bcap;
-	pthread_mutex_unlock(&w->w_mu);
-	PERSIST_CRASH("wal_commit", 1);
-
-	enum wal_op op = WAL_OP_NONE;
+	uint64_t last = w->w_written;
 	uint64_t sync_ns = 0;
-	int files = 0;
-	int rc = wal_write_batch(w, batch, blen, &op, &sync_ns, &files);
-	int err = errno;
+	int fd = -1;
+	if (w->w_failed) {
+		rc = -1;
+	} else if ((fd = fcntl(w->w_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		rc = -1;
+		err = errno;
+		op = WAL_OP_SYNC;
+	}
+	pthread_mutex_unlock(&w->w_mu);
+	if (fd >= 0) {
+		rc = wal_timed_sync(fd, &sync_ns);
+		err = errno;
+		close(fd);
+		if (rc == 0)
+			PERSIST_CRASH("wal_commit", 3);
+	}
 
 	pthread_mutex_lock(&w->w_mu);
 	if (rc != 0) {
-		w->w_failed = WAL_EFAILED;
-		w->w_fail_op = op;
-		w->w_fail_errno = err;
+		if (!w->w_failed) {
+			w->w_failed = WAL_EFAILED;
+			w->w_fail_op = op;
+			w->w_fail_errno = err;
+		}
 	} else {
 		__atomic_store_n(&w->w_durable, last, __ATOMIC_RELEASE);
 		wal_mark_publish(w, last);
 		w->w_st.commits++;
 		w->w_st.frames += last - first + 1;
-		w->w_st.bytes += blen;
 		if (last - first + 1 > w->w_st.max_group)
 			w->w_st.max_group = last - first + 1;
-		w->w_st.files_created += (uint64_t)files;
 		wal_hist_add(&w->w_st, sync_ns);
 		PERSIST_CRASH("wal_commit", 4);
 	}
@@ -992,6 +1088,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		w->w_next_lsn = s.ws_next_lsn;
 	}
 	w->w_durable = w->w_next_lsn - 1;
+	w->w_written = w->w_durable;
 	if ((w->w_mark = wal_mark_open(dir)) == NULL) {
 		rc = WAL_EIO;
 		goto fail;

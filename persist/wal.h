@@ -27,8 +27,9 @@
  *     4  u16 type                  16  u64 prev_lsn (= lsn - 1)
  *     6  u16 flags                 24  u32 CRC-32C of bytes 0..23 + payload
  *                                  28  u32 zero
- *   flags: WAL_F_COMMIT (0x1) on the first frame of each group commit: when
- *   it was written every lower LSN was durable (fdatasync had returned).
+ *   flags: WAL_F_COMMIT (0x1) on the first frame of a batch written when
+ *   every lower LSN was durable (fdatasync had returned); a batch written
+ *   while the one before was still being synced carries none.
  *   Other bits are zero; readers ignore them (writers before flags wrote 0).
  *
  * LSNs are consecutive integers (the first is 1 in a new WAL).  The unused end
@@ -46,6 +47,18 @@
  * disk.  A single drainer thread simply calls wal_append() for each record
  * and wal_commit() once per round.
  *
+ * Writing and syncing apart.  wal_write() writes what is pending (one
+ * pwrite) without waiting for a disk: its frames are in the file, where a
+ * process that opens the WAL after this one died finds them (wal_open makes
+ * them durable before anything else), but not yet durable.  A drainer that
+ * frees its source once the frames are written calls wal_write() each round
+ * and leaves wal_sync() to another thread: the drain then waits for the
+ * page cache, never for fdatasync.  One writer at a time (the role passes
+ * under w_mu); a sync leader writes what is pending itself when no writer
+ * is at work, then syncs the newest file through its own descriptor while
+ * the writer goes on.  A batch's first frame carries WAL_F_COMMIT only when
+ * every lower LSN was durable as it was written.
+ *
  * Failure is sticky.  A failed or short write, a failed fdatasync, or a
  * failure to create the next file puts the WAL in the failed state for the
  * rest of its life: every later append/sync/commit returns WAL_EFAILED, the
@@ -56,7 +69,8 @@
  * second short write fails the WAL with EIO.
  *
  * Synchronization table (one wal_t):
- *   wal_append, wal_sync, wal_commit, wal_submit  any threads at once
+ *   wal_append, wal_write, wal_sync, wal_commit, wal_submit
+ *                                                 any threads at once
  *   wal_durable_lsn, wal_stats, wal_failure       any thread, any time (lock-free read
  *                                                 of the durable LSN, acquire)
  *   wal_close                                     alone, after every other call returned
@@ -268,6 +282,15 @@ int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, ui
  *         (lsn was never handed out).
  */
 int wal_sync(wal_t *w, uint64_t lsn);
+
+/*
+ * Write everything appended so far to the WAL's files, without fdatasync
+ * (see "Writing and syncing apart").  Waits for a writer at work, not for a
+ * sync.  @param[out] written  the highest LSN written (may be NULL)
+ * @return WAL_OK; WAL_EFAILED (this write, or an earlier one, failed);
+ *         WAL_EINVAL.
+ */
+int wal_write(wal_t *w, uint64_t *written);
 
 /* wal_sync() of everything appended so far.  Returns at once if nothing is pending. */
 int wal_commit(wal_t *w);

@@ -2,7 +2,8 @@
  * test_wal_crash.c -- power loss at any fdatasync, in the manner of SQLite's
  * test6.c.  A child process appends and commits frames through a system-call
  * table whose pwrite only buffers: a write reaches the file when an
- * fdatasync of its descriptor returns.  At the Nth fdatasync the "power
+ * fdatasync of that file returns (through any descriptor of it: the WAL
+ * syncs through a copy of the writer's).  At the Nth fdatasync the "power
  * fails": every unsynced write is, 512 bytes at a time, kept, dropped or
  * garbled, and the child ends on the spot.  Then, for every N:
  *  - replay passes frames 1..k in order, each with its exact payload, and
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "pio.h"
@@ -26,6 +28,8 @@ typedef ssize_t (*pwrite_t)(int, const void *, size_t, off_t);
 
 struct pend {
 	int            fd;
+	dev_t          dev;      /* the file written */
+	ino_t          ino;
 	off_t          off;
 	size_t         n;
 	unsigned char *data;
@@ -48,7 +52,10 @@ static ssize_t buffered_pwrite(int fd, const void *b, size_t n, off_t off)
 	if (d == NULL)
 		_exit(91);
 	memcpy(d, b, n);
-	g_pend[g_npend++] = (struct pend){ fd, off, n, d };
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		_exit(96);
+	g_pend[g_npend++] = (struct pend){ fd, st.st_dev, st.st_ino, off, n, d };
 	return (ssize_t)n;
 }
 
@@ -87,10 +94,13 @@ static int crashing_fdatasync(int fd)
 {
 	if (++g_syncs == g_crash_at)
 		power_loss();
-	/* The writes of this descriptor reach the file, in order. */
+	/* The writes of this file reach it, in order. */
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		_exit(96);
 	size_t keep = 0;
 	for (size_t i = 0; i < g_npend; i++) {
-		if (g_pend[i].fd == fd) {
+		if (g_pend[i].dev == st.st_dev && g_pend[i].ino == st.st_ino) {
 			if (real_pwrite(fd, g_pend[i].data, g_pend[i].n, g_pend[i].off) != (ssize_t)g_pend[i].n)
 				_exit(92);
 			free(g_pend[i].data);

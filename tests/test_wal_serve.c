@@ -676,6 +676,75 @@ static void test_second_daemon_on_the_segment_or_the_wal_is_refused(void **st)
 	wt_rmdir(dir);
 }
 
+/* The disk took the write and lost it, then failed the fdatasync. */
+static ssize_t lost_pwrite(int fd, const void *b, size_t n, off_t off)
+{
+	(void)fd;
+	(void)b;
+	(void)off;
+	return (ssize_t)n;
+}
+
+static int eio_always_fdatasync(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+/*
+ * A daemon frees a record's ring room once it has written it to the WAL;
+ * if the disk then loses that write (fdatasync fails, the page is gone),
+ * the segment holds the record's effects and no log has it.  The next
+ * daemon must see that the WAL ends before what its predecessor released
+ * and refuse the segment, changing nothing.
+ */
+static void test_released_records_the_wal_lost_refuse_the_segment(void **st)
+{
+	(void)st;
+	char name[64];
+	struct flash_seg_opts so;
+	t_opts_small(&so);
+	so.durability = FLASH_DURABILITY_SYNC;
+	flash_t *h = t_seg_new(&so, name, sizeof name);
+	uint32_t slot = (uint32_t)flash_slot(h);
+	char *dir = wt_mkdtemp();
+	struct serve_thread t;
+	serve_start(&t, name, dir);
+	catalog(h);
+	uint64_t durable, taken;
+	do {   /* durable and marked: the daemon is past its first round */
+		t_sleep_ms(5);
+		assert_int_equal(flash_ring_taken(h, slot, &durable, &taken), FLASH_OK);
+	} while (durable < 2);
+	pio_override("pwrite", (pio_fn)lost_pwrite, NULL);
+	pio_override("fdatasync", (pio_fn)eio_always_fdatasync, NULL);
+	assert_int_equal(t_order(h, 1, 1, 77, 1, 0, 0, NULL), FLASH_EDURABILITY);
+	pthread_join(t.th, NULL);
+	pio_reset();
+	assert_int_equal(t.rc, -1);
+	assert_int_equal(t.st.wal_rc, WAL_EFAILED);
+	assert_int_equal(flash_ring_taken(h, slot, &durable, &taken), FLASH_OK);
+	assert_int_equal(durable, 2);
+	assert_int_equal(taken, 3);   /* written (so it seemed), released, lost */
+
+	struct serve_opts o;
+	struct serve_stats ss;
+	base_opts(&o, name, dir);
+	o.once = 1;
+	o.log_level = -1;
+	assert_int_equal(serve_run(&o, &ss), -1);
+	assert_int_equal(ss.refused, 1);
+	assert_int_equal(ss.records, 0);
+	assert_int_equal(flash_ring_taken(h, slot, &durable, &taken), FLASH_OK);
+	assert_int_equal(durable, 2);
+	assert_int_equal(taken, 3);
+	struct seen s;
+	replay_seen(dir, &s);
+	assert_int_equal(s.frames, 2);
+	wt_rmdir(dir);
+}
+
 /* ---- an async buyer is not held by the disk ---- */
 
 static int slow_fdatasync(int fd)
@@ -705,7 +774,7 @@ static int count_orders_cb(void *arg, uint64_t lsn, uint16_t type, const void *p
 static void test_async_buyer_does_not_wait_for_fdatasync(void **st)
 {
 	(void)st;
-	enum { RING = 1 << 16, N = 4 * RING };
+	enum { RING = 1 << 17, N = 4 * RING };
 	char name[64];
 	struct flash_seg_opts so;
 	t_opts_small(&so);
@@ -761,6 +830,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_recreated_segment_is_refused_the_old_wal, t_teardown),
 		cmocka_unit_test_teardown(test_wal_failure_fails_sync_orders, t_teardown),
 		cmocka_unit_test_teardown(test_async_buyer_does_not_wait_for_fdatasync, t_teardown),
+		cmocka_unit_test_teardown(test_released_records_the_wal_lost_refuse_the_segment, t_teardown),
 		cmocka_unit_test_teardown(test_second_daemon_on_the_segment_or_the_wal_is_refused, t_teardown),
 		cmocka_unit_test_teardown(test_recover_rebuilds_the_segment_from_the_wal, t_teardown),
 		cmocka_unit_test_teardown(test_a_failed_recover_leaves_a_segment_its_wal_refuses, t_teardown),
