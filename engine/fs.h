@@ -343,6 +343,17 @@ struct fs_stats_slot {
 	         cas_retries, recoveries, rolled_back, rolled_forward;
 };
 
+/*
+ * One more in a counter of the handle's own slot.  Only the slot's owner
+ * writes it, others read it (flash_stats_get, relaxed loads): a relaxed
+ * load and store, no locked instruction -- on x86 the same two moves as a
+ * plain ++, and no data race for the readers.
+ */
+static inline void fs_stat_inc(uint64_t *c)
+{
+	ck_pr_store_64(c, ck_pr_load_64(c) + 1);
+}
+
 struct fs_proc {
 	uint64_t state FS_ALIGNED;  /* FS_PSTATE */
 	uint64_t start_time;        /* /proc/PID/stat starttime of the pid in state: written

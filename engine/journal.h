@@ -203,7 +203,7 @@ static inline int fs_intent_run(flash_t *h, struct fs_journal *j, uint32_t slot,
 			return FLASH_OK;
 		}
 		if (retries)
-			(*retries)++;
+			fs_stat_inc(retries);
 	}
 }
 

@@ -477,7 +477,7 @@ static inline __attribute__((always_inline)) int req_peek(flash_t *h, const stru
 	int rc = !win ? req_peek_bank(h, key, hash, 0, res) : req_peek_gen(h, key, hash, res);
 
 	if (rc == FLASH_EDUPLICATE)
-		h->me->st.duplicates++;
+		fs_stat_inc(&h->me->st.duplicates);
 	return rc;
 }
 
@@ -972,7 +972,7 @@ static inline __attribute__((always_inline)) int order_request(flash_t *h, const
 	if (rc != FLASH_OK) {
 		fs_op_end(h->j);
 		if (rc == FLASH_EDUPLICATE)
-			h->me->st.duplicates++;
+			fs_stat_inc(&h->me->st.duplicates);
 	}
 	return rc;
 }
@@ -996,7 +996,7 @@ static inline __attribute__((always_inline)) int order_claim(flash_t *h, const s
 		                   : fs_token_take(h, r->activity_id, r->sku_id, r->user_id, r->token,
 		                                   FS_MK(FS_K_PEND, j->op_tag), &j->tok_idx);
 		if (rc != FLASH_OK) {
-			h->me->st.token_rejects++;
+			fs_stat_inc(&h->me->st.token_rejects);
 			return rc;
 		}
 	}
@@ -1009,14 +1009,14 @@ static inline __attribute__((always_inline)) int order_claim(flash_t *h, const s
 	if ((rc = limit_peek(h, o->act, r, o->day, win)) != FLASH_OK ||
 	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
-			h->me->st.limit_hits++;
+			fs_stat_inc(&h->me->st.limit_hits);
 		else
-			h->me->st.sold_out++;
+			fs_stat_inc(&h->me->st.sold_out);
 		return rc;
 	}
 	if ((rc = limit_claim(h, o->act, r, o->day, &o->lslot, &o->uidx, win)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
-			h->me->st.limit_hits++;
+			fs_stat_inc(&h->me->st.limit_hits);
 		return rc;
 	}
 	FS_CRASH("order", 4);
@@ -1034,7 +1034,7 @@ static inline __attribute__((always_inline)) int order_take(flash_t *h, const st
 	o->home = fs_hash(r->user_id, 3, 4);
 	if ((rc = fs_stock_take(h, o->base, o->nsh, r->qty, o->home)) != FLASH_OK) {
 		if (rc == FLASH_ESOLD_OUT)
-			h->me->st.sold_out++;
+			fs_stat_inc(&h->me->st.sold_out);
 		return rc;
 	}
 	FS_CRASH("order", 5);
@@ -1096,7 +1096,7 @@ static inline __attribute__((always_inline)) int order_commit(flash_t *h, const 
 	fs_op_finish_order(h, j, (uint32_t)h->slot);
 	FS_CRASH("order", 9);
 	fs_op_end(j);
-	h->me->st.orders++;
+	fs_stat_inc(&h->me->st.orders);
 	if (res) {
 		res->order_no = ono;
 		res->first_rc = FLASH_OK;
@@ -1336,7 +1336,7 @@ int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
 	fs_op_end(h->j);
-	h->me->st.cancels++;
+	fs_stat_inc(&h->me->st.cancels);
 	if (units_returned)
 		*units_returned = oc.qty;
 	return fs_ack(h);

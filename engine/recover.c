@@ -29,11 +29,11 @@ static void stat_inc(flash_t *h, int what)
 	if (h->me == NULL)
 		return;
 	if (what == 0)
-		h->me->st.recoveries++;
+		fs_stat_inc(&h->me->st.recoveries);
 	else if (what == 1)
-		h->me->st.rolled_back++;
+		fs_stat_inc(&h->me->st.rolled_back);
 	else
-		h->me->st.rolled_forward++;
+		fs_stat_inc(&h->me->st.rolled_forward);
 }
 
 /* Finish the dead slot's operation and free the slot. */

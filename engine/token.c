@@ -475,7 +475,7 @@ static int token_redeem_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, u
 	if (token != 0 && (i = token_find(h, token)) != FS_NONE)
 		rc = token_retire(h, i, token, activity_id, sku_id, user_id, 0);
 	if (rc == FLASH_EBAD_TOKEN)
-		h->me->st.token_rejects++;
+		fs_stat_inc(&h->me->st.token_rejects);
 	return rc;
 }
 
