@@ -3,7 +3,10 @@
 # their tests also carry the label "tsan": ThreadSanitizer checks the
 # hand-offs themselves (persist/tsan/urcu/ makes liburcu's atomics visible
 # to it), and any report fails them.
-foreach(name test_mysql_pump test_mysql_pump_handoff)
+#
+# The WAL's writer and sync roles and the daemon's fdatasync thread
+# (persist/wal.c, persist/serve.c) go under it too.
+foreach(name test_mysql_pump test_mysql_pump_handoff test_wal_commit test_wal_serve)
   if(TARGET ${name} AND FLASH_TSAN)
     set_tests_properties(${name} PROPERTIES LABELS "tsan")
     set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
