@@ -59,8 +59,9 @@
  * exceed every earlier grant), an expired token, a ring one record from
  * full, a lock held by a dead owner, a request-id table one key from full,
  * a token table full of expired tokens (the issue sweeps them first); store
- * mode adds the consumer (flash_ring_drain + flash_durable_advance killed at
- * each store, then a second drain delivers every record once), its claim
+ * mode adds the consumer (flash_ring_drain + flash_durable_advance, and
+ * flash_ring_drain + flash_ring_release, killed at each store, then a second
+ * drain delivers every record once), its claim
  * (flash_consumer_claim of a free claim and of a dead holder's,
  * flash_consumer_release, flash_close of the holder: the claim word is old,
  * new or free, a dead holder's claim reads free and is taken, a live one
@@ -1869,6 +1870,33 @@ static int run_drain(flash_t *h, struct ctx *c, struct child_out *o)
 	return rc;
 }
 
+/* The daemon's drain thread: deliver (the WAL's file), then free the ring
+ * room (flash_ring_release), the durable mark left to a later sync: a
+ * record released is never handed to the next consumer again. */
+static int child_deliver_release(void *arg, const struct flash_record *r, uint64_t seq)
+{
+	int i = g_drained->n;
+
+	(void)arg;
+	if (i < (int)(sizeof g_drained->e / sizeof g_drained->e[0])) {
+		g_drained->e[i].slot = r->slot;
+		g_drained->e[i].seq = seq;
+		g_drained->e[i].again = 0;
+		g_drained->e[i].r = *r;
+		g_drained->n = i + 1;
+	}
+	return flash_ring_release(g_child_handle, r->slot, seq) != FLASH_OK;
+}
+
+static int run_drain_release(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	uint32_t d = 0;
+	int rc = flash_ring_drain(h, child_deliver_release, NULL, UINT32_MAX, &d);
+
+	o->v[0] = d;
+	return rc;
+}
+
 static void verify_drain(flash_t *h, struct ctx *c)
 {
 	if (!c->crashed) {
@@ -2424,6 +2452,7 @@ static const struct scen scens[] = {
 	  NO_PRECHECK },
 	/* the daemon's shared writes: durable marks, ring heads, the tick */
 	{ "ring_drain", setup_drain, run_drain, verify_drain, NO_PRECHECK | STORES_ONLY },
+	{ "ring_drain_release", setup_drain, run_drain_release, verify_drain, NO_PRECHECK | STORES_ONLY },
 	/* the consumer claim (the daemon's registration) and the identity */
 	{ "consumer_claim_free", setup_claim_free, run_claim, verify_claim_taken, STORES_ONLY },
 	{ "consumer_claim_dead_holder", setup_claim_dead, run_claim, verify_claim_taken,
