@@ -562,6 +562,19 @@ static int serve_wal_failed(struct serve *s, int rc)
 	return -1;
 }
 
+/* One slot's mark in the segment (@p mark: flash_durable_advance or
+ * flash_ring_release); a refusal is logged. */
+static int serve_mark_slot(struct serve *s, int (*mark)(flash_t *, uint32_t, uint64_t),
+                           const char *what, uint32_t slot, uint64_t seq)
+{
+	int frc = mark(s->sv_h, slot, seq);
+	if (frc == FLASH_OK)
+		return 0;
+	serve_log(s, SERVE_LOG_ERROR, "%s slot %u seq %" PRIu64 ": %s", what, slot, seq, flash_strerror(frc));
+	s->sv_st->flash_rc = frc;
+	return -1;
+}
+
 /*
  * Mark what @p m gathered, its fdatasync having returned: each touched slot
  * durable up to its highest drained seq (skipped records included: they are
@@ -597,13 +610,8 @@ static int serve_marks_apply(struct serve *s, struct serve_marks *m)
 	}
 	for (uint32_t i = 0; i < m->mk_ntouched; i++) {
 		uint32_t slot = m->mk_touched[i];
-		int frc = flash_durable_advance(s->sv_h, slot, m->mk_adv[slot]);
-		if (frc != FLASH_OK) {
-			serve_log(s, SERVE_LOG_ERROR, "durable mark slot %u seq %" PRIu64 ": %s", slot,
-			          m->mk_adv[slot], flash_strerror(frc));
-			s->sv_st->flash_rc = frc;
+		if (serve_mark_slot(s, flash_durable_advance, "durable mark", slot, m->mk_adv[slot]) != 0)
 			return -1;
-		}
 		PERSIST_CRASH("serve_round", 4);
 		m->mk_adv[slot] = 0;
 	}
@@ -794,13 +802,8 @@ static int serve_commit_mark(struct serve *s)
 			return serve_wal_failed(s, rc);
 		for (uint32_t i = 0; i < m->mk_ntouched; i++) {
 			uint32_t slot = m->mk_touched[i];
-			int frc = flash_ring_release(s->sv_h, slot, m->mk_adv[slot]);
-			if (frc != FLASH_OK) {
-				serve_log(s, SERVE_LOG_ERROR, "ring release slot %u seq %" PRIu64 ": %s", slot,
-				          m->mk_adv[slot], flash_strerror(frc));
-				s->sv_st->flash_rc = frc;
+			if (serve_mark_slot(s, flash_ring_release, "ring release", slot, m->mk_adv[slot]) != 0)
 				return -1;
-			}
 		}
 		PERSIST_CRASH("serve_round", 6);
 	}

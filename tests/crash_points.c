@@ -1848,12 +1848,11 @@ static void setup_drain(flash_t *h, struct ctx *c)
 	CHECK_RC(flash_close(h2), FLASH_OK);
 }
 
-/* The daemon's side: deliver (the "WAL"), then mark durable. */
-static int child_deliver(void *arg, const struct flash_record *r, uint64_t seq)
+/* The daemon's side: deliver (the "WAL", which outlives the child) ... */
+static void child_record(const struct flash_record *r, uint64_t seq)
 {
 	int i = g_drained->n;
 
-	(void)arg;
 	if (i < (int)(sizeof g_drained->e / sizeof g_drained->e[0])) {
 		g_drained->e[i].slot = r->slot;
 		g_drained->e[i].seq = seq;
@@ -1861,16 +1860,29 @@ static int child_deliver(void *arg, const struct flash_record *r, uint64_t seq)
 		g_drained->e[i].r = *r;
 		g_drained->n = i + 1;
 	}
+}
+
+/* ... then mark durable */
+static int child_deliver(void *arg, const struct flash_record *r, uint64_t seq)
+{
+	(void)arg;
+	child_record(r, seq);
 	return flash_durable_advance(g_child_handle, r->slot, seq) != FLASH_OK;
+}
+
+static int run_drain_with(flash_t *h, struct child_out *o, flash_record_fn deliver)
+{
+	uint32_t d = 0;
+	int rc = flash_ring_drain(h, deliver, NULL, UINT32_MAX, &d);
+
+	o->v[0] = d;
+	return rc;
 }
 
 static int run_drain(flash_t *h, struct ctx *c, struct child_out *o)
 {
-	uint32_t d = 0;
-	int rc = flash_ring_drain(h, child_deliver, NULL, UINT32_MAX, &d);
-
-	o->v[0] = d;
-	return rc;
+	(void)c;
+	return run_drain_with(h, o, child_deliver);
 }
 
 /* The daemon's drain thread: deliver (the WAL's file), then free the ring
@@ -1878,26 +1890,15 @@ static int run_drain(flash_t *h, struct ctx *c, struct child_out *o)
  * record released is never handed to the next consumer again. */
 static int child_deliver_release(void *arg, const struct flash_record *r, uint64_t seq)
 {
-	int i = g_drained->n;
-
 	(void)arg;
-	if (i < (int)(sizeof g_drained->e / sizeof g_drained->e[0])) {
-		g_drained->e[i].slot = r->slot;
-		g_drained->e[i].seq = seq;
-		g_drained->e[i].again = 0;
-		g_drained->e[i].r = *r;
-		g_drained->n = i + 1;
-	}
+	child_record(r, seq);
 	return flash_ring_release(g_child_handle, r->slot, seq) != FLASH_OK;
 }
 
 static int run_drain_release(flash_t *h, struct ctx *c, struct child_out *o)
 {
-	uint32_t d = 0;
-	int rc = flash_ring_drain(h, child_deliver_release, NULL, UINT32_MAX, &d);
-
-	o->v[0] = d;
-	return rc;
+	(void)c;
+	return run_drain_with(h, o, child_deliver_release);
 }
 
 static void verify_drain(flash_t *h, struct ctx *c)
