@@ -147,6 +147,47 @@ static void test_new_consumer_is_handed_every_record_not_yet_advanced(void **sta
 	t_recs_free(&third);
 }
 
+/*
+ * Room comes back at the write (flash_ring_release), durability later: a
+ * slow disk lets the released records run more than a ring ahead of the
+ * durable mark.  A new consumer must still start after the released ones
+ * -- their slots hold newer records by then -- and never be handed a
+ * released record again.
+ */
+static void test_new_consumer_starts_after_records_released_a_ring_ahead_of_durable(void **state)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 16);
+	struct t_recs recs = { 0 };
+	flash_t *c2 = NULL;
+	uint64_t taken = 0, durable = 0, start = 0;
+	int slot = flash_slot(h);
+
+	(void)state;
+	for (uint64_t u = 1; u <= 40; u++) {
+		int rc;
+		while ((rc = t_order(h, 1, 10, u, 1, 0, 0, NULL)) == FLASH_EBUSY) {
+			/* the consumer writes what it drained and frees it, no sync */
+			assert_int_equal(t_recs_drain_keep(h, &recs), FLASH_OK);
+			assert_true(recs.n > 0);
+			taken = recs.v[recs.n - 1].seq;
+			assert_int_equal(flash_ring_release(h, (uint32_t)slot, taken), FLASH_OK);
+		}
+		assert_int_equal(rc, FLASH_OK);
+	}
+	assert_int_equal(flash_ring_taken(h, (uint32_t)slot, &durable, &start), FLASH_OK);
+	assert_true(taken - durable > 16);   /* more than a ring ahead of the durable mark */
+	assert_int_equal(start, taken);      /* where a new consumer starts */
+	assert_int_equal(flash_open(name, 0, &c2), FLASH_OK);
+	t_track_handle(c2);
+	struct t_recs second = { 0 };
+	assert_int_equal(t_recs_drain_keep(c2, &second), FLASH_OK);
+	for (size_t i = 0; i < second.n; i++)
+		assert_true(second.v[i].seq > taken);
+	t_recs_free(&recs);
+	t_recs_free(&second);
+}
+
 /* ---- causality across rings ---------------------------------------------- */
 
 struct canceller {
@@ -359,6 +400,7 @@ int main(void)
 		T(test_drain_rejects_bad_arguments),
 		T(test_ring_space_returns_only_when_records_are_advanced),
 		T(test_new_consumer_is_handed_every_record_not_yet_advanced),
+		T(test_new_consumer_starts_after_records_released_a_ring_ahead_of_durable),
 		T(test_cancel_through_another_ring_never_precedes_its_order),
 		T(test_drain_puts_a_cancel_after_its_order_in_a_later_ring),
 		T(test_drain_puts_an_order_after_the_cancel_that_freed_its_slot_and_unit),
