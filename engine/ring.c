@@ -243,7 +243,10 @@ int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms)
  * Where a consumer of @p slot starts: after the records taken (released)
  * by its predecessor, or after the durable ones when taken_seq is behind
  * them (a segment whose consumers never released) or is not a position of
- * the ring (beyond the tail: a scribble; the durable mark is then used).
+ * the ring (past the tail or more than a ring behind it: a scribble; the
+ * durable mark is then used).  Released records may be any number ahead
+ * of the durable ones: their room came back at the write, and a slow disk
+ * lets the producer and the drain run on.
  */
 static uint64_t ring_taken(flash_t *h, uint32_t slot)
 {
@@ -251,8 +254,7 @@ static uint64_t ring_taken(flash_t *h, uint32_t slot)
 	uint64_t taken = ck_pr_load_64(&h->proc[slot].taken_seq);
 	unsigned int tail = ck_pr_load_uint(&ring_of(h, slot)->p_tail);
 
-	if (taken > cons && taken - cons <= h->ring_size &&
-	    (unsigned int)(tail - (unsigned int)taken) <= h->ring_size)
+	if (taken > cons && (unsigned int)(tail - (unsigned int)taken) <= h->ring_size)
 		return taken;
 	return cons;
 }
