@@ -870,6 +870,7 @@ static int fz_make_corpus(const char *out)
 			{ "proc-state-pid1", FS_R_PROC, 3, offsetof(struct fs_proc, state), FS_PSTATE(FS_P_RECOVERING, 7, 1) },
 			{ "proc-order-next", FS_R_PROC, 3, offsetof(struct fs_proc, order_next), 1ull << 40 },
 			{ "proc-cons-seq", FS_R_PROC, 3, offsetof(struct fs_proc, cons_seq), ~0ull },
+			{ "proc-taken-seq", FS_R_PROC, 3, offsetof(struct fs_proc, taken_seq), ~0ull },
 			{ "journal-phase", FS_R_JOURNAL, 2, offsetof(struct fs_journal, phase), FS_PH_RUN },
 			{ "journal-op", FS_R_JOURNAL, 2, offsetof(struct fs_journal, op), FS_OP_ORDER },
 			{ "journal-n-int", FS_R_JOURNAL, 2, offsetof(struct fs_journal, n_int), 0xffffffffu },

@@ -168,7 +168,8 @@ static void scribble_once(flash_t *h, int cls)
 		struct ck_ring *r = (struct ck_ring *)((char *)h->ring +
 		                    (uint64_t)s * h->hdr->fx.region[FS_R_RING].elem_size);
 
-		switch (rnd() % 9) {
+		switch (rnd() % 10) {
+		case 8: SET(h->proc[s].taken_seq, rnd() % 2 ? rnd() : rnd() % 4096); break;
 		case 0: SET(r->p_tail, (unsigned int)rnd()); break;
 		case 1: SET(r->c_head, (unsigned int)rnd()); break;
 		case 2: SET(h->proc[s].cons_seq, rnd() % 2 ? rnd() : rnd() % 4096); break;
