@@ -11,7 +11,8 @@
  *   2. Segments                flash_seg_create(), flash_seg_restore(), flash_seg_destroy()
  *   3. Handles                 flash_open(), flash_close(), flash_recover()
  *   4. Catalog                 flash_activity_add(), flash_sku_add()
- *   5. Orders                  flash_order(), flash_cancel(), flash_restock()
+ *   5. Orders                  flash_order(), flash_order_many(), flash_cancel(),
+ *                              flash_restock()
  *   6. Tokens                  flash_token_issue(), flash_token_redeem()
  *   7. Leased locks            flash_lock_acquire(), _renew(), _release()
  *   8. Reading state           flash_sku_get(), flash_order_get(), flash_stats_get(), ...
@@ -582,6 +583,38 @@ struct flash_order_res {
  */
 int flash_order(flash_t *h, const struct flash_order_req *r,
                 struct flash_order_res *res);
+
+/**
+ * Place @p n orders in one call: each is judged, committed and journaled on
+ * its own, exactly as @p n calls of flash_order() one after another would
+ * (the same outcomes, the same records, each order its own commit point; a
+ * later order of the batch sees the earlier ones: a second order of one
+ * user meets its limit, a repeated request id FLASH_EDUPLICATE).  What the
+ * calls would repeat is paid once:
+ *  - the handle's checks and one clock read: the batch's orders carry the
+ *    time it began (its window is judged at that time);
+ *  - the table entries of order i + 1 are fetched while order i runs;
+ *  - in sync durability, one wait, for the batch's last record (a handle's
+ *    records become durable in the order they were placed): every placed
+ *    order then reads FLASH_OK, or all of them FLASH_EFATE_UNKNOWN or
+ *    FLASH_EDURABILITY, with @p res filled as for FLASH_OK.
+ * A process killed inside the call keeps the orders that passed their
+ * commit point and loses the others' effects, each as flash_order() says.
+ * Orders are counted in flash_obs_get()'s results (each outcome), not timed.
+ * @param[in]  h    writable handle
+ * @param[in]  r    @p n requests
+ * @param[in]  n    1 or more
+ * @param[out] res  @p n results (may be NULL)
+ * @param[out] rcs  @p n outcomes, each one flash_order() could return for
+ *                  that request
+ * @return FLASH_OK (every order ran: read rcs[]); FLASH_EINVAL (NULL @p r
+ *         or @p rcs, @p n 0: no order ran); FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD (no order ran).
+ * @note Lock-free as flash_order(); in sync durability it sleeps once, at
+ *       most the handle's wait bound.
+ */
+int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
+                     struct flash_order_res *res, int *rcs);
 
 #define FLASH_SYNC_WAIT_MS_DEFAULT 5000u     /* a new handle's sync wait bound */
 

@@ -955,7 +955,10 @@ static inline __attribute__((always_inline)) int order_check(flash_t *h, const s
 	if (ck_pr_load_32(&h->hdr->durability_failed) &&
 	    h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
 		return FLASH_EDURABILITY;
-	o->now = h->replay ? h->replay->ts_ns : fs_now_ns();
+	if (h->replay != NULL)
+		o->now = h->replay->ts_ns;
+	else if (o->now == 0)
+		o->now = fs_now_ns();     /* not a batch's (flash_order_many) */
 	return FLASH_OK;
 }
 
@@ -1050,7 +1053,7 @@ static inline __attribute__((always_inline)) int order_take(flash_t *h, const st
  * durability, once the record is durable in sync (fs_ack).
  */
 static inline __attribute__((always_inline)) int order_commit(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
-                                                        const struct order_ctx *oc, const int win)
+                                                        const struct order_ctx *oc, const int win, const int ack)
 {
 	struct fs_journal *j = h->j;
 	uint64_t ono = oc->ono;
@@ -1103,7 +1106,7 @@ static inline __attribute__((always_inline)) int order_commit(flash_t *h, const 
 		res->limit_slot = oc->lslot;
 		res->lsn = (uint64_t)j->ring_pos + 1;
 	}
-	return fs_ack(h);
+	return ack ? fs_ack(h) : FLASH_OK;
 }
 
 /* A refusal after the claims began: outcome @p rc into the journal (for a
@@ -1124,10 +1127,13 @@ static int order_refuse(flash_t *h, int rc)
  * The handle is checked (fs_enter) by the caller.
  */
 static inline __attribute__((always_inline)) int order_run(flash_t *h, const struct flash_order_req *r,
-                                                           struct flash_order_res *res, const int win)
+                                                           struct flash_order_res *res, const int win,
+                                                           int64_t now, const int ack)
 {
 	struct order_ctx o;
 	int rc;
+
+	o.now = now;
 
 	if ((rc = order_check(h, r, res, &o, win)) != FLASH_OK)
 		return rc;                        /* refused before any change */
@@ -1150,15 +1156,15 @@ static inline __attribute__((always_inline)) int order_run(flash_t *h, const str
 	FS_CRASH("order", 2);
 	if ((rc = order_claim(h, r, &o, win)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
 		return order_refuse(h, rc);       /* everything held given back */
-	return order_commit(h, r, res, &o, win);
+	return order_commit(h, r, res, &o, win, ack);
 }
 
 /* The chain compiled for a windowed segment (gen.c: banks, request-id
  * windows), out of the one-bank chain's way. */
 static __attribute__((noinline)) int order_run_windowed(flash_t *h, const struct flash_order_req *r,
-                                                        struct flash_order_res *res)
+                                                        struct flash_order_res *res, int64_t now, int ack)
 {
-	return order_run(h, r, res, 1);
+	return order_run(h, r, res, 1, now, ack);
 }
 
 /*
@@ -1169,8 +1175,8 @@ static __attribute__((noinline)) int order_run_windowed(flash_t *h, const struct
 int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res)
 {
 	if (__builtin_expect(h->gen_banks != 1, 0))
-		return order_run_windowed(h, r, res);
-	return order_run(h, r, res, 0);
+		return order_run_windowed(h, r, res, 0, 1);
+	return order_run(h, r, res, 0, 0, 1);
 }
 
 /*
@@ -1198,6 +1204,64 @@ int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_
 	rc = fs_order_run(h, r, res);
 	fs_obs_end(h, FLASH_OP_ORDER, rc, t0);
 	return rc;
+}
+
+/*
+ * A batch (flash_order_many): n chains, each its own journal entry and
+ * commit point, in the order given -- what n calls of flash_order would do,
+ * with what each call repeats paid once: the handle's check, the kept
+ * figures' flush, one clock read (the batch's orders carry the time it
+ * began), the next order's table entries asked for while this one runs
+ * (order_prefetch: the misses of order i + 1 overlap the work of order i),
+ * and in sync durability one wait, for the batch's last record.  The
+ * consumer makes a handle's records durable in ring order (flash_ring_drain
+ * moves one durable mark per ring), so that one durable means every earlier
+ * one of the batch is.  Orders are counted (each outcome, after the wait),
+ * not timed: a batch's time is no one order's latency.
+ */
+int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
+                     struct flash_order_res *res, int *rcs)
+{
+	uint32_t last = 0;
+	int64_t now;
+	int rc, placed = 0;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (r == NULL || rcs == NULL || n == 0)
+		return FLASH_EINVAL;
+	fs_obs_flush(h);
+	now = fs_now_ns();
+	for (uint32_t i = 0; i < n; i++) {
+		if (i + 1 < n) {
+			const struct fs_act *next = fs_act_find(h, r[i + 1].activity_id, NULL);
+
+			if (next != NULL)
+				order_prefetch(h, &r[i + 1], next);
+		}
+		if (__builtin_expect(h->gen_banks != 1, 0))
+			rcs[i] = order_run_windowed(h, &r[i], res ? &res[i] : NULL, now, 0);
+		else
+			rcs[i] = order_run(h, &r[i], res ? &res[i] : NULL, 0, now, 0);
+		if (rcs[i] == FLASH_OK) {
+			last = h->j->ring_pos;
+			placed = 1;
+		}
+	}
+	if (placed && h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC &&
+	    (rc = fs_sync_wait(h, last, h->sync_wait_ms)) != FLASH_OK) {
+		/* placed, every one: not durable within the bound (res filled) */
+		for (uint32_t i = 0; i < n; i++)
+			if (rcs[i] == FLASH_OK)
+				rcs[i] = rc;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned c = (unsigned)-rcs[i];
+		uint64_t *w = &h->my_obs->result[FLASH_OP_ORDER][c < FLASH_OBS_CODES ? c : FLASH_OBS_CODES - 1];
+
+		ck_pr_store_64(w, *w + 1);   /* single writer: fs_obs_flush */
+	}
+	return FLASH_OK;
 }
 
 /* ------------------------------------------------------------ cancel */

@@ -2,7 +2,7 @@
  * test_api_order.c -- the order path: argument checks, the step order
  * (token -> window -> limit -> stock), limits K and scopes, max_qty, sharded
  * skus borrowing, full tables, a full ring, the order record, and sync
- * durability.
+ * durability, and the batch call.
  */
 #include "helpers.h"
 
@@ -657,6 +657,231 @@ static void test_durable_advance_rejects_a_slot_out_of_range(void **state)
 	assert_int_equal(flash_durable_advance(NULL, 0, 1), FLASH_EINVAL);
 }
 
+/* ---- the batch call (flash_order_many) ---------------------------------- */
+
+/* A batch with every kind of outcome: placed, the user's limit, a repeated
+ * request id, an unknown sku, a bad quantity, sold out. */
+static const struct flash_order_req many_reqs[] = {
+	{ .activity_id = 1, .sku_id = 10, .user_id = 1, .qty = 1 },
+	{ .activity_id = 1, .sku_id = 10, .user_id = 2, .qty = 2, .request_id = 77 },
+	{ .activity_id = 1, .sku_id = 10, .user_id = 1, .qty = 1 },
+	{ .activity_id = 1, .sku_id = 10, .user_id = 1, .qty = 1 },            /* K = 2: ELIMIT */
+	{ .activity_id = 1, .sku_id = 10, .user_id = 2, .qty = 2, .request_id = 77 }, /* EDUPLICATE */
+	{ .activity_id = 1, .sku_id = 11, .user_id = 3, .qty = 1 },            /* ENOT_FOUND */
+	{ .activity_id = 1, .sku_id = 10, .user_id = 3, .qty = 0 },            /* EINVAL */
+	{ .activity_id = 1, .sku_id = 10, .user_id = 4, .qty = 1 },
+	{ .activity_id = 1, .sku_id = 10, .user_id = 5, .qty = 1 },            /* ESOLD_OUT */
+};
+#define MANY_N (sizeof many_reqs / sizeof many_reqs[0])
+
+static flash_t *many_seg(char *name, size_t len)
+{
+	flash_t *h = t_seg_new(NULL, name, len);
+
+	assert_int_equal(t_activity(h, 1, 2, 3, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 5, 1), FLASH_OK);
+	return h;
+}
+
+static void test_order_many_gives_what_the_orders_one_by_one_give(void **state)
+{
+	char na[64], nb[64];
+	flash_t *a = many_seg(na, sizeof na), *b = many_seg(nb, sizeof nb);
+	struct flash_order_res ra[MANY_N], rb[MANY_N];
+	struct t_recs xa = { 0 }, xb = { 0 };
+	struct flash_obs obs;
+	int rca[MANY_N], rcb[MANY_N];
+	uint64_t ok = 0;
+
+	for (size_t i = 0; i < MANY_N; i++)
+		rca[i] = flash_order(a, &many_reqs[i], &ra[i]);
+	memset(rb, 0xee, sizeof rb);
+	memset(rcb, 0x55, sizeof rcb);
+	assert_int_equal(flash_order_many(b, many_reqs, MANY_N, rb, rcb), FLASH_OK);
+	assert_int_equal(rca[0], FLASH_OK);
+	assert_int_equal(rca[3], FLASH_ELIMIT);
+	assert_int_equal(rca[4], FLASH_EDUPLICATE);
+	assert_int_equal(rca[5], FLASH_ENOT_FOUND);
+	assert_int_equal(rca[6], FLASH_EINVAL);
+	assert_int_equal(rca[8], FLASH_ESOLD_OUT);
+	for (size_t i = 0; i < MANY_N; i++) {
+		assert_int_equal(rcb[i], rca[i]);
+		if (rca[i] == FLASH_OK || rca[i] == FLASH_EDUPLICATE) {
+			assert_int_equal(rb[i].order_no, ra[i].order_no);
+			assert_int_equal(rb[i].first_rc, ra[i].first_rc);
+			assert_int_equal(rb[i].limit_slot, ra[i].limit_slot);
+		}
+		if (rca[i] == FLASH_OK) {
+			assert_int_equal(rb[i].lsn, ra[i].lsn);
+			ok++;
+		}
+	}
+	assert_int_equal(t_available(b, 1, 10), 0);
+	/* the same records, one per order, in the order given */
+	assert_int_equal(t_recs_drain(a, &xa), FLASH_OK);
+	assert_int_equal(t_recs_drain(b, &xb), FLASH_OK);
+	assert_int_equal(xb.n, xa.n);
+	assert_int_equal(xb.n, 2 + ok);
+	for (size_t i = 0; i < xa.n; i++) {
+		assert_int_equal(xb.v[i].r.type, xa.v[i].r.type);
+		assert_int_equal(xb.v[i].r.user_id, xa.v[i].r.user_id);
+		assert_int_equal(xb.v[i].r.order_no, xa.v[i].r.order_no);
+		assert_int_equal(xb.v[i].r.qty, xa.v[i].r.qty);
+		assert_int_equal(xb.v[i].r.limit_slot, xa.v[i].r.limit_slot);
+		assert_int_equal(xb.v[i].r.request_id, xa.v[i].r.request_id);
+		assert_int_equal(xb.v[i].seq, xa.v[i].seq);
+	}
+	/* one clock read: the batch's orders carry one time */
+	assert_int_equal(xb.v[3].r.ts_ns, xb.v[2].r.ts_ns);
+	/* counted per order, each outcome */
+	assert_int_equal(flash_obs_get(b, &obs), FLASH_OK);
+	assert_int_equal(obs.results[FLASH_OP_ORDER][0], ok);
+	assert_int_equal(obs.results[FLASH_OP_ORDER][-FLASH_ELIMIT], 1);
+	assert_int_equal(obs.results[FLASH_OP_ORDER][-FLASH_EDUPLICATE], 1);
+	assert_int_equal(obs.results[FLASH_OP_ORDER][-FLASH_ESOLD_OUT], 1);
+	t_recs_free(&xa);
+	t_recs_free(&xb);
+}
+
+static void test_order_many_rejects_bad_arguments_and_places_nothing(void **state)
+{
+	char name[64];
+	flash_t *h = many_seg(name, sizeof name);
+	struct flash_order_res res[MANY_N];
+	int rcs[MANY_N];
+	struct t_snap before;
+
+	t_snap_take(h, &before);
+	assert_int_equal(flash_order_many(NULL, many_reqs, MANY_N, res, rcs), FLASH_EINVAL);
+	assert_int_equal(flash_order_many(h, NULL, MANY_N, res, rcs), FLASH_EINVAL);
+	assert_int_equal(flash_order_many(h, many_reqs, MANY_N, res, NULL), FLASH_EINVAL);
+	assert_int_equal(flash_order_many(h, many_reqs, 0, res, rcs), FLASH_EINVAL);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	/* res may be NULL */
+	assert_int_equal(flash_order_many(h, many_reqs, 1, NULL, rcs), FLASH_OK);
+	assert_int_equal(rcs[0], FLASH_OK);
+	assert_int_equal(t_available(h, 1, 10), 4);
+}
+
+struct many_arg {
+	const char *name;
+	uint32_t wait_ms;
+	volatile int returned;
+	int rc;
+	int rcs[3];
+	struct flash_order_res res[3];
+};
+
+static void *many_buyer(void *p)
+{
+	struct many_arg *ma = p;
+	const struct flash_order_req r[3] = {
+		{ .activity_id = 1, .sku_id = 10, .user_id = 7, .qty = 1 },
+		{ .activity_id = 1, .sku_id = 10, .user_id = 8, .qty = 1 },
+		{ .activity_id = 1, .sku_id = 10, .user_id = 9, .qty = 1 },
+	};
+	flash_t *h = NULL;
+
+	ma->rc = flash_open(ma->name, 0, &h);
+	if (ma->rc != FLASH_OK)
+		return NULL;
+	if (ma->wait_ms != 0)
+		flash_sync_wait_set(h, ma->wait_ms);
+	ma->rc = flash_order_many(h, r, 3, ma->res, ma->rcs);
+	__atomic_store_n(&ma->returned, 1, __ATOMIC_SEQ_CST);
+	flash_close(h);
+	return NULL;
+}
+
+static flash_t *many_sync_seg(char *name, size_t len)
+{
+	struct flash_seg_opts o;
+	struct t_consumer *cons;
+	flash_t *h;
+
+	t_opts_small(&o);
+	o.durability = FLASH_DURABILITY_SYNC;
+	h = t_seg_new(&o, name, len);
+	cons = t_consumer_start(name);     /* catalog adds are acknowledged once durable */
+	assert_non_null(cons);
+	assert_int_equal(t_activity(h, 1, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	t_consumer_stop(cons);
+	return h;
+}
+
+static void test_order_many_in_sync_waits_once_for_its_last_record(void **state)
+{
+	char name[64];
+	flash_t *h;
+	struct many_arg ma;
+	pthread_t th;
+	struct t_recs recs = { 0 };
+	const struct t_rec *ord[3];
+	size_t n = 0;
+
+	alarm(60);
+	h = many_sync_seg(name, sizeof name);
+	memset(&ma, 0, sizeof ma);
+	ma.name = name;
+	assert_int_equal(pthread_create(&th, NULL, many_buyer, &ma), 0);
+	/* all three records reach the ring before any is durable: the batch
+	 * does not wait order by order */
+	while (n < 3) {
+		assert_int_equal(t_recs_drain_keep(h, &recs), FLASH_OK);
+		n = 0;
+		for (size_t i = 0; i < recs.n; i++)
+			if (recs.v[i].r.type == FLASH_REC_ORDER)
+				ord[n++] = &recs.v[i];
+		if (n < 3)
+			t_sleep_ms(1);
+	}
+	t_sleep_ms(50);
+	assert_int_equal(__atomic_load_n(&ma.returned, __ATOMIC_SEQ_CST), 0);
+	/* the first two durable: it still waits for the last */
+	assert_int_equal(flash_durable_advance(h, ord[1]->r.slot, ord[1]->seq), FLASH_OK);
+	t_sleep_ms(100);
+	assert_int_equal(__atomic_load_n(&ma.returned, __ATOMIC_SEQ_CST), 0);
+	assert_int_equal(flash_durable_advance(h, ord[2]->r.slot, ord[2]->seq), FLASH_OK);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	alarm(0);
+	assert_int_equal(ma.rc, FLASH_OK);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ma.rcs[i], FLASH_OK);
+		assert_int_equal(ma.res[i].lsn, ord[i]->seq);
+	}
+	assert_int_equal(t_available(h, 1, 10), 7);
+	t_recs_free(&recs);
+}
+
+static void test_order_many_in_sync_past_the_bound_gives_every_placed_order_fate_unknown(void **state)
+{
+	char name[64];
+	flash_t *h;
+	struct many_arg ma;
+	pthread_t th;
+	struct flash_order_info oi;
+
+	alarm(60);
+	h = many_sync_seg(name, sizeof name);
+	memset(&ma, 0, sizeof ma);
+	ma.name = name;
+	ma.wait_ms = 100;      /* nobody drains */
+	assert_int_equal(pthread_create(&th, NULL, many_buyer, &ma), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	alarm(0);
+	assert_int_equal(ma.rc, FLASH_OK);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ma.rcs[i], FLASH_EFATE_UNKNOWN);
+		/* placed, and res says which order to look for */
+		assert_int_equal(flash_order_get(h, ma.res[i].order_no, &oi), FLASH_OK);
+		assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+		assert_int_equal(oi.user_id, 7 + (uint64_t)i);
+		assert_true(ma.res[i].lsn != 0);
+	}
+	assert_int_equal(t_available(h, 1, 10), 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -687,6 +912,10 @@ int main(void)
 		T(test_sync_order_is_acknowledged_only_after_durable_advance),
 		T(test_sync_order_after_wal_failure_gives_edurability),
 		T(test_durable_advance_rejects_a_slot_out_of_range),
+		T(test_order_many_gives_what_the_orders_one_by_one_give),
+		T(test_order_many_rejects_bad_arguments_and_places_nothing),
+		T(test_order_many_in_sync_waits_once_for_its_last_record),
+		T(test_order_many_in_sync_past_the_bound_gives_every_placed_order_fate_unknown),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
