@@ -121,6 +121,8 @@ struct child_out {
 	volatile int die;             /* a stopped helper: die when resumed */
 	struct flash_order_res res;
 	struct st_store st;           /* store mode: the store the child died before */
+	int rcs[3];                   /* a batch's outcomes (flash_order_many) */
+	struct flash_order_res mres[3];
 };
 
 static struct child_out *g_out;
@@ -1596,6 +1598,94 @@ static void verify_close(flash_t *h, struct ctx *c)
 	verify_attach(h, c);
 }
 
+/* ------------------------------------------------------------------ a batch (flash_order_many) */
+
+/*
+ * Three orders in one call: user A (request id 6001), user B who holds the
+ * activity's limit already (refused, no request id), user C (request id
+ * 6003).  Each order is its own commit point, in the order given: at any
+ * kill, A's and C's each stand whole (record, ACTIVE order, the request id
+ * answering EDUPLICATE) or are wholly undone (the retry places it), and C
+ * never stands without A.
+ */
+#define MANY_A 6101u
+#define MANY_B 6102u
+#define MANY_C 6103u
+
+static void setup_order_many(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 21, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 21, 210, 5, 2), FLASH_OK);
+	CHECK_RC(order(h, 21, 210, MANY_B, 1, 0, 0, NULL), FLASH_OK);
+	c->act = 21;
+	c->sku = 210;
+	c->qty = 1;
+}
+
+static int run_order_many(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	struct flash_order_req r[3];
+
+	memset(r, 0, sizeof r);
+	for (int i = 0; i < 3; i++) {
+		r[i].activity_id = c->act;
+		r[i].sku_id = c->sku;
+		r[i].qty = 1;
+	}
+	r[0].user_id = MANY_A;
+	r[0].request_id = 6001;
+	r[1].user_id = MANY_B;
+	r[2].user_id = MANY_C;
+	r[2].request_id = 6003;
+	return flash_order_many(h, r, 3, o->mres, o->rcs);
+}
+
+static void verify_order_many(flash_t *h, struct ctx *c)
+{
+	const uint64_t users[2] = { MANY_A, MANY_C }, reqs[2] = { 6001, 6003 };
+	uint64_t ono[2];
+
+	for (int i = 0; i < 2; i++)
+		ono[i] = rec_order_by_req(c, reqs[i]);
+	CHECK(ono[1] == 0 || ono[0] != 0, "the batch's third order stands without its first");
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK_RC(c->out.rcs[0], FLASH_OK);
+		CHECK_RC(c->out.rcs[1], FLASH_ELIMIT);
+		CHECK_RC(c->out.rcs[2], FLASH_OK);
+		CHECK(ono[0] == c->out.mres[0].order_no && ono[1] == c->out.mres[2].order_no,
+		      "completed batch: orders %llu %llu, records %llu %llu",
+		      (unsigned long long)c->out.mres[0].order_no,
+		      (unsigned long long)c->out.mres[2].order_no, (unsigned long long)ono[0],
+		      (unsigned long long)ono[1]);
+	}
+	CHECK_RC(order(h, c->act, c->sku, MANY_B, 1, 0, 0, NULL), FLASH_ELIMIT);
+	for (int i = 0; i < 2; i++) {
+		struct flash_order_res res;
+		int rc;
+
+		if (ono[i] != 0) {
+			struct flash_order_info oi;
+
+			CHECK_RC(flash_order_get(h, ono[i], &oi), FLASH_OK);
+			CHECK(oi.state == FLASH_ORDER_ACTIVE && oi.user_id == users[i],
+			      "committed order %llu reads state %u user %llu", (unsigned long long)ono[i],
+			      oi.state, (unsigned long long)oi.user_id);
+		}
+		/* the client retries each order with its request id */
+		memset(&res, 0, sizeof res);
+		rc = order(h, c->act, c->sku, users[i], 1, 0, reqs[i], &res);
+		if (ono[i] != 0) {
+			CHECK_RC(rc, FLASH_EDUPLICATE);
+			CHECK(res.first_rc == FLASH_OK && res.order_no == ono[i],
+			      "retry: first_rc %d order %llu, want OK %llu", res.first_rc,
+			      (unsigned long long)res.order_no, (unsigned long long)ono[i]);
+		} else {
+			CHECK_RC(rc, FLASH_OK);   /* rolled back: quota and request id free */
+		}
+	}
+}
+
 /* ------------------------------------------------------------------ another slot mid-operation */
 
 enum { HELP_ORDER = 1, HELP_LOCK = 2 };
@@ -2442,6 +2532,7 @@ static const struct scen scens[] = {
 	{ "archive", setup_archive, run_archive, verify_archive, 0 },
 	{ "replay_archive", setup_replay_archive, run_replay_last, verify_replay_archive, 0 },
 	{ "order_plain_one_shard", setup_order_plain, run_order, verify_order_plain, 0 },
+	{ "order_many", setup_order_many, run_order_many, verify_order_many, 0 },
 	{ "close", setup_act9, run_close, verify_close, MAY_LEAVE_NONE | STORES_ONLY },
 	/* starting states */
 	{ "order_chunk_boundary", setup_order_chunk, run_order, verify_order_ok, 0 },
