@@ -83,6 +83,7 @@ struct bench_cfg {
 	uint32_t shards;           /* flashstock: stock shards of each sku */
 	uint32_t sync_threads;     /* flashstock sync rows: threads per process (group
 	                              commit needs many buyers in flight) */
+	uint32_t batch;            /* flashstock-batch: orders per flash_order_many call */
 	double   zipf_s;           /* Zipf exponent of the zipf workload */
 	uint64_t seed;             /* request generator seed */
 	int      break_baseline;   /* test only: baselines drop the stock check */
@@ -201,6 +202,15 @@ typedef int (*bench_op_fn)(struct bench_worker *w, struct bench_req *r);
  */
 int bench_loop(struct bench_worker *w, bench_op_fn op, uint32_t sample);
 
+/* A batch of @p n order requests in one call: each outcome into out[i]
+ * (an enum bench_outcome).  @return 0, or -1 when the thread failed. */
+typedef int (*bench_many_fn)(struct bench_worker *w, struct bench_req *r, uint32_t n, int *out);
+
+/** The closed loop with a batch call: runs of up to @p k consecutive orders
+ *  go to @p many, other ops to @p op; each order of a batch is charged the
+ *  batch's time. */
+int bench_loop_many(struct bench_worker *w, bench_op_fn op, bench_many_fn many, uint32_t k);
+
 /** Record a finished measured op (engines with their own loops). */
 void bench_record(struct bench_worker *w, int outcome, int kind, uint64_t lat_ns);
 
@@ -244,6 +254,7 @@ struct bench_engine {
 
 extern const struct bench_engine bench_eng_cas;
 extern const struct bench_engine bench_eng_flash;
+extern const struct bench_engine bench_eng_flash_batch;
 extern const struct bench_engine bench_eng_redis;
 extern const struct bench_engine bench_eng_redis_pipe;
 extern const struct bench_engine bench_eng_mysql_cas;

@@ -30,8 +30,10 @@ static struct eng_entry engines[] = {
 	{ &bench_eng_cas,   "cas-limit",          20000000, NULL },
 #ifdef BENCH_HAVE_FLASH
 	{ &bench_eng_flash, "flashstock",          1000000, NULL },
+	{ &bench_eng_flash_batch, "flashstock-batch", 1000000, NULL },
 #else
 	{ NULL,             "flashstock",                0, "libflashstock not built" },
+	{ NULL,             "flashstock-batch",          0, "libflashstock not built" },
 #endif
 #ifdef BENCH_HAVE_HIREDIS
 	{ &bench_eng_redis,      "redis-lua",           100000, NULL },
@@ -58,8 +60,9 @@ static void usage(FILE *f, const char *argv0)
 "machine, checks each for overselling and duplicate buyers from its own\n"
 "records, and prints a markdown table (or JSON lines).\n"
 "\n"
-"  -e, --engines LIST     cas-limit,flashstock,redis-lua,redis-lua-pipelined,\n"
-"                         mysql-cas,mysql-for-update (default: all built in)\n"
+"  -e, --engines LIST     cas-limit,flashstock,flashstock-batch,redis-lua,\n"
+"                         redis-lua-pipelined,mysql-cas,mysql-for-update\n"
+"                         (default: all built in)\n"
 "  -w, --workloads LIST   hot,zipf,dedup,mixed (default: hot)\n"
 "  -d, --durability LIST  async,sync (default: async,sync).  redis: async = AOF\n"
 "                         off (shown as none), sync = appendfsync always;\n"
@@ -85,6 +88,8 @@ static void usage(FILE *f, const char *argv0)
 "      --shards N         flashstock stock shards per sku (default 1)\n"
 "      --sync-threads N   flashstock sync rows: threads per process (default 64;\n"
 "                         a group commit batches only the orders in flight)\n"
+"      --batch K          flashstock-batch: orders per flash_order_many call\n"
+"                         (default 16); each order is charged its call's time\n"
 "      --zipf S           Zipf exponent of the zipf workload (default 1.0)\n"
 "      --seed N           request generator seed\n"
 "      --no-tokens        profiling: flashstock orders carry no token (the\n"
@@ -173,7 +178,7 @@ int cmd_bench(int argc, char **argv)
 		{ "out", 1, NULL, 12 }, { "quiet", 0, NULL, 'q' }, { "list", 0, NULL, 13 },
 		{ "redis-server", 1, NULL, 14 }, { "mariadb-script", 1, NULL, 15 },
 		{ "sync-threads", 1, NULL, 16 }, { "timeout", 1, NULL, 19 }, { "no-tokens", 0, NULL, 17 },
-		{ "no-request-ids", 0, NULL, 18 }, { "no-wal", 0, NULL, 20 },
+		{ "no-request-ids", 0, NULL, 18 }, { "no-wal", 0, NULL, 20 }, { "batch", 1, NULL, 21 },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 }
 	};
 	struct bench_cfg cfg;
@@ -207,6 +212,7 @@ int cmd_bench(int argc, char **argv)
 	cfg.mysql_conns = 16;
 	cfg.shards = 1;
 	cfg.sync_threads = 64;
+	cfg.batch = 16;
 	cfg.timeout_s = 300;
 	cfg.zipf_s = 1.0;
 	cfg.seed = 20260101;
@@ -255,6 +261,7 @@ int cmd_bench(int argc, char **argv)
 		case 18:  cfg.flash_no_reqids = 1; break;
 		case 20:  cfg.flash_no_wal = 1; break;
 		case 16:  bad = parse_u64(optarg, &v) || v < 1 || v > 128; cfg.sync_threads = (uint32_t)v; break;
+		case 21:  bad = parse_u64(optarg, &v) || v < 1 || v > 4096; cfg.batch = (uint32_t)v; break;
 		case 'h': usage(stdout, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 0;
 		default:  usage(stderr, strcmp(argv[0], "bench") == 0 ? "flashstock bench" : argv[0]); return 2;
 		}
@@ -285,10 +292,18 @@ int cmd_bench(int argc, char **argv)
 				return 2;
 			}
 			sel[i] = &engines[j];
+			if (cfg.rate > 0 && strcmp(engines[j].name, "flashstock-batch") == 0) {
+				fprintf(stderr, "%s: flashstock-batch runs closed loop only: a batch "
+				        "waits for its last arrival, which is not the engine's latency "
+				        "(drop --rate or the engine)\n", argv[0]);
+				return 2;
+			}
 		}
 	} else {
+		/* open loop: every engine but the batch one (closed loop only) */
 		for (j = 0; j < (int)NENG; j++)
-			sel[ne++] = &engines[j];
+			if (!(cfg.rate > 0 && strcmp(engines[j].name, "flashstock-batch") == 0))
+				sel[ne++] = &engines[j];
 	}
 	/* workloads */
 	if (wlist) {

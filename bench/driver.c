@@ -367,6 +367,77 @@ int bench_loop(struct bench_worker *w, bench_op_fn op, uint32_t sample)
 	return 0;
 }
 
+/*
+ * The closed loop of an engine with a batch call: runs of up to @p k
+ * consecutive order requests go to @p many in one call, anything else
+ * (mixed: queries, cancels) to @p op alone.  Each order of a batch is
+ * charged the batch's whole time: what its caller waited for its answer.
+ * Open loop is refused by cmd_bench (a batch would wait for its last
+ * arrival, which is no longer the engine's latency).
+ */
+int bench_loop_many(struct bench_worker *w, bench_op_fn op, bench_many_fn many, uint32_t k)
+{
+	const struct bench_cfg *c = &w->run->cfg;
+	struct bench_shared *sh = w->run->sh;
+	struct bench_wstat *st = w->st;
+	uint64_t i = 0, warm = c->warmup < w->nreq ? c->warmup : w->nreq, next = 0;
+	uint64_t start = 0, deadline = UINT64_MAX, t0, t1 = 0;
+	int *out = calloc(k, sizeof(*out));
+	int rc = 0;
+
+	if (out == NULL) {
+		bench_fail(w, "out of memory");
+		return -1;
+	}
+	if (bench_barrier(w)) {
+		free(out);
+		return -1;
+	}
+	while (i < w->nreq) {
+		uint64_t end = i + 1, lim = i < warm ? warm : w->nreq;
+		int measured = i >= warm;
+
+		if (measured && start == 0) {
+			start = t1 = bench_now_ns();
+			if (c->duration_s > 0)
+				deadline = start + (uint64_t)(c->duration_s * 1e9);
+			st->ws_t_start = start;
+		}
+		if (w->req[i].kind == BENCH_OP_ORDER)
+			while (end < lim && end - i < k && w->req[end].kind == BENCH_OP_ORDER)
+				end++;
+		t0 = bench_now_ns();
+		if (measured && t0 > deadline)
+			break;
+		if (w->req[i].kind == BENCH_OP_ORDER) {
+			if (many(w, &w->req[i], (uint32_t)(end - i), out) != 0) {
+				rc = -1;
+				break;
+			}
+		} else if ((out[0] = op(w, &w->req[i])) == BENCH_RC_ERROR) {
+			rc = -1;
+			break;
+		}
+		t1 = bench_now_ns();
+		for (uint64_t j = i; j < end; j++) {
+			count_effect(w, (int)w->req[j].kind, out[j - i]);
+			if (measured)
+				bench_record(w, out[j - i], (int)w->req[j].kind, t1 - t0);
+		}
+		i = end;
+		if (i >= next) {
+			next = i + 256;
+			__atomic_store_n(&st->ws_progress, i, __ATOMIC_RELAXED);
+			if (measured && __atomic_load_n(&sh->sh_abort, __ATOMIC_RELAXED))
+				break;
+		}
+	}
+	st->ws_t_end = t1;
+	__atomic_store_n(&st->ws_progress, i, __ATOMIC_RELAXED);
+	free(out);
+	return rc;
+}
+
 static void *worker_main(void *arg)
 {
 	struct bench_worker *w = arg;

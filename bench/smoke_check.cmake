@@ -3,7 +3,8 @@
 # smoke: a tiny run of every built-in engine; every JSON line must parse with
 #        exactly the report's keys, every engine must have a row, and every row
 #        must show oversold = 0 and duplicates = 0 (or null: no users).
-# twoproc: flashstock alone on 2 buyer processes: every workload in async
+# twoproc: flashstock alone on 2 buyer processes, order by order and in batches
+#        (flash_order_many): every workload in async
 #        durability, a million orders per row.  Every row must run and show
 #        oversold = 0, duplicates = 0 and no lost acknowledgement (the bench
 #        exits 1 on any of them).  Main once shipped with a bench that could
@@ -35,11 +36,12 @@ if(MODE STREQUAL "smoke")
   string(REPLACE ";" "," elist "${engines}")
   set(args -q -e ${elist} -w hot,mixed -d async,sync --ops 1000 --json --out ${OUT})
 elseif(MODE STREQUAL "twoproc")
-  set(engines flashstock)
-  set(args -q -e flashstock -w hot,zipf,dedup,mixed -d async -p 2 --ops 1000000 --json --out ${OUT})
-  set(want_rows 4)
+  set(engines flashstock flashstock-batch)
+  set(args -q -e flashstock,flashstock-batch -w hot,zipf,dedup,mixed -d async -p 2 --ops 1000000
+           --json --out ${OUT})
+  set(want_rows 8)
 elseif(MODE STREQUAL "break")
-  list(REMOVE_ITEM engines flashstock)
+  list(REMOVE_ITEM engines flashstock flashstock-batch)
   list(REMOVE_ITEM engines redis-lua-pipelined mysql-for-update)
   string(REPLACE ";" "," elist "${engines}")
   set(args -q -e ${elist} -w hot -d async --ops 2000 --stock 50 --break-baseline --json)
