@@ -22,3 +22,18 @@ foreach(name test_threads_rcu_box test_threads_metrics_publish)
     target_link_libraries(${name} PRIVATE flashstock_persist)
   endif()
 endforeach()
+
+# What the TSan stage of CI builds (tools/run.sh): the programs of the tests
+# labelled "tsan", not the whole tree again.
+if(FLASH_TSAN)
+  add_custom_target(tsan_tests)
+  foreach(src ${FLASH_THREAD_TESTS})
+    get_filename_component(name ${src} NAME_WE)
+    add_dependencies(tsan_tests ${name})
+  endforeach()
+  foreach(name test_mysql_pump test_mysql_pump_handoff test_wal_commit test_wal_serve)
+    if(TARGET ${name})
+      add_dependencies(tsan_tests ${name})
+    endif()
+  endforeach()
+endif()
