@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
@@ -558,22 +559,24 @@ static void bind_regions(flash_t *h)
 }
 
 /*
- * Handle mappings.  Normally each handle maps the segment on its own: the
- * handles of a process then see it at different addresses, which is what
- * every process does anyway (the segment holds no pointer).
- *
- * FLASH_SHARED_MAP (the -DFLASH_TSAN=ON build only): all handles of a
- * process that attach one segment object (device + inode) the same way
- * (writable or read-only) share one mapping, counted.  ThreadSanitizer keys
- * its shadow memory by address: only then does it see two threads' handles
- * touch the same word, and check the segment protocol between them.  The
- * table is process-local and guarded by a mutex; open and close take it, the
- * order path never does.  A forked child inherits the table with the
- * mappings it describes, so the counts stay right there too.
+ * Handle mappings.  All handles of a process that attach one segment object
+ * (device + inode) the same way (writable or read-only) share one mapping,
+ * counted.  A writable mapping is pre-faulted (MAP_POPULATE: no page fault
+ * on the order path), once per process: with a mapping per handle, a
+ * process of 64 buyer threads faulted in and kept 64 page tables of the
+ * whole segment -- 64 x 600 MiB for a sale of a million orders, minutes of
+ * system time before the first order, gigabytes of page tables.  The
+ * segment holds no pointer, so where it is mapped matters to nobody; and
+ * ThreadSanitizer, which keys its shadow memory by address, sees two
+ * threads' handles touch the same word and checks the segment protocol
+ * between them (test_threads_shared_map).
+ * The table is process-local and guarded by a mutex; open and close take
+ * it, the order path never does.  The mutex is held across fork
+ * (pthread_atfork), so a child never inherits it locked; the child
+ * inherits the table with the mappings it describes, so the counts stay
+ * right there too.  A table full (FS_SHMAP_MAX segments attached at once)
+ * maps on its own.
  */
-#ifdef FLASH_SHARED_MAP
-#include <pthread.h>
-
 #define FS_SHMAP_MAX 64
 
 static struct fs_shmap {
@@ -585,13 +588,30 @@ static struct fs_shmap {
 	unsigned refs;              /* 0: the entry is free */
 } fs_shmap[FS_SHMAP_MAX];
 static pthread_mutex_t fs_shmap_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fs_shmap_once = PTHREAD_ONCE_INIT;
+
+static void shmap_lock(void)
+{
+	pthread_mutex_lock(&fs_shmap_mu);
+}
+
+static void shmap_unlock(void)
+{
+	pthread_mutex_unlock(&fs_shmap_mu);
+}
+
+static void shmap_atfork(void)
+{
+	(void)pthread_atfork(shmap_lock, shmap_unlock, shmap_unlock);
+}
 
 static void *seg_map(int fd, const struct stat *st, uint64_t size, int rd)
 {
 	void *p = MAP_FAILED;
 	int i, free_i = -1;
 
-	pthread_mutex_lock(&fs_shmap_mu);
+	(void)pthread_once(&fs_shmap_once, shmap_atfork);
+	shmap_lock();
 	for (i = 0; i < FS_SHMAP_MAX; i++) {
 		struct fs_shmap *m = &fs_shmap[i];
 
@@ -610,7 +630,7 @@ static void *seg_map(int fd, const struct stat *st, uint64_t size, int rd)
 	if (p != MAP_FAILED && free_i >= 0)
 		fs_shmap[free_i] = (struct fs_shmap){ st->st_dev, st->st_ino, rd, size, p, 1 };
 out:
-	pthread_mutex_unlock(&fs_shmap_mu);
+	shmap_unlock();
 	return p;
 }
 
@@ -618,31 +638,17 @@ static void seg_unmap(void *base, uint64_t size)
 {
 	int i;
 
-	pthread_mutex_lock(&fs_shmap_mu);
+	shmap_lock();
 	for (i = 0; i < FS_SHMAP_MAX; i++)
 		if (fs_shmap[i].refs != 0 && fs_shmap[i].base == base) {
 			if (--fs_shmap[i].refs == 0)
 				munmap(base, size);
-			pthread_mutex_unlock(&fs_shmap_mu);
+			shmap_unlock();
 			return;
 		}
-	pthread_mutex_unlock(&fs_shmap_mu);
+	shmap_unlock();
 	munmap(base, size);          /* the table was full when it was mapped */
 }
-#else
-/* writers pre-fault the whole mapping: no page fault on the order path */
-static void *seg_map(int fd, const struct stat *st, uint64_t size, int rd)
-{
-	(void)st;
-	return mmap(NULL, size, rd ? PROT_READ : PROT_READ | PROT_WRITE,
-	            MAP_SHARED | (rd ? 0 : MAP_POPULATE), fd, 0);
-}
-
-static void seg_unmap(void *base, uint64_t size)
-{
-	munmap(base, size);
-}
-#endif
 
 static int slot_claim(flash_t *h);
 

@@ -7,10 +7,9 @@
 #      && ctest --test-dir build-tsan -L tsan --output-on-failure
 #
 # What ThreadSanitizer sees there (no suppressions):
-#  - the segment protocol itself: in that build all handles of a process
-#    share one mapping of a segment (engine/segment.c, FLASH_SHARED_MAP), so
-#    two threads' handles touch the same addresses;
-#    test_threads_shared_map proves the mode is on (and off elsewhere);
+#  - the segment protocol itself: all handles of a process share one
+#    mapping of a segment (engine/segment.c), so two threads' handles touch
+#    the same addresses; test_threads_shared_map proves it;
 #  - ck's atomics as atomics: engine/tsan/ck_pr.h makes ck_pr loads acquire,
 #    stores release and read-modify-writes seq_cst __atomic builtins (the
 #    same order ck's x86-64 assembly gives), so a plain access published
