@@ -246,6 +246,8 @@ int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);
 
 int flash_order(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);
+int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
+                     struct flash_order_res *res, int *rcs);
 int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
 int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
 int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);

@@ -29,7 +29,10 @@ observation figures.
 
 Errors: every negative code raises FlashError or one of its subclasses
 (SoldOut, LimitReached, ...), which carry `.code` and `.name`.  Results are
-frozen dataclasses (flashstock._types).
+frozen dataclasses (flashstock._types).  A batch of orders
+(FlashStock.order_many) has an outcome per order: it returns, for each, its
+OrderResult or the FlashError order() would have raised, and raises only
+for the call itself.
 
 Divisions: 1. module-level calls (codes, segments)  2. the per-thread
 handle  3. FlashStock  4. fork
@@ -38,10 +41,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os as _os
+import struct
 import threading
 import weakref
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  # noqa: F401
                       DurabilityFailed, Duplicate, Ended, Exists, FateUnknown, FlashError,
@@ -55,7 +60,8 @@ from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
                       RefillUnavailable, Timeout)
 from ._native import ffi, lib
 from ._types import (ActivityFlag, Activity, Durability, Ident, OrderInfo,  # noqa: F401
-                     OrderResult, OrderState, Quiet, Scope, SegOpts, SkuInfo, Stats)
+                     OrderRequest, OrderResult, OrderState, Quiet, Scope, SegOpts, SkuInfo,
+                     Stats)
 from ._types import (FeedInfo, FeedMissing, FeedRecord, FeedSource, FeedState,  # noqa: F401
                      Histogram, Obs, OpObs, RecordType)
 from ._feed import Feed, feed_drop, feed_list  # noqa: F401
@@ -63,7 +69,7 @@ from ._feed import Feed, feed_drop, feed_list  # noqa: F401
 __all__ = [
     "open", "FlashStock", "seg_opts_default", "seg_size", "seg_create", "seg_destroy",
     "activity_check", "strerror", "rcname", "CODES",
-    "ActivityFlag", "Activity", "Durability", "Ident", "OrderInfo", "OrderResult",
+    "ActivityFlag", "Activity", "Durability", "Ident", "OrderInfo", "OrderRequest", "OrderResult",
     "OrderState", "Quiet", "Scope", "SegOpts", "SkuInfo", "Stats",
     "FlashError", "SoldOut", "LimitReached", "NotStarted", "Ended", "NotFound", "BadToken",
     "Duplicate", "Full", "InvalidArgument", "DurabilityFailed", "Exists", "NoSegment",
@@ -236,14 +242,18 @@ class _Handle:
     the other's store, so a handle is never closed under a running call.
     (CPython with its GIL, as Debian's python3 is.)
     """
-    __slots__ = ("ptr", "tid", "req", "res", "u32", "u64", "busy", "dead", "closed",
-                 "__weakref__")
+    __slots__ = ("ptr", "tid", "req", "res", "many_cap", "many_req", "many_res", "many_rcs",
+                 "u32", "u64", "busy", "dead", "closed", "__weakref__")
 
     def __init__(self, ptr: Any) -> None:
         self.ptr = ptr
         self.tid = threading.get_ident()
         self.req = ffi.new("struct flash_order_req *")
         self.res = ffi.new("struct flash_order_res *")
+        self.many_cap = 0               # order_many's arrays, grown on demand (_many_buffers)
+        self.many_req: Any = None
+        self.many_res: Any = None
+        self.many_rcs: Any = None
         self.u32 = ffi.new("uint32_t *")
         self.u64 = ffi.new("uint64_t *")
         self.busy = False
@@ -508,6 +518,66 @@ class FlashStock:
         _set_lsn(o, s.lsn)
         return o
 
+    def order_many(self, requests: Iterable[Sequence[int]]
+                   ) -> List[Union[OrderResult, FlashError]]:
+        """flash_order_many(): place a batch of orders in one call.  Each
+        request is an OrderRequest (or a tuple of its fields in its order:
+        activity_id, sku_id, user_id[, qty[, token[, request_id]]]); each is
+        judged and committed as order() would, one after another -- a later
+        one sees the earlier ones (a user's second order meets its limit, a
+        repeated request id is Duplicate).  Returns one item per request, in
+        order: its OrderResult when placed, else the FlashError order() would
+        have raised for it, returned, not raised (SoldOut, LimitReached,
+        InvalidArgument for qty 0, Duplicate with .first_code and .order_no,
+        FateUnknown with .order_no and .lsn -- in sync durability all the
+        batch's placed orders are FateUnknown when its one wait fails): a
+        refusal never stops the later orders.  Raises only for the call, with
+        no order run: Closed, ReadOnly, ...; and TypeError or OverflowError,
+        as order() does, for a request that is not one.  An empty batch
+        returns [] (no library call; a closed object raises Closed)."""
+        if not isinstance(requests, (list, tuple)):
+            requests = list(requests)
+        try:                            # every request whole: one pack each
+            data = b"".join(_starmap(_pack_req, requests))
+        except struct.error:
+            data = _pack_slowly(requests)
+        n = len(data) // _REQ_SIZE
+        if n == 0:
+            if self._closed:
+                raise Closed()
+            return []
+        try:
+            h = self._tls.h
+        except AttributeError:
+            h = self._open_here()
+        if n <= h.many_cap:             # this thread's own arrays
+            req, res, rcs = h.many_req, h.many_res, h.many_rcs
+        else:
+            req, res, rcs = _many_buffers(h, n)
+        _memmove(req, data, len(data))
+        h.busy = True                   # (A) store busy, then (B) load dead
+        if h.dead:
+            self._stale(h)
+        rc = _order_many(h.ptr, req, n, res, rcs)
+        h.busy = False
+        if h.dead:
+            h.release()
+        if rc:
+            raise error_for(rc)
+        out: List[Union[OrderResult, FlashError]] = []
+        add = out.append
+        for rc, (order_no, first_rc, limit_slot, lsn) in zip(
+                _unpack(rcs, n), _iter_res(_buffer(res, n * _RES_SIZE))):
+            if rc:
+                add(_refusal(rc, order_no, first_rc, limit_slot, lsn))
+                continue
+            o = _new_result(OrderResult)
+            _set_order_no(o, order_no)
+            _set_limit_slot(o, limit_slot)
+            _set_lsn(o, lsn)
+            add(o)
+        return out
+
     def sync_wait_set(self, wait_ms: int) -> None:
         """flash_sync_wait_set() on the calling thread's handle.  For every
         thread's handle, give sync_wait_ms to flashstock.open() instead."""
@@ -652,17 +722,98 @@ _STATS_FIELDS = list(Stats.__dataclass_fields__)
 
 
 def _order_error(rc: int, res: Any) -> FlashError:
+    return _refusal(rc, res.order_no, res.first_rc, res.limit_slot, res.lsn)
+
+
+def _refusal(rc: int, order_no: int, first_rc: int, limit_slot: int, lsn: int) -> FlashError:
+    """The error of an order's outcome rc, with the fields of its struct
+    flash_order_res that rc gives a meaning."""
     e = error_for(rc)
     if rc == _EDUPLICATE:
-        e.first_code = res.first_rc  # type: ignore[attr-defined]
-        if res.first_rc == 0:
-            e.order_no = res.order_no  # type: ignore[attr-defined]
-            e.limit_slot = res.limit_slot  # type: ignore[attr-defined]
+        e.first_code = first_rc  # type: ignore[attr-defined]
+        if first_rc == 0:
+            e.order_no = order_no  # type: ignore[attr-defined]
+            e.limit_slot = limit_slot  # type: ignore[attr-defined]
     elif rc == _EFATE_UNKNOWN:
-        e.order_no = res.order_no  # type: ignore[attr-defined]
-        e.limit_slot = res.limit_slot  # type: ignore[attr-defined]
-        e.lsn = res.lsn  # type: ignore[attr-defined]
+        e.order_no = order_no  # type: ignore[attr-defined]
+        e.limit_slot = limit_slot  # type: ignore[attr-defined]
+        e.lsn = lsn  # type: ignore[attr-defined]
     return e
+
+
+# order_many moves a batch in and out of C with the struct module: one pack
+# per request and one unpack per result, where cffi's field-by-field access
+# costs a call per field.  The formats are the structs' fields in order,
+# with no padding between them (_reserved packs as zero bytes); checked here
+# against the C compiler's offsets and sizes, so a layout that differs
+# fails the import.
+_REQ_CODES = ("I", "I", "Q", "I", "4x", "Q", "Q")   # struct flash_order_req
+_RES_CODES = ("Q", "i", "I", "Q")                   # struct flash_order_res
+
+
+def _packs_as(sname: str, codes: Sequence[str]) -> bool:
+    fields = ffi.typeof("struct " + sname).fields
+    off = 0
+    for (_, f), code in zip(fields, codes):
+        size = struct.calcsize("=" + code)
+        if f.offset != off or ffi.sizeof(f.type) != size:
+            return False
+        off += size
+    return len(fields) == len(codes) and off == ffi.sizeof("struct " + sname)
+
+
+if not (_packs_as("flash_order_req", _REQ_CODES) and _packs_as("flash_order_res", _RES_CODES)):
+    raise ImportError("flashstock: struct flash_order_req/res layout differs from the "
+                      "packing formats of order_many")
+_pack_req = struct.Struct("=" + "".join(_REQ_CODES)).pack
+_REQ_SIZE = struct.calcsize("=" + "".join(_REQ_CODES))
+_iter_res = struct.Struct("=" + "".join(_RES_CODES)).iter_unpack
+_RES_SIZE = struct.calcsize("=" + "".join(_RES_CODES))
+_starmap = itertools.starmap
+_order_many = lib.flash_order_many
+_memmove = ffi.memmove
+_unpack = ffi.unpack
+_buffer = ffi.buffer
+
+# a thread keeps order_many's arrays for batches up to this many orders;
+# a larger batch has arrays of its own for the call
+_MANY_KEEP = 1024
+
+
+def _many_buffers(h: _Handle, n: int) -> Any:
+    """Request, result and outcome arrays for a batch of n orders: the
+    thread's own, grown (to a power of two) up to _MANY_KEEP orders."""
+    if n > _MANY_KEEP:
+        return (ffi.new("struct flash_order_req[]", n), ffi.new("struct flash_order_res[]", n),
+                ffi.new("int[]", n))
+    cap = 16
+    while cap < n:
+        cap *= 2
+    h.many_req = ffi.new("struct flash_order_req[]", cap)
+    h.many_res = ffi.new("struct flash_order_res[]", cap)
+    h.many_rcs = ffi.new("int[]", cap)
+    h.many_cap = cap
+    return h.many_req, h.many_res, h.many_rcs
+
+
+def _pack_slowly(requests: Sequence[Sequence[int]]) -> bytes:
+    """The requests the one-pack path could not take: a short tuple
+    (OrderRequest's defaults fill it), or a value that is not an integer of
+    its field's C type -- converted field by field as order() converts its
+    arguments, so it raises what order() raises (TypeError, OverflowError)."""
+    c = ffi.new("struct flash_order_req *")
+    b = ffi.buffer(c)
+    parts = []
+    for q in requests:
+        r = OrderRequest(*q)
+        c.activity_id = r.activity_id
+        c.sku_id = r.sku_id
+        c.user_id = r.user_id
+        c.qty = r.qty
+        c.token = r.token
+        c.request_id = r.request_id
+        parts.append(b[:])
+    return b"".join(parts)
 
 
 # ---------------------------------------------------------------- 4. fork

@@ -2,16 +2,18 @@
 and enums.  Each dataclass mirrors one struct of api/flashstock.h field by
 field (padding and reserved fields left out); the binding copies a struct
 into one of these before it returns, so a result never aliases C memory.
+OrderRequest, the one request a caller builds in bulk, is a named tuple
+instead: a plain tuple of its fields serves as well.
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, NamedTuple, Tuple
 
 __all__ = [
     "Durability", "Scope", "OrderState", "ActivityFlag", "SegOpts", "Activity",
-    "SkuInfo", "OrderResult", "OrderInfo", "Stats", "Ident", "Quiet",
+    "SkuInfo", "OrderRequest", "OrderResult", "OrderInfo", "Stats", "Ident", "Quiet",
     "Histogram", "OpObs", "Obs",
     "RecordType", "FeedSource", "FeedMissing", "FeedState", "FeedRecord", "FeedInfo",
 ]
@@ -91,6 +93,18 @@ class SkuInfo:
     @property
     def sold(self) -> int:
         return self.total - self.available
+
+
+class OrderRequest(NamedTuple):
+    """struct flash_order_req, one order of FlashStock.order_many() (the
+    arguments of FlashStock.order(), in their order).  A tuple: a plain
+    tuple of these fields, in this order, is taken alike."""
+    activity_id: int
+    sku_id: int
+    user_id: int
+    qty: int = 1
+    token: int = 0
+    request_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,15 +7,18 @@ Orders one unit of activity 1 / sku 10 for random users in 1..USERS, every
 third one with a request id of its own ((BUYER << 48) | (GEN << 32) | n:
 never reused by another buyer or a later incarnation of this one), and
 cancels some of its orders (more while the sku is sold out, so units
-churn), trying back to back up to TRIES_PER_S on average.  It appends the
-order number of every ACKNOWLEDGED order to ACKS_FILE right after the call
-returns -- one write(2) of "N\\n" on an O_APPEND descriptor, so a kill
-leaves whole lines -- and "-N" after it cancelled order N; a new
-incarnation takes over the orders its predecessors noted and did not
-cancel.  Now and then it retries a request id: the retry must answer
-Duplicate with the first order's number.  Sold out, limit reached and ring
-busy are expected refusals; any other error ends the buyer with exit 1 and
-the error on stderr.
+churn), trying back to back up to TRIES_PER_S on average.  Half of its turns
+place one order (FlashStock.order), the other half a batch of 2..16
+(FlashStock.order_many).  It appends the order number of every ACKNOWLEDGED
+order to ACKS_FILE right after the call returns -- one write(2), of "N\\n"
+for an order, of a line "+N\\n" per order placed for a batch, on an O_APPEND
+descriptor, so a kill leaves whole lines -- and "-N" after it cancelled
+order N; a new incarnation takes over the orders its predecessors noted and
+did not cancel.  Now and then it retries a request id, after the order or
+later in the same batch: the retry must answer Duplicate with the first
+order's number (in a batch, with the first one's refusal when it was
+refused).  Sold out, limit reached and ring busy are expected refusals; any
+other error ends the buyer with exit 1 and the error on stderr.
 """
 import os
 import random
@@ -25,6 +28,8 @@ import time
 import flashstock
 
 TRIES_PER_S = 12000
+BATCH_MAX = 16
+EXPECTED = (flashstock.LimitReached, flashstock.SoldOut, flashstock.Busy)
 
 
 def main(argv):
@@ -44,6 +49,9 @@ def main(argv):
         ahead = n / TRIES_PER_S - (time.monotonic() - t0)
         if ahead > 0.01:
             time.sleep(ahead)
+        if rnd.random() < 0.5:
+            n = batch(fs, fd, rnd, buyer, gen, users, n, mine)
+            continue
         # a request id on every third try (the table remembers each one)
         rid = (buyer << 48) | (gen << 32) | n if n % 3 == 0 else 0
         user = rnd.randint(1, users)
@@ -71,6 +79,63 @@ def main(argv):
                                      % (rid, d.first_name, d.order_no, r.order_no))
         if rnd.random() < 0.15:
             cancel(fs, fd, mine.pop(rnd.randrange(len(mine))))
+
+
+def batch(fs, fd, rnd, buyer, gen, users, n, mine):
+    """One batch of 2..16 tries (the first numbered n): each order is
+    acknowledged once order_many returned it placed.  Returns the number of
+    the batch's last try."""
+    reqs = []
+    retry_of = {}                   # index of a retry -> index of its first
+    for _ in range(rnd.randint(2, BATCH_MAX)):
+        firsts = [i for i, q in enumerate(reqs) if q[5] and i not in retry_of]
+        if firsts and rnd.random() < 0.2:
+            i = rnd.choice(firsts)
+            retry_of[len(reqs)] = i
+            reqs.append(reqs[i])
+            continue
+        if reqs:
+            n += 1
+        rid = (buyer << 48) | (gen << 32) | n if n % 3 == 0 else 0
+        reqs.append((1, 10, rnd.randint(1, users), 1, 0, rid))
+    got = fs.order_many(reqs)
+    placed = [x.order_no for x in got if isinstance(x, flashstock.OrderResult)]
+    if placed:
+        os.write(fd, b"".join(b"+%d\n" % no for no in placed))
+        mine.extend(placed)
+    for i, x in enumerate(got):
+        if i in retry_of:
+            check_retry(reqs[i][5], got[retry_of[i]], x)
+        elif not isinstance(x, (flashstock.OrderResult,) + EXPECTED):
+            raise x
+    if any(isinstance(x, flashstock.Busy) for x in got):
+        time.sleep(0.001)
+    if mine and any(isinstance(x, flashstock.SoldOut) for x in got) and rnd.random() < 0.5:
+        cancel(fs, fd, mine.pop(rnd.randrange(len(mine))))
+    for _ in placed:
+        if mine and rnd.random() < 0.15:
+            cancel(fs, fd, mine.pop(rnd.randrange(len(mine))))
+    return n
+
+
+def check_retry(rid, first, x):
+    """A retry later in the batch than its first: Duplicate with the first
+    outcome (an order's number, or its refusal).  Only after FLASH_EBUSY,
+    which leaves the request id unrecorded, is it judged afresh."""
+    if isinstance(first, flashstock.Busy):
+        if not isinstance(x, (flashstock.OrderResult,) + EXPECTED):
+            raise x
+        return
+    if not isinstance(x, flashstock.Duplicate):
+        raise SystemExit("retry of request %d in a batch answered %r, want Duplicate of %r"
+                         % (rid, x, first))
+    if isinstance(first, flashstock.OrderResult):
+        ok = x.first_ok and x.order_no == first.order_no
+    else:
+        ok = x.first_code == first.code
+    if not ok:
+        raise SystemExit("retry of request %d in a batch answered %s order %d, first %r"
+                         % (rid, x.first_name, x.order_no, first))
 
 
 def adopt(acks):

@@ -332,6 +332,225 @@ def _placed(fs, user):
     return ei.value.order_no
 
 
+# ---------------------------------------------------------------- batches (order_many)
+
+def outcome(x):
+    """What a test compares of one order's outcome: a placed order's fields,
+    or a refusal's name with the fields its code gives a meaning."""
+    if isinstance(x, flashstock.OrderResult):
+        return ("FLASH_OK", x.order_no, x.limit_slot, x.lsn)
+    assert isinstance(x, flashstock.FlashError), x
+    if isinstance(x, flashstock.Duplicate):
+        return (x.name, x.first_code, x.order_no, x.limit_slot)
+    if isinstance(x, flashstock.FateUnknown):
+        return (x.name, x.order_no, x.limit_slot, x.lsn)
+    return (x.name,)
+
+
+def one_by_one(fs, reqs):
+    """The orders one order() call each: each result or the error it raised."""
+    out = []
+    for r in reqs:
+        try:
+            out.append(fs.order(*r))
+        except flashstock.FlashError as e:
+            out.append(e)
+    return out
+
+
+def batch_sale(segs):
+    """Two activities: 1 (limit 2, max qty 3; sku 10 of 6 units) and 2
+    (token required, limit 1; sku 20 of 2 units)."""
+    fs = open_sale(segs, units=6, limit=2, flags=ActivityFlag.NONE)
+    fs.activity_add(Activity(id=2, flags=ActivityFlag.TOKEN_REQUIRED))
+    fs.sku_add(2, 20, 2)
+    return fs
+
+
+def batch_of_every_outcome(fs):
+    """Requests meeting every refusal of an order, each followed by orders
+    that are placed (tokens issued on fs)."""
+    t = {u: fs.token_issue(2, 20, u, 60000) for u in (103, 104, 105)}
+    R = flashstock.OrderRequest
+    return [R(1, 10, 100, 1, 0, 1001),      # placed, slot 1
+            R(1, 10, 100, 2, 0, 1002),      # placed, slot 2 (3 units left)
+            R(1, 10, 100, 1, 0, 1003),      # limit
+            R(1, 10, 101, 0),               # qty 0
+            R(1, 10, 101, 4),               # above max_qty
+            R(1, 10, 100, 1, 0, 1001),      # a retry of the first: its order
+            R(1, 10, 101, 3, 0, 1004),      # placed: the last 3 units
+            R(1, 10, 102, 1, 0, 1005),      # sold out
+            R(1, 10, 102, 1, 0, 1005),      # a retry of a sold out: that outcome
+            R(1, 11, 102),                  # no such sku
+            R(2, 20, 103),                  # no token
+            R(2, 20, 103, 1, t[103]),       # placed
+            R(2, 20, 104, 1, t[104], 1006),  # placed: the last unit
+            R(2, 20, 105, 1, t[105])]       # sold out
+
+
+EVERY_OUTCOME = ["FLASH_OK", "FLASH_OK", "FLASH_ELIMIT", "FLASH_EINVAL", "FLASH_EINVAL",
+                 "FLASH_EDUPLICATE", "FLASH_OK", "FLASH_ESOLD_OUT", "FLASH_EDUPLICATE",
+                 "FLASH_ENOT_FOUND", "FLASH_EBAD_TOKEN", "FLASH_OK", "FLASH_OK",
+                 "FLASH_ESOLD_OUT"]
+
+
+def test_order_many_gives_what_the_orders_one_by_one_give(segs):
+    single, batch = batch_sale(segs), batch_sale(segs)
+    want = one_by_one(single, batch_of_every_outcome(single))
+    got = batch.order_many(batch_of_every_outcome(batch))
+    assert [outcome(x) for x in got] == [outcome(x) for x in want]
+    assert [outcome(x)[0] for x in got] == EVERY_OUTCOME
+    assert [type(x) for x in got] == [type(x) for x in want]
+    # the duplicates answer the batch's own earlier outcomes
+    assert (got[5].first_ok, got[5].order_no) == (True, got[0].order_no)
+    assert (got[8].first_ok, got[8].first_name) == (False, "FLASH_ESOLD_OUT")
+    for fs in (single, batch):
+        assert [(s.sku_id, s.total, s.available) for s in fs.skus()] == [(10, 6, 0), (20, 2, 0)]
+    placed = [x.order_no for x in got if isinstance(x, flashstock.OrderResult)]
+    assert placed == [1, 2, 3, 4, 5]
+    for no in placed:
+        assert batch.order_get(no) == dataclasses.replace(
+            single.order_get(no), created_ns=batch.order_get(no).created_ns)
+    s1, s2 = single.stats(), batch.stats()
+    assert (s2.orders, s2.sold_out, s2.limit_hits, s2.duplicates, s2.token_rejects) == \
+           (s1.orders, s1.sold_out, s1.limit_hits, s1.duplicates, s1.token_rejects)
+    assert s2.orders == 5
+    # each outcome counted in the observation figures, as one by one
+    assert batch.obs().ops["order"].results == single.obs().ops["order"].results
+    single.close()
+    batch.close()
+
+
+def test_order_many_a_refusal_does_not_stop_the_orders_after_it(segs):
+    fs = open_sale(segs, units=5, limit=1)
+    got = fs.order_many([(1, 10, 1, 1, 0, 1),   # placed (4 left)
+                         (1, 10, 1),            # limit
+                         (1, 10, 2),            # placed (3 left)
+                         (1, 10, 1, 1, 0, 1),   # a retry of the first: duplicate
+                         (1, 10, 3),            # placed (2 left)
+                         (1, 10, 4, 3),         # sold out for 3
+                         (1, 10, 4, 1),         # placed (1 left): the limit slot came back
+                         (1, 10, 5, 0),         # bad qty
+                         (1, 10, 5),            # placed (0 left)
+                         (1, 10, 6)])           # sold out
+    assert [outcome(x)[0] for x in got] == [
+        "FLASH_OK", "FLASH_ELIMIT", "FLASH_OK", "FLASH_EDUPLICATE", "FLASH_OK",
+        "FLASH_ESOLD_OUT", "FLASH_OK", "FLASH_EINVAL", "FLASH_OK", "FLASH_ESOLD_OUT"]
+    assert isinstance(got[1], flashstock.LimitReached) and isinstance(got[5], flashstock.SoldOut)
+    assert isinstance(got[7], flashstock.InvalidArgument)
+    assert got[3].order_no == got[0].order_no
+    for i, user in ((0, 1), (2, 2), (4, 3), (6, 4), (8, 5)):
+        info = fs.order_get(got[i].order_no)
+        assert (info.user_id, info.qty, info.state) == (user, 1, OrderState.ACTIVE)
+    s = fs.sku_get(1, 10)
+    assert (s.available, s.sold) == (0, 5)
+    assert fs.stats().orders == 5
+    fs.close()
+
+
+def test_order_many_takes_short_tuples_and_any_iterable_and_reuses_nothing_stale(segs):
+    fs = open_sale(segs, units=3000, limit=1)
+    # defaults of OrderRequest: qty 1, no token, no request id
+    a = fs.order_many(iter([(1, 10, 1), (1, 10, 2, 2)]))
+    assert [x.order_no for x in a] == [1, 2]
+    assert (fs.order_get(1).qty, fs.order_get(2).qty) == (1, 2)
+    # batches of growing and shrinking size: each answers its own orders
+    # only (the thread's arrays are grown, and a batch above what a thread
+    # keeps has arrays of its own)
+    user = 10
+    for n in (1, 40, 17, 1500, 3, 40):
+        reqs = [(1, 10, u) for u in range(user, user + n)]
+        got = fs.order_many(reqs + [(1, 10, user)])   # the first user again: limit
+        assert len(got) == n + 1
+        assert all(isinstance(x, flashstock.OrderResult) for x in got[:n])
+        assert isinstance(got[n], flashstock.LimitReached)
+        assert [fs.order_get(x.order_no).user_id for x in got[:n]] == list(range(user, user + n))
+        user += n
+    assert fs.sku_get(1, 10).available == 3000 - 3 - (user - 10)
+    fs.close()
+
+
+def test_order_many_empty_batch_returns_an_empty_list_and_places_nothing(segs):
+    fs = open_sale(segs, units=5)
+    before = (fs.orders_max(), fs.stats(), fs.obs().ops["order"].results)
+    assert fs.order_many([]) == []
+    assert fs.order_many(()) == []
+    assert fs.order_many(x for x in ()) == []
+    assert (fs.orders_max(), fs.stats(), fs.obs().ops["order"].results) == before
+    fs.close()
+    with pytest.raises(flashstock.Closed):
+        fs.order_many([])
+    with pytest.raises(flashstock.Closed):
+        fs.order_many([(1, 10, 1)])
+
+
+def test_order_many_raises_for_the_call_and_then_runs_no_order(segs):
+    fs = open_sale(segs, units=5, limit=5)
+    with flashstock.open(fs.name, readonly=True) as ro:
+        with pytest.raises(flashstock.ReadOnly):
+            ro.order_many([(1, 10, 7), (1, 10, 8)])
+    # a request that is not one raises what order() raises, before any order
+    with pytest.raises(OverflowError):
+        fs.order(1, 10, -1)
+    with pytest.raises(OverflowError):
+        fs.order_many([(1, 10, 7), (1, 10, -1)])
+    with pytest.raises(OverflowError):
+        fs.order_many([(1, 10, 7), (1, 10, 1 << 64)])
+    with pytest.raises(TypeError):
+        fs.order_many([(1, 10, 7), (1, 10, "8")])
+    with pytest.raises(TypeError):
+        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 9)])   # a field too many
+    with pytest.raises(TypeError):
+        fs.order_many([(1, 10, 7), (1, 10)])                  # user missing
+    s = fs.sku_get(1, 10)
+    assert s.available == 5 and fs.stats().orders == 0 and fs.orders_max() == 0
+    assert [outcome(x)[0] for x in fs.order_many([(1, 10, 7)])] == ["FLASH_OK"]
+    fs.close()
+
+
+def test_order_many_in_sync_without_daemon_gives_every_placed_order_fate_unknown(
+        segs, tmpdir_path):
+    name = segs.make(durability=flashstock.Durability.SYNC)
+    with flashstock.open(name, sync_wait_ms=50) as fs:
+        fs.activity_add(Activity(id=1))
+        fs.sku_add(1, 10, 2)
+        got = fs.order_many([(1, 10, 1, 1, 0, 71), (1, 10, 1), (1, 10, 2), (1, 10, 3)])
+        assert [outcome(x)[0] for x in got] == ["FLASH_EFATE_UNKNOWN", "FLASH_ELIMIT",
+                                                "FLASH_EFATE_UNKNOWN", "FLASH_ESOLD_OUT"]
+        a, b = got[0], got[2]
+        assert 0 < a.order_no < b.order_no and 0 < a.lsn < b.lsn and a.limit_slot == 1
+        for e in (a, b):
+            assert fs.order_get(e.order_no).state == OrderState.ACTIVE
+        assert fs.sku_get(1, 10).available == 0
+        dup = fs.order_many([(1, 10, 1, 1, 0, 71)])[0]
+        assert isinstance(dup, flashstock.Duplicate) and dup.order_no == a.order_no
+        wal = os.path.join(tmpdir_path, "wal")
+        run_cli("serve", "--name", name, "--wal", wal, "--once", "--no-snapshot")
+        fs.durable_wait(b.lsn, 5000)
+        dump = run_cli("wal", "dump", "--wal", wal).stdout
+        for e in (a, b):
+            assert re.search(r" order .* order=%d " % e.order_no, dump)
+
+
+def test_order_many_in_sync_with_the_daemon_is_acknowledged_and_in_the_wal(segs, tmpdir_path):
+    name = segs.make(durability=flashstock.Durability.SYNC)
+    wal = os.path.join(tmpdir_path, "wal")
+    with flashstock.open(name) as fs:
+        fs.activity_add(Activity(id=1))
+        fs.sku_add(1, 10, 20)
+        d = Daemon(name, wal)
+        try:
+            got = []
+            for first in (1, 9, 17):
+                got += fs.order_many([(1, 10, u) for u in range(first, first + 8)])
+        finally:
+            d.stop()
+    assert [outcome(x)[0] for x in got] == ["FLASH_OK"] * 20 + ["FLASH_ESOLD_OUT"] * 4
+    dump = run_cli("wal", "dump", "--wal", wal).stdout
+    in_wal = {int(m) for m in re.findall(r" order .* order=(\d+) ", dump)}
+    assert in_wal == {x.order_no for x in got[:20]}
+
+
 # ---------------------------------------------------------------- locks
 
 def test_leased_locks_fence_owner_and_context_manager(segs):

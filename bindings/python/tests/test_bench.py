@@ -1,7 +1,9 @@
 """test_bench.py -- a tiny run of bench/bench_orders.py, so the program cannot
 rot: against a private redis-server on a unix socket in a temp directory,
 both engines print their line and every order of the timed part succeeded
-(the program exits 1 otherwise).  It asserts no timing."""
+(the program exits 1 otherwise); and its batch mode (--batch K, a last
+batch shorter than K) sells every unit through order_many.  It asserts no
+timing."""
 import os
 import re
 import subprocess
@@ -38,3 +40,15 @@ def test_bench_program_runs_both_engines_and_every_order_succeeds(tmpdir_path):
                         lines[0])
     assert re.fullmatch(r"bench binding=python engine=redis-lua orders=500 ns_per_order=\d+",
                         lines[1])
+
+
+def test_bench_program_batch_mode_places_every_order_in_batches():
+    p = subprocess.run([sys.executable, BENCH, "--orders", "3000", "--batch", "16"],
+                       capture_output=True, text=True, timeout=120)
+    print(p.stdout, p.stderr)
+    assert p.returncode == 0
+    assert re.fullmatch(r"bench binding=python engine=flashstock-batch16 orders=3000 batch=16 "
+                        r"ns_per_order=\d+\n", p.stdout)
+    p = subprocess.run([sys.executable, BENCH, "--orders", "10", "--batch", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--batch must be 1 or more" in p.stderr

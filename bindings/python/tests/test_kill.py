@@ -1,13 +1,15 @@
 """test_kill.py -- Python buyer processes (kill_buyer.py) killed with SIGKILL
 at random moments and started again, on one hot sku whose stock is far
 below demand (per-user limit 2, request ids, retries, cancels, restocks by
-the test), served by a private `flashstock serve` writing a WAL, once in
+the test; half the buyers' turns a single order, half a batch of 2..16
+placed by one order_many call), served by a private `flashstock serve` writing a WAL, once in
 async and once in sync durability (where an order is acknowledged only
 once durable, so a kill often lands inside the call's wait).  Then,
 from the records: `flashstock reconcile` of segment and WAL exits 0; in the
 WAL no user holds more than the limit in active orders, the stock never
 went below zero at any point of its history (nothing oversold); and every
-order number a buyer wrote down as acknowledged is an order in the WAL."""
+order number a buyer wrote down as acknowledged -- by a single order or by
+the batch call that returned it placed -- is an order in the WAL."""
 import collections
 import os
 import random
@@ -154,22 +156,27 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
     per_user = collections.Counter(active.values())
     worst = max(per_user.values()) if per_user else 0
     acked = set()
+    batch_acked = set()             # "+N": placed by a batch
     for b in range(BUYERS):
         with open(os.path.join(tmpdir_path, "acks-%d" % b)) as f:
-            acked.update(int(x) for x in f.read().split() if int(x) > 0)
+            notes = f.read().split()
+        acked.update(int(x) for x in notes if int(x) > 0)
+        batch_acked.update(int(x) for x in notes if x.startswith("+"))
     missing = sorted(acked - wal_orders)
     print("%s: kills %d; WAL: %d orders, %d cancels, total %d, sold %d, lowest available %d; "
-          "%d users hold orders, at most %d each (limit %d); %d acknowledged by buyers, "
-          "%d of them missing from the WAL; segment: total %d available %d, recoveries %d "
-          "(operations rolled back %d, forward %d); %d orders placed but never acknowledged "
-          "(killed between its commit point and the buyer's note); tables: %d of %d request ids, "
-          "%d of %d order numbers"
+          "%d users hold orders, at most %d each (limit %d); %d acknowledged by buyers "
+          "(%d by batches), %d of them missing from the WAL; segment: total %d available %d, "
+          "recoveries %d (operations rolled back %d, forward %d); %d orders placed but never "
+          "acknowledged (killed between its commit point and the buyer's note); tables: %d of %d "
+          "request ids, %d of %d order numbers"
           % (durability.name.lower(), kills, len(wal_orders), cancels, total, sold, lowest, len(per_user), worst, LIMIT,
-             len(acked), len(missing), sku.total, sku.available, st.recoveries,
+             len(acked), len(batch_acked), len(missing), sku.total, sku.available, st.recoveries,
              st.rolled_back, st.rolled_forward, len(wal_orders - acked), st.requests,
              st.requests_cap, st.orders_used, st.orders_cap))
     assert kills >= 2 * BUYERS
     assert len(acked) > UNITS // 2, "too few orders were acknowledged to prove anything"
+    assert len(batch_acked) > UNITS // 4, "too few orders were acknowledged by batches"
+    assert len(acked - batch_acked) > UNITS // 4, "too few single orders were acknowledged"
     assert lowest >= 0, "the WAL's history oversold: available reached %d" % lowest
     assert 0 <= sold <= total
     assert (sku.total, sku.available) == (total, available)

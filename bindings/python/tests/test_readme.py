@@ -7,7 +7,8 @@ exits 2 on a destroyed segment.  Likewise the feed consumer: the "### From
 Python" subsection of the project README's "## Consuming orders" and the
 binding README's "## The order feed" show the marked region of
 example/consumer.py (which python_feed runs) unchanged; and the binding
-README's "## Observation" snippet runs and prints what it says."""
+README's "## Observation" snippet and its batch example (order_many) run
+and print what they say."""
 import os
 import re
 import subprocess
@@ -109,3 +110,23 @@ def test_obs_readme_snippet_runs(segs):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(r"1 sold out; [1-9][0-9]* ns per order\n", p.stdout), p.stdout
+
+
+def test_batch_readme_example_runs(segs):
+    with open(os.path.join(SRC, "README.md")) as f:
+        blocks = re.findall(r"^```python\n(.*?)^```$", f.read(), re.M | re.S)
+    code = [b for b in blocks if "order_many" in b]
+    assert len(code) == 1 and '"/sale1"' in code[0]
+    name = segs.make("batchdoc")
+    with flashstock.open(name) as fs:
+        fs.activity_add(Activity(id=1))
+        fs.sku_add(1, 10, 5)
+    p = subprocess.run([sys.executable, "-c", "import flashstock\n" +
+                        code[0].replace('"/sale1"', repr(name))],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    m = re.fullmatch(r"41 FLASH_OK order (\d+)\n42 FLASH_OK order (\d+)\n"
+                     r"42 FLASH_EDUPLICATE order (\d+)\n", p.stdout)
+    assert m and m.group(2) == m.group(3) != m.group(1), p.stdout
+    with flashstock.open(name) as fs:
+        assert fs.sku_get(1, 10).available == 3

@@ -1,8 +1,9 @@
 """test_threads_fork.py -- the thread and fork rules of a handle are kept by
 the binding: one FlashStock used from many threads works with one native
-handle per thread (closed when its thread ends or the object closes), and
-multiprocessing works with both the fork and the spawn start method, the
-child never seeing FLASH_EFORK or FLASH_EWRONG_THREAD.  Controls made with
+handle per thread (closed when its thread ends or the object closes), also
+for batches of orders (each thread's own arrays), and multiprocessing works
+with both the fork and the spawn start method, the child never seeing
+FLASH_EFORK or FLASH_EWRONG_THREAD.  Controls made with
 raw library calls show that the engine does refuse a handle passed to
 another thread or inherited by a fork, so the successes are the binding's
 doing."""
@@ -60,6 +61,48 @@ def test_one_object_many_threads_one_handle_each_closed_at_thread_end(segs):
     assert st.procs == 1, st.procs
     print("%d threads, %d orders, slots %s, procs after join %d"
           % (THREADS, st.orders, sorted(slots.values()), st.procs))
+    fs.close()
+
+
+def test_batches_from_many_threads_answer_each_thread_its_own_orders(segs):
+    units = THREADS * PER_THREAD // 2
+    fs = sale(segs, units=units)
+    got = {}
+    errors = []
+    barrier = threading.Barrier(THREADS)
+
+    def buyer(t):
+        try:
+            users = [1 + t * PER_THREAD + i for i in range(PER_THREAD)]
+            barrier.wait()
+            out = []
+            for k in range(0, PER_THREAD, 8):   # 8 users: a batch of 1..8, one of the rest
+                out += fs.order_many([(1, 10, u) for u in users[k:k + 1 + (k + t) % 8]])
+                out += fs.order_many([(1, 10, u) for u in users[k + 1 + (k + t) % 8:k + 8]])
+            got[t] = list(zip(users, out))
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(repr(e))
+
+    ths = [threading.Thread(target=buyer, args=(t,)) for t in range(THREADS)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    assert errors == []
+    placed = {}
+    for t, pairs in got.items():
+        assert len(pairs) == PER_THREAD
+        for user, x in pairs:
+            if isinstance(x, flashstock.OrderResult):
+                placed[x.order_no] = user
+            else:
+                assert isinstance(x, flashstock.SoldOut), x
+    # the stock sold once, each order the one its thread asked for
+    assert len(placed) == units
+    for no, user in placed.items():
+        assert fs.order_get(no).user_id == user
+    s = fs.sku_get(1, 10)
+    assert s.available == 0 and fs.stats().orders == units
     fs.close()
 
 
