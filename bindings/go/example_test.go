@@ -51,3 +51,68 @@ func Example() {
 	// retry: true true
 	// late: FLASH_ESOLD_OUT -1 true
 }
+
+// One batch on a sku of two units, one order per user: each request has
+// its own outcome, and a refusal stops none of the orders after it.
+func ExampleHandle_OrderMany() {
+	name := fmt.Sprintf("/fs-go-example-many-%d", os.Getpid())
+	o := flashstock.DefaultSegOpts()
+	o.MaxUsers, o.MaxOrders, o.MaxTokens, o.MaxRequests, o.RingRecords = 64, 256, 64, 64, 64
+	if err := flashstock.Create(name, &o); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer flashstock.Destroy(name)
+
+	h, err := flashstock.Open(name, flashstock.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+	now := time.Now()
+	_ = h.ActivityAdd(flashstock.Activity{ID: 1, LimitPerUser: 1, MaxQty: 1,
+		StartNs: now.Add(-time.Minute).UnixNano(), EndNs: now.Add(time.Hour).UnixNano()})
+	_ = h.SkuAdd(1, 10, 2, 1)
+
+	reqs := []flashstock.OrderReq{
+		{ActivityID: 1, SkuID: 10, UserID: 42, Qty: 1, RequestID: 4201},
+		{ActivityID: 1, SkuID: 10, UserID: 42, Qty: 1, RequestID: 4202}, // one order per user
+		{ActivityID: 1, SkuID: 10, UserID: 43, Qty: 1, RequestID: 4301},
+		{ActivityID: 1, SkuID: 10, UserID: 44, Qty: 1, RequestID: 4401}, // two units only
+		{ActivityID: 1, SkuID: 10, UserID: 42, Qty: 1, RequestID: 4201}, // a retry
+	}
+	if _, err := placeBatch(context.Background(), h, reqs, nil); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// 42 placed true
+	// 42 FLASH_ELIMIT
+	// 43 placed true
+	// 44 FLASH_ESOLD_OUT
+	// 42 retry, first outcome FLASH_OK
+}
+
+// placeBatch places a batch and prints each order's outcome; the README's
+// batch snippet is its body (readme_test.go).
+func placeBatch(ctx context.Context, h *flashstock.Handle, reqs []flashstock.OrderReq,
+	out []flashstock.Outcome) ([]flashstock.Outcome, error) {
+	// README batch begin
+	out, err := h.OrderMany(ctx, reqs, out[:0]) // out kept from batch to batch: no allocation
+	if err != nil {
+		return out, err // the handle's (ErrClosed, ErrReadOnly, ctx's): nothing placed
+	}
+	for i, o := range out {
+		var fe *flashstock.Error
+		switch {
+		case o.Err == nil:
+			fmt.Println(reqs[i].UserID, "placed", o.OrderNo > 0)
+		case errors.Is(o.Err, flashstock.ErrDuplicate): // o.FirstRC, o.OrderNo: the first outcome
+			fmt.Println(reqs[i].UserID, "retry, first outcome", flashstock.RCName(int(o.FirstRC)))
+		case errors.As(o.Err, &fe): // sold out, limit, ...: the orders after it ran all the same
+			fmt.Println(reqs[i].UserID, fe.Name)
+		}
+	}
+	return out, nil
+	// README batch end
+}

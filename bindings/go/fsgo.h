@@ -4,7 +4,9 @@
  * struct fsgo_scratch is each native handle's scratch: the C side of every
  * struct a call reads or writes, allocated once per handle in C memory, so
  * that no call passes a Go pointer to C (cgo makes every Go pointer given to
- * C escape to the heap: an allocation per order).
+ * C escape to the heap: an allocation per order).  A batch of orders
+ * (flash_order_many) has its arrays here too, grown to the largest batch
+ * the handle has placed and kept until it closes.
  */
 #ifndef FSGO_H
 #define FSGO_H
@@ -23,5 +25,9 @@ struct fsgo_scratch {
 	uint64_t                u64;
 	uint32_t                u32;
 	int32_t                 i32;
+	struct flash_order_req *breq;   /* a batch's requests, bcap of them */
+	struct flash_order_res *bres;   /* its results */
+	int                    *brcs;   /* its outcomes */
+	uint32_t                bcap;   /* orders the arrays hold; 0: none yet */
 };
 #endif

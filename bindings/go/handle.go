@@ -50,6 +50,17 @@ type Receipt struct {
 	Slot int
 }
 
+// Outcome is one order's outcome in a batch (OrderMany): its receipt, and
+// the error Order would have returned for it alone -- nil when it is
+// placed; a refusal (ErrSoldOut, ErrLimit, ErrDuplicate with FirstRC and
+// OrderNo, ErrInval, ...) is a shared *Error, which allocates nothing.  The
+// receipt is filled as Order fills it (placed, ErrDuplicate, ErrFateUnknown)
+// and zero but Slot otherwise.
+type Outcome struct {
+	Receipt
+	Err error
+}
+
 type msg struct {
 	fn   func(*native)
 	done chan struct{}
@@ -70,9 +81,18 @@ type worker struct {
 	octx    context.Context
 	oerr    error
 	orderFn func(*native)
+
+	// Handle.OrderMany's call, in place in the same way (with octx and
+	// oerr): the caller's requests and outcome slice, handed back after
+	// done and cleared, so that the worker keeps no caller's memory
+	mreqs  []OrderReq
+	mout   []Outcome
+	manyFn func(*native)
 }
 
 func (w *worker) order(n *native) { w.oerr = n.order(w.octx, &w.oreq, &w.ores) }
+
+func (w *worker) orderMany(n *native) { w.mout, w.oerr = n.orderMany(w.octx, w.mreqs, w.mout) }
 
 type pool struct {
 	name  string
@@ -122,6 +142,7 @@ func Open(name string, o Options) (*Handle, error) {
 func (p *pool) start() (*worker, error) {
 	w := &worker{call: make(chan msg), done: make(chan struct{}, 1), exit: make(chan struct{})}
 	w.orderFn = w.order
+	w.manyFn = w.orderMany
 	ready := make(chan error, 1)
 	go w.run(p.name, p.flags, p.waitMs, ready)
 	if err := <-ready; err != nil {
@@ -307,6 +328,46 @@ func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 	w.octx, w.oerr = nil, nil
 	p.idle <- w
 	return r, err
+}
+
+// OrderMany places a batch of orders in one call on one worker
+// (flash_order_many): each is judged and committed as Order would judge
+// and commit it, in the order given, later ones seeing earlier ones (a
+// user's second order meets the limit, a repeated request id is
+// ErrDuplicate), and a refusal does not stop the orders after it.  One
+// Outcome per request is appended to out, in the order of reqs, and the
+// extended slice returned: pass out[:0] of a slice kept between batches
+// and a batch allocates nothing once the slice is long enough.  The
+// error is the handle's, with nothing placed and out returned as it was:
+// ErrClosed, ErrReadOnly, ctx's error while waiting for a free worker (or,
+// in sync durability, ctx ended before the call).  An empty batch places
+// nothing and returns out, nil.
+//
+// In sync durability the batch waits once, for its last record, under ctx
+// as Order does: every placed order's Err is then nil, or ErrFateUnknown
+// (unwrapping to ctx.Err(), the receipt filled: DurableWait learns the
+// fate) or ErrDurability, the same for all of them.
+func (h *Handle) OrderMany(ctx context.Context, reqs []OrderReq, out []Outcome) ([]Outcome, error) {
+	p := h.p
+	p.rw.RLock()
+	defer p.rw.RUnlock()
+	if p.closed {
+		return out, ErrClosed
+	}
+	if len(reqs) == 0 {
+		return out, nil
+	}
+	w, err := p.get(ctx)
+	if err != nil {
+		return out, err
+	}
+	w.mreqs, w.mout, w.octx = reqs, out, ctx
+	w.call <- msg{fn: w.manyFn, done: w.done}
+	<-w.done
+	out, err = w.mout, w.oerr
+	w.mreqs, w.mout, w.octx, w.oerr = nil, nil, nil, nil
+	p.idle <- w
+	return out, err
 }
 
 // DurableWait waits until the record of an order this handle placed is

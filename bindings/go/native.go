@@ -10,6 +10,7 @@ package flashstock
 
 /*
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "fsgo.h"
@@ -24,11 +25,61 @@ static int fsgo_order(uintptr_t h, uintptr_t s)
 	struct fsgo_scratch *x = (struct fsgo_scratch *)s;
 	return flash_order((flash_t *)h, &x->req, &x->res);
 }
+
+static void fsgo_batch_free(uintptr_t s)
+{
+	struct fsgo_scratch *x = (struct fsgo_scratch *)s;
+
+	free(x->breq);
+	free(x->bres);
+	free(x->brcs);
+	x->breq = NULL;
+	x->bres = NULL;
+	x->brcs = NULL;
+	x->bcap = 0;
+}
+
+// The scratch's batch arrays made room for n orders, their contents not
+// kept: FLASH_OK, or FLASH_ENOMEM with the arrays as they were.
+static int fsgo_batch_reserve(uintptr_t s, uint32_t n)
+{
+	struct fsgo_scratch *x = (struct fsgo_scratch *)s;
+	struct flash_order_req *q = malloc(sizeof(*q) * n);
+	struct flash_order_res *r = malloc(sizeof(*r) * n);
+	int *c = malloc(sizeof(*c) * n);
+
+	if (q == NULL || r == NULL || c == NULL) {
+		free(q);
+		free(r);
+		free(c);
+		return FLASH_ENOMEM;
+	}
+	fsgo_batch_free(s);
+	x->breq = q;
+	x->bres = r;
+	x->brcs = c;
+	x->bcap = n;
+	return FLASH_OK;
+}
+
+// The batch call on the scratch's arrays, with integer arguments as
+// fsgo_order.  The results are cleared first: flash_order_many writes an
+// order's result only once its checks begin (a request refused for its
+// user, qty or reserved field leaves it as it was), and a caller must read
+// zeros there, not an earlier batch's.
+static int fsgo_order_many(uintptr_t h, uintptr_t s, uint32_t n)
+{
+	struct fsgo_scratch *x = (struct fsgo_scratch *)s;
+
+	memset(x->bres, 0, sizeof(*x->bres) * n);
+	return flash_order_many((flash_t *)h, x->breq, n, x->bres, x->brcs);
+}
 */
 import "C"
 
 import (
 	"context"
+	"math"
 	"time"
 	"unsafe"
 )
@@ -49,6 +100,11 @@ type native struct {
 }
 
 func gettid() int { return int(C.fsgo_gettid()) }
+
+// ptr and scratch are the flash_t and the scratch as the integers the
+// fsgo_ wrappers take.
+func (n *native) ptr() C.uintptr_t     { return C.uintptr_t(uintptr(unsafe.Pointer(n.h))) }
+func (n *native) scratch() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(n.s))) }
 
 // open attaches on the calling thread, which must be locked to its goroutine.
 func (n *native) open(name string, flags uint) error {
@@ -83,6 +139,7 @@ func (n *native) close() error {
 	}
 	rc := C.flash_close(n.h)
 	n.h = nil
+	C.fsgo_batch_free(n.scratch())
 	C.free(unsafe.Pointer(n.s))
 	n.s = nil
 	return codeError(rc)
@@ -184,6 +241,7 @@ func (n *native) waitDurable(ctx context.Context, lsn uint64) error {
 // filled as for success.
 func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error {
 	n.s.req = *(*C.struct_flash_order_req)(unsafe.Pointer(req))
+	n.s.res = C.struct_flash_order_res{} // a request refused before flash_order clears it reads zeros
 	cut, sliced := false, false
 	if n.sync {
 		var err error
@@ -191,7 +249,7 @@ func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error 
 			return err
 		}
 	}
-	rc := C.fsgo_order(C.uintptr_t(uintptr(unsafe.Pointer(n.h))), C.uintptr_t(uintptr(unsafe.Pointer(n.s))))
+	rc := C.fsgo_order(n.ptr(), n.scratch())
 	*res = *(*OrderRes)(unsafe.Pointer(&n.s.res))
 	if rc == 0 {
 		return nil
@@ -203,6 +261,95 @@ func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error 
 		return fateUnknown(ctx, cut)
 	}
 	return codeError(rc)
+}
+
+// batchCapMin is the fewest orders the batch arrays are made for.
+const batchCapMin = 16
+
+// orderMany places a batch (flash_order_many): the requests are copied
+// into the scratch's arrays (grown when the batch is longer than any
+// before it), one C call places them all, and one Outcome per request is
+// appended to out, in order.  Each outcome's error is what order would
+// return for that request alone.  In sync durability ctx bounds the one
+// wait for the batch's last record, as it bounds order's: when it ends
+// first, every placed order's error is ErrFateUnknown (the same value
+// for all, unwrapping to ctx's error) with its receipt filled.  A
+// handle-level refusal (ErrReadOnly, ErrWrongThread, ...) or ctx ended
+// before the call in sync durability is the error, with nothing placed and
+// out as it was.  An empty batch places nothing and makes no C call.
+func (n *native) orderMany(ctx context.Context, reqs []OrderReq, out []Outcome) ([]Outcome, error) {
+	cnt := len(reqs)
+	if cnt == 0 {
+		return out, nil
+	}
+	if uint64(cnt) > math.MaxUint32 {
+		return out, ErrInval
+	}
+	if uint32(cnt) > uint32(n.s.bcap) {
+		c := uint32(n.s.bcap)
+		if c < batchCapMin {
+			c = batchCapMin
+		}
+		for c < uint32(cnt) && c <= math.MaxUint32/2 {
+			c <<= 1
+		}
+		if c < uint32(cnt) {
+			c = uint32(cnt)
+		}
+		if rc := C.fsgo_batch_reserve(n.scratch(), C.uint32_t(c)); rc != 0 {
+			return out, codeError(rc)
+		}
+	}
+	copy(unsafe.Slice((*OrderReq)(unsafe.Pointer(n.s.breq)), cnt), reqs)
+	cut, sliced := false, false
+	if n.sync {
+		var err error
+		if cut, sliced, err = n.boundWait(ctx, true); err != nil {
+			return out, err
+		}
+	}
+	if rc := C.fsgo_order_many(n.ptr(), n.scratch(), C.uint32_t(cnt)); rc != 0 {
+		return out, codeError(rc)
+	}
+	res := unsafe.Slice((*OrderRes)(unsafe.Pointer(n.s.bres)), cnt)
+	rcs := unsafe.Slice((*C.int)(unsafe.Pointer(n.s.brcs)), cnt)
+
+	// the one wait's outcome, for every order it covers: the C call gives
+	// them all FLASH_EFATE_UNKNOWN when its wait ended first; a sliced
+	// wait goes on, for the last of them, until ctx ends
+	var unknown error
+	if n.sync {
+		last := -1
+		for i := range rcs {
+			if rcs[i] == C.FLASH_EFATE_UNKNOWN {
+				last = i
+			}
+		}
+		if last >= 0 {
+			if sliced {
+				unknown = n.waitDurable(ctx, res[last].LSN)
+			} else {
+				unknown = fateUnknown(ctx, cut)
+			}
+		}
+	}
+	if free := cap(out) - len(out); free < cnt {
+		grown := make([]Outcome, len(out), len(out)+cnt)
+		copy(grown, out)
+		out = grown
+	}
+	for i := range rcs {
+		o := Outcome{Receipt: Receipt{OrderRes: res[i], Slot: n.slot}}
+		switch rc := rcs[i]; {
+		case rc == 0:
+		case rc == C.FLASH_EFATE_UNKNOWN && n.sync:
+			o.Err = unknown
+		default:
+			o.Err = codeError(rc)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 func (n *native) cancel(ctx context.Context, orderNo uint64) (uint32, error) {

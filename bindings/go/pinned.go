@@ -67,6 +67,18 @@ func (p *Pinned) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 	return r, err
 }
 
+// OrderMany places a batch of orders with one C call (flash_order_many),
+// as Handle.OrderMany: one Outcome per request appended to out, a refusal
+// in its Outcome and the error the handle's (ErrClosed, ErrWrongThread
+// from another goroutine, ...).  With out[:0] of a slice kept between
+// batches it allocates nothing.
+func (p *Pinned) OrderMany(ctx context.Context, reqs []OrderReq, out []Outcome) ([]Outcome, error) {
+	if !p.ok() {
+		return out, ErrClosed
+	}
+	return p.n.orderMany(ctx, reqs, out)
+}
+
 // DurableWait waits until the record of an order placed by p is durable,
 // as Handle.DurableWait.
 func (p *Pinned) DurableWait(ctx context.Context, r Receipt) error {

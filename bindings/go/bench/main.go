@@ -14,6 +14,13 @@
 //
 //	bench binding=go engine=E orders=N ns_per_order=X
 //
+// With --batch K (2 or more) the three flashstock engines place their
+// orders in batches of K (the last one shorter) through flash_order_many:
+// c-batch (the C loop), flashstock-batch (Pinned.OrderMany: one cgo call per
+// batch) and flashstock-pool-batch (Handle.OrderMany: one hand-off per
+// batch), each line with batch=K after the engine; redis-lua is unchanged.
+// --batch 1 (the default) is the single-order path above.
+//
 // The program creates its own segment (--name, default /fs-go-bench-PID),
 // sized for the run, and destroys it; an untimed C run first touches its
 // pages, so that no engine pays for that.  Every order must succeed: any other
@@ -51,6 +58,47 @@ static int64_t c_orders(const char *name, uint64_t first, uint32_t n, uint32_t t
 		rc = flash_order(h, &r, &res);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	free(toks);
+	flash_close(h);
+	if (rc != FLASH_OK)
+		return rc;
+	return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+}
+
+// c_orders in batches of k (flash_order_many), the requests of a batch
+// filled in the timed loop as the single loop fills its one
+static int64_t c_orders_many(const char *name, uint64_t first, uint32_t n, uint32_t ttl_ms, uint32_t k)
+{
+	struct timespec t0, t1;
+	flash_t *h;
+	int rc = flash_open(name, 0, &h);
+	if (rc != FLASH_OK)
+		return rc;
+	uint64_t *toks = malloc(sizeof(uint64_t) * n);
+	struct flash_order_req *r = calloc(k, sizeof(*r));
+	struct flash_order_res *res = malloc(sizeof(*res) * k);
+	int *rcs = malloc(sizeof(int) * k);
+	if (!toks || !r || !res || !rcs) {
+		rc = FLASH_ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < n && rc == FLASH_OK; i++)
+		rc = flash_token_issue(h, 1, 1, first + i, ttl_ms, &toks[i]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint32_t i = 0; i < n && rc == FLASH_OK; i += k) {
+		uint32_t m = n - i < k ? n - i : k;
+		for (uint32_t j = 0; j < m; j++)
+			r[j] = (struct flash_order_req){ .activity_id = 1, .sku_id = 1, .user_id = first + i + j,
+			                                 .qty = 1, .token = toks[i + j] };
+		rc = flash_order_many(h, r, m, res, rcs);
+		for (uint32_t j = 0; j < m && rc == FLASH_OK; j++)
+			rc = rcs[j];
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+out:
+	free(rcs);
+	free(res);
+	free(r);
 	free(toks);
 	flash_close(h);
 	if (rc != FLASH_OK)
@@ -123,9 +171,10 @@ func setup(name string, n uint32) {
 type orderer interface {
 	TokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (uint64, error)
 	Order(ctx context.Context, req flashstock.OrderReq) (flashstock.Receipt, error)
+	OrderMany(ctx context.Context, reqs []flashstock.OrderReq, out []flashstock.Outcome) ([]flashstock.Outcome, error)
 }
 
-func runFlash(h orderer, firstUser uint64, n uint32) time.Duration {
+func issue(h orderer, firstUser uint64, n uint32) []uint64 {
 	toks := make([]uint64, n)
 	for i := range toks {
 		t, err := h.TokenIssue(1, 1, firstUser+uint64(i), 600000)
@@ -134,12 +183,47 @@ func runFlash(h orderer, firstUser uint64, n uint32) time.Duration {
 		}
 		toks[i] = t
 	}
+	return toks
+}
+
+func runFlash(h orderer, firstUser uint64, n uint32) time.Duration {
+	toks := issue(h, firstUser, n)
 	ctx := context.Background()
 	t0 := time.Now()
 	for i := uint32(0); i < n; i++ {
 		if _, err := h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 1, UserID: firstUser + uint64(i),
 			Qty: 1, Token: toks[i]}); err != nil {
 			die("order %d: %v", i, err)
+		}
+	}
+	return time.Since(t0)
+}
+
+// runFlashMany places the orders of runFlash in batches of k, the requests
+// of a batch filled in the timed loop (into a kept slice, as the outcomes).
+func runFlashMany(h orderer, firstUser uint64, n, k uint32) time.Duration {
+	toks := issue(h, firstUser, n)
+	ctx := context.Background()
+	reqs := make([]flashstock.OrderReq, k)
+	out := make([]flashstock.Outcome, 0, k)
+	t0 := time.Now()
+	for i := uint32(0); i < n; i += k {
+		m := k
+		if n-i < k {
+			m = n - i
+		}
+		for j := uint32(0); j < m; j++ {
+			reqs[j] = flashstock.OrderReq{ActivityID: 1, SkuID: 1, UserID: firstUser + uint64(i+j), Qty: 1,
+				Token: toks[i+j]}
+		}
+		var err error
+		if out, err = h.OrderMany(ctx, reqs[:m], out[:0]); err != nil {
+			die("batch at order %d: %v", i, err)
+		}
+		for j := range out {
+			if out[j].Err != nil {
+				die("order %d: %v", int(i)+j, out[j].Err)
+			}
 		}
 	}
 	return time.Since(t0)
@@ -193,19 +277,37 @@ func runRedis(sock, luaPath string, n uint32) time.Duration {
 	return time.Since(t0)
 }
 
-func runC(name string, firstUser uint64, n uint32) time.Duration {
+func runC(name string, firstUser uint64, n, k uint32) time.Duration {
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
-	ns := C.c_orders(cn, C.uint64_t(firstUser), C.uint32_t(n), 600000)
+	var ns C.int64_t
+	if k > 1 {
+		ns = C.c_orders_many(cn, C.uint64_t(firstUser), C.uint32_t(n), 600000, C.uint32_t(k))
+	} else {
+		ns = C.c_orders(cn, C.uint64_t(firstUser), C.uint32_t(n), 600000)
+	}
 	if ns < 0 {
 		die("C loop: %v", flashstock.CodeError(int(ns)))
 	}
 	return time.Duration(ns)
 }
 
-func line(engine string, n uint32, d time.Duration) {
+// line prints one engine's result; a batch run names its engines E-batch
+// and says its batch size.
+func line(engine string, n, k uint32, d time.Duration) {
+	if k > 1 {
+		engine = fmt.Sprintf("%s-batch batch=%d", engine, k)
+	}
 	fmt.Printf("bench binding=go engine=%s orders=%d ns_per_order=%.1f\n", engine, n,
 		float64(d.Nanoseconds())/float64(n))
+}
+
+// run is runFlash, or runFlashMany for batches.
+func run(h orderer, firstUser uint64, n, k uint32) time.Duration {
+	if k > 1 {
+		return runFlashMany(h, firstUser, n, k)
+	}
+	return runFlash(h, firstUser, n)
 }
 
 func main() {
@@ -214,11 +316,15 @@ func main() {
 	sock := flag.String("redis-socket", "", "unix socket of a running redis-server (empty: no redis-lua run)")
 	lua := flag.String("lua", "bench/seckill.lua", "the order script")
 	rn := flag.Uint("redis-orders", 0, "redis-lua orders (0: as many as --orders)")
+	bk := flag.Uint("batch", 1, "orders per flash_order_many call of the flashstock engines (1: one order per call)")
 	flag.Parse()
 	if *n == 0 || *n > 1<<24 {
 		die("--orders 1..16777216")
 	}
-	orders := uint32(*n)
+	if *bk == 0 || *bk > 1<<16 {
+		die("--batch 1..65536")
+	}
+	orders, k := uint32(*n), uint32(*bk)
 	setup(*name, orders)
 	segName = *name
 	defer flashstock.Destroy(*name)
@@ -226,13 +332,13 @@ func main() {
 	runtime.LockOSThread()
 	// warm-up: the first run over a fresh segment pays for its first touch
 	// of the shared memory's pages (users, tokens, orders, ring); untimed
-	runC(*name, 3*uint64(orders)+1, orders)
-	line("c", orders, runC(*name, 2*uint64(orders)+1, orders))
+	runC(*name, 3*uint64(orders)+1, orders, k)
+	line("c", orders, k, runC(*name, 2*uint64(orders)+1, orders, k))
 	p, err := flashstock.OpenPinned(*name, 0)
 	if err != nil {
 		die("open: %v", err)
 	}
-	line("flashstock", orders, runFlash(p, 1, orders))
+	line("flashstock", orders, k, run(p, 1, orders, k))
 	p.Close()
 	runtime.UnlockOSThread()
 
@@ -240,7 +346,7 @@ func main() {
 	if err != nil {
 		die("open: %v", err)
 	}
-	line("flashstock-pool", orders, runFlash(h, uint64(orders)+1, orders))
+	line("flashstock-pool", orders, k, run(h, uint64(orders)+1, orders, k))
 	h.Close()
 
 	if *sock != "" {
@@ -248,6 +354,6 @@ func main() {
 		if *rn != 0 && *rn <= 1<<24 {
 			ro = uint32(*rn)
 		}
-		line("redis-lua", ro, runRedis(*sock, *lua, ro))
+		line("redis-lua", ro, 1, runRedis(*sock, *lua, ro))
 	}
 }

@@ -2,8 +2,9 @@
 # bench/smoke.sh -- a tiny run of the Go bench (ctest go_bench): a private
 # redis-server on a unix socket in a temporary directory, the bench with a
 # few thousand orders per engine, and a check that it printed one line per
-# engine.  The bench itself exits 1 unless every order succeeded; no
-# timing is asserted.
+# engine; then a batch run (--batch 16, the last batch shorter) and a check
+# for its three batch lines.  The bench itself exits 1 unless every order
+# succeeded; no timing is asserted.
 #
 # usage: smoke.sh BENCH REDIS_SERVER SECKILL_LUA
 set -u
@@ -26,5 +27,11 @@ echo "$out"
 for e in c flashstock flashstock-pool redis-lua; do
 	grep -Eq "^bench binding=go engine=$e orders=3000 ns_per_order=[0-9.]+$" <<<"$out" ||
 		fail "no line for engine $e"
+done
+out=$("$BENCH" --orders 3000 --batch 16) || fail "bench --batch 16 exited $?: $out"
+echo "$out"
+for e in c flashstock flashstock-pool; do
+	grep -Eq "^bench binding=go engine=$e-batch batch=16 orders=3000 ns_per_order=[0-9.]+$" <<<"$out" ||
+		fail "no line for engine $e-batch"
 done
 echo "go_bench: ok"

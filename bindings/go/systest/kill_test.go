@@ -9,6 +9,9 @@
 // (users 1..30, no request ids, no cancels), so that its kills land inside
 // operations, which recovery rolls back or forward.  The others order
 // through a Handle with request ids, pauses and cancels (users 31..150).
+// Every buyer runs --batch 16: half of its calls are batches of 2..16
+// orders (OrderMany), so that kills land inside batches too, and an order
+// of a batch counts as acknowledged only once the batch returned it placed.
 package systest
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,7 +59,7 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	start := func(i, gen int) *proc {
 		var errb bytes.Buffer
 		args := []string{"--name", seg, "--log", filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)),
-			"--seed", fmt.Sprint(rng.Int63())}
+			"--seed", fmt.Sprint(rng.Int63()), "--batch", "16"}
 		if i == 0 { // always inside a call: its kills land mid-operation
 			args = append(args, "--hot", "--users", fmt.Sprint(hotters))
 		} else {
@@ -152,7 +156,7 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	}
 	// 2. every acknowledged order is an order of the WAL
 	orders, cancels := walDump(t, wal)
-	acked := 0
+	acked, ackedBatch := 0, 0
 	for i := 0; i < buyers; i++ {
 		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)))
 		if err != nil {
@@ -160,11 +164,16 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			no, err := strconv.ParseUint(sc.Text(), 10, 64)
-			if err != nil {
+			// "NO", or "NO b" for an order a batch placed
+			num, rest, _ := strings.Cut(sc.Text(), " ")
+			no, err := strconv.ParseUint(num, 10, 64)
+			if err != nil || (rest != "" && rest != "b") {
 				continue // a line cut by the kill: the order was not yet acknowledged to anyone
 			}
 			acked++
+			if rest == "b" {
+				ackedBatch++
+			}
 			if _, ok := orders[no]; !ok {
 				t.Errorf("acknowledged order %d (buyer %d) is not in the WAL", no, i)
 			}
@@ -195,13 +204,15 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d kills; %d acknowledged orders logged, %d orders and %d cancels in the WAL; "+
+	t.Logf("%d kills; %d acknowledged orders logged (%d by batches), %d orders and %d cancels in the WAL; "+
 		"sold %d of %d (segment: %d available); %d users over the limit; "+
-		"refusals: %d sold out, %d limit; %d dead handles recovered (%d rolled back, %d forward)",
-		kills, acked, len(orders), len(cancels), sold, info.Total, info.Available, over,
-		st.SoldOut, st.LimitHits, st.Recoveries, st.RolledBack, st.RolledForward)
-	if acked == 0 || len(cancels) == 0 || st.SoldOut == 0 || st.LimitHits == 0 || st.Recoveries == 0 {
-		t.Errorf("the run did not exercise orders, cancels, sold out, the limit and recovery")
+		"refusals: %d sold out, %d limit; %d dead handles recovered (%d rolled back, %d forward); "+
+		"request ids %d of %d",
+		kills, acked, ackedBatch, len(orders), len(cancels), sold, info.Total, info.Available, over,
+		st.SoldOut, st.LimitHits, st.Recoveries, st.RolledBack, st.RolledForward, st.Requests, st.RequestsCap)
+	if acked == 0 || ackedBatch == 0 || acked == ackedBatch || len(cancels) == 0 || st.SoldOut == 0 ||
+		st.LimitHits == 0 || st.Recoveries == 0 {
+		t.Errorf("the run did not exercise single and batch orders, cancels, sold out, the limit and recovery")
 	}
 	if sold > units || info.Total != units || sold != info.Total-info.Available {
 		t.Errorf("sold %d (WAL), total %d, available %d: oversold or leaked", sold, info.Total, info.Available)

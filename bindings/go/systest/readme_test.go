@@ -1,6 +1,7 @@
 // readme_test.go -- the README section's Go snippet is the marked region of
-// example/main.go, which service_test.go runs, and its feed snippet the
-// body of fulfil, which feed_test.go runs: they cannot rot.
+// example/main.go, which service_test.go runs, its batch snippet the body
+// of placeBatch, which ExampleHandle_OrderMany runs, and its feed snippet
+// the body of fulfil, which feed_test.go runs: they cannot rot.
 package systest
 
 import (
@@ -82,6 +83,26 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 	if got := between(t, fsec, "```go", "```", "README.md"); got != strings.Join(body, "\n") {
 		t.Errorf("README.md's feed snippet differs from fulfil in systest/feed_test.go:\n"+
 			"--- README.md\n%s\n--- feed_test.go\n%s", got, strings.Join(body, "\n"))
+	}
+	// the batch section's snippet is the body of placeBatch (example_test.go, one tab less)
+	et, err := os.ReadFile(filepath.Join(src, "example_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []string
+	for _, l := range strings.Split(between(t, string(et), "\t// README batch begin", "\t// README batch end",
+		"example_test.go"), "\n") {
+		batch = append(batch, strings.TrimPrefix(l, "\t"))
+	}
+	bsec := string(md)
+	if i := strings.Index(bsec, "\n### Batches of orders"); i >= 0 {
+		bsec = bsec[i+1:]
+	} else {
+		t.Fatal("bindings/go/README.md has no \"### Batches of orders\" section")
+	}
+	if got := between(t, bsec, "```go", "```", "README.md"); got != strings.Join(batch, "\n") {
+		t.Errorf("README.md's batch snippet differs from placeBatch in example_test.go:\n"+
+			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(batch, "\n"))
 	}
 	if len(strings.Split(code, "\n")) < 10 {
 		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))

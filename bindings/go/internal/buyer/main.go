@@ -1,23 +1,29 @@
 // internal/buyer -- the Go kill test's buyer process (systest/kill_test.go):
 // goroutines ordering on one hot sku, each acknowledged order number
-// appended to the log file right after the call returns OK.  It runs until
-// it is killed (the test sends SIGKILL at random moments); any error other
-// than a refusal on the order's merits ends it with exit 1.
+// appended to the log file right after the call returns it placed (a line
+// "NO", or "NO b" for an order placed by a batch: one write for all of a
+// batch's).  It runs until it is killed (the test sends SIGKILL at random
+// moments); any error other than a refusal on the order's merits ends it
+// with exit 1.
 //
 // Two shapes:
 //
 //	default  --goroutines goroutines on one flashstock.Handle (the worker
-//	         pool), each pausing up to --pause-us after a call, with a
-//	         request id on every order and now and then a cancel of one of
-//	         its own orders
+//	         pool), each pausing up to --pause-us per order after a call,
+//	         with a request id on every order and now and then a cancel of
+//	         one of its own orders
 //	--hot    one goroutine on a flashstock.Pinned, no pause, no request
 //	         ids, no cancels: nearly always inside a call, so that a kill
 //	         lands in the middle of an operation (which recovery must roll
 //	         back or forward); it consumes no table entry when refused
 //
+// With --batch K (2 or more), each call is, at random, one order (Order)
+// or a batch of 2..K orders (OrderMany), half of each: a kill then lands
+// inside batches too, between one order's commit point and the next.
+//
 // usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P]
 //
-//	[--hot] [--seed S]
+//	[--hot] [--batch K] [--seed S]
 package main
 
 import (
@@ -29,6 +35,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +46,7 @@ import (
 // orderer is what a Handle and a Pinned both offer.
 type orderer interface {
 	Order(ctx context.Context, req flashstock.OrderReq) (flashstock.Receipt, error)
+	OrderMany(ctx context.Context, reqs []flashstock.OrderReq, out []flashstock.Outcome) ([]flashstock.Outcome, error)
 	Cancel(ctx context.Context, orderNo uint64) (uint32, error)
 }
 
@@ -52,38 +60,79 @@ func fail(what string, err error) {
 	os.Exit(1)
 }
 
-// acked appends an acknowledged order number to the log, at once.
-func acked(no uint64) {
+// acked appends acknowledged order numbers to the log, at once, in one
+// write: "NO" lines, "NO b" when a batch placed them.
+func acked(nos []uint64, batch bool) {
+	var b strings.Builder
+	for _, no := range nos {
+		b.WriteString(strconv.FormatUint(no, 10))
+		if batch {
+			b.WriteString(" b")
+		}
+		b.WriteByte('\n')
+	}
 	logMu.Lock()
-	_, err := logF.WriteString(strconv.FormatUint(no, 10) + "\n")
+	_, err := logF.WriteString(b.String())
 	logMu.Unlock()
 	if err != nil {
 		fail("log", err)
 	}
 }
 
-// buy orders until the process is killed.
-func buy(h orderer, rng *rand.Rand, from, users uint64, pauseUs int, reqBase uint64, reqSeq *uint64, hot bool) {
-	var mine []uint64
+// refusal says whether err is a refusal on the order's merits.
+func refusal(err error) bool {
+	return errors.Is(err, flashstock.ErrSoldOut) || errors.Is(err, flashstock.ErrLimit)
+}
+
+// buy orders until the process is killed: one order at a time, or with
+// batch 2 or more, a batch of 2..batch orders every other call on average.
+func buy(h orderer, rng *rand.Rand, from, users uint64, pauseUs, batch int, reqBase uint64, reqSeq *uint64, hot bool) {
+	var mine, placed []uint64
+	var reqs []flashstock.OrderReq
+	var outs []flashstock.Outcome
 	ctx := context.Background()
 	for {
-		req := flashstock.OrderReq{ActivityID: 1, SkuID: 1, UserID: from + uint64(rng.Int63n(int64(users))), Qty: 1}
-		if !hot {
-			req.RequestID = reqBase | atomic.AddUint64(reqSeq, 1)
+		n := 1
+		if batch > 1 && rng.Intn(2) == 0 {
+			n = 2 + rng.Intn(batch-1)
 		}
-		r, err := h.Order(ctx, req)
-		switch {
-		case err == nil:
-			acked(r.OrderNo)
-			mine = append(mine, r.OrderNo)
-		case errors.Is(err, flashstock.ErrSoldOut), errors.Is(err, flashstock.ErrLimit):
-		default:
-			fail("order", err)
+		reqs = reqs[:0]
+		for i := 0; i < n; i++ {
+			req := flashstock.OrderReq{ActivityID: 1, SkuID: 1, UserID: from + uint64(rng.Int63n(int64(users))), Qty: 1}
+			if !hot {
+				req.RequestID = reqBase | atomic.AddUint64(reqSeq, 1)
+			}
+			reqs = append(reqs, req)
+		}
+		placed = placed[:0]
+		if n == 1 {
+			r, err := h.Order(ctx, reqs[0])
+			if err == nil {
+				placed = append(placed, r.OrderNo)
+			} else if !refusal(err) {
+				fail("order", err)
+			}
+		} else {
+			var err error
+			if outs, err = h.OrderMany(ctx, reqs, outs[:0]); err != nil {
+				fail("batch", err)
+			}
+			for _, o := range outs {
+				if o.Err == nil {
+					placed = append(placed, o.OrderNo)
+				} else if !refusal(o.Err) {
+					fail("order in a batch", o.Err)
+				}
+			}
+		}
+		if len(placed) > 0 {
+			acked(placed, n > 1)
+			mine = append(mine, placed...)
 		}
 		if hot {
 			continue
 		}
-		time.Sleep(time.Duration(rng.Intn(pauseUs+1)) * time.Microsecond)
+		time.Sleep(time.Duration(rng.Intn(n*pauseUs+1)) * time.Microsecond)
 		if len(mine) > 0 && rng.Intn(8) == 0 { // give one back
 			i := rng.Intn(len(mine))
 			no := mine[i]
@@ -101,12 +150,13 @@ func main() {
 	from := flag.Uint64("user-from", 1, "first user")
 	users := flag.Uint64("users", 200, "users FROM..FROM+N-1 (buyers may share them)")
 	gor := flag.Int("goroutines", 2, "ordering goroutines (not with --hot)")
-	pauseUs := flag.Int("pause-us", 4000, "each goroutine pauses up to this long after each call (keeps the tables from filling)")
+	pauseUs := flag.Int("pause-us", 4000, "each goroutine pauses up to this long per order after each call (keeps the tables from filling)")
+	batch := flag.Int("batch", 1, "1: single orders; K >= 2: half of the calls a batch of 2..K orders (OrderMany)")
 	hot := flag.Bool("hot", false, "one goroutine on a Pinned handle, no pause, no request ids, no cancels")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "random seed")
 	flag.Parse()
-	if *name == "" || *logPath == "" || *users == 0 || *from == 0 {
-		fmt.Fprintln(os.Stderr, "usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P] [--hot] [--seed S]")
+	if *name == "" || *logPath == "" || *users == 0 || *from == 0 || *batch < 1 {
+		fmt.Fprintln(os.Stderr, "usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P] [--hot] [--batch K] [--seed S]")
 		os.Exit(2)
 	}
 	var err error
@@ -121,14 +171,14 @@ func main() {
 		if err != nil {
 			fail("open", err)
 		}
-		buy(p, rand.New(rand.NewSource(*seed)), *from, *users, 0, 0, nil, true)
+		buy(p, rand.New(rand.NewSource(*seed)), *from, *users, 0, *batch, 0, nil, true)
 	}
 	h, err := flashstock.Open(*name, flashstock.Options{Workers: 2})
 	if err != nil {
 		fail("open", err)
 	}
 	for g := 1; g < *gor; g++ {
-		go buy(h, rand.New(rand.NewSource(*seed+int64(g))), *from, *users, *pauseUs, reqBase, &reqSeq, false)
+		go buy(h, rand.New(rand.NewSource(*seed+int64(g))), *from, *users, *pauseUs, *batch, reqBase, &reqSeq, false)
 	}
-	buy(h, rand.New(rand.NewSource(*seed)), *from, *users, *pauseUs, reqBase, &reqSeq, false)
+	buy(h, rand.New(rand.NewSource(*seed)), *from, *users, *pauseUs, *batch, reqBase, &reqSeq, false)
 }
