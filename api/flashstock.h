@@ -604,7 +604,9 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * @param[in]  h    writable handle
  * @param[in]  r    @p n requests
  * @param[in]  n    1 or more
- * @param[out] res  @p n results (may be NULL)
+ * @param[out] res  @p n results (may be NULL): each filled as flash_order()
+ *                  fills its own; zeros where it leaves them (a request
+ *                  refused for a bad argument)
  * @param[out] rcs  @p n outcomes, each one flash_order() could return for
  *                  that request
  * @return FLASH_OK (every order ran: read rcs[]); FLASH_EINVAL (NULL @p r

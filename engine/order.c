@@ -1239,6 +1239,8 @@ int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
 			if (next != NULL)
 				order_prefetch(h, &r[i + 1], next);
 		}
+		if (res != NULL)   /* zeros also for a request refused before its checks */
+			memset(&res[i], 0, sizeof(res[i]));
 		if (__builtin_expect(h->gen_banks != 1, 0))
 			rcs[i] = order_run_windowed(h, &r[i], res ? &res[i] : NULL, now, 0);
 		else

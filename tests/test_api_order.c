@@ -761,6 +761,12 @@ static void test_order_many_rejects_bad_arguments_and_places_nothing(void **stat
 	assert_int_equal(flash_order_many(h, many_reqs, 1, NULL, rcs), FLASH_OK);
 	assert_int_equal(rcs[0], FLASH_OK);
 	assert_int_equal(t_available(h, 1, 10), 4);
+	/* a request refused for its arguments reads zeros, not what was there */
+	memset(res, 0xee, sizeof res);
+	assert_int_equal(flash_order_many(h, &many_reqs[6], 1, res, rcs), FLASH_OK);
+	assert_int_equal(rcs[0], FLASH_EINVAL);
+	assert_int_equal(res[0].order_no, 0);
+	assert_int_equal(res[0].lsn, 0);
 }
 
 struct many_arg {
