@@ -22,8 +22,8 @@ if(TARGET flashstock_bench)
   # of set-up in the plain build, several times that under ASan): the ASan
   # stage timed it out at 180 s
   set_tests_properties(bench_smoke PROPERTIES TIMEOUT 480 COST 150)
-  # the workloads on 2 buyer processes, a million orders a row in async
-  # durability (bench/smoke_check.cmake says which rows): what `flashstock
+  # the workloads on 2 buyer processes, a million orders a row, in async
+  # and in sync durability (bench/smoke_check.cmake says which rows): what `flashstock
   # bench` runs by default must run (the plain build only: the figures are
   # for the log, never asserted)
   if(NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
@@ -32,6 +32,11 @@ if(TARGET flashstock_bench)
                      -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_twoproc
                      -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
     set_tests_properties(bench_twoproc_rows_run PROPERTIES TIMEOUT 400 LABELS bench COST 100)
+    add_test(NAME bench_twoproc_sync_rows_run
+             COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:flashstock-bench> -DMODE=twoproc_sync
+                     -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_twoproc_sync
+                     -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
+    set_tests_properties(bench_twoproc_sync_rows_run PROPERTIES TIMEOUT 600 LABELS bench COST 140)
   endif()
   set_tests_properties(bench_hist PROPERTIES LABELS bench)
 endif()
