@@ -19,10 +19,14 @@
  *               order, tokens SET before the timed part, keys and arguments
  *               as bench/eng_redis.c passes them.
  *
- * usage: flashstock-order-loop [--orders N] [--redis-socket PATH]
+ *   flashstock-batch  with --batch K (2..4096): the same N orders, K a
+ *               flash_order_many() call.
+ *
+ * usage: flashstock-order-loop [--orders N] [--batch K] [--redis-socket PATH]
  *                              [--redis-orders M] [--lua FILE]
  * Prints one line per engine:
  *   bench binding=c engine=flashstock orders=N ns_per_order=X
+ *      (engine=flashstock-batch with --batch K)
  *   bench binding=c engine=redis-lua orders=M ns_per_order=X
  * and exits 1 if any order of a timed part was refused.
  */
@@ -40,6 +44,7 @@
 
 #define LOOP_ACTIVITY 1u
 #define LOOP_SKU      10u
+#define LOOP_BATCH_MAX 4096u
 
 static uint64_t now_ns(void)
 {
@@ -55,7 +60,7 @@ static int die(const char *what, int rc)
 	return 1;
 }
 
-static int loop_flashstock(uint32_t timed)
+static int loop_flashstock(uint32_t timed, uint32_t batch)
 {
 	uint32_t warm = timed / 5 > 1000 ? timed / 5 : 1000, n = warm + timed;
 	struct flash_seg_opts o;
@@ -97,9 +102,7 @@ static int loop_flashstock(uint32_t timed)
 			goto out;
 		}
 	uint64_t t0 = 0;
-	for (uint32_t u = 1; u <= n; u++) {
-		if (u == warm + 1)
-			t0 = now_ns();
+	for (uint32_t u = 1; u <= warm; u++) {
 		struct flash_order_req r = { .activity_id = LOOP_ACTIVITY, .sku_id = LOOP_SKU,
 		                             .user_id = u, .qty = 1, .token = tok[u], .request_id = u };
 		struct flash_order_res res;
@@ -108,9 +111,47 @@ static int loop_flashstock(uint32_t timed)
 			goto out;
 		}
 	}
+	t0 = now_ns();
+	if (batch <= 1) {
+		for (uint32_t u = warm + 1; u <= n; u++) {
+			struct flash_order_req r = { .activity_id = LOOP_ACTIVITY, .sku_id = LOOP_SKU,
+			                             .user_id = u, .qty = 1, .token = tok[u],
+			                             .request_id = u };
+			struct flash_order_res res;
+			if ((rc = flash_order(h, &r, &res)) != FLASH_OK) {
+				bad = die("order", rc);
+				goto out;
+			}
+		}
+	} else {
+		/* --batch K: the same orders, K a flash_order_many call (the last
+		 * call takes what is left); the requests are filled in the loop,
+		 * as a caller would */
+		struct flash_order_req q[LOOP_BATCH_MAX];
+		struct flash_order_res res[LOOP_BATCH_MAX];
+		int rcs[LOOP_BATCH_MAX];
+
+		for (uint32_t u = warm + 1; u <= n; u += batch) {
+			uint32_t k = n - u + 1 < batch ? n - u + 1 : batch;
+
+			for (uint32_t i = 0; i < k; i++)
+				q[i] = (struct flash_order_req){ .activity_id = LOOP_ACTIVITY, .sku_id = LOOP_SKU,
+				                                 .user_id = u + i, .qty = 1, .token = tok[u + i],
+				                                 .request_id = u + i };
+			if ((rc = flash_order_many(h, q, k, res, rcs)) != FLASH_OK) {
+				bad = die("order_many", rc);
+				goto out;
+			}
+			for (uint32_t i = 0; i < k; i++)
+				if (rcs[i] != FLASH_OK) {
+					bad = die("order_many: an order", rcs[i]);
+					goto out;
+				}
+		}
+	}
 	uint64_t t1 = now_ns();
-	printf("bench binding=c engine=flashstock orders=%u ns_per_order=%.1f\n", timed,
-	       (double)(t1 - t0) / timed);
+	printf("bench binding=c engine=%s orders=%u ns_per_order=%.1f\n",
+	       batch <= 1 ? "flashstock" : "flashstock-batch", timed, (double)(t1 - t0) / timed);
 out:
 	if (h != NULL)
 		flash_close(h);
@@ -190,7 +231,7 @@ static int loop_redis(const char *sock, uint32_t n, const char *lua)
 
 int main(int argc, char **argv)
 {
-	uint32_t n = 200000, rn = 0;
+	uint32_t n = 200000, rn = 0, batch = 1;
 	const char *sock = NULL, *lua = "bench/seckill.lua";
 
 	for (int i = 1; i < argc; i++) {
@@ -202,9 +243,11 @@ int main(int argc, char **argv)
 			sock = argv[++i];
 		else if (strcmp(argv[i], "--lua") == 0 && i + 1 < argc)
 			lua = argv[++i];
+		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+			batch = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else {
-			fprintf(stderr, "usage: flashstock-order-loop [--orders N] [--redis-socket PATH] "
-			                "[--redis-orders M] [--lua FILE]\n");
+			fprintf(stderr, "usage: flashstock-order-loop [--orders N] [--batch K] "
+			                "[--redis-socket PATH] [--redis-orders M] [--lua FILE]\n");
 			return 2;
 		}
 	}
@@ -212,7 +255,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flashstock-order-loop: --orders must be 1..%u\n", FLASH_CAP_MAX / 2);
 		return 2;
 	}
-	int bad = loop_flashstock(n);
+	if (batch == 0 || batch > LOOP_BATCH_MAX) {
+		fprintf(stderr, "flashstock-order-loop: --batch must be 1..%u\n", LOOP_BATCH_MAX);
+		return 2;
+	}
+	int bad = loop_flashstock(n, batch);
 	if (sock != NULL) {
 #ifdef BENCH_HAVE_HIREDIS
 		bad |= loop_redis(sock, rn ? rn : n, lua);
