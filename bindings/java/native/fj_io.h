@@ -35,7 +35,38 @@ union fj_io {
 struct fj_cell {
 	flash_t *fc_h;                        /* the handle; used by its opening thread only */
 	union fj_io fc_io;                    /* the ByteBuffer's memory */
+	void *fc_batch;                       /* the batch area, NULL before the first batch */
+	uint32_t fc_batch_cap;                /* orders the batch area has room for */
 };
+
+/*
+ * A cell's batch area (flash_order_many), the memory of a second direct
+ * ByteBuffer: for room for cap orders, cap requests from offset 0 (written
+ * by Java), then cap results, then cap outcomes (read by Java).  It is
+ * allocated by the thread's first batch, replaced by a bigger one when a
+ * batch does not fit, and freed with the cell; so a batch, like an order,
+ * is one native call with the cell's address and its count, nothing
+ * copied.  Java computes the offsets from Layout.Batch and the sizes of
+ * Layout.OrderReq and Layout.OrderRes.
+ */
+#define FJ_BATCH_ORDER_BYTES (sizeof(struct flash_order_req) + sizeof(struct flash_order_res) + sizeof(int))
+#define FJ_BATCH_MAX         (1u << 24)   /* orders of one batch: the area stays below 2 GiB */
+
+static inline struct flash_order_req *fj_batch_req(const struct fj_cell *c)
+{
+	return c->fc_batch;
+}
+
+static inline struct flash_order_res *fj_batch_res(const struct fj_cell *c)
+{
+	return (struct flash_order_res *)((char *)c->fc_batch +
+	                                  (size_t)c->fc_batch_cap * sizeof(struct flash_order_req));
+}
+
+static inline int *fj_batch_rcs(const struct fj_cell *c)
+{
+	return (int *)((char *)fj_batch_res(c) + (size_t)c->fc_batch_cap * sizeof(struct flash_order_res));
+}
 
 /*
  * One open feed (api/flashstock.h section 10) and its exchange area, which

@@ -152,6 +152,7 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_close(JNIEnv *env, jclass cls, jlo
 {
 	struct fj_cell *c = cell_of(cell);
 	int rc = flash_close(c->fc_h);
+	free(c->fc_batch);
 	free(c);
 	return rc;
 }
@@ -198,6 +199,55 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_order(JNIEnv *env, jclass cls, jlo
 {
 	struct fj_cell *c = cell_of(cell);
 	return flash_order(c->fc_h, &c->fc_io.order.req, &c->fc_io.order.res);
+}
+
+/* Throw a new exception of class cls (a JNI class name) with msg; NULL. */
+static jobject throw_new(JNIEnv *env, const char *cls, const char *msg)
+{
+	jclass k = (*env)->FindClass(env, cls);
+	if (k != NULL)                            /* else NoClassDefFoundError is pending */
+		(*env)->ThrowNew(env, k, msg);
+	return NULL;
+}
+
+/*
+ * Contract: the cell's batch area (fj_io.h) with room for cap orders, as a
+ * direct buffer; the area it replaces is freed, so Java drops the buffer
+ * it had.  NULL with an exception pending (the old area then kept): an
+ * IllegalArgumentException for cap outside 1..FJ_BATCH_MAX, an
+ * OutOfMemoryError when there is no memory for it.
+ */
+JNIEXPORT jobject JNICALL Java_flashstock_Native_batchIo(JNIEnv *env, jclass cls, jlong cell, jint cap)
+{
+	struct fj_cell *c = cell_of(cell);
+	void *area;
+	jobject buf;
+
+	if (cap <= 0 || (uint32_t)cap > FJ_BATCH_MAX)
+		return throw_new(env, "java/lang/IllegalArgumentException", "flashstock: batch area size");
+	size_t bytes = (size_t)cap * FJ_BATCH_ORDER_BYTES;
+	if ((area = malloc(bytes)) == NULL)
+		return throw_new(env, "java/lang/OutOfMemoryError", "flashstock: no memory for a batch area");
+	if ((buf = (*env)->NewDirectByteBuffer(env, area, (jlong)bytes)) == NULL) {
+		free(area);                       /* an exception is pending */
+		return NULL;
+	}
+	free(c->fc_batch);
+	c->fc_batch = area;
+	c->fc_batch_cap = (uint32_t)cap;
+	return buf;
+}
+
+/* A batch: n requests in the cell's batch area, their results and outcomes
+ * written there by flash_order_many; as the order path, one call and
+ * nothing else.  FLASH_EINVAL for a count the area has no room for. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_orderMany(JNIEnv *env, jclass cls, jlong cell, jint n)
+{
+	struct fj_cell *c = cell_of(cell);
+
+	if (n <= 0 || (uint32_t)n > c->fc_batch_cap)
+		return FLASH_EINVAL;
+	return flash_order_many(c->fc_h, fj_batch_req(c), (uint32_t)n, fj_batch_res(c), fj_batch_rcs(c));
 }
 
 JNIEXPORT jint JNICALL Java_flashstock_Native_syncWaitSet(JNIEnv *env, jclass cls, jlong cell, jint wait_ms)
@@ -493,44 +543,75 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_feedDrop(JNIEnv *env, jclass cls, 
 /* ------------------------------------------------------------ the bench's C baseline */
 
 /*
- * Contract: n orders from C in a loop on this cell's handle, for users
- * user_base+1 .. user_base+n, quantity 1: what the same orders cost without
- * the JVM, measured in the same process as the Java loop (bench/flashstock/
- * Bench.java).  Returns the elapsed CLOCK_MONOTONIC nanoseconds, or the
- * first failing order's code (negative).
+ * Contract: n orders from C on this cell's handle, for users user_base+1 ..
+ * user_base+n, quantity 1, by flash_order in a loop (batch 1) or by
+ * flash_order_many in batches of `batch` orders: what the same orders cost
+ * without the JVM, measured in the same process as the Java loop
+ * (bench/flashstock/Bench.java).  Returns the elapsed CLOCK_MONOTONIC
+ * nanoseconds, or the first failing order's code (negative).
  */
 JNIEXPORT jlong JNICALL Java_flashstock_Native_benchOrdersC(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
-                                                            jint sku_id, jlong user_base, jint n)
+                                                            jint sku_id, jlong user_base, jint n, jint batch)
 {
 	/* the bench's C control: the same chain as the Java loop (a token
 	 * issued before the timed part, a request id = the user), timed in C */
 	struct fj_cell *c = cell_of(cell);
-	struct flash_order_req r = { .activity_id = (uint32_t)activity_id, .sku_id = (uint32_t)sku_id, .qty = 1 };
-	struct flash_order_res res;
+	struct flash_order_req *r;
+	struct flash_order_res *res;
 	struct timespec t0, t1;
-	uint64_t *tok = n > 0 ? malloc((size_t)n * sizeof *tok) : NULL;
-	if (tok == NULL)
-		return FLASH_ENOMEM;
-	for (jint i = 0; i < n; i++) {
-		int rc = flash_token_issue(c->fc_h, r.activity_id, r.sku_id, (uint64_t)user_base + (uint64_t)i + 1,
-		                           600000, &tok[i]);
-		if (rc != FLASH_OK) {
-			free(tok);
-			return rc;
-		}
+	uint64_t *tok;
+	int *rcs;
+	jlong rc = FLASH_OK;
+
+	if (n <= 0 || batch <= 0)
+		return FLASH_EINVAL;
+	tok = malloc((size_t)n * sizeof *tok);
+	r = calloc((size_t)batch, sizeof *r);
+	res = malloc((size_t)batch * sizeof *res);
+	rcs = malloc((size_t)batch * sizeof *rcs);
+	if (tok == NULL || r == NULL || res == NULL || rcs == NULL) {
+		rc = FLASH_ENOMEM;
+		goto out;
 	}
+	for (jint i = 0; i < batch; i++) {
+		r[i].activity_id = (uint32_t)activity_id;
+		r[i].sku_id = (uint32_t)sku_id;
+		r[i].qty = 1;
+	}
+	for (jint i = 0; i < n; i++)
+		if ((rc = flash_token_issue(c->fc_h, (uint32_t)activity_id, (uint32_t)sku_id,
+		                            (uint64_t)user_base + (uint64_t)i + 1, 600000, &tok[i])) != FLASH_OK)
+			goto out;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (jint i = 0; i < n; i++) {
-		r.user_id = (uint64_t)user_base + (uint64_t)i + 1;
-		r.token = tok[i];
-		r.request_id = r.user_id;
-		int rc = flash_order(c->fc_h, &r, &res);
-		if (rc != FLASH_OK) {
-			free(tok);
-			return rc;
+	if (batch == 1) {
+		for (jint i = 0; i < n; i++) {
+			r->user_id = (uint64_t)user_base + (uint64_t)i + 1;
+			r->token = tok[i];
+			r->request_id = r->user_id;
+			if ((rc = flash_order(c->fc_h, r, res)) != FLASH_OK)
+				goto out;
+		}
+	} else {
+		for (jint i = 0; i < n; i += batch) {
+			jint m = n - i < batch ? n - i : batch;
+			for (jint j = 0; j < m; j++) {
+				r[j].user_id = (uint64_t)user_base + (uint64_t)(i + j) + 1;
+				r[j].token = tok[i + j];
+				r[j].request_id = r[j].user_id;
+			}
+			if ((rc = flash_order_many(c->fc_h, r, (uint32_t)m, res, rcs)) != FLASH_OK)
+				goto out;
+			for (jint j = 0; j < m; j++)
+				if ((rc = rcs[j]) != FLASH_OK)
+					goto out;
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	rc = (jlong)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+out:
+	free(rcs);
+	free(res);
+	free(r);
 	free(tok);
-	return (jlong)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+	return rc;
 }

@@ -125,6 +125,9 @@ int main(void)
 	OFF("Io", "ORDER_REQ", union fj_io, order.req);
 	OFF("Io", "ORDER_RES", union fj_io, order.res);
 	OFF("Io", "U64", union fj_io, u64);
+	printf("Batch.ORDER_BYTES %zu\n", FJ_BATCH_ORDER_BYTES);
+	printf("Batch.RC_SIZE %zu\n", sizeof(int));
+	printf("Batch.MAX %u\n", FJ_BATCH_MAX);
 
 	SIZE("Record", struct flash_record);
 	OFF("Record", "TYPE", struct flash_record, type);

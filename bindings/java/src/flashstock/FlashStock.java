@@ -14,8 +14,9 @@
  *   - by a Cleaner, all of them, once the FlashStock itself is unreachable.
  *
  * Errors: order() returns the outcomes a sale expects as answers in its
- * OrderResult (sold out, limit reached, ...); every other failure, of
- * every call, is thrown as a FlashException (unchecked) carrying the code.
+ * OrderResult (sold out, limit reached, ...), orderMany() every order's
+ * outcome; every other failure, of every call, is thrown as a
+ * FlashException (unchecked) carrying the code.
  */
 package flashstock;
 
@@ -25,6 +26,9 @@ import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.ConcurrentModificationException;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -77,10 +81,12 @@ public final class FlashStock implements AutoCloseable {
 		}
 	}
 
-	/* What a thread keeps: its handle and the handle's exchange area. */
+	/* What a thread keeps: its handle and the handle's exchange areas. */
 	private static final class Cell {
 		final Handle h;
 		final ByteBuffer io;
+		ByteBuffer batch;  // the batch area (orderMany), null before the first batch
+		int batchCap;      // orders it has room for
 		Cleaner.Cleanable cleanable;
 		int waitGen;  // the syncWaitMs generation applied to this handle
 
@@ -379,28 +385,123 @@ public final class FlashStock implements AutoCloseable {
 			/* FLASH_EDUPLICATE writes first_rc and order_no only: clear the slot */
 			b.putInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT, 0);
 			int rc = Native.order(c.h.cell);
-			switch (rc) {
-			case 0:    // FLASH_OK
-			case -33:  // FLASH_EFATE_UNKNOWN: placed, res filled as for FLASH_OK
-				return new OrderResult(rc, b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.ORDER_NO), 0,
-						b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT),
-						b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.LSN));
-			case -7:   // FLASH_EDUPLICATE: the first outcome
-				return new OrderResult(rc, b.getLong(Layout.Io.ORDER_RES + Layout.OrderRes.ORDER_NO),
-						b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.FIRST_RC),
-						b.getInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT), 0);
-			case -1:   // FLASH_ESOLD_OUT
-			case -2:   // FLASH_ELIMIT
-			case -3:   // FLASH_ENOT_STARTED
-			case -4:   // FLASH_EENDED
-			case -6:   // FLASH_EBAD_TOKEN
-				return new OrderResult(rc, 0, 0, 0, 0);
-			default:
+			OrderResult a = answer(rc, b, Layout.Io.ORDER_RES);
+			if (a == null)
 				throw FlashException.of(rc);
-			}
+			return a;
 		} finally {
 			leave(c);
 		}
+	}
+
+	/*
+	 * The OrderResult of outcome rc, whose struct flash_order_res is at
+	 * offset `at` of b, for the codes order() returns; null for the codes
+	 * it throws.
+	 */
+	private static OrderResult answer(int rc, ByteBuffer b, int at) {
+		switch (rc) {
+		case 0:    // FLASH_OK
+		case -33:  // FLASH_EFATE_UNKNOWN: placed, res filled as for FLASH_OK
+			return new OrderResult(rc, b.getLong(at + Layout.OrderRes.ORDER_NO), 0,
+					b.getInt(at + Layout.OrderRes.LIMIT_SLOT), b.getLong(at + Layout.OrderRes.LSN));
+		case -7:   // FLASH_EDUPLICATE: the first outcome
+			return new OrderResult(rc, b.getLong(at + Layout.OrderRes.ORDER_NO),
+					b.getInt(at + Layout.OrderRes.FIRST_RC), b.getInt(at + Layout.OrderRes.LIMIT_SLOT), 0);
+		case -1:   // FLASH_ESOLD_OUT
+		case -2:   // FLASH_ELIMIT
+		case -3:   // FLASH_ENOT_STARTED
+		case -4:   // FLASH_EENDED
+		case -6:   // FLASH_EBAD_TOKEN
+			return new OrderResult(rc, 0, 0, 0, 0);
+		default:
+			return null;
+		}
+	}
+
+	/**
+	 * Place the orders of {@code rs} in one call (flash_order_many): each is
+	 * judged and committed as order() one after another would (a later
+	 * order sees the earlier ones: the same user's limit, a repeated
+	 * request id's first outcome), with the handle's checks, the clock read
+	 * and, in sync durability, the wait for the daemon paid once for the
+	 * batch.  Returns one OrderResult per request, in their order, for
+	 * every outcome: those order() returns, and those it throws
+	 * (InvalidArgument, NotFound, Full, Busy, ...: the result's error() is
+	 * that exception), so one refusal never hides the later orders'
+	 * outcomes.  In sync durability every order placed reads FLASH_OK, or
+	 * all of them FLASH_EFATE_UNKNOWN, or FLASH_EDURABILITY with orderNo
+	 * and lsn (orderNo 0: refused, the WAL had failed before it).  An empty
+	 * list returns an empty list, and no order runs.
+	 * Throws, before any order runs: what the handle refuses (ReadOnly,
+	 * WrongThread; IllegalStateException once closed), NullPointerException
+	 * for a null list or request, InvalidArgument for more than 2^24
+	 * requests.  The thread's batch area (native memory, 68 bytes an
+	 * order) grows to its largest batch and is kept until its handle
+	 * closes.
+	 */
+	public List<OrderResult> orderMany(List<OrderRequest> rs) {
+		int n = rs.size();
+		if (n > Layout.Batch.MAX)
+			throw FlashException.of(-9);
+		Cell c = enterWaiting();
+		try {
+			if (n == 0)
+				return List.of();
+			if (n > c.batchCap)
+				growBatch(c, n);
+			ByteBuffer b = c.batch;
+			int res = c.batchCap * Layout.OrderReq.SIZE;
+			int rcs = res + c.batchCap * Layout.OrderRes.SIZE;
+			int i = 0;
+			for (OrderRequest r : rs) {
+				if (i == n)
+					throw new ConcurrentModificationException();
+				int at = i * Layout.OrderReq.SIZE;
+				b.putInt(at + Layout.OrderReq.ACTIVITY_ID, r.activityId());
+				b.putInt(at + Layout.OrderReq.SKU_ID, r.skuId());
+				b.putLong(at + Layout.OrderReq.USER_ID, r.userId());
+				b.putInt(at + Layout.OrderReq.QTY, r.qty());
+				b.putInt(at + Layout.OrderReq.RESERVED, 0);
+				b.putLong(at + Layout.OrderReq.TOKEN, r.token());
+				b.putLong(at + Layout.OrderReq.REQUEST_ID, r.requestId());
+				/* as order(): a duplicate writes no slot; and a refused
+				 * order no number, which tells FLASH_EDURABILITY's placed
+				 * orders from its refused ones */
+				at = res + i * Layout.OrderRes.SIZE;
+				b.putLong(at + Layout.OrderRes.ORDER_NO, 0);
+				b.putInt(at + Layout.OrderRes.LIMIT_SLOT, 0);
+				i++;
+			}
+			if (i != n)
+				throw new ConcurrentModificationException();
+			int rc = Native.orderMany(c.h.cell, n);
+			if (rc != 0)
+				throw FlashException.of(rc);
+			OrderResult[] out = new OrderResult[n];
+			for (i = 0; i < n; i++) {
+				int orc = b.getInt(rcs + i * Layout.Batch.RC_SIZE), at = res + i * Layout.OrderRes.SIZE;
+				OrderResult a = answer(orc, b, at);
+				if (a == null) {
+					long no = orc == -10 ? b.getLong(at + Layout.OrderRes.ORDER_NO) : 0;
+					a = no == 0 ? new OrderResult(orc, 0, 0, 0, 0)   // refused: order() throws it
+							: new OrderResult(orc, no, 0, b.getInt(at + Layout.OrderRes.LIMIT_SLOT),
+									b.getLong(at + Layout.OrderRes.LSN));  // FLASH_EDURABILITY: placed
+				}
+				out[i] = a;
+			}
+			return Collections.unmodifiableList(Arrays.asList(out));
+		} finally {
+			leave(c);
+		}
+	}
+
+	/* Give the thread's handle a batch area with room for n orders (a power
+	 * of two, at least 16), kept for its later batches. */
+	private static void growBatch(Cell c, int n) {
+		int cap = Math.max(16, Integer.highestOneBit(n - 1) << 1);
+		c.batch = Native.batchIo(c.h.cell, cap).order(ByteOrder.nativeOrder());
+		c.batchCap = cap;
 	}
 
 	/** order(OrderRequest.of(activityId, skuId, userId, qty)) */
@@ -658,11 +759,12 @@ public final class FlashStock implements AutoCloseable {
 
 	/* ------------------------------------------------------------ bench */
 
-	/* n orders by a C loop on this thread's handle (Bench): elapsed ns. */
-	long benchC(int activityId, int skuId, long userBase, int n) {
+	/* n orders by a C loop on this thread's handle, in batches of `batch`
+	 * orders when batch > 1 (Bench): elapsed ns. */
+	long benchC(int activityId, int skuId, long userBase, int n, int batch) {
 		Cell c = enter();
 		try {
-			long ns = Native.benchOrdersC(c.h.cell, activityId, skuId, userBase, n);
+			long ns = Native.benchOrdersC(c.h.cell, activityId, skuId, userBase, n, batch);
 			if (ns < 0)
 				throw FlashException.of((int) ns);
 			return ns;

@@ -151,6 +151,16 @@ final class Layout {
 		static final int U64 = 0;
 	}
 
+	/* A cell's batch area (native/fj_io.h): for room for cap orders, cap
+	 * requests (OrderReq.SIZE each) from 0, cap results (OrderRes.SIZE)
+	 * from cap * OrderReq.SIZE, cap outcomes (RC_SIZE) after them. */
+	static final class Batch {
+		private Batch() {}
+		static final int ORDER_BYTES = 68;
+		static final int RC_SIZE = 4;
+		static final int MAX = 16777216;
+	}
+
 	static final class Record {
 		private Record() {}
 		static final int SIZE = 64;

@@ -82,6 +82,13 @@ final class Native {
 
 	/* 5. orders: request at Layout.Io.ORDER_REQ, result at Layout.Io.ORDER_RES */
 	static native int order(long cell);
+	/**
+	 * the cell's batch area (native/fj_io.h) with room for cap orders (native byte order not set);
+	 * the buffer it replaces must not be used again
+	 */
+	static native ByteBuffer batchIo(long cell, int cap);
+	/** flash_order_many on the first n requests of the batch area (n <= its room) */
+	static native int orderMany(long cell, int n);
 	static native int syncWaitSet(long cell, int waitMs);
 	static native int durableWait(long cell, long lsn, int waitMs);
 	/** units returned, or a negative code */
@@ -131,6 +138,7 @@ final class Native {
 	static native int feedList(String walDir, ByteBuffer out, int cap);
 	static native int feedDrop(String walDir, String consumer);
 
-	/* the bench's C baseline: n orders in a C loop; elapsed ns or a negative code */
-	static native long benchOrdersC(long cell, int activityId, int skuId, long userBase, int n);
+	/* the bench's C baseline: n orders in a C loop (flash_order_many in batches of batch
+	 * orders when batch > 1); elapsed ns or a negative code */
+	static native long benchOrdersC(long cell, int activityId, int skuId, long userBase, int n, int batch);
 }

@@ -1,12 +1,15 @@
 /*
- * OrderResult.java -- the outcome of FlashStock.order(): struct
- * flash_order_res plus the result code.
+ * OrderResult.java -- the outcome of one order of FlashStock.order() or
+ * FlashStock.orderMany(): struct flash_order_res plus the result code.
  *
- * rc is FLASH_OK or one of the refusals a flash sale expects as answers
- * (FLASH_ESOLD_OUT, FLASH_ELIMIT, FLASH_ENOT_STARTED, FLASH_EENDED,
- * FLASH_EBAD_TOKEN, FLASH_EDUPLICATE with firstRc and orderNo of the first
- * outcome, FLASH_EFATE_UNKNOWN with orderNo and lsn of an order placed but
- * not yet durable); every other code is thrown by order() instead.
+ * From order(), rc is FLASH_OK or one of the refusals a flash sale expects
+ * as answers (FLASH_ESOLD_OUT, FLASH_ELIMIT, FLASH_ENOT_STARTED,
+ * FLASH_EENDED, FLASH_EBAD_TOKEN, FLASH_EDUPLICATE with firstRc and
+ * orderNo of the first outcome, FLASH_EFATE_UNKNOWN with orderNo and lsn
+ * of an order placed but not yet durable); every other code is thrown by
+ * order() instead.  From orderMany(), rc is any code flash_order() may
+ * return for one order, the thrown ones included (their fields are 0 but
+ * FLASH_EDURABILITY's of an order placed: orderNo, limitSlot, lsn).
  */
 package flashstock;
 

@@ -1,10 +1,15 @@
 /*
  * KillBuyer.java -- a buyer process of java_kill (KillTest): orders on
  * activity 1, sku 1 for random users of FROM..TO with random request ids
- * (retrying one now and then), cancels some of its orders, and appends
- * every acknowledged order number to ACKS right after the call returns.
- * Two threads share one FlashStock, each on its own handle.  Runs until
- * killed; exits 1 on any error.
+ * (retrying one now and then), half its calls one order (order()), half a
+ * batch of 2..MAX_BATCH (orderMany()), cancels some of its orders, and
+ * appends every acknowledged order number to ACKS right after the call
+ * returns.  Before each call a thread appends "call T N" (thread T, N
+ * orders), and the process "start" when it begins, so that the test knows
+ * how many orders each kill may have cut short (placed, never
+ * acknowledged): at most those of each thread's last call.  Two threads
+ * share one FlashStock, each on its own handle.  Runs until killed; exits
+ * 1 on any error.
  *
  *   KillBuyer SEG ACKS FROM TO SEED
  */
@@ -13,11 +18,13 @@ package flashstock;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.locks.LockSupport;
 
 public final class KillBuyer {
-	static final int THREADS = 2;
+	static final int THREADS = 2, MAX_BATCH = 16;
 
 	private KillBuyer() {}
 
@@ -26,10 +33,12 @@ public final class KillBuyer {
 		long from = Long.parseLong(args[2]), to = Long.parseLong(args[3]);
 		long seed = Long.parseLong(args[4]);
 		try (FileOutputStream acks = new FileOutputStream(args[1], true); FlashStock fs = FlashStock.open(seg)) {
+			append(acks, "start\n");
 			Thread[] ts = new Thread[THREADS];
 			for (int t = 0; t < THREADS; t++) {
 				Random rnd = new Random(seed + t);
-				ts[t] = new Thread(() -> buy(fs, acks, from, to, rnd));
+				int id = t;
+				ts[t] = new Thread(() -> buy(fs, acks, id, from, to, rnd));
 				ts[t].start();
 			}
 			for (Thread t : ts)
@@ -37,28 +46,48 @@ public final class KillBuyer {
 		}
 	}
 
-	/* One buyer thread, on its own handle behind the shared FlashStock. */
-	private static void buy(FlashStock fs, FileOutputStream acks, long from, long to, Random rnd) {
+	/*
+	 * One write(2) per line or call's numbers, O_APPEND: a SIGKILL loses no
+	 * line already written, and the two threads' lines never interleave.
+	 */
+	private static void append(FileOutputStream acks, CharSequence lines) throws IOException {
+		acks.write(lines.toString().getBytes(StandardCharsets.US_ASCII));
+	}
+
+	/* One buyer thread (number t), on its own handle behind the shared FlashStock. */
+	private static void buy(FlashStock fs, FileOutputStream acks, int t, long from, long to, Random rnd) {
 		try {
 			long lastUser = from, lastRid = 0;
+			List<OrderRequest> rq = new ArrayList<>(MAX_BATCH);
+			StringBuilder acked = new StringBuilder();
 			for (;;) {
-				long user, rid;
-				if (lastRid != 0 && rnd.nextInt(4) == 0) {  // a retry of the last request
-					user = lastUser;
-					rid = lastRid;
-				} else {
-					user = from + rnd.nextInt((int) (to - from + 1));
-					rid = 1 + (rnd.nextLong() >>> 1);
+				int n = rnd.nextBoolean() ? 1 : 2 + rnd.nextInt(MAX_BATCH - 1);
+				rq.clear();
+				for (int i = 0; i < n; i++) {
+					long user, rid;
+					if (lastRid != 0 && rnd.nextInt(4) == 0) {  // a retry of the last request
+						user = lastUser;
+						rid = lastRid;
+					} else {
+						user = from + rnd.nextInt((int) (to - from + 1));
+						rid = 1 + (rnd.nextLong() >>> 1);
+					}
+					rq.add(OrderRequest.of(1, 1, user, 1).withRequestId(rid));
+					lastUser = user;
+					lastRid = rid;
 				}
-				OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withRequestId(rid));
+				append(acks, "call " + t + " " + n + "\n");
+				List<OrderResult> rs = n == 1 ? List.of(fs.order(rq.get(0))) : fs.orderMany(rq);
 				// placed: OK, a retry of a placed order, or placed with its fate
 				// unknown (sync: not durable within the wait bound; it counts as
 				// acknowledged, as the README says)
-				boolean acked = r.ok() || r.rc() == -33 || (r.rc() == -7 && (r.firstRc() == 0 || r.firstRc() == -33));
-				if (acked) {
-					// one write(2) per number, O_APPEND: a SIGKILL loses no line already
-					// written, and the two threads' lines never interleave
-					acks.write((r.orderNo() + "\n").getBytes(StandardCharsets.US_ASCII));
+				acked.setLength(0);
+				for (OrderResult r : rs)
+					if (r.ok() || r.rc() == -33 || (r.rc() == -7 && (r.firstRc() == 0 || r.firstRc() == -33)))
+						acked.append(r.orderNo()).append('\n');
+				if (acked.length() > 0)
+					append(acks, acked);
+				for (OrderResult r : rs) {
 					if (r.ok() && rnd.nextInt(6) == 0) {
 						try {
 							fs.cancel(r.orderNo());
@@ -67,9 +96,7 @@ public final class KillBuyer {
 						}
 					}
 				}
-				lastUser = user;
-				lastRid = rid;
-				LockSupport.parkNanos(1_000_000);  // ~1000 requests a second
+				LockSupport.parkNanos(1_000_000L * n);  // ~1000 requests a second
 			}
 		} catch (Throwable e) {
 			e.printStackTrace();
