@@ -628,26 +628,13 @@ static void flash_teardown(struct bench_run *run)
 #define FLASH_DURS (1u << BENCH_DUR_ASYNC)
 #endif
 
-const struct bench_engine bench_eng_flash = {
-	.name = "flashstock",
-	.shape = flash_shape,
-	.setup = flash_setup,
-	.thread = flash_thread,
-	.poll = flash_poll,
-	.verify = flash_verify,
-	.teardown = flash_teardown,
-	.durs = FLASH_DURS,
-};
+/* Order by order (variant 0), or through flash_order_many --batch at a
+ * time (variant 1): the same engine otherwise. */
+#define FLASH_ENGINE(nm, var) {                                              \
+	.name = (nm), .variant = (var), .shape = flash_shape, .setup = flash_setup, \
+	.thread = flash_thread, .poll = flash_poll, .verify = flash_verify,         \
+	.teardown = flash_teardown, .durs = FLASH_DURS,                             \
+}
 
-/* The same orders through flash_order_many, --batch at a time. */
-const struct bench_engine bench_eng_flash_batch = {
-	.name = "flashstock-batch",
-	.variant = 1,
-	.shape = flash_shape,
-	.setup = flash_setup,
-	.thread = flash_thread,
-	.poll = flash_poll,
-	.verify = flash_verify,
-	.teardown = flash_teardown,
-	.durs = FLASH_DURS,
-};
+const struct bench_engine bench_eng_flash = FLASH_ENGINE("flashstock", 0);
+const struct bench_engine bench_eng_flash_batch = FLASH_ENGINE("flashstock-batch", 1);
