@@ -18,9 +18,9 @@ if(TARGET flashstock_bench)
                    -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_break
                    -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
   set_tests_properties(bench_smoke bench_break_baseline_is_reported PROPERTIES TIMEOUT 180 LABELS bench)
-  # its two flashstock sync rows start 2 x 64 buyer threads each (about 20 s
-  # of set-up in the plain build, several times that under ASan): the ASan
-  # stage timed it out at 180 s
+  # its flashstock sync rows start 2 x 64 buyer threads each (about 20 s of
+  # set-up in the plain build while each thread's handle mapped the segment
+  # on its own, several times that under ASan, which timed it out at 180 s)
   set_tests_properties(bench_smoke PROPERTIES TIMEOUT 480 COST 150)
   # the workloads on 2 buyer processes, a million orders a row, in async
   # and in sync durability (bench/smoke_check.cmake says which rows): what `flashstock
