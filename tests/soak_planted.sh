@@ -21,7 +21,11 @@ run() {   # run NAME FAULTS [DAYS]
 		cat "$out/$1.err" >&2
 		fail=1
 	fi
-	grep -q '^result   FAILED' "$out/$1.out" || { echo "soak_planted: $1: no FAILED result" >&2; fail=1; }
+	if ! grep -q '^result   FAILED' "$out/$1.out"; then
+		echo "soak_planted: $1: no FAILED result; its stderr:" >&2
+		cat "$out/$1.err" >&2
+		fail=1
+	fi
 }
 expect() {   # expect NAME CHECK ok|FAIL
 	if ! grep -Eq "^check  $2 +$3 " "$out/$1.out"; then
