@@ -574,8 +574,9 @@ static void bind_regions(flash_t *h)
  * it, the order path never does.  The mutex is held across fork
  * (pthread_atfork), so a child never inherits it locked; the child
  * inherits the table with the mappings it describes, so the counts stay
- * right there too.  A table full (FS_SHMAP_MAX segments attached at once)
- * maps on its own.
+ * right there too: a child's handle uses the inherited mapping
+ * (test_threads_shared_map).  A table full
+ * (FS_SHMAP_MAX segments attached at once) maps on its own.
  */
 #define FS_SHMAP_MAX 64
 

@@ -14,6 +14,8 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const void *base_of(flash_t *h)
 {
@@ -118,6 +120,46 @@ static void test_threads_a_new_segment_of_the_same_name_is_not_the_old_mapping(v
 	assert_int_equal(flash_sku_get(a, 1, 10, &si), FLASH_OK);
 }
 
+/* The child's side: a handle on the inherited mapping (the same address
+ * as the parent's), whose order lands in the one segment.  Exit 0 when so,
+ * else the step that failed. */
+static int child_orders_on_the_inherited_mapping(const char *name, const void *parent_base)
+{
+	const void *b = NULL;
+	uint64_t len = 0;
+	flash_t *h = NULL;
+
+	if (flash_open(name, 0, &h) != FLASH_OK)
+		return 10;
+	if (flash_image(h, &b, &len) != FLASH_OK || b != parent_base)
+		return 11;                      /* not the inherited mapping */
+	if (t_order(h, 1, 10, 77, 1, 0, 0, NULL) != FLASH_OK)
+		return 12;
+	return flash_close(h) == FLASH_OK ? 0 : 13;
+}
+
+static void test_threads_a_forked_child_shares_the_inherited_mapping(void **state)
+{
+	char name[64];
+	flash_t *a = t_seg_new(NULL, name, sizeof name);
+	struct flash_sku_info si;
+	const void *base = base_of(a);   /* a is the parent's: EFORK in the child */
+	int status = -1;
+	pid_t pid;
+
+	assert_int_equal(t_activity(a, 1, 1, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(a, 1, 10, 50, 1), FLASH_OK);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_orders_on_the_inherited_mapping(name, base));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(flash_sku_get(a, 1, 10, &si), FLASH_OK);
+	assert_int_equal(si.available, 49);   /* the child's order */
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, t_teardown)
 
 int main(void)
@@ -126,6 +168,7 @@ int main(void)
 		T(test_threads_handles_of_one_process_share_a_mapping),
 		T(test_threads_a_shared_mapping_outlives_each_handle_but_the_last),
 		T(test_threads_a_new_segment_of_the_same_name_is_not_the_old_mapping),
+		T(test_threads_a_forked_child_shares_the_inherited_mapping),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
