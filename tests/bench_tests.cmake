@@ -37,6 +37,9 @@ if(TARGET flashstock_bench)
                      -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_twoproc_sync
                      -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
     set_tests_properties(bench_twoproc_sync_rows_run PROPERTIES TIMEOUT 600 LABELS bench COST 140)
+    # rows that keep both cores busy do not run beside the kill loop (torture)
+    set_tests_properties(bench_twoproc_rows_run bench_twoproc_sync_rows_run PROPERTIES
+                         RESOURCE_LOCK cpu_flood)
   endif()
   set_tests_properties(bench_hist PROPERTIES LABELS bench)
 endif()
