@@ -18,6 +18,11 @@
  *      order.c, order_peek): parked just after it looked at the counter,
  *      while a second handle places two chunks of orders; the parked order
  *      must still get a number (the order table is nowhere near full).
+ *   5. a request id's duplicate answered by the previous generation's bank
+ *      (engine/order.c, req_claim_gen's re-check): a retry parked after its
+ *      read-only look, while a second handle places the first order under
+ *      that id and moves the request table on; the retry must answer the
+ *      first order's whole number, box id included.
  *
  * This program links the engine built with crash points (flashstock_crash)
  * and wraps fs_crashpoint (-Wl,--wrap=fs_crashpoint).  At the point a case
@@ -79,7 +84,9 @@ static char g_name[64];
 static flash_t *g_p;          /* the parent's handle: slot 0, the live process */
 static flash_t *g_b;          /* a second handle of the parent, for interleavings */
 
-static int seg_up(void)
+/* The segment: windowed tables (@p ro, NULL: one bank) and box id @p box
+ * (0: none), both set before any key or number is taken, as they must be. */
+static int seg_up_with(const struct flash_reclaim_opts *ro, uint32_t box)
 {
 	struct flash_seg_opts o;
 	struct flash_activity a;
@@ -103,6 +110,10 @@ static int seg_up(void)
 	g_op = NULL;
 	if (flash_seg_create(g_name, &o) != FLASH_OK || flash_open(g_name, 0, &g_p) != FLASH_OK)
 		return -1;
+	if (ro != NULL && flash_seg_reclaim_set(g_p, ro) != FLASH_OK)
+		return -1;
+	if (box != 0 && flash_box_id_set(g_p, box) != FLASH_OK)
+		return -1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	memset(&a, 0, sizeof a);
 	a.id = 1;
@@ -114,6 +125,11 @@ static int seg_up(void)
 	if (flash_activity_add(g_p, &a) != FLASH_OK || flash_sku_add(g_p, 1, 10, 1000, 1) != FLASH_OK)
 		return -1;
 	return 0;
+}
+
+static int seg_up(void)
+{
+	return seg_up_with(NULL, 0);
 }
 
 static int seg_down(void **state)
@@ -131,19 +147,26 @@ static int seg_down(void **state)
 	return 0;
 }
 
-static int order(flash_t *h, uint64_t user, uint64_t *no)
+/* One unit of sku 10 for @p user under request id @p req_id (0: none). */
+static int order_req(flash_t *h, uint64_t user, uint64_t req_id, struct flash_order_res *res)
 {
 	struct flash_order_req r;
-	struct flash_order_res res;
-	int rc;
 
 	memset(&r, 0, sizeof r);
-	memset(&res, 0, sizeof res);
+	memset(res, 0, sizeof *res);
 	r.activity_id = 1;
 	r.sku_id = 10;
 	r.user_id = user;
 	r.qty = 1;
-	rc = flash_order(h, &r, &res);
+	r.request_id = req_id;
+	return flash_order(h, &r, res);
+}
+
+static int order(flash_t *h, uint64_t user, uint64_t *no)
+{
+	struct flash_order_res res;
+	int rc = order_req(h, user, 0, &res);
+
 	if (no)
 		*no = res.order_no;
 	return rc;
@@ -502,6 +525,72 @@ static void test_order_number_after_a_used_up_chunk_is_not_taken_by_another_hand
 		assert_int_equal(order(u % 2 ? g_p : g_b, u, NULL), FLASH_OK);
 }
 
+/* ---- 5. a duplicate found in the previous generation's bank -------------- */
+
+static uint64_t g_req_id;      /* the request id both handles order under */
+static int64_t g_clk;          /* the clock B moves the request table with */
+static int g_b_rc, g_b_moved;
+static uint64_t g_b_no;
+
+/* B places the order under the id, then moves the request table on: the
+ * id's DONE entry is left in what is now the previous generation's bank */
+static void b_orders_then_moves_the_requests_on(void)
+{
+	struct flash_order_res res;
+	struct flash_gen_info gi;
+
+	g_b_rc = order_req(g_b, 7, g_req_id, &res);
+	g_b_no = res.order_no;
+	g_b_moved = flash_gen_advance(g_b, FLASH_TABLE_REQUESTS, g_clk, &gi) == FLASH_OK && gi.advanced;
+}
+
+/*
+ * A retry's read-only look (req_peek) finds nothing: the first order is not
+ * placed yet.  Before it claims, the first order is placed on another handle
+ * and the generation moves, so the claim goes into the new bank and only
+ * the re-check of the previous one finds the first outcome.  That answer
+ * must carry the box id like the other two: a retry of a box's order was
+ * answered the bare counter, a number flash_order_get does not know.
+ */
+static void test_duplicate_found_in_the_previous_generation_answers_the_whole_order_number(void **state)
+{
+	struct flash_reclaim_opts ro = { .req_window_s = 3600, .user_gen_s = 86400 };
+	struct flash_order_res res;
+	struct flash_order_info oi;
+	struct flash_gen_info gi;
+	int rc;
+
+	(void)state;
+	assert_int_equal(seg_up_with(&ro, 7), 0);
+	assert_int_equal(flash_open(g_name, 0, &g_b), FLASH_OK);
+	g_req_id = flash_request_id_new();
+	g_clk = (int64_t)time(NULL) * 1000000000LL + 3 * 3600 * 1000000000LL;
+	g_b_rc = -1;
+	g_b_no = 0;
+	g_b_moved = 0;
+	g_fired = 0;
+	g_park_fn = b_orders_then_moves_the_requests_on;
+	g_park = "order_read";
+	flash_park_fn = park_once;
+	rc = order_req(g_p, 7, g_req_id, &res);
+	flash_park_fn = NULL;
+	assert_int_equal(g_fired, 1);
+	assert_int_equal(g_b_rc, FLASH_OK);
+	assert_int_equal(g_b_moved, 1);
+	assert_int_equal(FS_ONO_BOX(g_b_no), 7);
+	assert_int_equal(flash_gen_get(g_p, FLASH_TABLE_REQUESTS, &gi), FLASH_OK);
+	assert_int_equal(gi.gen, 1);
+	/* the retry: the first outcome, the first order's number */
+	assert_int_equal(rc, FLASH_EDUPLICATE);
+	assert_int_equal(res.first_rc, FLASH_OK);
+	assert_int_equal(res.order_no, g_b_no);
+	assert_int_equal(flash_order_get(g_p, res.order_no, &oi), FLASH_OK);
+	assert_int_equal(oi.user_id, 7);
+	/* and a retry now, the look finding it, answers the same */
+	assert_int_equal(order_req(g_p, 7, g_req_id, &res), FLASH_EDUPLICATE);
+	assert_int_equal(res.order_no, g_b_no);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -513,6 +602,7 @@ int main(void)
 		T(test_lock_release_paused_before_its_cas_while_regranted_gets_enot_owner),
 		T(test_lock_renew_paused_before_its_cas_while_regranted_gets_enot_owner),
 		T(test_order_number_after_a_used_up_chunk_is_not_taken_by_another_handle),
+		T(test_duplicate_found_in_the_previous_generation_answers_the_whole_order_number),
 #undef T
 	};
 	setvbuf(stdout, NULL, _IOLBF, 0);
