@@ -613,7 +613,7 @@ static __attribute__((noinline)) int req_claim_gen(flash_t *h, const uint64_t ke
 		kt_release(h, &h->req[ri], &j->req_idx);
 		if (rc == FLASH_EDUPLICATE && res) {
 			res->first_rc = FS_REQ_RC(FS_VAL(s));
-			res->order_no = FS_REQ_ONO(FS_VAL(s));
+			res->order_no = ono_widen(h, FS_REQ_ONO(FS_VAL(s)));
 			res->limit_slot = FS_REQ_LSLOT(FS_VAL(s));
 		}
 		return rc;
