@@ -1,8 +1,12 @@
 # The order feed (flashstock.h section 10): tests/test_feed.c (made a program
 # by the test_*.c glob) writes a WAL with a wal_t and reads it through the
-# API; it also calls the daemon's retention (persist/feed_retain.c).
+# API; it also calls the daemon's retention (persist/feed_retain.c).  The
+# retention's calls to flash_feed_list and feed_registry_lock are wrapped,
+# so a case can register consumers between its count and its copy, or make
+# the lock fail (pass-through otherwise).
 if(TARGET test_feed)
-  target_link_libraries(test_feed PRIVATE flashstock_persist)
+  target_link_libraries(test_feed PRIVATE flashstock_persist
+                        "-Wl,--wrap=flash_feed_list" "-Wl,--wrap=feed_registry_lock")
   set_tests_properties(test_feed PROPERTIES LABELS "persist;feed" TIMEOUT 120)
 endif()
 

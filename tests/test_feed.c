@@ -12,7 +12,9 @@
  *    change nothing for the consumer; removal past it is FLASH_ELOST and
  *    the consumer lists as lost, never a silent skip;
  *  - retention keeps what a consumer needs, within the bounds, and marks
- *    it lost past them;
+ *    it lost past them; it weighs every consumer, also one registered
+ *    between its count and its copy, and removes nothing without the
+ *    registry lock;
  *  - names, a second open, commit bounds, rewind, another incarnation.
  */
 #include <pthread.h>
@@ -29,6 +31,7 @@
 
 #include "feed.h"
 #include "pio.h"
+#include "serve.h"
 #include "wal_testutil.h"
 
 /* A record with every field set from @p i, so that a mix-up shows. */
@@ -647,6 +650,123 @@ static void test_feed_registration_from_start_never_lands_in_a_removed_file(void
 	wt_rmdir(dir);
 }
 
+/*
+ * Retention's own calls into the feed, wrapped (feed_tests.cmake links
+ * test_feed with --wrap for both): a hook run once right after the next
+ * flash_feed_list returns, and a registry lock that can be made to fail.
+ * Unarmed, both pass through.
+ */
+int __real_flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n);
+int __wrap_flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n);
+int __real_feed_registry_lock(const char *wal_dir, int exclusive);
+int __wrap_feed_registry_lock(const char *wal_dir, int exclusive);
+
+static void (*after_list)(const char *wal_dir);
+static int registry_lock_errno;          /* nonzero: the lock fails with it */
+
+int __wrap_flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n)
+{
+	int rc = __real_flash_feed_list(wal_dir, out, cap, n);
+	void (*h)(const char *) = after_list;
+	after_list = NULL;
+	if (h != NULL)
+		h(wal_dir);
+	return rc;
+}
+
+int __wrap_feed_registry_lock(const char *wal_dir, int exclusive)
+{
+	if (registry_lock_errno != 0) {
+		errno = registry_lock_errno;
+		return -1;
+	}
+	return __real_feed_registry_lock(wal_dir, exclusive);
+}
+
+/* Register @p name from the start and commit it at @p lsn. */
+static void register_at(const char *dir, const char *name, uint64_t lsn)
+{
+	flash_feed_t *f = open_feed(dir, name, 1);
+	for (uint64_t i = 1; i <= lsn; i++)
+		expect_rec(f, i);
+	assert_int_equal(flash_feed_commit(f, lsn), FLASH_OK);
+	flash_feed_close(f);
+}
+
+/* Three consumers that need LSN 41 register between retention's count and its copy. */
+static void register_three_late(const char *dir)
+{
+	register_at(dir, "late1", 40);
+	register_at(dir, "late2", 40);
+	register_at(dir, "late3", 40);
+}
+
+static void test_feed_retention_sees_consumers_registered_between_its_lists(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 8192);
+	put(w, 1, 300);                          /* four files */
+	register_at(dir, "early", 100);
+	struct feed_retain_opts o = { .keep_bytes = 1ull << 30, .keep_age_s = 3600 };
+	/* room for one consumer is counted, four are there when the copy is
+	 * made: every one of them is weighed, and none past the room */
+	after_list = register_three_late;
+	assert_int_equal(feed_retain_cover(dir, 290, &o, NULL, NULL), 40);
+	assert_null(after_list);
+	size_t n;
+	assert_int_equal(flash_feed_list(dir, NULL, 0, &n), FLASH_OK);
+	assert_int_equal(n, 4);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
+struct log_lines {
+	int warn;
+	char last[1024];
+};
+
+static void keep_log(void *arg, int level, const char *msg)
+{
+	struct log_lines *l = arg;
+	if (level == SERVE_LOG_WARN)
+		l->warn++;
+	snprintf(l->last, sizeof l->last, "%s", msg);
+}
+
+static void test_feed_retention_removes_nothing_without_the_registry_lock(void **state)
+{
+	(void)state;
+	char *dir = wt_mkdtemp();
+	wal_t *w = wal_new(dir, 8192);
+	put(w, 1, 300);                          /* four files, no consumer */
+	struct feed_retain_opts o = { 0, 0 };
+	struct log_lines ll = { 0 };
+	uint64_t cover = 1;
+	uint32_t removed = 1;
+	/* without the lock a registration "from the start" could pick a file
+	 * that is being removed: nothing goes, and the log says why */
+	registry_lock_errno = ENOLCK;
+	int rc = feed_retain_remove(dir, 290, 0, &o, keep_log, &ll, &cover, &removed);
+	registry_lock_errno = 0;
+	assert_int_equal(rc, WAL_OK);
+	assert_int_equal(removed, 0);
+	assert_int_equal(cover, 0);
+	assert_int_equal(ll.warn, 1);
+	assert_non_null(strstr(ll.last, "registry lock"));
+	uint64_t *l;
+	size_t n;
+	assert_int_equal(feed_wal_files(dir, &l, &n), FLASH_OK);
+	free(l);
+	assert_int_equal(n, 4);
+	/* with the lock, the next round removes what was due */
+	assert_int_equal(feed_retain_remove(dir, 290, 0, &o, keep_log, &ll, &cover, &removed), WAL_OK);
+	assert_int_equal(cover, 290);
+	assert_int_equal(removed, 3);
+	wal_close(w);
+	wt_rmdir(dir);
+}
+
 static void test_feed_list_reports_lag_in_records_and_seconds(void **state)
 {
 	(void)state;
@@ -694,6 +814,8 @@ int main(void)
 		cmocka_unit_test(test_feed_retention_keeps_needed_files_within_bound_only),
 		cmocka_unit_test(test_feed_retention_age_bound_marks_lost),
 		cmocka_unit_test(test_feed_registration_from_start_never_lands_in_a_removed_file),
+		cmocka_unit_test(test_feed_retention_sees_consumers_registered_between_its_lists),
+		cmocka_unit_test(test_feed_retention_removes_nothing_without_the_registry_lock),
 		cmocka_unit_test(test_feed_list_reports_lag_in_records_and_seconds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
