@@ -65,7 +65,7 @@ int feed_wal_read_one(const char *wal_dir, uint64_t lsn, struct flash_feed_rec *
  * files (feed_retain_remove).  So a consumer registered "from the start"
  * never starts in a file that is being removed.  Blocking; held for one
  * position write or one removal.  @return the fd (>= 0), or -1 (errno set:
- * the caller goes on without it).
+ * a registration goes on without it, a removal does not happen).
  */
 int feed_registry_lock(const char *wal_dir, int exclusive);
 void feed_registry_unlock(int fd);
@@ -120,6 +120,14 @@ typedef void (*feed_log_fn)(void *arg, int level, const char *msg);
  * than o->keep_age_s ago, holds nothing back: it is logged (WARN, once per
  * loss) and counted as lost.  Thread-safe (a mutex around the counters).
  */
+/*
+ * Every consumer registered in @p wal_dir's feed into *out (malloc'd, the
+ * caller frees it; *n entries, *out NULL when none), whatever registers
+ * meanwhile: flash_feed_list's count and copy are two reads.
+ * @return FLASH_OK; flash_feed_list's errors; FLASH_ENOMEM.
+ */
+int feed_list_all(const char *wal_dir, struct flash_feed_info **out, size_t *n);
+
 uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct feed_retain_opts *o,
                            feed_log_fn log, void *log_arg);
 
@@ -127,6 +135,8 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
  * What the snapshot thread calls: under the registry lock (exclusive),
  * feed_retain_cover() of @p cover, then -- when the result is above
  * @p floor (what is removed already) -- wal_remove_before(result + 1).
+ * When the lock cannot be taken nothing is removed (a WARN line says so;
+ * *cover_out is 0) and WAL_OK is returned: the next call tries again.
  * @param[out] cover_out  the cover after the consumers (<= @p cover)
  * @param[out] removed    files removed
  * @return a WAL_* code of the removal (WAL_OK when nothing was to go).

@@ -78,19 +78,51 @@ static void retain_log(feed_log_fn log, void *arg, int level, const char *fmt, .
 		log(arg, level, line);
 }
 
+/*
+ * flash_feed_list counts all it finds but copies only as many as there is
+ * room for, and a consumer may register between the count and the copy (a
+ * registration that could not take the registry lock goes on without it):
+ * so list again into the room the last list asked for until everything
+ * fits.  Under the registry lock that is two lists.
+ */
+int feed_list_all(const char *wal_dir, struct flash_feed_info **out, size_t *n)
+{
+	struct flash_feed_info *v = NULL;
+	size_t cap = 0;
+	int rc;
+	while ((rc = flash_feed_list(wal_dir, v, cap, n)) == FLASH_OK && *n > cap) {
+		struct flash_feed_info *t = realloc(v, *n * sizeof *v);
+		if (t == NULL) {
+			rc = FLASH_ENOMEM;
+			break;
+		}
+		v = t;
+		cap = *n;
+	}
+	if (rc != FLASH_OK) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	return FLASH_OK;
+}
+
 uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct feed_retain_opts *o,
                            feed_log_fn log, void *log_arg)
 {
-	size_t n = 0;
-	if (flash_feed_list(wal_dir, NULL, 0, &n) != FLASH_OK || n == 0)
-		return cover;
-	struct flash_feed_info *v = calloc(n, sizeof *v);
+	struct flash_feed_info *v;
+	size_t n;
 	uint64_t *files = NULL;
 	size_t nf = 0;
-	if (v == NULL || flash_feed_list(wal_dir, v, n, &n) != FLASH_OK ||
-	    feed_wal_files(wal_dir, &files, &nf) != FLASH_OK) {
-		free(v);
+	if (feed_list_all(wal_dir, &v, &n) != FLASH_OK)
 		return 0;        /* cannot tell what consumers need: remove nothing */
+	if (n == 0) {
+		free(v);
+		return cover;
+	}
+	if (feed_wal_files(wal_dir, &files, &nf) != FLASH_OK) {
+		free(v);
+		return 0;
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -155,6 +187,15 @@ int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
 {
 	*removed = 0;
 	int lk = feed_registry_lock(wal_dir, 1);
+	if (lk < 0) {
+		/* a registration "from the start" could pick a file about to be
+		 * removed: nothing goes this time, the next round asks again */
+		retain_log(log, log_arg, SERVE_LOG_WARN, "feed: no WAL file removed: the consumers' registry "
+		           "lock on %s could not be taken (%s); the next snapshot tries again",
+		           wal_dir, strerror(errno));
+		*cover_out = 0;
+		return WAL_OK;
+	}
 	cover = feed_retain_cover(wal_dir, cover, o, log, log_arg);
 	*cover_out = cover;
 	int rc = WAL_OK;

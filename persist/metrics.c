@@ -623,8 +623,7 @@ static void render_feed(struct metrics *m, struct mbuf *mb)
 		return;
 	size_t n = 0;
 	struct flash_feed_info *v = NULL;
-	if (flash_feed_list(m->m_feed_dir, NULL, 0, &n) != FLASH_OK || n == 0 ||
-	    (v = calloc(n, sizeof *v)) == NULL || flash_feed_list(m->m_feed_dir, v, n, &n) != FLASH_OK) {
+	if (feed_list_all(m->m_feed_dir, &v, &n) != FLASH_OK || n == 0) {
 		free(v);
 		return;
 	}

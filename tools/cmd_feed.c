@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed.h"
 #include "wal.h"
 
 static void feed_help(FILE *out)
@@ -124,16 +125,10 @@ static void feed_print(const struct flash_feed_rec *r, int json)
 static int feed_list(const char *dir, int json)
 {
 	size_t n = 0;
-	int rc = flash_feed_list(dir, NULL, 0, &n);
+	struct flash_feed_info *v = NULL;
+	int rc = feed_list_all(dir, &v, &n);
 	if (rc != FLASH_OK)
 		return tool_fail(dir, rc);
-	struct flash_feed_info *v = calloc(n ? n : 1, sizeof *v);
-	if (v == NULL)
-		return tool_fail("feed --list", FLASH_ENOMEM);
-	if ((rc = flash_feed_list(dir, v, n, &n)) != FLASH_OK) {
-		free(v);
-		return tool_fail(dir, rc);
-	}
 	if (json)
 		printf("{\"consumers\":[");
 	else
