@@ -39,8 +39,10 @@
  * live tokens, limit entries, two skus over four shards; another activity
  * selling on) and the replay of its record -- each must leave the activity
  * wholly there (marked at most, finished by the retry) or wholly gone, the
- * other activity untouched, and its ids reusable; and the recovery of a
- * victim of most of them.
+ * other activity untouched, and its ids reusable; an activity add into the
+ * entry an archive freed, in a windowed segment (a user bank is pinned only
+ * by an activity that exists, and the user table moves on without one); and
+ * the recovery of a victim of most of them.
  *
  * Two modes.  "crash_points" (ctest crash_points): the points are the
  * engine's FS_CRASH(op, step) macros, named in the report.  "crash_points
@@ -2509,6 +2511,84 @@ static void verify_gen_clear_user(flash_t *h, struct ctx *c)
 	verify_gen_clear(h, c, FLASH_TABLE_USERS);
 }
 
+/* ------------------------------------------------------------------ an add into a freed entry */
+
+/*
+ * An add into the entry an archive freed (issue 19): the add pins its user
+ * bank before its commit point, so a kill there left the FREE entry pinning
+ * bank 0 for an activity that never existed -- cleared never, the user
+ * table stuck.  A windowed segment; activity 17 (one order, so a limit
+ * entry in bank 0) ended and archived; the add of 18 takes its entry.
+ */
+#define FREED_OLD 17u
+#define FREED_NEW 18u
+
+static void setup_add_into_freed(flash_t *h, struct ctx *c)
+{
+	uint32_t ai = 0;
+
+	CHECK_RC(add_act(h, FREED_OLD, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, FREED_OLD, 170, 3, 1), FLASH_OK);
+	CHECK_RC(order(h, FREED_OLD, 170, 1701, 1, 0, 0, NULL), FLASH_OK);
+	if (fs_act_find(h, FREED_OLD, &ai) != NULL)
+		h->act[ai].a.end_ns = h->act[ai].a.start_ns + 1;
+	CHECK_RC(flash_archive(h, FREED_OLD, 0, NULL), FLASH_OK);
+	CHECK(ai == 0 && FS_CAT_KIND(h->act[0].state) == FS_CAT_FREE,
+	      "setup: entry %u of the archived activity in state %u", ai, h->act[0].state);
+	c->act = FREED_NEW;
+	c->clk = now_ns();
+}
+
+static int run_add_into_freed(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return add_act(h, FREED_NEW, 1, 0);
+}
+
+/* A bank is pinned only by an activity that exists; without one the user
+ * table moves two generations on and back into bank 0. */
+static void verify_add_into_freed(flash_t *h, struct ctx *c)
+{
+	int exists = fs_act_find(h, FREED_NEW, NULL) != NULL;
+	struct flash_gen_info gi;
+	uint64_t n = 0;
+
+	CHECK(rec_count(c, FLASH_REC_ACTIVITY, FREED_NEW, 0) == exists,
+	      "activity %u exists %d with %d records", FREED_NEW, exists,
+	      rec_count(c, FLASH_REC_ACTIVITY, FREED_NEW, 0));
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(exists, "completed add, activity %u missing", FREED_NEW);
+	}
+	CHECK_RC(flash_gen_get(h, FLASH_TABLE_USERS, &gi), FLASH_OK);
+	for (uint32_t b = 0; b < gi.banks; b++)
+		CHECK(gi.bank[b].pinned_by == 0 || fs_act_find(h, gi.bank[b].pinned_by, NULL) != NULL,
+		      "user bank %u pinned by activity %u, which does not exist", b, gi.bank[b].pinned_by);
+	CHECK(gi.bank[0].pinned_by == (exists ? FREED_NEW : 0), "user bank 0 pinned by %u, activity %u %s",
+	      gi.bank[0].pinned_by, FREED_NEW, exists ? "exists" : "does not exist");
+
+	/* two generations on, bank 0 is cleared and taken again -- unless the
+	 * activity added in it stands */
+	for (int k = 1; k <= 2; k++) {
+		CHECK_RC(flash_gen_advance(h, FLASH_TABLE_USERS, c->clk + 2 * k * GEN_HOUR_NS, &gi), FLASH_OK);
+		CHECK(gi.advanced == 1, "user generation %d did not move", k);
+	}
+	CHECK_RC(flash_gen_clear(h, FLASH_TABLE_USERS, &n), FLASH_OK);
+	CHECK_RC(flash_gen_advance(h, FLASH_TABLE_USERS, c->clk + 6 * GEN_HOUR_NS, &gi), FLASH_OK);
+	if (exists)
+		CHECK(gi.advanced == 0 && gi.wait == FLASH_GEN_WAIT_PINNED && gi.wait_activity == FREED_NEW,
+		      "bank 0 of standing activity %u: advanced %u, wait %u for %u", FREED_NEW,
+		      gi.advanced, gi.wait, gi.wait_activity);
+	else
+		CHECK(gi.advanced == 1 && gi.gen == 3, "user table stuck at generation %llu: wait %u for %u",
+		      (unsigned long long)gi.gen, gi.wait, gi.wait_activity);
+
+	/* the retry adds it (or finds it), and it sells */
+	CHECK_RC(add_act(h, FREED_NEW, 1, 0), exists ? FLASH_EEXIST : FLASH_OK);
+	CHECK_RC(flash_sku_add(h, FREED_NEW, 180, 3, 1), FLASH_OK);
+	CHECK_RC(order(h, FREED_NEW, 180, 1801, 1, 0, 0, NULL), FLASH_OK);
+	CHECK_RC(order(h, FREED_NEW, 180, 1801, 1, 0, 0, NULL), FLASH_ELIMIT);
+}
+
 static const struct scen scens[] = {
 	{ "order_borrow_token_req_K2", setup_order_borrow, run_order, verify_order_ok, 0 },
 	{ "order_home_shard_empty", setup_order_home_empty, run_order, verify_order_ok, 0 },
@@ -2570,6 +2650,8 @@ static const struct scen scens[] = {
 	{ "gen_advance", setup_gen, run_gen_advance, verify_gen_advance, WINDOWED },
 	{ "gen_clear_requests", setup_gen_old_req, run_gen_clear_req, verify_gen_clear_req, WINDOWED },
 	{ "gen_clear_users", setup_gen_old_user, run_gen_clear_user, verify_gen_clear_user, WINDOWED },
+	{ "activity_add_into_freed_entry", setup_add_into_freed, run_add_into_freed, verify_add_into_freed,
+	  WINDOWED },
 };
 
 /* victims whose recovery is itself enumerated (the first three also with

@@ -374,6 +374,52 @@ static void test_per_activity_limit_holds_while_its_bank_stays_pinned_and_the_ge
 	assert_int_equal(gi.gen, 3);
 }
 
+/*
+ * What an activity add killed before its commit point leaves in the entry
+ * an archive freed, once the repair has forgotten it (tests/crash_points.c
+ * "activity_add_into_freed_entry" kills it there): the new activity's
+ * fields and its bank pin, the entry still FREE.  Issue 19: the pin held
+ * bank 0 for an activity that does not exist, and the user table never
+ * moved again.
+ */
+static void test_add_forgotten_in_a_freed_entry_pins_no_bank_and_the_generation_moves_on(void **state)
+{
+	char name[64];
+	flash_t *h = windowed(name, sizeof name, NULL, HOUR_S, HOUR_S);
+	int64_t clk = t_now_ns();
+	struct flash_gen_info gi;
+	uint32_t ai;
+
+	assert_int_equal(t_activity(h, 1, 1, 3, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 10, 7, 1, 0, 0, NULL), FLASH_OK);
+	assert_non_null(fs_act_find(h, 1, &ai));
+	h->act[ai].a.end_ns = h->act[ai].a.start_ns + 1;   /* ended */
+	assert_int_equal(flash_archive(h, 1, 0, NULL), FLASH_OK);
+	assert_int_equal(FS_CAT_KIND(h->act[ai].state), FS_CAT_FREE);
+	/* the dead add of activity 2, as fs_activity_add_locked wrote it */
+	h->act[ai].a.id = 2;
+	fs_gen_pin(h, &h->act[ai]);
+	assert_int_equal(FS_CAT_KIND(h->act[ai].state), FS_CAT_FREE);
+	assert_null(fs_act_find(h, 2, NULL));
+
+	assert_int_equal(flash_gen_get(h, FLASH_TABLE_USERS, &gi), FLASH_OK);
+	for (uint32_t b = 0; b < gi.banks; b++)
+		assert_int_equal(gi.bank[b].pinned_by, 0);
+	next_gen(h, FLASH_TABLE_USERS, &clk);
+	next_gen(h, FLASH_TABLE_USERS, &clk);       /* gen 2: bank 0 cleared */
+	assert_int_equal(flash_gen_get(h, FLASH_TABLE_USERS, &gi), FLASH_OK);
+	assert_int_equal(gi.bank[0].state, FLASH_BANK_CLEAR);
+	clk += 3 * (int64_t)HOUR_S * SEC;
+	assert_int_equal(flash_gen_advance(h, FLASH_TABLE_USERS, clk, &gi), FLASH_OK);
+	assert_int_equal(gi.advanced, 1);
+	assert_int_equal(gi.gen, 3);
+	/* the add done again takes the entry and pins the bank it is in now */
+	assert_int_equal(t_activity(h, 2, 1, 3, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_gen_get(h, FLASH_TABLE_USERS, &gi), FLASH_OK);
+	assert_int_equal(gi.bank[0].pinned_by, 2);
+}
+
 /* ---- two processes, one request id, a generation change ------------------ */
 
 #define RACE_KIDS 3
@@ -571,6 +617,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_max_requests_8_takes_orders_for_many_generations_with_each_bank_at_most_8, t_teardown),
 		cmocka_unit_test_teardown(test_per_day_limit_holds_on_its_day_across_a_generation_change_and_frees_the_next_day, t_teardown),
 		cmocka_unit_test_teardown(test_per_activity_limit_holds_while_its_bank_stays_pinned_and_the_generation_waits, t_teardown),
+		cmocka_unit_test_teardown(test_add_forgotten_in_a_freed_entry_pins_no_bank_and_the_generation_moves_on, t_teardown),
 		cmocka_unit_test_teardown(test_processes_racing_one_request_id_across_a_generation_change_make_one_order, t_teardown),
 		cmocka_unit_test_teardown(test_snapshot_and_records_rebuild_every_bank_as_live, t_teardown),
 	};
