@@ -183,7 +183,10 @@ static void catalog_forward(flash_t *h, struct fs_journal *j)
 /*
  * The holder of the admin mutex died (EOWNERDEAD): finish its catalog
  * operation if its record was published, else forget it (nothing of it was
- * visible: the dense counters only move forward in catalog_forward).
+ * visible: the dense counters only move forward in catalog_forward).  A
+ * forgotten activity add may leave its fields and its bank pin in the FREE
+ * entry it reused: nobody reads them (fs_act_find and gen_pinned_by pass
+ * FREE entries) until a later add writes them again.
  */
 int fs_catalog_repair(flash_t *h, uint32_t slot)
 {

@@ -40,7 +40,8 @@
  *
  * Per-activity / per-sku limit entries live in the bank of the generation
  * the activity was added in (fs_act.ugen, fs_gen_pin), found there only;
- * the bank is pinned -- never cleared -- until fs_gen_unpin (the archive).
+ * the bank is pinned -- never cleared -- until fs_gen_unpin (the archive);
+ * a FREE catalog entry pins nothing (gen_pinned_by).
  */
 #include <pthread.h>
 #include <sys/random.h>
@@ -177,7 +178,21 @@ void fs_gen_unpin(flash_t *h, uint32_t act_idx)
 		ck_pr_store_32(&h->act[act_idx].unpinned, 1);
 }
 
-/* The id of an activity that pins bank @p b of the user table, or 0. */
+/*
+ * The id of an activity that pins bank @p b of the user table, or 0.
+ *
+ * A FREE entry pins nothing.  An add pins before its commit point
+ * (fs_activity_add_locked), so one killed there and forgotten by
+ * fs_catalog_repair leaves a FREE entry it had reused with the pin set and
+ * the id of an activity that never existed; the archive unpins before it
+ * frees (fs_archive_forward), so no FREE entry of an archived activity
+ * holds one.  Reading the state here rather than undoing the pin in the
+ * repair adds no store to recovery, and frees a bank an existing segment
+ * already holds this way.  The clear asks under the admin mutex, which an
+ * add holds from its pin to its catalog_forward (FREE -> LIVE); a dead
+ * add's repair, which makes the entry LIVE or forgets it, runs when the
+ * mutex is next taken: the clear never meets a committed add still FREE.
+ */
 static uint32_t gen_pinned_by(flash_t *h, uint32_t tab, uint32_t b)
 {
 	uint32_t n = ck_pr_load_32(&h->hdr->n_act);
@@ -189,6 +204,8 @@ static uint32_t gen_pinned_by(flash_t *h, uint32_t tab, uint32_t b)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct fs_act *a = &h->act[i];
 
+		if (FS_CAT_KIND(ck_pr_load_32((uint32_t *)&a->state)) == FS_CAT_FREE)
+			continue;
 		/* a per-day activity keeps nothing in its own bank: no pin */
 		if (a->a.scope != FLASH_SCOPE_DAY && !ck_pr_load_32((uint32_t *)&a->unpinned) &&
 		    ck_pr_load_32((uint32_t *)&a->ugen) % h->gen_banks == b)
