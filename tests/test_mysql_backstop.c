@@ -15,7 +15,12 @@
  *   - restart with the feed position gone (the feed hands every record out
  *     again): nothing is written or cancelled twice;
  *   - a cancel decided but not made (a daemon killed between the central
- *     commit and flash_cancel) is made when the backstop starts.
+ *     commit and flash_cancel) is made when the backstop starts;
+ *   - archiving waits for a backstop that lags (its database out of reach)
+ *     as it waits for the applier: an archived activity's orders could not
+ *     be checked any more; a restarted idle box, whose backstop writes no
+ *     batch, still archives; orders of an activity listed after an archived
+ *     one are checked.
  *
  * The tests wait for outcomes (a bounded poll), never for a time.
  */
@@ -42,13 +47,18 @@ struct box {
 
 static char g_url[512];
 
-static MYSQL *central(flash_mysql_t **m)
+static MYSQL *central_at(const char *url, flash_mysql_t **m)
 {
-	struct flash_mysql_opts o = { .url = g_url, .no_schema = 1 };
+	struct flash_mysql_opts o = { .url = url, .no_schema = 1 };
 	assert_int_equal(flash_mysql_open(&o, m), FLASH_OK);
 	MYSQL *c = flash_mysql_conn(*m);
 	assert_non_null(c);
 	return c;
+}
+
+static MYSQL *central(flash_mysql_t **m)
+{
+	return central_at(g_url, m);
 }
 
 __attribute__((format(printf, 2, 3)))
@@ -92,7 +102,9 @@ static void fresh_central(void)
 	mysql_fresh_db(g_url, sizeof g_url, db);
 }
 
-static void box_serve(struct box *b, uint32_t box_id, const char *urls)
+/* The daemon's options for box @p box_id with the backstop on @p urls;
+ * box_run() starts it, so a test can add options in between. */
+static void box_opts(struct box *b, uint32_t box_id, const char *urls)
 {
 	struct serve_thread *t = &b->t;
 	memset(t, 0, sizeof *t);
@@ -108,8 +120,18 @@ static void box_serve(struct box *b, uint32_t box_id, const char *urls)
 #ifdef FLASH_HAVE_MHD
 	t->o.metrics = "127.0.0.1:0";
 #endif
-	assert_int_equal(pthread_create(&t->th, NULL, serve_thread_main, t), 0);
+}
+
+static void box_run(struct box *b)
+{
+	assert_int_equal(pthread_create(&b->t.th, NULL, serve_thread_main, &b->t), 0);
 	b->running = 1;
+}
+
+static void box_serve(struct box *b, uint32_t box_id, const char *urls)
+{
+	box_opts(b, box_id, urls);
+	box_run(b);
 }
 
 static void box_stop(struct box *b)
@@ -129,6 +151,14 @@ static void box_new(struct box *b, uint32_t k, uint32_t flags)
 	b->h = t_seg_new(NULL, b->name, sizeof b->name);
 	assert_int_equal(t_activity(b->h, 1, k, 4, FLASH_SCOPE_ACTIVITY, flags), FLASH_OK);
 	assert_int_equal(flash_sku_add(b->h, 1, 1, 10, 1), FLASH_OK);
+	b->dir = wt_mkdtemp();
+}
+
+/* A box with an empty catalog (the test adds its activities). */
+static void box_bare(struct box *b)
+{
+	memset(b, 0, sizeof *b);
+	b->h = t_seg_new(NULL, b->name, sizeof b->name);
 	b->dir = wt_mkdtemp();
 }
 
@@ -438,7 +468,219 @@ static void test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts(v
 	box_free(&a);
 }
 
-/* ---- 6. the command line ---- */
+/* ---- 6. archiving waits for the backstop ---- */
+
+/* Activity @p id (limit 1) whose window closes @p end_in_ms from now
+ * (negative: that long ago), with sku 1 of 10 units; its end. */
+static int64_t act_ending(flash_t *h, uint32_t id, int64_t end_in_ms)
+{
+	int64_t now = t_now_ns();
+	struct flash_activity a = {
+		.id = id, .limit_per_user = 1, .max_qty = 4, .scope = FLASH_SCOPE_ACTIVITY,
+		.start_ns = now - 7200ll * 1000000000ll, .end_ns = now + end_in_ms * 1000000ll,
+	};
+	assert_int_equal(flash_activity_add(h, &a), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, id, 1, 10, 1), FLASH_OK);
+	return a.end_ns;
+}
+
+static int archived(struct box *b, uint64_t order_no)
+{
+	struct flash_order_info oi;
+	return flash_order_get(b->h, order_no, &oi) == FLASH_EARCHIVED;
+}
+
+/* Wait until the applier's MariaDB (@p c) applied every record the WAL of
+ * @p b holds now (a bounded poll, as wait_written). */
+static void wait_applied(MYSQL *c, struct box *b)
+{
+	for (int i = 0; i < 6000; i++) {
+		struct flash_quiet q;
+		struct flash_ident ident;
+		assert_int_equal(flash_quiet_get(b->h, &q), FLASH_OK);
+		assert_int_equal(flash_ident_get(b->h, &ident), FLASH_OK);
+		uint64_t lsn = 0;
+		if (mysql_query(c, "SELECT lsn FROM applied_lsn WHERE stream = 'wal'") == 0) {
+			MYSQL_RES *res = mysql_store_result(c);
+			MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+			lsn = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+			if (res)
+				mysql_free_result(res);
+		}
+		if (q.pending == 0 && ident.wal_lsn != 0 && lsn >= ident.wal_lsn)
+			return;
+		t_sleep_ms(10);
+	}
+	fail_msg("the applier did not catch up with the WAL");
+}
+
+#ifdef FLASH_HAVE_MHD
+/* flashstock_archive_waits_total of @p b's daemon: passes of its archiver
+ * that found an activity due and did not archive it. */
+static uint64_t archive_waits(struct box *b)
+{
+	uint16_t port = 0;
+	for (int i = 0; i < 6000 && !(port = (uint16_t)__atomic_load_n(&b->t.st.metrics_port,
+	                                                                 __ATOMIC_ACQUIRE)); i++)
+		t_sleep_ms(10);
+	char *body = t_metrics_get(port);
+	assert_non_null(body);
+	uint64_t v = t_metrics_sample(body, "flashstock_archive_waits_total");
+	free(body);
+	assert_true(v != UINT64_MAX);
+	return v;
+}
+#endif
+
+/* Box 1 with the backstop on @p backstop_url, the applier on
+ * @p applier_url and the archiver on (activities go @p after_s after their
+ * end). */
+static void box_serve_archiving(struct box *b, const char *backstop_url, const char *applier_url,
+                                uint32_t after_s)
+{
+	box_opts(b, 1, backstop_url);
+	b->t.o.mysql_url = applier_url;
+	b->t.o.archive_after_s = after_s;
+	b->t.o.archive_every_ms = 50;
+	b->t.o.backstop_drain_ms = 100;
+	b->t.o.log_level = SERVE_LOG_INFO;      /* the archiver says why it waits */
+	box_run(b);
+}
+
+/*
+ * The backstop learns an order's limit from the activity in the segment;
+ * once the activity is archived it cannot, and the order never reaches
+ * fs_user_limit.  So while the backstop lags (its central database out of
+ * reach) the archiver must not archive an activity whose orders it has not
+ * written, even with MariaDB's applier caught up; once it has, it does.
+ */
+static void test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs_user_limit(void **state)
+{
+	(void)state;
+	char app_url[512], db[64];
+	snprintf(db, sizeof db, "fsa_%d_%d", (int)getpid(), ++g_db);
+	mysql_fresh_db(app_url, sizeof app_url, db);
+	fresh_central();
+	struct box a;
+	box_bare(&a);
+	int64_t end_ns = act_ending(a.h, 1, 1000);
+	(void)act_ending(a.h, 2, 3600 * 1000);
+	struct flash_order_res r1, r2;
+	assert_int_equal(t_order(a.h, 1, 1, 42, 1, 0, 0, &r1), FLASH_OK);
+	assert_int_equal(t_order(a.h, 2, 1, 43, 1, 0, 0, &r2), FLASH_OK);
+
+	/* 1. the backstop's database is out of reach; the applier's is not */
+	char bad[600];
+	snprintf(bad, sizeof bad, "mysql://root@localhost/x?socket=%s/no-such.sock", a.dir);
+	box_serve_archiving(&a, bad, app_url, 1);
+	flash_mysql_t *ma;
+	MYSQL *ca = central_at(app_url, &ma);
+	wait_applied(ca, &a);
+	while (t_now_ns() < end_ns + 1000000000ll)      /* archive_after_s */
+		t_sleep_ms(10);
+	/* its verdict: it archives, or it waits pass after pass */
+	int early = 0;
+#ifdef FLASH_HAVE_MHD
+	uint64_t w0 = archive_waits(&a);
+	for (int i = 0; i < 6000 && !(early = archived(&a, r1.order_no)); i++) {
+		if (archive_waits(&a) >= w0 + 5)
+			break;
+		t_sleep_ms(10);
+	}
+#else
+	t_sleep_ms(1000);               /* 20 passes */
+	early = archived(&a, r1.order_no);
+#endif
+	box_stop(&a);
+
+	/* 2. the backstop reaches its database: it writes, then the archive */
+	box_serve_archiving(&a, g_url, app_url, 1);
+	flash_mysql_t *m;
+	MYSQL *c = central(&m);
+	for (int i = 0; i < 6000 && !archived(&a, r1.order_no); i++)
+		t_sleep_ms(10);
+	assert_true(archived(&a, r1.order_no));
+	wait_written(c, &a, 1);
+	uint64_t rows = q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE box_id = 1 AND active_key = 1 AND"
+	                   " ((activity_id = 1 AND user_id = 42 AND order_no = %llu) OR (activity_id = 2"
+	                   " AND user_id = 43 AND order_no = %llu))", (unsigned long long)r1.order_no,
+	                   (unsigned long long)r2.order_no);
+	if (early || rows != 2)
+		fail_msg("activity 1 archived while the backstop lagged: %s; orders in fs_user_limit: %llu"
+		         " of 2", early ? "yes" : "no", (unsigned long long)rows);
+	assert_false(archived(&a, r2.order_no));
+	box_stop(&a);
+	assert_int_equal(a.t.st.archived, 1);
+	flash_mysql_close(m);
+	flash_mysql_close(ma);
+	box_free(&a);
+}
+
+/* A restarted box with nothing new to write: the backstop writes no
+ * batch, and its position is the one its feed committed -- the archiver
+ * must not wait for a batch that never comes. */
+static void test_archiver_of_a_restarted_idle_box_goes_by_the_backstops_committed_position(void **state)
+{
+	(void)state;
+	char app_url[512], db[64];
+	snprintf(db, sizeof db, "fsa_%d_%d", (int)getpid(), ++g_db);
+	mysql_fresh_db(app_url, sizeof app_url, db);
+	fresh_central();
+	struct box a;
+	box_bare(&a);
+	(void)act_ending(a.h, 1, 1000);
+	struct flash_order_res r;
+	assert_int_equal(t_order(a.h, 1, 1, 42, 1, 0, 0, &r), FLASH_OK);
+	/* written and committed, not archived yet (an hour's wait) */
+	box_serve_archiving(&a, g_url, app_url, 3600);
+	flash_mysql_t *m;
+	MYSQL *c = central(&m);
+	wait_written(c, &a, 1);
+	box_stop(&a);
+	assert_false(archived(&a, r.order_no));
+	/* due now; the box is idle */
+	box_serve_archiving(&a, g_url, app_url, 1);
+	for (int i = 0; i < 6000 && !archived(&a, r.order_no); i++)
+		t_sleep_ms(10);
+	assert_true(archived(&a, r.order_no));
+	box_stop(&a);
+	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE box_id = 1 AND order_no = %llu",
+	                    (unsigned long long)r.order_no), 1);
+	flash_mysql_close(m);
+	box_free(&a);
+}
+
+/* An archive frees its catalog entry: the backstop's look-up of the
+ * activities after it must go past it, not stop there and take a live
+ * activity's orders for a foreign one's. */
+static void test_backstop_writes_orders_of_an_activity_listed_after_an_archived_one(void **state)
+{
+	(void)state;
+	fresh_central();
+	struct box a;
+	box_bare(&a);
+	(void)act_ending(a.h, 1, -3600 * 1000);
+	(void)act_ending(a.h, 2, 3600 * 1000);
+	assert_int_equal(flash_archive(a.h, 1, 0, NULL), FLASH_OK);
+	struct flash_activity x;
+	assert_int_equal(flash_activity_at(a.h, 0, &x), FLASH_EARCHIVED);
+	assert_int_equal(flash_activity_at(a.h, 1, &x), FLASH_OK);
+	assert_int_equal(x.id, 2);
+	box_serve(&a, 1, g_url);
+	struct flash_order_res r;
+	assert_int_equal(t_order(a.h, 2, 1, 44, 1, 0, 0, &r), FLASH_OK);
+	flash_mysql_t *m;
+	MYSQL *c = central(&m);
+	wait_written(c, &a, 1);
+	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE box_id = 1 AND order_no = %llu AND"
+	                    " activity_id = 2 AND user_id = 44 AND active_key = 1",
+	                    (unsigned long long)r.order_no), 1);
+	box_stop(&a);
+	flash_mysql_close(m);
+	box_free(&a);
+}
+
+/* ---- 7. the command line ---- */
 
 static void test_urls_check_refuses_a_bad_list(void **state)
 {
@@ -462,6 +704,12 @@ int main(void)
 		cmocka_unit_test_teardown(test_restart_with_the_feed_from_the_start_writes_and_cancels_nothing_twice,
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts,
+		                          t_teardown),
+		cmocka_unit_test_teardown(test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs_user_limit,
+		                          t_teardown),
+		cmocka_unit_test_teardown(test_archiver_of_a_restarted_idle_box_goes_by_the_backstops_committed_position,
+		                          t_teardown),
+		cmocka_unit_test_teardown(test_backstop_writes_orders_of_an_activity_listed_after_an_archived_one,
 		                          t_teardown),
 		cmocka_unit_test(test_urls_check_refuses_a_bad_list),
 	};
