@@ -4,7 +4,8 @@
  *
  * Divisions:
  *   1. Decisions     ended activities, the applied test
- *   2. The thread    a pass every every_ms: due, applied, flash_archive
+ *   2. The thread    a pass every every_ms: due, applied, written,
+ *                    flash_archive
  */
 #include "archiver.h"
 
@@ -103,7 +104,14 @@ struct archiver {
 	struct archiver_stats ar_st;
 	uint32_t             *ar_done;       /* activities archived here (unsorted, few) */
 	size_t                ar_ndone, ar_capdone;
-	int                   ar_wait_logged;
+	int                   ar_wait_logged; /* enum ar_wait said last (said once per wait) */
+};
+
+/* What a pass waits for. */
+enum ar_wait {
+	AR_WAIT_NONE = 0,
+	AR_WAIT_MARIADB,        /* the applier's applied LSN */
+	AR_WAIT_BACKSTOP        /* the backstop's central position */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -147,8 +155,8 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* One pass: archive every due activity, if MariaDB has caught up.  @p h
- * is the read-only handle. */
+/* One pass: archive every due activity, if MariaDB -- and the backstop,
+ * when there is one -- has caught up.  @p h is the read-only handle. */
 static void archiver_pass(archiver_t *a, flash_t *h)
 {
 	struct flash_activity *v = NULL;
@@ -169,23 +177,37 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 		free(v);
 		return;
 	}
-	uint64_t applied = 0, wal_lsn = 0;
+	/* The positions before the segment's LSN: a record made between the
+	 * reads can only make the test stricter. */
+	uint64_t applied = 0, backstop = UINT64_MAX, wal_lsn = 0;
 	if (a->ar_o.applied_lsn(a->ar_o.applied_arg, &applied) != 0)
 		applied = 0;
-	rc = archiver_applied(h, applied, &wal_lsn);
+	if (a->ar_o.backstop_lsn && a->ar_o.backstop_lsn(a->ar_o.backstop_arg, &backstop) != 0)
+		backstop = 0;
+	/* The backstop takes an order's limit from its activity in the
+	 * segment: an order it has not written when the activity goes is
+	 * never checked across boxes.  So it gates the archive as the
+	 * applier does. */
+	rc = archiver_applied(h, applied < backstop ? applied : backstop, &wal_lsn);
 	if (rc != FLASH_OK) {
-		if (!a->ar_wait_logged)
+		int why = applied < wal_lsn || rc != FLASH_EBUSY ? AR_WAIT_MARIADB : AR_WAIT_BACKSTOP;
+		if (a->ar_wait_logged != why && why == AR_WAIT_MARIADB)
 			alog(a, SERVE_LOG_INFO, "archiver: %zu activities due, waiting for MariaDB (applied "
 			     "LSN %llu, segment at %llu)", due, (unsigned long long)applied,
 			     (unsigned long long)wal_lsn);
-		a->ar_wait_logged = 1;
+		else if (a->ar_wait_logged != why)
+			alog(a, SERVE_LOG_INFO, "archiver: %zu activities due, waiting for the backstop (its "
+			     "orders are in fs_user_limit up to LSN %llu, segment at %llu): an archived "
+			     "activity's orders could not be checked across boxes any more", due,
+			     (unsigned long long)backstop, (unsigned long long)wal_lsn);
+		a->ar_wait_logged = why;
 		pthread_mutex_lock(&a->ar_mu);
 		a->ar_st.waits++;
 		pthread_mutex_unlock(&a->ar_mu);
 		free(v);
 		return;
 	}
-	a->ar_wait_logged = 0;
+	a->ar_wait_logged = AR_WAIT_NONE;
 	flash_t *w = NULL;
 	if ((rc = flash_open(a->ar_segment, 0, &w)) != FLASH_OK) {
 		alog(a, SERVE_LOG_WARN, "archiver: open %s: %s (tried again next pass)", a->ar_segment,
@@ -213,12 +235,15 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 		}
 		pthread_mutex_unlock(&a->ar_mu);
 		if (rc == FLASH_OK) {
+			char bs[64] = "";
+			if (a->ar_o.backstop_lsn)
+				snprintf(bs, sizeof bs, ", backstop at %llu", (unsigned long long)backstop);
 			done_add(a, v[i].id);
 			alog(a, SERVE_LOG_INFO, "archiver: archived activity %u (ended %llds ago): %llu "
-			     "orders, %u skus, %u shards, %llu tokens reclaimed; MariaDB applied LSN %llu >= "
+			     "orders, %u skus, %u shards, %llu tokens reclaimed; MariaDB applied LSN %llu%s >= "
 			     "%llu", v[i].id, (long long)((realtime_ns() - v[i].end_ns) / 1000000000ll),
 			     (unsigned long long)info.orders, info.skus, info.shards,
-			     (unsigned long long)info.tokens, (unsigned long long)applied,
+			     (unsigned long long)info.tokens, (unsigned long long)applied, bs,
 			     (unsigned long long)wal_lsn);
 		} else {
 			alog(a, SERVE_LOG_WARN, "archiver: activity %u: %s (tried again next pass)", v[i].id,

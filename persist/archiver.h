@@ -9,13 +9,21 @@
  *            stream) is at least the segment's WAL LSN now
  *            (flash_ident.wal_lsn): every record the segment reflects,
  *            the activity's among them, is in MariaDB, where `flashstock
- *            order` finds its orders once the segment forgets them.
+ *            order` finds its orders once the segment forgets them, and
+ *   written  with `serve --backstop`, the backstop's position (every LSN
+ *            at or below it is in the central fs_user_limit) is at least
+ *            that WAL LSN too: the backstop reads an order's limit and
+ *            scope from its activity in the segment, so an order it has
+ *            not written when the activity goes would never be checked
+ *            across boxes.
  *
  * A record of the activity made after that read (a cancel racing the
  * archive) is still in the WAL and applied afterwards: MariaDB is never
  * short of a record, only late by one pass.  Without MariaDB (`archive
  * --no-mysql-check`) the applied test is skipped: the orders are then in
- * the WAL only.
+ * the WAL only.  `flashstock archive` makes no written test (it knows
+ * neither the backstop's database nor the box): on a box that runs
+ * `serve --backstop`, leave archiving to the daemon.
  *
  * Synchronization: the functions take the caller's handle (its thread's;
  * read-only is enough for them); the thread (archiver_start) opens handles
@@ -55,7 +63,9 @@ int archiver_applied(flash_t *h, uint64_t applied_lsn, uint64_t *wal_lsn);
 
 typedef struct archiver archiver_t;
 
-/* Reads the applier's applied LSN (serve: the MySQL pump); nonzero: unknown now. */
+/* Reads a position: every WAL record at or below *lsn is written (the
+ * applier's applied LSN, the backstop's central position); nonzero:
+ * unknown now. */
 typedef int (*archiver_applied_fn)(void *arg, uint64_t *lsn);
 
 struct archiver_opts {
@@ -64,6 +74,8 @@ struct archiver_opts {
 	uint32_t            every_ms;     /* look this often (0: 1000) */
 	archiver_applied_fn applied_lsn;  /* required: no archive without MariaDB's word */
 	void               *applied_arg;
+	archiver_applied_fn backstop_lsn; /* the backstop's position (serve --backstop); NULL: none */
+	void               *backstop_arg;
 	void              (*log)(void *arg, int level, const char *msg);  /* serve levels */
 	void               *log_arg;
 };
@@ -71,7 +83,8 @@ struct archiver_opts {
 struct archiver_stats {
 	uint64_t archived;         /* activities this archiver archived */
 	uint64_t orders;           /* order-table slots their archives freed */
-	uint64_t waits;            /* passes that found a due activity MariaDB had not caught up with */
+	uint64_t waits;            /* passes that found a due activity MariaDB or the backstop had
+	                              not caught up with */
 	uint64_t failures;         /* flash_archive() calls that failed (logged) */
 	uint32_t due;              /* due activities at the last pass, before archiving */
 	uint32_t _pad;

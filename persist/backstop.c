@@ -310,7 +310,10 @@ static int bs_connect(struct backstop *b)
 /* ---- 3. one batch ---- */
 
 /* The activity's limit and scope from the segment (a small cache, refilled
- * on a miss: activities never change once added). */
+ * on a miss: activities never change once added).  The daemon archives an
+ * activity only once this thread has written its orders (archiver.h): a
+ * miss is an activity the segment never had, or one archived by hand
+ * (`flashstock archive`) while this thread lagged. */
 static const struct bs_act *bs_act_get(struct backstop *b, uint32_t id)
 {
 	for (int pass = 0; pass < 2; pass++) {
@@ -322,7 +325,10 @@ static const struct bs_act *bs_act_get(struct backstop *b, uint32_t id)
 		b->bs_nact = 0;
 		for (uint32_t i = 0;; i++) {
 			struct flash_activity a;
-			if (flash_activity_at(b->bs_h, i, &a) != FLASH_OK)
+			int rc = flash_activity_at(b->bs_h, i, &a);
+			if (rc == FLASH_EARCHIVED)
+				continue;       /* an entry an archive freed: live ones follow */
+			if (rc != FLASH_OK)
 				break;
 			struct bs_act *na = realloc(b->bs_act, (b->bs_nact + 1) * sizeof *na);
 			if (!na)
@@ -705,6 +711,16 @@ static void *bs_main(void *arg)
 	if (rc != FLASH_OK) {
 		bs_fail(b, "feed " BS_CONSUMER, rc);
 		goto out;
+	}
+	/* The feed's position is committed after the central commit, so it is
+	 * a position the central one has reached: the archiver may rely on it
+	 * before the first batch (an idle box writes none). */
+	struct flash_feed_info fi;
+	if (flash_feed_info_get(b->bs_f, &fi) == FLASH_OK) {
+		pthread_mutex_lock(&b->bs_mu);
+		if (fi.fi_committed_lsn > b->bs_st.pos_lsn)
+			b->bs_st.pos_lsn = fi.fi_committed_lsn;
+		pthread_mutex_unlock(&b->bs_mu);
 	}
 	uint32_t backoff_ms = 10;
 	uint64_t next_commit = bs_now_ms() + b->bs_o.commit_ms;

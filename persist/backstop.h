@@ -84,7 +84,9 @@ struct backstop_stats {
 	uint64_t batches;         /* committed transactions */
 	uint64_t retries;         /* batches rolled back and run again */
 	uint64_t reconnects;      /* moves to a URL (the first connect included) */
-	uint64_t pos_lsn;         /* the central position: every LSN <= this is written */
+	uint64_t pos_lsn;         /* the central position: every LSN <= this is written (at
+	                             start the feed's committed position, which trails it);
+	                             the archiver waits for it (archiver.h) */
 	uint32_t node;            /* index of the URL in use */
 	int      failed;          /* nonzero: the thread stopped on an error it cannot retry */
 };

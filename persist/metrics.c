@@ -307,7 +307,8 @@ static void render_archiver(struct metrics *m, struct mbuf *mb)
 	mb_metric(mb, "flashstock_archive_due", "gauge",
 	          "Ended activities past --archive-after-s not archived yet (last pass).", a.due);
 	mb_metric(mb, "flashstock_archive_waits_total", "counter",
-	          "Archiver passes that waited for MariaDB to apply what the segment reflects.", a.waits);
+	          "Archiver passes that waited for MariaDB (or the backstop) to take what the "
+	          "segment reflects.", a.waits);
 	mb_metric(mb, "flashstock_archive_failures_total", "counter",
 	          "flash_archive() calls of the archiver that failed.", a.failures);
 }

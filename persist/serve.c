@@ -143,6 +143,15 @@ static int serve_applied_lsn(void *arg, uint64_t *lsn)
 	return 0;
 }
 
+/* The archiver asks how far the backstop is (it archives nothing past it). */
+static int serve_backstop_lsn(void *arg, uint64_t *lsn)
+{
+	struct backstop_stats bs;
+	backstop_stats_get(arg, &bs);
+	*lsn = bs.pos_lsn;
+	return 0;
+}
+
 static void serve_snap_stats(struct serve *s)
 {
 	struct snap_stats ss;
@@ -1283,23 +1292,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			goto out;
 		}
 	}
-	if (o->archive_after_s != 0 && s.sv_pump == NULL) {
-		serve_log(&s, SERVE_LOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
-		          "and there is no --mysql (archive by hand: flashstock archive --no-mysql-check)");
-	} else if (o->archive_after_s != 0) {
-		struct archiver_opts ao = {
-			.segment = o->segment, .after_s = o->archive_after_s, .every_ms = o->archive_every_ms,
-			.applied_lsn = serve_applied_lsn, .applied_arg = s.sv_pump,
-			.log = serve_snap_log, .log_arg = &s,
-		};
-		if ((rc = archiver_start(&ao, &s.sv_arch)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "archiver: %s", flash_strerror(rc));
-			st->flash_rc = rc;
-			goto out;
-		}
-		serve_log(&s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
-		          "once MariaDB has applied them", o->archive_after_s);
-	}
+	/* The backstop before the archiver, which asks it how far it is (and
+	 * is stopped before it). */
 	if (o->backstop_urls != NULL) {
 		struct backstop_opts bo = {
 			.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop_urls,
@@ -1313,6 +1307,26 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		}
 		serve_log(&s, SERVE_LOG_INFO, "backstop started (box %u): the per-user limit across boxes",
 		          o->box_id);
+	}
+	if (o->archive_after_s != 0 && s.sv_pump == NULL) {
+		serve_log(&s, SERVE_LOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
+		          "and there is no --mysql (archive by hand: flashstock archive --no-mysql-check)");
+	} else if (o->archive_after_s != 0) {
+		struct archiver_opts ao = {
+			.segment = o->segment, .after_s = o->archive_after_s, .every_ms = o->archive_every_ms,
+			.applied_lsn = serve_applied_lsn, .applied_arg = s.sv_pump,
+			.backstop_lsn = s.sv_backstop ? serve_backstop_lsn : NULL,
+			.backstop_arg = s.sv_backstop,
+			.log = serve_snap_log, .log_arg = &s,
+		};
+		if ((rc = archiver_start(&ao, &s.sv_arch)) != FLASH_OK) {
+			serve_log(&s, SERVE_LOG_ERROR, "archiver: %s", flash_strerror(rc));
+			st->flash_rc = rc;
+			goto out;
+		}
+		serve_log(&s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
+		          "once MariaDB has applied them%s", o->archive_after_s,
+		          s.sv_backstop ? " and the backstop has written their orders" : "");
 	}
 	if (o->lease_urls != NULL) {
 		struct flash_lease_opts lo = {
@@ -1485,6 +1499,7 @@ out_restored:
 	}
 out:
 	serve_syncer_stop(&s);
+	serve_arch_stop(&s);            /* it reads the backstop's position */
 	(void)serve_backstop_stop(&s);
 	if (s.sv_lease) {
 		/* normally done already (the loop waited for it) */
@@ -1501,7 +1516,6 @@ out:
 		st->snap_failures = ss.failures;
 		st->wal_removed = ss.wal_removed;
 	}
-	serve_arch_stop(&s);
 	serve_reclaimer_stop(s.sv_reclaim, st);
 	s.sv_reclaim = NULL;
 	if (s.sv_pump) {

@@ -27,9 +27,10 @@
  * hold a byte-identical copy, so nothing is skipped by mistake.
  *
  * With archive_after_s and an applier, a thread archives every activity
- * whose window closed that long ago once MariaDB's applied LSN covers the
- * segment (archiver.h); it stops before the last drain, so its ARCHIVE
- * records are written.
+ * whose window closed that long ago once MariaDB's applied LSN -- and,
+ * with backstop_urls, the backstop's position -- covers the segment
+ * (archiver.h); it stops before the last drain, so its ARCHIVE records are
+ * written.
  *
  * With reconcile_every_ms set (the default: 5 minutes) a thread compares
  * the segment, the WAL and MySQL periodically and once more at a clean stop
@@ -112,7 +113,8 @@ struct serve_opts {
 	int           no_reclaim;       /* 1: never (a one-bank segment never anyway) */
 	uint32_t      reclaim_every_ms; /* 0: 1000 */
 	/* Archiving (archiver.h): activities whose window closed archive_after_s
-	 * ago are archived once MariaDB applied everything the segment reflects.
+	 * ago are archived once MariaDB applied everything the segment reflects
+	 * (and the backstop, if any, wrote it).
 	 * Needs the applier (mysql_url or mysql_defaults): without it nothing is
 	 * archived (logged).  serve_opts_default: 0 (never); `flashstock serve`:
 	 * 3600 unless --archive-after-s says otherwise. */
