@@ -6,12 +6,17 @@
 # shows; each kind of bad CSV fails with exit 2, names the line and column,
 # and leaves the segment byte-for-byte as it was (status before == after),
 # even when the bad row comes after good ones; flag errors exit 2; a missing
-# segment exits 1 with the engine's reason.
+# segment exits 1 with the engine's reason.  A header naming only some
+# columns, in any order (the seeds' warm-up list: activity_id,sku_id,units),
+# loads with the documented defaults, and an omitted column leaves an
+# existing activity as it is; an unknown, repeated or missing required
+# column, a file without a header and a bad row among good ones exit 2 with
+# nothing loaded, errors naming the column as the header calls it.
 set -u
 F=${1:?usage: cli_load.sh path/to/flashstock}
 N=/fs-cli-load-$$-$RANDOM
 T=$(mktemp -d)
-trap '"$F" destroy --name "$N" >/dev/null 2>&1; rm -rf "$T"' EXIT
+trap '"$F" destroy --name "$N" >/dev/null 2>&1; "$F" destroy --name "$N-h" >/dev/null 2>&1; rm -rf "$T"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 has() { # has FILE STRING: the file contains the exact string
@@ -96,7 +101,7 @@ bad actdiff  "3: column 7 (limit): activity 7 exists with limit 1, the input say
 printf 'activity,sku_id,units,shards,start,end,limit,max_qty,scope,cancel_returns_quota,token_required,day_offset_s\n9,1,1,,,,,,,,,\n' > "$T/header.csv"
 "$F" load --name "$N" --csv "$T/header.csv" 2> "$T/header.err"; rc=$?
 [ $rc = 2 ] || fail "header: exit $rc, want 2"
-has "$T/header.err" "header.csv:1: column 1 (activity_id): header: expected 'activity_id', found 'activity'"
+has "$T/header.err" "header.csv:1: column 1 (header): unknown column 'activity'; the columns are activity_id, sku_id, units,"
 # a missing file
 "$F" load --name "$N" --csv "$T/nope.csv" 2> "$T/nope.err"; rc=$?
 [ $rc = 2 ] || fail "missing file: exit $rc, want 2"
@@ -118,6 +123,103 @@ has "$T/s3" '{"activity_id":9,"sku_id":1,"shards":2,"total":10,"available":10,"s
 has "$T/s3" '{"activity_id":9,"sku_id":2,"shards":1,"total":5,"available":5,"sold":0}'
 has "$T/s3" '"units_total":10015,'
 has "$T/s3" '"scope":"day"'
+
+# ---- a header naming only some columns --------------------------------------
+# Its own segment, so the figures above stay as they are.
+H=$N-h
+"$F" create --name "$H" --skus 64 --orders 4096 >/dev/null || fail "create $H"
+DAY_NS=86400000000000
+window() { # window FILE ACTIVITY: end_ns - start_ns of the activity
+	local s e
+	s=$(grep -o "\"id\":$2,[^}]*" "$1" | grep -o '"start_ns":[0-9]*' | cut -d: -f2)
+	e=$(grep -o "\"id\":$2,[^}]*" "$1" | grep -o '"end_ns":[0-9]*' | cut -d: -f2)
+	echo $((e - s))
+}
+# the seeds' warm-up: a plain list of skus and counts
+printf 'activity_id,sku_id,units\n31,1,1000\n31,2,250\n31,3,0\n' > "$T/warm.csv"
+"$F" load --name "$H" --csv "$T/warm.csv" > "$T/warm.out" 2>&1 || { cat "$T/warm.out"; fail "3-column csv"; }
+"$F" status --name "$H" --json > "$T/h1" || fail "status --json ($H)"
+has "$T/h1" '{"activity_id":31,"sku_id":1,"shards":1,"total":1000,"available":1000,"sold":0}'
+has "$T/h1" '{"activity_id":31,"sku_id":2,"shards":1,"total":250,"available":250,"sold":0}'
+has "$T/h1" '{"activity_id":31,"sku_id":3,"shards":1,"total":0,"available":0,"sold":0}'
+has "$T/h1" '"units_total":1250,"units_available":1250,"units_sold":0'
+has "$T/h1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":false,"token_required":false,"day_offset_s":0}'
+[ "$(window "$T/h1" 31)" = $DAY_NS ] || fail "activity 31: default window is not 24 h: $(window "$T/h1" 31)"
+
+# columns in another order, spaces around names; an omitted column leaves
+# the existing activity 31 as it is, a new activity 32 takes the defaults
+printf ' sku_id , units,activity_id,scope,limit\n4,40,31,,\n1,70,32,sku,3\n' > "$T/order.csv"
+"$F" load --name "$H" --csv "$T/order.csv" > "$T/order.out" 2>&1 || { cat "$T/order.out"; fail "reordered header"; }
+"$F" status --name "$H" --json > "$T/h2" || fail "status --json ($H)"
+has "$T/h2" '{"activity_id":31,"sku_id":4,"shards":1,"total":40,"available":40,"sold":0}'
+has "$T/h2" '{"activity_id":32,"sku_id":1,"shards":1,"total":70,"available":70,"sold":0}'
+has "$T/h2" '"limit":3,"max_qty":1,"scope":"sku","cancel_returns_quota":false,"token_required":false,"day_offset_s":0}'
+has "$T/h2" '"units_total":1360,'
+[ "$(window "$T/h2" 32)" = $DAY_NS ] || fail "activity 32: default window is not 24 h"
+grep -o '"id":31,[^}]*' "$T/h1" > "$T/a31.before"
+grep -o '"id":31,[^}]*' "$T/h2" > "$T/a31.after"
+cmp -s "$T/a31.before" "$T/a31.after" || fail "activity 31 changed when only a sku was added"
+
+# the whole header, as before, still loads (its columns shuffled, too)
+printf 'day_offset_s,token_required,cancel_returns_quota,scope,max_qty,limit,end,start,shards,units,sku_id,activity_id\n-60,1,1,day,2,2,+7200,now,2,9,1,33\n' > "$T/full.csv"
+"$F" load --name "$H" --csv "$T/full.csv" > "$T/full.out" 2>&1 || { cat "$T/full.out"; fail "shuffled full header"; }
+"$F" status --name "$H" --json > "$T/h3" || fail "status --json ($H)"
+has "$T/h3" '{"activity_id":33,"sku_id":1,"shards":2,"total":9,"available":9,"sold":0}'
+has "$T/h3" '"limit":2,"max_qty":2,"scope":"day","cancel_returns_quota":true,"token_required":true,"day_offset_s":-60}'
+[ "$(window "$T/h3" 33)" = 7200000000000 ] || fail "activity 33 window"
+
+hbad() { # hbad NAME EXPECTED-STDERR-SUBSTRING LINES...: exit 2, nothing loaded
+	local name=$1 want=$2; shift 2
+	printf '%s\n' "$@" > "$T/$name.csv"
+	"$F" load --name "$H" --csv "$T/$name.csv" > "$T/$name.out" 2> "$T/$name.err"; rc=$?
+	[ $rc = 2 ] || { cat "$T/$name.err" >&2; fail "$name: exit $rc, want 2"; }
+	has "$T/$name.err" "$T/$name.csv:$want"
+	has "$T/$name.err" "nothing was loaded"
+	"$F" status --name "$H" --json > "$T/h4" || fail "status after $name"
+	cmp -s "$T/h3" "$T/h4" || { diff "$T/h3" "$T/h4" >&2; fail "$name changed the segment"; }
+}
+hbad unknown   "1: column 4 (header): unknown column 'colour'" \
+	"activity_id,sku_id,units,colour" "40,1,5,red"
+hbad repeated  "1: column 4 (header): 'sku_id' is also column 2" \
+	"activity_id,sku_id,units,sku_id" "40,1,5,2"
+hbad emptyname "1: column 3 (header): empty column name" \
+	"activity_id,sku_id,,units" "40,1,,5"
+hbad nosku     "1: header: no sku_id column" \
+	"activity_id,units" "40,5"
+hbad nounits   "1: header: no units column" \
+	"sku_id,activity_id,shards" "1,40,1"
+hbad noheader  "1: expected a header row naming the columns" \
+	"40,1,5" "40,2,5"
+hbad onlyhdr   "1: no rows after the header" \
+	"activity_id,sku_id,units"
+# a bad row between good ones, for a new activity and an existing one
+hbad midrow    "3: column 3 (units): not a non-negative integer: 'x'" \
+	"activity_id,sku_id,units" "40,1,5" "40,2,x" "31,9,5"
+# errors name the column as this header calls it
+hbad midorder  "3: column 1 (units): not a non-negative integer: 'lots'" \
+	"units,activity_id,sku_id" "5,40,1" "lots,40,2"
+hbad short     "3: column 3 (sku_id): expected 3 fields, found 2" \
+	"units,activity_id,sku_id" "5,40,1" "5,40"
+hbad long      "2: column 4 (extra): expected 3 fields, found 4" \
+	"units,activity_id,sku_id" "5,40,1,1"
+hbad existing  "2: column 1 (limit): activity 31 exists with limit 1, the input says 5" \
+	"limit,activity_id,sku_id,units" "5,31,9,1"
+hbad dupsku    "3: column 1 (sku_id): sku 4 of activity 31 is already in the segment" \
+	"sku_id,activity_id,units" "5,31,1" "4,31,1"
+hbad window    "2: column 5 (end): activity 41: end" \
+	"activity_id,start,sku_id,units,end" "41,+60,1,1,+30"
+hbad case      "1: column 3 (header): unknown column 'Units'" \
+	"activity_id,sku_id,Units" "41,1,5"
+# a start near the last time there is, with the end omitted: the default
+# end stops at the last time rather than wrapping around to before start
+printf 'activity_id,sku_id,units,start\n42,1,1,2262-04-11T00:00:00Z\n' > "$T/late.csv"
+"$F" load --name "$H" --csv "$T/late.csv" > "$T/late.out" 2>&1 || { cat "$T/late.out"; fail "late start"; }
+"$F" status --name "$H" --json > "$T/h5" || fail "status --json ($H)"
+has "$T/h5" '"end_ns":9223372036854775807'
+"$F" load --help > "$T/help" || fail "load --help"
+has "$T/help" "activity_id,sku_id,units"
+has "$T/help" "a header line naming the columns present,"
+"$F" destroy --name "$H" >/dev/null || fail "destroy $H"
 
 # ---- no segment -------------------------------------------------------------
 "$F" destroy --name "$N" || fail "destroy"
