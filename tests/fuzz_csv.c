@@ -6,7 +6,10 @@
  * to 13 and checks what the reader promises: it either fails with a line
  * number inside the input, or returns rows whose fields lie inside the
  * buffer, in input order, with line numbers that grow; the typed readers
- * accept or refuse each field without reading past it.  The input is copied
+ * accept or refuse each field without reading past it.  The header reader
+ * (csv_parse_first) gives at most one row, the same first row csv_parse
+ * gives at its width, and csv_header_map maps a header to distinct known
+ * names or refuses it, always when it is wider than the names.  The input is copied
  * to an exactly sized buffer so AddressSanitizer sees any overread.
  *
  * Built two ways:
@@ -49,6 +52,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf, data, size);
 	for (i = 0; i < size; i++)
 		lines += buf[i] == '\n';
+
+	{
+		struct csv_doc h, d;
+		struct csv_error e;
+		size_t map[14], n, c, j;
+
+		memset(&e, 0, sizeof e);
+		if (csv_parse_first(buf, size, &h, &e) != 0) {
+			fuzz_check(e.line >= 1 && e.line <= lines, "header error line inside the input");
+			fuzz_check(h.nrows == 0 && h.rows == NULL, "no header after an error");
+		} else if (h.nrows == 0) {
+			fuzz_check(csv_parse(buf, size, 1, &d, &e) == 0 && d.nrows == 0,
+			           "no header means no rows");
+			csv_free(&d);
+		} else {
+			fuzz_check(h.nrows == 1, "one header row");
+			fuzz_check(h.ncols >= 1 && h.ncols <= CSV_COLS_MAX, "header width in range");
+			if (csv_parse(buf, size, h.ncols, &d, &e) == 0) {
+				fuzz_check(d.nrows >= 1 && d.rows[0].line == h.rows[0].line,
+				           "header is the first row");
+				for (c = 0; c < h.ncols; c++)
+					fuzz_check(d.rows[0].f[c].p == h.rows[0].f[c].p &&
+					           d.rows[0].f[c].len == h.rows[0].f[c].len,
+					           "header fields are the first row's");
+				csv_free(&d);
+			}
+			n = h.ncols < 14 ? h.ncols : 14;
+			if (csv_header_map(&h.rows[0], n, names, 13, map, &e) == 0) {
+				fuzz_check(h.ncols <= 13, "a header wider than the names is refused");
+				for (c = 0; c < n; c++) {
+					fuzz_check(map[c] < 13, "mapped to a name");
+					for (j = 0; j < c; j++)
+						fuzz_check(map[j] != map[c], "each name mapped once");
+				}
+			} else {
+				fuzz_check(e.line == h.rows[0].line && e.column >= 1 && e.column <= n,
+				           "header error names a header column");
+			}
+		}
+		csv_free(&h);
+	}
 
 	for (ncols = 1; ncols <= 13; ncols++) {
 		struct csv_doc d;
@@ -95,6 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifndef FLASH_LIBFUZZER
 /* Seeds: the loader's own dialect, good and bad. */
 static const char *const fuzz_seeds[] = {
+	"activity_id,sku_id,units\n31,1,1000\n31,2,250\n",
+	"# warm-up\n\n sku_id , units,activity_id,sku_id\n1,2,3,4\n",
 	"activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,"
 	"cancel_returns_quota,token_required,day_offset_s\n"
 	"7,1,5000,4,now,+3600,1,1,activity,0,1,0\n7,2,3000,,,,,,,,,\n",

@@ -148,6 +148,94 @@ static void test_csv_header_check_names_first_differing_column(void **state)
 	csv_free(&d);
 }
 
+static void test_csv_parse_first_takes_the_width_of_the_first_row_only(void **state)
+{
+	/* a BOM, a comment and a blank line before the header; a row after it
+	 * that csv_parse() would refuse is not read */
+	const char in[] = "\xef\xbb\xbf# warm-up\n\r\n a , b,c\r\n1,\"2\"\n";
+	struct csv_doc d;
+	struct csv_error e;
+
+	(void)state;
+	assert_int_equal(csv_parse_first(in, strlen(in), &d, &e), 0);
+	assert_int_equal(d.nrows, 1);
+	assert_int_equal(d.ncols, 3);
+	assert_int_equal(d.rows[0].line, 3);
+	assert_field(&d, 0, 0, "a");
+	assert_field(&d, 0, 1, "b");
+	assert_field(&d, 0, 2, "c");
+	csv_free(&d);
+	assert_int_equal(csv_parse_first("x\n", 2, &d, &e), 0);
+	assert_int_equal(d.ncols, 1);
+	csv_free(&d);
+}
+
+static void test_csv_parse_first_of_no_rows_is_empty_and_errors_are_csv_parse_s(void **state)
+{
+	struct csv_doc d;
+	struct csv_error e;
+	char *wide;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(csv_parse_first("", 0, &d, &e), 0);
+	assert_int_equal(d.nrows, 0);
+	csv_free(&d);
+	assert_int_equal(csv_parse_first("# c\n\n  \n", 8, &d, &e), 0);
+	assert_int_equal(d.nrows, 0);
+	csv_free(&d);
+	/* a quote in a comment before the header, and in the header */
+	assert_int_equal(csv_parse_first("#\"\na\n", 5, &d, &e), -1);
+	assert_int_equal(e.line, 1);
+	assert_int_equal(csv_parse_first("\na,\"b\"\n", 7, &d, &e), -1);
+	assert_int_equal(e.line, 2);
+	assert_int_equal(e.column, 2);
+	assert_null(d.rows);
+	/* CSV_COLS_MAX + 1 fields */
+	wide = malloc(CSV_COLS_MAX + 1);
+	assert_non_null(wide);
+	for (i = 0; i < CSV_COLS_MAX; i++)
+		wide[i] = ',';
+	wide[CSV_COLS_MAX] = '\n';
+	assert_int_equal(csv_parse_first(wide, CSV_COLS_MAX + 1, &d, &e), -1);
+	assert_int_equal(e.line, 1);
+	assert_int_equal(e.column, CSV_COLS_MAX + 1);
+	free(wide);
+}
+
+static void test_csv_header_map_any_order_and_each_bad_name(void **state)
+{
+	static const char *const names[4] = { "id", "qty", "scope", "note" };
+	const char in[] = "scope, id ,qty\nid,qty,id\nid,,qty\nid,Qty\n";
+	struct csv_doc d;
+	struct csv_error e;
+	size_t map[4];
+
+	(void)state;
+	assert_int_equal(csv_parse(in, 14, 3, &d, &e), 0);
+	assert_int_equal(csv_header_map(&d.rows[0], 3, names, 4, map, &e), 0);
+	assert_int_equal(map[0], 2);
+	assert_int_equal(map[1], 0);
+	assert_int_equal(map[2], 1);
+	csv_free(&d);
+
+	assert_int_equal(csv_parse(in + 15, 18, 3, &d, &e), 0);
+	assert_int_equal(csv_header_map(&d.rows[0], 3, names, 4, map, &e), -1);
+	assert_int_equal(e.column, 3);
+	assert_non_null(strstr(e.msg, "'id' is also column 1"));
+	assert_int_equal(csv_header_map(&d.rows[1], 3, names, 4, map, &e), -1);
+	assert_int_equal(e.line, 2);
+	assert_int_equal(e.column, 2);
+	assert_non_null(strstr(e.msg, "empty column name"));
+	csv_free(&d);
+
+	assert_int_equal(csv_parse(in + 33, 7, 2, &d, &e), 0);
+	assert_int_equal(csv_header_map(&d.rows[0], 2, names, 4, map, &e), -1);
+	assert_int_equal(e.column, 2);
+	assert_non_null(strstr(e.msg, "unknown column 'Qty'"));
+	csv_free(&d);
+}
+
 static struct csv_field fld(const char *s)
 {
 	struct csv_field f = { s, strlen(s) };
@@ -267,6 +355,9 @@ int main(void)
 		cmocka_unit_test(test_csv_rejects_quotes_nul_and_stray_cr),
 		cmocka_unit_test(test_csv_rejects_bad_column_count_argument),
 		cmocka_unit_test(test_csv_header_check_names_first_differing_column),
+		cmocka_unit_test(test_csv_parse_first_takes_the_width_of_the_first_row_only),
+		cmocka_unit_test(test_csv_parse_first_of_no_rows_is_empty_and_errors_are_csv_parse_s),
+		cmocka_unit_test(test_csv_header_map_any_order_and_each_bad_name),
 		cmocka_unit_test(test_csv_u64_reads_ranges_and_rejects_junk),
 		cmocka_unit_test(test_csv_i64_and_bool),
 		cmocka_unit_test(test_csv_every_prefix_stays_in_bounds),

@@ -8,10 +8,16 @@
  *   3. From CSV
  *   4. Checking the plan against the segment, then applying it
  *
- * Everything is validated before the first change: syntax and ranges of
- * every field, agreement between rows of one activity, duplicate skus,
- * skus and activities already in the segment, and free capacity.  Only then
- * are activities and skus added.  A bad input (exit 2) loads nothing.
+ * Everything is validated before the first change: the header, syntax and
+ * ranges of every field, agreement between rows of one activity, duplicate
+ * skus, skus and activities already in the segment, and free capacity.
+ * Only then are activities and skus added.  A bad input (exit 2) loads
+ * nothing.
+ *
+ * A CSV's header names the columns it has, in any order: stock warm-up is
+ * often a plain list of activity_id,sku_id,units.  A column left out is
+ * read as empty on every row, so it means what an empty field means: the
+ * existing activity's value, or the default (load_help() lists them).
  * Every range is the engine's own (flashstock.h: FLASH_LIMIT_MAX,
  * FLASH_QTY_MAX, FLASH_DAY_OFFSET_MAX_S, FLASH_UNITS_MAX, FLASH_SHARDS_MAX),
  * and each resolved activity passes flash_activity_check() before the first
@@ -62,6 +68,23 @@ struct load_sku {
 	size_t   line;           /* CSV line (0 for flags) */
 };
 
+/* The CSV columns a header may name (any subset holding the first three,
+ * in any order). */
+enum { C_ACT, C_SKU, C_UNITS, C_SHARDS, C_START, C_END, C_LIMIT, C_MAXQTY,
+       C_SCOPE, C_CRQ, C_TOKREQ, C_DAYOFF, C_N };
+
+static const char *const load_csv_cols[C_N] = {
+	"activity_id", "sku_id", "units", "shards", "start", "end", "limit",
+	"max_qty", "scope", "cancel_returns_quota", "token_required", "day_offset_s"
+};
+
+/* The CSV column of each activity field. */
+static const int load_act_col[F_N] = {
+	C_START, C_END, C_LIMIT, C_MAXQTY, C_SCOPE, C_CRQ, C_TOKREQ, C_DAYOFF
+};
+
+#define LOAD_DAY_NS (86400LL * 1000000000LL)
+
 struct load_plan {
 	const char      *cmd;
 	const char      *file;   /* CSV path, NULL for flags */
@@ -70,7 +93,17 @@ struct load_plan {
 	size_t           nacts, acts_cap;
 	struct load_sku *skus;
 	size_t           nskus, skus_cap;
+	size_t           csv_ncols;        /* header's columns; 0 until it is read */
+	size_t           csv_field[C_N];   /* column c (0-based) holds C_ field csv_field[c] */
+	size_t           csv_col[C_N];     /* C_ field's column, 1-based; 0: not in the header */
 };
+
+/* The 1-based column of C_ field @p c in the input, 0 when it has none
+ * (flags, or a header that leaves it out). */
+static size_t load_col(const struct load_plan *p, int c)
+{
+	return p->file ? p->csv_col[c] : 0;
+}
 
 
 /* Report a bad input: with a file, "FILE:LINE: column C (name): why";
@@ -223,18 +256,29 @@ static void load_help(FILE *out)
 	        "  --units U              units of stock, 0..%llu (required for each sku)\n"
 	        "  --shards S             stock slots, 1..%u (default 1; more for a hot sku)\n"
 	        "\n"
-	        "CSV (--csv FILE, or - for stdin): a header line, then one row per sku:\n"
+	        "CSV (--csv FILE, or - for stdin): a header line naming the columns present,\n"
+	        "in any order, then one row per sku.  The columns:\n"
 	        "  activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,\n"
 	        "  cancel_returns_quota,token_required,day_offset_s\n"
-	        "  - activity_id, sku_id and units are required; any other field may be empty\n"
-	        "    and then takes its default (or the existing activity's value);\n"
+	        "  - activity_id, sku_id and units are required; any other column may be\n"
+	        "    left out of the header, or a field left empty: it then takes its\n"
+	        "    default -- shards 1, and for a new activity the defaults above (start\n"
+	        "    now, end start + 24 h, limit 1, max_qty 1, scope activity,\n"
+	        "    cancel_returns_quota 0, token_required 0, day_offset_s 0) -- while an\n"
+	        "    activity already in the segment keeps its own values;\n"
+	        "  - names are exact (lower case); an unknown, repeated or empty name, a\n"
+	        "    required column missing, or data on the first line is an error;\n"
 	        "  - an activity is defined by its rows: a field given on several rows of one\n"
 	        "    activity must be the same on all of them;\n"
 	        "  - booleans: 0/1, true/false, yes/no; times as for --start;\n"
 	        "  - lines end in LF or CRLF; blank lines and lines starting with '#' are\n"
 	        "    skipped; fields are not quoted (a '\"' is an error);\n"
 	        "  - errors name the line and column: FILE:LINE: column C (name): reason.\n"
-	        "Example:\n"
+	        "Examples -- stock warm-up, every other field its default:\n"
+	        "  activity_id,sku_id,units\n"
+	        "  7,1,5000\n"
+	        "  7,2,3000\n"
+	        "and every column:\n"
 	        "  activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,cancel_returns_quota,token_required,day_offset_s\n"
 	        "  7,1,5000,4,now,+3600,1,1,activity,0,1,0\n"
 	        "  7,2,3000,1,,,,,,,,\n"
@@ -411,14 +455,6 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
  * 3. From CSV
  * ------------------------------------------------------------------------ */
 
-enum { C_ACT, C_SKU, C_UNITS, C_SHARDS, C_START, C_END, C_LIMIT, C_MAXQTY,
-       C_SCOPE, C_CRQ, C_TOKREQ, C_DAYOFF, C_N };
-
-static const char *const load_csv_cols[C_N] = {
-	"activity_id", "sku_id", "units", "shards", "start", "end", "limit",
-	"max_qty", "scope", "cancel_returns_quota", "token_required", "day_offset_s"
-};
-
 #define LOAD_CSV_MAX_BYTES (64u << 20)
 
 /* Read a whole file ("-" = stdin) into a malloc'ed buffer. */
@@ -478,19 +514,79 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Report a csv_error as a bad input line. */
+/* Report a csv_error as a bad input line, naming the column as the header
+ * does ("header" for an error in the header itself). */
 static int load_csv_err(const struct load_plan *p, const struct csv_error *e)
 {
-	return load_bad(p, e->line, e->column,
-	                e->column >= 1 && e->column <= C_N ? load_csv_cols[e->column - 1] : "extra",
-	                "%s", e->msg);
+	const char *name = "extra";
+
+	if (p->csv_ncols == 0)
+		name = "header";
+	else if (e->column >= 1 && e->column <= p->csv_ncols)
+		name = load_csv_cols[p->csv_field[e->column - 1]];
+	return load_bad(p, e->line, e->column, name, "%s", e->msg);
 }
 
-/* One activity field of a CSV row: empty means "not given". */
-static int load_csv_act_field(struct load_plan *p, struct load_act *a,
-                              const struct csv_row *r, int col, int f)
+/* Field @p c (a C_ column) of a CSV row; a column the header leaves out
+ * reads as an empty field. */
+static const struct csv_field *load_csv_get(const struct load_plan *p,
+                                            const struct csv_row *r, int c)
 {
-	const struct csv_field *fld = &r->f[col];
+	static const struct csv_field empty = { "", 0 };
+
+	return p->csv_col[c] ? &r->f[p->csv_col[c] - 1] : &empty;
+}
+
+/*
+ * Read the header row: every name known and named once, activity_id,
+ * sku_id and units present.  A first row that starts with a number is data
+ * without a header: refused rather than guessed at, since a file that lost
+ * its header line would otherwise load by position.  Sets the column maps.
+ */
+static int load_csv_header(struct load_plan *p, const struct csv_row *hdr, size_t ncols)
+{
+	static const int required[] = { C_ACT, C_SKU, C_UNITS };
+	/* more than C_N columns repeat or miss a name within the first
+	 * C_N + 1 (csv_header_map), so those are all we need to map */
+	size_t map[C_N + 1], n = ncols <= C_N + 1 ? ncols : C_N + 1, c, k;
+	struct csv_error e;
+	int64_t num;
+
+	if (csv_field_i64(&hdr->f[0], INT64_MIN, INT64_MAX, &num, hdr->line, 1, &e) == 0)
+		return load_bad(p, hdr->line, 0, NULL,
+		                "expected a header row naming the columns (such as "
+		                "activity_id,sku_id,units), found a row of data");
+	if (csv_header_map(hdr, n, load_csv_cols, C_N, map, &e) != 0) {
+		int known = 0;
+		for (k = 0; k < C_N; k++)
+			known |= csv_field_eq(&hdr->f[e.column - 1], load_csv_cols[k]);
+		if (known)
+			return load_csv_err(p, &e);
+		return load_bad(p, e.line, e.column, "header",
+		                "%s; the columns are activity_id, sku_id, units, shards, start, "
+		                "end, limit, max_qty, scope, cancel_returns_quota, "
+		                "token_required, day_offset_s", e.msg);
+	}
+	for (c = 0; c < ncols; c++) {
+		p->csv_field[c] = map[c];
+		p->csv_col[map[c]] = c + 1;
+	}
+	for (k = 0; k < sizeof required / sizeof required[0]; k++)
+		if (!p->csv_col[required[k]])
+			return load_bad(p, hdr->line, 0, NULL,
+			                "header: no %s column (activity_id, sku_id and units are required)",
+			                load_csv_cols[required[k]]);
+	p->csv_ncols = ncols;
+	return 0;
+}
+
+/* One activity field of a CSV row, from C_ column @p c: empty or left out
+ * means "not given". */
+static int load_csv_act_field(struct load_plan *p, struct load_act *a,
+                              const struct csv_row *r, int c, int f)
+{
+	const struct csv_field *fld = load_csv_get(p, r, c);
+	size_t col = load_col(p, c);
 	struct csv_error e;
 	char tmp[80];
 	uint64_t u;
@@ -504,20 +600,20 @@ static int load_csv_act_field(struct load_plan *p, struct load_act *a,
 	case F_END: {
 		char why[160];
 		if (csv_field_copy(fld, tmp, sizeof tmp) != 0)
-			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
+			return load_bad(p, r->line, col, load_csv_cols[c],
 			                "not a time: '%.40s...' is too long", tmp);
 		if (tool_parse_time(tmp, p->now_ns, &v, why, sizeof why) != 0)
-			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
+			return load_bad(p, r->line, col, load_csv_cols[c],
 			                "'%.40s' %s", tmp, why);
 		break;
 	}
 	case F_LIMIT:
-		if (csv_field_u64(fld, 1, FLASH_LIMIT_MAX, &u, r->line, (size_t)col + 1, &e))
+		if (csv_field_u64(fld, 1, FLASH_LIMIT_MAX, &u, r->line, col, &e))
 			return load_csv_err(p, &e);
 		v = (int64_t)u;
 		break;
 	case F_MAXQTY:
-		if (csv_field_u64(fld, 1, FLASH_QTY_MAX, &u, r->line, (size_t)col + 1, &e))
+		if (csv_field_u64(fld, 1, FLASH_QTY_MAX, &u, r->line, col, &e))
 			return load_csv_err(p, &e);
 		v = (int64_t)u;
 		break;
@@ -525,36 +621,31 @@ static int load_csv_act_field(struct load_plan *p, struct load_act *a,
 		csv_field_copy(fld, tmp, sizeof tmp);
 		b = fld->len < sizeof tmp ? tool_scope_parse(tmp) : -1;
 		if (b < 0)
-			return load_bad(p, r->line, (size_t)col + 1, load_csv_cols[col],
+			return load_bad(p, r->line, col, load_csv_cols[c],
 			                "expected activity, sku or day, got '%.40s'", tmp);
 		v = b;
 		break;
 	case F_CRQ:
 	case F_TOKREQ:
-		if (csv_field_bool(fld, &b, r->line, (size_t)col + 1, &e))
+		if (csv_field_bool(fld, &b, r->line, col, &e))
 			return load_csv_err(p, &e);
 		v = b;
 		break;
 	case F_DAYOFF:
 		if (csv_field_i64(fld, -FLASH_DAY_OFFSET_MAX_S, FLASH_DAY_OFFSET_MAX_S, &v, r->line,
-		                  (size_t)col + 1, &e))
+		                  col, &e))
 			return load_csv_err(p, &e);
 		break;
 	default:
 		return load_bad(p, r->line, 0, NULL, "internal: field %d", f);
 	}
-	return load_set_field(p, a, f, v, r->line, (size_t)col + 1);
+	return load_set_field(p, a, f, v, r->line, col);
 }
 
 /* Parse the CSV file into @p p.  @return 0, or an exit code after a message. */
 static int load_from_csv(struct load_plan *p)
 {
-	static const int act_cols[F_N][2] = {
-		{ C_START, F_START }, { C_END, F_END }, { C_LIMIT, F_LIMIT },
-		{ C_MAXQTY, F_MAXQTY }, { C_SCOPE, F_SCOPE }, { C_CRQ, F_CRQ },
-		{ C_TOKREQ, F_TOKREQ }, { C_DAYOFF, F_DAYOFF }
-	};
-	struct csv_doc doc;
+	struct csv_doc hdr, doc;
 	struct csv_error e;
 	char *buf = NULL;
 	size_t len = 0, r, k;
@@ -568,20 +659,28 @@ static int load_from_csv(struct load_plan *p)
 		 * bad input, like a bad row; only memory and I/O errors are ours */
 		return rc == -ENOMEM || rc == -EIO ? TOOL_FAIL : TOOL_USAGE;
 	}
-	if (csv_parse(buf, len, C_N, &doc, &e) != 0) {
+	/* the header first, alone: it says how wide the rows are and names
+	 * their columns, for the errors in them too */
+	if (csv_parse_first(buf, len, &hdr, &e) != 0) {
+		rc = load_csv_err(p, &e);
+		free(buf);
+		return rc;
+	}
+	if (hdr.nrows == 0)
+		rc = load_bad(p, 0, 0, NULL, "empty: expected a header line and rows");
+	else
+		rc = load_csv_header(p, &hdr.rows[0], hdr.ncols);
+	csv_free(&hdr);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	if (csv_parse(buf, len, p->csv_ncols, &doc, &e) != 0) {
 		rc = load_csv_err(p, &e);
 		free(buf);
 		return rc;
 	}
 	rc = 0;
-	if (doc.nrows == 0) {
-		rc = load_bad(p, 0, 0, NULL, "empty: expected a header line and rows");
-		goto out;
-	}
-	if (csv_header_check(&doc.rows[0], C_N, load_csv_cols, &e) != 0) {
-		rc = load_csv_err(p, &e);
-		goto out;
-	}
 	if (doc.nrows == 1) {
 		rc = load_bad(p, doc.rows[0].line, 0, NULL, "no rows after the header");
 		goto out;
@@ -590,21 +689,25 @@ static int load_from_csv(struct load_plan *p)
 		const struct csv_row *row = &doc.rows[r];
 		struct load_act *a;
 		struct load_sku *s;
+		const struct csv_field *shards_f = load_csv_get(p, row, C_SHARDS);
 		uint64_t act_id, sku_id, units, shards = 1;
 		int f;
 
-		if (csv_field_u64(&row->f[C_ACT], 1, UINT32_MAX, &act_id, row->line, C_ACT + 1, &e) ||
-		    csv_field_u64(&row->f[C_SKU], 1, UINT32_MAX, &sku_id, row->line, C_SKU + 1, &e) ||
-		    csv_field_u64(&row->f[C_UNITS], 0, FLASH_UNITS_MAX, &units, row->line, C_UNITS + 1, &e) ||
-		    (row->f[C_SHARDS].len &&
-		     csv_field_u64(&row->f[C_SHARDS], 1, FLASH_SHARDS_MAX, &shards, row->line,
-		                   C_SHARDS + 1, &e))) {
+		if (csv_field_u64(load_csv_get(p, row, C_ACT), 1, UINT32_MAX, &act_id, row->line,
+		                  load_col(p, C_ACT), &e) ||
+		    csv_field_u64(load_csv_get(p, row, C_SKU), 1, UINT32_MAX, &sku_id, row->line,
+		                  load_col(p, C_SKU), &e) ||
+		    csv_field_u64(load_csv_get(p, row, C_UNITS), 0, FLASH_UNITS_MAX, &units, row->line,
+		                  load_col(p, C_UNITS), &e) ||
+		    (shards_f->len &&
+		     csv_field_u64(shards_f, 1, FLASH_SHARDS_MAX, &shards, row->line,
+		                   load_col(p, C_SHARDS), &e))) {
 			rc = load_csv_err(p, &e);
 			goto out;
 		}
 		for (k = 0; k < p->nskus; k++) {
 			if (p->skus[k].activity_id == act_id && p->skus[k].sku_id == sku_id) {
-				rc = load_bad(p, row->line, C_SKU + 1, "sku_id",
+				rc = load_bad(p, row->line, load_col(p, C_SKU), "sku_id",
 				              "sku %llu of activity %llu already given on line %zu",
 				              (unsigned long long)sku_id, (unsigned long long)act_id,
 				              p->skus[k].line);
@@ -623,10 +726,10 @@ static int load_from_csv(struct load_plan *p)
 		s->sku_id = (uint32_t)sku_id;
 		s->units = units;
 		s->shards = (uint32_t)shards;
-		s->shards_given = row->f[C_SHARDS].len != 0;
+		s->shards_given = shards_f->len != 0;
 		s->line = row->line;
 		for (f = 0; f < F_N; f++) {
-			rc = load_csv_act_field(p, a, row, act_cols[f][0], act_cols[f][1]);
+			rc = load_csv_act_field(p, a, row, load_act_col[f], f);
 			if (rc)
 				goto out;
 		}
@@ -686,7 +789,7 @@ static int load_check(struct load_plan *p, flash_t *h)
 		for (f = 0; f < F_N; f++) {
 			char b1[40], b2[40];
 			if (a->given[f] && a->v[f] != load_act_field(&cur, f))
-				return load_bad(p, a->line[f], a->line[f] ? (size_t)C_START + 1 + (size_t)f : 0,
+				return load_bad(p, a->line[f], load_col(p, load_act_col[f]),
 				                load_field_names[f],
 				                "activity %u exists with %s %s, the input says %s",
 				                a->id, load_field_names[f],
@@ -706,7 +809,11 @@ static int load_check(struct load_plan *p, flash_t *h)
 		memset(x, 0, sizeof *x);
 		x->id = a->id;
 		x->start_ns = a->given[F_START] ? a->v[F_START] : p->now_ns;
-		x->end_ns = a->given[F_END] ? a->v[F_END] : x->start_ns + 86400LL * 1000000000LL;
+		/* the default end is a day after start, or the last time there is
+		 * when start is within a day of it (not a sum that wraps) */
+		x->end_ns = a->given[F_END] ? a->v[F_END] :
+		            x->start_ns > INT64_MAX - LOAD_DAY_NS ? INT64_MAX :
+		            x->start_ns + LOAD_DAY_NS;
 		x->limit_per_user = a->given[F_LIMIT] ? (uint32_t)a->v[F_LIMIT] : 1;
 		x->max_qty = a->given[F_MAXQTY] ? (uint32_t)a->v[F_MAXQTY] : 1;
 		x->scope = a->given[F_SCOPE] ? (uint32_t)a->v[F_SCOPE] : FLASH_SCOPE_ACTIVITY;
@@ -714,9 +821,10 @@ static int load_check(struct load_plan *p, flash_t *h)
 		           (a->given[F_TOKREQ] && a->v[F_TOKREQ] ? FLASH_ACT_TOKEN_REQUIRED : 0);
 		x->day_offset_s = a->given[F_DAYOFF] ? (int32_t)a->v[F_DAYOFF] : 0;
 		if (x->end_ns <= x->start_ns) {
-			size_t line = a->given[F_END] ? a->line[F_END] : a->line[F_START];
+			int f_at = a->given[F_END] ? F_END : F_START;
 			char b1[40], b2[40];
-			return load_bad(p, line, line ? (size_t)C_END + 1 : 0, "end",
+			return load_bad(p, a->line[f_at], load_col(p, load_act_col[f_at]),
+			                load_field_names[f_at],
 			                "activity %u: end %s is not after start %s", a->id,
 			                tool_fmt_time(x->end_ns, b1, sizeof b1),
 			                tool_fmt_time(x->start_ns, b2, sizeof b2));
@@ -732,7 +840,7 @@ static int load_check(struct load_plan *p, flash_t *h)
 		struct load_sku *s = &p->skus[i];
 		rc = flash_sku_get(h, s->activity_id, s->sku_id, &si);
 		if (rc == FLASH_OK)
-			return load_bad(p, s->line, s->line ? C_SKU + 1 : 0, "sku_id",
+			return load_bad(p, s->line, load_col(p, C_SKU), "sku_id",
 			                "sku %u of activity %u is already in the segment",
 			                s->sku_id, s->activity_id);
 		if (rc != FLASH_ENOT_FOUND)

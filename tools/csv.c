@@ -121,7 +121,7 @@ int csv_parse(const char *buf, size_t len, size_t ncols,
 		return -1;
 	}
 	memset(doc, 0, sizeof *doc);
-	if (ncols == 0 || ncols > 4096) {
+	if (ncols == 0 || ncols > CSV_COLS_MAX) {
 		csv_seterr(err, 0, 0, "bad column count %zu", ncols);
 		return -1;
 	}
@@ -223,6 +223,61 @@ fail:
 	return -1;
 }
 
+/*
+ * Find the first row the way csv_parse() does (after a byte-order mark,
+ * past blank and comment lines), count its fields, and let csv_parse() read
+ * the input up to the end of that row with that many: one reader, so the
+ * header is held to the same dialect, with the same line numbers, as the
+ * rows after it.  A '"', NUL or stray '\r' in a line skipped here is left
+ * for csv_parse() to report.
+ */
+int csv_parse_first(const char *buf, size_t len,
+                    struct csv_doc *doc, struct csv_error *err)
+{
+	size_t pos = 0, line = 0;
+
+	if (!doc) {
+		csv_seterr(err, 0, 0, "no output document");
+		return -1;
+	}
+	memset(doc, 0, sizeof *doc);
+	if (!buf && len) {
+		csv_seterr(err, 0, 0, "no input buffer");
+		return -1;
+	}
+	if (len >= 3 && (unsigned char)buf[0] == 0xef && (unsigned char)buf[1] == 0xbb &&
+	    (unsigned char)buf[2] == 0xbf)
+		pos = 3;
+
+	while (pos < len) {
+		size_t start = pos, end = pos, stop, next, i, nf = 1;
+
+		line++;
+		while (end < len && buf[end] != '\n')
+			end++;
+		next = end < len ? end + 1 : len;
+		stop = end;
+		if (stop > start && buf[stop - 1] == '\r')
+			stop--;
+		i = start;
+		while (i < stop && csv_blank(buf[i]))
+			i++;
+		if (i == stop || buf[i] == '#') {
+			pos = next;
+			continue;
+		}
+		for (i = start; i < stop; i++)
+			nf += buf[i] == ',';
+		if (nf > CSV_COLS_MAX) {
+			csv_seterr(err, line, CSV_COLS_MAX + 1, "more than %d fields", CSV_COLS_MAX);
+			return -1;
+		}
+		return csv_parse(buf, next, nf, doc, err);
+	}
+	/* no row: an empty document of width 1, as csv_parse() would give */
+	return csv_parse(buf, len, 1, doc, err);
+}
+
 void csv_free(struct csv_doc *doc)
 {
 	if (!doc)
@@ -245,6 +300,38 @@ int csv_header_check(const struct csv_row *row, size_t ncols,
 			           "header: expected '%s', found '%s'", names[c], got);
 			return -1;
 		}
+	}
+	return 0;
+}
+
+int csv_header_map(const struct csv_row *row, size_t ncols,
+                   const char *const *names, size_t nnames,
+                   size_t *map, struct csv_error *err)
+{
+	size_t c, k, j;
+
+	for (c = 0; c < ncols; c++) {
+		const struct csv_field *f = &row->f[c];
+		char got[40];
+
+		csv_excerpt(f, got, sizeof got);
+		if (f->len == 0) {
+			csv_seterr(err, row->line, c + 1, "empty column name");
+			return -1;
+		}
+		for (k = 0; k < nnames && !csv_field_eq(f, names[k]); k++)
+			;
+		if (k == nnames) {
+			csv_seterr(err, row->line, c + 1, "unknown column '%s'", got);
+			return -1;
+		}
+		for (j = 0; j < c; j++) {
+			if (map[j] == k) {
+				csv_seterr(err, row->line, c + 1, "'%s' is also column %zu", got, j + 1);
+				return -1;
+			}
+		}
+		map[c] = k;
 	}
 	return 0;
 }

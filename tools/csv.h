@@ -15,7 +15,8 @@
  *     skipped (their line numbers still count);
  *   - quoted fields are not supported: a '"' anywhere is an error, and so
  *     are a NUL byte and a '\r' that does not end a line;
- *   - every row has exactly the number of fields the caller asks for.
+ *   - every row has exactly the number of fields the caller asks for
+ *     (csv_parse_first() takes it from the first row, a header).
  *
  * Fields point into the caller's buffer and are NOT NUL-terminated; keep the
  * buffer alive as long as the rows.
@@ -58,6 +59,22 @@ struct csv_error {
 int csv_parse(const char *buf, size_t len, size_t ncols,
               struct csv_doc *doc, struct csv_error *err);
 
+/* The most fields a row may have. */
+#define CSV_COLS_MAX 4096
+
+/**
+ * Parse the first row of @p buf alone (the first line that is neither blank
+ * nor a comment), with as many fields as it has: a header whose width sets
+ * the width of the rows after it.  The same dialect and the same errors as
+ * csv_parse(); nothing after the first row is read.
+ * @return 0 and fills @p doc with that row (doc->ncols is its width), or
+ *         with no row when the input has none; -1 and fills @p err (doc is
+ *         left empty) on a syntax error, more than CSV_COLS_MAX fields, or
+ *         out of memory.
+ */
+int csv_parse_first(const char *buf, size_t len,
+                    struct csv_doc *doc, struct csv_error *err);
+
 /** Release what csv_parse() allocated; safe on an empty or zeroed doc. */
 void csv_free(struct csv_doc *doc);
 
@@ -68,6 +85,19 @@ void csv_free(struct csv_doc *doc);
  */
 int csv_header_check(const struct csv_row *row, size_t ncols,
                      const char *const *names, struct csv_error *err);
+
+/**
+ * Map a header naming some of @p names[0..nnames-1], in any order: on
+ * success @p map[c] is the index in @p names of column c, for c <
+ * @p ncols.  Names match exactly (case sensitive, after trimming).
+ * @return 0, or -1 with @p err naming the first column that is empty, not
+ *         in @p names, or names what an earlier column already named.
+ * @note A row of more than @p nnames columns always fails within its first
+ *       nnames + 1, so a caller may map just those into a map that long.
+ */
+int csv_header_map(const struct csv_row *row, size_t ncols,
+                   const char *const *names, size_t nnames,
+                   size_t *map, struct csv_error *err);
 
 /* Typed field readers.  Each returns 0 and sets *out, or -1 and fills @p err
  * (line from @p line, column from @p column) with a reason.  They read only
