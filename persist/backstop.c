@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <mysql.h>
-#include <mysqld_error.h>
 #include <errmsg.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,6 +27,7 @@
 
 #include "flashstock.h"
 #include "mysql_apply.h"
+#include "mysql_err.h"
 #include "serve.h"
 
 #define BS_CONSUMER   "backstop"
@@ -207,25 +207,17 @@ static const char *const bs_schema[] = {
 	") ENGINE=InnoDB",
 };
 
-/* What to do after a failed statement. */
-enum bs_err {
-	BS_ERR_RETRY = 1,   /* run the batch again on this connection (deadlock, certification) */
-	BS_ERR_MOVE  = 2,   /* the connection is gone or the node not ready: the next URL */
-	BS_ERR_FAIL  = 3    /* refused for another reason: logged, retried after a pause */
-};
-
-static int bs_classify(unsigned e)
+int backstop_err_action(unsigned e)
 {
-	if (e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT || e == ER_QUERY_INTERRUPTED)
-		return BS_ERR_RETRY;
-	if (e >= 2000 && e < 3000)      /* CR_*: the client lost the server */
-		return BS_ERR_MOVE;
-	if (e == ER_UNKNOWN_COM_ERROR /* 1047: wsrep not ready */ || e == ER_SERVER_SHUTDOWN ||
-	    e == ER_CONNECTION_KILLED || e == ER_CON_COUNT_ERROR || e == ER_NET_READ_ERROR ||
-	    e == ER_NET_READ_INTERRUPTED || e == ER_NET_ERROR_ON_WRITE ||
-	    e == ER_NET_WRITE_INTERRUPTED || e == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */)
-		return BS_ERR_MOVE;
-	return BS_ERR_FAIL;
+	switch (flash_mysql_err_class(e)) {
+	case FLASH_MYSQL_ERR_TXN:
+		return BACKSTOP_ERR_RETRY;
+	case FLASH_MYSQL_ERR_CONN:
+	case FLASH_MYSQL_ERR_NODE:      /* a Galera node not ready: another may be */
+		return BACKSTOP_ERR_MOVE;
+	default:
+		return BACKSTOP_ERR_FAIL;
+	}
 }
 
 static MYSQL *bs_conn(struct backstop *b)
@@ -343,14 +335,19 @@ static const struct bs_act *bs_act_get(struct backstop *b, uint32_t id)
 /* A batch statement failed: roll back and say what to do. */
 static int bs_batch_fail(struct backstop *b, MYSQL *c, unsigned e, const char *what)
 {
-	int k = bs_classify(e);
-	bs_log(b, k == BS_ERR_FAIL ? SERVE_LOG_ERROR : SERVE_LOG_WARN, "%s on %s: %s (%u): batch rolled back%s",
-	       what, flash_mysql_where(b->bs_m[b->bs_cur]), mysql_error(c), e,
-	       k == BS_ERR_FAIL ? "" : ", run again");
-	if (k != BS_ERR_MOVE)
-		(void)bs_exec(c, "ROLLBACK");
-	else
+	int k = backstop_err_action(e);
+	bs_log(b, k == BACKSTOP_ERR_FAIL ? SERVE_LOG_ERROR : SERVE_LOG_WARN,
+	       "%s on %s: %s (%u): batch rolled back%s", what, flash_mysql_where(b->bs_m[b->bs_cur]),
+	       mysql_error(c), e, k == BACKSTOP_ERR_FAIL ? "" : ", run again");
+	if (k == BACKSTOP_ERR_MOVE) {
 		bs_move(b);
+	} else if (bs_exec(c, "ROLLBACK")) {
+		/* the session is in a state we do not know (a result left
+		 * unread): the server rolls back what a closed connection had
+		 * open; the next round connects to this URL again */
+		flash_mysql_conn_lost(b->bs_m[b->bs_cur]);
+		b->bs_connected = 0;
+	}
 	b->bs_nref = 0;
 	return k;
 }
@@ -388,7 +385,7 @@ static unsigned bs_order(struct backstop *b, MYSQL *c, const struct flash_feed_r
 			(*orders)++;
 			return 0;
 		}
-		if (e != ER_DUP_ENTRY)
+		if (flash_mysql_err_class(e) != FLASH_MYSQL_ERR_DUP)
 			return e;
 		if (strstr(mysql_error(c), "'PRIMARY'")) {
 			/* (box, order) is there already: a WAL that numbers
@@ -443,14 +440,14 @@ static void bs_compensate(struct backstop *b, MYSQL *c, uint64_t order_no);
 /*
  * Write the batch in one transaction gated by the box's fs_backstop_pos
  * row, then make the cancels it decided.
- * @return 0 (committed: the batch is done); BS_ERR_*.
+ * @return 0 (committed: the batch is done); BACKSTOP_ERR_*.
  */
 static int bs_apply(struct backstop *b)
 {
 	MYSQL *c = bs_conn(b);
 	if (!c) {
 		bs_move(b);
-		return BS_ERR_MOVE;
+		return BACKSTOP_ERR_MOVE;
 	}
 	char sql[256];
 	unsigned e;
@@ -563,7 +560,7 @@ static void bs_compensate(struct backstop *b, MYSQL *c, uint64_t order_no)
 	if (e) {
 		bs_log(b, SERVE_LOG_WARN, "marking order %" PRIu64 " cancelled: %s (%u); the next connect"
 		       " does it", order_no, mysql_error(c), e);
-		if (bs_classify(e) == BS_ERR_MOVE)
+		if (backstop_err_action(e) == BACKSTOP_ERR_MOVE)
 			bs_move(b);
 	}
 }
@@ -672,7 +669,7 @@ static int bs_round(struct backstop *b, uint32_t wait_ms, uint32_t *backoff_ms)
 		return -1;
 	}
 	bs_stat_add(b, &b->bs_st.retries, 1);
-	if (k != BS_ERR_RETRY) {
+	if (k != BACKSTOP_ERR_RETRY) {
 		bs_sleep_ms(*backoff_ms);
 		*backoff_ms = *backoff_ms * 2 > 2000 ? 2000 : *backoff_ms * 2;
 	}

@@ -119,4 +119,16 @@ void backstop_stop(backstop_t *b, uint32_t drain_ms, struct backstop_stats *st);
 /* The figures so far (any thread). */
 void backstop_stats_get(backstop_t *b, struct backstop_stats *out);
 
+/* What the thread does after a statement of a batch failed, by the
+ * error's class (mysql_err.h): TXN runs the batch again on the connection,
+ * CONN and NODE move to the next URL, any other class fails the batch. */
+enum backstop_err {
+	BACKSTOP_ERR_RETRY = 1,   /* run the batch again on this connection (deadlock, certification) */
+	BACKSTOP_ERR_MOVE  = 2,   /* the connection is gone or the node not ready: the next URL */
+	BACKSTOP_ERR_FAIL  = 3    /* refused for another reason: logged, run again after a pause */
+};
+
+/* The action for MariaDB error number @p e. */
+int backstop_err_action(unsigned e);
+
 #endif /* FLASH_BACKSTOP_H */

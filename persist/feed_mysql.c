@@ -32,6 +32,7 @@
 #include <mysql.h>
 
 #include "mysql_apply.h"
+#include "mysql_err.h"
 
 struct feed_refill {
 	char           *fr_url;
@@ -127,7 +128,7 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	if (mysql_query(c, sql) != 0) {
 		unsigned e = mysql_errno(c);
 		flash_mysql_conn_lost(r->fr_m);
-		return e >= 2000 ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+		return flash_mysql_err_retryable(e) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 	}
 	MYSQL_RES *res = mysql_store_result(c);
 	if (res == NULL) {

@@ -27,6 +27,7 @@
 
 #include "lease_sql.h"
 #include "mysql_apply.h"
+#include "mysql_err.h"
 
 /* ------------------------------------------------------------------------
  * 1. Nodes
@@ -339,9 +340,11 @@ typedef int (*check_fn)(flash_central_t *c, MYSQL *m, void *arg);
 
 static int err_same_node(unsigned e)
 {
-	/* the node answered: a deadlock / certification failure or a lock
-	 * wait is retried there; anything else moves to the next node */
-	return e == ER_LOCK_DEADLOCK || e == ER_LOCK_WAIT_TIMEOUT;
+	/* the node answered and rolled back (mysql_err.h's TXN: a deadlock /
+	 * certification failure, a lock wait, an interrupted statement): the
+	 * retry runs there; a lost connection or a node that does not serve
+	 * moves to the next node */
+	return flash_mysql_err_class(e) == FLASH_MYSQL_ERR_TXN;
 }
 
 /*
@@ -375,9 +378,14 @@ static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, 
 			}
 			unsigned e = c->c_errno;
 			if (!flash_mysql_err_retryable(e)) {
-				central_log(c, FLASH_MYSQL_LOG_ERROR, "%s: %s", c->c_node[c->c_cur].cn_where, c->c_err);
-				if (c->c_node[c->c_cur].cn_conn)
-					(void)mysql_query(c->c_node[c->c_cur].cn_conn, "ROLLBACK");
+				struct cnode *n = &c->c_node[c->c_cur];
+				central_log(c, FLASH_MYSQL_LOG_ERROR, "%s: %s", n->cn_where, c->c_err);
+				if (n->cn_conn && mysql_query(n->cn_conn, "ROLLBACK") != 0) {
+					/* a session in a state we do not know (a result
+					 * left unread): closing it is the rollback */
+					mysql_close(n->cn_conn);
+					n->cn_conn = NULL;
+				}
 				return FLASH_EMYSQL;
 			}
 			uncertain = 1;
@@ -850,7 +858,7 @@ static int take_once(flash_central_t *c, MYSQL *m, void *arg)
 	if (q_exec(c, m, "INSERT INTO fs_lease (lease_id, box_id, epoch, activity_id, sku_id, units, returned,"
 	           " state, created) VALUES (%" PRIu64 ", %u, %u, %u, %u, %" PRId64 ", 0, 'open', NOW(6))",
 	           t->id, t->box, t->epoch, t->a, t->s, t->units)) {
-		if (c->c_errno != ER_DUP_ENTRY)
+		if (flash_mysql_err_class(c->c_errno) != FLASH_MYSQL_ERR_DUP)
 			return RC_SQL;
 		if (q_exec(c, m, "ROLLBACK"))
 			return RC_SQL;

@@ -32,6 +32,7 @@
 
 #include "crash.h"
 #include "mysql_apply.h"
+#include "mysql_err.h"
 
 /* ------------------------------------------------------------------------
  * 1. Small tools
@@ -443,33 +444,19 @@ static void take_error(flash_mysql_t *m)
 	}
 }
 
-/* Error classes: does retrying help, and is the connection gone? */
+/* Error classes (mysql_err.h): is the connection gone, and does retrying
+ * help?  A Galera node that is not ready (1047) is a retry, like a server
+ * that is down: serve starts and the applier waits for it. */
 static int err_is_conn_lost(unsigned e)
 {
-	return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_SERVER_LOST_EXTENDED ||
-	       e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR || e == CR_COMMANDS_OUT_OF_SYNC ||
-	       e == CR_ERR_NET_READ || e == CR_ERR_NET_WRITE || e == CR_UNKNOWN_ERROR ||
-	       e == ER_SERVER_SHUTDOWN || e == ER_CONNECTION_KILLED || e == ER_NET_READ_ERROR ||
-	       e == ER_NET_READ_INTERRUPTED || e == ER_NET_ERROR_ON_WRITE ||
-	       e == ER_NET_WRITE_INTERRUPTED || e == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
-}
-
-/* ER_UNKNOWN_COM_ERROR (1047) is what a Galera node outside a primary
- * component, or still joining, answers to every statement ("WSREP has not
- * yet prepared node for application use"): the server unavailable for a
- * while, like one that is down. */
-static int err_is_retryable(unsigned e)
-{
-	return err_is_conn_lost(e) || e == ER_LOCK_WAIT_TIMEOUT || e == ER_LOCK_DEADLOCK ||
-	       e == ER_CON_COUNT_ERROR || e == ER_QUERY_INTERRUPTED || e == ER_UNKNOWN_COM_ERROR;
+	return flash_mysql_err_class(e) == FLASH_MYSQL_ERR_CONN;
 }
 
 /* A record-level refusal: the slow path can find and skip the record. */
 static int err_is_conflict(unsigned e)
 {
-	return e == ER_DUP_ENTRY || e == ER_CONSTRAINT_FAILED || e == ER_DATA_OUT_OF_RANGE ||
-	       e == ER_WARN_DATA_OUT_OF_RANGE || e == 1452 /* ER_NO_REFERENCED_ROW_2 */ ||
-	       e == 1048 /* ER_BAD_NULL_ERROR */;
+	enum flash_mysql_err k = flash_mysql_err_class(e);
+	return k == FLASH_MYSQL_ERR_DUP || k == FLASH_MYSQL_ERR_ROW;
 }
 
 static void disconnect(flash_mysql_t *m)
@@ -486,7 +473,7 @@ static int fail_rc(flash_mysql_t *m)
 	unsigned e = m->mm_errno;
 	if (err_is_conn_lost(e))
 		disconnect(m);
-	if (err_is_retryable(e))
+	if (flash_mysql_err_retryable(e))
 		return FLASH_EMYSQL_RETRY;
 	return FLASH_EMYSQL;
 }
@@ -564,9 +551,7 @@ static int connect_db(flash_mysql_t *m)
 		m->mm_errno = mysql_errno(c);
 		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
 		mysql_close(c);
-		int retry = m->mm_errno == CR_CONNECTION_ERROR || m->mm_errno == CR_CONN_HOST_ERROR ||
-		            m->mm_errno == CR_SERVER_LOST || m->mm_errno == CR_SERVER_GONE_ERROR ||
-		            err_is_retryable(m->mm_errno);
+		int retry = flash_mysql_err_retryable(m->mm_errno);
 		mlog(m, retry ? FLASH_MYSQL_LOG_WARN : FLASH_MYSQL_LOG_ERROR,
 		     "connect to %s failed: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
 		return retry ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
@@ -602,7 +587,7 @@ static int connect_db(flash_mysql_t *m)
 		if (exec(m, sql) || (snprintf(sql, sizeof sql, "USE `%s`", esc), exec(m, sql))) {
 			mlog(m, FLASH_MYSQL_LOG_ERROR, "database %s on %s: %s (%u)", want, m->mm_where,
 			     m->mm_error, m->mm_errno);
-			int rc = err_is_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+			int rc = flash_mysql_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 			disconnect(m);
 			return rc;
 		}
@@ -760,7 +745,7 @@ static int schema_create(flash_mysql_t *m)
 		if (exec(m, schema_sql[i])) {
 			mlog(m, FLASH_MYSQL_LOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
 			     m->mm_errno);
-			return err_is_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+			return flash_mysql_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 		}
 	}
 	char sql[256];
@@ -769,7 +754,7 @@ static int schema_create(flash_mysql_t *m)
 	if (exec(m, sql)) {
 		mlog(m, FLASH_MYSQL_LOG_ERROR, "applied_lsn on %s: %s (%u)", m->mm_where, m->mm_error,
 		     m->mm_errno);
-		return err_is_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+		return flash_mysql_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 	}
 	return FLASH_OK;
 }
@@ -1680,13 +1665,13 @@ int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn)
 	return read_applied_lsn(m, 0, lsn);
 }
 
+/* A ROLLBACK that fails leaves the session in a state we do not know (a
+ * result left unread: CR_COMMANDS_OUT_OF_SYNC): closing the connection is
+ * the rollback that cannot fail, and the next call connects afresh. */
 static void rollback_quiet(flash_mysql_t *m)
 {
-	if (m->mm_conn && mysql_query(m->mm_conn, "ROLLBACK")) {
-		take_error(m);
-		if (err_is_conn_lost(m->mm_errno))
-			disconnect(m);
-	}
+	if (m->mm_conn && mysql_query(m->mm_conn, "ROLLBACK"))
+		disconnect(m);
 }
 
 /*
@@ -2056,8 +2041,7 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 		c = NULL;
 		if (e == ER_BAD_DB_ERROR && create_db && attempt == 0)
 			continue;
-		rc = (e == ER_BAD_DB_ERROR || e == ER_ACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR)
-		     ? FLASH_EMYSQL_CONFIG : FLASH_EMYSQL_RETRY;
+		rc = flash_mysql_err_retryable(e) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 		flash_mysql_close(m);
 		return rc;
 	}
@@ -2072,7 +2056,7 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 		if (mysql_query(c, sql) || mysql_select_db(c, m->mm_db)) {
 			if (why && cap)
 				snprintf(why, cap, "database %s on %s: %s", m->mm_db, m->mm_where, mysql_error(c));
-			rc = err_is_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+			rc = flash_mysql_err_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 			mysql_close(c);
 			flash_mysql_close(m);
 			return rc;
@@ -2089,12 +2073,4 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 	flash_mysql_close(m);
 	*out = c;
 	return FLASH_OK;
-}
-
-/* Is MySQL error @p e one after which a statement's fate is unknown or a
- * retry may succeed (lost connection, deadlock/certification failure, node
- * not ready, lock wait timeout)? */
-int flash_mysql_err_retryable(unsigned e)
-{
-	return err_is_retryable(e) || e == ER_UNKNOWN_COM_ERROR;
 }

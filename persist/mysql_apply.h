@@ -39,9 +39,10 @@
  * order number and LSN, written to apply_conflicts and returned to the
  * caller; the rest of the batch still applies.
  *
- * Availability: a lost connection, a server shutdown, a lock wait timeout or
- * a deadlock returns FLASH_EMYSQL_RETRY and nothing is applied; the next call
- * reconnects.  flash_mysql_apply_retry() retries with exponential backoff.
+ * Availability: a lost connection, a server shutdown, a Galera node that is
+ * not ready, a lock wait timeout or a deadlock (the retryable classes of
+ * mysql_err.h) returns FLASH_EMYSQL_RETRY and nothing is applied; the next
+ * call reconnects.  flash_mysql_apply_retry() retries with exponential backoff.
  * The lag (last LSN given vs last LSN applied) is kept in flash_mysql_stats.
  *
  * Credentials: the URL's user info is never printed; every log or error line
@@ -303,17 +304,13 @@ void flash_mysql_conn_lost(flash_mysql_t *m);
  * @param[in]  create_db  create the URL's database when it is missing
  * @param[out] out        the connection (mysql_close() it)
  * @param[out] why        (may be NULL) what failed, the user info masked
- * @return FLASH_OK; FLASH_EMYSQL_RETRY (unreachable); FLASH_EMYSQL_CONFIG
- *         (bad URL, access denied, unknown database); FLASH_EINVAL; FLASH_ENOMEM.
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY (unreachable or not serving: a
+ *         retryable class of mysql_err.h); FLASH_EMYSQL_CONFIG (bad URL,
+ *         access denied, unknown database: any other refusal);
+ *         FLASH_EINVAL; FLASH_ENOMEM.
  */
 int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
                             struct st_mysql **out, char *why, size_t cap);
-
-/** 1 if MySQL error number @p e leaves a statement's fate unknown or worth a
- *  retry: a lost connection, ER_LOCK_DEADLOCK (1213, also Galera's
- *  certification failure), ER_UNKNOWN_COM_ERROR (1047, a Galera node not
- *  ready), a lock wait timeout. */
-int flash_mysql_err_retryable(unsigned e);
 
 /** The handle's applied_lsn stream name ("wal" by default). */
 const char *flash_mysql_stream(const flash_mysql_t *m);

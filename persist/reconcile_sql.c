@@ -3,28 +3,22 @@
  * reconcile_sql.h).
  *
  * Each function is one SELECT, so each answer is a consistent snapshot.
- * Errors are classified like the applier's: a lost connection is
- * FLASH_EMYSQL_RETRY (the handle reconnects on its next use), anything else
- * FLASH_EMYSQL.
+ * Errors are classified as everywhere (mysql_err.h): a lost connection, a
+ * node that is not ready, a deadlock or a lock wait is FLASH_EMYSQL_RETRY
+ * (the handle reconnects on its next use), anything else FLASH_EMYSQL.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 
 #include <mysql.h>
-#include <errmsg.h>
-#include <mysqld_error.h>
 
+#include "mysql_err.h"
 #include "reconcile_sql.h"
 
 static int sql_rc(MYSQL *c)
 {
-	unsigned e = mysql_errno(c);
-	if (e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_CONNECTION_ERROR ||
-	    e == ER_SERVER_SHUTDOWN || e == ER_CONNECTION_KILLED || e == ER_LOCK_WAIT_TIMEOUT ||
-	    e == ER_LOCK_DEADLOCK || e == ER_QUERY_INTERRUPTED)
-		return FLASH_EMYSQL_RETRY;
-	return FLASH_EMYSQL;
+	return flash_mysql_err_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 }
 
 /* Run a query and store its result; NULL with *rc set on failure. */

@@ -8,8 +8,10 @@
  * That is the server being unavailable for a while, like a server that is
  * down: the applier must say FLASH_EMYSQL_RETRY (serve starts, the applier
  * retries) and not FLASH_EMYSQL (serve refuses to start, the box cannot
- * come back while a node rejoins).  Once the node is back in a primary
- * component, the same handle works.
+ * come back while a node rejoins).  The number the node sends is the one
+ * persist/mysql_err.h calls NODE, the class every part of the daemon
+ * retries.  Once the node is back in a primary component, the same handle
+ * works.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <mysql.h>
+#include <mysqld_error.h>
+
 #include "helpers.h"
 #include "mysql_apply.h"
+#include "mysql_err.h"
 
 static char g_dir[256];
 static char g_url1[1024];
+static char g_sock1[512];   /* node 1's socket */
 
 static const char *galera_sh(void)
 {
@@ -65,6 +72,9 @@ static int cluster_up(void **state)
 	assert_non_null(cen);
 	snprintf(g_url1, sizeof g_url1, "%.*s/flash_box1%s&create_db=1", (int)(cen - line), line,
 	         cen + strlen("/flash_central"));
+	const char *sock = strstr(line, "socket=");
+	assert_non_null(sock);
+	snprintf(g_sock1, sizeof g_sock1, "%.*s", (int)strcspn(sock + 7, "&"), sock + 7);
 	return 0;
 }
 
@@ -102,6 +112,13 @@ static void test_node_without_quorum_is_a_retry_and_the_handle_works_once_it_is_
 	assert_non_null(m);
 	uint64_t lsn = 1;
 	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_EMYSQL_RETRY);
+	/* what the node itself answers: 1047, of class NODE */
+	MYSQL *raw = mysql_init(NULL);
+	assert_non_null(mysql_real_connect(raw, NULL, "root", NULL, NULL, 0, g_sock1, 0));
+	assert_int_not_equal(mysql_query(raw, "SELECT COUNT(*) FROM mysql.db"), 0);
+	assert_int_equal(mysql_errno(raw), ER_UNKNOWN_COM_ERROR);
+	assert_int_equal(flash_mysql_err_class(mysql_errno(raw)), FLASH_MYSQL_ERR_NODE);
+	mysql_close(raw);
 	/* node 2 back: a primary component of two again; the same handle works */
 	galera("restart", "2");
 	int ok = FLASH_EMYSQL_RETRY;
