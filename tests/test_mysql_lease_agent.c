@@ -7,10 +7,18 @@
  * selling, its stock goes to 0, and at its restart it reclaims its fenced
  * leases from its own segment.  After each: units in the pool + units in
  * leases (not returned) = total, and each box's segment total (units loaded
- * minus unloaded) = its leases' units minus returned.
+ * minus unloaded) = its leases' units minus returned.  The power cuts drop
+ * what serve wrote to its WAL after its last fdatasync (FLASH_TEST_SYNC_LOG,
+ * persist/pio.h), lose /dev/shm and rebuild the segment (serve --recover):
+ * a unit is then still in exactly one place.  In process, with the test as
+ * the daemon: the agent returns units to the pool only once their removal
+ * is durable, and a WAL failure while it waits keeps its intent and stops it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -28,9 +37,11 @@
 
 #include "flashstock.h"
 #include "helpers.h"
+#include "lease.h"
 #include "lease_sql.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
+#include "serve.h"
 
 #define WAIT_MS 30000
 
@@ -40,6 +51,7 @@ struct box {
 	char     dir[256];
 	char     wal[300];
 	char     log[300];
+	char     synclog[300];  /* set: serve runs with FLASH_TEST_SYNC_LOG (power cuts) */
 	pid_t    serve;
 	flash_t *h;
 	uint64_t next_user;
@@ -89,6 +101,14 @@ static int64_t q1(const char *fmt, ...)
 	int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 	mysql_free_result(r);
 	return v;
+}
+
+static void sql(const char *stmt)
+{
+	MYSQL *m = flash_central_conn(g_c);
+	assert_non_null(m);
+	if (mysql_query(m, stmt))
+		fail_msg("%s: %s", stmt, mysql_error(m));
 }
 
 /* A box: a segment with activity 1 (one order per user) and sku 1 at 0
@@ -154,6 +174,12 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax, const c
 			setenv("FLASH_LEASE_KILL_AT", kill_at, 1);
 		else
 			unsetenv("FLASH_LEASE_KILL_AT");
+		if (b->synclog[0]) {
+			/* every fdatasync 300 ms: a record is on disk well after
+			 * the agent's next step, unless the agent waits for it */
+			setenv("FLASH_TEST_SYNC_LOG", b->synclog, 1);
+			setenv("FLASH_TEST_SYNC_DELAY_MS", "300", 1);
+		}
 		char boxid[16];
 		snprintf(boxid, sizeof boxid, "%u", b->id);
 		execl(bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
@@ -276,6 +302,127 @@ static void box_free(struct box *b)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", b->dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", b->dir);
+}
+
+struct synced {
+	uintmax_t dev, ino;
+	intmax_t  off, end;     /* a write: off..end-1; a sync: end */
+	int       sync;
+};
+
+/*
+ * The power fails under serve, which SIGKILL ended: of each WAL file, the
+ * bytes serve wrote above its last fdatasync's end (its sync log) are
+ * dropped -- zeroed, as the preallocated file read before the write -- and
+ * the segment in /dev/shm is gone.  Then `serve --recover` rebuilds it from
+ * the WAL into a fresh segment of the same options, and the box's handle is
+ * opened on it.  Returns the WAL bytes dropped.
+ */
+static long box_power_cut(struct box *b)
+{
+	struct synced *v = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f = fopen(b->synclog, "r");
+	assert_non_null(f);
+	char line[256];
+	while (fgets(line, sizeof line, f)) {
+		struct synced x = { 0 };
+		if (sscanf(line, "write %ju %ju %jd %jd", &x.dev, &x.ino, &x.off, &x.end) != 4) {
+			assert_int_equal(sscanf(line, "sync %ju %ju %jd", &x.dev, &x.ino, &x.end), 3);
+			x.sync = 1;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			v = realloc(v, cap * sizeof *v);
+			assert_non_null(v);
+		}
+		v[n++] = x;
+	}
+	fclose(f);
+	long dropped = 0;
+	DIR *d = opendir(b->wal);
+	assert_non_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "wal-", 4) != 0 || !strstr(e->d_name, ".log"))
+			continue;
+		char path[600];
+		snprintf(path, sizeof path, "%s/%s", b->wal, e->d_name);
+		int fd = open(path, O_RDWR);
+		struct stat st;
+		assert_true(fd >= 0 && fstat(fd, &st) == 0);
+		intmax_t synced = 0;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].sync && v[i].dev == (uintmax_t)st.st_dev && v[i].ino == (uintmax_t)st.st_ino &&
+			    v[i].end > synced)
+				synced = v[i].end;
+		static const char zeros[4096];
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].sync || v[i].dev != (uintmax_t)st.st_dev || v[i].ino != (uintmax_t)st.st_ino ||
+			    v[i].end <= synced)
+				continue;
+			for (intmax_t at = v[i].off > synced ? v[i].off : synced; at < v[i].end;) {
+				size_t len = v[i].end - at < (intmax_t)sizeof zeros ? (size_t)(v[i].end - at)
+				                                                   : sizeof zeros;
+				assert_int_equal(pwrite(fd, zeros, len, (off_t)at), (ssize_t)len);
+				at += (intmax_t)len;
+				dropped += (long)len;
+			}
+		}
+		close(fd);
+	}
+	closedir(d);
+	free(v);
+	/* /dev/shm goes with the power */
+	t_untrack_handle(b->h);
+	assert_int_equal(flash_close(b->h), FLASH_OK);
+	assert_int_equal(flash_seg_destroy(b->seg), FLASH_OK);
+	struct flash_seg_opts o;
+	t_opts_small(&o);
+	assert_int_equal(flash_seg_create(b->seg, &o), FLASH_OK);
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "'%s' serve --recover --once --no-snapshot --reconcile-every 0 --name '%s'"
+	         " --wal '%s' >>'%s' 2>&1", bin(), b->seg, b->wal, b->log);
+	if (system(cmd) != 0)
+		fail_msg("%s failed; see %s", cmd, b->log);
+	assert_int_equal(flash_open(b->seg, 0, &b->h), FLASH_OK);
+	t_track_handle(b->h);
+	return dropped;
+}
+
+/* Wait until serve's log says the box registered with epoch @p epoch: its
+ * agent has started (its interrupted operation finished, if it had one). */
+static void box_registered(struct box *b, unsigned epoch)
+{
+	char want[64];
+	snprintf(want, sizeof want, "registered: epoch %u ", epoch);
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	for (;;) {
+		FILE *f = fopen(b->log, "r");
+		char line[1024];
+		int seen = 0;
+		while (f && fgets(line, sizeof line, f))
+			seen |= strstr(line, want) != NULL;
+		if (f)
+			fclose(f);
+		if (seen)
+			return;
+		if (t_now_ns() > end)
+			fail_msg("box %u did not register with epoch %u; see %s", b->id, epoch, b->log);
+		t_sleep_ms(20);
+	}
+}
+
+/* No unit in two places: the box's segment holds exactly what its leases
+ * hold centrally (the pool has the rest). */
+static void box_one_place(struct box *b, const char *when)
+{
+	int64_t seg = (int64_t)seg_total(b), leased = box_leased(b);
+	if (seg != leased)
+		fail_msg("%s: box %u's segment total is %lld, its leases minus returns %lld: %lld units %s",
+		         when, b->id, (long long)seg, (long long)leased, (long long)(seg > leased ? seg - leased :
+		         leased - seg), seg > leased ? "are in the segment and in the pool at once" :
+		         "are neither in the segment nor in the pool");
 }
 
 static void a_box_sells_a_sku_whose_units_come_only_from_leases(void **state)
@@ -421,6 +568,286 @@ static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart
 	flash_central_close(g_c);
 }
 
+/* Issue 19: power lost after the central return committed, before the
+ * restock -k that took the units out of the segment was durable. */
+static void a_power_cut_after_a_return_committed_leaves_each_unit_in_one_place(void **state)
+{
+	(void)state;
+	fresh_central("pcut_r");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	struct box b;
+	box_new(&b, 8);
+	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
+	box_serve(&b, "10", "10", "return_committed");
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	assert_int_equal(flash_durable_wait_all(b.h, WAIT_MS), FLASH_OK);   /* the orders are on disk */
+	/* the stop's return: restock -k, the central return commits, SIGKILL */
+	kill(b.serve, SIGTERM);
+	int st = box_wait(&b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	int64_t returned = q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease");
+	assert_true(returned > 0);
+	long dropped = box_power_cut(&b);
+	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
+	b.synclog[0] = '\0';
+	assert_int_equal(t_available(b.h, 1, 1) + (uint64_t)b.sold, seg_total(&b));  /* orders kept */
+	box_one_place(&b, "after the power cut");
+	pool_adds_up(50);
+	/* the restarted agent finishes the return (a replay: returned once) */
+	box_serve(&b, "10", "10", NULL);
+	box_registered(&b, 2);
+	box_settled(&b);        /* a take may be under way: settled, not at once */
+	pool_adds_up(50);
+	box_stop(&b);
+	box_settled(&b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
+	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+/* The mirror: power lost after a take's units were loaded (restock +k) and
+ * its intent cleared, before the restock was durable. */
+static void a_power_cut_after_a_take_was_loaded_leaves_its_units_in_the_segment(void **state)
+{
+	(void)state;
+	fresh_central("pcut_t");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 40), FLASH_OK);
+	struct box b;
+	box_new(&b, 9);
+	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
+	box_serve(&b, "10", "10", "take_loaded");
+	int st = box_wait(&b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(box_leased(&b), 10);
+	long dropped = box_power_cut(&b);
+	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
+	b.synclog[0] = '\0';
+	box_one_place(&b, "after the power cut");
+	box_serve(&b, "10", "10", NULL);
+	box_registered(&b, 2);
+	while (b.sold < 40 && buy(&b, WAIT_MS))
+		;
+	assert_int_equal(b.sold, 40);
+	box_settled(&b);
+	pool_adds_up(40);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+/* Issue 19, item 3: a central return refused for a reason other than a
+ * fence (here a trigger's error) has not moved the units to the pool: they
+ * go back into the segment, not into "sold" at the close. */
+static void a_return_the_pool_refuses_leaves_its_units_in_the_segment(void **state)
+{
+	(void)state;
+	fresh_central("refuse");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	struct box b;
+	box_new(&b, 10);
+	box_serve(&b, "10", "10", NULL);
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	sql("CREATE TRIGGER fs_lease_no_return BEFORE UPDATE ON fs_lease FOR EACH ROW"
+	    " IF NEW.returned > OLD.returned THEN"
+	    " SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'returns refused (test)'; END IF");
+	box_stop(&b);   /* its return at the stop is refused */
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
+	box_one_place(&b, "after a refused return");
+	sql("DROP TRIGGER fs_lease_no_return");
+	box_serve(&b, "10", "10", NULL);
+	box_registered(&b, 2);
+	box_settled(&b);
+	box_stop(&b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
+	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	pool_adds_up(50);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+/* ---- the agent in process, the test as its daemon ---- */
+
+/* A consumer that drains every ring and frees its room at once, as serve
+ * does at its write, but marks the records durable only while not stalled:
+ * a stalled fdatasync. */
+struct stall {
+	pthread_t th;
+	const char *seg;
+	int stop, stalled;          /* atomic */
+	uint64_t held[8];           /* per slot: the last record drained */
+};
+
+static int stall_cb(void *arg, const struct flash_record *rec, uint64_t seq)
+{
+	struct stall *c = arg;
+	if (rec->slot < 8 && seq > c->held[rec->slot])
+		c->held[rec->slot] = seq;
+	return 0;
+}
+
+static void *stall_main(void *p)
+{
+	struct stall *c = p;
+	flash_t *h = NULL;
+	if (flash_open(c->seg, 0, &h) != FLASH_OK)
+		return NULL;
+	while (!__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST)) {
+		uint32_t n = 0;
+		(void)flash_ring_drain(h, stall_cb, c, 4096, &n);
+		int stalled = __atomic_load_n(&c->stalled, __ATOMIC_SEQ_CST);
+		for (uint32_t slot = 0; slot < 8; slot++)
+			if (c->held[slot])
+				(void)(stalled ? flash_ring_release(h, slot, c->held[slot]) :
+				       flash_durable_advance(h, slot, c->held[slot]));
+		if (n == 0)
+			t_sleep_ms(1);
+	}
+	flash_close(h);
+	return NULL;
+}
+
+static void stall_start(struct stall *c, const char *seg)
+{
+	memset(c, 0, sizeof *c);
+	c->seg = seg;
+	assert_int_equal(pthread_create(&c->th, NULL, stall_main, c), 0);
+}
+
+static void stall_set(struct stall *c, int stalled)
+{
+	__atomic_store_n(&c->stalled, stalled, __ATOMIC_SEQ_CST);
+}
+
+static void stall_stop(struct stall *c)
+{
+	__atomic_store_n(&c->stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(c->th, NULL);
+}
+
+static flash_lease_t *agent_start_here(struct box *b)
+{
+	assert_int_equal(mkdir(b->wal, 0700), 0);
+	struct flash_lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
+	                               .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
+	                               .log_level = SERVE_LOG_INFO };
+	flash_lease_t *ag = NULL;
+	assert_int_equal(flash_lease_start(&lo, &ag), FLASH_OK);
+	return ag;
+}
+
+/* The intent file's lines of operation @p op. */
+static int intents(struct box *b, char op)
+{
+	char path[400], line[256];
+	snprintf(path, sizeof path, "%s/lease.intent", b->wal);
+	FILE *f = fopen(path, "r");
+	int n = 0;
+	while (f && fgets(line, sizeof line, f))
+		n += line[0] == op;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void wait_for(int (*cond)(struct box *), struct box *b, const char *what)
+{
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (!cond(b)) {
+		if (t_now_ns() > end)
+			fail_msg("box %u: no %s within %d ms", b->id, what, WAIT_MS);
+		t_sleep_ms(10);
+	}
+}
+
+static int loaded_10(struct box *b)
+{
+	return box_leased(b) == 10 && seg_total(b) == 10;
+}
+
+static int unloaded_to_sold(struct box *b)
+{
+	return (int64_t)seg_total(b) == b->sold;
+}
+
+/* Issue 19: the restock -k of a return is durable before the central
+ * return -- the step a power cut must never find on disk without it. */
+static void the_agent_returns_units_to_the_pool_only_once_their_removal_is_durable(void **state)
+{
+	(void)state;
+	fresh_central("order");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
+	struct box b;
+	box_new(&b, 12);
+	struct stall c;
+	stall_start(&c, b.seg);
+	flash_lease_t *ag = agent_start_here(&b);
+	wait_for(loaded_10, &b, "lease of 10 loaded");
+	for (int i = 0; i < 2; i++)
+		assert_true(buy(&b, WAIT_MS));
+	/* the disk stalls; the stop's return takes the 8 units out of the
+	 * segment, and the central return waits for that to be durable */
+	stall_set(&c, 1);
+	flash_lease_stop_begin(ag);
+	wait_for(unloaded_to_sold, &b, "restock -8");
+	t_sleep_ms(1000);
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 0);
+	assert_int_equal(intents(&b, 'r'), 1);
+	stall_set(&c, 0);
+	assert_int_equal(flash_lease_stop(ag), FLASH_OK);
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 8);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 8);
+	assert_int_equal(intents(&b, 'r'), 0);
+	box_one_place(&b, "after the stop");
+	stall_stop(&c);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
+/* Issue 19: the WAL fails while the agent waits for its take's restock +k
+ * to be durable: the take stops there with its intent kept (the next start
+ * judges it by the segment it finds), and nothing else moves the totals. */
+static void a_wal_failure_while_a_take_waits_for_durability_keeps_its_intent_and_stops_the_agent(void **state)
+{
+	(void)state;
+	fresh_central("walfail");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	struct box b;
+	box_new(&b, 11);
+	struct stall c;
+	stall_start(&c, b.seg);
+	t_sleep_ms(50);             /* the catalog's records are durable */
+	stall_set(&c, 1);
+	flash_lease_t *ag = agent_start_here(&b);
+	wait_for(loaded_10, &b, "lease of 10 loaded in memory");
+	assert_int_equal(intents(&b, 't'), 1);
+	assert_int_equal(flash_durability_fail(b.h), FLASH_OK);
+	struct flash_lease_stats ls;
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	do {
+		assert_true(t_now_ns() < end);
+		t_sleep_ms(10);
+		flash_lease_stats_get(ag, &ls);
+	} while (ls.state != FLASH_LEASE_FAILED);
+	assert_int_equal(ls.rc, FLASH_EDURABILITY);
+	assert_int_equal(intents(&b, 't'), 1);
+	/* below its low-water, the agent takes nothing more, returns nothing */
+	for (int i = 0; i < 5; i++)
+		assert_true(buy(&b, WAIT_MS));
+	t_sleep_ms(500);
+	flash_lease_stop(ag);
+	assert_int_equal(q1("SELECT COUNT(*) FROM fs_lease"), 1);
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
+	assert_int_equal(intents(&b, 't'), 1);
+	stall_stop(&c);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
 static void at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels(void **state)
 {
 	(void)state;
@@ -561,6 +988,16 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(serve_killed_in_the_middle_of_a_return_returns_once_at_restart, t_teardown),
 		cmocka_unit_test_teardown(serve_killed_after_a_take_committed_loads_that_lease_once_at_restart,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_power_cut_after_a_return_committed_leaves_each_unit_in_one_place,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_power_cut_after_a_take_was_loaded_leaves_its_units_in_the_segment,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_return_the_pool_refuses_leaves_its_units_in_the_segment, t_teardown),
+		cmocka_unit_test_teardown(the_agent_returns_units_to_the_pool_only_once_their_removal_is_durable,
+		                          t_teardown),
+		cmocka_unit_test_teardown(
+			a_wal_failure_while_a_take_waits_for_durability_keeps_its_intent_and_stops_the_agent,
 		                          t_teardown),
 		cmocka_unit_test_teardown(
 			at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels,
