@@ -11,8 +11,12 @@
  * never wrong).  The tests then require every logged number in the WAL.
  *
  * usage: ops_buyer --name SEG --activity A --sku S --from U1 --to U2 --log FILE [--sync]
+ *                  [--at U --wait FILE]
  *   --sync  the segment must be in sync durability (exit 2 otherwise): each
  *           line is then an order acknowledged after its fdatasync.
+ *   --at U --wait FILE  before the order of user U, say "waiting" on stderr
+ *           and wait (attached, 30 s at most) until FILE exists: a buyer
+ *           that stays attached while an operator acts (tests/ops_destroy.sh).
  * A full ring (FLASH_EBUSY: no daemon drains it) is retried for up to 10 s.
  * Sold out and limit refusals are counted, not logged.
  * Prints "acked N refused M" on stdout.  exit: 0 done; 1 an order or the
@@ -43,7 +47,7 @@ static int ob_u64(const char *s, uint64_t *out)
 static int ob_usage(const char *why)
 {
 	fprintf(stderr, "ops_buyer: %s\nusage: ops_buyer --name SEG --activity A --sku S --from U1 "
-	        "--to U2 --log FILE [--sync]\n", why);
+	        "--to U2 --log FILE [--sync] [--at U --wait FILE]\n", why);
 	return 2;
 }
 
@@ -57,8 +61,8 @@ static int ob_log(int fd, uint64_t order_no)
 
 int main(int argc, char **argv)
 {
-	const char *name = NULL, *log = NULL;
-	uint64_t act = 0, sku = 0, from = 0, to = 0;
+	const char *name = NULL, *log = NULL, *wait = NULL;
+	uint64_t act = 0, sku = 0, from = 0, to = 0, at = 0;
 	int sync = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -74,6 +78,10 @@ int main(int argc, char **argv)
 			name = v;
 		else if (strcmp(a, "--log") == 0)
 			log = v;
+		else if (strcmp(a, "--wait") == 0)
+			wait = v;
+		else if (strcmp(a, "--at") == 0)
+			bad = ob_u64(v, &at) != 0 || at == 0;
 		else if (strcmp(a, "--activity") == 0)
 			bad = ob_u64(v, &act) != 0 || act == 0 || act > UINT32_MAX;
 		else if (strcmp(a, "--sku") == 0)
@@ -89,6 +97,8 @@ int main(int argc, char **argv)
 	}
 	if (name == NULL || log == NULL || act == 0 || sku == 0 || from == 0 || to < from)
 		return ob_usage("--name, --activity, --sku, --from, --to (>= --from) and --log are required");
+	if ((at == 0) != (wait == NULL))
+		return ob_usage("--at and --wait go together");
 
 	flash_t *h;
 	int rc = flash_open(name, 0, &h);
@@ -114,6 +124,13 @@ int main(int argc, char **argv)
 		struct flash_order_req r = { .activity_id = (uint32_t)act, .sku_id = (uint32_t)sku,
 		                             .user_id = u, .qty = 1 };
 		struct flash_order_res res;
+		if (u == at) {
+			fprintf(stderr, "ops_buyer: waiting for %s before user %" PRIu64 "\n", wait, u);
+			for (int i = 0; i < 3000 && access(wait, F_OK) != 0; i++) {
+				struct timespec ts = { 0, 10000000 };   /* 10 ms */
+				nanosleep(&ts, NULL);
+			}
+		}
 		for (int tries = 0;; tries++) {
 			rc = flash_order(h, &r, &res);
 			if (rc != FLASH_EBUSY || tries >= 10000)
