@@ -59,6 +59,8 @@ static const struct {
 	{ FLASH_EARCHIVED, "FLASH_EARCHIVED",
 	  "order archived: its activity was reclaimed; the order is in MariaDB and the WAL" },
 	{ FLASH_ENOT_ENDED, "FLASH_ENOT_ENDED", "activity not ended yet: it cannot be archived" },
+	{ FLASH_EDESTROYED, "FLASH_EDESTROYED",
+	  "the segment was destroyed: nothing is acknowledged into it any more; close the handle" },
 	{ FLASH_EMYSQL_RETRY, "FLASH_EMYSQL_RETRY", "MySQL down, slow or busy: nothing applied, retry" },
 	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
 	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },
@@ -74,8 +76,8 @@ static const struct {
 	{ FLASH_EWAL_LSN, "FLASH_EWAL_LSN", "frame LSN not consecutive" },
 	{ FLASH_EWAL_PREV, "FLASH_EWAL_PREV", "frame previous-LSN does not match" },
 	{ FLASH_EWAL_GAP, "FLASH_EWAL_GAP", "WAL files not contiguous, or the requested LSN is gone" },
-	{ FLASH_EWAL_NOTTAIL, "FLASH_EWAL_NOTTAIL", "bad frame that is not a torn tail (a later commit or WAL file "
-	  "vouches for it): corruption, not truncated" },
+	{ FLASH_EWAL_NOTTAIL, "FLASH_EWAL_NOTTAIL", "bad frame that is not a torn tail (a later commit, a later WAL "
+	  "file or the durable mark vouches for it): corruption, not truncated" },
 	{ FLASH_EWAL_TORN, "FLASH_EWAL_TORN", "last WAL file has a torn tail: replay with truncation first" },
 	{ FLASH_EWAL_FAILED, "FLASH_EWAL_FAILED",
 	  "the WAL failed earlier (write or fdatasync); nothing more is durable" },
@@ -126,6 +128,18 @@ const char *flash_rcname(int rc)
 		if (rc_table[i].rc == rc)
 			return rc_table[i].name;
 	return "FLASH_E?";
+}
+
+/* What flash_durability_get() reports, in the words `status` and the daemon use. */
+const char *flash_wal_step_str(uint32_t step)
+{
+	static const char *const what[] = {
+		[FLASH_WAL_STEP_UNKNOWN] = "the WAL failed (no reason recorded)",
+		[FLASH_WAL_STEP_WRITE]   = "a write to the WAL file failed",
+		[FLASH_WAL_STEP_SYNC]    = "an fdatasync of the WAL failed",
+		[FLASH_WAL_STEP_FILE]    = "creating the next WAL file failed",
+	};
+	return step < sizeof(what) / sizeof(what[0]) ? what[step] : what[FLASH_WAL_STEP_UNKNOWN];
 }
 
 /* ------------------------------------------------------------ argument checks */

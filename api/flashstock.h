@@ -8,7 +8,8 @@
  *
  * Divisions of this header:
  *   1. Result codes            flash_strerror()
- *   2. Segments                flash_seg_create(), flash_seg_restore(), flash_seg_destroy()
+ *   2. Segments                flash_seg_create(), flash_seg_restore(),
+ *                              flash_seg_destroy_checked(), flash_seg_destroy()
  *   3. Handles                 flash_open(), flash_close(), flash_recover()
  *   4. Catalog                 flash_activity_add(), flash_sku_add()
  *   5. Orders                  flash_order(), flash_order_many(), flash_cancel(),
@@ -38,6 +39,12 @@
  *    are rolled back (or, past their commit point, forward) by flash_recover(),
  *    which every flash_open() also runs.  Units, quota and tokens held by a
  *    dead operation return exactly once.
+ *  - A segment can be destroyed under attached handles
+ *    (flash_seg_destroy_checked() with FLASH_DESTROY_FORCE, `flashstock
+ *    destroy --force`).  From then on every call that writes answers
+ *    FLASH_EDESTROYED and changes nothing, instead of acknowledging into
+ *    memory that no daemon drains; calls that only read still answer.
+ *    Close the handle.
  *  - Every call returns 0 (FLASH_OK) or a negative FLASH_E* code; there is no
  *    global errno.  The codes are one space for the whole project: -1..-39
  *    the engine, -40..-49 the MySQL applier, -100..-129 the WAL, -130..-149
@@ -116,6 +123,11 @@ extern "C" {
                                       (flash_archive); the order is in MariaDB and
                                       the WAL (`flashstock order --mysql`) */
 #define FLASH_ENOT_ENDED     -36   /* flash_archive: the activity has not ended yet */
+#define FLASH_EDESTROYED     -37   /* the segment was destroyed (flash_seg_destroy_checked,
+                                      `flashstock destroy`): no daemon drains it any
+                                      more, so nothing is acknowledged into it; nothing
+                                      changed.  Close the handle (open the name again
+                                      if a new segment was made under it) */
 /* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
@@ -288,11 +300,91 @@ int flash_seg_create(const char *name, const struct flash_seg_opts *o);
 int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const void *img, size_t len);
 
 /**
- * Remove the segment's name (shm_unlink).  Attached handles keep working on
- * the old mapping until they close.
+ * Remove the segment's name (shm_unlink), and nothing else: no check, no
+ * mark.  Attached handles keep working on the old mapping until they close,
+ * and whatever they acknowledge there reaches no WAL once its daemon is
+ * gone.  This is the primitive for a segment private to the caller (the
+ * daemon's snapshot shadow drops its name at once; a half-made rebuild is
+ * removed).  To end a segment that others may use, call
+ * flash_seg_destroy_checked().
  * @return FLASH_OK; FLASH_EINVAL (bad name); FLASH_ENOSEG; FLASH_EPERM; FLASH_ESYS.
  */
 int flash_seg_destroy(const char *name);
+
+#define FLASH_DESTROY_FORCE     0x1u  /* go on despite attached handles and undrained records */
+#define FLASH_DESTROY_KEEP_NAME 0x2u  /* mark the segment destroyed, wait, report; keep the
+                                         name (the caller drains the rings, then calls again) */
+#define FLASH_DESTROY_LIST_MAX  64u   /* slots a report lists one by one */
+
+/** One process-table slot in a destroy report. */
+struct flash_destroy_slot {
+	uint32_t slot;        /* process-table slot */
+	int32_t  pid;         /* the pid the slot names (0: free) */
+	uint32_t alive;       /* 1: that process runs -- the segment is attached */
+	uint32_t open;        /* 1: it has an operation open (alive ones only) */
+	uint64_t records;     /* records in the slot's ring and in no WAL yet */
+};
+
+/** What flash_seg_destroy_checked() found (and, if it went on, gave up). */
+struct flash_destroy_report {
+	int32_t  consumer_pid;   /* the daemon serving the segment; 0: none */
+	uint32_t attached;       /* slots held by running processes (the daemon's too) */
+	uint64_t undrained;      /* records in the rings, in no WAL yet: lost if it goes */
+	uint32_t in_flight;      /* operations still open in running processes when it
+	                            was counted (FORCE waited for them up to 2 s) */
+	uint32_t n_slots;        /* entries of slots[]: each slot attached or holding records */
+	uint32_t more_slots;     /* such slots beyond FLASH_DESTROY_LIST_MAX, not listed */
+	int32_t  unreadable;     /* nonzero: the segment could not be checked (the attach
+	                            code, e.g. FLASH_EMAGIC); the figures above are 0 */
+	uint32_t marked;         /* 1: the segment is marked destroyed */
+	uint32_t unlinked;       /* 1: its name is gone */
+	struct flash_destroy_slot slots[FLASH_DESTROY_LIST_MAX];
+};
+
+/**
+ * Destroy a segment without losing what its handles were told: the call
+ * refuses while anything still needs the segment, and an attached process
+ * learns that it is gone.
+ *
+ * Without FLASH_DESTROY_FORCE it refuses (FLASH_EBUSY, nothing changed)
+ * while a daemon serves the segment (its consumer claim is live), a running
+ * process holds a slot of its process table, or a record ring holds records
+ * the consumer has not made durable -- they are in no WAL, and a segment
+ * without its name is never drained again.  @p rep says which pids and how
+ * many records, per slot.
+ *
+ * With FLASH_DESTROY_FORCE it goes on despite attached processes and
+ * undrained records -- never despite a live daemon (FLASH_EBUSY: stop it
+ * first; it drains everything when it stops).  @p rep then lists exactly
+ * what is given up: the records per slot.
+ *
+ * Either way, before the name goes, a word in the segment's header marks it
+ * destroyed: from then on every write call on any handle of it answers
+ * FLASH_EDESTROYED (a buyer's next order included), except the consumer's,
+ * so a daemon that attaches to a segment kept by FLASH_DESTROY_KEEP_NAME can
+ * still drain its rings into the WAL (flash_consumer_claim() is allowed on a
+ * destroyed segment).  The check and the mark are ordered like an attach's
+ * slot claim and its first call (a full barrier on each side), so a process
+ * attaching meanwhile is either seen by the check or refused by the mark.
+ * With FORCE, operations already past their entry check when the mark landed
+ * are waited for (up to 2 s; rep->in_flight says how many were still open:
+ * a stopped process's records, if it ever finishes, go nowhere).
+ *
+ * A name that does not hold a readable segment (a FIFO, a half-made or
+ * corrupt segment) cannot be checked: refused with the attach code, which
+ * @p rep->unreadable repeats; with FORCE the name is removed anyway.
+ *
+ * @param[in]  name   segment name
+ * @param[in]  flags  0, or FLASH_DESTROY_FORCE, optionally with FLASH_DESTROY_KEEP_NAME
+ * @param[out] rep    what was found (may be NULL); written on every return
+ *                    but FLASH_EINVAL
+ * @return FLASH_OK (destroyed; with KEEP_NAME: marked); FLASH_EBUSY (refused,
+ *         see @p rep); FLASH_ENOSEG; an attach code (not checkable, see
+ *         above); FLASH_EINVAL (bad name or flags); FLASH_EPERM (the caller
+ *         may not write the segment); FLASH_ESYS.
+ * @note Blocking only with FORCE (the wait above); O(max_procs) otherwise.
+ */
+int flash_seg_destroy_checked(const char *name, unsigned flags, struct flash_destroy_report *rep);
 
 /* ------------------------------------------------------------------------
  * 3. Handles
@@ -321,6 +413,9 @@ typedef struct flash flash_t;
  * refused with FLASH_ESYS and nothing is changed, since a slot without an
  * identity would later be taken for dead while it runs.  Its sync waits are bounded by
  * FLASH_SYNC_WAIT_MS_DEFAULT (flash_sync_wait_set()).
+ * A segment marked destroyed but still named (flash_seg_destroy_checked()
+ * with FLASH_DESTROY_KEEP_NAME) opens, so that a daemon can drain it; every
+ * write call of such a handle but the consumer's answers FLASH_EDESTROYED.
  * @param[in]  name   segment name
  * @param[in]  flags  0 or FLASH_RDONLY
  * @param[out] out    the handle
@@ -1061,11 +1156,74 @@ int flash_ring_taken(flash_t *h, uint32_t slot, uint64_t *durable, uint64_t *tak
 
 /**
  * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders
- * in sync mode return FLASH_EDURABILITY, and stats report it.
+ * in sync mode return FLASH_EDURABILITY, and flash_durability_get() reports
+ * it, with no reason (flash_durability_fail_why() gives one) -- until the
+ * consumer clears it (flash_durability_clear()).
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
 int flash_durability_fail(flash_t *h);
+
+/** The WAL step that failed (struct flash_durability_info.step). */
+enum flash_wal_step {
+	FLASH_WAL_STEP_UNKNOWN = 0,  /* not said (flash_durability_fail) */
+	FLASH_WAL_STEP_WRITE   = 1,  /* a write into the WAL file */
+	FLASH_WAL_STEP_SYNC    = 2,  /* an fdatasync of the WAL */
+	FLASH_WAL_STEP_FILE    = 3   /* making the next WAL file (create, reserve, rename) */
+};
+
+/**
+ * Consumer: flash_durability_fail(), saying why.  The step and its errno
+ * are kept in the segment with the time of the call (CLOCK_REALTIME) for
+ * flash_durability_get(): what `flashstock status` shows, after the daemon
+ * that failed has exited.  The first failure is the cause: while the
+ * segment is failed, a later call changes nothing but the wake-up.
+ * @param[in] step  enum flash_wal_step
+ * @param[in] err   the errno of the failed step (0: not known)
+ * @return FLASH_OK; FLASH_EINVAL (step out of range); FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note One writer: the consumer.  The reason is stored before the flag,
+ *       so a reader that sees the flag sees its reason.
+ */
+int flash_durability_fail_why(flash_t *h, uint32_t step, int err);
+
+/** The segment's durability failure (flash_durability_get). */
+struct flash_durability_info {
+	uint32_t failed;     /* 1: the WAL failed; sync orders return FLASH_EDURABILITY */
+	uint32_t step;       /* enum flash_wal_step (failed only) */
+	int32_t  err;        /* errno of the failed step; 0: not said */
+	uint32_t _pad;
+	int64_t  when_ns;    /* CLOCK_REALTIME of the failure; 0: not said */
+};
+
+/**
+ * Read the durability failure: whether the segment is failed and why.
+ * @param[in]  h    any handle, read-only ones included
+ * @param[out] out  all zero when the segment is not failed
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note Lock-free.  A reading that races a clear may show the failure
+ *       that was just cleared; never a reason without the flag.
+ */
+int flash_durability_get(flash_t *h, struct flash_durability_info *out);
+
+/** A failed step in words, e.g. "an fdatasync of the WAL failed"; any
+ *  value outside enum flash_wal_step reads as FLASH_WAL_STEP_UNKNOWN. */
+const char *flash_wal_step_str(uint32_t step);
+
+/**
+ * Consumer holding the claim (flash_consumer_claim): the failure is over --
+ * sync orders are acknowledged again.  Only for a daemon that has proven
+ * its WAL whole up to the durable mark and holds it open for append: a
+ * failed segment's records beyond that point must reach the new WAL before
+ * anyone is told they are durable, which the daemon's first drain does.
+ * Crash-safe as a single store: a daemon killed before it leaves the
+ * segment failed and the next one checks again; killed after it, the WAL
+ * it left is whole.  Not failed: nothing to do.
+ * @return FLASH_OK; FLASH_EBUSY (this handle does not hold the consumer
+ *         claim: nothing changed); FLASH_EINVAL; FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_durability_clear(flash_t *h);
 
 /**
  * The identity a segment shares with its WAL.  A WAL belongs to exactly one
@@ -1120,7 +1278,10 @@ int flash_ident_lsn_set(flash_t *h, uint64_t lsn);
  *         FLASH_EREADONLY; FLASH_EFORK.
  * @note Two claims racing: exactly one wins (one CAS on the claim word).
  *       While it is held, flash_ring_drain() by any other handle is
- *       FLASH_EBUSY.
+ *       FLASH_EBUSY.  A destroyed segment (flash_seg_destroy_checked) may
+ *       still be claimed, and its consumer's calls still work: what its
+ *       rings hold can reach the WAL; every other handle's writes answer
+ *       FLASH_EDESTROYED.
  */
 int flash_consumer_claim(flash_t *h, int32_t *holder_pid);
 

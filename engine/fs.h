@@ -190,6 +190,12 @@ struct fs_hdr {
 	uint32_t durability_failed;       /* sticky WAL failure */
 	uint32_t tok_probe_max;           /* farthest from its home any token was placed
 	                                     (probe.h): bounds every token lookup */
+	uint32_t destroyed;               /* 1: destroyed (flash_seg_destroy_checked): every
+	                                     write call but the consumer's answers
+	                                     FLASH_EDESTROYED (fs_enter).  On this line
+	                                     because every order reads durability_failed:
+	                                     the check costs a load, never a miss.  Was
+	                                     padding: 0 in every older segment */
 	/* keys held by the keyed tables (entries not EMPTY): tagged counters, changed
 	 * only by ktab.c's journaled count; users_used and req_used name the low
 	 * word of each value, for readers (the segment is little-endian, host-only) */
@@ -213,6 +219,13 @@ struct fs_hdr {
 	uint64_t incarnation FS_ALIGNED;  /* nonzero; in every WAL file header too */
 	uint64_t wal_lsn;                 /* highest WAL LSN the segment reflects (0: never served) */
 	uint64_t consumer;                /* the daemon's claim: FS_CONSUMER(gen, slot), 0 = none */
+	/* why durability_failed is set (flash_durability_fail_why, ring.c):
+	 * written by the consumer before the flag, read after it.  They fill
+	 * the identity line's spare bytes, so the layout is unchanged; a
+	 * segment made before them reads zeros: "not said" */
+	int64_t  dur_fail_ns;             /* CLOCK_REALTIME of the failure */
+	uint32_t dur_fail_step;           /* enum flash_wal_step */
+	int32_t  dur_fail_err;            /* errno of the failed step */
 	pthread_mutex_t admin FS_ALIGNED; /* robust, process-shared: catalog and lock-name inserts */
 	char pad[FS_LINE];
 };

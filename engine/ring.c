@@ -453,13 +453,72 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq)
 
 int flash_durability_fail(flash_t *h)
 {
+	return flash_durability_fail_why(h, FLASH_WAL_STEP_UNKNOWN, 0);
+}
+
+/*
+ * The reason first, a store fence, then the flag: a reader that loads the
+ * flag set (flash_durability_get: load, load fence, reason) reads the
+ * reason that goes with it.  While the flag is set the reason is left as it
+ * is -- the first failure is the cause.  The waiters are woken every time:
+ * a sleeping sync buyer must look at the flag now, not at its next tick.
+ */
+int flash_durability_fail_why(flash_t *h, uint32_t step, int err)
+{
 	int rc;
 
 	if ((rc = fs_enter(h, 1)) != FLASH_OK)
 		return rc;
-	ck_pr_store_32(&h->hdr->durability_failed, 1);
+	if (step > FLASH_WAL_STEP_FILE)
+		return FLASH_EINVAL;
+	if (ck_pr_load_32(&h->hdr->durability_failed) == 0) {
+		ck_pr_store_64((uint64_t *)&h->hdr->dur_fail_ns, (uint64_t)fs_now_ns());
+		ck_pr_store_32(&h->hdr->dur_fail_step, step);
+		ck_pr_store_32((uint32_t *)&h->hdr->dur_fail_err, (uint32_t)err);
+		ck_pr_fence_store();
+		ck_pr_store_32(&h->hdr->durability_failed, 1);
+	}
 	for (uint32_t s = 0; s < h->proc_cap; s++)
 		futex(&h->proc[s].durable_futex, FUTEX_WAKE, INT32_MAX, NULL);
+	return FLASH_OK;
+}
+
+int flash_durability_get(flash_t *h, struct flash_durability_info *out)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (ck_pr_load_32(&h->hdr->durability_failed) == 0)
+		return FLASH_OK;
+	ck_pr_fence_load();   /* the reason was stored before the flag */
+	out->failed = 1;
+	out->when_ns = (int64_t)ck_pr_load_64((const uint64_t *)&h->hdr->dur_fail_ns);
+	out->step = ck_pr_load_32(&h->hdr->dur_fail_step);
+	out->err = (int32_t)ck_pr_load_32((const uint32_t *)&h->hdr->dur_fail_err);
+	if (out->step > FLASH_WAL_STEP_FILE)   /* a scribbled word says nothing */
+		out->step = FLASH_WAL_STEP_UNKNOWN;
+	return FLASH_OK;
+}
+
+/*
+ * One store: the order path reads the flag alone (order.c, fs_sync_wait),
+ * and what makes clearing safe -- a WAL proven whole and open -- is the
+ * caller's, done before the call.  The claim check keeps any other handle
+ * from ending a failure its daemon has not dealt with.
+ */
+int flash_durability_clear(flash_t *h)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (ck_pr_load_64(&h->hdr->consumer) != FS_CONSUMER(h->gen, (uint32_t)h->slot))
+		return FLASH_EBUSY;
+	ck_pr_store_32(&h->hdr->durability_failed, 0);
 	return FLASH_OK;
 }
 

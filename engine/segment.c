@@ -426,6 +426,10 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
 	seg_reset_slots(p, fx.region, fx.opts.max_procs, fx.opts.ring_records);
 	hdr->cat_holder = 0;
 	hdr->durability_failed = 0;
+	hdr->dur_fail_ns = 0;  /* and why: the image's WAL failure is not this segment's */
+	hdr->dur_fail_step = 0;
+	hdr->dur_fail_err = 0;
+	hdr->destroyed = 0;    /* an image of a segment destroyed after it was taken */
 	hdr->consumer = 0;     /* incarnation and wal_lsn: the image's */
 	memset(&hdr->admin, 0, sizeof(hdr->admin));
 	if ((rc = init_admin_mutex(&hdr->admin)) != FLASH_OK) {
@@ -477,6 +481,235 @@ int flash_seg_destroy(const char *name)
 	if (shm_unlink(path) != 0)
 		return errno_rc(errno);
 	return FLASH_OK;
+}
+
+/* ---------------------------------------------------------------- destroy */
+
+/*
+ * flash_seg_destroy_checked (flashstock.h, section 2).  The segment is read
+ * through a read-only handle -- no slot taken, no recovery run, nothing
+ * changed by looking -- and marked through a writable mapping of its header
+ * alone, checked to be the same object (its incarnation and creation time).
+ *
+ * What is lost with a segment: records published into a ring and not yet
+ * durable (ring tail minus the consumer's durable mark: in no WAL, and no
+ * daemon drains a segment that has no name), and whatever a process still
+ * attached acknowledges afterwards.  The mark ends the second: every write
+ * call but the consumer's answers FLASH_EDESTROYED (enter.c).
+ */
+#define DESTROY_WAIT_MS   2000u   /* FORCE: longest wait for open operations */
+#define DESTROY_QUIET_MS  50u     /* ... which must stay quiet this long */
+
+/* Slot @p i's ring: its element of FS_R_RING (the stride of the checked table). */
+static const struct ck_ring *destroy_ring(const flash_t *h, uint32_t i)
+{
+	return (const struct ck_ring *)((const char *)h->ring +
+	                                (uint64_t)i * h->hdr->fx.region[FS_R_RING].elem_size);
+}
+
+/* Records of slot @p i that no WAL holds yet: published (the ring's tail)
+ * and not marked durable by a consumer.  A scribbled word cannot make it
+ * more than the ring holds. */
+static uint64_t destroy_undrained(const flash_t *h, uint32_t i)
+{
+	uint64_t cons = ck_pr_load_64(&h->proc[i].cons_seq);
+	unsigned int n = ck_pr_load_uint(&destroy_ring(h, i)->p_tail) - (unsigned int)cons;
+
+	return n > h->ring_size ? h->ring_size : n;
+}
+
+/*
+ * Fill @p r from the segment: the live consumer, every slot that a running
+ * process holds or whose ring holds undrained records, the totals.  Returns
+ * a fingerprint of the live slots' activity (their sequence numbers and
+ * ring tails), which moves whenever one of them begins an operation or
+ * publishes a record.
+ */
+static uint64_t destroy_survey(flash_t *h, struct flash_destroy_report *r)
+{
+	uint64_t activity = 0;
+	int32_t pid;
+
+	memset(r, 0, sizeof(*r));
+	if (fs_consumer_live(h, ck_pr_load_64(&h->hdr->consumer), &pid))
+		r->consumer_pid = pid;
+	for (uint32_t i = 0; i < h->proc_cap; i++) {
+		uint64_t st = ck_pr_load_64(&h->proc[i].state);
+		struct flash_destroy_slot s = { .slot = i };
+
+		if (FS_PKIND(st) != FS_P_FREE) {
+			s.pid = FS_PPID(st);
+			s.alive = fs_proc_alive(h, i, st) != 0;
+		}
+		s.records = destroy_undrained(h, i);
+		if (s.alive) {
+			s.open = ck_pr_load_32(&h->jr[i].phase) != FS_PH_IDLE;
+			activity += ck_pr_load_64(&h->proc[i].seq) + ck_pr_load_uint(&destroy_ring(h, i)->p_tail);
+			r->attached++;
+			r->in_flight += s.open;
+		}
+		if (!s.alive && s.records == 0)
+			continue;
+		r->undrained += s.records;
+		if (r->n_slots < FLASH_DESTROY_LIST_MAX)
+			r->slots[r->n_slots++] = s;
+		else
+			r->more_slots++;
+	}
+	return activity;
+}
+
+/*
+ * FORCE with processes attached: they were marked out, but a call that
+ * passed its entry check just before the mark may still be running, and
+ * would publish its record after the count.  Wait until the live slots have
+ * no operation open and their activity has not moved for DESTROY_QUIET_MS,
+ * DESTROY_WAIT_MS at most (a stopped process can hold an operation open for
+ * ever: the report then counts it in in_flight).  Buyers never wait for
+ * this; only the destroyer does.
+ */
+static void destroy_settle(flash_t *h, struct flash_destroy_report *r)
+{
+	uint64_t t0 = fs_mono_ms(), quiet = t0;
+	uint64_t seen = destroy_survey(h, r);
+
+	for (;;) {
+		struct timespec ts = { 0, 1000000 };   /* 1 ms */
+		uint64_t now, act;
+
+		nanosleep(&ts, NULL);
+		act = destroy_survey(h, r);
+		now = fs_mono_ms();
+		if (act != seen || r->in_flight != 0) {
+			seen = act;
+			quiet = now;
+		} else if (now - quiet >= DESTROY_QUIET_MS) {
+			return;
+		}
+		if (now - t0 >= DESTROY_WAIT_MS)
+			return;
+	}
+}
+
+/*
+ * The segment at @p path, twice: a read-only handle to read it, and a
+ * writable mapping of its header alone to mark it.  Both must be the same
+ * object; the name may have been replaced between the two opens.
+ */
+static int destroy_open(const char *path, flash_t **hp, struct fs_hdr **wp, size_t *wlen)
+{
+	const size_t len = (sizeof(struct fs_hdr) + 4095) & ~(size_t)4095;
+	struct stat st;
+	flash_t *h;
+	void *w;
+	int fd, rc;
+
+	if ((rc = flash_open(path, FLASH_RDONLY, &h)) != FLASH_OK)
+		return rc;
+	fd = shm_open(path, O_RDWR | O_NONBLOCK, 0);
+	if (fd < 0) {
+		rc = errno_rc(errno);
+		goto fail;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
+		close(fd);
+		rc = FLASH_ESYS;
+		goto fail;
+	}
+	w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (w == MAP_FAILED) {
+		rc = errno_rc(errno);
+		goto fail;
+	}
+	if (((struct fs_hdr *)w)->incarnation != ck_pr_load_64(&h->hdr->incarnation) ||
+	    ((struct fs_hdr *)w)->fx.created_ns != h->hdr->fx.created_ns) {
+		munmap(w, len);
+		rc = FLASH_ESYS;   /* another object took the name meanwhile */
+		goto fail;
+	}
+	*hp = h;
+	*wp = w;
+	*wlen = len;
+	return FLASH_OK;
+fail:
+	flash_close(h);
+	return rc;
+}
+
+int flash_seg_destroy_checked(const char *name, unsigned flags, struct flash_destroy_report *rep)
+{
+	const int force = (flags & FLASH_DESTROY_FORCE) != 0;
+	struct flash_destroy_report r;
+	struct fs_hdr *w = NULL;
+	flash_t *h = NULL;
+	char path[256];
+	size_t wlen = 0;
+	int rc, set = 0;
+
+	if ((flags & ~(FLASH_DESTROY_FORCE | FLASH_DESTROY_KEEP_NAME)) != 0 ||
+	    flags == FLASH_DESTROY_KEEP_NAME)
+		return FLASH_EINVAL;
+	if ((rc = name_check(name, path, sizeof(path))) != FLASH_OK)
+		return rc;
+	memset(&r, 0, sizeof(r));
+	rc = destroy_open(path, &h, &w, &wlen);
+	if (rc != FLASH_OK) {
+		/* nothing to read: no such name, no right to it, or not a
+		 * segment one can check (a FIFO, a half-made or corrupt one) */
+		if (rc == FLASH_ENOSEG || rc == FLASH_EPERM || rc == FLASH_EOWNER || rc == FLASH_ENOMEM ||
+		    rc == FLASH_ESYS)
+			goto out;
+		r.unreadable = rc;
+		if (!force || (flags & FLASH_DESTROY_KEEP_NAME))
+			goto out;
+		if (shm_unlink(path) != 0) {
+			rc = errno_rc(errno);
+			goto out;
+		}
+		r.unlinked = 1;
+		rc = FLASH_OK;
+		goto out;
+	}
+	/* Look first: a refusal that changes nothing needs no mark. */
+	(void)destroy_survey(h, &r);
+	if (r.consumer_pid != 0 || (!force && (r.attached != 0 || r.undrained != 0))) {
+		rc = FLASH_EBUSY;
+		goto out;
+	}
+	/* The mark, then a full barrier, then the slots again: a process that
+	 * claimed a slot before the barrier is seen below; one that claims
+	 * after it reads the mark in its first call (enter.c). */
+	set = ck_pr_cas_32(&w->destroyed, 0, 1);
+	ck_pr_fence_memory();
+	(void)destroy_survey(h, &r);
+	if (force && r.attached != 0)
+		destroy_settle(h, &r);
+	if (r.consumer_pid != 0 || (!force && (r.attached != 0 || r.undrained != 0))) {
+		/* attached or served meanwhile: refused, and unmarked if the mark
+		 * was ours (a process refused in between changed nothing) */
+		if (set)
+			ck_pr_store_32(&w->destroyed, 0);
+		rc = FLASH_EBUSY;
+		goto out;
+	}
+	r.marked = 1;
+	if (!(flags & FLASH_DESTROY_KEEP_NAME)) {
+		if (shm_unlink(path) != 0) {
+			rc = errno_rc(errno);
+			goto out;
+		}
+		r.unlinked = 1;
+	}
+	rc = FLASH_OK;
+out:
+	if (w != NULL)
+		munmap(w, wlen);
+	if (h != NULL)
+		flash_close(h);
+	if (rep != NULL)
+		*rep = r;
+	return rc;
 }
 
 /* ---------------------------------------------------------------- attach */
@@ -1406,7 +1639,9 @@ int flash_consumer_claim(flash_t *h, int32_t *holder_pid)
 	int rc;
 	int32_t pid;
 
-	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+	/* a destroyed segment may still be drained: the claim is how a daemon
+	 * becomes the one handle whose writes it still takes (enter.c) */
+	if ((rc = fs_enter(h, 1)) != FLASH_OK && rc != FLASH_EDESTROYED)
 		return rc;
 	if (holder_pid != NULL)
 		*holder_pid = 0;

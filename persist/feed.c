@@ -59,6 +59,7 @@ static int feed_errno_rc(int e)
 	case ENOENT: return FLASH_ENOT_FOUND;
 	case EACCES: case EPERM: case EROFS: return FLASH_EPERM;
 	case ENOMEM: return FLASH_ENOMEM;
+	case PIO_ENOTREG: return FLASH_ENOTREG;   /* pio_strerror() names the file */
 	default: return FLASH_ESYS;
 	}
 }
@@ -115,7 +116,7 @@ int feed_pos_read(const char *wal_dir, const char *name, struct feed_pos *out)
 	char path[4200], buf[512];
 	if (feed_path(path, sizeof path, wal_dir, name, ".pos") != 0)
 		return FLASH_EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errno == ENOENT ? FLASH_ENOT_FOUND : feed_errno_rc(errno);
 	ssize_t k = pio_pread_full(fd, buf, sizeof buf - 1, 0);
@@ -145,7 +146,7 @@ static int feed_pos_write(const char *wal_dir, int dirfd, const char *name, cons
 	if (feed_path(tmp, sizeof tmp, wal_dir, name, ".pos.tmp") != 0 ||
 	    feed_path(path, sizeof path, wal_dir, name, ".pos") != 0)
 		return FLASH_EINVAL;
-	int fd = pio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = pio_open_reg(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return feed_errno_rc(errno);
 	if (pio_pwrite_full(fd, buf, (size_t)k, 0) != 0 || pio_fdatasync(fd) != 0) {
@@ -171,10 +172,10 @@ static struct wal_mark *feed_mark_map(const char *dir, int *writable)
 	char path[4200];
 	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
 	*writable = 1;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0 && (errno == EACCES || errno == EROFS)) {
 		*writable = 0;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	}
 	if (fd < 0)
 		return NULL;
@@ -249,7 +250,7 @@ static int feed_file_map(const char *dir, uint64_t start, struct feed_file *f)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/wal-%016" PRIx64 ".log", dir, start);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return feed_errno_rc(errno);
 	struct stat st;
@@ -519,7 +520,7 @@ static int feed_lock(const char *dir, const char *name, int *out)
 	char path[4200];
 	feed_path(path, sizeof path, dir, name, ".lock");
 	for (int tries = 0; tries < 3; tries++) {
-		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		int fd = pio_open_reg(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return feed_errno_rc(errno);
 		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
@@ -868,7 +869,7 @@ static int feed_is_open(const char *dir, const char *name)
 {
 	char path[4200];
 	feed_path(path, sizeof path, dir, name, ".lock");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };

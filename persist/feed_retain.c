@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pio.h"
 #include "serve.h"
 #include "wal.h"
 
@@ -55,14 +57,14 @@ static void retain_file_info(const char *dir, uint64_t start, int64_t *created_n
 	*created_ns = 0;
 	*bytes = 0;
 	snprintf(path, sizeof path, "%s/wal-%016" PRIx64 ".log", dir, start);
-	FILE *fp = fopen(path, "rb");
-	if (fp == NULL)
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
 		return;
-	if (fread(h, 1, sizeof h, fp) == sizeof h) {
+	if (pio_pread_full(fd, h, sizeof h, 0) == (ssize_t)sizeof h) {
 		memcpy(created_ns, h + 32, 8);
 		memcpy(bytes, h + 24, 8);
 	}
-	fclose(fp);
+	pio_close(fd);
 }
 
 static void retain_log(feed_log_fn log, void *arg, int level, const char *fmt, ...)

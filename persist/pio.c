@@ -2,18 +2,22 @@
  * pio.c -- the system-call table of persist/ (see pio.h).
  *
  * Divisions: default entries that need a wrapper (fallocate), the table and
- * its override functions, and helpers built only on table entries
- * (full pwrite/pread, directory fsync).
+ * its override functions, helpers built only on table entries (full
+ * pwrite/pread, directory fsync, pio_open_reg: the one open of a WAL
+ * directory's files), and the daemon's power-cut test hook.
  */
 #include "pio.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* open() is variadic; the table entry takes the mode always. */
@@ -168,6 +172,79 @@ int pio_fsync_dir(const char *dir)
 	pio_close(fd);
 	errno = saved;
 	return rc;
+}
+
+/* This thread's last refusal by pio_open_reg(), for pio_strerror(). */
+static __thread char pio_refused[4400];
+
+static const char *pio_kind(mode_t m)
+{
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	return "a file of unknown type";
+}
+
+static int pio_refuse(const char *path, mode_t m)
+{
+	snprintf(pio_refused, sizeof pio_refused, "%s is %s, not a regular file", path, pio_kind(m));
+	errno = PIO_ENOTREG;
+	return -1;
+}
+
+int pio_open_reg(const char *path, int flags, mode_t mode)
+{
+	struct stat st;
+	int fd = pio_open(path, flags | O_NONBLOCK, mode);
+	if (fd < 0) {
+		/* The name itself made the open fail: a directory opened for
+		 * writing (EISDIR), a FIFO without a reader opened write-only
+		 * or a socket (ENXIO).  stat() follows the name as open() did
+		 * and cannot block; it only chooses the message, so it is not
+		 * a table entry. */
+		int e = errno;
+		if ((e == EISDIR || e == ENXIO) && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return pio_refuse(path, st.st_mode);
+		errno = e;
+		return -1;
+	}
+	if (pio_fstat(fd, &st) != 0) {
+		int e = errno;
+		pio_close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		pio_close(fd);
+		return pio_refuse(path, st.st_mode);
+	}
+	/* A regular file never waits, but the descriptor is handed on: it
+	 * keeps the flags its caller asked for.  fcntl() cannot fail on a
+	 * descriptor just opened, so no test needs to inject its failure. */
+	if (!(flags & O_NONBLOCK)) {
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+			int e = errno;
+			pio_close(fd);
+			errno = e;
+			return -1;
+		}
+	}
+	return fd;
+}
+
+const char *pio_strerror(int err_no)
+{
+	if (err_no == PIO_ENOTREG && pio_refused[0] != '\0')
+		return pio_refused;
+	return strerror(err_no);
 }
 
 int pio_hex16_name(const char *name, const char *prefix, const char *ext, uint64_t *v)

@@ -23,6 +23,7 @@
 #define FLASH_PIO_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -124,6 +125,38 @@ ssize_t pio_pread_full(int fd, void *buf, size_t n, off_t off);
 /* fsync a directory so that a create, rename or unlink in it is durable.
  * @return 0 or -1 with errno. */
 int pio_fsync_dir(const char *dir);
+
+/*
+ * The errno of pio_open_reg() for a name that is not a regular file.  Linux
+ * has no EFTYPE; EMEDIUMTYPE ("wrong medium type") is what no file call of
+ * persist/ returns otherwise, so it cannot be mistaken for another failure.
+ */
+#define PIO_ENOTREG EMEDIUMTYPE
+
+/*
+ * Open a file of a WAL directory -- a WAL file, DURABLE, LOCK, a snapshot,
+ * a feed position or lock file, the lease intent: every one of them opens
+ * here.  Anything but a regular file under the name is refused: a FIFO
+ * would block open() until a writer comes (for ever, and no signal but
+ * SIGKILL ends that wait), a directory or a device would fail later with a
+ * misleading errno (ENODEV from mmap) or be read as garbage.
+ *
+ * The open carries O_NONBLOCK, so a FIFO opens (or fails with ENXIO) at
+ * once; fstat() then decides, and O_NONBLOCK is cleared again before a
+ * regular file's descriptor is returned.  An open that failed because of
+ * what the name is (EISDIR, ENXIO) is refused the same way.
+ * @return the descriptor; -1 with errno: PIO_ENOTREG (pio_strerror() says
+ *         "<path> is a FIFO, not a regular file"), or open()'s or fstat()'s.
+ */
+int pio_open_reg(const char *path, int flags, mode_t mode);
+
+/*
+ * strerror() for an errno that a pio call returned: for PIO_ENOTREG the
+ * sentence of this thread's last refusal by pio_open_reg() (which file, and
+ * what it is), as dlerror() keeps its last message; strerror() otherwise.
+ * The string stays valid until the thread's next refusal.
+ */
+const char *pio_strerror(int err_no);
 
 /* "<prefix><16 lowercase hex digits>.<ext>": 1 and *v on a match, else 0. */
 int pio_hex16_name(const char *name, const char *prefix, const char *ext, uint64_t *v);

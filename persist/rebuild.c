@@ -3,8 +3,8 @@
  * rebuild of a segment from it (see rebuild.h).
  *
  * Divisions: 1. names, 2. the check, 3. accepting a loss
- * (cut, snapshots set aside), 4. the temporary segment (stale ones, room,
- * the atomic rename), 5. rebuild_run().
+ * (cut, snapshots set aside, the durable mark lowered), 4. the temporary
+ * segment (stale ones, room, the atomic rename), 5. rebuild_run().
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -61,7 +61,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	if (rc != SNAP_OK) {
 		c->err_no = errno;
 		snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s: %.400s", dir, flash_strerror(rc),
-		         strerror(c->err_no));
+		         pio_strerror(c->err_no));
 		return c->verdict = REBUILD_EIO;
 	}
 	free(lsns);
@@ -84,13 +84,14 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	}
 	c->from_lsn = c->snap_lsn + 1;
 	struct wal_replay_report *rep = &c->rep;
-	rc = wal_replay(dir, c->from_lsn, rb_count_cb, NULL, 0, rep);
+	/* the durable mark vouches as a later commit does (wal.h) */
+	rc = wal_replay(dir, c->from_lsn, rb_count_cb, NULL, WAL_REPLAY_MARK, rep);
 	c->wal_last = rep->last_lsn;
 	char miss[64];
 	if (rc == WAL_EIO || rc == WAL_ENOMEM || rc == WAL_EINVAL) {
 		c->err_no = rep->err_no;
 		snprintf(c->msg, sizeof c->msg, "WAL %.400s unreadable: %.400s%s%s", dir, flash_strerror(rc),
-		         rep->err_no ? ": " : "", rep->err_no ? strerror(rep->err_no) : "");
+		         rep->err_no ? ": " : "", rep->err_no ? pio_strerror(rep->err_no) : "");
 		return c->verdict = REBUILD_EIO;
 	}
 	if (rc == WAL_EGAP) {
@@ -133,6 +134,20 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		         c->snap_lsn, rep->last_lsn, rep->last_lsn + 1, c->snap_lsn, dir);
 		return c->verdict = REBUILD_AHEAD;
 	}
+	if (rc == WAL_OK && rep->mark_lsn > rep->last_lsn) {
+		/* a clean end below what the WAL itself published durable: its
+		 * last frames were zeroed or cut, or it is an older copy */
+		c->miss_first = rep->last_lsn + 1;
+		c->miss_last = rep->mark_lsn;
+		c->keep_lsn = rep->last_lsn;
+		c->can_accept = 1;
+		snprintf(c->msg, sizeof c->msg, "WAL %.400s ends at LSN %" PRIu64 " (%.400s offset %" PRIu64
+		         "), below its durable mark: %.400s/" WAL_MARK_FILE " says every LSN through %" PRIu64
+		         " was made durable, and LSN %" PRIu64 "..%" PRIu64 " are in no file (the end of "
+		         "the WAL was zeroed or cut, or it is an older copy); not a torn tail", dir,
+		         rep->last_lsn, rep->file, rep->offset, dir, rep->mark_lsn, c->miss_first, c->miss_last);
+		return c->verdict = REBUILD_SHORT;
+	}
 	if (rc == WAL_OK)
 		return c->verdict = REBUILD_OK;
 	c->keep_lsn = rep->bad_lsn ? rep->bad_lsn - 1 : 0;
@@ -151,6 +166,10 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	char why[256];
 	if (rep->proof_lsn)
 		snprintf(why, sizeof why, "the commit at LSN %" PRIu64 " made it durable", rep->proof_lsn);
+	else if (rep->mark_lsn >= rep->bad_lsn)
+		snprintf(why, sizeof why, WAL_MARK_FILE " says every LSN through %" PRIu64 " was made "
+		         "durable: LSN %" PRIu64 "..%" PRIu64 " were acknowledged", rep->mark_lsn,
+		         rep->bad_lsn, rep->mark_lsn);
 	else
 		snprintf(why, sizeof why, "later WAL files follow it");
 	char follow[128] = "";
@@ -232,9 +251,10 @@ static int rb_set_aside_snapshots(const char *dir, uint64_t lsn, snap_log_fn log
 }
 
 /*
- * Act on the check: refuse, or cut (a torn tail always; corruption, a gap
- * or a snapshot past the end only when the loss is accepted at exactly
- * c->keep_lsn), then check again.  @return 0 (c is OK now) or -1.
+ * Act on the check: refuse, or cut (a torn tail always; corruption, a gap,
+ * a snapshot past the end or a WAL short of its durable mark only when the
+ * loss is accepted at exactly c->keep_lsn), then check again.
+ * @return 0 (c is OK now) or -1.
  */
 static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int lockheld,
                      struct rebuild_result *r)
@@ -291,7 +311,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		else
 			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s; --accept-loss-after %" PRIu64
 			       ": dropping every record after it", c->msg, c->keep_lsn);
-		if (v != REBUILD_AHEAD) {
+		if (v != REBUILD_AHEAD && v != REBUILD_SHORT) {     /* those have nothing to cut */
 			struct rb_drop d = { o->log, o->log_arg, c->keep_lsn + 1, 0, 0 };
 			struct wal_replay_report cr;
 			int wrc = wal_cut_after(dir, c->keep_lsn, rb_drop_cb, &d,
@@ -299,7 +319,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			if (wrc != WAL_OK) {
 				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: cutting WAL %s after LSN %"
 				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, flash_strerror(wrc),
-				       cr.err_no ? ": " : "", cr.err_no ? strerror(cr.err_no) : "");
+				       cr.err_no ? ": " : "", cr.err_no ? pio_strerror(cr.err_no) : "");
 				r->flash_rc = FLASH_ESYS;
 				r->wal_rc = wrc;
 				return -1;
@@ -316,6 +336,21 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			r->flash_rc = FLASH_ESYS;
 			return -1;
 		}
+		/* Last, once the WAL ends at keep_lsn: the mark says so too, or
+		 * the next start would find the loss accepted here and refuse
+		 * it again.  Killed before this, a run with the same LSN finds
+		 * the WAL short of its mark at keep_lsn and ends the job. */
+		uint64_t was;
+		if (wal_mark_lower(dir, c->keep_lsn, &was) != WAL_OK) {
+			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: lowering %s/" WAL_MARK_FILE
+			       " to LSN %" PRIu64 ": %s; nothing rebuilt", dir, c->keep_lsn, strerror(errno));
+			r->flash_rc = FLASH_ESYS;
+			return -1;
+		}
+		if (was > c->keep_lsn)
+			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s/" WAL_MARK_FILE " lowered "
+			       "from LSN %" PRIu64 " to %" PRIu64 ": LSN %" PRIu64 "..%" PRIu64 " are given up "
+			       "for good", dir, was, c->keep_lsn, c->keep_lsn + 1, was);
 	}
 	snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt", c->msg);
 	r->flash_rc = FLASH_ECORRUPT;
@@ -481,7 +516,7 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 
 	if (wal_ident(o->wal_dir, &wi) != WAL_OK) {
 		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
-		       o->wal_dir, strerror(errno));
+		       o->wal_dir, pio_strerror(errno));
 		r->flash_rc = FLASH_ESYS;
 		return -1;
 	}
@@ -543,7 +578,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	int lockfd = wal_dir_lock(o->wal_dir);
 	if (lockfd == WAL_EIO && errno != ENOENT) {
 		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
-		       "rebuilt", o->wal_dir, strerror(errno));
+		       "rebuilt", o->wal_dir, pio_strerror(errno));
 		r->flash_rc = FLASH_ESYS;
 		r->wal_rc = WAL_EIO;
 		return -1;

@@ -13,12 +13,18 @@
  *     LSN, and how many valid records follow it;
  *   - a snapshot past the WAL's end (the WAL lost frames the snapshot has:
  *     its end was cut, or it was restored from an older copy);
+ *   - a WAL that ends below its durable mark (DIR/DURABLE, wal.h): the
+ *     frames through the mark were made durable and acknowledged, and are
+ *     gone (zeroed, cut, an older copy) -- a bad frame at or below the mark
+ *     is corruption the same way, never a torn tail;
  *   - otherwise the WAL is usable, perhaps with a torn tail (cut at rebuild).
- * Each of the first three refuses a rebuild; the operator may accept the
+ * Each of the first four refuses a rebuild; the operator may accept the
  * loss explicitly, by LSN (rebuild_opts.accept_after, `--accept-loss-after`),
  * which must be exactly the last LSN that can be kept (c.keep_lsn): the WAL
  * is cut after it (wal_cut_after(), every dropped record logged with its
- * order number) and snapshots past it are set aside as snap-<LSN>.dropped.
+ * order number), snapshots past it are set aside as snap-<LSN>.dropped,
+ * and DIR/DURABLE is lowered to it (wal_mark_lower()), so the next start
+ * finds a whole WAL, not the damage just accepted.
  * A missing start of the history cannot be accepted that way.
  *
  * The rebuild (rebuild_run()) is atomic.  The segment is built under a
@@ -38,9 +44,10 @@
  * gives the same segment.  The WAL directory's writer lock is held from the
  * check to the rename: no serve and no other rebuild meet it.
  *
- * Only one thing on disk changes: a torn tail (or, when accepted, a corrupt
+ * Little changes on disk: a torn tail (or, when accepted, a corrupt
  * tail) is cut in place (zeros over preallocated blocks, no free space
- * needed), before the build; the rest of the WAL is only read.
+ * needed), before the build, and an accepted loss lowers DIR/DURABLE; the
+ * rest of the WAL is only read.
  *
  * A process attached to the empty placeholder keeps that object (it is
  * unlinked by the rename): attach after the rebuild.
@@ -60,7 +67,9 @@ enum rebuild_verdict {
 	REBUILD_MISSING,    /* LSNs miss_first..miss_last are in no file */
 	REBUILD_AHEAD,      /* the newest valid snapshot is past the WAL's end */
 	REBUILD_NOSNAP,     /* snapshots exist, none is valid */
-	REBUILD_EIO         /* the WAL or a snapshot could not be read (err_no) */
+	REBUILD_EIO,        /* the WAL or a snapshot could not be read (err_no) */
+	REBUILD_SHORT       /* the WAL ends cleanly below its durable mark: LSNs
+	                       miss_first..miss_last were durable and are in no file */
 };
 
 struct rebuild_check {
@@ -69,10 +78,10 @@ struct rebuild_check {
 	char     snap_file[4200];  /* its path */
 	uint64_t from_lsn;         /* the first LSN recovery needs (snap_lsn + 1, or 1) */
 	uint64_t wal_last;         /* the last readable LSN (0: none) */
-	uint64_t keep_lsn;         /* CORRUPT, MISSING, AHEAD, TORN: the last LSN that can be kept
+	uint64_t keep_lsn;         /* CORRUPT, MISSING, AHEAD, SHORT, TORN: the last LSN that can be kept
 	                              (what --accept-loss-after must name) */
 	int      can_accept;       /* the loss may be accepted (not a missing start) */
-	uint64_t miss_first;       /* MISSING: the range */
+	uint64_t miss_first;       /* MISSING, SHORT: the range */
 	uint64_t miss_last;
 	int      err_no;           /* EIO */
 	struct wal_replay_report rep;  /* the WAL read from from_lsn */

@@ -22,6 +22,7 @@
 #include "crash.h"
 #include "flashstock.h"
 #include "mysql_pump.h"
+#include "pio.h"
 #include "rebuild.h"
 #include "snapshot.h"
 #include "serve_reconcile.h"
@@ -82,6 +83,8 @@ struct serve {
 	flash_lease_t           *sv_lease;    /* lease agent, or NULL */
 	int                      sv_lease_reported; /* its fence or failure was logged */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
+	struct flash_durability_info sv_dur;  /* the WAL failure the segment carried at
+	                                         start (failed 0: none), until cleared */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -245,7 +248,10 @@ static void serve_rebuild_cmd(struct serve *s, const struct flash_stats *fst, ch
 	free(snaps);
 	size_t k = 0;
 	if (!empty) {
-		k += (size_t)snprintf(buf + k, n - k, "flashstock destroy --name %s && ", o->segment);
+		/* --force: what the segment holds is not this WAL's history and is
+		 * given up on purpose (destroy prints it); a plain destroy refuses
+		 * the records a load left in its rings */
+		k += (size_t)snprintf(buf + k, n - k, "flashstock destroy --name %s --force && ", o->segment);
 		struct flash_seg_opts so;
 		if (nsnap == 0 && k < n && flash_seg_opts_get(s->sv_h, &so) == FLASH_OK) {
 			k += (size_t)snprintf(buf + k, n - k, "flashstock create --name %s --activities %u "
@@ -330,7 +336,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 	}
 	if (rc != WAL_OK) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
-		          strerror(errno));
+		          pio_strerror(errno));
 		s->sv_st->wal_rc = rc;
 		return -1;
 	}
@@ -386,7 +392,9 @@ static int serve_open_wal(struct serve *s)
 	struct wal_replay_report rep;
 	/* restored from a snapshot: only the frames after it */
 	uint64_t from = s->sv_snap_lsn ? s->sv_snap_lsn + 1 : 0;
-	int rc = wal_replay(o->wal_dir, from, serve_note_last, s, WAL_REPLAY_TRUNCATE, &rep);
+	/* the durable mark vouches too: a bad frame below it is never cut */
+	int rc = wal_replay(o->wal_dir, from, serve_note_last, s, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK,
+	                    &rep);
 	if (rc == WAL_ESTOPPED) {
 		s->sv_st->wal_rc = rc;
 		return -1;     /* a record could not be applied (logged) */
@@ -404,11 +412,16 @@ static int serve_open_wal(struct serve *s)
 		if (!torn) {
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, flash_strerror(rc), flash_rcname(rep.stop), rep.file,
-			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? strerror(rep.err_no) : "");
+			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? pio_strerror(rep.err_no) : "");
 			if (rc == WAL_ENOTTAIL)
 				serve_log(s, SERVE_LOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
 				          "records follow; nothing cut (flashstock wal verify --wal %s says what "
 				          "to do)", o->wal_dir, rep.bad_lsn, rep.after_frames, o->wal_dir);
+			if (rc == WAL_ENOTTAIL && rep.proof_lsn == 0 && rep.mark_lsn >= rep.bad_lsn)
+				serve_log(s, SERVE_LOG_ERROR, "WAL %s: its " WAL_MARK_FILE " says every LSN "
+				          "through %" PRIu64 " was made durable: LSN %" PRIu64 "..%" PRIu64 " were "
+				          "acknowledged and are damaged; not a torn tail", o->wal_dir, rep.mark_lsn,
+				          rep.bad_lsn, rep.mark_lsn);
 			s->sv_st->wal_rc = rc;
 			return -1;
 		}
@@ -418,6 +431,22 @@ static int serve_open_wal(struct serve *s)
 	}
 	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
 	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
+	/* Shorter than what it published durable (wal.h, the durable mark):
+	 * acknowledged records are gone, and serving on would give their
+	 * LSNs to other records. */
+	if (rep.mark_lsn > rep.last_lsn) {
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s ends at LSN %" PRIu64 " (%s offset %" PRIu64 "), but its "
+		          WAL_MARK_FILE " says every LSN through %" PRIu64 " was made durable: LSN %" PRIu64
+		          "..%" PRIu64 " are missing (the end of the WAL was zeroed or cut, or it is an older "
+		          "copy); not a torn tail, nothing cut", o->wal_dir, rep.last_lsn, rep.file, rep.offset,
+		          rep.mark_lsn, rep.last_lsn + 1, rep.mark_lsn);
+		serve_log(s, SERVE_LOG_ERROR, "WAL %s: restore its files from a copy, or give up every "
+		          "record after LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 " (into "
+		          "an empty or absent segment; flashstock wal verify --wal %s says the same)",
+		          o->wal_dir, rep.last_lsn, rep.last_lsn, o->wal_dir);
+		s->sv_st->flash_rc = FLASH_ECORRUPT;
+		return -1;
+	}
 	struct flash_ident id;
 	if ((rc = flash_ident_get(s->sv_h, &id)) != FLASH_OK) {
 		s->sv_st->flash_rc = rc;
@@ -445,7 +474,7 @@ static int serve_open_wal(struct serve *s)
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
 	if (rc != WAL_OK) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
-		          rc == WAL_EIO ? strerror(errno) : flash_rcname(rc));
+		          rc == WAL_EIO ? pio_strerror(errno) : flash_rcname(rc));
 		s->sv_st->wal_rc = rc;
 		return rc == WAL_EIDENT || rc == WAL_EBUSY ? serve_refuse(s) : -1;
 	}
@@ -565,7 +594,12 @@ static int serve_wal_failed(struct serve *s, int rc)
 	          "nothing more is acknowledged", op == WAL_OP_SYNC ? "fdatasync" :
 	          op == WAL_OP_WRITE ? "write" : "new file", strerror(e));
 	s->sv_st->wal_rc = rc;
-	int frc = flash_durability_fail(s->sv_h);
+	/* the reason goes into the segment: `status` shows it after this
+	 * daemon has exited, and the next daemon logs what it clears */
+	uint32_t step = op == WAL_OP_SYNC ? FLASH_WAL_STEP_SYNC : op == WAL_OP_WRITE ?
+	                FLASH_WAL_STEP_WRITE : op == WAL_OP_CREATE ? FLASH_WAL_STEP_FILE :
+	                FLASH_WAL_STEP_UNKNOWN;
+	int frc = flash_durability_fail_why(s->sv_h, step, e);
 	if (frc != FLASH_OK)
 		s->sv_st->flash_rc = frc;
 	return -1;
@@ -1042,6 +1076,56 @@ static int serve_check_released(struct serve *s, const struct flash_stats *fst)
 	return 0;
 }
 
+/* The failure @p d in words: the step, its error, when. */
+static void serve_dur_why(const struct flash_durability_info *d, char *buf, size_t n)
+{
+	char at[40] = "";
+	if (d->when_ns > 0) {
+		time_t t = (time_t)(d->when_ns / 1000000000);
+		struct tm tm;
+		if (gmtime_r(&t, &tm) != NULL)
+			strftime(at, sizeof at, " (at %Y-%m-%dT%H:%M:%SZ)", &tm);
+	}
+	snprintf(buf, n, "%s%s%s%s", flash_wal_step_str(d->step), d->err ? ": " : "",
+	         d->err ? strerror(d->err) : "", at);
+}
+
+/*
+ * A segment whose previous daemon's WAL failed (flash_durability_fail_why)
+ * answers every sync order FLASH_EDURABILITY until a daemon clears it --
+ * which this one does once it has proven the WAL whole: serve_open_wal read
+ * every frame (a torn tail cut, damage refused), found the WAL as long as
+ * its durable mark and as what the segment reflects, and opened it for
+ * append (wal_open made what the file holds durable); serve_check_released
+ * found in it every record the failed daemon took from the rings.  Any of
+ * those refusing ends the start with the failure kept (serve_run says so).
+ * Cleared before the first round, which writes what the rings still hold
+ * and marks it durable only after its fdatasync: nobody is told a record is
+ * durable that is not.  A kill before the clear leaves the failure for the
+ * next daemon to check again; after it, the WAL it leaves is whole.
+ */
+static int serve_durability_clear(struct serve *s)
+{
+	if (!s->sv_dur.failed)
+		return 0;
+	char why[256];
+	serve_dur_why(&s->sv_dur, why, sizeof why);
+	int rc = flash_durability_clear(s->sv_h);
+	if (rc != FLASH_OK) {
+		serve_log(s, SERVE_LOG_ERROR, "segment %s: durability failure not cleared: %s",
+		          s->sv_o->segment, flash_strerror(rc));
+		s->sv_st->flash_rc = rc;
+		return -1;
+	}
+	serve_log(s, SERVE_LOG_WARN, "segment %s: durability failure cleared: %s; WAL %s is whole "
+	          "through LSN %" PRIu64 " (as long as its durable mark and as what the segment "
+	          "reflects, every record the failed daemon took from the rings in it) and open for "
+	          "append: sync orders are acknowledged again", s->sv_o->segment, why,
+	          s->sv_o->wal_dir, wal_next_lsn(s->sv_w) - 1);
+	s->sv_dur.failed = 0;
+	return 0;
+}
+
 /*
  * The first round drains every ring completely into memory, then decides
  * per slot which records the WAL holds already (see serve.h), appends the
@@ -1219,6 +1303,17 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	}
 	if (serve_claim(&s) != 0)
 		goto out;
+	if ((rc = flash_durability_get(s.sv_h, &s.sv_dur)) != FLASH_OK) {
+		st->flash_rc = rc;
+		goto out;
+	}
+	if (s.sv_dur.failed) {
+		char why[256];
+		serve_dur_why(&s.sv_dur, why, sizeof why);
+		serve_log(&s, SERVE_LOG_INFO, "segment %s: durability failed: %s; sync orders answer "
+		          "FLASH_EDURABILITY until this daemon has proven WAL %s whole", o->segment, why,
+		          o->wal_dir);
+	}
 	s.sv_durability = fst.durability;
 	if (serve_check_ident(&s, &fst) != 0)
 		goto out_restored;
@@ -1379,7 +1474,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 #endif
 
 	uint32_t n;
-	if (serve_check_released(&s, &fst) != 0 || serve_first_round(&s, &n) != 0)
+	if (serve_check_released(&s, &fst) != 0 || serve_durability_clear(&s) != 0 ||
+	    serve_first_round(&s, &n) != 0)
 		goto out_metrics;
 	if ((rc = serve_syncer_start(&s)) != 0) {
 		serve_log(&s, SERVE_LOG_ERROR, "no fdatasync thread: %s", strerror(rc));
@@ -1498,6 +1594,10 @@ out_restored:
 		;
 	}
 out:
+	if (s.sv_dur.failed)
+		serve_log(&s, SERVE_LOG_ERROR, "segment %s stays failed: sync orders answer "
+		          "FLASH_EDURABILITY until a daemon starts on a WAL it proves whole; do what the "
+		          "lines above say, then start the daemon again", o->segment);
 	serve_syncer_stop(&s);
 	serve_arch_stop(&s);            /* it reads the backstop's position */
 	(void)serve_backstop_stop(&s);

@@ -186,10 +186,14 @@ struct serve_stats {
  * another incarnation, or an empty or shorter WAL for a segment that
  * reflects a longer one; --recover on a segment not restored from a
  * snapshot gives it the WAL's identity instead, once every record of the
- * WAL is applied.
+ * WAL is applied.  A segment marked failed by an earlier daemon is cleared
+ * (flash_durability_clear, one line at warn) once every start-up check has
+ * passed and the WAL is open for append, before the first drain; a start
+ * that refuses leaves it failed and says so.
  * @return 0 on a clean stop; -1 on a fatal error (segment cannot be opened,
  *         WAL cannot be read or opened, WAL write/fdatasync failed: then the
- *         segment is marked failed with flash_durability_fail() first).
+ *         segment is marked failed, with the failed step and its errno,
+ *         with flash_durability_fail_why() first).
  *         @p st (may be NULL) is filled either way.
  */
 int serve_run(const struct serve_opts *o, struct serve_stats *st);

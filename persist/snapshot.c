@@ -127,7 +127,7 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 	snap_tmp_path(tmp, sizeof tmp, dir, lsn);
 	snap_path(fin, sizeof fin, dir, lsn);
 	const char *step = "open";
-	int fd = pio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = pio_open_reg(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto io;
 	/* the whole size first: pages never written read as zeros (holes) */
@@ -190,7 +190,7 @@ io:
 		int e = errno;
 		if (err != NULL)
 			snprintf(err, errlen, "snapshot %s: %s failed: %s (tmp file removed)", fin, step,
-			         strerror(e));
+			         pio_strerror(e));
 		(void)pio_unlink(tmp);
 		free(h);
 		errno = e;
@@ -216,7 +216,7 @@ int snap_file_open(const char *path, struct snap_file *f)
 		return SNAP_EINVAL;
 	memset(f, 0, sizeof *f);
 	strcpy(f->sf_path, path);
-	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return SNAP_EIO;
 	struct stat st;
@@ -307,7 +307,7 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 		}
 		snap_logf(log, log_arg, SERVE_LOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
 		          path, flash_strerror(frc), frc == SNAP_EIO ? ": " : "",
-		          frc == SNAP_EIO ? strerror(errno) : "");
+		          frc == SNAP_EIO ? pio_strerror(errno) : "");
 	}
 	free(lsns);
 	return rc;

@@ -218,7 +218,7 @@ static int wal_lock(const char *dir)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/LOCK", dir);
-	int fd = pio_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = pio_open_reg(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	if (pio_flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -259,7 +259,7 @@ static int wal_file_create(const char *dir, uint64_t lsn, uint64_t seg_bytes,
 	wal_path(tmp, sizeof tmp, dir, lsn, "tmp");
 	wal_path(fin, sizeof fin, dir, lsn, "log");
 	(void)pio_unlink(tmp);
-	int fd = pio_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = pio_open_reg(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	PERSIST_CRASH("wal_roll", 1);
@@ -335,7 +335,7 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 	wal_path(path, sizeof path, dir, name_lsn, "log");
 	memset(s, 0, sizeof *s);
 	s->ws_next_lsn = expect;
-	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0) {
 		s->ws_err = errno;
 		return s->ws_stop = WAL_EIO;
@@ -488,7 +488,7 @@ static struct wal_mark *wal_mark_open(const char *dir)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = pio_open_reg(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;
 	struct stat st;
@@ -519,15 +519,92 @@ static struct wal_mark *wal_mark_open(const char *dir)
  * anyone else.  The seq_cst increment of wm_seq and load of wm_waiters pair
  * with the reader's seq_cst increment of wm_waiters and load of wm_seq.
  */
-static void wal_mark_publish(wal_t *w, uint64_t lsn)
+static void wal_mark_store(struct wal_mark *k, uint64_t lsn)
 {
-	struct wal_mark *k = w->w_mark;
-	if (k == NULL)
-		return;
 	__atomic_store_n(&k->wm_durable, lsn, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&k->wm_seq, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&k->wm_waiters, __ATOMIC_SEQ_CST) != 0)
 		syscall(SYS_futex, &k->wm_seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+static void wal_mark_publish(wal_t *w, uint64_t lsn)
+{
+	if (w->w_mark != NULL)
+		wal_mark_store(w->w_mark, lsn);
+}
+
+/*
+ * Map an existing <dir>/DURABLE, read-only unless @p writable; never
+ * creates one.  O_NONBLOCK: a FIFO by that name must not block the open.
+ * @return 0 (*out mapped, WAL_MARK_BYTES); 1 there is none, or what is
+ *         there is not a mark (not a regular file, short, no magic);
+ *         -1 with errno.
+ */
+static int wal_mark_map(const char *dir, int writable, struct wal_mark **out)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/" WAL_MARK_FILE, dir);
+	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < WAL_MARK_BYTES) {
+		close(fd);
+		return 1;
+	}
+	void *m = mmap(NULL, WAL_MARK_BYTES, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED) {
+		errno = e;
+		return -1;
+	}
+	*out = m;
+	if (__atomic_load_n(&(*out)->wm_magic, __ATOMIC_ACQUIRE) != WAL_MARK_MAGIC) {
+		munmap(m, WAL_MARK_BYTES);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * An accepted loss goes down into the mark with the same protocol as a
+ * commit (readers asleep on wm_seq wake and see it), then to disk: the
+ * page would otherwise reach it whenever the kernel likes, and a crash
+ * before that would bring back a mark that calls the cut WAL damaged.
+ * Looked at read-only first: a mark with nothing to lower (a torn tail
+ * cut above it) needs no write access.
+ */
+int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was)
+{
+	if (was != NULL)
+		*was = 0;
+	if (dir == NULL || strlen(dir) > 4000)
+		return WAL_EINVAL;
+	struct wal_mark *k;
+	int mrc = wal_mark_map(dir, 0, &k);
+	if (mrc != 0)
+		return mrc > 0 ? WAL_OK : WAL_EIO;
+	uint64_t d = __atomic_load_n(&k->wm_durable, __ATOMIC_ACQUIRE);
+	munmap(k, WAL_MARK_BYTES);
+	if (was != NULL)
+		*was = d;
+	if (d <= lsn)
+		return WAL_OK;
+	if ((mrc = wal_mark_map(dir, 1, &k)) != 0)
+		return mrc > 0 ? WAL_OK : WAL_EIO;
+	wal_mark_store(k, lsn);
+	int rc = msync(k, WAL_MARK_BYTES, MS_SYNC) == 0 ? WAL_OK : WAL_EIO;
+	int e = errno;
+	munmap(k, WAL_MARK_BYTES);
+	errno = e;
+	return rc;
 }
 
 static int wal_reserve(unsigned char **buf, size_t *cap, size_t need)
@@ -922,7 +999,7 @@ static int wal_filehdr_read(const char *dir, uint64_t lsn, struct wal_filehdr *h
 {
 	char path[4096];
 	wal_path(path, sizeof path, dir, lsn, "log");
-	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return WAL_EIO;
 	ssize_t n = pio_pread(fd, h, sizeof *h, 0);
@@ -1050,7 +1127,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		}
 		char path[4096];
 		wal_path(path, sizeof path, dir, start, "log");
-		w->w_fd = pio_open(path, O_RDWR | O_CLOEXEC, 0);
+		w->w_fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
 		if (w->w_fd < 0) {
 			rc = WAL_EIO;
 			goto fail;
@@ -1197,7 +1274,7 @@ static int wal_resync_file(const char *dir, uint64_t lsn, uint64_t off, wal_repl
 {
 	char path[4096];
 	wal_path(path, sizeof path, dir, lsn, "log");
-	int fd = pio_open(path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -1249,7 +1326,7 @@ static int wal_zero_tail(const char *dir, uint64_t lsn, uint64_t off, uint64_t s
 	static const unsigned char zeros[64 * 1024];
 	char path[4096];
 	wal_path(path, sizeof path, dir, lsn, "log");
-	int fd = pio_open(path, O_RDWR | O_CLOEXEC, 0);
+	int fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		goto io;
 	struct stat st;
@@ -1353,7 +1430,7 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 		rep = &dummy;
 	memset(rep, 0, sizeof *rep);
 	if (dir == NULL || strlen(dir) > 4000 ||
-	    (flags & ~(WAL_REPLAY_TRUNCATE | WAL_REPLAY_LOCKED)) != 0)
+	    (flags & ~(WAL_REPLAY_TRUNCATE | WAL_REPLAY_LOCKED | WAL_REPLAY_MARK)) != 0)
 		return WAL_EINVAL;
 	if (from_lsn == 0)
 		from_lsn = 1;
@@ -1391,9 +1468,37 @@ static int wal_look_past(const char *dir, const uint64_t *lsns, size_t n, size_t
 	return 0;
 }
 
+/*
+ * What <dir>/DURABLE vouches for (WAL_REPLAY_MARK) of the files @p lsns:
+ * its LSN when it names the incarnation of the newest file whose header
+ * checks out; else 0 (a mark another WAL left in the directory, or no file
+ * to compare with, vouches for nothing).  Unreadable counts as absent: the
+ * WAL alone then decides, as before marks existed.
+ */
+static uint64_t wal_mark_vouched(const char *dir, uint64_t durable, uint64_t incarnation,
+                                 const uint64_t *lsns, size_t n)
+{
+	for (size_t i = n; i-- > 0;) {
+		struct wal_filehdr h;
+		if (wal_filehdr_read(dir, lsns[i], &h) == WAL_OK)
+			return h.hd_incarnation == incarnation ? durable : 0;
+	}
+	return 0;
+}
+
 static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                              unsigned flags, struct wal_replay_report *rep, struct wal_where *wh)
 {
+	/* The mark first, the files after: every value it held was in a file
+	 * (fdatasync'd) before it was stored, so a writer appending meanwhile
+	 * can only make the files hold more than the value read here. */
+	uint64_t mark = 0, mark_inc = 0;
+	struct wal_mark *k;
+	if ((flags & WAL_REPLAY_MARK) && wal_mark_map(dir, 0, &k) == 0) {
+		mark = __atomic_load_n(&k->wm_durable, __ATOMIC_ACQUIRE);
+		mark_inc = k->wm_incarnation;
+		munmap(k, WAL_MARK_BYTES);
+	}
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
@@ -1410,6 +1515,8 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 			free(lsns);
 		return rep->stop = WAL_OK;
 	}
+	if (mark != 0)
+		rep->mark_lsn = wal_mark_vouched(dir, mark, mark_inc, lsns, n);
 	/* Start at the last file that begins at or before from_lsn.  Asked for
 	 * an LSN older than the oldest file: those frames are gone. */
 	size_t i = 0;
@@ -1466,8 +1573,10 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 		rep->proof_lsn = a.proof > rep->bad_lsn ? a.proof : 0;
 		/* below from_lsn the caller vouches (a snapshot covers it): what
 		 * a snapshot holds was durable, so a bad frame there is no torn
-		 * tail either -- and cutting it would hand its LSN out again */
-		rep->torn = frame && i == n - 1 && rep->proof_lsn == 0 && rep->bad_lsn >= from_lsn;
+		 * tail either -- and cutting it would hand its LSN out again;
+		 * nor at or below the durable mark, which published it durable */
+		rep->torn = frame && i == n - 1 && rep->proof_lsn == 0 && rep->bad_lsn >= from_lsn &&
+		            rep->bad_lsn > rep->mark_lsn;
 	}
 	if (wh != NULL) {
 		wh->ww_stop = i;

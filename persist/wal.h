@@ -206,7 +206,11 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
  *     copy the kernel writes back (whenever) never claims too much: after
  *     a crash or reboot the file may say less than the WAL holds, never more.
  *     It can go DOWN only when a writer opens a WAL that an operator cut
- *     below it (wal_cut_after, `serve --recover --accept-loss-after`).
+ *     below it (wal_cut_after, `serve --recover --accept-loss-after`), or
+ *     when that loss is recorded by wal_mark_lower().
+ *   - So it is evidence: a WAL of the mark's incarnation whose readable
+ *     end is below it lost frames it had made durable -- damage, never a
+ *     torn tail (WAL_REPLAY_MARK).
  * Not through pio.h: no fault test of the WAL sees these calls (the
  * mark is advisory, and a failure to create it fails wal_open()).
  */
@@ -226,6 +230,18 @@ struct wal_mark {
 	int64_t  wm_open_ns;      /* CLOCK_REALTIME of its wal_open() */
 	uint64_t wm_pad[2];
 };
+
+/*
+ * Record an accepted loss in <dir>/DURABLE: if it says more than @p lsn,
+ * it says @p lsn from now on (published to readers as a group commit is,
+ * then made durable with msync), so the next reader of the directory does
+ * not take the frames given up for frames lost.  A missing mark, or a file
+ * that is not one, is left alone.  Call it with the writer lock held, after
+ * the WAL was cut at @p lsn (or found ending there).
+ * @param[out] was  what it said before (0: no mark; may be NULL)
+ * @return WAL_OK; WAL_EIO (errno set: the mark may still say more).
+ */
+int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was);
 
 /* Whose WAL is this?  (wal_ident) */
 struct wal_ident {
@@ -352,6 +368,9 @@ typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, uint16_t type,
 #define WAL_REPLAY_TRUNCATE 0x1u  /* cut a torn tail so appends continue after the last good frame */
 #define WAL_REPLAY_LOCKED   0x2u  /* with TRUNCATE: the caller holds the directory's writer lock
                                      (wal_dir_lock()); replay takes none of its own */
+#define WAL_REPLAY_MARK     0x4u  /* <dir>/DURABLE vouches too (rep->mark_lsn): a bad frame at or
+                                     below it is not a torn tail; read before the files, so a
+                                     writer appending meanwhile never makes it claim too much */
 
 struct wal_replay_report {
 	int      stop;             /* WAL_OK (clean end) or the cause of the stop */
@@ -381,13 +400,18 @@ struct wal_replay_report {
 	                              bad_lsn: a later commit vouches that bad_lsn was durable
 	                              (0: none found) */
 	int      torn;             /* 1: the stop is a torn tail: a bad frame in the LAST file that
-	                              no later commit vouches for (proof_lsn 0), at or after
-	                              from_lsn (what precedes from_lsn the caller vouches for,
+	                              no later commit vouches for (proof_lsn 0), above mark_lsn,
+	                              at or after from_lsn (what precedes from_lsn the caller vouches for,
 	                              e.g. a snapshot holds it); truncation may cut it.  Valid frames may still follow (after_frames): a
 	                              batch not yet synced can reach the disk in any order of
 	                              sectors; they were never acknowledged as durable */
 	uint64_t gap_first;        /* WAL_EGAP: the LSNs no file holds (gap_first..gap_last); */
 	uint64_t gap_last;         /*   gap_last is 0 when from_lsn is older than the oldest file */
+	uint64_t mark_lsn;         /* WAL_REPLAY_MARK: the durable LSN <dir>/DURABLE published for
+	                              this WAL (0: none, or the mark is another incarnation's, or
+	                              no WAL file).  last_lsn below it is damage: LSN last_lsn + 1
+	                              ..mark_lsn were durable and are gone (the replay still
+	                              returns WAL_OK at a clean end: the caller refuses) */
 };
 
 /*
@@ -402,7 +426,10 @@ struct wal_replay_report {
  * full disk does not stop it) and made durable (fdatasync); corruption is
  * never truncated (WAL_ENOTTAIL: valid frames follow, which a later commit
  * made durable, or the bad frame is before the last file) -- see
- * wal_cut_after() for the operator's explicit cut.
+ * wal_cut_after() for the operator's explicit cut.  With WAL_REPLAY_MARK
+ * the durable mark vouches as a later commit does (a bad frame at or
+ * below rep->mark_lsn: WAL_ENOTTAIL), and a clean end below it is left
+ * for the caller to refuse (rep->last_lsn < rep->mark_lsn).
  * Files wholly before from_lsn are skipped unread.
  * @return WAL_OK (clean end); the stop cause (WAL_EZERO_LEN, WAL_ESHORT,
  *         WAL_EPAST_END, WAL_ELONG, WAL_EMAGIC, WAL_EFILE_HDR, WAL_ECRC,

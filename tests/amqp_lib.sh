@@ -13,7 +13,7 @@ cleanup() {
 	done
 	wait 2>/dev/null
 	"$fixture" stop "$FLASH_RABBITMQ_DIR" >/dev/null 2>&1
-	"$fs" destroy --name "$name" >/dev/null 2>&1
+	"$fs" destroy --name "$name" --force >/dev/null 2>&1 || "$fs" destroy --name "$name" >/dev/null 2>&1
 	rm -rf "$d"
 }
 trap cleanup EXIT

@@ -39,8 +39,8 @@ cleanup() {
 	[ "$frozen" = 1 ] && sh "$M" thaw "$T/db" >/dev/null 2>&1
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
-	"$F" destroy --name "$seg" >/dev/null 2>&1
-	"$F" destroy --name "$seg2" >/dev/null 2>&1
+	"$F" destroy --name "$seg" --force >/dev/null 2>&1 || "$F" destroy --name "$seg" >/dev/null 2>&1
+	"$F" destroy --name "$seg2" --force >/dev/null 2>&1 || "$F" destroy --name "$seg2" >/dev/null 2>&1
 	sh "$M" stop "$T/db" >/dev/null 2>&1
 	rm -rf "$T"
 }

@@ -12,7 +12,7 @@ set -u
 F=${1:?usage}
 T=$(mktemp -d)
 seg=/flash-archfreed-$$
-cleanup() { "$F" destroy --name "$seg" >/dev/null 2>&1; rm -rf "$T"; }
+cleanup() { "$F" destroy --name "$seg" --force >/dev/null 2>&1 || "$F" destroy --name "$seg" >/dev/null 2>&1; rm -rf "$T"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

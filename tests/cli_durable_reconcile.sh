@@ -16,7 +16,7 @@ cleanup() {
 		[ -z "$fixture" ] || sh "$fixture" stop "$dir/mariadb" 2>/dev/null
 		rm -rf "$dir"
 	fi
-	[ -z "$seg" ] || "$F" destroy --name "$seg" 2>/dev/null
+	[ -z "$seg" ] || "$F" destroy --name "$seg" --force >/dev/null 2>&1 || "$F" destroy --name "$seg" >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT

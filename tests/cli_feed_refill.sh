@@ -27,7 +27,7 @@ pids=""
 cleanup() {
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
-	"$F" destroy --name "$seg" >/dev/null 2>&1
+	"$F" destroy --name "$seg" --force >/dev/null 2>&1 || "$F" destroy --name "$seg" >/dev/null 2>&1
 	sh "$M" stop "$T/db" >/dev/null 2>&1
 	rm -rf "$T"
 }

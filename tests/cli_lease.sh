@@ -23,7 +23,7 @@ segs=""
 cleanup() {
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
-	for s in $segs; do "$F" destroy --name "$s" >/dev/null 2>&1; done
+	for s in $segs; do "$F" destroy --name "$s" --force >/dev/null 2>&1 || "$F" destroy --name "$s" >/dev/null 2>&1; done
 	rm -rf "$T"
 }
 trap cleanup EXIT

@@ -16,7 +16,7 @@ set -u
 F=${1:?usage: cli_load.sh path/to/flashstock}
 N=/fs-cli-load-$$-$RANDOM
 T=$(mktemp -d)
-trap '"$F" destroy --name "$N" >/dev/null 2>&1; "$F" destroy --name "$N-h" >/dev/null 2>&1; rm -rf "$T"' EXIT
+trap '"$F" destroy --name "$N" --force >/dev/null 2>&1 || "$F" destroy --name "$N" >/dev/null 2>&1; "$F" destroy --name "$N-h" --force >/dev/null 2>&1 || "$F" destroy --name "$N-h" >/dev/null 2>&1; rm -rf "$T"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 has() { # has FILE STRING: the file contains the exact string
@@ -219,10 +219,17 @@ has "$T/h5" '"end_ns":9223372036854775807'
 "$F" load --help > "$T/help" || fail "load --help"
 has "$T/help" "activity_id,sku_id,units"
 has "$T/help" "a header line naming the columns present,"
-"$F" destroy --name "$H" >/dev/null || fail "destroy $H"
+"$F" destroy --name "$H" --force >/dev/null 2>&1 || fail "destroy $H"
 
-# ---- no segment -------------------------------------------------------------
-"$F" destroy --name "$N" || fail "destroy"
+# ---- destroy, then no segment ------------------------------------------------
+# loaded and never served: its catalog records are in no WAL, so a plain
+# destroy refuses (exit 2, nothing changed); --force gives them up, saying so
+"$F" destroy --name "$N" 2> "$T/err"; rc=$?
+[ $rc = 2 ] || fail "destroy of a segment whose records no daemon drained: exit $rc, want 2"
+has "$T/err" "records in no WAL yet: "
+"$F" status --name "$N" >/dev/null || fail "the refused destroy removed $N"
+"$F" destroy --name "$N" --force 2> "$T/err" || fail "destroy --force"
+has "$T/err" "LOST: "
 "$F" status --name "$N" 2> "$T/err"; rc=$?
 [ $rc = 1 ] || fail "status of a removed segment: exit $rc, want 1"
 has "$T/err" "flashstock: status: open $N: "

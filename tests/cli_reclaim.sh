@@ -18,7 +18,7 @@ seg=/fs-cli-reclaim-$$
 spid=
 cleanup() {
 	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
-	"$F" destroy --name "$seg" >/dev/null 2>&1
+	"$F" destroy --name "$seg" --force >/dev/null 2>&1 || "$F" destroy --name "$seg" >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT

@@ -20,7 +20,7 @@ fail() { echo "install_prefix: FAIL: $*" >&2; exit 1; }
 P=$(mktemp -d /tmp/flashstock-prefix.XXXXXX) || fail "mktemp"
 SEG=/fs-install-$$
 cleanup() {
-	[ -x "$P/$BINDIR/flashstock" ] && "$P/$BINDIR/flashstock" destroy --name "$SEG" >/dev/null 2>&1
+	[ -x "$P/$BINDIR/flashstock" ] && "$P/$BINDIR/flashstock" destroy --name "$SEG" --force >/dev/null 2>&1 || "$P/$BINDIR/flashstock" destroy --name "$SEG" >/dev/null 2>&1
 	rm -rf "$P"
 }
 trap cleanup EXIT
@@ -84,7 +84,7 @@ run 0 'FLASH_OK order [1-9][0-9]*' 42 4201
 first=${got#FLASH_OK order }
 run 1 "FLASH_EDUPLICATE order $first" 42 4201
 run 1 'FLASH_ESOLD_OUT order 0' 43 4301
-"$P/$BINDIR/flashstock" destroy --name "$SEG" >/dev/null || fail "installed flashstock destroy"
+"$P/$BINDIR/flashstock" destroy --name "$SEG" --force >/dev/null 2>&1 || fail "installed flashstock destroy"
 out=$("$P/app" "$SEG" 44 4401); rc=$?
 [ "$rc" -eq 2 ] || fail "example_app on a destroyed segment exited $rc, not 2 (printed: $out)"
 

@@ -29,7 +29,7 @@ kept=
 bgpid=
 cleanup() {
 	[ -z "$bgpid" ] || kill -9 "$bgpid" 2>/dev/null
-	"$fs" destroy --name "$name" >/dev/null 2>&1
+	"$fs" destroy --name "$name" --force >/dev/null 2>&1 || "$fs" destroy --name "$name" >/dev/null 2>&1
 	rm -f /dev/shm/"$base".recover-* 2>/dev/null
 	[ -z "$kept" ] || rm -rf "$kept"
 	rm -rf "$t"
@@ -163,7 +163,7 @@ no_tmp || fail "4b: a temporary segment was left"
 # kill -9 during a rebuild, then a rebuild again: the same segment
 fresh "$t/w4c"
 for d in 0.05 0.1 0.2 0.3 0.5 0.8; do
-	"$fs" destroy --name "$name" >/dev/null 2>&1
+	"$fs" destroy --name "$name" --force >/dev/null 2>&1 || "$fs" destroy --name "$name" >/dev/null 2>&1
 	"$fs" create --name "$name" >/dev/null || fail "4c: create"
 	"$fs" serve --name "$name" --wal "$t/w4c" --recover --once --no-snapshot --reconcile-every 0 \
 		2>"$t/log-4c" &

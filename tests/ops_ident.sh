@@ -64,15 +64,16 @@ for variant in snapshots no-snapshot; do
 	cmp -s "$t/before" "$t/after" || fail "the refused serve changed the WAL"
 	cmd=$(sed -n 's/.*after a reboot run: \(.*\)$/\1/p' "$t/log1-$variant-b")
 	if [ $variant = snapshots ]; then
-		want="flashstock destroy --name $name && flashstock serve --recover --name $name --wal $wal"
+		want="flashstock destroy --name $name --force && flashstock serve --recover --name $name --wal $wal"
 	else
-		want="flashstock destroy --name $name && flashstock create --name $name $(echo $ops_caps) \
+		want="flashstock destroy --name $name --force && flashstock create --name $name $(echo $ops_caps) \
 --mode 0600 --durability async && flashstock serve --recover --name $name --wal $wal"
 	fi
 	[ "$cmd" = "$want" ] || fail "message says to run '$cmd', want '$want'"
 	if [ $variant = no-snapshot ]; then
 		# without a snapshot, --recover cannot make the segment: it says so
-		"$fs" destroy --name "$name" >/dev/null || fail "destroy"
+		# (--force: the new segment's load records are given up on purpose)
+		"$fs" destroy --name "$name" --force >/dev/null 2>&1 || fail "destroy"
 		"$fs" serve --recover --name "$name" --wal "$wal" --once $snapflag 2>"$t/log1-$variant-e"
 		rc=$?
 		[ $rc -eq 2 ] || fail "recover without segment or snapshot: exit $rc, want 2"

@@ -40,7 +40,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	for s in "${SEGS[@]}"; do
-		"$F" destroy --name "$s" >/dev/null 2>&1
+		"$F" destroy --name "$s" --force >/dev/null 2>&1 || "$F" destroy --name "$s" >/dev/null 2>&1
 		rm -f "/dev/shm/$s"
 	done
 	local i
@@ -115,7 +115,7 @@ log_format_ok() {
 create_too_big_fails_enomem_saying_bytes_needed() {
 	local n; newseg n big
 	"$F" create --name "$n" --procs 4095 --ring 16777216 >"$T/big.out" 2>"$T/big.err"; local rc=$?
-	[ -e "/dev/shm/$n" ] && { "$F" destroy --name "$n" >/dev/null 2>&1; fail "segment $n left behind"; return 1; }
+	[ -e "/dev/shm/$n" ] && { "$F" destroy --name "$n" --force >/dev/null 2>&1 || "$F" destroy --name "$n" >/dev/null 2>&1; fail "segment $n left behind"; return 1; }
 	[ $rc = 1 ] || { cat "$T/big.err" >&2; fail "exit $rc, want 1"; return 1; }
 	has "$T/big.err" "$(echo "flashstock: create $n: out of memory")" || return 1
 	local need free

@@ -6,6 +6,7 @@
  */
 #include "helpers.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -647,6 +648,90 @@ static void test_sync_order_after_wal_failure_gives_edurability(void **state)
 	assert_int_equal(st.durability, FLASH_DURABILITY_SYNC);
 }
 
+/*
+ * A daemon whose WAL fails says why (flash_durability_fail_why); the reason
+ * stays in the segment for `status` after that daemon is gone, the first
+ * one wins, and only the handle holding the consumer claim -- a daemon that
+ * has proven its WAL whole -- ends the failure.
+ */
+static void test_durability_failure_keeps_its_first_reason_until_the_consumer_clears_it(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	struct flash_durability_info d;
+	struct t_consumer *cons;
+	flash_t *h, *h2, *ro;
+	int64_t before, after;
+
+	(void)state;
+	alarm(60);
+	t_opts_small(&o);
+	o.durability = FLASH_DURABILITY_SYNC;
+	h = t_seg_new(&o, name, sizeof name);
+	cons = t_consumer_start(name);
+	assert_non_null(cons);
+	assert_int_equal(t_activity(h, 1, 1, 2, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 10, 10, 1), FLASH_OK);
+	t_consumer_stop(cons);
+	assert_int_equal(flash_open(name, FLASH_RDONLY, &ro), FLASH_OK);
+	t_track_handle(ro);
+	assert_int_equal(flash_open(name, 0, &h2), FLASH_OK);
+	t_track_handle(h2);
+	assert_int_equal(flash_durability_get(ro, &d), FLASH_OK);
+	assert_int_equal(d.failed, 0);
+
+	/* the first failure is the cause: a second one keeps it */
+	before = t_now_ns();
+	assert_int_equal(flash_durability_fail_why(h, FLASH_WAL_STEP_FILE, ENOSPC), FLASH_OK);
+	after = t_now_ns();
+	assert_int_equal(flash_durability_fail_why(h, FLASH_WAL_STEP_SYNC, EIO), FLASH_OK);
+	assert_int_equal(flash_durability_get(ro, &d), FLASH_OK);
+	assert_int_equal(d.failed, 1);
+	assert_int_equal(d.step, FLASH_WAL_STEP_FILE);
+	assert_int_equal(d.err, ENOSPC);
+	assert_true(d.when_ns >= before && d.when_ns <= after);
+	assert_string_equal(flash_wal_step_str(d.step), "creating the next WAL file failed");
+	assert_string_equal(flash_wal_step_str(99), flash_wal_step_str(FLASH_WAL_STEP_UNKNOWN));
+	assert_int_equal(t_order(h, 1, 10, 5, 1, 0, 0, NULL), FLASH_EDURABILITY);
+
+	/* bad calls change nothing */
+	assert_int_equal(flash_durability_fail_why(h, FLASH_WAL_STEP_FILE + 1, 0), FLASH_EINVAL);
+	assert_int_equal(flash_durability_fail_why(ro, FLASH_WAL_STEP_WRITE, EIO), FLASH_EREADONLY);
+	assert_int_equal(flash_durability_get(NULL, &d), FLASH_EINVAL);
+	assert_int_equal(flash_durability_get(ro, NULL), FLASH_EINVAL);
+	assert_int_equal(flash_durability_clear(ro), FLASH_EREADONLY);
+	/* no claim, or another handle's: not this handle's failure to end */
+	assert_int_equal(flash_durability_clear(h), FLASH_EBUSY);
+	assert_int_equal(flash_consumer_claim(h2, NULL), FLASH_OK);
+	assert_int_equal(flash_durability_clear(h), FLASH_EBUSY);
+	assert_int_equal(flash_durability_get(ro, &d), FLASH_OK);
+	assert_int_equal(d.failed, 1);
+	assert_int_equal(d.err, ENOSPC);
+
+	/* the claim holder clears it: nothing failed, sync orders acknowledged */
+	assert_int_equal(flash_durability_clear(h2), FLASH_OK);
+	assert_int_equal(flash_durability_clear(h2), FLASH_OK);
+	assert_int_equal(flash_durability_get(ro, &d), FLASH_OK);
+	assert_int_equal(d.failed, 0);
+	assert_int_equal(d.step, 0);
+	assert_int_equal(d.err, 0);
+	assert_int_equal(d.when_ns, 0);
+	assert_int_equal(flash_consumer_release(h2), FLASH_OK);
+	cons = t_consumer_start(name);
+	assert_non_null(cons);
+	assert_int_equal(t_order(h, 1, 10, 6, 1, 0, 0, NULL), FLASH_OK);
+	t_consumer_stop(cons);
+
+	/* a failure without a reason says so, with its time */
+	assert_int_equal(flash_durability_fail(h), FLASH_OK);
+	assert_int_equal(flash_durability_get(ro, &d), FLASH_OK);
+	assert_int_equal(d.failed, 1);
+	assert_int_equal(d.step, FLASH_WAL_STEP_UNKNOWN);
+	assert_int_equal(d.err, 0);
+	assert_true(d.when_ns >= after);
+	alarm(0);
+}
+
 static void test_durable_advance_rejects_a_slot_out_of_range(void **state)
 {
 	char name[64];
@@ -917,6 +1002,7 @@ int main(void)
 		T(test_full_ring_gives_ebusy_until_drained),
 		T(test_sync_order_is_acknowledged_only_after_durable_advance),
 		T(test_sync_order_after_wal_failure_gives_edurability),
+		T(test_durability_failure_keeps_its_first_reason_until_the_consumer_clears_it),
 		T(test_durable_advance_rejects_a_slot_out_of_range),
 		T(test_order_many_gives_what_the_orders_one_by_one_give),
 		T(test_order_many_rejects_bad_arguments_and_places_nothing),

@@ -122,6 +122,121 @@ static void test_destroy_removes_name_but_open_handle_keeps_working(void **state
 	assert_int_equal(t_available(h, 1, 10), 99);
 }
 
+/*
+ * flash_seg_destroy_checked: refused (FLASH_EBUSY, the name kept) while a
+ * handle is attached and while records wait in a ring; FORCE goes on,
+ * reports what it gave up, and the attached handle's next write answers
+ * FLASH_EDESTROYED, changing nothing (its reads still answer).
+ */
+static void test_destroy_checked_refuses_attached_and_undrained_then_force_marks_the_handle(void **state)
+{
+	char name[64], path[128];
+	struct flash_destroy_report r;
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+
+	(void)state;
+	add_catalog(h);                              /* an ACTIVITY and a SKU record */
+	assert_int_equal(t_order(h, 1, 10, 7, 1, 0, 0, NULL), FLASH_OK);
+	t_shm_path(name, path, sizeof path);
+
+	assert_int_equal(flash_seg_destroy_checked(name, 0, &r), FLASH_EBUSY);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(r.consumer_pid, 0);
+	assert_int_equal(r.attached, 1);
+	assert_int_equal(r.undrained, 3);
+	assert_int_equal(r.n_slots, 1);
+	assert_int_equal(r.slots[0].slot, (uint32_t)flash_slot(h));
+	assert_int_equal(r.slots[0].pid, getpid());
+	assert_int_equal(r.slots[0].alive, 1);
+	assert_int_equal(r.slots[0].records, 3);
+	assert_int_equal(r.marked, 0);
+	assert_int_equal(t_order(h, 1, 10, 8, 1, 0, 0, NULL), FLASH_OK);   /* refused: nothing changed */
+
+	assert_int_equal(flash_seg_destroy_checked(name, FLASH_DESTROY_FORCE, &r), FLASH_OK);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(r.attached, 1);
+	assert_int_equal(r.undrained, 4);
+	assert_int_equal(r.in_flight, 0);
+	assert_int_equal(r.marked, 1);
+	assert_int_equal(r.unlinked, 1);
+	assert_int_equal(t_order(h, 1, 10, 9, 1, 0, 0, NULL), FLASH_EDESTROYED);
+	assert_int_equal(flash_restock(h, 1, 10, 5), FLASH_EDESTROYED);
+	assert_int_equal(t_available(h, 1, 10), 98);    /* reads answer; nothing taken */
+	assert_int_equal(flash_seg_destroy_checked(name, 0, &r), FLASH_ENOSEG);
+}
+
+/*
+ * KEEP_NAME closes the segment and keeps its name: a new handle attaches,
+ * its orders are refused, but as the consumer it drains what the rings hold
+ * (the records reach a consumer: none lost).  Then the segment is empty and
+ * unattached, and a plain checked destroy removes it.  Bad flags: EINVAL.
+ */
+static void test_destroy_checked_keep_name_lets_the_consumer_drain_then_destroys(void **state)
+{
+	char name[64], path[128];
+	struct flash_destroy_report r;
+	struct t_recs recs = { 0 };
+	flash_t *h = t_seg_new(NULL, name, sizeof name), *c = NULL;
+
+	(void)state;
+	add_catalog(h);
+	assert_int_equal(t_order(h, 1, 10, 7, 1, 0, 0, NULL), FLASH_OK);
+	t_untrack_handle(h);
+	assert_int_equal(flash_close(h), FLASH_OK);
+	t_shm_path(name, path, sizeof path);
+
+	assert_int_equal(flash_seg_destroy_checked(name, FLASH_DESTROY_KEEP_NAME, &r), FLASH_EINVAL);
+	assert_int_equal(flash_seg_destroy_checked(name, 0x4u, &r), FLASH_EINVAL);
+	assert_int_equal(flash_seg_destroy_checked(name, 0, &r), FLASH_EBUSY);
+	assert_int_equal(r.attached, 0);
+	assert_int_equal(r.undrained, 3);
+	assert_int_equal(r.slots[0].pid, 0);            /* its handle closed: the slot is free */
+	assert_int_equal(flash_seg_destroy_checked(name, FLASH_DESTROY_FORCE | FLASH_DESTROY_KEEP_NAME, &r),
+	                 FLASH_OK);
+	assert_int_equal(r.marked, 1);
+	assert_int_equal(r.unlinked, 0);
+	assert_int_equal(access(path, F_OK), 0);
+
+	assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
+	t_track_handle(c);
+	assert_int_equal(t_order(c, 1, 10, 8, 1, 0, 0, NULL), FLASH_EDESTROYED);
+	assert_int_equal(flash_consumer_claim(c, NULL), FLASH_OK);
+	assert_int_equal(t_recs_drain(c, &recs), FLASH_OK);
+	assert_int_equal(recs.n, 3);
+	t_recs_free(&recs);
+	assert_int_equal(flash_seg_destroy_checked(name, 0, &r), FLASH_EBUSY);   /* the daemon */
+	assert_int_equal(r.consumer_pid, getpid());
+	t_untrack_handle(c);
+	assert_int_equal(flash_close(c), FLASH_OK);
+	assert_int_equal(flash_seg_destroy_checked(name, 0, &r), FLASH_OK);
+	assert_int_equal(r.undrained, 0);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* A name that holds no segment one can check: refused with the attach code;
+ * FORCE removes it unchecked and says so. */
+static void test_destroy_checked_of_unreadable_object_needs_force(void **state)
+{
+	char name[64], path[128];
+	struct flash_destroy_report r;
+	int fd;
+
+	(void)state;
+	t_segname(name, sizeof name);
+	t_shm_path(name, path, sizeof path);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);   /* zeros: no magic */
+	close(fd);
+	assert_int_equal(flash_seg_destroy_checked(name, 0, &r), FLASH_EMAGIC);
+	assert_int_equal(r.unreadable, FLASH_EMAGIC);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(flash_seg_destroy_checked(name, FLASH_DESTROY_FORCE, &r), FLASH_OK);
+	assert_int_equal(r.unreadable, FLASH_EMAGIC);
+	assert_int_equal(r.unlinked, 1);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static void test_name_without_leading_slash_is_accepted(void **state)
 {
 	char name[64];
@@ -940,10 +1055,10 @@ static void test_every_result_code_has_its_own_name_and_text(void **state)
 		for (size_t j = 0; j < i; j++)
 			assert_string_not_equal(text, flash_strerror(codes[j].rc));
 	}
-	assert_string_equal(flash_strerror(-37), "unknown result code");
+	assert_string_equal(flash_strerror(-38), "unknown result code");
 	assert_string_equal(flash_strerror(1), "unknown result code");
 	assert_string_equal(flash_strerror(-1000000), "unknown result code");
-	assert_string_equal(flash_rcname(-37), "FLASH_E?");
+	assert_string_equal(flash_rcname(-38), "FLASH_E?");
 	assert_string_equal(flash_rcname(7), "FLASH_E?");
 }
 
@@ -955,6 +1070,9 @@ int main(void)
 		T(test_create_name_collision_fails_eexist_and_keeps_the_old_segment),
 		T(test_open_of_missing_segment_fails_enoseg),
 		T(test_destroy_removes_name_but_open_handle_keeps_working),
+		T(test_destroy_checked_refuses_attached_and_undrained_then_force_marks_the_handle),
+		T(test_destroy_checked_keep_name_lets_the_consumer_drain_then_destroys),
+		T(test_destroy_checked_of_unreadable_object_needs_force),
 		T(test_name_without_leading_slash_is_accepted),
 		T(test_bad_names_fail_einval_and_create_nothing),
 		T(test_bad_options_fail_einval_and_create_nothing),

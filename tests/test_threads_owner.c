@@ -82,6 +82,7 @@ static void *wrong_thread_main(void *arg)
 	struct flash_order_info oi;
 	struct flash_stats st;
 	struct flash_quiet q;
+	struct flash_durability_info du;
 	struct flash_record rec;
 	const void *img;
 	uint64_t len, tok, fence;
@@ -94,6 +95,7 @@ static void *wrong_thread_main(void *arg)
 	memset(&oi, SENTINEL, sizeof oi);
 	memset(&st, SENTINEL, sizeof st);
 	memset(&q, SENTINEL, sizeof q);
+	memset(&du, SENTINEL, sizeof du);
 	memset(&img, SENTINEL, sizeof img);
 	memset(&len, SENTINEL, sizeof len);
 	memset(&tok, SENTINEL, sizeof tok);
@@ -139,6 +141,9 @@ static void *wrong_thread_main(void *arg)
 	EXPECT_WT(flash_ring_drain(h, drain_count, w, 100, &n));
 	EXPECT_WT(flash_durable_advance(h, w->slot, w->seq));
 	EXPECT_WT(flash_durability_fail(h));
+	EXPECT_WT(flash_durability_fail_why(h, FLASH_WAL_STEP_SYNC, 5));
+	EXPECT_WT(flash_durability_get(h, &du));
+	EXPECT_WT(flash_durability_clear(h));
 	EXPECT_WT(flash_quiet_get(h, &q));
 	EXPECT_WT(flash_replay(h, &rec));
 
@@ -147,6 +152,7 @@ static void *wrong_thread_main(void *arg)
 	EXPECT_WT(flash_sku_get(w->ro, 1, 10, &si));
 	EXPECT_WT(flash_stats_get(w->ro, &st));
 	EXPECT_WT(flash_quiet_get(w->ro, &q));
+	EXPECT_WT(flash_durability_get(w->ro, &du));
 	EXPECT_WT(flash_order_get(w->ro, w->order_no, &oi));
 	EXPECT_WT(flash_slot(w->ro));
 	EXPECT_WT(flash_order(w->ro, &r, &res));
@@ -159,6 +165,7 @@ static void *wrong_thread_main(void *arg)
 	EXPECT_UNTOUCHED(oi);
 	EXPECT_UNTOUCHED(st);
 	EXPECT_UNTOUCHED(q);
+	EXPECT_UNTOUCHED(du);
 	EXPECT_UNTOUCHED(img);
 	EXPECT_UNTOUCHED(len);
 	EXPECT_UNTOUCHED(tok);

@@ -423,6 +423,82 @@ static void test_bad_frame_before_last_file_is_not_truncated(void **st)
 	wt_rmdir(dir);
 }
 
+/* What <dir>/DURABLE published durable is no torn tail (WAL_REPLAY_MARK):
+ * a WAL that ends cleanly below it reports the mark (mark_lsn > last_lsn);
+ * a bad frame at or below it is corruption, never cut; a mark of another
+ * incarnation, or no flag, leaves the WAL alone to decide; an accepted loss
+ * recorded with wal_mark_lower() makes the same frame a torn tail again. */
+static void test_durable_mark_vouches_for_what_it_published(void **st)
+{
+	(void)st;
+	const uint64_t n = 20;
+	char *dir = wt_mkdtemp();
+	build(dir, n, SEG);                    /* DURABLE says 20 */
+	char *path = wt_file(dir, 1), *mpath;
+	assert_true(asprintf(&mpath, "%s/" WAL_MARK_FILE, dir) > 0);
+	size_t len, mlen, l2;
+	unsigned char *orig = wt_read(path, &len);
+	unsigned char *b = malloc(len);
+	struct wt_seen s = { 0 };
+	struct wal_replay_report rep;
+
+	/* frames 16..20 zeroed on their boundaries: a clean end at 15 */
+	memcpy(b, orig, len);
+	memset(b + frame_off(16), 0, 5 * FBYTES);
+	wt_write(path, b, len);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_MARK, &rep), WAL_OK);
+	assert_int_equal(rep.last_lsn, 15);
+	assert_int_equal(rep.mark_lsn, n);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), WAL_OK);
+	assert_int_equal(rep.mark_lsn, 0);
+
+	/* the mark of another incarnation vouches for nothing */
+	unsigned char *m = wt_read(mpath, &mlen);
+	struct wal_mark mk;
+	memcpy(&mk, m, sizeof mk);
+	mk.wm_incarnation = 7;
+	memcpy(m, &mk, sizeof mk);
+	wt_write(mpath, m, mlen);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_MARK, &rep), WAL_OK);
+	assert_int_equal(rep.mark_lsn, 0);
+	mk.wm_incarnation = 0;
+	memcpy(m, &mk, sizeof mk);
+	wt_write(mpath, m, mlen);
+
+	/* zeroed from inside frame 16: a bad CRC with nothing valid after it */
+	memcpy(b, orig, len);
+	memset(b + frame_off(16) + 40, 0, 5 * FBYTES - 40);
+	wt_write(path, b, len);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK, &rep),
+	                 WAL_ENOTTAIL);
+	assert_int_equal(rep.stop, WAL_ECRC);
+	assert_int_equal(rep.bad_lsn, 16);
+	assert_int_equal(rep.mark_lsn, n);
+	assert_false(rep.torn);
+	unsigned char *now = wt_read(path, &l2);
+	assert_memory_equal(now, b, len);      /* nothing cut */
+	free(now);
+
+	/* the loss of 16..20 accepted: the mark says 15 from now on */
+	uint64_t was;
+	assert_int_equal(wal_mark_lower(dir, 15, &was), WAL_OK);
+	assert_int_equal(was, n);
+	assert_int_equal(wal_mark_lower(dir, 15, &was), WAL_OK);
+	assert_int_equal(was, 15);             /* never raised, lowered once */
+	memset(&s, 0, sizeof s);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK, &rep),
+	                 WAL_ECRC);
+	assert_true(rep.torn);
+	assert_int_equal(s.n, 15);
+	check_appends_continue(dir, 15);
+	free(m);
+	free(b);
+	free(orig);
+	free(mpath);
+	free(path);
+	wt_rmdir(dir);
+}
+
 /* A later file that does not continue the LSN chain stops the replay. */
 static void test_missing_middle_file_is_egap(void **st)
 {
@@ -629,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_forged_segment_size_is_efile_hdr),
 		cmocka_unit_test(test_bad_magic_is_emagic_and_nothing_applied),
 		cmocka_unit_test(test_bad_frame_before_last_file_is_not_truncated),
+		cmocka_unit_test(test_durable_mark_vouches_for_what_it_published),
 		cmocka_unit_test(test_missing_middle_file_is_egap),
 		cmocka_unit_test(test_round_trip_100k_frames),
 		cmocka_unit_test(test_callback_stop_and_bad_arguments),

@@ -350,6 +350,13 @@ static void test_wal_failure_fails_sync_orders(void **st)
 	struct flash_stats fs;
 	assert_int_equal(flash_stats_get(h, &fs), FLASH_OK);
 	assert_int_equal(t_order(h, 1, 1, 78, 1, 0, 0, NULL), FLASH_EDURABILITY);
+	/* and why, for `status` once this daemon is gone */
+	struct flash_durability_info d;
+	assert_int_equal(flash_durability_get(h, &d), FLASH_OK);
+	assert_int_equal(d.failed, 1);
+	assert_int_equal(d.step, FLASH_WAL_STEP_SYNC);
+	assert_int_equal(d.err, EIO);
+	assert_true(d.when_ns > 0);
 	wt_rmdir(dir);
 }
 

@@ -3,8 +3,9 @@
 # SIGTERM: records still in the rings are drained, written and synced, and
 # the exit status is 0.  A second `serve --once` finds exactly those frames
 # in the WAL and writes nothing twice.  Then `flashstock wal` verifies and
-# dumps that WAL, finds a flipped byte (FLASH_EWAL_CRC at the right offset) and
-# cuts the torn tail.
+# dumps that WAL, finds a flipped byte (FLASH_EWAL_CRC at the right offset),
+# refuses to cut it while DIR/DURABLE says it was durable, and cuts it as a
+# torn tail once nothing vouches for it.
 set -u
 fs=$1
 d=$(mktemp -d "${TMPDIR:-/tmp}/flash-sigterm-XXXXXX")
@@ -12,7 +13,7 @@ name=/flash-sigterm-$$
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-	"$fs" destroy --name "$name" >/dev/null 2>&1
+	"$fs" destroy --name "$name" --force >/dev/null 2>&1 || "$fs" destroy --name "$name" >/dev/null 2>&1
 	rm -rf "$d"
 }
 trap cleanup EXIT
@@ -52,17 +53,24 @@ head -1 "$d/dump" | grep -q "^1 activity slot=" || fail "wal dump first line: $(
 grep -q "^3 sku .*sku=2 " "$d/dump" || fail "wal dump third line: $(cat "$d/dump")"
 
 # Flip one payload byte of frame 3 (file header 64 bytes, frames of 104).
-# The snapshots the clean stops wrote hold frame 3, which proves it durable
-# (corruption, never cut): without them nothing vouches for the last
-# commit's frames, and a bad one there is a torn tail.
+# The snapshots the clean stops wrote hold frame 3, and DIR/DURABLE says it
+# was durable: either proves it (corruption, never cut).  Without both
+# nothing vouches for the last commit's frames, and a bad one there is a
+# torn tail.
 rm -f "$d"/wal/snap-*.fss
 f="$d/wal/wal-0000000000000001.log"
 printf '\377' | dd of="$f" bs=1 seek=$((64 + 2 * 104 + 40)) conv=notrunc 2>/dev/null
 "$fs" wal verify --wal "$d/wal" >"$d/v2" && fail "wal verify missed a flipped byte"
 grep -q "offset 272: FLASH_EWAL_CRC" "$d/v2" || fail "wal verify: $(cat "$d/v2")"
 "$fs" wal verify --wal "$d/wal" --truncate >"$d/v3" && fail "wal verify --truncate: exit 0"
+grep -q "CORRUPT: .*first bad LSN 3 .*DURABLE says every LSN through 3" "$d/v3" \
+	|| fail "wal verify --truncate of a durable frame: $(cat "$d/v3")"
+grep -q "truncated:" "$d/v3" && fail "wal verify --truncate cut a frame DURABLE vouches for"
+rm -f "$d/wal/DURABLE"
+"$fs" wal verify --wal "$d/wal" --truncate >"$d/v3" && fail "wal verify --truncate: exit 0"
 grep -q "truncated:" "$d/v3" || fail "wal verify --truncate: $(cat "$d/v3")"
 "$fs" wal verify --wal "$d/wal" --json >"$d/v4" || fail "wal verify after truncation: exit $?"
 grep -q '"stop":"ok".*"frames":2,"first_lsn":1,"last_lsn":2' "$d/v4" || fail "json: $(cat "$d/v4")"
 echo "ok: serve drained and synced 3 records on SIGTERM, exit 0; restart wrote nothing twice;"
-echo "    wal verify/dump read them, found a flipped byte at offset 272 and cut it"
+echo "    wal verify/dump read them, found a flipped byte at offset 272, kept it while"
+echo "    DURABLE vouched for it, and cut it once nothing did"

@@ -16,7 +16,7 @@ t=$(mktemp -d "${TMPDIR:-/tmp}/flash-snapcli-XXXXXX")
 name=/flash-snapcli-$$
 kept=
 cleanup() {
-	"$fs" destroy --name "$name" >/dev/null 2>&1
+	"$fs" destroy --name "$name" --force >/dev/null 2>&1 || "$fs" destroy --name "$name" >/dev/null 2>&1
 	[ -z "$kept" ] || rm -rf "$kept"
 	rm -rf "$t"
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "feed.h"
+#include "pio.h"
 #include "wal.h"
 
 static void feed_help(FILE *out)
@@ -252,6 +253,8 @@ int cmd_feed(int argc, char **argv)
 		return tool_usage_err(cmd, "'%s' is not a consumer name (1..64 of A-Z a-z 0-9 . _ -)", name);
 	if (rc == FLASH_ENOT_FOUND)
 		return tool_failf("feed: WAL directory %s: %s", dir, flash_strerror(rc));
+	if (rc == FLASH_ENOTREG)      /* which file, and what it is */
+		return tool_failf("feed %s on %s: %s", name, dir, pio_strerror(PIO_ENOTREG));
 	if (rc != FLASH_OK)
 		return tool_failf("feed %s on %s: %s (%s)", name, dir, flash_strerror(rc), flash_rcname(rc));
 

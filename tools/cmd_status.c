@@ -26,6 +26,10 @@ static void status_help(FILE *out)
 	        "--mysql the activities archived so far (MariaDB remembers them; the segment\n"
 	        "forgets them).  --json prints one JSON object with these stable keys:\n"
 	        "  name, segment_bytes, durability (\"async\"|\"sync\"),\n"
+	        "  durability_failed (null, or the WAL failure that makes sync orders\n"
+	        "    answer FLASH_EDURABILITY: {at (ISO 8601 UTC), at_ns, step (\"write\"|\n"
+	        "    \"fdatasync\"|\"new_file\"|\"unknown\"), errno, error}; the daemon's\n"
+	        "    restart clears it once it has proven the WAL whole),\n"
 	        "  incarnation (16 hex digits: the identity every file of its WAL carries),\n"
 	        "  wal_lsn (the highest WAL LSN the segment reflects; 0: never served),\n"
 	        "  daemon_pid (the live daemon holding the segment's consumer claim, or null),\n"
@@ -184,8 +188,48 @@ static uint64_t status_sold(const struct flash_sku_info *s)
 	return s->total >= s->available ? s->total - s->available : 0;
 }
 
+static const char *const dur_step_name[] = { "unknown", "write", "fdatasync", "new_file" };
+
+/* The failure in words, and what to do: the daemon that failed has
+ * exited, and its log may be gone. */
+static void status_dur_text(const struct flash_durability_info *d)
+{
+	char at[40];
+
+	if (!d->failed)
+		return;
+	printf("durability FAILED at %s: %s%s%s; sync orders answer FLASH_EDURABILITY: fix the "
+	       "cause (free space, a failing disk), then restart the daemon, which clears this once "
+	       "it has proven the WAL whole\n",
+	       d->when_ns > 0 ? tool_fmt_time(d->when_ns, at, sizeof at) : "an unknown time",
+	       flash_wal_step_str(d->step), d->err ? ": " : "", d->err ? strerror(d->err) : "");
+}
+
+static void status_dur_json(const struct flash_durability_info *d)
+{
+	char at[40];
+
+	printf(",\"durability_failed\":");
+	if (!d->failed) {
+		printf("null");
+		return;
+	}
+	printf("{\"at\":");
+	if (d->when_ns > 0)
+		printf("\"%s\"", tool_fmt_time(d->when_ns, at, sizeof at));
+	else
+		printf("null");
+	printf(",\"at_ns\":%lld,\"step\":\"%s\",\"errno\":%d,\"error\":", (long long)d->when_ns,
+	       gen_name(dur_step_name, 4, d->step), (int)d->err);
+	if (d->err)
+		tool_json_str(stdout, strerror(d->err));
+	else
+		printf("null");
+	printf("}");
+}
+
 static void status_text(const char *name, const struct flash_stats *st,
-                        const struct flash_ident *id,
+                        const struct flash_durability_info *dur, const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs,
@@ -199,6 +243,7 @@ static void status_text(const char *name, const struct flash_stats *st,
 	printf("segment %s: %llu bytes, durability %s\n", name,
 	       (unsigned long long)st->segment_bytes,
 	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	status_dur_text(dur);
 	printf("identity incarnation %016llx, reflects WAL LSN %llu%s, ",
 	       (unsigned long long)id->incarnation, (unsigned long long)id->wal_lsn,
 	       id->wal_lsn ? "" : " (never served)");
@@ -272,7 +317,7 @@ static void status_text(const char *name, const struct flash_stats *st,
 }
 
 static void status_json(const char *name, const struct flash_stats *st,
-                        const struct flash_ident *id,
+                        const struct flash_durability_info *dur, const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs,
@@ -285,10 +330,10 @@ static void status_json(const char *name, const struct flash_stats *st,
 
 	printf("{\"name\":");
 	tool_json_str(stdout, name);
-	printf(",\"segment_bytes\":%llu,\"durability\":\"%s\",\"incarnation\":\"%016llx\","
-	       "\"wal_lsn\":%llu,\"daemon_pid\":",
-	       (unsigned long long)st->segment_bytes,
-	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async",
+	printf(",\"segment_bytes\":%llu,\"durability\":\"%s\"", (unsigned long long)st->segment_bytes,
+	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
+	status_dur_json(dur);
+	printf(",\"incarnation\":\"%016llx\",\"wal_lsn\":%llu,\"daemon_pid\":",
 	       (unsigned long long)id->incarnation, (unsigned long long)id->wal_lsn);
 	if (id->consumer_pid)
 		printf("%d", (int)id->consumer_pid);
@@ -359,6 +404,7 @@ int cmd_status(int argc, char **argv)
 	struct flash_sku_info *skus = NULL;
 	uint32_t nacts = 0, nskus = 0;
 	struct flash_stats st;
+	struct flash_durability_info dur;
 	struct flash_ident id;
 	flash_t *h = NULL;
 	char what[300];
@@ -414,6 +460,11 @@ int cmd_status(int argc, char **argv)
 		rc = tool_fail("status: read identity", rc);
 		goto out;
 	}
+	rc = flash_durability_get(h, &dur);
+	if (rc != FLASH_OK) {
+		rc = tool_fail("status: read the durability failure", rc);
+		goto out;
+	}
 	rc = status_read_catalog(h, &acts, &nacts, &skus, &nskus);
 	if (rc != FLASH_OK) {
 		rc = tool_fail("status: read catalog", rc);
@@ -461,15 +512,15 @@ int cmd_status(int argc, char **argv)
 				goto out;
 			}
 		if (json) {
-			status_json(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
+			status_json(name, &st, &dur, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
 			status_gens_json(gi);
 			printf("}\n");
 		} else {
-			status_text(name, &st, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
+			status_text(name, &st, &dur, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
 			status_gens_text(gi);
 		}
 	}
-	rc = fflush(stdout) == 0 ? TOOL_OK : tool_failf("status: write: output error");
+	rc = TOOL_OK;        /* main() checks that stdout took it all */
 out:
 	free(acts);
 	free(skus);

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pio.h"
 #include "rebuild.h"
+#include "serve.h"
 #include "snapshot.h"
 #include "wal.h"
 
@@ -31,7 +33,10 @@ static void wal_help(FILE *out)
 	        "        serve), or what it refuses: CORRUPT (a bad frame a later commit made\n"
 	        "        durable: the first bad LSN and how many valid records follow), MISSING\n"
 	        "        (an LSN range no file holds and no snapshot covers: a WAL file\n"
-	        "        deleted), a snapshot past the WAL's end, no valid snapshot.\n"
+	        "        deleted, or the WAL ends below the LSN DIR/DURABLE says it made\n"
+	        "        durable: its end zeroed or cut, an older copy), a snapshot past the\n"
+	        "        WAL's end, no valid snapshot.  A bad frame at or below DIR/DURABLE's\n"
+	        "        LSN is CORRUPT too: that mark made it durable, no torn tail.\n"
 	        "        --truncate cuts a torn tail in the last file so appends can go on (it\n"
 	        "        needs the WAL's writer lock: not while `serve` runs on DIR); it never\n"
 	        "        cuts corruption.  It also shows the WAL's incarnation: the identity of\n"
@@ -39,14 +44,16 @@ static void wal_help(FILE *out)
 	        "dump    prints one line per record from LSN (default 1): lsn, type, slot, seq,\n"
 	        "        activity, sku, qty, order, user, value.\n"
 	        "snapshots  lists the snapshots `serve` wrote in DIR (snap-<LSN>.fss), oldest\n"
-	        "        first: LSN, file size, segment bytes, skus folded, and ok or corrupt\n"
-	        "        (why); with --json one object {\"snapshots\":[{\"lsn\", \"file\",\n"
-	        "        \"bytes\", \"segment_bytes\", \"skus\", \"ok\", \"error\"}]}.\n"
+	        "        first: LSN, file size, segment bytes, skus folded, and ok, CORRUPT or\n"
+	        "        UNREADABLE (why: e.g. a FIFO has its name); with --json one object\n"
+	        "        {\"snapshots\":[{\"lsn\", \"file\", \"bytes\", \"segment_bytes\", \"skus\", \"ok\",\n"
+	        "        \"error\"}]}.\n"
 	        "\n"
 	        "--json  verify prints one JSON object: {\"stop\", \"file\", \"offset\", \"files\",\n"
 	        "        \"frames\", \"first_lsn\", \"last_lsn\", \"truncated_bytes\", \"recovery\"\n"
 	        "        (\"ok\", \"torn\", \"corrupt\", \"missing\", \"snapshot_ahead\",\n"
-	        "        \"no_valid_snapshot\", \"unreadable\"), \"bad_lsn\", \"valid_after\",\n"
+	        "        \"no_valid_snapshot\", \"unreadable\", \"short\": below DURABLE),\n"
+	        "        \"bad_lsn\", \"valid_after\",\n"
 	        "        \"missing_first\", \"missing_last\", \"keep_lsn\", \"message\",\n"
 	        "        \"incarnation\" (16 hex digits, or null: no file records one),\n"
 	        "        \"incarnation_mixed\" (true: files of two incarnations; the newest shown)}.\n"
@@ -84,6 +91,16 @@ static int wal_count_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, u
 	return 0;
 }
 
+/* What the rebuild check passed over on its way (a snapshot it could not
+ * use, and why: corrupt, or a FIFO under its name), on stderr: the verdict
+ * line alone only counts them. */
+static void wal_verify_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level <= SERVE_LOG_WARN)
+		fprintf(stderr, "flashstock: wal verify: %s\n", msg);
+}
+
 /* `wal snapshots`: every snap-*.fss in @p dir, checked (CRC of the whole file). */
 static int wal_snapshots(const char *dir, int json)
 {
@@ -110,7 +127,7 @@ static int wal_snapshots(const char *dir, int json)
 		}
 		uint64_t seg = frc == SNAP_OK ? f.sf_hdr->sh_seg_bytes : 0;
 		uint64_t skus = frc == SNAP_OK ? f.sf_hdr->sh_fold_count : 0;
-		const char *why = frc == SNAP_OK ? "" : frc == SNAP_EIO ? strerror(errno) : flash_strerror(frc);
+		const char *why = frc == SNAP_OK ? "" : frc == SNAP_EIO ? pio_strerror(errno) : flash_strerror(frc);
 		if (frc == SNAP_OK)
 			snap_file_close(&f);
 		else
@@ -125,7 +142,8 @@ static int wal_snapshots(const char *dir, int json)
 		} else {
 			printf("LSN %" PRIu64 "  %s  %" PRIu64 " bytes  segment %" PRIu64 " bytes  %" PRIu64
 			       " skus  %s%s%s\n", lsns[i], path, bytes, seg, skus,
-			       frc == SNAP_OK ? "ok" : "CORRUPT", frc == SNAP_OK ? "" : ": ", why);
+			       frc == SNAP_OK ? "ok" : frc == SNAP_EIO ? "UNREADABLE" : "CORRUPT",
+			       frc == SNAP_OK ? "" : ": ", why);
 		}
 	}
 	if (json)
@@ -221,7 +239,7 @@ int cmd_wal(int argc, char **argv)
 				if (crc != WAL_OK)
 					return tool_failf("wal verify: %s: cutting the torn tail: %s%s%s", dir,
 					                  flash_strerror(crc), cut.err_no ? ": " : "",
-					                  cut.err_no ? strerror(cut.err_no) : "");
+					                  cut.err_no ? pio_strerror(cut.err_no) : "");
 				rep.truncated_bytes = cut.truncated_bytes;
 				rep.files_removed = cut.files_removed;
 			} else {
@@ -231,7 +249,7 @@ int cmd_wal(int argc, char **argv)
 	}
 	if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_EBUSY)
 		return tool_failf("wal %s: %s: %s%s%s", verb, dir, flash_strerror(rc),
-		                  rep.err_no ? ": " : "", rep.err_no ? strerror(rep.err_no) : "");
+		                  rep.err_no ? ": " : "", rep.err_no ? pio_strerror(rep.err_no) : "");
 	if (is_dump) {
 		if (rep.stop != WAL_OK)
 			fprintf(stderr, "flashstock: wal dump: stops at %s offset %" PRIu64 ": %s\n", rep.file,
@@ -240,14 +258,14 @@ int cmd_wal(int argc, char **argv)
 	}
 	/* what a rebuild would make of it (snapshots included) */
 	static struct rebuild_check chk;
-	int v = rebuild_check(dir, &chk, NULL, NULL);
+	int v = rebuild_check(dir, &chk, wal_verify_log, NULL);
 	/* whose WAL it is (file headers only; a mix of two is reported) */
 	struct wal_ident wi;
 	int irc = wal_ident(dir, &wi);
 	if (irc != WAL_OK && irc != WAL_EIDENT)
 		memset(&wi, 0, sizeof wi);
 	static const char *const vname[] = { "ok", "torn", "corrupt", "missing", "snapshot_ahead",
-	                                     "no_valid_snapshot", "unreadable" };
+	                                     "no_valid_snapshot", "unreadable", "short" };
 	if (json) {
 		printf("{\"stop\":");
 		tool_json_str(stdout, rep.stop == WAL_OK ? "ok" : flash_rcname(rep.stop));
@@ -295,8 +313,8 @@ int cmd_wal(int argc, char **argv)
 			printf("recovery: %s; serve cuts it\n", chk.msg);
 			break;
 		default:
-			printf("recovery: %s: %s\n", v == REBUILD_CORRUPT ? "CORRUPT" : v == REBUILD_MISSING ?
-			       "MISSING" : "REFUSED", chk.msg);
+			printf("recovery: %s: %s\n", v == REBUILD_CORRUPT ? "CORRUPT" : v == REBUILD_MISSING ||
+			       v == REBUILD_SHORT ? "MISSING" : "REFUSED", chk.msg);
 			if (v != REBUILD_EIO && v != REBUILD_NOSNAP && chk.can_accept)
 				printf("recovery: restore the WAL from a copy, or accept losing every record after "
 				       "LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 "\n",

@@ -11,7 +11,7 @@
 /* One line per command; adding a command is adding a line (see tool.h). */
 static const struct tool_cmd tool_cmds[] = {
 	{ "create",  cmd_create,  "create a shared-memory segment" },
-	{ "destroy", cmd_destroy, "remove a segment's name" },
+	{ "destroy", cmd_destroy, "destroy a segment (refused while in use or undrained)" },
 	{ "load",    cmd_load,    "add an activity and its skus (flags or CSV)" },
 	{ "status",  cmd_status,  "show catalog, stock, fill levels and counters" },
 	{ "demo",    cmd_demo,    "run a complete flash sale on a private segment and check it" },
@@ -66,15 +66,18 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		tool_help(stdout);
-		return TOOL_OK;
+		return tool_close_stdout(NULL, TOOL_OK);
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("flashstock %d.%d\n", FLASH_VERSION_MAJOR, FLASH_VERSION_MINOR);
-		return TOOL_OK;
+		return tool_close_stdout(NULL, TOOL_OK);
 	}
+	/* Every command's output is checked here, once, after it returns: no
+	 * command ends the process itself (exit() is not called; children of
+	 * demo, soak and serve leave by _exit(), which flushes nothing). */
 	for (i = 0; i < TOOL_NCMDS; i++)
 		if (strcmp(argv[1], tool_cmds[i].name) == 0)
-			return tool_cmds[i].fn(argc - 1, argv + 1);
+			return tool_close_stdout(argv[1], tool_cmds[i].fn(argc - 1, argv + 1));
 	fprintf(stderr, "flashstock: unknown command '%s'\nTry 'flashstock --help'.\n", argv[1]);
 	return TOOL_USAGE;
 }

@@ -34,6 +34,31 @@ int tool_failf(const char *fmt, ...)
 	return TOOL_FAIL;
 }
 
+/*
+ * The last write error of stdout is the one that counts: printf() to a full
+ * disk fails in a flush no caller looks at, so the check is made once, at
+ * the end, on the stream's error flag and on the final flush and close
+ * (whatever was still buffered is written there).  errno is only trusted
+ * when the final flush or close itself failed; an earlier failure is
+ * reported without a reason rather than with a stale one.
+ */
+int tool_close_stdout(const char *cmd, int rc)
+{
+	errno = 0;
+	int bad = fflush(stdout) != 0;
+	int e = bad ? errno : 0;
+	bad |= ferror(stdout) != 0;
+	if (fclose(stdout) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (!bad)
+		return rc;
+	fprintf(stderr, "flashstock: %s%swrite error on standard output%s%s\n", cmd ? cmd : "",
+	        cmd ? ": " : "", e ? ": " : "", e ? strerror(e) : "");
+	return rc == TOOL_OK ? TOOL_FAIL : rc;
+}
+
 int tool_usage_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

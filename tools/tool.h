@@ -57,6 +57,16 @@ int tool_fail(const char *what, int rc);
 /** Print "flashstock: <formatted>" to stderr; @return TOOL_FAIL. */
 int tool_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/**
+ * End of a command: flush and close stdout.  Output that could not all be
+ * written (a full disk, /dev/full, a closed pipe with SIGPIPE ignored) must
+ * not pass for complete, so a failure prints "flashstock: <cmd>: write error
+ * on standard output: <reason>" (no "<cmd>: " when @p cmd is NULL).  main()
+ * calls it for every command; nothing may print to stdout after it.
+ * @return @p rc, or TOOL_FAIL when the output failed and @p rc was TOOL_OK.
+ */
+int tool_close_stdout(const char *cmd, int rc);
+
 /** Print "flashstock <cmd>: <formatted>" and a --help hint to stderr;
  *  @return TOOL_USAGE. */
 int tool_usage_err(const char *cmd, const char *fmt, ...)

@@ -142,6 +142,7 @@ var (
 	ErrReqExpired  = codeErr(C.FLASH_EREQ_EXPIRED)  // request id older than the window: look the order up
 	ErrArchived    = codeErr(C.FLASH_EARCHIVED)     // the order's activity was archived
 	ErrNotEnded    = codeErr(C.FLASH_ENOT_ENDED)    // archive: the activity has not ended
+	ErrDestroyed   = codeErr(C.FLASH_EDESTROYED)    // the segment was destroyed: close the handle
 	ErrMySQLRetry  = codeErr(C.FLASH_EMYSQL_RETRY)  // MySQL down or busy
 	ErrMySQL       = codeErr(C.FLASH_EMYSQL)        // MySQL refused a statement
 	ErrMySQLConfig = codeErr(C.FLASH_EMYSQL_CONFIG) // bad MySQL URL or access denied

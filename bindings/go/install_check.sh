@@ -24,7 +24,7 @@ SEG=/fs-go-install-$$
 svc=
 cleanup() {
 	[ -n "$svc" ] && kill "$svc" 2>/dev/null && wait "$svc" 2>/dev/null
-	"$FS" destroy --name "$SEG" >/dev/null 2>&1
+	"$FS" destroy --name "$SEG" --force >/dev/null 2>&1 || "$FS" destroy --name "$SEG" >/dev/null 2>&1
 	rm -rf "$t"
 }
 trap cleanup EXIT

@@ -168,6 +168,7 @@ func TestSentinelsCarryTheirOwnCodes(t *testing.T) {
 		{ErrAhead, "FLASH_EAHEAD"}, {ErrFeedIdent, "FLASH_EFEED_IDENT"},
 		{ErrRefill, "FLASH_EREFILL"},
 		{ErrArchived, "FLASH_EARCHIVED"}, {ErrNotEnded, "FLASH_ENOT_ENDED"},
+		{ErrDestroyed, "FLASH_EDESTROYED"},
 	}
 	for _, c := range cases {
 		if c.err.Name != c.name || RCName(c.err.Code) != c.name {

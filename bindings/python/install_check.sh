@@ -17,7 +17,7 @@ svc=
 fail() { echo "install_check(python): FAIL: $*" >&2; exit 1; }
 cleanup() {
 	[ -z "$svc" ] || { kill "$svc" 2>/dev/null; wait "$svc" 2>/dev/null; }
-	"$P/bin/flashstock" destroy --name "$SEG" >/dev/null 2>&1
+	"$P/bin/flashstock" destroy --name "$SEG" --force >/dev/null 2>&1 || "$P/bin/flashstock" destroy --name "$SEG" >/dev/null 2>&1
 	rm -f "$out"
 }
 out=$(mktemp) || fail "mktemp"

@@ -54,6 +54,7 @@ from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  
                       NoSegment, NotFound, NotOwner, NotStarted, PermissionDenied, ReadOnly,
                       RequestExpired, SoldOut, SystemFailure, WrongThread, error_for)
 from ._errors import Archived, NotEnded  # noqa: F401
+from ._errors import Destroyed  # noqa: F401
 from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
                       BadVersion, NotRegular, OwnerMismatch)
 from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
@@ -76,7 +77,7 @@ __all__ = [
     "AttachError", "ReadOnly", "Fork", "Cancelled", "Locked", "NotOwner", "Busy", "NoProc",
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
     "RequestExpired", "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
-    "Archived", "NotEnded",
+    "Archived", "NotEnded", "Destroyed",
     "BadChecksum", "BadLayout", "NotRegular",
     "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
     "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",

@@ -286,6 +286,14 @@ class NotEnded(FlashError):
     CODE = "FLASH_ENOT_ENDED"
 
 
+class Destroyed(FlashError):
+    """The segment was destroyed (`flashstock destroy --force`) while this
+    handle was attached (FLASH_EDESTROYED): nothing is acknowledged into it
+    any more and nothing changed.  Close the object; open the name again if
+    a new segment was made under it."""
+    CODE = "FLASH_EDESTROYED"
+
+
 class Closed(FlashError, ValueError):
     """The FlashStock object was closed (FLASH_EINVAL: no handle to use)."""
     CODE = ""

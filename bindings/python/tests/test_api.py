@@ -92,6 +92,7 @@ def test_common_refusals_have_their_own_types_and_unknown_codes_the_base_type():
         "FLASH_EAHEAD": flashstock.Ahead, "FLASH_EFEED_IDENT": flashstock.FeedIdentMismatch,
         "FLASH_EREFILL": flashstock.RefillUnavailable,
         "FLASH_EARCHIVED": flashstock.Archived, "FLASH_ENOT_ENDED": flashstock.NotEnded,
+        "FLASH_EDESTROYED": flashstock.Destroyed,
     }
     for name, cls in named.items():
         assert isinstance(flashstock.error_for(flashstock.CODES[name]), cls), name

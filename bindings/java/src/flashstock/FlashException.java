@@ -68,6 +68,7 @@ public class FlashException extends RuntimeException {
 		case -34: return new RequestExpired(rc);
 		case -35: return new Archived(rc);
 		case -36: return new NotEnded(rc);
+		case -37: return new Destroyed(rc);
 		case -60: return new Timeout(rc);
 		case -61: return new Lost(rc);
 		case -62: return new Ahead(rc);
@@ -141,6 +142,8 @@ public class FlashException extends RuntimeException {
 	public static final class Archived extends FlashException { Archived(int c) { super(c); } }
 	/** FLASH_ENOT_ENDED: archive of an activity that has not ended. */
 	public static final class NotEnded extends FlashException { NotEnded(int c) { super(c); } }
+	/** FLASH_EDESTROYED: the segment was destroyed; nothing is acknowledged into it: close the handle. */
+	public static final class Destroyed extends FlashException { Destroyed(int c) { super(c); } }
 
 	/* the order feed (Feed) */
 

@@ -81,6 +81,7 @@ class ErrorsTest {
 			{ "FLASH_EREFILL", FlashException.Refill.class },
 			{ "FLASH_EARCHIVED", FlashException.Archived.class },
 			{ "FLASH_ENOT_ENDED", FlashException.NotEnded.class },
+			{ "FLASH_EDESTROYED", FlashException.Destroyed.class },
 		};
 		for (Object[] n : named) {
 			Integer code = c.get((String) n[0]);
