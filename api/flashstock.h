@@ -736,6 +736,22 @@ int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
 int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
 
 /**
+ * Wait, at most @p wait_ms, until every record this handle has published so
+ * far (orders, cancels, restocks: everything its calls returned from) is
+ * durable.  For a caller whose next step elsewhere must never be on disk
+ * before this handle's changes are -- flash_restock() returns no LSN to wait
+ * for.  A handle that published nothing returns FLASH_OK at once.  Works in
+ * either durability.
+ * @return FLASH_OK (all durable); FLASH_EFATE_UNKNOWN (not yet: each of those
+ *         records is done in memory and becomes durable when the daemon
+ *         drains it); FLASH_EDURABILITY (the WAL failed: restart the daemon,
+ *         which recovers from disk); FLASH_EINVAL (NULL, wait_ms 0);
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note Blocking, as flash_durable_wait(); never publishes anything itself.
+ */
+int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
+
+/**
  * Cancel an order by number; its units return to stock exactly once, and the
  * user's limit slot too if the activity says so.
  * @param[out] units_returned  units given back (may be NULL)

@@ -240,6 +240,24 @@ int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms)
 }
 
 /*
+ * The last record this handle published is at p_tail - 1 (only this handle
+ * moves p_tail, so the load reads its own last store), and the consumer
+ * marks each ring in order: that record durable means all of them are.
+ * Nothing published (p_tail 0) waits for position -1, which any durable
+ * mark covers (pos + 1 wraps to 0).
+ */
+int flash_durable_wait_all(flash_t *h, uint32_t wait_ms)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (wait_ms == 0)
+		return FLASH_EINVAL;
+	return fs_sync_wait(h, fs_ring_pos(h) - 1, wait_ms);
+}
+
+/*
  * Where a consumer of @p slot starts: after the records taken (released)
  * by its predecessor, or after the durable ones when taken_seq is behind
  * them (a segment whose consumers never released) or is not a position of

@@ -11,16 +11,24 @@
  *   7. Thread, stats
  *
  * Why the order inside each operation is safe (crash points in brackets):
- *   take:   intent [1] central take commits [2] restock +k [3] intent cleared.
+ *   take:   intent [1] central take commits [2] restock +k, durable [3] intent cleared.
  *           Dead at [1]: the lease id is absent centrally -> nothing to do.
  *           Dead at [2]: present, segment total = total before -> load it.
  *           Dead at [3]: total = before + k -> done.
- *   return: intent [1] restock -k [2] central return [3] intent cleared.
+ *   return: intent [1] restock -k, durable [2] central return [3] intent cleared.
  *           Dead at [1]: total = before -> nothing left the segment; drop it.
  *           Dead at [2]: total = before - k -> return it, conditional on the
  *           returned count: if it had committed, the replay is recognised.
  *   A unit is therefore always in the segment, in the pool, or sold -- and
  *   the crash window only decides which of the first two, never both.
+ *   "Durable" is what makes that hold through a power cut, which rebuilds
+ *   the segment from the WAL (serve --recover): every restock is on disk
+ *   before the step after it (restock_durable), in async durability too --
+ *   else a -k lost behind a committed return leaves its units in the
+ *   segment and the pool, a +k lost behind a cleared intent in neither.
+ *   An intent stays until its operation is complete: when a step fails
+ *   with its units out of place, the agent stops operating (stuck()) rather
+ *   than let later operations move the totals the next start judges by.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,9 +105,13 @@ struct flash_lease {
 	struct intent   *l_it;
 	size_t           l_nit, l_capit;
 	const char      *l_kill_at;       /* tests: FLASH_LEASE_KILL_AT */
-	uint64_t         l_hb_ok_ms;
+	uint64_t         l_hb_ok_ms;      /* CLOCK_MONOTONIC: the last heartbeat MariaDB accepted was sent */
 	int              l_suspended;
+	int              l_drain_err;     /* a drain failure was logged this suspension */
+	int              l_stuck_rc;      /* a stuck agent's rc, reported again after a suspension */
 	int              l_pending;       /* the last intent's central step has an unknown fate */
+	int              l_stuck;         /* an operation stopped with its intent kept: no more
+	                                     takes or returns until a restart finishes it */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -166,7 +178,9 @@ static void kill_point(struct flash_lease *a, const char *name)
 /*
  * flash_restock, waiting out a full ring (FLASH_EBUSY: serve drains it) for
  * at most 5 s.  FLASH_EFATE_UNKNOWN (sync durability, not yet durable) is
- * done in memory: the WAL will have it, so it counts as done.
+ * done in memory: the WAL will have it, so it counts as done -- unless a
+ * power cut comes first: a step that depends on it being on disk uses
+ * restock_durable().
  */
 static int restock(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t delta)
 {
@@ -180,6 +194,57 @@ static int restock(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t de
 		nanosleep(&ts, NULL);
 	}
 	return FLASH_EBUSY;
+}
+
+/*
+ * Wait until every record the agent's handle has published is durable, so
+ * that the step after a restock is never on disk before it.  serve makes it
+ * durable at its next commit, also while a stop is under way (it writes
+ * until the agent is done).  The bound is a sync buyer's, 5 s: a WAL that
+ * takes longer has failed in all but name, and a longer wait would hold up
+ * the loop's heartbeat and its suspension.
+ * FLASH_OK; FLASH_EDURABILITY (the WAL failed); FLASH_EFATE_UNKNOWN.
+ */
+static int durable(struct flash_lease *a)
+{
+	return flash_durable_wait_all(a->l_h, FLASH_SYNC_WAIT_MS_DEFAULT);
+}
+
+/*
+ * restock(), its record durable on return.  FLASH_OK; FLASH_EDURABILITY or
+ * FLASH_EFATE_UNKNOWN (undurable()): applied in the segment, not known
+ * durable -- the operation's intent must stay; any other code: nothing was
+ * applied.
+ */
+static int restock_durable(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t delta)
+{
+	int rc = restock(a, act, sku, delta);
+	return rc == FLASH_OK ? durable(a) : rc;
+}
+
+static int undurable(int rc)
+{
+	return rc == FLASH_EDURABILITY || rc == FLASH_EFATE_UNKNOWN;
+}
+
+static void set_state(struct flash_lease *a, int state, int rc);
+
+/*
+ * Stop operating with the last intent kept: @p t's units are out of place
+ * (a restock not known durable, a refused return not undone), and only a
+ * start can judge it, from the totals of the segment it finds -- which a
+ * later take or return would move.  Heartbeats go on and the segment's
+ * stock stays sellable; serve reports the agent failed.  Returns @p rc.
+ */
+static int stuck(struct flash_lease *a, int rc, const struct intent *t, const char *why)
+{
+	llog(a, SERVE_LOG_ERROR, "%s of %" PRId64 " units of %u/%u (lease %" PRIu64 "): %s %s; its intent is"
+	     " kept and no more takes or returns are made until serve restarts and finishes it",
+	     t->it_op == 't' ? "take" : "return", t->it_k, t->it_act, t->it_sku, t->it_id, why,
+	     flash_strerror(rc));
+	a->l_stuck = 1;
+	set_state(a, FLASH_LEASE_FAILED, rc);
+	return rc;
 }
 
 static void count_failure(struct flash_lease *a)
@@ -219,7 +284,7 @@ static int intent_save(struct flash_lease *a)
 		return dir_sync(a->l_dir) == 0 ? 0 : -1;
 	}
 	char buf[256];
-	int fd = pio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = pio_open_reg(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto fail;
 	off_t off = 0;
@@ -242,7 +307,7 @@ static int intent_save(struct flash_lease *a)
 		goto fail;
 	return 0;
 fail:
-	llog(a, SERVE_LOG_ERROR, "intent file in %s: %s", a->l_dir, strerror(errno));
+	llog(a, SERVE_LOG_ERROR, "intent file in %s: %s", a->l_dir, pio_strerror(errno));
 	return -1;
 }
 
@@ -278,9 +343,18 @@ static int intent_load(struct flash_lease *a)
 	char path[4096];
 	snprintf(path, sizeof path, "%s/lease.intent", a->l_dir);
 	a->l_nit = 0;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -1;
+	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		llog(a, SERVE_LOG_ERROR, "intent file: %s", pio_strerror(errno));
+		return -1;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -1;
+	}
 	char line[256];
 	while (fgets(line, sizeof line, f)) {
 		struct intent t;
@@ -363,9 +437,14 @@ static void skus_scan(struct flash_lease *a)
 static int activity_ended(struct flash_lease *a, uint32_t act)
 {
 	struct flash_activity ac;
-	for (uint32_t i = 0; flash_activity_at(a->l_h, i, &ac) == FLASH_OK; i++)
-		if (ac.id == act)
+	int rc;
+	/* an entry an archive freed answers FLASH_EARCHIVED: live ones follow
+	 * it (stopping there kept every activity after it selling past its end) */
+	for (uint32_t i = 0; (rc = flash_activity_at(a->l_h, i, &ac)) != FLASH_ENOT_FOUND; i++)
+		if (rc == FLASH_OK && ac.id == act)
 			return ac.end_ns <= real_ns();
+		else if (rc != FLASH_OK && rc != FLASH_EARCHIVED)
+			break;
 	return 0;
 }
 
@@ -428,13 +507,22 @@ static int take_finish(struct flash_lease *a, struct lsku *k, const struct inten
 		intent_pop(a);
 		return rc;
 	}
-	if ((rc = restock(a, t.it_act, t.it_sku, t.it_k)) != FLASH_OK) {
-		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (the next start"
-		     " loads it)", t.it_id, t.it_act, t.it_sku, flash_strerror(rc));
+	if ((rc = restock_durable(a, t.it_act, t.it_sku, t.it_k)) != FLASH_OK) {
+		/* loaded, perhaps not on disk: the next start finds the total
+		 * before + k (done) or before (loads it) */
+		if (undurable(rc))
+			return stuck(a, rc, &t, "loaded, not known durable:");
+		/* not loaded: retried (take_finish again, the central take is
+		 * idempotent by id) before any other operation, which would move
+		 * the total the intent's judgement at a start compares with */
+		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (loaded again"
+		     " before anything else)", t.it_id, t.it_act, t.it_sku, flash_strerror(rc));
+		a->l_pending = 1;
 		return rc;      /* intent kept */
 	}
 	(void)lease_add(k, t.it_id, t.it_k, 0);
 	intent_pop(a);
+	kill_point(a, "take_loaded");
 	pthread_mutex_lock(&a->l_mu);
 	a->l_st.takes++;
 	a->l_st.take_units += (uint64_t)t.it_k;
@@ -464,19 +552,60 @@ static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
 		return FLASH_ESYS;
 	return take_finish(a, k, &a->l_it[a->l_nit - 1]);
 }
+
+static void note_returned(struct flash_lease *a, struct llease *l, int64_t before, int64_t units)
+{
+	if (l)
+		l->ll_returned = before + units;
+	pthread_mutex_lock(&a->l_mu);
+	a->l_st.returns++;
+	a->l_st.return_units += (uint64_t)units;
+	pthread_mutex_unlock(&a->l_mu);
+}
+
 /* The central half of a return whose units have left the segment. */
 static int return_central(struct flash_lease *a, struct lsku *k, struct llease *l, int64_t before, int64_t units)
 {
 	int rc = flash_central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
 	                              before, units);
-	if (rc == FLASH_OK) {
-		l->ll_returned = before + units;
-		pthread_mutex_lock(&a->l_mu);
-		a->l_st.returns++;
-		a->l_st.return_units += (uint64_t)units;
-		pthread_mutex_unlock(&a->l_mu);
-	}
+	if (rc == FLASH_OK)
+		note_returned(a, l, before, units);
 	return rc;
+}
+
+/*
+ * The central return of @p t, the last intent, was refused for another
+ * reason than a fence or an unanswered statement (FLASH_ELEASE, FLASH_EMYSQL:
+ * a trigger, a constraint, a node that refuses writes...).  Its units are out
+ * of the segment, durably, and not in the pool -- unless the refusal came
+ * after an attempt of unknown fate that had committed.  The lease's returned
+ * count decides: before + k, it committed (FLASH_OK: done); before, it did
+ * not: the units go back into the segment (restock +k, durable) and the
+ * intent goes, @p refusal returned.  Never popped with the units in neither
+ * place: the close would count them sold.  A count that cannot be read is
+ * asked again (pending); another count, or units that cannot be put back,
+ * leave the agent stuck().
+ */
+static int return_refused(struct flash_lease *a, struct llease *l, const struct intent *t, int refusal)
+{
+	struct flash_lease_row row;
+	int rc = flash_central_lease_get(a->l_c, t->it_id, &row);
+	if (rc == FLASH_OK && row.returned == t->it_before + t->it_k) {
+		note_returned(a, l, t->it_before, t->it_k);
+		return FLASH_OK;
+	}
+	if (rc == FLASH_EMYSQL_RETRY || rc == FLASH_EMYSQL) {
+		a->l_pending = 1;
+		return refusal;
+	}
+	if (rc != FLASH_OK || row.returned != t->it_before)
+		return stuck(a, refusal, t, "refused by the pool, the lease's returned count not the one noted:");
+	if ((rc = restock_durable(a, t->it_act, t->it_sku, t->it_k)) != FLASH_OK)
+		return stuck(a, rc, t, "refused by the pool; the units could not be put back:");
+	intent_pop(a);
+	llog(a, SERVE_LOG_WARN, "the pool refused the return of %" PRId64 " units of lease %" PRIu64 ": %s; they"
+	     " are back in the segment of %u/%u", t->it_k, t->it_id, flash_strerror(refusal), t->it_act, t->it_sku);
+	return refusal;
 }
 
 /*
@@ -508,28 +637,31 @@ static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
 		                    .it_k = n, .it_before = l->ll_returned, .it_total = (int64_t)si.total };
 		if (intent_push(a, &t) != 0)
 			return FLASH_ESYS;
-		rc = restock(a, k->ks_act, k->ks_sku, -n);
+		rc = restock_durable(a, k->ks_act, k->ks_sku, -n);
 		if (rc == FLASH_ESOLD_OUT) {     /* sold meanwhile: look again */
 			intent_pop(a);
 			continue;
 		}
+		if (undurable(rc))
+			return stuck(a, rc, &t, "taken out of the segment, not known durable:");
 		if (rc != FLASH_OK) {
 			intent_pop(a);
 			return rc;
 		}
 		kill_point(a, "return_unloaded");
 		rc = return_central(a, k, l, t.it_before, n);
+		if (rc == FLASH_OK)
+			kill_point(a, "return_committed");
 		if (rc == FLASH_EMYSQL_RETRY) {
 			a->l_pending = 1;   /* intent kept: asked again before anything else */
 			return rc;
 		}
-		if (rc != FLASH_OK) {
-			/* refused (fenced): the units are out of the segment; the
-			 * fenced path reclaims them from sold = total - available */
-			if (rc != FLASH_EFENCED)
-				intent_pop(a);
+		/* fenced: the units are out of the segment and the intent
+		 * stays; the fenced path reclaims from sold = total - available */
+		if (rc == FLASH_EFENCED)
 			return rc;
-		}
+		if (rc != FLASH_OK && (rc = return_refused(a, l, &t, rc)) != FLASH_OK)
+			return rc;
 		intent_pop(a);
 		done += n;
 		units -= n;
@@ -583,29 +715,179 @@ static void become_fenced(struct flash_lease *a)
 	set_state(a, FLASH_LEASE_FENCED, FLASH_EFENCED);
 }
 
-/* MariaDB unreachable too long: stop selling (drain, noted durably). */
-static void suspend(struct flash_lease *a)
+/*
+ * Suspension: a box out of touch with MariaDB stops selling on its own, in
+ * a time it can promise, because after it an operator may fence it and
+ * give its leases back to the pool (`lease fence`, default --stale-s 30).
+ *
+ * The clock is l_hb_ok_ms, the start of the last heartbeat (or the
+ * registration) MariaDB accepted: that statement ran after it, so the
+ * fs_box.heartbeat the fence reads is no older.  At touch_deadline(),
+ * 3 x heartbeat_s later:
+ *   - no central statement starts (flash_central_set_deadline, set by the
+ *     loop and heartbeat()): the one in flight ends within one attempt --
+ *     one connect, read or write timeout when the nodes are unreachable --
+ *     and every later one fails at once, so whatever sku the loop is at, it
+ *     is back at its check within that time;
+ *   - the check, made at every turn of the loop and before every sku's
+ *     tick, suspends: every leased sku's stock goes out of the segment.
+ * While suspended, every turn (tick_ms) drains again each sku until it
+ * reads 0: a cancel gives units back, and a unit sold between a drain's
+ * read and its restock refuses that restock.  The heartbeat then retries
+ * for one tick only, so a turn lasts at most two ticks plus one attempt.
+ * The bound (README, "More than one box"): the last sale comes at most
+ * 3 x heartbeat_s + timeout + the drain after l_hb_ok_ms; a unit a cancel
+ * gives back during the suspension is out again within 2 x tick_ms +
+ * timeout (timeout: the handle's timeout_s, 2 s, flash_lease_start).
+ * Only a heartbeat MariaDB accepts -- so the box is not fenced -- ends it:
+ * resume() loads the drained units back.
+ */
+static uint64_t touch_deadline(const struct flash_lease *a)
 {
-	llog(a, SERVE_LOG_WARN, "MariaDB unreachable for %u s: selling stops until it answers",
-	     3 * a->l_o.heartbeat_s);
-	a->l_suspended = 1;
-	set_state(a, FLASH_LEASE_SUSPENDED, FLASH_EMYSQL_RETRY);
-	for (size_t i = 0; i < a->l_nsku; i++) {
-		struct lsku *k = &a->l_sku[i];
-		struct flash_sku_info si;
-		if (k->ks_pool != 1 || flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) != FLASH_OK ||
-		    si.available == 0)
+	return a->l_hb_ok_ms + 3000u * (uint64_t)a->l_o.heartbeat_s;
+}
+
+static int out_of_touch(const struct flash_lease *a)
+{
+	return now_ms() >= touch_deadline(a);
+}
+
+static int64_t real_ms(void)
+{
+	return real_ns() / 1000000;
+}
+
+/* MariaDB accepted a statement of this box's epoch (a heartbeat, the
+ * registration) sent at @p mono_ms (CLOCK_MONOTONIC), @p wall_ms
+ * (CLOCK_REALTIME, for the metrics). */
+static void touched(struct flash_lease *a, uint64_t mono_ms, int64_t wall_ms)
+{
+	a->l_hb_ok_ms = mono_ms;
+	pthread_mutex_lock(&a->l_mu);
+	a->l_st.heartbeat_ms = wall_ms;
+	pthread_mutex_unlock(&a->l_mu);
+}
+
+/*
+ * One heartbeat.  Running, it may retry until touch_deadline() (the
+ * statement in flight then ends within one attempt); suspended, for one
+ * tick only, so that the drain of the next turn is not held up.  Accepted,
+ * the box is in touch from the moment it was sent.
+ */
+static int heartbeat(struct flash_lease *a)
+{
+	uint64_t lsn = 0;
+	if (a->l_o.applied_lsn)
+		(void)a->l_o.applied_lsn(a->l_o.applied_arg, &lsn);
+	uint64_t sent = now_ms();
+	int64_t sent_wall = real_ms();
+	flash_central_set_deadline(a->l_c, a->l_suspended ? sent + a->l_o.tick_ms : touch_deadline(a));
+	int rc = flash_central_heartbeat(a->l_c, a->l_o.box_id, a->l_epoch, lsn);
+	if (rc == FLASH_OK)
+		touched(a, sent, sent_wall);
+	flash_central_set_deadline(a->l_c, touch_deadline(a));
+	return rc;
+}
+
+/* Is @p k's stock leased (to be taken out while suspended)?  A sku whose
+ * pool the agent has not looked up yet but holds adopted leases is. */
+static int sku_leased(const struct lsku *k)
+{
+	return !k->ks_closed && (k->ks_pool == 1 || k->ks_nl > 0);
+}
+
+/*
+ * The last intent, a 'd' whose restock happened, folded into the sku's
+ * newest intent before it when that one is a 'd' that ends where this one
+ * starts (its total before - k = this one's total before): one 'd' of k1 +
+ * k2 from the first total is what restore_drained() undoes either way.  A
+ * crash before the save leaves both, after it the one: both restore the
+ * same units (both restocks are durable first: drain_noted()).  So a long
+ * suspension with cancels keeps one line per sku.
+ */
+static void intent_fold(struct flash_lease *a)
+{
+	struct intent *t = &a->l_it[a->l_nit - 1];
+	for (size_t i = a->l_nit - 1; i-- > 0;) {
+		struct intent *p = &a->l_it[i];
+		if (p->it_act != t->it_act || p->it_sku != t->it_sku)
 			continue;
-		struct intent t = { .it_op = 'd', .it_act = k->ks_act, .it_sku = k->ks_sku,
-		                    .it_k = (int64_t)si.available, .it_total = (int64_t)si.total };
-		if (intent_push(a, &t) != 0)
-			continue;
-		if (restock(a, k->ks_act, k->ks_sku, -t.it_k) != FLASH_OK) {
-			/* sold meanwhile: note the rest at the next tick */
+		if (p->it_op == 'd' && p->it_total - p->it_k == t->it_total) {
+			p->it_k += t->it_k;
 			a->l_nit--;
 			(void)intent_save(a);
 		}
+		return;
 	}
+}
+
+/*
+ * Take all of @p k's available stock out: a 'd' intent, durable, then
+ * restock -available; until the sku reads 0.  A restock refused for want
+ * of stock (a unit sold after the read) changed nothing: its intent goes
+ * and the sku is read again.  Another failure keeps the intent (whether
+ * the restock happened, restore_drained() tells from the total).
+ */
+static int drain_noted(struct flash_lease *a, struct lsku *k)
+{
+	for (int round = 0; round < 1000; round++) {
+		struct flash_sku_info si;
+		int rc = flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si);
+		if (rc != FLASH_OK || si.available == 0)
+			return rc;
+		struct intent t = { .it_op = 'd', .it_act = k->ks_act, .it_sku = k->ks_sku,
+		                    .it_k = (int64_t)si.available, .it_total = (int64_t)si.total };
+		if (intent_push(a, &t) != 0)
+			return FLASH_ESYS;
+		rc = restock(a, k->ks_act, k->ks_sku, -t.it_k);
+		if (rc == FLASH_ESOLD_OUT) {
+			intent_pop(a);
+			continue;
+		}
+		if (rc != FLASH_OK)
+			return rc;
+		/* folded only once both restocks are on disk: a power cut
+		 * keeping the first and losing the second matches neither
+		 * total of the folded intent, but each of the two */
+		if (durable(a) == FLASH_OK)
+			intent_fold(a);
+	}
+	return FLASH_EBUSY;
+}
+
+/* Suspended: every leased sku to 0 (called at every turn).  A failure is
+ * logged once a suspension; the next turn tries again. */
+static void drain_suspended(struct flash_lease *a)
+{
+	for (size_t i = 0; i < a->l_nsku; i++) {
+		struct lsku *k = &a->l_sku[i];
+		if (!sku_leased(k))
+			continue;
+		int rc = drain_noted(a, k);
+		if (rc != FLASH_OK) {
+			count_failure(a);
+			if (!a->l_drain_err)
+				llog(a, SERVE_LOG_ERROR, "suspended, but %u/%u cannot be taken out of the segment: %s"
+				     " (tried again every tick)", k->ks_act, k->ks_sku, flash_strerror(rc));
+			a->l_drain_err = 1;
+		}
+	}
+}
+
+/* Out of touch since touch_deadline(): stop selling until MariaDB answers. */
+static void suspend(struct flash_lease *a)
+{
+	llog(a, SERVE_LOG_WARN, "no heartbeat accepted by MariaDB for %u s: selling stops until it answers",
+	     3 * a->l_o.heartbeat_s);
+	a->l_suspended = 1;
+	a->l_drain_err = 0;
+	if (a->l_stuck) {                /* what resume() reports again */
+		pthread_mutex_lock(&a->l_mu);
+		a->l_stuck_rc = a->l_st.rc;
+		pthread_mutex_unlock(&a->l_mu);
+	}
+	set_state(a, FLASH_LEASE_SUSPENDED, FLASH_EMYSQL_RETRY);
+	drain_suspended(a);
 }
 
 /*
@@ -634,6 +916,15 @@ static void restore_drained(struct flash_lease *a)
 		    restock(a, t->it_act, t->it_sku, t->it_k) != FLASH_OK)
 			keep[i] = 1;
 	}
+	/* the +k on disk before the intents go: a power cut between would
+	 * leave the units in neither the segment nor a note */
+	int rc = durable(a);
+	if (rc != FLASH_OK) {
+		llog(a, SERVE_LOG_ERROR, "drained units loaded back, not known durable: %s (their intents stay)",
+		     flash_strerror(rc));
+		free(keep);
+		return;
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (keep[i])
@@ -649,12 +940,47 @@ static void resume(struct flash_lease *a)
 	if (a->l_suspended)
 		llog(a, SERVE_LOG_INFO, "MariaDB answers again: selling resumes");
 	a->l_suspended = 0;
-	set_state(a, FLASH_LEASE_RUNNING, FLASH_OK);
+	/* a stuck agent stays reported failed (stuck()) */
+	if (a->l_stuck)
+		set_state(a, FLASH_LEASE_FAILED, a->l_stuck_rc);
+	else
+		set_state(a, FLASH_LEASE_RUNNING, FLASH_OK);
 }
 
 /* ------------------------------------------------------------------------
  * 5. Start
  * ------------------------------------------------------------------------ */
+
+/*
+ * An interrupted return ('r') whose units are in the segment (total =
+ * before): the restock -k never happened, or a power cut lost it after the
+ * central return had committed -- possible only for an agent that did not
+ * wait for its restocks (restock_durable), whose intent file a start may
+ * still find.  MariaDB tells: returned = before + k, the units are in the
+ * pool too, so they leave the segment again (durably); else nothing moved.
+ */
+static int return_redo(struct flash_lease *a, const struct intent *t)
+{
+	struct flash_lease_row row;
+	int rc = flash_central_lease_get(a->l_c, t->it_id, &row);
+	if (rc == FLASH_ENOT_FOUND || (rc == FLASH_OK && row.returned != t->it_before + t->it_k))
+		return FLASH_OK;        /* the units never left the segment */
+	if (rc != FLASH_OK)
+		return rc;
+	if ((rc = restock_durable(a, t->it_act, t->it_sku, -t->it_k)) != FLASH_OK) {
+		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 ": %" PRId64 " units returned to the pool are still in"
+		     " the segment of %u/%u, and cannot be taken out: %s", t->it_id, t->it_k, t->it_act, t->it_sku,
+		     flash_strerror(rc));
+		return rc;
+	}
+	llog(a, SERVE_LOG_WARN, "lease %" PRIu64 ": the return of %" PRId64 " units had committed but their"
+	     " removal from the segment was lost (power cut): taken out of %u/%u again", t->it_id, t->it_k,
+	     t->it_act, t->it_sku);
+	pthread_mutex_lock(&a->l_mu);
+	a->l_st.finished++;
+	pthread_mutex_unlock(&a->l_mu);
+	return FLASH_OK;
+}
 
 /* Finish the take or return an earlier agent left in its intent file. */
 static int finish_intent(struct flash_lease *a, const struct intent *t)
@@ -674,7 +1000,8 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 		if (rc != FLASH_OK)
 			return rc;
 		if ((int64_t)si.total == t->it_total) {
-			if ((rc = restock(a, t->it_act, t->it_sku, t->it_k)) != FLASH_OK)
+			/* durable: the intent goes once the start is done */
+			if ((rc = restock_durable(a, t->it_act, t->it_sku, t->it_k)) != FLASH_OK)
 				return rc;
 			llog(a, SERVE_LOG_INFO, "lease %" PRIu64 " had committed but was not loaded: loaded %" PRId64
 			     " units into %u/%u", t->it_id, t->it_k, t->it_act, t->it_sku);
@@ -704,8 +1031,10 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 		return rc;
 	}
 	if (t->it_op == 'r') {
+		if ((int64_t)si.total == t->it_total)
+			return return_redo(a, t);
 		if ((int64_t)si.total != t->it_total - t->it_k)
-			return FLASH_OK;        /* the units never left the segment */
+			return FLASH_OK;        /* not this operation's totals */
 		struct llease *l = NULL;
 		for (size_t i = 0; i < k->ks_nl; i++)
 			if (k->ks_l[i].ll_id == t->it_id)
@@ -733,9 +1062,14 @@ static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
 	llog(a, SERVE_LOG_WARN, "box %u was fenced (epoch %u): taking its stock out of the segment and"
 	     " reclaiming its fenced leases", a->l_o.box_id, reg->old_epoch);
 	drain_all(a);
+	/* the drain on disk before the pool gets the units back: a power cut
+	 * must not rebuild them into the segment after the reclaim */
+	int rc = durable(a);
+	if (rc != FLASH_OK)
+		return rc;
 	struct flash_lease_row *v = NULL;
 	size_t n = 0;
-	int rc = flash_central_leases(a->l_c, a->l_o.box_id, "fenced", &v, &n);
+	rc = flash_central_leases(a->l_c, a->l_o.box_id, "fenced", &v, &n);
 	if (rc != FLASH_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -835,8 +1169,19 @@ static int agent_start(struct flash_lease *a)
 	start_drain(a);
 	struct flash_box_reg reg;
 	int rc;
-	while ((rc = flash_central_register(a->l_c, a->l_o.box_id, 1, &reg)) == FLASH_EMYSQL_RETRY && !stopping(a))
+	uint64_t sent;
+	int64_t sent_wall;
+	for (;;) {
+		sent = now_ms();
+		sent_wall = real_ms();
+		rc = flash_central_register(a->l_c, a->l_o.box_id, 1, &reg);
+		if (rc != FLASH_EMYSQL_RETRY || stopping(a))
+			break;
 		nap(a, 500);
+	}
+	/* the registration wrote the heartbeat: the suspension clock starts at
+	 * its sending (a fenced start's second one is later still) */
+	touched(a, sent, sent_wall);
 	if (rc == FLASH_EFENCED)
 		rc = start_fenced(a, &reg);
 	if (rc != FLASH_OK)
@@ -899,6 +1244,24 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* The pool took back intent @p t's late units (its last intent): the
+ * closed lease's figures follow, the intent goes. */
+static void late_returned(struct flash_lease *a, struct lsku *k, const struct intent *t)
+{
+	for (size_t i = 0; i < k->ks_nl; i++)
+		if (k->ks_l[i].ll_id == t->it_id && k->ks_l[i].ll_sold == t->it_before) {
+			k->ks_l[i].ll_sold -= t->it_k;
+			k->ks_l[i].ll_returned += t->it_k;
+		}
+	pthread_mutex_lock(&a->l_mu);
+	a->l_st.returns++;
+	a->l_st.return_units += (uint64_t)t->it_k;
+	pthread_mutex_unlock(&a->l_mu);
+	llog(a, SERVE_LOG_INFO, "%" PRId64 " units of %u/%u came back after the sale (cancels): returned"
+	     " to the pool", t->it_k, t->it_act, t->it_sku);
+	intent_pop(a);
+}
+
 /*
  * Units back in the segment after the sku's leases closed (cancels after
  * the end of the sale) go to the pool: intent 'c', restock -k, then the
@@ -922,25 +1285,29 @@ static int late_return(struct flash_lease *a, struct lsku *k, int64_t avail)
 		                    .it_k = n, .it_before = l->ll_sold, .it_total = (int64_t)si.total };
 		if (intent_push(a, &t) != 0)
 			return FLASH_ESYS;
-		if ((rc = restock(a, k->ks_act, k->ks_sku, -n)) != FLASH_OK) {
+		if ((rc = restock_durable(a, k->ks_act, k->ks_sku, -n)) != FLASH_OK) {
+			if (undurable(rc))
+				return stuck(a, rc, &t, "taken out of the segment, not known durable:");
 			intent_pop(a);
 			return rc == FLASH_ESOLD_OUT ? FLASH_OK : rc;
 		}
+		/* out of touch, the loop must get back to suspend(): the intent
+		 * waits as pending (pending_retry asks again) */
 		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku,
 		                                         l->ll_id, l->ll_sold, n)) == FLASH_EMYSQL_RETRY &&
-		       !stopping(a))
+		       !stopping(a) && !out_of_touch(a))
 			nap(a, 200);
-		if (rc != FLASH_OK)
-			return rc;              /* intent kept: the next start finishes it */
-		l->ll_sold -= n;
-		l->ll_returned += n;
-		intent_pop(a);
-		pthread_mutex_lock(&a->l_mu);
-		a->l_st.returns++;
-		a->l_st.return_units += (uint64_t)n;
-		pthread_mutex_unlock(&a->l_mu);
-		llog(a, SERVE_LOG_INFO, "%" PRId64 " units of %u/%u came back after the sale (cancels): returned"
-		     " to the pool", n, k->ks_act, k->ks_sku);
+		if (rc != FLASH_OK) {
+			/* intent kept: asked again before anything else, or the
+			 * next start finishes it (fenced: the loop ends; refused:
+			 * nothing more moves until then) */
+			if (rc == FLASH_EMYSQL_RETRY)
+				a->l_pending = 1;
+			else if (rc != FLASH_EFENCED)
+				(void)stuck(a, rc, &t, "refused by the pool:");
+			return rc;
+		}
+		late_returned(a, k, &a->l_it[a->l_nit - 1]);
 		avail -= n;
 	}
 	return FLASH_OK;
@@ -971,6 +1338,8 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 /* One sku, one tick: rate, refill, surplus, end of sale. */
 static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 {
+	if (a->l_stuck)
+		return FLASH_OK;        /* an intent waits for the next start (stuck()) */
 	if (k->ks_closed) {
 		struct flash_sku_info si;
 		if (flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si) == FLASH_OK && si.available > 0)
@@ -1063,6 +1432,8 @@ static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 static void return_all(struct flash_lease *a)
 {
 	int64_t sum = 0;
+	if (a->l_stuck)
+		return;                 /* the kept intent's totals must not move */
 	for (size_t i = 0; i < a->l_nsku; i++) {
 		struct lsku *k = &a->l_sku[i];
 		if (k->ks_closed || k->ks_nl == 0)
@@ -1093,13 +1464,24 @@ static int pending_retry(struct flash_lease *a)
 		a->l_pending = 0;
 		return FLASH_OK;
 	}
-	if (t->it_op == 'c') {              /* late_return settles its own */
-		a->l_pending = 0;
-		return FLASH_OK;
-	}
 	struct lsku *k = sku_find(a, t->it_act, t->it_sku, 1);
 	if (!k)
 		return FLASH_ENOMEM;
+	if (t->it_op == 'c') {
+		/* a late return the pool did not answer while the box was out of
+		 * touch (late_return); a replay of one that committed is
+		 * recognised by the pool */
+		int rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
+		                                     t->it_id, t->it_before, t->it_k);
+		if (rc == FLASH_EMYSQL_RETRY)
+			return rc;
+		a->l_pending = 0;
+		if (rc == FLASH_OK)
+			late_returned(a, k, t);
+		else if (rc != FLASH_EFENCED)
+			(void)stuck(a, rc, t, "refused by the pool:");
+		return rc;
+	}
 	if (t->it_op == 't')
 		return take_finish(a, k, t);
 	struct llease *l = NULL;
@@ -1110,25 +1492,34 @@ static int pending_retry(struct flash_lease *a)
 	if (rc == FLASH_EMYSQL_RETRY)
 		return rc;
 	a->l_pending = 0;
-	if (rc != FLASH_EFENCED)
-		intent_pop(a);
-	return rc;
+	if (rc == FLASH_EFENCED)
+		return rc;
+	if (rc != FLASH_OK && (rc = return_refused(a, l, t, rc)) != FLASH_OK)
+		return rc;
+	intent_pop(a);
+	return FLASH_OK;
 }
 
+/*
+ * The loop.  Whether the box may sell is decided by the clock alone
+ * (touch_deadline(), checked at every turn and before every sku's tick),
+ * never by how long the skus' statements took: see suspend().
+ */
 static int agent_loop(struct flash_lease *a)
 {
 	uint64_t next_hb = 0, next_scan = 0;
-	a->l_hb_ok_ms = now_ms();
+	if (3u * a->l_o.heartbeat_s + 2u >= 30u)
+		llog(a, SERVE_LOG_WARN, "--heartbeat-s %u: cut off from MariaDB, this box may sell for up to %u s"
+		     " after its last heartbeat, not less than lease fence's default --stale-s 30: fence it with"
+		     " a larger --stale-s", a->l_o.heartbeat_s, 3u * a->l_o.heartbeat_s + 2u);
+	/* from here on no statement outlives the suspension's deadline */
+	flash_central_set_deadline(a->l_c, touch_deadline(a));
 	while (!stopping(a)) {
 		uint64_t now = now_ms();
 		if (now >= next_hb) {
-			uint64_t lsn = 0;
-			if (a->l_o.applied_lsn)
-				(void)a->l_o.applied_lsn(a->l_o.applied_arg, &lsn);
-			int rc = flash_central_heartbeat(a->l_c, a->l_o.box_id, a->l_epoch, lsn);
+			int rc = heartbeat(a);
 			next_hb = now + a->l_o.heartbeat_s * 1000u;
 			if (rc == FLASH_OK) {
-				a->l_hb_ok_ms = now_ms();
 				if (a->l_suspended)
 					resume(a);
 			} else if (rc == FLASH_EFENCED) {
@@ -1136,11 +1527,19 @@ static int agent_loop(struct flash_lease *a)
 				return FLASH_EFENCED;
 			} else {
 				count_failure(a);
-				if (!a->l_suspended && now_ms() - a->l_hb_ok_ms > 3000u * a->l_o.heartbeat_s)
-					suspend(a);
 			}
 		}
-		if (a->l_pending && !a->l_suspended) {
+		if (!a->l_suspended && out_of_touch(a))
+			suspend(a);
+		if (a->l_suspended) {
+			/* cancels give units back, a sale can refuse a drain's
+			 * restock: every turn takes them out again */
+			drain_suspended(a);
+			stats_refresh(a);
+			nap(a, a->l_o.tick_ms);
+			continue;
+		}
+		if (a->l_pending) {
 			int rc = pending_retry(a);
 			if (rc == FLASH_EFENCED) {
 				become_fenced(a);
@@ -1149,12 +1548,18 @@ static int agent_loop(struct flash_lease *a)
 			if (rc != FLASH_OK)
 				count_failure(a);
 		}
-		if (!a->l_suspended && !a->l_pending) {
+		if (!a->l_pending) {
 			if (now >= next_scan) {
 				skus_scan(a);
 				next_scan = now + 1000;
 			}
 			for (size_t i = 0; i < a->l_nsku && !stopping(a); i++) {
+				/* a sku's statements end at the deadline, and the
+				 * next sku waits for none of them */
+				if (out_of_touch(a)) {
+					suspend(a);
+					break;
+				}
 				int rc = sku_tick(a, &a->l_sku[i], now_ms());
 				if (rc == FLASH_EFENCED) {
 					become_fenced(a);

@@ -15,10 +15,14 @@
  *     (restock -available) and kept at 0, no more leases; the agent reports
  *     FLASH_EFENCED (serve logs it) and only drains from then on.  MariaDB
  *     unreachable for longer than 3 x heartbeat_s: the box suspends itself
- *     (drains its stock, remembered in its intent file) so that it has
- *     stopped selling before an operator may fence it (`lease fence` needs
- *     a heartbeat older than its --stale-s, default 30 s > 3 x heartbeat);
- *     back in touch and not fenced, it loads the units again.
+ *     (drains its stock, remembered in its intent file, and drains again
+ *     every tick while suspended) so that it has stopped selling before an
+ *     operator may fence it (`lease fence` needs a heartbeat older than its
+ *     --stale-s, default 30 s).  Decided by the clock, not by the skus'
+ *     statements, which all end at that deadline: the last sale comes at
+ *     most 3 x heartbeat_s + 2 s (the MariaDB timeout) + the drain after
+ *     the last heartbeat MariaDB accepted was sent.  Back in touch and not
+ *     fenced, it loads the units again.
  *   - per sku: the sell rate (EWMA of sold per second), low-water = rate x
  *     lead_ms (at least lease_min), refill step = rate x 3 s clamped to
  *     [lease_min, lease_max] and to what the pool has.  At or below the
@@ -49,7 +53,14 @@
  * total -- what the WAL's restocks add up to -- with the intent and the
  * lease's central row: a committed take not yet loaded is loaded; a return
  * whose units left the segment but whose central return did not commit is
- * returned, conditional on the returned count, so exactly once.
+ * returned, conditional on the returned count, so exactly once.  Each of the
+ * agent's restocks is durable in the WAL before the step after it (the
+ * central return; the end of a take's intent), in async durability too
+ * (flash_durable_wait_all): a power cut, after which `serve --recover`
+ * rebuilds the segment from the WAL, leaves every unit in one place too.
+ * A step that fails with units out of place (a restock not known durable,
+ * a refused return whose units cannot be put back) keeps its intent and
+ * stops the agent's takes and returns (state FAILED) until a restart.
  * A box found fenced at start drains its stock, reclaims its fenced leases
  * with sold = total - available from its own segment, then registers anew.
  *
@@ -85,7 +96,8 @@ enum flash_lease_state {
 	FLASH_LEASE_RUNNING  = 1,
 	FLASH_LEASE_FENCED   = 2,   /* MariaDB refused the epoch: stock drained, no leases */
 	FLASH_LEASE_SUSPENDED = 3,  /* MariaDB unreachable: stock drained until it answers */
-	FLASH_LEASE_FAILED   = 4,   /* could not start (segment, URL, registration) */
+	FLASH_LEASE_FAILED   = 4,   /* could not start (segment, URL, registration), or an
+	                               operation stopped with its intent kept (see above) */
 	FLASH_LEASE_STOPPED  = 5
 };
 
@@ -101,6 +113,10 @@ struct flash_lease_stats {
 	int64_t  units_held;        /* available in the segment, over the leased skus */
 	int64_t  units_sold;        /* total - available, over the leased skus */
 	uint64_t node_failovers;
+	int64_t  heartbeat_ms;      /* CLOCK_REALTIME ms at which the last heartbeat (or the
+	                               registration) MariaDB accepted was sent; 0 none yet.
+	                               Cut off, the box sells until at most 3 x heartbeat_s
+	                               + 2 s (+ the drain) after it */
 };
 
 /**
@@ -118,8 +134,8 @@ void flash_lease_stats_get(flash_lease_t *a, struct flash_lease_stats *out);
 
 /**
  * Ask the agent to stop without waiting: it returns what the box holds and
- * ends.  The caller keeps draining the segment meanwhile (in sync
- * durability the agent's restocks wait for the WAL) and polls
+ * ends.  The caller keeps draining the segment and writing the WAL
+ * meanwhile (the agent's restocks wait until they are durable) and polls
  * flash_lease_done().  NULL is fine.
  */
 void flash_lease_stop_begin(flash_lease_t *a);

@@ -49,6 +49,7 @@ struct flash_central {
 	unsigned     c_errno;      /* last MySQL error */
 	char         c_err[320];
 	uint64_t     c_rows;       /* affected rows of the last statement */
+	uint64_t     c_deadline_ms; /* CLOCK_MONOTONIC ms: no attempt starts after it (0 none) */
 };
 
 #define RC_SQL 1000            /* an attempt failed with a MySQL error (c_errno); no FLASH_E*
@@ -148,6 +149,7 @@ void flash_central_close(flash_central_t *c)
 
 unsigned flash_central_node(const flash_central_t *c) { return c ? c->c_cur : 0; }
 uint64_t flash_central_failovers(const flash_central_t *c) { return c ? c->c_failovers : 0; }
+void flash_central_set_deadline(flash_central_t *c, uint64_t deadline_ms) { c->c_deadline_ms = deadline_ms; }
 const char *flash_central_error(const flash_central_t *c) { return c ? c->c_err : ""; }
 
 /* Keys: one sku's pool, one box's row.  A 64-bit mix so neighbouring ids
@@ -192,6 +194,9 @@ static void node_fail(flash_central_t *c, unsigned i)
 static MYSQL *node_conn(flash_central_t *c, uint64_t key)
 {
 	for (unsigned tries = 0; tries < c->c_n; tries++) {
+		/* past the deadline the next node waits for the next call */
+		if (tries && c->c_deadline_ms && now_ms() >= c->c_deadline_ms)
+			break;
 		unsigned i = (unsigned)((key + c->c_shift) % c->c_n);
 		struct cnode *n = &c->c_node[i];
 		c->c_cur = i;
@@ -356,7 +361,14 @@ static int err_same_node(unsigned e)
  */
 static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, void *arg)
 {
-	uint64_t deadline = now_ms() + c->c_o.retry_ms;
+	uint64_t start = now_ms(), deadline = start + c->c_o.retry_ms;
+	if (c->c_deadline_ms && c->c_deadline_ms < deadline) {
+		deadline = c->c_deadline_ms;
+		if (start >= deadline) {
+			snprintf(c->c_err, sizeof c->c_err, "not sent: past the caller's deadline");
+			return FLASH_EMYSQL_RETRY;
+		}
+	}
 	uint32_t backoff = 10;
 	int uncertain = 0;
 	for (;;) {
@@ -397,12 +409,18 @@ static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, 
 				node_fail(c, c->c_cur);
 			}
 		}
-		if (now_ms() >= deadline) {
-			central_log(c, FLASH_MYSQL_LOG_WARN, "no node answered within %u ms: %s", c->c_o.retry_ms, c->c_err);
+		uint64_t now = now_ms();
+		if (now < deadline) {
+			/* a sleep never outlasts the deadline: no attempt starts after it */
+			sleep_ms(backoff < deadline - now ? backoff : (uint32_t)(deadline - now));
+			backoff = backoff >= 400 ? 800 : backoff * 2;
+			now = now_ms();
+		}
+		if (now >= deadline) {
+			central_log(c, FLASH_MYSQL_LOG_WARN, "no node answered within %u ms: %s",
+			            (unsigned)(now - start), c->c_err);
 			return FLASH_EMYSQL_RETRY;
 		}
-		sleep_ms(backoff);
-		backoff = backoff >= 400 ? 800 : backoff * 2;
 	}
 }
 

@@ -97,6 +97,19 @@ unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned 
 unsigned flash_central_node(const flash_central_t *c);
 uint64_t flash_central_failovers(const flash_central_t *c);
 
+/**
+ * A time after which no attempt starts, on top of retry_ms: @p deadline_ms
+ * on CLOCK_MONOTONIC in milliseconds, 0 for none (the default).  A call
+ * made at or after it returns FLASH_EMYSQL_RETRY at once, without a
+ * statement; a call made before it makes its first attempt, retries only
+ * until it, and does not move to another node past it (each backoff sleep
+ * ends at it).  So a call returns at most one attempt after the deadline,
+ * and one attempt against an unreachable node is one connect, read or
+ * write timeout (timeout_s).  The lease agent sets it to the moment it
+ * must stop selling, so that no statement keeps it from stopping.
+ */
+void flash_central_set_deadline(flash_central_t *c, uint64_t deadline_ms);
+
 /** Create the three tables if missing (idempotent).
  *  @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL. */
 int flash_central_init(flash_central_t *c);

@@ -370,6 +370,13 @@ static void render_lease(struct metrics *m, struct mbuf *mb)
 	mb_metric(mb, "flashstock_lease_epoch", "gauge", "The box's lease epoch.", l.epoch);
 	mb_metric(mb, "flashstock_lease_fenced", "gauge", "1 when MariaDB has fenced this box.",
 	          l.state == FLASH_LEASE_FENCED);
+	mb_metric(mb, "flashstock_lease_suspended", "gauge",
+	          "1 while the box is cut off from MariaDB and has stopped selling its leased stock.",
+	          l.state == FLASH_LEASE_SUSPENDED);
+	mb_metric(mb, "flashstock_lease_last_heartbeat_ms", "gauge",
+	          "Wall-clock time (ms since the Unix epoch) at which the last heartbeat MariaDB accepted was"
+	          " sent; cut off, the box sells until at most 3 x --heartbeat-s + 2 s after it.",
+	          (uint64_t)l.heartbeat_ms);
 }
 
 void metrics_set_lease(metrics_t *m, struct flash_lease *a)

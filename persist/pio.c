@@ -317,3 +317,99 @@ int pio_dir_numbers(const char *dir, int (*match)(const char *name, const void *
 		qsort(*vals, *n, sizeof **vals, pio_cmp_u64);
 	return 0;
 }
+
+/* ------------------------------------------------------------------------
+ * Test hook: the sync log (pio.h, pio_test_sync_log)
+ * ------------------------------------------------------------------------ */
+
+struct pio_wend {
+	dev_t we_dev;
+	ino_t we_ino;
+	off_t we_end;           /* end of the furthest pwrite that returned */
+};
+
+static pthread_mutex_t pio_wend_mu = PTHREAD_MUTEX_INITIALIZER;  /* guards the three below */
+static struct pio_wend pio_wend[256];
+static size_t          pio_nwend;
+static int             pio_log_fd = -1;
+static unsigned        pio_sync_delay_ms;
+
+/* @p fd's file in the table (added), or NULL; under pio_wend_mu.  By device
+ * and inode: the WAL syncs through another descriptor than it writes. */
+static struct pio_wend *pio_wend_of(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return NULL;
+	for (size_t i = 0; i < pio_nwend; i++)
+		if (pio_wend[i].we_dev == st.st_dev && pio_wend[i].we_ino == st.st_ino)
+			return &pio_wend[i];
+	if (pio_nwend == sizeof pio_wend / sizeof pio_wend[0])
+		return NULL;
+	pio_wend[pio_nwend] = (struct pio_wend){ st.st_dev, st.st_ino, 0 };
+	return &pio_wend[pio_nwend++];
+}
+
+/* One line, one write(2) to an O_APPEND file: lines never interleave, and
+ * each is in the page cache (it survives SIGKILL) once this returns. */
+static void pio_log_line(const char *line, int n)
+{
+	ssize_t w = write(pio_log_fd, line, (size_t)n);
+	(void)w;
+}
+
+static ssize_t pio_logged_pwrite(int fd, const void *b, size_t n, off_t off)
+{
+	ssize_t w = pwrite(fd, b, n, off);
+	if (w <= 0)
+		return w;
+	pthread_mutex_lock(&pio_wend_mu);
+	struct pio_wend *e = pio_wend_of(fd);
+	if (e) {
+		char line[128];
+		if (off + w > e->we_end)
+			e->we_end = off + w;
+		pio_log_line(line, snprintf(line, sizeof line, "write %ju %ju %jd %jd\n", (uintmax_t)e->we_dev,
+		                            (uintmax_t)e->we_ino, (intmax_t)off, (intmax_t)(off + w)));
+	}
+	pthread_mutex_unlock(&pio_wend_mu);
+	return w;
+}
+
+/* What was written before the call began is what it makes durable: the
+ * end is read first, the line written only once fdatasync returned. */
+static int pio_logged_fdatasync(int fd)
+{
+	pthread_mutex_lock(&pio_wend_mu);
+	struct pio_wend *e = pio_wend_of(fd);
+	off_t end = e ? e->we_end : 0;
+	pthread_mutex_unlock(&pio_wend_mu);
+	if (pio_sync_delay_ms) {
+		struct timespec ts = { pio_sync_delay_ms / 1000u, (long)(pio_sync_delay_ms % 1000u) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	int rc = fdatasync(fd);
+	if (rc == 0 && e) {
+		char line[128];
+		pthread_mutex_lock(&pio_wend_mu);
+		pio_log_line(line, snprintf(line, sizeof line, "sync %ju %ju %jd\n", (uintmax_t)e->we_dev,
+		                            (uintmax_t)e->we_ino, (intmax_t)end));
+		pthread_mutex_unlock(&pio_wend_mu);
+	}
+	return rc;
+}
+
+int pio_test_sync_log(void)
+{
+	const char *path = getenv("FLASH_TEST_SYNC_LOG");
+	const char *delay = getenv("FLASH_TEST_SYNC_DELAY_MS");
+	if (path == NULL || *path == '\0')
+		return 0;
+	pio_log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (pio_log_fd < 0)
+		return -1;
+	pio_sync_delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
+	pio_override("pwrite", (pio_fn)pio_logged_pwrite, NULL);
+	pio_override("fdatasync", (pio_fn)pio_logged_fdatasync, NULL);
+	return 0;
+}

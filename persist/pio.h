@@ -168,4 +168,22 @@ int pio_hex16_name(const char *name, const char *prefix, const char *ext, uint64
 int pio_dir_numbers(const char *dir, int (*match)(const char *name, const void *arg, uint64_t *v),
                     const void *arg, uint64_t **vals, size_t *n);
 
+/*
+ * Test hook (power cuts).  With FLASH_TEST_SYNC_LOG=FILE in the environment,
+ * pwrite and fdatasync are replaced by wrappers that append one line to FILE
+ * per call that succeeded:
+ *   "write DEV INO OFF END"  a pwrite wrote bytes OFF..END-1 of that file;
+ *   "sync DEV INO END"       an fdatasync of it returned: every byte written
+ *                            to it before the call began (below END) is on disk.
+ * A test that kills the process (SIGKILL: the lines are in the page cache by
+ * then) and zeroes each file's bytes written above its highest sync END has
+ * made a power cut: the unsynced tail is dropped, as test_wal_crash.c drops
+ * it in process.  FLASH_TEST_SYNC_DELAY_MS=N makes each fdatasync sleep N ms
+ * before it starts (a slow disk), which holds that window open.  Called once
+ * by the daemon (tools/cmd_serve.c) before it writes anything; without
+ * FLASH_TEST_SYNC_LOG nothing changes.  Never set in production.
+ * @return 0; -1 with errno (FILE cannot be opened).
+ */
+int pio_test_sync_log(void);
+
 #endif /* FLASH_PIO_H */

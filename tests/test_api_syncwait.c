@@ -1,7 +1,8 @@
 /*
  * test_api_syncwait.c -- the bound on sync waits: an operation whose record
  * is not durable within the handle's bound returns FLASH_EFATE_UNKNOWN, is
- * placed all the same, and its fate is learnt with flash_durable_wait().
+ * placed all the same, and its fate is learnt with flash_durable_wait();
+ * flash_durable_wait_all() waits for everything a handle published.
  * No daemon runs: the test is the consumer, so "the daemon is stopped" is
  * exact (nothing drains until the test says so).
  */
@@ -137,6 +138,48 @@ static void test_durable_wait_learns_the_fate_in_async_too(void **state)
 	t_recs_free(&recs);
 }
 
+/* flash_durable_wait_all(): the last record the handle published decides,
+ * not the first; a WAL failure ends the wait. */
+static void test_durable_wait_all_waits_for_every_record_the_handle_published(void **state)
+{
+	char name[64];
+	flash_t *h = sync_segment(name, sizeof name, FLASH_DURABILITY_ASYNC);
+	struct flash_order_res res;
+	struct t_recs recs = { 0 };
+	const struct t_rec *restock = NULL, *order = NULL;
+
+	(void)state;
+	/* its catalog records consumed (async: the consumer may have stopped
+	 * first), nothing is waiting */
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	t_recs_free(&recs);
+	assert_int_equal(flash_durable_wait_all(h, 20), FLASH_OK);
+	assert_int_equal(flash_restock(h, 1, 10, 5), FLASH_OK);
+	assert_int_equal(flash_durable_wait_all(h, 20), FLASH_EFATE_UNKNOWN);
+	assert_int_equal(t_order(h, 1, 10, 8, 1, 0, 0, &res), FLASH_OK);
+	assert_int_equal(t_recs_drain_keep(h, &recs), FLASH_OK);
+	for (size_t i = 0; i < recs.n; i++) {
+		if (recs.v[i].r.type == FLASH_REC_RESTOCK)
+			restock = &recs.v[i];
+		else if (recs.v[i].r.type == FLASH_REC_ORDER)
+			order = &recs.v[i];
+	}
+	assert_non_null(restock);
+	assert_non_null(order);
+	assert_true(order->seq > restock->seq);
+	/* the restock is durable, the order after it is not yet */
+	assert_int_equal(flash_durable_advance(h, restock->r.slot, restock->seq), FLASH_OK);
+	assert_int_equal(flash_durable_wait_all(h, 20), FLASH_EFATE_UNKNOWN);
+	assert_int_equal(flash_durable_wait(h, res.lsn, 20), FLASH_EFATE_UNKNOWN);
+	assert_int_equal(flash_durable_advance(h, order->r.slot, order->seq), FLASH_OK);
+	assert_int_equal(flash_durable_wait_all(h, 20), FLASH_OK);
+	/* the WAL fails with a record waiting: the wait ends at once */
+	assert_int_equal(flash_restock(h, 1, 10, -1), FLASH_OK);
+	assert_int_equal(flash_durability_fail(h), FLASH_OK);
+	assert_int_equal(flash_durable_wait_all(h, 60000), FLASH_EDURABILITY);
+	t_recs_free(&recs);
+}
+
 static void test_sync_wait_arguments_are_checked(void **state)
 {
 	char name[64];
@@ -149,10 +192,13 @@ static void test_sync_wait_arguments_are_checked(void **state)
 	assert_int_equal(flash_durable_wait(NULL, 1, 10), FLASH_EINVAL);
 	assert_int_equal(flash_durable_wait(h, 0, 10), FLASH_EINVAL);
 	assert_int_equal(flash_durable_wait(h, 1, 0), FLASH_EINVAL);
+	assert_int_equal(flash_durable_wait_all(NULL, 10), FLASH_EINVAL);
+	assert_int_equal(flash_durable_wait_all(h, 0), FLASH_EINVAL);
 	assert_int_equal(flash_open(name, FLASH_RDONLY, &ro), FLASH_OK);
 	t_track_handle(ro);
 	assert_int_equal(flash_sync_wait_set(ro, 10), FLASH_EREADONLY);
 	assert_int_equal(flash_durable_wait(ro, 1, 10), FLASH_EREADONLY);
+	assert_int_equal(flash_durable_wait_all(ro, 10), FLASH_EREADONLY);
 }
 
 int main(void)
@@ -162,6 +208,7 @@ int main(void)
 		T(test_sync_order_past_its_bound_is_placed_with_fate_unknown),
 		T(test_sync_cancel_past_its_bound_is_done_with_fate_unknown),
 		T(test_durable_wait_learns_the_fate_in_async_too),
+		T(test_durable_wait_all_waits_for_every_record_the_handle_published),
 		T(test_sync_wait_arguments_are_checked),
 #undef T
 	};

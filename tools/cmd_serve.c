@@ -8,6 +8,7 @@
  */
 #include "tool.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "backstop.h"
 #include "mysql_apply.h"
+#include "pio.h"
 #include "serve.h"
 #include "lease_sql.h"
 
@@ -426,6 +428,11 @@ int cmd_serve(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	o.stop = &serve_stop_flag;
+	/* tests only: FLASH_TEST_SYNC_LOG (power cuts, pio.h) */
+	if (pio_test_sync_log() != 0) {
+		fprintf(stderr, "flashstock %s: FLASH_TEST_SYNC_LOG: %s\n", cmd, strerror(errno));
+		return TOOL_FAIL;
+	}
 
 	struct serve_stats st;
 	if (serve_run(&o, &st) == 0)
