@@ -174,8 +174,38 @@ int pio_fsync_dir(const char *dir)
 	return rc;
 }
 
-/* This thread's last refusal by pio_open_reg(), for pio_strerror(). */
-static __thread char pio_refused[4400];
+/*
+ * This thread's last refusal by pio_open_reg(), for pio_strerror(): a
+ * buffer under a thread-specific key, not a __thread array.  The library
+ * this file is part of has initial-exec TLS (engine/enter.c), so all of its
+ * TLS must fit in glibc's static TLS surplus when Python or Java dlopen it;
+ * a 4400-byte array here made that dlopen fail ("cannot allocate memory in
+ * static TLS block").
+ */
+#define PIO_REFUSED_CAP 4400
+static pthread_key_t pio_refused_key;
+static pthread_once_t pio_refused_once = PTHREAD_ONCE_INIT;
+static int pio_refused_ok;
+
+static void pio_refused_init(void)
+{
+	pio_refused_ok = pthread_key_create(&pio_refused_key, free) == 0;
+}
+
+/* The calling thread's buffer; made when @p make; NULL when there is none. */
+static char *pio_refused(int make)
+{
+	(void)pthread_once(&pio_refused_once, pio_refused_init);
+	if (!pio_refused_ok)
+		return NULL;
+	char *b = pthread_getspecific(pio_refused_key);
+	if (b == NULL && make && (b = malloc(PIO_REFUSED_CAP)) != NULL &&
+	    pthread_setspecific(pio_refused_key, b) != 0) {
+		free(b);
+		b = NULL;
+	}
+	return b;
+}
 
 static const char *pio_kind(mode_t m)
 {
@@ -194,7 +224,9 @@ static const char *pio_kind(mode_t m)
 
 static int pio_refuse(const char *path, mode_t m)
 {
-	snprintf(pio_refused, sizeof pio_refused, "%s is %s, not a regular file", path, pio_kind(m));
+	char *b = pio_refused(1);
+	if (b != NULL)
+		snprintf(b, PIO_REFUSED_CAP, "%s is %s, not a regular file", path, pio_kind(m));
 	errno = PIO_ENOTREG;
 	return -1;
 }
@@ -242,8 +274,10 @@ int pio_open_reg(const char *path, int flags, mode_t mode)
 
 const char *pio_strerror(int err_no)
 {
-	if (err_no == PIO_ENOTREG && pio_refused[0] != '\0')
-		return pio_refused;
+	if (err_no == PIO_ENOTREG) {
+		const char *b = pio_refused(0);
+		return b != NULL && b[0] != '\0' ? b : "not a regular file";
+	}
 	return strerror(err_no);
 }
 
