@@ -572,6 +572,8 @@ struct soak_run {
 	uint32_t recovered;
 };
 
+static void soak_log_tail(const struct soak_run *r);
+
 static int soak_daemon_start(struct soak_run *r)
 {
 	const char *const *extra = soak_serve_args();
@@ -635,8 +637,15 @@ static int soak_daemon_start(struct soak_run *r)
 			return tool_failf("soak: the daemon exited at start (status %d; log %s)", status,
 			                  r->log_path);
 		}
-		if (tool_monotonic_ns() > deadline || soak_signal)
-			return tool_failf("soak: the daemon did not claim the segment within 60 s");
+		if (tool_monotonic_ns() > deadline || soak_signal) {
+			/* it runs but holds no claim: say who does, and what it
+			 * logged (a planted run prints no log tail otherwise) */
+			int32_t holder = flash_ident_get(r->h, &id) == FLASH_OK ? id.consumer_pid : -1;
+			soak_log_tail(r);
+			return tool_failf("soak: the daemon (pid %d) did not claim the segment within 60 s"
+			                  " (the claim is held by pid %d; log %s)", (int)pid, (int)holder,
+			                  r->log_path);
+		}
 		soak_sleep_ms(5);
 	}
 }
