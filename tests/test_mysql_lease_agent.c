@@ -41,6 +41,7 @@
 #include "lease_sql.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
+#include "lease_testutil.h"
 #include "serve.h"
 
 #define WAIT_MS 30000
@@ -62,44 +63,18 @@ struct box {
 static char g_url[600];
 static flash_central_t *g_c;
 
-static const char *bin(void)
-{
-	const char *b = getenv("FLASH_BIN");
-	if (!b) {
-		fprintf(stderr, "FLASH_BIN is not set: run through ctest\n");
-		exit(1);
-	}
-	return b;
-}
 
 static void fresh_central(const char *name)
 {
-	char db[64];
-	snprintf(db, sizeof db, "la_%s_%d", name, (int)getpid());
-	mysql_fresh_db(g_url, sizeof g_url, db);
-	struct flash_central_opts o = { .urls = g_url };
-	assert_int_equal(flash_central_open(&o, &g_c), FLASH_OK);
-	assert_int_equal(flash_central_init(g_c), FLASH_OK);
+	lt_central_fresh(g_url, sizeof g_url, "la", name, &g_c);
 }
 
 static int64_t q1(const char *fmt, ...)
 {
-	char sql[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(sql, sizeof sql, fmt, ap);
+	int64_t v = lt_q1v(g_c, fmt, ap);
 	va_end(ap);
-	MYSQL *m = flash_central_conn(g_c);
-	assert_non_null(m);
-	if (mysql_query(m, sql)) {
-		fprintf(stderr, "%s: %s\n", sql, mysql_error(m));
-		fail();
-	}
-	MYSQL_RES *r = mysql_store_result(m);
-	assert_non_null(r);
-	MYSQL_ROW row = mysql_fetch_row(r);
-	int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
-	mysql_free_result(r);
 	return v;
 }
 
@@ -148,14 +123,6 @@ static void box_new_ending(struct box *b, uint32_t id, int end_in_s)
 	b->next_user = (uint64_t)id << 32;
 }
 
-static void mariadb(const char *verb)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "sh '%s' %s '%s' >/dev/null 2>&1", getenv("FLASH_TEST_MARIADB_SH"), verb,
-	         mariadb_dir());
-	if (system(cmd) != 0)
-		fail_msg("%s failed", cmd);
-}
 
 static void box_serve(struct box *b, const char *lmin, const char *lmax, const char *kill_at)
 {
@@ -182,7 +149,7 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax, const c
 		}
 		char boxid[16];
 		snprintf(boxid, sizeof boxid, "%u", b->id);
-		execl(bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
+		execl(lt_bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
 		      "--metrics", "127.0.0.1:0",
 		      "--reconcile-every", "0", "--lease", g_url, "--box-id", boxid, "--lease-min", lmin,
 		      "--lease-max", lmax, "--lease-lead-ms", "1000", "--heartbeat-s", "1", "--log-level", "info",
@@ -195,26 +162,7 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax, const c
 /* One sample of the box's `serve --metrics` (the port its log names). */
 static uint64_t box_metric(struct box *b, const char *name)
 {
-	unsigned port = 0;
-	for (int i = 0; i < 500 && !port; i++) {
-		FILE *f = fopen(b->log, "r");
-		char line[1024];
-		while (f && fgets(line, sizeof line, f)) {
-			const char *p = strstr(line, "metrics on port ");
-			if (p)
-				port = (unsigned)strtoul(p + strlen("metrics on port "), NULL, 10);
-		}
-		if (f)
-			fclose(f);
-		if (!port)
-			t_sleep_ms(20);
-	}
-	assert_true(port != 0);
-	char *body = t_metrics_get((uint16_t)port);
-	assert_non_null(body);
-	uint64_t v = t_metrics_sample(body, name);
-	free(body);
-	return v;
+	return lt_metric(b->log, name);
 }
 
 /* Wait for serve to end by itself (a kill point); its status. */
@@ -382,7 +330,7 @@ static long box_power_cut(struct box *b)
 	assert_int_equal(flash_seg_create(b->seg, &o), FLASH_OK);
 	char cmd[1200];
 	snprintf(cmd, sizeof cmd, "'%s' serve --recover --once --no-snapshot --reconcile-every 0 --name '%s'"
-	         " --wal '%s' >>'%s' 2>&1", bin(), b->seg, b->wal, b->log);
+	         " --wal '%s' >>'%s' 2>&1", lt_bin(), b->seg, b->wal, b->log);
 	if (system(cmd) != 0)
 		fail_msg("%s failed; see %s", cmd, b->log);
 	assert_int_equal(flash_open(b->seg, 0, &b->h), FLASH_OK);
@@ -908,18 +856,18 @@ static void a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_an
 	box_settled(&b);
 	uint64_t held = t_available(b.h, 1, 1);
 	assert_true(held > 0);
-	mariadb("halt");
+	lt_mariadb("halt");
 	/* three missed heartbeats (1 s each): the box drains its stock */
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
 	while (t_available(b.h, 1, 1) != 0) {
 		if (t_now_ns() > end) {
-			mariadb("resume");
+			lt_mariadb("resume");
 			fail_msg("box kept selling with MariaDB down");
 		}
 		t_sleep_ms(50);
 	}
 	assert_int_equal(t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL), FLASH_ESOLD_OUT);
-	mariadb("resume");
+	lt_mariadb("resume");
 	/* back in touch and not fenced: the units are loaded again (and the
 	 * box, below its low-water, may take a lease more) */
 	end = t_now_ns() + (int64_t)WAIT_MS * 1000000;

@@ -45,6 +45,7 @@
 #include "lease_sql.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
+#include "lease_testutil.h"
 
 #define WAIT_MS    30000
 #define NSKU       10
@@ -88,60 +89,19 @@ static struct box *g_box;               /* for the teardown */
 static pid_t g_buyer;
 static struct sales *g_sales;
 
-static const char *bin(void)
-{
-	const char *b = getenv("FLASH_BIN");
-	if (!b) {
-		fprintf(stderr, "FLASH_BIN is not set: run through ctest\n");
-		exit(1);
-	}
-	return b;
-}
 
 static void fresh_central(const char *name)
 {
-	char db[64];
-	snprintf(db, sizeof db, "ls_%s_%d", name, (int)getpid());
-	mysql_fresh_db(g_url, sizeof g_url, db);
-	struct flash_central_opts o = { .urls = g_url };
-	assert_int_equal(flash_central_open(&o, &g_c), FLASH_OK);
-	assert_int_equal(flash_central_init(g_c), FLASH_OK);
+	lt_central_fresh(g_url, sizeof g_url, "ls", name, &g_c);
 }
 
 static int64_t q1(const char *fmt, ...)
 {
-	char sql[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(sql, sizeof sql, fmt, ap);
+	int64_t v = lt_q1v(g_c, fmt, ap);
 	va_end(ap);
-	MYSQL *m = flash_central_conn(g_c);
-	assert_non_null(m);
-	if (mysql_query(m, sql)) {
-		fprintf(stderr, "%s: %s\n", sql, mysql_error(m));
-		fail();
-	}
-	MYSQL_RES *r = mysql_store_result(m);
-	assert_non_null(r);
-	MYSQL_ROW row = mysql_fetch_row(r);
-	int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
-	mysql_free_result(r);
 	return v;
-}
-
-/* The fixture's server: "halt" (down, data kept) or "resume".  Quiet: 0 or -1. */
-static int mariadb_try(const char *verb)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "sh '%s' %s '%s' >/dev/null 2>&1", getenv("FLASH_TEST_MARIADB_SH"), verb,
-	         mariadb_dir());
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static void mariadb(const char *verb)
-{
-	if (mariadb_try(verb) != 0)
-		fail_msg("mariadb.sh %s failed", verb);
 }
 
 /* A box: a segment with activity 1 (one order per user) and skus 1..NSKU at
@@ -186,7 +146,7 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax)
 		char boxid[16], hb[16];
 		snprintf(boxid, sizeof boxid, "%u", b->id);
 		snprintf(hb, sizeof hb, "%d", HB_S);
-		execl(bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
+		execl(lt_bin(), "flashstock", "serve", "--name", b->seg, "--wal", b->wal, "--no-snapshot",
 		      "--metrics", "127.0.0.1:0",
 		      "--reconcile-every", "0", "--lease", g_url, "--box-id", boxid, "--lease-min", lmin,
 		      "--lease-max", lmax, "--lease-lead-ms", "1000", "--heartbeat-s", hb, "--log-level", "info",
@@ -200,26 +160,7 @@ static void box_serve(struct box *b, const char *lmin, const char *lmax)
  * UINT64_MAX when serve does not export @p name. */
 static uint64_t box_metric(struct box *b, const char *name)
 {
-	unsigned port = 0;
-	for (int i = 0; i < 500 && !port; i++) {
-		FILE *f = fopen(b->log, "r");
-		char line[1024];
-		while (f && fgets(line, sizeof line, f)) {
-			const char *p = strstr(line, "metrics on port ");
-			if (p)
-				port = (unsigned)strtoul(p + strlen("metrics on port "), NULL, 10);
-		}
-		if (f)
-			fclose(f);
-		if (!port)
-			t_sleep_ms(20);
-	}
-	assert_true(port != 0);
-	char *body = t_metrics_get((uint16_t)port);
-	assert_non_null(body);
-	uint64_t v = t_metrics_sample(body, name);
-	free(body);
-	return v;
+	return lt_metric(b->log, name);
 }
 
 static void box_stop(struct box *b)
@@ -380,7 +321,7 @@ static void cut_off_box_stops_selling_within_the_bound(const char *cut, const ch
 	 * every 250 ms: cut off, each of those statements would retry */
 	t_sleep_ms(6000);
 	int64_t cut0 = t_now_ns();
-	mariadb(cut);
+	lt_mariadb(cut);
 	int64_t cut1 = t_now_ns();    /* no heartbeat can be accepted after this */
 	/* buyers keep trying every sku well past the bound */
 	while (t_now_ns() < cut1 + (int64_t)(BOUND_MS + DRAIN_MS + 3000) * 1000000)
@@ -421,7 +362,7 @@ static void cut_off_box_stops_selling_within_the_bound(const char *cut, const ch
 		assert_int_equal(sku_info(&b, s).available, 0);
 	/* fence's default --stale-s is 30: the bound keeps a margin below it */
 	assert_true(BOUND_MS + DRAIN_MS < 30000 / 2);
-	mariadb(restore);
+	lt_mariadb(restore);
 	/* back in touch and not fenced: the drained units are loaded again */
 	box_settled(&b);
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
@@ -475,7 +416,7 @@ static void after_suspension_racing_sales_and_cancels_leave_no_sku_sellable_duri
 	 * sale between its read and its restock refuses the restock */
 	buyer_start(&b, 40);
 	t_sleep_ms(1000);
-	mariadb("halt");
+	lt_mariadb("halt");
 	int64_t halt1 = t_now_ns();
 	/* the suspension: every sku at 0 at once */
 	int64_t zero = 0;
@@ -551,7 +492,7 @@ static void after_suspension_racing_sales_and_cancels_leave_no_sku_sellable_duri
 		         longest_sku, (long long)ms_of(longest), REDRAIN_MS);
 	for (uint32_t s = 1; s <= NSKU; s++)
 		assert_int_equal(sku_info(&b, s).available, 0);
-	mariadb("resume");
+	lt_mariadb("resume");
 	box_settled(&b);
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
 	while (t_order(b.h, 1, 1, ++b.next_user, 1, 0, 0, NULL) != FLASH_OK) {
@@ -592,14 +533,14 @@ static void a_central_call_ends_at_its_deadline_and_one_past_it_sends_nothing(vo
 	assert_int_equal(flash_central_pool_get(g_c, 1, 1, &p), FLASH_EMYSQL_RETRY);
 	assert_non_null(strstr(flash_central_error(g_c), "deadline"));
 	/* before it, MariaDB down: retried until the deadline, not 15 s */
-	mariadb("halt");
+	lt_mariadb("halt");
 	uint64_t t0 = mono_ms();
 	flash_central_set_deadline(g_c, t0 + 700);
 	assert_int_equal(flash_central_pool_get(g_c, 1, 1, &p), FLASH_EMYSQL_RETRY);
 	uint64_t took = mono_ms() - t0;
 	fprintf(stderr, "# ended %llu ms after it began (deadline 700 ms)\n", (unsigned long long)took);
 	assert_true(took >= 690 && took < 700 + TIMEOUT_MS);
-	mariadb("resume");
+	lt_mariadb("resume");
 	/* none: the handle's own retry time only */
 	flash_central_set_deadline(g_c, 0);
 	assert_int_equal(flash_central_pool_get(g_c, 1, 1, &p), FLASH_OK);
@@ -622,8 +563,8 @@ static int suspend_teardown(void **state)
 		g_box->serve = 0;
 	}
 	g_box = NULL;
-	(void)mariadb_try("thaw");     /* refused when halted: resume then starts it */
-	if (mariadb_try("resume") != 0)
+	(void)lt_mariadb_try("thaw");     /* refused when halted: resume then starts it */
+	if (lt_mariadb_try("resume") != 0)
 		fprintf(stderr, "mariadb.sh resume failed: the fixture's server may be down\n");
 	if (g_sales) {
 		munmap(g_sales, sizeof *g_sales);
