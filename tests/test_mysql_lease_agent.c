@@ -233,10 +233,11 @@ static void box_settled(struct box *b)
 
 static void pool_adds_up(int64_t total)
 {
-	int64_t unleased = q1("SELECT unleased FROM fs_pool WHERE activity_id = 1 AND sku_id = 1");
-	int64_t leased = q1("SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease");
-	assert_true(unleased >= 0);
-	assert_int_equal(unleased + leased, total);
+	assert_true(q1("SELECT unleased FROM fs_pool WHERE activity_id = 1 AND sku_id = 1") >= 0);
+	/* one statement, one read view: a take or a return the running agent
+	 * commits between two SELECTs counts its units twice or not at all */
+	assert_int_equal(q1("SELECT unleased + (SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease)"
+	                    " FROM fs_pool WHERE activity_id = 1 AND sku_id = 1"), total);
 }
 
 static void box_free(struct box *b)
