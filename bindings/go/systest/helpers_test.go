@@ -50,7 +50,8 @@ func newSeg(t *testing.T, tag string, extra ...string) string {
 		"--shards", "16", "--users", "8192", "--orders", "65536", "--tokens", "64",
 		"--requests", "262144", "--locks", "4", "--procs", "64", "--ring", "16384"}, extra...)
 	run(t, args...)
-	t.Cleanup(func() { _ = exec.Command(cli(t), "destroy", "--name", name).Run() })
+	// --force: what the test left in the rings (no daemon drained it) is given up
+	t.Cleanup(func() { _ = exec.Command(cli(t), "destroy", "--name", name, "--force").Run() })
 	return name
 }
 
