@@ -505,46 +505,62 @@ static void fz_ops(flash_t *h, const struct fs_hdr_fixed *fx)
 	int rc;
 
 	rc = flash_recover(h, &n);
-	fz_check_rc(rc == FLASH_OK || rc == FLASH_ECORRUPT, "recover", rc);
+	if (rc == FLASH_EDESTROYED) {
+		/* the header's "destroyed" word scribbled nonzero: the segment
+		 * reads as destroyed, and every call that writes must say so */
+		memset(&a, 0, sizeof(a));
+		a.id = 3;
+		a.limit_per_user = 1;
+		a.max_qty = 1;
+		a.end_ns = INT64_MAX;
+		rc = flash_order(h, &r, &res);
+		fz_check_rc(rc == FLASH_EDESTROYED, "order of a destroyed segment", rc);
+		rc = flash_restock(h, 1, 2, 3);
+		fz_check_rc(rc == FLASH_EDESTROYED, "restock of a destroyed segment", rc);
+		rc = flash_activity_add(h, &a);
+		fz_check_rc(rc == FLASH_EDESTROYED, "activity add of a destroyed segment", rc);
+		return;
+	}
+	fz_check_rc(rc == FLASH_OK || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "recover", rc);
 	rc = flash_ring_drain(h, fz_drained, h, 64, &n);
-	fz_check_rc(rc == FLASH_OK || rc == FLASH_ECORRUPT, "drain", rc);
+	fz_check_rc(rc == FLASH_OK || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "drain", rc);
 	if (fx->opts.durability == FLASH_DURABILITY_ASYNC) {
 		rc = flash_order(h, &r, &res);
 		switch (rc) {
 		case FLASH_OK: case FLASH_EINVAL: case FLASH_ENOT_FOUND: case FLASH_EBAD_TOKEN:
 		case FLASH_ENOT_STARTED: case FLASH_EENDED: case FLASH_ELIMIT: case FLASH_ESOLD_OUT:
 		case FLASH_EDUPLICATE: case FLASH_EFULL: case FLASH_EBUSY: case FLASH_EDURABILITY:
-		case FLASH_ECORRUPT:
+		case FLASH_ECORRUPT: case FLASH_EDESTROYED:
 			break;
 		default:
 			fz_check_rc(0, "order returns a documented code", rc);
 		}
 		if (rc == FLASH_OK) {
 			rc = flash_cancel(h, res.order_no, &units);
-			fz_check_rc(rc == FLASH_OK || rc == FLASH_EBUSY || rc == FLASH_ECORRUPT,
+			fz_check_rc(rc == FLASH_OK || rc == FLASH_EBUSY || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED,
 			            "cancel of the order just placed", rc);
 		}
 		rc = flash_cancel(h, 2, &units);
 		fz_check_rc(rc == FLASH_OK || rc == FLASH_ECANCELLED || rc == FLASH_ENOT_FOUND ||
-		            rc == FLASH_EARCHIVED || rc == FLASH_EBUSY || rc == FLASH_ECORRUPT, "cancel", rc);
+		            rc == FLASH_EARCHIVED || rc == FLASH_EBUSY || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "cancel", rc);
 		rc = flash_restock(h, 1, 2, 3);
 		fz_check_rc(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EBUSY ||
-		            rc == FLASH_ECORRUPT, "restock", rc);
+		            rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "restock", rc);
 	}
 	rc = flash_token_issue(h, 2, 1, 1001, 60000, &tok);
 	fz_check_rc(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EFULL ||
-	            rc == FLASH_ECORRUPT, "token issue", rc);
+	            rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "token issue", rc);
 	if (rc == FLASH_OK) {
 		rc = flash_token_redeem(h, 2, 1, 1001, tok);
-		fz_check_rc(rc == FLASH_OK || rc == FLASH_EBAD_TOKEN || rc == FLASH_ECORRUPT,
+		fz_check_rc(rc == FLASH_OK || rc == FLASH_EBAD_TOKEN || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED,
 		            "token redeem", rc);
 	}
 	rc = flash_lock_acquire(h, "fz", 10, 60000, &fence);
-	fz_check_rc(rc == FLASH_OK || rc == FLASH_ELOCKED || rc == FLASH_EFULL || rc == FLASH_ECORRUPT,
+	fz_check_rc(rc == FLASH_OK || rc == FLASH_ELOCKED || rc == FLASH_EFULL || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED,
 	            "lock acquire", rc);
 	if (rc == FLASH_OK) {
 		rc = flash_lock_release(h, "fz", 10);
-		fz_check_rc(rc == FLASH_OK || rc == FLASH_ECORRUPT, "lock release by its holder", rc);
+		fz_check_rc(rc == FLASH_OK || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "lock release by its holder", rc);
 	}
 	memset(&a, 0, sizeof(a));
 	a.id = 3;
@@ -554,10 +570,10 @@ static void fz_ops(flash_t *h, const struct fs_hdr_fixed *fx)
 	a.end_ns = INT64_MAX;
 	rc = flash_activity_add(h, &a);
 	fz_check_rc(rc == FLASH_OK || rc == FLASH_EEXIST || rc == FLASH_EFULL || rc == FLASH_EBUSY ||
-	            rc == FLASH_ECORRUPT, "activity add", rc);
+	            rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "activity add", rc);
 	rc = flash_sku_add(h, 3, 1, 5, 2);
 	fz_check_rc(rc == FLASH_OK || rc == FLASH_EEXIST || rc == FLASH_EFULL || rc == FLASH_EBUSY ||
-	            rc == FLASH_ENOT_FOUND || rc == FLASH_EENDED || rc == FLASH_ECORRUPT, "sku add", rc);
+	            rc == FLASH_ENOT_FOUND || rc == FLASH_EENDED || rc == FLASH_ECORRUPT || rc == FLASH_EDESTROYED, "sku add", rc);
 }
 
 /* ------------------------------------------------------------------------
