@@ -210,7 +210,9 @@ void t_snap_take(flash_t *h, struct t_snap *s)
 		rc = flash_sku_at(h, i, &s->sku[i]);
 		if (rc == FLASH_ENOT_FOUND)
 			break;
-		if (rc != FLASH_OK)
+		if (rc == FLASH_EARCHIVED)   /* a freed entry: zeros, so a reuse shows */
+			memset(&s->sku[i], 0, sizeof s->sku[i]);
+		else if (rc != FLASH_OK)
 			fail_msg("flash_sku_at(%u): %s", i, flash_rcname(rc));
 		s->nsku = i + 1;
 	}

@@ -2,7 +2,8 @@
  * test_api_archive.c -- order numbers that never repeat, order-table slots
  * reused only once free, catalog recycling and flash_archive (issue 13):
  * numbers over many laps of a small order table, a held slot skipped, the
- * answers for archived orders, the box id, an activity's id added again,
+ * answers for archived orders, the box id, an archived id refused when
+ * added again,
  * a catalog of N entries serving many more activities, an archive while
  * other activities' buyers order (processes), and a segment rebuilt from the
  * records, or from a snapshot and the records after it, equal to the live
@@ -292,39 +293,58 @@ static void test_archive_of_an_activity_not_ended_is_enot_ended_and_changes_noth
 	assert_int_equal(t_order(h, 1, 10, 6, 1, 0, 0, NULL), FLASH_OK);   /* still selling */
 }
 
-static void test_archived_activity_id_can_be_added_again_as_a_new_activity(void **state)
+/*
+ * An archived id is not added again (issue 19, item 4): its limit entries,
+ * MariaDB's rows and the backstop's cache are keyed by the id, so a second
+ * incarnation would inherit the first one's buyers, stock rows and limits.
+ * The segment remembers every archived id (rebuilt from the WAL's ARCHIVE
+ * records too) and refuses the id with FLASH_EARCHIVED, changing nothing; a
+ * new id takes the freed entries.
+ */
+static void test_archived_activity_id_added_again_is_refused_and_a_new_id_takes_its_entries(void **state)
 {
 	struct flash_order_info oi;
 	struct flash_order_res old, res;
 	struct flash_archive_info info;
 	struct flash_sku_info si;
 	struct t_recs recs = { 0 };
-	char name[64];
-	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct t_snap before;
+	char name[64], name2[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name), *r;
 
 	(void)state;
 	assert_int_equal(activity_ending(h, 1, 1, 30), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 10, 10, 2), FLASH_OK);
 	assert_int_equal(t_order(h, 1, 10, 5, 3, 0, 0, &old), FLASH_OK);
-	assert_int_equal(t_activity(h, 1, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_EEXIST);
 	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
 	archive_when_ended(h, 1, &info);
 	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_ENOT_FOUND);
 
-	assert_int_equal(t_activity(h, 1, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
-	assert_int_equal(flash_sku_add(h, 1, 10, 4, 2), FLASH_OK);
-	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_OK);
-	assert_int_equal(si.total, 4);
-	assert_int_equal(si.available, 4);
-	/* the new activity sells its own stock (another user: limit entries of
-	 * the old one go with their bank, request-id windows' reclamation) */
-	assert_int_equal(t_order(h, 1, 10, 6, 5, 0, 0, &res), FLASH_ESOLD_OUT);
-	assert_int_equal(t_order(h, 1, 10, 6, 3, 0, 0, &res), FLASH_OK);
-	assert_int_equal(t_available(h, 1, 10), 1);
-	assert_true(res.order_no > old.order_no);
+	t_snap_take(h, &before);
+	assert_int_equal(t_activity(h, 1, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_EARCHIVED);
+	assert_int_equal(flash_sku_add(h, 1, 10, 4, 2), FLASH_ENOT_FOUND);
+	T_ASSERT_UNCHANGED(h, &before, 0);
 	assert_int_equal(flash_order_get(h, old.order_no, &oi), FLASH_EARCHIVED);
+
+	/* a new id sells in the freed entries */
+	assert_int_equal(t_activity(h, 2, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 2, 10, 4, 2), FLASH_OK);
+	assert_int_equal(t_order(h, 2, 10, 5, 3, 0, 0, &res), FLASH_OK);
+	assert_int_equal(t_available(h, 2, 10), 1);
+	assert_true(res.order_no > old.order_no);
 	assert_int_equal(flash_order_get(h, res.order_no, &oi), FLASH_OK);
 	assert_int_equal(oi.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+
+	/* a segment rebuilt from the records remembers the id too, and the
+	 * old ACTIVITY record applied again is already applied */
+	r = t_seg_new(NULL, name2, sizeof name2);
+	for (size_t i = 0; i < recs.n; i++)
+		assert_int_equal(flash_replay(r, &recs.v[i].r), FLASH_OK);
+	assert_int_equal(t_activity(r, 1, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_EARCHIVED);
+	for (size_t i = 0; i < recs.n; i++)
+		if (recs.v[i].r.activity_id == 1 && recs.v[i].r.type == FLASH_REC_ACTIVITY)
+			assert_int_equal(flash_replay(r, &recs.v[i].r), FLASH_EEXIST);
 	t_recs_free(&recs);
 }
 
@@ -589,7 +609,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_box_id_shows_in_the_top_byte_of_every_order_number, t_teardown),
 		cmocka_unit_test_teardown(test_a_slot_range_outside_the_counter_is_dropped_at_attach, t_teardown),
 		cmocka_unit_test_teardown(test_archive_of_an_activity_not_ended_is_enot_ended_and_changes_nothing, t_teardown),
-		cmocka_unit_test_teardown(test_archived_activity_id_can_be_added_again_as_a_new_activity, t_teardown),
+		cmocka_unit_test_teardown(test_archived_activity_id_added_again_is_refused_and_a_new_id_takes_its_entries, t_teardown),
 		cmocka_unit_test_teardown(test_catalog_of_n_entries_serves_many_more_activities_over_time, t_teardown),
 		cmocka_unit_test_teardown(test_archive_while_other_activities_buyers_order_leaves_their_orders_and_stock, t_teardown),
 		cmocka_unit_test_teardown(test_segment_rebuilt_from_records_or_snapshot_plus_records_equals_the_live_one, t_teardown),
