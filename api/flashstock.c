@@ -57,7 +57,7 @@ static const struct {
 	{ FLASH_EREQ_EXPIRED, "FLASH_EREQ_EXPIRED",
 	  "request id older than the window: its first outcome is no longer remembered; look the order up (flashstock order --request-id, MariaDB)" },
 	{ FLASH_EARCHIVED, "FLASH_EARCHIVED",
-	  "order archived: its activity was reclaimed; the order is in MariaDB and the WAL" },
+	  "archived: the activity was reclaimed; its orders are in MariaDB and the WAL, and its id is not used again" },
 	{ FLASH_ENOT_ENDED, "FLASH_ENOT_ENDED", "activity not ended yet: it cannot be archived" },
 	{ FLASH_EDESTROYED, "FLASH_EDESTROYED",
 	  "the segment was destroyed: nothing is acknowledged into it any more; close the handle" },

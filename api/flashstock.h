@@ -121,7 +121,9 @@ extern "C" {
                                       Nothing was changed (section 11) */
 #define FLASH_EARCHIVED      -35   /* order archived: its activity was reclaimed
                                       (flash_archive); the order is in MariaDB and
-                                      the WAL (`flashstock order --mysql`) */
+                                      the WAL (`flashstock order --mysql`).  From
+                                      flash_activity_add: that id's activity was
+                                      archived, and ids are not reused */
 #define FLASH_ENOT_ENDED     -36   /* flash_archive: the activity has not ended yet */
 #define FLASH_EDESTROYED     -37   /* the segment was destroyed (flash_seg_destroy_checked,
                                       `flashstock destroy`): no daemon drains it any
@@ -518,7 +520,8 @@ struct flash_activity {
 /**
  * Add an activity to the catalog.
  * @return FLASH_OK; FLASH_EINVAL (any check of flash_activity_check());
- *         FLASH_EEXIST (id taken);
+ *         FLASH_EEXIST (id taken); FLASH_EARCHIVED (the id's activity was
+ *         archived: ids are not reused, flash_archive);
  *         FLASH_EFULL; FLASH_EBUSY (record ring full, or the catalog's
  *         mutex not free within 5 s: a corrupt segment); FLASH_EREADONLY;
  *         FLASH_EFORK; FLASH_EWRONG_THREAD.
@@ -540,6 +543,16 @@ int flash_activity_add(flash_t *h, const struct flash_activity *a);
  * @return FLASH_OK; FLASH_EINVAL.
  */
 int flash_activity_check(const struct flash_activity *a);
+
+/**
+ * May an activity with id @p id be added to this segment?  A tool checks
+ * every id of an input with it before it adds anything.
+ * @return FLASH_OK (it may); FLASH_EEXIST (an activity has it);
+ *         FLASH_EARCHIVED (an archived activity had it: never again);
+ *         FLASH_EINVAL (id 0); FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note Lock-free; the answer may be stale by the time of an add.
+ */
+int flash_activity_id_check(flash_t *h, uint32_t id);
 
 #define FLASH_SHARDS_MAX 16u
 #define FLASH_UNITS_MAX  (1ull << 40)        /* largest stock of one sku */
@@ -573,9 +586,14 @@ struct flash_archive_info {
  * it, active or cancelled), its skus' stock shards, its sku and activity
  * entries and their index words, and its live tokens (retired), so later
  * activities reuse them; its orders stay in the WAL and MariaDB (the record
- * FLASH_REC_ARCHIVE says so).  After it the activity's id can be added again
- * as a new activity; its orders read FLASH_EARCHIVED (flash_order_get,
- * flash_cancel); its order numbers are never issued again.
+ * FLASH_REC_ARCHIVE says so).  Its orders read FLASH_EARCHIVED
+ * (flash_order_get, flash_cancel); its order numbers are never issued again;
+ * its id is never an activity again in this segment: flash_activity_add
+ * answers FLASH_EARCHIVED for it (limit keys, MariaDB's rows and the
+ * backstop are keyed by the id, so a second activity under it would inherit
+ * the first one's).  The segment remembers 256 archived ids per activity of
+ * max_activities, at least 16384 (a rebuild from the WAL or a snapshot
+ * remembers them too); past that flash_archive answers FLASH_EFULL.
  * Steps: the activity is marked ARCHIVING (orders of it are refused
  * FLASH_EENDED, cancels FLASH_EARCHIVED), every operation open in another
  * handle at the mark is waited out (a grace period: buyers never wait for
@@ -589,8 +607,9 @@ struct flash_archive_info {
  *         nothing changed); FLASH_ENOT_FOUND (no such activity, or archived
  *         already); FLASH_EBUSY (the record ring is full, or an operation
  *         open at the mark did not end within 2 s: the activity stays marked,
- *         call again); FLASH_EINVAL (id 0, flags); FLASH_EREADONLY;
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ *         call again); FLASH_EFULL (the segment remembers as many archived
+ *         ids as it can: nothing changed); FLASH_EINVAL (id 0, flags);
+ *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Blocking: holds the admin mutex (catalog adds wait) while it scans
  *       the order, sku and token tables; waits for open operations, at most
  *       the bound above.
@@ -1339,7 +1358,8 @@ int flash_quiet_get(flash_t *h, struct flash_quiet *out);
  * reboot: the record's effect (catalog entry, order with its exact number and
  * limit slot, request id, cancel, restock) is made unless it is already
  * there: applying an ACTIVITY, SKU, ORDER or CANCEL record twice changes
- * nothing.  A RESTOCK has no identity of its own: the WAL's LSN makes its
+ * nothing, nor does an ACTIVITY or SKU record of an activity archived since.
+ * A RESTOCK has no identity of its own: the WAL's LSN makes its
  * replay exactly-once.  No new record is emitted; tokens are not restored.
  * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
  *         FLASH_EINVAL (malformed record, or an ORDER whose number is

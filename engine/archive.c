@@ -4,9 +4,24 @@
  * segment for later activities (issue 13, "Fixed memory for months").
  *
  * Divisions:
+ *   0. Archived ids                   the set that refuses an id added again
  *   1. The grace period's two halves  the mark, and who reads it
  *   2. Rolling forward                fs_archive_forward (owner, recoverer, replay)
  *   3. The operation                  flash_archive, fs_archive_run
+ *
+ * 0. An archived id is never an activity again in this segment.  The limit
+ * keys, MariaDB's activities and item_stock rows and the backstop's cache
+ * are keyed by the activity id alone, so a second activity under the id
+ * would inherit the first one's buyers, rows and limits.  The segment keeps
+ * every id it archived in an open-addressed set of uint32 (0: empty; it only
+ * grows, so a search ends at the first empty word) and flash_activity_add
+ * answers FLASH_EARCHIVED for them.  fs_archive_forward puts the id first
+ * (one store, 0 -> id, under the admin mutex: a roll-forward or a replay
+ * puts it once), so the id is remembered whenever the activity is gone; a
+ * replay of ARCHIVE records, or a snapshot's image, rebuilds the set.  It
+ * holds fs_arch_cap() ids in twice as many words; the mark refuses
+ * FLASH_EFULL, changing nothing, while the ids kept and the archives under
+ * way would fill it.
  *
  * 1. The mark.  The activity's state word goes LIVE(v) -> ARCHIVING(v), and
  * each of its skus' likewise, under the admin mutex; then fs_grace waits out
@@ -23,7 +38,8 @@
  * are retired first (each its own journaled retire, token.c), then the
  * counts go into the record FLASH_REC_ARCHIVE, the record is published (the
  * commit point, as for catalog adds: fs_catalog_repair finishes a dead
- * archiver's published operation), and fs_archive_forward frees: order slots
+ * archiver's published operation), and fs_archive_forward remembers the id
+ * (0.) and frees: order slots
  * (ACTIVE/CANCELLED -> FREE(0), number kept), each sku (index word a
  * tombstone, shards' owner 0, state FREE), the limit-entry bank pin
  * (fs_gen_unpin), the activity (index word, state FREE).  Each step is a
@@ -36,8 +52,79 @@
  */
 #include "fs.h"
 #include "journal.h"
+#include "probe.h"
 
 #define ARCHIVE_GRACE_MS 2000u
+
+/* ------------------------------------------------------------ 0. archived ids */
+
+uint32_t fs_arch_cap(const struct flash_seg_opts *o)
+{
+	uint64_t n = (uint64_t)FS_ARCH_PER_ACT * o->max_activities;
+
+	if (n < FS_ARCH_MIN)
+		n = FS_ARCH_MIN;
+	return n > FLASH_CAP_MAX ? FLASH_CAP_MAX : (uint32_t)n;
+}
+
+/* Is @p id in the set?  If not, *room is the word it would take
+ * (UINT32_MAX: none within the probe bound). */
+static int arch_probe(flash_t *h, uint32_t id, uint32_t *room)
+{
+	struct fs_probe p;
+	uint32_t i;
+
+	*room = UINT32_MAX;
+	fs_probe_init(&p, fs_hash(id, 7, 8), h->arch_mask, FS_PROBE_MAX);
+	while (fs_probe_next(&p, &i)) {
+		uint32_t v = ck_pr_load_32(&h->arch[i]);
+
+		if (v == id)
+			return 1;
+		if (v == 0) {
+			*room = i;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int fs_arch_has(flash_t *h, uint32_t id)
+{
+	uint32_t room;
+
+	return id != 0 && arch_probe(h, id, &room);
+}
+
+/* Remember @p id (holder of the admin mutex; idempotent). */
+static void arch_put(flash_t *h, uint32_t id)
+{
+	uint32_t room;
+
+	if (!arch_probe(h, id, &room) && room != UINT32_MAX)
+		ck_pr_store_32(&h->arch[room], id);
+}
+
+/*
+ * May activity @p id at entry @p ai be marked?  (Holder of the admin mutex.)
+ * Every activity marked and not yet freed will take a word, so the ids kept
+ * and those archives together stay within the set's capacity: its put in
+ * fs_archive_forward then always finds room.
+ */
+static int arch_room(flash_t *h, uint32_t id, uint32_t ai)
+{
+	uint32_t room, used = 0, top = ck_pr_load_32(&h->hdr->n_act);
+
+	if (arch_probe(h, id, &room))
+		return 1;
+	if (room == UINT32_MAX)
+		return 0;
+	for (uint32_t i = 0; i <= h->arch_mask; i++)
+		used += ck_pr_load_32(&h->arch[i]) != 0;
+	for (uint32_t k = 0; k < top && k < h->act_cap; k++)
+		used += k != ai && FS_CAT_KIND(ck_pr_load_32(&h->act[k].state)) == FS_CAT_ARCHIVING;
+	return used < h->arch_cap;
+}
 
 /*
  * Mark the skus of activity @p id at entry @p ai ARCHIVING too (holder of
@@ -128,6 +215,7 @@ void fs_archive_forward(flash_t *h, struct fs_journal *j)
 	st = ck_pr_load_32(&a->state);
 	if (a->a.id != id || FS_CAT_KIND(st) == FS_CAT_FREE)
 		return;                                   /* finished already */
+	arch_put(h, id);                              /* before anything is freed */
 	archive_orders(h, id, 1);
 	FS_CRASH("archive", 3);
 	archive_skus(h, id, ai, 1, NULL);
@@ -165,6 +253,10 @@ int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *
 		if (h->replay == NULL && fs_now_ns() < act->a.end_ns) {
 			fs_admin_unlock(h);
 			return FLASH_ENOT_ENDED;
+		}
+		if (!arch_room(h, activity_id, ai)) {
+			fs_admin_unlock(h);
+			return FLASH_EFULL;
 		}
 		/* the mark: xchg, a full barrier before the grace period's reads
 		 * of the journals (fs_grace fences again) */

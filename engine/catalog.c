@@ -258,6 +258,9 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 
 	if (fs_act_find(h, a->id, NULL) != NULL)
 		return FLASH_EEXIST;
+	if (fs_arch_has(h, a->id))
+		/* archived: never again (archive.c); a replayed record: applied */
+		return h->replay ? FLASH_EEXIST : FLASH_EARCHIVED;
 	if (n >= h->act_cap || !index_room(h->act_idx, h->act_idx_mask, fs_hash(a->id, 0, 1)))
 		return FLASH_EFULL;
 	if (!fs_ring_space(h))
@@ -288,7 +291,8 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 	struct fs_sku *s;
 
 	if ((act = fs_act_find(h, act_id, &ai)) == NULL)
-		return FLASH_ENOT_FOUND;
+		/* a replayed sku of an activity archived since: applied */
+		return h->replay && fs_arch_has(h, act_id) ? FLASH_EEXIST : FLASH_ENOT_FOUND;
 	if (FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE)
 		return FLASH_EENDED;      /* being archived */
 	if (fs_sku_find(h, act_id, sku_id, NULL) != NULL)
@@ -339,6 +343,19 @@ int flash_activity_add(flash_t *h, const struct flash_activity *a)
 	rc = fs_activity_add_locked(h, a);
 	fs_admin_unlock(h);
 	return rc;   /* no durable wait: see flash_activity_add in flashstock.h */
+}
+
+int flash_activity_id_check(flash_t *h, uint32_t id)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (id == 0)
+		return FLASH_EINVAL;
+	if (fs_act_find(h, id, NULL) != NULL)
+		return FLASH_EEXIST;
+	return fs_arch_has(h, id) ? FLASH_EARCHIVED : FLASH_OK;
 }
 
 int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t units, uint32_t shards)

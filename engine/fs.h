@@ -40,7 +40,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 8u   /* 8: fs_proc.taken_seq (ring room freed once written) */
+#define FS_LAYOUT_VERSION 9u   /* 9: the archived activity ids (archive.c) */
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -119,6 +119,7 @@ enum fs_region_id {
 	FS_R_ACT, FS_R_ACT_IDX, FS_R_SKU, FS_R_SKU_IDX, FS_R_SHARD,
 	FS_R_USER, FS_R_TOKEN, FS_R_REQ, FS_R_ORDER, FS_R_LOCK,
 	FS_R_PROC, FS_R_JOURNAL, FS_R_RING, FS_R_RINGBUF, FS_R_OBS,
+	FS_R_ARCHIVED,                     /* archived activity ids (archive.c) */
 	FS_R_USER_BANKS, FS_R_REQ_BANKS,   /* a windowed segment's tables (gen.c); empty otherwise */
 	FS_R_COUNT
 };
@@ -476,6 +477,8 @@ struct flash {
 	uint32_t *act_idx;    uint32_t act_idx_mask;
 	struct fs_sku *sku;   uint32_t sku_cap;
 	uint32_t *sku_idx;    uint32_t sku_idx_mask;
+	uint32_t *arch;       uint32_t arch_mask;   /* archived ids (archive.c) */
+	uint32_t arch_cap;                          /* ids it holds: half its words */
 	struct fs_shard *shard; uint32_t shard_cap;
 	struct fs_kent *user; uint32_t user_mask;   /* mask: of one bank */
 	struct fs_token *tok; uint32_t tok_mask;
@@ -747,6 +750,10 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a);
 int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t units, uint32_t shards);
 
 /* archive.c */
+#define FS_ARCH_PER_ACT 256u     /* archived ids remembered per catalog entry, */
+#define FS_ARCH_MIN     16384u   /* and at least this many */
+uint32_t fs_arch_cap(const struct flash_seg_opts *o);
+int fs_arch_has(flash_t *h, uint32_t id);
 void fs_archive_forward(flash_t *h, struct fs_journal *j);
 int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *out);
 uint32_t fs_token_retire_activity(flash_t *h, uint32_t act);   /* token.c */

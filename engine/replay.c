@@ -11,9 +11,10 @@
  * Idempotence: an order, cancel, activity or sku already present is
  * FLASH_EEXIST and changes nothing, as is an archive of an activity no
  * longer there, and an order or cancel whose slot holds a later number or
- * was archived.  A restock has no identity of its own; the WAL's LSN makes
- * its replay exactly-once -- and so for an archived activity's own ACTIVITY
- * and SKU records: once archived, a second application would add it again.
+ * was archived.  An ACTIVITY or SKU record of an activity archived since
+ * is FLASH_EEXIST too: the segment remembers archived ids (archive.c).  A
+ * restock has no identity of its own; the WAL's LSN makes its replay
+ * exactly-once.
  */
 #include "fs.h"
 

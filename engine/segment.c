@@ -109,6 +109,7 @@ static uint64_t layout(const struct flash_seg_opts *o, uint32_t banks, struct fs
 		[FS_R_RING]    = { o->max_procs, (sizeof(struct ck_ring) + FS_LINE - 1) & ~(uint64_t)(FS_LINE - 1) },
 		[FS_R_RINGBUF] = { (uint64_t)o->max_procs * o->ring_records, sizeof(struct fs_ringrec) },
 		[FS_R_OBS]     = { o->max_procs, sizeof(struct fs_obs) },
+		[FS_R_ARCHIVED] = { pow2_at_least(2ull * fs_arch_cap(o)), sizeof(uint32_t) },
 		[FS_R_USER_BANKS] = { xb * pow2_at_least(2ull * o->max_users), sizeof(struct fs_kent) },
 		[FS_R_REQ_BANKS]  = { xb * pow2_at_least(2ull * o->max_requests), sizeof(struct fs_kent) },
 	};
@@ -758,6 +759,9 @@ static void bind_regions(flash_t *h)
 	h->sku_cap = r[FS_R_SKU].count;
 	h->sku_idx = (uint32_t *)(b + r[FS_R_SKU_IDX].off);
 	h->sku_idx_mask = r[FS_R_SKU_IDX].count - 1;
+	h->arch = (uint32_t *)(b + r[FS_R_ARCHIVED].off);
+	h->arch_mask = r[FS_R_ARCHIVED].count - 1;
+	h->arch_cap = fs_arch_cap(&h->hdr->fx.opts);
 	h->shard = (struct fs_shard *)(b + r[FS_R_SHARD].off);
 	h->shard_cap = r[FS_R_SHARD].count;
 	h->user = (struct fs_kent *)(b + r[FS_R_USER].off);

@@ -5,8 +5,9 @@
  * A buyer in a child process is parked (FS_PARK "order_read", the engine's
  * test hook in flashstock_crash: SIGSTOP) after it found the activity and
  * the sku and before its operation began: the archive's grace period does
- * not wait for it.  The parent archives the activity and adds the same ids
- * again -- the same catalog entries, reused, a new version -- then resumes
+ * not wait for it.  The parent archives the activity and adds another one
+ * with the same sku id -- the same catalog entries, reused, a new version --
+ * then resumes
  * the buyer: its re-check after fs_op_begin sees the state word moved and
  * it answers FLASH_EENDED with nothing held, and the new activity's stock
  * and orders are untouched.  Without the re-check the buyer would sell the
@@ -48,15 +49,15 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int add(flash_t *h, int64_t end_ns, uint64_t units)
+static int add(flash_t *h, uint32_t id, int64_t end_ns, uint64_t units)
 {
 	struct flash_activity a = {
-		.id = 1, .limit_per_user = 1, .max_qty = 5, .scope = FLASH_SCOPE_ACTIVITY,
+		.id = id, .limit_per_user = 1, .max_qty = 5, .scope = FLASH_SCOPE_ACTIVITY,
 		.start_ns = now_ns() - 3600LL * 1000000000LL, .end_ns = end_ns,
 	};
 	int rc = flash_activity_add(h, &a);
 
-	return rc != FLASH_OK ? rc : flash_sku_add(h, 1, 10, units, 1);
+	return rc != FLASH_OK ? rc : flash_sku_add(h, id, 10, units, 1);
 }
 
 static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(void **state)
@@ -78,7 +79,7 @@ static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(voi
 	o.max_procs = 8;
 	assert_int_equal(flash_seg_create(name, &o), FLASH_OK);
 	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
-	assert_int_equal(add(h, now_ns() + 300LL * 1000000, 10), FLASH_OK);
+	assert_int_equal(add(h, 1, now_ns() + 300LL * 1000000, 10), FLASH_OK);
 
 	pid = fork();
 	assert_true(pid >= 0);
@@ -100,16 +101,18 @@ static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(voi
 	while ((rc = flash_archive(h, 1, 0, &info)) == FLASH_ENOT_ENDED)
 		usleep(5000);
 	assert_int_equal(rc, FLASH_OK);
-	/* the same ids again: the entries the buyer read, reused */
-	assert_int_equal(add(h, now_ns() + 3600LL * 1000000000LL, 7), FLASH_OK);
-	assert_int_equal(h->act[0].a.id, 1);
+	/* a new activity with the same sku id (an archived id is not added
+	 * again): the entries the buyer read, reused */
+	assert_int_equal(add(h, 2, now_ns() + 3600LL * 1000000000LL, 7), FLASH_OK);
+	assert_int_equal(h->act[0].a.id, 2);
 	assert_int_equal(FS_CAT_VER(h->act[0].state), 1);
+	assert_int_equal(h->sku[0].activity_id, 2);
 
 	assert_int_equal(kill(pid, SIGCONT), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);   /* FLASH_EENDED */
-	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_OK);
+	assert_int_equal(flash_sku_get(h, 2, 10, &si), FLASH_OK);
 	assert_int_equal(si.available, 7);
 	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
 	assert_int_equal(st.orders, 0);
@@ -136,7 +139,7 @@ static void test_open_operation_holds_the_archive_which_stays_marked_and_is_fini
 	o.max_procs = 8;
 	assert_int_equal(flash_seg_create(name, &o), FLASH_OK);
 	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
-	assert_int_equal(add(h, now_ns() + 300LL * 1000000, 10), FLASH_OK);
+	assert_int_equal(add(h, 1, now_ns() + 300LL * 1000000, 10), FLASH_OK);
 	assert_int_equal(flash_order(h, &r0, &res), FLASH_OK);
 
 	pid = fork();

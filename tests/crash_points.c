@@ -236,8 +236,12 @@ static void on_signal(int sig)
 /* ------------------------------------------------------------------ naming a store */
 
 static const char *const region_names[FS_R_COUNT] = {
-	"act", "act_idx", "sku", "sku_idx", "shard", "user", "token", "req", "order", "lock",
-	"proc", "journal", "ring", "ringbuf", "obs", "user_banks", "req_banks",
+	[FS_R_ACT] = "act", [FS_R_ACT_IDX] = "act_idx", [FS_R_SKU] = "sku",
+	[FS_R_SKU_IDX] = "sku_idx", [FS_R_SHARD] = "shard", [FS_R_USER] = "user",
+	[FS_R_TOKEN] = "token", [FS_R_REQ] = "req", [FS_R_ORDER] = "order", [FS_R_LOCK] = "lock",
+	[FS_R_PROC] = "proc", [FS_R_JOURNAL] = "journal", [FS_R_RING] = "ring",
+	[FS_R_RINGBUF] = "ringbuf", [FS_R_OBS] = "obs", [FS_R_ARCHIVED] = "archived",
+	[FS_R_USER_BANKS] = "user_banks", [FS_R_REQ_BANKS] = "req_banks",
 };
 
 /* The region holding segment offset @p off ("hdr" before the first). */
@@ -1359,7 +1363,8 @@ static int run_archive(flash_t *h, struct ctx *c, struct child_out *o)
 	return rc;
 }
 
-/* Activity 14 wholly gone: no entry, index word, sku, shard or order slot. */
+/* Activity 14 wholly gone: no entry, index word, sku, shard or order slot;
+ * its id remembered. */
 static void check_archived(flash_t *h, struct ctx *c)
 {
 	struct flash_sku_info si;
@@ -1380,6 +1385,7 @@ static void check_archived(flash_t *h, struct ctx *c)
 		      "token entry %u of activity 14 still live", i);
 	CHECK_RC(flash_archive(h, 14, 0, NULL), FLASH_ENOT_FOUND);
 	CHECK_RC(order(h, 14, 140, 1409, 1, 0, 0, NULL), FLASH_ENOT_FOUND);
+	CHECK_RC(flash_activity_id_check(h, 14), FLASH_EARCHIVED);   /* remembered */
 	/* the other activity untouched */
 	CHECK_RC(flash_order_get(h, c->order_no, &oi), FLASH_OK);
 	CHECK(oi.state == FLASH_ORDER_ACTIVE && oi.activity_id == 15, "activity 15's order: state %u",
@@ -1411,10 +1417,12 @@ static void verify_archive(flash_t *h, struct ctx *c)
 		CHECK_RC(drain_all(h, c), FLASH_OK);
 	}
 	check_archived(h, c);
-	/* and its id serves a new activity in the freed entries */
-	CHECK_RC(add_act(h, 14, 1, 0), FLASH_OK);
-	CHECK_RC(flash_sku_add(h, 14, 140, 4, 2), FLASH_OK);
-	CHECK_RC(order(h, 14, 140, 1410, 1, 0, 0, NULL), FLASH_OK);
+	/* its id is remembered, whichever step the archiver died in: never an
+	 * activity again; a new id serves a new activity in the freed entries */
+	CHECK_RC(add_act(h, 14, 1, 0), FLASH_EARCHIVED);
+	CHECK_RC(add_act(h, 16, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 16, 140, 4, 2), FLASH_OK);
+	CHECK_RC(order(h, 16, 140, 1410, 1, 0, 0, NULL), FLASH_OK);
 }
 
 /* The same activity archived by replaying its WAL record (a rebuild). */

@@ -316,11 +316,15 @@ static void test_archived_activity_id_added_again_is_refused_and_a_new_id_takes_
 	assert_int_equal(activity_ending(h, 1, 1, 30), FLASH_OK);
 	assert_int_equal(flash_sku_add(h, 1, 10, 10, 2), FLASH_OK);
 	assert_int_equal(t_order(h, 1, 10, 5, 3, 0, 0, &old), FLASH_OK);
+	assert_int_equal(flash_activity_id_check(h, 1), FLASH_EEXIST);
+	assert_int_equal(flash_activity_id_check(h, 2), FLASH_OK);
+	assert_int_equal(flash_activity_id_check(h, 0), FLASH_EINVAL);
 	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
 	archive_when_ended(h, 1, &info);
 	assert_int_equal(flash_sku_get(h, 1, 10, &si), FLASH_ENOT_FOUND);
 
 	t_snap_take(h, &before);
+	assert_int_equal(flash_activity_id_check(h, 1), FLASH_EARCHIVED);
 	assert_int_equal(t_activity(h, 1, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_EARCHIVED);
 	assert_int_equal(flash_sku_add(h, 1, 10, 4, 2), FLASH_ENOT_FOUND);
 	T_ASSERT_UNCHANGED(h, &before, 0);
@@ -341,10 +345,51 @@ static void test_archived_activity_id_added_again_is_refused_and_a_new_id_takes_
 	r = t_seg_new(NULL, name2, sizeof name2);
 	for (size_t i = 0; i < recs.n; i++)
 		assert_int_equal(flash_replay(r, &recs.v[i].r), FLASH_OK);
+	assert_int_equal(flash_activity_id_check(r, 1), FLASH_EARCHIVED);
 	assert_int_equal(t_activity(r, 1, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_EARCHIVED);
 	for (size_t i = 0; i < recs.n; i++)
 		if (recs.v[i].r.activity_id == 1 && recs.v[i].r.type == FLASH_REC_ACTIVITY)
 			assert_int_equal(flash_replay(r, &recs.v[i].r), FLASH_EEXIST);
+	t_recs_free(&recs);
+}
+
+/*
+ * The set of archived ids has a capacity (256 per catalog entry, at least
+ * 16384): once it is full, an archive is refused FLASH_EFULL before its
+ * mark, changing nothing, and the activity stays live and whole.
+ */
+static void test_archive_is_refused_efull_once_the_archived_ids_fill_their_set(void **state)
+{
+	struct flash_seg_opts o;
+	struct t_recs recs = { 0 };
+	struct t_snap before;
+	char name[64];
+	flash_t *h;
+	uint32_t id;
+
+	(void)state;
+	t_opts_small(&o);   /* 8 activities: the set's floor, 16384 ids */
+	h = t_seg_new(&o, name, sizeof name);
+	assert_int_equal(h->arch_cap, 16384);
+	for (id = 1; id <= h->arch_cap; id++) {
+		assert_int_equal(activity_ending(h, id, 1, -1), FLASH_OK);
+		assert_int_equal(flash_archive(h, id, 0, NULL), FLASH_OK);
+		if (id % 256 == 0) {   /* the ring's room */
+			assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+			t_recs_free(&recs);
+			memset(&recs, 0, sizeof recs);
+		}
+	}
+	assert_int_equal(activity_ending(h, id, 1, -1), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, id, 1, 5, 1), FLASH_OK);
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	t_snap_take(h, &before);
+	assert_int_equal(flash_archive(h, id, 0, NULL), FLASH_EFULL);
+	T_ASSERT_UNCHANGED(h, &before, 0);
+	assert_int_equal(flash_activity_id_check(h, id), FLASH_EEXIST);
+	assert_int_equal(t_order(h, id, 1, 7, 1, 0, 0, NULL), FLASH_EENDED);   /* ended, not marked */
+	assert_int_equal(flash_activity_id_check(h, 1), FLASH_EARCHIVED);
+	assert_int_equal(flash_activity_id_check(h, id - 1), FLASH_EARCHIVED);
 	t_recs_free(&recs);
 }
 
@@ -610,6 +655,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_a_slot_range_outside_the_counter_is_dropped_at_attach, t_teardown),
 		cmocka_unit_test_teardown(test_archive_of_an_activity_not_ended_is_enot_ended_and_changes_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_archived_activity_id_added_again_is_refused_and_a_new_id_takes_its_entries, t_teardown),
+		cmocka_unit_test_teardown(test_archive_is_refused_efull_once_the_archived_ids_fill_their_set, t_teardown),
 		cmocka_unit_test_teardown(test_catalog_of_n_entries_serves_many_more_activities_over_time, t_teardown),
 		cmocka_unit_test_teardown(test_archive_while_other_activities_buyers_order_leaves_their_orders_and_stock, t_teardown),
 		cmocka_unit_test_teardown(test_segment_rebuilt_from_records_or_snapshot_plus_records_equals_the_live_one, t_teardown),
