@@ -166,6 +166,20 @@ caught_up archive1 "$seg"
 [ "$(sql archive1 "SELECT COUNT(*) FROM orders WHERE activity_id=1")" = 20 ] || fail "MariaDB kept 20 orders of activity 1"
 "$F" status --name "$seg" --json --mysql "$URL" > "$T/st" || fail "status --mysql after archive"
 has "$T/st" '"archived":1,'
+# an archived id is never an activity again (MariaDB's rows and the limit
+# keys are keyed by it): load refuses the input whole, adding nothing, not
+# even the new activity 3 on the line before it
+printf 'activity_id,sku_id,units\n3,1,10\n1,2,5\n' > "$T/again.csv"
+"$F" status --name "$seg" --json > "$T/st_before" || fail "status before the re-add"
+"$F" load --name "$seg" --csv "$T/again.csv" >"$T/o" 2>"$T/e"; rc=$?
+[ $rc = 2 ] || fail "load of an archived id: exit $rc, want 2 (bad input): $(cat "$T/o" "$T/e")"
+has "$T/e" "again.csv:3"
+has "$T/e" "activity 1 was archived, and an archived id is not used again"
+"$F" status --name "$seg" --json > "$T/st_after" || fail "status after the re-add"
+catalog() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["activities"]); print(d["skus"])' "$1"; }
+catalog "$T/st_before" > "$T/a" && catalog "$T/st_after" > "$T/b" || fail "status --json: no catalog"
+grep -q "'id': 2," "$T/a" || fail "the catalog read lacks activity 2: $(cat "$T/a")"
+cmp -s "$T/a" "$T/b" || fail "the refused load changed the catalog: $(diff "$T/a" "$T/b")"
 
 o1=$(head -n 1 "$T/acked1"); o2=$(head -n 1 "$T/acked2")
 # an order of the live activity: the segment answers
