@@ -805,6 +805,13 @@ static int load_check(struct load_plan *p, flash_t *h)
 		struct flash_activity *x = &a->a;
 		if (a->in_segment)
 			continue;
+		/* an archived id is never an activity again (flash_archive) */
+		if ((rc = flash_activity_id_check(h, a->id)) == FLASH_EARCHIVED)
+			return load_bad(p, a->first_line, load_col(p, C_ACT), "activity_id",
+			                "activity %u was archived, and an archived id is not "
+			                "used again: give the new activity a new id", a->id);
+		if (rc != FLASH_OK && rc != FLASH_EEXIST)   /* EEXIST: added meanwhile, */
+			return tool_fail("load: reading the catalog", rc);   /* the add says so */
 		new_acts++;
 		memset(x, 0, sizeof *x);
 		x->id = a->id;
