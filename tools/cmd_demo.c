@@ -45,6 +45,7 @@ static void demo_help(FILE *out)
 	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
 	        "                       [--name NAME] [--durability sync|async] [--no-mysql]\n"
 	        "                       [--mysql-fixture PATH] [--keep] [--sync-wait-ms MS]\n"
+	        "                       [--wal-file-mb N]\n"
 	        "       flashstock demo --boxes N [...]   (N > 1: see flashstock demo --boxes 3 --help)\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
@@ -89,6 +90,8 @@ static void demo_help(FILE *out)
 	        "                  default %u): an order not durable by then answers\n"
 	        "                  FLASH_EFATE_UNKNOWN -- placed, its fate learned later with\n"
 	        "                  flash_durable_wait() -- and counts as acknowledged\n"
+	        "  --wal-file-mb N size of each WAL file, MiB, 1..1024 (default 16): a small\n"
+	        "                  size shows the WAL's rollover in a small sale\n"
 	        "  --no-mysql      no MariaDB: WAL only (where MariaDB is not installed); the\n"
 	        "                  reconciler compares segment and WAL, and orders_in_mysql and\n"
 	        "                  mysql_conflicts are null in the JSON\n"
@@ -129,7 +132,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
 	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
-	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES };
+	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES, O_WAL_MB };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -148,6 +151,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 		{ "keep",       no_argument,       NULL, O_KEEP },
 		{ "sync-wait-ms", required_argument, NULL, O_SYNC_WAIT },
 		{ "boxes",      required_argument, NULL, O_BOXES },   /* 1 here; more: demo_boxes.c */
+		{ "wal-file-mb", required_argument, NULL, O_WAL_MB },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -166,6 +170,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 	*json = 0;
 	dd->use_mysql = 1;
 	dd->durability = FLASH_DURABILITY_ASYNC;
+	dd->wal_file_mb = 16;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -224,6 +229,9 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 			break;
 		case O_SYNC_WAIT:
 			bad = tool_opt_u32(cmd, "--sync-wait-ms", optarg, 1, 3600000, &cfg->sync_wait_ms);
+			break;
+		case O_WAL_MB:
+			bad = tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &dd->wal_file_mb);
 			break;
 		case O_BOXES: {
 			uint32_t one;

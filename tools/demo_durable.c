@@ -210,7 +210,7 @@ static void dur_daemon_main(struct demo_dur *d, const char *name, pid_t parent)
 	serve_opts_default(&o);
 	o.segment = name;
 	o.wal_dir = d->wal_dir;
-	o.wal_segment_bytes = 16ull << 20;
+	o.wal_segment_bytes = (uint64_t)d->wal_file_mb << 20;
 	o.log_level = SERVE_LOG_WARN;
 	o.stop = &dur_stop;
 	if (d->use_mysql) {

@@ -37,6 +37,7 @@ struct demo_dur {
 	uint32_t    durability;       /* enum flash_durability */
 	const char *fixture;          /* --mysql-fixture PATH, or NULL: look for it */
 	int         keep;             /* --keep: leave segment, WAL and MariaDB at the end */
+	uint32_t    wal_file_mb;      /* --wal-file-mb: each WAL file's size, MiB */
 	/* the private directory */
 	char        dir[128];         /* mkdtemp; removed at the end */
 	char        wal_dir[160];
