@@ -2,11 +2,13 @@
 # tools/run.sh -- the README's two Quick start commands.
 #
 #   bash tools/run.sh demo [demo flags]   install what is missing, build, run `flashstock demo`
-#   bash tools/run.sh test                install what is missing, build (plain, ASan+UBSan,
-#                                         TSan, libFuzzer), run clang's static analyzer over
-#                                         the whole build (any report fails), then every test:
-#                                         ctest in the ASan build (all but the bench), the thread tests under
-#                                         TSan, a bounded fuzz run, and last ctest in the plain build
+#   bash tools/run.sh test                install what is missing, build (ASan+UBSan, TSan,
+#                                         libFuzzer), then every test: ctest in the ASan build
+#                                         (all but the bench), the thread tests under TSan, a
+#                                         bounded fuzz run -- meanwhile, in the background, the
+#                                         plain build and clang's static analyzer over what
+#                                         ships (any report fails) -- and last ctest in the
+#                                         plain build
 #
 # Works on a fresh Debian 12 machine as root.  Services the tests need (a private MariaDB
 # on a unix socket, a private redis-server) are started by the tests themselves in
@@ -99,8 +101,17 @@ test)
 	build "$here/build-asan" -DFLASH_SANITIZE=ON
 	build "$here/build-tsan" -DFLASH_TSAN=ON -- tsan_tests
 	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON -- fuzz_wal fuzz_attach fuzz_csv
-	build "$here/build"
-	scan
+	# The plain build and the static analysis are needed only by the last
+	# stage: they run meanwhile, at the lowest CPU priority (nice 19), on
+	# the CPU the sanitizer stages leave idle (much of their time is spent
+	# waiting on MariaDB, Galera, RabbitMQ and the lease tests' clocks), and
+	# the plain stage waits for them.  Their own process group, ended if
+	# this script ends first.
+	log "plain build and static analysis: in the background at nice 19 (log: build-bg.log)"
+	setsid bash -c 'renice -n 19 -p $$ >/dev/null; exec bash "$1" _build_plain' _ "$here/tools/run.sh" \
+		>"$here/build-bg.log" 2>&1 &
+	bg=$!
+	trap 'kill -- -"$bg" 2>/dev/null' EXIT
 	# every test but the bench's: a measuring tool, whose checks run in the
 	# plain stage.  Under ASan its rows took about 7 minutes of test time
 	# (bench_smoke 270 s, the fault round 140-185 s) of a 14-minute stage,
@@ -113,11 +124,23 @@ test)
 	(cd "$here/build-tsan" && ctest --output-on-failure -L tsan )
 	log "libFuzzer targets, bounded run (ASan + UBSan)"
 	(cd "$here/build-fuzz" && sh "$here/tests/fuzz_run.sh" "$here/build-fuzz" 60000 -seed=1 )
+	log "waiting for the plain build and the static analysis"
+	if ! wait "$bg"; then
+		cat "$here/build-bg.log" >&2
+		exit 1
+	fi
+	trap - EXIT
+	sed -n 's/^== \[[0-9ms]*\] //p' "$here/build-bg.log" | sed 's/^/   background: /' >&2
 	log "all tests (plain build)"
 	cd "$here/build" && exec ctest --output-on-failure -j2
 	;;
+_build_plain)   # the background half of "test"
+	build "$here/build"
+	scan
+	log "plain build and static analysis done"
+	;;
 -h|--help|help|"")
-	sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	[ -n "$cmd" ] && exit 0 || exit 2
 	;;
 *)
