@@ -18,7 +18,15 @@
  *      their segment and WAL; a Galera node killed and restarted; a box
  *      killed, fenced, its units reclaimed from its WAL (and its segment),
  *      then restarted with its stale epoch and its buyers at once (no health
- *      check holds them back: --eager-rejoin is the default); with --long, more of each at random (--seed);
+ *      check holds them back: --eager-rejoin is the default); a power cut of
+ *      box 1: daemon and buyers SIGKILLed as a WAL write awaits its
+ *      fdatasync (2 ms each: FLASH_TEST_SYNC_DELAY_MS), what the daemon
+ *      wrote to its WAL after its last fdatasync dropped (its
+ *      FLASH_TEST_SYNC_LOG, persist/pio.h; lease_testutil.h), its segment
+ *      in /dev/shm lost and created again with the same options, rebuilt
+ *      from the WAL (`serve --recover --once`), then the box restarted;
+ *      with --long, more box kills and power cuts at random (--seed) and a
+ *      second node kill;
  *   4. the window closes: buyers stop (FLASH_EENDED), the agents give back
  *      what they hold, the daemons stop cleanly;
  *   5. the checks, from the central database, each box's WAL (its segment
@@ -39,6 +47,7 @@
  *        plus one refill step, both at most lease-max.
  *   Exit 0 only if every check holds.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -58,6 +67,8 @@
 #include "flashstock.h"
 #include "lease_sql.h"
 #include "mysql_apply.h"
+#define LT_NO_CMOCKA            /* the power cut alone: this program has no cmocka */
+#include "lease_testutil.h"
 
 #define MAX_BOXES   8
 #define MAX_NODES   3
@@ -73,6 +84,7 @@ struct cfg {
 	uint32_t lease_min, lease_max, lease_lead_ms, heartbeat_s;
 	uint32_t pace_us;         /* a buyer's pause between attempts */
 	int      random_kills;    /* extra box kills at random */
+	int      random_cuts;     /* extra power cuts at random */
 	int      long_run;
 	int      split;           /* --split: no leases, each box owns total / boxes (the
 	                             hand split of one box per shop: the baseline whose
@@ -95,6 +107,8 @@ struct box {
 	char     seg[64];
 	char     dir[700];        /* box directory: wal/, acked.*, serve.log */
 	char     wal[720];
+	char     synclog[720];    /* the running daemon's FLASH_TEST_SYNC_LOG (b->dir + "/sync.log"),
+	                             emptied at each start: a power cut reads only its log */
 	char     db_url[1024];    /* flash_box<N> on one node */
 	char     bs_urls[4096];   /* the central URLs from node (id mod nodes) on: boxes
 	                             writing one user's key through different nodes meet
@@ -464,7 +478,16 @@ static int buyer_main(int argc, char **argv)
 static char g_self[1024];
 static char g_shm_path[700];
 
-static pid_t spawn(char *const argv[], const char *log_path)
+/* A box's disk: each fdatasync of its daemon takes this long
+ * (FLASH_TEST_SYNC_DELAY_MS, persist/pio.h), a real disk's order; a disk
+ * behind a cache answers in tens of microseconds, and a power cut would
+ * then almost never find a WAL write unsynced. */
+#define SYNC_DELAY_MS "2"
+
+/* Start @p argv with its output appended to @p log_path; with @p sync_log,
+ * FLASH_TEST_SYNC_LOG=sync_log and FLASH_TEST_SYNC_DELAY_MS=SYNC_DELAY_MS in
+ * its environment. */
+static pid_t spawn(char *const argv[], const char *log_path, const char *sync_log)
 {
 	pid_t p = fork();
 	if (p == 0) {
@@ -473,6 +496,10 @@ static pid_t spawn(char *const argv[], const char *log_path)
 			dup2(fd, 1);
 			dup2(fd, 2);
 			close(fd);
+		}
+		if (sync_log) {
+			setenv("FLASH_TEST_SYNC_LOG", sync_log, 1);
+			setenv("FLASH_TEST_SYNC_DELAY_MS", SYNC_DELAY_MS, 1);
 		}
 		execv(argv[0], argv);
 		_exit(127);
@@ -502,7 +529,13 @@ static void box_start_serve(struct box *b)
 	char *split_argv[] = { (char *)g_bin, "serve", "--name", b->seg, "--wal", b->wal, "--mysql", b->db_url,
 	                       "--box-id", boxid, "--backstop", b->bs_urls, "--reconcile-every", "0",
 	                       "--log-level", "warn", NULL };
-	b->serve_pid = spawn(g_cfg.split ? split_argv : sargv, log);
+	/* a sync log of this daemon's own: a power cut reads only the log of
+	 * the daemon it kills (lease_testutil.h says why) */
+	if (lt_synclog_fresh(b->synclog) != 0) {
+		say("box %d: its sync log %s could not be emptied", b->id, b->synclog);
+		g_fail = 1;
+	}
+	b->serve_pid = spawn(g_cfg.split ? split_argv : sargv, log, b->synclog);
 	b->up = 1;
 }
 
@@ -535,7 +568,7 @@ static void box_start_buyers(struct box *b)
 		char bj[16];
 		snprintf(bj, sizeof bj, "%d", g_cfg.buyers);
 		char *bargv[] = { g_self, "--buyer", b->seg, bi, nb, jj, bj, us, pace, acked, g_shm_path, NULL };
-		b->buyer_pid[j] = spawn(bargv, blog);
+		b->buyer_pid[j] = spawn(bargv, blog, NULL);
 	}
 }
 
@@ -567,6 +600,116 @@ static void box_kill(struct box *b)
 	b->serve_pid = 0;
 	b->up = 0;
 	b->down_since_ms = now_ms();
+}
+
+/* The options every box's segment is created with (and created again
+ * with after a power cut). */
+static void box_seg_opts(struct flash_seg_opts *so)
+{
+	flash_seg_opts_default(so);
+	so->max_orders = (uint32_t)(g_cfg.users + 4096);
+	so->max_users = (uint32_t)(g_cfg.users + 4096);
+	so->max_procs = 64;
+	so->durability = FLASH_DURABILITY_SYNC;
+}
+
+static uint64_t box_available(struct box *b);
+
+/*
+ * Wait, at most @p max_ms, until the last line of box @p b's sync log is a
+ * write to one of its WAL files: its daemon has written to its WAL and its
+ * fdatasync has not returned -- the moment a power cut takes something.
+ * @return 1 seen, 0 not within @p max_ms (or the log unreadable).
+ */
+static int box_wal_unsynced_wait(struct box *b, int max_ms)
+{
+	struct { uintmax_t dev, ino; } wal[64];
+	size_t nwal = 0;
+	DIR *d = opendir(b->wal);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL && nwal < sizeof wal / sizeof wal[0]) {
+		char p[1024];
+		struct stat st;
+		snprintf(p, sizeof p, "%s/%s", b->wal, e->d_name);
+		if (!strncmp(e->d_name, "wal-", 4) && strstr(e->d_name, ".log") && stat(p, &st) == 0) {
+			wal[nwal].dev = (uintmax_t)st.st_dev;
+			wal[nwal].ino = (uintmax_t)st.st_ino;
+			nwal++;
+		}
+	}
+	if (d)
+		closedir(d);
+	int fd = open(b->synclog, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int seen = 0;
+	for (int64_t t0 = now_ms(); !seen && now_ms() - t0 < max_ms;) {
+		struct stat st;
+		char buf[257];
+		off_t at = fstat(fd, &st) == 0 && st.st_size > 256 ? st.st_size - 256 : 0;
+		ssize_t n = pread(fd, buf, 256, at);
+		if (n > 1 && buf[n - 1] == '\n') {
+			buf[n - 1] = '\0';
+			char *line = strrchr(buf, '\n');
+			uintmax_t dev, ino;
+			intmax_t off, end;
+			if (sscanf(line ? line + 1 : buf, "write %ju %ju %jd %jd", &dev, &ino, &off, &end) == 4)
+				for (size_t k = 0; k < nwal; k++)
+					if (wal[k].dev == dev && wal[k].ino == ino)
+						seen = 1;
+		}
+		if (!seen)
+			usleep(200);
+	}
+	close(fd);
+	return seen;
+}
+
+/*
+ * The power fails under box @p b: its daemon and its buyers are SIGKILLed
+ * (box_kill) -- when the daemon has a WAL write awaiting its fdatasync if
+ * that comes within 3 s; of its WAL, what the daemon wrote after its last
+ * fdatasync is dropped (its sync log); /dev/shm goes with the power, so its
+ * segment is destroyed and created again with the options it was created
+ * with, then `serve --recover --once` rebuilds it from the WAL (the
+ * activity, the sku and every durable order, restock and cancel; nothing
+ * of MariaDB: the next daemon applies).  The box is then restarted as a
+ * killed box is.  Every order a buyer saw acknowledged was durable before
+ * the acknowledgement (sync durability), so none is lost.
+ * @return 0; -1 when a step failed (said).
+ */
+static int box_power_cut(struct box *b)
+{
+	int caught = box_wal_unsynced_wait(b, 3000);
+	if (b->serve_pid > 0)
+		kill(b->serve_pid, SIGKILL);    /* first: the moment counts */
+	if (b->up)
+		box_kill(b);
+	uint64_t held = box_available(b);
+	long dropped = lt_drop_unsynced(b->synclog, b->wal);
+	if (b->ro) {
+		flash_close(b->ro);
+		b->ro = NULL;
+	}
+	struct flash_seg_opts so;
+	box_seg_opts(&so);
+	int rd = flash_seg_destroy(b->seg);
+	int rc = flash_seg_create(b->seg, &so);
+	int rr = dropped < 0 || rd != FLASH_OK || rc != FLASH_OK ? -1 :
+	         sh("%s serve --recover --once --no-snapshot --reconcile-every 0 --name %s --wal %s"
+	            " --log-level warn >>%s/serve.log 2>&1", g_bin, b->seg, b->wal, b->dir);
+	uint64_t rebuilt = rr == 0 ? box_available(b) : 0;
+	say("box %d: power cut (daemon and buyers SIGKILLed%s) holding %" PRIu64 " units; %ld WAL bytes"
+	    " after its last fdatasync dropped, its segment lost (destroy %s, create %s) and rebuilt from its"
+	    " WAL (%s): %" PRIu64 " units", b->id,
+	    caught ? " as a WAL write awaited its fdatasync" : "; no WAL write awaited its fdatasync in 3 s",
+	    held, dropped, rd == FLASH_OK ? "ok" : flash_strerror(rd), rc == FLASH_OK ? "ok" : flash_strerror(rc),
+	    rr == 0 ? "ok" : "FAILED", rebuilt);
+	if (dropped < 0 || rd != FLASH_OK || rc != FLASH_OK || rr != 0)
+		return -1;
+	box_start(b);
+	say("box %d restarted on its rebuilt segment and WAL", b->id);
+	return 0;
 }
 
 /* ---- the sampler: undersell and stranded units ---- */
@@ -791,7 +934,8 @@ static void checks(void)
 struct event {
 	uint32_t at_ms;
 	int      kind;            /* 1 kill box, 2 restart box, 3 kill node, 4 restart node,
-	                             5 kill + fence + reclaim box, 6 restart (stale epoch) */
+	                             5 kill + fence + reclaim box, 6 restart (stale epoch),
+	                             7 power cut of a box (it restarts at once) */
 	int      arg;
 };
 
@@ -873,6 +1017,19 @@ static void run_event(const struct event *e)
 		b->fenced = 1;
 		break;
 	}
+	case 7: {
+		/* the box named, or the next one that is up: a box that is down
+		 * (killed, or fenced) waits for its own restart event */
+		for (int k = 0; k < g_cfg.boxes && !b->up; k++)
+			b = &g_box[(e->arg + k) % g_cfg.boxes];
+		if (!b->up) {
+			say("no box is up: no power cut");
+			break;
+		}
+		if (box_power_cut(b) != 0)
+			g_fail = 1;
+		break;
+	}
 	case 6: {
 		if (b->up)
 			break;
@@ -922,6 +1079,7 @@ static int cfg_parse(int argc, char **argv)
 	g_cfg.heartbeat_s = 1;
 	g_cfg.seed = 14;
 	g_cfg.random_kills = 2;
+	g_cfg.random_cuts = 0;
 	const char *keep = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--bin") && i + 1 < argc)
@@ -954,6 +1112,7 @@ static int cfg_parse(int argc, char **argv)
 		g_cfg.buyers = 3;
 		g_cfg.lease_max = 200;
 		g_cfg.random_kills = 12;
+		g_cfg.random_cuts = 4;
 	}
 	g_cfg.users = g_cfg.total * 3;
 	/* pace the buyers so that the stock lasts through the chaos: 1.4
@@ -1057,6 +1216,7 @@ int main(int argc, char **argv)
 		snprintf(b->seg, sizeof b->seg, "/fs-proof-%d-%d", (int)getpid(), b->id);
 		snprintf(b->dir, sizeof b->dir, "%s/box%d", g_base, b->id);
 		snprintf(b->wal, sizeof b->wal, "%s/box%d/wal", g_base, b->id);   /* b->dir + "/wal" */
+		snprintf(b->synclog, sizeof b->synclog, "%s/box%d/sync.log", g_base, b->id);
 		mkdir(b->dir, 0700);
 		/* the box's own database, on node (box mod nodes) + 1 */
 		box_db_url_on(b, i % g_nnodes, b->db_url, sizeof b->db_url);
@@ -1066,11 +1226,7 @@ int main(int argc, char **argv)
 			         g_node_url[(i + k) % g_nnodes]);
 		}
 		struct flash_seg_opts so;
-		flash_seg_opts_default(&so);
-		so.max_orders = (uint32_t)(g_cfg.users + 4096);
-		so.max_users = (uint32_t)(g_cfg.users + 4096);
-		so.max_procs = 64;
-		so.durability = FLASH_DURABILITY_SYNC;
+		box_seg_opts(&so);
 		flash_t *h;
 		struct flash_activity a = { .id = ACT, .limit_per_user = 1, .max_qty = 1,
 		                            .scope = FLASH_SCOPE_ACTIVITY, .start_ns = now_real - 1000000000LL,
@@ -1095,6 +1251,7 @@ int main(int argc, char **argv)
 	uint32_t S = g_cfg.sale_s * 1000u;
 	ev[nev++] = (struct event){ S * 12 / 100, 1, 1 };       /* box 2 dies ... */
 	ev[nev++] = (struct event){ S * 20 / 100, 2, 1 };       /* ... and comes back */
+	ev[nev++] = (struct event){ S * 24 / 100, 7, 0 };       /* box 1: the power fails */
 	ev[nev++] = (struct event){ S * 28 / 100, 3, 3 };       /* node 3 dies ... */
 	ev[nev++] = (struct event){ S * 45 / 100, 4, 3 };       /* ... and rejoins */
 	ev[nev++] = (struct event){ S * 50 / 100, 5, 2 };       /* box 3: killed, fenced, reclaimed ... */
@@ -1109,6 +1266,11 @@ int main(int argc, char **argv)
 	if (g_cfg.long_run && nev < 62) {
 		ev[nev++] = (struct event){ S * 70 / 100, 3, 1 };
 		ev[nev++] = (struct event){ S * 80 / 100, 4, 1 };
+	}
+	/* drawn after the kills: a seed's kills stay where they were */
+	for (int k = 0; k < g_cfg.random_cuts && nev < 64; k++) {
+		uint32_t at = (uint32_t)(S * 15 / 100 + splitmix(&rs) % (S * 75 / 100));
+		ev[nev++] = (struct event){ at, 7, (int)(splitmix(&rs) % (uint64_t)g_cfg.boxes) };
 	}
 	qsort(ev, (size_t)nev, sizeof ev[0], ev_cmp);
 	int64_t start = now_ms();

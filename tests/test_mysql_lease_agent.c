@@ -14,7 +14,6 @@
  * the daemon: the agent returns units to the pool only once their removal
  * is durable, and a WAL failure while it waits keeps its intent and stops it.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -126,6 +125,10 @@ static void box_new_ending(struct box *b, uint32_t id, int end_in_s)
 
 static void box_serve(struct box *b, const char *lmin, const char *lmax, const char *kill_at)
 {
+	/* a sync log of this serve's own: a power cut reads only the log of
+	 * the serve it kills (lease_testutil.h) */
+	if (b->synclog[0] && lt_synclog_fresh(b->synclog) != 0)
+		fail_msg("box %u: sync log %s (above)", b->id, b->synclog);
 	fflush(NULL);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -253,75 +256,20 @@ static void box_free(struct box *b)
 		fprintf(stderr, "could not remove %s\n", b->dir);
 }
 
-struct synced {
-	uintmax_t dev, ino;
-	intmax_t  off, end;     /* a write: off..end-1; a sync: end */
-	int       sync;
-};
-
 /*
  * The power fails under serve, which SIGKILL ended: of each WAL file, the
  * bytes serve wrote above its last fdatasync's end (its sync log) are
- * dropped -- zeroed, as the preallocated file read before the write -- and
- * the segment in /dev/shm is gone.  Then `serve --recover` rebuilds it from
- * the WAL into a fresh segment of the same options, and the box's handle is
- * opened on it.  Returns the WAL bytes dropped.
+ * dropped -- zeroed, as the preallocated file read before the write
+ * (lt_drop_unsynced) -- and the segment in /dev/shm is gone.  Then `serve
+ * --recover` rebuilds it from the WAL into a fresh segment of the same
+ * options, and the box's handle is opened on it.  Returns the WAL bytes
+ * dropped.
  */
 static long box_power_cut(struct box *b)
 {
-	struct synced *v = NULL;
-	size_t n = 0, cap = 0;
-	FILE *f = fopen(b->synclog, "r");
-	assert_non_null(f);
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		struct synced x = { 0 };
-		if (sscanf(line, "write %ju %ju %jd %jd", &x.dev, &x.ino, &x.off, &x.end) != 4) {
-			assert_int_equal(sscanf(line, "sync %ju %ju %jd", &x.dev, &x.ino, &x.end), 3);
-			x.sync = 1;
-		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			v = realloc(v, cap * sizeof *v);
-			assert_non_null(v);
-		}
-		v[n++] = x;
-	}
-	fclose(f);
-	long dropped = 0;
-	DIR *d = opendir(b->wal);
-	assert_non_null(d);
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, "wal-", 4) != 0 || !strstr(e->d_name, ".log"))
-			continue;
-		char path[600];
-		snprintf(path, sizeof path, "%s/%s", b->wal, e->d_name);
-		int fd = open(path, O_RDWR);
-		struct stat st;
-		assert_true(fd >= 0 && fstat(fd, &st) == 0);
-		intmax_t synced = 0;
-		for (size_t i = 0; i < n; i++)
-			if (v[i].sync && v[i].dev == (uintmax_t)st.st_dev && v[i].ino == (uintmax_t)st.st_ino &&
-			    v[i].end > synced)
-				synced = v[i].end;
-		static const char zeros[4096];
-		for (size_t i = 0; i < n; i++) {
-			if (v[i].sync || v[i].dev != (uintmax_t)st.st_dev || v[i].ino != (uintmax_t)st.st_ino ||
-			    v[i].end <= synced)
-				continue;
-			for (intmax_t at = v[i].off > synced ? v[i].off : synced; at < v[i].end;) {
-				size_t len = v[i].end - at < (intmax_t)sizeof zeros ? (size_t)(v[i].end - at)
-				                                                   : sizeof zeros;
-				assert_int_equal(pwrite(fd, zeros, len, (off_t)at), (ssize_t)len);
-				at += (intmax_t)len;
-				dropped += (long)len;
-			}
-		}
-		close(fd);
-	}
-	closedir(d);
-	free(v);
+	long dropped = lt_drop_unsynced(b->synclog, b->wal);
+	if (dropped < 0)
+		fail_msg("box %u: the power cut could not drop the WAL's unsynced tail (above)", b->id);
 	/* /dev/shm goes with the power */
 	t_untrack_handle(b->h);
 	assert_int_equal(flash_close(b->h), FLASH_OK);
