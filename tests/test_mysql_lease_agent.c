@@ -575,31 +575,47 @@ struct stall {
 	pthread_t th;
 	const char *seg;
 	int stop, stalled;          /* atomic */
+	int opened, open_rc;        /* atomic: its handle's flash_open, done and its result */
+	int err_rc;                 /* atomic: the first drain or mark that failed, 0: none */
 	uint64_t held[8];           /* per slot: the last record drained */
 };
+
+static struct stall *g_stall;   /* the running one: a failed wait reports on it */
 
 static int stall_cb(void *arg, const struct flash_record *rec, uint64_t seq)
 {
 	struct stall *c = arg;
-	if (rec->slot < 8 && seq > c->held[rec->slot])
+	if (rec->slot >= 8)
+		__atomic_store_n(&c->err_rc, FLASH_ENOPROC, __ATOMIC_SEQ_CST);   /* held[] too small */
+	else if (seq > c->held[rec->slot])
 		c->held[rec->slot] = seq;
 	return 0;
+}
+
+static void stall_err(struct stall *c, int rc)
+{
+	int none = 0;
+	if (rc != FLASH_OK)
+		__atomic_compare_exchange_n(&c->err_rc, &none, rc, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 static void *stall_main(void *p)
 {
 	struct stall *c = p;
 	flash_t *h = NULL;
-	if (flash_open(c->seg, 0, &h) != FLASH_OK)
+	int rc = flash_open(c->seg, 0, &h);
+	__atomic_store_n(&c->open_rc, rc, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c->opened, 1, __ATOMIC_SEQ_CST);
+	if (rc != FLASH_OK)
 		return NULL;
 	while (!__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST)) {
 		uint32_t n = 0;
-		(void)flash_ring_drain(h, stall_cb, c, 4096, &n);
+		stall_err(c, flash_ring_drain(h, stall_cb, c, 4096, &n));
 		int stalled = __atomic_load_n(&c->stalled, __ATOMIC_SEQ_CST);
 		for (uint32_t slot = 0; slot < 8; slot++)
 			if (c->held[slot])
-				(void)(stalled ? flash_ring_release(h, slot, c->held[slot]) :
-				       flash_durable_advance(h, slot, c->held[slot]));
+				stall_err(c, stalled ? flash_ring_release(h, slot, c->held[slot]) :
+				          flash_durable_advance(h, slot, c->held[slot]));
 		if (n == 0)
 			t_sleep_ms(1);
 	}
@@ -612,6 +628,31 @@ static void stall_start(struct stall *c, const char *seg)
 	memset(c, 0, sizeof *c);
 	c->seg = seg;
 	assert_int_equal(pthread_create(&c->th, NULL, stall_main, c), 0);
+	g_stall = c;
+	/* its handle open before anything else of the test runs: a consumer
+	 * that failed to start would look like a disk that never syncs */
+	for (int i = 0; !__atomic_load_n(&c->opened, __ATOMIC_SEQ_CST); i++) {
+		if (i > 10000)
+			fail_msg("the test's consumer did not open %s within 10 s", seg);
+		t_sleep_ms(1);
+	}
+	if (__atomic_load_n(&c->open_rc, __ATOMIC_SEQ_CST) != FLASH_OK)
+		fail_msg("the test's consumer: flash_open(%s): %s", seg,
+		         flash_rcname(__atomic_load_n(&c->open_rc, __ATOMIC_SEQ_CST)));
+}
+
+/* The consumer's first failure, if any (a wait that timed out says it). */
+static void stall_report(struct stall *c)
+{
+	int rc = __atomic_load_n(&c->err_rc, __ATOMIC_SEQ_CST);
+	if (rc != FLASH_OK)
+		fprintf(stderr, "the test's consumer failed: %s\n", flash_rcname(rc));
+	else
+		fprintf(stderr, "the test's consumer: no failure; held:");
+	for (int k = 0; rc == FLASH_OK && k < 8; k++)
+		fprintf(stderr, " %llu", (unsigned long long)c->held[k]);
+	if (rc == FLASH_OK)
+		fprintf(stderr, "\n");
 }
 
 static void stall_set(struct stall *c, int stalled)
@@ -623,6 +664,7 @@ static void stall_stop(struct stall *c)
 {
 	__atomic_store_n(&c->stop, 1, __ATOMIC_SEQ_CST);
 	pthread_join(c->th, NULL);
+	g_stall = NULL;
 }
 
 static flash_lease_t *agent_start_here(struct box *b)
@@ -654,8 +696,11 @@ static void wait_for(int (*cond)(struct box *), struct box *b, const char *what)
 {
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
 	while (!cond(b)) {
-		if (t_now_ns() > end)
+		if (t_now_ns() > end) {
+			if (g_stall)
+				stall_report(g_stall);
 			fail_msg("box %u: no %s within %d ms", b->id, what, WAIT_MS);
+		}
 		t_sleep_ms(10);
 	}
 }
@@ -679,7 +724,7 @@ static void the_agent_returns_units_to_the_pool_only_once_their_removal_is_durab
 	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
 	struct box b;
 	box_new(&b, 12);
-	struct stall c;
+	static struct stall c;   /* static: its thread and g_stall outlive a failed test */
 	stall_start(&c, b.seg);
 	flash_lease_t *ag = agent_start_here(&b);
 	wait_for(loaded_10, &b, "lease of 10 loaded");
@@ -715,7 +760,7 @@ static void a_wal_failure_while_a_take_waits_for_durability_keeps_its_intent_and
 	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
 	struct box b;
 	box_new(&b, 11);
-	struct stall c;
+	static struct stall c;   /* static: its thread and g_stall outlive a failed test */
 	stall_start(&c, b.seg);
 	t_sleep_ms(50);             /* the catalog's records are durable */
 	stall_set(&c, 1);
