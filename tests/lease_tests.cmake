@@ -6,7 +6,12 @@ function(flash_lease_tests)
   if(TARGET test_mysql_lease_agent AND TARGET flashstock)
     add_dependencies(test_mysql_lease_agent flashstock)
     set_property(TEST test_mysql_lease_agent APPEND PROPERTY ENVIRONMENT "FLASH_BIN=$<TARGET_FILE:flashstock>")
-    set_tests_properties(test_mysql_lease_agent PROPERTIES TIMEOUT 300)
+    # alone (RUN_SERIAL): its cases kill serve at points reached within
+    # fdatasyncs of 300 ms and bounded durable waits of 5 s; beside the kill
+    # loop or the store enumeration on two cores, under ASan, it failed in
+    # two of four clean-clone runs (a take not durable in 5 s; a stop that
+    # never reached its kill point)
+    set_tests_properties(test_mysql_lease_agent PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
   endif()
   # issue 19, item 2: a box cut off from MariaDB (its node halted) stops
   # selling within the stated bound, and stays at 0 through sales racing its
@@ -14,7 +19,8 @@ function(flash_lease_tests)
   if(TARGET test_mysql_lease_suspend AND TARGET flashstock)
     add_dependencies(test_mysql_lease_suspend flashstock)
     set_property(TEST test_mysql_lease_suspend APPEND PROPERTY ENVIRONMENT "FLASH_BIN=$<TARGET_FILE:flashstock>")
-    set_tests_properties(test_mysql_lease_suspend PROPERTIES TIMEOUT 180)
+    # alone too: it asserts the suspension bound, a time
+    set_tests_properties(test_mysql_lease_suspend PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE)
   endif()
   # `flashstock lease init|pool|status|fence|reclaim` through the binaries
   if(TARGET flashstock AND TARGET ops_buyer AND TEST mysql_server_start)
