@@ -219,6 +219,8 @@ static int durable(struct flash_lease *a)
 static int restock_durable(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t delta)
 {
 	int rc = restock(a, act, sku, delta);
+	if (rc == FLASH_OK && delta < 0)
+		kill_point(a, "return_restocked");
 	return rc == FLASH_OK ? durable(a) : rc;
 }
 
