@@ -899,13 +899,16 @@ static void suspend(struct flash_lease *a)
  * dropped.  Newest first: a later 'd' of the same sku was taken from the
  * total the earlier one left, so undoing them in reverse order finds each
  * one's "total after" exactly.  An intent whose restock fails stays.
+ * FLASH_OK once what was loaded back is durable; else the code (the
+ * intents stay, and nothing may be judged from the totals: they are not
+ * known to be on disk).
  */
-static void restore_drained(struct flash_lease *a)
+static int restore_drained(struct flash_lease *a)
 {
 	size_t n = a->l_nit;
 	int *keep = n ? calloc(n, sizeof *keep) : NULL;
 	if (n && !keep)
-		return;     /* stays drained; the next start or resume tries again */
+		return FLASH_ENOMEM;     /* stays drained; the next start or resume tries again */
 	for (size_t i = n; i-- > 0;) {
 		struct intent *t = &a->l_it[i];
 		if (t->it_op != 'd') {
@@ -925,7 +928,7 @@ static void restore_drained(struct flash_lease *a)
 		llog(a, SERVE_LOG_ERROR, "drained units loaded back, not known durable: %s (their intents stay)",
 		     flash_strerror(rc));
 		free(keep);
-		return;
+		return rc;
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
@@ -934,11 +937,18 @@ static void restore_drained(struct flash_lease *a)
 	free(keep);
 	a->l_nit = k;
 	(void)intent_save(a);
+	return FLASH_OK;
 }
 
 static void resume(struct flash_lease *a)
 {
-	restore_drained(a);
+	int rc = restore_drained(a);
+	if (rc != FLASH_OK && !a->l_stuck) {
+		/* sellable again, but not known durable: no take or return may
+		 * move on from these totals until a restart judges them */
+		a->l_stuck = 1;
+		a->l_stuck_rc = rc;
+	}
 	if (a->l_suspended)
 		llog(a, SERVE_LOG_INFO, "MariaDB answers again: selling resumes");
 	a->l_suspended = 0;
@@ -1220,8 +1230,11 @@ static int agent_start(struct flash_lease *a)
 	free(v);
 	/* not fenced: what the start drain (and a suspension before the crash)
 	 * took out goes back first, so the segment's totals read as they did
-	 * when the interrupted take or return was noted; then that operation */
-	restore_drained(a);
+	 * when the interrupted take or return was noted -- durably: a take or
+	 * a return finished from totals that a power cut can undo would put
+	 * units in two places; then that operation */
+	if ((rc = restore_drained(a)) != FLASH_OK)
+		return rc;
 	for (size_t i = 0; i < a->l_nit; i++)
 		if (a->l_it[i].it_op != 'd' && (rc = finish_intent(a, &a->l_it[i])) != FLASH_OK) {
 			llog(a, SERVE_LOG_ERROR, "finishing the interrupted operation on lease %" PRIu64 ": %s",
