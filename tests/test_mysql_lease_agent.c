@@ -603,6 +603,64 @@ static void a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_
 	flash_central_close(g_c);
 }
 
+/* Issue 19, item 1 at a restart: the stop's return took all 7 unsold units
+ * out of the segment and serve died (SIGKILL) right after.  The restarted
+ * agent finishes the return centrally, on a disk whose fdatasync takes 6 s,
+ * and the power fails as soon as MariaDB has it: the removal must be on
+ * disk by then (the dead daemon wrote it, and the new one's WAL open made
+ * it durable before the agent started), or the 7 units would be in the
+ * rebuilt segment and in the pool at once. */
+static void a_restart_finishes_an_interrupted_return_only_once_its_removal_is_on_disk(void **state)
+{
+	(void)state;
+	fresh_central("restart_r");
+	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
+	struct box b;
+	box_new(&b, 14);
+	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
+	box_serve(&b, "10", "10", "return_restocked");
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(&b, WAIT_MS));
+	box_settled(&b);
+	assert_int_equal(flash_durable_wait_all(b.h, WAIT_MS), FLASH_OK);   /* the orders are on disk */
+	kill(b.serve, SIGTERM);
+	int st = box_wait(&b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(seg_total(&b), 3);        /* the 7 are out, in memory */
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
+	/* the dead daemon's two slots are taken by other handles (an
+	 * application's), so the new agent's handle does not inherit the ring
+	 * that holds the restock -7: waiting for its own records is not
+	 * waiting for that one */
+	flash_t *other[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(flash_open(b.seg, 0, &other[i]), FLASH_OK);
+	/* the restart on a slow disk finishes the return; the power fails as
+	 * soon as MariaDB has it */
+	b.sync_delay_ms = 6000;
+	box_serve(&b, "10", "10", NULL);
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	while (q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease") == 0) {
+		if (t_now_ns() > end)
+			fail_msg("box %u: the interrupted return was not finished; see %s", b.id, b.log);
+		t_sleep_ms(5);
+	}
+	kill(b.serve, SIGKILL);
+	box_wait(&b);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(flash_close(other[i]), FLASH_OK);
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 7);
+	long dropped = box_power_cut(&b);
+	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
+	b.synclog[0] = '\0';
+	b.sync_delay_ms = 0;
+	assert_int_equal(t_available(b.h, 1, 1) + (uint64_t)b.sold, seg_total(&b));  /* orders kept */
+	box_one_place(&b, "after the power cut");
+	pool_adds_up(10);
+	box_free(&b);
+	flash_central_close(g_c);
+}
+
 /* Issue 19, item 3: a central return refused for a reason other than a
  * fence (here a trigger's error) has not moved the units to the pool: they
  * go back into the segment, not into "sold" at the close. */
@@ -1005,6 +1063,8 @@ int main(void)
 		cmocka_unit_test_teardown(a_power_cut_after_a_take_was_loaded_leaves_its_units_in_the_segment,
 		                          t_teardown),
 		cmocka_unit_test_teardown(a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_them,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_restart_finishes_an_interrupted_return_only_once_its_removal_is_on_disk,
 		                          t_teardown),
 		cmocka_unit_test_teardown(a_return_the_pool_refuses_leaves_its_units_in_the_segment, t_teardown),
 		cmocka_unit_test_teardown(the_agent_returns_units_to_the_pool_only_once_their_removal_is_durable,
