@@ -265,14 +265,17 @@ static void box_free(struct box *b)
  * dropped -- zeroed, as the preallocated file read before the write
  * (lt_drop_unsynced) -- and the segment in /dev/shm is gone.  Then `serve
  * --recover` rebuilds it from the WAL into a fresh segment of the same
- * options, and the box's handle is opened on it.  Returns the WAL bytes
- * dropped.
+ * options, and the box's handle is opened on it.  The bytes dropped are
+ * printed; the box's next serve syncs as usual.
  */
-static long box_power_cut(struct box *b)
+static void box_power_cut(struct box *b)
 {
 	long dropped = lt_drop_unsynced(b->synclog, b->wal);
 	if (dropped < 0)
 		fail_msg("box %u: the power cut could not drop the WAL's unsynced tail (above)", b->id);
+	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
+	b->synclog[0] = '\0';          /* the next serve syncs as usual */
+	b->sync_delay_ms = 0;
 	/* /dev/shm goes with the power */
 	t_untrack_handle(b->h);
 	assert_int_equal(flash_close(b->h), FLASH_OK);
@@ -287,7 +290,6 @@ static long box_power_cut(struct box *b)
 		fail_msg("%s failed; see %s", cmd, b->log);
 	assert_int_equal(flash_open(b->seg, 0, &b->h), FLASH_OK);
 	t_track_handle(b->h);
-	return dropped;
 }
 
 /* Wait until a line of serve's log holds @p want. */
@@ -317,6 +319,32 @@ static void box_registered(struct box *b, unsigned epoch)
 	char want[64];
 	snprintf(want, sizeof want, "registered: epoch %u ", epoch);
 	box_log_wait(b, want);
+}
+
+/* A box with a sync log serves with @p kill_at, sells 3 units (durably),
+ * and is stopped: the stop's return reaches @p kill_at and serve dies
+ * there (SIGKILL). */
+static void box_killed_in_the_stop_return(struct box *b, const char *kill_at)
+{
+	snprintf(b->synclog, sizeof b->synclog, "%s/sync.log", b->dir);
+	box_serve(b, "10", "10", kill_at);
+	for (int i = 0; i < 3; i++)
+		assert_true(buy(b, WAIT_MS));
+	box_settled(b);
+	assert_int_equal(flash_durable_wait_all(b->h, WAIT_MS), FLASH_OK);   /* the orders are on disk */
+	kill(b->serve, SIGTERM);
+	int st = box_wait(b);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+/* A clean stop returns everything unsold: the pool holds @p total - sold,
+ * exactly, and the segment the units sold. */
+static void box_stop_returns_all(struct box *b, int64_t total)
+{
+	box_stop(b);
+	box_settled(b);
+	assert_int_equal(q1("SELECT unleased FROM fs_pool"), total - b->sold);
+	assert_int_equal(seg_total(b), (uint64_t)b->sold);
 }
 
 /* No unit in two places: the box's segment holds exactly what its leases
@@ -436,11 +464,7 @@ static void serve_killed_in_the_middle_of_a_return_returns_once_at_restart(void 
 	box_settled(&b);
 	assert_true(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease") > 0);
 	pool_adds_up(50);
-	box_stop(&b);
-	box_settled(&b);
-	/* everything unsold is back: the pool holds total - sold, exactly */
-	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
-	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	box_stop_returns_all(&b, 50);
 	pool_adds_up(50);
 	box_free(&b);
 	flash_central_close(g_c);
@@ -483,21 +507,11 @@ static void a_power_cut_after_a_return_committed_leaves_each_unit_in_one_place(v
 	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
 	struct box b;
 	box_new(&b, 8);
-	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
-	box_serve(&b, "10", "10", "return_committed");
-	for (int i = 0; i < 3; i++)
-		assert_true(buy(&b, WAIT_MS));
-	box_settled(&b);
-	assert_int_equal(flash_durable_wait_all(b.h, WAIT_MS), FLASH_OK);   /* the orders are on disk */
 	/* the stop's return: restock -k, the central return commits, SIGKILL */
-	kill(b.serve, SIGTERM);
-	int st = box_wait(&b);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	box_killed_in_the_stop_return(&b, "return_committed");
 	int64_t returned = q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease");
 	assert_true(returned > 0);
-	long dropped = box_power_cut(&b);
-	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
-	b.synclog[0] = '\0';
+	box_power_cut(&b);
 	assert_int_equal(t_available(b.h, 1, 1) + (uint64_t)b.sold, seg_total(&b));  /* orders kept */
 	box_one_place(&b, "after the power cut");
 	pool_adds_up(50);
@@ -506,10 +520,7 @@ static void a_power_cut_after_a_return_committed_leaves_each_unit_in_one_place(v
 	box_registered(&b, 2);
 	box_settled(&b);        /* a take may be under way: settled, not at once */
 	pool_adds_up(50);
-	box_stop(&b);
-	box_settled(&b);
-	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
-	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	box_stop_returns_all(&b, 50);
 	box_free(&b);
 	flash_central_close(g_c);
 }
@@ -528,9 +539,7 @@ static void a_power_cut_after_a_take_was_loaded_leaves_its_units_in_the_segment(
 	int st = box_wait(&b);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	assert_int_equal(box_leased(&b), 10);
-	long dropped = box_power_cut(&b);
-	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
-	b.synclog[0] = '\0';
+	box_power_cut(&b);
 	box_one_place(&b, "after the power cut");
 	box_serve(&b, "10", "10", NULL);
 	box_registered(&b, 2);
@@ -558,15 +567,7 @@ static void a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_
 	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
 	struct box b;
 	box_new(&b, 13);
-	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
-	box_serve(&b, "10", "10", "return_restocked");
-	for (int i = 0; i < 3; i++)
-		assert_true(buy(&b, WAIT_MS));
-	box_settled(&b);
-	assert_int_equal(flash_durable_wait_all(b.h, WAIT_MS), FLASH_OK);   /* the orders are on disk */
-	kill(b.serve, SIGTERM);
-	int st = box_wait(&b);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	box_killed_in_the_stop_return(&b, "return_restocked");
 	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
 	uint32_t back = 0;
 	assert_int_equal(flash_cancel(b.h, b.last_order, &back), FLASH_OK);
@@ -582,10 +583,7 @@ static void a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_
 	/* and the power fails */
 	kill(b.serve, SIGKILL);
 	box_wait(&b);
-	long dropped = box_power_cut(&b);
-	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
-	b.synclog[0] = '\0';
-	b.sync_delay_ms = 0;
+	box_power_cut(&b);
 	assert_int_equal(t_available(b.h, 1, 1) + (uint64_t)b.sold, seg_total(&b));  /* orders kept */
 	/* the units out of the segment are the agent's intents' (the return's
 	 * and the start drain's), not the pool's: the restart puts each back */
@@ -595,10 +593,7 @@ static void a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_
 	box_registered(&b, 3);
 	box_settled(&b);
 	pool_adds_up(50);
-	box_stop(&b);
-	box_settled(&b);
-	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
-	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	box_stop_returns_all(&b, 50);
 	box_free(&b);
 	flash_central_close(g_c);
 }
@@ -617,15 +612,7 @@ static void a_restart_finishes_an_interrupted_return_only_once_its_removal_is_on
 	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
 	struct box b;
 	box_new(&b, 14);
-	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
-	box_serve(&b, "10", "10", "return_restocked");
-	for (int i = 0; i < 3; i++)
-		assert_true(buy(&b, WAIT_MS));
-	box_settled(&b);
-	assert_int_equal(flash_durable_wait_all(b.h, WAIT_MS), FLASH_OK);   /* the orders are on disk */
-	kill(b.serve, SIGTERM);
-	int st = box_wait(&b);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	box_killed_in_the_stop_return(&b, "return_restocked");
 	assert_int_equal(seg_total(&b), 3);        /* the 7 are out, in memory */
 	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
 	/* the dead daemon's two slots are taken by other handles (an
@@ -650,10 +637,7 @@ static void a_restart_finishes_an_interrupted_return_only_once_its_removal_is_on
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(flash_close(other[i]), FLASH_OK);
 	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 7);
-	long dropped = box_power_cut(&b);
-	fprintf(stderr, "power cut: %ld WAL bytes dropped\n", dropped);
-	b.synclog[0] = '\0';
-	b.sync_delay_ms = 0;
+	box_power_cut(&b);
 	assert_int_equal(t_available(b.h, 1, 1) + (uint64_t)b.sold, seg_total(&b));  /* orders kept */
 	box_one_place(&b, "after the power cut");
 	pool_adds_up(10);
@@ -685,9 +669,7 @@ static void a_return_the_pool_refuses_leaves_its_units_in_the_segment(void **sta
 	box_serve(&b, "10", "10", NULL);
 	box_registered(&b, 2);
 	box_settled(&b);
-	box_stop(&b);
-	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 50 - b.sold);
-	assert_int_equal(seg_total(&b), (uint64_t)b.sold);
+	box_stop_returns_all(&b, 50);
 	pool_adds_up(50);
 	box_free(&b);
 	flash_central_close(g_c);
