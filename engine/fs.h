@@ -477,8 +477,6 @@ struct flash {
 	uint32_t *act_idx;    uint32_t act_idx_mask;
 	struct fs_sku *sku;   uint32_t sku_cap;
 	uint32_t *sku_idx;    uint32_t sku_idx_mask;
-	uint32_t *arch;       uint32_t arch_mask;   /* archived ids (archive.c) */
-	uint32_t arch_cap;                          /* ids it holds: half its words */
 	struct fs_shard *shard; uint32_t shard_cap;
 	struct fs_kent *user; uint32_t user_mask;   /* mask: of one bank */
 	struct fs_token *tok; uint32_t tok_mask;
@@ -506,6 +504,10 @@ struct flash {
 	const struct fs_lock *lw_lock;            /* lock wait in progress (lock.c): the lock, */
 	uint64_t lw_owner;                        /* the owner value refused, */
 	uint64_t lw_t0_ns;                        /* and when it was first refused */
+	/* cold: read by archive and catalog adds only, kept off the lines the
+	 * order path reads */
+	uint32_t *arch;       uint32_t arch_mask;   /* archived ids (archive.c) */
+	uint32_t arch_cap;                          /* ids it holds: half its words */
 };
 
 /* ------------------------------------------------------------------------
