@@ -654,10 +654,32 @@ uint64_t fs_mono_ns(void);
 /* util.c */
 int64_t fs_now_ns(void);         /* CLOCK_REALTIME */
 uint64_t fs_mono_ms(void);       /* CLOCK_MONOTONIC */
-uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c);
-uint64_t fs_mix64(uint64_t x);
 uint64_t fs_fnv(const void *p, size_t n);
 int fs_check_slot(const flash_t *h, uint32_t slot);
+
+/* splitmix64's finalizer: a bijection of 64-bit words with full avalanche */
+static inline __attribute__((const)) uint64_t fs_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/*
+ * The hash of a key of three words.  Inline and const, not a call: an order
+ * hashes its keys about a dozen times (where it prefetches an entry, where
+ * it looks it up), words that are constants at the call fold (the table's
+ * tag: fs_hash(id, 5, 6) is one fs_mix64 of the id at run time), and a
+ * hash computed twice in one function is computed once.  The values are
+ * the segment's: a change here is a layout change.
+ */
+static inline __attribute__((const)) uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c)
+{
+	return fs_mix64(a ^ fs_mix64(b ^ fs_mix64(c + 0x9e3779b97f4a7c15ull)));
+}
 
 /* segment.c */
 int fs_proc_alive(flash_t *h, uint32_t slot, uint64_t state);

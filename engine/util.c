@@ -1,5 +1,6 @@
 /*
- * util.c -- clocks, hashing and the small checks every engine file uses.
+ * util.c -- clocks, the byte hash and the small checks every engine file uses
+ * (the word hashes are inline in fs.h).
  */
 #include <time.h>
 
@@ -19,22 +20,6 @@ uint64_t fs_mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* splitmix64's finalizer: a bijection of 64-bit words with full avalanche */
-uint64_t fs_mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-uint64_t fs_hash(uint64_t a, uint64_t b, uint64_t c)
-{
-	return fs_mix64(a ^ fs_mix64(b ^ fs_mix64(c + 0x9e3779b97f4a7c15ull)));
 }
 
 uint64_t fs_fnv(const void *p, size_t n)
