@@ -6,7 +6,7 @@
  * FLASH_EFULL -- leaves it live for the retry).
  */
 #include "helpers.h"
-#include "fs.h"   /* fs_siphash24_u64, fs_token_permute */
+#include "fs.h"   /* fs_siphash24_u64, fs_token_permute, fs_mix64 */
 
 #include <stdlib.h>
 #include <string.h>
@@ -369,7 +369,7 @@ static uint64_t unxorshift(uint64_t x, unsigned s)
 }
 
 /* The inverse of splitmix64's finalizer: the public half of the old token
- * numbers, mix64((slot << 48 | sequence) ^ secret). */
+ * numbers, fs_mix64((slot << 48 | sequence) ^ secret). */
 static uint64_t unmix64(uint64_t x)
 {
 	x = unxorshift(x, 31);
@@ -377,16 +377,6 @@ static uint64_t unmix64(uint64_t x)
 	x = unxorshift(x, 27);
 	x *= inv64(0xbf58476d1ce4e5b9ull);
 	return unxorshift(x, 30);
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -414,7 +404,7 @@ static void test_token_numbers_are_unguessable_unique_and_redeemable(void **stat
 	unsigned ncand = 0, small_xor = 0, guessed = 0;
 
 	for (uint64_t r = 1; r < (1ull << 62); r = r * 3 + 7)
-		assert_int_equal(unmix64(mix64(r)), r);   /* the inverse is right */
+		assert_int_equal(unmix64(fs_mix64(r)), r);   /* the inverse is right */
 	/* candidate differences seq ^ (seq + k), k = 1..8 */
 	for (uint64_t a = 0; a < (1u << 16); a++)
 		for (uint64_t k = 1; k <= 8; k++) {
@@ -446,7 +436,7 @@ static void test_token_numbers_are_unguessable_unique_and_redeemable(void **stat
 
 		small_xor += (u ^ unmix64(tok[i + 1])) < (1ull << 20);
 		for (unsigned c = 0; c < ncand; c++)
-			if (mix64(u ^ cand[c]) == tok[i + 1]) {
+			if (fs_mix64(u ^ cand[c]) == tok[i + 1]) {
 				guessed++;
 				break;
 			}
