@@ -25,6 +25,8 @@ PKGS+=(openjdk-17-jdk-headless junit5)                   # bindings/java (JNI, J
 PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; redigo for its bench)
 PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python; python3 also
 #   for tests/cli_feed_refill.sh, which compares records LSN by LSN
+PKGS+=(python3-venv python3-wheel)                        # python_pip: a venv, and setuptools' wheel
+#   build in it (--no-build-isolation: the system's wheel, seen with --system-site-packages)
 PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
 PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks

@@ -1,16 +1,19 @@
 #!/usr/bin/python3
-"""build_ffi.py -- writes the C source of flashstock._native, the cffi
-extension module of the Python binding (API mode, out of line).
+"""build_ffi.py -- the cffi definition of flashstock._native, the extension
+module of the Python binding (API mode, out of line), for both builds:
 
-usage: build_ffi.py HEADER OUT.c
+  - CMake: `build_ffi.py HEADER OUT.c` writes the module's C source, which
+    CMake compiles with the project's flags against libflashstock.so.
+  - pip (setup.py, cffi_modules "build_ffi.py:ffi_from_pkgconfig"): the
+    header and the library of an installed libflashstock, found with
+    pkg-config; setuptools compiles the module.
 
 The cdef below mirrors api/flashstock.h.  Every struct is declared whole
 (no "..."), so the generated module carries the C compiler's offset and
 size of every field, and cffi refuses a struct whose field sizes differ
 from this text (flashstock/__init__.py uses each struct at import, so
 that fails the import); a field the header does not have fails the
-compile, one left out here is found by the python_api layout test.  CMake
-compiles OUT.c with the project's flags and links it to libflashstock.so.
+compile, one left out here is found by the python_api layout test.
 
 Result codes are not listed here: every `#define FLASH_E... -N` line of
 HEADER becomes a constant of the module (its value checked against the C
@@ -19,7 +22,9 @@ next build without a change here.  Codes the library returns that the
 header did not have when the module was built still work: the error
 mapping asks flash_rcname() for their names at run time.
 """
+import os
 import re
+import subprocess
 import sys
 
 import cffi
@@ -297,16 +302,13 @@ def header_codes(header_text):
     return [(m.group(1), int(m.group(2))) for m in CODE_RE.finditer(header_text)]
 
 
-def main(argv):
-    if len(argv) != 3:
-        sys.stderr.write("usage: build_ffi.py HEADER OUT.c\n")
-        return 2
-    header, out = argv[1], argv[2]
-    with open(header, encoding="utf-8") as f:
-        codes = header_codes(f.read())
+def make_ffi(header_text, **build_args):
+    """The FFI of flashstock._native for the header text `header_text`:
+    the cdef, every FLASH_E* code of the header, and the module's source
+    (build_args: include_dirs, libraries, ... for setuptools)."""
+    codes = header_codes(header_text)
     if not codes:
-        sys.stderr.write("build_ffi.py: no FLASH_E* code in %s\n" % header)
-        return 1
+        raise ValueError("no FLASH_E* code in the header")
     ffi = cffi.FFI()
     ffi.cdef(CDEF + "".join("#define %s ...\n" % name for name, _ in codes))
     # the names of the codes, for the error mapping: a C array the module exports
@@ -318,7 +320,65 @@ def main(argv):
                    '#include "flashstock.h"\n'
                    "PyMODINIT_FUNC PyInit__native(void);\n"
                    "static const char *const flash_py_code_names[%d] = { %s };\n"
-                   % (len(codes), names))
+                   % (len(codes), names), **build_args)
+    return ffi
+
+
+class PkgConfigError(RuntimeError):
+    pass
+
+
+def pkg_config(*args):
+    """`pkg-config ARGS flashstock`'s output, stripped; PkgConfigError when
+    pkg-config is missing or does not know flashstock."""
+    try:
+        p = subprocess.run(["pkg-config", *args, "flashstock"], capture_output=True, text=True)
+    except OSError as e:
+        raise PkgConfigError("cannot run pkg-config (Debian: apt-get install pkg-config): %s" % e)
+    if p.returncode != 0:
+        raise PkgConfigError(
+            "pkg-config does not find flashstock (%s): install libflashstock first "
+            "(cmake --install BUILD --prefix P) and set "
+            "PKG_CONFIG_PATH=P/lib/pkgconfig (P/lib/<multiarch>/pkgconfig on Debian's "
+            "default layout)" % (" ".join(p.stderr.split()) or "exit %d" % p.returncode))
+    return p.stdout.strip()
+
+
+def installed_library():
+    """(version, includedir, libdir) of the libflashstock pkg-config finds."""
+    version = pkg_config("--modversion")
+    inc = os.path.realpath(pkg_config("--variable=includedir"))
+    libdir = os.path.realpath(pkg_config("--variable=libdir"))
+    return version, inc, libdir
+
+
+def ffi_from_pkgconfig():
+    """For setup.py (cffi_modules): the module built against the installed
+    libflashstock that pkg-config finds -- its header, and its library found
+    at run time by the extension's run path (no LD_LIBRARY_PATH)."""
+    _, inc, libdir = installed_library()
+    header = os.path.join(inc, "flashstock.h")
+    try:
+        with open(header, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise PkgConfigError("pkg-config names includedir %s, but: %s" % (inc, e))
+    return make_ffi(text, include_dirs=[inc], library_dirs=[libdir], libraries=["flashstock"],
+                    runtime_library_dirs=[libdir])
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write("usage: build_ffi.py HEADER OUT.c\n")
+        return 2
+    header, out = argv[1], argv[2]
+    with open(header, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        ffi = make_ffi(text)
+    except ValueError as e:
+        sys.stderr.write("build_ffi.py: %s: %s\n" % (header, e))
+        return 1
     ffi.emit_c_code(out)
     return 0
 

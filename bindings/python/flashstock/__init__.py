@@ -14,7 +14,9 @@ not usable in a forked child -- is kept here, not by the caller:
     never passed to another thread.  It is closed when its thread ends or
     when the object is closed (close(), or the end of a `with` block),
     whichever comes first.  Each open handle holds one slot of the
-    segment's process table (max_procs).
+    segment's process table (max_procs); open() itself holds none (it
+    checks the segment with a read-only attach), so a thread that only
+    opens and hands the object to others takes no slot.
   - Fork.  In a child made by os.fork() (multiprocessing's "fork" start
     method, too) every handle inherited from the parent is dropped by an
     os.register_at_fork() hook before any code of the child runs; the child
@@ -34,6 +36,10 @@ frozen dataclasses (flashstock._types).  A batch of orders
 OrderResult or the FlashError order() would have raised, and raises only
 for the call itself.
 
+Interpreter: CPython with its GIL (the handle's busy/dead pair relies on
+it), tested with Debian 12's python3 (3.11) and python3-cffi (1.15); a
+free-threaded build is refused at import.
+
 Divisions: 1. module-level calls (codes, segments)  2. the per-thread
 handle  3. FlashStock  4. fork
 """
@@ -44,9 +50,14 @@ import contextlib
 import itertools
 import os as _os
 import struct
+import sys as _sys
 import threading
 import weakref
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+if not getattr(_sys, "_is_gil_enabled", lambda: True)():
+    raise ImportError("flashstock needs CPython with the GIL: its per-thread handles rely on "
+                      "it (this interpreter runs without; start it with PYTHON_GIL=1)")
 
 from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  # noqa: F401
                       DurabilityFailed, Duplicate, Ended, Exists, FateUnknown, FlashError,
@@ -216,11 +227,15 @@ def activity_check(a: Activity) -> None:
 
 def open(name: str, *, readonly: bool = False,  # noqa: A001 -- flashstock.open is the API
          sync_wait_ms: Optional[int] = None) -> "FlashStock":
-    """Attach to segment `name`.  The calling thread's handle is opened at once,
-    so a missing or unusable segment raises here (NoSegment, AttachError, ...).
-    readonly: map it read-only (monitors; no slot is taken).
+    """Attach to segment `name`.  No process slot is taken here: each thread
+    opens its own handle (and takes its slot) on its first call.  The segment
+    is checked at once by a read-only attach, so a missing or unusable one
+    raises here (NoSegment, AttachError, PermissionDenied, ...); what only a
+    writable attach can meet -- NoProc (every slot taken), PermissionDenied
+    on a segment this user may only read -- is raised by a thread's first call.
+    readonly: map it read-only (monitors; no slot is taken, ever).
     sync_wait_ms: the sync wait bound of every handle this object opens
-    (flash_sync_wait_set; default FLASH_SYNC_WAIT_MS_DEFAULT)."""
+    (flash_sync_wait_set, 1 or more; default FLASH_SYNC_WAIT_MS_DEFAULT)."""
     return FlashStock(name, readonly=readonly, sync_wait_ms=sync_wait_ms)
 
 
@@ -300,8 +315,21 @@ class FlashStock:
         self._lock = threading.Lock()
         self._tls = threading.local()
         self._handles: "weakref.WeakSet[_Handle]" = weakref.WeakSet()
-        _live.add(self)
-        self._open_here()
+        if sync_wait_ms is not None and not 0 < sync_wait_ms <= 0xFFFFFFFF:
+            raise InvalidArgument(lib.FLASH_EINVAL, "sync_wait_ms %r: 1 to 2**32 - 1"
+                                  % (sync_wait_ms,))
+        if readonly:
+            # the read-only attach is this thread's handle (it holds no slot)
+            _live.add(self)
+            self._open_here()
+        else:
+            # checks the segment without a slot; each thread's first call
+            # opens its writable handle
+            out = ffi.new("flash_t **")
+            _check(lib.flash_open(self._bname, lib.FLASH_RDONLY, out),
+                   "flash_open %s" % self._name)
+            lib.flash_close(out[0])
+            _live.add(self)
 
     # -- the object ---------------------------------------------------------
 

@@ -16,9 +16,10 @@ Divisions: 1. base class  2. named refusals  2a. the order feed's
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple, Type
+from typing import Dict, Optional, Tuple, Type, Union
 
 from ._native import ffi, lib
+from ._types import OrderResult
 
 __all__ = [
     "FlashError", "SoldOut", "LimitReached", "NotStarted", "Ended", "NotFound",
@@ -36,12 +37,19 @@ __all__ = [
 
 class FlashError(Exception):
     """A flashstock call failed.  `.code` is the negative FLASH_E* code and
-    `.name` its name ("FLASH_ESOLD_OUT"), both straight from the library."""
+    `.name` its name ("FLASH_ESOLD_OUT"), both straight from the library.
+    A named subclass may be made without a code (`SoldOut()`: its own code,
+    e.g. for a test double); FlashError itself needs one."""
 
     code: int
     name: str
 
-    def __init__(self, code: int, detail: Optional[str] = None) -> None:
+    def __init__(self, code: Optional[int] = None, detail: Optional[str] = None) -> None:
+        if code is None:
+            macro = getattr(type(self), "CODE", "")
+            if not macro or not hasattr(lib, macro):
+                raise TypeError("%s() needs a code" % type(self).__name__)
+            code = int(getattr(lib, macro))
         self.code = code
         try:
             self.name, msg = _TEXT[code]
@@ -112,13 +120,23 @@ class BadToken(FlashError):
 
 
 class Duplicate(FlashError):
-    """The request id was seen before (FLASH_EDUPLICATE).  The first outcome
-    is in `.first_code` / `.first_name`; when it was an order, `.order_no`
-    and `.limit_slot` are that order's (`.first_ok` is then True)."""
+    """The request id was seen before (FLASH_EDUPLICATE): the first outcome
+    of that request.  `.first` is its class: OrderResult when it was a placed
+    order -- then `.order_no` and `.limit_slot` are that order's and
+    `.first_ok` is True -- else the exception class that outcome raised
+    (SoldOut, LimitReached, ...; FlashError for a code without a class of
+    its own), as error_for() would give it.  `.first_code` and
+    `.first_name` are its code (0: placed) and name."""
     CODE = "FLASH_EDUPLICATE"
     first_code: int = 0
     order_no: int = 0
     limit_slot: int = 0
+
+    @property
+    def first(self) -> Union[Type[OrderResult], Type[FlashError]]:
+        if self.first_code == 0:
+            return OrderResult
+        return _BY_CODE.get(self.first_code, FlashError)
 
     @property
     def first_ok(self) -> bool:

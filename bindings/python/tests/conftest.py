@@ -15,6 +15,15 @@ import pytest
 
 import flashstock
 
+# python_pip runs these files from a virtualenv the package was pip-installed
+# into: FLASH_PY_EXPECT_PKG is the directory the imported package must be in
+# (not the build tree's, not a copy on some other path)
+_WANT = os.environ.get("FLASH_PY_EXPECT_PKG")
+if _WANT and not os.path.realpath(flashstock.__file__).startswith(
+        os.path.realpath(_WANT) + os.sep):
+    raise ImportError("flashstock imported from %s, not from %s"
+                      % (flashstock.__file__, _WANT))
+
 CLI = os.environ.get("FLASH_CLI", "flashstock")
 _seq = itertools.count(1)
 

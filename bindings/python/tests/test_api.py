@@ -240,6 +240,47 @@ def test_request_id_retry_returns_the_first_outcome(segs):
     fs.close()
 
 
+def test_duplicate_gives_its_first_outcome_as_that_outcomes_class(segs):
+    fs = open_sale(segs, units=2, limit=1)
+    placed = fs.order(1, 10, 300, request_id=900)
+    with pytest.raises(flashstock.LimitReached):
+        fs.order(1, 10, 300, request_id=901)        # the user's second order
+    fs.order(1, 10, 301)                            # the last unit
+    with pytest.raises(flashstock.SoldOut):
+        fs.order(1, 10, 302, request_id=902)
+    want = {900: (300, flashstock.OrderResult), 901: (300, flashstock.LimitReached),
+            902: (302, flashstock.SoldOut)}         # request id: (user, first outcome's class)
+    for rid, (user, cls) in want.items():           # the retries, one by one
+        with pytest.raises(flashstock.Duplicate) as ei:
+            fs.order(1, 10, user, request_id=rid)
+        d = ei.value
+        assert d.first is cls, (rid, d.first)
+        # the int stays for the callers that used it
+        assert d.first_code == (0 if cls is flashstock.OrderResult else flashstock.CODES[cls.CODE])
+        # pickled (a multiprocessing result), the class is still there
+        assert pickle.loads(pickle.dumps(d)).first is cls
+    # a batch returns the same Duplicates
+    outs = fs.order_many([(1, 10, user, 1, 0, rid) for rid, (user, _) in want.items()])
+    assert [type(x) for x in outs] == [flashstock.Duplicate] * 3
+    assert [x.first for x in outs] == [cls for _, cls in want.values()]
+    assert outs[0].order_no == placed.order_no
+    # the classes catch as the first attempt's exception did
+    assert issubclass(outs[2].first, flashstock.SoldOut)
+    assert not issubclass(outs[1].first, flashstock.SoldOut)
+    fs.close()
+
+
+def test_named_errors_are_made_without_a_code_the_base_class_needs_one():
+    e = flashstock.SoldOut()
+    assert e.code == flashstock.CODES["FLASH_ESOLD_OUT"] and e.name == "FLASH_ESOLD_OUT"
+    assert flashstock.Duplicate().first is flashstock.OrderResult   # first_code 0
+    with pytest.raises(TypeError):
+        flashstock.FlashError()
+    with pytest.raises(TypeError):
+        flashstock.AttachError()                    # one class for several codes
+    assert flashstock.FlashError(-1).name == "FLASH_ESOLD_OUT"
+
+
 def test_activity_window_not_started_and_ended(segs):
     name = segs.make()
     with flashstock.open(name) as fs:
@@ -625,7 +666,8 @@ def test_attach_checks_raise_their_attach_error_subclass(segs):
 def test_more_threads_than_process_slots_is_noproc_for_the_extra_thread(segs):
     import threading
     name = segs.make("procs", max_procs=2)
-    fs = flashstock.open(name)                  # slot 1 of 2
+    fs = flashstock.open(name)
+    fs.stats()                                  # slot 1 of 2: this thread's first call
     hold, go = threading.Event(), threading.Event()
     got = []
 
@@ -655,6 +697,42 @@ def test_more_threads_than_process_slots_is_noproc_for_the_extra_thread(segs):
     t4.join()
     assert got == ["FLASH_ENOPROC", "opened"]
     fs.close()
+
+
+def test_open_takes_no_slot_until_a_thread_first_calls(segs):
+    import threading
+    name = segs.make("lazy", max_procs=1)
+    with flashstock.open(name, readonly=True) as ro:    # the observer: never a slot
+        assert ro.stats().procs == 0
+        fs = flashstock.open(name)
+        other = flashstock.open(name)           # a second object: still no slot taken
+        assert ro.stats().procs == 0
+        inside, leave = threading.Event(), threading.Event()
+
+        def worker():
+            fs.stats()                          # its first call: its handle, its slot
+            inside.set()
+            leave.wait(30)
+
+        t = threading.Thread(target=worker)
+        t.start()
+        assert inside.wait(30)
+        assert ro.stats().procs == 1            # the worker's, not the opener's
+        with pytest.raises(flashstock.NoProc):  # the one slot is the worker's
+            other.stats()
+        leave.set()
+        t.join()
+        assert ro.stats().procs == 0            # closed with its thread
+        assert fs.slot() >= 0 and ro.stats().procs == 1     # this thread's first call
+        fs.close()
+        other.close()
+        assert ro.stats().procs == 0
+    # open() still checks the segment at once, without a slot
+    flashstock.seg_destroy(name)
+    with pytest.raises(flashstock.NoSegment):
+        flashstock.open(name)
+    with pytest.raises(flashstock.InvalidArgument):
+        flashstock.open(segs.make("lazy2"), sync_wait_ms=0)
 
 
 def test_an_object_left_open_gives_its_slot_back_at_interpreter_exit(segs):
