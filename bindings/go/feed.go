@@ -12,6 +12,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -106,7 +107,7 @@ type FeedOpts struct {
 // methods may be called from any goroutine: a feed belongs to no thread,
 // and a mutex gives it to one caller at a time, as flashstock.h asks (a
 // Next waiting for a record holds it: Commit, Rewind, Info and Close called
-// meanwhile block until that Next returns, at most its waitMs).  Every other
+// meanwhile block until that Next returns, at most its wait).  Every other
 // call is one bounded C call (Commit: a write, fdatasync, rename and fsync).
 // Nothing is committed implicitly: what was not committed is handed out
 // again after the next open.  An unreachable Feed is closed by a finalizer
@@ -169,10 +170,15 @@ func (f *Feed) Consumer() string { return f.consumer }
 
 // Next returns the record after the last one returned (after the committed
 // position, for the first call since the open or a Rewind), waiting at
-// most waitMs for one to become durable (0: do not wait).  ErrTimeout
+// most wait for one to become durable (0: do not wait; rounded up to whole
+// milliseconds; ErrInval when negative or past 2^32-1 ms).  ErrTimeout
 // when none came (idle: call again); ErrLost, ErrRefill, ErrMySQLRetry,
 // ErrAhead, ErrFeedIdent, ErrCorrupt as flash_feed_next says.
-func (f *Feed) Next(waitMs uint32) (FeedRec, error) {
+func (f *Feed) Next(wait time.Duration) (FeedRec, error) {
+	waitMs, err := msOf(wait)
+	if err != nil {
+		return FeedRec{}, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.f == nil {

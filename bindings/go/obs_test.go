@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 func TestObsCountsAKnownSetOfCallsPerResultCodeOverEveryWorker(t *testing.T) {
@@ -59,10 +60,10 @@ func TestObsCountsAKnownSetOfCallsPerResultCodeOverEveryWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	want[OpRestock][0]++
-	if _, err := h.LockAcquire("obs", 1, 60000); err != nil {
+	if _, err := h.LockAcquire("obs", 1, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.LockAcquire("obs", 2, 60000); !errors.Is(err, ErrLocked) {
+	if _, err := h.LockAcquire("obs", 2, 60*time.Second); !errors.Is(err, ErrLocked) {
 		t.Fatalf("acquire by another owner: %v", err)
 	}
 	if err := h.LockRelease("obs", 1); err != nil {
@@ -158,7 +159,7 @@ func TestObsOnAClosedHandleIsErrClosed(t *testing.T) {
 func TestPinnedObsCountsItsOwnNewestCall(t *testing.T) {
 	name, h := loaded(t, smallOpts(), 1, 0, 1)
 	_ = h.Close()
-	p, err := OpenPinned(name, 0)
+	p, err := OpenPinned(name, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
