@@ -162,7 +162,7 @@ static void sink_drop(amqp_sink_t *s)
 		amqp_destroy_connection(s->as_conn);
 	s->as_conn = NULL;
 	if (s->as_up)
-		s->as_st.lost++;
+		s->as_st.conns_lost++;
 	s->as_up = 0;
 }
 

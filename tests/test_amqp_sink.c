@@ -105,7 +105,7 @@ static void test_nack_and_unknown_tag_drop_the_connection_and_keep_the_position(
 	amqp_sink_stats_get(s, &st);
 	assert_int_equal(st.nacked, 1);
 	assert_int_equal(st.connected, 0);
-	assert_int_equal(st.lost, 1);
+	assert_int_equal(st.conns_lost, 1);
 	assert_non_null(strstr(st.last_error, "basic.nack for tag 4"));
 	/* disconnected: a put is refused and moves nothing */
 	struct flash_record r = { .type = FLASH_REC_ORDER, .order_no = 9 };
