@@ -96,7 +96,7 @@ type FeedInfo struct {
 	DurableLSN   uint64                `c:"fi_durable_lsn"`
 	FirstLSN     uint64                `c:"fi_first_lsn"`
 	LagRecords   uint64                `c:"fi_lag_records"`
-	LagNs        uint64                `c:"fi_lag_ns"`
+	Lag          time.Duration         `c:"fi_lag_ns"` // a uint64 of ns in C
 	CreatedNs    int64                 `c:"fi_created_ns"`
 	CommitNs     int64                 `c:"fi_commit_ns"`
 }
