@@ -1090,6 +1090,57 @@ enum flash_rec_type {
 	                              shards; user_id: tokens retired; ts_ns: when */
 };
 
+/*
+ * One record.  Its members are shared by every type, so what a member holds
+ * depends on the type; the layout is fixed (64 bytes, the ring's and the
+ * WAL's).  Per type, each member and the name it goes by where records are
+ * shown -- `flashstock wal dump`, `flashstock feed` (--json), the RabbitMQ
+ * sink's messages -- which is also what the bindings call it:
+ *
+ *   type      member       name            holds
+ *   ORDER     activity_id  activity_id
+ *             sku_id       sku_id
+ *             qty          qty             units ordered
+ *             order_no     order_no
+ *             user_id      user_id
+ *             ts_ns        ts_ns           CLOCK_REALTIME of the order
+ *             biz_day      biz_day         business day (FLASH_SCOPE_DAY)
+ *             limit_slot   limit_slot      1..K
+ *             request_id   request_id      the request id, or 0
+ *             flags        flags           windowed segment: 0x8000 | request
+ *                                          bank | user bank << 4; else 0
+ *   CANCEL    activity_id, sku_id, order_no, user_id, ts_ns, biz_day,
+ *             limit_slot as ORDER; qty: units given back;
+ *             flags        quota_returned  1 if the user's limit slot came back
+ *   RESTOCK   activity_id, sku_id, ts_ns;
+ *             value        delta           units added (+) or taken (-)
+ *   ACTIVITY  activity_id  activity_id
+ *             value        start_ns        the window's start
+ *             ts_ns        end_ns          the window's end
+ *             biz_day      limit_per_user  bits 0-7
+ *                          scope           bits 8-15 (enum flash_scope)
+ *                          flags           bits 16-31 (FLASH_ACT_*)
+ *             limit_slot   max_qty         (capped at 65535)
+ *             request_id   day_offset_s    (an int64_t stored as uint64_t)
+ *   SKU       activity_id, sku_id, ts_ns;
+ *             value        units           units loaded
+ *             qty          shards          stock shards
+ *   GEN       activity_id  table           the keyed table (section 11)
+ *             sku_id       bank
+ *             qty          op              1 advance, 2 clear
+ *             order_no     generation
+ *             value        start_ns        (advance) the generation's start
+ *                          keys_cleared    (clear) the keys the bank held
+ *             ts_ns        ts_ns
+ *   ARCHIVE   activity_id, ts_ns (when);
+ *             order_no     orders          orders freed (active + cancelled)
+ *             qty          skus            skus freed
+ *             value        shards          stock shards freed
+ *             user_id      tokens          tokens retired
+ *
+ * Every type also carries slot (the producing handle's slot).  A member not
+ * named for a type means nothing in it (those tools leave it out).
+ */
 struct flash_record {
 	uint16_t type;          /* enum flash_rec_type */
 	uint16_t slot;          /* producing handle's slot */
@@ -1108,9 +1159,10 @@ struct flash_record {
 };
 /*
  * An ARCHIVE record: activity_id, ts_ns (CLOCK_REALTIME of the archive), and
- * what was reclaimed: value = orders, qty = skus, biz_day = shards,
- * request_id = tokens.  The feed passes it on; the MariaDB applier marks the
- * activity archived (activities.archived_lsn, archived_ns) and keeps its rows.
+ * what was reclaimed: order_no = orders, qty = skus, value = shards,
+ * user_id = tokens (the table above).  The feed passes it on; the MariaDB
+ * applier marks the activity archived (activities.archived_lsn, archived_ns)
+ * and keeps its rows.
  */
 
 /**
@@ -1453,7 +1505,7 @@ enum flash_feed_source {
 #define FLASH_FEED_MISS_TS    0x2u  /* rec.ts_ns: a CANCEL's or a SKU's time is not kept */
 #define FLASH_FEED_MISS_VALUE 0x4u  /* rec.value: a SKU's initial units (item_stock keeps
                                        only today's total, restocks included); an
-                                       ARCHIVE's counts (value, qty, biz_day, request_id) */
+                                       ARCHIVE's counts (order_no, qty, value, user_id) */
 
 /** One record of the feed. */
 struct flash_feed_rec {

@@ -9,6 +9,7 @@
  *   4. Publishing             the message of a record
  */
 #include "amqp_sink.h"
+#include "wal.h"
 
 #include <amqp.h>
 #include <amqp_framing.h>
@@ -162,7 +163,7 @@ static void sink_drop(amqp_sink_t *s)
 		amqp_destroy_connection(s->as_conn);
 	s->as_conn = NULL;
 	if (s->as_up)
-		s->as_st.lost++;
+		s->as_st.conns_lost++;
 	s->as_up = 0;
 }
 
@@ -419,14 +420,11 @@ int amqp_sink_poll(amqp_sink_t *s, uint32_t wait_ms)
 
 size_t amqp_sink_body(char *buf, size_t cap, uint64_t lsn, const struct flash_record *r)
 {
-	int n = snprintf(buf, cap,
-	                 "{\"lsn\":%" PRIu64 ",\"type\":\"%s\",\"order_no\":%" PRIu64
-	                 ",\"activity_id\":%u,\"sku_id\":%u,\"user_id\":%" PRIu64 ",\"qty\":%u"
-	                 ",\"limit_slot\":%u,\"biz_day\":%u,\"flags\":%u,\"request_id\":%" PRIu64
-	                 ",\"value\":%" PRId64 ",\"ts_ns\":%" PRId64 ",\"slot\":%u}",
-	                 lsn, r->type == FLASH_REC_ORDER ? "order" : "cancel", r->order_no,
-	                 r->activity_id, r->sku_id, r->user_id, r->qty, r->limit_slot, r->biz_day,
-	                 r->flags, r->request_id, r->value, r->ts_ns, r->slot);
+	char f[400];
+	if (wal_rec_fields(f, sizeof f, r, 1) == 0)
+		return 0;
+	int n = snprintf(buf, cap, "{\"lsn\":%" PRIu64 ",\"type\":\"%s\",\"slot\":%u,%s}", lsn,
+	                 wal_rec_type_name(r->type, "unknown"), r->slot, f);
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 

@@ -96,7 +96,7 @@ struct amqp_sink_stats {
 	uint64_t nacked;          /* basic.nack received (each one drops the connection) */
 	uint64_t connects;        /* successful connects */
 	uint64_t reconnects;      /* connects after the first */
-	uint64_t lost;            /* connections lost */
+	uint64_t conns_lost;      /* connections lost (broker gone, nack, confirm timeout) */
 	char     last_error[160]; /* why the last connection was lost or refused ("" none) */
 };
 

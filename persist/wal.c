@@ -59,6 +59,131 @@ const char *wal_rec_type_name(uint16_t type, const char *unknown)
 	}
 }
 
+/* One field of wal_rec_fields: its JSON and text names and its value. */
+struct wal_field {
+	const char *json, *text;
+	int         kind;          /* 'u' unsigned, 'i' signed, 's' a string */
+	uint64_t    u;
+	int64_t     i;
+	const char *s;
+};
+
+#define WF_U(j, t, v) ((struct wal_field){ (j), (t), 'u', (uint64_t)(v), 0, NULL })
+#define WF_I(j, t, v) ((struct wal_field){ (j), (t), 'i', 0, (int64_t)(v), NULL })
+#define WF_S(j, v)    ((struct wal_field){ (j), (j), 's', 0, 0, (v) })
+
+/* The fields of @p r's type into @p f (at most 12); returns how many. */
+static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_field *f)
+{
+	unsigned n = 0;
+
+	switch (r->type) {
+	case 0:                                  /* a feed's gap line: nothing but its LSN */
+		break;
+	case FLASH_REC_ORDER:
+	case FLASH_REC_CANCEL:
+		f[n++] = WF_U("activity_id", "activity", r->activity_id);
+		f[n++] = WF_U("sku_id", "sku", r->sku_id);
+		f[n++] = WF_U("qty", "qty", r->qty);
+		f[n++] = WF_U("order_no", "order", r->order_no);
+		f[n++] = WF_U("user_id", "user", r->user_id);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		f[n++] = WF_U("biz_day", "biz_day", r->biz_day);
+		f[n++] = WF_U("limit_slot", "limit_slot", r->limit_slot);
+		if (r->type == FLASH_REC_ORDER) {
+			f[n++] = WF_U("request_id", "request_id", r->request_id);
+			f[n++] = WF_U("flags", "flags", r->flags);
+		} else {
+			f[n++] = WF_U("quota_returned", "quota_returned", r->flags & 1u);
+		}
+		break;
+	case FLASH_REC_RESTOCK:
+		f[n++] = WF_U("activity_id", "activity", r->activity_id);
+		f[n++] = WF_U("sku_id", "sku", r->sku_id);
+		f[n++] = WF_I("delta", "delta", r->value);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		break;
+	case FLASH_REC_ACTIVITY:
+		f[n++] = WF_U("activity_id", "activity", r->activity_id);
+		f[n++] = WF_I("start_ns", "start_ns", r->value);
+		f[n++] = WF_I("end_ns", "end_ns", r->ts_ns);
+		f[n++] = WF_U("limit_per_user", "limit_per_user", r->biz_day & 0xffu);
+		f[n++] = WF_U("scope", "scope", (r->biz_day >> 8) & 0xffu);
+		f[n++] = WF_U("flags", "flags", r->biz_day >> 16);
+		f[n++] = WF_U("max_qty", "max_qty", r->limit_slot);
+		f[n++] = WF_I("day_offset_s", "day_offset_s", (int64_t)r->request_id);
+		break;
+	case FLASH_REC_SKU:
+		f[n++] = WF_U("activity_id", "activity", r->activity_id);
+		f[n++] = WF_U("sku_id", "sku", r->sku_id);
+		f[n++] = WF_I("units", "units", r->value);
+		f[n++] = WF_U("shards", "shards", r->qty);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		break;
+	case FLASH_REC_GEN:
+		f[n++] = WF_U("table", "table", r->activity_id);
+		f[n++] = WF_U("bank", "bank", r->sku_id);
+		f[n++] = WF_S("op", r->qty == 1 ? "advance" : r->qty == 2 ? "clear" : "?");
+		f[n++] = WF_U("generation", "generation", r->order_no);
+		if (r->qty == 1)
+			f[n++] = WF_I("start_ns", "start_ns", r->value);
+		else
+			f[n++] = WF_I("keys_cleared", "keys_cleared", r->value);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		break;
+	case FLASH_REC_ARCHIVE:
+		f[n++] = WF_U("activity_id", "activity", r->activity_id);
+		f[n++] = WF_U("orders", "orders", r->order_no);
+		f[n++] = WF_U("skus", "skus", r->qty);
+		f[n++] = WF_I("shards", "shards", r->value);
+		f[n++] = WF_U("tokens", "tokens", r->user_id);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		break;
+	default:                                 /* unknown to this version: the struct as it is */
+		f[n++] = WF_U("activity_id", "activity_id", r->activity_id);
+		f[n++] = WF_U("sku_id", "sku_id", r->sku_id);
+		f[n++] = WF_U("qty", "qty", r->qty);
+		f[n++] = WF_U("order_no", "order_no", r->order_no);
+		f[n++] = WF_U("user_id", "user_id", r->user_id);
+		f[n++] = WF_I("value", "value", r->value);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		f[n++] = WF_U("biz_day", "biz_day", r->biz_day);
+		f[n++] = WF_U("limit_slot", "limit_slot", r->limit_slot);
+		f[n++] = WF_U("flags", "flags", r->flags);
+		f[n++] = WF_U("request_id", "request_id", r->request_id);
+		break;
+	}
+	return n;
+}
+
+size_t wal_rec_fields(char *buf, size_t cap, const struct flash_record *r, int json)
+{
+	struct wal_field f[12];
+	unsigned n = wal_rec_field_list(r, f);
+	size_t k = 0;
+
+	if (cap == 0)
+		return 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n; i++) {
+		const char *sep = i == 0 ? "" : json ? "," : " ";
+		int w;
+		if (f[i].kind == 's')
+			w = json ? snprintf(buf + k, cap - k, "%s\"%s\":\"%s\"", sep, f[i].json, f[i].s)
+			         : snprintf(buf + k, cap - k, "%s%s=%s", sep, f[i].text, f[i].s);
+		else if (f[i].kind == 'i')
+			w = json ? snprintf(buf + k, cap - k, "%s\"%s\":%" PRId64, sep, f[i].json, f[i].i)
+			         : snprintf(buf + k, cap - k, "%s%s=%" PRId64, sep, f[i].text, f[i].i);
+		else
+			w = json ? snprintf(buf + k, cap - k, "%s\"%s\":%" PRIu64, sep, f[i].json, f[i].u)
+			         : snprintf(buf + k, cap - k, "%s%s=%" PRIu64, sep, f[i].text, f[i].u);
+		if (w < 0 || (size_t)w >= cap - k)
+			return 0;
+		k += (size_t)w;
+	}
+	return k;
+}
+
 static const char wal_magic[8] = { 'F', 'S', 'W', 'A', 'L', 'S', 'E', 'G' };
 #define WAL_VERSION 1u
 

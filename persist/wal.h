@@ -120,6 +120,21 @@
  * "activity", "sku", "gen", "archive"), or @p unknown for any other value. */
 const char *wal_rec_type_name(uint16_t type, const char *unknown);
 
+/*
+ * The fields of @p r named for what they hold in its type -- the one naming
+ * `wal dump`, `feed` (text and --json) and the RabbitMQ sink's messages
+ * share; api/flashstock.h section 9 (struct flash_record) lists them per
+ * type.  @p json 1: JSON members `"name":value` joined by ','; 0: words
+ * `name=value` joined by ' ' (activity, sku, order, user for activity_id,
+ * sku_id, order_no, user_id; every other name as in JSON).  The common
+ * fields (lsn, type, slot, seq) are the caller's.  A type this version does
+ * not know prints every member under its struct name; type 0 (a feed's gap
+ * line) prints none.
+ * @return the length written (without the NUL), or 0 if it does not fit
+ *         (then @p buf holds a truncated string, or nothing when @p cap is 0).
+ */
+size_t wal_rec_fields(char *buf, size_t cap, const struct flash_record *r, int json);
+
 #define WAL_FILE_HDR_BYTES   64u
 #define WAL_FRAME_HDR_BYTES  32u
 #define WAL_F_COMMIT         0x1u  /* frame flag: first frame of a group commit (see above) */

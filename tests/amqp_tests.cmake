@@ -26,6 +26,13 @@ add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refus
 set_tests_properties(amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals
                      PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
 
+add_test(NAME amqp_sink_started_before_serve_waits_for_the_wal_directory_then_delivers
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp_boot.sh $<TARGET_FILE:flashstock>
+                 $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
+set_tests_properties(amqp_sink_started_before_serve_waits_for_the_wal_directory_then_delivers
+                     PROPERTIES LABELS "amqp;cli" TIMEOUT 180)
+
 # The sink's window, position and refusals without a broker (cmocka).
 if(TARGET test_amqp_sink)
   target_link_libraries(test_amqp_sink PRIVATE flashstock_persist)

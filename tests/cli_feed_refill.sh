@@ -142,17 +142,19 @@ for g in got:
             bad.append("WAL record %d differs: %s vs %s" % (g["lsn"], g, want))
         continue
     mysql_seen = True
-    keys = ["type", "activity_id", "sku_id", "qty", "order_no", "user_id", "biz_day",
-            "limit_slot", "flags", "request_id", "value", "ts_ns"]
-    if "ts" in g["missing"]:
-        keys.remove("ts_ns")
-    if "value" in g["missing"]:
-        keys.remove("value")
-    if "slot" not in g["missing"]:
-        bad.append("LSN %d from MariaDB does not say slot is missing" % g["lsn"])
-    for k in keys:
-        if g[k] != want[k]:
-            bad.append("LSN %d field %s: %r, reference %r" % (g["lsn"], k, g[k], want[k]))
+    # the record's own fields, named per type: the same names as the WAL's
+    # line, the same values but those the refill says are missing
+    if set(g) != set(want):
+        bad.append("LSN %d fields %s, reference %s" % (g["lsn"], sorted(g), sorted(want)))
+    skip = {"lsn", "source", "missing", "gap"} | set(g["missing"])
+    if not {"slot", "seq"} <= set(g["missing"]):
+        bad.append("LSN %d from MariaDB does not say slot and seq are missing" % g["lsn"])
+    for k in sorted(set(want) - skip):
+        if g.get(k) != want[k]:
+            bad.append("LSN %d field %s: %r, reference %r" % (g["lsn"], k, g.get(k), want[k]))
+    for k in g["missing"]:
+        if k not in want or g[k] != 0:
+            bad.append("LSN %d: missing field %s is not a field left 0: %r" % (g["lsn"], k, g.get(k)))
 last = max(ref)
 if nxt != last + 1:
     bad.append("ended at %d, reference at %d" % (nxt - 1, last))

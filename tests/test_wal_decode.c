@@ -682,6 +682,72 @@ static void test_directory_has_one_writer(void **st)
 	wt_rmdir(dir);
 }
 
+/*
+ * wal_rec_fields names each member for what it holds in the record's type
+ * (the names of `wal dump`, `feed --json`, the RabbitMQ sink): a sku's qty
+ * is shards and its value units, an activity's value start_ns and its ts_ns
+ * end_ns, ...; text mode says activity, sku, order, user for the four ids;
+ * a type this version does not know shows every member under its struct
+ * name, a gap line (type 0) none; too small a buffer gives 0.
+ */
+static void test_record_fields_are_named_for_what_they_hold_per_type(void **state)
+{
+	(void)state;
+	struct flash_record r = { .slot = 1, .activity_id = 7, .sku_id = 11, .qty = 2, .order_no = 42,
+	                          .user_id = 99, .value = -5, .ts_ns = 1000, .biz_day = 3 | 2u << 8 | 5u << 16,
+	                          .limit_slot = 4, .flags = 1, .request_id = 555 };
+	static const struct {
+		uint16_t    type;
+		const char *json, *text;
+	} want[] = {
+		{ FLASH_REC_ORDER,
+		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"ts_ns\":1000,"
+		  "\"biz_day\":328195,\"limit_slot\":4,\"request_id\":555,\"flags\":1",
+		  "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 request_id=555 flags=1" },
+		{ FLASH_REC_CANCEL,
+		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"ts_ns\":1000,"
+		  "\"biz_day\":328195,\"limit_slot\":4,\"quota_returned\":1",
+		  "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 quota_returned=1" },
+		{ FLASH_REC_RESTOCK, "\"activity_id\":7,\"sku_id\":11,\"delta\":-5,\"ts_ns\":1000",
+		  "activity=7 sku=11 delta=-5 ts_ns=1000" },
+		{ FLASH_REC_ACTIVITY,
+		  "\"activity_id\":7,\"start_ns\":-5,\"end_ns\":1000,\"limit_per_user\":3,\"scope\":2,"
+		  "\"flags\":5,\"max_qty\":4,\"day_offset_s\":555",
+		  "activity=7 start_ns=-5 end_ns=1000 limit_per_user=3 scope=2 flags=5 max_qty=4 day_offset_s=555" },
+		{ FLASH_REC_SKU, "\"activity_id\":7,\"sku_id\":11,\"units\":-5,\"shards\":2,\"ts_ns\":1000",
+		  "activity=7 sku=11 units=-5 shards=2 ts_ns=1000" },
+		{ FLASH_REC_ARCHIVE,
+		  "\"activity_id\":7,\"orders\":42,\"skus\":2,\"shards\":-5,\"tokens\":99,\"ts_ns\":1000",
+		  "activity=7 orders=42 skus=2 shards=-5 tokens=99 ts_ns=1000" },
+		{ 99,
+		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"value\":-5,"
+		  "\"ts_ns\":1000,\"biz_day\":328195,\"limit_slot\":4,\"flags\":1,\"request_id\":555",
+		  "activity_id=7 sku_id=11 qty=2 order_no=42 user_id=99 value=-5 ts_ns=1000 biz_day=328195 "
+		  "limit_slot=4 flags=1 request_id=555" },
+		{ 0, "", "" },
+	};
+	char buf[512];
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		r.type = want[i].type;
+		assert_int_equal(wal_rec_fields(buf, sizeof buf, &r, 1), strlen(want[i].json));
+		assert_string_equal(buf, want[i].json);
+		assert_int_equal(wal_rec_fields(buf, sizeof buf, &r, 0), strlen(want[i].text));
+		assert_string_equal(buf, want[i].text);
+	}
+	/* a GEN record: op advance carries the generation's start, clear the keys cleared */
+	struct flash_record g = { .type = FLASH_REC_GEN, .activity_id = 1, .sku_id = 2, .qty = 1,
+	                          .order_no = 8, .value = 123, .ts_ns = 1000 };
+	wal_rec_fields(buf, sizeof buf, &g, 1);
+	assert_string_equal(buf, "\"table\":1,\"bank\":2,\"op\":\"advance\",\"generation\":8,"
+	                         "\"start_ns\":123,\"ts_ns\":1000");
+	g.qty = 2;
+	wal_rec_fields(buf, sizeof buf, &g, 0);
+	assert_string_equal(buf, "table=1 bank=2 op=clear generation=8 keys_cleared=123 ts_ns=1000");
+	r.type = FLASH_REC_ORDER;
+	assert_int_equal(wal_rec_fields(buf, 20, &r, 1), 0);
+	assert_int_equal(wal_rec_fields(buf, 0, &r, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -711,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_callback_stop_and_bad_arguments),
 		cmocka_unit_test(test_remove_before_keeps_what_is_not_covered),
 		cmocka_unit_test(test_directory_has_one_writer),
+		cmocka_unit_test(test_record_fields_are_named_for_what_they_hold_per_type),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,14 +44,17 @@ static void feed_help(FILE *out)
 	        "                   durable end\n"
 	        "  --json           one JSON object per line: {\"lsn\", \"type\" (order, cancel,\n"
 	        "                   restock, activity, sku, gen, archive; \"gap\" for a\n"
-	        "                   refill's missing end),\n"
-	        "                   \"slot\", \"seq\", \"activity_id\", \"sku_id\", \"qty\",\n"
-	        "                   \"order_no\", \"user_id\", \"value\", \"ts_ns\", \"biz_day\",\n"
-	        "                   \"limit_slot\", \"flags\", \"request_id\", \"source\" (wal or\n"
-	        "                   mysql), \"missing\" (fields a refill could not give back:\n"
-	        "                   slot, ts, value), \"gap\" (LSNs just below this one that the\n"
-	        "                   refill could not serve: restocks, gens)}.  Without --json the\n"
-	        "                   same fields as name=value\n"
+	        "                   refill's missing end), \"slot\", \"seq\", the record's\n"
+	        "                   fields named for what they hold in its type (below),\n"
+	        "                   \"source\" (wal or mysql), \"missing\" (the names of the\n"
+	        "                   fields a refill could not give back, left 0: slot, seq,\n"
+	        "                   ts_ns, a sku's units, an archive's counts), \"gap\" (LSNs\n"
+	        "                   just below this one that the refill could not serve:\n"
+	        "                   restocks, gens)}.  Without --json the same fields as\n"
+	        "                   name=value (activity, sku, order, user for activity_id,\n"
+	        "                   sku_id, order_no, user_id; missing=a,b or -).  The fields\n"
+	        "                   per type:\n"
+	        TOOL_REC_FIELDS_HELP
 	        "  --commit auto    (default) the position advances only past records already\n"
 	        "                   printed: after a batch of lines is written and stdout\n"
 	        "                   flushed, the last printed LSN is committed (fsync'd),\n"
@@ -84,42 +87,56 @@ static void feed_on_signal(int sig)
 	feed_stop = 1;
 }
 
+/*
+ * The names of the fields a refill left out (fr_missing), as the record's
+ * own names: FLASH_FEED_MISS_SLOT is slot and seq, _TS ts_ns, _VALUE the
+ * fields the type keeps there (a sku's units, an archive's counts).
+ * Returns how many names went into @p v.
+ */
+static unsigned feed_missing_names(const struct flash_feed_rec *r, const char **v)
+{
+	unsigned n = 0;
+	if (r->fr_missing & FLASH_FEED_MISS_SLOT) {
+		v[n++] = "slot";
+		v[n++] = "seq";
+	}
+	if (r->fr_missing & FLASH_FEED_MISS_TS)
+		v[n++] = "ts_ns";
+	if (r->fr_missing & FLASH_FEED_MISS_VALUE) {
+		if (r->fr_rec.type == FLASH_REC_SKU) {
+			v[n++] = "units";
+		} else if (r->fr_rec.type == FLASH_REC_ARCHIVE) {
+			v[n++] = "orders";
+			v[n++] = "skus";
+			v[n++] = "shards";
+			v[n++] = "tokens";
+		}
+	}
+	return n;
+}
+
 static void feed_print(const struct flash_feed_rec *r, int json)
 {
 	const struct flash_record *x = &r->fr_rec;
 	const char *type = x->type == 0 ? "gap" : wal_rec_type_name(x->type, "unknown");
-	char miss[32] = "";
-	size_t k = 0;
-	if (r->fr_missing & FLASH_FEED_MISS_SLOT)
-		k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "", "slot");
-	if (r->fr_missing & FLASH_FEED_MISS_TS)
-		k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "", "ts");
-	if (r->fr_missing & FLASH_FEED_MISS_VALUE)
-		k += (size_t)snprintf(miss + k, sizeof miss - k, "%s%s", k ? "," : "", "value");
+	const char *miss[8];
+	unsigned nmiss = feed_missing_names(r, miss);
+	char f[512];
+	(void)wal_rec_fields(f, sizeof f, x, json);
 	const char *src = r->fr_source == FLASH_FEED_MYSQL ? "mysql" : "wal";
 	if (json) {
-		printf("{\"lsn\":%" PRIu64 ",\"type\":\"%s\",\"slot\":%u,\"seq\":%" PRIu64
-		       ",\"activity_id\":%u,\"sku_id\":%u,\"qty\":%u,\"order_no\":%" PRIu64
-		       ",\"user_id\":%" PRIu64 ",\"value\":%" PRId64 ",\"ts_ns\":%" PRId64
-		       ",\"biz_day\":%u,\"limit_slot\":%u,\"flags\":%u,\"request_id\":%" PRIu64
+		printf("{\"lsn\":%" PRIu64 ",\"type\":\"%s\",\"slot\":%u,\"seq\":%" PRIu64 "%s%s"
 		       ",\"source\":\"%s\",\"missing\":[",
-		       r->fr_lsn, type, x->slot, r->fr_seq, x->activity_id, x->sku_id, x->qty, x->order_no,
-		       x->user_id, x->value, x->ts_ns, x->biz_day, x->limit_slot, x->flags, x->request_id, src);
-		const char *names[] = { "slot", "ts", "value" };
-		int first = 1;
-		for (int i = 0; i < 3; i++)
-			if (r->fr_missing & (1u << i)) {
-				printf("%s\"%s\"", first ? "" : ",", names[i]);
-				first = 0;
-			}
+		       r->fr_lsn, type, x->slot, r->fr_seq, f[0] ? "," : "", f, src);
+		for (unsigned i = 0; i < nmiss; i++)
+			printf("%s\"%s\"", i ? "," : "", miss[i]);
 		printf("],\"gap\":%" PRIu64 "}\n", r->fr_gap);
 	} else {
-		printf("lsn=%" PRIu64 " type=%s slot=%u seq=%" PRIu64 " activity=%u sku=%u qty=%u order=%" PRIu64
-		       " user=%" PRIu64 " value=%" PRId64 " ts_ns=%" PRId64 " biz_day=%u limit_slot=%u flags=%u"
-		       " request_id=%" PRIu64 " source=%s missing=%s gap=%" PRIu64 "\n",
-		       r->fr_lsn, type, x->slot, r->fr_seq, x->activity_id, x->sku_id, x->qty, x->order_no,
-		       x->user_id, x->value, x->ts_ns, x->biz_day, x->limit_slot, x->flags, x->request_id, src,
-		       k ? miss : "-", r->fr_gap);
+		printf("lsn=%" PRIu64 " type=%s slot=%u seq=%" PRIu64 "%s%s source=%s missing=",
+		       r->fr_lsn, type, x->slot, r->fr_seq, f[0] ? " " : "", f, src);
+		for (unsigned i = 0; i < nmiss; i++)
+			printf("%s%s", i ? "," : "", miss[i]);
+		printf("%s gap=%" PRIu64 "\n", nmiss ? "" : "-", r->fr_gap);
 	}
 }
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "amqp_sink.h"
@@ -40,7 +41,8 @@ static void feed_to_help(FILE *out)
 	        "exchange X (default flashstock.orders, type topic) of RabbitMQ, as persistent\n"
 	        "messages with publisher confirms: routing key and AMQP type 'order' or 'cancel',\n"
 	        "message-id the order number (an order and its cancel share it: drop duplicates by\n"
-	        "type and message-id), header 'lsn', a JSON body with every field of the record.\n"
+	        "type and message-id), header 'lsn', a JSON body with the record's fields named\n"
+	        "as `flashstock feed --json` names them (see `flashstock feed --help`).\n"
 	        "Other records (restock, catalog) are passed over.  --to @FILE reads the URL\n"
 	        "from FILE's first line (keep its password out of ps and shell history).\n"
 	        "\n"
@@ -56,6 +58,9 @@ static void feed_to_help(FILE *out)
 	        "the WAL's durable end, or at its oldest record with --from-start; only durable\n"
 	        "records are read.  --mysql URL refills a range WAL retention removed from\n"
 	        "MariaDB (see `flashstock feed --help`).\n"
+	        "DIR not there yet (the sink started before serve made it, as units started\n"
+	        "together at boot may): the sink says so on stderr and waits for it with the\n"
+	        "broker's backoff, until SIGTERM/SIGINT (exit 0, nothing registered).\n"
 	        "--queue Q declares a durable queue Q bound to the exchange with key '#':\n"
 	        "RabbitMQ confirms and drops what no queue takes, so bind one before publishing.\n"
 	        "\n"
@@ -63,8 +68,14 @@ static void feed_to_help(FILE *out)
 	        "  feed --to: confirmed_lsn=L end_lsn=E lag=R in_flight=F published=P acked=A\n"
 	        "  nacked=K reconnects=C connected=0|1\n"
 	        "and, with --status FILE, the same figures as one JSON object in FILE (replaced\n"
-	        "atomically, every 200 ms).  SIGTERM or SIGINT: waits up to the confirm timeout\n"
-	        "for what is in flight, commits the confirmed LSN, exits 0.\n"
+	        "atomically, every 200 ms): {\"confirmed_lsn\", \"committed_lsn\", \"end_lsn\",\n"
+	        "\"lag_records\", \"in_flight\", \"published\", \"acked\", \"nacked\", \"connects\",\n"
+	        "\"reconnects\" (connects after the first), \"connections_lost\" (the broker gone\n"
+	        "or hung, a nack, a confirm timeout), \"connected\", \"waiting_for_wal\" (1 while\n"
+	        "DIR does not exist), \"last_error\"}.  (A consumer lost to retention is\n"
+	        "another thing: exit 3, and `feed --list` says state \"lost\".)\n"
+	        "SIGTERM or SIGINT: waits up to the confirm timeout for what is in flight,\n"
+	        "commits the confirmed LSN, exits 0.\n"
 	        "\n"
 	        "exit: 0 stopped by a signal; 1 the broker refused the login or a declare, or the\n"
 	        "feed cannot be read; 2 usage error; 3 the consumer is lost (WAL removed past\n"
@@ -211,7 +222,7 @@ static void feed_to_on_signal(int sig)
 }
 
 static void feed_to_figures(FILE *out, int json, const struct amqp_sink_stats *st,
-                            uint64_t end_lsn, uint64_t committed)
+                            uint64_t end_lsn, uint64_t committed, unsigned waiting)
 {
 	uint64_t lag = end_lsn > st->confirmed_lsn ? end_lsn - st->confirmed_lsn : 0;
 
@@ -220,9 +231,10 @@ static void feed_to_figures(FILE *out, int json, const struct amqp_sink_stats *s
 		        "{\"confirmed_lsn\":%" PRIu64 ",\"committed_lsn\":%" PRIu64 ",\"end_lsn\":%" PRIu64
 		        ",\"lag_records\":%" PRIu64 ",\"in_flight\":%u,\"published\":%" PRIu64
 		        ",\"acked\":%" PRIu64 ",\"nacked\":%" PRIu64 ",\"connects\":%" PRIu64
-		        ",\"reconnects\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"connected\":%u,\"last_error\":",
+		        ",\"reconnects\":%" PRIu64 ",\"connections_lost\":%" PRIu64 ",\"connected\":%u"
+		        ",\"waiting_for_wal\":%u,\"last_error\":",
 		        st->confirmed_lsn, committed, end_lsn, lag, st->in_flight, st->published, st->acked,
-		        st->nacked, st->connects, st->reconnects, st->lost, st->connected);
+		        st->nacked, st->connects, st->reconnects, st->conns_lost, st->connected, waiting);
 		tool_json_str(out, st->last_error);
 		fprintf(out, "}\n");
 	} else {
@@ -240,7 +252,7 @@ static void feed_to_figures(FILE *out, int json, const struct amqp_sink_stats *s
  * see half a file).  Not fsync'd: it is a view, the position file is the
  * durable state. */
 static void feed_to_status(const char *path, const struct amqp_sink_stats *st, uint64_t end_lsn,
-                           uint64_t committed)
+                           uint64_t committed, unsigned waiting)
 {
 	char tmp[4200];
 	FILE *f;
@@ -249,7 +261,7 @@ static void feed_to_status(const char *path, const struct amqp_sink_stats *st, u
 	f = fopen(tmp, "w");
 	if (f == NULL)
 		return;
-	feed_to_figures(f, 1, st, end_lsn, committed);
+	feed_to_figures(f, 1, st, end_lsn, committed, waiting);
 	if (fclose(f) == 0)
 		(void)rename(tmp, path);
 }
@@ -299,12 +311,12 @@ static int feed_to_run(const struct feed_to_opts *o, struct sink_source *src, am
 				break;
 			}
 			if (o->status)
-				feed_to_status(o->status, &st, src->ops->end_lsn(src), src->committed);
+				feed_to_status(o->status, &st, src->ops->end_lsn(src), src->committed, 0);
 			next_commit = now + 200000000;
 		}
 		if (o->progress_s && now >= next_progress) {
 			if (next_progress != 0)
-				feed_to_figures(stderr, 0, &st, src->ops->end_lsn(src), src->committed);
+				feed_to_figures(stderr, 0, &st, src->ops->end_lsn(src), src->committed, 0);
 			next_progress = now + (int64_t)o->progress_s * 1000000000;
 		}
 		if (!st.connected) {
@@ -379,10 +391,47 @@ static int feed_to_run(const struct feed_to_opts *o, struct sink_source *src, am
 		if (st.confirmed_lsn > src->committed && src->ops->commit(src, st.confirmed_lsn) != FLASH_OK)
 			ret = tool_failf("feed --to: commit: %s", src->what);
 		if (o->status)
-			feed_to_status(o->status, &st, src->ops->end_lsn(src), src->committed);
-		feed_to_figures(stderr, 0, &st, src->ops->end_lsn(src), src->committed);
+			feed_to_status(o->status, &st, src->ops->end_lsn(src), src->committed, 0);
+		feed_to_figures(stderr, 0, &st, src->ops->end_lsn(src), src->committed, 0);
 	}
 	return ret;
+}
+
+/*
+ * Open the source, waiting while the WAL directory does not exist: it is
+ * serve's to make, and units started together at boot may start the sink
+ * first.  The wait is the broker's (the same backoff, one line on stderr
+ * when it starts and one when the directory appears, the status file
+ * saying waiting_for_wal) and ends at SIGTERM/SIGINT (FLASH_ECANCELLED:
+ * stopped, nothing registered).  Any other failure to open is returned.
+ */
+static int feed_to_open_source(const struct feed_to_opts *o, amqp_sink_t *sk,
+                               struct sink_source **src, char *why, size_t cap)
+{
+	unsigned attempts = 0, seed = (unsigned)getpid();
+	struct amqp_sink_stats st;
+	struct stat sb;
+
+	for (;;) {
+		int rc = sink_source_open(&o->src, src, why, cap);
+		if (rc != FLASH_ENOT_FOUND || stat(o->src.wal_dir, &sb) == 0 || errno != ENOENT) {
+			if (rc == FLASH_OK && attempts > 0)
+				fprintf(stderr, "flashstock: feed --to: WAL directory %s is there; reading as "
+				        "consumer %s\n", o->src.wal_dir, o->src.consumer);
+			return rc;
+		}
+		if (attempts++ == 0)
+			fprintf(stderr, "flashstock: feed --to: WAL directory %s does not exist yet; waiting for "
+			        "serve to make it\n", o->src.wal_dir);
+		if (o->status) {
+			amqp_sink_stats_get(sk, &st);
+			snprintf(st.last_error, sizeof st.last_error, "waiting for the WAL directory");
+			feed_to_status(o->status, &st, 0, 0, 1);
+		}
+		feed_to_sleep_ms(feed_to_backoff_ms(attempts - 1, o->backoff_max_ms, &seed));
+		if (feed_to_stop)
+			return FLASH_ECANCELLED;
+	}
 }
 
 int cmd_feed_to(int argc, char **argv)
@@ -402,17 +451,22 @@ int cmd_feed_to(int argc, char **argv)
 		return tool_usage_err("feed", "--to: not an AMQP URL this sink can use");
 	if (rc != FLASH_OK)
 		return tool_fail("feed --to", rc);
-	rc = sink_source_open(&o.src, &src, why, sizeof why);
-	if (rc != FLASH_OK) {
-		amqp_sink_free(sk);
-		return tool_failf("feed --to: %s: %s", o.src.wal_dir, why[0] ? why : flash_strerror(rc));
-	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = feed_to_on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	rc = feed_to_open_source(&o, sk, &src, why, sizeof why);
+	if (rc == FLASH_ECANCELLED) {
+		fprintf(stderr, "flashstock: feed --to: stopped while waiting for the WAL directory\n");
+		amqp_sink_free(sk);
+		return TOOL_OK;
+	}
+	if (rc != FLASH_OK) {
+		amqp_sink_free(sk);
+		return tool_failf("feed --to: %s: %s", o.src.wal_dir, why[0] ? why : flash_strerror(rc));
+	}
 	rc = feed_to_run(&o, src, sk);
 	amqp_sink_free(sk);
 	src->ops->close(src);

@@ -41,8 +41,11 @@ static void wal_help(FILE *out)
 	        "        needs the WAL's writer lock: not while `serve` runs on DIR); it never\n"
 	        "        cuts corruption.  It also shows the WAL's incarnation: the identity of\n"
 	        "        the segment it belongs to (`flashstock status` shows the segment's).\n"
-	        "dump    prints one line per record from LSN (default 1): lsn, type, slot, seq,\n"
-	        "        activity, sku, qty, order, user, value.\n"
+	        "dump    prints one line per record from LSN (default 1): lsn, type, slot=, seq=,\n"
+	        "        then the record's fields named for what they hold in its type\n"
+	        "        (name=value; activity, sku, order, user for activity_id, sku_id,\n"
+	        "        order_no, user_id):\n"
+	        TOOL_REC_FIELDS_HELP
 	        "snapshots  lists the snapshots `serve` wrote in DIR (snap-<LSN>.fss), oldest\n"
 	        "        first: LSN, file size, segment bytes, skus folded, and ok, CORRUPT or\n"
 	        "        UNREADABLE (why: e.g. a FIFO has its name); with --json one object\n"
@@ -74,11 +77,11 @@ static int wal_dump_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 	struct wal_dump *d = arg;
 	if (type == WAL_T_RECORD && len >= sizeof(struct wal_rec)) {
 		struct wal_rec r;
+		char f[512];
 		memcpy(&r, p, sizeof r);
-		printf("%" PRIu64 " %s slot=%u seq=%" PRIu64 " activity=%u sku=%u qty=%u order=%" PRIu64
-		       " user=%" PRIu64 " value=%" PRId64 "\n", lsn, wal_rec_type_name(r.wr_rec.type, "?"),
-		       r.wr_rec.slot, r.wr_seq, r.wr_rec.activity_id, r.wr_rec.sku_id, r.wr_rec.qty,
-		       r.wr_rec.order_no, r.wr_rec.user_id, r.wr_rec.value);
+		(void)wal_rec_fields(f, sizeof f, &r.wr_rec, 0);
+		printf("%" PRIu64 " %s slot=%u seq=%" PRIu64 "%s%s\n", lsn,
+		       wal_rec_type_name(r.wr_rec.type, "?"), r.wr_rec.slot, r.wr_seq, f[0] ? " " : "", f);
 	} else {
 		printf("%" PRIu64 " frame type=%u len=%u\n", lsn, type, len);
 	}

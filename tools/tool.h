@@ -121,6 +121,23 @@ const char *tool_scope_name(uint32_t scope);
 /** Write @p s as a JSON string (quotes included, escapes as needed). */
 void tool_json_str(FILE *out, const char *s);
 
+/* The fields of a record per type, as `wal dump` and `feed` print them
+ * (wal_rec_fields in persist/wal.c; the names of --json, and of text where
+ * activity, sku, order, user stand for activity_id, sku_id, order_no,
+ * user_id), for their --help. */
+#define TOOL_REC_FIELDS_HELP \
+	"  order     activity_id sku_id qty (units) order_no user_id ts_ns biz_day\n" \
+	"            limit_slot request_id flags (windowed segments: 0x8000 | banks)\n" \
+	"  cancel    activity_id sku_id qty (units given back) order_no user_id ts_ns\n" \
+	"            biz_day limit_slot quota_returned (0 or 1)\n" \
+	"  restock   activity_id sku_id delta (units, + or -) ts_ns\n" \
+	"  activity  activity_id start_ns end_ns limit_per_user scope flags max_qty\n" \
+	"            day_offset_s\n" \
+	"  sku       activity_id sku_id units (loaded) shards ts_ns\n" \
+	"  gen       table bank op (advance or clear) generation start_ns (advance) or\n" \
+	"            keys_cleared (clear) ts_ns\n" \
+	"  archive   activity_id orders skus shards tokens (what was reclaimed) ts_ns\n"
+
 /* ---- clocks ------------------------------------------------------------ */
 
 int64_t tool_realtime_ns(void);

@@ -172,7 +172,7 @@ func TestTokensRequiredRedeemOnce(t *testing.T) {
 	if _, err := h.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 5, Qty: 1}); !errors.Is(err, ErrBadToken) {
 		t.Errorf("order without token: %v", err)
 	}
-	tok, err := h.TokenIssue(1, 10, 5, 60000)
+	tok, err := h.TokenIssue(1, 10, 5, 60*time.Second)
 	if err != nil || tok == 0 {
 		t.Fatalf("TokenIssue: %d, %v", tok, err)
 	}
@@ -182,7 +182,7 @@ func TestTokensRequiredRedeemOnce(t *testing.T) {
 	if _, err := h.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 5, Qty: 1, Token: tok}); !errors.Is(err, ErrBadToken) {
 		t.Errorf("token reused: %v", err)
 	}
-	tok2, _ := h.TokenIssue(1, 10, 5, 60000)
+	tok2, _ := h.TokenIssue(1, 10, 5, 60*time.Second)
 	if err := h.TokenRedeem(1, 10, 6, tok2); !errors.Is(err, ErrBadToken) {
 		t.Errorf("another user's token: %v", err)
 	}
@@ -192,24 +192,24 @@ func TestTokensRequiredRedeemOnce(t *testing.T) {
 	if err := h.TokenRedeem(1, 10, 5, tok2); !errors.Is(err, ErrBadToken) {
 		t.Errorf("TokenRedeem twice: %v", err)
 	}
-	if _, err := h.TokenIssue(1, 10, 0, 1000); !errors.Is(err, ErrInval) {
+	if _, err := h.TokenIssue(1, 10, 0, time.Second); !errors.Is(err, ErrInval) {
 		t.Errorf("TokenIssue user 0: %v", err)
 	}
 }
 
 func TestLocksFenceGrowsOwnerOnly(t *testing.T) {
 	_, h := loaded(t, smallOpts(), 1, 0, 1)
-	f1, err := h.LockAcquire("job", 11, 60000)
+	f1, err := h.LockAcquire("job", 11, 60*time.Second)
 	if err != nil || f1 == 0 {
 		t.Fatalf("LockAcquire: %d, %v", f1, err)
 	}
-	if _, err := h.LockAcquire("job", 12, 60000); !errors.Is(err, ErrLocked) {
+	if _, err := h.LockAcquire("job", 12, 60*time.Second); !errors.Is(err, ErrLocked) {
 		t.Errorf("acquire by another owner: %v", err)
 	}
-	if err := h.LockRenew("job", 12, 1000); !errors.Is(err, ErrNotOwner) {
+	if err := h.LockRenew("job", 12, time.Second); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("renew by another owner: %v", err)
 	}
-	if err := h.LockRenew("job", 11, 1000); err != nil {
+	if err := h.LockRenew("job", 11, time.Second); err != nil {
 		t.Errorf("renew: %v", err)
 	}
 	if err := h.LockRelease("job", 12); !errors.Is(err, ErrNotOwner) {
@@ -218,7 +218,7 @@ func TestLocksFenceGrowsOwnerOnly(t *testing.T) {
 	if err := h.LockRelease("job", 11); err != nil {
 		t.Errorf("release: %v", err)
 	}
-	f2, err := h.LockAcquire("job", 12, 60000)
+	f2, err := h.LockAcquire("job", 12, 60*time.Second)
 	if err != nil || f2 <= f1 {
 		t.Errorf("second grant: fence %d after %d, %v", f2, f1, err)
 	}
@@ -300,7 +300,7 @@ func TestSyncOrderPastContextDeadlineIsFateUnknownAndPlaced(t *testing.T) {
 		t.Errorf("available %d, want 9 (one order placed)", s.Available)
 	}
 	// the handle's own bound applies without a deadline
-	if err := h.SetSyncWait(20); err != nil {
+	if err := h.SetSyncWait(20 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.DurableWait(context.Background(), r); !errors.Is(err, ErrFateUnknown) {

@@ -86,7 +86,7 @@ func viaPinned(t *testing.T, name string, fn func(p *Pinned)) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p, err := OpenPinned(name, 0)
+		p, err := OpenPinned(name, Options{})
 		if err != nil {
 			t.Errorf("OpenPinned: %v", err)
 			return
@@ -325,7 +325,7 @@ func TestOrderManyHandleRefusalsPlaceNothingAndLeaveOut(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan error)
 	go func() {
-		p, err := OpenPinned(name, 0)
+		p, err := OpenPinned(name, Options{})
 		if err != nil {
 			done <- err
 			return
@@ -450,7 +450,7 @@ func TestOrderManySyncWithoutDaemonIsFateUnknownForEveryPlacedOrder(t *testing.T
 	for i := range reqs {
 		reqs[i].UserID += 10
 	}
-	if err := h.SetSyncWait(20); err != nil {
+	if err := h.SetSyncWait(20 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	out, err = h.OrderMany(context.Background(), reqs, out[:0])

@@ -23,7 +23,7 @@ func benchSeg(b *testing.B) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = Destroy(name) })
-	p, err := OpenPinned(name, 0)
+	p, err := OpenPinned(name, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func benchSeg(b *testing.B) string {
 func BenchmarkOrderPinned(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	p, err := OpenPinned(benchSeg(b), 0)
+	p, err := OpenPinned(benchSeg(b), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

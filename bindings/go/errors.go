@@ -1,6 +1,9 @@
 // errors.go -- flashstock's one error space in Go: every negative FLASH_E*
 // code is an *Error carrying the code and its flash_rcname(); the common
-// refusals are sentinel values to compare with errors.Is.
+// refusals are sentinel values to compare with errors.Is; the two outcomes
+// that carry a result (a duplicate request's first outcome, a sync order's
+// receipt whose fate is unknown) are *DuplicateError and *FateUnknownError,
+// for errors.As, which match their sentinels under errors.Is.
 package flashstock
 
 /*
@@ -8,7 +11,10 @@ package flashstock
 */
 import "C"
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // Error is a flashstock result code.  Code is the negative FLASH_E* value,
 // Name its symbolic name (flash_rcname: "FLASH_ESOLD_OUT", or "FLASH_E?"
@@ -16,32 +22,23 @@ import "errors"
 //
 // Two *Error values match under errors.Is when their codes are equal, so
 // errors.Is(err, flashstock.ErrSoldOut) holds for every sold-out refusal,
-// and errors.As(err, &e) gives the code of any.  An error that also has a
-// cause (FLASH_EFATE_UNKNOWN when a context ended the wait) unwraps to it:
-// errors.Is(err, context.DeadlineExceeded) holds as well.
+// and errors.As(err, &e) gives the code of any.  The two outcomes that
+// come with a result are errors of their own types, which match the same
+// way: *DuplicateError (the first outcome) and *FateUnknownError (the
+// receipt, and the context's error it unwraps to).
 type Error struct {
-	Code  int
-	Name  string
-	Msg   string
-	cause error
+	Code int
+	Name string
+	Msg  string
 }
 
-func (e *Error) Error() string {
-	s := "flashstock: " + e.Name + ": " + e.Msg
-	if e.cause != nil {
-		s += " (" + e.cause.Error() + ")"
-	}
-	return s
-}
+func (e *Error) Error() string { return "flashstock: " + e.Name + ": " + e.Msg }
 
 // Is reports whether target is an *Error with the same code.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code
 }
-
-// Unwrap returns the cause (a context's error), or nil.
-func (e *Error) Unwrap() error { return e.cause }
 
 // codeSpan bounds the codes looked up once at start: every code from -1 to
 // -codeSpan that flash_rcname knows gets one shared *Error, so that a
@@ -90,19 +87,103 @@ func codeError(rc C.int) error {
 	return codeErr(int(rc))
 }
 
-// withCause returns a copy of e that unwraps to cause.
-func withCause(e *Error, cause error) error {
-	if cause == nil {
-		return e
-	}
-	c := *e
-	c.cause = cause
-	return &c
-}
-
 // ErrClosed is returned by a call on a Handle or Pinned after Close.  It is
 // the binding's own, not a flashstock result code.
 var ErrClosed = errors.New("flashstock: handle closed")
+
+// ErrRunReentry is returned by a method of a Handle called from inside a
+// function that Handle's Run is running, on Run's goroutine: the worker
+// running the function is the one such a call would wait for (Close,
+// DurableWait of its orders, Obs, SetSyncWait) or, with one worker, the
+// only one there is, so the call would never return.  Nothing is done.
+// Use the *Pinned that Run lends instead.  The binding's own error.
+var ErrRunReentry = errors.New("flashstock: Handle method called inside its own Run: use the Pinned Run lends")
+
+// DuplicateError is the error of an order whose request id was seen
+// before (FLASH_EDUPLICATE): nothing was taken, and the fields give the
+// first outcome of that request id.  errors.Is(err, ErrDuplicate) holds,
+// and errors.As(err, &fe) with fe a *Error gives ErrDuplicate's code, as
+// for every refusal; errors.As(err, &de) with de a *DuplicateError gives
+// the first outcome.  It is a new value per refusal (retries are rare:
+// the refusals of the order path stay shared values).
+type DuplicateError struct {
+	FirstRC   int32  // the first outcome's result code: 0 placed, else a FLASH_E* code
+	OrderNo   uint64 // the first outcome's order number when it was placed (FirstRC 0)
+	LimitSlot uint32 // its limit slot, as OrderRes.LimitSlot
+	Slot      int    // process-table slot of the native handle that answered
+}
+
+func (e *DuplicateError) Error() string {
+	s := "flashstock: FLASH_EDUPLICATE: " + ErrDuplicate.Msg + ": first outcome "
+	if e.FirstRC == 0 {
+		return s + "placed, order " + strconv.FormatUint(e.OrderNo, 10)
+	}
+	return s + RCName(int(e.FirstRC))
+}
+
+// First is the first outcome as an error: nil when it was placed, else
+// the *Error of FirstRC (errors.Is(e.First(), ErrSoldOut), ...).
+func (e *DuplicateError) First() error { return CodeError(int(e.FirstRC)) }
+
+// Is reports whether target is ErrDuplicate (an *Error of its code) or a
+// *DuplicateError with the same first outcome.
+func (e *DuplicateError) Is(target error) bool {
+	if t, ok := target.(*DuplicateError); ok {
+		return *t == *e
+	}
+	return ErrDuplicate.Is(target)
+}
+
+// Unwrap returns ErrDuplicate, so that errors.As(err, &fe) finds its *Error.
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
+
+// FateUnknownError is the error of a sync call whose wait for the record
+// to be durable ended first (FLASH_EFATE_UNKNOWN): the operation was done
+// in memory and is not yet known durable.  Receipt is the order's --
+// filled as for success by Order and OrderMany (and DurableWait, the one
+// it was given), so that DurableWait(ctx, e.Receipt) learns the fate later
+// -- and zero for Cancel and Restock.  errors.Is(err, ErrFateUnknown)
+// holds, errors.As(err, &fe) with fe a *Error gives ErrFateUnknown, and
+// the error unwraps to its cause: context.DeadlineExceeded or
+// context.Canceled when a context ended the wait (nil when the handle's
+// own bound did).
+type FateUnknownError struct {
+	Receipt Receipt
+	cause   error
+}
+
+func (e *FateUnknownError) Error() string {
+	s := "flashstock: FLASH_EFATE_UNKNOWN: " + ErrFateUnknown.Msg
+	if e.Receipt.OrderNo != 0 {
+		s += ": order " + strconv.FormatUint(e.Receipt.OrderNo, 10)
+	}
+	if e.cause != nil {
+		s += " (" + e.cause.Error() + ")"
+	}
+	return s
+}
+
+// Is reports whether target is ErrFateUnknown (an *Error of its code) or a
+// *FateUnknownError with the same receipt.
+func (e *FateUnknownError) Is(target error) bool {
+	if t, ok := target.(*FateUnknownError); ok {
+		return t.Receipt == e.Receipt
+	}
+	return ErrFateUnknown.Is(target)
+}
+
+// As sets *target to ErrFateUnknown when target is a **Error, so that
+// errors.As(err, &fe) gives the code as for every flashstock error.
+func (e *FateUnknownError) As(target any) bool {
+	if t, ok := target.(**Error); ok {
+		*t = ErrFateUnknown
+		return true
+	}
+	return false
+}
+
+// Unwrap returns the cause (a context's error), or nil.
+func (e *FateUnknownError) Unwrap() error { return e.cause }
 
 // Sentinels for errors.Is, one per result code of api/flashstock.h.
 var (
@@ -112,7 +193,7 @@ var (
 	ErrEnded       = codeErr(C.FLASH_EENDED)        // window closed
 	ErrNotFound    = codeErr(C.FLASH_ENOT_FOUND)    // unknown activity, sku, order or lock
 	ErrBadToken    = codeErr(C.FLASH_EBAD_TOKEN)    // token missing, unknown, expired, reused
-	ErrDuplicate   = codeErr(C.FLASH_EDUPLICATE)    // request id seen before (OrderRes.FirstRC)
+	ErrDuplicate   = codeErr(C.FLASH_EDUPLICATE)    // request id seen before (*DuplicateError: the first outcome)
 	ErrFull        = codeErr(C.FLASH_EFULL)         // a fixed-capacity table is full
 	ErrInval       = codeErr(C.FLASH_EINVAL)        // bad argument
 	ErrDurability  = codeErr(C.FLASH_EDURABILITY)   // the WAL failed
@@ -138,7 +219,7 @@ var (
 	ErrSys         = codeErr(C.FLASH_ESYS)          // another system call failure
 	ErrWrongThread = codeErr(C.FLASH_EWRONG_THREAD) // handle used from another thread
 	ErrNotReg      = codeErr(C.FLASH_ENOTREG)       // attach: not a regular file
-	ErrFateUnknown = codeErr(C.FLASH_EFATE_UNKNOWN) // sync: placed, not yet durable
+	ErrFateUnknown = codeErr(C.FLASH_EFATE_UNKNOWN) // sync: placed, not yet durable (*FateUnknownError: the receipt)
 	ErrReqExpired  = codeErr(C.FLASH_EREQ_EXPIRED)  // request id older than the window: look the order up
 	ErrArchived    = codeErr(C.FLASH_EARCHIVED)     // the order's activity was archived
 	ErrNotEnded    = codeErr(C.FLASH_ENOT_ENDED)    // archive: the activity has not ended

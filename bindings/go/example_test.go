@@ -39,8 +39,11 @@ func Example() {
 	ctx := context.Background()
 	first, err := h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 10, UserID: 42, Qty: 1, RequestID: 4201})
 	fmt.Println("first:", err == nil, first.OrderNo > 0)
-	retry, err := h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 10, UserID: 42, Qty: 1, RequestID: 4201})
-	fmt.Println("retry:", errors.Is(err, flashstock.ErrDuplicate), retry.OrderNo == first.OrderNo)
+	_, err = h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 10, UserID: 42, Qty: 1, RequestID: 4201})
+	var dup *flashstock.DuplicateError // a retry: the first outcome, nothing taken twice
+	if errors.As(err, &dup) {
+		fmt.Println("retry:", errors.Is(err, flashstock.ErrDuplicate), dup.First() == nil, dup.OrderNo == first.OrderNo)
+	}
 	_, err = h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 10, UserID: 43, Qty: 1})
 	var fe *flashstock.Error
 	if errors.As(err, &fe) {
@@ -48,7 +51,7 @@ func Example() {
 	}
 	// Output:
 	// first: true true
-	// retry: true true
+	// retry: true true true
 	// late: FLASH_ESOLD_OUT -1 true
 }
 
@@ -103,12 +106,13 @@ func placeBatch(ctx context.Context, h *flashstock.Handle, reqs []flashstock.Ord
 		return out, err // the handle's (ErrClosed, ErrReadOnly, ctx's): nothing placed
 	}
 	for i, o := range out {
+		var dup *flashstock.DuplicateError
 		var fe *flashstock.Error
 		switch {
 		case o.Err == nil:
 			fmt.Println(reqs[i].UserID, "placed", o.OrderNo > 0)
-		case errors.Is(o.Err, flashstock.ErrDuplicate): // o.FirstRC, o.OrderNo: the first outcome
-			fmt.Println(reqs[i].UserID, "retry, first outcome", flashstock.RCName(int(o.FirstRC)))
+		case errors.As(o.Err, &dup): // a retry: dup.FirstRC, dup.OrderNo give the first outcome
+			fmt.Println(reqs[i].UserID, "retry, first outcome", flashstock.RCName(int(dup.FirstRC)))
 		case errors.As(o.Err, &fe): // sold out, limit, ...: the orders after it ran all the same
 			fmt.Println(reqs[i].UserID, fe.Name)
 		}

@@ -12,6 +12,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -42,21 +43,38 @@ const (
 	FeedNameMax = C.FLASH_FEED_NAME_MAX
 )
 
-// Record mirrors struct flash_record: one record as the WAL holds it.
+// Record mirrors struct flash_record: one record as the WAL holds it.  Its
+// members are shared by every type, so what one holds depends on Type (the
+// table of flashstock.h section 9; `flashstock feed --json` prints each
+// under the name in brackets):
+//
+//	RecOrder    ActivityID SkuID Qty (units) OrderNo UserID TsNs BizDay
+//	            LimitSlot RequestID Flags
+//	RecCancel   as RecOrder, Qty the units given back, Flags&1
+//	            [quota_returned], no RequestID
+//	RecRestock  ActivityID SkuID Value [delta] TsNs
+//	RecActivity ActivityID Value [start_ns] TsNs [end_ns] BizDay (bits 0-7
+//	            [limit_per_user], 8-15 [scope], 16-31 [flags]) LimitSlot
+//	            [max_qty] RequestID [day_offset_s, as int64]
+//	RecSku      ActivityID SkuID Value [units] Qty [shards] TsNs
+//	RecGen      ActivityID [table] SkuID [bank] Qty [op: 1 advance, 2 clear]
+//	            OrderNo [generation] Value [start_ns or keys_cleared] TsNs
+//	RecArchive  ActivityID OrderNo [orders] Qty [skus] Value [shards]
+//	            UserID [tokens] TsNs
 type Record struct {
 	Type       uint16 `c:"type"`
 	Slot       uint16 `c:"slot"`
-	ActivityID uint32 `c:"activity_id"`
-	SkuID      uint32 `c:"sku_id"`
-	Qty        uint32 `c:"qty"`
-	OrderNo    uint64 `c:"order_no"`
-	UserID     uint64 `c:"user_id"`
-	Value      int64  `c:"value"`
-	TsNs       int64  `c:"ts_ns"`
-	BizDay     uint32 `c:"biz_day"`
-	LimitSlot  uint16 `c:"limit_slot"`
-	Flags      uint16 `c:"flags"`
-	RequestID  uint64 `c:"request_id"`
+	ActivityID uint32 `c:"activity_id"` // GEN: the table
+	SkuID      uint32 `c:"sku_id"`      // GEN: the bank
+	Qty        uint32 `c:"qty"`         // ORDER, CANCEL: units; SKU: shards; ARCHIVE: skus; GEN: op
+	OrderNo    uint64 `c:"order_no"`    // ARCHIVE: orders; GEN: generation
+	UserID     uint64 `c:"user_id"`     // ARCHIVE: tokens
+	Value      int64  `c:"value"`       // RESTOCK: delta; SKU: units; ACTIVITY: start_ns; ARCHIVE: shards; GEN: start_ns or keys_cleared
+	TsNs       int64  `c:"ts_ns"`       // ACTIVITY: end_ns
+	BizDay     uint32 `c:"biz_day"`     // ACTIVITY: limit_per_user | scope<<8 | flags<<16
+	LimitSlot  uint16 `c:"limit_slot"`  // ACTIVITY: max_qty
+	Flags      uint16 `c:"flags"`       // CANCEL: quota_returned (bit 0)
+	RequestID  uint64 `c:"request_id"`  // ACTIVITY: day_offset_s (as int64)
 }
 
 // FeedRec mirrors struct flash_feed_rec: one record of the feed and its LSN.
@@ -78,7 +96,7 @@ type FeedInfo struct {
 	DurableLSN   uint64                `c:"fi_durable_lsn"`
 	FirstLSN     uint64                `c:"fi_first_lsn"`
 	LagRecords   uint64                `c:"fi_lag_records"`
-	LagNs        uint64                `c:"fi_lag_ns"`
+	Lag          time.Duration         `c:"fi_lag_ns"` // a uint64 of ns in C
 	CreatedNs    int64                 `c:"fi_created_ns"`
 	CommitNs     int64                 `c:"fi_commit_ns"`
 }
@@ -106,7 +124,7 @@ type FeedOpts struct {
 // methods may be called from any goroutine: a feed belongs to no thread,
 // and a mutex gives it to one caller at a time, as flashstock.h asks (a
 // Next waiting for a record holds it: Commit, Rewind, Info and Close called
-// meanwhile block until that Next returns, at most its waitMs).  Every other
+// meanwhile block until that Next returns, at most its wait).  Every other
 // call is one bounded C call (Commit: a write, fdatasync, rename and fsync).
 // Nothing is committed implicitly: what was not committed is handed out
 // again after the next open.  An unreachable Feed is closed by a finalizer
@@ -169,10 +187,15 @@ func (f *Feed) Consumer() string { return f.consumer }
 
 // Next returns the record after the last one returned (after the committed
 // position, for the first call since the open or a Rewind), waiting at
-// most waitMs for one to become durable (0: do not wait).  ErrTimeout
+// most wait for one to become durable (0: do not wait; rounded up to whole
+// milliseconds; ErrInval when negative or past 2^32-1 ms).  ErrTimeout
 // when none came (idle: call again); ErrLost, ErrRefill, ErrMySQLRetry,
 // ErrAhead, ErrFeedIdent, ErrCorrupt as flash_feed_next says.
-func (f *Feed) Next(waitMs uint32) (FeedRec, error) {
+func (f *Feed) Next(wait time.Duration) (FeedRec, error) {
+	waitMs, err := msOf(wait)
+	if err != nil {
+		return FeedRec{}, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.f == nil {

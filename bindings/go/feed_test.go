@@ -24,7 +24,7 @@ func TestFeedOnAWalNothingDurableTimesOutAndGoroutinesShareIt(t *testing.T) {
 	if f.WalDir() != wal || f.Consumer() != "idle" {
 		t.Errorf("WalDir %q Consumer %q", f.WalDir(), f.Consumer())
 	}
-	if _, err := f.Next(20); !errors.Is(err, ErrTimeout) {
+	if _, err := f.Next(20 * time.Millisecond); !errors.Is(err, ErrTimeout) {
 		t.Errorf("Next with nothing durable: %v, want ErrTimeout", err)
 	}
 	var wg sync.WaitGroup
@@ -34,7 +34,7 @@ func TestFeedOnAWalNothingDurableTimesOutAndGoroutinesShareIt(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 4; i++ {
-				if _, err := f.Next(1); !errors.Is(err, ErrTimeout) && err != ErrClosed {
+				if _, err := f.Next(time.Millisecond); !errors.Is(err, ErrTimeout) && err != ErrClosed {
 					errs <- err
 				}
 				if _, err := f.Info(); err != nil && err != ErrClosed {
@@ -53,7 +53,7 @@ func TestFeedOnAWalNothingDurableTimesOutAndGoroutinesShareIt(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		close(started)
-		_, err := f.Next(200)
+		_, err := f.Next(200 * time.Millisecond)
 		done <- err
 	}()
 	<-started

@@ -31,7 +31,11 @@ package flashstock
 */
 import "C"
 
-import "unsafe"
+import (
+	"math"
+	"time"
+	"unsafe"
+)
 
 // Version of the C API this binding was written against.
 const (
@@ -69,18 +73,36 @@ const (
 
 // Ranges of flashstock.h.
 const (
-	CapMax            = C.FLASH_CAP_MAX
-	ProcsMax          = C.FLASH_PROCS_MAX
-	RingMin           = C.FLASH_RING_MIN
-	RingMax           = C.FLASH_RING_MAX
-	LimitMax          = C.FLASH_LIMIT_MAX
-	QtyMax            = C.FLASH_QTY_MAX
-	DayOffsetMaxS     = C.FLASH_DAY_OFFSET_MAX_S
-	ShardsMax         = C.FLASH_SHARDS_MAX
-	UnitsMax          = C.FLASH_UNITS_MAX
-	LockNameMax       = C.FLASH_LOCK_NAME_MAX
-	SyncWaitMsDefault = C.FLASH_SYNC_WAIT_MS_DEFAULT
+	CapMax        = C.FLASH_CAP_MAX
+	ProcsMax      = C.FLASH_PROCS_MAX
+	RingMin       = C.FLASH_RING_MIN
+	RingMax       = C.FLASH_RING_MAX
+	LimitMax      = C.FLASH_LIMIT_MAX
+	QtyMax        = C.FLASH_QTY_MAX
+	DayOffsetMaxS = C.FLASH_DAY_OFFSET_MAX_S
+	ShardsMax     = C.FLASH_SHARDS_MAX
+	UnitsMax      = C.FLASH_UNITS_MAX
+	LockNameMax   = C.FLASH_LOCK_NAME_MAX
 )
+
+// SyncWaitDefault bounds a sync wait whose context has no deadline until
+// Options.SyncWait or SetSyncWait sets another bound
+// (FLASH_SYNC_WAIT_MS_DEFAULT).
+const SyncWaitDefault = time.Duration(C.FLASH_SYNC_WAIT_MS_DEFAULT) * time.Millisecond
+
+// msOf is d in whole milliseconds for the C API, rounded up so that a
+// positive d never becomes 0 ("no wait"): ErrInval when d is negative or
+// past what the C call takes (2^32-1 ms, about 49 days).
+func msOf(d time.Duration) (uint32, error) {
+	if d < 0 {
+		return 0, ErrInval
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms > math.MaxUint32 {
+		return 0, ErrInval
+	}
+	return uint32(ms), nil
+}
 
 // The structs below mirror api/flashstock.h field for field: same types,
 // same order, so a value is copied to and from C memory as raw bytes.  The

@@ -16,6 +16,16 @@
 //	                  lock from before it picks a worker until its answer,
 //	                  so Close waits for calls in flight and no call starts
 //	                  after it
+//	Run               holds a worker (and the read lock) while its function
+//	                  runs on that worker's goroutine; a Handle method called
+//	                  from that function would wait for itself (Close for
+//	                  the read lock, DurableWait/Obs/SetSyncWait for the busy
+//	                  worker, any call for a worker when there is one), so
+//	                  every method first asks reentered(): the function's
+//	                  goroutine is locked to the worker's OS thread, and the
+//	                  pool keeps the thread ids of the workers lent by Run --
+//	                  a match is ErrRunReentry.  Outside any Run the check is
+//	                  one atomic load
 //
 // Cost: each call is a hand-off between OS threads (a futex wake and a wait
 // when the worker sleeps); Pinned is the direct path (bench/, README).
@@ -25,13 +35,24 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// Options of Open.  The zero value is ready to use.
+// Options of Open and OpenPinned.  The zero value is ready to use.
 type Options struct {
-	Flags      uint   // 0 or RdOnly
-	Workers    int    // native handles (OS threads) at most; 0: runtime.GOMAXPROCS(0)
-	SyncWaitMs uint32 // bound of a sync wait whose context has no deadline; 0: SyncWaitMsDefault
+	Flags    uint          // 0 or RdOnly
+	Workers  int           // Open: native handles (OS threads) at most; 0: runtime.GOMAXPROCS(0); OpenPinned: 0
+	SyncWait time.Duration // bound of a sync wait whose context has no deadline; 0: SyncWaitDefault
+}
+
+// syncWaitMs is o.SyncWait for the C API (0: the default): rounded up to
+// whole milliseconds, ErrInval when negative or past 2^32-1 ms.
+func (o *Options) syncWaitMs() (uint32, error) {
+	if o.SyncWait == 0 {
+		return uint32(SyncWaitDefault / time.Millisecond), nil
+	}
+	return msOf(o.SyncWait)
 }
 
 // Handle is an open segment, for any number of goroutines.  Each method runs
@@ -102,13 +123,48 @@ type pool struct {
 	rw     sync.RWMutex // read: a call in flight; write: Close
 	closed bool
 
-	mu       sync.Mutex // started, workers, waitMs
+	mu       sync.Mutex // started, workers, waitMs, lent
 	started  int
 	workers  []*worker
 	bySlot   map[int]*worker
 	waitMs   uint32
 	idle     chan *worker
 	startErr error
+
+	lending atomic.Int32     // functions Run is running now
+	lent    map[int]struct{} // their workers' OS thread ids
+}
+
+// reentered says whether the caller is a function this pool's Run is
+// running (its goroutine is locked to the lent worker's thread, and no
+// other goroutine runs on that thread meanwhile).  A goroutine inside Run
+// made its own lending.Add before calling the function, so it sees it.
+func (p *pool) reentered() bool {
+	if p.lending.Load() == 0 {
+		return false
+	}
+	tid := gettid()
+	p.mu.Lock()
+	_, in := p.lent[tid]
+	p.mu.Unlock()
+	return in
+}
+
+// lend marks the worker on thread tid as running a Run function (on) or
+// no longer (off).
+func (p *pool) lend(tid int, on bool) {
+	p.mu.Lock()
+	if on {
+		if p.lent == nil {
+			p.lent = map[int]struct{}{}
+		}
+		p.lent[tid] = struct{}{}
+		p.lending.Add(1)
+	} else {
+		delete(p.lent, tid)
+		p.lending.Add(-1)
+	}
+	p.mu.Unlock()
 }
 
 // Open attaches to segment name.  The first worker opens its native handle
@@ -120,9 +176,9 @@ func Open(name string, o Options) (*Handle, error) {
 	if max <= 0 {
 		max = runtime.GOMAXPROCS(0)
 	}
-	wait := o.SyncWaitMs
-	if wait == 0 {
-		wait = SyncWaitMsDefault
+	wait, err := o.syncWaitMs()
+	if err != nil {
+		return nil, err
 	}
 	p := &pool{name: name, flags: o.Flags, max: max, waitMs: wait,
 		idle: make(chan *worker, max), bySlot: map[int]*worker{}}
@@ -217,6 +273,9 @@ func (p *pool) get(ctx context.Context) (*worker, error) {
 
 // do runs fn on a free worker.
 func (p *pool) do(ctx context.Context, fn func(*native)) error {
+	if p.reentered() {
+		return ErrRunReentry
+	}
 	p.rw.RLock()
 	defer p.rw.RUnlock()
 	if p.closed {
@@ -236,6 +295,9 @@ func (p *pool) do(ctx context.Context, fn func(*native)) error {
 // worker placed), whether or not another call holds it: the worker runs
 // calls one at a time.
 func (p *pool) doOn(ctx context.Context, slot int, fn func(*native)) error {
+	if p.reentered() {
+		return ErrRunReentry
+	}
 	p.rw.RLock()
 	defer p.rw.RUnlock()
 	if p.closed {
@@ -259,6 +321,9 @@ func (p *pool) doOn(ctx context.Context, slot int, fn func(*native)) error {
 
 // each runs fn on every started worker, one after the other.
 func (p *pool) each(fn func(*native) error) error {
+	if p.reentered() {
+		return ErrRunReentry
+	}
 	p.rw.RLock()
 	defer p.rw.RUnlock()
 	if p.closed {
@@ -298,8 +363,12 @@ func (p *pool) close() error {
 }
 
 // Close closes every worker's native handle, each on its own thread, after
-// the calls in flight; later calls return ErrClosed.
+// the calls in flight; later calls return ErrClosed.  From inside a
+// function Run is running it is ErrRunReentry, and the handle stays open.
 func (h *Handle) Close() error {
+	if h.p.reentered() {
+		return ErrRunReentry
+	}
 	runtime.SetFinalizer(h, nil)
 	return h.p.close()
 }
@@ -312,6 +381,9 @@ func (h *Handle) Close() error {
 // OrderNo give the first outcome.
 func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 	p := h.p
+	if p.reentered() {
+		return Receipt{}, ErrRunReentry
+	}
 	p.rw.RLock()
 	defer p.rw.RUnlock()
 	if p.closed {
@@ -349,6 +421,9 @@ func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 // fate) or ErrDurability, the same for all of them.
 func (h *Handle) OrderMany(ctx context.Context, reqs []OrderReq, out []Outcome) ([]Outcome, error) {
 	p := h.p
+	if p.reentered() {
+		return out, ErrRunReentry
+	}
 	p.rw.RLock()
 	defer p.rw.RUnlock()
 	if p.closed {
@@ -376,7 +451,7 @@ func (h *Handle) OrderMany(ctx context.Context, reqs []OrderReq, out []Outcome) 
 // ends, at most the handle's sync wait bound.
 func (h *Handle) DurableWait(ctx context.Context, r Receipt) error {
 	var err error
-	if e := h.p.doOn(ctx, r.Slot, func(n *native) { err = n.waitDurable(ctx, r.LSN) }); e != nil {
+	if e := h.p.doOn(ctx, r.Slot, func(n *native) { err = n.waitDurable(ctx, r) }); e != nil {
 		return e
 	}
 	return err
@@ -404,9 +479,11 @@ func (h *Handle) Restock(ctx context.Context, activity, sku uint32, delta int64)
 }
 
 // SetSyncWait sets the bound of sync waits whose context has no deadline,
-// on every worker, now and later (flash_sync_wait_set).
-func (h *Handle) SetSyncWait(ms uint32) error {
-	if ms == 0 {
+// on every worker, now and later (flash_sync_wait_set; rounded up to whole
+// milliseconds; ErrInval when not positive or past 2^32-1 ms).
+func (h *Handle) SetSyncWait(d time.Duration) error {
+	ms, err := msOf(d)
+	if err != nil || ms == 0 {
 		return ErrInval
 	}
 	h.p.mu.Lock()
@@ -427,10 +504,16 @@ func (h *Handle) SetSyncWait(ms uint32) error {
 // rules: p is valid only until fn returns (later calls on it return
 // ErrClosed), only fn's goroutine may use it (from another goroutine the
 // engine answers ErrWrongThread), p.Close is refused (ErrInval), and fn
-// must not call methods of h itself (its worker is busy running fn).
+// calls p's methods, not h's: a method of h called from fn's goroutine
+// (Order, Close, Run itself, ...) would wait for the worker fn holds, so it
+// returns ErrRunReentry at once and does nothing.  (A goroutine fn starts
+// may call h, but fn must not wait for it when h has one worker: that wait
+// is the caller's to avoid.)
 func (h *Handle) Run(ctx context.Context, fn func(p *Pinned) error) error {
 	var err error
 	if e := h.p.do(ctx, func(n *native) {
+		h.p.lend(n.tid, true)
+		defer h.p.lend(n.tid, false)
 		p := &Pinned{n: n, lent: true}
 		err = fn(p)
 		p.n = nil
@@ -490,9 +573,9 @@ func (h *Handle) SkuAdd(activity, sku uint32, units uint64, shards uint32) (err 
 }
 
 // TokenIssue issues a one-time token for (activity, sku, user) valid for
-// ttlMs (flash_token_issue).
-func (h *Handle) TokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (tok uint64, err error) {
-	if e := h.run(func(x *native) { tok, err = x.tokenIssue(activity, sku, user, ttlMs) }); e != nil {
+// ttl (flash_token_issue; rounded up to whole milliseconds).
+func (h *Handle) TokenIssue(activity, sku uint32, user uint64, ttl time.Duration) (tok uint64, err error) {
+	if e := h.run(func(x *native) { tok, err = x.tokenIssue(activity, sku, user, ttl) }); e != nil {
 		return 0, e
 	}
 	return
@@ -506,18 +589,18 @@ func (h *Handle) TokenRedeem(activity, sku uint32, user, token uint64) (err erro
 	return
 }
 
-// LockAcquire acquires lock name for owner for leaseMs and returns its
-// fencing token (flash_lock_acquire).
-func (h *Handle) LockAcquire(name string, owner uint64, leaseMs uint32) (fence uint64, err error) {
-	if e := h.run(func(x *native) { fence, err = x.lockAcquire(name, owner, leaseMs) }); e != nil {
+// LockAcquire acquires lock name for owner for lease and returns its
+// fencing token (flash_lock_acquire; lease rounded up to whole milliseconds).
+func (h *Handle) LockAcquire(name string, owner uint64, lease time.Duration) (fence uint64, err error) {
+	if e := h.run(func(x *native) { fence, err = x.lockAcquire(name, owner, lease) }); e != nil {
 		return 0, e
 	}
 	return
 }
 
-// LockRenew extends the holder's lease to now + leaseMs (flash_lock_renew).
-func (h *Handle) LockRenew(name string, owner uint64, leaseMs uint32) (err error) {
-	if e := h.run(func(x *native) { err = x.lockRenew(name, owner, leaseMs) }); e != nil {
+// LockRenew extends the holder's lease to now + lease (flash_lock_renew).
+func (h *Handle) LockRenew(name string, owner uint64, lease time.Duration) (err error) {
+	if e := h.run(func(x *native) { err = x.lockRenew(name, owner, lease) }); e != nil {
 		return e
 	}
 	return

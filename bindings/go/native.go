@@ -79,6 +79,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 	"unsafe"
@@ -123,8 +124,8 @@ func (n *native) open(name string, flags uint) error {
 	n.h = h
 	n.tid = gettid()
 	n.slot = int(C.flash_slot(h))
-	n.waitMs = SyncWaitMsDefault
-	n.defWaitMs = SyncWaitMsDefault
+	n.waitMs = C.FLASH_SYNC_WAIT_MS_DEFAULT
+	n.defWaitMs = C.FLASH_SYNC_WAIT_MS_DEFAULT
 	if rc := C.flash_seg_opts_get(h, &n.s.opts); rc == 0 {
 		n.sync = flags&RdOnly == 0 && uint32(n.s.opts.durability) == DurabilitySync
 	}
@@ -196,30 +197,40 @@ func (n *native) boundWait(ctx context.Context, allowSlice bool) (cut, sliced bo
 // fateUnknown is FLASH_EFATE_UNKNOWN, unwrapping to ctx's error when ctx
 // ended, or to context.DeadlineExceeded when its deadline cut the wait
 // (the engine's clock may end the wait a moment before ctx's timer fires).
-func fateUnknown(ctx context.Context, cut bool) error {
+func fateUnknown(ctx context.Context, cut bool, r Receipt) error {
 	err := ctx.Err()
 	if err == nil && cut {
 		err = context.DeadlineExceeded
 	}
-	return withCause(ErrFateUnknown, err)
+	return &FateUnknownError{Receipt: r, cause: err}
 }
 
-// waitDurable waits for the record at lsn of this handle's ring until it is
-// durable or ctx ends (a ctx that can never end: one wait of the handle's
-// bound).
-func (n *native) waitDurable(ctx context.Context, lsn uint64) error {
+// duplicate is FLASH_EDUPLICATE with the first outcome of res.
+func duplicate(res *OrderRes, slot int) error {
+	return &DuplicateError{FirstRC: res.FirstRC, OrderNo: res.OrderNo, LimitSlot: res.LimitSlot, Slot: slot}
+}
+
+// waitDurable waits for the record of receipt r (at r.LSN of this handle's
+// ring) until it is durable or ctx ends (a ctx that can never end: one wait
+// of the handle's bound); FLASH_EFATE_UNKNOWN is a *FateUnknownError with r.
+func (n *native) waitDurable(ctx context.Context, r Receipt) error {
+	lsn := r.LSN
 	if ctx.Done() == nil {
-		return codeError(C.flash_durable_wait(n.h, C.uint64_t(lsn), C.uint32_t(n.defWaitMs)))
+		rc := C.flash_durable_wait(n.h, C.uint64_t(lsn), C.uint32_t(n.defWaitMs))
+		if rc == C.FLASH_EFATE_UNKNOWN {
+			return &FateUnknownError{Receipt: r}
+		}
+		return codeError(rc)
 	}
 	for {
 		if ctx.Err() != nil {
-			return fateUnknown(ctx, false)
+			return fateUnknown(ctx, false, r)
 		}
 		ms, cut := uint32(syncSliceMs), false
 		if d, ok := ctx.Deadline(); ok {
 			left := time.Until(d)
 			if left <= 0 {
-				return fateUnknown(ctx, true)
+				return fateUnknown(ctx, true, r)
 			}
 			if left <= syncSliceMs*time.Millisecond {
 				ms, cut = uint32((left+time.Millisecond-1)/time.Millisecond), true
@@ -230,7 +241,7 @@ func (n *native) waitDurable(ctx context.Context, lsn uint64) error {
 			return codeError(rc)
 		}
 		if cut {
-			return fateUnknown(ctx, true)
+			return fateUnknown(ctx, true, r)
 		}
 	}
 }
@@ -255,10 +266,14 @@ func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error 
 		return nil
 	}
 	if rc == C.FLASH_EFATE_UNKNOWN && n.sync {
+		r := Receipt{OrderRes: *res, Slot: n.slot}
 		if sliced {
-			return n.waitDurable(ctx, res.LSN)
+			return n.waitDurable(ctx, r)
 		}
-		return fateUnknown(ctx, cut)
+		return fateUnknown(ctx, cut, r)
+	}
+	if rc == C.FLASH_EDUPLICATE {
+		return duplicate(res, n.slot)
 	}
 	return codeError(rc)
 }
@@ -316,8 +331,11 @@ func (n *native) orderMany(ctx context.Context, reqs []OrderReq, out []Outcome) 
 
 	// the one wait's outcome, for every order it covers: the C call gives
 	// them all FLASH_EFATE_UNKNOWN when its wait ended first; a sliced
-	// wait goes on, for the last of them, until ctx ends
+	// wait goes on, for the last of them, until ctx ends.  Still unknown,
+	// each such order gets a *FateUnknownError with its own receipt and
+	// the one cause; durable, nil; else the wait's error, for all
 	var unknown error
+	fate := false
 	if n.sync {
 		last := -1
 		for i := range rcs {
@@ -326,10 +344,15 @@ func (n *native) orderMany(ctx context.Context, reqs []OrderReq, out []Outcome) 
 			}
 		}
 		if last >= 0 {
+			r := Receipt{OrderRes: res[last], Slot: n.slot}
 			if sliced {
-				unknown = n.waitDurable(ctx, res[last].LSN)
+				unknown = n.waitDurable(ctx, r)
 			} else {
-				unknown = fateUnknown(ctx, cut)
+				unknown = fateUnknown(ctx, cut, r)
+			}
+			var fe *FateUnknownError
+			if errors.As(unknown, &fe) {
+				fate, unknown = true, fe.cause
 			}
 		}
 	}
@@ -343,7 +366,13 @@ func (n *native) orderMany(ctx context.Context, reqs []OrderReq, out []Outcome) 
 		switch rc := rcs[i]; {
 		case rc == 0:
 		case rc == C.FLASH_EFATE_UNKNOWN && n.sync:
-			o.Err = unknown
+			if fate {
+				o.Err = &FateUnknownError{Receipt: o.Receipt, cause: unknown}
+			} else {
+				o.Err = unknown
+			}
+		case rc == C.FLASH_EDUPLICATE:
+			o.Err = duplicate(&o.OrderRes, n.slot)
 		default:
 			o.Err = codeError(rc)
 		}
@@ -364,7 +393,7 @@ func (n *native) cancel(ctx context.Context, orderNo uint64) (uint32, error) {
 	rc := C.flash_cancel(n.h, C.uint64_t(orderNo), &n.s.u32)
 	units := uint32(n.s.u32)
 	if rc == C.FLASH_EFATE_UNKNOWN {
-		return units, fateUnknown(ctx, cut)
+		return units, fateUnknown(ctx, cut, Receipt{})
 	}
 	return units, codeError(rc)
 }
@@ -379,7 +408,7 @@ func (n *native) restock(ctx context.Context, activity, sku uint32, delta int64)
 	}
 	rc := C.flash_restock(n.h, C.uint32_t(activity), C.uint32_t(sku), C.int64_t(delta))
 	if rc == C.FLASH_EFATE_UNKNOWN {
-		return fateUnknown(ctx, cut)
+		return fateUnknown(ctx, cut, Receipt{})
 	}
 	return codeError(rc)
 }
@@ -409,7 +438,11 @@ func (n *native) skuAdd(activity, sku uint32, units uint64, shards uint32) error
 		C.uint64_t(units), C.uint32_t(shards)))
 }
 
-func (n *native) tokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (uint64, error) {
+func (n *native) tokenIssue(activity, sku uint32, user uint64, ttl time.Duration) (uint64, error) {
+	ttlMs, err := msOf(ttl)
+	if err != nil {
+		return 0, err
+	}
 	rc := C.flash_token_issue(n.h, C.uint32_t(activity), C.uint32_t(sku), C.uint64_t(user),
 		C.uint32_t(ttlMs), &n.s.u64)
 	if rc != 0 {
@@ -423,7 +456,11 @@ func (n *native) tokenRedeem(activity, sku uint32, user, token uint64) error {
 		C.uint64_t(user), C.uint64_t(token)))
 }
 
-func (n *native) lockAcquire(name string, owner uint64, leaseMs uint32) (uint64, error) {
+func (n *native) lockAcquire(name string, owner uint64, lease time.Duration) (uint64, error) {
+	leaseMs, err := msOf(lease)
+	if err != nil {
+		return 0, err
+	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	rc := C.flash_lock_acquire(n.h, cn, C.uint64_t(owner), C.uint32_t(leaseMs), &n.s.u64)
@@ -433,7 +470,11 @@ func (n *native) lockAcquire(name string, owner uint64, leaseMs uint32) (uint64,
 	return uint64(n.s.u64), nil
 }
 
-func (n *native) lockRenew(name string, owner uint64, leaseMs uint32) error {
+func (n *native) lockRenew(name string, owner uint64, lease time.Duration) error {
+	leaseMs, err := msOf(lease)
+	if err != nil {
+		return err
+	}
 	cn := C.CString(name)
 	defer C.free(unsafe.Pointer(cn))
 	return codeError(C.flash_lock_renew(n.h, cn, C.uint64_t(owner), C.uint32_t(leaseMs)))

@@ -9,7 +9,11 @@ package flashstock
 */
 import "C"
 
-import "unsafe"
+import (
+	"math"
+	"time"
+	"unsafe"
+)
 
 // Operations of struct flash_obs (enum flash_op), and the two histograms
 // that follow them in Obs.Time.
@@ -31,12 +35,12 @@ const (
 )
 
 // Hist mirrors struct flash_hist: one latency histogram.  Bucket b counts
-// the times below ObsBucketLeNs(b) and at or above the previous bound (not
-// cumulative); Count is the sum of the buckets.
+// the times below ObsBucketLe(b) and at or above the previous bound (not
+// cumulative); Count is the sum of the buckets, Sum their total time.
 type Hist struct {
 	Bucket [ObsBuckets]uint64 `c:"bucket"`
 	Count  uint64             `c:"count"`
-	SumNs  uint64             `c:"sum_ns"`
+	Sum    time.Duration      `c:"sum_ns"` // a uint64 of ns in C: exact below 292 years
 }
 
 // Obs mirrors struct flash_obs.  Time is indexed by an Op* constant or
@@ -72,9 +76,15 @@ func (o *Obs) Calls(op int) (n uint64) {
 	return n
 }
 
-// ObsBucketLeNs is the upper bound in ns of histogram bucket b
+// ObsBucketLe is the upper bound of histogram bucket b
 // (flash_obs_bucket_le_ns; math.MaxUint64 for the last).
-func ObsBucketLeNs(b int) uint64 { return uint64(C.flash_obs_bucket_le_ns(C.unsigned(b))) }
+func ObsBucketLe(b int) time.Duration {
+	ns := uint64(C.flash_obs_bucket_le_ns(C.unsigned(b)))
+	if ns > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
+}
 
 // OpName names an index of Obs.Time: "order", ..., "lock_wait",
 // "lock_hold"; "?" out of range (flash_op_name).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 func TestObsCountsAKnownSetOfCallsPerResultCodeOverEveryWorker(t *testing.T) {
@@ -59,10 +60,10 @@ func TestObsCountsAKnownSetOfCallsPerResultCodeOverEveryWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	want[OpRestock][0]++
-	if _, err := h.LockAcquire("obs", 1, 60000); err != nil {
+	if _, err := h.LockAcquire("obs", 1, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.LockAcquire("obs", 2, 60000); !errors.Is(err, ErrLocked) {
+	if _, err := h.LockAcquire("obs", 2, 60*time.Second); !errors.Is(err, ErrLocked) {
 		t.Fatalf("acquire by another owner: %v", err)
 	}
 	if err := h.LockRelease("obs", 1); err != nil {
@@ -94,8 +95,8 @@ func TestObsCountsAKnownSetOfCallsPerResultCodeOverEveryWorker(t *testing.T) {
 	}
 	// every call but orders is timed; orders one in 16 per handle, its first included
 	for _, op := range []int{OpCancel, OpRestock, OpLockAcquire, OpLockRelease} {
-		if hs := ob.Time[op]; hs.Count != ob.Calls(op) || hs.SumNs == 0 {
-			t.Errorf("%s histogram: count %d sum %d ns, want count %d", OpName(op), hs.Count, hs.SumNs, ob.Calls(op))
+		if hs := ob.Time[op]; hs.Count != ob.Calls(op) || hs.Sum == 0 {
+			t.Errorf("%s histogram: count %d sum %v, want count %d", OpName(op), hs.Count, hs.Sum, ob.Calls(op))
 		}
 	}
 	if c := ob.Time[OpOrder].Count; c < 1 || c > ob.Calls(OpOrder) {
@@ -123,16 +124,16 @@ func TestObsCountsAKnownSetOfCallsPerResultCodeOverEveryWorker(t *testing.T) {
 }
 
 func TestObsBucketBoundsAndOperationNamesAreTheLibrarys(t *testing.T) {
-	if ObsBucketLeNs(0) != 64 {
-		t.Errorf("bucket 0 bound %d, want 2^6", ObsBucketLeNs(0))
+	if ObsBucketLe(0) != 64*time.Nanosecond {
+		t.Errorf("bucket 0 bound %v, want 2^6 ns", ObsBucketLe(0))
 	}
 	for b := 1; b < ObsBuckets-1; b++ {
-		if ObsBucketLeNs(b) != ObsBucketLeNs(b-1)*2 {
-			t.Errorf("bucket %d bound %d after %d", b, ObsBucketLeNs(b), ObsBucketLeNs(b-1))
+		if ObsBucketLe(b) != ObsBucketLe(b-1)*2 {
+			t.Errorf("bucket %d bound %v after %v", b, ObsBucketLe(b), ObsBucketLe(b-1))
 		}
 	}
-	if ObsBucketLeNs(ObsBuckets-1) != math.MaxUint64 {
-		t.Errorf("last bucket bound %d", ObsBucketLeNs(ObsBuckets-1))
+	if ObsBucketLe(ObsBuckets-1) != math.MaxInt64 { // the C bound is UINT64_MAX: everything above
+		t.Errorf("last bucket bound %v", ObsBucketLe(ObsBuckets-1))
 	}
 	names := map[int]string{OpOrder: "order", OpCancel: "cancel", OpLockRelease: "lock_release",
 		TimeLockWait: "lock_wait", TimeLockHold: "lock_hold", Times: "?"}
@@ -158,7 +159,7 @@ func TestObsOnAClosedHandleIsErrClosed(t *testing.T) {
 func TestPinnedObsCountsItsOwnNewestCall(t *testing.T) {
 	name, h := loaded(t, smallOpts(), 1, 0, 1)
 	_ = h.Close()
-	p, err := OpenPinned(name, 0)
+	p, err := OpenPinned(name, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

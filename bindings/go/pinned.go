@@ -14,6 +14,7 @@ package flashstock
 import (
 	"context"
 	"runtime"
+	"time"
 )
 
 // Pinned is a native handle for the one goroutine that opened it (or, lent
@@ -27,13 +28,29 @@ type Pinned struct {
 func (p *Pinned) ok() bool { return p.n != nil && p.n.h != nil }
 
 // OpenPinned attaches to segment name on the calling goroutine's OS thread,
-// locking the goroutine to it until Close.
-func OpenPinned(name string, flags uint) (*Pinned, error) {
+// locking the goroutine to it until Close.  It takes Open's Options:
+// Flags (0 or RdOnly) and SyncWait as Open takes them; Workers does not
+// apply (a Pinned is one native handle) and must be 0 (ErrInval).
+func OpenPinned(name string, o Options) (*Pinned, error) {
+	if o.Workers != 0 {
+		return nil, ErrInval
+	}
+	waitMs, err := o.syncWaitMs()
+	if err != nil {
+		return nil, err
+	}
 	runtime.LockOSThread()
 	p := &Pinned{n: &native{}}
-	if err := p.n.open(name, flags); err != nil {
+	if err := p.n.open(name, o.Flags); err != nil {
 		runtime.UnlockOSThread()
 		return nil, err
+	}
+	if p.n.sync && waitMs != p.n.defWaitMs {
+		if err := p.n.setSyncWait(waitMs); err != nil {
+			p.n.close()
+			runtime.UnlockOSThread()
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -88,7 +105,7 @@ func (p *Pinned) DurableWait(ctx context.Context, r Receipt) error {
 	if r.Slot != p.n.slot {
 		return ErrInval
 	}
-	return p.n.waitDurable(ctx, r.LSN)
+	return p.n.waitDurable(ctx, r)
 }
 
 // Cancel cancels an order by number (flash_cancel), as Handle.Cancel.
@@ -107,10 +124,16 @@ func (p *Pinned) Restock(ctx context.Context, activity, sku uint32, delta int64)
 	return p.n.restock(ctx, activity, sku, delta)
 }
 
-// SetSyncWait sets the bound of sync waits whose context has no deadline.
-func (p *Pinned) SetSyncWait(ms uint32) error {
+// SetSyncWait sets the bound of sync waits whose context has no deadline
+// (flash_sync_wait_set; rounded up to whole milliseconds; ErrInval when
+// not positive or past 2^32-1 ms).
+func (p *Pinned) SetSyncWait(d time.Duration) error {
 	if !p.ok() {
 		return ErrClosed
+	}
+	ms, err := msOf(d)
+	if err != nil || ms == 0 {
+		return ErrInval
 	}
 	return p.n.setSyncWait(ms)
 }
@@ -154,11 +177,11 @@ func (p *Pinned) SkuAdd(activity, sku uint32, units uint64, shards uint32) error
 	return p.n.skuAdd(activity, sku, units, shards)
 }
 
-func (p *Pinned) TokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (uint64, error) {
+func (p *Pinned) TokenIssue(activity, sku uint32, user uint64, ttl time.Duration) (uint64, error) {
 	if !p.ok() {
 		return 0, ErrClosed
 	}
-	return p.n.tokenIssue(activity, sku, user, ttlMs)
+	return p.n.tokenIssue(activity, sku, user, ttl)
 }
 
 func (p *Pinned) TokenRedeem(activity, sku uint32, user, token uint64) error {
@@ -168,18 +191,18 @@ func (p *Pinned) TokenRedeem(activity, sku uint32, user, token uint64) error {
 	return p.n.tokenRedeem(activity, sku, user, token)
 }
 
-func (p *Pinned) LockAcquire(name string, owner uint64, leaseMs uint32) (uint64, error) {
+func (p *Pinned) LockAcquire(name string, owner uint64, lease time.Duration) (uint64, error) {
 	if !p.ok() {
 		return 0, ErrClosed
 	}
-	return p.n.lockAcquire(name, owner, leaseMs)
+	return p.n.lockAcquire(name, owner, lease)
 }
 
-func (p *Pinned) LockRenew(name string, owner uint64, leaseMs uint32) error {
+func (p *Pinned) LockRenew(name string, owner uint64, lease time.Duration) error {
 	if !p.ok() {
 		return ErrClosed
 	}
-	return p.n.lockRenew(name, owner, leaseMs)
+	return p.n.lockRenew(name, owner, lease)
 }
 
 func (p *Pinned) LockRelease(name string, owner uint64) error {

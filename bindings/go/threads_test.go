@@ -72,7 +72,7 @@ func TestPinnedUsedFromAnotherGoroutineIsWrongThreadAndChangesNothing(t *testing
 	release := make(chan struct{})
 	done := make(chan error)
 	go func() { // the owner: opens, lets another goroutine try, closes
-		p, err := OpenPinned(name, 0)
+		p, err := OpenPinned(name, Options{})
 		if err != nil {
 			done <- err
 			return
@@ -109,7 +109,7 @@ func TestPinnedUsedFromAnotherGoroutineIsWrongThreadAndChangesNothing(t *testing
 
 func TestPinnedOnItsOwnGoroutineCoversTheCalls(t *testing.T) {
 	name, _ := loaded(t, smallOpts(), 1, 0, 10)
-	p, err := OpenPinned(name, 0)
+	p, err := OpenPinned(name, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestHandleOrderAllocatesNothingPlacedOrRefused(t *testing.T) {
 
 func TestPinnedOrderAllocatesNothingPlacedOrRefused(t *testing.T) {
 	name, _ := loaded(t, smallOpts(), 1, 0, 200)
-	p, err := OpenPinned(name, 0)
+	p, err := OpenPinned(name, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestHandleRunLendsOneWorkerHandleForSeveralCalls(t *testing.T) {
 	var r Receipt
 	err := h.Run(context.Background(), func(p *Pinned) error {
 		kept = p
-		tok, err := p.TokenIssue(1, 10, 77, 60000)
+		tok, err := p.TokenIssue(1, 10, 77, 60*time.Second)
 		if err != nil {
 			return err
 		}

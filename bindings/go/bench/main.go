@@ -152,7 +152,7 @@ func setup(name string, n uint32) {
 	if err := flashstock.Create(name, &o); err != nil {
 		die("create %s: %v", name, err)
 	}
-	p, err := flashstock.OpenPinned(name, 0)
+	p, err := flashstock.OpenPinned(name, flashstock.Options{})
 	if err != nil {
 		die("open: %v", err)
 	}
@@ -169,7 +169,7 @@ func setup(name string, n uint32) {
 
 // orderer is what both flashstock handles offer.
 type orderer interface {
-	TokenIssue(activity, sku uint32, user uint64, ttlMs uint32) (uint64, error)
+	TokenIssue(activity, sku uint32, user uint64, ttl time.Duration) (uint64, error)
 	Order(ctx context.Context, req flashstock.OrderReq) (flashstock.Receipt, error)
 	OrderMany(ctx context.Context, reqs []flashstock.OrderReq, out []flashstock.Outcome) ([]flashstock.Outcome, error)
 }
@@ -177,7 +177,7 @@ type orderer interface {
 func issue(h orderer, firstUser uint64, n uint32) []uint64 {
 	toks := make([]uint64, n)
 	for i := range toks {
-		t, err := h.TokenIssue(1, 1, firstUser+uint64(i), 600000)
+		t, err := h.TokenIssue(1, 1, firstUser+uint64(i), 10*time.Minute)
 		if err != nil {
 			die("token: %v", err)
 		}
@@ -334,7 +334,7 @@ func main() {
 	// of the shared memory's pages (users, tokens, orders, ring); untimed
 	runC(*name, 3*uint64(orders)+1, orders, k)
 	line("c", orders, k, runC(*name, 2*uint64(orders)+1, orders, k))
-	p, err := flashstock.OpenPinned(*name, 0)
+	p, err := flashstock.OpenPinned(*name, flashstock.Options{})
 	if err != nil {
 		die("open: %v", err)
 	}

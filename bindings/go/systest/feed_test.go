@@ -37,7 +37,7 @@ func fulfil(walDir string, ship func(orderNo, user uint64, sku, qty uint32), sto
 	}
 	defer f.Close() // no implicit commit
 	for !stopped() {
-		r, err := f.Next(100) // wait at most 100 ms for a durable record
+		r, err := f.Next(100 * time.Millisecond) // wait at most 100 ms for a durable record
 		if errors.Is(err, flashstock.ErrTimeout) {
 			continue // idle
 		}
@@ -126,7 +126,7 @@ func drain(t *testing.T, f *flashstock.Feed) []flashstock.FeedRec {
 	t.Helper()
 	var recs []flashstock.FeedRec
 	for {
-		r, err := f.Next(300)
+		r, err := f.Next(300 * time.Millisecond)
 		if errors.Is(err, flashstock.ErrTimeout) {
 			return recs
 		}
@@ -231,18 +231,18 @@ func TestFeedReadsEveryAcknowledgedOrderOnceWithAllFieldsThenTimesOut(t *testing
 	}
 	// nothing more is durable: the wait ends with ErrTimeout, again and again
 	for i := 0; i < 2; i++ {
-		if _, err := f.Next(50); !errors.Is(err, flashstock.ErrTimeout) {
+		if _, err := f.Next(50 * time.Millisecond); !errors.Is(err, flashstock.ErrTimeout) {
 			t.Errorf("Next past the durable end: %v, want ErrTimeout", err)
 		}
 	}
 	// a new consumer at the durable end (the default) sees only what follows
 	g := openFeed(t, s.wal, "tail", nil)
 	defer g.Close()
-	if _, err := g.Next(50); !errors.Is(err, flashstock.ErrTimeout) {
+	if _, err := g.Next(50 * time.Millisecond); !errors.Is(err, flashstock.ErrTimeout) {
 		t.Errorf("new consumer at the durable end: %v, want ErrTimeout", err)
 	}
 	more := s.buy(t, 8)
-	r, err := g.Next(10000)
+	r, err := g.Next(10 * time.Second)
 	if err != nil || r.Rec.Type != flashstock.RecOrder || r.Rec.OrderNo != more[8].OrderNo || r.LSN != last+1 {
 		t.Errorf("the tail consumer's next: %+v, %v; want order %d at LSN %d", r, err, more[8].OrderNo, last+1)
 	}
@@ -279,7 +279,7 @@ func TestFeedCommitHoldsAcrossReopenRewindAndListShowPositionsAndLag(t *testing.
 	if err := f.Rewind(); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := f.Next(1000); err != nil || r != all[3] {
+	if r, err := f.Next(time.Second); err != nil || r != all[3] {
 		t.Errorf("after Rewind: %+v, %v; want %+v", r, err, all[3])
 	}
 	// closed without a commit past k: the reopen resumes at k + 1
@@ -404,7 +404,7 @@ func feedChild(arg string) {
 		fail(err)
 	}
 	for i := 1; ; i++ {
-		r, err := f.Next(300)
+		r, err := f.Next(300 * time.Millisecond)
 		if errors.Is(err, flashstock.ErrTimeout) {
 			break
 		}

@@ -167,7 +167,7 @@ func main() {
 	reqBase := uint64(os.Getpid()) << 32
 	if *hot {
 		runtime.LockOSThread()
-		p, err := flashstock.OpenPinned(*name, 0)
+		p, err := flashstock.OpenPinned(*name, flashstock.Options{})
 		if err != nil {
 			fail("open", err)
 		}
