@@ -35,8 +35,9 @@ RESTOCK_EVERY_S = 0.5
 RUN_S = 15.0            # killing and restarting buyers for this long, per durability
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-LINE = re.compile(r"^(\d+) (\w+) .*activity=(\d+) sku=(\d+) qty=(\d+) order=(\d+) user=(\d+) "
-                  r"value=(-?\d+)")
+# `wal dump` names each field for what it holds in its record's type (a
+# sku's units, a restock's delta, an order's qty and user): key=value words
+LINE = re.compile(r"^(\d+) (\w+) slot=\d+ seq=\d+((?: \w+=-?\w+)*)$")
 
 
 @pytest.mark.parametrize("durability", [flashstock.Durability.ASYNC, flashstock.Durability.SYNC],
@@ -133,8 +134,10 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
     for line in dump.splitlines():
         m = LINE.match(line)
         assert m, "unparsed WAL line: %r" % line
-        _, kind, act, sk, qty, order, user, value = m.groups()
-        qty, order, value = int(qty), int(order), int(value)
+        _, kind, words = m.groups()
+        kv = dict(w.split("=", 1) for w in words.split())
+        qty, order, user = int(kv.get("qty", 0)), int(kv.get("order", 0)), kv.get("user", "0")
+        value = int(kv.get("units", kv.get("delta", 0)))   # a sku's units loaded, a restock's delta
         if kind == "sku":
             total += value
             available += value
