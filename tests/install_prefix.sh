@@ -6,14 +6,17 @@
 # `flashstock --help`.  Every step's exit code is checked; the first failure
 # ends the test with a line saying which step failed.
 #
-# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS]]
+# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS [DATADIR DOCDIR]]]
 #   LIBDIR, BINDIR: CMAKE_INSTALL_LIBDIR / _BINDIR (relative to the prefix)
+#   DATADIR, DOCDIR: CMAKE_INSTALL_DATADIR / _DOCDIR (default share and
+#              share/doc/flashstock): the monitoring files (docs/monitoring.md)
 #   APP_FLAGS: extra compiler flags for the example (the sanitizer builds'
 #              library needs its runtime linked in)
 #   BINDINGS: the bindings built here ("python go java"): step 8 runs each
 #             one's bindings/<lang>/install_check.sh against the prefix
 set -u
 CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-} BINDINGS=${8:-}
+DATADIR=${9:-share} DOCDIR=${10:-share/doc/flashstock}
 
 fail() { echo "install_prefix: FAIL: $*" >&2; exit 1; }
 
@@ -32,6 +35,15 @@ for f in include/flashstock.h "$LIBDIR/libflashstock.a" "$LIBDIR/libflashstock.s
          "$LIBDIR/pkgconfig/flashstock.pc" "$BINDIR/flashstock"; do
 	[ -e "$P/$f" ] || fail "not installed: $f"
 done
+# the monitoring files arrive unchanged: alert rules, their unit tests, the
+# Grafana dashboard, the operator's page
+for f in dashboards/flashstock.rules.yml dashboards/flashstock.rules.test.yml \
+         dashboards/grafana-flashstock.json; do
+	cmp -s "$SRC/$f" "$P/$DATADIR/flashstock/${f#dashboards/}" ||
+		fail "not installed (or not as in the source): $DATADIR/flashstock/${f#dashboards/}"
+done
+cmp -s "$SRC/docs/monitoring.md" "$P/$DOCDIR/monitoring.md" ||
+	fail "not installed (or not as in the source): $DOCDIR/monitoring.md"
 if grep -q '^prefix=/' "$P/$LIBDIR/pkgconfig/flashstock.pc"; then
 	fail "flashstock.pc names an absolute prefix: $(grep '^prefix=' "$P/$LIBDIR/pkgconfig/flashstock.pc")"
 fi

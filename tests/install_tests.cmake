@@ -1,7 +1,8 @@
 # The prefix install (tests/install_prefix.sh): `cmake --install` into a
 # temporary prefix, the README's C example (tests/example_app.c) built
 # against it with pkg-config and run on a fresh segment, the installed
-# `flashstock --help`, and each binding's example built against the prefix
+# `flashstock --help`, the monitoring files (dashboards/, docs/monitoring.md),
+# and each binding's example built against the prefix
 # alone (bindings/<lang>/install_check.sh).  A sanitizer build's library needs its runtime in
 # the example too.
 if(TARGET flashstock AND TARGET flashstock_shared)
@@ -20,6 +21,6 @@ if(TARGET flashstock AND TARGET flashstock_shared)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_prefix.sh ${CMAKE_COMMAND}
                    ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${CMAKE_INSTALL_LIBDIR}
                    ${CMAKE_INSTALL_BINDIR} ${CMAKE_C_COMPILER} "${FLASH_APP_FLAGS}"
-                   "${FLASH_INSTALL_BINDINGS}")
+                   "${FLASH_INSTALL_BINDINGS}" ${CMAKE_INSTALL_DATADIR} ${CMAKE_INSTALL_DOCDIR})
   set_tests_properties(install_prefix PROPERTIES TIMEOUT 300)
 endif()

@@ -31,6 +31,8 @@ PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to
 PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
 PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
+PKGS+=(prometheus python3-yaml)                           # dashboards/: promtool check/test rules, the
+#   live test's private Prometheus (tests/monitoring_*.sh); python3-yaml reads the rules in its checks
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
