@@ -2,18 +2,21 @@
 # install_prefix.sh -- the install as a new user meets it: `cmake --install`
 # into a temporary prefix, the README's C example (tests/example_app.c)
 # built against that prefix with pkg-config exactly as the README says, run
-# on a fresh segment made by the installed `flashstock`, and the installed
-# `flashstock --help`.  Every step's exit code is checked; the first failure
-# ends the test with a line saying which step failed.
+# on a fresh segment made by the installed `flashstock`, the installed
+# `flashstock --help` and a manual page for each of its commands.  Every
+# step's exit code is checked; the first failure ends the test with a line
+# saying which step failed.
 #
-# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS]]
+# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS [MANDIR]]]
 #   LIBDIR, BINDIR: CMAKE_INSTALL_LIBDIR / _BINDIR (relative to the prefix)
 #   APP_FLAGS: extra compiler flags for the example (the sanitizer builds'
 #              library needs its runtime linked in)
 #   BINDINGS: the bindings built here ("python go java"): step 8 runs each
 #             one's bindings/<lang>/install_check.sh against the prefix
+#   MANDIR: CMAKE_INSTALL_MANDIR where the manual pages are built
+#           (tools/man.sh): step 7 checks flashstock.1 and a page per command
 set -u
-CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-} BINDINGS=${8:-}
+CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-} BINDINGS=${8:-} MANDIR=${9:-}
 
 fail() { echo "install_prefix: FAIL: $*" >&2; exit 1; }
 
@@ -96,6 +99,15 @@ readelf -d "$P/$BINDIR/flashstock" | grep -E 'R(UN)?PATH' | grep -qF '$ORIGIN/' 
 	fail "the installed flashstock has no \$ORIGIN run path"
 help=$("$P/$BINDIR/flashstock" --help) || fail "installed flashstock --help exited $?"
 grep -q '^usage: flashstock' <<<"$help" || fail "installed flashstock --help printed no usage line"
+# the manual: flashstock.1 and one page per command the installed --help lists
+if [ -n "$MANDIR" ]; then
+	cmds=$(awk '/^commands:$/ { c = 1; next } c && /^$/ { exit } c { print $1 }' <<<"$help")
+	[ -n "$cmds" ] || fail "installed flashstock --help lists no commands"
+	for page in flashstock $(sed 's/^/flashstock-/' <<<"$cmds"); do
+		[ -s "$P/$MANDIR/man1/$page.1" ] || fail "not installed: $MANDIR/man1/$page.1"
+	done
+	echo "install_prefix: $(wc -w <<<"$cmds") command pages and flashstock.1 in $MANDIR/man1"
+fi
 
 # 8. each binding from the prefix alone: its example built and run against
 #    what the install put under P (no build-tree path, no library path)

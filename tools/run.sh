@@ -29,6 +29,7 @@ PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to
 PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
 PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
+PKGS+=(help2man groff-base)                               # the manual pages (tools/man.sh) and their test
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
