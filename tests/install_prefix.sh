@@ -46,17 +46,21 @@ inc=$(pkg-config --variable=includedir flashstock) || fail "pkg-config --variabl
 lib=$(pkg-config --variable=libdir flashstock) || fail "pkg-config --variable=libdir"
 [ "$(realpath "$lib")" = "$(realpath "$P/$LIBDIR")" ] || fail "libdir is $lib, not under $P"
 
-# 3. the README shows the example's code unchanged
+# 3. the README and docs/library.md show the example's code unchanged (the
+#    first C block under their "Using the library" heading)
 sed -n '/^\/\* README begin \*\/$/,/^\/\* README end \*\/$/p' "$SRC/tests/example_app.c" |
 	sed '1d;$d' >"$P/from_example.c"
-awk '/^## Using the library/ { sec = 1; next }
-     sec && /^## / { exit }
-     sec && /^```c$/ { code = 1; next }
-     code && /^```$/ { exit }
-     code { print }' "$SRC/README.md" >"$P/from_readme.c"
 [ -s "$P/from_example.c" ] || fail "no README markers in tests/example_app.c"
-diff -u "$P/from_readme.c" "$P/from_example.c" >&2 ||
-	fail "the README's \"Using the library\" code differs from tests/example_app.c"
+for doc in README.md docs/library.md; do
+	awk '/^#+ Using the library$/ { sec = 1; next }
+	     sec && !code && /^#+ / { exit }
+	     sec && /^```c$/ { code = 1; next }
+	     code && /^```$/ { exit }
+	     code { print }' "$SRC/$doc" >"$P/from_doc.c"
+	[ -s "$P/from_doc.c" ] || fail "$doc has no C block under \"Using the library\""
+	diff -u "$P/from_doc.c" "$P/from_example.c" >&2 ||
+		fail "the \"Using the library\" code of $doc differs from tests/example_app.c"
+done
 
 # 4. build the example as the README says (plus the run path for a prefix
 #    the loader does not search, as the README says too)
