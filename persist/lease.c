@@ -737,7 +737,7 @@ static void become_fenced(struct flash_lease *a)
  * reads 0: a cancel gives units back, and a unit sold between a drain's
  * read and its restock refuses that restock.  The heartbeat then retries
  * for one tick only, so a turn lasts at most two ticks plus one attempt.
- * The bound (README, "More than one box"): the last sale comes at most
+ * The bound (docs/boxes.md): the last sale comes at most
  * 3 x heartbeat_s + timeout + the drain after l_hb_ok_ms; a unit a cancel
  * gives back during the suspension is out again within 2 x tick_ms +
  * timeout (timeout: the handle's timeout_s, 2 s, flash_lease_start).

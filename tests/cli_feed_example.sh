@@ -1,6 +1,6 @@
 #!/bin/bash
 # cli_feed_example.sh SRC FLASHSTOCK OPS_BUYER FEED_OPS EXAMPLE -- the
-# README.s C consumer (README.md, "Consuming orders", "From C") is the
+# documented C consumer (docs/feed.md, "From C") is the
 # marked region of tests/example_feed_consumer.c, unchanged; built against
 # the public library alone (EXAMPLE), it ships every acknowledged order of a
 # real sale and the cancel, once; run again it prints nothing (its commits
@@ -21,11 +21,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # the documentation shows the tested code
 sed -n '/^\/\* README begin \*\/$/,/^\/\* README end \*\/$/p' "$SRC/tests/example_feed_consumer.c" |
 	sed '1d;$d' > "$T/from_example.c"
-awk '/^### From C/ { sec = 1; next }
-     sec && /^##/ { exit }
+awk '/^## From C$/ { sec = 1; next }
+     sec && !code && /^#+ / { exit }
      sec && /^```c$/ { code = 1; next }
      code && /^```$/ { exit }
-     code { print }' "$SRC/README.md" > "$T/from_doc.c"
+     code { print }' "$SRC/docs/feed.md" > "$T/from_doc.c"
+[ -s "$T/from_doc.c" ] || fail "docs/feed.md has no C block under \"## From C\""
 [ -s "$T/from_example.c" ] || fail "no README markers in tests/example_feed_consumer.c"
 diff -u "$T/from_doc.c" "$T/from_example.c" >&2 ||
 	fail "the documented consumer differs from tests/example_feed_consumer.c"

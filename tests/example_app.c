@@ -1,5 +1,6 @@
 /*
- * example_app.c -- the README's "Using the library" example as a complete
+ * example_app.c -- the "Using the library" example (README.md and
+ * docs/library.md) as a complete
  * program: one buyer's order on activity 1, sku 10, which require a token.
  *
  *   example_app SEGMENT USER REQUEST_ID
@@ -8,8 +9,8 @@
  * none), and exits 0 for a new order, 1 for any other outcome, 2 when the
  * segment cannot be opened.  tests/install_prefix.sh builds it against an
  * installed prefix with pkg-config exactly as the README says, runs it on a
- * fresh segment, and checks that the README shows the lines between the two
- * README markers below unchanged.
+ * fresh segment, and checks that README.md and docs/library.md show the
+ * lines between the two README markers below unchanged.
  */
 #include <inttypes.h>
 #include <stdio.h>

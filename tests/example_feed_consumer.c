@@ -1,6 +1,6 @@
 /*
- * example_feed_consumer.c -- the C consumer of the README's "Consuming
- * orders" section (README.md, "Consuming orders", shows the marked region
+ * example_feed_consumer.c -- the C consumer of docs/feed.md ("Consuming
+ * orders"; its "From C" section shows the marked region
  * unchanged: tests/cli_feed_example.sh checks it, builds this file against
  * the public library only, and runs it on a real sale).
  *

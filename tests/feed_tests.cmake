@@ -36,7 +36,7 @@ if(TARGET flashstock)
   set_tests_properties(cli_feed_lost_consumer_refilled_from_mariadb PROPERTIES LABELS "feed;cli;mysql" TIMEOUT 240)
 endif()
 
-# The README's C consumer (README.md, "Consuming orders"): built against the
+# The documented C consumer (docs/feed.md, "From C"): built against the
 # shared library and the public header only, run on a real sale, and the
 # documented code compared with the file's marked region.
 add_executable(example_feed_consumer ${CMAKE_CURRENT_SOURCE_DIR}/example_feed_consumer.c)

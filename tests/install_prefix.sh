@@ -2,11 +2,12 @@
 # install_prefix.sh -- the install as a new user meets it: `cmake --install`
 # into a temporary prefix, the README's C example (tests/example_app.c)
 # built against that prefix with pkg-config exactly as the README says, run
-# on a fresh segment made by the installed `flashstock`, and the installed
-# `flashstock --help`.  Every step's exit code is checked; the first failure
-# ends the test with a line saying which step failed.
+# on a fresh segment made by the installed `flashstock`, the installed
+# `flashstock --help` and a manual page for each of its commands.  Every
+# step's exit code is checked; the first failure ends the test with a line
+# saying which step failed.
 #
-# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS [DATADIR DOCDIR]]]
+# usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS [MANDIR [DATADIR DOCDIR]]]]
 #   LIBDIR, BINDIR: CMAKE_INSTALL_LIBDIR / _BINDIR (relative to the prefix)
 #   DATADIR, DOCDIR: CMAKE_INSTALL_DATADIR / _DOCDIR (default share and
 #              share/doc/flashstock): the monitoring files (docs/monitoring.md)
@@ -14,9 +15,11 @@
 #              library needs its runtime linked in)
 #   BINDINGS: the bindings built here ("python go java"): step 8 runs each
 #             one's bindings/<lang>/install_check.sh against the prefix
+#   MANDIR: CMAKE_INSTALL_MANDIR where the manual pages are built
+#           (tools/man.sh): step 7 checks flashstock.1 and a page per command
 set -u
-CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-} BINDINGS=${8:-}
-DATADIR=${9:-share} DOCDIR=${10:-share/doc/flashstock}
+CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 BINDIR=$5 CC=$6 APP_FLAGS=${7:-} BINDINGS=${8:-} MANDIR=${9:-}
+DATADIR=${10:-share} DOCDIR=${11:-share/doc/flashstock}
 
 fail() { echo "install_prefix: FAIL: $*" >&2; exit 1; }
 
@@ -55,17 +58,21 @@ inc=$(pkg-config --variable=includedir flashstock) || fail "pkg-config --variabl
 lib=$(pkg-config --variable=libdir flashstock) || fail "pkg-config --variable=libdir"
 [ "$(realpath "$lib")" = "$(realpath "$P/$LIBDIR")" ] || fail "libdir is $lib, not under $P"
 
-# 3. the README shows the example's code unchanged
+# 3. the README and docs/library.md show the example's code unchanged (the
+#    first C block under their "Using the library" heading)
 sed -n '/^\/\* README begin \*\/$/,/^\/\* README end \*\/$/p' "$SRC/tests/example_app.c" |
 	sed '1d;$d' >"$P/from_example.c"
-awk '/^## Using the library/ { sec = 1; next }
-     sec && /^## / { exit }
-     sec && /^```c$/ { code = 1; next }
-     code && /^```$/ { exit }
-     code { print }' "$SRC/README.md" >"$P/from_readme.c"
 [ -s "$P/from_example.c" ] || fail "no README markers in tests/example_app.c"
-diff -u "$P/from_readme.c" "$P/from_example.c" >&2 ||
-	fail "the README's \"Using the library\" code differs from tests/example_app.c"
+for doc in README.md docs/library.md; do
+	awk '/^#+ Using the library$/ { sec = 1; next }
+	     sec && !code && /^#+ / { exit }
+	     sec && /^```c$/ { code = 1; next }
+	     code && /^```$/ { exit }
+	     code { print }' "$SRC/$doc" >"$P/from_doc.c"
+	[ -s "$P/from_doc.c" ] || fail "$doc has no C block under \"Using the library\""
+	diff -u "$P/from_doc.c" "$P/from_example.c" >&2 ||
+		fail "the \"Using the library\" code of $doc differs from tests/example_app.c"
+done
 
 # 4. build the example as the README says (plus the run path for a prefix
 #    the loader does not search, as the README says too)
@@ -108,6 +115,15 @@ readelf -d "$P/$BINDIR/flashstock" | grep -E 'R(UN)?PATH' | grep -qF '$ORIGIN/' 
 	fail "the installed flashstock has no \$ORIGIN run path"
 help=$("$P/$BINDIR/flashstock" --help) || fail "installed flashstock --help exited $?"
 grep -q '^usage: flashstock' <<<"$help" || fail "installed flashstock --help printed no usage line"
+# the manual: flashstock.1 and one page per command the installed --help lists
+if [ -n "$MANDIR" ]; then
+	cmds=$(awk '/^commands:$/ { c = 1; next } c && /^$/ { exit } c { print $1 }' <<<"$help")
+	[ -n "$cmds" ] || fail "installed flashstock --help lists no commands"
+	for page in flashstock $(sed 's/^/flashstock-/' <<<"$cmds"); do
+		[ -s "$P/$MANDIR/man1/$page.1" ] || fail "not installed: $MANDIR/man1/$page.1"
+	done
+	echo "install_prefix: $(wc -w <<<"$cmds") command pages and flashstock.1 in $MANDIR/man1"
+fi
 
 # 8. each binding from the prefix alone: its example built and run against
 #    what the install put under P (no build-tree path, no library path)

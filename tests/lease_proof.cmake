@@ -2,7 +2,7 @@
 # from leases of a private three-node Galera cluster (tests/fixtures/
 # galera.sh) while boxes and a node are killed; every invariant is checked
 # and the undersell figure is printed with its bound.  About a minute.
-# The long run is the same program with --long (README "More than one box").
+# The long run is the same program with --long (docs/boxes.md).
 add_executable(lease_proof ${CMAKE_CURRENT_SOURCE_DIR}/lease_proof.c)
 target_link_libraries(lease_proof PRIVATE flashstock_persist)
 if(TARGET flashstock)

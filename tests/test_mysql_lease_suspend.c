@@ -5,7 +5,7 @@
  * unreachable: every connect refused at once) or frozen (SIGSTOP: every
  * connect and read waits out the agent's timeout).
  *
- * The promise under test (README, "More than one box"): a box that loses
+ * The promise under test (docs/boxes.md): a box that loses
  * MariaDB sells nothing later than
  *
  *     3 x --heartbeat-s + 2 s (the agent's MariaDB timeout) + the drain

@@ -33,6 +33,7 @@ PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera
 PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
 PKGS+=(prometheus python3-yaml)                           # dashboards/: promtool check/test rules, the
 #   live test's private Prometheus (tests/monitoring_*.sh); python3-yaml reads the rules in its checks
+PKGS+=(help2man groff-base)                               # the manual pages (tools/man.sh) and their test
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 

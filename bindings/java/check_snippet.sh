@@ -18,13 +18,13 @@ awk '/^```java$/ { code = 1; next }
 [ -s "$t/from_readme" ] || fail "no java code block in README.md"
 diff -u "$t/from_readme" "$t/from_example" >&2 ||
 	fail "README.md's java code differs from Quickstart.java's README region"
-# the project's README shows it too, in its "## From Java" section
-awk '/^## From Java$/ { sec = 1; next }
-     sec && /^## / { exit }
+# the project's docs/java.md shows it too, under its "# From Java" heading
+awk '/^# From Java$/ { sec = 1; next }
+     sec && !code && /^#+ / { exit }
      sec && /^```java$/ { code = 1; next }
      code && /^```$/ { exit }
-     code { print }' "$d/../../README.md" >"$t/from_top"
-[ -s "$t/from_top" ] || fail "no java code block in the From Java section of README.md"
+     code { print }' "$d/../../docs/java.md" >"$t/from_top"
+[ -s "$t/from_top" ] || fail "no java code block under \"# From Java\" in docs/java.md"
 diff -u "$t/from_top" "$t/from_example" >&2 ||
-	fail "README.md's java code differs from Quickstart.java's README region"
-echo "snippet: README.md equals Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"
+	fail "docs/java.md's java code differs from Quickstart.java's README region"
+echo "snippet: README.md and docs/java.md equal Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"

@@ -1,7 +1,8 @@
-// readme_test.go -- the README section's Go snippet is the marked region of
-// example/main.go, which service_test.go runs, its batch snippet the body
-// of placeBatch, which ExampleHandle_OrderMany runs, and its feed snippet
-// the body of fulfil, which feed_test.go runs: they cannot rot.
+// readme_test.go -- the Go snippet of the binding's README and of the
+// project's docs/go.md is the marked region of example/main.go, which
+// service_test.go runs, its batch snippet the body of placeBatch, which
+// ExampleHandle_OrderMany runs, and its feed snippet the body of fulfil,
+// which feed_test.go runs: they cannot rot.
 package systest
 
 import (
@@ -49,20 +50,17 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 		t.Errorf("README.md's Go snippet differs from example/main.go's README region:\n"+
 			"--- README.md\n%s\n--- example/main.go\n%s", snippet, code)
 	}
-	// the project's README shows it too, in its "## From Go" section
-	top, err := os.ReadFile(filepath.Join(src, "..", "..", "README.md"))
+	// the project's docs/go.md shows it too, under its "# From Go" heading
+	doc, err := os.ReadFile(filepath.Join(src, "..", "..", "docs", "go.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := string(top)
-	if i := strings.Index(sec, "\n## From Go\n"); i >= 0 {
-		sec = sec[i+1:]
-	} else {
-		t.Fatal("README.md has no \"## From Go\" section")
+	if !strings.HasPrefix(string(doc), "# From Go\n") {
+		t.Fatal("docs/go.md does not begin with \"# From Go\"")
 	}
-	if topSnippet := between(t, sec, "```go", "```", "README.md"); topSnippet != code {
-		t.Errorf("README.md's Go snippet differs from example/main.go's README region:\n"+
-			"--- README.md\n%s\n--- example/main.go\n%s", topSnippet, code)
+	if docSnippet := between(t, string(doc), "```go", "```", "docs/go.md"); docSnippet != code {
+		t.Errorf("docs/go.md's Go snippet differs from example/main.go's README region:\n"+
+			"--- docs/go.md\n%s\n--- example/main.go\n%s", docSnippet, code)
 	}
 	// the feed section's snippet is the body of fulfil (feed_test.go, one tab less)
 	ft, err := os.ReadFile(filepath.Join(src, "systest", "feed_test.go"))

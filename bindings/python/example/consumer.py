@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""consumer.py -- the Python consumer of the README's "Consuming orders"
-section (README.md, "From Python" under it, and bindings/python/README.md
+"""consumer.py -- the Python consumer of docs/feed.md ("Consuming orders";
+its "From Python" section and bindings/python/README.md
 show the marked region unchanged: tests/test_feed.py checks it and runs
 this file on a real sale).  It behaves as tests/example_feed_consumer.c:
 one line per order and cancel, a commit every 100 records or whenever the

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """quickstart.py SEGMENT USER REQUEST_ID -- one buyer's order from Python,
-the program the README's "From Python" section shows (between the README
-markers; tests/test_readme.py checks that the two agree and runs it).
+the program the "From Python" sections of the README, docs/python.md and
+bindings/python/README.md show (between the README markers;
+tests/test_readme.py checks that they agree and runs it).
 Activity 1 requires a token; sku 10 is the goods.  Prints the outcome's
 name and the order number; exit 0 placed, 1 refused, 2 no such segment.
 """

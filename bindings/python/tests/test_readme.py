@@ -1,10 +1,10 @@
 """test_readme.py -- the README's "From Python" snippet is the tested
-example: the code block of the "From Python" section of bindings/python/README.md
-and of the project's README.md equals the marked region of example/quickstart.py,
-and quickstart.py run on a fresh segment places an order, answers its
-retry with the same order number, refuses a buyer after the last unit, and
-exits 2 on a destroyed segment.  Likewise the feed consumer: the "### From
-Python" subsection of the project README's "## Consuming orders" and the
+example: the code block of the "From Python" section of bindings/python/README.md,
+of the project's README.md and of its docs/python.md equals the marked region
+of example/quickstart.py, and quickstart.py run on a fresh segment places an
+order, answers its retry with the same order number, refuses a buyer after
+the last unit, and exits 2 on a destroyed segment.  Likewise the feed
+consumer: the "## From Python" section of the project's docs/feed.md and the
 binding README's "## The order feed" show the marked region of
 example/consumer.py (which python_feed runs) unchanged; and the binding
 README's "## Observation" snippet and its batch example (order_many) run
@@ -21,6 +21,7 @@ SRC = os.environ.get("FLASH_PY_SRC", os.path.join(os.path.dirname(__file__), "..
 QUICKSTART = os.path.join(SRC, "example", "quickstart.py")
 CONSUMER = os.path.join(SRC, "example", "consumer.py")
 TOP_README = os.path.join(SRC, "..", "..", "README.md")
+TOP_DOCS = os.path.join(SRC, "..", "..", "docs")
 
 
 def marked_region(path=QUICKSTART):
@@ -61,9 +62,10 @@ def section_code(md_path):
 
 def test_readme_snippet_is_the_marked_region_of_the_tested_example():
     want = marked_region()
-    # the binding's own README and the project's README show it unchanged
+    # the binding's own README, the project's README and docs/python.md show it unchanged
     assert section_code(os.path.join(SRC, "README.md")) == want
-    assert section_code(os.path.join(SRC, "..", "..", "README.md")) == want
+    assert section_code(TOP_README) == want
+    assert block_under(os.path.join(TOP_DOCS, "python.md"), "# From Python") == want
 
 
 def run(name, user, rid):
@@ -89,7 +91,7 @@ def test_quickstart_orders_retries_and_sells_out(segs):
 
 def test_feed_readme_snippets_are_the_marked_region_of_the_tested_consumer():
     want = marked_region(CONSUMER)
-    assert block_under(TOP_README, "## Consuming orders", "### From Python") == want
+    assert block_under(os.path.join(TOP_DOCS, "feed.md"), "# Consuming orders", "## From Python") == want
     assert block_under(os.path.join(SRC, "README.md"), "## The order feed") == want
 
 

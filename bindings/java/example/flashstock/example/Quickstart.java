@@ -1,8 +1,9 @@
 /*
  * Quickstart.java -- the README's Java example, run by the test
  * java_quickstart and by install_check.sh against an installed prefix.  The
- * region between the README markers is the snippet of README.md
- * (java_readme_snippet checks that they are equal).
+ * region between the README markers is the snippet of README.md and of
+ * the project's docs/java.md (java_readme_snippet checks that they are
+ * equal).
  */
 package flashstock.example;
 
