@@ -29,6 +29,9 @@ PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to
 PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
 PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
+PKGS+=(libsystemd-dev)                                    # serve's sd_notify (persist/notify.c); systemd's
+#   systemd-analyze and systemd-sysusers check the unit files (tests/systemd_tests.cmake)
+PKGS+=(systemd)
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
