@@ -8,11 +8,15 @@
 #     the same unit with a missing binary is refused (the check reads it);
 #  2. UNIT's ExecStart=, expanded as systemd expands it (%i, the default
 #     FLASHSTOCK_WAL, FLASHSTOCK_OPTS split into words), is a command
-#     `flashstock serve` accepts and serves a segment with;
+#     `flashstock serve` accepts and serves a segment with; run under strace,
+#     it makes no system call outside the unit's SystemCallFilter= (the
+#     groups expanded by systemd-analyze syscall-filter), opens no socket of
+#     a family RestrictAddressFamilies= leaves out, and maps no memory
+#     writable and executable at once (MemoryDenyWriteExecute=);
 #  3. `systemd-sysusers --root` on SYSUSERS makes a system user flashstock
 #     (uid below 1000, nologin) with its own group flashstock.
 set -u
-unit=$1 sysusers=$2 fs=$3
+unit=$1 sysusers=$(realpath "$2") fs=$3
 d=$(mktemp -d "${TMPDIR:-/tmp}/flash-unit-XXXXXX")
 inst=fsunit$$
 cleanup() {
@@ -53,9 +57,40 @@ cmdline=$(printf '%s\n' "$exec_line" | sed -e "s#%i#$inst#g" -e "s#\${FLASHSTOCK
 	--skus 4 --shards 4 --activities 2 >/dev/null || fail "create"
 "$fs" load --name "/$inst" --activity 1 --sku 1 --units 10 >/dev/null || fail "load"
 # shellcheck disable=SC2086   # split into words, as systemd splits ExecStart=
-$cmdline >"$d/serve.log" 2>&1 || fail "the unit's ExecStart ($cmdline) exited $?: $(cat "$d/serve.log")"
+strace -f -qq -o "$d/trace" $cmdline --metrics 127.0.0.1:0 >"$d/serve.log" 2>&1 ||
+	fail "the unit's ExecStart ($cmdline) exited $?: $(cat "$d/serve.log")"
 grep -q "stopping: 2 records written, durable LSN 2" "$d/serve.log" ||
 	fail "the unit's ExecStart did not serve /$inst: $(cat "$d/serve.log")"
+grep -q "metrics on port" "$d/serve.log" || fail "no metrics endpoint: $(cat "$d/serve.log")"
+# the filter: each @group expanded (groups name groups)
+filter=$(sed -n 's/^SystemCallFilter=//p' "$unit")
+[ -n "$filter" ] || fail "the unit has no SystemCallFilter="
+todo=$filter seen=
+: >"$d/allowed"
+while [ -n "$todo" ]; do
+	set -- $todo
+	g=$1; shift; todo=$*
+	case " $seen " in *" $g "*) continue ;; esac
+	seen="$seen $g"
+	case $g in
+	@*) for x in $(systemd-analyze syscall-filter "$g" | sed -e 1d -e 's/#.*//'); do
+		todo="$todo $x"
+	    done ;;
+	*) echo "$g" >>"$d/allowed" ;;
+	esac
+done
+sort -u "$d/allowed" -o "$d/allowed"
+[ "$(wc -l <"$d/allowed")" -gt 50 ] || fail "SystemCallFilter=$filter expands to $(wc -l <"$d/allowed") calls"
+sed -E 's/^[0-9]+ +//' "$d/trace" | grep -oE '^[a-z_0-9]+\(' | tr -d '(' | sort -u >"$d/used"
+[ "$(wc -l <"$d/used")" -gt 20 ] || fail "strace saw $(wc -l <"$d/used") system calls"
+outside=$(comm -23 "$d/used" "$d/allowed" | tr '\n' ' ')
+[ -z "$outside" ] || fail "serve makes system calls outside SystemCallFilter=$filter: $outside"
+families=$(sed -n 's/^RestrictAddressFamilies=//p' "$unit")
+for f in $(grep -oE 'socket\(AF_[A-Z0-9]+' "$d/trace" | sed 's/socket(//' | sort -u); do
+	case " $families " in *" $f "*) ;; *) fail "serve opens an $f socket, not in RestrictAddressFamilies=$families" ;; esac
+done
+grep -E 'mmap|mprotect' "$d/trace" | grep 'PROT_WRITE' | grep -q 'PROT_EXEC' &&
+	fail "serve maps memory writable and executable: $(grep -E 'mmap|mprotect' "$d/trace" | grep PROT_WRITE | grep PROT_EXEC | head -3)"
 
 # 3. sysusers
 mkdir -p "$d/root/etc"
@@ -70,5 +105,6 @@ uid=$(echo "$pw" | cut -d: -f3) gid=$(echo "$pw" | cut -d: -f4) shell=$(echo "$p
 case $shell in */nologin) ;; *) fail "flashstock has a login shell: $shell" ;; esac
 
 echo "ok: systemd-analyze verify of flashstock-serve@$inst.service silent (a missing binary refused);"
-echo "    its ExecStart served /$inst (2 records); sysusers made system user flashstock (uid $uid,"
+echo "    its ExecStart served /$inst (2 records) with $(wc -l <"$d/used") kinds of system call, all in"
+echo "    its SystemCallFilter; sysusers made system user flashstock (uid $uid,"
 echo "    group flashstock, $shell)"

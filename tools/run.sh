@@ -31,7 +31,7 @@ PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera
 PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
 PKGS+=(libsystemd-dev)                                    # serve's sd_notify (persist/notify.c); systemd's
 #   systemd-analyze and systemd-sysusers check the unit files (tests/systemd_tests.cmake)
-PKGS+=(systemd)
+PKGS+=(systemd strace)                                    # strace: the unit's system-call filter (systemd_unit)
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
