@@ -367,6 +367,7 @@ static struct pio_wend pio_wend[256];
 static size_t          pio_nwend;
 static int             pio_log_fd = -1;
 static unsigned        pio_sync_delay_ms;
+static char           *pio_sync_hold;      /* FLASH_TEST_SYNC_HOLD: a path, or NULL */
 
 /* @p fd's file in the table (added), or NULL; under pio_wend_mu.  By device
  * and inode: the WAL syncs through another descriptor than it writes. */
@@ -422,6 +423,11 @@ static int pio_logged_fdatasync(int fd)
 		struct timespec ts = { pio_sync_delay_ms / 1000u, (long)(pio_sync_delay_ms % 1000u) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
+	/* a disk that does not return, for as long as the test says */
+	while (pio_sync_hold != NULL && access(pio_sync_hold, F_OK) == 0) {
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	int rc = fdatasync(fd);
 	if (rc == 0 && e) {
 		char line[128];
@@ -443,6 +449,9 @@ int pio_test_sync_log(void)
 	if (pio_log_fd < 0)
 		return -1;
 	pio_sync_delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
+	const char *hold = getenv("FLASH_TEST_SYNC_HOLD");
+	if (hold != NULL && *hold != '\0' && (pio_sync_hold = strdup(hold)) == NULL)
+		return -1;
 	pio_override("pwrite", (pio_fn)pio_logged_pwrite, NULL);
 	pio_override("fdatasync", (pio_fn)pio_logged_fdatasync, NULL);
 	return 0;

@@ -179,7 +179,9 @@ int pio_dir_numbers(const char *dir, int (*match)(const char *name, const void *
  * then) and zeroes each file's bytes written above its highest sync END has
  * made a power cut: the unsynced tail is dropped, as test_wal_crash.c drops
  * it in process.  FLASH_TEST_SYNC_DELAY_MS=N makes each fdatasync sleep N ms
- * before it starts (a slow disk), which holds that window open.  Called once
+ * before it starts (a slow disk), which holds that window open, and
+ * FLASH_TEST_SYNC_HOLD=PATH makes each one wait while PATH exists (a disk
+ * that does not return, until the test removes PATH).  Called once
  * by the daemon (tools/cmd_serve.c) before it writes anything; without
  * FLASH_TEST_SYNC_LOG nothing changes.  Never set in production.
  * @return 0; -1 with errno (FILE cannot be opened).

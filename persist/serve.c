@@ -22,6 +22,7 @@
 #include "crash.h"
 #include "flashstock.h"
 #include "mysql_pump.h"
+#include "notify.h"
 #include "pio.h"
 #include "rebuild.h"
 #include "snapshot.h"
@@ -85,6 +86,8 @@ struct serve {
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
 	struct flash_durability_info sv_dur;  /* the WAL failure the segment carried at
 	                                         start (failed 0: none), until cleared */
+	struct notify            sv_notify;   /* the service manager (notify.h) */
+	uint64_t                 sv_sync_asked_ms; /* when the sync of sv_sync was asked for */
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -798,6 +801,7 @@ static int serve_sync_step(struct serve *s, uint32_t wait_us)
 		struct serve_marks m = s->sv_sync;   /* empty: swap */
 		s->sv_sync = s->sv_next;
 		s->sv_next = m;
+		s->sv_sync_asked_ms = serve_now_ms();
 		pthread_mutex_lock(&y->sy_mu);
 		if (s->sv_sync.mk_lsn > y->sy_target)
 			y->sy_target = s->sv_sync.mk_lsn;
@@ -1266,10 +1270,25 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
+	notify_init(&s.sv_notify);
 	/* --recover: rebuild the segment (snapshot + WAL) under a temporary
 	 * name; it takes its name only when complete (rebuild.h), and is then
-	 * served like any segment after a restart */
-	if (o->recover) {
+	 * served like any segment after a restart.  --recover-if-absent: the
+	 * same when the segment does not exist (a reboot emptied /dev/shm),
+	 * and a plain start when it does (after a crash) */
+	int recover = o->recover;
+	if (!recover && o->recover_if_absent) {
+		flash_t *h = NULL;
+		int frc = flash_open(o->segment, FLASH_RDONLY, &h);
+		flash_close(h);
+		if (frc == FLASH_ENOSEG) {
+			serve_log(&s, SERVE_LOG_INFO, "segment %s does not exist: rebuilding it from WAL %s "
+			          "(--recover-if-absent)", o->segment, o->wal_dir);
+			recover = 1;
+		}
+	}
+	if (recover) {
+		notify_status(&s.sv_notify, "rebuilding segment %s from WAL %s", o->segment, o->wal_dir);
 		struct rebuild_opts ro = {
 			.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->accept_loss,
 			.accept_after = o->accept_loss_after, .log = serve_snap_log, .log_arg = &s,
@@ -1336,6 +1355,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	serve_log(&s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
 	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
 	          o->wal_dir, wal_next_lsn(s.sv_w));
+	notify_status(&s.sv_notify, "segment %s: WAL %s read through LSN %" PRIu64 "; starting",
+	              o->segment, o->wal_dir, wal_next_lsn(s.sv_w) - 1);
 
 	if (o->mysql_url != NULL || o->mysql_defaults != NULL) {
 		struct flash_mysql_pump_opts po;
@@ -1482,6 +1503,10 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		st->flash_rc = FLASH_ENOMEM;
 		goto out_metrics;
 	}
+	/* Recovered, and the first round made everything the rings held at
+	 * start durable and marked: ready (notify.h) */
+	notify_ready(&s.sv_notify, "serving segment %s: WAL %s durable through LSN %" PRIu64,
+	             o->segment, o->wal_dir, wal_durable_lsn(s.sv_w));
 	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
 	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
 	if (!oo.no_reclaim)
@@ -1496,6 +1521,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		int stopping = o->stop != NULL && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE) != 0;
 		if (n == 0 && o->once)
 			break;
+		if (stopping)
+			notify_stopping(&s.sv_notify, "stopping: draining the rings into WAL %s", o->wal_dir);
 		if (stopping && s.sv_arch) {
 			/* no archive after this: the rounds below drain its last records */
 			SERVE_METRICS_ARCHIVER_OFF();
@@ -1547,6 +1574,9 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			idle_us = 0;
 		}
 		uint64_t now = serve_now_ms();
+		/* the loop turns: a ping, unless the sync at work is stuck */
+		notify_watchdog(&s.sv_notify, now, s.sv_sync.mk_ntouched && now > s.sv_sync_asked_ms ?
+		                now - s.sv_sync_asked_ms : 0);
 		if (now >= next_recover) {
 			uint32_t rec = 0;
 			rc = flash_recover(s.sv_h, &rec);

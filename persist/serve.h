@@ -75,6 +75,9 @@ struct serve_opts {
 	                                   complete); the segment must be absent or empty (a
 	                                   restock has no identity: replaying it twice would add
 	                                   twice) */
+	int           recover_if_absent;/* recover when the segment does not exist (a reboot
+	                                   emptied /dev/shm), else start plainly (after a
+	                                   crash): what a unit file runs on every start */
 	int           accept_loss;      /* recover: accept the loss of every record after
 	                                   accept_loss_after (rebuild.h: it must be the last LSN
 	                                   that can be kept; what is dropped is logged) */

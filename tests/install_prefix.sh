@@ -3,9 +3,10 @@
 # into a temporary prefix, the README's C example (tests/example_app.c)
 # built against that prefix with pkg-config exactly as the README says, run
 # on a fresh segment made by the installed `flashstock`, the installed
-# `flashstock --help` and a manual page for each of its commands.  Every
-# step's exit code is checked; the first failure ends the test with a line
-# saying which step failed.
+# `flashstock --help` and a manual page for each of its commands, the
+# monitoring files, the systemd unit and sysusers file.  Every step's exit
+# code is checked; the first failure ends the test with a line saying which
+# step failed.
 #
 # usage: install_prefix.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR BINDIR CC [APP_FLAGS [BINDINGS [MANDIR [DATADIR DOCDIR]]]]
 #   LIBDIR, BINDIR: CMAKE_INSTALL_LIBDIR / _BINDIR (relative to the prefix)
@@ -125,7 +126,19 @@ if [ -n "$MANDIR" ]; then
 	echo "install_prefix: $(wc -w <<<"$cmds") command pages and flashstock.1 in $MANDIR/man1"
 fi
 
-# 8. each binding from the prefix alone: its example built and run against
+# 8. the daemon's systemd files (systemd/): the unit template under
+#    P/lib/systemd/system with ExecStart= this prefix's flashstock, which
+#    systemd-analyze verify reads without a word; the sysusers.d file
+unit=$P/lib/systemd/system/flashstock-serve@.service
+[ -f "$unit" ] || fail "not installed: lib/systemd/system/flashstock-serve@.service"
+[ -f "$P/lib/sysusers.d/flashstock.conf" ] || fail "not installed: lib/sysusers.d/flashstock.conf"
+grep -q "^ExecStart=$P/$BINDIR/flashstock serve " "$unit" ||
+	fail "the installed unit does not run $P/$BINDIR/flashstock: $(grep '^ExecStart=' "$unit")"
+vout=$(systemd-analyze verify --man=no "$P/lib/systemd/system/flashstock-serve@install.service" 2>&1) ||
+	fail "systemd-analyze verify of the installed unit: exit $?: $vout"
+[ -z "$vout" ] || fail "systemd-analyze verify of the installed unit complains: $vout"
+
+# 9. each binding from the prefix alone: its example built and run against
 #    what the install put under P (no build-tree path, no library path)
 for lang in $BINDINGS; do
 	chk=$SRC/bindings/$lang/install_check.sh

@@ -48,6 +48,11 @@ static void serve_help(FILE *out)
 	        "an empty WAL for a segment that an earlier WAL served.  A segment rebuilt\n"
 	        "with the other durability is served, with a line at warn (sync -> async).\n"
 	        "\n"
+	        "Under systemd (NOTIFY_SOCKET set; Type=notify): READY=1 once recovery is\n"
+	        "done and the first round has made what the rings held durable; WATCHDOG=1\n"
+	        "from the drain loop when WatchdogSec= is set, withheld while it is stuck or\n"
+	        "an fdatasync has been at work for half of it; STOPPING=1 at SIGTERM.\n"
+	        "\n"
 	        "options:\n"
 	        "  --name NAME          segment name (required)\n"
 	        "  --wal DIR            WAL directory (required)\n"
@@ -66,6 +71,10 @@ static void serve_help(FILE *out)
 	        "                       commit made durable: not a torn tail), a missing\n"
 	        "                       WAL file or a snapshot past the WAL's end is\n"
 	        "                       refused, naming the first bad LSN\n"
+	        "  --recover-if-absent  --recover when segment NAME does not exist (a reboot\n"
+	        "                       emptied /dev/shm), a plain start when it does (after\n"
+	        "                       a crash): right on every start, what the systemd unit\n"
+	        "                       runs (docs/systemd.md)\n"
 	        "  --accept-loss-after LSN  with --recover: give up every record after LSN\n"
 	        "                       (it must be the last LSN the refusal says can be\n"
 	        "                       kept); each dropped record is logged by order number\n"
@@ -175,6 +184,7 @@ int cmd_serve(int argc, char **argv)
 		{ "name",        required_argument, NULL, 'n' },
 		{ "wal",         required_argument, NULL, 'w' },
 		{ "recover",     no_argument,       NULL, 'R' },
+		{ "recover-if-absent", no_argument, NULL, 0x130 },
 		{ "accept-loss-after", required_argument, NULL, 'A' },
 		{ "wal-file-mb", required_argument, NULL, 'f' },
 		{ "drain-max",   required_argument, NULL, 'd' },
@@ -229,6 +239,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'R':
 			o.recover = 1;
+			break;
+		case 0x130:
+			o.recover_if_absent = 1;
 			break;
 		case 'A':
 			if (tool_opt_u64(cmd, "--accept-loss-after", optarg, 0, UINT64_MAX - 1,

@@ -34,6 +34,9 @@ PKGS+=(faketime)                                          # flashstock soak: the
 PKGS+=(prometheus python3-yaml)                           # dashboards/: promtool check/test rules, the
 #   live test's private Prometheus (tests/monitoring_*.sh); python3-yaml reads the rules in its checks
 PKGS+=(help2man groff-base)                               # the manual pages (tools/man.sh) and their test
+PKGS+=(libsystemd-dev)                                    # serve's sd_notify (persist/notify.c); systemd's
+#   systemd-analyze and systemd-sysusers check the unit files (tests/systemd_tests.cmake)
+PKGS+=(systemd strace)                                    # strace: the unit's system-call filter (systemd_unit)
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
