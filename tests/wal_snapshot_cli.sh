@@ -50,8 +50,16 @@ grep -q "stopping: 3 records written" "$t/log-serve2" || fail "3 records not wri
 # orders, and user-limit keys: an order that finds stock, claims a limit slot
 # (a permanent key) and then loses the last units to another buyer leaves its
 # key behind with no record, so "users" "used" may be higher than a replay makes
-# (the same keys counted per generation bank: "keys")
-stable() { tr ',' '\n' | grep -v -E '"(requests|tokens|users|pct|sold_out|limit_hits|duplicates|cas_retries|token_rejects|keys)"'; }
+# (the same keys counted per generation bank: "keys"); and the order table's
+# "used" (and status's "orders_used"), which is flash_orders_max: the highest number below any handle's
+# next one, so an order that refilled its handle's chunk of numbers and then
+# found the sku sold out (the chunk is taken before the stock) raises it with
+# no record (seen: 448, the number below a fresh chunk of 64, against 407
+# replayed); the replayed orders' numbers are compared through "counters"
+stable() {
+	tr ',' '\n' | sed -E 's/^("orders":\{"used":|"orders_used":)[0-9]+/\1(not compared)/' |
+		grep -v -E '"(requests|tokens|users|pct|sold_out|limit_hits|duplicates|cas_retries|token_rejects|keys)"'
+}
 "$fs" status --name "$name" --json | stable >"$t/before" || fail "status before"
 grep -q '"sku_id":2' "$t/before" || fail "status: $(cat "$t/before")"
 
