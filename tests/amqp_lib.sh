@@ -2,8 +2,22 @@
 # tests/cli_feed_amqp*.sh): cleanup of everything they start, failure with
 # the logs, polling, the sink's status figures, and the delivery check.
 #
-# The sourcing script sets: fs consumer fixture d name, and the pids it
-# starts in serve_pid sink_pid cons_pid buyer_pids (empty when not running).
+# Sourced as `. amqp_lib.sh TAG FLASHSTOCK CONSUMER BUYER FIXTURE` (the
+# test's own arguments after its tag): it sets fs consumer buyer fixture, a
+# temporary directory d and a segment name from TAG, and the RabbitMQ
+# fixture's environment.  The sourcing script keeps the pids it starts in
+# serve_pid sink_pid cons_pid buyer_pids (empty when not running).
+
+set -u
+fs=$2
+consumer=$3
+buyer=$4
+fixture=$5
+d=$(mktemp -d "${TMPDIR:-/tmp}/flash-$1-XXXXXX")
+name=/flash-$1-$$
+serve_pid= sink_pid= cons_pid= buyer_pids=()
+export FLASH_AMQP_PROBE="$consumer probe"
+export FLASH_RABBITMQ_DIR="$d/rabbit"
 
 frozen=
 cleanup() {

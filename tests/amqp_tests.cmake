@@ -12,26 +12,20 @@ target_link_libraries(amqp_consumer PRIVATE PkgConfig::RABBITMQ_T)
 add_executable(amqp_buyer ${CMAKE_CURRENT_SOURCE_DIR}/amqp_buyer.c)
 target_link_libraries(amqp_buyer PRIVATE flashstock_static)
 
-add_test(NAME amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_kill_serve_kill
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp.sh $<TARGET_FILE:flashstock>
-                 $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
-                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
-set_tests_properties(amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_kill_serve_kill
-                     PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
-
-add_test(NAME amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp_nack.sh $<TARGET_FILE:flashstock>
-                 $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
-                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
-set_tests_properties(amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals
-                     PROPERTIES LABELS "amqp;cli" TIMEOUT 300)
-
-add_test(NAME amqp_sink_started_before_serve_waits_for_the_wal_directory_then_delivers
-         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_amqp_boot.sh $<TARGET_FILE:flashstock>
-                 $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
-                 ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
-set_tests_properties(amqp_sink_started_before_serve_waits_for_the_wal_directory_then_delivers
-                     PROPERTIES LABELS "amqp;cli" TIMEOUT 180)
+# the kill tests through the real binaries: NAME SCRIPT TIMEOUT
+foreach(t amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_kill_serve_kill:cli_feed_amqp.sh:300
+          amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals:cli_feed_amqp_nack.sh:300
+          amqp_sink_started_before_serve_waits_for_the_wal_directory_then_delivers:cli_feed_amqp_boot.sh:180)
+  string(REPLACE ":" ";" t ${t})
+  list(GET t 0 name)
+  list(GET t 1 script)
+  list(GET t 2 timeout)
+  add_test(NAME ${name}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/${script} $<TARGET_FILE:flashstock>
+                   $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
+  set_tests_properties(${name} PROPERTIES LABELS "amqp;cli" TIMEOUT ${timeout})
+endforeach()
 
 # The sink's window, position and refusals without a broker (cmocka).
 if(TARGET test_amqp_sink)

@@ -17,18 +17,7 @@
 #   - duplicates (at least once) are counted and printed, not refused;
 # and the sink's status shows the reconnect and a confirmed LSN equal to
 # the WAL's end (nothing left unconfirmed), and a SIGTERM commits it.
-set -u
-fs=$1
-consumer=$2
-buyer=$3
-fixture=$4
-d=$(mktemp -d "${TMPDIR:-/tmp}/flash-amqp-XXXXXX")
-name=/flash-amqp-$$
-serve_pid= sink_pid= cons_pid= buyer_pids=()
-export FLASH_AMQP_PROBE="$consumer probe"
-export FLASH_RABBITMQ_DIR="$d/rabbit"
-
-. "$(dirname "$0")/amqp_lib.sh"
+. "$(dirname "$0")/amqp_lib.sh" amqp "$@"
 
 eval "$("$fixture" start "$FLASH_RABBITMQ_DIR")" || fail "rabbitmq fixture did not start"
 url=$FLASH_AMQP_URL

@@ -13,18 +13,7 @@
 #     acknowledged order and cancel reaches the consumer (check_delivery of
 #     amqp_lib.sh); its status: waiting_for_wal 0, confirmed up to the WAL's
 #     end, connections_lost 0.
-set -u
-fs=$1
-consumer=$2
-buyer=$3
-fixture=$4
-d=$(mktemp -d "${TMPDIR:-/tmp}/flash-amqpboot-XXXXXX")
-name=/flash-amqpboot-$$
-serve_pid= sink_pid= cons_pid= buyer_pids=()
-export FLASH_AMQP_PROBE="$consumer probe"
-export FLASH_RABBITMQ_DIR="$d/rabbit"
-
-. "$(dirname "$0")/amqp_lib.sh"
+. "$(dirname "$0")/amqp_lib.sh" amqpboot "$@"
 
 eval "$("$fixture" start "$FLASH_RABBITMQ_DIR")" || fail "rabbitmq fixture did not start"
 "$consumer" consume "$FLASH_AMQP_PORT" flash.boot q.boot "$d/received" "$d/ready" \

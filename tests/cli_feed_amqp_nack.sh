@@ -14,18 +14,7 @@
 # least once), nothing else does.  Before that: usage errors exit 2, and
 # what retrying cannot mend (a refused login, an exchange of another type)
 # ends the sink with 1, saying why.
-set -u
-fs=$1
-consumer=$2
-buyer=$3
-fixture=$4
-d=$(mktemp -d "${TMPDIR:-/tmp}/flash-amqpnack-XXXXXX")
-name=/flash-amqpnack-$$
-serve_pid= sink_pid= cons_pid= buyer_pids=()
-export FLASH_AMQP_PROBE="$consumer probe"
-export FLASH_RABBITMQ_DIR="$d/rabbit"
-
-. "$(dirname "$0")/amqp_lib.sh"
+. "$(dirname "$0")/amqp_lib.sh" amqpnack "$@"
 
 # usage errors: exit 2, before anything is made
 "$fs" feed --to http://x --wal "$d" --consumer c 2>"$d/usage.log"
