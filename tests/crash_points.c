@@ -53,7 +53,7 @@
  * memset, in the engine, in ck and in libc, with no macro written.  Each
  * operation's store count is taken twice (it must be the same); the
  * recoverer is killed at each of its stores over a sample of about twelve
- * victim states per victim (FLASH_CRASH_STATES; three in the ASan build, where
+ * victim states per victim (FLASH_CRASH_STATES; two in the ASan build, where
  * each is four times slower; every victim state is recovered once by the
  * single enumeration already), and for three victims two recoverers are
  * killed in a row.  More starting states in both modes: the chunk boundary
@@ -139,7 +139,7 @@ static struct drained *g_drained;
 static flash_t *g_child_handle;       /* keeps the child's handle reachable */
 static int g_stores;                  /* every store is a point (storetrap.c), not FS_CRASH */
 static int g_states = 12;             /* store mode: victim states sampled per victim
-                                         (FLASH_CRASH_STATES: 3 in the ASan build) */
+                                         (FLASH_CRASH_STATES: 2 in the ASan build) */
 
 /* Arm point @p n of the mode running (0: count only, the operation completes). */
 static void arm(int n)
