@@ -8,13 +8,12 @@
 #   RUNS       executions per target (default 60000); -1 with
 #              -max_total_time=SECONDS for a timed run
 # Environment: FUZZ_TARGETS (default "wal attach csv"; a missing binary is
-# skipped with a note), FUZZ_TIMEOUT (seconds an input may take, default 10;
-# libFuzzer counts wall time), FUZZ_KEEP=DIR keeps the inputs that found new
+# skipped with a note), FUZZ_KEEP=DIR keeps the inputs that found new
 # coverage there instead of a temporary directory.
 #
 # Each target starts from its committed seeds, tests/corpus/<target>/ (read
 # only; new inputs go to the work directory).  The targets run with ASan and
-# UBSan; any crash, broken promise, leak or timeout (FUZZ_TIMEOUT per input) fails
+# UBSan; any crash, broken promise, leak or timeout (10 s per input) fails
 # the run: the reproducer is copied to ./fuzz-artifacts/ and the script
 # exits 1.  On success it prints, per target, the executions done and the
 # coverage reached, and exits 0.
@@ -47,7 +46,7 @@ for t in ${FUZZ_TARGETS:-wal attach csv}; do
 	*) maxlen=4096 ;;
 	esac
 	# shellcheck disable=SC2086
-	( FUZZ_WAL_DIR=$waldir "$bin" -runs="$runs" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=$maxlen \
+	( FUZZ_WAL_DIR=$waldir "$bin" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -max_len=$maxlen \
 		-print_final_stats=1 -artifact_prefix="$work/art-$t/" "$@" "$corpus" $seeds \
 		>"$work/$t.log" 2>&1
 	  echo $? >"$work/$t.rc" ) &
