@@ -1,6 +1,7 @@
 # amqp_lib.sh -- what the RabbitMQ sink's shell tests share (sourced by
 # tests/cli_feed_amqp*.sh): cleanup of everything they start, failure with
-# the logs, polling, the sink's status figures, and the delivery check.
+# the logs, polling, the sale and its daemon (sale_start), the sink's status
+# figures, and the delivery check.
 #
 # Sourced as `. amqp_lib.sh TAG FLASHSTOCK CONSUMER BUYER FIXTURE` (the
 # test's own arguments after its tag): it sets fs consumer buyer fixture, a
@@ -93,4 +94,16 @@ check_delivery() {
 	[ "$missing" -eq 0 ] || fail "$missing acknowledged operations never arrived: $(comm -23 "$d/want" "$d/got" | head -3)"
 	[ -z "$extra" ] || fail "arrived without being acknowledged: $(echo "$extra" | head -3)"
 	[ -z "$bad_lsn" ] || fail "messages whose (type, order, lsn) the WAL does not hold: $bad_lsn"
+}
+
+# sale_start USERS UNITS: a sync segment (USERS users and orders), activity 1
+# sku 10 with UNITS units, and `serve` on $d/wal (its pid in serve_pid),
+# running when this returns
+sale_start() {
+	"$fs" create --name "$name" --durability sync --procs 16 --users "$1" --orders "$1" \
+		--tokens 64 --requests 64 --skus 16 --shards 64 --activities 4 >/dev/null || fail "create"
+	"$fs" load --name "$name" --activity 1 --sku 10 --units "$2" >/dev/null || fail "load"
+	"$fs" serve --name "$name" --wal "$d/wal" --keep-wal --idle-us 200 2>"$d/serve.log" &
+	serve_pid=$!
+	wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
 }

@@ -22,12 +22,7 @@
 eval "$("$fixture" start "$FLASH_RABBITMQ_DIR")" || fail "rabbitmq fixture did not start"
 url=$FLASH_AMQP_URL
 
-"$fs" create --name "$name" --durability sync --procs 16 --users 65536 --orders 65536 \
-	--tokens 64 --requests 64 --skus 16 --shards 64 --activities 4 >/dev/null || fail "create"
-"$fs" load --name "$name" --activity 1 --sku 10 --units 1000000 >/dev/null || fail "load"
-"$fs" serve --name "$name" --wal "$d/wal" --keep-wal --idle-us 200 2>"$d/serve.log" &
-serve_pid=$!
-wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
+sale_start 65536 1000000
 
 "$consumer" consume "$FLASH_AMQP_PORT" flash.test q.test "$d/received" "$d/ready" \
 	2>"$d/consumer.log" &

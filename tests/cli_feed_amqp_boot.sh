@@ -47,12 +47,7 @@ kill -0 "$sink_pid" 2>/dev/null || fail "the sink exited before serve started: $
 [ ! -e "$d/wal" ] || fail "the sink made the WAL directory itself"
 
 # then the daemon, which makes the directory, and a buyer
-"$fs" create --name "$name" --durability sync --procs 16 --users 4096 --orders 4096 \
-	--tokens 64 --requests 64 --skus 16 --shards 64 --activities 4 >/dev/null || fail "create"
-"$fs" load --name "$name" --activity 1 --sku 10 --units 100000 >/dev/null || fail "load"
-"$fs" serve --name "$name" --wal "$d/wal" --keep-wal --idle-us 200 2>"$d/serve.log" &
-serve_pid=$!
-wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
+sale_start 4096 100000
 "$buyer" "$name" 1 10 1 300 7 "$d/stop" "$d/acked" || fail "the buyer failed"
 
 wait_for 20 "the sink did not say the directory is there" \

@@ -30,12 +30,7 @@
 
 eval "$("$fixture" start "$FLASH_RABBITMQ_DIR")" || fail "rabbitmq fixture did not start"
 
-"$fs" create --name "$name" --durability sync --procs 16 --users 4096 --orders 4096 \
-	--tokens 64 --requests 64 --skus 16 --shards 64 --activities 4 >/dev/null || fail "create"
-"$fs" load --name "$name" --activity 1 --sku 10 --units 100000 >/dev/null || fail "load"
-"$fs" serve --name "$name" --wal "$d/wal" --keep-wal --idle-us 200 2>"$d/serve.log" &
-serve_pid=$!
-wait_for 20 "serve did not start" grep -q "serving segment" "$d/serve.log"
+sale_start 4096 100000
 "$consumer" declare "$FLASH_AMQP_PORT" flash.nack q.nack 40 || fail "could not declare the queue"
 
 "$buyer" "$name" 1 10 1 300 0 "$d/stop" "$d/acked" || fail "the buyer failed"
