@@ -51,7 +51,11 @@
  * each write fault is counted, the N-th ends the process before it
  * happens) -- plain and atomic stores, CAS, FAA, cmpxchg16b, memcpy and
  * memset, in the engine, in ck and in libc, with no macro written.  Each
- * operation's store count is taken twice (it must be the same); the
+ * operation is first run once counted, its stores recorded (instruction,
+ * offset); the child killed at store n then runs to it with a breakpoint on
+ * that instruction (its k-th store into the segment) instead of trapping
+ * the n-1 stores before it, and must die in the region recorded; the last
+ * run, which completes, is trapped and counted again (the same count).  The
  * recoverer is killed at each of its stores over a sample of about twelve
  * victim states per victim (FLASH_CRASH_STATES; two in the ASan build, where
  * each is four times slower; every victim state is recovered once by the
@@ -141,13 +145,36 @@ static int g_stores;                  /* every store is a point (storetrap.c), n
 static int g_states = 12;             /* store mode: victim states sampled per victim
                                          (FLASH_CRASH_STATES: 2 in the ASan build) */
 
+/*
+ * Store mode: the stores of one run of a child, recorded (st_record), by
+ * which the children killed at each of them fast-forward (st_arm_at): a
+ * breakpoint on the instruction of store n instead of a trap at each of
+ * the n-1 before it, which made an operation of N stores cost N*N/2 traps.
+ * Every recorded run is a count-only run that also completes and recovers.
+ */
+#define TRACE_MAX 2000
+struct trace {
+	int n;
+	struct st_rec e[TRACE_MAX];
+};
+static struct trace *g_rec;           /* MAP_SHARED: the recording child writes it */
+static const struct trace *g_child_ff; /* in a child: the trace its arm() fast-forwards by */
+
 /* Arm point @p n of the mode running (0: count only, the operation completes). */
 static void arm(int n)
 {
-	if (g_stores)
+	if (g_stores && g_child_ff != NULL) {
+		uint64_t occ = 0;
+
+		/* store n is the occ-th store into the segment by its instruction */
+		for (int k = 0; k < n; k++)
+			occ += g_child_ff->e[k].rip == g_child_ff->e[n - 1].rip;
+		st_arm_at((uint64_t)n, g_child_ff->e[n - 1].rip, occ, FLASH_CRASH_EXIT);
+	} else if (g_stores) {
 		st_arm((uint64_t)n, ST_DIE, FLASH_CRASH_EXIT, 0, 0);
-	else
+	} else {
 		flash_crash_arm(n);
+	}
 }
 
 /* Points passed so far by a child that completed. */
@@ -2675,13 +2702,20 @@ static const char *const victims[] = {
 
 /* ------------------------------------------------------------------ driver */
 
-/* Fork a child that opens a handle, arms @p n and runs @p sc's operation. */
-static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, char *point,
-                     size_t plen)
+/*
+ * Fork a child that opens a handle, arms @p n and runs @p sc's operation.
+ * Store mode: with @p ff holding store n, the child fast-forwards to it (and
+ * must die there, at the recorded offset); with @p rec (and n 0), the child
+ * records its stores there.
+ */
+static int run_child(struct ctx *c, const struct scen *sc, int n, const struct trace *ff,
+                     struct trace *rec, int *crashed, char *point, size_t plen)
 {
 	int status;
 	pid_t pid;
 
+	if (!g_stores || ff == NULL || n < 1 || n > ff->n)
+		ff = NULL;
 	memset(g_out, 0, sizeof *g_out);
 	c->n = n;
 	fflush(NULL);
@@ -2696,9 +2730,15 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 
 		if (g_stores) {
 			/* the parent's mapping too: a store through it would count */
-			st_init(c->name, &g_out->st);
+			if (ff != NULL)
+				st_init_ff(c->name, &g_out->st);
+			else
+				st_init(c->name, &g_out->st);
 			st_track(g_parent->base, g_parent->size);
+			if (rec != NULL)
+				st_record(g_rec->e, TRACE_MAX);
 		}
+		g_child_ff = ff;
 		if (sc->flags & ARM_BEFORE_OPEN)
 			arm(n);
 		rc = flash_open(c->name, 0, &h);
@@ -2727,10 +2767,24 @@ static int run_child(struct ctx *c, const struct scen *sc, int n, int *crashed, 
 			         (unsigned long long)region_off(g_out->st.off));
 		else
 			snprintf(point, plen, "%s %d", g_out->exit_op, g_out->exit_step);
+		/* the run is deterministic, or the fast-forward would be wrong: the
+		 * same region (an offset inside obs follows a latency bucket) */
+		CHECK(ff == NULL || strcmp(region_name(g_out->st.off), region_name(ff->e[n - 1].off)) == 0,
+		      "%s: store %d fast-forwarded to %s+%llu, recorded at %s+%llu", sc->name, n,
+		      region_name(g_out->st.off), (unsigned long long)region_off(g_out->st.off),
+		      region_name(ff->e[n - 1].off), (unsigned long long)region_off(ff->e[n - 1].off));
 		return 0;
 	}
 	*crashed = 0;
 	point[0] = '\0';
+	CHECK(ff == NULL, "%s: completed, not killed at its store %d of %d recorded", sc->name, n,
+	      ff != NULL ? ff->n : 0);
+	if (rec != NULL && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		CHECK(g_out->hits <= TRACE_MAX, "%s: %d stores, more than %d recorded", sc->name,
+		      g_out->hits, TRACE_MAX);
+		rec->n = g_out->hits < TRACE_MAX ? g_out->hits : TRACE_MAX;
+		memcpy(rec->e, g_rec->e, (size_t)rec->n * sizeof rec->e[0]);
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	CHECK(0, "child of %s ended with status 0x%x (rc %s)", sc->name, status, flash_rcname(g_out->rc));
@@ -2845,11 +2899,42 @@ static uint32_t want_recovered(const struct scen *sc, int crashed)
 	return !crashed && (sc->flags & MAY_LEAVE_NONE) ? 0 : 1;
 }
 
-/* One operation, every n until it completes.  Returns the points visited. */
-static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
+/*
+ * Store mode: one count-only run of @p sc, its stores recorded into @p tr;
+ * 0, or -1 when the child failed.
+ */
+static int record_run(const struct scen *sc, struct ctx *c, struct trace *tr)
+{
+	flash_t *h;
+	int crashed, rc;
+
+	tr->n = 0;
+	memset(c, 0, offsetof(struct ctx, rec));
+	c->sc = sc;
+	g_cur = c;
+	h = fresh(c);
+	sc->setup(h, c);
+	rc = run_child(c, sc, 0, NULL, tr, &crashed, c->point, sizeof c->point);
+	if (rc == 0) {
+		c->out = *g_out;
+		CHECK(!crashed, "%s: a count-only run died", sc->name);
+		recover_and_check(h, c, want_recovered(sc, crashed));
+	}
+	finish(h, c);
+	return rc;
+}
+
+/*
+ * One operation, every n until it completes.  Returns the points visited.
+ * Store mode: its stores are recorded first (@p tr), and every kill
+ * fast-forwards by the record.
+ */
+static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t, struct trace *tr)
 {
 	int n, last_hits = -1;
 
+	if (g_stores && record_run(sc, c, tr) != 0)
+		return -1;
 	for (n = 1; n <= MAX_N; n++) {
 		flash_t *h;
 		int crashed;
@@ -2862,7 +2947,7 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 		sc->setup(h, c);
 		if (!(sc->flags & NO_PRECHECK))
 			check_all(h, c);
-		if (run_child(c, sc, n, &crashed, c->point, sizeof c->point) != 0) {
+		if (run_child(c, sc, n, tr, NULL, &crashed, c->point, sizeof c->point) != 0) {
 			finish(h, c);
 			return -1;
 		}
@@ -2881,24 +2966,9 @@ static int enumerate(const struct scen *sc, struct ctx *c, struct tally *t)
 	CHECK(n <= MAX_N, "%s did not complete within %d points", sc->name, MAX_N);
 	CHECK(last_hits == n - 1, "%s: completed after %d points, but the run counted %d",
 	      sc->name, n - 1, last_hits);
-	if (g_stores && n <= MAX_N) {
-		/* the count is deterministic: the same operation again, counted only */
-		flash_t *h;
-		int crashed;
-
-		memset(c, 0, offsetof(struct ctx, rec));
-		c->sc = sc;
-		g_cur = c;
-		h = fresh(c);
-		sc->setup(h, c);
-		if (run_child(c, sc, 0, &crashed, c->point, sizeof c->point) == 0) {
-			c->out = *g_out;
-			CHECK(!crashed && c->out.hits == n - 1, "%s: %d stores, then %d counted again",
-			      sc->name, n - 1, c->out.hits);
-			recover_and_check(h, c, want_recovered(sc, crashed));
-		}
-		finish(h, c);
-	}
+	/* the count is deterministic: the recorded run counted as many */
+	CHECK(!g_stores || n > MAX_N || tr->n == n - 1, "%s: %d stores recorded, then %d counted",
+	      sc->name, tr->n, n - 1);
 	return n - 1;
 }
 
@@ -2910,9 +2980,12 @@ static const struct scen recoverer = { "recover", NULL, run_nothing, NULL, ARM_B
  * then the parent's recovery finishes them all and the victim's checks run.
  * Returns 1 when the last recoverer completed, 0 when it died, -1 when a
  * child failed; *vdone when the victim completed (no state m).
+ * Store mode: the victim fast-forwards by @p vtr, recoverer i by rtr[i]
+ * (NULL: trapped); with @p rec the last recoverer (n 0) records its stores.
  */
 static int recovery_case(const struct scen *victim, struct ctx *c, int m, const int *n, int nr,
-                         int *vdone, char *rpoint, size_t rlen)
+                         const struct trace *vtr, const struct trace *const *rtr,
+                         struct trace *rec, int *vdone, char *rpoint, size_t rlen)
 {
 	flash_t *h;
 	int vcrashed = 0, rcrashed = 0;
@@ -2922,7 +2995,7 @@ static int recovery_case(const struct scen *victim, struct ctx *c, int m, const 
 	g_cur = c;
 	h = fresh(c);
 	victim->setup(h, c);
-	if (run_child(c, victim, m, &vcrashed, c->point, sizeof c->point) != 0) {
+	if (run_child(c, victim, m, vtr, NULL, &vcrashed, c->point, sizeof c->point) != 0) {
 		finish(h, c);
 		return -1;
 	}
@@ -2935,7 +3008,8 @@ static int recovery_case(const struct scen *victim, struct ctx *c, int m, const 
 		return 1;
 	}
 	for (int i = 0; i < nr; i++) {
-		if (run_child(c, &recoverer, n[i], &rcrashed, rpoint, rlen) != 0) {
+		if (run_child(c, &recoverer, n[i], rtr != NULL ? rtr[i] : NULL, i == nr - 1 ? rec : NULL,
+		              &rcrashed, rpoint, rlen) != 0) {
 			finish(h, c);
 			return -1;
 		}
@@ -2963,19 +3037,32 @@ static int recovery_case(const struct scen *victim, struct ctx *c, int m, const 
  * at each of its own, then the parent recovers.
  */
 static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct tally *t, int *states,
-                              int vpoints, int twice)
+                              int vpoints, int twice, const struct trace *vtr)
 {
+	static struct trace rt, rt2;      /* store mode: the recoverers' records */
+	const struct trace *ff1[1] = { &rt }, *ff2[2] = { &rt, &rt2 }, *rec2[2] = { &rt, NULL };
 	int total = 0, stride = 1;
 	char rpoint[96];
 
+	if (!g_stores)
+		vtr = NULL;
 	*states = 0;
 	if (g_stores && vpoints > g_states)
 		stride = (vpoints + g_states - 1) / g_states;
 	for (int m = 1; m <= MAX_N; m = (m < vpoints && m + stride > vpoints) ? vpoints : m + stride) {
-		int vdone = 0, rc = 0, n;
+		int vdone = 0, rc = 0, n, zero = 0;
 
+		/* store mode: the recoverer of state m recorded, counted only */
+		if (g_stores) {
+			if (recovery_case(victim, c, m, &zero, 1, vtr, NULL, &rt, &vdone, rpoint,
+			                  sizeof rpoint) < 0)
+				return -1;
+			if (vdone)
+				break;
+		}
 		for (n = 1; n <= MAX_N; n++) {
-			rc = recovery_case(victim, c, m, &n, 1, &vdone, rpoint, sizeof rpoint);
+			rc = recovery_case(victim, c, m, &n, 1, vtr, g_stores ? ff1 : NULL, NULL, &vdone,
+			                   rpoint, sizeof rpoint);
 			if (rc < 0)
 				return -1;
 			if (vdone)
@@ -2989,16 +3076,25 @@ static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct t
 		}
 		if (vdone)
 			break;
+		CHECK(!g_stores || rt.n == n - 1, "recover(%s): %d stores recorded, then %d counted",
+		      victim->name, rt.n, n - 1);
 		(*states)++;
 		/* twice in a row: first recoverer at about 6 of its n-1 points */
 		if (twice && (m == 1 || m + stride > vpoints || m == 1 + stride * (vpoints / stride / 2))) {
 			int r1 = n - 1, st1 = r1 > 6 ? (r1 + 5) / 6 : 1;
 
-			for (int n1 = 1; n1 <= r1; n1 += st1)
+			for (int n1 = 1; n1 <= r1; n1 += st1) {
+				int nn0[2] = { n1, 0 };
+
+				/* the second recoverer after the first died at n1, recorded */
+				if (g_stores && recovery_case(victim, c, m, nn0, 2, vtr, rec2, &rt2, &vdone,
+				                              rpoint, sizeof rpoint) < 0)
+					return -1;
 				for (int n2 = 1; n2 <= MAX_N; n2++) {
 					int nn[2] = { n1, n2 };
 
-					rc = recovery_case(victim, c, m, nn, 2, &vdone, rpoint, sizeof rpoint);
+					rc = recovery_case(victim, c, m, nn, 2, vtr, g_stores ? ff2 : NULL, NULL,
+					                   &vdone, rpoint, sizeof rpoint);
 					if (rc < 0)
 						return -1;
 					if (rc == 0) {
@@ -3008,6 +3104,7 @@ static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct t
 					if (rc != 0)
 						break;
 				}
+			}
 		}
 		if (m >= vpoints && g_stores)
 			break;
@@ -3019,6 +3116,7 @@ int main(int argc, char **argv)
 {
 	static struct ctx c;
 	static int vpoints[NVICTIMS];
+	static struct trace vtr[NVICTIMS], scratch;   /* store mode: each victim's record */
 	const char *filter;
 	int grand = 0, zero = 0;
 	struct timespec t0, t1;
@@ -3044,7 +3142,8 @@ int main(int argc, char **argv)
 	g_help = mmap(NULL, sizeof *g_help, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	g_drained = mmap(NULL, sizeof *g_drained, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 	                 -1, 0);
-	if (g_out == MAP_FAILED || g_help == MAP_FAILED || g_drained == MAP_FAILED) {
+	g_rec = mmap(NULL, sizeof *g_rec, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g_out == MAP_FAILED || g_help == MAP_FAILED || g_drained == MAP_FAILED || g_rec == MAP_FAILED) {
 		perror("mmap");
 		return 2;
 	}
@@ -3059,8 +3158,13 @@ int main(int argc, char **argv)
 		if ((filter != NULL && strstr(scens[i].name, filter) == NULL) ||
 		    (!g_stores && (scens[i].flags & STORES_ONLY)))
 			continue;
+		struct trace *tr = &scratch;
+
+		for (size_t v = 0; v < NVICTIMS; v++)
+			if (strcmp(victims[v], scens[i].name) == 0)
+				tr = &vtr[v];
 		memset(&t, 0, sizeof t);
-		n = enumerate(&scens[i], &c, &t);
+		n = enumerate(&scens[i], &c, &t, tr);
 		for (size_t v = 0; v < NVICTIMS; v++)
 			if (strcmp(victims[v], scens[i].name) == 0)
 				vpoints[v] = n;
@@ -3083,7 +3187,7 @@ int main(int argc, char **argv)
 		if (victim == NULL || (!g_stores && (victim->flags & STORES_ONLY)))
 			continue;
 		memset(&t, 0, sizeof t);
-		n = enumerate_recovery(victim, &c, &t, &states, vpoints[v], v < 3);
+		n = enumerate_recovery(victim, &c, &t, &states, vpoints[v], v < 3, &vtr[v]);
 		printf("recover(%s) %4d %s over %d victim states: %s\n", victims[v], n,
 		       g_stores ? "stores" : "points", states, t.names);
 		if (n <= 0 || (!g_stores && strstr(t.names, "recover ") == NULL))

@@ -32,11 +32,10 @@ add_test(NAME crash_stores COMMAND crash_points stores)
 set_tests_properties(crash_stores PROPERTIES LABELS "engine;crash" TIMEOUT 600)
 if(FLASH_SANITIZE)
   # every store of every operation still; the recoverers at the first and
-  # the last victim state (the plain stage runs all 12): each store is a
-  # fault and a single-step trap, which under ASan in a VM cost about 26 ms a
-  # kill point.  At 3 states this one test took 445 s of a 16-minute ASan
-  # stage (150 s alone): the recoverers' enumeration is most of it (one
-  # victim: 35 s at 3 states, 24 s at 2)
+  # the last victim state (the plain stage runs all 12): under ASan each
+  # kill point costs about 15 ms (its fork and fresh segment, now that a
+  # child fast-forwards to its store instead of trapping every store before
+  # it): 92 s alone at 2 states, 81 s in the plain build at 12
   set_tests_properties(crash_stores PROPERTIES ENVIRONMENT "FLASH_CRASH_STATES=2")
 endif()
 

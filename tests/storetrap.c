@@ -30,6 +30,17 @@
  * source-level pass would miss, and it runs on the very objects the
  * product ships.  The cost (two signals per store) only matters to tests.
  *
+ * Fast-forward (st_arm_at): a process that must die at store n of a run
+ * recorded once (st_record: each store's instruction and offset) need not
+ * trap the n-1 before it, which made an enumeration of N stores cost N*N/2
+ * traps.  The segment stays writable; an int3 replaces the first byte of
+ * store n's instruction (its text page made private and writable).  Each
+ * time it is reached, the byte goes back, the segment becomes read-only and
+ * the instruction is single-stepped: a write fault in the segment is one of
+ * its stores, and the k-th of them (k = how often that instruction stored
+ * before, in the record) ends the process as ST_DIE does; else the step
+ * ends, the segment is writable again and the int3 back in place.
+ *
  * The count is deterministic: the process is single-threaded and the
  * engine's path through an operation depends on the segment's contents only
  * (the driver checks the count of every operation twice).
@@ -77,6 +88,16 @@ static int g_after_seen;
 static char *g_step_pg[ST_MAX_STEP];
 static int g_nstep;
 static uintptr_t g_step_rip;
+
+/* fast-forward (st_arm_at): one breakpoint, and the store it waits for */
+static uintptr_t g_bp;              /* the breakpoint's instruction, 0: none */
+static unsigned char g_bp_byte;     /* the byte the int3 replaces */
+static uint64_t g_bp_left;          /* segment stores by it still to let happen */
+static uint64_t g_bp_n;             /* the number of the store it dies at */
+static int g_bp_probe;              /* its instruction running, the segment read-only */
+
+static struct st_rec *g_rec;        /* st_record */
+static size_t g_rec_cap;
 
 static struct sigaction g_old_segv, g_old_trap;
 static volatile int *g_die;         /* ST_STOP: read when resumed */
@@ -193,6 +214,14 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 		chain(&g_old_segv, sig, si, ctx);
 		return;
 	}
+	if (g_bp_probe && g_nstep == 0 && --g_bp_left == 0) {
+		/* the breakpoint's instruction writes the segment: store g_bp_n */
+		g_n = g_bp_n;
+		report(a, uc);
+		maps_prot(1);
+		g_prot = 0;
+		_exit(g_exit_code);
+	}
 	if (g_nstep > 0 && rip == g_step_rip) {
 		/* the instruction being stepped reached another page */
 		if (g_nstep < ST_MAX_STEP)
@@ -204,6 +233,10 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 		uint64_t off = (uint64_t)(a - g_map[m].base);
 
 		g_n++;
+		if (g_rec != NULL && g_n <= g_rec_cap) {
+			g_rec[g_n - 1].rip = rip;
+			g_rec[g_n - 1].off = off;
+		}
 		if (g_target != 0 && (g_in ? off >= g_after_lo && off < g_after_hi : g_after_seen)) {
 			if (--g_target == 0) {
 				report(a, uc);
@@ -233,10 +266,45 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 	uc->uc_mcontext.gregs[REG_EFL] |= (greg_t)ST_TF;
 }
 
+/* The breakpoint in (@p on) or out.  Its page was made writable by st_arm_at. */
+static void bp_put(int on)
+{
+	*(volatile unsigned char *)g_bp = on ? 0xcc : g_bp_byte;
+}
+
+/* The breakpoint's instruction ran: the segment writable again, the int3 back. */
+static void bp_probe_end(ucontext_t *uc)
+{
+	maps_prot(1);
+	g_prot = 0;
+	g_bp_probe = 0;
+	g_nstep = 0;
+	bp_put(1);
+	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)ST_TF;
+}
+
 static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
+	uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 
+	if (g_bp != 0 && !g_bp_probe && rip == g_bp + 1 && si->si_code == SI_KERNEL) {
+		/* the int3: run the instruction once, the segment read-only */
+		bp_put(0);
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)g_bp;
+		g_bp_probe = 1;
+		g_prot = 1;
+		maps_prot(0);
+		uc->uc_mcontext.gregs[REG_EFL] |= (greg_t)ST_TF;
+		return;
+	}
+	if (g_bp_probe) {
+		/* a rep string instruction between two iterations: step on */
+		if (rip == g_bp)
+			return;
+		bp_probe_end(uc);
+		return;
+	}
 	if (g_nstep == 0) {
 		chain(&g_old_trap, sig, si, ctx);
 		return;
@@ -266,6 +334,39 @@ void st_init(const char *shm_name, struct st_store *out)
 	sigaction(SIGSEGV, &sa, &g_old_segv);
 	sa.sa_sigaction = on_trap;
 	sigaction(SIGTRAP, &sa, &g_old_trap);
+}
+
+void st_init_ff(const char *shm_name, struct st_store *out)
+{
+	st_init(shm_name, out);
+	g_prot = 0;
+}
+
+void st_arm_at(uint64_t n, uint64_t rip, uint64_t occ, int exit_code)
+{
+	char *pg = (char *)((uintptr_t)rip & ~(uintptr_t)(g_pg - 1));
+
+	g_n = 0;
+	g_counting = 0;
+	g_exit_code = exit_code;
+	g_bp = (uintptr_t)rip;
+	g_bp_n = n;
+	g_bp_left = occ;
+	if (g_out != NULL)
+		memset(g_out, 0, sizeof *g_out);
+	/* the text page private to this process from here on */
+	if (mprotect(pg, g_pg, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+		perror("storetrap: mprotect of the text page");
+		_exit(4);
+	}
+	g_bp_byte = *(const unsigned char *)g_bp;
+	bp_put(1);
+}
+
+void st_record(struct st_rec *rec, size_t cap)
+{
+	g_rec = rec;
+	g_rec_cap = cap;
 }
 
 void st_track(void *base, size_t len)

@@ -45,6 +45,27 @@ void st_arm(uint64_t target, int how, int exit_code, uint64_t after_lo, uint64_t
  * process there, before the store, as ST_DIE would have. */
 void st_stop_flag(volatile int *die);
 
+/*
+ * Fast-forward to one store, for a process that must die at store n of a
+ * run already recorded once (st_record): instead of trapping every store
+ * before it, the segment stays writable and a breakpoint (int3) sits on the
+ * instruction of store n; each time it is reached the instruction runs once
+ * with the segment read-only, and the @p occ-th time it writes the segment
+ * the process dies there, before the store, as ST_DIE would.  Exact as
+ * long as the run is deterministic (the driver compares the store it died
+ * at with the record).  Call st_init_ff instead of st_init, then st_arm_at
+ * where st_arm would have been called.
+ */
+struct st_rec {
+	uint64_t rip;        /* the storing instruction (an address: children of one parent share them) */
+	uint64_t off;        /* the byte offset it wrote */
+};
+void st_init_ff(const char *shm_name, struct st_store *out);
+void st_arm_at(uint64_t n, uint64_t rip, uint64_t occ, int exit_code);
+
+/* While counting, record store k into @p rec[k-1] (k <= @p cap). */
+void st_record(struct st_rec *rec, size_t cap);
+
 /* Stores counted since st_arm. */
 uint64_t st_count(void);
 
