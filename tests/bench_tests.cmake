@@ -21,7 +21,7 @@ if(TARGET flashstock_bench)
   # its flashstock sync rows start 2 x 64 buyer threads each (about 20 s of
   # set-up in the plain build while each thread's handle mapped the segment
   # on its own, several times that under ASan, which timed it out at 180 s)
-  set_tests_properties(bench_smoke PROPERTIES TIMEOUT 480 COST 150)
+  set_tests_properties(bench_smoke PROPERTIES TIMEOUT 480)
   # the workloads on 2 buyer processes, a million orders a row, in async
   # and in sync durability (bench/smoke_check.cmake says which rows): what `flashstock
   # bench` runs by default must run (the plain build only: the figures are
@@ -31,12 +31,12 @@ if(TARGET flashstock_bench)
              COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:flashstock-bench> -DMODE=twoproc
                      -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_twoproc
                      -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
-    set_tests_properties(bench_twoproc_rows_run PROPERTIES TIMEOUT 400 LABELS bench COST 100)
+    set_tests_properties(bench_twoproc_rows_run PROPERTIES TIMEOUT 400 LABELS bench)
     add_test(NAME bench_twoproc_sync_rows_run
              COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:flashstock-bench> -DMODE=twoproc_sync
                      -DOUT=${CMAKE_CURRENT_BINARY_DIR}/bench_twoproc_sync
                      -P ${PROJECT_SOURCE_DIR}/bench/smoke_check.cmake)
-    set_tests_properties(bench_twoproc_sync_rows_run PROPERTIES TIMEOUT 600 LABELS bench COST 140)
+    set_tests_properties(bench_twoproc_sync_rows_run PROPERTIES TIMEOUT 600 LABELS bench)
     # rows that keep both cores busy do not run beside the kill loop (torture)
     set_tests_properties(bench_twoproc_rows_run bench_twoproc_sync_rows_run PROPERTIES
                          RESOURCE_LOCK cpu_flood)
