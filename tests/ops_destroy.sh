@@ -9,7 +9,9 @@
 #   B. attached_buyer_refused_then_force_wal_drains_and_buyer_gets_edestroyed:
 #      a buyer attached (20 orders acknowledged, no daemon, waiting to place
 #      20 more): destroy exits 2 naming its pid and the undrained records;
-#      --force --wal DIR drains them into DIR; the buyer's next order answers
+#      a drain into another segment's WAL fails and leaves it closed, which
+#      `status` shows (CLOSED, "destroyed": true); --force --wal DIR drains
+#      them into DIR; the buyer's next order answers
 #      FLASH_EDESTROYED (it used to be acknowledged into the unlinked segment
 #      while a create and a new daemon served the name); the 20 are in DIR;
 #   C. async_orders_undrained_refused_then_force_prints_the_loss: 30 orders
@@ -80,6 +82,8 @@ for i in $(seq 1 400); do
 	sleep 0.05
 done
 [ "$(wc -l <"$t/acks-b")" -eq 20 ] || fail "B: the buyer acknowledged $(wc -l <"$t/acks-b") orders, want 20"
+timeout 20 "$fs" status --name "$b" >"$t/b0s" 2>&1 || fail "B: status: exit $?"
+timeout 20 "$fs" status --name "$b" --json >"$t/b0j" 2>&1 || fail "B: status --json: exit $?"
 destroy_rc "$t/b1" --name "$b"
 rc=$?
 [ $rc -eq 2 ] || fail "B: destroy with a buyer attached: exit $rc, want 2"
@@ -93,6 +97,16 @@ rc=$?
 [ $rc -eq 1 ] || fail "B: destroy --force --wal with another segment's WAL: exit $rc, want 1"
 has "$t/b1w" "cannot drain $b into $t/wal-a .*nothing destroyed" "B"
 exists "$b" || fail "B: a failed drain removed the name"
+# it stays closed to new orders, and status says so, in words and in JSON
+# (before it, status of the open segment said nothing of the kind)
+timeout 20 "$fs" status --name "$b" >"$t/b1s" 2>&1 || fail "B: status of the closed segment: exit $?"
+has "$t/b1s" "^CLOSED: marked destroyed" "B: status"
+timeout 20 "$fs" status --name "$b" --json >"$t/b1j" 2>&1 || fail "B: status --json of the closed segment: exit $?"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["destroyed"] is not True)' "$t/b1j" \
+	|| fail "B: status --json: \"destroyed\" is not true: $(cat "$t/b1j")"
+grep -q "CLOSED" "$t/b0s" && fail "B: status of the open segment says CLOSED: $(cat "$t/b0s")"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["destroyed"] is not False)' "$t/b0j" \
+	|| fail "B: status --json of the open segment: \"destroyed\" is not false: $(cat "$t/b0j")"
 destroy_rc "$t/b2" --name "$b" --force --wal "$t/wal-b"
 rc=$?
 [ $rc -eq 0 ] || fail "B: destroy --force --wal: exit $rc: $(cat "$t/b2")"
