@@ -1293,6 +1293,21 @@ struct flash_durability_info {
  */
 int flash_durability_get(flash_t *h, struct flash_durability_info *out);
 
+/**
+ * Read the destroyed mark (flash_seg_destroy_checked()): 1 when the segment
+ * is marked destroyed -- every write call but the consumer's answers
+ * FLASH_EDESTROYED -- which a handle can see only while the name is kept
+ * (FLASH_DESTROY_KEEP_NAME: `flashstock destroy --force --wal DIR` whose
+ * drain failed leaves it so, closed to new orders, its records in its
+ * rings), or on a handle opened before the name went.  What `flashstock
+ * status` shows as CLOSED.
+ * @param[in]  h    any handle, read-only ones included
+ * @param[out] out  1 marked, 0 not
+ * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note Non-blocking; one load.
+ */
+int flash_destroyed_get(flash_t *h, uint32_t *out);
+
 /** A failed step in words, e.g. "an fdatasync of the WAL failed"; any
  *  value outside enum flash_wal_step reads as FLASH_WAL_STEP_UNKNOWN. */
 const char *flash_wal_step_str(uint32_t step);

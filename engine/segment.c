@@ -713,6 +713,19 @@ out:
 	return rc;
 }
 
+/* The mark flash_seg_destroy_checked() sets (flashstock.h). */
+int flash_destroyed_get(flash_t *h, uint32_t *out)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL)
+		return FLASH_EINVAL;
+	*out = ck_pr_load_32(&h->hdr->destroyed) != 0;
+	return FLASH_OK;
+}
+
 /* ---------------------------------------------------------------- attach */
 
 static int region_check(const struct fs_hdr_fixed *fx)

@@ -177,10 +177,13 @@ static void test_destroy_checked_keep_name_lets_the_consumer_drain_then_destroys
 	struct flash_destroy_report r;
 	struct t_recs recs = { 0 };
 	flash_t *h = t_seg_new(NULL, name, sizeof name), *c = NULL;
+	uint32_t marked = 2;
 
 	(void)state;
 	add_catalog(h);
 	assert_int_equal(t_order(h, 1, 10, 7, 1, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_destroyed_get(h, &marked), FLASH_OK);
+	assert_int_equal(marked, 0);
 	t_untrack_handle(h);
 	assert_int_equal(flash_close(h), FLASH_OK);
 	t_shm_path(name, path, sizeof path);
@@ -199,6 +202,11 @@ static void test_destroy_checked_keep_name_lets_the_consumer_drain_then_destroys
 
 	assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
 	t_track_handle(c);
+	marked = 2;
+	assert_int_equal(flash_destroyed_get(c, &marked), FLASH_OK);
+	assert_int_equal(marked, 1);
+	assert_int_equal(flash_destroyed_get(c, NULL), FLASH_EINVAL);
+	assert_int_equal(flash_destroyed_get(NULL, &marked), FLASH_EINVAL);
 	assert_int_equal(t_order(c, 1, 10, 8, 1, 0, 0, NULL), FLASH_EDESTROYED);
 	assert_int_equal(flash_consumer_claim(c, NULL), FLASH_OK);
 	assert_int_equal(t_recs_drain(c, &recs), FLASH_OK);

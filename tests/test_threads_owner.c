@@ -86,9 +86,10 @@ static void *wrong_thread_main(void *arg)
 	struct flash_record rec;
 	const void *img;
 	uint64_t len, tok, fence;
-	uint32_t n, units;
+	uint32_t n, units, marked;
 
 	memset(&res, SENTINEL, sizeof res);
+	memset(&marked, SENTINEL, sizeof marked);
 	memset(&so, SENTINEL, sizeof so);
 	memset(&si, SENTINEL, sizeof si);
 	memset(&ai, SENTINEL, sizeof ai);
@@ -153,6 +154,7 @@ static void *wrong_thread_main(void *arg)
 	EXPECT_WT(flash_stats_get(w->ro, &st));
 	EXPECT_WT(flash_quiet_get(w->ro, &q));
 	EXPECT_WT(flash_durability_get(w->ro, &du));
+	EXPECT_WT(flash_destroyed_get(w->ro, &marked));
 	EXPECT_WT(flash_order_get(w->ro, w->order_no, &oi));
 	EXPECT_WT(flash_slot(w->ro));
 	EXPECT_WT(flash_order(w->ro, &r, &res));
@@ -171,6 +173,7 @@ static void *wrong_thread_main(void *arg)
 	EXPECT_UNTOUCHED(tok);
 	EXPECT_UNTOUCHED(fence);
 	EXPECT_UNTOUCHED(units);
+	EXPECT_UNTOUCHED(marked);
 	/* the two counts are set to 0 before any check (flashstock.h: "may be
 	 * NULL"), so they say "nothing done" rather than stay untouched */
 	if (n != 0) {

@@ -30,6 +30,8 @@ static void status_help(FILE *out)
 	        "    answer FLASH_EDURABILITY: {at (ISO 8601 UTC), at_ns, step (\"write\"|\n"
 	        "    \"fdatasync\"|\"new_file\"|\"unknown\"), errno, error}; the daemon's\n"
 	        "    restart clears it once it has proven the WAL whole),\n"
+	        "  destroyed (true: marked destroyed with its name kept, closed to every\n"
+	        "    write: a `destroy --force --wal` whose drain failed; text: CLOSED),\n"
 	        "  incarnation (16 hex digits: the identity every file of its WAL carries),\n"
 	        "  wal_lsn (the highest WAL LSN the segment reflects; 0: never served),\n"
 	        "  daemon_pid (the live daemon holding the segment's consumer claim, or null),\n"
@@ -229,7 +231,8 @@ static void status_dur_json(const struct flash_durability_info *d)
 }
 
 static void status_text(const char *name, const struct flash_stats *st,
-                        const struct flash_durability_info *dur, const struct flash_ident *id,
+                        const struct flash_durability_info *dur, uint32_t destroyed,
+                        const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs,
@@ -244,6 +247,10 @@ static void status_text(const char *name, const struct flash_stats *st,
 	       (unsigned long long)st->segment_bytes,
 	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
 	status_dur_text(dur);
+	if (destroyed)
+		printf("CLOSED: marked destroyed, its name kept (a `flashstock destroy --force --wal` whose "
+		       "drain did not finish): every write answers FLASH_EDESTROYED; `flashstock destroy "
+		       "--name %s --force --wal DIR` with its own WAL drains its rings and removes it\n", name);
 	printf("identity incarnation %016llx, reflects WAL LSN %llu%s, ",
 	       (unsigned long long)id->incarnation, (unsigned long long)id->wal_lsn,
 	       id->wal_lsn ? "" : " (never served)");
@@ -317,7 +324,8 @@ static void status_text(const char *name, const struct flash_stats *st,
 }
 
 static void status_json(const char *name, const struct flash_stats *st,
-                        const struct flash_durability_info *dur, const struct flash_ident *id,
+                        const struct flash_durability_info *dur, uint32_t destroyed,
+                        const struct flash_ident *id,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs,
@@ -333,6 +341,7 @@ static void status_json(const char *name, const struct flash_stats *st,
 	printf(",\"segment_bytes\":%llu,\"durability\":\"%s\"", (unsigned long long)st->segment_bytes,
 	       st->durability == FLASH_DURABILITY_SYNC ? "sync" : "async");
 	status_dur_json(dur);
+	printf(",\"destroyed\":%s", destroyed ? "true" : "false");
 	printf(",\"incarnation\":\"%016llx\",\"wal_lsn\":%llu,\"daemon_pid\":",
 	       (unsigned long long)id->incarnation, (unsigned long long)id->wal_lsn);
 	if (id->consumer_pid)
@@ -405,6 +414,7 @@ int cmd_status(int argc, char **argv)
 	uint32_t nacts = 0, nskus = 0;
 	struct flash_stats st;
 	struct flash_durability_info dur;
+	uint32_t destroyed = 0;
 	struct flash_ident id;
 	flash_t *h = NULL;
 	char what[300];
@@ -465,6 +475,11 @@ int cmd_status(int argc, char **argv)
 		rc = tool_fail("status: read the durability failure", rc);
 		goto out;
 	}
+	rc = flash_destroyed_get(h, &destroyed);
+	if (rc != FLASH_OK) {
+		rc = tool_fail("status: read the destroyed mark", rc);
+		goto out;
+	}
 	rc = status_read_catalog(h, &acts, &nacts, &skus, &nskus);
 	if (rc != FLASH_OK) {
 		rc = tool_fail("status: read catalog", rc);
@@ -512,11 +527,11 @@ int cmd_status(int argc, char **argv)
 				goto out;
 			}
 		if (json) {
-			status_json(name, &st, &dur, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
+			status_json(name, &st, &dur, destroyed, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
 			status_gens_json(gi);
 			printf("}\n");
 		} else {
-			status_text(name, &st, &dur, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
+			status_text(name, &st, &dur, destroyed, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
 			status_gens_text(gi);
 		}
 	}
