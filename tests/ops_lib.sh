@@ -60,14 +60,14 @@ ops_buy() {
 ops_check_acked() {
 	local log=$1 wal=$2
 	"$fs" wal dump --wal "$wal" >"$t/dump" 2>"$t/dump.err" || fail "wal dump $wal: $(cat "$t/dump.err")"
-	sed -n 's/^[0-9]* order .* order=\([0-9]*\) .*/\1/p' "$t/dump" | sort -n >"$t/dump.orders"
+	sed -n 's/^[0-9]* order .* order=\([0-9]*\) .*/\1/p' "$t/dump" | sort >"$t/dump.orders"
 	local dup
 	dup=$(uniq -d "$t/dump.orders" | head -5 | tr '\n' ' ')
 	[ -z "$dup" ] || fail "order number(s) in WAL $wal twice: $dup"
 	local n missing
 	n=$(wc -l <"$log")
 	[ "$n" -gt 0 ] || fail "no acknowledged order in $log"
-	missing=$(sort -n "$log" | comm -23 - "$t/dump.orders" | head -5 | tr '\n' ' ')
+	missing=$(sort "$log" | comm -23 - "$t/dump.orders" | head -5 | tr '\n' ' ')
 	[ -z "$missing" ] || fail "acknowledged order(s) missing from WAL $wal: $missing"
 	echo "  $n acknowledged orders, each in $wal exactly once"
 }
