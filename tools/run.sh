@@ -132,9 +132,12 @@ test)
 	# and starved the MariaDB that the tests beside them shared.
 	# One test more than there are cores: many tests wait on MariaDB,
 	# Galera, RabbitMQ or their own clocks, and with one per core the CPU
-	# sat a third idle (a plain stage at -j2: 69 % busy, 865 s; the ASan
-	# stage at -j3: 96 % busy, 704 s against 980 s at -j2).  The tests that
-	# time themselves run alone (RUN_SERIAL), whatever -j says.
+	# sat a third idle (the plain stage alone at -j2: 69 % busy, 865 s;
+	# the ASan stage alone at -j3: 96 % busy, 704 s).  In a whole clean-clone
+	# run here the ASan stage took 788 s and the plain one 824 s at -j3
+	# (980 s and 893 s at -j2 before, with the background build then taking
+	# half the CPU, see above).  The tests that time themselves run alone
+	# (RUN_SERIAL), whatever -j says.
 	jobs=$(( $(nproc) + 1 ))
 	log "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	(cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
