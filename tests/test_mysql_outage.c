@@ -215,6 +215,14 @@ static int buyer(int i, void *arg)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
 	if (fd < 0 || flash_open(g_ph.seg, 0, &h) != FLASH_OK)
 		return 4;
+	/* In sync durability an order waits for the WAL's fdatasync, at most
+	 * the handle's bound (5 s by default), then answers
+	 * FLASH_EFATE_UNKNOWN.  What this test bounds is the outage's effect,
+	 * on every wait alike (WAIT_S): under ASan beside the kill loop and
+	 * the crash enumerations the first sync orders once took longer than
+	 * 5 s, and the run failed on that answer. */
+	if (flash_sync_wait_set(h, WAIT_S * 1000u) != FLASH_OK)
+		return 5;
 	for (uint64_t k = 0; !__atomic_load_n(&sh->sh_stop, __ATOMIC_ACQUIRE); k++) {
 		int down = __atomic_load_n(&sh->sh_outage, __ATOMIC_ACQUIRE);
 		int rc;
