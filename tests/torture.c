@@ -1478,6 +1478,27 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	if ((rc = flash_recover(h, &nrec)) != FLASH_OK)
 		tt_die("flash_recover: %s", flash_rcname(rc));
 	f->recovered_at_end = nrec;
+	/* The daemon may have been restarted by the kill loop an instant ago:
+	 * a SIGTERM before it has set its handler (under ASan, while it loads,
+	 * or connects to MySQL to check its URL) ends it by the default action,
+	 * the rings undrained, and the audit then finds the segment ahead of
+	 * the WAL (seen once: two orders, in a sync phase).  Wait until it has
+	 * drained and made durable all there is: it is in its loop then, and
+	 * the stop below is the drain, sync and exit that it means. */
+	{
+		struct flash_quiet q;
+		int64_t end = tt_now_ns() + 120 * 1000000000LL;
+		for (;;) {
+			if ((rc = flash_quiet_get(h, &q)) != FLASH_OK)
+				tt_die("flash_quiet_get: %s", flash_rcname(rc));
+			if (q.pending == 0 && q.in_flight == 0)
+				break;
+			if (tt_now_ns() > end)
+				tt_die("the daemon did not drain the rings within 120 s (pending %" PRIu64
+				       ", in flight %u)", q.pending, q.in_flight);
+			tt_sleep_us(10000);
+		}
+	}
 	tt_say("stopping the daemon (SIGTERM: drain, sync, exit)");
 	kill(daemon, SIGTERM);
 	{
