@@ -2,34 +2,16 @@
 # against the MariaDB fixture (tests/mysql_tests.cmake registers the
 # test_mysql_lease_* programs with the fixture and sets their environment,
 # so this runs deferred, after it); the agent's test runs the real binary.
-
-# A test whose cases hold bounds in time.  Configured as root (the README's
-# test command), it runs beside the others at CPU priority nice -10
-# (FLASH_TEST_CPU_PRIORITY, lt_cpu_priority() in tests/lease_testutil.h):
-# its processes sleep almost all the time (about 13 s of CPU in 125 s for
-# both programs) and, run alone (RUN_SERIAL), left one core and more idle
-# at the end of each ctest stage.  Otherwise, where it could not raise its
-# priority, it runs alone.
-function(flash_lease_timed test)
-  execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(uid STREQUAL "0")
-    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT "FLASH_TEST_CPU_PRIORITY=-10")
-  else()
-    set_tests_properties(${test} PROPERTIES RUN_SERIAL TRUE)
-  endif()
-endfunction()
-
 function(flash_lease_tests)
   if(TARGET test_mysql_lease_agent AND TARGET flashstock)
     add_dependencies(test_mysql_lease_agent flashstock)
     set_property(TEST test_mysql_lease_agent APPEND PROPERTY ENVIRONMENT "FLASH_BIN=$<TARGET_FILE:flashstock>")
-    # its cases kill serve at points reached within fdatasyncs of 300 ms
-    # and bounded durable waits of 5 s; beside the kill loop or the store
-    # enumeration on two cores, under ASan and at the same priority, it
-    # failed in two of four clean-clone runs (a take not durable in 5 s; a
-    # stop that never reached its kill point): flash_lease_timed, above
-    set_tests_properties(test_mysql_lease_agent PROPERTIES TIMEOUT 300)
-    flash_lease_timed(test_mysql_lease_agent)
+    # alone (RUN_SERIAL): its cases kill serve at points reached within
+    # fdatasyncs of 300 ms and bounded durable waits of 5 s; beside the kill
+    # loop or the store enumeration on two cores, under ASan, it failed in
+    # two of four clean-clone runs (a take not durable in 5 s; a stop that
+    # never reached its kill point)
+    set_tests_properties(test_mysql_lease_agent PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
   endif()
   # issue 19, item 2: a box cut off from MariaDB (its node halted) stops
   # selling within the stated bound, and stays at 0 through sales racing its
@@ -37,9 +19,8 @@ function(flash_lease_tests)
   if(TARGET test_mysql_lease_suspend AND TARGET flashstock)
     add_dependencies(test_mysql_lease_suspend flashstock)
     set_property(TEST test_mysql_lease_suspend APPEND PROPERTY ENVIRONMENT "FLASH_BIN=$<TARGET_FILE:flashstock>")
-    # it asserts the suspension bound, a time
-    set_tests_properties(test_mysql_lease_suspend PROPERTIES TIMEOUT 180)
-    flash_lease_timed(test_mysql_lease_suspend)
+    # alone too: it asserts the suspension bound, a time
+    set_tests_properties(test_mysql_lease_suspend PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE)
   endif()
   # `flashstock lease init|pool|status|fence|reclaim` through the binaries
   if(TARGET flashstock AND TARGET ops_buyer AND TEST mysql_server_start)

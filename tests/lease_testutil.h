@@ -5,7 +5,7 @@
  * Divisions:
  *   1. The power cut     lt_synclog_fresh(), lt_drop_unsynced()
  *   2. The fixture       lt_bin(), lt_central_fresh(), lt_q1v(), lt_mariadb(),
- *                        lt_metric(), lt_cpu_priority()
+ *                        lt_metric()
  *
  * Division 1 needs neither cmocka nor the test helpers: lease_proof.c, a
  * program of its own, defines LT_NO_CMOCKA before the include and gets it
@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -323,33 +322,6 @@ static inline uint64_t lt_metric(const char *log, const char *name)
 	uint64_t v = t_metrics_sample(body, name);
 	free(body);
 	return v;
-}
-
-/* The programs whose cases hold bounds in time (a box stops selling within
- * three heartbeats and the timeout; a take is durable within the agent's
- * 5 s; a kill point is reached within a 300 ms fdatasync) run beside the
- * CPU-bound tests of `ctest -j` with the CPU priority that
- * FLASH_TEST_CPU_PRIORITY names (a nice value, tests/lease_tests.cmake sets
- * it where the build was configured as root); the serve each forks inherits
- * it.  Not set: nothing changes, and the build runs them alone instead
- * (RUN_SERIAL).  Set but not granted: the program ends, rather than run
- * unprotected beside the others. */
-static inline void lt_cpu_priority(void)
-{
-	const char *v = getenv("FLASH_TEST_CPU_PRIORITY");
-	if (!v || !*v)
-		return;
-	char *end;
-	long nice = strtol(v, &end, 10);
-	if (*end || nice < -20 || nice > 19) {
-		fprintf(stderr, "FLASH_TEST_CPU_PRIORITY=%s: not a nice value (-20..19)\n", v);
-		exit(1);
-	}
-	if (setpriority(PRIO_PROCESS, 0, (int)nice) != 0) {
-		fprintf(stderr, "FLASH_TEST_CPU_PRIORITY=%s: setpriority: %s (configured as root: run as root,"
-		        " or configure as this user to run the program alone)\n", v, strerror(errno));
-		exit(1);
-	}
 }
 
 #endif /* LT_NO_CMOCKA */

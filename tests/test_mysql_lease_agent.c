@@ -1062,6 +1062,5 @@ int main(void)
 		cmocka_unit_test_teardown(a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart,
 		                          t_teardown),
 	};
-	lt_cpu_priority();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -591,6 +591,5 @@ int main(void)
 		cmocka_unit_test_teardown(after_suspension_racing_sales_and_cancels_leave_no_sku_sellable_during_the_outage,
 		                          suspend_teardown),
 	};
-	lt_cpu_priority();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
