@@ -18,6 +18,10 @@ if(TARGET flashstock)
   add_test(NAME wal_serve_sigterm
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/wal_serve_sigterm.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(wal_serve_sigterm PROPERTIES TIMEOUT 60)
+  # ... and so does a SIGTERM that arrives while serve is still starting
+  add_test(NAME wal_serve_sigterm_at_start
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/wal_serve_sigterm_at_start.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(wal_serve_sigterm_at_start PROPERTIES TIMEOUT 60)
 endif()
 # test_wal_serve_mysql: serve with the applier, on the private MariaDB that
 # tests/mysql_tests.cmake's fixture starts.

@@ -217,6 +217,17 @@ int cmd_serve(int argc, char **argv)
 		{ "archive-every-ms", required_argument, NULL, 0x106 },
 		{ NULL, 0, NULL, 0 }
 	};
+	/* A stop asked for while serve is still starting (the URL check
+	 * below waits up to its connect timeout) is kept for serve_run, which
+	 * starts, drains what the rings hold and exits 0: the handler is in
+	 * place before anything can take time. */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = serve_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	const char *cmd = argv[0];
 	struct serve_opts o;
 	uint32_t v;
@@ -435,13 +446,6 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = serve_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	o.stop = &serve_stop_flag;
 	/* tests only: FLASH_TEST_SYNC_LOG (power cuts, pio.h) */
 	if (pio_test_sync_log() != 0) {
