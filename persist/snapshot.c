@@ -16,13 +16,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -461,35 +464,42 @@ static void snap_publish(snap_t *s)
 	pthread_mutex_unlock(&s->s_mu);
 }
 
-/*
- * Remove shadows of this segment that an earlier daemon left (one killed
- * between creating its shadow and dropping the name): one daemon serves a
- * segment at a time, so every other "<segment>.shadow.<pid>" is stale.
- */
-static void snap_remove_stale_shadows(const snap_t *s)
+int snap_shadows_remove(const char *segment, const char *keep, int dead_only, snap_log_fn log,
+                        void *log_arg)
 {
-	const char *base = s->s_shadow + 1;
-	const char *dot = strstr(base, ".shadow.");
-	if (dot == NULL)
-		return;
-	size_t pre = (size_t)(dot - base) + strlen(".shadow.");
+	const char *base = segment[0] == '/' ? segment + 1 : segment;
+	char pre[200];
+	int removed = 0;
+
+	if (snprintf(pre, sizeof pre, "%.150s.shadow.", base) >= (int)sizeof pre)
+		return 0;
+	size_t npre = strlen(pre);
 	DIR *d = pio_opendir("/dev/shm");
 	if (d == NULL)
-		return;
+		return 0;
 	struct dirent *e;
 	while ((e = pio_readdir(d)) != NULL) {
-		if (strncmp(e->d_name, base, pre) != 0 || strcmp(e->d_name, base) == 0)
+		if (strncmp(e->d_name, pre, npre) != 0 || (keep != NULL && strcmp(e->d_name, keep + 1) == 0))
 			continue;
-		const char *p = e->d_name + pre;
+		const char *p = e->d_name + npre;
 		if (*p == 0 || strspn(p, "0123456789") != strlen(p))
 			continue;
-		char name[300];
+		long pid = strtol(p, NULL, 10);
+		if (dead_only && (pid <= 0 || pid > INT_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char name[300], path[320];
+		struct stat st;
 		snprintf(name, sizeof name, "/%s", e->d_name);
-		if (flash_seg_destroy(name) == FLASH_OK)
-			snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_WARN, "snapshot: removed the stale "
-			          "shadow segment %s of an earlier daemon", name);
+		snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+		uint64_t mib = stat(path, &st) == 0 ? (uint64_t)st.st_size >> 20 : 0;
+		if (flash_seg_destroy(name) == FLASH_OK) {
+			removed++;
+			snap_logf(log, log_arg, SERVE_LOG_WARN, "snapshot: removed the shadow segment %s "
+			          "(%" PRIu64 " MiB) that a daemon (pid %ld) left mid-snapshot", name, mib, pid);
+		}
 	}
 	pio_closedir(d);
+	return removed;
 }
 
 int snap_reclaim_get(flash_t *h, struct flash_reclaim_opts *ro, int *windowed)
@@ -564,7 +574,8 @@ static int snap_init(snap_t *s)
 	so.mode = 0600;
 	so.gid = -1;
 	(void)flash_seg_destroy(s->s_shadow);   /* a previous daemon with our pid */
-	snap_remove_stale_shadows(s);
+	/* one daemon serves a segment at a time: every other shadow is stale */
+	(void)snap_shadows_remove(o->segment, s->s_shadow, 0, o->log, o->log_arg);
 	struct snap_file f;
 	rc = snap_open_newest(o->wal_dir, 0, &f, o->log, o->log_arg);
 	if (rc == SNAP_OK) {

@@ -145,6 +145,17 @@ __attribute__((format(printf, 4, 5)))
 void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...);
 
 /*
+ * Remove the shadow segments of @p segment: "<segment>.shadow.<pid>", the
+ * copy a daemon folds a snapshot in, which it unlinks when done -- one
+ * killed mid-snapshot leaves its shadow in /dev/shm, as large as the
+ * segment.  @p keep (a shadow's name, NULL: none) is left alone; with
+ * @p dead_only so is the shadow of a pid that exists.  Each removal is
+ * logged at SERVE_LOG_WARN.  Returns how many were removed.
+ */
+int snap_shadows_remove(const char *segment, const char *keep, int dead_only, snap_log_fn log,
+                        void *log_arg);
+
+/*
  * Open the newest snapshot of @p dir that checks out and whose LSN is at
  * least @p min_lsn; each one found corrupt is logged and the previous one
  * tried.  @return SNAP_OK (*f open); SNAP_ENOENT; SNAP_EIO; SNAP_ENOMEM.

@@ -16,14 +16,18 @@
 #      while a create and a new daemon served the name); the 20 are in DIR;
 #   C. async_orders_undrained_refused_then_force_prints_the_loss: 30 orders
 #      acknowledged with no daemon, the buyer gone: destroy exits 2 naming the
-#      records per slot; --force exits 0 printing each record it gives up.
+#      records per slot; --force exits 0 printing each record it gives up;
+#   D. destroy_removes_the_shadows_dead_daemons_left: the snapshot shadow
+#      NAME.shadow.PID of a pid that is gone (a daemon killed mid-snapshot
+#      leaves one, as large as the segment) is removed with the segment and
+#      said; one whose pid lives is kept.
 # Every command runs under `timeout`: a hang fails the case.  Optional
 # arguments after the two binaries pick cases (e.g. `B C`); default: all.
 set -u
-fs=${1:?usage: ops_destroy.sh path/to/flashstock path/to/ops_buyer [A|B|C...]}
-buyer=${2:?usage: ops_destroy.sh path/to/flashstock path/to/ops_buyer [A|B|C...]}
+fs=${1:?usage: ops_destroy.sh path/to/flashstock path/to/ops_buyer [A|B|C|D...]}
+buyer=${2:?usage: ops_destroy.sh path/to/flashstock path/to/ops_buyer [A|B|C|D...]}
 shift 2
-cases=${*:-A B C}
+cases=${*:-A B C D}
 t=$(mktemp -d "${TMPDIR:-/tmp}/flash-opsdestroy-XXXXXX")
 fail() {
 	echo "FAIL: $*"
@@ -155,10 +159,33 @@ rc=$?
 timeout 10 "$fs" destroy --help | grep -q "FLASH_EDESTROYED" || fail "destroy --help does not say what buyers get"
 }
 
+# ---- D: snapshot shadows left by a daemon killed mid-snapshot ------------------
+case_D() {
+echo "case D: destroy_removes_the_shadows_dead_daemons_left"
+d=/flash-ops-$$-d
+"$fs" create --name "$d" $ops_caps >/dev/null || fail "D: create $d"
+ops_segs="$ops_segs $d"
+sh -c 'exit 0' &
+dead=$!
+wait "$dead"
+kill -0 "$dead" 2>/dev/null && fail "D: pid $dead still exists"
+for p in "$dead" "$$"; do
+	"$fs" create --name "$d.shadow.$p" $ops_caps >/dev/null || fail "D: create the shadow $d.shadow.$p"
+	ops_segs="$ops_segs $d.shadow.$p"
+done
+destroy_rc "$t/d1" --name "$d" || fail "D: destroy: exit $?: $(cat "$t/d1")"
+exists "$d" && fail "D: the name is still there"
+exists "$d.shadow.$dead" && fail "D: the shadow of pid $dead (gone) is still there"
+has "$t/d1" "removed the shadow segment $d.shadow.$dead \\([0-9]+ MiB\\) that a daemon \\(pid $dead\\)" "D"
+exists "$d.shadow.$$" || fail "D: the shadow of pid $$ (alive) was removed"
+grep -q "shadow.$$" "$t/d1" && fail "D: destroy spoke of the live pid's shadow: $(cat "$t/d1")"
+"$fs" destroy --name "$d.shadow.$$" >/dev/null 2>&1 || fail "D: destroy the live pid's shadow"
+}
+
 for c in $cases; do
 	case $c in
-	A|B|C) "case_$c" ;;
-	*) fail "no case $c (A, B or C)" ;;
+	A|B|C|D) "case_$c" ;;
+	*) fail "no case $c (A, B, C or D)" ;;
 	esac
 done
 echo "ops_destroy: all checks passed ($cases)"

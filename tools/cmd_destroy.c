@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "serve.h"
+#include "snapshot.h"
 
 static void destroy_help(FILE *out)
 {
@@ -44,8 +45,18 @@ static void destroy_help(FILE *out)
 	        "                closed to new orders first).  If that fails, nothing is\n"
 	        "                destroyed: the segment stays, closed, and the error is printed\n"
 	        "\n"
+	        "Snapshot shadows of the segment (NAME.shadow.PID, the copy a daemon killed\n"
+	        "mid-snapshot leaves) whose process is gone are removed with it.\n"
+	        "\n"
 	        "exit: 0 destroyed; 1 failed (no such segment, not readable without --force,\n"
 	        "the drain failed); 2 refused (in use: nothing changed) or usage error\n");
+}
+
+/* A shadow snap_shadows_remove() removed, said on stderr. */
+static void destroy_shadow_log(void *arg, int level, const char *msg)
+{
+	(void)level;
+	fprintf(stderr, "flashstock %s: %s\n", (const char *)arg, msg);
 }
 
 /* The slots of @p r, one line: "slot S (pid P, running) R, slot T (free) R, ...":
@@ -228,5 +239,9 @@ int cmd_destroy(int argc, char **argv)
 		fprintf(stderr, "flashstock %s: destroyed %s with --force:\n", cmd, name);
 		destroy_losses(&r);
 	}
+	/* the copies a daemon killed mid-snapshot left, each as large as the
+	 * segment: nothing else would remove them now that no daemon will
+	 * serve this segment again (a live pid's is left: not ours to judge) */
+	(void)snap_shadows_remove(name, NULL, 1, destroy_shadow_log, (void *)cmd);
 	return TOOL_OK;
 }

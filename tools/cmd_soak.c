@@ -34,6 +34,7 @@
 #include "demo_durable.h"
 #include "fixture_run.h"
 #include "wal.h"
+#include "snapshot.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -411,24 +412,12 @@ static int soak_run_inner(char **argv, const char *lib, const char *dir, const c
 	return tool_failf("soak: the inner process died of signal %d", WTERMSIG(status));
 }
 
-/* Remove the shared-memory objects "<seg>.shadow.*" (seg without its '/'). */
-static void soak_rm_shadows(const char *seg)
+/* A removal snap_shadows_remove() reports, said on stderr. */
+static void soak_shadow_log(void *arg, int level, const char *msg)
 {
-	char prefix[128], name[400];
-	struct dirent *e;
-	DIR *d = opendir("/dev/shm");
-
-	if (!d)
-		return;
-	snprintf(prefix, sizeof prefix, "%s.shadow.", seg + (seg[0] == '/'));
-	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-			continue;
-		snprintf(name, sizeof name, "/%s", e->d_name);
-		if (flash_seg_destroy(name) == FLASH_OK)
-			fprintf(stderr, "soak: removed snapshot shadow %s left behind\n", name);
-	}
-	closedir(d);
+	(void)arg;
+	(void)level;
+	fprintf(stderr, "soak: %s\n", msg);
 }
 
 static int soak_outer(char **argv, const struct soak_opts *so)
@@ -482,7 +471,7 @@ out:
 	 * which the next daemon would have removed) */
 	if (flash_seg_destroy(seg) == FLASH_OK)
 		fprintf(stderr, "soak: removed segment %s left behind\n", seg);
-	soak_rm_shadows(seg);
+	(void)snap_shadows_remove(seg, NULL, 0, soak_shadow_log, NULL);
 	if (db_started) {
 		char marker[400];
 		snprintf(marker, sizeof marker, "%s/.flash-mariadb", db_dir);
