@@ -146,8 +146,8 @@ test)
 	# the ASan stage alone at -j3: 96 % busy, 704 s).  In a whole clean-clone
 	# run here the ASan stage took 788 s and the plain one 824 s at -j3
 	# (980 s and 893 s at -j2 before, with the background build then taking
-	# half the CPU, see above).  The tests that time themselves run alone
-	# (RUN_SERIAL), whatever -j says.
+	# half the CPU, see above).  The test that asserts a time bound runs alone
+	# under ASan (RUN_SERIAL), whatever -j says (tests/lease_tests.cmake).
 	jobs=$(( $(nproc) + 1 ))
 	log "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	(cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
