@@ -415,6 +415,14 @@ typedef struct flash flash_t;
  * refused with FLASH_ESYS and nothing is changed, since a slot without an
  * identity would later be taken for dead while it runs.  Its sync waits are bounded by
  * FLASH_SYNC_WAIT_MS_DEFAULT (flash_sync_wait_set()).
+ * A process maps a segment once, however many handles it opens.  A writable
+ * mapping starts at a 2 MiB boundary and is faulted in whole, so no order
+ * takes a page fault; where the kernel allows (Linux 6.1's MADV_COLLAPSE,
+ * whatever /dev/shm's huge= option says, but shmem_enabled=deny), the first
+ * writable open makes the segment's memory 2 MiB pages, once for the object
+ * (about 0.2 to 3 s per GiB, with the memory the segment already has), and
+ * every mapping of it uses them: an order's random table entries then miss
+ * the TLB far less often.  Where it does not, 4 KiB pages, silently.
  * A segment marked destroyed but still named (flash_seg_destroy_checked()
  * with FLASH_DESTROY_KEEP_NAME) opens, so that a daemon can drain it; every
  * write call of such a handle but the consumer's answers FLASH_EDESTROYED.
