@@ -291,15 +291,7 @@ static void demo_on_signal(int sig)
  * kill the parent before it removes the segment: writes fail instead. */
 static void demo_signals(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = demo_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	tool_stop_signals(demo_on_signal, 1);
 }
 
 struct demo_run {

@@ -438,7 +438,6 @@ int cmd_feed_to(int argc, char **argv)
 {
 	struct feed_to_opts o;
 	struct sink_source *src;
-	struct sigaction sa;
 	amqp_sink_t *sk;
 	char why[512] = "";
 	int rc;
@@ -451,12 +450,7 @@ int cmd_feed_to(int argc, char **argv)
 		return tool_usage_err("feed", "--to: not an AMQP URL this sink can use");
 	if (rc != FLASH_OK)
 		return tool_fail("feed --to", rc);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = feed_to_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	tool_stop_signals(feed_to_on_signal, 0);
 	rc = feed_to_open_source(&o, sk, &src, why, sizeof why);
 	if (rc == FLASH_ECANCELLED) {
 		fprintf(stderr, "flashstock: feed --to: stopped while waiting for the WAL directory\n");

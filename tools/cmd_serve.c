@@ -221,13 +221,7 @@ int cmd_serve(int argc, char **argv)
 	 * below waits up to its connect timeout) is kept for serve_run, which
 	 * starts, drains what the rings hold and exits 0: the handler is in
 	 * place before anything can take time. */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = serve_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	tool_stop_signals(serve_on_signal, 0);
 	const char *cmd = argv[0];
 	struct serve_opts o;
 	uint32_t v;

@@ -36,7 +36,6 @@
 #include "wal.h"
 #include "snapshot.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -261,15 +260,7 @@ static void soak_on_signal(int sig)
 
 static void soak_signals(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = soak_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	tool_stop_signals(soak_on_signal, 1);
 }
 
 static void soak_sleep_ms(long ms)

@@ -1310,7 +1310,6 @@ int demo_boxes_wanted(int argc, char **argv)
 int demo_boxes_main(int argc, char **argv)
 {
 	struct dbx_run r;
-	struct sigaction sa;
 	MYSQL *c = NULL;
 	int rc, rc2;
 
@@ -1318,13 +1317,7 @@ int demo_boxes_main(int argc, char **argv)
 	rc = dbx_parse(argc, argv, &r.cfg);
 	if (rc >= 0)
 		return rc;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = dbx_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	tool_stop_signals(dbx_on_signal, 1);
 
 	rc = dbx_setup_dir(&r);
 	if (rc == TOOL_OK)

@@ -52,6 +52,14 @@ int cmd_soak(int argc, char **argv);     /* tools/cmd_soak.c (+ soak_*.c) */
 /* ---- messages ---------------------------------------------------------- */
 
 /** Print "flashstock: <what>: <flash_strerror(rc)>" to stderr; @return TOOL_FAIL. */
+/*
+ * The signals that ask a long-running command to stop: SIGINT and SIGTERM,
+ * and SIGHUP too with @p hup, run @p on_stop (which sets the flag the
+ * command's loop reads); SIGPIPE is ignored, so a reader that goes away
+ * makes writes fail instead of killing the command before it cleans up.
+ */
+void tool_stop_signals(void (*on_stop)(int), int hup);
+
 int tool_fail(const char *what, int rc);
 
 /** Print "flashstock: <formatted>" to stderr; @return TOOL_FAIL. */
