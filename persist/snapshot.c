@@ -468,6 +468,7 @@ int snap_shadows_remove(const char *segment, const char *keep, int dead_only, sn
                         void *log_arg)
 {
 	const char *base = segment[0] == '/' ? segment + 1 : segment;
+	const char *kept = keep == NULL ? NULL : keep[0] == '/' ? keep + 1 : keep;
 	char pre[200];
 	int removed = 0;
 
@@ -479,7 +480,7 @@ int snap_shadows_remove(const char *segment, const char *keep, int dead_only, sn
 		return 0;
 	struct dirent *e;
 	while ((e = pio_readdir(d)) != NULL) {
-		if (strncmp(e->d_name, pre, npre) != 0 || (keep != NULL && strcmp(e->d_name, keep + 1) == 0))
+		if (strncmp(e->d_name, pre, npre) != 0 || (kept != NULL && strcmp(e->d_name, kept) == 0))
 			continue;
 		const char *p = e->d_name + npre;
 		if (*p == 0 || strspn(p, "0123456789") != strlen(p))

@@ -148,9 +148,10 @@ void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...);
  * Remove the shadow segments of @p segment: "<segment>.shadow.<pid>", the
  * copy a daemon folds a snapshot in, which it unlinks when done -- one
  * killed mid-snapshot leaves its shadow in /dev/shm, as large as the
- * segment.  @p keep (a shadow's name, NULL: none) is left alone; with
- * @p dead_only so is the shadow of a pid that exists.  Each removal is
- * logged at SERVE_LOG_WARN.  Returns how many were removed.
+ * segment.  @p keep (a shadow's name, with or without its leading '/';
+ * NULL: none) is left alone; with @p dead_only so is the shadow of a pid
+ * that exists.  Each removal is logged at SERVE_LOG_WARN.  Returns how
+ * many were removed.
  */
 int snap_shadows_remove(const char *segment, const char *keep, int dead_only, snap_log_fn log,
                         void *log_arg);
