@@ -420,7 +420,7 @@ typedef struct flash flash_t;
  * takes a page fault; where the kernel allows (Linux 6.1's MADV_COLLAPSE,
  * whatever /dev/shm's huge= option says, but shmem_enabled=deny), the first
  * writable open makes the segment's memory 2 MiB pages, once for the object
- * (about 0.2 to 3 s per GiB, with the memory the segment already has), and
+ * (0.2 to 3.6 s per GiB measured; no memory beyond the segment's own), and
  * every mapping of it uses them: an order's random table entries then miss
  * the TLB far less often.  Where it does not, 4 KiB pages, silently.
  * A segment marked destroyed but still named (flash_seg_destroy_checked()

@@ -864,13 +864,14 @@ static void shmap_atfork(void)
  * a 2 MiB boundary then maps them 2 MiB at a time.  MADV_COLLAPSE (Linux
  * 6.1) makes the folios of a range in place whatever /dev/shm's huge= mount
  * option and shmem_enabled say, but `deny`.  The first process that maps
- * the object writable pays for it (about a second per GiB, once); the folios
+ * the object writable pays for it, once (0.2 to 3.6 s per GiB measured: it
+ * is mostly the kernel's compaction finding free 2 MiB blocks); the folios
  * belong to the object, so every later mapping, in any process, maps them
  * 2 MiB at a time from its first touch.  Whatever refuses (an older kernel,
  * no free huge page, `deny`) leaves 4 KiB pages: the same bytes, slower.
  * A windowed segment's punched one-bank tables (punch_unused) are left out,
  * so no memory given back is taken again.  bench/RESULTS.md has the
- * measurement (hot, 2 processes: 981 k -> 1.23 M orders/s).
+ * measurement (hot, 2 processes, interleaved: 935 k -> 1.25 M orders/s).
  */
 #define FS_HUGE_SZ (2ull << 20)
 #ifndef MADV_COLLAPSE
@@ -929,9 +930,10 @@ static void seg_collapse(char *base, uint64_t size, const struct fs_hdr_fixed *f
 }
 
 /* A writable mapping, huge where the system allows, every page faulted in
- * (no page fault on the order path).  Collapsing before the pages are
- * mapped one by one costs a third of collapsing after.  MADV_POPULATE_WRITE
- * is Linux 5.14; before it, MAP_POPULATE over the same range. */
+ * (no page fault on the order path).  The collapse comes first, so the
+ * pre-fault maps 2 MiB at a time rather than building 4 KiB page tables
+ * for the collapse to tear down.  MADV_POPULATE_WRITE is Linux 5.14;
+ * before it, MAP_POPULATE over the same range. */
 static void *map_writable(int fd, uint64_t size, const struct fs_hdr_fixed *fx)
 {
 	char *p = map_aligned(size, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
