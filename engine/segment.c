@@ -869,9 +869,14 @@ static void shmap_atfork(void)
  * belong to the object, so every later mapping, in any process, maps them
  * 2 MiB at a time from its first touch.  Whatever refuses (an older kernel,
  * no free huge page, `deny`) leaves 4 KiB pages: the same bytes, slower.
- * A windowed segment's punched one-bank tables (punch_unused) are left out,
- * so no memory given back is taken again.  bench/RESULTS.md has the
- * measurement (hot, 2 processes, interleaved: 935 k -> 1.25 M orders/s).
+ * A windowed segment's punched one-bank tables (punch_unused) are collapsed
+ * around, range by range: MADV_COLLAPSE stops at the first 2 MiB range that
+ * holds no page, so one call over the whole object would leave everything
+ * after the first hole on 4 KiB pages whenever the holes were punched
+ * before a collapse (a segment made before this, or a collapse that found
+ * no free 2 MiB block and is tried again by the next attach).
+ * bench/RESULTS.md has the measurement (hot, 2 processes, interleaved:
+ * 935 k -> 1.25 M orders/s).
  */
 #define FS_HUGE_SZ (2ull << 20)
 #ifndef MADV_COLLAPSE
@@ -912,7 +917,8 @@ static void collapse_range(char *base, uint64_t lo, uint64_t hi)
 		(void)madvise(base + lo, hi - lo, MADV_COLLAPSE);
 }
 
-/* The whole object but a windowed segment's punched tables, in offset order. */
+/* The whole object but a windowed segment's punched tables, in offset order
+ * (test_windowed_segment_on_4_kib_pages_is_collapsed_around_its_holes). */
 static void seg_collapse(char *base, uint64_t size, const struct fs_hdr_fixed *fx)
 {
 	uint64_t lo = 0;

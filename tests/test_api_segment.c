@@ -1166,6 +1166,80 @@ static void test_windowed_segment_keeps_its_unused_tables_out_of_memory_after_at
 	assert_true((uint64_t)st.st_blocks * 512 <= fx.seg_size - holes);
 }
 
+/* The whole 2 MiB ranges of a windowed segment outside its two punched
+ * one-bank tables, in kB: what can be mapped 2 MiB at a time. */
+static uint64_t t_huge_kb_outside_holes(const struct fs_hdr_fixed *fx)
+{
+	const struct fs_region *u = &fx->region[FS_R_USER], *q = &fx->region[FS_R_REQ];
+	const struct fs_region *holes[2] = { u->off <= q->off ? u : q, u->off <= q->off ? q : u };
+	uint64_t lo = 0, kb = 0;
+
+	for (int k = 0; k <= 2; k++) {
+		uint64_t hi = k < 2 ? holes[k]->off : fx->seg_size;
+		uint64_t a = (lo + T_HUGE - 1) & ~(uint64_t)(T_HUGE - 1), b = hi & ~(uint64_t)(T_HUGE - 1);
+
+		if (b > a)
+			kb += (b - a) / 1024;
+		if (k < 2)
+			lo = holes[k]->off + ((holes[k]->size + 4095) & ~4095ull);
+	}
+	return kb;
+}
+
+/* A windowed segment whose tables were punched out while it was on 4 KiB
+ * pages (made before huge pages, or a collapse that found no free 2 MiB
+ * block): MADV_COLLAPSE stops at the first range that holds no page, so
+ * the attach collapses around the holes, not over them.  The 4 KiB state
+ * is made here by moving the bank tables' bytes to fresh 4 KiB pages. */
+static void test_windowed_segment_on_4_kib_pages_is_collapsed_around_its_holes(void **state)
+{
+	struct flash_seg_opts o;
+	struct flash_reclaim_opts ro;
+	struct fs_hdr_fixed fx;
+	char name[64], path[300];
+	uintptr_t start = 0;
+	uint64_t size = 0, pmd_kb = 0, off, len;
+	flash_t *h;
+	char *buf;
+	int fd, can = t_can_collapse();
+
+	(void)state;
+	t_opts_small(&o);
+	o.max_orders = o.max_users = o.max_tokens = o.max_requests = 200000;
+	h = t_seg_new(&o, name, sizeof name);
+	memset(&ro, 0, sizeof ro);
+	ro.req_window_s = 3600;
+	ro.user_gen_s = 3600;
+	assert_int_equal(flash_seg_reclaim_set(h, &ro), FLASH_OK);
+	t_untrack_handle(h);
+	assert_int_equal(flash_close(h), FLASH_OK);   /* the process maps it no more */
+
+	t_shm_path(name, path, sizeof path);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &fx, sizeof fx, 0), (ssize_t)sizeof fx);
+	assert_true(fx.gen_banks > 1);
+	assert_true(fx.region[FS_R_USER_BANKS].off > fx.region[FS_R_USER].off &&
+	            fx.region[FS_R_USER_BANKS].off > fx.region[FS_R_REQ].off);
+	off = fx.region[FS_R_USER_BANKS].off & ~4095ull;
+	len = (fx.region[FS_R_USER_BANKS].size + 4095) & ~4095ull;
+	assert_true(len >= 4 * T_HUGE);
+	buf = malloc(len);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len), 0);
+	assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);   /* 4 KiB pages again */
+	free(buf);
+	close(fd);
+
+	assert_int_equal(flash_open(name, 0, &h), FLASH_OK);
+	t_track_handle(h);
+	t_shm_vma(name, &start, &size, &pmd_kb);
+	assert_int_equal(size, fx.seg_size);
+	/* where the kernel makes no huge folio, the same attach on 4 KiB pages */
+	assert_int_equal(pmd_kb, can ? t_huge_kb_outside_holes(&fx) : 0);
+}
+
 static void test_every_result_code_has_its_own_name_and_text(void **state)
 {
 	static const struct { int rc; const char *name; } codes[] = {
@@ -1243,6 +1317,7 @@ int main(void)
 		T(test_segment_too_large_to_map_gives_enomem_and_creates_nothing),
 		T(test_writable_mapping_starts_at_2_mib_and_uses_huge_pages_where_the_kernel_can),
 		T(test_windowed_segment_keeps_its_unused_tables_out_of_memory_after_attach),
+		T(test_windowed_segment_on_4_kib_pages_is_collapsed_around_its_holes),
 		T(test_every_result_code_has_its_own_name_and_text),
 #undef T
 	};
