@@ -1129,28 +1129,37 @@ static void test_writable_mapping_starts_at_2_mib_and_uses_huge_pages_where_the_
 	assert_int_equal(flash_order(h, &rq, &rs), FLASH_OK);
 }
 
+/* A windowed segment of 200,000 entries a table, and its writable handle. */
+static flash_t *t_windowed_new(char *name, size_t len)
+{
+	struct flash_seg_opts o;
+	struct flash_reclaim_opts ro;
+	flash_t *h;
+
+	t_opts_small(&o);
+	o.max_orders = o.max_users = o.max_tokens = o.max_requests = 200000;
+	h = t_seg_new(&o, name, len);
+	memset(&ro, 0, sizeof ro);
+	ro.req_window_s = 3600;
+	ro.user_gen_s = 3600;
+	assert_int_equal(flash_seg_reclaim_set(h, &ro), FLASH_OK);
+	return h;
+}
+
 /* The one-bank tables a windowed segment gives back to tmpfs stay given back
  * after a writable attach, which faults in the whole mapping and makes the
  * rest of it huge (punch_unused runs after both). */
 static void test_windowed_segment_keeps_its_unused_tables_out_of_memory_after_attach(void **state)
 {
-	struct flash_seg_opts o;
-	struct flash_reclaim_opts ro;
 	struct fs_hdr_fixed fx;
 	char name[64], path[300];
-	flash_t *h, *h2;
+	flash_t *h2;
 	struct stat st;
 	uint64_t holes;
 	int fd;
 
 	(void)state;
-	t_opts_small(&o);
-	o.max_orders = o.max_users = o.max_tokens = o.max_requests = 200000;
-	h = t_seg_new(&o, name, sizeof name);
-	memset(&ro, 0, sizeof ro);
-	ro.req_window_s = 3600;
-	ro.user_gen_s = 3600;
-	assert_int_equal(flash_seg_reclaim_set(h, &ro), FLASH_OK);
+	(void)t_windowed_new(name, sizeof name);   /* its handle stays open, tracked */
 	assert_int_equal(flash_open(name, 0, &h2), FLASH_OK);
 	t_track_handle(h2);
 	t_shm_path(name, path, sizeof path);
@@ -1193,8 +1202,6 @@ static uint64_t t_huge_kb_outside_holes(const struct fs_hdr_fixed *fx)
  * is made here by moving the bank tables' bytes to fresh 4 KiB pages. */
 static void test_windowed_segment_on_4_kib_pages_is_collapsed_around_its_holes(void **state)
 {
-	struct flash_seg_opts o;
-	struct flash_reclaim_opts ro;
 	struct fs_hdr_fixed fx;
 	char name[64], path[300];
 	uintptr_t start = 0;
@@ -1204,13 +1211,7 @@ static void test_windowed_segment_on_4_kib_pages_is_collapsed_around_its_holes(v
 	int fd, can = t_can_collapse();
 
 	(void)state;
-	t_opts_small(&o);
-	o.max_orders = o.max_users = o.max_tokens = o.max_requests = 200000;
-	h = t_seg_new(&o, name, sizeof name);
-	memset(&ro, 0, sizeof ro);
-	ro.req_window_s = 3600;
-	ro.user_gen_s = 3600;
-	assert_int_equal(flash_seg_reclaim_set(h, &ro), FLASH_OK);
+	h = t_windowed_new(name, sizeof name);
 	t_untrack_handle(h);
 	assert_int_equal(flash_close(h), FLASH_OK);   /* the process maps it no more */
 
