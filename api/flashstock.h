@@ -8,8 +8,8 @@
  *
  * Divisions of this header:
  *   1. Result codes            flash_strerror()
- *   2. Segments                flash_seg_create(), flash_seg_restore(),
- *                              flash_seg_destroy_checked(), flash_seg_destroy()
+ *   2. Segments                flash_seg_create(), flash_seg_destroy_checked(),
+ *                              flash_seg_destroy()
  *   3. Handles                 flash_open(), flash_close(), flash_recover()
  *   4. Catalog                 flash_activity_add(), flash_sku_add()
  *   5. Orders                  flash_order(), flash_order_many(), flash_cancel(),
@@ -17,8 +17,13 @@
  *   6. Tokens                  flash_token_issue(), flash_token_redeem()
  *   7. Leased locks            flash_lock_acquire(), _renew(), _release()
  *   8. Reading state           flash_sku_get(), flash_order_get(), flash_stats_get(), ...
- *   9. Records                 flash_record, flash_ring_drain()
+ *   9. Records                 flash_record, flash_durability_get(), flash_ident_get()
  *  10. Order feed              flash_feed_open(), flash_feed_next(), flash_feed_commit()
+ *  11. Reclamation             flash_seg_reclaim_set(), flash_gen_get()
+ *
+ * The consumer protocol -- draining the rings, marking records durable,
+ * replaying the WAL, snapshot images -- is the daemon's, not an
+ * application's: flashstock_consumer.h, in the static library only.
  *
  * Caveats (read these first)
  * --------------------------
@@ -70,6 +75,11 @@ extern "C" {
 
 #define FLASH_VERSION_MAJOR 0
 #define FLASH_VERSION_MINOR 1
+
+/* What libflashstock.so exports: exactly the functions of this header, each
+ * marked FLASH_API; the library is built with every other symbol hidden
+ * (test library_exports_exactly_the_header). */
+#define FLASH_API __attribute__((visibility("default")))
 
 /* ------------------------------------------------------------------------
  * 1. Result codes
@@ -198,13 +208,13 @@ extern "C" {
  * @return a static, NUL-terminated string; never NULL (unknown codes give
  *         "unknown result code").
  */
-const char *flash_strerror(int rc);
+FLASH_API const char *flash_strerror(int rc);
 
 /**
  * The symbolic name of a result code ("FLASH_ESOLD_OUT"), for logs and JSON.
  * @return a static string; "FLASH_E?" for an unknown code.
  */
-const char *flash_rcname(int rc);
+FLASH_API const char *flash_rcname(int rc);
 
 /* ------------------------------------------------------------------------
  * 2. Segments
@@ -246,7 +256,7 @@ struct flash_seg_opts {
 #define FLASH_RING_MAX  (1u << 24)
 
 /** Fill @p o with the defaults (sizes fit the demo; about 200 MiB of shm). */
-void flash_seg_opts_default(struct flash_seg_opts *o);
+FLASH_API void flash_seg_opts_default(struct flash_seg_opts *o);
 
 /**
  * The bytes of shared memory a segment with options @p o needs: what
@@ -256,7 +266,7 @@ void flash_seg_opts_default(struct flash_seg_opts *o);
  * @return FLASH_OK; FLASH_EINVAL (NULL @p bytes, or options
  *         flash_seg_create() refuses).
  */
-int flash_seg_size(const struct flash_seg_opts *o, uint64_t *bytes);
+FLASH_API int flash_seg_size(const struct flash_seg_opts *o, uint64_t *bytes);
 
 /**
  * Create a segment.  The object is created with O_EXCL (a name collision fails,
@@ -273,33 +283,7 @@ int flash_seg_size(const struct flash_seg_opts *o, uint64_t *bytes);
  *         ftruncate/mmap failed); FLASH_ESYS.
  * @note Safe from any process; creates nothing on failure.
  */
-int flash_seg_create(const char *name, const struct flash_seg_opts *o);
-
-/**
- * Create a segment from an image of another one (a snapshot: persist/snapshot.h).
- * The image is checked first exactly as flash_open() checks an object, with
- * the same code for each check: size at least a header (FLASH_ESIZE), magic
- * (FLASH_EMAGIC), layout version (FLASH_EVERSION), header checksum
- * (FLASH_ECHECKSUM), @p len equal to the header's size (FLASH_ESIZE), region
- * table (FLASH_ELAYOUT).  Then the object is made as flash_seg_create() makes
- * one (O_EXCL, exact mode), the image copied in, and everything that belonged
- * to the image's processes cleared: every process-table slot is free (its
- * sequence, counters and order numbers kept, so tags are never reissued),
- * journals idle, rings empty, no consumer registered or claimed, no WAL
- * failure, a fresh admin mutex.  The identity (flash_ident: incarnation and
- * WAL LSN) is the image's: a restored segment still belongs to its WAL.  The header is written last (magic, then checksum): a
- * half-made object never validates.
- * @param[in] name  POSIX shm name of the new segment
- * @param[in] o     mode and gid of the new object (other fields ignored: the
- *                  capacities are the image's); NULL keeps the image's
- * @param[in] img   the image (flash_image() of a quiescent segment)
- * @param[in] len   its bytes
- * @return FLASH_OK; an attach code above for a bad image (nothing created);
- *         FLASH_EINVAL (bad name, NULL image, bad mode); FLASH_EEXIST (name
- *         taken); FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
- * @note Creates nothing on failure.
- */
-int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const void *img, size_t len);
+FLASH_API int flash_seg_create(const char *name, const struct flash_seg_opts *o);
 
 /**
  * Remove the segment's name (shm_unlink), and nothing else: no check, no
@@ -311,7 +295,7 @@ int flash_seg_restore(const char *name, const struct flash_seg_opts *o, const vo
  * flash_seg_destroy_checked().
  * @return FLASH_OK; FLASH_EINVAL (bad name); FLASH_ENOSEG; FLASH_EPERM; FLASH_ESYS.
  */
-int flash_seg_destroy(const char *name);
+FLASH_API int flash_seg_destroy(const char *name);
 
 #define FLASH_DESTROY_FORCE     0x1u  /* go on despite attached handles and undrained records */
 #define FLASH_DESTROY_KEEP_NAME 0x2u  /* mark the segment destroyed, wait, report; keep the
@@ -386,7 +370,7 @@ struct flash_destroy_report {
  *         may not write the segment); FLASH_ESYS.
  * @note Blocking only with FORCE (the wait above); O(max_procs) otherwise.
  */
-int flash_seg_destroy_checked(const char *name, unsigned flags, struct flash_destroy_report *rep);
+FLASH_API int flash_seg_destroy_checked(const char *name, unsigned flags, struct flash_destroy_report *rep);
 
 /* ------------------------------------------------------------------------
  * 3. Handles
@@ -434,7 +418,7 @@ typedef struct flash flash_t;
  * @note The handle is for the calling thread only (any other thread gets
  *       FLASH_EWRONG_THREAD) and not for a forked child (FLASH_EFORK).
  */
-int flash_open(const char *name, unsigned flags, flash_t **out);
+FLASH_API int flash_open(const char *name, unsigned flags, flash_t **out);
 
 /**
  * Detach: wait for nothing, release the process-table slot, unmap.
@@ -446,7 +430,7 @@ int flash_open(const char *name, unsigned flags, flash_t **out);
  *       returned from its last call on it and makes no other (join it, or
  *       hand over under a mutex): the handle's journal is then idle.
  */
-int flash_close(flash_t *h);
+FLASH_API int flash_close(flash_t *h);
 
 /**
  * Find handles whose process has died and finish their in-flight operations:
@@ -467,31 +451,21 @@ int flash_close(flash_t *h);
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  */
-int flash_recover(flash_t *h, uint32_t *recovered);
+FLASH_API int flash_recover(flash_t *h, uint32_t *recovered);
 
 /**
  * This handle's slot in the process table (for logs and tests); -1 for a
  * read-only handle.
  * @return the slot; FLASH_EINVAL (NULL); FLASH_EWRONG_THREAD.
  */
-int flash_slot(const flash_t *h);
+FLASH_API int flash_slot(const flash_t *h);
 
 /**
  * The options the segment was created with (capacities, mode, gid,
  * durability), as its checked header records them.
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out);
-
-/**
- * The bytes of the segment as @p h maps them, for a snapshot.  The image is
- * consistent only while no operation runs on the segment (e.g. the caller's
- * handle is its only user and is between calls).
- * @param[out] base  start of the mapping (read it, never write through it)
- * @param[out] len   its size in bytes
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_image(const flash_t *h, const void **base, uint64_t *len);
+FLASH_API int flash_seg_opts_get(const flash_t *h, struct flash_seg_opts *out);
 
 /* ------------------------------------------------------------------------
  * 4. Catalog
@@ -540,7 +514,7 @@ struct flash_activity {
  *       (flash_ring_drain), so an acknowledged sync order is never durable
  *       without its catalog.
  */
-int flash_activity_add(flash_t *h, const struct flash_activity *a);
+FLASH_API int flash_activity_add(flash_t *h, const struct flash_activity *a);
 
 /**
  * The checks flash_activity_add() makes on its argument, without a segment:
@@ -550,7 +524,7 @@ int flash_activity_add(flash_t *h, const struct flash_activity *a);
  * adds anything, so an input is loaded entirely or not at all.
  * @return FLASH_OK; FLASH_EINVAL.
  */
-int flash_activity_check(const struct flash_activity *a);
+FLASH_API int flash_activity_check(const struct flash_activity *a);
 
 /**
  * May an activity with id @p id be added to this segment?  A tool checks
@@ -560,7 +534,7 @@ int flash_activity_check(const struct flash_activity *a);
  *         FLASH_EINVAL (id 0); FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Lock-free; the answer may be stale by the time of an add.
  */
-int flash_activity_id_check(flash_t *h, uint32_t id);
+FLASH_API int flash_activity_id_check(flash_t *h, uint32_t id);
 
 #define FLASH_SHARDS_MAX 16u
 #define FLASH_UNITS_MAX  (1ull << 40)        /* largest stock of one sku */
@@ -576,7 +550,7 @@ int flash_activity_id_check(flash_t *h, uint32_t id);
  *         flash_activity_add); FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
-int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+FLASH_API int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);
 
 /* What flash_archive reclaimed. */
@@ -622,7 +596,7 @@ struct flash_archive_info {
  *       the order, sku and token tables; waits for open operations, at most
  *       the bound above.
  */
-int flash_archive(flash_t *h, uint32_t activity_id, uint32_t flags,
+FLASH_API int flash_archive(flash_t *h, uint32_t activity_id, uint32_t flags,
                   struct flash_archive_info *out);
 
 /* ------------------------------------------------------------------------
@@ -703,7 +677,7 @@ struct flash_order_res {
  *       In sync durability the acknowledgement waits for the daemon, at
  *       most the handle's wait bound (flash_sync_wait_set()).
  */
-int flash_order(flash_t *h, const struct flash_order_req *r,
+FLASH_API int flash_order(flash_t *h, const struct flash_order_req *r,
                 struct flash_order_res *res);
 
 /**
@@ -737,7 +711,7 @@ int flash_order(flash_t *h, const struct flash_order_req *r,
  * @note Lock-free as flash_order(); in sync durability it sleeps once, at
  *       most the handle's wait bound.
  */
-int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
+FLASH_API int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
                      struct flash_order_res *res, int *rcs);
 
 #define FLASH_SYNC_WAIT_MS_DEFAULT 5000u     /* a new handle's sync wait bound */
@@ -748,7 +722,7 @@ int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
  * A new handle starts at FLASH_SYNC_WAIT_MS_DEFAULT.
  * @return FLASH_OK; FLASH_EINVAL (NULL, wait_ms 0); FLASH_EREADONLY; FLASH_EFORK.
  */
-int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
+FLASH_API int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
 
 /**
  * Wait, at most @p wait_ms, until the record at @p lsn of this handle's ring
@@ -760,7 +734,7 @@ int flash_sync_wait_set(flash_t *h, uint32_t wait_ms);
  *         FLASH_EREADONLY; FLASH_EFORK.
  * @note Blocking: sleeps on a futex while the daemon has not marked the record.
  */
-int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
+FLASH_API int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
 
 /**
  * Wait, at most @p wait_ms, until every record this handle has published so
@@ -776,7 +750,7 @@ int flash_durable_wait(flash_t *h, uint64_t lsn, uint32_t wait_ms);
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Blocking, as flash_durable_wait(); never publishes anything itself.
  */
-int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
+FLASH_API int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
 
 /**
  * Cancel an order by number; its units return to stock exactly once, and the
@@ -793,7 +767,7 @@ int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
  *         within the wait bound; @p units_returned is set); FLASH_EDURABILITY;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
  */
-int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+FLASH_API int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 
 /**
  * Adjust a sku's stock by @p delta units: positive restocks, negative removes
@@ -805,7 +779,7 @@ int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
  *         FLASH_EFATE_UNKNOWN (sync: applied, not yet durable within the wait
  *         bound); FLASH_EDURABILITY; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
+FLASH_API int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
 
 /* ------------------------------------------------------------------------
  * 6. Tokens
@@ -828,7 +802,7 @@ int flash_restock(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t del
  *         (activity or sku, or the activity is being archived); FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
-int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+FLASH_API int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                       uint64_t user_id, uint32_t ttl_ms, uint64_t *token);
 
 /**
@@ -841,7 +815,7 @@ int flash_token_issue(flash_t *h, uint32_t activity_id, uint32_t sku_id,
  *         activity/sku/user); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
-int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+FLASH_API int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                        uint64_t user_id, uint64_t token);
 
 /* ------------------------------------------------------------------------
@@ -860,7 +834,7 @@ int flash_token_redeem(flash_t *h, uint32_t activity_id, uint32_t sku_id,
  *         (NULL, empty or too long name, owner 0, lease_ms 0); FLASH_EFULL;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
+FLASH_API int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
                        uint32_t lease_ms, uint64_t *fence);
 
 /**
@@ -869,14 +843,14 @@ int flash_lock_acquire(flash_t *h, const char *name, uint64_t owner,
  *         expired); FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
-int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms);
+FLASH_API int flash_lock_renew(flash_t *h, const char *name, uint64_t owner, uint32_t lease_ms);
 
 /**
  * Release, only for the holder (compare-owner-and-delete).
  * @return FLASH_OK; FLASH_ENOT_OWNER; FLASH_ENOT_FOUND; FLASH_EINVAL;
  *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_lock_release(flash_t *h, const char *name, uint64_t owner);
+FLASH_API int flash_lock_release(flash_t *h, const char *name, uint64_t owner);
 
 /* ------------------------------------------------------------------------
  * 8. Reading state (any handle, read-only ones included)
@@ -893,15 +867,15 @@ struct flash_sku_info {
 
 /** @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EFORK;
  *          FLASH_EWRONG_THREAD; FLASH_ECORRUPT. */
-int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id,
+FLASH_API int flash_sku_get(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   struct flash_sku_info *out);
 
 /** Catalog iteration: index 0.. ; FLASH_ENOT_FOUND past the end;
  *  FLASH_EARCHIVED for an entry freed by flash_archive and not reused yet
  *  (skip it: later indexes may hold entries); FLASH_EINVAL; FLASH_EFORK;
  *  FLASH_EWRONG_THREAD. */
-int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out);
-int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out);
+FLASH_API int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out);
+FLASH_API int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *out);
 
 enum flash_order_state {
 	FLASH_ORDER_NONE      = 0,  /* number allocated, order never completed */
@@ -937,7 +911,7 @@ struct flash_order_info {
  *         placed, is in MariaDB and the WAL); FLASH_ENOT_FOUND (never issued,
  *         or another box's); FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
+FLASH_API int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
 
 /**
  * Highest order number any handle has taken so far (orders are 1..this, box
@@ -946,7 +920,7 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
  * FLASH_ORDER_NONE (or FLASH_EARCHIVED once slots are reused).  0 on a NULL
  * or forked handle and on a handle of another thread.
  */
-uint64_t flash_orders_max(flash_t *h);
+FLASH_API uint64_t flash_orders_max(flash_t *h);
 
 /**
  * Read the order in order-table slot @p index (0 .. max_orders - 1): how to
@@ -956,7 +930,7 @@ uint64_t flash_orders_max(flash_t *h);
  * @return FLASH_OK; FLASH_ENOT_FOUND (index past the table); FLASH_EINVAL;
  *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_order_at(flash_t *h, uint32_t index, struct flash_order_info *out);
+FLASH_API int flash_order_at(flash_t *h, uint32_t index, struct flash_order_info *out);
 
 /**
  * Set the segment's box id, bits 63..56 of every order number it issues, so
@@ -966,7 +940,7 @@ int flash_order_at(flash_t *h, uint32_t index, struct flash_order_info *out);
  * @return FLASH_OK; FLASH_EINVAL (box_id out of range, or a number was taken
  *         already); FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_box_id_set(flash_t *h, uint32_t box_id);
+FLASH_API int flash_box_id_set(flash_t *h, uint32_t box_id);
 
 struct flash_stats {
 	uint64_t orders;          /* acknowledged orders */
@@ -997,7 +971,7 @@ struct flash_stats {
 
 /** Sum the per-handle counters and read fill levels.
  *  @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD. */
-int flash_stats_get(flash_t *h, struct flash_stats *out);
+FLASH_API int flash_stats_get(flash_t *h, struct flash_stats *out);
 
 /*
  * Observation: what the engine measures of its own calls.  Every call of the
@@ -1053,11 +1027,11 @@ struct flash_obs {
 };
 
 /** Upper bound in ns of histogram bucket @p b (UINT64_MAX for the last). */
-uint64_t flash_obs_bucket_le_ns(unsigned b);
+FLASH_API uint64_t flash_obs_bucket_le_ns(unsigned b);
 
 /** "order", "cancel", ..., "lock_wait", "lock_hold" for a flash_obs.time index;
  *  "?" out of range. */
-const char *flash_op_name(unsigned op);
+FLASH_API const char *flash_op_name(unsigned op);
 
 /**
  * Sum every slot's observation figures (relaxed loads, slot by slot: a
@@ -1069,7 +1043,7 @@ const char *flash_op_name(unsigned op);
  *       adds its own newest call, which the figures otherwise show only
  *       once the handle makes its next call or closes).
  */
-int flash_obs_get(flash_t *h, struct flash_obs *out);
+FLASH_API int flash_obs_get(flash_t *h, struct flash_obs *out);
 
 /* ------------------------------------------------------------------------
  * 9. Records
@@ -1079,7 +1053,8 @@ int flash_obs_get(flash_t *h, struct flash_obs *out);
  * One consumer per segment (the daemon, or a test) drains all rings, merged
  * in causal order.  The record is the operation's commit point: an
  * operation whose record reached its ring is rolled forward by recovery, any
- * other is rolled back.
+ * other is rolled back.  Applications read the durable records through the
+ * order feed (section 10); the drain itself is flashstock_consumer.h's.
  * ------------------------------------------------------------------------ */
 
 enum flash_rec_type {
@@ -1173,92 +1148,6 @@ struct flash_record {
  * and keeps its rows.
  */
 
-/**
- * Called for each drained record.  @p seq is the record's position in its
- * handle's ring: it starts at 1 and grows by one per record of that slot, for
- * the life of the segment (a slot reused by a new handle continues it).
- * Return nonzero to stop draining; the record passed is consumed either way.
- */
-typedef int (*flash_record_fn)(void *arg, const struct flash_record *rec, uint64_t seq);
-
-/**
- * Drain records from every handle's ring.  Calls @p fn for each record, at
- * most @p max records in all; stops early if @p fn returns nonzero.  Each
- * handle's records come in ring order, and across handles in causal order: a
- * record comes after every record whose effect its operation saw -- the order
- * a cancel cancels, the cancel or restock that gave back the units or the
- * limit slot an order took, the activity and sku an order is for -- also for
- * records made while no consumer ran.  A record published while the drain
- * runs may be left for the next drain.
- * @param[out] drained  records consumed (may be NULL)
- * @return FLASH_OK; FLASH_EBUSY (another live handle holds the consumer
- *         claim, flash_consumer_claim(): a daemon serves the segment; nothing
- *         was drained or changed); FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
- *         FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
- * Draining does NOT free ring space: a record stays in its ring until the
- * consumer calls flash_ring_release(h, rec->slot, seq) once it has written
- * the record where its successor finds it, or flash_durable_advance() (a
- * consumer without a WAL calls it at once, e.g. from @p fn; that is
- * allowed).  A producer whose ring is full gets FLASH_EBUSY.  A new consumer
- * (after the previous one died) is handed again every record not yet
- * released.
- * @note Exactly one consumer may drain a segment at a time (the daemon, or a
- *       tool when no daemon runs).  While a live handle holds the consumer
- *       claim, only that handle drains (others get FLASH_EBUSY); with no
- *       live claim anyone may.  Two drains without a claim, or one that
- *       started just before a claim was taken, corrupt nothing in the
- *       segment but may hand a record to both.
- */
-int flash_ring_drain(flash_t *h, flash_record_fn fn, void *arg, uint32_t max,
-                     uint32_t *drained);
-
-/**
- * Consumer: every record of @p slot with seq <= @p seq is written where the
- * next consumer will find it (a daemon: in its WAL file, not yet synced):
- * their ring room is free for the producer, and a consumer started after
- * this one dies is not handed them again.  Not durable yet: sync waiters
- * wait for flash_durable_advance().  A @p seq at or below the released
- * position changes nothing.
- * @return FLASH_OK; FLASH_EINVAL (slot out of range, @p seq before the
- *         durable mark or past the records published); FLASH_EREADONLY;
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_ring_release(flash_t *h, uint32_t slot, uint64_t seq);
-
-/**
- * Consumer: every record of @p slot with seq <= @p seq is durable (and
- * released, if it was not).  Wakes the handles of that slot waiting in
- * FLASH_DURABILITY_SYNC mode.
- * @return FLASH_OK; FLASH_EINVAL (slot out of range, @p seq before the
- *         durable mark or past the records published); FLASH_EREADONLY;
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
-
-/**
- * Consumer: @p slot's durable mark and the position up to which its records
- * were released (flash_ring_release) -- where a new consumer starts.  The
- * records between the two were written by a consumer that died before their
- * sync: a daemon whose WAL holds them (wal_open makes them durable) marks
- * them durable; one whose WAL lacks them must not serve the segment, which
- * has their effects.
- * @param[out] durable  records made durable (flash_durable_advance)
- * @param[out] taken    records released (>= *durable)
- * @return FLASH_OK; FLASH_EINVAL (slot out of range, an output NULL);
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_ring_taken(flash_t *h, uint32_t slot, uint64_t *durable, uint64_t *taken);
-
-/**
- * Consumer: the WAL failed (write or fdatasync).  Sticky: from now on orders
- * in sync mode return FLASH_EDURABILITY, and flash_durability_get() reports
- * it, with no reason (flash_durability_fail_why() gives one) -- until the
- * consumer clears it (flash_durability_clear()).
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK;
- *         FLASH_EWRONG_THREAD.
- */
-int flash_durability_fail(flash_t *h);
-
 /** The WAL step that failed (struct flash_durability_info.step). */
 enum flash_wal_step {
 	FLASH_WAL_STEP_UNKNOWN = 0,  /* not said (flash_durability_fail) */
@@ -1266,21 +1155,6 @@ enum flash_wal_step {
 	FLASH_WAL_STEP_SYNC    = 2,  /* an fdatasync of the WAL */
 	FLASH_WAL_STEP_FILE    = 3   /* making the next WAL file (create, reserve, rename) */
 };
-
-/**
- * Consumer: flash_durability_fail(), saying why.  The step and its errno
- * are kept in the segment with the time of the call (CLOCK_REALTIME) for
- * flash_durability_get(): what `flashstock status` shows, after the daemon
- * that failed has exited.  The first failure is the cause: while the
- * segment is failed, a later call changes nothing but the wake-up.
- * @param[in] step  enum flash_wal_step
- * @param[in] err   the errno of the failed step (0: not known)
- * @return FLASH_OK; FLASH_EINVAL (step out of range); FLASH_EREADONLY;
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
- * @note One writer: the consumer.  The reason is stored before the flag,
- *       so a reader that sees the flag sees its reason.
- */
-int flash_durability_fail_why(flash_t *h, uint32_t step, int err);
 
 /** The segment's durability failure (flash_durability_get). */
 struct flash_durability_info {
@@ -1299,7 +1173,7 @@ struct flash_durability_info {
  * @note Lock-free.  A reading that races a clear may show the failure
  *       that was just cleared; never a reason without the flag.
  */
-int flash_durability_get(flash_t *h, struct flash_durability_info *out);
+FLASH_API int flash_durability_get(flash_t *h, struct flash_durability_info *out);
 
 /**
  * Read the destroyed mark (flash_seg_destroy_checked()): 1 when the segment
@@ -1314,26 +1188,11 @@ int flash_durability_get(flash_t *h, struct flash_durability_info *out);
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Non-blocking; one load.
  */
-int flash_destroyed_get(flash_t *h, uint32_t *out);
+FLASH_API int flash_destroyed_get(flash_t *h, uint32_t *out);
 
 /** A failed step in words, e.g. "an fdatasync of the WAL failed"; any
  *  value outside enum flash_wal_step reads as FLASH_WAL_STEP_UNKNOWN. */
-const char *flash_wal_step_str(uint32_t step);
-
-/**
- * Consumer holding the claim (flash_consumer_claim): the failure is over --
- * sync orders are acknowledged again.  Only for a daemon that has proven
- * its WAL whole up to the durable mark and holds it open for append: a
- * failed segment's records beyond that point must reach the new WAL before
- * anyone is told they are durable, which the daemon's first drain does.
- * Crash-safe as a single store: a daemon killed before it leaves the
- * segment failed and the next one checks again; killed after it, the WAL
- * it left is whole.  Not failed: nothing to do.
- * @return FLASH_OK; FLASH_EBUSY (this handle does not hold the consumer
- *         claim: nothing changed); FLASH_EINVAL; FLASH_EREADONLY;
- *         FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_durability_clear(flash_t *h);
+FLASH_API const char *flash_wal_step_str(uint32_t step);
 
 /**
  * The identity a segment shares with its WAL.  A WAL belongs to exactly one
@@ -1357,49 +1216,7 @@ struct flash_ident {
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK.
  * @note Lock-free; reads /proc when a claim is held (liveness of its pid).
  */
-int flash_ident_get(flash_t *h, struct flash_ident *out);
-
-/**
- * Recovery: make a segment that was never served carry the identity of the
- * WAL it is rebuilt from.
- * @param[in] incarnation  the WAL's incarnation (nonzero)
- * @return FLASH_OK (also when it carries it already); FLASH_EEXIST (the
- *         segment reflects a WAL already: wal_lsn != 0; nothing changed);
- *         FLASH_EINVAL (0); FLASH_EREADONLY; FLASH_EFORK.
- */
-int flash_ident_adopt(flash_t *h, uint64_t incarnation);
-
-/**
- * Consumer: the segment reflects the WAL up to @p lsn (every record of the
- * segment with a smaller or equal LSN is durable in its WAL, and nothing
- * after it is).  Called by the daemon after each commit and after recovery.
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
- */
-int flash_ident_lsn_set(flash_t *h, uint64_t lsn);
-
-/**
- * Claim the segment's one consumer (the daemon).  The claim names this
- * handle's slot and that slot's generation, so it ends with the handle
- * (flash_close, flash_consumer_release) or with its process: a claim whose
- * holder died is taken over at once, also after its pid was reused.
- * @param[out] holder_pid  with FLASH_EBUSY, the pid of the live holder (may be NULL)
- * @return FLASH_OK (also when this handle holds it already); FLASH_EBUSY
- *         (another live handle holds it: nothing changed); FLASH_EINVAL;
- *         FLASH_EREADONLY; FLASH_EFORK.
- * @note Two claims racing: exactly one wins (one CAS on the claim word).
- *       While it is held, flash_ring_drain() by any other handle is
- *       FLASH_EBUSY.  A destroyed segment (flash_seg_destroy_checked) may
- *       still be claimed, and its consumer's calls still work: what its
- *       rings hold can reach the WAL; every other handle's writes answer
- *       FLASH_EDESTROYED.
- */
-int flash_consumer_claim(flash_t *h, int32_t *holder_pid);
-
-/**
- * Give the consumer claim up, if this handle holds it (flash_close does).
- * @return FLASH_OK; FLASH_EINVAL; FLASH_EREADONLY; FLASH_EFORK.
- */
-int flash_consumer_release(flash_t *h);
+FLASH_API int flash_ident_get(flash_t *h, struct flash_ident *out);
 
 /** The segment's activity, summed over every slot (flash_quiet_get). */
 struct flash_quiet {
@@ -1426,27 +1243,7 @@ struct flash_quiet {
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  * @note Reads every slot (O(max_procs)); lock-free, changes nothing.
  */
-int flash_quiet_get(flash_t *h, struct flash_quiet *out);
-
-/**
- * Re-apply one record to this segment, as recovery from the WAL does after a
- * reboot: the record's effect (catalog entry, order with its exact number and
- * limit slot, request id, cancel, restock) is made unless it is already
- * there: applying an ACTIVITY, SKU, ORDER or CANCEL record twice changes
- * nothing, nor does an ACTIVITY or SKU record of an activity archived since.
- * A RESTOCK has no identity of its own: the WAL's LSN makes its
- * replay exactly-once.  No new record is emitted; tokens are not restored.
- * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
- *         FLASH_EINVAL (malformed record, or an ORDER whose number is
- *         another box's or one no allocator issues, the last of a box's
- *         counter: a segment that has numbered no order yet takes the box
- *         of the first one it replays); FLASH_ENOT_FOUND (refers
- *         to an unknown activity/sku/order); FLASH_ESOLD_OUT (an order or negative
- *         restock the segment's stock cannot cover: the WAL disagrees with
- *         the segment); FLASH_ELIMIT (the order's limit slot is held);
- *         FLASH_EFULL; FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_replay(flash_t *h, const struct flash_record *rec);
+FLASH_API int flash_quiet_get(flash_t *h, struct flash_quiet *out);
 
 /* ------------------------------------------------------------------------
  * 10. Order feed
@@ -1515,7 +1312,7 @@ struct flash_feed_opts {
 };
 
 /** Fill @p o with the defaults (durable end, register if new, no refill). */
-void flash_feed_opts_default(struct flash_feed_opts *o);
+FLASH_API void flash_feed_opts_default(struct flash_feed_opts *o);
 
 /** Where a record came from. */
 enum flash_feed_source {
@@ -1564,7 +1361,7 @@ struct flash_feed_rec {
  *         position file); FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
  * @note No MariaDB connection is made before a refill is needed.
  */
-int flash_feed_open(const char *wal_dir, const char *consumer, const struct flash_feed_opts *o,
+FLASH_API int flash_feed_open(const char *wal_dir, const char *consumer, const struct flash_feed_opts *o,
                     flash_feed_t **out);
 
 /**
@@ -1589,7 +1386,7 @@ int flash_feed_open(const char *wal_dir, const char *consumer, const struct flas
  * @note Blocking up to @p wait_ms (futex on DIR/DURABLE); returns at once
  *       while durable records are pending.
  */
-int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_ms);
+FLASH_API int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_ms);
 
 /**
  * Commit: every record with an LSN <= @p lsn is processed.  Durable when it
@@ -1602,7 +1399,7 @@ int flash_feed_next(flash_feed_t *f, struct flash_feed_rec *out, uint32_t wait_m
  *         below the committed one); FLASH_ESYS (write, fdatasync or rename
  *         failed: the previous position stays on disk).
  */
-int flash_feed_commit(flash_feed_t *f, uint64_t lsn);
+FLASH_API int flash_feed_commit(flash_feed_t *f, uint64_t lsn);
 
 /**
  * Rewind: the next flash_feed_next() returns again the record after the
@@ -1610,14 +1407,14 @@ int flash_feed_commit(flash_feed_t *f, uint64_t lsn);
  * messages re-sends from the last confirmed one).
  * @return FLASH_OK; FLASH_EINVAL.
  */
-int flash_feed_rewind(flash_feed_t *f);
+FLASH_API int flash_feed_rewind(flash_feed_t *f);
 
 /**
  * Close the feed (no implicit commit: what was not committed is handed out
  * again after the next open).  NULL is fine.
  * @return FLASH_OK.
  */
-int flash_feed_close(flash_feed_t *f);
+FLASH_API int flash_feed_close(flash_feed_t *f);
 
 /** A consumer's state. */
 enum flash_feed_state {
@@ -1649,7 +1446,7 @@ struct flash_feed_info {
  *         FLASH_ENOT_FOUND (no such WAL directory); FLASH_ENOMEM; FLASH_ESYS.
  * @note Lock-free; reads only (position files, DIR/DURABLE, WAL headers).
  */
-int flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n);
+FLASH_API int flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap, size_t *n);
 
 /**
  * The state of an open feed (name, positions, lag), as flash_feed_list()
@@ -1657,7 +1454,7 @@ int flash_feed_list(const char *wal_dir, struct flash_feed_info *out, size_t cap
  * has been returned since.
  * @return FLASH_OK; FLASH_EINVAL.
  */
-int flash_feed_info_get(flash_feed_t *f, struct flash_feed_info *out);
+FLASH_API int flash_feed_info_get(flash_feed_t *f, struct flash_feed_info *out);
 
 /**
  * Unregister @p consumer (like pg_drop_replication_slot): its position file
@@ -1665,7 +1462,7 @@ int flash_feed_info_get(flash_feed_t *f, struct flash_feed_info *out);
  * @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EBUSY (open now); FLASH_EINVAL;
  *         FLASH_ESYS.
  */
-int flash_feed_drop(const char *wal_dir, const char *consumer);
+FLASH_API int flash_feed_drop(const char *wal_dir, const char *consumer);
 
 
 /* ------------------------------------------------------------------------
@@ -1725,13 +1522,13 @@ struct flash_reclaim_opts {
  *         FLASH_ENOMEM; FLASH_ESYS; FLASH_EREADONLY; FLASH_EFORK;
  *         FLASH_EWRONG_THREAD.
  */
-int flash_seg_reclaim_set(flash_t *h, const struct flash_reclaim_opts *o);
+FLASH_API int flash_seg_reclaim_set(flash_t *h, const struct flash_reclaim_opts *o);
 
 /**
  * A request id for a windowed segment: CLOCK_REALTIME ms << 16 | 16 random
  * bits (getrandom, buffered per thread).  Never 0.  Thread-safe.
  */
-uint64_t flash_request_id_new(void);
+FLASH_API uint64_t flash_request_id_new(void);
 
 enum flash_table { FLASH_TABLE_REQUESTS = 0, FLASH_TABLE_USERS = 1 };
 
@@ -1774,40 +1571,12 @@ struct flash_gen_info {
 };
 
 /**
- * Move table @p table's generation on if it is due at @p now_ns (the current
- * one has lasted its length; the request table's also 60 s more, the future
- * a request id may carry) and the bank it needs is clear.  A journaled
- * operation with a FLASH_REC_GEN record (replay does the same).  Otherwise
- * nothing changes and @p out says why (the entries are kept longer: always
- * safe).
- * @param[out] out  the table after the call (may be NULL)
- * @return FLASH_OK (moved or not: out->advanced); FLASH_EINVAL (bad table,
- *         or a segment without reclamation); FLASH_EBUSY (ring full);
- *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_gen_advance(flash_t *h, uint32_t table, int64_t now_ns, struct flash_gen_info *out);
-
-/**
- * Clear the bank two generations back of table @p table, if it holds keys
- * and no activity pins it: waits until every operation open now has ended
- * (at most 1 s), then empties every entry and its fill count and marks it
- * clear (a journaled operation with a FLASH_REC_GEN record).  Every store is
- * idempotent: a clearer killed at any point is finished by recovery or by
- * the next call.
- * @param[out] cleared  keys removed (0: nothing to clear) (may be NULL)
- * @return FLASH_OK; FLASH_EBUSY (an operation did not end within 1 s, ring
- *         full, or another live handle is clearing it); FLASH_EINVAL;
- *         FLASH_EREADONLY; FLASH_EFORK; FLASH_EWRONG_THREAD.
- */
-int flash_gen_clear(flash_t *h, uint32_t table, uint64_t *cleared);
-
-/**
  * The generations of table @p table: per bank its generation, keys held,
  * capacity, state and pinning activity, and the keys reclaimed so far.
  * Any handle, read-only ones included; changes nothing.
  * @return FLASH_OK; FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
-int flash_gen_get(flash_t *h, uint32_t table, struct flash_gen_info *out);
+FLASH_API int flash_gen_get(flash_t *h, uint32_t table, struct flash_gen_info *out);
 
 #ifdef __cplusplus
 }

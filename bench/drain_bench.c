@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "metrics.h"
 #include "mysql_pump.h"
 #include "serve.h"

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #ifdef BENCH_HAVE_SERVE
 #include "serve.h"
 #include "wal.h"

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 
 static int sink(void *arg, const struct flash_record *r, uint64_t seq)
 {

@@ -35,6 +35,7 @@
 #endif
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 
 #define FS_LINE 64
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))

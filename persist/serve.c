@@ -21,6 +21,7 @@
 
 #include "crash.h"
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "mysql_pump.h"
 #include "notify.h"
 #include "pio.h"

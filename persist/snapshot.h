@@ -63,6 +63,7 @@
 #include <stdint.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "reconcile.h"
 #include "wal.h"
 

@@ -66,6 +66,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "pio.h"
 #include "reconcile.h"
 #include "wal.h"

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 
 /* ---- 1. Segments and handles ------------------------------------------- */
 

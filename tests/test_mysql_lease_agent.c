@@ -35,6 +35,7 @@
 #include <mysql.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "helpers.h"
 #include "lease.h"
 #include "lease_sql.h"

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "hist.h"
 
 #define DEMO_SKUS_MAX   32u
