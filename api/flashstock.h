@@ -1357,9 +1357,14 @@ struct flash_feed_rec {
  *         directory, or an unknown consumer with no_create); FLASH_EBUSY
  *         (the consumer is open elsewhere); FLASH_EFEED_IDENT (the consumer
  *         registered on a WAL of another incarnation); FLASH_EMYSQL_CONFIG
- *         (bad refill URL; nothing registered); FLASH_ECORRUPT (a bad
- *         position file); FLASH_EPERM; FLASH_ENOMEM; FLASH_ESYS.
- * @note No MariaDB connection is made before a refill is needed.
+ *         (bad refill URL, or the refill's MariaDB client cannot be
+ *         loaded -- the reason on stderr; nothing registered);
+ *         FLASH_ECORRUPT (a bad position file); FLASH_EPERM; FLASH_ENOMEM;
+ *         FLASH_ESYS.
+ * @note No MariaDB connection is made before a refill is needed.  The
+ *       shared library links no MariaDB: a feed opened with a URL loads the
+ *       refill plug-in (libflashstock-mysql-VERSION.so, installed beside
+ *       libflashstock.so, which links libmariadb) once per process.
  */
 FLASH_API int flash_feed_open(const char *wal_dir, const char *consumer, const struct flash_feed_opts *o,
                     flash_feed_t **out);

@@ -70,7 +70,16 @@ int feed_wal_read_one(const char *wal_dir, uint64_t lsn, struct flash_feed_rec *
 int feed_registry_lock(const char *wal_dir, int exclusive);
 void feed_registry_unlock(int fd);
 
-/* ---- the refill source (feed_mysql.c) ---- */
+/* ---- the refill source (feed_mysql.c) ----
+ *
+ * The static library links feed_mysql.c (and the MariaDB connection of
+ * mysql_apply.c) directly.  The shared library does not link MariaDB: its
+ * feed_refill_* (feed_refill_dl.c) load the refill plug-in
+ * FEED_REFILL_PLUGIN from libflashstock.so's own directory on the first
+ * feed opened with a MariaDB URL, and call it through the table below,
+ * which the plug-in (feed_refill_plugin.c: feed_mysql.c behind it) exports
+ * as FEED_REFILL_SYMBOL.  An application that never refills never loads
+ * libmariadb. */
 
 typedef struct feed_refill feed_refill_t;
 
@@ -92,6 +101,20 @@ void feed_refill_close(feed_refill_t *r);
  */
 int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash_feed_rec **recs,
                       size_t *n, uint64_t *applied);
+
+/* The plug-in's table: both sides check size and rec_size, so a plug-in of
+ * another build is refused instead of misread. */
+struct feed_refill_ops {
+	uint32_t size;          /* sizeof(struct feed_refill_ops) */
+	uint32_t rec_size;      /* sizeof(struct flash_feed_rec) */
+	int  (*check)(const char *url);
+	int  (*open)(const char *url, const char *stream, feed_refill_t **out);
+	void (*close)(feed_refill_t *r);
+	int  (*fetch)(feed_refill_t *r, uint64_t from, uint64_t to, struct flash_feed_rec **recs,
+	              size_t *n, uint64_t *applied);
+};
+
+#define FEED_REFILL_SYMBOL "flashstock_refill_ops"
 
 /* ---- retention in the daemon (feed_retain.c) ---- */
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cli_feed_refill.sh FLASHSTOCK OPS_BUYER FEED_OPS MARIADB_SH -- a lost
+# cli_feed_refill.sh FLASHSTOCK OPS_BUYER FEED_OPS MARIADB_SH [SHARED] -- a lost
 # consumer refilled from MariaDB, through the real binaries, on a private
 # MariaDB started here (tests/fixtures/mariadb.sh) and stopped at the end.
 #
@@ -18,8 +18,12 @@
 #    the line says so in "missing");
 #  - the WAL part equals the reference byte for byte (all fields);
 #  - its commit makes it "ok" again, and a second run prints nothing.
+# SHARED (tests/feed_refill_shared.c, linked with libflashstock.so) refills
+# consumer 'rs', lost beside 'r', through the shared library, which loads
+# MariaDB only then (its refill plug-in): the same records, LSN by LSN, as
+# r's run of `flashstock feed`.
 set -u
-F=${1:?usage}; B=${2:?usage}; O=${3:?usage}; M=${4:?usage}
+F=${1:?usage}; B=${2:?usage}; O=${3:?usage}; M=${4:?usage}; S=${5:-}
 T=$(mktemp -d)
 W=$T/wal
 seg=/flash-feed-refill-$$
@@ -62,6 +66,7 @@ serve_start() {
 }
 serve_start --feed-keep-bytes 1
 "$F" feed --wal "$W" --consumer r --from-start > /dev/null || fail "register r"
+[ -z "$S" ] || "$F" feed --wal "$W" --consumer rs --from-start > /dev/null || fail "register rs"
 "$F" feed --wal "$W" --consumer ref --from-start > /dev/null || fail "register ref"
 "$F" load --name "$seg" --activity 1 --sku 1 --units 100000 >/dev/null || fail "load"
 "$F" feed --wal "$W" --consumer ref --follow --json > "$T/ref" 2>"$T/ref.err" &
@@ -171,6 +176,25 @@ sort -u "$T/acked" > "$T/acked.s"
 grep '"type":"order"' "$T/r1" | sed 's/.*"order_no":\([0-9]*\),.*/\1/' | sort -u > "$T/r1.orders"   # comm wants sort order
 [ -z "$(comm -23 "$T/acked.s" "$T/r1.orders")" ] || fail "acknowledged orders missing after the refill"
 "$F" feed --list --wal "$W" --json | grep -q '{"name":"r","state":"ok"' || fail "r not ok after the refill"
+if [ -n "$S" ]; then
+	"$S" "$W" rs "$URL" > "$T/rs" 2>"$T/rs.err" || fail "the shared library's refill: $(cat "$T/rs.err")"
+	/usr/bin/python3 - "$T/r1" "$T/rs" <<'PY' || fail "the shared library's refill differs from flashstock feed's"
+import json, sys
+types = {"gap": 0, "order": 1, "cancel": 2, "restock": 3, "activity": 4, "sku": 5, "gen": 6, "archive": 7}
+want = []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    want.append("%d %d %d %d %d" % (r["lsn"], r["source"] == "mysql", types[r["type"]],
+                                    r.get("order_no", 0), r.get("gap", 0)))
+got = [l.strip() for l in open(sys.argv[2])]
+if got != want:
+    diff = [(w, g) for w, g in zip(want, got) if w != g][:5]
+    print("want %d lines, got %d; first differences (want, got): %s" % (len(want), len(got), diff))
+    sys.exit(1)
+print("shared-library refill: %d records, the same as flashstock feed's" % len(got))
+PY
+	grep -q ' 1 ' "$T/rs" || fail "nothing came from MariaDB through the shared library"
+fi
 "$F" feed --wal "$W" --consumer r --mysql "$URL" --json > "$T/r2" || fail "second run"
 [ ! -s "$T/r2" ] || fail "a second run printed $(wc -l < "$T/r2") line(s)"
 kill -TERM "$spid"

@@ -26,13 +26,18 @@ endif()
 # script itself, so it runs beside the other MySQL tests): every LSN served
 # or reported as a gap, gaps exactly the restocks, every kept field equal to
 # a reference consumer's, then the WAL (tests/cli_feed_refill.sh).
+# A second lost consumer is refilled through the shared library, which loads
+# MariaDB only for it (tests/feed_refill_shared.c: the refill plug-in).
 add_executable(feed_ops ${CMAKE_CURRENT_SOURCE_DIR}/feed_ops.c)
 target_link_libraries(feed_ops PRIVATE flashstock_static)
+add_executable(feed_refill_shared ${CMAKE_CURRENT_SOURCE_DIR}/feed_refill_shared.c)
+target_link_libraries(feed_refill_shared PRIVATE flashstock_shared)
+add_dependencies(feed_refill_shared flashstock_refill)
 if(TARGET flashstock)
   add_test(NAME cli_feed_lost_consumer_refilled_from_mariadb
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_feed_refill.sh $<TARGET_FILE:flashstock>
                    $<TARGET_FILE:ops_buyer> $<TARGET_FILE:feed_ops>
-                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh $<TARGET_FILE:feed_refill_shared>)
   set_tests_properties(cli_feed_lost_consumer_refilled_from_mariadb PROPERTIES LABELS "feed;cli;mysql" TIMEOUT 240)
 endif()
 

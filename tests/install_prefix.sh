@@ -39,6 +39,8 @@ for f in include/flashstock.h "$LIBDIR/libflashstock.a" "$LIBDIR/libflashstock.s
          "$LIBDIR/pkgconfig/flashstock.pc" "$BINDIR/flashstock"; do
 	[ -e "$P/$f" ] || fail "not installed: $f"
 done
+# the feed's MariaDB refill, which libflashstock.so loads from its own directory
+ls "$P/$LIBDIR"/libflashstock-mysql-*.so >/dev/null 2>&1 || fail "not installed: the refill plug-in"
 # the monitoring files arrive unchanged: alert rules, their unit tests, the
 # Grafana dashboard, the operator's page
 for f in dashboards/flashstock.rules.yml dashboards/flashstock.rules.test.yml \

@@ -1,7 +1,13 @@
 find_program(FLASH_PYTHON3 python3 REQUIRED)
 # The shared library is exactly its header (tests/library_exports.py): it
-# exports the functions api/flashstock.h declares and nothing else.
+# exports the functions api/flashstock.h declares and nothing else, and it
+# loads no MariaDB client at start (the feed's refill loads its plug-in when
+# it needs it: tests/feed_refill_shared.c).
 add_test(NAME library_exports_exactly_the_header
          COMMAND ${FLASH_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/library_exports.py
                  ${PROJECT_SOURCE_DIR} $<TARGET_FILE:flashstock_shared> exports)
-set_tests_properties(library_exports_exactly_the_header PROPERTIES LABELS library TIMEOUT 60)
+add_test(NAME library_loads_no_mariadb
+         COMMAND ${FLASH_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/library_exports.py
+                 ${PROJECT_SOURCE_DIR} $<TARGET_FILE:flashstock_shared> needed)
+set_tests_properties(library_exports_exactly_the_header library_loads_no_mariadb
+                     PROPERTIES LABELS library TIMEOUT 60)
