@@ -169,8 +169,8 @@ extern "C" {
 #define FLASH_ELEASE         -81   /* lease: unknown lease, not open, or a return it
                                       cannot cover (more than it holds) */
 
-/* -100 .. -129: the write-ahead log (persist/wal.h calls them WAL_E*: WAL_ECRC
- * is FLASH_EWAL_CRC).  `flashstock wal verify` and the daemon report them. */
+/* -100 .. -129: the write-ahead log.  `flashstock wal verify` and the daemon
+ * report them. */
 #define FLASH_EWAL_ZERO_LEN    -101   /* frame length 0 in a header that is not all zero, or data after it */
 #define FLASH_EWAL_SHORT       -102   /* frame length shorter than its type's payload */
 #define FLASH_EWAL_PAST_END    -103   /* frame (or its header) runs past the end of the file */
@@ -191,7 +191,7 @@ extern "C" {
 #define FLASH_EWAL_BUSY        -118   /* another writer holds the WAL directory */
 #define FLASH_EWAL_TYPE        -119   /* a well-framed frame of an unknown type */
 #define FLASH_EWAL_IDENT       -120   /* the WAL's files belong to another segment incarnation */
-/* -130 .. -149: snapshots (persist/snapshot.h calls them SNAP_E*) */
+/* -130 .. -149: snapshots */
 #define FLASH_ESNAP_IO         -131   /* a system call failed */
 #define FLASH_ESNAP_CORRUPT    -132   /* snapshot file: bad magic, version, size, offsets or CRC */
 #define FLASH_ESNAP_NOENT      -133   /* no (valid) snapshot */

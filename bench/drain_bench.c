@@ -176,7 +176,7 @@ static int drain_cb(void *arg, const struct flash_record *rec, uint64_t seq)
 		d->touched[d->ntouched++] = rec->slot;
 	if (seq > d->adv[rec->slot])
 		d->adv[rec->slot] = seq;
-	if (wal_append_record(d->w, rec, seq, &lsn) != WAL_OK) {
+	if (wal_append_record(d->w, rec, seq, &lsn) != FLASH_OK) {
 		d->err = 1;
 		return 1;
 	}
@@ -256,7 +256,7 @@ static int drain_run(uint64_t orders, uint32_t round, const char *wal_arg, int w
 	struct wal_opts wo;
 	wal_opts_default(&wo);
 	wo.durability = WAL_DUR_ASYNC;
-	if ((rc = wal_open(wal_dir, &wo, &d.w)) != WAL_OK)
+	if ((rc = wal_open(wal_dir, &wo, &d.w)) != FLASH_OK)
 		die("wal open", rc);
 	d.cap = so.max_procs;
 	d.adv = calloc(d.cap, sizeof *d.adv);
@@ -298,7 +298,7 @@ static int drain_run(uint64_t orders, uint32_t round, const char *wal_arg, int w
 			nanosleep(&z, NULL);
 			continue;
 		}
-		if ((rc = wal_commit(d.w)) != WAL_OK)
+		if ((rc = wal_commit(d.w)) != FLASH_OK)
 			die("wal commit", rc);
 		for (uint32_t i = 0; i < d.ntouched; i++) {
 			flash_durable_advance(d.h, d.touched[i], d.adv[d.touched[i]]);

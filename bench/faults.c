@@ -985,7 +985,7 @@ static int flash_check(struct fault_sale *s)
 	if (daemon_stop(s) != 0)
 		return -1;
 	memset(&rep, 0, sizeof rep);
-	if ((rc = wal_replay(s->s_wal, 0, wal_count_fn, s, 0, &rep)) != WAL_OK)
+	if ((rc = wal_replay(s->s_wal, 0, wal_count_fn, s, 0, &rep)) != FLASH_OK)
 		return fault_err(s, "read the WAL back: %s", flash_strerror(rc));
 	memset(&mo, 0, sizeof mo);
 	mo.url = s->s_url;

@@ -74,7 +74,7 @@ static wal_t *fresh(const char *dir, const char *sub, uint64_t seg, char *path, 
 	o.segment_bytes = seg;
 	wal_t *w;
 	int rc = wal_open(path, &o, &w);
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		fprintf(stderr, "wal_bench: wal_open %s: %s (%s)\n", path, flash_strerror(rc), strerror(errno));
 		exit(1);
 	}
@@ -111,10 +111,10 @@ static void *submit_thread(void *p)
 		fill(&r, a->base + i);
 		uint64_t lsn, t0 = now_ns();
 		int rc = wal_append_record(a->w, &r, i + 1, &lsn);
-		if (rc == WAL_OK)
+		if (rc == FLASH_OK)
 			rc = wal_sync(a->w, lsn);
 		a->lat[i] = now_ns() - t0;
-		if (rc != WAL_OK) {
+		if (rc != FLASH_OK) {
 			a->rc = rc;
 			break;
 		}
@@ -146,7 +146,7 @@ static void *drain_producer(void *p)
 	for (uint64_t i = 0; i < a->c->per_thread; i++) {
 		fill(&r, a->base + i);
 		uint64_t lsn, t = now_ns();
-		if (wal_append_record(a->c->w, &r, i + 1, &lsn) != WAL_OK)
+		if (wal_append_record(a->c->w, &r, i + 1, &lsn) != FLASH_OK)
 			break;
 		if (lsn - 1 < a->c->total)
 			a->c->append_ns[lsn - 1] = t;
@@ -161,7 +161,7 @@ static void *drain_committer(void *p)
 	for (;;) {
 		int done = __atomic_load_n(&c->producers_done, __ATOMIC_ACQUIRE);
 		int rc = wal_commit(c->w);
-		if (rc != WAL_OK) {
+		if (rc != FLASH_OK) {
 			c->rc = rc;
 			return NULL;
 		}
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
 			pthread_join(th[i], NULL);
 		uint64_t el = now_ns() - t0;
 		for (int i = 0; i < threads; i++)
-			if (a[i].rc != WAL_OK) {
+			if (a[i].rc != FLASH_OK) {
 				fprintf(stderr, "wal_bench: submit: %s\n", flash_strerror(a[i].rc));
 				return 1;
 			}
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 		__atomic_store_n(&c.producers_done, 1, __ATOMIC_RELEASE);
 		pthread_join(cm, NULL);
 		uint64_t el = now_ns() - t0;
-		if (c.rc != WAL_OK) {
+		if (c.rc != FLASH_OK) {
 			fprintf(stderr, "wal_bench: drain: %s\n", flash_strerror(c.rc));
 			return 1;
 		}
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
 		uint64_t t0 = now_ns();
 		int rc = wal_replay(path, 0, replay_cb, &sum, 0, &rep);
 		uint64_t el = now_ns() - t0;
-		if (rc != WAL_OK || rep.frames != drained) {
+		if (rc != FLASH_OK || rep.frames != drained) {
 			fprintf(stderr, "wal_bench: replay: %s, %" PRIu64 " frames of %" PRIu64 "\n",
 			        flash_strerror(rc), rep.frames, drained);
 			return 1;

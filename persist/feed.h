@@ -159,10 +159,10 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
  * feed_retain_cover() of @p cover, then -- when the result is above
  * @p floor (what is removed already) -- wal_remove_before(result + 1).
  * When the lock cannot be taken nothing is removed (a WARN line says so;
- * *cover_out is 0) and WAL_OK is returned: the next call tries again.
+ * *cover_out is 0) and FLASH_OK is returned: the next call tries again.
  * @param[out] cover_out  the cover after the consumers (<= @p cover)
  * @param[out] removed    files removed
- * @return a WAL_* code of the removal (WAL_OK when nothing was to go).
+ * @return a WAL_* code of the removal (FLASH_OK when nothing was to go).
  */
 int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
                        const struct feed_retain_opts *o, feed_log_fn log, void *log_arg,

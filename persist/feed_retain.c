@@ -196,11 +196,11 @@ int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
 		           "lock on %s could not be taken (%s); the next snapshot tries again",
 		           wal_dir, strerror(errno));
 		*cover_out = 0;
-		return WAL_OK;
+		return FLASH_OK;
 	}
 	cover = feed_retain_cover(wal_dir, cover, o, log, log_arg);
 	*cover_out = cover;
-	int rc = WAL_OK;
+	int rc = FLASH_OK;
 	if (cover > floor)
 		rc = wal_remove_before(wal_dir, cover + 1, removed);
 	int e = errno;

@@ -220,7 +220,7 @@ int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn);
  * batch retried with backoff for at most @p max_wait_ms.  (mysql_feed.c)
  * @param[out] total  sums over the batches (may be NULL; conflicts are not
  *                    copied, they are logged and counted in the stats)
- * @param[out] wal_rc the replay's stop cause (WAL_OK: clean end), may be NULL
+ * @param[out] wal_rc the replay's stop cause (FLASH_OK: clean end), may be NULL
  * @return FLASH_OK (everything the WAL holds is applied); FLASH_EMYSQL_RETRY;
  *         FLASH_EMYSQL; FLASH_ECORRUPT (the WAL stopped at a bad frame:
  *         *wal_rc says which; what came before it is applied); FLASH_ESYS

@@ -102,7 +102,7 @@ int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t u
 		total->conflict_cap = keep_cap;
 	}
 	if (wal_rc)
-		*wal_rc = WAL_OK;
+		*wal_rc = FLASH_OK;
 	uint64_t done = 0;
 	int rc = flash_mysql_applied_lsn(m, &done);
 	if (rc)
@@ -118,18 +118,18 @@ int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t u
 		return FLASH_ENOMEM;
 	struct wal_replay_report rep;
 	int wrc = wal_replay(wal_dir, done + 1, feed_frame, &f, 0, &rep);
-	if (wrc == WAL_ESTOPPED && f.fd_reached)
-		wrc = WAL_OK;                  /* stopped at upto_lsn: a clean end */
-	if (wrc == WAL_ESTOPPED && f.fd_halted)
-		wrc = WAL_OK;                  /* cut short by fd_go: not a WAL matter */
-	if (wrc == WAL_OK || (wrc != WAL_ESTOPPED && wrc != WAL_EIO && wrc != WAL_EINVAL &&
-	                      wrc != WAL_ENOMEM)) {
+	if (wrc == FLASH_EWAL_STOPPED && f.fd_reached)
+		wrc = FLASH_OK;                  /* stopped at upto_lsn: a clean end */
+	if (wrc == FLASH_EWAL_STOPPED && f.fd_halted)
+		wrc = FLASH_OK;                  /* cut short by fd_go: not a WAL matter */
+	if (wrc == FLASH_OK || (wrc != FLASH_EWAL_STOPPED && wrc != FLASH_EWAL_IO && wrc != FLASH_EWAL_INVAL &&
+	                      wrc != FLASH_EWAL_NOMEM)) {
 		/* Clean end, or a bad frame: what came before it still applies. */
 		feed_flush(&f);
 	}
 	free(f.fd_v);
 	if (wal_rc)
-		*wal_rc = wrc == WAL_ESTOPPED ? rep.stop : wrc;
+		*wal_rc = wrc == FLASH_EWAL_STOPPED ? rep.stop : wrc;
 	if (total && !f.fd_rc)
 		flash_mysql_applied_lsn(m, &total->applied_lsn);
 	if (f.fd_rc)
@@ -139,10 +139,10 @@ int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t u
 	if (f.fd_bad_type)
 		return FLASH_ECORRUPT;
 	switch (wrc) {
-	case WAL_OK:     return FLASH_OK;
-	case WAL_EIO:    return FLASH_ESYS;
-	case WAL_ENOMEM: return FLASH_ENOMEM;
-	case WAL_EINVAL: return FLASH_EINVAL;
+	case FLASH_OK:     return FLASH_OK;
+	case FLASH_EWAL_IO:    return FLASH_ESYS;
+	case FLASH_EWAL_NOMEM: return FLASH_ENOMEM;
+	case FLASH_EWAL_INVAL: return FLASH_EINVAL;
 	default:         return FLASH_ECORRUPT;
 	}
 }

@@ -58,7 +58,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	uint64_t *lsns;
 	size_t nsnap;
 	int rc = snap_list(dir, &lsns, &nsnap);
-	if (rc != SNAP_OK) {
+	if (rc != FLASH_OK) {
 		c->err_no = errno;
 		snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s: %.400s", dir, flash_strerror(rc),
 		         pio_strerror(c->err_no));
@@ -68,12 +68,12 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	if (nsnap > 0) {
 		struct snap_file f;
 		rc = snap_open_newest(dir, 0, &f, log, log_arg);
-		if (rc == SNAP_ENOENT) {
+		if (rc == FLASH_ESNAP_NOENT) {
 			snprintf(c->msg, sizeof c->msg, "%zu snapshot(s) in %.400s, none valid: nothing rebuilt",
 			         nsnap, dir);
 			return c->verdict = REBUILD_NOSNAP;
 		}
-		if (rc != SNAP_OK) {
+		if (rc != FLASH_OK) {
 			c->err_no = errno;
 			snprintf(c->msg, sizeof c->msg, "snapshots in %.400s: %.400s", dir, flash_strerror(rc));
 			return c->verdict = REBUILD_EIO;
@@ -88,13 +88,13 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	rc = wal_replay(dir, c->from_lsn, rb_count_cb, NULL, WAL_REPLAY_MARK, rep);
 	c->wal_last = rep->last_lsn;
 	char miss[64];
-	if (rc == WAL_EIO || rc == WAL_ENOMEM || rc == WAL_EINVAL) {
+	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_NOMEM || rc == FLASH_EWAL_INVAL) {
 		c->err_no = rep->err_no;
 		snprintf(c->msg, sizeof c->msg, "WAL %.400s unreadable: %.400s%s%s", dir, flash_strerror(rc),
 		         rep->err_no ? ": " : "", rep->err_no ? pio_strerror(rep->err_no) : "");
 		return c->verdict = REBUILD_EIO;
 	}
-	if (rc == WAL_EGAP) {
+	if (rc == FLASH_EWAL_GAP) {
 		/* a file missing between two others, or after the snapshot */
 		c->miss_first = rep->gap_first;
 		c->miss_last = rep->gap_last;
@@ -109,7 +109,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 	}
 	/* the first LSN the WAL has where recovery starts reading: the first
 	 * frame read, or the one the first stop should have held */
-	uint64_t start = rep->frames > 0 ? rep->first_lsn : rc != WAL_OK ? rep->bad_lsn : 0;
+	uint64_t start = rep->frames > 0 ? rep->first_lsn : rc != FLASH_OK ? rep->bad_lsn : 0;
 	if (start > c->from_lsn) {
 		/* the first file(s) deleted: the WAL starts later than needed
 		 * (whatever else is wrong further on) */
@@ -125,7 +125,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		return c->verdict = REBUILD_MISSING;
 	}
 	if (c->snap_lsn != 0 && rep->files > 0 && rep->last_lsn < c->snap_lsn &&
-	    (rc == WAL_OK || rep->bad_lsn <= c->snap_lsn)) {
+	    (rc == FLASH_OK || rep->bad_lsn <= c->snap_lsn)) {
 		c->keep_lsn = rep->last_lsn;
 		c->can_accept = 1;
 		snprintf(c->msg, sizeof c->msg, "snapshot %.400s (LSN %" PRIu64 ") is past the end of the WAL "
@@ -134,7 +134,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		         c->snap_lsn, rep->last_lsn, rep->last_lsn + 1, c->snap_lsn, dir);
 		return c->verdict = REBUILD_AHEAD;
 	}
-	if (rc == WAL_OK && rep->mark_lsn > rep->last_lsn) {
+	if (rc == FLASH_OK && rep->mark_lsn > rep->last_lsn) {
 		/* a clean end below what the WAL itself published durable: its
 		 * last frames were zeroed or cut, or it is an older copy */
 		c->miss_first = rep->last_lsn + 1;
@@ -148,7 +148,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
 		         rep->last_lsn, rep->file, rep->offset, dir, rep->mark_lsn, c->miss_first, c->miss_last);
 		return c->verdict = REBUILD_SHORT;
 	}
-	if (rc == WAL_OK)
+	if (rc == FLASH_OK)
 		return c->verdict = REBUILD_OK;
 	c->keep_lsn = rep->bad_lsn ? rep->bad_lsn - 1 : 0;
 	c->can_accept = rep->bad_lsn > c->from_lsn;
@@ -227,7 +227,7 @@ static int rb_set_aside_snapshots(const char *dir, uint64_t lsn, snap_log_fn log
 {
 	uint64_t *lsns;
 	size_t n;
-	if (snap_list(dir, &lsns, &n) != SNAP_OK)
+	if (snap_list(dir, &lsns, &n) != FLASH_OK)
 		return -1;
 	int rc = 0, moved = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -272,7 +272,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		if (v == REBUILD_EIO || v == REBUILD_NOSNAP) {
 			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
 			r->flash_rc = v == REBUILD_EIO ? FLASH_ESYS : FLASH_ECORRUPT;
-			r->wal_rc = v == REBUILD_EIO ? WAL_EIO : 0;
+			r->wal_rc = v == REBUILD_EIO ? FLASH_EWAL_IO : 0;
 			return -1;
 		}
 		int torn = v == REBUILD_TORN;
@@ -288,7 +288,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
 				       "is missing; restore the missing WAL file(s) from a copy and run again");
 			r->flash_rc = FLASH_ECORRUPT;
-			r->wal_rc = v == REBUILD_CORRUPT ? WAL_ENOTTAIL : v == REBUILD_MISSING ? WAL_EGAP : 0;
+			r->wal_rc = v == REBUILD_CORRUPT ? FLASH_EWAL_NOTTAIL : v == REBUILD_MISSING ? FLASH_EWAL_GAP : 0;
 			return -1;
 		}
 		if (!torn && (!c->can_accept || o->accept_after != c->keep_lsn)) {
@@ -316,7 +316,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			struct wal_replay_report cr;
 			int wrc = wal_cut_after(dir, c->keep_lsn, rb_drop_cb, &d,
 			                        lockheld ? WAL_REPLAY_LOCKED : 0, &cr);
-			if (wrc != WAL_OK) {
+			if (wrc != FLASH_OK) {
 				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: cutting WAL %s after LSN %"
 				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, flash_strerror(wrc),
 				       cr.err_no ? ": " : "", cr.err_no ? pio_strerror(cr.err_no) : "");
@@ -341,7 +341,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		 * it again.  Killed before this, a run with the same LSN finds
 		 * the WAL short of its mark at keep_lsn and ends the job. */
 		uint64_t was;
-		if (wal_mark_lower(dir, c->keep_lsn, &was) != WAL_OK) {
+		if (wal_mark_lower(dir, c->keep_lsn, &was) != FLASH_OK) {
 			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: lowering %s/" WAL_MARK_FILE
 			       " to LSN %" PRIu64 ": %s; nothing rebuilt", dir, c->keep_lsn, strerror(errno));
 			r->flash_rc = FLASH_ESYS;
@@ -514,7 +514,7 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 	struct flash_ident id;
 	int frc;
 
-	if (wal_ident(o->wal_dir, &wi) != WAL_OK) {
+	if (wal_ident(o->wal_dir, &wi) != FLASH_OK) {
 		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
 		       o->wal_dir, pio_strerror(errno));
 		r->flash_rc = FLASH_ESYS;
@@ -558,7 +558,7 @@ static int rb_done_before(flash_t *h, const char *wal_dir)
 	struct flash_ident id;
 	struct wal_ident wi;
 
-	return flash_ident_get(h, &id) == FLASH_OK && wal_ident(wal_dir, &wi) == WAL_OK &&
+	return flash_ident_get(h, &id) == FLASH_OK && wal_ident(wal_dir, &wi) == FLASH_OK &&
 	       wi.wi_files != 0 && wi.wi_incarnation != 0 && wi.wi_incarnation == id.incarnation;
 }
 
@@ -576,18 +576,18 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	/* the WAL stays ours from the check to the rename (a missing
 	 * directory is an empty WAL: nothing to lock) */
 	int lockfd = wal_dir_lock(o->wal_dir);
-	if (lockfd == WAL_EIO && errno != ENOENT) {
+	if (lockfd == FLASH_EWAL_IO && errno != ENOENT) {
 		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
 		       "rebuilt", o->wal_dir, pio_strerror(errno));
 		r->flash_rc = FLASH_ESYS;
-		r->wal_rc = WAL_EIO;
+		r->wal_rc = FLASH_EWAL_IO;
 		return -1;
 	}
-	if (lockfd == WAL_EBUSY) {
+	if (lockfd == FLASH_EWAL_BUSY) {
 		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
 		       "holds it); nothing rebuilt", o->wal_dir);
 		r->flash_rc = FLASH_EBUSY;
-		r->wal_rc = WAL_EBUSY;
+		r->wal_rc = FLASH_EWAL_BUSY;
 		return -1;
 	}
 	int lockheld = lockfd >= 0;
@@ -657,7 +657,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	if (c->snap_lsn != 0) {
 		struct snap_file f;
 		memset(&f, 0, sizeof f);
-		if (snap_open_newest(o->wal_dir, c->snap_lsn, &f, NULL, NULL) != SNAP_OK ||
+		if (snap_open_newest(o->wal_dir, c->snap_lsn, &f, NULL, NULL) != FLASH_OK ||
 		    f.sf_hdr->sh_lsn != c->snap_lsn) {
 			snap_file_close(&f);
 			snap_logf(log, la, SERVE_LOG_ERROR, "recover: snapshot %s changed while in use",
@@ -710,15 +710,15 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	struct rb_apply ap = { h, r, log, la, c->snap_lsn };
 	struct wal_replay_report rep;
 	int wrc = wal_replay(o->wal_dir, c->from_lsn, rb_apply_cb, &ap, 0, &rep);
-	if (wrc == WAL_OK && rb_take_ident(h, o, c, log, la, r) != 0) {
+	if (wrc == FLASH_OK && rb_take_ident(h, o, c, log, la, r) != 0) {
 		flash_close(h);
 		h = NULL;
 		goto fail_tmp;
 	}
 	flash_close(h);
 	h = NULL;
-	if (wrc != WAL_OK) {
-		if (wrc != WAL_ESTOPPED) {
+	if (wrc != FLASH_OK) {
+		if (wrc != FLASH_EWAL_STOPPED) {
 			snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
 			       "offset %" PRIu64, o->wal_dir, flash_rcname(rep.stop), rep.file, rep.offset);
 			r->flash_rc = FLASH_ECORRUPT;

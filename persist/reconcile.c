@@ -360,17 +360,17 @@ static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 static int fold_result(const struct fold_ctx *c, int wrc, const struct wal_replay_report *rep,
                        int *wal_rc)
 {
-	if (c->fc_done && wrc == WAL_ESTOPPED)
-		wrc = WAL_OK;                 /* stopped at upto_lsn, as asked */
+	if (c->fc_done && wrc == FLASH_EWAL_STOPPED)
+		wrc = FLASH_OK;                 /* stopped at upto_lsn, as asked */
 	if (wal_rc)
-		*wal_rc = wrc == WAL_ESTOPPED ? rep->stop : wrc;
+		*wal_rc = wrc == FLASH_EWAL_STOPPED ? rep->stop : wrc;
 	if (c->fc_rc)
 		return c->fc_rc;
 	switch (wrc) {
-	case WAL_OK:     return FLASH_OK;
-	case WAL_EIO:    return FLASH_ESYS;
-	case WAL_ENOMEM: return FLASH_ENOMEM;
-	case WAL_EINVAL: return FLASH_EINVAL;
+	case FLASH_OK:     return FLASH_OK;
+	case FLASH_EWAL_IO:    return FLASH_ESYS;
+	case FLASH_EWAL_NOMEM: return FLASH_ENOMEM;
+	case FLASH_EWAL_INVAL: return FLASH_EINVAL;
 	default:         return FLASH_ECORRUPT;
 	}
 }
@@ -384,14 +384,14 @@ int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, in
 	/* old WAL files removed: start from a snapshot's fold (snapshot.h) */
 	uint64_t from = 0;
 	int src = snap_fold_seed(wal_dir, f, upto_lsn, &from);
-	if (src == SNAP_EGAP || src == SNAP_ECORRUPT) {
+	if (src == FLASH_ESNAP_GAP || src == FLASH_ESNAP_CORRUPT) {
 		if (wal_rc)
-			*wal_rc = WAL_EGAP;
+			*wal_rc = FLASH_EWAL_GAP;
 		return FLASH_ECORRUPT;
 	}
-	if (src == SNAP_ENOMEM)
+	if (src == FLASH_ESNAP_NOMEM)
 		return FLASH_ENOMEM;
-	if (src != SNAP_OK)
+	if (src != FLASH_OK)
 		return FLASH_ESYS;
 	if (from > 1)
 		f->ff_lsn = f->ff_base_lsn = from - 1;
@@ -409,7 +409,7 @@ int flash_fold_wal_upto(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn,
 		return src;
 	if (upto_lsn && f->ff_lsn >= upto_lsn) {
 		if (wal_rc)
-			*wal_rc = WAL_OK;
+			*wal_rc = FLASH_OK;
 		return FLASH_OK;
 	}
 	struct fold_ctx c = { f, FLASH_OK, upto_lsn, 0 };
@@ -429,7 +429,7 @@ int flash_fold_wal_live(flash_fold_t *f, wal_t *w, uint64_t upto_lsn, int *wal_r
 		return FLASH_EINVAL;
 	if (upto_lsn && f->ff_lsn >= upto_lsn) {
 		if (wal_rc)
-			*wal_rc = WAL_OK;
+			*wal_rc = FLASH_OK;
 		return FLASH_OK;
 	}
 	struct fold_ctx c = { f, FLASH_OK, upto_lsn, 0 };

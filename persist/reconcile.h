@@ -77,8 +77,8 @@ int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n);
  * files were removed (persist/snapshot.h) starts from the fold section of
  * the newest valid snapshot in the directory that the WAL continues without
  * a gap, then folds the frames after that snapshot's LSN; with no such
- * snapshot the history is incomplete: FLASH_ECORRUPT, *wal_rc = WAL_EGAP.
- * @param[out] wal_rc  the replay's stop cause (WAL_OK: clean end), may be NULL
+ * snapshot the history is incomplete: FLASH_ECORRUPT, *wal_rc = FLASH_EWAL_GAP.
+ * @param[out] wal_rc  the replay's stop cause (FLASH_OK: clean end), may be NULL
  * @return FLASH_OK; FLASH_ECORRUPT (stopped at a bad frame; what came
  *         before it is folded); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.
  */
@@ -140,7 +140,7 @@ uint64_t flash_fold_lsn(const flash_fold_t *f);
  * MySQL rows the fold lacks.  Nothing to do for a fold under way or a WAL
  * that starts at 1.  flash_fold_wal_upto() calls it itself.
  * @return FLASH_OK; FLASH_ECORRUPT (no snapshot bridges the gap; *wal_rc =
- *         WAL_EGAP); FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
+ *         FLASH_EWAL_GAP); FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
  */
 int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
 

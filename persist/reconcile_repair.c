@@ -444,7 +444,7 @@ static int applied_lsn(struct repair *r, int lock, uint64_t *lsn, char *msg, siz
 /* Fold @p f to exactly @p lsn; 0, or -1 with the reason on err. */
 static int fold_to(flash_fold_t *f, const char *dir, uint64_t lsn, FILE *err)
 {
-	int wrc = WAL_OK, rc = FLASH_OK;
+	int wrc = FLASH_OK, rc = FLASH_OK;
 	if (lsn)
 		rc = flash_fold_wal_upto(f, dir, lsn, &wrc);
 	if (rc) {
@@ -476,7 +476,7 @@ static void alert(const struct flash_reconcile_report *rep, double ratio, FILE *
 static int64_t segment_check(flash_t *h, flash_fold_t *f, const char *dir, FILE *out, FILE *err,
                              int not_rep)
 {
-	int wrc = WAL_OK;
+	int wrc = FLASH_OK;
 	int rc = flash_fold_wal_upto(f, dir, 0, &wrc);
 	if (rc) {
 		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));

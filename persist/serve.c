@@ -247,7 +247,7 @@ static void serve_rebuild_cmd(struct serve *s, const struct flash_stats *fst, ch
 	int empty = fst->activities == 0 && fst->skus == 0 && fst->orders_used == 0;
 	uint64_t *snaps = NULL;
 	size_t nsnap = 0;
-	if (snap_list(o->wal_dir, &snaps, &nsnap) != SNAP_OK)
+	if (snap_list(o->wal_dir, &snaps, &nsnap) != FLASH_OK)
 		nsnap = 0;
 	free(snaps);
 	size_t k = 0;
@@ -327,18 +327,18 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 	if (wal_lock_held(o->wal_dir) == 1) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
-		s->sv_st->wal_rc = WAL_EBUSY;
+		s->sv_st->wal_rc = FLASH_EWAL_BUSY;
 		return serve_refuse(s);
 	}
 	rc = wal_ident(o->wal_dir, &wi);
-	if (rc == WAL_EIDENT) {
+	if (rc == FLASH_EWAL_IDENT) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s holds files of two segment incarnations (the "
 		          "newest is %016" PRIx64 "): files of another WAL copied in?  Nothing was "
 		          "changed", o->wal_dir, wi.wi_incarnation);
 		s->sv_st->wal_rc = rc;
 		return serve_refuse(s);
 	}
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
 		          pio_strerror(errno));
 		s->sv_st->wal_rc = rc;
@@ -399,29 +399,29 @@ static int serve_open_wal(struct serve *s)
 	/* the durable mark vouches too: a bad frame below it is never cut */
 	int rc = wal_replay(o->wal_dir, from, serve_note_last, s, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK,
 	                    &rep);
-	if (rc == WAL_ESTOPPED) {
+	if (rc == FLASH_EWAL_STOPPED) {
 		s->sv_st->wal_rc = rc;
 		return -1;     /* a record could not be applied (logged) */
 	}
-	if (rc == WAL_EBUSY) {
+	if (rc == FLASH_EWAL_BUSY) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
 		s->sv_st->wal_rc = rc;
 		return serve_refuse(s);
 	}
-	if (rc != WAL_OK) {
-		int torn = rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END ||
-		           rc == WAL_ELONG || rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV ||
-		           rc == WAL_ETYPE;
+	if (rc != FLASH_OK) {
+		int torn = rc == FLASH_EWAL_ZERO_LEN || rc == FLASH_EWAL_SHORT || rc == FLASH_EWAL_PAST_END ||
+		           rc == FLASH_EWAL_LONG || rc == FLASH_EWAL_CRC || rc == FLASH_EWAL_LSN || rc == FLASH_EWAL_PREV ||
+		           rc == FLASH_EWAL_TYPE;
 		if (!torn) {
 			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, flash_strerror(rc), flash_rcname(rep.stop), rep.file,
 			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? pio_strerror(rep.err_no) : "");
-			if (rc == WAL_ENOTTAIL)
+			if (rc == FLASH_EWAL_NOTTAIL)
 				serve_log(s, SERVE_LOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
 				          "records follow; nothing cut (flashstock wal verify --wal %s says what "
 				          "to do)", o->wal_dir, rep.bad_lsn, rep.after_frames, o->wal_dir);
-			if (rc == WAL_ENOTTAIL && rep.proof_lsn == 0 && rep.mark_lsn >= rep.bad_lsn)
+			if (rc == FLASH_EWAL_NOTTAIL && rep.proof_lsn == 0 && rep.mark_lsn >= rep.bad_lsn)
 				serve_log(s, SERVE_LOG_ERROR, "WAL %s: its " WAL_MARK_FILE " says every LSN "
 				          "through %" PRIu64 " was made durable: LSN %" PRIu64 "..%" PRIu64 " were "
 				          "acknowledged and are damaged; not a torn tail", o->wal_dir, rep.mark_lsn,
@@ -476,11 +476,11 @@ static int serve_open_wal(struct serve *s)
 	if (o->wal_segment_bytes)
 		wo.segment_bytes = o->wal_segment_bytes;
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
-		          rc == WAL_EIO ? pio_strerror(errno) : flash_rcname(rc));
+		          rc == FLASH_EWAL_IO ? pio_strerror(errno) : flash_rcname(rc));
 		s->sv_st->wal_rc = rc;
-		return rc == WAL_EIDENT || rc == WAL_EBUSY ? serve_refuse(s) : -1;
+		return rc == FLASH_EWAL_IDENT || rc == FLASH_EWAL_BUSY ? serve_refuse(s) : -1;
 	}
 	/* Every record in the WAL is this segment's (same incarnation), and
 	 * recovery has applied them: the segment reflects the whole WAL. */
@@ -533,7 +533,7 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 {
 	uint32_t slot = rec->slot;
 	if (slot >= s->sv_cap) {
-		s->sv_err = WAL_EINVAL;
+		s->sv_err = FLASH_EWAL_INVAL;
 		return 1;
 	}
 	serve_touch(&s->sv_next, slot, seq);
@@ -546,7 +546,7 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 	PERSIST_CRASH("serve_round", 1);
 	uint64_t lsn;
 	int rc = wal_append_record(s->sv_w, rec, seq, &lsn);
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		s->sv_err = rc;
 		return 1;
 	}
@@ -554,7 +554,7 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 	s->sv_st->records++;
 	s->sv_next.mk_lsn = lsn;
 	if (s->sv_pump != NULL && serve_push(s, lsn, rec) != 0) {
-		s->sv_err = WAL_ENOMEM;
+		s->sv_err = FLASH_EWAL_NOMEM;
 		return 1;
 	}
 	return 0;
@@ -573,7 +573,7 @@ static int serve_buffer_cb(void *arg, const struct flash_record *rec, uint64_t s
 		size_t nc = s->sv_capbuf ? s->sv_capbuf * 2 : 4096;
 		struct wal_rec *nb = realloc(s->sv_buf, nc * sizeof *nb);
 		if (nb == NULL) {
-			s->sv_err = WAL_ENOMEM;
+			s->sv_err = FLASH_EWAL_NOMEM;
 			return 1;
 		}
 		s->sv_buf = nb;
@@ -701,7 +701,7 @@ struct serve_syncer {
 	pthread_cond_t  sy_done;     /* to the drain thread: a sync returned */
 	uint64_t        sy_target;   /* under sy_mu: sync up to this LSN */
 	uint64_t        sy_synced;   /* under sy_mu: the last target done */
-	int             sy_rc;       /* under sy_mu: WAL_OK, or the sticky failure */
+	int             sy_rc;       /* under sy_mu: FLASH_OK, or the sticky failure */
 	int             sy_stop;     /* under sy_mu */
 };
 
@@ -719,7 +719,7 @@ static void *serve_syncer_main(void *arg)
 		int rc = wal_sync(y->sy_w, t);
 		pthread_mutex_lock(&y->sy_mu);
 		y->sy_synced = t;
-		if (rc != WAL_OK && y->sy_rc == WAL_OK)
+		if (rc != FLASH_OK && y->sy_rc == FLASH_OK)
 			y->sy_rc = rc;
 		pthread_cond_broadcast(&y->sy_done);
 	}
@@ -780,7 +780,7 @@ static int serve_sync_step(struct serve *s, uint32_t wait_us)
 	struct serve_syncer *y = s->sv_syncer;
 	if (s->sv_sync.mk_ntouched > 0) {
 		pthread_mutex_lock(&y->sy_mu);
-		if (wait_us > 0 && y->sy_synced < s->sv_sync.mk_lsn && y->sy_rc == WAL_OK) {
+		if (wait_us > 0 && y->sy_synced < s->sv_sync.mk_lsn && y->sy_rc == FLASH_OK) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += (long)wait_us * 1000;
@@ -791,7 +791,7 @@ static int serve_sync_step(struct serve *s, uint32_t wait_us)
 		uint64_t synced = y->sy_synced;
 		int rc = y->sy_rc;
 		pthread_mutex_unlock(&y->sy_mu);
-		if (rc != WAL_OK)
+		if (rc != FLASH_OK)
 			return serve_wal_failed(s, rc);
 		if (synced < s->sv_sync.mk_lsn)
 			return 0;   /* still on its way to disk */
@@ -840,13 +840,13 @@ static int serve_commit_mark(struct serve *s)
 		if (m->mk_ntouched == 0)
 			return 0;
 		int rc = wal_commit(s->sv_w);
-		if (rc != WAL_OK)
+		if (rc != FLASH_OK)
 			return serve_wal_failed(s, rc);
 		return serve_marks_apply(s, m);
 	}
 	if (m->mk_ntouched > 0) {
 		int rc = wal_write(s->sv_w, NULL);
-		if (rc != WAL_OK)
+		if (rc != FLASH_OK)
 			return serve_wal_failed(s, rc);
 		for (uint32_t i = 0; i < m->mk_ntouched; i++) {
 			uint32_t slot = m->mk_touched[i];
@@ -1347,7 +1347,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	s.sv_sync.mk_touched = calloc(s.sv_cap, sizeof *s.sv_sync.mk_touched);
 	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_next.mk_adv || !s.sv_next.mk_touched ||
 	    !s.sv_sync.mk_adv || !s.sv_sync.mk_touched) {
-		st->wal_rc = WAL_ENOMEM;
+		st->wal_rc = FLASH_EWAL_NOMEM;
 		goto out_restored;
 	}
 	if (serve_open_wal(&s) != 0)
@@ -1389,7 +1389,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			.feed_keep_bytes = o->feed_keep_bytes, .feed_keep_age_s = o->feed_keep_age_s,
 		};
 		rc = snap_thread_start(&so, &s.sv_snap);
-		if (rc != SNAP_OK) {
+		if (rc != FLASH_OK) {
 			serve_log(&s, SERVE_LOG_ERROR, "snapshot thread: %s", flash_strerror(rc));
 			st->flash_rc = FLASH_ESYS;
 			goto out;
@@ -1666,7 +1666,7 @@ out:
 	if (s.sv_w) {
 		st->durable_lsn = wal_durable_lsn(s.sv_w);
 		rc = wal_close(s.sv_w);
-		if (rc != WAL_OK && ret == 0) {
+		if (rc != FLASH_OK && ret == 0) {
 			st->wal_rc = rc;
 			ret = -1;
 		}

@@ -72,7 +72,7 @@ static void rlog(const struct serve_recon *r, int level, const char *fmt, ...)
 /* Advance @p *f to exactly @p lsn (a fresh fold when it is past it). */
 static int fold_to(struct serve_recon *r, flash_fold_t **f, uint64_t lsn)
 {
-	int wrc = WAL_OK, rc;
+	int wrc = FLASH_OK, rc;
 	if (flash_fold_lsn(*f) > lsn) {
 		flash_fold_t *nf;
 		if ((rc = flash_fold_new(&nf)))

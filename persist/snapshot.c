@@ -106,10 +106,10 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 {
 	if (dir == NULL || opts == NULL || img == NULL || (fold == NULL && nfold > 0) ||
 	    strlen(dir) > 4000 || lsn == 0 || img_bytes == 0)
-		return SNAP_EINVAL;
+		return FLASH_ESNAP_INVAL;
 	struct snap_hdr *h = calloc(1, SNAP_PAGE);
 	if (h == NULL)
-		return SNAP_ENOMEM;
+		return FLASH_ESNAP_NOMEM;
 	h->sh_magic = SNAP_MAGIC;
 	h->sh_version = SNAP_VERSION;
 	h->sh_hdr_bytes = sizeof *h;
@@ -181,7 +181,7 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 		goto io;
 	}
 	free(h);
-	return SNAP_OK;
+	return FLASH_OK;
 io_fd:
 	{
 		int e = errno;
@@ -198,7 +198,7 @@ io:
 		free(h);
 		errno = e;
 	}
-	return SNAP_EIO;
+	return FLASH_ESNAP_IO;
 }
 
 void snap_file_close(struct snap_file *f)
@@ -216,29 +216,29 @@ void snap_file_close(struct snap_file *f)
 int snap_file_open(const char *path, struct snap_file *f)
 {
 	if (path == NULL || f == NULL || strlen(path) >= sizeof f->sf_path)
-		return SNAP_EINVAL;
+		return FLASH_ESNAP_INVAL;
 	memset(f, 0, sizeof *f);
 	strcpy(f->sf_path, path);
 	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return SNAP_EIO;
+		return FLASH_ESNAP_IO;
 	struct stat st;
 	if (pio_fstat(fd, &st) != 0) {
 		int e = errno;
 		pio_close(fd);
 		errno = e;
-		return SNAP_EIO;
+		return FLASH_ESNAP_IO;
 	}
 	if ((uint64_t)st.st_size < SNAP_PAGE) {
 		pio_close(fd);
-		return SNAP_ECORRUPT;
+		return FLASH_ESNAP_CORRUPT;
 	}
 	void *m = pio_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	int e = errno;
 	pio_close(fd);
 	if (m == MAP_FAILED) {
 		errno = e;
-		return SNAP_EIO;
+		return FLASH_ESNAP_IO;
 	}
 	f->sf_map = m;
 	f->sf_map_len = (size_t)st.st_size;
@@ -254,12 +254,12 @@ int snap_file_open(const char *path, struct snap_file *f)
 	    h.sh_img_off > size || h.sh_seg_bytes != size - h.sh_img_off || h.sh_seg_bytes == 0 ||
 	    snap_crc(&h, (const char *)m + h.sh_fold_off, (const char *)m + h.sh_img_off) != h.sh_crc) {
 		snap_file_close(f);
-		return SNAP_ECORRUPT;
+		return FLASH_ESNAP_CORRUPT;
 	}
 	f->sf_hdr = m;
 	f->sf_fold = (const struct flash_fold_sku *)(const void *)((const char *)m + h.sh_fold_off);
 	f->sf_img = (const char *)m + h.sh_img_off;
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 static int snap_name_match(const char *name, const void *ext, uint64_t *lsn)
@@ -271,14 +271,14 @@ static int snap_name_match(const char *name, const void *ext, uint64_t *lsn)
 static int snap_list_ext(const char *dir, const char *ext, uint64_t **lsns, size_t *n)
 {
 	if (pio_dir_numbers(dir, snap_name_match, ext, lsns, n) == 0)
-		return SNAP_OK;
-	return errno == ENOMEM ? SNAP_ENOMEM : SNAP_EIO;
+		return FLASH_OK;
+	return errno == ENOMEM ? FLASH_ESNAP_NOMEM : FLASH_ESNAP_IO;
 }
 
 int snap_list(const char *dir, uint64_t **lsns, size_t *n)
 {
 	if (dir == NULL || lsns == NULL || n == NULL || strlen(dir) > 4000)
-		return SNAP_EINVAL;
+		return FLASH_ESNAP_INVAL;
 	return snap_list_ext(dir, "fss", lsns, n);
 }
 
@@ -289,9 +289,9 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 	uint64_t *lsns;
 	size_t n;
 	int rc = snap_list(dir, &lsns, &n);
-	if (rc != SNAP_OK)
+	if (rc != FLASH_OK)
 		return rc;
-	rc = SNAP_ENOENT;
+	rc = FLASH_ESNAP_NOENT;
 	for (size_t i = n; i-- > 0;) {
 		if (lsns[i] < min_lsn)
 			break;
@@ -300,17 +300,17 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 		char path[4200];
 		snap_path(path, sizeof path, dir, lsns[i]);
 		int frc = snap_file_open(path, f);
-		if (frc == SNAP_OK && f->sf_hdr->sh_lsn != lsns[i]) {
+		if (frc == FLASH_OK && f->sf_hdr->sh_lsn != lsns[i]) {
 			snap_file_close(f);
-			frc = SNAP_ECORRUPT;
+			frc = FLASH_ESNAP_CORRUPT;
 		}
-		if (frc == SNAP_OK) {
-			rc = SNAP_OK;
+		if (frc == FLASH_OK) {
+			rc = FLASH_OK;
 			break;
 		}
 		snap_logf(log, log_arg, SERVE_LOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
-		          path, flash_strerror(frc), frc == SNAP_EIO ? ": " : "",
-		          frc == SNAP_EIO ? pio_strerror(errno) : "");
+		          path, flash_strerror(frc), frc == FLASH_ESNAP_IO ? ": " : "",
+		          frc == FLASH_ESNAP_IO ? pio_strerror(errno) : "");
 	}
 	free(lsns);
 	return rc;
@@ -345,9 +345,9 @@ int snap_wal_range(const char *dir, uint64_t *first, uint64_t *last)
 	*last = rep.last_lsn > r.last ? rep.last_lsn : r.last;
 	/* a torn tail is the writer's business (serve cuts it); the range of
 	 * the good frames is what is asked for */
-	if (rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
-	    rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV)
-		rc = WAL_OK;
+	if (rc == FLASH_EWAL_ZERO_LEN || rc == FLASH_EWAL_SHORT || rc == FLASH_EWAL_PAST_END || rc == FLASH_EWAL_LONG ||
+	    rc == FLASH_EWAL_CRC || rc == FLASH_EWAL_LSN || rc == FLASH_EWAL_PREV)
+		rc = FLASH_OK;
 	return rc;
 }
 
@@ -360,31 +360,31 @@ int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t 
 	*from = 0;
 	uint64_t first, last;
 	int wrc = snap_wal_range(dir, &first, &last);
-	if (wrc == WAL_ENOMEM)
-		return SNAP_ENOMEM;
-	if (wrc == WAL_EIO)
-		return SNAP_EIO;
+	if (wrc == FLASH_EWAL_NOMEM)
+		return FLASH_ESNAP_NOMEM;
+	if (wrc == FLASH_EWAL_IO)
+		return FLASH_ESNAP_IO;
 	/* a WAL that starts at 1, or one the fold's own replay will report
 	 * as corrupt: nothing to seed */
-	if (first == 1 || (wrc != WAL_OK && wrc != WAL_EGAP))
-		return SNAP_OK;
+	if (first == 1 || (wrc != FLASH_OK && wrc != FLASH_EWAL_GAP))
+		return FLASH_OK;
 	struct snap_file sf;
 	int rc = snap_open_newest_in(dir, 0, max_lsn ? max_lsn : UINT64_MAX, &sf, NULL, NULL);
-	if (rc == SNAP_ENOENT)
-		return first == 0 ? SNAP_OK : SNAP_EGAP;
-	if (rc != SNAP_OK)
+	if (rc == FLASH_ESNAP_NOENT)
+		return first == 0 ? FLASH_OK : FLASH_ESNAP_GAP;
+	if (rc != FLASH_OK)
 		return rc;
 	/* the newest valid one must be continued by the WAL; an older one
 	 * would be too (files go only behind the older of two snapshots),
 	 * but the newest is the one recovery uses */
 	if (first != 0 && (first > sf.sf_hdr->sh_lsn + 1 || last < sf.sf_hdr->sh_lsn)) {
 		snap_file_close(&sf);
-		return SNAP_EGAP;
+		return FLASH_ESNAP_GAP;
 	}
 	int frc = flash_fold_seed(f, sf.sf_fold, sf.sf_hdr->sh_fold_count);
 	*from = sf.sf_hdr->sh_lsn + 1;
 	snap_file_close(&sf);
-	return frc == FLASH_OK ? SNAP_OK : frc == FLASH_ENOMEM ? SNAP_ENOMEM : SNAP_EINVAL;
+	return frc == FLASH_OK ? FLASH_OK : frc == FLASH_ENOMEM ? FLASH_ESNAP_NOMEM : FLASH_ESNAP_INVAL;
 }
 
 /* ------------------------------------------------------------------------
@@ -420,10 +420,10 @@ int snap_open(const struct snap_opts *o, snap_t **out)
 {
 	if (o == NULL || out == NULL || o->segment == NULL || o->wal_dir == NULL || o->wal == NULL ||
 	    strlen(o->wal_dir) > 4000)
-		return SNAP_EINVAL;
+		return FLASH_ESNAP_INVAL;
 	snap_t *s = calloc(1, sizeof *s);
 	if (s == NULL)
-		return SNAP_ENOMEM;
+		return FLASH_ESNAP_NOMEM;
 	s->s_o = *o;
 	if (s->s_o.every_s == 0)
 		s->s_o.every_s = 300;
@@ -433,7 +433,7 @@ int snap_open(const struct snap_opts *o, snap_t **out)
 	snprintf(s->s_shadow, sizeof s->s_shadow, "/%.150s.shadow.%ld", base, (long)getpid());
 	pthread_mutex_init(&s->s_mu, NULL);
 	*out = s;
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 /* Sticky failure: log once, count, snapshots off. */
@@ -448,12 +448,12 @@ static int snap_fail(snap_t *s, int rc, const char *fmt, ...)
 	snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_ERROR, "%s; snapshots are off until the "
 	          "daemon restarts (no WAL file is removed; orders go on)", msg);
 	pthread_mutex_lock(&s->s_mu);
-	s->s_st.failed = SNAP_EFAILED;
+	s->s_st.failed = FLASH_ESNAP_FAILED;
 	s->s_st.failures++;
 	s->s_st.last_rc = rc;
 	snprintf(s->s_st.last_error, sizeof s->s_st.last_error, "%s", msg);
 	pthread_mutex_unlock(&s->s_mu);
-	return SNAP_EFAILED;
+	return FLASH_ESNAP_FAILED;
 }
 
 static void snap_publish(snap_t *s)
@@ -555,11 +555,11 @@ static int snap_init(snap_t *s)
 		flash_close(live);
 	}
 	if (frc != FLASH_OK)
-		return snap_fail(s, SNAP_ESEGMENT, "snapshot: segment %s: %s", o->segment,
+		return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: segment %s: %s", o->segment,
 		                 flash_strerror(frc));
 	uint64_t *tmps;
 	size_t ntmp;
-	if (snap_list_ext(o->wal_dir, "tmp", &tmps, &ntmp) == SNAP_OK) {
+	if (snap_list_ext(o->wal_dir, "tmp", &tmps, &ntmp) == FLASH_OK) {
 		for (size_t i = 0; i < ntmp; i++) {
 			char path[4200];
 			snap_tmp_path(path, sizeof path, o->wal_dir, tmps[i]);
@@ -569,7 +569,7 @@ static int snap_init(snap_t *s)
 	}
 	int rc = flash_fold_new(&s->s_fold);
 	if (rc != FLASH_OK)
-		return snap_fail(s, SNAP_ENOMEM, "snapshot: out of memory");
+		return snap_fail(s, FLASH_ESNAP_NOMEM, "snapshot: out of memory");
 	/* private and unique: mode 0600, no group */
 	struct flash_seg_opts so = s->s_opts;
 	so.mode = 0600;
@@ -579,7 +579,7 @@ static int snap_init(snap_t *s)
 	(void)snap_shadows_remove(o->segment, s->s_shadow, 0, o->log, o->log_arg);
 	struct snap_file f;
 	rc = snap_open_newest(o->wal_dir, 0, &f, o->log, o->log_arg);
-	if (rc == SNAP_OK) {
+	if (rc == FLASH_OK) {
 		frc = flash_seg_restore(s->s_shadow, &so, f.sf_img, f.sf_hdr->sh_seg_bytes);
 		if (frc == FLASH_OK)
 			frc = flash_fold_seed(s->s_fold, f.sf_fold, f.sf_hdr->sh_fold_count);
@@ -587,16 +587,16 @@ static int snap_init(snap_t *s)
 		snap_file_close(&f);
 		if (frc != FLASH_OK) {
 			(void)flash_seg_destroy(s->s_shadow);
-			return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s from the newest snapshot: %s",
+			return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: shadow %s from the newest snapshot: %s",
 			                 s->s_shadow, flash_strerror(frc));
 		}
-	} else if (rc == SNAP_ENOENT) {
+	} else if (rc == FLASH_ESNAP_NOENT) {
 		frc = flash_seg_create(s->s_shadow, &so);
 		if (frc == FLASH_OK && windowed)   /* the live segment's banks (engine/gen.c) */
 			frc = snap_reclaim_apply(s->s_shadow, &ro);
 		if (frc != FLASH_OK) {
 			(void)flash_seg_destroy(s->s_shadow);
-			return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
+			return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
 			                 flash_strerror(frc));
 		}
 	} else {
@@ -609,7 +609,7 @@ static int snap_init(snap_t *s)
 	(void)flash_seg_destroy(s->s_shadow);
 	s->s_made = 0;
 	if (frc != FLASH_OK)
-		return snap_fail(s, SNAP_ESEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
+		return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: shadow %s: %s", s->s_shadow,
 		                 flash_strerror(frc));
 	/* Snapshots carry the live segment's identity, so that a segment
 	 * restored from one still belongs to the WAL: a shadow created empty
@@ -617,17 +617,17 @@ static int snap_init(snap_t *s)
 	 * another incarnation fails here, nothing is written) */
 	frc = flash_ident_adopt(s->s_sh, live_id.incarnation);
 	if (frc != FLASH_OK)
-		return snap_fail(s, SNAP_ESEGMENT, "snapshot: the newest snapshot is not of segment %s's "
+		return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: the newest snapshot is not of segment %s's "
 		                 "incarnation %016" PRIx64 ": %s", o->segment, live_id.incarnation,
 		                 flash_strerror(frc));
 	/* a snapshot past the WAL's durable end describes another history */
 	if (s->s_lsn > wal_durable_lsn(o->wal))
-		return snap_fail(s, SNAP_EGAP, "snapshot: the newest snapshot (LSN %" PRIu64 ") is past "
+		return snap_fail(s, FLASH_ESNAP_GAP, "snapshot: the newest snapshot (LSN %" PRIu64 ") is past "
 		                 "the WAL's durable LSN %" PRIu64, s->s_lsn, wal_durable_lsn(o->wal));
 	/* the two newest snapshots on disk */
 	uint64_t *lsns;
 	size_t n;
-	if (snap_list(o->wal_dir, &lsns, &n) == SNAP_OK) {
+	if (snap_list(o->wal_dir, &lsns, &n) == FLASH_OK) {
 		if (n >= 1)
 			s->s_snaps[1] = lsns[n - 1];
 		if (n >= 2)
@@ -639,18 +639,18 @@ static int snap_init(snap_t *s)
 	          "from LSN %" PRIu64, s->s_shadow, s->s_lsn ? "restored from the newest snapshot" :
 	          "created empty", s->s_lsn + 1);
 	snap_publish(s);
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 static int snap_frame(void *arg, uint64_t lsn, uint16_t type, const void *p, uint32_t len)
 {
 	snap_t *s = arg;
 	if (lsn != s->s_lsn + 1) {
-		s->s_cb_rc = SNAP_EGAP;
+		s->s_cb_rc = FLASH_ESNAP_GAP;
 		return 1;
 	}
 	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
-		s->s_cb_rc = SNAP_ECORRUPT;
+		s->s_cb_rc = FLASH_ESNAP_CORRUPT;
 		return 1;
 	}
 	struct wal_rec r;
@@ -660,11 +660,11 @@ static int snap_frame(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 		snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_ERROR, "snapshot: shadow refused LSN %"
 		          PRIu64 " (record type %u, order %" PRIu64 "): %s", lsn, r.wr_rec.type,
 		          r.wr_rec.order_no, flash_strerror(rc));
-		s->s_cb_rc = SNAP_ESEGMENT;
+		s->s_cb_rc = FLASH_ESNAP_SEGMENT;
 		return 1;
 	}
 	if (flash_fold_record(s->s_fold, &r.wr_rec, lsn) != FLASH_OK) {
-		s->s_cb_rc = SNAP_ECORRUPT;
+		s->s_cb_rc = FLASH_ESNAP_CORRUPT;
 		return 1;
 	}
 	s->s_lsn = lsn;
@@ -679,15 +679,15 @@ static int snap_frame(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 static int snap_catch_up(snap_t *s)
 {
 	struct wal_replay_report rep;
-	s->s_cb_rc = SNAP_OK;
+	s->s_cb_rc = FLASH_OK;
 	int rc = wal_read_durable(s->s_o.wal, s->s_lsn + 1, snap_frame, s, &rep);
-	if (s->s_cb_rc != SNAP_OK || rc != WAL_OK) {
-		int why = s->s_cb_rc != SNAP_OK ? s->s_cb_rc : rc == WAL_EGAP ? SNAP_EGAP : SNAP_EIO;
+	if (s->s_cb_rc != FLASH_OK || rc != FLASH_OK) {
+		int why = s->s_cb_rc != FLASH_OK ? s->s_cb_rc : rc == FLASH_EWAL_GAP ? FLASH_ESNAP_GAP : FLASH_ESNAP_IO;
 		return snap_fail(s, why, "snapshot: the shadow cannot follow the WAL after LSN %" PRIu64
 		                 ": %s (WAL: %s)", s->s_lsn, flash_strerror(why), flash_strerror(rc));
 	}
 	snap_publish(s);
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 /* Remove snapshots older than the newest two; a failure here only leaves files. */
@@ -695,7 +695,7 @@ static void snap_prune(snap_t *s)
 {
 	uint64_t *lsns;
 	size_t n;
-	if (snap_list(s->s_o.wal_dir, &lsns, &n) != SNAP_OK)
+	if (snap_list(s->s_o.wal_dir, &lsns, &n) != FLASH_OK)
 		return;
 	int gone = 0;
 	for (size_t i = 0; i + 2 < n; i++) {
@@ -714,16 +714,16 @@ static int snap_remove_wal(snap_t *s)
 {
 	uint64_t cover = s->s_snaps[0] ? s->s_snaps[0] : s->s_snaps[1];
 	if (cover == 0 || s->s_o.keep_wal)
-		return SNAP_OK;
+		return FLASH_OK;
 	if (s->s_o.applied_lsn != NULL) {
 		uint64_t a = 0;
 		if (s->s_o.applied_lsn(s->s_o.applied_arg, &a) != 0)
-			return SNAP_OK;
+			return FLASH_OK;
 		if (a < cover)
 			cover = a;
 	}
 	if (cover <= s->s_cover)
-		return SNAP_OK;
+		return FLASH_OK;
 	/* feed consumers can only lower the cover: asked only when something
 	 * would go; their positions are read and the files removed under the
 	 * feed's registry lock (feed.h) */
@@ -732,8 +732,8 @@ static int snap_remove_wal(snap_t *s)
 	uint32_t removed = 0;
 	int rc = feed_retain_remove(s->s_o.wal_dir, cover, s->s_cover, &fo, s->s_o.log, s->s_o.log_arg,
 	                            &cover, &removed);
-	if (rc == WAL_OK && cover <= s->s_cover)
-		return SNAP_OK;
+	if (rc == FLASH_OK && cover <= s->s_cover)
+		return FLASH_OK;
 	if (removed) {
 		pthread_mutex_lock(&s->s_mu);
 		s->s_st.wal_removed += removed;
@@ -741,11 +741,11 @@ static int snap_remove_wal(snap_t *s)
 		snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_INFO, "snapshot: %u WAL file(s) with "
 		          "every LSN <= %" PRIu64 " removed", removed, cover);
 	}
-	if (rc != WAL_OK)
-		return snap_fail(s, SNAP_EIO, "snapshot: removing WAL files up to LSN %" PRIu64 ": %s (%s)",
+	if (rc != FLASH_OK)
+		return snap_fail(s, FLASH_ESNAP_IO, "snapshot: removing WAL files up to LSN %" PRIu64 ": %s (%s)",
 		                 cover, flash_strerror(rc), strerror(errno));
 	s->s_cover = cover;
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 static int snap_take(snap_t *s)
@@ -761,14 +761,14 @@ static int snap_take(snap_t *s)
 	if (frc == FLASH_OK)
 		frc = flash_fold_skus(s->s_fold, &fv, &fn);
 	if (frc != FLASH_OK)
-		return snap_fail(s, SNAP_ESEGMENT, "snapshot: %s", flash_strerror(frc));
+		return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: %s", flash_strerror(frc));
 	char err[512] = "";
 	/* Between two flash_replay() calls on the only handle: no operation is
 	 * in flight, the journal is idle.  The image still names this handle's
 	 * slot as alive; flash_seg_restore() frees every slot. */
 	int rc = snap_write(s->s_o.wal_dir, s->s_lsn, &s->s_opts, fv, fn, img, len, err, sizeof err);
-	if (rc != SNAP_OK)
-		return snap_fail(s, rc, "%s", rc == SNAP_EIO ? err : flash_strerror(rc));
+	if (rc != FLASH_OK)
+		return snap_fail(s, rc, "%s", rc == FLASH_ESNAP_IO ? err : flash_strerror(rc));
 	s->s_snaps[0] = s->s_snaps[1];
 	s->s_snaps[1] = s->s_lsn;
 	s->s_bytes = 0;
@@ -780,27 +780,27 @@ static int snap_take(snap_t *s)
 	snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_INFO, "snapshot at LSN %" PRIu64 " written "
 	          "(%" PRIu64 " bytes of segment, %zu skus folded)", s->s_lsn, len, fn);
 	snap_prune(s);
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 int snap_step(snap_t *s, int force)
 {
 	if (s->s_st.failed)
-		return SNAP_EFAILED;
+		return FLASH_ESNAP_FAILED;
 	if (!s->s_init) {
 		s->s_init = 1;
-		if (snap_init(s) != SNAP_OK)
-			return SNAP_EFAILED;
+		if (snap_init(s) != FLASH_OK)
+			return FLASH_ESNAP_FAILED;
 	}
-	if (snap_catch_up(s) != SNAP_OK)
-		return SNAP_EFAILED;
+	if (snap_catch_up(s) != FLASH_OK)
+		return FLASH_ESNAP_FAILED;
 	int due = force || s->s_bytes >= s->s_o.wal_bytes ||
 	          snap_now_ms() - s->s_last_ms >= (uint64_t)s->s_o.every_s * 1000u;
-	if (due && s->s_lsn > s->s_snaps[1] && snap_take(s) != SNAP_OK)
-		return SNAP_EFAILED;
+	if (due && s->s_lsn > s->s_snaps[1] && snap_take(s) != FLASH_OK)
+		return FLASH_ESNAP_FAILED;
 	if (due && s->s_lsn == s->s_snaps[1])
 		s->s_last_ms = snap_now_ms();
-	return snap_remove_wal(s) == SNAP_OK ? SNAP_OK : SNAP_EFAILED;
+	return snap_remove_wal(s) == FLASH_OK ? FLASH_OK : FLASH_ESNAP_FAILED;
 }
 
 void snap_stats_get(snap_t *s, struct snap_stats *out)
@@ -874,12 +874,12 @@ static void *snap_thread_main(void *arg)
 int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
 {
 	if (out == NULL)
-		return SNAP_EINVAL;
+		return FLASH_ESNAP_INVAL;
 	snap_thread_t *t = calloc(1, sizeof *t);
 	if (t == NULL)
-		return SNAP_ENOMEM;
+		return FLASH_ESNAP_NOMEM;
 	int rc = snap_open(o, &t->t_s);
-	if (rc != SNAP_OK) {
+	if (rc != FLASH_OK) {
 		free(t);
 		return rc;
 	}
@@ -890,10 +890,10 @@ int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
 		pthread_mutex_destroy(&t->t_mu);
 		pthread_cond_destroy(&t->t_cv);
 		free(t);
-		return SNAP_EIO;
+		return FLASH_ESNAP_IO;
 	}
 	*out = t;
-	return SNAP_OK;
+	return FLASH_OK;
 }
 
 void snap_thread_stats(snap_thread_t *t, struct snap_stats *out)
@@ -904,7 +904,7 @@ void snap_thread_stats(snap_thread_t *t, struct snap_stats *out)
 int snap_thread_stop(snap_thread_t *t, int final, struct snap_stats *out)
 {
 	if (t == NULL)
-		return SNAP_OK;
+		return FLASH_OK;
 	pthread_mutex_lock(&t->t_mu);
 	t->t_stop = final ? 2 : 1;
 	pthread_cond_signal(&t->t_cv);

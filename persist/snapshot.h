@@ -67,17 +67,11 @@
 #include "reconcile.h"
 #include "wal.h"
 
-#define SNAP_OK          0
-#define SNAP_EIO       FLASH_ESNAP_IO   /* a system call failed (message in the stats / log) */
-#define SNAP_ECORRUPT  FLASH_ESNAP_CORRUPT/* snapshot file: bad magic, version, size, offsets or CRC */
-#define SNAP_ENOENT    FLASH_ESNAP_NOENT/* no (valid) snapshot */
-#define SNAP_EGAP      FLASH_ESNAP_GAP  /* the WAL does not continue the snapshot (first LSN > its LSN + 1,
-                                or the WAL ends before it) */
-#define SNAP_ENOMEM    FLASH_ESNAP_NOMEM
-#define SNAP_EINVAL    FLASH_ESNAP_INVAL
-#define SNAP_EFAILED   FLASH_ESNAP_FAILED/* snapshots failed earlier (sticky) */
-#define SNAP_ESEGMENT  FLASH_ESNAP_SEGMENT/* the segment or shadow refused (flash_* code logged) */
-#define SNAP_ENOTEMPTY FLASH_ESNAP_NOTEMPTY/* recover: the segment exists and is not empty */
+/*
+ * Results: FLASH_OK or a FLASH_ESNAP_* code (flashstock.h section 1); a
+ * refusal of the segment or its shadow is FLASH_ESNAP_SEGMENT, with the
+ * flash_* code logged.
+ */
 
 
 #define SNAP_MAGIC      0x3130504e53534653ull   /* "FSSNSP01" */
@@ -116,13 +110,13 @@ struct snap_file {
 /*
  * Map and check one snapshot file: header fields, offsets against the file
  * size, and the CRC of the whole.
- * @return SNAP_OK; SNAP_ECORRUPT; SNAP_EIO (errno set); SNAP_EINVAL.
+ * @return FLASH_OK; FLASH_ESNAP_CORRUPT; FLASH_ESNAP_IO (errno set); FLASH_ESNAP_INVAL.
  */
 int snap_file_open(const char *path, struct snap_file *f);
 void snap_file_close(struct snap_file *f);
 
 /* The LSNs of the snap-*.fss files in @p dir, ascending (malloc'd; a missing
- * directory is an empty list).  @return SNAP_OK; SNAP_EIO; SNAP_ENOMEM. */
+ * directory is an empty list).  @return FLASH_OK; FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM. */
 int snap_list(const char *dir, uint64_t **lsns, size_t *n);
 
 /* "<dir>/snap-<lsn 16 hex>.fss" */
@@ -130,8 +124,8 @@ void snap_path(char *buf, size_t n, const char *dir, uint64_t lsn);
 
 /*
  * Write a snapshot of LSN @p lsn (see the file comment for the steps).
- * @return SNAP_OK; SNAP_EIO with a line in @p err (the .tmp is removed);
- *         SNAP_EINVAL.
+ * @return FLASH_OK; FLASH_ESNAP_IO with a line in @p err (the .tmp is removed);
+ *         FLASH_ESNAP_INVAL.
  */
 int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
                const struct flash_fold_sku *fold, size_t nfold,
@@ -160,7 +154,7 @@ int snap_shadows_remove(const char *segment, const char *keep, int dead_only, sn
 /*
  * Open the newest snapshot of @p dir that checks out and whose LSN is at
  * least @p min_lsn; each one found corrupt is logged and the previous one
- * tried.  @return SNAP_OK (*f open); SNAP_ENOENT; SNAP_EIO; SNAP_ENOMEM.
+ * tried.  @return FLASH_OK (*f open); FLASH_ESNAP_NOENT; FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM.
  */
 int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
                      snap_log_fn log, void *log_arg);
@@ -188,7 +182,7 @@ int snap_reclaim_apply(const char *name, const struct flash_reclaim_opts *ro);
  * seed @p f from the newest valid snapshot at or below @p max_lsn (0: any)
  * that the WAL continues and set *from to its LSN + 1.  A WAL that starts at 1 (or is empty with no
  * snapshot) seeds nothing: *from = 0.
- * @return SNAP_OK; SNAP_EGAP (no snapshot bridges the gap); SNAP_EIO; SNAP_ENOMEM.
+ * @return FLASH_OK; FLASH_ESNAP_GAP (no snapshot bridges the gap); FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM.
  */
 int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t *from);
 
@@ -220,14 +214,14 @@ struct snap_stats {
 	uint64_t snapshots;       /* snapshots written */
 	uint64_t wal_removed;     /* WAL files removed */
 	uint64_t failures;        /* snapshot failures (0 or 1: sticky) */
-	int      failed;          /* SNAP_EFAILED once failed */
+	int      failed;          /* FLASH_ESNAP_FAILED once failed */
 	int      last_rc;         /* SNAP_* of the last failure */
 	char     last_error[512]; /* its log line */
 };
 
 typedef struct snap snap_t;
 
-/* @return SNAP_OK; SNAP_EINVAL; SNAP_ENOMEM.  Nothing is opened yet. */
+/* @return FLASH_OK; FLASH_ESNAP_INVAL; FLASH_ESNAP_NOMEM.  Nothing is opened yet. */
 int snap_open(const struct snap_opts *o, snap_t **out);
 
 /*
@@ -235,7 +229,7 @@ int snap_open(const struct snap_opts *o, snap_t **out);
  * snapshot), replay every durable frame not replayed yet, write a snapshot
  * if one is due or @p force, then remove what may go (old snapshots, WAL
  * files).
- * @return SNAP_OK; SNAP_EFAILED (sticky: snapshots are off; the failure was
+ * @return FLASH_OK; FLASH_ESNAP_FAILED (sticky: snapshots are off; the failure was
  *         logged and counted when it happened).
  */
 int snap_step(snap_t *s, int force);
@@ -254,7 +248,7 @@ void snap_close(snap_t *s);
  */
 typedef struct snap_thread snap_thread_t;
 
-/* @return SNAP_OK; SNAP_EINVAL; SNAP_ENOMEM; SNAP_EIO (thread creation). */
+/* @return FLASH_OK; FLASH_ESNAP_INVAL; FLASH_ESNAP_NOMEM; FLASH_ESNAP_IO (thread creation). */
 int snap_thread_start(const struct snap_opts *o, snap_thread_t **out);
 
 /* Thread-safe; the stats as of the thread's last step. */

@@ -282,15 +282,15 @@ static void wal_filehdr_encode(struct wal_filehdr *h, uint64_t start_lsn, uint64
 static int wal_filehdr_check(const struct wal_filehdr *h, uint64_t name_lsn)
 {
 	if (memcmp(h->hd_magic, wal_magic, sizeof wal_magic) != 0)
-		return WAL_EMAGIC;
+		return FLASH_EWAL_MAGIC;
 	if (h->hd_crc != crc32c(0, h, offsetof(struct wal_filehdr, hd_crc)))
-		return WAL_EFILE_HDR;
+		return FLASH_EWAL_FILE_HDR;
 	if (h->hd_version != WAL_VERSION || h->hd_hdr_bytes != WAL_FILE_HDR_BYTES ||
 	    h->hd_start_lsn != name_lsn || h->hd_start_lsn == 0 ||
 	    h->hd_seg_bytes < WAL_SEGMENT_MIN || h->hd_seg_bytes > WAL_SEGMENT_MAX ||
 	    h->hd_seg_bytes % 4096 != 0)
-		return WAL_EFILE_HDR;   /* the size is preallocated (fallocate) from this field */
-	return WAL_OK;
+		return FLASH_EWAL_FILE_HDR;   /* the size is preallocated (fallocate) from this field */
+	return FLASH_OK;
 }
 
 static uint64_t wal_now_ns(void)
@@ -324,13 +324,13 @@ static int wal_name_match(const char *name, const void *arg, uint64_t *lsn)
 /*
  * List the start LSNs of the files in @p dir, sorted.  A missing directory
  * is an empty list.  Leftover "*.tmp" files (a crash while creating the next
- * file) are ignored.  @return WAL_OK, WAL_EIO or WAL_ENOMEM; *lsns is malloc'd.
+ * file) are ignored.  @return FLASH_OK, FLASH_EWAL_IO or FLASH_EWAL_NOMEM; *lsns is malloc'd.
  */
 static int wal_list(const char *dir, uint64_t **lsns, size_t *n)
 {
 	if (pio_dir_numbers(dir, wal_name_match, NULL, lsns, n) == 0)
-		return WAL_OK;
-	return errno == ENOMEM ? WAL_ENOMEM : WAL_EIO;
+		return FLASH_OK;
+	return errno == ENOMEM ? FLASH_EWAL_NOMEM : FLASH_EWAL_IO;
 }
 
 /*
@@ -432,14 +432,14 @@ static int wal_all_zero(const unsigned char *p, size_t n)
 }
 
 struct wal_scan {
-	int      ws_stop;        /* WAL_OK: clean end; else the cause */
+	int      ws_stop;        /* FLASH_OK: clean end; else the cause */
 	uint64_t ws_offset;      /* offset of the end or of the bad frame */
 	uint64_t ws_next_lsn;    /* the LSN the next frame must have */
 	uint64_t ws_seg_bytes;   /* from the header (0 if the header is bad) */
 	uint64_t ws_file_size;   /* st_size */
 	uint64_t ws_passed;      /* frames given to the callback */
 	uint64_t ws_first;       /* first LSN given to the callback */
-	int      ws_err;         /* errno for WAL_EIO */
+	int      ws_err;         /* errno for FLASH_EWAL_IO */
 };
 
 /*
@@ -450,7 +450,7 @@ struct wal_scan {
  * fails names the cause: header room (EPAST_END), length 0 (end if only zeros
  * follow, else EZERO_LEN), length above max (ELONG), below its type's minimum
  * (ESHORT), frame past end of file (EPAST_END), CRC (ECRC), LSN (ELSN),
- * prev-LSN (EPREV), unknown type (ETYPE).  @return ws_stop, or WAL_EIO / WAL_ESTOPPED.
+ * prev-LSN (EPREV), unknown type (ETYPE).  @return ws_stop, or FLASH_EWAL_IO / FLASH_EWAL_STOPPED.
  */
 static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
                          uint64_t from_lsn, wal_replay_fn fn, void *arg,
@@ -463,25 +463,25 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0) {
 		s->ws_err = errno;
-		return s->ws_stop = WAL_EIO;
+		return s->ws_stop = FLASH_EWAL_IO;
 	}
 	struct stat st;
 	if (pio_fstat(fd, &st) != 0) {
 		s->ws_err = errno;
 		pio_close(fd);
-		return s->ws_stop = WAL_EIO;
+		return s->ws_stop = FLASH_EWAL_IO;
 	}
 	uint64_t size = (uint64_t)st.st_size;
 	s->ws_file_size = size;
 	if (size < WAL_FILE_HDR_BYTES) {
 		pio_close(fd);
-		return s->ws_stop = size >= sizeof wal_magic ? WAL_EFILE_HDR : WAL_EMAGIC;
+		return s->ws_stop = size >= sizeof wal_magic ? FLASH_EWAL_FILE_HDR : FLASH_EWAL_MAGIC;
 	}
 	const unsigned char *m = pio_mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		s->ws_err = errno;
 		pio_close(fd);
-		return s->ws_stop = WAL_EIO;
+		return s->ws_stop = FLASH_EWAL_IO;
 	}
 	pio_close(fd);
 	(void)madvise((void *)m, size, MADV_SEQUENTIAL);
@@ -489,57 +489,57 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 	struct wal_filehdr fh;
 	memcpy(&fh, m, sizeof fh);
 	int rc = wal_filehdr_check(&fh, name_lsn);
-	if (rc == WAL_OK && expect != 0 && fh.hd_start_lsn != expect)
-		rc = WAL_EGAP;
-	if (rc != WAL_OK) {
+	if (rc == FLASH_OK && expect != 0 && fh.hd_start_lsn != expect)
+		rc = FLASH_EWAL_GAP;
+	if (rc != FLASH_OK) {
 		pio_munmap((void *)m, size);
 		return s->ws_stop = rc;
 	}
 	s->ws_seg_bytes = fh.hd_seg_bytes;
 	uint64_t lsn = fh.hd_start_lsn;
 	uint64_t off = WAL_FILE_HDR_BYTES;
-	rc = WAL_OK;
+	rc = FLASH_OK;
 	for (;;) {
 		if (size - off < WAL_FRAME_HDR_BYTES) {
 			if (!wal_all_zero(m + off, size - off))
-				rc = WAL_EPAST_END;
+				rc = FLASH_EWAL_PAST_END;
 			break;
 		}
 		struct wal_fhdr h;
 		memcpy(&h, m + off, sizeof h);
 		if (h.fh_len == 0) {
 			if (!wal_all_zero(m + off, size - off))
-				rc = WAL_EZERO_LEN;
+				rc = FLASH_EWAL_ZERO_LEN;
 			break;
 		}
 		if (h.fh_len > WAL_PAYLOAD_MAX) {
-			rc = WAL_ELONG;
+			rc = FLASH_EWAL_LONG;
 			break;
 		}
 		if (h.fh_len < wal_type_min_len(h.fh_type)) {
-			rc = WAL_ESHORT;
+			rc = FLASH_EWAL_SHORT;
 			break;
 		}
 		uint64_t total = wal_frame_bytes(h.fh_len);
 		if (total > size - off) {
-			rc = WAL_EPAST_END;
+			rc = FLASH_EWAL_PAST_END;
 			break;
 		}
 		const unsigned char *payload = m + off + WAL_FRAME_HDR_BYTES;
 		if (wal_frame_crc(&h, payload) != h.fh_crc) {
-			rc = WAL_ECRC;
+			rc = FLASH_EWAL_CRC;
 			break;
 		}
 		if (h.fh_lsn != lsn) {
-			rc = WAL_ELSN;
+			rc = FLASH_EWAL_LSN;
 			break;
 		}
 		if (h.fh_prev != lsn - 1) {
-			rc = WAL_EPREV;
+			rc = FLASH_EWAL_PREV;
 			break;
 		}
 		if (h.fh_type == 0 || h.fh_type > WAL_T_MAX) {
-			rc = WAL_ETYPE;
+			rc = FLASH_EWAL_TYPE;
 			break;
 		}
 		if (fn != NULL && lsn >= from_lsn) {
@@ -548,7 +548,7 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 			if (fn(arg, lsn, h.fh_type, payload, h.fh_len) != 0) {
 				lsn++;
 				off += total;
-				rc = WAL_ESTOPPED;
+				rc = FLASH_EWAL_STOPPED;
 				break;
 			}
 		}
@@ -591,7 +591,7 @@ struct wal {
 	int             w_leader;       /* a thread leads a sync */
 	int             w_writer;       /* a thread is writing a batch */
 	uint64_t        w_written;      /* highest LSN written to its file (>= w_durable) */
-	int             w_failed;       /* sticky: 0 or WAL_EFAILED */
+	int             w_failed;       /* sticky: 0 or FLASH_EWAL_FAILED */
 	enum wal_op     w_fail_op;
 	int             w_fail_errno;
 	struct wal_stats w_st;          /* counters (durable_lsn/next_lsn filled on read) */
@@ -711,21 +711,21 @@ int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was)
 	if (was != NULL)
 		*was = 0;
 	if (dir == NULL || strlen(dir) > 4000)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	struct wal_mark *k;
 	int mrc = wal_mark_map(dir, 0, &k);
 	if (mrc != 0)
-		return mrc > 0 ? WAL_OK : WAL_EIO;
+		return mrc > 0 ? FLASH_OK : FLASH_EWAL_IO;
 	uint64_t d = __atomic_load_n(&k->wm_durable, __ATOMIC_ACQUIRE);
 	munmap(k, WAL_MARK_BYTES);
 	if (was != NULL)
 		*was = d;
 	if (d <= lsn)
-		return WAL_OK;
+		return FLASH_OK;
 	if ((mrc = wal_mark_map(dir, 1, &k)) != 0)
-		return mrc > 0 ? WAL_OK : WAL_EIO;
+		return mrc > 0 ? FLASH_OK : FLASH_EWAL_IO;
 	wal_mark_store(k, lsn);
-	int rc = msync(k, WAL_MARK_BYTES, MS_SYNC) == 0 ? WAL_OK : WAL_EIO;
+	int rc = msync(k, WAL_MARK_BYTES, MS_SYNC) == 0 ? FLASH_OK : FLASH_EWAL_IO;
 	int e = errno;
 	munmap(k, WAL_MARK_BYTES);
 	errno = e;
@@ -752,17 +752,17 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 	if (w == NULL || type == 0 || type > WAL_T_MAX || p == NULL || len == 0 || len > WAL_PAYLOAD_MAX ||
 	    len < wal_type_min_len(type) ||
 	    wal_frame_bytes(len) > w->w_seg_bytes - WAL_FILE_HDR_BYTES)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	uint64_t total = wal_frame_bytes(len);
 	PERSIST_CRASH("wal_append", 1);
 	pthread_mutex_lock(&w->w_mu);
 	if (w->w_failed) {
 		pthread_mutex_unlock(&w->w_mu);
-		return WAL_EFAILED;
+		return FLASH_EWAL_FAILED;
 	}
 	if (wal_reserve(&w->w_pbuf, &w->w_pcap, w->w_plen + total) != 0) {
 		pthread_mutex_unlock(&w->w_mu);
-		return WAL_ENOMEM;
+		return FLASH_EWAL_NOMEM;
 	}
 	uint64_t l = w->w_next_lsn++;
 	/* WAL_F_COMMIT is the writer's to set, on the first frame of a batch
@@ -773,13 +773,13 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 	PERSIST_CRASH("wal_append", 2);
 	if (lsn)
 		*lsn = l;
-	return WAL_OK;
+	return FLASH_OK;
 }
 
 int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, uint64_t *lsn)
 {
 	if (rec == NULL)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	struct wal_rec r;
 	memcpy(&r.wr_rec, rec, sizeof r.wr_rec);
 	r.wr_seq = seq;
@@ -916,7 +916,7 @@ static int wal_write_locked(wal_t *w)
 
 	pthread_mutex_lock(&w->w_mu);
 	if (rc != 0) {
-		w->w_failed = WAL_EFAILED;
+		w->w_failed = FLASH_EWAL_FAILED;
 		w->w_fail_op = op;
 		w->w_fail_errno = err;
 	} else {
@@ -928,18 +928,18 @@ static int wal_write_locked(wal_t *w)
 	}
 	w->w_writer = 0;
 	pthread_cond_broadcast(&w->w_cv);
-	return rc != 0 ? WAL_EFAILED : WAL_OK;
+	return rc != 0 ? FLASH_EWAL_FAILED : FLASH_OK;
 }
 
 int wal_write(wal_t *w, uint64_t *written)
 {
 	if (w == NULL)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	pthread_mutex_lock(&w->w_mu);
-	int rc = WAL_OK;
+	int rc = FLASH_OK;
 	for (;;) {
 		if (w->w_failed) {
-			rc = WAL_EFAILED;
+			rc = FLASH_EWAL_FAILED;
 			break;
 		}
 		if (!w->w_writer) {
@@ -957,7 +957,7 @@ int wal_write(wal_t *w, uint64_t *written)
 
 /*
  * Group commit.  Under w_mu a caller either finds its LSN durable (return),
- * the WAL failed (return WAL_EFAILED), a leader at work (sleep on w_cv), or
+ * the WAL failed (return FLASH_EWAL_FAILED), a leader at work (sleep on w_cv), or
  * no leader: then it becomes leader.  The leader first sees @p lsn written
  * (writing what is pending itself, or waiting for the writer at work), then
  * takes a descriptor of the newest file and the highest LSN written, drops
@@ -972,20 +972,20 @@ int wal_write(wal_t *w, uint64_t *written)
 int wal_sync(wal_t *w, uint64_t lsn)
 {
 	if (w == NULL)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	pthread_mutex_lock(&w->w_mu);
 	if (lsn >= w->w_next_lsn) {
 		pthread_mutex_unlock(&w->w_mu);
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	}
 	for (;;) {
 		if (w->w_failed) {
 			pthread_mutex_unlock(&w->w_mu);
-			return WAL_EFAILED;
+			return FLASH_EWAL_FAILED;
 		}
 		if (__atomic_load_n(&w->w_durable, __ATOMIC_RELAXED) >= lsn) {
 			pthread_mutex_unlock(&w->w_mu);
-			return WAL_OK;
+			return FLASH_OK;
 		}
 		if (!w->w_leader)
 			break;
@@ -1023,7 +1023,7 @@ int wal_sync(wal_t *w, uint64_t lsn)
 	pthread_mutex_lock(&w->w_mu);
 	if (rc != 0) {
 		if (!w->w_failed) {
-			w->w_failed = WAL_EFAILED;
+			w->w_failed = FLASH_EWAL_FAILED;
 			w->w_fail_op = op;
 			w->w_fail_errno = err;
 		}
@@ -1040,21 +1040,21 @@ int wal_sync(wal_t *w, uint64_t lsn)
 	w->w_leader = 0;
 	pthread_cond_broadcast(&w->w_cv);
 	pthread_mutex_unlock(&w->w_mu);
-	return rc != 0 ? WAL_EFAILED : WAL_OK;
+	return rc != 0 ? FLASH_EWAL_FAILED : FLASH_OK;
 }
 
 int wal_commit(wal_t *w)
 {
 	if (w == NULL)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	pthread_mutex_lock(&w->w_mu);
 	uint64_t last = w->w_next_lsn - 1;
 	int failed = w->w_failed;
 	pthread_mutex_unlock(&w->w_mu);
 	if (failed)
-		return WAL_EFAILED;
+		return FLASH_EWAL_FAILED;
 	if (last < 1 || last <= wal_durable_lsn(w))
-		return WAL_OK;
+		return FLASH_OK;
 	return wal_sync(w, last);
 }
 
@@ -1062,7 +1062,7 @@ int wal_submit(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 {
 	uint64_t l;
 	int rc = wal_append(w, type, p, len, &l);
-	if (rc != WAL_OK)
+	if (rc != FLASH_OK)
 		return rc;
 	if (lsn)
 		*lsn = l;
@@ -1118,35 +1118,35 @@ void wal_opts_default(struct wal_opts *o)
 	o->durability = WAL_DUR_NONE;
 }
 
-/* Read the header of the file that starts at @p lsn.  @return WAL_OK, a
- * header check code, or WAL_EIO (errno set). */
+/* Read the header of the file that starts at @p lsn.  @return FLASH_OK, a
+ * header check code, or FLASH_EWAL_IO (errno set). */
 static int wal_filehdr_read(const char *dir, uint64_t lsn, struct wal_filehdr *h)
 {
 	char path[4096];
 	wal_path(path, sizeof path, dir, lsn, "log");
 	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return WAL_EIO;
+		return FLASH_EWAL_IO;
 	ssize_t n = pio_pread(fd, h, sizeof *h, 0);
 	int saved = errno;
 	pio_close(fd);
 	errno = saved;
 	if (n < 0)
-		return WAL_EIO;
+		return FLASH_EWAL_IO;
 	if ((size_t)n < sizeof *h)
-		return (size_t)n >= sizeof wal_magic ? WAL_EFILE_HDR : WAL_EMAGIC;
+		return (size_t)n >= sizeof wal_magic ? FLASH_EWAL_FILE_HDR : FLASH_EWAL_MAGIC;
 	return wal_filehdr_check(h, lsn);
 }
 
 int wal_ident(const char *dir, struct wal_ident *out)
 {
 	if (dir == NULL || out == NULL || strlen(dir) > 4000)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	memset(out, 0, sizeof *out);
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
-	if (rc != WAL_OK)
+	if (rc != FLASH_OK)
 		return rc;
 	out->wi_files = (uint32_t)n;
 	out->wi_first_lsn = n ? lsns[0] : 0;
@@ -1155,11 +1155,11 @@ int wal_ident(const char *dir, struct wal_ident *out)
 	for (size_t i = n; i-- > 0;) {
 		struct wal_filehdr h;
 		int hrc = wal_filehdr_read(dir, lsns[i], &h);
-		if (hrc == WAL_EIO && errno != ENOENT) {
+		if (hrc == FLASH_EWAL_IO && errno != ENOENT) {
 			free(lsns);
-			return WAL_EIO;
+			return FLASH_EWAL_IO;
 		}
-		if (hrc != WAL_OK)
+		if (hrc != FLASH_OK)
 			continue;
 		if (i == n - 1) {
 			out->wi_incarnation = h.hd_incarnation;
@@ -1170,7 +1170,7 @@ int wal_ident(const char *dir, struct wal_ident *out)
 		}
 	}
 	free(lsns);
-	return mixed ? WAL_EIDENT : WAL_OK;
+	return mixed ? FLASH_EWAL_IDENT : FLASH_OK;
 }
 
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
@@ -1183,17 +1183,17 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	if (dir == NULL || out == NULL || o->segment_bytes < WAL_SEGMENT_MIN ||
 	    o->segment_bytes > WAL_SEGMENT_MAX || o->segment_bytes % 4096 != 0 || o->start_lsn == 0 ||
 	    strlen(dir) > 4000)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	if (pio_mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return WAL_EIO;
+		return FLASH_EWAL_IO;
 	int lockfd = wal_lock(dir);
 	if (lockfd < 0)
-		return lockfd == -2 ? WAL_EBUSY : WAL_EIO;
+		return lockfd == -2 ? FLASH_EWAL_BUSY : FLASH_EWAL_IO;
 
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		pio_close(lockfd);
 		return rc;
 	}
@@ -1203,7 +1203,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		free(w);
 		free(lsns);
 		pio_close(lockfd);
-		return WAL_ENOMEM;
+		return FLASH_EWAL_NOMEM;
 	}
 	w->w_lockfd = lockfd;
 	w->w_seg_bytes = o->segment_bytes;
@@ -1217,7 +1217,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		w->w_fd = wal_file_create(dir, o->start_lsn, o->segment_bytes, w->w_incarnation,
 		                          w->w_durability);
 		if (w->w_fd < 0) {
-			rc = WAL_EIO;
+			rc = FLASH_EWAL_IO;
 			goto fail;
 		}
 		w->w_file_bytes = o->segment_bytes;
@@ -1229,38 +1229,38 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		struct wal_filehdr fh;
 		memset(&fh, 0, sizeof fh);
 		int hrc = wal_filehdr_read(dir, start, &fh);
-		if (hrc == WAL_OK && w->w_incarnation != 0 && fh.hd_incarnation != 0 &&
+		if (hrc == FLASH_OK && w->w_incarnation != 0 && fh.hd_incarnation != 0 &&
 		    fh.hd_incarnation != w->w_incarnation) {
-			rc = WAL_EIDENT;
+			rc = FLASH_EWAL_IDENT;
 			goto fail;
 		}
 		struct wal_scan s;
 		rc = wal_scan_file(dir, start, 0, 0, NULL, NULL, &s);
-		if (rc == WAL_OK && hrc != WAL_OK) {
+		if (rc == FLASH_OK && hrc != FLASH_OK) {
 			rc = hrc;        /* the scan read it, this read failed: I/O */
 			goto fail;
 		}
-		if (rc == WAL_EIO) {
+		if (rc == FLASH_EWAL_IO) {
 			errno = s.ws_err;
 			goto fail;
 		}
-		if (rc == WAL_EMAGIC || rc == WAL_EFILE_HDR)
+		if (rc == FLASH_EWAL_MAGIC || rc == FLASH_EWAL_FILE_HDR)
 			goto fail;
-		if (rc != WAL_OK) {
-			rc = WAL_ETORN;
+		if (rc != FLASH_OK) {
+			rc = FLASH_EWAL_TORN;
 			goto fail;
 		}
 		char path[4096];
 		wal_path(path, sizeof path, dir, start, "log");
 		w->w_fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
 		if (w->w_fd < 0) {
-			rc = WAL_EIO;
+			rc = FLASH_EWAL_IO;
 			goto fail;
 		}
 		/* A file shortened by hand gets its preallocation back. */
 		if (s.ws_file_size < s.ws_seg_bytes &&
 		    pio_fallocate(w->w_fd, 0, (off_t)s.ws_seg_bytes) != 0) {
-			rc = WAL_EIO;
+			rc = FLASH_EWAL_IO;
 			goto fail;
 		}
 		/* The file goes on with this handle's identity: record it in a
@@ -1275,14 +1275,14 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 			fh.hd_durability = w->w_durability;
 			wal_filehdr_seal(&fh);
 			if (pio_pwrite_full(w->w_fd, &fh, sizeof fh, 0) != 0) {
-				rc = WAL_EIO;
+				rc = FLASH_EWAL_IO;
 				goto fail;
 			}
 		}
 		/* Frames a dead writer left in the page cache become durable
 		 * here, before anyone is told they are (the header too). */
 		if (pio_fdatasync(w->w_fd) != 0) {
-			rc = WAL_EIO;
+			rc = FLASH_EWAL_IO;
 			goto fail;
 		}
 		w->w_file_bytes = s.ws_seg_bytes;
@@ -1292,7 +1292,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	w->w_durable = w->w_next_lsn - 1;
 	w->w_written = w->w_durable;
 	if ((w->w_mark = wal_mark_open(dir)) == NULL) {
-		rc = WAL_EIO;
+		rc = FLASH_EWAL_IO;
 		goto fail;
 	}
 	{
@@ -1306,7 +1306,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	wal_mark_publish(w, w->w_durable);
 	free(lsns);
 	*out = w;
-	return WAL_OK;
+	return FLASH_OK;
 fail:
 	{
 		int saved = errno;
@@ -1326,7 +1326,7 @@ fail:
 int wal_close(wal_t *w)
 {
 	if (w == NULL)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	int rc = wal_commit(w);
 	if (w->w_fd >= 0)
 		pio_close(w->w_fd);
@@ -1429,8 +1429,8 @@ static int wal_resync_file(const char *dir, uint64_t lsn, uint64_t off, wal_repl
 /* Causes that a frame (not a file header, not a gap) stopped the scan with. */
 static int wal_frame_level(int rc)
 {
-	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
-	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV || rc == WAL_ETYPE;
+	return rc == FLASH_EWAL_ZERO_LEN || rc == FLASH_EWAL_SHORT || rc == FLASH_EWAL_PAST_END || rc == FLASH_EWAL_LONG ||
+	       rc == FLASH_EWAL_CRC || rc == FLASH_EWAL_LSN || rc == FLASH_EWAL_PREV || rc == FLASH_EWAL_TYPE;
 }
 
 /* ---- cutting ---- */
@@ -1483,7 +1483,7 @@ static int wal_zero_tail(const char *dir, uint64_t lsn, uint64_t off, uint64_t s
 		goto io_fd;
 	pio_close(fd);
 	rep->truncated_bytes = size > off ? size - off : 0;
-	return WAL_OK;
+	return FLASH_OK;
 io_fd:
 	{
 		int e = errno;
@@ -1492,7 +1492,7 @@ io_fd:
 	}
 io:
 	rep->err_no = errno;
-	return WAL_EIO;
+	return FLASH_EWAL_IO;
 }
 
 /* Remove the files lsns[from..n-1], newest first, then fsync the directory. */
@@ -1501,7 +1501,7 @@ static int wal_unlink_from(const char *dir, const uint64_t *lsns, size_t n, size
 {
 	char path[4096];
 	if (from >= n)
-		return WAL_OK;
+		return FLASH_OK;
 	for (size_t i = n; i-- > from;) {
 		wal_path(path, sizeof path, dir, lsns[i], "log");
 		if (pio_unlink(path) != 0 && errno != ENOENT)
@@ -1510,10 +1510,10 @@ static int wal_unlink_from(const char *dir, const uint64_t *lsns, size_t n, size
 	}
 	if (pio_fsync_dir(dir) != 0)
 		goto io;
-	return WAL_OK;
+	return FLASH_OK;
 io:
 	rep->err_no = errno;
-	return WAL_EIO;
+	return FLASH_EWAL_IO;
 }
 
 /* ---- replay ---- */
@@ -1521,11 +1521,11 @@ io:
 int wal_dir_lock(const char *dir)
 {
 	if (dir == NULL || strlen(dir) > 4000)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	int fd = wal_lock(dir);
 	if (fd == -2)
-		return WAL_EBUSY;
-	return fd < 0 ? WAL_EIO : fd;
+		return FLASH_EWAL_BUSY;
+	return fd < 0 ? FLASH_EWAL_IO : fd;
 }
 
 void wal_dir_unlock(int fd)
@@ -1556,7 +1556,7 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 	memset(rep, 0, sizeof *rep);
 	if (dir == NULL || strlen(dir) > 4000 ||
 	    (flags & ~(WAL_REPLAY_TRUNCATE | WAL_REPLAY_LOCKED | WAL_REPLAY_MARK)) != 0)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	if (from_lsn == 0)
 		from_lsn = 1;
 	/* Truncating changes files: only with the writer lock. */
@@ -1564,10 +1564,10 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 	if ((flags & WAL_REPLAY_TRUNCATE) && !(flags & WAL_REPLAY_LOCKED)) {
 		lockfd = wal_lock(dir);
 		if (lockfd == -2)
-			return rep->stop = WAL_EBUSY;
+			return rep->stop = FLASH_EWAL_BUSY;
 		if (lockfd < 0 && errno != ENOENT) {
 			rep->err_no = errno;
-			return rep->stop = WAL_EIO;
+			return rep->stop = FLASH_EWAL_IO;
 		}
 	}
 	int rc = wal_replay_locked(dir, from_lsn, fn, arg, flags, rep, NULL);
@@ -1605,7 +1605,7 @@ static uint64_t wal_mark_vouched(const char *dir, uint64_t durable, uint64_t inc
 {
 	for (size_t i = n; i-- > 0;) {
 		struct wal_filehdr h;
-		if (wal_filehdr_read(dir, lsns[i], &h) == WAL_OK)
+		if (wal_filehdr_read(dir, lsns[i], &h) == FLASH_OK)
 			return h.hd_incarnation == incarnation ? durable : 0;
 	}
 	return 0;
@@ -1627,7 +1627,7 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		rep->err_no = errno;
 		return rep->stop = rc;
 	}
@@ -1638,7 +1638,7 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 	if (n == 0) {
 		if (wh == NULL)
 			free(lsns);
-		return rep->stop = WAL_OK;
+		return rep->stop = FLASH_OK;
 	}
 	if (mark != 0)
 		rep->mark_lsn = wal_mark_vouched(dir, mark, mark_inc, lsns, n);
@@ -1653,7 +1653,7 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 			free(lsns);
 		else
 			wh->ww_stop = n;     /* nothing to cut: the start is missing */
-		return rep->stop = WAL_EGAP;
+		return rep->stop = FLASH_EWAL_GAP;
 	}
 	while (i + 1 < n && lsns[i + 1] <= from_lsn)
 		i++;
@@ -1667,30 +1667,30 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 		rep->frames += s.ws_passed;
 		if (s.ws_passed && rep->first_lsn == 0)
 			rep->first_lsn = s.ws_first;
-		if (s.ws_next_lsn > 1 && s.ws_next_lsn - 1 > rep->last_lsn && rc != WAL_EMAGIC &&
-		    rc != WAL_EFILE_HDR && rc != WAL_EGAP)
+		if (s.ws_next_lsn > 1 && s.ws_next_lsn - 1 > rep->last_lsn && rc != FLASH_EWAL_MAGIC &&
+		    rc != FLASH_EWAL_FILE_HDR && rc != FLASH_EWAL_GAP)
 			rep->last_lsn = s.ws_next_lsn - 1;
 		wal_path(rep->file, sizeof rep->file, dir, lsns[i], "log");
 		rep->offset = s.ws_offset;
-		if (rc != WAL_OK)
+		if (rc != FLASH_OK)
 			break;
 		expect = s.ws_next_lsn;
 	}
 	rep->stop = rc;
-	if (rc == WAL_EIO)
+	if (rc == FLASH_EWAL_IO)
 		rep->err_no = s.ws_err;
 	int frame = wal_frame_level(rc);
-	if (rc != WAL_OK && rc != WAL_EIO && rc != WAL_ESTOPPED) {
+	if (rc != FLASH_OK && rc != FLASH_EWAL_IO && rc != FLASH_EWAL_STOPPED) {
 		/* the first LSN not read, and what follows it */
 		rep->bad_lsn = frame ? s.ws_next_lsn : expect != 0 ? expect : lsns[i];
-		if (rc == WAL_EGAP) {
+		if (rc == FLASH_EWAL_GAP) {
 			rep->gap_first = expect;
 			rep->gap_last = lsns[i] > expect ? lsns[i] - 1 : 0;
 		}
 		struct wal_after a = { 0, 0, 0, 0 };
 		if (wal_look_past(dir, lsns, n, i, s.ws_offset, frame, NULL, NULL, &a) < 0) {
 			rep->err_no = errno;
-			rc = rep->stop = WAL_EIO;
+			rc = rep->stop = FLASH_EWAL_IO;
 		}
 		rep->after_frames = a.n;
 		rep->after_first_lsn = a.first;
@@ -1711,18 +1711,18 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 	}
 	/* A file whose frames all precede from_lsn still counts in last_lsn;
 	 * last_lsn stays 0 for an empty WAL. */
-	if (rc != WAL_OK && rc != WAL_EIO && rc != WAL_ESTOPPED &&
+	if (rc != FLASH_OK && rc != FLASH_EWAL_IO && rc != FLASH_EWAL_STOPPED &&
 	    (flags & WAL_REPLAY_TRUNCATE)) {
 		if (rep->torn) {
 			int trc = wal_zero_tail(dir, lsns[i], s.ws_offset, s.ws_seg_bytes, rep);
-			if (trc != WAL_OK)
+			if (trc != FLASH_OK)
 				rc = trc;
 		} else if (frame) {
-			rc = WAL_ENOTTAIL;     /* a later commit vouches for it, or later files do */
-		} else if (i > 0 && rc == WAL_EGAP) {
+			rc = FLASH_EWAL_NOTTAIL;     /* a later commit vouches for it, or later files do */
+		} else if (i > 0 && rc == FLASH_EWAL_GAP) {
 			/* A later file that does not continue the chain:
 			 * not a torn tail either. */
-			rc = WAL_ENOTTAIL;
+			rc = FLASH_EWAL_NOTTAIL;
 		}
 	}
 	if (wh == NULL)
@@ -1738,25 +1738,25 @@ int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, un
 		rep = &dummy;
 	memset(rep, 0, sizeof *rep);
 	if (dir == NULL || strlen(dir) > 4000 || (flags & ~WAL_REPLAY_LOCKED) != 0)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	int lockfd = -1;
 	if (!(flags & WAL_REPLAY_LOCKED)) {
 		lockfd = wal_lock(dir);
 		if (lockfd == -2)
-			return WAL_EBUSY;
+			return FLASH_EWAL_BUSY;
 		if (lockfd < 0) {
 			rep->err_no = errno;
-			return WAL_EIO;
+			return FLASH_EWAL_IO;
 		}
 	}
 	struct wal_where wh = { NULL, 0, 0, 0, 0, 0 };
 	int rc = wal_replay_locked(dir, 1, NULL, NULL, 0, rep, &wh);
-	if (rc == WAL_EIO || rc == WAL_ENOMEM) {
+	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_NOMEM) {
 		/* as reported */
-	} else if (rc == WAL_OK) {
-		rc = rep->last_lsn == lsn ? WAL_OK : WAL_EINVAL;
+	} else if (rc == FLASH_OK) {
+		rc = rep->last_lsn == lsn ? FLASH_OK : FLASH_EWAL_INVAL;
 	} else if (rep->bad_lsn != lsn + 1 || wh.ww_stop >= wh.ww_n) {
-		rc = WAL_EINVAL;     /* not the last readable LSN, or the WAL's start is missing */
+		rc = FLASH_EWAL_INVAL;     /* not the last readable LSN, or the WAL's start is missing */
 	} else {
 		size_t i = wh.ww_stop;
 		/* tell what goes, then remove it: later files newest first, then
@@ -1766,7 +1766,7 @@ int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, un
 			(void)wal_look_past(dir, wh.ww_lsns, wh.ww_n, i, wh.ww_off, wh.ww_frame, drop, arg, &a);
 		}
 		rc = wal_unlink_from(dir, wh.ww_lsns, wh.ww_n, wh.ww_frame ? i + 1 : i, rep);
-		if (rc == WAL_OK && wh.ww_frame)
+		if (rc == FLASH_OK && wh.ww_frame)
 			rc = wal_zero_tail(dir, wh.ww_lsns[i], wh.ww_off, wh.ww_seg_bytes, rep);
 	}
 	free(wh.ww_lsns);
@@ -1784,24 +1784,24 @@ int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed)
 	if (removed)
 		*removed = 0;
 	if (dir == NULL || strlen(dir) > 4000)
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
-	if (rc != WAL_OK)
+	if (rc != FLASH_OK)
 		return rc;
 	uint32_t gone = 0;
 	char path[4096];
 	for (size_t i = 0; i + 1 < n && lsns[i + 1] <= lsn; i++) {
 		wal_path(path, sizeof path, dir, lsns[i], "log");
 		if (pio_unlink(path) != 0 && errno != ENOENT) {
-			rc = WAL_EIO;
+			rc = FLASH_EWAL_IO;
 			break;
 		}
 		gone++;
 	}
-	if (gone > 0 && pio_fsync_dir(dir) != 0 && rc == WAL_OK)
-		rc = WAL_EIO;
+	if (gone > 0 && pio_fsync_dir(dir) != 0 && rc == FLASH_OK)
+		rc = FLASH_EWAL_IO;
 	free(lsns);
 	if (removed)
 		*removed = gone;
@@ -1854,7 +1854,7 @@ int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 		rep = &dummy;
 	if (w == NULL || fn == NULL) {
 		memset(rep, 0, sizeof *rep);
-		return WAL_EINVAL;
+		return FLASH_EWAL_INVAL;
 	}
 	if (from_lsn == 0)
 		from_lsn = 1;
@@ -1862,19 +1862,19 @@ int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 	if (from_lsn > u.wu_upto) {
 		memset(rep, 0, sizeof *rep);
 		rep->last_lsn = u.wu_upto;
-		return WAL_OK;
+		return FLASH_OK;
 	}
 	int rc = wal_replay(w->w_dir, from_lsn, wal_upto_cb, &u, 0, rep);
 	if (u.wu_user)
-		return rep->stop = WAL_ESTOPPED;
-	if (u.wu_done || (rc != WAL_EIO && rc != WAL_EGAP && rep->last_lsn >= u.wu_upto)) {
-		rep->stop = WAL_OK;
+		return rep->stop = FLASH_EWAL_STOPPED;
+	if (u.wu_done || (rc != FLASH_EWAL_IO && rc != FLASH_EWAL_GAP && rep->last_lsn >= u.wu_upto)) {
+		rep->stop = FLASH_OK;
 		if (rep->last_lsn > u.wu_upto)
 			rep->last_lsn = u.wu_upto;
 		/* The frame that ended the walk was not passed. */
 		if (u.wu_done && rep->frames > 0 && rep->first_lsn + rep->frames - 1 > u.wu_upto)
 			rep->frames--;
-		return WAL_OK;
+		return FLASH_OK;
 	}
 	return rc;
 }

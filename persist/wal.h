@@ -19,7 +19,7 @@
  * Identity.  A WAL belongs to one segment incarnation (flash_ident): the
  * files carry it, not the directory's path, so a moved directory is the same
  * WAL.  wal_open() refuses to append to files of another incarnation
- * (WAL_EIDENT), and wal_ident() tells a daemon whose WAL it was given before
+ * (FLASH_EWAL_IDENT), and wal_ident() tells a daemon whose WAL it was given before
  * it reads a frame.
  *
  *   frame header (32 bytes), then the payload, then zeros up to 8-alignment
@@ -61,7 +61,7 @@
  *
  * Failure is sticky.  A failed or short write, a failed fdatasync, or a
  * failure to create the next file puts the WAL in the failed state for the
- * rest of its life: every later append/sync/commit returns WAL_EFAILED, the
+ * rest of its life: every later append/sync/commit returns FLASH_EWAL_FAILED, the
  * durable LSN never moves again, fdatasync is never retried (a retried fsync
  * can "succeed" after the kernel dropped the dirty pages).  wal_failure()
  * tells which step failed and its errno.  Short writes: the remainder is
@@ -77,7 +77,7 @@
  * A WAL directory has one writer at a time: wal_open() takes an exclusive
  * lock (flock on <dir>/LOCK, dropped by the kernel when the process dies)
  * until wal_close(), and a truncating wal_replay() takes it for its duration;
- * either fails with WAL_EBUSY while someone else holds it.  A replay without
+ * either fails with FLASH_EWAL_BUSY while someone else holds it.  A replay without
  * truncation takes no lock; wal_read_durable() reads behind an open writer.
  *
  * Every system call goes through pio.h, so tests inject faults there.
@@ -90,30 +90,22 @@
 
 #include "flashstock.h"
 
-#define WAL_OK            0
-#define WAL_EZERO_LEN  FLASH_EWAL_ZERO_LEN/* frame length 0 in a header that is not all zero, or data after it */
-#define WAL_ESHORT     FLASH_EWAL_SHORT /* frame length shorter than its type's payload */
-#define WAL_EPAST_END  FLASH_EWAL_PAST_END/* frame (or its header) runs past the end of the file */
-#define WAL_ELONG      FLASH_EWAL_LONG  /* frame length above WAL_PAYLOAD_MAX */
-#define WAL_EMAGIC     FLASH_EWAL_MAGIC /* file header: bad magic */
-#define WAL_EFILE_HDR  FLASH_EWAL_FILE_HDR/* file header: bad version, size, CRC, or start LSN != its name */
-#define WAL_ECRC       FLASH_EWAL_CRC   /* frame CRC-32C mismatch */
-#define WAL_ELSN       FLASH_EWAL_LSN   /* frame LSN is not the previous one + 1 */
-#define WAL_EPREV      FLASH_EWAL_PREV  /* frame prev_lsn is not lsn - 1 */
-#define WAL_EGAP       FLASH_EWAL_GAP   /* a file does not start where the previous one ended, or from_lsn is gone */
-#define WAL_ENOTTAIL   FLASH_EWAL_NOTTAIL/* replay: a bad frame that is not a torn tail (valid frames follow it,
-                                 or it is before the last file), or a gap after the first file:
-                                 corruption, not truncated */
-#define WAL_ETORN      FLASH_EWAL_TORN  /* open: the last file does not end cleanly; replay with WAL_REPLAY_TRUNCATE */
-#define WAL_EFAILED    FLASH_EWAL_FAILED/* the WAL failed earlier (sticky); see wal_failure() */
-#define WAL_EIO        FLASH_EWAL_IO    /* open/replay: a system call failed (errno in the report) */
-#define WAL_EINVAL     FLASH_EWAL_INVAL /* bad argument */
-#define WAL_ENOMEM     FLASH_EWAL_NOMEM /* out of memory */
-#define WAL_ESTOPPED   FLASH_EWAL_STOPPED/* replay: the callback returned nonzero */
-#define WAL_EBUSY      FLASH_EWAL_BUSY  /* another wal_t (or a truncating replay) holds the directory */
-#define WAL_ETYPE      FLASH_EWAL_TYPE  /* a well-framed frame (CRC, LSN, prev-LSN valid) of a type this
-                                 version does not know (0, or above WAL_T_MAX) */
-#define WAL_EIDENT     FLASH_EWAL_IDENT /* the WAL's files belong to another segment incarnation */
+/*
+ * Results: FLASH_OK or a FLASH_EWAL_* code (flashstock.h section 1: one
+ * space, one name per outcome).  What the WAL's own functions mean by some:
+ *   FLASH_EWAL_NOTTAIL  replay: a bad frame that is not a torn tail (valid
+ *                       frames follow it, or it is before the last file), or
+ *                       a gap after the first file: corruption, not truncated
+ *   FLASH_EWAL_TORN     open: the last file does not end cleanly; replay
+ *                       with WAL_REPLAY_TRUNCATE
+ *   FLASH_EWAL_FAILED   the WAL failed earlier (sticky); see wal_failure()
+ *   FLASH_EWAL_IO       open/replay: a system call failed (errno in the report)
+ *   FLASH_EWAL_STOPPED  replay: the callback returned nonzero
+ *   FLASH_EWAL_BUSY     another wal_t (or a truncating replay) holds the directory
+ *   FLASH_EWAL_TYPE     a well-framed frame (CRC, LSN, prev-LSN valid) of a
+ *                       type this version does not know (0, or above WAL_T_MAX)
+ *   FLASH_EWAL_LONG     frame length above WAL_PAYLOAD_MAX
+ */
 
 
 /* The name of a flash_record type ("order", "cancel", "restock",
@@ -141,10 +133,10 @@ size_t wal_rec_fields(char *buf, size_t cap, const struct flash_record *r, int j
 #define WAL_PAYLOAD_MAX      (1u << 20)
 #define WAL_SEGMENT_DEFAULT  (64ull << 20)
 #define WAL_SEGMENT_MIN      (4096ull)
-#define WAL_SEGMENT_MAX      (1ull << 30)  /* a file header asking for more is bad (WAL_EFILE_HDR) */
+#define WAL_SEGMENT_MAX      (1ull << 30)  /* a file header asking for more is bad (FLASH_EWAL_FILE_HDR) */
 
 /* Frame types.  0 is never valid; a frame of any other unknown type stops
- * replay with WAL_ETYPE like any other bad frame. */
+ * replay with FLASH_EWAL_TYPE like any other bad frame. */
 enum wal_type {
 	WAL_T_RECORD = 1,       /* struct wal_rec: a flash_record and its ring seq */
 	WAL_T_MAX = WAL_T_RECORD
@@ -193,12 +185,12 @@ typedef struct wal wal_t;
  * @param[in]  dir  directory (created with mode 0700 if missing)
  * @param[in]  o    options; NULL means defaults
  * @param[out] out  the handle
- * @return WAL_OK; WAL_EBUSY (the directory is open for writing elsewhere);
- *         WAL_EIDENT (o->incarnation is set and the last file carries
+ * @return FLASH_OK; FLASH_EWAL_BUSY (the directory is open for writing elsewhere);
+ *         FLASH_EWAL_IDENT (o->incarnation is set and the last file carries
  *         another: nothing changed);
- *         WAL_ETORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
- *         WAL_EMAGIC / WAL_EFILE_HDR / WAL_EGAP (last file's header);
- *         WAL_EINVAL; WAL_ENOMEM; WAL_EIO (errno is left set).
+ *         FLASH_EWAL_TORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
+ *         FLASH_EWAL_MAGIC / FLASH_EWAL_FILE_HDR / FLASH_EWAL_GAP (last file's header);
+ *         FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM; FLASH_EWAL_IO (errno is left set).
  */
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
 
@@ -254,7 +246,7 @@ struct wal_mark {
  * that is not one, is left alone.  Call it with the writer lock held, after
  * the WAL was cut at @p lsn (or found ending there).
  * @param[out] was  what it said before (0: no mark; may be NULL)
- * @return WAL_OK; WAL_EIO (errno set: the mark may still say more).
+ * @return FLASH_OK; FLASH_EWAL_IO (errno set: the mark may still say more).
  */
 int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was);
 
@@ -271,10 +263,10 @@ struct wal_ident {
  * the writer lock and without reading a frame (safe while a writer appends).
  * A file whose header does not check out is passed over here (replay and
  * open report it).
- * @return WAL_OK (a missing or empty directory is wi_files 0); WAL_EIDENT
+ * @return FLASH_OK (a missing or empty directory is wi_files 0); FLASH_EWAL_IDENT
  *         (two files carry different nonzero incarnations: files of two
- *         WALs mixed; *out describes the newest); WAL_EIO; WAL_ENOMEM;
- *         WAL_EINVAL.
+ *         WALs mixed; *out describes the newest); FLASH_EWAL_IO; FLASH_EWAL_NOMEM;
+ *         FLASH_EWAL_INVAL.
  */
 int wal_ident(const char *dir, struct wal_ident *out);
 
@@ -288,7 +280,7 @@ int wal_lock_held(const char *dir);
 
 /*
  * Commit whatever is pending (unless failed), close the file, free @p w.
- * @return WAL_OK, or the commit's error (WAL_EFAILED); @p w is freed either way.
+ * @return FLASH_OK, or the commit's error (FLASH_EWAL_FAILED); @p w is freed either way.
  */
 int wal_close(wal_t *w);
 
@@ -298,7 +290,7 @@ int wal_close(wal_t *w);
  * @param[in]  type  a frame type of enum wal_type (1..WAL_T_MAX)
  * @param[in]  p     payload (@p len bytes, 1..WAL_PAYLOAD_MAX and at most what fits in a file)
  * @param[out] lsn   the frame's LSN (may be NULL)
- * @return WAL_OK; WAL_EFAILED (sticky); WAL_EINVAL; WAL_ENOMEM.
+ * @return FLASH_OK; FLASH_EWAL_FAILED (sticky); FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM.
  */
 int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn);
 
@@ -308,8 +300,8 @@ int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, ui
 /*
  * Return once every frame up to @p lsn is on disk (written and fdatasync'd),
  * leading a group commit if no other thread is.  Thread-safe.
- * @return WAL_OK (wal_durable_lsn() >= lsn now); WAL_EFAILED (sticky: the
- *         frame is not and will never be reported durable); WAL_EINVAL
+ * @return FLASH_OK (wal_durable_lsn() >= lsn now); FLASH_EWAL_FAILED (sticky: the
+ *         frame is not and will never be reported durable); FLASH_EWAL_INVAL
  *         (lsn was never handed out).
  */
 int wal_sync(wal_t *w, uint64_t lsn);
@@ -318,8 +310,8 @@ int wal_sync(wal_t *w, uint64_t lsn);
  * Write everything appended so far to the WAL's files, without fdatasync
  * (see "Writing and syncing apart").  Waits for a writer at work, not for a
  * sync.  @param[out] written  the highest LSN written (may be NULL)
- * @return WAL_OK; WAL_EFAILED (this write, or an earlier one, failed);
- *         WAL_EINVAL.
+ * @return FLASH_OK; FLASH_EWAL_FAILED (this write, or an earlier one, failed);
+ *         FLASH_EWAL_INVAL.
  */
 int wal_write(wal_t *w, uint64_t *written);
 
@@ -346,7 +338,7 @@ enum wal_op {
  * The sticky failure, if any.
  * @param[out] op      which step failed (may be NULL)
  * @param[out] err_no  its errno (may be NULL)
- * @return 0 if the WAL has not failed, WAL_EFAILED if it has.
+ * @return 0 if the WAL has not failed, FLASH_EWAL_FAILED if it has.
  */
 int wal_failure(wal_t *w, enum wal_op *op, int *err_no);
 
@@ -363,7 +355,7 @@ struct wal_stats {
 	uint64_t sync_ns_total;    /* time inside fdatasync */
 	uint64_t sync_ns_max;
 	uint64_t sync_hist[WAL_HIST_BUCKETS];
-	int      failed;           /* 0 or WAL_EFAILED */
+	int      failed;           /* 0 or FLASH_EWAL_FAILED */
 	int      fail_errno;
 	enum wal_op fail_op;
 };
@@ -375,7 +367,7 @@ void wal_stats_get(wal_t *w, struct wal_stats *out);
 /*
  * Called for each valid frame with lsn >= from_lsn, in LSN order.  @p payload
  * points into a read-only mapping, 8-byte aligned, valid during the call.
- * Return nonzero to stop (wal_replay then returns WAL_ESTOPPED).
+ * Return nonzero to stop (wal_replay then returns FLASH_EWAL_STOPPED).
  */
 typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, uint16_t type,
                              const void *payload, uint32_t len);
@@ -388,7 +380,7 @@ typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, uint16_t type,
                                      writer appending meanwhile never makes it claim too much */
 
 struct wal_replay_report {
-	int      stop;             /* WAL_OK (clean end) or the cause of the stop */
+	int      stop;             /* FLASH_OK (clean end) or the cause of the stop */
 	char     file[512];        /* file where it stopped ("" if the WAL is empty) */
 	uint64_t offset;           /* byte offset in that file of the end / the bad frame */
 	uint64_t first_lsn;        /* first LSN passed to the callback (0 if none) */
@@ -397,7 +389,7 @@ struct wal_replay_report {
 	uint64_t files;            /* files read */
 	uint64_t truncated_bytes;  /* torn tail cut from the stop file */
 	uint32_t files_removed;    /* later files removed by the truncation */
-	int      err_no;           /* errno of a WAL_EIO */
+	int      err_no;           /* errno of a FLASH_EWAL_IO */
 	/* Where the readable chain ends, and what lies past it.  A torn write
 	 * can only hit what follows the last completed fdatasync, and every
 	 * commit's fdatasync returns before the next commit writes: so a bad
@@ -420,13 +412,13 @@ struct wal_replay_report {
 	                              e.g. a snapshot holds it); truncation may cut it.  Valid frames may still follow (after_frames): a
 	                              batch not yet synced can reach the disk in any order of
 	                              sectors; they were never acknowledged as durable */
-	uint64_t gap_first;        /* WAL_EGAP: the LSNs no file holds (gap_first..gap_last); */
+	uint64_t gap_first;        /* FLASH_EWAL_GAP: the LSNs no file holds (gap_first..gap_last); */
 	uint64_t gap_last;         /*   gap_last is 0 when from_lsn is older than the oldest file */
 	uint64_t mark_lsn;         /* WAL_REPLAY_MARK: the durable LSN <dir>/DURABLE published for
 	                              this WAL (0: none, or the mark is another incarnation's, or
 	                              no WAL file).  last_lsn below it is damage: LSN last_lsn + 1
 	                              ..mark_lsn were durable and are gone (the replay still
-	                              returns WAL_OK at a clean end: the caller refuses) */
+	                              returns FLASH_OK at a clean end: the caller refuses) */
 };
 
 /*
@@ -439,20 +431,20 @@ struct wal_replay_report {
  * corruption.  With WAL_REPLAY_TRUNCATE a torn tail is cut: the file is
  * zero-filled in place from the bad frame (no new blocks are needed, so a
  * full disk does not stop it) and made durable (fdatasync); corruption is
- * never truncated (WAL_ENOTTAIL: valid frames follow, which a later commit
+ * never truncated (FLASH_EWAL_NOTTAIL: valid frames follow, which a later commit
  * made durable, or the bad frame is before the last file) -- see
  * wal_cut_after() for the operator's explicit cut.  With WAL_REPLAY_MARK
  * the durable mark vouches as a later commit does (a bad frame at or
- * below rep->mark_lsn: WAL_ENOTTAIL), and a clean end below it is left
+ * below rep->mark_lsn: FLASH_EWAL_NOTTAIL), and a clean end below it is left
  * for the caller to refuse (rep->last_lsn < rep->mark_lsn).
  * Files wholly before from_lsn are skipped unread.
- * @return WAL_OK (clean end); the stop cause (WAL_EZERO_LEN, WAL_ESHORT,
- *         WAL_EPAST_END, WAL_ELONG, WAL_EMAGIC, WAL_EFILE_HDR, WAL_ECRC,
- *         WAL_ELSN, WAL_EPREV, WAL_ETYPE, WAL_EGAP) whether or not it was truncated;
- *         WAL_ENOTTAIL (truncation refused; rep->stop has the cause);
- *         WAL_EBUSY (truncation asked while a writer holds the directory:
+ * @return FLASH_OK (clean end); the stop cause (FLASH_EWAL_ZERO_LEN, FLASH_EWAL_SHORT,
+ *         FLASH_EWAL_PAST_END, FLASH_EWAL_LONG, FLASH_EWAL_MAGIC, FLASH_EWAL_FILE_HDR, FLASH_EWAL_CRC,
+ *         FLASH_EWAL_LSN, FLASH_EWAL_PREV, FLASH_EWAL_TYPE, FLASH_EWAL_GAP) whether or not it was truncated;
+ *         FLASH_EWAL_NOTTAIL (truncation refused; rep->stop has the cause);
+ *         FLASH_EWAL_BUSY (truncation asked while a writer holds the directory:
  *         nothing was read);
- *         WAL_ESTOPPED; WAL_EIO (rep->err_no); WAL_EINVAL; WAL_ENOMEM.
+ *         FLASH_EWAL_STOPPED; FLASH_EWAL_IO (rep->err_no); FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM.
  *         A missing or empty directory is a clean, empty WAL.
  */
 int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
@@ -461,7 +453,7 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 /*
  * Take / drop the writer lock of @p dir (the lock wal_open() holds), e.g.
  * for a rebuild that replays, cuts and must not meet a writer meanwhile.
- * @return the lock's fd (>= 0); WAL_EBUSY (held elsewhere); WAL_EIO (errno).
+ * @return the lock's fd (>= 0); FLASH_EWAL_BUSY (held elsewhere); FLASH_EWAL_IO (errno).
  */
 int wal_dir_lock(const char *dir);
 void wal_dir_unlock(int fd);
@@ -482,8 +474,8 @@ typedef wal_replay_fn wal_drop_fn;
  * (fdatasync), or removed when its header is the stop.  Crash at any point
  * and run it again with the same @p lsn: same result.
  * @param[in] flags  0, or WAL_REPLAY_LOCKED (the caller holds wal_dir_lock())
- * @return WAL_OK; WAL_EINVAL (@p lsn is not the last readable LSN: rep
- *         describes the WAL, nothing changed); WAL_EBUSY; WAL_EIO; WAL_ENOMEM.
+ * @return FLASH_OK; FLASH_EWAL_INVAL (@p lsn is not the last readable LSN: rep
+ *         describes the WAL, nothing changed); FLASH_EWAL_BUSY; FLASH_EWAL_IO; FLASH_EWAL_NOMEM.
  */
 int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, unsigned flags,
                   struct wal_replay_report *rep);
@@ -494,10 +486,10 @@ int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, un
  * the daemon that owns @p w.  Durable frames never change, so this is safe
  * at any time from any thread; it never truncates and never passes a frame
  * that is not durable yet.  Frames with lsn < from_lsn are skipped.
- * @return WAL_OK (every frame through that durable LSN was passed, rep->last_lsn
- *         says up to where; nothing to read is WAL_OK too); WAL_ESTOPPED; a
- *         stop cause if a durable frame is bad (corruption); WAL_EGAP
- *         (from_lsn removed); WAL_EIO; WAL_EINVAL.
+ * @return FLASH_OK (every frame through that durable LSN was passed, rep->last_lsn
+ *         says up to where; nothing to read is FLASH_OK too); FLASH_EWAL_STOPPED; a
+ *         stop cause if a durable frame is bad (corruption); FLASH_EWAL_GAP
+ *         (from_lsn removed); FLASH_EWAL_IO; FLASH_EWAL_INVAL.
  */
 int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                      struct wal_replay_report *rep);
@@ -507,11 +499,11 @@ int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
  * when the next file starts at or before @p lsn), oldest first, then fsync
  * the directory.  The last file is never removed.  Call it only for LSNs that
  * every consumer (snapshot, MySQL applier) has covered; replay from an LSN
- * before @p lsn then fails with WAL_EGAP.  Safe while a wal_t appends (it
+ * before @p lsn then fails with FLASH_EWAL_GAP.  Safe while a wal_t appends (it
  * writes only the last file); not while wal_replay() reads @p dir.
  * @param[out] removed  files removed (may be NULL)
- * @return WAL_OK; WAL_EIO (errno set; files removed so far stay removed);
- *         WAL_EINVAL; WAL_ENOMEM.
+ * @return FLASH_OK; FLASH_EWAL_IO (errno set; files removed so far stay removed);
+ *         FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM.
  */
 int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed);
 

@@ -462,7 +462,7 @@ static uint64_t frames_per_file(void)
  * wrote the first @p n records the rings held. */
 static int dead_daemon_cb(void *arg, const struct flash_record *rec, uint64_t seq)
 {
-	return wal_append_record(arg, rec, seq, NULL) != WAL_OK;
+	return wal_append_record(arg, rec, seq, NULL) != FLASH_OK;
 }
 
 static void dead_daemon(struct wcase *c, uint32_t n)
@@ -476,12 +476,12 @@ static void dead_daemon(struct wcase *c, uint32_t n)
 	must(flash_open(c->seg, 0, &cons), "open");
 	wal_opts_default(&wo);
 	wo.segment_bytes = WAL_SEG;
-	if ((rc = wal_open(c->dir, &wo, &w)) != WAL_OK)
+	if ((rc = wal_open(c->dir, &wo, &w)) != FLASH_OK)
 		die("wal_open", flash_rcname(rc));
 	must(flash_ring_drain(cons, dead_daemon_cb, w, n, &d), "drain");
 	if (d != n)
 		die("dead daemon", "drained fewer records than asked");
-	if ((rc = wal_close(w)) != WAL_OK)
+	if ((rc = wal_close(w)) != FLASH_OK)
 		die("wal_close", flash_rcname(rc));
 	flash_close(cons);
 }
@@ -564,7 +564,7 @@ static void w_check(struct wcase *c)
 
 	/* -- before the restart: what the crash left -- */
 	rc = frames_read(c->dir, &pre);
-	CHECK(rc == WAL_OK, "WAL after the crash: %s (a process crash never tears a frame)",
+	CHECK(rc == FLASH_OK, "WAL after the crash: %s (a process crash never tears a frame)",
 	      flash_rcname(rc));
 	CHECK(pre.bad_type == 0, "%d frames of another type", pre.bad_type);
 	for (int k = 0; k < NBUY; k++) {
@@ -589,7 +589,7 @@ static void w_check(struct wcase *c)
 
 	/* -- after: every record exactly once, no gap, the old frames kept -- */
 	rc = frames_read(c->dir, &post);
-	CHECK(rc == WAL_OK, "WAL after the restart: %s", flash_rcname(rc));
+	CHECK(rc == FLASH_OK, "WAL after the restart: %s", flash_rcname(rc));
 	CHECK(post.n == emitted, "WAL holds %zu records, %" PRIu64 " were emitted", post.n, emitted);
 	CHECK(post.n == pre.n + st.records, "WAL grew from %zu by %zu, the restart wrote %" PRIu64,
 	      pre.n, post.n - pre.n, st.records);
@@ -641,11 +641,11 @@ static void w_check(struct wcase *c)
 		wal_opts_default(&wo);
 		wo.segment_bytes = WAL_SEG;
 		rc = wal_open(c->dir, &wo, &w);
-		CHECK(rc == WAL_OK, "wal_open after the restart: %s", flash_rcname(rc));
-		if (rc == WAL_OK) {
+		CHECK(rc == FLASH_OK, "wal_open after the restart: %s", flash_rcname(rc));
+		if (rc == FLASH_OK) {
 			CHECK(wal_next_lsn(w) == post.n + 1, "wal_open continues at LSN %" PRIu64
 			      ", the WAL ends at %zu", wal_next_lsn(w), post.n);
-			CHECK(wal_close(w) == WAL_OK, "wal_close");
+			CHECK(wal_close(w) == FLASH_OK, "wal_close");
 		}
 	}
 
@@ -824,12 +824,12 @@ static void m_setup(struct mcase *m)
 		m->dup_lsn = at + 1;
 	}
 	mk_tmpdir(m->dir, sizeof m->dir, "cpapply");
-	if ((rc = wal_open(m->dir, NULL, &w)) != WAL_OK)
+	if ((rc = wal_open(m->dir, NULL, &w)) != FLASH_OK)
 		die("wal_open", flash_rcname(rc));
 	for (size_t i = 0; i < m->n; i++)
-		if ((rc = wal_append_record(w, &m->recs[i].rec, i + 1, NULL)) != WAL_OK)
+		if ((rc = wal_append_record(w, &m->recs[i].rec, i + 1, NULL)) != FLASH_OK)
 			die("wal_append", flash_rcname(rc));
-	if ((rc = wal_close(w)) != WAL_OK)
+	if ((rc = wal_close(w)) != FLASH_OK)
 		die("wal_close", flash_rcname(rc));
 }
 
@@ -1001,7 +1001,7 @@ static int enumerate_mysql(struct tally *t)
 		/* the applier restarts */
 		h1 = m_open(&m);
 		rc = flash_mysql_catch_up(h1, m.dir, APPLY_BATCH, 30000, NULL, &wrc);
-		CHECK(rc == FLASH_OK && wrc == WAL_OK, "restart: catch-up %s, WAL %s",
+		CHECK(rc == FLASH_OK && wrc == FLASH_OK, "restart: catch-up %s, WAL %s",
 		      flash_mysql_strerror(rc), flash_rcname(wrc));
 		flash_mysql_close(h1);
 		a = q_u64(c, "SELECT lsn FROM applied_lsn WHERE stream='wal'");

@@ -4,10 +4,11 @@
  * tests/error_space.cmake) is a distinct value of the FLASH_E* space, and
  * flash_rcname()/flash_strerror() know it.
  *
- * A code of a component (WAL_ECRC in persist/wal.h) is another name of its
- * FLASH_E* code: PREFIX_EX names FLASH_EPREFIX_X.  So a value returned
- * anywhere -- by the engine, the WAL, the snapshotter or the applier -- names
- * one outcome, and the bindings map that one space to typed errors.
+ * Every code has one name, its FLASH_E* name, defined in api/flashstock.h:
+ * no component keeps aliases of its own (persist/wal.h once had WAL_ECRC
+ * for FLASH_EWAL_CRC).  So a value returned anywhere -- by the engine, the
+ * WAL, the snapshotter or the applier -- names one outcome under one name,
+ * and the bindings map that one space to typed errors.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,7 +33,7 @@ static const struct code {
 };
 #define NCODES (sizeof codes / sizeof codes[0])
 
-/* "WAL_ECRC" -> "FLASH_EWAL_CRC"; a FLASH_ name is its own. */
+/* "FLASH_EWAL_CRC" -> "FLASH_EWAL_CRC"; a FLASH_ name is its own. */
 static void flash_name_of(const char *name, char *out, size_t n)
 {
 	if (strncmp(name, "FLASH_", 6) == 0) {
@@ -87,6 +88,23 @@ static void no_two_outcomes_share_a_value(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* One name per outcome: every code is defined once, as FLASH_E*, in
+ * api/flashstock.h; a header that defines another name for a code (an
+ * alias such as WAL_ECRC) fails here. */
+static void every_code_has_one_name_defined_in_the_public_header(void **state)
+{
+	(void)state;
+	unsigned bad = 0;
+	for (size_t i = 0; i < NCODES; i++)
+		if (strncmp(codes[i].name, "FLASH_E", 7) != 0 ||
+		    strcmp(codes[i].header, "api/flashstock.h") != 0) {
+			printf("%s (%s) = %d: another name of %s\n", codes[i].name, codes[i].header,
+			       codes[i].value, flash_rcname(codes[i].value));
+			bad++;
+		}
+	assert_int_equal(bad, 0);
+}
+
 static void unknown_codes_say_so(void **state)
 {
 	(void)state;
@@ -101,6 +119,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_code_is_named_by_flash_rcname),
 		cmocka_unit_test(no_two_outcomes_share_a_value),
+		cmocka_unit_test(every_code_has_one_name_defined_in_the_public_header),
 		cmocka_unit_test(unknown_codes_say_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,7 +46,7 @@
  * FUZZ_WAL_NO_FOLD=1 in the environment leaves the fold out (a long run can
  * explore past a fold bug; tests/corpus/wal/crash-fold-* were two).
  * fallocate goes through the same table and refuses files above 4 MiB (a
- * resealed header may ask for any size): that is a WAL_EIO, not a crash.
+ * resealed header may ask for any size): that is a FLASH_EWAL_IO, not a crash.
  *
  * Built two ways (tests/fuzz_tests.cmake): with -DFLASH_LIBFUZZER a libFuzzer
  * target; otherwise the replay driver of tests/fuzz_main.h.  The replay
@@ -151,7 +151,7 @@ static uint64_t fz_frame_bytes(uint32_t len)
 }
 
 struct fz_orc {
-	int      stop;        /* WAL_OK or the cause */
+	int      stop;        /* FLASH_OK or the cause */
 	int      hdr_ok;      /* the file header passed */
 	uint64_t off;         /* end or bad frame */
 	uint64_t next;        /* LSN after the last good frame */
@@ -166,23 +166,23 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 {
 	memset(o, 0, sizeof(*o));
 	if (size < 64)
-		return o->stop = size >= 8 ? WAL_EFILE_HDR : WAL_EMAGIC;
+		return o->stop = size >= 8 ? FLASH_EWAL_FILE_HDR : FLASH_EWAL_MAGIC;
 	if (memcmp(f, "FSWALSEG", 8) != 0)
-		return o->stop = WAL_EMAGIC;
+		return o->stop = FLASH_EWAL_MAGIC;
 	if (fz_le32(f + 60) != fz_crc(0, f, 60))
-		return o->stop = WAL_EFILE_HDR;
+		return o->stop = FLASH_EWAL_FILE_HDR;
 	if (fz_le32(f + 8) != 1 || fz_le32(f + 12) != 64 || fz_le64(f + 16) != name_lsn ||
 	    name_lsn == 0 || fz_le64(f + 24) < 4096 || fz_le64(f + 24) > (1ull << 30) ||
 	    fz_le64(f + 24) % 4096 != 0)
-		return o->stop = WAL_EFILE_HDR;
+		return o->stop = FLASH_EWAL_FILE_HDR;
 	o->hdr_ok = 1;
 	o->seg_bytes = fz_le64(f + 24);
 	uint64_t lsn = name_lsn, off = 64;
-	int rc = WAL_OK;
+	int rc = FLASH_OK;
 	for (;;) {
 		if (size - off < 32) {
 			if (!fz_zero(f + off, size - off))
-				rc = WAL_EPAST_END;
+				rc = FLASH_EWAL_PAST_END;
 			break;
 		}
 		const uint8_t *h = f + off;
@@ -192,35 +192,35 @@ static int fz_oracle(const uint8_t *f, size_t size, uint64_t name_lsn, uint64_t 
 		memcpy(&type, h + 4, 2);
 		if (len == 0) {
 			if (!fz_zero(h, size - off))
-				rc = WAL_EZERO_LEN;
+				rc = FLASH_EWAL_ZERO_LEN;
 			break;
 		}
 		if (len > WAL_PAYLOAD_MAX) {
-			rc = WAL_ELONG;
+			rc = FLASH_EWAL_LONG;
 			break;
 		}
 		if (len < (type == WAL_T_RECORD ? sizeof(struct wal_rec) : 1u)) {
-			rc = WAL_ESHORT;
+			rc = FLASH_EWAL_SHORT;
 			break;
 		}
 		if (fz_frame_bytes(len) > size - off) {
-			rc = WAL_EPAST_END;
+			rc = FLASH_EWAL_PAST_END;
 			break;
 		}
 		if (fz_crc(fz_crc(0, h, 24), h + 32, len) != fz_le32(h + 24)) {
-			rc = WAL_ECRC;
+			rc = FLASH_EWAL_CRC;
 			break;
 		}
 		if (fz_le64(h + 8) != lsn) {
-			rc = WAL_ELSN;
+			rc = FLASH_EWAL_LSN;
 			break;
 		}
 		if (fz_le64(h + 16) != lsn - 1) {
-			rc = WAL_EPREV;
+			rc = FLASH_EWAL_PREV;
 			break;
 		}
 		if (type == 0 || type > WAL_T_MAX) {
-			rc = WAL_ETYPE;
+			rc = FLASH_EWAL_TYPE;
 			break;
 		}
 		if (lsn >= from) {
@@ -271,8 +271,8 @@ static uint64_t fz_proof(const uint8_t *f, size_t size, uint64_t off)
 
 static int fz_frame_level(int rc)
 {
-	return rc == WAL_EZERO_LEN || rc == WAL_ESHORT || rc == WAL_EPAST_END || rc == WAL_ELONG ||
-	       rc == WAL_ECRC || rc == WAL_ELSN || rc == WAL_EPREV || rc == WAL_ETYPE;
+	return rc == FLASH_EWAL_ZERO_LEN || rc == FLASH_EWAL_SHORT || rc == FLASH_EWAL_PAST_END || rc == FLASH_EWAL_LONG ||
+	       rc == FLASH_EWAL_CRC || rc == FLASH_EWAL_LSN || rc == FLASH_EWAL_PREV || rc == FLASH_EWAL_TYPE;
 }
 
 struct fz_file {
@@ -304,7 +304,7 @@ static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncat
                           struct fz_want *w)
 {
 	uint64_t expect = 0, bad = 0;
-	int i = 0, r = WAL_OK;
+	int i = 0, r = FLASH_OK;
 
 	memset(w, 0, sizeof(*w));
 	if (nf == 2 && fs[1].name < fs[0].name) {
@@ -316,7 +316,7 @@ static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncat
 	if (from == 0)
 		from = 1;
 	if (from > 1 && from < fs[0].name) {
-		w->stop = w->rc = WAL_EGAP;
+		w->stop = w->rc = FLASH_EWAL_GAP;
 		return;
 	}
 	while (i + 1 < nf && fs[i + 1].name <= from)
@@ -326,7 +326,7 @@ static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncat
 
 		r = fz_oracle(fs[i].p, fs[i].n, fs[i].name, from, &o);
 		if (o.hdr_ok && expect != 0 && fs[i].name != expect) {
-			r = WAL_EGAP;
+			r = FLASH_EWAL_GAP;
 			memset(&o, 0, sizeof(o));
 		}
 		w->passed += o.passed;
@@ -335,20 +335,20 @@ static void fz_oracle_dir(struct fz_file *fs, int nf, uint64_t from, int truncat
 		w->offset = o.off;
 		w->seg_bytes = o.seg_bytes;
 		bad = o.next;
-		if (r != WAL_OK)
+		if (r != FLASH_OK)
 			break;
 		expect = o.next;
 	}
 	w->stop = w->rc = r;
-	if (truncate && r != WAL_OK) {
+	if (truncate && r != FLASH_OK) {
 		/* a torn tail: in the last file, no later commit vouching for the
 		 * bad LSN, and not below from (the caller vouches for that) */
 		if (fz_frame_level(r) && i < nf - 1)
-			w->rc = WAL_ENOTTAIL;
+			w->rc = FLASH_EWAL_NOTTAIL;
 		else if (fz_frame_level(r) && (fz_proof(fs[i].p, fs[i].n, w->offset) > bad || bad < from))
-			w->rc = WAL_ENOTTAIL;
-		else if (!fz_frame_level(r) && r == WAL_EGAP && i > 0)
-			w->rc = WAL_ENOTTAIL;
+			w->rc = FLASH_EWAL_NOTTAIL;
+		else if (!fz_frame_level(r) && r == FLASH_EWAL_GAP && i > 0)
+			w->rc = FLASH_EWAL_NOTTAIL;
 	}
 }
 
@@ -675,7 +675,7 @@ static void fz_seg_agree(flash_t *h)
 
 static int fz_rc_documented(int rc)
 {
-	return rc <= WAL_OK && rc >= WAL_ETYPE && rc != WAL_ETORN && rc != WAL_EFAILED;
+	return rc <= FLASH_OK && rc >= FLASH_EWAL_TYPE && rc != FLASH_EWAL_TORN && rc != FLASH_EWAL_FAILED;
 }
 
 /* Replay @p fz_dir from @p from (no truncation); frames and last LSN. */
@@ -778,13 +778,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.records = (ctl & FZ_RECORDS) != 0;
 	rc = wal_replay(fz_dir, from, fz_frame, &c, (ctl & FZ_TRUNCATE) ? WAL_REPLAY_TRUNCATE : 0, &rep);
 	fz_check(fz_rc_documented(rc), "replay returns a documented code");
-	fz_check(rc != WAL_ESTOPPED, "the callback never stops");
+	fz_check(rc != FLASH_EWAL_STOPPED, "the callback never stops");
 	fz_check(rep.frames == c.frames, "report counts the frames passed");
 	fz_check(c.frames == 0 || rep.first_lsn == c.first, "report names the first frame passed");
 	fz_check(c.frames == 0 || rep.last_lsn >= c.last, "report's last LSN covers the frames passed");
-	fz_check(rc == WAL_ENOTTAIL || rc == WAL_EIO || rep.stop == rc, "report's stop is the result");
-	fz_check(rc != WAL_ENOTTAIL || (ctl & FZ_TRUNCATE), "ENOTTAIL only when truncating");
-	fz_check(rc != WAL_ENOTTAIL || fz_frame_level(rep.stop) || rep.stop == WAL_EGAP,
+	fz_check(rc == FLASH_EWAL_NOTTAIL || rc == FLASH_EWAL_IO || rep.stop == rc, "report's stop is the result");
+	fz_check(rc != FLASH_EWAL_NOTTAIL || (ctl & FZ_TRUNCATE), "ENOTTAIL only when truncating");
+	fz_check(rc != FLASH_EWAL_NOTTAIL || fz_frame_level(rep.stop) || rep.stop == FLASH_EWAL_GAP,
 	         "ENOTTAIL names a frame-level cause or a gap");
 
 	/* the independent decoder predicts everything */
@@ -795,7 +795,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rc_ok;
 
 		fz_oracle_dir(fs, nfiles, from, (ctl & FZ_TRUNCATE) != 0, &w);
-		rc_ok = rc == w.rc || (rc == WAL_EIO && w.rc == w.stop && fz_frame_level(w.stop) &&
+		rc_ok = rc == w.rc || (rc == FLASH_EWAL_IO && w.rc == w.stop && fz_frame_level(w.stop) &&
 		                       (ctl & FZ_TRUNCATE) && w.seg_bytes > FZ_FILE_MAX);
 		if (w.stop != rep.stop || !rc_ok)
 			fprintf(stderr, "fuzz_wal: decoder %s (stop %s), format says %s (stop %s)\n",
@@ -808,7 +808,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	/* the truncated tail */
-	clean = rc == WAL_OK;
+	clean = rc == FLASH_OK;
 	if ((ctl & FZ_TRUNCATE) && fz_frame_level(rc)) {
 		uint64_t frames2, last2;
 		uint64_t name_last = nfiles == 2 && rep.file[0] && strstr(rep.file, "wal-") &&
@@ -823,7 +823,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_check(rep.truncated_bytes == (old > rep.offset ? old - rep.offset : 0), "truncated bytes counted");
 		free(t);
 		rc = fz_count(from, &frames2, &last2, NULL, NULL);
-		fz_check(rc == WAL_OK, "a cut WAL replays cleanly");
+		fz_check(rc == FLASH_OK, "a cut WAL replays cleanly");
 		fz_check(frames2 == c.frames, "a cut WAL keeps every good frame");
 		fz_check(last2 == rep.last_lsn, "a cut WAL keeps its last LSN");
 		clean = 1;
@@ -840,22 +840,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		/* a replay from a later LSN skips earlier files: they must be clean too */
 		rc = fz_count(0, &fb, &lb, NULL, NULL);
-		fz_check(rc == WAL_OK || from > 1, "clean before append");
-		rc = rc == WAL_OK ? wal_open(fz_dir, &wo, &w) : WAL_EIO;
-		fz_check(rc == WAL_OK || rc == WAL_EIO, "a clean WAL opens (EIO: refused preallocation)");
-		if (rc == WAL_OK) {
+		fz_check(rc == FLASH_OK || from > 1, "clean before append");
+		rc = rc == FLASH_OK ? wal_open(fz_dir, &wo, &w) : FLASH_EWAL_IO;
+		fz_check(rc == FLASH_OK || rc == FLASH_EWAL_IO, "a clean WAL opens (EIO: refused preallocation)");
+		if (rc == FLASH_OK) {
 			memset(&r, 0, sizeof(r));
 			r.type = FLASH_REC_RESTOCK;
 			r.activity_id = 7;
 			r.sku_id = 9;
 			r.value = 3;
 			rc = wal_append_record(w, &r, 11, &lsn);
-			fz_check(rc == WAL_OK, "append");
+			fz_check(rc == FLASH_OK, "append");
 			rc = wal_commit(w);
-			fz_check(rc == WAL_OK || rc == WAL_EFAILED, "commit");
+			fz_check(rc == FLASH_OK || rc == FLASH_EWAL_FAILED, "commit");
 			fz_check(wal_close(w) == rc, "close returns the commit's result");
-			if (rc == WAL_OK) {
-				fz_check(fz_count(0, &fa, &la, &back, &have) == WAL_OK, "clean after append");
+			if (rc == FLASH_OK) {
+				fz_check(fz_count(0, &fa, &la, &back, &have) == FLASH_OK, "clean after append");
 				fz_check(fa == fb + 1 && la == lsn, "the appended frame is the last");
 				fz_check(have && memcmp(&back.wr_rec, &r, sizeof(r)) == 0 && back.wr_seq == 11,
 				         "the appended record reads back");
@@ -922,7 +922,7 @@ static int fz_make_corpus(const char *out)
 
 	fz_setup();
 	fz_clear_dir();
-	if (wal_open(fz_dir, &wo, &w) != WAL_OK)
+	if (wal_open(fz_dir, &wo, &w) != FLASH_OK)
 		return 1;
 	/* one of each record type, as the engine emits them */
 	memset(&r, 0, sizeof(r));
@@ -968,7 +968,7 @@ static int fz_make_corpus(const char *out)
 	r.sku_id = 1;
 	r.value = -2;
 	wal_append_record(w, &r, 7, &lsn);
-	if (wal_commit(w) != WAL_OK)
+	if (wal_commit(w) != FLASH_OK)
 		return 1;
 	/* a second commit group that crosses into a second file */
 	for (int i = 0; i < 40; i++) {
@@ -979,7 +979,7 @@ static int fz_make_corpus(const char *out)
 		r.value = 1;
 		wal_append_record(w, &r, 8 + (uint64_t)i, &lsn);
 	}
-	if (wal_commit(w) != WAL_OK || wal_close(w) != WAL_OK)
+	if (wal_commit(w) != FLASH_OK || wal_close(w) != FLASH_OK)
 		return 1;
 
 	/* file 1: raw, and the same through each path */

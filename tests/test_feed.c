@@ -63,7 +63,7 @@ static wal_t *wal_new(const char *dir, uint64_t seg_bytes)
 		o.segment_bytes = seg_bytes;
 	o.incarnation = 0x1234abcdull;
 	wal_t *w;
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	return w;
 }
 
@@ -73,10 +73,10 @@ static void put(wal_t *w, uint64_t first, uint64_t last)
 	for (uint64_t i = first; i <= last; i++) {
 		struct flash_record r = rec_of(i);
 		uint64_t lsn;
-		assert_int_equal(wal_append_record(w, &r, i, &lsn), WAL_OK);
+		assert_int_equal(wal_append_record(w, &r, i, &lsn), FLASH_OK);
 		assert_int_equal(lsn, i);
 	}
-	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
 }
 
 static flash_feed_t *open_feed(const char *dir, const char *name, int from_start)
@@ -170,7 +170,7 @@ static void test_feed_never_returns_a_frame_before_its_fdatasync(void **state)
 	for (uint64_t i = 1; i <= 3; i++)
 		expect_rec(f, i);
 	struct flash_record r4 = rec_of(4);
-	assert_int_equal(wal_append_record(w, &r4, 4, NULL), WAL_OK);
+	assert_int_equal(wal_append_record(w, &r4, 4, NULL), FLASH_OK);
 	hold_sync = 1;
 	in_sync = 0;
 	pio_override("fdatasync", (pio_fn)held_fdatasync, NULL);
@@ -275,7 +275,7 @@ static void test_feed_position_of_another_incarnation_refused(void **state)
 	struct wal_opts o;
 	wal_opts_default(&o);
 	o.incarnation = 0x999ull;
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	flash_feed_t *f;
 	assert_int_equal(flash_feed_open(dir, "inc", NULL, &f), FLASH_EFEED_IDENT);
 	wal_close(w);
@@ -485,7 +485,7 @@ static void test_feed_crosses_file_rollover_and_removal_behind_it(void **state)
 	put(w, 101, 400);
 	/* files wholly below the reader's position go: nothing changes for it */
 	uint32_t removed = 0;
-	assert_int_equal(wal_remove_before(dir, 61, &removed), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, 61, &removed), FLASH_OK);
 	for (uint64_t i = 61; i <= 400; i++)
 		expect_rec(f, i);
 	struct flash_feed_rec r;
@@ -511,7 +511,7 @@ static void test_feed_removed_past_position_is_lost_never_skipped(void **state)
 	expect_rec(f, 1);
 	assert_int_equal(flash_feed_commit(f, 1), FLASH_OK);
 	flash_feed_close(f);
-	assert_int_equal(wal_remove_before(dir, 200, NULL), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, 200, NULL), FLASH_OK);
 	struct flash_feed_info fi;
 	size_t n;
 	assert_int_equal(flash_feed_list(dir, &fi, 1, &n), FLASH_OK);
@@ -556,7 +556,7 @@ static void test_feed_retention_keeps_needed_files_within_bound_only(void **stat
 	assert_int_equal(feed_retain_cover(dir, 290, &o, NULL, NULL), 290);
 	feed_retain_stats_get(&after);
 	assert_int_equal(after.lost_total, before.lost_total + 1);
-	assert_int_equal(wal_remove_before(dir, 291, NULL), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, 291, NULL), FLASH_OK);
 	size_t n;
 	struct flash_feed_info fi;
 	assert_int_equal(flash_feed_list(dir, &fi, 1, &n), FLASH_OK);
@@ -749,7 +749,7 @@ static void test_feed_retention_removes_nothing_without_the_registry_lock(void *
 	registry_lock_errno = ENOLCK;
 	int rc = feed_retain_remove(dir, 290, 0, &o, keep_log, &ll, &cover, &removed);
 	registry_lock_errno = 0;
-	assert_int_equal(rc, WAL_OK);
+	assert_int_equal(rc, FLASH_OK);
 	assert_int_equal(removed, 0);
 	assert_int_equal(cover, 0);
 	assert_int_equal(ll.warn, 1);
@@ -760,7 +760,7 @@ static void test_feed_retention_removes_nothing_without_the_registry_lock(void *
 	free(l);
 	assert_int_equal(n, 4);
 	/* with the lock, the next round removes what was due */
-	assert_int_equal(feed_retain_remove(dir, 290, 0, &o, keep_log, &ll, &cover, &removed), WAL_OK);
+	assert_int_equal(feed_retain_remove(dir, 290, 0, &o, keep_log, &ll, &cover, &removed), FLASH_OK);
 	assert_int_equal(cover, 290);
 	assert_int_equal(removed, 3);
 	wal_close(w);

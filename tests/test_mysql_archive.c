@@ -422,15 +422,15 @@ static void test_feed_hands_out_gen_and_archive_records_from_the_wal_and_names_t
 	wal_opts_default(&wo);
 	wo.incarnation = 0x5eedull;
 	wal_t *w;
-	assert_int_equal(wal_open(dir, &wo, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &wo, &w), FLASH_OK);
 	struct flash_lsn_record v[16];
 	size_t n = build(v);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t lsn;
-		assert_int_equal(wal_append_record(w, &v[i].rec, i + 1, &lsn), WAL_OK);
+		assert_int_equal(wal_append_record(w, &v[i].rec, i + 1, &lsn), FLASH_OK);
 		assert_int_equal(lsn, v[i].lsn);
 	}
-	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
 	struct flash_feed_opts fo;
 	flash_feed_opts_default(&fo);
 	fo.from_start = 1;
@@ -447,7 +447,7 @@ static void test_feed_hands_out_gen_and_archive_records_from_the_wal_and_names_t
 	struct flash_feed_rec r;
 	assert_int_equal(flash_feed_next(f, &r, 0), FLASH_ETIMEOUT);
 	flash_feed_close(f);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	assert_string_equal(wal_rec_type_name(FLASH_REC_GEN, "?"), "gen");
 	assert_string_equal(wal_rec_type_name(FLASH_REC_ARCHIVE, "?"), "archive");
 	char cmd[256];

@@ -450,7 +450,7 @@ static void acked_read(struct acked *a)
 static uint64_t wal_last(void)
 {
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(g_ph.wal, 0, NULL, NULL, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(g_ph.wal, 0, NULL, NULL, 0, &rep), FLASH_OK);
 	return rep.last_lsn;
 }
 

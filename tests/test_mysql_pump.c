@@ -99,11 +99,11 @@ static int round_trip(wal_t *w, flash_mysql_pump_t *p, size_t from, size_t to)
 		uint64_t lsn = 0;   /* a local: the analyzer loses writes through &v[i - from] */
 
 		v[i - from].rec = rec_at(i);
-		assert_int_equal(wal_append_record(w, &v[i - from].rec, i + 1, &lsn), WAL_OK);
+		assert_int_equal(wal_append_record(w, &v[i - from].rec, i + 1, &lsn), FLASH_OK);
 		assert_int_equal(lsn, i + 1);
 		v[i - from].lsn = lsn;
 	}
-	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
 	return flash_mysql_pump_push(p, v, to - from);
 }
 
@@ -156,7 +156,7 @@ static void test_pump_applies_what_is_pushed_and_rides_out_an_outage(void **stat
 	(void)state;
 	fresh_names();
 	wal_t *w;
-	assert_int_equal(wal_open(g_wal, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
 	struct flash_mysql_pump_opts o;
 	opts_for(&o, g_wal, 4096);
 	flash_mysql_pump_t *p;
@@ -186,7 +186,7 @@ static void test_pump_applies_what_is_pushed_and_rides_out_an_outage(void **stat
 	assert_int_equal(st.mysql.conflicts, 0);
 	assert_true(st.mysql.retryable_errors >= 1);
 	flash_mysql_pump_stop(p, 5000);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	check_exactly(n);
 	drop_all();
 }
@@ -196,7 +196,7 @@ static void test_full_queue_drops_and_the_pump_reads_them_back_from_the_wal(void
 	(void)state;
 	fresh_names();
 	wal_t *w;
-	assert_int_equal(wal_open(g_wal, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
 	struct flash_mysql_pump_opts o;
 	opts_for(&o, g_wal, 300);
 	flash_mysql_pump_t *p;
@@ -224,7 +224,7 @@ static void test_full_queue_drops_and_the_pump_reads_them_back_from_the_wal(void
 	assert_true(st.catch_ups >= 1);
 	assert_int_equal(st.mysql.conflicts, 0);
 	flash_mysql_pump_stop(p, 5000);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	check_exactly(n);
 	drop_all();
 }
@@ -234,7 +234,7 @@ static void test_without_a_wal_a_hole_stops_the_pump_and_a_restart_reads_back_on
 	(void)state;
 	fresh_names();
 	wal_t *w;
-	assert_int_equal(wal_open(g_wal, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
 	struct flash_mysql_pump_opts o;
 	opts_for(&o, NULL, 200);
 	flash_mysql_pump_t *p;
@@ -252,7 +252,7 @@ static void test_without_a_wal_a_hole_stops_the_pump_and_a_restart_reads_back_on
 	assert_int_equal(st.applied_lsn, 200);
 	assert_int_equal(st.last_rc, FLASH_EMYSQL_GAP);
 	flash_mysql_pump_stop(p, 0);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	assert_int_equal(q_u64("SELECT lsn FROM applied_lsn WHERE stream = 'wal'"), 200);
 
 	/* A restart with the WAL reads back only what it knows is durable:
@@ -316,10 +316,10 @@ static void wal_only(wal_t *w, size_t from, size_t to)
 	for (size_t i = from; i < to; i++) {
 		struct flash_record r = rec_at(i);
 		uint64_t lsn;
-		assert_int_equal(wal_append_record(w, &r, i + 1, &lsn), WAL_OK);
+		assert_int_equal(wal_append_record(w, &r, i + 1, &lsn), FLASH_OK);
 		assert_int_equal(lsn, i + 1);
 	}
-	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
 }
 
 /*
@@ -337,7 +337,7 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	enum { FIRST = 200, N = 2200, QUEUE = 100 };   /* batches of 200: ten to read back */
 	fresh_names();
 	wal_t *w;
-	assert_int_equal(wal_open(g_wal, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
 	struct flash_mysql_pump_opts o;
 	opts_for(&o, g_wal, QUEUE);
 	flash_mysql_pump_t *p;
@@ -354,7 +354,7 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	assert_int_equal(flash_mysql_pump_wait(p, FIRST, 60000), FLASH_OK);
 	flash_mysql_pump_stop(p, 5000);
 	wal_only(w, FIRST, N);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 
 	/* a pump that knows of nothing past FIRST: its start-up read-back is
 	 * done at once, and it idles */

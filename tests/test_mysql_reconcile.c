@@ -88,11 +88,11 @@ static int setup(void **state)
 	assert_int_equal(t_recs_drain(c->h, &recs), FLASH_OK);
 	snprintf(c->waldir, sizeof c->waldir, "/tmp/fs-recon-wal-%d-%d", (int)getpid(), ++g_seq);
 	wal_t *w;
-	assert_int_equal(wal_open(c->waldir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(c->waldir, NULL, &w), FLASH_OK);
 	for (size_t i = 0; i < recs.n; i++)
-		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), WAL_OK);
-	assert_int_equal(wal_commit(w), WAL_OK);
-	assert_int_equal(wal_close(w), WAL_OK);
+		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), FLASH_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	c->records = recs.n;
 	t_recs_free(&recs);
 	/* 1 activity + 2 skus + 40 orders + 5 cancels + 1 restock */
@@ -107,14 +107,14 @@ static int setup(void **state)
 	struct flash_apply_result tot = { 0 };
 	int wrc = -1;
 	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 7, 10000, &tot, &wrc), FLASH_OK);
-	assert_int_equal(wrc, WAL_OK);
+	assert_int_equal(wrc, FLASH_OK);
 	assert_int_equal(tot.applied, 49);
 	assert_int_equal(tot.refused, 0);
 	assert_int_equal(tot.applied_lsn, 49);
 
 	assert_int_equal(flash_fold_new(&c->fold), FLASH_OK);
 	assert_int_equal(flash_fold_wal(c->fold, c->waldir, &wrc), FLASH_OK);
-	assert_int_equal(wrc, WAL_OK);
+	assert_int_equal(wrc, FLASH_OK);
 	*state = c;
 	return 0;
 }
@@ -379,11 +379,11 @@ static void test_engine_records_with_cancels_and_scopes_apply_without_conflict(v
 	assert_int_equal(t_recs_drain(c->h, &recs), FLASH_OK);
 	snprintf(c->waldir, sizeof c->waldir, "/tmp/fs-recon-wal-%d-%d", (int)getpid(), ++g_seq);
 	wal_t *w;
-	assert_int_equal(wal_open(c->waldir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(c->waldir, NULL, &w), FLASH_OK);
 	for (size_t i = 0; i < recs.n; i++)
-		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), WAL_OK);
-	assert_int_equal(wal_commit(w), WAL_OK);
-	assert_int_equal(wal_close(w), WAL_OK);
+		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), FLASH_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	snprintf(c->db, sizeof c->db, "fr_%d_%d", (int)getpid(), g_seq);
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db, mariadb_dir());

@@ -106,11 +106,11 @@ static struct ctx *build(uint64_t upto)
 	assert_int_equal(t_recs_drain(c->h, &recs), FLASH_OK);
 	snprintf(c->waldir, sizeof c->waldir, "/tmp/fs-repair-wal-%d-%d", (int)getpid(), ++g_seq);
 	wal_t *w;
-	assert_int_equal(wal_open(c->waldir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(c->waldir, NULL, &w), FLASH_OK);
 	for (size_t i = 0; i < recs.n; i++)
-		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), WAL_OK);
-	assert_int_equal(wal_commit(w), WAL_OK);
-	assert_int_equal(wal_close(w), WAL_OK);
+		assert_int_equal(wal_append_record(w, &recs.v[i].r, recs.v[i].seq, NULL), FLASH_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	c->records = recs.n;
 	t_recs_free(&recs);
 	assert_int_equal(c->records, 49);

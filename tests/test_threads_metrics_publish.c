@@ -83,7 +83,7 @@ static void test_scrapes_serve_one_whole_round_while_the_daemon_publishes(void *
 	assert_non_null(mkdtemp(dir));
 	snprintf(seg, sizeof seg, "/fs-metrics-pub-none-%d", (int)getpid());   /* no segment: segment_up 0 */
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	metrics_t *m;
 	char err[256];
 	assert_int_equal(metrics_start("127.0.0.1:0", seg, w, NULL, &m, NULL, err, sizeof err), 0);
@@ -114,7 +114,7 @@ static void test_scrapes_serve_one_whole_round_while_the_daemon_publishes(void *
 		assert_int_equal(sc[i].last, r);   /* scraped after the last publish */
 	}
 	metrics_stop(m);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);

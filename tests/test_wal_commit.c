@@ -47,7 +47,7 @@ static wal_t *open_new(char **dir, uint64_t seg)
 	wal_opts_default(&o);
 	o.segment_bytes = seg;
 	wal_t *w;
-	assert_int_equal(wal_open(*dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(*dir, &o, &w), FLASH_OK);
 	return w;
 }
 
@@ -58,7 +58,7 @@ static uint64_t replay_count(const char *dir, int check)
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
 	int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
-	assert_int_equal(rc, WAL_OK);
+	assert_int_equal(rc, FLASH_OK);
 	if (check)
 		assert_int_equal(s.bad_payload, 0);
 	if (s.n > 0)
@@ -132,9 +132,9 @@ static void *producer(void *arg)
 		uint64_t lsn;
 		/* Payload is only known after the LSN; submit in two steps. */
 		memset(p, 0xA5, sizeof p);
-		if (wal_append(pr->w, WAL_T_RECORD, p, PLEN, &lsn) != WAL_OK)
+		if (wal_append(pr->w, WAL_T_RECORD, p, PLEN, &lsn) != FLASH_OK)
 			continue;
-		if (wal_sync(pr->w, lsn) != WAL_OK)
+		if (wal_sync(pr->w, lsn) != FLASH_OK)
 			continue;
 		if (lsn > __atomic_load_n(&g_synced, __ATOMIC_SEQ_CST))
 			pr->early++;
@@ -207,10 +207,10 @@ static void test_durable_lsn_never_precedes_fdatasync(void **st)
 	print_message("    %" PRIu64 " frames in %" PRIu64 " group commits (largest %" PRIu64
 	              "), %" PRIu64 " watcher reads\n",
 	              s.frames, s.commits, s.max_group, g_watch_reads);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	uint64_t n = 0;
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, count_frames, &n, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, count_frames, &n, 0, &rep), FLASH_OK);
 	assert_int_equal(n, NTHREADS * PER_THREAD);
 	wt_rmdir(dir);
 }
@@ -257,7 +257,7 @@ static void test_followers_ride_on_one_group_commit(void **st)
 		assert_int_equal(pthread_create(&th[i], NULL, one_submit, &rc[i]), 0);
 	for (int i = 0; i < N; i++) {
 		pthread_join(th[i], NULL);
-		assert_int_equal(rc[i], WAL_OK);
+		assert_int_equal(rc[i], FLASH_OK);
 	}
 	pio_reset();
 	struct wal_stats s;
@@ -268,10 +268,10 @@ static void test_followers_ride_on_one_group_commit(void **st)
 	assert_int_equal(s.max_group, N - 1);
 	assert_int_equal(g_sync_calls, 2);
 	assert_int_equal(s.durable_lsn, N);
-	assert_int_equal(wal_close(g_w), WAL_OK);
+	assert_int_equal(wal_close(g_w), FLASH_OK);
 	uint64_t n = 0;
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, count_frames, &n, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, count_frames, &n, 0, &rep), FLASH_OK);
 	assert_int_equal(n, N);
 	wt_rmdir(dir);
 }
@@ -306,7 +306,7 @@ static void sticky_case(const char *call, int err, enum wal_op want_op)
 	memset(p, 3, sizeof p);
 	uint64_t lsn;
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &lsn), WAL_OK);
+		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &lsn), FLASH_OK);
 	assert_int_equal(wal_durable_lsn(w), 5);
 
 	g_fail_errno = err;
@@ -314,32 +314,32 @@ static void sticky_case(const char *call, int err, enum wal_op want_op)
 	g_sync_calls = 0;
 	pio_override(call, strcmp(call, "pwrite") == 0 ? (pio_fn)failing_pwrite
 	                                                : (pio_fn)failing_fdatasync, NULL);
-	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &lsn), WAL_EFAILED);
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &lsn), FLASH_EWAL_FAILED);
 	assert_int_equal(lsn, 6);
 	assert_int_equal(g_sync_calls, strcmp(call, "pwrite") == 0 ? 0 : 1);
 	pio_reset();    /* the disk is fine again: the WAL stays failed */
 
 	enum wal_op op;
 	int e;
-	assert_int_equal(wal_failure(w, &op, &e), WAL_EFAILED);
+	assert_int_equal(wal_failure(w, &op, &e), FLASH_EWAL_FAILED);
 	assert_int_equal(op, want_op);
 	assert_int_equal(e, err);
 	assert_int_equal(wal_durable_lsn(w), 5);
-	assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), WAL_EFAILED);
-	assert_int_equal(wal_sync(w, 6), WAL_EFAILED);
-	assert_int_equal(wal_commit(w), WAL_EFAILED);
+	assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_EWAL_FAILED);
+	assert_int_equal(wal_sync(w, 6), FLASH_EWAL_FAILED);
+	assert_int_equal(wal_commit(w), FLASH_EWAL_FAILED);
 	g_sync_calls = 0;
 	pio_override("fdatasync", (pio_fn)failing_fdatasync, NULL);
 	g_fail_after = 1000;
-	assert_int_equal(wal_commit(w), WAL_EFAILED);
+	assert_int_equal(wal_commit(w), FLASH_EWAL_FAILED);
 	assert_int_equal(g_sync_calls, 0);     /* fdatasync is never retried */
 	pio_reset();
 	assert_int_equal(wal_durable_lsn(w), 5);
 	struct wal_stats s;
 	wal_stats_get(w, &s);
-	assert_int_equal(s.failed, WAL_EFAILED);
+	assert_int_equal(s.failed, FLASH_EWAL_FAILED);
 	assert_int_equal(s.fail_errno, err);
-	assert_int_equal(wal_close(w), WAL_EFAILED);
+	assert_int_equal(wal_close(w), FLASH_EWAL_FAILED);
 	wt_rmdir(dir);
 }
 
@@ -349,7 +349,7 @@ static void test_eio_on_fdatasync_is_sticky(void **st)     { (void)st; sticky_ca
 static void test_enospc_on_fdatasync_is_sticky(void **st)  { (void)st; sticky_case("fdatasync", ENOSPC, WAL_OP_SYNC); }
 
 /* Followers waiting behind a leader whose fdatasync fails all get
- * WAL_EFAILED; none is told its frame is durable. */
+ * FLASH_EWAL_FAILED; none is told its frame is durable. */
 static int slow_failing_fdatasync(int fd)
 {
 	while (wal_next_lsn(g_w) < g_want_next)
@@ -372,11 +372,11 @@ static void test_waiting_followers_all_fail_with_the_leader(void **st)
 		assert_int_equal(pthread_create(&th[i], NULL, one_submit, &rc[i]), 0);
 	for (int i = 0; i < N; i++) {
 		pthread_join(th[i], NULL);
-		assert_int_equal(rc[i], WAL_EFAILED);
+		assert_int_equal(rc[i], FLASH_EWAL_FAILED);
 	}
 	pio_reset();
 	assert_int_equal(wal_durable_lsn(g_w), 0);
-	assert_int_equal(wal_close(g_w), WAL_EFAILED);
+	assert_int_equal(wal_close(g_w), FLASH_EWAL_FAILED);
 	wt_rmdir(dir);
 }
 
@@ -401,15 +401,15 @@ static void test_one_short_write_is_completed(void **st)
 	unsigned char p[PLEN];
 	for (uint64_t l = 1; l <= 10; l++) {
 		wt_payload(l, p, PLEN);
-		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), WAL_OK);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_OK);
 	}
 	g_shorts = 1;
 	pio_override("pwrite", (pio_fn)short_pwrite, NULL);
-	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
 	pio_reset();
 	assert_int_equal(g_shorts, 0);
 	assert_int_equal(wal_durable_lsn(w), 10);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	assert_int_equal(replay_count(dir, 1), 10);
 	wt_rmdir(dir);
 }
@@ -421,18 +421,18 @@ static void test_second_short_write_fails_with_eio(void **st)
 	wal_t *w = open_new(&dir, 1 << 20);
 	unsigned char p[PLEN];
 	wt_payload(1, p, PLEN);
-	assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), WAL_OK);
+	assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_OK);
 	g_shorts = 2;
 	pio_override("pwrite", (pio_fn)short_pwrite, NULL);
-	assert_int_equal(wal_commit(w), WAL_EFAILED);
+	assert_int_equal(wal_commit(w), FLASH_EWAL_FAILED);
 	pio_reset();
 	enum wal_op op;
 	int e;
-	assert_int_equal(wal_failure(w, &op, &e), WAL_EFAILED);
+	assert_int_equal(wal_failure(w, &op, &e), FLASH_EWAL_FAILED);
 	assert_int_equal(op, WAL_OP_WRITE);
 	assert_int_equal(e, EIO);
 	assert_int_equal(wal_durable_lsn(w), 0);
-	assert_int_equal(wal_close(w), WAL_EFAILED);
+	assert_int_equal(wal_close(w), FLASH_EWAL_FAILED);
 	wt_rmdir(dir);
 }
 
@@ -458,22 +458,22 @@ static void test_failed_rollover_is_sticky(void **st)
 	memset(p, 9, sizeof p);
 	const uint64_t per = (8192 - WAL_FILE_HDR_BYTES) / wal_frame_bytes(PLEN);
 	for (uint64_t i = 0; i < per; i++)
-		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), WAL_OK);
+		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_OK);
 	pio_override("open", (pio_fn)failing_open, NULL);
-	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), WAL_EFAILED);
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_EWAL_FAILED);
 	pio_reset();
 	enum wal_op op;
 	int e;
-	assert_int_equal(wal_failure(w, &op, &e), WAL_EFAILED);
+	assert_int_equal(wal_failure(w, &op, &e), FLASH_EWAL_FAILED);
 	assert_int_equal(op, WAL_OP_CREATE);
 	assert_int_equal(e, ENOSPC);
 	assert_int_equal(wal_durable_lsn(w), per);
-	assert_int_equal(wal_close(w), WAL_EFAILED);
+	assert_int_equal(wal_close(w), FLASH_EWAL_FAILED);
 	/* What was durable is all there, and the WAL reopens cleanly. */
 	assert_int_equal(replay_count(dir, 0), per);
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	assert_int_equal(wal_next_lsn(w), per + 1);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	wt_rmdir(dir);
 }
 
@@ -509,10 +509,10 @@ static void *tail_writer(void *arg)
 	unsigned char p[256];
 	for (uint64_t l = 1; l <= t->n; l++) {
 		wt_payload(l, p, wt_len(l));
-		if (wal_append(t->w, WAL_T_RECORD, p, wt_len(l), NULL) != WAL_OK)
+		if (wal_append(t->w, WAL_T_RECORD, p, wt_len(l), NULL) != FLASH_OK)
 			return NULL;
 		if (l % 37 == 0 || l == t->n)
-			if (wal_commit(t->w) != WAL_OK)
+			if (wal_commit(t->w) != FLASH_OK)
 				break;
 	}
 	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
@@ -535,7 +535,7 @@ static void test_reader_follows_writer_up_to_durable_lsn(void **st)
 		int done = __atomic_load_n(&t.done, __ATOMIC_ACQUIRE);
 		uint64_t before = t.next;
 		int rc = wal_read_durable(t.w, t.next, tail_cb, &t, &rep);
-		assert_int_equal(rc, WAL_OK);
+		assert_int_equal(rc, FLASH_OK);
 		assert_true(rep.last_lsn + 1 >= t.next);
 		t.reads++;
 		if (done && t.next == before)
@@ -548,7 +548,7 @@ static void test_reader_follows_writer_up_to_durable_lsn(void **st)
 	struct wal_stats s;
 	wal_stats_get(t.w, &s);
 	assert_true(s.files_created > 10);
-	assert_int_equal(wal_close(t.w), WAL_OK);
+	assert_int_equal(wal_close(t.w), FLASH_OK);
 	assert_int_equal(replay_count(dir, 1), t.n);
 	wt_rmdir(dir);
 }

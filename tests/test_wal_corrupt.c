@@ -24,15 +24,15 @@ static void build_commits(const char *dir, uint64_t n, uint64_t per, uint64_t se
 	wal_opts_default(&o);
 	o.segment_bytes = seg;
 	wal_t *w;
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	unsigned char p[PLEN];
 	for (uint64_t l = 1; l <= n; l++) {
 		wt_payload(l, p, PLEN);
-		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), WAL_OK);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_OK);
 		if (l % per == 0 || l == n)
-			assert_int_equal(wal_commit(w), WAL_OK);
+			assert_int_equal(wal_commit(w), FLASH_OK);
 	}
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 }
 
 static size_t frame_off(uint64_t lsn)
@@ -70,8 +70,8 @@ static void test_flipped_byte_before_a_later_commit_is_corruption_and_not_cut(vo
 	unsigned char *before = file_copy(dir, 1, &n0);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_ENOTTAIL);
-	assert_int_equal(rep.stop, WAL_ECRC);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_NOTTAIL);
+	assert_int_equal(rep.stop, FLASH_EWAL_CRC);
 	assert_int_equal(s.n, 16);
 	assert_int_equal(rep.bad_lsn, 17);
 	assert_int_equal(rep.after_frames, 33);
@@ -84,7 +84,7 @@ static void test_flipped_byte_before_a_later_commit_is_corruption_and_not_cut(vo
 	assert_int_equal(n0, n1);
 	assert_memory_equal(before, after, n0);   /* nothing cut */
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_ETORN);   /* and no writer goes on */
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_EWAL_TORN);   /* and no writer goes on */
 	free(before);
 	free(after);
 	wt_rmdir(dir);
@@ -98,12 +98,12 @@ static void test_bad_frame_in_the_last_commit_is_a_torn_tail_and_cut_in_place(vo
 	flip_frame(dir, 45);                  /* inside the last commit (41..50) */
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_ECRC);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_EWAL_CRC);
 	assert_int_equal(rep.torn, 1);
 	assert_int_equal(rep.proof_lsn, 0);
 	assert_int_equal(rep.after_frames, 5);    /* 46..50: never vouched for as durable */
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_ECRC);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_CRC);
 	assert_int_equal(rep.truncated_bytes, SEG - frame_off(45));
 	size_t len;
 	unsigned char *b = file_copy(dir, 1, &len);
@@ -112,7 +112,7 @@ static void test_bad_frame_in_the_last_commit_is_a_torn_tail_and_cut_in_place(vo
 		assert_int_equal(b[i], 0);
 	free(b);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, 44);
 	wt_rmdir(dir);
 }
@@ -126,7 +126,7 @@ static void test_bad_frame_below_from_lsn_is_never_cut(void **st)
 	build_commits(dir, 50, 10, SEG);
 	flip_frame(dir, 45);
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 48, NULL, NULL, WAL_REPLAY_TRUNCATE, &rep), WAL_ENOTTAIL);
+	assert_int_equal(wal_replay(dir, 48, NULL, NULL, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_NOTTAIL);
 	assert_int_equal(rep.torn, 0);
 	assert_int_equal(rep.truncated_bytes, 0);
 	wt_rmdir(dir);
@@ -150,9 +150,9 @@ static void test_torn_tail_is_cut_on_a_full_disk(void **st)
 	assert_int_equal(pio_override("fallocate", (pio_fn)enospc, NULL), 0);
 	int rc = wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_TRUNCATE, &rep);
 	pio_reset();
-	assert_int_equal(rc, WAL_ECRC);           /* cut: the cause is reported, no WAL_EIO */
+	assert_int_equal(rc, FLASH_EWAL_CRC);           /* cut: the cause is reported, no FLASH_EWAL_IO */
 	assert_int_equal(rep.truncated_bytes, SEG - frame_off(28));
-	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.last_lsn, 27);
 	wt_rmdir(dir);
 }
@@ -192,28 +192,28 @@ static void test_cut_after_drops_exactly_what_follows_the_last_good_lsn(void **s
 	struct dropped d = { 0 };
 	struct wal_replay_report rep;
 	/* only the last good LSN is accepted: nothing changes otherwise */
-	assert_int_equal(wal_cut_after(dir, 15, drop_cb, &d, 0, &rep), WAL_EINVAL);
-	assert_int_equal(wal_cut_after(dir, 17, drop_cb, &d, 0, &rep), WAL_EINVAL);
+	assert_int_equal(wal_cut_after(dir, 15, drop_cb, &d, 0, &rep), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_cut_after(dir, 17, drop_cb, &d, 0, &rep), FLASH_EWAL_INVAL);
 	assert_int_equal(d.n, 0);
 	unsigned char *after = file_copy(dir, 1, &n1);
 	assert_memory_equal(before, after, n0);
 	free(after);
-	assert_int_equal(wal_cut_after(dir, 16, drop_cb, &d, 0, &rep), WAL_OK);
+	assert_int_equal(wal_cut_after(dir, 16, drop_cb, &d, 0, &rep), FLASH_OK);
 	assert_int_equal(d.n, 33);
 	assert_int_equal(d.first, 18);
 	assert_int_equal(d.last, 50);
 	assert_true(d.ordered);
 	assert_true(d.payload_ok);
 	struct wt_seen s = { 0 };
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, 16);
 	assert_int_equal(s.bad_payload, 0);
 	/* again: a clean WAL ending at that LSN is left alone */
-	assert_int_equal(wal_cut_after(dir, 16, NULL, NULL, 0, &rep), WAL_OK);
+	assert_int_equal(wal_cut_after(dir, 16, NULL, NULL, 0, &rep), FLASH_OK);
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	assert_int_equal(wal_next_lsn(w), 17);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	free(before);
 	wt_rmdir(dir);
 }
@@ -230,21 +230,21 @@ static void test_missing_middle_file_is_named_and_cut_only_on_request(void **st)
 	assert_int_equal(unlink(mid), 0);
 	free(mid);
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), WAL_EGAP);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), FLASH_EWAL_GAP);
 	assert_int_equal(rep.gap_first, per + 1);
 	assert_int_equal(rep.gap_last, 2 * per);
 	assert_int_equal(rep.bad_lsn, per + 1);
 	assert_int_equal(rep.after_frames, 150 - 2 * per);
 	assert_int_equal(rep.torn, 0);
-	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_TRUNCATE, &rep), WAL_ENOTTAIL);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_NOTTAIL);
 	struct dropped d = { 0 };
-	assert_int_equal(wal_cut_after(dir, per, drop_cb, &d, 0, &rep), WAL_OK);
+	assert_int_equal(wal_cut_after(dir, per, drop_cb, &d, 0, &rep), FLASH_OK);
 	assert_int_equal(d.n, 150 - 2 * per);
 	assert_int_equal(d.first, 2 * per + 1);
 	assert_int_equal(d.last, 150);
 	assert_true(d.payload_ok);
 	assert_true(rep.files_removed >= 1);
-	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.last_lsn, per);
 	wt_rmdir(dir);
 }

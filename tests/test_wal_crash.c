@@ -127,7 +127,7 @@ static void child(const char *dir, unsigned crash_at, unsigned seed, uint64_t *a
 	wal_opts_default(&o);
 	o.segment_bytes = CRASH_SEG;
 	wal_t *w;
-	if (wal_open(dir, &o, &w) != WAL_OK)
+	if (wal_open(dir, &o, &w) != FLASH_OK)
 		_exit(93);
 	unsigned char p[256];
 	uint64_t l = 1;
@@ -136,10 +136,10 @@ static void child(const char *dir, unsigned crash_at, unsigned seed, uint64_t *a
 		uint64_t last = 0;
 		for (unsigned i = 0; i < k && l <= CRASH_FRAMES; i++, l++) {
 			wt_payload(l, p, wt_len(l));
-			if (wal_append(w, WAL_T_RECORD, p, wt_len(l), &last) != WAL_OK)
+			if (wal_append(w, WAL_T_RECORD, p, wt_len(l), &last) != FLASH_OK)
 				_exit(94);
 		}
-		if (wal_sync(w, last) != WAL_OK)
+		if (wal_sync(w, last) != FLASH_OK)
 			_exit(95);
 		__atomic_store_n(acked, last, __ATOMIC_SEQ_CST);
 	}
@@ -171,14 +171,14 @@ static void test_power_loss_at_every_fdatasync_keeps_every_acknowledged_frame(vo
 		struct wt_seen s = { 0 };
 		struct wal_replay_report rep;
 		int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
-		assert_true(rc == WAL_OK || (rc <= WAL_EZERO_LEN && rc >= WAL_EPREV));
+		assert_true(rc == FLASH_OK || (rc <= FLASH_EWAL_ZERO_LEN && rc >= FLASH_EWAL_PREV));
 		assert_int_equal(s.bad_payload, 0);
 		if (s.n > 0) {
 			assert_int_equal(s.first, 1);
 			assert_true(s.ordered);
 		}
 		assert_true(s.n >= a);                 /* nothing acknowledged is lost */
-		if (rc == WAL_OK)
+		if (rc == FLASH_OK)
 			clean++;
 		else
 			torn++;
@@ -186,20 +186,20 @@ static void test_power_loss_at_every_fdatasync_keeps_every_acknowledged_frame(vo
 		/* Cut the tail; the WAL opens and goes on from s.n + 1. */
 		memset(&s, 0, sizeof s);
 		rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
-		assert_true(rc == WAL_OK || (rc <= WAL_EZERO_LEN && rc >= WAL_EPREV));
+		assert_true(rc == FLASH_OK || (rc <= FLASH_EWAL_ZERO_LEN && rc >= FLASH_EWAL_PREV));
 		uint64_t kept = s.n;
 		wal_t *w;
 		struct wal_opts o;
 		wal_opts_default(&o);
 		o.segment_bytes = CRASH_SEG;
-		assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+		assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 		assert_int_equal(wal_next_lsn(w), kept + 1);
 		unsigned char p[256];
 		wt_payload(kept + 1, p, wt_len(kept + 1));
-		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, wt_len(kept + 1), NULL), WAL_OK);
-		assert_int_equal(wal_close(w), WAL_OK);
+		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, wt_len(kept + 1), NULL), FLASH_OK);
+		assert_int_equal(wal_close(w), FLASH_OK);
 		memset(&s, 0, sizeof s);
-		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 		assert_int_equal(s.n, kept + 1);
 		assert_int_equal(s.bad_payload, 0);
 		wt_rmdir(dir);

@@ -21,17 +21,17 @@ static void build(const char *dir, uint64_t n, uint64_t seg)
 	wal_opts_default(&o);
 	o.segment_bytes = seg;
 	wal_t *w;
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	unsigned char p[PLEN];
 	for (uint64_t l = 1; l <= n; l++) {
 		uint64_t got;
 		wt_payload(l, p, PLEN);
-		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, &got), WAL_OK);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, &got), FLASH_OK);
 		assert_int_equal(got, l);
 	}
-	assert_int_equal(wal_commit(w), WAL_OK);
+	assert_int_equal(wal_commit(w), FLASH_OK);
 	assert_int_equal(wal_durable_lsn(w), n);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 }
 
 static size_t frame_off(uint64_t lsn)
@@ -44,17 +44,17 @@ static size_t frame_off(uint64_t lsn)
 static void check_appends_continue(const char *dir, uint64_t n)
 {
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	assert_int_equal(wal_next_lsn(w), n + 1);
 	unsigned char p[PLEN];
 	wt_payload(n + 1, p, PLEN);
 	uint64_t l;
-	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &l), WAL_OK);
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &l), FLASH_OK);
 	assert_int_equal(l, n + 1);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, n + 1);
 	assert_int_equal(s.last, n + 1);
 	assert_true(s.ordered);
@@ -87,8 +87,8 @@ static void test_clean_wal_replays_every_frame(void **st)
 	build(dir, 50, SEG);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
-	assert_int_equal(rep.stop, WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
+	assert_int_equal(rep.stop, FLASH_OK);
 	assert_int_equal(s.n, 50);
 	assert_int_equal(s.first, 1);
 	assert_int_equal(rep.last_lsn, 50);
@@ -114,17 +114,17 @@ static void test_file_cut_at_every_byte_of_last_frame(void **st)
 		struct wt_seen s = { 0 };
 		struct wal_replay_report rep;
 		int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
-		assert_int_equal(rc, cut == 0 ? WAL_OK : WAL_EPAST_END);
+		assert_int_equal(rc, cut == 0 ? FLASH_OK : FLASH_EWAL_PAST_END);
 		assert_int_equal(s.n, n - 1);
 		assert_int_equal(s.last, n - 1);
 		assert_int_equal(rep.offset, last);
 		/* Without truncation the WAL refuses to append after a torn tail. */
 		wal_t *w;
 		if (cut != 0) {
-			assert_int_equal(wal_open(dir, NULL, &w), WAL_ETORN);
+			assert_int_equal(wal_open(dir, NULL, &w), FLASH_EWAL_TORN);
 			memset(&s, 0, sizeof s);
 			rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
-			assert_int_equal(rc, WAL_EPAST_END);
+			assert_int_equal(rc, FLASH_EWAL_PAST_END);
 			assert_int_equal(s.n, n - 1);
 			assert_int_equal(rep.truncated_bytes, cut);
 		}
@@ -158,7 +158,7 @@ static void test_zeroed_tail_at_every_byte_of_last_frame(void **st)
 		int rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
 		/* cut 0: the frame never started, a clean end.  Else its
 		 * length survives (72 < 256) and the CRC catches the rest. */
-		assert_int_equal(rc, cut == 0 ? WAL_OK : WAL_ECRC);
+		assert_int_equal(rc, cut == 0 ? FLASH_OK : FLASH_EWAL_CRC);
 		assert_int_equal(s.n, n - 1);
 		assert_int_equal(rep.offset, last);
 		check_appends_continue(dir, n - 1);
@@ -257,33 +257,33 @@ static void forge_one(int kind, int expect)
 	wt_rmdir(dir);
 }
 
-static void test_forged_length_zero_is_ezero_len(void **st)    { (void)st; forge_one(0, WAL_EZERO_LEN); }
-static void test_forged_length_short_is_eshort(void **st)      { (void)st; forge_one(1, WAL_ESHORT); }
-static void test_forged_length_past_end_is_epast_end(void **st){ (void)st; forge_one(2, WAL_EPAST_END); }
-static void test_forged_length_huge_is_elong(void **st)        { (void)st; forge_one(3, WAL_ELONG); }
-static void test_forged_prev_lsn_is_eprev(void **st)           { (void)st; forge_one(4, WAL_EPREV); }
-static void test_forged_lsn_is_elsn(void **st)                 { (void)st; forge_one(5, WAL_ELSN); }
-static void test_flipped_crc_byte_is_ecrc(void **st)           { (void)st; forge_one(6, WAL_ECRC); }
-static void test_flipped_payload_bit_is_ecrc(void **st)        { (void)st; forge_one(7, WAL_ECRC); }
-static void test_stale_frame_from_older_generation_is_elsn(void **st) { (void)st; forge_one(8, WAL_ELSN); }
-static void test_crc_valid_type_zero_is_etype(void **st)       { (void)st; forge_one(9, WAL_ETYPE); }
-static void test_crc_valid_type_past_known_is_etype(void **st) { (void)st; forge_one(10, WAL_ETYPE); }
-static void test_crc_valid_type_max_is_etype(void **st)        { (void)st; forge_one(11, WAL_ETYPE); }
+static void test_forged_length_zero_is_ezero_len(void **st)    { (void)st; forge_one(0, FLASH_EWAL_ZERO_LEN); }
+static void test_forged_length_short_is_eshort(void **st)      { (void)st; forge_one(1, FLASH_EWAL_SHORT); }
+static void test_forged_length_past_end_is_epast_end(void **st){ (void)st; forge_one(2, FLASH_EWAL_PAST_END); }
+static void test_forged_length_huge_is_elong(void **st)        { (void)st; forge_one(3, FLASH_EWAL_LONG); }
+static void test_forged_prev_lsn_is_eprev(void **st)           { (void)st; forge_one(4, FLASH_EWAL_PREV); }
+static void test_forged_lsn_is_elsn(void **st)                 { (void)st; forge_one(5, FLASH_EWAL_LSN); }
+static void test_flipped_crc_byte_is_ecrc(void **st)           { (void)st; forge_one(6, FLASH_EWAL_CRC); }
+static void test_flipped_payload_bit_is_ecrc(void **st)        { (void)st; forge_one(7, FLASH_EWAL_CRC); }
+static void test_stale_frame_from_older_generation_is_elsn(void **st) { (void)st; forge_one(8, FLASH_EWAL_LSN); }
+static void test_crc_valid_type_zero_is_etype(void **st)       { (void)st; forge_one(9, FLASH_EWAL_TYPE); }
+static void test_crc_valid_type_past_known_is_etype(void **st) { (void)st; forge_one(10, FLASH_EWAL_TYPE); }
+static void test_crc_valid_type_max_is_etype(void **st)        { (void)st; forge_one(11, FLASH_EWAL_TYPE); }
 
 /* An unknown type has its own code and name, and the writer never makes one. */
 static void test_etype_is_named_and_never_appended(void **st)
 {
 	(void)st;
-	assert_string_equal(flash_rcname(WAL_ETYPE), "FLASH_EWAL_TYPE");
-	assert_string_not_equal(flash_strerror(WAL_ETYPE), flash_strerror(12345));
+	assert_string_equal(flash_rcname(FLASH_EWAL_TYPE), "FLASH_EWAL_TYPE");
+	assert_string_not_equal(flash_strerror(FLASH_EWAL_TYPE), flash_strerror(12345));
 	char *dir = wt_mkdtemp();
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	unsigned char p[PLEN] = { 1 };
-	assert_int_equal(wal_append(w, WAL_T_MAX + 1, p, PLEN, NULL), WAL_EINVAL);
-	assert_int_equal(wal_append(w, UINT16_MAX, p, PLEN, NULL), WAL_EINVAL);
+	assert_int_equal(wal_append(w, WAL_T_MAX + 1, p, PLEN, NULL), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_append(w, UINT16_MAX, p, PLEN, NULL), FLASH_EWAL_INVAL);
 	assert_int_equal(wal_next_lsn(w), 1);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	wt_rmdir(dir);
 }
 
@@ -291,7 +291,7 @@ static void test_etype_is_named_and_never_appended(void **st)
  * The file header's segment size is what wal_open preallocates (fallocate)
  * and what a truncation zero-fills back to: a forged size outside
  * WAL_SEGMENT_MIN..WAL_SEGMENT_MAX, or not a multiple of 4096, is a bad
- * header (WAL_EFILE_HDR) -- for replay, truncating replay and open alike --
+ * header (FLASH_EWAL_FILE_HDR) -- for replay, truncating replay and open alike --
  * and the file is left exactly as it was.
  */
 static void test_forged_segment_size_is_efile_hdr(void **st)
@@ -314,14 +314,14 @@ static void test_forged_segment_size_is_efile_hdr(void **st)
 		wt_write(path, b, len);
 		struct wt_seen s = { 0 };
 		struct wal_replay_report rep;
-		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_EFILE_HDR);
+		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_EWAL_FILE_HDR);
 		assert_int_equal(s.n, 0);
 		assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep),
-		                 WAL_EFILE_HDR);
+		                 FLASH_EWAL_FILE_HDR);
 		assert_int_equal(s.n, 0);
 		assert_int_equal(rep.truncated_bytes, 0);
 		wal_t *w;
-		assert_int_equal(wal_open(dir, NULL, &w), WAL_EFILE_HDR);
+		assert_int_equal(wal_open(dir, NULL, &w), FLASH_EWAL_FILE_HDR);
 		size_t now;
 		unsigned char *after = wt_read(path, &now);
 		assert_int_equal(now, len);
@@ -340,7 +340,7 @@ static void test_forged_segment_size_is_efile_hdr(void **st)
 		struct wal_replay_report rep;
 		int rc = wal_replay(dir, 0, wt_collect, &s, 0, &rep);
 		/* a header saying 4096 over a 64 KiB file still reads its frames */
-		assert_int_equal(rc, WAL_OK);
+		assert_int_equal(rc, FLASH_OK);
 		assert_int_equal(s.n, 10);
 	}
 	/* The writer refuses such sizes too. */
@@ -349,7 +349,7 @@ static void test_forged_segment_size_is_efile_hdr(void **st)
 	o.segment_bytes = WAL_SEGMENT_MAX + 4096;
 	wal_t *w;
 	char *dir2 = wt_mkdtemp();
-	assert_int_equal(wal_open(dir2, &o, &w), WAL_EINVAL);
+	assert_int_equal(wal_open(dir2, &o, &w), FLASH_EWAL_INVAL);
 	wt_rmdir(dir2);
 	free(b);
 	free(orig);
@@ -369,18 +369,18 @@ static void test_bad_magic_is_emagic_and_nothing_applied(void **st)
 	wt_write(path, b, len);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_EMAGIC);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_MAGIC);
 	assert_int_equal(s.n, 0);
 	assert_int_equal(rep.offset, 0);
 	/* A bad file header is never "truncated away". */
 	assert_true(wt_exists(path));
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_EMAGIC);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_EWAL_MAGIC);
 	/* A file header with a valid magic but a damaged checksum. */
 	b[0] ^= 0x20;
 	b[33] ^= 0x01;
 	wt_write(path, b, len);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_EFILE_HDR);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_EWAL_FILE_HDR);
 	assert_int_equal(s.n, 0);
 	free(b);
 	free(path);
@@ -402,7 +402,7 @@ static void test_bad_frame_before_last_file_is_not_truncated(void **st)
 	assert_true(wt_exists(f4));
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, n);
 	assert_int_equal(rep.files, 4);
 	assert_int_equal(s.bad_payload, 0);
@@ -412,8 +412,8 @@ static void test_bad_frame_before_last_file_is_not_truncated(void **st)
 	b[WAL_FILE_HDR_BYTES + 3 * FBYTES + 40] ^= 1;   /* frame per+4 */
 	wt_write(f2, b, len);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_ENOTTAIL);
-	assert_int_equal(rep.stop, WAL_ECRC);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_NOTTAIL);
+	assert_int_equal(rep.stop, FLASH_EWAL_CRC);
 	assert_int_equal(s.n, per + 3);
 	assert_int_equal(rep.files_removed, 0);
 	assert_true(wt_exists(f4));
@@ -446,10 +446,10 @@ static void test_durable_mark_vouches_for_what_it_published(void **st)
 	memcpy(b, orig, len);
 	memset(b + frame_off(16), 0, 5 * FBYTES);
 	wt_write(path, b, len);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_MARK, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_MARK, &rep), FLASH_OK);
 	assert_int_equal(rep.last_lsn, 15);
 	assert_int_equal(rep.mark_lsn, n);
-	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.mark_lsn, 0);
 
 	/* the mark of another incarnation vouches for nothing */
@@ -459,7 +459,7 @@ static void test_durable_mark_vouches_for_what_it_published(void **st)
 	mk.wm_incarnation = 7;
 	memcpy(m, &mk, sizeof mk);
 	wt_write(mpath, m, mlen);
-	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_MARK, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_MARK, &rep), FLASH_OK);
 	assert_int_equal(rep.mark_lsn, 0);
 	mk.wm_incarnation = 0;
 	memcpy(m, &mk, sizeof mk);
@@ -470,8 +470,8 @@ static void test_durable_mark_vouches_for_what_it_published(void **st)
 	memset(b + frame_off(16) + 40, 0, 5 * FBYTES - 40);
 	wt_write(path, b, len);
 	assert_int_equal(wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK, &rep),
-	                 WAL_ENOTTAIL);
-	assert_int_equal(rep.stop, WAL_ECRC);
+	                 FLASH_EWAL_NOTTAIL);
+	assert_int_equal(rep.stop, FLASH_EWAL_CRC);
 	assert_int_equal(rep.bad_lsn, 16);
 	assert_int_equal(rep.mark_lsn, n);
 	assert_false(rep.torn);
@@ -481,13 +481,13 @@ static void test_durable_mark_vouches_for_what_it_published(void **st)
 
 	/* the loss of 16..20 accepted: the mark says 15 from now on */
 	uint64_t was;
-	assert_int_equal(wal_mark_lower(dir, 15, &was), WAL_OK);
+	assert_int_equal(wal_mark_lower(dir, 15, &was), FLASH_OK);
 	assert_int_equal(was, n);
-	assert_int_equal(wal_mark_lower(dir, 15, &was), WAL_OK);
+	assert_int_equal(wal_mark_lower(dir, 15, &was), FLASH_OK);
 	assert_int_equal(was, 15);             /* never raised, lowered once */
 	memset(&s, 0, sizeof s);
 	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK, &rep),
-	                 WAL_ECRC);
+	                 FLASH_EWAL_CRC);
 	assert_true(rep.torn);
 	assert_int_equal(s.n, 15);
 	check_appends_continue(dir, 15);
@@ -512,13 +512,13 @@ static void test_missing_middle_file_is_egap(void **st)
 	assert_int_equal(unlink(f2), 0);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_EGAP);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_EWAL_GAP);
 	assert_int_equal(s.n, per);
 	/* Asking for LSNs older than the oldest file. */
 	char *f1 = wt_file(dir, 1);
 	assert_int_equal(unlink(f1), 0);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 5, wt_collect, &s, 0, &rep), WAL_EGAP);
+	assert_int_equal(wal_replay(dir, 5, wt_collect, &s, 0, &rep), FLASH_EWAL_GAP);
 	assert_int_equal(s.n, 0);
 	free(f1);
 	free(f2);
@@ -536,20 +536,20 @@ static void test_round_trip_100k_frames(void **st)
 	wal_opts_default(&o);
 	o.segment_bytes = 1u << 20;
 	wal_t *w;
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	unsigned char p[256];
 	for (uint64_t l = 1; l <= n; l++) {
 		uint32_t len = wt_len(l);
 		wt_payload(l, p, len);
-		assert_int_equal(wal_append(w, WAL_T_RECORD, p, len, NULL), WAL_OK);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, len, NULL), FLASH_OK);
 		if (l % 997 == 0 || l == n / 2)
-			assert_int_equal(wal_commit(w), WAL_OK);
+			assert_int_equal(wal_commit(w), FLASH_OK);
 	}
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, n);
 	assert_int_equal(s.first, 1);
 	assert_int_equal(s.last, n);
@@ -558,21 +558,21 @@ static void test_round_trip_100k_frames(void **st)
 	assert_true(rep.files > 5);
 
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 54321, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 54321, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.first, 54321);
 	assert_int_equal(s.n, n - 54321 + 1);
 	assert_int_equal(s.bad_payload, 0);
 
 	/* Reopen: appends continue at n + 1. */
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	assert_int_equal(wal_durable_lsn(w), n);
 	uint64_t l;
 	wt_payload(n + 1, p, wt_len(n + 1));
-	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, wt_len(n + 1), &l), WAL_OK);
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, wt_len(n + 1), &l), FLASH_OK);
 	assert_int_equal(l, n + 1);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, n - 1, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, n - 1, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, 3);
 	assert_int_equal(s.last, n + 1);
 	wt_rmdir(dir);
@@ -591,31 +591,31 @@ static void test_callback_stop_and_bad_arguments(void **st)
 	build(dir, 10, SEG);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, stop_at_5, &s, 0, &rep), WAL_ESTOPPED);
+	assert_int_equal(wal_replay(dir, 0, stop_at_5, &s, 0, &rep), FLASH_EWAL_STOPPED);
 	assert_int_equal(s.n, 5);
-	assert_int_equal(wal_replay(NULL, 0, wt_collect, &s, 0, &rep), WAL_EINVAL);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0x80, &rep), WAL_EINVAL);
+	assert_int_equal(wal_replay(NULL, 0, wt_collect, &s, 0, &rep), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0x80, &rep), FLASH_EWAL_INVAL);
 	wal_t *w;
 	struct wal_opts o;
 	wal_opts_default(&o);
 	o.segment_bytes = 1000;
-	assert_int_equal(wal_open(dir, &o, &w), WAL_EINVAL);
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	unsigned char p[PLEN] = { 1 };
-	assert_int_equal(wal_append(w, 0, p, PLEN, NULL), WAL_EINVAL);
-	assert_int_equal(wal_append(w, WAL_T_RECORD, p, 8, NULL), WAL_EINVAL);
-	assert_int_equal(wal_sync(w, 11), WAL_EINVAL);
-	assert_int_equal(wal_sync(w, 10), WAL_OK);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_append(w, 0, p, PLEN, NULL), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_append(w, WAL_T_RECORD, p, 8, NULL), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_sync(w, 11), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_sync(w, 10), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	/* An empty, missing directory is an empty WAL. */
 	char *missing;
 	assert_true(asprintf(&missing, "%s/none", dir) > 0);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(missing, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(missing, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, 0);
 	assert_int_equal(rep.last_lsn, 0);
 	free(missing);
-	assert_string_equal(flash_rcname(WAL_ECRC), "FLASH_EWAL_CRC");
+	assert_string_equal(flash_rcname(FLASH_EWAL_CRC), "FLASH_EWAL_CRC");
 	assert_string_equal(flash_rcname(12345), "FLASH_E?");
 	wt_rmdir(dir);
 }
@@ -632,52 +632,52 @@ static void test_remove_before_keeps_what_is_not_covered(void **st)
 	build(dir, n, seg);
 	uint32_t removed;
 	/* LSN per + 1 starts file 2: only file 1 is wholly below it. */
-	assert_int_equal(wal_remove_before(dir, per, &removed), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, per, &removed), FLASH_OK);
 	assert_int_equal(removed, 0);
-	assert_int_equal(wal_remove_before(dir, per + 1, &removed), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, per + 1, &removed), FLASH_OK);
 	assert_int_equal(removed, 1);
-	assert_int_equal(wal_remove_before(dir, UINT64_MAX, &removed), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, UINT64_MAX, &removed), FLASH_OK);
 	assert_int_equal(removed, 2);
 	char *last = wt_file(dir, 3 * per + 1);
 	assert_true(wt_exists(last));
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 3 * per + 1, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 3 * per + 1, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, 5);
 	assert_int_equal(s.bad_payload, 0);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, per, wt_collect, &s, 0, &rep), WAL_EGAP);
+	assert_int_equal(wal_replay(dir, per, wt_collect, &s, 0, &rep), FLASH_EWAL_GAP);
 	assert_int_equal(s.n, 0);
 	/* Appends go on in the last file. */
 	wal_t *w;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	assert_int_equal(wal_next_lsn(w), n + 1);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	free(last);
 	wt_rmdir(dir);
 }
 
 /* One writer per directory: a second wal_open or a truncating replay is
- * WAL_EBUSY while a wal_t holds it; reading needs no lock; closing frees it. */
+ * FLASH_EWAL_BUSY while a wal_t holds it; reading needs no lock; closing frees it. */
 static void test_directory_has_one_writer(void **st)
 {
 	(void)st;
 	char *dir = wt_mkdtemp();
 	build(dir, 5, SEG);
 	wal_t *w, *w2;
-	assert_int_equal(wal_open(dir, NULL, &w), WAL_OK);
-	assert_int_equal(wal_open(dir, NULL, &w2), WAL_EBUSY);
+	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
+	assert_int_equal(wal_open(dir, NULL, &w2), FLASH_EWAL_BUSY);
 	struct wt_seen s = { 0 };
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_EBUSY);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), FLASH_EWAL_BUSY);
 	assert_int_equal(s.n, 0);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, 5);
-	assert_int_equal(wal_close(w), WAL_OK);
-	assert_int_equal(wal_open(dir, NULL, &w2), WAL_OK);
-	assert_int_equal(wal_close(w2), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
+	assert_int_equal(wal_open(dir, NULL, &w2), FLASH_OK);
+	assert_int_equal(wal_close(w2), FLASH_OK);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep), FLASH_OK);
 	assert_int_equal(s.n, 5);
 	wt_rmdir(dir);
 }

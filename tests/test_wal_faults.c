@@ -9,10 +9,10 @@
  *
  *  "wal: ..."    on a wal_t: A frames acknowledged (wal_submit OK), the
  *                fault armed, three more appended and committed:
- *                 (a) wal_commit returns WAL_EFAILED and wal_failure() the
+ *                 (a) wal_commit returns FLASH_EWAL_FAILED and wal_failure() the
  *                     row's step (WAL_OP_WRITE / _SYNC / _CREATE) and errno;
  *                 (b) with the disk healthy again the WAL stays failed:
- *                     append, sync, commit and close return WAL_EFAILED,
+ *                     append, sync, commit and close return FLASH_EWAL_FAILED,
  *                     the durable LSN stays A, fdatasync is not called once;
  *                     no half-made next file (*.tmp) is left;
  *                 (d) a replay with truncation (a torn tail is cut) and
@@ -23,7 +23,7 @@
  *  "serve: ..."  through the daemon on a sync-durability segment: orders
  *                acknowledged, the fault armed, the next order:
  *                 (c) the buyer gets FLASH_EDURABILITY, serve_run returns -1
- *                     with WAL_EFAILED, a later order gets FLASH_EDURABILITY
+ *                     with FLASH_EWAL_FAILED, a later order gets FLASH_EDURABILITY
  *                     at once; no acknowledgement after the fault; the
  *                     unacknowledged record is not marked durable;
  *                 (d) a new serve_run (fault gone) on the same segment and
@@ -187,7 +187,7 @@ static void wal_case(void **state)
 	o.segment_bytes = SEG;
 	wal_t *w;
 	faults_install();
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 
 	/* A frames acknowledged; for a roll-over fault the file is then full */
 	uint64_t a = f->roll ? per_file() : 5;
@@ -195,7 +195,7 @@ static void wal_case(void **state)
 	for (uint64_t l = 1; l <= a; l++) {
 		uint64_t got;
 		wt_payload(l, p, PLEN);
-		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &got), WAL_OK);
+		assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, &got), FLASH_OK);
 		assert_int_equal(got, l);
 	}
 	assert_int_equal(wal_durable_lsn(w), a);
@@ -205,33 +205,33 @@ static void wal_case(void **state)
 	fault_arm(f);
 	for (uint64_t l = a + 1; l <= a + 3; l++) {
 		wt_payload(l, p, PLEN);
-		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), WAL_OK);
+		assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_OK);
 	}
-	assert_int_equal(wal_commit(w), WAL_EFAILED);
+	assert_int_equal(wal_commit(w), FLASH_EWAL_FAILED);
 	assert_int_equal(g_fault_hits, 1);
 	assert_int_equal(g_shorts_left, 0);
 	fault_disarm();
 	enum wal_op op = WAL_OP_NONE;
 	int e = 0;
-	assert_int_equal(wal_failure(w, &op, &e), WAL_EFAILED);
+	assert_int_equal(wal_failure(w, &op, &e), FLASH_EWAL_FAILED);
 	assert_int_equal(op, f->op);
 	assert_int_equal(e, f->op_errno);
 
 	/* (b) sticky, with the disk healthy again */
 	unsigned syncs = g_sync_calls;
 	assert_int_equal(wal_durable_lsn(w), a);
-	assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), WAL_EFAILED);
-	assert_int_equal(wal_sync(w, a + 1), WAL_EFAILED);
-	assert_int_equal(wal_commit(w), WAL_EFAILED);
-	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), WAL_EFAILED);
+	assert_int_equal(wal_append(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_EWAL_FAILED);
+	assert_int_equal(wal_sync(w, a + 1), FLASH_EWAL_FAILED);
+	assert_int_equal(wal_commit(w), FLASH_EWAL_FAILED);
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_EWAL_FAILED);
 	assert_int_equal(wal_durable_lsn(w), a);
 	struct wal_stats st;
 	wal_stats_get(w, &st);
 	assert_int_equal(st.durable_lsn, a);
-	assert_int_equal(st.failed, WAL_EFAILED);
+	assert_int_equal(st.failed, FLASH_EWAL_FAILED);
 	assert_int_equal(st.fail_op, f->op);
 	assert_int_equal(st.fail_errno, f->op_errno);
-	assert_int_equal(wal_close(w), WAL_EFAILED);
+	assert_int_equal(wal_close(w), FLASH_EWAL_FAILED);
 	assert_int_equal(g_sync_calls, syncs);        /* fdatasync never called again */
 	assert_int_equal(count_ext(dir, ".tmp"), 0);  /* no half-made next file */
 	assert_int_equal(count_ext(dir, ".log"), files_before);
@@ -246,23 +246,23 @@ static void wal_case(void **state)
 	int rc = wal_replay(dir, 0, wt_collect, &s, WAL_REPLAY_TRUNCATE, &rep);
 	if (f->shorts) {
 		/* half a frame reached the file: a torn tail, cut */
-		assert_true(rc <= WAL_EZERO_LEN && rc >= WAL_EPREV);
+		assert_true(rc <= FLASH_EWAL_ZERO_LEN && rc >= FLASH_EWAL_PREV);
 		assert_true(rep.truncated_bytes > 0);
 	} else {
-		assert_int_equal(rc, WAL_OK);
+		assert_int_equal(rc, FLASH_OK);
 	}
 	assert_int_equal(s.n, want);
 	assert_int_equal(s.first, 1);
 	assert_true(s.ordered);
 	assert_int_equal(s.bad_payload, 0);
-	assert_int_equal(wal_open(dir, &o, &w), WAL_OK);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_OK);
 	assert_int_equal(wal_next_lsn(w), want + 1);
 	assert_int_equal(wal_durable_lsn(w), want);
 	wt_payload(want + 1, p, PLEN);
-	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), WAL_OK);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_submit(w, WAL_T_RECORD, p, PLEN, NULL), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	memset(&s, 0, sizeof s);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.n, want + 1);
 	assert_int_equal(s.bad_payload, 0);
 	wt_rmdir(dir);
@@ -330,7 +330,7 @@ static void serve_case(void **state)
 	struct frames *before = calloc(1, sizeof *before);
 	assert_non_null(before);
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, frames_cb, before, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, frames_cb, before, 0, &rep), FLASH_OK);
 	assert_int_equal(before->n, a);
 
 	/* (c) the fault: the buyer is told, the daemon stops, nothing acked */
@@ -342,7 +342,7 @@ static void serve_case(void **state)
 	assert_int_equal(g_fault_hits, 1);
 	fault_disarm();
 	assert_int_equal(t.rc, -1);
-	assert_int_equal(t.st.wal_rc, WAL_EFAILED);
+	assert_int_equal(t.st.wal_rc, FLASH_EWAL_FAILED);
 	assert_int_equal(t.st.durable_lsn, a);
 	assert_int_equal(t_order(h, 1, 1, 9002, 1, 0, 0, NULL), FLASH_EDURABILITY);
 	/* the unacknowledged record is not marked durable */
@@ -363,7 +363,7 @@ static void serve_case(void **state)
 
 	struct frames *after = calloc(1, sizeof *after);
 	assert_non_null(after);
-	assert_int_equal(wal_replay(dir, 0, frames_cb, after, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, frames_cb, after, 0, &rep), FLASH_OK);
 	assert_int_equal(after->n, a + 1);
 	for (uint64_t i = 0; i < after->n; i++) {
 		assert_int_equal(after->lsn[i], i + 1);

@@ -48,7 +48,7 @@ static void replay_seen(const char *dir, struct seen *s)
 {
 	memset(s, 0, sizeof *s);
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, seen_cb, s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, seen_cb, s, 0, &rep), FLASH_OK);
 }
 
 static void base_opts(struct serve_opts *o, const char *seg, const char *dir)
@@ -125,7 +125,7 @@ static void test_sync_orders_acknowledged_are_in_the_wal_once(void **st)
  * the WAL and closes without marking anything. */
 static int dead_daemon_cb(void *arg, const struct flash_record *rec, uint64_t seq)
 {
-	return wal_append_record(arg, rec, seq, NULL) != WAL_OK;
+	return wal_append_record(arg, rec, seq, NULL) != FLASH_OK;
 }
 
 /* The WAL as the dead daemon opened it: with its segment's identity. */
@@ -153,11 +153,11 @@ static void test_restart_does_not_write_records_twice(void **st)
 	flash_t *c;
 	assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
 	wal_t *w;
-	assert_int_equal(dead_daemon_wal_open(c, dir, &w), WAL_OK);
+	assert_int_equal(dead_daemon_wal_open(c, dir, &w), FLASH_OK);
 	uint32_t drained;
 	assert_int_equal(flash_ring_drain(c, dead_daemon_cb, w, UINT32_MAX, &drained), FLASH_OK);
 	assert_int_equal(drained, M + 2);
-	assert_int_equal(wal_close(w), WAL_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
 	assert_int_equal(flash_close(c), FLASH_OK);
 
 	/* Orders placed while no daemon runs are after the dead daemon's. */
@@ -207,9 +207,9 @@ static void test_recreated_segment_is_refused_the_old_wal(void **st)
 			flash_t *c;
 			assert_int_equal(flash_open(name, 0, &c), FLASH_OK);
 			wal_t *w;
-			assert_int_equal(dead_daemon_wal_open(c, dir, &w), WAL_OK);
+			assert_int_equal(dead_daemon_wal_open(c, dir, &w), FLASH_OK);
 			assert_int_equal(flash_ring_drain(c, dead_daemon_cb, w, UINT32_MAX, NULL), FLASH_OK);
-			assert_int_equal(wal_close(w), WAL_OK);
+			assert_int_equal(wal_close(w), FLASH_OK);
 			assert_int_equal(flash_close(c), FLASH_OK);
 		} else {
 			base_opts(&o, name, dir);
@@ -225,7 +225,7 @@ static void test_recreated_segment_is_refused_the_old_wal(void **st)
 	struct seen s;
 	memset(&s, 0, sizeof s);
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, seen_cb, &s, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, seen_cb, &s, 0, &rep), FLASH_OK);
 	assert_int_equal(s.frames, 12);
 	assert_int_equal(s.orders, 10);
 	wt_rmdir(dir);
@@ -265,7 +265,7 @@ static void test_a_failed_recover_leaves_a_segment_its_wal_refuses(void **st)
 	struct flash_ident id;
 	struct wal_ident wi;
 	assert_int_equal(flash_ident_get(h, &id), FLASH_OK);
-	assert_int_equal(wal_ident(dir, &wi), WAL_OK);
+	assert_int_equal(wal_ident(dir, &wi), FLASH_OK);
 	assert_true(id.incarnation != wi.wi_incarnation);
 
 	o.recover = 0;
@@ -341,7 +341,7 @@ static void test_wal_failure_fails_sync_orders(void **st)
 	pthread_join(bt, NULL);
 	pio_reset();
 	assert_int_equal(rc, -1);
-	assert_int_equal(ss.wal_rc, WAL_EFAILED);
+	assert_int_equal(ss.wal_rc, FLASH_EWAL_FAILED);
 	assert_int_equal(ss.records, 1);
 	assert_int_equal(b.rc, FLASH_EDURABILITY);
 	/* The record was written but never made durable: the catalog is all
@@ -675,7 +675,7 @@ static void test_second_daemon_on_the_segment_or_the_wal_is_refused(void **st)
 	o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), -1);
 	assert_int_equal(ss.refused, 1);
-	assert_int_equal(ss.wal_rc, WAL_EBUSY);
+	assert_int_equal(ss.wal_rc, FLASH_EWAL_BUSY);
 	assert_int_equal(ss.records, 0);
 	serve_stop(&t);
 	assert_int_equal(t.rc, 0);
@@ -730,7 +730,7 @@ static void test_released_records_the_wal_lost_refuse_the_segment(void **st)
 	pthread_join(t.th, NULL);
 	pio_reset();
 	assert_int_equal(t.rc, -1);
-	assert_int_equal(t.st.wal_rc, WAL_EFAILED);
+	assert_int_equal(t.st.wal_rc, FLASH_EWAL_FAILED);
 	assert_int_equal(flash_ring_taken(h, slot, &durable, &taken), FLASH_OK);
 	assert_int_equal(durable, 2);
 	assert_int_equal(taken, 3);   /* written (so it seemed), released, lost */
@@ -835,7 +835,7 @@ static void test_async_buyer_does_not_wait_for_fdatasync(void **st)
 	assert_int_equal(ebusy, 0);
 	uint64_t orders = 0;
 	struct wal_replay_report rep;
-	assert_int_equal(wal_replay(dir, 0, count_orders_cb, &orders, 0, &rep), WAL_OK);
+	assert_int_equal(wal_replay(dir, 0, count_orders_cb, &orders, 0, &rep), FLASH_OK);
 	assert_int_equal(orders, N);
 	wt_rmdir(dir);
 }

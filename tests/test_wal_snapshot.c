@@ -145,7 +145,7 @@ static uint64_t newest_snap(const char *dir, size_t *n_out)
 {
 	uint64_t *l;
 	size_t n;
-	assert_int_equal(snap_list(dir, &l, &n), SNAP_OK);
+	assert_int_equal(snap_list(dir, &l, &n), FLASH_OK);
 	uint64_t v = n ? l[n - 1] : 0;
 	if (n_out)
 		*n_out = n;
@@ -155,7 +155,7 @@ static uint64_t newest_snap(const char *dir, size_t *n_out)
 
 static void wal_first_last(const char *dir, uint64_t *first, uint64_t *last)
 {
-	assert_int_equal(snap_wal_range(dir, first, last), WAL_OK);
+	assert_int_equal(snap_wal_range(dir, first, last), FLASH_OK);
 }
 
 /* Flip one byte in the image part of a snapshot file. */
@@ -380,7 +380,7 @@ static void test_recover_after_wal_files_were_removed(void **st)
 	/* nothing after the older kept snapshot is gone */
 	uint64_t *l;
 	size_t n;
-	assert_int_equal(snap_list(dir, &l, &n), SNAP_OK);
+	assert_int_equal(snap_list(dir, &l, &n), FLASH_OK);
 	assert_true(first <= l[0] + 1);
 	free(l);
 
@@ -394,7 +394,7 @@ static void test_recover_after_wal_files_were_removed(void **st)
 	assert_int_equal(flash_fold_new(&f), FLASH_OK);
 	int wrc;
 	assert_int_equal(flash_fold_wal(f, dir, &wrc), FLASH_OK);
-	assert_int_equal(wrc, WAL_OK);
+	assert_int_equal(wrc, FLASH_OK);
 	struct flash_reconcile_report rep;
 	memset(&rep, 0, sizeof rep);
 	assert_int_equal(flash_reconcile(h, NULL, f, 0, &rep), FLASH_OK);
@@ -441,7 +441,7 @@ static void test_corrupt_snapshot_falls_back_to_the_previous_one(void **st)
 	char path[4200];
 	struct snap_file sf;
 	snap_path(path, sizeof path, dir, r1 + r2);
-	assert_int_equal(snap_file_open(path, &sf), SNAP_ECORRUPT);
+	assert_int_equal(snap_file_open(path, &sf), FLASH_ESNAP_CORRUPT);
 
 	struct serve_stats ss = serve_recover(name, dir, 0);
 	assert_int_equal(ss.recover_snap_lsn, r1);
@@ -475,7 +475,7 @@ static void test_recover_refuses_a_gap_between_snapshot_and_wal(void **st)
 	serve_once(name, dir, 0, 4096);
 	t_teardown(NULL);
 	/* remove WAL files past the snapshot by hand: a gap */
-	assert_int_equal(wal_remove_before(dir, l1 + 40, NULL), WAL_OK);
+	assert_int_equal(wal_remove_before(dir, l1 + 40, NULL), FLASH_OK);
 	uint64_t first, last;
 	wal_first_last(dir, &first, &last);
 	assert_true(first > l1 + 1);
@@ -519,7 +519,7 @@ static void test_recover_that_fails_after_the_restore_leaves_no_segment(void **s
 	assert_true(first + 37 > l1);
 	struct serve_stats ss = serve_recover(name, dir, -1);
 	assert_int_equal(ss.recover_snap_lsn, l1);
-	assert_int_equal(ss.wal_rc, WAL_ENOTTAIL);
+	assert_int_equal(ss.wal_rc, FLASH_EWAL_NOTTAIL);
 	assert_false(segment_exists(name));
 	wt_rmdir(dir);
 }
@@ -555,18 +555,18 @@ static void snapctx_open(struct snapctx *c, const char *seg, const char *dir, in
 	struct wal_opts wo;
 	wal_opts_default(&wo);
 	wo.segment_bytes = 4096;
-	assert_int_equal(wal_open(dir, &wo, &c->w), WAL_OK);
+	assert_int_equal(wal_open(dir, &wo, &c->w), FLASH_OK);
 	struct snap_opts so = {
 		.segment = seg, .wal_dir = dir, .wal = c->w, .every_s = 3600, .wal_bytes = 1ull << 40,
 		.applied_lsn = applier ? fake_applied : NULL, .log = log_keep,
 	};
-	assert_int_equal(snap_open(&so, &c->s), SNAP_OK);
+	assert_int_equal(snap_open(&so, &c->s), FLASH_OK);
 }
 
 static void snapctx_close(struct snapctx *c)
 {
 	snap_close(c->s);
-	assert_int_equal(wal_close(c->w), WAL_OK);
+	assert_int_equal(wal_close(c->w), FLASH_OK);
 }
 
 /* WAL files behind the snapshots stay while MySQL's applied LSN is unknown
@@ -587,7 +587,7 @@ static void test_wal_files_wait_for_the_applier(void **st)
 	struct snapctx c;
 	snapctx_open(&c, name, dir, 1);
 	g_applied_known = 0;
-	assert_int_equal(snap_step(c.s, 1), SNAP_OK);
+	assert_int_equal(snap_step(c.s, 1), FLASH_OK);
 	struct snap_stats ss;
 	snap_stats_get(c.s, &ss);
 	assert_int_equal(ss.snapshots, 1);
@@ -595,18 +595,18 @@ static void test_wal_files_wait_for_the_applier(void **st)
 	assert_int_equal(count_files(dir, "wal-", ".log"), files0);   /* applier unknown */
 	g_applied_known = 1;
 	g_applied = 20;           /* inside the first file */
-	assert_int_equal(snap_step(c.s, 0), SNAP_OK);
+	assert_int_equal(snap_step(c.s, 0), FLASH_OK);
 	assert_int_equal(count_files(dir, "wal-", ".log"), files0);
 	uint64_t first, last;
 	g_applied = total / 2;    /* MySQL halfway: files up to there go, not beyond */
-	assert_int_equal(snap_step(c.s, 0), SNAP_OK);
+	assert_int_equal(snap_step(c.s, 0), FLASH_OK);
 	size_t files1 = count_files(dir, "wal-", ".log");
 	assert_true(files1 < files0);
 	assert_true(files1 > 1);
 	wal_first_last(dir, &first, &last);
 	assert_true(first > 1 && first <= total / 2 + 1);
 	g_applied = total;        /* caught up: all but the file being written */
-	assert_int_equal(snap_step(c.s, 0), SNAP_OK);
+	assert_int_equal(snap_step(c.s, 0), FLASH_OK);
 	assert_int_equal(count_files(dir, "wal-", ".log"), 1);
 	snap_stats_get(c.s, &ss);
 	assert_int_equal(ss.wal_removed, files0 - 1);
@@ -664,11 +664,11 @@ static void snapshot_fault(int which, const char *step, const char *why)
 		pio_override("rename", (pio_fn)fault_rename, NULL);
 	int rc = snap_step(c.s, 1);
 	pio_reset();
-	assert_int_equal(rc, SNAP_EFAILED);
+	assert_int_equal(rc, FLASH_ESNAP_FAILED);
 	struct snap_stats ss;
 	snap_stats_get(c.s, &ss);
 	assert_int_equal(ss.failures, 1);
-	assert_int_equal(ss.last_rc, SNAP_EIO);
+	assert_int_equal(ss.last_rc, FLASH_ESNAP_IO);
 	assert_int_equal(ss.snapshots, 0);
 	char want[8192];
 	char path[4200];
@@ -682,7 +682,7 @@ static void snapshot_fault(int which, const char *step, const char *why)
 	assert_int_equal(newest_snap(dir, NULL), r1);
 	assert_int_equal(count_files(dir, "wal-", ".log"), files0);
 	/* sticky: no retry, even with the disk healthy again */
-	assert_int_equal(snap_step(c.s, 1), SNAP_EFAILED);
+	assert_int_equal(snap_step(c.s, 1), FLASH_ESNAP_FAILED);
 	assert_int_equal(newest_snap(dir, NULL), r1);
 	snap_stats_get(c.s, &ss);
 	assert_int_equal(ss.failures, 1);

@@ -1531,7 +1531,7 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	if (!a.w || !a.sql)
 		tt_die("out of memory");
 	rc = wal_replay(c.wal, 0, tt_wal_frame, &a, 0, &rep);
-	if (rc != WAL_OK)
+	if (rc != FLASH_OK)
 		tt_die("read the WAL: %s at %s offset %" PRIu64, flash_strerror(rc), rep.file, rep.offset);
 	f->wal_last_lsn = rep.last_lsn;
 

@@ -433,13 +433,13 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		if (lk < 0) {
 			fprintf(stderr, "flashstock lease reclaim: %s: %s; nothing changed (a serve still holding"
 			        " the WAL reclaims its fenced leases itself at its next start)\n", a->wal,
-			        lk == WAL_EBUSY ? "a serve holds this WAL" : flash_strerror(lk));
+			        lk == FLASH_EWAL_BUSY ? "a serve holds this WAL" : flash_strerror(lk));
 			goto out;
 		}
 		struct wal_replay_report rep;
 		struct wal_ident wi = { 0 };
 		int wrc = wal_replay(a->wal, 0, sold_frame, &t, 0, &rep);
-		if (t.oom || (wrc != WAL_OK && !rep.torn)) {
+		if (t.oom || (wrc != FLASH_OK && !rep.torn)) {
 			wal_dir_unlock(lk);
 			fprintf(stderr, "flashstock lease reclaim: the WAL %s cannot be read to its end (%s at %s"
 			        " offset %" PRIu64 "); nothing changed\n", a->wal, flash_strerror(wrc), rep.file,

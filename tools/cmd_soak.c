@@ -1452,14 +1452,14 @@ static int soak_inject_wal(struct soak_run *r)
 	rec.limit_slot = 1;
 	rec.biz_day = (uint32_t)(r->cfg->base_s / SOAK_DAY_S + r->log.so[i].so_day);
 	rec.ts_ns = tool_realtime_ns();
-	if ((rc = wal_open(r->wal_dir, NULL, &w)) != WAL_OK)
+	if ((rc = wal_open(r->wal_dir, NULL, &w)) != FLASH_OK)
 		return tool_fail("soak: --inject wal-order: open the WAL", rc);
 	rc = wal_append_record(w, &rec, UINT64_MAX >> 1, NULL);
-	if (rc == WAL_OK)
+	if (rc == FLASH_OK)
 		rc = wal_commit(w);
 	int crc = wal_close(w);
-	if (rc != WAL_OK || crc != WAL_OK)
-		return tool_fail("soak: --inject wal-order: append", rc != WAL_OK ? rc : crc);
+	if (rc != FLASH_OK || crc != FLASH_OK)
+		return tool_fail("soak: --inject wal-order: append", rc != FLASH_OK ? rc : crc);
 	return TOOL_OK;
 }
 

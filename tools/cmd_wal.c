@@ -111,7 +111,7 @@ static int wal_snapshots(const char *dir, int json)
 	uint64_t *lsns;
 	size_t n;
 	int rc = snap_list(dir, &lsns, &n);
-	if (rc != SNAP_OK)
+	if (rc != FLASH_OK)
 		return tool_failf("wal snapshots: %s: %s: %s", dir, flash_strerror(rc), strerror(errno));
 	int bad = 0;
 	if (json)
@@ -125,14 +125,14 @@ static int wal_snapshots(const char *dir, int json)
 		snap_path(path, sizeof path, dir, lsns[i]);
 		uint64_t bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 		int frc = snap_file_open(path, &f);
-		if (frc == SNAP_OK && f.sf_hdr->sh_lsn != lsns[i]) {
+		if (frc == FLASH_OK && f.sf_hdr->sh_lsn != lsns[i]) {
 			snap_file_close(&f);
-			frc = SNAP_ECORRUPT;
+			frc = FLASH_ESNAP_CORRUPT;
 		}
-		uint64_t seg = frc == SNAP_OK ? f.sf_hdr->sh_seg_bytes : 0;
-		uint64_t skus = frc == SNAP_OK ? f.sf_hdr->sh_fold_count : 0;
-		const char *why = frc == SNAP_OK ? "" : frc == SNAP_EIO ? pio_strerror(errno) : flash_strerror(frc);
-		if (frc == SNAP_OK)
+		uint64_t seg = frc == FLASH_OK ? f.sf_hdr->sh_seg_bytes : 0;
+		uint64_t skus = frc == FLASH_OK ? f.sf_hdr->sh_fold_count : 0;
+		const char *why = frc == FLASH_OK ? "" : frc == FLASH_ESNAP_IO ? pio_strerror(errno) : flash_strerror(frc);
+		if (frc == FLASH_OK)
 			snap_file_close(&f);
 		else
 			bad++;
@@ -140,14 +140,14 @@ static int wal_snapshots(const char *dir, int json)
 			printf("%s{\"lsn\":%" PRIu64 ",\"file\":", i ? "," : "", lsns[i]);
 			tool_json_str(stdout, path);
 			printf(",\"bytes\":%" PRIu64 ",\"segment_bytes\":%" PRIu64 ",\"skus\":%" PRIu64
-			       ",\"ok\":%s,\"error\":", bytes, seg, skus, frc == SNAP_OK ? "true" : "false");
+			       ",\"ok\":%s,\"error\":", bytes, seg, skus, frc == FLASH_OK ? "true" : "false");
 			tool_json_str(stdout, why);
 			printf("}");
 		} else {
 			printf("LSN %" PRIu64 "  %s  %" PRIu64 " bytes  segment %" PRIu64 " bytes  %" PRIu64
 			       " skus  %s%s%s\n", lsns[i], path, bytes, seg, skus,
-			       frc == SNAP_OK ? "ok" : frc == SNAP_EIO ? "UNREADABLE" : "CORRUPT",
-			       frc == SNAP_OK ? "" : ": ", why);
+			       frc == FLASH_OK ? "ok" : frc == FLASH_ESNAP_IO ? "UNREADABLE" : "CORRUPT",
+			       frc == FLASH_OK ? "" : ": ", why);
 		}
 	}
 	if (json)
@@ -229,36 +229,36 @@ int cmd_wal(int argc, char **argv)
 	if (is_dump) {
 		struct wal_dump d = { .limit = limit };
 		rc = wal_replay(dir, from, wal_dump_cb, &d, 0, &rep);
-		if (rc == WAL_ESTOPPED)
+		if (rc == FLASH_EWAL_STOPPED)
 			return TOOL_OK;       /* --limit reached */
 	} else {
 		/* --truncate: only a torn tail, as a rebuild would cut it (a frame a
 		 * snapshot holds, or a later commit vouches for, is never cut) */
 		rc = wal_replay(dir, 1, wal_count_cb, NULL, 0, &rep);
 		static struct rebuild_check tc;
-		if (truncate && rep.stop != WAL_OK && rc != WAL_EIO && rc != WAL_ENOMEM) {
+		if (truncate && rep.stop != FLASH_OK && rc != FLASH_EWAL_IO && rc != FLASH_EWAL_NOMEM) {
 			if (rebuild_check(dir, &tc, NULL, NULL) == REBUILD_TORN) {
 				struct wal_replay_report cut;
 				int crc = wal_cut_after(dir, tc.keep_lsn, NULL, NULL, 0, &cut);
-				if (crc != WAL_OK)
+				if (crc != FLASH_OK)
 					return tool_failf("wal verify: %s: cutting the torn tail: %s%s%s", dir,
 					                  flash_strerror(crc), cut.err_no ? ": " : "",
 					                  cut.err_no ? pio_strerror(cut.err_no) : "");
 				rep.truncated_bytes = cut.truncated_bytes;
 				rep.files_removed = cut.files_removed;
 			} else {
-				rc = WAL_ENOTTAIL;
+				rc = FLASH_EWAL_NOTTAIL;
 			}
 		}
 	}
-	if (rc == WAL_EIO || rc == WAL_EINVAL || rc == WAL_ENOMEM || rc == WAL_EBUSY)
+	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_INVAL || rc == FLASH_EWAL_NOMEM || rc == FLASH_EWAL_BUSY)
 		return tool_failf("wal %s: %s: %s%s%s", verb, dir, flash_strerror(rc),
 		                  rep.err_no ? ": " : "", rep.err_no ? pio_strerror(rep.err_no) : "");
 	if (is_dump) {
-		if (rep.stop != WAL_OK)
+		if (rep.stop != FLASH_OK)
 			fprintf(stderr, "flashstock: wal dump: stops at %s offset %" PRIu64 ": %s\n", rep.file,
 			        rep.offset, flash_rcname(rep.stop));
-		return rep.stop == WAL_OK ? TOOL_OK : TOOL_FAIL;
+		return rep.stop == FLASH_OK ? TOOL_OK : TOOL_FAIL;
 	}
 	/* what a rebuild would make of it (snapshots included) */
 	static struct rebuild_check chk;
@@ -266,13 +266,13 @@ int cmd_wal(int argc, char **argv)
 	/* whose WAL it is (file headers only; a mix of two is reported) */
 	struct wal_ident wi;
 	int irc = wal_ident(dir, &wi);
-	if (irc != WAL_OK && irc != WAL_EIDENT)
+	if (irc != FLASH_OK && irc != FLASH_EWAL_IDENT)
 		memset(&wi, 0, sizeof wi);
 	static const char *const vname[] = { "ok", "torn", "corrupt", "missing", "snapshot_ahead",
 	                                     "no_valid_snapshot", "unreadable", "short" };
 	if (json) {
 		printf("{\"stop\":");
-		tool_json_str(stdout, rep.stop == WAL_OK ? "ok" : flash_rcname(rep.stop));
+		tool_json_str(stdout, rep.stop == FLASH_OK ? "ok" : flash_rcname(rep.stop));
 		printf(",\"file\":");
 		tool_json_str(stdout, rep.file);
 		printf(",\"offset\":%" PRIu64 ",\"files\":%" PRIu64 ",\"frames\":%" PRIu64
@@ -287,25 +287,25 @@ int cmd_wal(int argc, char **argv)
 			printf(",\"incarnation\":\"%016" PRIx64 "\"", wi.wi_incarnation);
 		else
 			printf(",\"incarnation\":null");
-		printf(",\"incarnation_mixed\":%s}\n", irc == WAL_EIDENT ? "true" : "false");
+		printf(",\"incarnation_mixed\":%s}\n", irc == FLASH_EWAL_IDENT ? "true" : "false");
 	} else {
 		printf("%s: %" PRIu64 " files, %" PRIu64 " frames, LSN %" PRIu64 "..%" PRIu64 "\n", dir,
 		       rep.files, rep.frames, rep.first_lsn, rep.last_lsn);
 		if (wi.wi_incarnation)
 			printf("incarnation %016" PRIx64 "%s\n", wi.wi_incarnation,
-			       irc == WAL_EIDENT ? " (newest file; older files carry another: files of two "
+			       irc == FLASH_EWAL_IDENT ? " (newest file; older files carry another: files of two "
 			       "WALs mixed)" : "");
-		else if (irc != WAL_OK)
+		else if (irc != FLASH_OK)
 			printf("incarnation unknown: %s\n", flash_strerror(irc));
 		else
 			printf("incarnation none recorded%s\n", wi.wi_files ? " (files older than identities)" :
 			       " (no WAL file)");
-		if (rep.stop == WAL_OK)
+		if (rep.stop == FLASH_OK)
 			printf("ends cleanly at %s offset %" PRIu64 "\n", rep.file, rep.offset);
 		else
 			printf("stops at %s offset %" PRIu64 ": %s (%s)%s\n", rep.file, rep.offset,
 			       flash_rcname(rep.stop), flash_strerror(rep.stop),
-			       rc == WAL_ENOTTAIL ? "; not a torn tail: not truncated" : "");
+			       rc == FLASH_EWAL_NOTTAIL ? "; not a torn tail: not truncated" : "");
 		if (rep.truncated_bytes || rep.files_removed)
 			printf("truncated: %" PRIu64 " bytes cut, %u later files removed\n",
 			       rep.truncated_bytes, rep.files_removed);
@@ -326,5 +326,5 @@ int cmd_wal(int argc, char **argv)
 			break;
 		}
 	}
-	return rep.stop == WAL_OK && v == REBUILD_OK ? TOOL_OK : TOOL_FAIL;
+	return rep.stop == FLASH_OK && v == REBUILD_OK ? TOOL_OK : TOOL_FAIL;
 }

@@ -353,7 +353,7 @@ int demo_dur_wal_read(struct demo_dur *d, struct demo_rings *rings)
 	d->wal_records = d->orders_in_wal = d->cancels_in_wal = 0;
 	rc = wal_replay(d->wal_dir, 0, dur_frame, &c, 0, &rep);
 	d->wal_stop = rc;
-	if (rc != WAL_OK)
+	if (rc != FLASH_OK)
 		return tool_failf("demo: read the WAL back: %s at %s offset %llu", flash_strerror(rc),
 		                  rep.file, (unsigned long long)rep.offset);
 	if (c.bad)

@@ -55,7 +55,7 @@ struct demo_dur {
 	uint64_t    wal_records;      /* frames read back */
 	uint64_t    orders_in_wal;    /* ORDER records among them */
 	uint64_t    cancels_in_wal;
-	int         wal_stop;         /* the read-back's stop cause (WAL_OK: clean end) */
+	int         wal_stop;         /* the read-back's stop cause (FLASH_OK: clean end) */
 	uint64_t    orders_in_mysql;
 	uint64_t    mysql_conflicts;  /* rows in apply_conflicts */
 	uint64_t    mysql_applied_lsn;

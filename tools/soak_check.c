@@ -505,7 +505,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 		tool_fail("soak: read the WAL back", FLASH_ENOMEM);
 		goto out;
 	}
-	if (rc != WAL_OK) {
+	if (rc != FLASH_OK) {
 		tool_failf("soak: read the WAL back: %s at %s offset %llu", flash_strerror(rc), rep.file,
 		           (unsigned long long)rep.offset);
 		goto out;
