@@ -8,7 +8,7 @@
  *   whose ring holds them all; then, timed, this thread drains them in
  *   rounds of at most R records (default 1024), each round what serve.c's
  *   does: flash_ring_drain -> wal_append_record -> wal_commit ->
- *   flash_durable_advance -> flash_mysql_pump_push, and metrics_publish as
+ *   flash_durable_advance -> mdb_pump_push, and metrics_publish as
  *   `serve --metrics` does (an idle endpoint on a free loopback port;
  *   --no-metrics leaves it out).  The pump's applier is drain_stub_mysql.c:
  *   it takes every batch at once, so the pump's thread consumes as fast as
@@ -73,15 +73,15 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-static flash_mysql_pump_t *stub_pump(uint32_t queue)
+static mdb_pump_t *stub_pump(uint32_t queue)
 {
-	struct flash_mysql_pump_opts po;
+	struct mdb_pump_opts po;
 	memset(&po, 0, sizeof po);
 	po.mysql.url = "mysql://stub/none";
 	po.queue_records = queue;
 	po.batch = 5000;
-	flash_mysql_pump_t *p;
-	int rc = flash_mysql_pump_start(&po, &p);
+	mdb_pump_t *p;
+	int rc = mdb_pump_start(&po, &p);
 	if (rc != FLASH_OK)
 		die("pump start", rc);
 	return p;
@@ -93,10 +93,10 @@ static flash_mysql_pump_t *stub_pump(uint32_t queue)
  * queue; *cpu gets the pusher's CPU time inside the pushes that went in. */
 enum { PUSH_B = 64 };
 
-static uint64_t push_range(flash_mysql_pump_t *p, uint64_t lsn, uint64_t n, uint64_t *cpu,
+static uint64_t push_range(mdb_pump_t *p, uint64_t lsn, uint64_t n, uint64_t *cpu,
                            uint64_t *waits)
 {
-	struct flash_lsn_record v[PUSH_B];
+	struct lsn_record v[PUSH_B];
 	memset(v, 0, sizeof v);
 	uint64_t end = lsn + n;
 	while (lsn < end) {
@@ -107,7 +107,7 @@ static uint64_t push_range(flash_mysql_pump_t *p, uint64_t lsn, uint64_t n, uint
 		}
 		for (;;) {
 			uint64_t c0 = cpu_ns();
-			int rc = flash_mysql_pump_push(p, v, PUSH_B);
+			int rc = mdb_pump_push(p, v, PUSH_B);
 			uint64_t c1 = cpu_ns();
 			if (rc == FLASH_OK) {
 				*cpu += c1 - c0;
@@ -129,19 +129,19 @@ static int push_only(uint64_t n)
 {
 	/* the daemon's default queue; a first lap of it warms it up (pages
 	 * touched, chunks to recycle), then the timed run */
-	flash_mysql_pump_t *p = stub_pump(262144);
+	mdb_pump_t *p = stub_pump(262144);
 	uint64_t cpu = 0, waits = 0;
 	uint64_t lsn = push_range(p, 0, 262144, &cpu, &waits);
-	if (flash_mysql_pump_wait(p, lsn, 60000) != FLASH_OK)
+	if (mdb_pump_wait(p, lsn, 60000) != FLASH_OK)
 		die("pump wait", FLASH_EBUSY);
 	cpu = waits = 0;
 	uint64_t t0 = now_ns();
 	uint64_t last = push_range(p, lsn, n, &cpu, &waits);
 	uint64_t t1 = now_ns();
-	if (flash_mysql_pump_wait(p, last, 60000) != FLASH_OK)
+	if (mdb_pump_wait(p, last, 60000) != FLASH_OK)
 		die("pump wait", FLASH_EBUSY);
 	uint64_t t2 = now_ns();
-	flash_mysql_pump_stop(p, 1000);
+	mdb_pump_stop(p, 1000);
 	uint64_t k = last - lsn;
 	printf("push-only: %" PRIu64 " records in pushes of %d: %.1f ns/record pusher CPU in "
 	       "pushes, %.1f ns/record wall pushing (full queue waited out %" PRIu64 " times), "
@@ -155,8 +155,8 @@ static int push_only(uint64_t n)
 struct drain {
 	flash_t *h;
 	wal_t *w;
-	flash_mysql_pump_t *pump;
-	struct flash_lsn_record *push;
+	mdb_pump_t *pump;
+	struct lsn_record *push;
 	size_t npush, cappush;
 	uint64_t *adv;      /* per slot: highest seq drained this round */
 	uint32_t *touched;
@@ -306,7 +306,7 @@ static int drain_run(uint64_t orders, uint32_t round, const char *wal_arg, int w
 		}
 		d.ntouched = 0;
 		uint64_t p0 = now_ns();
-		if (flash_mysql_pump_push(d.pump, d.push, d.npush) == FLASH_EFULL)
+		if (mdb_pump_push(d.pump, d.push, d.npush) == FLASH_EFULL)
 			dropped += d.npush;
 		if (mt != NULL) {
 			sst.rounds = rounds + 1;
@@ -324,8 +324,8 @@ static int drain_run(uint64_t orders, uint32_t round, const char *wal_arg, int w
 	}
 	uint64_t t1 = now_ns();
 	metrics_stop(mt);
-	int wrc = flash_mysql_pump_wait(d.pump, wal_durable_lsn(d.w), 60000);
-	flash_mysql_pump_stop(d.pump, 1000);
+	int wrc = mdb_pump_wait(d.pump, wal_durable_lsn(d.w), 60000);
+	mdb_pump_stop(d.pump, 1000);
 	printf("drain: %" PRIu64 " records, %" PRIu64 " rounds (%.0f records each): "
 	       "%.1f ns/record drain CPU, %.1f ns/record drain wall (%.1f of it in pump_push%s), "
 	       "%.0f records/s; dropped %" PRIu64 ", applier %s\n",

@@ -3,7 +3,7 @@
  * bench/drain_bench.c: it takes every batch at once, so the bench measures
  * the daemon's hand-off to the applier's thread and not MariaDB.
  *
- * It defines every flash_mysql_* function persist/mysql_pump.c calls; the
+ * It defines every mdb_* function persist/mysql_pump.c calls; the
  * bench links it before libflashstock_persist.a, and these definitions win
  * over the archive's (persist/CMakeLists.txt says how).
  */
@@ -13,24 +13,24 @@
 
 #include "mysql_apply.h"
 
-struct flash_mysql {
-	struct flash_mysql_stats st;
+struct mdb {
+	struct mdb_stats st;
 };
 
-int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
+int mdb_open(const struct mdb_opts *o, mdb_t **out)
 {
 	(void)o;
 	*out = calloc(1, sizeof **out);
 	return *out ? FLASH_OK : FLASH_ENOMEM;
 }
 
-void flash_mysql_close(flash_mysql_t *m)
+void mdb_close(mdb_t *m)
 {
 	free(m);
 }
 
-int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
-                      struct flash_apply_result *res)
+int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
+                      struct apply_result *res)
 {
 	memset(res, 0, sizeof *res);
 	if (n == 0)
@@ -45,9 +45,9 @@ int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	return FLASH_OK;
 }
 
-int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn,
-                               uint32_t batch, uint32_t max_wait_ms, flash_mysql_go_fn go,
-                               void *go_arg, struct flash_apply_result *total, int *wal_rc)
+int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
+                               uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
+                               void *go_arg, struct apply_result *total, int *wal_rc)
 {
 	(void)m; (void)wal_dir; (void)upto_lsn; (void)batch; (void)max_wait_ms;
 	(void)go; (void)go_arg; (void)wal_rc;
@@ -55,12 +55,12 @@ int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t u
 	return FLASH_OK;
 }
 
-void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
+void mdb_logf(mdb_t *m, int level, const char *fmt, ...)
 {
 	(void)m; (void)level; (void)fmt;
 }
 
-int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out)
+int mdb_stats_get(const mdb_t *m, struct mdb_stats *out)
 {
 	*out = m->st;
 	return FLASH_OK;

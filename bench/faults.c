@@ -817,9 +817,9 @@ static void mysql_log_quiet(void *arg, int level, const char *msg)
 static int daemon_settled(struct fault_sale *s)
 {
 	uint64_t give_up = bench_now_ns() + 60000000000ull;
-	struct flash_mysql_opts mo;
-	struct flash_sql_totals t;
-	flash_mysql_t *m = NULL;
+	struct mdb_opts mo;
+	struct rsql_totals t;
+	mdb_t *m = NULL;
 	int rc = FLASH_EINVAL;
 
 	memset(&mo, 0, sizeof mo);
@@ -828,14 +828,14 @@ static int daemon_settled(struct fault_sale *s)
 	while (bench_now_ns() < give_up) {
 		if (daemon_died(s))
 			return -1;
-		if (m == NULL && flash_mysql_open(&mo, &m) != FLASH_OK)
+		if (m == NULL && mdb_open(&mo, &m) != FLASH_OK)
 			m = NULL;
-		if (m && (rc = flash_sql_totals_get(m, &t)) == FLASH_OK && t.skus >= 1)
+		if (m && (rc = rsql_totals_get(m, &t)) == FLASH_OK && t.skus >= 1)
 			break;
 		rc = FLASH_EBUSY;
 		sleep_ns(50000000);
 	}
-	flash_mysql_close(m);
+	mdb_close(m);
 	if (rc != FLASH_OK)
 		return fault_err(s, "MariaDB did not get the catalog from the daemon within 60 s");
 	return 0;
@@ -968,13 +968,13 @@ static int flash_check(struct fault_sale *s)
 {
 	struct bench_check *c = &s->s_chk;
 	struct wal_replay_report rep;
-	struct flash_mysql_opts mo;
-	struct flash_apply_result tot;
-	struct flash_sql_totals t;
-	struct flash_reconcile_report rr;
+	struct mdb_opts mo;
+	struct apply_result tot;
+	struct rsql_totals t;
+	struct reconcile_report rr;
 	struct flash_sku_info si;
-	flash_mysql_t *m = NULL;
-	flash_fold_t *f = NULL;
+	mdb_t *m = NULL;
+	fold_t *f = NULL;
 	uint8_t *seen = NULL;
 	uint64_t n, no;
 	int rc, wrc = 0, ret = -1;
@@ -989,30 +989,30 @@ static int flash_check(struct fault_sale *s)
 		return fault_err(s, "read the WAL back: %s", flash_strerror(rc));
 	memset(&mo, 0, sizeof mo);
 	mo.url = s->s_url;
-	mo.log_level = FLASH_MYSQL_LOG_ERROR;
-	if ((rc = flash_mysql_open(&mo, &m)) != FLASH_OK)
-		return fault_err(s, "connect to MariaDB: %s", flash_mysql_strerror(rc));
+	mo.log_level = MDB_LOG_ERROR;
+	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
+		return fault_err(s, "connect to MariaDB: %s", mdb_strerror(rc));
 	memset(&tot, 0, sizeof tot);
-	if ((rc = flash_mysql_catch_up(m, s->s_wal, 0, 30000, &tot, &wrc)) != FLASH_OK) {
-		fault_err(s, "catch MariaDB up: %s (WAL: %s)", flash_mysql_strerror(rc), flash_strerror(wrc));
+	if ((rc = mdb_catch_up(m, s->s_wal, 0, 30000, &tot, &wrc)) != FLASH_OK) {
+		fault_err(s, "catch MariaDB up: %s (WAL: %s)", mdb_strerror(rc), flash_strerror(wrc));
 		goto out;
 	}
-	if ((rc = flash_sql_totals_get(m, &t)) != FLASH_OK) {
-		fault_err(s, "count MariaDB's orders: %s", flash_mysql_strerror(rc));
+	if ((rc = rsql_totals_get(m, &t)) != FLASH_OK) {
+		fault_err(s, "count MariaDB's orders: %s", mdb_strerror(rc));
 		goto out;
 	}
 	s->s_orders_mysql = t.orders;
-	if ((rc = flash_fold_new(&f)) != FLASH_OK || (rc = flash_fold_wal(f, s->s_wal, &wrc)) != FLASH_OK) {
+	if ((rc = fold_new(&f)) != FLASH_OK || (rc = fold_wal(f, s->s_wal, &wrc)) != FLASH_OK) {
 		fault_err(s, "fold the WAL: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		goto out;
 	}
 	memset(&rr, 0, sizeof rr);
-	if ((rc = flash_reconcile(s->s_h, m, f, FLASH_RECONCILE_ORDERS, &rr)) != FLASH_OK) {
-		fault_err(s, "reconcile: %s", flash_mysql_strerror(rc));
+	if ((rc = reconcile_compare(s->s_h, m, f, RECONCILE_ORDERS, &rr)) != FLASH_OK) {
+		fault_err(s, "reconcile: %s", mdb_strerror(rc));
 		goto out;
 	}
 	s->s_reconcile = (int64_t)rr.found;
-	flash_reconcile_report_free(&rr);
+	reconcile_report_free(&rr);
 
 	/* the order table, as the main bench counts it, plus every ack present */
 	seen = calloc((size_t)s->s_nw * s->s_bits_bytes + 1, 1);
@@ -1072,8 +1072,8 @@ static int flash_check(struct fault_sale *s)
 	ret = 0;
 out:
 	free(seen);
-	flash_fold_free(f);
-	flash_mysql_close(m);
+	fold_free(f);
+	mdb_close(m);
 	return ret;
 }
 

@@ -80,18 +80,18 @@ int main(int argc, char **argv)
 		snprintf(urlbuf, sizeof urlbuf, "mysql://root@localhost/%s?socket=%s", dbname, sock);
 		url = urlbuf;
 	}
-	struct flash_mysql_opts o = { .url = url, .log_level = FLASH_MYSQL_LOG_WARN };
-	flash_mysql_t *m;
-	int rc = flash_mysql_open(&o, &m);
+	struct mdb_opts o = { .url = url, .log_level = MDB_LOG_WARN };
+	mdb_t *m;
+	int rc = mdb_open(&o, &m);
 	if (rc) {
-		fprintf(stderr, "mysql_apply_bench: open: %s\n", flash_mysql_strerror(rc));
+		fprintf(stderr, "mysql_apply_bench: open: %s\n", mdb_strerror(rc));
 		return 1;
 	}
 
 	size_t total = (size_t)orders + (size_t)skus + 1;
-	struct flash_lsn_record *v = calloc(total, sizeof *v);
+	struct lsn_record *v = calloc(total, sizeof *v);
 	if (!v) {
-		flash_mysql_close(m);
+		mdb_close(m);
 		return 1;
 	}
 	uint64_t lsn = 1;
@@ -125,24 +125,24 @@ int main(int argc, char **argv)
 	}
 
 	/* Catalog first (not timed), then the orders in batches. */
-	rc = flash_mysql_apply(m, v, (size_t)skus + 1, NULL);
+	rc = mdb_apply(m, v, (size_t)skus + 1, NULL);
 	double t0 = now_s();
 	uint64_t refused = 0;
 	for (size_t at = (size_t)skus + 1; rc == FLASH_OK && at < n; at += (size_t)batch) {
 		size_t len = n - at < (size_t)batch ? n - at : (size_t)batch;
-		struct flash_apply_result res = { 0 };
-		rc = flash_mysql_apply_retry(m, v + at, len, &res, 30000);
+		struct apply_result res = { 0 };
+		rc = mdb_apply_retry(m, v + at, len, &res, 30000);
 		refused += res.refused;
 	}
 	double t_apply = now_s() - t0;
 	if (rc) {
-		fprintf(stderr, "mysql_apply_bench: apply: %s\n", flash_mysql_strerror(rc));
-		flash_mysql_close(m);
+		fprintf(stderr, "mysql_apply_bench: apply: %s\n", mdb_strerror(rc));
+		mdb_close(m);
 		free(v);
 		return 1;
 	}
-	struct flash_mysql_stats st;
-	flash_mysql_stats_get(m, &st);
+	struct mdb_stats st;
+	mdb_stats_get(m, &st);
 	double rate = (double)orders / t_apply;
 	printf("applier: %ld orders in batches of %ld over %ld sku(s): %.3f s, %.0f orders/s"
 	       " (%llu batches, %llu slow, %llu refused)\n", orders, batch, skus, t_apply, rate,
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)refused);
 
 	/* Baseline: one autocommitted conditional UPDATE per order, hot row. */
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	double base_rate = 0;
 	if (c && baseline > 0) {
 		double t1 = now_s();
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", dbname);
 		mysql_query(c, sql);
 	}
-	flash_mysql_close(m);
+	mdb_close(m);
 	free(v);
 	return 0;
 }

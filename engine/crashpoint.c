@@ -11,31 +11,31 @@
 /*
  * Crash points (test builds, -DFLASH_CRASHPOINTS=ON or the flashstock_crash
  * library): every FS_CRASH(op, step) in the engine is one point.
- * flash_crash_arm(n) makes the n-th point reached from now on end the process
- * with _exit(FLASH_CRASH_EXIT); flash_crash_arm(0) disarms.  A test
+ * crash_arm(n) makes the n-th point reached from now on end the process
+ * with _exit(FLASH_CRASH_EXIT); crash_arm(0) disarms.  A test
  * enumerates an operation's points by arming n = 1, 2, ... in a forked child
  * until the operation completes without reaching the n-th.
- * flash_crash_last() names the last point reached (for reports).
+ * fs_crash_last() names the last point reached (for reports).
  */
-void (*flash_park_fn)(const char *where);
+void (*fs_park_fn)(const char *where);
 
 static int crash_countdown;
 static const char *crash_last_op;
 static int crash_last_step, crash_hits;
 
-void flash_crash_arm(int n)
+void crash_arm(int n)
 {
 	crash_countdown = n;
 	crash_hits = 0;
 	crash_last_op = NULL;
 }
 
-int flash_crash_hits(void)
+int fs_crash_hits(void)
 {
 	return crash_hits;
 }
 
-const char *flash_crash_last(int *step)
+const char *fs_crash_last(int *step)
 {
 	if (step)
 		*step = crash_last_step;

@@ -816,14 +816,14 @@ int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t de
 #ifdef FLASH_CRASHPOINTS
 #define FLASH_CRASH_EXIT 77
 void fs_crashpoint(const char *op, int step);
-void flash_crash_arm(int n);
-int flash_crash_hits(void);
-const char *flash_crash_last(int *step);
+void crash_arm(int n);
+int fs_crash_hits(void);
+const char *fs_crash_last(int *step);
 #define FS_CRASH(op, step) fs_crashpoint(op, step)
 /* A test may park an operation at a named place (FS_PARK): called there
  * when set.  No store into the segment. */
-extern void (*flash_park_fn)(const char *where);
-#define FS_PARK(where) do { if (flash_park_fn) flash_park_fn(where); } while (0)
+extern void (*fs_park_fn)(const char *where);
+#define FS_PARK(where) do { if (fs_park_fn) fs_park_fn(where); } while (0)
 #else
 #define FS_CRASH(op, step) ((void)0)
 #define FS_PARK(where) ((void)0)

@@ -51,7 +51,7 @@ struct backstop {
 	char           *bs_urls_buf;    /* owned copy of o.urls, split in place */
 	char           *bs_url[BS_URLS_MAX];
 	uint32_t        bs_nurl;
-	flash_mysql_t  *bs_m[BS_URLS_MAX];  /* one handle per URL, connected lazily */
+	mdb_t  *bs_m[BS_URLS_MAX];  /* one handle per URL, connected lazily */
 	uint32_t        bs_cur;         /* URL in use */
 	int             bs_connected;   /* bs_m[bs_cur] has a session set up (schema, sweep) */
 	pthread_t       bs_th;
@@ -90,8 +90,8 @@ static void bs_log(const struct backstop *b, int level, const char *fmt, ...)
 static void bs_mysql_log(void *arg, int level, const char *msg)
 {
 	const struct backstop *b = arg;
-	int lv = level == FLASH_MYSQL_LOG_ERROR ? SERVE_LOG_ERROR
-	         : level == FLASH_MYSQL_LOG_WARN ? SERVE_LOG_WARN : SERVE_LOG_INFO;
+	int lv = level == MDB_LOG_ERROR ? SERVE_LOG_ERROR
+	         : level == MDB_LOG_WARN ? SERVE_LOG_WARN : SERVE_LOG_INFO;
 	bs_log(b, lv, "%s", msg);
 }
 
@@ -144,7 +144,7 @@ int backstop_urls_check(const char *urls, char *why, size_t cap)
 		snprintf(why, cap, "give 1 to %d comma-separated URLs", BS_URLS_MAX);
 	for (uint32_t i = 0; rc == FLASH_OK && i < n; i++) {
 		char w[200];
-		rc = flash_mysql_url_check(v[i], w, sizeof w);
+		rc = mdb_url_check(v[i], w, sizeof w);
 		if (rc != FLASH_OK && why && cap)
 			snprintf(why, cap, "URL %u: %s", i + 1, w);
 	}
@@ -209,11 +209,11 @@ static const char *const bs_schema[] = {
 
 int backstop_err_action(unsigned e)
 {
-	switch (flash_mysql_err_class(e)) {
-	case FLASH_MYSQL_ERR_TXN:
+	switch (mdb_err_class(e)) {
+	case MDB_ERR_TXN:
 		return BACKSTOP_ERR_RETRY;
-	case FLASH_MYSQL_ERR_CONN:
-	case FLASH_MYSQL_ERR_NODE:      /* a Galera node not ready: another may be */
+	case MDB_ERR_CONN:
+	case MDB_ERR_NODE:      /* a Galera node not ready: another may be */
 		return BACKSTOP_ERR_MOVE;
 	default:
 		return BACKSTOP_ERR_FAIL;
@@ -222,18 +222,18 @@ int backstop_err_action(unsigned e)
 
 static MYSQL *bs_conn(struct backstop *b)
 {
-	return flash_mysql_conn(b->bs_m[b->bs_cur]);
+	return mdb_conn(b->bs_m[b->bs_cur]);
 }
 
 /* Give the current URL up: the next call connects to the next one. */
 static void bs_move(struct backstop *b)
 {
-	flash_mysql_conn_lost(b->bs_m[b->bs_cur]);
+	mdb_conn_lost(b->bs_m[b->bs_cur]);
 	b->bs_connected = 0;
 	if (b->bs_nurl > 1) {
 		b->bs_cur = (b->bs_cur + 1) % b->bs_nurl;
 		bs_log(b, SERVE_LOG_WARN, "moving to central URL %u of %u (%s)", b->bs_cur + 1, b->bs_nurl,
-		       flash_mysql_where(b->bs_m[b->bs_cur]));
+		       mdb_where(b->bs_m[b->bs_cur]));
 	}
 }
 
@@ -268,7 +268,7 @@ static int bs_connect(struct backstop *b)
 		unsigned e = bs_exec(c, bs_schema[i]);
 		if (e) {
 			bs_log(b, SERVE_LOG_ERROR, "schema on %s: %s (%u)",
-			       flash_mysql_where(b->bs_m[b->bs_cur]), mysql_error(c), e);
+			       mdb_where(b->bs_m[b->bs_cur]), mysql_error(c), e);
 			bs_move(b);
 			return FLASH_EMYSQL_RETRY;
 		}
@@ -281,7 +281,7 @@ static int bs_connect(struct backstop *b)
 	unsigned e = bs_exec(c, sql);
 	if (e) {
 		bs_log(b, SERVE_LOG_ERROR, "position row on %s: %s (%u)",
-		       flash_mysql_where(b->bs_m[b->bs_cur]), mysql_error(c), e);
+		       mdb_where(b->bs_m[b->bs_cur]), mysql_error(c), e);
 		bs_move(b);
 		return FLASH_EMYSQL_RETRY;
 	}
@@ -295,7 +295,7 @@ static int bs_connect(struct backstop *b)
 	b->bs_st.node = b->bs_cur;
 	pthread_mutex_unlock(&b->bs_mu);
 	bs_log(b, SERVE_LOG_INFO, "central database %s (URL %u of %u), box %u",
-	       flash_mysql_where(b->bs_m[b->bs_cur]), b->bs_cur + 1, b->bs_nurl, b->bs_o.box_id);
+	       mdb_where(b->bs_m[b->bs_cur]), b->bs_cur + 1, b->bs_nurl, b->bs_o.box_id);
 	return FLASH_OK;
 }
 
@@ -337,7 +337,7 @@ static int bs_batch_fail(struct backstop *b, MYSQL *c, unsigned e, const char *w
 {
 	int k = backstop_err_action(e);
 	bs_log(b, k == BACKSTOP_ERR_FAIL ? SERVE_LOG_ERROR : SERVE_LOG_WARN,
-	       "%s on %s: %s (%u): batch rolled back%s", what, flash_mysql_where(b->bs_m[b->bs_cur]),
+	       "%s on %s: %s (%u): batch rolled back%s", what, mdb_where(b->bs_m[b->bs_cur]),
 	       mysql_error(c), e, k == BACKSTOP_ERR_FAIL ? "" : ", run again");
 	if (k == BACKSTOP_ERR_MOVE) {
 		bs_move(b);
@@ -345,7 +345,7 @@ static int bs_batch_fail(struct backstop *b, MYSQL *c, unsigned e, const char *w
 		/* the session is in a state we do not know (a result left
 		 * unread): the server rolls back what a closed connection had
 		 * open; the next round connects to this URL again */
-		flash_mysql_conn_lost(b->bs_m[b->bs_cur]);
+		mdb_conn_lost(b->bs_m[b->bs_cur]);
 		b->bs_connected = 0;
 	}
 	b->bs_nref = 0;
@@ -385,7 +385,7 @@ static unsigned bs_order(struct backstop *b, MYSQL *c, const struct flash_feed_r
 			(*orders)++;
 			return 0;
 		}
-		if (flash_mysql_err_class(e) != FLASH_MYSQL_ERR_DUP)
+		if (mdb_err_class(e) != MDB_ERR_DUP)
 			return e;
 		if (strstr(mysql_error(c), "'PRIMARY'")) {
 			/* (box, order) is there already: a WAL that numbers
@@ -779,7 +779,7 @@ int backstop_start(const struct backstop_opts *o, backstop_t **out)
 	if ((rc = bs_split(b->bs_urls_buf, b->bs_url, &b->bs_nurl)) != FLASH_OK)
 		goto fail;
 	for (uint32_t i = 0; i < b->bs_nurl; i++) {
-		struct flash_mysql_opts mo;
+		struct mdb_opts mo;
 		memset(&mo, 0, sizeof mo);
 		mo.url = b->bs_url[i];
 		mo.require_db = 1;
@@ -788,7 +788,7 @@ int backstop_start(const struct backstop_opts *o, backstop_t **out)
 		mo.rw_timeout_s = 10;
 		mo.log = bs_mysql_log;
 		mo.log_arg = b;
-		rc = flash_mysql_open(&mo, &b->bs_m[i]);
+		rc = mdb_open(&mo, &b->bs_m[i]);
 		if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY)
 			goto fail;
 	}
@@ -800,7 +800,7 @@ int backstop_start(const struct backstop_opts *o, backstop_t **out)
 	return FLASH_OK;
 fail:
 	for (uint32_t i = 0; i < BS_URLS_MAX; i++)
-		flash_mysql_close(b->bs_m[i]);
+		mdb_close(b->bs_m[i]);
 	free(b->bs_batch);
 	free(b->bs_urls_buf);
 	pthread_mutex_destroy(&b->bs_mu);
@@ -833,7 +833,7 @@ void backstop_stop(backstop_t *b, uint32_t drain_ms, struct backstop_stats *st)
 	if (st)
 		backstop_stats_get(b, st);
 	for (uint32_t i = 0; i < BS_URLS_MAX; i++)
-		flash_mysql_close(b->bs_m[i]);
+		mdb_close(b->bs_m[i]);
 	free(b->bs_batch);
 	free(b->bs_ref);
 	free(b->bs_act);

@@ -2,7 +2,7 @@
  * crash.h -- crash points in persist/ (test builds only).
  *
  * PERSIST_CRASH(op, step) is one crash point, counted by the same counter
- * as the engine's FS_CRASH(op, step) (engine/crashpoint.c: flash_crash_arm(n)
+ * as the engine's FS_CRASH(op, step) (engine/crashpoint.c: crash_arm(n)
  * makes the n-th point reached end the process with _exit(77)).  This header
  * declares only that one hook, so persist/ needs nothing of engine/fs.h.
  * Without FLASH_CRASHPOINTS every point compiles to nothing.

@@ -37,19 +37,19 @@
 struct feed_refill {
 	char           *fr_url;
 	char           *fr_stream;
-	flash_mysql_t  *fr_m;
+	mdb_t  *fr_m;
 };
 
 static void feed_refill_log(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level <= FLASH_MYSQL_LOG_WARN)
+	if (level <= MDB_LOG_WARN)
 		fprintf(stderr, "flashstock feed: mysql: %s\n", msg);
 }
 
 int feed_refill_check(const char *url)
 {
-	return flash_mysql_url_check(url, NULL, 0) == FLASH_OK ? FLASH_OK : FLASH_EMYSQL_CONFIG;
+	return mdb_url_check(url, NULL, 0) == FLASH_OK ? FLASH_OK : FLASH_EMYSQL_CONFIG;
 }
 
 int feed_refill_open(const char *url, const char *stream, feed_refill_t **out)
@@ -68,7 +68,7 @@ void feed_refill_close(feed_refill_t *r)
 {
 	if (r == NULL)
 		return;
-	flash_mysql_close(r->fr_m);
+	mdb_close(r->fr_m);
 	free(r->fr_url);
 	free(r->fr_stream);
 	free(r);
@@ -90,24 +90,24 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	*recs = NULL;
 	*n = 0;
 	if (r->fr_m == NULL) {
-		struct flash_mysql_opts o;
+		struct mdb_opts o;
 		memset(&o, 0, sizeof o);
 		o.url = r->fr_url;
 		o.stream = r->fr_stream;
 		o.require_db = 1;
 		o.log = feed_refill_log;
-		int rc = flash_mysql_open(&o, &r->fr_m);
+		int rc = mdb_open(&o, &r->fr_m);
 		if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY) {
 			r->fr_m = NULL;
 			return rc;
 		}
 	}
-	int rc = flash_mysql_applied_lsn(r->fr_m, applied);
+	int rc = mdb_applied_lsn(r->fr_m, applied);
 	if (rc != FLASH_OK)
 		return rc;
 	if (*applied < to)
 		return FLASH_EREFILL;
-	MYSQL *c = flash_mysql_conn(r->fr_m);
+	MYSQL *c = mdb_conn(r->fr_m);
 	if (c == NULL)
 		return FLASH_EMYSQL_RETRY;
 	char sql[2048];
@@ -127,12 +127,12 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	         a, b, a, b, a, b, a, b, a, b);
 	if (mysql_query(c, sql) != 0) {
 		unsigned e = mysql_errno(c);
-		flash_mysql_conn_lost(r->fr_m);
-		return flash_mysql_err_retryable(e) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+		mdb_conn_lost(r->fr_m);
+		return mdb_err_retryable(e) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 	}
 	MYSQL_RES *res = mysql_store_result(c);
 	if (res == NULL) {
-		flash_mysql_conn_lost(r->fr_m);
+		mdb_conn_lost(r->fr_m);
 		return FLASH_EMYSQL_RETRY;
 	}
 	size_t rows = (size_t)mysql_num_rows(res);

@@ -85,8 +85,8 @@ struct intent {
 	int64_t  it_total;          /* the sku's segment total before the local step */
 };
 
-struct flash_lease {
-	struct flash_lease_opts l_o;
+struct lease {
+	struct lease_opts l_o;
 	char            *l_segment, *l_urls, *l_dir;
 	pthread_t        l_thr;
 	int              l_started;
@@ -94,10 +94,10 @@ struct flash_lease {
 	volatile int     l_done;          /* atomic: the thread has finished its work */
 	pthread_mutex_t  l_mu;            /* guards l_st and l_cv */
 	pthread_cond_t   l_cv;
-	struct flash_lease_stats l_st;
+	struct lease_stats l_st;
 	/* agent thread only */
 	flash_t         *l_h;
-	flash_central_t *l_c;
+	central_t *l_c;
 	uint32_t         l_epoch;
 	uint32_t         l_seq;
 	struct lsku     *l_sku;
@@ -115,7 +115,7 @@ struct flash_lease {
 };
 
 __attribute__((format(printf, 3, 4)))
-static void llog(const struct flash_lease *a, int level, const char *fmt, ...)
+static void llog(const struct lease *a, int level, const char *fmt, ...)
 {
 	if (level > a->l_o.log_level)
 		return;
@@ -144,13 +144,13 @@ static int64_t real_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int stopping(struct flash_lease *a)
+static int stopping(struct lease *a)
 {
 	return __atomic_load_n(&a->l_stop, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* Sleep @p ms or until stop is asked. */
-static void nap(struct flash_lease *a, uint32_t ms)
+static void nap(struct lease *a, uint32_t ms)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -167,7 +167,7 @@ static void nap(struct flash_lease *a, uint32_t ms)
 }
 
 /* Tests: end the process with SIGKILL at the named point (once). */
-static void kill_point(struct flash_lease *a, const char *name)
+static void kill_point(struct lease *a, const char *name)
 {
 	if (a->l_kill_at && strcmp(a->l_kill_at, name) == 0) {
 		llog(a, SERVE_LOG_WARN, "FLASH_LEASE_KILL_AT=%s: SIGKILL now", name);
@@ -182,7 +182,7 @@ static void kill_point(struct flash_lease *a, const char *name)
  * power cut comes first: a step that depends on it being on disk uses
  * restock_durable().
  */
-static int restock(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t delta)
+static int restock(struct lease *a, uint32_t act, uint32_t sku, int64_t delta)
 {
 	for (int i = 0; i < 5000; i++) {
 		int rc = flash_restock(a->l_h, act, sku, delta);
@@ -205,7 +205,7 @@ static int restock(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t de
  * the loop's heartbeat and its suspension.
  * FLASH_OK; FLASH_EDURABILITY (the WAL failed); FLASH_EFATE_UNKNOWN.
  */
-static int durable(struct flash_lease *a)
+static int durable(struct lease *a)
 {
 	return flash_durable_wait_all(a->l_h, FLASH_SYNC_WAIT_MS_DEFAULT);
 }
@@ -216,7 +216,7 @@ static int durable(struct flash_lease *a)
  * durable -- the operation's intent must stay; any other code: nothing was
  * applied.
  */
-static int restock_durable(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t delta)
+static int restock_durable(struct lease *a, uint32_t act, uint32_t sku, int64_t delta)
 {
 	int rc = restock(a, act, sku, delta);
 	if (rc == FLASH_OK && delta < 0)
@@ -229,7 +229,7 @@ static int undurable(int rc)
 	return rc == FLASH_EDURABILITY || rc == FLASH_EFATE_UNKNOWN;
 }
 
-static void set_state(struct flash_lease *a, int state, int rc);
+static void set_state(struct lease *a, int state, int rc);
 
 /*
  * Stop operating with the last intent kept: @p t's units are out of place
@@ -238,18 +238,18 @@ static void set_state(struct flash_lease *a, int state, int rc);
  * later take or return would move.  Heartbeats go on and the segment's
  * stock stays sellable; serve reports the agent failed.  Returns @p rc.
  */
-static int stuck(struct flash_lease *a, int rc, const struct intent *t, const char *why)
+static int stuck(struct lease *a, int rc, const struct intent *t, const char *why)
 {
 	llog(a, SERVE_LOG_ERROR, "%s of %" PRId64 " units of %u/%u (lease %" PRIu64 "): %s %s; its intent is"
 	     " kept and no more takes or returns are made until serve restarts and finishes it",
 	     t->it_op == 't' ? "take" : "return", t->it_k, t->it_act, t->it_sku, t->it_id, why,
 	     flash_strerror(rc));
 	a->l_stuck = 1;
-	set_state(a, FLASH_LEASE_FAILED, rc);
+	set_state(a, LEASE_FAILED, rc);
 	return rc;
 }
 
-static void count_failure(struct flash_lease *a)
+static void count_failure(struct lease *a)
 {
 	pthread_mutex_lock(&a->l_mu);
 	a->l_st.failures++;
@@ -275,7 +275,7 @@ static int dir_sync(const char *dir)
  * DIR/lease.intent, fsync DIR; no intent left removes the file.  Returns 0,
  * or -1 (errno logged): the caller does not start the operation.
  */
-static int intent_save(struct flash_lease *a)
+static int intent_save(struct lease *a)
 {
 	char path[4096], tmp[4096];
 	snprintf(path, sizeof path, "%s/lease.intent", a->l_dir);
@@ -313,7 +313,7 @@ fail:
 	return -1;
 }
 
-static int intent_push(struct flash_lease *a, const struct intent *t)
+static int intent_push(struct lease *a, const struct intent *t)
 {
 	if (a->l_nit == a->l_capit) {
 		size_t cap = a->l_capit ? a->l_capit * 2 : 8;
@@ -332,7 +332,7 @@ static int intent_push(struct flash_lease *a, const struct intent *t)
 }
 
 /* Drop the last intent (the operation is complete). */
-static void intent_pop(struct flash_lease *a)
+static void intent_pop(struct lease *a)
 {
 	if (a->l_nit) {
 		a->l_nit--;
@@ -340,7 +340,7 @@ static void intent_pop(struct flash_lease *a)
 	}
 }
 
-static int intent_load(struct flash_lease *a)
+static int intent_load(struct lease *a)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/lease.intent", a->l_dir);
@@ -388,7 +388,7 @@ static int intent_load(struct flash_lease *a)
  * 3. Skus and leases
  * ------------------------------------------------------------------------ */
 
-static struct lsku *sku_find(struct flash_lease *a, uint32_t act, uint32_t sku, int add)
+static struct lsku *sku_find(struct lease *a, uint32_t act, uint32_t sku, int add)
 {
 	for (size_t i = 0; i < a->l_nsku; i++)
 		if (a->l_sku[i].ks_act == act && a->l_sku[i].ks_sku == sku)
@@ -429,14 +429,14 @@ static int lease_add(struct lsku *k, uint64_t id, int64_t units, int64_t returne
 }
 
 /* Refresh the agent's sku list from the segment's catalog. */
-static void skus_scan(struct flash_lease *a)
+static void skus_scan(struct lease *a)
 {
 	struct flash_sku_info si;
 	for (uint32_t i = 0; flash_sku_at(a->l_h, i, &si) == FLASH_OK; i++)
 		(void)sku_find(a, si.activity_id, si.sku_id, 1);
 }
 
-static int activity_ended(struct flash_lease *a, uint32_t act)
+static int activity_ended(struct lease *a, uint32_t act)
 {
 	struct flash_activity ac;
 	int rc;
@@ -450,7 +450,7 @@ static int activity_ended(struct flash_lease *a, uint32_t act)
 	return 0;
 }
 
-static void stats_refresh(struct flash_lease *a)
+static void stats_refresh(struct lease *a)
 {
 	int64_t leased = 0, held = 0, sold = 0;
 	for (size_t i = 0; i < a->l_nsku; i++) {
@@ -472,11 +472,11 @@ static void stats_refresh(struct flash_lease *a)
 	a->l_st.units_leased = leased;
 	a->l_st.units_held = held;
 	a->l_st.units_sold = sold;
-	a->l_st.node_failovers = a->l_c ? flash_central_failovers(a->l_c) : 0;
+	a->l_st.node_failovers = a->l_c ? central_failovers(a->l_c) : 0;
 	pthread_mutex_unlock(&a->l_mu);
 }
 
-static void set_state(struct flash_lease *a, int state, int rc)
+static void set_state(struct lease *a, int state, int rc)
 {
 	pthread_mutex_lock(&a->l_mu);
 	a->l_st.state = state;
@@ -494,10 +494,10 @@ static void set_state(struct flash_lease *a, int state, int rc)
  * pending (l_pending): the loop asks again with the same lease id before
  * anything else (idempotent by id), so it never becomes a second lease.
  */
-static int take_finish(struct flash_lease *a, struct lsku *k, const struct intent *tp)
+static int take_finish(struct lease *a, struct lsku *k, const struct intent *tp)
 {
 	struct intent t = *tp;
-	int rc = flash_central_take(a->l_c, a->l_o.box_id, a->l_epoch, t.it_act, t.it_sku, t.it_id, t.it_k);
+	int rc = central_take(a->l_c, a->l_o.box_id, a->l_epoch, t.it_act, t.it_sku, t.it_id, t.it_k);
 	if (rc == FLASH_OK)
 		kill_point(a, "take_committed");
 	if (rc == FLASH_EMYSQL_RETRY) {
@@ -539,15 +539,15 @@ static int take_finish(struct flash_lease *a, struct lsku *k, const struct inten
  * Returns FLASH_OK, FLASH_ESOLD_OUT, FLASH_EFENCED, FLASH_EMYSQL_RETRY
  * (pending), or another failure.
  */
-static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
+static int op_take(struct lease *a, struct lsku *k, int64_t units)
 {
 	struct flash_sku_info si;
 	int rc = flash_sku_get(a->l_h, k->ks_act, k->ks_sku, &si);
 	if (rc != FLASH_OK)
 		return rc;
-	if (a->l_seq >= FLASH_LEASE_SEQ_MAX)
+	if (a->l_seq >= LEASE_SEQ_MAX)
 		return FLASH_EFULL;
-	struct intent t = { .it_op = 't', .it_id = flash_lease_id(a->l_o.box_id, a->l_epoch, ++a->l_seq),
+	struct intent t = { .it_op = 't', .it_id = central_lease_id(a->l_o.box_id, a->l_epoch, ++a->l_seq),
 	                    .it_act = k->ks_act, .it_sku = k->ks_sku, .it_k = units,
 	                    .it_total = (int64_t)si.total };
 	if (intent_push(a, &t) != 0)
@@ -555,7 +555,7 @@ static int op_take(struct flash_lease *a, struct lsku *k, int64_t units)
 	return take_finish(a, k, &a->l_it[a->l_nit - 1]);
 }
 
-static void note_returned(struct flash_lease *a, struct llease *l, int64_t before, int64_t units)
+static void note_returned(struct lease *a, struct llease *l, int64_t before, int64_t units)
 {
 	if (l)
 		l->ll_returned = before + units;
@@ -566,9 +566,9 @@ static void note_returned(struct flash_lease *a, struct llease *l, int64_t befor
 }
 
 /* The central half of a return whose units have left the segment. */
-static int return_central(struct flash_lease *a, struct lsku *k, struct llease *l, int64_t before, int64_t units)
+static int return_central(struct lease *a, struct lsku *k, struct llease *l, int64_t before, int64_t units)
 {
-	int rc = flash_central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
+	int rc = central_return(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku, l->ll_id,
 	                              before, units);
 	if (rc == FLASH_OK)
 		note_returned(a, l, before, units);
@@ -588,10 +588,10 @@ static int return_central(struct flash_lease *a, struct lsku *k, struct llease *
  * asked again (pending); another count, or units that cannot be put back,
  * leave the agent stuck().
  */
-static int return_refused(struct flash_lease *a, struct llease *l, const struct intent *t, int refusal)
+static int return_refused(struct lease *a, struct llease *l, const struct intent *t, int refusal)
 {
-	struct flash_lease_row row;
-	int rc = flash_central_lease_get(a->l_c, t->it_id, &row);
+	struct lease_row row;
+	int rc = central_lease_get(a->l_c, t->it_id, &row);
 	if (rc == FLASH_OK && row.returned == t->it_before + t->it_k) {
 		note_returned(a, l, t->it_before, t->it_k);
 		return FLASH_OK;
@@ -615,7 +615,7 @@ static int return_refused(struct flash_lease *a, struct llease *l, const struct 
  * unreturned units first.  Returns the units returned (>= 0), or a
  * negative code (FLASH_EFENCED, ...).
  */
-static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
+static int64_t op_return(struct lease *a, struct lsku *k, int64_t units)
 {
 	int64_t done = 0;
 	while (units > 0) {
@@ -673,7 +673,7 @@ static int64_t op_return(struct flash_lease *a, struct lsku *k, int64_t units)
 
 /* Take every available unit of @p k out of the segment (restock -available
  * until it reads 0).  Adds what left to *out. */
-static int drain_sku(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t *out)
+static int drain_sku(struct lease *a, uint32_t act, uint32_t sku, int64_t *out)
 {
 	for (int i = 0; i < 1000; i++) {
 		struct flash_sku_info si;
@@ -692,7 +692,7 @@ static int drain_sku(struct flash_lease *a, uint32_t act, uint32_t sku, int64_t 
 }
 
 /* Fenced: every sku's stock out, and kept out (called every tick). */
-static void drain_all(struct flash_lease *a)
+static void drain_all(struct lease *a)
 {
 	skus_scan(a);
 	for (size_t i = 0; i < a->l_nsku; i++) {
@@ -707,14 +707,14 @@ static void drain_all(struct flash_lease *a)
 	}
 }
 
-static void become_fenced(struct flash_lease *a)
+static void become_fenced(struct lease *a)
 {
 	llog(a, SERVE_LOG_ERROR, "box %u epoch %u is fenced in MariaDB: its stock is taken out of the segment"
 	     " and nothing more is sold from its leases; restart serve to rejoin (the box then reclaims its"
 	     " fenced leases from its segment), or `flashstock lease reclaim --box %u`",
 	     a->l_o.box_id, a->l_epoch, a->l_o.box_id);
 	drain_all(a);
-	set_state(a, FLASH_LEASE_FENCED, FLASH_EFENCED);
+	set_state(a, LEASE_FENCED, FLASH_EFENCED);
 }
 
 /*
@@ -726,7 +726,7 @@ static void become_fenced(struct flash_lease *a)
  * registration) MariaDB accepted: that statement ran after it, so the
  * fs_box.heartbeat the fence reads is no older.  At touch_deadline(),
  * 3 x heartbeat_s later:
- *   - no central statement starts (flash_central_set_deadline, set by the
+ *   - no central statement starts (central_set_deadline, set by the
  *     loop and heartbeat()): the one in flight ends within one attempt --
  *     one connect, read or write timeout when the nodes are unreachable --
  *     and every later one fails at once, so whatever sku the loop is at, it
@@ -740,16 +740,16 @@ static void become_fenced(struct flash_lease *a)
  * The bound (docs/boxes.md): the last sale comes at most
  * 3 x heartbeat_s + timeout + the drain after l_hb_ok_ms; a unit a cancel
  * gives back during the suspension is out again within 2 x tick_ms +
- * timeout (timeout: the handle's timeout_s, 2 s, flash_lease_start).
+ * timeout (timeout: the handle's timeout_s, 2 s, lease_start).
  * Only a heartbeat MariaDB accepts -- so the box is not fenced -- ends it:
  * resume() loads the drained units back.
  */
-static uint64_t touch_deadline(const struct flash_lease *a)
+static uint64_t touch_deadline(const struct lease *a)
 {
 	return a->l_hb_ok_ms + 3000u * (uint64_t)a->l_o.heartbeat_s;
 }
 
-static int out_of_touch(const struct flash_lease *a)
+static int out_of_touch(const struct lease *a)
 {
 	return now_ms() >= touch_deadline(a);
 }
@@ -762,7 +762,7 @@ static int64_t real_ms(void)
 /* MariaDB accepted a statement of this box's epoch (a heartbeat, the
  * registration) sent at @p mono_ms (CLOCK_MONOTONIC), @p wall_ms
  * (CLOCK_REALTIME, for the metrics). */
-static void touched(struct flash_lease *a, uint64_t mono_ms, int64_t wall_ms)
+static void touched(struct lease *a, uint64_t mono_ms, int64_t wall_ms)
 {
 	a->l_hb_ok_ms = mono_ms;
 	pthread_mutex_lock(&a->l_mu);
@@ -776,18 +776,18 @@ static void touched(struct flash_lease *a, uint64_t mono_ms, int64_t wall_ms)
  * tick only, so that the drain of the next turn is not held up.  Accepted,
  * the box is in touch from the moment it was sent.
  */
-static int heartbeat(struct flash_lease *a)
+static int heartbeat(struct lease *a)
 {
 	uint64_t lsn = 0;
 	if (a->l_o.applied_lsn)
 		(void)a->l_o.applied_lsn(a->l_o.applied_arg, &lsn);
 	uint64_t sent = now_ms();
 	int64_t sent_wall = real_ms();
-	flash_central_set_deadline(a->l_c, a->l_suspended ? sent + a->l_o.tick_ms : touch_deadline(a));
-	int rc = flash_central_heartbeat(a->l_c, a->l_o.box_id, a->l_epoch, lsn);
+	central_set_deadline(a->l_c, a->l_suspended ? sent + a->l_o.tick_ms : touch_deadline(a));
+	int rc = central_heartbeat(a->l_c, a->l_o.box_id, a->l_epoch, lsn);
 	if (rc == FLASH_OK)
 		touched(a, sent, sent_wall);
-	flash_central_set_deadline(a->l_c, touch_deadline(a));
+	central_set_deadline(a->l_c, touch_deadline(a));
 	return rc;
 }
 
@@ -807,7 +807,7 @@ static int sku_leased(const struct lsku *k)
  * same units (both restocks are durable first: drain_noted()).  So a long
  * suspension with cancels keeps one line per sku.
  */
-static void intent_fold(struct flash_lease *a)
+static void intent_fold(struct lease *a)
 {
 	struct intent *t = &a->l_it[a->l_nit - 1];
 	for (size_t i = a->l_nit - 1; i-- > 0;) {
@@ -830,7 +830,7 @@ static void intent_fold(struct flash_lease *a)
  * and the sku is read again.  Another failure keeps the intent (whether
  * the restock happened, restore_drained() tells from the total).
  */
-static int drain_noted(struct flash_lease *a, struct lsku *k)
+static int drain_noted(struct lease *a, struct lsku *k)
 {
 	for (int round = 0; round < 1000; round++) {
 		struct flash_sku_info si;
@@ -859,7 +859,7 @@ static int drain_noted(struct flash_lease *a, struct lsku *k)
 
 /* Suspended: every leased sku to 0 (called at every turn).  A failure is
  * logged once a suspension; the next turn tries again. */
-static void drain_suspended(struct flash_lease *a)
+static void drain_suspended(struct lease *a)
 {
 	for (size_t i = 0; i < a->l_nsku; i++) {
 		struct lsku *k = &a->l_sku[i];
@@ -877,7 +877,7 @@ static void drain_suspended(struct flash_lease *a)
 }
 
 /* Out of touch since touch_deadline(): stop selling until MariaDB answers. */
-static void suspend(struct flash_lease *a)
+static void suspend(struct lease *a)
 {
 	llog(a, SERVE_LOG_WARN, "no heartbeat accepted by MariaDB for %u s: selling stops until it answers",
 	     3 * a->l_o.heartbeat_s);
@@ -888,7 +888,7 @@ static void suspend(struct flash_lease *a)
 		a->l_stuck_rc = a->l_st.rc;
 		pthread_mutex_unlock(&a->l_mu);
 	}
-	set_state(a, FLASH_LEASE_SUSPENDED, FLASH_EMYSQL_RETRY);
+	set_state(a, LEASE_SUSPENDED, FLASH_EMYSQL_RETRY);
 	drain_suspended(a);
 }
 
@@ -903,7 +903,7 @@ static void suspend(struct flash_lease *a)
  * intents stay, and nothing may be judged from the totals: they are not
  * known to be on disk).
  */
-static int restore_drained(struct flash_lease *a)
+static int restore_drained(struct lease *a)
 {
 	size_t n = a->l_nit;
 	int *keep = n ? calloc(n, sizeof *keep) : NULL;
@@ -940,7 +940,7 @@ static int restore_drained(struct flash_lease *a)
 	return FLASH_OK;
 }
 
-static void resume(struct flash_lease *a)
+static void resume(struct lease *a)
 {
 	int rc = restore_drained(a);
 	if (rc != FLASH_OK && !a->l_stuck) {
@@ -954,9 +954,9 @@ static void resume(struct flash_lease *a)
 	a->l_suspended = 0;
 	/* a stuck agent stays reported failed (stuck()) */
 	if (a->l_stuck)
-		set_state(a, FLASH_LEASE_FAILED, a->l_stuck_rc);
+		set_state(a, LEASE_FAILED, a->l_stuck_rc);
 	else
-		set_state(a, FLASH_LEASE_RUNNING, FLASH_OK);
+		set_state(a, LEASE_RUNNING, FLASH_OK);
 }
 
 /* ------------------------------------------------------------------------
@@ -971,10 +971,10 @@ static void resume(struct flash_lease *a)
  * still find.  MariaDB tells: returned = before + k, the units are in the
  * pool too, so they leave the segment again (durably); else nothing moved.
  */
-static int return_redo(struct flash_lease *a, const struct intent *t)
+static int return_redo(struct lease *a, const struct intent *t)
 {
-	struct flash_lease_row row;
-	int rc = flash_central_lease_get(a->l_c, t->it_id, &row);
+	struct lease_row row;
+	int rc = central_lease_get(a->l_c, t->it_id, &row);
 	if (rc == FLASH_ENOT_FOUND || (rc == FLASH_OK && row.returned != t->it_before + t->it_k))
 		return FLASH_OK;        /* the units never left the segment */
 	if (rc != FLASH_OK)
@@ -995,7 +995,7 @@ static int return_redo(struct flash_lease *a, const struct intent *t)
 }
 
 /* Finish the take or return an earlier agent left in its intent file. */
-static int finish_intent(struct flash_lease *a, const struct intent *t)
+static int finish_intent(struct lease *a, const struct intent *t)
 {
 	struct flash_sku_info si;
 	int rc = flash_sku_get(a->l_h, t->it_act, t->it_sku, &si);
@@ -1005,8 +1005,8 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 	if (!k)
 		return FLASH_ENOMEM;
 	if (t->it_op == 't') {
-		struct flash_lease_row l;
-		rc = flash_central_lease_get(a->l_c, t->it_id, &l);
+		struct lease_row l;
+		rc = central_lease_get(a->l_c, t->it_id, &l);
 		if (rc == FLASH_ENOT_FOUND)
 			return FLASH_OK;        /* never committed */
 		if (rc != FLASH_OK)
@@ -1026,7 +1026,7 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 	if (t->it_op == 'c') {
 		if ((int64_t)si.total != t->it_total - t->it_k)
 			return FLASH_OK;        /* the units never left the segment */
-		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
+		while ((rc = central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
 		                                         t->it_id, t->it_before, t->it_k)) == FLASH_EMYSQL_RETRY &&
 		       !stopping(a))
 			nap(a, 500);
@@ -1069,7 +1069,7 @@ static int finish_intent(struct flash_lease *a, const struct intent *t)
 
 /* Fenced at start: drain, reclaim the fenced leases from the segment's own
  * figures (sold = total - available), then register anew. */
-static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
+static int start_fenced(struct lease *a, struct box_reg *reg)
 {
 	llog(a, SERVE_LOG_WARN, "box %u was fenced (epoch %u): taking its stock out of the segment and"
 	     " reclaiming its fenced leases", a->l_o.box_id, reg->old_epoch);
@@ -1079,9 +1079,9 @@ static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
 	int rc = durable(a);
 	if (rc != FLASH_OK)
 		return rc;
-	struct flash_lease_row *v = NULL;
+	struct lease_row *v = NULL;
 	size_t n = 0;
-	rc = flash_central_leases(a->l_c, a->l_o.box_id, "fenced", &v, &n);
+	rc = central_leases(a->l_c, a->l_o.box_id, "fenced", &v, &n);
 	if (rc != FLASH_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -1094,10 +1094,10 @@ static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
 		int64_t sold = 0, back = 0;
 		if (flash_sku_get(a->l_h, v[i].activity_id, v[i].sku_id, &si) == FLASH_OK)
 			sold = (int64_t)si.total - (int64_t)si.available;
-		rc = flash_central_reclaim(a->l_c, a->l_o.box_id, v[i].activity_id, v[i].sku_id, sold, &back);
+		rc = central_reclaim(a->l_c, a->l_o.box_id, v[i].activity_id, v[i].sku_id, sold, &back);
 		if (rc != FLASH_OK) {
 			llog(a, SERVE_LOG_ERROR, "reclaim %u/%u (sold %" PRId64 "): %s %s", v[i].activity_id,
-			     v[i].sku_id, sold, flash_strerror(rc), flash_central_error(a->l_c));
+			     v[i].sku_id, sold, flash_strerror(rc), central_error(a->l_c));
 			free(v);
 			return rc;
 		}
@@ -1108,7 +1108,7 @@ static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
 	/* what the intents named is covered by the reclaim */
 	a->l_nit = 0;
 	(void)intent_save(a);
-	return flash_central_register(a->l_c, a->l_o.box_id, 0, reg);
+	return central_register(a->l_c, a->l_o.box_id, 0, reg);
 }
 
 /*
@@ -1122,7 +1122,7 @@ static int start_fenced(struct flash_lease *a, struct flash_box_reg *reg)
  * read and the restock (that restock is refused and the next round takes
  * what is left); each round costs one fdatasync of the intent file.
  */
-static void start_drain(struct flash_lease *a)
+static void start_drain(struct lease *a)
 {
 	int64_t taken = 0;
 	size_t skus = 0;
@@ -1173,20 +1173,20 @@ static void start_drain(struct flash_lease *a)
 		     " registered", taken, skus, a->l_o.box_id);
 }
 
-static int agent_start(struct flash_lease *a)
+static int agent_start(struct lease *a)
 {
 	if (intent_load(a) != 0)
 		return FLASH_ESYS;
 	skus_scan(a);
 	start_drain(a);
-	struct flash_box_reg reg;
+	struct box_reg reg;
 	int rc;
 	uint64_t sent;
 	int64_t sent_wall;
 	for (;;) {
 		sent = now_ms();
 		sent_wall = real_ms();
-		rc = flash_central_register(a->l_c, a->l_o.box_id, 1, &reg);
+		rc = central_register(a->l_c, a->l_o.box_id, 1, &reg);
 		if (rc != FLASH_EMYSQL_RETRY || stopping(a))
 			break;
 		nap(a, 500);
@@ -1202,9 +1202,9 @@ static int agent_start(struct flash_lease *a)
 	a->l_seq = 0;
 	llog(a, SERVE_LOG_INFO, "box %u registered: epoch %u (was %u), %u open leases adopted",
 	     a->l_o.box_id, reg.epoch, reg.old_epoch, reg.adopted);
-	struct flash_lease_row *v = NULL;
+	struct lease_row *v = NULL;
 	size_t n = 0;
-	if ((rc = flash_central_leases(a->l_c, a->l_o.box_id, "open", &v, &n)) != FLASH_OK)
+	if ((rc = central_leases(a->l_c, a->l_o.box_id, "open", &v, &n)) != FLASH_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		struct lsku *k = sku_find(a, v[i].activity_id, v[i].sku_id, 1);
@@ -1216,7 +1216,7 @@ static int agent_start(struct flash_lease *a)
 	free(v);
 	v = NULL;
 	n = 0;
-	if ((rc = flash_central_leases(a->l_c, a->l_o.box_id, "closed", &v, &n)) != FLASH_OK)
+	if ((rc = central_leases(a->l_c, a->l_o.box_id, "closed", &v, &n)) != FLASH_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		struct lsku *k = sku_find(a, v[i].activity_id, v[i].sku_id, 1);
@@ -1261,7 +1261,7 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 
 /* The pool took back intent @p t's late units (its last intent): the
  * closed lease's figures follow, the intent goes. */
-static void late_returned(struct flash_lease *a, struct lsku *k, const struct intent *t)
+static void late_returned(struct lease *a, struct lsku *k, const struct intent *t)
 {
 	for (size_t i = 0; i < k->ks_nl; i++)
 		if (k->ks_l[i].ll_id == t->it_id && k->ks_l[i].ll_sold == t->it_before) {
@@ -1282,7 +1282,7 @@ static void late_returned(struct flash_lease *a, struct lsku *k, const struct in
  * the end of the sale) go to the pool: intent 'c', restock -k, then the
  * closed lease's sold_at_close goes down by k (conditional on its value).
  */
-static int late_return(struct flash_lease *a, struct lsku *k, int64_t avail)
+static int late_return(struct lease *a, struct lsku *k, int64_t avail)
 {
 	while (avail > 0) {
 		struct llease *l = NULL;
@@ -1308,7 +1308,7 @@ static int late_return(struct flash_lease *a, struct lsku *k, int64_t avail)
 		}
 		/* out of touch, the loop must get back to suspend(): the intent
 		 * waits as pending (pending_retry asks again) */
-		while ((rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku,
+		while ((rc = central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, k->ks_act, k->ks_sku,
 		                                         l->ll_id, l->ll_sold, n)) == FLASH_EMYSQL_RETRY &&
 		       !stopping(a) && !out_of_touch(a))
 			nap(a, 200);
@@ -1329,7 +1329,7 @@ static int late_return(struct flash_lease *a, struct lsku *k, int64_t avail)
 }
 
 /* The sale of @p k's activity is over: return what is held, close its leases. */
-static int sku_close(struct flash_lease *a, struct lsku *k)
+static int sku_close(struct lease *a, struct lsku *k)
 {
 	int64_t r = op_return(a, k, INT64_MAX / 4);
 	if (r < 0)
@@ -1338,7 +1338,7 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 		struct llease *l = &k->ks_l[i];
 		if (l->ll_closed)
 			continue;
-		int rc = flash_central_lease_close(a->l_c, a->l_o.box_id, a->l_epoch, l->ll_id);
+		int rc = central_lease_close(a->l_c, a->l_o.box_id, a->l_epoch, l->ll_id);
 		if (rc != FLASH_OK)
 			return rc;
 		l->ll_closed = 1;
@@ -1351,7 +1351,7 @@ static int sku_close(struct flash_lease *a, struct lsku *k)
 }
 
 /* One sku, one tick: rate, refill, surplus, end of sale. */
-static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
+static int sku_tick(struct lease *a, struct lsku *k, uint64_t now)
 {
 	if (a->l_stuck)
 		return FLASH_OK;        /* an intent waits for the next start (stuck()) */
@@ -1364,8 +1364,8 @@ static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 	if (k->ks_pool != 1) {
 		if (now < k->ks_pool_check_ms)
 			return FLASH_OK;
-		struct flash_pool_row p;
-		int rc = flash_central_pool_get(a->l_c, k->ks_act, k->ks_sku, &p);
+		struct pool_row p;
+		int rc = central_pool_get(a->l_c, k->ks_act, k->ks_sku, &p);
 		k->ks_pool_check_ms = now + 5000;
 		if (rc == FLASH_ENOT_FOUND && k->ks_nl == 0) {
 			k->ks_pool = -1;        /* not a leased sku (yet) */
@@ -1397,8 +1397,8 @@ static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 	if (avail < low) {
 		if (now < k->ks_take_after_ms)
 			return FLASH_OK;
-		struct flash_pool_row p;
-		if ((rc = flash_central_pool_get(a->l_c, k->ks_act, k->ks_sku, &p)) != FLASH_OK)
+		struct pool_row p;
+		if ((rc = central_pool_get(a->l_c, k->ks_act, k->ks_sku, &p)) != FLASH_OK)
 			return rc;
 		int64_t want = step;
 		if (avail + want < low)
@@ -1406,7 +1406,7 @@ static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 		int64_t take = want < p.unleased ? want : p.unleased;
 		if (take <= 0) {
 			if (!k->ks_wanted || p.wanted < want) {
-				(void)flash_central_want(a->l_c, k->ks_act, k->ks_sku, want);
+				(void)central_want(a->l_c, k->ks_act, k->ks_sku, want);
 				k->ks_wanted = 1;
 			}
 			k->ks_take_after_ms = now + 100;
@@ -1425,8 +1425,8 @@ static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 	k->ks_wanted = 0;       /* at or above the low-water: this box wants nothing */
 	if (avail > low && now >= k->ks_pool_check_ms) {
 		k->ks_pool_check_ms = now + 250;
-		struct flash_pool_row p;
-		if ((rc = flash_central_pool_get(a->l_c, k->ks_act, k->ks_sku, &p)) != FLASH_OK)
+		struct pool_row p;
+		if ((rc = central_pool_get(a->l_c, k->ks_act, k->ks_sku, &p)) != FLASH_OK)
 			return rc;
 		if (p.unleased == 0 && p.wanted > 0) {
 			int64_t give = avail - low;
@@ -1444,7 +1444,7 @@ static int sku_tick(struct flash_lease *a, struct lsku *k, uint64_t now)
 }
 
 /* A clean stop: give back what the box holds (its leases stay open). */
-static void return_all(struct flash_lease *a)
+static void return_all(struct lease *a)
 {
 	int64_t sum = 0;
 	if (a->l_stuck)
@@ -1467,7 +1467,7 @@ static void return_all(struct flash_lease *a)
 /* Ask again for the pending take or return (the last 't'/'r' intent), with
  * the same lease id and returned count: exactly once whatever the first
  * attempt did.  FLASH_OK once settled. */
-static int pending_retry(struct flash_lease *a)
+static int pending_retry(struct lease *a)
 {
 	struct intent *t = NULL;
 	for (size_t i = a->l_nit; i-- > 0;)
@@ -1486,7 +1486,7 @@ static int pending_retry(struct flash_lease *a)
 		/* a late return the pool did not answer while the box was out of
 		 * touch (late_return); a replay of one that committed is
 		 * recognised by the pool */
-		int rc = flash_central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
+		int rc = central_return_closed(a->l_c, a->l_o.box_id, a->l_epoch, t->it_act, t->it_sku,
 		                                     t->it_id, t->it_before, t->it_k);
 		if (rc == FLASH_EMYSQL_RETRY)
 			return rc;
@@ -1520,7 +1520,7 @@ static int pending_retry(struct flash_lease *a)
  * (touch_deadline(), checked at every turn and before every sku's tick),
  * never by how long the skus' statements took: see suspend().
  */
-static int agent_loop(struct flash_lease *a)
+static int agent_loop(struct lease *a)
 {
 	uint64_t next_hb = 0, next_scan = 0;
 	if (3u * a->l_o.heartbeat_s + 2u >= 30u)
@@ -1528,7 +1528,7 @@ static int agent_loop(struct flash_lease *a)
 		     " after its last heartbeat, not less than lease fence's default --stale-s 30: fence it with"
 		     " a larger --stale-s", a->l_o.heartbeat_s, 3u * a->l_o.heartbeat_s + 2u);
 	/* from here on no statement outlives the suspension's deadline */
-	flash_central_set_deadline(a->l_c, touch_deadline(a));
+	central_set_deadline(a->l_c, touch_deadline(a));
 	while (!stopping(a)) {
 		uint64_t now = now_ms();
 		if (now >= next_hb) {
@@ -1602,11 +1602,11 @@ static int agent_loop(struct flash_lease *a)
 
 static void *agent_main(void *arg)
 {
-	struct flash_lease *a = arg;
+	struct lease *a = arg;
 	int rc = flash_open(a->l_segment, 0, &a->l_h);
 	if (rc != FLASH_OK) {
 		llog(a, SERVE_LOG_ERROR, "segment %s: %s", a->l_segment, flash_strerror(rc));
-		set_state(a, FLASH_LEASE_FAILED, rc);
+		set_state(a, LEASE_FAILED, rc);
 		return NULL;
 	}
 	/* MariaDB down or failing over at start: start again (the epoch just
@@ -1618,11 +1618,11 @@ static void *agent_main(void *arg)
 	if (rc != FLASH_OK) {
 		if (!stopping(a))
 			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s%s", a->l_o.box_id, flash_strerror(rc),
-			     flash_central_error(a->l_c), strstr(flash_central_error(a->l_c), "doesn't exist")
+			     central_error(a->l_c), strstr(central_error(a->l_c), "doesn't exist")
 			     ? " (run `flashstock lease init --mysql URL` first)" : "");
-		set_state(a, FLASH_LEASE_FAILED, rc);
+		set_state(a, LEASE_FAILED, rc);
 	} else {
-		set_state(a, FLASH_LEASE_RUNNING, FLASH_OK);
+		set_state(a, LEASE_RUNNING, FLASH_OK);
 		stats_refresh(a);
 		rc = agent_loop(a);
 		if (rc == FLASH_EFENCED) {
@@ -1633,7 +1633,7 @@ static void *agent_main(void *arg)
 				stats_refresh(a);
 			}
 		} else {
-			set_state(a, FLASH_LEASE_STOPPED, rc);
+			set_state(a, LEASE_STOPPED, rc);
 		}
 	}
 	flash_close(a->l_h);
@@ -1643,12 +1643,12 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
-int flash_lease_start(const struct flash_lease_opts *o, flash_lease_t **out)
+int lease_start(const struct lease_opts *o, lease_t **out)
 {
 	if (!o || !out || !o->segment || !o->urls || !o->state_dir || o->box_id == 0 ||
 	    o->box_id > FLASH_BOX_ID_MAX)
 		return FLASH_EINVAL;
-	struct flash_lease *a = calloc(1, sizeof *a);
+	struct lease *a = calloc(1, sizeof *a);
 	if (!a)
 		return FLASH_ENOMEM;
 	a->l_o = *o;
@@ -1678,13 +1678,13 @@ int flash_lease_start(const struct flash_lease_opts *o, flash_lease_t **out)
 	a->l_st.box_id = o->box_id;
 	/* one statement retries at most a heartbeat period: the loop then
 	 * looks at its heartbeat (suspend) and at a stop */
-	struct flash_central_opts co = { .urls = o->urls, .log = central_log, .log_arg = a,
+	struct central_opts co = { .urls = o->urls, .log = central_log, .log_arg = a,
 	                                 .retry_ms = a->l_o.heartbeat_s * 1000u, .timeout_s = 2 };
-	int rc = (!a->l_segment || !a->l_urls || !a->l_dir) ? FLASH_ENOMEM : flash_central_open(&co, &a->l_c);
+	int rc = (!a->l_segment || !a->l_urls || !a->l_dir) ? FLASH_ENOMEM : central_open(&co, &a->l_c);
 	if (rc == FLASH_OK && pthread_create(&a->l_thr, NULL, agent_main, a) != 0)
 		rc = FLASH_ESYS;
 	if (rc != FLASH_OK) {
-		flash_central_close(a->l_c);
+		central_close(a->l_c);
 		free(a->l_segment);
 		free(a->l_urls);
 		free(a->l_dir);
@@ -1698,14 +1698,14 @@ int flash_lease_start(const struct flash_lease_opts *o, flash_lease_t **out)
 	return FLASH_OK;
 }
 
-void flash_lease_stats_get(flash_lease_t *a, struct flash_lease_stats *out)
+void lease_stats_get(lease_t *a, struct lease_stats *out)
 {
 	pthread_mutex_lock(&a->l_mu);
 	*out = a->l_st;
 	pthread_mutex_unlock(&a->l_mu);
 }
 
-void flash_lease_stop_begin(flash_lease_t *a)
+void lease_stop_begin(lease_t *a)
 {
 	if (!a)
 		return;
@@ -1717,20 +1717,20 @@ void flash_lease_stop_begin(flash_lease_t *a)
 	pthread_mutex_unlock(&a->l_mu);
 }
 
-int flash_lease_done(flash_lease_t *a)
+int lease_done(lease_t *a)
 {
 	return !a || __atomic_load_n(&a->l_done, __ATOMIC_ACQUIRE) != 0;
 }
 
-int flash_lease_stop(flash_lease_t *a)
+int lease_stop(lease_t *a)
 {
 	if (!a)
 		return FLASH_OK;
-	flash_lease_stop_begin(a);
+	lease_stop_begin(a);
 	if (a->l_started)
 		pthread_join(a->l_thr, NULL);
 	int rc = a->l_st.rc;
-	flash_central_close(a->l_c);
+	central_close(a->l_c);
 	for (size_t i = 0; i < a->l_nsku; i++)
 		free(a->l_sku[i].ks_l);
 	free(a->l_sku);
@@ -1744,8 +1744,8 @@ int flash_lease_stop(flash_lease_t *a)
 	return rc;
 }
 
-const char *flash_lease_state_name(int state)
+const char *lease_state_name(int state)
 {
 	static const char *const names[] = { "starting", "running", "fenced", "suspended", "failed", "stopped" };
-	return state >= 0 && state <= FLASH_LEASE_STOPPED ? names[state] : "?";
+	return state >= 0 && state <= LEASE_STOPPED ? names[state] : "?";
 }

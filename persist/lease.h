@@ -68,14 +68,14 @@
  * any thread (a mutex around the figures).  The agent opens its own handle
  * on the segment (handles are per thread).
  */
-#ifndef FLASH_LEASE_H
-#define FLASH_LEASE_H
+#ifndef LEASE_H
+#define LEASE_H
 
 #include <stdint.h>
 
-typedef struct flash_lease flash_lease_t;
+typedef struct lease lease_t;
 
-struct flash_lease_opts {
+struct lease_opts {
 	const char *segment;        /* the segment serve serves */
 	const char *urls;           /* "URL[,URL...]": the central database's nodes */
 	const char *state_dir;      /* where lease.intent lives (serve: the WAL directory) */
@@ -91,18 +91,18 @@ struct flash_lease_opts {
 	void       *applied_arg;
 };
 
-enum flash_lease_state {
-	FLASH_LEASE_STARTING = 0,
-	FLASH_LEASE_RUNNING  = 1,
-	FLASH_LEASE_FENCED   = 2,   /* MariaDB refused the epoch: stock drained, no leases */
-	FLASH_LEASE_SUSPENDED = 3,  /* MariaDB unreachable: stock drained until it answers */
-	FLASH_LEASE_FAILED   = 4,   /* could not start (segment, URL, registration), or an
+enum lease_state {
+	LEASE_STARTING = 0,
+	LEASE_RUNNING  = 1,
+	LEASE_FENCED   = 2,   /* MariaDB refused the epoch: stock drained, no leases */
+	LEASE_SUSPENDED = 3,  /* MariaDB unreachable: stock drained until it answers */
+	LEASE_FAILED   = 4,   /* could not start (segment, URL, registration), or an
 	                               operation stopped with its intent kept (see above) */
-	FLASH_LEASE_STOPPED  = 5
+	LEASE_STOPPED  = 5
 };
 
-struct flash_lease_stats {
-	int      state;             /* enum flash_lease_state */
+struct lease_stats {
+	int      state;             /* enum lease_state */
 	int      rc;                /* FLASH_EFENCED when fenced; the failure when FAILED */
 	uint32_t box_id, epoch;
 	uint64_t takes, take_units;         /* leases taken by this agent */
@@ -127,30 +127,30 @@ struct flash_lease_stats {
  *         of range, lease_min > lease_max); FLASH_EMYSQL_CONFIG (a bad URL);
  *         FLASH_ENOMEM; FLASH_ESYS (thread).
  */
-int flash_lease_start(const struct flash_lease_opts *o, flash_lease_t **out);
+int lease_start(const struct lease_opts *o, lease_t **out);
 
 /** Copy the figures (any thread). */
-void flash_lease_stats_get(flash_lease_t *a, struct flash_lease_stats *out);
+void lease_stats_get(lease_t *a, struct lease_stats *out);
 
 /**
  * Ask the agent to stop without waiting: it returns what the box holds and
  * ends.  The caller keeps draining the segment and writing the WAL
  * meanwhile (the agent's restocks wait until they are durable) and polls
- * flash_lease_done().  NULL is fine.
+ * lease_done().  NULL is fine.
  */
-void flash_lease_stop_begin(flash_lease_t *a);
+void lease_stop_begin(lease_t *a);
 
 /** 1 once the agent thread has finished (or @p a is NULL). */
-int flash_lease_done(flash_lease_t *a);
+int lease_done(lease_t *a);
 
 /**
  * Stop: a running agent first returns what the box holds (bounded by the
  * central handle's retry time), then the thread ends.  NULL is fine.
  * @return the agent's final rc (FLASH_OK, FLASH_EFENCED, ...).
  */
-int flash_lease_stop(flash_lease_t *a);
+int lease_stop(lease_t *a);
 
 /** "running", "fenced", ... */
-const char *flash_lease_state_name(int state);
+const char *lease_state_name(int state);
 
-#endif /* FLASH_LEASE_H */
+#endif /* LEASE_H */

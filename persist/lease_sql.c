@@ -39,13 +39,13 @@ struct cnode {
 	MYSQL *cn_conn;            /* NULL while disconnected */
 };
 
-struct flash_central {
-	struct cnode c_node[FLASH_CENTRAL_NODES_MAX];
+struct central {
+	struct cnode c_node[CENTRAL_NODES_MAX];
 	unsigned     c_n;
 	unsigned     c_shift;      /* moved on by one per failure: every key follows */
 	unsigned     c_cur;        /* node of the statement running now / last */
 	uint64_t     c_failovers;
-	struct flash_central_opts c_o;
+	struct central_opts c_o;
 	unsigned     c_errno;      /* last MySQL error */
 	char         c_err[320];
 	uint64_t     c_rows;       /* affected rows of the last statement */
@@ -55,8 +55,8 @@ struct flash_central {
 #define RC_SQL 1000            /* an attempt failed with a MySQL error (c_errno); no FLASH_E*
                                   code is positive, and it is not a check's 0 or 1 */
 
-static void central_log(flash_central_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void central_log(flash_central_t *c, int level, const char *fmt, ...)
+static void central_log(central_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void central_log(central_t *c, int level, const char *fmt, ...)
 {
 	if (!c->c_o.log)
 		return;
@@ -81,11 +81,11 @@ static void sleep_ms(uint32_t ms)
 	nanosleep(&ts, NULL);
 }
 
-int flash_central_open(const struct flash_central_opts *o, flash_central_t **out)
+int central_open(const struct central_opts *o, central_t **out)
 {
 	if (!o || !o->urls || !*o->urls || !out)
 		return FLASH_EINVAL;
-	flash_central_t *c = calloc(1, sizeof *c);
+	central_t *c = calloc(1, sizeof *c);
 	if (!c)
 		return FLASH_ENOMEM;
 	c->c_o = *o;
@@ -98,7 +98,7 @@ int flash_central_open(const struct flash_central_opts *o, flash_central_t **out
 	while (*p) {
 		size_t len = strcspn(p, ",");
 		if (len) {
-			if (c->c_n == FLASH_CENTRAL_NODES_MAX) {
+			if (c->c_n == CENTRAL_NODES_MAX) {
 				rc = FLASH_EMYSQL_CONFIG;
 				break;
 			}
@@ -108,12 +108,12 @@ int flash_central_open(const struct flash_central_opts *o, flash_central_t **out
 				break;
 			}
 			char why[256];
-			if ((rc = flash_mysql_url_check(n->cn_url, why, sizeof why)) != FLASH_OK) {
+			if ((rc = mdb_url_check(n->cn_url, why, sizeof why)) != FLASH_OK) {
 				snprintf(c->c_err, sizeof c->c_err, "URL %u: %s", c->c_n + 1, why);
 				c->c_n++;
 				break;
 			}
-			flash_mysql_url_mask(n->cn_url, n->cn_where, sizeof n->cn_where);
+			mdb_url_mask(n->cn_url, n->cn_where, sizeof n->cn_where);
 			c->c_n++;
 		}
 		p += len;
@@ -124,15 +124,15 @@ int flash_central_open(const struct flash_central_opts *o, flash_central_t **out
 		rc = FLASH_EMYSQL_CONFIG;
 	if (rc != FLASH_OK) {
 		if (c->c_err[0])
-			central_log(c, FLASH_MYSQL_LOG_ERROR, "%s", c->c_err);
-		flash_central_close(c);
+			central_log(c, MDB_LOG_ERROR, "%s", c->c_err);
+		central_close(c);
 		return rc;
 	}
 	*out = c;
 	return FLASH_OK;
 }
 
-void flash_central_close(flash_central_t *c)
+void central_close(central_t *c)
 {
 	if (!c)
 		return;
@@ -147,10 +147,10 @@ void flash_central_close(flash_central_t *c)
 	free(c);
 }
 
-unsigned flash_central_node(const flash_central_t *c) { return c ? c->c_cur : 0; }
-uint64_t flash_central_failovers(const flash_central_t *c) { return c ? c->c_failovers : 0; }
-void flash_central_set_deadline(flash_central_t *c, uint64_t deadline_ms) { c->c_deadline_ms = deadline_ms; }
-const char *flash_central_error(const flash_central_t *c) { return c ? c->c_err : ""; }
+unsigned central_node(const central_t *c) { return c ? c->c_cur : 0; }
+uint64_t central_failovers(const central_t *c) { return c ? c->c_failovers : 0; }
+void central_set_deadline(central_t *c, uint64_t deadline_ms) { c->c_deadline_ms = deadline_ms; }
+const char *central_error(const central_t *c) { return c ? c->c_err : ""; }
 
 /* Keys: one sku's pool, one box's row.  A 64-bit mix so neighbouring ids
  * spread over the nodes. */
@@ -166,13 +166,13 @@ static uint64_t key_box(uint32_t box_id)
 	return x ^ (x >> 31);
 }
 
-unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes)
+unsigned central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes)
 {
 	return n_nodes ? (unsigned)(key_sku(activity_id, sku_id) % n_nodes) : 0;
 }
 
 /* Drop node @p i's connection and move every key one node on. */
-static void node_fail(flash_central_t *c, unsigned i)
+static void node_fail(central_t *c, unsigned i)
 {
 	if (c->c_node[i].cn_conn) {
 		mysql_close(c->c_node[i].cn_conn);
@@ -181,7 +181,7 @@ static void node_fail(flash_central_t *c, unsigned i)
 	if (c->c_n > 1) {
 		c->c_shift++;
 		c->c_failovers++;
-		central_log(c, FLASH_MYSQL_LOG_WARN, "node %s failed (%s): moving to %s", c->c_node[i].cn_where,
+		central_log(c, MDB_LOG_WARN, "node %s failed (%s): moving to %s", c->c_node[i].cn_where,
 		     c->c_err, c->c_node[(i + 1) % c->c_n].cn_where);
 	}
 }
@@ -191,7 +191,7 @@ static void node_fail(flash_central_t *c, unsigned i)
  * an unreachable node moves the shift on and the next one is tried, each
  * node once.  NULL when none answers (c_err says why).
  */
-static MYSQL *node_conn(flash_central_t *c, uint64_t key)
+static MYSQL *node_conn(central_t *c, uint64_t key)
 {
 	for (unsigned tries = 0; tries < c->c_n; tries++) {
 		/* past the deadline the next node waits for the next call */
@@ -203,7 +203,7 @@ static MYSQL *node_conn(flash_central_t *c, uint64_t key)
 		if (n->cn_conn)
 			return n->cn_conn;
 		char why[256];
-		int rc = flash_mysql_connect_url(n->cn_url, c->c_o.timeout_s, c->c_o.create_db,
+		int rc = mdb_connect_url(n->cn_url, c->c_o.timeout_s, c->c_o.create_db,
 		                                 &n->cn_conn, why, sizeof why);
 		if (rc == FLASH_OK) {
 			/* A read on this node sees every write set the cluster
@@ -218,7 +218,7 @@ static MYSQL *node_conn(flash_central_t *c, uint64_t key)
 		snprintf(c->c_err, sizeof c->c_err, "%s", why);
 		c->c_errno = CR_CONNECTION_ERROR;
 		if (rc == FLASH_EMYSQL_CONFIG) {
-			central_log(c, FLASH_MYSQL_LOG_ERROR, "%s", why);
+			central_log(c, MDB_LOG_ERROR, "%s", why);
 			return NULL;
 		}
 		node_fail(c, i);
@@ -226,7 +226,7 @@ static MYSQL *node_conn(flash_central_t *c, uint64_t key)
 	return NULL;
 }
 
-static int sql_err(flash_central_t *c, MYSQL *m)
+static int sql_err(central_t *c, MYSQL *m)
 {
 	c->c_errno = mysql_errno(m);
 	snprintf(c->c_err, sizeof c->c_err, "%s (%u)", mysql_error(m), c->c_errno);
@@ -234,8 +234,8 @@ static int sql_err(flash_central_t *c, MYSQL *m)
 }
 
 /* Run one statement that returns no rows; its affected rows in c_rows. */
-static int q_exec(flash_central_t *c, MYSQL *m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int q_exec(flash_central_t *c, MYSQL *m, const char *fmt, ...)
+static int q_exec(central_t *c, MYSQL *m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int q_exec(central_t *c, MYSQL *m, const char *fmt, ...)
 {
 	char sql[2048];
 	va_list ap;
@@ -264,9 +264,9 @@ static int64_t qi(const struct qrow *r, int i) { return r->null[i] ? 0 : strtoll
  * 39 characters: ids, counts and state names).  Returns the number of rows,
  * or -RC_SQL.
  */
-static long q_rows(flash_central_t *c, MYSQL *m, int (*fn)(void *arg, const struct qrow *r), void *arg,
+static long q_rows(central_t *c, MYSQL *m, int (*fn)(void *arg, const struct qrow *r), void *arg,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static long q_rows(flash_central_t *c, MYSQL *m, int (*fn)(void *arg, const struct qrow *r), void *arg,
+static long q_rows(central_t *c, MYSQL *m, int (*fn)(void *arg, const struct qrow *r), void *arg,
                    const char *fmt, ...)
 {
 	char sql[2048];
@@ -305,9 +305,9 @@ static int take_first(void *arg, const struct qrow *r)
 	return 1;
 }
 
-static long q_one(flash_central_t *c, MYSQL *m, struct qrow *out, const char *fmt, ...)
+static long q_one(central_t *c, MYSQL *m, struct qrow *out, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static long q_one(flash_central_t *c, MYSQL *m, struct qrow *out, const char *fmt, ...)
+static long q_one(central_t *c, MYSQL *m, struct qrow *out, const char *fmt, ...)
 {
 	char sql[2048];
 	va_list ap;
@@ -320,7 +320,7 @@ static long q_one(flash_central_t *c, MYSQL *m, struct qrow *out, const char *fm
 
 /* Tests: drop the connection at fault point @p point if the hook says so
  * (a real close: the server rolls an open transaction back). */
-static int fault_at(flash_central_t *c, int point)
+static int fault_at(central_t *c, int point)
 {
 	if (!c->c_o.fault || !c->c_o.fault(c->c_o.fault_arg, point))
 		return 0;
@@ -339,9 +339,9 @@ static int fault_at(flash_central_t *c, int point)
  * ------------------------------------------------------------------------ */
 
 /* One attempt: FLASH_OK or a decided outcome, or RC_SQL (c_errno). */
-typedef int (*attempt_fn)(flash_central_t *c, MYSQL *m, void *arg);
+typedef int (*attempt_fn)(central_t *c, MYSQL *m, void *arg);
 /* After an attempt of unknown fate: 1 it committed, 0 it did not, RC_SQL. */
-typedef int (*check_fn)(flash_central_t *c, MYSQL *m, void *arg);
+typedef int (*check_fn)(central_t *c, MYSQL *m, void *arg);
 
 static int err_same_node(unsigned e)
 {
@@ -349,17 +349,17 @@ static int err_same_node(unsigned e)
 	 * certification failure, a lock wait, an interrupted statement): the
 	 * retry runs there; a lost connection or a node that does not serve
 	 * moves to the next node */
-	return flash_mysql_err_class(e) == FLASH_MYSQL_ERR_TXN;
+	return mdb_err_class(e) == MDB_ERR_TXN;
 }
 
 /*
- * Run @p fn until it decides, retrying retryable failures (flash_mysql_err_
+ * Run @p fn until it decides, retrying retryable failures (mdb_err_
  * retryable) with backoff for at most retry_ms.  After a failure whose fate
  * is unknown, @p check (may be NULL for statements that are safe to repeat)
  * runs first on the next connection: if the first attempt committed, that
  * is the outcome.
  */
-static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, void *arg)
+static int run(central_t *c, uint64_t key, attempt_fn fn, check_fn check, void *arg)
 {
 	uint64_t start = now_ms(), deadline = start + c->c_o.retry_ms;
 	if (c->c_deadline_ms && c->c_deadline_ms < deadline) {
@@ -389,9 +389,9 @@ static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, 
 					return rc;
 			}
 			unsigned e = c->c_errno;
-			if (!flash_mysql_err_retryable(e)) {
+			if (!mdb_err_retryable(e)) {
 				struct cnode *n = &c->c_node[c->c_cur];
-				central_log(c, FLASH_MYSQL_LOG_ERROR, "%s: %s", n->cn_where, c->c_err);
+				central_log(c, MDB_LOG_ERROR, "%s: %s", n->cn_where, c->c_err);
 				if (n->cn_conn && mysql_query(n->cn_conn, "ROLLBACK") != 0) {
 					/* a session in a state we do not know (a result
 					 * left unread): closing it is the rollback */
@@ -403,7 +403,7 @@ static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, 
 			uncertain = 1;
 			if (err_same_node(e) && c->c_node[c->c_cur].cn_conn) {
 				(void)mysql_query(c->c_node[c->c_cur].cn_conn, "ROLLBACK");
-				central_log(c, FLASH_MYSQL_LOG_INFO, "%s: %s: retrying", c->c_node[c->c_cur].cn_where,
+				central_log(c, MDB_LOG_INFO, "%s: %s: retrying", c->c_node[c->c_cur].cn_where,
 				     c->c_err);
 			} else {
 				node_fail(c, c->c_cur);
@@ -417,7 +417,7 @@ static int run(flash_central_t *c, uint64_t key, attempt_fn fn, check_fn check, 
 			now = now_ms();
 		}
 		if (now >= deadline) {
-			central_log(c, FLASH_MYSQL_LOG_WARN, "no node answered within %u ms: %s",
+			central_log(c, MDB_LOG_WARN, "no node answered within %u ms: %s",
 			            (unsigned)(now - start), c->c_err);
 			return FLASH_EMYSQL_RETRY;
 		}
@@ -463,7 +463,7 @@ static const char *const schema[] = {
 	") ENGINE=InnoDB",
 };
 
-static int init_once(flash_central_t *c, MYSQL *m, void *arg)
+static int init_once(central_t *c, MYSQL *m, void *arg)
 {
 	(void)arg;
 	for (size_t i = 0; i < sizeof schema / sizeof schema[0]; i++)
@@ -472,14 +472,14 @@ static int init_once(flash_central_t *c, MYSQL *m, void *arg)
 	return FLASH_OK;
 }
 
-int flash_central_init(flash_central_t *c)
+int central_init(central_t *c)
 {
 	if (!c)
 		return FLASH_EINVAL;
 	return run(c, 0, init_once, NULL, NULL);
 }
 
-struct st_mysql *flash_central_conn(flash_central_t *c)
+struct st_mysql *central_conn(central_t *c)
 {
 	if (!c)
 		return NULL;
@@ -502,10 +502,10 @@ struct st_mysql *flash_central_conn(flash_central_t *c)
 struct pool_arg {
 	uint32_t a, s;
 	int64_t total, units;
-	struct flash_pool_row *row;
+	struct pool_row *row;
 };
 
-static int pool_set_once(flash_central_t *c, MYSQL *m, void *arg)
+static int pool_set_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct pool_arg *p = arg;
 	/* New: total = unleased = N.  Known: both move by N - total, only
@@ -522,7 +522,7 @@ static int pool_set_once(flash_central_t *c, MYSQL *m, void *arg)
 	return c->c_rows == 1 ? FLASH_OK : FLASH_ESOLD_OUT;
 }
 
-int flash_central_pool_set(flash_central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t total)
+int central_pool_set(central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t total)
 {
 	if (!c || !activity_id || !sku_id || total < 0 || total > (int64_t)FLASH_UNITS_MAX)
 		return FLASH_EINVAL;
@@ -530,7 +530,7 @@ int flash_central_pool_set(flash_central_t *c, uint32_t activity_id, uint32_t sk
 	return run(c, key_sku(activity_id, sku_id), pool_set_once, NULL, &p);
 }
 
-static int pool_get_once(flash_central_t *c, MYSQL *m, void *arg)
+static int pool_get_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct pool_arg *p = arg;
 	struct qrow r;
@@ -544,14 +544,14 @@ static int pool_get_once(flash_central_t *c, MYSQL *m, void *arg)
 		return RC_SQL;
 	if (n == 0)
 		return FLASH_ENOT_FOUND;
-	*p->row = (struct flash_pool_row){ .activity_id = p->a, .sku_id = p->s, .total = qi(&r, 0),
+	*p->row = (struct pool_row){ .activity_id = p->a, .sku_id = p->s, .total = qi(&r, 0),
 	                                   .unleased = qi(&r, 1), .wanted = qi(&r, 2), .leased = qi(&r, 3),
 	                                   .sold_closed = qi(&r, 4) };
 	return FLASH_OK;
 }
 
-int flash_central_pool_get(flash_central_t *c, uint32_t activity_id, uint32_t sku_id,
-                           struct flash_pool_row *out)
+int central_pool_get(central_t *c, uint32_t activity_id, uint32_t sku_id,
+                           struct pool_row *out)
 {
 	if (!c || !out)
 		return FLASH_EINVAL;
@@ -559,7 +559,7 @@ int flash_central_pool_get(flash_central_t *c, uint32_t activity_id, uint32_t sk
 	return run(c, key_sku(activity_id, sku_id), pool_get_once, NULL, &p);
 }
 
-static int want_once(flash_central_t *c, MYSQL *m, void *arg)
+static int want_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct pool_arg *p = arg;
 	if (p->units > 0)
@@ -569,7 +569,7 @@ static int want_once(flash_central_t *c, MYSQL *m, void *arg)
 	       ? RC_SQL : FLASH_OK;
 }
 
-int flash_central_want(flash_central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t units)
+int central_want(central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t units)
 {
 	if (!c || units < 0)
 		return FLASH_EINVAL;
@@ -585,11 +585,11 @@ struct box_arg {
 	uint32_t box, epoch, stale_s;
 	int only_if_live, force;
 	uint64_t lsn;
-	struct flash_box_reg *reg;
+	struct box_reg *reg;
 	uint32_t new_epoch, leases;
 };
 
-static int register_once(flash_central_t *c, MYSQL *m, void *arg)
+static int register_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct box_arg *b = arg;
 	struct qrow r;
@@ -644,15 +644,15 @@ static int register_once(flash_central_t *c, MYSQL *m, void *arg)
 	if (n < 0)
 		return RC_SQL;
 	b->reg->fenced_leases = (uint32_t)qi(&r, 0);
-	if (fault_at(c, FLASH_CENTRAL_BEFORE_COMMIT))
+	if (fault_at(c, CENTRAL_BEFORE_COMMIT))
 		return RC_SQL;
 	if (q_exec(c, m, "COMMIT"))
 		return RC_SQL;
 	return FLASH_OK;
 }
 
-int flash_central_register(flash_central_t *c, uint32_t box_id, int only_if_live,
-                           struct flash_box_reg *out)
+int central_register(central_t *c, uint32_t box_id, int only_if_live,
+                           struct box_reg *out)
 {
 	if (!c || !out || box_id == 0 || box_id > FLASH_BOX_ID_MAX)
 		return FLASH_EINVAL;
@@ -661,7 +661,7 @@ int flash_central_register(flash_central_t *c, uint32_t box_id, int only_if_live
 }
 
 /* Why did a statement conditional on (box, epoch, live) match nothing? */
-static int box_refusal(flash_central_t *c, MYSQL *m, uint32_t box, uint32_t epoch)
+static int box_refusal(central_t *c, MYSQL *m, uint32_t box, uint32_t epoch)
 {
 	struct qrow r;
 	long n = q_one(c, m, &r, "SELECT epoch, state FROM fs_box WHERE box_id = %u", box);
@@ -672,7 +672,7 @@ static int box_refusal(flash_central_t *c, MYSQL *m, uint32_t box, uint32_t epoc
 	return 0;
 }
 
-static int heartbeat_once(flash_central_t *c, MYSQL *m, void *arg)
+static int heartbeat_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct box_arg *b = arg;
 	if (q_exec(c, m, "UPDATE fs_box SET heartbeat = NOW(6), applied_lsn = GREATEST(applied_lsn, %" PRIu64 ")"
@@ -681,7 +681,7 @@ static int heartbeat_once(flash_central_t *c, MYSQL *m, void *arg)
 	return c->c_rows == 1 ? FLASH_OK : FLASH_EFENCED;
 }
 
-int flash_central_heartbeat(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint64_t applied_lsn)
+int central_heartbeat(central_t *c, uint32_t box_id, uint32_t epoch, uint64_t applied_lsn)
 {
 	if (!c || !box_id)
 		return FLASH_EINVAL;
@@ -689,7 +689,7 @@ int flash_central_heartbeat(flash_central_t *c, uint32_t box_id, uint32_t epoch,
 	return run(c, key_box(box_id), heartbeat_once, NULL, &b);
 }
 
-static int fence_once(flash_central_t *c, MYSQL *m, void *arg)
+static int fence_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct box_arg *b = arg;
 	struct qrow r;
@@ -728,7 +728,7 @@ static int fence_once(flash_central_t *c, MYSQL *m, void *arg)
 }
 
 /* A fence of unknown fate committed if the box reads fenced. */
-static int fence_check(flash_central_t *c, MYSQL *m, void *arg)
+static int fence_check(central_t *c, MYSQL *m, void *arg)
 {
 	struct box_arg *b = arg;
 	struct qrow r;
@@ -742,7 +742,7 @@ static int fence_check(flash_central_t *c, MYSQL *m, void *arg)
 	return 0;
 }
 
-int flash_central_fence(flash_central_t *c, uint32_t box_id, uint32_t stale_s, int force,
+int central_fence(central_t *c, uint32_t box_id, uint32_t stale_s, int force,
                         uint32_t *new_epoch, uint32_t *leases)
 {
 	if (!c || !box_id)
@@ -757,8 +757,8 @@ int flash_central_fence(flash_central_t *c, uint32_t box_id, uint32_t stale_s, i
 }
 
 struct list_arg {
-	struct flash_box_row *boxes;
-	struct flash_lease_row *leases;
+	struct box_row *boxes;
+	struct lease_row *leases;
 	size_t n, cap;
 	int oom;
 	uint32_t box;
@@ -778,7 +778,7 @@ static int box_row_cb(void *arg, const struct qrow *r)
 		l->boxes = p;
 		l->cap = cap;
 	}
-	struct flash_box_row *b = &l->boxes[l->n++];
+	struct box_row *b = &l->boxes[l->n++];
 	memset(b, 0, sizeof *b);
 	b->box_id = (uint32_t)qi(r, 0);
 	b->epoch = (uint32_t)qi(r, 1);
@@ -788,7 +788,7 @@ static int box_row_cb(void *arg, const struct qrow *r)
 	return 0;
 }
 
-static int boxes_once(flash_central_t *c, MYSQL *m, void *arg)
+static int boxes_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct list_arg *l = arg;
 	l->n = 0;
@@ -799,7 +799,7 @@ static int boxes_once(flash_central_t *c, MYSQL *m, void *arg)
 	return l->oom ? FLASH_ENOMEM : FLASH_OK;
 }
 
-int flash_central_boxes(flash_central_t *c, struct flash_box_row **out, size_t *n)
+int central_boxes(central_t *c, struct box_row **out, size_t *n)
 {
 	if (!c || !out || !n)
 		return FLASH_EINVAL;
@@ -821,7 +821,7 @@ int flash_central_boxes(flash_central_t *c, struct flash_box_row **out, size_t *
 #define LEASE_COLS "lease_id, box_id, epoch, activity_id, sku_id, units, returned, " \
                    "COALESCE(sold_at_close, 0), state"
 
-static void lease_from(struct flash_lease_row *l, const struct qrow *r)
+static void lease_from(struct lease_row *l, const struct qrow *r)
 {
 	memset(l, 0, sizeof *l);
 	l->lease_id = strtoull(r->v[0], NULL, 10);
@@ -836,7 +836,7 @@ static void lease_from(struct flash_lease_row *l, const struct qrow *r)
 }
 
 /* Read lease @p id: 1 found, 0 not, RC_SQL. */
-static int lease_read(flash_central_t *c, MYSQL *m, uint64_t id, struct flash_lease_row *out)
+static int lease_read(central_t *c, MYSQL *m, uint64_t id, struct lease_row *out)
 {
 	struct qrow r;
 	long n = q_one(c, m, &r, "SELECT " LEASE_COLS " FROM fs_lease WHERE lease_id = %" PRIu64, id);
@@ -855,10 +855,10 @@ struct lease_arg {
 };
 
 /* The lease row exists with this take's content (1), another (FLASH_EEXIST), none (0). */
-static int take_check(flash_central_t *c, MYSQL *m, void *arg)
+static int take_check(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
-	struct flash_lease_row l;
+	struct lease_row l;
 	int rc = lease_read(c, m, t->id, &l);
 	if (rc != 1)
 		return rc;
@@ -867,7 +867,7 @@ static int take_check(flash_central_t *c, MYSQL *m, void *arg)
 	return 1;
 }
 
-static int take_once(flash_central_t *c, MYSQL *m, void *arg)
+static int take_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
 	if (q_exec(c, m, "START TRANSACTION"))
@@ -876,7 +876,7 @@ static int take_once(flash_central_t *c, MYSQL *m, void *arg)
 	if (q_exec(c, m, "INSERT INTO fs_lease (lease_id, box_id, epoch, activity_id, sku_id, units, returned,"
 	           " state, created) VALUES (%" PRIu64 ", %u, %u, %u, %u, %" PRId64 ", 0, 'open', NOW(6))",
 	           t->id, t->box, t->epoch, t->a, t->s, t->units)) {
-		if (flash_mysql_err_class(c->c_errno) != FLASH_MYSQL_ERR_DUP)
+		if (mdb_err_class(c->c_errno) != MDB_ERR_DUP)
 			return RC_SQL;
 		if (q_exec(c, m, "ROLLBACK"))
 			return RC_SQL;
@@ -897,16 +897,16 @@ static int take_once(flash_central_t *c, MYSQL *m, void *arg)
 		int rc = box_refusal(c, m, t->box, t->epoch);
 		return rc ? rc : FLASH_ESOLD_OUT;
 	}
-	if (fault_at(c, FLASH_CENTRAL_BEFORE_COMMIT))
+	if (fault_at(c, CENTRAL_BEFORE_COMMIT))
 		return RC_SQL;
 	if (q_exec(c, m, "COMMIT"))
 		return RC_SQL;
-	if (fault_at(c, FLASH_CENTRAL_AFTER_COMMIT))
+	if (fault_at(c, CENTRAL_AFTER_COMMIT))
 		return RC_SQL;
 	return FLASH_OK;
 }
 
-int flash_central_take(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+int central_take(central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
                        uint32_t sku_id, uint64_t lease_id, int64_t units)
 {
 	if (!c || !box_id || !activity_id || !sku_id || !lease_id || units <= 0 ||
@@ -918,17 +918,17 @@ int flash_central_take(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint
 }
 
 /* A return of unknown fate committed if the lease reads before + k. */
-static int return_check(flash_central_t *c, MYSQL *m, void *arg)
+static int return_check(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
-	struct flash_lease_row l;
+	struct lease_row l;
 	int rc = lease_read(c, m, t->id, &l);
 	if (rc != 1)
 		return rc;
 	return l.returned == t->before + t->units;
 }
 
-static int return_once(flash_central_t *c, MYSQL *m, void *arg)
+static int return_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
 	if (q_exec(c, m, "UPDATE fs_lease l JOIN fs_box b ON b.box_id = l.box_id"
@@ -941,7 +941,7 @@ static int return_once(flash_central_t *c, MYSQL *m, void *arg)
 	           t->epoch))
 		return RC_SQL;
 	if (c->c_rows == 3) {
-		if (fault_at(c, FLASH_CENTRAL_AFTER_COMMIT))
+		if (fault_at(c, CENTRAL_AFTER_COMMIT))
 			return RC_SQL;
 		return FLASH_OK;
 	}
@@ -956,7 +956,7 @@ static int return_once(flash_central_t *c, MYSQL *m, void *arg)
 	return rc ? rc : FLASH_ELEASE;
 }
 
-int flash_central_return(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+int central_return(central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
                          uint32_t sku_id, uint64_t lease_id, int64_t returned_before, int64_t units)
 {
 	if (!c || !box_id || !lease_id || units <= 0 || returned_before < 0)
@@ -966,17 +966,17 @@ int flash_central_return(flash_central_t *c, uint32_t box_id, uint32_t epoch, ui
 	return run(c, key_sku(activity_id, sku_id), return_once, return_check, &t);
 }
 
-static int return_closed_check(flash_central_t *c, MYSQL *m, void *arg)
+static int return_closed_check(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
-	struct flash_lease_row l;
+	struct lease_row l;
 	int rc = lease_read(c, m, t->id, &l);
 	if (rc != 1)
 		return rc;
 	return strcmp(l.state, "closed") == 0 && l.sold_at_close == t->before - t->units;
 }
 
-static int return_closed_once(flash_central_t *c, MYSQL *m, void *arg)
+static int return_closed_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
 	if (q_exec(c, m, "UPDATE fs_lease l JOIN fs_box b ON b.box_id = l.box_id"
@@ -998,7 +998,7 @@ static int return_closed_once(flash_central_t *c, MYSQL *m, void *arg)
 	return rc ? rc : FLASH_ELEASE;
 }
 
-int flash_central_return_closed(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+int central_return_closed(central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
                                 uint32_t sku_id, uint64_t lease_id, int64_t sold_before, int64_t units)
 {
 	if (!c || !box_id || !lease_id || units <= 0 || sold_before < units)
@@ -1008,7 +1008,7 @@ int flash_central_return_closed(flash_central_t *c, uint32_t box_id, uint32_t ep
 	return run(c, key_sku(activity_id, sku_id), return_closed_once, return_closed_check, &t);
 }
 
-static int close_once(flash_central_t *c, MYSQL *m, void *arg)
+static int close_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
 	if (q_exec(c, m, "UPDATE fs_lease l JOIN fs_box b ON b.box_id = l.box_id"
@@ -1019,7 +1019,7 @@ static int close_once(flash_central_t *c, MYSQL *m, void *arg)
 		return RC_SQL;
 	if (c->c_rows == 2)
 		return FLASH_OK;
-	struct flash_lease_row l;
+	struct lease_row l;
 	int rc = lease_read(c, m, t->id, &l);
 	if (rc == RC_SQL)
 		return RC_SQL;
@@ -1029,12 +1029,12 @@ static int close_once(flash_central_t *c, MYSQL *m, void *arg)
 	return rc ? rc : FLASH_ELEASE;
 }
 
-int flash_central_lease_close(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint64_t lease_id)
+int central_lease_close(central_t *c, uint32_t box_id, uint32_t epoch, uint64_t lease_id)
 {
 	if (!c || !box_id || !lease_id)
 		return FLASH_EINVAL;
-	struct flash_lease_row l;
-	int rc = flash_central_lease_get(c, lease_id, &l);
+	struct lease_row l;
+	int rc = central_lease_get(c, lease_id, &l);
 	if (rc != FLASH_OK)
 		return rc == FLASH_ENOT_FOUND ? FLASH_ELEASE : rc;
 	struct lease_arg t = { .box = box_id, .epoch = epoch, .id = lease_id };
@@ -1043,17 +1043,17 @@ int flash_central_lease_close(flash_central_t *c, uint32_t box_id, uint32_t epoc
 
 struct get_arg {
 	uint64_t id;
-	struct flash_lease_row *row;
+	struct lease_row *row;
 };
 
-static int get_once(flash_central_t *c, MYSQL *m, void *arg)
+static int get_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct get_arg *g = arg;
 	int rc = lease_read(c, m, g->id, g->row);
 	return rc == 1 ? FLASH_OK : rc == 0 ? FLASH_ENOT_FOUND : rc;
 }
 
-int flash_central_lease_get(flash_central_t *c, uint64_t lease_id, struct flash_lease_row *out)
+int central_lease_get(central_t *c, uint64_t lease_id, struct lease_row *out)
 {
 	if (!c || !out)
 		return FLASH_EINVAL;
@@ -1078,7 +1078,7 @@ static int lease_row_cb(void *arg, const struct qrow *r)
 	return 0;
 }
 
-static int leases_once(flash_central_t *c, MYSQL *m, void *arg)
+static int leases_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct list_arg *l = arg;
 	char where[96] = "1";
@@ -1097,8 +1097,8 @@ static int leases_once(flash_central_t *c, MYSQL *m, void *arg)
 	return l->oom ? FLASH_ENOMEM : FLASH_OK;
 }
 
-int flash_central_leases(flash_central_t *c, uint32_t box_id, const char *state,
-                         struct flash_lease_row **out, size_t *n)
+int central_leases(central_t *c, uint32_t box_id, const char *state,
+                         struct lease_row **out, size_t *n)
 {
 	if (!c || !out || !n)
 		return FLASH_EINVAL;
@@ -1122,7 +1122,7 @@ int flash_central_leases(flash_central_t *c, uint32_t box_id, const char *state,
  * conditional on its state and returned count as read, and the pool gets
  * the sum of the rests.  Safe to repeat: a second run finds no fenced lease.
  */
-static int reclaim_once(flash_central_t *c, MYSQL *m, void *arg)
+static int reclaim_once(central_t *c, MYSQL *m, void *arg)
 {
 	struct lease_arg *t = arg;
 	struct list_arg l = { 0 };
@@ -1152,7 +1152,7 @@ static int reclaim_once(flash_central_t *c, MYSQL *m, void *arg)
 	}
 	int64_t give = 0;
 	for (size_t i = 0; i < l.n; i++) {
-		struct flash_lease_row *x = &l.leases[i];
+		struct lease_row *x = &l.leases[i];
 		if (strcmp(x->state, "fenced") != 0)
 			continue;
 		int64_t hold = x->units - x->returned;
@@ -1193,7 +1193,7 @@ rollback:
 	return rc;
 }
 
-int flash_central_reclaim(flash_central_t *c, uint32_t box_id, uint32_t activity_id, uint32_t sku_id,
+int central_reclaim(central_t *c, uint32_t box_id, uint32_t activity_id, uint32_t sku_id,
                           int64_t sold, int64_t *returned)
 {
 	if (!c || !box_id || sold < 0)

@@ -21,7 +21,7 @@
  * resource: a stale epoch gets FLASH_EFENCED whatever the box believes.
  *
  * Exactly once: a lease id is chosen by the box before its transaction
- * (flash_lease_id: box_id<<48 | epoch<<24 | seq) and the lease row is
+ * (central_lease_id: box_id<<48 | epoch<<24 | seq) and the lease row is
  * inserted first, so a take whose first attempt committed cannot commit
  * twice (duplicate key); a return is conditional on the lease's returned
  * count as the box last saw it, so a replayed return matches no row and is
@@ -33,10 +33,10 @@
  * pool go to one node, hash(activity, sku) over the list; boxes' rows to
  * hash(box_id); on a failure the handle moves every key one node on.
  *
- * Threads: a flash_central_t is used by one thread at a time.
+ * Threads: a central_t is used by one thread at a time.
  */
-#ifndef FLASH_LEASE_SQL_H
-#define FLASH_LEASE_SQL_H
+#ifndef LEASE_SQL_H
+#define LEASE_SQL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,33 +47,33 @@
 extern "C" {
 #endif
 
-#define FLASH_CENTRAL_NODES_MAX 16u
+#define CENTRAL_NODES_MAX 16u
 #define FLASH_BOX_ID_MAX        32767u      /* 15 bits: lease ids stay positive BIGINTs */
 #define FLASH_EPOCH_MAX         0xffffffu   /* 24 bits */
-#define FLASH_LEASE_SEQ_MAX     0xffffffu   /* 24 bits */
+#define LEASE_SEQ_MAX     0xffffffu   /* 24 bits */
 
 /** The lease id a box uses for its @p seq-th lease of @p epoch. */
-static inline uint64_t flash_lease_id(uint32_t box_id, uint32_t epoch, uint32_t seq)
+static inline uint64_t central_lease_id(uint32_t box_id, uint32_t epoch, uint32_t seq)
 {
 	return ((uint64_t)box_id << 48) | ((uint64_t)(epoch & FLASH_EPOCH_MAX) << 24) |
-	       (uint64_t)(seq & FLASH_LEASE_SEQ_MAX);
+	       (uint64_t)(seq & LEASE_SEQ_MAX);
 }
 
-typedef struct flash_central flash_central_t;
+typedef struct central central_t;
 
 /* Fault points for tests: the hook returns nonzero to drop the connection
  * there (a real mysql_close), as a network cut would. */
-enum flash_central_point {
-	FLASH_CENTRAL_BEFORE_COMMIT = 1,   /* the transaction's statements ran, COMMIT not sent */
-	FLASH_CENTRAL_AFTER_COMMIT  = 2    /* COMMIT succeeded; its reply is "lost" */
+enum central_point {
+	CENTRAL_BEFORE_COMMIT = 1,   /* the transaction's statements ran, COMMIT not sent */
+	CENTRAL_AFTER_COMMIT  = 2    /* COMMIT succeeded; its reply is "lost" */
 };
 
-struct flash_central_opts {
+struct central_opts {
 	const char *urls;        /* "URL[,URL...]" (mysql://user:pass@host:port/flash_central) */
 	uint32_t    timeout_s;   /* connect/read/write timeout per attempt (0: 3) */
 	uint32_t    retry_ms;    /* how long one call retries before FLASH_EMYSQL_RETRY (0: 15000) */
 	int         create_db;   /* create the database when missing (lease init) */
-	void      (*log)(void *arg, int level, const char *msg);  /* FLASH_MYSQL_LOG_* levels; NULL: quiet */
+	void      (*log)(void *arg, int level, const char *msg);  /* MDB_LOG_* levels; NULL: quiet */
 	void       *log_arg;
 	int       (*fault)(void *arg, int point);                 /* tests; NULL: none */
 	void       *fault_arg;
@@ -82,20 +82,20 @@ struct flash_central_opts {
 /**
  * Parse the URL list (nothing is connected yet: each node on first use).
  * @return FLASH_OK; FLASH_EMYSQL_CONFIG (a malformed URL, or more than
- *         FLASH_CENTRAL_NODES_MAX); FLASH_EINVAL; FLASH_ENOMEM.
+ *         CENTRAL_NODES_MAX); FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_central_open(const struct flash_central_opts *o, flash_central_t **out);
-void flash_central_close(flash_central_t *c);
+int central_open(const struct central_opts *o, central_t **out);
+void central_close(central_t *c);
 
 /** The node (0-based, in the URL list) a fresh handle over @p n_nodes
  *  nodes sends (activity, sku)'s statements to; the next ones in order on
  *  failures (tests kill the node in use). */
-unsigned flash_central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes);
+unsigned central_sku_node(uint32_t activity_id, uint32_t sku_id, unsigned n_nodes);
 
 /** The node (0-based) the last statement ran on, and how often the handle
  *  moved to another node. */
-unsigned flash_central_node(const flash_central_t *c);
-uint64_t flash_central_failovers(const flash_central_t *c);
+unsigned central_node(const central_t *c);
+uint64_t central_failovers(const central_t *c);
 
 /**
  * A time after which no attempt starts, on top of retry_ms: @p deadline_ms
@@ -108,13 +108,13 @@ uint64_t flash_central_failovers(const flash_central_t *c);
  * write timeout (timeout_s).  The lease agent sets it to the moment it
  * must stop selling, so that no statement keeps it from stopping.
  */
-void flash_central_set_deadline(flash_central_t *c, uint64_t deadline_ms);
+void central_set_deadline(central_t *c, uint64_t deadline_ms);
 
 /** Create the three tables if missing (idempotent).
  *  @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL. */
-int flash_central_init(flash_central_t *c);
+int central_init(central_t *c);
 
-struct flash_pool_row {
+struct pool_row {
 	uint32_t activity_id, sku_id;
 	int64_t  total, unleased, wanted;
 	int64_t  leased;         /* sum over open and fenced leases of units - returned */
@@ -128,17 +128,17 @@ struct flash_pool_row {
  * @return FLASH_OK; FLASH_ESOLD_OUT (refused: nothing changed); FLASH_EINVAL;
  *         FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_pool_set(flash_central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t total);
+int central_pool_set(central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t total);
 
 /** Read one pool.  @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL. */
-int flash_central_pool_get(flash_central_t *c, uint32_t activity_id, uint32_t sku_id,
-                           struct flash_pool_row *out);
+int central_pool_get(central_t *c, uint32_t activity_id, uint32_t sku_id,
+                           struct pool_row *out);
 
 /** Say a box wants @p units of a pool that could not give them (0 clears):
  *  wanted = GREATEST(wanted, units), or 0.  Best effort, one statement. */
-int flash_central_want(flash_central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t units);
+int central_want(central_t *c, uint32_t activity_id, uint32_t sku_id, int64_t units);
 
-struct flash_box_reg {
+struct box_reg {
 	uint32_t epoch;          /* the box's new epoch */
 	uint32_t old_epoch;      /* 0: first registration */
 	int      was_fenced;     /* the box was found fenced (its leases were not adopted) */
@@ -150,15 +150,15 @@ struct flash_box_reg {
  * Register a box: a new box gets epoch 1; a known one epoch + 1 and state
  * 'live'.  A live box adopts its open leases (their epoch becomes the new
  * one); a fenced box adopts nothing: its leases stay 'fenced' for a reclaim
- * (flash_central_reclaim).  Not exactly once: a retry after a lost
+ * (central_reclaim).  Not exactly once: a retry after a lost
  * connection may bump the epoch twice, which is harmless (the epoch only
  * grows, and what is returned is what MariaDB holds).
  * @param[in] only_if_live  refuse (FLASH_EFENCED, nothing changed) when the
  *                          box is fenced: the agent drains its stock first
  * @return FLASH_OK; FLASH_EFENCED; FLASH_EINVAL; FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_register(flash_central_t *c, uint32_t box_id, int only_if_live,
-                           struct flash_box_reg *out);
+int central_register(central_t *c, uint32_t box_id, int only_if_live,
+                           struct box_reg *out);
 
 /**
  * Take lease @p lease_id of @p units from a pool: one transaction, the
@@ -174,7 +174,7 @@ int flash_central_register(flash_central_t *c, uint32_t box_id, int only_if_live
  *         FLASH_EMYSQL_RETRY (fate known -- not taken -- but no node
  *         answered in time); FLASH_EMYSQL.
  */
-int flash_central_take(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+int central_take(central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
                        uint32_t sku_id, uint64_t lease_id, int64_t units);
 
 /**
@@ -189,7 +189,7 @@ int flash_central_take(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint
  *         returned count, or more than it holds); FLASH_EINVAL;
  *         FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_return(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+int central_return(central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
                          uint32_t sku_id, uint64_t lease_id, int64_t returned_before, int64_t units);
 
 /**
@@ -198,7 +198,7 @@ int flash_central_return(flash_central_t *c, uint32_t box_id, uint32_t epoch, ui
  * epoch.  @return FLASH_OK (also when closed already); FLASH_EFENCED;
  * FLASH_ELEASE; FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_lease_close(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint64_t lease_id);
+int central_lease_close(central_t *c, uint32_t box_id, uint32_t epoch, uint64_t lease_id);
 
 /**
  * Give back @p units that came back to the box after lease @p lease_id
@@ -208,13 +208,13 @@ int flash_central_lease_close(flash_central_t *c, uint32_t box_id, uint32_t epoc
  * nothing and is recognised).
  * @return FLASH_OK; FLASH_EFENCED; FLASH_ELEASE; FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_return_closed(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
+int central_return_closed(central_t *c, uint32_t box_id, uint32_t epoch, uint32_t activity_id,
                                 uint32_t sku_id, uint64_t lease_id, int64_t sold_before, int64_t units);
 
 /** Heartbeat: UPDATE fs_box SET heartbeat = NOW(6) ... WHERE box_id=? AND
  *  epoch=? AND state='live'.  @return FLASH_OK; FLASH_EFENCED (0 rows);
  *  FLASH_EMYSQL_RETRY; FLASH_EMYSQL. */
-int flash_central_heartbeat(flash_central_t *c, uint32_t box_id, uint32_t epoch, uint64_t applied_lsn);
+int central_heartbeat(central_t *c, uint32_t box_id, uint32_t epoch, uint64_t applied_lsn);
 
 /**
  * Fence a box:
@@ -228,10 +228,10 @@ int flash_central_heartbeat(flash_central_t *c, uint32_t box_id, uint32_t epoch,
  *         nothing changed); FLASH_EEXIST (fenced already: nothing changed);
  *         FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_fence(flash_central_t *c, uint32_t box_id, uint32_t stale_s, int force,
+int central_fence(central_t *c, uint32_t box_id, uint32_t stale_s, int force,
                         uint32_t *new_epoch, uint32_t *leases);
 
-struct flash_lease_row {
+struct lease_row {
 	uint64_t lease_id;
 	uint32_t box_id, epoch, activity_id, sku_id;
 	int64_t  units, returned, sold_at_close;
@@ -239,25 +239,25 @@ struct flash_lease_row {
 };
 
 /** Read one lease.  @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL. */
-int flash_central_lease_get(flash_central_t *c, uint64_t lease_id, struct flash_lease_row *out);
+int central_lease_get(central_t *c, uint64_t lease_id, struct lease_row *out);
 
 /**
  * List a box's leases (box 0: every box) in a state ("open", "fenced",
  * "closed", NULL: any), by lease id.  @p *out is malloc'd (free it).
  * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_ENOMEM.
  */
-int flash_central_leases(flash_central_t *c, uint32_t box_id, const char *state,
-                         struct flash_lease_row **out, size_t *n);
+int central_leases(central_t *c, uint32_t box_id, const char *state,
+                         struct lease_row **out, size_t *n);
 
-struct flash_box_row {
+struct box_row {
 	uint32_t box_id, epoch;
 	char     state[8];
 	int64_t  heartbeat_age_ms;
 	uint64_t applied_lsn;
 };
 
-/** Every box.  @p *out is malloc'd.  @return as flash_central_leases(). */
-int flash_central_boxes(flash_central_t *c, struct flash_box_row **out, size_t *n);
+/** Every box.  @p *out is malloc'd.  @return as central_leases(). */
+int central_boxes(central_t *c, struct box_row **out, size_t *n);
 
 /**
  * Reclaim the fenced leases of @p box_id for one sku, given the units the box
@@ -271,17 +271,17 @@ int flash_central_boxes(flash_central_t *c, struct flash_box_row **out, size_t *
  * @return FLASH_OK; FLASH_ELEASE (sold exceeds what the leases held: the
  *         figures disagree; nothing changed); FLASH_EMYSQL_RETRY; FLASH_EMYSQL.
  */
-int flash_central_reclaim(flash_central_t *c, uint32_t box_id, uint32_t activity_id, uint32_t sku_id,
+int central_reclaim(central_t *c, uint32_t box_id, uint32_t activity_id, uint32_t sku_id,
                           int64_t sold, int64_t *returned);
 
 /** The connection to the node for key 0 (the tools' reads), or NULL. */
 struct st_mysql;
-struct st_mysql *flash_central_conn(flash_central_t *c);
+struct st_mysql *central_conn(central_t *c);
 
 /** The last MySQL error text of the handle ("" if none). */
-const char *flash_central_error(const flash_central_t *c);
+const char *central_error(const central_t *c);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* FLASH_LEASE_SQL_H */
+#endif /* LEASE_SQL_H */

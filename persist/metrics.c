@@ -28,7 +28,7 @@ struct metrics {
 	struct MHD_Daemon *m_d;
 	char              *m_segment;   /* owned copy */
 	wal_t             *m_w;
-	flash_mysql_pump_t *m_pump;     /* or NULL */
+	mdb_pump_t *m_pump;     /* or NULL */
 	rbox_t            *m_st;        /* struct serve_stats: the daemon publishes one
 	                                   per round, scrapes copy one out (RCU: the
 	                                   drain loop never waits for a scrape) */
@@ -38,9 +38,9 @@ struct metrics {
 	uint64_t           m_arch_done; /* archiver figures kept once it stopped (m_mu) */
 	uint64_t           m_arch_orders;
 	backstop_t        *m_backstop;  /* or NULL; guarded by m_mu */
-	flash_mysql_probe_t *m_probe;   /* or NULL; guarded by m_mu */
+	mdb_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
-	struct flash_lease *m_lease;    /* lease agent, or NULL; guarded by m_mu */
+	struct lease *m_lease;    /* lease agent, or NULL; guarded by m_mu */
 };
 
 /* ---- text buffer ---- */
@@ -234,8 +234,8 @@ static void render_serve(struct metrics *m, struct mbuf *mb)
 
 static void render_mysql(struct metrics *m, struct mbuf *mb)
 {
-	struct flash_mysql_pump_stats p;
-	if (m->m_pump == NULL || flash_mysql_pump_stats_get(m->m_pump, &p) != FLASH_OK)
+	struct mdb_pump_stats p;
+	if (m->m_pump == NULL || mdb_pump_stats_get(m->m_pump, &p) != FLASH_OK)
 		return;
 	mb_metric(mb, "flashstock_mysql_applier_reached", "gauge",
 	          "1 if the applier's last attempt reached MySQL.", p.connected != 0);
@@ -340,11 +340,11 @@ static void render_backstop(struct metrics *m, struct mbuf *mb)
 /* The lease agent (lease.h): units by where they are, operations, its state. */
 static void render_lease(struct metrics *m, struct mbuf *mb)
 {
-	struct flash_lease_stats l;
+	struct lease_stats l;
 	pthread_mutex_lock(&m->m_mu);
-	struct flash_lease *a = m->m_lease;
+	struct lease *a = m->m_lease;
 	if (a)
-		flash_lease_stats_get(a, &l);
+		lease_stats_get(a, &l);
 	pthread_mutex_unlock(&m->m_mu);
 	if (!a)
 		return;
@@ -369,17 +369,17 @@ static void render_lease(struct metrics *m, struct mbuf *mb)
 	          "Moves to another node of the central cluster.", l.node_failovers);
 	mb_metric(mb, "flashstock_lease_epoch", "gauge", "The box's lease epoch.", l.epoch);
 	mb_metric(mb, "flashstock_lease_fenced", "gauge", "1 when MariaDB has fenced this box.",
-	          l.state == FLASH_LEASE_FENCED);
+	          l.state == LEASE_FENCED);
 	mb_metric(mb, "flashstock_lease_suspended", "gauge",
 	          "1 while the box is cut off from MariaDB and has stopped selling its leased stock.",
-	          l.state == FLASH_LEASE_SUSPENDED);
+	          l.state == LEASE_SUSPENDED);
 	mb_metric(mb, "flashstock_lease_last_heartbeat_ms", "gauge",
 	          "Wall-clock time (ms since the Unix epoch) at which the last heartbeat MariaDB accepted was"
 	          " sent; cut off, the box sells until at most 3 x --heartbeat-s + 2 s after it.",
 	          (uint64_t)l.heartbeat_ms);
 }
 
-void metrics_set_lease(metrics_t *m, struct flash_lease *a)
+void metrics_set_lease(metrics_t *m, struct lease *a)
 {
 	pthread_mutex_lock(&m->m_mu);
 	m->m_lease = a;
@@ -453,7 +453,7 @@ static void render_obs(struct mbuf *mb, const struct flash_obs *o)
 	hist_lines(mb, "flashstock_lock_hold_seconds", "", &o->time[FLASH_TIME_LOCK_HOLD]);
 }
 
-static const struct flash_sql_sku *sql_sku_find(const struct flash_sql_sku *v, size_t n,
+static const struct rsql_sku *sql_sku_find(const struct rsql_sku *v, size_t n,
                                                 uint32_t a, uint32_t s)
 {
 	for (size_t i = 0; i < n; i++)
@@ -488,7 +488,7 @@ static uint32_t sku_cap(flash_t *h)
 
 static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 {
-	struct flash_sql_sku *sql = NULL;
+	struct rsql_sku *sql = NULL;
 	size_t nsql = 0;
 	int64_t when_ns = 0;
 	uint64_t sql_lsn = 0;
@@ -525,7 +525,7 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 		              "0 at quiescence when they agree).\n"
 		              "# TYPE flashstock_sku_mysql_diff_units gauge\n");
 		for (uint32_t i = 0, cap = sku_cap(h); when_ns != 0 && sku_next(h, &i, cap, &si); i++) {
-			const struct flash_sql_sku *q = sql_sku_find(sql, nsql, si.activity_id, si.sku_id);
+			const struct rsql_sku *q = sql_sku_find(sql, nsql, si.activity_id, si.sku_id);
 			int64_t d = (int64_t)(si.total - si.available) - (q ? (int64_t)q->sold : 0);
 			mb_printf(mb, "flashstock_sku_mysql_diff_units{activity=\"%u\",sku=\"%u\"} %lld\n",
 			          si.activity_id, si.sku_id, (long long)d);
@@ -542,11 +542,11 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 
 static void render_probe(struct metrics *m, struct mbuf *mb)
 {
-	struct flash_mysql_probe_stats ps;
+	struct mdb_probe_stats ps;
 	pthread_mutex_lock(&m->m_mu);
-	flash_mysql_probe_t *p = m->m_probe;
+	mdb_probe_t *p = m->m_probe;
 	if (p)
-		flash_mysql_probe_stats_get(p, &ps);
+		mdb_probe_stats_get(p, &ps);
 	pthread_mutex_unlock(&m->m_mu);
 	if (!p)
 		return;
@@ -581,7 +581,7 @@ static void render_dashboard(struct metrics *m, struct mbuf *mb)
 	render_probe(m, mb);
 }
 
-void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p)
+void metrics_set_probe(metrics_t *m, struct mdb_probe *p)
 {
 	pthread_mutex_lock(&m->m_mu);
 	m->m_probe = p;
@@ -729,7 +729,7 @@ static enum MHD_Result metrics_http(void *cls, struct MHD_Connection *c, const c
 }
 
 int metrics_start(const char *addr_port, const char *segment, wal_t *w,
-                  flash_mysql_pump_t *pump, metrics_t **out, uint16_t *port,
+                  mdb_pump_t *pump, metrics_t **out, uint16_t *port,
                   char *err, size_t errlen)
 {
 	struct sockaddr_in sa;

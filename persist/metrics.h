@@ -30,7 +30,7 @@ typedef struct metrics metrics_t;
  * @return 0, or -1 with a message in @p err (bad address, bind failed).
  */
 int metrics_start(const char *addr_port, const char *segment, wal_t *w,
-                  flash_mysql_pump_t *pump, metrics_t **out, uint16_t *port,
+                  mdb_pump_t *pump, metrics_t **out, uint16_t *port,
                   char *err, size_t errlen);
 
 struct serve_recon;
@@ -47,18 +47,18 @@ struct backstop;
  * keep @p b alive until metrics_stop(). */
 void metrics_set_backstop(metrics_t *m, struct backstop *b);
 
-struct flash_mysql_probe;
+struct mdb_probe;
 /* Add the MySQL liveness ping's figures (flashstock_mysql_connected; NULL:
  * none); keep @p p alive until metrics_stop(). */
-void metrics_set_probe(metrics_t *m, struct flash_mysql_probe *p);
+void metrics_set_probe(metrics_t *m, struct mdb_probe *p);
 /* Show the feed consumers registered in @p wal_dir (feed.h) and their lag;
  * call before the first scrape.  @return 0; -1 out of memory. */
 int metrics_set_feed(metrics_t *m, const char *wal_dir);
 
-struct flash_lease;
+struct lease;
 /* Add the lease agent's figures (flashstock_lease_*; NULL: none); keep @p a
  * alive until metrics_stop(). */
-void metrics_set_lease(metrics_t *m, struct flash_lease *a);
+void metrics_set_lease(metrics_t *m, struct lease *a);
 
 /* Copy the daemon's counters for the next scrape. */
 void metrics_publish(metrics_t *m, const struct serve_stats *st);

@@ -126,7 +126,7 @@ struct skuagg {
 	uint64_t sa_lsn;            /* last LSN touching the row */
 };
 
-struct flash_mysql {
+struct mdb {
 	MYSQL   *mm_conn;           /* NULL while disconnected */
 	int      mm_ever;           /* connected at least once */
 	/* where to connect */
@@ -143,7 +143,7 @@ struct flash_mysql {
 	uint32_t mm_connect_timeout_s;
 	uint32_t mm_rw_timeout_s;
 	size_t   mm_max_packet;     /* flush the pipeline below this */
-	flash_mysql_log_fn mm_log;
+	mdb_log_fn mm_log;
 	void    *mm_log_arg;
 	int      mm_log_level;
 	int      mm_gaps_ok;        /* accept LSN holes (opts.lsn_gaps_ok) */
@@ -166,18 +166,18 @@ struct flash_mysql {
 	size_t    mm_expect_n;
 	size_t    mm_expect_cap;
 	struct sbuf mm_tmp;
-	struct flash_conflict *mm_confl;  /* conflicts of the batch being applied */
+	struct conflict *mm_confl;  /* conflicts of the batch being applied */
 	size_t    mm_confl_n;
 	size_t    mm_confl_cap;
 	/* last error */
 	unsigned  mm_errno;
 	char      mm_error[256];
-	struct flash_mysql_stats mm_stats;
+	struct mdb_stats mm_stats;
 };
 
-static void mlog(flash_mysql_t *m, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void mlog(mdb_t *m, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static void mlog(flash_mysql_t *m, int level, const char *fmt, ...)
+static void mlog(mdb_t *m, int level, const char *fmt, ...)
 {
 	if (level > m->mm_log_level)
 		return;
@@ -194,7 +194,7 @@ static void mlog(flash_mysql_t *m, int level, const char *fmt, ...)
 	fprintf(stderr, "flashstock mysql: %s %s\n", names[level < 0 ? 0 : level > 2 ? 2 : level], msg);
 }
 
-void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
+void mdb_logf(mdb_t *m, int level, const char *fmt, ...)
 {
 	if (!m)
 		return;
@@ -206,21 +206,21 @@ void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
 	mlog(m, level, "%s", msg);
 }
 
-const char *flash_mysql_strerror(int rc)
+const char *mdb_strerror(int rc)
 {
 	return flash_strerror(rc);   /* the applier's codes are flashstock.h's */
 }
 
-const char *flash_conflict_name(int kind)
+const char *conflict_name(int kind)
 {
 	switch (kind) {
-	case FLASH_CONFLICT_DUP_ORDER: return "duplicate_order";
-	case FLASH_CONFLICT_LIMIT:     return "user_limit";
-	case FLASH_CONFLICT_OVERSELL:  return "oversell";
-	case FLASH_CONFLICT_CANCEL:    return "cancel";
-	case FLASH_CONFLICT_RESTOCK:   return "restock";
-	case FLASH_CONFLICT_CATALOG:   return "catalog";
-	case FLASH_CONFLICT_INVALID:   return "invalid";
+	case CONFLICT_DUP_ORDER: return "duplicate_order";
+	case CONFLICT_LIMIT:     return "user_limit";
+	case CONFLICT_OVERSELL:  return "oversell";
+	case CONFLICT_CANCEL:    return "cancel";
+	case CONFLICT_RESTOCK:   return "restock";
+	case CONFLICT_CATALOG:   return "catalog";
+	case CONFLICT_INVALID:   return "invalid";
 	default:                       return "unknown";
 	}
 }
@@ -276,7 +276,7 @@ static char *pct_decode(const char *s, size_t n)
  * percent-encoded would otherwise end the authority early and be printed
  * as a host.  A '@' further on (in a socket path) only hides more.
  */
-void flash_mysql_url_mask(const char *url, char *buf, size_t len)
+void mdb_url_mask(const char *url, char *buf, size_t len)
 {
 	if (!buf || len == 0)
 		return;
@@ -315,7 +315,7 @@ static int url_bad(char *why, size_t cap, int rc, const char *fmt, ...)
  * On FLASH_EMYSQL_CONFIG, @p why (may be NULL) says what is wrong, without
  * the user info.
  */
-static int parse_url(flash_mysql_t *m, const char *url, char *why, size_t cap)
+static int parse_url(mdb_t *m, const char *url, char *why, size_t cap)
 {
 	const char *p;
 	if (!strncmp(url, "mysql://", 8))
@@ -416,27 +416,27 @@ static int parse_url(flash_mysql_t *m, const char *url, char *why, size_t cap)
 			return FLASH_ENOMEM;
 	}
 	char masked[1024];
-	flash_mysql_url_mask(url, masked, sizeof masked);
+	mdb_url_mask(url, masked, sizeof masked);
 	m->mm_where = strdup(masked);
 	return m->mm_where ? FLASH_OK : FLASH_ENOMEM;
 }
 
-int flash_mysql_url_check(const char *url, char *why, size_t cap)
+int mdb_url_check(const char *url, char *why, size_t cap)
 {
 	if (why && cap)
 		why[0] = 0;
 	if (!url)
 		return url_bad(why, cap, FLASH_EINVAL, "no URL");
-	flash_mysql_t *m = calloc(1, sizeof *m);
+	mdb_t *m = calloc(1, sizeof *m);
 	if (!m)
 		return FLASH_ENOMEM;
 	int rc = parse_url(m, url, why, cap);
-	flash_mysql_close(m);
+	mdb_close(m);
 	return rc;
 }
 
 /* Remember the connection's last error (message and number). */
-static void take_error(flash_mysql_t *m)
+static void take_error(mdb_t *m)
 {
 	if (m->mm_conn) {
 		m->mm_errno = mysql_errno(m->mm_conn);
@@ -449,17 +449,17 @@ static void take_error(flash_mysql_t *m)
  * that is down: serve starts and the applier waits for it. */
 static int err_is_conn_lost(unsigned e)
 {
-	return flash_mysql_err_class(e) == FLASH_MYSQL_ERR_CONN;
+	return mdb_err_class(e) == MDB_ERR_CONN;
 }
 
 /* A record-level refusal: the slow path can find and skip the record. */
 static int err_is_conflict(unsigned e)
 {
-	enum flash_mysql_err k = flash_mysql_err_class(e);
-	return k == FLASH_MYSQL_ERR_DUP || k == FLASH_MYSQL_ERR_ROW;
+	enum mdb_err k = mdb_err_class(e);
+	return k == MDB_ERR_DUP || k == MDB_ERR_ROW;
 }
 
-static void disconnect(flash_mysql_t *m)
+static void disconnect(mdb_t *m)
 {
 	if (m->mm_conn) {
 		mysql_close(m->mm_conn);
@@ -468,18 +468,18 @@ static void disconnect(flash_mysql_t *m)
 }
 
 /* Map the last error to a result code, dropping a dead connection. */
-static int fail_rc(flash_mysql_t *m)
+static int fail_rc(mdb_t *m)
 {
 	unsigned e = m->mm_errno;
 	if (err_is_conn_lost(e))
 		disconnect(m);
-	if (flash_mysql_err_retryable(e))
+	if (mdb_err_retryable(e))
 		return FLASH_EMYSQL_RETRY;
 	return FLASH_EMYSQL;
 }
 
 /* Run one statement that returns no rows. */
-static int exec(flash_mysql_t *m, const char *sql)
+static int exec(mdb_t *m, const char *sql)
 {
 	if (mysql_real_query(m->mm_conn, sql, strlen(sql))) {
 		take_error(m);
@@ -491,14 +491,14 @@ static int exec(flash_mysql_t *m, const char *sql)
 	return 0;
 }
 
-static int schema_create(flash_mysql_t *m);
+static int schema_create(mdb_t *m);
 
 /*
  * Connect if not connected.  Sets the session up (strict SQL mode, short lock
  * waits) and creates the database and schema if missing.
  * Returns FLASH_OK, FLASH_EMYSQL_RETRY (unreachable), FLASH_EMYSQL_CONFIG.
  */
-static int connect_db(flash_mysql_t *m)
+static int connect_db(mdb_t *m)
 {
 	if (m->mm_conn)
 		return FLASH_OK;
@@ -524,11 +524,11 @@ static int connect_db(flash_mysql_t *m)
 		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
 		mysql_close(c);
 		if (m->mm_db)
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "database %s does not exist on %s: refused (a "
+			mlog(m, MDB_LOG_ERROR, "database %s does not exist on %s: refused (a "
 			     "mistyped name would be created empty); create it, or add create_db=1 to "
 			     "the URL", m->mm_db, m->mm_where);
 		else
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "the database named by %s does not exist: refused "
+			mlog(m, MDB_LOG_ERROR, "the database named by %s does not exist: refused "
 			     "(a mistyped name would be created empty); create it first", m->mm_where);
 		return FLASH_EMYSQL_CONFIG;
 	}
@@ -551,8 +551,8 @@ static int connect_db(flash_mysql_t *m)
 		m->mm_errno = mysql_errno(c);
 		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
 		mysql_close(c);
-		int retry = flash_mysql_err_retryable(m->mm_errno);
-		mlog(m, retry ? FLASH_MYSQL_LOG_WARN : FLASH_MYSQL_LOG_ERROR,
+		int retry = mdb_err_retryable(m->mm_errno);
+		mlog(m, retry ? MDB_LOG_WARN : MDB_LOG_ERROR,
 		     "connect to %s failed: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
 		return retry ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 	}
@@ -585,9 +585,9 @@ static int connect_db(flash_mysql_t *m)
 		esc[j] = 0;
 		snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS `%s`", esc);
 		if (exec(m, sql) || (snprintf(sql, sizeof sql, "USE `%s`", esc), exec(m, sql))) {
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "database %s on %s: %s (%u)", want, m->mm_where,
+			mlog(m, MDB_LOG_ERROR, "database %s on %s: %s (%u)", want, m->mm_where,
 			     m->mm_error, m->mm_errno);
-			int rc = flash_mysql_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+			int rc = mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 			disconnect(m);
 			return rc;
 		}
@@ -619,31 +619,31 @@ static int connect_db(flash_mysql_t *m)
 	}
 	if (m->mm_ever) {
 		m->mm_stats.reconnects++;
-		mlog(m, FLASH_MYSQL_LOG_INFO, "reconnected to %s", m->mm_where);
+		mlog(m, MDB_LOG_INFO, "reconnected to %s", m->mm_where);
 	}
 	m->mm_ever = 1;
 	return FLASH_OK;
 }
 
-struct st_mysql *flash_mysql_conn(flash_mysql_t *m)
+struct st_mysql *mdb_conn(mdb_t *m)
 {
 	if (!m || connect_db(m) != FLASH_OK)
 		return NULL;
 	return m->mm_conn;
 }
 
-void flash_mysql_conn_lost(flash_mysql_t *m)
+void mdb_conn_lost(mdb_t *m)
 {
 	if (m)
 		disconnect(m);
 }
 
-const char *flash_mysql_stream(const flash_mysql_t *m)
+const char *mdb_stream(const mdb_t *m)
 {
 	return m && m->mm_stream ? m->mm_stream : "wal";
 }
 
-const char *flash_mysql_where(const flash_mysql_t *m)
+const char *mdb_where(const mdb_t *m)
 {
 	return m && m->mm_where ? m->mm_where : "(none)";
 }
@@ -739,22 +739,22 @@ static const char *const schema_sql[] = {
 	") ENGINE=InnoDB",
 };
 
-static int schema_create(flash_mysql_t *m)
+static int schema_create(mdb_t *m)
 {
 	for (size_t i = 0; i < sizeof schema_sql / sizeof schema_sql[0]; i++) {
 		if (exec(m, schema_sql[i])) {
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
+			mlog(m, MDB_LOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
 			     m->mm_errno);
-			return flash_mysql_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+			return mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 		}
 	}
 	char sql[256];
 	snprintf(sql, sizeof sql, "INSERT IGNORE INTO applied_lsn (stream, lsn) VALUES (%s, 0)",
 	         m->mm_stream_sql);
 	if (exec(m, sql)) {
-		mlog(m, FLASH_MYSQL_LOG_ERROR, "applied_lsn on %s: %s (%u)", m->mm_where, m->mm_error,
+		mlog(m, MDB_LOG_ERROR, "applied_lsn on %s: %s (%u)", m->mm_where, m->mm_error,
 		     m->mm_errno);
-		return flash_mysql_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+		return mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 	}
 	return FLASH_OK;
 }
@@ -770,7 +770,7 @@ static int schema_create(flash_mysql_t *m)
 
 static size_t act_hash(uint32_t id, size_t cap) { return (size_t)((id * 2654435761u) & (cap - 1)); }
 
-static int act_get(const flash_mysql_t *m, uint32_t id)
+static int act_get(const mdb_t *m, uint32_t id)
 {
 	if (!m->mm_act_cap)
 		return -1;
@@ -782,7 +782,7 @@ static int act_get(const flash_mysql_t *m, uint32_t id)
 	}
 }
 
-static int act_put(flash_mysql_t *m, uint32_t id, int scope)
+static int act_put(mdb_t *m, uint32_t id, int scope)
 {
 	if ((m->mm_act_n + 1) * 2 > m->mm_act_cap) {
 		size_t cap = m->mm_act_cap ? m->mm_act_cap * 2 : 64;
@@ -826,7 +826,7 @@ static int cmp_u32(const void *x, const void *y)
 
 /* Forget every cached scope (after a rolled-back fast path whose ACTIVITY
  * records may have been refused). */
-static void act_reset(flash_mysql_t *m)
+static void act_reset(mdb_t *m)
 {
 	if (m->mm_act_cap)
 		memset(m->mm_act_id, 0, m->mm_act_cap * sizeof *m->mm_act_id);
@@ -842,7 +842,7 @@ static void act_reset(flash_mysql_t *m)
  * one this batch defines later: the fast path sends such a batch to the
  * slow path).
  */
-static int act_load_missing(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n)
+static int act_load_missing(mdb_t *m, const struct lsn_record *recs, size_t n)
 {
 	uint32_t *ids = NULL;
 	size_t k = 0, cap = 0;
@@ -916,7 +916,7 @@ static int act_load_missing(flash_mysql_t *m, const struct flash_lsn_record *rec
  * negative result code.
  * ------------------------------------------------------------------------ */
 
-static int pipe_flush(flash_mysql_t *m)
+static int pipe_flush(mdb_t *m)
 {
 	struct sbuf *b = &m->mm_sql;
 	if (b->sb_oom)
@@ -970,7 +970,7 @@ static int pipe_flush(flash_mysql_t *m)
 }
 
 /* Queue the statement now in m->mm_sql (ended by the caller with ';'). */
-static int pipe_push(flash_mysql_t *m, long expect)
+static int pipe_push(mdb_t *m, long expect)
 {
 	if (m->mm_expect_n == m->mm_expect_cap) {
 		size_t cap = m->mm_expect_cap ? m->mm_expect_cap * 2 : 256;
@@ -990,7 +990,7 @@ static int pipe_push(flash_mysql_t *m, long expect)
  * 6. Fast path
  * ------------------------------------------------------------------------ */
 
-static struct skuagg *agg_find(flash_mysql_t *m, uint32_t a, uint32_t s, size_t cap)
+static struct skuagg *agg_find(mdb_t *m, uint32_t a, uint32_t s, size_t cap)
 {
 	size_t i = (size_t)(((uint64_t)a * 0x9E3779B97F4A7C15ull ^ s * 0xC2B2AE3D27D4EB4Full) >> 20) &
 	           (cap - 1);
@@ -1049,7 +1049,7 @@ static void order_scope(int scope, const struct flash_record *r, uint32_t *ssku,
 	*sday = scope == FLASH_SCOPE_DAY ? r->biz_day : 0;
 }
 
-static void sql_order_values(struct sbuf *b, const struct flash_lsn_record *x, int scope)
+static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int scope)
 {
 	const struct flash_record *r = &x->rec;
 	uint32_t ssku, sday;
@@ -1072,7 +1072,7 @@ static void sql_order_values(struct sbuf *b, const struct flash_lsn_record *x, i
 #define ORDER_COLS "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot," \
                    " biz_day, scope_sku, scope_day, request_id, created_ns, lsn) VALUES "
 
-static void sql_activity(struct sbuf *b, const struct flash_lsn_record *x)
+static void sql_activity(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	sb_str(b, "INSERT INTO activities (activity_id, limit_per_user, max_qty, scope, flags,"
@@ -1088,7 +1088,7 @@ static void sql_activity(struct sbuf *b, const struct flash_lsn_record *x)
 	sb_u64(b, x->lsn);                        sb_add(b, ");", 2);
 }
 
-static void sql_sku(struct sbuf *b, const struct flash_lsn_record *x)
+static void sql_sku(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	sb_str(b, "INSERT INTO item_stock (activity_id, sku_id, total, available, sold, shards,"
@@ -1109,7 +1109,7 @@ static void sql_sku(struct sbuf *b, const struct flash_lsn_record *x)
  * row: CLIENT_FOUND_ROWS).  An activity MariaDB does not know matches no row:
  * the slow path reports it as a catalog conflict.
  */
-static void sql_archive(struct sbuf *b, const struct flash_lsn_record *x)
+static void sql_archive(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	sb_str(b, "UPDATE activities SET archived_lsn=");
@@ -1121,7 +1121,7 @@ static void sql_archive(struct sbuf *b, const struct flash_lsn_record *x)
 	sb_add(b, ";", 1);
 }
 
-static void sql_cancel(struct sbuf *b, const struct flash_lsn_record *x)
+static void sql_cancel(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	sb_str(b, "UPDATE orders SET status='CANCELLED', quota_returned=");
@@ -1209,7 +1209,7 @@ static void sql_stock_join_row(struct sbuf *b, const struct skuagg *g, int first
  * activity in the same batch, an order for an activity nobody knows), or a
  * negative result code.  On 1 the caller rolls back to its savepoint.
  */
-static int fast_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n)
+static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
 {
 	int rc = act_load_missing(m, recs, n);
 	if (rc)
@@ -1356,7 +1356,7 @@ static int fast_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
  * (activity, user, slot): a collision only cuts a run early.  Returns a
  * value in (a, n], or 0 when out of memory.
  */
-static size_t fast_run_end(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t a, size_t n)
+static size_t fast_run_end(mdb_t *m, const struct lsn_record *recs, size_t a, size_t n)
 {
 	size_t cap = 16;
 	while (cap < 2 * (n - a))
@@ -1392,17 +1392,17 @@ static size_t fast_run_end(flash_mysql_t *m, const struct flash_lsn_record *recs
  * 7. Slow path
  * ------------------------------------------------------------------------ */
 
-static int confl_add(flash_mysql_t *m, const struct flash_lsn_record *x, int kind, const char *detail)
+static int confl_add(mdb_t *m, const struct lsn_record *x, int kind, const char *detail)
 {
 	if (m->mm_confl_n == m->mm_confl_cap) {
 		size_t cap = m->mm_confl_cap ? m->mm_confl_cap * 2 : 16;
-		struct flash_conflict *c = realloc(m->mm_confl, cap * sizeof *c);
+		struct conflict *c = realloc(m->mm_confl, cap * sizeof *c);
 		if (!c)
 			return FLASH_ENOMEM;
 		m->mm_confl = c;
 		m->mm_confl_cap = cap;
 	}
-	struct flash_conflict *c = &m->mm_confl[m->mm_confl_n++];
+	struct conflict *c = &m->mm_confl[m->mm_confl_n++];
 	memset(c, 0, sizeof *c);
 	c->lsn = x->lsn;
 	c->order_no = (x->rec.type == FLASH_REC_ORDER || x->rec.type == FLASH_REC_CANCEL) ? x->rec.order_no : 0;
@@ -1415,7 +1415,7 @@ static int confl_add(flash_mysql_t *m, const struct flash_lsn_record *x, int kin
 }
 
 /* Run one statement; 0 ok (rows matched in *rows), 1 record-level refusal, <0 error. */
-static int slow_exec(flash_mysql_t *m, const char *sql, size_t len, my_ulonglong *rows)
+static int slow_exec(mdb_t *m, const char *sql, size_t len, my_ulonglong *rows)
 {
 	if (mysql_real_query(m->mm_conn, sql, len)) {
 		take_error(m);
@@ -1428,7 +1428,7 @@ static int slow_exec(flash_mysql_t *m, const char *sql, size_t len, my_ulonglong
 
 /* Describe a stock row for a conflict's detail line.  Returns 0 when the
  * row does not exist (the conflict is then a catalog one), 1 otherwise. */
-static int stock_detail(flash_mysql_t *m, const struct flash_record *r, const char *what,
+static int stock_detail(mdb_t *m, const struct flash_record *r, const char *what,
                         char *buf, size_t len)
 {
 	char sql[160];
@@ -1458,7 +1458,7 @@ static int stock_detail(flash_mysql_t *m, const struct flash_record *r, const ch
  * Returns 0 (applied), 1 (refused: rolled back to the savepoint and added
  * to the conflicts), or a negative result code.
  */
-static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
+static int slow_one(mdb_t *m, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	struct sbuf *b = &m->mm_tmp;
@@ -1469,12 +1469,12 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 	if (!rec_valid(r)) {
 		snprintf(detail, sizeof detail, "malformed record (type %u, qty %u, order %llu)",
 		         r->type, r->qty, (unsigned long long)r->order_no);
-		rc = confl_add(m, x, FLASH_CONFLICT_INVALID, detail);
+		rc = confl_add(m, x, CONFLICT_INVALID, detail);
 		return rc ? rc : 1;
 	}
 	if (r->type == FLASH_REC_ORDER && act_get(m, r->activity_id) < 0) {
 		snprintf(detail, sizeof detail, "order for unknown activity %u", r->activity_id);
-		rc = confl_add(m, x, FLASH_CONFLICT_CATALOG, detail);
+		rc = confl_add(m, x, CONFLICT_CATALOG, detail);
 		return rc ? rc : 1;
 	}
 	if (r->type == FLASH_REC_GEN)
@@ -1488,7 +1488,7 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		sql_activity(b, x);
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 		if (rc == 1)
-			kind = FLASH_CONFLICT_CATALOG;
+			kind = CONFLICT_CATALOG;
 		if (rc == 0)
 			rc = act_put(m, r->activity_id, (r->biz_day >> 8) & 0xff);
 		break;
@@ -1496,7 +1496,7 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		sql_sku(b, x);
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 		if (rc == 1)
-			kind = FLASH_CONFLICT_CATALOG;
+			kind = CONFLICT_CATALOG;
 		break;
 	case FLASH_REC_ORDER:
 		sb_str(b, ORDER_COLS);
@@ -1504,7 +1504,7 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 		rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
 		if (rc == 1) {
 			/* Which key: the order number, or the user's limit slot? */
-			kind = strstr(m->mm_error, "'PRIMARY'") ? FLASH_CONFLICT_DUP_ORDER : FLASH_CONFLICT_LIMIT;
+			kind = strstr(m->mm_error, "'PRIMARY'") ? CONFLICT_DUP_ORDER : CONFLICT_LIMIT;
 			break;
 		}
 		if (rc)
@@ -1517,9 +1517,9 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 			char what[64];
 			snprintf(what, sizeof what, "qty %u not available", r->qty);
 			kind = stock_detail(m, r, what, m->mm_error, sizeof m->mm_error) ?
-			       FLASH_CONFLICT_OVERSELL : FLASH_CONFLICT_CATALOG;
+			       CONFLICT_OVERSELL : CONFLICT_CATALOG;
 		} else if (rc == 1) {
-			kind = FLASH_CONFLICT_OVERSELL;
+			kind = CONFLICT_OVERSELL;
 		}
 		break;
 	case FLASH_REC_CANCEL:
@@ -1532,7 +1532,7 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 			         (unsigned long long)r->order_no, r->activity_id, r->sku_id, r->qty);
 		}
 		if (rc == 1) {
-			kind = FLASH_CONFLICT_CANCEL;
+			kind = CONFLICT_CANCEL;
 			break;
 		}
 		if (rc)
@@ -1545,7 +1545,7 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 			stock_detail(m, r, "cancel would make sold negative", m->mm_error, sizeof m->mm_error);
 		}
 		if (rc == 1)
-			kind = FLASH_CONFLICT_CANCEL;
+			kind = CONFLICT_CANCEL;
 		break;
 	case FLASH_REC_GEN:
 		rc = 0;                 /* nothing to apply: see fast_apply */
@@ -1559,20 +1559,20 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 			         r->activity_id);
 		}
 		if (rc == 1)
-			kind = FLASH_CONFLICT_CATALOG;
+			kind = CONFLICT_CATALOG;
 		break;
 	case FLASH_REC_RESTOCK:
 		sb_reset(b);
 		sql_stock(b, r->activity_id, r->sku_id, r->value, 0, r->value,
 		          r->value < 0 ? -r->value : 0, 0, x->lsn);
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
-		kind = FLASH_CONFLICT_RESTOCK;
+		kind = CONFLICT_RESTOCK;
 		if (rc == 0 && rows != 1) {
 			rc = 1;
 			char what[64];
 			snprintf(what, sizeof what, "restock %lld would go negative", (long long)r->value);
 			if (!stock_detail(m, r, what, m->mm_error, sizeof m->mm_error))
-				kind = FLASH_CONFLICT_CATALOG;
+				kind = CONFLICT_CATALOG;
 		}
 		break;
 	}
@@ -1589,7 +1589,7 @@ static int slow_one(flash_mysql_t *m, const struct flash_lsn_record *x)
 	return 0;
 }
 
-static int slow_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n, uint64_t *applied)
+static int slow_apply(mdb_t *m, const struct lsn_record *recs, size_t n, uint64_t *applied)
 {
 	*applied = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1604,7 +1604,7 @@ static int slow_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 }
 
 /* Record the batch's conflicts in apply_conflicts, inside the transaction. */
-static int confl_store(flash_mysql_t *m)
+static int confl_store(mdb_t *m)
 {
 	if (!m->mm_confl_n)
 		return FLASH_OK;
@@ -1613,11 +1613,11 @@ static int confl_store(flash_mysql_t *m)
 	sb_str(b, "INSERT INTO apply_conflicts (stream, lsn, rec_type, kind, order_no, activity_id,"
 	          " sku_id, detail) VALUES ");
 	for (size_t i = 0; i < m->mm_confl_n; i++) {
-		const struct flash_conflict *c = &m->mm_confl[i];
+		const struct conflict *c = &m->mm_confl[i];
 		char esc[2 * sizeof c->detail + 1];
 		mysql_real_escape_string(m->mm_conn, esc, c->detail, (unsigned long)strlen(c->detail));
 		sb_printf(b, "%s(%s,%llu,%u,'%s',%llu,%u,%u,'%s')", i ? "," : "", m->mm_stream_sql,
-		          (unsigned long long)c->lsn, c->type, flash_conflict_name(c->kind),
+		          (unsigned long long)c->lsn, c->type, conflict_name(c->kind),
 		          (unsigned long long)c->order_no, c->activity_id, c->sku_id, esc);
 	}
 	if (b->sb_oom)
@@ -1630,7 +1630,7 @@ static int confl_store(flash_mysql_t *m)
  * 8. Batches
  * ------------------------------------------------------------------------ */
 
-static int read_applied_lsn(flash_mysql_t *m, int for_update, uint64_t *lsn)
+static int read_applied_lsn(mdb_t *m, int for_update, uint64_t *lsn)
 {
 	char sql[256];
 	snprintf(sql, sizeof sql, "SELECT lsn FROM applied_lsn WHERE stream=%s%s", m->mm_stream_sql,
@@ -1655,7 +1655,7 @@ static int read_applied_lsn(flash_mysql_t *m, int for_update, uint64_t *lsn)
 	return FLASH_OK;
 }
 
-int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn)
+int mdb_applied_lsn(mdb_t *m, uint64_t *lsn)
 {
 	if (!m || !lsn)
 		return FLASH_EINVAL;
@@ -1668,7 +1668,7 @@ int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn)
 /* A ROLLBACK that fails leaves the session in a state we do not know (a
  * result left unread: CR_COMMANDS_OUT_OF_SYNC): closing the connection is
  * the rollback that cannot fail, and the next call connects afresh. */
-static void rollback_quiet(flash_mysql_t *m)
+static void rollback_quiet(mdb_t *m)
 {
 	if (m->mm_conn && mysql_query(m->mm_conn, "ROLLBACK"))
 		disconnect(m);
@@ -1679,8 +1679,8 @@ static void rollback_quiet(flash_mysql_t *m)
  * gathered in m->mm_confl and reported by the caller only after COMMIT, so a
  * batch that is retried never reports (or counts) a conflict twice.
  */
-static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
-                      struct flash_apply_result *res)
+static int apply_once(mdb_t *m, const struct lsn_record *recs, size_t n,
+                      struct apply_result *res)
 {
 	int rc = connect_db(m);
 	if (rc)
@@ -1738,7 +1738,7 @@ static int apply_once(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	if (rc < 0)
 		goto fail;
 	if (rc == 1) {
-		mlog(m, FLASH_MYSQL_LOG_WARN, "batch lsn %llu..%llu refused as a whole (%s);"
+		mlog(m, MDB_LOG_WARN, "batch lsn %llu..%llu refused as a whole (%s);"
 		     " applying record by record", (unsigned long long)recs[start].lsn,
 		     (unsigned long long)recs[n - 1].lsn, m->mm_error);
 		if ((rc = slow_exec(m, "ROLLBACK TO SAVEPOINT batch", 27, NULL))) {
@@ -1784,10 +1784,10 @@ fail:
 	return rc > 0 ? FLASH_EMYSQL : rc;   /* a refusal where none can be: not retryable */
 }
 
-int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
-                      struct flash_apply_result *res)
+int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
+                      struct apply_result *res)
 {
-	struct flash_apply_result local;
+	struct apply_result local;
 	if (!m || (n && !recs))
 		return FLASH_EINVAL;
 	for (size_t i = 0; i < n; i++)
@@ -1809,16 +1809,16 @@ int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 		res->applied = res->skipped = 0;
 		if (rc == FLASH_EMYSQL_RETRY) {
 			m->mm_stats.retryable_errors++;
-			mlog(m, FLASH_MYSQL_LOG_WARN, "batch of %zu records not applied, will retry: %s (%u) on %s",
+			mlog(m, MDB_LOG_WARN, "batch of %zu records not applied, will retry: %s (%u) on %s",
 			     n, m->mm_error, m->mm_errno, m->mm_where);
 		} else {
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "batch of %zu records not applied: %s (%u) on %s",
+			mlog(m, MDB_LOG_ERROR, "batch of %zu records not applied: %s (%u) on %s",
 			     n, m->mm_error, m->mm_errno, m->mm_where);
 		}
 		return rc;
 	}
 	/* Committed: now count and report. */
-	struct flash_mysql_stats *st = &m->mm_stats;
+	struct mdb_stats *st = &m->mm_stats;
 	if (res->applied || res->slow_path)
 		st->batches++;
 	st->applied += res->applied;
@@ -1834,16 +1834,16 @@ int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 			st->orders++;
 	res->refused = m->mm_confl_n;
 	for (size_t i = 0; i < m->mm_confl_n; i++) {
-		const struct flash_conflict *c = &m->mm_confl[i];
+		const struct conflict *c = &m->mm_confl[i];
 		st->conflicts++;
-		if (c->kind == FLASH_CONFLICT_DUP_ORDER || c->kind == FLASH_CONFLICT_LIMIT)
+		if (c->kind == CONFLICT_DUP_ORDER || c->kind == CONFLICT_LIMIT)
 			st->dup_conflicts++;
-		if (c->kind == FLASH_CONFLICT_OVERSELL || c->kind == FLASH_CONFLICT_RESTOCK)
+		if (c->kind == CONFLICT_OVERSELL || c->kind == CONFLICT_RESTOCK)
 			st->stock_conflicts++;
 		if (c->type == FLASH_REC_ORDER)
 			st->orders--;
-		mlog(m, FLASH_MYSQL_LOG_ERROR, "conflict %s: order %llu (lsn %llu, type %u, activity %u,"
-		     " sku %u) refused: %s", flash_conflict_name(c->kind), (unsigned long long)c->order_no,
+		mlog(m, MDB_LOG_ERROR, "conflict %s: order %llu (lsn %llu, type %u, activity %u,"
+		     " sku %u) refused: %s", conflict_name(c->kind), (unsigned long long)c->order_no,
 		     (unsigned long long)c->lsn, c->type, c->activity_id, c->sku_id, c->detail);
 		if (res->conflicts && res->conflict_n < res->conflict_cap)
 			res->conflicts[res->conflict_n++] = *c;
@@ -1852,13 +1852,13 @@ int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, siz
 	return FLASH_OK;
 }
 
-int flash_mysql_apply_retry(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
-                            struct flash_apply_result *res, uint32_t max_wait_ms)
+int mdb_apply_retry(mdb_t *m, const struct lsn_record *recs, size_t n,
+                            struct apply_result *res, uint32_t max_wait_ms)
 {
 	uint64_t deadline = now_ms() + max_wait_ms;
 	uint32_t backoff_ms = 10;
 	for (;;) {
-		int rc = flash_mysql_apply(m, recs, n, res);
+		int rc = mdb_apply(m, recs, n, res);
 		if (rc != FLASH_EMYSQL_RETRY)
 			return rc;
 		uint64_t now = now_ms();
@@ -1874,7 +1874,7 @@ int flash_mysql_apply_retry(flash_mysql_t *m, const struct flash_lsn_record *rec
 	}
 }
 
-int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out)
+int mdb_stats_get(const mdb_t *m, struct mdb_stats *out)
 {
 	if (!m || !out)
 		return FLASH_EINVAL;
@@ -1886,7 +1886,7 @@ int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out)
  * Open and close
  * ------------------------------------------------------------------------ */
 
-void flash_mysql_close(flash_mysql_t *m)
+void mdb_close(mdb_t *m)
 {
 	if (!m)
 		return;
@@ -1914,22 +1914,22 @@ void flash_mysql_close(flash_mysql_t *m)
 	free(m);
 }
 
-int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
+int mdb_open(const struct mdb_opts *o, mdb_t **out)
 {
 	if (!out)
 		return FLASH_EINVAL;
 	*out = NULL;
-	struct flash_mysql_opts dflt;
+	struct mdb_opts dflt;
 	if (!o) {
 		memset(&dflt, 0, sizeof dflt);
 		o = &dflt;
 	}
-	flash_mysql_t *m = calloc(1, sizeof *m);
+	mdb_t *m = calloc(1, sizeof *m);
 	if (!m)
 		return FLASH_ENOMEM;
 	m->mm_log = o->log;
 	m->mm_log_arg = o->log_arg;
-	m->mm_log_level = o->log_level ? o->log_level : FLASH_MYSQL_LOG_INFO;
+	m->mm_log_level = o->log_level ? o->log_level : MDB_LOG_INFO;
 	m->mm_gaps_ok = o->lsn_gaps_ok;
 	m->mm_require_db = o->require_db;
 	m->mm_no_schema = o->no_schema;
@@ -1968,8 +1968,8 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 		rc = parse_url(m, url, why, sizeof why);
 		if (rc) {
 			char masked[1024];
-			flash_mysql_url_mask(url, masked, sizeof masked);
-			mlog(m, FLASH_MYSQL_LOG_ERROR, "bad MySQL URL %s: %s (want mysql://user:pass@localhost/db"
+			mdb_url_mask(url, masked, sizeof masked);
+			mlog(m, MDB_LOG_ERROR, "bad MySQL URL %s: %s (want mysql://user:pass@localhost/db"
 			     "?socket=PATH)", masked, why[0] ? why : flash_strerror(rc));
 			goto fail;
 		}
@@ -1982,7 +1982,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 			goto fail;
 		snprintf(m->mm_where, wl, "option file %s", file);
 	} else {
-		mlog(m, FLASH_MYSQL_LOG_ERROR, "no MySQL connection given (URL, option file,"
+		mlog(m, MDB_LOG_ERROR, "no MySQL connection given (URL, option file,"
 		     " FLASH_MYSQL_URL or FLASH_MYSQL_DEFAULTS_FILE)");
 		rc = FLASH_EMYSQL_CONFIG;
 		goto fail;
@@ -1995,7 +1995,7 @@ int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out)
 		return rc;
 	}
 fail:
-	flash_mysql_close(m);
+	mdb_close(m);
 	return rc;
 }
 
@@ -2004,19 +2004,19 @@ fail:
  * central database): the applier's URL rules, none of its tables.  The
  * database is created first when missing and @p create_db is set.
  */
-int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
+int mdb_connect_url(const char *url, uint32_t timeout_s, int create_db,
                             struct st_mysql **out, char *why, size_t cap)
 {
 	if (why && cap)
 		why[0] = 0;
 	if (!url || !out)
 		return url_bad(why, cap, FLASH_EINVAL, "no URL");
-	flash_mysql_t *m = calloc(1, sizeof *m);
+	mdb_t *m = calloc(1, sizeof *m);
 	if (!m)
 		return FLASH_ENOMEM;
 	int rc = parse_url(m, url, why, cap);
 	if (rc != FLASH_OK) {
-		flash_mysql_close(m);
+		mdb_close(m);
 		return rc;
 	}
 	unsigned t = timeout_s ? timeout_s : 5;
@@ -2024,7 +2024,7 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 	MYSQL *c = NULL;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (!(c = mysql_init(NULL))) {
-			flash_mysql_close(m);
+			mdb_close(m);
 			return FLASH_ENOMEM;
 		}
 		mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &t);
@@ -2041,24 +2041,24 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 		c = NULL;
 		if (e == ER_BAD_DB_ERROR && create_db && attempt == 0)
 			continue;
-		rc = flash_mysql_err_retryable(e) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
-		flash_mysql_close(m);
+		rc = mdb_err_retryable(e) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+		mdb_close(m);
 		return rc;
 	}
 	if (!mysql_get_server_info(c) || mysql_select_db(c, m->mm_db) != 0) {
 		char sql[300];
 		if (m->mm_db == NULL || strlen(m->mm_db) > 64 || strchr(m->mm_db, '`')) {
 			mysql_close(c);
-			flash_mysql_close(m);
+			mdb_close(m);
 			return url_bad(why, cap, FLASH_EMYSQL_CONFIG, "bad database name");
 		}
 		snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS `%s`", m->mm_db);
 		if (mysql_query(c, sql) || mysql_select_db(c, m->mm_db)) {
 			if (why && cap)
 				snprintf(why, cap, "database %s on %s: %s", m->mm_db, m->mm_where, mysql_error(c));
-			rc = flash_mysql_err_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+			rc = mdb_err_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 			mysql_close(c);
-			flash_mysql_close(m);
+			mdb_close(m);
 			return rc;
 		}
 	}
@@ -2067,10 +2067,10 @@ int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
 		if (why && cap)
 			snprintf(why, cap, "session setup on %s: %s", m->mm_where, mysql_error(c));
 		mysql_close(c);
-		flash_mysql_close(m);
+		mdb_close(m);
 		return FLASH_EMYSQL_RETRY;
 	}
-	flash_mysql_close(m);
+	mdb_close(m);
 	*out = c;
 	return FLASH_OK;
 }

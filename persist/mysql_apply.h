@@ -42,16 +42,16 @@
  * Availability: a lost connection, a server shutdown, a Galera node that is
  * not ready, a lock wait timeout or a deadlock (the retryable classes of
  * mysql_err.h) returns FLASH_EMYSQL_RETRY and nothing is applied; the next
- * call reconnects.  flash_mysql_apply_retry() retries with exponential backoff.
- * The lag (last LSN given vs last LSN applied) is kept in flash_mysql_stats.
+ * call reconnects.  mdb_apply_retry() retries with exponential backoff.
+ * The lag (last LSN given vs last LSN applied) is kept in mdb_stats.
  *
  * Credentials: the URL's user info is never printed; every log or error line
- * shows the URL with the user and password masked (flash_mysql_url_mask()).
+ * shows the URL with the user and password masked (mdb_url_mask()).
  *
- * Threads: a flash_mysql_t is used by one thread at a time.
+ * Threads: a mdb_t is used by one thread at a time.
  */
-#ifndef FLASH_MYSQL_APPLY_H
-#define FLASH_MYSQL_APPLY_H
+#ifndef MDB_APPLY_H
+#define MDB_APPLY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -67,26 +67,26 @@ extern "C" {
  * defined in flashstock.h (-40 .. -43), described by flash_strerror(). */
 
 /** Describe a result code: the applier's own, else flash_strerror()'s. */
-const char *flash_mysql_strerror(int rc);
+const char *mdb_strerror(int rc);
 
-typedef struct flash_mysql flash_mysql_t;
+typedef struct mdb mdb_t;
 
 /** Log levels of the applier's log callback. */
-enum flash_mysql_loglevel {
-	FLASH_MYSQL_LOG_ERROR = 0,
-	FLASH_MYSQL_LOG_WARN  = 1,
-	FLASH_MYSQL_LOG_INFO  = 2
+enum mdb_loglevel {
+	MDB_LOG_ERROR = 0,
+	MDB_LOG_WARN  = 1,
+	MDB_LOG_INFO  = 2
 };
 
-typedef void (*flash_mysql_log_fn)(void *arg, int level, const char *msg);
+typedef void (*mdb_log_fn)(void *arg, int level, const char *msg);
 
-struct flash_mysql_opts {
+struct mdb_opts {
 	const char *url;            /* mysql://user:pass@localhost/db?socket=/path, or NULL */
 	const char *defaults_file;  /* option file read for group [client], or NULL */
 	const char *stream;         /* applied_lsn row; NULL = "wal" */
 	uint32_t connect_timeout_s; /* 0 = 5 */
 	uint32_t rw_timeout_s;      /* read/write timeout; 0 = 30 */
-	flash_mysql_log_fn log;     /* NULL = stderr, "flashstock mysql: LEVEL msg" */
+	mdb_log_fn log;     /* NULL = stderr, "flashstock mysql: LEVEL msg" */
 	void *log_arg;
 	int log_level;              /* most verbose level printed (default ERROR..INFO) */
 	int lsn_gaps_ok;            /* 0 (default): the first record not yet applied must
@@ -107,55 +107,55 @@ struct flash_mysql_opts {
 };
 
 /** One WAL record with its LSN, as the WAL reader hands it over. */
-struct flash_lsn_record {
+struct lsn_record {
 	uint64_t lsn;               /* > 0, strictly increasing over a stream */
 	struct flash_record rec;
 };
 
 /** Why a record was refused. */
-enum flash_conflict_kind {
-	FLASH_CONFLICT_DUP_ORDER = 1,  /* order number already in `orders` */
-	FLASH_CONFLICT_LIMIT     = 2,  /* per-user unique index: slot already held */
-	FLASH_CONFLICT_OVERSELL  = 3,  /* conditional UPDATE matched no row: not enough available */
-	FLASH_CONFLICT_CANCEL    = 4,  /* cancel of an unknown or already cancelled order */
-	FLASH_CONFLICT_RESTOCK   = 5,  /* restock would make available negative */
-	FLASH_CONFLICT_CATALOG   = 6,  /* duplicate activity/sku, or unknown activity/sku */
-	FLASH_CONFLICT_INVALID   = 7   /* malformed record (unknown type, qty 0, ...) */
+enum conflict_kind {
+	CONFLICT_DUP_ORDER = 1,  /* order number already in `orders` */
+	CONFLICT_LIMIT     = 2,  /* per-user unique index: slot already held */
+	CONFLICT_OVERSELL  = 3,  /* conditional UPDATE matched no row: not enough available */
+	CONFLICT_CANCEL    = 4,  /* cancel of an unknown or already cancelled order */
+	CONFLICT_RESTOCK   = 5,  /* restock would make available negative */
+	CONFLICT_CATALOG   = 6,  /* duplicate activity/sku, or unknown activity/sku */
+	CONFLICT_INVALID   = 7   /* malformed record (unknown type, qty 0, ...) */
 };
 
-const char *flash_conflict_name(int kind);
+const char *conflict_name(int kind);
 
-struct flash_conflict {
+struct conflict {
 	uint64_t lsn;
 	uint64_t order_no;          /* 0 for records without one */
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint16_t type;              /* enum flash_rec_type */
-	uint16_t kind;              /* enum flash_conflict_kind */
+	uint16_t kind;              /* enum conflict_kind */
 	char     detail[164];       /* MySQL's message or the failed condition */
 };
 
-/** What one flash_mysql_apply() call did. */
-struct flash_apply_result {
+/** What one mdb_apply() call did. */
+struct apply_result {
 	uint64_t applied;           /* records applied */
 	uint64_t skipped;           /* records with lsn <= applied_lsn (replays) */
 	uint64_t refused;           /* conflicts (all of them, even past conflict_cap) */
 	uint64_t applied_lsn;       /* the stream's applied LSN after the call */
 	int      slow_path;         /* 1 if the batch went record by record */
-	struct flash_conflict *conflicts;  /* caller's array, or NULL */
+	struct conflict *conflicts;  /* caller's array, or NULL */
 	size_t   conflict_cap;      /* its capacity */
 	size_t   conflict_n;        /* entries written (<= conflict_cap) */
 };
 
 /** Counters over the life of a handle. */
-struct flash_mysql_stats {
+struct mdb_stats {
 	uint64_t batches;           /* committed batches */
 	uint64_t applied;           /* records applied */
 	uint64_t skipped;           /* records skipped as already applied */
 	uint64_t orders;            /* ORDER records applied */
 	uint64_t conflicts;         /* records refused, all kinds */
-	uint64_t dup_conflicts;     /* FLASH_CONFLICT_DUP_ORDER + FLASH_CONFLICT_LIMIT */
-	uint64_t stock_conflicts;   /* FLASH_CONFLICT_OVERSELL + FLASH_CONFLICT_RESTOCK */
+	uint64_t dup_conflicts;     /* CONFLICT_DUP_ORDER + CONFLICT_LIMIT */
+	uint64_t stock_conflicts;   /* CONFLICT_OVERSELL + CONFLICT_RESTOCK */
 	uint64_t slow_batches;      /* batches that went record by record */
 	uint64_t retryable_errors;  /* calls that returned FLASH_EMYSQL_RETRY */
 	uint64_t reconnects;        /* successful connects after the first */
@@ -176,10 +176,10 @@ struct flash_mysql_stats {
  *         FLASH_EMYSQL_CONFIG (bad URL, access denied, unknown database);
  *         FLASH_EMYSQL (schema creation refused); FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_mysql_open(const struct flash_mysql_opts *o, flash_mysql_t **out);
+int mdb_open(const struct mdb_opts *o, mdb_t **out);
 
 /** Disconnect and free.  NULL is fine. */
-void flash_mysql_close(flash_mysql_t *m);
+void mdb_close(mdb_t *m);
 
 /**
  * Apply a batch in one transaction (see the file comment).  Records must be
@@ -190,28 +190,28 @@ void flash_mysql_close(flash_mysql_t *m);
  *         committed without them); FLASH_EMYSQL_RETRY (nothing applied;
  *         call again with the same or a longer batch); FLASH_EMYSQL_GAP
  *         (nothing applied: the records from res->applied_lsn + 1 up to the
- *         batch are missing; feed them first, e.g. flash_mysql_catch_up());
+ *         batch are missing; feed them first, e.g. mdb_catch_up());
  *         FLASH_EMYSQL (a statement failed for a reason that retrying will
  *         not fix; nothing applied); FLASH_EINVAL (NULL, or LSNs not
  *         increasing).  A stream whose applied LSN is still 0 takes any
  *         first LSN.
  */
-int flash_mysql_apply(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
-                      struct flash_apply_result *res);
+int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
+                      struct apply_result *res);
 
 /**
- * flash_mysql_apply(), retried on FLASH_EMYSQL_RETRY with exponential
+ * mdb_apply(), retried on FLASH_EMYSQL_RETRY with exponential
  * backoff (10 ms doubling up to 2 s) for at most @p max_wait_ms in all.
- * @return as flash_mysql_apply(); FLASH_EMYSQL_RETRY once the time is spent.
+ * @return as mdb_apply(); FLASH_EMYSQL_RETRY once the time is spent.
  */
-int flash_mysql_apply_retry(flash_mysql_t *m, const struct flash_lsn_record *recs, size_t n,
-                            struct flash_apply_result *res, uint32_t max_wait_ms);
+int mdb_apply_retry(mdb_t *m, const struct lsn_record *recs, size_t n,
+                            struct apply_result *res, uint32_t max_wait_ms);
 
 /**
  * Read the stream's applied LSN from MySQL (0 if none yet).
  * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
  */
-int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn);
+int mdb_applied_lsn(mdb_t *m, uint64_t *lsn);
 
 /**
  * Catch MySQL up with a WAL directory (persist/wal.h) that no wal_t has open
@@ -226,44 +226,44 @@ int flash_mysql_applied_lsn(flash_mysql_t *m, uint64_t *lsn);
  *         *wal_rc says which; what came before it is applied); FLASH_ESYS
  *         (WAL I/O); FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
-                         uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc);
+int mdb_catch_up(mdb_t *m, const char *wal_dir, uint32_t batch,
+                         uint32_t max_wait_ms, struct apply_result *total, int *wal_rc);
 
 /**
- * flash_mysql_catch_up() that stops after LSN @p upto_lsn.  For a WAL that a
+ * mdb_catch_up() that stops after LSN @p upto_lsn.  For a WAL that a
  * writer still has open: frames past its durable LSN may be written but not
  * yet fdatasync'd, and MySQL must never hold a record the WAL could lose.
  */
-int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
-                            uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc);
+int mdb_catch_up_to(mdb_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
+                            uint32_t max_wait_ms, struct apply_result *total, int *wal_rc);
 
 /** Asked before each batch of a catch-up: nonzero goes on, 0 stops it. */
-typedef int (*flash_mysql_go_fn)(void *arg);
+typedef int (*mdb_go_fn)(void *arg);
 
 /**
- * flash_mysql_catch_up_to() that asks @p go (may be NULL: always go on)
+ * mdb_catch_up_to() that asks @p go (may be NULL: always go on)
  * before applying each batch, so a long catch-up can be cut short (the
  * daemon's stop deadline).  Batches applied before stay applied; the rest
  * is still in the WAL for the next catch-up.
- * @return as flash_mysql_catch_up_to(); FLASH_EBUSY when @p go said stop
+ * @return as mdb_catch_up_to(); FLASH_EBUSY when @p go said stop
  *         (total->applied_lsn says how far it got).
  */
-int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn,
-                               uint32_t batch, uint32_t max_wait_ms, flash_mysql_go_fn go,
-                               void *go_arg, struct flash_apply_result *total, int *wal_rc);
+int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
+                               uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
+                               void *go_arg, struct apply_result *total, int *wal_rc);
 
 /**
  * Log one line through the handle's log callback and level filter
- * (flash_mysql_opts.log), as the applier logs its own.  NULL @p m is fine.
+ * (mdb_opts.log), as the applier logs its own.  NULL @p m is fine.
  */
-void flash_mysql_logf(flash_mysql_t *m, int level, const char *fmt, ...)
+void mdb_logf(mdb_t *m, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /** Copy the handle's counters.  @return FLASH_OK; FLASH_EINVAL. */
-int flash_mysql_stats_get(const flash_mysql_t *m, struct flash_mysql_stats *out);
+int mdb_stats_get(const mdb_t *m, struct mdb_stats *out);
 
 /** The connection as printed: the URL with its user info replaced by "***". */
-const char *flash_mysql_where(const flash_mysql_t *m);
+const char *mdb_where(const mdb_t *m);
 
 /**
  * Write @p url with its whole user info (user and password, up to the last
@@ -271,29 +271,29 @@ const char *flash_mysql_where(const flash_mysql_t *m);
  * "mysql://u:p@localhost/db", "u:p" becomes "***".  A URL without '@' is
  * copied unchanged.
  */
-void flash_mysql_url_mask(const char *url, char *buf, size_t len);
+void mdb_url_mask(const char *url, char *buf, size_t len);
 
 /**
- * Check a URL as flash_mysql_open() would parse it, without connecting:
+ * Check a URL as mdb_open() would parse it, without connecting:
  * for a command line to refuse a bad one before it changes anything.
  * @param[out] why  (may be NULL) what is wrong, never quoting the user info
  * @return FLASH_OK; FLASH_EMYSQL_CONFIG (malformed: see @p why);
  *         FLASH_EINVAL (NULL); FLASH_ENOMEM.
  */
-int flash_mysql_url_check(const char *url, char *why, size_t cap);
+int mdb_url_check(const char *url, char *why, size_t cap);
 
 /**
  * The underlying MYSQL connection (for the reconciler's queries and tests),
  * connecting first if needed; NULL if the server cannot be reached.
  */
 struct st_mysql;
-struct st_mysql *flash_mysql_conn(flash_mysql_t *m);
+struct st_mysql *mdb_conn(mdb_t *m);
 
 /**
- * Tell the handle that a query on flash_mysql_conn() lost the connection:
+ * Tell the handle that a query on mdb_conn() lost the connection:
  * it is closed here and the next call reconnects.
  */
-void flash_mysql_conn_lost(flash_mysql_t *m);
+void mdb_conn_lost(mdb_t *m);
 
 /**
  * Connect to @p url (the applier's URL rules: mysql://user:pass@host:port/db?socket=PATH)
@@ -309,13 +309,13 @@ void flash_mysql_conn_lost(flash_mysql_t *m);
  *         access denied, unknown database: any other refusal);
  *         FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_mysql_connect_url(const char *url, uint32_t timeout_s, int create_db,
+int mdb_connect_url(const char *url, uint32_t timeout_s, int create_db,
                             struct st_mysql **out, char *why, size_t cap);
 
 /** The handle's applied_lsn stream name ("wal" by default). */
-const char *flash_mysql_stream(const flash_mysql_t *m);
+const char *mdb_stream(const mdb_t *m);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* FLASH_MYSQL_APPLY_H */
+#endif /* MDB_APPLY_H */

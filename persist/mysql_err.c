@@ -13,11 +13,11 @@
 
 #include "mysql_err.h"
 
-enum flash_mysql_err flash_mysql_err_class(unsigned e)
+enum mdb_err mdb_err_class(unsigned e)
 {
 	switch (e) {
 	case 0:
-		return FLASH_MYSQL_ERR_NONE;
+		return MDB_ERR_NONE;
 
 	/* the client cannot reach the server, or lost it */
 	case CR_UNKNOWN_ERROR:
@@ -39,26 +39,26 @@ enum flash_mysql_err flash_mysql_err_class(unsigned e)
 	case ER_NET_READ_INTERRUPTED:
 	case ER_NET_ERROR_ON_WRITE:
 	case ER_NET_WRITE_INTERRUPTED:
-		return FLASH_MYSQL_ERR_CONN;
+		return MDB_ERR_CONN;
 
 	/* a Galera node outside a primary component, or joining, answers
 	 * 1047 to everything but SET and SHOW: down for a while, not wrong */
 	case ER_UNKNOWN_COM_ERROR:
 	case ER_CON_COUNT_ERROR:
 	case ER_TOO_MANY_USER_CONNECTIONS:
-		return FLASH_MYSQL_ERR_NODE;
+		return MDB_ERR_NODE;
 
 	case ER_LOCK_DEADLOCK:          /* also a Galera certification failure */
 	case ER_LOCK_WAIT_TIMEOUT:      /* only the statement is rolled back */
 	case ER_QUERY_INTERRUPTED:      /* KILL QUERY: the connection lives */
 	case ER_STATEMENT_TIMEOUT:      /* max_statement_time */
 	case ER_CHECKREAD:              /* innodb_snapshot_isolation's write conflict */
-		return FLASH_MYSQL_ERR_TXN;
+		return MDB_ERR_TXN;
 
 	case ER_DUP_KEY:
 	case ER_DUP_ENTRY:
 	case ER_DUP_ENTRY_WITH_KEY_NAME:
-		return FLASH_MYSQL_ERR_DUP;
+		return MDB_ERR_DUP;
 
 	case ER_BAD_NULL_ERROR:
 	case ER_NO_REFERENCED_ROW:
@@ -68,15 +68,15 @@ enum flash_mysql_err flash_mysql_err_class(unsigned e)
 	case ER_NO_REFERENCED_ROW_2:
 	case ER_DATA_OUT_OF_RANGE:
 	case ER_CONSTRAINT_FAILED:      /* a CHECK constraint */
-		return FLASH_MYSQL_ERR_ROW;
+		return MDB_ERR_ROW;
 
 	default:
-		return FLASH_MYSQL_ERR_FATAL;
+		return MDB_ERR_FATAL;
 	}
 }
 
-int flash_mysql_err_retryable(unsigned e)
+int mdb_err_retryable(unsigned e)
 {
-	enum flash_mysql_err k = flash_mysql_err_class(e);
-	return k == FLASH_MYSQL_ERR_CONN || k == FLASH_MYSQL_ERR_NODE || k == FLASH_MYSQL_ERR_TXN;
+	enum mdb_err k = mdb_err_class(e);
+	return k == MDB_ERR_CONN || k == MDB_ERR_NODE || k == MDB_ERR_TXN;
 }

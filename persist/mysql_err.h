@@ -67,32 +67,32 @@
  *
  * Threads: pure functions of the number.
  */
-#ifndef FLASH_MYSQL_ERR_H
-#define FLASH_MYSQL_ERR_H
+#ifndef MDB_ERR_H
+#define MDB_ERR_H
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum flash_mysql_err {
-	FLASH_MYSQL_ERR_NONE  = 0,   /* 0: no error */
-	FLASH_MYSQL_ERR_CONN  = 1,   /* connection gone or not made: reconnect, fate unknown */
-	FLASH_MYSQL_ERR_NODE  = 2,   /* server up but not serving now: later, or another node */
-	FLASH_MYSQL_ERR_TXN   = 3,   /* transaction rolled back: run it again here */
-	FLASH_MYSQL_ERR_DUP   = 4,   /* duplicate key: the caller decides */
-	FLASH_MYSQL_ERR_ROW   = 5,   /* a row refused by the schema: the caller decides */
-	FLASH_MYSQL_ERR_FATAL = 6    /* a retry gets the same answer */
+enum mdb_err {
+	MDB_ERR_NONE  = 0,   /* 0: no error */
+	MDB_ERR_CONN  = 1,   /* connection gone or not made: reconnect, fate unknown */
+	MDB_ERR_NODE  = 2,   /* server up but not serving now: later, or another node */
+	MDB_ERR_TXN   = 3,   /* transaction rolled back: run it again here */
+	MDB_ERR_DUP   = 4,   /* duplicate key: the caller decides */
+	MDB_ERR_ROW   = 5,   /* a row refused by the schema: the caller decides */
+	MDB_ERR_FATAL = 6    /* a retry gets the same answer */
 };
 
 /** The class of MariaDB error number @p e (mysql_errno(), a server's
- *  ER_* or Connector/C's CR_*); FLASH_MYSQL_ERR_NONE for 0. */
-enum flash_mysql_err flash_mysql_err_class(unsigned e);
+ *  ER_* or Connector/C's CR_*); MDB_ERR_NONE for 0. */
+enum mdb_err mdb_err_class(unsigned e);
 
 /** 1 if @p e is of class CONN, NODE or TXN: the same work may succeed if
  *  tried again (after a reconnect for CONN). */
-int flash_mysql_err_retryable(unsigned e);
+int mdb_err_retryable(unsigned e);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* FLASH_MYSQL_ERR_H */
+#endif /* MDB_ERR_H */

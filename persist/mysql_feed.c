@@ -1,8 +1,8 @@
 /*
  * mysql_feed.c -- feed the MySQL applier from a WAL directory.
  *
- * flash_mysql_catch_up() (contract in mysql_apply.h) replays the WAL from
- * the stream's applied LSN + 1 and hands the records to flash_mysql_apply()
+ * mdb_catch_up() (contract in mysql_apply.h) replays the WAL from
+ * the stream's applied LSN + 1 and hands the records to mdb_apply()
  * in batches.  Exactly-once comes from the applier (records at or below the
  * applied LSN are skipped inside the batch transaction), so starting a
  * little early, or twice, is harmless.
@@ -14,8 +14,8 @@
 #include "wal.h"
 
 struct feed {
-	flash_mysql_t *fd_m;
-	struct flash_lsn_record *fd_v;
+	mdb_t *fd_m;
+	struct lsn_record *fd_v;
 	size_t fd_n;
 	size_t fd_cap;
 	uint32_t fd_wait_ms;
@@ -23,10 +23,10 @@ struct feed {
 	int fd_bad_type;                   /* a frame that is not a record */
 	uint64_t fd_upto;                  /* last LSN to apply */
 	int fd_reached;                    /* stopped at fd_upto */
-	flash_mysql_go_fn fd_go;           /* asked before each batch (may be NULL) */
+	mdb_go_fn fd_go;           /* asked before each batch (may be NULL) */
 	void *fd_go_arg;
 	int fd_halted;                     /* fd_go said stop */
-	struct flash_apply_result *fd_total;
+	struct apply_result *fd_total;
 };
 
 static int feed_flush(struct feed *f)
@@ -38,8 +38,8 @@ static int feed_flush(struct feed *f)
 		f->fd_halted = 1;
 		return 1;
 	}
-	struct flash_apply_result res = { 0 };
-	int rc = flash_mysql_apply_retry(f->fd_m, f->fd_v, f->fd_n, &res, f->fd_wait_ms);
+	struct apply_result res = { 0 };
+	int rc = mdb_apply_retry(f->fd_m, f->fd_v, f->fd_n, &res, f->fd_wait_ms);
 	f->fd_n = 0;
 	if (rc) {
 		f->fd_rc = rc;
@@ -75,27 +75,27 @@ static int feed_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 	return 0;
 }
 
-int flash_mysql_catch_up(flash_mysql_t *m, const char *wal_dir, uint32_t batch,
-                         uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc)
+int mdb_catch_up(mdb_t *m, const char *wal_dir, uint32_t batch,
+                         uint32_t max_wait_ms, struct apply_result *total, int *wal_rc)
 {
-	return flash_mysql_catch_up_to(m, wal_dir, UINT64_MAX, batch, max_wait_ms, total, wal_rc);
+	return mdb_catch_up_to(m, wal_dir, UINT64_MAX, batch, max_wait_ms, total, wal_rc);
 }
 
-int flash_mysql_catch_up_to(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
-                            uint32_t max_wait_ms, struct flash_apply_result *total, int *wal_rc)
+int mdb_catch_up_to(mdb_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
+                            uint32_t max_wait_ms, struct apply_result *total, int *wal_rc)
 {
-	return flash_mysql_catch_up_while(m, wal_dir, upto_lsn, batch, max_wait_ms, NULL, NULL, total,
+	return mdb_catch_up_while(m, wal_dir, upto_lsn, batch, max_wait_ms, NULL, NULL, total,
 	                                  wal_rc);
 }
 
-int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t upto_lsn,
-                               uint32_t batch, uint32_t max_wait_ms, flash_mysql_go_fn go,
-                               void *go_arg, struct flash_apply_result *total, int *wal_rc)
+int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
+                               uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
+                               void *go_arg, struct apply_result *total, int *wal_rc)
 {
 	if (!m || !wal_dir)
 		return FLASH_EINVAL;
 	if (total) {
-		struct flash_conflict *keep = total->conflicts;
+		struct conflict *keep = total->conflicts;
 		size_t keep_cap = total->conflict_cap;
 		memset(total, 0, sizeof *total);
 		total->conflicts = keep;
@@ -104,7 +104,7 @@ int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t u
 	if (wal_rc)
 		*wal_rc = FLASH_OK;
 	uint64_t done = 0;
-	int rc = flash_mysql_applied_lsn(m, &done);
+	int rc = mdb_applied_lsn(m, &done);
 	if (rc)
 		return rc;
 	if (total)
@@ -131,7 +131,7 @@ int flash_mysql_catch_up_while(flash_mysql_t *m, const char *wal_dir, uint64_t u
 	if (wal_rc)
 		*wal_rc = wrc == FLASH_EWAL_STOPPED ? rep.stop : wrc;
 	if (total && !f.fd_rc)
-		flash_mysql_applied_lsn(m, &total->applied_lsn);
+		mdb_applied_lsn(m, &total->applied_lsn);
 	if (f.fd_rc)
 		return f.fd_rc;
 	if (f.fd_halted)

@@ -12,15 +12,15 @@
 
 #include <mysql.h>
 
-struct flash_mysql_probe {
-	struct flash_mysql_opts pr_mo;
+struct mdb_probe {
+	struct mdb_opts pr_mo;
 	uint32_t        pr_every_ms;
-	flash_mysql_t  *pr_m;          /* owned by the thread */
+	mdb_t  *pr_m;          /* owned by the thread */
 	pthread_t       pr_thr;
 	pthread_mutex_t pr_mu;         /* guards pr_stop, pr_st */
 	pthread_cond_t  pr_cv;
 	int             pr_stop;
-	struct flash_mysql_probe_stats pr_st;
+	struct mdb_probe_stats pr_st;
 };
 
 static void probe_log(void *arg, int level, const char *msg)
@@ -40,19 +40,19 @@ static int64_t now_ns(clockid_t c)
 }
 
 /* One ping: connect if needed, then mysql_ping, all under the timeouts. */
-static void probe_once(struct flash_mysql_probe *p)
+static void probe_once(struct mdb_probe *p)
 {
 	int64_t t0 = now_ns(CLOCK_MONOTONIC);
 	int ok = 0;
-	if (!p->pr_m && flash_mysql_open(&p->pr_mo, &p->pr_m) != FLASH_OK) {
-		flash_mysql_close(p->pr_m);
+	if (!p->pr_m && mdb_open(&p->pr_mo, &p->pr_m) != FLASH_OK) {
+		mdb_close(p->pr_m);
 		p->pr_m = NULL;
 	}
-	MYSQL *c = p->pr_m ? flash_mysql_conn(p->pr_m) : NULL;
+	MYSQL *c = p->pr_m ? mdb_conn(p->pr_m) : NULL;
 	if (c) {
 		ok = mysql_ping(c) == 0;
 		if (!ok)
-			flash_mysql_conn_lost(p->pr_m);   /* reconnect next time */
+			mdb_conn_lost(p->pr_m);   /* reconnect next time */
 	}
 	int64_t rtt = now_ns(CLOCK_MONOTONIC) - t0;
 	pthread_mutex_lock(&p->pr_mu);
@@ -69,7 +69,7 @@ static void probe_once(struct flash_mysql_probe *p)
 
 static void *probe_main(void *arg)
 {
-	struct flash_mysql_probe *p = arg;
+	struct mdb_probe *p = arg;
 	pthread_mutex_lock(&p->pr_mu);
 	while (!p->pr_stop) {
 		pthread_mutex_unlock(&p->pr_mu);
@@ -87,17 +87,17 @@ static void *probe_main(void *arg)
 			;
 	}
 	pthread_mutex_unlock(&p->pr_mu);
-	flash_mysql_close(p->pr_m);
+	mdb_close(p->pr_m);
 	p->pr_m = NULL;
 	return NULL;
 }
 
-int flash_mysql_probe_start(const struct flash_mysql_opts *mo, uint32_t every_ms,
-                            uint32_t timeout_s, flash_mysql_probe_t **out)
+int mdb_probe_start(const struct mdb_opts *mo, uint32_t every_ms,
+                            uint32_t timeout_s, mdb_probe_t **out)
 {
 	if (!mo || !out || every_ms == 0 || timeout_s == 0)
 		return FLASH_EINVAL;
-	struct flash_mysql_probe *p = calloc(1, sizeof *p);
+	struct mdb_probe *p = calloc(1, sizeof *p);
 	if (!p)
 		return FLASH_ENOMEM;
 	p->pr_mo = *mo;
@@ -122,14 +122,14 @@ int flash_mysql_probe_start(const struct flash_mysql_opts *mo, uint32_t every_ms
 	return FLASH_OK;
 }
 
-void flash_mysql_probe_stats_get(flash_mysql_probe_t *p, struct flash_mysql_probe_stats *out)
+void mdb_probe_stats_get(mdb_probe_t *p, struct mdb_probe_stats *out)
 {
 	pthread_mutex_lock(&p->pr_mu);
 	*out = p->pr_st;
 	pthread_mutex_unlock(&p->pr_mu);
 }
 
-void flash_mysql_probe_stop(flash_mysql_probe_t *p)
+void mdb_probe_stop(mdb_probe_t *p)
 {
 	if (!p)
 		return;

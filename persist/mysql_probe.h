@@ -9,16 +9,16 @@
  * Synchronization: start and stop from the daemon's thread; stats_get from
  * any thread (a mutex around the figures; the ping itself runs outside it).
  */
-#ifndef FLASH_MYSQL_PROBE_H
-#define FLASH_MYSQL_PROBE_H
+#ifndef MDB_PROBE_H
+#define MDB_PROBE_H
 
 #include <stdint.h>
 
 #include "mysql_apply.h"
 
-typedef struct flash_mysql_probe flash_mysql_probe_t;
+typedef struct mdb_probe mdb_probe_t;
 
-struct flash_mysql_probe_stats {
+struct mdb_probe_stats {
 	int      connected;      /* the last ping was answered within the timeout */
 	int      _pad;
 	uint64_t pings;          /* pings tried */
@@ -34,13 +34,13 @@ struct flash_mysql_probe_stats {
  * @param[in] timeout_s  connect, read and write timeout of each attempt, > 0
  * @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM; FLASH_ESYS (thread).
  */
-int flash_mysql_probe_start(const struct flash_mysql_opts *mo, uint32_t every_ms,
-                            uint32_t timeout_s, flash_mysql_probe_t **out);
+int mdb_probe_start(const struct mdb_opts *mo, uint32_t every_ms,
+                            uint32_t timeout_s, mdb_probe_t **out);
 
 /** Copy the figures (any thread). */
-void flash_mysql_probe_stats_get(flash_mysql_probe_t *p, struct flash_mysql_probe_stats *out);
+void mdb_probe_stats_get(mdb_probe_t *p, struct mdb_probe_stats *out);
 
 /** Stop (waits for a ping in progress, at most its timeout) and free; NULL is fine. */
-void flash_mysql_probe_stop(flash_mysql_probe_t *p);
+void mdb_probe_stop(mdb_probe_t *p);
 
-#endif /* FLASH_MYSQL_PROBE_H */
+#endif /* MDB_PROBE_H */

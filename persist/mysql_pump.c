@@ -31,7 +31,7 @@
  *
  * The one mutex left, mp_mu, guards what the pump reports (applied LSN,
  * last result, the applier's counters) and pairs with cv_done, the
- * condition variable flash_mysql_pump_wait() callers sleep on: those are
+ * condition variable mdb_pump_wait() callers sleep on: those are
  * any number of threads with their own timeouts, woken once per applied
  * batch, and a condition variable is the plain tool for that.  The drain
  * thread never takes it: push touches only the queue and atomics.
@@ -66,7 +66,7 @@ struct pump_chunk {
 	uint32_t pc_off;                  /* first one MySQL may lack (pump only) */
 	uint32_t pc_class;                /* capacity 1 << pc_class records, or
 	                                     PUMP_CLASSES: sized to one push, not kept */
-	struct flash_lsn_record pc_recs[];
+	struct lsn_record pc_recs[];
 };
 
 #define PUMP_CLASSES 13u                            /* 1 .. 4096 records */
@@ -75,7 +75,7 @@ struct pump_chunk {
 /* mp_sleeping: what the pump is doing in FUTEX_WAIT */
 enum { PUMP_AWAKE = 0, PUMP_IDLE = 1, PUMP_PAUSED = 2 };
 
-struct flash_mysql_pump {
+struct mdb_pump {
 	/* the hand-off: pushers enqueue, the pump splices */
 	struct __cds_wfcq_head mp_qhead;  /* shared queue (no lock: one dequeuer) */
 	struct cds_wfcq_tail   mp_qtail;
@@ -101,13 +101,13 @@ struct flash_mysql_pump {
 	uint64_t  mp_catch_ups;
 	int       mp_last_rc;
 	int       mp_connected;
-	struct flash_mysql_stats mp_mstats;  /* copy of the applier's */
+	struct mdb_stats mp_mstats;  /* copy of the applier's */
 	/* owned by the pump's thread */
 	struct __cds_wfcq_head mp_phead;  /* private queue: spliced, not yet applied */
 	struct cds_wfcq_tail   mp_ptail;
 	int       mp_need_catchup;        /* records were dropped, or MySQL reported a hole */
-	flash_mysql_t *mp_m;
-	struct flash_lsn_record *mp_batch;
+	mdb_t *mp_m;
+	struct lsn_record *mp_batch;
 	uint32_t  mp_batch_max;
 	uint32_t  mp_backoff_max_ms;
 	char     *mp_wal_dir;
@@ -147,7 +147,7 @@ static void cv_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
  * it.  The increment makes a FUTEX_WAIT that has not started yet return at
  * once.
  */
-static void pump_kick(flash_mysql_pump_t *p, int32_t state)
+static void pump_kick(mdb_pump_t *p, int32_t state)
 {
 	int32_t s = __atomic_load_n(&p->mp_sleeping, __ATOMIC_SEQ_CST);
 	if (s == PUMP_AWAKE || (state != 0 && s != state))
@@ -157,14 +157,14 @@ static void pump_kick(flash_mysql_pump_t *p, int32_t state)
 }
 
 /* FUTEX_WAIT on the word as read in @p seq, for at most @p ms. */
-static void pump_futex_wait(flash_mysql_pump_t *p, int32_t seq, uint64_t ms)
+static void pump_futex_wait(mdb_pump_t *p, int32_t seq, uint64_t ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 	futex_noasync(&p->mp_work_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
 }
 
 /* Anything for the pump: a chunk pushed, records dropped, the stop. */
-static int pump_news(flash_mysql_pump_t *p)
+static int pump_news(mdb_pump_t *p)
 {
 	return !cds_wfcq_empty(&p->mp_qhead, &p->mp_qtail) ||
 	       __atomic_load_n(&p->mp_drop_flag, __ATOMIC_ACQUIRE) ||
@@ -172,7 +172,7 @@ static int pump_news(flash_mysql_pump_t *p)
 }
 
 /* Sleep until there is news (or a second has passed: the loop looks again). */
-static void pump_idle(flash_mysql_pump_t *p)
+static void pump_idle(mdb_pump_t *p)
 {
 	int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&p->mp_sleeping, PUMP_IDLE, __ATOMIC_SEQ_CST);
@@ -185,7 +185,7 @@ static void pump_idle(flash_mysql_pump_t *p)
  * One dequeuer (this thread): the splice needs no lock.  Blocking: it waits
  * (spinning, then yielding) for a push half-way through its enqueue -- one
  * store away from done. */
-static void pump_take(flash_mysql_pump_t *p)
+static void pump_take(mdb_pump_t *p)
 {
 	if (!cds_wfcq_empty(&p->mp_qhead, &p->mp_qtail))
 		(void)__cds_wfcq_splice_blocking(&p->mp_phead, &p->mp_ptail, &p->mp_qhead,
@@ -193,14 +193,14 @@ static void pump_take(flash_mysql_pump_t *p)
 }
 
 /* Records spliced and not yet applied? */
-static int pump_has_work(flash_mysql_pump_t *p)
+static int pump_has_work(mdb_pump_t *p)
 {
 	return !cds_wfcq_empty(&p->mp_phead, &p->mp_ptail);
 }
 
 /* Done with @p c: onto its class's free list (lock-free: the pump is the
  * only one to add, a push only ever takes the whole list), or freed. */
-static void pump_chunk_put(flash_mysql_pump_t *p, struct pump_chunk *c)
+static void pump_chunk_put(mdb_pump_t *p, struct pump_chunk *c)
 {
 	if (c->pc_class >= PUMP_CLASSES) {
 		free(c);
@@ -219,7 +219,7 @@ static void pump_chunk_put(flash_mysql_pump_t *p, struct pump_chunk *c)
  * One push at a time uses the cache: one that finds another in it
  * allocates instead of waiting.
  */
-static struct pump_chunk *pump_chunk_get(flash_mysql_pump_t *p, size_t n)
+static struct pump_chunk *pump_chunk_get(mdb_pump_t *p, size_t n)
 {
 	uint32_t k = 0;
 	while (k < PUMP_CLASSES && ((size_t)1 << k) < n)
@@ -246,7 +246,7 @@ static struct pump_chunk *pump_chunk_get(flash_mysql_pump_t *p, size_t n)
  * records) at the private queue's front it covers, and give their room
  * back to pushers.
  */
-static void pump_release_upto(flash_mysql_pump_t *p, uint64_t lsn)
+static void pump_release_upto(mdb_pump_t *p, uint64_t lsn)
 {
 	size_t freed = 0;
 	for (;;) {
@@ -270,7 +270,7 @@ static void pump_release_upto(flash_mysql_pump_t *p, uint64_t lsn)
 
 /* Copy up to mp_batch_max records from the private queue's front into
  * mp_batch, leaving the queue as it is.  @return records copied. */
-static size_t pump_batch(flash_mysql_pump_t *p)
+static size_t pump_batch(mdb_pump_t *p)
 {
 	size_t k = 0;
 	struct cds_wfcq_node *node;
@@ -285,9 +285,9 @@ static size_t pump_batch(flash_mysql_pump_t *p)
 }
 
 /* Take the applier's counters.  Holds mp_mu. */
-static void __pump_note(flash_mysql_pump_t *p, int rc, uint64_t applied_lsn)
+static void __pump_note(mdb_pump_t *p, int rc, uint64_t applied_lsn)
 {
-	flash_mysql_stats_get(p->mp_m, &p->mp_mstats);
+	mdb_stats_get(p->mp_m, &p->mp_mstats);
 	p->mp_last_rc = rc;
 	p->mp_connected = rc != FLASH_EMYSQL_RETRY;
 	if (applied_lsn > p->mp_applied_lsn) {
@@ -297,8 +297,8 @@ static void __pump_note(flash_mysql_pump_t *p, int rc, uint64_t applied_lsn)
 }
 
 /* Stopping and past the stop deadline?  Any thread; acquire pairs with the
- * release in flash_mysql_pump_stop(), so the deadline read is the one set. */
-static int pump_past_deadline(const flash_mysql_pump_t *p)
+ * release in mdb_pump_stop(), so the deadline read is the one set. */
+static int pump_past_deadline(const mdb_pump_t *p)
 {
 	return __atomic_load_n(&p->mp_stop, __ATOMIC_ACQUIRE) &&
 	       mono_ms() >= p->mp_stop_deadline_ms;
@@ -337,7 +337,7 @@ static uint64_t pump_backoff_ms(unsigned n, uint32_t cap_ms, unsigned *seed)
  * comes first.  Records pushed meanwhile do not shorten it: a MySQL that is
  * down is not asked again sooner because orders keep coming.
  */
-static void pump_pause(flash_mysql_pump_t *p, uint64_t until_ms)
+static void pump_pause(mdb_pump_t *p, uint64_t until_ms)
 {
 	for (;;) {
 		int32_t seq = __atomic_load_n(&p->mp_work_seq, __ATOMIC_SEQ_CST);
@@ -355,7 +355,7 @@ static void pump_pause(flash_mysql_pump_t *p, uint64_t until_ms)
 }
 
 /* Read what the queue lacks back from the WAL.  @return progress made. */
-static int pump_catch_up(flash_mysql_pump_t *p)
+static int pump_catch_up(mdb_pump_t *p)
 {
 	p->mp_need_catchup = 0;
 	pthread_mutex_lock(&p->mp_mu);
@@ -365,8 +365,8 @@ static int pump_catch_up(flash_mysql_pump_t *p)
 	 * pairs with a dropping push's release of mp_drop_flag, read before. */
 	uint64_t pushed = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_ACQUIRE);
 	uint64_t upto = pushed > p->mp_start_durable ? pushed : p->mp_start_durable;
-	struct flash_apply_result tot = { 0 };
-	int rc = flash_mysql_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
+	struct apply_result tot = { 0 };
+	int rc = mdb_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
 	                                    pump_go, p, &tot, NULL);
 	/* this thread alone writes mp_applied_lsn: no lock to read it */
 	uint64_t applied = tot.applied_lsn > before ? tot.applied_lsn : before;
@@ -393,11 +393,11 @@ static int pump_catch_up(flash_mysql_pump_t *p)
 }
 
 /* Apply one batch from the private queue.  @return progress made. */
-static int pump_apply(flash_mysql_pump_t *p)
+static int pump_apply(mdb_pump_t *p)
 {
 	size_t k = pump_batch(p);
-	struct flash_apply_result res = { 0 };
-	int rc = flash_mysql_apply(p->mp_m, p->mp_batch, k, &res);
+	struct apply_result res = { 0 };
+	int rc = mdb_apply(p->mp_m, p->mp_batch, k, &res);
 	/* the k oldest are the batch: MySQL holds them now.  The queue
 	 * first, then the applied LSN (see pump_catch_up). */
 	if (rc == FLASH_OK)
@@ -422,7 +422,7 @@ static int pump_apply(flash_mysql_pump_t *p)
  */
 static void *pump_main(void *arg)
 {
-	flash_mysql_pump_t *p = arg;
+	mdb_pump_t *p = arg;
 	unsigned failures = 0;
 	unsigned seed = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)p;
 	for (;;) {
@@ -460,7 +460,7 @@ static void *pump_main(void *arg)
 	uint64_t applied = p->mp_applied_lsn;
 	pthread_mutex_unlock(&p->mp_mu);
 	if (applied < known)
-		flash_mysql_logf(p->mp_m, FLASH_MYSQL_LOG_WARN,
+		mdb_logf(p->mp_m, MDB_LOG_WARN,
 		                 "applier stopped at its drain deadline %" PRIu64 " record(s) behind: "
 		                 "MySQL holds LSN %" PRIu64 " of %" PRIu64 " known durable; nothing is "
 		                 "lost, the next start catches up from the WAL",
@@ -469,7 +469,7 @@ static void *pump_main(void *arg)
 }
 
 /* Free every chunk still queued (at stop, or a failed start). */
-static void pump_free_queues(flash_mysql_pump_t *p)
+static void pump_free_queues(mdb_pump_t *p)
 {
 	struct cds_wfcq_node *node;
 	__cds_wfcq_splice_blocking(&p->mp_phead, &p->mp_ptail, &p->mp_qhead, &p->mp_qtail);
@@ -486,12 +486,12 @@ static void pump_free_queues(flash_mysql_pump_t *p)
 	}
 }
 
-int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pump_t **out)
+int mdb_pump_start(const struct mdb_pump_opts *o, mdb_pump_t **out)
 {
 	if (!o || !out || o->mysql.lsn_gaps_ok)
 		return FLASH_EINVAL;
 	*out = NULL;
-	flash_mysql_pump_t *p = calloc(1, sizeof *p);
+	mdb_pump_t *p = calloc(1, sizeof *p);
 	if (!p)
 		return FLASH_ENOMEM;
 	__cds_wfcq_init(&p->mp_qhead, &p->mp_qtail);
@@ -504,12 +504,12 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 	int rc = FLASH_ENOMEM;
 	if (!p->mp_batch || (o->wal_dir && !(p->mp_wal_dir = strdup(o->wal_dir))))
 		goto fail_mem;
-	rc = flash_mysql_open(&o->mysql, &p->mp_m);
+	rc = mdb_open(&o->mysql, &p->mp_m);
 	if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY)
 		goto fail_mem;
 	p->mp_connected = rc == FLASH_OK;
 	p->mp_last_rc = rc;
-	flash_mysql_stats_get(p->mp_m, &p->mp_mstats);
+	mdb_stats_get(p->mp_m, &p->mp_mstats);
 	p->mp_applied_lsn = p->mp_mstats.applied_lsn;
 	/* A WAL given: read back whatever MySQL lacks before the first push. */
 	p->mp_need_catchup = p->mp_wal_dir != NULL;
@@ -529,7 +529,7 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
 fail_sync:
 	pthread_cond_destroy(&p->mp_cv_done);
 	pthread_mutex_destroy(&p->mp_mu);
-	flash_mysql_close(p->mp_m);
+	mdb_close(p->mp_m);
 fail_mem:
 	free(p->mp_wal_dir);
 	free(p->mp_batch);
@@ -542,7 +542,7 @@ fail_mem:
  * pump's release when it frees room (pump_release_upto).  Lock-free: a
  * failed CAS means another push reserved, or the pump freed, meanwhile.
  */
-static int pump_reserve(flash_mysql_pump_t *p, size_t n)
+static int pump_reserve(mdb_pump_t *p, size_t n)
 {
 	uint64_t q = __atomic_load_n(&p->mp_queued, __ATOMIC_RELAXED);
 	do {
@@ -555,7 +555,7 @@ static int pump_reserve(flash_mysql_pump_t *p, size_t n)
 
 /* pushed_lsn = max(pushed_lsn, lsn); release: a pump that sees it sees what
  * the push published before (the drop flag is set after it). */
-static void pump_note_pushed(flash_mysql_pump_t *p, uint64_t lsn)
+static void pump_note_pushed(mdb_pump_t *p, uint64_t lsn)
 {
 	uint64_t cur = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_RELAXED);
 	while (lsn > cur && !__atomic_compare_exchange_n(&p->mp_pushed_lsn, &cur, lsn, 1,
@@ -563,7 +563,7 @@ static void pump_note_pushed(flash_mysql_pump_t *p, uint64_t lsn)
 		;
 }
 
-int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *recs, size_t n)
+int mdb_pump_push(mdb_pump_t *p, const struct lsn_record *recs, size_t n)
 {
 	if (!p || (n && !recs))
 		return FLASH_EINVAL;
@@ -594,7 +594,7 @@ int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *
 	return FLASH_OK;
 }
 
-int flash_mysql_pump_wait(flash_mysql_pump_t *p, uint64_t lsn, uint32_t timeout_ms)
+int mdb_pump_wait(mdb_pump_t *p, uint64_t lsn, uint32_t timeout_ms)
 {
 	if (!p)
 		return FLASH_EINVAL;
@@ -611,7 +611,7 @@ int flash_mysql_pump_wait(flash_mysql_pump_t *p, uint64_t lsn, uint32_t timeout_
 	return rc;
 }
 
-int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_stats *out)
+int mdb_pump_stats_get(mdb_pump_t *p, struct mdb_pump_stats *out)
 {
 	if (!p || !out)
 		return FLASH_EINVAL;
@@ -633,7 +633,7 @@ int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_st
 	return FLASH_OK;
 }
 
-void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms)
+void mdb_pump_stop(mdb_pump_t *p, uint32_t drain_ms)
 {
 	if (!p)
 		return;
@@ -645,7 +645,7 @@ void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms)
 	pump_free_queues(p);
 	pthread_cond_destroy(&p->mp_cv_done);
 	pthread_mutex_destroy(&p->mp_mu);
-	flash_mysql_close(p->mp_m);
+	mdb_close(p->mp_m);
 	free(p->mp_wal_dir);
 	free(p->mp_batch);
 	free(p);

@@ -10,7 +10,7 @@
  * The queue is bounded.  When it is full a push drops its records and says
  * so (FLASH_EFULL) -- it never blocks.  Nothing is lost: the applier refuses
  * to apply past a hole (FLASH_EMYSQL_GAP), and the pump then reads the
- * missing records back from the WAL directory (flash_mysql_catch_up_to(),
+ * missing records back from the WAL directory (mdb_catch_up_to(),
  * read-only) before it goes on with the queue.  Without a WAL directory a
  * hole stops the pump until a restart catches up; stats say so.
  *
@@ -30,10 +30,10 @@
  * FUTEX_WAKE only when the pump sleeps idle.  wait blocks by contract;
  * stats_get may wait for the pump to note one result.  Records pushed by
  * one thread reach MySQL in push order.
- * The pump's thread owns its flash_mysql_t: no other thread touches it.
+ * The pump's thread owns its mdb_t: no other thread touches it.
  */
-#ifndef FLASH_MYSQL_PUMP_H
-#define FLASH_MYSQL_PUMP_H
+#ifndef MDB_PUMP_H
+#define MDB_PUMP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,8 +44,8 @@
 extern "C" {
 #endif
 
-struct flash_mysql_pump_opts {
-	struct flash_mysql_opts mysql;  /* connection, stream, log (lsn_gaps_ok must stay 0) */
+struct mdb_pump_opts {
+	struct mdb_opts mysql;  /* connection, stream, log (lsn_gaps_ok must stay 0) */
 	const char *wal_dir;            /* WAL to read dropped records back from, or NULL */
 	uint32_t queue_records;         /* queue capacity; 0 = 262144 (18 MiB) */
 	uint32_t batch;                 /* records per transaction at most; 0 = 5000 */
@@ -56,10 +56,10 @@ struct flash_mysql_pump_opts {
 	uint64_t start_durable_lsn;     /* the WAL's durable LSN when the pump starts (0: unknown) */
 };
 
-typedef struct flash_mysql_pump flash_mysql_pump_t;
+typedef struct mdb_pump mdb_pump_t;
 
-struct flash_mysql_pump_stats {
-	struct flash_mysql_stats mysql; /* the applier's counters (lag = pushed_lsn - applied_lsn) */
+struct mdb_pump_stats {
+	struct mdb_stats mysql; /* the applier's counters (lag = pushed_lsn - applied_lsn) */
 	uint64_t pushed_lsn;            /* highest LSN pushed (queued or dropped) */
 	uint64_t applied_lsn;           /* highest LSN MySQL holds */
 	uint64_t queued;                /* records in the queue now */
@@ -68,18 +68,18 @@ struct flash_mysql_pump_stats {
 	uint64_t catch_ups;             /* WAL read-backs completed */
 	int      last_rc;               /* the last attempt's result (FLASH_OK, FLASH_EMYSQL_RETRY, ...) */
 	int      connected;             /* the last attempt reached MySQL */
-	int      stopping;              /* flash_mysql_pump_stop() was called: draining until its deadline */
+	int      stopping;              /* mdb_pump_stop() was called: draining until its deadline */
 };
 
 /**
  * Start the pump's thread.  It connects in the background: a MySQL that is
  * down at start is retried like any other outage.  With o->wal_dir the
  * thread first reads from the WAL whatever MySQL lacks.  Log lines go through
- * o->mysql.log (default: stderr); result codes read with flash_mysql_strerror().
+ * o->mysql.log (default: stderr); result codes read with mdb_strerror().
  * @return FLASH_OK; FLASH_EINVAL (NULL, lsn_gaps_ok set); FLASH_EMYSQL_CONFIG
  *         (bad URL); FLASH_ENOMEM; FLASH_ESYS (thread creation).
  */
-int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pump_t **out);
+int mdb_pump_start(const struct mdb_pump_opts *o, mdb_pump_t **out);
 
 /**
  * Queue records, in LSN order, that are durable in the WAL (push after the
@@ -87,16 +87,16 @@ int flash_mysql_pump_start(const struct flash_mysql_pump_opts *o, flash_mysql_pu
  * @return FLASH_OK; FLASH_EFULL (not enough room: all @p n records dropped,
  *         to be read back from the WAL); FLASH_EINVAL.
  */
-int flash_mysql_pump_push(flash_mysql_pump_t *p, const struct flash_lsn_record *recs, size_t n);
+int mdb_pump_push(mdb_pump_t *p, const struct lsn_record *recs, size_t n);
 
 /**
  * Wait until MySQL holds every record up to @p lsn, for at most @p timeout_ms.
  * @return FLASH_OK; FLASH_EBUSY (timed out); FLASH_EINVAL.
  */
-int flash_mysql_pump_wait(flash_mysql_pump_t *p, uint64_t lsn, uint32_t timeout_ms);
+int mdb_pump_wait(mdb_pump_t *p, uint64_t lsn, uint32_t timeout_ms);
 
 /** @return FLASH_OK; FLASH_EINVAL. */
-int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_stats *out);
+int mdb_pump_stats_get(mdb_pump_t *p, struct mdb_pump_stats *out);
 
 /**
  * Stop: let the thread apply what is queued, or read back from the WAL,
@@ -108,9 +108,9 @@ int flash_mysql_pump_stats_get(flash_mysql_pump_t *p, struct flash_mysql_pump_st
  * records MySQL lacks; they are not lost: the WAL holds them and the next
  * start catches up.  NULL is fine.
  */
-void flash_mysql_pump_stop(flash_mysql_pump_t *p, uint32_t drain_ms);
+void mdb_pump_stop(mdb_pump_t *p, uint32_t drain_ms);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* FLASH_MYSQL_PUMP_H */
+#endif /* MDB_PUMP_H */

@@ -32,16 +32,16 @@
  * 1. The WAL fold
  * ------------------------------------------------------------------------ */
 
-struct flash_fold {
-	struct flash_fold_sku *ff_v;      /* insertion order */
+struct fold {
+	struct fold_sku *ff_v;      /* insertion order */
 	size_t    ff_n;
 	size_t    ff_cap;
 	uint32_t *ff_idx;                 /* open addressing: index + 1, 0 = empty */
 	size_t    ff_idx_cap;
-	struct flash_fold_sku *ff_sorted; /* sorted copy for flash_fold_skus() */
+	struct fold_sku *ff_sorted; /* sorted copy for fold_skus() */
 	int       ff_dirty;
 	uint64_t *ff_okey;                /* orders: open addressing by number, 0 = empty */
-	struct flash_fold_order *ff_oval; /* ... the order of ff_okey[i] */
+	struct fold_order *ff_oval; /* ... the order of ff_okey[i] */
 	size_t    ff_ocap;                /* slots (a power of two) */
 	size_t    ff_on;                  /* slots used */
 	uint64_t  ff_ord_max;             /* highest order number folded */
@@ -61,7 +61,7 @@ static size_t key_hash(uint64_t k, size_t cap)
 	return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
 }
 
-int flash_fold_new(flash_fold_t **out)
+int fold_new(fold_t **out)
 {
 	if (!out)
 		return FLASH_EINVAL;
@@ -69,7 +69,7 @@ int flash_fold_new(flash_fold_t **out)
 	return *out ? FLASH_OK : FLASH_ENOMEM;
 }
 
-void flash_fold_free(flash_fold_t *f)
+void fold_free(fold_t *f)
 {
 	if (!f)
 		return;
@@ -85,7 +85,7 @@ void flash_fold_free(flash_fold_t *f)
 /* Orders are kept by number in a hash table, not an array indexed by
  * number: a corrupt WAL may carry any number, and must not make the fold
  * allocate for it. */
-static size_t ord_slot(const flash_fold_t *f, uint64_t no)
+static size_t ord_slot(const fold_t *f, uint64_t no)
 {
 	size_t j = key_hash(no, f->ff_ocap);
 	while (f->ff_okey[j] && f->ff_okey[j] != no)
@@ -93,17 +93,17 @@ static size_t ord_slot(const flash_fold_t *f, uint64_t no)
 	return j;
 }
 
-static int ord_grow(flash_fold_t *f)
+static int ord_grow(fold_t *f)
 {
 	size_t cap = f->ff_ocap ? f->ff_ocap * 2 : 1024;
 	uint64_t *k = calloc(cap, sizeof *k);
-	struct flash_fold_order *v = malloc(cap * sizeof *v);
+	struct fold_order *v = malloc(cap * sizeof *v);
 	if (!k || !v) {
 		free(k);
 		free(v);
 		return FLASH_ENOMEM;
 	}
-	flash_fold_t nf = { .ff_okey = k, .ff_oval = v, .ff_ocap = cap };
+	fold_t nf = { .ff_okey = k, .ff_oval = v, .ff_ocap = cap };
 	for (size_t i = 0; i < f->ff_ocap; i++) {
 		if (!f->ff_okey[i])
 			continue;
@@ -119,7 +119,7 @@ static int ord_grow(flash_fold_t *f)
 	return FLASH_OK;
 }
 
-static struct flash_fold_order *fold_order(flash_fold_t *f, uint64_t no)
+static struct fold_order *fold_order(fold_t *f, uint64_t no)
 {
 	if ((f->ff_on + 1) * 2 > f->ff_ocap && ord_grow(f))
 		return NULL;
@@ -134,7 +134,7 @@ static struct flash_fold_order *fold_order(flash_fold_t *f, uint64_t no)
 	return &f->ff_oval[j];
 }
 
-int flash_fold_order_get(const flash_fold_t *f, uint64_t no, struct flash_fold_order *out)
+int fold_order_get(const fold_t *f, uint64_t no, struct fold_order *out)
 {
 	if (!f || !out || !no)
 		return FLASH_EINVAL;
@@ -147,11 +147,11 @@ int flash_fold_order_get(const flash_fold_t *f, uint64_t no, struct flash_fold_o
 	return FLASH_OK;
 }
 
-uint64_t flash_fold_orders_max(const flash_fold_t *f) { return f ? f->ff_ord_max : 0; }
+uint64_t fold_orders_max(const fold_t *f) { return f ? f->ff_ord_max : 0; }
 
-uint64_t flash_fold_lsn(const flash_fold_t *f) { return f ? f->ff_lsn : 0; }
+uint64_t fold_lsn(const fold_t *f) { return f ? f->ff_lsn : 0; }
 
-static int fold_grow(flash_fold_t *f)
+static int fold_grow(fold_t *f)
 {
 	size_t cap = f->ff_idx_cap ? f->ff_idx_cap * 2 : 256;
 	uint32_t *idx = calloc(cap, sizeof *idx);
@@ -169,7 +169,7 @@ static int fold_grow(flash_fold_t *f)
 	return FLASH_OK;
 }
 
-static struct flash_fold_sku *fold_get(flash_fold_t *f, uint32_t a, uint32_t s)
+static struct fold_sku *fold_get(fold_t *f, uint32_t a, uint32_t s)
 {
 	if ((f->ff_n + 1) * 2 > f->ff_idx_cap && fold_grow(f))
 		return NULL;
@@ -184,13 +184,13 @@ static struct flash_fold_sku *fold_get(flash_fold_t *f, uint32_t a, uint32_t s)
 	}
 	if (f->ff_n == f->ff_cap) {
 		size_t cap = f->ff_cap ? f->ff_cap * 2 : 64;
-		struct flash_fold_sku *v = realloc(f->ff_v, cap * sizeof *v);
+		struct fold_sku *v = realloc(f->ff_v, cap * sizeof *v);
 		if (!v)
 			return NULL;
 		f->ff_v = v;
 		f->ff_cap = cap;
 	}
-	struct flash_fold_sku *e = &f->ff_v[f->ff_n];
+	struct fold_sku *e = &f->ff_v[f->ff_n];
 	memset(e, 0, sizeof *e);
 	e->activity_id = a;
 	e->sku_id = s;
@@ -199,7 +199,7 @@ static struct flash_fold_sku *fold_get(flash_fold_t *f, uint32_t a, uint32_t s)
 }
 
 /* Note activity @p a archived (sorted insert; archives are rare). */
-static int fold_archive(flash_fold_t *f, uint32_t a)
+static int fold_archive(fold_t *f, uint32_t a)
 {
 	size_t i = 0;
 	while (i < f->ff_arch_n && f->ff_arch[i] < a)
@@ -220,7 +220,7 @@ static int fold_archive(flash_fold_t *f, uint32_t a)
 	return FLASH_OK;
 }
 
-int flash_fold_archived(flash_fold_t *f, const uint32_t **v, size_t *n)
+int fold_archived(fold_t *f, const uint32_t **v, size_t *n)
 {
 	if (!f || !v || !n)
 		return FLASH_EINVAL;
@@ -229,7 +229,7 @@ int flash_fold_archived(flash_fold_t *f, const uint32_t **v, size_t *n)
 	return FLASH_OK;
 }
 
-int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t lsn)
+int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 {
 	if (!f || !r)
 		return FLASH_EINVAL;
@@ -244,12 +244,12 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 	if ((r->type == FLASH_REC_SKU && (r->value < 0 || r->value > (1ll << 40))) ||
 	    (r->type == FLASH_REC_RESTOCK && (r->value < -(1ll << 40) || r->value > (1ll << 40))))
 		return FLASH_EINVAL;
-	struct flash_fold_sku *e = fold_get(f, r->activity_id, r->sku_id);
+	struct fold_sku *e = fold_get(f, r->activity_id, r->sku_id);
 	if (!e)
 		return FLASH_ENOMEM;
 	/* order number 0 is never issued: such a record counts in its sku's
 	 * sums (which then differ) but has no order to compare */
-	struct flash_fold_order none, *o = &none;
+	struct fold_order none, *o = &none;
 	memset(&none, 0, sizeof none);
 	if ((r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL) && r->order_no &&
 	    !(o = fold_order(f, r->order_no)))
@@ -303,12 +303,12 @@ int flash_fold_record(flash_fold_t *f, const struct flash_record *r, uint64_t ls
 	return FLASH_OK;
 }
 
-int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n)
+int fold_seed(fold_t *f, const struct fold_sku *v, size_t n)
 {
 	if (!f || (!v && n))
 		return FLASH_EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		struct flash_fold_sku *e = fold_get(f, v[i].activity_id, v[i].sku_id);
+		struct fold_sku *e = fold_get(f, v[i].activity_id, v[i].sku_id);
 		if (!e)
 			return FLASH_ENOMEM;
 		e->total += v[i].total;
@@ -323,7 +323,7 @@ int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n)
 }
 
 struct fold_ctx {
-	flash_fold_t *fc_f;
+	fold_t *fc_f;
 	int fc_rc;
 	uint64_t fc_upto;        /* stop after this LSN (0: never) */
 	int fc_done;             /* fc_upto reached */
@@ -344,7 +344,7 @@ static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 	}
 	struct wal_rec wr;
 	memcpy(&wr, payload, sizeof wr);
-	int rc = flash_fold_record(c->fc_f, &wr.wr_rec, lsn);
+	int rc = fold_record(c->fc_f, &wr.wr_rec, lsn);
 	if (rc == FLASH_EINVAL)
 		rc = FLASH_ECORRUPT;          /* an unknown record type in the WAL */
 	c->fc_rc = rc;
@@ -375,7 +375,7 @@ static int fold_result(const struct fold_ctx *c, int wrc, const struct wal_repla
 	}
 }
 
-int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
+int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
 {
 	if (!f || !wal_dir)
 		return FLASH_EINVAL;
@@ -398,13 +398,13 @@ int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, in
 	return FLASH_OK;
 }
 
-uint64_t flash_fold_base_lsn(const flash_fold_t *f) { return f ? f->ff_base_lsn : 0; }
+uint64_t fold_base_lsn(const fold_t *f) { return f ? f->ff_base_lsn : 0; }
 
-int flash_fold_wal_upto(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
+int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
 {
 	if (!f || !wal_dir)
 		return FLASH_EINVAL;
-	int src = flash_fold_start(f, wal_dir, upto_lsn, wal_rc);
+	int src = fold_start(f, wal_dir, upto_lsn, wal_rc);
 	if (src != FLASH_OK)
 		return src;
 	if (upto_lsn && f->ff_lsn >= upto_lsn) {
@@ -418,12 +418,12 @@ int flash_fold_wal_upto(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn,
 	return fold_result(&c, wrc, &rep, wal_rc);
 }
 
-int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc)
+int fold_wal(fold_t *f, const char *wal_dir, int *wal_rc)
 {
-	return flash_fold_wal_upto(f, wal_dir, 0, wal_rc);
+	return fold_wal_upto(f, wal_dir, 0, wal_rc);
 }
 
-int flash_fold_wal_live(flash_fold_t *f, wal_t *w, uint64_t upto_lsn, int *wal_rc)
+int fold_wal_live(fold_t *f, wal_t *w, uint64_t upto_lsn, int *wal_rc)
 {
 	if (!f || !w)
 		return FLASH_EINVAL;
@@ -441,12 +441,12 @@ int flash_fold_wal_live(flash_fold_t *f, wal_t *w, uint64_t upto_lsn, int *wal_r
 
 static int cmp_fold(const void *x, const void *y)
 {
-	const struct flash_fold_sku *a = x, *b = y;
+	const struct fold_sku *a = x, *b = y;
 	uint64_t ka = sku_key(a->activity_id, a->sku_id), kb = sku_key(b->activity_id, b->sku_id);
 	return ka < kb ? -1 : ka > kb;
 }
 
-int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n)
+int fold_skus(fold_t *f, const struct fold_sku **v, size_t *n)
 {
 	if (!f || !v || !n)
 		return FLASH_EINVAL;
@@ -465,12 +465,12 @@ int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n)
 	return FLASH_OK;
 }
 
-const struct flash_fold_sku *flash_fold_sku_find(flash_fold_t *f, uint32_t a, uint32_t s)
+const struct fold_sku *fold_sku_find(fold_t *f, uint32_t a, uint32_t s)
 {
-	const struct flash_fold_sku *v;
+	const struct fold_sku *v;
 	size_t n;
-	struct flash_fold_sku key = { .activity_id = a, .sku_id = s };
-	if (flash_fold_skus(f, &v, &n) != FLASH_OK)
+	struct fold_sku key = { .activity_id = a, .sku_id = s };
+	if (fold_skus(f, &v, &n) != FLASH_OK)
 		return NULL;
 	return bsearch(&key, v, n, sizeof *v, cmp_fold);
 }
@@ -594,16 +594,16 @@ static int archset_add(struct archset *a, const uint32_t *add, size_t n)
 
 /* Room for one more difference; past MAX_DIFFS (or without memory) it is
  * counted in rep->found but written to a scratch entry. */
-static struct flash_diff *diff_add(struct flash_reconcile_report *rep, int kind, unsigned witnesses,
+static struct diff *diff_add(struct reconcile_report *rep, int kind, unsigned witnesses,
                                    uint32_t a, uint32_t s)
 {
-	static __thread struct flash_diff scratch;
-	struct flash_diff *d = &scratch;
+	static __thread struct diff scratch;
+	struct diff *d = &scratch;
 	rep->found++;
 	if (rep->n < MAX_DIFFS) {
 		if (rep->n == rep->cap) {
 			size_t cap = rep->cap ? rep->cap * 2 : 32;
-			struct flash_diff *v = realloc(rep->diffs, cap * sizeof *v);
+			struct diff *v = realloc(rep->diffs, cap * sizeof *v);
 			if (v) {
 				rep->diffs = v;
 				rep->cap = cap;
@@ -617,7 +617,7 @@ static struct flash_diff *diff_add(struct flash_reconcile_report *rep, int kind,
 	d->witnesses = (uint16_t)witnesses;
 	d->activity_id = a;
 	d->sku_id = s;
-	d->seg = d->wal = d->sql = FLASH_DIFF_NA;
+	d->seg = d->wal = d->sql = DIFF_NA;
 	return d;
 }
 
@@ -628,7 +628,7 @@ static struct flash_diff *diff_add(struct flash_reconcile_report *rep, int kind,
 #define CHUNK 65536u
 
 struct ochunk {
-	struct flash_reconcile_report *rep;
+	struct reconcile_report *rep;
 	struct flash_order_info *seg;    /* orders from..from+len-1, as witness w has them */
 	uint8_t *seen;
 	uint64_t from;
@@ -640,7 +640,7 @@ struct ochunk {
 static const char *wname(unsigned w) { return w == FLASH_W_WAL ? "the WAL" : "the segment"; }
 
 /* Put a value of witness @p w into the diff's matching field. */
-static void wset(struct flash_diff *d, unsigned w, int64_t v)
+static void wset(struct diff *d, unsigned w, int64_t v)
 {
 	if (w == FLASH_W_WAL)
 		d->wal = v;
@@ -648,8 +648,8 @@ static void wset(struct flash_diff *d, unsigned w, int64_t v)
 		d->seg = v;
 }
 
-static void order_diff(struct flash_reconcile_report *rep, unsigned w, const struct flash_order_info *so,
-                       const struct flash_sql_order *mo)
+static void order_diff(struct reconcile_report *rep, unsigned w, const struct flash_order_info *so,
+                       const struct rsql_order *mo)
 {
 	const char *field = NULL;
 	int64_t sv = 0, mv = 0;
@@ -669,7 +669,7 @@ static void order_diff(struct flash_reconcile_report *rep, unsigned w, const str
 		field = "biz_day", sv = so->biz_day, mv = mo->biz_day;
 	if (!field)
 		return;
-	struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER, w | FLASH_W_MYSQL,
+	struct diff *d = diff_add(rep, DIFF_ORDER, w | FLASH_W_MYSQL,
 	                                so->activity_id, so->sku_id);
 	d->order_no = so->order_no;
 	d->user_id = so->user_id;
@@ -678,7 +678,7 @@ static void order_diff(struct flash_reconcile_report *rep, unsigned w, const str
 	snprintf(d->what, sizeof d->what, "order %" PRIu64 " %s differs", so->order_no, field);
 }
 
-static int ochunk_row(void *arg, const struct flash_sql_order *mo)
+static int ochunk_row(void *arg, const struct rsql_order *mo)
 {
 	struct ochunk *c = arg;
 	if (mo->order_no < c->from || mo->order_no >= c->from + c->len)
@@ -689,7 +689,7 @@ static int ochunk_row(void *arg, const struct flash_sql_order *mo)
 	if (so->state == FLASH_ORDER_NONE && archived(c->arch, mo->activity_id))
 		return 0;               /* reclaimed by the segment: MySQL and the WAL keep it */
 	if (so->state == FLASH_ORDER_NONE) {
-		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, c->w,
+		struct diff *d = diff_add(c->rep, DIFF_MISSING, c->w,
 		                                mo->activity_id, mo->sku_id);
 		d->order_no = mo->order_no;
 		d->user_id = mo->user_id;
@@ -703,17 +703,17 @@ static int ochunk_row(void *arg, const struct flash_sql_order *mo)
 }
 
 struct orphan {
-	struct flash_reconcile_report *rep;
+	struct reconcile_report *rep;
 	unsigned w;
 	const struct archset *arch;
 };
 
-static int orphan_row(void *arg, const struct flash_sql_order *mo)
+static int orphan_row(void *arg, const struct rsql_order *mo)
 {
 	struct orphan *o = arg;
 	if (archived(o->arch, mo->activity_id))
 		return 0;               /* a segment rebuilt after the archive never numbered it */
-	struct flash_diff *d = diff_add(o->rep, FLASH_DIFF_MISSING, o->w, mo->activity_id, mo->sku_id);
+	struct diff *d = diff_add(o->rep, DIFF_MISSING, o->w, mo->activity_id, mo->sku_id);
 	d->order_no = mo->order_no;
 	d->user_id = mo->user_id;
 	d->sql = mo->state;
@@ -729,7 +729,7 @@ static void ochunk_missing(struct ochunk *c)
 		const struct flash_order_info *o = &c->seg[i];
 		if (c->seen[i] || o->state == FLASH_ORDER_NONE)
 			continue;
-		struct flash_diff *d = diff_add(c->rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL,
+		struct diff *d = diff_add(c->rep, DIFF_MISSING, FLASH_W_MYSQL,
 		                                o->activity_id, o->sku_id);
 		d->order_no = o->order_no;
 		d->user_id = o->user_id;
@@ -745,17 +745,17 @@ static int cmp_u64(const void *x, const void *y)
 }
 
 struct wjoin {
-	struct flash_reconcile_report *rep;
-	const flash_fold_t *f;
+	struct reconcile_report *rep;
+	const fold_t *f;
 	const uint64_t *nos;             /* the WAL's order numbers, ascending */
 	size_t n, i;
 };
 
-static void wal_order_info(const flash_fold_t *f, uint64_t no, struct flash_order_info *o)
+static void wal_order_info(const fold_t *f, uint64_t no, struct flash_order_info *o)
 {
-	struct flash_fold_order fo;
+	struct fold_order fo;
 	memset(o, 0, sizeof *o);
-	if (flash_fold_order_get(f, no, &fo) != FLASH_OK)
+	if (fold_order_get(f, no, &fo) != FLASH_OK)
 		return;
 	o->order_no = no;
 	o->user_id = fo.user_id;
@@ -772,14 +772,14 @@ static void wal_missing_in_mysql(struct wjoin *w, uint64_t no)
 {
 	struct flash_order_info o;
 	wal_order_info(w->f, no, &o);
-	struct flash_diff *d = diff_add(w->rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL, o.activity_id, o.sku_id);
+	struct diff *d = diff_add(w->rep, DIFF_MISSING, FLASH_W_MYSQL, o.activity_id, o.sku_id);
 	d->order_no = no;
 	d->user_id = o.user_id;
 	d->wal = o.state;
 	snprintf(d->what, sizeof d->what, "order %" PRIu64 " missing in MySQL", no);
 }
 
-static int wjoin_row(void *arg, const struct flash_sql_order *mo)
+static int wjoin_row(void *arg, const struct rsql_order *mo)
 {
 	struct wjoin *w = arg;
 	while (w->i < w->n && w->nos[w->i] < mo->order_no)
@@ -793,7 +793,7 @@ static int wjoin_row(void *arg, const struct flash_sql_order *mo)
 	}
 	if (w->f->ff_base_lsn != 0)
 		return 0;   /* placed before the snapshot the fold started from: only its sums are known */
-	struct flash_diff *d = diff_add(w->rep, FLASH_DIFF_MISSING, FLASH_W_WAL, mo->activity_id, mo->sku_id);
+	struct diff *d = diff_add(w->rep, DIFF_MISSING, FLASH_W_WAL, mo->activity_id, mo->sku_id);
 	d->order_no = mo->order_no;
 	d->user_id = mo->user_id;
 	d->sql = mo->state;
@@ -805,7 +805,7 @@ static int wjoin_row(void *arg, const struct flash_sql_order *mo)
  * Every order of the WAL fold against MySQL: the fold's numbers sorted,
  * merged with one scan of MySQL's rows in number order (streamed).
  */
-static int wal_orders(flash_fold_t *f, flash_mysql_t *m, struct flash_reconcile_report *rep)
+static int wal_orders(fold_t *f, mdb_t *m, struct reconcile_report *rep)
 {
 	size_t n = 0;
 	uint64_t *nos = malloc((f->ff_on ? f->ff_on : 1) * sizeof *nos);
@@ -816,7 +816,7 @@ static int wal_orders(flash_fold_t *f, flash_mysql_t *m, struct flash_reconcile_
 			nos[n++] = f->ff_okey[i];
 	qsort(nos, n, sizeof *nos, cmp_u64);
 	struct wjoin w = { rep, f, nos, n, 0 };
-	int rc = flash_sql_orders_scan(m, 1, UINT64_MAX >> 1, wjoin_row, &w);
+	int rc = rsql_orders_scan(m, 1, UINT64_MAX >> 1, wjoin_row, &w);
 	if (rc == FLASH_OK)
 		while (w.i < w.n)
 			wal_missing_in_mysql(&w, w.nos[w.i++]);
@@ -829,8 +829,8 @@ static int wal_orders(flash_fold_t *f, flash_mysql_t *m, struct flash_reconcile_
  * One pass over the segment's orders: sums of active orders per sku (for the
  * ORDER_SUM check) and, with @p m, the order-by-order comparison.
  */
-static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t nskus,
-                      const struct archset *arch, struct flash_reconcile_report *rep)
+static int seg_orders(flash_t *h, mdb_t *m, struct segsku *skus, size_t nskus,
+                      const struct archset *arch, struct reconcile_report *rep)
 {
 	uint64_t max = flash_orders_max(h);
 	struct ochunk c = { .rep = rep, .w = FLASH_W_SEGMENT, .arch = arch };
@@ -868,7 +868,7 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
 				s->active_qty += o->qty;
 				s->active_orders++;
 			} else {
-				struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT,
+				struct diff *d = diff_add(rep, DIFF_MISSING, FLASH_W_SEGMENT,
 				                                o->activity_id, o->sku_id);
 				d->order_no = o->order_no;
 				snprintf(d->what, sizeof d->what, "order %" PRIu64 " of a sku the segment lacks",
@@ -877,7 +877,7 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
 		}
 		if (!m)
 			continue;
-		rc = flash_sql_orders_scan(m, from, from + len - 1, ochunk_row, &c);
+		rc = rsql_orders_scan(m, from, from + len - 1, ochunk_row, &c);
 		if (rc)
 			goto out;
 		ochunk_missing(&c);
@@ -885,7 +885,7 @@ static int seg_orders(flash_t *h, flash_mysql_t *m, struct segsku *skus, size_t 
 	}
 	if (m) {
 		struct orphan orph = { rep, FLASH_W_SEGMENT, arch };
-		rc = flash_sql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, &orph);
+		rc = rsql_orders_scan(m, max + 1, UINT64_MAX >> 1, orphan_row, &orph);
 	}
 out:
 	free(c.seg);
@@ -900,17 +900,17 @@ out:
 static uint64_t absdiff(int64_t a, int64_t b) { return a > b ? (uint64_t)(a - b) : (uint64_t)(b - a); }
 
 /* Compare one field across the witnesses that have it; record a diff if they disagree. */
-static uint64_t cmp_field(struct flash_reconcile_report *rep, int kind, const char *name,
+static uint64_t cmp_field(struct reconcile_report *rep, int kind, const char *name,
                           uint32_t a, uint32_t s, unsigned have, int64_t seg, int64_t wal, int64_t sql)
 {
 	int64_t vals[3];
-	int64_t vseg = (have & FLASH_W_SEGMENT) ? seg : FLASH_DIFF_NA;
-	int64_t vwal = (have & FLASH_W_WAL) ? wal : FLASH_DIFF_NA;
-	int64_t vsql = (have & FLASH_W_MYSQL) ? sql : FLASH_DIFF_NA;
+	int64_t vseg = (have & FLASH_W_SEGMENT) ? seg : DIFF_NA;
+	int64_t vwal = (have & FLASH_W_WAL) ? wal : DIFF_NA;
+	int64_t vsql = (have & FLASH_W_MYSQL) ? sql : DIFF_NA;
 	size_t k = 0;
-	if (vseg != FLASH_DIFF_NA) vals[k++] = vseg;
-	if (vwal != FLASH_DIFF_NA) vals[k++] = vwal;
-	if (vsql != FLASH_DIFF_NA) vals[k++] = vsql;
+	if (vseg != DIFF_NA) vals[k++] = vseg;
+	if (vwal != DIFF_NA) vals[k++] = vwal;
+	if (vsql != DIFF_NA) vals[k++] = vsql;
 	uint64_t spread = 0;
 	for (size_t i = 1; i < k; i++)
 		for (size_t j = 0; j < i; j++)
@@ -918,7 +918,7 @@ static uint64_t cmp_field(struct flash_reconcile_report *rep, int kind, const ch
 				spread = absdiff(vals[i], vals[j]);
 	if (!spread)
 		return 0;
-	struct flash_diff *d = diff_add(rep, kind, have, a, s);
+	struct diff *d = diff_add(rep, kind, have, a, s);
 	d->seg = vseg;
 	d->wal = vwal;
 	d->sql = vsql;
@@ -926,10 +926,10 @@ static uint64_t cmp_field(struct flash_reconcile_report *rep, int kind, const ch
 	return spread;
 }
 
-static void user_limits(struct flash_reconcile_report *rep, const struct flash_sql_user_excess *v, size_t n)
+static void user_limits(struct reconcile_report *rep, const struct rsql_user_excess *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct flash_diff *d = diff_add(rep, FLASH_DIFF_USER_LIMIT, FLASH_W_MYSQL, v[i].activity_id,
+		struct diff *d = diff_add(rep, DIFF_USER_LIMIT, FLASH_W_MYSQL, v[i].activity_id,
 		                                v[i].scope_sku);
 		d->user_id = v[i].user_id;
 		d->sql = v[i].holding;
@@ -938,20 +938,20 @@ static void user_limits(struct flash_reconcile_report *rep, const struct flash_s
 	}
 }
 
-int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned flags,
-                    struct flash_reconcile_report *rep)
+int reconcile_compare(flash_t *h, mdb_t *m, fold_t *wal, unsigned flags,
+                    struct reconcile_report *rep)
 {
-	if (!rep || (!h && !m && !wal) || (flags & ~(FLASH_RECONCILE_ORDERS | FLASH_RECONCILE_WAL_ORDERS)) ||
-	    ((flags & FLASH_RECONCILE_WAL_ORDERS) && (!m || !wal)))
+	if (!rep || (!h && !m && !wal) || (flags & ~(RECONCILE_ORDERS | RECONCILE_WAL_ORDERS)) ||
+	    ((flags & RECONCILE_WAL_ORDERS) && (!m || !wal)))
 		return FLASH_EINVAL;
 	memset(rep, 0, sizeof *rep);
 	rep->witnesses = (h ? FLASH_W_SEGMENT : 0) | (wal ? FLASH_W_WAL : 0) | (m ? FLASH_W_MYSQL : 0);
 
 	struct segsku *sv = NULL;
 	size_t sn = 0, qn = 0, wn = 0;
-	struct flash_sql_sku *qv = NULL;
-	const struct flash_fold_sku *wv = NULL;
-	struct flash_sql_user_excess *uv = NULL;
+	struct rsql_sku *qv = NULL;
+	const struct fold_sku *wv = NULL;
+	struct rsql_user_excess *uv = NULL;
 	size_t un = 0;
 	struct archset arch = { NULL, 0 };
 	int rc = FLASH_OK;
@@ -959,7 +959,7 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 	if (m) {
 		uint32_t *av = NULL;
 		size_t an = 0;
-		if ((rc = flash_sql_archived(m, &av, &an)))
+		if ((rc = rsql_archived(m, &av, &an)))
 			goto out;
 		rc = archset_add(&arch, av, an);
 		free(av);
@@ -969,27 +969,27 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 	if (wal) {
 		const uint32_t *av;
 		size_t an;
-		if ((rc = flash_fold_archived(wal, &av, &an)) || (rc = archset_add(&arch, av, an)))
+		if ((rc = fold_archived(wal, &av, &an)) || (rc = archset_add(&arch, av, an)))
 			goto out;
 	}
 	if (h) {
 		if ((rc = seg_skus(h, &sv, &sn)))
 			goto out;
-		if ((rc = seg_orders(h, (flags & FLASH_RECONCILE_ORDERS) ? m : NULL, sv, sn, &arch, rep)))
+		if ((rc = seg_orders(h, (flags & RECONCILE_ORDERS) ? m : NULL, sv, sn, &arch, rep)))
 			goto out;
 	}
-	if (flags & FLASH_RECONCILE_WAL_ORDERS) {
+	if (flags & RECONCILE_WAL_ORDERS) {
 		if ((rc = wal_orders(wal, m, rep)))
 			goto out;
 	}
 	if (m) {
-		if ((rc = flash_sql_skus(m, &qv, &qn)))
+		if ((rc = rsql_skus(m, &qv, &qn)))
 			goto out;
-		if ((rc = flash_sql_users_over_limit(m, &uv, &un)))
+		if ((rc = rsql_users_over_limit(m, &uv, &un)))
 			goto out;
 		user_limits(rep, uv, un);
 	}
-	if (wal && (rc = flash_fold_skus(wal, &wv, &wn)))
+	if (wal && (rc = fold_skus(wal, &wv, &wn)))
 		goto out;
 
 	/* Three-way merge by (activity, sku). */
@@ -1004,8 +1004,8 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 			key = sku_key(wv[k].activity_id, wv[k].sku_id);
 		uint32_t a = (uint32_t)(key >> 32), s = (uint32_t)key;
 		const struct segsku *se = i < sn && sku_key(sv[i].activity_id, sv[i].sku_id) == key ? &sv[i++] : NULL;
-		const struct flash_sql_sku *qe = j < qn && sku_key(qv[j].activity_id, qv[j].sku_id) == key ? &qv[j++] : NULL;
-		const struct flash_fold_sku *we = k < wn && sku_key(wv[k].activity_id, wv[k].sku_id) == key ? &wv[k++] : NULL;
+		const struct rsql_sku *qe = j < qn && sku_key(qv[j].activity_id, qv[j].sku_id) == key ? &qv[j++] : NULL;
+		const struct fold_sku *we = k < wn && sku_key(wv[k].activity_id, wv[k].sku_id) == key ? &wv[k++] : NULL;
 		rep->skus++;
 
 		unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
@@ -1020,18 +1020,18 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 		int64_t sql_total = qe ? (int64_t)qe->total : 0, sql_avail = qe ? (int64_t)qe->available : 0;
 		int64_t sql_sold = qe ? (int64_t)qe->sold : 0;
 		if (missing) {
-			struct flash_diff *d = diff_add(rep, FLASH_DIFF_MISSING, missing, a, s);
-			d->seg = se ? seg_total : FLASH_DIFF_NA;
-			d->wal = we ? wal_total : FLASH_DIFF_NA;
-			d->sql = qe && qe->has_stock_row ? sql_total : FLASH_DIFF_NA;
+			struct diff *d = diff_add(rep, DIFF_MISSING, missing, a, s);
+			d->seg = se ? seg_total : DIFF_NA;
+			d->wal = we ? wal_total : DIFF_NA;
+			d->sql = qe && qe->has_stock_row ? sql_total : DIFF_NA;
 			snprintf(d->what, sizeof d->what, "sku missing (values: total)");
 		}
 		uint64_t spread = 0, x;
-		x = cmp_field(rep, FLASH_DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
+		x = cmp_field(rep, DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
 		spread = x > spread ? x : spread;
-		x = cmp_field(rep, FLASH_DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
+		x = cmp_field(rep, DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
 		spread = x > spread ? x : spread;
-		x = cmp_field(rep, FLASH_DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
+		x = cmp_field(rep, DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
 		spread = x > spread ? x : spread;
 		rep->diff_units += spread;
 		int64_t maxtotal = seg_total > wal_total ? seg_total : wal_total;
@@ -1040,25 +1040,25 @@ int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned fl
 
 		/* Inside each witness. */
 		if (we && (we->available + we->sold != we->total || we->available < 0 || we->sold < 0)) {
-			struct flash_diff *d = diff_add(rep, FLASH_DIFF_BALANCE, FLASH_W_WAL, a, s);
+			struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_WAL, a, s);
 			d->wal = we->available;
 			snprintf(d->what, sizeof d->what, "WAL: available %" PRId64 " + sold %" PRId64
 			         " vs total %" PRId64, we->available, we->sold, we->total);
 		}
 		if (qe && qe->has_stock_row && qe->available + qe->sold != qe->total) {
-			struct flash_diff *d = diff_add(rep, FLASH_DIFF_BALANCE, FLASH_W_MYSQL, a, s);
+			struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_MYSQL, a, s);
 			d->sql = sql_avail;
 			snprintf(d->what, sizeof d->what, "MySQL: available %" PRIu64 " + sold %" PRIu64
 			         " vs total %" PRIu64, qe->available, qe->sold, qe->total);
 		}
 		if (qe && (int64_t)qe->active_qty != sql_sold) {
-			struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
+			struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
 			d->sql = (int64_t)qe->active_qty;
 			snprintf(d->what, sizeof d->what, "MySQL: sold %" PRId64 " vs active order units %" PRIu64,
 			         sql_sold, qe->active_qty);
 		}
 		if (se && (int64_t)se->active_qty != seg_sold) {
-			struct flash_diff *d = diff_add(rep, FLASH_DIFF_ORDER_SUM, FLASH_W_SEGMENT, a, s);
+			struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_SEGMENT, a, s);
 			d->seg = (int64_t)se->active_qty;
 			snprintf(d->what, sizeof d->what, "segment: sold %" PRId64 " vs active order units %" PRIu64,
 			         seg_sold, se->active_qty);
@@ -1070,7 +1070,7 @@ out:
 	free(qv);
 	free(uv);
 	if (rc) {
-		flash_reconcile_report_free(rep);
+		reconcile_report_free(rep);
 		rep->witnesses = 0;
 	}
 	return rc;
@@ -1080,22 +1080,22 @@ out:
  * 5. Report
  * ------------------------------------------------------------------------ */
 
-const char *flash_diff_name(int kind)
+const char *diff_name(int kind)
 {
 	switch (kind) {
-	case FLASH_DIFF_MISSING:    return "missing";
-	case FLASH_DIFF_TOTAL:      return "total";
-	case FLASH_DIFF_AVAILABLE:  return "available";
-	case FLASH_DIFF_SOLD:       return "sold";
-	case FLASH_DIFF_BALANCE:    return "balance";
-	case FLASH_DIFF_ORDER_SUM:  return "order_sum";
-	case FLASH_DIFF_USER_LIMIT: return "user_limit";
-	case FLASH_DIFF_ORDER:      return "order";
+	case DIFF_MISSING:    return "missing";
+	case DIFF_TOTAL:      return "total";
+	case DIFF_AVAILABLE:  return "available";
+	case DIFF_SOLD:       return "sold";
+	case DIFF_BALANCE:    return "balance";
+	case DIFF_ORDER_SUM:  return "order_sum";
+	case DIFF_USER_LIMIT: return "user_limit";
+	case DIFF_ORDER:      return "order";
 	default:                    return "unknown";
 	}
 }
 
-void flash_reconcile_report_free(struct flash_reconcile_report *rep)
+void reconcile_report_free(struct reconcile_report *rep)
 {
 	if (!rep)
 		return;
@@ -1115,7 +1115,7 @@ static void witnesses_str(unsigned w, char *buf, size_t len)
 
 static void val(FILE *out, const char *name, int64_t v, int json)
 {
-	if (v == FLASH_DIFF_NA)
+	if (v == DIFF_NA)
 		fprintf(out, json ? ",\"%s\":null" : " %s=-", name);
 	else
 		fprintf(out, json ? ",\"%s\":%" PRId64 : " %s=%" PRId64, name, v);
@@ -1125,12 +1125,12 @@ static void fval(char *buf, size_t len, size_t *k, const char *name, int64_t v)
 {
 	if (*k >= len)
 		return;
-	int n = v == FLASH_DIFF_NA ? snprintf(buf + *k, len - *k, " %s=-", name)
+	int n = v == DIFF_NA ? snprintf(buf + *k, len - *k, " %s=-", name)
 	                           : snprintf(buf + *k, len - *k, " %s=%" PRId64, name, v);
 	*k += n > 0 ? (size_t)n : 0;
 }
 
-void flash_diff_format(const struct flash_diff *d, char *buf, size_t len)
+void diff_format(const struct diff *d, char *buf, size_t len)
 {
 	char w[32];
 	size_t k = 0;
@@ -1138,7 +1138,7 @@ void flash_diff_format(const struct flash_diff *d, char *buf, size_t len)
 	if (!len)
 		return;
 	witnesses_str(d->witnesses, w, sizeof w);
-	n = snprintf(buf, len, "DIFF %s activity=%u sku=%u [%s]", flash_diff_name(d->kind),
+	n = snprintf(buf, len, "DIFF %s activity=%u sku=%u [%s]", diff_name(d->kind),
 	             d->activity_id, d->sku_id, w);
 	k = n > 0 ? (size_t)n : 0;
 	if (d->order_no && k < len) {
@@ -1156,18 +1156,18 @@ void flash_diff_format(const struct flash_diff *d, char *buf, size_t len)
 		snprintf(buf + k, len - k, " (%s)", d->what);
 }
 
-void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, int json)
+void reconcile_print(const struct reconcile_report *rep, FILE *out, int json)
 {
 	size_t kept = rep->n;
 	char w[32];
 	if (json)
 		fputs("{\"diffs\":[", out);
 	for (size_t i = 0; i < kept; i++) {
-		const struct flash_diff *d = &rep->diffs[i];
+		const struct diff *d = &rep->diffs[i];
 		witnesses_str(d->witnesses, w, sizeof w);
 		if (json) {
 			fprintf(out, "%s{\"kind\":\"%s\",\"witnesses\":\"%s\",\"activity\":%u,\"sku\":%u",
-			        i ? "," : "", flash_diff_name(d->kind), w, d->activity_id, d->sku_id);
+			        i ? "," : "", diff_name(d->kind), w, d->activity_id, d->sku_id);
 			if (d->order_no)
 				fprintf(out, ",\"order\":%" PRIu64, d->order_no);
 			if (d->user_id)
@@ -1178,7 +1178,7 @@ void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, 
 			fprintf(out, ",\"what\":\"%s\"}", d->what);   /* fixed wording: no quotes inside */
 		} else {
 			char line[384];
-			flash_diff_format(d, line, sizeof line);
+			diff_format(d, line, sizeof line);
 			fprintf(out, "%s\n", line);
 		}
 	}
@@ -1197,7 +1197,7 @@ void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, 
  * 6. One run
  * ------------------------------------------------------------------------ */
 
-int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FILE *err)
+int reconcile_run(const struct reconcile_run_opts *o, FILE *out, FILE *err)
 {
 	if (!o || !out || !err || (!o->segment && !o->wal_dir && !o->mysql)) {
 		if (err)
@@ -1209,48 +1209,48 @@ int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FIL
 		return 2;
 	}
 	flash_t *h = NULL;
-	flash_mysql_t *m = NULL;
-	flash_fold_t *f = NULL;
+	mdb_t *m = NULL;
+	fold_t *f = NULL;
 	int rc, ret = 2;
 	if (o->segment && (rc = flash_open(o->segment, FLASH_RDONLY, &h))) {
 		fprintf(err, "reconcile: segment %s: %s\n", o->segment, flash_strerror(rc));
 		goto out;
 	}
 	if (o->repair) {
-		if ((rc = flash_mysql_open(o->mysql, &m)) != FLASH_OK) {
-			fprintf(err, "reconcile: MySQL %s: %s\n", m ? flash_mysql_where(m) : "",
-			        flash_mysql_strerror(rc));
+		if ((rc = mdb_open(o->mysql, &m)) != FLASH_OK) {
+			fprintf(err, "reconcile: MySQL %s: %s\n", m ? mdb_where(m) : "",
+			        mdb_strerror(rc));
 			goto out;
 		}
-		ret = flash_reconcile_repair(h, m, o, out, err);
+		ret = reconcile_repair(h, m, o, out, err);
 		goto out;
 	}
 	if (o->wal_dir) {
 		int wrc = 0;
-		if ((rc = flash_fold_new(&f)) || (rc = flash_fold_wal(f, o->wal_dir, &wrc))) {
+		if ((rc = fold_new(&f)) || (rc = fold_wal(f, o->wal_dir, &wrc))) {
 			fprintf(err, "reconcile: WAL %s: %s (%s)\n", o->wal_dir, flash_strerror(rc), flash_strerror(wrc));
 			goto out;
 		}
 	}
-	if (o->mysql && (rc = flash_mysql_open(o->mysql, &m))) {
-		fprintf(err, "reconcile: MySQL %s: %s\n", m ? flash_mysql_where(m) : "", flash_mysql_strerror(rc));
+	if (o->mysql && (rc = mdb_open(o->mysql, &m))) {
+		fprintf(err, "reconcile: MySQL %s: %s\n", m ? mdb_where(m) : "", mdb_strerror(rc));
 		goto out;
 	}
-	struct flash_reconcile_report rep;
-	if ((rc = flash_reconcile(h, m, f, o->flags, &rep))) {
-		fprintf(err, "reconcile: %s\n", flash_mysql_strerror(rc));
+	struct reconcile_report rep;
+	if ((rc = reconcile_compare(h, m, f, o->flags, &rep))) {
+		fprintf(err, "reconcile: %s\n", mdb_strerror(rc));
 		goto out;
 	}
-	flash_reconcile_print(&rep, out, o->json);
+	reconcile_print(&rep, out, o->json);
 	double limit = o->alert_ratio > 0 ? o->alert_ratio : 0.001;
 	if (rep.units && (double)rep.diff_units / (double)rep.units > limit)
 		fprintf(err, "reconcile: ALERT %" PRIu64 " of %" PRIu64 " units differ (%.4f%%, threshold %.4f%%)\n",
 		        rep.diff_units, rep.units, 100.0 * (double)rep.diff_units / (double)rep.units, 100.0 * limit);
 	ret = rep.found ? 1 : 0;
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 out:
-	flash_mysql_close(m);
-	flash_fold_free(f);
+	mdb_close(m);
+	fold_free(f);
 	if (h)
 		flash_close(h);
 	return ret;

@@ -4,22 +4,22 @@
  * Three witnesses of the same history:
  *   - the segment (flash_sku_get/flash_sku_at, flash_order_get),
  *   - the WAL, folded record by record into per-(activity, sku) totals
- *     (flash_fold_*: whoever replays the WAL feeds every record to a fold),
+ *     (fold_*: whoever replays the WAL feeds every record to a fold),
  *   - MySQL (reconcile_sql.h: item_stock and sums over orders).
- * flash_reconcile() compares, per (activity, sku): presence, total,
+ * reconcile_compare() compares, per (activity, sku): presence, total,
  * available, sold; inside each witness: available + sold = total and sold =
  * units of active orders; in MySQL: no user above the per-user limit; and,
  * on request, every order of the segment, or of the WAL, against its MySQL
  * row.  Every difference is listed; none is hidden or repaired here.
- * flash_reconcile_repair() (reconcile_repair.c) repairs MySQL from the WAL
+ * reconcile_repair() (reconcile_repair.c) repairs MySQL from the WAL
  * and prints each change; the daemon's periodic pass is serve_reconcile.h.
  *
  * Any witness may be left out (NULL); at least one must be given.  The
  * comparison is meaningful at quiescence (no order in flight, the applier
  * caught up); the caller arranges that.
  */
-#ifndef FLASH_RECONCILE_H
-#define FLASH_RECONCILE_H
+#ifndef RECONCILE_H
+#define RECONCILE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,11 +35,11 @@ extern "C" {
 
 /* ---- the WAL fold ---------------------------------------------------------- */
 
-typedef struct flash_fold flash_fold_t;
+typedef struct fold fold_t;
 
 /** Per-(activity, sku) state after the records folded so far (signed: a
  *  negative value is itself a finding). */
-struct flash_fold_sku {
+struct fold_sku {
 	uint32_t activity_id;
 	uint32_t sku_id;
 	int64_t  total;
@@ -50,8 +50,8 @@ struct flash_fold_sku {
 };
 
 /** @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM. */
-int flash_fold_new(flash_fold_t **out);
-void flash_fold_free(flash_fold_t *f);
+int fold_new(fold_t **out);
+void fold_free(fold_t *f);
 
 /**
  * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK move; ACTIVITY and
@@ -61,14 +61,14 @@ void flash_fold_free(flash_fold_t *f);
  * folded anyway (from zero), so the comparison shows them.
  * @return FLASH_OK; FLASH_EINVAL (NULL or unknown type); FLASH_ENOMEM.
  */
-int flash_fold_record(flash_fold_t *f, const struct flash_record *rec, uint64_t lsn);
+int fold_record(fold_t *f, const struct flash_record *rec, uint64_t lsn);
 
 /**
  * Add per-(activity, sku) state folded elsewhere (a snapshot's fold
  * section) as if its records had been folded here; last_lsn keeps the larger.
  * @return FLASH_OK; FLASH_EINVAL (NULL with n > 0); FLASH_ENOMEM.
  */
-int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n);
+int fold_seed(fold_t *f, const struct fold_sku *v, size_t n);
 
 /**
  * Fold every record of a WAL directory (persist/wal.h) that no wal_t has
@@ -82,16 +82,16 @@ int flash_fold_seed(flash_fold_t *f, const struct flash_fold_sku *v, size_t n);
  * @return FLASH_OK; FLASH_ECORRUPT (stopped at a bad frame; what came
  *         before it is folded); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_fold_wal(flash_fold_t *f, const char *wal_dir, int *wal_rc);
+int fold_wal(fold_t *f, const char *wal_dir, int *wal_rc);
 
 /**
  * The folded state, ordered by (activity_id, sku_id).  The array belongs to
- * the fold and stays valid until the next flash_fold_record() or free.
+ * the fold and stays valid until the next fold_record() or free.
  */
-int flash_fold_skus(flash_fold_t *f, const struct flash_fold_sku **v, size_t *n);
+int fold_skus(fold_t *f, const struct fold_sku **v, size_t *n);
 
 /** The fold's sku (@p a, @p s), or NULL (none, or out of memory). */
-const struct flash_fold_sku *flash_fold_sku_find(flash_fold_t *f, uint32_t a, uint32_t s);
+const struct fold_sku *fold_sku_find(fold_t *f, uint32_t a, uint32_t s);
 
 /**
  * One order as the WAL has it.  The fold keeps one per order number in a
@@ -99,7 +99,7 @@ const struct flash_fold_sku *flash_fold_sku_find(flash_fold_t *f, uint32_t a, ui
  * table), so the WAL can be compared with MySQL order by order and MySQL
  * repaired from it.
  */
-struct flash_fold_order {
+struct fold_order {
 	uint64_t user_id;
 	uint64_t request_id;
 	int64_t  created_ns;        /* the ORDER record's ts_ns */
@@ -119,17 +119,17 @@ struct flash_fold_order {
  * The order numbered @p order_no.
  * @return FLASH_OK; FLASH_ENOT_FOUND (no ORDER record for it); FLASH_EINVAL.
  */
-int flash_fold_order_get(const flash_fold_t *f, uint64_t order_no, struct flash_fold_order *out);
+int fold_order_get(const fold_t *f, uint64_t order_no, struct fold_order *out);
 
 /** The activities an ARCHIVE record folded so far named, ascending (the
  *  array belongs to the fold, valid until the next fold or free). */
-int flash_fold_archived(flash_fold_t *f, const uint32_t **v, size_t *n);
+int fold_archived(fold_t *f, const uint32_t **v, size_t *n);
 
 /** Highest order number folded (0: none). */
-uint64_t flash_fold_orders_max(const flash_fold_t *f);
+uint64_t fold_orders_max(const fold_t *f);
 
 /** LSN of the last frame folded (0: none); the next fold starts after it. */
-uint64_t flash_fold_lsn(const flash_fold_t *f);
+uint64_t fold_lsn(const fold_t *f);
 
 /**
  * Prepare a fresh fold for the WAL in @p wal_dir: when the WAL no longer
@@ -138,74 +138,74 @@ uint64_t flash_fold_lsn(const flash_fold_t *f);
  * the fold then resumes after that snapshot's LSN.  Orders placed before it
  * are known only through their sums, so the order-by-order comparison skips
  * MySQL rows the fold lacks.  Nothing to do for a fold under way or a WAL
- * that starts at 1.  flash_fold_wal_upto() calls it itself.
+ * that starts at 1.  fold_wal_upto() calls it itself.
  * @return FLASH_OK; FLASH_ECORRUPT (no snapshot bridges the gap; *wal_rc =
  *         FLASH_EWAL_GAP); FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
  */
-int flash_fold_start(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
+int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
 
 /** The LSN a seeded fold started after (0: it folded from the first record). */
-uint64_t flash_fold_base_lsn(const flash_fold_t *f);
+uint64_t fold_base_lsn(const fold_t *f);
 
 /**
  * Fold the frames of a WAL directory that no wal_t has open (or whose
- * writer has made them durable) from flash_fold_lsn(f) + 1 through
+ * writer has made them durable) from fold_lsn(f) + 1 through
  * @p upto_lsn (0: to the end).  A fold is incremental: call it again with a
- * larger @p upto_lsn to go on.  After FLASH_OK, flash_fold_lsn(f) <
+ * larger @p upto_lsn to go on.  After FLASH_OK, fold_lsn(f) <
  * @p upto_lsn means the WAL ends before it.
- * @return as flash_fold_wal().
+ * @return as fold_wal().
  */
-int flash_fold_wal_upto(flash_fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
+int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
 
 struct wal;
 /**
  * Fold the durable frames of an open WAL (wal_read_durable(): safe while its
- * writer appends) from flash_fold_lsn(f) + 1 through @p upto_lsn (0: its
+ * writer appends) from fold_lsn(f) + 1 through @p upto_lsn (0: its
  * durable LSN).  For the daemon's periodic reconciler.
- * @return as flash_fold_wal().
+ * @return as fold_wal().
  */
-int flash_fold_wal_live(flash_fold_t *f, struct wal *w, uint64_t upto_lsn, int *wal_rc);
+int fold_wal_live(fold_t *f, struct wal *w, uint64_t upto_lsn, int *wal_rc);
 
 /* ---- the comparison ---------------------------------------------------------- */
 
-enum flash_witness {
+enum witness {
 	FLASH_W_SEGMENT = 0x1,
 	FLASH_W_WAL     = 0x2,
 	FLASH_W_MYSQL   = 0x4
 };
 
-enum flash_diff_kind {
-	FLASH_DIFF_MISSING    = 1,  /* (activity, sku) or order absent from the witnesses in `witnesses` */
-	FLASH_DIFF_TOTAL      = 2,  /* witnesses disagree on total */
-	FLASH_DIFF_AVAILABLE  = 3,  /* ... on available */
-	FLASH_DIFF_SOLD       = 4,  /* ... on sold */
-	FLASH_DIFF_BALANCE    = 5,  /* available + sold != total inside one witness */
-	FLASH_DIFF_ORDER_SUM  = 6,  /* sold != units of active orders inside one witness */
-	FLASH_DIFF_USER_LIMIT = 7,  /* a user holds more than K slots, or a slot above K (MySQL) */
-	FLASH_DIFF_ORDER      = 8   /* an order differs between the segment and MySQL */
+enum diff_kind {
+	DIFF_MISSING    = 1,  /* (activity, sku) or order absent from the witnesses in `witnesses` */
+	DIFF_TOTAL      = 2,  /* witnesses disagree on total */
+	DIFF_AVAILABLE  = 3,  /* ... on available */
+	DIFF_SOLD       = 4,  /* ... on sold */
+	DIFF_BALANCE    = 5,  /* available + sold != total inside one witness */
+	DIFF_ORDER_SUM  = 6,  /* sold != units of active orders inside one witness */
+	DIFF_USER_LIMIT = 7,  /* a user holds more than K slots, or a slot above K (MySQL) */
+	DIFF_ORDER      = 8   /* an order differs between the segment and MySQL */
 };
 
-const char *flash_diff_name(int kind);
+const char *diff_name(int kind);
 
-#define FLASH_DIFF_NA INT64_MIN     /* value not given by that witness */
+#define DIFF_NA INT64_MIN     /* value not given by that witness */
 
-struct flash_diff {
-	uint16_t kind;              /* enum flash_diff_kind */
+struct diff {
+	uint16_t kind;              /* enum diff_kind */
 	uint16_t witnesses;         /* FLASH_W_* involved (MISSING: those lacking it) */
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint32_t _pad;
 	uint64_t order_no;          /* ORDER, MISSING of an order */
 	uint64_t user_id;           /* USER_LIMIT, ORDER */
-	int64_t  seg, wal, sql;     /* the compared values, FLASH_DIFF_NA where not given */
+	int64_t  seg, wal, sql;     /* the compared values, DIFF_NA where not given */
 	char     what[96];          /* which field, in words */
 };
 
-#define FLASH_RECONCILE_ORDERS     0x1u  /* also compare every order of the segment with MySQL */
-#define FLASH_RECONCILE_WAL_ORDERS 0x2u  /* also compare every order of the WAL fold with MySQL */
+#define RECONCILE_ORDERS     0x1u  /* also compare every order of the segment with MySQL */
+#define RECONCILE_WAL_ORDERS 0x2u  /* also compare every order of the WAL fold with MySQL */
 
-struct flash_reconcile_report {
-	struct flash_diff *diffs;   /* malloc'ed; flash_reconcile_report_free() */
+struct reconcile_report {
+	struct diff *diffs;   /* malloc'ed; reconcile_report_free() */
 	size_t   n;                 /* differences stored in diffs */
 	size_t   cap;
 	uint64_t found;             /* differences found: n, plus any not stored
@@ -222,41 +222,41 @@ struct flash_reconcile_report {
  * @param[in]  h      segment handle, or NULL
  * @param[in]  m      MySQL applier handle, or NULL
  * @param[in]  wal    fold of the WAL, or NULL
- * @param[in]  flags  0, FLASH_RECONCILE_ORDERS (needs h and m),
- *                    FLASH_RECONCILE_WAL_ORDERS (needs wal and m)
+ * @param[in]  flags  0, RECONCILE_ORDERS (needs h and m),
+ *                    RECONCILE_WAL_ORDERS (needs wal and m)
  * @param[out] rep    the differences (rep->found == 0: all agree)
  * @return FLASH_OK (whatever the number of differences); FLASH_EINVAL (no
  *         witness, NULL rep); FLASH_ENOMEM; a segment error (FLASH_ECORRUPT);
  *         FLASH_EMYSQL_RETRY / FLASH_EMYSQL.
  */
-int flash_reconcile(flash_t *h, flash_mysql_t *m, flash_fold_t *wal, unsigned flags,
-                    struct flash_reconcile_report *rep);
+int reconcile_compare(flash_t *h, mdb_t *m, fold_t *wal, unsigned flags,
+                    struct reconcile_report *rep);
 
-void flash_reconcile_report_free(struct flash_reconcile_report *rep);
+void reconcile_report_free(struct reconcile_report *rep);
 
 /**
- * One difference as the text line flash_reconcile_print() writes, without
+ * One difference as the text line reconcile_print() writes, without
  * the newline ("DIFF kind activity=A sku=S [witnesses] ... (what)").
  */
-void flash_diff_format(const struct flash_diff *d, char *buf, size_t len);
+void diff_format(const struct diff *d, char *buf, size_t len);
 
 /**
  * Print every difference, one per line ("DIFF kind activity/sku ..."), or
  * as one JSON object {"diffs":[...],"skus":N,...} when @p json.
  */
-void flash_reconcile_print(const struct flash_reconcile_report *rep, FILE *out, int json);
+void reconcile_print(const struct reconcile_report *rep, FILE *out, int json);
 
 /* ---- one run, for commands ------------------------------------------------------ */
 
-struct flash_reconcile_run_opts {
+struct reconcile_run_opts {
 	const char *segment;                 /* segment name (opened read-only), or NULL */
 	const char *wal_dir;                 /* WAL directory to fold (no writer may have it open), or NULL */
-	const struct flash_mysql_opts *mysql;/* MySQL connection, or NULL */
-	unsigned    flags;                   /* FLASH_RECONCILE_ORDERS */
+	const struct mdb_opts *mysql;/* MySQL connection, or NULL */
+	unsigned    flags;                   /* RECONCILE_ORDERS */
 	int         json;                    /* print one JSON object instead of lines */
 	double      alert_ratio;             /* alert when diff_units / units exceeds it; 0 = 0.001 */
 	int         repair;                  /* make MySQL agree with the WAL (needs wal_dir and
-	                                        mysql): see flash_reconcile_run() */
+	                                        mysql): see reconcile_run() */
 };
 
 /**
@@ -285,18 +285,18 @@ struct flash_reconcile_run_opts {
  *         difference), 1 when a difference was found (remains), 2 when the
  *         comparison could not be made (the reason is on @p err).
  */
-int flash_reconcile_run(const struct flash_reconcile_run_opts *o, FILE *out, FILE *err);
+int reconcile_run(const struct reconcile_run_opts *o, FILE *out, FILE *err);
 
 /**
- * The repair of flash_reconcile_run() (o->repair) on open witnesses: @p m,
+ * The repair of reconcile_run() (o->repair) on open witnesses: @p m,
  * the WAL in o->wal_dir, and the segment @p h (may be NULL; it is only
  * compared, never changed).  (reconcile_repair.c)
- * @return as flash_reconcile_run().
+ * @return as reconcile_run().
  */
-int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reconcile_run_opts *o,
+int reconcile_repair(flash_t *h, mdb_t *m, const struct reconcile_run_opts *o,
                            FILE *out, FILE *err);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* FLASH_RECONCILE_H */
+#endif /* RECONCILE_H */

@@ -1,6 +1,6 @@
 /*
  * reconcile_repair.c -- `flashstock reconcile --repair`: bring MySQL back to
- * what the WAL says (contract in reconcile.h, flash_reconcile_repair()).
+ * what the WAL says (contract in reconcile.h, reconcile_repair()).
  *
  * Divisions:
  *   1. SQL helpers        one statement, a savepoint around each change
@@ -31,9 +31,9 @@
  * ------------------------------------------------------------------------ */
 
 struct repair {
-	flash_mysql_t *rp_m;
+	mdb_t *rp_m;
 	MYSQL         *rp_c;
-	flash_fold_t  *rp_f;          /* the WAL folded to MySQL's applied LSN */
+	fold_t  *rp_f;          /* the WAL folded to MySQL's applied LSN */
 	FILE          *rp_out;
 	FILE          *rp_err;
 	struct keyset {
@@ -55,7 +55,7 @@ static int rexec(struct repair *r, const char *sql, char *msg, size_t len)
 	/* the handle's connection, fetched each time: a query of
 	 * reconcile_sql.c that lost it has closed it (and a reconnect has no
 	 * transaction: the caller notices through rp_fatal) */
-	r->rp_c = flash_mysql_conn(r->rp_m);
+	r->rp_c = mdb_conn(r->rp_m);
 	if (!r->rp_c) {
 		if (msg)
 			snprintf(msg, len, "MySQL unreachable");
@@ -109,10 +109,10 @@ static void touch(struct repair *r, uint32_t a, uint32_t s) { key_add(&r->rp_tou
 
 static int touched(const struct repair *r, uint32_t a, uint32_t s) { return key_has(&r->rp_touched, a, s); }
 
-static void not_repaired(struct repair *r, const struct flash_diff *d, const char *reason)
+static void not_repaired(struct repair *r, const struct diff *d, const char *reason)
 {
 	char line[384];
-	flash_diff_format(d, line, sizeof line);
+	diff_format(d, line, sizeof line);
 	fprintf(r->rp_out, "NOT REPAIRED %s (%s)\n", line + 5 /* past "DIFF " */, reason);
 	r->rp_refused++;
 }
@@ -145,29 +145,29 @@ static int change(struct repair *r, const char *sql, my_ulonglong want_rows, cha
  * 2. Stock rows
  * ------------------------------------------------------------------------ */
 
-static int fold_sku_sane(const struct flash_fold_sku *w)
+static int fold_sku_sane(const struct fold_sku *w)
 {
 	return w->total >= 0 && w->available >= 0 && w->sold >= 0 && w->available + w->sold == w->total;
 }
 
 /* item_stock of (a, s) set to the WAL's total, available and sold. */
-static void repair_stock(struct repair *r, const struct flash_diff *d)
+static void repair_stock(struct repair *r, const struct diff *d)
 {
 	uint32_t a = d->activity_id, s = d->sku_id;
 	if (key_has(&r->rp_stock, a, s))
 		return;                          /* one UPDATE per sku did every field */
 	key_add(&r->rp_stock, a, s);
-	const struct flash_fold_sku *w = flash_fold_sku_find(r->rp_f, a, s);
+	const struct fold_sku *w = fold_sku_find(r->rp_f, a, s);
 	if (!w || !fold_sku_sane(w)) {
 		not_repaired(r, d, "the WAL's own figures for this sku do not balance");
 		return;
 	}
-	struct flash_sql_sku q;
-	int rc = flash_sql_sku_get(r->rp_m, a, s, &q);
+	struct rsql_sku q;
+	int rc = rsql_sku_get(r->rp_m, a, s, &q);
 	if (rc == FLASH_EMYSQL_RETRY)
 		r->rp_fatal = 1;
 	if (rc || !q.has_stock_row) {
-		not_repaired(r, d, rc ? flash_mysql_strerror(rc) : "no item_stock row");
+		not_repaired(r, d, rc ? mdb_strerror(rc) : "no item_stock row");
 		return;
 	}
 	char sql[320], why[300];
@@ -193,10 +193,10 @@ static void repair_stock(struct repair *r, const struct flash_diff *d)
 }
 
 /* An item_stock row MySQL lacks, from the WAL. */
-static void insert_stock(struct repair *r, const struct flash_diff *d)
+static void insert_stock(struct repair *r, const struct diff *d)
 {
 	uint32_t a = d->activity_id, s = d->sku_id;
-	const struct flash_fold_sku *w = flash_fold_sku_find(r->rp_f, a, s);
+	const struct fold_sku *w = fold_sku_find(r->rp_f, a, s);
 	if (!w || !fold_sku_sane(w)) {
 		not_repaired(r, d, "the WAL's own figures for this sku do not balance");
 		return;
@@ -226,10 +226,10 @@ static const char *state_name(unsigned st)
 
 /* The WAL's account of the order @p d names, with its cancel LSN as an SQL
  * value in @p cancel.  0 (reported NOT REPAIRED) when the WAL has none. */
-static int wal_order(struct repair *r, const struct flash_diff *d, struct flash_fold_order *o,
+static int wal_order(struct repair *r, const struct diff *d, struct fold_order *o,
                      char cancel[32])
 {
-	if (flash_fold_order_get(r->rp_f, d->order_no, o) != FLASH_OK) {
+	if (fold_order_get(r->rp_f, d->order_no, o) != FLASH_OK) {
 		not_repaired(r, d, "the WAL has no ORDER record for it");
 		return 0;
 	}
@@ -241,9 +241,9 @@ static int wal_order(struct repair *r, const struct flash_diff *d, struct flash_
 }
 
 /* An order of the WAL that MySQL lacks. */
-static void insert_order(struct repair *r, const struct flash_diff *d)
+static void insert_order(struct repair *r, const struct diff *d)
 {
-	struct flash_fold_order o;
+	struct fold_order o;
 	char sql[900], cancel[32], why[300];
 	if (!wal_order(r, d, &o, cancel))
 		return;
@@ -271,26 +271,26 @@ static void insert_order(struct repair *r, const struct flash_diff *d)
 	touch(r, o.activity_id, o.sku_id);
 }
 
-static int one_row(void *arg, const struct flash_sql_order *o)
+static int one_row(void *arg, const struct rsql_order *o)
 {
-	*(struct flash_sql_order *)arg = *o;
+	*(struct rsql_order *)arg = *o;
 	return 1;
 }
 
 /* An order whose MySQL row differs from the WAL: every column set from the WAL. */
-static void update_order(struct repair *r, const struct flash_diff *d)
+static void update_order(struct repair *r, const struct diff *d)
 {
-	struct flash_fold_order o;
-	struct flash_sql_order q;
+	struct fold_order o;
+	struct rsql_order q;
 	char sql[900], cancel[32], why[300];
 	memset(&q, 0, sizeof q);
 	if (!wal_order(r, d, &o, cancel))
 		return;
-	int rc = flash_sql_orders_scan(r->rp_m, d->order_no, d->order_no, one_row, &q);
+	int rc = rsql_orders_scan(r->rp_m, d->order_no, d->order_no, one_row, &q);
 	if (rc == FLASH_EMYSQL_RETRY)
 		r->rp_fatal = 1;
 	if (rc || q.order_no != d->order_no) {
-		not_repaired(r, d, rc ? flash_mysql_strerror(rc) : "the row is gone");
+		not_repaired(r, d, rc ? mdb_strerror(rc) : "the row is gone");
 		return;
 	}
 	snprintf(sql, sizeof sql,
@@ -334,18 +334,18 @@ static void update_order(struct repair *r, const struct flash_diff *d)
 enum { FIX_NONE, FIX_STOCK, FIX_STOCK_INSERT, FIX_ORDER_INSERT, FIX_ORDER_UPDATE, FIX_DERIVED };
 
 /* What to do with one difference of the WAL-vs-MySQL comparison; a reason when nothing. */
-static int classify(const struct flash_diff *d, const char **why)
+static int classify(const struct diff *d, const char **why)
 {
 	const unsigned both = FLASH_W_WAL | FLASH_W_MYSQL;
 	*why = NULL;
 	switch (d->kind) {
-	case FLASH_DIFF_TOTAL:
-	case FLASH_DIFF_AVAILABLE:
-	case FLASH_DIFF_SOLD:
-		if ((d->witnesses & both) == both && d->wal != FLASH_DIFF_NA && d->sql != FLASH_DIFF_NA)
+	case DIFF_TOTAL:
+	case DIFF_AVAILABLE:
+	case DIFF_SOLD:
+		if ((d->witnesses & both) == both && d->wal != DIFF_NA && d->sql != DIFF_NA)
 			return FIX_STOCK;
 		break;
-	case FLASH_DIFF_MISSING:
+	case DIFF_MISSING:
 		if (d->order_no) {
 			if (d->witnesses == FLASH_W_MYSQL)
 				return FIX_ORDER_INSERT;
@@ -359,17 +359,17 @@ static int classify(const struct flash_diff *d, const char **why)
 		if (d->witnesses & FLASH_W_MYSQL)
 			return FIX_STOCK_INSERT;
 		break;
-	case FLASH_DIFF_ORDER:
+	case DIFF_ORDER:
 		if ((d->witnesses & both) == both)
 			return FIX_ORDER_UPDATE;
 		break;
-	case FLASH_DIFF_BALANCE:
-	case FLASH_DIFF_ORDER_SUM:
+	case DIFF_BALANCE:
+	case DIFF_ORDER_SUM:
 		if (d->witnesses == FLASH_W_MYSQL)
 			return FIX_DERIVED;
 		*why = "the WAL disagrees with itself";
 		return FIX_NONE;
-	case FLASH_DIFF_USER_LIMIT:
+	case DIFF_USER_LIMIT:
 		*why = "user-limit breach: which order to drop is not the WAL's to decide";
 		return FIX_NONE;
 	}
@@ -377,13 +377,13 @@ static int classify(const struct flash_diff *d, const char **why)
 	return FIX_NONE;
 }
 
-static void repair_all(struct repair *r, const struct flash_reconcile_report *rep)
+static void repair_all(struct repair *r, const struct reconcile_report *rep)
 {
 	const char *why;
 	/* First every change, then what is left: a MySQL sum that disagreed
 	 * only because of a row repaired above is not reported as unrepaired. */
 	for (size_t i = 0; i < rep->n && !r->rp_fatal; i++) {
-		const struct flash_diff *d = &rep->diffs[i];
+		const struct diff *d = &rep->diffs[i];
 		switch (classify(d, &why)) {
 		case FIX_STOCK:        repair_stock(r, d); break;
 		case FIX_STOCK_INSERT: insert_stock(r, d); break;
@@ -393,7 +393,7 @@ static void repair_all(struct repair *r, const struct flash_reconcile_report *re
 		}
 	}
 	for (size_t i = 0; i < rep->n && !r->rp_fatal; i++) {
-		const struct flash_diff *d = &rep->diffs[i];
+		const struct diff *d = &rep->diffs[i];
 		int fix = classify(d, &why);
 		if (fix == FIX_NONE)
 			not_repaired(r, d, why);
@@ -412,14 +412,14 @@ static void repair_all(struct repair *r, const struct flash_reconcile_report *re
 /* MySQL's applied LSN, locked (FOR UPDATE) when @p lock. */
 static int applied_lsn(struct repair *r, int lock, uint64_t *lsn, char *msg, size_t len)
 {
-	const char *stream = flash_mysql_stream(r->rp_m);
+	const char *stream = mdb_stream(r->rp_m);
 	char esc[140], sql[256];
 	size_t sl = strlen(stream);
 	if (sl > 64) {
 		snprintf(msg, len, "stream name too long");
 		return -1;
 	}
-	if (!(r->rp_c = flash_mysql_conn(r->rp_m))) {
+	if (!(r->rp_c = mdb_conn(r->rp_m))) {
 		snprintf(msg, len, "MySQL unreachable");
 		return -1;
 	}
@@ -442,25 +442,25 @@ static int applied_lsn(struct repair *r, int lock, uint64_t *lsn, char *msg, siz
 }
 
 /* Fold @p f to exactly @p lsn; 0, or -1 with the reason on err. */
-static int fold_to(flash_fold_t *f, const char *dir, uint64_t lsn, FILE *err)
+static int fold_to(fold_t *f, const char *dir, uint64_t lsn, FILE *err)
 {
 	int wrc = FLASH_OK, rc = FLASH_OK;
 	if (lsn)
-		rc = flash_fold_wal_upto(f, dir, lsn, &wrc);
+		rc = fold_wal_upto(f, dir, lsn, &wrc);
 	if (rc) {
 		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));
 		return -1;
 	}
-	if (flash_fold_lsn(f) < lsn) {
+	if (fold_lsn(f) < lsn) {
 		fprintf(err, "reconcile: MySQL has applied up to LSN %" PRIu64 " but the WAL in %s ends at "
 		        "LSN %" PRIu64 ": it is not the WAL MySQL was fed from; nothing repaired\n", lsn, dir,
-		        flash_fold_lsn(f));
+		        fold_lsn(f));
 		return -1;
 	}
 	return 0;
 }
 
-static void alert(const struct flash_reconcile_report *rep, double ratio, FILE *err)
+static void alert(const struct reconcile_report *rep, double ratio, FILE *err)
 {
 	double limit = ratio > 0 ? ratio : 0.001;
 	if (rep->units && (double)rep->diff_units / (double)rep->units > limit)
@@ -473,23 +473,23 @@ static void alert(const struct flash_reconcile_report *rep, double ratio, FILE *
  * The segment against the whole WAL (nothing repaired there).  @p f is
  * folded on to the WAL's end.  Returns differences found, or -1.
  */
-static int64_t segment_check(flash_t *h, flash_fold_t *f, const char *dir, FILE *out, FILE *err,
+static int64_t segment_check(flash_t *h, fold_t *f, const char *dir, FILE *out, FILE *err,
                              int not_rep)
 {
 	int wrc = FLASH_OK;
-	int rc = flash_fold_wal_upto(f, dir, 0, &wrc);
+	int rc = fold_wal_upto(f, dir, 0, &wrc);
 	if (rc) {
 		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));
 		return -1;
 	}
-	struct flash_reconcile_report rep;
-	if ((rc = flash_reconcile(h, NULL, f, 0, &rep))) {
+	struct reconcile_report rep;
+	if ((rc = reconcile_compare(h, NULL, f, 0, &rep))) {
 		fprintf(err, "reconcile: segment: %s\n", flash_strerror(rc));
 		return -1;
 	}
 	char line[384];
 	for (size_t i = 0; i < rep.n; i++) {
-		flash_diff_format(&rep.diffs[i], line, sizeof line);
+		diff_format(&rep.diffs[i], line, sizeof line);
 		if (not_rep)
 			fprintf(out, "NOT REPAIRED %s (segment-side: the segment is not changed from the WAL)\n",
 			        line + 5);
@@ -497,28 +497,28 @@ static int64_t segment_check(flash_t *h, flash_fold_t *f, const char *dir, FILE 
 			fprintf(out, "%s\n", line);
 	}
 	int64_t found = (int64_t)rep.found;
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 	return found;
 }
 
-int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reconcile_run_opts *o,
+int reconcile_repair(flash_t *h, mdb_t *m, const struct reconcile_run_opts *o,
                            FILE *out, FILE *err)
 {
 	if (!m || !o || !o->wal_dir || !out || !err)
 		return 2;
 	struct repair r = { .rp_m = m, .rp_out = out, .rp_err = err };
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	memset(&rep, 0, sizeof rep);
 	char msg[320];
 	uint64_t lsn = 0, lsn2 = 0;
 	int ret = 2, in_tx = 0;
-	flash_fold_t *f2 = NULL;
+	fold_t *f2 = NULL;
 
-	if (!(r.rp_c = flash_mysql_conn(m))) {
-		fprintf(err, "reconcile: MySQL %s unreachable\n", flash_mysql_where(m));
+	if (!(r.rp_c = mdb_conn(m))) {
+		fprintf(err, "reconcile: MySQL %s unreachable\n", mdb_where(m));
 		return 2;
 	}
-	if (flash_fold_new(&r.rp_f)) {
+	if (fold_new(&r.rp_f)) {
 		fprintf(err, "reconcile: out of memory\n");
 		return 2;
 	}
@@ -535,13 +535,13 @@ int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reco
 	}
 	if (fold_to(r.rp_f, o->wal_dir, lsn, err))
 		goto out;
-	int rc = flash_reconcile(NULL, m, r.rp_f, FLASH_RECONCILE_WAL_ORDERS, &rep);
+	int rc = reconcile_compare(NULL, m, r.rp_f, RECONCILE_WAL_ORDERS, &rep);
 	if (rc) {
-		fprintf(err, "reconcile: %s\n", flash_mysql_strerror(rc));
+		fprintf(err, "reconcile: %s\n", mdb_strerror(rc));
 		goto out;
 	}
 	fprintf(out, "reconcile: MySQL at applied LSN %" PRIu64 " against the WAL folded to it\n", lsn);
-	flash_reconcile_print(&rep, out, 0);
+	reconcile_print(&rep, out, 0);
 	alert(&rep, o->alert_ratio, err);
 	repair_all(&r, &rep);
 	if (r.rp_fatal) {
@@ -561,8 +561,8 @@ int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reco
 		goto out;
 
 	/* Check again, at a consistent snapshot of MySQL. */
-	flash_reconcile_report_free(&rep);
-	if (flash_fold_new(&f2) ||
+	reconcile_report_free(&rep);
+	if (fold_new(&f2) ||
 	    rexec(&r, "START TRANSACTION WITH CONSISTENT SNAPSHOT", msg, sizeof msg)) {
 		fprintf(err, "reconcile: re-check: %s\n", f2 ? msg : "out of memory");
 		goto out;
@@ -575,8 +575,8 @@ int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reco
 	}
 	if (fold_to(f2, o->wal_dir, lsn2, err))
 		goto out;
-	if ((rc = flash_reconcile(NULL, m, f2, FLASH_RECONCILE_WAL_ORDERS, &rep))) {
-		fprintf(err, "reconcile: re-check: %s\n", flash_mysql_strerror(rc));
+	if ((rc = reconcile_compare(NULL, m, f2, RECONCILE_WAL_ORDERS, &rep))) {
+		fprintf(err, "reconcile: re-check: %s\n", mdb_strerror(rc));
 		goto out;
 	}
 	if (rexec(&r, "COMMIT", msg, sizeof msg)) {
@@ -590,7 +590,7 @@ int flash_reconcile_repair(flash_t *h, flash_mysql_t *m, const struct flash_reco
 	        "WAL and MySQL\n", lsn2, found);
 	char line[384];
 	for (size_t i = 0; i < rep.n; i++) {
-		flash_diff_format(&rep.diffs[i], line, sizeof line);
+		diff_format(&rep.diffs[i], line, sizeof line);
 		fprintf(out, "%s\n", line);
 	}
 	if (h) {
@@ -606,9 +606,9 @@ out:
 		r.rp_tid = 0;
 		rexec(&r, "ROLLBACK", NULL, 0);
 	}
-	flash_reconcile_report_free(&rep);
-	flash_fold_free(r.rp_f);
-	flash_fold_free(f2);
+	reconcile_report_free(&rep);
+	fold_free(r.rp_f);
+	fold_free(f2);
 	free(r.rp_touched.v);
 	free(r.rp_stock.v);
 	return ret;

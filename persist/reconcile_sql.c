@@ -18,13 +18,13 @@
 
 static int sql_rc(MYSQL *c)
 {
-	return flash_mysql_err_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+	return mdb_err_retryable(mysql_errno(c)) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 }
 
 /* Run a query and store its result; NULL with *rc set on failure. */
-static MYSQL_RES *query(flash_mysql_t *m, const char *sql, int *rc)
+static MYSQL_RES *query(mdb_t *m, const char *sql, int *rc)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	if (!c) {
 		*rc = FLASH_EMYSQL_RETRY;
 		return NULL;
@@ -32,7 +32,7 @@ static MYSQL_RES *query(flash_mysql_t *m, const char *sql, int *rc)
 	if (mysql_query(c, sql)) {
 		*rc = sql_rc(c);
 		if (*rc == FLASH_EMYSQL_RETRY)
-			flash_mysql_conn_lost(m);
+			mdb_conn_lost(m);
 		return NULL;
 	}
 	MYSQL_RES *r = mysql_store_result(c);
@@ -54,7 +54,7 @@ static const char sku_sql[] =
 	"  FROM orders %s GROUP BY activity_id, sku_id"
 	") x GROUP BY activity_id, sku_id ORDER BY activity_id, sku_id";
 
-static void sku_from_row(MYSQL_ROW row, struct flash_sql_sku *s)
+static void sku_from_row(MYSQL_ROW row, struct rsql_sku *s)
 {
 	memset(s, 0, sizeof *s);
 	s->activity_id = (uint32_t)u64(row[0]);
@@ -68,7 +68,7 @@ static void sku_from_row(MYSQL_ROW row, struct flash_sql_sku *s)
 	s->cancelled_orders = u64(row[8]);
 }
 
-int flash_sql_skus(flash_mysql_t *m, struct flash_sql_sku **out, size_t *n)
+int rsql_skus(mdb_t *m, struct rsql_sku **out, size_t *n)
 {
 	if (!m || !out || !n)
 		return FLASH_EINVAL;
@@ -81,7 +81,7 @@ int flash_sql_skus(flash_mysql_t *m, struct flash_sql_sku **out, size_t *n)
 	if (!r)
 		return rc;
 	size_t rows = (size_t)mysql_num_rows(r);
-	struct flash_sql_sku *v = rows ? calloc(rows, sizeof *v) : NULL;
+	struct rsql_sku *v = rows ? calloc(rows, sizeof *v) : NULL;
 	if (rows && !v) {
 		mysql_free_result(r);
 		return FLASH_ENOMEM;
@@ -96,8 +96,8 @@ int flash_sql_skus(flash_mysql_t *m, struct flash_sql_sku **out, size_t *n)
 	return FLASH_OK;
 }
 
-int flash_sql_sku_get(flash_mysql_t *m, uint32_t activity_id, uint32_t sku_id,
-                      struct flash_sql_sku *out)
+int rsql_sku_get(mdb_t *m, uint32_t activity_id, uint32_t sku_id,
+                      struct rsql_sku *out)
 {
 	if (!m || !out)
 		return FLASH_EINVAL;
@@ -115,7 +115,7 @@ int flash_sql_sku_get(flash_mysql_t *m, uint32_t activity_id, uint32_t sku_id,
 	return row ? FLASH_OK : FLASH_ENOT_FOUND;
 }
 
-int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **out, size_t *n)
+int rsql_users_over_limit(mdb_t *m, struct rsql_user_excess **out, size_t *n)
 {
 	if (!m || !out || !n)
 		return FLASH_EINVAL;
@@ -135,7 +135,7 @@ int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **
 	if (!r)
 		return rc;
 	size_t rows = (size_t)mysql_num_rows(r);
-	struct flash_sql_user_excess *v = rows ? calloc(rows, sizeof *v) : NULL;
+	struct rsql_user_excess *v = rows ? calloc(rows, sizeof *v) : NULL;
 	if (rows && !v) {
 		mysql_free_result(r);
 		return FLASH_ENOMEM;
@@ -143,7 +143,7 @@ int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **
 	MYSQL_ROW row;
 	size_t i = 0;
 	while ((row = mysql_fetch_row(r)) && i < rows) {
-		struct flash_sql_user_excess *e = &v[i++];
+		struct rsql_user_excess *e = &v[i++];
 		e->activity_id = (uint32_t)u64(row[0]);
 		e->scope_sku = (uint32_t)u64(row[1]);
 		e->user_id = u64(row[2]);
@@ -158,7 +158,7 @@ int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **
 	return FLASH_OK;
 }
 
-int flash_sql_totals_get(flash_mysql_t *m, struct flash_sql_totals *out)
+int rsql_totals_get(mdb_t *m, struct rsql_totals *out)
 {
 	if (!m || !out)
 		return FLASH_EINVAL;
@@ -172,7 +172,7 @@ int flash_sql_totals_get(flash_mysql_t *m, struct flash_sql_totals *out)
 	         " (SELECT COUNT(*) FROM item_stock),"
 	         " (SELECT COUNT(*) FROM apply_conflicts),"
 	         " (SELECT COALESCE(MAX(lsn), 0) FROM applied_lsn WHERE stream = '%s')",
-	         flash_mysql_stream(m));
+	         mdb_stream(m));
 	int rc = FLASH_OK;
 	MYSQL_RES *r = query(m, sql, &rc);
 	if (!r)
@@ -194,12 +194,12 @@ int flash_sql_totals_get(flash_mysql_t *m, struct flash_sql_totals *out)
 	return FLASH_OK;
 }
 
-int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
-                          flash_sql_order_fn fn, void *arg)
+int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
+                          rsql_order_fn fn, void *arg)
 {
 	if (!m || !fn || from > to)
 		return FLASH_EINVAL;
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	if (!c)
 		return FLASH_EMYSQL_RETRY;
 	char sql[320];
@@ -210,7 +210,7 @@ int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
 	if (mysql_query(c, sql)) {
 		int rc = sql_rc(c);
 		if (rc == FLASH_EMYSQL_RETRY)
-			flash_mysql_conn_lost(m);
+			mdb_conn_lost(m);
 		return rc;
 	}
 	/* Streamed: rows arrive as they are read; every row is fetched even
@@ -223,7 +223,7 @@ int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
 	while ((row = mysql_fetch_row(r))) {
 		if (stop)
 			continue;
-		struct flash_sql_order o;
+		struct rsql_order o;
 		o.order_no = u64(row[0]);
 		o.user_id = u64(row[1]);
 		o.activity_id = (uint32_t)u64(row[2]);
@@ -237,11 +237,11 @@ int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
 	int rc = mysql_errno(c) ? sql_rc(c) : FLASH_OK;
 	mysql_free_result(r);
 	if (rc == FLASH_EMYSQL_RETRY)
-		flash_mysql_conn_lost(m);
+		mdb_conn_lost(m);
 	return rc;
 }
 
-int flash_sql_archived(flash_mysql_t *m, uint32_t **out, size_t *n)
+int rsql_archived(mdb_t *m, uint32_t **out, size_t *n)
 {
 	if (!m || !out || !n)
 		return FLASH_EINVAL;
@@ -275,7 +275,7 @@ int flash_sql_archived(flash_mysql_t *m, uint32_t **out, size_t *n)
 	" COALESCE(a.archived_ns, 0)" \
 	" FROM orders o LEFT JOIN activities a ON a.activity_id = o.activity_id WHERE "
 
-static int order_row_query(flash_mysql_t *m, const char *sql, struct flash_sql_order_row *out)
+static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out)
 {
 	int rc = FLASH_OK;
 	MYSQL_RES *r = query(m, sql, &rc);
@@ -307,7 +307,7 @@ static int order_row_query(flash_mysql_t *m, const char *sql, struct flash_sql_o
 	return FLASH_OK;
 }
 
-int flash_sql_order_get(flash_mysql_t *m, uint64_t order_no, struct flash_sql_order_row *out)
+int rsql_order_get(mdb_t *m, uint64_t order_no, struct rsql_order_row *out)
 {
 	if (!m || !out || !order_no)
 		return FLASH_EINVAL;
@@ -316,8 +316,8 @@ int flash_sql_order_get(flash_mysql_t *m, uint64_t order_no, struct flash_sql_or
 	return order_row_query(m, sql, out);
 }
 
-int flash_sql_order_by_request(flash_mysql_t *m, uint64_t request_id, uint32_t activity_id,
-                               uint64_t user_id, uint32_t sku_id, struct flash_sql_order_row *out)
+int rsql_order_by_request(mdb_t *m, uint64_t request_id, uint32_t activity_id,
+                               uint64_t user_id, uint32_t sku_id, struct rsql_order_row *out)
 {
 	if (!m || !out || !request_id || !activity_id || !user_id)
 		return FLASH_EINVAL;

@@ -10,8 +10,8 @@
  *
  * Arrays returned through @p out are malloc'ed; free them with free().
  */
-#ifndef FLASH_RECONCILE_SQL_H
-#define FLASH_RECONCILE_SQL_H
+#ifndef RECONCILE_SQL_H
+#define RECONCILE_SQL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /** One (activity, sku) as MySQL has it. */
-struct flash_sql_sku {
+struct rsql_sku {
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint32_t has_stock_row;     /* 1 if item_stock has the row */
@@ -43,18 +43,18 @@ struct flash_sql_sku {
  * @param[out] out  array of *n entries (NULL when *n is 0)
  * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_sql_skus(flash_mysql_t *m, struct flash_sql_sku **out, size_t *n);
+int rsql_skus(mdb_t *m, struct rsql_sku **out, size_t *n);
 
 /**
  * One (activity, sku).
  * @return FLASH_OK; FLASH_ENOT_FOUND (neither a stock row nor an order);
  *         FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
  */
-int flash_sql_sku_get(flash_mysql_t *m, uint32_t activity_id, uint32_t sku_id,
-                      struct flash_sql_sku *out);
+int rsql_sku_get(mdb_t *m, uint32_t activity_id, uint32_t sku_id,
+                      struct rsql_sku *out);
 
 /** A user holding more limit slots than the activity allows, or a slot out of 1..K. */
-struct flash_sql_user_excess {
+struct rsql_user_excess {
 	uint32_t activity_id;
 	uint32_t scope_sku;         /* sku for per-sku limits, else 0 */
 	uint64_t user_id;
@@ -70,10 +70,10 @@ struct flash_sql_user_excess {
  * The unique index should make this list empty; the reconciler proves it.
  * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_sql_users_over_limit(flash_mysql_t *m, struct flash_sql_user_excess **out, size_t *n);
+int rsql_users_over_limit(mdb_t *m, struct rsql_user_excess **out, size_t *n);
 
 /** Whole-database counts. */
-struct flash_sql_totals {
+struct rsql_totals {
 	uint64_t orders;            /* rows in orders */
 	uint64_t active_orders;
 	uint64_t cancelled_orders;
@@ -85,10 +85,10 @@ struct flash_sql_totals {
 };
 
 /** @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL. */
-int flash_sql_totals_get(flash_mysql_t *m, struct flash_sql_totals *out);
+int rsql_totals_get(mdb_t *m, struct rsql_totals *out);
 
 /** One order as MySQL has it. */
-struct flash_sql_order {
+struct rsql_order {
 	uint64_t order_no;
 	uint64_t user_id;
 	uint32_t activity_id;
@@ -103,15 +103,15 @@ struct flash_sql_order {
  * Called for each order with order_no in [from, to], ascending; return
  * nonzero to stop.  Rows are streamed (no array of every order in memory).
  */
-typedef int (*flash_sql_order_fn)(void *arg, const struct flash_sql_order *o);
+typedef int (*rsql_order_fn)(void *arg, const struct rsql_order *o);
 
 /**
  * Stream the orders with from <= order_no <= to in order_no order.
  * @return FLASH_OK (also when @p fn stopped early); FLASH_EMYSQL_RETRY;
  *         FLASH_EMYSQL; FLASH_EINVAL.
  */
-int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
-                          flash_sql_order_fn fn, void *arg);
+int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
+                          rsql_order_fn fn, void *arg);
 
 /**
  * The activities the applier marked archived (activities.archived_lsn set
@@ -120,11 +120,11 @@ int flash_sql_orders_scan(flash_mysql_t *m, uint64_t from, uint64_t to,
  * @param[out] out  array of *n ids (NULL when *n is 0)
  * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL; FLASH_ENOMEM.
  */
-int flash_sql_archived(flash_mysql_t *m, uint32_t **out, size_t *n);
+int rsql_archived(mdb_t *m, uint32_t **out, size_t *n);
 
 /** One order row with its activity's archive state (flashstock order). */
-struct flash_sql_order_row {
-	struct flash_sql_order o;
+struct rsql_order_row {
+	struct rsql_order o;
 	uint64_t request_id;        /* 0: none */
 	int64_t  created_ns;
 	uint64_t lsn;               /* of its ORDER record */
@@ -139,7 +139,7 @@ struct flash_sql_order_row {
  * The order numbered @p order_no.
  * @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
  */
-int flash_sql_order_get(flash_mysql_t *m, uint64_t order_no, struct flash_sql_order_row *out);
+int rsql_order_get(mdb_t *m, uint64_t order_no, struct rsql_order_row *out);
 
 /**
  * The order placed with request id @p request_id by @p user_id in
@@ -147,10 +147,10 @@ int flash_sql_order_get(flash_mysql_t *m, uint64_t order_no, struct flash_sql_or
  * (activity, user) finds the user's rows, the request id picks one.
  * @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
  */
-int flash_sql_order_by_request(flash_mysql_t *m, uint64_t request_id, uint32_t activity_id,
-                               uint64_t user_id, uint32_t sku_id, struct flash_sql_order_row *out);
+int rsql_order_by_request(mdb_t *m, uint64_t request_id, uint32_t activity_id,
+                               uint64_t user_id, uint32_t sku_id, struct rsql_order_row *out);
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* FLASH_RECONCILE_SQL_H */
+#endif /* RECONCILE_SQL_H */

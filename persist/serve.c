@@ -52,7 +52,7 @@ struct serve_marks {
 	uint32_t                *mk_touched;  /* slots with mk_adv set */
 	uint32_t                 mk_ntouched;
 	int64_t                  mk_oldest_ns;/* smallest record ts_ns (0: none) */
-	struct flash_lsn_record *mk_push;     /* records for the pump */
+	struct lsn_record *mk_push;     /* records for the pump */
 	size_t                   mk_npush, mk_cappush;
 	uint64_t                 mk_lsn;      /* highest LSN they need durable */
 };
@@ -75,14 +75,14 @@ struct serve {
 	int                      sv_err;      /* wal_* code of a failed append */
 	struct wal_rec          *sv_buf;      /* first round: drained records */
 	size_t                   sv_nbuf, sv_capbuf;
-	flash_mysql_pump_t      *sv_pump;     /* MySQL applier, or NULL */
+	mdb_pump_t      *sv_pump;     /* MySQL applier, or NULL */
 	uint64_t                 sv_snap_lsn; /* recover: the segment was restored at this LSN */
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	archiver_t              *sv_arch;     /* archiver thread, or NULL */
 	struct serve_reclaimer  *sv_reclaim;  /* reclaimer thread, or NULL */
 	backstop_t              *sv_backstop; /* cross-box limit, or NULL */
-	flash_lease_t           *sv_lease;    /* lease agent, or NULL */
+	lease_t           *sv_lease;    /* lease agent, or NULL */
 	int                      sv_lease_reported; /* its fence or failure was logged */
 	uint32_t                 sv_durability; /* the segment's enum flash_durability */
 	struct flash_durability_info sv_dur;  /* the WAL failure the segment carried at
@@ -132,7 +132,7 @@ static void serve_logp(int level, const char *prefix, const char *fmt, ...)
 void serve_mysql_log(void *arg, int level, const char *msg)
 {
 	const int *max_level = arg;
-	/* FLASH_MYSQL_LOG_ERROR/WARN/INFO are SERVE_LOG_ERROR/WARN/INFO */
+	/* MDB_LOG_ERROR/WARN/INFO are SERVE_LOG_ERROR/WARN/INFO */
 	if (max_level != NULL && level > *max_level)
 		return;
 	serve_logp(level < SERVE_LOG_ERROR ? SERVE_LOG_ERROR : level > SERVE_LOG_INFO ? SERVE_LOG_INFO
@@ -143,8 +143,8 @@ void serve_mysql_log(void *arg, int level, const char *msg)
 /* The snapshot thread asks how far MySQL is (nothing is removed past it). */
 static int serve_applied_lsn(void *arg, uint64_t *lsn)
 {
-	struct flash_mysql_pump_stats ps;
-	if (flash_mysql_pump_stats_get(arg, &ps) != FLASH_OK || ps.applied_lsn == 0)
+	struct mdb_pump_stats ps;
+	if (mdb_pump_stats_get(arg, &ps) != FLASH_OK || ps.applied_lsn == 0)
 		return -1;
 	*lsn = ps.applied_lsn;
 	return 0;
@@ -516,7 +516,7 @@ static int serve_push(struct serve *s, uint64_t lsn, const struct flash_record *
 	struct serve_marks *m = &s->sv_next;
 	if (m->mk_npush == m->mk_cappush) {
 		size_t nc = m->mk_cappush ? m->mk_cappush * 2 : 4096;
-		struct flash_lsn_record *nb = realloc(m->mk_push, nc * sizeof *nb);
+		struct lsn_record *nb = realloc(m->mk_push, nc * sizeof *nb);
 		if (nb == NULL)
 			return -1;
 		m->mk_push = nb;
@@ -667,7 +667,7 @@ static int serve_marks_apply(struct serve *s, struct serve_marks *m)
 	/* Durable now: MySQL may have them.  A full queue drops them; the pump
 	 * reads them back from the WAL. */
 	if (m->mk_npush > 0) {
-		int prc = flash_mysql_pump_push(s->sv_pump, m->mk_push, m->mk_npush);
+		int prc = mdb_pump_push(s->sv_pump, m->mk_push, m->mk_npush);
 		s->sv_st->mysql_pushed += m->mk_npush;
 		if (prc == FLASH_EFULL)
 			s->sv_st->mysql_dropped += m->mk_npush;
@@ -1188,17 +1188,17 @@ static int serve_first_round(struct serve *s, uint32_t *n)
  * with the metrics and a MySQL, one ping a second, each bounded by 2 s.
  * A probe that cannot start is logged and left out (the metric with it).
  */
-static flash_mysql_probe_t *serve_probe_start(const struct serve *s, const struct serve_opts *o)
+static mdb_probe_t *serve_probe_start(const struct serve *s, const struct serve_opts *o)
 {
-	flash_mysql_probe_t *p = NULL;
+	mdb_probe_t *p = NULL;
 	if (o->mysql_url == NULL && o->mysql_defaults == NULL)
 		return NULL;
-	struct flash_mysql_opts mo;
+	struct mdb_opts mo;
 	memset(&mo, 0, sizeof mo);
 	mo.url = o->mysql_url;
 	mo.defaults_file = o->mysql_defaults;
 	mo.require_db = o->mysql_require_db;
-	int rc = flash_mysql_probe_start(&mo, 1000, 2, &p);
+	int rc = mdb_probe_start(&mo, 1000, 2, &p);
 	if (rc != FLASH_OK)
 		serve_log(s, SERVE_LOG_WARN, "MySQL liveness ping: %s", flash_strerror(rc));
 	return p;
@@ -1236,11 +1236,11 @@ static void serve_lease_watch(struct serve *s)
 {
 	if (!s->sv_lease || s->sv_lease_reported)
 		return;
-	struct flash_lease_stats ls;
-	flash_lease_stats_get(s->sv_lease, &ls);
-	if (ls.state == FLASH_LEASE_FENCED || ls.state == FLASH_LEASE_FAILED) {
+	struct lease_stats ls;
+	lease_stats_get(s->sv_lease, &ls);
+	if (ls.state == LEASE_FENCED || ls.state == LEASE_FAILED) {
 		serve_log(s, SERVE_LOG_ERROR, "lease agent %s: %s (box %u epoch %u); serving the WAL goes on",
-		          flash_lease_state_name(ls.state), flash_strerror(ls.rc), ls.box_id, ls.epoch);
+		          lease_state_name(ls.state), flash_strerror(ls.rc), ls.box_id, ls.epoch);
 		s->sv_st->lease_rc = ls.rc;
 		s->sv_lease_reported = 1;
 	}
@@ -1360,7 +1360,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	              o->segment, o->wal_dir, wal_next_lsn(s.sv_w) - 1);
 
 	if (o->mysql_url != NULL || o->mysql_defaults != NULL) {
-		struct flash_mysql_pump_opts po;
+		struct mdb_pump_opts po;
 		memset(&po, 0, sizeof po);
 		po.mysql.url = o->mysql_url;
 		po.mysql.defaults_file = o->mysql_defaults;
@@ -1371,7 +1371,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		/* Everything in the WAL at start is durable (wal_open synced it):
 		 * the pump may read it back for a MySQL that is behind. */
 		po.start_durable_lsn = wal_durable_lsn(s.sv_w);
-		rc = flash_mysql_pump_start(&po, &s.sv_pump);
+		rc = mdb_pump_start(&po, &s.sv_pump);
 		if (rc != FLASH_OK) {
 			serve_log(&s, SERVE_LOG_ERROR, "MySQL applier: %s", flash_strerror(rc));
 			st->flash_rc = rc;
@@ -1404,7 +1404,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
 		};
 		if ((rc = serve_recon_start(&ro, &s.sv_recon)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", flash_mysql_strerror(rc));
+			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", mdb_strerror(rc));
 			st->flash_rc = rc;
 			goto out;
 		}
@@ -1446,13 +1446,13 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		          s.sv_backstop ? " and the backstop has written their orders" : "");
 	}
 	if (o->lease_urls != NULL) {
-		struct flash_lease_opts lo = {
+		struct lease_opts lo = {
 			.segment = o->segment, .urls = o->lease_urls, .state_dir = o->wal_dir,
 			.box_id = o->box_id, .lease_min = o->lease_min, .lease_max = o->lease_max,
 			.lead_ms = o->lease_lead_ms, .heartbeat_s = o->heartbeat_s, .log_level = o->log_level,
 			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
 		};
-		if ((rc = flash_lease_start(&lo, &s.sv_lease)) != FLASH_OK) {
+		if ((rc = lease_start(&lo, &s.sv_lease)) != FLASH_OK) {
 			serve_log(&s, SERVE_LOG_ERROR, "lease agent: %s", flash_strerror(rc));
 			st->flash_rc = rc;
 			goto out;
@@ -1461,7 +1461,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	}
 #ifdef FLASH_HAVE_MHD
 	metrics_t *mt = NULL;
-	flash_mysql_probe_t *probe = NULL;
+	mdb_probe_t *probe = NULL;
 	if (o->metrics != NULL) {
 		char err[256];
 		uint16_t port = 0;
@@ -1483,7 +1483,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	}
 #define SERVE_PUBLISH() do { if (mt) metrics_publish(mt, st); } while (0)
 #define SERVE_METRICS_ARCHIVER_OFF() do { if (mt) metrics_set_archiver(mt, NULL); } while (0)
-#define SERVE_METRICS_STOP() do { metrics_stop(mt); flash_mysql_probe_stop(probe); } while (0)
+#define SERVE_METRICS_STOP() do { metrics_stop(mt); mdb_probe_stop(probe); } while (0)
 #else
 	if (o->metrics != NULL) {
 		serve_log(&s, SERVE_LOG_ERROR, "metrics: built without libmicrohttpd");
@@ -1540,8 +1540,8 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 		 * Then the agent: ask it, keep draining its restocks, stop once
 		 * it has finished. */
 		if (stopping && s.sv_lease && !s.sv_backstop)
-			flash_lease_stop_begin(s.sv_lease);
-		int lease_busy = stopping && (s.sv_backstop || !flash_lease_done(s.sv_lease));
+			lease_stop_begin(s.sv_lease);
+		int lease_busy = stopping && (s.sv_backstop || !lease_done(s.sv_lease));
 		if (serve_round(&s, &n) != 0)
 			goto out_metrics;
 		/* rings empty at a stop or in --once: all of it durable and marked */
@@ -1634,7 +1634,7 @@ out:
 	(void)serve_backstop_stop(&s);
 	if (s.sv_lease) {
 		/* normally done already (the loop waited for it) */
-		st->lease_rc = flash_lease_stop(s.sv_lease);
+		st->lease_rc = lease_stop(s.sv_lease);
 		s.sv_lease = NULL;
 	}
 	if (s.sv_snap) {
@@ -1651,7 +1651,7 @@ out:
 	s.sv_reclaim = NULL;
 	if (s.sv_pump) {
 		/* Records still queued are in the WAL: the next start catches up. */
-		flash_mysql_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
+		mdb_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
 		s.sv_pump = NULL;
 	}
 	if (s.sv_recon) {

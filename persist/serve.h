@@ -53,7 +53,7 @@ enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERV
  * "<UTC time> serve [<level>] <prefix><message>".  The caller filters levels. */
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap);
 
-/* The MySQL applier's log (flash_mysql_log_fn) as daemon lines with the
+/* The MySQL applier's log (mdb_log_fn) as daemon lines with the
  * prefix "mysql: "; @p arg points at the most verbose serve level printed
  * (an int), or is NULL for every level. */
 void serve_mysql_log(void *arg, int level, const char *msg);
@@ -90,7 +90,7 @@ struct serve_opts {
 	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */
 	const char   *mysql_defaults;   /* or an option file ([client] group); both NULL: no applier */
 	int           mysql_require_db; /* refuse a database that does not exist
-	                                   (flash_mysql_opts.require_db) */
+	                                   (mdb_opts.require_db) */
 	uint32_t      mysql_drain_ms;   /* at stop, let the applier catch up this long (0: 5000) */
 	int           snapshots;        /* take snapshots (snapshot.h): every snapshot_every_s, after
 	                                   snapshot_wal_bytes of WAL, and at a clean stop; then remove

@@ -30,12 +30,12 @@
 
 struct serve_recon {
 	struct serve_recon_opts r_o;
-	struct flash_mysql_opts r_mo;
+	struct mdb_opts r_mo;
 	int              r_use_mysql;
-	flash_mysql_t   *r_m;          /* owned by the thread */
+	mdb_t   *r_m;          /* owned by the thread */
 	flash_t         *r_h;          /* read-only, opened by the thread */
-	flash_fold_t    *r_fsql;       /* WAL folded to MySQL's applied LSN */
-	flash_fold_t    *r_fseg;       /* WAL folded to the last quiet window's durable LSN */
+	fold_t    *r_fsql;       /* WAL folded to MySQL's applied LSN */
+	fold_t    *r_fseg;       /* WAL folded to the last quiet window's durable LSN */
 	pthread_t        r_thr;
 	/* the thread sleeps between passes on r_cv: a mutex and a condition
 	 * variable are the plain tool for a timed sleep the stop cuts short */
@@ -48,7 +48,7 @@ struct serve_recon {
 	/* MySQL's per-sku figures of the last pass whose WAL vs MySQL part ran:
 	 * a variable-length copy the metrics thread takes whole, under r_mu
 	 * (a scrape a second; the pass holds it only to swap the array in) */
-	struct flash_sql_sku *r_skus;  /* malloc'ed */
+	struct rsql_sku *r_skus;  /* malloc'ed */
 	size_t           r_nskus;
 	int64_t          r_skus_ns;    /* ... when (CLOCK_REALTIME); 0: never */
 	uint64_t         r_skus_lsn;   /* ... at this applied LSN */
@@ -70,32 +70,32 @@ static void rlog(const struct serve_recon *r, int level, const char *fmt, ...)
 }
 
 /* Advance @p *f to exactly @p lsn (a fresh fold when it is past it). */
-static int fold_to(struct serve_recon *r, flash_fold_t **f, uint64_t lsn)
+static int fold_to(struct serve_recon *r, fold_t **f, uint64_t lsn)
 {
 	int wrc = FLASH_OK, rc;
-	if (flash_fold_lsn(*f) > lsn) {
-		flash_fold_t *nf;
-		if ((rc = flash_fold_new(&nf)))
+	if (fold_lsn(*f) > lsn) {
+		fold_t *nf;
+		if ((rc = fold_new(&nf)))
 			return rc;
-		flash_fold_free(*f);
+		fold_free(*f);
 		*f = nf;
 	}
-	if (lsn == 0 || flash_fold_lsn(*f) == lsn)
+	if (lsn == 0 || fold_lsn(*f) == lsn)
 		return FLASH_OK;
-	if (r->r_o.wal_dir && (rc = flash_fold_start(*f, r->r_o.wal_dir, lsn, &wrc)) != FLASH_OK) {
+	if (r->r_o.wal_dir && (rc = fold_start(*f, r->r_o.wal_dir, lsn, &wrc)) != FLASH_OK) {
 		rlog(r, SERVE_LOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		return rc;
 	}
-	if (flash_fold_lsn(*f) == lsn)
+	if (fold_lsn(*f) == lsn)
 		return FLASH_OK;
-	rc = flash_fold_wal_live(*f, r->r_o.wal, lsn, &wrc);
+	rc = fold_wal_live(*f, r->r_o.wal, lsn, &wrc);
 	if (rc) {
 		rlog(r, SERVE_LOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		return rc;
 	}
-	if (flash_fold_lsn(*f) != lsn) {
+	if (fold_lsn(*f) != lsn) {
 		rlog(r, SERVE_LOG_ERROR, "the durable WAL ends at LSN %" PRIu64 ", before LSN %" PRIu64,
-		     flash_fold_lsn(*f), lsn);
+		     fold_lsn(*f), lsn);
 		return FLASH_ECORRUPT;
 	}
 	return FLASH_OK;
@@ -117,7 +117,7 @@ static int sql_exec(MYSQL *c, const char *sql)
 
 /* Keep @p skus (taken over) as the last pass's MySQL figures, read at @p lsn
  * in the pass's one snapshot: the dashboard's per-sku memory vs MySQL. */
-static void skus_keep(struct serve_recon *r, struct flash_sql_sku *skus, size_t n, uint64_t lsn)
+static void skus_keep(struct serve_recon *r, struct rsql_sku *skus, size_t n, uint64_t lsn)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -130,44 +130,44 @@ static void skus_keep(struct serve_recon *r, struct flash_sql_sku *skus, size_t 
 	pthread_mutex_unlock(&r->r_mu);
 }
 
-static int part_mysql(struct serve_recon *r, struct flash_reconcile_report *rep, uint64_t *lsn)
+static int part_mysql(struct serve_recon *r, struct reconcile_report *rep, uint64_t *lsn)
 {
 	int rc;
 	if (!r->r_m) {
-		rc = flash_mysql_open(&r->r_mo, &r->r_m);
+		rc = mdb_open(&r->r_mo, &r->r_m);
 		if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY)
 			return rc;
 	}
-	MYSQL *c = flash_mysql_conn(r->r_m);
+	MYSQL *c = mdb_conn(r->r_m);
 	if (!c)
 		return FLASH_EMYSQL_RETRY;
 	if (sql_exec(c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ") ||
 	    sql_exec(c, "START TRANSACTION WITH CONSISTENT SNAPSHOT")) {
 		rlog(r, SERVE_LOG_WARN, "MySQL: %s", mysql_error(c));
-		flash_mysql_conn_lost(r->r_m);
+		mdb_conn_lost(r->r_m);
 		return FLASH_EMYSQL_RETRY;
 	}
 	unsigned long tid = mysql_thread_id(c);
-	rc = flash_mysql_applied_lsn(r->r_m, lsn);
+	rc = mdb_applied_lsn(r->r_m, lsn);
 	if (rc == FLASH_OK)
 		rc = fold_to(r, &r->r_fsql, *lsn);
 	if (rc == FLASH_OK)
-		rc = flash_reconcile(NULL, r->r_m, r->r_fsql, FLASH_RECONCILE_WAL_ORDERS, rep);
-	struct flash_sql_sku *skus = NULL;
+		rc = reconcile_compare(NULL, r->r_m, r->r_fsql, RECONCILE_WAL_ORDERS, rep);
+	struct rsql_sku *skus = NULL;
 	size_t nskus = 0;
 	if (rc == FLASH_OK)
-		rc = flash_sql_skus(r->r_m, &skus, &nskus);
+		rc = rsql_skus(r->r_m, &skus, &nskus);
 	if (rc != FLASH_OK && rep->diffs)
-		flash_reconcile_report_free(rep);
+		reconcile_report_free(rep);
 	/* Every read above must have come from the one snapshot: a lost
 	 * connection reconnects without it. */
-	c = flash_mysql_conn(r->r_m);
+	c = mdb_conn(r->r_m);
 	if (rc == FLASH_OK && (!c || mysql_thread_id(c) != tid)) {
-		flash_reconcile_report_free(rep);
+		reconcile_report_free(rep);
 		rc = FLASH_EMYSQL_RETRY;
 	}
 	if (c && sql_exec(c, "COMMIT") && rc == FLASH_OK) {
-		flash_reconcile_report_free(rep);
+		reconcile_report_free(rep);
 		rc = FLASH_EMYSQL_RETRY;
 	}
 	if (rc == FLASH_OK)
@@ -184,7 +184,7 @@ static int part_mysql(struct serve_recon *r, struct flash_reconcile_report *rep,
 static int quiet(const struct flash_quiet *q) { return q->pending == 0 && q->in_flight == 0; }
 
 /* FLASH_OK with *checked 0 when no quiet window was seen. */
-static int part_segment(struct serve_recon *r, struct flash_reconcile_report *rep, uint64_t *lsn,
+static int part_segment(struct serve_recon *r, struct reconcile_report *rep, uint64_t *lsn,
                         int *checked)
 {
 	int rc;
@@ -204,14 +204,14 @@ static int part_segment(struct serve_recon *r, struct flash_reconcile_report *re
 	*lsn = wal_durable_lsn(r->r_o.wal);
 	if ((rc = fold_to(r, &r->r_fseg, *lsn)))
 		return rc;
-	if ((rc = flash_reconcile(r->r_h, NULL, r->r_fseg, 0, rep)))
+	if ((rc = reconcile_compare(r->r_h, NULL, r->r_fseg, 0, rep)))
 		return rc;
 	if ((rc = flash_quiet_get(r->r_h, &q2))) {
-		flash_reconcile_report_free(rep);
+		reconcile_report_free(rep);
 		return rc;
 	}
 	if (!quiet(&q2) || q2.ops != q1.ops || q2.consumed != q1.consumed) {
-		flash_reconcile_report_free(rep);
+		reconcile_report_free(rep);
 		return FLASH_OK;
 	}
 	*checked = 1;
@@ -222,17 +222,17 @@ static int part_segment(struct serve_recon *r, struct flash_reconcile_report *re
  * One pass
  * ------------------------------------------------------------------------ */
 
-static int over(const struct flash_reconcile_report *rep, double limit)
+static int over(const struct reconcile_report *rep, double limit)
 {
 	return rep && rep->units && (double)rep->diff_units / (double)rep->units > limit;
 }
 
-static void log_diffs(struct serve_recon *r, const char *part, const struct flash_reconcile_report *rep,
+static void log_diffs(struct serve_recon *r, const char *part, const struct reconcile_report *rep,
                       double limit)
 {
 	char line[384];
 	for (size_t i = 0; i < rep->n; i++) {
-		flash_diff_format(&rep->diffs[i], line, sizeof line);
+		diff_format(&rep->diffs[i], line, sizeof line);
 		rlog(r, SERVE_LOG_WARN, "%s: %s", part, line);
 	}
 	if (rep->found > rep->n)
@@ -245,7 +245,7 @@ static void log_diffs(struct serve_recon *r, const char *part, const struct flas
 
 static void pass_run(struct serve_recon *r, int final)
 {
-	struct flash_reconcile_report rsql, rseg;
+	struct reconcile_report rsql, rseg;
 	memset(&rsql, 0, sizeof rsql);
 	memset(&rseg, 0, sizeof rseg);
 	struct serve_recon_pass p;
@@ -261,7 +261,7 @@ static void pass_run(struct serve_recon *r, int final)
 			p.wal_sql = &rsql;
 		} else {
 			p.rc = rc;
-			rlog(r, SERVE_LOG_WARN, "WAL vs MySQL not compared this pass: %s", flash_mysql_strerror(rc));
+			rlog(r, SERVE_LOG_WARN, "WAL vs MySQL not compared this pass: %s", mdb_strerror(rc));
 		}
 	}
 	rc = part_segment(r, &rseg, &p.seg_lsn, &p.seg_checked);
@@ -312,8 +312,8 @@ static void pass_run(struct serve_recon *r, int final)
 
 	if (r->r_o.hook)
 		r->r_o.hook(r->r_o.hook_arg, &p);
-	flash_reconcile_report_free(&rsql);
-	flash_reconcile_report_free(&rseg);
+	reconcile_report_free(&rsql);
+	reconcile_report_free(&rseg);
 }
 
 /* ------------------------------------------------------------------------
@@ -346,7 +346,7 @@ static void *recon_main(void *arg)
 	pthread_mutex_unlock(&r->r_mu);
 	if (final)
 		pass_run(r, 1);
-	flash_mysql_close(r->r_m);
+	mdb_close(r->r_m);
 	r->r_m = NULL;
 	if (r->r_h)
 		flash_close(r->r_h);
@@ -369,7 +369,7 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 	r->r_mo.log = serve_mysql_log;
 	r->r_mo.log_arg = &r->r_o.log_level;
 	int rc = FLASH_OK;
-	if ((rc = flash_fold_new(&r->r_fsql)) || (rc = flash_fold_new(&r->r_fseg)))
+	if ((rc = fold_new(&r->r_fsql)) || (rc = fold_new(&r->r_fseg)))
 		goto fail;
 	if (rbox_new(sizeof r->r_st, &r->r_pub) != 0) {
 		rc = FLASH_ENOMEM;
@@ -394,13 +394,13 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 	return FLASH_OK;
 fail:
 	rbox_free(r->r_pub);
-	flash_fold_free(r->r_fsql);
-	flash_fold_free(r->r_fseg);
+	fold_free(r->r_fsql);
+	fold_free(r->r_fseg);
 	free(r);
 	return rc;
 }
 
-int serve_recon_skus_get(serve_recon_t *r, struct flash_sql_sku **out, size_t *n,
+int serve_recon_skus_get(serve_recon_t *r, struct rsql_sku **out, size_t *n,
                          int64_t *when_ns, uint64_t *lsn)
 {
 	*out = NULL;
@@ -440,8 +440,8 @@ void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats
 	pthread_cond_destroy(&r->r_cv);
 	pthread_mutex_destroy(&r->r_mu);
 	rbox_free(r->r_pub);
-	flash_fold_free(r->r_fsql);
-	flash_fold_free(r->r_fseg);
+	fold_free(r->r_fsql);
+	fold_free(r->r_fseg);
 	free(r->r_skus);
 	free(r);
 }

@@ -51,8 +51,8 @@ struct serve_recon_pass {
 	uint64_t seg_lsn;           /* ... at this durable LSN */
 	uint64_t differences;       /* both parts */
 	int      alert;             /* differing units past the threshold */
-	const struct flash_reconcile_report *wal_sql;  /* NULL unless mysql_checked */
-	const struct flash_reconcile_report *seg_wal;  /* NULL unless seg_checked */
+	const struct reconcile_report *wal_sql;  /* NULL unless mysql_checked */
+	const struct reconcile_report *seg_wal;  /* NULL unless seg_checked */
 };
 
 typedef void (*serve_recon_hook_fn)(void *arg, const struct serve_recon_pass *p);
@@ -64,7 +64,7 @@ struct serve_recon_opts {
 	                                   when old WAL files are gone */
 	const char *mysql_url;          /* or NULL */
 	const char *mysql_defaults;     /* or NULL; both NULL: segment vs WAL only */
-	int mysql_require_db;           /* flash_mysql_opts.require_db */
+	int mysql_require_db;           /* mdb_opts.require_db */
 	uint32_t    every_ms;           /* time between passes, > 0 */
 	double      threshold;          /* alert ratio; 0 = 0.001 (0.1 %) */
 	int         log_level;          /* enum serve_log_level */
@@ -109,7 +109,7 @@ void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats
  * @param[out] lsn      MySQL's applied LSN it read them at
  * @return FLASH_OK; FLASH_ENOMEM.
  */
-int serve_recon_skus_get(serve_recon_t *r, struct flash_sql_sku **out, size_t *n,
+int serve_recon_skus_get(serve_recon_t *r, struct rsql_sku **out, size_t *n,
                          int64_t *when_ns, uint64_t *lsn);
 
 /** Copy the figures (any thread). */

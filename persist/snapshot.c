@@ -101,7 +101,7 @@ static uint32_t snap_crc(const struct snap_hdr *h, const void *fold, const void 
 }
 
 int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
-               const struct flash_fold_sku *fold, size_t nfold,
+               const struct fold_sku *fold, size_t nfold,
                const void *img, uint64_t img_bytes, char *err, size_t errlen)
 {
 	if (dir == NULL || opts == NULL || img == NULL || (fold == NULL && nfold > 0) ||
@@ -117,9 +117,9 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 	h->sh_seg_bytes = img_bytes;
 	h->sh_fold_off = SNAP_PAGE;
 	h->sh_fold_count = nfold;
-	h->sh_fold_elem = sizeof(struct flash_fold_sku);
+	h->sh_fold_elem = sizeof(struct fold_sku);
 	h->sh_opts_bytes = sizeof(struct flash_seg_opts);
-	h->sh_img_off = SNAP_PAGE + snap_round_page(nfold * sizeof(struct flash_fold_sku));
+	h->sh_img_off = SNAP_PAGE + snap_round_page(nfold * sizeof(struct fold_sku));
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h->sh_created_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -247,17 +247,17 @@ int snap_file_open(const char *path, struct snap_file *f)
 	memcpy(&h, m, sizeof h);
 	uint64_t size = (uint64_t)st.st_size;
 	if (h.sh_magic != SNAP_MAGIC || h.sh_version != SNAP_VERSION ||
-	    h.sh_hdr_bytes != sizeof h || h.sh_fold_elem != sizeof(struct flash_fold_sku) ||
+	    h.sh_hdr_bytes != sizeof h || h.sh_fold_elem != sizeof(struct fold_sku) ||
 	    h.sh_opts_bytes != sizeof(struct flash_seg_opts) || h.sh_fold_off != SNAP_PAGE ||
-	    h.sh_fold_count > (size / sizeof(struct flash_fold_sku)) || h.sh_lsn == 0 ||
-	    h.sh_img_off != SNAP_PAGE + snap_round_page(h.sh_fold_count * sizeof(struct flash_fold_sku)) ||
+	    h.sh_fold_count > (size / sizeof(struct fold_sku)) || h.sh_lsn == 0 ||
+	    h.sh_img_off != SNAP_PAGE + snap_round_page(h.sh_fold_count * sizeof(struct fold_sku)) ||
 	    h.sh_img_off > size || h.sh_seg_bytes != size - h.sh_img_off || h.sh_seg_bytes == 0 ||
 	    snap_crc(&h, (const char *)m + h.sh_fold_off, (const char *)m + h.sh_img_off) != h.sh_crc) {
 		snap_file_close(f);
 		return FLASH_ESNAP_CORRUPT;
 	}
 	f->sf_hdr = m;
-	f->sf_fold = (const struct flash_fold_sku *)(const void *)((const char *)m + h.sh_fold_off);
+	f->sf_fold = (const struct fold_sku *)(const void *)((const char *)m + h.sh_fold_off);
 	f->sf_img = (const char *)m + h.sh_img_off;
 	return FLASH_OK;
 }
@@ -355,7 +355,7 @@ int snap_wal_range(const char *dir, uint64_t *first, uint64_t *last)
  * 3. The reconciler's seed
  * ------------------------------------------------------------------------ */
 
-int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t *from)
+int snap_fold_seed(const char *dir, fold_t *f, uint64_t max_lsn, uint64_t *from)
 {
 	*from = 0;
 	uint64_t first, last;
@@ -381,7 +381,7 @@ int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t 
 		snap_file_close(&sf);
 		return FLASH_ESNAP_GAP;
 	}
-	int frc = flash_fold_seed(f, sf.sf_fold, sf.sf_hdr->sh_fold_count);
+	int frc = fold_seed(f, sf.sf_fold, sf.sf_hdr->sh_fold_count);
 	*from = sf.sf_hdr->sh_lsn + 1;
 	snap_file_close(&sf);
 	return frc == FLASH_OK ? FLASH_OK : frc == FLASH_ENOMEM ? FLASH_ESNAP_NOMEM : FLASH_ESNAP_INVAL;
@@ -396,7 +396,7 @@ struct snap {
 	char                s_shadow[256];  /* the shadow segment's name */
 	flash_t            *s_sh;           /* handle on the shadow (this thread's) */
 	int                 s_made;         /* the shadow exists (unlink at close) */
-	flash_fold_t       *s_fold;
+	fold_t       *s_fold;
 	struct flash_seg_opts s_opts;       /* the live segment's options */
 	uint64_t            s_lsn;          /* the shadow holds every record <= this */
 	uint64_t            s_bytes;        /* WAL bytes replayed since the last snapshot */
@@ -567,7 +567,7 @@ static int snap_init(snap_t *s)
 		}
 		free(tmps);
 	}
-	int rc = flash_fold_new(&s->s_fold);
+	int rc = fold_new(&s->s_fold);
 	if (rc != FLASH_OK)
 		return snap_fail(s, FLASH_ESNAP_NOMEM, "snapshot: out of memory");
 	/* private and unique: mode 0600, no group */
@@ -582,7 +582,7 @@ static int snap_init(snap_t *s)
 	if (rc == FLASH_OK) {
 		frc = flash_seg_restore(s->s_shadow, &so, f.sf_img, f.sf_hdr->sh_seg_bytes);
 		if (frc == FLASH_OK)
-			frc = flash_fold_seed(s->s_fold, f.sf_fold, f.sf_hdr->sh_fold_count);
+			frc = fold_seed(s->s_fold, f.sf_fold, f.sf_hdr->sh_fold_count);
 		s->s_lsn = f.sf_hdr->sh_lsn;
 		snap_file_close(&f);
 		if (frc != FLASH_OK) {
@@ -663,7 +663,7 @@ static int snap_frame(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 		s->s_cb_rc = FLASH_ESNAP_SEGMENT;
 		return 1;
 	}
-	if (flash_fold_record(s->s_fold, &r.wr_rec, lsn) != FLASH_OK) {
+	if (fold_record(s->s_fold, &r.wr_rec, lsn) != FLASH_OK) {
 		s->s_cb_rc = FLASH_ESNAP_CORRUPT;
 		return 1;
 	}
@@ -752,14 +752,14 @@ static int snap_take(snap_t *s)
 {
 	const void *img;
 	uint64_t len;
-	const struct flash_fold_sku *fv;
+	const struct fold_sku *fv;
 	size_t fn;
 	/* the image reflects the WAL up to s_lsn: a segment restored from it does */
 	int frc = flash_ident_lsn_set(s->s_sh, s->s_lsn);
 	if (frc == FLASH_OK)
 		frc = flash_image(s->s_sh, &img, &len);
 	if (frc == FLASH_OK)
-		frc = flash_fold_skus(s->s_fold, &fv, &fn);
+		frc = fold_skus(s->s_fold, &fv, &fn);
 	if (frc != FLASH_OK)
 		return snap_fail(s, FLASH_ESNAP_SEGMENT, "snapshot: %s", flash_strerror(frc));
 	char err[512] = "";
@@ -818,7 +818,7 @@ void snap_close(snap_t *s)
 		flash_close(s->s_sh);
 	if (s->s_made)
 		(void)flash_seg_destroy(s->s_shadow);
-	flash_fold_free(s->s_fold);
+	fold_free(s->s_fold);
 	pthread_mutex_destroy(&s->s_mu);
 	free(s);
 }

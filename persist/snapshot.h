@@ -18,7 +18,7 @@
  *
  * File <wal dir>/snap-<LSN, 16 hex digits>.fss (little endian):
  *   page 0      struct snap_hdr (rest of the page zero)
- *   page 1...   the fold section: sh_fold_count struct flash_fold_sku, the
+ *   page 1...   the fold section: sh_fold_count struct fold_sku, the
  *               per-(activity, sku) totals at LSN L (the reconciler starts there)
  *   sh_img_off  the shadow segment's bytes (sh_seg_bytes), page aligned; 4 KiB
  *               pages that are all zero are holes (never written)
@@ -85,8 +85,8 @@ struct snap_hdr {
 	uint64_t sh_lsn;          /* every WAL record <= this is in the image, none after */
 	uint64_t sh_seg_bytes;    /* image bytes (the segment's size) */
 	uint64_t sh_fold_off;     /* SNAP_PAGE */
-	uint64_t sh_fold_count;   /* struct flash_fold_sku entries */
-	uint32_t sh_fold_elem;    /* sizeof(struct flash_fold_sku) */
+	uint64_t sh_fold_count;   /* struct fold_sku entries */
+	uint32_t sh_fold_elem;    /* sizeof(struct fold_sku) */
 	uint32_t sh_opts_bytes;   /* sizeof(struct flash_seg_opts) */
 	uint64_t sh_img_off;      /* page aligned, after the fold section */
 	int64_t  sh_created_ns;   /* CLOCK_REALTIME */
@@ -100,7 +100,7 @@ struct snap_hdr {
 /* A snapshot file opened and checked (mapped read-only). */
 struct snap_file {
 	const struct snap_hdr        *sf_hdr;
-	const struct flash_fold_sku  *sf_fold;
+	const struct fold_sku  *sf_fold;
 	const void                   *sf_img;
 	void                         *sf_map;
 	size_t                        sf_map_len;
@@ -128,7 +128,7 @@ void snap_path(char *buf, size_t n, const char *dir, uint64_t lsn);
  *         FLASH_ESNAP_INVAL.
  */
 int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
-               const struct flash_fold_sku *fold, size_t nfold,
+               const struct fold_sku *fold, size_t nfold,
                const void *img, uint64_t img_bytes, char *err, size_t errlen);
 
 /* Called for each line a snapshot function logs (level: enum serve_log_level). */
@@ -178,13 +178,13 @@ int snap_reclaim_apply(const char *name, const struct flash_reclaim_opts *ro);
  * through rebuild.h (rebuild_run()), which checks that the WAL continues it ---- */
 
 /*
- * For flash_fold_start(): when the WAL in @p dir no longer starts at LSN 1,
+ * For fold_start(): when the WAL in @p dir no longer starts at LSN 1,
  * seed @p f from the newest valid snapshot at or below @p max_lsn (0: any)
  * that the WAL continues and set *from to its LSN + 1.  A WAL that starts at 1 (or is empty with no
  * snapshot) seeds nothing: *from = 0.
  * @return FLASH_OK; FLASH_ESNAP_GAP (no snapshot bridges the gap); FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM.
  */
-int snap_fold_seed(const char *dir, flash_fold_t *f, uint64_t max_lsn, uint64_t *from);
+int snap_fold_seed(const char *dir, fold_t *f, uint64_t max_lsn, uint64_t *from);
 
 /* ---- the snapshot thread's state ---- */
 

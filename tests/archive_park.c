@@ -90,7 +90,7 @@ static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(voi
 		if (flash_open(name, 0, &c) != FLASH_OK)
 			_exit(100);
 		park_at = "order_read";
-		flash_park_fn = park_here;
+		fs_park_fn = park_here;
 		rc = flash_order(c, &r, NULL);
 		flash_close(c);
 		_exit(rc == FLASH_EENDED ? 0 : 10 - rc);
@@ -151,7 +151,7 @@ static void test_open_operation_holds_the_archive_which_stays_marked_and_is_fini
 		if (flash_open(name, 0, &c) != FLASH_OK)
 			_exit(100);
 		park_at = "order_begun";
-		flash_park_fn = park_here;
+		fs_park_fn = park_here;
 		rc = flash_order(c, &r, NULL);
 		flash_close(c);
 		_exit(rc == FLASH_OK ? 0 : 10 - rc);

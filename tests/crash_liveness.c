@@ -89,7 +89,7 @@ static void test_recoverer_killed_mid_recovery_is_recorded_with_its_start_time(v
 	if (r == 0) {
 		flash_t *hr = NULL;
 
-		flash_crash_arm(2);    /* 1: "attach" 1; 2: the first of the recovery */
+		crash_arm(2);    /* 1: "attach" 1; 2: the first of the recovery */
 		flash_open(name, 0, &hr);
 		_exit(0);
 	}

@@ -102,7 +102,7 @@ void __wrap__exit(int status)
 {
 	if (g_out != NULL && status == FLASH_CRASH_EXIT) {
 		int step = 0;
-		const char *op = flash_crash_last(&step);
+		const char *op = fs_crash_last(&step);
 
 		snprintf(g_out->exit_op, sizeof g_out->exit_op, "%s", op);
 		g_out->exit_step = step;
@@ -218,9 +218,9 @@ static int run_child(int n, int (*fn)(void *), void *arg)
 	if (pid < 0)
 		die("fork", strerror(errno));
 	if (pid == 0) {
-		flash_crash_arm(n);
+		crash_arm(n);
 		g_out->rc = fn(arg);
-		g_out->hits = flash_crash_hits();
+		g_out->hits = fs_crash_hits();
 		_exit(0);
 	}
 	while (waitpid(pid, &status, 0) < 0)
@@ -732,7 +732,7 @@ static int enumerate_wal(struct tally *t, int after_dead)
 struct mcase {
 	char     dir[256];          /* WAL */
 	char     sock[512];
-	struct flash_lsn_record *recs;   /* the WAL's records, LSN i+1 at [i] */
+	struct lsn_record *recs;   /* the WAL's records, LSN i+1 at [i] */
 	size_t   n;
 	uint64_t dup_lsn;           /* the repeated ORDER frame */
 	char     db[64];
@@ -742,7 +742,7 @@ struct mcase {
 static int drain_keep(void *arg, const struct flash_record *r, uint64_t seq)
 {
 	struct mcase *m = arg;
-	struct flash_lsn_record *v = realloc(m->recs, (m->n + 2) * sizeof *v);
+	struct lsn_record *v = realloc(m->recs, (m->n + 2) * sizeof *v);
 
 	(void)seq;
 	if (v == NULL)
@@ -812,7 +812,7 @@ static void m_setup(struct mcase *m)
 
 		while (m->recs[src].rec.type != FLASH_REC_ORDER)
 			src++;
-		struct flash_lsn_record *v = realloc(m->recs, (m->n + 1) * sizeof *v);
+		struct lsn_record *v = realloc(m->recs, (m->n + 1) * sizeof *v);
 		if (v == NULL)
 			die("realloc", "out of memory");
 		m->recs = v;
@@ -833,19 +833,19 @@ static void m_setup(struct mcase *m)
 		die("wal_close", flash_rcname(rc));
 }
 
-static flash_mysql_t *m_open(struct mcase *m)
+static mdb_t *m_open(struct mcase *m)
 {
-	struct flash_mysql_opts o;
-	flash_mysql_t *h = NULL;
+	struct mdb_opts o;
+	mdb_t *h = NULL;
 	int rc;
 
 	memset(&o, 0, sizeof o);
 	o.url = m->url;
 	o.log = quiet_log;
-	rc = flash_mysql_open(&o, &h);
+	rc = mdb_open(&o, &h);
 	if (rc != FLASH_OK) {
-		flash_mysql_close(h);
-		die("flash_mysql_open", flash_mysql_strerror(rc));
+		mdb_close(h);
+		die("mdb_open", mdb_strerror(rc));
 	}
 	return h;
 }
@@ -853,19 +853,19 @@ static flash_mysql_t *m_open(struct mcase *m)
 static int m_child(void *arg)
 {
 	struct mcase *m = arg;
-	flash_mysql_t *h = NULL;
-	struct flash_mysql_opts o;
+	mdb_t *h = NULL;
+	struct mdb_opts o;
 	int wrc = 0, rc;
 
 	/* the child's own connection; the crash counter starts at its first batch */
-	flash_crash_arm(0);
+	crash_arm(0);
 	memset(&o, 0, sizeof o);
 	o.url = m->url;
 	o.log = quiet_log;
-	if ((rc = flash_mysql_open(&o, &h)) != FLASH_OK)
+	if ((rc = mdb_open(&o, &h)) != FLASH_OK)
 		return rc;
-	flash_crash_arm(g_n);
-	rc = flash_mysql_catch_up(h, m->dir, APPLY_BATCH, 0, NULL, &wrc);
+	crash_arm(g_n);
+	rc = mdb_catch_up(h, m->dir, APPLY_BATCH, 0, NULL, &wrc);
 	return rc != FLASH_OK ? rc : wrc;
 }
 
@@ -966,7 +966,7 @@ static int enumerate_mysql(struct tally *t)
 	m_setup(&m);
 	last = m.recs[m.n - 1].lsn;
 	for (n = 1; n <= MAX_N; n++) {
-		flash_mysql_t *h0, *h1;
+		mdb_t *h0, *h1;
 		MYSQL *c;
 		uint64_t a;
 		int crashed, rc, wrc = 0;
@@ -978,8 +978,8 @@ static int enumerate_mysql(struct tally *t)
 		h0 = m_open(&m);                /* creates the database and the schema */
 		crashed = run_child(n, m_child, &m);
 		if (crashed < 0) {
-			m_drop(flash_mysql_conn(h0), m.db);
-			flash_mysql_close(h0);
+			m_drop(mdb_conn(h0), m.db);
+			mdb_close(h0);
 			break;
 		}
 		if (crashed)
@@ -991,7 +991,7 @@ static int enumerate_mysql(struct tally *t)
 			CHECK(g_out->rc == FLASH_OK, "the applier that was not stopped returned %d",
 			      g_out->rc);
 		}
-		c = flash_mysql_conn(h0);
+		c = mdb_conn(h0);
 		if (c == NULL)
 			die("MySQL", "connection lost");
 		/* what the crash left: whole batches, nothing else */
@@ -1000,16 +1000,16 @@ static int enumerate_mysql(struct tally *t)
 		m_expect(c, &m, a, "after the crash");
 		/* the applier restarts */
 		h1 = m_open(&m);
-		rc = flash_mysql_catch_up(h1, m.dir, APPLY_BATCH, 30000, NULL, &wrc);
+		rc = mdb_catch_up(h1, m.dir, APPLY_BATCH, 30000, NULL, &wrc);
 		CHECK(rc == FLASH_OK && wrc == FLASH_OK, "restart: catch-up %s, WAL %s",
-		      flash_mysql_strerror(rc), flash_rcname(wrc));
-		flash_mysql_close(h1);
+		      mdb_strerror(rc), flash_rcname(wrc));
+		mdb_close(h1);
 		a = q_u64(c, "SELECT lsn FROM applied_lsn WHERE stream='wal'");
 		CHECK(a == last, "applied_lsn %" PRIu64 " after the restart, the WAL ends at %" PRIu64,
 		      a, last);
 		m_expect(c, &m, last, "after the restart");
 		m_drop(c, m.db);
-		flash_mysql_close(h0);
+		mdb_close(h0);
 		if (!crashed)
 			break;
 	}

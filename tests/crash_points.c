@@ -200,14 +200,14 @@ static void arm(int n)
 	} else if (g_stores) {
 		st_arm((uint64_t)n, ST_DIE, FLASH_CRASH_EXIT, 0, 0);
 	} else {
-		flash_crash_arm(n);
+		crash_arm(n);
 	}
 }
 
 /* Points passed so far by a child that completed. */
 static int hits(void)
 {
-	return g_stores ? (int)st_count() : flash_crash_hits();
+	return g_stores ? (int)st_count() : fs_crash_hits();
 }
 
 void __wrap__exit(int status) __attribute__((noreturn));
@@ -218,7 +218,7 @@ void __wrap__exit(int status)
 {
 	if (g_out != NULL && status == FLASH_CRASH_EXIT) {
 		int step = 0;
-		const char *op = flash_crash_last(&step);
+		const char *op = fs_crash_last(&step);
 
 		snprintf(g_out->exit_op, sizeof g_out->exit_op, "%s", op);
 		g_out->exit_step = step;

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
-#include "fs.h"          /* flash_crash_arm(), FLASH_CRASH_EXIT (test builds) */
+#include "fs.h"          /* crash_arm(), FLASH_CRASH_EXIT (test builds) */
 #include "serve.h"
 
 #define MAX_N    20000   /* a runaway guard: more points than a run has */
@@ -222,7 +222,7 @@ int main(void)
 		if (pid < 0)
 			die("fork", strerror(errno));
 		if (pid == 0) {
-			flash_crash_arm(n);
+			crash_arm(n);
 			_exit(serve_run(&o, &st) == 0 ? 0 : 3);
 		}
 		int status;

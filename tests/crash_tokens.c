@@ -111,7 +111,7 @@ static void enumerate(const char *what, int (*op)(flash_t *, uint64_t), int rc_d
 
 			if (flash_open(segname, 0, &hc) != FLASH_OK)
 				_exit(2);
-			flash_crash_arm(n);
+			crash_arm(n);
 			_exit(op(hc, tok) == rc_done ? 0 : 3);
 		}
 		assert_int_equal(waitpid(c, &wst, 0), c);

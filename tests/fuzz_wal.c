@@ -561,7 +561,7 @@ struct fz_cb {
 	uint64_t  frames, first, last;
 	int       records;       /* feed records to the consumers */
 	flash_t  *h;             /* segment, made at the first record */
-	flash_fold_t *fold;
+	fold_t *fold;
 	struct wal_rec last_rec; /* payload of the last WAL_T_RECORD frame */
 	int       have_rec;
 };
@@ -593,8 +593,8 @@ static int fz_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload,
 
 		if (!fz_no_fold) {
 			if (c->fold == NULL)
-				fz_check(flash_fold_new(&c->fold) == FLASH_OK, "fold new");
-			rc = flash_fold_record(c->fold, r, lsn);
+				fz_check(fold_new(&c->fold) == FLASH_OK, "fold new");
+			rc = fold_record(c->fold, r, lsn);
 			fz_check(rc == FLASH_OK || rc == FLASH_EINVAL, "fold: OK or EINVAL");
 			fz_check((rc == FLASH_EINVAL) ==
 			         (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_ARCHIVE ||
@@ -868,11 +868,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_check(flash_close(c.h) == FLASH_OK, "close the replay segment");
 	}
 	if (c.fold != NULL) {
-		const struct flash_fold_sku *v;
+		const struct fold_sku *v;
 		size_t nv;
 
-		fz_check(flash_fold_skus(c.fold, &v, &nv) == FLASH_OK, "fold result");
-		flash_fold_free(c.fold);
+		fz_check(fold_skus(c.fold, &v, &nv) == FLASH_OK, "fold result");
+		fold_free(c.fold);
 	}
 	free(f1);
 	free(f2);

@@ -5,7 +5,7 @@
  * This program links the engine built with crash points (flashstock_crash)
  * and wraps fs_crashpoint (-Wl,--wrap=fs_crashpoint), so a case can
  *   - end a child at the n-th crash point of an operation, for every n
- *     (flash_crash_arm), and check what recovery leaves;
+ *     (crash_arm), and check what recovery leaves;
  *   - stop a child (SIGSTOP) right after the CAS that makes its key-table
  *     entry BUSY ("ktab_insert" 1): an inserter that is alive and stalled;
  *   - count the table entries every lookup reads (fs_probe_reads, kept by
@@ -159,7 +159,7 @@ static void test_fill_counts_equal_keys_held_after_a_kill_at_every_point(void **
 
 			if (flash_open(g_name, 0, &c) != FLASH_OK)
 				_exit(2);
-			flash_crash_arm(n);
+			crash_arm(n);
 			rc = order(c, 1000, 77, 0);
 			_exit(rc == FLASH_OK ? 0 : 3);
 		}

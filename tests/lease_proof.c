@@ -223,7 +223,7 @@ static int sh(const char *fmt, ...)
 
 /* ---- SQL on the cluster: the first node that answers ---- */
 
-static flash_mysql_t *g_m[MAX_NODES];
+static mdb_t *g_m[MAX_NODES];
 static int g_mcur;
 
 static MYSQL *central(void)
@@ -231,13 +231,13 @@ static MYSQL *central(void)
 	for (int k = 0; k < g_nnodes; k++) {
 		int i = (g_mcur + k) % g_nnodes;
 		if (!g_m[i]) {
-			struct flash_mysql_opts o = { .url = g_node_url[i], .no_schema = 1,
+			struct mdb_opts o = { .url = g_node_url[i], .no_schema = 1,
 			                              .connect_timeout_s = 1, .rw_timeout_s = 5,
-			                              .log_level = FLASH_MYSQL_LOG_ERROR };
-			if (flash_mysql_open(&o, &g_m[i]) != FLASH_OK && !g_m[i])
+			                              .log_level = MDB_LOG_ERROR };
+			if (mdb_open(&o, &g_m[i]) != FLASH_OK && !g_m[i])
 				continue;
 		}
-		MYSQL *c = flash_mysql_conn(g_m[i]);
+		MYSQL *c = mdb_conn(g_m[i]);
 		/* causal reads: a check after a failover sees every write set
 		 * the cluster committed before it, through any node (set on
 		 * each use: the connection may have been made anew) */
@@ -252,7 +252,7 @@ static MYSQL *central(void)
 static void central_lost(void)
 {
 	if (g_m[g_mcur])
-		flash_mysql_conn_lost(g_m[g_mcur]);
+		mdb_conn_lost(g_m[g_mcur]);
 	g_mcur = (g_mcur + 1) % g_nnodes;
 }
 
@@ -316,13 +316,13 @@ static void box_db_url_on(const struct box *b, int k, char *out, size_t cap)
  * them, else the same statements through lease_sql.h ---- */
 
 static int g_have_cli;
-static flash_central_t *g_central;
+static central_t *g_central;
 
-static flash_central_t *central_api(void)
+static central_t *central_api(void)
 {
 	if (!g_central) {
-		struct flash_central_opts o = { .urls = g_urls, .timeout_s = 2, .retry_ms = 20000, .create_db = 1 };
-		if (flash_central_open(&o, &g_central) != FLASH_OK)
+		struct central_opts o = { .urls = g_urls, .timeout_s = 2, .retry_ms = 20000, .create_db = 1 };
+		if (central_open(&o, &g_central) != FLASH_OK)
 			return NULL;
 	}
 	return g_central;
@@ -365,18 +365,18 @@ static int lease_init_pool(void)
 		return sh("%s lease init --mysql '%s'", g_bin, g_urls) ||
 		       sh("%s lease pool --mysql '%s' --activity %u --sku %u --total %" PRIu64, g_bin, g_urls, ACT,
 		          SKU, g_cfg.total);
-	flash_central_t *c = central_api();
-	return !c || flash_central_init(c) != FLASH_OK ||
-	       flash_central_pool_set(c, ACT, SKU, (int64_t)g_cfg.total) != FLASH_OK;
+	central_t *c = central_api();
+	return !c || central_init(c) != FLASH_OK ||
+	       central_pool_set(c, ACT, SKU, (int64_t)g_cfg.total) != FLASH_OK;
 }
 
 static int lease_fence(int box_id)
 {
 	if (g_have_cli)
 		return sh("%s lease fence --box %d --mysql '%s' --force", g_bin, box_id, g_urls);
-	flash_central_t *c = central_api();
+	central_t *c = central_api();
 	uint32_t ep = 0, nl = 0;
-	int rc = c ? flash_central_fence(c, (uint32_t)box_id, 0, 1, &ep, &nl) : FLASH_EINVAL;
+	int rc = c ? central_fence(c, (uint32_t)box_id, 0, 1, &ep, &nl) : FLASH_EINVAL;
 	return rc != FLASH_OK && rc != FLASH_EEXIST;
 }
 
@@ -392,10 +392,10 @@ static int lease_reclaim(struct box *b, int64_t *returned)
 		          g_urls, url);
 	}
 	int64_t sold = wal_sold(b->wal);
-	flash_central_t *c = central_api();
+	central_t *c = central_api();
 	if (sold < 0 || !c)
 		return 1;
-	return flash_central_reclaim(c, (uint32_t)b->id, ACT, SKU, sold, returned) != FLASH_OK;
+	return central_reclaim(c, (uint32_t)b->id, ACT, SKU, sold, returned) != FLASH_OK;
 }
 
 /* ---- the buyer (this program with --buyer) ---- */
@@ -803,13 +803,13 @@ static struct ack *acks_read(struct box *b, size_t *n)
 	return v;
 }
 
-static MYSQL *box_db(struct box *b, flash_mysql_t **m)
+static MYSQL *box_db(struct box *b, mdb_t **m)
 {
-	struct flash_mysql_opts o = { .url = b->db_url, .no_schema = 1, .connect_timeout_s = 2,
-	                              .log_level = FLASH_MYSQL_LOG_ERROR };
-	if (flash_mysql_open(&o, m) != FLASH_OK)
+	struct mdb_opts o = { .url = b->db_url, .no_schema = 1, .connect_timeout_s = 2,
+	                              .log_level = MDB_LOG_ERROR };
+	if (mdb_open(&o, m) != FLASH_OK)
 		return NULL;
-	return flash_mysql_conn(*m);
+	return mdb_conn(*m);
 }
 
 static void checks(void)
@@ -818,7 +818,7 @@ static void checks(void)
 	int64_t over_limit = 0;
 	for (int i = 0; i < g_cfg.boxes; i++) {
 		struct box *b = &g_box[i];
-		flash_mysql_t *m = NULL;
+		mdb_t *m = NULL;
 		MYSQL *c = box_db(b, &m);
 		if (!c) {
 			check(0, "box database reachable", "box %d", b->id);
@@ -867,7 +867,7 @@ static void checks(void)
 		sold_all += sold > 0 ? (uint64_t)sold : 0;
 		active_all += active > 0 ? (uint64_t)active : 0;
 		avail_all += avail;
-		flash_mysql_close(m);
+		mdb_close(m);
 	}
 	/* users over the limit, over every box's database (they share the cluster) */
 	{
@@ -1337,8 +1337,8 @@ stop_boxes:
 	}
 stop_cluster:
 	for (int i = 0; i < MAX_NODES; i++)
-		flash_mysql_close(g_m[i]);
-	flash_central_close(g_central);
+		mdb_close(g_m[i]);
+	central_close(g_central);
 	(void)sh("sh %s stop %s", g_galera, g_gdir);
 	say("%s", g_fail ? "PROOF FAILED" : "every check holds");
 	if (!g_fail && !g_keep) {

@@ -17,8 +17,8 @@
  * its port; an error there fails the test.  Each program keeps its own box:
  * what a box holds differs between them.
  */
-#ifndef FLASH_LEASE_TESTUTIL_H
-#define FLASH_LEASE_TESTUTIL_H
+#ifndef LEASE_TESTUTIL_H
+#define LEASE_TESTUTIL_H
 
 #include <dirent.h>
 #include <errno.h>
@@ -251,23 +251,23 @@ static inline const char *lt_bin(void)
 /* A new, empty database "<prefix>_<name>_<pid>" with the central tables;
  * its URL in @p url, the open handle in *c. */
 static inline void lt_central_fresh(char *url, size_t len, const char *prefix, const char *name,
-                                    flash_central_t **c)
+                                    central_t **c)
 {
 	char db[64];
 	snprintf(db, sizeof db, "%s_%s_%d", prefix, name, (int)getpid());
 	mysql_fresh_db(url, len, db);
-	struct flash_central_opts o = { .urls = url };
-	assert_int_equal(flash_central_open(&o, c), FLASH_OK);
-	assert_int_equal(flash_central_init(*c), FLASH_OK);
+	struct central_opts o = { .urls = url };
+	assert_int_equal(central_open(&o, c), FLASH_OK);
+	assert_int_equal(central_init(*c), FLASH_OK);
 }
 
 /* The first column of the first row of a query on the central connection
  * (0 when there is none); any SQL error fails the test. */
-static inline int64_t lt_q1v(flash_central_t *c, const char *fmt, va_list ap)
+static inline int64_t lt_q1v(central_t *c, const char *fmt, va_list ap)
 {
 	char sql[512];
 	vsnprintf(sql, sizeof sql, fmt, ap);
-	MYSQL *m = flash_central_conn(c);
+	MYSQL *m = central_conn(c);
 	assert_non_null(m);
 	if (mysql_query(m, sql)) {
 		fprintf(stderr, "%s: %s\n", sql, mysql_error(m));
@@ -326,4 +326,4 @@ static inline uint64_t lt_metric(const char *log, const char *name)
 
 #endif /* LT_NO_CMOCKA */
 
-#endif /* FLASH_LEASE_TESTUTIL_H */
+#endif /* LEASE_TESTUTIL_H */

@@ -3,8 +3,8 @@
  * mysql_server_start fixture (tests/mysql_tests.cmake) starts one private
  * server and passes its directory in FLASH_MARIADB_DIR.
  */
-#ifndef FLASH_MYSQL_TESTUTIL_H
-#define FLASH_MYSQL_TESTUTIL_H
+#ifndef MDB_TESTUTIL_H
+#define MDB_TESTUTIL_H
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,17 +37,17 @@ static inline void mysql_fresh_db(char *url, size_t len, const char *db)
 	char base[512], sql[128];
 	snprintf(base, sizeof base, "mysql://root@localhost/flashstock?socket=%s/mysqld.sock",
 	         mariadb_dir());
-	struct flash_mysql_opts o = { .url = base };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
-	MYSQL *c = flash_mysql_conn(m);
+	struct mdb_opts o = { .url = base };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", db);
 	assert_int_equal(mysql_query(c, sql), 0);
 	snprintf(sql, sizeof sql, "CREATE DATABASE `%s`", db);
 	assert_int_equal(mysql_query(c, sql), 0);
-	flash_mysql_close(m);
+	mdb_close(m);
 	snprintf(url, len, "mysql://root@localhost/%s?socket=%s/mysqld.sock", db, mariadb_dir());
 }
 
-#endif /* FLASH_MYSQL_TESTUTIL_H */
+#endif /* MDB_TESTUTIL_H */

@@ -22,7 +22,7 @@ static void park_here(const char *where)
 {
 	if (strcmp(where, "order_begun") != 0)
 		return;
-	flash_park_fn = NULL;   /* once */
+	fs_park_fn = NULL;   /* once */
 	raise(SIGSTOP);
 }
 
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	r.sku_id = (uint32_t)strtoul(argv[3], NULL, 10);
 	r.user_id = strtoull(argv[4], NULL, 10);
 	r.qty = 1;
-	flash_park_fn = park_here;
+	fs_park_fn = park_here;
 	rc = flash_order(h, &r, NULL);
 	printf("%s\n", flash_rcname(rc));
 	flash_close(h);

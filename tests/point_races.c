@@ -511,10 +511,10 @@ static void test_order_number_after_a_used_up_chunk_is_not_taken_by_another_hand
 	g_b_placed = 0;
 	g_park_fn = b_places_two_chunks;
 	g_park = "order_number";
-	flash_park_fn = park_once;
+	fs_park_fn = park_once;
 	no = 0;
 	assert_int_equal(order(g_p, 500, &no), FLASH_OK);
-	flash_park_fn = NULL;
+	fs_park_fn = NULL;
 	assert_int_equal(g_fired, 1);
 	assert_int_equal(g_b_placed, 2 * FS_ORDER_CHUNK);
 	assert_true(no > FS_ORDER_CHUNK);
@@ -571,9 +571,9 @@ static void test_duplicate_found_in_the_previous_generation_answers_the_whole_or
 	g_fired = 0;
 	g_park_fn = b_orders_then_moves_the_requests_on;
 	g_park = "order_read";
-	flash_park_fn = park_once;
+	fs_park_fn = park_once;
 	rc = order_req(g_p, 7, g_req_id, &res);
-	flash_park_fn = NULL;
+	fs_park_fn = NULL;
 	assert_int_equal(g_fired, 1);
 	assert_int_equal(g_b_rc, FLASH_OK);
 	assert_int_equal(g_b_moved, 1);

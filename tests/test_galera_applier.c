@@ -94,16 +94,16 @@ static void test_node_without_quorum_is_a_retry_and_the_handle_works_once_it_is_
 	(void)state;
 	/* node 2 dies: node 1 alone is one of two, no primary component */
 	galera("kill", "2");
-	struct flash_mysql_opts o = { .url = g_url1, .connect_timeout_s = 2, .rw_timeout_s = 5,
-	                              .log_level = FLASH_MYSQL_LOG_WARN };
-	flash_mysql_t *m = NULL;
+	struct mdb_opts o = { .url = g_url1, .connect_timeout_s = 2, .rw_timeout_s = 5,
+	                              .log_level = MDB_LOG_WARN };
+	mdb_t *m = NULL;
 	int rc = FLASH_OK;
 	/* the node notices the loss within its suspect timeout: until then it
 	 * still answers (then rc is FLASH_OK and the loop goes on) */
 	for (int i = 0; i < 300; i++) {
-		flash_mysql_close(m);
+		mdb_close(m);
 		m = NULL;
-		rc = flash_mysql_open(&o, &m);
+		rc = mdb_open(&o, &m);
 		if (rc != FLASH_OK)
 			break;
 		t_sleep_ms(100);
@@ -111,25 +111,25 @@ static void test_node_without_quorum_is_a_retry_and_the_handle_works_once_it_is_
 	assert_int_equal(rc, FLASH_EMYSQL_RETRY);
 	assert_non_null(m);
 	uint64_t lsn = 1;
-	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_EMYSQL_RETRY);
+	assert_int_equal(mdb_applied_lsn(m, &lsn), FLASH_EMYSQL_RETRY);
 	/* what the node itself answers: 1047, of class NODE */
 	MYSQL *raw = mysql_init(NULL);
 	assert_non_null(mysql_real_connect(raw, NULL, "root", NULL, NULL, 0, g_sock1, 0));
 	assert_int_not_equal(mysql_query(raw, "SELECT COUNT(*) FROM mysql.db"), 0);
 	assert_int_equal(mysql_errno(raw), ER_UNKNOWN_COM_ERROR);
-	assert_int_equal(flash_mysql_err_class(mysql_errno(raw)), FLASH_MYSQL_ERR_NODE);
+	assert_int_equal(mdb_err_class(mysql_errno(raw)), MDB_ERR_NODE);
 	mysql_close(raw);
 	/* node 2 back: a primary component of two again; the same handle works */
 	galera("restart", "2");
 	int ok = FLASH_EMYSQL_RETRY;
 	for (int i = 0; i < 300 && ok != FLASH_OK; i++) {
-		ok = flash_mysql_applied_lsn(m, &lsn);
+		ok = mdb_applied_lsn(m, &lsn);
 		if (ok != FLASH_OK)
 			t_sleep_ms(100);
 	}
 	assert_int_equal(ok, FLASH_OK);
 	assert_int_equal(lsn, 0);
-	flash_mysql_close(m);
+	mdb_close(m);
 }
 
 int main(void)

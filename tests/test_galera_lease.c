@@ -113,7 +113,7 @@ static void count_log(void *arg, int level, const char *msg)
 /* A handle over the node list starting at node @p first (0-based): box 2
  * starts elsewhere than box 1, so both write the one pool row through
  * different nodes and certification refuses some commits. */
-static flash_central_t *central_from(int first, const char *only)
+static central_t *central_from(int first, const char *only)
 {
 	static char rot[4096];
 	const char *p = g_urls;
@@ -127,31 +127,31 @@ static flash_central_t *central_from(int first, const char *only)
 	else
 		n = snprintf(rot, sizeof rot, "%s,%.*s", p, (int)(p - g_urls - 1), g_urls);
 	assert_true(n > 0 && (size_t)n < sizeof rot);   /* the rotated list fits */
-	struct flash_central_opts o = { .urls = rot, .retry_ms = 120000, .timeout_s = 3, .log = count_log };
-	flash_central_t *c = NULL;
-	assert_int_equal(flash_central_open(&o, &c), FLASH_OK);
+	struct central_opts o = { .urls = rot, .retry_ms = 120000, .timeout_s = 3, .log = count_log };
+	central_t *c = NULL;
+	assert_int_equal(central_open(&o, &c), FLASH_OK);
 	return c;
 }
 
 /* Take TAKES leases of 1..3 units; kill the node in use at the given take
  * numbers (0: never), restart it later.  Returns the units taken. */
-static flash_central_t *central(void)
+static central_t *central(void)
 {
 	return central_from(0, NULL);
 }
 
 static int64_t taker(uint32_t box, int kill1, int kill2, uint64_t *failovers)
 {
-	flash_central_t *c = central_from(box == 1 ? 0 : 1, NULL);
-	struct flash_box_reg reg;
-	assert_int_equal(flash_central_register(c, box, 1, &reg), FLASH_OK);
+	central_t *c = central_from(box == 1 ? 0 : 1, NULL);
+	struct box_reg reg;
+	assert_int_equal(central_register(c, box, 1, &reg), FLASH_OK);
 	int64_t sum = 0;
 	int killed = 0;
 	for (uint32_t i = 1; i <= TAKES; i++) {
 		if (i == (uint32_t)kill1 || i == (uint32_t)kill2) {
 			/* the handle's node index is into its own list, which
 			 * for box 1 is the cluster's order */
-			killed = (int)flash_central_node(c) + 1;
+			killed = (int)central_node(c) + 1;
 			galera("kill", killed);
 		}
 		if (killed && (i == (uint32_t)kill1 + 40 || i == (uint32_t)kill2 + 40)) {
@@ -159,22 +159,22 @@ static int64_t taker(uint32_t box, int kill1, int kill2, uint64_t *failovers)
 			killed = 0;
 		}
 		int64_t k = 1 + i % 3;
-		int rc = flash_central_take(c, box, reg.epoch, 1, 1, flash_lease_id(box, reg.epoch, i), k);
+		int rc = central_take(c, box, reg.epoch, 1, 1, central_lease_id(box, reg.epoch, i), k);
 		if (rc != FLASH_OK)
-			fail_msg("box %u take %u: %s (%s)", box, i, flash_strerror(rc), flash_central_error(c));
+			fail_msg("box %u take %u: %s (%s)", box, i, flash_strerror(rc), central_error(c));
 		sum += k;
 	}
 	if (killed)
 		galera("restart", killed);
 	if (failovers)
-		*failovers = flash_central_failovers(c);
-	flash_central_close(c);
+		*failovers = central_failovers(c);
+	central_close(c);
 	return sum;
 }
 
-static int64_t q1(flash_central_t *c, const char *sql)
+static int64_t q1(central_t *c, const char *sql)
 {
-	MYSQL *m = flash_central_conn(c);
+	MYSQL *m = central_conn(c);
 	assert_non_null(m);
 	assert_int_equal(mysql_query(m, sql), 0);
 	MYSQL_RES *r = mysql_store_result(m);
@@ -188,9 +188,9 @@ static int64_t q1(flash_central_t *c, const char *sql)
 static void the_node_in_use_killed_under_takes_no_lease_twice_and_the_pool_adds_up(void **state)
 {
 	(void)state;
-	flash_central_t *c = central();
-	assert_int_equal(flash_central_init(c), FLASH_OK);
-	assert_int_equal(flash_central_pool_set(c, 1, 1, TOTAL), FLASH_OK);
+	central_t *c = central();
+	assert_int_equal(central_init(c), FLASH_OK);
+	assert_int_equal(central_pool_set(c, 1, 1, TOTAL), FLASH_OK);
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
 	fflush(NULL);
@@ -225,19 +225,19 @@ static void the_node_in_use_killed_under_takes_no_lease_twice_and_the_pool_adds_
 		char one[1024];
 		size_t len = strcspn(u, ",");
 		snprintf(one, sizeof one, "%.*s", (int)len, u);
-		flash_central_t *n = central_from(0, one);
-		struct flash_pool_row p;
-		assert_int_equal(flash_central_pool_get(n, 1, 1, &p), FLASH_OK);
+		central_t *n = central_from(0, one);
+		struct pool_row p;
+		assert_int_equal(central_pool_get(n, 1, 1, &p), FLASH_OK);
 		assert_int_equal(p.unleased + p.leased, TOTAL);
 		if (first < 0)
 			first = p.unleased;
 		assert_int_equal(p.unleased, first);
-		flash_central_close(n);
+		central_close(n);
 		u += len;
 		if (*u == ',')
 			u++;
 	}
-	flash_central_close(c);
+	central_close(c);
 }
 
 /* What the segment and the daemon say, for a sold count that is not the
@@ -274,8 +274,8 @@ static void the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_
 	(void)state;
 	const char *bin = getenv("FLASH_BIN");
 	assert_non_null(bin);
-	flash_central_t *c = central();
-	assert_int_equal(flash_central_pool_set(c, 2, 1, 2000), FLASH_OK);
+	central_t *c = central();
+	assert_int_equal(central_pool_set(c, 2, 1, 2000), FLASH_OK);
 	char seg[64];
 	struct flash_seg_opts so;
 	t_opts_small(&so);
@@ -302,7 +302,7 @@ static void the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_
 		      "--heartbeat-s", "2", (char *)NULL);
 		_exit(127);
 	}
-	unsigned first = flash_central_sku_node(2, 1, 3);
+	unsigned first = central_sku_node(2, 1, 3);
 	int killed = 0;
 	uint64_t user = 1;
 	int sold = 0;
@@ -332,7 +332,7 @@ static void the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	flash_central_close(c);
+	central_close(c);
 	c = central();
 	struct flash_sku_info si;
 	assert_int_equal(flash_sku_get(h, 2, 1, &si), FLASH_OK);
@@ -343,12 +343,12 @@ static void the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_
 	assert_int_equal(q1(c, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE box_id = 9"),
 	                 (int64_t)si.total);
 	assert_int_equal(q1(c, "SELECT unleased FROM fs_pool WHERE activity_id = 2"), 2000 - 400);
-	struct flash_pool_row p;
-	assert_int_equal(flash_central_pool_get(c, 2, 1, &p), FLASH_OK);
+	struct pool_row p;
+	assert_int_equal(central_pool_get(c, 2, 1, &p), FLASH_OK);
 	assert_int_equal(p.unleased + p.leased + p.sold_closed, 2000);
 	fprintf(stderr, "box 9: %lld leases taken while two nodes were killed in turn\n",
 	        (long long)q1(c, "SELECT COUNT(*) FROM fs_lease WHERE box_id = 9"));
-	flash_central_close(c);
+	central_close(c);
 }
 
 int main(void)

@@ -47,41 +47,41 @@ static void url_for(char *buf, size_t len, const char *db)
 }
 
 /* A fresh database and an applier handle on it. */
-static flash_mysql_t *open_fresh(void)
+static mdb_t *open_fresh(void)
 {
 	snprintf(g_db, sizeof g_db, "ft_%d_%d", (int)getpid(), ++g_dbseq);
 	char url[512];
 	url_for(url, sizeof url, g_db);
-	struct flash_mysql_opts o = { .url = url, .log = cap_log };
-	flash_mysql_t *m = NULL;
+	struct mdb_opts o = { .url = url, .log = cap_log };
+	mdb_t *m = NULL;
 	g_log_len = 0;
 	g_log[0] = 0;
-	int rc = flash_mysql_open(&o, &m);
+	int rc = mdb_open(&o, &m);
 	assert_int_equal(rc, FLASH_OK);
 	assert_non_null(m);
 	return m;
 }
 
-static void close_drop(flash_mysql_t *m)
+static void close_drop(mdb_t *m)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	if (c) {
 		char sql[128];
 		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", g_db);
 		mysql_query(c, sql);
 	}
-	flash_mysql_close(m);
+	mdb_close(m);
 }
 
 /* One number from a query; fails the test if there is no row. */
-static uint64_t q_u64(flash_mysql_t *m, const char *fmt, ...)
+static uint64_t q_u64(mdb_t *m, const char *fmt, ...)
 {
 	char sql[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(sql, sizeof sql, fmt, ap);
 	va_end(ap);
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	if (mysql_query(c, sql)) {
 		fprintf(stderr, "query failed: %s: %s\n", sql, mysql_error(c));
@@ -100,9 +100,9 @@ static uint64_t q_u64(flash_mysql_t *m, const char *fmt, ...)
 }
 
 /* Run a statement directly; returns the MySQL error number (0 = ok). */
-static unsigned q_exec(flash_mysql_t *m, const char *sql)
+static unsigned q_exec(mdb_t *m, const char *sql)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	if (mysql_query(c, sql))
 		return mysql_errno(c);
@@ -110,7 +110,7 @@ static unsigned q_exec(flash_mysql_t *m, const char *sql)
 }
 
 /* A fingerprint of everything the applier writes, for "nothing changed". */
-static void fingerprint(flash_mysql_t *m, uint64_t fp[6])
+static void fingerprint(mdb_t *m, uint64_t fp[6])
 {
 	fp[0] = q_u64(m, "SELECT COUNT(*) FROM orders");
 	fp[1] = q_u64(m, "SELECT COALESCE(SUM(order_no * 7 + qty * 3 + (status = 'ACTIVE')), 0) FROM orders");
@@ -122,10 +122,10 @@ static void fingerprint(flash_mysql_t *m, uint64_t fp[6])
 
 /* ---- record builders ------------------------------------------------------ */
 
-static struct flash_lsn_record r_activity(uint64_t lsn, uint32_t id, uint32_t limit, uint32_t scope,
+static struct lsn_record r_activity(uint64_t lsn, uint32_t id, uint32_t limit, uint32_t scope,
                                           uint32_t flags)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_ACTIVITY;
 	x.rec.activity_id = id;
 	x.rec.biz_day = limit | scope << 8 | flags << 16;
@@ -135,9 +135,9 @@ static struct flash_lsn_record r_activity(uint64_t lsn, uint32_t id, uint32_t li
 	return x;
 }
 
-static struct flash_lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64_t units)
+static struct lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64_t units)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_SKU;
 	x.rec.activity_id = a;
 	x.rec.sku_id = s;
@@ -146,10 +146,10 @@ static struct flash_lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64
 	return x;
 }
 
-static struct flash_lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uint64_t order_no,
+static struct lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uint64_t order_no,
                                        uint64_t user, uint32_t qty, uint16_t slot, uint32_t day)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_ORDER;
 	x.rec.activity_id = a;
 	x.rec.sku_id = s;
@@ -162,18 +162,18 @@ static struct flash_lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uin
 	return x;
 }
 
-static struct flash_lsn_record r_cancel(uint64_t lsn, const struct flash_lsn_record *order, int quota)
+static struct lsn_record r_cancel(uint64_t lsn, const struct lsn_record *order, int quota)
 {
-	struct flash_lsn_record x = *order;
+	struct lsn_record x = *order;
 	x.lsn = lsn;
 	x.rec.type = FLASH_REC_CANCEL;
 	x.rec.flags = quota ? 1 : 0;
 	return x;
 }
 
-static struct flash_lsn_record r_restock(uint64_t lsn, uint32_t a, uint32_t s, int64_t delta)
+static struct lsn_record r_restock(uint64_t lsn, uint32_t a, uint32_t s, int64_t delta)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_RESTOCK;
 	x.rec.activity_id = a;
 	x.rec.sku_id = s;
@@ -184,7 +184,7 @@ static struct flash_lsn_record r_restock(uint64_t lsn, uint32_t a, uint32_t s, i
 /* ---- tests ----------------------------------------------------------------- */
 
 /* 100 units, 60 single-unit orders by 60 users, 5 cancels, a restock of 10. */
-static size_t build_basic(struct flash_lsn_record *v)
+static size_t build_basic(struct lsn_record *v)
 {
 	size_t n = 0;
 	uint64_t lsn = 1;
@@ -201,11 +201,11 @@ static size_t build_basic(struct flash_lsn_record *v)
 static void test_orders_applied_exactly_once_and_stock_matches(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[80];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[80];
 	size_t n = build_basic(v);
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.applied, n);
 	assert_int_equal(res.skipped, 0);
 	assert_int_equal(res.refused, 0);
@@ -221,10 +221,10 @@ static void test_orders_applied_exactly_once_and_stock_matches(void **state)
 	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), v[n - 1].lsn);
 
 	uint64_t lsn = 0;
-	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(mdb_applied_lsn(m, &lsn), FLASH_OK);
 	assert_int_equal(lsn, v[n - 1].lsn);
-	struct flash_mysql_stats st;
-	assert_int_equal(flash_mysql_stats_get(m, &st), FLASH_OK);
+	struct mdb_stats st;
+	assert_int_equal(mdb_stats_get(m, &st), FLASH_OK);
 	assert_int_equal(st.orders, 60);
 	assert_int_equal(st.applied, n);
 	assert_int_equal(st.given_lsn, st.applied_lsn);
@@ -234,29 +234,29 @@ static void test_orders_applied_exactly_once_and_stock_matches(void **state)
 static void test_replaying_the_same_batch_twice_changes_nothing(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[80];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[80];
 	size_t n = build_basic(v);
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
 	uint64_t before[6], after[6];
 	fingerprint(m, before);
 
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.applied, 0);
 	assert_int_equal(res.skipped, n);
 	fingerprint(m, after);
 	assert_memory_equal(before, after, sizeof before);
 
 	/* A fresh handle (an applier restarted after a crash) skips them too. */
-	flash_mysql_t *m2;
+	mdb_t *m2;
 	char url[512];
 	url_for(url, sizeof url, g_db);
-	struct flash_mysql_opts o = { .url = url, .log = cap_log };
-	assert_int_equal(flash_mysql_open(&o, &m2), FLASH_OK);
-	assert_int_equal(flash_mysql_apply(m2, v, n, &res), FLASH_OK);
+	struct mdb_opts o = { .url = url, .log = cap_log };
+	assert_int_equal(mdb_open(&o, &m2), FLASH_OK);
+	assert_int_equal(mdb_apply(m2, v, n, &res), FLASH_OK);
 	assert_int_equal(res.skipped, n);
-	flash_mysql_close(m2);
+	mdb_close(m2);
 	fingerprint(m, after);
 	assert_memory_equal(before, after, sizeof before);
 	close_drop(m);
@@ -265,13 +265,13 @@ static void test_replaying_the_same_batch_twice_changes_nothing(void **state)
 static void test_overlapping_batch_applies_only_the_new_records(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[80];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[80];
 	size_t n = build_basic(v);
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, 30, &res), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, 30, &res), FLASH_OK);
 	assert_int_equal(res.applied, 30);
-	assert_int_equal(flash_mysql_apply(m, v + 20, n - 20, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v + 20, n - 20, &res), FLASH_OK);
 	assert_int_equal(res.skipped, 10);
 	assert_int_equal(res.applied, n - 30);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 60);
@@ -282,29 +282,29 @@ static void test_overlapping_batch_applies_only_the_new_records(void **state)
 static void test_record_by_record_path_gives_the_same_rows_as_the_batch_path(void **state)
 {
 	(void)state;
-	struct flash_lsn_record v[82];
+	struct lsn_record v[82];
 	size_t n = build_basic(v);
 	/* One malformed record at the end forces the record-by-record path. */
-	struct flash_lsn_record bad = r_order(v[n - 1].lsn + 1, 1, 11, 9999, 77, 0, 1, 0);
+	struct lsn_record bad = r_order(v[n - 1].lsn + 1, 1, 11, 9999, 77, 0, 1, 0);
 	uint64_t fast[6], slow[6];
 
-	flash_mysql_t *m = open_fresh();
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	mdb_t *m = open_fresh();
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.slow_path, 0);
 	fingerprint(m, fast);
 	close_drop(m);
 
 	m = open_fresh();
 	v[n] = bad;
-	struct flash_conflict c[4];
+	struct conflict c[4];
 	res.conflicts = c;
 	res.conflict_cap = 4;
-	assert_int_equal(flash_mysql_apply(m, v, n + 1, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n + 1, &res), FLASH_OK);
 	assert_int_equal(res.slow_path, 1);
 	assert_int_equal(res.applied, n);
 	assert_int_equal(res.refused, 1);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_INVALID);
+	assert_int_equal(c[0].kind, CONFLICT_INVALID);
 	assert_int_equal(c[0].order_no, 9999);
 	fingerprint(m, slow);
 	/* Same rows; the conflict row and the applied LSN differ by design. */
@@ -317,8 +317,8 @@ static void test_record_by_record_path_gives_the_same_rows_as_the_batch_path(voi
 static void test_oversell_is_refused_by_mysql_and_reported_with_its_order_number(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[8];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[8];
 	size_t n = 0;
 	v[n++] = r_activity(1, 2, 5, FLASH_SCOPE_ACTIVITY, 0);
 	v[n++] = r_sku(2, 2, 21, 5);
@@ -326,13 +326,13 @@ static void test_oversell_is_refused_by_mysql_and_reported_with_its_order_number
 	v[n++] = r_order(4, 2, 21, 72, 2, 2, 1, 0);
 	v[n++] = r_order(5, 2, 21, 73, 3, 1, 1, 0);   /* the sixth unit: oversell */
 	v[n++] = r_order(6, 2, 21, 74, 4, 1, 1, 0);   /* still nothing left */
-	struct flash_conflict c[4];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	struct conflict c[4];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.refused, 2);
 	assert_int_equal(res.applied, 4);
 	assert_int_equal(res.conflict_n, 2);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_OVERSELL);
+	assert_int_equal(c[0].kind, CONFLICT_OVERSELL);
 	assert_int_equal(c[0].order_no, 73);
 	assert_int_equal(c[0].lsn, 5);
 	assert_int_equal(c[1].order_no, 74);
@@ -345,8 +345,8 @@ static void test_oversell_is_refused_by_mysql_and_reported_with_its_order_number
 	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), 6);
 	assert_non_null(strstr(g_log, "order 73"));
 	assert_non_null(strstr(g_log, "order 74"));
-	struct flash_mysql_stats st;
-	flash_mysql_stats_get(m, &st);
+	struct mdb_stats st;
+	mdb_stats_get(m, &st);
 	assert_int_equal(st.stock_conflicts, 2);
 	assert_int_equal(st.conflicts, 2);
 	assert_int_equal(st.orders, 2);
@@ -354,7 +354,7 @@ static void test_oversell_is_refused_by_mysql_and_reported_with_its_order_number
 	/* A direct UPDATE that would oversell matches no row. */
 	assert_int_equal(q_exec(m, "UPDATE item_stock SET available=available-1, sold=sold+1"
 	                           " WHERE sku_id=21 AND available>=1"), 0);
-	assert_int_equal(mysql_affected_rows(flash_mysql_conn(m)), 0);
+	assert_int_equal(mysql_affected_rows(mdb_conn(m)), 0);
 	/* And the CHECK refuses stock out of balance. */
 	assert_int_equal(q_exec(m, "UPDATE item_stock SET sold=sold+1 WHERE sku_id=21"), ER_CONSTRAINT_FAILED);
 	close_drop(m);
@@ -363,22 +363,22 @@ static void test_oversell_is_refused_by_mysql_and_reported_with_its_order_number
 static void test_duplicate_order_number_is_refused_and_the_rest_still_applies(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[8];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[8];
 	v[0] = r_activity(1, 3, 2, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 3, 31, 10);
 	v[2] = r_order(3, 3, 31, 500, 1, 1, 1, 0);
-	assert_int_equal(flash_mysql_apply(m, v, 3, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 3, NULL), FLASH_OK);
 
 	v[3] = r_order(4, 3, 31, 501, 2, 1, 1, 0);
 	v[4] = r_order(5, 3, 31, 500, 3, 2, 1, 0);   /* number 500 again */
 	v[5] = r_order(6, 3, 31, 502, 4, 1, 1, 0);
-	struct flash_conflict c[2];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
-	assert_int_equal(flash_mysql_apply(m, v + 3, 3, &res), FLASH_OK);
+	struct conflict c[2];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(mdb_apply(m, v + 3, 3, &res), FLASH_OK);
 	assert_int_equal(res.refused, 1);
 	assert_int_equal(res.applied, 2);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_DUP_ORDER);
+	assert_int_equal(c[0].kind, CONFLICT_DUP_ORDER);
 	assert_int_equal(c[0].order_no, 500);
 	assert_int_equal(c[0].lsn, 5);
 	assert_non_null(strstr(c[0].detail, "Duplicate"));
@@ -387,8 +387,8 @@ static void test_duplicate_order_number_is_refused_and_the_rest_still_applies(vo
 	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=31"), 3);
 	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=31"), 7);
 	assert_non_null(strstr(g_log, "conflict duplicate_order: order 500"));
-	struct flash_mysql_stats st;
-	flash_mysql_stats_get(m, &st);
+	struct mdb_stats st;
+	mdb_stats_get(m, &st);
 	assert_int_equal(st.dup_conflicts, 1);
 	close_drop(m);
 }
@@ -396,8 +396,8 @@ static void test_duplicate_order_number_is_refused_and_the_rest_still_applies(vo
 static void test_user_limit_holds_in_mysql_through_cancels(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[8];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[8];
 	/* Activity 4: limit 1, cancels keep the quota (a flash sale).
 	 * Activity 5: limit 1, cancels give the quota back. */
 	v[0] = r_activity(1, 4, 1, FLASH_SCOPE_ACTIVITY, 0);
@@ -406,7 +406,7 @@ static void test_user_limit_holds_in_mysql_through_cancels(void **state)
 	v[3] = r_sku(4, 5, 51, 10);
 	v[4] = r_order(5, 4, 41, 600, 42, 1, 1, 0);
 	v[5] = r_order(6, 5, 51, 601, 42, 1, 1, 0);
-	assert_int_equal(flash_mysql_apply(m, v, 6, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 6, NULL), FLASH_OK);
 
 	const char *second =
 		"INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
@@ -418,19 +418,19 @@ static void test_user_limit_holds_in_mysql_through_cancels(void **state)
 	assert_int_equal(q_exec(m, sql), ER_DUP_ENTRY);
 
 	/* The applier refuses a second order in the held slot as well. */
-	struct flash_lsn_record dup = r_order(7, 4, 41, 602, 42, 1, 1, 0);
-	struct flash_conflict c[1];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 1 };
-	assert_int_equal(flash_mysql_apply(m, &dup, 1, &res), FLASH_OK);
+	struct lsn_record dup = r_order(7, 4, 41, 602, 42, 1, 1, 0);
+	struct conflict c[1];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 1 };
+	assert_int_equal(mdb_apply(m, &dup, 1, &res), FLASH_OK);
 	assert_int_equal(res.refused, 1);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_LIMIT);
+	assert_int_equal(c[0].kind, CONFLICT_LIMIT);
 	assert_int_equal(c[0].order_no, 602);
 	assert_non_null(strstr(c[0].detail, "user_limit"));
 
 	/* Cancel both; only activity 5 gives the slot back. */
 	v[6] = r_cancel(8, &v[4], 0);
 	v[7] = r_cancel(9, &v[5], 1);
-	assert_int_equal(flash_mysql_apply(m, v + 6, 2, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v + 6, 2, NULL), FLASH_OK);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE status='CANCELLED'"), 2);
 	snprintf(sql, sizeof sql, second, 700, 4, 41);
 	assert_int_equal(q_exec(m, sql), ER_DUP_ENTRY);
@@ -451,13 +451,13 @@ static void test_user_limit_holds_in_mysql_through_cancels(void **state)
 static void test_limit_slot_reused_within_a_batch_stays_on_the_batch_path(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[12];
-	struct flash_apply_result res = { 0 };
+	mdb_t *m = open_fresh();
+	struct lsn_record v[12];
+	struct apply_result res = { 0 };
 	v[0] = r_activity(1, 5, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA);
 	v[1] = r_sku(2, 5, 51, 10);
 	v[2] = r_order(3, 5, 51, 800, 42, 1, 1, 0);
-	assert_int_equal(flash_mysql_apply(m, v, 3, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 3, &res), FLASH_OK);
 	v[3] = r_cancel(4, &v[2], 1);                 /* the earlier batch's order */
 	v[4] = r_order(5, 5, 51, 801, 42, 2, 1, 0);
 	v[5] = r_cancel(6, &v[4], 1);
@@ -465,7 +465,7 @@ static void test_limit_slot_reused_within_a_batch_stays_on_the_batch_path(void *
 	v[7] = r_order(8, 5, 51, 803, 43, 1, 1, 0);   /* another user: no cut */
 	v[8] = r_cancel(9, &v[6], 1);
 	v[9] = r_order(10, 5, 51, 804, 42, 3, 1, 0);
-	assert_int_equal(flash_mysql_apply(m, v + 3, 7, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v + 3, 7, &res), FLASH_OK);
 	assert_int_equal(res.applied, 7);
 	assert_int_equal(res.refused, 0);
 	assert_int_equal(res.slow_path, 0);
@@ -479,8 +479,8 @@ static void test_limit_slot_reused_within_a_batch_stays_on_the_batch_path(void *
 static void test_day_and_sku_scopes_key_the_limit_in_mysql(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[12];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[12];
 	size_t n = 0;
 	v[n++] = r_activity(1, 6, 1, FLASH_SCOPE_DAY, 0);
 	v[n++] = r_activity(2, 7, 1, FLASH_SCOPE_SKU, 0);
@@ -493,15 +493,15 @@ static void test_day_and_sku_scopes_key_the_limit_in_mysql(void **state)
 	v[n++] = r_order(9, 7, 72, 803, 9, 1, 1, 20000);   /* sku 72: allowed */
 	v[n++] = r_order(10, 6, 61, 804, 9, 1, 1, 20001);  /* day 20001 again: refused */
 	v[n++] = r_order(11, 7, 72, 805, 9, 1, 1, 20005);  /* sku 72 again: refused */
-	struct flash_conflict c[4];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	struct conflict c[4];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.applied, n - 2);
 	assert_int_equal(res.refused, 2);
 	assert_int_equal(c[0].order_no, 804);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_LIMIT);
+	assert_int_equal(c[0].kind, CONFLICT_LIMIT);
 	assert_int_equal(c[1].order_no, 805);
-	assert_int_equal(c[1].kind, FLASH_CONFLICT_LIMIT);
+	assert_int_equal(c[1].kind, CONFLICT_LIMIT);
 	assert_int_equal(q_u64(m, "SELECT scope_day FROM orders WHERE order_no=801"), 20001);
 	assert_int_equal(q_u64(m, "SELECT scope_sku FROM orders WHERE order_no=801"), 0);
 	assert_int_equal(q_u64(m, "SELECT scope_sku FROM orders WHERE order_no=803"), 72);
@@ -514,18 +514,18 @@ static void test_day_and_sku_scopes_key_the_limit_in_mysql(void **state)
 static void test_second_cancel_returns_nothing_and_is_reported(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[6];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[6];
 	v[0] = r_activity(1, 8, 3, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 8, 81, 10);
 	v[2] = r_order(3, 8, 81, 900, 5, 4, 1, 0);
 	v[3] = r_cancel(4, &v[2], 0);
 	v[4] = r_cancel(5, &v[2], 0);
-	struct flash_conflict c[2];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
-	assert_int_equal(flash_mysql_apply(m, v, 5, &res), FLASH_OK);
+	struct conflict c[2];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(mdb_apply(m, v, 5, &res), FLASH_OK);
 	assert_int_equal(res.refused, 1);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_CANCEL);
+	assert_int_equal(c[0].kind, CONFLICT_CANCEL);
 	assert_int_equal(c[0].order_no, 900);
 	assert_int_equal(c[0].lsn, 5);
 	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=81"), 10);
@@ -536,18 +536,18 @@ static void test_second_cancel_returns_nothing_and_is_reported(void **state)
 static void test_restock_below_zero_is_refused(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[5];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[5];
 	v[0] = r_activity(1, 9, 1, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 9, 91, 3);
 	v[2] = r_order(3, 9, 91, 950, 1, 2, 1, 0);
 	v[3] = r_restock(4, 9, 91, -2);    /* only 1 available */
 	v[4] = r_restock(5, 9, 91, -1);
-	struct flash_conflict c[2];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
-	assert_int_equal(flash_mysql_apply(m, v, 5, &res), FLASH_OK);
+	struct conflict c[2];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(mdb_apply(m, v, 5, &res), FLASH_OK);
 	assert_int_equal(res.refused, 1);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_RESTOCK);
+	assert_int_equal(c[0].kind, CONFLICT_RESTOCK);
 	assert_int_equal(c[0].lsn, 4);
 	assert_int_equal(q_u64(m, "SELECT total FROM item_stock WHERE sku_id=91"), 2);
 	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE sku_id=91"), 0);
@@ -560,16 +560,16 @@ static void test_restock_below_zero_is_refused(void **state)
 static void test_batch_path_checks_the_running_deficit_not_the_net_change(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[5];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[5];
 	v[0] = r_activity(1, 10, 5, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 10, 101, 2);
-	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 2, NULL), FLASH_OK);
 	v[2] = r_order(3, 10, 101, 960, 1, 3, 1, 0);   /* 3 of 2: oversell */
 	v[3] = r_restock(4, 10, 101, 5);
-	struct flash_conflict c[1];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 1 };
-	assert_int_equal(flash_mysql_apply(m, v + 2, 2, &res), FLASH_OK);
+	struct conflict c[1];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 1 };
+	assert_int_equal(mdb_apply(m, v + 2, 2, &res), FLASH_OK);
 	assert_int_equal(res.slow_path, 1);
 	assert_int_equal(res.refused, 1);
 	assert_int_equal(c[0].order_no, 960);
@@ -583,8 +583,8 @@ static void test_batch_path_checks_the_running_deficit_not_the_net_change(void *
 static void test_many_skus_in_one_batch_update_each_row_exactly(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[128];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[128];
 	size_t n = 0;
 	uint64_t lsn = 1;
 	v[n++] = r_activity(lsn++, 12, 1, FLASH_SCOPE_ACTIVITY, 0);
@@ -593,8 +593,8 @@ static void test_many_skus_in_one_batch_update_each_row_exactly(void **state)
 	for (uint32_t i = 0; i < 100; i++)          /* sku s gets s orders... */
 		if (i % 10 + 1 <= 10 && (i / 10) < i % 10 + 1)
 			v[n++] = r_order(lsn++, 12, i % 10 + 1, 2000 + i, 3000 + i, 1, 1, 0);
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.slow_path, 0);
 	assert_int_equal(res.refused, 0);
 	for (uint32_t s = 1; s <= 10; s++) {
@@ -604,17 +604,17 @@ static void test_many_skus_in_one_batch_update_each_row_exactly(void **state)
 	}
 	/* Next batch: one more unit of every sku, two more of sku 10 (sold out). */
 	size_t k = 0;
-	struct flash_lsn_record w[16];
+	struct lsn_record w[16];
 	for (uint32_t s = 1; s <= 10; s++)
 		w[k++] = r_order(lsn++, 12, s, 4000 + s, 5000 + s, 1, 1, 0);
 	w[k++] = r_order(lsn++, 12, 10, 4100, 5100, 1, 1, 0);
-	struct flash_conflict c[4];
-	struct flash_apply_result res2 = { .conflicts = c, .conflict_cap = 4 };
-	assert_int_equal(flash_mysql_apply(m, w, k, &res2), FLASH_OK);
+	struct conflict c[4];
+	struct apply_result res2 = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(mdb_apply(m, w, k, &res2), FLASH_OK);
 	assert_int_equal(res2.slow_path, 1);
 	assert_int_equal(res2.refused, 2);
 	assert_int_equal(c[0].order_no, 4010);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_OVERSELL);
+	assert_int_equal(c[0].kind, CONFLICT_OVERSELL);
 	assert_int_equal(c[1].order_no, 4100);
 	for (uint32_t s = 1; s <= 9; s++)
 		assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=12 AND sku_id=%u", s), s + 1);
@@ -628,18 +628,18 @@ static void test_many_skus_in_one_batch_update_each_row_exactly(void **state)
 static void test_refused_activity_does_not_change_the_scope_of_orders(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[4];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[4];
 	v[0] = r_activity(1, 20, 1, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 20, 201, 5);
-	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 2, NULL), FLASH_OK);
 	v[2] = r_activity(3, 20, 1, FLASH_SCOPE_DAY, 0);      /* id taken: refused */
 	v[3] = r_order(4, 20, 201, 1, 9, 1, 1, 19999);
-	struct flash_conflict c[2];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
-	assert_int_equal(flash_mysql_apply(m, v + 2, 2, &res), FLASH_OK);
+	struct conflict c[2];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(mdb_apply(m, v + 2, 2, &res), FLASH_OK);
 	assert_int_equal(res.refused, 1);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_CATALOG);
+	assert_int_equal(c[0].kind, CONFLICT_CATALOG);
 	assert_int_equal(c[0].lsn, 3);
 	assert_int_equal(q_u64(m, "SELECT scope FROM activities WHERE activity_id=20"), FLASH_SCOPE_ACTIVITY);
 	assert_int_equal(q_u64(m, "SELECT scope_day FROM orders WHERE order_no=1"), 0);
@@ -651,9 +651,9 @@ static void test_refused_activity_does_not_change_the_scope_of_orders(void **sta
 static void test_orders_of_many_uncached_activities_all_apply(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
+	mdb_t *m = open_fresh();
 	const uint32_t acts = 1200;
-	struct flash_lsn_record *v = calloc(3 * acts, sizeof *v);
+	struct lsn_record *v = calloc(3 * acts, sizeof *v);
 	assert_non_null(v);
 	uint64_t lsn = 1;
 	size_t n = 0;
@@ -661,17 +661,17 @@ static void test_orders_of_many_uncached_activities_all_apply(void **state)
 		v[n++] = r_activity(lsn++, a, 1, a % 2 ? FLASH_SCOPE_SKU : FLASH_SCOPE_DAY, 0);
 		v[n++] = r_sku(lsn++, a, 1, 3);
 	}
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
-	flash_mysql_close(m);            /* a new handle has an empty cache */
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	mdb_close(m);            /* a new handle has an empty cache */
 	char url[512];
 	url_for(url, sizeof url, g_db);
-	struct flash_mysql_opts o = { .url = url, .log = cap_log };
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct mdb_opts o = { .url = url, .log = cap_log };
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	size_t first = n;
 	for (uint32_t a = acts; a >= 1; a--)
 		v[n++] = r_order(lsn++, a, 1, a, 77, 1, 1, 30000);
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v + first, n - first, &res), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v + first, n - first, &res), FLASH_OK);
 	assert_int_equal(res.refused, 0);
 	assert_int_equal(res.slow_path, 0);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), acts);
@@ -684,19 +684,19 @@ static void test_orders_of_many_uncached_activities_all_apply(void **state)
 static void test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[4];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[4];
 	v[0] = r_activity(1, 21, 1, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_order(2, 21, 999, 31, 1, 1, 1, 0);
 	v[2] = r_restock(3, 21, 999, 5);
 	v[3] = r_order(4, 22, 1, 32, 2, 1, 1, 0);     /* unknown activity */
-	struct flash_conflict c[4];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
-	assert_int_equal(flash_mysql_apply(m, v, 4, &res), FLASH_OK);
+	struct conflict c[4];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(mdb_apply(m, v, 4, &res), FLASH_OK);
 	assert_int_equal(res.applied, 1);
 	assert_int_equal(res.refused, 3);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(c[i].kind, FLASH_CONFLICT_CATALOG);
+		assert_int_equal(c[i].kind, CONFLICT_CATALOG);
 	assert_int_equal(c[0].order_no, 31);
 	assert_non_null(strstr(c[0].detail, "unknown sku 999"));
 	assert_int_equal(c[2].order_no, 32);
@@ -710,36 +710,36 @@ static void test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict(void *
 static void test_batch_leaving_an_lsn_hole_is_refused(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[6];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[6];
 	v[0] = r_activity(1, 30, 1, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 30, 301, 10);
 	v[2] = r_order(3, 30, 301, 1, 1, 1, 1, 0);
 	v[3] = r_order(4, 30, 301, 2, 2, 1, 1, 0);
 	v[4] = r_order(5, 30, 301, 3, 3, 1, 1, 0);
 	v[5] = r_order(7, 30, 301, 4, 4, 1, 1, 0);
-	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_OK);
-	struct flash_apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, 2, NULL), FLASH_OK);
+	struct apply_result res = { 0 };
 	/* 4.. after 2: record 3 missing. */
-	assert_int_equal(flash_mysql_apply(m, v + 3, 2, &res), FLASH_EMYSQL_GAP);
+	assert_int_equal(mdb_apply(m, v + 3, 2, &res), FLASH_EMYSQL_GAP);
 	assert_int_equal(res.applied_lsn, 2);
 	assert_int_equal(res.applied, 0);
 	/* 3, 4, 5, 7 inside one batch: 6 missing; nothing of the batch applies. */
-	assert_int_equal(flash_mysql_apply(m, v + 2, 4, &res), FLASH_EMYSQL_GAP);
+	assert_int_equal(mdb_apply(m, v + 2, 4, &res), FLASH_EMYSQL_GAP);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 0);
 	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), 2);
 	assert_non_null(strstr(g_log, "records 6..6 missing"));
 	/* Without the hole it applies. */
-	assert_int_equal(flash_mysql_apply(m, v + 2, 3, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v + 2, 3, &res), FLASH_OK);
 	assert_int_equal(res.applied, 3);
-	flash_mysql_close(m);
+	mdb_close(m);
 
 	/* A handle that accepts holes (a stream with frames that are not records). */
 	char url[512];
 	url_for(url, sizeof url, g_db);
-	struct flash_mysql_opts o = { .url = url, .log = cap_log, .lsn_gaps_ok = 1 };
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
-	assert_int_equal(flash_mysql_apply(m, v + 5, 1, &res), FLASH_OK);
+	struct mdb_opts o = { .url = url, .log = cap_log, .lsn_gaps_ok = 1 };
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v + 5, 1, &res), FLASH_OK);
 	assert_int_equal(res.applied, 1);
 	assert_int_equal(q_u64(m, "SELECT lsn FROM applied_lsn WHERE stream='wal'"), 7);
 	close_drop(m);
@@ -748,11 +748,11 @@ static void test_batch_leaving_an_lsn_hole_is_refused(void **state)
 static void test_lsns_must_increase(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[2];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[2];
 	v[0] = r_activity(5, 11, 1, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(5, 11, 111, 1);
-	assert_int_equal(flash_mysql_apply(m, v, 2, NULL), FLASH_EINVAL);
+	assert_int_equal(mdb_apply(m, v, 2, NULL), FLASH_EINVAL);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM activities"), 0);
 	close_drop(m);
 }
@@ -769,17 +769,17 @@ static void run_fixture(const char *cmd)
 static void test_mysql_down_then_back_applier_catches_up_without_loss(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[80];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[80];
 	size_t n = build_basic(v);
-	assert_int_equal(flash_mysql_apply(m, v, 30, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 30, NULL), FLASH_OK);
 
 	run_fixture("halt");
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v + 30, 20, &res), FLASH_EMYSQL_RETRY);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v + 30, 20, &res), FLASH_EMYSQL_RETRY);
 	assert_int_equal(res.applied, 0);
-	struct flash_mysql_stats st;
-	flash_mysql_stats_get(m, &st);
+	struct mdb_stats st;
+	mdb_stats_get(m, &st);
 	assert_int_equal(st.given_lsn, v[49].lsn);
 	assert_int_equal(st.applied_lsn, v[29].lsn);      /* lag = 20 records */
 	assert_true(st.retryable_errors >= 1);
@@ -794,13 +794,13 @@ static void test_mysql_down_then_back_applier_catches_up_without_loss(void **sta
 		         getenv("FLASH_TEST_MARIADB_SH"), mariadb_dir());
 		_exit(system(line) == 0 ? 0 : 1);
 	}
-	int rc = flash_mysql_apply_retry(m, v + 30, n - 30, &res, 60000);
+	int rc = mdb_apply_retry(m, v + 30, n - 30, &res, 60000);
 	int status;
 	assert_int_equal(waitpid(kid, &status, 0), kid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(rc, FLASH_OK);
 	assert_int_equal(res.applied, n - 30);
-	flash_mysql_stats_get(m, &st);
+	mdb_stats_get(m, &st);
 	assert_int_equal(st.applied_lsn, v[n - 1].lsn);
 	assert_int_equal(st.given_lsn, st.applied_lsn);
 	assert_true(st.reconnects >= 1);
@@ -817,15 +817,15 @@ static void test_mysql_down_then_back_applier_catches_up_without_loss(void **sta
 static void test_server_killed_mid_batch_recovers_exactly_once(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
+	mdb_t *m = open_fresh();
 	const size_t n = 60002;
-	struct flash_lsn_record *v = calloc(n, sizeof *v);
+	struct lsn_record *v = calloc(n, sizeof *v);
 	assert_non_null(v);
 	v[0] = r_activity(1, 1, 1, FLASH_SCOPE_ACTIVITY, 0);
 	v[1] = r_sku(2, 1, 11, 100000);
 	for (size_t i = 2; i < n; i++)
 		v[i] = r_order(i + 1, 1, 11, i, 1000000 + i, 1, 1, 0);
-	assert_int_equal(flash_mysql_apply(m, v, 10002, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 10002, NULL), FLASH_OK);
 
 	pid_t kid = fork();
 	assert_true(kid >= 0);
@@ -836,18 +836,18 @@ static void test_server_killed_mid_batch_recovers_exactly_once(void **state)
 		         getenv("FLASH_TEST_MARIADB_SH"), mariadb_dir());
 		_exit(system(line) == 0 ? 0 : 1);
 	}
-	int rc = flash_mysql_apply(m, v + 10002, n - 10002, NULL);
+	int rc = mdb_apply(m, v + 10002, n - 10002, NULL);
 	int status;
 	assert_int_equal(waitpid(kid, &status, 0), kid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	fprintf(stderr, "    batch in flight at the kill: %s\n",
-	        rc == FLASH_OK ? "committed before it" : flash_mysql_strerror(rc));
+	        rc == FLASH_OK ? "committed before it" : mdb_strerror(rc));
 	assert_true(rc == FLASH_OK || rc == FLASH_EMYSQL_RETRY);
 	run_fixture("resume");
 
 	/* Everything again, from LSN 1, as an applier restarted from the WAL. */
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply_retry(m, v, n, &res, 60000), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply_retry(m, v, n, &res, 60000), FLASH_OK);
 	assert_int_equal(res.applied + res.skipped, n);
 	assert_int_equal(res.refused, 0);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), n - 2);
@@ -865,23 +865,23 @@ static void test_server_killed_mid_batch_recovers_exactly_once(void **state)
 static void test_hung_server_times_out_retryable_then_catches_up(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	flash_mysql_close(m);
+	mdb_t *m = open_fresh();
+	mdb_close(m);
 	char url[512];
 	url_for(url, sizeof url, g_db);
-	struct flash_mysql_opts o = { .url = url, .log = cap_log, .rw_timeout_s = 1, .connect_timeout_s = 1 };
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
-	struct flash_lsn_record v[80];
+	struct mdb_opts o = { .url = url, .log = cap_log, .rw_timeout_s = 1, .connect_timeout_s = 1 };
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	struct lsn_record v[80];
 	size_t n = build_basic(v);
-	assert_int_equal(flash_mysql_apply(m, v, 20, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, 20, NULL), FLASH_OK);
 
 	run_fixture("freeze");
-	struct flash_apply_result res = { 0 };
-	int rc = flash_mysql_apply(m, v + 20, 20, &res);
+	struct apply_result res = { 0 };
+	int rc = mdb_apply(m, v + 20, 20, &res);
 	run_fixture("thaw");
 	assert_int_equal(rc, FLASH_EMYSQL_RETRY);
 	assert_int_equal(res.applied, 0);
-	assert_int_equal(flash_mysql_apply_retry(m, v + 20, n - 20, &res, 60000), FLASH_OK);
+	assert_int_equal(mdb_apply_retry(m, v + 20, n - 20, &res, 60000), FLASH_OK);
 	assert_int_equal(res.applied, n - 20);
 	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 60);
 	assert_int_equal(q_u64(m, "SELECT sold FROM item_stock WHERE sku_id=11"), 55);
@@ -894,37 +894,37 @@ static void test_url_password_is_masked_everywhere(void **state)
 	(void)state;
 	char buf[256];
 	/* the whole user info is masked, user included */
-	flash_mysql_url_mask("mysql://flash:s3cr3t@localhost/db?socket=/x/s.sock", buf, sizeof buf);
+	mdb_url_mask("mysql://flash:s3cr3t@localhost/db?socket=/x/s.sock", buf, sizeof buf);
 	assert_string_equal(buf, "mysql://***@localhost/db?socket=/x/s.sock");
-	flash_mysql_url_mask("mysql://flash@localhost/db", buf, sizeof buf);
+	mdb_url_mask("mysql://flash@localhost/db", buf, sizeof buf);
 	assert_string_equal(buf, "mysql://***@localhost/db");
-	flash_mysql_url_mask("mysql://u:p%40ss@w@localhost/db", buf, sizeof buf);
+	mdb_url_mask("mysql://u:p%40ss@w@localhost/db", buf, sizeof buf);
 	assert_string_equal(buf, "mysql://***@localhost/db");
 	/* a '/' or '?' in a password that was not percent-encoded */
-	flash_mysql_url_mask("mysql://flash:s3/cr3t@localhost/db", buf, sizeof buf);
+	mdb_url_mask("mysql://flash:s3/cr3t@localhost/db", buf, sizeof buf);
 	assert_string_equal(buf, "mysql://***@localhost/db");
-	flash_mysql_url_mask("mysql://flash:a?b/c@localhost/db?socket=/x", buf, sizeof buf);
+	mdb_url_mask("mysql://flash:a?b/c@localhost/db?socket=/x", buf, sizeof buf);
 	assert_string_equal(buf, "mysql://***@localhost/db?socket=/x");
-	flash_mysql_url_mask("mysql://localhost/db", buf, sizeof buf);
+	mdb_url_mask("mysql://localhost/db", buf, sizeof buf);
 	assert_string_equal(buf, "mysql://localhost/db");
 	/* ... and the check of such a URL says why without quoting it */
 	char why[256];
-	assert_int_equal(flash_mysql_url_check("mysql://flash:s3/cr3t@localhost/db", why, sizeof why),
+	assert_int_equal(mdb_url_check("mysql://flash:s3/cr3t@localhost/db", why, sizeof why),
 	                 FLASH_EMYSQL_CONFIG);
 	assert_null(strstr(why, "cr3t"));
 	assert_non_null(strstr(why, "percent-encoded"));
-	assert_int_equal(flash_mysql_url_check("mysql://flash:s3%2Fcr3t@localhost/db?socket=/x", why,
+	assert_int_equal(mdb_url_check("mysql://flash:s3%2Fcr3t@localhost/db?socket=/x", why,
 	                                       sizeof why), FLASH_OK);
 
 	/* A wrong password: refused as a configuration error, never printed. */
 	char url[512];
 	snprintf(url, sizeof url, "mysql://flash:Wr0ngPassw0rd@localhost/flashstock?socket=%s/mysqld.sock",
 	         mariadb_dir());
-	struct flash_mysql_opts o = { .url = url, .log = cap_log };
-	flash_mysql_t *m = NULL;
+	struct mdb_opts o = { .url = url, .log = cap_log };
+	mdb_t *m = NULL;
 	g_log_len = 0;
 	g_log[0] = 0;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_EMYSQL_CONFIG);
+	assert_int_equal(mdb_open(&o, &m), FLASH_EMYSQL_CONFIG);
 	assert_null(m);
 	assert_true(g_log_len > 0);
 	assert_null(strstr(g_log, "Wr0ngPassw0rd"));
@@ -937,32 +937,32 @@ static void test_option_file_and_bad_urls(void **state)
 	(void)state;
 	char file[512];
 	snprintf(file, sizeof file, "%s/client.cnf", mariadb_dir());
-	struct flash_mysql_opts o = { .defaults_file = file, .stream = "optfile_test", .log = cap_log };
-	flash_mysql_t *m = NULL;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct mdb_opts o = { .defaults_file = file, .stream = "optfile_test", .log = cap_log };
+	mdb_t *m = NULL;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	uint64_t lsn = 99;
-	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(mdb_applied_lsn(m, &lsn), FLASH_OK);
 	assert_int_equal(lsn, 0);
-	assert_non_null(strstr(flash_mysql_where(m), "option file"));
+	assert_non_null(strstr(mdb_where(m), "option file"));
 	assert_int_equal(q_u64(m, "SELECT CURRENT_USER() LIKE 'flash@%%'"), 1);
-	flash_mysql_close(m);
+	mdb_close(m);
 
-	struct flash_mysql_opts bad = { .url = "http://localhost/x", .log = cap_log };
-	assert_int_equal(flash_mysql_open(&bad, &m), FLASH_EMYSQL_CONFIG);
+	struct mdb_opts bad = { .url = "http://localhost/x", .log = cap_log };
+	assert_int_equal(mdb_open(&bad, &m), FLASH_EMYSQL_CONFIG);
 	bad.url = "mysql://localhost/db?port=3306";
-	assert_int_equal(flash_mysql_open(&bad, &m), FLASH_EMYSQL_CONFIG);
+	assert_int_equal(mdb_open(&bad, &m), FLASH_EMYSQL_CONFIG);
 	bad.url = "mysql://localhost/db";
 	bad.stream = "bad'stream";
-	assert_int_equal(flash_mysql_open(&bad, &m), FLASH_EINVAL);
+	assert_int_equal(mdb_open(&bad, &m), FLASH_EINVAL);
 
 	/* A server that is not there: retryable, and the handle is kept. */
-	struct flash_mysql_opts gone = { .url = "mysql://root@localhost/x?socket=/nonexistent/s.sock",
+	struct mdb_opts gone = { .url = "mysql://root@localhost/x?socket=/nonexistent/s.sock",
 	                                 .log = cap_log };
-	assert_int_equal(flash_mysql_open(&gone, &m), FLASH_EMYSQL_RETRY);
+	assert_int_equal(mdb_open(&gone, &m), FLASH_EMYSQL_RETRY);
 	assert_non_null(m);
-	struct flash_lsn_record r = r_activity(1, 1, 1, 0, 0);
-	assert_int_equal(flash_mysql_apply(m, &r, 1, NULL), FLASH_EMYSQL_RETRY);
-	flash_mysql_close(m);
+	struct lsn_record r = r_activity(1, 1, 1, 0, 0);
+	assert_int_equal(mdb_apply(m, &r, 1, NULL), FLASH_EMYSQL_RETRY);
+	mdb_close(m);
 }
 
 int main(void)

@@ -39,39 +39,39 @@ static char g_url[512];
 static void quiet(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == FLASH_MYSQL_LOG_ERROR)
+	if (level == MDB_LOG_ERROR)
 		fprintf(stderr, "applier: %s\n", msg);
 }
 
-static flash_mysql_t *open_url(const char *url)
+static mdb_t *open_url(const char *url)
 {
-	struct flash_mysql_opts o = { .url = url, .log = quiet };
-	flash_mysql_t *m = NULL;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct mdb_opts o = { .url = url, .log = quiet };
+	mdb_t *m = NULL;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	return m;
 }
 
-static flash_mysql_t *open_fresh(void)
+static mdb_t *open_fresh(void)
 {
 	snprintf(g_db, sizeof g_db, "fa_%d_%d", (int)getpid(), ++g_seq);
 	mysql_fresh_db(g_url, sizeof g_url, g_db);
 	return open_url(g_url);
 }
 
-static void close_drop(flash_mysql_t *m)
+static void close_drop(mdb_t *m)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	if (c) {
 		char sql[128];
 		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", g_db);
 		mysql_query(c, sql);
 	}
-	flash_mysql_close(m);
+	mdb_close(m);
 }
 
-static void q_exec(flash_mysql_t *m, const char *sql)
+static void q_exec(mdb_t *m, const char *sql)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	if (mysql_query(c, sql)) {
 		fprintf(stderr, "%s: %s\n", sql, mysql_error(c));
@@ -80,14 +80,14 @@ static void q_exec(flash_mysql_t *m, const char *sql)
 }
 
 /* One value of a query as a signed number; -1 for SQL NULL. */
-static int64_t q_i64(flash_mysql_t *m, const char *fmt, ...)
+static int64_t q_i64(mdb_t *m, const char *fmt, ...)
 {
 	char sql[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(sql, sizeof sql, fmt, ap);
 	va_end(ap);
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	if (mysql_query(c, sql)) {
 		fprintf(stderr, "query failed: %s: %s\n", sql, mysql_error(c));
@@ -107,9 +107,9 @@ static int64_t q_i64(flash_mysql_t *m, const char *fmt, ...)
 
 /* ---- record builders ------------------------------------------------------ */
 
-static struct flash_lsn_record r_activity(uint64_t lsn, uint32_t id)
+static struct lsn_record r_activity(uint64_t lsn, uint32_t id)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_ACTIVITY;
 	x.rec.activity_id = id;
 	x.rec.biz_day = 1 | FLASH_SCOPE_ACTIVITY << 8;
@@ -119,9 +119,9 @@ static struct flash_lsn_record r_activity(uint64_t lsn, uint32_t id)
 	return x;
 }
 
-static struct flash_lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64_t units)
+static struct lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64_t units)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_SKU;
 	x.rec.activity_id = a;
 	x.rec.sku_id = s;
@@ -130,9 +130,9 @@ static struct flash_lsn_record r_sku(uint64_t lsn, uint32_t a, uint32_t s, int64
 	return x;
 }
 
-static struct flash_lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uint64_t no, uint64_t user)
+static struct lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uint64_t no, uint64_t user)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_ORDER;
 	x.rec.activity_id = a;
 	x.rec.sku_id = s;
@@ -145,17 +145,17 @@ static struct flash_lsn_record r_order(uint64_t lsn, uint32_t a, uint32_t s, uin
 	return x;
 }
 
-static struct flash_lsn_record r_cancel(uint64_t lsn, const struct flash_lsn_record *order)
+static struct lsn_record r_cancel(uint64_t lsn, const struct lsn_record *order)
 {
-	struct flash_lsn_record x = *order;
+	struct lsn_record x = *order;
 	x.lsn = lsn;
 	x.rec.type = FLASH_REC_CANCEL;
 	return x;
 }
 
-static struct flash_lsn_record r_archive(uint64_t lsn, uint32_t a, int64_t ts)
+static struct lsn_record r_archive(uint64_t lsn, uint32_t a, int64_t ts)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_ARCHIVE;
 	x.rec.activity_id = a;
 	x.rec.ts_ns = ts;
@@ -164,9 +164,9 @@ static struct flash_lsn_record r_archive(uint64_t lsn, uint32_t a, int64_t ts)
 	return x;
 }
 
-static struct flash_lsn_record r_gen(uint64_t lsn)
+static struct lsn_record r_gen(uint64_t lsn)
 {
-	struct flash_lsn_record x = { .lsn = lsn };
+	struct lsn_record x = { .lsn = lsn };
 	x.rec.type = FLASH_REC_GEN;
 	x.rec.qty = 1;
 	return x;
@@ -177,7 +177,7 @@ static struct flash_lsn_record r_gen(uint64_t lsn)
 /* Activity 1 (sku 11, 20 units, orders 1..3, order 2 cancelled), activity
  * 2 (sku 21, 10 units, order 4), then a GEN and the ARCHIVE of activity 1:
  * 11 records, LSNs 1..11.  The ARCHIVE is LSN 11. */
-static size_t build(struct flash_lsn_record *v)
+static size_t build(struct lsn_record *v)
 {
 	size_t n = 0;
 	v[n++] = r_activity(1, 1);
@@ -196,7 +196,7 @@ static size_t build(struct flash_lsn_record *v)
 
 /* ---- the applier ------------------------------------------------------------- */
 
-static void check_archived_rows(flash_mysql_t *m)
+static void check_archived_rows(mdb_t *m)
 {
 	assert_int_equal(q_i64(m, "SELECT archived_lsn FROM activities WHERE activity_id=1"), 11);
 	assert_int_equal(q_i64(m, "SELECT archived_ns FROM activities WHERE activity_id=1"), ARCHIVED_NS);
@@ -212,43 +212,43 @@ static void check_archived_rows(flash_mysql_t *m)
 static void test_archive_record_marks_the_activity_archived_and_keeps_its_rows(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, n, &res), FLASH_OK);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 	assert_int_equal(res.applied, n);
 	assert_int_equal(res.refused, 0);
 	assert_int_equal(res.slow_path, 0);
 	check_archived_rows(m);
 
 	/* applied again (an applier restarted before its commit was known) */
-	struct flash_mysql_opts o = { .url = g_url, .log = quiet };
-	flash_mysql_t *m2;
-	assert_int_equal(flash_mysql_open(&o, &m2), FLASH_OK);
+	struct mdb_opts o = { .url = g_url, .log = quiet };
+	mdb_t *m2;
+	assert_int_equal(mdb_open(&o, &m2), FLASH_OK);
 	q_exec(m2, "UPDATE applied_lsn SET lsn=0 WHERE stream='wal'");
 	q_exec(m2, "DELETE FROM orders");
 	q_exec(m2, "DELETE FROM item_stock");
 	q_exec(m2, "DELETE FROM activities");
-	assert_int_equal(flash_mysql_apply(m2, v, n, &res), FLASH_OK);
-	assert_int_equal(flash_mysql_apply(m2, v + n - 1, 1, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m2, v, n, &res), FLASH_OK);
+	assert_int_equal(mdb_apply(m2, v + n - 1, 1, &res), FLASH_OK);
 	assert_int_equal(res.skipped, 1);
 	check_archived_rows(m2);
-	flash_mysql_close(m2);
+	mdb_close(m2);
 	close_drop(m);
 }
 
 static void test_archive_record_on_the_record_by_record_path_gives_the_same_rows(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
 	/* an order for a sku nobody created sends the batch record by record */
 	v[n] = r_order(12, 1, 99, 5, 109);
-	struct flash_conflict c[4];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 4 };
-	assert_int_equal(flash_mysql_apply(m, v, n + 1, &res), FLASH_OK);
+	struct conflict c[4];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 4 };
+	assert_int_equal(mdb_apply(m, v, n + 1, &res), FLASH_OK);
 	assert_int_equal(res.slow_path, 1);
 	assert_int_equal(res.applied, n);
 	assert_int_equal(res.refused, 1);
@@ -262,15 +262,15 @@ static void test_archive_record_on_the_record_by_record_path_gives_the_same_rows
 static void test_gen_records_apply_nothing_and_move_the_applied_lsn(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
 	int64_t before = q_i64(m, "SELECT COUNT(*) + SUM(order_no) FROM orders") +
 	                 q_i64(m, "SELECT SUM(available * 3 + sold * 5 + total * 7) FROM item_stock");
-	struct flash_lsn_record g[3] = { r_gen(12), r_gen(13), r_gen(14) };
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, g, 3, &res), FLASH_OK);
+	struct lsn_record g[3] = { r_gen(12), r_gen(13), r_gen(14) };
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, g, 3, &res), FLASH_OK);
 	assert_int_equal(res.applied, 3);
 	assert_int_equal(res.refused, 0);
 	assert_int_equal(res.slow_path, 0);
@@ -285,13 +285,13 @@ static void test_gen_records_apply_nothing_and_move_the_applied_lsn(void **state
 static void test_archive_of_an_activity_mysql_lacks_is_a_catalog_conflict(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[2] = { r_activity(1, 1), r_archive(2, 9, ARCHIVED_NS) };
-	struct flash_conflict c[2];
-	struct flash_apply_result res = { .conflicts = c, .conflict_cap = 2 };
-	assert_int_equal(flash_mysql_apply(m, v, 2, &res), FLASH_OK);
+	mdb_t *m = open_fresh();
+	struct lsn_record v[2] = { r_activity(1, 1), r_archive(2, 9, ARCHIVED_NS) };
+	struct conflict c[2];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 2 };
+	assert_int_equal(mdb_apply(m, v, 2, &res), FLASH_OK);
 	assert_int_equal(res.refused, 1);
-	assert_int_equal(c[0].kind, FLASH_CONFLICT_CATALOG);
+	assert_int_equal(c[0].kind, CONFLICT_CATALOG);
 	assert_int_equal(c[0].activity_id, 9);
 	assert_int_equal(c[0].type, FLASH_REC_ARCHIVE);
 	assert_int_equal(q_i64(m, "SELECT COUNT(*) FROM activities WHERE archived_lsn IS NOT NULL"), 0);
@@ -327,18 +327,18 @@ static void test_database_made_before_archiving_gets_the_columns_and_keeps_its_r
 	assert_int_equal(mysql_query(raw, "INSERT INTO activities VALUES (1, 1, 10, 0, 0, 0, 1000, 2000, 1)"), 0);
 	mysql_close(raw);
 
-	flash_mysql_t *m = open_url(g_url);
+	mdb_t *m = open_url(g_url);
 	assert_int_equal(q_i64(m, "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema=DATABASE()"
 	                          " AND table_name='activities' AND column_name IN ('archived_lsn','archived_ns')"), 2);
 	assert_int_equal(q_i64(m, "SELECT end_ns FROM activities WHERE activity_id=1"), 2000);
 	assert_int_equal(q_i64(m, "SELECT archived_lsn FROM activities WHERE activity_id=1"), -1);
 	q_exec(m, "INSERT INTO applied_lsn (stream, lsn) VALUES ('wal', 1) ON DUPLICATE KEY UPDATE lsn=1");
-	struct flash_lsn_record a = r_archive(2, 1, ARCHIVED_NS);
-	struct flash_apply_result res = { 0 };
-	assert_int_equal(flash_mysql_apply(m, &a, 1, &res), FLASH_OK);
+	struct lsn_record a = r_archive(2, 1, ARCHIVED_NS);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, &a, 1, &res), FLASH_OK);
 	assert_int_equal(res.applied, 1);
 	assert_int_equal(q_i64(m, "SELECT archived_lsn FROM activities WHERE activity_id=1"), 2);
-	flash_mysql_close(m);
+	mdb_close(m);
 	/* a second open (the migration runs on every connect) changes nothing */
 	m = open_url(g_url);
 	assert_int_equal(q_i64(m, "SELECT archived_lsn FROM activities WHERE activity_id=1"), 2);
@@ -348,12 +348,12 @@ static void test_database_made_before_archiving_gets_the_columns_and_keeps_its_r
 static void test_archived_order_is_found_by_number_and_by_request_id_with_its_archive(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
-	struct flash_sql_order_row o;
-	assert_int_equal(flash_sql_order_get(m, 2, &o), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	struct rsql_order_row o;
+	assert_int_equal(rsql_order_get(m, 2, &o), FLASH_OK);
 	assert_int_equal(o.o.order_no, 2);
 	assert_int_equal(o.o.user_id, 102);
 	assert_int_equal(o.o.state, FLASH_ORDER_CANCELLED);
@@ -362,22 +362,22 @@ static void test_archived_order_is_found_by_number_and_by_request_id_with_its_ar
 	assert_int_equal(o.archived, 1);
 	assert_int_equal(o.archived_lsn, 11);
 	assert_int_equal(o.archived_ns, ARCHIVED_NS);
-	assert_int_equal(flash_sql_order_get(m, 4, &o), FLASH_OK);
+	assert_int_equal(rsql_order_get(m, 4, &o), FLASH_OK);
 	assert_int_equal(o.archived, 0);
 	assert_int_equal(o.o.state, FLASH_ORDER_ACTIVE);
-	assert_int_equal(flash_sql_order_get(m, 99, &o), FLASH_ENOT_FOUND);
+	assert_int_equal(rsql_order_get(m, 99, &o), FLASH_ENOT_FOUND);
 
-	assert_int_equal(flash_sql_order_by_request(m, 7003, 1, 103, 0, &o), FLASH_OK);
+	assert_int_equal(rsql_order_by_request(m, 7003, 1, 103, 0, &o), FLASH_OK);
 	assert_int_equal(o.o.order_no, 3);
 	assert_int_equal(o.archived, 1);
-	assert_int_equal(flash_sql_order_by_request(m, 7003, 1, 103, 11, &o), FLASH_OK);
-	assert_int_equal(flash_sql_order_by_request(m, 7003, 1, 103, 12, &o), FLASH_ENOT_FOUND);
-	assert_int_equal(flash_sql_order_by_request(m, 7003, 1, 104, 0, &o), FLASH_ENOT_FOUND);
-	assert_int_equal(flash_sql_order_by_request(m, 7003, 2, 103, 0, &o), FLASH_ENOT_FOUND);
+	assert_int_equal(rsql_order_by_request(m, 7003, 1, 103, 11, &o), FLASH_OK);
+	assert_int_equal(rsql_order_by_request(m, 7003, 1, 103, 12, &o), FLASH_ENOT_FOUND);
+	assert_int_equal(rsql_order_by_request(m, 7003, 1, 104, 0, &o), FLASH_ENOT_FOUND);
+	assert_int_equal(rsql_order_by_request(m, 7003, 2, 103, 0, &o), FLASH_ENOT_FOUND);
 
 	uint32_t *ids = NULL;
 	size_t k = 0;
-	assert_int_equal(flash_sql_archived(m, &ids, &k), FLASH_OK);
+	assert_int_equal(rsql_archived(m, &ids, &k), FLASH_OK);
 	assert_int_equal(k, 1);
 	assert_int_equal(ids[0], 1);
 	free(ids);
@@ -387,10 +387,10 @@ static void test_archived_order_is_found_by_number_and_by_request_id_with_its_ar
 static void test_feed_refill_gives_the_archive_record_back_and_leaves_gens_as_gaps(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
 	feed_refill_t *r;
 	assert_int_equal(feed_refill_open(g_url, "wal", &r), FLASH_OK);
 	struct flash_feed_rec *got = NULL;
@@ -423,7 +423,7 @@ static void test_feed_hands_out_gen_and_archive_records_from_the_wal_and_names_t
 	wo.incarnation = 0x5eedull;
 	wal_t *w;
 	assert_int_equal(wal_open(dir, &wo, &w), FLASH_OK);
-	struct flash_lsn_record v[16];
+	struct lsn_record v[16];
 	size_t n = build(v);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t lsn;
@@ -461,7 +461,7 @@ static void test_feed_hands_out_gen_and_archive_records_from_the_wal_and_names_t
  * reclaimed: activity 2 with sku 21 (10 units) and its order, numbered 4.
  * Order numbers 1..3 are never issued in this segment (numbering starts at
  * 1), so its order 1 stands for order 4: the test compares orders only
- * between the WAL and MySQL (FLASH_RECONCILE_WAL_ORDERS) and sums per sku
+ * between the WAL and MySQL (RECONCILE_WAL_ORDERS) and sums per sku
  * with the segment. */
 static flash_t *reclaimed_segment(char *name, size_t len)
 {
@@ -473,16 +473,16 @@ static flash_t *reclaimed_segment(char *name, size_t len)
 	return h;
 }
 
-static flash_fold_t *fold_of(const struct flash_lsn_record *v, size_t n)
+static fold_t *fold_of(const struct lsn_record *v, size_t n)
 {
-	flash_fold_t *f;
-	assert_int_equal(flash_fold_new(&f), FLASH_OK);
+	fold_t *f;
+	assert_int_equal(fold_new(&f), FLASH_OK);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(flash_fold_record(f, &v[i].rec, v[i].lsn), FLASH_OK);
+		assert_int_equal(fold_record(f, &v[i].rec, v[i].lsn), FLASH_OK);
 	return f;
 }
 
-static size_t count_kind(const struct flash_reconcile_report *rep, int kind, uint32_t act)
+static size_t count_kind(const struct reconcile_report *rep, int kind, uint32_t act)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < rep->n; i++)
@@ -493,68 +493,68 @@ static size_t count_kind(const struct flash_reconcile_report *rep, int kind, uin
 static void test_reconciler_does_not_report_an_archived_activitys_skus_missing_from_the_segment(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
 	char seg[64];
 	flash_t *h = reclaimed_segment(seg, sizeof seg);
-	flash_fold_t *f = fold_of(v, n);
+	fold_t *f = fold_of(v, n);
 
-	struct flash_reconcile_report rep;
-	assert_int_equal(flash_reconcile(h, m, f, FLASH_RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
+	struct reconcile_report rep;
+	assert_int_equal(reconcile_compare(h, m, f, RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
 	for (size_t i = 0; i < rep.n; i++)
 		fprintf(stderr, "unexpected: %s\n", rep.diffs[i].what);
 	assert_int_equal(rep.found, 0);
 	assert_int_equal(rep.skus, 2);              /* activity 1's sku compared too */
 	assert_int_equal(rep.orders_checked, 4);    /* WAL vs MySQL: every order, archived ones included */
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 
 	/* Without MySQL, the WAL's ARCHIVE record alone says so. */
-	assert_int_equal(flash_reconcile(h, NULL, f, 0, &rep), FLASH_OK);
+	assert_int_equal(reconcile_compare(h, NULL, f, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.found, 0);
-	flash_reconcile_report_free(&rep);
-	flash_fold_free(f);
+	reconcile_report_free(&rep);
+	fold_free(f);
 
 	/* Control: the same history without the ARCHIVE record -- the sku is
 	 * missing from the segment, and that is reported. */
 	f = fold_of(v, n - 1);
-	flash_mysql_t *m2 = m;
+	mdb_t *m2 = m;
 	q_exec(m2, "UPDATE activities SET archived_lsn=NULL, archived_ns=NULL");
-	assert_int_equal(flash_reconcile(h, m, f, 0, &rep), FLASH_OK);
-	assert_true(count_kind(&rep, FLASH_DIFF_MISSING, 1) >= 1);
-	flash_reconcile_report_free(&rep);
-	flash_fold_free(f);
+	assert_int_equal(reconcile_compare(h, m, f, 0, &rep), FLASH_OK);
+	assert_true(count_kind(&rep, DIFF_MISSING, 1) >= 1);
+	reconcile_report_free(&rep);
+	fold_free(f);
 	close_drop(m);
 }
 
 static void test_reconciler_still_compares_an_archived_activity_in_mysql_with_the_wal(void **state)
 {
 	(void)state;
-	flash_mysql_t *m = open_fresh();
-	struct flash_lsn_record v[16];
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
 	size_t n = build(v);
-	assert_int_equal(flash_mysql_apply(m, v, n, NULL), FLASH_OK);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
 	char seg[64];
 	flash_t *h = reclaimed_segment(seg, sizeof seg);
-	flash_fold_t *f = fold_of(v, n);
+	fold_t *f = fold_of(v, n);
 	/* MariaDB disagrees with the WAL about the archived activity */
 	q_exec(m, "UPDATE item_stock SET available=available-1, sold=sold+1 WHERE activity_id=1");
 	q_exec(m, "UPDATE orders SET qty=2 WHERE order_no=3");
 
-	struct flash_reconcile_report rep;
-	assert_int_equal(flash_reconcile(h, m, f, FLASH_RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
-	assert_int_equal(count_kind(&rep, FLASH_DIFF_SOLD, 1), 1);
-	assert_int_equal(count_kind(&rep, FLASH_DIFF_ORDER, 1), 1);
-	assert_int_equal(count_kind(&rep, FLASH_DIFF_MISSING, 1), 0);
+	struct reconcile_report rep;
+	assert_int_equal(reconcile_compare(h, m, f, RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
+	assert_int_equal(count_kind(&rep, DIFF_SOLD, 1), 1);
+	assert_int_equal(count_kind(&rep, DIFF_ORDER, 1), 1);
+	assert_int_equal(count_kind(&rep, DIFF_MISSING, 1), 0);
 	for (size_t i = 0; i < rep.n; i++)
-		if (rep.diffs[i].kind == FLASH_DIFF_SOLD) {
+		if (rep.diffs[i].kind == DIFF_SOLD) {
 			assert_int_equal(rep.diffs[i].witnesses, FLASH_W_WAL | FLASH_W_MYSQL);
 			assert_int_equal(rep.diffs[i].wal, 2);
 			assert_int_equal(rep.diffs[i].sql, 3);
 		}
-	flash_reconcile_report_free(&rep);
-	flash_fold_free(f);
+	reconcile_report_free(&rep);
+	fold_free(f);
 	close_drop(m);
 }
 
@@ -586,7 +586,7 @@ static void test_ended_activity_archived_through_flash_archive_is_marked_in_mysq
 	struct t_recs recs = { 0 };
 	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
 	size_t archives = 0;
-	struct flash_lsn_record v[16];
+	struct lsn_record v[16];
 	assert_true(recs.n <= 16);
 	for (size_t i = 0; i < recs.n; i++) {
 		v[i].lsn = i + 1;
@@ -595,9 +595,9 @@ static void test_ended_activity_archived_through_flash_archive_is_marked_in_mysq
 	}
 	assert_int_equal(archives, 1);
 	assert_int_equal(v[recs.n - 1].rec.type, FLASH_REC_ARCHIVE);
-	flash_mysql_t *m = open_fresh();
-	struct flash_apply_result ar = { 0 };
-	assert_int_equal(flash_mysql_apply(m, v, recs.n, &ar), FLASH_OK);
+	mdb_t *m = open_fresh();
+	struct apply_result ar = { 0 };
+	assert_int_equal(mdb_apply(m, v, recs.n, &ar), FLASH_OK);
 	assert_int_equal(ar.refused, 0);
 	assert_int_equal(q_i64(m, "SELECT archived_lsn FROM activities WHERE activity_id=1"), (int64_t)recs.n);
 	assert_true(q_i64(m, "SELECT archived_ns FROM activities WHERE activity_id=1") >= a.end_ns);

@@ -47,16 +47,16 @@ struct box {
 
 static char g_url[512];
 
-static MYSQL *central_at(const char *url, flash_mysql_t **m)
+static MYSQL *central_at(const char *url, mdb_t **m)
 {
-	struct flash_mysql_opts o = { .url = url, .no_schema = 1 };
-	assert_int_equal(flash_mysql_open(&o, m), FLASH_OK);
-	MYSQL *c = flash_mysql_conn(*m);
+	struct mdb_opts o = { .url = url, .no_schema = 1 };
+	assert_int_equal(mdb_open(&o, m), FLASH_OK);
+	MYSQL *c = mdb_conn(*m);
 	assert_non_null(c);
 	return c;
 }
 
-static MYSQL *central(flash_mysql_t **m)
+static MYSQL *central(mdb_t **m)
 {
 	return central_at(g_url, m);
 }
@@ -243,7 +243,7 @@ static void test_limit1_order_on_a_second_box_is_cancelled_units_back_feed_carri
 	assert_int_equal(t_available(a.h, 1, 1), 9);
 	assert_int_equal(t_available(b.h, 1, 1), 9);
 
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 	/* wait until one of them is cancelled and both boxes are written */
 	for (int i = 0; i < 6000 && order_state(&a, ra.order_no) == FLASH_ORDER_ACTIVE &&
@@ -293,7 +293,7 @@ static void test_limit1_order_on_a_second_box_is_cancelled_units_back_feed_carri
 	/* counted once, by the box that cancelled */
 	assert_int_equal(lost->t.st.backstop_conflicts, 1);
 	assert_int_equal(kept->t.st.backstop_conflicts, 0);
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 	box_free(&b);
 }
@@ -309,7 +309,7 @@ static void test_limit2_two_orders_across_boxes_stay_the_third_is_cancelled(void
 	box_new(&b, 2, 0);
 	box_serve(&a, 1, g_url);
 	box_serve(&b, 2, g_url);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 
 	struct flash_order_res r1, r2, r3;
@@ -333,7 +333,7 @@ static void test_limit2_two_orders_across_boxes_stay_the_third_is_cancelled(void
 	assert_int_equal(t_available(a.h, 1, 1), 9);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_backstop WHERE box_id = 1 AND order_no = %llu",
 	                    (unsigned long long)r3.order_no), 1);
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 	box_free(&b);
 }
@@ -349,7 +349,7 @@ static void test_cancel_returning_quota_frees_the_slot_for_another_box(void **st
 	box_new(&b, 1, FLASH_ACT_CANCEL_RETURNS_QUOTA);
 	box_serve(&a, 1, g_url);
 	box_serve(&b, 2, g_url);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 
 	struct flash_order_res r1, r2;
@@ -363,7 +363,7 @@ static void test_cancel_returning_quota_frees_the_slot_for_another_box(void **st
 	assert_int_equal(order_state(&b, r2.order_no), FLASH_ORDER_ACTIVE);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_backstop"), 0);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE user_id = 9 AND active_key = 1"), 1);
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 	box_free(&b);
 }
@@ -381,7 +381,7 @@ static void test_restart_with_the_feed_from_the_start_writes_and_cancels_nothing
 	assert_int_equal(flash_restock(b.h, 1, 1, 90), FLASH_OK);
 	box_serve(&a, 1, g_url);
 	box_serve(&b, 2, g_url);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 	struct flash_order_res r;
 	/* users 100..119 order on box a, then users 110..129 on box b */
@@ -423,7 +423,7 @@ static void test_restart_with_the_feed_from_the_start_writes_and_cancels_nothing
 	assert_int_equal(b.t.st.backstop_conflicts, 0);
 	assert_int_equal(t_available(a.h, 1, 1), avail_a);
 	assert_int_equal(t_available(b.h, 1, 1), avail_b);
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 	box_free(&b);
 }
@@ -437,7 +437,7 @@ static void test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts(v
 	struct box a;
 	box_new(&a, 1, 0);
 	box_serve(&a, 1, g_url);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 	struct flash_order_res r;
 	assert_int_equal(t_order(a.h, 1, 1, 55, 1, 0, 0, &r), FLASH_OK);
@@ -464,7 +464,7 @@ static void test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts(v
 	box_stop(&a);
 	assert_int_equal(t_available(a.h, 1, 1), 10);
 	assert_true(feed_has_cancel(&a, r.order_no));
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 }
 
@@ -573,7 +573,7 @@ static void test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs
 	char bad[600];
 	snprintf(bad, sizeof bad, "mysql://root@localhost/x?socket=%s/no-such.sock", a.dir);
 	box_serve_archiving(&a, bad, app_url, 1);
-	flash_mysql_t *ma;
+	mdb_t *ma;
 	MYSQL *ca = central_at(app_url, &ma);
 	wait_applied(ca, &a);
 	while (t_now_ns() < end_ns + 1000000000ll)      /* archive_after_s */
@@ -595,7 +595,7 @@ static void test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs
 
 	/* 2. the backstop reaches its database: it writes, then the archive */
 	box_serve_archiving(&a, g_url, app_url, 1);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 	for (int i = 0; i < 6000 && !archived(&a, r1.order_no); i++)
 		t_sleep_ms(10);
@@ -611,8 +611,8 @@ static void test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs
 	assert_false(archived(&a, r2.order_no));
 	box_stop(&a);
 	assert_int_equal(a.t.st.archived, 1);
-	flash_mysql_close(m);
-	flash_mysql_close(ma);
+	mdb_close(m);
+	mdb_close(ma);
 	box_free(&a);
 }
 
@@ -633,7 +633,7 @@ static void test_archiver_of_a_restarted_idle_box_goes_by_the_backstops_committe
 	assert_int_equal(t_order(a.h, 1, 1, 42, 1, 0, 0, &r), FLASH_OK);
 	/* written and committed, not archived yet (an hour's wait) */
 	box_serve_archiving(&a, g_url, app_url, 3600);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 	wait_written(c, &a, 1);
 	box_stop(&a);
@@ -646,7 +646,7 @@ static void test_archiver_of_a_restarted_idle_box_goes_by_the_backstops_committe
 	box_stop(&a);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE box_id = 1 AND order_no = %llu",
 	                    (unsigned long long)r.order_no), 1);
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 }
 
@@ -669,14 +669,14 @@ static void test_backstop_writes_orders_of_an_activity_listed_after_an_archived_
 	box_serve(&a, 1, g_url);
 	struct flash_order_res r;
 	assert_int_equal(t_order(a.h, 2, 1, 44, 1, 0, 0, &r), FLASH_OK);
-	flash_mysql_t *m;
+	mdb_t *m;
 	MYSQL *c = central(&m);
 	wait_written(c, &a, 1);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE box_id = 1 AND order_no = %llu AND"
 	                    " activity_id = 2 AND user_id = 44 AND active_key = 1",
 	                    (unsigned long long)r.order_no), 1);
 	box_stop(&a);
-	flash_mysql_close(m);
+	mdb_close(m);
 	box_free(&a);
 }
 

@@ -57,7 +57,7 @@ static char g_url[600];
 static char g_db[64];
 static int  g_n;
 
-static const char *class_name(enum flash_mysql_err k)
+static const char *class_name(enum mdb_err k)
 {
 	static const char *const n[] = { "NONE", "CONN", "NODE", "TXN", "DUP", "ROW", "FATAL" };
 	return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
@@ -67,7 +67,7 @@ static const char *class_name(enum flash_mysql_err k)
 #define assert_class(e, want)                                                                   \
 	do {                                                                                    \
 		unsigned e_ = (e);                                                              \
-		enum flash_mysql_err got_ = flash_mysql_err_class(e_);                          \
+		enum mdb_err got_ = mdb_err_class(e_);                          \
 		if (got_ != (want))                                                             \
 			fail_msg("error %u is %s, expected %s", e_, class_name(got_),           \
 			         class_name(want));                                             \
@@ -198,7 +198,7 @@ static void test_a_connection_killed_between_statements_is_conn(void **state)
 	ok(killer, "KILL %lu", mysql_thread_id(victim));
 	unsigned e = q(victim, "SELECT 1");
 	assert_true(e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST);
-	assert_class(e, FLASH_MYSQL_ERR_CONN);
+	assert_class(e, MDB_ERR_CONN);
 	mysql_close(victim);
 	mysql_close(killer);
 }
@@ -218,7 +218,7 @@ static void test_a_connection_killed_inside_a_statement_is_conn(void **state)
 	assert_int_not_equal(mysql_read_query_result(victim), 0);
 	unsigned e = mysql_errno(victim);
 	assert_true(e == ER_CONNECTION_KILLED || e == CR_SERVER_LOST);
-	assert_class(e, FLASH_MYSQL_ERR_CONN);
+	assert_class(e, MDB_ERR_CONN);
 	mysql_close(victim);
 	mysql_close(killer);
 }
@@ -233,7 +233,7 @@ static void test_a_node_nobody_listens_on_is_conn(void **state)
 	MYSQL *c = mysql_init(NULL);
 	assert_null(mysql_real_connect(c, NULL, "root", NULL, NULL, 0, path, 0));
 	assert_int_equal(mysql_errno(c), CR_CONNECTION_ERROR);
-	assert_class(mysql_errno(c), FLASH_MYSQL_ERR_CONN);
+	assert_class(mysql_errno(c), MDB_ERR_CONN);
 	mysql_close(c);
 	rmdir(dir);
 
@@ -249,7 +249,7 @@ static void test_a_node_nobody_listens_on_is_conn(void **state)
 	unsigned proto = MYSQL_PROTOCOL_TCP;
 	mysql_options(c, MYSQL_OPT_PROTOCOL, &proto);
 	assert_null(mysql_real_connect(c, "127.0.0.1", "root", NULL, NULL, ntohs(a.sin_port), NULL, 0));
-	assert_class(mysql_errno(c), FLASH_MYSQL_ERR_CONN);
+	assert_class(mysql_errno(c), MDB_ERR_CONN);
 	mysql_close(c);
 }
 
@@ -273,12 +273,12 @@ static void test_a_server_stopped_under_an_open_connection_is_conn(void **state)
 	g_halted = 1;
 	mariadb("halt");
 	unsigned e = q(c, "SELECT 1");
-	assert_class(e, FLASH_MYSQL_ERR_CONN);
+	assert_class(e, MDB_ERR_CONN);
 	mysql_close(c);
 	/* and a connect to the stopped server */
 	c = mysql_init(NULL);
 	assert_null(mysql_real_connect(c, NULL, "root", NULL, NULL, 0, sock_path(), 0));
-	assert_class(mysql_errno(c), FLASH_MYSQL_ERR_CONN);
+	assert_class(mysql_errno(c), MDB_ERR_CONN);
 	mysql_close(c);
 	mariadb("resume");
 	g_halted = 0;
@@ -292,7 +292,7 @@ static void test_galera_not_ready_as_the_server_sends_it_is_node(void **state)
 	make_not_ready(c);
 	unsigned e = q(c, "SELECT fse_not_ready()");
 	assert_int_equal(e, ER_UNKNOWN_COM_ERROR);
-	assert_class(e, FLASH_MYSQL_ERR_NODE);
+	assert_class(e, MDB_ERR_NODE);
 	mysql_close(c);
 }
 
@@ -343,7 +343,7 @@ static void test_too_many_connections_is_node(void **state)
 			sleep_ms(100);
 	}
 	assert_int_equal(e, ER_CON_COUNT_ERROR);
-	assert_class(e, FLASH_MYSQL_ERR_NODE);
+	assert_class(e, MDB_ERR_NODE);
 }
 
 static void two_rows(MYSQL *c)
@@ -370,7 +370,7 @@ static void test_a_deadlock_is_txn(void **state)
 	unsigned ea = mysql_read_query_result(a) ? mysql_errno(a) : 0;
 	/* InnoDB rolls one of the two back */
 	assert_true((ea == ER_LOCK_DEADLOCK) != (eb == ER_LOCK_DEADLOCK));
-	assert_class(ea ? ea : eb, FLASH_MYSQL_ERR_TXN);
+	assert_class(ea ? ea : eb, MDB_ERR_TXN);
 	ok(a, "ROLLBACK");
 	ok(b, "ROLLBACK");
 	mysql_close(a);
@@ -388,7 +388,7 @@ static void test_a_lock_wait_timeout_is_txn(void **state)
 	ok(b, "SET SESSION innodb_lock_wait_timeout = 1");
 	unsigned e = q(b, "UPDATE t SET v = v + 1 WHERE id = 1");
 	assert_int_equal(e, ER_LOCK_WAIT_TIMEOUT);
-	assert_class(e, FLASH_MYSQL_ERR_TXN);
+	assert_class(e, MDB_ERR_TXN);
 	ok(a, "ROLLBACK");
 	mysql_close(a);
 	mysql_close(b);
@@ -402,7 +402,7 @@ static void test_a_duplicate_key_is_dup(void **state)
 	two_rows(c);
 	unsigned e = q(c, "INSERT INTO t VALUES (1, 5)");
 	assert_int_equal(e, ER_DUP_ENTRY);
-	assert_class(e, FLASH_MYSQL_ERR_DUP);
+	assert_class(e, MDB_ERR_DUP);
 	mysql_close(c);
 }
 
@@ -414,10 +414,10 @@ static void test_a_row_the_schema_refuses_is_row(void **state)
 	ok(c, "CREATE TABLE s (id INT PRIMARY KEY, v INT NOT NULL, CONSTRAINT v_pos CHECK (v >= 0))");
 	unsigned e = q(c, "INSERT INTO s VALUES (1, -1)");
 	assert_int_equal(e, ER_CONSTRAINT_FAILED);
-	assert_class(e, FLASH_MYSQL_ERR_ROW);
+	assert_class(e, MDB_ERR_ROW);
 	e = q(c, "INSERT INTO s VALUES (2, NULL)");
 	assert_int_equal(e, ER_BAD_NULL_ERROR);
-	assert_class(e, FLASH_MYSQL_ERR_ROW);
+	assert_class(e, MDB_ERR_ROW);
 	mysql_close(c);
 }
 
@@ -429,20 +429,20 @@ static void test_a_wrong_statement_or_a_result_left_unread_is_fatal(void **state
 	two_rows(c);
 	unsigned e = q(c, "SELEC 1");
 	assert_int_equal(e, ER_PARSE_ERROR);
-	assert_class(e, FLASH_MYSQL_ERR_FATAL);
+	assert_class(e, MDB_ERR_FATAL);
 	e = q(c, "SELECT * FROM no_such_table");
 	assert_int_equal(e, ER_NO_SUCH_TABLE);
-	assert_class(e, FLASH_MYSQL_ERR_FATAL);
+	assert_class(e, MDB_ERR_FATAL);
 	/* 4031 here is not MySQL 8's "interaction timeout" but a trigger
 	 * named by FOLLOWS that does not exist: nothing to retry */
 	e = q(c, "CREATE TRIGGER t_b BEFORE INSERT ON t FOR EACH ROW FOLLOWS no_such_trigger SET NEW.v = 0");
 	assert_int_equal(e, ER_REFERENCED_TRG_DOES_NOT_EXIST);   /* 4031 */
-	assert_class(e, FLASH_MYSQL_ERR_FATAL);
+	assert_class(e, MDB_ERR_FATAL);
 	mysql_close(c);
 	/* a client error that is no lost connection: the server is fine */
 	e = out_of_sync_errno();
 	assert_int_equal(e, CR_COMMANDS_OUT_OF_SYNC);
-	assert_class(e, FLASH_MYSQL_ERR_FATAL);
+	assert_class(e, MDB_ERR_FATAL);
 }
 
 /* ------------------------------------------------------------------------
@@ -452,41 +452,41 @@ static void test_a_wrong_statement_or_a_result_left_unread_is_fatal(void **state
 static void test_numbers_that_cannot_be_made_on_demand(void **state)
 {
 	(void)state;
-	static const struct { unsigned e; enum flash_mysql_err k; } v[] = {
-		{ 0, FLASH_MYSQL_ERR_NONE },
-		{ CR_UNKNOWN_ERROR, FLASH_MYSQL_ERR_CONN },
-		{ CR_CONN_HOST_ERROR, FLASH_MYSQL_ERR_CONN },
-		{ CR_UNKNOWN_HOST, FLASH_MYSQL_ERR_CONN },
-		{ CR_SERVER_LOST_EXTENDED, FLASH_MYSQL_ERR_CONN },
-		{ CR_ERR_NET_READ, FLASH_MYSQL_ERR_CONN },
-		{ CR_ERR_NET_WRITE, FLASH_MYSQL_ERR_CONN },
-		{ ER_SERVER_SHUTDOWN, FLASH_MYSQL_ERR_CONN },
-		{ ER_NET_READ_ERROR, FLASH_MYSQL_ERR_CONN },
-		{ ER_NET_ERROR_ON_WRITE, FLASH_MYSQL_ERR_CONN },
-		{ CR_OUT_OF_MEMORY, FLASH_MYSQL_ERR_FATAL },       /* 2008: a failed malloc */
-		{ CR_MALFORMED_PACKET, FLASH_MYSQL_ERR_FATAL },
-		{ CR_NO_PREPARE_STMT, FLASH_MYSQL_ERR_FATAL },
-		{ CR_VERSION_ERROR, FLASH_MYSQL_ERR_FATAL },
-		{ ER_TOO_MANY_USER_CONNECTIONS, FLASH_MYSQL_ERR_NODE },
-		{ ER_QUERY_INTERRUPTED, FLASH_MYSQL_ERR_TXN },
-		{ ER_STATEMENT_TIMEOUT, FLASH_MYSQL_ERR_TXN },
-		{ ER_CHECKREAD, FLASH_MYSQL_ERR_TXN },
-		{ ER_DUP_ENTRY_WITH_KEY_NAME, FLASH_MYSQL_ERR_DUP },
-		{ ER_NO_REFERENCED_ROW_2, FLASH_MYSQL_ERR_ROW },
-		{ ER_DATA_OUT_OF_RANGE, FLASH_MYSQL_ERR_ROW },
-		{ ER_ACCESS_DENIED_ERROR, FLASH_MYSQL_ERR_FATAL },
-		{ ER_BAD_DB_ERROR, FLASH_MYSQL_ERR_FATAL },
-		{ ER_OPTION_PREVENTS_STATEMENT, FLASH_MYSQL_ERR_FATAL },
-		{ ER_READ_ONLY_MODE, FLASH_MYSQL_ERR_FATAL },
+	static const struct { unsigned e; enum mdb_err k; } v[] = {
+		{ 0, MDB_ERR_NONE },
+		{ CR_UNKNOWN_ERROR, MDB_ERR_CONN },
+		{ CR_CONN_HOST_ERROR, MDB_ERR_CONN },
+		{ CR_UNKNOWN_HOST, MDB_ERR_CONN },
+		{ CR_SERVER_LOST_EXTENDED, MDB_ERR_CONN },
+		{ CR_ERR_NET_READ, MDB_ERR_CONN },
+		{ CR_ERR_NET_WRITE, MDB_ERR_CONN },
+		{ ER_SERVER_SHUTDOWN, MDB_ERR_CONN },
+		{ ER_NET_READ_ERROR, MDB_ERR_CONN },
+		{ ER_NET_ERROR_ON_WRITE, MDB_ERR_CONN },
+		{ CR_OUT_OF_MEMORY, MDB_ERR_FATAL },       /* 2008: a failed malloc */
+		{ CR_MALFORMED_PACKET, MDB_ERR_FATAL },
+		{ CR_NO_PREPARE_STMT, MDB_ERR_FATAL },
+		{ CR_VERSION_ERROR, MDB_ERR_FATAL },
+		{ ER_TOO_MANY_USER_CONNECTIONS, MDB_ERR_NODE },
+		{ ER_QUERY_INTERRUPTED, MDB_ERR_TXN },
+		{ ER_STATEMENT_TIMEOUT, MDB_ERR_TXN },
+		{ ER_CHECKREAD, MDB_ERR_TXN },
+		{ ER_DUP_ENTRY_WITH_KEY_NAME, MDB_ERR_DUP },
+		{ ER_NO_REFERENCED_ROW_2, MDB_ERR_ROW },
+		{ ER_DATA_OUT_OF_RANGE, MDB_ERR_ROW },
+		{ ER_ACCESS_DENIED_ERROR, MDB_ERR_FATAL },
+		{ ER_BAD_DB_ERROR, MDB_ERR_FATAL },
+		{ ER_OPTION_PREVENTS_STATEMENT, MDB_ERR_FATAL },
+		{ ER_READ_ONLY_MODE, MDB_ERR_FATAL },
 	};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
 		assert_class(v[i].e, v[i].k);
-	assert_true(flash_mysql_err_retryable(CR_SERVER_LOST));
-	assert_true(flash_mysql_err_retryable(ER_UNKNOWN_COM_ERROR));
-	assert_true(flash_mysql_err_retryable(ER_LOCK_DEADLOCK));
-	assert_false(flash_mysql_err_retryable(ER_DUP_ENTRY));
-	assert_false(flash_mysql_err_retryable(CR_COMMANDS_OUT_OF_SYNC));
-	assert_false(flash_mysql_err_retryable(0));
+	assert_true(mdb_err_retryable(CR_SERVER_LOST));
+	assert_true(mdb_err_retryable(ER_UNKNOWN_COM_ERROR));
+	assert_true(mdb_err_retryable(ER_LOCK_DEADLOCK));
+	assert_false(mdb_err_retryable(ER_DUP_ENTRY));
+	assert_false(mdb_err_retryable(CR_COMMANDS_OUT_OF_SYNC));
+	assert_false(mdb_err_retryable(0));
 }
 
 /* ------------------------------------------------------------------------
@@ -498,16 +498,16 @@ static void test_applier_retries_a_node_that_is_not_ready(void **state)
 {
 	(void)state;
 	fresh("app");
-	struct flash_mysql_opts o = { .url = g_url };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct mdb_opts o = { .url = g_url };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	MYSQL *c = conn(g_db);
 	make_not_ready(c);
 	ok(c, "RENAME TABLE applied_lsn TO applied_lsn_t");
 	ok(c, "CREATE VIEW applied_lsn AS SELECT stream, fse_not_ready() AS lsn FROM applied_lsn_t");
 	uint64_t lsn;
-	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_EMYSQL_RETRY);
-	flash_mysql_close(m);
+	assert_int_equal(mdb_applied_lsn(m, &lsn), FLASH_EMYSQL_RETRY);
+	mdb_close(m);
 	mysql_close(c);
 }
 
@@ -515,17 +515,17 @@ static void test_reconciler_retries_a_node_that_is_not_ready(void **state)
 {
 	(void)state;
 	fresh("rec");
-	struct flash_mysql_opts o = { .url = g_url, .no_schema = 1 };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct mdb_opts o = { .url = g_url, .no_schema = 1 };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	MYSQL *c = conn(g_db);
 	make_not_ready(c);
 	ok(c, "CREATE VIEW activities AS SELECT 1 AS activity_id, fse_not_ready() AS archived_lsn");
 	uint32_t *ids = NULL;
 	size_t n = 0;
-	assert_int_equal(flash_sql_archived(m, &ids, &n), FLASH_EMYSQL_RETRY);
+	assert_int_equal(rsql_archived(m, &ids, &n), FLASH_EMYSQL_RETRY);
 	free(ids);
-	flash_mysql_close(m);
+	mdb_close(m);
 	mysql_close(c);
 }
 
@@ -560,20 +560,20 @@ static void test_lease_retries_an_interrupted_statement_on_the_node_that_ran_it(
 	fresh("lease");
 	char urls[1300];
 	snprintf(urls, sizeof urls, "%s,%s", g_url, g_url);   /* two nodes */
-	struct flash_central_opts o = { .urls = urls, .retry_ms = 300 };
-	flash_central_t *lc;
-	assert_int_equal(flash_central_open(&o, &lc), FLASH_OK);
-	assert_int_equal(flash_central_init(lc), FLASH_OK);
-	assert_int_equal(flash_central_pool_set(lc, 1, 1, 100), FLASH_OK);
-	assert_int_equal(flash_central_failovers(lc), 0);
+	struct central_opts o = { .urls = urls, .retry_ms = 300 };
+	central_t *lc;
+	assert_int_equal(central_open(&o, &lc), FLASH_OK);
+	assert_int_equal(central_init(lc), FLASH_OK);
+	assert_int_equal(central_pool_set(lc, 1, 1, 100), FLASH_OK);
+	assert_int_equal(central_failovers(lc), 0);
 	MYSQL *c = conn(g_db);
 	ok(c, "CREATE TRIGGER fs_pool_interrupted BEFORE UPDATE ON fs_pool FOR EACH ROW"
 	      " SIGNAL SQLSTATE '70100' SET MYSQL_ERRNO = %u, MESSAGE_TEXT = 'Query execution was"
 	      " interrupted'", ER_QUERY_INTERRUPTED);
 	/* the node answered: retried there until retry_ms, never a failover */
-	assert_int_equal(flash_central_pool_set(lc, 1, 1, 200), FLASH_EMYSQL_RETRY);
-	assert_int_equal(flash_central_failovers(lc), 0);
-	flash_central_close(lc);
+	assert_int_equal(central_pool_set(lc, 1, 1, 200), FLASH_EMYSQL_RETRY);
+	assert_int_equal(central_failovers(lc), 0);
+	central_close(lc);
 	mysql_close(c);
 }
 

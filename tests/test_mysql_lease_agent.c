@@ -62,7 +62,7 @@ struct box {
 };
 
 static char g_url[600];
-static flash_central_t *g_c;
+static central_t *g_c;
 
 
 static void fresh_central(const char *name)
@@ -81,7 +81,7 @@ static int64_t q1(const char *fmt, ...)
 
 static void sql(const char *stmt)
 {
-	MYSQL *m = flash_central_conn(g_c);
+	MYSQL *m = central_conn(g_c);
 	assert_non_null(m);
 	if (mysql_query(m, stmt))
 		fail_msg("%s: %s", stmt, mysql_error(m));
@@ -364,7 +364,7 @@ static void a_box_sells_a_sku_whose_units_come_only_from_leases(void **state)
 {
 	(void)state;
 	fresh_central("only");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 120), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 120), FLASH_OK);
 	struct box b;
 	box_new(&b, 1);
 	box_serve(&b, "5", "30", NULL);
@@ -392,7 +392,7 @@ static void a_box_sells_a_sku_whose_units_come_only_from_leases(void **state)
 	/* a clean stop returned nothing (nothing was held) and left the leases open */
 	assert_int_equal(box_leased(&b), 120);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 static void of_two_boxes_sharing_a_pool_the_busy_one_gets_the_idle_ones_surplus(void **state)
@@ -400,7 +400,7 @@ static void of_two_boxes_sharing_a_pool_the_busy_one_gets_the_idle_ones_surplus(
 	(void)state;
 	fresh_central("share");
 	const int64_t total = 300;
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, total), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, total), FLASH_OK);
 	struct box a, b;
 	box_new(&a, 1);
 	box_new(&b, 2);
@@ -436,14 +436,14 @@ static void of_two_boxes_sharing_a_pool_the_busy_one_gets_the_idle_ones_surplus(
 	box_free(&b);
 	/* both stopped cleanly: what they held is back in the pool */
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), total - a.sold - b.sold);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 static void serve_killed_in_the_middle_of_a_return_returns_once_at_restart(void **state)
 {
 	(void)state;
 	fresh_central("kill");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 50), FLASH_OK);
 	struct box b;
 	box_new(&b, 3);
 	box_serve(&b, "10", "10", "return_unloaded");
@@ -468,14 +468,14 @@ static void serve_killed_in_the_middle_of_a_return_returns_once_at_restart(void 
 	box_stop_returns_all(&b, 50);
 	pool_adds_up(50);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart(void **state)
 {
 	(void)state;
 	fresh_central("take");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 40), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 40), FLASH_OK);
 	struct box b;
 	box_new(&b, 5);
 	/* the first take commits centrally, then serve is SIGKILLed before it
@@ -496,7 +496,7 @@ static void serve_killed_after_a_take_committed_loads_that_lease_once_at_restart
 	box_settled(&b);
 	pool_adds_up(40);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* Issue 19: power lost after the central return committed, before the
@@ -505,7 +505,7 @@ static void a_power_cut_after_a_return_committed_leaves_each_unit_in_one_place(v
 {
 	(void)state;
 	fresh_central("pcut_r");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 50), FLASH_OK);
 	struct box b;
 	box_new(&b, 8);
 	/* the stop's return: restock -k, the central return commits, SIGKILL */
@@ -523,7 +523,7 @@ static void a_power_cut_after_a_return_committed_leaves_each_unit_in_one_place(v
 	pool_adds_up(50);
 	box_stop_returns_all(&b, 50);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* The mirror: power lost after a take's units were loaded (restock +k) and
@@ -532,7 +532,7 @@ static void a_power_cut_after_a_take_was_loaded_leaves_its_units_in_the_segment(
 {
 	(void)state;
 	fresh_central("pcut_t");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 40), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 40), FLASH_OK);
 	struct box b;
 	box_new(&b, 9);
 	snprintf(b.synclog, sizeof b.synclog, "%s/sync.log", b.dir);
@@ -550,7 +550,7 @@ static void a_power_cut_after_a_take_was_loaded_leaves_its_units_in_the_segment(
 	box_settled(&b);
 	pool_adds_up(40);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* Issue 19: a restart on a disk slower than the agent's durability bound.
@@ -565,7 +565,7 @@ static void a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_
 {
 	(void)state;
 	fresh_central("slowrestart");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 50), FLASH_OK);
 	struct box b;
 	box_new(&b, 13);
 	box_killed_in_the_stop_return(&b, "return_restocked");
@@ -596,7 +596,7 @@ static void a_restart_whose_drained_units_are_not_durable_finishes_no_return_by_
 	pool_adds_up(50);
 	box_stop_returns_all(&b, 50);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* Issue 19, item 1 at a restart: the stop's return took all 7 unsold units
@@ -610,7 +610,7 @@ static void a_restart_finishes_an_interrupted_return_only_once_its_removal_is_on
 {
 	(void)state;
 	fresh_central("restart_r");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
+	assert_int_equal(central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
 	struct box b;
 	box_new(&b, 14);
 	box_killed_in_the_stop_return(&b, "return_restocked");
@@ -643,7 +643,7 @@ static void a_restart_finishes_an_interrupted_return_only_once_its_removal_is_on
 	box_one_place(&b, "after the power cut");
 	pool_adds_up(10);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* Issue 19, item 3: a central return refused for a reason other than a
@@ -653,7 +653,7 @@ static void a_return_the_pool_refuses_leaves_its_units_in_the_segment(void **sta
 {
 	(void)state;
 	fresh_central("refuse");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 50), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 50), FLASH_OK);
 	struct box b;
 	box_new(&b, 10);
 	box_serve(&b, "10", "10", NULL);
@@ -673,7 +673,7 @@ static void a_return_the_pool_refuses_leaves_its_units_in_the_segment(void **sta
 	box_stop_returns_all(&b, 50);
 	pool_adds_up(50);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* ---- the agent in process, the test as its daemon ---- */
@@ -777,14 +777,14 @@ static void stall_stop(struct stall *c)
 	g_stall = NULL;
 }
 
-static flash_lease_t *agent_start_here(struct box *b)
+static lease_t *agent_start_here(struct box *b)
 {
 	assert_int_equal(mkdir(b->wal, 0700), 0);
-	struct flash_lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
+	struct lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
 	                               .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
 	                               .log_level = SERVE_LOG_INFO };
-	flash_lease_t *ag = NULL;
-	assert_int_equal(flash_lease_start(&lo, &ag), FLASH_OK);
+	lease_t *ag = NULL;
+	assert_int_equal(lease_start(&lo, &ag), FLASH_OK);
 	return ag;
 }
 
@@ -826,12 +826,12 @@ static int unloaded_to_sold(struct box *b)
 }
 
 /* Wait until @p ag has finished its first take: loaded and durable. */
-static void take_done(flash_lease_t *ag)
+static void take_done(lease_t *ag)
 {
-	struct flash_lease_stats ls;
+	struct lease_stats ls;
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
-	for (flash_lease_stats_get(ag, &ls); ls.takes == 0; flash_lease_stats_get(ag, &ls)) {
-		if (ls.state == FLASH_LEASE_FAILED)
+	for (lease_stats_get(ag, &ls); ls.takes == 0; lease_stats_get(ag, &ls)) {
+		if (ls.state == LEASE_FAILED)
 			fail_msg("the agent failed before its first take was done: %s", flash_rcname(ls.rc));
 		if (t_now_ns() > end) {
 			if (g_stall)
@@ -848,12 +848,12 @@ static void the_agent_returns_units_to_the_pool_only_once_their_removal_is_durab
 {
 	(void)state;
 	fresh_central("order");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
+	assert_int_equal(central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
 	struct box b;
 	box_new(&b, 12);
 	static struct stall c;   /* static: its thread and g_stall outlive a failed test */
 	stall_start(&c, b.seg);
-	flash_lease_t *ag = agent_start_here(&b);
+	lease_t *ag = agent_start_here(&b);
 	wait_for(loaded_10, &b, "lease of 10 loaded");
 	/* the take done, its restock +10 durable: the segment shows the units
 	 * as soon as they are applied, before the consumer has drained and
@@ -865,21 +865,21 @@ static void the_agent_returns_units_to_the_pool_only_once_their_removal_is_durab
 	/* the disk stalls; the stop's return takes the 8 units out of the
 	 * segment, and the central return waits for that to be durable */
 	stall_set(&c, 1);
-	flash_lease_stop_begin(ag);
+	lease_stop_begin(ag);
 	wait_for(unloaded_to_sold, &b, "restock -8");
 	t_sleep_ms(1000);
 	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 0);
 	assert_int_equal(intents(&b, 'r'), 1);
 	stall_set(&c, 0);
-	assert_int_equal(flash_lease_stop(ag), FLASH_OK);
+	assert_int_equal(lease_stop(ag), FLASH_OK);
 	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 8);
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 8);
 	assert_int_equal(intents(&b, 'r'), 0);
 	box_one_place(&b, "after the stop");
 	stall_stop(&c);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 /* Issue 19: the WAL fails while the agent waits for its take's restock +k
@@ -889,44 +889,44 @@ static void a_wal_failure_while_a_take_waits_for_durability_keeps_its_intent_and
 {
 	(void)state;
 	fresh_central("walfail");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 100), FLASH_OK);
 	struct box b;
 	box_new(&b, 11);
 	static struct stall c;   /* static: its thread and g_stall outlive a failed test */
 	stall_start(&c, b.seg);
 	t_sleep_ms(50);             /* the catalog's records are durable */
 	stall_set(&c, 1);
-	flash_lease_t *ag = agent_start_here(&b);
+	lease_t *ag = agent_start_here(&b);
 	wait_for(loaded_10, &b, "lease of 10 loaded in memory");
 	assert_int_equal(intents(&b, 't'), 1);
 	assert_int_equal(flash_durability_fail(b.h), FLASH_OK);
-	struct flash_lease_stats ls;
+	struct lease_stats ls;
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
 	do {
 		assert_true(t_now_ns() < end);
 		t_sleep_ms(10);
-		flash_lease_stats_get(ag, &ls);
-	} while (ls.state != FLASH_LEASE_FAILED);
+		lease_stats_get(ag, &ls);
+	} while (ls.state != LEASE_FAILED);
 	assert_int_equal(ls.rc, FLASH_EDURABILITY);
 	assert_int_equal(intents(&b, 't'), 1);
 	/* below its low-water, the agent takes nothing more, returns nothing */
 	for (int i = 0; i < 5; i++)
 		assert_true(buy(&b, WAIT_MS));
 	t_sleep_ms(500);
-	flash_lease_stop(ag);
+	lease_stop(ag);
 	assert_int_equal(q1("SELECT COUNT(*) FROM fs_lease"), 1);
 	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
 	assert_int_equal(intents(&b, 't'), 1);
 	stall_stop(&c);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 static void at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leases_and_returns_later_cancels(void **state)
 {
 	(void)state;
 	fresh_central("end");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 100), FLASH_OK);
 	struct box b;
 	/* the window must outlast serve's start and its first lease, which
 	 * under ASan on a loaded machine take seconds: an order after the end
@@ -966,14 +966,14 @@ static void at_the_end_of_the_sale_the_box_returns_what_it_holds_closes_its_leas
 	t_sleep_ms(300);
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 94);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 static void a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_answers(void **state)
 {
 	(void)state;
 	fresh_central("down");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 100), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 100), FLASH_OK);
 	struct box b;
 	box_new(&b, 7);
 	box_serve(&b, "10", "10", NULL);
@@ -1006,14 +1006,14 @@ static void a_box_that_cannot_reach_mariadb_stops_selling_and_resumes_when_it_an
 	pool_adds_up(100);
 	box_free(&b);
 	assert_int_equal(q1("SELECT unleased FROM fs_pool"), 100 - b.sold);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_restart(void **state)
 {
 	(void)state;
 	fresh_central("fence");
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 80), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 80), FLASH_OK);
 	struct box b;
 	box_new(&b, 4);
 	box_serve(&b, "10", "20", NULL);
@@ -1021,7 +1021,7 @@ static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_re
 		assert_true(buy(&b, WAIT_MS));
 	box_settled(&b);
 	assert_true(t_available(b.h, 1, 1) > 0);
-	assert_int_equal(flash_central_fence(g_c, 4, 0, 1, NULL, NULL), FLASH_OK);
+	assert_int_equal(central_fence(g_c, 4, 0, 1, NULL, NULL), FLASH_OK);
 	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
 	while (t_available(b.h, 1, 1) != 0) {
 		assert_true(t_now_ns() < end);
@@ -1051,7 +1051,7 @@ static void a_fenced_box_stops_selling_its_stock_goes_to_0_and_it_reclaims_at_re
 	assert_int_equal(unleased + open + sold_closed, 80);
 	assert_int_equal(open, 1);
 	box_free(&b);
-	flash_central_close(g_c);
+	central_close(g_c);
 }
 
 int main(void)

@@ -27,27 +27,27 @@
 
 static char g_url[600];
 
-static flash_central_t *central(int (*fault)(void *, int), void *arg)
+static central_t *central(int (*fault)(void *, int), void *arg)
 {
-	struct flash_central_opts o = { .urls = g_url, .retry_ms = 20000, .fault = fault, .fault_arg = arg };
-	flash_central_t *c = NULL;
-	assert_int_equal(flash_central_open(&o, &c), FLASH_OK);
+	struct central_opts o = { .urls = g_url, .retry_ms = 20000, .fault = fault, .fault_arg = arg };
+	central_t *c = NULL;
+	assert_int_equal(central_open(&o, &c), FLASH_OK);
 	return c;
 }
 
-static flash_central_t *fresh(const char *name)
+static central_t *fresh(const char *name)
 {
 	char db[64];
 	snprintf(db, sizeof db, "lc_%s_%d", name, (int)getpid());
 	mysql_fresh_db(g_url, sizeof g_url, db);
-	flash_central_t *c = central(NULL, NULL);
-	assert_int_equal(flash_central_init(c), FLASH_OK);
+	central_t *c = central(NULL, NULL);
+	assert_int_equal(central_init(c), FLASH_OK);
 	return c;
 }
 
-static int64_t count(flash_central_t *c, const char *sql)
+static int64_t count(central_t *c, const char *sql)
 {
-	MYSQL *m = flash_central_conn(c);
+	MYSQL *m = central_conn(c);
 	assert_non_null(m);
 	assert_int_equal(mysql_query(m, sql), 0);
 	MYSQL_RES *r = mysql_store_result(m);
@@ -62,79 +62,79 @@ static int64_t count(flash_central_t *c, const char *sql)
 static void init_is_idempotent_and_pool_refuses_total_below_leased(void **state)
 {
 	(void)state;
-	flash_central_t *c = fresh("init");
-	assert_int_equal(flash_central_init(c), FLASH_OK);
-	assert_int_equal(flash_central_pool_set(c, 1, 7, 100), FLASH_OK);
-	struct flash_box_reg reg;
-	assert_int_equal(flash_central_register(c, 1, 1, &reg), FLASH_OK);
-	assert_int_equal(flash_central_take(c, 1, reg.epoch, 1, 7, flash_lease_id(1, reg.epoch, 1), 60), FLASH_OK);
-	assert_int_equal(flash_central_pool_set(c, 1, 7, 59), FLASH_ESOLD_OUT);
-	struct flash_pool_row p;
-	assert_int_equal(flash_central_pool_get(c, 1, 7, &p), FLASH_OK);
+	central_t *c = fresh("init");
+	assert_int_equal(central_init(c), FLASH_OK);
+	assert_int_equal(central_pool_set(c, 1, 7, 100), FLASH_OK);
+	struct box_reg reg;
+	assert_int_equal(central_register(c, 1, 1, &reg), FLASH_OK);
+	assert_int_equal(central_take(c, 1, reg.epoch, 1, 7, central_lease_id(1, reg.epoch, 1), 60), FLASH_OK);
+	assert_int_equal(central_pool_set(c, 1, 7, 59), FLASH_ESOLD_OUT);
+	struct pool_row p;
+	assert_int_equal(central_pool_get(c, 1, 7, &p), FLASH_OK);
 	assert_int_equal(p.total, 100);
 	assert_int_equal(p.unleased, 40);
 	assert_int_equal(p.leased, 60);
-	assert_int_equal(flash_central_pool_set(c, 1, 7, 60), FLASH_OK);
-	assert_int_equal(flash_central_pool_get(c, 1, 7, &p), FLASH_OK);
+	assert_int_equal(central_pool_set(c, 1, 7, 60), FLASH_OK);
+	assert_int_equal(central_pool_get(c, 1, 7, &p), FLASH_OK);
 	assert_int_equal(p.total, 60);
 	assert_int_equal(p.unleased, 0);
-	flash_central_close(c);
+	central_close(c);
 }
 
 static void take_below_zero_is_refused_and_changes_nothing(void **state)
 {
 	(void)state;
-	flash_central_t *c = fresh("zero");
-	assert_int_equal(flash_central_pool_set(c, 1, 1, 10), FLASH_OK);
-	struct flash_box_reg reg;
-	assert_int_equal(flash_central_register(c, 3, 1, &reg), FLASH_OK);
+	central_t *c = fresh("zero");
+	assert_int_equal(central_pool_set(c, 1, 1, 10), FLASH_OK);
+	struct box_reg reg;
+	assert_int_equal(central_register(c, 3, 1, &reg), FLASH_OK);
 	assert_int_equal(reg.epoch, 1);
-	assert_int_equal(flash_central_take(c, 3, 1, 1, 1, flash_lease_id(3, 1, 1), 11), FLASH_ESOLD_OUT);
+	assert_int_equal(central_take(c, 3, 1, 1, 1, central_lease_id(3, 1, 1), 11), FLASH_ESOLD_OUT);
 	assert_int_equal(count(c, "SELECT COUNT(*) FROM fs_lease"), 0);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 10);
-	assert_int_equal(flash_central_take(c, 3, 1, 1, 1, flash_lease_id(3, 1, 2), 10), FLASH_OK);
-	assert_int_equal(flash_central_take(c, 3, 1, 1, 1, flash_lease_id(3, 1, 3), 1), FLASH_ESOLD_OUT);
+	assert_int_equal(central_take(c, 3, 1, 1, 1, central_lease_id(3, 1, 2), 10), FLASH_OK);
+	assert_int_equal(central_take(c, 3, 1, 1, 1, central_lease_id(3, 1, 3), 1), FLASH_ESOLD_OUT);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 0);
 	/* an unknown pool is never created by a take */
-	assert_int_equal(flash_central_take(c, 3, 1, 1, 2, flash_lease_id(3, 1, 4), 1), FLASH_ESOLD_OUT);
-	flash_central_close(c);
+	assert_int_equal(central_take(c, 3, 1, 1, 2, central_lease_id(3, 1, 4), 1), FLASH_ESOLD_OUT);
+	central_close(c);
 }
 
 static void take_and_return_under_a_stale_or_fenced_epoch_are_refused(void **state)
 {
 	(void)state;
-	flash_central_t *c = fresh("stale");
-	assert_int_equal(flash_central_pool_set(c, 1, 1, 100), FLASH_OK);
-	struct flash_box_reg r1, r2;
-	assert_int_equal(flash_central_register(c, 2, 1, &r1), FLASH_OK);
-	uint64_t l1 = flash_lease_id(2, r1.epoch, 1);
-	assert_int_equal(flash_central_take(c, 2, r1.epoch, 1, 1, l1, 5), FLASH_OK);
+	central_t *c = fresh("stale");
+	assert_int_equal(central_pool_set(c, 1, 1, 100), FLASH_OK);
+	struct box_reg r1, r2;
+	assert_int_equal(central_register(c, 2, 1, &r1), FLASH_OK);
+	uint64_t l1 = central_lease_id(2, r1.epoch, 1);
+	assert_int_equal(central_take(c, 2, r1.epoch, 1, 1, l1, 5), FLASH_OK);
 	/* a restart registers again: the old epoch is dead, the lease adopted */
-	assert_int_equal(flash_central_register(c, 2, 1, &r2), FLASH_OK);
+	assert_int_equal(central_register(c, 2, 1, &r2), FLASH_OK);
 	assert_int_equal(r2.epoch, r1.epoch + 1);
 	assert_int_equal(r2.adopted, 1);
-	assert_int_equal(flash_central_take(c, 2, r1.epoch, 1, 1, flash_lease_id(2, r1.epoch, 2), 5), FLASH_EFENCED);
-	assert_int_equal(flash_central_return(c, 2, r1.epoch, 1, 1, l1, 0, 1), FLASH_EFENCED);
-	assert_int_equal(flash_central_heartbeat(c, 2, r1.epoch, 0), FLASH_EFENCED);
-	assert_int_equal(flash_central_heartbeat(c, 2, r2.epoch, 0), FLASH_OK);
+	assert_int_equal(central_take(c, 2, r1.epoch, 1, 1, central_lease_id(2, r1.epoch, 2), 5), FLASH_EFENCED);
+	assert_int_equal(central_return(c, 2, r1.epoch, 1, 1, l1, 0, 1), FLASH_EFENCED);
+	assert_int_equal(central_heartbeat(c, 2, r1.epoch, 0), FLASH_EFENCED);
+	assert_int_equal(central_heartbeat(c, 2, r2.epoch, 0), FLASH_OK);
 	/* a fresh heartbeat refuses a fence without --force */
-	assert_int_equal(flash_central_fence(c, 2, 30, 0, NULL, NULL), FLASH_EBUSY);
+	assert_int_equal(central_fence(c, 2, 30, 0, NULL, NULL), FLASH_EBUSY);
 	uint32_t ne = 0, nl = 0;
-	assert_int_equal(flash_central_fence(c, 2, 30, 1, &ne, &nl), FLASH_OK);
+	assert_int_equal(central_fence(c, 2, 30, 1, &ne, &nl), FLASH_OK);
 	assert_int_equal(ne, r2.epoch + 1);
 	assert_int_equal(nl, 1);
-	assert_int_equal(flash_central_fence(c, 2, 30, 1, NULL, NULL), FLASH_EEXIST);
-	assert_int_equal(flash_central_take(c, 2, r2.epoch, 1, 1, flash_lease_id(2, r2.epoch, 1), 5), FLASH_EFENCED);
-	assert_int_equal(flash_central_take(c, 2, ne, 1, 1, flash_lease_id(2, ne, 1), 5), FLASH_EFENCED);
-	assert_int_equal(flash_central_return(c, 2, r2.epoch, 1, 1, l1, 0, 1), FLASH_EFENCED);
-	assert_int_equal(flash_central_heartbeat(c, 2, r2.epoch, 0), FLASH_EFENCED);
+	assert_int_equal(central_fence(c, 2, 30, 1, NULL, NULL), FLASH_EEXIST);
+	assert_int_equal(central_take(c, 2, r2.epoch, 1, 1, central_lease_id(2, r2.epoch, 1), 5), FLASH_EFENCED);
+	assert_int_equal(central_take(c, 2, ne, 1, 1, central_lease_id(2, ne, 1), 5), FLASH_EFENCED);
+	assert_int_equal(central_return(c, 2, r2.epoch, 1, 1, l1, 0, 1), FLASH_EFENCED);
+	assert_int_equal(central_heartbeat(c, 2, r2.epoch, 0), FLASH_EFENCED);
 	/* a fenced box is refused registration until it asks for it knowingly */
-	struct flash_box_reg r3;
-	assert_int_equal(flash_central_register(c, 2, 1, &r3), FLASH_EFENCED);
+	struct box_reg r3;
+	assert_int_equal(central_register(c, 2, 1, &r3), FLASH_EFENCED);
 	assert_int_equal(r3.was_fenced, 1);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 95);
 	assert_int_equal(count(c, "SELECT COUNT(*) FROM fs_lease"), 1);
-	flash_central_close(c);
+	central_close(c);
 }
 
 struct fault { int point, left; };
@@ -152,92 +152,92 @@ static int fault_fn(void *arg, int point)
 static void take_retried_after_a_lost_connection_takes_one_lease(void **state)
 {
 	(void)state;
-	flash_central_t *c0 = fresh("lost");
-	assert_int_equal(flash_central_pool_set(c0, 1, 1, 100), FLASH_OK);
-	struct flash_box_reg reg;
-	assert_int_equal(flash_central_register(c0, 4, 1, &reg), FLASH_OK);
+	central_t *c0 = fresh("lost");
+	assert_int_equal(central_pool_set(c0, 1, 1, 100), FLASH_OK);
+	struct box_reg reg;
+	assert_int_equal(central_register(c0, 4, 1, &reg), FLASH_OK);
 	/* the reply of a committed COMMIT is lost: the retry finds the lease */
-	struct fault fa = { FLASH_CENTRAL_AFTER_COMMIT, 1 };
-	flash_central_t *c = central(fault_fn, &fa);
-	assert_int_equal(flash_central_take(c, 4, reg.epoch, 1, 1, flash_lease_id(4, reg.epoch, 1), 7), FLASH_OK);
+	struct fault fa = { CENTRAL_AFTER_COMMIT, 1 };
+	central_t *c = central(fault_fn, &fa);
+	assert_int_equal(central_take(c, 4, reg.epoch, 1, 1, central_lease_id(4, reg.epoch, 1), 7), FLASH_OK);
 	assert_int_equal(fa.left, 0);
 	assert_int_equal(count(c0, "SELECT COUNT(*) FROM fs_lease"), 1);
 	assert_int_equal(count(c0, "SELECT unleased FROM fs_pool"), 93);
-	flash_central_close(c);
+	central_close(c);
 	/* the connection dies before COMMIT: rolled back, the retry takes it */
-	struct fault fb = { FLASH_CENTRAL_BEFORE_COMMIT, 1 };
+	struct fault fb = { CENTRAL_BEFORE_COMMIT, 1 };
 	c = central(fault_fn, &fb);
-	assert_int_equal(flash_central_take(c, 4, reg.epoch, 1, 1, flash_lease_id(4, reg.epoch, 2), 8), FLASH_OK);
+	assert_int_equal(central_take(c, 4, reg.epoch, 1, 1, central_lease_id(4, reg.epoch, 2), 8), FLASH_OK);
 	assert_int_equal(fb.left, 0);
 	assert_int_equal(count(c0, "SELECT COUNT(*) FROM fs_lease"), 2);
 	assert_int_equal(count(c0, "SELECT unleased FROM fs_pool"), 85);
 	/* the same id asked again (a box that did not know the outcome) is the same lease */
-	assert_int_equal(flash_central_take(c, 4, reg.epoch, 1, 1, flash_lease_id(4, reg.epoch, 2), 8), FLASH_OK);
-	assert_int_equal(flash_central_take(c, 4, reg.epoch, 1, 1, flash_lease_id(4, reg.epoch, 2), 9), FLASH_EEXIST);
+	assert_int_equal(central_take(c, 4, reg.epoch, 1, 1, central_lease_id(4, reg.epoch, 2), 8), FLASH_OK);
+	assert_int_equal(central_take(c, 4, reg.epoch, 1, 1, central_lease_id(4, reg.epoch, 2), 9), FLASH_EEXIST);
 	assert_int_equal(count(c0, "SELECT unleased FROM fs_pool"), 85);
 	assert_int_equal(count(c0, "SELECT SUM(units) FROM fs_lease"), 15);
-	flash_central_close(c);
-	flash_central_close(c0);
+	central_close(c);
+	central_close(c0);
 }
 
 static void return_replayed_twice_returns_once(void **state)
 {
 	(void)state;
-	flash_central_t *c = fresh("ret");
-	assert_int_equal(flash_central_pool_set(c, 1, 1, 50), FLASH_OK);
-	struct flash_box_reg reg;
-	assert_int_equal(flash_central_register(c, 5, 1, &reg), FLASH_OK);
-	uint64_t id = flash_lease_id(5, reg.epoch, 1);
-	assert_int_equal(flash_central_take(c, 5, reg.epoch, 1, 1, id, 20), FLASH_OK);
-	assert_int_equal(flash_central_return(c, 5, reg.epoch, 1, 1, id, 0, 6), FLASH_OK);
-	assert_int_equal(flash_central_return(c, 5, reg.epoch, 1, 1, id, 0, 6), FLASH_OK);   /* replay */
-	struct flash_lease_row l;
-	assert_int_equal(flash_central_lease_get(c, id, &l), FLASH_OK);
+	central_t *c = fresh("ret");
+	assert_int_equal(central_pool_set(c, 1, 1, 50), FLASH_OK);
+	struct box_reg reg;
+	assert_int_equal(central_register(c, 5, 1, &reg), FLASH_OK);
+	uint64_t id = central_lease_id(5, reg.epoch, 1);
+	assert_int_equal(central_take(c, 5, reg.epoch, 1, 1, id, 20), FLASH_OK);
+	assert_int_equal(central_return(c, 5, reg.epoch, 1, 1, id, 0, 6), FLASH_OK);
+	assert_int_equal(central_return(c, 5, reg.epoch, 1, 1, id, 0, 6), FLASH_OK);   /* replay */
+	struct lease_row l;
+	assert_int_equal(central_lease_get(c, id, &l), FLASH_OK);
 	assert_int_equal(l.returned, 6);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 36);
 	/* a return whose reply is lost, retried by the handle: once */
-	struct fault fa = { FLASH_CENTRAL_AFTER_COMMIT, 1 };
-	struct flash_central_opts o = { .urls = g_url, .fault = fault_fn, .fault_arg = &fa };
-	flash_central_t *cf;
-	assert_int_equal(flash_central_open(&o, &cf), FLASH_OK);
-	assert_int_equal(flash_central_return(cf, 5, reg.epoch, 1, 1, id, 6, 4), FLASH_OK);
+	struct fault fa = { CENTRAL_AFTER_COMMIT, 1 };
+	struct central_opts o = { .urls = g_url, .fault = fault_fn, .fault_arg = &fa };
+	central_t *cf;
+	assert_int_equal(central_open(&o, &cf), FLASH_OK);
+	assert_int_equal(central_return(cf, 5, reg.epoch, 1, 1, id, 6, 4), FLASH_OK);
 	assert_int_equal(fa.left, 0);
-	flash_central_close(cf);
+	central_close(cf);
 	assert_int_equal(count(c, "SELECT returned FROM fs_lease"), 10);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 40);
 	/* more than the lease holds, or a stale returned count: refused */
-	assert_int_equal(flash_central_return(c, 5, reg.epoch, 1, 1, id, 10, 11), FLASH_ELEASE);
-	assert_int_equal(flash_central_return(c, 5, reg.epoch, 1, 1, id, 3, 1), FLASH_ELEASE);
+	assert_int_equal(central_return(c, 5, reg.epoch, 1, 1, id, 10, 11), FLASH_ELEASE);
+	assert_int_equal(central_return(c, 5, reg.epoch, 1, 1, id, 3, 1), FLASH_ELEASE);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 40);
 	/* close: the rest counts as sold */
-	assert_int_equal(flash_central_lease_close(c, 5, reg.epoch, id), FLASH_OK);
-	assert_int_equal(flash_central_lease_close(c, 5, reg.epoch, id), FLASH_OK);
+	assert_int_equal(central_lease_close(c, 5, reg.epoch, id), FLASH_OK);
+	assert_int_equal(central_lease_close(c, 5, reg.epoch, id), FLASH_OK);
 	assert_int_equal(count(c, "SELECT sold_at_close FROM fs_lease"), 10);
-	assert_int_equal(flash_central_return(c, 5, reg.epoch, 1, 1, id, 10, 1), FLASH_ELEASE);
+	assert_int_equal(central_return(c, 5, reg.epoch, 1, 1, id, 10, 1), FLASH_ELEASE);
 	/* a cancel after the close gives 2 units back: once, replayed or not */
-	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch, 1, 1, id, 10, 2), FLASH_OK);
-	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch, 1, 1, id, 10, 2), FLASH_OK);
+	assert_int_equal(central_return_closed(c, 5, reg.epoch, 1, 1, id, 10, 2), FLASH_OK);
+	assert_int_equal(central_return_closed(c, 5, reg.epoch, 1, 1, id, 10, 2), FLASH_OK);
 	assert_int_equal(count(c, "SELECT sold_at_close FROM fs_lease"), 8);
 	assert_int_equal(count(c, "SELECT returned FROM fs_lease"), 12);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 42);
-	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch, 1, 1, id, 9, 2), FLASH_ELEASE);
-	assert_int_equal(flash_central_return_closed(c, 5, reg.epoch + 1, 1, 1, id, 8, 1), FLASH_EFENCED);
+	assert_int_equal(central_return_closed(c, 5, reg.epoch, 1, 1, id, 9, 2), FLASH_ELEASE);
+	assert_int_equal(central_return_closed(c, 5, reg.epoch + 1, 1, 1, id, 8, 1), FLASH_EFENCED);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 42);
-	flash_central_close(c);
+	central_close(c);
 }
 
 /* Each child registers its own box and takes 1..3 units until refused. */
 static void racer(uint32_t box, int64_t *taken)
 {
-	flash_central_t *c = central(NULL, NULL);
-	struct flash_box_reg reg;
-	if (flash_central_register(c, box, 1, &reg) != FLASH_OK)
+	central_t *c = central(NULL, NULL);
+	struct box_reg reg;
+	if (central_register(c, box, 1, &reg) != FLASH_OK)
 		_exit(2);
 	int64_t sum = 0;
 	uint32_t seq = 0;
 	for (int misses = 0; misses < 3;) {
 		int64_t k = 1 + (seq % 3);
-		int rc = flash_central_take(c, box, reg.epoch, 1, 1, flash_lease_id(box, reg.epoch, ++seq), k);
+		int rc = central_take(c, box, reg.epoch, 1, 1, central_lease_id(box, reg.epoch, ++seq), k);
 		if (rc == FLASH_OK)
 			sum += k;
 		else if (rc == FLASH_ESOLD_OUT)
@@ -245,16 +245,16 @@ static void racer(uint32_t box, int64_t *taken)
 		else
 			_exit(3);
 	}
-	flash_central_close(c);
+	central_close(c);
 	*taken = sum;
 }
 
 static void two_boxes_racing_for_the_last_units_never_take_the_pool_below_zero(void **state)
 {
 	(void)state;
-	flash_central_t *c = fresh("race");
+	central_t *c = fresh("race");
 	const int64_t total = 300;
-	assert_int_equal(flash_central_pool_set(c, 1, 1, total), FLASH_OK);
+	assert_int_equal(central_pool_set(c, 1, 1, total), FLASH_OK);
 	int fds[2][2];
 	pid_t pid[2];
 	for (int i = 0; i < 2; i++) {
@@ -287,51 +287,51 @@ static void two_boxes_racing_for_the_last_units_never_take_the_pool_below_zero(v
 	assert_true(unleased < 3);            /* a take of 1 was refused after every other */
 	assert_int_equal(count(c, "SELECT SUM(units) FROM fs_lease"), total - unleased);
 	assert_int_equal(sum, total - unleased);
-	flash_central_close(c);
+	central_close(c);
 }
 
 static void reclaim_of_fenced_leases_returns_the_unsold_rest_once(void **state)
 {
 	(void)state;
-	flash_central_t *c = fresh("reclaim");
-	assert_int_equal(flash_central_pool_set(c, 1, 1, 100), FLASH_OK);
-	struct flash_box_reg reg;
-	assert_int_equal(flash_central_register(c, 6, 1, &reg), FLASH_OK);
-	assert_int_equal(flash_central_take(c, 6, reg.epoch, 1, 1, flash_lease_id(6, reg.epoch, 1), 20), FLASH_OK);
-	assert_int_equal(flash_central_take(c, 6, reg.epoch, 1, 1, flash_lease_id(6, reg.epoch, 2), 30), FLASH_OK);
-	assert_int_equal(flash_central_fence(c, 6, 0, 1, NULL, NULL), FLASH_OK);
+	central_t *c = fresh("reclaim");
+	assert_int_equal(central_pool_set(c, 1, 1, 100), FLASH_OK);
+	struct box_reg reg;
+	assert_int_equal(central_register(c, 6, 1, &reg), FLASH_OK);
+	assert_int_equal(central_take(c, 6, reg.epoch, 1, 1, central_lease_id(6, reg.epoch, 1), 20), FLASH_OK);
+	assert_int_equal(central_take(c, 6, reg.epoch, 1, 1, central_lease_id(6, reg.epoch, 2), 30), FLASH_OK);
+	assert_int_equal(central_fence(c, 6, 0, 1, NULL, NULL), FLASH_OK);
 	int64_t back = -1;
 	/* sold more than the leases held: the figures disagree, refused */
-	assert_int_equal(flash_central_reclaim(c, 6, 1, 1, 51, &back), FLASH_ELEASE);
+	assert_int_equal(central_reclaim(c, 6, 1, 1, 51, &back), FLASH_ELEASE);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 50);
-	assert_int_equal(flash_central_reclaim(c, 6, 1, 1, 27, &back), FLASH_OK);
+	assert_int_equal(central_reclaim(c, 6, 1, 1, 27, &back), FLASH_OK);
 	assert_int_equal(back, 23);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 73);
 	assert_int_equal(count(c, "SELECT SUM(sold_at_close) FROM fs_lease"), 27);
 	assert_int_equal(count(c, "SELECT COUNT(*) FROM fs_lease WHERE state = 'closed'"), 2);
-	assert_int_equal(flash_central_reclaim(c, 6, 1, 1, 27, &back), FLASH_OK);
+	assert_int_equal(central_reclaim(c, 6, 1, 1, 27, &back), FLASH_OK);
 	assert_int_equal(back, 0);
 	assert_int_equal(count(c, "SELECT unleased FROM fs_pool"), 73);
-	struct flash_pool_row p;
-	assert_int_equal(flash_central_pool_get(c, 1, 1, &p), FLASH_OK);
+	struct pool_row p;
+	assert_int_equal(central_pool_get(c, 1, 1, &p), FLASH_OK);
 	assert_int_equal(p.unleased + p.leased + p.sold_closed, p.total);
 	/* the fenced box may now register knowingly: a new epoch, nothing adopted */
-	struct flash_box_reg r2;
-	assert_int_equal(flash_central_register(c, 6, 0, &r2), FLASH_OK);
+	struct box_reg r2;
+	assert_int_equal(central_register(c, 6, 0, &r2), FLASH_OK);
 	assert_int_equal(r2.was_fenced, 1);
 	assert_int_equal(r2.adopted, 0);
 	assert_int_equal(r2.fenced_leases, 0);
-	flash_central_close(c);
+	central_close(c);
 }
 
 static void a_bad_url_list_is_refused(void **state)
 {
 	(void)state;
-	struct flash_central_opts o = { .urls = "http://x/y" };
-	flash_central_t *c = NULL;
-	assert_int_equal(flash_central_open(&o, &c), FLASH_EMYSQL_CONFIG);
+	struct central_opts o = { .urls = "http://x/y" };
+	central_t *c = NULL;
+	assert_int_equal(central_open(&o, &c), FLASH_EMYSQL_CONFIG);
 	o.urls = ",";
-	assert_int_equal(flash_central_open(&o, &c), FLASH_EMYSQL_CONFIG);
+	assert_int_equal(central_open(&o, &c), FLASH_EMYSQL_CONFIG);
 	assert_null(c);
 }
 

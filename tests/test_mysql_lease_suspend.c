@@ -84,7 +84,7 @@ struct sales {
 };
 
 static char g_url[600];
-static flash_central_t *g_c;
+static central_t *g_c;
 static struct box *g_box;               /* for the teardown */
 static pid_t g_buyer;
 static struct sales *g_sales;
@@ -310,7 +310,7 @@ static void cut_off_box_stops_selling_within_the_bound(const char *cut, const ch
 {
 	fresh_central(cut);
 	for (uint32_t s = 1; s <= NSKU; s++)
-		assert_int_equal(flash_central_pool_set(g_c, 1, s, 2000), FLASH_OK);
+		assert_int_equal(central_pool_set(g_c, 1, s, 2000), FLASH_OK);
 	static struct box b;
 	box_new(&b, 11);
 	/* at least 200 units per sku: at 10 sales per second each, the box
@@ -378,7 +378,7 @@ static void cut_off_box_stops_selling_within_the_bound(const char *cut, const ch
 	box_free(&b);
 	munmap(g_sales, sizeof *g_sales);
 	g_sales = NULL;
-	flash_central_close(g_c);
+	central_close(g_c);
 	g_c = NULL;
 }
 
@@ -399,7 +399,7 @@ static void after_suspension_racing_sales_and_cancels_leave_no_sku_sellable_duri
 	(void)state;
 	fresh_central("cancel");
 	for (uint32_t s = 1; s <= NSKU; s++)
-		assert_int_equal(flash_central_pool_set(g_c, 1, s, 2000), FLASH_OK);
+		assert_int_equal(central_pool_set(g_c, 1, s, 2000), FLASH_OK);
 	static struct box b;
 	box_new(&b, 12);
 	box_serve(&b, "200", "400");
@@ -507,7 +507,7 @@ static void after_suspension_racing_sales_and_cancels_leave_no_sku_sellable_duri
 	box_free(&b);
 	munmap(g_sales, sizeof *g_sales);
 	g_sales = NULL;
-	flash_central_close(g_c);
+	central_close(g_c);
 	g_c = NULL;
 }
 
@@ -525,29 +525,29 @@ static void a_central_call_ends_at_its_deadline_and_one_past_it_sends_nothing(vo
 {
 	(void)state;
 	fresh_central("deadline");
-	flash_central_close(g_c);
-	struct flash_central_opts o = { .urls = g_url, .retry_ms = 15000, .timeout_s = 2 };
-	assert_int_equal(flash_central_open(&o, &g_c), FLASH_OK);
-	assert_int_equal(flash_central_pool_set(g_c, 1, 1, 10), FLASH_OK);
-	struct flash_pool_row p;
+	central_close(g_c);
+	struct central_opts o = { .urls = g_url, .retry_ms = 15000, .timeout_s = 2 };
+	assert_int_equal(central_open(&o, &g_c), FLASH_OK);
+	assert_int_equal(central_pool_set(g_c, 1, 1, 10), FLASH_OK);
+	struct pool_row p;
 	/* past it: refused before any statement, the server up */
-	flash_central_set_deadline(g_c, mono_ms() - 1);
-	assert_int_equal(flash_central_pool_get(g_c, 1, 1, &p), FLASH_EMYSQL_RETRY);
-	assert_non_null(strstr(flash_central_error(g_c), "deadline"));
+	central_set_deadline(g_c, mono_ms() - 1);
+	assert_int_equal(central_pool_get(g_c, 1, 1, &p), FLASH_EMYSQL_RETRY);
+	assert_non_null(strstr(central_error(g_c), "deadline"));
 	/* before it, MariaDB down: retried until the deadline, not 15 s */
 	lt_mariadb("halt");
 	uint64_t t0 = mono_ms();
-	flash_central_set_deadline(g_c, t0 + 700);
-	assert_int_equal(flash_central_pool_get(g_c, 1, 1, &p), FLASH_EMYSQL_RETRY);
+	central_set_deadline(g_c, t0 + 700);
+	assert_int_equal(central_pool_get(g_c, 1, 1, &p), FLASH_EMYSQL_RETRY);
 	uint64_t took = mono_ms() - t0;
 	fprintf(stderr, "# ended %llu ms after it began (deadline 700 ms)\n", (unsigned long long)took);
 	assert_true(took >= 690 && took < 700 + TIMEOUT_MS);
 	lt_mariadb("resume");
 	/* none: the handle's own retry time only */
-	flash_central_set_deadline(g_c, 0);
-	assert_int_equal(flash_central_pool_get(g_c, 1, 1, &p), FLASH_OK);
+	central_set_deadline(g_c, 0);
+	assert_int_equal(central_pool_get(g_c, 1, 1, &p), FLASH_OK);
 	assert_int_equal(p.total, 10);
-	flash_central_close(g_c);
+	central_close(g_c);
 	g_c = NULL;
 }
 
@@ -573,7 +573,7 @@ static int suspend_teardown(void **state)
 		g_sales = NULL;
 	}
 	if (g_c) {
-		flash_central_close(g_c);
+		central_close(g_c);
 		g_c = NULL;
 	}
 	return t_teardown(state);

@@ -309,17 +309,17 @@ static uint64_t wait_metric(const char *name, uint64_t lo, uint64_t hi)
 
 /* ---- MySQL -------------------------------------------------------------- */
 
-static flash_mysql_t *db_open(void)
+static mdb_t *db_open(void)
 {
-	struct flash_mysql_opts o = { .url = g_ph.url, .log_level = FLASH_MYSQL_LOG_WARN };
-	flash_mysql_t *m = NULL;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
+	struct mdb_opts o = { .url = g_ph.url, .log_level = MDB_LOG_WARN };
+	mdb_t *m = NULL;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	return m;
 }
 
-static uint64_t db_u64(flash_mysql_t *m, const char *sql)
+static uint64_t db_u64(mdb_t *m, const char *sql)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	assert_int_equal(mysql_query(c, sql), 0);
 	MYSQL_RES *r = mysql_store_result(c);
@@ -365,14 +365,14 @@ static int phase_teardown(void **state)
 	if (g_ph.halted && fixture("resume") == 0)
 		g_ph.halted = 0;
 	if (g_ph.url[0]) {
-		struct flash_mysql_opts o = { .url = g_ph.url, .log_level = FLASH_MYSQL_LOG_ERROR };
-		flash_mysql_t *m = NULL;
-		if (flash_mysql_open(&o, &m) == FLASH_OK) {
+		struct mdb_opts o = { .url = g_ph.url, .log_level = MDB_LOG_ERROR };
+		mdb_t *m = NULL;
+		if (mdb_open(&o, &m) == FLASH_OK) {
 			char sql[128];
 			snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", g_ph.db);
-			mysql_query(flash_mysql_conn(m), sql);
+			mysql_query(mdb_conn(m), sql);
 		}
-		flash_mysql_close(m);
+		mdb_close(m);
 	}
 	if (g_ph.seg[0])
 		flash_seg_destroy(g_ph.seg);
@@ -551,12 +551,12 @@ static void outage_run(int sync)
 	assert_true(a.outage_orders >= STEP_ACKS);
 	for (size_t i = 1; i < a.norders; i++)
 		assert_true(a.orders[i] != a.orders[i - 1]);      /* one number, one order */
-	flash_mysql_t *m = db_open();
+	mdb_t *m = db_open();
 	assert_int_equal(db_u64(m, "SELECT lsn FROM applied_lsn WHERE stream = 'wal'"), records);
 	assert_int_equal(db_u64(m, "SELECT COUNT(*) FROM orders"), a.norders);
 	assert_int_equal(db_u64(m, "SELECT COUNT(DISTINCT order_no) FROM orders"), a.norders);
 	assert_int_equal(db_u64(m, "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'"), a.ncancels);
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_int_equal(mysql_query(c, "SELECT order_no, status FROM orders ORDER BY order_no"), 0);
 	MYSQL_RES *res = mysql_use_result(c);
 	assert_non_null(res);
@@ -581,7 +581,7 @@ static void outage_run(int sync)
 	}
 	missing += a.norders - i;
 	mysql_free_result(res);
-	flash_mysql_close(m);
+	mdb_close(m);
 	fprintf(stderr, "outage (%s): %zu orders acknowledged (%zu while MySQL was down), %zu cancels, "
 	        "%" PRIu64 " records; MySQL applied LSN %" PRIu64 " of durable %" PRIu64 " while down; "
 	        "missing %zu, unknown %zu, wrong state %zu\n", sync ? "sync" : "async", a.norders,

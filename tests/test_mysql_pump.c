@@ -42,7 +42,7 @@ static void fixture(const char *cmd)
 	assert_int_equal(system(line), 0);
 }
 
-static void opts_for(struct flash_mysql_pump_opts *o, const char *wal_dir, uint32_t queue)
+static void opts_for(struct mdb_pump_opts *o, const char *wal_dir, uint32_t queue)
 {
 	static char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", g_db, mariadb_dir());
@@ -91,9 +91,9 @@ static struct flash_record rec_at(size_t i)
 
 /* Append records [from, to) to the WAL, commit (durable), then push them:
  * what the daemon does each round.  Returns the push result. */
-static int round_trip(wal_t *w, flash_mysql_pump_t *p, size_t from, size_t to)
+static int round_trip(wal_t *w, mdb_pump_t *p, size_t from, size_t to)
 {
-	struct flash_lsn_record v[256];
+	struct lsn_record v[256];
 	assert_true(to - from <= 256);
 	for (size_t i = from; i < to; i++) {
 		uint64_t lsn = 0;   /* a local: the analyzer loses writes through &v[i - from] */
@@ -104,24 +104,24 @@ static int round_trip(wal_t *w, flash_mysql_pump_t *p, size_t from, size_t to)
 		v[i - from].lsn = lsn;
 	}
 	assert_int_equal(wal_commit(w), FLASH_OK);
-	return flash_mysql_pump_push(p, v, to - from);
+	return mdb_pump_push(p, v, to - from);
 }
 
 static uint64_t q_u64(const char *sql)
 {
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", g_db, mariadb_dir());
-	struct flash_mysql_opts o = { .url = url, .log = quiet };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
-	MYSQL *c = flash_mysql_conn(m);
+	struct mdb_opts o = { .url = url, .log = quiet };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	MYSQL *c = mdb_conn(m);
 	assert_int_equal(mysql_query(c, sql), 0);
 	MYSQL_RES *r = mysql_store_result(c);
 	MYSQL_ROW row = mysql_fetch_row(r);
 	assert_non_null(row);
 	uint64_t v = strtoull(row[0], NULL, 10);
 	mysql_free_result(r);
-	flash_mysql_close(m);
+	mdb_close(m);
 	return v;
 }
 
@@ -129,13 +129,13 @@ static void drop_all(void)
 {
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", g_db, mariadb_dir());
-	struct flash_mysql_opts o = { .url = url, .log = quiet };
-	flash_mysql_t *m;
-	if (flash_mysql_open(&o, &m) == FLASH_OK) {
+	struct mdb_opts o = { .url = url, .log = quiet };
+	mdb_t *m;
+	if (mdb_open(&o, &m) == FLASH_OK) {
 		char sql[128];
 		snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", g_db);
-		mysql_query(flash_mysql_conn(m), sql);
-		flash_mysql_close(m);
+		mysql_query(mdb_conn(m), sql);
+		mdb_close(m);
 	}
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_wal);
@@ -157,35 +157,35 @@ static void test_pump_applies_what_is_pushed_and_rides_out_an_outage(void **stat
 	fresh_names();
 	wal_t *w;
 	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
-	struct flash_mysql_pump_opts o;
+	struct mdb_pump_opts o;
 	opts_for(&o, g_wal, 4096);
-	flash_mysql_pump_t *p;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	mdb_pump_t *p;
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
 
 	size_t n = 0;
 	for (; n < 1000; n += 100)
 		assert_int_equal(round_trip(w, p, n, n + 100), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, n, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, n, 60000), FLASH_OK);
 
 	fixture("halt");
 	for (; n < 2000; n += 100)
 		assert_int_equal(round_trip(w, p, n, n + 100), FLASH_OK);
 	/* Down: nothing past 1000 can be applied, and the lag shows it. */
-	assert_int_equal(flash_mysql_pump_wait(p, n, 300), FLASH_EBUSY);
-	struct flash_mysql_pump_stats st;
-	assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, n, 300), FLASH_EBUSY);
+	struct mdb_pump_stats st;
+	assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 	assert_int_equal(st.pushed_lsn, 2000);
 	assert_true(st.applied_lsn < 2000);
 	assert_int_equal(st.dropped, 0);
 
 	fixture("resume");
-	assert_int_equal(flash_mysql_pump_wait(p, n, 60000), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, n, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 	assert_int_equal(st.applied_lsn, 2000);
 	assert_int_equal(st.queued, 0);
 	assert_int_equal(st.mysql.conflicts, 0);
 	assert_true(st.mysql.retryable_errors >= 1);
-	flash_mysql_pump_stop(p, 5000);
+	mdb_pump_stop(p, 5000);
 	assert_int_equal(wal_close(w), FLASH_OK);
 	check_exactly(n);
 	drop_all();
@@ -197,12 +197,12 @@ static void test_full_queue_drops_and_the_pump_reads_them_back_from_the_wal(void
 	fresh_names();
 	wal_t *w;
 	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
-	struct flash_mysql_pump_opts o;
+	struct mdb_pump_opts o;
 	opts_for(&o, g_wal, 300);
-	flash_mysql_pump_t *p;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	mdb_pump_t *p;
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
 	assert_int_equal(round_trip(w, p, 0, 100), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, 100, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, 100, 60000), FLASH_OK);
 
 	fixture("halt");
 	size_t n = 100, full = 0;
@@ -210,20 +210,20 @@ static void test_full_queue_drops_and_the_pump_reads_them_back_from_the_wal(void
 		full += round_trip(w, p, n, n + 100) == FLASH_EFULL;
 	/* 300 fit in the queue while MySQL is down; the other 1700 are dropped. */
 	assert_int_equal(full, 17);
-	struct flash_mysql_pump_stats st;
-	assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+	struct mdb_pump_stats st;
+	assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 	assert_int_equal(st.dropped, 1700);
 
 	fixture("resume");
 	/* The WAL stays open for writing meanwhile, as under the daemon. */
-	assert_int_equal(flash_mysql_pump_wait(p, n, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, n, 60000), FLASH_OK);
 	for (; n < 2300; n += 100)
 		assert_int_equal(round_trip(w, p, n, n + 100), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, n, 60000), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, n, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 	assert_true(st.catch_ups >= 1);
 	assert_int_equal(st.mysql.conflicts, 0);
-	flash_mysql_pump_stop(p, 5000);
+	mdb_pump_stop(p, 5000);
 	assert_int_equal(wal_close(w), FLASH_OK);
 	check_exactly(n);
 	drop_all();
@@ -235,45 +235,45 @@ static void test_without_a_wal_a_hole_stops_the_pump_and_a_restart_reads_back_on
 	fresh_names();
 	wal_t *w;
 	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
-	struct flash_mysql_pump_opts o;
+	struct mdb_pump_opts o;
 	opts_for(&o, NULL, 200);
-	flash_mysql_pump_t *p;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	mdb_pump_t *p;
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
 	fixture("halt");
 	assert_int_equal(round_trip(w, p, 0, 200), FLASH_OK);
 	assert_int_equal(round_trip(w, p, 200, 300), FLASH_EFULL);
 	fixture("resume");
-	assert_int_equal(flash_mysql_pump_wait(p, 200, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, 200, 60000), FLASH_OK);
 	assert_int_equal(round_trip(w, p, 300, 400), FLASH_OK);
 	/* 201..300 are gone from the queue: MySQL must not jump over them. */
-	assert_int_equal(flash_mysql_pump_wait(p, 400, 500), FLASH_EBUSY);
-	struct flash_mysql_pump_stats st;
-	assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, 400, 500), FLASH_EBUSY);
+	struct mdb_pump_stats st;
+	assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 	assert_int_equal(st.applied_lsn, 200);
 	assert_int_equal(st.last_rc, FLASH_EMYSQL_GAP);
-	flash_mysql_pump_stop(p, 0);
+	mdb_pump_stop(p, 0);
 	assert_int_equal(wal_close(w), FLASH_OK);
 	assert_int_equal(q_u64("SELECT lsn FROM applied_lsn WHERE stream = 'wal'"), 200);
 
 	/* A restart with the WAL reads back only what it knows is durable:
 	 * nothing when told nothing ... */
 	opts_for(&o, g_wal, 200);
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, 201, 300), FLASH_EBUSY);
-	flash_mysql_pump_stop(p, 0);
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, 201, 300), FLASH_EBUSY);
+	mdb_pump_stop(p, 0);
 	/* ... up to 300 when 300 is durable, not one record more ... */
 	o.start_durable_lsn = 300;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, 300, 60000), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, 300, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 	assert_int_equal(st.applied_lsn, 300);
-	flash_mysql_pump_stop(p, 0);
+	mdb_pump_stop(p, 0);
 	assert_int_equal(q_u64("SELECT lsn FROM applied_lsn WHERE stream = 'wal'"), 300);
 	/* ... and everything once all of it is. */
 	o.start_durable_lsn = 400;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, 400, 60000), FLASH_OK);
-	flash_mysql_pump_stop(p, 1000);
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, 400, 60000), FLASH_OK);
+	mdb_pump_stop(p, 1000);
 	check_exactly(400);
 	drop_all();
 }
@@ -285,11 +285,11 @@ static int g_deadline_lines;   /* log lines saying the pump stopped behind */
 static void count_deadline(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == FLASH_MYSQL_LOG_WARN && strstr(msg, "drain deadline") && strstr(msg, "behind"))
+	if (level == MDB_LOG_WARN && strstr(msg, "drain deadline") && strstr(msg, "behind"))
 		__atomic_fetch_add(&g_deadline_lines, 1, __ATOMIC_RELAXED);
 }
 
-/* One number from @p sql on an open connection (flash_mysql_open itself
+/* One number from @p sql on an open connection (mdb_open itself
  * writes applied_lsn, which a test may hold locked). */
 static uint64_t conn_u64(MYSQL *c, const char *sql)
 {
@@ -305,7 +305,7 @@ static uint64_t conn_u64(MYSQL *c, const char *sql)
 
 static void *stopper_main(void *arg)
 {
-	flash_mysql_pump_stop(arg, 0);
+	mdb_pump_stop(arg, 0);
 	return NULL;
 }
 
@@ -338,12 +338,12 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	fresh_names();
 	wal_t *w;
 	assert_int_equal(wal_open(g_wal, NULL, &w), FLASH_OK);
-	struct flash_mysql_pump_opts o;
+	struct mdb_pump_opts o;
 	opts_for(&o, g_wal, QUEUE);
-	flash_mysql_pump_t *p;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
+	mdb_pump_t *p;
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
 	assert_int_equal(round_trip(w, p, 0, QUEUE), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, QUEUE, 60000), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, QUEUE, 60000), FLASH_OK);
 	/* set-up, not the subject: the first QUEUE records may have reached
 	 * MySQL by the start-up read-back from the WAL while their chunk still
 	 * holds the queue's room, and then this push is dropped (FLASH_EFULL,
@@ -351,8 +351,8 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	 * must be applied: */
 	int prc = round_trip(w, p, QUEUE, FIRST);
 	assert_true(prc == FLASH_OK || prc == FLASH_EFULL);
-	assert_int_equal(flash_mysql_pump_wait(p, FIRST, 60000), FLASH_OK);
-	flash_mysql_pump_stop(p, 5000);
+	assert_int_equal(mdb_pump_wait(p, FIRST, 60000), FLASH_OK);
+	mdb_pump_stop(p, 5000);
 	wal_only(w, FIRST, N);
 	assert_int_equal(wal_close(w), FLASH_OK);
 
@@ -360,12 +360,12 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	 * done at once, and it idles */
 	o.start_durable_lsn = FIRST;
 	o.mysql.log = count_deadline;
-	o.mysql.log_level = FLASH_MYSQL_LOG_WARN;
+	o.mysql.log_level = MDB_LOG_WARN;
 	g_deadline_lines = 0;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
-	struct flash_mysql_pump_stats st;
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
+	struct mdb_pump_stats st;
 	for (int i = 0;; i++) {
-		assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+		assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 		if (st.catch_ups >= 1)
 			break;
 		assert_true(i < 6000);   /* bounds only turn a hang into a failure */
@@ -376,23 +376,23 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	/* hold the stream's applied_lsn row: every batch waits for it */
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", g_db, mariadb_dir());
-	struct flash_mysql_opts lo = { .url = url, .log = quiet };
-	flash_mysql_t *lk, *qm;
-	assert_int_equal(flash_mysql_open(&lo, &lk), FLASH_OK);
-	assert_int_equal(flash_mysql_open(&lo, &qm), FLASH_OK);   /* for queries meanwhile */
-	MYSQL *c = flash_mysql_conn(lk);
+	struct mdb_opts lo = { .url = url, .log = quiet };
+	mdb_t *lk, *qm;
+	assert_int_equal(mdb_open(&lo, &lk), FLASH_OK);
+	assert_int_equal(mdb_open(&lo, &qm), FLASH_OK);   /* for queries meanwhile */
+	MYSQL *c = mdb_conn(lk);
 	assert_int_equal(mysql_query(c, "BEGIN"), 0);
 	assert_int_equal(mysql_query(c, "SELECT lsn FROM applied_lsn WHERE stream = 'wal' FOR UPDATE"), 0);
 	mysql_free_result(mysql_store_result(c));
 
 	/* the last records, more than the queue holds: dropped, so the pump
 	 * reads everything from FIRST + 1 to N back from the WAL */
-	struct flash_lsn_record v[QUEUE + 1];
+	struct lsn_record v[QUEUE + 1];
 	for (size_t i = 0; i <= QUEUE; i++) {
 		v[i].lsn = N - QUEUE + i;
 		v[i].rec = rec_at(N - QUEUE - 1 + i);
 	}
-	assert_int_equal(flash_mysql_pump_push(p, v, QUEUE + 1), FLASH_EFULL);
+	assert_int_equal(mdb_pump_push(p, v, QUEUE + 1), FLASH_EFULL);
 	/* its first batch waits for the row: the pump's connection is inside
 	 * the batch's locking read of applied_lsn (PROCESSLIST; INNODB_TRX is a
 	 * cache that may lag under load).  Any other statement would not do: a
@@ -401,7 +401,7 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	snprintf(busy, sizeof busy, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '%s' "
 	         "AND COMMAND = 'Query' AND INFO LIKE 'SELECT lsn FROM applied_lsn%%FOR UPDATE' "
 	         "AND ID NOT IN (CONNECTION_ID(), %lu)", g_db, (unsigned long)mysql_thread_id(c));
-	for (int i = 0; conn_u64(flash_mysql_conn(qm), busy) == 0; i++) {
+	for (int i = 0; conn_u64(mdb_conn(qm), busy) == 0; i++) {
 		assert_true(i < 6000);
 		usleep(10000);
 	}
@@ -410,15 +410,15 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, stopper_main, p), 0);
 	for (int i = 0;; i++) {
-		assert_int_equal(flash_mysql_pump_stats_get(p, &st), FLASH_OK);
+		assert_int_equal(mdb_pump_stats_get(p, &st), FLASH_OK);
 		if (st.stopping)
 			break;
 		assert_true(i < 6000);
 		usleep(10000);
 	}
 	assert_int_equal(mysql_query(c, "COMMIT"), 0);
-	flash_mysql_close(lk);
-	flash_mysql_close(qm);
+	mdb_close(lk);
+	mdb_close(qm);
 	assert_int_equal(pthread_join(th, NULL), 0);    /* the stop returned */
 
 	/* it left after the batch in flight, behind, and said so once */
@@ -428,9 +428,9 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	/* nothing lost: the next start reads the rest back */
 	o.start_durable_lsn = N;
 	o.mysql.log = quiet;
-	assert_int_equal(flash_mysql_pump_start(&o, &p), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(p, N, 60000), FLASH_OK);
-	flash_mysql_pump_stop(p, 1000);
+	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(p, N, 60000), FLASH_OK);
+	mdb_pump_stop(p, 1000);
 	check_exactly(N);
 	drop_all();
 }

@@ -58,9 +58,9 @@ static const char *url(void)
 }
 
 /* Record i of the stream (LSN i + 1): 0 activity, 1 sku, then orders. */
-static struct flash_lsn_record rec_at(size_t i)
+static struct lsn_record rec_at(size_t i)
 {
-	struct flash_lsn_record v;
+	struct lsn_record v;
 	memset(&v, 0, sizeof v);
 	v.lsn = i + 1;
 	v.rec.activity_id = 1;
@@ -87,22 +87,22 @@ static struct flash_lsn_record rec_at(size_t i)
 
 static uint64_t q_u64(const char *sql)
 {
-	struct flash_mysql_opts o = { .url = url(), .log = quiet };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&o, &m), FLASH_OK);
-	MYSQL *c = flash_mysql_conn(m);
+	struct mdb_opts o = { .url = url(), .log = quiet };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	MYSQL *c = mdb_conn(m);
 	assert_int_equal(mysql_query(c, sql), 0);
 	MYSQL_RES *r = mysql_store_result(c);
 	MYSQL_ROW row = mysql_fetch_row(r);
 	assert_non_null(row);
 	uint64_t v = strtoull(row[0], NULL, 10);
 	mysql_free_result(r);
-	flash_mysql_close(m);
+	mdb_close(m);
 	return v;
 }
 
 struct run {
-	flash_mysql_pump_t *pump;
+	mdb_pump_t *pump;
 	int      watch_stop;     /* atomic */
 	uint64_t max_queued;     /* watcher: most records seen queued */
 	uint64_t over_cap;       /* watcher: samples above the bound */
@@ -116,7 +116,7 @@ static void *pusher_main(void *arg)
 {
 	struct run *r = arg;
 	unsigned seed = 12345;
-	struct flash_lsn_record v[MAX_PUSH];
+	struct lsn_record v[MAX_PUSH];
 	r->push_rc = FLASH_OK;
 	for (size_t i = 1; i < N_RECORDS;) {
 		size_t n = 1 + (size_t)rand_r(&seed) % MAX_PUSH;
@@ -126,7 +126,7 @@ static void *pusher_main(void *arg)
 			v[k] = rec_at(i + k);
 		int rc;
 		unsigned in_a_row = 0;
-		while ((rc = flash_mysql_pump_push(r->pump, v, n)) == FLASH_EFULL) {
+		while ((rc = mdb_pump_push(r->pump, v, n)) == FLASH_EFULL) {
 			r->refused++;
 			/* a pump that never frees room (stuck at a hole) must fail
 			 * the test, not hang it: a bound that only turns a hang
@@ -148,8 +148,8 @@ static void *watcher_main(void *arg)
 {
 	struct run *r = arg;
 	while (!__atomic_load_n(&r->watch_stop, __ATOMIC_ACQUIRE)) {
-		struct flash_mysql_pump_stats st;
-		if (flash_mysql_pump_stats_get(r->pump, &st) != FLASH_OK)
+		struct mdb_pump_stats st;
+		if (mdb_pump_stats_get(r->pump, &st) != FLASH_OK)
 			break;
 		if (st.queued > r->max_queued)
 			r->max_queued = st.queued;
@@ -164,7 +164,7 @@ static void test_handoff_keeps_push_order_loses_nothing_and_holds_its_bound_whil
 {
 	(void)state;
 	snprintf(g_db, sizeof g_db, "fph_%d", (int)getpid());
-	struct flash_mysql_pump_opts o;
+	struct mdb_pump_opts o;
 	memset(&o, 0, sizeof o);
 	o.mysql.url = url();
 	o.mysql.log = quiet;
@@ -175,11 +175,11 @@ static void test_handoff_keeps_push_order_loses_nothing_and_holds_its_bound_whil
 	o.backoff_max_ms = 100;
 	struct run r;
 	memset(&r, 0, sizeof r);
-	assert_int_equal(flash_mysql_pump_start(&o, &r.pump), FLASH_OK);
+	assert_int_equal(mdb_pump_start(&o, &r.pump), FLASH_OK);
 	/* the schema exists and MySQL answers before it goes away */
-	struct flash_lsn_record first = rec_at(0);
-	assert_int_equal(flash_mysql_pump_push(r.pump, &first, 1), FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(r.pump, 1, 60000), FLASH_OK);
+	struct lsn_record first = rec_at(0);
+	assert_int_equal(mdb_pump_push(r.pump, &first, 1), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(r.pump, 1, 60000), FLASH_OK);
 
 	fixture("halt");
 	pthread_t pt, wt;
@@ -188,9 +188,9 @@ static void test_handoff_keeps_push_order_loses_nothing_and_holds_its_bound_whil
 	assert_int_equal(pthread_create(&pt, NULL, pusher_main, &r), 0);
 
 	/* MySQL is down: the queue fills to its bound and pushes are refused */
-	struct flash_mysql_pump_stats st;
+	struct mdb_pump_stats st;
 	for (int i = 0;; i++) {
-		assert_int_equal(flash_mysql_pump_stats_get(r.pump, &st), FLASH_OK);
+		assert_int_equal(mdb_pump_stats_get(r.pump, &st), FLASH_OK);
 		if (st.dropped >= 1)
 			break;
 		assert_true(i < 6000);   /* bounds only turn a hang into a failure */
@@ -206,9 +206,9 @@ static void test_handoff_keeps_push_order_loses_nothing_and_holds_its_bound_whil
 	__atomic_store_n(&r.watch_stop, 1, __ATOMIC_RELEASE);
 	assert_int_equal(pthread_join(wt, NULL), 0);
 	assert_int_equal(r.push_rc, FLASH_OK);
-	assert_int_equal(flash_mysql_pump_wait(r.pump, N_RECORDS, 120000), FLASH_OK);
+	assert_int_equal(mdb_pump_wait(r.pump, N_RECORDS, 120000), FLASH_OK);
 
-	assert_int_equal(flash_mysql_pump_stats_get(r.pump, &st), FLASH_OK);
+	assert_int_equal(mdb_pump_stats_get(r.pump, &st), FLASH_OK);
 	assert_int_equal(st.applied_lsn, N_RECORDS);
 	assert_int_equal(st.pushed_lsn, N_RECORDS);
 	assert_int_equal(st.queued, 0);
@@ -219,7 +219,7 @@ static void test_handoff_keeps_push_order_loses_nothing_and_holds_its_bound_whil
 	assert_true(r.samples > 0);
 	assert_int_equal(r.over_cap, 0);
 	assert_true(r.max_queued <= QUEUE);
-	flash_mysql_pump_stop(r.pump, 5000);
+	mdb_pump_stop(r.pump, 5000);
 
 	/* every order exactly once, each with its own LSN */
 	assert_int_equal(q_u64("SELECT COUNT(*) FROM orders"), N_RECORDS - 2);
@@ -229,11 +229,11 @@ static void test_handoff_keeps_push_order_loses_nothing_and_holds_its_bound_whil
 	assert_int_equal(q_u64("SELECT lsn FROM applied_lsn WHERE stream = 'wal'"), N_RECORDS);
 	char sql[128];
 	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", g_db);
-	struct flash_mysql_opts mo = { .url = url(), .log = quiet };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&mo, &m), FLASH_OK);
-	mysql_query(flash_mysql_conn(m), sql);
-	flash_mysql_close(m);
+	struct mdb_opts mo = { .url = url(), .log = quiet };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&mo, &m), FLASH_OK);
+	mysql_query(mdb_conn(m), sql);
+	mdb_close(m);
 }
 
 int main(void)

@@ -4,7 +4,7 @@
  *
  * Each test builds the same history on a real segment: two skus, orders,
  * cancels, a restock; drains the records into a real WAL directory; catches
- * a private MariaDB up from that WAL (flash_mysql_catch_up); folds the WAL;
+ * a private MariaDB up from that WAL (mdb_catch_up); folds the WAL;
  * and reconciles the three.  Then it plants one difference and checks the
  * report names it -- kind, witness, sku or order, and values.
  */
@@ -30,8 +30,8 @@
 
 struct ctx {
 	flash_t *h;
-	flash_mysql_t *m;
-	flash_fold_t *fold;
+	mdb_t *m;
+	fold_t *fold;
 	char seg[64];
 	char db[64];
 	char waldir[128];
@@ -45,13 +45,13 @@ static int g_seq;
 static void quiet(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == FLASH_MYSQL_LOG_ERROR)
+	if (level == MDB_LOG_ERROR)
 		fprintf(stderr, "applier: %s\n", msg);
 }
 
 static void q(struct ctx *c, const char *sql)
 {
-	MYSQL *conn = flash_mysql_conn(c->m);
+	MYSQL *conn = mdb_conn(c->m);
 	assert_non_null(conn);
 	if (mysql_query(conn, sql)) {
 		fprintf(stderr, "%s: %s\n", sql, mysql_error(conn));
@@ -102,18 +102,18 @@ static int setup(void **state)
 	snprintf(c->db, sizeof c->db, "fr_%d_%d", (int)getpid(), g_seq);
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db, mariadb_dir());
-	struct flash_mysql_opts o = { .url = url, .log = quiet };
-	assert_int_equal(flash_mysql_open(&o, &c->m), FLASH_OK);
-	struct flash_apply_result tot = { 0 };
+	struct mdb_opts o = { .url = url, .log = quiet };
+	assert_int_equal(mdb_open(&o, &c->m), FLASH_OK);
+	struct apply_result tot = { 0 };
 	int wrc = -1;
-	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 7, 10000, &tot, &wrc), FLASH_OK);
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, &wrc), FLASH_OK);
 	assert_int_equal(wrc, FLASH_OK);
 	assert_int_equal(tot.applied, 49);
 	assert_int_equal(tot.refused, 0);
 	assert_int_equal(tot.applied_lsn, 49);
 
-	assert_int_equal(flash_fold_new(&c->fold), FLASH_OK);
-	assert_int_equal(flash_fold_wal(c->fold, c->waldir, &wrc), FLASH_OK);
+	assert_int_equal(fold_new(&c->fold), FLASH_OK);
+	assert_int_equal(fold_wal(c->fold, c->waldir, &wrc), FLASH_OK);
 	assert_int_equal(wrc, FLASH_OK);
 	*state = c;
 	return 0;
@@ -124,11 +124,11 @@ static int teardown(void **state)
 	struct ctx *c = *state;
 	char sql[128];
 	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", c->db);
-	MYSQL *conn = flash_mysql_conn(c->m);
+	MYSQL *conn = mdb_conn(c->m);
 	if (conn)
 		mysql_query(conn, sql);
-	flash_mysql_close(c->m);
-	flash_fold_free(c->fold);
+	mdb_close(c->m);
+	fold_free(c->fold);
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->waldir);
 	if (system(cmd) != 0)
@@ -137,14 +137,14 @@ static int teardown(void **state)
 	return t_teardown(state);
 }
 
-static void reconcile(struct ctx *c, struct flash_reconcile_report *rep)
+static void reconcile(struct ctx *c, struct reconcile_report *rep)
 {
-	assert_int_equal(flash_reconcile(c->h, c->m, c->fold, FLASH_RECONCILE_ORDERS, rep), FLASH_OK);
+	assert_int_equal(reconcile_compare(c->h, c->m, c->fold, RECONCILE_ORDERS, rep), FLASH_OK);
 	if (rep->found)
-		flash_reconcile_print(rep, stderr, 0);
+		reconcile_print(rep, stderr, 0);
 }
 
-static const struct flash_diff *find(const struct flash_reconcile_report *rep, int kind, unsigned w)
+static const struct diff *find(const struct reconcile_report *rep, int kind, unsigned w)
 {
 	for (size_t i = 0; i < rep->n; i++)
 		if (rep->diffs[i].kind == kind && rep->diffs[i].witnesses == w)
@@ -155,7 +155,7 @@ static const struct flash_diff *find(const struct flash_reconcile_report *rep, i
 static void test_segment_wal_and_mysql_agree_after_catch_up(void **state)
 {
 	struct ctx *c = *state;
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 0);
 	assert_int_equal(rep.witnesses, FLASH_W_SEGMENT | FLASH_W_WAL | FLASH_W_MYSQL);
@@ -163,30 +163,30 @@ static void test_segment_wal_and_mysql_agree_after_catch_up(void **state)
 	assert_int_equal(rep.orders_checked, flash_orders_max(c->h));
 	assert_int_equal(rep.units, 160);
 	assert_int_equal(rep.diff_units, 0);
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 
-	struct flash_sql_totals t;
-	assert_int_equal(flash_sql_totals_get(c->m, &t), FLASH_OK);
+	struct rsql_totals t;
+	assert_int_equal(rsql_totals_get(c->m, &t), FLASH_OK);
 	assert_int_equal(t.orders, 40);
 	assert_int_equal(t.cancelled_orders, 5);
 	assert_int_equal(t.active_orders, 35);
 	assert_int_equal(t.applied_lsn, 49);
-	struct flash_sql_sku s1;
-	assert_int_equal(flash_sql_sku_get(c->m, 1, 1, &s1), FLASH_OK);
+	struct rsql_sku s1;
+	assert_int_equal(rsql_sku_get(c->m, 1, 1, &s1), FLASH_OK);
 	struct flash_sku_info si;
 	assert_int_equal(flash_sku_get(c->h, 1, 1, &si), FLASH_OK);
 	assert_int_equal(s1.total, si.total);
 	assert_int_equal(s1.available, si.available);
 	assert_int_equal(s1.sold, s1.active_qty);
-	assert_int_equal(flash_sql_sku_get(c->m, 1, 99, &s1), FLASH_ENOT_FOUND);
+	assert_int_equal(rsql_sku_get(c->m, 1, 99, &s1), FLASH_ENOT_FOUND);
 
 	/* Catching up again applies nothing and changes nothing. */
-	struct flash_apply_result tot = { 0 };
-	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
+	struct apply_result tot = { 0 };
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
 	assert_int_equal(tot.applied, 0);
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 0);
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 }
 
 static void test_stock_changed_in_mysql_is_reported_with_all_three_values(void **state)
@@ -196,23 +196,23 @@ static void test_stock_changed_in_mysql_is_reported_with_all_three_values(void *
 	assert_int_equal(flash_sku_get(c->h, 1, 1, &si), FLASH_OK);
 	q(c, "UPDATE item_stock SET available = available - 1, sold = sold + 1"
 	     " WHERE activity_id = 1 AND sku_id = 1");
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 3);
 	unsigned all = FLASH_W_SEGMENT | FLASH_W_WAL | FLASH_W_MYSQL;
-	const struct flash_diff *d = find(&rep, FLASH_DIFF_AVAILABLE, all);
+	const struct diff *d = find(&rep, DIFF_AVAILABLE, all);
 	assert_non_null(d);
 	assert_int_equal(d->sku_id, 1);
 	assert_int_equal(d->seg, (int64_t)si.available);
 	assert_int_equal(d->wal, (int64_t)si.available);
 	assert_int_equal(d->sql, (int64_t)si.available - 1);
-	d = find(&rep, FLASH_DIFF_SOLD, all);
+	d = find(&rep, DIFF_SOLD, all);
 	assert_non_null(d);
 	assert_int_equal(d->sql, d->seg + 1);
-	d = find(&rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL);
+	d = find(&rep, DIFF_ORDER_SUM, FLASH_W_MYSQL);
 	assert_non_null(d);
 	assert_int_equal(rep.diff_units, 1);
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 }
 
 static void test_order_changed_or_lost_in_mysql_is_reported_by_number(void **state)
@@ -222,27 +222,27 @@ static void test_order_changed_or_lost_in_mysql_is_reported_by_number(void **sta
 	snprintf(sql, sizeof sql, "UPDATE orders SET qty = qty + 1 WHERE order_no = %llu",
 	         (unsigned long long)c->first_active);
 	q(c, sql);
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 2);
-	const struct flash_diff *d = find(&rep, FLASH_DIFF_ORDER, FLASH_W_SEGMENT | FLASH_W_MYSQL);
+	const struct diff *d = find(&rep, DIFF_ORDER, FLASH_W_SEGMENT | FLASH_W_MYSQL);
 	assert_non_null(d);
 	assert_int_equal(d->order_no, c->first_active);
 	assert_int_equal(d->sql, d->seg + 1);
 	assert_non_null(strstr(d->what, "qty"));
-	assert_non_null(find(&rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL));
-	flash_reconcile_report_free(&rep);
+	assert_non_null(find(&rep, DIFF_ORDER_SUM, FLASH_W_MYSQL));
+	reconcile_report_free(&rep);
 
 	snprintf(sql, sizeof sql, "DELETE FROM orders WHERE order_no = %llu",
 	         (unsigned long long)c->first_active);
 	q(c, sql);
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 2);
-	d = find(&rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL);
+	d = find(&rep, DIFF_MISSING, FLASH_W_MYSQL);
 	assert_non_null(d);
 	assert_int_equal(d->order_no, c->first_active);
 	assert_int_equal(d->seg, FLASH_ORDER_ACTIVE);
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 }
 
 static void test_extra_slot_holder_in_mysql_is_a_user_limit_difference(void **state)
@@ -252,24 +252,24 @@ static void test_extra_slot_holder_in_mysql_is_a_user_limit_difference(void **st
 	 * slot), the reconciler does not. */
 	q(c, "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
 	     " scope_sku, scope_day, created_ns, lsn) VALUES (900000, 1, 2, 3, 1, 2, 0, 0, 0, 0, 0)");
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 3);
-	const struct flash_diff *d = find(&rep, FLASH_DIFF_USER_LIMIT, FLASH_W_MYSQL);
+	const struct diff *d = find(&rep, DIFF_USER_LIMIT, FLASH_W_MYSQL);
 	assert_non_null(d);
 	assert_int_equal(d->user_id, 3);
 	assert_int_equal(d->sql, 2);
-	d = find(&rep, FLASH_DIFF_MISSING, FLASH_W_SEGMENT);
+	d = find(&rep, DIFF_MISSING, FLASH_W_SEGMENT);
 	assert_non_null(d);
 	assert_int_equal(d->order_no, 900000);
-	d = find(&rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL);
+	d = find(&rep, DIFF_ORDER_SUM, FLASH_W_MYSQL);
 	assert_non_null(d);
 	assert_int_equal(d->sku_id, 2);
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 
-	struct flash_sql_user_excess *ue;
+	struct rsql_user_excess *ue;
 	size_t n;
-	assert_int_equal(flash_sql_users_over_limit(c->m, &ue, &n), FLASH_OK);
+	assert_int_equal(rsql_users_over_limit(c->m, &ue, &n), FLASH_OK);
 	assert_int_equal(n, 1);
 	assert_int_equal(ue[0].holding, 2);
 	assert_int_equal(ue[0].max_slot, 2);
@@ -281,61 +281,61 @@ static void test_wal_missing_a_restock_disagrees_on_total_and_available(void **s
 {
 	struct ctx *c = *state;
 	/* A fold that lacks the last record (the restock of sku 1 by 10). */
-	flash_fold_t *partial;
-	assert_int_equal(flash_fold_new(&partial), FLASH_OK);
-	const struct flash_fold_sku *v;
+	fold_t *partial;
+	assert_int_equal(fold_new(&partial), FLASH_OK);
+	const struct fold_sku *v;
 	size_t n;
-	assert_int_equal(flash_fold_skus(c->fold, &v, &n), FLASH_OK);
+	assert_int_equal(fold_skus(c->fold, &v, &n), FLASH_OK);
 	assert_int_equal(n, 2);
 	for (size_t i = 0; i < n; i++) {
 		struct flash_record r = { .type = FLASH_REC_SKU, .activity_id = v[i].activity_id,
 		                          .sku_id = v[i].sku_id, .value = v[i].total - (v[i].sku_id == 1 ? 10 : 0) };
-		assert_int_equal(flash_fold_record(partial, &r, 1), FLASH_OK);
+		assert_int_equal(fold_record(partial, &r, 1), FLASH_OK);
 		struct flash_record o = { .type = FLASH_REC_ORDER, .activity_id = v[i].activity_id,
 		                          .sku_id = v[i].sku_id, .qty = (uint32_t)v[i].sold };
-		assert_int_equal(flash_fold_record(partial, &o, 2), FLASH_OK);
+		assert_int_equal(fold_record(partial, &o, 2), FLASH_OK);
 	}
-	struct flash_reconcile_report rep;
-	assert_int_equal(flash_reconcile(c->h, c->m, partial, 0, &rep), FLASH_OK);
+	struct reconcile_report rep;
+	assert_int_equal(reconcile_compare(c->h, c->m, partial, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.found, 2);
 	unsigned all = FLASH_W_SEGMENT | FLASH_W_WAL | FLASH_W_MYSQL;
-	const struct flash_diff *d = find(&rep, FLASH_DIFF_TOTAL, all);
+	const struct diff *d = find(&rep, DIFF_TOTAL, all);
 	assert_non_null(d);
 	assert_int_equal(d->seg, 110);
 	assert_int_equal(d->wal, 100);
 	assert_int_equal(d->sql, 110);
-	assert_non_null(find(&rep, FLASH_DIFF_AVAILABLE, all));
+	assert_non_null(find(&rep, DIFF_AVAILABLE, all));
 	assert_int_equal(rep.diff_units, 10);
-	flash_reconcile_report_free(&rep);
-	flash_fold_free(partial);
+	reconcile_report_free(&rep);
+	fold_free(partial);
 }
 
 static void test_sku_absent_from_mysql_is_missing_there(void **state)
 {
 	struct ctx *c = *state;
 	q(c, "DELETE FROM item_stock WHERE activity_id = 1 AND sku_id = 2");
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	reconcile(c, &rep);
 	/* The stock row is missing; MySQL's orders of sku 2 still count units. */
 	assert_int_equal(rep.found, 2);
-	const struct flash_diff *d = find(&rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL);
+	const struct diff *d = find(&rep, DIFF_MISSING, FLASH_W_MYSQL);
 	assert_non_null(d);
 	assert_int_equal(d->sku_id, 2);
 	assert_int_equal(d->seg, 50);
 	assert_int_equal(d->wal, 50);
-	assert_int_equal(d->sql, FLASH_DIFF_NA);
-	assert_non_null(find(&rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL));
-	flash_reconcile_report_free(&rep);
+	assert_int_equal(d->sql, DIFF_NA);
+	assert_non_null(find(&rep, DIFF_ORDER_SUM, FLASH_W_MYSQL));
+	reconcile_report_free(&rep);
 
 	/* MySQL alone (no other witness) sees what it can check itself: orders
 	 * of a sku without a stock row. */
-	assert_int_equal(flash_reconcile(NULL, c->m, NULL, 0, &rep), FLASH_OK);
+	assert_int_equal(reconcile_compare(NULL, c->m, NULL, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.found, 2);
 	assert_int_equal(rep.witnesses, FLASH_W_MYSQL);
-	assert_non_null(find(&rep, FLASH_DIFF_MISSING, FLASH_W_MYSQL));
-	assert_non_null(find(&rep, FLASH_DIFF_ORDER_SUM, FLASH_W_MYSQL));
-	flash_reconcile_report_free(&rep);
-	assert_int_equal(flash_reconcile(NULL, NULL, NULL, 0, &rep), FLASH_EINVAL);
+	assert_non_null(find(&rep, DIFF_MISSING, FLASH_W_MYSQL));
+	assert_non_null(find(&rep, DIFF_ORDER_SUM, FLASH_W_MYSQL));
+	reconcile_report_free(&rep);
+	assert_int_equal(reconcile_compare(NULL, NULL, NULL, 0, &rep), FLASH_EINVAL);
 }
 
 /* The engine's own records for quota-returning cancels, per-sku and per-day
@@ -387,23 +387,23 @@ static void test_engine_records_with_cancels_and_scopes_apply_without_conflict(v
 	snprintf(c->db, sizeof c->db, "fr_%d_%d", (int)getpid(), g_seq);
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db, mariadb_dir());
-	struct flash_mysql_opts o = { .url = url, .log = quiet };
-	assert_int_equal(flash_mysql_open(&o, &c->m), FLASH_OK);
-	struct flash_apply_result tot = { 0 };
-	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 1000, 10000, &tot, NULL), FLASH_OK);
+	struct mdb_opts o = { .url = url, .log = quiet };
+	assert_int_equal(mdb_open(&o, &c->m), FLASH_OK);
+	struct apply_result tot = { 0 };
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 1000, 10000, &tot, NULL), FLASH_OK);
 	assert_int_equal(tot.applied, recs.n);
 	assert_int_equal(tot.refused, 0);
 	t_recs_free(&recs);
-	assert_int_equal(flash_fold_new(&c->fold), FLASH_OK);
-	assert_int_equal(flash_fold_wal(c->fold, c->waldir, NULL), FLASH_OK);
+	assert_int_equal(fold_new(&c->fold), FLASH_OK);
+	assert_int_equal(fold_wal(c->fold, c->waldir, NULL), FLASH_OK);
 
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 0);
 	assert_int_equal(rep.skus, 8);
-	flash_reconcile_report_free(&rep);
-	struct flash_sql_totals t;
-	assert_int_equal(flash_sql_totals_get(c->m, &t), FLASH_OK);
+	reconcile_report_free(&rep);
+	struct rsql_totals t;
+	assert_int_equal(rsql_totals_get(c->m, &t), FLASH_OK);
 	assert_int_equal(t.orders, 8);
 	assert_int_equal(t.cancelled_orders, 2);
 }
@@ -413,13 +413,13 @@ static void test_reconcile_run_prints_and_exits_by_the_outcome(void **state)
 	struct ctx *c = *state;
 	char url[512];
 	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db, mariadb_dir());
-	struct flash_mysql_opts mo = { .url = url, .log = quiet };
-	struct flash_reconcile_run_opts o = { .segment = c->seg, .wal_dir = c->waldir, .mysql = &mo,
-	                                      .flags = FLASH_RECONCILE_ORDERS, .json = 1 };
+	struct mdb_opts mo = { .url = url, .log = quiet };
+	struct reconcile_run_opts o = { .segment = c->seg, .wal_dir = c->waldir, .mysql = &mo,
+	                                      .flags = RECONCILE_ORDERS, .json = 1 };
 	char *obuf = NULL, *ebuf = NULL;
 	size_t olen = 0, elen = 0;
 	FILE *out = open_memstream(&obuf, &olen), *err = open_memstream(&ebuf, &elen);
-	assert_int_equal(flash_reconcile_run(&o, out, err), 0);
+	assert_int_equal(reconcile_run(&o, out, err), 0);
 	fflush(out);
 	assert_non_null(strstr(obuf, "\"differences\":0,"));
 	assert_non_null(strstr(obuf, "\"witnesses\":\"segment,wal,mysql\""));
@@ -427,7 +427,7 @@ static void test_reconcile_run_prints_and_exits_by_the_outcome(void **state)
 	/* 20 of 160 units off in MySQL: a difference, and past 0.1% an alert. */
 	q(c, "UPDATE item_stock SET available = available - 20, sold = sold + 20 WHERE sku_id = 2");
 	rewind(out);
-	assert_int_equal(flash_reconcile_run(&o, out, err), 1);
+	assert_int_equal(reconcile_run(&o, out, err), 1);
 	fflush(out);
 	fflush(err);
 	assert_non_null(strstr(obuf, "\"kind\":\"available\""));
@@ -435,7 +435,7 @@ static void test_reconcile_run_prints_and_exits_by_the_outcome(void **state)
 
 	/* A witness that cannot be read: 2, and why. */
 	o.segment = "/fs-no-such-segment";
-	assert_int_equal(flash_reconcile_run(&o, out, err), 2);
+	assert_int_equal(reconcile_run(&o, out, err), 2);
 	fflush(err);
 	assert_non_null(strstr(ebuf, "fs-no-such-segment"));
 	fclose(out);

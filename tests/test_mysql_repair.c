@@ -6,7 +6,7 @@
  * Each test builds one history on a real segment (activity 1 with K=2,
  * skus 1 and 2, 40 orders, 5 cancels, a restock), writes its records to a
  * real WAL, catches a private MariaDB up from it, then changes MySQL behind
- * the applier's back and runs the repair through flash_reconcile_run() --
+ * the applier's back and runs the repair through reconcile_run() --
  * the function `flashstock reconcile --repair` calls -- capturing what it
  * prints.
  */
@@ -32,7 +32,7 @@
 
 struct ctx {
 	flash_t *h;
-	flash_mysql_t *m;
+	mdb_t *m;
 	char seg[64];
 	char db[64];
 	char url[512];
@@ -48,13 +48,13 @@ static int g_seq;
 static void quiet(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == FLASH_MYSQL_LOG_ERROR)
+	if (level == MDB_LOG_ERROR)
 		fprintf(stderr, "applier: %s\n", msg);
 }
 
 static void q(struct ctx *c, const char *sql, uint64_t rows)
 {
-	MYSQL *conn = flash_mysql_conn(c->m);
+	MYSQL *conn = mdb_conn(c->m);
 	assert_non_null(conn);
 	if (mysql_query(conn, sql)) {
 		fprintf(stderr, "%s: %s\n", sql, mysql_error(conn));
@@ -65,7 +65,7 @@ static void q(struct ctx *c, const char *sql, uint64_t rows)
 
 static uint64_t q64(struct ctx *c, const char *sql)
 {
-	MYSQL *conn = flash_mysql_conn(c->m);
+	MYSQL *conn = mdb_conn(c->m);
 	assert_non_null(conn);
 	assert_int_equal(mysql_query(conn, sql), 0);
 	MYSQL_RES *r = mysql_store_result(conn);
@@ -118,11 +118,11 @@ static struct ctx *build(uint64_t upto)
 	snprintf(c->db, sizeof c->db, "frp_%d_%d", (int)getpid(), g_seq);
 	snprintf(c->url, sizeof c->url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", c->db,
 	         mariadb_dir());
-	struct flash_mysql_opts o = { .url = c->url, .log = quiet };
-	assert_int_equal(flash_mysql_open(&o, &c->m), FLASH_OK);
-	struct flash_apply_result tot = { 0 };
+	struct mdb_opts o = { .url = c->url, .log = quiet };
+	assert_int_equal(mdb_open(&o, &c->m), FLASH_OK);
+	struct apply_result tot = { 0 };
 	int wrc = -1;
-	assert_int_equal(flash_mysql_catch_up_to(c->m, c->waldir, upto ? upto : c->records, 10, 10000,
+	assert_int_equal(mdb_catch_up_to(c->m, c->waldir, upto ? upto : c->records, 10, 10000,
 	                                         &tot, &wrc), FLASH_OK);
 	assert_int_equal(tot.refused, 0);
 	assert_int_equal(tot.applied_lsn, upto ? upto : c->records);
@@ -140,10 +140,10 @@ static int teardown(void **state)
 	struct ctx *c = *state;
 	char sql[128];
 	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", c->db);
-	MYSQL *conn = flash_mysql_conn(c->m);
+	MYSQL *conn = mdb_conn(c->m);
 	if (conn)
 		mysql_query(conn, sql);
-	flash_mysql_close(c->m);
+	mdb_close(c->m);
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->waldir);
 	if (system(cmd) != 0)
@@ -152,7 +152,7 @@ static int teardown(void **state)
 	return t_teardown(state);
 }
 
-/* flash_reconcile_run() with the output captured; its exit code. */
+/* reconcile_run() with the output captured; its exit code. */
 struct run {
 	int rc;
 	char *out, *err;
@@ -161,16 +161,16 @@ struct run {
 
 static void run(struct ctx *c, int repair, int with_segment, struct run *r)
 {
-	struct flash_mysql_opts mo = { .url = c->url, .log = quiet };
+	struct mdb_opts mo = { .url = c->url, .log = quiet };
 	/* the flags `flashstock reconcile` passes */
-	struct flash_reconcile_run_opts o = { .wal_dir = c->waldir, .mysql = &mo, .repair = repair,
+	struct reconcile_run_opts o = { .wal_dir = c->waldir, .mysql = &mo, .repair = repair,
 	                                      .segment = with_segment ? c->seg : NULL };
 	if (!repair)
-		o.flags = FLASH_RECONCILE_WAL_ORDERS | (with_segment ? FLASH_RECONCILE_ORDERS : 0);
+		o.flags = RECONCILE_WAL_ORDERS | (with_segment ? RECONCILE_ORDERS : 0);
 	FILE *out = open_memstream(&r->out, &r->outn), *err = open_memstream(&r->err, &r->errn);
 	assert_non_null(out);
 	assert_non_null(err);
-	r->rc = flash_reconcile_run(&o, out, err);
+	r->rc = reconcile_run(&o, out, err);
 	fclose(out);
 	fclose(err);
 	if (getenv("FLASH_TEST_VERBOSE"))
@@ -203,7 +203,7 @@ static int count(const struct run *r, const char *prefix)
 static uint64_t applied(struct ctx *c)
 {
 	uint64_t lsn;
-	assert_int_equal(flash_mysql_applied_lsn(c->m, &lsn), FLASH_OK);
+	assert_int_equal(mdb_applied_lsn(c->m, &lsn), FLASH_OK);
 	return lsn;
 }
 
@@ -217,8 +217,8 @@ static void test_repair_restores_mysql_and_prints_each_change(void **state)
 	assert_int_equal(r.rc, 0);
 	run_free(&r);
 
-	struct flash_sql_sku s1;
-	assert_int_equal(flash_sql_sku_get(c->m, 1, 1, &s1), FLASH_OK);
+	struct rsql_sku s1;
+	assert_int_equal(rsql_sku_get(c->m, 1, 1, &s1), FLASH_OK);
 	char sql[256], line[160];
 	q(c, "UPDATE item_stock SET available = available - 3, sold = sold + 3"
 	     " WHERE activity_id = 1 AND sku_id = 1", 1);
@@ -271,8 +271,8 @@ static void test_repair_restores_mysql_and_prints_each_change(void **state)
 
 	/* MySQL holds the WAL's values again; the applied LSN did not move */
 	assert_int_equal(applied(c), lsn);
-	struct flash_sql_sku s1b;
-	assert_int_equal(flash_sql_sku_get(c->m, 1, 1, &s1b), FLASH_OK);
+	struct rsql_sku s1b;
+	assert_int_equal(rsql_sku_get(c->m, 1, 1, &s1b), FLASH_OK);
 	assert_int_equal(s1b.available, s1.available);
 	assert_int_equal(s1b.sold, s1.sold);
 	snprintf(sql, sizeof sql, "SELECT qty FROM orders WHERE order_no = %llu AND status = 'ACTIVE'",
@@ -290,8 +290,8 @@ static void test_repair_restores_mysql_and_prints_each_change(void **state)
 	assert_int_equal(count(&r, "REPAIR "), 0);
 	run_free(&r);
 	/* and the applier, fed the whole WAL again, finds it all applied */
-	struct flash_apply_result tot = { 0 };
-	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
+	struct apply_result tot = { 0 };
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
 	assert_int_equal(tot.applied, 0);
 	assert_int_equal(tot.refused, 0);
 }
@@ -353,8 +353,8 @@ static void test_repair_at_applied_lsn_when_mysql_lags(void **state)
 	assert_int_equal(applied(c), 30);
 	assert_int_equal(q64(c, "SELECT COUNT(*) FROM orders"), orders_before);
 	/* the applier catches up cleanly; then all agree, segment included */
-	struct flash_apply_result tot = { 0 };
-	assert_int_equal(flash_mysql_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
+	struct apply_result tot = { 0 };
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
 	assert_int_equal(tot.applied, c->records - 30);
 	assert_int_equal(tot.refused, 0);
 	run(c, 0, 1, &r);
@@ -369,15 +369,15 @@ static void test_repair_needs_wal_and_mysql(void **state)
 	struct ctx *c = *state;
 	q(c, "UPDATE item_stock SET available = available - 1, sold = sold + 1"
 	     " WHERE activity_id = 1 AND sku_id = 1", 1);
-	struct flash_mysql_opts mo = { .url = c->url, .log = quiet };
-	struct flash_reconcile_run_opts o = { .mysql = &mo, .repair = 1, .segment = c->seg };
+	struct mdb_opts mo = { .url = c->url, .log = quiet };
+	struct reconcile_run_opts o = { .mysql = &mo, .repair = 1, .segment = c->seg };
 	char *out = NULL, *err = NULL;
 	size_t on, en;
 	FILE *fo = open_memstream(&out, &on), *fe = open_memstream(&err, &en);
-	assert_int_equal(flash_reconcile_run(&o, fo, fe), 2);
+	assert_int_equal(reconcile_run(&o, fo, fe), 2);
 	o.mysql = NULL;
 	o.wal_dir = c->waldir;
-	assert_int_equal(flash_reconcile_run(&o, fo, fe), 2);
+	assert_int_equal(reconcile_run(&o, fo, fe), 2);
 	fclose(fo);
 	fclose(fe);
 	assert_non_null(strstr(err, "--repair needs the WAL and MySQL"));

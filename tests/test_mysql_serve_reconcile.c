@@ -41,9 +41,9 @@ static void fresh_db(char *url, size_t len)
 	mysql_fresh_db(url, len, db);
 }
 
-static void sql(flash_mysql_t *m, const char *q, uint64_t want_rows)
+static void sql(mdb_t *m, const char *q, uint64_t want_rows)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	if (mysql_query(c, q)) {
 		fprintf(stderr, "%s: %s\n", q, mysql_error(c));
@@ -60,7 +60,7 @@ static void sql(flash_mysql_t *m, const char *q, uint64_t want_rows)
 struct seen_pass {
 	struct serve_recon_pass p;   /* report pointers cleared */
 	size_t ndiff;
-	struct flash_diff diff[MAX_KEPT];
+	struct diff diff[MAX_KEPT];
 	uint64_t units, diff_units;
 };
 
@@ -71,7 +71,7 @@ struct seen {
 	struct seen_pass v[MAX_PASSES];
 };
 
-static void keep(struct seen_pass *sp, const struct flash_reconcile_report *rep)
+static void keep(struct seen_pass *sp, const struct reconcile_report *rep)
 {
 	if (!rep)
 		return;
@@ -284,7 +284,7 @@ static void test_live_passes_find_no_difference_while_orders_flow(void **state)
 		if (sp.p.differences) {
 			for (size_t i = 0; i < sp.ndiff; i++) {
 				char line[384];
-				flash_diff_format(&sp.diff[i], line, sizeof line);
+				diff_format(&sp.diff[i], line, sizeof line);
 				fprintf(stderr, "false positive: %s\n", line);
 			}
 		}
@@ -394,7 +394,7 @@ struct tamper_ctx {
 	flash_t *h;
 	struct seen *s;
 	struct serve_thread t;
-	flash_mysql_t *m;
+	mdb_t *m;
 	uint64_t victim;          /* an order of sku 2 */
 	uint64_t records;
 };
@@ -422,8 +422,8 @@ static void tamper_setup(struct tamper_ctx *c, double threshold)
 			c->victim = res.order_no;      /* sku 2, qty 3 */
 	}
 	c->records = 3 + 300;
-	struct flash_mysql_opts mo = { .url = c->url };
-	assert_int_equal(flash_mysql_open(&mo, &c->m), FLASH_OK);
+	struct mdb_opts mo = { .url = c->url };
+	assert_int_equal(mdb_open(&mo, &c->m), FLASH_OK);
 	/* every record applied and compared, no difference */
 	struct seen_pass sp;
 	for (size_t next = 1;; next++) {
@@ -437,7 +437,7 @@ static void tamper_setup(struct tamper_ctx *c, double threshold)
 static void tamper_teardown(struct tamper_ctx *c)
 {
 	serve_finish(&c->t);
-	flash_mysql_close(c->m);
+	mdb_close(c->m);
 	seen_free(c->s);
 	wt_rmdir(c->dir);
 }
@@ -453,7 +453,7 @@ static void next_full_pass(struct tamper_ctx *c, struct seen_pass *sp)
 	assert_int_equal(sp->p.mysql_lsn, c->records);
 }
 
-static const struct flash_diff *find(const struct seen_pass *sp, int kind, uint32_t sku, uint64_t order)
+static const struct diff *find(const struct seen_pass *sp, int kind, uint32_t sku, uint64_t order)
 {
 	for (size_t i = 0; i < sp->ndiff; i++)
 		if (sp->diff[i].kind == kind && sp->diff[i].sku_id == sku && sp->diff[i].order_no == order)
@@ -480,20 +480,20 @@ static void test_tamper_reported_exactly_with_alert(void **state)
 	/* exactly: available and sold of sku 1 (WAL vs MySQL), MySQL's own sold
 	 * vs its orders on both skus, and the missing order */
 	assert_int_equal(sp.p.differences, 5);
-	const struct flash_diff *d = find(&sp, FLASH_DIFF_AVAILABLE, 1, 0);
+	const struct diff *d = find(&sp, DIFF_AVAILABLE, 1, 0);
 	assert_non_null(d);
 	assert_int_equal(d->wal, (int64_t)avail1);
 	assert_int_equal(d->sql, (int64_t)avail1 - 500);
-	d = find(&sp, FLASH_DIFF_SOLD, 1, 0);
+	d = find(&sp, DIFF_SOLD, 1, 0);
 	assert_non_null(d);
 	assert_int_equal(d->sql - d->wal, 500);
-	d = find(&sp, FLASH_DIFF_ORDER_SUM, 1, 0);
+	d = find(&sp, DIFF_ORDER_SUM, 1, 0);
 	assert_non_null(d);
 	assert_int_equal(d->witnesses, FLASH_W_MYSQL);
-	d = find(&sp, FLASH_DIFF_ORDER_SUM, 2, 0);
+	d = find(&sp, DIFF_ORDER_SUM, 2, 0);
 	assert_non_null(d);
 	assert_int_equal(d->witnesses, FLASH_W_MYSQL);
-	d = find(&sp, FLASH_DIFF_MISSING, 2, c.victim);
+	d = find(&sp, DIFF_MISSING, 2, c.victim);
 	assert_non_null(d);
 	assert_int_equal(d->witnesses, FLASH_W_MYSQL);
 	assert_int_equal(d->wal, FLASH_ORDER_ACTIVE);
@@ -530,9 +530,9 @@ static void test_tiny_tamper_logged_without_alert(void **state)
 	struct seen_pass sp;
 	next_full_pass(&c, &sp);
 	assert_int_equal(sp.p.differences, 3);
-	assert_non_null(find(&sp, FLASH_DIFF_AVAILABLE, 2, 0));
-	assert_non_null(find(&sp, FLASH_DIFF_SOLD, 2, 0));
-	assert_non_null(find(&sp, FLASH_DIFF_ORDER_SUM, 2, 0));
+	assert_non_null(find(&sp, DIFF_AVAILABLE, 2, 0));
+	assert_non_null(find(&sp, DIFF_SOLD, 2, 0));
+	assert_non_null(find(&sp, DIFF_ORDER_SUM, 2, 0));
 	assert_int_equal(sp.diff_units, 1);
 	assert_int_equal(sp.p.alert, 0);
 	tamper_teardown(&c);

@@ -23,9 +23,9 @@ static void fresh_db(char *url, size_t len, int mode)
 	mysql_fresh_db(url, len, db);
 }
 
-static uint64_t query_u64(flash_mysql_t *m, const char *sql)
+static uint64_t query_u64(mdb_t *m, const char *sql)
 {
-	MYSQL *c = flash_mysql_conn(m);
+	MYSQL *c = mdb_conn(m);
 	assert_non_null(c);
 	assert_int_equal(mysql_query(c, sql), 0);
 	MYSQL_RES *r = mysql_store_result(c);
@@ -85,11 +85,11 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	assert_int_equal(t.st.records, frames);
 	assert_int_equal(t.st.mysql_pushed, frames);
 
-	struct flash_mysql_opts mo = { .url = url };
-	flash_mysql_t *m;
-	assert_int_equal(flash_mysql_open(&mo, &m), FLASH_OK);
+	struct mdb_opts mo = { .url = url };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&mo, &m), FLASH_OK);
 	uint64_t lsn;
-	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(mdb_applied_lsn(m, &lsn), FLASH_OK);
 	assert_int_equal(lsn, frames);
 	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), N);
 	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'"), cancels);
@@ -103,16 +103,16 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	/* A daemon whose MySQL was away: the WAL is ahead of MySQL.  The next
 	 * daemon catches MySQL up from the WAL before any new record. */
 	{
-		struct flash_mysql_opts mo2 = { .url = url };
-		flash_mysql_t *m2;
-		assert_int_equal(flash_mysql_open(&mo2, &m2), FLASH_OK);
-		MYSQL *c = flash_mysql_conn(m2);
+		struct mdb_opts mo2 = { .url = url };
+		mdb_t *m2;
+		assert_int_equal(mdb_open(&mo2, &m2), FLASH_OK);
+		MYSQL *c = mdb_conn(m2);
 		assert_non_null(c);
 		assert_int_equal(mysql_query(c, "DELETE FROM orders"), 0);
 		assert_int_equal(mysql_query(c, "DELETE FROM item_stock"), 0);
 		assert_int_equal(mysql_query(c, "DELETE FROM activities"), 0);
 		assert_int_equal(mysql_query(c, "DELETE FROM applied_lsn"), 0);
-		flash_mysql_close(m2);
+		mdb_close(m2);
 	}
 	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), 0);
 
@@ -127,9 +127,9 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	/* And once more: nothing changes. */
 	assert_int_equal(serve_run(&t.o, &ss), 0);
 	assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), N);
-	assert_int_equal(flash_mysql_applied_lsn(m, &lsn), FLASH_OK);
+	assert_int_equal(mdb_applied_lsn(m, &lsn), FLASH_OK);
 	assert_int_equal(lsn, frames);
-	flash_mysql_close(m);
+	mdb_close(m);
 	wt_rmdir(dir);
 }
 
@@ -193,12 +193,12 @@ static void test_windowed_bank_is_cleared_only_after_mysql_applied_its_orders(vo
 			assert_int_equal(gi.bank[0].keys, 20);
 			assert_int_equal(gi.reclaimed, 0);
 		} else {
-			struct flash_mysql_opts mo = { .url = url };
-			flash_mysql_t *m;
+			struct mdb_opts mo = { .url = url };
+			mdb_t *m;
 			assert_int_equal(gi.reclaimed, 20);
-			assert_int_equal(flash_mysql_open(&mo, &m), FLASH_OK);
+			assert_int_equal(mdb_open(&mo, &m), FLASH_OK);
 			assert_int_equal(query_u64(m, "SELECT COUNT(*) FROM orders"), 20);
-			flash_mysql_close(m);
+			mdb_close(m);
 		}
 		__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(t.th, NULL);

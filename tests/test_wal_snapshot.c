@@ -390,20 +390,20 @@ static void test_recover_after_wal_files_were_removed(void **st)
 	state_take(h, before);
 
 	/* the reconciler: fold from the snapshot + the WAL after it == segment */
-	flash_fold_t *f;
-	assert_int_equal(flash_fold_new(&f), FLASH_OK);
+	fold_t *f;
+	assert_int_equal(fold_new(&f), FLASH_OK);
 	int wrc;
-	assert_int_equal(flash_fold_wal(f, dir, &wrc), FLASH_OK);
+	assert_int_equal(fold_wal(f, dir, &wrc), FLASH_OK);
 	assert_int_equal(wrc, FLASH_OK);
-	struct flash_reconcile_report rep;
+	struct reconcile_report rep;
 	memset(&rep, 0, sizeof rep);
-	assert_int_equal(flash_reconcile(h, NULL, f, 0, &rep), FLASH_OK);
+	assert_int_equal(reconcile_compare(h, NULL, f, 0, &rep), FLASH_OK);
 	if (rep.found)
-		flash_reconcile_print(&rep, stderr, 0);
+		reconcile_print(&rep, stderr, 0);
 	assert_int_equal(rep.found, 0);
 	assert_int_equal(rep.skus, 2);
-	flash_reconcile_report_free(&rep);
-	flash_fold_free(f);
+	reconcile_report_free(&rep);
+	fold_free(f);
 
 	t_teardown(NULL);
 	struct serve_stats ss = serve_recover(name, dir, 0);

@@ -757,8 +757,8 @@ static void tt_mysql_url(char *buf, size_t cap, const char *db)
 static void tt_mariadb_start(const struct tt_opts *o)
 {
 	char env[4096], url[PATH_MAX + 128];
-	struct flash_mysql_opts mo;
-	flash_mysql_t *m = NULL;
+	struct mdb_opts mo;
+	mdb_t *m = NULL;
 	int rc;
 
 	snprintf(tt_dbdir, sizeof tt_dbdir, "%s/mariadb", tt_root);
@@ -773,14 +773,14 @@ static void tt_mariadb_start(const struct tt_opts *o)
 	tt_mysql_url(url, sizeof url, "flashstock");
 	memset(&mo, 0, sizeof mo);
 	mo.url = url;
-	mo.log_level = FLASH_MYSQL_LOG_WARN;
-	rc = flash_mysql_open(&mo, &m);
+	mo.log_level = MDB_LOG_WARN;
+	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK)
-		tt_die("connect to the private MariaDB as root: %s", flash_mysql_strerror(rc));
-	if (mysql_query(flash_mysql_conn(m), "CREATE DATABASE torture_async") != 0 ||
-	    mysql_query(flash_mysql_conn(m), "CREATE DATABASE torture_sync") != 0)
-		tt_die("create the phase databases: %s", mysql_error(flash_mysql_conn(m)));
-	flash_mysql_close(m);
+		tt_die("connect to the private MariaDB as root: %s", mdb_strerror(rc));
+	if (mysql_query(mdb_conn(m), "CREATE DATABASE torture_async") != 0 ||
+	    mysql_query(mdb_conn(m), "CREATE DATABASE torture_sync") != 0)
+		tt_die("create the phase databases: %s", mysql_error(mdb_conn(m)));
+	mdb_close(m);
 }
 
 static void tt_mariadb_stop(const struct tt_opts *o)
@@ -985,7 +985,7 @@ static int tt_cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static int tt_sql_order(void *arg, const struct flash_sql_order *o)
+static int tt_sql_order(void *arg, const struct rsql_order *o)
 {
 	struct tt_audit *a = arg;
 
@@ -1150,50 +1150,50 @@ static void tt_audit_logs(struct tt_audit *a, const struct tt_cfg *c)
 	free(seen);
 }
 
-/* flash_reconcile over the segment, the WAL and MySQL (every order too),
- * and flash_reconcile_run as `flashstock reconcile` runs it. */
-static void tt_audit_reconcile(struct tt_fig *f, flash_t *h, flash_mysql_t *m,
+/* reconcile_compare over the segment, the WAL and MySQL (every order too),
+ * and reconcile_run as `flashstock reconcile` runs it. */
+static void tt_audit_reconcile(struct tt_fig *f, flash_t *h, mdb_t *m,
                                const struct tt_cfg *c, const char *url)
 {
-	struct flash_reconcile_report rep;
-	struct flash_reconcile_run_opts ro;
-	struct flash_mysql_opts mo;
-	flash_fold_t *fold = NULL;
+	struct reconcile_report rep;
+	struct reconcile_run_opts ro;
+	struct mdb_opts mo;
+	fold_t *fold = NULL;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem;
 	int rc, wrc = 0;
 
-	if ((rc = flash_fold_new(&fold)) != FLASH_OK ||
-	    (rc = flash_fold_wal(fold, c->wal, &wrc)) != FLASH_OK)
+	if ((rc = fold_new(&fold)) != FLASH_OK ||
+	    (rc = fold_wal(fold, c->wal, &wrc)) != FLASH_OK)
 		tt_die("reconcile: fold the WAL: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 	memset(&rep, 0, sizeof rep);
-	rc = flash_reconcile(h, m, fold, FLASH_RECONCILE_ORDERS, &rep);
-	flash_fold_free(fold);
+	rc = reconcile_compare(h, m, fold, RECONCILE_ORDERS, &rep);
+	fold_free(fold);
 	if (rc != FLASH_OK)
-		tt_die("reconcile: %s", flash_mysql_strerror(rc));
+		tt_die("reconcile: %s", mdb_strerror(rc));
 	f->reconcile_diffs = rep.found;
 	if (rep.found) {
-		struct flash_reconcile_report head = rep;
+		struct reconcile_report head = rep;
 		if (head.n > 20)
 			head.n = 20;
 		tt_say("  reconciler differences (first %zu of %" PRIu64 "):", head.n, rep.found);
-		flash_reconcile_print(&head, stdout, 0);
+		reconcile_print(&head, stdout, 0);
 	}
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 
 	memset(&mo, 0, sizeof mo);
 	mo.url = url;
-	mo.log_level = FLASH_MYSQL_LOG_WARN;
+	mo.log_level = MDB_LOG_WARN;
 	memset(&ro, 0, sizeof ro);
 	ro.segment = c->seg;
 	ro.wal_dir = c->wal;
 	ro.mysql = &mo;
-	ro.flags = FLASH_RECONCILE_ORDERS;
+	ro.flags = RECONCILE_ORDERS;
 	mem = open_memstream(&text, &len);
 	if (!mem)
 		tt_die("open_memstream");
-	f->reconcile_status = flash_reconcile_run(&ro, mem, mem);
+	f->reconcile_status = reconcile_run(&ro, mem, mem);
 	fclose(mem);
 	/* its summary lines only: the differences were listed above */
 	for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
@@ -1342,7 +1342,7 @@ static int tt_report(const char *mode, const struct tt_fig *f)
 	CHK("order states differing segment vs WAL", f->state_mismatch);
 	CHK("MySQL apply conflicts", f->mysql_conflicts);
 	CHK("MySQL applied LSN short of the WAL's", f->lsn_behind);
-	CHK("reconciler differences (flash_reconcile)", f->reconcile_diffs);
+	CHK("reconciler differences (reconcile_compare)", f->reconcile_diffs);
 	CHK("reconcile run exit status", (uint64_t)f->reconcile_status);
 	CHK("broken promises seen by buyers", f->violations);
 	CHK("unexpected result codes", f->other_rc);
@@ -1365,10 +1365,10 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	int64_t t0, next_dkill, next_progress;
 	struct flash_stats fs;
 	flash_t *h;
-	flash_mysql_t *m = NULL;
-	struct flash_mysql_opts mo;
-	struct flash_apply_result tot;
-	struct flash_sql_totals st;
+	mdb_t *m = NULL;
+	struct mdb_opts mo;
+	struct apply_result tot;
+	struct rsql_totals st;
 	struct wal_replay_report rep;
 	struct tt_audit a;
 	uint32_t nrec = 0;
@@ -1513,13 +1513,13 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	/* MySQL catches up with the whole WAL */
 	memset(&mo, 0, sizeof mo);
 	mo.url = url;
-	mo.log_level = FLASH_MYSQL_LOG_WARN;
-	if ((rc = flash_mysql_open(&mo, &m)) != FLASH_OK)
-		tt_die("connect to MySQL: %s", flash_mysql_strerror(rc));
+	mo.log_level = MDB_LOG_WARN;
+	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
+		tt_die("connect to MySQL: %s", mdb_strerror(rc));
 	memset(&tot, 0, sizeof tot);
-	rc = flash_mysql_catch_up(m, c.wal, 0, 60000, &tot, &wrc);
+	rc = mdb_catch_up(m, c.wal, 0, 60000, &tot, &wrc);
 	if (rc != FLASH_OK)
-		tt_die("catch MySQL up: %s (WAL: %s)", flash_mysql_strerror(rc), flash_strerror(wrc));
+		tt_die("catch MySQL up: %s (WAL: %s)", mdb_strerror(rc), flash_strerror(wrc));
 	f->mysql_late = tot.applied;
 
 	/* the WAL */
@@ -1536,27 +1536,27 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	f->wal_last_lsn = rep.last_lsn;
 
 	/* MySQL */
-	if ((rc = flash_sql_totals_get(m, &st)) != FLASH_OK)
-		tt_die("MySQL totals: %s", flash_mysql_strerror(rc));
+	if ((rc = rsql_totals_get(m, &st)) != FLASH_OK)
+		tt_die("MySQL totals: %s", mdb_strerror(rc));
 	f->mysql_applied_lsn = st.applied_lsn;
 	f->mysql_orders = st.orders;
 	f->mysql_conflicts = st.conflicts;
 	f->lsn_behind = st.applied_lsn < rep.last_lsn ? rep.last_lsn - st.applied_lsn : 0;
-	if ((rc = flash_sql_orders_scan(m, 1, a.maxno, tt_sql_order, &a)) != FLASH_OK)
-		tt_die("MySQL orders: %s", flash_mysql_strerror(rc));
+	if ((rc = rsql_orders_scan(m, 1, a.maxno, tt_sql_order, &a)) != FLASH_OK)
+		tt_die("MySQL orders: %s", mdb_strerror(rc));
 	{
-		struct flash_sql_sku *ss = NULL;
-		struct flash_sql_user_excess *ux = NULL;
+		struct rsql_sku *ss = NULL;
+		struct rsql_user_excess *ux = NULL;
 		size_t n = 0;
 
-		if ((rc = flash_sql_skus(m, &ss, &n)) != FLASH_OK)
-			tt_die("MySQL skus: %s", flash_mysql_strerror(rc));
+		if ((rc = rsql_skus(m, &ss, &n)) != FLASH_OK)
+			tt_die("MySQL skus: %s", mdb_strerror(rc));
 		for (size_t i = 0; i < n; i++)
 			if (ss[i].active_qty > ss[i].total)
 				f->oversold_mysql += ss[i].active_qty - ss[i].total;
 		free(ss);
-		if ((rc = flash_sql_users_over_limit(m, &ux, &n)) != FLASH_OK)
-			tt_die("MySQL users over limit: %s", flash_mysql_strerror(rc));
+		if ((rc = rsql_users_over_limit(m, &ux, &n)) != FLASH_OK)
+			tt_die("MySQL users over limit: %s", mdb_strerror(rc));
 		f->over_limit_mysql = n;
 		free(ux);
 	}
@@ -1580,7 +1580,7 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	free(a.w);
 	free(a.sql);
 	free(a.rids);
-	flash_mysql_close(m);
+	mdb_close(m);
 	flash_close(h);
 	flash_close(keep);
 	flash_seg_destroy(c.seg);

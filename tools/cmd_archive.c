@@ -69,7 +69,7 @@ struct archive_args {
 	int         no_check;
 	int         dry_run;
 	uint32_t    grace_s;
-	struct flash_mysql_opts mo;
+	struct mdb_opts mo;
 };
 
 static int archive_parse(int argc, char **argv, struct archive_args *a)
@@ -179,7 +179,7 @@ int cmd_archive(int argc, char **argv)
 		return prc;
 
 	flash_t *h = NULL;
-	flash_mysql_t *m = NULL;
+	mdb_t *m = NULL;
 	struct flash_activity *cand = NULL;
 	uint32_t *gone = NULL;          /* MariaDB: archived already */
 	size_t ncand = 0, ngone = 0;
@@ -194,13 +194,13 @@ int cmd_archive(int argc, char **argv)
 		return tool_fail(what, rc);
 	}
 	if (!a.no_check) {
-		rc = flash_mysql_open(&a.mo, &m);
+		rc = mdb_open(&a.mo, &m);
 		if (rc == FLASH_OK)
-			rc = flash_mysql_applied_lsn(m, &applied);
+			rc = mdb_applied_lsn(m, &applied);
 		if (rc == FLASH_OK)
-			rc = flash_sql_archived(m, &gone, &ngone);
+			rc = rsql_archived(m, &gone, &ngone);
 		if (rc != FLASH_OK) {
-			tool_failf("archive: MariaDB %s: %s; nothing changed", flash_mysql_where(m),
+			tool_failf("archive: MariaDB %s: %s; nothing changed", mdb_where(m),
 			           flash_strerror(rc));
 			goto out;
 		}
@@ -272,7 +272,7 @@ int cmd_archive(int argc, char **argv)
 		if (rc == FLASH_EBUSY) {
 			tool_failf("archive: MariaDB (%s) has applied up to LSN %llu, the segment reflects WAL "
 			           "LSN %llu: not every record of activity %u%s is in MariaDB yet (is `flashstock "
-			           "serve --mysql` running?); nothing changed", flash_mysql_where(m),
+			           "serve --mysql` running?); nothing changed", mdb_where(m),
 			           (unsigned long long)applied, (unsigned long long)wal_lsn, cand[0].id,
 			           ncand > 1 ? " and the others" : "");
 			goto out;
@@ -313,7 +313,7 @@ int cmd_archive(int argc, char **argv)
 out:
 	free(cand);
 	free(gone);
-	flash_mysql_close(m);
+	mdb_close(m);
 	flash_close(h);
 	return ret;
 }

@@ -79,12 +79,12 @@ struct lease_args {
 	int         have_total, force, from_mysql_only, accept_unknown;
 };
 
-static int lease_open(const char *cmd, const struct lease_args *a, int create, flash_central_t **c)
+static int lease_open(const char *cmd, const struct lease_args *a, int create, central_t **c)
 {
 	if (!a->urls)
 		return tool_usage_err(cmd, "--mysql URL[,URL...] is required");
-	struct flash_central_opts o = { .urls = a->urls, .create_db = create, .retry_ms = 10000 };
-	int rc = flash_central_open(&o, c);
+	struct central_opts o = { .urls = a->urls, .create_db = create, .retry_ms = 10000 };
+	int rc = central_open(&o, c);
 	if (rc != FLASH_OK)
 		return tool_fail("lease: --mysql", rc);
 	return TOOL_OK;
@@ -92,18 +92,18 @@ static int lease_open(const char *cmd, const struct lease_args *a, int create, f
 
 static int lease_init(const char *cmd, const struct lease_args *a)
 {
-	flash_central_t *c = NULL;
+	central_t *c = NULL;
 	int rc = lease_open(cmd, a, 1, &c);
 	if (rc != TOOL_OK)
 		return rc;
-	rc = flash_central_init(c);
+	rc = central_init(c);
 	if (rc != FLASH_OK) {
-		fprintf(stderr, "flashstock lease init: %s: %s\n", flash_strerror(rc), flash_central_error(c));
-		flash_central_close(c);
+		fprintf(stderr, "flashstock lease init: %s: %s\n", flash_strerror(rc), central_error(c));
+		central_close(c);
 		return TOOL_FAIL;
 	}
 	printf("lease init: tables fs_box, fs_pool, fs_lease ready\n");
-	flash_central_close(c);
+	central_close(c);
 	return TOOL_OK;
 }
 
@@ -111,51 +111,51 @@ static int lease_pool(const char *cmd, const struct lease_args *a)
 {
 	if (!a->activity || !a->sku || !a->have_total)
 		return tool_usage_err(cmd, "pool needs --activity A --sku S --total N");
-	flash_central_t *c = NULL;
+	central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
-	rc = flash_central_pool_set(c, a->activity, a->sku, (int64_t)a->total);
-	struct flash_pool_row p;
-	int grc = flash_central_pool_get(c, a->activity, a->sku, &p);
+	rc = central_pool_set(c, a->activity, a->sku, (int64_t)a->total);
+	struct pool_row p;
+	int grc = central_pool_get(c, a->activity, a->sku, &p);
 	if (rc == FLASH_ESOLD_OUT) {
 		fprintf(stderr, "flashstock lease pool: refused: total %" PRIu64 " is below what is leased or"
 		        " sold (%" PRId64 " of %" PRId64 "); nothing changed\n", a->total,
 		        grc == FLASH_OK ? p.total - p.unleased : -1, grc == FLASH_OK ? p.total : -1);
-		flash_central_close(c);
+		central_close(c);
 		return TOOL_FAIL;
 	}
 	if (rc != FLASH_OK || grc != FLASH_OK) {
 		fprintf(stderr, "flashstock lease pool: %s %s\n", flash_strerror(rc ? rc : grc),
-		        flash_central_error(c));
-		flash_central_close(c);
+		        central_error(c));
+		central_close(c);
 		return TOOL_FAIL;
 	}
 	printf("pool %u/%u: total %" PRId64 ", unleased %" PRId64 ", in leases %" PRId64 "\n", a->activity,
 	       a->sku, p.total, p.unleased, p.leased);
-	flash_central_close(c);
+	central_close(c);
 	return TOOL_OK;
 }
 
 static int lease_status(const char *cmd, const struct lease_args *a)
 {
-	flash_central_t *c = NULL;
+	central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
-	MYSQL *m = flash_central_conn(c);
+	MYSQL *m = central_conn(c);
 	if (!m || mysql_query(m, "SELECT activity_id, sku_id FROM fs_pool ORDER BY activity_id, sku_id")) {
-		fprintf(stderr, "flashstock lease status: %s\n", m ? mysql_error(m) : flash_central_error(c));
-		flash_central_close(c);
+		fprintf(stderr, "flashstock lease status: %s\n", m ? mysql_error(m) : central_error(c));
+		central_close(c);
 		return TOOL_FAIL;
 	}
 	MYSQL_RES *r = mysql_store_result(m);
 	MYSQL_ROW row;
 	printf("pools:\n");
 	while (r && (row = mysql_fetch_row(r))) {
-		struct flash_pool_row p;
+		struct pool_row p;
 		uint32_t act = (uint32_t)strtoul(row[0], NULL, 10), sku = (uint32_t)strtoul(row[1], NULL, 10);
-		if (flash_central_pool_get(c, act, sku, &p) != FLASH_OK)
+		if (central_pool_get(c, act, sku, &p) != FLASH_OK)
 			continue;
 		printf("  %u/%u  total %" PRId64 "  unleased %" PRId64 "  in leases %" PRId64 "  sold (closed"
 		       " leases) %" PRId64 "  wanted %" PRId64 "%s\n", act, sku, p.total, p.unleased, p.leased,
@@ -164,15 +164,15 @@ static int lease_status(const char *cmd, const struct lease_args *a)
 	}
 	if (r)
 		mysql_free_result(r);
-	struct flash_box_row *b = NULL;
+	struct box_row *b = NULL;
 	size_t nb = 0;
-	struct flash_lease_row *l = NULL;
+	struct lease_row *l = NULL;
 	size_t nl = 0;
-	if ((rc = flash_central_boxes(c, &b, &nb)) != FLASH_OK ||
-	    (rc = flash_central_leases(c, 0, NULL, &l, &nl)) != FLASH_OK) {
-		fprintf(stderr, "flashstock lease status: %s %s\n", flash_strerror(rc), flash_central_error(c));
+	if ((rc = central_boxes(c, &b, &nb)) != FLASH_OK ||
+	    (rc = central_leases(c, 0, NULL, &l, &nl)) != FLASH_OK) {
+		fprintf(stderr, "flashstock lease status: %s %s\n", flash_strerror(rc), central_error(c));
 		free(b);
-		flash_central_close(c);
+		central_close(c);
 		return TOOL_FAIL;
 	}
 	printf("boxes:\n");
@@ -201,7 +201,7 @@ static int lease_status(const char *cmd, const struct lease_args *a)
 	       " part)\n", stranded_all);
 	free(b);
 	free(l);
-	flash_central_close(c);
+	central_close(c);
 	return TOOL_OK;
 }
 
@@ -209,13 +209,13 @@ static int lease_fence(const char *cmd, const struct lease_args *a)
 {
 	if (!a->box)
 		return tool_usage_err(cmd, "fence needs --box N");
-	flash_central_t *c = NULL;
+	central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
 	uint32_t epoch = 0, leases = 0;
-	rc = flash_central_fence(c, a->box, a->stale_s, a->force, &epoch, &leases);
-	flash_central_close(c);
+	rc = central_fence(c, a->box, a->stale_s, a->force, &epoch, &leases);
+	central_close(c);
 	switch (rc) {
 	case FLASH_OK:
 		printf("box %u fenced: epoch now %u, %u open leases fenced%s\n", a->box, epoch, leases,
@@ -406,20 +406,20 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		return tool_usage_err(cmd, "--accept-unknown goes with --from-mysql-only");
 	if (a->name && !a->wal)
 		return tool_usage_err(cmd, "--name SEG goes with --wal DIR");
-	flash_central_t *c = NULL;
+	central_t *c = NULL;
 	int rc = lease_open(cmd, a, 0, &c);
 	if (rc != TOOL_OK)
 		return rc;
-	struct flash_lease_row *l = NULL;
+	struct lease_row *l = NULL;
 	size_t nl = 0;
-	if ((rc = flash_central_leases(c, a->box, "fenced", &l, &nl)) != FLASH_OK) {
-		flash_central_close(c);
+	if ((rc = central_leases(c, a->box, "fenced", &l, &nl)) != FLASH_OK) {
+		central_close(c);
 		return tool_fail("lease reclaim", rc);
 	}
 	if (nl == 0) {
 		printf("box %u has no fenced lease: nothing to reclaim\n", a->box);
 		free(l);
-		flash_central_close(c);
+		central_close(c);
 		return TOOL_OK;
 	}
 	struct sold_tab t = { 0 };
@@ -499,12 +499,12 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 			goto out;
 		}
 		if (a->box_mysql) {
-			struct flash_mysql_opts mo = { .url = a->box_mysql, .require_db = 1 };
-			flash_mysql_t *m = NULL;
-			int mrc = flash_mysql_open(&mo, &m);
+			struct mdb_opts mo = { .url = a->box_mysql, .require_db = 1 };
+			mdb_t *m = NULL;
+			int mrc = mdb_open(&mo, &m);
 			if (mrc == FLASH_OK)
-				mrc = flash_mysql_catch_up(m, a->wal, 0, 30000, NULL, NULL);
-			flash_mysql_close(m);
+				mrc = mdb_catch_up(m, a->wal, 0, 30000, NULL, NULL);
+			mdb_close(m);
 			if (mrc != FLASH_OK) {
 				fprintf(stderr, "flashstock lease reclaim: applying the WAL to %s: %s; nothing changed\n",
 				        "--box-mysql", flash_strerror(mrc));
@@ -519,7 +519,7 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		}
 		MYSQL *bm = NULL;
 		char why[300];
-		if (flash_mysql_connect_url(burl, 5, 0, &bm, why, sizeof why) != FLASH_OK) {
+		if (mdb_connect_url(burl, 5, 0, &bm, why, sizeof why) != FLASH_OK) {
 			fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n", why);
 			goto out;
 		}
@@ -578,10 +578,10 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 			continue;
 		struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
 		int64_t sold = s ? s->sold : 0, back = 0;
-		rc = flash_central_reclaim(c, a->box, l[i].activity_id, l[i].sku_id, sold < 0 ? 0 : sold, &back);
+		rc = central_reclaim(c, a->box, l[i].activity_id, l[i].sku_id, sold < 0 ? 0 : sold, &back);
 		if (rc != FLASH_OK) {
 			fprintf(stderr, "flashstock lease reclaim: sku %u/%u (sold %" PRId64 "): %s %s\n",
-			        l[i].activity_id, l[i].sku_id, sold, flash_strerror(rc), flash_central_error(c));
+			        l[i].activity_id, l[i].sku_id, sold, flash_strerror(rc), central_error(c));
 			ret = TOOL_FAIL;
 			continue;
 		}
@@ -596,7 +596,7 @@ out:
 		flash_close(seg);
 	free(t.v);
 	free(l);
-	flash_central_close(c);
+	central_close(c);
 	return ret;
 }
 

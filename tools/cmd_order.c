@@ -80,10 +80,10 @@ static void print_segment(const struct flash_order_info *o, int json)
 	       o->limit_slot, o->biz_day, o->created_ns ? tool_fmt_time(o->created_ns, b, sizeof b) : "-");
 }
 
-static void print_mysql(const struct flash_sql_order_row *r, int json, const char *seg_note)
+static void print_mysql(const struct rsql_order_row *r, int json, const char *seg_note)
 {
 	char b[40], b2[40];
-	const struct flash_sql_order *o = &r->o;
+	const struct rsql_order *o = &r->o;
 	if (json) {
 		printf("{\"order_no\":%" PRIu64 ",\"source\":\"mysql\",\"archived\":%s,", o->order_no,
 		       r->archived ? "true" : "false");
@@ -130,7 +130,7 @@ struct order_args {
 	uint32_t    activity, sku;
 	uint64_t    user;
 	int         json;
-	struct flash_mysql_opts mo;
+	struct mdb_opts mo;
 };
 
 static int order_parse(int argc, char **argv, struct order_args *a)
@@ -227,9 +227,9 @@ int cmd_order(int argc, char **argv)
 		return prc;
 	int have_mysql = a.mo.url || a.mo.defaults_file;
 	flash_t *h = NULL;
-	flash_mysql_t *m = NULL;
+	mdb_t *m = NULL;
 	struct flash_order_info so;
-	struct flash_sql_order_row row;
+	struct rsql_order_row row;
 	char note[96];
 	int ret = TOOL_FAIL, rc, seg_rc = FLASH_ENOSEG;
 
@@ -242,13 +242,13 @@ int cmd_order(int argc, char **argv)
 		snprintf(what, sizeof what, "order: open %s", a.name);
 		return tool_fail(what, rc);
 	}
-	if (have_mysql && (rc = flash_mysql_open(&a.mo, &m)) != FLASH_OK) {
-		tool_failf("order: MariaDB %s: %s", flash_mysql_where(m), flash_strerror(rc));
+	if (have_mysql && (rc = mdb_open(&a.mo, &m)) != FLASH_OK) {
+		tool_failf("order: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 		goto out;
 	}
 
 	if (a.request_id) {
-		rc = flash_sql_order_by_request(m, a.request_id, a.activity, a.user, a.sku, &row);
+		rc = rsql_order_by_request(m, a.request_id, a.activity, a.user, a.sku, &row);
 		if (rc == FLASH_ENOT_FOUND) {
 			tool_failf("order: MariaDB has no order of user %llu in activity %u, sku %u with request "
 			           "id %llu (never placed, refused, or not applied yet)",
@@ -256,7 +256,7 @@ int cmd_order(int argc, char **argv)
 			goto out;
 		}
 		if (rc) {
-			tool_failf("order: MariaDB %s: %s", flash_mysql_where(m), flash_strerror(rc));
+			tool_failf("order: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 			goto out;
 		}
 		const char *sn = NULL;
@@ -296,7 +296,7 @@ int cmd_order(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = flash_sql_order_get(m, a.order_no, &row);
+	rc = rsql_order_get(m, a.order_no, &row);
 	if (rc == FLASH_ENOT_FOUND) {
 		if (h && seg_rc == FLASH_OK) {          /* the segment's "never completed" number */
 			print_segment(&so, a.json);
@@ -308,7 +308,7 @@ int cmd_order(int argc, char **argv)
 		goto out;
 	}
 	if (rc) {
-		tool_failf("order: MariaDB %s: %s", flash_mysql_where(m), flash_strerror(rc));
+		tool_failf("order: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 		goto out;
 	}
 	print_mysql(&row, a.json, seg_rc == FLASH_EARCHIVED ? "archived" :
@@ -317,7 +317,7 @@ int cmd_order(int argc, char **argv)
 	ret = TOOL_OK;
 out:
 	fflush(stdout);
-	flash_mysql_close(m);
+	mdb_close(m);
 	flash_close(h);
 	return ret;
 }

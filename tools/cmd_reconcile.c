@@ -2,7 +2,7 @@
  * cmd_reconcile.c -- `flashstock reconcile`: compare the segment, the WAL
  * and MySQL per (activity, sku) and per order, print every difference, and
  * exit 1 if there is any.  The comparison itself is persist/reconcile.c
- * (flash_reconcile_run); this file is options and exit codes.
+ * (reconcile_run); this file is options and exit codes.
  *
  * --repair makes MySQL agree with the WAL (persist/reconcile_repair.c):
  * it needs --wal and MySQL, changes MySQL in one transaction, prints one
@@ -83,8 +83,8 @@ int cmd_reconcile(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
-	struct flash_reconcile_run_opts o;
-	struct flash_mysql_opts mo;
+	struct reconcile_run_opts o;
+	struct mdb_opts mo;
 	int c, repair = 0, no_orders = 0, rc;
 	char *end;
 
@@ -146,18 +146,18 @@ int cmd_reconcile(int argc, char **argv)
 		return tool_usage_err(cmd, "--repair prints lines; --json is for reports only");
 	o.repair = repair;
 	/* a mistyped database would be created empty and then differ from
-	 * everything: refused (flash_mysql_opts.require_db) */
+	 * everything: refused (mdb_opts.require_db) */
 	mo.require_db = 1;
 	if (mo.url || mo.defaults_file)
 		o.mysql = &mo;
 	if (!o.segment && !o.wal_dir && !o.mysql)
 		return tool_usage_err(cmd, "name at least one witness: --name, --wal, --mysql");
 	if (o.segment && o.mysql && !no_orders && !repair)
-		o.flags |= FLASH_RECONCILE_ORDERS;
+		o.flags |= RECONCILE_ORDERS;
 	if (o.wal_dir && o.mysql && !no_orders && !repair)
-		o.flags |= FLASH_RECONCILE_WAL_ORDERS;
+		o.flags |= RECONCILE_WAL_ORDERS;
 
-	rc = flash_reconcile_run(&o, stdout, stderr);
+	rc = reconcile_run(&o, stdout, stderr);
 	fflush(stdout);
 	/* 2 from the run means "could not compare": a failure, not a usage error. */
 	return rc == 0 ? TOOL_OK : TOOL_FAIL;

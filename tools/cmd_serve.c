@@ -423,16 +423,16 @@ int cmd_serve(int argc, char **argv)
 		 * database, access denied) is a bad command line, said before the
 		 * WAL directory or anything else is touched.  MySQL down is not:
 		 * the daemon starts and its applier catches up later. */
-		struct flash_mysql_opts mo;
-		flash_mysql_t *m = NULL;
+		struct mdb_opts mo;
+		mdb_t *m = NULL;
 		memset(&mo, 0, sizeof mo);
 		mo.url = o.mysql_url;
 		mo.defaults_file = o.mysql_defaults;
 		mo.require_db = 1;
 		mo.log = serve_mysql_log;
 		mo.log_arg = &o.log_level;
-		int mrc = flash_mysql_open(&mo, &m);
-		flash_mysql_close(m);
+		int mrc = mdb_open(&mo, &m);
+		mdb_close(m);
 		if (mrc == FLASH_EMYSQL_CONFIG) {
 			fprintf(stderr, "flashstock %s: --mysql: MySQL refused the connection for good (see "
 			        "above); nothing was started\n", cmd);

@@ -419,7 +419,7 @@ int cmd_status(int argc, char **argv)
 	flash_t *h = NULL;
 	char what[300];
 	int c, rc, json = 0;
-	struct flash_mysql_opts mo;
+	struct mdb_opts mo;
 	struct status_arch ar = { 0, -1 };
 
 	memset(&mo, 0, sizeof mo);
@@ -491,18 +491,18 @@ int cmd_status(int argc, char **argv)
 			ar.ended += acts[i].end_ns <= now;
 	}
 	if (mo.url || mo.defaults_file) {
-		flash_mysql_t *m = NULL;
+		mdb_t *m = NULL;
 		uint32_t *ids = NULL;
 		size_t nids = 0;
-		rc = flash_mysql_open(&mo, &m);
+		rc = mdb_open(&mo, &m);
 		if (rc == FLASH_OK)
-			rc = flash_sql_archived(m, &ids, &nids);
+			rc = rsql_archived(m, &ids, &nids);
 		if (rc == FLASH_OK)
 			ar.archived = (int64_t)nids;
 		else
-			rc = tool_failf("status: MariaDB %s: %s", flash_mysql_where(m), flash_strerror(rc));
+			rc = tool_failf("status: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 		free(ids);
-		flash_mysql_close(m);
+		mdb_close(m);
 		if (rc != FLASH_OK)
 			goto out;
 	}

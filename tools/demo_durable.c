@@ -154,7 +154,7 @@ void demo_dur_teardown(struct demo_dur *d)
 {
 	if (d->daemon_pid > 0 && !d->daemon_exited)
 		demo_dur_daemon_stop(d);
-	flash_mysql_close(d->m);
+	mdb_close(d->m);
 	d->m = NULL;
 	if (d->db_started && !dur_has_marker(d)) {
 		/* the fixture never got as far as making its directory: nothing runs */
@@ -364,26 +364,26 @@ int demo_dur_wal_read(struct demo_dur *d, struct demo_rings *rings)
 
 int demo_dur_mysql(struct demo_dur *d)
 {
-	struct flash_mysql_opts mo;
-	struct flash_apply_result tot;
-	struct flash_sql_totals t;
+	struct mdb_opts mo;
+	struct apply_result tot;
+	struct rsql_totals t;
 	int rc, wrc = 0;
 
 	memset(&mo, 0, sizeof mo);
 	mo.defaults_file = d->defaults_file;
-	mo.log_level = FLASH_MYSQL_LOG_WARN;
+	mo.log_level = MDB_LOG_WARN;
 	fprintf(stderr, "demo: catching MySQL up with the WAL ...\n");
-	rc = flash_mysql_open(&mo, &d->m);
+	rc = mdb_open(&mo, &d->m);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: connect to the private MariaDB: %s", flash_mysql_strerror(rc));
+		return tool_failf("demo: connect to the private MariaDB: %s", mdb_strerror(rc));
 	memset(&tot, 0, sizeof tot);
-	rc = flash_mysql_catch_up(d->m, d->wal_dir, 0, 30000, &tot, &wrc);
+	rc = mdb_catch_up(d->m, d->wal_dir, 0, 30000, &tot, &wrc);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: catch MySQL up: %s (WAL: %s)", flash_mysql_strerror(rc),
+		return tool_failf("demo: catch MySQL up: %s (WAL: %s)", mdb_strerror(rc),
 		                  flash_strerror(wrc));
-	rc = flash_sql_totals_get(d->m, &t);
+	rc = rsql_totals_get(d->m, &t);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: count MySQL's orders: %s", flash_mysql_strerror(rc));
+		return tool_failf("demo: count MySQL's orders: %s", mdb_strerror(rc));
 	d->orders_in_mysql = t.orders;
 	d->mysql_conflicts = t.conflicts;
 	d->mysql_applied_lsn = t.applied_lsn;
@@ -393,34 +393,34 @@ int demo_dur_mysql(struct demo_dur *d)
 
 int demo_dur_reconcile(struct demo_dur *d, flash_t *h)
 {
-	struct flash_reconcile_report rep;
-	flash_fold_t *f = NULL;
+	struct reconcile_report rep;
+	fold_t *f = NULL;
 	size_t len = 0;
 	FILE *mem;
 	int rc, wrc = 0;
 
 	fprintf(stderr, "demo: reconciling segment, WAL%s ...\n", d->m ? " and MySQL" : "");
-	if ((rc = flash_fold_new(&f)) != FLASH_OK)
+	if ((rc = fold_new(&f)) != FLASH_OK)
 		return tool_fail("demo: reconcile", rc);
-	if ((rc = flash_fold_wal(f, d->wal_dir, &wrc)) != FLASH_OK) {
-		flash_fold_free(f);
+	if ((rc = fold_wal(f, d->wal_dir, &wrc)) != FLASH_OK) {
+		fold_free(f);
 		return tool_failf("demo: reconcile: fold the WAL: %s (%s)", flash_strerror(rc),
 		                  flash_strerror(wrc));
 	}
 	memset(&rep, 0, sizeof rep);
-	rc = flash_reconcile(h, d->m, f, d->m ? FLASH_RECONCILE_ORDERS : 0, &rep);
-	flash_fold_free(f);
+	rc = reconcile_compare(h, d->m, f, d->m ? RECONCILE_ORDERS : 0, &rep);
+	fold_free(f);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: reconcile: %s", flash_mysql_strerror(rc));
+		return tool_failf("demo: reconcile: %s", mdb_strerror(rc));
 	d->reconcile_diffs = rep.found;
 	d->reconcile_skus = rep.skus;
 	d->reconcile_orders = rep.orders_checked;
 	d->reconcile_witnesses = rep.witnesses;
 	mem = open_memstream(&d->reconcile_text, &len);
 	if (mem) {
-		flash_reconcile_print(&rep, mem, 0);
+		reconcile_print(&rep, mem, 0);
 		fclose(mem);
 	}
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 	return TOOL_OK;
 }

@@ -29,7 +29,7 @@
 #include "demo.h"
 
 struct serve_stats;
-struct flash_mysql;
+struct mdb;
 
 struct demo_dur {
 	/* configuration (options) */
@@ -50,7 +50,7 @@ struct demo_dur {
 	int         daemon_status;    /* waitpid status once it exited */
 	int         daemon_exited;
 	struct serve_stats *st;       /* its stats, in a MAP_SHARED page */
-	struct flash_mysql *m;        /* the applier's handle, for counting and reconciling */
+	struct mdb *m;        /* the applier's handle, for counting and reconciling */
 	/* results */
 	uint64_t    wal_records;      /* frames read back */
 	uint64_t    orders_in_wal;    /* ORDER records among them */

@@ -175,7 +175,7 @@ struct soak_verdict {
 	uint64_t oversold;          /* skus whose sold ever exceeded their total (WAL prefix) */
 	uint64_t leaked_mem, leaked_wal, leaked_mysql;  /* skus where available + sold != total */
 	uint64_t over_limit_wal;    /* limit keys held more than K times, at any point */
-	uint64_t over_limit_mysql;  /* rows of flash_sql_users_over_limit */
+	uint64_t over_limit_mysql;  /* rows of rsql_users_over_limit */
 	uint64_t acked, acked_not_once_wal, acked_not_once_mysql, acked_mismatch;
 	uint64_t acked_wrong_day;   /* acknowledged orders whose business day (the engine's, from
 	                               the buyer's clock) is not their simulated day's */

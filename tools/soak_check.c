@@ -13,7 +13,7 @@
  *      sold and total as the WAL says.
  *   3. MariaDB (caught up with the WAL first): per sku available + sold =
  *      total and both equal to the WAL's; no user over the limit
- *      (flash_sql_users_over_limit); no refused record; every order row once
+ *      (rsql_users_over_limit); no refused record; every order row once
  *      and in the WAL.
  *   4. Every acknowledged order (the buyers' outcome files): its number once
  *      in the WAL with the same user, activity, sku, quantity and request
@@ -291,7 +291,7 @@ nomem:
 
 /* ---- MariaDB ------------------------------------------------------------- */
 
-static int soak_sql_order(void *arg, const struct flash_sql_order *so)
+static int soak_sql_order(void *arg, const struct rsql_order *so)
 {
 	struct soak_wal *w = arg;
 	struct soak_verdict *v = w->v;
@@ -310,37 +310,37 @@ static int soak_sql_order(void *arg, const struct flash_sql_order *so)
 	return 0;
 }
 
-static int soak_check_mysql(struct soak_wal *w, flash_mysql_t *m, const char *wal_dir,
+static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
                             uint32_t inject)
 {
 	struct soak_verdict *v = w->v;
-	struct flash_apply_result tot;
-	struct flash_sql_totals t;
-	struct flash_sql_sku *ss = NULL;
-	struct flash_sql_user_excess *ue = NULL;
+	struct apply_result tot;
+	struct rsql_totals t;
+	struct rsql_sku *ss = NULL;
+	struct rsql_user_excess *ue = NULL;
 	size_t n = 0, i;
 	int rc, wrc = 0;
 
 	memset(&tot, 0, sizeof tot);
-	rc = flash_mysql_catch_up(m, wal_dir, 0, 60000, &tot, &wrc);
+	rc = mdb_catch_up(m, wal_dir, 0, 60000, &tot, &wrc);
 	if (rc != FLASH_OK)
 		return tool_failf("soak: catch MariaDB up with the WAL: %s (WAL: %s)",
-		                  flash_mysql_strerror(rc), flash_strerror(wrc));
+		                  mdb_strerror(rc), flash_strerror(wrc));
 	if ((inject & SOAK_INJECT_MYSQL_STOCK) &&
-	    mysql_query(flash_mysql_conn(m),
+	    mysql_query(mdb_conn(m),
 	                "UPDATE item_stock SET available = available + 1, total = total + 1 "
 	                "ORDER BY activity_id, sku_id "
 	                "LIMIT 1") != 0)
-		return tool_failf("soak: --inject mysql-stock: %s", mysql_error(flash_mysql_conn(m)));
-	if ((rc = flash_sql_totals_get(m, &t)) != FLASH_OK)
-		return tool_failf("soak: MariaDB totals: %s", flash_mysql_strerror(rc));
+		return tool_failf("soak: --inject mysql-stock: %s", mysql_error(mdb_conn(m)));
+	if ((rc = rsql_totals_get(m, &t)) != FLASH_OK)
+		return tool_failf("soak: MariaDB totals: %s", mdb_strerror(rc));
 	v->mysql_conflicts = t.conflicts;
 	if (t.conflicts)
 		soak_first(v, "MariaDB refused %llu records (apply_conflicts)",
 		           (unsigned long long)t.conflicts);
 
-	if ((rc = flash_sql_skus(m, &ss, &n)) != FLASH_OK)
-		return tool_failf("soak: MariaDB skus: %s", flash_mysql_strerror(rc));
+	if ((rc = rsql_skus(m, &ss, &n)) != FLASH_OK)
+		return tool_failf("soak: MariaDB skus: %s", mdb_strerror(rc));
 	for (i = 0; i < n; i++) {
 		struct soak_wsku *s = soak_wal_sku(w, ss[i].activity_id, ss[i].sku_id, 0);
 		if (!ss[i].has_stock_row || !s || ss[i].available + ss[i].sold != ss[i].total ||
@@ -360,8 +360,8 @@ static int soak_check_mysql(struct soak_wal *w, flash_mysql_t *m, const char *wa
 	}
 	free(ss);
 
-	if ((rc = flash_sql_users_over_limit(m, &ue, &n)) != FLASH_OK)
-		return tool_failf("soak: MariaDB limits: %s", flash_mysql_strerror(rc));
+	if ((rc = rsql_users_over_limit(m, &ue, &n)) != FLASH_OK)
+		return tool_failf("soak: MariaDB limits: %s", mdb_strerror(rc));
 	v->over_limit_mysql = n;
 	if (n)
 		soak_first(v, "MariaDB: user %llu holds %u of activity %u (limit %u)",
@@ -369,8 +369,8 @@ static int soak_check_mysql(struct soak_wal *w, flash_mysql_t *m, const char *wa
 		           ue[0].limit);
 	free(ue);
 
-	if ((rc = flash_sql_orders_scan(m, 1, UINT64_MAX >> 1, soak_sql_order, w)) != FLASH_OK)
-		return tool_failf("soak: MariaDB orders: %s", flash_mysql_strerror(rc));
+	if ((rc = rsql_orders_scan(m, 1, UINT64_MAX >> 1, soak_sql_order, w)) != FLASH_OK)
+		return tool_failf("soak: MariaDB orders: %s", mdb_strerror(rc));
 	return TOOL_OK;
 }
 
@@ -406,31 +406,31 @@ static int soak_check_segment(struct soak_wal *w, flash_t *h)
 	return TOOL_OK;
 }
 
-static int soak_check_reconcile(struct soak_verdict *v, flash_t *h, flash_mysql_t *m,
+static int soak_check_reconcile(struct soak_verdict *v, flash_t *h, mdb_t *m,
                                 const char *wal_dir)
 {
-	struct flash_reconcile_report rep;
-	flash_fold_t *f = NULL;
+	struct reconcile_report rep;
+	fold_t *f = NULL;
 	int rc, wrc = 0;
 
-	if ((rc = flash_fold_new(&f)) != FLASH_OK)
+	if ((rc = fold_new(&f)) != FLASH_OK)
 		return tool_fail("soak: reconcile", rc);
-	if ((rc = flash_fold_wal(f, wal_dir, &wrc)) != FLASH_OK) {
-		flash_fold_free(f);
+	if ((rc = fold_wal(f, wal_dir, &wrc)) != FLASH_OK) {
+		fold_free(f);
 		return tool_failf("soak: reconcile: fold the WAL: %s (%s)", flash_strerror(rc),
 		                  flash_strerror(wrc));
 	}
 	memset(&rep, 0, sizeof rep);
-	rc = flash_reconcile(h, m, f, FLASH_RECONCILE_ORDERS, &rep);
-	flash_fold_free(f);
+	rc = reconcile_compare(h, m, f, RECONCILE_ORDERS, &rep);
+	fold_free(f);
 	if (rc != FLASH_OK)
-		return tool_failf("soak: reconcile: %s", flash_mysql_strerror(rc));
+		return tool_failf("soak: reconcile: %s", mdb_strerror(rc));
 	v->reconcile_diffs = rep.found;
 	if (rep.found) {
 		soak_first(v, "the reconciler found %llu differences", (unsigned long long)rep.found);
-		flash_reconcile_print(&rep, stdout, 0);
+		reconcile_print(&rep, stdout, 0);
 	}
-	flash_reconcile_report_free(&rep);
+	reconcile_report_free(&rep);
 	return TOOL_OK;
 }
 
@@ -492,8 +492,8 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 {
 	struct soak_wal w;
 	struct wal_replay_report rep;
-	struct flash_mysql_opts mo;
-	flash_mysql_t *m = NULL;
+	struct mdb_opts mo;
+	mdb_t *m = NULL;
 	size_t i;
 	int rc, ret = TOOL_FAIL;
 
@@ -525,10 +525,10 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 
 	memset(&mo, 0, sizeof mo);
 	mo.url = mysql_url;
-	mo.log_level = FLASH_MYSQL_LOG_WARN;
-	rc = flash_mysql_open(&mo, &m);
+	mo.log_level = MDB_LOG_WARN;
+	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK) {
-		tool_failf("soak: connect to the private MariaDB: %s", flash_mysql_strerror(rc));
+		tool_failf("soak: connect to the private MariaDB: %s", mdb_strerror(rc));
 		goto out;
 	}
 	if (soak_check_mysql(&w, m, wal_dir, inject) != TOOL_OK)
@@ -538,7 +538,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 		goto out;
 	ret = TOOL_OK;
 out:
-	flash_mysql_close(m);
+	mdb_close(m);
 	soak_map_free(&w.acts);
 	soak_map_free(&w.skus);
 	soak_map_free(&w.limits);

@@ -89,9 +89,9 @@ int tool_opt_mysql_url(const char *cmd, const char *url)
 {
 	char why[256], masked[1024];
 
-	if (url == NULL || flash_mysql_url_check(url, why, sizeof why) != FLASH_EMYSQL_CONFIG)
+	if (url == NULL || mdb_url_check(url, why, sizeof why) != FLASH_EMYSQL_CONFIG)
 		return 0;
-	flash_mysql_url_mask(url, masked, sizeof masked);
+	mdb_url_mask(url, masked, sizeof masked);
 	tool_usage_err(cmd, "--mysql: bad URL %s: %s (want mysql://user:pass@localhost/db?socket=PATH)",
 	               masked, why);
 	return -1;
@@ -110,8 +110,8 @@ int tool_opt_url_list(const char *cmd, const char *opt, const char *urls)
 			memcpy(one, p, len);
 			one[len] = 0;
 			n++;
-			if (flash_mysql_url_check(one, why, sizeof why) != FLASH_OK) {
-				flash_mysql_url_mask(one, masked, sizeof masked);
+			if (mdb_url_check(one, why, sizeof why) != FLASH_OK) {
+				mdb_url_mask(one, masked, sizeof masked);
 				tool_usage_err(cmd, "%s: bad URL %u %s: %s (want mysql://user:pass@host:port/db"
 				               "[,URL...])", opt, n, masked, why);
 				return -1;
