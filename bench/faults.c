@@ -991,14 +991,14 @@ static int flash_check(struct fault_sale *s)
 	mo.url = s->s_url;
 	mo.log_level = MDB_LOG_ERROR;
 	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
-		return fault_err(s, "connect to MariaDB: %s", mdb_strerror(rc));
+		return fault_err(s, "connect to MariaDB: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);
 	if ((rc = mdb_catch_up(m, s->s_wal, 0, 30000, &tot, &wrc)) != FLASH_OK) {
-		fault_err(s, "catch MariaDB up: %s (WAL: %s)", mdb_strerror(rc), flash_strerror(wrc));
+		fault_err(s, "catch MariaDB up: %s (WAL: %s)", flash_strerror(rc), flash_strerror(wrc));
 		goto out;
 	}
 	if ((rc = rsql_totals_get(m, &t)) != FLASH_OK) {
-		fault_err(s, "count MariaDB's orders: %s", mdb_strerror(rc));
+		fault_err(s, "count MariaDB's orders: %s", flash_strerror(rc));
 		goto out;
 	}
 	s->s_orders_mysql = t.orders;
@@ -1008,7 +1008,7 @@ static int flash_check(struct fault_sale *s)
 	}
 	memset(&rr, 0, sizeof rr);
 	if ((rc = reconcile_compare(s->s_h, m, f, RECONCILE_ORDERS, &rr)) != FLASH_OK) {
-		fault_err(s, "reconcile: %s", mdb_strerror(rc));
+		fault_err(s, "reconcile: %s", flash_strerror(rc));
 		goto out;
 	}
 	s->s_reconcile = (int64_t)rr.found;

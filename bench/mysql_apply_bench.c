@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 	mdb_t *m;
 	int rc = mdb_open(&o, &m);
 	if (rc) {
-		fprintf(stderr, "mysql_apply_bench: open: %s\n", mdb_strerror(rc));
+		fprintf(stderr, "mysql_apply_bench: open: %s\n", flash_strerror(rc));
 		return 1;
 	}
 
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 	}
 	double t_apply = now_s() - t0;
 	if (rc) {
-		fprintf(stderr, "mysql_apply_bench: apply: %s\n", mdb_strerror(rc));
+		fprintf(stderr, "mysql_apply_bench: apply: %s\n", flash_strerror(rc));
 		mdb_close(m);
 		free(v);
 		return 1;

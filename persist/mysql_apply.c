@@ -206,11 +206,6 @@ void mdb_logf(mdb_t *m, int level, const char *fmt, ...)
 	mlog(m, level, "%s", msg);
 }
 
-const char *mdb_strerror(int rc)
-{
-	return flash_strerror(rc);   /* the applier's codes are flashstock.h's */
-}
-
 const char *conflict_name(int kind)
 {
 	switch (kind) {

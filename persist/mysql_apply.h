@@ -66,9 +66,6 @@ extern "C" {
 /* FLASH_EMYSQL_RETRY, FLASH_EMYSQL, FLASH_EMYSQL_CONFIG, FLASH_EMYSQL_GAP:
  * defined in flashstock.h (-40 .. -43), described by flash_strerror(). */
 
-/** Describe a result code: the applier's own, else flash_strerror()'s. */
-const char *mdb_strerror(int rc);
-
 typedef struct mdb mdb_t;
 
 /** Log levels of the applier's log callback. */

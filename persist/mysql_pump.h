@@ -75,7 +75,7 @@ struct mdb_pump_stats {
  * Start the pump's thread.  It connects in the background: a MySQL that is
  * down at start is retried like any other outage.  With o->wal_dir the
  * thread first reads from the WAL whatever MySQL lacks.  Log lines go through
- * o->mysql.log (default: stderr); result codes read with mdb_strerror().
+ * o->mysql.log (default: stderr); result codes read with flash_strerror().
  * @return FLASH_OK; FLASH_EINVAL (NULL, lsn_gaps_ok set); FLASH_EMYSQL_CONFIG
  *         (bad URL); FLASH_ENOMEM; FLASH_ESYS (thread creation).
  */

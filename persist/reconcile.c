@@ -1219,7 +1219,7 @@ int reconcile_run(const struct reconcile_run_opts *o, FILE *out, FILE *err)
 	if (o->repair) {
 		if ((rc = mdb_open(o->mysql, &m)) != FLASH_OK) {
 			fprintf(err, "reconcile: MySQL %s: %s\n", m ? mdb_where(m) : "",
-			        mdb_strerror(rc));
+			        flash_strerror(rc));
 			goto out;
 		}
 		ret = reconcile_repair(h, m, o, out, err);
@@ -1233,12 +1233,12 @@ int reconcile_run(const struct reconcile_run_opts *o, FILE *out, FILE *err)
 		}
 	}
 	if (o->mysql && (rc = mdb_open(o->mysql, &m))) {
-		fprintf(err, "reconcile: MySQL %s: %s\n", m ? mdb_where(m) : "", mdb_strerror(rc));
+		fprintf(err, "reconcile: MySQL %s: %s\n", m ? mdb_where(m) : "", flash_strerror(rc));
 		goto out;
 	}
 	struct reconcile_report rep;
 	if ((rc = reconcile_compare(h, m, f, o->flags, &rep))) {
-		fprintf(err, "reconcile: %s\n", mdb_strerror(rc));
+		fprintf(err, "reconcile: %s\n", flash_strerror(rc));
 		goto out;
 	}
 	reconcile_print(&rep, out, o->json);

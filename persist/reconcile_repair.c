@@ -167,7 +167,7 @@ static void repair_stock(struct repair *r, const struct diff *d)
 	if (rc == FLASH_EMYSQL_RETRY)
 		r->rp_fatal = 1;
 	if (rc || !q.has_stock_row) {
-		not_repaired(r, d, rc ? mdb_strerror(rc) : "no item_stock row");
+		not_repaired(r, d, rc ? flash_strerror(rc) : "no item_stock row");
 		return;
 	}
 	char sql[320], why[300];
@@ -290,7 +290,7 @@ static void update_order(struct repair *r, const struct diff *d)
 	if (rc == FLASH_EMYSQL_RETRY)
 		r->rp_fatal = 1;
 	if (rc || q.order_no != d->order_no) {
-		not_repaired(r, d, rc ? mdb_strerror(rc) : "the row is gone");
+		not_repaired(r, d, rc ? flash_strerror(rc) : "the row is gone");
 		return;
 	}
 	snprintf(sql, sizeof sql,
@@ -537,7 +537,7 @@ int reconcile_repair(flash_t *h, mdb_t *m, const struct reconcile_run_opts *o,
 		goto out;
 	int rc = reconcile_compare(NULL, m, r.rp_f, RECONCILE_WAL_ORDERS, &rep);
 	if (rc) {
-		fprintf(err, "reconcile: %s\n", mdb_strerror(rc));
+		fprintf(err, "reconcile: %s\n", flash_strerror(rc));
 		goto out;
 	}
 	fprintf(out, "reconcile: MySQL at applied LSN %" PRIu64 " against the WAL folded to it\n", lsn);
@@ -576,7 +576,7 @@ int reconcile_repair(flash_t *h, mdb_t *m, const struct reconcile_run_opts *o,
 	if (fold_to(f2, o->wal_dir, lsn2, err))
 		goto out;
 	if ((rc = reconcile_compare(NULL, m, f2, RECONCILE_WAL_ORDERS, &rep))) {
-		fprintf(err, "reconcile: re-check: %s\n", mdb_strerror(rc));
+		fprintf(err, "reconcile: re-check: %s\n", flash_strerror(rc));
 		goto out;
 	}
 	if (rexec(&r, "COMMIT", msg, sizeof msg)) {

@@ -1404,7 +1404,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
 		};
 		if ((rc = serve_recon_start(&ro, &s.sv_recon)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", mdb_strerror(rc));
+			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", flash_strerror(rc));
 			st->flash_rc = rc;
 			goto out;
 		}

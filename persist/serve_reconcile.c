@@ -261,7 +261,7 @@ static void pass_run(struct serve_recon *r, int final)
 			p.wal_sql = &rsql;
 		} else {
 			p.rc = rc;
-			rlog(r, SERVE_LOG_WARN, "WAL vs MySQL not compared this pass: %s", mdb_strerror(rc));
+			rlog(r, SERVE_LOG_WARN, "WAL vs MySQL not compared this pass: %s", flash_strerror(rc));
 		}
 	}
 	rc = part_segment(r, &rseg, &p.seg_lsn, &p.seg_checked);

@@ -845,7 +845,7 @@ static mdb_t *m_open(struct mcase *m)
 	rc = mdb_open(&o, &h);
 	if (rc != FLASH_OK) {
 		mdb_close(h);
-		die("mdb_open", mdb_strerror(rc));
+		die("mdb_open", flash_strerror(rc));
 	}
 	return h;
 }
@@ -1002,7 +1002,7 @@ static int enumerate_mysql(struct tally *t)
 		h1 = m_open(&m);
 		rc = mdb_catch_up(h1, m.dir, APPLY_BATCH, 30000, NULL, &wrc);
 		CHECK(rc == FLASH_OK && wrc == FLASH_OK, "restart: catch-up %s, WAL %s",
-		      mdb_strerror(rc), flash_rcname(wrc));
+		      flash_strerror(rc), flash_rcname(wrc));
 		mdb_close(h1);
 		a = q_u64(c, "SELECT lsn FROM applied_lsn WHERE stream='wal'");
 		CHECK(a == last, "applied_lsn %" PRIu64 " after the restart, the WAL ends at %" PRIu64,

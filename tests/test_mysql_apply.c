@@ -841,7 +841,7 @@ static void test_server_killed_mid_batch_recovers_exactly_once(void **state)
 	assert_int_equal(waitpid(kid, &status, 0), kid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	fprintf(stderr, "    batch in flight at the kill: %s\n",
-	        rc == FLASH_OK ? "committed before it" : mdb_strerror(rc));
+	        rc == FLASH_OK ? "committed before it" : flash_strerror(rc));
 	assert_true(rc == FLASH_OK || rc == FLASH_EMYSQL_RETRY);
 	run_fixture("resume");
 

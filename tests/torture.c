@@ -776,7 +776,7 @@ static void tt_mariadb_start(const struct tt_opts *o)
 	mo.log_level = MDB_LOG_WARN;
 	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK)
-		tt_die("connect to the private MariaDB as root: %s", mdb_strerror(rc));
+		tt_die("connect to the private MariaDB as root: %s", flash_strerror(rc));
 	if (mysql_query(mdb_conn(m), "CREATE DATABASE torture_async") != 0 ||
 	    mysql_query(mdb_conn(m), "CREATE DATABASE torture_sync") != 0)
 		tt_die("create the phase databases: %s", mysql_error(mdb_conn(m)));
@@ -1171,7 +1171,7 @@ static void tt_audit_reconcile(struct tt_fig *f, flash_t *h, mdb_t *m,
 	rc = reconcile_compare(h, m, fold, RECONCILE_ORDERS, &rep);
 	fold_free(fold);
 	if (rc != FLASH_OK)
-		tt_die("reconcile: %s", mdb_strerror(rc));
+		tt_die("reconcile: %s", flash_strerror(rc));
 	f->reconcile_diffs = rep.found;
 	if (rep.found) {
 		struct reconcile_report head = rep;
@@ -1515,11 +1515,11 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	mo.url = url;
 	mo.log_level = MDB_LOG_WARN;
 	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
-		tt_die("connect to MySQL: %s", mdb_strerror(rc));
+		tt_die("connect to MySQL: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);
 	rc = mdb_catch_up(m, c.wal, 0, 60000, &tot, &wrc);
 	if (rc != FLASH_OK)
-		tt_die("catch MySQL up: %s (WAL: %s)", mdb_strerror(rc), flash_strerror(wrc));
+		tt_die("catch MySQL up: %s (WAL: %s)", flash_strerror(rc), flash_strerror(wrc));
 	f->mysql_late = tot.applied;
 
 	/* the WAL */
@@ -1537,26 +1537,26 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 
 	/* MySQL */
 	if ((rc = rsql_totals_get(m, &st)) != FLASH_OK)
-		tt_die("MySQL totals: %s", mdb_strerror(rc));
+		tt_die("MySQL totals: %s", flash_strerror(rc));
 	f->mysql_applied_lsn = st.applied_lsn;
 	f->mysql_orders = st.orders;
 	f->mysql_conflicts = st.conflicts;
 	f->lsn_behind = st.applied_lsn < rep.last_lsn ? rep.last_lsn - st.applied_lsn : 0;
 	if ((rc = rsql_orders_scan(m, 1, a.maxno, tt_sql_order, &a)) != FLASH_OK)
-		tt_die("MySQL orders: %s", mdb_strerror(rc));
+		tt_die("MySQL orders: %s", flash_strerror(rc));
 	{
 		struct rsql_sku *ss = NULL;
 		struct rsql_user_excess *ux = NULL;
 		size_t n = 0;
 
 		if ((rc = rsql_skus(m, &ss, &n)) != FLASH_OK)
-			tt_die("MySQL skus: %s", mdb_strerror(rc));
+			tt_die("MySQL skus: %s", flash_strerror(rc));
 		for (size_t i = 0; i < n; i++)
 			if (ss[i].active_qty > ss[i].total)
 				f->oversold_mysql += ss[i].active_qty - ss[i].total;
 		free(ss);
 		if ((rc = rsql_users_over_limit(m, &ux, &n)) != FLASH_OK)
-			tt_die("MySQL users over limit: %s", mdb_strerror(rc));
+			tt_die("MySQL users over limit: %s", flash_strerror(rc));
 		f->over_limit_mysql = n;
 		free(ux);
 	}

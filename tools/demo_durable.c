@@ -375,15 +375,15 @@ int demo_dur_mysql(struct demo_dur *d)
 	fprintf(stderr, "demo: catching MySQL up with the WAL ...\n");
 	rc = mdb_open(&mo, &d->m);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: connect to the private MariaDB: %s", mdb_strerror(rc));
+		return tool_failf("demo: connect to the private MariaDB: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);
 	rc = mdb_catch_up(d->m, d->wal_dir, 0, 30000, &tot, &wrc);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: catch MySQL up: %s (WAL: %s)", mdb_strerror(rc),
+		return tool_failf("demo: catch MySQL up: %s (WAL: %s)", flash_strerror(rc),
 		                  flash_strerror(wrc));
 	rc = rsql_totals_get(d->m, &t);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: count MySQL's orders: %s", mdb_strerror(rc));
+		return tool_failf("demo: count MySQL's orders: %s", flash_strerror(rc));
 	d->orders_in_mysql = t.orders;
 	d->mysql_conflicts = t.conflicts;
 	d->mysql_applied_lsn = t.applied_lsn;
@@ -411,7 +411,7 @@ int demo_dur_reconcile(struct demo_dur *d, flash_t *h)
 	rc = reconcile_compare(h, d->m, f, d->m ? RECONCILE_ORDERS : 0, &rep);
 	fold_free(f);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: reconcile: %s", mdb_strerror(rc));
+		return tool_failf("demo: reconcile: %s", flash_strerror(rc));
 	d->reconcile_diffs = rep.found;
 	d->reconcile_skus = rep.skus;
 	d->reconcile_orders = rep.orders_checked;

@@ -325,7 +325,7 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	rc = mdb_catch_up(m, wal_dir, 0, 60000, &tot, &wrc);
 	if (rc != FLASH_OK)
 		return tool_failf("soak: catch MariaDB up with the WAL: %s (WAL: %s)",
-		                  mdb_strerror(rc), flash_strerror(wrc));
+		                  flash_strerror(rc), flash_strerror(wrc));
 	if ((inject & SOAK_INJECT_MYSQL_STOCK) &&
 	    mysql_query(mdb_conn(m),
 	                "UPDATE item_stock SET available = available + 1, total = total + 1 "
@@ -333,14 +333,14 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	                "LIMIT 1") != 0)
 		return tool_failf("soak: --inject mysql-stock: %s", mysql_error(mdb_conn(m)));
 	if ((rc = rsql_totals_get(m, &t)) != FLASH_OK)
-		return tool_failf("soak: MariaDB totals: %s", mdb_strerror(rc));
+		return tool_failf("soak: MariaDB totals: %s", flash_strerror(rc));
 	v->mysql_conflicts = t.conflicts;
 	if (t.conflicts)
 		soak_first(v, "MariaDB refused %llu records (apply_conflicts)",
 		           (unsigned long long)t.conflicts);
 
 	if ((rc = rsql_skus(m, &ss, &n)) != FLASH_OK)
-		return tool_failf("soak: MariaDB skus: %s", mdb_strerror(rc));
+		return tool_failf("soak: MariaDB skus: %s", flash_strerror(rc));
 	for (i = 0; i < n; i++) {
 		struct soak_wsku *s = soak_wal_sku(w, ss[i].activity_id, ss[i].sku_id, 0);
 		if (!ss[i].has_stock_row || !s || ss[i].available + ss[i].sold != ss[i].total ||
@@ -361,7 +361,7 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	free(ss);
 
 	if ((rc = rsql_users_over_limit(m, &ue, &n)) != FLASH_OK)
-		return tool_failf("soak: MariaDB limits: %s", mdb_strerror(rc));
+		return tool_failf("soak: MariaDB limits: %s", flash_strerror(rc));
 	v->over_limit_mysql = n;
 	if (n)
 		soak_first(v, "MariaDB: user %llu holds %u of activity %u (limit %u)",
@@ -370,7 +370,7 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	free(ue);
 
 	if ((rc = rsql_orders_scan(m, 1, UINT64_MAX >> 1, soak_sql_order, w)) != FLASH_OK)
-		return tool_failf("soak: MariaDB orders: %s", mdb_strerror(rc));
+		return tool_failf("soak: MariaDB orders: %s", flash_strerror(rc));
 	return TOOL_OK;
 }
 
@@ -424,7 +424,7 @@ static int soak_check_reconcile(struct soak_verdict *v, flash_t *h, mdb_t *m,
 	rc = reconcile_compare(h, m, f, RECONCILE_ORDERS, &rep);
 	fold_free(f);
 	if (rc != FLASH_OK)
-		return tool_failf("soak: reconcile: %s", mdb_strerror(rc));
+		return tool_failf("soak: reconcile: %s", flash_strerror(rc));
 	v->reconcile_diffs = rep.found;
 	if (rep.found) {
 		soak_first(v, "the reconciler found %llu differences", (unsigned long long)rep.found);
@@ -528,7 +528,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 	mo.log_level = MDB_LOG_WARN;
 	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK) {
-		tool_failf("soak: connect to the private MariaDB: %s", mdb_strerror(rc));
+		tool_failf("soak: connect to the private MariaDB: %s", flash_strerror(rc));
 		goto out;
 	}
 	if (soak_check_mysql(&w, m, wal_dir, inject) != TOOL_OK)
