@@ -163,7 +163,7 @@ extern "C" {
 #define FLASH_EAMQP          -71   /* the broker refused a declare (e.g. another type) */
 #define FLASH_EAMQP_CONFIG   -72   /* bad AMQP URL or option, or login refused */
 
-/* -80 .. -89: leases from the central database (persist/lease_sql.h, issue 14) */
+/* -80 .. -89: leases from the central database (persist/central.h, issue 14) */
 #define FLASH_EFENCED        -80   /* lease: the box's epoch is stale or fenced: MariaDB
                                       refused the statement, nothing changed */
 #define FLASH_ELEASE         -81   /* lease: unknown lease, not open, or a return it

@@ -1,6 +1,6 @@
 /*
  * feed.h -- the order feed's internals shared by the library (feed.c, the
- * consumer; feed_mysql.c, the MariaDB refill) and the daemon (feed_retain.c,
+ * consumer; feed_refill_mysql.c, the MariaDB refill) and the daemon (feed_retain.c,
  * WAL retention for registered consumers; metrics.c; `flashstock feed`).
  * The public contract is flashstock.h, section 10.
  *
@@ -70,14 +70,14 @@ int feed_wal_read_one(const char *wal_dir, uint64_t lsn, struct flash_feed_rec *
 int feed_registry_lock(const char *wal_dir, int exclusive);
 void feed_registry_unlock(int fd);
 
-/* ---- the refill source (feed_mysql.c) ----
+/* ---- the refill source (feed_refill_mysql.c) ----
  *
- * The static library links feed_mysql.c (and the MariaDB connection of
+ * The static library links feed_refill_mysql.c (and the MariaDB connection of
  * mysql_apply.c) directly.  The shared library does not link MariaDB: its
  * feed_refill_* (feed_refill_dl.c) load the refill plug-in
  * FEED_REFILL_PLUGIN from libflashstock.so's own directory on the first
  * feed opened with a MariaDB URL, and call it through the table below,
- * which the plug-in (feed_refill_plugin.c: feed_mysql.c behind it) exports
+ * which the plug-in (feed_refill_plugin.c: feed_refill_mysql.c behind it) exports
  * as FEED_REFILL_SYMBOL.  An application that never refills never loads
  * libmariadb. */
 

@@ -2,7 +2,7 @@
  * feed_refill_dl.c -- the shared library's refill source: feed.h's
  * feed_refill_* for libflashstock.so, which links no MariaDB.  The first
  * feed opened with a MariaDB URL loads the plug-in FEED_REFILL_PLUGIN
- * (feed_mysql.c and the MariaDB connection, linked with libmariadb) from
+ * (feed_refill_mysql.c and the MariaDB connection, linked with libmariadb) from
  * the directory libflashstock.so itself was loaded from -- the build tree's
  * or the install's lib directory, wherever that is -- and every call goes
  * through its table.  The plug-in stays loaded for the life of the process.

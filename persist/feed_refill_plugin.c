@@ -1,7 +1,7 @@
 /*
  * feed_refill_plugin.c -- the refill plug-in's one export: the table of
- * feed_mysql.c's functions that libflashstock.so calls through
- * (feed_refill_dl.c).  Built with feed_mysql.c, mysql_apply.c and
+ * feed_refill_mysql.c's functions that libflashstock.so calls through
+ * (feed_refill_dl.c).  Built with feed_refill_mysql.c, mysql_apply.c and
  * mysql_err.c into FEED_REFILL_PLUGIN, the only part of the shared
  * library's feed that links libmariadb.
  */

@@ -44,7 +44,7 @@
 
 #include "flashstock.h"
 #include "lease.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "pio.h"
 #include "serve.h"

@@ -1,7 +1,7 @@
 /*
  * lease.h -- the box's lease agent: a thread of `flashstock serve --lease
  * URL[,URL...] --box-id N` that keeps the segment's skus stocked from the
- * central pool (lease_sql.h) without a buyer ever waiting on the network.
+ * central pool (central.h) without a buyer ever waiting on the network.
  *
  * The segment holds the activities and their skus with 0 units; every unit
  * it sells was loaded by this agent with flash_restock(+k) after a lease of

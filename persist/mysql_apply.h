@@ -214,7 +214,7 @@ int mdb_applied_lsn(mdb_t *m, uint64_t *lsn);
  * Catch MySQL up with a WAL directory (persist/wal.h) that no wal_t has open
  * (at start-up, or from a tool): replay from the stream's applied LSN + 1 to
  * the WAL's end, applying @p batch records per transaction (0 = 5000), each
- * batch retried with backoff for at most @p max_wait_ms.  (mysql_feed.c)
+ * batch retried with backoff for at most @p max_wait_ms.  (mysql_catchup.c)
  * @param[out] total  sums over the batches (may be NULL; conflicts are not
  *                    copied, they are logged and counted in the stats)
  * @param[out] wal_rc the replay's stop cause (FLASH_OK: clean end), may be NULL

@@ -4,7 +4,7 @@
  * Three witnesses of the same history:
  *   - the segment (flash_sku_get/flash_sku_at, flash_order_get),
  *   - the WAL, folded record by record into per-(activity, sku) totals
- *     (fold_*: whoever replays the WAL feeds every record to a fold),
+ *     (fold.h: whoever replays the WAL feeds every record to a fold),
  *   - MySQL (reconcile_sql.h: item_stock and sums over orders).
  * reconcile_compare() compares, per (activity, sku): presence, total,
  * available, sold; inside each witness: available + sold = total and sold =
@@ -26,145 +26,13 @@
 #include <stdio.h>
 
 #include "flashstock.h"
+#include "fold.h"
 #include "mysql_apply.h"
 #include "reconcile_sql.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- the WAL fold ---------------------------------------------------------- */
-
-typedef struct fold fold_t;
-
-/** Per-(activity, sku) state after the records folded so far (signed: a
- *  negative value is itself a finding). */
-struct fold_sku {
-	uint32_t activity_id;
-	uint32_t sku_id;
-	int64_t  total;
-	int64_t  available;
-	int64_t  sold;              /* units of orders minus units cancelled */
-	int64_t  active_orders;     /* orders minus cancels */
-	uint64_t last_lsn;          /* LSN of the last record that touched it (0 if unknown) */
-};
-
-/** @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM. */
-int fold_new(fold_t **out);
-void fold_free(fold_t *f);
-
-/**
- * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK move; ACTIVITY and
- * GEN are ignored; ARCHIVE notes its activity archived: its skus keep their
- * WAL state, which the comparison holds against MySQL, and their absence
- * from the segment is no difference).  Records of a sku never created are
- * folded anyway (from zero), so the comparison shows them.
- * @return FLASH_OK; FLASH_EINVAL (NULL or unknown type); FLASH_ENOMEM.
- */
-int fold_record(fold_t *f, const struct flash_record *rec, uint64_t lsn);
-
-/**
- * Add per-(activity, sku) state folded elsewhere (a snapshot's fold
- * section) as if its records had been folded here; last_lsn keeps the larger.
- * @return FLASH_OK; FLASH_EINVAL (NULL with n > 0); FLASH_ENOMEM.
- */
-int fold_seed(fold_t *f, const struct fold_sku *v, size_t n);
-
-/**
- * Fold every record of a WAL directory (persist/wal.h) that no wal_t has
- * open.  A WAL that still starts at LSN 1 is folded from its first frame,
- * record by record, so the fold stays a witness of its own.  One whose old
- * files were removed (persist/snapshot.h) starts from the fold section of
- * the newest valid snapshot in the directory that the WAL continues without
- * a gap, then folds the frames after that snapshot's LSN; with no such
- * snapshot the history is incomplete: FLASH_ECORRUPT, *wal_rc = FLASH_EWAL_GAP.
- * @param[out] wal_rc  the replay's stop cause (FLASH_OK: clean end), may be NULL
- * @return FLASH_OK; FLASH_ECORRUPT (stopped at a bad frame; what came
- *         before it is folded); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.
- */
-int fold_wal(fold_t *f, const char *wal_dir, int *wal_rc);
-
-/**
- * The folded state, ordered by (activity_id, sku_id).  The array belongs to
- * the fold and stays valid until the next fold_record() or free.
- */
-int fold_skus(fold_t *f, const struct fold_sku **v, size_t *n);
-
-/** The fold's sku (@p a, @p s), or NULL (none, or out of memory). */
-const struct fold_sku *fold_sku_find(fold_t *f, uint32_t a, uint32_t s);
-
-/**
- * One order as the WAL has it.  The fold keeps one per order number in a
- * dense array indexed by number (64 bytes each, like the segment's own order
- * table), so the WAL can be compared with MySQL order by order and MySQL
- * repaired from it.
- */
-struct fold_order {
-	uint64_t user_id;
-	uint64_t request_id;
-	int64_t  created_ns;        /* the ORDER record's ts_ns */
-	uint64_t lsn;               /* LSN of the ORDER record */
-	uint64_t cancel_lsn;        /* LSN of the CANCEL record, 0 while active */
-	uint32_t activity_id;
-	uint32_t sku_id;
-	uint32_t qty;
-	uint32_t biz_day;
-	uint16_t limit_slot;
-	uint8_t  state;             /* enum flash_order_state (NONE: no ORDER record) */
-	uint8_t  quota_returned;    /* the cancel gave the limit slot back */
-	uint32_t _pad;
-};
-
-/**
- * The order numbered @p order_no.
- * @return FLASH_OK; FLASH_ENOT_FOUND (no ORDER record for it); FLASH_EINVAL.
- */
-int fold_order_get(const fold_t *f, uint64_t order_no, struct fold_order *out);
-
-/** The activities an ARCHIVE record folded so far named, ascending (the
- *  array belongs to the fold, valid until the next fold or free). */
-int fold_archived(fold_t *f, const uint32_t **v, size_t *n);
-
-/** Highest order number folded (0: none). */
-uint64_t fold_orders_max(const fold_t *f);
-
-/** LSN of the last frame folded (0: none); the next fold starts after it. */
-uint64_t fold_lsn(const fold_t *f);
-
-/**
- * Prepare a fresh fold for the WAL in @p wal_dir: when the WAL no longer
- * starts at LSN 1 (files removed behind snapshots), seed it from the newest
- * valid snapshot at or below @p upto_lsn (0: any) that the WAL continues;
- * the fold then resumes after that snapshot's LSN.  Orders placed before it
- * are known only through their sums, so the order-by-order comparison skips
- * MySQL rows the fold lacks.  Nothing to do for a fold under way or a WAL
- * that starts at 1.  fold_wal_upto() calls it itself.
- * @return FLASH_OK; FLASH_ECORRUPT (no snapshot bridges the gap; *wal_rc =
- *         FLASH_EWAL_GAP); FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
- */
-int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
-
-/** The LSN a seeded fold started after (0: it folded from the first record). */
-uint64_t fold_base_lsn(const fold_t *f);
-
-/**
- * Fold the frames of a WAL directory that no wal_t has open (or whose
- * writer has made them durable) from fold_lsn(f) + 1 through
- * @p upto_lsn (0: to the end).  A fold is incremental: call it again with a
- * larger @p upto_lsn to go on.  After FLASH_OK, fold_lsn(f) <
- * @p upto_lsn means the WAL ends before it.
- * @return as fold_wal().
- */
-int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
-
-struct wal;
-/**
- * Fold the durable frames of an open WAL (wal_read_durable(): safe while its
- * writer appends) from fold_lsn(f) + 1 through @p upto_lsn (0: its
- * durable LSN).  For the daemon's periodic reconciler.
- * @return as fold_wal().
- */
-int fold_wal_live(fold_t *f, struct wal *w, uint64_t upto_lsn, int *wal_rc);
 
 /* ---- the comparison ---------------------------------------------------------- */
 

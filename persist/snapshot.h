@@ -64,7 +64,7 @@
 
 #include "flashstock.h"
 #include "flashstock_consumer.h"
-#include "reconcile.h"
+#include "fold.h"
 #include "wal.h"
 
 /*

@@ -22,7 +22,7 @@ if(FLASH_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   # persist/ (the fold's SQL neighbours) comes uninstrumented from its library
   add_executable(fuzz_wal ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_wal.c ${FLASH_FUZZ_ENGINE_SRC}
                  ${PROJECT_SOURCE_DIR}/persist/wal.c ${PROJECT_SOURCE_DIR}/persist/crc32c.c
-                 ${PROJECT_SOURCE_DIR}/persist/pio.c ${PROJECT_SOURCE_DIR}/persist/reconcile.c)
+                 ${PROJECT_SOURCE_DIR}/persist/pio.c ${PROJECT_SOURCE_DIR}/persist/fold.c)
   target_link_libraries(fuzz_wal PRIVATE flashstock_persist)
   add_executable(fuzz_attach ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_attach.c ${FLASH_FUZZ_ENGINE_SRC})
   foreach(t fuzz_wal fuzz_attach)

@@ -65,7 +65,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #define LT_NO_CMOCKA            /* the power cut alone: this program has no cmocka */
 #include "lease_testutil.h"
@@ -313,7 +313,7 @@ static void box_db_url_on(const struct box *b, int k, char *out, size_t cap)
 }
 
 /* ---- the central operations: `flashstock lease ...` when the tool has
- * them, else the same statements through lease_sql.h ---- */
+ * them, else the same statements through central.h ---- */
 
 static int g_have_cli;
 static central_t *g_central;
@@ -1196,7 +1196,7 @@ int main(int argc, char **argv)
 	g_have_cli = sh("%s lease --help", g_bin) == 0;
 	int rc_lp = lease_init_pool();
 	say("lease init and a pool of %" PRIu64 " units (%s): %s", g_cfg.total,
-	    g_have_cli ? "flashstock lease" : "lease_sql.h", rc_lp ? "FAILED" : "ok");
+	    g_have_cli ? "flashstock lease" : "central.h", rc_lp ? "FAILED" : "ok");
 	if (rc_lp) {
 		g_fail = 1;
 		goto stop_cluster;

@@ -234,7 +234,7 @@ fail:
 
 #include "flashstock.h"
 #include "helpers.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_testutil.h"
 
 /* The flashstock binary (ctest sets FLASH_BIN). */

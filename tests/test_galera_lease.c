@@ -27,7 +27,7 @@
 
 #include "flashstock.h"
 #include "helpers.h"
-#include "lease_sql.h"
+#include "central.h"
 
 #define TOTAL  1000000
 #define TAKES  240

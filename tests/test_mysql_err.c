@@ -47,7 +47,7 @@
 #include "flashstock.h"
 #include "backstop.h"
 #include "feed.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "mysql_err.h"
 #include "reconcile_sql.h"

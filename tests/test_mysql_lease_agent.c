@@ -38,7 +38,7 @@
 #include "flashstock_consumer.h"
 #include "helpers.h"
 #include "lease.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
 #include "lease_testutil.h"

@@ -21,7 +21,7 @@
 #include <mysql.h>
 
 #include "flashstock.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
 

@@ -42,7 +42,7 @@
 
 #include "flashstock.h"
 #include "helpers.h"
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
 #include "lease_testutil.h"

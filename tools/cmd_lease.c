@@ -1,6 +1,6 @@
 /*
  * cmd_lease.c -- `flashstock lease`: the operator's side of the central
- * lease database (persist/lease_sql.h): create it, load pools, read its
+ * lease database (persist/central.h): create it, load pools, read its
  * state, fence a box, and reclaim a dead box's units.
  *
  *   lease init    --mysql URL[,URL...]
@@ -10,7 +10,7 @@
  *   lease reclaim --mysql URLS --box N --wal DIR [--name SEG] [--box-mysql URL]
  *   lease reclaim --mysql URLS --box N --from-mysql-only [--box-mysql URL] [--accept-unknown]
  *
- * Every change is one of lease_sql.c's conditional statements: a refusal
+ * Every change is one of central.c's conditional statements: a refusal
  * changes nothing and says why.
  */
 #include "tool.h"
@@ -24,7 +24,7 @@
 
 #include <mysql.h>
 
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "wal.h"
 

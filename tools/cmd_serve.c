@@ -18,7 +18,7 @@
 #include "mysql_apply.h"
 #include "pio.h"
 #include "serve.h"
-#include "lease_sql.h"
+#include "central.h"
 
 static volatile sig_atomic_t serve_stop_flag;
 

@@ -1,5 +1,5 @@
 /*
- * lease_sql.h -- the central database of leases (issue 14): every statement
+ * central.h -- the central database of leases (issue 14): every statement
  * a box, the lease agent (lease.h) and `flashstock lease` send to it.
  *
  * One database, `flash_central`, on a MariaDB Galera cluster, holds per
@@ -35,8 +35,8 @@
  *
  * Threads: a central_t is used by one thread at a time.
  */
-#ifndef LEASE_SQL_H
-#define LEASE_SQL_H
+#ifndef CENTRAL_H
+#define CENTRAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -284,4 +284,4 @@ const char *central_error(const central_t *c);
 #ifdef __cplusplus
 }
 #endif
-#endif /* LEASE_SQL_H */
+#endif /* CENTRAL_H */

@@ -1,5 +1,5 @@
 /*
- * feed_mysql.c -- the order feed's refill source: the records of a lost
+ * feed_refill_mysql.c -- the order feed's refill source: the records of a lost
  * LSN range, read back from the rows the MySQL applier (mysql_apply.c)
  * wrote.  Part of libflashstock.
  *

@@ -1,7 +1,7 @@
 /*
- * lease_sql.c -- the central lease database: schema, statements, retries.
+ * central.c -- the central lease database: schema, statements, retries.
  *
- * The contract is in lease_sql.h.  Divisions of this file:
+ * The contract is in central.h.  Divisions of this file:
  *
  *   1. Nodes        the URL list, a connection per node, the key -> node map
  *   2. Running      one attempt at a time; retry after checking by lease id
@@ -25,7 +25,7 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
-#include "lease_sql.h"
+#include "central.h"
 #include "mysql_apply.h"
 #include "mysql_err.h"
 

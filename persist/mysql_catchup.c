@@ -1,5 +1,5 @@
 /*
- * mysql_feed.c -- feed the MySQL applier from a WAL directory.
+ * mysql_catchup.c -- catch MariaDB up from a WAL directory.
  *
  * mdb_catch_up() (contract in mysql_apply.h) replays the WAL from
  * the stream's applied LSN + 1 and hands the records to mdb_apply()
