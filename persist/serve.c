@@ -89,6 +89,11 @@ struct serve {
 	                                         start (failed 0: none), until cleared */
 	struct notify            sv_notify;   /* the service manager (notify.h) */
 	uint64_t                 sv_sync_asked_ms; /* when the sync of sv_sync was asked for */
+	size_t                   sv_started;  /* services started (serve_services[]) */
+#ifdef FLASH_HAVE_MHD
+	metrics_t               *sv_metrics;  /* the metrics endpoint, or NULL */
+	mdb_probe_t             *sv_probe;    /* its MySQL liveness ping, or NULL */
+#endif
 };
 
 void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
@@ -1252,6 +1257,610 @@ static void serve_sleep_us(uint32_t us)
 	nanosleep(&ts, NULL);   /* EINTR (a signal) ends it early: fine */
 }
 
+/* ------------------------------------------------------------------------
+ * The services: the threads that run beside the drain loop, one entry each.
+ * They start in the table's order and stop in the reverse order, and the
+ * order is their dependencies:
+ *   - the reconciler before the MySQL applier: its last pass (a clean stop)
+ *     reads MariaDB after the applier has drained;
+ *   - the applier before the snapshots, the lease agent and the archiver,
+ *     which read its applied LSN;
+ *   - the lease agent before the backstop: at a stop the backstop writes
+ *     what is durable and makes its compensating cancels before the agent
+ *     returns what the box holds (the drain loop runs that part: serve_at_stop);
+ *   - the backstop before the archiver, which asks it how far it is;
+ *   - the metrics last: they read every other service.
+ * start: a service that is not configured starts nothing and returns 0; a
+ * failure is logged, sets the stats' flash_rc and returns -1 (serve then
+ * stops what started).  stop: NULL-safe, @p clean for a clean stop.
+ * ------------------------------------------------------------------------ */
+
+struct serve_service {
+	const char *name;
+	int  (*start)(struct serve *s);
+	void (*stop)(struct serve *s, int clean);
+};
+
+/* A service's start failed: say so, keep the code. */
+static int serve_svc_fail(struct serve *s, const char *name, int rc, const char *extra)
+{
+	serve_log(s, SERVE_LOG_ERROR, "%s: %s%s", name, flash_strerror(rc), extra);
+	s->sv_st->flash_rc = rc;
+	return -1;
+}
+
+static int svc_recon_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->reconcile_every_ms == 0)
+		return 0;
+	struct serve_recon_opts ro = {
+		.segment = o->segment, .wal = s->sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql_url,
+		.mysql_defaults = o->mysql_defaults, .mysql_require_db = o->mysql_require_db,
+		.every_ms = o->reconcile_every_ms,
+		.threshold = o->reconcile_threshold, .log_level = o->log_level,
+		.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
+	};
+	int rc = serve_recon_start(&ro, &s->sv_recon);
+	return rc == FLASH_OK ? 0 : serve_svc_fail(s, "reconciler", rc, "");
+}
+
+static void svc_recon_stop(struct serve *s, int clean)
+{
+	if (!s->sv_recon)
+		return;
+	/* a clean stop: one last pass, the applier drained */
+	struct serve_recon_stats rs;
+	serve_recon_stop(s->sv_recon, clean, &rs);
+	s->sv_recon = NULL;
+	s->sv_st->reconcile_passes = rs.passes;
+	s->sv_st->reconcile_diffs = rs.diffs_total;
+	s->sv_st->reconcile_busy = rs.skipped_busy;
+}
+
+static int svc_pump_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->mysql_url == NULL && o->mysql_defaults == NULL)
+		return 0;
+	struct mdb_pump_opts po;
+	memset(&po, 0, sizeof po);
+	po.mysql.url = o->mysql_url;
+	po.mysql.defaults_file = o->mysql_defaults;
+	po.mysql.require_db = o->mysql_require_db;
+	po.mysql.log = serve_mysql_log;
+	po.mysql.log_arg = (void *)&o->log_level;   /* read only */
+	po.wal_dir = o->wal_dir;
+	/* Everything in the WAL at start is durable (wal_open synced it):
+	 * the pump may read it back for a MySQL that is behind. */
+	po.start_durable_lsn = wal_durable_lsn(s->sv_w);
+	int rc = mdb_pump_start(&po, &s->sv_pump);
+	if (rc != FLASH_OK)
+		return serve_svc_fail(s, "MySQL applier", rc, "");
+	serve_log(s, SERVE_LOG_INFO, "MySQL applier started (it catches up from the WAL)");
+	return 0;
+}
+
+static void svc_pump_stop(struct serve *s, int clean)
+{
+	(void)clean;
+	if (!s->sv_pump)
+		return;
+	/* Records still queued are in the WAL: the next start catches up. */
+	mdb_pump_stop(s->sv_pump, s->sv_o->mysql_drain_ms ? s->sv_o->mysql_drain_ms : 5000);
+	s->sv_pump = NULL;
+}
+
+static int svc_snap_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (!o->snapshots)
+		return 0;
+	struct snap_opts so = {
+		.segment = o->segment, .wal_dir = o->wal_dir, .wal = s->sv_w,
+		.every_s = o->snapshot_every_s, .wal_bytes = o->snapshot_wal_bytes,
+		.keep_wal = o->keep_wal,
+		.applied_lsn = s->sv_pump ? serve_applied_lsn : NULL, .applied_arg = s->sv_pump,
+		.log = serve_snap_log, .log_arg = s,
+		.feed_keep_bytes = o->feed_keep_bytes, .feed_keep_age_s = o->feed_keep_age_s,
+	};
+	int rc = snap_thread_start(&so, &s->sv_snap);
+	if (rc == FLASH_OK)
+		return 0;
+	serve_svc_fail(s, "snapshot thread", rc, "");
+	s->sv_st->flash_rc = FLASH_ESYS;
+	return -1;
+}
+
+static void svc_snap_stop(struct serve *s, int clean)
+{
+	if (!s->sv_snap)
+		return;
+	/* a clean stop writes a last snapshot of everything durable */
+	struct snap_stats ss;
+	snap_thread_stop(s->sv_snap, clean, &ss);
+	s->sv_snap = NULL;
+	s->sv_st->snap_lsn = ss.snap_lsn;
+	s->sv_st->snapshots = ss.snapshots;
+	s->sv_st->snap_failures = ss.failures;
+	s->sv_st->wal_removed = ss.wal_removed;
+}
+
+static int svc_lease_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->lease_urls == NULL)
+		return 0;
+	struct lease_opts lo = {
+		.segment = o->segment, .urls = o->lease_urls, .state_dir = o->wal_dir,
+		.box_id = o->box_id, .lease_min = o->lease_min, .lease_max = o->lease_max,
+		.lead_ms = o->lease_lead_ms, .heartbeat_s = o->heartbeat_s, .log_level = o->log_level,
+		.applied_lsn = s->sv_pump ? serve_applied_lsn : NULL, .applied_arg = s->sv_pump,
+	};
+	int rc = lease_start(&lo, &s->sv_lease);
+	if (rc != FLASH_OK)
+		return serve_svc_fail(s, "lease agent", rc, "");
+	serve_log(s, SERVE_LOG_INFO, "lease agent started (box %u)", o->box_id);
+	return 0;
+}
+
+static void svc_lease_stop(struct serve *s, int clean)
+{
+	(void)clean;
+	if (!s->sv_lease)
+		return;
+	/* normally done already (the drain loop waited for it) */
+	s->sv_st->lease_rc = lease_stop(s->sv_lease);
+	s->sv_lease = NULL;
+}
+
+static int svc_backstop_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->backstop_urls == NULL)
+		return 0;
+	struct backstop_opts bo = {
+		.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop_urls,
+		.box_id = o->box_id, .log_level = o->log_level,
+	};
+	int rc = backstop_start(&bo, &s->sv_backstop);
+	if (rc != FLASH_OK)
+		return serve_svc_fail(s, "backstop", rc, o->box_id == 0 ? " (it needs --box-id)" : "");
+	serve_log(s, SERVE_LOG_INFO, "backstop started (box %u): the per-user limit across boxes",
+	          o->box_id);
+	return 0;
+}
+
+static void svc_backstop_stop(struct serve *s, int clean)
+{
+	(void)clean;
+	(void)serve_backstop_stop(s);
+}
+
+static int svc_arch_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->archive_after_s == 0)
+		return 0;
+	if (s->sv_pump == NULL) {
+		serve_log(s, SERVE_LOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
+		          "and there is no --mysql (archive by hand: flashstock archive --no-mysql-check)");
+		return 0;
+	}
+	struct archiver_opts ao = {
+		.segment = o->segment, .after_s = o->archive_after_s, .every_ms = o->archive_every_ms,
+		.applied_lsn = serve_applied_lsn, .applied_arg = s->sv_pump,
+		.backstop_lsn = s->sv_backstop ? serve_backstop_lsn : NULL,
+		.backstop_arg = s->sv_backstop,
+		.log = serve_snap_log, .log_arg = s,
+	};
+	int rc = archiver_start(&ao, &s->sv_arch);
+	if (rc != FLASH_OK)
+		return serve_svc_fail(s, "archiver", rc, "");
+	serve_log(s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
+	          "once MariaDB has applied them%s", o->archive_after_s,
+	          s->sv_backstop ? " and the backstop has written their orders" : "");
+	return 0;
+}
+
+static void svc_arch_stop(struct serve *s, int clean)
+{
+	(void)clean;
+	serve_arch_stop(s);
+}
+
+#ifdef FLASH_HAVE_MHD
+static int svc_metrics_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->metrics == NULL)
+		return 0;
+	char err[256];
+	uint16_t port = 0;
+	if (metrics_start(o->metrics, o->segment, s->sv_w, s->sv_pump, &s->sv_metrics, &port, err,
+	                  sizeof err) != 0) {
+		serve_log(s, SERVE_LOG_ERROR, "metrics: %s", err);
+		s->sv_st->flash_rc = FLASH_EINVAL;
+		return -1;
+	}
+	metrics_set_reconcile(s->sv_metrics, s->sv_recon);
+	metrics_set_archiver(s->sv_metrics, s->sv_arch);
+	metrics_set_backstop(s->sv_metrics, s->sv_backstop);
+	metrics_set_lease(s->sv_metrics, s->sv_lease);
+	s->sv_probe = serve_probe_start(s, o);
+	metrics_set_probe(s->sv_metrics, s->sv_probe);
+	(void)metrics_set_feed(s->sv_metrics, o->wal_dir);
+	__atomic_store_n(&s->sv_st->metrics_port, port, __ATOMIC_RELEASE);
+	serve_log(s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
+	return 0;
+}
+
+static void svc_metrics_stop(struct serve *s, int clean)
+{
+	(void)clean;
+	metrics_stop(s->sv_metrics);
+	mdb_probe_stop(s->sv_probe);
+	s->sv_metrics = NULL;
+	s->sv_probe = NULL;
+}
+
+/* The figures of the last round, for the metrics endpoint. */
+static void serve_publish(struct serve *s)
+{
+	if (s->sv_metrics)
+		metrics_publish(s->sv_metrics, s->sv_st);
+}
+
+/* The archiver stops before the others: the endpoint stops reading it. */
+static void serve_metrics_archiver_off(struct serve *s)
+{
+	if (s->sv_metrics)
+		metrics_set_archiver(s->sv_metrics, NULL);
+}
+#else
+static int svc_metrics_start(struct serve *s)
+{
+	if (s->sv_o->metrics == NULL)
+		return 0;
+	serve_log(s, SERVE_LOG_ERROR, "metrics: built without libmicrohttpd");
+	s->sv_st->flash_rc = FLASH_EINVAL;
+	return -1;
+}
+
+static void svc_metrics_stop(struct serve *s, int clean)
+{
+	(void)s;
+	(void)clean;
+}
+
+static void serve_publish(struct serve *s) { (void)s; }
+static void serve_metrics_archiver_off(struct serve *s) { (void)s; }
+#endif
+
+static const struct serve_service serve_services[] = {
+	{ "reconciler",    svc_recon_start,    svc_recon_stop },
+	{ "MySQL applier", svc_pump_start,     svc_pump_stop },
+	{ "snapshots",     svc_snap_start,     svc_snap_stop },
+	{ "lease agent",   svc_lease_start,    svc_lease_stop },
+	{ "backstop",      svc_backstop_start, svc_backstop_stop },
+	{ "archiver",      svc_arch_start,     svc_arch_stop },
+	{ "metrics",       svc_metrics_start,  svc_metrics_stop },
+};
+#define SERVE_NSERVICES (sizeof serve_services / sizeof serve_services[0])
+
+/* Start every service in order; @return 0, or -1 (the started ones run on:
+ * serve_services_stop stops them). */
+static int serve_services_start(struct serve *s)
+{
+	for (s->sv_started = 0; s->sv_started < SERVE_NSERVICES; s->sv_started++)
+		if (serve_services[s->sv_started].start(s) != 0)
+			return -1;
+	return 0;
+}
+
+/* Stop the started services in the reverse order. */
+static void serve_services_stop(struct serve *s, int clean)
+{
+	while (s->sv_started > 0)
+		serve_services[--s->sv_started].stop(s, clean);
+}
+
+/* ------------------------------------------------------------------------
+ * serve_run: set up, start the services, drain until stopped, stop them
+ * ------------------------------------------------------------------------ */
+
+/* --recover (or --recover-if-absent and no segment): rebuild the segment
+ * (snapshot + WAL) under a temporary name; it takes its name only when
+ * complete (rebuild.h), and is then served like any segment after a
+ * restart.  @return 0 (rebuilt, or nothing to do), -1 (stats say why). */
+static int serve_recover(struct serve *s, struct serve_opts *oo)
+{
+	const struct serve_opts *o = s->sv_o;
+	struct serve_stats *st = s->sv_st;
+	int recover = o->recover;
+
+	if (!recover && o->recover_if_absent) {
+		flash_t *h = NULL;
+		int frc = flash_open(o->segment, FLASH_RDONLY, &h);
+		flash_close(h);
+		if (frc == FLASH_ENOSEG) {
+			serve_log(s, SERVE_LOG_INFO, "segment %s does not exist: rebuilding it from WAL %s "
+			          "(--recover-if-absent)", o->segment, o->wal_dir);
+			recover = 1;
+		}
+	}
+	if (!recover)
+		return 0;
+	notify_status(&s->sv_notify, "rebuilding segment %s from WAL %s", o->segment, o->wal_dir);
+	struct rebuild_opts ro = {
+		.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->accept_loss,
+		.accept_after = o->accept_loss_after, .log = serve_snap_log, .log_arg = s,
+	};
+	struct rebuild_result rr;
+	int brc = rebuild_run(&ro, &rr);
+	st->recover_snap_lsn = rr.snap_lsn;
+	st->applied = rr.applied;
+	st->present = rr.present;
+	if (brc != 0) {
+		st->flash_rc = rr.flash_rc;
+		st->wal_rc = rr.wal_rc;
+		/* no segment to rebuild into and no snapshot to make one:
+		 * a usage error, nothing was changed */
+		st->refused = rr.flash_rc == FLASH_ENOSEG;
+		return -1;
+	}
+	s->sv_snap_lsn = rr.snap_lsn;
+	oo->recover = 0;
+	return 0;
+}
+
+/* Open the segment, claim it, check it against the WAL and open the WAL.
+ * @return 0, or -1 (stats say why; what was opened is closed by the caller). */
+static int serve_setup(struct serve *s, struct flash_stats *fst)
+{
+	const struct serve_opts *o = s->sv_o;
+	struct serve_stats *st = s->sv_st;
+	int rc = flash_open(o->segment, 0, &s->sv_h);
+	if (rc != FLASH_OK) {
+		serve_log(s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
+		st->flash_rc = rc;
+		return -1;
+	}
+	if ((rc = flash_stats_get(s->sv_h, fst)) != FLASH_OK) {
+		st->flash_rc = rc;
+		return -1;
+	}
+	if (serve_claim(s) != 0)
+		return -1;
+	if ((rc = flash_durability_get(s->sv_h, &s->sv_dur)) != FLASH_OK) {
+		st->flash_rc = rc;
+		return -1;
+	}
+	if (s->sv_dur.failed) {
+		char why[256];
+		serve_dur_why(&s->sv_dur, why, sizeof why);
+		serve_log(s, SERVE_LOG_INFO, "segment %s: durability failed: %s; sync orders answer "
+		          "FLASH_EDURABILITY until this daemon has proven WAL %s whole", o->segment, why,
+		          o->wal_dir);
+	}
+	s->sv_durability = fst->durability;
+	if (serve_check_ident(s, fst) != 0)
+		return -1;
+	s->sv_cap = fst->procs_cap;
+	s->sv_last = calloc(s->sv_cap, sizeof *s->sv_last);
+	s->sv_have = calloc(s->sv_cap, sizeof *s->sv_have);
+	s->sv_skip = calloc(s->sv_cap, sizeof *s->sv_skip);
+	s->sv_next.mk_adv = calloc(s->sv_cap, sizeof *s->sv_next.mk_adv);
+	s->sv_next.mk_touched = calloc(s->sv_cap, sizeof *s->sv_next.mk_touched);
+	s->sv_sync.mk_adv = calloc(s->sv_cap, sizeof *s->sv_sync.mk_adv);
+	s->sv_sync.mk_touched = calloc(s->sv_cap, sizeof *s->sv_sync.mk_touched);
+	if (!s->sv_last || !s->sv_have || !s->sv_skip || !s->sv_next.mk_adv ||
+	    !s->sv_next.mk_touched || !s->sv_sync.mk_adv || !s->sv_sync.mk_touched) {
+		st->wal_rc = FLASH_EWAL_NOMEM;
+		return -1;
+	}
+	if (serve_open_wal(s) != 0)
+		return -1;
+	s->sv_marked_lsn = wal_durable_lsn(s->sv_w);
+	serve_log(s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
+	          o->segment, fst->durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s->sv_cap,
+	          o->wal_dir, wal_next_lsn(s->sv_w));
+	notify_status(&s->sv_notify, "segment %s: WAL %s read through LSN %" PRIu64 "; starting",
+	              o->segment, o->wal_dir, wal_next_lsn(s->sv_w) - 1);
+	return 0;
+}
+
+/*
+ * A stop was asked for: before each round, the services that make records
+ * stop making them, in the order the drain needs.  The archiver and the
+ * reclaimer stop at once (the rounds drain their last records).  The
+ * backstop goes first among the boxes' services: it writes what is durable
+ * and makes its compensating cancels, whose units must be back in the
+ * segment before the lease agent returns what the box holds.  Then the
+ * agent: ask it, keep draining its restocks, stop once it has finished.
+ * @return 1 while the lease agent still needs rounds.
+ */
+static int serve_at_stop(struct serve *s)
+{
+	notify_stopping(&s->sv_notify, "stopping: draining the rings into WAL %s", s->sv_o->wal_dir);
+	if (s->sv_arch) {
+		/* no archive after this: the rounds below drain its last records */
+		serve_metrics_archiver_off(s);
+		serve_arch_stop(s);
+	}
+	if (s->sv_reclaim) {
+		/* likewise: its last records are drained below */
+		serve_reclaimer_stop(s->sv_reclaim, s->sv_st);
+		s->sv_reclaim = NULL;
+	}
+	if (s->sv_lease && !s->sv_backstop)
+		lease_stop_begin(s->sv_lease);
+	return s->sv_backstop || !lease_done(s->sv_lease);
+}
+
+/* The loop's timers: dead handles recovered, the stats line. */
+struct serve_timers {
+	uint64_t next_recover, next_stats, last_records;
+	struct wal_stats last_ws;
+};
+
+static void serve_timers_run(struct serve *s, struct serve_timers *t, uint64_t now)
+{
+	struct serve_stats *st = s->sv_st;
+	if (now >= t->next_recover) {
+		uint32_t rec = 0;
+		int rc = flash_recover(s->sv_h, &rec);
+		if (rc != FLASH_OK)
+			serve_log(s, SERVE_LOG_WARN, "recover: %s", flash_strerror(rc));
+		else if (rec) {
+			st->recovered += rec;
+			serve_log(s, SERVE_LOG_INFO, "recovered %u dead handles", rec);
+		}
+		t->next_recover = now + s->sv_o->recover_ms;
+	}
+	if (now >= t->next_stats) {
+		struct wal_stats ws;
+		wal_stats_get(s->sv_w, &ws);
+		uint64_t dc = ws.commits - t->last_ws.commits;
+		serve_log(s, SERVE_LOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
+		          ", %" PRIu64 " commits (+%" PRIu64 ", mean group %.1f, largest %" PRIu64
+		          "), fdatasync mean %.0f us, max %.0f us; oldest record durable after "
+		          "at most %.0f us",
+		          st->records, st->records - t->last_records, ws.durable_lsn, ws.commits, dc,
+		          dc ? (double)(ws.frames - t->last_ws.frames) / (double)dc : 0.0, ws.max_group,
+		          dc ? (double)(ws.sync_ns_total - t->last_ws.sync_ns_total) / (double)dc / 1e3 : 0.0,
+		          (double)ws.sync_ns_max / 1e3, (double)st->lag_ns_max / 1e3);
+		t->last_records = st->records;
+		t->last_ws = ws;
+		t->next_stats = now + s->sv_o->stats_ms;
+	}
+}
+
+/*
+ * The drain loop: rounds until a stop was asked for and a round that began
+ * after it found the rings empty (what was emitted before the request is
+ * written, synced and marked), or until the rings are empty in --once.
+ * @p n: what the first round drained.  @return 0 (a clean stop), -1.
+ */
+static int serve_loop(struct serve *s, uint32_t n)
+{
+	const struct serve_opts *o = s->sv_o;
+	struct serve_timers t = { .next_recover = serve_now_ms() + o->recover_ms,
+	                          .next_stats = o->stats_ms ? serve_now_ms() + o->stats_ms : UINT64_MAX };
+	uint32_t idle_us = 0;
+
+	wal_stats_get(s->sv_w, &t.last_ws);
+	for (;;) {
+		/* Set by a signal handler, or by another thread (tests): an
+		 * atomic load serves both. */
+		int stopping = o->stop != NULL && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE) != 0;
+		if (n == 0 && o->once)
+			return 0;
+		int lease_busy = stopping && serve_at_stop(s);
+		if (serve_round(s, &n) != 0)
+			return -1;
+		/* rings empty at a stop or in --once: all of it durable and marked */
+		if (n == 0 && (stopping || o->once) && serve_sync_flush(s) != 0)
+			return -1;
+		serve_snap_stats(s);
+		serve_reclaimer_stats(s->sv_reclaim, s->sv_st);
+		serve_publish(s);
+		serve_lease_watch(s);
+		if (n == 0 && stopping && s->sv_backstop) {
+			/* everything emitted before the stop is durable: the
+			 * backstop writes it; the next rounds drain its cancels */
+			(void)serve_backstop_stop(s);
+			continue;
+		}
+		if (n == 0 && stopping && !lease_busy)
+			return 0;
+		if (n == 0 && !stopping && !o->once) {
+			/* Nothing to do: back off from a yield to idle_us_max. */
+			idle_us = idle_us ? idle_us * 2 : 20;
+			if (idle_us > o->idle_us_max)
+				idle_us = o->idle_us_max;
+			if (s->sv_sync.mk_ntouched == 0)
+				serve_sleep_us(idle_us);
+			else if (serve_sync_step(s, idle_us) != 0)   /* or until the sync at work returns */
+				return -1;
+		} else {
+			idle_us = 0;
+		}
+		uint64_t now = serve_now_ms();
+		/* the loop turns: a ping, unless the sync at work is stuck */
+		notify_watchdog(&s->sv_notify, now, s->sv_sync.mk_ntouched && now > s->sv_sync_asked_ms ?
+		                now - s->sv_sync_asked_ms : 0);
+		serve_timers_run(s, &t, now);
+	}
+}
+
+/* Recovered, the services started: the first round, the fdatasync thread,
+ * ready, the reclaimer, the loop.  @return 0 (a clean stop), -1. */
+static int serve_drain(struct serve *s, const struct flash_stats *fst)
+{
+	const struct serve_opts *o = s->sv_o;
+	uint32_t n;
+	int rc;
+
+	if (serve_check_released(s, fst) != 0 || serve_durability_clear(s) != 0 ||
+	    serve_first_round(s, &n) != 0)
+		return -1;
+	if ((rc = serve_syncer_start(s)) != 0) {
+		serve_log(s, SERVE_LOG_ERROR, "no fdatasync thread: %s", strerror(rc));
+		s->sv_st->flash_rc = FLASH_ENOMEM;
+		return -1;
+	}
+	/* Recovered, and the first round made everything the rings held at
+	 * start durable and marked: ready (notify.h) */
+	notify_ready(&s->sv_notify, "serving segment %s: WAL %s durable through LSN %" PRIu64,
+	             o->segment, o->wal_dir, wal_durable_lsn(s->sv_w));
+	if (!o->no_reclaim)
+		s->sv_reclaim = serve_reclaimer_start(s, o->reclaim_every_ms ? o->reclaim_every_ms : 1000);
+	if (serve_loop(s, n) != 0)
+		return -1;
+	/* Clean stop: a last look for dead handles */
+	uint32_t rec = 0;
+	if (flash_recover(s->sv_h, &rec) == FLASH_OK)
+		s->sv_st->recovered += rec;
+	serve_log(s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
+	          s->sv_st->records, wal_durable_lsn(s->sv_w));
+	return 0;
+}
+
+/* Stop what runs, in the reverse order of the start; close the WAL and the
+ * segment.  @return @p ret, or -1 if a clean run's WAL failed to close. */
+static int serve_teardown(struct serve *s, int ret)
+{
+	if (s->sv_dur.failed)
+		serve_log(s, SERVE_LOG_ERROR, "segment %s stays failed: sync orders answer "
+		          "FLASH_EDURABILITY until a daemon starts on a WAL it proves whole; do what the "
+		          "lines above say, then start the daemon again", s->sv_o->segment);
+	serve_reclaimer_stop(s->sv_reclaim, s->sv_st);
+	s->sv_reclaim = NULL;
+	serve_syncer_stop(s);
+	serve_services_stop(s, ret == 0);
+	if (s->sv_w) {
+		s->sv_st->durable_lsn = wal_durable_lsn(s->sv_w);
+		int rc = wal_close(s->sv_w);
+		if (rc != FLASH_OK && ret == 0) {
+			s->sv_st->wal_rc = rc;
+			ret = -1;
+		}
+	}
+	free(s->sv_buf);
+	free(s->sv_next.mk_push);
+	free(s->sv_sync.mk_push);
+	free(s->sv_last);
+	free(s->sv_have);
+	free(s->sv_skip);
+	free(s->sv_next.mk_adv);
+	free(s->sv_next.mk_touched);
+	free(s->sv_sync.mk_adv);
+	free(s->sv_sync.mk_touched);
+	flash_close(s->sv_h);
+	return ret;
+}
+
 int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 {
 	struct serve_stats st_local;
@@ -1265,422 +1874,17 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	if (oo.idle_us_max == 0)
 		oo.idle_us_max = 250;
 	struct serve s = { .sv_o = &oo, .sv_st = st };
-	int ret = -1;
+	struct flash_stats fst;
 
 	if (o->segment == NULL || o->wal_dir == NULL) {
 		st->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
 	notify_init(&s.sv_notify);
-	/* --recover: rebuild the segment (snapshot + WAL) under a temporary
-	 * name; it takes its name only when complete (rebuild.h), and is then
-	 * served like any segment after a restart.  --recover-if-absent: the
-	 * same when the segment does not exist (a reboot emptied /dev/shm),
-	 * and a plain start when it does (after a crash) */
-	int recover = o->recover;
-	if (!recover && o->recover_if_absent) {
-		flash_t *h = NULL;
-		int frc = flash_open(o->segment, FLASH_RDONLY, &h);
-		flash_close(h);
-		if (frc == FLASH_ENOSEG) {
-			serve_log(&s, SERVE_LOG_INFO, "segment %s does not exist: rebuilding it from WAL %s "
-			          "(--recover-if-absent)", o->segment, o->wal_dir);
-			recover = 1;
-		}
-	}
-	if (recover) {
-		notify_status(&s.sv_notify, "rebuilding segment %s from WAL %s", o->segment, o->wal_dir);
-		struct rebuild_opts ro = {
-			.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->accept_loss,
-			.accept_after = o->accept_loss_after, .log = serve_snap_log, .log_arg = &s,
-		};
-		struct rebuild_result rr;
-		int brc = rebuild_run(&ro, &rr);
-		st->recover_snap_lsn = rr.snap_lsn;
-		st->applied = rr.applied;
-		st->present = rr.present;
-		if (brc != 0) {
-			st->flash_rc = rr.flash_rc;
-			st->wal_rc = rr.wal_rc;
-			/* no segment to rebuild into and no snapshot to make one:
-			 * a usage error, nothing was changed */
-			st->refused = rr.flash_rc == FLASH_ENOSEG;
-			return -1;
-		}
-		s.sv_snap_lsn = rr.snap_lsn;
-		oo.recover = 0;
-	}
-	int rc = flash_open(o->segment, 0, &s.sv_h);
-	if (rc != FLASH_OK) {
-		serve_log(&s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
-		st->flash_rc = rc;
+	if (serve_recover(&s, &oo) != 0)
 		return -1;
-	}
-	struct flash_stats fst;
-	if ((rc = flash_stats_get(s.sv_h, &fst)) != FLASH_OK) {
-		st->flash_rc = rc;
-		goto out_restored;
-	}
-	if (serve_claim(&s) != 0)
-		goto out;
-	if ((rc = flash_durability_get(s.sv_h, &s.sv_dur)) != FLASH_OK) {
-		st->flash_rc = rc;
-		goto out;
-	}
-	if (s.sv_dur.failed) {
-		char why[256];
-		serve_dur_why(&s.sv_dur, why, sizeof why);
-		serve_log(&s, SERVE_LOG_INFO, "segment %s: durability failed: %s; sync orders answer "
-		          "FLASH_EDURABILITY until this daemon has proven WAL %s whole", o->segment, why,
-		          o->wal_dir);
-	}
-	s.sv_durability = fst.durability;
-	if (serve_check_ident(&s, &fst) != 0)
-		goto out_restored;
-	s.sv_cap = fst.procs_cap;
-	s.sv_last = calloc(s.sv_cap, sizeof *s.sv_last);
-	s.sv_have = calloc(s.sv_cap, sizeof *s.sv_have);
-	s.sv_skip = calloc(s.sv_cap, sizeof *s.sv_skip);
-	s.sv_next.mk_adv = calloc(s.sv_cap, sizeof *s.sv_next.mk_adv);
-	s.sv_next.mk_touched = calloc(s.sv_cap, sizeof *s.sv_next.mk_touched);
-	s.sv_sync.mk_adv = calloc(s.sv_cap, sizeof *s.sv_sync.mk_adv);
-	s.sv_sync.mk_touched = calloc(s.sv_cap, sizeof *s.sv_sync.mk_touched);
-	if (!s.sv_last || !s.sv_have || !s.sv_skip || !s.sv_next.mk_adv || !s.sv_next.mk_touched ||
-	    !s.sv_sync.mk_adv || !s.sv_sync.mk_touched) {
-		st->wal_rc = FLASH_EWAL_NOMEM;
-		goto out_restored;
-	}
-	if (serve_open_wal(&s) != 0)
-		goto out_restored;
-	s.sv_marked_lsn = wal_durable_lsn(s.sv_w);
-	serve_log(&s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
-	          o->segment, fst.durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s.sv_cap,
-	          o->wal_dir, wal_next_lsn(s.sv_w));
-	notify_status(&s.sv_notify, "segment %s: WAL %s read through LSN %" PRIu64 "; starting",
-	              o->segment, o->wal_dir, wal_next_lsn(s.sv_w) - 1);
-
-	if (o->mysql_url != NULL || o->mysql_defaults != NULL) {
-		struct mdb_pump_opts po;
-		memset(&po, 0, sizeof po);
-		po.mysql.url = o->mysql_url;
-		po.mysql.defaults_file = o->mysql_defaults;
-		po.mysql.require_db = o->mysql_require_db;
-		po.mysql.log = serve_mysql_log;
-		po.mysql.log_arg = &oo.log_level;
-		po.wal_dir = o->wal_dir;
-		/* Everything in the WAL at start is durable (wal_open synced it):
-		 * the pump may read it back for a MySQL that is behind. */
-		po.start_durable_lsn = wal_durable_lsn(s.sv_w);
-		rc = mdb_pump_start(&po, &s.sv_pump);
-		if (rc != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "MySQL applier: %s", flash_strerror(rc));
-			st->flash_rc = rc;
-			goto out;
-		}
-		serve_log(&s, SERVE_LOG_INFO, "MySQL applier started (it catches up from the WAL)");
-	}
-	if (o->snapshots) {
-		struct snap_opts so = {
-			.segment = o->segment, .wal_dir = o->wal_dir, .wal = s.sv_w,
-			.every_s = o->snapshot_every_s, .wal_bytes = o->snapshot_wal_bytes,
-			.keep_wal = o->keep_wal,
-			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
-			.log = serve_snap_log, .log_arg = &s,
-			.feed_keep_bytes = o->feed_keep_bytes, .feed_keep_age_s = o->feed_keep_age_s,
-		};
-		rc = snap_thread_start(&so, &s.sv_snap);
-		if (rc != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "snapshot thread: %s", flash_strerror(rc));
-			st->flash_rc = FLASH_ESYS;
-			goto out;
-		}
-	}
-	if (o->reconcile_every_ms != 0) {
-		struct serve_recon_opts ro = {
-			.segment = o->segment, .wal = s.sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql_url,
-			.mysql_defaults = o->mysql_defaults, .mysql_require_db = o->mysql_require_db,
-			.every_ms = o->reconcile_every_ms,
-			.threshold = o->reconcile_threshold, .log_level = o->log_level,
-			.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
-		};
-		if ((rc = serve_recon_start(&ro, &s.sv_recon)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "reconciler: %s", flash_strerror(rc));
-			st->flash_rc = rc;
-			goto out;
-		}
-	}
-	/* The backstop before the archiver, which asks it how far it is (and
-	 * is stopped before it). */
-	if (o->backstop_urls != NULL) {
-		struct backstop_opts bo = {
-			.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop_urls,
-			.box_id = o->box_id, .log_level = o->log_level,
-		};
-		if ((rc = backstop_start(&bo, &s.sv_backstop)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "backstop: %s%s", flash_strerror(rc),
-			          o->box_id == 0 ? " (it needs --box-id)" : "");
-			st->flash_rc = rc;
-			goto out;
-		}
-		serve_log(&s, SERVE_LOG_INFO, "backstop started (box %u): the per-user limit across boxes",
-		          o->box_id);
-	}
-	if (o->archive_after_s != 0 && s.sv_pump == NULL) {
-		serve_log(&s, SERVE_LOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
-		          "and there is no --mysql (archive by hand: flashstock archive --no-mysql-check)");
-	} else if (o->archive_after_s != 0) {
-		struct archiver_opts ao = {
-			.segment = o->segment, .after_s = o->archive_after_s, .every_ms = o->archive_every_ms,
-			.applied_lsn = serve_applied_lsn, .applied_arg = s.sv_pump,
-			.backstop_lsn = s.sv_backstop ? serve_backstop_lsn : NULL,
-			.backstop_arg = s.sv_backstop,
-			.log = serve_snap_log, .log_arg = &s,
-		};
-		if ((rc = archiver_start(&ao, &s.sv_arch)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "archiver: %s", flash_strerror(rc));
-			st->flash_rc = rc;
-			goto out;
-		}
-		serve_log(&s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
-		          "once MariaDB has applied them%s", o->archive_after_s,
-		          s.sv_backstop ? " and the backstop has written their orders" : "");
-	}
-	if (o->lease_urls != NULL) {
-		struct lease_opts lo = {
-			.segment = o->segment, .urls = o->lease_urls, .state_dir = o->wal_dir,
-			.box_id = o->box_id, .lease_min = o->lease_min, .lease_max = o->lease_max,
-			.lead_ms = o->lease_lead_ms, .heartbeat_s = o->heartbeat_s, .log_level = o->log_level,
-			.applied_lsn = s.sv_pump ? serve_applied_lsn : NULL, .applied_arg = s.sv_pump,
-		};
-		if ((rc = lease_start(&lo, &s.sv_lease)) != FLASH_OK) {
-			serve_log(&s, SERVE_LOG_ERROR, "lease agent: %s", flash_strerror(rc));
-			st->flash_rc = rc;
-			goto out;
-		}
-		serve_log(&s, SERVE_LOG_INFO, "lease agent started (box %u)", o->box_id);
-	}
-#ifdef FLASH_HAVE_MHD
-	metrics_t *mt = NULL;
-	mdb_probe_t *probe = NULL;
-	if (o->metrics != NULL) {
-		char err[256];
-		uint16_t port = 0;
-		if (metrics_start(o->metrics, o->segment, s.sv_w, s.sv_pump, &mt, &port, err,
-		                  sizeof err) != 0) {
-			serve_log(&s, SERVE_LOG_ERROR, "metrics: %s", err);
-			st->flash_rc = FLASH_EINVAL;
-			goto out;
-		}
-		metrics_set_reconcile(mt, s.sv_recon);
-		metrics_set_archiver(mt, s.sv_arch);
-		metrics_set_backstop(mt, s.sv_backstop);
-		metrics_set_lease(mt, s.sv_lease);
-		probe = serve_probe_start(&s, o);
-		metrics_set_probe(mt, probe);
-		(void)metrics_set_feed(mt, o->wal_dir);
-		__atomic_store_n(&st->metrics_port, port, __ATOMIC_RELEASE);
-		serve_log(&s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
-	}
-#define SERVE_PUBLISH() do { if (mt) metrics_publish(mt, st); } while (0)
-#define SERVE_METRICS_ARCHIVER_OFF() do { if (mt) metrics_set_archiver(mt, NULL); } while (0)
-#define SERVE_METRICS_STOP() do { metrics_stop(mt); mdb_probe_stop(probe); } while (0)
-#else
-	if (o->metrics != NULL) {
-		serve_log(&s, SERVE_LOG_ERROR, "metrics: built without libmicrohttpd");
-		st->flash_rc = FLASH_EINVAL;
-		goto out;
-	}
-#define SERVE_PUBLISH() do { } while (0)
-#define SERVE_METRICS_ARCHIVER_OFF() do { } while (0)
-#define SERVE_METRICS_STOP() do { } while (0)
-#endif
-
-	uint32_t n;
-	if (serve_check_released(&s, &fst) != 0 || serve_durability_clear(&s) != 0 ||
-	    serve_first_round(&s, &n) != 0)
-		goto out_metrics;
-	if ((rc = serve_syncer_start(&s)) != 0) {
-		serve_log(&s, SERVE_LOG_ERROR, "no fdatasync thread: %s", strerror(rc));
-		st->flash_rc = FLASH_ENOMEM;
-		goto out_metrics;
-	}
-	/* Recovered, and the first round made everything the rings held at
-	 * start durable and marked: ready (notify.h) */
-	notify_ready(&s.sv_notify, "serving segment %s: WAL %s durable through LSN %" PRIu64,
-	             o->segment, o->wal_dir, wal_durable_lsn(s.sv_w));
-	uint64_t next_recover = serve_now_ms() + oo.recover_ms;
-	uint64_t next_stats = oo.stats_ms ? serve_now_ms() + oo.stats_ms : UINT64_MAX;
-	if (!oo.no_reclaim)
-		s.sv_reclaim = serve_reclaimer_start(&s, oo.reclaim_every_ms ? oo.reclaim_every_ms : 1000);
-	uint64_t last_records = 0;
-	struct wal_stats last_ws;
-	wal_stats_get(s.sv_w, &last_ws);
-	uint32_t idle_us = 0;
-	for (;;) {
-		/* Set by a signal handler, or by another thread (tests): an
-		 * atomic load serves both. */
-		int stopping = o->stop != NULL && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE) != 0;
-		if (n == 0 && o->once)
-			break;
-		if (stopping)
-			notify_stopping(&s.sv_notify, "stopping: draining the rings into WAL %s", o->wal_dir);
-		if (stopping && s.sv_arch) {
-			/* no archive after this: the rounds below drain its last records */
-			SERVE_METRICS_ARCHIVER_OFF();
-			serve_arch_stop(&s);
-		}
-		if (stopping && s.sv_reclaim) {
-			/* likewise: its last records are drained below */
-			serve_reclaimer_stop(s.sv_reclaim, st);
-			s.sv_reclaim = NULL;
-		}
-		/* At a stop the backstop goes first: it writes what is durable
-		 * and makes its compensating cancels, whose units must be back in
-		 * the segment before the lease agent returns what the box holds.
-		 * Then the agent: ask it, keep draining its restocks, stop once
-		 * it has finished. */
-		if (stopping && s.sv_lease && !s.sv_backstop)
-			lease_stop_begin(s.sv_lease);
-		int lease_busy = stopping && (s.sv_backstop || !lease_done(s.sv_lease));
-		if (serve_round(&s, &n) != 0)
-			goto out_metrics;
-		/* rings empty at a stop or in --once: all of it durable and marked */
-		if (n == 0 && (stopping || o->once) && serve_sync_flush(&s) != 0)
-			goto out_metrics;
-		serve_snap_stats(&s);
-		serve_reclaimer_stats(s.sv_reclaim, st);
-		SERVE_PUBLISH();
-		serve_lease_watch(&s);
-		/* Stop only after a round that began after the stop request and
-		 * found the rings empty: what was emitted before the request is
-		 * written, synced and marked. */
-		if (n == 0 && stopping && s.sv_backstop) {
-			/* everything emitted before the stop is durable: the
-			 * backstop writes it; the next rounds drain its cancels */
-			(void)serve_backstop_stop(&s);
-			continue;
-		}
-		if (n == 0 && stopping && !lease_busy)
-			break;
-		if (n == 0 && !stopping && !o->once) {
-			/* Nothing to do: back off from a yield to idle_us_max. */
-			idle_us = idle_us ? idle_us * 2 : 20;
-			if (idle_us > oo.idle_us_max)
-				idle_us = oo.idle_us_max;
-			if (s.sv_sync.mk_ntouched == 0)
-				serve_sleep_us(idle_us);
-			else if (serve_sync_step(&s, idle_us) != 0)   /* or until the sync at work returns */
-				goto out_metrics;
-		} else {
-			idle_us = 0;
-		}
-		uint64_t now = serve_now_ms();
-		/* the loop turns: a ping, unless the sync at work is stuck */
-		notify_watchdog(&s.sv_notify, now, s.sv_sync.mk_ntouched && now > s.sv_sync_asked_ms ?
-		                now - s.sv_sync_asked_ms : 0);
-		if (now >= next_recover) {
-			uint32_t rec = 0;
-			rc = flash_recover(s.sv_h, &rec);
-			if (rc != FLASH_OK)
-				serve_log(&s, SERVE_LOG_WARN, "recover: %s", flash_strerror(rc));
-			else if (rec) {
-				st->recovered += rec;
-				serve_log(&s, SERVE_LOG_INFO, "recovered %u dead handles", rec);
-			}
-			next_recover = now + oo.recover_ms;
-		}
-		if (now >= next_stats) {
-			struct wal_stats ws;
-			wal_stats_get(s.sv_w, &ws);
-			uint64_t dc = ws.commits - last_ws.commits;
-			serve_log(&s, SERVE_LOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
-			          ", %" PRIu64 " commits (+%" PRIu64 ", mean group %.1f, largest %" PRIu64
-			          "), fdatasync mean %.0f us, max %.0f us; oldest record durable after "
-			          "at most %.0f us",
-			          st->records, st->records - last_records, ws.durable_lsn, ws.commits, dc,
-			          dc ? (double)(ws.frames - last_ws.frames) / (double)dc : 0.0, ws.max_group,
-			          dc ? (double)(ws.sync_ns_total - last_ws.sync_ns_total) / (double)dc / 1e3 : 0.0,
-			          (double)ws.sync_ns_max / 1e3, (double)st->lag_ns_max / 1e3);
-			last_records = st->records;
-			last_ws = ws;
-			next_stats = now + oo.stats_ms;
-		}
-	}
-	ret = 0;
-	/* Clean stop: a last look for dead handles */
-	{
-		uint32_t rec = 0;
-
-		if (flash_recover(s.sv_h, &rec) == FLASH_OK)
-			st->recovered += rec;
-	}
-	serve_log(&s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
-	          st->records, wal_durable_lsn(s.sv_w));
-out_metrics:
-	SERVE_METRICS_STOP();
-	if (0) {
-out_restored:
-		/* nothing to undo: a rebuilt segment is complete before it has
-		 * its name; serve it again without --recover */
-		;
-	}
-out:
-	if (s.sv_dur.failed)
-		serve_log(&s, SERVE_LOG_ERROR, "segment %s stays failed: sync orders answer "
-		          "FLASH_EDURABILITY until a daemon starts on a WAL it proves whole; do what the "
-		          "lines above say, then start the daemon again", o->segment);
-	serve_syncer_stop(&s);
-	serve_arch_stop(&s);            /* it reads the backstop's position */
-	(void)serve_backstop_stop(&s);
-	if (s.sv_lease) {
-		/* normally done already (the loop waited for it) */
-		st->lease_rc = lease_stop(s.sv_lease);
-		s.sv_lease = NULL;
-	}
-	if (s.sv_snap) {
-		/* a clean stop writes a last snapshot of everything durable */
-		struct snap_stats ss;
-		snap_thread_stop(s.sv_snap, ret == 0, &ss);
-		s.sv_snap = NULL;
-		st->snap_lsn = ss.snap_lsn;
-		st->snapshots = ss.snapshots;
-		st->snap_failures = ss.failures;
-		st->wal_removed = ss.wal_removed;
-	}
-	serve_reclaimer_stop(s.sv_reclaim, st);
-	s.sv_reclaim = NULL;
-	if (s.sv_pump) {
-		/* Records still queued are in the WAL: the next start catches up. */
-		mdb_pump_stop(s.sv_pump, oo.mysql_drain_ms ? oo.mysql_drain_ms : 5000);
-		s.sv_pump = NULL;
-	}
-	if (s.sv_recon) {
-		/* a clean stop: one last pass, the applier drained */
-		struct serve_recon_stats rs;
-		serve_recon_stop(s.sv_recon, ret == 0, &rs);
-		s.sv_recon = NULL;
-		st->reconcile_passes = rs.passes;
-		st->reconcile_diffs = rs.diffs_total;
-		st->reconcile_busy = rs.skipped_busy;
-	}
-	if (s.sv_w) {
-		st->durable_lsn = wal_durable_lsn(s.sv_w);
-		rc = wal_close(s.sv_w);
-		if (rc != FLASH_OK && ret == 0) {
-			st->wal_rc = rc;
-			ret = -1;
-		}
-	}
-	free(s.sv_buf);
-	free(s.sv_next.mk_push);
-	free(s.sv_sync.mk_push);
-	free(s.sv_last);
-	free(s.sv_have);
-	free(s.sv_skip);
-	free(s.sv_next.mk_adv);
-	free(s.sv_next.mk_touched);
-	free(s.sv_sync.mk_adv);
-	free(s.sv_sync.mk_touched);
-	flash_close(s.sv_h);
-	return ret;
+	int ret = -1;
+	if (serve_setup(&s, &fst) == 0 && serve_services_start(&s) == 0)
+		ret = serve_drain(&s, &fst);
+	return serve_teardown(&s, ret);
 }

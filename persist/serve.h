@@ -35,6 +35,13 @@
  * With reconcile_every_ms set (the default: 5 minutes) a thread compares
  * the segment, the WAL and MySQL periodically and once more at a clean stop
  * after the applier drained (serve_reconcile.h).
+ *
+ * serve.c keeps those threads in one table (serve_services[]: reconciler,
+ * MySQL applier, snapshots, lease agent, backstop, archiver, metrics),
+ * started in that order and stopped in the reverse one; the order is their
+ * dependencies, said once above the table.  serve_run() is: recover if
+ * asked, set up (segment, claim, WAL), start the services, drain until
+ * stopped, tear down.
  */
 #ifndef FLASH_SERVE_H
 #define FLASH_SERVE_H
