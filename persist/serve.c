@@ -1548,13 +1548,16 @@ static const struct serve_service serve_services[] = {
 };
 #define SERVE_NSERVICES (sizeof serve_services / sizeof serve_services[0])
 
-/* Start every service in order; @return 0, or -1 (the started ones run on:
- * serve_services_stop stops them). */
+/* Start every service in order; @return 0, or -1 (serve_services_stop
+ * stops the started ones, and the one that failed: its stop is NULL-safe
+ * for whatever its start left behind). */
 static int serve_services_start(struct serve *s)
 {
 	for (s->sv_started = 0; s->sv_started < SERVE_NSERVICES; s->sv_started++)
-		if (serve_services[s->sv_started].start(s) != 0)
+		if (serve_services[s->sv_started].start(s) != 0) {
+			s->sv_started++;
 			return -1;
+		}
 	return 0;
 }
 
