@@ -128,6 +128,18 @@ if [ -n "$MANDIR" ]; then
 	echo "install_prefix: $(wc -w <<<"$cmds") command pages and flashstock.1 in $MANDIR/man1"
 fi
 
+# 7b. the README's main job from the prefix alone: the installed demo, run
+#     from a directory with no source tree, finds its private MariaDB's
+#     script under <datadir>/flashstock (no source path is compiled in)
+for f in mariadb.sh galera.sh; do
+	[ -x "$P/$DATADIR/flashstock/$f" ] || fail "not installed: $DATADIR/flashstock/$f"
+done
+(cd "$P" && "$P/$BINDIR/flashstock" demo --buyers 2000 --units 300 --procs 2 --name "$SEG-demo") \
+	>"$P/demo.log" 2>&1 || { tail -20 "$P/demo.log" >&2; fail "the installed demo"; }
+grep -q "mariadb.sh: started in" "$P/demo.log" || fail "the installed demo started no MariaDB"
+grep -q '^result   OK' "$P/demo.log" || fail "the installed demo did not pass: $(tail -3 "$P/demo.log")"
+echo "install_prefix: the installed demo ran from $P with its own MariaDB script"
+
 # 8. the daemon's systemd files (systemd/): the unit template under
 #    P/lib/systemd/system with ExecStart= this prefix's flashstock, which
 #    systemd-analyze verify reads without a word; the sysusers.d file

@@ -367,36 +367,26 @@ static int dbx_serve_has(struct dbx_run *r, const char *flag)
 	return strstr(buf, flag) != NULL;
 }
 
-/* Find tests/fixtures/galera.sh: --galera-fixture, else beside the
- * executable's tree, the current directory, or the source tree. */
+/* Find galera.sh: --galera-fixture, else where the one-box demo finds
+ * mariadb.sh (demo_dur_find_fixture). */
 static int dbx_find_fixture(struct dbx_run *r)
 {
-	static const char *const rel[] = {
-		"../../tests/fixtures/galera.sh", "../tests/fixtures/galera.sh",
-		"../share/flashstock/galera.sh"
-	};
 	char exe[PATH_MAX], cand[PATH_MAX + 64];
-	size_t i;
 
 	if (r->cfg.fixture) {
 		if (realpath(r->cfg.fixture, r->fixture_path) == NULL)
 			return dbx_fail(r, "--galera-fixture %s: %s", r->cfg.fixture, strerror(errno));
 		return TOOL_OK;
 	}
-	for (i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-		snprintf(exe, sizeof exe, "%s", r->exe);
-		snprintf(cand, sizeof cand, "%s/%s", dirname(exe), rel[i]);
-		if (access(cand, R_OK) == 0 && realpath(cand, r->fixture_path) != NULL)
-			return TOOL_OK;
-	}
+	snprintf(exe, sizeof exe, "%s", r->exe);
+	snprintf(cand, sizeof cand, "%s/%s/galera.sh", dirname(exe), FLASH_DATA_REL);
+	if (access(cand, R_OK) == 0 && realpath(cand, r->fixture_path) != NULL)
+		return TOOL_OK;
 	if (realpath("tests/fixtures/galera.sh", r->fixture_path) != NULL)
 		return TOOL_OK;
-#ifdef FLASH_SOURCE_DIR
-	if (realpath(FLASH_SOURCE_DIR "/tests/fixtures/galera.sh", r->fixture_path) != NULL)
-		return TOOL_OK;
-#endif
-	return dbx_fail(r, "cannot find tests/fixtures/galera.sh next to the executable or in the "
-	                "current directory: give --galera-fixture PATH");
+	return dbx_fail(r, "cannot find galera.sh in %s next to the executable, nor "
+	                "tests/fixtures/galera.sh in the current directory: give --galera-fixture PATH",
+	                FLASH_DATA_REL);
 }
 
 /* ---- MariaDB on the cluster (root over node 1's unix socket) ---------- */

@@ -38,13 +38,8 @@
 /* Find tests/fixtures/mariadb.sh (contract in demo_durable.h). */
 int demo_dur_find_fixture(const char *cmd, const char *given, char *path, size_t cap)
 {
-	static const char *const rel[] = {
-		"../../tests/fixtures/mariadb.sh", "../tests/fixtures/mariadb.sh",
-		"../share/flashstock/mariadb.sh"
-	};
 	char exe[PATH_MAX], cand[PATH_MAX + 64], real[PATH_MAX];
 	ssize_t n;
-	size_t i;
 
 	if (given) {
 		if (access(given, R_OK) != 0 || realpath(given, real) == NULL) {
@@ -53,28 +48,21 @@ int demo_dur_find_fixture(const char *cmd, const char *given, char *path, size_t
 		}
 		goto found;
 	}
+	/* installed: <bindir>/../<datadir>/flashstock; the build tree keeps a
+	 * copy at the same place relative to tools/ (tools/CMakeLists.txt) */
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
 		exe[n] = '\0';
-		for (i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-			snprintf(cand, sizeof cand, "%s/%s", dirname(exe), rel[i]);
-			if (access(cand, R_OK) == 0 && realpath(cand, real) != NULL)
-				goto found;
-			exe[n] = '\0';   /* dirname() may have written into exe */
-		}
+		snprintf(cand, sizeof cand, "%s/%s/mariadb.sh", dirname(exe), FLASH_DATA_REL);
+		if (access(cand, R_OK) == 0 && realpath(cand, real) != NULL)
+			goto found;
 	}
 	if (access("tests/fixtures/mariadb.sh", R_OK) == 0 &&
 	    realpath("tests/fixtures/mariadb.sh", real) != NULL)
 		goto found;
-#ifdef FLASH_SOURCE_DIR
-	/* a build tree outside the source tree: the tree it was built from */
-	if (access(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", R_OK) == 0 &&
-	    realpath(FLASH_SOURCE_DIR "/tests/fixtures/mariadb.sh", real) != NULL)
-		goto found;
-#endif
-	tool_failf("%s: cannot find tests/fixtures/mariadb.sh next to the executable or in the "
-	           "current directory: give --mysql-fixture PATH%s", cmd,
-	           strcmp(cmd, "demo") == 0 ? ", or run with --no-mysql" : "");
+	tool_failf("%s: cannot find mariadb.sh in %s next to the executable, nor "
+	           "tests/fixtures/mariadb.sh in the current directory: give --mysql-fixture PATH%s",
+	           cmd, FLASH_DATA_REL, strcmp(cmd, "demo") == 0 ? ", or run with --no-mysql" : "");
 	return -1;
 found:
 	if (strlen(real) >= cap) {
