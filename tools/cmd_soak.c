@@ -51,9 +51,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef FLASH_FAKETIME_LIB
-#define FLASH_FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+#ifndef FLASH_MULTIARCH
+#define FLASH_MULTIARCH "x86_64-linux-gnu"
 #endif
+
+/* Where libfaketime is looked for at run time (Debian's package faketime
+ * first), unless FLASH_FAKETIME_LIB names it: the command builds without it,
+ * and only soak needs it. */
+static const char *const soak_faketime_paths[] = {
+	"/usr/lib/" FLASH_MULTIARCH "/faketime/libfaketime.so.1",
+	"/usr/lib/faketime/libfaketime.so.1",
+	"/usr/lib64/faketime/libfaketime.so.1",
+	"/usr/local/lib/faketime/libfaketime.so.1",
+};
 
 #define SOAK_ENV_INNER "FLASH_SOAK_INNER"   /* set in the inner process: the private dir */
 #define SOAK_ENV_URL   "FLASH_SOAK_MYSQL_URL"
@@ -429,11 +439,16 @@ static int soak_outer(char **argv, const struct soak_opts *so)
 	soak_signals();
 
 	rc = TOOL_FAIL;
-	if (!lib || !*lib)
-		lib = FLASH_FAKETIME_LIB;
+	for (size_t i = 0; (!lib || !*lib) && i < sizeof soak_faketime_paths / sizeof soak_faketime_paths[0]; i++)
+		if (access(soak_faketime_paths[i], R_OK) == 0)
+			lib = soak_faketime_paths[i];
+	if (!lib || !*lib) {
+		tool_failf("soak: libfaketime not found in %s or the usual places (apt-get install "
+		           "faketime; or set FLASH_FAKETIME_LIB)", soak_faketime_paths[0]);
+		goto out;
+	}
 	if (access(lib, R_OK) != 0) {
-		tool_failf("soak: libfaketime not found at %s (Debian package faketime; or set "
-		           "FLASH_FAKETIME_LIB)", lib);
+		tool_failf("soak: FLASH_FAKETIME_LIB=%s: %s", lib, strerror(errno));
 		goto out;
 	}
 	if (demo_dur_find_fixture("soak", so->fixture, fixture, sizeof fixture) != 0)
