@@ -348,13 +348,7 @@ static int fold_result(const struct fold_ctx *c, int wrc, const struct wal_repla
 		*wal_rc = wrc == FLASH_EWAL_STOPPED ? rep->stop : wrc;
 	if (c->fc_rc)
 		return c->fc_rc;
-	switch (wrc) {
-	case FLASH_OK:     return FLASH_OK;
-	case FLASH_EWAL_IO:    return FLASH_ESYS;
-	case FLASH_EWAL_NOMEM: return FLASH_ENOMEM;
-	case FLASH_EWAL_INVAL: return FLASH_EINVAL;
-	default:         return FLASH_ECORRUPT;
-	}
+	return wal_rc_general(wrc);
 }
 
 int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)

@@ -138,11 +138,5 @@ int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
 		return FLASH_EBUSY;
 	if (f.fd_bad_type)
 		return FLASH_ECORRUPT;
-	switch (wrc) {
-	case FLASH_OK:     return FLASH_OK;
-	case FLASH_EWAL_IO:    return FLASH_ESYS;
-	case FLASH_EWAL_NOMEM: return FLASH_ENOMEM;
-	case FLASH_EWAL_INVAL: return FLASH_EINVAL;
-	default:         return FLASH_ECORRUPT;
-	}
+	return wal_rc_general(wrc);
 }

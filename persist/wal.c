@@ -45,6 +45,17 @@ _Static_assert(sizeof(struct wal_rec) == 72, "wal_rec is 72 bytes");
  * 1. Encoding
  * ------------------------------------------------------------------------ */
 
+int wal_rc_general(int wrc)
+{
+	switch (wrc) {
+	case FLASH_OK:         return FLASH_OK;
+	case FLASH_EWAL_IO:    return FLASH_ESYS;
+	case FLASH_EWAL_NOMEM: return FLASH_ENOMEM;
+	case FLASH_EWAL_INVAL: return FLASH_EINVAL;
+	default:               return FLASH_ECORRUPT;
+	}
+}
+
 const char *wal_rec_type_name(uint16_t type, const char *unknown)
 {
 	switch (type) {

@@ -108,6 +108,11 @@
  */
 
 
+/* The general code a caller of the WAL returns for a replay's FLASH_EWAL_*
+ * outcome @p wrc: FLASH_OK, FLASH_ESYS (IO), FLASH_ENOMEM, FLASH_EINVAL;
+ * any other (a bad frame, a gap) FLASH_ECORRUPT. */
+int wal_rc_general(int wrc);
+
 /* The name of a flash_record type ("order", "cancel", "restock",
  * "activity", "sku", "gen", "archive"), or @p unknown for any other value. */
 const char *wal_rec_type_name(uint16_t type, const char *unknown);
