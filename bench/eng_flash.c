@@ -123,7 +123,7 @@ static int start_daemon(struct bench_run *run, struct flash_state *st)
 		serve_opts_default(&o);
 		o.segment = st->name;
 		o.wal_dir = st->wal_dir;
-		o.log_level = SERVE_LOG_WARN;
+		o.log_level = PLOG_WARN;
 		o.stop = &st->ctl->stop;
 		st->ctl->rc = serve_run(&o, &st->ctl->stats);
 		_exit(st->ctl->rc == 0 ? 0 : 1);

@@ -989,7 +989,7 @@ static int flash_check(struct fault_sale *s)
 		return fault_err(s, "read the WAL back: %s", flash_strerror(rc));
 	memset(&mo, 0, sizeof mo);
 	mo.url = s->s_url;
-	mo.log_level = MDB_LOG_ERROR;
+	mo.log_level = PLOG_ERROR;
 	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
 		return fault_err(s, "connect to MariaDB: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);

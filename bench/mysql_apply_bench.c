@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		snprintf(urlbuf, sizeof urlbuf, "mysql://root@localhost/%s?socket=%s", dbname, sock);
 		url = urlbuf;
 	}
-	struct mdb_opts o = { .url = url, .log_level = MDB_LOG_WARN };
+	struct mdb_opts o = { .url = url, .log_level = PLOG_WARN };
 	mdb_t *m;
 	int rc = mdb_open(&o, &m);
 	if (rc) {

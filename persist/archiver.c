@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "serve.h"
+#include "plog.h"
 
 /* ------------------------------------------------------------------------
  * 1. Decisions
@@ -117,14 +117,10 @@ enum ar_wait {
 __attribute__((format(printf, 3, 4)))
 static void alog(archiver_t *a, int level, const char *fmt, ...)
 {
-	if (!a->ar_o.log)
-		return;
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	plog_v(a->ar_o.log, a->ar_o.log_arg, level, fmt, ap);
 	va_end(ap);
-	a->ar_o.log(a->ar_o.log_arg, level, msg);
 }
 
 static int done_has(const archiver_t *a, uint32_t id)
@@ -163,7 +159,7 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 	size_t n = 0;
 	int rc = archiver_ended(h, realtime_ns(), (int64_t)a->ar_o.after_s * 1000000000ll, &v, &n);
 	if (rc) {
-		alog(a, SERVE_LOG_WARN, "archiver: listing ended activities: %s", flash_strerror(rc));
+		alog(a, PLOG_WARN, "archiver: listing ended activities: %s", flash_strerror(rc));
 		return;
 	}
 	size_t due = 0;
@@ -192,11 +188,11 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 	if (rc != FLASH_OK) {
 		int why = applied < wal_lsn || rc != FLASH_EBUSY ? AR_WAIT_MARIADB : AR_WAIT_BACKSTOP;
 		if (a->ar_wait_logged != why && why == AR_WAIT_MARIADB)
-			alog(a, SERVE_LOG_INFO, "archiver: %zu activities due, waiting for MariaDB (applied "
+			alog(a, PLOG_INFO, "archiver: %zu activities due, waiting for MariaDB (applied "
 			     "LSN %llu, segment at %llu)", due, (unsigned long long)applied,
 			     (unsigned long long)wal_lsn);
 		else if (a->ar_wait_logged != why)
-			alog(a, SERVE_LOG_INFO, "archiver: %zu activities due, waiting for the backstop (its "
+			alog(a, PLOG_INFO, "archiver: %zu activities due, waiting for the backstop (its "
 			     "orders are in fs_user_limit up to LSN %llu, segment at %llu): an archived "
 			     "activity's orders could not be checked across boxes any more", due,
 			     (unsigned long long)backstop, (unsigned long long)wal_lsn);
@@ -210,7 +206,7 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 	a->ar_wait_logged = AR_WAIT_NONE;
 	flash_t *w = NULL;
 	if ((rc = flash_open(a->ar_segment, 0, &w)) != FLASH_OK) {
-		alog(a, SERVE_LOG_WARN, "archiver: open %s: %s (tried again next pass)", a->ar_segment,
+		alog(a, PLOG_WARN, "archiver: open %s: %s (tried again next pass)", a->ar_segment,
 		     flash_strerror(rc));
 		pthread_mutex_lock(&a->ar_mu);
 		a->ar_st.failures++;
@@ -239,14 +235,14 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 			if (a->ar_o.backstop_lsn)
 				snprintf(bs, sizeof bs, ", backstop at %llu", (unsigned long long)backstop);
 			done_add(a, v[i].id);
-			alog(a, SERVE_LOG_INFO, "archiver: archived activity %u (ended %llds ago): %llu "
+			alog(a, PLOG_INFO, "archiver: archived activity %u (ended %llds ago): %llu "
 			     "orders, %u skus, %u shards, %llu tokens reclaimed; MariaDB applied LSN %llu%s >= "
 			     "%llu", v[i].id, (long long)((realtime_ns() - v[i].end_ns) / 1000000000ll),
 			     (unsigned long long)info.orders, info.skus, info.shards,
 			     (unsigned long long)info.tokens, (unsigned long long)applied, bs,
 			     (unsigned long long)wal_lsn);
 		} else {
-			alog(a, SERVE_LOG_WARN, "archiver: activity %u: %s (tried again next pass)", v[i].id,
+			alog(a, PLOG_WARN, "archiver: activity %u: %s (tried again next pass)", v[i].id,
 			     flash_strerror(rc));
 		}
 	}
@@ -277,7 +273,7 @@ static void *archiver_main(void *arg)
 		if (!h) {
 			int rc = flash_open(a->ar_segment, FLASH_RDONLY, &h);
 			if (rc) {
-				alog(a, SERVE_LOG_WARN, "archiver: open %s: %s", a->ar_segment, flash_strerror(rc));
+				alog(a, PLOG_WARN, "archiver: open %s: %s", a->ar_segment, flash_strerror(rc));
 				h = NULL;
 			}
 		}

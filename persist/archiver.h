@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "flashstock.h"
+#include "plog.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,7 +77,7 @@ struct archiver_opts {
 	void               *applied_arg;
 	archiver_applied_fn backstop_lsn; /* the backstop's position (serve --backstop); NULL: none */
 	void               *backstop_arg;
-	void              (*log)(void *arg, int level, const char *msg);  /* serve levels */
+	plog_fn            log;        /* NULL: quiet */
 	void               *log_arg;
 };
 

@@ -28,7 +28,7 @@
 #include "flashstock.h"
 #include "mysql_apply.h"
 #include "mysql_err.h"
-#include "serve.h"
+#include "plog.h"
 
 #define BS_CONSUMER   "backstop"
 #define BS_URLS_MAX   16
@@ -83,16 +83,13 @@ static void bs_log(const struct backstop *b, int level, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	serve_vlog(level, "backstop: ", fmt, ap);
+	plog_vline(level, "backstop: ", fmt, ap);
 	va_end(ap);
 }
 
 static void bs_mysql_log(void *arg, int level, const char *msg)
 {
-	const struct backstop *b = arg;
-	int lv = level == MDB_LOG_ERROR ? SERVE_LOG_ERROR
-	         : level == MDB_LOG_WARN ? SERVE_LOG_WARN : SERVE_LOG_INFO;
-	bs_log(b, lv, "%s", msg);
+	bs_log(arg, level > PLOG_INFO ? PLOG_INFO : level, "%s", msg);
 }
 
 static uint64_t bs_now_ms(void)
@@ -232,7 +229,7 @@ static void bs_move(struct backstop *b)
 	b->bs_connected = 0;
 	if (b->bs_nurl > 1) {
 		b->bs_cur = (b->bs_cur + 1) % b->bs_nurl;
-		bs_log(b, SERVE_LOG_WARN, "moving to central URL %u of %u (%s)", b->bs_cur + 1, b->bs_nurl,
+		bs_log(b, PLOG_WARN, "moving to central URL %u of %u (%s)", b->bs_cur + 1, b->bs_nurl,
 		       mdb_where(b->bs_m[b->bs_cur]));
 	}
 }
@@ -267,7 +264,7 @@ static int bs_connect(struct backstop *b)
 	for (size_t i = 0; i < sizeof bs_schema / sizeof bs_schema[0]; i++) {
 		unsigned e = bs_exec(c, bs_schema[i]);
 		if (e) {
-			bs_log(b, SERVE_LOG_ERROR, "schema on %s: %s (%u)",
+			bs_log(b, PLOG_ERROR, "schema on %s: %s (%u)",
 			       mdb_where(b->bs_m[b->bs_cur]), mysql_error(c), e);
 			bs_move(b);
 			return FLASH_EMYSQL_RETRY;
@@ -280,7 +277,7 @@ static int bs_connect(struct backstop *b)
 	         " VALUES (%u, %" PRIu64 ", 0, NOW(6))", b->bs_o.box_id, b->bs_incarnation);
 	unsigned e = bs_exec(c, sql);
 	if (e) {
-		bs_log(b, SERVE_LOG_ERROR, "position row on %s: %s (%u)",
+		bs_log(b, PLOG_ERROR, "position row on %s: %s (%u)",
 		       mdb_where(b->bs_m[b->bs_cur]), mysql_error(c), e);
 		bs_move(b);
 		return FLASH_EMYSQL_RETRY;
@@ -294,7 +291,7 @@ static int bs_connect(struct backstop *b)
 	b->bs_st.reconnects++;
 	b->bs_st.node = b->bs_cur;
 	pthread_mutex_unlock(&b->bs_mu);
-	bs_log(b, SERVE_LOG_INFO, "central database %s (URL %u of %u), box %u",
+	bs_log(b, PLOG_INFO, "central database %s (URL %u of %u), box %u",
 	       mdb_where(b->bs_m[b->bs_cur]), b->bs_cur + 1, b->bs_nurl, b->bs_o.box_id);
 	return FLASH_OK;
 }
@@ -336,7 +333,7 @@ static const struct bs_act *bs_act_get(struct backstop *b, uint32_t id)
 static int bs_batch_fail(struct backstop *b, MYSQL *c, unsigned e, const char *what)
 {
 	int k = backstop_err_action(e);
-	bs_log(b, k == BACKSTOP_ERR_FAIL ? SERVE_LOG_ERROR : SERVE_LOG_WARN,
+	bs_log(b, k == BACKSTOP_ERR_FAIL ? PLOG_ERROR : PLOG_WARN,
 	       "%s on %s: %s (%u): batch rolled back%s", what, mdb_where(b->bs_m[b->bs_cur]),
 	       mysql_error(c), e, k == BACKSTOP_ERR_FAIL ? "" : ", run again");
 	if (k == BACKSTOP_ERR_MOVE) {
@@ -363,7 +360,7 @@ static unsigned bs_order(struct backstop *b, MYSQL *c, const struct flash_feed_r
 	const struct flash_record *r = &fr->fr_rec;
 	const struct bs_act *a = bs_act_get(b, r->activity_id);
 	if (!a) {
-		bs_log(b, SERVE_LOG_WARN, "order %" PRIu64 " (LSN %" PRIu64 "): activity %u is not in the "
+		bs_log(b, PLOG_WARN, "order %" PRIu64 " (LSN %" PRIu64 "): activity %u is not in the "
 		       "segment: not checked", r->order_no, fr->fr_lsn, r->activity_id);
 		return 0;
 	}
@@ -390,7 +387,7 @@ static unsigned bs_order(struct backstop *b, MYSQL *c, const struct flash_feed_r
 		if (strstr(mysql_error(c), "'PRIMARY'")) {
 			/* (box, order) is there already: a WAL that numbers
 			 * orders again, which the incarnation check excludes */
-			bs_log(b, SERVE_LOG_WARN, "order %" PRIu64 " of box %u is in fs_user_limit already",
+			bs_log(b, PLOG_WARN, "order %" PRIu64 " of box %u is in fs_user_limit already",
 			       r->order_no, b->bs_o.box_id);
 			return 0;
 		}
@@ -429,7 +426,7 @@ static unsigned bs_order(struct backstop *b, MYSQL *c, const struct flash_feed_r
 	b->bs_ref = nr;
 	b->bs_ref[b->bs_nref++] = (struct bs_refused){ r->order_no, fr->fr_lsn };
 	(*conflicts)++;
-	bs_log(b, SERVE_LOG_WARN, "order %" PRIu64 " (LSN %" PRIu64 ") of user %" PRIu64 ", activity %u:"
+	bs_log(b, PLOG_WARN, "order %" PRIu64 " (LSN %" PRIu64 ") of user %" PRIu64 ", activity %u:"
 	       " the user holds the limit (%u) across boxes (box %u order %" PRIu64 "): refused, it is"
 	       " cancelled", r->order_no, fr->fr_lsn, r->user_id, r->activity_id, k, hbox, horder);
 	return 0;
@@ -472,7 +469,7 @@ static int bs_apply(struct backstop *b)
 			return bs_batch_fail(b, c, e, "position");
 	} else if (inc != b->bs_incarnation) {
 		(void)bs_exec(c, "ROLLBACK");
-		bs_log(b, SERVE_LOG_ERROR, "box %u: the central position belongs to WAL incarnation %016"
+		bs_log(b, PLOG_ERROR, "box %u: the central position belongs to WAL incarnation %016"
 		       PRIx64 ", this segment is %016" PRIx64 " (created afresh: its order numbers start "
 		       "again); the backstop stops. Delete the box's rows of fs_backstop_pos, "
 		       "fs_user_limit and fs_backstop once its old orders are settled, then restart",
@@ -544,13 +541,13 @@ static void bs_compensate(struct backstop *b, MYSQL *c, uint64_t order_no)
 		}
 	}
 	if (rc != FLASH_OK && rc != FLASH_ECANCELLED && rc != FLASH_EFATE_UNKNOWN) {
-		bs_log(b, SERVE_LOG_ERROR, "cancel of order %" PRIu64 ": %s; the next connect tries again",
+		bs_log(b, PLOG_ERROR, "cancel of order %" PRIu64 ": %s; the next connect tries again",
 		       order_no, flash_strerror(rc));
 		return;
 	}
 	if (rc != FLASH_ECANCELLED)
 		bs_stat_add(b, &b->bs_st.compensated, 1);
-	bs_log(b, SERVE_LOG_INFO, "order %" PRIu64 " cancelled (%u units back in stock)", order_no,
+	bs_log(b, PLOG_INFO, "order %" PRIu64 " cancelled (%u units back in stock)", order_no,
 	       rc == FLASH_ECANCELLED ? 0u : units);
 	char sql[256];
 	snprintf(sql, sizeof sql, "UPDATE fs_backstop SET cancelled = 1, units_returned = %u WHERE box_id"
@@ -558,7 +555,7 @@ static void bs_compensate(struct backstop *b, MYSQL *c, uint64_t order_no)
 	         rc == FLASH_ECANCELLED ? 0u : units, b->bs_o.box_id, order_no);
 	unsigned e = bs_exec(c, sql);
 	if (e) {
-		bs_log(b, SERVE_LOG_WARN, "marking order %" PRIu64 " cancelled: %s (%u); the next connect"
+		bs_log(b, PLOG_WARN, "marking order %" PRIu64 " cancelled: %s (%u); the next connect"
 		       " does it", order_no, mysql_error(c), e);
 		if (backstop_err_action(e) == BACKSTOP_ERR_MOVE)
 			bs_move(b);
@@ -586,7 +583,7 @@ static int bs_sweep(struct backstop *b, MYSQL *c)
 	if (n && !v)
 		return FLASH_ENOMEM;
 	if (k)
-		bs_log(b, SERVE_LOG_INFO, "%zu refused orders of box %u not yet marked cancelled: cancelling",
+		bs_log(b, PLOG_INFO, "%zu refused orders of box %u not yet marked cancelled: cancelling",
 		       k, b->bs_o.box_id);
 	for (size_t i = 0; i < k; i++)
 		bs_compensate(b, c, v[i]);
@@ -610,7 +607,7 @@ static void bs_feed_commit(struct backstop *b)
 	if (rc == FLASH_OK)
 		b->bs_feed_lsn = b->bs_fed_lsn;
 	else
-		bs_log(b, SERVE_LOG_WARN, "feed commit at LSN %" PRIu64 ": %s (reading resumes earlier; "
+		bs_log(b, PLOG_WARN, "feed commit at LSN %" PRIu64 ": %s (reading resumes earlier; "
 		       "the central position skips what is written)", b->bs_fed_lsn, flash_strerror(rc));
 }
 
@@ -633,7 +630,7 @@ static int bs_fill(struct backstop *b, uint32_t wait_ms)
 
 static void bs_fail(struct backstop *b, const char *what, int rc)
 {
-	bs_log(b, SERVE_LOG_ERROR, "%s: %s; the cross-box limit is not checked until serve restarts",
+	bs_log(b, PLOG_ERROR, "%s: %s; the cross-box limit is not checked until serve restarts",
 	       what, flash_strerror(rc));
 	pthread_mutex_lock(&b->bs_mu);
 	b->bs_st.failed = rc ? rc : -1;
@@ -742,7 +739,7 @@ static void *bs_main(void *arg)
 			break;
 	}
 	if (b->bs_nbatch)
-		bs_log(b, SERVE_LOG_WARN, "stopping with %zu feed records not yet written centrally (the "
+		bs_log(b, PLOG_WARN, "stopping with %zu feed records not yet written centrally (the "
 		       "next start writes them)", b->bs_nbatch);
 	bs_feed_commit(b);
 out:

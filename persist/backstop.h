@@ -72,7 +72,7 @@ struct backstop_opts {
 	uint32_t    box_id;       /* 1..2^31-1 */
 	uint32_t    batch_max;    /* feed records per transaction at most (0: 256) */
 	uint32_t    commit_ms;    /* commit the feed position at most this often (0: 500) */
-	int         log_level;    /* enum serve_log_level: the most verbose level printed */
+	int         log_level;    /* enum plog_level: the most verbose level printed */
 };
 
 struct backstop_stats {

@@ -58,14 +58,10 @@ struct central {
 static void central_log(central_t *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void central_log(central_t *c, int level, const char *fmt, ...)
 {
-	if (!c->c_o.log)
-		return;
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	plog_v(c->c_o.log, c->c_o.log_arg, level, fmt, ap);
 	va_end(ap);
-	c->c_o.log(c->c_o.log_arg, level, msg);
 }
 
 static uint64_t now_ms(void)
@@ -124,7 +120,7 @@ int central_open(const struct central_opts *o, central_t **out)
 		rc = FLASH_EMYSQL_CONFIG;
 	if (rc != FLASH_OK) {
 		if (c->c_err[0])
-			central_log(c, MDB_LOG_ERROR, "%s", c->c_err);
+			central_log(c, PLOG_ERROR, "%s", c->c_err);
 		central_close(c);
 		return rc;
 	}
@@ -181,7 +177,7 @@ static void node_fail(central_t *c, unsigned i)
 	if (c->c_n > 1) {
 		c->c_shift++;
 		c->c_failovers++;
-		central_log(c, MDB_LOG_WARN, "node %s failed (%s): moving to %s", c->c_node[i].cn_where,
+		central_log(c, PLOG_WARN, "node %s failed (%s): moving to %s", c->c_node[i].cn_where,
 		     c->c_err, c->c_node[(i + 1) % c->c_n].cn_where);
 	}
 }
@@ -218,7 +214,7 @@ static MYSQL *node_conn(central_t *c, uint64_t key)
 		snprintf(c->c_err, sizeof c->c_err, "%s", why);
 		c->c_errno = CR_CONNECTION_ERROR;
 		if (rc == FLASH_EMYSQL_CONFIG) {
-			central_log(c, MDB_LOG_ERROR, "%s", why);
+			central_log(c, PLOG_ERROR, "%s", why);
 			return NULL;
 		}
 		node_fail(c, i);
@@ -391,7 +387,7 @@ static int run(central_t *c, uint64_t key, attempt_fn fn, check_fn check, void *
 			unsigned e = c->c_errno;
 			if (!mdb_err_retryable(e)) {
 				struct cnode *n = &c->c_node[c->c_cur];
-				central_log(c, MDB_LOG_ERROR, "%s: %s", n->cn_where, c->c_err);
+				central_log(c, PLOG_ERROR, "%s: %s", n->cn_where, c->c_err);
 				if (n->cn_conn && mysql_query(n->cn_conn, "ROLLBACK") != 0) {
 					/* a session in a state we do not know (a result
 					 * left unread): closing it is the rollback */
@@ -403,7 +399,7 @@ static int run(central_t *c, uint64_t key, attempt_fn fn, check_fn check, void *
 			uncertain = 1;
 			if (err_same_node(e) && c->c_node[c->c_cur].cn_conn) {
 				(void)mysql_query(c->c_node[c->c_cur].cn_conn, "ROLLBACK");
-				central_log(c, MDB_LOG_INFO, "%s: %s: retrying", c->c_node[c->c_cur].cn_where,
+				central_log(c, PLOG_INFO, "%s: %s: retrying", c->c_node[c->c_cur].cn_where,
 				     c->c_err);
 			} else {
 				node_fail(c, c->c_cur);
@@ -417,7 +413,7 @@ static int run(central_t *c, uint64_t key, attempt_fn fn, check_fn check, void *
 			now = now_ms();
 		}
 		if (now >= deadline) {
-			central_log(c, MDB_LOG_WARN, "no node answered within %u ms: %s",
+			central_log(c, PLOG_WARN, "no node answered within %u ms: %s",
 			            (unsigned)(now - start), c->c_err);
 			return FLASH_EMYSQL_RETRY;
 		}

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "flashstock.h"
+#include "plog.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,7 +74,7 @@ struct central_opts {
 	uint32_t    timeout_s;   /* connect/read/write timeout per attempt (0: 3) */
 	uint32_t    retry_ms;    /* how long one call retries before FLASH_EMYSQL_RETRY (0: 15000) */
 	int         create_db;   /* create the database when missing (lease init) */
-	void      (*log)(void *arg, int level, const char *msg);  /* MDB_LOG_* levels; NULL: quiet */
+	plog_fn    log;        /* NULL: quiet */
 	void       *log_arg;
 	int       (*fault)(void *arg, int point);                 /* tests; NULL: none */
 	void       *fault_arg;

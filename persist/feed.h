@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "flashstock.h"
+#include "plog.h"
 
 #define FEED_DIR "feed"
 
@@ -132,8 +133,6 @@ struct feed_retain_stats {
 	uint64_t held_lsn;       /* the lowest LSN a consumer held back the last time (0: none) */
 };
 
-/* Log callback: one line, level as enum serve_log_level. */
-typedef void (*feed_log_fn)(void *arg, int level, const char *msg);
 
 /*
  * Lower @p cover (the LSN through which snapshots and MySQL let files go)
@@ -152,7 +151,7 @@ typedef void (*feed_log_fn)(void *arg, int level, const char *msg);
 int feed_list_all(const char *wal_dir, struct flash_feed_info **out, size_t *n);
 
 uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct feed_retain_opts *o,
-                           feed_log_fn log, void *log_arg);
+                           plog_fn log, void *log_arg);
 
 /*
  * What the snapshot thread calls: under the registry lock (exclusive),
@@ -165,7 +164,7 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
  * @return a WAL_* code of the removal (FLASH_OK when nothing was to go).
  */
 int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
-                       const struct feed_retain_opts *o, feed_log_fn log, void *log_arg,
+                       const struct feed_retain_opts *o, plog_fn log, void *log_arg,
                        uint64_t *cover_out, uint32_t *removed);
 
 void feed_retain_stats_get(struct feed_retain_stats *out);

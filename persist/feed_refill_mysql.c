@@ -43,7 +43,7 @@ struct feed_refill {
 static void feed_refill_log(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level <= MDB_LOG_WARN)
+	if (level <= PLOG_WARN)
 		fprintf(stderr, "flashstock feed: mysql: %s\n", msg);
 }
 

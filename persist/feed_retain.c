@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "pio.h"
-#include "serve.h"
+#include "plog.h"
 #include "wal.h"
 
 static pthread_mutex_t retain_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -67,19 +67,6 @@ static void retain_file_info(const char *dir, uint64_t start, int64_t *created_n
 	pio_close(fd);
 }
 
-static void retain_log(feed_log_fn log, void *arg, int level, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void retain_log(feed_log_fn log, void *arg, int level, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (log)
-		log(arg, level, line);
-}
-
 /*
  * flash_feed_list counts all it finds but copies only as many as there is
  * room for, and a consumer may register between the count and the copy (a
@@ -110,7 +97,7 @@ int feed_list_all(const char *wal_dir, struct flash_feed_info **out, size_t *n)
 }
 
 uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct feed_retain_opts *o,
-                           feed_log_fn log, void *log_arg)
+                           plog_fn log, void *log_arg)
 {
 	struct flash_feed_info *v;
 	size_t n;
@@ -162,7 +149,7 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
 		if (over_bytes || over_age) {
 			if (retain_seen_once(v[i].fi_name, need)) {
 				retain_st.lost_total++;
-				retain_log(log, log_arg, SERVE_LOG_WARN,
+				plogf(log, log_arg, PLOG_WARN,
 				           "feed: consumer '%s' lost: it needs LSN %" PRIu64 " but keeping it would "
 				           "hold %" PRIu64 " bytes of WAL for %" PRIu64 " s (bound: --feed-keep-bytes %"
 				           PRIu64 ", --feed-keep-age %" PRIu64 " s); its files go, its next read "
@@ -184,7 +171,7 @@ uint64_t feed_retain_cover(const char *wal_dir, uint64_t cover, const struct fee
 }
 
 int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
-                       const struct feed_retain_opts *o, feed_log_fn log, void *log_arg,
+                       const struct feed_retain_opts *o, plog_fn log, void *log_arg,
                        uint64_t *cover_out, uint32_t *removed)
 {
 	*removed = 0;
@@ -192,7 +179,7 @@ int feed_retain_remove(const char *wal_dir, uint64_t cover, uint64_t floor,
 	if (lk < 0) {
 		/* a registration "from the start" could pick a file about to be
 		 * removed: nothing goes this time, the next round asks again */
-		retain_log(log, log_arg, SERVE_LOG_WARN, "feed: no WAL file removed: the consumers' registry "
+		plogf(log, log_arg, PLOG_WARN, "feed: no WAL file removed: the consumers' registry "
 		           "lock on %s could not be taken (%s); the next snapshot tries again",
 		           wal_dir, strerror(errno));
 		*cover_out = 0;

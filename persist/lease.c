@@ -47,7 +47,7 @@
 #include "central.h"
 #include "mysql_apply.h"
 #include "pio.h"
-#include "serve.h"
+#include "plog.h"
 
 /* ------------------------------------------------------------------------
  * 1. Small tools
@@ -121,7 +121,7 @@ static void llog(const struct lease *a, int level, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	serve_vlog(level, "lease: ", fmt, ap);
+	plog_vline(level, "lease: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -170,7 +170,7 @@ static void nap(struct lease *a, uint32_t ms)
 static void kill_point(struct lease *a, const char *name)
 {
 	if (a->l_kill_at && strcmp(a->l_kill_at, name) == 0) {
-		llog(a, SERVE_LOG_WARN, "FLASH_LEASE_KILL_AT=%s: SIGKILL now", name);
+		llog(a, PLOG_WARN, "FLASH_LEASE_KILL_AT=%s: SIGKILL now", name);
 		raise(SIGKILL);
 	}
 }
@@ -240,7 +240,7 @@ static void set_state(struct lease *a, int state, int rc);
  */
 static int stuck(struct lease *a, int rc, const struct intent *t, const char *why)
 {
-	llog(a, SERVE_LOG_ERROR, "%s of %" PRId64 " units of %u/%u (lease %" PRIu64 "): %s %s; its intent is"
+	llog(a, PLOG_ERROR, "%s of %" PRId64 " units of %u/%u (lease %" PRIu64 "): %s %s; its intent is"
 	     " kept and no more takes or returns are made until serve restarts and finishes it",
 	     t->it_op == 't' ? "take" : "return", t->it_k, t->it_act, t->it_sku, t->it_id, why,
 	     flash_strerror(rc));
@@ -309,7 +309,7 @@ static int intent_save(struct lease *a)
 		goto fail;
 	return 0;
 fail:
-	llog(a, SERVE_LOG_ERROR, "intent file in %s: %s", a->l_dir, pio_strerror(errno));
+	llog(a, PLOG_ERROR, "intent file in %s: %s", a->l_dir, pio_strerror(errno));
 	return -1;
 }
 
@@ -349,7 +349,7 @@ static int intent_load(struct lease *a)
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
-		llog(a, SERVE_LOG_ERROR, "intent file: %s", pio_strerror(errno));
+		llog(a, PLOG_ERROR, "intent file: %s", pio_strerror(errno));
 		return -1;
 	}
 	FILE *f = fdopen(fd, "r");
@@ -364,7 +364,7 @@ static int intent_load(struct lease *a)
 		if (sscanf(line, "%c %" SCNu64 " %u %u %" SCNd64 " %" SCNd64 " %" SCNd64, &t.it_op, &t.it_id,
 		           &t.it_act, &t.it_sku, &t.it_k, &t.it_before, &t.it_total) != 7 ||
 		    (t.it_op != 't' && t.it_op != 'r' && t.it_op != 'c' && t.it_op != 'd')) {
-			llog(a, SERVE_LOG_ERROR, "%s: unreadable line '%.60s'", path, line);
+			llog(a, PLOG_ERROR, "%s: unreadable line '%.60s'", path, line);
 			fclose(f);
 			return -1;
 		}
@@ -517,7 +517,7 @@ static int take_finish(struct lease *a, struct lsku *k, const struct intent *tp)
 		/* not loaded: retried (take_finish again, the central take is
 		 * idempotent by id) before any other operation, which would move
 		 * the total the intent's judgement at a start compares with */
-		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (loaded again"
+		llog(a, PLOG_ERROR, "lease %" PRIu64 " taken but not loaded into %u/%u: %s (loaded again"
 		     " before anything else)", t.it_id, t.it_act, t.it_sku, flash_strerror(rc));
 		a->l_pending = 1;
 		return rc;      /* intent kept */
@@ -529,7 +529,7 @@ static int take_finish(struct lease *a, struct lsku *k, const struct intent *tp)
 	a->l_st.takes++;
 	a->l_st.take_units += (uint64_t)t.it_k;
 	pthread_mutex_unlock(&a->l_mu);
-	llog(a, SERVE_LOG_DEBUG, "lease %" PRIu64 ": %" PRId64 " units of %u/%u", t.it_id, t.it_k,
+	llog(a, PLOG_DEBUG, "lease %" PRIu64 ": %" PRId64 " units of %u/%u", t.it_id, t.it_k,
 	     t.it_act, t.it_sku);
 	return FLASH_OK;
 }
@@ -605,7 +605,7 @@ static int return_refused(struct lease *a, struct llease *l, const struct intent
 	if ((rc = restock_durable(a, t->it_act, t->it_sku, t->it_k)) != FLASH_OK)
 		return stuck(a, rc, t, "refused by the pool; the units could not be put back:");
 	intent_pop(a);
-	llog(a, SERVE_LOG_WARN, "the pool refused the return of %" PRId64 " units of lease %" PRIu64 ": %s; they"
+	llog(a, PLOG_WARN, "the pool refused the return of %" PRId64 " units of lease %" PRIu64 ": %s; they"
 	     " are back in the segment of %u/%u", t->it_k, t->it_id, flash_strerror(refusal), t->it_act, t->it_sku);
 	return refusal;
 }
@@ -699,17 +699,17 @@ static void drain_all(struct lease *a)
 		int64_t n = 0;
 		int rc = drain_sku(a, a->l_sku[i].ks_act, a->l_sku[i].ks_sku, &n);
 		if (rc != FLASH_OK)
-			llog(a, SERVE_LOG_ERROR, "drain %u/%u: %s", a->l_sku[i].ks_act, a->l_sku[i].ks_sku,
+			llog(a, PLOG_ERROR, "drain %u/%u: %s", a->l_sku[i].ks_act, a->l_sku[i].ks_sku,
 			     flash_strerror(rc));
 		else if (n)
-			llog(a, SERVE_LOG_INFO, "took %" PRId64 " units of %u/%u out of the segment", n,
+			llog(a, PLOG_INFO, "took %" PRId64 " units of %u/%u out of the segment", n,
 			     a->l_sku[i].ks_act, a->l_sku[i].ks_sku);
 	}
 }
 
 static void become_fenced(struct lease *a)
 {
-	llog(a, SERVE_LOG_ERROR, "box %u epoch %u is fenced in MariaDB: its stock is taken out of the segment"
+	llog(a, PLOG_ERROR, "box %u epoch %u is fenced in MariaDB: its stock is taken out of the segment"
 	     " and nothing more is sold from its leases; restart serve to rejoin (the box then reclaims its"
 	     " fenced leases from its segment), or `flashstock lease reclaim --box %u`",
 	     a->l_o.box_id, a->l_epoch, a->l_o.box_id);
@@ -869,7 +869,7 @@ static void drain_suspended(struct lease *a)
 		if (rc != FLASH_OK) {
 			count_failure(a);
 			if (!a->l_drain_err)
-				llog(a, SERVE_LOG_ERROR, "suspended, but %u/%u cannot be taken out of the segment: %s"
+				llog(a, PLOG_ERROR, "suspended, but %u/%u cannot be taken out of the segment: %s"
 				     " (tried again every tick)", k->ks_act, k->ks_sku, flash_strerror(rc));
 			a->l_drain_err = 1;
 		}
@@ -879,7 +879,7 @@ static void drain_suspended(struct lease *a)
 /* Out of touch since touch_deadline(): stop selling until MariaDB answers. */
 static void suspend(struct lease *a)
 {
-	llog(a, SERVE_LOG_WARN, "no heartbeat accepted by MariaDB for %u s: selling stops until it answers",
+	llog(a, PLOG_WARN, "no heartbeat accepted by MariaDB for %u s: selling stops until it answers",
 	     3 * a->l_o.heartbeat_s);
 	a->l_suspended = 1;
 	a->l_drain_err = 0;
@@ -925,7 +925,7 @@ static int restore_drained(struct lease *a)
 	 * leave the units in neither the segment nor a note */
 	int rc = durable(a);
 	if (rc != FLASH_OK) {
-		llog(a, SERVE_LOG_ERROR, "drained units loaded back, not known durable: %s (their intents stay)",
+		llog(a, PLOG_ERROR, "drained units loaded back, not known durable: %s (their intents stay)",
 		     flash_strerror(rc));
 		free(keep);
 		return rc;
@@ -950,7 +950,7 @@ static void resume(struct lease *a)
 		a->l_stuck_rc = rc;
 	}
 	if (a->l_suspended)
-		llog(a, SERVE_LOG_INFO, "MariaDB answers again: selling resumes");
+		llog(a, PLOG_INFO, "MariaDB answers again: selling resumes");
 	a->l_suspended = 0;
 	/* a stuck agent stays reported failed (stuck()) */
 	if (a->l_stuck)
@@ -980,12 +980,12 @@ static int return_redo(struct lease *a, const struct intent *t)
 	if (rc != FLASH_OK)
 		return rc;
 	if ((rc = restock_durable(a, t->it_act, t->it_sku, -t->it_k)) != FLASH_OK) {
-		llog(a, SERVE_LOG_ERROR, "lease %" PRIu64 ": %" PRId64 " units returned to the pool are still in"
+		llog(a, PLOG_ERROR, "lease %" PRIu64 ": %" PRId64 " units returned to the pool are still in"
 		     " the segment of %u/%u, and cannot be taken out: %s", t->it_id, t->it_k, t->it_act, t->it_sku,
 		     flash_strerror(rc));
 		return rc;
 	}
-	llog(a, SERVE_LOG_WARN, "lease %" PRIu64 ": the return of %" PRId64 " units had committed but their"
+	llog(a, PLOG_WARN, "lease %" PRIu64 ": the return of %" PRId64 " units had committed but their"
 	     " removal from the segment was lost (power cut): taken out of %u/%u again", t->it_id, t->it_k,
 	     t->it_act, t->it_sku);
 	pthread_mutex_lock(&a->l_mu);
@@ -1015,7 +1015,7 @@ static int finish_intent(struct lease *a, const struct intent *t)
 			/* durable: the intent goes once the start is done */
 			if ((rc = restock_durable(a, t->it_act, t->it_sku, t->it_k)) != FLASH_OK)
 				return rc;
-			llog(a, SERVE_LOG_INFO, "lease %" PRIu64 " had committed but was not loaded: loaded %" PRId64
+			llog(a, PLOG_INFO, "lease %" PRIu64 " had committed but was not loaded: loaded %" PRId64
 			     " units into %u/%u", t->it_id, t->it_k, t->it_act, t->it_sku);
 			pthread_mutex_lock(&a->l_mu);
 			a->l_st.finished++;
@@ -1056,7 +1056,7 @@ static int finish_intent(struct lease *a, const struct intent *t)
 		while ((rc = return_central(a, k, l, t->it_before, t->it_k)) == FLASH_EMYSQL_RETRY && !stopping(a))
 			nap(a, 500);
 		if (rc == FLASH_OK) {
-			llog(a, SERVE_LOG_INFO, "an interrupted return of %" PRId64 " units of lease %" PRIu64
+			llog(a, PLOG_INFO, "an interrupted return of %" PRId64 " units of lease %" PRIu64
 			     " is finished (returned count %" PRId64 ")", t->it_k, t->it_id, l->ll_returned);
 			pthread_mutex_lock(&a->l_mu);
 			a->l_st.finished++;
@@ -1071,7 +1071,7 @@ static int finish_intent(struct lease *a, const struct intent *t)
  * figures (sold = total - available), then register anew. */
 static int start_fenced(struct lease *a, struct box_reg *reg)
 {
-	llog(a, SERVE_LOG_WARN, "box %u was fenced (epoch %u): taking its stock out of the segment and"
+	llog(a, PLOG_WARN, "box %u was fenced (epoch %u): taking its stock out of the segment and"
 	     " reclaiming its fenced leases", a->l_o.box_id, reg->old_epoch);
 	drain_all(a);
 	/* the drain on disk before the pool gets the units back: a power cut
@@ -1096,12 +1096,12 @@ static int start_fenced(struct lease *a, struct box_reg *reg)
 			sold = (int64_t)si.total - (int64_t)si.available;
 		rc = central_reclaim(a->l_c, a->l_o.box_id, v[i].activity_id, v[i].sku_id, sold, &back);
 		if (rc != FLASH_OK) {
-			llog(a, SERVE_LOG_ERROR, "reclaim %u/%u (sold %" PRId64 "): %s %s", v[i].activity_id,
+			llog(a, PLOG_ERROR, "reclaim %u/%u (sold %" PRId64 "): %s %s", v[i].activity_id,
 			     v[i].sku_id, sold, flash_strerror(rc), central_error(a->l_c));
 			free(v);
 			return rc;
 		}
-		llog(a, SERVE_LOG_INFO, "reclaimed %u/%u: %" PRId64 " sold, %" PRId64 " units back to the pool",
+		llog(a, PLOG_INFO, "reclaimed %u/%u: %" PRId64 " sold, %" PRId64 " units back to the pool",
 		     v[i].activity_id, v[i].sku_id, sold, back);
 	}
 	free(v);
@@ -1149,7 +1149,7 @@ static void start_drain(struct lease *a)
 			break;
 		if (intent_save(a) != 0) {
 			a->l_nit = first;
-			llog(a, SERVE_LOG_ERROR, "cannot note the start drain: the segment's stock stays sellable"
+			llog(a, PLOG_ERROR, "cannot note the start drain: the segment's stock stays sellable"
 			     " until the box has registered");
 			return;
 		}
@@ -1169,7 +1169,7 @@ static void start_drain(struct lease *a)
 		}
 	}
 	if (taken)
-		llog(a, SERVE_LOG_INFO, "took %" PRId64 " units (%zu drains) out of the segment until box %u has"
+		llog(a, PLOG_INFO, "took %" PRId64 " units (%zu drains) out of the segment until box %u has"
 		     " registered", taken, skus, a->l_o.box_id);
 }
 
@@ -1200,7 +1200,7 @@ static int agent_start(struct lease *a)
 		return rc;
 	a->l_epoch = reg.epoch;
 	a->l_seq = 0;
-	llog(a, SERVE_LOG_INFO, "box %u registered: epoch %u (was %u), %u open leases adopted",
+	llog(a, PLOG_INFO, "box %u registered: epoch %u (was %u), %u open leases adopted",
 	     a->l_o.box_id, reg.epoch, reg.old_epoch, reg.adopted);
 	struct lease_row *v = NULL;
 	size_t n = 0;
@@ -1237,7 +1237,7 @@ static int agent_start(struct lease *a)
 		return rc;
 	for (size_t i = 0; i < a->l_nit; i++)
 		if (a->l_it[i].it_op != 'd' && (rc = finish_intent(a, &a->l_it[i])) != FLASH_OK) {
-			llog(a, SERVE_LOG_ERROR, "finishing the interrupted operation on lease %" PRIu64 ": %s",
+			llog(a, PLOG_ERROR, "finishing the interrupted operation on lease %" PRIu64 ": %s",
 			     a->l_it[i].it_id, flash_strerror(rc));
 			return rc;
 		}
@@ -1272,7 +1272,7 @@ static void late_returned(struct lease *a, struct lsku *k, const struct intent *
 	a->l_st.returns++;
 	a->l_st.return_units += (uint64_t)t->it_k;
 	pthread_mutex_unlock(&a->l_mu);
-	llog(a, SERVE_LOG_INFO, "%" PRId64 " units of %u/%u came back after the sale (cancels): returned"
+	llog(a, PLOG_INFO, "%" PRId64 " units of %u/%u came back after the sale (cancels): returned"
 	     " to the pool", t->it_k, t->it_act, t->it_sku);
 	intent_pop(a);
 }
@@ -1345,7 +1345,7 @@ static int sku_close(struct lease *a, struct lsku *k)
 		l->ll_sold = l->ll_units - l->ll_returned;
 	}
 	k->ks_closed = 1;
-	llog(a, SERVE_LOG_INFO, "sale of %u/%u over: %" PRId64 " units returned, %zu leases closed",
+	llog(a, PLOG_INFO, "sale of %u/%u over: %" PRId64 " units returned, %zu leases closed",
 	     k->ks_act, k->ks_sku, r, k->ks_nl);
 	return FLASH_OK;
 }
@@ -1436,7 +1436,7 @@ static int sku_tick(struct lease *a, struct lsku *k, uint64_t now)
 			if (r < 0)
 				return (int)r;
 			if (r > 0)
-				llog(a, SERVE_LOG_INFO, "returned %" PRId64 " surplus units of %u/%u (another box"
+				llog(a, PLOG_INFO, "returned %" PRId64 " surplus units of %u/%u (another box"
 				     " wants %" PRId64 ")", r, k->ks_act, k->ks_sku, p.wanted);
 		}
 	}
@@ -1455,13 +1455,13 @@ static void return_all(struct lease *a)
 			continue;
 		int64_t r = op_return(a, k, INT64_MAX / 4);
 		if (r < 0) {
-			llog(a, SERVE_LOG_WARN, "return at stop of %u/%u: %s", k->ks_act, k->ks_sku,
+			llog(a, PLOG_WARN, "return at stop of %u/%u: %s", k->ks_act, k->ks_sku,
 			     flash_strerror((int)r));
 			continue;
 		}
 		sum += r;
 	}
-	llog(a, SERVE_LOG_INFO, "stopping: %" PRId64 " units returned to the pool", sum);
+	llog(a, PLOG_INFO, "stopping: %" PRId64 " units returned to the pool", sum);
 }
 
 /* Ask again for the pending take or return (the last 't'/'r' intent), with
@@ -1524,7 +1524,7 @@ static int agent_loop(struct lease *a)
 {
 	uint64_t next_hb = 0, next_scan = 0;
 	if (3u * a->l_o.heartbeat_s + 2u >= 30u)
-		llog(a, SERVE_LOG_WARN, "--heartbeat-s %u: cut off from MariaDB, this box may sell for up to %u s"
+		llog(a, PLOG_WARN, "--heartbeat-s %u: cut off from MariaDB, this box may sell for up to %u s"
 		     " after its last heartbeat, not less than lease fence's default --stale-s 30: fence it with"
 		     " a larger --stale-s", a->l_o.heartbeat_s, 3u * a->l_o.heartbeat_s + 2u);
 	/* from here on no statement outlives the suspension's deadline */
@@ -1582,7 +1582,7 @@ static int agent_loop(struct lease *a)
 				}
 				if (rc != FLASH_OK) {
 					count_failure(a);
-					llog(a, SERVE_LOG_WARN, "%u/%u: %s", a->l_sku[i].ks_act, a->l_sku[i].ks_sku,
+					llog(a, PLOG_WARN, "%u/%u: %s", a->l_sku[i].ks_act, a->l_sku[i].ks_sku,
 					     flash_strerror(rc));
 				}
 			}
@@ -1605,19 +1605,19 @@ static void *agent_main(void *arg)
 	struct lease *a = arg;
 	int rc = flash_open(a->l_segment, 0, &a->l_h);
 	if (rc != FLASH_OK) {
-		llog(a, SERVE_LOG_ERROR, "segment %s: %s", a->l_segment, flash_strerror(rc));
+		llog(a, PLOG_ERROR, "segment %s: %s", a->l_segment, flash_strerror(rc));
 		set_state(a, LEASE_FAILED, rc);
 		return NULL;
 	}
 	/* MariaDB down or failing over at start: start again (the epoch just
 	 * moves on; the intent file is read again) */
 	while ((rc = agent_start(a)) == FLASH_EMYSQL_RETRY && !stopping(a)) {
-		llog(a, SERVE_LOG_WARN, "box %u: MariaDB does not answer; registering again", a->l_o.box_id);
+		llog(a, PLOG_WARN, "box %u: MariaDB does not answer; registering again", a->l_o.box_id);
 		nap(a, 1000);
 	}
 	if (rc != FLASH_OK) {
 		if (!stopping(a))
-			llog(a, SERVE_LOG_ERROR, "box %u could not start: %s %s%s", a->l_o.box_id, flash_strerror(rc),
+			llog(a, PLOG_ERROR, "box %u could not start: %s %s%s", a->l_o.box_id, flash_strerror(rc),
 			     central_error(a->l_c), strstr(central_error(a->l_c), "doesn't exist")
 			     ? " (run `flashstock lease init --mysql URL` first)" : "");
 		set_state(a, LEASE_FAILED, rc);

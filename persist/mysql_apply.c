@@ -143,7 +143,7 @@ struct mdb {
 	uint32_t mm_connect_timeout_s;
 	uint32_t mm_rw_timeout_s;
 	size_t   mm_max_packet;     /* flush the pipeline below this */
-	mdb_log_fn mm_log;
+	plog_fn mm_log;
 	void    *mm_log_arg;
 	int      mm_log_level;
 	int      mm_gaps_ok;        /* accept LSN holes (opts.lsn_gaps_ok) */
@@ -181,15 +181,16 @@ static void mlog(mdb_t *m, int level, const char *fmt, ...)
 {
 	if (level > m->mm_log_level)
 		return;
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	if (m->mm_log) {
-		m->mm_log(m->mm_log_arg, level, msg);
+		plog_v(m->mm_log, m->mm_log_arg, level, fmt, ap);
+		va_end(ap);
 		return;
 	}
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
 	static const char *names[] = { "ERROR", "WARN", "INFO" };
 	fprintf(stderr, "flashstock mysql: %s %s\n", names[level < 0 ? 0 : level > 2 ? 2 : level], msg);
 }
@@ -519,11 +520,11 @@ static int connect_db(mdb_t *m)
 		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
 		mysql_close(c);
 		if (m->mm_db)
-			mlog(m, MDB_LOG_ERROR, "database %s does not exist on %s: refused (a "
+			mlog(m, PLOG_ERROR, "database %s does not exist on %s: refused (a "
 			     "mistyped name would be created empty); create it, or add create_db=1 to "
 			     "the URL", m->mm_db, m->mm_where);
 		else
-			mlog(m, MDB_LOG_ERROR, "the database named by %s does not exist: refused "
+			mlog(m, PLOG_ERROR, "the database named by %s does not exist: refused "
 			     "(a mistyped name would be created empty); create it first", m->mm_where);
 		return FLASH_EMYSQL_CONFIG;
 	}
@@ -547,7 +548,7 @@ static int connect_db(mdb_t *m)
 		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
 		mysql_close(c);
 		int retry = mdb_err_retryable(m->mm_errno);
-		mlog(m, retry ? MDB_LOG_WARN : MDB_LOG_ERROR,
+		mlog(m, retry ? PLOG_WARN : PLOG_ERROR,
 		     "connect to %s failed: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
 		return retry ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 	}
@@ -580,7 +581,7 @@ static int connect_db(mdb_t *m)
 		esc[j] = 0;
 		snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS `%s`", esc);
 		if (exec(m, sql) || (snprintf(sql, sizeof sql, "USE `%s`", esc), exec(m, sql))) {
-			mlog(m, MDB_LOG_ERROR, "database %s on %s: %s (%u)", want, m->mm_where,
+			mlog(m, PLOG_ERROR, "database %s on %s: %s (%u)", want, m->mm_where,
 			     m->mm_error, m->mm_errno);
 			int rc = mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
 			disconnect(m);
@@ -614,7 +615,7 @@ static int connect_db(mdb_t *m)
 	}
 	if (m->mm_ever) {
 		m->mm_stats.reconnects++;
-		mlog(m, MDB_LOG_INFO, "reconnected to %s", m->mm_where);
+		mlog(m, PLOG_INFO, "reconnected to %s", m->mm_where);
 	}
 	m->mm_ever = 1;
 	return FLASH_OK;
@@ -738,7 +739,7 @@ static int schema_create(mdb_t *m)
 {
 	for (size_t i = 0; i < sizeof schema_sql / sizeof schema_sql[0]; i++) {
 		if (exec(m, schema_sql[i])) {
-			mlog(m, MDB_LOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
+			mlog(m, PLOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
 			     m->mm_errno);
 			return mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 		}
@@ -747,7 +748,7 @@ static int schema_create(mdb_t *m)
 	snprintf(sql, sizeof sql, "INSERT IGNORE INTO applied_lsn (stream, lsn) VALUES (%s, 0)",
 	         m->mm_stream_sql);
 	if (exec(m, sql)) {
-		mlog(m, MDB_LOG_ERROR, "applied_lsn on %s: %s (%u)", m->mm_where, m->mm_error,
+		mlog(m, PLOG_ERROR, "applied_lsn on %s: %s (%u)", m->mm_where, m->mm_error,
 		     m->mm_errno);
 		return mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
 	}
@@ -1733,7 +1734,7 @@ static int apply_once(mdb_t *m, const struct lsn_record *recs, size_t n,
 	if (rc < 0)
 		goto fail;
 	if (rc == 1) {
-		mlog(m, MDB_LOG_WARN, "batch lsn %llu..%llu refused as a whole (%s);"
+		mlog(m, PLOG_WARN, "batch lsn %llu..%llu refused as a whole (%s);"
 		     " applying record by record", (unsigned long long)recs[start].lsn,
 		     (unsigned long long)recs[n - 1].lsn, m->mm_error);
 		if ((rc = slow_exec(m, "ROLLBACK TO SAVEPOINT batch", 27, NULL))) {
@@ -1804,10 +1805,10 @@ int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
 		res->applied = res->skipped = 0;
 		if (rc == FLASH_EMYSQL_RETRY) {
 			m->mm_stats.retryable_errors++;
-			mlog(m, MDB_LOG_WARN, "batch of %zu records not applied, will retry: %s (%u) on %s",
+			mlog(m, PLOG_WARN, "batch of %zu records not applied, will retry: %s (%u) on %s",
 			     n, m->mm_error, m->mm_errno, m->mm_where);
 		} else {
-			mlog(m, MDB_LOG_ERROR, "batch of %zu records not applied: %s (%u) on %s",
+			mlog(m, PLOG_ERROR, "batch of %zu records not applied: %s (%u) on %s",
 			     n, m->mm_error, m->mm_errno, m->mm_where);
 		}
 		return rc;
@@ -1837,7 +1838,7 @@ int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
 			st->stock_conflicts++;
 		if (c->type == FLASH_REC_ORDER)
 			st->orders--;
-		mlog(m, MDB_LOG_ERROR, "conflict %s: order %llu (lsn %llu, type %u, activity %u,"
+		mlog(m, PLOG_ERROR, "conflict %s: order %llu (lsn %llu, type %u, activity %u,"
 		     " sku %u) refused: %s", conflict_name(c->kind), (unsigned long long)c->order_no,
 		     (unsigned long long)c->lsn, c->type, c->activity_id, c->sku_id, c->detail);
 		if (res->conflicts && res->conflict_n < res->conflict_cap)
@@ -1924,7 +1925,7 @@ int mdb_open(const struct mdb_opts *o, mdb_t **out)
 		return FLASH_ENOMEM;
 	m->mm_log = o->log;
 	m->mm_log_arg = o->log_arg;
-	m->mm_log_level = o->log_level ? o->log_level : MDB_LOG_INFO;
+	m->mm_log_level = o->log_level ? o->log_level : PLOG_INFO;
 	m->mm_gaps_ok = o->lsn_gaps_ok;
 	m->mm_require_db = o->require_db;
 	m->mm_no_schema = o->no_schema;
@@ -1964,7 +1965,7 @@ int mdb_open(const struct mdb_opts *o, mdb_t **out)
 		if (rc) {
 			char masked[1024];
 			mdb_url_mask(url, masked, sizeof masked);
-			mlog(m, MDB_LOG_ERROR, "bad MySQL URL %s: %s (want mysql://user:pass@localhost/db"
+			mlog(m, PLOG_ERROR, "bad MySQL URL %s: %s (want mysql://user:pass@localhost/db"
 			     "?socket=PATH)", masked, why[0] ? why : flash_strerror(rc));
 			goto fail;
 		}
@@ -1977,7 +1978,7 @@ int mdb_open(const struct mdb_opts *o, mdb_t **out)
 			goto fail;
 		snprintf(m->mm_where, wl, "option file %s", file);
 	} else {
-		mlog(m, MDB_LOG_ERROR, "no MySQL connection given (URL, option file,"
+		mlog(m, PLOG_ERROR, "no MySQL connection given (URL, option file,"
 		     " FLASH_MYSQL_URL or FLASH_MYSQL_DEFAULTS_FILE)");
 		rc = FLASH_EMYSQL_CONFIG;
 		goto fail;

@@ -57,6 +57,7 @@
 #include <stdint.h>
 
 #include "flashstock.h"
+#include "plog.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,22 +69,13 @@ extern "C" {
 
 typedef struct mdb mdb_t;
 
-/** Log levels of the applier's log callback. */
-enum mdb_loglevel {
-	MDB_LOG_ERROR = 0,
-	MDB_LOG_WARN  = 1,
-	MDB_LOG_INFO  = 2
-};
-
-typedef void (*mdb_log_fn)(void *arg, int level, const char *msg);
-
 struct mdb_opts {
 	const char *url;            /* mysql://user:pass@localhost/db?socket=/path, or NULL */
 	const char *defaults_file;  /* option file read for group [client], or NULL */
 	const char *stream;         /* applied_lsn row; NULL = "wal" */
 	uint32_t connect_timeout_s; /* 0 = 5 */
 	uint32_t rw_timeout_s;      /* read/write timeout; 0 = 30 */
-	mdb_log_fn log;     /* NULL = stderr, "flashstock mysql: LEVEL msg" */
+	plog_fn log;     /* NULL = stderr, "flashstock mysql: LEVEL msg" */
 	void *log_arg;
 	int log_level;              /* most verbose level printed (default ERROR..INFO) */
 	int lsn_gaps_ok;            /* 0 (default): the first record not yet applied must

@@ -460,7 +460,7 @@ static void *pump_main(void *arg)
 	uint64_t applied = p->mp_applied_lsn;
 	pthread_mutex_unlock(&p->mp_mu);
 	if (applied < known)
-		mdb_logf(p->mp_m, MDB_LOG_WARN,
+		mdb_logf(p->mp_m, PLOG_WARN,
 		                 "applier stopped at its drain deadline %" PRIu64 " record(s) behind: "
 		                 "MySQL holds LSN %" PRIu64 " of %" PRIu64 " known durable; nothing is "
 		                 "lost, the next start catches up from the WAL",

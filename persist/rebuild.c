@@ -24,7 +24,7 @@
 
 #include "crash.h"
 #include "pio.h"
-#include "serve.h"
+#include "plog.h"
 
 /* ------------------------------------------------------------------------
  * 1. Names
@@ -52,7 +52,7 @@ static void rb_missing_file(char *buf, size_t n, uint64_t lsn)
 	snprintf(buf, n, "wal-%016" PRIx64 ".log", lsn);
 }
 
-int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, void *log_arg)
+int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *log_arg)
 {
 	memset(c, 0, sizeof *c);
 	uint64_t *lsns;
@@ -188,7 +188,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, voi
  * ------------------------------------------------------------------------ */
 
 struct rb_drop {
-	snap_log_fn log;
+	plog_fn log;
 	void       *arg;
 	uint64_t    next;      /* the LSN expected next (gaps are unreadable) */
 	uint64_t    n;         /* records dropped */
@@ -200,7 +200,7 @@ static int rb_drop_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 {
 	struct rb_drop *d = arg;
 	if (lsn > d->next)
-		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 "..%" PRIu64
+		plogf(d->log, d->arg, PLOG_WARN, "recover: dropped LSN %" PRIu64 "..%" PRIu64
 		       ": unreadable", d->next, lsn - 1);
 	if (lsn >= d->next)
 		d->next = lsn + 1;
@@ -210,12 +210,12 @@ static int rb_drop_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 		memcpy(&r, p, sizeof r);
 		if (r.wr_rec.type == FLASH_REC_ORDER)
 			d->orders++;
-		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": %s, order %"
+		plogf(d->log, d->arg, PLOG_WARN, "recover: dropped LSN %" PRIu64 ": %s, order %"
 		       PRIu64 " (activity %u, sku %u, qty %u, user %" PRIu64 ")", lsn,
 		       wal_rec_type_name(r.wr_rec.type, "record"), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, r.wr_rec.qty, r.wr_rec.user_id);
 	} else {
-		snap_logf(d->log, d->arg, SERVE_LOG_WARN, "recover: dropped LSN %" PRIu64 ": frame type %u",
+		plogf(d->log, d->arg, PLOG_WARN, "recover: dropped LSN %" PRIu64 ": frame type %u",
 		       lsn, type);
 	}
 	return 0;
@@ -223,7 +223,7 @@ static int rb_drop_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 
 /* Snapshots past @p lsn describe the history dropped: rename them to
  * snap-<LSN>.dropped (kept for inspection, never read again). */
-static int rb_set_aside_snapshots(const char *dir, uint64_t lsn, snap_log_fn log, void *arg)
+static int rb_set_aside_snapshots(const char *dir, uint64_t lsn, plog_fn log, void *arg)
 {
 	uint64_t *lsns;
 	size_t n;
@@ -241,7 +241,7 @@ static int rb_set_aside_snapshots(const char *dir, uint64_t lsn, snap_log_fn log
 			break;
 		}
 		moved++;
-		snap_logf(log, arg, SERVE_LOG_WARN, "recover: snapshot %s (LSN %" PRIu64 ") set aside as %s: "
+		plogf(log, arg, PLOG_WARN, "recover: snapshot %s (LSN %" PRIu64 ") set aside as %s: "
 		       "its effects after LSN %" PRIu64 " are dropped", from, lsns[i], to, lsn);
 	}
 	free(lsns);
@@ -264,41 +264,41 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		int v = rebuild_check(dir, c, o->log, o->log_arg);
 		r->snap_lsn = c->snap_lsn;
 		if (v == REBUILD_OK && round == 0 && o->accept_loss)
-			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: --accept-loss-after %" PRIu64
+			plogf(o->log, o->log_arg, PLOG_WARN, "recover: --accept-loss-after %" PRIu64
 			       ": nothing to give up, the WAL %s is whole (last LSN %" PRIu64 ")",
 			       o->accept_after, dir, c->wal_last);
 		if (v == REBUILD_OK)
 			return 0;
 		if (v == REBUILD_EIO || v == REBUILD_NOSNAP) {
-			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
+			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: %s", c->msg);
 			r->flash_rc = v == REBUILD_EIO ? FLASH_ESYS : FLASH_ECORRUPT;
 			r->wal_rc = v == REBUILD_EIO ? FLASH_EWAL_IO : 0;
 			return -1;
 		}
 		int torn = v == REBUILD_TORN;
 		if (!torn && !o->accept_loss) {
-			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt, nothing "
+			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: %s; nothing rebuilt, nothing "
 			       "cut", c->msg);
 			if (c->can_accept)
-				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: restore the missing or "
+				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: restore the missing or "
 				       "damaged WAL files from a copy and run again, or give up every record "
 				       "after LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64,
 				       c->keep_lsn, c->keep_lsn);
 			else
-				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
+				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: the start of the history "
 				       "is missing; restore the missing WAL file(s) from a copy and run again");
 			r->flash_rc = FLASH_ECORRUPT;
 			r->wal_rc = v == REBUILD_CORRUPT ? FLASH_EWAL_NOTTAIL : v == REBUILD_MISSING ? FLASH_EWAL_GAP : 0;
 			return -1;
 		}
 		if (!torn && (!c->can_accept || o->accept_after != c->keep_lsn)) {
-			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s", c->msg);
+			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: %s", c->msg);
 			if (c->can_accept)
-				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: --accept-loss-after %"
+				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: --accept-loss-after %"
 				       PRIu64 " does not match: the last LSN that can be kept is %" PRIu64
 				       "; nothing rebuilt, nothing cut", o->accept_after, c->keep_lsn);
 			else
-				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: the start of the history "
+				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: the start of the history "
 				       "is missing: no --accept-loss-after can rebuild it; nothing cut");
 			r->flash_rc = c->can_accept ? FLASH_EINVAL : FLASH_ECORRUPT;
 			return -1;
@@ -306,10 +306,10 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		if (round == 1)
 			break;       /* a cut did not settle it: refuse below */
 		if (torn)
-			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s: cutting it after LSN %" PRIu64,
+			plogf(o->log, o->log_arg, PLOG_WARN, "recover: %s: cutting it after LSN %" PRIu64,
 			       c->msg, c->keep_lsn);
 		else
-			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s; --accept-loss-after %" PRIu64
+			plogf(o->log, o->log_arg, PLOG_WARN, "recover: %s; --accept-loss-after %" PRIu64
 			       ": dropping every record after it", c->msg, c->keep_lsn);
 		if (v != REBUILD_AHEAD && v != REBUILD_SHORT) {     /* those have nothing to cut */
 			struct rb_drop d = { o->log, o->log_arg, c->keep_lsn + 1, 0, 0 };
@@ -317,7 +317,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			int wrc = wal_cut_after(dir, c->keep_lsn, rb_drop_cb, &d,
 			                        lockheld ? WAL_REPLAY_LOCKED : 0, &cr);
 			if (wrc != FLASH_OK) {
-				snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: cutting WAL %s after LSN %"
+				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: cutting WAL %s after LSN %"
 				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, flash_strerror(wrc),
 				       cr.err_no ? ": " : "", cr.err_no ? pio_strerror(cr.err_no) : "");
 				r->flash_rc = FLASH_ESYS;
@@ -325,13 +325,13 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 				return -1;
 			}
 			r->dropped += d.n;
-			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: WAL %s cut after LSN %" PRIu64
+			plogf(o->log, o->log_arg, PLOG_WARN, "recover: WAL %s cut after LSN %" PRIu64
 			       ": %" PRIu64 " readable records dropped (%" PRIu64 " orders), %" PRIu64
 			       " bytes zeroed, %u later files removed", dir, c->keep_lsn, d.n, d.orders,
 			       cr.truncated_bytes, cr.files_removed);
 		}
 		if (rb_set_aside_snapshots(dir, c->keep_lsn, o->log, o->log_arg) != 0) {
-			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: setting snapshots after LSN %"
+			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: setting snapshots after LSN %"
 			       PRIu64 " aside: %s", c->keep_lsn, strerror(errno));
 			r->flash_rc = FLASH_ESYS;
 			return -1;
@@ -342,17 +342,17 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		 * the WAL short of its mark at keep_lsn and ends the job. */
 		uint64_t was;
 		if (wal_mark_lower(dir, c->keep_lsn, &was) != FLASH_OK) {
-			snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: lowering %s/" WAL_MARK_FILE
+			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: lowering %s/" WAL_MARK_FILE
 			       " to LSN %" PRIu64 ": %s; nothing rebuilt", dir, c->keep_lsn, strerror(errno));
 			r->flash_rc = FLASH_ESYS;
 			return -1;
 		}
 		if (was > c->keep_lsn)
-			snap_logf(o->log, o->log_arg, SERVE_LOG_WARN, "recover: %s/" WAL_MARK_FILE " lowered "
+			plogf(o->log, o->log_arg, PLOG_WARN, "recover: %s/" WAL_MARK_FILE " lowered "
 			       "from LSN %" PRIu64 " to %" PRIu64 ": LSN %" PRIu64 "..%" PRIu64 " are given up "
 			       "for good", dir, was, c->keep_lsn, c->keep_lsn + 1, was);
 	}
-	snap_logf(o->log, o->log_arg, SERVE_LOG_ERROR, "recover: %s; nothing rebuilt", c->msg);
+	plogf(o->log, o->log_arg, PLOG_ERROR, "recover: %s; nothing rebuilt", c->msg);
 	r->flash_rc = FLASH_ECORRUPT;
 	return -1;
 }
@@ -366,7 +366,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
  * killed before its rename).  A live pid's is left alone: it is that
  * process's (the WAL lock keeps a second rebuild of the same WAL away).
  */
-static void rb_remove_stale(const char *name, snap_log_fn log, void *arg)
+static void rb_remove_stale(const char *name, plog_fn log, void *arg)
 {
 	char pre[256];
 	snprintf(pre, sizeof pre, "%s.recover-", rb_base(name));
@@ -387,7 +387,7 @@ static void rb_remove_stale(const char *name, snap_log_fn log, void *arg)
 		char seg[300];
 		snprintf(seg, sizeof seg, "/%s", e->d_name);
 		if (flash_seg_destroy(seg) == FLASH_OK)
-			snap_logf(log, arg, SERVE_LOG_WARN, "recover: removed %s, the unfinished rebuild of an "
+			plogf(log, arg, PLOG_WARN, "recover: removed %s, the unfinished rebuild of an "
 			       "earlier --recover (process %ld is gone)", seg, pid);
 	}
 	pio_closedir(d);
@@ -467,7 +467,7 @@ static int rb_publish(const char *tmp, const char *name, int placeholder)
 struct rb_apply {
 	flash_t              *h;
 	struct rebuild_result *r;
-	snap_log_fn           log;
+	plog_fn           log;
 	void                 *arg;
 	uint64_t              last;
 };
@@ -488,7 +488,7 @@ static int rb_apply_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 	} else if (rc == FLASH_EEXIST) {
 		a->r->present++;
 	} else {
-		snap_logf(a->log, a->arg, SERVE_LOG_ERROR, "recover: LSN %" PRIu64 " (%s record, order %"
+		plogf(a->log, a->arg, PLOG_ERROR, "recover: LSN %" PRIu64 " (%s record, order %"
 		       PRIu64 ", activity %u, sku %u) cannot be applied: %s", lsn,
 		       wal_rec_type_name(r.wr_rec.type, "record"), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, flash_strerror(rc));
@@ -508,14 +508,14 @@ static int rb_apply_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
  * is refused: the two are not one history.
  */
 static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct rebuild_check *c,
-                         snap_log_fn log, void *la, struct rebuild_result *r)
+                         plog_fn log, void *la, struct rebuild_result *r)
 {
 	struct wal_ident wi;
 	struct flash_ident id;
 	int frc;
 
 	if (wal_ident(o->wal_dir, &wi) != FLASH_OK) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
+		plogf(log, la, PLOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
 		       o->wal_dir, pio_strerror(errno));
 		r->flash_rc = FLASH_ESYS;
 		return -1;
@@ -529,19 +529,19 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 	if (id.incarnation == wi.wi_incarnation)
 		return 0;
 	if (c->snap_lsn != 0) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
+		plogf(log, la, PLOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
 		       "incarnation %016" PRIx64 ", WAL %s of %016" PRIx64 ": a snapshot of another WAL? "
 		       "nothing rebuilt", c->snap_lsn, id.incarnation, o->wal_dir, wi.wi_incarnation);
 		r->flash_rc = FLASH_ECORRUPT;
 		return -1;
 	}
 	if ((frc = flash_ident_adopt(h, wi.wi_incarnation)) != FLASH_OK) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: the rebuilt segment cannot take the identity of "
+		plogf(log, la, PLOG_ERROR, "recover: the rebuilt segment cannot take the identity of "
 		       "WAL %s: %s", o->wal_dir, flash_strerror(frc));
 		r->flash_rc = frc;
 		return -1;
 	}
-	snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s takes the identity of WAL %s "
+	plogf(log, la, PLOG_INFO, "recover: segment %s takes the identity of WAL %s "
 	       "(incarnation %016" PRIx64 ")", o->segment, o->wal_dir, wi.wi_incarnation);
 	return 0;
 }
@@ -569,7 +569,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		r->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
-	snap_log_fn log = o->log;
+	plog_fn log = o->log;
 	void *la = o->log_arg;
 	const char *name = o->segment;
 
@@ -577,14 +577,14 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	 * directory is an empty WAL: nothing to lock) */
 	int lockfd = wal_dir_lock(o->wal_dir);
 	if (lockfd == FLASH_EWAL_IO && errno != ENOENT) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
+		plogf(log, la, PLOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
 		       "rebuilt", o->wal_dir, pio_strerror(errno));
 		r->flash_rc = FLASH_ESYS;
 		r->wal_rc = FLASH_EWAL_IO;
 		return -1;
 	}
 	if (lockfd == FLASH_EWAL_BUSY) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
+		plogf(log, la, PLOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
 		       "holds it); nothing rebuilt", o->wal_dir);
 		r->flash_rc = FLASH_EBUSY;
 		r->wal_rc = FLASH_EWAL_BUSY;
@@ -609,14 +609,14 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		flash_close(h);
 		h = NULL;
 		if (frc == FLASH_OK && done) {
-			snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s already carries the history of "
+			plogf(log, la, PLOG_INFO, "recover: segment %s already carries the history of "
 			       "WAL %s (an earlier --recover completed, or it was served): nothing to rebuild",
 			       name, o->wal_dir);
 			wal_dir_unlock(lockfd);
 			return 0;
 		}
 		if (frc == FLASH_OK && (st.activities != 0 || st.skus != 0 || st.orders_used != 0)) {
-			snap_logf(log, la, SERVE_LOG_ERROR, "segment %s is not empty: --recover rebuilds only a "
+			plogf(log, la, PLOG_ERROR, "segment %s is not empty: --recover rebuilds only a "
 			       "freshly created (empty) or absent segment (if an earlier --recover completed, "
 			       "the segment is rebuilt: run serve without --recover)", name);
 			r->flash_rc = FLASH_EEXIST;
@@ -627,7 +627,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		frc = FLASH_OK;
 	}
 	if (frc != FLASH_OK) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
+		plogf(log, la, PLOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
 		r->flash_rc = frc;
 		goto fail_unlock;
 	}
@@ -640,7 +640,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	if (rb_settle(o, c, lockheld, r) != 0)
 		goto fail_check;
 	if (c->snap_lsn == 0 && !placeholder) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
+		plogf(log, la, PLOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
 		       "snapshot to restore it from: create it first with the options it had "
 		       "(flashstock create --name %s ...), then run serve --recover again; nothing "
 		       "was changed", name, o->wal_dir, name);
@@ -660,7 +660,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		if (snap_open_newest(o->wal_dir, c->snap_lsn, &f, NULL, NULL) != FLASH_OK ||
 		    f.sf_hdr->sh_lsn != c->snap_lsn) {
 			snap_file_close(&f);
-			snap_logf(log, la, SERVE_LOG_ERROR, "recover: snapshot %s changed while in use",
+			plogf(log, la, PLOG_ERROR, "recover: snapshot %s changed while in use",
 			       c->snap_file);
 			r->flash_rc = FLASH_ECORRUPT;
 			goto fail_check;
@@ -669,10 +669,10 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		frc = rb_room(bytes) ? flash_seg_restore(tmp, &f.sf_hdr->sh_opts, f.sf_img, bytes)
 		                     : FLASH_ENOMEM;
 		if (frc != FLASH_OK)
-			snap_logf(log, la, SERVE_LOG_ERROR, "recover: restore of %s from %s: %s%s", tmp, f.sf_path,
+			plogf(log, la, PLOG_ERROR, "recover: restore of %s from %s: %s%s", tmp, f.sf_path,
 			       flash_strerror(frc), frc == FLASH_ENOMEM ? " (no room in /dev/shm)" : "");
 		else
-			snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s restored from snapshot %s "
+			plogf(log, la, PLOG_INFO, "recover: segment %s restored from snapshot %s "
 			       "(LSN %" PRIu64 ")", name, f.sf_path, c->snap_lsn);
 		snap_file_close(&f);
 	} else {
@@ -680,11 +680,11 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		if (frc == FLASH_OK && windowed)
 			frc = snap_reclaim_apply(tmp, &ro);
 		if (frc == FLASH_ENOMEM)   /* create reserves every page first */
-			snap_logf(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s "
+			plogf(log, la, PLOG_ERROR, "recover: no room in /dev/shm for segment %s "
 			       "(creating %s: %s); nothing rebuilt, %s unchanged: free shared memory and "
 			       "run again", name, tmp, flash_strerror(frc), name);
 		else if (frc != FLASH_OK)
-			snap_logf(log, la, SERVE_LOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
+			plogf(log, la, PLOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
 	}
 	if (frc != FLASH_OK) {
 		r->flash_rc = frc;
@@ -694,7 +694,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	PERSIST_CRASH("rebuild", 1);
 	if (rb_reserve(tmp, &bytes) != 0) {
 		int e = errno;
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: no room in /dev/shm for segment %s (%" PRIu64
+		plogf(log, la, PLOG_ERROR, "recover: no room in /dev/shm for segment %s (%" PRIu64
 		       " bytes): %s; nothing rebuilt, %s unchanged: free shared memory and run again", name,
 		       bytes, strerror(e), name);
 		r->flash_rc = e == ENOSPC || e == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
@@ -703,7 +703,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	PERSIST_CRASH("rebuild", 2);
 	frc = flash_open(tmp, 0, &h);
 	if (frc != FLASH_OK) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
+		plogf(log, la, PLOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
 		r->flash_rc = frc;
 		goto fail_tmp;
 	}
@@ -719,12 +719,12 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	h = NULL;
 	if (wrc != FLASH_OK) {
 		if (wrc != FLASH_EWAL_STOPPED) {
-			snap_logf(log, la, SERVE_LOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
+			plogf(log, la, PLOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
 			       "offset %" PRIu64, o->wal_dir, flash_rcname(rep.stop), rep.file, rep.offset);
 			r->flash_rc = FLASH_ECORRUPT;
 			r->wal_rc = wrc;
 		} else if (r->flash_rc == FLASH_EFULL) {
-			snap_logf(log, la, SERVE_LOG_ERROR, "recover: a table of %s is too small for the WAL's "
+			plogf(log, la, PLOG_ERROR, "recover: a table of %s is too small for the WAL's "
 			       "history: create it with its old capacities", name);
 		}
 		goto fail_tmp;
@@ -733,17 +733,17 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	PERSIST_CRASH("rebuild", 4);
 	frc = rb_publish(tmp, name, placeholder);
 	if (frc != FLASH_OK) {
-		snap_logf(log, la, SERVE_LOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
+		plogf(log, la, PLOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
 		       flash_strerror(frc), frc == FLASH_EEXIST ? " (a segment of that name appeared "
 		       "meanwhile and is not empty)" : "");
 		r->flash_rc = frc;
 		goto fail_tmp;
 	}
 	PERSIST_CRASH("rebuild", 5);
-	snap_logf(log, la, SERVE_LOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records after it "
+	plogf(log, la, PLOG_INFO, "recover: snapshot LSN %" PRIu64 ", %" PRIu64 " records after it "
 	       "applied to the segment, %" PRIu64 " were there already", c->snap_lsn, r->applied,
 	       r->present);
-	snap_logf(log, la, SERVE_LOG_INFO, "recover: segment %s rebuilt under %s and renamed, complete "
+	plogf(log, la, PLOG_INFO, "recover: segment %s rebuilt under %s and renamed, complete "
 	       "through LSN %" PRIu64, name, tmp, r->last_lsn);
 	free(c);
 	wal_dir_unlock(lockfd);
@@ -751,7 +751,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 
 fail_tmp:
 	(void)flash_seg_destroy(tmp);
-	snap_logf(log, la, SERVE_LOG_ERROR, "recover: the unfinished rebuild %s was removed; segment %s "
+	plogf(log, la, PLOG_ERROR, "recover: the unfinished rebuild %s was removed; segment %s "
 	       "is as it was (%s)", tmp, name, placeholder ? "empty" : "absent");
 fail_check:
 	free(c);

@@ -94,14 +94,14 @@ struct rebuild_check {
  * log (may be NULL).
  * @return c->verdict.
  */
-int rebuild_check(const char *dir, struct rebuild_check *c, snap_log_fn log, void *log_arg);
+int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *log_arg);
 
 struct rebuild_opts {
 	const char *segment;       /* the name to rebuild */
 	const char *wal_dir;
 	int         accept_loss;   /* accept the loss of every LSN after accept_after */
 	uint64_t    accept_after;
-	snap_log_fn log;           /* lines at enum serve_log_level levels (may be NULL) */
+	plog_fn log;           /* lines at enum plog_level levels (may be NULL) */
 	void       *log_arg;
 };
 

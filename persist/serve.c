@@ -40,8 +40,6 @@
  * Logging
  * ------------------------------------------------------------------------ */
 
-static const char *serve_level_name[] = { "error", "warn", "info", "debug" };
-
 /*
  * Drained records waiting for their fdatasync: per touched slot the highest
  * seq, the records for the MySQL applier, the oldest record's time, and the
@@ -96,19 +94,6 @@ struct serve {
 #endif
 };
 
-void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap)
-{
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	char msg[1024];
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ serve [%s] %s%s\n",
-	        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-	        tm.tm_sec, ts.tv_nsec / 1000000, serve_level_name[level], prefix, msg);
-}
-
 __attribute__((format(printf, 3, 4)))
 static void serve_log(const struct serve *s, int level, const char *fmt, ...)
 {
@@ -116,33 +101,13 @@ static void serve_log(const struct serve *s, int level, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	serve_vlog(level, "", fmt, ap);
+	plog_vline(level, "", fmt, ap);
 	va_end(ap);
 }
 
 static void serve_snap_log(void *arg, int level, const char *msg)
 {
 	serve_log(arg, level, "%s", msg);
-}
-
-__attribute__((format(printf, 3, 4)))
-static void serve_logp(int level, const char *prefix, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	serve_vlog(level, prefix, fmt, ap);
-	va_end(ap);
-}
-
-void serve_mysql_log(void *arg, int level, const char *msg)
-{
-	const int *max_level = arg;
-	/* MDB_LOG_ERROR/WARN/INFO are SERVE_LOG_ERROR/WARN/INFO */
-	if (max_level != NULL && level > *max_level)
-		return;
-	serve_logp(level < SERVE_LOG_ERROR ? SERVE_LOG_ERROR : level > SERVE_LOG_INFO ? SERVE_LOG_INFO
-	                                                                             : level,
-	           "mysql: ", "%s", msg);
 }
 
 /* The snapshot thread asks how far MySQL is (nothing is removed past it). */
@@ -196,7 +161,7 @@ void serve_opts_default(struct serve_opts *o)
 	o->drain_max = 65536;
 	o->recover_ms = 1000;
 	o->idle_us_max = 250;
-	o->log_level = SERVE_LOG_INFO;
+	o->log_level = PLOG_INFO;
 	o->reconcile_every_ms = 300000;
 	o->feed_keep_bytes = FEED_KEEP_BYTES_DEFAULT;
 	o->feed_keep_age_s = FEED_KEEP_AGE_S_DEFAULT;
@@ -231,11 +196,11 @@ static int serve_claim(struct serve *s)
 		return 0;
 	s->sv_st->flash_rc = rc;
 	if (rc != FLASH_EBUSY) {
-		serve_log(s, SERVE_LOG_ERROR, "segment %s: consumer claim: %s", s->sv_o->segment,
+		serve_log(s, PLOG_ERROR, "segment %s: consumer claim: %s", s->sv_o->segment,
 		          flash_strerror(rc));
 		return -1;
 	}
-	serve_log(s, SERVE_LOG_ERROR, "segment %s is served by the daemon pid %d: one daemon per "
+	serve_log(s, PLOG_ERROR, "segment %s is served by the daemon pid %d: one daemon per "
 	          "segment; stop that one first (kill -TERM %d); nothing was changed",
 	          s->sv_o->segment, (int)pid, (int)pid);
 	return serve_refuse(s);
@@ -294,7 +259,7 @@ static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
 		snprintf(whose, sizeof whose, "records no segment incarnation (written by an older "
 		         "flashstock), so it is not known to belong to");
 	if (id->wal_lsn != 0) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s %s %s (incarnation %016" PRIx64 "), which "
+		serve_log(s, PLOG_ERROR, "WAL %s %s %s (incarnation %016" PRIx64 "), which "
 		          "its own WAL has served up to LSN %" PRIu64 ": give serve the directory of that "
 		          "WAL; nothing was changed", o->wal_dir, whose, o->segment, id->incarnation,
 		          id->wal_lsn);
@@ -302,7 +267,7 @@ static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
 	}
 	char cmd[1024];
 	serve_rebuild_cmd(s, fst, cmd, sizeof cmd);
-	serve_log(s, SERVE_LOG_ERROR, "WAL %s %s %s (incarnation %016" PRIx64 "), which no "
+	serve_log(s, PLOG_ERROR, "WAL %s %s %s (incarnation %016" PRIx64 "), which no "
 	          "WAL has served yet: serving it would write a second history into the WAL; nothing "
 	          "was changed; to rebuild the segment from this WAL after a reboot run: %s",
 	          o->wal_dir, whose, o->segment, id->incarnation, cmd);
@@ -330,28 +295,28 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 	/* one daemon per WAL directory (wal_open's lock): said first, before
 	 * whose WAL it is, as it is what stops this daemon in any case */
 	if (wal_lock_held(o->wal_dir) == 1) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
+		serve_log(s, PLOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
 		s->sv_st->wal_rc = FLASH_EWAL_BUSY;
 		return serve_refuse(s);
 	}
 	rc = wal_ident(o->wal_dir, &wi);
 	if (rc == FLASH_EWAL_IDENT) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s holds files of two segment incarnations (the "
+		serve_log(s, PLOG_ERROR, "WAL %s holds files of two segment incarnations (the "
 		          "newest is %016" PRIx64 "): files of another WAL copied in?  Nothing was "
 		          "changed", o->wal_dir, wi.wi_incarnation);
 		s->sv_st->wal_rc = rc;
 		return serve_refuse(s);
 	}
 	if (rc != FLASH_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
+		serve_log(s, PLOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
 		          pio_strerror(errno));
 		s->sv_st->wal_rc = rc;
 		return -1;
 	}
 	if (wi.wi_files == 0) {
 		if (id.wal_lsn != 0) {
-			serve_log(s, SERVE_LOG_ERROR, "WAL %s is empty, but segment %s reflects LSN %" PRIu64
+			serve_log(s, PLOG_ERROR, "WAL %s is empty, but segment %s reflects LSN %" PRIu64
 			          " of its WAL (incarnation %016" PRIx64 "): give serve the directory that "
 			          "holds that WAL (moved? its new path); nothing was changed", o->wal_dir,
 			          o->segment, id.wal_lsn, id.incarnation);
@@ -363,7 +328,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 		return serve_refuse_foreign(s, &id, &wi, fst);
 	uint32_t dur = serve_wal_dur(fst->durability);
 	if (wi.wi_durability != WAL_DUR_NONE && wi.wi_durability != dur)
-		serve_log(s, dur == WAL_DUR_ASYNC ? SERVE_LOG_WARN : SERVE_LOG_INFO,
+		serve_log(s, dur == WAL_DUR_ASYNC ? PLOG_WARN : PLOG_INFO,
 		          "durability changed: WAL %s was written in %s durability, segment %s is %s: "
 		          "from now on an order is acknowledged %s", o->wal_dir,
 		          wi.wi_durability == WAL_DUR_SYNC ? "sync" : "async", o->segment,
@@ -409,7 +374,7 @@ static int serve_open_wal(struct serve *s)
 		return -1;     /* a record could not be applied (logged) */
 	}
 	if (rc == FLASH_EWAL_BUSY) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
+		serve_log(s, PLOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
 		s->sv_st->wal_rc = rc;
 		return serve_refuse(s);
@@ -419,37 +384,37 @@ static int serve_open_wal(struct serve *s)
 		           rc == FLASH_EWAL_LONG || rc == FLASH_EWAL_CRC || rc == FLASH_EWAL_LSN || rc == FLASH_EWAL_PREV ||
 		           rc == FLASH_EWAL_TYPE;
 		if (!torn) {
-			serve_log(s, SERVE_LOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
+			serve_log(s, PLOG_ERROR, "WAL %s unreadable: %s (stop: %s at %s offset %" PRIu64
 			          "%s%s)", o->wal_dir, flash_strerror(rc), flash_rcname(rep.stop), rep.file,
 			          rep.offset, rep.err_no ? ", " : "", rep.err_no ? pio_strerror(rep.err_no) : "");
 			if (rc == FLASH_EWAL_NOTTAIL)
-				serve_log(s, SERVE_LOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
+				serve_log(s, PLOG_ERROR, "WAL %s: first bad LSN %" PRIu64 ", %" PRIu64 " valid "
 				          "records follow; nothing cut (flashstock wal verify --wal %s says what "
 				          "to do)", o->wal_dir, rep.bad_lsn, rep.after_frames, o->wal_dir);
 			if (rc == FLASH_EWAL_NOTTAIL && rep.proof_lsn == 0 && rep.mark_lsn >= rep.bad_lsn)
-				serve_log(s, SERVE_LOG_ERROR, "WAL %s: its " WAL_MARK_FILE " says every LSN "
+				serve_log(s, PLOG_ERROR, "WAL %s: its " WAL_MARK_FILE " says every LSN "
 				          "through %" PRIu64 " was made durable: LSN %" PRIu64 "..%" PRIu64 " were "
 				          "acknowledged and are damaged; not a torn tail", o->wal_dir, rep.mark_lsn,
 				          rep.bad_lsn, rep.mark_lsn);
 			s->sv_st->wal_rc = rc;
 			return -1;
 		}
-		serve_log(s, SERVE_LOG_WARN, "WAL torn tail cut: %s at %s offset %" PRIu64 ", %" PRIu64
+		serve_log(s, PLOG_WARN, "WAL torn tail cut: %s at %s offset %" PRIu64 ", %" PRIu64
 		          " bytes dropped, %u later files removed", flash_rcname(rc), rep.file, rep.offset,
 		          rep.truncated_bytes, rep.files_removed);
 	}
-	serve_log(s, SERVE_LOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
+	serve_log(s, PLOG_INFO, "WAL %s: %" PRIu64 " frames in %" PRIu64 " files, last LSN %" PRIu64,
 	          o->wal_dir, s->sv_st->replayed, rep.files, rep.last_lsn);
 	/* Shorter than what it published durable (wal.h, the durable mark):
 	 * acknowledged records are gone, and serving on would give their
 	 * LSNs to other records. */
 	if (rep.mark_lsn > rep.last_lsn) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s ends at LSN %" PRIu64 " (%s offset %" PRIu64 "), but its "
+		serve_log(s, PLOG_ERROR, "WAL %s ends at LSN %" PRIu64 " (%s offset %" PRIu64 "), but its "
 		          WAL_MARK_FILE " says every LSN through %" PRIu64 " was made durable: LSN %" PRIu64
 		          "..%" PRIu64 " are missing (the end of the WAL was zeroed or cut, or it is an older "
 		          "copy); not a torn tail, nothing cut", o->wal_dir, rep.last_lsn, rep.file, rep.offset,
 		          rep.mark_lsn, rep.last_lsn + 1, rep.mark_lsn);
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s: restore its files from a copy, or give up every "
+		serve_log(s, PLOG_ERROR, "WAL %s: restore its files from a copy, or give up every "
 		          "record after LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 " (into "
 		          "an empty or absent segment; flashstock wal verify --wal %s says the same)",
 		          o->wal_dir, rep.last_lsn, rep.last_lsn, o->wal_dir);
@@ -465,7 +430,7 @@ static int serve_open_wal(struct serve *s)
 	 * older copy of the WAL.  Records acknowledged from the segment are
 	 * not in it; serving it would give their LSNs to other records. */
 	if (id.wal_lsn > rep.last_lsn) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s ends at LSN %" PRIu64 ", but segment %s reflects "
+		serve_log(s, PLOG_ERROR, "WAL %s ends at LSN %" PRIu64 ", but segment %s reflects "
 		          "LSN %" PRIu64 " of it: records the segment has are missing from this WAL (an "
 		          "older copy of the directory?); give serve the WAL it was served with; nothing "
 		          "was changed", o->wal_dir, rep.last_lsn, o->segment, id.wal_lsn);
@@ -482,7 +447,7 @@ static int serve_open_wal(struct serve *s)
 		wo.segment_bytes = o->wal_segment_bytes;
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
 	if (rc != FLASH_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
+		serve_log(s, PLOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
 		          rc == FLASH_EWAL_IO ? pio_strerror(errno) : flash_rcname(rc));
 		s->sv_st->wal_rc = rc;
 		return rc == FLASH_EWAL_IDENT || rc == FLASH_EWAL_BUSY ? serve_refuse(s) : -1;
@@ -599,7 +564,7 @@ static int serve_wal_failed(struct serve *s, int rc)
 	enum wal_op op;
 	int e = 0;
 	wal_failure(s->sv_w, &op, &e);
-	serve_log(s, SERVE_LOG_ERROR, "WAL commit failed (%s: %s); marking the segment failed, "
+	serve_log(s, PLOG_ERROR, "WAL commit failed (%s: %s); marking the segment failed, "
 	          "nothing more is acknowledged", op == WAL_OP_SYNC ? "fdatasync" :
 	          op == WAL_OP_WRITE ? "write" : "new file", strerror(e));
 	s->sv_st->wal_rc = rc;
@@ -622,7 +587,7 @@ static int serve_mark_slot(struct serve *s, int (*mark)(flash_t *, uint32_t, uin
 	int frc = mark(s->sv_h, slot, seq);
 	if (frc == FLASH_OK)
 		return 0;
-	serve_log(s, SERVE_LOG_ERROR, "%s slot %u seq %" PRIu64 ": %s", what, slot, seq, flash_strerror(frc));
+	serve_log(s, PLOG_ERROR, "%s slot %u seq %" PRIu64 ": %s", what, slot, seq, flash_strerror(frc));
 	s->sv_st->flash_rc = frc;
 	return -1;
 }
@@ -677,7 +642,7 @@ static int serve_marks_apply(struct serve *s, struct serve_marks *m)
 		if (prc == FLASH_EFULL)
 			s->sv_st->mysql_dropped += m->mk_npush;
 		else if (prc != FLASH_OK)
-			serve_log(s, SERVE_LOG_WARN, "MySQL applier queue: %s", flash_strerror(prc));
+			serve_log(s, PLOG_WARN, "MySQL applier queue: %s", flash_strerror(prc));
 		m->mk_npush = 0;
 	}
 	PERSIST_CRASH("serve_round", 5);
@@ -906,12 +871,12 @@ static void serve_reclaim(struct serve_reclaimer *r)
 			return;
 		rc = flash_gen_advance(r->rc_h, t, (int64_t)serve_now_real_ns(), &gi);
 		if (rc != FLASH_OK) {
-			serve_log(s, SERVE_LOG_WARN, "reclaim: advance table %u: %s", t, flash_strerror(rc));
+			serve_log(s, PLOG_WARN, "reclaim: advance table %u: %s", t, flash_strerror(rc));
 			continue;
 		}
 		if (gi.advanced) {
 			__atomic_add_fetch(&r->rc_advances, 1, __ATOMIC_RELAXED);
-			serve_log(s, SERVE_LOG_INFO, "reclaim: table %s in generation %" PRIu64,
+			serve_log(s, PLOG_INFO, "reclaim: table %s in generation %" PRIu64,
 			          t ? "users" : "requests", gi.gen);
 		}
 		for (uint32_t b = 0; b < gi.banks; b++)
@@ -935,13 +900,13 @@ static void serve_reclaim(struct serve_reclaimer *r)
 		if (rc == FLASH_EBUSY)
 			continue;
 		if (rc != FLASH_OK) {
-			serve_log(s, SERVE_LOG_WARN, "reclaim: clear table %u: %s", t, flash_strerror(rc));
+			serve_log(s, PLOG_WARN, "reclaim: clear table %u: %s", t, flash_strerror(rc));
 			continue;
 		}
 		r->rc_clear_lsn[t] = 0;
 		__atomic_add_fetch(&r->rc_clears, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&r->rc_cleared_keys, n, __ATOMIC_RELAXED);
-		serve_log(s, SERVE_LOG_INFO, "reclaim: table %s: a bank cleared, %" PRIu64 " keys",
+		serve_log(s, PLOG_INFO, "reclaim: table %s: a bank cleared, %" PRIu64 " keys",
 		          t ? "users" : "requests", n);
 	}
 }
@@ -953,7 +918,7 @@ static void *serve_reclaimer_main(void *arg)
 
 	/* a handle belongs to the thread that opened it */
 	if ((rc = flash_open(r->rc_s->sv_o->segment, 0, &r->rc_h)) != FLASH_OK) {
-		serve_log(r->rc_s, SERVE_LOG_ERROR, "reclaim: open: %s: nothing is reclaimed",
+		serve_log(r->rc_s, PLOG_ERROR, "reclaim: open: %s: nothing is reclaimed",
 		          flash_strerror(rc));
 		r->rc_h = NULL;
 		return NULL;
@@ -991,7 +956,7 @@ static struct serve_reclaimer *serve_reclaimer_start(struct serve *s, uint32_t e
 	if (flash_gen_get(s->sv_h, FLASH_TABLE_REQUESTS, &gi) != FLASH_OK || gi.banks == 1)
 		return NULL;
 	if ((r = calloc(1, sizeof(*r))) == NULL) {
-		serve_log(s, SERVE_LOG_ERROR, "reclaim: out of memory: nothing is reclaimed");
+		serve_log(s, PLOG_ERROR, "reclaim: out of memory: nothing is reclaimed");
 		return NULL;
 	}
 	r->rc_s = s;
@@ -1002,7 +967,7 @@ static struct serve_reclaimer *serve_reclaimer_start(struct serve *s, uint32_t e
 	pthread_cond_init(&r->rc_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if ((rc = pthread_create(&r->rc_thr, NULL, serve_reclaimer_main, r)) != 0) {
-		serve_log(s, SERVE_LOG_ERROR, "reclaim: no thread (%s): nothing is reclaimed", strerror(rc));
+		serve_log(s, PLOG_ERROR, "reclaim: no thread (%s): nothing is reclaimed", strerror(rc));
 		pthread_cond_destroy(&r->rc_cv);
 		pthread_mutex_destroy(&r->rc_mu);
 		free(r);
@@ -1050,7 +1015,7 @@ static int serve_round(struct serve *s, uint32_t *n)
 	int rc = flash_ring_drain(s->sv_h, serve_drain_cb, s, s->sv_o->drain_max, n);
 	s->sv_st->rounds++;
 	if (rc != FLASH_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "drain: %s", flash_strerror(rc));
+		serve_log(s, PLOG_ERROR, "drain: %s", flash_strerror(rc));
 		s->sv_st->flash_rc = rc;
 		return -1;
 	}
@@ -1075,7 +1040,7 @@ static int serve_check_released(struct serve *s, const struct flash_stats *fst)
 			continue;
 		char cmd[1024];
 		serve_rebuild_cmd(s, fst, cmd, sizeof cmd);
-		serve_log(s, SERVE_LOG_ERROR, "slot %u: the previous daemon wrote records %" PRIu64 "..%"
+		serve_log(s, PLOG_ERROR, "slot %u: the previous daemon wrote records %" PRIu64 "..%"
 		          PRIu64 " to WAL %s and freed their ring room, but the WAL ends that slot at %"
 		          PRIu64 ": the disk lost writes it had accepted (did an fdatasync fail?); segment "
 		          "%s has their effects and no log has them; it is not served; to rebuild it from "
@@ -1122,12 +1087,12 @@ static int serve_durability_clear(struct serve *s)
 	serve_dur_why(&s->sv_dur, why, sizeof why);
 	int rc = flash_durability_clear(s->sv_h);
 	if (rc != FLASH_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "segment %s: durability failure not cleared: %s",
+		serve_log(s, PLOG_ERROR, "segment %s: durability failure not cleared: %s",
 		          s->sv_o->segment, flash_strerror(rc));
 		s->sv_st->flash_rc = rc;
 		return -1;
 	}
-	serve_log(s, SERVE_LOG_WARN, "segment %s: durability failure cleared: %s; WAL %s is whole "
+	serve_log(s, PLOG_WARN, "segment %s: durability failure cleared: %s; WAL %s is whole "
 	          "through LSN %" PRIu64 " (as long as its durable mark and as what the segment "
 	          "reflects, every record the failed daemon took from the rings in it) and open for "
 	          "append: sync orders are acknowledged again", s->sv_o->segment, why,
@@ -1147,7 +1112,7 @@ static int serve_first_round(struct serve *s, uint32_t *n)
 	int rc = flash_ring_drain(s->sv_h, serve_buffer_cb, s, UINT32_MAX, n);
 	s->sv_st->rounds++;
 	if (rc != FLASH_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "drain: %s", flash_strerror(rc));
+		serve_log(s, PLOG_ERROR, "drain: %s", flash_strerror(rc));
 		s->sv_st->flash_rc = rc;
 		return -1;
 	}
@@ -1172,7 +1137,7 @@ static int serve_first_round(struct serve *s, uint32_t *n)
 			serve_touch(&s->sv_next, slot, taken);
 	}
 	if (s->sv_st->skipped)
-		serve_log(s, SERVE_LOG_WARN, "%" PRIu64 " records were in the WAL already but not marked "
+		serve_log(s, PLOG_WARN, "%" PRIu64 " records were in the WAL already but not marked "
 		          "durable (previous daemon died after its fdatasync): not written again",
 		          s->sv_st->skipped);
 	rc = serve_commit_mark(s);
@@ -1205,7 +1170,7 @@ static mdb_probe_t *serve_probe_start(const struct serve *s, const struct serve_
 	mo.require_db = o->mysql_require_db;
 	int rc = mdb_probe_start(&mo, 1000, 2, &p);
 	if (rc != FLASH_OK)
-		serve_log(s, SERVE_LOG_WARN, "MySQL liveness ping: %s", flash_strerror(rc));
+		serve_log(s, PLOG_WARN, "MySQL liveness ping: %s", flash_strerror(rc));
 	return p;
 }
 #endif
@@ -1244,7 +1209,7 @@ static void serve_lease_watch(struct serve *s)
 	struct lease_stats ls;
 	lease_stats_get(s->sv_lease, &ls);
 	if (ls.state == LEASE_FENCED || ls.state == LEASE_FAILED) {
-		serve_log(s, SERVE_LOG_ERROR, "lease agent %s: %s (box %u epoch %u); serving the WAL goes on",
+		serve_log(s, PLOG_ERROR, "lease agent %s: %s (box %u epoch %u); serving the WAL goes on",
 		          lease_state_name(ls.state), flash_strerror(ls.rc), ls.box_id, ls.epoch);
 		s->sv_st->lease_rc = ls.rc;
 		s->sv_lease_reported = 1;
@@ -1284,7 +1249,7 @@ struct serve_service {
 /* A service's start failed: say so, keep the code. */
 static int serve_svc_fail(struct serve *s, const char *name, int rc, const char *extra)
 {
-	serve_log(s, SERVE_LOG_ERROR, "%s: %s%s", name, flash_strerror(rc), extra);
+	serve_log(s, PLOG_ERROR, "%s: %s%s", name, flash_strerror(rc), extra);
 	s->sv_st->flash_rc = rc;
 	return -1;
 }
@@ -1328,7 +1293,7 @@ static int svc_pump_start(struct serve *s)
 	po.mysql.url = o->mysql_url;
 	po.mysql.defaults_file = o->mysql_defaults;
 	po.mysql.require_db = o->mysql_require_db;
-	po.mysql.log = serve_mysql_log;
+	po.mysql.log = plog_mysql_line;
 	po.mysql.log_arg = (void *)&o->log_level;   /* read only */
 	po.wal_dir = o->wal_dir;
 	/* Everything in the WAL at start is durable (wal_open synced it):
@@ -1337,7 +1302,7 @@ static int svc_pump_start(struct serve *s)
 	int rc = mdb_pump_start(&po, &s->sv_pump);
 	if (rc != FLASH_OK)
 		return serve_svc_fail(s, "MySQL applier", rc, "");
-	serve_log(s, SERVE_LOG_INFO, "MySQL applier started (it catches up from the WAL)");
+	serve_log(s, PLOG_INFO, "MySQL applier started (it catches up from the WAL)");
 	return 0;
 }
 
@@ -1400,7 +1365,7 @@ static int svc_lease_start(struct serve *s)
 	int rc = lease_start(&lo, &s->sv_lease);
 	if (rc != FLASH_OK)
 		return serve_svc_fail(s, "lease agent", rc, "");
-	serve_log(s, SERVE_LOG_INFO, "lease agent started (box %u)", o->box_id);
+	serve_log(s, PLOG_INFO, "lease agent started (box %u)", o->box_id);
 	return 0;
 }
 
@@ -1426,7 +1391,7 @@ static int svc_backstop_start(struct serve *s)
 	int rc = backstop_start(&bo, &s->sv_backstop);
 	if (rc != FLASH_OK)
 		return serve_svc_fail(s, "backstop", rc, o->box_id == 0 ? " (it needs --box-id)" : "");
-	serve_log(s, SERVE_LOG_INFO, "backstop started (box %u): the per-user limit across boxes",
+	serve_log(s, PLOG_INFO, "backstop started (box %u): the per-user limit across boxes",
 	          o->box_id);
 	return 0;
 }
@@ -1443,7 +1408,7 @@ static int svc_arch_start(struct serve *s)
 	if (o->archive_after_s == 0)
 		return 0;
 	if (s->sv_pump == NULL) {
-		serve_log(s, SERVE_LOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
+		serve_log(s, PLOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
 		          "and there is no --mysql (archive by hand: flashstock archive --no-mysql-check)");
 		return 0;
 	}
@@ -1457,7 +1422,7 @@ static int svc_arch_start(struct serve *s)
 	int rc = archiver_start(&ao, &s->sv_arch);
 	if (rc != FLASH_OK)
 		return serve_svc_fail(s, "archiver", rc, "");
-	serve_log(s, SERVE_LOG_INFO, "archiver: activities are archived %us after their end, "
+	serve_log(s, PLOG_INFO, "archiver: activities are archived %us after their end, "
 	          "once MariaDB has applied them%s", o->archive_after_s,
 	          s->sv_backstop ? " and the backstop has written their orders" : "");
 	return 0;
@@ -1479,7 +1444,7 @@ static int svc_metrics_start(struct serve *s)
 	uint16_t port = 0;
 	if (metrics_start(o->metrics, o->segment, s->sv_w, s->sv_pump, &s->sv_metrics, &port, err,
 	                  sizeof err) != 0) {
-		serve_log(s, SERVE_LOG_ERROR, "metrics: %s", err);
+		serve_log(s, PLOG_ERROR, "metrics: %s", err);
 		s->sv_st->flash_rc = FLASH_EINVAL;
 		return -1;
 	}
@@ -1491,7 +1456,7 @@ static int svc_metrics_start(struct serve *s)
 	metrics_set_probe(s->sv_metrics, s->sv_probe);
 	(void)metrics_set_feed(s->sv_metrics, o->wal_dir);
 	__atomic_store_n(&s->sv_st->metrics_port, port, __ATOMIC_RELEASE);
-	serve_log(s, SERVE_LOG_INFO, "metrics on port %u (GET /metrics)", port);
+	serve_log(s, PLOG_INFO, "metrics on port %u (GET /metrics)", port);
 	return 0;
 }
 
@@ -1522,7 +1487,7 @@ static int svc_metrics_start(struct serve *s)
 {
 	if (s->sv_o->metrics == NULL)
 		return 0;
-	serve_log(s, SERVE_LOG_ERROR, "metrics: built without libmicrohttpd");
+	serve_log(s, PLOG_ERROR, "metrics: built without libmicrohttpd");
 	s->sv_st->flash_rc = FLASH_EINVAL;
 	return -1;
 }
@@ -1587,7 +1552,7 @@ static int serve_recover(struct serve *s, struct serve_opts *oo)
 		int frc = flash_open(o->segment, FLASH_RDONLY, &h);
 		flash_close(h);
 		if (frc == FLASH_ENOSEG) {
-			serve_log(s, SERVE_LOG_INFO, "segment %s does not exist: rebuilding it from WAL %s "
+			serve_log(s, PLOG_INFO, "segment %s does not exist: rebuilding it from WAL %s "
 			          "(--recover-if-absent)", o->segment, o->wal_dir);
 			recover = 1;
 		}
@@ -1625,7 +1590,7 @@ static int serve_setup(struct serve *s, struct flash_stats *fst)
 	struct serve_stats *st = s->sv_st;
 	int rc = flash_open(o->segment, 0, &s->sv_h);
 	if (rc != FLASH_OK) {
-		serve_log(s, SERVE_LOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
+		serve_log(s, PLOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
 		st->flash_rc = rc;
 		return -1;
 	}
@@ -1642,7 +1607,7 @@ static int serve_setup(struct serve *s, struct flash_stats *fst)
 	if (s->sv_dur.failed) {
 		char why[256];
 		serve_dur_why(&s->sv_dur, why, sizeof why);
-		serve_log(s, SERVE_LOG_INFO, "segment %s: durability failed: %s; sync orders answer "
+		serve_log(s, PLOG_INFO, "segment %s: durability failed: %s; sync orders answer "
 		          "FLASH_EDURABILITY until this daemon has proven WAL %s whole", o->segment, why,
 		          o->wal_dir);
 	}
@@ -1665,7 +1630,7 @@ static int serve_setup(struct serve *s, struct flash_stats *fst)
 	if (serve_open_wal(s) != 0)
 		return -1;
 	s->sv_marked_lsn = wal_durable_lsn(s->sv_w);
-	serve_log(s, SERVE_LOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
+	serve_log(s, PLOG_INFO, "serving segment %s (%s durability, %u slots), WAL %s from LSN %" PRIu64,
 	          o->segment, fst->durability == FLASH_DURABILITY_SYNC ? "sync" : "async", s->sv_cap,
 	          o->wal_dir, wal_next_lsn(s->sv_w));
 	notify_status(&s->sv_notify, "segment %s: WAL %s read through LSN %" PRIu64 "; starting",
@@ -1714,10 +1679,10 @@ static void serve_timers_run(struct serve *s, struct serve_timers *t, uint64_t n
 		uint32_t rec = 0;
 		int rc = flash_recover(s->sv_h, &rec);
 		if (rc != FLASH_OK)
-			serve_log(s, SERVE_LOG_WARN, "recover: %s", flash_strerror(rc));
+			serve_log(s, PLOG_WARN, "recover: %s", flash_strerror(rc));
 		else if (rec) {
 			st->recovered += rec;
-			serve_log(s, SERVE_LOG_INFO, "recovered %u dead handles", rec);
+			serve_log(s, PLOG_INFO, "recovered %u dead handles", rec);
 		}
 		t->next_recover = now + s->sv_o->recover_ms;
 	}
@@ -1725,7 +1690,7 @@ static void serve_timers_run(struct serve *s, struct serve_timers *t, uint64_t n
 		struct wal_stats ws;
 		wal_stats_get(s->sv_w, &ws);
 		uint64_t dc = ws.commits - t->last_ws.commits;
-		serve_log(s, SERVE_LOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
+		serve_log(s, PLOG_INFO, "%" PRIu64 " records (+%" PRIu64 "), durable LSN %" PRIu64
 		          ", %" PRIu64 " commits (+%" PRIu64 ", mean group %.1f, largest %" PRIu64
 		          "), fdatasync mean %.0f us, max %.0f us; oldest record durable after "
 		          "at most %.0f us",
@@ -1809,7 +1774,7 @@ static int serve_drain(struct serve *s, const struct flash_stats *fst)
 	    serve_first_round(s, &n) != 0)
 		return -1;
 	if ((rc = serve_syncer_start(s)) != 0) {
-		serve_log(s, SERVE_LOG_ERROR, "no fdatasync thread: %s", strerror(rc));
+		serve_log(s, PLOG_ERROR, "no fdatasync thread: %s", strerror(rc));
 		s->sv_st->flash_rc = FLASH_ENOMEM;
 		return -1;
 	}
@@ -1825,7 +1790,7 @@ static int serve_drain(struct serve *s, const struct flash_stats *fst)
 	uint32_t rec = 0;
 	if (flash_recover(s->sv_h, &rec) == FLASH_OK)
 		s->sv_st->recovered += rec;
-	serve_log(s, SERVE_LOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
+	serve_log(s, PLOG_INFO, "stopping: %" PRIu64 " records written, durable LSN %" PRIu64,
 	          s->sv_st->records, wal_durable_lsn(s->sv_w));
 	return 0;
 }
@@ -1835,7 +1800,7 @@ static int serve_drain(struct serve *s, const struct flash_stats *fst)
 static int serve_teardown(struct serve *s, int ret)
 {
 	if (s->sv_dur.failed)
-		serve_log(s, SERVE_LOG_ERROR, "segment %s stays failed: sync orders answer "
+		serve_log(s, PLOG_ERROR, "segment %s stays failed: sync orders answer "
 		          "FLASH_EDURABILITY until a daemon starts on a WAL it proves whole; do what the "
 		          "lines above say, then start the daemon again", s->sv_o->segment);
 	serve_reclaimer_stop(s->sv_reclaim, s->sv_st);

@@ -50,20 +50,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "plog.h"
 #include "wal.h"
 
 struct serve_recon_pass;
-
-enum serve_log_level { SERVE_LOG_ERROR = 0, SERVE_LOG_WARN, SERVE_LOG_INFO, SERVE_LOG_DEBUG };
-
-/* One log line on stderr in the daemon's format:
- * "<UTC time> serve [<level>] <prefix><message>".  The caller filters levels. */
-void serve_vlog(int level, const char *prefix, const char *fmt, va_list ap);
-
-/* The MySQL applier's log (mdb_log_fn) as daemon lines with the
- * prefix "mysql: "; @p arg points at the most verbose serve level printed
- * (an int), or is NULL for every level. */
-void serve_mysql_log(void *arg, int level, const char *msg);
 
 struct serve_opts {
 	const char   *segment;          /* segment name */
@@ -75,7 +65,7 @@ struct serve_opts {
 	                                   engine has no doorbell, so this bounds the wait of
 	                                   the first record after a quiet spell */
 	uint32_t      stats_ms;         /* info line this often (0: never) */
-	int           log_level;        /* enum serve_log_level */
+	int           log_level;        /* enum plog_level */
 	int           once;             /* stop after the first round that drains nothing */
 	int           recover;          /* first rebuild the segment from the snapshot and WAL
 	                                   (rebuild.h: built under a temporary name, renamed when

@@ -12,7 +12,7 @@
  * go backwards (MySQL's applied LSN lower than before: the database was
  * reset) is rebuilt from the WAL's start.
  */
-#include "serve.h"
+#include "plog.h"
 #include "serve_reconcile.h"
 
 #include <inttypes.h>
@@ -26,7 +26,6 @@
 #include <mysql.h>
 
 #include "rcu_box.h"
-#include "serve.h"
 
 struct serve_recon {
 	struct serve_recon_opts r_o;
@@ -65,7 +64,7 @@ static void rlog(const struct serve_recon *r, int level, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	serve_vlog(level, "reconcile: ", fmt, ap);
+	plog_vline(level, "reconcile: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -83,18 +82,18 @@ static int fold_to(struct serve_recon *r, fold_t **f, uint64_t lsn)
 	if (lsn == 0 || fold_lsn(*f) == lsn)
 		return FLASH_OK;
 	if (r->r_o.wal_dir && (rc = fold_start(*f, r->r_o.wal_dir, lsn, &wrc)) != FLASH_OK) {
-		rlog(r, SERVE_LOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
+		rlog(r, PLOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		return rc;
 	}
 	if (fold_lsn(*f) == lsn)
 		return FLASH_OK;
 	rc = fold_wal_live(*f, r->r_o.wal, lsn, &wrc);
 	if (rc) {
-		rlog(r, SERVE_LOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
+		rlog(r, PLOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
 		return rc;
 	}
 	if (fold_lsn(*f) != lsn) {
-		rlog(r, SERVE_LOG_ERROR, "the durable WAL ends at LSN %" PRIu64 ", before LSN %" PRIu64,
+		rlog(r, PLOG_ERROR, "the durable WAL ends at LSN %" PRIu64 ", before LSN %" PRIu64,
 		     fold_lsn(*f), lsn);
 		return FLASH_ECORRUPT;
 	}
@@ -143,7 +142,7 @@ static int part_mysql(struct serve_recon *r, struct reconcile_report *rep, uint6
 		return FLASH_EMYSQL_RETRY;
 	if (sql_exec(c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ") ||
 	    sql_exec(c, "START TRANSACTION WITH CONSISTENT SNAPSHOT")) {
-		rlog(r, SERVE_LOG_WARN, "MySQL: %s", mysql_error(c));
+		rlog(r, PLOG_WARN, "MySQL: %s", mysql_error(c));
 		mdb_conn_lost(r->r_m);
 		return FLASH_EMYSQL_RETRY;
 	}
@@ -233,12 +232,12 @@ static void log_diffs(struct serve_recon *r, const char *part, const struct reco
 	char line[384];
 	for (size_t i = 0; i < rep->n; i++) {
 		diff_format(&rep->diffs[i], line, sizeof line);
-		rlog(r, SERVE_LOG_WARN, "%s: %s", part, line);
+		rlog(r, PLOG_WARN, "%s: %s", part, line);
 	}
 	if (rep->found > rep->n)
-		rlog(r, SERVE_LOG_WARN, "%s: %" PRIu64 " more difference(s) not listed", part, rep->found - rep->n);
+		rlog(r, PLOG_WARN, "%s: %" PRIu64 " more difference(s) not listed", part, rep->found - rep->n);
 	if (over(rep, limit))
-		rlog(r, SERVE_LOG_ERROR, "ALERT %s: %" PRIu64 " of %" PRIu64 " units differ (%.4f%%, threshold "
+		rlog(r, PLOG_ERROR, "ALERT %s: %" PRIu64 " of %" PRIu64 " units differ (%.4f%%, threshold "
 		     "%.4f%%)", part, rep->diff_units, rep->units,
 		     100.0 * (double)rep->diff_units / (double)rep->units, 100.0 * limit);
 }
@@ -261,13 +260,13 @@ static void pass_run(struct serve_recon *r, int final)
 			p.wal_sql = &rsql;
 		} else {
 			p.rc = rc;
-			rlog(r, SERVE_LOG_WARN, "WAL vs MySQL not compared this pass: %s", flash_strerror(rc));
+			rlog(r, PLOG_WARN, "WAL vs MySQL not compared this pass: %s", flash_strerror(rc));
 		}
 	}
 	rc = part_segment(r, &rseg, &p.seg_lsn, &p.seg_checked);
 	if (rc != FLASH_OK) {
 		p.rc = p.rc ? p.rc : rc;
-		rlog(r, SERVE_LOG_WARN, "segment vs WAL not compared this pass: %s", flash_strerror(rc));
+		rlog(r, PLOG_WARN, "segment vs WAL not compared this pass: %s", flash_strerror(rc));
 	} else if (p.seg_checked) {
 		p.seg_wal = &rseg;
 	} else {
@@ -307,7 +306,7 @@ static void pass_run(struct serve_recon *r, int final)
 	else
 		snprintf(segpart, sizeof segpart, "segment vs WAL skipped (%s)",
 		         p.seg_busy ? "busy: no quiet window" : "error");
-	rlog(r, p.differences ? SERVE_LOG_WARN : SERVE_LOG_INFO, "%spass %" PRIu64 ": %" PRIu64
+	rlog(r, p.differences ? PLOG_WARN : PLOG_INFO, "%spass %" PRIu64 ": %" PRIu64
 	     " difference(s); %s; %s", final ? "final " : "", p.pass, p.differences, sqlpart, segpart);
 
 	if (r->r_o.hook)
@@ -366,7 +365,7 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 	r->r_mo.url = o->mysql_url;
 	r->r_mo.defaults_file = o->mysql_defaults;
 	r->r_mo.require_db = o->mysql_require_db;
-	r->r_mo.log = serve_mysql_log;
+	r->r_mo.log = plog_mysql_line;
 	r->r_mo.log_arg = &r->r_o.log_level;
 	int rc = FLASH_OK;
 	if ((rc = fold_new(&r->r_fsql)) || (rc = fold_new(&r->r_fseg)))
@@ -387,7 +386,7 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 		rc = FLASH_ESYS;
 		goto fail;
 	}
-	rlog(r, SERVE_LOG_INFO, "every %u ms, alert past %.4f%% of units; %s", o->every_ms,
+	rlog(r, PLOG_INFO, "every %u ms, alert past %.4f%% of units; %s", o->every_ms,
 	     100.0 * (o->threshold > 0 ? o->threshold : 0.001),
 	     r->r_use_mysql ? "segment, WAL and MySQL" : "segment and WAL (no MySQL)");
 	*out = r;

@@ -67,7 +67,7 @@ struct serve_recon_opts {
 	int mysql_require_db;           /* mdb_opts.require_db */
 	uint32_t    every_ms;           /* time between passes, > 0 */
 	double      threshold;          /* alert ratio; 0 = 0.001 (0.1 %) */
-	int         log_level;          /* enum serve_log_level */
+	int         log_level;          /* enum plog_level */
 	serve_recon_hook_fn hook;       /* called after each pass on the reconciler's thread, or NULL */
 	void       *hook_arg;
 };

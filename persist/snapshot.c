@@ -32,23 +32,11 @@
 
 #include "crc32c.h"
 #include "pio.h"
-#include "serve.h"
+#include "plog.h"
 
 /* ------------------------------------------------------------------------
  * 1. Codes and names
  * ------------------------------------------------------------------------ */
-
-void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...)
-{
-	if (log == NULL)
-		return;
-	char msg[6144];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	log(arg, level, msg);
-}
 
 void snap_path(char *buf, size_t n, const char *dir, uint64_t lsn)
 {
@@ -284,7 +272,7 @@ int snap_list(const char *dir, uint64_t **lsns, size_t *n)
 
 /* The newest valid snapshot with min_lsn <= LSN <= max_lsn. */
 static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_lsn,
-                               struct snap_file *f, snap_log_fn log, void *log_arg)
+                               struct snap_file *f, plog_fn log, void *log_arg)
 {
 	uint64_t *lsns;
 	size_t n;
@@ -308,7 +296,7 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 			rc = FLASH_OK;
 			break;
 		}
-		snap_logf(log, log_arg, SERVE_LOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
+		plogf(log, log_arg, PLOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
 		          path, flash_strerror(frc), frc == FLASH_ESNAP_IO ? ": " : "",
 		          frc == FLASH_ESNAP_IO ? pio_strerror(errno) : "");
 	}
@@ -317,7 +305,7 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 }
 
 int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
-                     snap_log_fn log, void *log_arg)
+                     plog_fn log, void *log_arg)
 {
 	return snap_open_newest_in(dir, min_lsn, UINT64_MAX, f, log, log_arg);
 }
@@ -445,7 +433,7 @@ static int snap_fail(snap_t *s, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_ERROR, "%s; snapshots are off until the "
+	plogf(s->s_o.log, s->s_o.log_arg, PLOG_ERROR, "%s; snapshots are off until the "
 	          "daemon restarts (no WAL file is removed; orders go on)", msg);
 	pthread_mutex_lock(&s->s_mu);
 	s->s_st.failed = FLASH_ESNAP_FAILED;
@@ -464,7 +452,7 @@ static void snap_publish(snap_t *s)
 	pthread_mutex_unlock(&s->s_mu);
 }
 
-int snap_shadows_remove(const char *segment, const char *keep, int dead_only, snap_log_fn log,
+int snap_shadows_remove(const char *segment, const char *keep, int dead_only, plog_fn log,
                         void *log_arg)
 {
 	const char *base = segment[0] == '/' ? segment + 1 : segment;
@@ -495,7 +483,7 @@ int snap_shadows_remove(const char *segment, const char *keep, int dead_only, sn
 		uint64_t mib = stat(path, &st) == 0 ? (uint64_t)st.st_size >> 20 : 0;
 		if (flash_seg_destroy(name) == FLASH_OK) {
 			removed++;
-			snap_logf(log, log_arg, SERVE_LOG_WARN, "snapshot: removed the shadow segment %s "
+			plogf(log, log_arg, PLOG_WARN, "snapshot: removed the shadow segment %s "
 			          "(%" PRIu64 " MiB) that a daemon (pid %ld) left mid-snapshot", name, mib, pid);
 		}
 	}
@@ -635,7 +623,7 @@ static int snap_init(snap_t *s)
 		free(lsns);
 	}
 	s->s_last_ms = snap_now_ms();
-	snap_logf(o->log, o->log_arg, SERVE_LOG_INFO, "snapshot: shadow %s %s, replaying the WAL "
+	plogf(o->log, o->log_arg, PLOG_INFO, "snapshot: shadow %s %s, replaying the WAL "
 	          "from LSN %" PRIu64, s->s_shadow, s->s_lsn ? "restored from the newest snapshot" :
 	          "created empty", s->s_lsn + 1);
 	snap_publish(s);
@@ -657,7 +645,7 @@ static int snap_frame(void *arg, uint64_t lsn, uint16_t type, const void *p, uin
 	memcpy(&r, p, sizeof r);
 	int rc = flash_replay(s->s_sh, &r.wr_rec);
 	if (rc != FLASH_OK && rc != FLASH_EEXIST) {
-		snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_ERROR, "snapshot: shadow refused LSN %"
+		plogf(s->s_o.log, s->s_o.log_arg, PLOG_ERROR, "snapshot: shadow refused LSN %"
 		          PRIu64 " (record type %u, order %" PRIu64 "): %s", lsn, r.wr_rec.type,
 		          r.wr_rec.order_no, flash_strerror(rc));
 		s->s_cb_rc = FLASH_ESNAP_SEGMENT;
@@ -738,7 +726,7 @@ static int snap_remove_wal(snap_t *s)
 		pthread_mutex_lock(&s->s_mu);
 		s->s_st.wal_removed += removed;
 		pthread_mutex_unlock(&s->s_mu);
-		snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_INFO, "snapshot: %u WAL file(s) with "
+		plogf(s->s_o.log, s->s_o.log_arg, PLOG_INFO, "snapshot: %u WAL file(s) with "
 		          "every LSN <= %" PRIu64 " removed", removed, cover);
 	}
 	if (rc != FLASH_OK)
@@ -777,7 +765,7 @@ static int snap_take(snap_t *s)
 	s->s_st.snapshots++;
 	pthread_mutex_unlock(&s->s_mu);
 	snap_publish(s);
-	snap_logf(s->s_o.log, s->s_o.log_arg, SERVE_LOG_INFO, "snapshot at LSN %" PRIu64 " written "
+	plogf(s->s_o.log, s->s_o.log_arg, PLOG_INFO, "snapshot at LSN %" PRIu64 " written "
 	          "(%" PRIu64 " bytes of segment, %zu skus folded)", s->s_lsn, len, fn);
 	snap_prune(s);
 	return FLASH_OK;

@@ -65,6 +65,7 @@
 #include "flashstock.h"
 #include "flashstock_consumer.h"
 #include "fold.h"
+#include "plog.h"
 #include "wal.h"
 
 /*
@@ -131,24 +132,16 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
                const struct fold_sku *fold, size_t nfold,
                const void *img, uint64_t img_bytes, char *err, size_t errlen);
 
-/* Called for each line a snapshot function logs (level: enum serve_log_level). */
-typedef void (*snap_log_fn)(void *arg, int level, const char *msg);
-
-/* Format one line and hand it to @p log (nothing when @p log is NULL); a
- * line longer than 6 KiB is cut. */
-__attribute__((format(printf, 4, 5)))
-void snap_logf(snap_log_fn log, void *arg, int level, const char *fmt, ...);
-
 /*
  * Remove the shadow segments of @p segment: "<segment>.shadow.<pid>", the
  * copy a daemon folds a snapshot in, which it unlinks when done -- one
  * killed mid-snapshot leaves its shadow in /dev/shm, as large as the
  * segment.  @p keep (a shadow's name, with or without its leading '/';
  * NULL: none) is left alone; with @p dead_only so is the shadow of a pid
- * that exists.  Each removal is logged at SERVE_LOG_WARN.  Returns how
+ * that exists.  Each removal is logged at PLOG_WARN.  Returns how
  * many were removed.
  */
-int snap_shadows_remove(const char *segment, const char *keep, int dead_only, snap_log_fn log,
+int snap_shadows_remove(const char *segment, const char *keep, int dead_only, plog_fn log,
                         void *log_arg);
 
 /*
@@ -157,7 +150,7 @@ int snap_shadows_remove(const char *segment, const char *keep, int dead_only, sn
  * tried.  @return FLASH_OK (*f open); FLASH_ESNAP_NOENT; FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM.
  */
 int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
-                     snap_log_fn log, void *log_arg);
+                     plog_fn log, void *log_arg);
 
 /*
  * The first and last LSN of the WAL in @p dir (0, 0: empty), read without
@@ -199,7 +192,7 @@ struct snap_opts {
 	 * nonzero when unknown (nothing is removed then). */
 	int       (*applied_lsn)(void *arg, uint64_t *lsn);
 	void       *applied_arg;
-	snap_log_fn log;          /* NULL: nothing logged */
+	plog_fn log;          /* NULL: nothing logged */
 	void       *log_arg;
 	/* Feed consumers registered in wal_dir hold WAL files back within
 	 * these bounds (feed.h, feed_retain_cover; 0: no bound). */

@@ -233,7 +233,7 @@ static MYSQL *central(void)
 		if (!g_m[i]) {
 			struct mdb_opts o = { .url = g_node_url[i], .no_schema = 1,
 			                              .connect_timeout_s = 1, .rw_timeout_s = 5,
-			                              .log_level = MDB_LOG_ERROR };
+			                              .log_level = PLOG_ERROR };
 			if (mdb_open(&o, &g_m[i]) != FLASH_OK && !g_m[i])
 				continue;
 		}
@@ -806,7 +806,7 @@ static struct ack *acks_read(struct box *b, size_t *n)
 static MYSQL *box_db(struct box *b, mdb_t **m)
 {
 	struct mdb_opts o = { .url = b->db_url, .no_schema = 1, .connect_timeout_s = 2,
-	                              .log_level = MDB_LOG_ERROR };
+	                              .log_level = PLOG_ERROR };
 	if (mdb_open(&o, m) != FLASH_OK)
 		return NULL;
 	return mdb_conn(*m);

@@ -199,7 +199,7 @@ static void test_metrics_export_the_dashboard_of_a_known_sale(void **st)
 	serve_opts_default(&t.o);
 	t.o.segment = name;
 	t.o.wal_dir = dir;
-	t.o.log_level = SERVE_LOG_ERROR;
+	t.o.log_level = PLOG_ERROR;
 	t.o.idle_us_max = 200;
 	t.o.stop = &t.stop;
 	t.o.metrics = "127.0.0.1:0";

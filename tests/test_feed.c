@@ -729,7 +729,7 @@ struct log_lines {
 static void keep_log(void *arg, int level, const char *msg)
 {
 	struct log_lines *l = arg;
-	if (level == SERVE_LOG_WARN)
+	if (level == PLOG_WARN)
 		l->warn++;
 	snprintf(l->last, sizeof l->last, "%s", msg);
 }

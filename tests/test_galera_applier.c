@@ -95,7 +95,7 @@ static void test_node_without_quorum_is_a_retry_and_the_handle_works_once_it_is_
 	/* node 2 dies: node 1 alone is one of two, no primary component */
 	galera("kill", "2");
 	struct mdb_opts o = { .url = g_url1, .connect_timeout_s = 2, .rw_timeout_s = 5,
-	                              .log_level = MDB_LOG_WARN };
+	                              .log_level = PLOG_WARN };
 	mdb_t *m = NULL;
 	int rc = FLASH_OK;
 	/* the node notices the loss within its suspect timeout: until then it

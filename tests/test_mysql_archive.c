@@ -39,7 +39,7 @@ static char g_url[512];
 static void quiet(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == MDB_LOG_ERROR)
+	if (level == PLOG_ERROR)
 		fprintf(stderr, "applier: %s\n", msg);
 }
 

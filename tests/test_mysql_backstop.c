@@ -111,7 +111,7 @@ static void box_opts(struct box *b, uint32_t box_id, const char *urls)
 	serve_opts_default(&t->o);
 	t->o.segment = b->name;
 	t->o.wal_dir = b->dir;
-	t->o.log_level = SERVE_LOG_WARN;
+	t->o.log_level = PLOG_WARN;
 	t->o.idle_us_max = 200;
 	t->o.stop = &t->stop;
 	t->o.reconcile_every_ms = 0;
@@ -543,7 +543,7 @@ static void box_serve_archiving(struct box *b, const char *backstop_url, const c
 	b->t.o.archive_after_s = after_s;
 	b->t.o.archive_every_ms = 50;
 	b->t.o.backstop_drain_ms = 100;
-	b->t.o.log_level = SERVE_LOG_INFO;      /* the archiver says why it waits */
+	b->t.o.log_level = PLOG_INFO;      /* the archiver says why it waits */
 	box_run(b);
 }
 

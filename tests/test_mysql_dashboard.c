@@ -79,7 +79,7 @@ static void test_metrics_show_mysql_per_sku_and_a_hung_server(void **st)
 	serve_opts_default(&t.o);
 	t.o.segment = name;
 	t.o.wal_dir = dir;
-	t.o.log_level = SERVE_LOG_ERROR;
+	t.o.log_level = PLOG_ERROR;
 	t.o.idle_us_max = 200;
 	t.o.mysql_url = url;
 	t.o.mysql_drain_ms = 60000;

@@ -782,7 +782,7 @@ static lease_t *agent_start_here(struct box *b)
 	assert_int_equal(mkdir(b->wal, 0700), 0);
 	struct lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
 	                               .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
-	                               .log_level = SERVE_LOG_INFO };
+	                               .log_level = PLOG_INFO };
 	lease_t *ag = NULL;
 	assert_int_equal(lease_start(&lo, &ag), FLASH_OK);
 	return ag;

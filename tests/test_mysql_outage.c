@@ -311,7 +311,7 @@ static uint64_t wait_metric(const char *name, uint64_t lo, uint64_t hi)
 
 static mdb_t *db_open(void)
 {
-	struct mdb_opts o = { .url = g_ph.url, .log_level = MDB_LOG_WARN };
+	struct mdb_opts o = { .url = g_ph.url, .log_level = PLOG_WARN };
 	mdb_t *m = NULL;
 	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
 	return m;
@@ -365,7 +365,7 @@ static int phase_teardown(void **state)
 	if (g_ph.halted && fixture("resume") == 0)
 		g_ph.halted = 0;
 	if (g_ph.url[0]) {
-		struct mdb_opts o = { .url = g_ph.url, .log_level = MDB_LOG_ERROR };
+		struct mdb_opts o = { .url = g_ph.url, .log_level = PLOG_ERROR };
 		mdb_t *m = NULL;
 		if (mdb_open(&o, &m) == FLASH_OK) {
 			char sql[128];

@@ -285,7 +285,7 @@ static int g_deadline_lines;   /* log lines saying the pump stopped behind */
 static void count_deadline(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == MDB_LOG_WARN && strstr(msg, "drain deadline") && strstr(msg, "behind"))
+	if (level == PLOG_WARN && strstr(msg, "drain deadline") && strstr(msg, "behind"))
 		__atomic_fetch_add(&g_deadline_lines, 1, __ATOMIC_RELAXED);
 }
 
@@ -360,7 +360,7 @@ static void test_stop_deadline_holds_in_a_long_read_back_and_a_restart_finishes_
 	 * done at once, and it idles */
 	o.start_durable_lsn = FIRST;
 	o.mysql.log = count_deadline;
-	o.mysql.log_level = MDB_LOG_WARN;
+	o.mysql.log_level = PLOG_WARN;
 	g_deadline_lines = 0;
 	assert_int_equal(mdb_pump_start(&o, &p), FLASH_OK);
 	struct mdb_pump_stats st;

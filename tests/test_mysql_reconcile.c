@@ -45,7 +45,7 @@ static int g_seq;
 static void quiet(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == MDB_LOG_ERROR)
+	if (level == PLOG_ERROR)
 		fprintf(stderr, "applier: %s\n", msg);
 }
 

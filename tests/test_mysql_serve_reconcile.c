@@ -126,7 +126,7 @@ static void serve_start(struct serve_thread *t, const char *seg, const char *dir
 	serve_opts_default(&t->o);
 	t->o.segment = seg;
 	t->o.wal_dir = dir;
-	t->o.log_level = SERVE_LOG_ERROR;
+	t->o.log_level = PLOG_ERROR;
 	t->o.idle_us_max = 200;
 	t->o.mysql_url = url;
 	t->o.mysql_drain_ms = 60000;

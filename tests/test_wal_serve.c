@@ -57,7 +57,7 @@ static void base_opts(struct serve_opts *o, const char *seg, const char *dir)
 	o->segment = seg;
 	o->wal_dir = dir;
 	o->wal_segment_bytes = 1 << 20;
-	o->log_level = SERVE_LOG_ERROR;
+	o->log_level = PLOG_ERROR;
 	o->idle_us_max = 200;
 }
 

@@ -52,7 +52,7 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	serve_opts_default(&t.o);
 	t.o.segment = name;
 	t.o.wal_dir = dir;
-	t.o.log_level = SERVE_LOG_ERROR;
+	t.o.log_level = PLOG_ERROR;
 	t.o.idle_us_max = 200;
 	t.o.mysql_url = url;
 	t.o.mysql_drain_ms = 60000;
@@ -168,7 +168,7 @@ static void test_windowed_bank_is_cleared_only_after_mysql_applied_its_orders(vo
 		serve_opts_default(&t.o);
 		t.o.segment = name;
 		t.o.wal_dir = dir;
-		t.o.log_level = SERVE_LOG_ERROR;
+		t.o.log_level = PLOG_ERROR;
 		t.o.idle_us_max = 200;
 		t.o.reclaim_every_ms = 20;
 		t.o.reconcile_every_ms = 0;

@@ -35,7 +35,7 @@ static void base_opts(struct serve_opts *o, const char *seg, const char *dir)
 	o->segment = seg;
 	o->wal_dir = dir;
 	o->wal_segment_bytes = 1 << 20;
-	o->log_level = SERVE_LOG_ERROR;
+	o->log_level = PLOG_ERROR;
 	o->idle_us_max = 200;
 	o->once = 1;
 }
@@ -541,7 +541,7 @@ static char g_log[4096];
 static void log_keep(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level == SERVE_LOG_ERROR)
+	if (level == PLOG_ERROR)
 		snprintf(g_log, sizeof g_log, "%s", msg);
 }
 

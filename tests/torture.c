@@ -773,7 +773,7 @@ static void tt_mariadb_start(const struct tt_opts *o)
 	tt_mysql_url(url, sizeof url, "flashstock");
 	memset(&mo, 0, sizeof mo);
 	mo.url = url;
-	mo.log_level = MDB_LOG_WARN;
+	mo.log_level = PLOG_WARN;
 	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK)
 		tt_die("connect to the private MariaDB as root: %s", flash_strerror(rc));
@@ -1184,7 +1184,7 @@ static void tt_audit_reconcile(struct tt_fig *f, flash_t *h, mdb_t *m,
 
 	memset(&mo, 0, sizeof mo);
 	mo.url = url;
-	mo.log_level = MDB_LOG_WARN;
+	mo.log_level = PLOG_WARN;
 	memset(&ro, 0, sizeof ro);
 	ro.segment = c->seg;
 	ro.wal_dir = c->wal;
@@ -1513,7 +1513,7 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	/* MySQL catches up with the whole WAL */
 	memset(&mo, 0, sizeof mo);
 	mo.url = url;
-	mo.log_level = MDB_LOG_WARN;
+	mo.log_level = PLOG_WARN;
 	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
 		tt_die("connect to MySQL: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);

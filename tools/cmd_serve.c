@@ -373,13 +373,13 @@ int cmd_serve(int argc, char **argv)
 		}
 		case 'l':
 			if (strcmp(optarg, "error") == 0)
-				o.log_level = SERVE_LOG_ERROR;
+				o.log_level = PLOG_ERROR;
 			else if (strcmp(optarg, "warn") == 0)
-				o.log_level = SERVE_LOG_WARN;
+				o.log_level = PLOG_WARN;
 			else if (strcmp(optarg, "info") == 0)
-				o.log_level = SERVE_LOG_INFO;
+				o.log_level = PLOG_INFO;
 			else if (strcmp(optarg, "debug") == 0)
-				o.log_level = SERVE_LOG_DEBUG;
+				o.log_level = PLOG_DEBUG;
 			else
 				return tool_usage_err(cmd, "--log-level: '%s' is not error, warn, info or debug",
 				                      optarg);
@@ -429,7 +429,7 @@ int cmd_serve(int argc, char **argv)
 		mo.url = o.mysql_url;
 		mo.defaults_file = o.mysql_defaults;
 		mo.require_db = 1;
-		mo.log = serve_mysql_log;
+		mo.log = plog_mysql_line;
 		mo.log_arg = &o.log_level;
 		int mrc = mdb_open(&mo, &m);
 		mdb_close(m);

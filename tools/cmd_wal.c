@@ -101,7 +101,7 @@ static int wal_count_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, u
 static void wal_verify_log(void *arg, int level, const char *msg)
 {
 	(void)arg;
-	if (level <= SERVE_LOG_WARN)
+	if (level <= PLOG_WARN)
 		fprintf(stderr, "flashstock: wal verify: %s\n", msg);
 }
 

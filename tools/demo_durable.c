@@ -199,7 +199,7 @@ static void dur_daemon_main(struct demo_dur *d, const char *name, pid_t parent)
 	o.segment = name;
 	o.wal_dir = d->wal_dir;
 	o.wal_segment_bytes = (uint64_t)d->wal_file_mb << 20;
-	o.log_level = SERVE_LOG_WARN;
+	o.log_level = PLOG_WARN;
 	o.stop = &dur_stop;
 	if (d->use_mysql) {
 		o.mysql_defaults = d->defaults_file;
@@ -359,7 +359,7 @@ int demo_dur_mysql(struct demo_dur *d)
 
 	memset(&mo, 0, sizeof mo);
 	mo.defaults_file = d->defaults_file;
-	mo.log_level = MDB_LOG_WARN;
+	mo.log_level = PLOG_WARN;
 	fprintf(stderr, "demo: catching MySQL up with the WAL ...\n");
 	rc = mdb_open(&mo, &d->m);
 	if (rc != FLASH_OK)

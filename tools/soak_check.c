@@ -525,7 +525,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 
 	memset(&mo, 0, sizeof mo);
 	mo.url = mysql_url;
-	mo.log_level = MDB_LOG_WARN;
+	mo.log_level = PLOG_WARN;
 	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK) {
 		tool_failf("soak: connect to the private MariaDB: %s", flash_strerror(rc));
