@@ -110,6 +110,19 @@ static void serve_snap_log(void *arg, int level, const char *msg)
 	serve_log(arg, level, "%s", msg);
 }
 
+/* The snapshot thread removes WAL files through the feed's retention:
+ * consumers' positions are read and the files removed under the feed's
+ * registry lock (feed.h). */
+static int serve_wal_remove(void *arg, uint64_t cover, uint64_t floor, uint64_t *cover_out,
+                            uint32_t *removed)
+{
+	struct serve *s = arg;
+	struct feed_retain_opts fo = { .keep_bytes = s->sv_o->feed_keep_bytes,
+	                               .keep_age_s = s->sv_o->feed_keep_age_s };
+	return feed_retain_remove(s->sv_o->wal_dir, cover, floor, &fo, serve_snap_log, s, cover_out,
+	                          removed);
+}
+
 /* The snapshot thread asks how far MySQL is (nothing is removed past it). */
 static int serve_applied_lsn(void *arg, uint64_t *lsn)
 {
@@ -1327,7 +1340,7 @@ static int svc_snap_start(struct serve *s)
 		.keep_wal = o->keep_wal,
 		.applied_lsn = s->sv_pump ? serve_applied_lsn : NULL, .applied_arg = s->sv_pump,
 		.log = serve_snap_log, .log_arg = s,
-		.feed_keep_bytes = o->feed_keep_bytes, .feed_keep_age_s = o->feed_keep_age_s,
+		.wal_remove = serve_wal_remove, .wal_remove_arg = s,
 	};
 	int rc = snap_thread_start(&so, &s->sv_snap);
 	if (rc == FLASH_OK)

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #endif
 #include "snapshot.h"
-#include "feed.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -701,7 +700,7 @@ static void snap_prune(snap_t *s)
 static int snap_remove_wal(snap_t *s)
 {
 	uint64_t cover = s->s_snaps[0] ? s->s_snaps[0] : s->s_snaps[1];
-	if (cover == 0 || s->s_o.keep_wal)
+	if (cover == 0 || s->s_o.keep_wal || s->s_o.wal_remove == NULL)
 		return FLASH_OK;
 	if (s->s_o.applied_lsn != NULL) {
 		uint64_t a = 0;
@@ -712,14 +711,10 @@ static int snap_remove_wal(snap_t *s)
 	}
 	if (cover <= s->s_cover)
 		return FLASH_OK;
-	/* feed consumers can only lower the cover: asked only when something
-	 * would go; their positions are read and the files removed under the
-	 * feed's registry lock (feed.h) */
-	struct feed_retain_opts fo = { .keep_bytes = s->s_o.feed_keep_bytes,
-	                               .keep_age_s = s->s_o.feed_keep_age_s };
+	/* asked only when something would go: the remover may only lower the
+	 * cover */
 	uint32_t removed = 0;
-	int rc = feed_retain_remove(s->s_o.wal_dir, cover, s->s_cover, &fo, s->s_o.log, s->s_o.log_arg,
-	                            &cover, &removed);
+	int rc = s->s_o.wal_remove(s->s_o.wal_remove_arg, cover, s->s_cover, &cover, &removed);
 	if (rc == FLASH_OK && cover <= s->s_cover)
 		return FLASH_OK;
 	if (removed) {

@@ -194,10 +194,14 @@ struct snap_opts {
 	void       *applied_arg;
 	plog_fn log;          /* NULL: nothing logged */
 	void       *log_arg;
-	/* Feed consumers registered in wal_dir hold WAL files back within
-	 * these bounds (feed.h, feed_retain_cover; 0: no bound). */
-	uint64_t    feed_keep_bytes;
-	uint64_t    feed_keep_age_s;
+	/* Removes the WAL files whose every LSN is <= @p cover (those <= @p floor
+	 * are gone already) and sets *cover_out to how far it went, which may be
+	 * lower: the daemon passes feed_retain_remove, where the feed's consumers
+	 * hold files back.  Returns FLASH_OK or a FLASH_E* code (errno set).
+	 * NULL: no WAL file is removed, as with keep_wal. */
+	int       (*wal_remove)(void *arg, uint64_t cover, uint64_t floor, uint64_t *cover_out,
+	                        uint32_t *removed);
+	void       *wal_remove_arg;
 };
 
 struct snap_stats {

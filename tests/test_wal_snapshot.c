@@ -23,6 +23,7 @@
 #include "fs.h"
 #include "pio.h"
 #include "reconcile.h"
+#include "feed.h"
 #include "serve.h"
 #include "snapshot.h"
 #include "wal_testutil.h"
@@ -550,6 +551,13 @@ struct snapctx {
 	snap_t *s;
 };
 
+/* the daemon's remover, with no bound on what consumers hold back */
+static int remove_wal(void *arg, uint64_t cover, uint64_t floor, uint64_t *cover_out, uint32_t *removed)
+{
+	struct feed_retain_opts fo = { 0, 0 };
+	return feed_retain_remove(arg, cover, floor, &fo, NULL, NULL, cover_out, removed);
+}
+
 static void snapctx_open(struct snapctx *c, const char *seg, const char *dir, int applier)
 {
 	struct wal_opts wo;
@@ -559,6 +567,7 @@ static void snapctx_open(struct snapctx *c, const char *seg, const char *dir, in
 	struct snap_opts so = {
 		.segment = seg, .wal_dir = dir, .wal = c->w, .every_s = 3600, .wal_bytes = 1ull << 40,
 		.applied_lsn = applier ? fake_applied : NULL, .log = log_keep,
+		.wal_remove = remove_wal, .wal_remove_arg = (void *)dir,
 	};
 	assert_int_equal(snap_open(&so, &c->s), FLASH_OK);
 }
