@@ -41,6 +41,7 @@
 #include "flashstock.h"
 #include "flashstock_consumer.h"
 #include "metrics.h"
+#include "drain_stub_mysql.h"
 #include "mysql_pump.h"
 #include "serve.h"
 #include "wal.h"
@@ -78,6 +79,7 @@ static mdb_pump_t *stub_pump(uint32_t queue)
 	struct mdb_pump_opts po;
 	memset(&po, 0, sizeof po);
 	po.mysql.url = "mysql://stub/none";
+	po.applier = &drain_stub_applier;
 	po.queue_records = queue;
 	po.batch = 5000;
 	mdb_pump_t *p;

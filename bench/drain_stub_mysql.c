@@ -3,33 +3,32 @@
  * bench/drain_bench.c: it takes every batch at once, so the bench measures
  * the daemon's hand-off to the applier's thread and not MariaDB.
  *
- * It defines every mdb_* function persist/mysql_pump.c calls; the
- * bench links it before libflashstock_persist.a, and these definitions win
- * over the archive's (persist/CMakeLists.txt says how).
+ * It is the pump's applier table (struct mdb_applier, mysql_pump.h) with
+ * every function the pump calls; the bench passes it in the pump's options.
  */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mysql_apply.h"
+#include "drain_stub_mysql.h"
 
 struct mdb {
 	struct mdb_stats st;
 };
 
-int mdb_open(const struct mdb_opts *o, mdb_t **out)
+static int stub_open(const struct mdb_opts *o, mdb_t **out)
 {
 	(void)o;
 	*out = calloc(1, sizeof **out);
 	return *out ? FLASH_OK : FLASH_ENOMEM;
 }
 
-void mdb_close(mdb_t *m)
+static void stub_close(mdb_t *m)
 {
 	free(m);
 }
 
-int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
+static int stub_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
                       struct apply_result *res)
 {
 	memset(res, 0, sizeof *res);
@@ -45,7 +44,7 @@ int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
 	return FLASH_OK;
 }
 
-int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
+static int stub_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
                                uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
                                void *go_arg, struct apply_result *total, int *wal_rc)
 {
@@ -55,13 +54,18 @@ int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
 	return FLASH_OK;
 }
 
-void mdb_logf(mdb_t *m, int level, const char *fmt, ...)
+static void stub_logf(mdb_t *m, int level, const char *fmt, ...)
 {
 	(void)m; (void)level; (void)fmt;
 }
 
-int mdb_stats_get(const mdb_t *m, struct mdb_stats *out)
+static int stub_stats_get(const mdb_t *m, struct mdb_stats *out)
 {
 	*out = m->st;
 	return FLASH_OK;
 }
+
+const struct mdb_applier drain_stub_applier = {
+	.open = stub_open, .close = stub_close, .apply = stub_apply,
+	.catch_up_while = stub_catch_up_while, .stats_get = stub_stats_get, .logf = stub_logf,
+};

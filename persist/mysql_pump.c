@@ -107,6 +107,7 @@ struct mdb_pump {
 	struct cds_wfcq_tail   mp_ptail;
 	int       mp_need_catchup;        /* records were dropped, or MySQL reported a hole */
 	mdb_t *mp_m;
+	const struct mdb_applier *mp_ap; /* the applier it drives */
 	struct lsn_record *mp_batch;
 	uint32_t  mp_batch_max;
 	uint32_t  mp_backoff_max_ms;
@@ -287,7 +288,7 @@ static size_t pump_batch(mdb_pump_t *p)
 /* Take the applier's counters.  Holds mp_mu. */
 static void __pump_note(mdb_pump_t *p, int rc, uint64_t applied_lsn)
 {
-	mdb_stats_get(p->mp_m, &p->mp_mstats);
+	p->mp_ap->stats_get(p->mp_m, &p->mp_mstats);
 	p->mp_last_rc = rc;
 	p->mp_connected = rc != FLASH_EMYSQL_RETRY;
 	if (applied_lsn > p->mp_applied_lsn) {
@@ -366,7 +367,7 @@ static int pump_catch_up(mdb_pump_t *p)
 	uint64_t pushed = __atomic_load_n(&p->mp_pushed_lsn, __ATOMIC_ACQUIRE);
 	uint64_t upto = pushed > p->mp_start_durable ? pushed : p->mp_start_durable;
 	struct apply_result tot = { 0 };
-	int rc = mdb_catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
+	int rc = p->mp_ap->catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
 	                                    pump_go, p, &tot, NULL);
 	/* this thread alone writes mp_applied_lsn: no lock to read it */
 	uint64_t applied = tot.applied_lsn > before ? tot.applied_lsn : before;
@@ -397,7 +398,7 @@ static int pump_apply(mdb_pump_t *p)
 {
 	size_t k = pump_batch(p);
 	struct apply_result res = { 0 };
-	int rc = mdb_apply(p->mp_m, p->mp_batch, k, &res);
+	int rc = p->mp_ap->apply(p->mp_m, p->mp_batch, k, &res);
 	/* the k oldest are the batch: MySQL holds them now.  The queue
 	 * first, then the applied LSN (see pump_catch_up). */
 	if (rc == FLASH_OK)
@@ -460,7 +461,7 @@ static void *pump_main(void *arg)
 	uint64_t applied = p->mp_applied_lsn;
 	pthread_mutex_unlock(&p->mp_mu);
 	if (applied < known)
-		mdb_logf(p->mp_m, PLOG_WARN,
+		p->mp_ap->logf(p->mp_m, PLOG_WARN,
 		                 "applier stopped at its drain deadline %" PRIu64 " record(s) behind: "
 		                 "MySQL holds LSN %" PRIu64 " of %" PRIu64 " known durable; nothing is "
 		                 "lost, the next start catches up from the WAL",
@@ -486,6 +487,11 @@ static void pump_free_queues(mdb_pump_t *p)
 	}
 }
 
+const struct mdb_applier mdb_applier_mariadb = {
+	.open = mdb_open, .close = mdb_close, .apply = mdb_apply,
+	.catch_up_while = mdb_catch_up_while, .stats_get = mdb_stats_get, .logf = mdb_logf,
+};
+
 int mdb_pump_start(const struct mdb_pump_opts *o, mdb_pump_t **out)
 {
 	if (!o || !out || o->mysql.lsn_gaps_ok)
@@ -500,16 +506,17 @@ int mdb_pump_start(const struct mdb_pump_opts *o, mdb_pump_t **out)
 	p->mp_batch_max = o->batch ? o->batch : 5000;
 	p->mp_backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : 2000;
 	p->mp_start_durable = o->start_durable_lsn;
+	p->mp_ap = o->applier ? o->applier : &mdb_applier_mariadb;
 	p->mp_batch = malloc(p->mp_batch_max * sizeof *p->mp_batch);
 	int rc = FLASH_ENOMEM;
 	if (!p->mp_batch || (o->wal_dir && !(p->mp_wal_dir = strdup(o->wal_dir))))
 		goto fail_mem;
-	rc = mdb_open(&o->mysql, &p->mp_m);
+	rc = p->mp_ap->open(&o->mysql, &p->mp_m);
 	if (rc != FLASH_OK && rc != FLASH_EMYSQL_RETRY)
 		goto fail_mem;
 	p->mp_connected = rc == FLASH_OK;
 	p->mp_last_rc = rc;
-	mdb_stats_get(p->mp_m, &p->mp_mstats);
+	p->mp_ap->stats_get(p->mp_m, &p->mp_mstats);
 	p->mp_applied_lsn = p->mp_mstats.applied_lsn;
 	/* A WAL given: read back whatever MySQL lacks before the first push. */
 	p->mp_need_catchup = p->mp_wal_dir != NULL;
@@ -529,7 +536,7 @@ int mdb_pump_start(const struct mdb_pump_opts *o, mdb_pump_t **out)
 fail_sync:
 	pthread_cond_destroy(&p->mp_cv_done);
 	pthread_mutex_destroy(&p->mp_mu);
-	mdb_close(p->mp_m);
+	p->mp_ap->close(p->mp_m);
 fail_mem:
 	free(p->mp_wal_dir);
 	free(p->mp_batch);
@@ -645,7 +652,7 @@ void mdb_pump_stop(mdb_pump_t *p, uint32_t drain_ms)
 	pump_free_queues(p);
 	pthread_cond_destroy(&p->mp_cv_done);
 	pthread_mutex_destroy(&p->mp_mu);
-	mdb_close(p->mp_m);
+	p->mp_ap->close(p->mp_m);
 	free(p->mp_wal_dir);
 	free(p->mp_batch);
 	free(p);

@@ -44,8 +44,25 @@
 extern "C" {
 #endif
 
+/* The applier a pump drives: MariaDB's (mdb_applier_mariadb, the functions
+ * of mysql_apply.h), or a stand-in that applies nothing
+ * (bench/drain_stub_mysql.c, which measures the hand-off alone). */
+struct mdb_applier {
+	int  (*open)(const struct mdb_opts *o, mdb_t **out);
+	void (*close)(mdb_t *m);
+	int  (*apply)(mdb_t *m, const struct lsn_record *recs, size_t n, struct apply_result *res);
+	int  (*catch_up_while)(mdb_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
+	                       uint32_t max_wait_ms, mdb_go_fn go, void *go_arg,
+	                       struct apply_result *total, int *wal_rc);
+	int  (*stats_get)(const mdb_t *m, struct mdb_stats *out);
+	void (*logf)(mdb_t *m, int level, const char *fmt, ...);
+};
+
+extern const struct mdb_applier mdb_applier_mariadb;
+
 struct mdb_pump_opts {
 	struct mdb_opts mysql;  /* connection, stream, log (lsn_gaps_ok must stay 0) */
+	const struct mdb_applier *applier; /* NULL: mdb_applier_mariadb */
 	const char *wal_dir;            /* WAL to read dropped records back from, or NULL */
 	uint32_t queue_records;         /* queue capacity; 0 = 262144 (18 MiB) */
 	uint32_t batch;                 /* records per transaction at most; 0 = 5000 */
