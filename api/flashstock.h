@@ -140,7 +140,7 @@ extern "C" {
                                       more, so nothing is acknowledged into it; nothing
                                       changed.  Close the handle (open the name again
                                       if a new segment was made under it) */
-/* -40 .. -49: the MySQL applier (persist/mysql_apply.h); named here so one
+/* -40 .. -49: the MySQL applier (persist/mysql/mysql_apply.h); named here so one
  * flash_strerror() describes every code the project returns */
 #define FLASH_EMYSQL_RETRY   -40   /* MySQL down, slow or busy: nothing applied; retry */
 #define FLASH_EMYSQL         -41   /* MySQL refused a statement for another reason */
@@ -157,13 +157,13 @@ extern "C" {
                                       incarnation than the one the consumer registered on */
 #define FLASH_EREFILL        -64   /* feed: the refill source cannot cover the lost range
                                       (MariaDB's applied LSN is below it) */
-/* -70 .. -79: the RabbitMQ sink (persist/amqp_sink.h, `flashstock feed --to`) */
+/* -70 .. -79: the RabbitMQ sink (persist/feed/amqp_sink.h, `flashstock feed --to`) */
 #define FLASH_EAMQP_RETRY    -70   /* broker down, slow, or it nacked: re-send from the
                                       confirmed position after a reconnect */
 #define FLASH_EAMQP          -71   /* the broker refused a declare (e.g. another type) */
 #define FLASH_EAMQP_CONFIG   -72   /* bad AMQP URL or option, or login refused */
 
-/* -80 .. -89: leases from the central database (persist/central.h, issue 14) */
+/* -80 .. -89: leases from the central database (persist/mysql/central.h, issue 14) */
 #define FLASH_EFENCED        -80   /* lease: the box's epoch is stale or fenced: MariaDB
                                       refused the statement, nothing changed */
 #define FLASH_ELEASE         -81   /* lease: unknown lease, not open, or a return it

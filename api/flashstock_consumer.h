@@ -241,7 +241,7 @@ int flash_replay(flash_t *h, const struct flash_record *rec);
 int flash_image(const flash_t *h, const void **base, uint64_t *len);
 
 /**
- * Create a segment from an image of another one (a snapshot: persist/snapshot.h).
+ * Create a segment from an image of another one (a snapshot: persist/storage/snapshot.h).
  * The image is checked first exactly as flash_open() checks an object, with
  * the same code for each check: size at least a header (FLASH_ESIZE), magic
  * (FLASH_EMAGIC), layout version (FLASH_EVERSION), header checksum

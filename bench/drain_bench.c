@@ -24,7 +24,7 @@
  *   pusher's CPU time per record inside the pushes that went in (what the
  *   drain loop pays), wall time, and records/s until the pump took them all.
  *
- * The same source builds against any tree that has persist/mysql_pump.h:
+ * The same source builds against any tree that has persist/mysql/mysql_pump.h:
  * bench/RESULTS.md says how it was run on main and on the urcu branch.
  */
 #include <errno.h>

@@ -12,7 +12,7 @@
  * returned before any step of the order is taken) yields and retries; the
  * retries are counted.
  *
- * Durability: with the daemon built in (persist/serve.h), its loop runs in a
+ * Durability: with the daemon built in (persist/daemon/serve.h), its loop runs in a
  * child process as the one consumer, writing a real WAL on disk: "async"
  * acknowledges at once while the WAL trails, "sync" waits for the group
  * commit's fdatasync.  Without it, the parent drains the rings itself (no
@@ -91,7 +91,7 @@ struct flash_worker {
 
 #ifdef BENCH_HAVE_SERVE
 /*
- * The consumer is the real daemon loop (persist/serve.c, what `flashstock
+ * The consumer is the real daemon loop (persist/daemon/serve.c, what `flashstock
  * serve` runs) in a child process: it drains the rings into a WAL in a temp
  * directory on disk, group-commits (one write + one fdatasync per round)
  * and marks records durable, which frees ring space and wakes sync buyers.

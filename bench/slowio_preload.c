@@ -11,7 +11,7 @@
  *   FLASH_SLOWIO_MATCH=SUBSTR only files whose path contains SUBSTR are slow
  *                             (the WAL directory).
  * pwrite(2) and fdatasync(2) of a matching file sleep for the delay before
- * the real call; everything else is the real call at once.  persist/pio.c
+ * the real call; everything else is the real call at once.  persist/storage/pio.c
  * takes the addresses of pwrite and fdatasync for its system-call table,
  * and those resolve to this library when it is preloaded, so the daemon is
  * slowed without a line of code in it: production pays nothing.

@@ -1,4 +1,4 @@
-# The RabbitMQ sink (`flashstock feed --to amqp://`, persist/amqp_sink.c)
+# The RabbitMQ sink (`flashstock feed --to amqp://`, persist/feed/amqp_sink.c)
 # against a private rabbitmq-server (tests/fixtures/rabbitmq.sh): its test
 # consumer (manual acks, records what arrived), a buyer that records what
 # was acknowledged, and the kill tests through the real binaries.

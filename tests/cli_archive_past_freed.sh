@@ -4,7 +4,7 @@
 # FLASH_EARCHIVED for it, flashstock.h) and go on to the entries after it:
 #  - `flashstock archive --ended` archives the ended activities that follow
 #    a freed entry (the daemon's archiver makes the same walk:
-#    persist/archiver.c archiver_ended), exit 0;
+#    persist/daemon/archiver.c archiver_ended), exit 0;
 #  - `flashstock status` (text and --json) lists the live activity after
 #    freed entries, exit 0.
 # No MariaDB: --no-mysql-check.

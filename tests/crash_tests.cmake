@@ -15,7 +15,7 @@ endif()
 add_library(flashstock_crash STATIC ${FLASH_CRASH_SRC})
 target_compile_definitions(flashstock_crash PRIVATE FLASH_CRASHPOINTS=1)
 target_include_directories(flashstock_crash PUBLIC ${PROJECT_SOURCE_DIR}/api ${PROJECT_SOURCE_DIR}/engine
-                           PRIVATE ${PROJECT_SOURCE_DIR}/persist)
+                           PRIVATE ${FLASH_PERSIST_INCLUDE_DIRS})
 target_link_libraries(flashstock_crash PUBLIC PkgConfig::CK Threads::Threads rt PkgConfig::MARIADB)
 
 #
@@ -57,7 +57,7 @@ set_tests_properties(scribble PROPERTIES LABELS "engine;crash" TIMEOUT 120)
 # Crash points in persist/ (tests/crash_persist.c): the WAL's append, group
 # commit and file roll-over, the daemon's round, the MySQL applier's batch.
 # flashstock_persist_crash is persist/ built a second time with
-# FLASH_CRASHPOINTS=1 over flashstock_crash, so PERSIST_CRASH (persist/crash.h)
+# FLASH_CRASHPOINTS=1 over flashstock_crash, so PERSIST_CRASH (persist/storage/crash.h)
 # and the engine's FS_CRASH share one counter.
 if(TARGET flashstock_persist)
   get_target_property(FLASH_PERSIST_CRASH_SRC flashstock_persist SOURCES)
@@ -80,7 +80,7 @@ if(TARGET flashstock_persist)
   if(FLASH_PERSIST_CRASH_DEFS)
     target_compile_definitions(flashstock_persist_crash PUBLIC ${FLASH_PERSIST_CRASH_DEFS})
   endif()
-  target_include_directories(flashstock_persist_crash PUBLIC ${PROJECT_SOURCE_DIR}/persist)
+  target_include_directories(flashstock_persist_crash PUBLIC ${FLASH_PERSIST_INCLUDE_DIRS})
   target_link_libraries(flashstock_persist_crash PUBLIC ${FLASH_PERSIST_CRASH_LIBS})
 
   add_executable(crash_persist ${CMAKE_CURRENT_SOURCE_DIR}/crash_persist.c)

@@ -5,7 +5,7 @@
  * flash_rcname()/flash_strerror() know it.
  *
  * Every code has one name, its FLASH_E* name, defined in api/flashstock.h:
- * no component keeps aliases of its own (persist/wal.h once had WAL_ECRC
+ * no component keeps aliases of its own (persist/storage/wal.h once had WAL_ECRC
  * for FLASH_EWAL_CRC).  So a value returned anywhere -- by the engine, the
  * WAL, the snapshotter or the applier -- names one outcome under one name,
  * and the bindings map that one space to typed errors.

@@ -1,6 +1,6 @@
 # The order feed (flashstock.h section 10): tests/test_feed.c (made a program
 # by the test_*.c glob) writes a WAL with a wal_t and reads it through the
-# API; it also calls the daemon's retention (persist/feed_retain.c).  The
+# API; it also calls the daemon's retention (persist/feed/feed_retain.c).  The
 # retention's calls to flash_feed_list and feed_registry_lock are wrapped,
 # so a case can register consumers between its count and its copy, or make
 # the lock fail (pass-through otherwise).

@@ -21,8 +21,8 @@ if(FLASH_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   # the WAL, its system-call table and the fold, instrumented; the rest of
   # persist/ (the fold's SQL neighbours) comes uninstrumented from its library
   add_executable(fuzz_wal ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_wal.c ${FLASH_FUZZ_ENGINE_SRC}
-                 ${PROJECT_SOURCE_DIR}/persist/wal.c ${PROJECT_SOURCE_DIR}/persist/crc32c.c
-                 ${PROJECT_SOURCE_DIR}/persist/pio.c ${PROJECT_SOURCE_DIR}/persist/fold.c)
+                 ${PROJECT_SOURCE_DIR}/persist/storage/wal.c ${PROJECT_SOURCE_DIR}/persist/storage/crc32c.c
+                 ${PROJECT_SOURCE_DIR}/persist/storage/pio.c ${PROJECT_SOURCE_DIR}/persist/storage/fold.c)
   target_link_libraries(fuzz_wal PRIVATE flashstock_persist)
   add_executable(fuzz_attach ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_attach.c ${FLASH_FUZZ_ENGINE_SRC})
   foreach(t fuzz_wal fuzz_attach)
@@ -30,7 +30,7 @@ if(FLASH_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     target_compile_options(${t} PRIVATE ${FLASH_FUZZ_FLAGS})
     target_link_options(${t} PRIVATE ${FLASH_FUZZ_FLAGS})
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/api ${PROJECT_SOURCE_DIR}/engine
-                               ${PROJECT_SOURCE_DIR}/persist)
+                               ${FLASH_PERSIST_INCLUDE_DIRS})
     target_link_libraries(${t} PRIVATE PkgConfig::CK Threads::Threads rt)
   endforeach()
 else()

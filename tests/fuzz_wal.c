@@ -1,8 +1,8 @@
 /*
- * fuzz_wal.c -- fuzz target for the WAL decoder (persist/wal.c: wal_replay(),
+ * fuzz_wal.c -- fuzz target for the WAL decoder (persist/storage/wal.c: wal_replay(),
  * the torn-tail truncation, wal_open()'s scan of the last file) and for the
  * two consumers of what it decodes: flash_replay() into a segment (the
- * rebuild after a reboot) and the WAL fold (persist/fold.c).
+ * rebuild after a reboot) and the WAL fold (persist/storage/fold.c).
  *
  * Input: four control bytes, then the body, written as one or two WAL files
  * into a private directory under /dev/shm (or $FUZZ_WAL_DIR).

@@ -22,7 +22,7 @@
  *      box 1: daemon and buyers SIGKILLed as a WAL write awaits its
  *      fdatasync (2 ms each: FLASH_TEST_SYNC_DELAY_MS), what the daemon
  *      wrote to its WAL after its last fdatasync dropped (its
- *      FLASH_TEST_SYNC_LOG, persist/pio.h; lease_testutil.h), its segment
+ *      FLASH_TEST_SYNC_LOG, persist/storage/pio.h; lease_testutil.h), its segment
  *      in /dev/shm lost and created again with the same options, rebuilt
  *      from the WAL (`serve --recover --once`), then the box restarted;
  *      with --long, more box kills and power cuts at random (--seed) and a
@@ -479,7 +479,7 @@ static char g_self[1024];
 static char g_shm_path[700];
 
 /* A box's disk: each fdatasync of its daemon takes this long
- * (FLASH_TEST_SYNC_DELAY_MS, persist/pio.h), a real disk's order; a disk
+ * (FLASH_TEST_SYNC_DELAY_MS, persist/storage/pio.h), a real disk's order; a disk
  * behind a cache answers in tens of microseconds, and a power cut would
  * then almost never find a WAL write unsynced. */
 #define SYNC_DELAY_MS "2"

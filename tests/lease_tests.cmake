@@ -1,4 +1,4 @@
-# The lease agent (persist/lease.c) through `flashstock serve --lease`
+# The lease agent (persist/daemon/lease.c) through `flashstock serve --lease`
 # against the MariaDB fixture (tests/mysql_tests.cmake registers the
 # test_mysql_lease_* programs with the fixture and sets their environment,
 # so this runs deferred, after it); the agent's test runs the real binary.

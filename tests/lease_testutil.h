@@ -33,7 +33,7 @@
 
 /* ---- 1. The power cut ---------------------------------------------------
  *
- * A `serve` run with FLASH_TEST_SYNC_LOG=FILE (persist/pio.h) logs each
+ * A `serve` run with FLASH_TEST_SYNC_LOG=FILE (persist/storage/pio.h) logs each
  * pwrite ("write DEV INO OFF END") and each fdatasync ("sync DEV INO END")
  * that succeeded.  After SIGKILL the test drops what the power would have
  * taken from its WAL with lt_drop_unsynced(); the segment in /dev/shm is

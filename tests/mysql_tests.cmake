@@ -1,7 +1,7 @@
 # MySQL integration tests: tests/test_mysql_*.c run against a private MariaDB
 # that a ctest fixture starts (tests/fixtures/mariadb.sh) in a fixed directory
 # under the build tree and stops after the last of them.
-include(${PROJECT_SOURCE_DIR}/persist/mysql.cmake)
+include(${PROJECT_SOURCE_DIR}/persist/mysql/mysql.cmake)
 
 set(FLASH_TEST_MARIADB_DIR ${CMAKE_BINARY_DIR}/mariadb-test)
 add_test(NAME mysql_server_start

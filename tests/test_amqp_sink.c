@@ -1,6 +1,6 @@
 /*
  * test_amqp_sink.c -- the RabbitMQ sink's window and position
- * (persist/amqp_sink.h) without a broker, and its refusals:
+ * (persist/feed/amqp_sink.h) without a broker, and its refusals:
  *
  *  - the confirmed LSN moves only over a prefix of confirmed messages:
  *    single acks out of order leave it at the oldest unconfirmed one,

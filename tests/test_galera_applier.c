@@ -9,7 +9,7 @@
  * down: the applier must say FLASH_EMYSQL_RETRY (serve starts, the applier
  * retries) and not FLASH_EMYSQL (serve refuses to start, the box cannot
  * come back while a node rejoins).  The number the node sends is the one
- * persist/mysql_err.h calls NODE, the class every part of the daemon
+ * persist/mysql/mysql_err.h calls NODE, the class every part of the daemon
  * retries.  Once the node is back in a primary component, the same handle
  * works.
  */

@@ -1,5 +1,5 @@
 /*
- * test_mysql_backstop.c -- the cross-box per-user limit (persist/backstop.c,
+ * test_mysql_backstop.c -- the cross-box per-user limit (persist/daemon/backstop.c,
  * `serve --backstop`) against the private MariaDB of the ctest fixture.
  * Two boxes on this machine: two segments, two daemons (serve_run on
  * threads of the test), one central database.

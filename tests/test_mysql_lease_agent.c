@@ -9,7 +9,7 @@
  * leases (not returned) = total, and each box's segment total (units loaded
  * minus unloaded) = its leases' units minus returned.  The power cuts drop
  * what serve wrote to its WAL after its last fdatasync (FLASH_TEST_SYNC_LOG,
- * persist/pio.h), lose /dev/shm and rebuild the segment (serve --recover):
+ * persist/storage/pio.h), lose /dev/shm and rebuild the segment (serve --recover):
  * a unit is then still in exactly one place.  In process, with the test as
  * the daemon: the agent returns units to the pool only once their removal
  * is durable, and a WAL failure while it waits keeps its intent and stops it.

@@ -1,6 +1,6 @@
 /*
  * test_mysql_pump_handoff.c -- the drain-to-applier hand-off itself
- * (persist/mysql_pump.c: a wfcqueue, a bound counter, a futex).  One
+ * (persist/mysql/mysql_pump.c: a wfcqueue, a bound counter, a futex).  One
  * pusher thread (the daemon's drain) pushes many records in pushes of
  * many sizes while MySQL is halted and after it comes back; a watcher
  * thread samples the queue meanwhile.  The pump has no WAL directory, so

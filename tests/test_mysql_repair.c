@@ -1,5 +1,5 @@
 /*
- * test_mysql_repair.c -- `reconcile --repair` (persist/reconcile_repair.c):
+ * test_mysql_repair.c -- `reconcile --repair` (persist/reconcile/reconcile_repair.c):
  * MySQL brought back to the WAL, its authority, changing exactly what it
  * prints.
  *

@@ -1,6 +1,6 @@
 /*
  * test_mysql_serve_reconcile.c -- the periodic reconciler inside `serve`
- * (persist/serve_reconcile.c) against the private MariaDB of the ctest
+ * (persist/daemon/serve_reconcile.c) against the private MariaDB of the ctest
  * fixture.
  *
  *   - passes run while buyers order and cancel and the applier applies:

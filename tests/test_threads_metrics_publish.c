@@ -1,6 +1,6 @@
 /*
  * test_threads_metrics_publish.c -- the daemon's counters as the metrics
- * thread serves them (persist/metrics.c over persist/rcu_box.c).
+ * thread serves them (persist/daemon/metrics.c over persist/daemon/rcu_box.c).
  *
  * A writer publishes struct serve_stats rounds as the daemon does, each
  * with records, rounds, commits and skipped all equal to the round number;

@@ -1,5 +1,5 @@
 /*
- * test_threads_rcu_box.c -- persist/rcu_box.c: a value published with RCU
+ * test_threads_rcu_box.c -- persist/daemon/rcu_box.c: a value published with RCU
  * while readers copy it out.
  *
  * The writer publishes versions 1..VERSIONS of a 49-word value whose every

@@ -1,5 +1,5 @@
 /*
- * test_wal_serve.c -- the daemon loop (persist/serve.c) against a real
+ * test_wal_serve.c -- the daemon loop (persist/daemon/serve.c) against a real
  * segment: sync orders are acknowledged after the WAL holds them; a daemon
  * that died after its fdatasync but before marking records durable is
  * followed by one that does not write them twice; a recreated segment whose

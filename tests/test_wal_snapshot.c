@@ -1,5 +1,5 @@
 /*
- * test_wal_snapshot.c -- snapshots (persist/snapshot.c) and the restore API
+ * test_wal_snapshot.c -- snapshots (persist/storage/snapshot.c) and the restore API
  * (flash_seg_restore):
  *   - a bad image is refused with the attach codes and creates nothing;
  *   - `serve --recover` rebuilds the same state from the WAL alone, from a

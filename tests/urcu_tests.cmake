@@ -1,11 +1,11 @@
-# The daemon's liburcu hand-offs (persist/mysql_pump.c's wfcqueue,
-# persist/rcu_box.c's RCU-published snapshots).  In a -DFLASH_TSAN=ON build
+# The daemon's liburcu hand-offs (persist/mysql/mysql_pump.c's wfcqueue,
+# persist/daemon/rcu_box.c's RCU-published snapshots).  In a -DFLASH_TSAN=ON build
 # their tests also carry the label "tsan": ThreadSanitizer checks the
 # hand-offs themselves (persist/tsan/urcu/ makes liburcu's atomics visible
 # to it), and any report fails them.
 #
 # The WAL's writer and sync roles and the daemon's fdatasync thread
-# (persist/wal.c, persist/serve.c) go under it too.
+# (persist/storage/wal.c, persist/daemon/serve.c) go under it too.
 foreach(name test_mysql_pump test_mysql_pump_handoff test_wal_commit test_wal_serve)
   if(TARGET ${name} AND FLASH_TSAN)
     set_tests_properties(${name} PROPERTIES LABELS "tsan")
@@ -14,7 +14,7 @@ foreach(name test_mysql_pump test_mysql_pump_handoff test_wal_commit test_wal_se
   endif()
 endforeach()
 
-# persist/rcu_box.c, alone and under metrics.c (threads label from
+# persist/daemon/rcu_box.c, alone and under metrics.c (threads label from
 # tests/tsan_tests.cmake; they need the persist library the other thread
 # tests do not)
 foreach(name test_threads_rcu_box test_threads_metrics_publish)

@@ -2,7 +2,7 @@
  * cmd_archive.c -- `flashstock archive`: reclaim ended activities whose
  * records MariaDB has applied (flash_archive).  The decision -- ended long
  * enough ago, MariaDB's applied LSN at the segment's WAL LSN -- is
- * persist/archiver.c's, shared with `serve --archive-after-s`; this file is
+ * persist/daemon/archiver.c's, shared with `serve --archive-after-s`; this file is
  * options, messages and exit codes.  A refusal changes nothing: every check
  * is made before the first archive.
  */

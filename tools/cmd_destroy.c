@@ -4,7 +4,7 @@
  * daemon serves the segment, a process is attached, or a ring holds records
  * that no WAL has; --force goes on and prints exactly what is given up, and
  * --force --wal DIR first drains the rings into the segment's WAL (the
- * daemon's own loop, persist/serve.c, run once).  Attached processes learn
+ * daemon's own loop, persist/daemon/serve.c, run once).  Attached processes learn
  * it: their next write call answers FLASH_EDESTROYED.
  */
 #include "tool.h"

@@ -3,7 +3,7 @@
  * feed consumer in a process of its own.
  *
  * The loop: records from the consumer's position (sink_source.h) go to the
- * broker (persist/amqp_sink.h) with publisher confirms; the position is
+ * broker (persist/feed/amqp_sink.h) with publisher confirms; the position is
  * committed only up to the LSN the broker has confirmed.  A lost
  * connection or a nack: reconnect with backoff, seek back to the confirmed
  * LSN and send again from there (at least once).  The daemon never waits

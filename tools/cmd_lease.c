@@ -1,6 +1,6 @@
 /*
  * cmd_lease.c -- `flashstock lease`: the operator's side of the central
- * lease database (persist/central.h): create it, load pools, read its
+ * lease database (persist/mysql/central.h): create it, load pools, read its
  * state, fence a box, and reclaim a dead box's units.
  *
  *   lease init    --mysql URL[,URL...]

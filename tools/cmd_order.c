@@ -2,7 +2,7 @@
  * cmd_order.c -- `flashstock order`: one order, from the segment while it
  * holds it, else from MariaDB (an archived activity's orders, or a segment
  * rebuilt or replaced since), saying which and whether it is archived.
- * The MariaDB reads are persist/reconcile_sql.c's; this file is options,
+ * The MariaDB reads are persist/mysql/reconcile_sql.c's; this file is options,
  * output and exit codes.
  */
 #include "tool.h"

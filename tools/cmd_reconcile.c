@@ -1,10 +1,10 @@
 /*
  * cmd_reconcile.c -- `flashstock reconcile`: compare the segment, the WAL
  * and MySQL per (activity, sku) and per order, print every difference, and
- * exit 1 if there is any.  The comparison itself is persist/reconcile.c
+ * exit 1 if there is any.  The comparison itself is persist/reconcile/reconcile.c
  * (reconcile_run); this file is options and exit codes.
  *
- * --repair makes MySQL agree with the WAL (persist/reconcile_repair.c):
+ * --repair makes MySQL agree with the WAL (persist/reconcile/reconcile_repair.c):
  * it needs --wal and MySQL, changes MySQL in one transaction, prints one
  * line per change before committing, and exits by the re-check that
  * follows.

@@ -3,7 +3,7 @@
  * every handle's record ring into the WAL (group commit: one write and one
  * fdatasync per round), marks the records durable so `sync` buyers return,
  * and runs dead-handle recovery and the reconciler periodically.  The loop
- * itself is persist/serve.c (the reconciler persist/serve_reconcile.c);
+ * itself is persist/daemon/serve.c (the reconciler persist/daemon/serve_reconcile.c);
  * this file is options, signals and exit codes.
  */
 #include "tool.h"

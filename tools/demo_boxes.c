@@ -520,7 +520,7 @@ static int dbx_setup_central(struct dbx_run *r)
 			close(null);
 		if (rc != 0)
 			return dbx_fail(r, "this flashstock has no `lease` command: the lease agent "
-			                "(persist/lease.c, tools/cmd_lease.c) is not in this build");
+			                "(persist/daemon/lease.c, tools/cmd_lease.c) is not in this build");
 	}
 	{
 		char *args[] = { "lease", "init", "--mysql", url, NULL };

@@ -34,7 +34,7 @@ PKGS+=(faketime)                                          # flashstock soak: the
 PKGS+=(prometheus python3-yaml)                           # dashboards/: promtool check/test rules, the
 #   live test's private Prometheus (tests/monitoring_*.sh); python3-yaml reads the rules in its checks
 PKGS+=(help2man groff-base)                               # the manual pages (tools/man.sh) and their test
-PKGS+=(libsystemd-dev)                                    # serve's sd_notify (persist/notify.c); systemd's
+PKGS+=(libsystemd-dev)                                    # serve's sd_notify (persist/daemon/notify.c); systemd's
 #   systemd-analyze and systemd-sysusers check the unit files (tests/systemd_tests.cmake)
 PKGS+=(systemd strace)                                    # strace: the unit's system-call filter (systemd_unit)
 

@@ -130,7 +130,7 @@ const char *tool_scope_name(uint32_t scope);
 void tool_json_str(FILE *out, const char *s);
 
 /* The fields of a record per type, as `wal dump` and `feed` print them
- * (wal_rec_fields in persist/wal.c; the names of --json, and of text where
+ * (wal_rec_fields in persist/storage/wal.c; the names of --json, and of text where
  * activity, sku, order, user stand for activity_id, sku_id, order_no,
  * user_id), for their --help. */
 #define TOOL_REC_FIELDS_HELP \

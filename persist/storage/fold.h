@@ -54,10 +54,10 @@ int fold_record(fold_t *f, const struct flash_record *rec, uint64_t lsn);
 int fold_seed(fold_t *f, const struct fold_sku *v, size_t n);
 
 /**
- * Fold every record of a WAL directory (persist/wal.h) that no wal_t has
+ * Fold every record of a WAL directory (persist/storage/wal.h) that no wal_t has
  * open.  A WAL that still starts at LSN 1 is folded from its first frame,
  * record by record, so the fold stays a witness of its own.  One whose old
- * files were removed (persist/snapshot.h) starts from the fold section of
+ * files were removed (persist/storage/snapshot.h) starts from the fold section of
  * the newest valid snapshot in the directory that the WAL continues without
  * a gap, then folds the frames after that snapshot's LSN; with no such
  * snapshot the history is incomplete: FLASH_ECORRUPT, *wal_rc = FLASH_EWAL_GAP.

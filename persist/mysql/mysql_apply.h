@@ -203,7 +203,7 @@ int mdb_apply_retry(mdb_t *m, const struct lsn_record *recs, size_t n,
 int mdb_applied_lsn(mdb_t *m, uint64_t *lsn);
 
 /**
- * Catch MySQL up with a WAL directory (persist/wal.h) that no wal_t has open
+ * Catch MySQL up with a WAL directory (persist/storage/wal.h) that no wal_t has open
  * (at start-up, or from a tool): replay from the stream's applied LSN + 1 to
  * the WAL's end, applying @p batch records per transaction (0 = 5000), each
  * batch retried with backoff for at most @p max_wait_ms.  (mysql_catchup.c)

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""persist/'s layers call only down (persist/README.md).
+
+    layers.py SOURCE_DIR
+
+Reads every #include "..." of persist/<layer>/*.[ch] and fails, naming the
+file, the line and the header, when:
+  - a layer includes a header of a layer above it (storage < mysql < feed <
+    reconcile < daemon);
+  - a header name exists in two layers (headers are found by name);
+  - a persist/ source or header sits outside a layer's folder;
+and, outside persist/, when the engine or the API includes a persist/ header
+(libflashstock's core knows nothing of the layers above it).
+"""
+import os
+import re
+import sys
+
+LAYERS = ["storage", "mysql", "feed", "reconcile", "daemon"]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    src = sys.argv[1]
+    persist = os.path.join(src, "persist")
+    owner, errors = {}, []
+    for name in sorted(os.listdir(persist)):
+        if name.endswith((".c", ".h")):
+            errors.append(f"persist/{name}: outside every layer's folder")
+    for rank, layer in enumerate(LAYERS):
+        for name in os.listdir(os.path.join(persist, layer)):
+            if name.endswith(".h"):
+                if name in owner:
+                    errors.append(f"{name}: in persist/{LAYERS[owner[name]]}/ and persist/{layer}/")
+                owner[name] = rank
+    checked = 0
+    for rank, layer in enumerate(LAYERS):
+        folder = os.path.join(persist, layer)
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith((".c", ".h")):
+                continue
+            text = open(os.path.join(folder, name), encoding="utf-8").read()
+            for m in INCLUDE.finditer(text):
+                checked += 1
+                inc = m.group(1)
+                if owner.get(inc, -1) > rank:
+                    line = text.count("\n", 0, m.start()) + 1
+                    errors.append(f"persist/{layer}/{name}:{line}: includes {inc}, of the layer "
+                                  f"above it persist/{LAYERS[owner[inc]]}/")
+    for top in ("engine", "api"):
+        for name in sorted(os.listdir(os.path.join(src, top))):
+            if not name.endswith((".c", ".h")):
+                continue
+            text = open(os.path.join(src, top, name), encoding="utf-8").read()
+            for m in INCLUDE.finditer(text):
+                checked += 1
+                if m.group(1) in owner:
+                    line = text.count("\n", 0, m.start()) + 1
+                    errors.append(f"{top}/{name}:{line}: includes persist/'s {m.group(1)}")
+    if checked == 0:
+        errors.append("no #include read: wrong source directory?")
+    for e in errors:
+        print(e)
+    if errors:
+        sys.exit(f"layers.py: {len(errors)} violation(s)")
+    print(f"layers.py: {checked} includes of persist/, engine/ and api/ point down")
+
+
+main()
