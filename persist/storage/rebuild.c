@@ -562,6 +562,166 @@ static int rb_done_before(flash_t *h, const char *wal_dir)
 	       wi.wi_files != 0 && wi.wi_incarnation != 0 && wi.wi_incarnation == id.incarnation;
 }
 
+/* Take the WAL directory's lock (a missing directory is an empty WAL:
+ * nothing to lock; *lockfd is negative then).  @return 0, or -1 with r set. */
+static int rb_lock(const struct rebuild_opts *o, int *lockfd, struct rebuild_result *r)
+{
+	*lockfd = wal_dir_lock(o->wal_dir);
+	if (*lockfd == FLASH_EWAL_IO && errno != ENOENT) {
+		plogf(o->log, o->log_arg, PLOG_ERROR, "recover: WAL %s: cannot take its lock: %s; "
+		      "nothing rebuilt", o->wal_dir, pio_strerror(errno));
+		r->flash_rc = FLASH_ESYS;
+		r->wal_rc = FLASH_EWAL_IO;
+		return -1;
+	}
+	if (*lockfd == FLASH_EWAL_BUSY) {
+		plogf(o->log, o->log_arg, PLOG_ERROR, "recover: WAL %s is in use (a serve or another "
+		      "--recover holds it); nothing rebuilt", o->wal_dir);
+		r->flash_rc = FLASH_EBUSY;
+		r->wal_rc = FLASH_EWAL_BUSY;
+		return -1;
+	}
+	return 0;
+}
+
+/* What the rebuild's target is: absent, or the empty placeholder `create`
+ * made (its options, and its banks when it is windowed). */
+struct rb_target {
+	struct flash_seg_opts     so;
+	struct flash_reclaim_opts ro;
+	int                       placeholder, windowed;
+};
+
+/* @return 0 to rebuild, 1 when the segment carries the WAL's history already
+ * (nothing to do), -1 with r set. */
+static int rb_target_get(const struct rebuild_opts *o, struct rb_target *t, struct rebuild_result *r)
+{
+	const char *name = o->segment;
+	memset(t, 0, sizeof *t);
+	flash_t *h = NULL;
+	int frc = flash_open(name, FLASH_RDONLY, &h);
+	if (frc == FLASH_ENOSEG)
+		return 0;
+	if (frc == FLASH_OK) {
+		struct flash_stats st;
+		int done = rb_done_before(h, o->wal_dir);
+		frc = flash_stats_get(h, &st);
+		if (frc == FLASH_OK)
+			frc = flash_seg_opts_get(h, &t->so);
+		if (frc == FLASH_OK)   /* a windowed placeholder: rebuilt with its banks */
+			frc = snap_reclaim_get(h, &t->ro, &t->windowed);
+		flash_close(h);
+		if (frc == FLASH_OK && done) {
+			plogf(o->log, o->log_arg, PLOG_INFO, "recover: segment %s already carries the "
+			      "history of WAL %s (an earlier --recover completed, or it was served): nothing "
+			      "to rebuild", name, o->wal_dir);
+			return 1;
+		}
+		if (frc == FLASH_OK && (st.activities != 0 || st.skus != 0 || st.orders_used != 0)) {
+			plogf(o->log, o->log_arg, PLOG_ERROR, "segment %s is not empty: --recover rebuilds "
+			      "only a freshly created (empty) or absent segment (if an earlier --recover "
+			      "completed, the segment is rebuilt: run serve without --recover)", name);
+			r->flash_rc = FLASH_EEXIST;
+			return -1;
+		}
+		t->placeholder = 1;
+	}
+	if (frc != FLASH_OK) {
+		plogf(o->log, o->log_arg, PLOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
+		r->flash_rc = frc;
+		return -1;
+	}
+	return 0;
+}
+
+/* Make @p tmp: restored from the check's snapshot, or created like the
+ * placeholder; *bytes is the snapshot's segment size (0 when created).
+ * @return 0, or -1 with r set and nothing left under @p tmp. */
+static int rb_make_tmp(const struct rebuild_opts *o, const struct rebuild_check *c,
+                       const struct rb_target *t, const char *tmp, uint64_t *bytes,
+                       struct rebuild_result *r)
+{
+	plog_fn log = o->log;
+	void *la = o->log_arg;
+	int frc;
+	*bytes = 0;
+	if (c->snap_lsn != 0) {
+		struct snap_file f;
+		memset(&f, 0, sizeof f);
+		if (snap_open_newest(o->wal_dir, c->snap_lsn, &f, NULL, NULL) != FLASH_OK ||
+		    f.sf_hdr->sh_lsn != c->snap_lsn) {
+			snap_file_close(&f);
+			plogf(log, la, PLOG_ERROR, "recover: snapshot %s changed while in use",
+			      c->snap_file);
+			r->flash_rc = FLASH_ECORRUPT;
+			return -1;
+		}
+		*bytes = f.sf_hdr->sh_seg_bytes;
+		frc = rb_room(*bytes) ? flash_seg_restore(tmp, &f.sf_hdr->sh_opts, f.sf_img, *bytes)
+		                      : FLASH_ENOMEM;
+		if (frc != FLASH_OK)
+			plogf(log, la, PLOG_ERROR, "recover: restore of %s from %s: %s%s", tmp, f.sf_path,
+			      flash_strerror(frc), frc == FLASH_ENOMEM ? " (no room in /dev/shm)" : "");
+		else
+			plogf(log, la, PLOG_INFO, "recover: segment %s restored from snapshot %s "
+			      "(LSN %" PRIu64 ")", o->segment, f.sf_path, c->snap_lsn);
+		snap_file_close(&f);
+	} else {
+		frc = flash_seg_create(tmp, &t->so);
+		if (frc == FLASH_OK && t->windowed)
+			frc = snap_reclaim_apply(tmp, &t->ro);
+		if (frc == FLASH_ENOMEM)   /* create reserves every page first */
+			plogf(log, la, PLOG_ERROR, "recover: no room in /dev/shm for segment %s "
+			      "(creating %s: %s); nothing rebuilt, %s unchanged: free shared memory and "
+			      "run again", o->segment, tmp, flash_strerror(frc), o->segment);
+		else if (frc != FLASH_OK)
+			plogf(log, la, PLOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
+	}
+	if (frc != FLASH_OK) {
+		r->flash_rc = frc;
+		(void)flash_seg_destroy(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Replay the WAL after the check's snapshot into @p tmp and give it the
+ * WAL's identity.  @return 0, or -1 with r set. */
+static int rb_fill(const struct rebuild_opts *o, const struct rebuild_check *c, const char *tmp,
+                   struct rebuild_result *r)
+{
+	plog_fn log = o->log;
+	void *la = o->log_arg;
+	flash_t *h = NULL;
+	int frc = flash_open(tmp, 0, &h);
+	if (frc != FLASH_OK) {
+		plogf(log, la, PLOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
+		r->flash_rc = frc;
+		return -1;
+	}
+	struct rb_apply ap = { h, r, log, la, c->snap_lsn };
+	struct wal_replay_report rep;
+	int wrc = wal_replay(o->wal_dir, c->from_lsn, rb_apply_cb, &ap, 0, &rep);
+	int irc = wrc == FLASH_OK ? rb_take_ident(h, o, c, log, la, r) : 0;
+	flash_close(h);
+	if (irc != 0)
+		return -1;
+	if (wrc != FLASH_OK) {
+		if (wrc != FLASH_EWAL_STOPPED) {
+			plogf(log, la, PLOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
+			      "offset %" PRIu64, o->wal_dir, flash_rcname(rep.stop), rep.file, rep.offset);
+			r->flash_rc = FLASH_ECORRUPT;
+			r->wal_rc = wrc;
+		} else if (r->flash_rc == FLASH_EFULL) {
+			plogf(log, la, PLOG_ERROR, "recover: a table of %s is too small for the WAL's "
+			      "history: create it with its old capacities", o->segment);
+		}
+		return -1;
+	}
+	r->last_lsn = ap.last > rep.last_lsn ? ap.last : rep.last_lsn;
+	return 0;
+}
+
 int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -573,73 +733,24 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	void *la = o->log_arg;
 	const char *name = o->segment;
 
-	/* the WAL stays ours from the check to the rename (a missing
-	 * directory is an empty WAL: nothing to lock) */
-	int lockfd = wal_dir_lock(o->wal_dir);
-	if (lockfd == FLASH_EWAL_IO && errno != ENOENT) {
-		plogf(log, la, PLOG_ERROR, "recover: WAL %s: cannot take its lock: %s; nothing "
-		       "rebuilt", o->wal_dir, pio_strerror(errno));
-		r->flash_rc = FLASH_ESYS;
-		r->wal_rc = FLASH_EWAL_IO;
+	/* the WAL stays ours from the check to the rename */
+	int lockfd;
+	if (rb_lock(o, &lockfd, r) != 0)
 		return -1;
+	struct rb_target t;
+	int trc = rb_target_get(o, &t, r);
+	if (trc != 0) {
+		wal_dir_unlock(lockfd);
+		return trc > 0 ? 0 : -1;
 	}
-	if (lockfd == FLASH_EWAL_BUSY) {
-		plogf(log, la, PLOG_ERROR, "recover: WAL %s is in use (a serve or another --recover "
-		       "holds it); nothing rebuilt", o->wal_dir);
-		r->flash_rc = FLASH_EBUSY;
-		r->wal_rc = FLASH_EWAL_BUSY;
-		return -1;
-	}
-	int lockheld = lockfd >= 0;
-
-	/* the target: absent, or the empty placeholder `create` made */
-	struct flash_seg_opts so;
-	struct flash_reclaim_opts ro;
-	int placeholder = 0, windowed = 0;
-	flash_t *h = NULL;
-	int frc = flash_open(name, FLASH_RDONLY, &h);
-	if (frc == FLASH_OK) {
-		struct flash_stats st;
-		int done = rb_done_before(h, o->wal_dir);
-		frc = flash_stats_get(h, &st);
-		if (frc == FLASH_OK)
-			frc = flash_seg_opts_get(h, &so);
-		if (frc == FLASH_OK)   /* a windowed placeholder: rebuilt with its banks */
-			frc = snap_reclaim_get(h, &ro, &windowed);
-		flash_close(h);
-		h = NULL;
-		if (frc == FLASH_OK && done) {
-			plogf(log, la, PLOG_INFO, "recover: segment %s already carries the history of "
-			       "WAL %s (an earlier --recover completed, or it was served): nothing to rebuild",
-			       name, o->wal_dir);
-			wal_dir_unlock(lockfd);
-			return 0;
-		}
-		if (frc == FLASH_OK && (st.activities != 0 || st.skus != 0 || st.orders_used != 0)) {
-			plogf(log, la, PLOG_ERROR, "segment %s is not empty: --recover rebuilds only a "
-			       "freshly created (empty) or absent segment (if an earlier --recover completed, "
-			       "the segment is rebuilt: run serve without --recover)", name);
-			r->flash_rc = FLASH_EEXIST;
-			goto fail_unlock;
-		}
-		placeholder = 1;
-	} else if (frc == FLASH_ENOSEG) {
-		frc = FLASH_OK;
-	}
-	if (frc != FLASH_OK) {
-		plogf(log, la, PLOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
-		r->flash_rc = frc;
-		goto fail_unlock;
-	}
-
 	struct rebuild_check *c = malloc(sizeof *c);
 	if (c == NULL) {
 		r->flash_rc = FLASH_ENOMEM;
 		goto fail_unlock;
 	}
-	if (rb_settle(o, c, lockheld, r) != 0)
+	if (rb_settle(o, c, lockfd >= 0, r) != 0)
 		goto fail_check;
-	if (c->snap_lsn == 0 && !placeholder) {
+	if (c->snap_lsn == 0 && !t.placeholder) {
 		plogf(log, la, PLOG_ERROR, "recover: segment %s does not exist and WAL %s holds no "
 		       "snapshot to restore it from: create it first with the options it had "
 		       "(flashstock create --name %s ...), then run serve --recover again; nothing "
@@ -653,44 +764,9 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	snprintf(tmp, sizeof tmp, "/%s.recover-%ld", rb_base(name), (long)getpid());
 	rb_remove_stale(name, log, la);
 	(void)flash_seg_destroy(tmp);
-	uint64_t bytes = 0;
-	if (c->snap_lsn != 0) {
-		struct snap_file f;
-		memset(&f, 0, sizeof f);
-		if (snap_open_newest(o->wal_dir, c->snap_lsn, &f, NULL, NULL) != FLASH_OK ||
-		    f.sf_hdr->sh_lsn != c->snap_lsn) {
-			snap_file_close(&f);
-			plogf(log, la, PLOG_ERROR, "recover: snapshot %s changed while in use",
-			       c->snap_file);
-			r->flash_rc = FLASH_ECORRUPT;
-			goto fail_check;
-		}
-		bytes = f.sf_hdr->sh_seg_bytes;
-		frc = rb_room(bytes) ? flash_seg_restore(tmp, &f.sf_hdr->sh_opts, f.sf_img, bytes)
-		                     : FLASH_ENOMEM;
-		if (frc != FLASH_OK)
-			plogf(log, la, PLOG_ERROR, "recover: restore of %s from %s: %s%s", tmp, f.sf_path,
-			       flash_strerror(frc), frc == FLASH_ENOMEM ? " (no room in /dev/shm)" : "");
-		else
-			plogf(log, la, PLOG_INFO, "recover: segment %s restored from snapshot %s "
-			       "(LSN %" PRIu64 ")", name, f.sf_path, c->snap_lsn);
-		snap_file_close(&f);
-	} else {
-		frc = flash_seg_create(tmp, &so);
-		if (frc == FLASH_OK && windowed)
-			frc = snap_reclaim_apply(tmp, &ro);
-		if (frc == FLASH_ENOMEM)   /* create reserves every page first */
-			plogf(log, la, PLOG_ERROR, "recover: no room in /dev/shm for segment %s "
-			       "(creating %s: %s); nothing rebuilt, %s unchanged: free shared memory and "
-			       "run again", name, tmp, flash_strerror(frc), name);
-		else if (frc != FLASH_OK)
-			plogf(log, la, PLOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
-	}
-	if (frc != FLASH_OK) {
-		r->flash_rc = frc;
-		(void)flash_seg_destroy(tmp);
+	uint64_t bytes;
+	if (rb_make_tmp(o, c, &t, tmp, &bytes, r) != 0)
 		goto fail_check;
-	}
 	PERSIST_CRASH("rebuild", 1);
 	if (rb_reserve(tmp, &bytes) != 0) {
 		int e = errno;
@@ -701,37 +777,10 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		goto fail_tmp;
 	}
 	PERSIST_CRASH("rebuild", 2);
-	frc = flash_open(tmp, 0, &h);
-	if (frc != FLASH_OK) {
-		plogf(log, la, PLOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
-		r->flash_rc = frc;
+	if (rb_fill(o, c, tmp, r) != 0)
 		goto fail_tmp;
-	}
-	struct rb_apply ap = { h, r, log, la, c->snap_lsn };
-	struct wal_replay_report rep;
-	int wrc = wal_replay(o->wal_dir, c->from_lsn, rb_apply_cb, &ap, 0, &rep);
-	if (wrc == FLASH_OK && rb_take_ident(h, o, c, log, la, r) != 0) {
-		flash_close(h);
-		h = NULL;
-		goto fail_tmp;
-	}
-	flash_close(h);
-	h = NULL;
-	if (wrc != FLASH_OK) {
-		if (wrc != FLASH_EWAL_STOPPED) {
-			plogf(log, la, PLOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
-			       "offset %" PRIu64, o->wal_dir, flash_rcname(rep.stop), rep.file, rep.offset);
-			r->flash_rc = FLASH_ECORRUPT;
-			r->wal_rc = wrc;
-		} else if (r->flash_rc == FLASH_EFULL) {
-			plogf(log, la, PLOG_ERROR, "recover: a table of %s is too small for the WAL's "
-			       "history: create it with its old capacities", name);
-		}
-		goto fail_tmp;
-	}
-	r->last_lsn = ap.last > rep.last_lsn ? ap.last : rep.last_lsn;
 	PERSIST_CRASH("rebuild", 4);
-	frc = rb_publish(tmp, name, placeholder);
+	int frc = rb_publish(tmp, name, t.placeholder);
 	if (frc != FLASH_OK) {
 		plogf(log, la, PLOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
 		       flash_strerror(frc), frc == FLASH_EEXIST ? " (a segment of that name appeared "
@@ -752,7 +801,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 fail_tmp:
 	(void)flash_seg_destroy(tmp);
 	plogf(log, la, PLOG_ERROR, "recover: the unfinished rebuild %s was removed; segment %s "
-	       "is as it was (%s)", tmp, name, placeholder ? "empty" : "absent");
+	       "is as it was (%s)", tmp, name, t.placeholder ? "empty" : "absent");
 fail_check:
 	free(c);
 fail_unlock:
