@@ -52,9 +52,10 @@ static void rb_missing_file(char *buf, size_t n, uint64_t lsn)
 	snprintf(buf, n, "wal-%016" PRIx64 ".log", lsn);
 }
 
-int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *log_arg)
+/* The newest valid snapshot of @p dir into c.  @return -1 to go on, or the
+ * verdict when the snapshots alone decide it. */
+static int rb_check_snapshot(const char *dir, struct rebuild_check *c, plog_fn log, void *log_arg)
 {
-	memset(c, 0, sizeof *c);
 	uint64_t *lsns;
 	size_t nsnap;
 	int rc = snap_list(dir, &lsns, &nsnap);
@@ -82,10 +83,57 @@ int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *l
 		snprintf(c->snap_file, sizeof c->snap_file, "%.400s", f.sf_path);
 		snap_file_close(&f);
 	}
+	return -1;
+}
+
+/* The verdict on a WAL whose replay stopped at a bad frame, from the
+ * replay's report: a torn tail (nothing vouches for it) or corruption. */
+static int rb_check_stop(const char *dir, struct rebuild_check *c)
+{
+	const struct wal_replay_report *rep = &c->rep;
+	c->keep_lsn = rep->bad_lsn ? rep->bad_lsn - 1 : 0;
+	c->can_accept = rep->bad_lsn > c->from_lsn;
+	if (rep->torn) {
+		char after[160] = "";
+		if (rep->after_frames)
+			snprintf(after, sizeof after, "; the %" PRIu64 " valid records after it (LSN %" PRIu64
+			         "..%" PRIu64 ") are not vouched for either", rep->after_frames,
+			         rep->after_first_lsn, rep->after_last_lsn);
+		snprintf(c->msg, sizeof c->msg, "torn tail at LSN %" PRIu64 " (%.400s at %.400s offset %" PRIu64
+		         "): no later commit vouches for it%s", rep->bad_lsn, flash_rcname(rep->stop),
+		         rep->file, rep->offset, after);
+		return c->verdict = REBUILD_TORN;
+	}
+	char why[256];
+	if (rep->proof_lsn)
+		snprintf(why, sizeof why, "the commit at LSN %" PRIu64 " made it durable", rep->proof_lsn);
+	else if (rep->mark_lsn >= rep->bad_lsn)
+		snprintf(why, sizeof why, WAL_MARK_FILE " says every LSN through %" PRIu64 " was made "
+		         "durable: LSN %" PRIu64 "..%" PRIu64 " were acknowledged", rep->mark_lsn,
+		         rep->bad_lsn, rep->mark_lsn);
+	else
+		snprintf(why, sizeof why, "later WAL files follow it");
+	char follow[128] = "";
+	if (rep->after_frames)
+		snprintf(follow, sizeof follow, " (LSN %" PRIu64 "..%" PRIu64 ")", rep->after_first_lsn,
+		         rep->after_last_lsn);
+	snprintf(c->msg, sizeof c->msg, "WAL %.400s is corrupt: first bad LSN %" PRIu64 " (%.400s: %.400s, at %.400s "
+	         "offset %" PRIu64 "); %" PRIu64 " valid records follow%s; not a torn tail: %.400s", dir,
+	         rep->bad_lsn, flash_rcname(rep->stop), flash_strerror(rep->stop), rep->file, rep->offset,
+	         rep->after_frames, follow, why);
+	return c->verdict = REBUILD_CORRUPT;
+}
+
+int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *log_arg)
+{
+	memset(c, 0, sizeof *c);
+	int v = rb_check_snapshot(dir, c, log, log_arg);
+	if (v >= 0)
+		return v;
 	c->from_lsn = c->snap_lsn + 1;
 	struct wal_replay_report *rep = &c->rep;
 	/* the durable mark vouches as a later commit does (wal.h) */
-	rc = wal_replay(dir, c->from_lsn, rb_count_cb, NULL, WAL_REPLAY_MARK, rep);
+	int rc = wal_replay(dir, c->from_lsn, rb_count_cb, NULL, WAL_REPLAY_MARK, rep);
 	c->wal_last = rep->last_lsn;
 	char miss[64];
 	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_NOMEM || rc == FLASH_EWAL_INVAL) {
@@ -150,37 +198,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *l
 	}
 	if (rc == FLASH_OK)
 		return c->verdict = REBUILD_OK;
-	c->keep_lsn = rep->bad_lsn ? rep->bad_lsn - 1 : 0;
-	c->can_accept = rep->bad_lsn > c->from_lsn;
-	if (rep->torn) {
-		char after[160] = "";
-		if (rep->after_frames)
-			snprintf(after, sizeof after, "; the %" PRIu64 " valid records after it (LSN %" PRIu64
-			         "..%" PRIu64 ") are not vouched for either", rep->after_frames,
-			         rep->after_first_lsn, rep->after_last_lsn);
-		snprintf(c->msg, sizeof c->msg, "torn tail at LSN %" PRIu64 " (%.400s at %.400s offset %" PRIu64
-		         "): no later commit vouches for it%s", rep->bad_lsn, flash_rcname(rep->stop),
-		         rep->file, rep->offset, after);
-		return c->verdict = REBUILD_TORN;
-	}
-	char why[256];
-	if (rep->proof_lsn)
-		snprintf(why, sizeof why, "the commit at LSN %" PRIu64 " made it durable", rep->proof_lsn);
-	else if (rep->mark_lsn >= rep->bad_lsn)
-		snprintf(why, sizeof why, WAL_MARK_FILE " says every LSN through %" PRIu64 " was made "
-		         "durable: LSN %" PRIu64 "..%" PRIu64 " were acknowledged", rep->mark_lsn,
-		         rep->bad_lsn, rep->mark_lsn);
-	else
-		snprintf(why, sizeof why, "later WAL files follow it");
-	char follow[128] = "";
-	if (rep->after_frames)
-		snprintf(follow, sizeof follow, " (LSN %" PRIu64 "..%" PRIu64 ")", rep->after_first_lsn,
-		         rep->after_last_lsn);
-	snprintf(c->msg, sizeof c->msg, "WAL %.400s is corrupt: first bad LSN %" PRIu64 " (%.400s: %.400s, at %.400s "
-	         "offset %" PRIu64 "); %" PRIu64 " valid records follow%s; not a torn tail: %.400s", dir,
-	         rep->bad_lsn, flash_rcname(rep->stop), flash_strerror(rep->stop), rep->file, rep->offset,
-	         rep->after_frames, follow, why);
-	return c->verdict = REBUILD_CORRUPT;
+	return rb_check_stop(dir, c);
 }
 
 /* ------------------------------------------------------------------------

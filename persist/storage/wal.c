@@ -1184,6 +1184,64 @@ int wal_ident(const char *dir, struct wal_ident *out)
 	return mixed ? FLASH_EWAL_IDENT : FLASH_OK;
 }
 
+/* Go on in the WAL's newest file, which starts at LSN @p start: its header
+ * checked against the handle's identity, its frames scanned to their end.
+ * @return FLASH_OK, or a FLASH_EWAL_* code (errno set for an I/O failure);
+ * w->w_fd may be open either way. */
+static int wal_resume(wal_t *w, const char *dir, uint64_t start)
+{
+	struct wal_filehdr fh;
+	memset(&fh, 0, sizeof fh);
+	int hrc = wal_filehdr_read(dir, start, &fh);
+	if (hrc == FLASH_OK && w->w_incarnation != 0 && fh.hd_incarnation != 0 &&
+	    fh.hd_incarnation != w->w_incarnation)
+		return FLASH_EWAL_IDENT;
+	struct wal_scan s;
+	int rc = wal_scan_file(dir, start, 0, 0, NULL, NULL, &s);
+	if (rc == FLASH_OK && hrc != FLASH_OK)
+		return hrc;        /* the scan read it, this read failed: I/O */
+	if (rc == FLASH_EWAL_IO) {
+		errno = s.ws_err;
+		return rc;
+	}
+	if (rc == FLASH_EWAL_MAGIC || rc == FLASH_EWAL_FILE_HDR)
+		return rc;
+	if (rc != FLASH_OK)
+		return FLASH_EWAL_TORN;
+	char path[4096];
+	wal_path(path, sizeof path, dir, start, "log");
+	w->w_fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
+	if (w->w_fd < 0)
+		return FLASH_EWAL_IO;
+	/* A file shortened by hand gets its preallocation back. */
+	if (s.ws_file_size < s.ws_seg_bytes &&
+	    pio_fallocate(w->w_fd, 0, (off_t)s.ws_seg_bytes) != 0)
+		return FLASH_EWAL_IO;
+	/* The file goes on with this handle's identity: record it in a
+	 * header that has none (written before identities) or another
+	 * durability.  64 bytes at offset 0, inside one sector. */
+	if (w->w_incarnation == 0)
+		w->w_incarnation = fh.hd_incarnation;
+	if (w->w_durability == WAL_DUR_NONE)
+		w->w_durability = fh.hd_durability;
+	if (fh.hd_incarnation != w->w_incarnation || fh.hd_durability != w->w_durability) {
+		fh.hd_incarnation = w->w_incarnation;
+		fh.hd_durability = w->w_durability;
+		wal_filehdr_seal(&fh);
+		if (pio_pwrite_full(w->w_fd, &fh, sizeof fh, 0) != 0) {
+			return FLASH_EWAL_IO;
+		}
+	}
+	/* Frames a dead writer left in the page cache become durable
+	 * here, before anyone is told they are (the header too). */
+	if (pio_fdatasync(w->w_fd) != 0)
+		return FLASH_EWAL_IO;
+	w->w_file_bytes = s.ws_seg_bytes;
+	w->w_file_off = s.ws_offset;
+	w->w_next_lsn = s.ws_next_lsn;
+	return FLASH_OK;
+}
+
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 {
 	struct wal_opts def;
@@ -1235,70 +1293,8 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		w->w_file_off = WAL_FILE_HDR_BYTES;
 		w->w_next_lsn = o->start_lsn;
 		w->w_st.files_created = 1;
-	} else {
-		uint64_t start = lsns[n - 1];
-		struct wal_filehdr fh;
-		memset(&fh, 0, sizeof fh);
-		int hrc = wal_filehdr_read(dir, start, &fh);
-		if (hrc == FLASH_OK && w->w_incarnation != 0 && fh.hd_incarnation != 0 &&
-		    fh.hd_incarnation != w->w_incarnation) {
-			rc = FLASH_EWAL_IDENT;
-			goto fail;
-		}
-		struct wal_scan s;
-		rc = wal_scan_file(dir, start, 0, 0, NULL, NULL, &s);
-		if (rc == FLASH_OK && hrc != FLASH_OK) {
-			rc = hrc;        /* the scan read it, this read failed: I/O */
-			goto fail;
-		}
-		if (rc == FLASH_EWAL_IO) {
-			errno = s.ws_err;
-			goto fail;
-		}
-		if (rc == FLASH_EWAL_MAGIC || rc == FLASH_EWAL_FILE_HDR)
-			goto fail;
-		if (rc != FLASH_OK) {
-			rc = FLASH_EWAL_TORN;
-			goto fail;
-		}
-		char path[4096];
-		wal_path(path, sizeof path, dir, start, "log");
-		w->w_fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
-		if (w->w_fd < 0) {
-			rc = FLASH_EWAL_IO;
-			goto fail;
-		}
-		/* A file shortened by hand gets its preallocation back. */
-		if (s.ws_file_size < s.ws_seg_bytes &&
-		    pio_fallocate(w->w_fd, 0, (off_t)s.ws_seg_bytes) != 0) {
-			rc = FLASH_EWAL_IO;
-			goto fail;
-		}
-		/* The file goes on with this handle's identity: record it in a
-		 * header that has none (written before identities) or another
-		 * durability.  64 bytes at offset 0, inside one sector. */
-		if (w->w_incarnation == 0)
-			w->w_incarnation = fh.hd_incarnation;
-		if (w->w_durability == WAL_DUR_NONE)
-			w->w_durability = fh.hd_durability;
-		if (fh.hd_incarnation != w->w_incarnation || fh.hd_durability != w->w_durability) {
-			fh.hd_incarnation = w->w_incarnation;
-			fh.hd_durability = w->w_durability;
-			wal_filehdr_seal(&fh);
-			if (pio_pwrite_full(w->w_fd, &fh, sizeof fh, 0) != 0) {
-				rc = FLASH_EWAL_IO;
-				goto fail;
-			}
-		}
-		/* Frames a dead writer left in the page cache become durable
-		 * here, before anyone is told they are (the header too). */
-		if (pio_fdatasync(w->w_fd) != 0) {
-			rc = FLASH_EWAL_IO;
-			goto fail;
-		}
-		w->w_file_bytes = s.ws_seg_bytes;
-		w->w_file_off = s.ws_offset;
-		w->w_next_lsn = s.ws_next_lsn;
+	} else if ((rc = wal_resume(w, dir, lsns[n - 1])) != FLASH_OK) {
+		goto fail;
 	}
 	w->w_durable = w->w_next_lsn - 1;
 	w->w_written = w->w_durable;
