@@ -1205,29 +1205,12 @@ static void sql_stock_join_row(struct sbuf *b, const struct skuagg *g, int first
  * activity in the same batch, an order for an activity nobody knows), or a
  * negative result code.  On 1 the caller rolls back to its savepoint.
  */
-static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
+/* Pass 1: catalog rows, and shape checks.  @return 0, 1 (the batch goes
+ * the slow way) or a FLASH_E* code. */
+static int fast_catalog(mdb_t *m, const struct lsn_record *recs, size_t n, size_t cap)
 {
-	int rc = act_load_missing(m, recs, n);
-	if (rc)
-		return rc;
-
-	size_t cap = 16;
-	while (cap < 2 * n)
-		cap *= 2;
-	if (cap > m->mm_agg_cap) {
-		struct skuagg *g = realloc(m->mm_agg, cap * sizeof *g);
-		if (!g)
-			return FLASH_ENOMEM;
-		m->mm_agg = g;
-		m->mm_agg_cap = cap;
-	}
-	memset(m->mm_agg, 0, cap * sizeof *m->mm_agg);
-
 	struct sbuf *b = &m->mm_sql;
-	sb_reset(b);
-	m->mm_expect_n = 0;
-
-	/* Pass 1: catalog rows, and shape checks. */
+	int rc;
 	for (size_t i = 0; i < n; i++) {
 		const struct flash_record *r = &recs[i].rec;
 		if (!rec_valid(r))
@@ -1260,7 +1243,14 @@ static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
 				return 1;       /* unknown activity, or defined later */
 		}
 	}
-	/* Pass 2: orders as multi-row INSERTs, in LSN order. */
+	return 0;
+}
+
+/* Pass 2: orders as multi-row INSERTs, in LSN order. */
+static int fast_orders(mdb_t *m, const struct lsn_record *recs, size_t n)
+{
+	struct sbuf *b = &m->mm_sql;
+	int rc;
 	size_t rows = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct flash_record *r = &recs[i].rec;
@@ -1286,8 +1276,15 @@ static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
 		if ((rc = pipe_push(m, (long)rows)))
 			return rc;
 	}
-	/* Pass 3: cancels one by one (each checks its order), and the stock
-	 * aggregates in record order. */
+	return 0;
+}
+
+/* Pass 3: cancels one by one (each checks its order), and the stock
+ * aggregates in record order. */
+static int fast_cancels(mdb_t *m, const struct lsn_record *recs, size_t n, size_t cap)
+{
+	struct sbuf *b = &m->mm_sql;
+	int rc;
 	for (size_t i = 0; i < cap; i++)
 		m->mm_agg[i].sa_lsn = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1313,6 +1310,14 @@ static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
 			break;
 		}
 	}
+	return 0;
+}
+
+/* Pass 4: the aggregates touched, one UPDATE each or joined in groups. */
+static int fast_stock(mdb_t *m, size_t cap)
+{
+	struct sbuf *b = &m->mm_sql;
+	int rc;
 	size_t touched = 0;
 	for (size_t i = 0; i < cap; i++)
 		touched += m->mm_agg[i].sa_used && m->mm_agg[i].sa_lsn;
@@ -1341,6 +1346,33 @@ static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
 		if ((rc = pipe_push(m, (long)rows_in_stmt)))
 			return rc;
 	}
+	return 0;
+}
+
+static int fast_apply(mdb_t *m, const struct lsn_record *recs, size_t n)
+{
+	int rc = act_load_missing(m, recs, n);
+	if (rc)
+		return rc;
+
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap > m->mm_agg_cap) {
+		struct skuagg *g = realloc(m->mm_agg, cap * sizeof *g);
+		if (!g)
+			return FLASH_ENOMEM;
+		m->mm_agg = g;
+		m->mm_agg_cap = cap;
+	}
+	memset(m->mm_agg, 0, cap * sizeof *m->mm_agg);
+
+	struct sbuf *b = &m->mm_sql;
+	sb_reset(b);
+	m->mm_expect_n = 0;
+	if ((rc = fast_catalog(m, recs, n, cap)) || (rc = fast_orders(m, recs, n)) ||
+	    (rc = fast_cancels(m, recs, n, cap)) || (rc = fast_stock(m, cap)))
+		return rc;
 	return pipe_flush(m);
 }
 
