@@ -1486,6 +1486,72 @@ static int stock_detail(mdb_t *m, const struct flash_record *r, const char *what
  * Returns 0 (applied), 1 (refused: rolled back to the savepoint and added
  * to the conflicts), or a negative result code.
  */
+/* An order, then its stock.  @return 0, 1 (a conflict: *kind says which)
+ * or a FLASH_E* code. */
+static int slow_order(mdb_t *m, const struct lsn_record *x, int *kind)
+{
+	const struct flash_record *r = &x->rec;
+	struct sbuf *b = &m->mm_tmp;
+	my_ulonglong rows = 0;
+	int rc;
+	sb_str(b, ORDER_COLS);
+	sql_order_values(b, x, act_get(m, r->activity_id));
+	rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
+	if (rc == 1) {
+		/* Which key: the order number, or the user's limit slot? */
+		*kind = strstr(m->mm_error, "'PRIMARY'") ? CONFLICT_DUP_ORDER : CONFLICT_LIMIT;
+		return rc;
+	}
+	if (rc)
+		return rc;
+	sb_reset(b);
+	sql_stock(b, r->activity_id, r->sku_id, -(int64_t)r->qty, r->qty, 0, r->qty, 0, x->lsn);
+	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+	if (rc == 0 && rows != 1) {
+		rc = 1;
+		char what[64];
+		snprintf(what, sizeof what, "qty %u not available", r->qty);
+		*kind = stock_detail(m, r, what, m->mm_error, sizeof m->mm_error) ?
+		       CONFLICT_OVERSELL : CONFLICT_CATALOG;
+	} else if (rc == 1) {
+		*kind = CONFLICT_OVERSELL;
+	}
+	return rc;
+}
+
+/* A cancel, then its stock back.  @return as slow_order(). */
+static int slow_cancel(mdb_t *m, const struct lsn_record *x, int *kind)
+{
+	const struct flash_record *r = &x->rec;
+	struct sbuf *b = &m->mm_tmp;
+	my_ulonglong rows = 0;
+	int rc;
+	sql_cancel(b, x);
+	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+	if (rc == 0 && rows != 1) {
+		rc = 1;
+		snprintf(m->mm_error, sizeof m->mm_error,
+		         "no active order %llu with activity %u, sku %u, qty %u",
+		         (unsigned long long)r->order_no, r->activity_id, r->sku_id, r->qty);
+	}
+	if (rc == 1) {
+		*kind = CONFLICT_CANCEL;
+		return rc;
+	}
+	if (rc)
+		return rc;
+	sb_reset(b);
+	sql_stock(b, r->activity_id, r->sku_id, r->qty, -(int64_t)r->qty, 0, 0, r->qty, x->lsn);
+	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+	if (rc == 0 && rows != 1) {
+		rc = 1;
+		stock_detail(m, r, "cancel would make sold negative", m->mm_error, sizeof m->mm_error);
+	}
+	if (rc == 1)
+		*kind = CONFLICT_CANCEL;
+	return rc;
+}
+
 static int slow_one(mdb_t *m, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
@@ -1527,53 +1593,10 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 			kind = CONFLICT_CATALOG;
 		break;
 	case FLASH_REC_ORDER:
-		sb_str(b, ORDER_COLS);
-		sql_order_values(b, x, act_get(m, r->activity_id));
-		rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
-		if (rc == 1) {
-			/* Which key: the order number, or the user's limit slot? */
-			kind = strstr(m->mm_error, "'PRIMARY'") ? CONFLICT_DUP_ORDER : CONFLICT_LIMIT;
-			break;
-		}
-		if (rc)
-			break;
-		sb_reset(b);
-		sql_stock(b, r->activity_id, r->sku_id, -(int64_t)r->qty, r->qty, 0, r->qty, 0, x->lsn);
-		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
-		if (rc == 0 && rows != 1) {
-			rc = 1;
-			char what[64];
-			snprintf(what, sizeof what, "qty %u not available", r->qty);
-			kind = stock_detail(m, r, what, m->mm_error, sizeof m->mm_error) ?
-			       CONFLICT_OVERSELL : CONFLICT_CATALOG;
-		} else if (rc == 1) {
-			kind = CONFLICT_OVERSELL;
-		}
+		rc = slow_order(m, x, &kind);
 		break;
 	case FLASH_REC_CANCEL:
-		sql_cancel(b, x);
-		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
-		if (rc == 0 && rows != 1) {
-			rc = 1;
-			snprintf(m->mm_error, sizeof m->mm_error,
-			         "no active order %llu with activity %u, sku %u, qty %u",
-			         (unsigned long long)r->order_no, r->activity_id, r->sku_id, r->qty);
-		}
-		if (rc == 1) {
-			kind = CONFLICT_CANCEL;
-			break;
-		}
-		if (rc)
-			break;
-		sb_reset(b);
-		sql_stock(b, r->activity_id, r->sku_id, r->qty, -(int64_t)r->qty, 0, 0, r->qty, x->lsn);
-		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
-		if (rc == 0 && rows != 1) {
-			rc = 1;
-			stock_detail(m, r, "cancel would make sold negative", m->mm_error, sizeof m->mm_error);
-		}
-		if (rc == 1)
-			kind = CONFLICT_CANCEL;
+		rc = slow_cancel(m, x, &kind);
 		break;
 	case FLASH_REC_GEN:
 		rc = 0;                 /* nothing to apply: see fast_apply */
