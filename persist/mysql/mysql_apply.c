@@ -494,13 +494,12 @@ static int schema_create(mdb_t *m);
  * waits) and creates the database and schema if missing.
  * Returns FLASH_OK, FLASH_EMYSQL_RETRY (unreachable), FLASH_EMYSQL_CONFIG.
  */
-static int connect_db(mdb_t *m)
+/* A handle with the applier's timeouts and option file, not connected. */
+static MYSQL *conn_init(const mdb_t *m)
 {
-	if (m->mm_conn)
-		return FLASH_OK;
 	MYSQL *c = mysql_init(NULL);
 	if (!c)
-		return FLASH_ENOMEM;
+		return NULL;
 	unsigned ct = m->mm_connect_timeout_s, rw = m->mm_rw_timeout_s;
 	mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
 	mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw);
@@ -509,55 +508,16 @@ static int connect_db(mdb_t *m)
 		mysql_options(c, MYSQL_READ_DEFAULT_FILE, m->mm_defaults_file);
 		mysql_options(c, MYSQL_READ_DEFAULT_GROUP, "client");
 	}
-	unsigned long flags = CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS;
-	const char *db = m->mm_db;
-	MYSQL *ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, db, m->mm_port,
-	                               m->mm_socket, flags);
-	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR && m->mm_require_db && !m->mm_create_db &&
-	    !m->mm_db_implicit) {
-		/* A mistyped name would get an empty new database: refuse. */
-		m->mm_errno = ER_BAD_DB_ERROR;
-		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
-		mysql_close(c);
-		if (m->mm_db)
-			mlog(m, PLOG_ERROR, "database %s does not exist on %s: refused (a "
-			     "mistyped name would be created empty); create it, or add create_db=1 to "
-			     "the URL", m->mm_db, m->mm_where);
-		else
-			mlog(m, PLOG_ERROR, "the database named by %s does not exist: refused "
-			     "(a mistyped name would be created empty); create it first", m->mm_where);
-		return FLASH_EMYSQL_CONFIG;
-	}
-	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR) {
-		/* Unknown database: connect without one; it is created below. */
-		mysql_close(c);
-		if (!(c = mysql_init(NULL)))
-			return FLASH_ENOMEM;
-		mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
-		mysql_options(c, MYSQL_OPT_READ_TIMEOUT, &rw);
-		mysql_options(c, MYSQL_OPT_WRITE_TIMEOUT, &rw);
-		if (m->mm_defaults_file) {
-			mysql_options(c, MYSQL_READ_DEFAULT_FILE, m->mm_defaults_file);
-			mysql_options(c, MYSQL_READ_DEFAULT_GROUP, "client");
-		}
-		ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, NULL, m->mm_port,
-		                        m->mm_socket, flags);
-	}
-	if (!ok) {
-		m->mm_errno = mysql_errno(c);
-		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
-		mysql_close(c);
-		int retry = mdb_err_retryable(m->mm_errno);
-		mlog(m, retry ? PLOG_WARN : PLOG_ERROR,
-		     "connect to %s failed: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
-		return retry ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
-	}
-	m->mm_conn = c;
+	return c;
+}
 
-	/* The database: from the URL, the option file, or "flashstock". */
+/* The database: from the URL, the option file, or "flashstock"; created
+ * when missing.  @return FLASH_OK, or a code with the connection closed. */
+static int use_db(mdb_t *m)
+{
 	char dbname[130] = "";
-	if (mysql_query(c, "SELECT DATABASE()") == 0) {
-		MYSQL_RES *r = mysql_store_result(c);
+	if (mysql_query(m->mm_conn, "SELECT DATABASE()") == 0) {
+		MYSQL_RES *r = mysql_store_result(m->mm_conn);
 		MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
 		if (row && row[0])
 			snprintf(dbname, sizeof dbname, "%s", row[0]);
@@ -588,10 +548,61 @@ static int connect_db(mdb_t *m)
 			return rc;
 		}
 	}
+	return FLASH_OK;
+}
+
+static int connect_db(mdb_t *m)
+{
+	if (m->mm_conn)
+		return FLASH_OK;
+	MYSQL *c = conn_init(m);
+	if (!c)
+		return FLASH_ENOMEM;
+	unsigned long flags = CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS;
+	const char *db = m->mm_db;
+	MYSQL *ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, db, m->mm_port,
+	                               m->mm_socket, flags);
+	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR && m->mm_require_db && !m->mm_create_db &&
+	    !m->mm_db_implicit) {
+		/* A mistyped name would get an empty new database: refuse. */
+		m->mm_errno = ER_BAD_DB_ERROR;
+		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
+		mysql_close(c);
+		if (m->mm_db)
+			mlog(m, PLOG_ERROR, "database %s does not exist on %s: refused (a "
+			     "mistyped name would be created empty); create it, or add create_db=1 to "
+			     "the URL", m->mm_db, m->mm_where);
+		else
+			mlog(m, PLOG_ERROR, "the database named by %s does not exist: refused "
+			     "(a mistyped name would be created empty); create it first", m->mm_where);
+		return FLASH_EMYSQL_CONFIG;
+	}
+	if (!ok && mysql_errno(c) == ER_BAD_DB_ERROR) {
+		/* Unknown database: connect without one; it is created below. */
+		mysql_close(c);
+		if (!(c = conn_init(m)))
+			return FLASH_ENOMEM;
+		ok = mysql_real_connect(c, m->mm_host, m->mm_user, m->mm_pass, NULL, m->mm_port,
+		                        m->mm_socket, flags);
+	}
+	if (!ok) {
+		m->mm_errno = mysql_errno(c);
+		snprintf(m->mm_error, sizeof m->mm_error, "%s", mysql_error(c));
+		mysql_close(c);
+		int retry = mdb_err_retryable(m->mm_errno);
+		mlog(m, retry ? PLOG_WARN : PLOG_ERROR,
+		     "connect to %s failed: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
+		return retry ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL_CONFIG;
+	}
+	m->mm_conn = c;
+
+	int rc = use_db(m);
+	if (rc)
+		return rc;
 	if (exec(m, "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION,"
 	            "ERROR_FOR_DIVISION_BY_ZERO', SESSION innodb_lock_wait_timeout = 10,"
 	            " SESSION autocommit = 1")) {
-		int rc = fail_rc(m);
+		rc = fail_rc(m);
 		disconnect(m);
 		return rc;
 	}
@@ -608,7 +619,7 @@ static int connect_db(mdb_t *m)
 		if (r)
 			mysql_free_result(r);
 	}
-	int rc = m->mm_no_schema ? FLASH_OK : schema_create(m);
+	rc = m->mm_no_schema ? FLASH_OK : schema_create(m);
 	if (rc) {
 		disconnect(m);
 		return rc;
