@@ -482,6 +482,71 @@ static void user_limits(struct reconcile_report *rep, const struct rsql_user_exc
 	}
 }
 
+/* One (activity, sku) as each witness has it (NULL: not there): the three
+ * compared field by field, then each witness's own balance. */
+static void cmp_sku(struct reconcile_report *rep, const struct archset *arch, uint32_t a,
+                    uint32_t s, const struct segsku *se, const struct rsql_sku *qe,
+                    const struct fold_sku *we)
+{
+	rep->skus++;
+
+	unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
+	                (qe && qe->has_stock_row ? FLASH_W_MYSQL : 0);
+	unsigned missing = rep->witnesses & ~have;
+	if (!se && archived(arch, a))
+		missing &= ~FLASH_W_SEGMENT;   /* reclaimed there; WAL vs MySQL still compared */
+	int64_t seg_total = se ? (int64_t)se->total : 0, seg_avail = se ? (int64_t)se->available : 0;
+	int64_t seg_sold = seg_total - seg_avail;
+	int64_t wal_total = we ? we->total : 0, wal_avail = we ? we->available : 0;
+	int64_t wal_sold = we ? we->sold : 0;
+	int64_t sql_total = qe ? (int64_t)qe->total : 0, sql_avail = qe ? (int64_t)qe->available : 0;
+	int64_t sql_sold = qe ? (int64_t)qe->sold : 0;
+	if (missing) {
+		struct diff *d = diff_add(rep, DIFF_MISSING, missing, a, s);
+		d->seg = se ? seg_total : DIFF_NA;
+		d->wal = we ? wal_total : DIFF_NA;
+		d->sql = qe && qe->has_stock_row ? sql_total : DIFF_NA;
+		snprintf(d->what, sizeof d->what, "sku missing (values: total)");
+	}
+	uint64_t spread = 0, x;
+	x = cmp_field(rep, DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
+	spread = x > spread ? x : spread;
+	x = cmp_field(rep, DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
+	spread = x > spread ? x : spread;
+	x = cmp_field(rep, DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
+	spread = x > spread ? x : spread;
+	rep->diff_units += spread;
+	int64_t maxtotal = seg_total > wal_total ? seg_total : wal_total;
+	maxtotal = sql_total > maxtotal ? sql_total : maxtotal;
+	rep->units += maxtotal > 0 ? (uint64_t)maxtotal : 0;
+
+	/* Inside each witness. */
+	if (we && (we->available + we->sold != we->total || we->available < 0 || we->sold < 0)) {
+		struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_WAL, a, s);
+		d->wal = we->available;
+		snprintf(d->what, sizeof d->what, "WAL: available %" PRId64 " + sold %" PRId64
+		         " vs total %" PRId64, we->available, we->sold, we->total);
+	}
+	if (qe && qe->has_stock_row && qe->available + qe->sold != qe->total) {
+		struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_MYSQL, a, s);
+		d->sql = sql_avail;
+		snprintf(d->what, sizeof d->what, "MySQL: available %" PRIu64 " + sold %" PRIu64
+		         " vs total %" PRIu64, qe->available, qe->sold, qe->total);
+	}
+	if (qe && (int64_t)qe->active_qty != sql_sold) {
+		struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
+		d->sql = (int64_t)qe->active_qty;
+		snprintf(d->what, sizeof d->what, "MySQL: sold %" PRId64 " vs active order units %" PRIu64,
+		         sql_sold, qe->active_qty);
+	}
+	if (se && (int64_t)se->active_qty != seg_sold) {
+		struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_SEGMENT, a, s);
+		d->seg = (int64_t)se->active_qty;
+		snprintf(d->what, sizeof d->what, "segment: sold %" PRId64 " vs active order units %" PRIu64,
+		         seg_sold, se->active_qty);
+	}
+}
+
 int reconcile_compare(flash_t *h, mdb_t *m, fold_t *wal, unsigned flags,
                     struct reconcile_report *rep)
 {
@@ -550,63 +615,7 @@ int reconcile_compare(flash_t *h, mdb_t *m, fold_t *wal, unsigned flags,
 		const struct segsku *se = i < sn && sku_key(sv[i].activity_id, sv[i].sku_id) == key ? &sv[i++] : NULL;
 		const struct rsql_sku *qe = j < qn && sku_key(qv[j].activity_id, qv[j].sku_id) == key ? &qv[j++] : NULL;
 		const struct fold_sku *we = k < wn && sku_key(wv[k].activity_id, wv[k].sku_id) == key ? &wv[k++] : NULL;
-		rep->skus++;
-
-		unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
-		                (qe && qe->has_stock_row ? FLASH_W_MYSQL : 0);
-		unsigned missing = rep->witnesses & ~have;
-		if (!se && archived(&arch, a))
-			missing &= ~FLASH_W_SEGMENT;   /* reclaimed there; WAL vs MySQL still compared */
-		int64_t seg_total = se ? (int64_t)se->total : 0, seg_avail = se ? (int64_t)se->available : 0;
-		int64_t seg_sold = seg_total - seg_avail;
-		int64_t wal_total = we ? we->total : 0, wal_avail = we ? we->available : 0;
-		int64_t wal_sold = we ? we->sold : 0;
-		int64_t sql_total = qe ? (int64_t)qe->total : 0, sql_avail = qe ? (int64_t)qe->available : 0;
-		int64_t sql_sold = qe ? (int64_t)qe->sold : 0;
-		if (missing) {
-			struct diff *d = diff_add(rep, DIFF_MISSING, missing, a, s);
-			d->seg = se ? seg_total : DIFF_NA;
-			d->wal = we ? wal_total : DIFF_NA;
-			d->sql = qe && qe->has_stock_row ? sql_total : DIFF_NA;
-			snprintf(d->what, sizeof d->what, "sku missing (values: total)");
-		}
-		uint64_t spread = 0, x;
-		x = cmp_field(rep, DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
-		spread = x > spread ? x : spread;
-		x = cmp_field(rep, DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
-		spread = x > spread ? x : spread;
-		x = cmp_field(rep, DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
-		spread = x > spread ? x : spread;
-		rep->diff_units += spread;
-		int64_t maxtotal = seg_total > wal_total ? seg_total : wal_total;
-		maxtotal = sql_total > maxtotal ? sql_total : maxtotal;
-		rep->units += maxtotal > 0 ? (uint64_t)maxtotal : 0;
-
-		/* Inside each witness. */
-		if (we && (we->available + we->sold != we->total || we->available < 0 || we->sold < 0)) {
-			struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_WAL, a, s);
-			d->wal = we->available;
-			snprintf(d->what, sizeof d->what, "WAL: available %" PRId64 " + sold %" PRId64
-			         " vs total %" PRId64, we->available, we->sold, we->total);
-		}
-		if (qe && qe->has_stock_row && qe->available + qe->sold != qe->total) {
-			struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_MYSQL, a, s);
-			d->sql = sql_avail;
-			snprintf(d->what, sizeof d->what, "MySQL: available %" PRIu64 " + sold %" PRIu64
-			         " vs total %" PRIu64, qe->available, qe->sold, qe->total);
-		}
-		if (qe && (int64_t)qe->active_qty != sql_sold) {
-			struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
-			d->sql = (int64_t)qe->active_qty;
-			snprintf(d->what, sizeof d->what, "MySQL: sold %" PRId64 " vs active order units %" PRIu64,
-			         sql_sold, qe->active_qty);
-		}
-		if (se && (int64_t)se->active_qty != seg_sold) {
-			struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_SEGMENT, a, s);
-			d->seg = (int64_t)se->active_qty;
-			snprintf(d->what, sizeof d->what, "segment: sold %" PRId64 " vs active order units %" PRIu64,
-			         seg_sold, se->active_qty);
-		}
+		cmp_sku(rep, &arch, a, s, se, qe, we);
 	}
 out:
 	free(arch.v);
