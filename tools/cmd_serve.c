@@ -177,6 +177,234 @@ static void serve_help(FILE *out)
 	        "the WAL, the WAL is not the segment's)\n");
 }
 
+/* One option of the daemon itself (segment, WAL, recovery, drain loop,
+ * logging, MySQL, metrics).  @return 0, TOOL_USAGE, or -1: not one of them. */
+static int serve_opt_daemon(const char *cmd, int c, struct serve_opts *o)
+{
+	uint32_t v;
+	switch (c) {
+	case 'n':
+		o->segment = optarg;
+		return 0;
+	case 'w':
+		o->wal_dir = optarg;
+		return 0;
+	case 'R':
+		o->recover = 1;
+		return 0;
+	case 0x130:
+		o->recover_if_absent = 1;
+		return 0;
+	case 'A':
+		if (tool_opt_u64(cmd, "--accept-loss-after", optarg, 0, UINT64_MAX - 1,
+		                 &o->accept_loss_after) != 0)
+			return TOOL_USAGE;
+		o->accept_loss = 1;
+		return 0;
+	case 'f':
+		if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &v) != 0)
+			return TOOL_USAGE;
+		o->wal_segment_bytes = (uint64_t)v << 20;
+		return 0;
+	case 'd':
+		if (tool_opt_u32(cmd, "--drain-max", optarg, 1, UINT32_MAX, &o->drain_max) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 'r':
+		if (tool_opt_u32(cmd, "--recover-ms", optarg, 1, 3600000, &o->recover_ms) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 'i':
+		if (tool_opt_u32(cmd, "--idle-us", optarg, 1, 1000000, &o->idle_us_max) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 's':
+		if (tool_opt_u32(cmd, "--stats-s", optarg, 0, 86400, &v) != 0)
+			return TOOL_USAGE;
+		o->stats_ms = v * 1000u;
+		return 0;
+	case 'o':
+		o->once = 1;
+		return 0;
+	case 'm':
+		o->metrics = optarg;
+		return 0;
+	case 'M':
+		o->mysql_url = optarg;
+		return 0;
+	case 'D':
+		o->mysql_defaults = optarg;
+		return 0;
+	case 'l':
+		if (strcmp(optarg, "error") == 0)
+			o->log_level = PLOG_ERROR;
+		else if (strcmp(optarg, "warn") == 0)
+			o->log_level = PLOG_WARN;
+		else if (strcmp(optarg, "info") == 0)
+			o->log_level = PLOG_INFO;
+		else if (strcmp(optarg, "debug") == 0)
+			o->log_level = PLOG_DEBUG;
+		else
+			return tool_usage_err(cmd, "--log-level: '%s' is not error, warn, info or debug",
+			                      optarg);
+		return 0;
+	}
+	return -1;
+}
+
+/* One option of a service (snapshots, feed retention, reclamation, the
+ * reconciler, leases, the backstop, the archiver).  @return as
+ * serve_opt_daemon(). */
+static int serve_opt_service(const char *cmd, int c, struct serve_opts *o)
+{
+	uint32_t v;
+	switch (c) {
+	case 'S':
+		if (tool_opt_u32(cmd, "--snapshot-every", optarg, 1, 86400 * 7,
+		                 &o->snapshot_every_s) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 'B':
+		if (tool_opt_u64(cmd, "--snapshot-wal-bytes", optarg, 4096, UINT64_MAX / 2,
+		                 &o->snapshot_wal_bytes) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 'N':
+		o->snapshots = 0;
+		return 0;
+	case 'K':
+		o->keep_wal = 1;
+		return 0;
+	case 0x103:
+		o->no_reclaim = 1;
+		return 0;
+	case 0x104:
+		if (tool_opt_u32(cmd, "--reclaim-every-ms", optarg, 1, 3600000, &o->reclaim_every_ms) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x101:
+		if (tool_opt_u64(cmd, "--feed-keep-bytes", optarg, 0, UINT64_MAX / 2,
+		                 &o->feed_keep_bytes) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x102:
+		if (tool_opt_u64(cmd, "--feed-keep-age", optarg, 0, UINT64_MAX / 2,
+		                 &o->feed_keep_age_s) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x105:
+		if (tool_opt_u32(cmd, "--archive-after-s", optarg, 0, 100u * 365 * 86400,
+		                 &o->archive_after_s) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x110:
+		o->lease_urls = optarg;
+		return 0;
+	case 0x111:
+		if (tool_opt_u32(cmd, "--box-id", optarg, 1, FLASH_BOX_ID_MAX, &o->box_id) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x112:
+		if (tool_opt_u32(cmd, "--lease-min", optarg, 1, 1u << 30, &o->lease_min) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x113:
+		if (tool_opt_u32(cmd, "--lease-max", optarg, 1, 1u << 30, &o->lease_max) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x114:
+		if (tool_opt_u32(cmd, "--lease-lead-ms", optarg, 1, 600000, &o->lease_lead_ms) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x115:
+		if (tool_opt_u32(cmd, "--heartbeat-s", optarg, 1, 3600, &o->heartbeat_s) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x120:
+		o->backstop_urls = optarg;
+		return 0;
+	case 0x106:
+		if (tool_opt_u32(cmd, "--archive-every-ms", optarg, 1, 3600000,
+		                 &o->archive_every_ms) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 'E':
+		if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
+			return TOOL_USAGE;
+		o->reconcile_every_ms = v * 1000u;
+		return 0;
+	case 'T': {
+		char *end;
+		double pct = strtod(optarg, &end);
+		if (end == optarg || *end != '\0' || !(pct > 0.0 && pct <= 100.0))
+			return tool_usage_err(cmd, "--reconcile-threshold: '%s' is not a percentage in "
+			                      "(0, 100]", optarg);
+		o->reconcile_threshold = pct / 100.0;
+		return 0;
+	}
+	}
+	return -1;
+}
+
+/* The options together: what is required, what goes with what, and the
+ * URLs; MySQL asked once when one is named.  @return 0 or TOOL_USAGE. */
+static int serve_opts_check(const char *cmd, int argc, char **argv, struct serve_opts *o)
+{
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	if (o->segment == NULL)
+		return tool_usage_err(cmd, "--name is required");
+	if (o->wal_dir == NULL)
+		return tool_usage_err(cmd, "--wal is required");
+	if (o->accept_loss && !o->recover)
+		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
+	if (o->lease_urls != NULL && o->box_id == 0)
+		return tool_usage_err(cmd, "--lease needs --box-id N");
+	if (o->lease_urls == NULL && ((o->box_id && !o->backstop_urls) || o->lease_min || o->lease_max ||
+	                             o->lease_lead_ms || o->heartbeat_s))
+		return tool_usage_err(cmd, "--lease-min, --lease-max, --lease-lead-ms and --heartbeat-s go with "
+		                      "--lease, --box-id with --lease or --backstop");
+	if (o->lease_min && o->lease_max && o->lease_min > o->lease_max)
+		return tool_usage_err(cmd, "--lease-min %u is above --lease-max %u", o->lease_min, o->lease_max);
+	if (o->lease_urls != NULL && tool_opt_url_list(cmd, "--lease", o->lease_urls) != 0)
+		return TOOL_USAGE;
+	if (o->backstop_urls != NULL) {
+		char why[256];
+		if (o->box_id == 0)
+			return tool_usage_err(cmd, "--backstop needs --box-id");
+		if (backstop_urls_check(o->backstop_urls, why, sizeof why) != FLASH_OK)
+			return tool_usage_err(cmd, "--backstop: %s", why);
+	}
+	/* a malformed URL is a bad command line: refused before the WAL
+	 * directory or anything else is made */
+	if (tool_opt_mysql_url(cmd, o->mysql_url) != 0)
+		return TOOL_USAGE;
+	o->mysql_require_db = 1;
+	if (o->mysql_url != NULL || o->mysql_defaults != NULL) {
+		/* One connection first: a MySQL that refuses us for good (unknown
+		 * database, access denied) is a bad command line, said before the
+		 * WAL directory or anything else is touched.  MySQL down is not:
+		 * the daemon starts and its applier catches up later. */
+		struct mdb_opts mo;
+		mdb_t *m = NULL;
+		memset(&mo, 0, sizeof mo);
+		mo.url = o->mysql_url;
+		mo.defaults_file = o->mysql_defaults;
+		mo.require_db = 1;
+		mo.log = plog_mysql_line;
+		mo.log_arg = &o->log_level;
+		int mrc = mdb_open(&mo, &m);
+		mdb_close(m);
+		if (mrc == FLASH_EMYSQL_CONFIG) {
+			fprintf(stderr, "flashstock %s: --mysql: MySQL refused the connection for good (see "
+			        "above); nothing was started\n", cmd);
+			return TOOL_USAGE;
+		}
+	}
+
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -224,8 +452,7 @@ int cmd_serve(int argc, char **argv)
 	tool_stop_signals(serve_on_signal, 0);
 	const char *cmd = argv[0];
 	struct serve_opts o;
-	uint32_t v;
-	int c;
+	int c, rc;
 
 	serve_opts_default(&o);
 	o.snapshots = 1;
@@ -236,209 +463,18 @@ int cmd_serve(int argc, char **argv)
 		case 'h':
 			serve_help(stdout);
 			return TOOL_OK;
-		case 'n':
-			o.segment = optarg;
-			break;
-		case 'w':
-			o.wal_dir = optarg;
-			break;
-		case 'R':
-			o.recover = 1;
-			break;
-		case 0x130:
-			o.recover_if_absent = 1;
-			break;
-		case 'A':
-			if (tool_opt_u64(cmd, "--accept-loss-after", optarg, 0, UINT64_MAX - 1,
-			                 &o.accept_loss_after) != 0)
-				return TOOL_USAGE;
-			o.accept_loss = 1;
-			break;
-		case 'f':
-			if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &v) != 0)
-				return TOOL_USAGE;
-			o.wal_segment_bytes = (uint64_t)v << 20;
-			break;
-		case 'd':
-			if (tool_opt_u32(cmd, "--drain-max", optarg, 1, UINT32_MAX, &o.drain_max) != 0)
-				return TOOL_USAGE;
-			break;
-		case 'r':
-			if (tool_opt_u32(cmd, "--recover-ms", optarg, 1, 3600000, &o.recover_ms) != 0)
-				return TOOL_USAGE;
-			break;
-		case 'i':
-			if (tool_opt_u32(cmd, "--idle-us", optarg, 1, 1000000, &o.idle_us_max) != 0)
-				return TOOL_USAGE;
-			break;
-		case 's':
-			if (tool_opt_u32(cmd, "--stats-s", optarg, 0, 86400, &v) != 0)
-				return TOOL_USAGE;
-			o.stats_ms = v * 1000u;
-			break;
-		case 'o':
-			o.once = 1;
-			break;
-		case 'm':
-			o.metrics = optarg;
-			break;
-		case 'M':
-			o.mysql_url = optarg;
-			break;
-		case 'D':
-			o.mysql_defaults = optarg;
-			break;
-		case 'S':
-			if (tool_opt_u32(cmd, "--snapshot-every", optarg, 1, 86400 * 7,
-			                 &o.snapshot_every_s) != 0)
-				return TOOL_USAGE;
-			break;
-		case 'B':
-			if (tool_opt_u64(cmd, "--snapshot-wal-bytes", optarg, 4096, UINT64_MAX / 2,
-			                 &o.snapshot_wal_bytes) != 0)
-				return TOOL_USAGE;
-			break;
-		case 'N':
-			o.snapshots = 0;
-			break;
-		case 'K':
-			o.keep_wal = 1;
-			break;
-		case 0x103:
-			o.no_reclaim = 1;
-			break;
-		case 0x104:
-			if (tool_opt_u32(cmd, "--reclaim-every-ms", optarg, 1, 3600000, &o.reclaim_every_ms) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x101:
-			if (tool_opt_u64(cmd, "--feed-keep-bytes", optarg, 0, UINT64_MAX / 2,
-			                 &o.feed_keep_bytes) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x102:
-			if (tool_opt_u64(cmd, "--feed-keep-age", optarg, 0, UINT64_MAX / 2,
-			                 &o.feed_keep_age_s) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x105:
-			if (tool_opt_u32(cmd, "--archive-after-s", optarg, 0, 100u * 365 * 86400,
-			                 &o.archive_after_s) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x110:
-			o.lease_urls = optarg;
-			break;
-		case 0x111:
-			if (tool_opt_u32(cmd, "--box-id", optarg, 1, FLASH_BOX_ID_MAX, &o.box_id) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x112:
-			if (tool_opt_u32(cmd, "--lease-min", optarg, 1, 1u << 30, &o.lease_min) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x113:
-			if (tool_opt_u32(cmd, "--lease-max", optarg, 1, 1u << 30, &o.lease_max) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x114:
-			if (tool_opt_u32(cmd, "--lease-lead-ms", optarg, 1, 600000, &o.lease_lead_ms) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x115:
-			if (tool_opt_u32(cmd, "--heartbeat-s", optarg, 1, 3600, &o.heartbeat_s) != 0)
-				return TOOL_USAGE;
-			break;
-		case 0x120:
-			o.backstop_urls = optarg;
-			break;
-		case 0x106:
-			if (tool_opt_u32(cmd, "--archive-every-ms", optarg, 1, 3600000,
-			                 &o.archive_every_ms) != 0)
-				return TOOL_USAGE;
-			break;
-		case 'E':
-			if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
-				return TOOL_USAGE;
-			o.reconcile_every_ms = v * 1000u;
-			break;
-		case 'T': {
-			char *end;
-			double pct = strtod(optarg, &end);
-			if (end == optarg || *end != '\0' || !(pct > 0.0 && pct <= 100.0))
-				return tool_usage_err(cmd, "--reconcile-threshold: '%s' is not a percentage in "
-				                      "(0, 100]", optarg);
-			o.reconcile_threshold = pct / 100.0;
-			break;
-		}
-		case 'l':
-			if (strcmp(optarg, "error") == 0)
-				o.log_level = PLOG_ERROR;
-			else if (strcmp(optarg, "warn") == 0)
-				o.log_level = PLOG_WARN;
-			else if (strcmp(optarg, "info") == 0)
-				o.log_level = PLOG_INFO;
-			else if (strcmp(optarg, "debug") == 0)
-				o.log_level = PLOG_DEBUG;
-			else
-				return tool_usage_err(cmd, "--log-level: '%s' is not error, warn, info or debug",
-				                      optarg);
-			break;
 		default:
-			return tool_bad_option(cmd, c, argv);
+			rc = serve_opt_daemon(cmd, c, &o);
+			if (rc < 0)
+				rc = serve_opt_service(cmd, c, &o);
+			if (rc < 0)
+				return tool_bad_option(cmd, c, argv);
+			if (rc != 0)
+				return rc;
 		}
 	}
-	if (optind < argc)
-		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
-	if (o.segment == NULL)
-		return tool_usage_err(cmd, "--name is required");
-	if (o.wal_dir == NULL)
-		return tool_usage_err(cmd, "--wal is required");
-	if (o.accept_loss && !o.recover)
-		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
-	if (o.lease_urls != NULL && o.box_id == 0)
-		return tool_usage_err(cmd, "--lease needs --box-id N");
-	if (o.lease_urls == NULL && ((o.box_id && !o.backstop_urls) || o.lease_min || o.lease_max ||
-	                             o.lease_lead_ms || o.heartbeat_s))
-		return tool_usage_err(cmd, "--lease-min, --lease-max, --lease-lead-ms and --heartbeat-s go with "
-		                      "--lease, --box-id with --lease or --backstop");
-	if (o.lease_min && o.lease_max && o.lease_min > o.lease_max)
-		return tool_usage_err(cmd, "--lease-min %u is above --lease-max %u", o.lease_min, o.lease_max);
-	if (o.lease_urls != NULL && tool_opt_url_list(cmd, "--lease", o.lease_urls) != 0)
-		return TOOL_USAGE;
-	if (o.backstop_urls != NULL) {
-		char why[256];
-		if (o.box_id == 0)
-			return tool_usage_err(cmd, "--backstop needs --box-id");
-		if (backstop_urls_check(o.backstop_urls, why, sizeof why) != FLASH_OK)
-			return tool_usage_err(cmd, "--backstop: %s", why);
-	}
-	/* a malformed URL is a bad command line: refused before the WAL
-	 * directory or anything else is made */
-	if (tool_opt_mysql_url(cmd, o.mysql_url) != 0)
-		return TOOL_USAGE;
-	o.mysql_require_db = 1;
-	if (o.mysql_url != NULL || o.mysql_defaults != NULL) {
-		/* One connection first: a MySQL that refuses us for good (unknown
-		 * database, access denied) is a bad command line, said before the
-		 * WAL directory or anything else is touched.  MySQL down is not:
-		 * the daemon starts and its applier catches up later. */
-		struct mdb_opts mo;
-		mdb_t *m = NULL;
-		memset(&mo, 0, sizeof mo);
-		mo.url = o.mysql_url;
-		mo.defaults_file = o.mysql_defaults;
-		mo.require_db = 1;
-		mo.log = plog_mysql_line;
-		mo.log_arg = &o.log_level;
-		int mrc = mdb_open(&mo, &m);
-		mdb_close(m);
-		if (mrc == FLASH_EMYSQL_CONFIG) {
-			fprintf(stderr, "flashstock %s: --mysql: MySQL refused the connection for good (see "
-			        "above); nothing was started\n", cmd);
-			return TOOL_USAGE;
-		}
-	}
+	if ((rc = serve_opts_check(cmd, argc, argv, &o)) != 0)
+		return rc;
 
 	o.stop = &serve_stop_flag;
 	/* tests only: FLASH_TEST_SYNC_LOG (power cuts, pio.h) */
