@@ -396,6 +396,205 @@ static int segment_drain(flash_t *h, uint32_t act, uint32_t sku, int64_t *taken,
 	return FLASH_EBUSY;
 }
 
+/* Take every fenced sku out of the box's segment @p seg, so that nothing
+ * returned stays sellable there; its figure of sold replaces the WAL's.
+ * @return 0, or -1 (said on stderr). */
+static int reclaim_drain(const struct lease_row *l, size_t nl, struct sold_tab *t,
+                         flash_t *seg, const char *segname)
+{
+	/* the box's segment is here: nothing returned may stay sellable in
+	 * it, and its figures count every order, the ones not yet in the WAL
+	 * too.  Taken out under the WAL lock: no serve of the box runs. */
+	for (size_t i = 0; seg && i < nl; i++) {
+		struct sold_sku *s = sold_find(t, l[i].activity_id, l[i].sku_id);
+		if (!s) {
+			fprintf(stderr, "flashstock lease reclaim: out of memory; nothing changed\n");
+			return -1;
+		}
+		if (s->last_lsn == UINT64_MAX)
+			continue;       /* this sku is drained already */
+		int64_t taken = 0, sold = 0;
+		int drc = segment_drain(seg, l[i].activity_id, l[i].sku_id, &taken, &sold);
+		if (drc == FLASH_ENOT_FOUND)
+			continue;       /* not in the segment: the WAL's figure */
+		if (drc != FLASH_OK) {
+			fprintf(stderr, "flashstock lease reclaim: taking sku %u/%u out of segment %s: %s%s;"
+			        " nothing returned\n", l[i].activity_id, l[i].sku_id, segname, flash_strerror(drc),
+			        drc == FLASH_EBUSY ? " (its ring is full: start the box's serve, whose agent"
+			        " reclaims at start)" : "");
+			return -1;
+		}
+		printf("segment %s: %" PRId64 " units of sku %u/%u taken out (nothing can be sold from it);"
+		       " sold by its figures %" PRId64 ", in the WAL %" PRId64 " (the rest reaches the WAL"
+		       " when the box's serve next runs)\n", segname, taken, l[i].activity_id, l[i].sku_id,
+		       sold, s->sold);
+		s->sold = sold;
+		s->last_lsn = UINT64_MAX;
+	}
+	return 0;
+}
+
+/* The sold units from the box's WAL (--wal), and from its segment when it
+ * is on this machine (*seg: opened, for the caller to close); the box's
+ * database caught up when --box-mysql names it.  @return 0 to return the
+ * units, or -1: nothing changed (said on stderr). */
+static int reclaim_from_wal(const struct lease_args *a, const struct lease_row *l, size_t nl,
+                            struct sold_tab *t, flash_t **seg, char *segname,
+                            size_t segname_len)
+{
+	int lk = wal_dir_lock(a->wal);
+	if (lk < 0) {
+		fprintf(stderr, "flashstock lease reclaim: %s: %s; nothing changed (a serve still holding"
+		        " the WAL reclaims its fenced leases itself at its next start)\n", a->wal,
+		        lk == FLASH_EWAL_BUSY ? "a serve holds this WAL" : flash_strerror(lk));
+		return -1;
+	}
+	struct wal_replay_report rep;
+	struct wal_ident wi = { 0 };
+	int wrc = wal_replay(a->wal, 0, sold_frame, t, 0, &rep);
+	if (t->oom || (wrc != FLASH_OK && !rep.torn)) {
+		wal_dir_unlock(lk);
+		fprintf(stderr, "flashstock lease reclaim: the WAL %s cannot be read to its end (%s at %s"
+		        " offset %" PRIu64 "); nothing changed\n", a->wal, flash_strerror(wrc), rep.file,
+		        rep.offset);
+		return -1;
+	}
+	(void)wal_ident(a->wal, &wi);
+	int src = box_segment(a, wi.wi_incarnation, seg, segname, segname_len);
+	if (src != FLASH_OK && (a->name || src != FLASH_ENOSEG)) {
+		wal_dir_unlock(lk);
+		fprintf(stderr, "flashstock lease reclaim: --name %s: %s; nothing changed\n", segname,
+		        src == FLASH_EWAL_IDENT ? "that segment is not the one this WAL belongs to"
+		                                : flash_strerror(src));
+		return -1;
+	}
+	if (*seg && reclaim_drain(l, nl, t, *seg, segname) != 0) {
+		wal_dir_unlock(lk);
+		return -1;
+	}
+	wal_dir_unlock(lk);
+	if (!*seg)
+		printf("box %u's segment is not on this machine (gone, e.g. after a reboot): sold is the"
+		       " WAL's figure; a segment rebuilt from this WAL is drained by its agent (serve"
+		       " --lease) at start, before it registers\n", a->box);
+	if (rep.first_lsn > 1 && !*seg) {
+		fprintf(stderr, "flashstock lease reclaim: the WAL %s starts at LSN %" PRIu64 " (older files"
+		        " went behind a snapshot): the units sold before it are not in it; nothing changed."
+		        "  Restart the box's serve (it reclaims from its segment), or use"
+		        " --from-mysql-only\n", a->wal, rep.first_lsn);
+		return -1;
+	}
+	if (a->box_mysql) {
+		struct mdb_opts mo = { .url = a->box_mysql, .require_db = 1 };
+		mdb_t *m = NULL;
+		int mrc = mdb_open(&mo, &m);
+		if (mrc == FLASH_OK)
+			mrc = mdb_catch_up(m, a->wal, 0, 30000, NULL, NULL);
+		mdb_close(m);
+		if (mrc != FLASH_OK) {
+			fprintf(stderr, "flashstock lease reclaim: applying the WAL to %s: %s; nothing changed\n",
+			        "--box-mysql", flash_strerror(mrc));
+			return -1;
+		}
+		printf("the box's database has applied its WAL to LSN %" PRIu64 "\n", rep.last_lsn);
+	}
+	return 0;
+}
+
+/* The sold units from the box's database alone (--from-mysql-only): known
+ * up to its applied LSN, unknown after it, which --accept-unknown accepts.
+ * @return -1 to return the units, or the command's result: nothing changed. */
+static int reclaim_from_mysql(const char *cmd, const struct lease_args *a,
+                              const struct lease_row *l, size_t nl, struct sold_tab *t)
+{
+	char burl[1200];
+	uint64_t applied = 0;
+	if (box_url(a, burl, sizeof burl) != 0) {
+		return tool_usage_err(cmd, "cannot derive the box's database from --mysql; give --box-mysql");
+	}
+	MYSQL *bm = NULL;
+	char why[300];
+	if (mdb_connect_url(burl, 5, 0, &bm, why, sizeof why) != FLASH_OK) {
+		fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n", why);
+		return TOOL_FAIL;
+	}
+	char sql[300];
+	int qok = mysql_query(bm, "SELECT COALESCE(MAX(lsn), 0) FROM applied_lsn") == 0;
+	MYSQL_RES *r = qok ? mysql_store_result(bm) : NULL;
+	MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+	applied = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+	if (r)
+		mysql_free_result(r);
+	for (size_t i = 0; qok && i < nl; i++) {
+		struct sold_sku *s = sold_find(t, l[i].activity_id, l[i].sku_id);
+		if (!s || s->last_lsn)
+			continue;
+		snprintf(sql, sizeof sql, "SELECT COALESCE(SUM(qty), 0) FROM orders WHERE activity_id = %u"
+		         " AND sku_id = %u AND status = 'ACTIVE'", l[i].activity_id, l[i].sku_id);
+		qok = mysql_query(bm, sql) == 0 && (r = mysql_store_result(bm)) != NULL;
+		if (qok) {
+			row = mysql_fetch_row(r);
+			s->sold = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+			s->last_lsn = applied ? applied : 1;
+			mysql_free_result(r);
+		}
+	}
+	if (!qok) {
+		fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n",
+		        mysql_error(bm));
+		mysql_close(bm);
+		return TOOL_FAIL;
+	}
+	mysql_close(bm);
+	printf("only MariaDB is left: box %u's database has applied its WAL up to LSN %" PRIu64 ".\n"
+	       "Orders the box acknowledged after that LSN are UNKNOWN: they may have sold units of the\n"
+	       "leases below, which returning would sell a second time.  Backlog by lease:\n",
+	       a->box, applied);
+	for (size_t i = 0; i < nl; i++)
+		printf("  lease %" PRIu64 "  sku %u/%u  epoch %u  units %" PRId64 "  returned %" PRId64
+		       "  after LSN %" PRIu64 ": unknown\n", l[i].lease_id, l[i].activity_id, l[i].sku_id,
+		       l[i].epoch, l[i].units, l[i].returned, applied);
+	for (size_t i = 0; i < t->n; i++)
+		printf("  sku %u/%u: sold up to LSN %" PRIu64 ": %" PRId64 "\n", t->v[i].act, t->v[i].sku,
+		       applied, t->v[i].sold);
+	if (!a->accept_unknown) {
+		printf("nothing returned: run again with --accept-unknown to return leased - sold as known"
+		       " at LSN %" PRIu64 "\n", applied);
+		return TOOL_FAIL;
+	}
+	return -1;
+}
+
+/* Give back, per fenced sku, its leased units less what the box sold. */
+static int reclaim_return(central_t *c, const struct lease_args *a, const struct lease_row *l,
+                          size_t nl, struct sold_tab *t)
+{
+	int64_t back_all = 0;
+	int ret = TOOL_OK;
+	for (size_t i = 0; i < nl; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i; j++)
+			seen |= l[j].activity_id == l[i].activity_id && l[j].sku_id == l[i].sku_id;
+		if (seen)
+			continue;
+		struct sold_sku *s = sold_find(t, l[i].activity_id, l[i].sku_id);
+		int64_t sold = s ? s->sold : 0, back = 0;
+		int rc = central_reclaim(c, a->box, l[i].activity_id, l[i].sku_id, sold < 0 ? 0 : sold, &back);
+		if (rc != FLASH_OK) {
+			fprintf(stderr, "flashstock lease reclaim: sku %u/%u (sold %" PRId64 "): %s %s\n",
+			        l[i].activity_id, l[i].sku_id, sold, flash_strerror(rc), central_error(c));
+			ret = TOOL_FAIL;
+			continue;
+		}
+		back_all += back;
+		printf("sku %u/%u: %" PRId64 " sold by box %u, %" PRId64 " units back to the pool\n",
+		       l[i].activity_id, l[i].sku_id, sold, a->box, back);
+	}
+	printf("reclaimed: %" PRId64 " units back to the pool%s\n", back_all,
+	       a->accept_unknown ? " (--accept-unknown: orders after the applied LSN were not counted)" : "");
+	return ret;
+}
+
 static int lease_reclaim(const char *cmd, const struct lease_args *a)
 {
 	if (!a->box)
@@ -423,174 +622,16 @@ static int lease_reclaim(const char *cmd, const struct lease_args *a)
 		return TOOL_OK;
 	}
 	struct sold_tab t = { 0 };
-	char burl[1200];
 	int ret = TOOL_FAIL;
-	uint64_t applied = 0;
 	flash_t *seg = NULL;
 	char segname[512] = "";
 	if (a->wal) {
-		int lk = wal_dir_lock(a->wal);
-		if (lk < 0) {
-			fprintf(stderr, "flashstock lease reclaim: %s: %s; nothing changed (a serve still holding"
-			        " the WAL reclaims its fenced leases itself at its next start)\n", a->wal,
-			        lk == FLASH_EWAL_BUSY ? "a serve holds this WAL" : flash_strerror(lk));
+		if (reclaim_from_wal(a, l, nl, &t, &seg, segname, sizeof segname) != 0)
 			goto out;
-		}
-		struct wal_replay_report rep;
-		struct wal_ident wi = { 0 };
-		int wrc = wal_replay(a->wal, 0, sold_frame, &t, 0, &rep);
-		if (t.oom || (wrc != FLASH_OK && !rep.torn)) {
-			wal_dir_unlock(lk);
-			fprintf(stderr, "flashstock lease reclaim: the WAL %s cannot be read to its end (%s at %s"
-			        " offset %" PRIu64 "); nothing changed\n", a->wal, flash_strerror(wrc), rep.file,
-			        rep.offset);
-			goto out;
-		}
-		(void)wal_ident(a->wal, &wi);
-		int src = box_segment(a, wi.wi_incarnation, &seg, segname, sizeof segname);
-		if (src != FLASH_OK && (a->name || src != FLASH_ENOSEG)) {
-			wal_dir_unlock(lk);
-			fprintf(stderr, "flashstock lease reclaim: --name %s: %s; nothing changed\n", segname,
-			        src == FLASH_EWAL_IDENT ? "that segment is not the one this WAL belongs to"
-			                                : flash_strerror(src));
-			goto out;
-		}
-		/* the box's segment is here: nothing returned may stay sellable in
-		 * it, and its figures count every order, the ones not yet in the WAL
-		 * too.  Taken out under the WAL lock: no serve of the box runs. */
-		for (size_t i = 0; seg && i < nl; i++) {
-			struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
-			if (!s) {
-				wal_dir_unlock(lk);
-				fprintf(stderr, "flashstock lease reclaim: out of memory; nothing changed\n");
-				goto out;
-			}
-			if (s->last_lsn == UINT64_MAX)
-				continue;       /* this sku is drained already */
-			int64_t taken = 0, sold = 0;
-			int drc = segment_drain(seg, l[i].activity_id, l[i].sku_id, &taken, &sold);
-			if (drc == FLASH_ENOT_FOUND)
-				continue;       /* not in the segment: the WAL's figure */
-			if (drc != FLASH_OK) {
-				wal_dir_unlock(lk);
-				fprintf(stderr, "flashstock lease reclaim: taking sku %u/%u out of segment %s: %s%s;"
-				        " nothing returned\n", l[i].activity_id, l[i].sku_id, segname, flash_strerror(drc),
-				        drc == FLASH_EBUSY ? " (its ring is full: start the box's serve, whose agent"
-				        " reclaims at start)" : "");
-				goto out;
-			}
-			printf("segment %s: %" PRId64 " units of sku %u/%u taken out (nothing can be sold from it);"
-			       " sold by its figures %" PRId64 ", in the WAL %" PRId64 " (the rest reaches the WAL"
-			       " when the box's serve next runs)\n", segname, taken, l[i].activity_id, l[i].sku_id,
-			       sold, s->sold);
-			s->sold = sold;
-			s->last_lsn = UINT64_MAX;
-		}
-		wal_dir_unlock(lk);
-		if (!seg)
-			printf("box %u's segment is not on this machine (gone, e.g. after a reboot): sold is the"
-			       " WAL's figure; a segment rebuilt from this WAL is drained by its agent (serve"
-			       " --lease) at start, before it registers\n", a->box);
-		if (rep.first_lsn > 1 && !seg) {
-			fprintf(stderr, "flashstock lease reclaim: the WAL %s starts at LSN %" PRIu64 " (older files"
-			        " went behind a snapshot): the units sold before it are not in it; nothing changed."
-			        "  Restart the box's serve (it reclaims from its segment), or use"
-			        " --from-mysql-only\n", a->wal, rep.first_lsn);
-			goto out;
-		}
-		if (a->box_mysql) {
-			struct mdb_opts mo = { .url = a->box_mysql, .require_db = 1 };
-			mdb_t *m = NULL;
-			int mrc = mdb_open(&mo, &m);
-			if (mrc == FLASH_OK)
-				mrc = mdb_catch_up(m, a->wal, 0, 30000, NULL, NULL);
-			mdb_close(m);
-			if (mrc != FLASH_OK) {
-				fprintf(stderr, "flashstock lease reclaim: applying the WAL to %s: %s; nothing changed\n",
-				        "--box-mysql", flash_strerror(mrc));
-				goto out;
-			}
-			printf("the box's database has applied its WAL to LSN %" PRIu64 "\n", rep.last_lsn);
-		}
-	} else {
-		if (box_url(a, burl, sizeof burl) != 0) {
-			ret = tool_usage_err(cmd, "cannot derive the box's database from --mysql; give --box-mysql");
-			goto out;
-		}
-		MYSQL *bm = NULL;
-		char why[300];
-		if (mdb_connect_url(burl, 5, 0, &bm, why, sizeof why) != FLASH_OK) {
-			fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n", why);
-			goto out;
-		}
-		char sql[300];
-		int qok = mysql_query(bm, "SELECT COALESCE(MAX(lsn), 0) FROM applied_lsn") == 0;
-		MYSQL_RES *r = qok ? mysql_store_result(bm) : NULL;
-		MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
-		applied = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
-		if (r)
-			mysql_free_result(r);
-		for (size_t i = 0; qok && i < nl; i++) {
-			struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
-			if (!s || s->last_lsn)
-				continue;
-			snprintf(sql, sizeof sql, "SELECT COALESCE(SUM(qty), 0) FROM orders WHERE activity_id = %u"
-			         " AND sku_id = %u AND status = 'ACTIVE'", l[i].activity_id, l[i].sku_id);
-			qok = mysql_query(bm, sql) == 0 && (r = mysql_store_result(bm)) != NULL;
-			if (qok) {
-				row = mysql_fetch_row(r);
-				s->sold = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
-				s->last_lsn = applied ? applied : 1;
-				mysql_free_result(r);
-			}
-		}
-		if (!qok) {
-			fprintf(stderr, "flashstock lease reclaim: the box's database: %s; nothing changed\n",
-			        mysql_error(bm));
-			mysql_close(bm);
-			goto out;
-		}
-		mysql_close(bm);
-		printf("only MariaDB is left: box %u's database has applied its WAL up to LSN %" PRIu64 ".\n"
-		       "Orders the box acknowledged after that LSN are UNKNOWN: they may have sold units of the\n"
-		       "leases below, which returning would sell a second time.  Backlog by lease:\n",
-		       a->box, applied);
-		for (size_t i = 0; i < nl; i++)
-			printf("  lease %" PRIu64 "  sku %u/%u  epoch %u  units %" PRId64 "  returned %" PRId64
-			       "  after LSN %" PRIu64 ": unknown\n", l[i].lease_id, l[i].activity_id, l[i].sku_id,
-			       l[i].epoch, l[i].units, l[i].returned, applied);
-		for (size_t i = 0; i < t.n; i++)
-			printf("  sku %u/%u: sold up to LSN %" PRIu64 ": %" PRId64 "\n", t.v[i].act, t.v[i].sku,
-			       applied, t.v[i].sold);
-		if (!a->accept_unknown) {
-			printf("nothing returned: run again with --accept-unknown to return leased - sold as known"
-			       " at LSN %" PRIu64 "\n", applied);
-			goto out;
-		}
+	} else if ((ret = reclaim_from_mysql(cmd, a, l, nl, &t)) >= 0) {
+		goto out;
 	}
-	int64_t back_all = 0;
-	ret = TOOL_OK;
-	for (size_t i = 0; i < nl; i++) {
-		int seen = 0;
-		for (size_t j = 0; j < i; j++)
-			seen |= l[j].activity_id == l[i].activity_id && l[j].sku_id == l[i].sku_id;
-		if (seen)
-			continue;
-		struct sold_sku *s = sold_find(&t, l[i].activity_id, l[i].sku_id);
-		int64_t sold = s ? s->sold : 0, back = 0;
-		rc = central_reclaim(c, a->box, l[i].activity_id, l[i].sku_id, sold < 0 ? 0 : sold, &back);
-		if (rc != FLASH_OK) {
-			fprintf(stderr, "flashstock lease reclaim: sku %u/%u (sold %" PRId64 "): %s %s\n",
-			        l[i].activity_id, l[i].sku_id, sold, flash_strerror(rc), central_error(c));
-			ret = TOOL_FAIL;
-			continue;
-		}
-		back_all += back;
-		printf("sku %u/%u: %" PRId64 " sold by box %u, %" PRId64 " units back to the pool\n",
-		       l[i].activity_id, l[i].sku_id, sold, a->box, back);
-	}
-	printf("reclaimed: %" PRId64 " units back to the pool%s\n", back_all,
-	       a->accept_unknown ? " (--accept-unknown: orders after the applied LSN were not counted)" : "");
+	ret = reclaim_return(c, a, l, nl, &t);
 out:
 	if (seg)
 		flash_close(seg);
