@@ -156,6 +156,74 @@ static int wal_snapshots(const char *dir, int json)
 	return bad ? TOOL_FAIL : TOOL_OK;
 }
 
+/* `wal verify --json`: the replay, the rebuild's verdict @p v and the
+ * identity as one JSON object. */
+static void verify_json(const struct wal_replay_report *rep, int v, const struct rebuild_check *chk,
+                        const struct wal_ident *wi, int irc)
+{
+	static const char *const vname[] = { "ok", "torn", "corrupt", "missing", "snapshot_ahead",
+	                                     "no_valid_snapshot", "unreadable", "short" };
+	printf("{\"stop\":");
+	tool_json_str(stdout, rep->stop == FLASH_OK ? "ok" : flash_rcname(rep->stop));
+	printf(",\"file\":");
+	tool_json_str(stdout, rep->file);
+	printf(",\"offset\":%" PRIu64 ",\"files\":%" PRIu64 ",\"frames\":%" PRIu64
+	       ",\"first_lsn\":%" PRIu64 ",\"last_lsn\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64,
+	       rep->offset, rep->files, rep->frames, rep->first_lsn, rep->last_lsn, rep->truncated_bytes);
+	printf(",\"recovery\":\"%s\",\"bad_lsn\":%" PRIu64 ",\"valid_after\":%" PRIu64
+	       ",\"missing_first\":%" PRIu64 ",\"missing_last\":%" PRIu64 ",\"keep_lsn\":%" PRIu64
+	       ",\"message\":", vname[v], chk->rep.bad_lsn, chk->rep.after_frames, chk->miss_first,
+	       chk->miss_last, chk->keep_lsn);
+	tool_json_str(stdout, chk->msg);
+	if (wi->wi_incarnation)
+		printf(",\"incarnation\":\"%016" PRIx64 "\"", wi->wi_incarnation);
+	else
+		printf(",\"incarnation\":null");
+	printf(",\"incarnation_mixed\":%s}\n", irc == FLASH_EWAL_IDENT ? "true" : "false");
+}
+
+/* `wal verify`: the same in lines, with what to run when it is not ok. */
+static void verify_text(const char *dir, int rc, const struct wal_replay_report *rep, int v,
+                        const struct rebuild_check *chk, const struct wal_ident *wi, int irc)
+{
+	printf("%s: %" PRIu64 " files, %" PRIu64 " frames, LSN %" PRIu64 "..%" PRIu64 "\n", dir,
+	       rep->files, rep->frames, rep->first_lsn, rep->last_lsn);
+	if (wi->wi_incarnation)
+		printf("incarnation %016" PRIx64 "%s\n", wi->wi_incarnation,
+		       irc == FLASH_EWAL_IDENT ? " (newest file; older files carry another: files of two "
+		       "WALs mixed)" : "");
+	else if (irc != FLASH_OK)
+		printf("incarnation unknown: %s\n", flash_strerror(irc));
+	else
+		printf("incarnation none recorded%s\n", wi->wi_files ? " (files older than identities)" :
+		       " (no WAL file)");
+	if (rep->stop == FLASH_OK)
+		printf("ends cleanly at %s offset %" PRIu64 "\n", rep->file, rep->offset);
+	else
+		printf("stops at %s offset %" PRIu64 ": %s (%s)%s\n", rep->file, rep->offset,
+		       flash_rcname(rep->stop), flash_strerror(rep->stop),
+		       rc == FLASH_EWAL_NOTTAIL ? "; not a torn tail: not truncated" : "");
+	if (rep->truncated_bytes || rep->files_removed)
+		printf("truncated: %" PRIu64 " bytes cut, %u later files removed\n",
+		       rep->truncated_bytes, rep->files_removed);
+	switch (v) {
+	case REBUILD_OK:
+		printf("recovery: ok%s\n", chk->snap_lsn ? " (from the snapshot and the WAL after it)" : "");
+		break;
+	case REBUILD_TORN:
+		printf("recovery: %s; serve cuts it\n", chk->msg);
+		break;
+	default:
+		printf("recovery: %s: %s\n", v == REBUILD_CORRUPT ? "CORRUPT" : v == REBUILD_MISSING ||
+		       v == REBUILD_SHORT ? "MISSING" : "REFUSED", chk->msg);
+		if (v != REBUILD_EIO && v != REBUILD_NOSNAP && chk->can_accept)
+			printf("recovery: restore the WAL from a copy, or accept losing every record after "
+			       "LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 "\n",
+			       chk->keep_lsn, chk->keep_lsn);
+		break;
+	}
+}
+
 int cmd_wal(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -268,63 +336,9 @@ int cmd_wal(int argc, char **argv)
 	int irc = wal_ident(dir, &wi);
 	if (irc != FLASH_OK && irc != FLASH_EWAL_IDENT)
 		memset(&wi, 0, sizeof wi);
-	static const char *const vname[] = { "ok", "torn", "corrupt", "missing", "snapshot_ahead",
-	                                     "no_valid_snapshot", "unreadable", "short" };
-	if (json) {
-		printf("{\"stop\":");
-		tool_json_str(stdout, rep.stop == FLASH_OK ? "ok" : flash_rcname(rep.stop));
-		printf(",\"file\":");
-		tool_json_str(stdout, rep.file);
-		printf(",\"offset\":%" PRIu64 ",\"files\":%" PRIu64 ",\"frames\":%" PRIu64
-		       ",\"first_lsn\":%" PRIu64 ",\"last_lsn\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64,
-		       rep.offset, rep.files, rep.frames, rep.first_lsn, rep.last_lsn, rep.truncated_bytes);
-		printf(",\"recovery\":\"%s\",\"bad_lsn\":%" PRIu64 ",\"valid_after\":%" PRIu64
-		       ",\"missing_first\":%" PRIu64 ",\"missing_last\":%" PRIu64 ",\"keep_lsn\":%" PRIu64
-		       ",\"message\":", vname[v], chk.rep.bad_lsn, chk.rep.after_frames, chk.miss_first,
-		       chk.miss_last, chk.keep_lsn);
-		tool_json_str(stdout, chk.msg);
-		if (wi.wi_incarnation)
-			printf(",\"incarnation\":\"%016" PRIx64 "\"", wi.wi_incarnation);
-		else
-			printf(",\"incarnation\":null");
-		printf(",\"incarnation_mixed\":%s}\n", irc == FLASH_EWAL_IDENT ? "true" : "false");
-	} else {
-		printf("%s: %" PRIu64 " files, %" PRIu64 " frames, LSN %" PRIu64 "..%" PRIu64 "\n", dir,
-		       rep.files, rep.frames, rep.first_lsn, rep.last_lsn);
-		if (wi.wi_incarnation)
-			printf("incarnation %016" PRIx64 "%s\n", wi.wi_incarnation,
-			       irc == FLASH_EWAL_IDENT ? " (newest file; older files carry another: files of two "
-			       "WALs mixed)" : "");
-		else if (irc != FLASH_OK)
-			printf("incarnation unknown: %s\n", flash_strerror(irc));
-		else
-			printf("incarnation none recorded%s\n", wi.wi_files ? " (files older than identities)" :
-			       " (no WAL file)");
-		if (rep.stop == FLASH_OK)
-			printf("ends cleanly at %s offset %" PRIu64 "\n", rep.file, rep.offset);
-		else
-			printf("stops at %s offset %" PRIu64 ": %s (%s)%s\n", rep.file, rep.offset,
-			       flash_rcname(rep.stop), flash_strerror(rep.stop),
-			       rc == FLASH_EWAL_NOTTAIL ? "; not a torn tail: not truncated" : "");
-		if (rep.truncated_bytes || rep.files_removed)
-			printf("truncated: %" PRIu64 " bytes cut, %u later files removed\n",
-			       rep.truncated_bytes, rep.files_removed);
-		switch (v) {
-		case REBUILD_OK:
-			printf("recovery: ok%s\n", chk.snap_lsn ? " (from the snapshot and the WAL after it)" : "");
-			break;
-		case REBUILD_TORN:
-			printf("recovery: %s; serve cuts it\n", chk.msg);
-			break;
-		default:
-			printf("recovery: %s: %s\n", v == REBUILD_CORRUPT ? "CORRUPT" : v == REBUILD_MISSING ||
-			       v == REBUILD_SHORT ? "MISSING" : "REFUSED", chk.msg);
-			if (v != REBUILD_EIO && v != REBUILD_NOSNAP && chk.can_accept)
-				printf("recovery: restore the WAL from a copy, or accept losing every record after "
-				       "LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 "\n",
-				       chk.keep_lsn, chk.keep_lsn);
-			break;
-		}
-	}
+	if (json)
+		verify_json(&rep, v, &chk, &wi, irc);
+	else
+		verify_text(dir, rc, &rep, v, &chk, &wi, irc);
 	return rep.stop == FLASH_OK && v == REBUILD_OK ? TOOL_OK : TOOL_FAIL;
 }
