@@ -128,6 +128,25 @@ static void demo_help(FILE *out)
 }
 
 /* Parse options into @p cfg.  @return -1 to go on, or an exit code. */
+/* The demo's run without options: 200,000 buyers in 8 processes, 3 skus of
+ * 10,000 units, one per user, async durability with a private MariaDB. */
+static void demo_defaults(struct demo_cfg *cfg, struct demo_dur *dd)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->buyers = 200000;
+	cfg->nskus = 3;
+	cfg->units = 10000;
+	cfg->procs = 8;
+	cfg->limit = 1;
+	cfg->cancel_pct = 1;
+	cfg->retry_pct = 5;
+	cfg->repeat_pm = 5;
+	cfg->seed = 0x5eed5a1e2026ULL;
+	dd->use_mysql = 1;
+	dd->durability = FLASH_DURABILITY_ASYNC;
+	dd->wal_file_mb = 16;
+}
+
 static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
@@ -157,20 +176,8 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 	const char *cmd = argv[0];
 	int c, bad = 0;
 
-	memset(cfg, 0, sizeof *cfg);
-	cfg->buyers = 200000;
-	cfg->nskus = 3;
-	cfg->units = 10000;
-	cfg->procs = 8;
-	cfg->limit = 1;
-	cfg->cancel_pct = 1;
-	cfg->retry_pct = 5;
-	cfg->repeat_pm = 5;
-	cfg->seed = 0x5eed5a1e2026ULL;
+	demo_defaults(cfg, dd);
 	*json = 0;
-	dd->use_mysql = 1;
-	dd->durability = FLASH_DURABILITY_ASYNC;
-	dd->wal_file_mb = 16;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -683,6 +690,67 @@ static void demo_sum(const struct demo_run *r, struct demo_totals *t)
 	}
 }
 
+/* `demo --json`: the run's figures and verdict as one JSON object, after
+ * the report (pct: p50, p90, p99, p99.9 of flash_order, in ns). */
+static void demo_report_json(const struct demo_run *r, const struct demo_audit *a,
+                             const struct demo_totals *t, int ok, double secs,
+                             const uint64_t pct[4])
+{
+	const struct demo_cfg *cfg = &r->cfg;
+	const struct demo_dur *d = &r->dd;
+	const struct serve_stats *st = demo_dur_stats(d);
+	printf("{\"ok\":%s,\"segment\":", ok ? "true" : "false");
+	tool_json_str(stdout, r->name);
+	printf(",\"buyers\":%llu,\"procs\":%u,\"skus\":%u,\"units_total\":%llu,\"sold\":%llu,"
+	       "\"available\":%llu,\"oversold\":%llu,\"users_over_limit\":%llu,"
+	       "\"leaked_units\":%llu,\"ring_mismatches\":%llu,\"client_mismatches\":%llu,"
+	       "\"unexpected\":%llu,\"process_failures\":%u,\"orders_acked\":%llu,"
+	       "\"orders_cancelled\":%llu,\"order_calls\":%llu,\"sold_out\":%llu,"
+	       "\"retries\":%llu,\"retries_ok\":%llu,\"repeats\":%llu,\"repeats_ok\":%llu,"
+	       "\"cancels_twice_ok\":%llu,\"busy\":%llu,\"fate_unknown\":%llu,\"fate_learned\":%llu,"
+	       "\"records_drained\":%llu,"
+	       "\"seconds\":%.6f,\"orders_per_sec\":%.1f,\"acked_per_sec\":%.1f,"
+	       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
+	       "\"max_ns\":%llu,",
+	       (unsigned long long)cfg->buyers, cfg->procs, cfg->nskus,
+	       (unsigned long long)a->units_total, (unsigned long long)a->sold,
+	       (unsigned long long)a->units_available, (unsigned long long)a->oversold,
+	       (unsigned long long)a->users_over_limit, (unsigned long long)a->leaked_units,
+	       (unsigned long long)a->ring_mismatches, (unsigned long long)a->client_mismatches,
+	       (unsigned long long)t->unexpected, r->proc_failures,
+	       (unsigned long long)t->acked, (unsigned long long)t->cancels,
+	       (unsigned long long)t->calls, (unsigned long long)t->sold_out,
+	       (unsigned long long)t->retries, (unsigned long long)t->retry_ok,
+	       (unsigned long long)t->repeats, (unsigned long long)t->repeat_ok,
+	       (unsigned long long)t->cancel_twice_ok, (unsigned long long)t->busy,
+	       (unsigned long long)t->fate_unknown, (unsigned long long)t->fate_learned,
+	       (unsigned long long)r->rings.records, secs,
+	       (double)t->calls / secs, (double)t->acked / secs,
+	       (unsigned long long)pct[0], (unsigned long long)pct[1], (unsigned long long)pct[2],
+	       (unsigned long long)pct[3], (unsigned long long)t->lat.bh_max);
+	printf("\"durability\":\"%s\",\"wal_commits\":%llu,\"orders_in_wal\":%llu,",
+	       d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async",
+	       (unsigned long long)st->commits, (unsigned long long)d->orders_in_wal);
+	if (d->use_mysql)
+		printf("\"orders_in_mysql\":%llu,\"mysql_conflicts\":%llu,",
+		       (unsigned long long)d->orders_in_mysql, (unsigned long long)d->mysql_conflicts);
+	else
+		printf("\"orders_in_mysql\":null,\"mysql_conflicts\":null,");
+	printf("\"reconcile_diffs\":%llu", (unsigned long long)d->reconcile_diffs);
+	if (d->keep) {
+		printf(",\"kept_dir\":");
+		tool_json_str(stdout, d->dir);
+		printf(",\"kept_wal\":");
+		tool_json_str(stdout, d->wal_dir);
+		printf(",\"kept_mysql_defaults\":");
+		if (d->use_mysql)
+			tool_json_str(stdout, d->defaults_file);
+		else
+			printf("null");
+	}
+	printf("}\n");
+}
+
 static int demo_report(struct demo_run *r, const struct demo_audit *a)
 {
 	const struct demo_cfg *cfg = &r->cfg;
@@ -789,56 +857,8 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 	printf("result   %s\n", ok ? "OK: every check passed" : "FAILED");
 
 	if (r->json) {
-		printf("{\"ok\":%s,\"segment\":", ok ? "true" : "false");
-		tool_json_str(stdout, r->name);
-		printf(",\"buyers\":%llu,\"procs\":%u,\"skus\":%u,\"units_total\":%llu,\"sold\":%llu,"
-		       "\"available\":%llu,\"oversold\":%llu,\"users_over_limit\":%llu,"
-		       "\"leaked_units\":%llu,\"ring_mismatches\":%llu,\"client_mismatches\":%llu,"
-		       "\"unexpected\":%llu,\"process_failures\":%u,\"orders_acked\":%llu,"
-		       "\"orders_cancelled\":%llu,\"order_calls\":%llu,\"sold_out\":%llu,"
-		       "\"retries\":%llu,\"retries_ok\":%llu,\"repeats\":%llu,\"repeats_ok\":%llu,"
-		       "\"cancels_twice_ok\":%llu,\"busy\":%llu,\"fate_unknown\":%llu,\"fate_learned\":%llu,"
-		       "\"records_drained\":%llu,"
-		       "\"seconds\":%.6f,\"orders_per_sec\":%.1f,\"acked_per_sec\":%.1f,"
-		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
-		       "\"max_ns\":%llu,",
-		       (unsigned long long)cfg->buyers, cfg->procs, cfg->nskus,
-		       (unsigned long long)a->units_total, (unsigned long long)a->sold,
-		       (unsigned long long)a->units_available, (unsigned long long)a->oversold,
-		       (unsigned long long)a->users_over_limit, (unsigned long long)a->leaked_units,
-		       (unsigned long long)a->ring_mismatches, (unsigned long long)a->client_mismatches,
-		       (unsigned long long)t.unexpected, r->proc_failures,
-		       (unsigned long long)t.acked, (unsigned long long)t.cancels,
-		       (unsigned long long)t.calls, (unsigned long long)t.sold_out,
-		       (unsigned long long)t.retries, (unsigned long long)t.retry_ok,
-		       (unsigned long long)t.repeats, (unsigned long long)t.repeat_ok,
-		       (unsigned long long)t.cancel_twice_ok, (unsigned long long)t.busy,
-		       (unsigned long long)t.fate_unknown, (unsigned long long)t.fate_learned,
-		       (unsigned long long)r->rings.records, secs,
-		       (double)t.calls / secs, (double)t.acked / secs,
-		       (unsigned long long)p50, (unsigned long long)p90, (unsigned long long)p99,
-		       (unsigned long long)p999, (unsigned long long)t.lat.bh_max);
-		printf("\"durability\":\"%s\",\"wal_commits\":%llu,\"orders_in_wal\":%llu,",
-		       d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async",
-		       (unsigned long long)st->commits, (unsigned long long)d->orders_in_wal);
-		if (d->use_mysql)
-			printf("\"orders_in_mysql\":%llu,\"mysql_conflicts\":%llu,",
-			       (unsigned long long)d->orders_in_mysql, (unsigned long long)d->mysql_conflicts);
-		else
-			printf("\"orders_in_mysql\":null,\"mysql_conflicts\":null,");
-		printf("\"reconcile_diffs\":%llu", (unsigned long long)d->reconcile_diffs);
-		if (d->keep) {
-			printf(",\"kept_dir\":");
-			tool_json_str(stdout, d->dir);
-			printf(",\"kept_wal\":");
-			tool_json_str(stdout, d->wal_dir);
-			printf(",\"kept_mysql_defaults\":");
-			if (d->use_mysql)
-				tool_json_str(stdout, d->defaults_file);
-			else
-				printf("null");
-		}
-		printf("}\n");
+		uint64_t pct[4] = { p50, p90, p99, p999 };
+		demo_report_json(r, a, &t, ok, secs, pct);
 	}
 	fflush(stdout);
 	return ok ? TOOL_OK : TOOL_FAIL;
