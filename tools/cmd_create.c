@@ -53,6 +53,65 @@ static void create_help(FILE *out, const struct flash_seg_opts *d)
 	        d->durability == FLASH_DURABILITY_SYNC ? "sync" : "async", FLASH_GEN_BANKS);
 }
 
+/* --group NAME|GID: the segment's group, which needs --mode 0660.
+ * @return 0 or TOOL_USAGE. */
+static int create_group(const char *cmd, const char *group, struct flash_seg_opts *o)
+{
+	struct group *g = getgrnam(group);
+	if (g) {
+		o->gid = (int64_t)g->gr_gid;
+	} else if (isdigit((unsigned char)group[0])) {
+		uint64_t gid;
+		if (tool_opt_u64(cmd, "--group", group, 0, UINT32_MAX - 1, &gid))
+			return TOOL_USAGE;
+		o->gid = (int64_t)gid;
+	} else {
+		return tool_usage_err(cmd, "--group: no group named '%s' (give a group name or "
+		                      "a numeric gid)", group);
+	}
+	if (o->mode != 0660)
+		return tool_usage_err(cmd, "--group needs --mode 0660");
+	return 0;
+}
+
+/* Create segment @p name, windowed with @p ro when asked (before anyone
+ * attaches).  @return TOOL_OK, or the failure said on stderr with nothing
+ * left behind. */
+static int create_segment(const char *name, const struct flash_seg_opts *o, int windowed,
+                          const struct flash_reclaim_opts *ro)
+{
+	char what[300];
+	int rc = flash_seg_create(name, o);
+	if (rc == FLASH_ENOMEM) {
+		uint64_t need = 0;
+		struct statvfs sv;
+		if (flash_seg_size(o, &need) == FLASH_OK && statvfs("/dev/shm", &sv) == 0)
+			return tool_failf("create %s: %s: the segment needs %llu bytes, /dev/shm has "
+			                  "%llu bytes free (lower the capacities, or grow /dev/shm)",
+			                  name, flash_strerror(rc), (unsigned long long)need,
+			                  (unsigned long long)sv.f_bavail * (unsigned long long)sv.f_frsize);
+	}
+	if (rc != FLASH_OK) {
+		snprintf(what, sizeof what, "create %s", name);
+		return tool_fail(what, rc);
+	}
+	if (windowed) {
+		/* right after the create, before anyone attaches (flash_seg_reclaim_set) */
+		flash_t *h = NULL;
+
+		if ((rc = flash_open(name, 0, &h)) == FLASH_OK) {
+			rc = flash_seg_reclaim_set(h, ro);
+			flash_close(h);
+		}
+		if (rc != FLASH_OK) {
+			flash_seg_destroy(name);
+			snprintf(what, sizeof what, "create %s: windowing the tables", name);
+			return tool_fail(what, rc);
+		}
+	}
+	return TOOL_OK;
+}
+
 int cmd_create(int argc, char **argv)
 {
 	enum { O_NAME = 256, O_ACT, O_SKUS, O_SHARDS, O_USERS, O_ORDERS, O_TOKENS,
@@ -83,7 +142,6 @@ int cmd_create(int argc, char **argv)
 	struct flash_seg_opts o;
 	const char *name = NULL, *group = NULL;
 	uint32_t *target;
-	char what[300];
 	int c, rc, windowed = 0, no_reclaim = 0;
 	struct flash_reclaim_opts ro = { .req_window_s = 86400, .user_gen_s = 86400 };
 
@@ -156,51 +214,10 @@ int cmd_create(int argc, char **argv)
 		return tool_usage_err(cmd, "--no-reclaim contradicts --request-window-s / --limit-day-s");
 	if (!name)
 		return tool_usage_err(cmd, "--name is required");
-	if (group) {
-		struct group *g = getgrnam(group);
-		if (g) {
-			o.gid = (int64_t)g->gr_gid;
-		} else if (isdigit((unsigned char)group[0])) {
-			uint64_t gid;
-			if (tool_opt_u64(cmd, "--group", group, 0, UINT32_MAX - 1, &gid))
-				return TOOL_USAGE;
-			o.gid = (int64_t)gid;
-		} else {
-			return tool_usage_err(cmd, "--group: no group named '%s' (give a group name or "
-			                      "a numeric gid)", group);
-		}
-		if (o.mode != 0660)
-			return tool_usage_err(cmd, "--group needs --mode 0660");
-	}
-
-	rc = flash_seg_create(name, &o);
-	if (rc == FLASH_ENOMEM) {
-		uint64_t need = 0;
-		struct statvfs sv;
-		if (flash_seg_size(&o, &need) == FLASH_OK && statvfs("/dev/shm", &sv) == 0)
-			return tool_failf("create %s: %s: the segment needs %llu bytes, /dev/shm has "
-			                  "%llu bytes free (lower the capacities, or grow /dev/shm)",
-			                  name, flash_strerror(rc), (unsigned long long)need,
-			                  (unsigned long long)sv.f_bavail * (unsigned long long)sv.f_frsize);
-	}
-	if (rc != FLASH_OK) {
-		snprintf(what, sizeof what, "create %s", name);
-		return tool_fail(what, rc);
-	}
-	if (windowed) {
-		/* right after the create, before anyone attaches (flash_seg_reclaim_set) */
-		flash_t *h = NULL;
-
-		if ((rc = flash_open(name, 0, &h)) == FLASH_OK) {
-			rc = flash_seg_reclaim_set(h, &ro);
-			flash_close(h);
-		}
-		if (rc != FLASH_OK) {
-			flash_seg_destroy(name);
-			snprintf(what, sizeof what, "create %s: windowing the tables", name);
-			return tool_fail(what, rc);
-		}
-	}
+	if (group && (rc = create_group(cmd, group, &o)) != 0)
+		return rc;
+	if ((rc = create_segment(name, &o, windowed, &ro)) != TOOL_OK)
+		return rc;
 	printf("created %s: %u skus, %u shards, %u users, %u orders, %u tokens, "
 	       "%u requests, %u procs, ring %u, mode 0%o, %s\n",
 	       name, o.max_skus, o.max_shards, o.max_users, o.max_orders,
