@@ -297,11 +297,81 @@ static void load_help(FILE *out)
 
 /* Parse the flags into @p p.  @return 0 to go on, or -1 - (exit code) to
  * stop (-1: --help was shown, exit 0; -3: usage error, exit 2). */
+/* load's flags (load_from_flags) */
+enum { O_NAME = 256, O_CSV, O_ACT, O_START, O_END, O_LIMIT, O_MAXQTY,
+       O_SCOPE, O_CRQ, O_TOKREQ, O_DAYOFF, O_SKU, O_UNITS, O_SHARDS };
+
+/* --sku ID, and the --units and --shards that follow it (*sp: the sku they
+ * apply to).  @return 0, or -1 - the command's result. */
+static int load_sku_flag(struct load_plan *p, const char *cmd, int c, struct load_sku **sp)
+{
+	struct load_sku *s = *sp;
+	uint64_t u;
+	switch (c) {
+	case O_SKU:
+		if (tool_opt_u64(cmd, "--sku", optarg, 1, UINT32_MAX, &u))
+			return -1 - TOOL_USAGE;
+		*sp = load_new_sku(p);
+		if (!*sp)
+			return -1 - tool_failf("load: out of memory");
+		(*sp)->sku_id = (uint32_t)u;
+		return 0;
+	case O_UNITS:
+		if (!s)
+			return -1 - tool_usage_err(cmd, "--units must follow a --sku");
+		if (s->units != UINT64_MAX)
+			return -1 - tool_usage_err(cmd, "--units given twice for sku %u", s->sku_id);
+		if (tool_opt_u64(cmd, "--units", optarg, 0, FLASH_UNITS_MAX, &s->units))
+			return -1 - TOOL_USAGE;
+		return 0;
+	case O_SHARDS:
+		if (!s)
+			return -1 - tool_usage_err(cmd, "--shards must follow a --sku");
+		if (s->shards_given)
+			return -1 - tool_usage_err(cmd, "--shards given twice for sku %u", s->sku_id);
+		if (tool_opt_u32(cmd, "--shards", optarg, 1, FLASH_SHARDS_MAX, &s->shards))
+			return -1 - TOOL_USAGE;
+		s->shards_given = 1;
+		return 0;
+	}
+	return 0;
+}
+
+/* The flags together: --csv alone, or one --activity with its skus, each
+ * with --units, none twice.  @return 0, or -1 - the command's result. */
+static int load_flags_check(struct load_plan *p, const char *cmd, const struct load_act *act,
+                            int any_act_opt, const char *csv)
+{
+	if (csv) {
+		if (act->id || any_act_opt || p->nskus)
+			return -1 - tool_usage_err(cmd, "--csv cannot be combined with activity or sku flags");
+		return 0;
+	}
+	if (!act->id)
+		return -1 - tool_usage_err(cmd, "--activity (or --csv) is required");
+	if (p->nskus == 0)
+		return -1 - tool_usage_err(cmd, "at least one --sku with --units is required");
+	for (size_t k = 0; k < p->nskus; k++) {
+		size_t j;
+		p->skus[k].activity_id = act->id;
+		if (p->skus[k].units == UINT64_MAX)
+			return -1 - tool_usage_err(cmd, "sku %u has no --units", p->skus[k].sku_id);
+		for (j = 0; j < k; j++)
+			if (p->skus[j].sku_id == p->skus[k].sku_id)
+				return -1 - tool_usage_err(cmd, "sku %u given twice", p->skus[k].sku_id);
+	}
+	{
+		struct load_act *a = load_new_act(p, act->id, 0);
+		if (!a)
+			return -1 - tool_failf("load: out of memory");
+		*a = *act;
+	}
+	return 0;
+}
+
 static int load_from_flags(struct load_plan *p, int argc, char **argv,
                            const char **name, const char **csv)
 {
-	enum { O_NAME = 256, O_CSV, O_ACT, O_START, O_END, O_LIMIT, O_MAXQTY,
-	       O_SCOPE, O_CRQ, O_TOKREQ, O_DAYOFF, O_SKU, O_UNITS, O_SHARDS };
 	static const struct option longopts[] = {
 		{ "help",                 no_argument,       NULL, 'h' },
 		{ "name",                 required_argument, NULL, O_NAME },
@@ -326,7 +396,6 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 	uint64_t u;
 	int64_t i;
 	int c, any_act_opt = 0, rc;
-	size_t k;
 
 	memset(&act, 0, sizeof act);
 	opterr = 0;
@@ -395,29 +464,11 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 			any_act_opt = 1;
 			break;
 		case O_SKU:
-			if (tool_opt_u64(cmd, "--sku", optarg, 1, UINT32_MAX, &u))
-				return -1 - TOOL_USAGE;
-			s = load_new_sku(p);
-			if (!s)
-				return -1 - tool_failf("load: out of memory");
-			s->sku_id = (uint32_t)u;
-			break;
 		case O_UNITS:
-			if (!s)
-				return -1 - tool_usage_err(cmd, "--units must follow a --sku");
-			if (s->units != UINT64_MAX)
-				return -1 - tool_usage_err(cmd, "--units given twice for sku %u", s->sku_id);
-			if (tool_opt_u64(cmd, "--units", optarg, 0, FLASH_UNITS_MAX, &s->units))
-				return -1 - TOOL_USAGE;
-			break;
 		case O_SHARDS:
-			if (!s)
-				return -1 - tool_usage_err(cmd, "--shards must follow a --sku");
-			if (s->shards_given)
-				return -1 - tool_usage_err(cmd, "--shards given twice for sku %u", s->sku_id);
-			if (tool_opt_u32(cmd, "--shards", optarg, 1, FLASH_SHARDS_MAX, &s->shards))
-				return -1 - TOOL_USAGE;
-			s->shards_given = 1;
+			rc = load_sku_flag(p, cmd, c, &s);
+			if (rc)
+				return rc;
 			break;
 		default:
 			return -1 - tool_bad_option(cmd, c, argv);
@@ -429,31 +480,7 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 		return -1 - tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
 	if (!*name)
 		return -1 - tool_usage_err(cmd, "--name is required");
-	if (*csv) {
-		if (act.id || any_act_opt || p->nskus)
-			return -1 - tool_usage_err(cmd, "--csv cannot be combined with activity or sku flags");
-		return 0;
-	}
-	if (!act.id)
-		return -1 - tool_usage_err(cmd, "--activity (or --csv) is required");
-	if (p->nskus == 0)
-		return -1 - tool_usage_err(cmd, "at least one --sku with --units is required");
-	for (k = 0; k < p->nskus; k++) {
-		size_t j;
-		p->skus[k].activity_id = act.id;
-		if (p->skus[k].units == UINT64_MAX)
-			return -1 - tool_usage_err(cmd, "sku %u has no --units", p->skus[k].sku_id);
-		for (j = 0; j < k; j++)
-			if (p->skus[j].sku_id == p->skus[k].sku_id)
-				return -1 - tool_usage_err(cmd, "sku %u given twice", p->skus[k].sku_id);
-	}
-	{
-		struct load_act *a = load_new_act(p, act.id, 0);
-		if (!a)
-			return -1 - tool_failf("load: out of memory");
-		*a = act;
-	}
-	return 0;
+	return load_flags_check(p, cmd, &act, any_act_opt, *csv);
 }
 
 /* ------------------------------------------------------------------------
