@@ -1073,18 +1073,24 @@ static int dbx_compare_orders(struct dbx_run *r, MYSQL *c, uint32_t b)
 }
 
 /* Step 11: the figures and the invariants.  @return TOOL_OK if they hold. */
-static int dbx_figures(struct dbx_run *r, MYSQL *c)
+/* What dbx_figures() adds up over the boxes. */
+struct dbx_sums {
+	uint64_t sold, held, leased, returned, acked, refused, elsewhere, users;
+	uint64_t missing, extra, in_db, undersell;
+	int64_t  stranded;
+};
+
+/* The sums over the boxes (struct dbx_sums), from MariaDB, the central
+ * tables and each box's segment.  @return 0, or dbx_fail()'s. */
+static int dbx_read_figures(struct dbx_run *r, MYSQL *c, struct dbx_sums *t)
 {
 	const struct dbx_cfg *cfg = &r->cfg;
-	uint64_t sold = 0, held = 0, leased = 0, returned = 0, acked = 0, refused = 0;
-	uint64_t elsewhere = 0, users = 0, missing = 0, extra = 0, in_db = 0, undersell;
-	int64_t stranded = 0;
 	char sql[1024], unions[DBX_BOXES_MAX * 96];
 	size_t off = 0;
 	uint32_t b;
-	int ok = 1, i_sold, i_conserve, i_ledger, i_acked, i_limit, i_clean, rc;
-	double secs = (double)(r->t_done - r->t_go) / 1e9;
+	int rc;
 
+	memset(t, 0, sizeof *t);
 	dbx_step(r, 11, "figures");
 	snprintf(sql, sizeof sql, "SELECT total FROM flash_central.fs_pool WHERE activity_id=%u AND sku_id=%u",
 	         DEMO_ACTIVITY, DBX_SKU);
@@ -1115,18 +1121,18 @@ static int dbx_figures(struct dbx_run *r, MYSQL *c)
 		x->stranded = (int64_t)x->leased - (int64_t)x->sold - (int64_t)x->returned;
 		if (dbx_compare_orders(r, c, b) != 0)
 			return dbx_fail(r, "cannot read %s.orders", x->db);
-		sold += x->sold;
-		held += x->held;
-		leased += x->leased;
-		returned += x->returned;
-		stranded += x->stranded;
-		acked += x->acked;
-		refused += x->refused;
-		elsewhere += x->refused_elsewhere;
-		users += x->users;
-		missing += x->db_missing;
-		extra += x->db_extra;
-		in_db += x->in_db;
+		t->sold += x->sold;
+		t->held += x->held;
+		t->leased += x->leased;
+		t->returned += x->returned;
+		t->stranded += x->stranded;
+		t->acked += x->acked;
+		t->refused += x->refused;
+		t->elsewhere += x->refused_elsewhere;
+		t->users += x->users;
+		t->missing += x->db_missing;
+		t->extra += x->db_extra;
+		t->in_db += x->in_db;
 		off += (size_t)snprintf(unions + off, sizeof unions - off,
 		                        "%sSELECT user_id FROM %s.orders WHERE status='ACTIVE'",
 		                        b ? " UNION ALL " : "", x->db);
@@ -1142,16 +1148,61 @@ static int dbx_figures(struct dbx_run *r, MYSQL *c)
 	rc = dbx_u64(c, "SELECT COUNT(*) FROM flash_central.fs_backstop", &r->backstop_conflicts);
 	r->backstop_known = rc == 0;
 
+	return 0;
+}
+
+/* `demo --boxes N --json`: the figures as one JSON object. */
+static void dbx_json(const struct dbx_run *r, const struct dbx_sums *t, int ok)
+{
+	const struct dbx_cfg *cfg = &r->cfg;
+	uint32_t b;
+
+	printf("{\"ok\":%s,\"boxes\":%u,\"buyers\":%llu,\"total\":%llu,\"leased\":%llu,"
+	       "\"sold\":%llu,\"returned\":%llu,\"held\":%llu,\"stranded\":%lld,\"unleased\":%llu,"
+	       "\"refused\":%llu,\"refused_elsewhere\":%llu,\"undersell\":%llu,"
+	       "\"orders_acked\":%llu,\"orders_missing\":%llu,\"orders_extra\":%llu,"
+	       "\"users_over_limit\":%llu,\"unexpected\":%llu,\"per_box\":[",
+	       ok ? "true" : "false", cfg->boxes, (unsigned long long)cfg->buyers,
+	       (unsigned long long)r->pool_total, (unsigned long long)t->leased,
+	       (unsigned long long)t->sold, (unsigned long long)t->returned, (unsigned long long)t->held,
+	       (long long)t->stranded, (unsigned long long)r->pool_unleased,
+	       (unsigned long long)t->refused, (unsigned long long)t->elsewhere,
+	       (unsigned long long)t->undersell, (unsigned long long)t->acked,
+	       (unsigned long long)t->missing, (unsigned long long)t->extra,
+	       (unsigned long long)r->users_over_limit, (unsigned long long)r->unexpected);
+	for (b = 0; b < cfg->boxes; b++) {
+		const struct dbx_box *x = &r->box[b];
+		printf("%s{\"box\":%u,\"leased\":%llu,\"sold\":%llu,\"returned\":%llu,\"held\":%llu,"
+		       "\"stranded\":%lld,\"refused\":%llu,\"refused_elsewhere\":%llu}", b ? "," : "",
+		       b + 1, (unsigned long long)x->leased, (unsigned long long)x->sold,
+		       (unsigned long long)x->returned, (unsigned long long)x->held,
+		       (long long)x->stranded, (unsigned long long)x->refused,
+		       (unsigned long long)x->refused_elsewhere);
+	}
+	printf("]}\n");
+}
+
+static int dbx_figures(struct dbx_run *r, MYSQL *c)
+{
+	const struct dbx_cfg *cfg = &r->cfg;
+	struct dbx_sums t;
+	uint32_t b;
+	int ok = 1, i_sold, i_conserve, i_ledger, i_acked, i_limit, i_clean;
+	double secs = (double)(r->t_done - r->t_go) / 1e9;
+
+	int rc = dbx_read_figures(r, c, &t);
+	if (rc != 0)
+		return rc;
 	/* units left unsold although buyers were refused: with demand above
 	 * the total, each of them is a sale lost to where the unit sat */
-	undersell = r->pool_total > sold ? r->pool_total - sold : 0;
-	if (undersell > refused)
-		undersell = refused;
+	t.undersell = r->pool_total > t.sold ? r->pool_total - t.sold : 0;
+	if (t.undersell > t.refused)
+		t.undersell = t.refused;
 
-	i_sold = sold <= r->pool_total && r->pool_total == cfg->units;
-	i_conserve = sold + held + r->pool_unleased == r->pool_total;
-	i_ledger = r->ledger_out == sold + held;
-	i_acked = missing == 0 && extra == 0;
+	i_sold = t.sold <= r->pool_total && r->pool_total == cfg->units;
+	i_conserve = t.sold + t.held + r->pool_unleased == r->pool_total;
+	i_ledger = r->ledger_out == t.sold + t.held;
+	i_acked = t.missing == 0 && t.extra == 0;
 	i_limit = r->users_over_limit == 0;
 	i_clean = r->unexpected == 0 && r->proc_failures == 0 && !r->first_problem[0];
 	ok = i_sold && i_conserve && i_ledger && i_acked && i_limit && i_clean;
@@ -1171,60 +1222,37 @@ static int dbx_figures(struct dbx_run *r, MYSQL *c)
 		       (unsigned long long)x->in_db);
 	}
 	printf("  %4s  %8llu  %8llu  %8llu  %8llu  %8llu  %8lld  %8llu  %9llu  %8llu\n\n", "all",
-	       (unsigned long long)users, (unsigned long long)leased, (unsigned long long)sold,
-	       (unsigned long long)returned, (unsigned long long)held, (long long)stranded,
-	       (unsigned long long)refused, (unsigned long long)elsewhere,
-	       (unsigned long long)in_db);
+	       (unsigned long long)t.users, (unsigned long long)t.leased, (unsigned long long)t.sold,
+	       (unsigned long long)t.returned, (unsigned long long)t.held, (long long)t.stranded,
+	       (unsigned long long)t.refused, (unsigned long long)t.elsewhere,
+	       (unsigned long long)t.in_db);
 	printf("pool     total %llu, unleased %llu at the end; sale %.1f s\n",
 	       (unsigned long long)r->pool_total, (unsigned long long)r->pool_unleased, secs);
 	printf("undersell %llu units unsold while %llu buyers were refused; %llu refusals came while "
-	       "another box's segment held units\n", (unsigned long long)undersell,
-	       (unsigned long long)refused, (unsigned long long)elsewhere);
+	       "another box's segment held units\n", (unsigned long long)t.undersell,
+	       (unsigned long long)t.refused, (unsigned long long)t.elsewhere);
 	if (r->backstop_known)
 		printf("backstop %llu second orders across boxes refused and cancelled\n",
 		       (unsigned long long)r->backstop_conflicts);
 	printf("invariants\n");
 	printf("  %-4s sold over all boxes %llu <= total %llu\n", i_sold ? "ok" : "FAIL",
-	       (unsigned long long)sold, (unsigned long long)r->pool_total);
+	       (unsigned long long)t.sold, (unsigned long long)r->pool_total);
 	printf("  %-4s sold %llu + held by the boxes %llu + pool %llu = total %llu\n",
-	       i_conserve ? "ok" : "FAIL", (unsigned long long)sold, (unsigned long long)held,
+	       i_conserve ? "ok" : "FAIL", (unsigned long long)t.sold, (unsigned long long)t.held,
 	       (unsigned long long)r->pool_unleased, (unsigned long long)r->pool_total);
 	printf("  %-4s the central ledger, leased - returned = %llu, = sold + held = %llu\n",
 	       i_ledger ? "ok" : "FAIL", (unsigned long long)r->ledger_out,
-	       (unsigned long long)(sold + held));
+	       (unsigned long long)(t.sold + t.held));
 	printf("  %-4s every acknowledged order (%llu) is in its box's MariaDB once: %llu missing, "
-	       "%llu not acknowledged\n", i_acked ? "ok" : "FAIL", (unsigned long long)acked,
-	       (unsigned long long)missing, (unsigned long long)extra);
+	       "%llu not acknowledged\n", i_acked ? "ok" : "FAIL", (unsigned long long)t.acked,
+	       (unsigned long long)t.missing, (unsigned long long)t.extra);
 	printf("  %-4s no user over the limit across boxes: %llu over\n", i_limit ? "ok" : "FAIL",
 	       (unsigned long long)r->users_over_limit);
 	printf("  %-4s every answer as the API promises, every process and daemon ended cleanly%s%s\n",
 	       i_clean ? "ok" : "FAIL", r->first_problem[0] ? ": " : "", r->first_problem);
 	printf("result   %s\n", ok ? "OK: every invariant held" : "FAILED");
-	if (cfg->json) {
-		printf("{\"ok\":%s,\"boxes\":%u,\"buyers\":%llu,\"total\":%llu,\"leased\":%llu,"
-		       "\"sold\":%llu,\"returned\":%llu,\"held\":%llu,\"stranded\":%lld,\"unleased\":%llu,"
-		       "\"refused\":%llu,\"refused_elsewhere\":%llu,\"undersell\":%llu,"
-		       "\"orders_acked\":%llu,\"orders_missing\":%llu,\"orders_extra\":%llu,"
-		       "\"users_over_limit\":%llu,\"unexpected\":%llu,\"per_box\":[",
-		       ok ? "true" : "false", cfg->boxes, (unsigned long long)cfg->buyers,
-		       (unsigned long long)r->pool_total, (unsigned long long)leased,
-		       (unsigned long long)sold, (unsigned long long)returned, (unsigned long long)held,
-		       (long long)stranded, (unsigned long long)r->pool_unleased,
-		       (unsigned long long)refused, (unsigned long long)elsewhere,
-		       (unsigned long long)undersell, (unsigned long long)acked,
-		       (unsigned long long)missing, (unsigned long long)extra,
-		       (unsigned long long)r->users_over_limit, (unsigned long long)r->unexpected);
-		for (b = 0; b < cfg->boxes; b++) {
-			const struct dbx_box *x = &r->box[b];
-			printf("%s{\"box\":%u,\"leased\":%llu,\"sold\":%llu,\"returned\":%llu,\"held\":%llu,"
-			       "\"stranded\":%lld,\"refused\":%llu,\"refused_elsewhere\":%llu}", b ? "," : "",
-			       b + 1, (unsigned long long)x->leased, (unsigned long long)x->sold,
-			       (unsigned long long)x->returned, (unsigned long long)x->held,
-			       (long long)x->stranded, (unsigned long long)x->refused,
-			       (unsigned long long)x->refused_elsewhere);
-		}
-		printf("]}\n");
-	}
+	if (cfg->json)
+		dbx_json(r, &t, ok);
 	fflush(stdout);
 	return ok ? TOOL_OK : TOOL_FAIL;
 }
