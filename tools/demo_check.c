@@ -148,14 +148,84 @@ static int demo_key_cmp(const void *x, const void *y)
 	return 0;
 }
 
+/* Step 2: users over their limit -- the keys sorted, each run counted. */
+static void demo_audit_limits(struct demo_key *keys, uint64_t nkeys, uint32_t limit,
+                              struct demo_audit *out)
+{
+	uint64_t i, run;
+	qsort(keys, nkeys, sizeof *keys, demo_key_cmp);
+	for (i = 0; i < nkeys; i += run) {
+		for (run = 1; i + run < nkeys && demo_key_cmp(&keys[i], &keys[i + run]) == 0; run++)
+			;
+		if (run > limit) {
+			out->users_over_limit++;
+			demo_problem(out, "user %llu holds %llu active orders, limit %u",
+			             (unsigned long long)keys[i].user, (unsigned long long)run,
+			             limit);
+		}
+	}
+}
+
+/* Step 3 for sku s + 1: its stock against its active orders, the records
+ * drained and the buyers' tallies.  @return FLASH_OK or the read's code. */
+static int demo_audit_sku(flash_t *h, const struct demo_cfg *cfg, const struct demo_rings *rings,
+                          const struct demo_shared *sh, uint32_t s, struct demo_audit *out)
+{
+	uint64_t active = out->active_qty[s], used, client_acked = 0, client_cancelled = 0;
+	uint32_t pi;
+
+	struct flash_sku_info si;
+	int rc = flash_sku_get(h, DEMO_ACTIVITY, s + 1, &si);
+	if (rc != FLASH_OK)
+		return rc;
+	out->total[s] = si.total;
+	out->available[s] = si.available;
+	out->units_total += si.total;
+	out->units_available += si.available;
+	used = si.total >= si.available ? si.total - si.available : 0;
+	out->sold += used;
+	if (si.available > si.total) {
+		out->leaked_units += si.available - si.total + active;
+		demo_problem(out, "sku %u: available %llu above total %llu", s + 1,
+		             (unsigned long long)si.available, (unsigned long long)si.total);
+	} else if (used != active) {
+		out->leaked_units += used > active ? used - active : active - used;
+		demo_problem(out, "sku %u: total %llu - available %llu = %llu, active orders hold %llu",
+		             s + 1, (unsigned long long)si.total, (unsigned long long)si.available,
+		             (unsigned long long)used, (unsigned long long)active);
+	}
+	if (active > si.total) {
+		out->oversold += active - si.total;
+		demo_problem(out, "sku %u oversold: %llu active units, %llu loaded", s + 1,
+		             (unsigned long long)active, (unsigned long long)si.total);
+	}
+	if (rings->order_qty[s] - rings->cancel_qty[s] != active ||
+	    rings->cancel_qty[s] > rings->order_qty[s]) {
+		out->ring_mismatches++;
+		demo_problem(out, "sku %u: records say %llu ordered - %llu cancelled, table says %llu active",
+		             s + 1, (unsigned long long)rings->order_qty[s],
+		             (unsigned long long)rings->cancel_qty[s], (unsigned long long)active);
+	}
+	for (pi = 0; pi < cfg->procs; pi++) {
+		client_acked += sh->ds_proc[pi].dp_acked_sku[s];
+		client_cancelled += sh->ds_proc[pi].dp_cancelled_sku[s];
+	}
+	if (client_acked - client_cancelled != active || client_cancelled > client_acked) {
+		out->client_mismatches++;
+		demo_problem(out, "sku %u: buyers were acknowledged %llu and cancelled %llu, table says %llu active",
+		             s + 1, (unsigned long long)client_acked,
+		             (unsigned long long)client_cancelled, (unsigned long long)active);
+	}
+	return FLASH_OK;
+}
+
 int demo_audit_run(flash_t *h, const struct demo_cfg *cfg, const struct demo_rings *rings,
                    const struct demo_shared *sh, struct demo_audit *out)
 {
 	struct flash_activity act;
 	struct flash_order_info oi;
-	struct flash_sku_info si;
 	struct demo_key *keys = NULL;
-	uint64_t nkeys = 0, o, omax, i, run;
+	uint64_t nkeys = 0, o, omax;
 	uint32_t s, idx;
 	int rc;
 
@@ -236,65 +306,13 @@ int demo_audit_run(flash_t *h, const struct demo_cfg *cfg, const struct demo_rin
 	}
 
 	/* 2. Users over their limit: sort the keys, count each run. */
-	qsort(keys, nkeys, sizeof *keys, demo_key_cmp);
-	for (i = 0; i < nkeys; i += run) {
-		for (run = 1; i + run < nkeys && demo_key_cmp(&keys[i], &keys[i + run]) == 0; run++)
-			;
-		if (run > cfg->limit) {
-			out->users_over_limit++;
-			demo_problem(out, "user %llu holds %llu active orders, limit %u",
-			             (unsigned long long)keys[i].user, (unsigned long long)run,
-			             cfg->limit);
-		}
-	}
+	demo_audit_limits(keys, nkeys, cfg->limit, out);
 	free(keys);
 
 	/* 3. Stock against orders, records and the buyers' tallies, per sku. */
 	for (s = 0; s < cfg->nskus; s++) {
-		uint64_t active = out->active_qty[s], used, client_acked = 0, client_cancelled = 0;
-		uint32_t pi;
-
-		rc = flash_sku_get(h, DEMO_ACTIVITY, s + 1, &si);
-		if (rc != FLASH_OK)
+		if ((rc = demo_audit_sku(h, cfg, rings, sh, s, out)) != FLASH_OK)
 			return rc;
-		out->total[s] = si.total;
-		out->available[s] = si.available;
-		out->units_total += si.total;
-		out->units_available += si.available;
-		used = si.total >= si.available ? si.total - si.available : 0;
-		out->sold += used;
-		if (si.available > si.total) {
-			out->leaked_units += si.available - si.total + active;
-			demo_problem(out, "sku %u: available %llu above total %llu", s + 1,
-			             (unsigned long long)si.available, (unsigned long long)si.total);
-		} else if (used != active) {
-			out->leaked_units += used > active ? used - active : active - used;
-			demo_problem(out, "sku %u: total %llu - available %llu = %llu, active orders hold %llu",
-			             s + 1, (unsigned long long)si.total, (unsigned long long)si.available,
-			             (unsigned long long)used, (unsigned long long)active);
-		}
-		if (active > si.total) {
-			out->oversold += active - si.total;
-			demo_problem(out, "sku %u oversold: %llu active units, %llu loaded", s + 1,
-			             (unsigned long long)active, (unsigned long long)si.total);
-		}
-		if (rings->order_qty[s] - rings->cancel_qty[s] != active ||
-		    rings->cancel_qty[s] > rings->order_qty[s]) {
-			out->ring_mismatches++;
-			demo_problem(out, "sku %u: records say %llu ordered - %llu cancelled, table says %llu active",
-			             s + 1, (unsigned long long)rings->order_qty[s],
-			             (unsigned long long)rings->cancel_qty[s], (unsigned long long)active);
-		}
-		for (pi = 0; pi < cfg->procs; pi++) {
-			client_acked += sh->ds_proc[pi].dp_acked_sku[s];
-			client_cancelled += sh->ds_proc[pi].dp_cancelled_sku[s];
-		}
-		if (client_acked - client_cancelled != active || client_cancelled > client_acked) {
-			out->client_mismatches++;
-			demo_problem(out, "sku %u: buyers were acknowledged %llu and cancelled %llu, table says %llu active",
-			             s + 1, (unsigned long long)client_acked,
-			             (unsigned long long)client_cancelled, (unsigned long long)active);
-		}
 	}
 	if (rings->anomalies) {
 		out->ring_mismatches += rings->anomalies;
