@@ -168,6 +168,85 @@ static int activity_find(flash_t *h, uint32_t id, struct flash_activity *out)
 	return rc;
 }
 
+/* --activity ID: the one candidate, refused unless it has ended --grace-s
+ * ago and is not archived already.  @return 0, or -1 (said on stderr). */
+static int archive_one(flash_t *h, const struct archive_args *a, const uint32_t *gone,
+                       size_t ngone, int64_t now, int64_t grace_ns,
+                       struct flash_activity **cand, size_t *ncand)
+{
+	char b1[40];
+	struct flash_activity one;
+	int rc = activity_find(h, a->activity, &one);
+	if (rc == FLASH_ENOT_FOUND) {
+		tool_failf("archive: activity %u is not in segment %s (never added, or archived "
+		           "already: `flashstock order` finds its orders in MariaDB); nothing changed",
+		           a->activity, a->name);
+		return -1;
+	}
+	if (rc) {
+		tool_fail("archive: reading the catalog", rc);
+		return -1;
+	}
+	if (u32_in(gone, ngone, one.id)) {
+		tool_failf("archive: activity %u is archived already (MariaDB: activities.archived_lsn "
+		           "is set); nothing changed", one.id);
+		return -1;
+	}
+	if (one.end_ns > now) {
+		tool_failf("archive: activity %u has not ended: its window closes at %s (%s); nothing "
+		           "changed", one.id, tool_fmt_time(one.end_ns, b1, sizeof b1),
+		           flash_rcname(FLASH_ENOT_ENDED));
+		return -1;
+	}
+	if (one.end_ns > now - grace_ns) {
+		tool_failf("archive: activity %u ended at %s, less than --grace-s %u ago; nothing "
+		           "changed", one.id, tool_fmt_time(one.end_ns, b1, sizeof b1), a->grace_s);
+		return -1;
+	}
+	if (!(*cand = malloc(sizeof **cand))) {
+		tool_fail("archive", FLASH_ENOMEM);
+		return -1;
+	}
+	(*cand)[0] = one;
+	*ncand = 1;
+	return 0;
+}
+
+/* Archive each candidate (or say what would be, --dry-run). */
+static int archive_run(flash_t *h, const struct archive_args *a, const struct flash_activity *cand,
+                       size_t ncand, uint64_t applied, uint64_t wal_lsn)
+{
+	int ret = TOOL_OK;
+	char b1[40], b2[40];
+	for (size_t i = 0; i < ncand; i++) {
+		const struct flash_activity *x = &cand[i];
+		tool_fmt_time(x->end_ns, b1, sizeof b1);
+		if (a->no_check)
+			snprintf(b2, sizeof b2, "MariaDB not asked");
+		else
+			snprintf(b2, sizeof b2, "MariaDB applied %llu >= %llu", (unsigned long long)applied,
+			         (unsigned long long)wal_lsn);
+		if (a->dry_run) {
+			printf("would archive activity %u (ended %s; %s)\n", x->id, b1, b2);
+			continue;
+		}
+		struct flash_archive_info info;
+		memset(&info, 0, sizeof info);
+		int rc = flash_archive(h, x->id, 0, &info);
+		if (rc != FLASH_OK) {
+			fprintf(stderr, "flashstock: archive: activity %u: %s (%s)\n", x->id, flash_strerror(rc),
+			        flash_rcname(rc));
+			ret = TOOL_FAIL;
+			continue;
+		}
+		printf("archived activity %u: orders %llu, skus %u, shards %u, tokens %llu (ended %s; %s)\n",
+		       x->id, (unsigned long long)info.orders, info.skus, info.shards,
+		       (unsigned long long)info.tokens, b1, b2);
+	}
+	fflush(stdout);
+	return ret;
+}
+
 int cmd_archive(int argc, char **argv)
 {
 	struct archive_args a;
@@ -185,7 +264,6 @@ int cmd_archive(int argc, char **argv)
 	size_t ncand = 0, ngone = 0;
 	uint64_t applied = 0, wal_lsn = 0;
 	int64_t now = tool_realtime_ns(), grace_ns = (int64_t)a.grace_s * 1000000000ll;
-	char b1[40], b2[40];
 	int ret = TOOL_FAIL, rc;
 
 	if ((rc = flash_open(a.name, a.dry_run ? FLASH_RDONLY : 0, &h)) != FLASH_OK) {
@@ -208,40 +286,8 @@ int cmd_archive(int argc, char **argv)
 
 	/* Which activities. */
 	if (a.activity) {
-		struct flash_activity one;
-		rc = activity_find(h, a.activity, &one);
-		if (rc == FLASH_ENOT_FOUND) {
-			tool_failf("archive: activity %u is not in segment %s (never added, or archived "
-			           "already: `flashstock order` finds its orders in MariaDB); nothing changed",
-			           a.activity, a.name);
+		if (archive_one(h, &a, gone, ngone, now, grace_ns, &cand, &ncand) != 0)
 			goto out;
-		}
-		if (rc) {
-			tool_fail("archive: reading the catalog", rc);
-			goto out;
-		}
-		if (u32_in(gone, ngone, one.id)) {
-			tool_failf("archive: activity %u is archived already (MariaDB: activities.archived_lsn "
-			           "is set); nothing changed", one.id);
-			goto out;
-		}
-		if (one.end_ns > now) {
-			tool_failf("archive: activity %u has not ended: its window closes at %s (%s); nothing "
-			           "changed", one.id, tool_fmt_time(one.end_ns, b1, sizeof b1),
-			           flash_rcname(FLASH_ENOT_ENDED));
-			goto out;
-		}
-		if (one.end_ns > now - grace_ns) {
-			tool_failf("archive: activity %u ended at %s, less than --grace-s %u ago; nothing "
-			           "changed", one.id, tool_fmt_time(one.end_ns, b1, sizeof b1), a.grace_s);
-			goto out;
-		}
-		if (!(cand = malloc(sizeof *cand))) {
-			tool_fail("archive", FLASH_ENOMEM);
-			goto out;
-		}
-		cand[0] = one;
-		ncand = 1;
 	} else {
 		if ((rc = archiver_ended(h, now, grace_ns, &cand, &ncand)) != FLASH_OK) {
 			tool_fail("archive: reading the catalog", rc);
@@ -283,33 +329,7 @@ int cmd_archive(int argc, char **argv)
 		}
 	}
 
-	ret = TOOL_OK;
-	for (size_t i = 0; i < ncand; i++) {
-		const struct flash_activity *x = &cand[i];
-		tool_fmt_time(x->end_ns, b1, sizeof b1);
-		if (a.no_check)
-			snprintf(b2, sizeof b2, "MariaDB not asked");
-		else
-			snprintf(b2, sizeof b2, "MariaDB applied %llu >= %llu", (unsigned long long)applied,
-			         (unsigned long long)wal_lsn);
-		if (a.dry_run) {
-			printf("would archive activity %u (ended %s; %s)\n", x->id, b1, b2);
-			continue;
-		}
-		struct flash_archive_info info;
-		memset(&info, 0, sizeof info);
-		rc = flash_archive(h, x->id, 0, &info);
-		if (rc != FLASH_OK) {
-			fprintf(stderr, "flashstock: archive: activity %u: %s (%s)\n", x->id, flash_strerror(rc),
-			        flash_rcname(rc));
-			ret = TOOL_FAIL;
-			continue;
-		}
-		printf("archived activity %u: orders %llu, skus %u, shards %u, tokens %llu (ended %s; %s)\n",
-		       x->id, (unsigned long long)info.orders, info.skus, info.shards,
-		       (unsigned long long)info.tokens, b1, b2);
-	}
-	fflush(stdout);
+	ret = archive_run(h, &a, cand, ncand, applied, wal_lsn);
 out:
 	free(cand);
 	free(gone);
