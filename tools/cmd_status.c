@@ -398,6 +398,42 @@ static void status_json(const char *name, const struct flash_stats *st,
 	       (unsigned long long)st->orders_cap);
 }
 
+/* The segment's counters, identity, durability failure and destroyed mark.
+ * @return TOOL_OK, or the failure said on stderr. */
+static int status_read(flash_t *h, struct flash_stats *st, struct flash_ident *id,
+                       struct flash_durability_info *dur, uint32_t *destroyed)
+{
+	int rc = flash_stats_get(h, st);
+	if (rc != FLASH_OK)
+		return tool_fail("status: read counters", rc);
+	if ((rc = flash_ident_get(h, id)) != FLASH_OK)
+		return tool_fail("status: read identity", rc);
+	if ((rc = flash_durability_get(h, dur)) != FLASH_OK)
+		return tool_fail("status: read the durability failure", rc);
+	if ((rc = flash_destroyed_get(h, destroyed)) != FLASH_OK)
+		return tool_fail("status: read the destroyed mark", rc);
+	return TOOL_OK;
+}
+
+/* --mysql: how many activities MariaDB holds archived (ar->archived).
+ * @return TOOL_OK, or the failure said on stderr. */
+static int status_archived(const struct mdb_opts *mo, struct status_arch *ar)
+{
+	mdb_t *m = NULL;
+	uint32_t *ids = NULL;
+	size_t nids = 0;
+	int rc = mdb_open(mo, &m);
+	if (rc == FLASH_OK)
+		rc = rsql_archived(m, &ids, &nids);
+	if (rc == FLASH_OK)
+		ar->archived = (int64_t)nids;
+	else
+		rc = tool_failf("status: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
+	free(ids);
+	mdb_close(m);
+	return rc == FLASH_OK ? TOOL_OK : rc;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -460,26 +496,8 @@ int cmd_status(int argc, char **argv)
 		snprintf(what, sizeof what, "status: open %s", name);
 		return tool_fail(what, rc);
 	}
-	rc = flash_stats_get(h, &st);
-	if (rc != FLASH_OK) {
-		rc = tool_fail("status: read counters", rc);
+	if ((rc = status_read(h, &st, &id, &dur, &destroyed)) != TOOL_OK)
 		goto out;
-	}
-	rc = flash_ident_get(h, &id);
-	if (rc != FLASH_OK) {
-		rc = tool_fail("status: read identity", rc);
-		goto out;
-	}
-	rc = flash_durability_get(h, &dur);
-	if (rc != FLASH_OK) {
-		rc = tool_fail("status: read the durability failure", rc);
-		goto out;
-	}
-	rc = flash_destroyed_get(h, &destroyed);
-	if (rc != FLASH_OK) {
-		rc = tool_fail("status: read the destroyed mark", rc);
-		goto out;
-	}
 	rc = status_read_catalog(h, &acts, &nacts, &skus, &nskus);
 	if (rc != FLASH_OK) {
 		rc = tool_fail("status: read catalog", rc);
@@ -490,22 +508,8 @@ int cmd_status(int argc, char **argv)
 		for (uint32_t i = 0; i < nacts; i++)
 			ar.ended += acts[i].end_ns <= now;
 	}
-	if (mo.url || mo.defaults_file) {
-		mdb_t *m = NULL;
-		uint32_t *ids = NULL;
-		size_t nids = 0;
-		rc = mdb_open(&mo, &m);
-		if (rc == FLASH_OK)
-			rc = rsql_archived(m, &ids, &nids);
-		if (rc == FLASH_OK)
-			ar.archived = (int64_t)nids;
-		else
-			rc = tool_failf("status: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
-		free(ids);
-		mdb_close(m);
-		if (rc != FLASH_OK)
-			goto out;
-	}
+	if ((mo.url || mo.defaults_file) && (rc = status_archived(&mo, &ar)) != TOOL_OK)
+		goto out;
 	{
 		const struct status_table tabs[] = {
 			{ "activities", st.activities, st.activities_cap },
