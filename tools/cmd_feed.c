@@ -189,6 +189,50 @@ static int feed_commit_printed(flash_feed_t *f, int autocommit, uint64_t printed
 	return rc;
 }
 
+/* Print the consumer's records until the end (or, --follow, a signal) or
+ * --limit, committing what was printed as --commit says.  @return the
+ * command's result: 3 when the consumer lost records it cannot get back. */
+static int feed_stream(flash_feed_t *f, const char *name, int follow, int json, int autocommit,
+                       uint64_t limit)
+{
+	struct flash_feed_info fi;
+	flash_feed_info_get(f, &fi);
+	uint64_t committed = fi.fi_committed_lsn, printed = 0, count = 0;
+	int exit_rc = TOOL_OK;
+	while (!feed_stop && (limit == 0 || count < limit)) {
+		struct flash_feed_rec r;
+		int rc = flash_feed_next(f, &r, follow ? 200 : 0);
+		if (rc == FLASH_ETIMEOUT) {
+			if ((rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK) {
+				exit_rc = tool_fail("feed commit", rc);
+				break;
+			}
+			if (!follow)
+				break;
+			continue;
+		}
+		if (rc != FLASH_OK) {
+			feed_commit_printed(f, autocommit, printed, &committed);
+			fprintf(stderr, "flashstock: feed %s at LSN %" PRIu64 ": %s (%s)\n", name, committed + 1,
+			        flash_strerror(rc), flash_rcname(rc));
+			exit_rc = rc == FLASH_ELOST || rc == FLASH_EREFILL ? 3 : TOOL_FAIL;
+			break;
+		}
+		feed_print(&r, json);
+		printed = r.fr_lsn;
+		count++;
+		if (count % 1024 == 0 &&
+		    (rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK) {
+			exit_rc = tool_fail("feed commit", rc);
+			break;
+		}
+	}
+	int rc;
+	if (exit_rc == TOOL_OK && (rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK)
+		exit_rc = tool_fail("feed commit", rc);
+	return exit_rc;
+}
+
 int cmd_feed(int argc, char **argv)
 {
 	const char *cmd = "feed";
@@ -280,40 +324,7 @@ int cmd_feed(int argc, char **argv)
 	sa.sa_handler = feed_on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	struct flash_feed_info fi;
-	flash_feed_info_get(f, &fi);
-	uint64_t committed = fi.fi_committed_lsn, printed = 0, count = 0;
-	int exit_rc = TOOL_OK;
-	while (!feed_stop && (limit == 0 || count < limit)) {
-		struct flash_feed_rec r;
-		rc = flash_feed_next(f, &r, follow ? 200 : 0);
-		if (rc == FLASH_ETIMEOUT) {
-			if ((rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK) {
-				exit_rc = tool_fail("feed commit", rc);
-				break;
-			}
-			if (!follow)
-				break;
-			continue;
-		}
-		if (rc != FLASH_OK) {
-			feed_commit_printed(f, autocommit, printed, &committed);
-			fprintf(stderr, "flashstock: feed %s at LSN %" PRIu64 ": %s (%s)\n", name, committed + 1,
-			        flash_strerror(rc), flash_rcname(rc));
-			exit_rc = rc == FLASH_ELOST || rc == FLASH_EREFILL ? 3 : TOOL_FAIL;
-			break;
-		}
-		feed_print(&r, json);
-		printed = r.fr_lsn;
-		count++;
-		if (count % 1024 == 0 &&
-		    (rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK) {
-			exit_rc = tool_fail("feed commit", rc);
-			break;
-		}
-	}
-	if (exit_rc == TOOL_OK && (rc = feed_commit_printed(f, autocommit, printed, &committed)) != FLASH_OK)
-		exit_rc = tool_fail("feed commit", rc);
+	int exit_rc = feed_stream(f, name, follow, json, autocommit, limit);
 	flash_feed_close(f);
 	return exit_rc;
 }
