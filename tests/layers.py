@@ -10,7 +10,10 @@ file, the line and the header, when:
   - a header name exists in two layers (headers are found by name);
   - a persist/ source or header sits outside a layer's folder;
 and, outside persist/, when the engine or the API includes a persist/ header
-(libflashstock's core knows nothing of the layers above it).
+(libflashstock's core knows nothing of the layers above it), when the
+library (api/, engine/, persist/) includes a header of the command or the
+bench, and when the bench includes one of the command: tools/ (the
+`flashstock` command) sits on top and embeds the bench, never the reverse.
 """
 import os
 import re
@@ -59,13 +62,31 @@ def main():
                 if m.group(1) in owner:
                     line = text.count("\n", 0, m.start()) + 1
                     errors.append(f"{top}/{name}:{line}: includes persist/'s {m.group(1)}")
+    above = {}
+    for top in ("tools", "bench"):
+        for name in os.listdir(os.path.join(src, top)):
+            if name.endswith(".h"):
+                above[name] = top
+    library = [(os.path.join("persist", layer), layer) for layer in LAYERS]
+    library += [("engine", None), ("api", None), ("bench", None)]
+    for folder, _ in library:
+        for name in sorted(os.listdir(os.path.join(src, folder))):
+            if not name.endswith((".c", ".h")):
+                continue
+            text = open(os.path.join(src, folder, name), encoding="utf-8").read()
+            for m in INCLUDE.finditer(text):
+                checked += 1
+                top = above.get(m.group(1))
+                if top == "tools" or (top == "bench" and not folder.startswith("bench")):
+                    line = text.count("\n", 0, m.start()) + 1
+                    errors.append(f"{folder}/{name}:{line}: includes {top}/'s {m.group(1)}")
     if checked == 0:
         errors.append("no #include read: wrong source directory?")
     for e in errors:
         print(e)
     if errors:
         sys.exit(f"layers.py: {len(errors)} violation(s)")
-    print(f"layers.py: {checked} includes of persist/, engine/ and api/ point down")
+    print(f"layers.py: {checked} includes of persist/, engine/, api/ and bench/ point down")
 
 
 main()

@@ -11,8 +11,9 @@ add_test(NAME library_loads_no_mariadb
                  ${PROJECT_SOURCE_DIR} $<TARGET_FILE:flashstock_shared> needed)
 set_tests_properties(library_exports_exactly_the_header library_loads_no_mariadb
                      PROPERTIES LABELS library TIMEOUT 60)
-# persist/'s layers include only down, and neither the engine nor the API
-# includes persist/ (tests/layers.py, persist/README.md).
+# persist/'s layers include only down, neither the engine nor the API
+# includes persist/, and the bench includes nothing of the command, which
+# embeds it (tests/layers.py, persist/README.md).
 add_test(NAME persist_layers_include_only_down
          COMMAND ${FLASH_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/layers.py ${PROJECT_SOURCE_DIR})
 set_tests_properties(persist_layers_include_only_down PROPERTIES LABELS library TIMEOUT 60)

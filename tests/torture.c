@@ -741,7 +741,7 @@ static void tt_on_signal(int sig)
 	tt_interrupted = 1;
 }
 
-/* Run `sh FIXTURE CMD DBDIR` for the run's server (tools/fixture_run.h).
+/* Run `sh FIXTURE CMD DBDIR` for the run's server (tests/fixtures/fixture_run.h).
  * @return its exit status, or -1. */
 static int tt_fixture(const struct tt_opts *o, const char *cmd, char *out, size_t cap)
 {
