@@ -184,20 +184,14 @@ extern "C" {
 #define FLASH_EWAL_NOTTAIL     -111   /* a bad frame that is not a torn tail: corruption */
 #define FLASH_EWAL_TORN        -112   /* the last WAL file does not end cleanly */
 #define FLASH_EWAL_FAILED      -113   /* the WAL failed earlier (sticky) */
-#define FLASH_EWAL_IO          -114   /* a system call failed */
-#define FLASH_EWAL_INVAL       -115   /* bad argument */
-#define FLASH_EWAL_NOMEM       -116   /* out of memory */
 #define FLASH_EWAL_STOPPED     -117   /* replay: the callback stopped it */
 #define FLASH_EWAL_BUSY        -118   /* another writer holds the WAL directory */
 #define FLASH_EWAL_TYPE        -119   /* a well-framed frame of an unknown type */
 #define FLASH_EWAL_IDENT       -120   /* the WAL's files belong to another segment incarnation */
 /* -130 .. -149: snapshots */
-#define FLASH_ESNAP_IO         -131   /* a system call failed */
 #define FLASH_ESNAP_CORRUPT    -132   /* snapshot file: bad magic, version, size, offsets or CRC */
 #define FLASH_ESNAP_NOENT      -133   /* no (valid) snapshot */
 #define FLASH_ESNAP_GAP        -134   /* the WAL does not continue the snapshot */
-#define FLASH_ESNAP_NOMEM      -135   /* out of memory */
-#define FLASH_ESNAP_INVAL      -136   /* bad argument */
 #define FLASH_ESNAP_FAILED     -137   /* snapshots failed earlier (sticky) */
 #define FLASH_ESNAP_SEGMENT    -138   /* the segment or shadow refused */
 #define FLASH_ESNAP_NOTEMPTY   -139   /* recover: the segment exists and is not empty */

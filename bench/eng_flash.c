@@ -153,8 +153,8 @@ static int stop_daemon(struct bench_run *run, struct flash_state *st)
 	}
 	st->daemon = 0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(run->err, sizeof(run->err), "the WAL daemon failed (serve_run %d, flash rc %d, wal rc %d)",
-		         st->ctl->rc, st->ctl->stats.flash_rc, st->ctl->stats.wal_rc);
+		snprintf(run->err, sizeof(run->err), "the WAL daemon failed (serve_run %d, %s)",
+		         st->ctl->rc, flash_rcname(st->ctl->stats.rc));
 		return -1;
 	}
 	return 0;

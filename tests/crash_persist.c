@@ -513,7 +513,7 @@ static void w_setup(struct wcase *c, int after_dead)
 	serve_opts_for(&o, c);
 	rc = serve_run(&o, &st);
 	if (rc != 0)
-		die("first daemon", flash_rcname(st.wal_rc));
+		die("first daemon", flash_rcname(st.rc));
 	/* then more than one WAL file of records waits in the rings */
 	in_rings = frames_per_file() + 4;
 	for (uint64_t i = 0; i + 2 < in_rings; i++)
@@ -582,8 +582,7 @@ static void w_check(struct wcase *c)
 	/* -- the restart, as the daemon starts -- */
 	serve_opts_for(&o, c);
 	rc = serve_run(&o, &st);
-	CHECK(rc == 0, "restart: serve_run %d (wal %s, flash %s)", rc, flash_rcname(st.wal_rc),
-	      flash_rcname(st.flash_rc));
+	CHECK(rc == 0, "restart: serve_run %d (%s)", rc, flash_rcname(st.rc));
 	CHECK(st.records + st.skipped == pending, "restart wrote %" PRIu64 " and skipped %" PRIu64
 	      " records; %" PRIu64 " were not marked durable", st.records, st.skipped, pending);
 

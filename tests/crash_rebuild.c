@@ -128,7 +128,7 @@ static void setup(void)
 	struct serve_stats st;
 	serve_opts(&o, 0);
 	if (serve_run(&o, &st) != 0)
-		die("serve", flash_rcname(st.flash_rc));
+		die("serve", flash_rcname(st.rc));
 	flash_close(h);
 	must(flash_seg_destroy(g_seg), "destroy");
 }
@@ -211,7 +211,7 @@ int main(void)
 	placeholder();
 	serve_opts(&o, 1);
 	if (serve_run(&o, &st) != 0)
-		die("reference rebuild", flash_rcname(st.flash_rc));
+		die("reference rebuild", flash_rcname(st.rc));
 	if (!state_of(&ref))
 		die("reference rebuild", "empty");
 
@@ -242,7 +242,7 @@ int main(void)
 			mid++;
 			if (serve_run(&o, &st) != 0) {
 				CHECK(0, "point %d: the rebuild after the crash failed: %s", n,
-				      flash_rcname(st.flash_rc));
+				      flash_rcname(st.rc));
 				continue;
 			}
 			state_of(&got);

@@ -105,6 +105,32 @@ static void every_code_has_one_name_defined_in_the_public_header(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* "Invalid argument", "out of memory" and "a system call failed" are one
+ * code each (FLASH_EINVAL, FLASH_ENOMEM, FLASH_ESYS), whoever meets them: the
+ * WAL and the snapshotter once had their own three (FLASH_EWAL_INVAL,
+ * FLASH_ESNAP_IO, ...), synonyms a caller had to map back. */
+static void generic_failures_have_one_code_each(void **state)
+{
+	(void)state;
+	static const char *const generic[] = { "argument", "out of memory", "system call",
+	                                       "I/O error" };
+	static const int owner[] = { FLASH_EINVAL, FLASH_ENOMEM, FLASH_ESYS };
+	unsigned bad = 0;
+	for (size_t i = 0; i < NCODES; i++) {
+		int own = 0;
+		for (size_t k = 0; k < sizeof owner / sizeof owner[0]; k++)
+			own |= codes[i].value == owner[k];
+		const char *msg = flash_strerror(codes[i].value);
+		for (size_t k = 0; !own && k < sizeof generic / sizeof generic[0]; k++)
+			if (strstr(msg, generic[k]) != NULL) {
+				printf("%s = %d says \"%s\": a generic failure, which has its own code\n",
+				       codes[i].name, codes[i].value, msg);
+				bad++;
+			}
+	}
+	assert_int_equal(bad, 0);
+}
+
 static void unknown_codes_say_so(void **state)
 {
 	(void)state;
@@ -120,6 +146,7 @@ int main(void)
 		cmocka_unit_test(every_code_is_named_by_flash_rcname),
 		cmocka_unit_test(no_two_outcomes_share_a_value),
 		cmocka_unit_test(every_code_has_one_name_defined_in_the_public_header),
+		cmocka_unit_test(generic_failures_have_one_code_each),
 		cmocka_unit_test(unknown_codes_say_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

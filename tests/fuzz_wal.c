@@ -46,7 +46,7 @@
  * FUZZ_WAL_NO_FOLD=1 in the environment leaves the fold out (a long run can
  * explore past a fold bug; tests/corpus/wal/crash-fold-* were two).
  * fallocate goes through the same table and refuses files above 4 MiB (a
- * resealed header may ask for any size): that is a FLASH_EWAL_IO, not a crash.
+ * resealed header may ask for any size): that is a FLASH_ESYS, not a crash.
  *
  * Built two ways (tests/fuzz_tests.cmake): with -DFLASH_LIBFUZZER a libFuzzer
  * target; otherwise the replay driver of tests/fuzz_main.h.  The replay
@@ -782,7 +782,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_check(rep.frames == c.frames, "report counts the frames passed");
 	fz_check(c.frames == 0 || rep.first_lsn == c.first, "report names the first frame passed");
 	fz_check(c.frames == 0 || rep.last_lsn >= c.last, "report's last LSN covers the frames passed");
-	fz_check(rc == FLASH_EWAL_NOTTAIL || rc == FLASH_EWAL_IO || rep.stop == rc, "report's stop is the result");
+	fz_check(rc == FLASH_EWAL_NOTTAIL || rc == FLASH_ESYS || rep.stop == rc, "report's stop is the result");
 	fz_check(rc != FLASH_EWAL_NOTTAIL || (ctl & FZ_TRUNCATE), "ENOTTAIL only when truncating");
 	fz_check(rc != FLASH_EWAL_NOTTAIL || fz_frame_level(rep.stop) || rep.stop == FLASH_EWAL_GAP,
 	         "ENOTTAIL names a frame-level cause or a gap");
@@ -795,7 +795,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rc_ok;
 
 		fz_oracle_dir(fs, nfiles, from, (ctl & FZ_TRUNCATE) != 0, &w);
-		rc_ok = rc == w.rc || (rc == FLASH_EWAL_IO && w.rc == w.stop && fz_frame_level(w.stop) &&
+		rc_ok = rc == w.rc || (rc == FLASH_ESYS && w.rc == w.stop && fz_frame_level(w.stop) &&
 		                       (ctl & FZ_TRUNCATE) && w.seg_bytes > FZ_FILE_MAX);
 		if (w.stop != rep.stop || !rc_ok)
 			fprintf(stderr, "fuzz_wal: decoder %s (stop %s), format says %s (stop %s)\n",
@@ -841,8 +841,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* a replay from a later LSN skips earlier files: they must be clean too */
 		rc = fz_count(0, &fb, &lb, NULL, NULL);
 		fz_check(rc == FLASH_OK || from > 1, "clean before append");
-		rc = rc == FLASH_OK ? wal_open(fz_dir, &wo, &w) : FLASH_EWAL_IO;
-		fz_check(rc == FLASH_OK || rc == FLASH_EWAL_IO, "a clean WAL opens (EIO: refused preallocation)");
+		rc = rc == FLASH_OK ? wal_open(fz_dir, &wo, &w) : FLASH_ESYS;
+		fz_check(rc == FLASH_OK || rc == FLASH_ESYS, "a clean WAL opens (EIO: refused preallocation)");
 		if (rc == FLASH_OK) {
 			memset(&r, 0, sizeof(r));
 			r.type = FLASH_REC_RESTOCK;

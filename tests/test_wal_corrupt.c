@@ -150,7 +150,7 @@ static void test_torn_tail_is_cut_on_a_full_disk(void **st)
 	assert_int_equal(pio_override("fallocate", (pio_fn)enospc, NULL), 0);
 	int rc = wal_replay(dir, 0, NULL, NULL, WAL_REPLAY_TRUNCATE, &rep);
 	pio_reset();
-	assert_int_equal(rc, FLASH_EWAL_CRC);           /* cut: the cause is reported, no FLASH_EWAL_IO */
+	assert_int_equal(rc, FLASH_EWAL_CRC);           /* cut: the cause is reported, no FLASH_ESYS */
 	assert_int_equal(rep.truncated_bytes, SEG - frame_off(28));
 	assert_int_equal(wal_replay(dir, 0, NULL, NULL, 0, &rep), FLASH_OK);
 	assert_int_equal(rep.last_lsn, 27);
@@ -192,8 +192,8 @@ static void test_cut_after_drops_exactly_what_follows_the_last_good_lsn(void **s
 	struct dropped d = { 0 };
 	struct wal_replay_report rep;
 	/* only the last good LSN is accepted: nothing changes otherwise */
-	assert_int_equal(wal_cut_after(dir, 15, drop_cb, &d, 0, &rep), FLASH_EWAL_INVAL);
-	assert_int_equal(wal_cut_after(dir, 17, drop_cb, &d, 0, &rep), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_cut_after(dir, 15, drop_cb, &d, 0, &rep), FLASH_EINVAL);
+	assert_int_equal(wal_cut_after(dir, 17, drop_cb, &d, 0, &rep), FLASH_EINVAL);
 	assert_int_equal(d.n, 0);
 	unsigned char *after = file_copy(dir, 1, &n1);
 	assert_memory_equal(before, after, n0);

@@ -280,8 +280,8 @@ static void test_etype_is_named_and_never_appended(void **st)
 	wal_t *w;
 	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	unsigned char p[PLEN] = { 1 };
-	assert_int_equal(wal_append(w, WAL_T_MAX + 1, p, PLEN, NULL), FLASH_EWAL_INVAL);
-	assert_int_equal(wal_append(w, UINT16_MAX, p, PLEN, NULL), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_append(w, WAL_T_MAX + 1, p, PLEN, NULL), FLASH_EINVAL);
+	assert_int_equal(wal_append(w, UINT16_MAX, p, PLEN, NULL), FLASH_EINVAL);
 	assert_int_equal(wal_next_lsn(w), 1);
 	assert_int_equal(wal_close(w), FLASH_OK);
 	wt_rmdir(dir);
@@ -349,7 +349,7 @@ static void test_forged_segment_size_is_efile_hdr(void **st)
 	o.segment_bytes = WAL_SEGMENT_MAX + 4096;
 	wal_t *w;
 	char *dir2 = wt_mkdtemp();
-	assert_int_equal(wal_open(dir2, &o, &w), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_open(dir2, &o, &w), FLASH_EINVAL);
 	wt_rmdir(dir2);
 	free(b);
 	free(orig);
@@ -593,18 +593,18 @@ static void test_callback_stop_and_bad_arguments(void **st)
 	struct wal_replay_report rep;
 	assert_int_equal(wal_replay(dir, 0, stop_at_5, &s, 0, &rep), FLASH_EWAL_STOPPED);
 	assert_int_equal(s.n, 5);
-	assert_int_equal(wal_replay(NULL, 0, wt_collect, &s, 0, &rep), FLASH_EWAL_INVAL);
-	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0x80, &rep), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_replay(NULL, 0, wt_collect, &s, 0, &rep), FLASH_EINVAL);
+	assert_int_equal(wal_replay(dir, 0, wt_collect, &s, 0x80, &rep), FLASH_EINVAL);
 	wal_t *w;
 	struct wal_opts o;
 	wal_opts_default(&o);
 	o.segment_bytes = 1000;
-	assert_int_equal(wal_open(dir, &o, &w), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_open(dir, &o, &w), FLASH_EINVAL);
 	assert_int_equal(wal_open(dir, NULL, &w), FLASH_OK);
 	unsigned char p[PLEN] = { 1 };
-	assert_int_equal(wal_append(w, 0, p, PLEN, NULL), FLASH_EWAL_INVAL);
-	assert_int_equal(wal_append(w, WAL_T_RECORD, p, 8, NULL), FLASH_EWAL_INVAL);
-	assert_int_equal(wal_sync(w, 11), FLASH_EWAL_INVAL);
+	assert_int_equal(wal_append(w, 0, p, PLEN, NULL), FLASH_EINVAL);
+	assert_int_equal(wal_append(w, WAL_T_RECORD, p, 8, NULL), FLASH_EINVAL);
+	assert_int_equal(wal_sync(w, 11), FLASH_EINVAL);
 	assert_int_equal(wal_sync(w, 10), FLASH_OK);
 	assert_int_equal(wal_close(w), FLASH_OK);
 	/* An empty, missing directory is an empty WAL. */

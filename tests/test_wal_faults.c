@@ -342,7 +342,7 @@ static void serve_case(void **state)
 	assert_int_equal(g_fault_hits, 1);
 	fault_disarm();
 	assert_int_equal(t.rc, -1);
-	assert_int_equal(t.st.wal_rc, FLASH_EWAL_FAILED);
+	assert_int_equal(t.st.rc, FLASH_EWAL_FAILED);
 	assert_int_equal(t.st.durable_lsn, a);
 	assert_int_equal(t_order(h, 1, 1, 9002, 1, 0, 0, NULL), FLASH_EDURABILITY);
 	/* the unacknowledged record is not marked durable */

@@ -341,7 +341,7 @@ static void test_wal_failure_fails_sync_orders(void **st)
 	pthread_join(bt, NULL);
 	pio_reset();
 	assert_int_equal(rc, -1);
-	assert_int_equal(ss.wal_rc, FLASH_EWAL_FAILED);
+	assert_int_equal(ss.rc, FLASH_EWAL_FAILED);
 	assert_int_equal(ss.records, 1);
 	assert_int_equal(b.rc, FLASH_EDURABILITY);
 	/* The record was written but never made durable: the catalog is all
@@ -659,7 +659,7 @@ static void test_second_daemon_on_the_segment_or_the_wal_is_refused(void **st)
 	o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), -1);
 	assert_int_equal(ss.refused, 1);
-	assert_int_equal(ss.flash_rc, FLASH_EBUSY);
+	assert_int_equal(ss.rc, FLASH_EBUSY);
 	assert_int_equal(ss.records, 0);
 	struct stat sb;
 	assert_int_equal(stat(other_dir, &sb), -1);   /* nothing made */
@@ -675,7 +675,7 @@ static void test_second_daemon_on_the_segment_or_the_wal_is_refused(void **st)
 	o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), -1);
 	assert_int_equal(ss.refused, 1);
-	assert_int_equal(ss.wal_rc, FLASH_EWAL_BUSY);
+	assert_int_equal(ss.rc, FLASH_EWAL_BUSY);
 	assert_int_equal(ss.records, 0);
 	serve_stop(&t);
 	assert_int_equal(t.rc, 0);
@@ -730,7 +730,7 @@ static void test_released_records_the_wal_lost_refuse_the_segment(void **st)
 	pthread_join(t.th, NULL);
 	pio_reset();
 	assert_int_equal(t.rc, -1);
-	assert_int_equal(t.st.wal_rc, FLASH_EWAL_FAILED);
+	assert_int_equal(t.st.rc, FLASH_EWAL_FAILED);
 	assert_int_equal(flash_ring_taken(h, slot, &durable, &taken), FLASH_OK);
 	assert_int_equal(durable, 2);
 	assert_int_equal(taken, 3);   /* written (so it seemed), released, lost */

@@ -454,7 +454,7 @@ static void test_corrupt_snapshot_falls_back_to_the_previous_one(void **st)
 	/* both corrupt: a clear error, and no segment is made */
 	snap_corrupt(dir, r1);
 	ss = serve_recover(name, dir, -1);
-	assert_int_equal(ss.flash_rc, FLASH_ECORRUPT);
+	assert_int_equal(ss.rc, FLASH_ECORRUPT);
 	assert_false(segment_exists(name));
 	free(before);
 	free(after);
@@ -481,7 +481,7 @@ static void test_recover_refuses_a_gap_between_snapshot_and_wal(void **st)
 	wal_first_last(dir, &first, &last);
 	assert_true(first > l1 + 1);
 	struct serve_stats ss = serve_recover(name, dir, -1);
-	assert_int_equal(ss.flash_rc, FLASH_ECORRUPT);
+	assert_int_equal(ss.rc, FLASH_EWAL_GAP);   /* one code: the WAL's own */
 	assert_false(segment_exists(name));
 	wt_rmdir(dir);
 }
@@ -520,7 +520,7 @@ static void test_recover_that_fails_after_the_restore_leaves_no_segment(void **s
 	assert_true(first + 37 > l1);
 	struct serve_stats ss = serve_recover(name, dir, -1);
 	assert_int_equal(ss.recover_snap_lsn, l1);
-	assert_int_equal(ss.wal_rc, FLASH_EWAL_NOTTAIL);
+	assert_int_equal(ss.rc, FLASH_EWAL_NOTTAIL);
 	assert_false(segment_exists(name));
 	wt_rmdir(dir);
 }
@@ -677,7 +677,7 @@ static void snapshot_fault(int which, const char *step, const char *why)
 	struct snap_stats ss;
 	snap_stats_get(c.s, &ss);
 	assert_int_equal(ss.failures, 1);
-	assert_int_equal(ss.last_rc, FLASH_ESNAP_IO);
+	assert_int_equal(ss.last_rc, FLASH_ESYS);
 	assert_int_equal(ss.snapshots, 0);
 	char want[8192];
 	char path[4200];

@@ -131,7 +131,7 @@ static int wal_snapshots(const char *dir, int json)
 		}
 		uint64_t seg = frc == FLASH_OK ? f.sf_hdr->sh_seg_bytes : 0;
 		uint64_t skus = frc == FLASH_OK ? f.sf_hdr->sh_fold_count : 0;
-		const char *why = frc == FLASH_OK ? "" : frc == FLASH_ESNAP_IO ? pio_strerror(errno) : flash_strerror(frc);
+		const char *why = frc == FLASH_OK ? "" : frc == FLASH_ESYS ? pio_strerror(errno) : flash_strerror(frc);
 		if (frc == FLASH_OK)
 			snap_file_close(&f);
 		else
@@ -146,7 +146,7 @@ static int wal_snapshots(const char *dir, int json)
 		} else {
 			printf("LSN %" PRIu64 "  %s  %" PRIu64 " bytes  segment %" PRIu64 " bytes  %" PRIu64
 			       " skus  %s%s%s\n", lsns[i], path, bytes, seg, skus,
-			       frc == FLASH_OK ? "ok" : frc == FLASH_ESNAP_IO ? "UNREADABLE" : "CORRUPT",
+			       frc == FLASH_OK ? "ok" : frc == FLASH_ESYS ? "UNREADABLE" : "CORRUPT",
 			       frc == FLASH_OK ? "" : ": ", why);
 		}
 	}
@@ -304,7 +304,7 @@ int cmd_wal(int argc, char **argv)
 		 * snapshot holds, or a later commit vouches for, is never cut) */
 		rc = wal_replay(dir, 1, wal_count_cb, NULL, 0, &rep);
 		static struct rebuild_check tc;
-		if (truncate && rep.stop != FLASH_OK && rc != FLASH_EWAL_IO && rc != FLASH_EWAL_NOMEM) {
+		if (truncate && rep.stop != FLASH_OK && rc != FLASH_ESYS && rc != FLASH_ENOMEM) {
 			if (rebuild_check(dir, &tc, NULL, NULL) == REBUILD_TORN) {
 				struct wal_replay_report cut;
 				int crc = wal_cut_after(dir, tc.keep_lsn, NULL, NULL, 0, &cut);
@@ -319,7 +319,7 @@ int cmd_wal(int argc, char **argv)
 			}
 		}
 	}
-	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_INVAL || rc == FLASH_EWAL_NOMEM || rc == FLASH_EWAL_BUSY)
+	if (rc == FLASH_ESYS || rc == FLASH_EINVAL || rc == FLASH_ENOMEM || rc == FLASH_EWAL_BUSY)
 		return tool_failf("wal %s: %s: %s%s%s", verb, dir, flash_strerror(rc),
 		                  rep.err_no ? ": " : "", rep.err_no ? pio_strerror(rep.err_no) : "");
 	if (is_dump) {

@@ -293,9 +293,8 @@ int demo_dur_daemon_stop(struct demo_dur *d)
 		if (WIFSIGNALED(d->daemon_status))
 			return tool_failf("demo: the daemon was killed by signal %d",
 			                  WTERMSIG(d->daemon_status));
-		return tool_failf("demo: the daemon failed (exit %d; flash %s, WAL %s)",
-		                  WEXITSTATUS(d->daemon_status), flash_rcname(d->st->flash_rc),
-		                  flash_rcname(d->st->wal_rc));
+		return tool_failf("demo: the daemon failed (exit %d; %s)",
+		                  WEXITSTATUS(d->daemon_status), flash_rcname(d->st->rc));
 	}
 	return TOOL_OK;
 }

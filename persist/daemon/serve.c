@@ -105,6 +105,14 @@ static void serve_log(const struct serve *s, int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The first failure's code into the stats: the one serve_run() failed
+ * for (later ones follow from it, and are logged). */
+static void serve_fail_rc(struct serve_stats *st, int rc)
+{
+	if (st->rc == 0)
+		st->rc = rc;
+}
+
 static void serve_snap_log(void *arg, int level, const char *msg)
 {
 	serve_log(arg, level, "%s", msg);
@@ -207,7 +215,7 @@ static int serve_claim(struct serve *s)
 	int rc = flash_consumer_claim(s->sv_h, &pid);
 	if (rc == FLASH_OK)
 		return 0;
-	s->sv_st->flash_rc = rc;
+	serve_fail_rc(s->sv_st, rc);
 	if (rc != FLASH_EBUSY) {
 		serve_log(s, PLOG_ERROR, "segment %s: consumer claim: %s", s->sv_o->segment,
 		          flash_strerror(rc));
@@ -302,7 +310,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 	struct wal_ident wi;
 	int rc = flash_ident_get(s->sv_h, &id);
 	if (rc != FLASH_OK) {
-		s->sv_st->flash_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	/* one daemon per WAL directory (wal_open's lock): said first, before
@@ -310,7 +318,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 	if (wal_lock_held(o->wal_dir) == 1) {
 		serve_log(s, PLOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
-		s->sv_st->wal_rc = FLASH_EWAL_BUSY;
+		serve_fail_rc(s->sv_st, FLASH_EWAL_BUSY);
 		return serve_refuse(s);
 	}
 	rc = wal_ident(o->wal_dir, &wi);
@@ -318,13 +326,13 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 		serve_log(s, PLOG_ERROR, "WAL %s holds files of two segment incarnations (the "
 		          "newest is %016" PRIx64 "): files of another WAL copied in?  Nothing was "
 		          "changed", o->wal_dir, wi.wi_incarnation);
-		s->sv_st->wal_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return serve_refuse(s);
 	}
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
 		          pio_strerror(errno));
-		s->sv_st->wal_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	if (wi.wi_files == 0) {
@@ -383,13 +391,13 @@ static int serve_open_wal(struct serve *s)
 	int rc = wal_replay(o->wal_dir, from, serve_note_last, s, WAL_REPLAY_TRUNCATE | WAL_REPLAY_MARK,
 	                    &rep);
 	if (rc == FLASH_EWAL_STOPPED) {
-		s->sv_st->wal_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;     /* a record could not be applied (logged) */
 	}
 	if (rc == FLASH_EWAL_BUSY) {
 		serve_log(s, PLOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
-		s->sv_st->wal_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return serve_refuse(s);
 	}
 	if (rc != FLASH_OK) {
@@ -409,7 +417,7 @@ static int serve_open_wal(struct serve *s)
 				          "through %" PRIu64 " was made durable: LSN %" PRIu64 "..%" PRIu64 " were "
 				          "acknowledged and are damaged; not a torn tail", o->wal_dir, rep.mark_lsn,
 				          rep.bad_lsn, rep.mark_lsn);
-			s->sv_st->wal_rc = rc;
+			serve_fail_rc(s->sv_st, rc);
 			return -1;
 		}
 		serve_log(s, PLOG_WARN, "WAL torn tail cut: %s at %s offset %" PRIu64 ", %" PRIu64
@@ -431,12 +439,12 @@ static int serve_open_wal(struct serve *s)
 		          "record after LSN %" PRIu64 ": serve --recover --accept-loss-after %" PRIu64 " (into "
 		          "an empty or absent segment; flashstock wal verify --wal %s says the same)",
 		          o->wal_dir, rep.last_lsn, rep.last_lsn, o->wal_dir);
-		s->sv_st->flash_rc = FLASH_ECORRUPT;
+		serve_fail_rc(s->sv_st, FLASH_ECORRUPT);
 		return -1;
 	}
 	struct flash_ident id;
 	if ((rc = flash_ident_get(s->sv_h, &id)) != FLASH_OK) {
-		s->sv_st->flash_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	/* Same incarnation, yet shorter than what the segment reflects: an
@@ -461,14 +469,14 @@ static int serve_open_wal(struct serve *s)
 	rc = wal_open(o->wal_dir, &wo, &s->sv_w);
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
-		          rc == FLASH_EWAL_IO ? pio_strerror(errno) : flash_rcname(rc));
-		s->sv_st->wal_rc = rc;
+		          rc == FLASH_ESYS ? pio_strerror(errno) : flash_rcname(rc));
+		serve_fail_rc(s->sv_st, rc);
 		return rc == FLASH_EWAL_IDENT || rc == FLASH_EWAL_BUSY ? serve_refuse(s) : -1;
 	}
 	/* Every record in the WAL is this segment's (same incarnation), and
 	 * recovery has applied them: the segment reflects the whole WAL. */
 	if ((rc = flash_ident_lsn_set(s->sv_h, wal_next_lsn(s->sv_w) - 1)) != FLASH_OK) {
-		s->sv_st->flash_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	return 0;
@@ -516,7 +524,7 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 {
 	uint32_t slot = rec->slot;
 	if (slot >= s->sv_cap) {
-		s->sv_err = FLASH_EWAL_INVAL;
+		s->sv_err = FLASH_EINVAL;
 		return 1;
 	}
 	serve_touch(&s->sv_next, slot, seq);
@@ -537,7 +545,7 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 	s->sv_st->records++;
 	s->sv_next.mk_lsn = lsn;
 	if (s->sv_pump != NULL && serve_push(s, lsn, rec) != 0) {
-		s->sv_err = FLASH_EWAL_NOMEM;
+		s->sv_err = FLASH_ENOMEM;
 		return 1;
 	}
 	return 0;
@@ -556,7 +564,7 @@ static int serve_buffer_cb(void *arg, const struct flash_record *rec, uint64_t s
 		size_t nc = s->sv_capbuf ? s->sv_capbuf * 2 : 4096;
 		struct wal_rec *nb = realloc(s->sv_buf, nc * sizeof *nb);
 		if (nb == NULL) {
-			s->sv_err = FLASH_EWAL_NOMEM;
+			s->sv_err = FLASH_ENOMEM;
 			return 1;
 		}
 		s->sv_buf = nb;
@@ -580,7 +588,7 @@ static int serve_wal_failed(struct serve *s, int rc)
 	serve_log(s, PLOG_ERROR, "WAL commit failed (%s: %s); marking the segment failed, "
 	          "nothing more is acknowledged", op == WAL_OP_SYNC ? "fdatasync" :
 	          op == WAL_OP_WRITE ? "write" : "new file", strerror(e));
-	s->sv_st->wal_rc = rc;
+	serve_fail_rc(s->sv_st, rc);
 	/* the reason goes into the segment: `status` shows it after this
 	 * daemon has exited, and the next daemon logs what it clears */
 	uint32_t step = op == WAL_OP_SYNC ? FLASH_WAL_STEP_SYNC : op == WAL_OP_WRITE ?
@@ -588,7 +596,7 @@ static int serve_wal_failed(struct serve *s, int rc)
 	                FLASH_WAL_STEP_UNKNOWN;
 	int frc = flash_durability_fail_why(s->sv_h, step, e);
 	if (frc != FLASH_OK)
-		s->sv_st->flash_rc = frc;
+		serve_fail_rc(s->sv_st, frc);
 	return -1;
 }
 
@@ -601,7 +609,7 @@ static int serve_mark_slot(struct serve *s, int (*mark)(flash_t *, uint32_t, uin
 	if (frc == FLASH_OK)
 		return 0;
 	serve_log(s, PLOG_ERROR, "%s slot %u seq %" PRIu64 ": %s", what, slot, seq, flash_strerror(frc));
-	s->sv_st->flash_rc = frc;
+	serve_fail_rc(s->sv_st, frc);
 	return -1;
 }
 
@@ -816,7 +824,7 @@ static int serve_commit_mark(struct serve *s)
 {
 	struct serve_marks *m = &s->sv_next;
 	if (s->sv_err != 0) {
-		s->sv_st->wal_rc = s->sv_err;
+		serve_fail_rc(s->sv_st, s->sv_err);
 		return -1;
 	}
 	if (s->sv_syncer == NULL) {
@@ -1029,7 +1037,7 @@ static int serve_round(struct serve *s, uint32_t *n)
 	s->sv_st->rounds++;
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "drain: %s", flash_strerror(rc));
-		s->sv_st->flash_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	return serve_commit_mark(s);
@@ -1102,7 +1110,7 @@ static int serve_durability_clear(struct serve *s)
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "segment %s: durability failure not cleared: %s",
 		          s->sv_o->segment, flash_strerror(rc));
-		s->sv_st->flash_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	serve_log(s, PLOG_WARN, "segment %s: durability failure cleared: %s; WAL %s is whole "
@@ -1126,7 +1134,7 @@ static int serve_first_round(struct serve *s, uint32_t *n)
 	s->sv_st->rounds++;
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "drain: %s", flash_strerror(rc));
-		s->sv_st->flash_rc = rc;
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	if (s->sv_err)
@@ -1224,7 +1232,6 @@ static void serve_lease_watch(struct serve *s)
 	if (ls.state == LEASE_FENCED || ls.state == LEASE_FAILED) {
 		serve_log(s, PLOG_ERROR, "lease agent %s: %s (box %u epoch %u); serving the WAL goes on",
 		          lease_state_name(ls.state), flash_strerror(ls.rc), ls.box_id, ls.epoch);
-		s->sv_st->lease_rc = ls.rc;
 		s->sv_lease_reported = 1;
 	}
 }
@@ -1249,7 +1256,7 @@ static void serve_sleep_us(uint32_t us)
  *   - the backstop before the archiver, which asks it how far it is;
  *   - the metrics last: they read every other service.
  * start: a service that is not configured starts nothing and returns 0; a
- * failure is logged, sets the stats' flash_rc and returns -1 (serve then
+ * failure is logged, sets the stats' rc and returns -1 (serve then
  * stops what started).  stop: NULL-safe, @p clean for a clean stop.
  * ------------------------------------------------------------------------ */
 
@@ -1263,7 +1270,7 @@ struct serve_service {
 static int serve_svc_fail(struct serve *s, const char *name, int rc, const char *extra)
 {
 	serve_log(s, PLOG_ERROR, "%s: %s%s", name, flash_strerror(rc), extra);
-	s->sv_st->flash_rc = rc;
+	serve_fail_rc(s->sv_st, rc);
 	return -1;
 }
 
@@ -1346,7 +1353,7 @@ static int svc_snap_start(struct serve *s)
 	if (rc == FLASH_OK)
 		return 0;
 	serve_svc_fail(s, "snapshot thread", rc, "");
-	s->sv_st->flash_rc = FLASH_ESYS;
+	serve_fail_rc(s->sv_st, FLASH_ESYS);
 	return -1;
 }
 
@@ -1388,7 +1395,7 @@ static void svc_lease_stop(struct serve *s, int clean)
 	if (!s->sv_lease)
 		return;
 	/* normally done already (the drain loop waited for it) */
-	s->sv_st->lease_rc = lease_stop(s->sv_lease);
+	(void)lease_stop(s->sv_lease);   /* its end is logged: fenced or failed */
 	s->sv_lease = NULL;
 }
 
@@ -1458,7 +1465,7 @@ static int svc_metrics_start(struct serve *s)
 	if (metrics_start(o->metrics, o->segment, s->sv_w, s->sv_pump, &s->sv_metrics, &port, err,
 	                  sizeof err) != 0) {
 		serve_log(s, PLOG_ERROR, "metrics: %s", err);
-		s->sv_st->flash_rc = FLASH_EINVAL;
+		serve_fail_rc(s->sv_st, FLASH_EINVAL);
 		return -1;
 	}
 	metrics_set_reconcile(s->sv_metrics, s->sv_recon);
@@ -1501,7 +1508,7 @@ static int svc_metrics_start(struct serve *s)
 	if (s->sv_o->metrics == NULL)
 		return 0;
 	serve_log(s, PLOG_ERROR, "metrics: built without libmicrohttpd");
-	s->sv_st->flash_rc = FLASH_EINVAL;
+	serve_fail_rc(s->sv_st, FLASH_EINVAL);
 	return -1;
 }
 
@@ -1583,11 +1590,10 @@ static int serve_recover(struct serve *s, struct serve_opts *oo)
 	st->applied = rr.applied;
 	st->present = rr.present;
 	if (brc != 0) {
-		st->flash_rc = rr.flash_rc;
-		st->wal_rc = rr.wal_rc;
+		serve_fail_rc(st, rr.rc);
 		/* no segment to rebuild into and no snapshot to make one:
 		 * a usage error, nothing was changed */
-		st->refused = rr.flash_rc == FLASH_ENOSEG;
+		st->refused = rr.rc == FLASH_ENOSEG;
 		return -1;
 	}
 	s->sv_snap_lsn = rr.snap_lsn;
@@ -1604,17 +1610,17 @@ static int serve_setup(struct serve *s, struct flash_stats *fst)
 	int rc = flash_open(o->segment, 0, &s->sv_h);
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "segment %s: %s", o->segment, flash_strerror(rc));
-		st->flash_rc = rc;
+		serve_fail_rc(st, rc);
 		return -1;
 	}
 	if ((rc = flash_stats_get(s->sv_h, fst)) != FLASH_OK) {
-		st->flash_rc = rc;
+		serve_fail_rc(st, rc);
 		return -1;
 	}
 	if (serve_claim(s) != 0)
 		return -1;
 	if ((rc = flash_durability_get(s->sv_h, &s->sv_dur)) != FLASH_OK) {
-		st->flash_rc = rc;
+		serve_fail_rc(st, rc);
 		return -1;
 	}
 	if (s->sv_dur.failed) {
@@ -1637,7 +1643,7 @@ static int serve_setup(struct serve *s, struct flash_stats *fst)
 	s->sv_sync.mk_touched = calloc(s->sv_cap, sizeof *s->sv_sync.mk_touched);
 	if (!s->sv_last || !s->sv_have || !s->sv_skip || !s->sv_next.mk_adv ||
 	    !s->sv_next.mk_touched || !s->sv_sync.mk_adv || !s->sv_sync.mk_touched) {
-		st->wal_rc = FLASH_EWAL_NOMEM;
+		serve_fail_rc(st, FLASH_ENOMEM);
 		return -1;
 	}
 	if (serve_open_wal(s) != 0)
@@ -1788,7 +1794,7 @@ static int serve_drain(struct serve *s, const struct flash_stats *fst)
 		return -1;
 	if ((rc = serve_syncer_start(s)) != 0) {
 		serve_log(s, PLOG_ERROR, "no fdatasync thread: %s", strerror(rc));
-		s->sv_st->flash_rc = FLASH_ENOMEM;
+		serve_fail_rc(s->sv_st, FLASH_ENOMEM);
 		return -1;
 	}
 	/* Recovered, and the first round made everything the rings held at
@@ -1824,7 +1830,7 @@ static int serve_teardown(struct serve *s, int ret)
 		s->sv_st->durable_lsn = wal_durable_lsn(s->sv_w);
 		int rc = wal_close(s->sv_w);
 		if (rc != FLASH_OK && ret == 0) {
-			s->sv_st->wal_rc = rc;
+			serve_fail_rc(s->sv_st, rc);
 			ret = -1;
 		}
 	}
@@ -1858,7 +1864,7 @@ int serve_run(const struct serve_opts *o, struct serve_stats *st_out)
 	struct flash_stats fst;
 
 	if (o->segment == NULL || o->wal_dir == NULL) {
-		st->flash_rc = FLASH_EINVAL;
+		serve_fail_rc(st, FLASH_EINVAL);
 		return -1;
 	}
 	notify_init(&s.sv_notify);

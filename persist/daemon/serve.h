@@ -171,9 +171,8 @@ struct serve_stats {
 	uint64_t gen_clear_waits;   /* ... clears due but put off: MySQL had not applied their
 	                               generation yet (relaxed atomic: tests read it live) */
 	uint64_t archived;          /* activities the archiver archived */
-	int      lease_rc;        /* the lease agent's final code (FLASH_EFENCED: fenced), or 0 */
-	int      flash_rc;        /* first failing flash_* code, or 0 */
-	int      wal_rc;          /* first failing wal_* code, or 0 */
+	int      rc;              /* why serve_run() failed: the first failure's FLASH_E* code
+	                             (a FLASH_EWAL_* one when the WAL failed), or 0 */
 	uint64_t backstop_conflicts;/* second orders across boxes, cancelled (backstop.h) */
 	int      refused;         /* 1: refused at start-up, nothing changed (another daemon
 	                             serves the segment, the WAL is not the segment's) */

@@ -122,8 +122,8 @@ int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
 		wrc = FLASH_OK;                  /* stopped at upto_lsn: a clean end */
 	if (wrc == FLASH_EWAL_STOPPED && f.fd_halted)
 		wrc = FLASH_OK;                  /* cut short by fd_go: not a WAL matter */
-	if (wrc == FLASH_OK || (wrc != FLASH_EWAL_STOPPED && wrc != FLASH_EWAL_IO && wrc != FLASH_EWAL_INVAL &&
-	                      wrc != FLASH_EWAL_NOMEM)) {
+	if (wrc == FLASH_OK || (wrc != FLASH_EWAL_STOPPED && wrc != FLASH_ESYS && wrc != FLASH_EINVAL &&
+	                      wrc != FLASH_ENOMEM)) {
 		/* Clean end, or a bad frame: what came before it still applies. */
 		feed_flush(&f);
 	}

@@ -365,7 +365,7 @@ int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
 			*wal_rc = FLASH_EWAL_GAP;
 		return FLASH_ECORRUPT;
 	}
-	if (src == FLASH_ESNAP_NOMEM)
+	if (src == FLASH_ENOMEM)
 		return FLASH_ENOMEM;
 	if (src != FLASH_OK)
 		return FLASH_ESYS;

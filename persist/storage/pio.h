@@ -15,9 +15,9 @@
  *
  * Results: each entry keeps its system call's own convention (-1 with errno
  * set, or a byte count).  That convention ends at its caller: no function of
- * persist/ passes a pio result on as a result code; the WAL turns a failure
- * into FLASH_EWAL_IO, the snapshotter into FLASH_ESNAP_IO, each with the
- * errno in its message, so -1 only ever means FLASH_ESOLD_OUT to a caller.
+ * persist/ passes a pio result on as a result code; the WAL and the
+ * snapshotter turn a failure into FLASH_ESYS, each with the errno in its
+ * message, so -1 only ever means FLASH_ESOLD_OUT to a caller.
  */
 #ifndef FLASH_PIO_H
 #define FLASH_PIO_H

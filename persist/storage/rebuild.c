@@ -136,7 +136,7 @@ int rebuild_check(const char *dir, struct rebuild_check *c, plog_fn log, void *l
 	int rc = wal_replay(dir, c->from_lsn, rb_count_cb, NULL, WAL_REPLAY_MARK, rep);
 	c->wal_last = rep->last_lsn;
 	char miss[64];
-	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_NOMEM || rc == FLASH_EWAL_INVAL) {
+	if (rc == FLASH_ESYS || rc == FLASH_ENOMEM || rc == FLASH_EINVAL) {
 		c->err_no = rep->err_no;
 		snprintf(c->msg, sizeof c->msg, "WAL %.400s unreadable: %.400s%s%s", dir, flash_strerror(rc),
 		         rep->err_no ? ": " : "", rep->err_no ? pio_strerror(rep->err_no) : "");
@@ -289,8 +289,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			return 0;
 		if (v == REBUILD_EIO || v == REBUILD_NOSNAP) {
 			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: %s", c->msg);
-			r->flash_rc = v == REBUILD_EIO ? FLASH_ESYS : FLASH_ECORRUPT;
-			r->wal_rc = v == REBUILD_EIO ? FLASH_EWAL_IO : 0;
+			r->rc = v == REBUILD_EIO ? FLASH_ESYS : FLASH_ECORRUPT;
 			return -1;
 		}
 		int torn = v == REBUILD_TORN;
@@ -305,8 +304,8 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			else
 				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: the start of the history "
 				       "is missing; restore the missing WAL file(s) from a copy and run again");
-			r->flash_rc = FLASH_ECORRUPT;
-			r->wal_rc = v == REBUILD_CORRUPT ? FLASH_EWAL_NOTTAIL : v == REBUILD_MISSING ? FLASH_EWAL_GAP : 0;
+			r->rc = v == REBUILD_CORRUPT ? FLASH_EWAL_NOTTAIL : v == REBUILD_MISSING ? FLASH_EWAL_GAP
+			        : FLASH_ECORRUPT;
 			return -1;
 		}
 		if (!torn && (!c->can_accept || o->accept_after != c->keep_lsn)) {
@@ -318,7 +317,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			else
 				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: the start of the history "
 				       "is missing: no --accept-loss-after can rebuild it; nothing cut");
-			r->flash_rc = c->can_accept ? FLASH_EINVAL : FLASH_ECORRUPT;
+			r->rc = c->can_accept ? FLASH_EINVAL : FLASH_ECORRUPT;
 			return -1;
 		}
 		if (round == 1)
@@ -338,8 +337,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 				plogf(o->log, o->log_arg, PLOG_ERROR, "recover: cutting WAL %s after LSN %"
 				       PRIu64 ": %s%s%s; nothing rebuilt", dir, c->keep_lsn, flash_strerror(wrc),
 				       cr.err_no ? ": " : "", cr.err_no ? pio_strerror(cr.err_no) : "");
-				r->flash_rc = FLASH_ESYS;
-				r->wal_rc = wrc;
+				r->rc = wrc;
 				return -1;
 			}
 			r->dropped += d.n;
@@ -351,7 +349,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		if (rb_set_aside_snapshots(dir, c->keep_lsn, o->log, o->log_arg) != 0) {
 			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: setting snapshots after LSN %"
 			       PRIu64 " aside: %s", c->keep_lsn, strerror(errno));
-			r->flash_rc = FLASH_ESYS;
+			r->rc = FLASH_ESYS;
 			return -1;
 		}
 		/* Last, once the WAL ends at keep_lsn: the mark says so too, or
@@ -362,7 +360,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 		if (wal_mark_lower(dir, c->keep_lsn, &was) != FLASH_OK) {
 			plogf(o->log, o->log_arg, PLOG_ERROR, "recover: lowering %s/" WAL_MARK_FILE
 			       " to LSN %" PRIu64 ": %s; nothing rebuilt", dir, c->keep_lsn, strerror(errno));
-			r->flash_rc = FLASH_ESYS;
+			r->rc = FLASH_ESYS;
 			return -1;
 		}
 		if (was > c->keep_lsn)
@@ -371,7 +369,7 @@ static int rb_settle(const struct rebuild_opts *o, struct rebuild_check *c, int 
 			       "for good", dir, was, c->keep_lsn, c->keep_lsn + 1, was);
 	}
 	plogf(o->log, o->log_arg, PLOG_ERROR, "recover: %s; nothing rebuilt", c->msg);
-	r->flash_rc = FLASH_ECORRUPT;
+	r->rc = FLASH_ECORRUPT;
 	return -1;
 }
 
@@ -510,7 +508,7 @@ static int rb_apply_cb(void *arg, uint64_t lsn, uint16_t type, const void *p, ui
 		       PRIu64 ", activity %u, sku %u) cannot be applied: %s", lsn,
 		       wal_rec_type_name(r.wr_rec.type, "record"), r.wr_rec.order_no, r.wr_rec.activity_id,
 		       r.wr_rec.sku_id, flash_strerror(rc));
-		a->r->flash_rc = rc;
+		a->r->rc = rc;
 		return 1;
 	}
 	a->last = lsn;
@@ -535,13 +533,13 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 	if (wal_ident(o->wal_dir, &wi) != FLASH_OK) {
 		plogf(log, la, PLOG_ERROR, "recover: WAL %s: its identity cannot be read: %s",
 		       o->wal_dir, pio_strerror(errno));
-		r->flash_rc = FLASH_ESYS;
+		r->rc = FLASH_ESYS;
 		return -1;
 	}
 	if (wi.wi_files == 0 || wi.wi_incarnation == 0)
 		return 0;
 	if ((frc = flash_ident_get(h, &id)) != FLASH_OK) {
-		r->flash_rc = frc;
+		r->rc = frc;
 		return -1;
 	}
 	if (id.incarnation == wi.wi_incarnation)
@@ -550,13 +548,13 @@ static int rb_take_ident(flash_t *h, const struct rebuild_opts *o, const struct 
 		plogf(log, la, PLOG_ERROR, "recover: the snapshot at LSN %" PRIu64 " is of segment "
 		       "incarnation %016" PRIx64 ", WAL %s of %016" PRIx64 ": a snapshot of another WAL? "
 		       "nothing rebuilt", c->snap_lsn, id.incarnation, o->wal_dir, wi.wi_incarnation);
-		r->flash_rc = FLASH_ECORRUPT;
+		r->rc = FLASH_ECORRUPT;
 		return -1;
 	}
 	if ((frc = flash_ident_adopt(h, wi.wi_incarnation)) != FLASH_OK) {
 		plogf(log, la, PLOG_ERROR, "recover: the rebuilt segment cannot take the identity of "
 		       "WAL %s: %s", o->wal_dir, flash_strerror(frc));
-		r->flash_rc = frc;
+		r->rc = frc;
 		return -1;
 	}
 	plogf(log, la, PLOG_INFO, "recover: segment %s takes the identity of WAL %s "
@@ -585,18 +583,16 @@ static int rb_done_before(flash_t *h, const char *wal_dir)
 static int rb_lock(const struct rebuild_opts *o, int *lockfd, struct rebuild_result *r)
 {
 	*lockfd = wal_dir_lock(o->wal_dir);
-	if (*lockfd == FLASH_EWAL_IO && errno != ENOENT) {
+	if (*lockfd == FLASH_ESYS && errno != ENOENT) {
 		plogf(o->log, o->log_arg, PLOG_ERROR, "recover: WAL %s: cannot take its lock: %s; "
 		      "nothing rebuilt", o->wal_dir, pio_strerror(errno));
-		r->flash_rc = FLASH_ESYS;
-		r->wal_rc = FLASH_EWAL_IO;
+		r->rc = FLASH_ESYS;
 		return -1;
 	}
 	if (*lockfd == FLASH_EWAL_BUSY) {
 		plogf(o->log, o->log_arg, PLOG_ERROR, "recover: WAL %s is in use (a serve or another "
 		      "--recover holds it); nothing rebuilt", o->wal_dir);
-		r->flash_rc = FLASH_EBUSY;
-		r->wal_rc = FLASH_EWAL_BUSY;
+		r->rc = FLASH_EWAL_BUSY;
 		return -1;
 	}
 	return 0;
@@ -639,14 +635,14 @@ static int rb_target_get(const struct rebuild_opts *o, struct rb_target *t, stru
 			plogf(o->log, o->log_arg, PLOG_ERROR, "segment %s is not empty: --recover rebuilds "
 			      "only a freshly created (empty) or absent segment (if an earlier --recover "
 			      "completed, the segment is rebuilt: run serve without --recover)", name);
-			r->flash_rc = FLASH_EEXIST;
+			r->rc = FLASH_EEXIST;
 			return -1;
 		}
 		t->placeholder = 1;
 	}
 	if (frc != FLASH_OK) {
 		plogf(o->log, o->log_arg, PLOG_ERROR, "recover: segment %s: %s", name, flash_strerror(frc));
-		r->flash_rc = frc;
+		r->rc = frc;
 		return -1;
 	}
 	return 0;
@@ -671,7 +667,7 @@ static int rb_make_tmp(const struct rebuild_opts *o, const struct rebuild_check 
 			snap_file_close(&f);
 			plogf(log, la, PLOG_ERROR, "recover: snapshot %s changed while in use",
 			      c->snap_file);
-			r->flash_rc = FLASH_ECORRUPT;
+			r->rc = FLASH_ECORRUPT;
 			return -1;
 		}
 		*bytes = f.sf_hdr->sh_seg_bytes;
@@ -696,7 +692,7 @@ static int rb_make_tmp(const struct rebuild_opts *o, const struct rebuild_check 
 			plogf(log, la, PLOG_ERROR, "recover: creating %s: %s", tmp, flash_strerror(frc));
 	}
 	if (frc != FLASH_OK) {
-		r->flash_rc = frc;
+		r->rc = frc;
 		(void)flash_seg_destroy(tmp);
 		return -1;
 	}
@@ -714,7 +710,7 @@ static int rb_fill(const struct rebuild_opts *o, const struct rebuild_check *c, 
 	int frc = flash_open(tmp, 0, &h);
 	if (frc != FLASH_OK) {
 		plogf(log, la, PLOG_ERROR, "recover: %s: %s", tmp, flash_strerror(frc));
-		r->flash_rc = frc;
+		r->rc = frc;
 		return -1;
 	}
 	struct rb_apply ap = { h, r, log, la, c->snap_lsn };
@@ -728,9 +724,8 @@ static int rb_fill(const struct rebuild_opts *o, const struct rebuild_check *c, 
 		if (wrc != FLASH_EWAL_STOPPED) {
 			plogf(log, la, PLOG_ERROR, "recover: WAL %s changed while rebuilding: %s at %s "
 			      "offset %" PRIu64, o->wal_dir, flash_rcname(rep.stop), rep.file, rep.offset);
-			r->flash_rc = FLASH_ECORRUPT;
-			r->wal_rc = wrc;
-		} else if (r->flash_rc == FLASH_EFULL) {
+			r->rc = wrc;
+		} else if (r->rc == FLASH_EFULL) {
 			plogf(log, la, PLOG_ERROR, "recover: a table of %s is too small for the WAL's "
 			      "history: create it with its old capacities", o->segment);
 		}
@@ -744,7 +739,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 {
 	memset(r, 0, sizeof *r);
 	if (o == NULL || o->segment == NULL || o->wal_dir == NULL || strlen(rb_base(o->segment)) > 180) {
-		r->flash_rc = FLASH_EINVAL;
+		r->rc = FLASH_EINVAL;
 		return -1;
 	}
 	plog_fn log = o->log;
@@ -763,7 +758,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 	}
 	struct rebuild_check *c = malloc(sizeof *c);
 	if (c == NULL) {
-		r->flash_rc = FLASH_ENOMEM;
+		r->rc = FLASH_ENOMEM;
 		goto fail_unlock;
 	}
 	if (rb_settle(o, c, lockfd >= 0, r) != 0)
@@ -773,7 +768,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		       "snapshot to restore it from: create it first with the options it had "
 		       "(flashstock create --name %s ...), then run serve --recover again; nothing "
 		       "was changed", name, o->wal_dir, name);
-		r->flash_rc = FLASH_ENOSEG;
+		r->rc = FLASH_ENOSEG;
 		goto fail_check;
 	}
 
@@ -791,7 +786,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		plogf(log, la, PLOG_ERROR, "recover: no room in /dev/shm for segment %s (%" PRIu64
 		       " bytes): %s; nothing rebuilt, %s unchanged: free shared memory and run again", name,
 		       bytes, strerror(e), name);
-		r->flash_rc = e == ENOSPC || e == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
+		r->rc = e == ENOSPC || e == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
 		goto fail_tmp;
 	}
 	PERSIST_CRASH("rebuild", 2);
@@ -803,7 +798,7 @@ int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r)
 		plogf(log, la, PLOG_ERROR, "recover: giving %s its name %s: %s%s", tmp, name,
 		       flash_strerror(frc), frc == FLASH_EEXIST ? " (a segment of that name appeared "
 		       "meanwhile and is not empty)" : "");
-		r->flash_rc = frc;
+		r->rc = frc;
 		goto fail_tmp;
 	}
 	PERSIST_CRASH("rebuild", 5);

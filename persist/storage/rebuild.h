@@ -111,8 +111,8 @@ struct rebuild_result {
 	uint64_t present;          /* records the segment had already (FLASH_EEXIST) */
 	uint64_t last_lsn;         /* the last LSN the segment reflects */
 	uint64_t dropped;          /* records dropped by a cut (torn or accepted) */
-	int      flash_rc;         /* why it failed: a FLASH_* code */
-	int      wal_rc;           /* ... and a WAL_* code when the WAL is the cause */
+	int      rc;               /* why it failed: one FLASH_E* code, a FLASH_EWAL_* one when
+	                              the WAL is the cause */
 };
 
 /*
@@ -120,11 +120,13 @@ struct rebuild_result {
  * @p o->wal_dir, atomically (see the file comment).  The segment must be
  * absent (then a snapshot gives its options) or present and empty.
  * @return 0: the segment exists, complete; -1: nothing changed but a cut
- *         the log names (r->flash_rc: FLASH_EEXIST not empty, FLASH_ENOSEG
- *         absent without a snapshot, FLASH_ECORRUPT the WAL or snapshot
- *         refused, FLASH_ENOMEM no room in /dev/shm, FLASH_EBUSY the WAL is
- *         in use, FLASH_EINVAL a wrong accept_after, another code from the
- *         engine; r->wal_rc for the WAL's part).
+ *         the log names (r->rc: FLASH_EEXIST not empty, FLASH_ENOSEG absent
+ *         without a snapshot, FLASH_EWAL_BUSY the WAL is in use, FLASH_ESYS
+ *         it cannot be read, FLASH_EWAL_NOTTAIL / FLASH_EWAL_GAP corrupt or
+ *         missing, another FLASH_EWAL_* code when it changed meanwhile,
+ *         FLASH_ECORRUPT a snapshot or the WAL refused otherwise, FLASH_ENOMEM
+ *         no room in /dev/shm, FLASH_EINVAL a wrong accept_after, another code
+ *         from the engine).
  */
 int rebuild_run(const struct rebuild_opts *o, struct rebuild_result *r);
 

@@ -93,10 +93,10 @@ int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
 {
 	if (dir == NULL || opts == NULL || img == NULL || (fold == NULL && nfold > 0) ||
 	    strlen(dir) > 4000 || lsn == 0 || img_bytes == 0)
-		return FLASH_ESNAP_INVAL;
+		return FLASH_EINVAL;
 	struct snap_hdr *h = calloc(1, SNAP_PAGE);
 	if (h == NULL)
-		return FLASH_ESNAP_NOMEM;
+		return FLASH_ENOMEM;
 	h->sh_magic = SNAP_MAGIC;
 	h->sh_version = SNAP_VERSION;
 	h->sh_hdr_bytes = sizeof *h;
@@ -185,7 +185,7 @@ io:
 		free(h);
 		errno = e;
 	}
-	return FLASH_ESNAP_IO;
+	return FLASH_ESYS;
 }
 
 void snap_file_close(struct snap_file *f)
@@ -203,18 +203,18 @@ void snap_file_close(struct snap_file *f)
 int snap_file_open(const char *path, struct snap_file *f)
 {
 	if (path == NULL || f == NULL || strlen(path) >= sizeof f->sf_path)
-		return FLASH_ESNAP_INVAL;
+		return FLASH_EINVAL;
 	memset(f, 0, sizeof *f);
 	strcpy(f->sf_path, path);
 	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return FLASH_ESNAP_IO;
+		return FLASH_ESYS;
 	struct stat st;
 	if (pio_fstat(fd, &st) != 0) {
 		int e = errno;
 		pio_close(fd);
 		errno = e;
-		return FLASH_ESNAP_IO;
+		return FLASH_ESYS;
 	}
 	if ((uint64_t)st.st_size < SNAP_PAGE) {
 		pio_close(fd);
@@ -225,7 +225,7 @@ int snap_file_open(const char *path, struct snap_file *f)
 	pio_close(fd);
 	if (m == MAP_FAILED) {
 		errno = e;
-		return FLASH_ESNAP_IO;
+		return FLASH_ESYS;
 	}
 	f->sf_map = m;
 	f->sf_map_len = (size_t)st.st_size;
@@ -259,13 +259,13 @@ static int snap_list_ext(const char *dir, const char *ext, uint64_t **lsns, size
 {
 	if (pio_dir_numbers(dir, snap_name_match, ext, lsns, n) == 0)
 		return FLASH_OK;
-	return errno == ENOMEM ? FLASH_ESNAP_NOMEM : FLASH_ESNAP_IO;
+	return errno == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
 }
 
 int snap_list(const char *dir, uint64_t **lsns, size_t *n)
 {
 	if (dir == NULL || lsns == NULL || n == NULL || strlen(dir) > 4000)
-		return FLASH_ESNAP_INVAL;
+		return FLASH_EINVAL;
 	return snap_list_ext(dir, "fss", lsns, n);
 }
 
@@ -296,8 +296,8 @@ static int snap_open_newest_in(const char *dir, uint64_t min_lsn, uint64_t max_l
 			break;
 		}
 		plogf(log, log_arg, PLOG_ERROR, "snapshot %s: %s%s%s; trying the previous one",
-		          path, flash_strerror(frc), frc == FLASH_ESNAP_IO ? ": " : "",
-		          frc == FLASH_ESNAP_IO ? pio_strerror(errno) : "");
+		          path, flash_strerror(frc), frc == FLASH_ESYS ? ": " : "",
+		          frc == FLASH_ESYS ? pio_strerror(errno) : "");
 	}
 	free(lsns);
 	return rc;
@@ -347,10 +347,10 @@ int snap_fold_seed(const char *dir, fold_t *f, uint64_t max_lsn, uint64_t *from)
 	*from = 0;
 	uint64_t first, last;
 	int wrc = snap_wal_range(dir, &first, &last);
-	if (wrc == FLASH_EWAL_NOMEM)
-		return FLASH_ESNAP_NOMEM;
-	if (wrc == FLASH_EWAL_IO)
-		return FLASH_ESNAP_IO;
+	if (wrc == FLASH_ENOMEM)
+		return FLASH_ENOMEM;
+	if (wrc == FLASH_ESYS)
+		return FLASH_ESYS;
 	/* a WAL that starts at 1, or one the fold's own replay will report
 	 * as corrupt: nothing to seed */
 	if (first == 1 || (wrc != FLASH_OK && wrc != FLASH_EWAL_GAP))
@@ -371,7 +371,7 @@ int snap_fold_seed(const char *dir, fold_t *f, uint64_t max_lsn, uint64_t *from)
 	int frc = fold_seed(f, sf.sf_fold, sf.sf_hdr->sh_fold_count);
 	*from = sf.sf_hdr->sh_lsn + 1;
 	snap_file_close(&sf);
-	return frc == FLASH_OK ? FLASH_OK : frc == FLASH_ENOMEM ? FLASH_ESNAP_NOMEM : FLASH_ESNAP_INVAL;
+	return frc == FLASH_OK ? FLASH_OK : frc == FLASH_ENOMEM ? FLASH_ENOMEM : FLASH_EINVAL;
 }
 
 /* ------------------------------------------------------------------------
@@ -407,10 +407,10 @@ int snap_open(const struct snap_opts *o, snap_t **out)
 {
 	if (o == NULL || out == NULL || o->segment == NULL || o->wal_dir == NULL || o->wal == NULL ||
 	    strlen(o->wal_dir) > 4000)
-		return FLASH_ESNAP_INVAL;
+		return FLASH_EINVAL;
 	snap_t *s = calloc(1, sizeof *s);
 	if (s == NULL)
-		return FLASH_ESNAP_NOMEM;
+		return FLASH_ENOMEM;
 	s->s_o = *o;
 	if (s->s_o.every_s == 0)
 		s->s_o.every_s = 300;
@@ -556,7 +556,7 @@ static int snap_init(snap_t *s)
 	}
 	int rc = fold_new(&s->s_fold);
 	if (rc != FLASH_OK)
-		return snap_fail(s, FLASH_ESNAP_NOMEM, "snapshot: out of memory");
+		return snap_fail(s, FLASH_ENOMEM, "snapshot: out of memory");
 	/* private and unique: mode 0600, no group */
 	struct flash_seg_opts so = s->s_opts;
 	so.mode = 0600;
@@ -669,7 +669,7 @@ static int snap_catch_up(snap_t *s)
 	s->s_cb_rc = FLASH_OK;
 	int rc = wal_read_durable(s->s_o.wal, s->s_lsn + 1, snap_frame, s, &rep);
 	if (s->s_cb_rc != FLASH_OK || rc != FLASH_OK) {
-		int why = s->s_cb_rc != FLASH_OK ? s->s_cb_rc : rc == FLASH_EWAL_GAP ? FLASH_ESNAP_GAP : FLASH_ESNAP_IO;
+		int why = s->s_cb_rc != FLASH_OK ? s->s_cb_rc : rc == FLASH_EWAL_GAP ? FLASH_ESNAP_GAP : FLASH_ESYS;
 		return snap_fail(s, why, "snapshot: the shadow cannot follow the WAL after LSN %" PRIu64
 		                 ": %s (WAL: %s)", s->s_lsn, flash_strerror(why), flash_strerror(rc));
 	}
@@ -725,7 +725,7 @@ static int snap_remove_wal(snap_t *s)
 		          "every LSN <= %" PRIu64 " removed", removed, cover);
 	}
 	if (rc != FLASH_OK)
-		return snap_fail(s, FLASH_ESNAP_IO, "snapshot: removing WAL files up to LSN %" PRIu64 ": %s (%s)",
+		return snap_fail(s, FLASH_ESYS, "snapshot: removing WAL files up to LSN %" PRIu64 ": %s (%s)",
 		                 cover, flash_strerror(rc), strerror(errno));
 	s->s_cover = cover;
 	return FLASH_OK;
@@ -751,7 +751,7 @@ static int snap_take(snap_t *s)
 	 * slot as alive; flash_seg_restore() frees every slot. */
 	int rc = snap_write(s->s_o.wal_dir, s->s_lsn, &s->s_opts, fv, fn, img, len, err, sizeof err);
 	if (rc != FLASH_OK)
-		return snap_fail(s, rc, "%s", rc == FLASH_ESNAP_IO ? err : flash_strerror(rc));
+		return snap_fail(s, rc, "%s", rc == FLASH_ESYS ? err : flash_strerror(rc));
 	s->s_snaps[0] = s->s_snaps[1];
 	s->s_snaps[1] = s->s_lsn;
 	s->s_bytes = 0;
@@ -857,10 +857,10 @@ static void *snap_thread_main(void *arg)
 int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
 {
 	if (out == NULL)
-		return FLASH_ESNAP_INVAL;
+		return FLASH_EINVAL;
 	snap_thread_t *t = calloc(1, sizeof *t);
 	if (t == NULL)
-		return FLASH_ESNAP_NOMEM;
+		return FLASH_ENOMEM;
 	int rc = snap_open(o, &t->t_s);
 	if (rc != FLASH_OK) {
 		free(t);
@@ -873,7 +873,7 @@ int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
 		pthread_mutex_destroy(&t->t_mu);
 		pthread_cond_destroy(&t->t_cv);
 		free(t);
-		return FLASH_ESNAP_IO;
+		return FLASH_ESYS;
 	}
 	*out = t;
 	return FLASH_OK;

@@ -111,13 +111,13 @@ struct snap_file {
 /*
  * Map and check one snapshot file: header fields, offsets against the file
  * size, and the CRC of the whole.
- * @return FLASH_OK; FLASH_ESNAP_CORRUPT; FLASH_ESNAP_IO (errno set); FLASH_ESNAP_INVAL.
+ * @return FLASH_OK; FLASH_ESNAP_CORRUPT; FLASH_ESYS (errno set); FLASH_EINVAL.
  */
 int snap_file_open(const char *path, struct snap_file *f);
 void snap_file_close(struct snap_file *f);
 
 /* The LSNs of the snap-*.fss files in @p dir, ascending (malloc'd; a missing
- * directory is an empty list).  @return FLASH_OK; FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM. */
+ * directory is an empty list).  @return FLASH_OK; FLASH_ESYS; FLASH_ENOMEM. */
 int snap_list(const char *dir, uint64_t **lsns, size_t *n);
 
 /* "<dir>/snap-<lsn 16 hex>.fss" */
@@ -125,8 +125,8 @@ void snap_path(char *buf, size_t n, const char *dir, uint64_t lsn);
 
 /*
  * Write a snapshot of LSN @p lsn (see the file comment for the steps).
- * @return FLASH_OK; FLASH_ESNAP_IO with a line in @p err (the .tmp is removed);
- *         FLASH_ESNAP_INVAL.
+ * @return FLASH_OK; FLASH_ESYS with a line in @p err (the .tmp is removed);
+ *         FLASH_EINVAL.
  */
 int snap_write(const char *dir, uint64_t lsn, const struct flash_seg_opts *opts,
                const struct fold_sku *fold, size_t nfold,
@@ -147,7 +147,7 @@ int snap_shadows_remove(const char *segment, const char *keep, int dead_only, pl
 /*
  * Open the newest snapshot of @p dir that checks out and whose LSN is at
  * least @p min_lsn; each one found corrupt is logged and the previous one
- * tried.  @return FLASH_OK (*f open); FLASH_ESNAP_NOENT; FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM.
+ * tried.  @return FLASH_OK (*f open); FLASH_ESNAP_NOENT; FLASH_ESYS; FLASH_ENOMEM.
  */
 int snap_open_newest(const char *dir, uint64_t min_lsn, struct snap_file *f,
                      plog_fn log, void *log_arg);
@@ -175,7 +175,7 @@ int snap_reclaim_apply(const char *name, const struct flash_reclaim_opts *ro);
  * seed @p f from the newest valid snapshot at or below @p max_lsn (0: any)
  * that the WAL continues and set *from to its LSN + 1.  A WAL that starts at 1 (or is empty with no
  * snapshot) seeds nothing: *from = 0.
- * @return FLASH_OK; FLASH_ESNAP_GAP (no snapshot bridges the gap); FLASH_ESNAP_IO; FLASH_ESNAP_NOMEM.
+ * @return FLASH_OK; FLASH_ESNAP_GAP (no snapshot bridges the gap); FLASH_ESYS; FLASH_ENOMEM.
  */
 int snap_fold_seed(const char *dir, fold_t *f, uint64_t max_lsn, uint64_t *from);
 
@@ -218,7 +218,7 @@ struct snap_stats {
 
 typedef struct snap snap_t;
 
-/* @return FLASH_OK; FLASH_ESNAP_INVAL; FLASH_ESNAP_NOMEM.  Nothing is opened yet. */
+/* @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM.  Nothing is opened yet. */
 int snap_open(const struct snap_opts *o, snap_t **out);
 
 /*
@@ -245,7 +245,7 @@ void snap_close(snap_t *s);
  */
 typedef struct snap_thread snap_thread_t;
 
-/* @return FLASH_OK; FLASH_ESNAP_INVAL; FLASH_ESNAP_NOMEM; FLASH_ESNAP_IO (thread creation). */
+/* @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM; FLASH_ESYS (thread creation). */
 int snap_thread_start(const struct snap_opts *o, snap_thread_t **out);
 
 /* Thread-safe; the stats as of the thread's last step. */

@@ -48,11 +48,13 @@ _Static_assert(sizeof(struct wal_rec) == 72, "wal_rec is 72 bytes");
 int wal_rc_general(int wrc)
 {
 	switch (wrc) {
-	case FLASH_OK:         return FLASH_OK;
-	case FLASH_EWAL_IO:    return FLASH_ESYS;
-	case FLASH_EWAL_NOMEM: return FLASH_ENOMEM;
-	case FLASH_EWAL_INVAL: return FLASH_EINVAL;
-	default:               return FLASH_ECORRUPT;
+	case FLASH_OK:
+	case FLASH_ESYS:
+	case FLASH_ENOMEM:
+	case FLASH_EINVAL:
+		return wrc;      /* general already */
+	default:
+		return FLASH_ECORRUPT;
 	}
 }
 
@@ -335,13 +337,13 @@ static int wal_name_match(const char *name, const void *arg, uint64_t *lsn)
 /*
  * List the start LSNs of the files in @p dir, sorted.  A missing directory
  * is an empty list.  Leftover "*.tmp" files (a crash while creating the next
- * file) are ignored.  @return FLASH_OK, FLASH_EWAL_IO or FLASH_EWAL_NOMEM; *lsns is malloc'd.
+ * file) are ignored.  @return FLASH_OK, FLASH_ESYS or FLASH_ENOMEM; *lsns is malloc'd.
  */
 static int wal_list(const char *dir, uint64_t **lsns, size_t *n)
 {
 	if (pio_dir_numbers(dir, wal_name_match, NULL, lsns, n) == 0)
 		return FLASH_OK;
-	return errno == ENOMEM ? FLASH_EWAL_NOMEM : FLASH_EWAL_IO;
+	return errno == ENOMEM ? FLASH_ENOMEM : FLASH_ESYS;
 }
 
 /*
@@ -450,7 +452,7 @@ struct wal_scan {
 	uint64_t ws_file_size;   /* st_size */
 	uint64_t ws_passed;      /* frames given to the callback */
 	uint64_t ws_first;       /* first LSN given to the callback */
-	int      ws_err;         /* errno for FLASH_EWAL_IO */
+	int      ws_err;         /* errno for FLASH_ESYS */
 };
 
 /*
@@ -461,7 +463,7 @@ struct wal_scan {
  * fails names the cause: header room (EPAST_END), length 0 (end if only zeros
  * follow, else EZERO_LEN), length above max (ELONG), below its type's minimum
  * (ESHORT), frame past end of file (EPAST_END), CRC (ECRC), LSN (ELSN),
- * prev-LSN (EPREV), unknown type (ETYPE).  @return ws_stop, or FLASH_EWAL_IO / FLASH_EWAL_STOPPED.
+ * prev-LSN (EPREV), unknown type (ETYPE).  @return ws_stop, or FLASH_ESYS / FLASH_EWAL_STOPPED.
  */
 static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
                          uint64_t from_lsn, wal_replay_fn fn, void *arg,
@@ -474,13 +476,13 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0) {
 		s->ws_err = errno;
-		return s->ws_stop = FLASH_EWAL_IO;
+		return s->ws_stop = FLASH_ESYS;
 	}
 	struct stat st;
 	if (pio_fstat(fd, &st) != 0) {
 		s->ws_err = errno;
 		pio_close(fd);
-		return s->ws_stop = FLASH_EWAL_IO;
+		return s->ws_stop = FLASH_ESYS;
 	}
 	uint64_t size = (uint64_t)st.st_size;
 	s->ws_file_size = size;
@@ -492,7 +494,7 @@ static int wal_scan_file(const char *dir, uint64_t name_lsn, uint64_t expect,
 	if (m == MAP_FAILED) {
 		s->ws_err = errno;
 		pio_close(fd);
-		return s->ws_stop = FLASH_EWAL_IO;
+		return s->ws_stop = FLASH_ESYS;
 	}
 	pio_close(fd);
 	(void)madvise((void *)m, size, MADV_SEQUENTIAL);
@@ -722,11 +724,11 @@ int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was)
 	if (was != NULL)
 		*was = 0;
 	if (dir == NULL || strlen(dir) > 4000)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	struct wal_mark *k;
 	int mrc = wal_mark_map(dir, 0, &k);
 	if (mrc != 0)
-		return mrc > 0 ? FLASH_OK : FLASH_EWAL_IO;
+		return mrc > 0 ? FLASH_OK : FLASH_ESYS;
 	uint64_t d = __atomic_load_n(&k->wm_durable, __ATOMIC_ACQUIRE);
 	munmap(k, WAL_MARK_BYTES);
 	if (was != NULL)
@@ -734,9 +736,9 @@ int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was)
 	if (d <= lsn)
 		return FLASH_OK;
 	if ((mrc = wal_mark_map(dir, 1, &k)) != 0)
-		return mrc > 0 ? FLASH_OK : FLASH_EWAL_IO;
+		return mrc > 0 ? FLASH_OK : FLASH_ESYS;
 	wal_mark_store(k, lsn);
-	int rc = msync(k, WAL_MARK_BYTES, MS_SYNC) == 0 ? FLASH_OK : FLASH_EWAL_IO;
+	int rc = msync(k, WAL_MARK_BYTES, MS_SYNC) == 0 ? FLASH_OK : FLASH_ESYS;
 	int e = errno;
 	munmap(k, WAL_MARK_BYTES);
 	errno = e;
@@ -763,7 +765,7 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 	if (w == NULL || type == 0 || type > WAL_T_MAX || p == NULL || len == 0 || len > WAL_PAYLOAD_MAX ||
 	    len < wal_type_min_len(type) ||
 	    wal_frame_bytes(len) > w->w_seg_bytes - WAL_FILE_HDR_BYTES)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	uint64_t total = wal_frame_bytes(len);
 	PERSIST_CRASH("wal_append", 1);
 	pthread_mutex_lock(&w->w_mu);
@@ -773,7 +775,7 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 	}
 	if (wal_reserve(&w->w_pbuf, &w->w_pcap, w->w_plen + total) != 0) {
 		pthread_mutex_unlock(&w->w_mu);
-		return FLASH_EWAL_NOMEM;
+		return FLASH_ENOMEM;
 	}
 	uint64_t l = w->w_next_lsn++;
 	/* WAL_F_COMMIT is the writer's to set, on the first frame of a batch
@@ -790,7 +792,7 @@ int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *l
 int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, uint64_t *lsn)
 {
 	if (rec == NULL)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	struct wal_rec r;
 	memcpy(&r.wr_rec, rec, sizeof r.wr_rec);
 	r.wr_seq = seq;
@@ -945,7 +947,7 @@ static int wal_write_locked(wal_t *w)
 int wal_write(wal_t *w, uint64_t *written)
 {
 	if (w == NULL)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	pthread_mutex_lock(&w->w_mu);
 	int rc = FLASH_OK;
 	for (;;) {
@@ -983,11 +985,11 @@ int wal_write(wal_t *w, uint64_t *written)
 int wal_sync(wal_t *w, uint64_t lsn)
 {
 	if (w == NULL)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	pthread_mutex_lock(&w->w_mu);
 	if (lsn >= w->w_next_lsn) {
 		pthread_mutex_unlock(&w->w_mu);
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	}
 	for (;;) {
 		if (w->w_failed) {
@@ -1057,7 +1059,7 @@ int wal_sync(wal_t *w, uint64_t lsn)
 int wal_commit(wal_t *w)
 {
 	if (w == NULL)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	pthread_mutex_lock(&w->w_mu);
 	uint64_t last = w->w_next_lsn - 1;
 	int failed = w->w_failed;
@@ -1130,20 +1132,20 @@ void wal_opts_default(struct wal_opts *o)
 }
 
 /* Read the header of the file that starts at @p lsn.  @return FLASH_OK, a
- * header check code, or FLASH_EWAL_IO (errno set). */
+ * header check code, or FLASH_ESYS (errno set). */
 static int wal_filehdr_read(const char *dir, uint64_t lsn, struct wal_filehdr *h)
 {
 	char path[4096];
 	wal_path(path, sizeof path, dir, lsn, "log");
 	int fd = pio_open_reg(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return FLASH_EWAL_IO;
+		return FLASH_ESYS;
 	ssize_t n = pio_pread(fd, h, sizeof *h, 0);
 	int saved = errno;
 	pio_close(fd);
 	errno = saved;
 	if (n < 0)
-		return FLASH_EWAL_IO;
+		return FLASH_ESYS;
 	if ((size_t)n < sizeof *h)
 		return (size_t)n >= sizeof wal_magic ? FLASH_EWAL_FILE_HDR : FLASH_EWAL_MAGIC;
 	return wal_filehdr_check(h, lsn);
@@ -1152,7 +1154,7 @@ static int wal_filehdr_read(const char *dir, uint64_t lsn, struct wal_filehdr *h
 int wal_ident(const char *dir, struct wal_ident *out)
 {
 	if (dir == NULL || out == NULL || strlen(dir) > 4000)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	memset(out, 0, sizeof *out);
 	uint64_t *lsns;
 	size_t n;
@@ -1166,9 +1168,9 @@ int wal_ident(const char *dir, struct wal_ident *out)
 	for (size_t i = n; i-- > 0;) {
 		struct wal_filehdr h;
 		int hrc = wal_filehdr_read(dir, lsns[i], &h);
-		if (hrc == FLASH_EWAL_IO && errno != ENOENT) {
+		if (hrc == FLASH_ESYS && errno != ENOENT) {
 			free(lsns);
-			return FLASH_EWAL_IO;
+			return FLASH_ESYS;
 		}
 		if (hrc != FLASH_OK)
 			continue;
@@ -1200,7 +1202,7 @@ static int wal_resume(wal_t *w, const char *dir, uint64_t start)
 	int rc = wal_scan_file(dir, start, 0, 0, NULL, NULL, &s);
 	if (rc == FLASH_OK && hrc != FLASH_OK)
 		return hrc;        /* the scan read it, this read failed: I/O */
-	if (rc == FLASH_EWAL_IO) {
+	if (rc == FLASH_ESYS) {
 		errno = s.ws_err;
 		return rc;
 	}
@@ -1212,11 +1214,11 @@ static int wal_resume(wal_t *w, const char *dir, uint64_t start)
 	wal_path(path, sizeof path, dir, start, "log");
 	w->w_fd = pio_open_reg(path, O_RDWR | O_CLOEXEC, 0);
 	if (w->w_fd < 0)
-		return FLASH_EWAL_IO;
+		return FLASH_ESYS;
 	/* A file shortened by hand gets its preallocation back. */
 	if (s.ws_file_size < s.ws_seg_bytes &&
 	    pio_fallocate(w->w_fd, 0, (off_t)s.ws_seg_bytes) != 0)
-		return FLASH_EWAL_IO;
+		return FLASH_ESYS;
 	/* The file goes on with this handle's identity: record it in a
 	 * header that has none (written before identities) or another
 	 * durability.  64 bytes at offset 0, inside one sector. */
@@ -1229,13 +1231,13 @@ static int wal_resume(wal_t *w, const char *dir, uint64_t start)
 		fh.hd_durability = w->w_durability;
 		wal_filehdr_seal(&fh);
 		if (pio_pwrite_full(w->w_fd, &fh, sizeof fh, 0) != 0) {
-			return FLASH_EWAL_IO;
+			return FLASH_ESYS;
 		}
 	}
 	/* Frames a dead writer left in the page cache become durable
 	 * here, before anyone is told they are (the header too). */
 	if (pio_fdatasync(w->w_fd) != 0)
-		return FLASH_EWAL_IO;
+		return FLASH_ESYS;
 	w->w_file_bytes = s.ws_seg_bytes;
 	w->w_file_off = s.ws_offset;
 	w->w_next_lsn = s.ws_next_lsn;
@@ -1252,12 +1254,12 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	if (dir == NULL || out == NULL || o->segment_bytes < WAL_SEGMENT_MIN ||
 	    o->segment_bytes > WAL_SEGMENT_MAX || o->segment_bytes % 4096 != 0 || o->start_lsn == 0 ||
 	    strlen(dir) > 4000)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	if (pio_mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return FLASH_EWAL_IO;
+		return FLASH_ESYS;
 	int lockfd = wal_lock(dir);
 	if (lockfd < 0)
-		return lockfd == -2 ? FLASH_EWAL_BUSY : FLASH_EWAL_IO;
+		return lockfd == -2 ? FLASH_EWAL_BUSY : FLASH_ESYS;
 
 	uint64_t *lsns;
 	size_t n;
@@ -1272,7 +1274,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		free(w);
 		free(lsns);
 		pio_close(lockfd);
-		return FLASH_EWAL_NOMEM;
+		return FLASH_ENOMEM;
 	}
 	w->w_lockfd = lockfd;
 	w->w_seg_bytes = o->segment_bytes;
@@ -1286,7 +1288,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 		w->w_fd = wal_file_create(dir, o->start_lsn, o->segment_bytes, w->w_incarnation,
 		                          w->w_durability);
 		if (w->w_fd < 0) {
-			rc = FLASH_EWAL_IO;
+			rc = FLASH_ESYS;
 			goto fail;
 		}
 		w->w_file_bytes = o->segment_bytes;
@@ -1299,7 +1301,7 @@ int wal_open(const char *dir, const struct wal_opts *o, wal_t **out)
 	w->w_durable = w->w_next_lsn - 1;
 	w->w_written = w->w_durable;
 	if ((w->w_mark = wal_mark_open(dir)) == NULL) {
-		rc = FLASH_EWAL_IO;
+		rc = FLASH_ESYS;
 		goto fail;
 	}
 	{
@@ -1333,7 +1335,7 @@ fail:
 int wal_close(wal_t *w)
 {
 	if (w == NULL)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	int rc = wal_commit(w);
 	if (w->w_fd >= 0)
 		pio_close(w->w_fd);
@@ -1499,7 +1501,7 @@ io_fd:
 	}
 io:
 	rep->err_no = errno;
-	return FLASH_EWAL_IO;
+	return FLASH_ESYS;
 }
 
 /* Remove the files lsns[from..n-1], newest first, then fsync the directory. */
@@ -1520,7 +1522,7 @@ static int wal_unlink_from(const char *dir, const uint64_t *lsns, size_t n, size
 	return FLASH_OK;
 io:
 	rep->err_no = errno;
-	return FLASH_EWAL_IO;
+	return FLASH_ESYS;
 }
 
 /* ---- replay ---- */
@@ -1528,11 +1530,11 @@ io:
 int wal_dir_lock(const char *dir)
 {
 	if (dir == NULL || strlen(dir) > 4000)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	int fd = wal_lock(dir);
 	if (fd == -2)
 		return FLASH_EWAL_BUSY;
-	return fd < 0 ? FLASH_EWAL_IO : fd;
+	return fd < 0 ? FLASH_ESYS : fd;
 }
 
 void wal_dir_unlock(int fd)
@@ -1563,7 +1565,7 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 	memset(rep, 0, sizeof *rep);
 	if (dir == NULL || strlen(dir) > 4000 ||
 	    (flags & ~(WAL_REPLAY_TRUNCATE | WAL_REPLAY_LOCKED | WAL_REPLAY_MARK)) != 0)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	if (from_lsn == 0)
 		from_lsn = 1;
 	/* Truncating changes files: only with the writer lock. */
@@ -1574,7 +1576,7 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 			return rep->stop = FLASH_EWAL_BUSY;
 		if (lockfd < 0 && errno != ENOENT) {
 			rep->err_no = errno;
-			return rep->stop = FLASH_EWAL_IO;
+			return rep->stop = FLASH_ESYS;
 		}
 	}
 	int rc = wal_replay_locked(dir, from_lsn, fn, arg, flags, rep, NULL);
@@ -1684,10 +1686,10 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 		expect = s.ws_next_lsn;
 	}
 	rep->stop = rc;
-	if (rc == FLASH_EWAL_IO)
+	if (rc == FLASH_ESYS)
 		rep->err_no = s.ws_err;
 	int frame = wal_frame_level(rc);
-	if (rc != FLASH_OK && rc != FLASH_EWAL_IO && rc != FLASH_EWAL_STOPPED) {
+	if (rc != FLASH_OK && rc != FLASH_ESYS && rc != FLASH_EWAL_STOPPED) {
 		/* the first LSN not read, and what follows it */
 		rep->bad_lsn = frame ? s.ws_next_lsn : expect != 0 ? expect : lsns[i];
 		if (rc == FLASH_EWAL_GAP) {
@@ -1697,7 +1699,7 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 		struct wal_after a = { 0, 0, 0, 0 };
 		if (wal_look_past(dir, lsns, n, i, s.ws_offset, frame, NULL, NULL, &a) < 0) {
 			rep->err_no = errno;
-			rc = rep->stop = FLASH_EWAL_IO;
+			rc = rep->stop = FLASH_ESYS;
 		}
 		rep->after_frames = a.n;
 		rep->after_first_lsn = a.first;
@@ -1718,7 +1720,7 @@ static int wal_replay_locked(const char *dir, uint64_t from_lsn, wal_replay_fn f
 	}
 	/* A file whose frames all precede from_lsn still counts in last_lsn;
 	 * last_lsn stays 0 for an empty WAL. */
-	if (rc != FLASH_OK && rc != FLASH_EWAL_IO && rc != FLASH_EWAL_STOPPED &&
+	if (rc != FLASH_OK && rc != FLASH_ESYS && rc != FLASH_EWAL_STOPPED &&
 	    (flags & WAL_REPLAY_TRUNCATE)) {
 		if (rep->torn) {
 			int trc = wal_zero_tail(dir, lsns[i], s.ws_offset, s.ws_seg_bytes, rep);
@@ -1745,7 +1747,7 @@ int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, un
 		rep = &dummy;
 	memset(rep, 0, sizeof *rep);
 	if (dir == NULL || strlen(dir) > 4000 || (flags & ~WAL_REPLAY_LOCKED) != 0)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	int lockfd = -1;
 	if (!(flags & WAL_REPLAY_LOCKED)) {
 		lockfd = wal_lock(dir);
@@ -1753,17 +1755,17 @@ int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, un
 			return FLASH_EWAL_BUSY;
 		if (lockfd < 0) {
 			rep->err_no = errno;
-			return FLASH_EWAL_IO;
+			return FLASH_ESYS;
 		}
 	}
 	struct wal_where wh = { NULL, 0, 0, 0, 0, 0 };
 	int rc = wal_replay_locked(dir, 1, NULL, NULL, 0, rep, &wh);
-	if (rc == FLASH_EWAL_IO || rc == FLASH_EWAL_NOMEM) {
+	if (rc == FLASH_ESYS || rc == FLASH_ENOMEM) {
 		/* as reported */
 	} else if (rc == FLASH_OK) {
-		rc = rep->last_lsn == lsn ? FLASH_OK : FLASH_EWAL_INVAL;
+		rc = rep->last_lsn == lsn ? FLASH_OK : FLASH_EINVAL;
 	} else if (rep->bad_lsn != lsn + 1 || wh.ww_stop >= wh.ww_n) {
-		rc = FLASH_EWAL_INVAL;     /* not the last readable LSN, or the WAL's start is missing */
+		rc = FLASH_EINVAL;     /* not the last readable LSN, or the WAL's start is missing */
 	} else {
 		size_t i = wh.ww_stop;
 		/* tell what goes, then remove it: later files newest first, then
@@ -1791,7 +1793,7 @@ int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed)
 	if (removed)
 		*removed = 0;
 	if (dir == NULL || strlen(dir) > 4000)
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	uint64_t *lsns;
 	size_t n;
 	int rc = wal_list(dir, &lsns, &n);
@@ -1802,13 +1804,13 @@ int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed)
 	for (size_t i = 0; i + 1 < n && lsns[i + 1] <= lsn; i++) {
 		wal_path(path, sizeof path, dir, lsns[i], "log");
 		if (pio_unlink(path) != 0 && errno != ENOENT) {
-			rc = FLASH_EWAL_IO;
+			rc = FLASH_ESYS;
 			break;
 		}
 		gone++;
 	}
 	if (gone > 0 && pio_fsync_dir(dir) != 0 && rc == FLASH_OK)
-		rc = FLASH_EWAL_IO;
+		rc = FLASH_ESYS;
 	free(lsns);
 	if (removed)
 		*removed = gone;
@@ -1861,7 +1863,7 @@ int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 		rep = &dummy;
 	if (w == NULL || fn == NULL) {
 		memset(rep, 0, sizeof *rep);
-		return FLASH_EWAL_INVAL;
+		return FLASH_EINVAL;
 	}
 	if (from_lsn == 0)
 		from_lsn = 1;
@@ -1874,7 +1876,7 @@ int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 	int rc = wal_replay(w->w_dir, from_lsn, wal_upto_cb, &u, 0, rep);
 	if (u.wu_user)
 		return rep->stop = FLASH_EWAL_STOPPED;
-	if (u.wu_done || (rc != FLASH_EWAL_IO && rc != FLASH_EWAL_GAP && rep->last_lsn >= u.wu_upto)) {
+	if (u.wu_done || (rc != FLASH_ESYS && rc != FLASH_EWAL_GAP && rep->last_lsn >= u.wu_upto)) {
 		rep->stop = FLASH_OK;
 		if (rep->last_lsn > u.wu_upto)
 			rep->last_lsn = u.wu_upto;

@@ -99,7 +99,7 @@
  *   FLASH_EWAL_TORN     open: the last file does not end cleanly; replay
  *                       with WAL_REPLAY_TRUNCATE
  *   FLASH_EWAL_FAILED   the WAL failed earlier (sticky); see wal_failure()
- *   FLASH_EWAL_IO       open/replay: a system call failed (errno in the report)
+ *   FLASH_ESYS          open/replay: a system call failed (errno in the report)
  *   FLASH_EWAL_STOPPED  replay: the callback returned nonzero
  *   FLASH_EWAL_BUSY     another wal_t (or a truncating replay) holds the directory
  *   FLASH_EWAL_TYPE     a well-framed frame (CRC, LSN, prev-LSN valid) of a
@@ -108,9 +108,9 @@
  */
 
 
-/* The general code a caller of the WAL returns for a replay's FLASH_EWAL_*
- * outcome @p wrc: FLASH_OK, FLASH_ESYS (IO), FLASH_ENOMEM, FLASH_EINVAL;
- * any other (a bad frame, a gap) FLASH_ECORRUPT. */
+/* The general code a caller of the WAL returns for a replay's outcome @p wrc:
+ * FLASH_OK, FLASH_ESYS, FLASH_ENOMEM and FLASH_EINVAL as they are; any
+ * FLASH_EWAL_* code (a bad frame, a gap) FLASH_ECORRUPT. */
 int wal_rc_general(int wrc);
 
 /* The name of a flash_record type ("order", "cancel", "restock",
@@ -195,7 +195,7 @@ typedef struct wal wal_t;
  *         another: nothing changed);
  *         FLASH_EWAL_TORN (run wal_replay with WAL_REPLAY_TRUNCATE first);
  *         FLASH_EWAL_MAGIC / FLASH_EWAL_FILE_HDR / FLASH_EWAL_GAP (last file's header);
- *         FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM; FLASH_EWAL_IO (errno is left set).
+ *         FLASH_EINVAL; FLASH_ENOMEM; FLASH_ESYS (errno is left set).
  */
 int wal_open(const char *dir, const struct wal_opts *o, wal_t **out);
 
@@ -251,7 +251,7 @@ struct wal_mark {
  * that is not one, is left alone.  Call it with the writer lock held, after
  * the WAL was cut at @p lsn (or found ending there).
  * @param[out] was  what it said before (0: no mark; may be NULL)
- * @return FLASH_OK; FLASH_EWAL_IO (errno set: the mark may still say more).
+ * @return FLASH_OK; FLASH_ESYS (errno set: the mark may still say more).
  */
 int wal_mark_lower(const char *dir, uint64_t lsn, uint64_t *was);
 
@@ -270,8 +270,8 @@ struct wal_ident {
  * open report it).
  * @return FLASH_OK (a missing or empty directory is wi_files 0); FLASH_EWAL_IDENT
  *         (two files carry different nonzero incarnations: files of two
- *         WALs mixed; *out describes the newest); FLASH_EWAL_IO; FLASH_EWAL_NOMEM;
- *         FLASH_EWAL_INVAL.
+ *         WALs mixed; *out describes the newest); FLASH_ESYS; FLASH_ENOMEM;
+ *         FLASH_EINVAL.
  */
 int wal_ident(const char *dir, struct wal_ident *out);
 
@@ -295,7 +295,7 @@ int wal_close(wal_t *w);
  * @param[in]  type  a frame type of enum wal_type (1..WAL_T_MAX)
  * @param[in]  p     payload (@p len bytes, 1..WAL_PAYLOAD_MAX and at most what fits in a file)
  * @param[out] lsn   the frame's LSN (may be NULL)
- * @return FLASH_OK; FLASH_EWAL_FAILED (sticky); FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM.
+ * @return FLASH_OK; FLASH_EWAL_FAILED (sticky); FLASH_EINVAL; FLASH_ENOMEM.
  */
 int wal_append(wal_t *w, uint16_t type, const void *p, uint32_t len, uint64_t *lsn);
 
@@ -306,7 +306,7 @@ int wal_append_record(wal_t *w, const struct flash_record *rec, uint64_t seq, ui
  * Return once every frame up to @p lsn is on disk (written and fdatasync'd),
  * leading a group commit if no other thread is.  Thread-safe.
  * @return FLASH_OK (wal_durable_lsn() >= lsn now); FLASH_EWAL_FAILED (sticky: the
- *         frame is not and will never be reported durable); FLASH_EWAL_INVAL
+ *         frame is not and will never be reported durable); FLASH_EINVAL
  *         (lsn was never handed out).
  */
 int wal_sync(wal_t *w, uint64_t lsn);
@@ -316,7 +316,7 @@ int wal_sync(wal_t *w, uint64_t lsn);
  * (see "Writing and syncing apart").  Waits for a writer at work, not for a
  * sync.  @param[out] written  the highest LSN written (may be NULL)
  * @return FLASH_OK; FLASH_EWAL_FAILED (this write, or an earlier one, failed);
- *         FLASH_EWAL_INVAL.
+ *         FLASH_EINVAL.
  */
 int wal_write(wal_t *w, uint64_t *written);
 
@@ -394,7 +394,7 @@ struct wal_replay_report {
 	uint64_t files;            /* files read */
 	uint64_t truncated_bytes;  /* torn tail cut from the stop file */
 	uint32_t files_removed;    /* later files removed by the truncation */
-	int      err_no;           /* errno of a FLASH_EWAL_IO */
+	int      err_no;           /* errno of a FLASH_ESYS */
 	/* Where the readable chain ends, and what lies past it.  A torn write
 	 * can only hit what follows the last completed fdatasync, and every
 	 * commit's fdatasync returns before the next commit writes: so a bad
@@ -449,7 +449,7 @@ struct wal_replay_report {
  *         FLASH_EWAL_NOTTAIL (truncation refused; rep->stop has the cause);
  *         FLASH_EWAL_BUSY (truncation asked while a writer holds the directory:
  *         nothing was read);
- *         FLASH_EWAL_STOPPED; FLASH_EWAL_IO (rep->err_no); FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM.
+ *         FLASH_EWAL_STOPPED; FLASH_ESYS (rep->err_no); FLASH_EINVAL; FLASH_ENOMEM.
  *         A missing or empty directory is a clean, empty WAL.
  */
 int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
@@ -458,7 +458,7 @@ int wal_replay(const char *dir, uint64_t from_lsn, wal_replay_fn fn, void *arg,
 /*
  * Take / drop the writer lock of @p dir (the lock wal_open() holds), e.g.
  * for a rebuild that replays, cuts and must not meet a writer meanwhile.
- * @return the lock's fd (>= 0); FLASH_EWAL_BUSY (held elsewhere); FLASH_EWAL_IO (errno).
+ * @return the lock's fd (>= 0); FLASH_EWAL_BUSY (held elsewhere); FLASH_ESYS (errno).
  */
 int wal_dir_lock(const char *dir);
 void wal_dir_unlock(int fd);
@@ -479,8 +479,8 @@ typedef wal_replay_fn wal_drop_fn;
  * (fdatasync), or removed when its header is the stop.  Crash at any point
  * and run it again with the same @p lsn: same result.
  * @param[in] flags  0, or WAL_REPLAY_LOCKED (the caller holds wal_dir_lock())
- * @return FLASH_OK; FLASH_EWAL_INVAL (@p lsn is not the last readable LSN: rep
- *         describes the WAL, nothing changed); FLASH_EWAL_BUSY; FLASH_EWAL_IO; FLASH_EWAL_NOMEM.
+ * @return FLASH_OK; FLASH_EINVAL (@p lsn is not the last readable LSN: rep
+ *         describes the WAL, nothing changed); FLASH_EWAL_BUSY; FLASH_ESYS; FLASH_ENOMEM.
  */
 int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, unsigned flags,
                   struct wal_replay_report *rep);
@@ -494,7 +494,7 @@ int wal_cut_after(const char *dir, uint64_t lsn, wal_drop_fn drop, void *arg, un
  * @return FLASH_OK (every frame through that durable LSN was passed, rep->last_lsn
  *         says up to where; nothing to read is FLASH_OK too); FLASH_EWAL_STOPPED; a
  *         stop cause if a durable frame is bad (corruption); FLASH_EWAL_GAP
- *         (from_lsn removed); FLASH_EWAL_IO; FLASH_EWAL_INVAL.
+ *         (from_lsn removed); FLASH_ESYS; FLASH_EINVAL.
  */
 int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
                      struct wal_replay_report *rep);
@@ -507,8 +507,8 @@ int wal_read_durable(wal_t *w, uint64_t from_lsn, wal_replay_fn fn, void *arg,
  * before @p lsn then fails with FLASH_EWAL_GAP.  Safe while a wal_t appends (it
  * writes only the last file); not while wal_replay() reads @p dir.
  * @param[out] removed  files removed (may be NULL)
- * @return FLASH_OK; FLASH_EWAL_IO (errno set; files removed so far stay removed);
- *         FLASH_EWAL_INVAL; FLASH_EWAL_NOMEM.
+ * @return FLASH_OK; FLASH_ESYS (errno set; files removed so far stay removed);
+ *         FLASH_EINVAL; FLASH_ENOMEM.
  */
 int wal_remove_before(const char *dir, uint64_t lsn, uint32_t *removed);
 
