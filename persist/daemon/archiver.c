@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "plog.h"
+#include "worker.h"
 
 /* ------------------------------------------------------------------------
  * 1. Decisions
@@ -97,10 +98,9 @@ int archiver_applied(flash_t *h, uint64_t applied_lsn, uint64_t *wal_lsn)
 struct archiver {
 	struct archiver_opts  ar_o;
 	char                 *ar_segment;
-	pthread_t             ar_thread;
-	pthread_mutex_t       ar_mu;         /* guards ar_stop and ar_st */
-	pthread_cond_t        ar_cv;
-	int                   ar_stop;
+	struct worker         ar_w;          /* the thread (worker.h) */
+	flash_t              *ar_h;          /* its read-only handle, opened by it */
+	pthread_mutex_t       ar_mu;         /* guards ar_st */
 	struct archiver_stats ar_st;
 	uint32_t             *ar_done;       /* activities archived here (unsorted, few) */
 	size_t                ar_ndone, ar_capdone;
@@ -250,40 +250,20 @@ static void archiver_pass(archiver_t *a, flash_t *h)
 	free(v);
 }
 
-static void *archiver_main(void *arg)
+/* One pass of the worker (worker.h): the segment opened on the first one. */
+static void archiver_tick(void *arg, int final)
 {
 	archiver_t *a = arg;
-	flash_t *h = NULL;
-	uint32_t every = a->ar_o.every_ms ? a->ar_o.every_ms : 1000;
-	pthread_mutex_lock(&a->ar_mu);
-	while (!a->ar_stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += every / 1000;
-		until.tv_nsec += (long)(every % 1000) * 1000000l;
-		if (until.tv_nsec >= 1000000000l) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000l;
+	(void)final;
+	if (!a->ar_h) {
+		int rc = flash_open(a->ar_segment, FLASH_RDONLY, &a->ar_h);
+		if (rc) {
+			alog(a, PLOG_WARN, "archiver: open %s: %s", a->ar_segment, flash_strerror(rc));
+			a->ar_h = NULL;
 		}
-		while (!a->ar_stop && pthread_cond_timedwait(&a->ar_cv, &a->ar_mu, &until) != ETIMEDOUT)
-			;
-		if (a->ar_stop)
-			break;
-		pthread_mutex_unlock(&a->ar_mu);
-		if (!h) {
-			int rc = flash_open(a->ar_segment, FLASH_RDONLY, &h);
-			if (rc) {
-				alog(a, PLOG_WARN, "archiver: open %s: %s", a->ar_segment, flash_strerror(rc));
-				h = NULL;
-			}
-		}
-		if (h)
-			archiver_pass(a, h);
-		pthread_mutex_lock(&a->ar_mu);
 	}
-	pthread_mutex_unlock(&a->ar_mu);
-	flash_close(h);
-	return NULL;
+	if (a->ar_h)
+		archiver_pass(a, a->ar_h);
 }
 
 int archiver_start(const struct archiver_opts *o, archiver_t **out)
@@ -297,14 +277,9 @@ int archiver_start(const struct archiver_opts *o, archiver_t **out)
 	}
 	a->ar_o = *o;
 	a->ar_o.segment = a->ar_segment;
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&a->ar_cv, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&a->ar_mu, NULL);
-	if (pthread_create(&a->ar_thread, NULL, archiver_main, a) != 0) {
-		pthread_cond_destroy(&a->ar_cv);
+	if (worker_start(&a->ar_w, a->ar_o.every_ms ? a->ar_o.every_ms : 1000, 0, archiver_tick,
+	                 a) != 0) {
 		pthread_mutex_destroy(&a->ar_mu);
 		free(a->ar_segment);
 		free(a);
@@ -333,14 +308,10 @@ void archiver_stop(archiver_t *a, struct archiver_stats *out)
 			memset(out, 0, sizeof *out);
 		return;
 	}
-	pthread_mutex_lock(&a->ar_mu);
-	a->ar_stop = 1;
-	pthread_cond_signal(&a->ar_cv);
-	pthread_mutex_unlock(&a->ar_mu);
-	pthread_join(a->ar_thread, NULL);
+	worker_stop(&a->ar_w, 0);
+	flash_close(a->ar_h);   /* from any thread */
 	if (out)
 		*out = a->ar_st;
-	pthread_cond_destroy(&a->ar_cv);
 	pthread_mutex_destroy(&a->ar_mu);
 	free(a->ar_done);
 	free(a->ar_segment);

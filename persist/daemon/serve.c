@@ -31,6 +31,7 @@
 #include "archiver.h"
 #include "backstop.h"
 #include "wal.h"
+#include "worker.h"
 #ifdef FLASH_HAVE_MHD
 #include "metrics.h"
 #include "mysql_probe.h"
@@ -869,11 +870,8 @@ static int serve_commit_mark(struct serve *s)
 struct serve_reclaimer {
 	struct serve    *rc_s;
 	flash_t         *rc_h;          /* the thread's own writable handle */
-	pthread_t        rc_thr;
-	pthread_mutex_t  rc_mu;
-	pthread_cond_t   rc_cv;         /* signalled at stop */
-	int              rc_stop;       /* under rc_mu */
-	uint32_t         rc_every_ms;
+	int              rc_no_handle;  /* it could not be opened: nothing is reclaimed */
+	struct worker    rc_w;          /* the thread (worker.h) */
 	uint64_t         rc_clear_lsn[2]; /* per table, the WAL LSN MySQL must reach
 	                                     before the due clear (0: none due) */
 	uint64_t         rc_advances, rc_clears, rc_cleared_keys, rc_waits;   /* atomics */
@@ -932,37 +930,23 @@ static void serve_reclaim(struct serve_reclaimer *r)
 	}
 }
 
-static void *serve_reclaimer_main(void *arg)
+/* One pass of the worker (worker.h), from the start and then every
+ * --reclaim-every-ms; the handle opened on the first one, by this thread. */
+static void serve_reclaimer_pass(void *arg, int final)
 {
 	struct serve_reclaimer *r = arg;
-	int rc;
-
-	/* a handle belongs to the thread that opened it */
-	if ((rc = flash_open(r->rc_s->sv_o->segment, 0, &r->rc_h)) != FLASH_OK) {
-		serve_log(r->rc_s, PLOG_ERROR, "reclaim: open: %s: nothing is reclaimed",
-		          flash_strerror(rc));
-		r->rc_h = NULL;
-		return NULL;
-	}
-	pthread_mutex_lock(&r->rc_mu);
-	while (!r->rc_stop) {
-		struct timespec ts;
-
-		pthread_mutex_unlock(&r->rc_mu);
-		serve_reclaim(r);
-		clock_gettime(CLOCK_MONOTONIC, &ts);   /* from the end of this step */
-		ts.tv_sec += r->rc_every_ms / 1000;
-		ts.tv_nsec += (long)(r->rc_every_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+	(void)final;
+	if (r->rc_h == NULL && !r->rc_no_handle) {
+		int rc = flash_open(r->rc_s->sv_o->segment, 0, &r->rc_h);
+		if (rc != FLASH_OK) {
+			serve_log(r->rc_s, PLOG_ERROR, "reclaim: open: %s: nothing is reclaimed",
+			          flash_strerror(rc));
+			r->rc_h = NULL;
+			r->rc_no_handle = 1;
 		}
-		pthread_mutex_lock(&r->rc_mu);
-		while (!r->rc_stop && pthread_cond_timedwait(&r->rc_cv, &r->rc_mu, &ts) == 0)
-			;
 	}
-	pthread_mutex_unlock(&r->rc_mu);
-	return NULL;
+	if (r->rc_h)
+		serve_reclaim(r);
 }
 
 /* Start the reclaimer of a windowed segment; NULL (nothing to reclaim, or
@@ -971,7 +955,6 @@ static struct serve_reclaimer *serve_reclaimer_start(struct serve *s, uint32_t e
 {
 	struct flash_gen_info gi;
 	struct serve_reclaimer *r;
-	pthread_condattr_t ca;
 	int rc;
 
 	if (flash_gen_get(s->sv_h, FLASH_TABLE_REQUESTS, &gi) != FLASH_OK || gi.banks == 1)
@@ -981,16 +964,8 @@ static struct serve_reclaimer *serve_reclaimer_start(struct serve *s, uint32_t e
 		return NULL;
 	}
 	r->rc_s = s;
-	r->rc_every_ms = every_ms;
-	pthread_mutex_init(&r->rc_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->rc_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if ((rc = pthread_create(&r->rc_thr, NULL, serve_reclaimer_main, r)) != 0) {
+	if ((rc = worker_start(&r->rc_w, every_ms, WORKER_NOW, serve_reclaimer_pass, r)) != 0) {
 		serve_log(s, PLOG_ERROR, "reclaim: no thread (%s): nothing is reclaimed", strerror(rc));
-		pthread_cond_destroy(&r->rc_cv);
-		pthread_mutex_destroy(&r->rc_mu);
 		free(r);
 		return NULL;
 	}
@@ -1014,16 +989,10 @@ static void serve_reclaimer_stop(struct serve_reclaimer *r, struct serve_stats *
 {
 	if (r == NULL)
 		return;
-	pthread_mutex_lock(&r->rc_mu);
-	r->rc_stop = 1;
-	pthread_cond_signal(&r->rc_cv);
-	pthread_mutex_unlock(&r->rc_mu);
-	pthread_join(r->rc_thr, NULL);
+	worker_stop(&r->rc_w, 0);
 	serve_reclaimer_stats(r, st);
 	if (r->rc_h)
 		flash_close(r->rc_h);   /* from any thread */
-	pthread_cond_destroy(&r->rc_cv);
-	pthread_mutex_destroy(&r->rc_mu);
 	free(r);
 }
 
@@ -1258,13 +1227,24 @@ static void serve_sleep_us(uint32_t us)
  * start: a service that is not configured starts nothing and returns 0; a
  * failure is logged, sets the stats' rc and returns -1 (serve then
  * stops what started).  stop: NULL-safe, @p clean for a clean stop.
+ * show: hands the service's figures to the metrics endpoint, which walks the
+ * table when it starts (NULL: no figures of its own, or built without
+ * libmicrohttpd).
  * ------------------------------------------------------------------------ */
+
+struct metrics;
 
 struct serve_service {
 	const char *name;
 	int  (*start)(struct serve *s);
 	void (*stop)(struct serve *s, int clean);
+	void (*show)(struct serve *s, struct metrics *m);
 };
+
+#ifdef FLASH_HAVE_MHD
+/* Every started service's figures on the metrics endpoint @p m. */
+static void serve_services_show(struct serve *s, struct metrics *m);
+#endif
 
 /* A service's start failed: say so, keep the code. */
 static int serve_svc_fail(struct serve *s, const char *name, int rc, const char *extra)
@@ -1468,10 +1448,7 @@ static int svc_metrics_start(struct serve *s)
 		serve_fail_rc(s->sv_st, FLASH_EINVAL);
 		return -1;
 	}
-	metrics_set_reconcile(s->sv_metrics, s->sv_recon);
-	metrics_set_archiver(s->sv_metrics, s->sv_arch);
-	metrics_set_backstop(s->sv_metrics, s->sv_backstop);
-	metrics_set_lease(s->sv_metrics, s->sv_lease);
+	serve_services_show(s, s->sv_metrics);
 	s->sv_probe = serve_probe_start(s, o);
 	metrics_set_probe(s->sv_metrics, s->sv_probe);
 	(void)metrics_set_feed(s->sv_metrics, o->wal_dir);
@@ -1488,6 +1465,12 @@ static void svc_metrics_stop(struct serve *s, int clean)
 	s->sv_metrics = NULL;
 	s->sv_probe = NULL;
 }
+
+static void show_recon(struct serve *s, struct metrics *m) { metrics_set_reconcile(m, s->sv_recon); }
+static void show_arch(struct serve *s, struct metrics *m) { metrics_set_archiver(m, s->sv_arch); }
+static void show_backstop(struct serve *s, struct metrics *m) { metrics_set_backstop(m, s->sv_backstop); }
+static void show_lease(struct serve *s, struct metrics *m) { metrics_set_lease(m, s->sv_lease); }
+#define SVC_SHOW(fn) fn
 
 /* The figures of the last round, for the metrics endpoint. */
 static void serve_publish(struct serve *s)
@@ -1520,18 +1503,28 @@ static void svc_metrics_stop(struct serve *s, int clean)
 
 static void serve_publish(struct serve *s) { (void)s; }
 static void serve_metrics_archiver_off(struct serve *s) { (void)s; }
+#define SVC_SHOW(fn) NULL
 #endif
 
 static const struct serve_service serve_services[] = {
-	{ "reconciler",    svc_recon_start,    svc_recon_stop },
-	{ "MySQL applier", svc_pump_start,     svc_pump_stop },
-	{ "snapshots",     svc_snap_start,     svc_snap_stop },
-	{ "lease agent",   svc_lease_start,    svc_lease_stop },
-	{ "backstop",      svc_backstop_start, svc_backstop_stop },
-	{ "archiver",      svc_arch_start,     svc_arch_stop },
-	{ "metrics",       svc_metrics_start,  svc_metrics_stop },
+	{ "reconciler",    svc_recon_start,    svc_recon_stop,    SVC_SHOW(show_recon) },
+	{ "MySQL applier", svc_pump_start,     svc_pump_stop,     NULL },  /* metrics_start() */
+	{ "snapshots",     svc_snap_start,     svc_snap_stop,     NULL },
+	{ "lease agent",   svc_lease_start,    svc_lease_stop,    SVC_SHOW(show_lease) },
+	{ "backstop",      svc_backstop_start, svc_backstop_stop, SVC_SHOW(show_backstop) },
+	{ "archiver",      svc_arch_start,     svc_arch_stop,     SVC_SHOW(show_arch) },
+	{ "metrics",       svc_metrics_start,  svc_metrics_stop,  NULL },
 };
 #define SERVE_NSERVICES (sizeof serve_services / sizeof serve_services[0])
+
+#ifdef FLASH_HAVE_MHD
+static void serve_services_show(struct serve *s, struct metrics *m)
+{
+	for (size_t i = 0; i < s->sv_started; i++)
+		if (serve_services[i].show)
+			serve_services[i].show(s, m);
+}
+#endif
 
 /* Start every service in order; @return 0, or -1 (serve_services_stop
  * stops the started ones, and the one that failed: its stop is NULL-safe
