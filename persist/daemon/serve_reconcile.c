@@ -12,7 +12,6 @@
  * go backwards (MySQL's applied LSN lower than before: the database was
  * reset) is rebuilt from the WAL's start.
  */
-#include "plog.h"
 #include "serve_reconcile.h"
 
 #include <inttypes.h>
@@ -25,7 +24,9 @@
 
 #include <mysql.h>
 
+#include "plog.h"
 #include "rcu_box.h"
+#include "worker.h"
 
 struct serve_recon {
 	struct serve_recon_opts r_o;
@@ -35,12 +36,9 @@ struct serve_recon {
 	flash_t         *r_h;          /* read-only, opened by the thread */
 	fold_t    *r_fsql;       /* WAL folded to MySQL's applied LSN */
 	fold_t    *r_fseg;       /* WAL folded to the last quiet window's durable LSN */
-	pthread_t        r_thr;
-	/* the thread sleeps between passes on r_cv: a mutex and a condition
-	 * variable are the plain tool for a timed sleep the stop cuts short */
-	pthread_mutex_t  r_mu;         /* guards r_stop and r_skus.. */
-	pthread_cond_t   r_cv;
-	int              r_stop;       /* 1: stop; 2: stop after a final pass */
+	struct worker    r_w;          /* the thread: a pass every every_ms, a final one at a
+	                                  clean stop (worker.h) */
+	pthread_mutex_t  r_mu;         /* guards r_skus.. */
 	struct serve_recon_stats r_st; /* the thread's own (read by others after the join) */
 	rbox_t          *r_pub;        /* r_st as of the last pass, RCU-published: the
 	                                  metrics thread reads it without waiting for a pass */
@@ -319,38 +317,10 @@ static void pass_run(struct serve_recon *r, int final)
  * The thread
  * ------------------------------------------------------------------------ */
 
-static void *recon_main(void *arg)
+/* The worker's pass (worker.h); final: the pass of a clean stop. */
+static void recon_pass(void *arg, int final)
 {
-	struct serve_recon *r = arg;
-	pthread_mutex_lock(&r->r_mu);
-	for (;;) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += r->r_o.every_ms / 1000u;
-		dl.tv_nsec += (long)(r->r_o.every_ms % 1000u) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		int timed_out = 0;
-		while (!r->r_stop && !timed_out)
-			timed_out = pthread_cond_timedwait(&r->r_cv, &r->r_mu, &dl) != 0;
-		if (r->r_stop)
-			break;
-		pthread_mutex_unlock(&r->r_mu);
-		pass_run(r, 0);
-		pthread_mutex_lock(&r->r_mu);
-	}
-	int final = r->r_stop == 2;
-	pthread_mutex_unlock(&r->r_mu);
-	if (final)
-		pass_run(r, 1);
-	mdb_close(r->r_m);
-	r->r_m = NULL;
-	if (r->r_h)
-		flash_close(r->r_h);
-	r->r_h = NULL;
-	return NULL;
+	pass_run(arg, final);
 }
 
 int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
@@ -374,14 +344,8 @@ int serve_recon_start(const struct serve_recon_opts *o, serve_recon_t **out)
 		rc = FLASH_ENOMEM;
 		goto fail;
 	}
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->r_cv, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&r->r_mu, NULL);
-	if (pthread_create(&r->r_thr, NULL, recon_main, r) != 0) {
-		pthread_cond_destroy(&r->r_cv);
+	if (worker_start(&r->r_w, o->every_ms, 0, recon_pass, r) != 0) {
 		pthread_mutex_destroy(&r->r_mu);
 		rc = FLASH_ESYS;
 		goto fail;
@@ -429,14 +393,13 @@ void serve_recon_stop(serve_recon_t *r, int final_pass, struct serve_recon_stats
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->r_mu);
-	r->r_stop = final_pass ? 2 : 1;
-	pthread_cond_signal(&r->r_cv);
-	pthread_mutex_unlock(&r->r_mu);
-	pthread_join(r->r_thr, NULL);
+	worker_stop(&r->r_w, final_pass);
+	/* the thread's connection and handle, closed once it is gone */
+	mdb_close(r->r_m);
+	if (r->r_h)
+		flash_close(r->r_h);
 	if (st)
 		*st = r->r_st;
-	pthread_cond_destroy(&r->r_cv);
 	pthread_mutex_destroy(&r->r_mu);
 	rbox_free(r->r_pub);
 	fold_free(r->r_fsql);
