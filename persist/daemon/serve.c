@@ -37,10 +37,6 @@
 #include "mysql_probe.h"
 #endif
 
-/* ------------------------------------------------------------------------
- * Logging
- * ------------------------------------------------------------------------ */
-
 /*
  * Drained records waiting for their fdatasync: per touched slot the highest
  * seq, the records for the MySQL applier, the oldest record's time, and the
@@ -94,6 +90,10 @@ struct serve {
 	mdb_probe_t             *sv_probe;    /* its MySQL liveness ping, or NULL */
 #endif
 };
+
+/* ------------------------------------------------------------------------
+ * Logging
+ * ------------------------------------------------------------------------ */
 
 __attribute__((format(printf, 3, 4)))
 static void serve_log(const struct serve *s, int level, const char *fmt, ...)

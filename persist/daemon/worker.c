@@ -25,14 +25,13 @@ static void *worker_main(void *arg)
 		if (!(first && w->w_now)) {
 			struct timespec until;
 			deadline(&until, w->w_every_ms);
-			while (!w->w_stop && !w->w_wake &&
+			while (!w->w_stop &&
 			       pthread_cond_timedwait(&w->w_cv, &w->w_mu, &until) != ETIMEDOUT)
 				;
 			if (w->w_stop)
 				break;
 		}
 		first = 0;
-		w->w_wake = 0;
 		pthread_mutex_unlock(&w->w_mu);
 		w->w_pass(w->w_arg, 0);
 		pthread_mutex_lock(&w->w_mu);
@@ -64,14 +63,6 @@ int worker_start(struct worker *w, uint32_t every_ms, unsigned flags, worker_pas
 		pthread_mutex_destroy(&w->w_mu);
 	}
 	return rc;
-}
-
-void worker_wake(struct worker *w)
-{
-	pthread_mutex_lock(&w->w_mu);
-	w->w_wake = 1;
-	pthread_cond_signal(&w->w_cv);
-	pthread_mutex_unlock(&w->w_mu);
 }
 
 void worker_stop(struct worker *w, int final_pass)

@@ -3,10 +3,10 @@
  * one place (as Redis's bio.c does for its threads).
  *
  * A service hands its pass function and its state; the worker owns the
- * thread, its monotonic clock, its wake-up and its stop.  The thread runs a
- * pass every @p every_ms, counted from the end of the previous one (the
- * first at once with WORKER_NOW, else after one period), earlier when woken;
- * at a stop it runs one more pass with final = 1 if asked.  A pass runs with
+ * thread, its monotonic clock and its stop.  The thread runs a pass every
+ * @p every_ms, counted from the end of the previous one (the first at once
+ * with WORKER_NOW, else after one period); at a stop it runs one more pass
+ * with final = 1 if asked.  A pass runs with
  * no lock held; whatever it shares with other threads it guards itself.
  */
 #ifndef FLASH_WORKER_H
@@ -21,7 +21,7 @@ struct worker {
 	pthread_t       w_thread;
 	pthread_mutex_t w_mu;          /* guards the three flags below */
 	pthread_cond_t  w_cv;          /* on CLOCK_MONOTONIC */
-	int             w_stop, w_wake, w_final;
+	int             w_stop, w_final;
 	int             w_now;         /* the first pass at once */
 	uint32_t        w_every_ms;
 	worker_pass_fn  w_pass;
@@ -34,9 +34,6 @@ enum { WORKER_NOW = 1 };
  * pthread_create error (nothing is left to stop). */
 int worker_start(struct worker *w, uint32_t every_ms, unsigned flags, worker_pass_fn pass,
                  void *arg);
-
-/* Run the next pass now (or as soon as the current one ends). */
-void worker_wake(struct worker *w);
 
 /* Stop the thread and wait for it: a pass under way ends first, then, with
  * @p final_pass, one last pass runs with final = 1. */
