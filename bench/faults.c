@@ -977,7 +977,7 @@ static int flash_check(struct fault_sale *s)
 	fold_t *f = NULL;
 	uint8_t *seen = NULL;
 	uint64_t n, no;
-	int rc, wrc = 0, ret = -1;
+	int rc, ret = -1;
 
 	s->s_reconcile = -1;
 	if (s->s_sink > 0 && broker_drain(s) != 0)
@@ -993,8 +993,8 @@ static int flash_check(struct fault_sale *s)
 	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
 		return fault_err(s, "connect to MariaDB: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);
-	if ((rc = mdb_catch_up(m, s->s_wal, 0, 30000, &tot, &wrc)) != FLASH_OK) {
-		fault_err(s, "catch MariaDB up: %s (WAL: %s)", flash_strerror(rc), flash_strerror(wrc));
+	if ((rc = mdb_catch_up(m, s->s_wal, 0, 30000, &tot)) != FLASH_OK) {
+		fault_err(s, "catch MariaDB up: %s", flash_strerror(rc));
 		goto out;
 	}
 	if ((rc = rsql_totals_get(m, &t)) != FLASH_OK) {
@@ -1002,8 +1002,8 @@ static int flash_check(struct fault_sale *s)
 		goto out;
 	}
 	s->s_orders_mysql = t.orders;
-	if ((rc = fold_new(&f)) != FLASH_OK || (rc = fold_wal(f, s->s_wal, &wrc)) != FLASH_OK) {
-		fault_err(s, "fold the WAL: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
+	if ((rc = fold_new(&f)) != FLASH_OK || (rc = fold_wal(f, s->s_wal)) != FLASH_OK) {
+		fault_err(s, "fold the WAL: %s", flash_strerror(rc));
 		goto out;
 	}
 	memset(&rr, 0, sizeof rr);

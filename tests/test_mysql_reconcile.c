@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -105,16 +107,13 @@ static int setup(void **state)
 	struct mdb_opts o = { .url = url, .log = quiet };
 	assert_int_equal(mdb_open(&o, &c->m), FLASH_OK);
 	struct apply_result tot = { 0 };
-	int wrc = -1;
-	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, &wrc), FLASH_OK);
-	assert_int_equal(wrc, FLASH_OK);
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot), FLASH_OK);
 	assert_int_equal(tot.applied, 49);
 	assert_int_equal(tot.refused, 0);
 	assert_int_equal(tot.applied_lsn, 49);
 
 	assert_int_equal(fold_new(&c->fold), FLASH_OK);
-	assert_int_equal(fold_wal(c->fold, c->waldir, &wrc), FLASH_OK);
-	assert_int_equal(wrc, FLASH_OK);
+	assert_int_equal(fold_wal(c->fold, c->waldir), FLASH_OK);
 	*state = c;
 	return 0;
 }
@@ -182,7 +181,7 @@ static void test_segment_wal_and_mysql_agree_after_catch_up(void **state)
 
 	/* Catching up again applies nothing and changes nothing. */
 	struct apply_result tot = { 0 };
-	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot), FLASH_OK);
 	assert_int_equal(tot.applied, 0);
 	reconcile(c, &rep);
 	assert_int_equal(rep.found, 0);
@@ -390,12 +389,12 @@ static void test_engine_records_with_cancels_and_scopes_apply_without_conflict(v
 	struct mdb_opts o = { .url = url, .log = quiet };
 	assert_int_equal(mdb_open(&o, &c->m), FLASH_OK);
 	struct apply_result tot = { 0 };
-	assert_int_equal(mdb_catch_up(c->m, c->waldir, 1000, 10000, &tot, NULL), FLASH_OK);
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 1000, 10000, &tot), FLASH_OK);
 	assert_int_equal(tot.applied, recs.n);
 	assert_int_equal(tot.refused, 0);
 	t_recs_free(&recs);
 	assert_int_equal(fold_new(&c->fold), FLASH_OK);
-	assert_int_equal(fold_wal(c->fold, c->waldir, NULL), FLASH_OK);
+	assert_int_equal(fold_wal(c->fold, c->waldir), FLASH_OK);
 
 	struct reconcile_report rep;
 	reconcile(c, &rep);
@@ -444,6 +443,85 @@ static void test_reconcile_run_prints_and_exits_by_the_outcome(void **state)
 	free(ebuf);
 }
 
+static int count_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload, uint32_t len)
+{
+	(void)lsn; (void)type; (void)payload; (void)len;
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+/* Flip one byte in the payload of LSN @p lsn's frame: every frame of this
+ * WAL is one record (a 32-byte header and a 72-byte payload) in one file. */
+static void wal_flip(const char *dir, uint64_t lsn)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	char path[512] = "";
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "wal-", 4) == 0 && strstr(e->d_name, ".log"))
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+	closedir(d);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	off_t at = (off_t)(WAL_FILE_HDR_BYTES + (lsn - 1) * wal_frame_bytes(sizeof(struct wal_rec)) +
+	                   WAL_FRAME_HDR_BYTES + 40);
+	unsigned char b;
+	assert_int_equal(pread(fd, &b, 1, at), 1);
+	b ^= 0x10;
+	assert_int_equal(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+	/* the damage is where it was meant to be: LSN 20 is the first bad frame */
+	struct wal_replay_report rep;
+	uint64_t n = 0;
+	assert_int_equal(wal_replay(dir, 1, count_frame, &n, 0, &rep), FLASH_EWAL_CRC);
+	assert_int_equal(n, lsn - 1);
+	assert_int_equal(rep.bad_lsn, lsn);
+}
+
+/* A damaged frame in the middle of the WAL: the fold, the catch-up and the
+ * reconciler answer the WAL's own cause, one code (a CRC mismatch, not a
+ * general "corrupt" beside it), and what came before the frame is folded
+ * and applied. */
+static void test_a_damaged_wal_frame_is_answered_with_its_own_cause(void **state)
+{
+	struct ctx *c = *state;
+	wal_flip(c->waldir, 20);
+
+	fold_t *f;
+	assert_int_equal(fold_new(&f), FLASH_OK);
+	assert_int_equal(fold_wal(f, c->waldir), FLASH_EWAL_CRC);
+	assert_int_equal(fold_lsn(f), 19);
+	fold_free(f);
+
+	char db[80], url[512], sql[128];
+	snprintf(db, sizeof db, "%s_dmg", c->db);
+	snprintf(url, sizeof url, "mysql://root@localhost/%s?socket=%s/mysqld.sock", db, mariadb_dir());
+	struct mdb_opts o = { .url = url, .log = quiet };
+	mdb_t *m;
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	struct apply_result tot = { 0 };
+	int rc = mdb_catch_up(m, c->waldir, 7, 10000, &tot);
+	snprintf(sql, sizeof sql, "DROP DATABASE `%s`", db);
+	assert_int_equal(mysql_query(mdb_conn(m), sql), 0);
+	mdb_close(m);
+	assert_int_equal(rc, FLASH_EWAL_CRC);
+	assert_int_equal(tot.applied_lsn, 19);
+
+	struct reconcile_run_opts ro = { .segment = c->seg, .wal_dir = c->waldir };
+	char *obuf = NULL, *ebuf = NULL;
+	size_t olen = 0, elen = 0;
+	FILE *out = open_memstream(&obuf, &olen), *err = open_memstream(&ebuf, &elen);
+	assert_int_equal(reconcile_run(&ro, out, err), 2);
+	fclose(out);
+	fclose(err);
+	assert_non_null(strstr(ebuf, flash_strerror(FLASH_EWAL_CRC)));
+	if (strstr(ebuf, flash_strerror(FLASH_ECORRUPT)))
+		fail_msg("the reconciler's reason names a second cause: %s", ebuf);
+	free(obuf);
+	free(ebuf);
+}
+
 int main(void)
 {
 	mariadb_dir();
@@ -455,6 +533,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wal_missing_a_restock_disagrees_on_total_and_available, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sku_absent_from_mysql_is_missing_there, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_run_prints_and_exits_by_the_outcome, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_damaged_wal_frame_is_answered_with_its_own_cause, setup, teardown),
 		cmocka_unit_test_teardown(test_engine_records_with_cancels_and_scopes_apply_without_conflict, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -121,9 +121,8 @@ static struct ctx *build(uint64_t upto)
 	struct mdb_opts o = { .url = c->url, .log = quiet };
 	assert_int_equal(mdb_open(&o, &c->m), FLASH_OK);
 	struct apply_result tot = { 0 };
-	int wrc = -1;
 	assert_int_equal(mdb_catch_up_to(c->m, c->waldir, upto ? upto : c->records, 10, 10000,
-	                                         &tot, &wrc), FLASH_OK);
+	                                 &tot), FLASH_OK);
 	assert_int_equal(tot.refused, 0);
 	assert_int_equal(tot.applied_lsn, upto ? upto : c->records);
 	return c;
@@ -291,7 +290,7 @@ static void test_repair_restores_mysql_and_prints_each_change(void **state)
 	run_free(&r);
 	/* and the applier, fed the whole WAL again, finds it all applied */
 	struct apply_result tot = { 0 };
-	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot), FLASH_OK);
 	assert_int_equal(tot.applied, 0);
 	assert_int_equal(tot.refused, 0);
 }
@@ -354,7 +353,7 @@ static void test_repair_at_applied_lsn_when_mysql_lags(void **state)
 	assert_int_equal(q64(c, "SELECT COUNT(*) FROM orders"), orders_before);
 	/* the applier catches up cleanly; then all agree, segment included */
 	struct apply_result tot = { 0 };
-	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot, NULL), FLASH_OK);
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot), FLASH_OK);
 	assert_int_equal(tot.applied, c->records - 30);
 	assert_int_equal(tot.refused, 0);
 	run(c, 0, 1, &r);

@@ -1162,11 +1162,11 @@ static void tt_audit_reconcile(struct tt_fig *f, flash_t *h, mdb_t *m,
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem;
-	int rc, wrc = 0;
+	int rc;
 
 	if ((rc = fold_new(&fold)) != FLASH_OK ||
-	    (rc = fold_wal(fold, c->wal, &wrc)) != FLASH_OK)
-		tt_die("reconcile: fold the WAL: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
+	    (rc = fold_wal(fold, c->wal)) != FLASH_OK)
+		tt_die("reconcile: fold the WAL: %s", flash_strerror(rc));
 	memset(&rep, 0, sizeof rep);
 	rc = reconcile_compare(h, m, fold, RECONCILE_ORDERS, &rep);
 	fold_free(fold);
@@ -1372,7 +1372,7 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	struct wal_replay_report rep;
 	struct tt_audit a;
 	uint32_t nrec = 0;
-	int rc, wrc = 0, bad;
+	int rc, bad;
 
 	memset(f, 0, sizeof *f);
 	memset(tt_sh, 0, sizeof *tt_sh);
@@ -1517,9 +1517,9 @@ static int tt_phase(const struct tt_opts *o, int sync, unsigned kill_target, dou
 	if ((rc = mdb_open(&mo, &m)) != FLASH_OK)
 		tt_die("connect to MySQL: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);
-	rc = mdb_catch_up(m, c.wal, 0, 60000, &tot, &wrc);
+	rc = mdb_catch_up(m, c.wal, 0, 60000, &tot);
 	if (rc != FLASH_OK)
-		tt_die("catch MySQL up: %s (WAL: %s)", flash_strerror(rc), flash_strerror(wrc));
+		tt_die("catch MySQL up: %s", flash_strerror(rc));
 	f->mysql_late = tot.applied;
 
 	/* the WAL */

@@ -489,7 +489,7 @@ static int reclaim_from_wal(const struct lease_args *a, const struct lease_row *
 		mdb_t *m = NULL;
 		int mrc = mdb_open(&mo, &m);
 		if (mrc == FLASH_OK)
-			mrc = mdb_catch_up(m, a->wal, 0, 30000, NULL, NULL);
+			mrc = mdb_catch_up(m, a->wal, 0, 30000, NULL);
 		mdb_close(m);
 		if (mrc != FLASH_OK) {
 			fprintf(stderr, "flashstock lease reclaim: applying the WAL to %s: %s; nothing changed\n",

@@ -354,7 +354,7 @@ int demo_dur_mysql(struct demo_dur *d)
 	struct mdb_opts mo;
 	struct apply_result tot;
 	struct rsql_totals t;
-	int rc, wrc = 0;
+	int rc;
 
 	memset(&mo, 0, sizeof mo);
 	mo.defaults_file = d->defaults_file;
@@ -364,10 +364,9 @@ int demo_dur_mysql(struct demo_dur *d)
 	if (rc != FLASH_OK)
 		return tool_failf("demo: connect to the private MariaDB: %s", flash_strerror(rc));
 	memset(&tot, 0, sizeof tot);
-	rc = mdb_catch_up(d->m, d->wal_dir, 0, 30000, &tot, &wrc);
+	rc = mdb_catch_up(d->m, d->wal_dir, 0, 30000, &tot);
 	if (rc != FLASH_OK)
-		return tool_failf("demo: catch MySQL up: %s (WAL: %s)", flash_strerror(rc),
-		                  flash_strerror(wrc));
+		return tool_failf("demo: catch MySQL up: %s", flash_strerror(rc));
 	rc = rsql_totals_get(d->m, &t);
 	if (rc != FLASH_OK)
 		return tool_failf("demo: count MySQL's orders: %s", flash_strerror(rc));
@@ -384,15 +383,14 @@ int demo_dur_reconcile(struct demo_dur *d, flash_t *h)
 	fold_t *f = NULL;
 	size_t len = 0;
 	FILE *mem;
-	int rc, wrc = 0;
+	int rc;
 
 	fprintf(stderr, "demo: reconciling segment, WAL%s ...\n", d->m ? " and MySQL" : "");
 	if ((rc = fold_new(&f)) != FLASH_OK)
 		return tool_fail("demo: reconcile", rc);
-	if ((rc = fold_wal(f, d->wal_dir, &wrc)) != FLASH_OK) {
+	if ((rc = fold_wal(f, d->wal_dir)) != FLASH_OK) {
 		fold_free(f);
-		return tool_failf("demo: reconcile: fold the WAL: %s (%s)", flash_strerror(rc),
-		                  flash_strerror(wrc));
+		return tool_failf("demo: reconcile: fold the WAL: %s", flash_strerror(rc));
 	}
 	memset(&rep, 0, sizeof rep);
 	rc = reconcile_compare(h, d->m, f, d->m ? RECONCILE_ORDERS : 0, &rep);

@@ -319,13 +319,12 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	struct rsql_sku *ss = NULL;
 	struct rsql_user_excess *ue = NULL;
 	size_t n = 0, i;
-	int rc, wrc = 0;
+	int rc;
 
 	memset(&tot, 0, sizeof tot);
-	rc = mdb_catch_up(m, wal_dir, 0, 60000, &tot, &wrc);
+	rc = mdb_catch_up(m, wal_dir, 0, 60000, &tot);
 	if (rc != FLASH_OK)
-		return tool_failf("soak: catch MariaDB up with the WAL: %s (WAL: %s)",
-		                  flash_strerror(rc), flash_strerror(wrc));
+		return tool_failf("soak: catch MariaDB up with the WAL: %s", flash_strerror(rc));
 	if ((inject & SOAK_INJECT_MYSQL_STOCK) &&
 	    mysql_query(mdb_conn(m),
 	                "UPDATE item_stock SET available = available + 1, total = total + 1 "
@@ -411,14 +410,13 @@ static int soak_check_reconcile(struct soak_verdict *v, flash_t *h, mdb_t *m,
 {
 	struct reconcile_report rep;
 	fold_t *f = NULL;
-	int rc, wrc = 0;
+	int rc;
 
 	if ((rc = fold_new(&f)) != FLASH_OK)
 		return tool_fail("soak: reconcile", rc);
-	if ((rc = fold_wal(f, wal_dir, &wrc)) != FLASH_OK) {
+	if ((rc = fold_wal(f, wal_dir)) != FLASH_OK) {
 		fold_free(f);
-		return tool_failf("soak: reconcile: fold the WAL: %s (%s)", flash_strerror(rc),
-		                  flash_strerror(wrc));
+		return tool_failf("soak: reconcile: fold the WAL: %s", flash_strerror(rc));
 	}
 	memset(&rep, 0, sizeof rep);
 	rc = reconcile_compare(h, m, f, RECONCILE_ORDERS, &rep);

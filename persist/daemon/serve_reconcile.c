@@ -69,7 +69,7 @@ static void rlog(const struct serve_recon *r, int level, const char *fmt, ...)
 /* Advance @p *f to exactly @p lsn (a fresh fold when it is past it). */
 static int fold_to(struct serve_recon *r, fold_t **f, uint64_t lsn)
 {
-	int wrc = FLASH_OK, rc;
+	int rc;
 	if (fold_lsn(*f) > lsn) {
 		fold_t *nf;
 		if ((rc = fold_new(&nf)))
@@ -79,15 +79,15 @@ static int fold_to(struct serve_recon *r, fold_t **f, uint64_t lsn)
 	}
 	if (lsn == 0 || fold_lsn(*f) == lsn)
 		return FLASH_OK;
-	if (r->r_o.wal_dir && (rc = fold_start(*f, r->r_o.wal_dir, lsn, &wrc)) != FLASH_OK) {
-		rlog(r, PLOG_ERROR, "WAL fold start: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
+	if (r->r_o.wal_dir && (rc = fold_start(*f, r->r_o.wal_dir, lsn)) != FLASH_OK) {
+		rlog(r, PLOG_ERROR, "WAL fold start: %s", flash_strerror(rc));
 		return rc;
 	}
 	if (fold_lsn(*f) == lsn)
 		return FLASH_OK;
-	rc = fold_wal_live(*f, r->r_o.wal, lsn, &wrc);
+	rc = fold_wal_live(*f, r->r_o.wal, lsn);
 	if (rc) {
-		rlog(r, PLOG_ERROR, "WAL read: %s (%s)", flash_strerror(rc), flash_strerror(wrc));
+		rlog(r, PLOG_ERROR, "WAL read: %s", flash_strerror(rc));
 		return rc;
 	}
 	if (fold_lsn(*f) != lsn) {

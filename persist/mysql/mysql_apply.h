@@ -209,14 +209,15 @@ int mdb_applied_lsn(mdb_t *m, uint64_t *lsn);
  * batch retried with backoff for at most @p max_wait_ms.  (mysql_catchup.c)
  * @param[out] total  sums over the batches (may be NULL; conflicts are not
  *                    copied, they are logged and counted in the stats)
- * @param[out] wal_rc the replay's stop cause (FLASH_OK: clean end), may be NULL
  * @return FLASH_OK (everything the WAL holds is applied); FLASH_EMYSQL_RETRY;
- *         FLASH_EMYSQL; FLASH_ECORRUPT (the WAL stopped at a bad frame:
- *         *wal_rc says which; what came before it is applied); FLASH_ESYS
- *         (WAL I/O); FLASH_EINVAL; FLASH_ENOMEM.
+ *         FLASH_EMYSQL; the WAL's stop cause as wal_replay() names it (a bad
+ *         frame or file, a gap: wal_rc_is_stop() says 1), what came before it
+ *         applied (total->applied_lsn says up to where); FLASH_EWAL_TYPE (a
+ *         frame that is not a record); FLASH_ESYS (WAL I/O); FLASH_EINVAL;
+ *         FLASH_ENOMEM.
  */
 int mdb_catch_up(mdb_t *m, const char *wal_dir, uint32_t batch,
-                         uint32_t max_wait_ms, struct apply_result *total, int *wal_rc);
+                 uint32_t max_wait_ms, struct apply_result *total);
 
 /**
  * mdb_catch_up() that stops after LSN @p upto_lsn.  For a WAL that a
@@ -224,7 +225,7 @@ int mdb_catch_up(mdb_t *m, const char *wal_dir, uint32_t batch,
  * yet fdatasync'd, and MySQL must never hold a record the WAL could lose.
  */
 int mdb_catch_up_to(mdb_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
-                            uint32_t max_wait_ms, struct apply_result *total, int *wal_rc);
+                    uint32_t max_wait_ms, struct apply_result *total);
 
 /** Asked before each batch of a catch-up: nonzero goes on, 0 stops it. */
 typedef int (*mdb_go_fn)(void *arg);
@@ -238,8 +239,8 @@ typedef int (*mdb_go_fn)(void *arg);
  *         (total->applied_lsn says how far it got).
  */
 int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
-                               uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
-                               void *go_arg, struct apply_result *total, int *wal_rc);
+                       uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
+                       void *go_arg, struct apply_result *total);
 
 /**
  * Log one line through the handle's log callback and level filter

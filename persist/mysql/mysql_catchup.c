@@ -76,21 +76,20 @@ static int feed_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 }
 
 int mdb_catch_up(mdb_t *m, const char *wal_dir, uint32_t batch,
-                         uint32_t max_wait_ms, struct apply_result *total, int *wal_rc)
+                 uint32_t max_wait_ms, struct apply_result *total)
 {
-	return mdb_catch_up_to(m, wal_dir, UINT64_MAX, batch, max_wait_ms, total, wal_rc);
+	return mdb_catch_up_to(m, wal_dir, UINT64_MAX, batch, max_wait_ms, total);
 }
 
 int mdb_catch_up_to(mdb_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
-                            uint32_t max_wait_ms, struct apply_result *total, int *wal_rc)
+                    uint32_t max_wait_ms, struct apply_result *total)
 {
-	return mdb_catch_up_while(m, wal_dir, upto_lsn, batch, max_wait_ms, NULL, NULL, total,
-	                                  wal_rc);
+	return mdb_catch_up_while(m, wal_dir, upto_lsn, batch, max_wait_ms, NULL, NULL, total);
 }
 
 int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
-                               uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
-                               void *go_arg, struct apply_result *total, int *wal_rc)
+                       uint32_t batch, uint32_t max_wait_ms, mdb_go_fn go,
+                       void *go_arg, struct apply_result *total)
 {
 	if (!m || !wal_dir)
 		return FLASH_EINVAL;
@@ -101,8 +100,6 @@ int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
 		total->conflicts = keep;
 		total->conflict_cap = keep_cap;
 	}
-	if (wal_rc)
-		*wal_rc = FLASH_OK;
 	uint64_t done = 0;
 	int rc = mdb_applied_lsn(m, &done);
 	if (rc)
@@ -128,8 +125,6 @@ int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
 		feed_flush(&f);
 	}
 	free(f.fd_v);
-	if (wal_rc)
-		*wal_rc = wrc == FLASH_EWAL_STOPPED ? rep.stop : wrc;
 	if (total && !f.fd_rc)
 		mdb_applied_lsn(m, &total->applied_lsn);
 	if (f.fd_rc)
@@ -137,6 +132,6 @@ int mdb_catch_up_while(mdb_t *m, const char *wal_dir, uint64_t upto_lsn,
 	if (f.fd_halted)
 		return FLASH_EBUSY;
 	if (f.fd_bad_type)
-		return FLASH_ECORRUPT;
-	return wal_rc_general(wrc);
+		return FLASH_EWAL_TYPE;
+	return wrc;                          /* FLASH_OK, or the WAL's own stop cause */
 }

@@ -55,6 +55,7 @@
 #include <urcu/wfcqueue.h>
 
 #include "mysql_pump.h"
+#include "wal.h"
 
 /* One push: its records, in LSN order. */
 struct pump_chunk {
@@ -368,22 +369,23 @@ static int pump_catch_up(mdb_pump_t *p)
 	uint64_t upto = pushed > p->mp_start_durable ? pushed : p->mp_start_durable;
 	struct apply_result tot = { 0 };
 	int rc = p->mp_ap->catch_up_while(p->mp_m, p->mp_wal_dir, upto, p->mp_batch_max, 0,
-	                                    pump_go, p, &tot, NULL);
+	                                    pump_go, p, &tot);
 	/* this thread alone writes mp_applied_lsn: no lock to read it */
 	uint64_t applied = tot.applied_lsn > before ? tot.applied_lsn : before;
 	/* the queue first, then the applied LSN: whoever sees the LSN move
 	 * (under mp_mu) sees the records gone from the queue too */
-	if (rc == FLASH_EBUSY || rc == FLASH_OK || rc == FLASH_ECORRUPT)
+	int stop = wal_rc_is_stop(rc);
+	if (rc == FLASH_EBUSY || rc == FLASH_OK || stop)
 		pump_release_upto(p, applied);
 	pthread_mutex_lock(&p->mp_mu);
 	__pump_note(p, rc, tot.applied_lsn);
 	int progress = 0;
-	/* FLASH_ECORRUPT: the reader met the frame being written (or real
+	/* A WAL stop cause: the reader met the frame being written (or real
 	 * damage); what came before it is applied.  A later hole brings us
 	 * back here.  FLASH_EBUSY: cut short by the stop deadline. */
 	if (rc == FLASH_EBUSY) {
 		p->mp_need_catchup = 1;
-	} else if (rc == FLASH_OK || rc == FLASH_ECORRUPT) {
+	} else if (rc == FLASH_OK || stop) {
 		p->mp_catch_ups++;
 		progress = rc == FLASH_OK || applied > before;
 	} else {

@@ -53,7 +53,7 @@ struct mdb_applier {
 	int  (*apply)(mdb_t *m, const struct lsn_record *recs, size_t n, struct apply_result *res);
 	int  (*catch_up_while)(mdb_t *m, const char *wal_dir, uint64_t upto_lsn, uint32_t batch,
 	                       uint32_t max_wait_ms, mdb_go_fn go, void *go_arg,
-	                       struct apply_result *total, int *wal_rc);
+	                       struct apply_result *total);
 	int  (*stats_get)(const mdb_t *m, struct mdb_stats *out);
 	void (*logf)(mdb_t *m, int level, const char *fmt, ...);
 };

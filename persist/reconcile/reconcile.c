@@ -779,9 +779,8 @@ int reconcile_run(const struct reconcile_run_opts *o, FILE *out, FILE *err)
 		goto out;
 	}
 	if (o->wal_dir) {
-		int wrc = 0;
-		if ((rc = fold_new(&f)) || (rc = fold_wal(f, o->wal_dir, &wrc))) {
-			fprintf(err, "reconcile: WAL %s: %s (%s)\n", o->wal_dir, flash_strerror(rc), flash_strerror(wrc));
+		if ((rc = fold_new(&f)) || (rc = fold_wal(f, o->wal_dir))) {
+			fprintf(err, "reconcile: WAL %s: %s\n", o->wal_dir, flash_strerror(rc));
 			goto out;
 		}
 	}

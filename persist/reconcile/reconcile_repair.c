@@ -444,11 +444,11 @@ static int applied_lsn(struct repair *r, int lock, uint64_t *lsn, char *msg, siz
 /* Fold @p f to exactly @p lsn; 0, or -1 with the reason on err. */
 static int fold_to(fold_t *f, const char *dir, uint64_t lsn, FILE *err)
 {
-	int wrc = FLASH_OK, rc = FLASH_OK;
+	int rc = FLASH_OK;
 	if (lsn)
-		rc = fold_wal_upto(f, dir, lsn, &wrc);
+		rc = fold_wal_upto(f, dir, lsn);
 	if (rc) {
-		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));
+		fprintf(err, "reconcile: WAL %s: %s\n", dir, flash_strerror(rc));
 		return -1;
 	}
 	if (fold_lsn(f) < lsn) {
@@ -476,10 +476,9 @@ static void alert(const struct reconcile_report *rep, double ratio, FILE *err)
 static int64_t segment_check(flash_t *h, fold_t *f, const char *dir, FILE *out, FILE *err,
                              int not_rep)
 {
-	int wrc = FLASH_OK;
-	int rc = fold_wal_upto(f, dir, 0, &wrc);
+	int rc = fold_wal_upto(f, dir, 0);
 	if (rc) {
-		fprintf(err, "reconcile: WAL %s: %s (%s)\n", dir, flash_strerror(rc), flash_strerror(wrc));
+		fprintf(err, "reconcile: WAL %s: %s\n", dir, flash_strerror(rc));
 		return -1;
 	}
 	struct reconcile_report rep;

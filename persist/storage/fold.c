@@ -321,14 +321,14 @@ static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 		return 1;
 	}
 	if (type != WAL_T_RECORD || len < sizeof(struct wal_rec)) {
-		c->fc_rc = FLASH_ECORRUPT;
+		c->fc_rc = FLASH_EWAL_TYPE;
 		return 1;
 	}
 	struct wal_rec wr;
 	memcpy(&wr, payload, sizeof wr);
 	int rc = fold_record(c->fc_f, &wr.wr_rec, lsn);
 	if (rc == FLASH_EINVAL)
-		rc = FLASH_ECORRUPT;          /* an unknown record type in the WAL */
+		rc = FLASH_EWAL_TYPE;         /* a record of a type the fold does not know */
 	c->fc_rc = rc;
 	if (rc == FLASH_OK)
 		c->fc_f->ff_lsn = lsn;
@@ -339,19 +339,18 @@ static int fold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 	return rc != FLASH_OK;
 }
 
-static int fold_result(const struct fold_ctx *c, int wrc, const struct wal_replay_report *rep,
-                       int *wal_rc)
+/* The fold's outcome: its own failure, else the replay's (its stop cause as
+ * it is: a CRC mismatch is FLASH_EWAL_CRC, not a general code beside it). */
+static int fold_result(const struct fold_ctx *c, int wrc)
 {
-	if (c->fc_done && wrc == FLASH_EWAL_STOPPED)
-		wrc = FLASH_OK;                 /* stopped at upto_lsn, as asked */
-	if (wal_rc)
-		*wal_rc = wrc == FLASH_EWAL_STOPPED ? rep->stop : wrc;
 	if (c->fc_rc)
 		return c->fc_rc;
-	return wal_rc_general(wrc);
+	if (wrc == FLASH_EWAL_STOPPED && c->fc_done)
+		return FLASH_OK;                /* stopped at upto_lsn, as asked */
+	return wrc;
 }
 
-int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
+int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn)
 {
 	if (!f || !wal_dir)
 		return FLASH_EINVAL;
@@ -360,11 +359,8 @@ int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
 	/* old WAL files removed: start from a snapshot's fold (snapshot.h) */
 	uint64_t from = 0;
 	int src = snap_fold_seed(wal_dir, f, upto_lsn, &from);
-	if (src == FLASH_ESNAP_GAP || src == FLASH_ESNAP_CORRUPT) {
-		if (wal_rc)
-			*wal_rc = FLASH_EWAL_GAP;
-		return FLASH_ECORRUPT;
-	}
+	if (src == FLASH_ESNAP_GAP || src == FLASH_ESNAP_CORRUPT)
+		return FLASH_EWAL_GAP;          /* no snapshot bridges the removed files */
 	if (src == FLASH_ENOMEM)
 		return FLASH_ENOMEM;
 	if (src != FLASH_OK)
@@ -376,43 +372,35 @@ int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
 
 uint64_t fold_base_lsn(const fold_t *f) { return f ? f->ff_base_lsn : 0; }
 
-int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc)
+int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn)
 {
 	if (!f || !wal_dir)
 		return FLASH_EINVAL;
-	int src = fold_start(f, wal_dir, upto_lsn, wal_rc);
+	int src = fold_start(f, wal_dir, upto_lsn);
 	if (src != FLASH_OK)
 		return src;
-	if (upto_lsn && f->ff_lsn >= upto_lsn) {
-		if (wal_rc)
-			*wal_rc = FLASH_OK;
+	if (upto_lsn && f->ff_lsn >= upto_lsn)
 		return FLASH_OK;
-	}
 	struct fold_ctx c = { f, FLASH_OK, upto_lsn, 0 };
 	struct wal_replay_report rep;
-	int wrc = wal_replay(wal_dir, f->ff_lsn + 1, fold_frame, &c, 0, &rep);
-	return fold_result(&c, wrc, &rep, wal_rc);
+	return fold_result(&c, wal_replay(wal_dir, f->ff_lsn + 1, fold_frame, &c, 0, &rep));
 }
 
-int fold_wal(fold_t *f, const char *wal_dir, int *wal_rc)
+int fold_wal(fold_t *f, const char *wal_dir)
 {
-	return fold_wal_upto(f, wal_dir, 0, wal_rc);
+	return fold_wal_upto(f, wal_dir, 0);
 }
 
-int fold_wal_live(fold_t *f, wal_t *w, uint64_t upto_lsn, int *wal_rc)
+int fold_wal_live(fold_t *f, wal_t *w, uint64_t upto_lsn)
 {
 	if (!f || !w)
 		return FLASH_EINVAL;
-	if (upto_lsn && f->ff_lsn >= upto_lsn) {
-		if (wal_rc)
-			*wal_rc = FLASH_OK;
+	if (upto_lsn && f->ff_lsn >= upto_lsn)
 		return FLASH_OK;
-	}
 	struct fold_ctx c = { f, FLASH_OK, upto_lsn, 0 };
 	struct wal_replay_report rep;
 	memset(&rep, 0, sizeof rep);
-	int wrc = wal_read_durable(w, f->ff_lsn + 1, fold_frame, &c, &rep);
-	return fold_result(&c, wrc, &rep, wal_rc);
+	return fold_result(&c, wal_read_durable(w, f->ff_lsn + 1, fold_frame, &c, &rep));
 }
 
 static int cmp_fold(const void *x, const void *y)

@@ -60,12 +60,14 @@ int fold_seed(fold_t *f, const struct fold_sku *v, size_t n);
  * files were removed (persist/storage/snapshot.h) starts from the fold section of
  * the newest valid snapshot in the directory that the WAL continues without
  * a gap, then folds the frames after that snapshot's LSN; with no such
- * snapshot the history is incomplete: FLASH_ECORRUPT, *wal_rc = FLASH_EWAL_GAP.
- * @param[out] wal_rc  the replay's stop cause (FLASH_OK: clean end), may be NULL
- * @return FLASH_OK; FLASH_ECORRUPT (stopped at a bad frame; what came
- *         before it is folded); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.
+ * snapshot the history is incomplete: FLASH_EWAL_GAP.
+ * @return FLASH_OK; the WAL's stop cause as wal_replay() names it (a bad
+ *         frame or file: FLASH_EWAL_CRC, FLASH_EWAL_PAST_END, ...; see
+ *         wal_rc_is_stop()), what came before it folded (fold_lsn() says up
+ *         to where); FLASH_EWAL_GAP; FLASH_EWAL_TYPE (a frame or record of a
+ *         type the fold does not know); FLASH_ESYS; FLASH_EINVAL; FLASH_ENOMEM.
  */
-int fold_wal(fold_t *f, const char *wal_dir, int *wal_rc);
+int fold_wal(fold_t *f, const char *wal_dir);
 
 /**
  * The folded state, ordered by (activity_id, sku_id).  The array belongs to
@@ -129,10 +131,10 @@ uint64_t fold_lsn(const fold_t *f);
  * are known only through their sums, so the order-by-order comparison skips
  * MySQL rows the fold lacks.  Nothing to do for a fold under way or a WAL
  * that starts at 1.  fold_wal_upto() calls it itself.
- * @return FLASH_OK; FLASH_ECORRUPT (no snapshot bridges the gap; *wal_rc =
- *         FLASH_EWAL_GAP); FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
+ * @return FLASH_OK; FLASH_EWAL_GAP (no snapshot bridges the removed files);
+ *         FLASH_ESYS; FLASH_ENOMEM; FLASH_EINVAL.
  */
-int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
+int fold_start(fold_t *f, const char *wal_dir, uint64_t upto_lsn);
 
 /** The LSN a seeded fold started after (0: it folded from the first record). */
 uint64_t fold_base_lsn(const fold_t *f);
@@ -145,7 +147,7 @@ uint64_t fold_base_lsn(const fold_t *f);
  * @p upto_lsn means the WAL ends before it.
  * @return as fold_wal().
  */
-int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn, int *wal_rc);
+int fold_wal_upto(fold_t *f, const char *wal_dir, uint64_t upto_lsn);
 
 struct wal;
 /**
@@ -154,7 +156,7 @@ struct wal;
  * durable LSN).  For the daemon's periodic reconciler.
  * @return as fold_wal().
  */
-int fold_wal_live(fold_t *f, struct wal *w, uint64_t upto_lsn, int *wal_rc);
+int fold_wal_live(fold_t *f, struct wal *w, uint64_t upto_lsn);
 
 #ifdef __cplusplus
 }

@@ -45,16 +45,26 @@ _Static_assert(sizeof(struct wal_rec) == 72, "wal_rec is 72 bytes");
  * 1. Encoding
  * ------------------------------------------------------------------------ */
 
-int wal_rc_general(int wrc)
+int wal_rc_is_stop(int rc)
 {
-	switch (wrc) {
-	case FLASH_OK:
-	case FLASH_ESYS:
-	case FLASH_ENOMEM:
-	case FLASH_EINVAL:
-		return wrc;      /* general already */
+	switch (rc) {
+	case FLASH_EWAL_ZERO_LEN:
+	case FLASH_EWAL_SHORT:
+	case FLASH_EWAL_PAST_END:
+	case FLASH_EWAL_LONG:
+	case FLASH_EWAL_MAGIC:
+	case FLASH_EWAL_FILE_HDR:
+	case FLASH_EWAL_CRC:
+	case FLASH_EWAL_LSN:
+	case FLASH_EWAL_PREV:
+	case FLASH_EWAL_GAP:
+	case FLASH_EWAL_NOTTAIL:
+	case FLASH_EWAL_TORN:
+	case FLASH_EWAL_TYPE:
+	case FLASH_EWAL_IDENT:
+		return 1;
 	default:
-		return FLASH_ECORRUPT;
+		return 0;
 	}
 }
 

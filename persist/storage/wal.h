@@ -108,10 +108,13 @@
  */
 
 
-/* The general code a caller of the WAL returns for a replay's outcome @p wrc:
- * FLASH_OK, FLASH_ESYS, FLASH_ENOMEM and FLASH_EINVAL as they are; any
- * FLASH_EWAL_* code (a bad frame, a gap) FLASH_ECORRUPT. */
-int wal_rc_general(int wrc);
+/* 1 when @p rc is a cause wal_replay() stops at in the WAL itself -- a bad
+ * frame or file header, a gap, another incarnation's files, a frame of an
+ * unknown type -- so what came before it was read; 0 for any other code
+ * (FLASH_OK, a system call, memory, arguments, a writer holding the lock).
+ * A reader of the WAL returns such a cause as it is: the code names the
+ * damage, and no general code stands beside it. */
+int wal_rc_is_stop(int rc);
 
 /* The name of a flash_record type ("order", "cancel", "restock",
  * "activity", "sku", "gen", "archive"), or @p unknown for any other value. */
