@@ -1,9 +1,10 @@
 /*
  * mysql_probe.c -- the daemon's MySQL liveness ping (contract in
- * mysql_probe.h): one thread, one connection of its own, mysql_ping()
+ * mysql_probe.h): one worker thread (worker.h), one connection of its own, mysql_ping()
  * under the connection's read/write timeout.
  */
 #include "mysql_probe.h"
+#include "worker.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,12 +15,9 @@
 
 struct mdb_probe {
 	struct mdb_opts pr_mo;
-	uint32_t        pr_every_ms;
-	mdb_t  *pr_m;          /* owned by the thread */
-	pthread_t       pr_thr;
-	pthread_mutex_t pr_mu;         /* guards pr_stop, pr_st */
-	pthread_cond_t  pr_cv;
-	int             pr_stop;
+	mdb_t          *pr_m;          /* the worker's passes' own, then the stopper's */
+	struct worker   pr_w;          /* a ping every every_ms, the first at once */
+	pthread_mutex_t pr_mu;         /* guards pr_st */
 	struct mdb_probe_stats pr_st;
 };
 
@@ -40,8 +38,10 @@ static int64_t now_ns(clockid_t c)
 }
 
 /* One ping: connect if needed, then mysql_ping, all under the timeouts. */
-static void probe_once(struct mdb_probe *p)
+static void probe_once(void *arg, int final)
 {
+	struct mdb_probe *p = arg;
+	(void)final;                  /* stopped without a final pass */
 	int64_t t0 = now_ns(CLOCK_MONOTONIC);
 	int ok = 0;
 	if (!p->pr_m && mdb_open(&p->pr_mo, &p->pr_m) != FLASH_OK) {
@@ -67,31 +67,6 @@ static void probe_once(struct mdb_probe *p)
 	pthread_mutex_unlock(&p->pr_mu);
 }
 
-static void *probe_main(void *arg)
-{
-	struct mdb_probe *p = arg;
-	pthread_mutex_lock(&p->pr_mu);
-	while (!p->pr_stop) {
-		pthread_mutex_unlock(&p->pr_mu);
-		probe_once(p);
-		pthread_mutex_lock(&p->pr_mu);
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += p->pr_every_ms / 1000u;
-		dl.tv_nsec += (long)(p->pr_every_ms % 1000u) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		while (!p->pr_stop && pthread_cond_timedwait(&p->pr_cv, &p->pr_mu, &dl) == 0)
-			;
-	}
-	pthread_mutex_unlock(&p->pr_mu);
-	mdb_close(p->pr_m);
-	p->pr_m = NULL;
-	return NULL;
-}
-
 int mdb_probe_start(const struct mdb_opts *mo, uint32_t every_ms,
                             uint32_t timeout_s, mdb_probe_t **out)
 {
@@ -105,15 +80,8 @@ int mdb_probe_start(const struct mdb_opts *mo, uint32_t every_ms,
 	p->pr_mo.rw_timeout_s = timeout_s;
 	p->pr_mo.log = probe_log;
 	p->pr_mo.log_arg = NULL;
-	p->pr_every_ms = every_ms;
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->pr_cv, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&p->pr_mu, NULL);
-	if (pthread_create(&p->pr_thr, NULL, probe_main, p) != 0) {
-		pthread_cond_destroy(&p->pr_cv);
+	if (worker_start(&p->pr_w, every_ms, WORKER_NOW, probe_once, p) != 0) {
 		pthread_mutex_destroy(&p->pr_mu);
 		free(p);
 		return FLASH_ESYS;
@@ -133,12 +101,8 @@ void mdb_probe_stop(mdb_probe_t *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->pr_mu);
-	p->pr_stop = 1;
-	pthread_cond_signal(&p->pr_cv);
-	pthread_mutex_unlock(&p->pr_mu);
-	pthread_join(p->pr_thr, NULL);
-	pthread_cond_destroy(&p->pr_cv);
+	worker_stop(&p->pr_w, 0);
+	mdb_close(p->pr_m);           /* the thread is gone: no pass uses it now */
 	pthread_mutex_destroy(&p->pr_mu);
 	free(p);
 }

@@ -32,6 +32,7 @@
 #include "crc32c.h"
 #include "pio.h"
 #include "plog.h"
+#include "worker.h"
 
 /* ------------------------------------------------------------------------
  * 1. Codes and names
@@ -812,46 +813,29 @@ void snap_close(snap_t *s)
 
 struct snap_thread {
 	snap_t          *t_s;
-	pthread_t        t_th;
-	pthread_mutex_t  t_mu;
-	pthread_cond_t   t_cv;
-	int              t_stop;    /* 1: stop; 2: stop after a final snapshot */
-	int              t_rc;      /* last step's code */
+	struct worker    t_w;       /* a step every 50 ms, and a last one at the stop */
+	int              t_niced;   /* the thread's priority is lowered */
+	int              t_final;   /* the last step takes a final snapshot (set before the stop) */
+	int              t_rc;      /* last step's code (read after the thread is gone) */
 };
 
-static void *snap_thread_main(void *arg)
+/* One step of the thread (worker.h).  The last one, at the stop, takes the
+ * final snapshot when asked, and closes the shadow handle: it belongs to
+ * this thread. */
+static void snap_thread_pass(void *arg, int last)
 {
 	snap_thread_t *t = arg;
-	/* Background work: below the drain loop and the buyers (Linux nice
-	 * is per thread).  Failing to lower it changes nothing else. */
-	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-	for (;;) {
-		pthread_mutex_lock(&t->t_mu);
-		if (!t->t_stop) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += 50 * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&t->t_cv, &t->t_mu, &until);
-		}
-		int stop = t->t_stop;
-		pthread_mutex_unlock(&t->t_mu);
-		int rc = snap_step(t->t_s, stop == 2);
-		pthread_mutex_lock(&t->t_mu);
-		t->t_rc = rc;
-		pthread_mutex_unlock(&t->t_mu);
-		if (stop)
-			break;
+	if (!t->t_niced) {
+		/* Background work: below the drain loop and the buyers (Linux nice
+		 * is per thread).  Failing to lower it changes nothing else. */
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+		t->t_niced = 1;
 	}
-	/* the shadow handle belongs to this thread: close it here */
-	if (t->t_s->s_sh != NULL) {
+	t->t_rc = snap_step(t->t_s, last && t->t_final);
+	if (last && t->t_s->s_sh != NULL) {
 		flash_close(t->t_s->s_sh);
 		t->t_s->s_sh = NULL;
 	}
-	return NULL;
 }
 
 int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
@@ -866,12 +850,8 @@ int snap_thread_start(const struct snap_opts *o, snap_thread_t **out)
 		free(t);
 		return rc;
 	}
-	pthread_mutex_init(&t->t_mu, NULL);
-	pthread_cond_init(&t->t_cv, NULL);
-	if (pthread_create(&t->t_th, NULL, snap_thread_main, t) != 0) {
+	if (worker_start(&t->t_w, 50, 0, snap_thread_pass, t) != 0) {
 		snap_close(t->t_s);
-		pthread_mutex_destroy(&t->t_mu);
-		pthread_cond_destroy(&t->t_cv);
 		free(t);
 		return FLASH_ESYS;
 	}
@@ -888,17 +868,12 @@ int snap_thread_stop(snap_thread_t *t, int final, struct snap_stats *out)
 {
 	if (t == NULL)
 		return FLASH_OK;
-	pthread_mutex_lock(&t->t_mu);
-	t->t_stop = final ? 2 : 1;
-	pthread_cond_signal(&t->t_cv);
-	pthread_mutex_unlock(&t->t_mu);
-	pthread_join(t->t_th, NULL);
+	t->t_final = final;           /* the worker's stop hands it to the last step */
+	worker_stop(&t->t_w, 1);
 	int rc = t->t_rc;
 	if (out != NULL)
 		snap_stats_get(t->t_s, out);
 	snap_close(t->t_s);
-	pthread_mutex_destroy(&t->t_mu);
-	pthread_cond_destroy(&t->t_cv);
 	free(t);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /*
- * worker.h -- the daemon's periodic background thread, made and stopped in
- * one place (as Redis's bio.c does for its threads).
+ * worker.h -- persist/'s periodic background thread, made and stopped in
+ * one place (as Redis's bio.c does for its threads): the snapshot thread,
+ * the MySQL probe, and the daemon's reconciler, archiver and reclaimer.
  *
  * A service hands its pass function and its state; the worker owns the
  * thread, its monotonic clock and its stop.  The thread runs a pass every

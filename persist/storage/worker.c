@@ -1,4 +1,4 @@
-/* worker.c -- the daemon's periodic background thread (contract in worker.h). */
+/* worker.c -- persist/'s periodic background thread (contract in worker.h). */
 #include "worker.h"
 
 #include <errno.h>
