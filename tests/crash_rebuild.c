@@ -81,8 +81,8 @@ static void serve_opts(struct serve_opts *o, int recover)
 	o->wal_dir = g_dir;
 	o->wal_segment_bytes = WAL_SEG;
 	o->once = 1;
-	o->recover = recover;
-	o->reconcile_every_ms = 0;
+	o->recovery.on = recover;
+	o->reconcile.every_ms = 0;
 	o->log_level = -1;
 }
 

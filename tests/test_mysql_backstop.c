@@ -114,9 +114,9 @@ static void box_opts(struct box *b, uint32_t box_id, const char *urls)
 	t->o.log_level = PLOG_WARN;
 	t->o.idle_us_max = 200;
 	t->o.stop = &t->stop;
-	t->o.reconcile_every_ms = 0;
+	t->o.reconcile.every_ms = 0;
 	t->o.box_id = box_id;
-	t->o.backstop_urls = urls;
+	t->o.backstop.urls = urls;
 #ifdef FLASH_HAVE_MHD
 	t->o.metrics = "127.0.0.1:0";
 #endif
@@ -539,10 +539,10 @@ static void box_serve_archiving(struct box *b, const char *backstop_url, const c
                                 uint32_t after_s)
 {
 	box_opts(b, 1, backstop_url);
-	b->t.o.mysql_url = applier_url;
-	b->t.o.archive_after_s = after_s;
-	b->t.o.archive_every_ms = 50;
-	b->t.o.backstop_drain_ms = 100;
+	b->t.o.mysql.url = applier_url;
+	b->t.o.archive.after_s = after_s;
+	b->t.o.archive.every_ms = 50;
+	b->t.o.backstop.drain_ms = 100;
 	b->t.o.log_level = PLOG_INFO;      /* the archiver says why it waits */
 	box_run(b);
 }
@@ -576,7 +576,7 @@ static void test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs
 	mdb_t *ma;
 	MYSQL *ca = central_at(app_url, &ma);
 	wait_applied(ca, &a);
-	while (t_now_ns() < end_ns + 1000000000ll)      /* archive_after_s */
+	while (t_now_ns() < end_ns + 1000000000ll)      /* archive.after_s */
 		t_sleep_ms(10);
 	/* its verdict: it archives, or it waits pass after pass */
 	int early = 0;

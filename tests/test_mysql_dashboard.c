@@ -81,10 +81,10 @@ static void test_metrics_show_mysql_per_sku_and_a_hung_server(void **st)
 	t.o.wal_dir = dir;
 	t.o.log_level = PLOG_ERROR;
 	t.o.idle_us_max = 200;
-	t.o.mysql_url = url;
-	t.o.mysql_drain_ms = 60000;
+	t.o.mysql.url = url;
+	t.o.mysql.drain_ms = 60000;
 	t.o.stop = &t.stop;
-	t.o.reconcile_every_ms = 50;
+	t.o.reconcile.every_ms = 50;
 	t.o.metrics = "127.0.0.1:0";
 	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
 	assert_int_equal(t_activity(h, 1, 1, 4, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);

@@ -128,13 +128,13 @@ static void serve_start(struct serve_thread *t, const char *seg, const char *dir
 	t->o.wal_dir = dir;
 	t->o.log_level = PLOG_ERROR;
 	t->o.idle_us_max = 200;
-	t->o.mysql_url = url;
-	t->o.mysql_drain_ms = 60000;
+	t->o.mysql.url = url;
+	t->o.mysql.drain_ms = 60000;
 	t->o.stop = &t->stop;
-	t->o.reconcile_every_ms = 20;
-	t->o.reconcile_threshold = threshold;
-	t->o.reconcile_hook = hook;
-	t->o.reconcile_hook_arg = s;
+	t->o.reconcile.every_ms = 20;
+	t->o.reconcile.threshold = threshold;
+	t->o.reconcile.hook = hook;
+	t->o.reconcile.hook_arg = s;
 #ifdef FLASH_HAVE_MHD
 	if (metrics)
 		t->o.metrics = "127.0.0.1:0";

@@ -257,7 +257,7 @@ static void test_a_failed_recover_leaves_a_segment_its_wal_refuses(void **st)
 	h = t_seg_new(&so, name, sizeof name);
 	base_opts(&o, name, dir);
 	o.once = 1;
-	o.recover = 1;
+	o.recovery.on = 1;
 	o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), -1);
 	assert_int_equal(ss.refused, 0);
@@ -268,7 +268,7 @@ static void test_a_failed_recover_leaves_a_segment_its_wal_refuses(void **st)
 	assert_int_equal(wal_ident(dir, &wi), FLASH_OK);
 	assert_true(id.incarnation != wi.wi_incarnation);
 
-	o.recover = 0;
+	o.recovery.on = 0;
 	assert_int_equal(serve_run(&o, &ss), -1);
 	assert_int_equal(ss.refused, 1);
 	assert_int_equal(ss.records, 0);
@@ -538,7 +538,7 @@ static void test_recover_rebuilds_the_segment_from_the_wal(void **st)
 	h = t_seg_new(NULL, name, sizeof name);
 	base_opts(&o, name, dir);
 	o.once = 1;
-	o.recover = 1;
+	o.recovery.on = 1;
 	assert_int_equal(serve_run(&o, &ss), 0);
 	assert_int_equal(ss.applied, in_wal);
 	assert_int_equal(ss.present, 0);
@@ -566,7 +566,7 @@ static void test_recover_rebuilds_the_segment_from_the_wal(void **st)
 	struct flash_order_res res;
 	assert_int_equal(t_order(h, 1, 1, 999, 1, 0, 0, &res), FLASH_OK);
 	assert_true(res.order_no > before->orders_max);
-	o.recover = 0;
+	o.recovery.on = 0;
 	assert_int_equal(serve_run(&o, &ss), 0);
 	assert_int_equal(ss.records, 1);
 	assert_int_equal(ss.skipped, 0);

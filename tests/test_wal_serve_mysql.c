@@ -54,8 +54,8 @@ static void orders_reach_mysql_exactly_once(uint32_t durability)
 	t.o.wal_dir = dir;
 	t.o.log_level = PLOG_ERROR;
 	t.o.idle_us_max = 200;
-	t.o.mysql_url = url;
-	t.o.mysql_drain_ms = 60000;
+	t.o.mysql.url = url;
+	t.o.mysql.drain_ms = 60000;
 	t.o.stop = &t.stop;
 	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
 
@@ -170,10 +170,10 @@ static void test_windowed_bank_is_cleared_only_after_mysql_applied_its_orders(vo
 		t.o.wal_dir = dir;
 		t.o.log_level = PLOG_ERROR;
 		t.o.idle_us_max = 200;
-		t.o.reclaim_every_ms = 20;
-		t.o.reconcile_every_ms = 0;
-		t.o.mysql_url = phase == 0 ? bad : url;
-		t.o.mysql_drain_ms = phase == 0 ? 100 : 60000;
+		t.o.reclaim.every_ms = 20;
+		t.o.reconcile.every_ms = 0;
+		t.o.mysql.url = phase == 0 ? bad : url;
+		t.o.mysql.drain_ms = phase == 0 ? 100 : 60000;
 		t.o.stop = &t.stop;
 		assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
 		for (int i = 0;; i++) {

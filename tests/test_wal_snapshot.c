@@ -48,7 +48,7 @@ static struct serve_stats serve_once(const char *seg, const char *dir, int snaps
 	struct serve_opts o;
 	struct serve_stats ss;
 	base_opts(&o, seg, dir);
-	o.snapshots = snapshots;
+	o.snapshots.on = snapshots;
 	if (wal_bytes)
 		o.wal_segment_bytes = wal_bytes;
 	assert_int_equal(serve_run(&o, &ss), 0);
@@ -61,7 +61,7 @@ static struct serve_stats serve_recover(const char *seg, const char *dir, int ex
 	struct serve_opts o;
 	struct serve_stats ss;
 	base_opts(&o, seg, dir);
-	o.recover = 1;
+	o.recovery.on = 1;
 	if (expect_rc != 0)
 		o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), expect_rc);
@@ -738,7 +738,7 @@ static void test_serve_keeps_going_when_the_snapshot_fails(void **st)
 	struct serve_opts o;
 	struct serve_stats ss;
 	base_opts(&o, name, dir);
-	o.snapshots = 1;
+	o.snapshots.on = 1;
 	o.log_level = -1;
 	pio_override("rename", (pio_fn)fault_rename, NULL);
 	int rc = serve_run(&o, &ss);

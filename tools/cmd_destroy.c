@@ -143,8 +143,8 @@ static int destroy_drain(const char *name, const char *wal, uint64_t undrained)
 	o.segment = name;
 	o.wal_dir = wal;
 	o.once = 1;
-	o.no_reclaim = 1;
-	o.reconcile_every_ms = 0;
+	o.reclaim.off = 1;
+	o.reconcile.every_ms = 0;
 	o.log_level = PLOG_WARN;
 	memset(&st, 0, sizeof st);
 	if (serve_run(&o, &st) != 0)

@@ -193,16 +193,16 @@ static int serve_opt_daemon(const char *cmd, int c, struct serve_opts *o)
 		o->wal_dir = optarg;
 		return 0;
 	case 'R':
-		o->recover = 1;
+		o->recovery.on = 1;
 		return 0;
 	case 0x130:
-		o->recover_if_absent = 1;
+		o->recovery.if_absent = 1;
 		return 0;
 	case 'A':
 		if (tool_opt_u64(cmd, "--accept-loss-after", optarg, 0, UINT64_MAX - 1,
-		                 &o->accept_loss_after) != 0)
+		                 &o->recovery.accept_loss_after) != 0)
 			return TOOL_USAGE;
-		o->accept_loss = 1;
+		o->recovery.accept_loss = 1;
 		return 0;
 	case 'f':
 		if (tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &v) != 0)
@@ -233,10 +233,10 @@ static int serve_opt_daemon(const char *cmd, int c, struct serve_opts *o)
 		o->metrics = optarg;
 		return 0;
 	case 'M':
-		o->mysql_url = optarg;
+		o->mysql.url = optarg;
 		return 0;
 	case 'D':
-		o->mysql_defaults = optarg;
+		o->mysql.defaults = optarg;
 		return 0;
 	case 'l':
 		if (strcmp(optarg, "error") == 0)
@@ -264,77 +264,77 @@ static int serve_opt_service(const char *cmd, int c, struct serve_opts *o)
 	switch (c) {
 	case 'S':
 		if (tool_opt_u32(cmd, "--snapshot-every", optarg, 1, 86400 * 7,
-		                 &o->snapshot_every_s) != 0)
+		                 &o->snapshots.every_s) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 'B':
 		if (tool_opt_u64(cmd, "--snapshot-wal-bytes", optarg, 4096, UINT64_MAX / 2,
-		                 &o->snapshot_wal_bytes) != 0)
+		                 &o->snapshots.wal_bytes) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 'N':
-		o->snapshots = 0;
+		o->snapshots.on = 0;
 		return 0;
 	case 'K':
-		o->keep_wal = 1;
+		o->snapshots.keep_wal = 1;
 		return 0;
 	case 0x103:
-		o->no_reclaim = 1;
+		o->reclaim.off = 1;
 		return 0;
 	case 0x104:
-		if (tool_opt_u32(cmd, "--reclaim-every-ms", optarg, 1, 3600000, &o->reclaim_every_ms) != 0)
+		if (tool_opt_u32(cmd, "--reclaim-every-ms", optarg, 1, 3600000, &o->reclaim.every_ms) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x101:
 		if (tool_opt_u64(cmd, "--feed-keep-bytes", optarg, 0, UINT64_MAX / 2,
-		                 &o->feed_keep_bytes) != 0)
+		                 &o->feed.keep_bytes) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x102:
 		if (tool_opt_u64(cmd, "--feed-keep-age", optarg, 0, UINT64_MAX / 2,
-		                 &o->feed_keep_age_s) != 0)
+		                 &o->feed.keep_age_s) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x105:
 		if (tool_opt_u32(cmd, "--archive-after-s", optarg, 0, 100u * 365 * 86400,
-		                 &o->archive_after_s) != 0)
+		                 &o->archive.after_s) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x110:
-		o->lease_urls = optarg;
+		o->lease.urls = optarg;
 		return 0;
 	case 0x111:
 		if (tool_opt_u32(cmd, "--box-id", optarg, 1, FLASH_BOX_ID_MAX, &o->box_id) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x112:
-		if (tool_opt_u32(cmd, "--lease-min", optarg, 1, 1u << 30, &o->lease_min) != 0)
+		if (tool_opt_u32(cmd, "--lease-min", optarg, 1, 1u << 30, &o->lease.min) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x113:
-		if (tool_opt_u32(cmd, "--lease-max", optarg, 1, 1u << 30, &o->lease_max) != 0)
+		if (tool_opt_u32(cmd, "--lease-max", optarg, 1, 1u << 30, &o->lease.max) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x114:
-		if (tool_opt_u32(cmd, "--lease-lead-ms", optarg, 1, 600000, &o->lease_lead_ms) != 0)
+		if (tool_opt_u32(cmd, "--lease-lead-ms", optarg, 1, 600000, &o->lease.lead_ms) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x115:
-		if (tool_opt_u32(cmd, "--heartbeat-s", optarg, 1, 3600, &o->heartbeat_s) != 0)
+		if (tool_opt_u32(cmd, "--heartbeat-s", optarg, 1, 3600, &o->lease.heartbeat_s) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 0x120:
-		o->backstop_urls = optarg;
+		o->backstop.urls = optarg;
 		return 0;
 	case 0x106:
 		if (tool_opt_u32(cmd, "--archive-every-ms", optarg, 1, 3600000,
-		                 &o->archive_every_ms) != 0)
+		                 &o->archive.every_ms) != 0)
 			return TOOL_USAGE;
 		return 0;
 	case 'E':
 		if (tool_opt_u32(cmd, "--reconcile-every", optarg, 0, 86400, &v) != 0)
 			return TOOL_USAGE;
-		o->reconcile_every_ms = v * 1000u;
+		o->reconcile.every_ms = v * 1000u;
 		return 0;
 	case 'T': {
 		char *end;
@@ -342,7 +342,7 @@ static int serve_opt_service(const char *cmd, int c, struct serve_opts *o)
 		if (end == optarg || *end != '\0' || !(pct > 0.0 && pct <= 100.0))
 			return tool_usage_err(cmd, "--reconcile-threshold: '%s' is not a percentage in "
 			                      "(0, 100]", optarg);
-		o->reconcile_threshold = pct / 100.0;
+		o->reconcile.threshold = pct / 100.0;
 		return 0;
 	}
 	}
@@ -359,31 +359,31 @@ static int serve_opts_check(const char *cmd, int argc, char **argv, struct serve
 		return tool_usage_err(cmd, "--name is required");
 	if (o->wal_dir == NULL)
 		return tool_usage_err(cmd, "--wal is required");
-	if (o->accept_loss && !o->recover)
+	if (o->recovery.accept_loss && !o->recovery.on)
 		return tool_usage_err(cmd, "--accept-loss-after goes with --recover");
-	if (o->lease_urls != NULL && o->box_id == 0)
+	if (o->lease.urls != NULL && o->box_id == 0)
 		return tool_usage_err(cmd, "--lease needs --box-id N");
-	if (o->lease_urls == NULL && ((o->box_id && !o->backstop_urls) || o->lease_min || o->lease_max ||
-	                             o->lease_lead_ms || o->heartbeat_s))
+	if (o->lease.urls == NULL && ((o->box_id && !o->backstop.urls) || o->lease.min || o->lease.max ||
+	                             o->lease.lead_ms || o->lease.heartbeat_s))
 		return tool_usage_err(cmd, "--lease-min, --lease-max, --lease-lead-ms and --heartbeat-s go with "
 		                      "--lease, --box-id with --lease or --backstop");
-	if (o->lease_min && o->lease_max && o->lease_min > o->lease_max)
-		return tool_usage_err(cmd, "--lease-min %u is above --lease-max %u", o->lease_min, o->lease_max);
-	if (o->lease_urls != NULL && tool_opt_url_list(cmd, "--lease", o->lease_urls) != 0)
+	if (o->lease.min && o->lease.max && o->lease.min > o->lease.max)
+		return tool_usage_err(cmd, "--lease-min %u is above --lease-max %u", o->lease.min, o->lease.max);
+	if (o->lease.urls != NULL && tool_opt_url_list(cmd, "--lease", o->lease.urls) != 0)
 		return TOOL_USAGE;
-	if (o->backstop_urls != NULL) {
+	if (o->backstop.urls != NULL) {
 		char why[256];
 		if (o->box_id == 0)
 			return tool_usage_err(cmd, "--backstop needs --box-id");
-		if (backstop_urls_check(o->backstop_urls, why, sizeof why) != FLASH_OK)
+		if (backstop_urls_check(o->backstop.urls, why, sizeof why) != FLASH_OK)
 			return tool_usage_err(cmd, "--backstop: %s", why);
 	}
 	/* a malformed URL is a bad command line: refused before the WAL
 	 * directory or anything else is made */
-	if (tool_opt_mysql_url(cmd, o->mysql_url) != 0)
+	if (tool_opt_mysql_url(cmd, o->mysql.url) != 0)
 		return TOOL_USAGE;
-	o->mysql_require_db = 1;
-	if (o->mysql_url != NULL || o->mysql_defaults != NULL) {
+	o->mysql.require_db = 1;
+	if (o->mysql.url != NULL || o->mysql.defaults != NULL) {
 		/* One connection first: a MySQL that refuses us for good (unknown
 		 * database, access denied) is a bad command line, said before the
 		 * WAL directory or anything else is touched.  MySQL down is not:
@@ -391,8 +391,8 @@ static int serve_opts_check(const char *cmd, int argc, char **argv, struct serve
 		struct mdb_opts mo;
 		mdb_t *m = NULL;
 		memset(&mo, 0, sizeof mo);
-		mo.url = o->mysql_url;
-		mo.defaults_file = o->mysql_defaults;
+		mo.url = o->mysql.url;
+		mo.defaults_file = o->mysql.defaults;
 		mo.require_db = 1;
 		mo.log = plog_mysql_line;
 		mo.log_arg = &o->log_level;
@@ -458,8 +458,8 @@ int cmd_serve(int argc, char **argv)
 	int c, rc;
 
 	serve_opts_default(&o);
-	o.snapshots = 1;
-	o.archive_after_s = 3600;
+	o.snapshots.on = 1;
+	o.archive.after_s = 3600;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {

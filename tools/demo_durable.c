@@ -202,8 +202,8 @@ static void dur_daemon_main(struct demo_dur *d, const char *name, pid_t parent)
 	o.log_level = PLOG_WARN;
 	o.stop = &dur_stop;
 	if (d->use_mysql) {
-		o.mysql_defaults = d->defaults_file;
-		o.mysql_drain_ms = 10000;
+		o.mysql.defaults = d->defaults_file;
+		o.mysql.drain_ms = 10000;
 	}
 	memset(&st, 0, sizeof st);
 	rc = serve_run(&o, &st);

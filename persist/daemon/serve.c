@@ -126,8 +126,8 @@ static int serve_wal_remove(void *arg, uint64_t cover, uint64_t floor, uint64_t 
                             uint32_t *removed)
 {
 	struct serve *s = arg;
-	struct feed_retain_opts fo = { .keep_bytes = s->sv_o->feed_keep_bytes,
-	                               .keep_age_s = s->sv_o->feed_keep_age_s };
+	struct feed_retain_opts fo = { .keep_bytes = s->sv_o->feed.keep_bytes,
+	                               .keep_age_s = s->sv_o->feed.keep_age_s };
 	return feed_retain_remove(s->sv_o->wal_dir, cover, floor, &fo, serve_snap_log, s, cover_out,
 	                          removed);
 }
@@ -184,9 +184,9 @@ void serve_opts_default(struct serve_opts *o)
 	o->recover_ms = 1000;
 	o->idle_us_max = 250;
 	o->log_level = PLOG_INFO;
-	o->reconcile_every_ms = 300000;
-	o->feed_keep_bytes = FEED_KEEP_BYTES_DEFAULT;
-	o->feed_keep_age_s = FEED_KEEP_AGE_S_DEFAULT;
+	o->reconcile.every_ms = 300000;
+	o->feed.keep_bytes = FEED_KEEP_BYTES_DEFAULT;
+	o->feed.keep_age_s = FEED_KEEP_AGE_S_DEFAULT;
 }
 
 /* ------------------------------------------------------------------------
@@ -1151,13 +1151,13 @@ static int serve_first_round(struct serve *s, uint32_t *n)
 static mdb_probe_t *serve_probe_start(const struct serve *s, const struct serve_opts *o)
 {
 	mdb_probe_t *p = NULL;
-	if (o->mysql_url == NULL && o->mysql_defaults == NULL)
+	if (o->mysql.url == NULL && o->mysql.defaults == NULL)
 		return NULL;
 	struct mdb_opts mo;
 	memset(&mo, 0, sizeof mo);
-	mo.url = o->mysql_url;
-	mo.defaults_file = o->mysql_defaults;
-	mo.require_db = o->mysql_require_db;
+	mo.url = o->mysql.url;
+	mo.defaults_file = o->mysql.defaults;
+	mo.require_db = o->mysql.require_db;
 	int rc = mdb_probe_start(&mo, 1000, 2, &p);
 	if (rc != FLASH_OK)
 		serve_log(s, PLOG_WARN, "MySQL liveness ping: %s", flash_strerror(rc));
@@ -1183,7 +1183,7 @@ static int serve_backstop_stop(struct serve *s)
 	if (!s->sv_backstop)
 		return 0;
 	struct backstop_stats bs;
-	uint32_t ms = s->sv_o->backstop_drain_ms ? s->sv_o->backstop_drain_ms : 5000;
+	uint32_t ms = s->sv_o->backstop.drain_ms ? s->sv_o->backstop.drain_ms : 5000;
 	backstop_stop(s->sv_backstop, ms, &bs);
 	s->sv_backstop = NULL;
 	s->sv_st->backstop_conflicts = bs.conflicts;
@@ -1257,14 +1257,14 @@ static int serve_svc_fail(struct serve *s, const char *name, int rc, const char 
 static int svc_recon_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
-	if (o->reconcile_every_ms == 0)
+	if (o->reconcile.every_ms == 0)
 		return 0;
 	struct serve_recon_opts ro = {
-		.segment = o->segment, .wal = s->sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql_url,
-		.mysql_defaults = o->mysql_defaults, .mysql_require_db = o->mysql_require_db,
-		.every_ms = o->reconcile_every_ms,
-		.threshold = o->reconcile_threshold, .log_level = o->log_level,
-		.hook = o->reconcile_hook, .hook_arg = o->reconcile_hook_arg,
+		.segment = o->segment, .wal = s->sv_w, .wal_dir = o->wal_dir, .mysql_url = o->mysql.url,
+		.mysql_defaults = o->mysql.defaults, .mysql_require_db = o->mysql.require_db,
+		.every_ms = o->reconcile.every_ms,
+		.threshold = o->reconcile.threshold, .log_level = o->log_level,
+		.hook = o->reconcile.hook, .hook_arg = o->reconcile.hook_arg,
 	};
 	int rc = serve_recon_start(&ro, &s->sv_recon);
 	return rc == FLASH_OK ? 0 : serve_svc_fail(s, "reconciler", rc, "");
@@ -1286,13 +1286,13 @@ static void svc_recon_stop(struct serve *s, int clean)
 static int svc_pump_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
-	if (o->mysql_url == NULL && o->mysql_defaults == NULL)
+	if (o->mysql.url == NULL && o->mysql.defaults == NULL)
 		return 0;
 	struct mdb_pump_opts po;
 	memset(&po, 0, sizeof po);
-	po.mysql.url = o->mysql_url;
-	po.mysql.defaults_file = o->mysql_defaults;
-	po.mysql.require_db = o->mysql_require_db;
+	po.mysql.url = o->mysql.url;
+	po.mysql.defaults_file = o->mysql.defaults;
+	po.mysql.require_db = o->mysql.require_db;
 	po.mysql.log = plog_mysql_line;
 	po.mysql.log_arg = (void *)&o->log_level;   /* read only */
 	po.wal_dir = o->wal_dir;
@@ -1312,19 +1312,19 @@ static void svc_pump_stop(struct serve *s, int clean)
 	if (!s->sv_pump)
 		return;
 	/* Records still queued are in the WAL: the next start catches up. */
-	mdb_pump_stop(s->sv_pump, s->sv_o->mysql_drain_ms ? s->sv_o->mysql_drain_ms : 5000);
+	mdb_pump_stop(s->sv_pump, s->sv_o->mysql.drain_ms ? s->sv_o->mysql.drain_ms : 5000);
 	s->sv_pump = NULL;
 }
 
 static int svc_snap_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
-	if (!o->snapshots)
+	if (!o->snapshots.on)
 		return 0;
 	struct snap_opts so = {
 		.segment = o->segment, .wal_dir = o->wal_dir, .wal = s->sv_w,
-		.every_s = o->snapshot_every_s, .wal_bytes = o->snapshot_wal_bytes,
-		.keep_wal = o->keep_wal,
+		.every_s = o->snapshots.every_s, .wal_bytes = o->snapshots.wal_bytes,
+		.keep_wal = o->snapshots.keep_wal,
 		.applied_lsn = s->sv_pump ? serve_applied_lsn : NULL, .applied_arg = s->sv_pump,
 		.log = serve_snap_log, .log_arg = s,
 		.wal_remove = serve_wal_remove, .wal_remove_arg = s,
@@ -1354,12 +1354,12 @@ static void svc_snap_stop(struct serve *s, int clean)
 static int svc_lease_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
-	if (o->lease_urls == NULL)
+	if (o->lease.urls == NULL)
 		return 0;
 	struct lease_opts lo = {
-		.segment = o->segment, .urls = o->lease_urls, .state_dir = o->wal_dir,
-		.box_id = o->box_id, .lease_min = o->lease_min, .lease_max = o->lease_max,
-		.lead_ms = o->lease_lead_ms, .heartbeat_s = o->heartbeat_s, .log_level = o->log_level,
+		.segment = o->segment, .urls = o->lease.urls, .state_dir = o->wal_dir,
+		.box_id = o->box_id, .lease_min = o->lease.min, .lease_max = o->lease.max,
+		.lead_ms = o->lease.lead_ms, .heartbeat_s = o->lease.heartbeat_s, .log_level = o->log_level,
 		.applied_lsn = s->sv_pump ? serve_applied_lsn : NULL, .applied_arg = s->sv_pump,
 	};
 	int rc = lease_start(&lo, &s->sv_lease);
@@ -1382,10 +1382,10 @@ static void svc_lease_stop(struct serve *s, int clean)
 static int svc_backstop_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
-	if (o->backstop_urls == NULL)
+	if (o->backstop.urls == NULL)
 		return 0;
 	struct backstop_opts bo = {
-		.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop_urls,
+		.segment = o->segment, .wal_dir = o->wal_dir, .urls = o->backstop.urls,
 		.box_id = o->box_id, .log_level = o->log_level,
 	};
 	int rc = backstop_start(&bo, &s->sv_backstop);
@@ -1405,7 +1405,7 @@ static void svc_backstop_stop(struct serve *s, int clean)
 static int svc_arch_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
-	if (o->archive_after_s == 0)
+	if (o->archive.after_s == 0)
 		return 0;
 	if (s->sv_pump == NULL) {
 		serve_log(s, PLOG_INFO, "archiver off: archiving waits for MariaDB's applied LSN, "
@@ -1413,7 +1413,7 @@ static int svc_arch_start(struct serve *s)
 		return 0;
 	}
 	struct archiver_opts ao = {
-		.segment = o->segment, .after_s = o->archive_after_s, .every_ms = o->archive_every_ms,
+		.segment = o->segment, .after_s = o->archive.after_s, .every_ms = o->archive.every_ms,
 		.applied_lsn = serve_applied_lsn, .applied_arg = s->sv_pump,
 		.backstop_lsn = s->sv_backstop ? serve_backstop_lsn : NULL,
 		.backstop_arg = s->sv_backstop,
@@ -1423,7 +1423,7 @@ static int svc_arch_start(struct serve *s)
 	if (rc != FLASH_OK)
 		return serve_svc_fail(s, "archiver", rc, "");
 	serve_log(s, PLOG_INFO, "archiver: activities are archived %us after their end, "
-	          "once MariaDB has applied them%s", o->archive_after_s,
+	          "once MariaDB has applied them%s", o->archive.after_s,
 	          s->sv_backstop ? " and the backstop has written their orders" : "");
 	return 0;
 }
@@ -1558,9 +1558,9 @@ static int serve_recover(struct serve *s, struct serve_opts *oo)
 {
 	const struct serve_opts *o = s->sv_o;
 	struct serve_stats *st = s->sv_st;
-	int recover = o->recover;
+	int recover = o->recovery.on;
 
-	if (!recover && o->recover_if_absent) {
+	if (!recover && o->recovery.if_absent) {
 		flash_t *h = NULL;
 		int frc = flash_open(o->segment, FLASH_RDONLY, &h);
 		flash_close(h);
@@ -1574,8 +1574,8 @@ static int serve_recover(struct serve *s, struct serve_opts *oo)
 		return 0;
 	notify_status(&s->sv_notify, "rebuilding segment %s from WAL %s", o->segment, o->wal_dir);
 	struct rebuild_opts ro = {
-		.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->accept_loss,
-		.accept_after = o->accept_loss_after, .log = serve_snap_log, .log_arg = s,
+		.segment = o->segment, .wal_dir = o->wal_dir, .accept_loss = o->recovery.accept_loss,
+		.accept_after = o->recovery.accept_loss_after, .log = serve_snap_log, .log_arg = s,
 	};
 	struct rebuild_result rr;
 	int brc = rebuild_run(&ro, &rr);
@@ -1590,7 +1590,7 @@ static int serve_recover(struct serve *s, struct serve_opts *oo)
 		return -1;
 	}
 	s->sv_snap_lsn = rr.snap_lsn;
-	oo->recover = 0;
+	oo->recovery.on = 0;
 	return 0;
 }
 
@@ -1794,8 +1794,8 @@ static int serve_drain(struct serve *s, const struct flash_stats *fst)
 	 * start durable and marked: ready (notify.h) */
 	notify_ready(&s->sv_notify, "serving segment %s: WAL %s durable through LSN %" PRIu64,
 	             o->segment, o->wal_dir, wal_durable_lsn(s->sv_w));
-	if (!o->no_reclaim)
-		s->sv_reclaim = serve_reclaimer_start(s, o->reclaim_every_ms ? o->reclaim_every_ms : 1000);
+	if (!o->reclaim.off)
+		s->sv_reclaim = serve_reclaimer_start(s, o->reclaim.every_ms ? o->reclaim.every_ms : 1000);
 	if (serve_loop(s, n) != 0)
 		return -1;
 	/* Clean stop: a last look for dead handles */

@@ -26,13 +26,13 @@
  * segment rebuilt or recreated since has restarted its seqs; its rings never
  * hold a byte-identical copy, so nothing is skipped by mistake.
  *
- * With archive_after_s and an applier, a thread archives every activity
+ * With archive.after_s and an applier, a thread archives every activity
  * whose window closed that long ago once MariaDB's applied LSN -- and,
- * with backstop_urls, the backstop's position -- covers the segment
+ * with backstop.urls, the backstop's position -- covers the segment
  * (archiver.h); it stops before the last drain, so its ARCHIVE records are
  * written.
  *
- * With reconcile_every_ms set (the default: 5 minutes) a thread compares
+ * With reconcile.every_ms set (the default: 5 minutes) a thread compares
  * the segment, the WAL and MySQL periodically and once more at a clean stop
  * after the applier drained (serve_reconcile.h).
  *
@@ -55,6 +55,97 @@
 
 struct serve_recon_pass;
 
+/* Recovery at start (rebuild.h). */
+struct serve_recovery {
+	int           on;               /* first rebuild the segment from the snapshot and WAL
+	                                   (built under a temporary name, renamed when
+	                                   complete); the segment must be absent or empty (a
+	                                   restock has no identity: replaying it twice would add
+	                                   twice) */
+	int           if_absent;        /* recover when the segment does not exist (a reboot
+	                                   emptied /dev/shm), else start plainly (after a
+	                                   crash): what a unit file runs on every start */
+	int           accept_loss;      /* accept the loss of every record after
+	                                   accept_loss_after (rebuild.h: it must be the last LSN
+	                                   that can be kept; what is dropped is logged) */
+	uint64_t      accept_loss_after;
+};
+
+/* The MySQL applier (mysql_pump.h): url or defaults set, or none at all. */
+struct serve_mysql {
+	const char   *url;              /* mysql://user:pass@host/db?socket=PATH */
+	const char   *defaults;         /* or an option file ([client] group) */
+	int           require_db;       /* refuse a database that does not exist
+	                                   (mdb_opts.require_db) */
+	uint32_t      drain_ms;         /* at stop, let the applier catch up this long (0: 5000) */
+};
+
+/* Snapshots (snapshot.h). */
+struct serve_snapshots {
+	int           on;               /* take them: every every_s, after wal_bytes of WAL, and
+	                                   at a clean stop; then remove WAL files they (and MySQL)
+	                                   cover.  serve_opts_default: off; `flashstock serve`: on
+	                                   unless --no-snapshot.  Recovery uses the snapshots in
+	                                   wal_dir whatever this says */
+	uint32_t      every_s;          /* 0: 300 */
+	uint64_t      wal_bytes;        /* 0: 64 MiB (one default WAL file) */
+	int           keep_wal;         /* remove no WAL file */
+};
+
+/* The order feed's retention (feed.h): WAL kept for a consumer behind. */
+struct serve_feed {
+	uint64_t      keep_bytes;       /* at most this much for one consumer (serve_opts_default:
+	                                   FEED_KEEP_BYTES_DEFAULT; 0: no bound) */
+	uint64_t      keep_age_s;       /* ... nor older than this (FEED_KEEP_AGE_S_DEFAULT; 0: no bound) */
+};
+
+/* The periodic reconciler (serve_reconcile.h): a pass every every_ms and
+ * one at a clean stop; every_ms 0: none at all. */
+struct serve_recon {
+	uint32_t      every_ms;         /* serve_opts_default: 300000 (5 minutes) */
+	double        threshold;        /* ALERT past this share of units differing (0: 0.001) */
+	void        (*hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
+	void         *hook_arg;
+};
+
+/* The reclaimer (engine/gen.c) of a windowed segment: every every_ms each
+ * keyed table's generation moves on when due and the bank two generations
+ * back is cleared -- with a MySQL applier only once it applied every record
+ * the WAL held when the clear fell due. */
+struct serve_reclaim {
+	int           off;              /* 1: never (a one-bank segment never anyway) */
+	uint32_t      every_ms;         /* 0: 1000 */
+};
+
+/* Archiving (archiver.h): activities whose window closed after_s ago are
+ * archived once MariaDB applied everything the segment reflects (and the
+ * backstop, if any, wrote it).  Needs the applier: without it nothing is
+ * archived (logged).  serve_opts_default: 0 (never); `flashstock serve`:
+ * 3600 unless --archive-after-s says otherwise. */
+struct serve_archive {
+	uint32_t      after_s;
+	uint32_t      every_ms;         /* look this often (0: 1000) */
+};
+
+/* The lease agent (lease.h): with urls set, a thread keeps the segment's
+ * skus stocked from the central pool (serve_opts.box_id required). */
+struct serve_lease {
+	const char   *urls;             /* "URL[,URL...]" of flash_central; NULL: no agent */
+	uint32_t      min;              /* 0: the agent's defaults (lease.h) */
+	uint32_t      max;
+	uint32_t      lead_ms;
+	uint32_t      heartbeat_s;
+};
+
+/* The cross-box limit (backstop.h): with urls set (and serve_opts.box_id),
+ * a thread writes the box's orders into the central fs_user_limit. */
+struct serve_backstop {
+	const char   *urls;             /* "URL[,URL...]"; NULL: off */
+	uint32_t      drain_ms;         /* at stop, let it write what is durable this long (0: 5000) */
+};
+
+/* What serve_run() does: the drain loop's own settings, then one group per
+ * service it may start. */
 struct serve_opts {
 	const char   *segment;          /* segment name */
 	const char   *wal_dir;          /* WAL directory (created if missing) */
@@ -67,71 +158,22 @@ struct serve_opts {
 	uint32_t      stats_ms;         /* info line this often (0: never) */
 	int           log_level;        /* enum plog_level */
 	int           once;             /* stop after the first round that drains nothing */
-	int           recover;          /* first rebuild the segment from the snapshot and WAL
-	                                   (rebuild.h: built under a temporary name, renamed when
-	                                   complete); the segment must be absent or empty (a
-	                                   restock has no identity: replaying it twice would add
-	                                   twice) */
-	int           recover_if_absent;/* recover when the segment does not exist (a reboot
-	                                   emptied /dev/shm), else start plainly (after a
-	                                   crash): what a unit file runs on every start */
-	int           accept_loss;      /* recover: accept the loss of every record after
-	                                   accept_loss_after (rebuild.h: it must be the last LSN
-	                                   that can be kept; what is dropped is logged) */
-	uint64_t      accept_loss_after;
 	volatile sig_atomic_t *stop;    /* nonzero: drain, commit, mark, return (may be NULL);
 	                                   set it from a signal handler, or from another
 	                                   thread with __atomic_store_n */
 	const char   *metrics;          /* "[A.B.C.D:]PORT": Prometheus text on GET /metrics
 	                                   (loopback unless an address is given; NULL: off) */
-	const char   *mysql_url;        /* MySQL applier: mysql://user:pass@host/db?socket=PATH */
-	const char   *mysql_defaults;   /* or an option file ([client] group); both NULL: no applier */
-	int           mysql_require_db; /* refuse a database that does not exist
-	                                   (mdb_opts.require_db) */
-	uint32_t      mysql_drain_ms;   /* at stop, let the applier catch up this long (0: 5000) */
-	int           snapshots;        /* take snapshots (snapshot.h): every snapshot_every_s, after
-	                                   snapshot_wal_bytes of WAL, and at a clean stop; then remove
-	                                   WAL files they (and MySQL) cover.  serve_opts_default: off;
-	                                   `flashstock serve`: on unless --no-snapshot.  --recover uses
-	                                   the snapshots in wal_dir whatever this says */
-	uint32_t      snapshot_every_s; /* 0: 300 */
-	uint64_t      snapshot_wal_bytes; /* 0: 64 MiB (one default WAL file) */
-	int           keep_wal;         /* snapshots remove no WAL file */
-	uint64_t      feed_keep_bytes;  /* feed retention (feed.h): WAL kept for one consumer at
-	                                   most (serve_opts_default: FEED_KEEP_BYTES_DEFAULT; 0: no bound) */
-	uint64_t      feed_keep_age_s;  /* ... nor older than this (FEED_KEEP_AGE_S_DEFAULT; 0: no bound) */
-	/* The periodic reconciler (serve_reconcile.h): a pass every
-	 * reconcile_every_ms and one at a clean stop; 0: none at all. */
-	uint32_t      reconcile_every_ms;  /* serve_opts_default: 300000 (5 minutes) */
-	double        reconcile_threshold; /* ALERT past this share of units differing (0: 0.001) */
-	void        (*reconcile_hook)(void *arg, const struct serve_recon_pass *p); /* after each pass */
-	void         *reconcile_hook_arg;
-	/* The reclaimer (engine/gen.c) of a windowed segment: every
-	 * reclaim_every_ms each keyed table's generation moves on when due and
-	 * the bank two generations back is cleared -- with a MySQL applier only
-	 * once it applied every record the WAL held when the clear fell due. */
-	int           no_reclaim;       /* 1: never (a one-bank segment never anyway) */
-	uint32_t      reclaim_every_ms; /* 0: 1000 */
-	/* Archiving (archiver.h): activities whose window closed archive_after_s
-	 * ago are archived once MariaDB applied everything the segment reflects
-	 * (and the backstop, if any, wrote it).
-	 * Needs the applier (mysql_url or mysql_defaults): without it nothing is
-	 * archived (logged).  serve_opts_default: 0 (never); `flashstock serve`:
-	 * 3600 unless --archive-after-s says otherwise. */
-	uint32_t      archive_after_s;
-	uint32_t      archive_every_ms;    /* look this often (0: 1000) */
-	/* The lease agent (lease.h): with lease_urls set, a thread keeps the
-	 * segment's skus stocked from the central pool (issue 14). */
-	const char   *lease_urls;       /* "URL[,URL...]" of flash_central; NULL: no agent */
-	uint32_t      box_id;           /* 1..FLASH_BOX_ID_MAX (required with lease_urls) */
-	uint32_t      lease_min;        /* 0: the agent's defaults (lease.h) */
-	uint32_t      lease_max;
-	uint32_t      lease_lead_ms;
-	uint32_t      heartbeat_s;
-	/* The cross-box limit (backstop.h): with backstop_urls set (and box_id),
-	 * a thread writes the box's orders into the central fs_user_limit. */
-	const char   *backstop_urls;    /* "URL[,URL...]"; NULL: off */
-	uint32_t      backstop_drain_ms;/* at stop, let it write what is durable this long (0: 5000) */
+	uint32_t      box_id;           /* 1..FLASH_BOX_ID_MAX: the box's id (required with
+	                                   lease.urls or backstop.urls) */
+	struct serve_recovery  recovery;
+	struct serve_mysql     mysql;
+	struct serve_snapshots snapshots;
+	struct serve_feed      feed;
+	struct serve_recon     reconcile;
+	struct serve_reclaim   reclaim;
+	struct serve_archive   archive;
+	struct serve_lease     lease;
+	struct serve_backstop  backstop;
 };
 
 void serve_opts_default(struct serve_opts *o);
