@@ -84,6 +84,11 @@ if(TARGET flashstock)
                    $<TARGET_FILE:flashstock> --help)
   add_test(NAME cli_unknown_command_exits_2
            COMMAND bash -c "\"$1\" frobnicate; test $? = 2" sh $<TARGET_FILE:flashstock>)
+  # the soak is a test tool (tests/soak/, flashstock_soak), not a command:
+  # --help lists no soak, `flashstock soak` (and its --help) exits 2 as unknown
+  add_test(NAME cli_soak_is_not_a_command
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_soak_not_a_command.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_soak_is_not_a_command PROPERTIES TIMEOUT 60)
 endif()
 
 # The CSV reader under random input (tests/fuzz_csv.c).  By default a

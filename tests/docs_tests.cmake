@@ -1,5 +1,6 @@
-# The documentation (tests/docs_check.py): every relative link of README.md
-# and docs/*.md resolves, file and #heading; README.md, the front page, stays
+# The documentation (tests/docs_check.py): every relative link of README.md,
+# docs/*.md and the folders' README.md files (persist/, tests/soak/)
+# resolves, file and #heading; README.md, the front page, stays
 # under 15 KB.  That each code block shows its tested file's text is checked
 # beside the file's own test (install_prefix, python_readme, go_readme,
 # java_readme_snippet, cli_feed_readme_consumer_ships_each_order_once).

@@ -23,7 +23,6 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "archive", cmd_archive, "reclaim ended activities MariaDB has applied (fixed memory)" },
 	{ "feed",    cmd_feed,    "read durable records as a named consumer, list consumers; --to amqp://: RabbitMQ" },
 	{ "lease",   cmd_lease,   "central leases of stock over boxes: init, pool, status, fence, reclaim" },
-	{ "soak",    cmd_soak,    "months of daily sales on a shifted clock, in fixed memory, checked" },
 	{ "bench",   cmd_bench,   "flashstock vs Redis + Lua vs MariaDB vs a bare CAS loop, checked" },
 };
 
@@ -74,7 +73,7 @@ int main(int argc, char **argv)
 	}
 	/* Every command's output is checked here, once, after it returns: no
 	 * command ends the process itself (exit() is not called; children of
-	 * demo, soak and serve leave by _exit(), which flushes nothing). */
+	 * demo and serve leave by _exit(), which flushes nothing). */
 	for (i = 0; i < TOOL_NCMDS; i++)
 		if (strcmp(argv[1], tool_cmds[i].name) == 0)
 			return tool_close_stdout(argv[1], tool_cmds[i].fn(argc - 1, argv + 1));

@@ -30,7 +30,7 @@ PKGS+=(python3-venv python3-wheel)                        # python_pip: a venv, 
 PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
 PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera.sh: the provider, the
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
-PKGS+=(faketime)                                          # flashstock soak: the shifted clock (libfaketime)
+PKGS+=(faketime)                                          # the soak (tests/soak/): the shifted clock (libfaketime)
 PKGS+=(prometheus python3-yaml)                           # dashboards/: promtool check/test rules, the
 #   live test's private Prometheus (tests/monitoring_*.sh); python3-yaml reads the rules in its checks
 PKGS+=(help2man groff-base)                               # the manual pages (tools/man.sh) and their test

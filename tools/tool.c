@@ -17,9 +17,18 @@
 
 /* ---- messages ---------------------------------------------------------- */
 
+/* The program every message names: the command, or a test tool built on
+ * these helpers (tool_prog_set). */
+static const char *tool_prog = "flashstock";
+
+void tool_prog_set(const char *prog)
+{
+	tool_prog = prog;
+}
+
 int tool_fail(const char *what, int rc)
 {
-	fprintf(stderr, "flashstock: %s: %s\n", what, flash_strerror(rc));
+	fprintf(stderr, "%s: %s: %s\n", tool_prog, what, flash_strerror(rc));
 	return TOOL_FAIL;
 }
 
@@ -27,7 +36,7 @@ int tool_failf(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("flashstock: ", stderr);
+	fprintf(stderr, "%s: ", tool_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -55,7 +64,7 @@ int tool_close_stdout(const char *cmd, int rc)
 	}
 	if (!bad)
 		return rc;
-	fprintf(stderr, "flashstock: %s%swrite error on standard output%s%s\n", cmd ? cmd : "",
+	fprintf(stderr, "%s: %s%swrite error on standard output%s%s\n", tool_prog, cmd ? cmd : "",
 	        cmd ? ": " : "", e ? ": " : "", e ? strerror(e) : "");
 	return rc == TOOL_OK ? TOOL_FAIL : rc;
 }
@@ -64,11 +73,11 @@ int tool_usage_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "flashstock %s: ", cmd);
+	fprintf(stderr, "%s%s%s: ", tool_prog, cmd ? " " : "", cmd ? cmd : "");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'flashstock %s --help'.\n", cmd);
+	fprintf(stderr, "\nTry '%s%s%s --help'.\n", tool_prog, cmd ? " " : "", cmd ? cmd : "");
 	return TOOL_USAGE;
 }
 

@@ -1,7 +1,9 @@
 /*
  * tool.h -- what the `flashstock` command's parts share: the command
  * table's entry type, every command's entry point, exit codes, and small
- * helpers for options, times and messages (tools/tool.c).
+ * helpers for options, times and messages (tools/tool.c).  The helpers are
+ * the library flashstock_tool, which the soak (tests/soak/, a test tool,
+ * not a command) links too.
  *
  * Adding a command: write tools/cmd_<name>.c with
  *     int cmd_<name>(int argc, char **argv);
@@ -47,9 +49,12 @@ int cmd_feed(int argc, char **argv);
 int cmd_order(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
-int cmd_soak(int argc, char **argv);     /* tools/cmd_soak.c (+ soak_*.c) */
 
 /* ---- messages ---------------------------------------------------------- */
+
+/** The program every message below names ("flashstock" unless set): a test
+ *  tool built on these helpers sets its own, once, first thing in main(). */
+void tool_prog_set(const char *prog);
 
 /** Print "flashstock: <what>: <flash_strerror(rc)>" to stderr; @return TOOL_FAIL. */
 /*
@@ -75,8 +80,8 @@ int tool_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int tool_close_stdout(const char *cmd, int rc);
 
-/** Print "flashstock <cmd>: <formatted>" and a --help hint to stderr;
- *  @return TOOL_USAGE. */
+/** Print "flashstock <cmd>: <formatted>" and a --help hint to stderr (a
+ *  program of its own, no command: @p cmd NULL); @return TOOL_USAGE. */
 int tool_usage_err(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

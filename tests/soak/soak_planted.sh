@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# soak_planted.sh FLASHSTOCK -- the soak's checks are not vacuous: faults
-# planted with `flashstock soak --inject` turn their checks to FAIL (and the
+# soak_planted.sh FLASHSTOCK_SOAK -- the soak's checks are not vacuous: faults
+# planted with `flashstock_soak --inject` turn their checks to FAIL (and the
 # run exits 1) while the checks they do not touch stay ok.
 #   run 1: lost-ack, mysql-stock, retry -- each turns exactly its own check
 #   run 2: wal-order (a forged ORDER record: more units than the sku has, for
@@ -13,7 +13,7 @@ trap 'rm -rf "$out"' EXIT
 fail=0
 
 run() {   # run NAME FAULTS [DAYS]
-	"$bin" soak --days "${3:-2}" --out "$out/$1" --inject "$2" >"$out/$1.out" 2>"$out/$1.err"
+	"$bin" --days "${3:-2}" --out "$out/$1" --inject "$2" >"$out/$1.out" 2>"$out/$1.err"
 	local rc=$?
 	cat "$out/$1.out"
 	if [ "$rc" -ne 1 ]; then

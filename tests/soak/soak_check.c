@@ -1,5 +1,5 @@
 /*
- * soak_check.c -- the checks at the end of `flashstock soak` (see soak.h),
+ * soak_check.c -- the checks at the end of the soak (see soak.h),
  * from the records, independent of the engine's counters:
  *
  *   1. The WAL read back (wal_replay), in LSN order -- causal order, so
@@ -324,22 +324,22 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	memset(&tot, 0, sizeof tot);
 	rc = mdb_catch_up(m, wal_dir, 0, 60000, &tot);
 	if (rc != FLASH_OK)
-		return tool_failf("soak: catch MariaDB up with the WAL: %s", flash_strerror(rc));
+		return tool_failf("catch MariaDB up with the WAL: %s", flash_strerror(rc));
 	if ((inject & SOAK_INJECT_MYSQL_STOCK) &&
 	    mysql_query(mdb_conn(m),
 	                "UPDATE item_stock SET available = available + 1, total = total + 1 "
 	                "ORDER BY activity_id, sku_id "
 	                "LIMIT 1") != 0)
-		return tool_failf("soak: --inject mysql-stock: %s", mysql_error(mdb_conn(m)));
+		return tool_failf("--inject mysql-stock: %s", mysql_error(mdb_conn(m)));
 	if ((rc = rsql_totals_get(m, &t)) != FLASH_OK)
-		return tool_failf("soak: MariaDB totals: %s", flash_strerror(rc));
+		return tool_failf("MariaDB totals: %s", flash_strerror(rc));
 	v->mysql_conflicts = t.conflicts;
 	if (t.conflicts)
 		soak_first(v, "MariaDB refused %llu records (apply_conflicts)",
 		           (unsigned long long)t.conflicts);
 
 	if ((rc = rsql_skus(m, &ss, &n)) != FLASH_OK)
-		return tool_failf("soak: MariaDB skus: %s", flash_strerror(rc));
+		return tool_failf("MariaDB skus: %s", flash_strerror(rc));
 	for (i = 0; i < n; i++) {
 		struct soak_wsku *s = soak_wal_sku(w, ss[i].activity_id, ss[i].sku_id, 0);
 		if (!ss[i].has_stock_row || !s || ss[i].available + ss[i].sold != ss[i].total ||
@@ -360,7 +360,7 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	free(ss);
 
 	if ((rc = rsql_users_over_limit(m, &ue, &n)) != FLASH_OK)
-		return tool_failf("soak: MariaDB limits: %s", flash_strerror(rc));
+		return tool_failf("MariaDB limits: %s", flash_strerror(rc));
 	v->over_limit_mysql = n;
 	if (n)
 		soak_first(v, "MariaDB: user %llu holds %u of activity %u (limit %u)",
@@ -369,7 +369,7 @@ static int soak_check_mysql(struct soak_wal *w, mdb_t *m, const char *wal_dir,
 	free(ue);
 
 	if ((rc = rsql_orders_scan(m, 1, UINT64_MAX >> 1, soak_sql_order, w)) != FLASH_OK)
-		return tool_failf("soak: MariaDB orders: %s", flash_strerror(rc));
+		return tool_failf("MariaDB orders: %s", flash_strerror(rc));
 	return TOOL_OK;
 }
 
@@ -401,7 +401,7 @@ static int soak_check_segment(struct soak_wal *w, flash_t *h)
 		}
 	}
 	if (rc != FLASH_ENOT_FOUND)
-		return tool_fail("soak: read the segment's skus", rc);
+		return tool_fail("read the segment's skus", rc);
 	return TOOL_OK;
 }
 
@@ -413,16 +413,16 @@ static int soak_check_reconcile(struct soak_verdict *v, flash_t *h, mdb_t *m,
 	int rc;
 
 	if ((rc = fold_new(&f)) != FLASH_OK)
-		return tool_fail("soak: reconcile", rc);
+		return tool_fail("reconcile", rc);
 	if ((rc = fold_wal(f, wal_dir)) != FLASH_OK) {
 		fold_free(f);
-		return tool_failf("soak: reconcile: fold the WAL: %s", flash_strerror(rc));
+		return tool_failf("reconcile: fold the WAL: %s", flash_strerror(rc));
 	}
 	memset(&rep, 0, sizeof rep);
 	rc = reconcile_compare(h, m, f, RECONCILE_ORDERS, &rep);
 	fold_free(f);
 	if (rc != FLASH_OK)
-		return tool_failf("soak: reconcile: %s", flash_strerror(rc));
+		return tool_failf("reconcile: %s", flash_strerror(rc));
 	v->reconcile_diffs = rep.found;
 	if (rep.found) {
 		soak_first(v, "the reconciler found %llu differences", (unsigned long long)rep.found);
@@ -500,11 +500,11 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 	w.v = v;
 	rc = wal_replay(wal_dir, 0, soak_wal_frame, &w, 0, &rep);
 	if (w.nomem) {
-		tool_fail("soak: read the WAL back", FLASH_ENOMEM);
+		tool_fail("read the WAL back", FLASH_ENOMEM);
 		goto out;
 	}
 	if (rc != FLASH_OK) {
-		tool_failf("soak: read the WAL back: %s at %s offset %llu", flash_strerror(rc), rep.file,
+		tool_failf("read the WAL back: %s at %s offset %llu", flash_strerror(rc), rep.file,
 		           (unsigned long long)rep.offset);
 		goto out;
 	}
@@ -526,7 +526,7 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
 	mo.log_level = PLOG_WARN;
 	rc = mdb_open(&mo, &m);
 	if (rc != FLASH_OK) {
-		tool_failf("soak: connect to the private MariaDB: %s", flash_strerror(rc));
+		tool_failf("connect to the private MariaDB: %s", flash_strerror(rc));
 		goto out;
 	}
 	if (soak_check_mysql(&w, m, wal_dir, inject) != TOOL_OK)

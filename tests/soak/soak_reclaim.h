@@ -1,14 +1,14 @@
 /*
  * soak_reclaim.h -- the soak's adapter to reclamation (issue 13): request-id
  * windows, limit-entry generations and archiving.  Every use of that API by
- * `flashstock soak` goes through the functions below (tools/soak_reclaim.c),
+ * the soak goes through the functions below (tests/soak/soak_reclaim.c),
  * so when it lands only their bodies change; each says what it becomes.
  * Today they do what today's API allows: a segment sized for every day of the
  * run with reclamation off, request ids from a counter, fill from
  * flash_stats_get().
  */
-#ifndef FLASH_TOOLS_SOAK_RECLAIM_H
-#define FLASH_TOOLS_SOAK_RECLAIM_H
+#ifndef FLASH_TESTS_SOAK_RECLAIM_H
+#define FLASH_TESTS_SOAK_RECLAIM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -128,4 +128,4 @@ int soak_day_end(flash_t *h, uint32_t day, uint32_t wait_ms, char *note, size_t 
  * per-bank capacity), orders the slots held by live activities. */
 int soak_fill(flash_t *h, struct soak_fill *out);
 
-#endif /* FLASH_TOOLS_SOAK_RECLAIM_H */
+#endif /* FLASH_TESTS_SOAK_RECLAIM_H */

@@ -1,7 +1,7 @@
 /*
- * soak.h -- the parts of `flashstock soak` and what they share.
+ * soak.h -- the parts of the soak (`flashstock_soak`) and what they share.
  *
- *   cmd_soak.c     options; the two processes of a run (the outer one owns the
+ *   soak.c         options; the two processes of a run (the outer one owns the
  *                  private directory and MariaDB, the inner one runs on the
  *                  shifted clock); the segment, the daemon, the days, the
  *                  report, the plot
@@ -28,8 +28,8 @@
  * stores before the parent's loads), or after a SIGKILL it sent: a file
  * holds only whole records, each written with one write(2).
  */
-#ifndef FLASH_TOOLS_SOAK_H
-#define FLASH_TOOLS_SOAK_H
+#ifndef FLASH_TESTS_SOAK_H
+#define FLASH_TESTS_SOAK_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -77,7 +77,7 @@ struct soak_cfg {
 	const char *name;         /* the segment */
 };
 
-/* Faults --inject plants, each to prove one check can fail (tests/soak_tests.cmake). */
+/* Faults --inject plants, each to prove one check can fail (tests/soak/soak_tests.cmake). */
 #define SOAK_INJECT_LOST_ACK    0x1u  /* an acknowledged order the WAL never saw */
 #define SOAK_INJECT_MYSQL_STOCK 0x2u  /* one unit more available in MariaDB than sold allows */
 #define SOAK_INJECT_RETRY       0x4u  /* a retry whose first outcome was another order */
@@ -192,4 +192,4 @@ int soak_check_run(flash_t *h, const char *wal_dir, const char *mysql_url,
                    const struct soak_log *log, uint32_t inject, int64_t base_day,
                    struct soak_verdict *v);
 
-#endif /* FLASH_TOOLS_SOAK_H */
+#endif /* FLASH_TESTS_SOAK_H */

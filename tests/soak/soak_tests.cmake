@@ -1,27 +1,36 @@
-# The soak (issue 13's proof: tools/cmd_soak.c): simulated days of daily
-# sales on a shifted clock (libfaketime), buyers and the daemon killed,
-# checked from the WAL, MariaDB and the buyers' outcome files.  Plain build
-# only: the sanitizers' runtimes refuse to load after libfaketime's
-# LD_PRELOAD.  Each run starts and stops its own MariaDB in its own
-# temporary directory.
-if(TARGET flashstock AND NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
+# The soak's tests (issue 13's proof: tests/soak/soak.c, the test tool
+# flashstock_soak): simulated days of daily sales on a shifted clock
+# (libfaketime), buyers and the daemon killed, checked from the WAL, MariaDB
+# and the buyers' outcome files.  Each run starts and stops its own MariaDB
+# in its own temporary directory.
+
+# the tool answers --help (every build): the soak lives on as a program of
+# its own, outside the `flashstock` command (cli_soak_is_not_a_command)
+add_test(NAME soak_tool_help_exits_0
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/cli_expect.sh 0 "^usage: flashstock_soak --days N"
+                 $<TARGET_FILE:flashstock_soak> --help)
+set_tests_properties(soak_tool_help_exits_0 PROPERTIES LABELS soak TIMEOUT 60)
+
+# The runs: plain build only, the sanitizers' runtimes refuse to load after
+# libfaketime's LD_PRELOAD.
+if(TARGET flashstock_soak AND NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
   # libfaketime is required here, so a machine without it fails the
   # configure instead of a soak that cannot move its clock; the tests hand
-  # it to the soak as FLASH_FAKETIME_LIB (the command alone looks for it)
+  # it to the soak as FLASH_FAKETIME_LIB (the tool alone looks for it)
   find_file(FLASH_FAKETIME_LIB libfaketime.so.1
             PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/faketime /usr/lib/faketime
                   /usr/lib64/faketime /usr/local/lib/faketime
             NO_DEFAULT_PATH REQUIRED)
   # 30 days: every check of the soak holds (exit 0), the fill plotted
   add_test(NAME soak_30d
-           COMMAND $<TARGET_FILE:flashstock> soak --days 30
+           COMMAND $<TARGET_FILE:flashstock_soak> --days 30
                    --out ${CMAKE_CURRENT_BINARY_DIR}/soak_30d
                    --plot ${CMAKE_CURRENT_BINARY_DIR}/soak_30d/fill.png)
   set_tests_properties(soak_30d PROPERTIES LABELS soak TIMEOUT 300)
   # 10 days in sync durability: every acknowledgement waits for the
   # fdatasync that covers it, also across the daemon's kill and restart
   add_test(NAME soak_10d_sync
-           COMMAND $<TARGET_FILE:flashstock> soak --days 10 --durability sync --seed 7
+           COMMAND $<TARGET_FILE:flashstock_soak> --days 10 --durability sync --seed 7
                    --out ${CMAKE_CURRENT_BINARY_DIR}/soak_10d_sync)
   set_tests_properties(soak_10d_sync PROPERTIES LABELS soak TIMEOUT 300)
   # the checks are not vacuous: a lost acknowledged order, a unit that
@@ -30,7 +39,7 @@ if(TARGET flashstock AND NOT FLASH_SANITIZE AND NOT FLASH_TSAN)
   # (oversold, over the limit) fails the WAL's checks; a FLASH_EFULL answer
   # fails the memory-reclaimed check (10 days); each run exits 1
   add_test(NAME soak_checks_fail_on_planted_faults
-           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/soak_planted.sh $<TARGET_FILE:flashstock>)
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/soak_planted.sh $<TARGET_FILE:flashstock_soak>)
   set_tests_properties(soak_checks_fail_on_planted_faults PROPERTIES LABELS soak TIMEOUT 300)
   set_tests_properties(soak_30d soak_10d_sync soak_checks_fail_on_planted_faults
                        PROPERTIES ENVIRONMENT FLASH_FAKETIME_LIB=${FLASH_FAKETIME_LIB})

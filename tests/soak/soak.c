@@ -1,6 +1,12 @@
 /*
- * cmd_soak.c -- `flashstock soak`: months of daily sales on a shifted clock,
- * in fixed memory, checked from the records at the end (issue 13's proof).
+ * soak.c -- `flashstock_soak`: months of daily sales on a shifted clock, in
+ * fixed memory, checked from the records at the end (issue 13's proof).
+ *
+ * A test tool, built with the tests (tests/soak/CMakeLists.txt) and never
+ * installed: the laboratory lives with the tests, not in the `flashstock`
+ * command.  It drives the product from outside: the daemon is the real
+ * `flashstock serve` of the command it was built with (--flashstock PATH:
+ * another one, e.g. an installed one).
  *
  * Divisions:
  *   1. Options
@@ -10,6 +16,7 @@
  *   4. The inner process: segment, daemon (`flashstock serve`), catalog
  *   5. One day: buyers, kills, a daemon restart, retries, the clock moves on
  *   6. The report
+ *   7. main(): the outer process or the inner one
  *
  * Two processes, so that clean-up never depends on the shifted one: the
  * outer one (real clock) makes the private directory and starts MariaDB
@@ -31,7 +38,6 @@
 #include "tool.h"
 #include "soak.h"
 #include "soak_reclaim.h"
-#include "demo_durable.h"
 #include "fixture_run.h"
 #include "wal.h"
 #include "snapshot.h"
@@ -56,8 +62,7 @@
 #endif
 
 /* Where libfaketime is looked for at run time (Debian's package faketime
- * first), unless FLASH_FAKETIME_LIB names it: the command builds without it,
- * and only soak needs it. */
+ * first), unless FLASH_FAKETIME_LIB names it: the soak builds without it. */
 static const char *const soak_faketime_paths[] = {
 	"/usr/lib/" FLASH_MULTIARCH "/faketime/libfaketime.so.1",
 	"/usr/lib/faketime/libfaketime.so.1",
@@ -78,15 +83,16 @@ struct soak_opts {
 	const char     *out_dir;     /* --out */
 	const char     *plot;        /* --plot FILE */
 	const char     *fixture;     /* --mysql-fixture */
+	const char     *flashstock;  /* --flashstock: the command whose `serve` is the daemon */
 };
 
 static void soak_help(FILE *out)
 {
 	fprintf(out,
-	        "usage: flashstock soak --days N [--seed S] [--out DIR] [--plot FILE]\n"
+	        "usage: flashstock_soak --days N [--seed S] [--out DIR] [--plot FILE]\n"
 	        "                       [--buyers B] [--orders-per-day K] [--users U]\n"
 	        "                       [--restart-every D] [--kill-pct P] [--durability sync|async]\n"
-	        "                       [--mysql-fixture PATH] [--inject F,...]\n"
+	        "                       [--mysql-fixture PATH] [--flashstock PATH] [--inject F,...]\n"
 	        "\n"
 	        "Simulate N days of daily flash sales on one segment, on a clock moved forward\n"
 	        "a day at a time, and prove from the records that nothing went wrong and that\n"
@@ -134,7 +140,9 @@ static void soak_help(FILE *out)
 	        "                      sync: every order and cancel returns after the fdatasync\n"
 	        "                      that covers it (FLASH_EFATE_UNKNOWN past the wait bound,\n"
 	        "                      while the daemon restarts: placed, checked like any other)\n"
-	        "  --mysql-fixture PATH  the MariaDB fixture (default: found as `demo` does)\n"
+	        "  --mysql-fixture PATH  the MariaDB fixture (default: %s)\n"
+	        "  --flashstock PATH   the `flashstock` command whose `serve` is the daemon\n"
+	        "                      (default: %s)\n"
 	        "  --inject F[,F..]    plant faults to prove the checks catch them (the soak's\n"
 	        "                      own test; the run then exits 1): lost-ack (an\n"
 	        "                      acknowledged order the WAL never saw), mysql-stock (a\n"
@@ -147,14 +155,15 @@ static void soak_help(FILE *out)
 	        "Speed: about 3 s a simulated day with the defaults on 2 cores (30 days in\n"
 	        "under 2 minutes; 365 days in under 20).\n"
 	        "exit: 0 every check held; 1 a check failed or the run failed; 2 usage error\n",
-	        SOAK_DAY_ACT_DAYS, SOAK_SKUS_PER_ACT, SOAK_HOT_SHARDS, SOAK_PROCS_MAX);
+	        SOAK_DAY_ACT_DAYS, SOAK_SKUS_PER_ACT, SOAK_HOT_SHARDS, SOAK_PROCS_MAX,
+	        FLASH_SOAK_FIXTURE, FLASH_SOAK_FLASHSTOCK);
 }
 
 /* @return -1 to go on, or an exit code. */
 static int soak_parse(int argc, char **argv, struct soak_opts *so)
 {
 	enum { O_DAYS = 256, O_SEED, O_OUT, O_PLOT, O_BUYERS, O_OPD, O_USERS, O_RESTART, O_KILL,
-	       O_FIXTURE, O_INJECT, O_DURABILITY };
+	       O_FIXTURE, O_INJECT, O_DURABILITY, O_FLASHSTOCK };
 	static const struct option longopts[] = {
 		{ "help",           no_argument,       NULL, 'h' },
 		{ "days",           required_argument, NULL, O_DAYS },
@@ -169,10 +178,11 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 		{ "mysql-fixture",  required_argument, NULL, O_FIXTURE },
 		{ "inject",         required_argument, NULL, O_INJECT },
 		{ "durability",     required_argument, NULL, O_DURABILITY },
+		{ "flashstock",     required_argument, NULL, O_FLASHSTOCK },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct soak_cfg *c = &so->cfg;
-	const char *cmd = argv[0];
+	const char *cmd = NULL;          /* a program of its own: no command name */
 	int ch, bad = 0;
 
 	memset(so, 0, sizeof *so);
@@ -183,6 +193,8 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 	c->restart_every = 3;
 	c->kill_pct = 25;
 	so->out_dir = ".";
+	so->fixture = FLASH_SOAK_FIXTURE;
+	so->flashstock = FLASH_SOAK_FLASHSTOCK;
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -219,6 +231,9 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 			break;
 		case O_FIXTURE:
 			so->fixture = optarg;
+			break;
+		case O_FLASHSTOCK:
+			so->flashstock = optarg;
 			break;
 		case O_DURABILITY:
 			if (strcmp(optarg, "sync") == 0)
@@ -258,6 +273,8 @@ static int soak_parse(int argc, char **argv, struct soak_opts *so)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
 	if (c->days == 0)
 		return tool_usage_err(cmd, "--days is required");
+	if (access(so->flashstock, X_OK) != 0)
+		return tool_usage_err(cmd, "--flashstock %s: %s", so->flashstock, strerror(errno));
 	return -1;
 }
 
@@ -290,7 +307,7 @@ static int soak_rm(const char *path, const struct stat *sb, int flag, struct FTW
 	(void)flag;
 	(void)ftw;
 	if (remove(path) != 0 && errno != ENOENT)
-		fprintf(stderr, "flashstock: soak: remove %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "flashstock_soak: remove %s: %s\n", path, strerror(errno));
 	return 0;
 }
 
@@ -310,7 +327,7 @@ static int soak_plot(const char *data, const char *png, const struct soak_cfg *c
 	         "\"#9467bd\", \"#8c564b\"]\n"
 	         "do for [i=1:7] { set linetype i lc rgb colours[i] lw 2 }\n"
 	         "set output '%s'\n"
-	         "set title \"flashstock soak: table fill over the simulated days (used / capacity)\\n"
+	         "set title \"flashstock_soak: table fill over the simulated days (used / capacity)\\n"
 	         "segment of fixed size, sized for %u of the %u days%s\"\n"
 	         "set xlabel \"simulated day\"\n"
 	         "set ylabel \"fill, %% of capacity\"\n"
@@ -330,11 +347,11 @@ static int soak_plot(const char *data, const char *png, const struct soak_cfg *c
 	         held >= c->days ? " (no reclamation in this build: every day is kept)"
 	                         : "; flat lines: memory that does not grow", data);
 	if (pipe(fd) != 0)
-		return tool_failf("soak: pipe: %s", strerror(errno));
+		return tool_failf("pipe: %s", strerror(errno));
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
-		return tool_failf("soak: fork gnuplot: %s", strerror(errno));
+		return tool_failf("fork gnuplot: %s", strerror(errno));
 	if (pid == 0) {
 		dup2(fd[0], STDIN_FILENO);
 		close(fd[0]);
@@ -352,14 +369,14 @@ static int soak_plot(const char *data, const char *png, const struct soak_cfg *c
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
-			return tool_failf("soak: gnuplot: %s", strerror(errno));
+			return tool_failf("gnuplot: %s", strerror(errno));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return tool_failf("soak: gnuplot failed (status %d)", status);
+		return tool_failf("gnuplot failed (status %d)", status);
 	fprintf(stderr, "soak: plot written to %s\n", png);
 	return TOOL_OK;
 }
 
-/* Run the inner process (this command again, on the shifted clock). */
+/* Run the inner process (this program again, on the shifted clock). */
 static int soak_run_inner(char **argv, const char *lib, const char *dir, const char *url,
                           const char *seg)
 {
@@ -373,7 +390,7 @@ static int soak_run_inner(char **argv, const char *lib, const char *dir, const c
 	if (fd < 0 || write(fd, "+0\n", 3) != 3) {
 		if (fd >= 0)
 			close(fd);
-		return tool_failf("soak: write %s: %s", clock, strerror(errno));
+		return tool_failf("write %s: %s", clock, strerror(errno));
 	}
 	close(fd);
 	snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
@@ -382,7 +399,7 @@ static int soak_run_inner(char **argv, const char *lib, const char *dir, const c
 	outer = getpid();
 	pid = fork();
 	if (pid < 0)
-		return tool_failf("soak: fork: %s", strerror(errno));
+		return tool_failf("fork: %s", strerror(errno));
 	if (pid == 0) {
 		/* the outer process gone (killed): stop, clean up what is ours */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -396,7 +413,7 @@ static int soak_run_inner(char **argv, const char *lib, const char *dir, const c
 		setenv(SOAK_ENV_URL, url, 1);
 		setenv(SOAK_ENV_SEG, seg, 1);
 		execv("/proc/self/exe", argv);
-		fprintf(stderr, "flashstock: soak: exec /proc/self/exe: %s\n", strerror(errno));
+		fprintf(stderr, "flashstock_soak: exec /proc/self/exe: %s\n", strerror(errno));
 		_exit(TOOL_FAIL);
 	}
 	for (;;) {
@@ -404,13 +421,13 @@ static int soak_run_inner(char **argv, const char *lib, const char *dir, const c
 		if (p == pid)
 			break;
 		if (p < 0 && errno != EINTR)
-			return tool_failf("soak: lost the inner process: %s", strerror(errno));
+			return tool_failf("lost the inner process: %s", strerror(errno));
 		if (soak_signal)
 			kill(pid, SIGTERM);   /* it stops at its next check and cleans up */
 	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
-	return tool_failf("soak: the inner process died of signal %d", WTERMSIG(status));
+	return tool_failf("the inner process died of signal %d", WTERMSIG(status));
 }
 
 /* A removal snap_shadows_remove() reports, said on stderr. */
@@ -430,9 +447,9 @@ static int soak_outer(char **argv, const struct soak_opts *so)
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
 	if (snprintf(dir, sizeof dir, "%s/flashstock-soak.XXXXXX", tmp) >= (int)sizeof dir)
-		return tool_failf("soak: TMPDIR is too long: %s", tmp);
+		return tool_failf("TMPDIR is too long: %s", tmp);
 	if (mkdtemp(dir) == NULL)
-		return tool_failf("soak: make a private directory in %s: %s", tmp, strerror(errno));
+		return tool_failf("make a private directory in %s: %s", tmp, strerror(errno));
 	snprintf(db_dir, sizeof db_dir, "%s/mariadb", dir);
 	snprintf(seg, sizeof seg, "/flashstock-soak-%d-%04x", (int)getpid(),
 	         (unsigned)(soak_mix((uint64_t)tool_monotonic_ns()) & 0xffffu));
@@ -443,24 +460,26 @@ static int soak_outer(char **argv, const struct soak_opts *so)
 		if (access(soak_faketime_paths[i], R_OK) == 0)
 			lib = soak_faketime_paths[i];
 	if (!lib || !*lib) {
-		tool_failf("soak: libfaketime not found in %s or the usual places (apt-get install "
+		tool_failf("libfaketime not found in %s or the usual places (apt-get install "
 		           "faketime; or set FLASH_FAKETIME_LIB)", soak_faketime_paths[0]);
 		goto out;
 	}
 	if (access(lib, R_OK) != 0) {
-		tool_failf("soak: FLASH_FAKETIME_LIB=%s: %s", lib, strerror(errno));
+		tool_failf("FLASH_FAKETIME_LIB=%s: %s", lib, strerror(errno));
 		goto out;
 	}
-	if (demo_dur_find_fixture("soak", so->fixture, fixture, sizeof fixture) != 0)
+	if (access(so->fixture, R_OK) != 0 || realpath(so->fixture, fixture) == NULL) {
+		tool_failf("--mysql-fixture %s: %s", so->fixture, strerror(errno));
 		goto out;
+	}
 	fprintf(stderr, "soak: starting a private MariaDB in %s (no TCP port) ...\n", db_dir);
 	db_started = 1;
 	if (fixture_run(fixture, "start", db_dir, env, sizeof env) != 0) {
-		tool_failf("soak: %s start failed", fixture);
+		tool_failf("%s start failed", fixture);
 		goto out;
 	}
 	if (fixture_export(env, "FLASH_MYSQL_URL", url, sizeof url) != 0) {
-		tool_failf("soak: %s start printed no FLASH_MYSQL_URL", fixture);
+		tool_failf("%s start printed no FLASH_MYSQL_URL", fixture);
 		goto out;
 	}
 	if (soak_signal)
@@ -484,12 +503,12 @@ out:
 		if (access(marker, F_OK) == 0) {
 			fprintf(stderr, "soak: stopping MariaDB ...\n");
 			if (fixture_run(fixture, "stop", db_dir, NULL, 0) != 0)
-				tool_failf("soak: %s stop %s failed", fixture, db_dir);
+				tool_failf("%s stop %s failed", fixture, db_dir);
 		}
 	}
 	nftw(dir, soak_rm, 16, FTW_DEPTH | FTW_PHYS);
 	if (soak_signal)
-		return tool_failf("soak: interrupted by signal %d", (int)soak_signal);
+		return tool_failf("interrupted by signal %d", (int)soak_signal);
 	return rc;
 }
 
@@ -518,13 +537,13 @@ static int soak_clock_set(struct soak_clock *c, int64_t target_ns)
 	n = snprintf(buf, sizeof buf, "%+lld\n", (long long)off);
 	fd = open(c->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) != 0 || rename(c->tmp, c->path) != 0) {
-		tool_failf("soak: write the clock file %s: %s", c->path, strerror(errno));
+		tool_failf("write the clock file %s: %s", c->path, strerror(errno));
 		return -1;
 	}
 	c->offset_s = off;
 	now = tool_realtime_ns();
 	if (now < target_ns - 2000000000LL || now > target_ns + 2000000000LL) {
-		tool_failf("soak: the clock did not move (libfaketime not loaded?): now %lld s, wanted "
+		tool_failf("the clock did not move (libfaketime not loaded?): now %lld s, wanted "
 		           "%lld s", (long long)(now / 1000000000LL), (long long)(target_ns / 1000000000LL));
 		return -1;
 	}
@@ -603,7 +622,7 @@ static int soak_daemon_start(struct soak_run *r)
 	parent = getpid();
 	pid = fork();
 	if (pid < 0)
-		return tool_failf("soak: fork the daemon: %s", strerror(errno));
+		return tool_failf("fork the daemon: %s", strerror(errno));
 	if (pid == 0) {
 		fd = open(r->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd >= 0) {
@@ -615,7 +634,7 @@ static int soak_daemon_start(struct soak_run *r)
 		if (getppid() != parent)
 			_exit(127);              /* the soak died before the line above */
 		signal(SIGINT, SIG_IGN);     /* Ctrl-C is the soak's: it stops the daemon itself */
-		execv("/proc/self/exe", (char *const *)args);
+		execv(r->so.flashstock, (char *const *)args);
 		_exit(127);
 	}
 	r->daemon = pid;
@@ -629,7 +648,7 @@ static int soak_daemon_start(struct soak_run *r)
 			return TOOL_OK;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			r->daemon = 0;
-			return tool_failf("soak: the daemon exited at start (status %d; log %s)", status,
+			return tool_failf("the daemon exited at start (status %d; log %s)", status,
 			                  r->log_path);
 		}
 		if (tool_monotonic_ns() > deadline || soak_signal) {
@@ -637,7 +656,7 @@ static int soak_daemon_start(struct soak_run *r)
 			 * logged (a planted run prints no log tail otherwise) */
 			int32_t holder = flash_ident_get(r->h, &id) == FLASH_OK ? id.consumer_pid : -1;
 			soak_log_tail(r);
-			return tool_failf("soak: the daemon (pid %d) did not claim the segment within 60 s"
+			return tool_failf("the daemon (pid %d) did not claim the segment within 60 s"
 			                  " (the claim is held by pid %d; log %s)", (int)pid, (int)holder,
 			                  r->log_path);
 		}
@@ -674,13 +693,13 @@ static int soak_daemon_stop(struct soak_run *r)
 			break;
 		if (tool_monotonic_ns() > deadline) {
 			soak_daemon_kill(r);
-			return tool_failf("soak: the daemon did not stop within 120 s");
+			return tool_failf("the daemon did not stop within 120 s");
 		}
 		soak_sleep_ms(10);
 	}
 	r->daemon = 0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return tool_failf("soak: the daemon failed at its stop (status %d; log %s)", status,
+		return tool_failf("the daemon failed at its stop (status %d; log %s)", status,
 		                  r->log_path);
 	return TOOL_OK;
 }
@@ -774,13 +793,13 @@ static int soak_load_day(struct soak_run *r, uint32_t day)
 			break;
 		}
 		if ((rc = flash_activity_add(r->h, &a)) != FLASH_OK)
-			return tool_fail("soak: add an activity", rc);
+			return tool_fail("add an activity", rc);
 		for (s = 1; s <= SOAK_SKUS_PER_ACT; s++) {
 			/* the multi-day one is stocked for its days */
 			uint64_t u = (s == 1 ? units / 2 : units / 4 + 1) * (k == SOAK_KIND_DAY ? 2 : 1);
 			rc = flash_sku_add(r->h, a.id, s, u, s == 1 ? SOAK_HOT_SHARDS : 1);
 			if (rc != FLASH_OK)
-				return tool_fail("soak: add a sku", rc);
+				return tool_fail("add a sku", rc);
 		}
 	}
 	return TOOL_OK;
@@ -803,26 +822,26 @@ static int soak_inner_setup(struct soak_run *r)
 		return TOOL_FAIL;
 
 	if (mkdir(r->so.out_dir, 0755) != 0 && errno != EEXIST)
-		return tool_failf("soak: make --out %s: %s", r->so.out_dir, strerror(errno));
+		return tool_failf("make --out %s: %s", r->so.out_dir, strerror(errno));
 	r->data = fopen(r->data_path, "w");
 	if (!r->data)
-		return tool_failf("soak: write %s: %s", r->data_path, strerror(errno));
-	fprintf(r->data, "# flashstock soak: fill per simulated day (used capacity per table)\n"
+		return tool_failf("write %s: %s", r->data_path, strerror(errno));
+	fprintf(r->data, "# flashstock_soak: fill per simulated day (used capacity per table)\n"
 	        "# day acked users users_cap requests requests_cap orders orders_cap activities "
 	        "activities_cap skus skus_cap shards shards_cap tokens tokens_cap segment_bytes\n");
 
 	soak_size(c, &r->opts, &r->bound);
 	if ((rc = flash_seg_create(c->name, &r->opts)) != FLASH_OK)
-		return tool_fail("soak: create the segment", rc);
+		return tool_fail("create the segment", rc);
 	r->created = 1;
 	if ((rc = flash_open(c->name, 0, &r->h)) != FLASH_OK)
-		return tool_fail("soak: open the segment", rc);
+		return tool_fail("open the segment", rc);
 	if ((rc = soak_reclaim_setup(r->h)) != FLASH_OK)
-		return tool_fail("soak: switch reclamation on", rc);
+		return tool_fail("switch reclamation on", rc);
 	r->sh = mmap(NULL, sizeof *r->sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (r->sh == MAP_FAILED) {
 		r->sh = NULL;
-		return tool_failf("soak: mmap: %s", strerror(errno));
+		return tool_failf("mmap: %s", strerror(errno));
 	}
 	if (soak_daemon_start(r) != TOOL_OK)
 		return TOOL_FAIL;
@@ -903,7 +922,7 @@ static int soak_buy(struct soak_run *r, uint32_t day)
 		pids[i] = fork();
 		if (pids[i] < 0) {
 			__atomic_store_n(&r->sh->ss_go, -1, __ATOMIC_RELEASE);
-			return tool_failf("soak: fork a buyer: %s", strerror(errno));
+			return tool_failf("fork a buyer: %s", strerror(errno));
 		}
 		if (pids[i] == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -925,7 +944,7 @@ static int soak_buy(struct soak_run *r, uint32_t day)
 			__atomic_store_n(&r->sh->ss_go, -1, __ATOMIC_RELEASE);
 			for (i = 0; i < c->procs; i++)
 				kill(pids[i], SIGKILL);
-			return tool_failf("soak: buyers did not start");
+			return tool_failf("buyers did not start");
 		}
 		soak_sleep_ms(1);
 	}
@@ -954,7 +973,7 @@ static int soak_buy(struct soak_run *r, uint32_t day)
 			}
 			if (p == r->daemon) {
 				r->daemon = 0;
-				return tool_failf("soak: the daemon exited during day %u (status %d; log %s)",
+				return tool_failf("the daemon exited during day %u (status %d; log %s)",
 				                  day, status, r->log_path);
 			}
 			continue;
@@ -963,7 +982,7 @@ static int soak_buy(struct soak_run *r, uint32_t day)
 			for (i = 0; i < c->procs; i++)
 				if (pids[i] > 0)
 					kill(pids[i], SIGKILL);
-			return tool_failf("soak: interrupted by signal %d", (int)soak_signal);
+			return tool_failf("interrupted by signal %d", (int)soak_signal);
 		}
 		for (i = 0; i < c->procs; i++) {
 			if (pids[i] > 0 && kill_at[i] && kill_at[i] != UINT64_MAX &&
@@ -1015,7 +1034,7 @@ static int soak_collect(struct soak_run *r, uint32_t day, size_t *first_today)
 			while (fread(&o, sizeof o, 1, f) == 1) {
 				if (soak_log_add(&r->log, &o) != 0) {
 					fclose(f);
-					return tool_fail("soak: the outcome log", FLASH_ENOMEM);
+					return tool_fail("the outcome log", FLASH_ENOMEM);
 				}
 				if (o.so_kind == SOAK_OUT_ORDER && o.so_rc == FLASH_OK)
 					r->acked_total++;
@@ -1163,7 +1182,7 @@ static int soak_fill_line(struct soak_run *r, uint32_t day, uint64_t acked_day, 
 	int rc;
 
 	if ((rc = soak_fill(r->h, f)) != FLASH_OK)
-		return tool_fail("soak: read the fill", rc);
+		return tool_fail("read the fill", rc);
 	if (day == 0)
 		r->seg_bytes0 = f->segment_bytes;
 	else if (f->segment_bytes != r->seg_bytes0)
@@ -1208,7 +1227,7 @@ static int soak_day(struct soak_run *r, uint32_t day)
 		return rc;
 	/* what the killed buyers had in flight: rolled back (or forward) now */
 	if ((rc = flash_recover(r->h, &rec)) != FLASH_OK)
-		return tool_fail("soak: recover after the buyers", rc);
+		return tool_fail("recover after the buyers", rc);
 	r->recovered += rec;
 	if ((rc = soak_collect(r, day, &first_today)) != TOOL_OK)
 		return rc;
@@ -1221,7 +1240,7 @@ static int soak_day(struct soak_run *r, uint32_t day)
 		return TOOL_FAIL;
 	rc = soak_day_end(r->h, day + 1, 60000, note, sizeof note);
 	if (rc != FLASH_OK)
-		return tool_failf("soak: day %u: the daemon's end-of-day work: %s (%s)", day,
+		return tool_failf("day %u: the daemon's end-of-day work: %s (%s)", day,
 		                  flash_rcname(rc), note);
 	return soak_fill_line(r, day, r->acked_total - acked_before, NULL);
 }
@@ -1306,7 +1325,7 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	uint64_t retry_ok = r->retry_ok + r->log.late_retry_ok + r->log.old_retry_ok;
 	int ok = 1, fill_ok;
 
-	printf("\nflashstock soak: %u days in %.1f s, %u buyer processes a day, %u order attempts a "
+	printf("\nflashstock_soak: %u days in %.1f s, %u buyer processes a day, %u order attempts a "
 	       "day, %s durability, seed %llu\n", c->days, secs, c->procs, c->orders_per_day,
 	       c->durability == FLASH_DURABILITY_SYNC ? "sync" : "async", (unsigned long long)c->seed);
 	printf("traffic  %llu order calls, %llu acknowledged, %llu sold out, %llu at the limit, "
@@ -1430,12 +1449,12 @@ static int soak_inject(struct soak_run *r)
 		if (r->cfg->inject & SOAK_INJECT_LOST_ACK) {
 			o.so_order_no += 1ull << 40;   /* a number no order has */
 			if (soak_log_add(&r->log, &o) != 0)
-				return tool_fail("soak: --inject", FLASH_ENOMEM);
+				return tool_fail("--inject", FLASH_ENOMEM);
 			r->acked_total++;
 		}
 		return TOOL_OK;
 	}
-	return tool_failf("soak: --inject: no acknowledged order to plant a fault on");
+	return tool_failf("--inject: no acknowledged order to plant a fault on");
 }
 
 /* --inject wal-order, after the daemon stopped: one forged ORDER record
@@ -1456,7 +1475,7 @@ static int soak_inject_wal(struct soak_run *r)
 			break;
 	}
 	if (i == r->log.n)
-		return tool_failf("soak: --inject wal-order: no acknowledged token order");
+		return tool_failf("--inject wal-order: no acknowledged token order");
 	memset(&rec, 0, sizeof rec);
 	rec.type = FLASH_REC_ORDER;
 	rec.activity_id = r->log.so[i].so_activity;
@@ -1468,13 +1487,13 @@ static int soak_inject_wal(struct soak_run *r)
 	rec.biz_day = (uint32_t)(r->cfg->base_s / SOAK_DAY_S + r->log.so[i].so_day);
 	rec.ts_ns = tool_realtime_ns();
 	if ((rc = wal_open(r->wal_dir, NULL, &w)) != FLASH_OK)
-		return tool_fail("soak: --inject wal-order: open the WAL", rc);
+		return tool_fail("--inject wal-order: open the WAL", rc);
 	rc = wal_append_record(w, &rec, UINT64_MAX >> 1, NULL);
 	if (rc == FLASH_OK)
 		rc = wal_commit(w);
 	int crc = wal_close(w);
 	if (rc != FLASH_OK || crc != FLASH_OK)
-		return tool_fail("soak: --inject wal-order: append", rc != FLASH_OK ? rc : crc);
+		return tool_fail("--inject wal-order: append", rc != FLASH_OK ? rc : crc);
 	return TOOL_OK;
 }
 
@@ -1513,14 +1532,14 @@ static int soak_inner(struct soak_opts *so, const char *dir)
 	r.cfg->name = getenv(SOAK_ENV_SEG);
 	r.url = getenv(SOAK_ENV_URL);
 	if (!r.cfg->name || !r.url)
-		return tool_failf("soak: the inner process lacks %s or %s", SOAK_ENV_SEG, SOAK_ENV_URL);
+		return tool_failf("the inner process lacks %s or %s", SOAK_ENV_SEG, SOAK_ENV_URL);
 	soak_signals();
 
 	rc = soak_inner_setup(&r);
 	for (day = 0; rc == TOOL_OK && day < r.cfg->days; day++) {
 		rc = soak_day(&r, day);
 		if (rc == TOOL_OK && soak_signal)
-			rc = tool_failf("soak: interrupted by signal %d", (int)soak_signal);
+			rc = tool_failf("interrupted by signal %d", (int)soak_signal);
 	}
 	if (rc == TOOL_OK && r.cfg->inject)
 		rc = soak_inject(&r);
@@ -1541,25 +1560,23 @@ static int soak_inner(struct soak_opts *so, const char *dir)
 	return rc;
 }
 
-int cmd_soak(int argc, char **argv)
+/* ------------------------------------------------------------------------
+ * 7. main()
+ * ------------------------------------------------------------------------ */
+
+/* The outer process, or, with SOAK_ENV_INNER set, the inner one: the same
+ * program run again on the shifted clock with the same arguments.  Output is
+ * checked once, here, after the run (as `flashstock` does for a command);
+ * the soak's children leave by _exit(), which flushes nothing. */
+int main(int argc, char **argv)
 {
 	struct soak_opts so;
 	const char *inner = getenv(SOAK_ENV_INNER);
 	int rc;
 
+	tool_prog_set("flashstock_soak");
 	rc = soak_parse(argc, argv, &so);
-	if (rc >= 0)
-		return rc;
-	if (inner && *inner)
-		return soak_inner(&so, inner);
-	/* argv[0] is "soak": the inner process is `flashstock soak ...` again */
-	{
-		char *args[argc + 2];
-		int i;
-		args[0] = (char *)"flashstock";
-		for (i = 0; i < argc; i++)
-			args[i + 1] = argv[i];
-		args[argc + 1] = NULL;
-		return soak_outer(args, &so);
-	}
+	if (rc < 0)
+		rc = inner && *inner ? soak_inner(&so, inner) : soak_outer(argv, &so);
+	return tool_close_stdout(NULL, rc);
 }

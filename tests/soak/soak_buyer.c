@@ -1,6 +1,6 @@
 /*
- * soak_buyer.c -- one buyer process of one simulated day of `flashstock
- * soak` (see soak.h).
+ * soak_buyer.c -- one buyer process of one simulated day of the soak (see
+ * soak.h).
  *
  * The buyer makes its share of the day's order attempts, each drawn from
  * (seed, day, buyer, attempt), so a run with the same seed makes the same
