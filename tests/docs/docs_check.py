@@ -2,7 +2,8 @@
 """docs_check.py -- the documentation holds together.
 
 usage: docs_check.py SOURCE_DIR links    every relative link in README.md,
-                                         docs/*.md and persist/**/README.md names a file or directory
+                                         docs/*.md, persist/**/README.md and
+                                         tests/**/README.md names a file or directory
                                          that exists, and a #fragment names a
                                          heading of the Markdown file it points
                                          into (GitHub's anchors)
@@ -77,6 +78,7 @@ def anchors(path):
 def check_links(src):
     files = [os.path.join(src, "README.md")] + sorted(glob.glob(os.path.join(src, "docs", "*.md")))
     files += sorted(glob.glob(os.path.join(src, "persist", "**", "README.md"), recursive=True))
+    files += sorted(glob.glob(os.path.join(src, "tests", "**", "README.md"), recursive=True))
     problems = []
     checked = 0
     for path in files:
