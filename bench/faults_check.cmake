@@ -1,4 +1,4 @@
-# faults_check.cmake -- the fault round's CI check (tests/bench_tests.cmake):
+# faults_check.cmake -- the fault round's CI check (tests/bench/bench_tests.cmake):
 #   cmake -DFLASHSTOCK=<flashstock> -DSLOWIO=<libflash_slowio.so> -DOUT=<dir> -P faults_check.cmake
 # Runs `flashstock bench --faults --short` (a few seconds per fault,
 # flashstock in sync durability and Redis + Lua) and checks what it produced: the

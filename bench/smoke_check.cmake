@@ -1,4 +1,4 @@
-# smoke_check.cmake -- the bench's CI checks (tests/bench_tests.cmake runs them):
+# smoke_check.cmake -- the bench's CI checks (tests/bench/bench_tests.cmake runs them):
 #   cmake -DBENCH=<flashstock-bench> -DMODE=smoke|break -DOUT=<dir> -P smoke_check.cmake
 # smoke: a tiny run of every built-in engine; every JSON line must parse with
 #        exactly the report's keys, every engine must have a row, and every row

@@ -11,7 +11,7 @@
 # help2man's DESCRIPTION.  The version is what `flashstock --version`
 # prints.  Pages of commands no longer listed are removed.  Run by the
 # build (target flashstock_man, tools/CMakeLists.txt) whenever the command
-# is rebuilt; tests/man_pages.sh checks the result.
+# is rebuilt; tests/docs/man_pages.sh checks the result.
 set -euo pipefail
 fs=${1:?usage: man.sh FLASHSTOCK OUTDIR}
 out=${2:?usage: man.sh FLASHSTOCK OUTDIR}

@@ -24,7 +24,7 @@ PKGS=(build-essential cmake pkg-config libck-dev liburcu-dev libcmocka-dev
 PKGS+=(openjdk-17-jdk-headless junit5)                   # bindings/java (JNI, JUnit 5)
 PKGS+=(golang-go golang-github-gomodule-redigo-dev)      # bindings/go (cgo; redigo for its bench)
 PKGS+=(python3 python3-dev python3-cffi python3-pytest python3-redis)  # bindings/python; python3 also
-#   for tests/cli_feed_refill.sh, which compares records LSN by LSN
+#   for tests/cli/cli_feed_refill.sh, which compares records LSN by LSN
 PKGS+=(python3-venv python3-wheel)                        # python_pip: a venv, and setuptools' wheel
 #   build in it (--no-build-isolation: the system's wheel, seen with --system-site-packages)
 PKGS+=(librabbitmq-dev rabbitmq-server)                   # flashstock feed --to amqp:// and its tests
@@ -32,10 +32,10 @@ PKGS+=(galera-4 rsync iproute2 lsof)                     # tests/fixtures/galera
 #   SST method (wsrep_sst_rsync needs ss or lsof), ss for the fixture's port checks
 PKGS+=(faketime)                                          # the soak (tests/soak/): the shifted clock (libfaketime)
 PKGS+=(prometheus python3-yaml)                           # dashboards/: promtool check/test rules, the
-#   live test's private Prometheus (tests/monitoring_*.sh); python3-yaml reads the rules in its checks
+#   live test's private Prometheus (tests/deploy/monitoring_*.sh); python3-yaml reads the rules in its checks
 PKGS+=(help2man groff-base)                               # the manual pages (tools/man.sh) and their test
 PKGS+=(libsystemd-dev)                                    # serve's sd_notify (persist/daemon/notify.c); systemd's
-#   systemd-analyze and systemd-sysusers check the unit files (tests/systemd_tests.cmake)
+#   systemd-analyze and systemd-sysusers check the unit files (tests/deploy/systemd_tests.cmake)
 PKGS+=(systemd strace)                                    # strace: the unit's system-call filter (systemd_unit)
 
 log() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
@@ -147,7 +147,7 @@ test)
 	# run here the ASan stage took 788 s and the plain one 824 s at -j3
 	# (980 s and 893 s at -j2 before, with the background build then taking
 	# half the CPU, see above).  The test that asserts a time bound runs alone
-	# under ASan (RUN_SERIAL), whatever -j says (tests/lease_tests.cmake).
+	# under ASan (RUN_SERIAL), whatever -j says (tests/sql/lease_tests.cmake).
 	jobs=$(( $(nproc) + 1 ))
 	log "tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	(cd "$here/build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -157,7 +157,7 @@ test)
 	(cd "$here/build-tsan" && ctest --output-on-failure -L tsan )
 	log "libFuzzer targets, bounded run (ASan + UBSan)"
 	(cd "$here/build-fuzz" && FUZZ_RUNS_attach=20000 \
-		sh "$here/tests/fuzz_run.sh" "$here/build-fuzz" 40000 -seed=1 )
+		sh "$here/tests/fuzz/fuzz_run.sh" "$here/build-fuzz" 40000 -seed=1 )
 	log "waiting for the plain build and the static analysis"
 	if ! wait "$bg"; then
 		cat "$here/build-bg.log" >&2

@@ -157,7 +157,7 @@ void amqp_sink_free(amqp_sink_t *s);
 size_t amqp_sink_body(char *buf, size_t cap, uint64_t lsn, const struct flash_record *rec);
 
 /*
- * For tests of the window alone (tests/test_amqp_sink.c), without a broker:
+ * For tests of the window alone (tests/unit/test_amqp_sink.c), without a broker:
  * amqp_sink_test_sent() records a message of @p lsn as published (the next
  * delivery tag) or, for a record that is no message, as passed;
  * amqp_sink_test_confirm() handles a basic.ack (nack 0) or basic.nack

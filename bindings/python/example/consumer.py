@@ -2,7 +2,7 @@
 """consumer.py -- the Python consumer of docs/feed.md ("Consuming orders";
 its "From Python" section and bindings/python/README.md
 show the marked region unchanged: tests/test_feed.py checks it and runs
-this file on a real sale).  It behaves as tests/example_feed_consumer.c:
+this file on a real sale).  It behaves as tests/cli/example_feed_consumer.c:
 one line per order and cancel, a commit every 100 records or whenever the
 feed is idle, after the lines are written out.
 

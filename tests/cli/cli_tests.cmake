@@ -1,0 +1,92 @@
+# Tests of the `flashstock` command and of its CSV reader (tools/).
+#
+# test_csv is built by the test_*.c glob; it also needs the CSV reader,
+# which lives outside the engine library.
+if(TARGET test_csv AND TARGET flashstock_csv)
+  target_link_libraries(test_csv PRIVATE flashstock_csv)
+endif()
+
+# test_demo_audit checks the demo's audit (tools/demo_check.c) on its own,
+# and a buyer (tools/demo_buyer.c, its latency histogram bench/hist.c) run
+# in the test's process.
+if(TARGET test_demo_audit)
+  target_sources(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools/demo_check.c
+                 ${PROJECT_SOURCE_DIR}/tools/demo_buyer.c ${PROJECT_SOURCE_DIR}/bench/hist.c)
+  target_include_directories(test_demo_audit PRIVATE ${PROJECT_SOURCE_DIR}/tools
+                             ${PROJECT_SOURCE_DIR}/bench)
+endif()
+
+if(TARGET flashstock)
+  # create/load/status/destroy: good CSV loads exactly, each bad CSV exits 2
+  # naming line and column and changes nothing.
+  add_test(NAME cli_load
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_load.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_load PROPERTIES TIMEOUT 120)
+
+  # the demo: a whole sale with the daemon, its WAL and a private MariaDB
+  # (each run starts and stops its own, in its own temporary directory, so
+  # these tests run in parallel): every invariant figure 0 on its last JSON
+  # line, orders_in_wal = orders_in_mysql = orders_acked, reconcile_diffs 0.
+  add_test(NAME cli_demo
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000)
+  set_tests_properties(cli_demo PROPERTIES TIMEOUT 180)
+  # sync durability: every order returns after the fdatasync covering it.
+  add_test(NAME cli_durable_sync
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --durability sync)
+  set_tests_properties(cli_durable_sync PROPERTIES TIMEOUT 180)
+  # WAL only (no MariaDB), sync, 16-record rings.
+  add_test(NAME cli_durable_nomysql
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --no-mysql --durability sync --ring 16)
+  set_tests_properties(cli_durable_nomysql PROPERTIES TIMEOUT 180)
+  # sync, WAL only, each buyer's sync wait bounded at 1 ms: orders that
+  # outlive it answer FLASH_EFATE_UNKNOWN, count as placed, and every figure
+  # must still hold (every one of them in the WAL once).
+  add_test(NAME cli_durable_fate_unknown
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --no-mysql --durability sync --sync-wait-ms 1)
+  set_tests_properties(cli_durable_fate_unknown PROPERTIES TIMEOUT 180)
+  # 16-record rings, async, WAL only: buyers meet full rings (FLASH_EBUSY)
+  # and retry while the daemon drains; every figure must still hold.
+  add_test(NAME cli_demo_small_rings
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --no-mysql --ring 16)
+  set_tests_properties(cli_demo_small_rings PROPERTIES TIMEOUT 180)
+  # limit 3 per user, 5 skus, heavy retries and cancels; MySQL's unique
+  # index holds the same limit.
+  add_test(NAME cli_demo_limit3
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
+                   --limit 3 --skus 5 --procs 3 --cancel-pct 10 --retry-pct 50)
+  set_tests_properties(cli_demo_limit3 PROPERTIES TIMEOUT 180)
+  # `flashstock reconcile` on a kept sale: exit 0 clean, exit 1 naming the
+  # sku after a change made directly in MariaDB, exit 2 for bad command
+  # lines (--repair without the WAL or MySQL); --repair prints its REPAIR
+  # lines and exits 0, a foreign MySQL row stays NOT REPAIRED.
+  add_test(NAME cli_durable_reconcile
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_durable_reconcile.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_durable_reconcile PROPERTIES TIMEOUT 180)
+  # Ctrl-C while MariaDB starts and while buyers race: nothing left behind.
+  add_test(NAME cli_durable_sigint
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_durable_sigint.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_durable_sigint PROPERTIES TIMEOUT 300)
+
+  # usage: --help everywhere exits 0 and prints the usage; an unknown
+  # command exits 2.  tests/cli/cli_expect.sh checks the exit code and the
+  # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
+  foreach(cmd create destroy load status demo reconcile top order archive)
+    add_test(NAME cli_help_${cmd}
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_expect.sh 0 "usage: flashstock ${cmd}"
+                     $<TARGET_FILE:flashstock> ${cmd} --help)
+  endforeach()
+  add_test(NAME cli_help
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_expect.sh 0 "2  usage error"
+                   $<TARGET_FILE:flashstock> --help)
+  add_test(NAME cli_unknown_command_exits_2
+           COMMAND bash -c "\"$1\" frobnicate; test $? = 2" sh $<TARGET_FILE:flashstock>)
+  # the soak is a test tool (tests/soak/, flashstock_soak), not a command:
+  # --help lists no soak, `flashstock soak` (and its --help) exits 2 as unknown
+  add_test(NAME cli_soak_is_not_a_command
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_soak_not_a_command.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_soak_is_not_a_command PROPERTIES TIMEOUT 60)
+endif()
