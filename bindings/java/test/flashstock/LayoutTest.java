@@ -105,7 +105,8 @@ class LayoutTest {
 	void everyMirroredOffsetAndSizeEqualsTheManifests() throws IOException, IllegalAccessException {
 		TreeMap<String, Long> java = layoutConstants();
 		List<String> diff = differences(Manifest.read(), java);
-		assertEquals(List.of(), diff, "Layout.java against the manifest (the C compiler's layout)");
+		assertTrue(diff.isEmpty(), "Layout.java against the manifest (the C compiler's layout):\n  "
+				+ String.join("\n  ", diff));
 		assertTrue(java.size() > 90, "Layout has " + java.size() + " constants");
 		System.out.println("layout: " + java.size() + " sizes, offsets and constants agree with the manifest");
 	}
