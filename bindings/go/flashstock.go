@@ -107,8 +107,10 @@ func msOf(d time.Duration) (uint32, error) {
 // The structs below mirror api/flashstock.h field for field: same types,
 // same order, so a value is copied to and from C memory as raw bytes.  The
 // `c` tag names the C field; TestLayout checks every size and offset
-// against the C compiler's (bindings/go/probe/layout_probe.c), and the array
-// lengths at the end of this file fail the build if a size differs.  A field tagged `c:"-"` stands for
+// against the C compiler's as the bindings' manifest records them
+// (flashstock.manifest, generated from the header at build time:
+// bindings/manifest/manifest.py), and the array lengths at the end of this
+// file fail the build if a size differs.  A field tagged `c:"-"` stands for
 // padding the C compiler adds implicitly.
 
 // SegOpts mirrors struct flash_seg_opts: capacities and permissions of a new

@@ -1,142 +1,232 @@
 // layout_test.go -- the mirrors of flashstock.go agree with the C
-// compiler's structs, and every FLASH_E* code of api/flashstock.h maps to
-// an *Error whose name is its macro's and whose code round-trips.
+// compiler's structs as the bindings' manifest records them
+// (flashstock.manifest, generated from api/flashstock.h at build time:
+// bindings/manifest/manifest.py), and every FLASH_E* code of the header
+// maps to an *Error whose name is its macro's and whose code round-trips.
 package flashstock
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-func TestLayoutOfEveryMirrorEqualsTheCCompilers(t *testing.T) {
-	probe := envPath(t, "FLASHSTOCK_LAYOUT_PROBE", "")
-	out, err := exec.Command(probe).Output()
+// manifest is flashstock.manifest, read: the C compiler's view of the header.
+type manifest struct {
+	consts  map[string]int64           // "const" and "enum" lines
+	codes   []string                   // the FLASH_E* constants, in the header's order
+	sizes   map[string]uintptr         // struct name -> sizeof
+	nfields map[string]int             // struct name -> its number of fields
+	fields  map[string][]manifestField // struct name -> its fields, in order
+}
+
+type manifestField struct {
+	name      string
+	off, size uintptr
+}
+
+// readManifest parses the manifest at path; a line it cannot read is an error.
+func readManifest(path string) (*manifest, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("%s: %v", probe, err)
+		return nil, err
 	}
-	type field struct{ off, size uintptr }
-	sizes := map[string]uintptr{}
-	fields := map[string]map[string]field{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	defer f.Close()
+	m := &manifest{consts: map[string]int64{}, sizes: map[string]uintptr{},
+		nfields: map[string]int{}, fields: map[string][]manifestField{}}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		w := strings.Fields(sc.Text())
+		bad := fmt.Errorf("%s:%d: cannot read %q", path, n, sc.Text())
 		switch {
-		case len(f) == 3 && f[0] == "struct":
-			n, _ := strconv.ParseUint(f[2], 10, 64)
-			sizes[f[1]] = uintptr(n)
-			fields[f[1]] = map[string]field{}
-		case len(f) == 4 && f[0] == "field":
-			sf := strings.SplitN(f[1], ".", 2)
-			o, _ := strconv.ParseUint(f[2], 10, 64)
-			s, _ := strconv.ParseUint(f[3], 10, 64)
-			fields[sf[0]][sf[1]] = field{uintptr(o), uintptr(s)}
+		case len(w) == 3 && (w[0] == "const" || w[0] == "enum"):
+			v, err := strconv.ParseInt(w[2], 10, 64)
+			if err != nil {
+				return nil, bad
+			}
+			m.consts[w[1]] = v
+			if w[0] == "const" && strings.HasPrefix(w[1], "FLASH_E") && v < 0 {
+				m.codes = append(m.codes, w[1])
+			}
+		case len(w) == 4 && w[0] == "struct":
+			size, err1 := strconv.ParseUint(w[2], 10, 64)
+			nf, err2 := strconv.Atoi(w[3])
+			if err1 != nil || err2 != nil {
+				return nil, bad
+			}
+			m.sizes[w[1]] = uintptr(size)
+			m.nfields[w[1]] = nf
+		case len(w) == 4 && w[0] == "field":
+			sf := strings.SplitN(w[1], ".", 2)
+			off, err1 := strconv.ParseUint(w[2], 10, 64)
+			size, err2 := strconv.ParseUint(w[3], 10, 64)
+			if len(sf) != 2 || err1 != nil || err2 != nil {
+				return nil, bad
+			}
+			m.fields[sf[0]] = append(m.fields[sf[0]], manifestField{sf[1], uintptr(off), uintptr(size)})
 		default:
-			t.Fatalf("probe line %q", sc.Text())
+			return nil, bad
 		}
 	}
-	mirrors := map[string]reflect.Type{
-		"flash_seg_opts":   reflect.TypeOf(SegOpts{}),
-		"flash_activity":   reflect.TypeOf(Activity{}),
-		"flash_order_req":  reflect.TypeOf(OrderReq{}),
-		"flash_order_res":  reflect.TypeOf(OrderRes{}),
-		"flash_sku_info":   reflect.TypeOf(SkuInfo{}),
-		"flash_order_info": reflect.TypeOf(OrderInfo{}),
-		"flash_stats":      reflect.TypeOf(Stats{}),
-		"flash_ident":      reflect.TypeOf(Ident{}),
-		"flash_quiet":      reflect.TypeOf(Quiet{}),
-		"flash_hist":       reflect.TypeOf(Hist{}),
-		"flash_obs":        reflect.TypeOf(Obs{}),
-		"flash_record":     reflect.TypeOf(Record{}),
-		"flash_feed_rec":   reflect.TypeOf(FeedRec{}),
-		"flash_feed_info":  reflect.TypeOf(FeedInfo{}),
+	if err := sc.Err(); err != nil {
+		return nil, err
 	}
-	if len(sizes) != len(mirrors) {
-		t.Errorf("the probe prints %d structs, the binding mirrors %d", len(sizes), len(mirrors))
+	for s, nf := range m.nfields {
+		if len(m.fields[s]) != nf {
+			return nil, fmt.Errorf("%s: struct %s: %d fields listed, %d announced", path, s, len(m.fields[s]), nf)
+		}
 	}
-	checked := 0
+	return m, nil
+}
+
+func loadManifest(t *testing.T) *manifest {
+	t.Helper()
+	m, err := readManifest(envPath(t, "FLASHSTOCK_MANIFEST", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// the structs the binding mirrors, by their C names
+var mirrors = map[string]reflect.Type{
+	"flash_seg_opts":   reflect.TypeOf(SegOpts{}),
+	"flash_activity":   reflect.TypeOf(Activity{}),
+	"flash_order_req":  reflect.TypeOf(OrderReq{}),
+	"flash_order_res":  reflect.TypeOf(OrderRes{}),
+	"flash_sku_info":   reflect.TypeOf(SkuInfo{}),
+	"flash_order_info": reflect.TypeOf(OrderInfo{}),
+	"flash_stats":      reflect.TypeOf(Stats{}),
+	"flash_ident":      reflect.TypeOf(Ident{}),
+	"flash_quiet":      reflect.TypeOf(Quiet{}),
+	"flash_hist":       reflect.TypeOf(Hist{}),
+	"flash_obs":        reflect.TypeOf(Obs{}),
+	"flash_record":     reflect.TypeOf(Record{}),
+	"flash_feed_rec":   reflect.TypeOf(FeedRec{}),
+	"flash_feed_info":  reflect.TypeOf(FeedInfo{}),
+}
+
+// layoutDiffs: one line per way the Go mirrors differ from the manifest's
+// structs (a field of either side missing on the other, an offset or a
+// size), each naming the struct and the field.
+func layoutDiffs(m *manifest) (diffs []string, checked int) {
 	for cname, gt := range mirrors {
-		cs, ok := sizes[cname]
+		cs, ok := m.sizes[cname]
 		if !ok {
-			t.Errorf("struct %s: not in the probe's output", cname)
+			diffs = append(diffs, fmt.Sprintf("struct %s: not in the manifest (Go mirror %s)", cname, gt.Name()))
 			continue
 		}
 		if gt.Size() != cs {
-			t.Errorf("struct %s: C size %d, Go %s size %d", cname, cs, gt.Name(), gt.Size())
+			diffs = append(diffs, fmt.Sprintf("struct %s: C size %d, Go %s size %d", cname, cs, gt.Name(), gt.Size()))
 		}
-		seen := 0
+		cfields := map[string]manifestField{}
+		for _, f := range m.fields[cname] {
+			cfields[f.name] = f
+		}
+		seen := map[string]bool{}
 		var end uintptr
 		for i := 0; i < gt.NumField(); i++ {
 			gf := gt.Field(i)
 			tag := gf.Tag.Get("c")
 			if tag == "-" { // implicit C padding: after every C field
 				if gf.Offset < end {
-					t.Errorf("%s: padding field at %d overlaps a field ending at %d", cname, gf.Offset, end)
+					diffs = append(diffs, fmt.Sprintf("%s: padding field at %d overlaps a field ending at %d", cname, gf.Offset, end))
 				}
 				continue
 			}
-			cf, ok := fields[cname][tag]
+			cf, ok := cfields[tag]
 			if !ok {
-				t.Errorf("%s.%s: Go field %s has no C field (tag %q)", cname, tag, gf.Name, tag)
+				diffs = append(diffs, fmt.Sprintf("%s.%s: Go field %s.%s has no C field of that name", cname, tag, gt.Name(), gf.Name))
 				continue
 			}
 			if gf.Offset != cf.off || gf.Type.Size() != cf.size {
-				t.Errorf("%s.%s: C offset %d size %d, Go %s offset %d size %d",
-					cname, tag, cf.off, cf.size, gf.Name, gf.Offset, gf.Type.Size())
+				diffs = append(diffs, fmt.Sprintf("%s.%s: C offset %d size %d, Go %s.%s offset %d size %d",
+					cname, tag, cf.off, cf.size, gt.Name(), gf.Name, gf.Offset, gf.Type.Size()))
 			}
 			if e := gf.Offset + gf.Type.Size(); e > end {
 				end = e
 			}
-			seen++
+			seen[tag] = true
 			checked++
 		}
-		if seen != len(fields[cname]) {
-			t.Errorf("%s: C has %d fields, the Go mirror %d", cname, len(fields[cname]), seen)
+		for _, f := range m.fields[cname] {
+			if !seen[f.name] {
+				diffs = append(diffs, fmt.Sprintf("%s.%s: C field (offset %d size %d) not in the Go mirror %s",
+					cname, f.name, f.off, f.size, gt.Name()))
+			}
 		}
 	}
-	t.Logf("%d structs, %d fields: sizes and offsets equal", len(mirrors), checked)
+	return diffs, checked
+}
+
+func TestLayoutOfEveryMirrorEqualsTheManifests(t *testing.T) {
+	m := loadManifest(t)
+	diffs, checked := layoutDiffs(m)
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if len(diffs) == 0 {
+		t.Logf("%d structs, %d fields: sizes and offsets equal the manifest's", len(mirrors), checked)
+	}
+}
+
+// The check above finds a layout the header changed: a manifest with one
+// field moved, one field added and one struct grown gives a line for each.
+func TestLayoutCheckNamesTheFieldOfAManifestThatDiffers(t *testing.T) {
+	m := loadManifest(t)
+	f := m.fields["flash_stats"]
+	f[1].off += 8
+	m.fields["flash_order_req"] = append(m.fields["flash_order_req"], manifestField{"planted", 40, 8})
+	m.sizes["flash_quiet"] += 8
+	diffs, _ := layoutDiffs(m)
+	want := []string{"flash_stats." + f[1].name + ": C offset", "flash_order_req.planted: C field",
+		"struct flash_quiet: C size"}
+	if len(diffs) != len(want) {
+		t.Errorf("%d differences, want %d: %q", len(diffs), len(want), diffs)
+	}
+	for _, w := range want {
+		found := false
+		for _, d := range diffs {
+			found = found || strings.HasPrefix(d, w)
+		}
+		if !found {
+			t.Errorf("no difference %q in %q", w, diffs)
+		}
+	}
 }
 
 func TestEveryResultCodeOfTheHeaderMapsToAnErrorNamedAsItsMacro(t *testing.T) {
-	hdr := envPath(t, "FLASHSTOCK_HEADER", "../../api/flashstock.h")
-	src, err := os.ReadFile(hdr)
-	if err != nil {
-		t.Fatal(err)
+	man := loadManifest(t)
+	if len(man.codes) < 30 {
+		t.Fatalf("only %d FLASH_E* codes in the manifest", len(man.codes))
 	}
-	re := regexp.MustCompile(`(?m)^#define\s+(FLASH_E[A-Z0-9_]+)\s+\(?(-[0-9]+)\)?`)
-	m := re.FindAllStringSubmatch(string(src), -1)
-	if len(m) < 30 {
-		t.Fatalf("only %d FLASH_E* codes found in %s", len(m), hdr)
-	}
-	for _, d := range m {
-		code, _ := strconv.Atoi(d[2])
+	for _, name := range man.codes {
+		code := int(man.consts[name])
 		err := CodeError(code)
 		var fe *Error
 		if !errors.As(err, &fe) {
-			t.Errorf("%s (%d): CodeError gives %T, not *Error", d[1], code, err)
+			t.Errorf("%s (%d): CodeError gives %T, not *Error", name, code, err)
 			continue
 		}
-		if fe.Name != d[1] || fe.Code != code {
-			t.Errorf("%s (%d): error named %q with code %d", d[1], code, fe.Name, fe.Code)
+		if fe.Name != name || fe.Code != code {
+			t.Errorf("%s (%d): error named %q with code %d", name, code, fe.Name, fe.Code)
 		}
-		if RCName(code) != d[1] {
-			t.Errorf("%s: flash_rcname says %q", d[1], RCName(code))
+		if RCName(code) != name {
+			t.Errorf("%s: flash_rcname says %q", name, RCName(code))
 		}
 		if !errors.Is(err, &Error{Code: code}) || errors.Is(err, &Error{Code: code - 1000}) {
-			t.Errorf("%s: errors.Is does not compare by code", d[1])
+			t.Errorf("%s: errors.Is does not compare by code", name)
 		}
 		if fe.Msg == "" || fe.Msg == "unknown result code" {
-			t.Errorf("%s: no description (%q)", d[1], fe.Msg)
+			t.Errorf("%s: no description (%q)", name, fe.Msg)
 		}
 	}
-	t.Logf("%d codes of %s map to their named errors", len(m), hdr)
+	t.Logf("%d codes of the manifest map to their named errors", len(man.codes))
 
 	// a code nobody defined keeps its code, with the library's unknown name
 	var fe *Error

@@ -15,20 +15,21 @@
 #      under V), version and library the prefix's, the extension loading
 #      P's libflashstock.so by its run path (no LD_LIBRARY_PATH);
 #   5. the binding's pytest files TESTS run with the venv's interpreter (no
-#      PYTHONPATH; conftest.py refuses a package from anywhere but V).
+#      PYTHONPATH; conftest.py refuses a package from anywhere but V),
+#      against the manifest installed in P (pkg-config's manifestdir, whose
+#      flashstock.cdef the package was built from).
 #
-# usage: pip_check.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR PYTHON LAYOUT TESTS...
+# usage: pip_check.sh CMAKE BUILD_DIR SOURCE_DIR LIBDIR PYTHON TESTS...
 #   LIBDIR: CMAKE_INSTALL_LIBDIR; PYTHON: the interpreter the venv is made
-#   from (Debian's /usr/bin/python3, whose python3-cffi the venv sees);
-#   LAYOUT: flashstock_py_layout (for test_api's layout test)
+#   from (Debian's /usr/bin/python3, whose python3-cffi the venv sees)
 # Exits nonzero with a line saying which step failed.
 set -u
-CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 PY=$5 LAYOUT=$6
-shift 6
+CMAKE=$1 BUILD=$2 SRC=$3 LIBDIR=$4 PY=$5
+shift 5
 TESTS=("$@")
 
 fail() { echo "pip_check: FAIL: $*" >&2; exit 1; }
-[ ${#TESTS[@]} -gt 0 ] || fail "usage: pip_check.sh CMAKE BUILD SRC LIBDIR PYTHON LAYOUT TESTS..."
+[ ${#TESTS[@]} -gt 0 ] || fail "usage: pip_check.sh CMAKE BUILD SRC LIBDIR PYTHON TESTS..."
 
 T=$(mktemp -d /tmp/flashstock-pip.XXXXXX) || fail "mktemp"
 trap 'rm -rf "$T"' EXIT
@@ -102,8 +103,10 @@ esac
 echo "pip_check: venv imports $file (version $ver, $(basename "$so") -> $lib)"
 
 # 5. the binding's tests from the venv
-FLASH_PY_EXPECT_PKG=$(realpath "$V") FLASH_CLI=$P/bin/flashstock FLASH_HEADER=$P/include/flashstock.h \
-	FLASH_PY_LAYOUT=$LAYOUT FLASH_PY_SRC=$SRC/bindings/python \
+manifest=$(pkg-config --variable=manifestdir flashstock)/flashstock.manifest
+[ -e "$manifest" ] || fail "not installed: $manifest"
+FLASH_PY_EXPECT_PKG=$(realpath "$V") FLASH_CLI=$P/bin/flashstock FLASH_MANIFEST=$manifest \
+	FLASH_PY_SRC=$SRC/bindings/python \
 	"$V/bin/python" -m pytest -q -rP -p no:cacheprovider "${TESTS[@]/#/$SRC/bindings/python/tests/}" ||
 	fail "the binding's tests (${TESTS[*]}) from the venv"
 echo "pip_check: ok"

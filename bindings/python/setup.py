@@ -25,7 +25,7 @@ except ModuleNotFoundError as e:
              % sys.executable)
 
 try:
-    version, _, _ = build_ffi.installed_library()
+    version, _, _, _ = build_ffi.installed_library()
 except build_ffi.PkgConfigError as e:
     sys.exit("flashstock: %s" % e)
 

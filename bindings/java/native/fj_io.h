@@ -4,9 +4,10 @@
  * Each native handle of the Java binding is one struct fj_cell: the
  * flash_t * and an exchange area that Java sees as a direct ByteBuffer
  * (NewDirectByteBuffer over fj_cell.io).  Java writes a request there and
- * reads a result from there, at the offsets of flashstock/Layout.java; the
- * test java_layout proves those offsets equal the C compiler's (it runs
- * layout_probe, which prints them from this header).  No JNI object is
+ * reads a result from there, at the offsets of flashstock/Layout.java: the
+ * test java_layout proves the offsets of flashstock.h's structs equal the C
+ * compiler's (the bindings' manifest), and flashstock_jni.c asserts those
+ * of this area (Layout.Io, Batch, FeedIo) when it compiles.  No JNI object is
  * made on the order path: one native call with the cell's address.
  */
 #ifndef FJ_IO_H

@@ -12,6 +12,7 @@
  * Divisions: helpers; 1. result codes; 2. segments; 3. handles; 4. catalog;
  * 5. orders; 6. tokens; 7. locks; 8. reading state; 9. observation; 10. order feed.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,24 @@
 #include "flashstock.h"
 #include "fj_io.h"
 #include "flashstock_Native.h"
+#include "flashstock_Layout_Batch.h"
+#include "flashstock_Layout_FeedIo.h"
+#include "flashstock_Layout_Io.h"
 
-_Static_assert(sizeof(union fj_io) == 256, "Layout.Io.SIZE is 256");
-_Static_assert(sizeof(union fj_feed_io) == 256, "Layout.FeedIo.SIZE is 256");
+/* The exchange area as Layout.java has it (its @Native constants, which
+ * javac writes into these headers); java_layout checks the header's structs. */
+#define FJ_LAYOUT(cls, name, value) \
+	_Static_assert(flashstock_Layout_##cls##_##name == (value), "Layout." #cls "." #name " is " #value)
+FJ_LAYOUT(Io, SIZE, sizeof(union fj_io));
+FJ_LAYOUT(Io, ORDER_REQ, offsetof(union fj_io, order.req));
+FJ_LAYOUT(Io, ORDER_RES, offsetof(union fj_io, order.res));
+FJ_LAYOUT(Io, U64, offsetof(union fj_io, u64));
+FJ_LAYOUT(Batch, ORDER_BYTES, FJ_BATCH_ORDER_BYTES);
+FJ_LAYOUT(Batch, RC_SIZE, sizeof(int));
+FJ_LAYOUT(Batch, MAX, FJ_BATCH_MAX);
+FJ_LAYOUT(FeedIo, SIZE, sizeof(union fj_feed_io));
+FJ_LAYOUT(FeedIo, REC, offsetof(union fj_feed_io, rec));
+FJ_LAYOUT(FeedIo, INFO, offsetof(union fj_feed_io, info));
 
 static struct fj_cell *cell_of(jlong cell)
 {

@@ -1,5 +1,7 @@
 """test_api.py -- the Python binding covers the public API of
-api/flashstock.h: struct layouts agree with the C compiler's, every result
+api/flashstock.h: struct layouts and constants agree with the C compiler's
+(the bindings' manifest), the package's types have every field of the
+structs they mirror, every result
 code maps to a typed error carrying its code and name, and each call does
 what the header says (segments, catalog, orders, cancels, restock, tokens,
 locks, reading state, stats)."""
@@ -14,7 +16,7 @@ import pytest
 
 import flashstock
 from flashstock import Activity, ActivityFlag, OrderState
-from flashstock._native import ffi
+from flashstock._native import ffi, lib
 
 from conftest import Daemon, run_cli
 
@@ -31,32 +33,123 @@ def open_sale(segs, units=5, limit=2, flags=ActivityFlag.CANCEL_RETURNS_QUOTA, *
 
 # ---------------------------------------------------------------- layouts and codes
 
-def test_layouts_of_mirrored_structs_equal_the_c_compilers():
-    out = subprocess.run([os.environ["FLASH_PY_LAYOUT"]], capture_output=True, text=True,
-                         check=True).stdout
-    c_fields = {}
-    c_sizes = {}
-    for line in out.splitlines():
-        struct, field, off, size = line.split()
-        if field == "-":
-            c_sizes[struct] = int(size)
-        else:
-            c_fields.setdefault(struct, []).append((field, int(off), int(size)))
-    assert len(c_sizes) == 15
-    for struct, fields in c_fields.items():
+def read_manifest():
+    """flashstock.manifest (bindings/manifest/manifest.py), the C compiler's
+    view of api/flashstock.h: (constants {name: value}, sizes {struct: size},
+    fields {struct: [(field, offset, size)]})."""
+    consts, sizes, fields = {}, {}, {}
+    with open(os.environ["FLASH_MANIFEST"]) as f:
+        for line in f:
+            w = line.split()
+            if w[0] in ("const", "enum"):
+                consts[w[1]] = int(w[2])
+            elif w[0] == "struct":
+                sizes[w[1]] = int(w[2])
+                fields[w[1]] = []
+            elif w[0] == "field":
+                struct, field = w[1].split(".", 1)
+                fields[struct].append((field, int(w[2]), int(w[3])))
+            else:
+                raise ValueError("manifest line %r" % line)
+    return consts, sizes, fields
+
+
+def test_layouts_of_every_struct_equal_the_manifests():
+    """The module's structs (from the manifest's declarations) against the C
+    compiler's sizes and offsets, every struct of the header."""
+    _, sizes, fields = read_manifest()
+    assert len(sizes) >= 15
+    for struct, cfields in fields.items():
         t = ffi.typeof("struct %s" % struct)
-        assert ffi.sizeof(t) == c_sizes[struct], struct
+        assert ffi.sizeof(t) == sizes[struct], struct
         py = [(name, f.offset, ffi.sizeof(f.type)) for name, f in t.fields]
-        assert py == fields, struct
-        print("%-18s %3d bytes, %2d fields: same offsets and sizes" % (struct, c_sizes[struct],
-                                                                       len(fields)))
+        assert py == cfields, struct
+        print("%-26s %4d bytes, %2d fields: same offsets and sizes" % (struct, sizes[struct],
+                                                                       len(cfields)))
+
+
+def test_constants_of_the_module_equal_the_manifests():
+    consts, _, _ = read_manifest()
+    for name, value in consts.items():
+        assert getattr(lib, name) == value, name
+
+
+# The package's types and the structs they mirror: each type has every field
+# of its struct, in the struct's order, under the field's name without the
+# member prefix all its struct's fields share (fr_, fi_); padding and
+# reserved fields (a leading "_") and the fields in `left_out` are not
+# mirrored; a field in `flat` is a struct whose own fields the type has in
+# its place.
+MIRRORS = [
+    (flashstock.SegOpts, "flash_seg_opts", (), {}),
+    (flashstock.Activity, "flash_activity", (), {}),
+    (flashstock.OrderRequest, "flash_order_req", (), {}),
+    (flashstock.OrderResult, "flash_order_res", ("first_rc",), {}),   # an exception instead
+    (flashstock.SkuInfo, "flash_sku_info", (), {}),
+    (flashstock.OrderInfo, "flash_order_info", (), {}),
+    (flashstock.Stats, "flash_stats", (), {}),
+    (flashstock.Ident, "flash_ident", (), {}),
+    (flashstock.Quiet, "flash_quiet", (), {}),
+    (flashstock.FeedRecord, "flash_feed_rec", (), {"rec": "flash_record"}),
+    (flashstock.FeedInfo, "flash_feed_info", (), {}),
+]
+
+
+def mirrored_names(fields, struct, flat):
+    """The Python names of struct's fields, in order (see MIRRORS)."""
+    cf = [f for f, _, _ in fields[struct]]
+    prefix = cf[0].split("_", 1)[0] + "_" if "_" in cf[0].lstrip("_") else ""
+    if not all(f.startswith(prefix) for f in cf):
+        prefix = ""
+    out = []
+    for f in (f[len(prefix):] for f in cf):
+        if f in flat:
+            out += mirrored_names(fields, flat[f], {})
+        elif not f.startswith("_"):
+            out.append(f)
+    return out
+
+
+def mirror_differences(fields):
+    """One line per field of a mirrored struct that its Python type lacks or
+    has with no C field (or has in another order), naming both."""
+    diffs = []
+    for typ, struct, left_out, flat in MIRRORS:
+        if struct not in fields:
+            diffs.append("struct %s: not in the manifest (flashstock.%s)" % (struct, typ.__name__))
+            continue
+        want = [f for f in mirrored_names(fields, struct, flat) if f not in left_out]
+        have = list(getattr(typ, "_fields", None) or typ.__dataclass_fields__)
+        diffs += ["%s.%s: a field of the header that flashstock.%s does not have"
+                  % (struct, f, typ.__name__) for f in want if f not in have]
+        diffs += ["flashstock.%s.%s: no field %s in struct %s" % (typ.__name__, f, f, struct)
+                  for f in have if f not in want]
+        if sorted(want) == sorted(have) and want != have:
+            diffs.append("flashstock.%s: fields in the order %s, struct %s's is %s"
+                         % (typ.__name__, have, struct, want))
+    return diffs
+
+
+def test_types_mirror_every_field_of_their_structs():
+    _, _, fields = read_manifest()
+    assert mirror_differences(fields) == []
+
+
+def test_a_header_field_the_types_do_not_follow_is_named():
+    """The check above, against a manifest whose flash_stats has a field the
+    binding does not know and whose flash_quiet lost one it has."""
+    _, _, fields = read_manifest()
+    fields["flash_stats"].insert(3, ("planted", 0, 8))
+    fields["flash_quiet"] = [f for f in fields["flash_quiet"] if f[0] != "pending"]
+    assert mirror_differences(fields) == [
+        "flash_stats.planted: a field of the header that flashstock.Stats does not have",
+        "flashstock.Quiet.pending: no field pending in struct flash_quiet"]
 
 
 def header_codes():
-    with open(os.environ["FLASH_HEADER"]) as f:
-        text = f.read()
-    return [(m.group(1), int(m.group(2)))
-            for m in re.finditer(r"^#define\s+(FLASH_E[A-Z0-9_]+)\s+(-[0-9]+)\b", text, re.M)]
+    """[(name, value)] of every result code of the header, from the manifest."""
+    consts, _, _ = read_manifest()
+    return [(name, v) for name, v in consts.items() if name.startswith("FLASH_E") and v < 0]
 
 
 def test_every_header_code_maps_to_an_error_named_as_its_macro_with_its_code():

@@ -3,10 +3,15 @@
  * (api/flashstock.h), and of the exchange area of a native handle
  * (native/fj_io.h).  Java reads and writes those structs at these offsets
  * in a direct ByteBuffer in native byte order.  The values are the C
- * compiler's: the test java_layout (LayoutTest) runs native/layout_probe.c
- * and fails on any difference, missing or extra field.
+ * compiler's: the test java_layout (LayoutTest) compares the header's
+ * structs with the bindings' manifest (generated from the header at build
+ * time) and fails on any difference, missing or extra field; Io, Batch and
+ * FeedIo are @Native, so javac writes them into a C header and
+ * native/flashstock_jni.c asserts each at compile time.
  */
 package flashstock;
+
+import java.lang.annotation.Native;
 
 final class Layout {
 	private Layout() {}
@@ -145,10 +150,10 @@ final class Layout {
 
 	static final class Io {
 		private Io() {}
-		static final int SIZE = 256;
-		static final int ORDER_REQ = 0;
-		static final int ORDER_RES = 40;
-		static final int U64 = 0;
+		@Native static final int SIZE = 256;
+		@Native static final int ORDER_REQ = 0;
+		@Native static final int ORDER_RES = 40;
+		@Native static final int U64 = 0;
 	}
 
 	/* A cell's batch area (native/fj_io.h): for room for cap orders, cap
@@ -156,9 +161,9 @@ final class Layout {
 	 * from cap * OrderReq.SIZE, cap outcomes (RC_SIZE) after them. */
 	static final class Batch {
 		private Batch() {}
-		static final int ORDER_BYTES = 68;
-		static final int RC_SIZE = 4;
-		static final int MAX = 16777216;
+		@Native static final int ORDER_BYTES = 68;
+		@Native static final int RC_SIZE = 4;
+		@Native static final int MAX = 16777216;
 	}
 
 	static final class Record {
@@ -229,8 +234,8 @@ final class Layout {
 
 	static final class FeedIo {
 		private FeedIo() {}
-		static final int SIZE = 256;
-		static final int REC = 0;
-		static final int INFO = 0;
+		@Native static final int SIZE = 256;
+		@Native static final int REC = 0;
+		@Native static final int INFO = 0;
 	}
 }

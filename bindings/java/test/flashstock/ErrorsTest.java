@@ -1,6 +1,6 @@
 /*
  * ErrorsTest.java -- (java_errors) every FLASH_E* code of api/flashstock.h,
- * read from the header's "#define FLASH_E... -N" lines (never a list kept
+ * read from the bindings' manifest (Manifest.java; never a list kept
  * here), maps to a FlashException whose rcName() is the macro's name and
  * whose code() round-trips; the common outcomes have their named types; a
  * code the library does not know maps to the base type with its code.
@@ -15,28 +15,18 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 class ErrorsTest {
 	static Map<String, Integer> headerCodes() throws IOException {
-		Pattern p = Pattern.compile("^#define\\s+(FLASH_E[A-Z0-9_]+)\\s+\\(?(-[0-9]+)\\)?", Pattern.MULTILINE);
-		Matcher m = p.matcher(Files.readString(Path.of(System.getProperty("flashstock.header"))));
-		Map<String, Integer> codes = new LinkedHashMap<>();
-		while (m.find())
-			codes.put(m.group(1), Integer.parseInt(m.group(2)));
-		return codes;
+		return Manifest.read().codes();
 	}
 
 	@Test
 	void everyHeaderCodeMapsToAnErrorNamedAfterItsMacroWithItsCode() throws IOException {
 		Map<String, Integer> codes = headerCodes();
-		assertTrue(codes.size() >= 37, "only " + codes.size() + " FLASH_E* codes parsed from the header");
+		assertTrue(codes.size() >= 37, "only " + codes.size() + " FLASH_E* codes in the manifest");
 		for (Map.Entry<String, Integer> e : codes.entrySet()) {
 			FlashException x = FlashException.of(e.getValue());
 			assertEquals(e.getKey(), x.rcName(), "name of code " + e.getValue());
