@@ -2,7 +2,7 @@
  * soak.c -- `flashstock_soak`: months of daily sales on a shifted clock, in
  * fixed memory, checked from the records at the end (issue 13's proof).
  *
- * A test tool, built with the tests (tests/soak/CMakeLists.txt) and never
+ * A test tool, built with the tests (tests/soak/soak_tests.cmake) and never
  * installed: the laboratory lives with the tests, not in the `flashstock`
  * command.  It drives the product from outside: the daemon is the real
  * `flashstock serve` of the command it was built with (--flashstock PATH:
