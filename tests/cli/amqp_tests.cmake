@@ -21,7 +21,7 @@ foreach(t amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_
   list(GET t 1 script)
   list(GET t 2 timeout)
   add_test(NAME ${name}
-           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/${script} $<TARGET_FILE:flashstock>
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/${script} $<TARGET_FILE:flashstock>
                    $<TARGET_FILE:amqp_consumer> $<TARGET_FILE:amqp_buyer>
                    ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/rabbitmq.sh)
   set_tests_properties(${name} PROPERTIES LABELS "amqp;cli" TIMEOUT ${timeout})
