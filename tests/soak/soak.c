@@ -30,10 +30,14 @@
  * and FAKETIME_NO_CACHE=1 it reads the offset on every clock call, so one
  * rename of the file moves the clock of every running process at once (the
  * daemon sees the new day within its next call); FAKETIME_DONT_FAKE_MONOTONIC
- * keeps CLOCK_MONOTONIC real, and it adjusts pthread_cond_timedwait on
- * CLOCK_REALTIME condition variables (the snapshot thread).  The soak proves
- * that it took effect: its own clock after each move, and the daemon's log
- * lines' times on the first days and after each restart.
+ * keeps CLOCK_MONOTONIC real (the daemon's periodic threads wait on it).
+ * NO_FAKE_STAT=1 leaves file times alone: libfaketime 0.9.10 fakes them
+ * under a semaphore every process of the run shares (FAKETIME_SHARED), so a
+ * process killed with kill -9 inside a stat() kept it taken, and the next
+ * process to start (the restarted daemon) waited for it forever in
+ * libfaketime's start-up; nothing here reads a file's times.  The soak proves
+ * that the clock took effect: its own clock after each move, and the
+ * daemon's log lines' times on the first days and after each restart.
  */
 #include "tool.h"
 #include "soak.h"
@@ -409,6 +413,7 @@ static int soak_run_inner(char **argv, const char *lib, const char *dir, const c
 		setenv("FAKETIME_TIMESTAMP_FILE", clock, 1);
 		setenv("FAKETIME_NO_CACHE", "1", 1);
 		setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+		setenv("NO_FAKE_STAT", "1", 1);      /* no shared lock a kill -9 can keep (above) */
 		setenv(SOAK_ENV_INNER, dir, 1);
 		setenv(SOAK_ENV_URL, url, 1);
 		setenv(SOAK_ENV_SEG, seg, 1);
