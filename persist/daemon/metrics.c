@@ -663,10 +663,10 @@ int metrics_set_feed(metrics_t *m, const char *wal_dir)
 {
 	char *d = wal_dir ? strdup(wal_dir) : NULL;
 	if (wal_dir && d == NULL)
-		return -1;
+		return FLASH_ENOMEM;
 	free(m->m_feed_dir);
 	m->m_feed_dir = d;
-	return 0;
+	return FLASH_OK;
 }
 
 char *metrics_render(metrics_t *m)
@@ -743,31 +743,31 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
 		size_t n = (size_t)(colon - addr_port);
 		if (n >= sizeof a) {
 			snprintf(err, errlen, "bad address in '%s'", addr_port);
-			return -1;
+			return FLASH_EINVAL;
 		}
 		memcpy(a, addr_port, n);
 		a[n] = 0;
 		if (inet_pton(AF_INET, a, &sa.sin_addr) != 1) {
 			snprintf(err, errlen, "'%s' is not an IPv4 address", a);
-			return -1;
+			return FLASH_EINVAL;
 		}
 	}
 	char *end;
 	unsigned long p = strtoul(ps, &end, 10);
 	if (*ps == 0 || *end != 0 || p > 65535) {
 		snprintf(err, errlen, "bad port in '%s'", addr_port);
-		return -1;
+		return FLASH_EINVAL;
 	}
 	sa.sin_port = htons((uint16_t)p);
 
 	struct metrics *m = calloc(1, sizeof *m);
 	if (m == NULL || (m->m_segment = strdup(segment)) == NULL ||
-	    rbox_new(sizeof(struct serve_stats), &m->m_st) != 0) {
+	    rbox_new(sizeof(struct serve_stats), &m->m_st) != FLASH_OK) {
 		if (m)
 			free(m->m_segment);
 		free(m);
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return FLASH_ENOMEM;
 	}
 	m->m_w = w;
 	m->m_pump = pump;
@@ -776,19 +776,21 @@ int metrics_start(const char *addr_port, const char *segment, wal_t *w,
 	                          metrics_http, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 	                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
 	if (m->m_d == NULL) {
+		/* libmicrohttpd says why on stderr (MHD_USE_ERROR_LOG): the port in
+		 * use, an address this host does not have */
 		snprintf(err, errlen, "cannot listen on %s", addr_port);
 		pthread_mutex_destroy(&m->m_mu);
 		rbox_free(m->m_st);
 		free(m->m_segment);
 		free(m);
-		return -1;
+		return FLASH_ESYS;
 	}
 	if (port) {
 		const union MHD_DaemonInfo *di = MHD_get_daemon_info(m->m_d, MHD_DAEMON_INFO_BIND_PORT);
 		*port = di ? di->port : (uint16_t)p;
 	}
 	*out = m;
-	return 0;
+	return FLASH_OK;
 }
 
 void metrics_publish(metrics_t *m, const struct serve_stats *st)

@@ -27,7 +27,9 @@ typedef struct metrics metrics_t;
  * @p addr_port is "PORT", ":PORT" or "A.B.C.D:PORT" (IPv4;
  * 127.0.0.1 when no address is given); port 0 picks a free port.
  * @param[out] port  the port bound (may be NULL)
- * @return 0, or -1 with a message in @p err (bad address, bind failed).
+ * @return FLASH_OK; FLASH_EINVAL (a bad address or port), FLASH_ESYS
+ *         (cannot listen: the port in use, an address this host does not
+ *         have), FLASH_ENOMEM -- each with a message in @p err.
  */
 int metrics_start(const char *addr_port, const char *segment, wal_t *w,
                   mdb_pump_t *pump, metrics_t **out, uint16_t *port,
@@ -52,7 +54,7 @@ struct mdb_probe;
  * none); keep @p p alive until metrics_stop(). */
 void metrics_set_probe(metrics_t *m, struct mdb_probe *p);
 /* Show the feed consumers registered in @p wal_dir (feed.h) and their lag;
- * call before the first scrape.  @return 0; -1 out of memory. */
+ * call before the first scrape.  @return FLASH_OK; FLASH_ENOMEM. */
 int metrics_set_feed(metrics_t *m, const char *wal_dir);
 
 struct lease;

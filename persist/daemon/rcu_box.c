@@ -20,6 +20,7 @@
  * ThreadSanitizer.  Outside that build the annotations are nothing.
  */
 #include "rcu_box.h"
+#include "flashstock.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -102,26 +103,26 @@ int rbox_new(size_t size, rbox_t **out)
 	pthread_once(&rbox_fork_once, rbox_fork_handlers);
 	struct rbox *b = calloc(1, sizeof *b);
 	if (b == NULL)
-		return -1;
+		return FLASH_ENOMEM;
 	b->rb_size = size;
 	b->rb_refs = 1;
 	struct rbox_snap *s = snap_new(b);
 	if (s == NULL) {
 		free(b);
-		return -1;
+		return FLASH_ENOMEM;
 	}
 	s->rs_box = b;
 	memset(s->rs_data, 0, size);
 	b->rb_cur = s;
 	*out = b;
-	return 0;
+	return FLASH_OK;
 }
 
 int rbox_publish(rbox_t *b, const void *src)
 {
 	struct rbox_snap *s = snap_new(b);
 	if (s == NULL)
-		return -1;
+		return FLASH_ENOMEM;
 	s->rs_box = b;
 	memcpy(s->rs_data, src, b->rb_size);
 	/* a full barrier before the exchange: the copy is visible before the
@@ -132,7 +133,7 @@ int rbox_publish(rbox_t *b, const void *src)
 	__atomic_add_fetch(&b->rb_refs, 1, __ATOMIC_RELAXED);
 	RBOX_TSAN_RELEASE(old);
 	call_rcu(&old->rs_rcu, snap_reclaim);
-	return 0;
+	return FLASH_OK;
 }
 
 void rbox_read(rbox_t *b, void *dst)

@@ -39,11 +39,11 @@
 typedef struct rbox rbox_t;
 
 /* A box for values of @p size bytes; its first snapshot is all zero.
- * @return 0, or -1 (out of memory). */
+ * @return FLASH_OK; FLASH_ENOMEM. */
 int rbox_new(size_t size, rbox_t **out);
 
-/* Publish a copy of @p src (size bytes).  @return 0, or -1 (out of
- * memory: the box keeps its previous snapshot). */
+/* Publish a copy of @p src (size bytes).  @return FLASH_OK; FLASH_ENOMEM
+ * (the box keeps its previous snapshot). */
 int rbox_publish(rbox_t *b, const void *src);
 
 /* Copy the current snapshot into @p dst (size bytes). */

@@ -198,8 +198,11 @@ void serve_opts_default(struct serve_opts *o)
  * nothing, says what to run instead, and sets st->refused (exit 2).
  * ------------------------------------------------------------------------ */
 
-static int serve_refuse(struct serve *s)
+/* Refuse to start with @p rc, the code that says why (the log line says
+ * what to do instead). */
+static int serve_refuse(struct serve *s, int rc)
 {
+	serve_fail_rc(s->sv_st, rc);
 	s->sv_st->refused = 1;
 	return -1;
 }
@@ -225,7 +228,7 @@ static int serve_claim(struct serve *s)
 	serve_log(s, PLOG_ERROR, "segment %s is served by the daemon pid %d: one daemon per "
 	          "segment; stop that one first (kill -TERM %d); nothing was changed",
 	          s->sv_o->segment, (int)pid, (int)pid);
-	return serve_refuse(s);
+	return serve_refuse(s, rc);
 }
 
 /*
@@ -285,7 +288,7 @@ static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
 		          "its own WAL has served up to LSN %" PRIu64 ": give serve the directory of that "
 		          "WAL; nothing was changed", o->wal_dir, whose, o->segment, id->incarnation,
 		          id->wal_lsn);
-		return serve_refuse(s);
+		return serve_refuse(s, FLASH_EWAL_IDENT);
 	}
 	char cmd[1024];
 	serve_rebuild_cmd(s, fst, cmd, sizeof cmd);
@@ -293,7 +296,7 @@ static int serve_refuse_foreign(struct serve *s, const struct flash_ident *id,
 	          "WAL has served yet: serving it would write a second history into the WAL; nothing "
 	          "was changed; to rebuild the segment from this WAL after a reboot run: %s",
 	          o->wal_dir, whose, o->segment, id->incarnation, cmd);
-	return serve_refuse(s);
+	return serve_refuse(s, FLASH_EWAL_IDENT);
 }
 
 /*
@@ -319,16 +322,14 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 	if (wal_lock_held(o->wal_dir) == 1) {
 		serve_log(s, PLOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
-		serve_fail_rc(s->sv_st, FLASH_EWAL_BUSY);
-		return serve_refuse(s);
+		return serve_refuse(s, FLASH_EWAL_BUSY);
 	}
 	rc = wal_ident(o->wal_dir, &wi);
 	if (rc == FLASH_EWAL_IDENT) {
 		serve_log(s, PLOG_ERROR, "WAL %s holds files of two segment incarnations (the "
 		          "newest is %016" PRIx64 "): files of another WAL copied in?  Nothing was "
 		          "changed", o->wal_dir, wi.wi_incarnation);
-		serve_fail_rc(s->sv_st, rc);
-		return serve_refuse(s);
+		return serve_refuse(s, rc);
 	}
 	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "WAL %s: %s (%s)", o->wal_dir, flash_strerror(rc),
@@ -342,7 +343,7 @@ static int serve_check_ident(struct serve *s, const struct flash_stats *fst)
 			          " of its WAL (incarnation %016" PRIx64 "): give serve the directory that "
 			          "holds that WAL (moved? its new path); nothing was changed", o->wal_dir,
 			          o->segment, id.wal_lsn, id.incarnation);
-			return serve_refuse(s);
+			return serve_refuse(s, FLASH_EWAL_GAP);
 		}
 		return 0;   /* a new WAL: its first file takes the segment's identity */
 	}
@@ -398,8 +399,7 @@ static int serve_open_wal(struct serve *s)
 	if (rc == FLASH_EWAL_BUSY) {
 		serve_log(s, PLOG_ERROR, "WAL %s is locked by another daemon: one daemon per WAL "
 		          "directory; nothing was changed", o->wal_dir);
-		serve_fail_rc(s->sv_st, rc);
-		return serve_refuse(s);
+		return serve_refuse(s, rc);
 	}
 	if (rc != FLASH_OK) {
 		int torn = rc == FLASH_EWAL_ZERO_LEN || rc == FLASH_EWAL_SHORT || rc == FLASH_EWAL_PAST_END ||
@@ -456,7 +456,7 @@ static int serve_open_wal(struct serve *s)
 		          "LSN %" PRIu64 " of it: records the segment has are missing from this WAL (an "
 		          "older copy of the directory?); give serve the WAL it was served with; nothing "
 		          "was changed", o->wal_dir, rep.last_lsn, o->segment, id.wal_lsn);
-		return serve_refuse(s);
+		return serve_refuse(s, FLASH_EWAL_GAP);
 	}
 	struct wal_opts wo;
 	wal_opts_default(&wo);
@@ -472,7 +472,7 @@ static int serve_open_wal(struct serve *s)
 		serve_log(s, PLOG_ERROR, "WAL %s: open: %s (%s)", o->wal_dir, flash_strerror(rc),
 		          rc == FLASH_ESYS ? pio_strerror(errno) : flash_rcname(rc));
 		serve_fail_rc(s->sv_st, rc);
-		return rc == FLASH_EWAL_IDENT || rc == FLASH_EWAL_BUSY ? serve_refuse(s) : -1;
+		return rc == FLASH_EWAL_IDENT || rc == FLASH_EWAL_BUSY ? serve_refuse(s, rc) : -1;
 	}
 	/* Every record in the WAL is this segment's (same incarnation), and
 	 * recovery has applied them: the segment reflects the whole WAL. */
@@ -1036,7 +1036,7 @@ static int serve_check_released(struct serve *s, const struct flash_stats *fst)
 		          "%s has their effects and no log has them; it is not served; to rebuild it from "
 		          "what the WAL holds run: %s", slot, durable + 1, taken, s->sv_o->wal_dir, last,
 		          s->sv_o->segment, cmd);
-		return serve_refuse(s);
+		return serve_refuse(s, FLASH_EWAL_GAP);
 	}
 	return 0;
 }
@@ -1442,10 +1442,11 @@ static int svc_metrics_start(struct serve *s)
 		return 0;
 	char err[256];
 	uint16_t port = 0;
-	if (metrics_start(o->metrics, o->segment, s->sv_w, s->sv_pump, &s->sv_metrics, &port, err,
-	                  sizeof err) != 0) {
+	int rc = metrics_start(o->metrics, o->segment, s->sv_w, s->sv_pump, &s->sv_metrics, &port,
+	                       err, sizeof err);
+	if (rc != FLASH_OK) {
 		serve_log(s, PLOG_ERROR, "metrics: %s", err);
-		serve_fail_rc(s->sv_st, FLASH_EINVAL);
+		serve_fail_rc(s->sv_st, rc);
 		return -1;
 	}
 	serve_services_show(s, s->sv_metrics);

@@ -222,10 +222,12 @@ struct serve_stats {
 
 /*
  * Run the daemon loop.  Logs to stderr ("<time> serve [level] message").
- * Start-up refuses, changing nothing (-1 with st->refused = 1), a segment
- * another live daemon serves and a WAL that is not the segment's: one of
- * another incarnation, or an empty or shorter WAL for a segment that
- * reflects a longer one; --recover on a segment not restored from a
+ * Start-up refuses, changing nothing (-1 with st->refused = 1 and st->rc
+ * the reason), a segment another live daemon serves (FLASH_EBUSY), a WAL
+ * directory another daemon holds (FLASH_EWAL_BUSY) and a WAL that is not
+ * the segment's: one of another incarnation (FLASH_EWAL_IDENT), or an empty
+ * or shorter WAL for a segment that reflects a longer one, or one that lost
+ * records the previous daemon wrote (FLASH_EWAL_GAP); --recover on a segment not restored from a
  * snapshot gives it the WAL's identity instead, once every record of the
  * WAL is applied.  A segment marked failed by an earlier daemon is cleared
  * (flash_durability_clear, one line at warn) once every start-up check has

@@ -217,6 +217,7 @@ static void test_recreated_segment_is_refused_the_old_wal(void **st)
 			o.log_level = -1;
 			assert_int_equal(serve_run(&o, &ss), -1);
 			assert_int_equal(ss.refused, 1);
+			assert_int_equal(ss.rc, FLASH_EWAL_IDENT);   /* the reason, with the refusal */
 			assert_int_equal(ss.replayed, 0);
 			assert_int_equal(ss.records, 0);
 		}
@@ -742,6 +743,7 @@ static void test_released_records_the_wal_lost_refuse_the_segment(void **st)
 	o.log_level = -1;
 	assert_int_equal(serve_run(&o, &ss), -1);
 	assert_int_equal(ss.refused, 1);
+	assert_int_equal(ss.rc, FLASH_EWAL_GAP);     /* records the WAL should hold are gone */
 	assert_int_equal(ss.records, 0);
 	assert_int_equal(flash_ring_taken(h, slot, &durable, &taken), FLASH_OK);
 	assert_int_equal(durable, 2);
