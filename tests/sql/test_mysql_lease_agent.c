@@ -882,6 +882,120 @@ static void the_agent_returns_units_to_the_pool_only_once_their_removal_is_durab
 	central_close(g_c);
 }
 
+/* The agent of a child process, killed (FLASH_LEASE_KILL_AT) right after
+ * its stop's return took the unsold units out of the segment: its restock
+ * is applied, in its slot's ring, not durable while @p c stalls.  The
+ * child has loaded its first lease when the test buys; the test writes to
+ * the pipe, then the child stops.  No cmocka in the child: an exit code
+ * says where it failed. */
+static void agent_killed_in_its_return(struct box *b, struct stall *c, int buys)
+{
+	assert_int_equal(mkdir(b->wal, 0700), 0);
+	int go[2], up[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(up), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		close(up[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("FLASH_LEASE_KILL_AT", "return_restocked", 1);
+		struct lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
+		                         .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
+		                         .log_level = PLOG_INFO };
+		lease_t *ag = NULL;
+		if (lease_start(&lo, &ag) != FLASH_OK)
+			_exit(10);
+		struct lease_stats ls;
+		for (lease_stats_get(ag, &ls); ls.takes == 0; lease_stats_get(ag, &ls)) {
+			if (ls.state == LEASE_FAILED)
+				_exit(11);
+			t_sleep_ms(5);
+		}
+		char x = 1;
+		if (write(up[1], &x, 1) != 1 || read(go[0], &x, 1) != 1)
+			_exit(12);
+		lease_stop_begin(ag);
+		(void)lease_stop(ag);
+		_exit(13);              /* the kill point did not fire */
+	}
+	close(go[0]);
+	close(up[1]);
+	char x = 0;
+	if (read(up[0], &x, 1) != 1) {
+		int st = 0;
+		waitpid(pid, &st, 0);
+		fail_msg("the child's agent did not load its lease (status %#x)", st);
+	}
+	for (int i = 0; i < buys; i++)
+		assert_true(buy(b, WAIT_MS));
+	stall_set(c, 1);
+	assert_int_equal(write(go[1], &x, 1), 1);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+		fail_msg("the child's agent ended with status %#x, not at its kill point", st);
+	close(go[1]);
+	close(up[0]);
+}
+
+static int returned_7(struct box *b)
+{
+	(void)b;
+	return q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease") == 7;
+}
+
+/* A restart finds an interrupted return whose restock -7 is in the segment
+ * but in the dead agent's slot, not yet durable (the disk is slow).  The
+ * new agent's handle does not own that slot, so waiting for its own
+ * records is not waiting for that one; it must not return the 7 units to
+ * the pool until they are durably out of the segment (a power cut in
+ * between rebuilds them into the segment while the pool has them too). */
+static void a_restarted_agent_returns_only_once_the_removal_it_found_is_durable(void **state)
+{
+	(void)state;
+	fresh_central("redo_dur");
+	assert_int_equal(central_pool_set(g_c, 1, 1, 10), FLASH_OK);     /* one lease */
+	struct box b;
+	box_new(&b, 15);
+	static struct stall c;   /* static: its thread and g_stall outlive a failed test */
+	stall_start(&c, b.seg);
+	agent_killed_in_its_return(&b, &c, 3);
+	assert_int_equal(seg_total(&b), 3);        /* the 7 are out, in memory */
+	assert_int_equal(intents(&b, 'r'), 1);
+	/* the dead agent's slot goes to another handle, not the new agent's:
+	 * a dead slot is freed only when the table is full, so handles fill
+	 * it, the last one taking the dead slot, and the first one's slot is
+	 * given back for the agent */
+	flash_t *other[64];
+	int no = 0;
+	while (no < 64 && flash_open(b.seg, 0, &other[no]) == FLASH_OK)
+		no++;
+	assert_true(no >= 2 && no < 64);
+	assert_int_equal(flash_close(other[0]), FLASH_OK);
+	struct lease_opts lo = { .segment = b.seg, .urls = g_url, .state_dir = b.wal, .box_id = b.id,
+	                         .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
+	                         .log_level = PLOG_INFO };
+	lease_t *ag = NULL;
+	assert_int_equal(lease_start(&lo, &ag), FLASH_OK);
+	t_sleep_ms(1500);
+	assert_int_equal(q1("SELECT COALESCE(SUM(returned), 0) FROM fs_lease"), 0);
+	assert_int_equal(intents(&b, 'r'), 1);
+	stall_set(&c, 0);
+	wait_for(returned_7, &b, "return of 7 after the disk caught up");
+	assert_int_equal(lease_stop(ag), FLASH_OK);
+	for (int i = 1; i < no; i++)
+		assert_int_equal(flash_close(other[i]), FLASH_OK);
+	assert_int_equal(intents(&b, 'r'), 0);
+	pool_adds_up(10);
+	box_one_place(&b, "after the restart");
+	stall_stop(&c);
+	box_free(&b);
+	central_close(g_c);
+}
+
 /* Issue 19: the WAL fails while the agent waits for its take's restock +k
  * to be durable: the take stops there with its intent kept (the next start
  * judges it by the segment it finds), and nothing else moves the totals. */
@@ -1073,6 +1187,8 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(a_return_the_pool_refuses_leaves_its_units_in_the_segment, t_teardown),
 		cmocka_unit_test_teardown(the_agent_returns_units_to_the_pool_only_once_their_removal_is_durable,
+		                          t_teardown),
+		cmocka_unit_test_teardown(a_restarted_agent_returns_only_once_the_removal_it_found_is_durable,
 		                          t_teardown),
 		cmocka_unit_test_teardown(
 			a_wal_failure_while_a_take_waits_for_durability_keeps_its_intent_and_stops_the_agent,
