@@ -10,7 +10,7 @@
  * the order feed (flashstock.h section 10), never from the rings.
  *
  *   1. Records      flash_ring_drain(), flash_ring_release(), flash_durable_advance(),
- *                   flash_ring_taken()
+ *                   flash_ring_taken(), flash_durable_wait_every()
  *   2. The claim    flash_consumer_claim(), flash_consumer_release()
  *   3. Durability   flash_durability_fail(), flash_durability_fail_why(),
  *                   flash_durability_clear()
@@ -110,6 +110,19 @@ int flash_durable_advance(flash_t *h, uint32_t slot, uint64_t seq);
  *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
 int flash_ring_taken(flash_t *h, uint32_t slot, uint64_t *durable, uint64_t *taken);
+
+/**
+ * Wait until every record published in any slot before the call -- by
+ * this handle or any other, live or dead -- is durable: the segment's
+ * state as read before the call is then what a rebuild from the WAL gives
+ * back.  For a helper of the consumer (the lease agent at its start) that
+ * judges from totals other handles' records moved, and whose next step
+ * elsewhere must never be on disk before them.
+ * @return FLASH_OK; FLASH_EFATE_UNKNOWN (@p wait_ms passed first);
+ *         FLASH_EDURABILITY (the WAL failed); FLASH_EINVAL (wait_ms 0);
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD.
+ */
+int flash_durable_wait_every(flash_t *h, uint32_t wait_ms);
 
 /* ------------------------------------------------------------------------
  * 2. The claim: one consumer per segment

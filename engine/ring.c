@@ -290,6 +290,37 @@ int flash_ring_taken(flash_t *h, uint32_t slot, uint64_t *durable, uint64_t *tak
 	return FLASH_OK;
 }
 
+/*
+ * Each slot's p_tail is read once; the wait ends when every slot's durable
+ * mark has reached what was read.  Marks and positions only grow (a slot
+ * keeps both across owners), so a record published later never delays it.
+ * A poll every millisecond, not a futex: the durable_futex waiters count
+ * belongs to each slot's own handles (the consumer wakes only those).
+ */
+int flash_durable_wait_every(flash_t *h, uint32_t wait_ms)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (wait_ms == 0)
+		return FLASH_EINVAL;
+	uint64_t deadline_ms = fs_mono_ms() + wait_ms;
+	for (uint32_t slot = 0; slot < h->proc_cap; slot++) {
+		uint32_t want = ck_pr_load_uint(&ring_of(h, slot)->p_tail);
+
+		while ((int32_t)(ck_pr_load_32(&h->proc[slot].durable_futex) - want) < 0) {
+			if (ck_pr_load_32(&h->hdr->durability_failed))
+				return FLASH_EDURABILITY;
+			if (fs_mono_ms() >= deadline_ms)
+				return FLASH_EFATE_UNKNOWN;
+			const struct timespec ms = { 0, 1000 * 1000 };
+			nanosleep(&ms, NULL);
+		}
+	}
+	return FLASH_OK;
+}
+
 /* The merge key of @p slot's next element: its ticket, then sources after
  * the rest; UINT64_MAX when it was ticketed at or after @p g. */
 static inline uint64_t head_key(flash_t *h, uint32_t slot, uint64_t g)

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "flashstock.h"
+#include "flashstock_consumer.h"
 #include "lease.h"
 #include "central.h"
 #include "mysql_apply.h"
@@ -1173,14 +1174,40 @@ static void start_drain(struct lease *a)
 		     " registered", taken, skus, a->l_o.box_id);
 }
 
+/*
+ * Before an interrupted operation is judged from the segment's totals:
+ * every record in the segment durable, also those of other slots.  The
+ * restock -k of a dead agent's return may still sit in its old slot's ring
+ * (the drain loop has not written it, or its fdatasync has not returned),
+ * and a new handle that does not inherit that slot waits for nothing in
+ * durable(); a central return finished from such a total, then a power
+ * cut, puts the units in the pool and, rebuilt from the WAL, in the
+ * segment.  FLASH_OK; FLASH_EDURABILITY; FLASH_EFATE_UNKNOWN (asked to stop
+ * first: the intents stay for the next start).
+ */
+static int totals_durable(struct lease *a)
+{
+	int rc, said = 0;
+	while ((rc = flash_durable_wait_every(a->l_h, 1000)) == FLASH_EFATE_UNKNOWN) {
+		if (stopping(a))
+			return rc;
+		if (!said++)
+			llog(a, PLOG_INFO, "waiting for the segment's records to be durable before finishing"
+			     " the interrupted operation");
+	}
+	return rc;
+}
+
 static int agent_start(struct lease *a)
 {
 	if (intent_load(a) != 0)
 		return FLASH_ESYS;
+	int rc;
+	if (a->l_nit > 0 && (rc = totals_durable(a)) != FLASH_OK)
+		return rc;
 	skus_scan(a);
 	start_drain(a);
 	struct box_reg reg;
-	int rc;
 	uint64_t sent;
 	int64_t sent_wall;
 	for (;;) {
