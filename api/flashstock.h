@@ -13,6 +13,7 @@
  *   3. Handles                 flash_open(), flash_close(), flash_recover()
  *   4. Catalog                 flash_activity_add(), flash_sku_add()
  *   5. Orders                  flash_order(), flash_order_many(), flash_cancel(),
+ *                              flash_confirm(), flash_expire(), flash_expire_due(),
  *                              flash_restock()
  *   6. Tokens                  flash_token_issue(), flash_token_redeem()
  *   7. Leased locks            flash_lock_acquire(), _renew(), _release()
@@ -52,7 +53,8 @@
  *    Close the handle.
  *  - Every call returns 0 (FLASH_OK) or a negative FLASH_E* code; there is no
  *    global errno.  The codes are one space for the whole project: -1..-39
- *    the engine, -40..-49 the MySQL applier, -100..-129 the WAL, -130..-149
+ *    the engine, -40..-49 the MySQL applier, -50..-59 reservations, -100..-129
+ *    the WAL, -130..-149
  *    snapshots; flash_strerror() and flash_rcname() name every one, so a
  *    value means one outcome wherever it was returned (test error_space).  Output parameters are written only on success unless the
  *    function says otherwise.  Ids are nonzero: an id of 0 (activity, sku,
@@ -146,6 +148,16 @@ extern "C" {
 #define FLASH_EMYSQL         -41   /* MySQL refused a statement for another reason */
 #define FLASH_EMYSQL_CONFIG  -42   /* bad MySQL URL or option file, or access denied */
 #define FLASH_EMYSQL_GAP     -43   /* records missing between the applied LSN and a batch */
+/* -50 .. -59: reservations (section 5: flash_confirm(), flash_expire()) */
+#define FLASH_EEXPIRED       -50   /* the reservation was not paid in time: it expired,
+                                      its units and (per the activity) its limit slot
+                                      went back.  Nothing changed by this call, except
+                                      that a reservation found past its deadline is
+                                      expired first */
+#define FLASH_ENOT_DUE       -51   /* flash_expire: the reservation's pay-by time has
+                                      not come; nothing changed */
+#define FLASH_ECONFIRMED     -52   /* flash_expire: the order is ACTIVE (paid, or never
+                                      a reservation): it does not expire; nothing changed */
 /* -60 .. -69: the order feed (section 10) */
 #define FLASH_ETIMEOUT       -60   /* feed: no durable record arrived within wait_ms */
 #define FLASH_ELOST          -61   /* feed: WAL retention removed records the consumer
@@ -602,10 +614,16 @@ struct flash_order_req {
 	uint32_t sku_id;
 	uint64_t user_id;     /* nonzero */
 	uint32_t qty;         /* 1..activity max_qty */
-	uint32_t _reserved;   /* zero */
+	uint32_t reserve_ms;  /* 0: a plain order, ACTIVE at once.  Else a reservation:
+	                         stock and limit slot are taken as for an order, which is
+	                         RESERVED until flash_confirm() (paid: ACTIVE) within this
+	                         many ms, 1..FLASH_RESERVE_MS_MAX; unpaid, it expires
+	                         (flash_expire) and gives both back, exactly once */
 	uint64_t token;       /* 0 = none; required when the activity says so */
 	uint64_t request_id;  /* 0 = none; else a retry returns the first outcome */
 };
+
+#define FLASH_RESERVE_MS_MAX 604800000u   /* a week */
 
 struct flash_order_res {
 	uint64_t order_no;    /* set when the (first) outcome is FLASH_OK */
@@ -763,6 +781,59 @@ FLASH_API int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
  */
 FLASH_API int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 
+/*
+ * Reservations (flash_order_req.reserve_ms): an order that waits for its
+ * payment.  RESERVED holds its units and limit slot; then exactly one of
+ *   flash_confirm()  paid in time      -> ACTIVE  (a CONFIRM record)
+ *   flash_cancel()   the buyer gave up -> CANCELLED (its units back)
+ *   flash_expire()   the deadline came -> EXPIRED (its units back; the limit
+ *                    slot too if the activity returns it on cancel)
+ * wins: each is one compare-and-swap on the order's state, also when the
+ * process doing it is killed at any point (a recoverer finishes or undoes
+ * it).  Whoever meets a reservation past its deadline expires it first: a
+ * confirm or a cancel then answers FLASH_EEXPIRED.  Without anyone asking,
+ * `flashstock serve` expires each one at its deadline; without a daemon,
+ * flash_expire_due() (`flashstock expire`) does.
+ */
+
+/**
+ * Confirm (pay) reservation @p order_no: RESERVED -> ACTIVE, before its
+ * pay-by time.  In sync durability the call returns once the CONFIRM
+ * record is durable.
+ * @return FLASH_OK (confirmed now, or ACTIVE already: a retried payment
+ *         callback is answered the same); FLASH_EEXPIRED (the deadline
+ *         passed: expired, by this call if nobody had); FLASH_ECANCELLED;
+ *         FLASH_ENOT_FOUND; FLASH_EARCHIVED; FLASH_EINVAL; FLASH_EBUSY;
+ *         FLASH_EFATE_UNKNOWN; FLASH_EDURABILITY; FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
+ */
+FLASH_API int flash_confirm(flash_t *h, uint64_t order_no);
+
+/**
+ * Expire reservation @p order_no if its pay-by time has come: RESERVED ->
+ * EXPIRED, its units back in stock and, if the activity returns quota on
+ * cancel, its limit slot -- exactly once, like a cancel.
+ * @param[out] units_returned  units given back (may be NULL)
+ * @return FLASH_OK (expired now); FLASH_EEXPIRED (expired already: nothing
+ *         returned); FLASH_ENOT_DUE; FLASH_ECONFIRMED; FLASH_ECANCELLED;
+ *         FLASH_ENOT_FOUND; FLASH_EARCHIVED; FLASH_EINVAL; FLASH_EBUSY;
+ *         FLASH_EFATE_UNKNOWN; FLASH_EDURABILITY; FLASH_EREADONLY;
+ *         FLASH_EFORK; FLASH_EWRONG_THREAD; FLASH_ECORRUPT.
+ */
+FLASH_API int flash_expire(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+
+/**
+ * Expire every reservation of the segment whose pay-by time has come, at
+ * most @p max of them (0: no bound), by a scan of the order table: for a
+ * process without a daemon (`flashstock expire`), or a daemon's start.
+ * @param[out] expired  reservations this call expired (may be NULL)
+ * @return FLASH_OK; or the first failure of flash_expire() other than the
+ *         races it settles (FLASH_EEXPIRED, FLASH_ECONFIRMED,
+ *         FLASH_ECANCELLED, FLASH_EARCHIVED: another handle got there first),
+ *         with *expired counting those done before it.
+ */
+FLASH_API int flash_expire_due(flash_t *h, uint32_t max, uint32_t *expired);
+
 /**
  * Adjust a sku's stock by @p delta units: positive restocks, negative removes
  * unsold units (never below zero available).  In sync durability it returns
@@ -873,8 +944,10 @@ FLASH_API int flash_sku_at(flash_t *h, uint32_t index, struct flash_sku_info *ou
 
 enum flash_order_state {
 	FLASH_ORDER_NONE      = 0,  /* number allocated, order never completed */
-	FLASH_ORDER_ACTIVE    = 1,
-	FLASH_ORDER_CANCELLED = 2
+	FLASH_ORDER_ACTIVE    = 1,  /* placed (paid, for a reservation) */
+	FLASH_ORDER_CANCELLED = 2,
+	FLASH_ORDER_RESERVED  = 3,  /* a reservation not paid yet (flash_confirm) */
+	FLASH_ORDER_EXPIRED   = 4   /* a reservation not paid in time (flash_expire) */
 };
 
 struct flash_order_info {
@@ -887,6 +960,8 @@ struct flash_order_info {
 	uint32_t limit_slot;
 	uint32_t biz_day;
 	int64_t  created_ns;  /* CLOCK_REALTIME */
+	int64_t  pay_by_ns;   /* RESERVED, EXPIRED: the deadline (CLOCK_REALTIME, ms
+	                         precision); 0 otherwise */
 };
 
 /**
@@ -961,6 +1036,8 @@ struct flash_stats {
 	uint64_t segment_bytes;
 	uint32_t durability;
 	uint32_t _pad;
+	uint64_t confirms;        /* reservations confirmed (paid) */
+	uint64_t expiries;        /* reservations expired unpaid */
 };
 
 /** Sum the per-handle counters and read fill levels.
@@ -1062,9 +1139,15 @@ enum flash_rec_type {
 	                            advance / 2 clear, sku_id = bank, order_no = the
 	                            generation, value = its start (advance) or the keys
 	                            cleared; the MariaDB applier ignores it */
-	FLASH_REC_ARCHIVE  = 7     /* flash_archive: activity_id; order_no: orders
+	FLASH_REC_ARCHIVE  = 7,    /* flash_archive: activity_id; order_no: orders
 	                              freed (active + cancelled); qty: skus; value:
 	                              shards; user_id: tokens retired; ts_ns: when */
+	FLASH_REC_CONFIRM  = 8,    /* flash_confirm: a reservation paid, now ACTIVE;
+	                              the fields of its ORDER record (value: its pay-by
+	                              time), ts_ns: when */
+	FLASH_REC_EXPIRE   = 9     /* flash_expire: a reservation expired unpaid; the
+	                              fields of a CANCEL record (its units and, flags 1,
+	                              its limit slot went back), value: its pay-by time */
 };
 
 /*
@@ -1123,14 +1206,17 @@ struct flash_record {
 	uint16_t slot;          /* producing handle's slot */
 	uint32_t activity_id;
 	uint32_t sku_id;
-	uint32_t qty;           /* ORDER/CANCEL: units; SKU: shards */
-	uint64_t order_no;      /* ORDER/CANCEL */
-	uint64_t user_id;       /* ORDER/CANCEL */
-	int64_t  value;         /* RESTOCK: delta; SKU: units; ACTIVITY: start_ns */
+	uint32_t qty;           /* ORDER/CANCEL/CONFIRM/EXPIRE: units; SKU: shards */
+	uint64_t order_no;      /* ORDER/CANCEL/CONFIRM/EXPIRE */
+	uint64_t user_id;       /* ORDER/CANCEL/CONFIRM/EXPIRE */
+	int64_t  value;         /* RESTOCK: delta; SKU: units; ACTIVITY: start_ns;
+	                           ORDER: a reservation's pay-by time (CLOCK_REALTIME
+	                           ns), 0 for a plain order; CONFIRM, EXPIRE: the same */
 	int64_t  ts_ns;         /* CLOCK_REALTIME when made; ACTIVITY: end_ns */
 	uint32_t biz_day;       /* ORDER: business day; ACTIVITY: limit | scope<<8 | flags<<16 */
-	uint16_t limit_slot;    /* ORDER/CANCEL: 1..K; ACTIVITY: max_qty */
-	uint16_t flags;         /* CANCEL: 1 if the quota was returned; ORDER in a
+	uint16_t limit_slot;    /* ORDER/CANCEL/CONFIRM/EXPIRE: 1..K; ACTIVITY: max_qty */
+	uint16_t flags;         /* CANCEL, EXPIRE: 1 if the quota was returned, CANCEL
+	                           also 2 if the order was a reservation not paid; ORDER in a
 	                           windowed segment: 0x8000 | request bank | user bank << 4 */
 	uint64_t request_id;    /* ORDER: request id or 0; ACTIVITY: day_offset_s */
 };

@@ -918,7 +918,7 @@ static inline __attribute__((always_inline)) int order_check(flash_t *h, const s
 	const struct fs_sku *sku;
 	int rc;
 
-	if (r == NULL || r->user_id == 0 || r->qty == 0 || r->_reserved != 0)
+	if (r == NULL || r->user_id == 0 || r->qty == 0 || r->reserve_ms > FLASH_RESERVE_MS_MAX)
 		return FLASH_EINVAL;
 	if (res)
 		memset(res, 0, sizeof(*res));

@@ -150,7 +150,7 @@ type OrderReq struct {
 	SkuID      uint32 `c:"sku_id"`
 	UserID     uint64 `c:"user_id"`
 	Qty        uint32 `c:"qty"`
-	_          uint32 `c:"_reserved"`
+	ReserveMs  uint32 `c:"reserve_ms"`
 	Token      uint64 `c:"token"`
 	RequestID  uint64 `c:"request_id"`
 }

@@ -240,6 +240,27 @@ static void the_node_in_use_killed_under_takes_no_lease_twice_and_the_pool_adds_
 	central_close(c);
 }
 
+/* Box @p box's leases as the cluster has them, one line each. */
+static void dump_leases(central_t *c, uint32_t box)
+{
+	MYSQL *m = central_conn(c);
+	char sql[200];
+	snprintf(sql, sizeof sql, "SELECT lease_id, epoch, units, returned, state, sold_at_close FROM fs_lease"
+	         " WHERE box_id = %u ORDER BY lease_id", box);
+	if (!m || mysql_query(m, sql)) {
+		fprintf(stderr, "fs_lease of box %u: %s\n", box, m ? mysql_error(m) : "no connection");
+		return;
+	}
+	MYSQL_RES *r = mysql_store_result(m);
+	MYSQL_ROW row;
+	fprintf(stderr, "fs_lease of box %u: lease_id epoch units returned state sold_at_close\n", box);
+	while (r && (row = mysql_fetch_row(r)) != NULL)
+		fprintf(stderr, "  %s %s %s %s %s %s\n", row[0], row[1], row[2], row[3], row[4],
+		        row[5] ? row[5] : "NULL");
+	if (r)
+		mysql_free_result(r);
+}
+
 /* What the segment and the daemon say, for a sold count that is not the
  * buyer's: the engine's counters and the daemon's log. */
 static void dump_on_mismatch(flash_t *h, const struct flash_sku_info *si, const char *log)
@@ -340,8 +361,12 @@ static void the_agent_sells_on_while_the_node_it_uses_is_killed_and_no_lease_is_
 		dump_on_mismatch(h, &si, log);
 	assert_int_equal(si.total - si.available, 400);
 	assert_int_equal(si.available, 0);           /* the stop returned the rest */
-	assert_int_equal(q1(c, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE box_id = 9"),
-	                 (int64_t)si.total);
+	int64_t leased = q1(c, "SELECT COALESCE(SUM(units - returned), 0) FROM fs_lease WHERE box_id = 9");
+	if (leased != (int64_t)si.total) {
+		dump_on_mismatch(h, &si, log);
+		dump_leases(c, 9);
+	}
+	assert_int_equal(leased, (int64_t)si.total);
 	assert_int_equal(q1(c, "SELECT unleased FROM fs_pool WHERE activity_id = 2"), 2000 - 400);
 	struct pool_row p;
 	assert_int_equal(central_pool_get(c, 2, 1, &p), FLASH_OK);

@@ -47,12 +47,12 @@ static void test_order_rejects_bad_arguments_with_einval_and_changes_nothing(voi
 	r.qty = (uint32_t)-1 - 1;
 	assert_int_equal(flash_order(h, &r, &res), FLASH_EINVAL);
 	r.qty = 1;
-	r._reserved = 1;
+	r.reserve_ms = FLASH_RESERVE_MS_MAX + 1;   /* a reservation of more than a week */
 	assert_int_equal(flash_order(h, &r, &res), FLASH_EINVAL);
 	T_ASSERT_UNCHANGED(h, &before, 0);
 	assert_int_equal(flash_orders_max(h), 0);
 	/* the same request, corrected, works: nothing was held by the failures */
-	r._reserved = 0;
+	r.reserve_ms = 0;
 	r.qty = 3;
 	assert_int_equal(flash_order(h, &r, &res), FLASH_OK);
 	assert_int_equal(t_available(h, 1, 10), 97);
