@@ -147,7 +147,9 @@ static void archive_mark_skus(flash_t *h, uint32_t id, uint32_t ai)
 
 /* ------------------------------------------------------------ 2. rolling forward */
 
-/* Order slots of activity @p id, ACTIVE or CANCELLED: counted, or (free) freed. */
+/* Order slots of activity @p id, ended or not (ACTIVE, CANCELLED, RESERVED,
+ * EXPIRED): counted, or (free) freed.  A reservation still unpaid when its
+ * activity is archived is archived with it, as it stands. */
 static uint64_t archive_orders(flash_t *h, uint32_t id, int free_them)
 {
 	uint64_t n = 0;
@@ -158,7 +160,8 @@ static uint64_t archive_orders(flash_t *h, uint32_t id, int free_them)
 
 		/* PEND: a placing of another activity (its fields not written
 		 * yet) -- past the grace period nothing of this one is in flight */
-		if (FS_KIND(s) != FS_K_ACTIVE && FS_KIND(s) != FS_K_CANCELLED)
+		if (FS_KIND(s) != FS_K_ACTIVE && FS_KIND(s) != FS_K_CANCELLED && FS_KIND(s) != FS_K_RESERVED &&
+		    FS_KIND(s) != FS_K_EXPIRED)
 			continue;
 		ck_pr_fence_load();
 		if (ck_pr_load_32(&o->activity_id) != id)

@@ -41,7 +41,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 9u   /* 9: the archived activity ids (archive.c) */
+#define FS_LAYOUT_VERSION 10u  /* 10: reservations (order states RESERVED, EXPIRED) */
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -87,7 +87,10 @@ enum fs_kind {
 	                    give it back (token.c); reclaimable once that is closed */
 	FS_K_ACTIVE = 6, /* order active; FREE(0): an order slot whose order was
 	                    archived, FREE(1): one whose placing was rolled back */
-	FS_K_CANCELLED = 7 /* order cancelled */
+	FS_K_CANCELLED = 7, /* order cancelled */
+	FS_K_RESERVED = 8, /* order reserved, not paid: low 60 bits its pay-by time
+	                      (CLOCK_REALTIME ms) */
+	FS_K_EXPIRED = 9   /* reservation expired unpaid: low 60 bits the same */
 };
 
 #define FS_KIND(s) ((unsigned)((s) >> 60))
@@ -355,7 +358,7 @@ enum fs_proc_kind { FS_P_FREE = 0, FS_P_CLAIM = 1, FS_P_ALIVE = 2, FS_P_RECOVERI
 
 struct fs_stats_slot {
 	uint64_t orders, cancels, sold_out, limit_hits, token_rejects, duplicates,
-	         cas_retries, recoveries, rolled_back, rolled_forward;
+	         cas_retries, recoveries, rolled_back, rolled_forward, confirms, expiries;
 };
 
 /*
@@ -389,7 +392,7 @@ struct fs_proc {
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
-             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM, FS_OP_ARCHIVE };
+             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM, FS_OP_ARCHIVE, FS_OP_CONFIRM };
 enum fs_phase { FS_PH_IDLE = 0, FS_PH_RUN = 1, FS_PH_PUBLISH = 2, FS_PH_RESOLVED = 3 };
 
 struct fs_intent {
@@ -434,6 +437,9 @@ struct fs_journal {
 	uint64_t tok_id;
 	uint64_t ono;              /* order: the number whose slot it claims (order.c),
 	                              written before the claim */
+	uint64_t ord_prior;        /* cancel (also an expiry), confirm: the order's state
+	                              word before its claim, written before it -- what
+	                              a rollback puts back (ACTIVE, or RESERVED(pay-by)) */
 	/* the keyed-table insert in flight (ktab.c), one at a time */
 	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1, bank << 4; 0: none, or settled */
 	uint32_t kt_won;           /* the EMPTY -> BUSY CAS at the table's index succeeded */
@@ -802,6 +808,14 @@ uint64_t fs_thread_id(void);
 /* order.c */
 void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot);
+void fs_op_finish_confirm(flash_t *h, struct fs_journal *j, uint32_t slot);
+
+/* The pay-by time of the reservation in @p j's record (value, ns) in the
+ * milliseconds an order's state word holds (FS_K_RESERVED, FS_K_EXPIRED). */
+static inline uint64_t fs_pay_by_ms(const struct fs_journal *j)
+{
+	return (uint64_t)j->rec.value / 1000000u;
+}
 void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot);
 void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed);
 uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t now_ns);
@@ -809,6 +823,8 @@ uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t no
  * measured (flash_replay re-applies records through them) */
 int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);
 int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+int fs_expire_run(flash_t *h, uint64_t order_no, uint32_t *units_returned);
+int fs_confirm_run(flash_t *h, uint64_t order_no);
 int fs_restock_run(flash_t *h, uint32_t activity_id, uint32_t sku_id, int64_t delta);
 /* Replay of a FLASH_REC_ARCHIVE record (archive_stub.c until archive.c lands). */
 

@@ -57,7 +57,8 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 
 	fs_intents_run_post(h, j, slot);          /* the token's count, if any */
 	if (oi < h->ord_cap)
-		cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_ACTIVE, 0));
+		cas_state(&h->ord[oi].state, pend, j->rec.value > 0 ? FS_MK(FS_K_RESERVED, fs_pay_by_ms(j))
+		                                                    : FS_MK(FS_K_ACTIVE, 0));
 	FS_CRASH("order", 20);
 	if (ui < h->user_n)
 		cas_state(&h->user[ui].state, pend, FS_MK(FS_K_DONE, oi));
@@ -84,7 +85,17 @@ void fs_op_finish_cancel(flash_t *h, struct fs_journal *j, uint32_t slot)
 		cas_state(&h->user[ui].state, FS_MK(FS_K_DONE, oi), FS_MK(FS_K_FREE, 0));
 	FS_CRASH("cancel", 21);
 	if (oi < h->ord_cap)
-		cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_CANCELLED, 0));
+		cas_state(&h->ord[oi].state, pend, j->rec.type == FLASH_REC_EXPIRE
+		                                   ? FS_MK(FS_K_EXPIRED, fs_pay_by_ms(j)) : FS_MK(FS_K_CANCELLED, 0));
+}
+
+void fs_op_finish_confirm(flash_t *h, struct fs_journal *j, uint32_t slot)
+{
+	uint32_t oi = ck_pr_load_32(&j->order_idx);
+
+	(void)slot;
+	if (oi < h->ord_cap)
+		cas_state(&h->ord[oi].state, FS_MK(FS_K_PEND, j->op_tag), FS_MK(FS_K_ACTIVE, 0));
 }
 
 void fs_op_finish_restock(flash_t *h, struct fs_journal *j, uint32_t slot)
@@ -150,8 +161,10 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 		}
 		break;
 	case FS_OP_CANCEL:
+	case FS_OP_CONFIRM:
+		/* back to what it was: ACTIVE, or RESERVED with its pay-by time */
 		if (oi < h->ord_cap)
-			cas_state(&h->ord[oi].state, pend, FS_MK(FS_K_ACTIVE, 0));
+			cas_state(&h->ord[oi].state, pend, ck_pr_load_64(&j->ord_prior));
 		break;
 	case FS_OP_RESTOCK:
 		fs_intents_undo(h, j);
@@ -1086,6 +1099,11 @@ static inline __attribute__((always_inline)) int order_commit(flash_t *h, const 
 	j->rec.biz_day = oc->day;
 	j->rec.limit_slot = (uint16_t)oc->lslot;
 	j->rec.request_id = r->request_id;
+	if (__builtin_expect(r->reserve_ms != 0, 0))
+		/* a reservation: its pay-by time, whole milliseconds (the state
+		 * word keeps ms); a replay keeps the one it was placed with */
+		j->rec.value = h->replay ? h->replay->value
+		                         : (oc->now / 1000000 + (int64_t)r->reserve_ms) * 1000000;
 	if (win) {
 		/* the banks its entries are in, for replay (gen.c) */
 		uint32_t ri = j->req_idx;
@@ -1268,11 +1286,6 @@ int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
 
 /* ------------------------------------------------------------ cancel */
 
-int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
-{
-	return FS_OBSERVED(h, FLASH_OP_CANCEL, fs_cancel_run(h, order_no, units_returned));
-}
-
 /*
  * Where order number @p n lives: FLASH_OK and its slot in *slot, or
  * FLASH_ENOT_FOUND for a number never issued (above flash_orders_max, or of
@@ -1302,14 +1315,146 @@ static inline int ono_gone(uint64_t s, uint64_t held, uint64_t n)
 	return FLASH_OK;
 }
 
-/* The cancel, after the caller's fs_enter. */
-int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+/*
+ * Ending an order: a cancel, an expiry, a confirm.  Each claims the order
+ * with one CAS of its state word, ACTIVE or RESERVED(pay-by) ->
+ * PEND(tag), with the word it replaced kept in the journal first
+ * (ord_prior: what a rollback puts back), so of a confirm, a cancel and an
+ * expiry racing on one reservation exactly one wins, also when the process
+ * doing it dies at any point (recover.c finishes or undoes it).
+ */
+
+/* The state word of order @p order_no in @p o once no operation holds it:
+ * FLASH_OK with ACTIVE or RESERVED in *sp, or the answer for a number not
+ * there (FLASH_EARCHIVED, FLASH_ENOT_FOUND) or one that ended
+ * (FLASH_ECANCELLED, FLASH_EEXPIRED).  The caller's operation is open. */
+static int order_settled(flash_t *h, struct fs_order *o, uint64_t order_no, uint64_t *sp)
+{
+	for (;;) {
+		uint64_t s = ck_pr_load_64(&o->state);
+
+		ck_pr_fence_load();   /* the number after the state it goes with */
+		uint64_t held = ck_pr_load_64(&o->order_no);
+		unsigned k = FS_KIND(s);
+
+		if (k != FS_K_PEND && (held != order_no || k == FS_K_FREE || k == FS_K_EMPTY))
+			return ono_gone(s, held, order_no) != FLASH_OK ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
+		if (k == FS_K_CANCELLED)
+			return FLASH_ECANCELLED;
+		if (k == FS_K_EXPIRED)
+			return FLASH_EEXPIRED;
+		if (k == FS_K_PEND) {
+			/* being placed, or ended by another handle */
+			if (fs_wait_tag(h, &o->state, s) != FLASH_OK)
+				return FLASH_ECORRUPT;
+			continue;
+		}
+		if (k != FS_K_ACTIVE && k != FS_K_RESERVED)
+			return FLASH_ECORRUPT;
+		*sp = s;
+		return FLASH_OK;
+	}
+}
+
+/*
+ * An order of an activity being archived is not changed: read after
+ * fs_op_begin's full barrier, so an archive marked before it is seen, and
+ * one marked after waits for this operation (archive.c).  ACTIVE and
+ * RESERVED fields are the order's own: its activity_id is.
+ */
+static int order_archiving(flash_t *h, const struct fs_order *o)
+{
+	const struct fs_act *act;
+
+	return h->replay == NULL && (act = fs_act_find(h, ck_pr_load_32(&o->activity_id), NULL)) != NULL &&
+	       FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE;
+}
+
+/* Claim the order in slot @p oi, read as @p s: its prior word into the
+ * journal, then the one CAS.  Nonzero if it was won. */
+static int order_grab(flash_t *h, struct fs_order *o, uint32_t oi, uint64_t s)
+{
+	struct fs_journal *j = h->j;
+
+	j->order_idx = oi;
+	ck_pr_store_64(&j->ord_prior, s);
+	ck_pr_fence_store();   /* the prior word before the claim a recoverer undoes */
+	return ck_pr_cas_64(&o->state, s, FS_MK(FS_K_PEND, j->op_tag));
+}
+
+/*
+ * The order is ours: copy it once, check the copy, use only the copy.
+ * Ours, but which?  The slot may have been archived and claimed by a later
+ * number between our reads and the CAS (the same word): the number says
+ * (an archive waits for us, so only if it ended before).  On a refusal the
+ * claim is undone and the operation ended.
+ */
+static int order_copy(flash_t *h, struct fs_order *o, uint64_t order_no, uint64_t s, struct fs_order *oc,
+                      const struct fs_act **act)
+{
+	*oc = *o;
+	if (oc->order_no == order_no && oc->sku_idx < h->sku_cap && oc->shard < h->shard_cap &&
+	    (oc->user_idx == FS_NONE || oc->user_idx < h->user_n) &&
+	    (*act = fs_act_find(h, oc->activity_id, NULL)) != NULL)
+		return FLASH_OK;
+	cas_state(&o->state, FS_MK(FS_K_PEND, h->j->op_tag), s);
+	fs_op_end(h->j);
+	if (oc->order_no != order_no)
+		return oc->order_no > order_no ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
+	return FLASH_ECORRUPT;
+}
+
+/* The record of an operation on order @p oc (@p type), its fields. */
+static void order_rec(struct fs_journal *j, uint16_t type, uint64_t order_no, const struct fs_order *oc)
+{
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = type;
+	j->rec.activity_id = oc->activity_id;
+	j->rec.sku_id = oc->sku_id;
+	j->rec.qty = oc->qty;
+	j->rec.order_no = order_no;
+	j->rec.user_id = oc->user_id;
+	j->rec.ts_ns = fs_now_ns();
+	j->rec.biz_day = oc->biz_day;
+	j->rec.limit_slot = (uint16_t)oc->limit_slot;
+}
+
+/* Has the pay-by time of RESERVED word @p s come (live; a replay does what
+ * its record says, never judging a deadline again)? */
+static int order_due(const flash_t *h, uint64_t s)
+{
+	return h->replay == NULL && (uint64_t)fs_now_ns() / 1000000u >= FS_VAL(s);
+}
+
+/*
+ * A cancel (@p kind FLASH_REC_CANCEL) or an expiry (FLASH_REC_EXPIRE) of
+ * the order in state @p s: the record it makes in *made, or the answer.
+ * A reservation found due is expired whoever asks; an expiry of one not
+ * due, or of an ACTIVE order, changes nothing.
+ */
+static int order_end_kind(const flash_t *h, uint64_t s, uint16_t kind, uint16_t *made)
+{
+	*made = kind;
+	if (FS_KIND(s) == FS_K_ACTIVE)
+		return kind == FLASH_REC_EXPIRE ? FLASH_ECONFIRMED : FLASH_OK;
+	if (order_due(h, s))
+		*made = FLASH_REC_EXPIRE;
+	else if (kind == FLASH_REC_EXPIRE && h->replay == NULL)
+		return FLASH_ENOT_DUE;
+	return FLASH_OK;
+}
+
+/* A cancel or an expiry (@p kind), after the caller's fs_enter.  A cancel
+ * that meets a reservation past its pay-by time expires it and answers
+ * FLASH_EEXPIRED. */
+static int order_end_run(flash_t *h, uint64_t order_no, uint16_t kind, uint32_t *units_returned)
 {
 	struct fs_journal *j;
 	struct fs_order *o, oc;
 	const struct fs_act *act;
 	uint32_t oi;
-	uint64_t s, held;
+	uint64_t s;
+	uint16_t made;
 	int rc;
 
 	if (units_returned)
@@ -1324,88 +1469,160 @@ int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
 	fs_op_begin(h, FS_OP_CANCEL);
 	j = h->j;
 	for (;;) {
-		s = ck_pr_load_64(&o->state);
-		ck_pr_fence_load();   /* the number after the state it goes with */
-		held = ck_pr_load_64(&o->order_no);
-		if (FS_KIND(s) != FS_K_PEND && (held != order_no || FS_KIND(s) == FS_K_FREE ||
-		                                FS_KIND(s) == FS_K_EMPTY)) {
-			fs_op_end(h->j);
-			return ono_gone(s, held, order_no) != FLASH_OK ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
+		if ((rc = order_settled(h, o, order_no, &s)) != FLASH_OK ||
+		    (rc = order_end_kind(h, s, kind, &made)) != FLASH_OK ||
+		    (rc = order_archiving(h, o) ? FLASH_EARCHIVED : FLASH_OK) != FLASH_OK) {
+			fs_op_end(j);
+			return rc;
 		}
-		if (FS_KIND(s) == FS_K_CANCELLED) {
-			fs_op_end(h->j);
-			return FLASH_ECANCELLED;
-		}
-		if (FS_KIND(s) == FS_K_PEND) {
-			/* the order being placed, or cancelled by another handle */
-			if (fs_wait_tag(h, &o->state, s) != FLASH_OK) {
-				fs_op_end(h->j);
-				return FLASH_ECORRUPT;
-			}
-			continue;
-		}
-		if (FS_KIND(s) != FS_K_ACTIVE) {
-			fs_op_end(h->j);
-			return FLASH_ECORRUPT;
-		}
-		/* an order of an activity being archived is not cancelled: read
-		 * after fs_op_begin's full barrier, so an archive marked before it
-		 * is seen, and one marked after waits for this cancel (archive.c).
-		 * ACTIVE fields are the order's own: its activity_id is. */
-		if (h->replay == NULL &&
-		    (act = fs_act_find(h, ck_pr_load_32(&o->activity_id), NULL)) != NULL &&
-		    FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE) {
-			fs_op_end(h->j);
-			return FLASH_EARCHIVED;
-		}
-		j->order_idx = oi;
-		if (ck_pr_cas_64(&o->state, s, FS_MK(FS_K_PEND, j->op_tag)))
+		if (order_grab(h, o, oi, s))
 			break;
 	}
 	FS_CRASH("cancel", 1);
-	/* the order is ours: copy it once, check the copy, use only the copy.
-	 * Ours, but which?  The slot may have been archived and claimed by a
-	 * later number between our reads and the CAS (same ACTIVE word): the
-	 * number says (an archive waits for us, so only if it ended before). */
-	oc = *o;
-	if (oc.order_no != order_no) {
-		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
-		fs_op_end(h->j);
-		return oc.order_no > order_no ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
-	}
-	if (oc.sku_idx >= h->sku_cap || oc.shard >= h->shard_cap ||
-	    (oc.user_idx != FS_NONE && oc.user_idx >= h->user_n) ||
-	    (act = fs_act_find(h, oc.activity_id, NULL)) == NULL) {
-		cas_state(&o->state, FS_MK(FS_K_PEND, j->op_tag), s);
-		fs_op_end(h->j);
-		return FLASH_ECORRUPT;
-	}
+	if ((rc = order_copy(h, o, order_no, s, &oc, &act)) != FLASH_OK)
+		return rc;
 	FS_CRASH("cancel", 5);
 	j->sku_idx = oc.sku_idx;
 	j->user_idx = oc.user_idx;
 	j->quota_return = (act->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
 	fs_intent_add(j, oc.shard, (int64_t)oc.qty, 1);
-	memset(&j->rec, 0, sizeof(j->rec));
-	j->rec.type = FLASH_REC_CANCEL;
-	j->rec.activity_id = oc.activity_id;
-	j->rec.sku_id = oc.sku_id;
-	j->rec.qty = oc.qty;
-	j->rec.order_no = order_no;
-	j->rec.user_id = oc.user_id;
-	j->rec.ts_ns = fs_now_ns();
-	j->rec.biz_day = oc.biz_day;
-	j->rec.limit_slot = (uint16_t)oc.limit_slot;
-	j->rec.flags = (uint16_t)j->quota_return;
+	order_rec(j, made, order_no, &oc);
+	if (h->replay != NULL)
+		j->rec.ts_ns = h->replay->ts_ns;
+	j->rec.flags = (uint16_t)(j->quota_return | (FS_KIND(s) == FS_K_RESERVED && made == FLASH_REC_CANCEL ? 2 : 0));
+	if (FS_KIND(s) == FS_K_RESERVED)
+		j->rec.value = (int64_t)(FS_VAL(s) * 1000000u);
 	FS_CRASH("cancel", 2);
 	fs_commit(h);                             /* COMMIT */
 	FS_CRASH("cancel", 3);
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
 	fs_op_end(h->j);
-	fs_stat_inc(&h->me->st.cancels);
+	fs_stat_inc(made == FLASH_REC_EXPIRE ? &h->me->st.expiries : &h->me->st.cancels);
+	rc = fs_ack(h);
+	if (made != kind)
+		return FLASH_EEXPIRED;    /* a cancel too late: the reservation had expired */
 	if (units_returned)
 		*units_returned = oc.qty;
+	return rc;
+}
+
+int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+{
+	return order_end_run(h, order_no, FLASH_REC_CANCEL, units_returned);
+}
+
+int fs_expire_run(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+{
+	return order_end_run(h, order_no, FLASH_REC_EXPIRE, units_returned);
+}
+
+int flash_cancel(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+{
+	return FS_OBSERVED(h, FLASH_OP_CANCEL, fs_cancel_run(h, order_no, units_returned));
+}
+
+int flash_expire(flash_t *h, uint64_t order_no, uint32_t *units_returned)
+{
+	int rc = fs_enter(h, 1);
+
+	return rc != FLASH_OK ? rc : fs_expire_run(h, order_no, units_returned);
+}
+
+/* A confirm, after the caller's fs_enter: RESERVED -> ACTIVE before the
+ * pay-by time; ACTIVE already is FLASH_OK (FLASH_EEXIST in a replay). */
+int fs_confirm_run(flash_t *h, uint64_t order_no)
+{
+	struct fs_journal *j;
+	struct fs_order *o, oc;
+	const struct fs_act *act;
+	uint32_t oi;
+	uint64_t s;
+	int rc;
+
+	if (order_no == 0)
+		return FLASH_EINVAL;
+	if ((rc = ono_find(h, order_no, &oi)) != FLASH_OK)
+		return rc;
+	o = &h->ord[oi];
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	fs_op_begin(h, FS_OP_CONFIRM);
+	j = h->j;
+	for (;;) {
+		int due = 0;
+
+		rc = order_settled(h, o, order_no, &s);
+		if (rc == FLASH_OK && FS_KIND(s) == FS_K_ACTIVE)
+			rc = h->replay ? FLASH_EEXIST : FLASH_OK;     /* paid already, or a plain order */
+		else if (rc == FLASH_OK && (due = order_due(h, s)) != 0)
+			rc = FLASH_EEXPIRED;
+		else if (rc == FLASH_OK && order_archiving(h, o))
+			rc = FLASH_EARCHIVED;
+		else if (rc == FLASH_OK) {
+			if (order_grab(h, o, oi, s))
+				break;
+			continue;
+		}
+		fs_op_end(j);
+		if (!due)
+			return rc;
+		/* too late: settle it first (whoever meets it expires it); a
+		 * confirm that won meanwhile means it was paid in time */
+		rc = fs_expire_run(h, order_no, NULL);
+		return rc == FLASH_ECONFIRMED ? FLASH_OK : rc == FLASH_OK ? FLASH_EEXPIRED : rc;
+	}
+	FS_CRASH("confirm", 1);
+	if ((rc = order_copy(h, o, order_no, s, &oc, &act)) != FLASH_OK)
+		return rc;
+	order_rec(j, FLASH_REC_CONFIRM, order_no, &oc);
+	if (h->replay != NULL)
+		j->rec.ts_ns = h->replay->ts_ns;
+	j->rec.value = (int64_t)(FS_VAL(s) * 1000000u);
+	FS_CRASH("confirm", 2);
+	fs_commit(h);                             /* COMMIT */
+	FS_CRASH("confirm", 3);
+	fs_op_finish_confirm(h, j, (uint32_t)h->slot);
+	FS_CRASH("confirm", 4);
+	fs_op_end(j);
+	fs_stat_inc(&h->me->st.confirms);
 	return fs_ack(h);
+}
+
+int flash_confirm(flash_t *h, uint64_t order_no)
+{
+	int rc = fs_enter(h, 1);
+
+	return rc != FLASH_OK ? rc : fs_confirm_run(h, order_no);
+}
+
+int flash_expire_due(flash_t *h, uint32_t max, uint32_t *expired)
+{
+	uint32_t n = 0;
+	int rc;
+
+	if (expired)
+		*expired = 0;
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	for (uint32_t i = 0; i < h->ord_cap && (max == 0 || n < max); i++) {
+		struct fs_order *o = &h->ord[i];
+		uint64_t s = ck_pr_load_64(&o->state);
+
+		if (FS_KIND(s) != FS_K_RESERVED || !order_due(h, s))
+			continue;
+		ck_pr_fence_load();
+		rc = fs_expire_run(h, ck_pr_load_64(&o->order_no), NULL);
+		if (rc == FLASH_OK)
+			n++;
+		else if (rc != FLASH_EEXPIRED && rc != FLASH_ECONFIRMED && rc != FLASH_ECANCELLED &&
+		         rc != FLASH_EARCHIVED && rc != FLASH_ENOT_FOUND)
+			break;
+		rc = FLASH_OK;
+	}
+	if (expired)
+		*expired = n;
+	return rc;
 }
 
 /* ------------------------------------------------------------ restock / adjust */
@@ -1521,6 +1738,15 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 		return rc;
 	if (held != order_no)
 		return FLASH_OK;   /* issued, not placed (skipped, or being placed): NONE */
+	if (FS_KIND(s) == FS_K_PEND) {
+		/* in flight: placing (not yet an order), or being ended or
+		 * confirmed (still what it was) */
+		uint32_t slot = FS_TAG_SLOT(FS_VAL(s));
+		const struct fs_journal *j = slot < h->proc_cap ? &h->jr[slot] : NULL;
+
+		if (j && (j->op == FS_OP_CANCEL || j->op == FS_OP_CONFIRM) && j->op_tag == FS_VAL(s))
+			s = ck_pr_load_64(&j->ord_prior);
+	}
 	switch (FS_KIND(s)) {
 	case FS_K_ACTIVE:
 		out->state = FLASH_ORDER_ACTIVE;
@@ -1528,15 +1754,17 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 	case FS_K_CANCELLED:
 		out->state = FLASH_ORDER_CANCELLED;
 		break;
-	case FS_K_PEND: {
-		/* in flight: placing (not yet an order) or cancelling (still active) */
-		uint32_t slot = FS_TAG_SLOT(FS_VAL(s));
-		const struct fs_journal *j = slot < h->proc_cap ? &h->jr[slot] : NULL;
-
-		out->state = (j && j->op == FS_OP_CANCEL && j->op_tag == FS_VAL(s)) ? FLASH_ORDER_ACTIVE
-		                                                                   : FLASH_ORDER_NONE;
+	case FS_K_RESERVED:
+		out->state = FLASH_ORDER_RESERVED;
+		out->pay_by_ns = (int64_t)(FS_VAL(s) * 1000000u);
 		break;
-	}
+	case FS_K_EXPIRED:
+		out->state = FLASH_ORDER_EXPIRED;
+		out->pay_by_ns = (int64_t)(FS_VAL(s) * 1000000u);
+		break;
+	case FS_K_PEND:
+		out->state = FLASH_ORDER_NONE;
+		break;
 	default:
 		out->state = FLASH_ORDER_NONE;
 		return FLASH_OK;

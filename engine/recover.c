@@ -77,6 +77,8 @@ static void recover_slot(flash_t *h, uint32_t slot)
 			fs_op_finish_order(h, j, slot);
 		else if (j->op == FS_OP_CANCEL)
 			fs_op_finish_cancel(h, j, slot);
+		else if (j->op == FS_OP_CONFIRM)
+			fs_op_finish_confirm(h, j, slot);
 		else if (j->op == FS_OP_RESTOCK)
 			fs_op_finish_restock(h, j, slot);
 		else if (j->op == FS_OP_RECLAIM)

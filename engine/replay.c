@@ -8,7 +8,7 @@
  * instead of emitting a record (it is in the WAL already).  So a replay
  * interrupted by a crash is recovered like any other operation.
  *
- * Idempotence: an order, cancel, activity or sku already present is
+ * Idempotence: an order, cancel, confirm, expiry, activity or sku already present is
  * FLASH_EEXIST and changes nothing, as is an archive of an activity no
  * longer there, and an order or cancel whose slot holds a later number or
  * was archived.  An ACTIVITY or SKU record of an activity archived since
@@ -42,10 +42,13 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 		struct flash_order_req r = {
 			.activity_id = rec->activity_id, .sku_id = rec->sku_id, .user_id = rec->user_id,
 			.qty = rec->qty, .request_id = rec->request_id,
+			/* a reservation: its pay-by time is the record's (order.c) */
+			.reserve_ms = rec->value != 0,
 		};
 		struct flash_order_res res;
 
-		if ((rec->order_no & FS_ONO_MASK) == 0 || rec->limit_slot == 0)
+		if ((rec->order_no & FS_ONO_MASK) == 0 || rec->limit_slot == 0 || rec->value < 0 ||
+		    (uint64_t)rec->value / 1000000u >= (1ull << 60))
 			return FLASH_EINVAL;
 		{
 			/* another box's number cannot be this segment's: placed, it
@@ -82,6 +85,23 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 			return FLASH_EINVAL;
 		rc = fs_cancel_run(h, rec->order_no, NULL);
 		/* cancelled, or archived since (after its cancel): applied */
+		return rc == FLASH_ECANCELLED || rc == FLASH_EARCHIVED ? FLASH_EEXIST : rc;
+	}
+	case FLASH_REC_EXPIRE: {
+		int rc;
+
+		if (rec->order_no == 0)
+			return FLASH_EINVAL;
+		rc = fs_expire_run(h, rec->order_no, NULL);
+		return rc == FLASH_EEXPIRED || rc == FLASH_EARCHIVED ? FLASH_EEXIST : rc;
+	}
+	case FLASH_REC_CONFIRM: {
+		int rc;
+
+		if (rec->order_no == 0)
+			return FLASH_EINVAL;
+		rc = fs_confirm_run(h, rec->order_no);
+		/* confirmed, or cancelled or archived since (after its confirm) */
 		return rc == FLASH_ECANCELLED || rc == FLASH_EARCHIVED ? FLASH_EEXIST : rc;
 	}
 	case FLASH_REC_RESTOCK:

@@ -102,7 +102,9 @@ uint32_t fs_ring_pos(flash_t *h)
 static inline int rec_is_source(const struct flash_record *r)
 {
 	/* an archive frees order slots a later order takes: drained before it */
+	/* a confirm and an expiry too: drained after the reservation they end */
 	return r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_ACTIVITY ||
+	       r->type == FLASH_REC_CONFIRM || r->type == FLASH_REC_EXPIRE ||
 	       r->type == FLASH_REC_SKU || r->type == FLASH_REC_GEN ||
 	       r->type == FLASH_REC_ARCHIVE ||
 	       (r->type == FLASH_REC_RESTOCK && r->value > 0);

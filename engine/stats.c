@@ -29,6 +29,8 @@ int flash_stats_get(flash_t *h, struct flash_stats *out)
 		out->recoveries += ck_pr_load_64(&s->recoveries);
 		out->rolled_back += ck_pr_load_64(&s->rolled_back);
 		out->rolled_forward += ck_pr_load_64(&s->rolled_forward);
+		out->confirms += ck_pr_load_64(&s->confirms);
+		out->expiries += ck_pr_load_64(&s->expiries);
 		if (FS_PKIND(ck_pr_load_64(&h->proc[i].state)) != FS_P_FREE)
 			out->procs++;
 	}

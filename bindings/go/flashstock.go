@@ -184,6 +184,7 @@ type OrderInfo struct {
 	LimitSlot  uint32 `c:"limit_slot"`
 	BizDay     uint32 `c:"biz_day"`
 	CreatedNs  int64  `c:"created_ns"`
+	PayByNs    int64  `c:"pay_by_ns"`
 }
 
 // Stats mirrors struct flash_stats.
@@ -219,6 +220,8 @@ type Stats struct {
 	SegmentBytes  uint64 `c:"segment_bytes"`
 	Durability    uint32 `c:"durability"`
 	_             uint32 `c:"_pad"`
+	Confirms      uint64 `c:"confirms"`
+	Expiries      uint64 `c:"expiries"`
 }
 
 // Ident mirrors struct flash_ident: the identity a segment shares with its WAL.

@@ -355,6 +355,8 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 	uint64_t max = flash_orders_max(h);
 	uint32_t *nord = calloc(max + 2, sizeof *nord);
 	uint32_t *ncan = calloc(max + 2, sizeof *ncan);
+	uint32_t *nexp = calloc(max + 2, sizeof *nexp);   /* EXPIRE records */
+	uint32_t *ncon = calloc(max + 2, sizeof *ncon);   /* CONFIRM records */
 	const struct flash_record **orec = calloc(max + 2, sizeof *orec);
 	size_t ucap = 1;
 	struct t_user *users = NULL;
@@ -368,7 +370,7 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 	while (ucap < 2 * (max + 16))
 		ucap <<= 1;
 	users = calloc(ucap, sizeof *users);
-	if (!nord || !ncan || !orec || !users)
+	if (!nord || !ncan || !nexp || !ncon || !orec || !users)
 		T_LFAIL("out of memory");
 
 	for (size_t i = 0; i < recs->n; i++) {
@@ -384,7 +386,8 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 			T_LFAIL("slot %u: first seq is %llu, not 1", r->slot,
 			        (unsigned long long)recs->v[i].seq);
 		next_seq[r->slot] = recs->v[i].seq;
-		if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL)
+		if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL && r->type != FLASH_REC_EXPIRE &&
+		    r->type != FLASH_REC_CONFIRM)
 			continue;
 		if (r->order_no == 0 || r->order_no > max)
 			T_LFAIL("record for order %llu beyond orders_max %llu",
@@ -392,8 +395,12 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 		if (r->type == FLASH_REC_ORDER) {
 			nord[r->order_no]++;
 			orec[r->order_no] = r;
-		} else {
+		} else if (r->type == FLASH_REC_CANCEL) {
 			ncan[r->order_no]++;
+		} else if (r->type == FLASH_REC_EXPIRE) {
+			nexp[r->order_no]++;
+		} else {
+			ncon[r->order_no]++;
 		}
 	}
 
@@ -404,7 +411,7 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 		if (rc != FLASH_OK)
 			T_LFAIL("flash_order_get(%llu): %s", (unsigned long long)no, flash_rcname(rc));
 		if (oi.state == FLASH_ORDER_NONE) {
-			if (nord[no] || ncan[no])
+			if (nord[no] || ncan[no] || nexp[no] || ncon[no])
 				T_LFAIL("order %llu is NONE but has %u order / %u cancel records",
 				        (unsigned long long)no, nord[no], ncan[no]);
 			lg.none_orders++;
@@ -424,16 +431,26 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 			    r->limit_slot != oi.limit_slot)
 				T_LFAIL("order %llu differs from its record", (unsigned long long)no);
 		}
-		if (oi.state == FLASH_ORDER_CANCELLED) {
-			if (ncan[no] != 1)
-				T_LFAIL("cancelled order %llu has %u CANCEL records",
-				        (unsigned long long)no, ncan[no]);
-		} else if (oi.state == FLASH_ORDER_ACTIVE) {
-			if (ncan[no] != 0)
-				T_LFAIL("active order %llu has %u CANCEL records",
-				        (unsigned long long)no, ncan[no]);
-		} else {
-			T_LFAIL("order %llu has unknown state %u", (unsigned long long)no, oi.state);
+		{
+			/* a reservation (its ORDER record names a pay-by time) is
+			 * confirmed at most once, and only a reservation is */
+			uint32_t resv = orec[no]->value != 0, end = ncan[no] + nexp[no];
+			int ok;
+
+			if (oi.state == FLASH_ORDER_CANCELLED)
+				ok = ncan[no] == 1 && nexp[no] == 0 && ncon[no] <= resv;
+			else if (oi.state == FLASH_ORDER_EXPIRED)
+				ok = resv && nexp[no] == 1 && ncan[no] == 0 && ncon[no] == 0;
+			else if (oi.state == FLASH_ORDER_ACTIVE)
+				ok = end == 0 && ncon[no] == resv;
+			else if (oi.state == FLASH_ORDER_RESERVED)
+				ok = resv && end == 0 && ncon[no] == 0;
+			else
+				T_LFAIL("order %llu has unknown state %u", (unsigned long long)no, oi.state);
+			if (!ok)
+				T_LFAIL("order %llu (state %u%s) has %u CANCEL, %u EXPIRE, %u CONFIRM records",
+				        (unsigned long long)no, oi.state, resv ? ", a reservation" : "",
+				        ncan[no], nexp[no], ncon[no]);
 		}
 		if (oi.activity_id != act || oi.sku_id != sku)
 			continue;
@@ -441,6 +458,15 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 			lg.cancelled_orders++;
 			lg.cancelled_qty += oi.qty;
 			continue;
+		}
+		if (oi.state == FLASH_ORDER_EXPIRED) {
+			lg.expired_orders++;
+			lg.expired_qty += oi.qty;
+			continue;
+		}
+		if (oi.state == FLASH_ORDER_RESERVED) {
+			lg.reserved_orders++;
+			lg.reserved_qty += oi.qty;
 		}
 		lg.active_orders++;
 		lg.active_qty += oi.qty;
@@ -483,6 +509,8 @@ int t_ledger_check(flash_t *h, const struct t_recs *recs, uint32_t act, uint32_t
 out:
 	free(nord);
 	free(ncan);
+	free(nexp);
+	free(ncon);
 	free(orec);
 	free(users);
 	return ret;

@@ -127,15 +127,23 @@ struct t_ledger {
 	uint64_t none_orders;
 	uint64_t users_at_limit;  /* users holding exactly K active orders */
 	uint64_t max_per_user;    /* most active orders any user holds */
+	/* reservations: RESERVED ones are counted in active_* too (they hold
+	 * their units and limit slot); EXPIRED ones only here */
+	uint64_t reserved_orders, reserved_qty;
+	uint64_t expired_orders, expired_qty;
 };
 
 /*
  * Check one (activity, sku) against the order table and the drained records:
- *   - every ACTIVE or CANCELLED order has exactly one ORDER record with the
+ *   - every order but a NONE one has exactly one ORDER record with the
  *     same number, user, sku, qty and limit slot, and no NONE order has one;
- *   - every CANCELLED order has exactly one CANCEL record, no other has any;
- *   - per user: at most K active orders, their limit slots distinct in 1..K;
- *   - available == total - sum of active quantities, available <= total;
+ *   - every CANCELLED order has exactly one CANCEL record, every EXPIRED one
+ *     one EXPIRE record, no other has either; a reservation (ORDER record
+ *     with a pay-by time) ACTIVE now has one CONFIRM record, and only a
+ *     reservation has any;
+ *   - per user: at most K active or reserved orders, their limit slots
+ *     distinct in 1..K;
+ *   - available == total - units of active and reserved orders, available <= total;
  *   - per slot the record seqs run 1, 2, 3, ... without a gap.
  * Returns 0 when all hold, else prints the first difference to stderr and
  * returns -1 (usable from cmocka and from plain code).

@@ -32,7 +32,8 @@
  *
  * Scenarios: orders (token + request id with K = 2 and a borrow across
  * shards; the home shard empty; SOLD_OUT and LIMIT after the token and the
- * request id were taken), cancels (quota returned or kept), restock + and -,
+ * request id were taken), cancels (quota returned or kept), reservations
+ * (placed, confirmed, expired, confirmed too late, cancelled unpaid), restock + and -,
  * token issue and redeem, lock acquire (first use of a name, and again),
  * renew, release, activity and sku add, attach, replay of an order and of a
  * cancel, an archive of an ended activity (active and cancelled orders,
@@ -543,7 +544,9 @@ static void replayed_to_ledger(flash_t *h, struct ctx *c)
 		if (c->rep_in[i] || flash_order_get(h, c->rep[i].order_no, &oi) != FLASH_OK)
 			continue;
 		if ((c->rep[i].type == FLASH_REC_ORDER && oi.state != FLASH_ORDER_NONE) ||
-		    (c->rep[i].type == FLASH_REC_CANCEL && oi.state == FLASH_ORDER_CANCELLED)) {
+		    (c->rep[i].type == FLASH_REC_CANCEL && oi.state == FLASH_ORDER_CANCELLED) ||
+		    (c->rep[i].type == FLASH_REC_EXPIRE && oi.state == FLASH_ORDER_EXPIRED) ||
+		    (c->rep[i].type == FLASH_REC_CONFIRM && oi.state == FLASH_ORDER_ACTIVE)) {
 			rec_append(c, &c->rep[i]);
 			c->rep_in[i] = 1;
 		}
@@ -584,8 +587,8 @@ static void check_all(flash_t *h, struct ctx *c)
 		unsigned k = FS_KIND(ck_pr_load_64(&h->ord[i].state));
 
 		/* FREE: a placing rolled back (order.c), or an archived order */
-		CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_ACTIVE || k == FS_K_CANCELLED,
-		      "order %u stuck in kind %u", i + 1, k);
+		CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_ACTIVE || k == FS_K_CANCELLED ||
+		      k == FS_K_RESERVED || k == FS_K_EXPIRED, "order %u stuck in kind %u", i + 1, k);
 	}
 	{
 		uint32_t live = 0, locks = 0;
@@ -723,18 +726,20 @@ static void check_all(flash_t *h, struct ctx *c)
 	omax = flash_orders_max(h);
 	{
 		uint32_t *nord = calloc(omax + 2, sizeof *nord), *ncan = calloc(omax + 2, sizeof *ncan);
+		uint32_t *nexp = calloc(omax + 2, sizeof *nexp), *ncon = calloc(omax + 2, sizeof *ncon);
 		const struct flash_record **orec = calloc(omax + 2, sizeof *orec);
 		struct uacc *ua = calloc(omax + 2, sizeof *ua);
 		size_t nua = 0;
 
-		if (!nord || !ncan || !orec || !ua) {
+		if (!nord || !ncan || !nexp || !ncon || !orec || !ua) {
 			perror("calloc");
 			exit(2);
 		}
 		for (size_t i = 0; i < c->nrec; i++) {
 			const struct flash_record *r = &c->rec[i];
 
-			if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL)
+			if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL &&
+			    r->type != FLASH_REC_EXPIRE && r->type != FLASH_REC_CONFIRM)
 				continue;
 			if (r->order_no == 0 || r->order_no > omax) {
 				CHECK(0, "record for order %llu, orders_max %llu",
@@ -744,8 +749,12 @@ static void check_all(flash_t *h, struct ctx *c)
 			if (r->type == FLASH_REC_ORDER) {
 				nord[r->order_no]++;
 				orec[r->order_no] = r;
-			} else {
+			} else if (r->type == FLASH_REC_CANCEL) {
 				ncan[r->order_no]++;
+			} else if (r->type == FLASH_REC_EXPIRE) {
+				nexp[r->order_no]++;
+			} else {
+				ncon[r->order_no]++;
 			}
 		}
 		for (uint64_t no = 1; no <= omax; no++) {
@@ -764,9 +773,9 @@ static void check_all(flash_t *h, struct ctx *c)
 			if (rc != FLASH_OK)
 				continue;
 			if (oi.state == FLASH_ORDER_NONE) {
-				CHECK(nord[no] == 0 && ncan[no] == 0,
-				      "order %llu NONE with %u ORDER / %u CANCEL records",
-				      (unsigned long long)no, nord[no], ncan[no]);
+				CHECK(nord[no] == 0 && ncan[no] == 0 && nexp[no] == 0 && ncon[no] == 0,
+				      "order %llu NONE with %u ORDER / %u CANCEL / %u EXPIRE / %u CONFIRM records",
+				      (unsigned long long)no, nord[no], ncan[no], nexp[no], ncon[no]);
 				continue;
 			}
 			CHECK(nord[no] == 1, "order %llu (state %u) has %u ORDER records",
@@ -774,6 +783,22 @@ static void check_all(flash_t *h, struct ctx *c)
 			CHECK(ncan[no] == (oi.state == FLASH_ORDER_CANCELLED),
 			      "order %llu (state %u) has %u CANCEL records", (unsigned long long)no,
 			      oi.state, ncan[no]);
+			CHECK(nexp[no] == (oi.state == FLASH_ORDER_EXPIRED),
+			      "order %llu (state %u) has %u EXPIRE records", (unsigned long long)no,
+			      oi.state, nexp[no]);
+			/* confirmed once if a reservation now ACTIVE; never if RESERVED or
+			 * EXPIRED; at most once if it was cancelled after */
+			if (nord[no] == 1) {
+				uint32_t resv = orec[no]->value != 0;
+
+				CHECK(oi.state == FLASH_ORDER_ACTIVE ? ncon[no] == resv :
+				      oi.state == FLASH_ORDER_CANCELLED ? ncon[no] <= resv : ncon[no] == 0,
+				      "order %llu (state %u%s) has %u CONFIRM records", (unsigned long long)no,
+				      oi.state, resv ? ", a reservation" : "", ncon[no]);
+				CHECK(resv || (oi.state != FLASH_ORDER_RESERVED && oi.state != FLASH_ORDER_EXPIRED),
+				      "order %llu in state %u without a pay-by time in its record",
+				      (unsigned long long)no, oi.state);
+			}
 			if (nord[no] == 1) {
 				const struct flash_record *r = orec[no];
 
@@ -798,7 +823,7 @@ static void check_all(flash_t *h, struct ctx *c)
 				    !(a && a->a.scope == FLASH_SCOPE_DAY && h->hdr->gen[FS_KT_USER].reclaimed.value)) {
 					uint64_t s = h->user[ui].state;
 
-					if (oi.state == FLASH_ORDER_ACTIVE ||
+					if (oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_RESERVED ||
 					    !(flags & FLASH_ACT_CANCEL_RETURNS_QUOTA))
 						CHECK(s == want, "order %llu (state %u): its limit entry reads kind %u",
 						      (unsigned long long)no, oi.state, FS_KIND(s));
@@ -807,7 +832,7 @@ static void check_all(flash_t *h, struct ctx *c)
 						      (unsigned long long)no);
 				}
 			}
-			if (oi.state == FLASH_ORDER_ACTIVE) {
+			if (oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_RESERVED) {
 				size_t u;
 
 				for (u = 0; u < nua; u++)
@@ -839,6 +864,8 @@ static void check_all(flash_t *h, struct ctx *c)
 		}
 		free(nord);
 		free(ncan);
+		free(nexp);
+		free(ncon);
 		free(orec);
 		free(ua);
 	}
@@ -866,13 +893,14 @@ static void check_all(flash_t *h, struct ctx *c)
 				total += r->value;
 			else if (r->type == FLASH_REC_ORDER)
 				active_rec += r->qty;
-			else if (r->type == FLASH_REC_CANCEL)
+			else if (r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_EXPIRE)
 				active_rec -= r->qty;
 		}
 		for (uint64_t no = 1; no <= omax; no++) {
 			struct flash_order_info oi;
 
-			if (flash_order_get(h, no, &oi) == FLASH_OK && oi.state == FLASH_ORDER_ACTIVE &&
+			if (flash_order_get(h, no, &oi) == FLASH_OK &&
+			    (oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_RESERVED) &&
 			    oi.activity_id == s->activity_id && oi.sku_id == s->sku_id)
 				active_tab += oi.qty;
 		}
@@ -1660,6 +1688,154 @@ static void verify_close(flash_t *h, struct ctx *c)
 	if (!c->crashed)
 		CHECK_RC(c->out.rc, FLASH_OK);
 	verify_attach(h, c);
+}
+
+/* ------------------------------------------------------------------ reservations */
+
+/* Reserve @p qty for @p user, to be paid within @p ms. */
+static int reserve_order(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint32_t qty, uint32_t ms,
+                         struct flash_order_res *res)
+{
+	struct flash_order_req r;
+
+	memset(&r, 0, sizeof r);
+	r.activity_id = act;
+	r.sku_id = sku;
+	r.user_id = user;
+	r.qty = qty;
+	r.reserve_ms = ms;
+	return flash_order(h, &r, res);
+}
+
+/* Activity @p act (K 1, @p flags), sku act * 10 of 4 units; with @p ms, a
+ * reservation of 2 units of user 3001 to be paid within @p ms, and, for a
+ * short one, its pay-by time passed. */
+static void setup_resv(flash_t *h, struct ctx *c, uint32_t act, uint32_t flags, uint32_t ms)
+{
+	struct flash_order_res res;
+
+	CHECK_RC(add_act(h, act, 1, flags), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, act, act * 10, 4, 2), FLASH_OK);
+	c->act = act;
+	c->sku = act * 10;
+	c->user = 3001;
+	c->qty = 2;
+	if (ms == 0)
+		return;
+	CHECK_RC(reserve_order(h, act, act * 10, 3001, 2, ms, &res), FLASH_OK);
+	c->order_no = res.order_no;
+	if (ms < 100)
+		usleep((ms + 2) * 1000);
+}
+
+static void setup_reserve(flash_t *h, struct ctx *c) { setup_resv(h, c, 31, 0, 0); }
+static void setup_confirm(flash_t *h, struct ctx *c) { setup_resv(h, c, 32, 0, 3600000); }
+static void setup_expire(flash_t *h, struct ctx *c) { setup_resv(h, c, 33, FLASH_ACT_CANCEL_RETURNS_QUOTA, 1); }
+static void setup_late(flash_t *h, struct ctx *c) { setup_resv(h, c, 34, 0, 1); }
+static void setup_cancel_resv(flash_t *h, struct ctx *c) { setup_resv(h, c, 35, 0, 3600000); }
+
+static int run_reserve(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return reserve_order(h, c->act, c->sku, c->user, c->qty, 3600000, &o->res);
+}
+
+static int run_confirm(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	(void)o;
+	return flash_confirm(h, c->order_no);
+}
+
+static int run_expire(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	uint32_t units = 0;
+	int rc = flash_expire(h, c->order_no, &units);
+
+	o->v[0] = units;
+	return rc;
+}
+
+/* The state of order @p no, checked to be one of the two @p a, @p b. */
+static uint32_t resv_state(flash_t *h, uint64_t no, uint32_t a, uint32_t b)
+{
+	struct flash_order_info oi;
+
+	CHECK_RC(flash_order_get(h, no, &oi), FLASH_OK);
+	CHECK(oi.state == a || oi.state == b, "order %llu in state %u, not %u or %u", (unsigned long long)no,
+	      oi.state, a, b);
+	return oi.state;
+}
+
+static void verify_reserve(flash_t *h, struct ctx *c)
+{
+	struct flash_order_info oi;
+	int n = rec_count(c, FLASH_REC_ORDER, c->act, c->sku);
+
+	CHECK(n <= 1, "%d ORDER records for one reservation", n);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(n == 1, "completed reservation without its record");
+		CHECK_RC(flash_order_get(h, c->out.res.order_no, &oi), FLASH_OK);
+		CHECK(oi.state == FLASH_ORDER_RESERVED && oi.pay_by_ns > 0, "completed reservation: state %u",
+		      oi.state);
+	}
+	/* placed: the user is at K; rolled back: the order goes through */
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), n ? FLASH_ELIMIT : FLASH_OK);
+}
+
+static void verify_confirm(flash_t *h, struct ctx *c)
+{
+	uint32_t st = resv_state(h, c->order_no, FLASH_ORDER_RESERVED, FLASH_ORDER_ACTIVE);
+
+	CHECK((st == FLASH_ORDER_ACTIVE) == rec_count(c, FLASH_REC_CONFIRM, c->act, c->sku),
+	      "state %u, %d CONFIRM records", st, rec_count(c, FLASH_REC_CONFIRM, c->act, c->sku));
+	if (!c->crashed)
+		CHECK(c->out.rc == FLASH_OK && st == FLASH_ORDER_ACTIVE, "completed confirm: %s, state %u",
+		      flash_rcname(c->out.rc), st);
+	/* the payment callback again: confirmed once */
+	CHECK_RC(flash_confirm(h, c->order_no), FLASH_OK);
+	CHECK_RC(flash_expire(h, c->order_no, NULL), FLASH_ECONFIRMED);
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), FLASH_ELIMIT);
+}
+
+/* An expiry (or a confirm too late, which expires it): EXPIRED with its
+ * units back once, or still RESERVED and due -- then expired by the retry. */
+static void verify_expired(flash_t *h, struct ctx *c)
+{
+	const struct fs_act *a = fs_act_find(h, c->act, NULL);
+	int quota = a && (a->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	uint32_t units = 99;
+	uint32_t st = resv_state(h, c->order_no, FLASH_ORDER_RESERVED, FLASH_ORDER_EXPIRED);
+	int expired = st == FLASH_ORDER_EXPIRED;
+
+	CHECK(expired == rec_count(c, FLASH_REC_EXPIRE, c->act, c->sku), "state %u, %d EXPIRE records", st,
+	      rec_count(c, FLASH_REC_EXPIRE, c->act, c->sku));
+	CHECK(rec_count(c, FLASH_REC_CONFIRM, c->act, c->sku) == 0, "a CONFIRM record for a reservation due");
+	if (!c->crashed)
+		CHECK(expired && (c->sc->run == run_expire ? c->out.rc == FLASH_OK && c->out.v[0] == 2
+		                                            : c->out.rc == FLASH_EEXPIRED),
+		      "completed: %s, state %u, units %llu", flash_rcname(c->out.rc), st,
+		      (unsigned long long)c->out.v[0]);
+	CHECK_RC(flash_confirm(h, c->order_no), FLASH_EEXPIRED);          /* settles it if not yet */
+	CHECK_RC(flash_expire(h, c->order_no, &units), FLASH_EEXPIRED);
+	CHECK(units == 0, "a second expiry returned %u units", units);
+	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), quota ? FLASH_OK : FLASH_ELIMIT);
+}
+
+static void verify_cancel_resv(flash_t *h, struct ctx *c)
+{
+	uint32_t st = resv_state(h, c->order_no, FLASH_ORDER_RESERVED, FLASH_ORDER_CANCELLED);
+	int cancelled = st == FLASH_ORDER_CANCELLED;
+
+	CHECK(cancelled == rec_count(c, FLASH_REC_CANCEL, c->act, c->sku), "state %u, %d CANCEL records", st,
+	      rec_count(c, FLASH_REC_CANCEL, c->act, c->sku));
+	for (size_t i = 0; i < c->nrec; i++)
+		if (c->rec[i].type == FLASH_REC_CANCEL)
+			CHECK(c->rec[i].flags == 2, "the CANCEL of an unpaid reservation has flags %u",
+			      c->rec[i].flags);
+	if (!c->crashed)
+		CHECK(c->out.rc == FLASH_OK && cancelled && c->out.v[0] == 2, "completed cancel: %s, state %u",
+		      flash_rcname(c->out.rc), st);
+	CHECK_RC(flash_confirm(h, c->order_no), cancelled ? FLASH_ECANCELLED : FLASH_OK);
 }
 
 /* ------------------------------------------------------------------ a batch (flash_order_many) */
@@ -2658,6 +2834,11 @@ static const struct scen scens[] = {
 	{ "order_limit_after_token", setup_order_limit, run_order, verify_order_fail, 0 },
 	{ "cancel_quota_returned", setup_cancel_quota, run_cancel, verify_cancel, 0 },
 	{ "cancel_quota_kept", setup_cancel_keep, run_cancel, verify_cancel, 0 },
+	{ "reserve", setup_reserve, run_reserve, verify_reserve, 0 },
+	{ "confirm", setup_confirm, run_confirm, verify_confirm, 0 },
+	{ "expire", setup_expire, run_expire, verify_expired, 0 },
+	{ "confirm_too_late", setup_late, run_confirm, verify_expired, 0 },
+	{ "cancel_reservation", setup_cancel_resv, run_cancel, verify_cancel_resv, 0 },
 	{ "restock_plus", setup_restock, run_restock_plus, verify_restock_plus, 0 },
 	{ "restock_minus", setup_restock, run_restock_minus, verify_restock_minus, 0 },
 	{ "token_issue", setup_token, run_token_issue, verify_token_issue, 0 },
@@ -2723,7 +2904,8 @@ static const char *const victims[] = {
 	"restock_plus", "restock_minus", "token_issue", "sku_add", "replay_order", "replay_cancel",
 	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 	"order_requests_one_from_full", "token_issue_table_expired", "consumer_close",
-	"gen_advance", "gen_clear_requests", "archive", "replay_archive",
+	"gen_advance", "gen_clear_requests", "archive", "replay_archive", "confirm", "expire",
+	"cancel_reservation",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 
