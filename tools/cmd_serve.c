@@ -92,6 +92,11 @@ static const char serve_usage[] =
 	"                       with --mysql clears a bank only once MySQL applied\n"
 	"                       what the WAL held when the clear fell due\n"
 	"  --reclaim-every-ms N how often the reclaimer looks (default 1000)\n"
+	"  --expire-every-ms N  how often the reservation expirer looks (default 10): a\n"
+	"                       reservation unpaid at its pay-by time is expired then,\n"
+	"                       its units and (per the activity) quota back in stock\n"
+	"  --no-expire          no expirer: reservations expire only when a confirm,\n"
+	"                       cancel or `flashstock expire` meets them\n"
 	"  --keep-wal           take snapshots but never remove a WAL file (keep the\n"
 	"                       whole history, e.g. to audit it or to feed a new MySQL)\n"
 	"  --feed-keep-bytes B  WAL kept for one feed consumer at most, bytes (default\n"
@@ -285,6 +290,13 @@ static int serve_opt_service(const char *cmd, int c, struct serve_opts *o)
 		if (tool_opt_u32(cmd, "--reclaim-every-ms", optarg, 1, 3600000, &o->reclaim.every_ms) != 0)
 			return TOOL_USAGE;
 		return 0;
+	case 0x140:
+		if (tool_opt_u32(cmd, "--expire-every-ms", optarg, 1, 60000, &o->expire.every_ms) != 0)
+			return TOOL_USAGE;
+		return 0;
+	case 0x141:
+		o->expire.off = 1;
+		return 0;
 	case 0x101:
 		if (tool_opt_u64(cmd, "--feed-keep-bytes", optarg, 0, UINT64_MAX / 2,
 		                 &o->feed.keep_bytes) != 0)
@@ -435,6 +447,8 @@ int cmd_serve(int argc, char **argv)
 		{ "keep-wal",    no_argument,      NULL, 'K' },
 		{ "no-reclaim",  no_argument,      NULL, 0x103 },
 		{ "reclaim-every-ms", required_argument, NULL, 0x104 },
+		{ "expire-every-ms", required_argument, NULL, 0x140 },
+		{ "no-expire",   no_argument,      NULL, 0x141 },
 		{ "reconcile-every", required_argument, NULL, 'E' },
 		{ "lease",       required_argument, NULL, 0x110 },
 		{ "box-id",      required_argument, NULL, 0x111 },

@@ -22,6 +22,7 @@
 #include "feed.h"
 #include "serve_reconcile.h"
 #include "archiver.h"
+#include "expirer.h"
 #include "lease.h"
 
 struct metrics {
@@ -38,6 +39,8 @@ struct metrics {
 	uint64_t           m_arch_done; /* archiver figures kept once it stopped (m_mu) */
 	uint64_t           m_arch_orders;
 	backstop_t        *m_backstop;  /* or NULL; guarded by m_mu */
+	expirer_t         *m_expirer;   /* or NULL; guarded by m_mu */
+	struct expirer_stats m_expire_done; /* its figures kept once it stopped (m_mu) */
 	mdb_probe_t *m_probe;   /* or NULL; guarded by m_mu */
 	char              *m_feed_dir;  /* WAL directory whose feed consumers are shown, or NULL */
 	struct lease *m_lease;    /* lease agent, or NULL; guarded by m_mu */
@@ -311,6 +314,42 @@ static void render_archiver(struct metrics *m, struct mbuf *mb)
 	          "segment reflects.", a.waits);
 	mb_metric(mb, "flashstock_archive_failures_total", "counter",
 	          "flash_archive() calls of the archiver that failed.", a.failures);
+}
+
+/* The reservation expirer: expiries and their lag after the pay-by time. */
+static void render_expirer(struct metrics *m, struct mbuf *mb)
+{
+	struct expirer_stats x;
+	pthread_mutex_lock(&m->m_mu);
+	if (m->m_expirer)
+		expirer_stats_get(m->m_expirer, &x);
+	else
+		x = m->m_expire_done;
+	pthread_mutex_unlock(&m->m_mu);
+	mb_metric(mb, "flashstock_reservations_expired_total", "counter",
+	          "Reservations this daemon expired at their pay-by time (unpaid).", x.expired);
+	mb_metric(mb, "flashstock_reservations_pending", "gauge",
+	          "Reservations the expirer holds, waiting for their pay-by time.", x.pending);
+	mb_metric(mb, "flashstock_reservations_settled_total", "counter",
+	          "Due reservations the expirer found paid, cancelled or expired by someone else.",
+	          x.settled);
+	mb_metric(mb, "flashstock_expiry_failures_total", "counter",
+	          "flash_expire() calls of the expirer that failed (tried again).", x.failures);
+	mb_printf(mb, "# HELP flashstock_expiry_lag_seconds Time from a reservation's pay-by time to "
+	              "its expiry by the daemon.\n# TYPE flashstock_expiry_lag_seconds histogram\n");
+	uint64_t cum = 0;
+	for (int b = 0; b < EXPIRER_LAG_BUCKETS - 1; b++) {
+		cum += x.lag_hist[b];
+		mb_printf(mb, "flashstock_expiry_lag_seconds_bucket{le=\"%.3f\"} %llu\n",
+		          (double)expirer_lag_le_ns[b] / 1e9, (unsigned long long)cum);
+	}
+	cum += x.lag_hist[EXPIRER_LAG_BUCKETS - 1];
+	mb_printf(mb, "flashstock_expiry_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
+	              "flashstock_expiry_lag_seconds_sum %.9f\n"
+	              "flashstock_expiry_lag_seconds_count %llu\n",
+	          (unsigned long long)cum, (double)x.lag_ns_sum / 1e9, (unsigned long long)cum);
+	mb_metric(mb, "flashstock_expiry_lag_max_seconds", "gauge",
+	          "Largest expiry lag seen, in seconds (rounded down).", x.lag_ns_max / 1000000000u);
 }
 
 static void render_backstop(struct metrics *m, struct mbuf *mb)
@@ -588,6 +627,15 @@ void metrics_set_probe(metrics_t *m, struct mdb_probe *p)
 	pthread_mutex_unlock(&m->m_mu);
 }
 
+void metrics_set_expirer(metrics_t *m, struct expirer *x)
+{
+	pthread_mutex_lock(&m->m_mu);
+	if (m->m_expirer && !x)
+		expirer_stats_get(m->m_expirer, &m->m_expire_done);
+	m->m_expirer = x;
+	pthread_mutex_unlock(&m->m_mu);
+}
+
 void metrics_set_archiver(metrics_t *m, struct archiver *a)
 {
 	pthread_mutex_lock(&m->m_mu);
@@ -682,6 +730,7 @@ char *metrics_render(metrics_t *m)
 	render_mysql(m, &mb);
 	render_reconcile(m, &mb);
 	render_archiver(m, &mb);
+	render_expirer(m, &mb);
 	render_backstop(m, &mb);
 	render_lease(m, &mb);
 	render_dashboard(m, &mb);

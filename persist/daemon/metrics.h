@@ -44,6 +44,11 @@ struct archiver;
 /* Add the archiver's figures (flashstock_archived_total, ...; NULL: none or
  * no more); keep @p a alive until it is set to NULL or metrics_stop(). */
 void metrics_set_archiver(metrics_t *m, struct archiver *a);
+struct expirer;
+/* Add the reservation expirer's figures (flashstock_reservations_*,
+ * flashstock_expiry_lag_seconds; NULL: it stopped, its last figures stay);
+ * keep @p x alive until then. */
+void metrics_set_expirer(metrics_t *m, struct expirer *x);
 struct backstop;
 /* Add the cross-box limit's figures (flashstock_backstop_*; NULL: none);
  * keep @p b alive until metrics_stop(). */

@@ -30,6 +30,7 @@
 #include "serve_reconcile.h"
 #include "archiver.h"
 #include "backstop.h"
+#include "expirer.h"
 #include "wal.h"
 #include "worker.h"
 #ifdef FLASH_HAVE_MHD
@@ -75,6 +76,7 @@ struct serve {
 	snap_thread_t           *sv_snap;     /* snapshot thread, or NULL */
 	serve_recon_t           *sv_recon;    /* periodic reconciler, or NULL */
 	archiver_t              *sv_arch;     /* archiver thread, or NULL */
+	expirer_t               *sv_expirer;  /* reservation expirer, or NULL */
 	struct serve_reclaimer  *sv_reclaim;  /* reclaimer thread, or NULL */
 	backstop_t              *sv_backstop; /* cross-box limit, or NULL */
 	lease_t           *sv_lease;    /* lease agent, or NULL */
@@ -529,6 +531,8 @@ static int serve_take(struct serve *s, const struct flash_record *rec, uint64_t 
 		return 1;
 	}
 	serve_touch(&s->sv_next, slot, seq);
+	if (rec->type == FLASH_REC_ORDER && rec->value > 0)
+		expirer_note(s->sv_expirer, rec);       /* a reservation: its pay-by time */
 	if (seq <= s->sv_skip[slot]) {
 		s->sv_st->skipped++;
 		return 0;
@@ -1402,6 +1406,39 @@ static void svc_backstop_stop(struct serve *s, int clean)
 	(void)serve_backstop_stop(s);
 }
 
+static int svc_expire_start(struct serve *s)
+{
+	const struct serve_opts *o = s->sv_o;
+	if (o->expire.off)
+		return 0;
+	struct expirer_opts xo = { .segment = o->segment, .every_ms = o->expire.every_ms,
+	                           .log = serve_snap_log, .log_arg = s };
+	int rc = expirer_start(&xo, &s->sv_expirer);
+	return rc == FLASH_OK ? 0 : serve_svc_fail(s, "reservation expirer", rc, "");
+}
+
+/* Stop the expirer (if any), the metrics endpoint keeping its last figures. */
+static void serve_expire_stop(struct serve *s)
+{
+	if (!s->sv_expirer)
+		return;
+#ifdef FLASH_HAVE_MHD
+	if (s->sv_metrics)
+		metrics_set_expirer(s->sv_metrics, NULL);
+#endif
+	struct expirer_stats xs;
+	expirer_stats_get(s->sv_expirer, &xs);
+	expirer_stop(s->sv_expirer);
+	s->sv_expirer = NULL;
+	s->sv_st->expired = xs.expired;
+}
+
+static void svc_expire_stop(struct serve *s, int clean)
+{
+	(void)clean;
+	serve_expire_stop(s);
+}
+
 static int svc_arch_start(struct serve *s)
 {
 	const struct serve_opts *o = s->sv_o;
@@ -1469,6 +1506,7 @@ static void svc_metrics_stop(struct serve *s, int clean)
 
 static void show_recon(struct serve *s, struct metrics *m) { metrics_set_reconcile(m, s->sv_recon); }
 static void show_arch(struct serve *s, struct metrics *m) { metrics_set_archiver(m, s->sv_arch); }
+static void show_expire(struct serve *s, struct metrics *m) { metrics_set_expirer(m, s->sv_expirer); }
 static void show_backstop(struct serve *s, struct metrics *m) { metrics_set_backstop(m, s->sv_backstop); }
 static void show_lease(struct serve *s, struct metrics *m) { metrics_set_lease(m, s->sv_lease); }
 #define SVC_SHOW(fn) fn
@@ -1514,6 +1552,7 @@ static const struct serve_service serve_services[] = {
 	{ "lease agent",   svc_lease_start,    svc_lease_stop,    SVC_SHOW(show_lease) },
 	{ "backstop",      svc_backstop_start, svc_backstop_stop, SVC_SHOW(show_backstop) },
 	{ "archiver",      svc_arch_start,     svc_arch_stop,     SVC_SHOW(show_arch) },
+	{ "expirer",       svc_expire_start,   svc_expire_stop,   SVC_SHOW(show_expire) },
 	{ "metrics",       svc_metrics_start,  svc_metrics_stop,  NULL },
 };
 #define SERVE_NSERVICES (sizeof serve_services / sizeof serve_services[0])
@@ -1653,8 +1692,8 @@ static int serve_setup(struct serve *s, struct flash_stats *fst)
 
 /*
  * A stop was asked for: before each round, the services that make records
- * stop making them, in the order the drain needs.  The archiver and the
- * reclaimer stop at once (the rounds drain their last records).  The
+ * stop making them, in the order the drain needs.  The archiver, the
+ * expirer and the reclaimer stop at once (the rounds drain their last records).  The
  * backstop goes first among the boxes' services: it writes what is durable
  * and makes its compensating cancels, whose units must be back in the
  * segment before the lease agent returns what the box holds.  Then the
@@ -1669,6 +1708,8 @@ static int serve_at_stop(struct serve *s)
 		serve_metrics_archiver_off(s);
 		serve_arch_stop(s);
 	}
+	/* likewise: its last expiries are drained below */
+	serve_expire_stop(s);
 	if (s->sv_reclaim) {
 		/* likewise: its last records are drained below */
 		serve_reclaimer_stop(s->sv_reclaim, s->sv_st);

@@ -117,6 +117,14 @@ struct serve_reclaim {
 	uint32_t      every_ms;         /* 0: 1000 */
 };
 
+/* The reservation expirer (expirer.h): each reservation still unpaid at
+ * its pay-by time is expired within every_ms of it, without anyone asking. */
+struct serve_expire {
+	int           off;              /* 1: never (reservations then expire when met,
+	                                   or by `flashstock expire`) */
+	uint32_t      every_ms;         /* 0: 10 */
+};
+
 /* Archiving (archiver.h): activities whose window closed after_s ago are
  * archived once MariaDB applied everything the segment reflects (and the
  * backstop, if any, wrote it).  Needs the applier: without it nothing is
@@ -171,6 +179,7 @@ struct serve_opts {
 	struct serve_feed      feed;
 	struct serve_recon     reconcile;
 	struct serve_reclaim   reclaim;
+	struct serve_expire    expire;
 	struct serve_archive   archive;
 	struct serve_lease     lease;
 	struct serve_backstop  backstop;
@@ -213,6 +222,7 @@ struct serve_stats {
 	uint64_t gen_clear_waits;   /* ... clears due but put off: MySQL had not applied their
 	                               generation yet (relaxed atomic: tests read it live) */
 	uint64_t archived;          /* activities the archiver archived */
+	uint64_t expired;           /* reservations the expirer expired */
 	int      rc;              /* why serve_run() failed: the first failure's FLASH_E* code
 	                             (a FLASH_EWAL_* one when the WAL failed), or 0 */
 	uint64_t backstop_conflicts;/* second orders across boxes, cancelled (backstop.h) */
