@@ -45,7 +45,8 @@ static void demo_help(FILE *out)
 	        "                       [--limit K] [--cancel-pct C] [--retry-pct R] [--ring N]\n"
 	        "                       [--name NAME] [--durability sync|async] [--no-mysql]\n"
 	        "                       [--mysql-fixture PATH] [--keep] [--sync-wait-ms MS]\n"
-	        "                       [--wal-file-mb N]\n"
+	        "                       [--wal-file-mb N] [--unpaid-units N] [--unpaid-pct P]\n"
+	        "                       [--pay-ms MS]\n"
 	        "       flashstock demo --boxes N [...]   (N > 1: see flashstock demo --boxes 3 --help)\n"
 	        "\n"
 	        "Run a flash sale on a private segment and prove it kept its promises.  One\n"
@@ -56,6 +57,12 @@ static void demo_help(FILE *out)
 	        "first outcome); 0.5%% order again as the same user until they hold K\n"
 	        "orders, then once more (must hit FLASH_ELIMIT); C%% of successful orders are\n"
 	        "cancelled (a second cancel must answer FLASH_ECANCELLED).\n"
+	        "\n"
+	        "Then the unpaid round, while the daemon runs: a second activity's sku of\n"
+	        "--unpaid-units is sold out by reservations with --pay-ms to pay (one more\n"
+	        "must be refused: the reservations hold every unit); the buyers pay, except\n"
+	        "--unpaid-pct of them who never do.  The daemon expires theirs at their\n"
+	        "pay-by time, and later buyers must buy exactly the units that came back.\n"
 	        "\n"
 	        "Durability is real: a private MariaDB is started first (tests/fixtures/\n"
 	        "mariadb.sh: datadir and unix socket in a private temporary directory, no TCP\n"
@@ -142,6 +149,9 @@ static void demo_defaults(struct demo_cfg *cfg, struct demo_dur *dd)
 	cfg->retry_pct = 5;
 	cfg->repeat_pm = 5;
 	cfg->seed = 0x5eed5a1e2026ULL;
+	cfg->unpaid_units = 1000;
+	cfg->unpaid_pct = 30;
+	cfg->pay_ms = 1000;
 	dd->use_mysql = 1;
 	dd->durability = FLASH_DURABILITY_ASYNC;
 	dd->wal_file_mb = 16;
@@ -151,7 +161,8 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
 	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
-	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES, O_WAL_MB };
+	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES, O_WAL_MB, O_UNPAID_UNITS,
+	       O_UNPAID_PCT, O_PAY_MS };
 	static const struct option longopts[] = {
 		{ "help",       no_argument,       NULL, 'h' },
 		{ "buyers",     required_argument, NULL, O_BUYERS },
@@ -171,6 +182,9 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 		{ "sync-wait-ms", required_argument, NULL, O_SYNC_WAIT },
 		{ "boxes",      required_argument, NULL, O_BOXES },   /* 1 here; more: demo_boxes.c */
 		{ "wal-file-mb", required_argument, NULL, O_WAL_MB },
+		{ "unpaid-units", required_argument, NULL, O_UNPAID_UNITS },
+		{ "unpaid-pct", required_argument, NULL, O_UNPAID_PCT },
+		{ "pay-ms",     required_argument, NULL, O_PAY_MS },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -236,6 +250,15 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 			break;
 		case O_SYNC_WAIT:
 			bad = tool_opt_u32(cmd, "--sync-wait-ms", optarg, 1, 3600000, &cfg->sync_wait_ms);
+			break;
+		case O_UNPAID_UNITS:
+			bad = tool_opt_u64(cmd, "--unpaid-units", optarg, 0, 10000000, &cfg->unpaid_units);
+			break;
+		case O_UNPAID_PCT:
+			bad = tool_opt_u32(cmd, "--unpaid-pct", optarg, 0, 100, &cfg->unpaid_pct);
+			break;
+		case O_PAY_MS:
+			bad = tool_opt_u32(cmd, "--pay-ms", optarg, 1, 600000, &cfg->pay_ms);
 			break;
 		case O_WAL_MB:
 			bad = tool_opt_u32(cmd, "--wal-file-mb", optarg, 1, WAL_SEGMENT_MAX >> 20, &dd->wal_file_mb);
@@ -317,6 +340,8 @@ struct demo_run {
 	uint32_t             proc_failures;  /* children that exited non-zero or by signal */
 	char                 proc_problem[160];
 	struct demo_rings    rings;
+	struct demo_unpaid   unpaid;       /* the unpaid round (demo_unpaid.c) */
+	char                 unpaid_problem[200];
 	int64_t              t_go, t_done;  /* CLOCK_MONOTONIC ns */
 	uint32_t             recovered;
 };
@@ -352,9 +377,9 @@ static int demo_segment_create(struct demo_run *r)
 	flash_seg_opts_default(o);
 	v = demo_max(o->max_requests, cfg->buyers + cfg->buyers / 4 + 1024);
 	o->max_requests = (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v);
-	v = demo_max(o->max_orders, cfg->units * 2 + 1024);
+	v = demo_max(o->max_orders, cfg->units * 2 + cfg->unpaid_units * 2 + 1024);
 	o->max_orders = (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v);
-	v = demo_max(o->max_users, cfg->units * 2 * cfg->limit + 1024);
+	v = demo_max(o->max_users, cfg->units * 2 * cfg->limit + cfg->unpaid_units * 2 + 1024);
 	o->max_users = (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v);
 	o->max_procs = (uint32_t)demo_max(o->max_procs, cfg->procs + 3);   /* + parent, daemon, spare */
 	o->durability = r->dd.durability;
@@ -736,6 +761,11 @@ static void demo_report_json(const struct demo_run *r, const struct demo_audit *
 		       (unsigned long long)d->orders_in_mysql, (unsigned long long)d->mysql_conflicts);
 	else
 		printf("\"orders_in_mysql\":null,\"mysql_conflicts\":null,");
+	printf("\"unpaid_reserved\":%llu,\"unpaid_paid\":%llu,\"unpaid_never_paid\":%llu,"
+	       "\"unpaid_expired\":%llu,\"unpaid_sold_again\":%llu,",
+	       (unsigned long long)r->unpaid.reserved, (unsigned long long)r->unpaid.paid,
+	       (unsigned long long)r->unpaid.unpaid, (unsigned long long)r->unpaid.expired,
+	       (unsigned long long)r->unpaid.resold);
 	printf("\"reconcile_diffs\":%llu", (unsigned long long)d->reconcile_diffs);
 	if (d->keep) {
 		printf(",\"kept_dir\":");
@@ -749,6 +779,24 @@ static void demo_report_json(const struct demo_run *r, const struct demo_audit *
 			printf("null");
 	}
 	printf("}\n");
+}
+
+/* The unpaid round's lines of the report. */
+static void demo_report_unpaid(const struct demo_run *r)
+{
+	const struct demo_unpaid *u = &r->unpaid;
+	if (!u->ran) {
+		printf("unpaid   no unpaid round (--unpaid-units 0)\n");
+		return;
+	}
+	printf("unpaid   %llu units reserved (a reservation more: FLASH_ESOLD_OUT, every unit held);"
+	       " %llu paid, %llu never paid\n"
+	       "         and were expired by the daemon at their pay-by time (all seen expired %llu ms"
+	       " after the payments);\n"
+	       "         later buyers bought the %llu units that came back, then sold out: %s\n",
+	       (unsigned long long)u->reserved, (unsigned long long)u->paid, (unsigned long long)u->unpaid,
+	       (unsigned long long)u->wait_ms, (unsigned long long)u->resold,
+	       r->unpaid_problem[0] ? r->unpaid_problem : "every unit sold once");
 }
 
 static int demo_report(struct demo_run *r, const struct demo_audit *a)
@@ -771,11 +819,13 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		secs = 1e-9;
 	ok = a->oversold == 0 && a->users_over_limit == 0 && a->leaked_units == 0 &&
 	     a->ring_mismatches == 0 && a->client_mismatches == 0 && t.unexpected == 0 &&
-	     r->proc_failures == 0;
-	/* Durable exactly once: every acknowledged order is in the WAL and in
-	 * MySQL, once, and the three witnesses agree. */
-	dur_ok = d->orders_in_wal == t.acked && d->reconcile_diffs == 0 &&
-	         (!d->use_mysql || (d->orders_in_mysql == t.acked && d->mysql_conflicts == 0));
+	     r->proc_failures == 0 && r->unpaid_problem[0] == '\0';
+	/* Durable exactly once: every acknowledged order -- the unpaid round's
+	 * reservations and later orders too -- is in the WAL and in MySQL,
+	 * once, and the three witnesses agree. */
+	uint64_t orders = t.acked + r->unpaid.reserved + r->unpaid.resold;
+	dur_ok = d->orders_in_wal == orders && d->reconcile_diffs == 0 &&
+	         (!d->use_mysql || (d->orders_in_mysql == orders && d->mysql_conflicts == 0));
 	ok = ok && dur_ok;
 
 	printf("flashstock demo: %llu buyers in %u processes, %u skus, %llu units, "
@@ -835,6 +885,7 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       flash_rcname(t.first_bad->dp_first_bad_rc));
 	if (r->proc_failures)
 		printf("         %s (recovered %u handles)\n", r->proc_problem, r->recovered);
+	demo_report_unpaid(r);
 	printf("wal      %llu records written by the daemon in %llu group commits; read back: "
 	       "%llu records, %llu orders, %llu cancels\n",
 	       (unsigned long long)st->records, (unsigned long long)st->commits,
@@ -847,7 +898,7 @@ static int demo_report(struct demo_run *r, const struct demo_audit *a)
 		       (unsigned long long)d->mysql_applied_lsn, (unsigned long long)d->mysql_late);
 	else
 		printf("mysql    not used (--no-mysql)\n");
-	printf("durable  orders acked %llu, in the WAL %llu", (unsigned long long)t.acked,
+	printf("durable  orders acked %llu, in the WAL %llu", (unsigned long long)orders,
 	       (unsigned long long)d->orders_in_wal);
 	if (d->use_mysql)
 		printf(", in MySQL %llu", (unsigned long long)d->orders_in_mysql);
@@ -908,6 +959,8 @@ int cmd_demo(int argc, char **argv)
 		rc = demo_dur_daemon_start(&r.dd, r.name);
 	if (rc == TOOL_OK)
 		rc = demo_load(&r);
+	if (rc == TOOL_OK && r.cfg.unpaid_units)
+		rc = demo_unpaid_load(r.h, &r.cfg);
 	if (rc == TOOL_OK) {
 		int frc = demo_rings_init(&r.rings, r.opts.max_orders, r.opts.max_procs);
 		if (frc != FLASH_OK)
@@ -916,9 +969,12 @@ int cmd_demo(int argc, char **argv)
 	if (rc == TOOL_OK)
 		rc = demo_sale(&r);
 	if (rc == TOOL_OK)
+		rc = demo_unpaid_run(r.h, &r.cfg, &r.unpaid);
+	if (rc == TOOL_OK)
 		rc = demo_after_sale(&r);
 	if (rc == TOOL_OK) {
 		int arc = demo_audit_run(r.h, &r.cfg, &r.rings, r.sh, &audit);
+		demo_unpaid_audit(r.h, &r.cfg, &r.rings, &r.unpaid, r.unpaid_problem, sizeof r.unpaid_problem);
 		rc = arc == FLASH_OK ? demo_report(&r, &audit) : tool_fail("demo: audit", arc);
 		if (r.dd.keep)
 			demo_keep(&r);

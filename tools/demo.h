@@ -10,6 +10,8 @@
  *                  cancels, each outcome checked against the API contract
  *   demo_check.c   the independent audit: order records, stock, ring
  *                  records and the buyers' own tallies must all agree
+ *   demo_unpaid.c  the unpaid round: reservations never paid, expired by the
+ *                  daemon, their units sold again to later buyers
  *   demo_boxes.c   `demo --boxes N`: N boxes leasing one sku from a private
  *                  Galera cluster, their daemons and buyers, the invariants
  *
@@ -32,6 +34,7 @@
 #define DEMO_SKUS_MAX   32u
 #define DEMO_PROCS_MAX  256u
 #define DEMO_ACTIVITY   1u      /* the demo's activity id */
+#define DEMO_UNPAID_ACTIVITY 2u /* the unpaid round's (demo_unpaid.c) */
 #define DEMO_TOKEN_TTL_MS 60000u
 
 /* What the demo sells and how buyers behave (from the command line). */
@@ -48,6 +51,9 @@ struct demo_cfg {
 	uint32_t    ring;            /* records per handle ring; 0: the default */
 	uint64_t    seed;            /* buyer behaviour (fixed: runs are comparable) */
 	uint32_t    sync_wait_ms;    /* buyers' sync wait bound (flash_sync_wait_set); 0: default */
+	uint64_t    unpaid_units;    /* the unpaid round's units (0: no round) */
+	uint32_t    unpaid_pct;      /* % of its buyers who never pay */
+	uint32_t    pay_ms;          /* its reservations' pay window */
 	uint64_t    sku_units[DEMO_SKUS_MAX];   /* units per sku (index = sku id - 1) */
 	uint32_t    sku_shards[DEMO_SKUS_MAX];  /* stock shards per sku */
 };
@@ -97,6 +103,27 @@ uint32_t demo_pick_sku(const struct demo_cfg *cfg, uint64_t h);
 /** splitmix64: a buyer's behaviour from (seed, user). */
 uint64_t demo_mix(uint64_t x);
 
+/* ---- demo_unpaid.c ----------------------------------------------------- */
+
+struct demo_rings;
+
+/* What the unpaid round did. */
+struct demo_unpaid {
+	int       ran;
+	uint64_t  reserved, paid, unpaid, expired, resold;
+	int       refused_while_held;   /* a reservation past the stock was refused */
+	uint64_t  wait_ms;              /* from the payments to every unpaid one expired */
+	uint64_t *order_no;             /* during the round: each reservation's number */
+};
+
+/** Add the round's activity and sku (before the sale).  @return a TOOL_* code. */
+int demo_unpaid_load(flash_t *h, const struct demo_cfg *cfg);
+/** Run the round (after the sale, the daemon running).  @return a TOOL_* code. */
+int demo_unpaid_run(flash_t *h, const struct demo_cfg *cfg, struct demo_unpaid *u);
+/** Its audit, once the WAL was read back into @p rings: "" or the first problem. */
+void demo_unpaid_audit(flash_t *h, const struct demo_cfg *cfg, const struct demo_rings *rings,
+                       const struct demo_unpaid *u, char *problem, size_t n);
+
 /* ---- demo_boxes.c ------------------------------------------------------ */
 
 /** Does the command line ask for more than one box (--boxes N, N > 1)? */
@@ -122,6 +149,9 @@ struct demo_rings {
 	uint64_t *acked_seq;                  /* per slot: last seq released to the producer */
 	uint32_t  nslots;
 	char      first_anomaly[160];
+	/* the unpaid round's records (DEMO_UNPAID_ACTIVITY): reservations,
+	 * plain orders, CONFIRM, EXPIRE and CANCEL records */
+	uint64_t  u_reserve, u_plain, u_confirm, u_expire, u_cancel;
 };
 
 #define DEMO_SEEN_ORDER  0x1u

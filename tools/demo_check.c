@@ -75,6 +75,20 @@ int demo_rings_record(void *arg, const struct flash_record *rec, uint64_t seq)
 			demo_anomaly(r, "sequence gap or repeat in a ring", rec, seq);
 		r->last_seq[rec->slot] = seq;
 	}
+	if (rec->activity_id == DEMO_UNPAID_ACTIVITY) {
+		/* the unpaid round's: counted apart (demo_unpaid_audit) */
+		if (rec->type == FLASH_REC_ORDER && rec->value > 0)
+			r->u_reserve++;
+		else if (rec->type == FLASH_REC_ORDER)
+			r->u_plain++;
+		else if (rec->type == FLASH_REC_CONFIRM)
+			r->u_confirm++;
+		else if (rec->type == FLASH_REC_EXPIRE)
+			r->u_expire++;
+		else if (rec->type == FLASH_REC_CANCEL)
+			r->u_cancel++;
+		return 0;
+	}
 	switch (rec->type) {
 	case FLASH_REC_ORDER:
 	case FLASH_REC_CANCEL: {
@@ -256,6 +270,8 @@ int demo_audit_run(flash_t *h, const struct demo_cfg *cfg, const struct demo_rin
 			return rc;
 		}
 		out->orders_scanned++;
+		if (oi.state != FLASH_ORDER_NONE && oi.activity_id == DEMO_UNPAID_ACTIVITY)
+			continue;       /* the unpaid round's: demo_unpaid_audit */
 		switch (oi.state) {
 		case FLASH_ORDER_ACTIVE:
 			out->active_orders++;
