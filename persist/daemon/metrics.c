@@ -348,8 +348,9 @@ static void render_expirer(struct metrics *m, struct mbuf *mb)
 	              "flashstock_expiry_lag_seconds_sum %.9f\n"
 	              "flashstock_expiry_lag_seconds_count %llu\n",
 	          (unsigned long long)cum, (double)x.lag_ns_sum / 1e9, (unsigned long long)cum);
-	mb_metric(mb, "flashstock_expiry_lag_max_seconds", "gauge",
-	          "Largest expiry lag seen, in seconds (rounded down).", x.lag_ns_max / 1000000000u);
+	mb_printf(mb, "# HELP flashstock_expiry_lag_max_seconds Largest expiry lag seen.\n"
+	              "# TYPE flashstock_expiry_lag_max_seconds gauge\n"
+	              "flashstock_expiry_lag_max_seconds %.9f\n", (double)x.lag_ns_max / 1e9);
 }
 
 static void render_backstop(struct metrics *m, struct mbuf *mb)

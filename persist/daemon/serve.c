@@ -1431,6 +1431,10 @@ static void serve_expire_stop(struct serve *s)
 	expirer_stop(s->sv_expirer);
 	s->sv_expirer = NULL;
 	s->sv_st->expired = xs.expired;
+	_Static_assert(SERVE_EXPIRY_BUCKETS == EXPIRER_LAG_BUCKETS, "serve_stats' expiry buckets");
+	memcpy(s->sv_st->expiry_lag_hist, xs.lag_hist, sizeof xs.lag_hist);
+	s->sv_st->expiry_lag_ns_sum = xs.lag_ns_sum;
+	s->sv_st->expiry_lag_ns_max = xs.lag_ns_max;
 }
 
 static void svc_expire_stop(struct serve *s, int clean)

@@ -187,6 +187,8 @@ struct serve_opts {
 
 void serve_opts_default(struct serve_opts *o);
 
+#define SERVE_EXPIRY_BUCKETS 12   /* EXPIRER_LAG_BUCKETS (serve.c checks) */
+
 struct serve_stats {
 	uint64_t rounds;          /* drain rounds */
 	uint64_t records;         /* records written to the WAL */
@@ -223,6 +225,10 @@ struct serve_stats {
 	                               generation yet (relaxed atomic: tests read it live) */
 	uint64_t archived;          /* activities the archiver archived */
 	uint64_t expired;           /* reservations the expirer expired */
+	/* ... and how long after each one's pay-by time, at the stop
+	 * (expirer.h: buckets <= 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 5 s, more) */
+	uint64_t expiry_lag_hist[SERVE_EXPIRY_BUCKETS];
+	uint64_t expiry_lag_ns_sum, expiry_lag_ns_max;
 	int      rc;              /* why serve_run() failed: the first failure's FLASH_E* code
 	                             (a FLASH_EWAL_* one when the WAL failed), or 0 */
 	uint64_t backstop_conflicts;/* second orders across boxes, cancelled (backstop.h) */
