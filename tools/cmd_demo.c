@@ -85,6 +85,9 @@ static void demo_help(FILE *out)
 	        "  --limit K       orders per user, 1..%u (default 1)\n"
 	        "  --cancel-pct C  %% of successful orders cancelled (default 1)\n"
 	        "  --retry-pct R   %% of buyers retrying their request (default 5)\n"
+	        "  --unpaid-units N  units of the unpaid round (default 1000; 0: no round)\n"
+	        "  --unpaid-pct P  %% of its buyers who never pay (default 30)\n"
+	        "  --pay-ms MS     its reservations' pay window (default 1000)\n"
 	        "  --ring N        records per process ring, a power of two >= 16 (default:\n"
 	        "                  the segment default); small rings make buyers meet a full\n"
 	        "                  ring (FLASH_EBUSY, retried) while the parent drains\n"
@@ -157,36 +160,38 @@ static void demo_defaults(struct demo_cfg *cfg, struct demo_dur *dd)
 	dd->wal_file_mb = 16;
 }
 
+/* demo_parse's options */
+enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
+       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES, O_WAL_MB, O_UNPAID_UNITS,
+       O_UNPAID_PCT, O_PAY_MS };
+static const struct option demo_longopts[] = {
+	{ "help",       no_argument,       NULL, 'h' },
+	{ "buyers",     required_argument, NULL, O_BUYERS },
+	{ "skus",       required_argument, NULL, O_SKUS },
+	{ "units",      required_argument, NULL, O_UNITS },
+	{ "procs",      required_argument, NULL, O_PROCS },
+	{ "limit",      required_argument, NULL, O_LIMIT },
+	{ "cancel-pct", required_argument, NULL, O_CANCEL },
+	{ "retry-pct",  required_argument, NULL, O_RETRY },
+	{ "ring",       required_argument, NULL, O_RING },
+	{ "name",       required_argument, NULL, O_NAME },
+	{ "json",       no_argument,       NULL, O_JSON },
+	{ "durability", required_argument, NULL, O_DURABILITY },
+	{ "no-mysql",   no_argument,       NULL, O_NO_MYSQL },
+	{ "mysql-fixture", required_argument, NULL, O_FIXTURE },
+	{ "keep",       no_argument,       NULL, O_KEEP },
+	{ "sync-wait-ms", required_argument, NULL, O_SYNC_WAIT },
+	{ "boxes",      required_argument, NULL, O_BOXES },   /* 1 here; more: demo_boxes.c */
+	{ "wal-file-mb", required_argument, NULL, O_WAL_MB },
+	{ "unpaid-units", required_argument, NULL, O_UNPAID_UNITS },
+	{ "unpaid-pct", required_argument, NULL, O_UNPAID_PCT },
+	{ "pay-ms",     required_argument, NULL, O_PAY_MS },
+	{ NULL, 0, NULL, 0 }
+};
+
 static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
                       struct demo_dur *dd)
 {
-	enum { O_BUYERS = 256, O_SKUS, O_UNITS, O_PROCS, O_LIMIT, O_CANCEL, O_RETRY, O_RING, O_NAME, O_JSON,
-	       O_DURABILITY, O_NO_MYSQL, O_FIXTURE, O_KEEP, O_SYNC_WAIT, O_BOXES, O_WAL_MB, O_UNPAID_UNITS,
-	       O_UNPAID_PCT, O_PAY_MS };
-	static const struct option longopts[] = {
-		{ "help",       no_argument,       NULL, 'h' },
-		{ "buyers",     required_argument, NULL, O_BUYERS },
-		{ "skus",       required_argument, NULL, O_SKUS },
-		{ "units",      required_argument, NULL, O_UNITS },
-		{ "procs",      required_argument, NULL, O_PROCS },
-		{ "limit",      required_argument, NULL, O_LIMIT },
-		{ "cancel-pct", required_argument, NULL, O_CANCEL },
-		{ "retry-pct",  required_argument, NULL, O_RETRY },
-		{ "ring",       required_argument, NULL, O_RING },
-		{ "name",       required_argument, NULL, O_NAME },
-		{ "json",       no_argument,       NULL, O_JSON },
-		{ "durability", required_argument, NULL, O_DURABILITY },
-		{ "no-mysql",   no_argument,       NULL, O_NO_MYSQL },
-		{ "mysql-fixture", required_argument, NULL, O_FIXTURE },
-		{ "keep",       no_argument,       NULL, O_KEEP },
-		{ "sync-wait-ms", required_argument, NULL, O_SYNC_WAIT },
-		{ "boxes",      required_argument, NULL, O_BOXES },   /* 1 here; more: demo_boxes.c */
-		{ "wal-file-mb", required_argument, NULL, O_WAL_MB },
-		{ "unpaid-units", required_argument, NULL, O_UNPAID_UNITS },
-		{ "unpaid-pct", required_argument, NULL, O_UNPAID_PCT },
-		{ "pay-ms",     required_argument, NULL, O_PAY_MS },
-		{ NULL, 0, NULL, 0 }
-	};
 	const char *cmd = argv[0];
 	int c, bad = 0;
 
@@ -194,7 +199,7 @@ static int demo_parse(int argc, char **argv, struct demo_cfg *cfg, int *json,
 	*json = 0;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", demo_longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			demo_help(stdout);
