@@ -75,6 +75,7 @@ eval "$env"
 "$F" create --name "$seg" --activities 4 --skus 8 --shards 8 --users 1024 --orders 1024 \
 	--tokens 16 --requests 256 --locks 8 --procs 16 --ring 1024 >/dev/null || fail "create"
 "$F" load --name "$seg" --activity 1 --sku 1 --units 40 >/dev/null || fail "load"
+"$F" load --name "$seg" --activity 2 --sku 1 --units 10 >/dev/null || fail "load activity 2"
 "$F" serve --name "$seg" --wal "$T/wal" --mysql "$FLASH_MYSQL_URL" --metrics 127.0.0.1:0 \
 	--reconcile-every 1 --no-snapshot 2>"$T/serve.log" &
 spid=$!
@@ -132,10 +133,14 @@ $Q wait-value "$P" "flashstock_mysql_connected{instance=\"$target\"}" 1 20 || fa
 step "a healthy sale raises no alert"
 $Q evaluated "$P" 3 20 || fail "the rules are not evaluated"
 $Q no-alerts "$P" || fail "an alert before any order"
-out=$("$TR" --name "$seg" --activity 1 --sku 1 --users 60 --lock-waits 20) || fail "monitoring_traffic: $out"
-[ "$out" = "ok 40 sold_out 20 limit 10 lock_waits 20" ] || fail "monitoring_traffic printed '$out'"
+out=$("$TR" --name "$seg" --activity 1 --sku 1 --users 60 --lock-waits 20 --reservations 10 \
+	--reserve-activity 2) || fail "monitoring_traffic: $out"
+[ "$out" = "ok 40 sold_out 20 limit 10 lock_waits 20 reserved 10" ] || fail "monitoring_traffic printed '$out'"
 echo "traffic: $out"
-$Q wait-value "$P" "flashstock_orders_total{instance=\"$target\"}" 40 20 || fail "the orders are not seen"
+$Q wait-value "$P" "flashstock_orders_total{instance=\"$target\"}" 50 20 || fail "the orders are not seen"
+# the ten reservations were never paid: the daemon expires them after 300 ms
+$Q wait-value "$P" "flashstock_reservations_expired_total{instance=\"$target\"}" 10 20 ||
+	fail "the daemon did not expire the unpaid reservations"
 # the reconciler read MariaDB after the applier: memory and MariaDB agree
 $Q wait-value "$P" "flashstock_sku_mysql_sold{instance=\"$target\",activity=\"1\",sku=\"1\"}" 40 30 ||
 	fail "MariaDB's sold units never reached 40 in Prometheus"

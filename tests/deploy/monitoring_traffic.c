@@ -9,12 +9,16 @@
  * WAITS lock waits on lock "monitoring": owner 1 holds it, owner 2 is
  * refused (FLASH_ELOCKED), owner 1 releases, owner 2 is granted -- a wait
  * measured on this handle (flashstock_lock_wait_seconds) -- and releases.
+ * With --reservations R, R reservations of one unit each of sku 1 of
+ * --reserve-activity, to be paid within 300 ms, never paid: the daemon's
+ * expirer expires them (the dashboard's Reservations row).
  * A full ring (FLASH_EBUSY: the daemon has not drained yet) is retried for
  * up to 10 s.  The handle is closed at the end, so its last call joins the
  * figures.
  *
  * usage: monitoring_traffic --name SEG --activity A --sku S --users N --lock-waits K
- * Prints "ok N sold_out N limit N lock_waits N" on stdout.
+ *                           [--reservations R --reserve-activity A2]
+ * Prints "ok N sold_out N limit N lock_waits N reserved R" on stdout.
  * exit: 0 done, every outcome as expected; 1 an outcome was not; 2 usage.
  */
 #include <errno.h>
@@ -40,7 +44,7 @@ static int mt_u64(const char *s, uint64_t *out)
 static int mt_usage(const char *why)
 {
 	fprintf(stderr, "monitoring_traffic: %s\nusage: monitoring_traffic --name SEG --activity A "
-	        "--sku S --users N --lock-waits K\n", why);
+	        "--sku S --users N --lock-waits K [--reservations R --reserve-activity A2]\n", why);
 	return 2;
 }
 
@@ -82,7 +86,7 @@ static int mt_lock_wait(flash_t *h)
 int main(int argc, char **argv)
 {
 	const char *name = NULL;
-	uint64_t act = 0, sku = 0, users = 0, waits = 0;
+	uint64_t act = 0, sku = 0, users = 0, waits = 0, resv = 0, ract = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (i + 1 >= argc)
@@ -99,6 +103,10 @@ int main(int argc, char **argv)
 			bad = mt_u64(v, &users) != 0 || users < 10;
 		else if (strcmp(a, "--lock-waits") == 0)
 			bad = mt_u64(v, &waits) != 0;
+		else if (strcmp(a, "--reservations") == 0)
+			bad = mt_u64(v, &resv) != 0;
+		else if (strcmp(a, "--reserve-activity") == 0)
+			bad = mt_u64(v, &ract) != 0 || ract == 0 || ract > UINT32_MAX;
 		else
 			return mt_usage("unknown option");
 		if (bad)
@@ -106,6 +114,8 @@ int main(int argc, char **argv)
 	}
 	if (name == NULL || act == 0 || sku == 0 || users == 0)
 		return mt_usage("--name, --activity, --sku and --users are required");
+	if ((resv != 0) != (ract != 0))
+		return mt_usage("--reservations and --reserve-activity go together");
 
 	flash_t *h;
 	int rc = flash_open(name, 0, &h);
@@ -148,8 +158,20 @@ int main(int argc, char **argv)
 			ret = 1;
 		}
 	}
+	uint64_t reserved = 0;
+	for (uint64_t i = 0; i < resv && ret == 0; i++) {
+		struct flash_order_req r = { .activity_id = (uint32_t)ract, .sku_id = 1, .user_id = 1000000 + i,
+		                             .qty = 1, .reserve_ms = 300 };
+		rc = flash_order(h, &r, NULL);
+		if (rc == FLASH_OK)
+			reserved++;
+		else {
+			fprintf(stderr, "monitoring_traffic: reservation %" PRIu64 ": %s\n", i, flash_strerror(rc));
+			ret = 1;
+		}
+	}
 	flash_close(h);
-	printf("ok %" PRIu64 " sold_out %" PRIu64 " limit %" PRIu64 " lock_waits %" PRIu64 "\n", ok,
-	       sold_out, limit, lock_waits);
+	printf("ok %" PRIu64 " sold_out %" PRIu64 " limit %" PRIu64 " lock_waits %" PRIu64 " reserved %" PRIu64 "\n",
+	       ok, sold_out, limit, lock_waits, reserved);
 	return ret;
 }
