@@ -508,6 +508,10 @@ struct flash {
 	struct fs_hist *obs_hist;                 /* its histogram if it was timed, */
 	uint64_t obs_ns;                          /* and its time; NULL, NULL: none */
 	uint32_t obs_skip;                        /* orders until the next timed one */
+	/* an order met due reservations of its user (FS_ESETTLE): their
+	 * numbers, expired before it runs again, once (settling) */
+	uint32_t settling, settle_n;
+	uint64_t settle_no[FLASH_LIMIT_MAX];
 	const struct fs_lock *lw_lock;            /* lock wait in progress (lock.c): the lock, */
 	uint64_t lw_owner;                        /* the owner value refused, */
 	uint64_t lw_t0_ns;                        /* and when it was first refused */
@@ -878,9 +882,18 @@ static inline int fs_sku_range(const flash_t *h, const struct fs_sku *s, uint32_
  * same token is judged afresh.  Every other refusal (window, limit, stock)
  * burns the token, as GETDEL does, and is remembered for the request id.
  */
+/*
+ * Internal, never returned: an order refused FLASH_ELIMIT while a
+ * reservation of the same user that holds one of its limit slots is past
+ * its pay-by time.  The refusal keeps the token and the request id, like
+ * one of capacity; the reservation is expired (whoever meets a due
+ * reservation settles it), and the order runs again (order.c).
+ */
+#define FS_ESETTLE (-99)
+
 static inline int fs_refusal_keeps(int rc)
 {
-	return rc == FLASH_EBUSY || rc == FLASH_EFULL || rc == FLASH_ECORRUPT;
+	return rc == FLASH_EBUSY || rc == FLASH_EFULL || rc == FLASH_ECORRUPT || rc == FS_ESETTLE;
 }
 
 static inline uint64_t fs_next_seq(flash_t *h)

@@ -744,6 +744,71 @@ static inline __attribute__((always_inline)) int limit_peek(flash_t *h, const st
 	return FLASH_ELIMIT;
 }
 
+/* Has the pay-by time of RESERVED word @p s come (live; a replay does what
+ * its record says, never judging a deadline again)? */
+static int order_due(const flash_t *h, uint64_t s)
+{
+	return h->replay == NULL && (uint64_t)fs_now_ns() / 1000000u >= FS_VAL(s);
+}
+
+/* The state word of limit key @p key in bank @p bank; 0 if absent. */
+static uint64_t limit_entry(flash_t *h, const uint64_t key[3], uint32_t bank)
+{
+	const struct fs_kent *t = h->user + (uint64_t)bank * (h->user_mask + 1);
+	uint32_t i = (uint32_t)fs_hash(key[0], key[1], key[2]) & h->user_mask;
+
+	for (uint32_t n = 0; n <= h->user_mask; n++, i = (i + 1) & h->user_mask) {
+		uint64_t s = ck_pr_load_64(&t[i].state);
+
+		if (FS_KIND(s) == FS_K_EMPTY)
+			return 0;
+		if (FS_KIND(s) == FS_K_BUSY)
+			continue;               /* being inserted: not a slot held */
+		ck_pr_fence_load();
+		if (t[i].k[0] == key[0] && t[i].k[1] == key[1] && t[i].k[2] == key[2])
+			return s;
+	}
+	return 0;
+}
+
+/*
+ * An order refused FLASH_ELIMIT: does a reservation of the user past its
+ * pay-by time hold one of its limit slots?  Their numbers go to
+ * h->settle_no (order_settle expires them, then the order runs again).
+ * Read-only; never in a replay, nor in the order's second run.
+ */
+static __attribute__((noinline)) int limit_due(flash_t *h, const struct fs_act *act,
+                                              const struct flash_order_req *r, uint32_t day, const int win)
+{
+	const struct flash_activity *a = &act->a;
+	uint32_t b = 0, prev = FS_NONE;
+	uint64_t g = 0;
+
+	if (h->replay != NULL || h->settling)
+		return 0;
+	if (win)
+		limit_banks(h, act, &g, &b, &prev);
+	h->settle_n = 0;
+	for (uint32_t ls = 1; ls <= a->limit_per_user && h->settle_n < FLASH_LIMIT_MAX; ls++) {
+		uint64_t key[3];
+
+		limit_key(a, r, day, ls, key);
+		for (uint32_t bank = b, pass = 0; pass < 2 && h->settle_n < FLASH_LIMIT_MAX; pass++, bank = prev) {
+			uint64_t s = pass && prev == FS_NONE ? 0 : limit_entry(h, key, bank);
+
+			if (FS_KIND(s) != FS_K_DONE || FS_VAL(s) >= h->ord_cap)
+				continue;
+			const struct fs_order *o = &h->ord[FS_VAL(s)];
+			uint64_t os = ck_pr_load_64(&o->state);
+
+			ck_pr_fence_load();   /* the number after the state it goes with */
+			if (FS_KIND(os) == FS_K_RESERVED && order_due(h, os))
+				h->settle_no[h->settle_n++] = ck_pr_load_64(&o->order_no);
+		}
+	}
+	return h->settle_n > 0;
+}
+
 static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
 {
 	uint64_t sum = 0;
@@ -1024,6 +1089,8 @@ static inline __attribute__((always_inline)) int order_claim(flash_t *h, const s
 	o->day = h->replay ? h->replay->biz_day : biz_day(h, a, o->now, win);
 	if ((rc = limit_peek(h, o->act, r, o->day, win)) != FLASH_OK ||
 	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
+		if (rc == FLASH_ELIMIT && limit_due(h, o->act, r, o->day, win))
+			return FS_ESETTLE;      /* a due reservation holds a slot: settled first */
 		if (rc == FLASH_ELIMIT)
 			fs_stat_inc(&h->me->st.limit_hits);
 		else
@@ -1139,6 +1206,9 @@ static int order_refuse(flash_t *h, int rc)
 	return rc;
 }
 
+static int order_settle(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
+                        const int win, int64_t now, const int ack);
+
 /*
  * The order chain (DESIGN.md section 4): check, claim, take, commit.  Each
  * step is one function above; see each for what it holds and how it fails.
@@ -1172,9 +1242,32 @@ static inline __attribute__((always_inline)) int order_run(flash_t *h, const str
 	if (r->request_id != 0 && (rc = order_request(h, r, res, win)) != FLASH_OK)
 		return rc;                        /* the operation ended, nothing held */
 	FS_CRASH("order", 2);
-	if ((rc = order_claim(h, r, &o, win)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK)
-		return order_refuse(h, rc);       /* everything held given back */
+	if ((rc = order_claim(h, r, &o, win)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK) {
+		rc = order_refuse(h, rc);         /* everything held given back */
+		return __builtin_expect(rc == FS_ESETTLE, 0) ? order_settle(h, r, res, win, now, ack) : rc;
+	}
 	return order_commit(h, r, res, &o, win, ack);
+}
+
+/*
+ * The order met reservations of its user past their pay-by time holding
+ * its limit slots (FS_ESETTLE: refused keeping its token and request id):
+ * expire them -- whoever meets a due reservation settles it -- and run the
+ * order once more, which then answers on its merits (FLASH_ELIMIT still,
+ * if the activity keeps the quota of an expired reservation).
+ */
+static __attribute__((noinline)) int order_settle(flash_t *h, const struct flash_order_req *r,
+                                                  struct flash_order_res *res, const int win, int64_t now,
+                                                  const int ack)
+{
+	int rc;
+
+	for (uint32_t i = 0; i < h->settle_n; i++)
+		(void)fs_expire_run(h, h->settle_no[i], NULL);   /* or someone settled it first */
+	h->settling = 1;
+	rc = win ? order_run(h, r, res, 1, now, ack) : order_run(h, r, res, 0, now, ack);
+	h->settling = 0;
+	return rc;
 }
 
 /* The chain compiled for a windowed segment (gen.c: banks, request-id
@@ -1417,13 +1510,6 @@ static void order_rec(struct fs_journal *j, uint16_t type, uint64_t order_no, co
 	j->rec.ts_ns = fs_now_ns();
 	j->rec.biz_day = oc->biz_day;
 	j->rec.limit_slot = (uint16_t)oc->limit_slot;
-}
-
-/* Has the pay-by time of RESERVED word @p s come (live; a replay does what
- * its record says, never judging a deadline again)? */
-static int order_due(const flash_t *h, uint64_t s)
-{
-	return h->replay == NULL && (uint64_t)fs_now_ns() / 1000000u >= FS_VAL(s);
 }
 
 /*

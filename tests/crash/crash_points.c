@@ -1838,6 +1838,28 @@ static void verify_cancel_resv(flash_t *h, struct ctx *c)
 	CHECK_RC(flash_confirm(h, c->order_no), cancelled ? FLASH_ECANCELLED : FLASH_OK);
 }
 
+/* An order of a user whose only limit slot a due reservation holds: it
+ * settles (expires) the reservation, then places itself (token + request
+ * id: neither may be burnt by the first pass). */
+static void setup_settle(flash_t *h, struct ctx *c)
+{
+	setup_resv(h, c, 36, FLASH_ACT_CANCEL_RETURNS_QUOTA, 1);
+	c->qty = 1;
+	c->req = 3601;
+	c->token = issue(h, 36, 360, 3001);
+}
+
+static void verify_settle(flash_t *h, struct ctx *c)
+{
+	uint64_t ono = rec_order_by_req(c, c->req);
+	uint32_t st = resv_state(h, c->order_no, FLASH_ORDER_RESERVED, FLASH_ORDER_EXPIRED);
+
+	CHECK(!ono || st == FLASH_ORDER_EXPIRED, "order %llu placed while the reservation is still %u",
+	      (unsigned long long)ono, st);
+	verify_order_ok(h, c);          /* its retry settles the reservation if the crash left it */
+	resv_state(h, c->order_no, FLASH_ORDER_EXPIRED, FLASH_ORDER_EXPIRED);
+}
+
 /* ------------------------------------------------------------------ a batch (flash_order_many) */
 
 /*
@@ -2839,6 +2861,7 @@ static const struct scen scens[] = {
 	{ "expire", setup_expire, run_expire, verify_expired, 0 },
 	{ "confirm_too_late", setup_late, run_confirm, verify_expired, 0 },
 	{ "cancel_reservation", setup_cancel_resv, run_cancel, verify_cancel_resv, 0 },
+	{ "order_settles_due_reservation", setup_settle, run_order, verify_settle, 0 },
 	{ "restock_plus", setup_restock, run_restock_plus, verify_restock_plus, 0 },
 	{ "restock_minus", setup_restock, run_restock_minus, verify_restock_minus, 0 },
 	{ "token_issue", setup_token, run_token_issue, verify_token_issue, 0 },

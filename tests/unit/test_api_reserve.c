@@ -283,6 +283,52 @@ static void test_expire_due_expires_exactly_the_reservations_past_their_time(voi
 	assert_int_equal(t_available(h, ACT, SKU), 100 - 1 - 6 - 2);
 }
 
+/* A buyer whose slot is held by a reservation past its pay-by time: the
+ * order settles it first (expires it), then is judged on its merits --
+ * also with a token and a request id, which the first pass must not burn. */
+static void check_order_meets_due(uint32_t flags)
+{
+	char name[64];
+	flash_t *h = setup(name, sizeof name, 1, flags, 10);
+	struct flash_order_res res;
+	struct flash_stats st;
+	int quota = (flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
+	uint64_t due = reserve(h, 7, 2, 20), live = reserve(h, 9, 1, 60000);
+
+	t_sleep_ms(30);
+	uint64_t tok = 0;
+	assert_int_equal(flash_token_issue(h, ACT, SKU, 7, 60000, &tok), FLASH_OK);
+	assert_int_equal(t_order(h, ACT, SKU, 7, 1, tok, 4242, &res), quota ? FLASH_OK : FLASH_ELIMIT);
+	assert_int_equal(state_of(h, due), FLASH_ORDER_EXPIRED);
+	assert_int_equal(t_available(h, ACT, SKU), quota ? 8 : 9);
+	/* the request's outcome is the second pass's, once */
+	memset(&res, 0, sizeof res);
+	assert_int_equal(t_order(h, ACT, SKU, 7, 1, 0, 4242, &res), FLASH_EDUPLICATE);
+	assert_int_equal(res.first_rc, quota ? FLASH_OK : FLASH_ELIMIT);
+	/* a reservation not due is not touched: the limit holds */
+	assert_int_equal(t_order(h, ACT, SKU, 9, 1, 0, 0, NULL), FLASH_ELIMIT);
+	assert_int_equal(state_of(h, live), FLASH_ORDER_RESERVED);
+	assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+	assert_int_equal(st.expiries, 1);
+	assert_int_equal(st.limit_hits, quota ? 1 : 2);
+	struct t_recs recs = { 0 };
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	assert_int_equal(t_ledger_check(h, &recs, ACT, SKU, 1, NULL), 0);
+	t_recs_free(&recs);
+}
+
+static void test_an_order_settles_the_due_reservation_holding_its_slot(void **state)
+{
+	(void)state;
+	check_order_meets_due(FLASH_ACT_CANCEL_RETURNS_QUOTA);
+}
+
+static void test_an_order_settles_a_due_reservation_even_when_its_quota_stays_used(void **state)
+{
+	(void)state;
+	check_order_meets_due(0);
+}
+
 /* The records of every step, replayed into an empty segment, give the same
  * orders; replayed twice, nothing changes the second time. */
 static void test_replay_rebuilds_every_reservation_state(void **state)
@@ -433,6 +479,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_a_cancelled_reservation_cannot_be_confirmed_or_expired, t_teardown),
 		cmocka_unit_test_teardown(test_bad_arguments_change_nothing, t_teardown),
 		cmocka_unit_test_teardown(test_expire_due_expires_exactly_the_reservations_past_their_time,
+		                          t_teardown),
+		cmocka_unit_test_teardown(test_an_order_settles_the_due_reservation_holding_its_slot, t_teardown),
+		cmocka_unit_test_teardown(test_an_order_settles_a_due_reservation_even_when_its_quota_stays_used,
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_replay_rebuilds_every_reservation_state, t_teardown),
 		cmocka_unit_test_teardown(test_confirm_cancel_and_expiry_racing_have_one_winner_each, t_teardown),
