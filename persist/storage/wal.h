@@ -117,7 +117,8 @@
 int wal_rc_is_stop(int rc);
 
 /* The name of a flash_record type ("order", "cancel", "restock",
- * "activity", "sku", "gen", "archive"), or @p unknown for any other value. */
+ * "activity", "sku", "gen", "archive", "confirm", "expire"), or @p unknown
+ * for any other value. */
 const char *wal_rec_type_name(uint16_t type, const char *unknown);
 
 /*
