@@ -33,6 +33,7 @@
 #include "crash.h"
 #include "mysql_apply.h"
 #include "mysql_err.h"
+#include "wal.h"
 
 /* ------------------------------------------------------------------------
  * 1. Small tools
@@ -1071,34 +1072,6 @@ static struct skuagg *agg_find(mdb_t *m, uint32_t a, uint32_t s, size_t cap)
 	}
 }
 
-/* How an order record moves its units between available, reserved and
- * sold (d[0], d[1], d[2]).  A reservation takes them from available like an
- * order, into reserved until it is paid (CONFIRM: on to sold) or given up
- * (EXPIRE, or a CANCEL that says it was unpaid: back to available). */
-static void rec_moves(const struct flash_record *r, int64_t d[3])
-{
-	int64_t q = r->qty;
-	int resv = (r->type == FLASH_REC_ORDER && r->value != 0) ||
-	           (r->type == FLASH_REC_CANCEL && (r->flags & 2u)) || r->type == FLASH_REC_EXPIRE;
-
-	d[0] = d[1] = d[2] = 0;
-	switch (r->type) {
-	case FLASH_REC_ORDER:
-		d[0] = -q;
-		d[resv ? 1 : 2] = q;
-		break;
-	case FLASH_REC_CANCEL:
-	case FLASH_REC_EXPIRE:
-		d[0] = q;
-		d[resv ? 1 : 2] = -q;
-		break;
-	case FLASH_REC_CONFIRM:
-		d[1] = -q;
-		d[2] = q;
-		break;
-	}
-}
-
 /* Apply one change to an aggregate, tracking the largest running deficit. */
 static void agg_step(struct skuagg *g, const int64_t d[3], int64_t d_total, uint64_t lsn)
 {
@@ -1448,7 +1421,7 @@ static int fast_cancels(mdb_t *m, const struct lsn_record *recs, size_t n, size_
 			/* its units move, as an order's do */
 			/* fall through */
 		case FLASH_REC_ORDER:
-			rec_moves(r, d);
+			wal_rec_moves(r, d);
 			g = agg_find(m, r->activity_id, r->sku_id, cap);
 			agg_step(g, d, 0, recs[i].lsn);
 			break;
@@ -1658,7 +1631,7 @@ static int slow_order(mdb_t *m, const struct lsn_record *x, int *kind)
 	if (rc)
 		return rc;
 	int64_t d[3];
-	rec_moves(r, d);
+	wal_rec_moves(r, d);
 	sb_reset(b);
 	sql_stock_one(b, x, d, 0);
 	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
@@ -1696,7 +1669,7 @@ static int slow_end(mdb_t *m, const struct lsn_record *x, int *kind)
 	}
 	if (rc)
 		return rc;
-	rec_moves(r, d);
+	wal_rec_moves(r, d);
 	sb_reset(b);
 	sql_stock_one(b, x, d, 0);
 	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
