@@ -58,7 +58,13 @@ static void order_help(FILE *out)
 
 static const char *state_name(uint32_t s)
 {
-	return s == FLASH_ORDER_ACTIVE ? "active" : s == FLASH_ORDER_CANCELLED ? "cancelled" : "none";
+	switch (s) {
+	case FLASH_ORDER_ACTIVE:    return "active";
+	case FLASH_ORDER_CANCELLED: return "cancelled";
+	case FLASH_ORDER_RESERVED:  return "reserved";    /* a reservation not paid yet */
+	case FLASH_ORDER_EXPIRED:   return "expired";     /* a reservation never paid */
+	default:                    return "none";
+	}
 }
 
 static void print_segment(const struct flash_order_info *o, int json)
