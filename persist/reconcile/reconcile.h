@@ -142,9 +142,10 @@ struct reconcile_run_opts {
  * applied LSN A and compared with MySQL (stock rows, and every order); each
  * difference MySQL can be brought back from is changed, and one line is
  * printed per change before the commit:
- *   "REPAIR item_stock A/S available 10 -> 9"   (total, available, sold)
- *   "REPAIR item_stock insert A/S total T available V sold S"
- *   "REPAIR orders insert N activity A sku S user U qty Q ACTIVE|CANCELLED"
+ *   "REPAIR item_stock A/S available 10 -> 9"   (total, available, reserved, sold)
+ *   "REPAIR item_stock insert A/S total T available V sold S[ reserved R]"
+ *   "REPAIR orders insert N activity A sku S user U qty Q STATUS" (ACTIVE,
+ *                                               CANCELLED, RESERVED, EXPIRED)
  *   "REPAIR orders N status ACTIVE -> CANCELLED" (one line per column)
  * Each change runs under its own savepoint: one MySQL refuses (a unique key,
  * an unknown activity) is rolled back alone and printed "NOT REPAIRED".

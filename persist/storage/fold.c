@@ -236,10 +236,14 @@ static void fold_order_step(const struct flash_record *r, struct fold_order *o, 
 		o->limit_slot = r->limit_slot;
 		o->state = r->value != 0 ? FLASH_ORDER_RESERVED : FLASH_ORDER_ACTIVE;
 		o->quota_returned = 0;
+		o->pay_by_ns = r->value;
+		o->confirm_lsn = 0;
 		break;
 	case FLASH_REC_CONFIRM:
-		if (o->state == FLASH_ORDER_RESERVED)
+		if (o->state == FLASH_ORDER_RESERVED) {
 			o->state = FLASH_ORDER_ACTIVE;
+			o->confirm_lsn = lsn;
+		}
 		break;
 	case FLASH_REC_CANCEL:
 	case FLASH_REC_EXPIRE:

@@ -84,9 +84,10 @@ const struct fold_sku *fold_sku_find(fold_t *f, uint32_t a, uint32_t s);
 
 /**
  * One order as the WAL has it.  The fold keeps one per order number in a
- * dense array indexed by number (64 bytes each, like the segment's own order
- * table), so the WAL can be compared with MySQL order by order and MySQL
- * repaired from it.
+ * hash table by number (80 bytes each: the segment's 64 and a reservation's
+ * pay-by time and confirm LSN, which a repaired MySQL row must carry), so
+ * the WAL can be compared with MySQL order by order and MySQL repaired
+ * from it.
  */
 struct fold_order {
 	uint64_t user_id;
@@ -105,6 +106,9 @@ struct fold_order {
 	                               for a reservation) */
 	uint8_t  quota_returned;    /* the cancel or expiry gave the limit slot back */
 	uint32_t _pad;
+	int64_t  pay_by_ns;         /* a reservation's pay-by time (its ORDER's value); 0: a
+	                               plain order */
+	uint64_t confirm_lsn;       /* LSN of a reservation's CONFIRM record, 0: none */
 };
 
 /**
