@@ -20,6 +20,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "feed.h"
 #include "flashstock.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
@@ -1106,6 +1107,56 @@ static void test_settling_what_is_not_reserved_is_a_conflict_and_moves_nothing(v
 }
 
 /*
+ * A feed refilled from MariaDB gives a reservation's records back at their
+ * LSNs: the ORDER with its pay-by time (a plain order with none), its
+ * CONFIRM (confirm_lsn), its EXPIRE (an EXPIRED row's cancel_lsn, quota
+ * flag and pay-by time) and a cancel of it unpaid (flags 2), the times of
+ * the last three not kept.
+ */
+static void test_feed_refill_gives_reservations_their_confirms_and_expiries_back(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
+	size_t n = build_reservations(v);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	feed_refill_t *r;
+	assert_int_equal(feed_refill_open(url, "wal", &r), FLASH_OK);
+	struct flash_feed_rec *got = NULL;
+	size_t k = 0;
+	uint64_t applied = 0;
+	assert_int_equal(feed_refill_fetch(r, 1, n, &got, &k, &applied), FLASH_OK);
+	assert_int_equal(k, n);                     /* every LSN a record */
+	for (size_t i = 0; i < k; i++) {
+		const struct flash_record *x = &got[i].fr_rec, *w = &v[i].rec;
+		assert_int_equal(got[i].fr_lsn, v[i].lsn);
+		assert_int_equal(x->type, w->type);
+		if (w->type == FLASH_REC_ACTIVITY || w->type == FLASH_REC_SKU)
+			continue;
+		assert_int_equal(x->order_no, w->order_no);
+		assert_int_equal(x->user_id, w->user_id);
+		assert_int_equal(x->qty, w->qty);
+		assert_int_equal(x->limit_slot, w->limit_slot);
+		assert_int_equal(x->flags, w->type == FLASH_REC_CONFIRM ? 0 : w->flags);
+		/* a cancel's value is not a pay-by time: 0 */
+		assert_int_equal(x->value, w->type == FLASH_REC_CANCEL ? 0 : w->value);
+		assert_int_equal(!!(got[i].fr_missing & FLASH_FEED_MISS_TS), w->type != FLASH_REC_ORDER);
+		if (w->type == FLASH_REC_ORDER)
+			assert_int_equal(x->ts_ns, w->ts_ns);
+	}
+	assert_int_equal(got[7].fr_rec.type, FLASH_REC_CONFIRM);
+	assert_int_equal(got[8].fr_rec.type, FLASH_REC_EXPIRE);
+	assert_int_equal(got[8].fr_rec.flags, 1);
+	assert_int_equal(got[9].fr_rec.flags, 3);  /* quota back, and it was not paid */
+	assert_int_equal(got[4].fr_rec.value, 0);  /* 903: a plain order */
+	free(got);
+	feed_refill_close(r);
+	close_drop(m);
+}
+
+/*
  * A database made before reservations (status ACTIVE|CANCELLED, no
  * reserved units, the old balance check) is migrated when the applier
  * opens it: its rows stay, the new columns and states exist, the balance
@@ -1284,6 +1335,7 @@ int main(void)
 		cmocka_unit_test(test_record_by_record_path_settles_reservations_as_the_batch_path),
 		cmocka_unit_test(test_settling_what_is_not_reserved_is_a_conflict_and_moves_nothing),
 		cmocka_unit_test(test_database_from_before_reservations_is_migrated_once),
+		cmocka_unit_test(test_feed_refill_gives_reservations_their_confirms_and_expiries_back),
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
 		cmocka_unit_test(test_mysql_down_then_back_applier_catches_up_without_loss),
