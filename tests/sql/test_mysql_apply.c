@@ -1023,6 +1023,46 @@ static void test_reservation_units_move_reserved_to_sold_or_back_to_available(vo
 	close_drop(m);
 }
 
+/* Many skus in one batch (the joined stock UPDATE): each sku's reserved
+ * units move as its own records say. */
+static void test_reserved_units_of_many_skus_move_in_one_joined_update(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[40];
+	size_t n = 0;
+	uint64_t lsn = 1;
+	struct apply_result res = { 0 };
+	v[n++] = r_activity(lsn++, 6, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	for (uint32_t k = 1; k <= 6; k++)
+		v[n++] = r_sku(lsn++, 6, k, 10);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	size_t first = n;
+	for (uint32_t k = 1; k <= 6; k++) {
+		v[n] = r_reserve(lsn++, 6, k, 700 + k, 40 + k, k, 1);
+		n++;
+	}
+	for (uint32_t k = 1; k <= 6; k++) {         /* odd skus paid, even ones expired */
+		v[n] = r_settle(lsn++, k % 2 ? FLASH_REC_CONFIRM : FLASH_REC_EXPIRE, &v[first + k - 1], 1);
+		n++;
+	}
+	v[n] = r_reserve(lsn++, 6, 6, 799, 49, 2, 1);   /* one left waiting on sku 6 */
+	n++;
+	assert_int_equal(mdb_apply(m, v + first, n - first, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(res.refused, 0);
+	for (uint32_t k = 1; k <= 6; k++) {
+		char u[96], want[96];
+		stock_units(m, 6, k, u, sizeof u);
+		if (k % 2)
+			snprintf(want, sizeof want, "%u/0/%u/10", 10 - k, k);
+		else
+			snprintf(want, sizeof want, "%u/%u/0/10", k == 6 ? 8 : 10, k == 6 ? 2 : 0);
+		assert_string_equal(u, want);
+	}
+	close_drop(m);
+}
+
 /* Record by record (a malformed record sends the batch there), the same
  * history gives the same rows and units as the batch path. */
 static void test_record_by_record_path_settles_reservations_as_the_batch_path(void **state)
@@ -1332,6 +1372,7 @@ int main(void)
 		cmocka_unit_test(test_batch_leaving_an_lsn_hole_is_refused),
 		cmocka_unit_test(test_lsns_must_increase),
 		cmocka_unit_test(test_reservation_units_move_reserved_to_sold_or_back_to_available),
+		cmocka_unit_test(test_reserved_units_of_many_skus_move_in_one_joined_update),
 		cmocka_unit_test(test_record_by_record_path_settles_reservations_as_the_batch_path),
 		cmocka_unit_test(test_settling_what_is_not_reserved_is_a_conflict_and_moves_nothing),
 		cmocka_unit_test(test_database_from_before_reservations_is_migrated_once),
