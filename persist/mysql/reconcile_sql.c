@@ -280,7 +280,7 @@ int rsql_archived(mdb_t *m, uint32_t **out, size_t *n)
 	"SELECT o.order_no, o.user_id, o.activity_id, o.sku_id, o.qty, o.status + 0," \
 	" o.limit_slot, o.biz_day, o.request_id, o.created_ns, o.lsn, COALESCE(o.cancel_lsn, 0)," \
 	" o.quota_returned, a.archived_lsn IS NOT NULL, COALESCE(a.archived_lsn, 0)," \
-	" COALESCE(a.archived_ns, 0)" \
+	" COALESCE(a.archived_ns, 0), COALESCE(o.pay_by_ns, 0), COALESCE(o.confirm_lsn, 0)" \
 	" FROM orders o LEFT JOIN activities a ON a.activity_id = o.activity_id WHERE "
 
 static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out)
@@ -311,6 +311,8 @@ static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out
 	out->archived = (uint32_t)u64(row[13]);
 	out->archived_lsn = u64(row[14]);
 	out->archived_ns = row[15] ? strtoll(row[15], NULL, 10) : 0;
+	out->pay_by_ns = row[16] ? strtoll(row[16], NULL, 10) : 0;
+	out->confirm_lsn = u64(row[17]);
 	mysql_free_result(r);
 	return FLASH_OK;
 }

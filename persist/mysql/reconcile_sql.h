@@ -136,6 +136,8 @@ struct rsql_order_row {
 	uint32_t archived;          /* 1: its activity is archived */
 	uint64_t archived_lsn;      /* the ARCHIVE record's LSN (archived only) */
 	int64_t  archived_ns;       /* when the segment archived it (archived only) */
+	int64_t  pay_by_ns;         /* a reservation's pay-by time; 0: a plain order */
+	uint64_t confirm_lsn;       /* of a reservation's CONFIRM record; 0: none */
 };
 
 /**

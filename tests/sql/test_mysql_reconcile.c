@@ -485,6 +485,21 @@ static void test_reserved_units_agree_and_a_change_in_mysql_is_reported(void **s
 		reconcile_print(&rep, stderr, 0);
 	assert_int_equal(rep.found, 0);
 	reconcile_report_free(&rep);
+	/* a row read back whole (flashstock order): its state, deadline, payment */
+	struct rsql_order_row row;
+	assert_int_equal(rsql_order_get(c->m, 2001, &row), FLASH_OK);
+	assert_int_equal(row.o.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(row.pay_by_ns, 1700000900000000000);
+	assert_int_equal(row.confirm_lsn, c->records + 8);
+	assert_int_equal(rsql_order_get(c->m, 2002, &row), FLASH_OK);
+	assert_int_equal(row.o.state, FLASH_ORDER_EXPIRED);
+	assert_int_equal(row.cancel_lsn, c->records + 9);
+	assert_int_equal(row.quota_returned, 1);
+	assert_int_equal(rsql_order_get(c->m, 2005, &row), FLASH_OK);
+	assert_int_equal(row.o.state, FLASH_ORDER_RESERVED);
+	assert_int_equal(row.confirm_lsn, 0);
+	assert_int_equal(rsql_order_get(c->m, 2003, &row), FLASH_OK);
+	assert_int_equal(row.pay_by_ns, 0);
 
 	q(c, "UPDATE item_stock SET reserved = reserved - 1, sold = sold + 1 WHERE activity_id = 2 AND sku_id = 21");
 	assert_int_equal(reconcile_compare(NULL, c->m, c->fold, RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
