@@ -239,7 +239,9 @@ static int lease_fence(const char *cmd, const struct lease_args *a)
 	}
 }
 
-/* Sold per sku from a WAL: ORDER qty minus CANCEL qty. */
+/* Sold per sku from a WAL: units out of the box's available, ORDER qty
+ * minus CANCEL and EXPIRE qty.  A reservation not paid counts as sold: a
+ * unit it holds must not be returned to the pool and sold again. */
 struct sold_sku {
 	uint32_t act, sku;
 	int64_t  sold;
@@ -279,12 +281,14 @@ static int sold_frame(void *arg, uint64_t lsn, uint16_t type, const void *payloa
 	struct wal_rec wr;
 	memcpy(&wr, payload, sizeof wr);
 	const struct flash_record *r = &wr.wr_rec;
-	if (r->type != FLASH_REC_ORDER && r->type != FLASH_REC_CANCEL)
-		return 0;
+	int64_t d[3];
+	wal_rec_moves(r, d);
+	if (d[0] == 0)
+		return 0;               /* no unit left or came back to available */
 	struct sold_sku *s = sold_find(t, r->activity_id, r->sku_id);
 	if (!s)
 		return 1;
-	s->sold += r->type == FLASH_REC_ORDER ? (int64_t)r->qty : -(int64_t)r->qty;
+	s->sold -= d[0];
 	s->last_lsn = lsn;
 	return 0;
 }
@@ -529,8 +533,9 @@ static int reclaim_from_mysql(const char *cmd, const struct lease_args *a,
 		struct sold_sku *s = sold_find(t, l[i].activity_id, l[i].sku_id);
 		if (!s || s->last_lsn)
 			continue;
+		/* reserved units too: sold, as far as returning is concerned */
 		snprintf(sql, sizeof sql, "SELECT COALESCE(SUM(qty), 0) FROM orders WHERE activity_id = %u"
-		         " AND sku_id = %u AND status = 'ACTIVE'", l[i].activity_id, l[i].sku_id);
+		         " AND sku_id = %u AND status IN ('ACTIVE', 'RESERVED')", l[i].activity_id, l[i].sku_id);
 		qok = mysql_query(bm, sql) == 0 && (r = mysql_store_result(bm)) != NULL;
 		if (qok) {
 			row = mysql_fetch_row(r);

@@ -58,7 +58,13 @@ static void order_help(FILE *out)
 
 static const char *state_name(uint32_t s)
 {
-	return s == FLASH_ORDER_ACTIVE ? "active" : s == FLASH_ORDER_CANCELLED ? "cancelled" : "none";
+	switch (s) {
+	case FLASH_ORDER_ACTIVE:    return "active";
+	case FLASH_ORDER_CANCELLED: return "cancelled";
+	case FLASH_ORDER_RESERVED:  return "reserved";    /* a reservation not paid yet */
+	case FLASH_ORDER_EXPIRED:   return "expired";     /* a reservation never paid */
+	default:                    return "none";
+	}
 }
 
 static void print_segment(const struct flash_order_info *o, int json)
@@ -101,6 +107,12 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 		else
 			printf("\"cancel_lsn\":null,");
 		printf("\"quota_returned\":%s", r->quota_returned ? "true" : "false");
+		if (r->pay_by_ns)     /* a reservation: its deadline, and its payment */
+			printf(",\"pay_by_ns\":%" PRId64, r->pay_by_ns);
+		if (r->pay_by_ns && r->confirm_lsn)
+			printf(",\"confirm_lsn\":%" PRIu64, r->confirm_lsn);
+		else if (r->pay_by_ns)
+			printf(",\"confirm_lsn\":null");
 		if (seg_note)
 			printf(",\"segment\":\"%s\"", seg_note);
 		printf("}\n");
@@ -110,9 +122,13 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 	       "day %u, created %s, request id %" PRIu64 ", lsn %" PRIu64,
 	       o->order_no, state_name(o->state), o->activity_id, o->sku_id, o->user_id, o->qty,
 	       o->limit_slot, o->biz_day, tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
+	if (r->pay_by_ns)
+		printf(", a reservation to pay by %s", tool_fmt_time(r->pay_by_ns, b2, sizeof b2));
+	if (r->confirm_lsn)
+		printf(", paid at lsn %" PRIu64, r->confirm_lsn);
 	if (r->cancel_lsn)
-		printf(", cancelled at lsn %" PRIu64 "%s", r->cancel_lsn,
-		       r->quota_returned ? " (quota returned)" : "");
+		printf(", %s at lsn %" PRIu64 "%s", o->state == FLASH_ORDER_EXPIRED ? "expired" : "cancelled",
+		       r->cancel_lsn, r->quota_returned ? " (quota returned)" : "");
 	if (r->archived)
 		printf(" (source mysql; archived: activity %u archived at LSN %" PRIu64 ", %s)", o->activity_id,
 		       r->archived_lsn, tool_fmt_time(r->archived_ns, b2, sizeof b2));

@@ -140,9 +140,14 @@ void tool_json_str(FILE *out, const char *s);
  * user_id), for their --help. */
 #define TOOL_REC_FIELDS_HELP \
 	"  order     activity_id sku_id qty (units) order_no user_id ts_ns biz_day\n" \
-	"            limit_slot request_id flags (windowed segments: 0x8000 | banks)\n" \
+	"            limit_slot request_id flags (windowed segments: 0x8000 | banks);\n" \
+	"            a reservation (not paid yet) also pay_by_ns\n" \
 	"  cancel    activity_id sku_id qty (units given back) order_no user_id ts_ns\n" \
-	"            biz_day limit_slot quota_returned (0 or 1)\n" \
+	"            biz_day limit_slot quota_returned (0 or 1); reservation=1 when\n" \
+	"            the order was a reservation not paid\n" \
+	"  confirm   a reservation paid: the order's fields without request_id and\n" \
+	"            flags, pay_by_ns; ts_ns when paid\n" \
+	"  expire    a reservation not paid in time: a cancel's fields, pay_by_ns\n" \
 	"  restock   activity_id sku_id delta (units, + or -) ts_ns\n" \
 	"  activity  activity_id start_ns end_ns limit_per_user scope flags max_qty\n" \
 	"            day_offset_s\n" \

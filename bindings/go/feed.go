@@ -25,6 +25,8 @@ const (
 	RecSku      uint16 = C.FLASH_REC_SKU
 	RecGen      uint16 = C.FLASH_REC_GEN     // a request-id or limit generation moved or was cleared
 	RecArchive  uint16 = C.FLASH_REC_ARCHIVE // an ended activity was archived (flashstock archive)
+	RecConfirm  uint16 = C.FLASH_REC_CONFIRM // a reservation was paid: ACTIVE now (ship it)
+	RecExpire   uint16 = C.FLASH_REC_EXPIRE  // a reservation expired unpaid: its units went back
 )
 
 // Where a FeedRec came from (enum flash_feed_source), its fields a refill
@@ -49,9 +51,14 @@ const (
 // under the name in brackets):
 //
 //	RecOrder    ActivityID SkuID Qty (units) OrderNo UserID TsNs BizDay
-//	            LimitSlot RequestID Flags
+//	            LimitSlot RequestID Flags; Value [pay_by_ns] nonzero: a
+//	            reservation, not paid yet (wait for its RecConfirm)
 //	RecCancel   as RecOrder, Qty the units given back, Flags&1
-//	            [quota_returned], no RequestID
+//	            [quota_returned], Flags&2 [reservation] (it was not paid),
+//	            no RequestID
+//	RecConfirm  as RecOrder (Value [pay_by_ns]), TsNs when paid, no
+//	            RequestID, no Flags
+//	RecExpire   as RecCancel, Value [pay_by_ns]
 //	RecRestock  ActivityID SkuID Value [delta] TsNs
 //	RecActivity ActivityID Value [start_ns] TsNs [end_ns] BizDay (bits 0-7
 //	            [limit_per_user], 8-15 [scope], 16-31 [flags]) LimitSlot
@@ -66,10 +73,10 @@ type Record struct {
 	Slot       uint16 `c:"slot"`
 	ActivityID uint32 `c:"activity_id"` // GEN: the table
 	SkuID      uint32 `c:"sku_id"`      // GEN: the bank
-	Qty        uint32 `c:"qty"`         // ORDER, CANCEL: units; SKU: shards; ARCHIVE: skus; GEN: op
+	Qty        uint32 `c:"qty"`         // ORDER, CANCEL, CONFIRM, EXPIRE: units; SKU: shards; ARCHIVE: skus; GEN: op
 	OrderNo    uint64 `c:"order_no"`    // ARCHIVE: orders; GEN: generation
 	UserID     uint64 `c:"user_id"`     // ARCHIVE: tokens
-	Value      int64  `c:"value"`       // RESTOCK: delta; SKU: units; ACTIVITY: start_ns; ARCHIVE: shards; GEN: start_ns or keys_cleared
+	Value      int64  `c:"value"`       // ORDER (0: plain), CONFIRM, EXPIRE: pay_by_ns; RESTOCK: delta; SKU: units; ACTIVITY: start_ns; ARCHIVE: shards; GEN: start_ns or keys_cleared
 	TsNs       int64  `c:"ts_ns"`       // ACTIVITY: end_ns
 	BizDay     uint32 `c:"biz_day"`     // ACTIVITY: limit_per_user | scope<<8 | flags<<16
 	LimitSlot  uint16 `c:"limit_slot"`  // ACTIVITY: max_qty

@@ -487,10 +487,7 @@ static int bs_apply(struct backstop *b)
 		if (r->type == FLASH_REC_ORDER) {
 			if ((e = bs_order(b, c, fr, &conflicts, &orders)))
 				return bs_batch_fail(b, c, e, "order");
-		} else if (r->type == FLASH_REC_CANCEL) {
-			snprintf(sql, sizeof sql, "UPDATE fs_user_limit SET status = 'CANCELLED', quota_returned"
-			         " = %u WHERE box_id = %u AND order_no = %" PRIu64 " AND status = 'ACTIVE'",
-			         (r->flags & 1u) ? 1u : 0u, b->bs_o.box_id, r->order_no);
+		} else if (backstop_end_sql(b->bs_o.box_id, r, sql, sizeof sql)) {
 			if ((e = bs_exec(c, sql)))
 				return bs_batch_fail(b, c, e, "cancel");
 			cancels += mysql_affected_rows(c) == 1;
@@ -522,6 +519,18 @@ static int bs_apply(struct backstop *b)
 }
 
 /* ---- 4. compensating cancels ---- */
+
+int backstop_end_sql(uint32_t box_id, const struct flash_record *r, char *sql, size_t cap)
+{
+	/* an expiry gives the slot back exactly as a cancel does; a confirm
+	 * keeps the slot the reservation held from its ORDER on */
+	if (r->type != FLASH_REC_CANCEL && r->type != FLASH_REC_EXPIRE)
+		return 0;
+	snprintf(sql, cap, "UPDATE fs_user_limit SET status = 'CANCELLED', quota_returned"
+	         " = %u WHERE box_id = %u AND order_no = %" PRIu64 " AND status = 'ACTIVE'",
+	         (r->flags & 1u) ? 1u : 0u, box_id, r->order_no);
+	return 1;
+}
 
 /*
  * Cancel a refused order in the segment, then mark its fs_backstop row.

@@ -20,9 +20,11 @@
  * tried from the box's own slot on (two boxes that each gave a user their
  * slot 1 of K = 2 hold two different central slots; only K + 1 orders over
  * all boxes find every slot taken).  active_key is 1 while the order holds
- * its slot and NULL once a CANCEL that returned the quota frees it (the
- * applier's rule for `orders`, mysql_apply.h): MariaDB's unique index then
- * admits at most K holders over every box.
+ * its slot and NULL once a CANCEL or a reservation's EXPIRE that returned
+ * the quota frees it (the applier's rule for `orders`, mysql_apply.h):
+ * MariaDB's unique index then admits at most K holders over every box.  A
+ * reservation holds its slot from its ORDER on, paid or not, as in the
+ * segment, so its CONFIRM changes nothing here.
  *
  * An ORDER that finds all K slots held is a second order of that user
  * across boxes: it is counted (flashstock_backstop_conflicts_total),
@@ -65,6 +67,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flashstock.h"
+
 struct backstop_opts {
 	const char *segment;      /* the box's segment */
 	const char *wal_dir;      /* its WAL directory (the feed reads it) */
@@ -78,7 +82,7 @@ struct backstop_opts {
 struct backstop_stats {
 	uint64_t records;         /* feed records written centrally (replays not counted) */
 	uint64_t orders;          /* ORDER records that took a central slot */
-	uint64_t cancels;         /* CANCEL records that changed a central row */
+	uint64_t cancels;         /* CANCEL and EXPIRE records that changed a central row */
 	uint64_t conflicts;       /* ORDERs refused by the unique index: second orders */
 	uint64_t compensated;     /* of those, cancelled in the segment */
 	uint64_t batches;         /* committed transactions */
@@ -130,5 +134,14 @@ enum backstop_err {
 
 /* The action for MariaDB error number @p e. */
 int backstop_err_action(unsigned e);
+
+/*
+ * The statement that ends a box's order in fs_user_limit for record @p r
+ * -- a CANCEL, or a reservation's EXPIRE: the row CANCELLED, its slot freed
+ * iff the record returned the quota -- into @p sql (@p cap bytes).
+ * @return 1 when @p r is such a record, 0 when it changes no central row
+ *         (every other type; a CONFIRM: the slot was held since the ORDER).
+ */
+int backstop_end_sql(uint32_t box_id, const struct flash_record *r, char *sql, size_t cap);
 
 #endif /* FLASH_BACKSTOP_H */

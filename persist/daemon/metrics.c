@@ -539,7 +539,8 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 
 	static const char *const what[3][3] = {
 		{ "flashstock_sku_available", "gauge", "Units available in memory per sku." },
-		{ "flashstock_sku_sold", "gauge", "Units sold in memory per sku (total - available)." },
+		{ "flashstock_sku_sold", "gauge", "Units sold in memory per sku (total - available: "
+		  "unpaid reservations' units included)." },
 		{ "flashstock_sku_total", "gauge", "Units loaded plus restocked per sku." },
 	};
 	for (int k = 0; k < 3; k++) {
@@ -561,12 +562,17 @@ static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 			mb_printf(mb, "flashstock_sku_mysql_sold{activity=\"%u\",sku=\"%u\"} %llu\n",
 			          sql[i].activity_id, sql[i].sku_id, (unsigned long long)sql[i].sold);
 		mb_printf(mb, "# HELP flashstock_sku_mysql_diff_units Units sold in memory now minus "
-		              "units sold in MySQL at the last reconciler pass (applier lag included; "
+		              "units sold in MySQL at the last reconciler pass, unpaid reservations' "
+		              "units counted as sold on both sides (applier lag included; "
 		              "0 at quiescence when they agree).\n"
 		              "# TYPE flashstock_sku_mysql_diff_units gauge\n");
 		for (uint32_t i = 0, cap = sku_cap(h); when_ns != 0 && sku_next(h, &i, cap, &si); i++) {
 			const struct rsql_sku *q = sql_sku_find(sql, nsql, si.activity_id, si.sku_id);
-			int64_t d = (int64_t)(si.total - si.available) - (q ? (int64_t)q->sold : 0);
+			/* memory's total - available holds reserved units too (a
+			 * reservation takes them at once): so must MySQL's side, or a
+			 * reservation waiting for its payment reads as a difference */
+			int64_t d = (int64_t)(si.total - si.available) -
+			            (q ? (int64_t)(q->sold + q->reserved) : 0);
 			mb_printf(mb, "flashstock_sku_mysql_diff_units{activity=\"%u\",sku=\"%u\"} %lld\n",
 			          si.activity_id, si.sku_id, (long long)d);
 		}

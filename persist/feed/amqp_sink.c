@@ -418,6 +418,17 @@ int amqp_sink_poll(amqp_sink_t *s, uint32_t wait_ms)
 
 /* -------------------------------------------------------------- 4. publishing */
 
+const char *amqp_sink_event(const struct flash_record *r)
+{
+	switch (r->type) {
+	case FLASH_REC_ORDER:   return r->value != 0 ? "order.reserved" : "order";
+	case FLASH_REC_CANCEL:  return "cancel";
+	case FLASH_REC_CONFIRM: return "order.confirmed";
+	case FLASH_REC_EXPIRE:  return "order.expired";
+	default:                return NULL;
+	}
+}
+
 size_t amqp_sink_body(char *buf, size_t cap, uint64_t lsn, const struct flash_record *r)
 {
 	char f[400];
@@ -471,12 +482,12 @@ static int sink_publish(amqp_sink_t *s, uint64_t lsn, const struct flash_record 
 	p.content_type = amqp_cstring_bytes("application/json");
 	p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
 	p.message_id = amqp_cstring_bytes(msgid);
-	p.type = amqp_cstring_bytes(r->type == FLASH_REC_ORDER ? "order" : "cancel");
+	p.type = amqp_cstring_bytes(amqp_sink_event(r));
 	p.timestamp = r->ts_ns > 0 ? (uint64_t)(r->ts_ns / 1000000000) : 0;
 	p.headers.num_entries = 3;
 	p.headers.entries = hdr;
 	st = amqp_basic_publish(s->as_conn, SINK_CHANNEL, amqp_cstring_bytes(s->as_exchange),
-	                        amqp_cstring_bytes(r->type == FLASH_REC_ORDER ? "order" : "cancel"),
+	                        amqp_cstring_bytes(amqp_sink_event(r)),
 	                        0, 0, &p, (amqp_bytes_t){ .len = len, .bytes = body });
 	if (st != AMQP_STATUS_OK)
 		return sink_lost(s, "publish LSN %" PRIu64 ": %s", lsn, amqp_error_string2(st));
@@ -494,7 +505,7 @@ int amqp_sink_put(amqp_sink_t *s, uint64_t lsn, const struct flash_record *rec)
 		return FLASH_EAMQP_RETRY;
 	if (lsn <= s->as_put_lsn)
 		return FLASH_EINVAL;
-	if (rec->type != FLASH_REC_ORDER && rec->type != FLASH_REC_CANCEL) {
+	if (amqp_sink_event(rec) == NULL) {
 		s->as_put_lsn = lsn;
 		if (s->as_n == 0)
 			s->as_confirmed = lsn;

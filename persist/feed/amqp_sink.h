@@ -33,13 +33,16 @@
  * and arrive twice).  The sink does not sleep or retry by itself; the
  * caller's loop backs off (tools/cmd_feed_to.c).
  *
- * Message (one per ORDER/CANCEL record):
+ * Message (one per ORDER/CANCEL/CONFIRM/EXPIRE record):
  *   exchange     o->exchange (durable, type o->exchange_type), declared at connect
- *   routing key  "order" or "cancel"
+ *   routing key  the event, amqp_sink_event(): "order" (a plain order, ACTIVE:
+ *                ship it), "cancel", and for reservations "order.reserved"
+ *                (not paid: do not ship), "order.confirmed" (paid: ship it),
+ *                "order.expired" (never paid, its units back)
  *   message-id   the order number, decimal ("42"): consumers drop duplicates
  *                by (type, message-id) -- an order and its cancel share the
  *                number
- *   type         "order" | "cancel"
+ *   type         the routing key
  *   headers      lsn (long), activity_id, sku_id (int)
  *   timestamp    the record's ts_ns in seconds
  *   content-type application/json; the body is one JSON object with every
@@ -149,6 +152,15 @@ void amqp_sink_stats_get(const amqp_sink_t *s, struct amqp_sink_stats *out);
 
 /** Close the connection (if up) and free @p s; NULL is a no-op. */
 void amqp_sink_free(amqp_sink_t *s);
+
+/**
+ * The event of @p rec: its message's routing key and type (see the file
+ * comment), or NULL for a record that is no message (restock, catalog).
+ * "order" and "cancel" are the keys of before reservations, kept so that
+ * queues bound to them keep receiving; a reservation is not "order", so a
+ * consumer that ships every "order" never ships one unpaid.
+ */
+const char *amqp_sink_event(const struct flash_record *rec);
 
 /**
  * Write the JSON body of @p rec at @p lsn into @p buf (@p cap bytes).

@@ -5,10 +5,17 @@
  *
  * What MariaDB keeps per LSN, and so what a refill gives back:
  *   ORDER     orders.lsn: every field but rec.slot and the ring seq
- *             (FLASH_FEED_MISS_SLOT); status changes since do not matter
- *   CANCEL    orders.cancel_lsn: every field but slot, seq and ts_ns (the
- *             cancel's time is not kept: FLASH_FEED_MISS_TS); flags = 1 if
- *             the quota was returned (orders.quota_returned)
+ *             (FLASH_FEED_MISS_SLOT); status changes since do not matter;
+ *             a reservation's value is its pay-by time (orders.pay_by_ns)
+ *   CANCEL    orders.cancel_lsn of a CANCELLED row: every field but slot,
+ *             seq and ts_ns (the cancel's time is not kept:
+ *             FLASH_FEED_MISS_TS); flags = 1 if the quota was returned
+ *             (orders.quota_returned), | 2 if it was a reservation never
+ *             confirmed (pay_by_ns set, confirm_lsn not)
+ *   EXPIRE    orders.cancel_lsn of an EXPIRED row: as a CANCEL, value the
+ *             pay-by time
+ *   CONFIRM   orders.confirm_lsn: the order's fields, value the pay-by
+ *             time; not the confirm's time (FLASH_FEED_MISS_TS)
  *   ACTIVITY  activities.lsn: every field but slot and seq
  *   SKU       item_stock.created_lsn: activity, sku, shards; not the initial
  *             units (item_stock.total includes later restocks:
@@ -110,13 +117,17 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	MYSQL *c = mdb_conn(r->fr_m);
 	if (c == NULL)
 		return FLASH_EMYSQL_RETRY;
-	char sql[2048];
+	char sql[2560];
 	unsigned long long a = from, b = to;
 	snprintf(sql, sizeof sql,
 	         "SELECT 1, lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
-	         " request_id, created_ns, 0, 0 FROM orders WHERE lsn BETWEEN %llu AND %llu"
-	         " UNION ALL SELECT 2, cancel_lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot,"
-	         " biz_day, 0, 0, quota_returned, 0 FROM orders WHERE cancel_lsn BETWEEN %llu AND %llu"
+	         " request_id, created_ns, 0, COALESCE(pay_by_ns, 0) FROM orders WHERE lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT IF(status = 'EXPIRED', 9, 2), cancel_lsn, order_no, activity_id, sku_id,"
+	         " user_id, qty, limit_slot, biz_day, 0, 0,"
+	         " quota_returned | IF(status = 'CANCELLED' AND pay_by_ns IS NOT NULL AND confirm_lsn IS NULL, 2, 0),"
+	         " IF(status = 'EXPIRED', pay_by_ns, 0) FROM orders WHERE cancel_lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 8, confirm_lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot,"
+	         " biz_day, 0, 0, 0, pay_by_ns FROM orders WHERE confirm_lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 4, lsn, 0, activity_id, 0, 0, 0, max_qty,"
 	         " limit_per_user | (scope << 8) | (flags << 16), day_offset_s, end_ns, 0, start_ns"
 	         " FROM activities WHERE lsn BETWEEN %llu AND %llu"
@@ -124,7 +135,7 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	         " FROM item_stock WHERE created_lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 7, archived_lsn, 0, activity_id, 0, 0, 0, 0, 0, 0, archived_ns, 0, 0"
 	         " FROM activities WHERE archived_lsn BETWEEN %llu AND %llu ORDER BY 2",
-	         a, b, a, b, a, b, a, b, a, b);
+	         a, b, a, b, a, b, a, b, a, b, a, b);
 	if (mysql_query(c, sql) != 0) {
 		unsigned e = mysql_errno(c);
 		mdb_conn_lost(r->fr_m);
@@ -162,7 +173,7 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 		rec->ts_ns = col_i64(row[10]);
 		rec->flags = (uint16_t)col_u64(row[11]);
 		rec->value = col_i64(row[12]);
-		if (type == FLASH_REC_CANCEL)
+		if (type == FLASH_REC_CANCEL || type == FLASH_REC_EXPIRE || type == FLASH_REC_CONFIRM)
 			x->fr_missing |= FLASH_FEED_MISS_TS;
 		if (type == FLASH_REC_SKU)
 			x->fr_missing |= FLASH_FEED_MISS_VALUE | FLASH_FEED_MISS_TS;

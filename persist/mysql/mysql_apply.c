@@ -33,6 +33,7 @@
 #include "crash.h"
 #include "mysql_apply.h"
 #include "mysql_err.h"
+#include "wal.h"
 
 /* ------------------------------------------------------------------------
  * 1. Small tools
@@ -119,9 +120,11 @@ struct skuagg {
 	uint32_t sa_sku;
 	int      sa_used;
 	int64_t  sa_avail;          /* running change of `available` */
+	int64_t  sa_resv;           /* running change of `reserved` */
 	int64_t  sa_sold;           /* running change of `sold` */
 	int64_t  sa_total;          /* running change of `total` */
 	int64_t  sa_need_avail;     /* largest running deficit of `available` */
+	int64_t  sa_need_resv;      /* largest running deficit of `reserved` */
 	int64_t  sa_need_sold;      /* largest running deficit of `sold` */
 	uint64_t sa_lsn;            /* last LSN touching the row */
 };
@@ -217,6 +220,8 @@ const char *conflict_name(int kind)
 	case CONFLICT_RESTOCK:   return "restock";
 	case CONFLICT_CATALOG:   return "catalog";
 	case CONFLICT_INVALID:   return "invalid";
+	case CONFLICT_CONFIRM:   return "confirm";
+	case CONFLICT_EXPIRE:    return "expire";
 	default:                       return "unknown";
 	}
 }
@@ -665,8 +670,13 @@ const char *mdb_where(const mdb_t *m)
  * Every statement is idempotent, so two appliers starting at once, or one
  * restarting, agree.  Unsigned columns plus STRICT_ALL_TABLES make a
  * negative stock an error even if a condition were missed; the CHECK keeps
- * available + sold = total on every row.
+ * available + reserved + sold = total on every row.
  * ------------------------------------------------------------------------ */
+
+/* An order's status.  active_key needs no change for reservations: a
+ * RESERVED row has quota_returned 0, so it holds its slot; an EXPIRED one
+ * frees it iff the quota was returned, as a CANCELLED one does. */
+#define ORDER_STATUS_TYPE "ENUM('ACTIVE','CANCELLED','RESERVED','EXPIRED') NOT NULL DEFAULT 'ACTIVE'"
 
 static const char *const schema_sql[] = {
 	"CREATE TABLE IF NOT EXISTS activities ("
@@ -696,13 +706,24 @@ static const char *const schema_sql[] = {
 	" sku_id      INT UNSIGNED NOT NULL,"
 	" total       BIGINT UNSIGNED NOT NULL,"
 	" available   BIGINT UNSIGNED NOT NULL,"
+	" reserved    BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'units of RESERVED orders',"
 	" sold        BIGINT UNSIGNED NOT NULL DEFAULT 0,"
 	" shards      INT UNSIGNED NOT NULL DEFAULT 1,"
 	" created_lsn BIGINT UNSIGNED NOT NULL,"
 	" last_lsn    BIGINT UNSIGNED NOT NULL,"
 	" PRIMARY KEY (activity_id, sku_id),"
-	" CONSTRAINT stock_balance CHECK (available + sold = total)"
+	" CONSTRAINT stock_units CHECK (available + reserved + sold = total)"
 	") ENGINE=InnoDB",
+
+	/* Reservations: a stock row made before them gets the column, and
+	 * its balance counts it.  The check changes name, so a second run
+	 * finds nothing to do: the old one is gone, the new one exists (each
+	 * run of a DROP and ADD of one name would check every row again). */
+	"ALTER TABLE item_stock"
+	" ADD COLUMN IF NOT EXISTS reserved BIGINT UNSIGNED NOT NULL DEFAULT 0"
+	"   COMMENT 'units of RESERVED orders' AFTER available,"
+	" DROP CONSTRAINT IF EXISTS stock_balance,"
+	" ADD CONSTRAINT IF NOT EXISTS stock_units CHECK (available + reserved + sold = total)",
 
 	"CREATE TABLE IF NOT EXISTS orders ("
 	" order_no       BIGINT UNSIGNED NOT NULL PRIMARY KEY,"
@@ -714,7 +735,7 @@ static const char *const schema_sql[] = {
 	" biz_day        INT UNSIGNED NOT NULL,"
 	" scope_sku      INT UNSIGNED NOT NULL COMMENT 'sku_id for per-sku limits, else 0',"
 	" scope_day      INT UNSIGNED NOT NULL COMMENT 'biz_day for per-day limits, else 0',"
-	" status         ENUM('ACTIVE','CANCELLED') NOT NULL DEFAULT 'ACTIVE',"
+	" status         " ORDER_STATUS_TYPE ","
 	" quota_returned TINYINT UNSIGNED NOT NULL DEFAULT 0,"
 	" active_key     TINYINT UNSIGNED AS"
 	"   (IF(status = 'ACTIVE' OR quota_returned = 0, 1, NULL)) PERSISTENT"
@@ -722,9 +743,17 @@ static const char *const schema_sql[] = {
 	" request_id     BIGINT UNSIGNED NOT NULL DEFAULT 0,"
 	" created_ns     BIGINT NOT NULL,"
 	" lsn            BIGINT UNSIGNED NOT NULL,"
-	" cancel_lsn     BIGINT UNSIGNED NULL,"
+	" cancel_lsn     BIGINT UNSIGNED NULL COMMENT 'LSN of its CANCEL or EXPIRE record',"
+	" pay_by_ns      BIGINT NULL COMMENT 'a reservation: pay by then (CLOCK_REALTIME ns)',"
+	" confirm_lsn    BIGINT UNSIGNED NULL COMMENT 'a reservation: LSN of its CONFIRM record',"
 	" UNIQUE KEY user_limit (activity_id, user_id, scope_sku, scope_day, limit_slot, active_key)"
 	") ENGINE=InnoDB",
+
+	"ALTER TABLE orders"
+	" ADD COLUMN IF NOT EXISTS pay_by_ns BIGINT NULL"
+	"   COMMENT 'a reservation: pay by then (CLOCK_REALTIME ns)',"
+	" ADD COLUMN IF NOT EXISTS confirm_lsn BIGINT UNSIGNED NULL"
+	"   COMMENT 'a reservation: LSN of its CONFIRM record'",
 
 	"CREATE TABLE IF NOT EXISTS applied_lsn ("
 	" stream VARCHAR(64) NOT NULL PRIMARY KEY,"
@@ -746,15 +775,43 @@ static const char *const schema_sql[] = {
 	") ENGINE=InnoDB",
 };
 
+/*
+ * orders made before reservations: their status learns RESERVED and
+ * EXPIRED.  Asked first, not run every time: a MODIFY of a column a
+ * persistent generated column reads may rebuild the table, and it does not
+ * say IF NOT EXISTS.  Appending ENUM values keeps every stored value.
+ * @return 0, or 1 with m's error set.
+ */
+static int schema_order_status(mdb_t *m)
+{
+	if (mysql_query(m->mm_conn, "SHOW COLUMNS FROM orders LIKE 'status'")) {
+		take_error(m);
+		return 1;
+	}
+	MYSQL_RES *r = mysql_store_result(m->mm_conn);
+	if (!r) {
+		take_error(m);
+		return 1;
+	}
+	MYSQL_ROW row = mysql_fetch_row(r);
+	int old = row && row[1] && !strstr(row[1], "'EXPIRED'");
+	mysql_free_result(r);
+	return old ? exec(m, "ALTER TABLE orders MODIFY COLUMN status " ORDER_STATUS_TYPE) : 0;
+}
+
+static int schema_fail(mdb_t *m)
+{
+	mlog(m, PLOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error, m->mm_errno);
+	return mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
+}
+
 static int schema_create(mdb_t *m)
 {
-	for (size_t i = 0; i < sizeof schema_sql / sizeof schema_sql[0]; i++) {
-		if (exec(m, schema_sql[i])) {
-			mlog(m, PLOG_ERROR, "schema on %s: %s (%u)", m->mm_where, m->mm_error,
-			     m->mm_errno);
-			return mdb_err_retryable(m->mm_errno) ? FLASH_EMYSQL_RETRY : FLASH_EMYSQL;
-		}
-	}
+	for (size_t i = 0; i < sizeof schema_sql / sizeof schema_sql[0]; i++)
+		if (exec(m, schema_sql[i]))
+			return schema_fail(m);
+	if (schema_order_status(m))
+		return schema_fail(m);
 	char sql[256];
 	snprintf(sql, sizeof sql, "INSERT IGNORE INTO applied_lsn (stream, lsn) VALUES (%s, 0)",
 	         m->mm_stream_sql);
@@ -1016,13 +1073,16 @@ static struct skuagg *agg_find(mdb_t *m, uint32_t a, uint32_t s, size_t cap)
 }
 
 /* Apply one change to an aggregate, tracking the largest running deficit. */
-static void agg_step(struct skuagg *g, int64_t d_avail, int64_t d_sold, int64_t d_total, uint64_t lsn)
+static void agg_step(struct skuagg *g, const int64_t d[3], int64_t d_total, uint64_t lsn)
 {
-	g->sa_avail += d_avail;
-	g->sa_sold += d_sold;
+	g->sa_avail += d[0];
+	g->sa_resv += d[1];
+	g->sa_sold += d[2];
 	g->sa_total += d_total;
 	if (-g->sa_avail > g->sa_need_avail)
 		g->sa_need_avail = -g->sa_avail;
+	if (-g->sa_resv > g->sa_need_resv)
+		g->sa_need_resv = -g->sa_resv;
 	if (-g->sa_sold > g->sa_need_sold)
 		g->sa_need_sold = -g->sa_sold;
 	g->sa_lsn = lsn;
@@ -1034,6 +1094,8 @@ static int rec_valid(const struct flash_record *r)
 	case FLASH_REC_ORDER:
 		return r->order_no && r->user_id && r->qty && r->limit_slot && r->activity_id && r->sku_id;
 	case FLASH_REC_CANCEL:
+	case FLASH_REC_CONFIRM:
+	case FLASH_REC_EXPIRE:
 		return r->order_no && r->qty && r->activity_id && r->sku_id;
 	case FLASH_REC_RESTOCK:
 		return r->value != 0 && r->activity_id && r->sku_id;
@@ -1073,11 +1135,18 @@ static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int sco
 	sb_u64(b, sday);           sb_add(b, ",", 1);
 	sb_u64(b, r->request_id);  sb_add(b, ",", 1);
 	sb_i64(b, r->ts_ns);       sb_add(b, ",", 1);
-	sb_u64(b, x->lsn);         sb_add(b, ")", 1);
+	sb_u64(b, x->lsn);         sb_add(b, ",", 1);
+	if (r->value != 0) {       /* a reservation: unpaid until its CONFIRM */
+		sb_str(b, "'RESERVED',");
+		sb_i64(b, r->value);
+	} else {
+		sb_str(b, "'ACTIVE',NULL");
+	}
+	sb_add(b, ")", 1);
 }
 
 #define ORDER_COLS "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot," \
-                   " biz_day, scope_sku, scope_day, request_id, created_ns, lsn) VALUES "
+                   " biz_day, scope_sku, scope_day, request_id, created_ns, lsn, status, pay_by_ns) VALUES "
 
 static void sql_activity(struct sbuf *b, const struct lsn_record *x)
 {
@@ -1128,16 +1197,31 @@ static void sql_archive(struct sbuf *b, const struct lsn_record *x)
 	sb_add(b, ";", 1);
 }
 
-static void sql_cancel(struct sbuf *b, const struct lsn_record *x)
+/*
+ * The end of an order's state: a CANCEL, or a reservation's CONFIRM or
+ * EXPIRE.  Each matches its row only in the state the record moves it
+ * from -- ACTIVE for a cancel, RESERVED for a cancel of an unpaid
+ * reservation (flags 2), a confirm or an expiry -- so a second one, or one
+ * the row's state contradicts, matches nothing: a conflict, and the units
+ * it would move stay where they are.
+ */
+static void sql_end(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
-	sb_str(b, "UPDATE orders SET status='CANCELLED', quota_returned=");
-	sb_u64(b, (r->flags & 1u) ? 1 : 0);
-	sb_str(b, ", cancel_lsn=");
+	int from_reserved = r->type != FLASH_REC_CANCEL || (r->flags & 2u);
+	if (r->type == FLASH_REC_CONFIRM) {
+		sb_str(b, "UPDATE orders SET status='ACTIVE', confirm_lsn=");
+	} else {
+		sb_str(b, r->type == FLASH_REC_EXPIRE ? "UPDATE orders SET status='EXPIRED', quota_returned="
+		                                      : "UPDATE orders SET status='CANCELLED', quota_returned=");
+		sb_u64(b, (r->flags & 1u) ? 1 : 0);
+		sb_str(b, ", cancel_lsn=");
+	}
 	sb_u64(b, x->lsn);
 	sb_str(b, " WHERE order_no=");
 	sb_u64(b, r->order_no);
-	sb_str(b, " AND status='ACTIVE' AND activity_id=");
+	sb_str(b, from_reserved ? " AND status='RESERVED'" : " AND status='ACTIVE'");
+	sb_str(b, " AND activity_id=");
 	sb_u64(b, r->activity_id);
 	sb_str(b, " AND sku_id=");
 	sb_u64(b, r->sku_id);
@@ -1146,34 +1230,56 @@ static void sql_cancel(struct sbuf *b, const struct lsn_record *x)
 	sb_add(b, ";", 1);
 }
 
-/* UPDATE item_stock by signed deltas, guarded by the needed minima. */
-static void sql_stock(struct sbuf *b, uint32_t a, uint32_t s, int64_t d_avail, int64_t d_sold,
-                      int64_t d_total, int64_t need_avail, int64_t need_sold, uint64_t lsn)
+/* ", col=col+d" (or -|d|) */
+static void sql_delta(struct sbuf *b, const char *col, int64_t d)
 {
-	sb_str(b, "UPDATE item_stock SET available=available");
-	sb_add(b, d_avail < 0 ? "-" : "+", 1);
-	sb_u64(b, d_avail < 0 ? (uint64_t)0 - (uint64_t)d_avail : (uint64_t)d_avail);
-	sb_str(b, ", sold=sold");
-	sb_add(b, d_sold < 0 ? "-" : "+", 1);
-	sb_u64(b, d_sold < 0 ? (uint64_t)0 - (uint64_t)d_sold : (uint64_t)d_sold);
-	sb_str(b, ", total=total");
-	sb_add(b, d_total < 0 ? "-" : "+", 1);
-	sb_u64(b, d_total < 0 ? (uint64_t)0 - (uint64_t)d_total : (uint64_t)d_total);
+	sb_str(b, col);
+	sb_add(b, "=", 1);
+	sb_str(b, col);
+	sb_add(b, d < 0 ? "-" : "+", 1);
+	sb_u64(b, d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d);
+}
+
+/* " AND col>=need" when something is needed */
+static void sql_need(struct sbuf *b, const char *col, int64_t need)
+{
+	if (need <= 0)
+		return;
+	sb_str(b, " AND ");
+	sb_str(b, col);
+	sb_str(b, ">=");
+	sb_u64(b, (uint64_t)need);
+}
+
+/* UPDATE item_stock of one sku by the changes and needed minima of @p g. */
+static void sql_stock(struct sbuf *b, const struct skuagg *g)
+{
+	sb_str(b, "UPDATE item_stock SET ");
+	sql_delta(b, "available", g->sa_avail);
+	sb_str(b, ", ");
+	sql_delta(b, "reserved", g->sa_resv);
+	sb_str(b, ", ");
+	sql_delta(b, "sold", g->sa_sold);
+	sb_str(b, ", ");
+	sql_delta(b, "total", g->sa_total);
 	sb_str(b, ", last_lsn=");
-	sb_u64(b, lsn);
+	sb_u64(b, g->sa_lsn);
 	sb_str(b, " WHERE activity_id=");
-	sb_u64(b, a);
+	sb_u64(b, g->sa_activity);
 	sb_str(b, " AND sku_id=");
-	sb_u64(b, s);
-	if (need_avail > 0) {
-		sb_str(b, " AND available>=");
-		sb_u64(b, (uint64_t)need_avail);
-	}
-	if (need_sold > 0) {
-		sb_str(b, " AND sold>=");
-		sb_u64(b, (uint64_t)need_sold);
-	}
+	sb_u64(b, g->sa_sku);
+	sql_need(b, "available", g->sa_need_avail);
+	sql_need(b, "reserved", g->sa_need_resv);
+	sql_need(b, "sold", g->sa_need_sold);
 	sb_add(b, ";", 1);
+}
+
+/* sql_stock() of one record alone (the slow path). */
+static void sql_stock_one(struct sbuf *b, const struct lsn_record *x, const int64_t d[3], int64_t d_total)
+{
+	struct skuagg g = { .sa_activity = x->rec.activity_id, .sa_sku = x->rec.sku_id, .sa_used = 1 };
+	agg_step(&g, d, d_total, x->lsn);
+	sql_stock(b, &g);
 }
 
 #define ORDERS_PER_INSERT 2000
@@ -1189,8 +1295,9 @@ static void sql_stock(struct sbuf *b, uint32_t a, uint32_t s, int64_t d_avail, i
 #define STOCK_JOIN_MIN  4
 #define STOCK_JOIN_ROWS 1000
 #define STOCK_JOIN_TAIL ") d ON s.activity_id = d.a AND s.sku_id = d.k" \
-	" SET s.available = s.available + d.da, s.sold = s.sold + d.ds, s.total = s.total + d.dt," \
-	" s.last_lsn = d.l WHERE s.available >= d.na AND s.sold >= d.ns;"
+	" SET s.available = s.available + d.da, s.reserved = s.reserved + d.dr," \
+	" s.sold = s.sold + d.ds, s.total = s.total + d.dt, s.last_lsn = d.l" \
+	" WHERE s.available >= d.na AND s.reserved >= d.nr AND s.sold >= d.ns;"
 
 static void sql_stock_join_row(struct sbuf *b, const struct skuagg *g, int first)
 {
@@ -1201,9 +1308,11 @@ static void sql_stock_join_row(struct sbuf *b, const struct skuagg *g, int first
 	sb_u64(b, g->sa_activity);    sb_str(b, first ? " a," : ",");
 	sb_u64(b, g->sa_sku);         sb_str(b, first ? " k," : ",");
 	sb_i64(b, g->sa_avail);       sb_str(b, first ? " da," : ",");
+	sb_i64(b, g->sa_resv);        sb_str(b, first ? " dr," : ",");
 	sb_i64(b, g->sa_sold);        sb_str(b, first ? " ds," : ",");
 	sb_i64(b, g->sa_total);       sb_str(b, first ? " dt," : ",");
 	sb_i64(b, g->sa_need_avail);  sb_str(b, first ? " na," : ",");
+	sb_i64(b, g->sa_need_resv);   sb_str(b, first ? " nr," : ",");
 	sb_i64(b, g->sa_need_sold);   sb_str(b, first ? " ns," : ",");
 	sb_u64(b, g->sa_lsn);         sb_str(b, first ? " l" : "");
 }
@@ -1290,11 +1399,12 @@ static int fast_orders(mdb_t *m, const struct lsn_record *recs, size_t n)
 	return 0;
 }
 
-/* Pass 3: cancels one by one (each checks its order), and the stock
- * aggregates in record order. */
+/* Pass 3: cancels, confirms and expiries one by one (each checks its
+ * order), and the stock aggregates in record order. */
 static int fast_cancels(mdb_t *m, const struct lsn_record *recs, size_t n, size_t cap)
 {
 	struct sbuf *b = &m->mm_sql;
+	int64_t d[3];
 	int rc;
 	for (size_t i = 0; i < cap; i++)
 		m->mm_agg[i].sa_lsn = 0;
@@ -1302,20 +1412,24 @@ static int fast_cancels(mdb_t *m, const struct lsn_record *recs, size_t n, size_
 		const struct flash_record *r = &recs[i].rec;
 		struct skuagg *g;
 		switch (r->type) {
-		case FLASH_REC_ORDER:
-			g = agg_find(m, r->activity_id, r->sku_id, cap);
-			agg_step(g, -(int64_t)r->qty, r->qty, 0, recs[i].lsn);
-			break;
 		case FLASH_REC_CANCEL:
-			sql_cancel(b, &recs[i]);
+		case FLASH_REC_CONFIRM:
+		case FLASH_REC_EXPIRE:
+			sql_end(b, &recs[i]);
 			if ((rc = pipe_push(m, 1)))
 				return rc;
+			/* its units move, as an order's do */
+			/* fall through */
+		case FLASH_REC_ORDER:
+			wal_rec_moves(r, d);
 			g = agg_find(m, r->activity_id, r->sku_id, cap);
-			agg_step(g, r->qty, -(int64_t)r->qty, 0, recs[i].lsn);
+			agg_step(g, d, 0, recs[i].lsn);
 			break;
 		case FLASH_REC_RESTOCK:
+			d[0] = r->value;
+			d[1] = d[2] = 0;
 			g = agg_find(m, r->activity_id, r->sku_id, cap);
-			agg_step(g, r->value, 0, r->value, recs[i].lsn);
+			agg_step(g, d, r->value, recs[i].lsn);
 			break;
 		default:
 			break;
@@ -1338,8 +1452,7 @@ static int fast_stock(mdb_t *m, size_t cap)
 		if (!g->sa_used || !g->sa_lsn)
 			continue;
 		if (touched <= STOCK_JOIN_MIN) {
-			sql_stock(b, g->sa_activity, g->sa_sku, g->sa_avail, g->sa_sold, g->sa_total,
-			          g->sa_need_avail, g->sa_need_sold, g->sa_lsn);
+			sql_stock(b, g);
 			if ((rc = pipe_push(m, 1)))
 				return rc;
 			continue;
@@ -1410,7 +1523,8 @@ static size_t fast_run_end(mdb_t *m, const struct lsn_record *recs, size_t a, si
 	memset(m->mm_freed, 0, cap * sizeof *m->mm_freed);
 	for (size_t i = a; i < n; i++) {
 		const struct flash_record *r = &recs[i].rec;
-		int cancel = r->type == FLASH_REC_CANCEL && (r->flags & 1u);
+		/* a cancel or an expiry that returned the quota frees the slot */
+		int cancel = (r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_EXPIRE) && (r->flags & 1u);
 		if (!cancel && r->type != FLASH_REC_ORDER)
 			continue;
 		uint64_t k = ((uint64_t)r->activity_id << 16 | r->limit_slot) * 0x9E3779B97F4A7C15ull;
@@ -1444,7 +1558,8 @@ static int confl_add(mdb_t *m, const struct lsn_record *x, int kind, const char 
 	struct conflict *c = &m->mm_confl[m->mm_confl_n++];
 	memset(c, 0, sizeof *c);
 	c->lsn = x->lsn;
-	c->order_no = (x->rec.type == FLASH_REC_ORDER || x->rec.type == FLASH_REC_CANCEL) ? x->rec.order_no : 0;
+	c->order_no = (x->rec.type == FLASH_REC_ORDER || x->rec.type == FLASH_REC_CANCEL ||
+	               x->rec.type == FLASH_REC_CONFIRM || x->rec.type == FLASH_REC_EXPIRE) ? x->rec.order_no : 0;
 	c->activity_id = x->rec.activity_id;
 	c->sku_id = x->rec.sku_id;
 	c->type = x->rec.type;
@@ -1472,13 +1587,13 @@ static int stock_detail(mdb_t *m, const struct flash_record *r, const char *what
 {
 	char sql[160];
 	int found = 1;
-	snprintf(sql, sizeof sql, "SELECT available, sold FROM item_stock WHERE activity_id=%u AND sku_id=%u",
+	snprintf(sql, sizeof sql, "SELECT available, reserved, sold FROM item_stock WHERE activity_id=%u AND sku_id=%u",
 	         r->activity_id, r->sku_id);
 	if (mysql_query(m->mm_conn, sql) == 0) {
 		MYSQL_RES *res = mysql_store_result(m->mm_conn);
 		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
 		if (row) {
-			snprintf(buf, len, "%s: available %s, sold %s", what, row[0], row[1]);
+			snprintf(buf, len, "%s: available %s, reserved %s, sold %s", what, row[0], row[1], row[2]);
 		} else {
 			snprintf(buf, len, "unknown sku %u of activity %u", r->sku_id, r->activity_id);
 			found = 0;
@@ -1515,8 +1630,10 @@ static int slow_order(mdb_t *m, const struct lsn_record *x, int *kind)
 	}
 	if (rc)
 		return rc;
+	int64_t d[3];
+	wal_rec_moves(r, d);
 	sb_reset(b);
-	sql_stock(b, r->activity_id, r->sku_id, -(int64_t)r->qty, r->qty, 0, r->qty, 0, x->lsn);
+	sql_stock_one(b, x, d, 0);
 	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 	if (rc == 0 && rows != 1) {
 		rc = 1;
@@ -1530,36 +1647,37 @@ static int slow_order(mdb_t *m, const struct lsn_record *x, int *kind)
 	return rc;
 }
 
-/* A cancel, then its stock back.  @return as slow_order(). */
-static int slow_cancel(mdb_t *m, const struct lsn_record *x, int *kind)
+/* A cancel, confirm or expiry (sql_end()), then its units moved.
+ * @return as slow_order(). */
+static int slow_end(mdb_t *m, const struct lsn_record *x, int *kind)
 {
 	const struct flash_record *r = &x->rec;
 	struct sbuf *b = &m->mm_tmp;
 	my_ulonglong rows = 0;
+	int64_t d[3];
 	int rc;
-	sql_cancel(b, x);
+	const char *from = r->type != FLASH_REC_CANCEL || (r->flags & 2u) ? "reserved" : "active";
+	*kind = r->type == FLASH_REC_CONFIRM ? CONFLICT_CONFIRM :
+	        r->type == FLASH_REC_EXPIRE ? CONFLICT_EXPIRE : CONFLICT_CANCEL;
+	sql_end(b, x);
 	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 	if (rc == 0 && rows != 1) {
 		rc = 1;
 		snprintf(m->mm_error, sizeof m->mm_error,
-		         "no active order %llu with activity %u, sku %u, qty %u",
+		         "no %s order %llu with activity %u, sku %u, qty %u", from,
 		         (unsigned long long)r->order_no, r->activity_id, r->sku_id, r->qty);
-	}
-	if (rc == 1) {
-		*kind = CONFLICT_CANCEL;
-		return rc;
 	}
 	if (rc)
 		return rc;
+	wal_rec_moves(r, d);
 	sb_reset(b);
-	sql_stock(b, r->activity_id, r->sku_id, r->qty, -(int64_t)r->qty, 0, 0, r->qty, x->lsn);
+	sql_stock_one(b, x, d, 0);
 	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 	if (rc == 0 && rows != 1) {
 		rc = 1;
-		stock_detail(m, r, "cancel would make sold negative", m->mm_error, sizeof m->mm_error);
+		stock_detail(m, r, r->type == FLASH_REC_CONFIRM ? "confirm would make reserved negative" :
+		             "cancel would make sold or reserved negative", m->mm_error, sizeof m->mm_error);
 	}
-	if (rc == 1)
-		*kind = CONFLICT_CANCEL;
 	return rc;
 }
 
@@ -1607,7 +1725,9 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 		rc = slow_order(m, x, &kind);
 		break;
 	case FLASH_REC_CANCEL:
-		rc = slow_cancel(m, x, &kind);
+	case FLASH_REC_CONFIRM:
+	case FLASH_REC_EXPIRE:
+		rc = slow_end(m, x, &kind);
 		break;
 	case FLASH_REC_GEN:
 		rc = 0;                 /* nothing to apply: see fast_apply */
@@ -1623,10 +1743,10 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 		if (rc == 1)
 			kind = CONFLICT_CATALOG;
 		break;
-	case FLASH_REC_RESTOCK:
+	case FLASH_REC_RESTOCK: {
+		int64_t d[3] = { r->value, 0, 0 };
 		sb_reset(b);
-		sql_stock(b, r->activity_id, r->sku_id, r->value, 0, r->value,
-		          r->value < 0 ? -r->value : 0, 0, x->lsn);
+		sql_stock_one(b, x, d, r->value);
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 		kind = CONFLICT_RESTOCK;
 		if (rc == 0 && rows != 1) {
@@ -1637,6 +1757,7 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 				kind = CONFLICT_CATALOG;
 		}
 		break;
+	}
 	}
 	if (rc < 0)
 		return rc;

@@ -6,18 +6,27 @@
  * rows of four tables it creates if missing:
  *
  *   activities   (activity_id PK, limit_per_user, max_qty, scope, flags, ...)
- *   item_stock   (activity_id, sku_id PK, total, available, sold, ...)
- *                CHECK (available + sold = total)
+ *   item_stock   (activity_id, sku_id PK, total, available, reserved, sold, ...)
+ *                CHECK (available + reserved + sold = total)
  *   orders       (order_no PK, activity_id, sku_id, user_id, qty, limit_slot,
- *                 biz_day, status ACTIVE|CANCELLED, ...)
+ *                 biz_day, status ACTIVE|CANCELLED|RESERVED|EXPIRED, pay_by_ns,
+ *                 cancel_lsn, confirm_lsn, ...)
  *                UNIQUE (activity_id, user_id, scope_sku, scope_day,
  *                        limit_slot, active_key)
  *   applied_lsn  (stream PK, lsn)
  *   apply_conflicts (lsn, order_no, kind, detail): every refused record
  *
+ * Reservations (an ORDER record with a pay-by time in its value): the row is
+ * RESERVED, its units move from available to reserved; CONFIRM makes it
+ * ACTIVE (confirm_lsn) and moves them on to sold; EXPIRE makes it EXPIRED
+ * (cancel_lsn, quota_returned) and a CANCEL of it CANCELLED, both moving
+ * them back to available.  A CONFIRM, EXPIRE or CANCEL that finds its row
+ * missing or in another state is a conflict, like a cancel of an unknown
+ * order always was.
+ *
  * `active_key` is a generated column: 1 while the order holds its user's
- * limit slot (active, or cancelled without the quota given back), NULL once
- * the slot is free (cancelled with the quota returned).  NULLs never collide
+ * limit slot (reserved, active, or ended without the quota given back),
+ * NULL once the slot is free (cancelled or expired with the quota returned).  NULLs never collide
  * in a MariaDB unique index, so the index admits at most one holder per
  * (activity, user, scope, slot): the per-user limit holds in MySQL itself.
  * scope_sku is the sku for FLASH_SCOPE_SKU activities, else 0; scope_day is
@@ -106,10 +115,13 @@ enum conflict_kind {
 	CONFLICT_DUP_ORDER = 1,  /* order number already in `orders` */
 	CONFLICT_LIMIT     = 2,  /* per-user unique index: slot already held */
 	CONFLICT_OVERSELL  = 3,  /* conditional UPDATE matched no row: not enough available */
-	CONFLICT_CANCEL    = 4,  /* cancel of an unknown or already cancelled order */
+	CONFLICT_CANCEL    = 4,  /* cancel of an unknown or already ended order (or, for a
+	                            reservation's cancel, one not RESERVED) */
 	CONFLICT_RESTOCK   = 5,  /* restock would make available negative */
 	CONFLICT_CATALOG   = 6,  /* duplicate activity/sku, or unknown activity/sku */
-	CONFLICT_INVALID   = 7   /* malformed record (unknown type, qty 0, ...) */
+	CONFLICT_INVALID   = 7,  /* malformed record (unknown type, qty 0, ...) */
+	CONFLICT_CONFIRM   = 8,  /* confirm of an order that is not a RESERVED one */
+	CONFLICT_EXPIRE    = 9   /* expiry of an order that is not a RESERVED one */
 };
 
 const char *conflict_name(int kind);

@@ -43,14 +43,20 @@ static MYSQL_RES *query(mdb_t *m, const char *sql, int *rc)
 
 static uint64_t u64(const char *s) { return s ? strtoull(s, NULL, 10) : 0; }
 
+/* An order's state from `status + 0`: the ENUM's values ACTIVE, CANCELLED,
+ * RESERVED, EXPIRED are 1..4 in that order, as enum flash_order_state's. */
+_Static_assert(FLASH_ORDER_ACTIVE == 1 && FLASH_ORDER_CANCELLED == 2 && FLASH_ORDER_RESERVED == 3 &&
+               FLASH_ORDER_EXPIRED == 4, "orders.status ENUM order");
+
 static const char sku_sql[] =
 	"SELECT activity_id, sku_id, MAX(has_row), SUM(total), SUM(available), SUM(sold),"
-	" SUM(aq), SUM(ac), SUM(cc) FROM ("
+	" SUM(aq), SUM(ac), SUM(cc), SUM(reserved), SUM(rq) FROM ("
 	"  SELECT activity_id, sku_id, 1 AS has_row, total, available, sold,"
-	"         0 AS aq, 0 AS ac, 0 AS cc FROM item_stock %s"
+	"         0 AS aq, 0 AS ac, 0 AS cc, reserved, 0 AS rq FROM item_stock %s"
 	"  UNION ALL"
 	"  SELECT activity_id, sku_id, 0, 0, 0, 0, SUM(IF(status = 'ACTIVE', qty, 0)),"
-	"         SUM(status = 'ACTIVE'), SUM(status = 'CANCELLED')"
+	"         SUM(status = 'ACTIVE'), SUM(status = 'CANCELLED'), 0,"
+	"         SUM(IF(status = 'RESERVED', qty, 0))"
 	"  FROM orders %s GROUP BY activity_id, sku_id"
 	") x GROUP BY activity_id, sku_id ORDER BY activity_id, sku_id";
 
@@ -66,6 +72,8 @@ static void sku_from_row(MYSQL_ROW row, struct rsql_sku *s)
 	s->active_qty = u64(row[6]);
 	s->active_orders = u64(row[7]);
 	s->cancelled_orders = u64(row[8]);
+	s->reserved = u64(row[9]);
+	s->reserved_qty = u64(row[10]);
 }
 
 int rsql_skus(mdb_t *m, struct rsql_sku **out, size_t *n)
@@ -204,7 +212,7 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
 		return FLASH_EMYSQL_RETRY;
 	char sql[320];
 	snprintf(sql, sizeof sql,
-	         "SELECT order_no, user_id, activity_id, sku_id, qty, status = 'ACTIVE', limit_slot,"
+	         "SELECT order_no, user_id, activity_id, sku_id, qty, status + 0, limit_slot,"
 	         " biz_day FROM orders WHERE order_no BETWEEN %llu AND %llu ORDER BY order_no",
 	         (unsigned long long)from, (unsigned long long)to);
 	if (mysql_query(c, sql)) {
@@ -229,7 +237,7 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
 		o.activity_id = (uint32_t)u64(row[2]);
 		o.sku_id = (uint32_t)u64(row[3]);
 		o.qty = (uint32_t)u64(row[4]);
-		o.state = u64(row[5]) ? FLASH_ORDER_ACTIVE : FLASH_ORDER_CANCELLED;
+		o.state = (uint32_t)u64(row[5]);
 		o.limit_slot = (uint32_t)u64(row[6]);
 		o.biz_day = (uint32_t)u64(row[7]);
 		stop = fn(arg, &o);
@@ -269,10 +277,10 @@ int rsql_archived(mdb_t *m, uint32_t **out, size_t *n)
 }
 
 #define ORDER_ROW_SQL \
-	"SELECT o.order_no, o.user_id, o.activity_id, o.sku_id, o.qty, o.status = 'CANCELLED'," \
+	"SELECT o.order_no, o.user_id, o.activity_id, o.sku_id, o.qty, o.status + 0," \
 	" o.limit_slot, o.biz_day, o.request_id, o.created_ns, o.lsn, COALESCE(o.cancel_lsn, 0)," \
 	" o.quota_returned, a.archived_lsn IS NOT NULL, COALESCE(a.archived_lsn, 0)," \
-	" COALESCE(a.archived_ns, 0)" \
+	" COALESCE(a.archived_ns, 0), COALESCE(o.pay_by_ns, 0), COALESCE(o.confirm_lsn, 0)" \
 	" FROM orders o LEFT JOIN activities a ON a.activity_id = o.activity_id WHERE "
 
 static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out)
@@ -292,7 +300,7 @@ static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out
 	out->o.activity_id = (uint32_t)u64(row[2]);
 	out->o.sku_id = (uint32_t)u64(row[3]);
 	out->o.qty = (uint32_t)u64(row[4]);
-	out->o.state = u64(row[5]) ? FLASH_ORDER_CANCELLED : FLASH_ORDER_ACTIVE;
+	out->o.state = (uint32_t)u64(row[5]);
 	out->o.limit_slot = (uint32_t)u64(row[6]);
 	out->o.biz_day = (uint32_t)u64(row[7]);
 	out->request_id = u64(row[8]);
@@ -303,6 +311,8 @@ static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out
 	out->archived = (uint32_t)u64(row[13]);
 	out->archived_lsn = u64(row[14]);
 	out->archived_ns = row[15] ? strtoll(row[15], NULL, 10) : 0;
+	out->pay_by_ns = row[16] ? strtoll(row[16], NULL, 10) : 0;
+	out->confirm_lsn = u64(row[17]);
 	mysql_free_result(r);
 	return FLASH_OK;
 }

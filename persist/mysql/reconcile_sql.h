@@ -34,6 +34,8 @@ struct rsql_sku {
 	uint64_t active_qty;        /* SUM(qty) over ACTIVE orders */
 	uint64_t active_orders;     /* COUNT of ACTIVE orders */
 	uint64_t cancelled_orders;  /* COUNT of CANCELLED orders */
+	uint64_t reserved;          /* item_stock.reserved (0 without a row) */
+	uint64_t reserved_qty;      /* SUM(qty) over RESERVED orders (reservations not paid) */
 };
 
 /**
@@ -59,7 +61,7 @@ struct rsql_user_excess {
 	uint32_t scope_sku;         /* sku for per-sku limits, else 0 */
 	uint64_t user_id;
 	uint32_t scope_day;         /* business day for per-day limits, else 0 */
-	uint32_t holding;           /* orders holding a slot (active, or cancelled keeping the quota) */
+	uint32_t holding;           /* orders holding a slot (reserved, active, or ended keeping the quota) */
 	uint32_t max_slot;          /* highest limit_slot among them */
 	uint32_t limit;             /* the activity's K; 0 if the activity is unknown */
 };
@@ -94,7 +96,8 @@ struct rsql_order {
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint32_t qty;
-	uint32_t state;             /* enum flash_order_state: ACTIVE or CANCELLED */
+	uint32_t state;             /* enum flash_order_state: ACTIVE, CANCELLED, RESERVED or
+	                               EXPIRED (the ENUM's values are in the same order) */
 	uint32_t limit_slot;
 	uint32_t biz_day;
 };
@@ -128,11 +131,13 @@ struct rsql_order_row {
 	uint64_t request_id;        /* 0: none */
 	int64_t  created_ns;
 	uint64_t lsn;               /* of its ORDER record */
-	uint64_t cancel_lsn;        /* of its CANCEL record; 0: none */
-	uint32_t quota_returned;    /* 1: the cancel gave the limit slot back */
+	uint64_t cancel_lsn;        /* of its CANCEL or EXPIRE record; 0: none */
+	uint32_t quota_returned;    /* 1: the cancel or expiry gave the limit slot back */
 	uint32_t archived;          /* 1: its activity is archived */
 	uint64_t archived_lsn;      /* the ARCHIVE record's LSN (archived only) */
 	int64_t  archived_ns;       /* when the segment archived it (archived only) */
+	int64_t  pay_by_ns;         /* a reservation's pay-by time; 0: a plain order */
+	uint64_t confirm_lsn;       /* of a reservation's CONFIRM record; 0: none */
 };
 
 /**

@@ -40,6 +40,7 @@ struct segsku {
 	uint64_t available;
 	uint64_t active_qty;
 	uint64_t active_orders;
+	uint64_t reserved_qty;           /* units of its RESERVED orders */
 };
 
 static int cmp_seg(const void *x, const void *y)
@@ -405,10 +406,12 @@ static int seg_orders(flash_t *h, mdb_t *m, struct segsku *skus, size_t nskus,
 			if (rc)
 				goto out;
 			const struct flash_order_info *o = &c.seg[i];
-			if (o->state != FLASH_ORDER_ACTIVE)
+			if (o->state != FLASH_ORDER_ACTIVE && o->state != FLASH_ORDER_RESERVED)
 				continue;
 			struct segsku *s = seg_find(skus, nskus, o->activity_id, o->sku_id);
-			if (s) {
+			if (s && o->state == FLASH_ORDER_RESERVED) {
+				s->reserved_qty += o->qty;
+			} else if (s) {
 				s->active_qty += o->qty;
 				s->active_orders++;
 			} else {
@@ -482,56 +485,32 @@ static void user_limits(struct reconcile_report *rep, const struct rsql_user_exc
 	}
 }
 
-/* One (activity, sku) as each witness has it (NULL: not there): the three
- * compared field by field, then each witness's own balance. */
-static void cmp_sku(struct reconcile_report *rep, const struct archset *arch, uint32_t a,
-                    uint32_t s, const struct segsku *se, const struct rsql_sku *qe,
-                    const struct fold_sku *we)
+/* Inside each witness: the balance, and sold and reserved against the
+ * units of the orders in those states. */
+static void cmp_inside(struct reconcile_report *rep, uint32_t a, uint32_t s, const struct segsku *se,
+                       const struct rsql_sku *qe, const struct fold_sku *we)
 {
-	rep->skus++;
-
-	unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
-	                (qe && qe->has_stock_row ? FLASH_W_MYSQL : 0);
-	unsigned missing = rep->witnesses & ~have;
-	if (!se && archived(arch, a))
-		missing &= ~FLASH_W_SEGMENT;   /* reclaimed there; WAL vs MySQL still compared */
-	int64_t seg_total = se ? (int64_t)se->total : 0, seg_avail = se ? (int64_t)se->available : 0;
-	int64_t seg_sold = seg_total - seg_avail;
-	int64_t wal_total = we ? we->total : 0, wal_avail = we ? we->available : 0;
-	int64_t wal_sold = we ? we->sold : 0;
-	int64_t sql_total = qe ? (int64_t)qe->total : 0, sql_avail = qe ? (int64_t)qe->available : 0;
 	int64_t sql_sold = qe ? (int64_t)qe->sold : 0;
-	if (missing) {
-		struct diff *d = diff_add(rep, DIFF_MISSING, missing, a, s);
-		d->seg = se ? seg_total : DIFF_NA;
-		d->wal = we ? wal_total : DIFF_NA;
-		d->sql = qe && qe->has_stock_row ? sql_total : DIFF_NA;
-		snprintf(d->what, sizeof d->what, "sku missing (values: total)");
-	}
-	uint64_t spread = 0, x;
-	x = cmp_field(rep, DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
-	spread = x > spread ? x : spread;
-	x = cmp_field(rep, DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
-	spread = x > spread ? x : spread;
-	x = cmp_field(rep, DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
-	spread = x > spread ? x : spread;
-	rep->diff_units += spread;
-	int64_t maxtotal = seg_total > wal_total ? seg_total : wal_total;
-	maxtotal = sql_total > maxtotal ? sql_total : maxtotal;
-	rep->units += maxtotal > 0 ? (uint64_t)maxtotal : 0;
+	int64_t seg_sold = se ? (int64_t)se->total - (int64_t)se->available - (int64_t)se->reserved_qty : 0;
 
-	/* Inside each witness. */
-	if (we && (we->available + we->sold != we->total || we->available < 0 || we->sold < 0)) {
+	if (we && (we->available + we->reserved + we->sold != we->total || we->available < 0 ||
+	           we->sold < 0 || we->reserved < 0)) {
 		struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_WAL, a, s);
 		d->wal = we->available;
-		snprintf(d->what, sizeof d->what, "WAL: available %" PRId64 " + sold %" PRId64
-		         " vs total %" PRId64, we->available, we->sold, we->total);
+		snprintf(d->what, sizeof d->what, "WAL: available %" PRId64 " + reserved %" PRId64 " + sold %"
+		         PRId64 " vs total %" PRId64, we->available, we->reserved, we->sold, we->total);
 	}
-	if (qe && qe->has_stock_row && qe->available + qe->sold != qe->total) {
+	if (qe && qe->has_stock_row && qe->available + qe->reserved + qe->sold != qe->total) {
 		struct diff *d = diff_add(rep, DIFF_BALANCE, FLASH_W_MYSQL, a, s);
-		d->sql = sql_avail;
-		snprintf(d->what, sizeof d->what, "MySQL: available %" PRIu64 " + sold %" PRIu64
-		         " vs total %" PRIu64, qe->available, qe->sold, qe->total);
+		d->sql = (int64_t)qe->available;
+		snprintf(d->what, sizeof d->what, "MySQL: available %" PRIu64 " + reserved %" PRIu64 " + sold %"
+		         PRIu64 " vs total %" PRIu64, qe->available, qe->reserved, qe->sold, qe->total);
+	}
+	if (qe && qe->reserved_qty != qe->reserved) {
+		struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
+		d->sql = (int64_t)qe->reserved_qty;
+		snprintf(d->what, sizeof d->what, "MySQL: reserved %" PRIu64 " vs reserved order units %" PRIu64,
+		         qe->reserved, qe->reserved_qty);
 	}
 	if (qe && (int64_t)qe->active_qty != sql_sold) {
 		struct diff *d = diff_add(rep, DIFF_ORDER_SUM, FLASH_W_MYSQL, a, s);
@@ -545,6 +524,52 @@ static void cmp_sku(struct reconcile_report *rep, const struct archset *arch, ui
 		snprintf(d->what, sizeof d->what, "segment: sold %" PRId64 " vs active order units %" PRIu64,
 		         seg_sold, se->active_qty);
 	}
+}
+
+/* One (activity, sku) as each witness has it (NULL: not there): the three
+ * compared field by field, then each witness's own balance. */
+static void cmp_sku(struct reconcile_report *rep, const struct archset *arch, uint32_t a,
+                    uint32_t s, const struct segsku *se, const struct rsql_sku *qe,
+                    const struct fold_sku *we)
+{
+	rep->skus++;
+
+	unsigned have = (se ? FLASH_W_SEGMENT : 0) | (we ? FLASH_W_WAL : 0) |
+	                (qe && qe->has_stock_row ? FLASH_W_MYSQL : 0);
+	unsigned missing = rep->witnesses & ~have;
+	if (!se && archived(arch, a))
+		missing &= ~FLASH_W_SEGMENT;   /* reclaimed there; WAL vs MySQL still compared */
+	/* the segment keeps no reserved figure: its RESERVED orders' units are
+	 * out of available, and what remains of total is sold */
+	int64_t seg_total = se ? (int64_t)se->total : 0, seg_avail = se ? (int64_t)se->available : 0;
+	int64_t seg_resv = se ? (int64_t)se->reserved_qty : 0;
+	int64_t seg_sold = seg_total - seg_avail - seg_resv;
+	int64_t wal_total = we ? we->total : 0, wal_avail = we ? we->available : 0;
+	int64_t wal_sold = we ? we->sold : 0, wal_resv = we ? we->reserved : 0;
+	int64_t sql_total = qe ? (int64_t)qe->total : 0, sql_avail = qe ? (int64_t)qe->available : 0;
+	int64_t sql_sold = qe ? (int64_t)qe->sold : 0, sql_resv = qe ? (int64_t)qe->reserved : 0;
+	if (missing) {
+		struct diff *d = diff_add(rep, DIFF_MISSING, missing, a, s);
+		d->seg = se ? seg_total : DIFF_NA;
+		d->wal = we ? wal_total : DIFF_NA;
+		d->sql = qe && qe->has_stock_row ? sql_total : DIFF_NA;
+		snprintf(d->what, sizeof d->what, "sku missing (values: total)");
+	}
+	uint64_t spread = 0, x;
+	x = cmp_field(rep, DIFF_TOTAL, "total", a, s, have, seg_total, wal_total, sql_total);
+	spread = x > spread ? x : spread;
+	x = cmp_field(rep, DIFF_AVAILABLE, "available", a, s, have, seg_avail, wal_avail, sql_avail);
+	spread = x > spread ? x : spread;
+	x = cmp_field(rep, DIFF_RESERVED, "reserved", a, s, have, seg_resv, wal_resv, sql_resv);
+	spread = x > spread ? x : spread;
+	x = cmp_field(rep, DIFF_SOLD, "sold", a, s, have, seg_sold, wal_sold, sql_sold);
+	spread = x > spread ? x : spread;
+	rep->diff_units += spread;
+	int64_t maxtotal = seg_total > wal_total ? seg_total : wal_total;
+	maxtotal = sql_total > maxtotal ? sql_total : maxtotal;
+	rep->units += maxtotal > 0 ? (uint64_t)maxtotal : 0;
+
+	cmp_inside(rep, a, s, se, qe, we);
 }
 
 int reconcile_compare(flash_t *h, mdb_t *m, fold_t *wal, unsigned flags,
@@ -644,6 +669,7 @@ const char *diff_name(int kind)
 	case DIFF_ORDER_SUM:  return "order_sum";
 	case DIFF_USER_LIMIT: return "user_limit";
 	case DIFF_ORDER:      return "order";
+	case DIFF_RESERVED:   return "reserved";
 	default:                    return "unknown";
 	}
 }

@@ -7,8 +7,10 @@
  *     (fold.h: whoever replays the WAL feeds every record to a fold),
  *   - MySQL (reconcile_sql.h: item_stock and sums over orders).
  * reconcile_compare() compares, per (activity, sku): presence, total,
- * available, sold; inside each witness: available + sold = total and sold =
- * units of active orders; in MySQL: no user above the per-user limit; and,
+ * available, reserved, sold; inside each witness: available + reserved +
+ * sold = total, sold = units of active orders and reserved = units of
+ * reserved orders (reservations not paid; the segment's reserved units are
+ * summed over its RESERVED orders, and its sold is what remains); in MySQL: no user above the per-user limit; and,
  * on request, every order of the segment, or of the WAL, against its MySQL
  * row.  Every difference is listed; none is hidden or repaired here.
  * reconcile_repair() (reconcile_repair.c) repairs MySQL from the WAL
@@ -47,10 +49,12 @@ enum diff_kind {
 	DIFF_TOTAL      = 2,  /* witnesses disagree on total */
 	DIFF_AVAILABLE  = 3,  /* ... on available */
 	DIFF_SOLD       = 4,  /* ... on sold */
-	DIFF_BALANCE    = 5,  /* available + sold != total inside one witness */
-	DIFF_ORDER_SUM  = 6,  /* sold != units of active orders inside one witness */
+	DIFF_BALANCE    = 5,  /* available + reserved + sold != total inside one witness */
+	DIFF_ORDER_SUM  = 6,  /* sold != units of active orders, or reserved != units of
+	                         reserved orders, inside one witness */
 	DIFF_USER_LIMIT = 7,  /* a user holds more than K slots, or a slot above K (MySQL) */
-	DIFF_ORDER      = 8   /* an order differs between the segment and MySQL */
+	DIFF_ORDER      = 8,  /* an order differs between the segment and MySQL */
+	DIFF_RESERVED   = 9   /* witnesses disagree on reserved units (reservations not paid) */
 };
 
 const char *diff_name(int kind);
@@ -138,9 +142,10 @@ struct reconcile_run_opts {
  * applied LSN A and compared with MySQL (stock rows, and every order); each
  * difference MySQL can be brought back from is changed, and one line is
  * printed per change before the commit:
- *   "REPAIR item_stock A/S available 10 -> 9"   (total, available, sold)
- *   "REPAIR item_stock insert A/S total T available V sold S"
- *   "REPAIR orders insert N activity A sku S user U qty Q ACTIVE|CANCELLED"
+ *   "REPAIR item_stock A/S available 10 -> 9"   (total, available, reserved, sold)
+ *   "REPAIR item_stock insert A/S total T available V sold S[ reserved R]"
+ *   "REPAIR orders insert N activity A sku S user U qty Q STATUS" (ACTIVE,
+ *                                               CANCELLED, RESERVED, EXPIRED)
  *   "REPAIR orders N status ACTIVE -> CANCELLED" (one line per column)
  * Each change runs under its own savepoint: one MySQL refuses (a unique key,
  * an unknown activity) is rolled back alone and printed "NOT REPAIRED".

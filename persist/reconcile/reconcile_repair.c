@@ -147,10 +147,11 @@ static int change(struct repair *r, const char *sql, my_ulonglong want_rows, cha
 
 static int fold_sku_sane(const struct fold_sku *w)
 {
-	return w->total >= 0 && w->available >= 0 && w->sold >= 0 && w->available + w->sold == w->total;
+	return w->total >= 0 && w->available >= 0 && w->sold >= 0 && w->reserved >= 0 &&
+	       w->available + w->reserved + w->sold == w->total;
 }
 
-/* item_stock of (a, s) set to the WAL's total, available and sold. */
+/* item_stock of (a, s) set to the WAL's total, available, reserved and sold. */
 static void repair_stock(struct repair *r, const struct diff *d)
 {
 	uint32_t a = d->activity_id, s = d->sku_id;
@@ -170,17 +171,17 @@ static void repair_stock(struct repair *r, const struct diff *d)
 		not_repaired(r, d, rc ? flash_strerror(rc) : "no item_stock row");
 		return;
 	}
-	char sql[320], why[300];
+	char sql[360], why[300];
 	snprintf(sql, sizeof sql, "UPDATE item_stock SET total = %" PRId64 ", available = %" PRId64
-	         ", sold = %" PRId64 " WHERE activity_id = %u AND sku_id = %u",
-	         w->total, w->available, w->sold, a, s);
+	         ", reserved = %" PRId64 ", sold = %" PRId64 " WHERE activity_id = %u AND sku_id = %u",
+	         w->total, w->available, w->reserved, w->sold, a, s);
 	if (!change(r, sql, 1, why, sizeof why)) {
 		not_repaired(r, d, why);
 		return;
 	}
 	const struct { const char *name; uint64_t from; int64_t to; } f[] = {
 		{ "total", q.total, w->total }, { "available", q.available, w->available },
-		{ "sold", q.sold, w->sold },
+		{ "reserved", q.reserved, w->reserved }, { "sold", q.sold, w->sold },
 	};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
 		if ((int64_t)f[i].from == f[i].to)
@@ -201,16 +202,21 @@ static void insert_stock(struct repair *r, const struct diff *d)
 		not_repaired(r, d, "the WAL's own figures for this sku do not balance");
 		return;
 	}
-	char sql[400], why[300];
-	snprintf(sql, sizeof sql, "INSERT INTO item_stock (activity_id, sku_id, total, available, sold,"
-	         " created_lsn, last_lsn) VALUES (%u, %u, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRIu64
-	         ", %" PRIu64 ")", a, s, w->total, w->available, w->sold, w->last_lsn, w->last_lsn);
+	char sql[440], why[300];
+	snprintf(sql, sizeof sql, "INSERT INTO item_stock (activity_id, sku_id, total, available, reserved,"
+	         " sold, created_lsn, last_lsn) VALUES (%u, %u, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	         ", %" PRIu64 ", %" PRIu64 ")", a, s, w->total, w->available, w->reserved, w->sold,
+	         w->last_lsn, w->last_lsn);
 	if (!change(r, sql, 1, why, sizeof why)) {
 		not_repaired(r, d, why);
 		return;
 	}
+	/* reserved units only when there are some: the line of before otherwise */
 	fprintf(r->rp_out, "REPAIR item_stock insert %u/%u total %" PRId64 " available %" PRId64
-	        " sold %" PRId64 "\n", a, s, w->total, w->available, w->sold);
+	        " sold %" PRId64, a, s, w->total, w->available, w->sold);
+	if (w->reserved)
+		fprintf(r->rp_out, " reserved %" PRId64, w->reserved);
+	fputc('\n', r->rp_out);
 	r->rp_repaired++;
 	touch(r, a, s);
 }
@@ -221,22 +227,33 @@ static void insert_stock(struct repair *r, const struct diff *d)
 
 static const char *state_name(unsigned st)
 {
-	return st == FLASH_ORDER_ACTIVE ? "ACTIVE" : st == FLASH_ORDER_CANCELLED ? "CANCELLED" : "NONE";
+	switch (st) {
+	case FLASH_ORDER_ACTIVE:    return "ACTIVE";
+	case FLASH_ORDER_CANCELLED: return "CANCELLED";
+	case FLASH_ORDER_RESERVED:  return "RESERVED";
+	case FLASH_ORDER_EXPIRED:   return "EXPIRED";
+	default:                    return "NONE";
+	}
 }
 
-/* The WAL's account of the order @p d names, with its cancel LSN as an SQL
- * value in @p cancel.  0 (reported NOT REPAIRED) when the WAL has none. */
+/* The SQL values of an order's LSN-or-NULL columns, as the applier writes
+ * them: cancel_lsn, pay_by_ns, confirm_lsn ("NULL" for none). */
+struct order_sql {
+	char cancel[24], pay_by[24], confirm[24];
+};
+
+/* The WAL's account of the order @p d names, with its nullable columns as
+ * SQL values in @p v.  0 (reported NOT REPAIRED) when the WAL has none. */
 static int wal_order(struct repair *r, const struct diff *d, struct fold_order *o,
-                     char cancel[32])
+                     struct order_sql *v)
 {
 	if (fold_order_get(r->rp_f, d->order_no, o) != FLASH_OK) {
 		not_repaired(r, d, "the WAL has no ORDER record for it");
 		return 0;
 	}
-	if (o->cancel_lsn)
-		snprintf(cancel, 32, "%" PRIu64, o->cancel_lsn);
-	else
-		snprintf(cancel, 32, "NULL");
+	snprintf(v->cancel, sizeof v->cancel, o->cancel_lsn ? "%" PRIu64 : "NULL", o->cancel_lsn);
+	snprintf(v->pay_by, sizeof v->pay_by, o->pay_by_ns ? "%" PRId64 : "NULL", o->pay_by_ns);
+	snprintf(v->confirm, sizeof v->confirm, o->confirm_lsn ? "%" PRIu64 : "NULL", o->confirm_lsn);
 	return 1;
 }
 
@@ -244,20 +261,22 @@ static int wal_order(struct repair *r, const struct diff *d, struct fold_order *
 static void insert_order(struct repair *r, const struct diff *d)
 {
 	struct fold_order o;
-	char sql[900], cancel[32], why[300];
-	if (!wal_order(r, d, &o, cancel))
+	struct order_sql v;
+	char sql[1000], why[300];
+	if (!wal_order(r, d, &o, &v))
 		return;
 	/* scope_sku and scope_day follow the activity's scope, as the applier
 	 * writes them; no activity row, no insert (0 rows). */
 	snprintf(sql, sizeof sql,
 	         "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
-	         " scope_sku, scope_day, status, quota_returned, request_id, created_ns, lsn, cancel_lsn)"
+	         " scope_sku, scope_day, status, quota_returned, request_id, created_ns, lsn, cancel_lsn,"
+	         " pay_by_ns, confirm_lsn)"
 	         " SELECT %" PRIu64 ", %u, %u, %" PRIu64 ", %u, %u, %u, IF(scope = 1, %u, 0),"
-	         " IF(scope = 2, %u, 0), '%s', %u, %" PRIu64 ", %" PRId64 ", %" PRIu64 ", %s"
+	         " IF(scope = 2, %u, 0), '%s', %u, %" PRIu64 ", %" PRId64 ", %" PRIu64 ", %s, %s, %s"
 	         " FROM activities WHERE activity_id = %u",
 	         d->order_no, o.activity_id, o.sku_id, o.user_id, o.qty, o.limit_slot, o.biz_day,
 	         o.sku_id, o.biz_day, state_name(o.state), o.quota_returned, o.request_id, o.created_ns,
-	         o.lsn, cancel, o.activity_id);
+	         o.lsn, v.cancel, v.pay_by, v.confirm, o.activity_id);
 	if (!change(r, sql, 1, why, sizeof why)) {
 		if (strncmp(why, "MySQL changed 0", 15) == 0)
 			snprintf(why, sizeof why, "activity %u is not in MySQL", o.activity_id);
@@ -282,9 +301,10 @@ static void update_order(struct repair *r, const struct diff *d)
 {
 	struct fold_order o;
 	struct rsql_order q;
-	char sql[900], cancel[32], why[300];
+	struct order_sql v;
+	char sql[1000], why[300];
 	memset(&q, 0, sizeof q);
-	if (!wal_order(r, d, &o, cancel))
+	if (!wal_order(r, d, &o, &v))
 		return;
 	int rc = rsql_orders_scan(r->rp_m, d->order_no, d->order_no, one_row, &q);
 	if (rc == FLASH_EMYSQL_RETRY)
@@ -297,9 +317,11 @@ static void update_order(struct repair *r, const struct diff *d)
 	         "UPDATE orders o JOIN activities a ON a.activity_id = %u SET o.activity_id = %u,"
 	         " o.sku_id = %u, o.user_id = %" PRIu64 ", o.qty = %u, o.limit_slot = %u, o.biz_day = %u,"
 	         " o.scope_sku = IF(a.scope = 1, %u, 0), o.scope_day = IF(a.scope = 2, %u, 0),"
-	         " o.status = '%s', o.quota_returned = %u, o.cancel_lsn = %s WHERE o.order_no = %" PRIu64,
+	         " o.status = '%s', o.quota_returned = %u, o.cancel_lsn = %s, o.pay_by_ns = %s,"
+	         " o.confirm_lsn = %s WHERE o.order_no = %" PRIu64,
 	         o.activity_id, o.activity_id, o.sku_id, o.user_id, o.qty, o.limit_slot, o.biz_day,
-	         o.sku_id, o.biz_day, state_name(o.state), o.quota_returned, cancel, d->order_no);
+	         o.sku_id, o.biz_day, state_name(o.state), o.quota_returned, v.cancel, v.pay_by, v.confirm,
+	         d->order_no);
 	if (!change(r, sql, 1, why, sizeof why)) {
 		if (strncmp(why, "MySQL changed 0", 15) == 0)
 			snprintf(why, sizeof why, "activity %u is not in MySQL", o.activity_id);
@@ -341,6 +363,7 @@ static int classify(const struct diff *d, const char **why)
 	switch (d->kind) {
 	case DIFF_TOTAL:
 	case DIFF_AVAILABLE:
+	case DIFF_RESERVED:
 	case DIFF_SOLD:
 		if ((d->witnesses & both) == both && d->wal != DIFF_NA && d->sql != DIFF_NA)
 			return FIX_STOCK;

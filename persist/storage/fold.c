@@ -211,6 +211,53 @@ int fold_archived(fold_t *f, const uint32_t **v, size_t *n)
 	return FLASH_OK;
 }
 
+/*
+ * Order @p o after record @p r at @p lsn.  Each record moves the order
+ * only from the state it names -- a cancel from ACTIVE (from RESERVED when
+ * it says the order was unpaid, flags 2), a confirm or an expiry from
+ * RESERVED -- like MariaDB's rows: one the order's state contradicts leaves
+ * it as it was, and the comparison shows the difference.
+ */
+static void fold_order_step(const struct flash_record *r, struct fold_order *o, uint64_t lsn)
+{
+	uint8_t from = r->type == FLASH_REC_CANCEL && !(r->flags & 2u) ? FLASH_ORDER_ACTIVE : FLASH_ORDER_RESERVED;
+
+	switch (r->type) {
+	case FLASH_REC_ORDER:
+		o->user_id = r->user_id;
+		o->request_id = r->request_id;
+		o->created_ns = r->ts_ns;
+		o->lsn = lsn;
+		o->cancel_lsn = 0;
+		o->activity_id = r->activity_id;
+		o->sku_id = r->sku_id;
+		o->qty = r->qty;
+		o->biz_day = r->biz_day;
+		o->limit_slot = r->limit_slot;
+		o->state = r->value != 0 ? FLASH_ORDER_RESERVED : FLASH_ORDER_ACTIVE;
+		o->quota_returned = 0;
+		o->pay_by_ns = r->value;
+		o->confirm_lsn = 0;
+		break;
+	case FLASH_REC_CONFIRM:
+		if (o->state == FLASH_ORDER_RESERVED) {
+			o->state = FLASH_ORDER_ACTIVE;
+			o->confirm_lsn = lsn;
+		}
+		break;
+	case FLASH_REC_CANCEL:
+	case FLASH_REC_EXPIRE:
+		/* a cancel of an order the WAL never had leaves the number
+		 * without an ORDER: the comparison shows it */
+		if (o->state == from) {
+			o->state = r->type == FLASH_REC_EXPIRE ? FLASH_ORDER_EXPIRED : FLASH_ORDER_CANCELLED;
+			o->quota_returned = (r->flags & 1u) ? 1 : 0;
+			o->cancel_lsn = lsn;
+		}
+		break;
+	}
+}
+
 int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 {
 	if (!f || !r)
@@ -219,7 +266,8 @@ int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 		return FLASH_OK;
 	if (r->type == FLASH_REC_ARCHIVE)
 		return fold_archive(f, r->activity_id);
-	if (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU)
+	if ((r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU) &&
+	    r->type != FLASH_REC_CONFIRM && r->type != FLASH_REC_EXPIRE)
 		return FLASH_EINVAL;
 	/* the engine never writes more than 2^40 units in one record: larger
 	 * values are a corrupt WAL, not something to add up (and overflow) */
@@ -233,53 +281,24 @@ int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 	 * sums (which then differ) but has no order to compare */
 	struct fold_order none, *o = &none;
 	memset(&none, 0, sizeof none);
-	if ((r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL) && r->order_no &&
+	if (r->type != FLASH_REC_SKU && r->type != FLASH_REC_RESTOCK && r->order_no &&
 	    !(o = fold_order(f, r->order_no)))
 		return FLASH_ENOMEM;
-	int64_t t = e->total, a = e->available;
+	int64_t d[3], t = e->total, a = e->available, rs = e->reserved, s = e->sold;
+	wal_rec_moves(r, d);
+	if (r->type == FLASH_REC_SKU || r->type == FLASH_REC_RESTOCK)
+		d[0] = r->value;
 	if (__builtin_add_overflow(t, (r->type == FLASH_REC_SKU || r->type == FLASH_REC_RESTOCK) ? r->value : 0, &t) ||
-	    __builtin_add_overflow(a, r->type == FLASH_REC_ORDER ? -(int64_t)r->qty :
-	                              r->type == FLASH_REC_CANCEL ? (int64_t)r->qty : r->value, &a))
+	    __builtin_add_overflow(a, d[0], &a) || __builtin_add_overflow(rs, d[1], &rs) ||
+	    __builtin_add_overflow(s, d[2], &s))
 		return FLASH_EINVAL;
-	switch (r->type) {
-	case FLASH_REC_SKU:
-		e->total += r->value;
-		e->available += r->value;
-		break;
-	case FLASH_REC_ORDER:
-		e->available -= r->qty;
-		e->sold += r->qty;
-		e->active_orders++;
-		o->user_id = r->user_id;
-		o->request_id = r->request_id;
-		o->created_ns = r->ts_ns;
-		o->lsn = lsn;
-		o->cancel_lsn = 0;
-		o->activity_id = r->activity_id;
-		o->sku_id = r->sku_id;
-		o->qty = r->qty;
-		o->biz_day = r->biz_day;
-		o->limit_slot = r->limit_slot;
-		o->state = FLASH_ORDER_ACTIVE;
-		o->quota_returned = 0;
-		break;
-	case FLASH_REC_CANCEL:
-		e->available += r->qty;
-		e->sold -= r->qty;
-		e->active_orders--;
-		/* a cancel of an order the WAL never had leaves the number
-		 * without an ORDER: the comparison shows it */
-		if (o->state == FLASH_ORDER_ACTIVE) {
-			o->state = FLASH_ORDER_CANCELLED;
-			o->quota_returned = (r->flags & 1u) ? 1 : 0;
-			o->cancel_lsn = lsn;
-		}
-		break;
-	case FLASH_REC_RESTOCK:
-		e->total += r->value;
-		e->available += r->value;
-		break;
-	}
+	e->total = t;
+	e->available = a;
+	e->reserved = rs;
+	e->sold = s;
+	/* an ACTIVE order more or less: its units came into sold or left it */
+	e->active_orders += d[2] > 0 ? 1 : d[2] < 0 ? -1 : 0;
+	fold_order_step(r, o, lsn);
 	e->last_lsn = lsn;
 	f->ff_dirty = 1;
 	return FLASH_OK;
@@ -296,6 +315,7 @@ int fold_seed(fold_t *f, const struct fold_sku *v, size_t n)
 		e->total += v[i].total;
 		e->available += v[i].available;
 		e->sold += v[i].sold;
+		e->reserved += v[i].reserved;
 		e->active_orders += v[i].active_orders;
 		if (v[i].last_lsn > e->last_lsn)
 			e->last_lsn = v[i].last_lsn;

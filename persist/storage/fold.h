@@ -27,9 +27,13 @@ struct fold_sku {
 	uint32_t sku_id;
 	int64_t  total;
 	int64_t  available;
-	int64_t  sold;              /* units of orders minus units cancelled */
-	int64_t  active_orders;     /* orders minus cancels */
+	int64_t  sold;              /* units of ACTIVE orders: orders and confirms minus
+	                               units cancelled */
+	int64_t  active_orders;     /* ACTIVE orders: orders and confirms minus cancels */
 	uint64_t last_lsn;          /* LSN of the last record that touched it (0 if unknown) */
+	int64_t  reserved;          /* units of RESERVED orders (reservations not paid yet).
+	                               Last: a snapshot written before reservations holds
+	                               the members above it only (snapshot.c reads both) */
 };
 
 /** @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM. */
@@ -37,8 +41,8 @@ int fold_new(fold_t **out);
 void fold_free(fold_t *f);
 
 /**
- * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK move; ACTIVITY and
- * GEN are ignored; ARCHIVE notes its activity archived: its skus keep their
+ * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK/CONFIRM/EXPIRE move
+ * units as wal_rec_moves() says; ACTIVITY and GEN are ignored; ARCHIVE notes its activity archived: its skus keep their
  * WAL state, which the comparison holds against MySQL, and their absence
  * from the segment is no difference).  Records of a sku never created are
  * folded anyway (from zero), so the comparison shows them.
@@ -80,24 +84,31 @@ const struct fold_sku *fold_sku_find(fold_t *f, uint32_t a, uint32_t s);
 
 /**
  * One order as the WAL has it.  The fold keeps one per order number in a
- * dense array indexed by number (64 bytes each, like the segment's own order
- * table), so the WAL can be compared with MySQL order by order and MySQL
- * repaired from it.
+ * hash table by number (80 bytes each: the segment's 64 and a reservation's
+ * pay-by time and confirm LSN, which a repaired MySQL row must carry), so
+ * the WAL can be compared with MySQL order by order and MySQL repaired
+ * from it.
  */
 struct fold_order {
 	uint64_t user_id;
 	uint64_t request_id;
 	int64_t  created_ns;        /* the ORDER record's ts_ns */
 	uint64_t lsn;               /* LSN of the ORDER record */
-	uint64_t cancel_lsn;        /* LSN of the CANCEL record, 0 while active */
+	uint64_t cancel_lsn;        /* LSN of the CANCEL or EXPIRE record, 0 while
+	                               active or reserved */
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint32_t qty;
 	uint32_t biz_day;
 	uint16_t limit_slot;
-	uint8_t  state;             /* enum flash_order_state (NONE: no ORDER record) */
-	uint8_t  quota_returned;    /* the cancel gave the limit slot back */
+	uint8_t  state;             /* enum flash_order_state (NONE: no ORDER record;
+	                               RESERVED, then ACTIVE or EXPIRED or CANCELLED,
+	                               for a reservation) */
+	uint8_t  quota_returned;    /* the cancel or expiry gave the limit slot back */
 	uint32_t _pad;
+	int64_t  pay_by_ns;         /* a reservation's pay-by time (its ORDER's value); 0: a
+	                               plain order */
+	uint64_t confirm_lsn;       /* LSN of a reservation's CONFIRM record, 0: none */
 };
 
 /**

@@ -235,18 +235,47 @@ int snap_file_open(const char *path, struct snap_file *f)
 	memcpy(&h, m, sizeof h);
 	uint64_t size = (uint64_t)st.st_size;
 	if (h.sh_magic != SNAP_MAGIC || h.sh_version != SNAP_VERSION ||
-	    h.sh_hdr_bytes != sizeof h || h.sh_fold_elem != sizeof(struct fold_sku) ||
+	    h.sh_hdr_bytes != sizeof h ||
+	    (h.sh_fold_elem != sizeof(struct fold_sku) && h.sh_fold_elem != SNAP_FOLD_ELEM_V1) ||
 	    h.sh_opts_bytes != sizeof(struct flash_seg_opts) || h.sh_fold_off != SNAP_PAGE ||
-	    h.sh_fold_count > (size / sizeof(struct fold_sku)) || h.sh_lsn == 0 ||
-	    h.sh_img_off != SNAP_PAGE + snap_round_page(h.sh_fold_count * sizeof(struct fold_sku)) ||
+	    h.sh_fold_count > (size / h.sh_fold_elem) || h.sh_lsn == 0 ||
+	    h.sh_img_off != SNAP_PAGE + snap_round_page(h.sh_fold_count * h.sh_fold_elem) ||
 	    h.sh_img_off > size || h.sh_seg_bytes != size - h.sh_img_off || h.sh_seg_bytes == 0 ||
 	    snap_crc(&h, (const char *)m + h.sh_fold_off, (const char *)m + h.sh_img_off) != h.sh_crc) {
 		snap_file_close(f);
 		return FLASH_ESNAP_CORRUPT;
 	}
 	f->sf_hdr = m;
-	f->sf_fold = (const struct fold_sku *)(const void *)((const char *)m + h.sh_fold_off);
+	f->sf_fold = (const char *)m + h.sh_fold_off;
 	f->sf_img = (const char *)m + h.sh_img_off;
+	return FLASH_OK;
+}
+
+/* The fold section of @p sf seeded into @p f.  A snapshot written before
+ * reservations holds shorter entries, without `reserved`: each is read
+ * into a whole one, zero there -- no reservation existed then. */
+static int snap_fold_seed_file(fold_t *f, const struct snap_file *sf)
+{
+	uint64_t n = sf->sf_hdr->sh_fold_count;
+	uint32_t elem = sf->sf_hdr->sh_fold_elem;
+
+	if (elem == sizeof(struct fold_sku)) {
+		struct fold_sku *v = malloc(n ? n * sizeof *v : 1);
+		if (v == NULL)
+			return FLASH_ENOMEM;
+		memcpy(v, sf->sf_fold, n * sizeof *v);   /* the mapping need not be aligned for it */
+		int rc = fold_seed(f, v, n);
+		free(v);
+		return rc;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		struct fold_sku e;
+		memset(&e, 0, sizeof e);
+		memcpy(&e, (const char *)sf->sf_fold + i * elem, elem);
+		int rc = fold_seed(f, &e, 1);
+		if (rc != FLASH_OK)
+			return rc;
+	}
 	return FLASH_OK;
 }
 
@@ -369,7 +398,7 @@ int snap_fold_seed(const char *dir, fold_t *f, uint64_t max_lsn, uint64_t *from)
 		snap_file_close(&sf);
 		return FLASH_ESNAP_GAP;
 	}
-	int frc = fold_seed(f, sf.sf_fold, sf.sf_hdr->sh_fold_count);
+	int frc = snap_fold_seed_file(f, &sf);
 	*from = sf.sf_hdr->sh_lsn + 1;
 	snap_file_close(&sf);
 	return frc == FLASH_OK ? FLASH_OK : frc == FLASH_ENOMEM ? FLASH_ENOMEM : FLASH_EINVAL;
@@ -570,7 +599,7 @@ static int snap_init(snap_t *s)
 	if (rc == FLASH_OK) {
 		frc = flash_seg_restore(s->s_shadow, &so, f.sf_img, f.sf_hdr->sh_seg_bytes);
 		if (frc == FLASH_OK)
-			frc = fold_seed(s->s_fold, f.sf_fold, f.sf_hdr->sh_fold_count);
+			frc = snap_fold_seed_file(s->s_fold, &f);
 		s->s_lsn = f.sf_hdr->sh_lsn;
 		snap_file_close(&f);
 		if (frc != FLASH_OK) {

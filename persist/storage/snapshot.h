@@ -78,6 +78,9 @@
 #define SNAP_MAGIC      0x3130504e53534653ull   /* "FSSNSP01" */
 #define SNAP_VERSION    1u
 #define SNAP_PAGE       4096u
+/* sh_fold_elem of a snapshot written before reservations: struct fold_sku
+ * up to, without, its last member `reserved` */
+#define SNAP_FOLD_ELEM_V1 offsetof(struct fold_sku, reserved)
 
 struct snap_hdr {
 	uint64_t sh_magic;        /* SNAP_MAGIC */
@@ -101,7 +104,9 @@ struct snap_hdr {
 /* A snapshot file opened and checked (mapped read-only). */
 struct snap_file {
 	const struct snap_hdr        *sf_hdr;
-	const struct fold_sku  *sf_fold;
+	const void                   *sf_fold;   /* sh_fold_count entries of sh_fold_elem
+	                                            bytes: struct fold_sku, or its first
+	                                            SNAP_FOLD_ELEM_V1 bytes */
 	const void                   *sf_img;
 	void                         *sf_map;
 	size_t                        sf_map_len;

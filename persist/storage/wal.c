@@ -78,6 +78,8 @@ const char *wal_rec_type_name(uint16_t type, const char *unknown)
 	case FLASH_REC_SKU:      return "sku";
 	case FLASH_REC_GEN:      return "gen";
 	case FLASH_REC_ARCHIVE:  return "archive";
+	case FLASH_REC_CONFIRM:  return "confirm";
+	case FLASH_REC_EXPIRE:   return "expire";
 	default:                 return unknown;
 	}
 }
@@ -105,6 +107,8 @@ static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_fiel
 		break;
 	case FLASH_REC_ORDER:
 	case FLASH_REC_CANCEL:
+	case FLASH_REC_CONFIRM:
+	case FLASH_REC_EXPIRE:
 		f[n++] = WF_U("activity_id", "activity", r->activity_id);
 		f[n++] = WF_U("sku_id", "sku", r->sku_id);
 		f[n++] = WF_U("qty", "qty", r->qty);
@@ -116,9 +120,15 @@ static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_fiel
 		if (r->type == FLASH_REC_ORDER) {
 			f[n++] = WF_U("request_id", "request_id", r->request_id);
 			f[n++] = WF_U("flags", "flags", r->flags);
-		} else {
+		} else if (r->type != FLASH_REC_CONFIRM) {
 			f[n++] = WF_U("quota_returned", "quota_returned", r->flags & 1u);
 		}
+		/* a plain order, and its cancel, print as they did before
+		 * reservations: a consumer that knows none sees no new member */
+		if (r->type == FLASH_REC_CANCEL && (r->flags & 2u))
+			f[n++] = WF_U("reservation", "reservation", 1);
+		if (r->type != FLASH_REC_CANCEL && (r->type != FLASH_REC_ORDER || r->value != 0))
+			f[n++] = WF_I("pay_by_ns", "pay_by_ns", r->value);
 		break;
 	case FLASH_REC_RESTOCK:
 		f[n++] = WF_U("activity_id", "activity", r->activity_id);

@@ -117,8 +117,44 @@
 int wal_rc_is_stop(int rc);
 
 /* The name of a flash_record type ("order", "cancel", "restock",
- * "activity", "sku", "gen", "archive"), or @p unknown for any other value. */
+ * "activity", "sku", "gen", "archive", "confirm", "expire"), or @p unknown
+ * for any other value. */
 const char *wal_rec_type_name(uint16_t type, const char *unknown);
+
+/*
+ * How @p r moves a sku's units between available, reserved and sold
+ * (d[0], d[1], d[2]; zero for every type but these).  One rule for every
+ * reader that keeps units: an ORDER takes qty from available into sold, or
+ * into reserved when it is a reservation (value: its pay-by time); CONFIRM
+ * moves it from reserved to sold; EXPIRE, and a CANCEL that says the order
+ * was an unpaid reservation (flags 2), from reserved back to available; any
+ * other CANCEL from sold back to available.  Inline: the MariaDB refill
+ * plug-in, which links none of the WAL, uses it too.
+ */
+static inline void wal_rec_moves(const struct flash_record *r, int64_t d[3])
+{
+	int64_t q = r->qty;
+	int resv = (r->type == FLASH_REC_ORDER && r->value != 0) ||
+	           (r->type == FLASH_REC_CANCEL && (r->flags & 2u)) || r->type == FLASH_REC_EXPIRE;
+
+	d[0] = d[1] = d[2] = 0;
+	switch (r->type) {
+	case FLASH_REC_ORDER:
+		d[0] = -q;
+		d[resv ? 1 : 2] = q;
+		break;
+	case FLASH_REC_CANCEL:
+	case FLASH_REC_EXPIRE:
+		d[0] = q;
+		d[resv ? 1 : 2] = -q;
+		break;
+	case FLASH_REC_CONFIRM:
+		d[1] = -q;
+		d[2] = q;
+		break;
+	}
+}
+
 
 /*
  * The fields of @p r named for what they hold in its type -- the one naming

@@ -18,11 +18,13 @@
 static int process(const struct flash_feed_rec *r)
 {
 	const struct flash_record *x = &r->fr_rec;
-	if (x->type == FLASH_REC_ORDER)
+	/* a reservation (an ORDER whose value is its pay-by time) is not paid
+	 * yet: it ships on its CONFIRM, and its EXPIRE ends it like a cancel */
+	if ((x->type == FLASH_REC_ORDER && x->value == 0) || x->type == FLASH_REC_CONFIRM)
 		printf("ship order %llu: user %llu, sku %u/%u x%u (lsn %llu)\n",
 		       (unsigned long long)x->order_no, (unsigned long long)x->user_id,
 		       x->activity_id, x->sku_id, x->qty, (unsigned long long)r->fr_lsn);
-	else if (x->type == FLASH_REC_CANCEL)
+	else if (x->type == FLASH_REC_CANCEL || x->type == FLASH_REC_EXPIRE)
 		printf("cancel order %llu (lsn %llu)\n", (unsigned long long)x->order_no,
 		       (unsigned long long)r->fr_lsn);
 	return fflush(stdout) == 0 ? 0 : -1;   /* processed = written out */

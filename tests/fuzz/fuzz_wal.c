@@ -597,7 +597,7 @@ static int fz_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload,
 			rc = fold_record(c->fold, r, lsn);
 			fz_check(rc == FLASH_OK || rc == FLASH_EINVAL, "fold: OK or EINVAL");
 			fz_check((rc == FLASH_EINVAL) ==
-			         (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_ARCHIVE ||
+			         (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_EXPIRE ||
 			          (r->type == FLASH_REC_SKU && (r->value < 0 || r->value > (1ll << 40))) ||
 			          (r->type == FLASH_REC_RESTOCK &&
 			           (r->value < -(1ll << 40) || r->value > (1ll << 40)))),

@@ -20,6 +20,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "feed.h"
 #include "flashstock.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
@@ -168,6 +169,36 @@ static struct lsn_record r_cancel(uint64_t lsn, const struct lsn_record *order, 
 	x.lsn = lsn;
 	x.rec.type = FLASH_REC_CANCEL;
 	x.rec.flags = quota ? 1 : 0;
+	return x;
+}
+
+/* A reservation: an order with a pay-by time in its value. */
+static struct lsn_record r_reserve(uint64_t lsn, uint32_t a, uint32_t s, uint64_t order_no,
+                                   uint64_t user, uint32_t qty, uint16_t slot)
+{
+	struct lsn_record x = r_order(lsn, a, s, order_no, user, qty, slot, 0);
+	x.rec.value = 1700000900000000000 + (int64_t)order_no;
+	return x;
+}
+
+/* CONFIRM or EXPIRE (@p type) of reservation @p order; @p quota: EXPIRE's
+ * flag 1 (the limit slot went back too). */
+static struct lsn_record r_settle(uint64_t lsn, uint16_t type, const struct lsn_record *order, int quota)
+{
+	struct lsn_record x = *order;
+	x.lsn = lsn;
+	x.rec.type = type;
+	x.rec.request_id = 0;
+	x.rec.flags = quota ? 1 : 0;
+	x.rec.ts_ns = order->rec.ts_ns + 1000;
+	return x;
+}
+
+/* A cancel of a reservation not paid (flag 2). */
+static struct lsn_record r_cancel_unpaid(uint64_t lsn, const struct lsn_record *order, int quota)
+{
+	struct lsn_record x = r_cancel(lsn, order, quota);
+	x.rec.flags |= 2;
 	return x;
 }
 
@@ -889,6 +920,359 @@ static void test_hung_server_times_out_retryable_then_catches_up(void **state)
 	close_drop(m);
 }
 
+/* ---- reservations ------------------------------------------------------------ */
+
+/* Units of (activity, sku) as "available/reserved/sold/total". */
+static void stock_units(mdb_t *m, uint32_t a, uint32_t s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu/%llu/%llu/%llu",
+	         (unsigned long long)q_u64(m, "SELECT available FROM item_stock WHERE activity_id=%u AND sku_id=%u", a, s),
+	         (unsigned long long)q_u64(m, "SELECT reserved FROM item_stock WHERE activity_id=%u AND sku_id=%u", a, s),
+	         (unsigned long long)q_u64(m, "SELECT sold FROM item_stock WHERE activity_id=%u AND sku_id=%u", a, s),
+	         (unsigned long long)q_u64(m, "SELECT total FROM item_stock WHERE activity_id=%u AND sku_id=%u", a, s));
+}
+
+/* A checksum of every order row's state, for "the same rows". */
+static uint64_t orders_sum(mdb_t *m)
+{
+	return q_u64(m, "SELECT COALESCE(SUM(CRC32(CONCAT_WS(',', order_no, status, quota_returned,"
+	                " IFNULL(pay_by_ns, 'n'), IFNULL(cancel_lsn, 'n'), IFNULL(confirm_lsn, 'n'),"
+	                " IFNULL(active_key, 'n'))) + order_no), 0) FROM orders");
+}
+
+/* Activity 6 (limit 1, cancels return the quota), sku 61 of 20 units:
+ * 1..4 reservations and a plain order, then their fates. */
+static size_t build_reservations(struct lsn_record *v)
+{
+	size_t n = 0;
+	v[n++] = r_activity(1, 6, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	v[n++] = r_sku(2, 6, 61, 20);
+	v[n++] = r_reserve(3, 6, 61, 901, 71, 2, 1);       /* paid in time */
+	v[n++] = r_reserve(4, 6, 61, 902, 72, 3, 1);       /* expires, quota back */
+	v[n++] = r_order(5, 6, 61, 903, 73, 1, 1, 0);      /* a plain order */
+	v[n++] = r_reserve(6, 6, 61, 904, 74, 4, 1);       /* cancelled unpaid */
+	v[n++] = r_reserve(7, 6, 61, 905, 75, 5, 1);       /* still waiting */
+	v[n++] = r_settle(8, FLASH_REC_CONFIRM, &v[2], 0);
+	v[n++] = r_settle(9, FLASH_REC_EXPIRE, &v[3], 1);
+	v[n++] = r_cancel_unpaid(10, &v[5], 1);
+	v[n++] = r_order(11, 6, 61, 906, 72, 1, 1, 0);     /* 72's slot came back with the expiry */
+	return n;
+}
+
+/* The rows build_reservations() leaves, whichever path applied them. */
+static void check_reservation_rows(mdb_t *m)
+{
+	char u[96];
+	stock_units(m, 6, 61, u, sizeof u);
+	assert_string_equal(u, "11/5/4/20");  /* 905 reserved; 901 + 903 + 906 sold */
+	assert_int_equal(q_u64(m, "SELECT status+0 FROM orders WHERE order_no=901"), 1);   /* ACTIVE */
+	assert_int_equal(q_u64(m, "SELECT confirm_lsn FROM orders WHERE order_no=901"), 8);
+	assert_int_equal(q_u64(m, "SELECT pay_by_ns FROM orders WHERE order_no=901"), 1700000900000000901ull);
+	assert_int_equal(q_u64(m, "SELECT cancel_lsn IS NULL FROM orders WHERE order_no=901"), 1);
+	assert_int_equal(q_u64(m, "SELECT status='EXPIRED' AND quota_returned=1 AND cancel_lsn=9"
+	                          " AND active_key IS NULL AND confirm_lsn IS NULL FROM orders WHERE order_no=902"), 1);
+	assert_int_equal(q_u64(m, "SELECT status='ACTIVE' AND pay_by_ns IS NULL FROM orders WHERE order_no=903"), 1);
+	assert_int_equal(q_u64(m, "SELECT status='CANCELLED' AND cancel_lsn=10 AND active_key IS NULL"
+	                          " FROM orders WHERE order_no=904"), 1);
+	assert_int_equal(q_u64(m, "SELECT status='RESERVED' AND active_key=1 FROM orders WHERE order_no=905"), 1);
+	assert_int_equal(q_u64(m, "SELECT status='ACTIVE' FROM orders WHERE order_no=906"), 1);
+}
+
+/*
+ * A reservation takes its units out of available into reserved and holds
+ * its row RESERVED; its CONFIRM makes it ACTIVE (confirm_lsn) and moves the
+ * units on to sold; its EXPIRE (EXPIRED, cancel_lsn, the quota as the
+ * record says) and a cancel of it unpaid move them back to available -- on
+ * the batch path, in one batch or over several, and a replay changes
+ * nothing.
+ */
+static void test_reservation_units_move_reserved_to_sold_or_back_to_available(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
+	size_t n = build_reservations(v);
+	struct apply_result res = { 0 };
+	char u[96];
+
+	assert_int_equal(mdb_apply(m, v, 7, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	stock_units(m, 6, 61, u, sizeof u);
+	assert_string_equal(u, "5/14/1/20");  /* four reservations held, one order sold */
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE status='RESERVED' AND active_key=1"), 4);
+	assert_int_equal(mdb_apply(m, v + 7, n - 7, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(res.refused, 0);
+	check_reservation_rows(m);
+	uint64_t sum = orders_sum(m);
+
+	/* a replay of the whole history: every record skipped, nothing moves */
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.skipped, n);
+	check_reservation_rows(m);
+	assert_int_equal(orders_sum(m), sum);
+	close_drop(m);
+
+	/* all in one batch: the same rows */
+	m = open_fresh();
+	assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(res.refused, 0);
+	check_reservation_rows(m);
+	assert_int_equal(orders_sum(m), sum);
+	close_drop(m);
+}
+
+/* Many skus in one batch (the joined stock UPDATE): each sku's reserved
+ * units move as its own records say. */
+static void test_reserved_units_of_many_skus_move_in_one_joined_update(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[40];
+	size_t n = 0;
+	uint64_t lsn = 1;
+	struct apply_result res = { 0 };
+	v[n++] = r_activity(lsn++, 6, 1, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	for (uint32_t k = 1; k <= 6; k++)
+		v[n++] = r_sku(lsn++, 6, k, 10);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	size_t first = n;
+	for (uint32_t k = 1; k <= 6; k++) {
+		v[n] = r_reserve(lsn++, 6, k, 700 + k, 40 + k, k, 1);
+		n++;
+	}
+	for (uint32_t k = 1; k <= 6; k++) {         /* odd skus paid, even ones expired */
+		v[n] = r_settle(lsn++, k % 2 ? FLASH_REC_CONFIRM : FLASH_REC_EXPIRE, &v[first + k - 1], 1);
+		n++;
+	}
+	v[n] = r_reserve(lsn++, 6, 6, 799, 49, 2, 1);   /* one left waiting on sku 6 */
+	n++;
+	assert_int_equal(mdb_apply(m, v + first, n - first, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 0);
+	assert_int_equal(res.refused, 0);
+	for (uint32_t k = 1; k <= 6; k++) {
+		char u[96], want[96];
+		stock_units(m, 6, k, u, sizeof u);
+		if (k % 2)
+			snprintf(want, sizeof want, "%u/0/%u/10", 10 - k, k);
+		else
+			snprintf(want, sizeof want, "%u/%u/0/10", k == 6 ? 8 : 10, k == 6 ? 2 : 0);
+		assert_string_equal(u, want);
+	}
+	close_drop(m);
+}
+
+/* Record by record (a malformed record sends the batch there), the same
+ * history gives the same rows and units as the batch path. */
+static void test_record_by_record_path_settles_reservations_as_the_batch_path(void **state)
+{
+	(void)state;
+	struct lsn_record v[16];
+	size_t n = build_reservations(v);
+	v[n] = r_order(n + 1, 6, 61, 999, 79, 0, 1, 0);   /* qty 0 */
+	struct conflict c[2];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 2 };
+
+	mdb_t *m = open_fresh();
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	uint64_t sum = orders_sum(m);
+	close_drop(m);
+
+	m = open_fresh();
+	assert_int_equal(mdb_apply(m, v, n + 1, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 1);
+	assert_int_equal(res.refused, 1);
+	assert_int_equal(c[0].kind, CONFLICT_INVALID);
+	check_reservation_rows(m);
+	assert_int_equal(orders_sum(m), sum);
+	close_drop(m);
+}
+
+/*
+ * A RESERVED row holds its user's limit slot like an ACTIVE one; an
+ * expiry that keeps the quota keeps it held.  A CONFIRM or EXPIRE whose
+ * order is missing, a plain order, or settled already, and a cancel that
+ * says unpaid of a paid order, are conflicts (with their order number and
+ * kind) that move no unit; the rest of the batch applies.
+ */
+static void test_settling_what_is_not_reserved_is_a_conflict_and_moves_nothing(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16], w[8];
+	struct conflict c[8];
+	struct apply_result res = { .conflicts = c, .conflict_cap = 8 };
+	char u[96];
+
+	v[0] = r_activity(1, 7, 1, FLASH_SCOPE_ACTIVITY, 0);   /* cancels keep the quota */
+	v[1] = r_sku(2, 7, 71, 10);
+	v[2] = r_reserve(3, 7, 71, 950, 81, 2, 1);
+	v[3] = r_order(4, 7, 71, 951, 82, 1, 1, 0);
+	v[4] = r_reserve(5, 7, 71, 952, 83, 1, 1);
+	v[5] = r_settle(6, FLASH_REC_EXPIRE, &v[4], 0);         /* expired, quota kept */
+	assert_int_equal(mdb_apply(m, v, 6, &res), FLASH_OK);
+	assert_int_equal(res.refused, 0);
+
+	w[0] = r_reserve(7, 7, 71, 953, 81, 1, 1);               /* 81's slot is held by 950 */
+	w[1] = r_order(8, 7, 71, 954, 83, 1, 1, 0);              /* 83's too, by the expired 952 */
+	w[2] = r_settle(9, FLASH_REC_CONFIRM, &v[3], 0);         /* a plain order */
+	w[3] = r_settle(10, FLASH_REC_EXPIRE, &v[4], 0);         /* expired already */
+	w[4] = r_settle(11, FLASH_REC_CONFIRM, &v[2], 0);        /* applies */
+	w[5] = r_settle(12, FLASH_REC_CONFIRM, &v[2], 0);        /* confirmed already */
+	w[6] = r_cancel_unpaid(13, &v[2], 0);                    /* it was paid */
+	w[7] = r_settle(14, FLASH_REC_EXPIRE, &v[2], 0);
+	w[7].rec.order_no = 4444;                                /* no such order */
+	assert_int_equal(mdb_apply(m, w, 8, &res), FLASH_OK);
+	assert_int_equal(res.slow_path, 1);
+	assert_int_equal(res.applied, 1);
+	assert_int_equal(res.refused, 7);
+	static const int kind[] = { CONFLICT_LIMIT, CONFLICT_LIMIT, CONFLICT_CONFIRM, CONFLICT_EXPIRE,
+	                            CONFLICT_CONFIRM, CONFLICT_CANCEL, CONFLICT_EXPIRE };
+	static const uint64_t ono[] = { 953, 954, 951, 952, 950, 950, 4444 };
+	for (size_t i = 0; i < 7; i++) {
+		assert_int_equal(c[i].kind, kind[i]);
+		assert_int_equal(c[i].order_no, ono[i]);
+	}
+	assert_int_equal(c[2].type, FLASH_REC_CONFIRM);
+	assert_non_null(strstr(c[2].detail, "no reserved order 951"));
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM apply_conflicts WHERE kind='confirm'"), 2);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM apply_conflicts WHERE kind='expire'"), 2);
+	stock_units(m, 7, 71, u, sizeof u);
+	assert_string_equal(u, "7/0/3/10");   /* 950 paid (2) and 951 (1); 952's unit back */
+	assert_int_equal(q_u64(m, "SELECT status='ACTIVE' AND confirm_lsn=11 FROM orders WHERE order_no=950"), 1);
+	assert_int_equal(q_u64(m, "SELECT status='EXPIRED' AND quota_returned=0 AND active_key=1 AND cancel_lsn=6"
+	                          " FROM orders WHERE order_no=952"), 1);
+	close_drop(m);
+}
+
+/*
+ * A feed refilled from MariaDB gives a reservation's records back at their
+ * LSNs: the ORDER with its pay-by time (a plain order with none), its
+ * CONFIRM (confirm_lsn), its EXPIRE (an EXPIRED row's cancel_lsn, quota
+ * flag and pay-by time) and a cancel of it unpaid (flags 2), the times of
+ * the last three not kept.
+ */
+static void test_feed_refill_gives_reservations_their_confirms_and_expiries_back(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
+	size_t n = build_reservations(v);
+	assert_int_equal(mdb_apply(m, v, n, NULL), FLASH_OK);
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	feed_refill_t *r;
+	assert_int_equal(feed_refill_open(url, "wal", &r), FLASH_OK);
+	struct flash_feed_rec *got = NULL;
+	size_t k = 0;
+	uint64_t applied = 0;
+	assert_int_equal(feed_refill_fetch(r, 1, n, &got, &k, &applied), FLASH_OK);
+	assert_int_equal(k, n);                     /* every LSN a record */
+	for (size_t i = 0; i < k; i++) {
+		const struct flash_record *x = &got[i].fr_rec, *w = &v[i].rec;
+		assert_int_equal(got[i].fr_lsn, v[i].lsn);
+		assert_int_equal(x->type, w->type);
+		if (w->type == FLASH_REC_ACTIVITY || w->type == FLASH_REC_SKU)
+			continue;
+		assert_int_equal(x->order_no, w->order_no);
+		assert_int_equal(x->user_id, w->user_id);
+		assert_int_equal(x->qty, w->qty);
+		assert_int_equal(x->limit_slot, w->limit_slot);
+		assert_int_equal(x->flags, w->type == FLASH_REC_CONFIRM ? 0 : w->flags);
+		/* a cancel's value is not a pay-by time: 0 */
+		assert_int_equal(x->value, w->type == FLASH_REC_CANCEL ? 0 : w->value);
+		assert_int_equal(!!(got[i].fr_missing & FLASH_FEED_MISS_TS), w->type != FLASH_REC_ORDER);
+		if (w->type == FLASH_REC_ORDER)
+			assert_int_equal(x->ts_ns, w->ts_ns);
+	}
+	assert_int_equal(got[7].fr_rec.type, FLASH_REC_CONFIRM);
+	assert_int_equal(got[8].fr_rec.type, FLASH_REC_EXPIRE);
+	assert_int_equal(got[8].fr_rec.flags, 1);
+	assert_int_equal(got[9].fr_rec.flags, 3);  /* quota back, and it was not paid */
+	assert_int_equal(got[4].fr_rec.value, 0);  /* 903: a plain order */
+	free(got);
+	feed_refill_close(r);
+	close_drop(m);
+}
+
+/*
+ * A database made before reservations (status ACTIVE|CANCELLED, no
+ * reserved units, the old balance check) is migrated when the applier
+ * opens it: its rows stay, the new columns and states exist, the balance
+ * counts reserved units; opening it again changes nothing; reservations
+ * then apply.
+ */
+static void test_database_from_before_reservations_is_migrated_once(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	assert_int_equal(q_exec(m, "DROP TABLE orders, item_stock"), 0);
+	assert_int_equal(q_exec(m,
+		"CREATE TABLE item_stock (activity_id INT UNSIGNED NOT NULL, sku_id INT UNSIGNED NOT NULL,"
+		" total BIGINT UNSIGNED NOT NULL, available BIGINT UNSIGNED NOT NULL,"
+		" sold BIGINT UNSIGNED NOT NULL DEFAULT 0, shards INT UNSIGNED NOT NULL DEFAULT 1,"
+		" created_lsn BIGINT UNSIGNED NOT NULL, last_lsn BIGINT UNSIGNED NOT NULL,"
+		" PRIMARY KEY (activity_id, sku_id), CONSTRAINT stock_balance CHECK (available + sold = total)"
+		") ENGINE=InnoDB"), 0);
+	assert_int_equal(q_exec(m,
+		"CREATE TABLE orders (order_no BIGINT UNSIGNED NOT NULL PRIMARY KEY,"
+		" activity_id INT UNSIGNED NOT NULL, sku_id INT UNSIGNED NOT NULL, user_id BIGINT UNSIGNED NOT NULL,"
+		" qty INT UNSIGNED NOT NULL, limit_slot SMALLINT UNSIGNED NOT NULL, biz_day INT UNSIGNED NOT NULL,"
+		" scope_sku INT UNSIGNED NOT NULL, scope_day INT UNSIGNED NOT NULL,"
+		" status ENUM('ACTIVE','CANCELLED') NOT NULL DEFAULT 'ACTIVE',"
+		" quota_returned TINYINT UNSIGNED NOT NULL DEFAULT 0,"
+		" active_key TINYINT UNSIGNED AS (IF(status = 'ACTIVE' OR quota_returned = 0, 1, NULL)) PERSISTENT,"
+		" request_id BIGINT UNSIGNED NOT NULL DEFAULT 0, created_ns BIGINT NOT NULL,"
+		" lsn BIGINT UNSIGNED NOT NULL, cancel_lsn BIGINT UNSIGNED NULL,"
+		" UNIQUE KEY user_limit (activity_id, user_id, scope_sku, scope_day, limit_slot, active_key)"
+		") ENGINE=InnoDB"), 0);
+	struct lsn_record v[8];
+	/* rows as the applier of before wrote them: LSNs 1..5 an activity, a
+	 * sku, an order cancelled (2 units back) and an order of 1 unit */
+	v[0] = r_activity(1, 6, 1, FLASH_SCOPE_ACTIVITY, 0);
+	assert_int_equal(mdb_apply(m, v, 1, NULL), FLASH_OK);
+	assert_int_equal(q_exec(m, "INSERT INTO item_stock VALUES (6, 61, 10, 9, 1, 1, 2, 5)"), 0);
+	assert_int_equal(q_exec(m, "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot,"
+	                           " biz_day, scope_sku, scope_day, status, created_ns, lsn, cancel_lsn) VALUES"
+	                           " (960, 6, 61, 91, 2, 1, 0, 0, 0, 'CANCELLED', 1, 3, 4),"
+	                           " (961, 6, 61, 92, 1, 1, 0, 0, 0, 'ACTIVE', 1, 5, NULL)"), 0);
+	assert_int_equal(q_exec(m, "UPDATE applied_lsn SET lsn = 5"), 0);
+	mdb_close(m);
+
+	for (int round = 0; round < 2; round++) {
+		char url[512];
+		url_for(url, sizeof url, g_db);
+		struct mdb_opts o = { .url = url, .log = cap_log };
+		assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+		assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=DATABASE()"
+		                          " AND ((TABLE_NAME='orders' AND COLUMN_NAME IN ('pay_by_ns','confirm_lsn'))"
+		                          " OR (TABLE_NAME='item_stock' AND COLUMN_NAME='reserved'))"), 3);
+		assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=DATABASE()"
+		                          " AND TABLE_NAME='orders' AND COLUMN_NAME='status'"
+		                          " AND COLUMN_TYPE=\"enum('ACTIVE','CANCELLED','RESERVED','EXPIRED')\""), 1);
+		assert_int_equal(q_u64(m, "SELECT GROUP_CONCAT(CONSTRAINT_NAME) = 'stock_units' FROM"
+		                          " information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=DATABASE()"
+		                          " AND TABLE_NAME='item_stock'"), 1);
+		assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE status='CANCELLED' AND order_no=960"), 1);
+		assert_int_equal(q_u64(m, "SELECT active_key FROM orders WHERE order_no=961"), 1);
+		if (round == 0)
+			mdb_close(m);
+	}
+	/* the balance counts reserved units: a row that leaves them out is refused */
+	assert_int_equal(q_exec(m, "UPDATE item_stock SET reserved = 1 WHERE sku_id = 61"), ER_CONSTRAINT_FAILED);
+	v[5] = r_reserve(6, 6, 61, 962, 93, 3, 1);
+	v[6] = r_settle(7, FLASH_REC_CONFIRM, &v[5], 0);
+	v[7] = r_reserve(8, 6, 61, 963, 94, 2, 1);
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(m, v + 5, 3, &res), FLASH_OK);
+	assert_int_equal(res.refused, 0);
+	char u[96];
+	stock_units(m, 6, 61, u, sizeof u);
+	assert_string_equal(u, "4/2/4/10");
+	close_drop(m);
+}
+
 static void test_url_password_is_masked_everywhere(void **state)
 {
 	(void)state;
@@ -987,6 +1371,12 @@ int main(void)
 		cmocka_unit_test(test_order_or_restock_of_an_unknown_sku_is_a_catalog_conflict),
 		cmocka_unit_test(test_batch_leaving_an_lsn_hole_is_refused),
 		cmocka_unit_test(test_lsns_must_increase),
+		cmocka_unit_test(test_reservation_units_move_reserved_to_sold_or_back_to_available),
+		cmocka_unit_test(test_reserved_units_of_many_skus_move_in_one_joined_update),
+		cmocka_unit_test(test_record_by_record_path_settles_reservations_as_the_batch_path),
+		cmocka_unit_test(test_settling_what_is_not_reserved_is_a_conflict_and_moves_nothing),
+		cmocka_unit_test(test_database_from_before_reservations_is_migrated_once),
+		cmocka_unit_test(test_feed_refill_gives_reservations_their_confirms_and_expiries_back),
 		cmocka_unit_test(test_url_password_is_masked_everywhere),
 		cmocka_unit_test(test_option_file_and_bad_urls),
 		cmocka_unit_test(test_mysql_down_then_back_applier_catches_up_without_loss),

@@ -11,7 +11,8 @@
  *   - limit 2: two orders on two boxes stay (two central slots), a third is
  *     cancelled;
  *   - a cancel that returned the quota frees the central slot: the user's
- *     next order on the other box stays;
+ *     next order on the other box stays; a reservation's expiry ends its
+ *     row as a cancel does, its confirm changes nothing;
  *   - restart with the feed position gone (the feed hands every record out
  *     again): nothing is written or cancelled twice;
  *   - a cancel decided but not made (a daemon killed between the central
@@ -680,6 +681,35 @@ static void test_backstop_writes_orders_of_an_activity_listed_after_an_archived_
 	box_free(&a);
 }
 
+/* A reservation's EXPIRE ends its central row as a cancel does -- the slot
+ * freed iff the quota came back -- and its CONFIRM changes no central row:
+ * the slot was held from the ORDER on.  Other records end nothing.  (The
+ * engine makes no reservation yet: the statement each record becomes.) */
+static void test_expiry_ends_the_central_row_as_a_cancel_and_a_confirm_changes_nothing(void **state)
+{
+	(void)state;
+	struct flash_record r = { .type = FLASH_REC_EXPIRE, .activity_id = 1, .sku_id = 1, .qty = 1,
+	                          .order_no = 77, .user_id = 9, .limit_slot = 1, .flags = 1,
+	                          .value = 1700000900000000000 };
+	char sql[512], cancel[512];
+	assert_int_equal(backstop_end_sql(3, &r, sql, sizeof sql), 1);
+	assert_string_equal(sql, "UPDATE fs_user_limit SET status = 'CANCELLED', quota_returned = 1"
+	                         " WHERE box_id = 3 AND order_no = 77 AND status = 'ACTIVE'");
+	r.type = FLASH_REC_CANCEL;
+	r.flags = 3;                      /* an unpaid reservation, quota back */
+	assert_int_equal(backstop_end_sql(3, &r, cancel, sizeof cancel), 1);
+	assert_string_equal(cancel, sql);
+	r.type = FLASH_REC_EXPIRE;
+	r.flags = 0;                      /* the quota kept: the slot stays held */
+	assert_int_equal(backstop_end_sql(3, &r, sql, sizeof sql), 1);
+	assert_non_null(strstr(sql, "quota_returned = 0 "));
+	for (uint16_t t = FLASH_REC_ORDER; t <= FLASH_REC_EXPIRE; t++) {
+		r.type = t;
+		if (t != FLASH_REC_CANCEL && t != FLASH_REC_EXPIRE)
+			assert_int_equal(backstop_end_sql(3, &r, sql, sizeof sql), 0);
+	}
+}
+
 /* ---- 7. the command line ---- */
 
 static void test_urls_check_refuses_a_bad_list(void **state)
@@ -711,6 +741,7 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_backstop_writes_orders_of_an_activity_listed_after_an_archived_one,
 		                          t_teardown),
+		cmocka_unit_test(test_expiry_ends_the_central_row_as_a_cancel_and_a_confirm_changes_nothing),
 		cmocka_unit_test(test_urls_check_refuses_a_bad_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

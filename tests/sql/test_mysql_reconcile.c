@@ -6,7 +6,9 @@
  * cancels, a restock; drains the records into a real WAL directory; catches
  * a private MariaDB up from that WAL (mdb_catch_up); folds the WAL;
  * and reconciles the three.  Then it plants one difference and checks the
- * report names it -- kind, witness, sku or order, and values.
+ * report names it -- kind, witness, sku or order, and values.  Reservations
+ * are records built here (the engine makes none yet), held by the WAL and
+ * MySQL only.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -407,6 +409,127 @@ static void test_engine_records_with_cancels_and_scopes_apply_without_conflict(v
 	assert_int_equal(t.cancelled_orders, 2);
 }
 
+/* Records of reservations, as the engine writes them, after the setup's
+ * history (LSN 50 on): activity 2 (K=1), sku 21 of 30 units; five
+ * reservations paid, expired, cancelled unpaid, or waiting, and a plain
+ * order.  Into MySQL (the applier) and the WAL fold, as a daemon would. */
+static void add_reservations(struct ctx *c)
+{
+	struct lsn_record v[12];
+	size_t n = 0;
+	uint64_t lsn = c->records + 1;
+	memset(v, 0, sizeof v);
+	v[n].lsn = lsn++;
+	v[n].rec.type = FLASH_REC_ACTIVITY;
+	v[n].rec.activity_id = 2;
+	v[n].rec.biz_day = 1 | FLASH_SCOPE_ACTIVITY << 8 | FLASH_ACT_CANCEL_RETURNS_QUOTA << 16;
+	v[n].rec.limit_slot = 10;
+	v[n].rec.ts_ns = INT64_MAX;
+	n++;
+	v[n].lsn = lsn++;
+	v[n].rec.type = FLASH_REC_SKU;
+	v[n].rec.activity_id = 2;
+	v[n].rec.sku_id = 21;
+	v[n].rec.qty = 1;
+	v[n].rec.value = 30;
+	n++;
+	static const struct { uint16_t type; uint64_t no; uint32_t qty; int resv; uint16_t flags; } h[] = {
+		{ FLASH_REC_ORDER, 2001, 2, 1, 0 }, { FLASH_REC_ORDER, 2002, 3, 1, 0 },
+		{ FLASH_REC_ORDER, 2003, 1, 0, 0 }, { FLASH_REC_ORDER, 2004, 4, 1, 0 },
+		{ FLASH_REC_ORDER, 2005, 5, 1, 0 }, { FLASH_REC_CONFIRM, 2001, 2, 1, 0 },
+		{ FLASH_REC_EXPIRE, 2002, 3, 1, 1 }, { FLASH_REC_CANCEL, 2004, 4, 1, 3 },
+	};
+	for (size_t i = 0; i < sizeof h / sizeof h[0]; i++, n++) {
+		v[n].lsn = lsn++;
+		v[n].rec.type = h[i].type;
+		v[n].rec.activity_id = 2;
+		v[n].rec.sku_id = 21;
+		v[n].rec.order_no = h[i].no;
+		v[n].rec.user_id = h[i].no;       /* one user per order */
+		v[n].rec.qty = h[i].qty;
+		v[n].rec.limit_slot = 1;
+		v[n].rec.flags = h[i].flags;
+		v[n].rec.value = h[i].resv ? 1700000900000000000 : 0;
+		v[n].rec.ts_ns = 1700000000000000000 + (int64_t)v[n].lsn;
+	}
+	struct apply_result res = { 0 };
+	assert_int_equal(mdb_apply(c->m, v, n, &res), FLASH_OK);
+	assert_int_equal(res.refused, 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(fold_record(c->fold, &v[i].rec, v[i].lsn), FLASH_OK);
+}
+
+/*
+ * Reservations: the WAL and MySQL agree on reserved units (available +
+ * reserved + sold = total in each, reserved = units of RESERVED orders);
+ * reserved units counted as sold in MySQL, or a reservation made ACTIVE
+ * there without its CONFIRM, are reported with both witnesses' values.
+ */
+static void test_reserved_units_agree_and_a_change_in_mysql_is_reported(void **state)
+{
+	struct ctx *c = *state;
+	struct reconcile_report rep;
+	add_reservations(c);
+	const struct fold_sku *w = fold_sku_find(c->fold, 2, 21);
+	assert_non_null(w);
+	assert_int_equal(w->available, 22);   /* 30 less 2001 (2, paid), 2003 (1), 2005 (5, waiting) */
+	assert_int_equal(w->reserved, 5);
+	assert_int_equal(w->sold, 3);
+	struct rsql_sku q1;
+	assert_int_equal(rsql_sku_get(c->m, 2, 21, &q1), FLASH_OK);
+	assert_int_equal(q1.reserved, 5);
+	assert_int_equal(q1.reserved_qty, 5);
+	assert_int_equal(q1.active_qty, 3);
+	assert_int_equal(reconcile_compare(NULL, c->m, c->fold, RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
+	if (rep.found)
+		reconcile_print(&rep, stderr, 0);
+	assert_int_equal(rep.found, 0);
+	reconcile_report_free(&rep);
+	/* a row read back whole (flashstock order): its state, deadline, payment */
+	struct rsql_order_row row;
+	assert_int_equal(rsql_order_get(c->m, 2001, &row), FLASH_OK);
+	assert_int_equal(row.o.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(row.pay_by_ns, 1700000900000000000);
+	assert_int_equal(row.confirm_lsn, c->records + 8);
+	assert_int_equal(rsql_order_get(c->m, 2002, &row), FLASH_OK);
+	assert_int_equal(row.o.state, FLASH_ORDER_EXPIRED);
+	assert_int_equal(row.cancel_lsn, c->records + 9);
+	assert_int_equal(row.quota_returned, 1);
+	assert_int_equal(rsql_order_get(c->m, 2005, &row), FLASH_OK);
+	assert_int_equal(row.o.state, FLASH_ORDER_RESERVED);
+	assert_int_equal(row.confirm_lsn, 0);
+	assert_int_equal(rsql_order_get(c->m, 2003, &row), FLASH_OK);
+	assert_int_equal(row.pay_by_ns, 0);
+
+	q(c, "UPDATE item_stock SET reserved = reserved - 1, sold = sold + 1 WHERE activity_id = 2 AND sku_id = 21");
+	assert_int_equal(reconcile_compare(NULL, c->m, c->fold, RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
+	assert_int_equal(rep.found, 4);
+	const struct diff *d = find(&rep, DIFF_RESERVED, FLASH_W_WAL | FLASH_W_MYSQL);
+	assert_non_null(d);
+	assert_int_equal(d->wal, 5);
+	assert_int_equal(d->sql, 4);
+	assert_string_equal(diff_name(d->kind), "reserved");
+	d = find(&rep, DIFF_SOLD, FLASH_W_WAL | FLASH_W_MYSQL);
+	assert_non_null(d);
+	assert_int_equal(d->sql, 4);
+	size_t sums = 0;
+	for (size_t i = 0; i < rep.n; i++)
+		sums += rep.diffs[i].kind == DIFF_ORDER_SUM && rep.diffs[i].witnesses == FLASH_W_MYSQL;
+	assert_int_equal(sums, 2);           /* reserved vs RESERVED units, sold vs ACTIVE units */
+	reconcile_report_free(&rep);
+	q(c, "UPDATE item_stock SET reserved = reserved + 1, sold = sold - 1 WHERE activity_id = 2 AND sku_id = 21");
+
+	q(c, "UPDATE orders SET status = 'ACTIVE' WHERE order_no = 2005");
+	assert_int_equal(reconcile_compare(NULL, c->m, c->fold, RECONCILE_WAL_ORDERS, &rep), FLASH_OK);
+	assert_int_equal(rep.found, 3);
+	d = find(&rep, DIFF_ORDER, FLASH_W_WAL | FLASH_W_MYSQL);
+	assert_non_null(d);
+	assert_int_equal(d->order_no, 2005);
+	assert_int_equal(d->wal, FLASH_ORDER_RESERVED);
+	assert_int_equal(d->sql, FLASH_ORDER_ACTIVE);
+	reconcile_report_free(&rep);
+}
+
 static void test_reconcile_run_prints_and_exits_by_the_outcome(void **state)
 {
 	struct ctx *c = *state;
@@ -532,6 +655,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_extra_slot_holder_in_mysql_is_a_user_limit_difference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_missing_a_restock_disagrees_on_total_and_available, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sku_absent_from_mysql_is_missing_there, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reserved_units_agree_and_a_change_in_mysql_is_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconcile_run_prints_and_exits_by_the_outcome, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_damaged_wal_frame_is_answered_with_its_own_cause, setup, teardown),
 		cmocka_unit_test_teardown(test_engine_records_with_cancels_and_scopes_apply_without_conflict, teardown),

@@ -295,6 +295,91 @@ static void test_repair_restores_mysql_and_prints_each_change(void **state)
 	assert_int_equal(tot.refused, 0);
 }
 
+/* Reservations after the history (the engine makes none yet): activity 2
+ * (K=1), sku 21 of 30 units; 2001 paid, 2002 expired, 2003 waiting.
+ * Appended to the WAL; MySQL caught up. */
+static void add_reservations(struct ctx *c)
+{
+	static const struct { uint16_t type; uint64_t no; uint32_t qty; } h[] = {
+		{ FLASH_REC_ORDER, 2001, 2 }, { FLASH_REC_ORDER, 2002, 3 }, { FLASH_REC_ORDER, 2003, 5 },
+		{ FLASH_REC_CONFIRM, 2001, 2 }, { FLASH_REC_EXPIRE, 2002, 3 },
+	};
+	struct flash_record r;
+	wal_t *w;
+	assert_int_equal(wal_open(c->waldir, NULL, &w), FLASH_OK);
+	memset(&r, 0, sizeof r);
+	r.type = FLASH_REC_ACTIVITY;
+	r.activity_id = 2;
+	r.biz_day = 1 | FLASH_SCOPE_ACTIVITY << 8;
+	r.limit_slot = 10;
+	r.ts_ns = INT64_MAX;
+	assert_int_equal(wal_append_record(w, &r, 1000, NULL), FLASH_OK);
+	memset(&r, 0, sizeof r);
+	r.type = FLASH_REC_SKU;
+	r.activity_id = 2;
+	r.sku_id = 21;
+	r.qty = 1;
+	r.value = 30;
+	assert_int_equal(wal_append_record(w, &r, 1001, NULL), FLASH_OK);
+	for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) {
+		memset(&r, 0, sizeof r);
+		r.type = h[i].type;
+		r.activity_id = 2;
+		r.sku_id = 21;
+		r.order_no = h[i].no;
+		r.user_id = h[i].no;
+		r.qty = h[i].qty;
+		r.limit_slot = 1;
+		r.value = 1700000900000000000 + (int64_t)h[i].no;   /* pay by */
+		r.ts_ns = 1700000000000000000 + (int64_t)i;
+		assert_int_equal(wal_append_record(w, &r, 1002 + i, NULL), FLASH_OK);
+	}
+	assert_int_equal(wal_commit(w), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
+	c->records += 2 + sizeof h / sizeof h[0];
+	struct apply_result tot = { 0 };
+	assert_int_equal(mdb_catch_up(c->m, c->waldir, 7, 10000, &tot), FLASH_OK);
+	assert_int_equal(tot.refused, 0);
+	assert_int_equal(tot.applied_lsn, c->records);
+}
+
+/* A reservation's row deleted, a confirmed one's confirm lost, and its
+ * reserved units moved back to available in MySQL: the repair brings back
+ * the RESERVED row with its pay-by time, the confirm LSN, and the units,
+ * then the witnesses agree. */
+static void test_repair_restores_reservations_and_reserved_units(void **state)
+{
+	struct ctx *c = *state;
+	struct run r;
+	add_reservations(c);
+	run(c, 0, 0, &r);
+	assert_int_equal(r.rc, 0);
+	run_free(&r);
+	uint64_t confirm_lsn = q64(c, "SELECT confirm_lsn FROM orders WHERE order_no = 2001");
+	assert_int_equal(confirm_lsn, c->records - 1);
+
+	q(c, "DELETE FROM orders WHERE order_no = 2003", 1);
+	q(c, "UPDATE orders SET status = 'RESERVED', confirm_lsn = NULL WHERE order_no = 2001", 1);
+	q(c, "UPDATE item_stock SET available = available + 5, reserved = reserved - 5"
+	     " WHERE activity_id = 2 AND sku_id = 21", 1);
+	run(c, 1, 0, &r);
+	assert_int_equal(r.rc, 0);
+	assert_true(has(&r, "REPAIR item_stock 2/21 available 28 -> 23\n"));
+	assert_true(has(&r, "REPAIR item_stock 2/21 reserved 0 -> 5\n"));
+	assert_true(has(&r, "REPAIR orders insert 2003 activity 2 sku 21 user 2003 qty 5 slot 1 RESERVED\n"));
+	assert_true(has(&r, "REPAIR orders 2001 status RESERVED -> ACTIVE\n"));
+	assert_int_equal(count(&r, "NOT REPAIRED"), 0);
+	run_free(&r);
+	assert_int_equal(q64(c, "SELECT status = 'RESERVED' AND pay_by_ns = 1700000900000002003 AND active_key = 1"
+	                        " FROM orders WHERE order_no = 2003"), 1);
+	assert_int_equal(q64(c, "SELECT confirm_lsn FROM orders WHERE order_no = 2001"), confirm_lsn);
+	assert_int_equal(q64(c, "SELECT status = 'EXPIRED' AND cancel_lsn IS NOT NULL FROM orders"
+	                        " WHERE order_no = 2002"), 1);
+	run(c, 0, 0, &r);
+	assert_int_equal(r.rc, 0);
+	run_free(&r);
+}
+
 /* A row the WAL never had is NOT REPAIRED and left in place (exit 1); the
  * repairable difference beside it is repaired. */
 static void test_row_absent_from_wal_not_repaired_and_kept(void **state)
@@ -397,6 +482,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_repair_restores_mysql_and_prints_each_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_row_absent_from_wal_not_repaired_and_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repair_restores_reservations_and_reserved_units, setup, teardown),
 		cmocka_unit_test_teardown(test_repair_at_applied_lsn_when_mysql_lags, teardown),
 		cmocka_unit_test_setup_teardown(test_repair_needs_wal_and_mysql, setup, teardown),
 	};

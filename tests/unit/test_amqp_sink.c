@@ -11,7 +11,9 @@
  *    caller re-sends from there; a duplicate ack changes nothing;
  *  - a bad URL or window is FLASH_EAMQP_CONFIG, an unreachable broker
  *    FLASH_EAMQP_RETRY saying where, a put while disconnected moves nothing;
- *  - the body carries every field and the LSN; the codes have names.
+ *  - the body carries every field and the LSN; each order event (plain,
+ *    reserved, confirmed, expired, cancelled) has its routing key; the
+ *    codes have names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -154,8 +156,8 @@ static void test_unreachable_broker_is_retry_and_says_where(void **state)
 
 /* The body names each field for what it holds in the record's type, as
  * `feed --json` does: a cancel's flags are quota_returned, and the members
- * an order or a cancel leaves unused (value; a cancel's request_id) are not
- * in it. */
+ * an order or a cancel leaves unused (a cancel's value and request_id) are
+ * not in it. */
 static void test_body_names_every_field_of_its_type_and_the_lsn(void **state)
 {
 	struct flash_record r = { .type = FLASH_REC_CANCEL, .slot = 3, .activity_id = 7, .sku_id = 11,
@@ -172,6 +174,7 @@ static void test_body_names_every_field_of_its_type_and_the_lsn(void **state)
 	                    "\"biz_day\":19000,\"limit_slot\":1,\"quota_returned\":1}");
 	r.type = FLASH_REC_ORDER;
 	r.flags = 0x8012;
+	r.value = 0;                /* a plain order (else a reservation's pay-by time) */
 	n = amqp_sink_body(buf, sizeof buf, 78, &r);
 	assert_true(n > 0);
 	assert_string_equal(buf,
@@ -179,6 +182,40 @@ static void test_body_names_every_field_of_its_type_and_the_lsn(void **state)
 	                    "\"qty\":2,\"order_no\":4242,\"user_id\":99,\"ts_ns\":1700000000123456789,"
 	                    "\"biz_day\":19000,\"limit_slot\":1,\"request_id\":555,\"flags\":32786}");
 	assert_int_equal(amqp_sink_body(buf, 10, 77, &r), 0);   /* does not fit: nothing */
+}
+
+/* Each order event has its own routing key: a reservation is not "order",
+ * so a consumer that ships every "order" never ships one unpaid; its
+ * confirm ("order.confirmed") is what to ship, its expiry and a cancel give
+ * it up; the keys of before reservations stay; other records are no message. */
+static void test_each_order_event_has_its_own_routing_key(void **state)
+{
+	struct flash_record r = { .type = FLASH_REC_ORDER, .activity_id = 7, .sku_id = 11, .qty = 2,
+	                          .order_no = 4242, .user_id = 99 };
+	char buf[512];
+
+	assert_string_equal(amqp_sink_event(&r), "order");
+	r.value = 1700000900000000000LL;         /* a pay-by time: a reservation */
+	assert_string_equal(amqp_sink_event(&r), "order.reserved");
+	r.type = FLASH_REC_CONFIRM;
+	assert_string_equal(amqp_sink_event(&r), "order.confirmed");
+	assert_true(amqp_sink_body(buf, sizeof buf, 79, &r) > 0);
+	assert_non_null(strstr(buf, "\"type\":\"confirm\","));
+	assert_non_null(strstr(buf, "\"pay_by_ns\":1700000900000000000}"));
+	r.type = FLASH_REC_EXPIRE;
+	assert_string_equal(amqp_sink_event(&r), "order.expired");
+	r.type = FLASH_REC_CANCEL;
+	r.flags = 2;
+	assert_string_equal(amqp_sink_event(&r), "cancel");
+	for (uint16_t t = FLASH_REC_RESTOCK; t <= FLASH_REC_ARCHIVE; t++) {
+		if (t == FLASH_REC_CANCEL)
+			continue;
+		r.type = t;
+		assert_null(amqp_sink_event(&r));
+	}
+	r.type = 10;
+	assert_null(amqp_sink_event(&r));
+	(void)state;
 }
 
 static void test_sink_codes_have_their_own_names(void **state)
@@ -200,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_bad_urls_and_windows_are_config_errors),
 		cmocka_unit_test(test_unreachable_broker_is_retry_and_says_where),
 		cmocka_unit_test(test_body_names_every_field_of_its_type_and_the_lsn),
+		cmocka_unit_test(test_each_order_event_has_its_own_routing_key),
 		cmocka_unit_test(test_sink_codes_have_their_own_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

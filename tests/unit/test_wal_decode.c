@@ -688,7 +688,9 @@ static void test_directory_has_one_writer(void **st)
  * is shards and its value units, an activity's value start_ns and its ts_ns
  * end_ns, ...; text mode says activity, sku, order, user for the four ids;
  * a type this version does not know shows every member under its struct
- * name, a gap line (type 0) none; too small a buffer gives 0.
+ * name, a gap line (type 0) none; too small a buffer gives 0.  A
+ * reservation's pay-by time (ORDER with value != 0, CONFIRM, EXPIRE) is
+ * pay_by_ns; a plain order prints no such member, as before reservations.
  */
 static void test_record_fields_are_named_for_what_they_hold_per_type(void **state)
 {
@@ -700,10 +702,20 @@ static void test_record_fields_are_named_for_what_they_hold_per_type(void **stat
 		uint16_t    type;
 		const char *json, *text;
 	} want[] = {
-		{ FLASH_REC_ORDER,
+		{ FLASH_REC_ORDER,             /* value != 0: a reservation, paid by then */
 		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"ts_ns\":1000,"
-		  "\"biz_day\":328195,\"limit_slot\":4,\"request_id\":555,\"flags\":1",
-		  "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 request_id=555 flags=1" },
+		  "\"biz_day\":328195,\"limit_slot\":4,\"request_id\":555,\"flags\":1,\"pay_by_ns\":-5",
+		  "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 request_id=555 flags=1 "
+		  "pay_by_ns=-5" },
+		{ FLASH_REC_CONFIRM,
+		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"ts_ns\":1000,"
+		  "\"biz_day\":328195,\"limit_slot\":4,\"pay_by_ns\":-5",
+		  "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 pay_by_ns=-5" },
+		{ FLASH_REC_EXPIRE,
+		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"ts_ns\":1000,"
+		  "\"biz_day\":328195,\"limit_slot\":4,\"quota_returned\":1,\"pay_by_ns\":-5",
+		  "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 quota_returned=1 "
+		  "pay_by_ns=-5" },
 		{ FLASH_REC_CANCEL,
 		  "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,\"ts_ns\":1000,"
 		  "\"biz_day\":328195,\"limit_slot\":4,\"quota_returned\":1",
@@ -743,6 +755,21 @@ static void test_record_fields_are_named_for_what_they_hold_per_type(void **stat
 	g.qty = 2;
 	wal_rec_fields(buf, sizeof buf, &g, 0);
 	assert_string_equal(buf, "table=1 bank=2 op=clear generation=8 keys_cleared=123 ts_ns=1000");
+	/* a plain order (value 0) prints as before reservations; a cancel of
+	 * a reservation not paid (flags 2) says so, the cancel of an order not */
+	r.type = FLASH_REC_ORDER;
+	r.value = 0;
+	wal_rec_fields(buf, sizeof buf, &r, 1);
+	assert_string_equal(buf, "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,"
+	                         "\"ts_ns\":1000,\"biz_day\":328195,\"limit_slot\":4,\"request_id\":555,\"flags\":1");
+	r.type = FLASH_REC_CANCEL;
+	r.flags = 3;
+	wal_rec_fields(buf, sizeof buf, &r, 0);
+	assert_string_equal(buf, "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195 limit_slot=4 "
+	                         "quota_returned=1 reservation=1");
+	assert_string_equal(wal_rec_type_name(FLASH_REC_CONFIRM, "?"), "confirm");
+	assert_string_equal(wal_rec_type_name(FLASH_REC_EXPIRE, "?"), "expire");
+	assert_string_equal(wal_rec_type_name(10, "?"), "?");
 	r.type = FLASH_REC_ORDER;
 	assert_int_equal(wal_rec_fields(buf, 20, &r, 1), 0);
 	assert_int_equal(wal_rec_fields(buf, 0, &r, 1), 0);
