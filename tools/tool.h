@@ -126,6 +126,9 @@ int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, s
 
 /** Format CLOCK_REALTIME ns as "YYYY-MM-DDTHH:MM:SSZ" into @p buf (>= 32). */
 const char *tool_fmt_time(int64_t ns, char *buf, size_t cap);
+/** ... as "YYYY-MM-DDTHH:MM:SS.mmmZ" (>= 40): a reservation's pay-by time,
+ *  whose precision is the millisecond, and reservations of a few hundred ms. */
+const char *tool_fmt_time_ms(int64_t ns, char *buf, size_t cap);
 
 /** enum flash_scope <-> "activity" | "sku" | "day".  parse: -1 if unknown. */
 int tool_scope_parse(const char *s);
