@@ -74,7 +74,7 @@ if(TARGET flashstock)
   # usage: --help everywhere exits 0 and prints the usage; an unknown
   # command exits 2.  tests/cli/cli_expect.sh checks the exit code and the
   # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
-  foreach(cmd create destroy load status demo reconcile top order archive)
+  foreach(cmd create destroy load status demo reconcile top order confirm expire archive)
     add_test(NAME cli_help_${cmd}
              COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_expect.sh 0 "usage: flashstock ${cmd}"
                      $<TARGET_FILE:flashstock> ${cmd} --help)
