@@ -140,8 +140,9 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 			printf("\"archived_lsn\":null,\"archived_ns\":null,");
 		printf("\"state\":\"%s\",\"activity_id\":%u,\"sku_id\":%u,\"user_id\":%" PRIu64 ",\"qty\":%u,"
 		       "\"limit_slot\":%u,\"biz_day\":%u,\"created_ns\":%" PRId64 ",\"pay_by_ns\":null,"
-		       "\"request_id\":%" PRIu64 ",\"lsn\":%" PRIu64 ",", state_name(o->state), o->activity_id, o->sku_id, o->user_id,
-		       o->qty, o->limit_slot, o->biz_day, r->created_ns, r->request_id, r->lsn);
+		       "\"request_id\":%" PRIu64 ",\"lsn\":%" PRIu64 ",", state_name(o->state), o->activity_id,
+		       o->sku_id, o->user_id, o->qty, o->limit_slot, o->biz_day, r->created_ns, r->request_id,
+		       r->lsn);
 		if (r->cancel_lsn)
 			printf("\"cancel_lsn\":%" PRIu64 ",", r->cancel_lsn);
 		else
@@ -152,12 +153,12 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 		printf("}\n");
 		return;
 	}
+	int unknown = o->state == RSQL_STATE_UNKNOWN;   /* name the status as MariaDB has it */
 	printf("order %" PRIu64 ": %s%s%s%s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
 	       "day %u, created %s, request id %" PRIu64 ", lsn %" PRIu64,
-	       o->order_no, state_name(o->state), o->state == RSQL_STATE_UNKNOWN ? " (MariaDB status " : "",
-	       o->state == RSQL_STATE_UNKNOWN ? r->status : "", o->state == RSQL_STATE_UNKNOWN ? ")" : "",
-	       o->activity_id, o->sku_id, o->user_id, o->qty,
-	       o->limit_slot, o->biz_day, tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
+	       o->order_no, state_name(o->state), unknown ? " (MariaDB status " : "", unknown ? r->status : "",
+	       unknown ? ")" : "", o->activity_id, o->sku_id, o->user_id, o->qty, o->limit_slot, o->biz_day,
+	       tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
 	if (r->cancel_lsn)
 		printf(", cancelled at lsn %" PRIu64 "%s", r->cancel_lsn,
 		       r->quota_returned ? " (quota returned)" : "");
@@ -310,7 +311,8 @@ static int order_parse(int argc, char **argv, struct order_args *a)
  * placed now, placed by the first try of this request id, or placed but
  * not yet durable (exit 1: say so, it may still be lost) -- else the
  * refusal.  FLASH_EINVAL is a bad command line the segment caught (a
- * quantity above the activity's max_qty): nothing changed, exit 2.
+ * quantity above the activity's max_qty, a request id from the future):
+ * nothing changed, exit 2.
  */
 static int order_placed(flash_t *h, const struct order_args *a, int rc, const struct flash_order_res *res)
 {
@@ -321,9 +323,9 @@ static int order_placed(flash_t *h, const struct order_args *a, int rc, const st
 		return tool_failf("order: %s (the first outcome of request id %llu; nothing changed)",
 		                  flash_strerror(res->first_rc), (unsigned long long)a->request_id);
 	if (rc == FLASH_EINVAL) {
-		fprintf(stderr, "flashstock: order: %s: --qty %u is more than activity %u takes at once "
-		        "(its max_qty), or the request id does not fit the segment; nothing changed\n",
-		        flash_strerror(rc), a->qty, a->activity);
+		tool_failf("order: %s: --qty %u is more than activity %u takes at once (its max_qty), or "
+		           "the request id is dated ahead of the clock (a windowed segment's ids carry their "
+		           "time); nothing changed", flash_strerror(rc), a->qty, a->activity);
 		return TOOL_USAGE;
 	}
 	if (rc == FLASH_ENOT_FOUND)
