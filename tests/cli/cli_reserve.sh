@@ -15,7 +15,9 @@
 #    exit 1, and /metrics counts flashstock_reservations_expired_total;
 #  - with no daemon: `expire ORDER_NO` refuses a reservation not due and a
 #    paid order (exit 1, saying why); `expire --all` expires the due one and
-#    says how many, once (a second run: 0); the user's slot came back with it.
+#    says how many, once (a second run: 0); the user's slot came back with it;
+#  - a request id: its retry answers the first outcome -- the same reservation
+#    (exit 0, saying so), or the same refusal (exit 1) -- and places nothing.
 set -u
 F=${1:?usage: cli_reserve.sh path/to/flashstock}
 T=$(mktemp -d)
@@ -181,4 +183,31 @@ has "$T/x" "reservation expired unpaid"
 want "$T/s" units_available 7
 want "$T/s" expiries 3
 want "$T/s" reservations 1
+"$F" status --name "$seg" > "$T/st" || fail "status (text)"
+has "$T/st" "reserved: 1 reservations hold 1 of the units sold"
+grep -q "^  expiries  *3$" "$T/st" || fail "status (text) does not count 3 expiries: $(cat "$T/st")"
+
+# ---- a request id: a retry answers the first outcome, placing nothing -------
+again() {  # USER ID: reserve with request id ID; stdout, stderr, exit code in $T/r*
+	"$F" order --name "$seg" --reserve 600000 --activity 1 --sku 1 --user "$1" --request-id "$2" \
+		> "$T/ro" 2> "$T/re"
+	echo $? > "$T/rc"
+}
+again 6 9001
+[ "$(cat "$T/rc")" = 0 ] || fail "a reservation with a request id: exit $(cat "$T/rc"): $(cat "$T/re")"
+first=$(sed -n 's/^order \([0-9]*\): reserved.*/\1/p' "$T/ro")
+[ -n "$first" ] || fail "no order placed: $(cat "$T/ro")"
+again 6 9001
+[ "$(cat "$T/rc")" = 0 ] || fail "the retry of request 9001: exit $(cat "$T/rc"): $(cat "$T/re")"
+has "$T/ro" "order $first: reserved"
+has "$T/re" "request id 9001 was placed before, as order $first"
+again 4 9002
+[ "$(cat "$T/rc")" = 1 ] || fail "user 4 over its limit: exit $(cat "$T/rc")"
+has "$T/re" "per-user limit reached"
+again 4 9002
+[ "$(cat "$T/rc")" = 1 ] || fail "the retry of the refused request 9002: exit $(cat "$T/rc")"
+has "$T/re" "the first outcome of request id 9002"
+"$F" status --name "$seg" --json > "$T/s" || fail "status"
+want "$T/s" reservations 2
+want "$T/s" units_available 6
 echo "PASS"
