@@ -1,7 +1,9 @@
 /*
  * cmd_order.c -- `flashstock order`: one order, from the segment while it
  * holds it, else from MariaDB (an archived activity's orders, or a segment
- * rebuilt or replaced since), saying which and whether it is archived.
+ * rebuilt or replaced since), saying which and whether it is archived;
+ * or one order placed (--place, --reserve: a reservation, issue 22), for an
+ * operator or a test to do by hand what an application does.
  * The MariaDB reads are persist/mysql/reconcile_sql.c's; this file is options,
  * output and exit codes.
  */
@@ -21,14 +23,17 @@ static void order_help(FILE *out)
 	        "usage: flashstock order --name NAME ORDER_NO [--mysql URL | --mysql-defaults F] [--json]\n"
 	        "       flashstock order --name NAME --request-id ID --activity A --user U --sku S\n"
 	        "                        (--mysql URL | --mysql-defaults F) [--json]\n"
+	        "       flashstock order --name NAME --place --activity A --sku S --user U [--qty Q]\n"
+	        "                        [--reserve MS] [--request-id ID] [--json]\n"
 	        "\n"
-	        "Show one order.  The segment NAME is asked first (read-only); an order it no\n"
-	        "longer holds -- its activity was archived (FLASH_EARCHIVED), or the segment\n"
-	        "was rebuilt or replaced and never numbered it -- is read from MariaDB, the\n"
-	        "database the daemon's applier writes (serve --mysql), which keeps every\n"
+	        "Show one order, or place one.  The segment NAME is asked first (read-only); an\n"
+	        "order it no longer holds -- its activity was archived (FLASH_EARCHIVED), or the\n"
+	        "segment was rebuilt or replaced and never numbered it -- is read from MariaDB,\n"
+	        "the database the daemon's applier writes (serve --mysql), which keeps every\n"
 	        "order of an archived activity.  The output says where it came from\n"
 	        "(source segment or mysql) and, from MariaDB, whether its activity is\n"
-	        "archived (at which LSN and time).\n"
+	        "archived (at which LSN and time).  A reservation shows its pay-by time\n"
+	        "(reserved: pay by T; expired: unpaid, pay by T).\n"
 	        "\n"
 	        "By request id (e.g. after FLASH_EREQ_EXPIRED: the segment no longer\n"
 	        "remembers the id): the segment keeps no request id per order, so MariaDB\n"
@@ -36,54 +41,89 @@ static void order_help(FILE *out)
 	        "request id; the segment's state of that number is shown beside it while\n"
 	        "the segment still holds it.\n"
 	        "\n"
+	        "Placing (--place, or --reserve alone): one order of user U for Q units of\n"
+	        "sku S in activity A, through a handle of this process, as an application\n"
+	        "places one (flash_order).  It prints the order as showing it would; a\n"
+	        "refusal is 'flashstock: order: <reason>' and exit 1.  With --reserve MS the\n"
+	        "order is a reservation: it holds its units and the user's limit slot, and\n"
+	        "is paid by `flashstock confirm` within MS milliseconds, else it expires\n"
+	        "(serve's expirer, or `flashstock expire`) and gives both back.  A request id\n"
+	        "makes a retry return the first outcome instead of a second order.\n"
+	        "\n"
 	        "options:\n"
 	        "  --name NAME            segment name (required; a segment that does not exist\n"
 	        "                         any more is skipped when MariaDB is given)\n"
-	        "  --request-id ID        look the order up by request id (needs --activity,\n"
-	        "                         --user, --sku and MariaDB)\n"
+	        "  --request-id ID        show: look the order up by request id (needs\n"
+	        "                         --activity, --user, --sku and MariaDB); place: the\n"
+	        "                         order's request id\n"
 	        "  --activity A, --user U, --sku S   the request's activity, user and sku\n"
 	        "  --mysql URL            mysql://user:pass@localhost/db?socket=PATH\n"
 	        "  --mysql-defaults F     ... or its [client] option file\n"
+	        "  --place                place an order (needs --activity, --user and --sku)\n"
+	        "  --qty Q                units of the order placed, 1..65535 (default 1; at\n"
+	        "                         most the activity's max_qty)\n"
+	        "  --reserve MS           place a reservation to be paid within MS ms,\n"
+	        "                         1..604800000 (a week); implies --place\n"
 	        "  --json                 one JSON object: order_no, source, archived,\n"
 	        "                         archived_lsn, archived_ns, state (none, active,\n"
-	        "                         cancelled), activity_id, sku_id, user_id, qty,\n"
-	        "                         limit_slot, biz_day, created_ns, request_id, lsn,\n"
-	        "                         cancel_lsn, quota_returned (request_id .. quota_returned\n"
-	        "                         null from the segment, which does not keep them)\n"
+	        "                         cancelled, reserved, expired; from MariaDB also\n"
+	        "                         unknown: a status this version does not know),\n"
+	        "                         activity_id, sku_id, user_id, qty, limit_slot, biz_day,\n"
+	        "                         created_ns, pay_by_ns (a reservation's; else null),\n"
+	        "                         request_id, lsn, cancel_lsn, confirm_lsn (MariaDB),\n"
+	        "                         quota_returned (request_id .. quota_returned null from\n"
+	        "                         the segment, which does not keep them)\n"
 	        "\n"
-	        "exit: 0 found; 1 not found in the segment nor in MariaDB, archived and no\n"
-	        "      MariaDB given, or a failure (MariaDB unreachable, bad segment); 2 usage\n"
-	        "      error\n");
+	        "exit: 0 found, or placed; 1 not found in the segment nor in MariaDB, archived\n"
+	        "      and no MariaDB given, a failure (MariaDB unreachable, bad segment), or the\n"
+	        "      order refused (sold out, limit, not started or ended, ...) or placed but\n"
+	        "      not durable yet (FLASH_EFATE_UNKNOWN: printed, exit 1); 2 usage error, or\n"
+	        "      a quantity above the activity's max_qty (nothing changed)\n");
 }
 
+/* enum flash_order_state by name; a state this build does not know (a
+ * MariaDB status newer than it: RSQL_STATE_UNKNOWN) reads "unknown". */
 static const char *state_name(uint32_t s)
 {
-	switch (s) {
-	case FLASH_ORDER_ACTIVE:    return "active";
-	case FLASH_ORDER_CANCELLED: return "cancelled";
-	case FLASH_ORDER_RESERVED:  return "reserved";    /* a reservation not paid yet */
-	case FLASH_ORDER_EXPIRED:   return "expired";     /* a reservation never paid */
-	default:                    return "none";
-	}
+	static const char *const names[] = { "none", "active", "cancelled", "reserved", "expired" };
+	return s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+/* ", pay by T" (text) for a reservation, paid or not yet; nothing else. */
+static const char *pay_by_text(const struct flash_order_info *o, char *buf, size_t cap)
+{
+	char t[48];
+	buf[0] = '\0';
+	if (o->pay_by_ns && o->state == FLASH_ORDER_RESERVED)
+		snprintf(buf, cap, ", pay by %s%s", tool_fmt_time_ms(o->pay_by_ns, t, sizeof t),
+		         o->pay_by_ns <= tool_realtime_ns() ? " (past: not expired yet)" : "");
+	else if (o->pay_by_ns && o->state == FLASH_ORDER_EXPIRED)
+		snprintf(buf, cap, " unpaid, pay by %s", tool_fmt_time_ms(o->pay_by_ns, t, sizeof t));
+	return buf;
 }
 
 static void print_segment(const struct flash_order_info *o, int json)
 {
-	char b[40];
+	char b[40], p[80];
 	if (json) {
 		printf("{\"order_no\":%" PRIu64 ",\"source\":\"segment\",\"archived\":false,"
 		       "\"archived_lsn\":null,\"archived_ns\":null,\"state\":\"%s\",\"activity_id\":%u,"
 		       "\"sku_id\":%u,\"user_id\":%" PRIu64 ",\"qty\":%u,\"limit_slot\":%u,\"biz_day\":%u,"
-		       "\"created_ns\":%" PRId64 ",\"request_id\":null,\"lsn\":null,\"cancel_lsn\":null,"
-		       "\"quota_returned\":null}\n",
+		       "\"created_ns\":%" PRId64 ",\"pay_by_ns\":",
 		       o->order_no, state_name(o->state), o->activity_id, o->sku_id, o->user_id, o->qty,
 		       o->limit_slot, o->biz_day, o->created_ns);
+		if (o->pay_by_ns)
+			printf("%" PRId64, o->pay_by_ns);
+		else
+			printf("null");
+		printf(",\"request_id\":null,\"lsn\":null,\"cancel_lsn\":null,\"quota_returned\":null,\"confirm_lsn\":null}\n");
 		return;
 	}
-	printf("order %" PRIu64 ": %s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
+	printf("order %" PRIu64 ": %s%s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
 	       "day %u, created %s (source segment)\n",
-	       o->order_no, state_name(o->state), o->activity_id, o->sku_id, o->user_id, o->qty,
-	       o->limit_slot, o->biz_day, o->created_ns ? tool_fmt_time(o->created_ns, b, sizeof b) : "-");
+	       o->order_no, state_name(o->state), pay_by_text(o, p, sizeof p), o->activity_id, o->sku_id,
+	       o->user_id, o->qty, o->limit_slot, o->biz_day,
+	       o->created_ns ? tool_fmt_time(o->created_ns, b, sizeof b) : "-");
 }
 
 static void print_mysql(const struct rsql_order_row *r, int json, const char *seg_note)
@@ -99,29 +139,34 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 		else
 			printf("\"archived_lsn\":null,\"archived_ns\":null,");
 		printf("\"state\":\"%s\",\"activity_id\":%u,\"sku_id\":%u,\"user_id\":%" PRIu64 ",\"qty\":%u,"
-		       "\"limit_slot\":%u,\"biz_day\":%u,\"created_ns\":%" PRId64 ",\"request_id\":%" PRIu64
-		       ",\"lsn\":%" PRIu64 ",", state_name(o->state), o->activity_id, o->sku_id, o->user_id,
-		       o->qty, o->limit_slot, o->biz_day, r->created_ns, r->request_id, r->lsn);
+		       "\"limit_slot\":%u,\"biz_day\":%u,\"created_ns\":%" PRId64 ",\"pay_by_ns\":",
+		       state_name(o->state), o->activity_id, o->sku_id, o->user_id, o->qty, o->limit_slot,
+		       o->biz_day, r->created_ns);
+		if (r->pay_by_ns)     /* a reservation: its deadline */
+			printf("%" PRId64 ",", r->pay_by_ns);
+		else
+			printf("null,");
+		printf("\"request_id\":%" PRIu64 ",\"lsn\":%" PRIu64 ",", r->request_id, r->lsn);
 		if (r->cancel_lsn)
 			printf("\"cancel_lsn\":%" PRIu64 ",", r->cancel_lsn);
 		else
 			printf("\"cancel_lsn\":null,");
 		printf("\"quota_returned\":%s", r->quota_returned ? "true" : "false");
-		if (r->pay_by_ns)     /* a reservation: its deadline, and its payment */
-			printf(",\"pay_by_ns\":%" PRId64, r->pay_by_ns);
-		if (r->pay_by_ns && r->confirm_lsn)
+		if (r->confirm_lsn)   /* a reservation's payment */
 			printf(",\"confirm_lsn\":%" PRIu64, r->confirm_lsn);
-		else if (r->pay_by_ns)
+		else
 			printf(",\"confirm_lsn\":null");
 		if (seg_note)
 			printf(",\"segment\":\"%s\"", seg_note);
 		printf("}\n");
 		return;
 	}
-	printf("order %" PRIu64 ": %s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
+	int unknown = o->state == RSQL_STATE_UNKNOWN;   /* name the status as MariaDB has it */
+	printf("order %" PRIu64 ": %s%s%s%s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
 	       "day %u, created %s, request id %" PRIu64 ", lsn %" PRIu64,
-	       o->order_no, state_name(o->state), o->activity_id, o->sku_id, o->user_id, o->qty,
-	       o->limit_slot, o->biz_day, tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
+	       o->order_no, state_name(o->state), unknown ? " (MariaDB status " : "", unknown ? r->status : "",
+	       unknown ? ")" : "", o->activity_id, o->sku_id, o->user_id, o->qty, o->limit_slot, o->biz_day,
+	       tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
 	if (r->pay_by_ns)
 		printf(", a reservation to pay by %s", tool_fmt_time(r->pay_by_ns, b2, sizeof b2));
 	if (r->confirm_lsn)
@@ -146,12 +191,33 @@ struct order_args {
 	uint32_t    activity, sku;
 	uint64_t    user;
 	int         json;
+	int         place;          /* --place, or --reserve: place an order */
+	uint32_t    qty;            /* --qty (placing; 0: not given, 1) */
+	uint32_t    reserve_ms;     /* --reserve (placing; 0: a plain order) */
 	struct mdb_opts mo;
 };
 
+/* The checks of a placing command line (--place or --reserve), after the
+ * options: what it needs, and nothing of the show modes. */
+static int order_parse_place(int argc, char **argv, struct order_args *a)
+{
+	const char *cmd = argv[0];
+
+	if (optind < argc)
+		return tool_usage_err(cmd, "unexpected argument '%s': --place takes no ORDER_NO", argv[optind]);
+	if (a->mo.url || a->mo.defaults_file)
+		return tool_usage_err(cmd, "--mysql goes with showing an order: one is placed in the segment");
+	if (!a->activity || !a->user || !a->sku)
+		return tool_usage_err(cmd, "--place needs --activity, --user and --sku");
+	if (!a->qty)
+		a->qty = 1;
+	return 0;
+}
+
 static int order_parse(int argc, char **argv, struct order_args *a)
 {
-	enum { O_NAME = 256, O_REQ, O_ACT, O_USER, O_SKU, O_MYSQL, O_DEFAULTS, O_JSON };
+	enum { O_NAME = 256, O_REQ, O_ACT, O_USER, O_SKU, O_MYSQL, O_DEFAULTS, O_JSON, O_PLACE, O_QTY,
+	       O_RESERVE };
 	static const struct option longopts[] = {
 		{ "help",           no_argument,       NULL, 'h' },
 		{ "name",           required_argument, NULL, O_NAME },
@@ -162,6 +228,9 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 		{ "mysql",          required_argument, NULL, O_MYSQL },
 		{ "mysql-defaults", required_argument, NULL, O_DEFAULTS },
 		{ "json",           no_argument,       NULL, O_JSON },
+		{ "place",          no_argument,       NULL, O_PLACE },
+		{ "qty",            required_argument, NULL, O_QTY },
+		{ "reserve",        required_argument, NULL, O_RESERVE },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -201,12 +270,28 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 		case O_JSON:
 			a->json = 1;
 			break;
+		case O_PLACE:
+			a->place = 1;
+			break;
+		case O_QTY:
+			if (tool_opt_u32(cmd, "--qty", optarg, 1, 65535, &a->qty) != 0)
+				return TOOL_USAGE;
+			break;
+		case O_RESERVE:
+			if (tool_opt_u32(cmd, "--reserve", optarg, 1, FLASH_RESERVE_MS_MAX, &a->reserve_ms) != 0)
+				return TOOL_USAGE;
+			a->place = 1;
+			break;
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
 	}
 	if (!a->name)
 		return tool_usage_err(cmd, "--name NAME is required");
+	if (a->place)
+		return order_parse_place(argc, argv, a);
+	if (a->qty)
+		return tool_usage_err(cmd, "--qty goes with --place");
 	if (a->mo.url && a->mo.defaults_file)
 		return tool_usage_err(cmd, "give --mysql or --mysql-defaults, not both");
 	if (tool_opt_mysql_url(cmd, a->mo.url) != 0)
@@ -223,7 +308,7 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 		return 0;
 	}
 	if (a->activity || a->user || a->sku)
-		return tool_usage_err(cmd, "--activity, --user and --sku go with --request-id");
+		return tool_usage_err(cmd, "--activity, --user and --sku go with --request-id or --place");
 	if (optind + 1 != argc)
 		return tool_usage_err(cmd, optind >= argc ? "give ORDER_NO or --request-id ID" :
 		                      "unexpected argument '%s'", argv[optind + (optind < argc)]);
@@ -232,16 +317,75 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 	return 0;
 }
 
-int cmd_order(int argc, char **argv)
+/*
+ * What flash_order answered, as the command's outcome: the order as it
+ * reads now (the same line or object as showing it) when one stands --
+ * placed now, placed by the first try of this request id, or placed but
+ * not yet durable (exit 1: say so, it may still be lost) -- else the
+ * refusal.  FLASH_EINVAL is a bad command line the segment caught (a
+ * quantity above the activity's max_qty, a request id from the future):
+ * nothing changed, exit 2.
+ */
+static int order_placed(flash_t *h, const struct order_args *a, int rc, const struct flash_order_res *res)
 {
-	struct order_args a;
-	memset(&a, 0, sizeof a);
-	int prc = order_parse(argc, argv, &a);
-	if (prc == -1)
-		return TOOL_OK;
-	if (prc)
-		return prc;
-	int have_mysql = a.mo.url || a.mo.defaults_file;
+	struct flash_order_info oi;
+	int grc;
+
+	if (rc == FLASH_EDUPLICATE && res->first_rc != FLASH_OK)
+		return tool_failf("order: %s (the first outcome of request id %llu; nothing changed)",
+		                  flash_strerror(res->first_rc), (unsigned long long)a->request_id);
+	if (rc == FLASH_EINVAL) {
+		tool_failf("order: %s: --qty %u is more than activity %u takes at once (its max_qty), or "
+		           "the request id is dated ahead of the clock (a windowed segment's ids carry their "
+		           "time); nothing changed", flash_strerror(rc), a->qty, a->activity);
+		return TOOL_USAGE;
+	}
+	if (rc == FLASH_ENOT_FOUND)
+		return tool_failf("order: activity %u or its sku %u is not in segment %s (%s)", a->activity,
+		                  a->sku, a->name, flash_rcname(rc));
+	if (rc != FLASH_OK && rc != FLASH_EDUPLICATE && rc != FLASH_EFATE_UNKNOWN)
+		return tool_failf("order: %s", flash_strerror(rc));
+	if ((grc = flash_order_get(h, res->order_no, &oi)) != FLASH_OK)
+		return tool_failf("order: placed as order %llu, but reading it back: %s",
+		                  (unsigned long long)res->order_no, flash_strerror(grc));
+	print_segment(&oi, a->json);
+	if (rc == FLASH_EDUPLICATE)
+		fprintf(stderr, "flashstock: order: request id %llu was placed before, as order %llu: "
+		        "nothing new was placed\n", (unsigned long long)a->request_id,
+		        (unsigned long long)res->order_no);
+	if (rc == FLASH_EFATE_UNKNOWN)
+		return tool_failf("order: order %llu is placed but not durable yet: %s",
+		                  (unsigned long long)res->order_no, flash_strerror(rc));
+	return TOOL_OK;
+}
+
+/* --place / --reserve: one order through a writable handle of its own. */
+static int order_place(const struct order_args *a)
+{
+	struct flash_order_req r = {
+		.activity_id = a->activity, .sku_id = a->sku, .user_id = a->user, .qty = a->qty,
+		.reserve_ms = a->reserve_ms, .request_id = a->request_id,
+	};
+	struct flash_order_res res;
+	flash_t *h = NULL;
+	int rc = flash_open(a->name, 0, &h);
+
+	if (rc != FLASH_OK) {
+		char what[300];
+		snprintf(what, sizeof what, "order: open %s", a->name);
+		return tool_fail(what, rc);
+	}
+	memset(&res, 0, sizeof res);
+	rc = order_placed(h, a, flash_order(h, &r, &res), &res);
+	fflush(stdout);
+	flash_close(h);
+	return rc;
+}
+
+/* The show modes: by number (segment first, then MariaDB) or by request id. */
+static int order_show(const struct order_args *a)
+{
+	int have_mysql = a->mo.url || a->mo.defaults_file;
 	flash_t *h = NULL;
 	mdb_t *m = NULL;
 	struct flash_order_info so;
@@ -249,26 +393,26 @@ int cmd_order(int argc, char **argv)
 	char note[96];
 	int ret = TOOL_FAIL, rc, seg_rc = FLASH_ENOSEG;
 
-	rc = flash_open(a.name, FLASH_RDONLY, &h);
+	rc = flash_open(a->name, FLASH_RDONLY, &h);
 	if (rc == FLASH_ENOSEG && have_mysql) {
-		fprintf(stderr, "flashstock: order: segment %s does not exist; asking MariaDB\n", a.name);
+		fprintf(stderr, "flashstock: order: segment %s does not exist; asking MariaDB\n", a->name);
 		h = NULL;
 	} else if (rc) {
 		char what[300];
-		snprintf(what, sizeof what, "order: open %s", a.name);
+		snprintf(what, sizeof what, "order: open %s", a->name);
 		return tool_fail(what, rc);
 	}
-	if (have_mysql && (rc = mdb_open(&a.mo, &m)) != FLASH_OK) {
+	if (have_mysql && (rc = mdb_open(&a->mo, &m)) != FLASH_OK) {
 		tool_failf("order: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 		goto out;
 	}
 
-	if (a.request_id) {
-		rc = rsql_order_by_request(m, a.request_id, a.activity, a.user, a.sku, &row);
+	if (a->request_id) {
+		rc = rsql_order_by_request(m, a->request_id, a->activity, a->user, a->sku, &row);
 		if (rc == FLASH_ENOT_FOUND) {
 			tool_failf("order: MariaDB has no order of user %llu in activity %u, sku %u with request "
 			           "id %llu (never placed, refused, or not applied yet)",
-			           (unsigned long long)a.user, a.activity, a.sku, (unsigned long long)a.request_id);
+			           (unsigned long long)a->user, a->activity, a->sku, (unsigned long long)a->request_id);
 			goto out;
 		}
 		if (rc) {
@@ -285,15 +429,15 @@ int cmd_order(int argc, char **argv)
 				sn = "archived";
 			}
 		}
-		print_mysql(&row, a.json, sn);
+		print_mysql(&row, a->json, sn);
 		ret = TOOL_OK;
 		goto out;
 	}
 
 	if (h) {
-		seg_rc = flash_order_get(h, a.order_no, &so);
+		seg_rc = flash_order_get(h, a->order_no, &so);
 		if (seg_rc == FLASH_OK && (so.state != FLASH_ORDER_NONE || !have_mysql)) {
-			print_segment(&so, a.json);
+			print_segment(&so, a->json);
 			ret = TOOL_OK;
 			goto out;
 		}
@@ -304,22 +448,22 @@ int cmd_order(int argc, char **argv)
 		if (!have_mysql) {
 			if (seg_rc == FLASH_EARCHIVED)
 				tool_failf("order %llu is archived (%s): its activity was reclaimed from the segment; "
-				           "the order is in MariaDB: give --mysql URL", (unsigned long long)a.order_no,
+				           "the order is in MariaDB: give --mysql URL", (unsigned long long)a->order_no,
 				           flash_rcname(seg_rc));
 			else
 				tool_failf("order %llu: not in segment %s (%s); give --mysql URL to look in MariaDB",
-				           (unsigned long long)a.order_no, a.name, flash_rcname(seg_rc));
+				           (unsigned long long)a->order_no, a->name, flash_rcname(seg_rc));
 			goto out;
 		}
 	}
-	rc = rsql_order_get(m, a.order_no, &row);
+	rc = rsql_order_get(m, a->order_no, &row);
 	if (rc == FLASH_ENOT_FOUND) {
 		if (h && seg_rc == FLASH_OK) {          /* the segment's "never completed" number */
-			print_segment(&so, a.json);
+			print_segment(&so, a->json);
 			ret = TOOL_OK;
 		} else {
-			tool_failf("order %llu: neither segment %s (%s) nor MariaDB has it", (unsigned long long)a.order_no,
-			           a.name, h ? flash_rcname(seg_rc) : "no segment");
+			tool_failf("order %llu: neither segment %s (%s) nor MariaDB has it", (unsigned long long)a->order_no,
+			           a->name, h ? flash_rcname(seg_rc) : "no segment");
 		}
 		goto out;
 	}
@@ -327,7 +471,7 @@ int cmd_order(int argc, char **argv)
 		tool_failf("order: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 		goto out;
 	}
-	print_mysql(&row, a.json, seg_rc == FLASH_EARCHIVED ? "archived" :
+	print_mysql(&row, a->json, seg_rc == FLASH_EARCHIVED ? "archived" :
 	                          seg_rc == FLASH_ENOT_FOUND ? "not numbered" :
 	                          h ? "never completed" : "absent");
 	ret = TOOL_OK;
@@ -336,4 +480,16 @@ out:
 	mdb_close(m);
 	flash_close(h);
 	return ret;
+}
+
+int cmd_order(int argc, char **argv)
+{
+	struct order_args a;
+	memset(&a, 0, sizeof a);
+	int prc = order_parse(argc, argv, &a);
+	if (prc == -1)
+		return TOOL_OK;
+	if (prc)
+		return prc;
+	return a.place ? order_place(&a) : order_show(&a);
 }

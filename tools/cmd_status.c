@@ -41,10 +41,13 @@ static void status_help(FILE *out)
 	        "  skus: [{activity_id, sku_id, shards, total, available, sold}]\n"
 	        "        (sold = total - available),\n"
 	        "  units_total, units_available, units_sold (sums over skus),\n"
+	        "  reservations, units_reserved (reservations not paid, expired or\n"
+	        "    cancelled yet, and the units they hold: part of units_sold),\n"
 	        "  tables: {activities, skus, shards, users, tokens, orders, requests, locks,\n"
 	        "           procs: {used, cap, pct}},\n"
 	        "  counters: {orders, cancels, sold_out, limit_hits, token_rejects,\n"
-	        "             duplicates, cas_retries, recoveries, rolled_back, rolled_forward},\n"
+	        "             duplicates, cas_retries, recoveries, rolled_back, rolled_forward,\n"
+	        "             confirms, expiries (reservations paid, and expired unpaid)},\n"
 	        "  generations: {requests, users: {banks, gen_s, gen, gen_start_ns, reclaimed,\n"
 	        "                wait (\"none\"|\"not_due\"|\"pinned\"|\"not_cleared\"),\n"
 	        "                wait_activity, bank: [{gen, keys, cap, state (\"clear\"|\n"
@@ -183,6 +186,33 @@ struct status_arch {
 	int64_t  archived;       /* activities MariaDB marks archived; -1: not asked */
 };
 
+/* Reservations held now (RESERVED orders) and their units: a walk of the
+ * order table, a moment's view like the stock beside it.  Counted here,
+ * not kept in the segment: status is the one reader that wants them. */
+struct status_resv {
+	uint64_t orders;
+	uint64_t units;
+};
+
+static int status_reserved(flash_t *h, uint64_t cap, struct status_resv *rv)
+{
+	struct flash_order_info oi;
+
+	rv->orders = rv->units = 0;
+	for (uint32_t i = 0; i < cap; i++) {   /* a table holds at most 2^26 */
+		int rc = flash_order_at(h, i, &oi);
+		if (rc == FLASH_ENOT_FOUND)
+			break;
+		if (rc != FLASH_OK)
+			return rc;
+		if (oi.state == FLASH_ORDER_RESERVED) {
+			rv->orders++;
+			rv->units += oi.qty;
+		}
+	}
+	return FLASH_OK;
+}
+
 /* sold = total - available; a reading taken while orders run may see
  * available above total for an instant (restock in flight): clamp at 0. */
 static uint64_t status_sold(const struct flash_sku_info *s)
@@ -236,7 +266,7 @@ static void status_text(const char *name, const struct flash_stats *st,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs,
-                        const struct status_arch *ar)
+                        const struct status_arch *ar, const struct status_resv *rv)
 {
 	uint64_t tot = 0, avail = 0, sold = 0;
 	char b1[40], b2[40];
@@ -295,6 +325,9 @@ static void status_text(const char *name, const struct flash_stats *st,
 		printf("  %10s  %10s  %6s  %14llu  %14llu  %14llu\n", "all", "", "",
 		       (unsigned long long)tot, (unsigned long long)avail,
 		       (unsigned long long)sold);
+	if (rv->orders)
+		printf("  reserved: %llu reservations hold %llu of the units sold until paid or expired\n",
+		       (unsigned long long)rv->orders, (unsigned long long)rv->units);
 
 	printf("\ntables          used         cap      %%\n");
 	for (t = 0; t < ntabs; t++)
@@ -307,12 +340,14 @@ static void status_text(const char *name, const struct flash_stats *st,
 	       "  sold_out       %12llu\n  limit_hits     %12llu\n"
 	       "  token_rejects  %12llu\n  duplicates     %12llu\n"
 	       "  cas_retries    %12llu\n  recoveries     %12llu\n"
-	       "  rolled_back    %12llu\n  rolled_forward %12llu\n",
+	       "  rolled_back    %12llu\n  rolled_forward %12llu\n"
+	       "  confirms       %12llu\n  expiries       %12llu\n",
 	       (unsigned long long)st->orders, (unsigned long long)st->cancels,
 	       (unsigned long long)st->sold_out, (unsigned long long)st->limit_hits,
 	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
 	       (unsigned long long)st->cas_retries, (unsigned long long)st->recoveries,
-	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward);
+	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward,
+	       (unsigned long long)st->confirms, (unsigned long long)st->expiries);
 	printf("\narchiving\n"
 	       "  ended, not archived  %10u  (flashstock archive --ended)\n", ar->ended);
 	if (ar->archived >= 0)
@@ -329,7 +364,7 @@ static void status_json(const char *name, const struct flash_stats *st,
                         const struct flash_activity *acts, uint32_t nacts,
                         const struct flash_sku_info *skus, uint32_t nskus,
                         const struct status_table *tabs, size_t ntabs,
-                        const struct status_arch *ar)
+                        const struct status_arch *ar, const struct status_resv *rv)
 {
 	uint64_t tot = 0, avail = 0, sold = 0;
 	char b1[40], b2[40];
@@ -374,8 +409,9 @@ static void status_json(const char *name, const struct flash_stats *st,
 		avail += s->available;
 		sold += status_sold(s);
 	}
-	printf("],\"units_total\":%llu,\"units_available\":%llu,\"units_sold\":%llu,\"tables\":{",
-	       (unsigned long long)tot, (unsigned long long)avail, (unsigned long long)sold);
+	printf("],\"units_total\":%llu,\"units_available\":%llu,\"units_sold\":%llu,\"reservations\":%llu,"
+	       "\"units_reserved\":%llu,\"tables\":{", (unsigned long long)tot, (unsigned long long)avail,
+	       (unsigned long long)sold, (unsigned long long)rv->orders, (unsigned long long)rv->units);
 	for (t = 0; t < ntabs; t++)
 		printf("%s\"%s\":{\"used\":%llu,\"cap\":%llu,\"pct\":%.2f}", t ? "," : "",
 		       tabs[t].name, (unsigned long long)tabs[t].used,
@@ -383,12 +419,13 @@ static void status_json(const char *name, const struct flash_stats *st,
 	printf("},\"counters\":{\"orders\":%llu,\"cancels\":%llu,\"sold_out\":%llu,"
 	       "\"limit_hits\":%llu,\"token_rejects\":%llu,\"duplicates\":%llu,"
 	       "\"cas_retries\":%llu,\"recoveries\":%llu,\"rolled_back\":%llu,"
-	       "\"rolled_forward\":%llu}",
+	       "\"rolled_forward\":%llu,\"confirms\":%llu,\"expiries\":%llu}",
 	       (unsigned long long)st->orders, (unsigned long long)st->cancels,
 	       (unsigned long long)st->sold_out, (unsigned long long)st->limit_hits,
 	       (unsigned long long)st->token_rejects, (unsigned long long)st->duplicates,
 	       (unsigned long long)st->cas_retries, (unsigned long long)st->recoveries,
-	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward);
+	       (unsigned long long)st->rolled_back, (unsigned long long)st->rolled_forward,
+	       (unsigned long long)st->confirms, (unsigned long long)st->expiries);
 	printf(",\"archiving\":{\"ended\":%u,\"archived\":", ar->ended);
 	if (ar->archived >= 0)
 		printf("%lld", (long long)ar->archived);
@@ -401,7 +438,7 @@ static void status_json(const char *name, const struct flash_stats *st,
 /* The segment's counters, identity, durability failure and destroyed mark.
  * @return TOOL_OK, or the failure said on stderr. */
 static int status_read(flash_t *h, struct flash_stats *st, struct flash_ident *id,
-                       struct flash_durability_info *dur, uint32_t *destroyed)
+                       struct flash_durability_info *dur, uint32_t *destroyed, struct status_resv *rv)
 {
 	int rc = flash_stats_get(h, st);
 	if (rc != FLASH_OK)
@@ -412,6 +449,8 @@ static int status_read(flash_t *h, struct flash_stats *st, struct flash_ident *i
 		return tool_fail("status: read the durability failure", rc);
 	if ((rc = flash_destroyed_get(h, destroyed)) != FLASH_OK)
 		return tool_fail("status: read the destroyed mark", rc);
+	if ((rc = status_reserved(h, st->orders_cap, rv)) != FLASH_OK)
+		return tool_fail("status: read the reservations", rc);
 	return TOOL_OK;
 }
 
@@ -457,6 +496,7 @@ int cmd_status(int argc, char **argv)
 	int c, rc, json = 0;
 	struct mdb_opts mo;
 	struct status_arch ar = { 0, -1 };
+	struct status_resv rv = { 0, 0 };
 
 	memset(&mo, 0, sizeof mo);
 	opterr = 0;
@@ -496,7 +536,7 @@ int cmd_status(int argc, char **argv)
 		snprintf(what, sizeof what, "status: open %s", name);
 		return tool_fail(what, rc);
 	}
-	if ((rc = status_read(h, &st, &id, &dur, &destroyed)) != TOOL_OK)
+	if ((rc = status_read(h, &st, &id, &dur, &destroyed, &rv)) != TOOL_OK)
 		goto out;
 	rc = status_read_catalog(h, &acts, &nacts, &skus, &nskus);
 	if (rc != FLASH_OK) {
@@ -531,11 +571,11 @@ int cmd_status(int argc, char **argv)
 				goto out;
 			}
 		if (json) {
-			status_json(name, &st, &dur, destroyed, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
+			status_json(name, &st, &dur, destroyed, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar, &rv);
 			status_gens_json(gi);
 			printf("}\n");
 		} else {
-			status_text(name, &st, &dur, destroyed, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar);
+			status_text(name, &st, &dur, destroyed, &id, acts, nacts, skus, nskus, tabs, ntabs, &ar, &rv);
 			status_gens_text(gi);
 		}
 	}

@@ -350,6 +350,18 @@ const char *tool_fmt_time(int64_t ns, char *buf, size_t cap)
 	return buf;
 }
 
+const char *tool_fmt_time_ms(int64_t ns, char *buf, size_t cap)
+{
+	char s[40];
+	size_t n = strlen(tool_fmt_time(ns, s, sizeof s));
+
+	if (n == 0 || s[n - 1] != 'Z')
+		snprintf(buf, cap, "%s", s);
+	else
+		snprintf(buf, cap, "%.*s.%03dZ", (int)(n - 1), s, (int)(ns / 1000000 % 1000));
+	return buf;
+}
+
 int tool_scope_parse(const char *s)
 {
 	if (strcmp(s, "activity") == 0)

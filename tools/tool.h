@@ -48,6 +48,8 @@ int cmd_top(int argc, char **argv);
 int cmd_feed(int argc, char **argv);
 int cmd_order(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
+int cmd_confirm(int argc, char **argv);
+int cmd_expire(int argc, char **argv);
 int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
 
 /* ---- messages ---------------------------------------------------------- */
@@ -126,6 +128,9 @@ int tool_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *why, s
 
 /** Format CLOCK_REALTIME ns as "YYYY-MM-DDTHH:MM:SSZ" into @p buf (>= 32). */
 const char *tool_fmt_time(int64_t ns, char *buf, size_t cap);
+/** ... as "YYYY-MM-DDTHH:MM:SS.mmmZ" (>= 40): a reservation's pay-by time,
+ *  whose precision is the millisecond, and reservations of a few hundred ms. */
+const char *tool_fmt_time_ms(int64_t ns, char *buf, size_t cap);
 
 /** enum flash_scope <-> "activity" | "sku" | "day".  parse: -1 if unknown. */
 int tool_scope_parse(const char *s);

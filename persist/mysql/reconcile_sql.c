@@ -277,11 +277,26 @@ int rsql_archived(mdb_t *m, uint32_t **out, size_t *n)
 }
 
 #define ORDER_ROW_SQL \
-	"SELECT o.order_no, o.user_id, o.activity_id, o.sku_id, o.qty, o.status + 0," \
+	"SELECT o.order_no, o.user_id, o.activity_id, o.sku_id, o.qty, o.status," \
 	" o.limit_slot, o.biz_day, o.request_id, o.created_ns, o.lsn, COALESCE(o.cancel_lsn, 0)," \
 	" o.quota_returned, a.archived_lsn IS NOT NULL, COALESCE(a.archived_lsn, 0)," \
 	" COALESCE(a.archived_ns, 0), COALESCE(o.pay_by_ns, 0), COALESCE(o.confirm_lsn, 0)" \
 	" FROM orders o LEFT JOIN activities a ON a.activity_id = o.activity_id WHERE "
+
+/* orders.status as enum flash_order_state.  The applier may write a status
+ * this build does not know (a newer one's): it reads RSQL_STATE_UNKNOWN,
+ * never as a state it is not, and the raw text stays in the row. */
+static uint32_t order_status_state(const char *s)
+{
+	static const struct { const char *status; uint32_t state; } map[] = {
+		{ "ACTIVE", FLASH_ORDER_ACTIVE },     { "CANCELLED", FLASH_ORDER_CANCELLED },
+		{ "RESERVED", FLASH_ORDER_RESERVED }, { "EXPIRED", FLASH_ORDER_EXPIRED },
+	};
+	for (size_t i = 0; s && i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(s, map[i].status) == 0)
+			return map[i].state;
+	return RSQL_STATE_UNKNOWN;
+}
 
 static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out)
 {
@@ -300,7 +315,8 @@ static int order_row_query(mdb_t *m, const char *sql, struct rsql_order_row *out
 	out->o.activity_id = (uint32_t)u64(row[2]);
 	out->o.sku_id = (uint32_t)u64(row[3]);
 	out->o.qty = (uint32_t)u64(row[4]);
-	out->o.state = (uint32_t)u64(row[5]);
+	out->o.state = order_status_state(row[5]);
+	snprintf(out->status, sizeof out->status, "%s", row[5] ? row[5] : "NULL");
 	out->o.limit_slot = (uint32_t)u64(row[6]);
 	out->o.biz_day = (uint32_t)u64(row[7]);
 	out->request_id = u64(row[8]);

@@ -125,9 +125,14 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
  */
 int rsql_archived(mdb_t *m, uint32_t **out, size_t *n);
 
+/* rsql_order_row.o.state for an orders.status this build does not know */
+#define RSQL_STATE_UNKNOWN 0xffu
+
 /** One order row with its activity's archive state (flashstock order). */
 struct rsql_order_row {
-	struct rsql_order o;
+	struct rsql_order o;        /* o.state: ACTIVE, CANCELLED, RESERVED, EXPIRED
+	                               or RSQL_STATE_UNKNOWN */
+	char     status[16];        /* orders.status as MariaDB has it (truncated) */
 	uint64_t request_id;        /* 0: none */
 	int64_t  created_ns;
 	uint64_t lsn;               /* of its ORDER record */

@@ -71,10 +71,17 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_durable_sigint.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(cli_durable_sigint PROPERTIES TIMEOUT 300)
 
+  # reservations through the real binaries (tests/cli/cli_reserve.sh says what
+  # each step proves): `order --reserve`, `confirm`, the daemon's expirer and
+  # `expire --all` without one; every bad command line exits 2, changing nothing.
+  add_test(NAME cli_reserve_confirm_expire_by_daemon_and_by_hand
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_reserve.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_reserve_confirm_expire_by_daemon_and_by_hand PROPERTIES LABELS cli TIMEOUT 120)
+
   # usage: --help everywhere exits 0 and prints the usage; an unknown
   # command exits 2.  tests/cli/cli_expect.sh checks the exit code and the
   # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
-  foreach(cmd create destroy load status demo reconcile top order archive)
+  foreach(cmd create destroy load status demo reconcile top order confirm expire archive)
     add_test(NAME cli_help_${cmd}
              COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_expect.sh 0 "usage: flashstock ${cmd}"
                      $<TARGET_FILE:flashstock> ${cmd} --help)
