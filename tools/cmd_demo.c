@@ -797,7 +797,7 @@ static void demo_report_unpaid(const struct demo_run *r)
 	printf("unpaid   %llu units reserved (a reservation more: FLASH_ESOLD_OUT, every unit held);"
 	       " %llu paid, %llu never paid\n"
 	       "         and were expired by the daemon at their pay-by time (all seen expired %llu ms"
-	       " after the payments);\n"
+	       " after the last one's);\n"
 	       "         later buyers bought the %llu units that came back, then sold out: %s\n",
 	       (unsigned long long)u->reserved, (unsigned long long)u->paid, (unsigned long long)u->unpaid,
 	       (unsigned long long)u->wait_ms, (unsigned long long)u->resold,

@@ -112,7 +112,8 @@ struct demo_unpaid {
 	int       ran;
 	uint64_t  reserved, paid, unpaid, expired, resold;
 	int       refused_while_held;   /* a reservation past the stock was refused */
-	uint64_t  wait_ms;              /* from the payments to every unpaid one expired */
+	uint64_t  wait_ms;              /* from the last unpaid one's pay-by time to when all were
+	                                   seen expired (an upper bound of the daemon's lag) */
 	uint64_t *order_no;             /* during the round: each reservation's number */
 };
 
