@@ -42,7 +42,7 @@ static void feed_to_help(FILE *out)
 	        "RabbitMQ, as persistent messages with publisher confirms: routing key and AMQP\n"
 	        "type 'order' (a plain order: ship it), 'cancel', and for a reservation\n"
 	        "'order.reserved' (not paid: do not ship), 'order.confirmed' (paid: ship it) or\n"
-	        "'order.expired' (never paid),\n"
+	        "'order.expired' (never paid) or 'order.cancelled' (given up unpaid),\n"
 	        "message-id the order number (an order and its cancel share it: drop duplicates by\n"
 	        "type and message-id), header 'lsn', a JSON body with the record's fields named\n"
 	        "as `flashstock feed --json` names them (see `flashstock feed --help`).\n"

@@ -422,7 +422,9 @@ const char *amqp_sink_event(const struct flash_record *r)
 {
 	switch (r->type) {
 	case FLASH_REC_ORDER:   return r->value != 0 ? "order.reserved" : "order";
-	case FLASH_REC_CANCEL:  return "cancel";
+	/* a plain order's cancel keeps its key (queues bound to it); an
+	 * unpaid reservation's is one of the reservation's events */
+	case FLASH_REC_CANCEL:  return r->flags & 2 ? "order.cancelled" : "cancel";
 	case FLASH_REC_CONFIRM: return "order.confirmed";
 	case FLASH_REC_EXPIRE:  return "order.expired";
 	default:                return NULL;

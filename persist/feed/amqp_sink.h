@@ -38,7 +38,8 @@
  *   routing key  the event, amqp_sink_event(): "order" (a plain order, ACTIVE:
  *                ship it), "cancel", and for reservations "order.reserved"
  *                (not paid: do not ship), "order.confirmed" (paid: ship it),
- *                "order.expired" (never paid, its units back)
+ *                "order.expired" (never paid, its units back), "order.cancelled"
+ *                (given up unpaid: the CANCEL record's flags & 2)
  *   message-id   the order number, decimal ("42"): consumers drop duplicates
  *                by (type, message-id) -- an order and its cancel share the
  *                number

@@ -205,7 +205,9 @@ static void test_each_order_event_has_its_own_routing_key(void **state)
 	r.type = FLASH_REC_EXPIRE;
 	assert_string_equal(amqp_sink_event(&r), "order.expired");
 	r.type = FLASH_REC_CANCEL;
-	r.flags = 2;
+	r.flags = 2;                               /* an unpaid reservation given up */
+	assert_string_equal(amqp_sink_event(&r), "order.cancelled");
+	r.flags = 1;                               /* a plain order's cancel keeps its key */
 	assert_string_equal(amqp_sink_event(&r), "cancel");
 	for (uint16_t t = FLASH_REC_RESTOCK; t <= FLASH_REC_ARCHIVE; t++) {
 		if (t == FLASH_REC_CANCEL)
