@@ -9,7 +9,8 @@
  * Divisions:
  *   1. Odds and ends         clock, random numbers, messages
  *   2. The buyer's log       what a buyer KNOWS was acknowledged
- *   3. The buyer             one process: tokens, orders, retries, cancels, ...
+ *   3. The buyer             one process: tokens, orders and reservations, retries,
+ *                            payments, cancels, ...
  *   4. Processes             MariaDB fixture, the daemon, buyers, the killer
  *   5. The audit             WAL, segment, MySQL, logs, reconciler
  *   6. Phases and main
@@ -173,7 +174,8 @@ enum tt_kind {
 	L_ORDER  = 2,   /* acknowledged order: order_no */
 	L_FAIL   = 3,   /* the answered outcome of an INTENT was a refusal (aux = rc) */
 	L_CANCEL = 4,   /* acknowledged cancel of order_no */
-	L_VIOL   = 5    /* the engine broke a promise in front of the buyer (aux = what) */
+	L_VIOL   = 5,   /* the engine broke a promise in front of the buyer (aux = what) */
+	L_CONFIRM = 6   /* acknowledged confirm (payment) of order_no */
 };
 
 enum tt_viol {
@@ -211,6 +213,9 @@ struct tt_shared {
 	uint64_t ops;
 	uint64_t acked_orders;
 	uint64_t acked_cancels;
+	uint64_t reservations;    /* orders placed as reservations (acknowledged) */
+	uint64_t confirms;        /* confirms acknowledged */
+	uint64_t too_late;        /* confirms and cancels answered FLASH_EEXPIRED */
 	uint64_t refused;         /* orders refused (sold out, limit, token, ...) */
 	uint64_t cross_retries;   /* INTENTs retried by a restarted buyer */
 	uint64_t cross_dup;       /* ... answered with the first outcome */
@@ -326,8 +331,11 @@ static void tt_acked(struct tt_buyer *b, const struct flash_order_req *r, uint64
 	e.te_user = r->user_id;
 	e.te_order_no = no;
 	e.te_request_id = r->request_id;
+	e.te_aux = r->reserve_ms;       /* a reservation: its pay window */
 	tt_log(b->fd, &e);
 	tt_add(&tt_sh->acked_orders, 1);
+	if (r->reserve_ms)
+		tt_add(&tt_sh->reservations, 1);
 	tt_active_add(b, no);
 	if ((tt_rand(&b->rng) & 15) == 0) {
 		int rc = flash_order_get(b->h, no, &oi);
@@ -370,6 +378,7 @@ static void tt_retry_intent(struct tt_buyer *b, const struct tt_entry *in)
 	r.user_id = in->te_user;
 	r.token = in->te_token;
 	r.request_id = in->te_request_id;
+	r.reserve_ms = (uint32_t)in->te_pad;
 	memset(&res, 0, sizeof res);
 	tt_add(&tt_sh->cross_retries, 1);
 	rc = flash_order(b->h, &r, &res);
@@ -433,6 +442,8 @@ static uint32_t tt_pick_sku(struct tt_buyer *b, uint32_t act)
 	return act == ACT_ONE ? SKU_A1 : SKU_A2;
 }
 
+static int tt_confirm(struct tt_buyer *b, uint64_t no);
+
 /* One order attempt, with the checks a buyer can make on the spot. */
 static void tt_op_order(struct tt_buyer *b, uint32_t act)
 {
@@ -452,6 +463,8 @@ static void tt_op_order(struct tt_buyer *b, uint32_t act)
 		r.user_id = 1 + tt_below(&b->rng, A2_USERS);
 		r.qty = 1 + (uint32_t)tt_below(&b->rng, 3);
 	}
+	if (tt_below(&b->rng, 4) == 0)
+		r.reserve_ms = 20 + (uint32_t)tt_below(&b->rng, 300);   /* paid or not, later */
 	if (act == ACT_TWO && tt_below(&b->rng, 40) == 0) {
 		/* no token on a token-required activity: must be refused */
 		rc = flash_order(b->h, &r, &res);
@@ -482,12 +495,16 @@ static void tt_op_order(struct tt_buyer *b, uint32_t act)
 		e.te_user = r.user_id;
 		e.te_request_id = r.request_id;
 		e.te_token = r.token;
+		e.te_pad = r.reserve_ms;
 		tt_log(b->fd, &e);
 	}
 	memset(&res, 0, sizeof res);
 	rc = flash_order(b->h, &r, &res);
 	if (rc == FLASH_OK) {
 		tt_acked(b, &r, res.order_no);
+		/* half of the reservations are paid at once, in time */
+		if (r.reserve_ms && (tt_rand(&b->rng) & 1))
+			(void)tt_confirm(b, res.order_no);
 		if (r.request_id != 0 && tt_below(&b->rng, 7) == 0) {
 			/* the same request again: the first outcome, nothing taken twice */
 			tt_add(&tt_sh->same_retries, 1);
@@ -547,10 +564,48 @@ static void tt_op_cancel(struct tt_buyer *b)
 			else if (rc != FLASH_ECANCELLED)
 				tt_viol(b, V_CANCEL_TWICE, no, rc);
 		}
+	} else if (rc == FLASH_EEXPIRED) {
+		tt_add(&tt_sh->too_late, 1);   /* a reservation not paid in time: expired first */
 	} else if (rc != FLASH_ECANCELLED) {
 		/* ECANCELLED: an earlier life cancelled it and died before logging */
 		tt_other(rc);
 	}
+}
+
+/* Pay order @p no: a reservation becomes ACTIVE (or, too late, is found
+ * expired), a plain order is ACTIVE already.  Nonzero when it has ended
+ * (expired, or cancelled by an earlier life): the buyer forgets it. */
+static int tt_confirm(struct tt_buyer *b, uint64_t no)
+{
+	struct tt_entry e;
+	int rc = flash_confirm(b->h, no);
+
+	if (rc == FLASH_OK) {
+		memset(&e, 0, sizeof e);
+		e.te_kind = L_CONFIRM;
+		e.te_order_no = no;
+		tt_log(b->fd, &e);
+		tt_add(&tt_sh->confirms, 1);
+		return 0;
+	}
+	if (rc == FLASH_EEXPIRED || rc == FLASH_ECANCELLED) {
+		tt_add(&tt_sh->too_late, rc == FLASH_EEXPIRED);
+		return 1;
+	}
+	tt_other(rc);
+	return 0;
+}
+
+/* Pay one of the buyer's orders, later. */
+static void tt_op_confirm(struct tt_buyer *b)
+{
+	unsigned k;
+
+	if (b->nactive == 0)
+		return;
+	k = (unsigned)tt_below(&b->rng, b->nactive);
+	if (tt_confirm(b, b->active[k]))
+		b->active[k] = b->active[--b->nactive];
 }
 
 static void tt_op_restock(struct tt_buyer *b)
@@ -685,8 +740,10 @@ static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsi
 			tt_op_order(&b, ACT_TWO);
 		else if (r < 70)
 			tt_op_order(&b, ACT_ONE);
-		else if (r < 77)
+		else if (r < 74)
 			tt_op_cancel(&b);
+		else if (r < 77)
+			tt_op_confirm(&b);
 		else if (r < 79)
 			tt_op_restock(&b);
 		else if (r < 88)
@@ -876,6 +933,10 @@ struct tt_fig {
 	uint64_t leaked_units, leaked_units_wal;
 	uint64_t over_limit, over_limit_mysql;
 	uint64_t state_mismatch;                /* segment order state vs the WAL's records */
+	uint64_t ended_twice;                   /* an order with two of CANCEL, EXPIRE (or two of one) */
+	uint64_t confirm_and_expire;            /* a reservation both paid and expired */
+	uint64_t lost_confirm_wal, lost_confirm_mysql;   /* acked payments of reservations */
+	uint64_t seg_reserved, seg_expired, wal_confirms, wal_expires;
 	uint64_t reconcile_diffs;
 	int      reconcile_status;
 	uint64_t violations, other_rc, lsn_behind;
@@ -883,8 +944,9 @@ struct tt_fig {
 
 struct tt_word {               /* one order number as the WAL has it */
 	uint32_t activity_id, sku_id, qty;
-	uint8_t  norder, ncancel, _pad[2];
+	uint8_t  norder, ncancel, nconfirm, nexpire;
 	uint64_t user_id;
+	uint8_t  resv;             /* its ORDER record names a pay-by time */
 };
 
 struct tt_sku {
@@ -941,6 +1003,8 @@ static int tt_wal_frame(void *arg, uint64_t lsn, uint16_t type, const void *payl
 		break;
 	case FLASH_REC_ORDER:
 	case FLASH_REC_CANCEL:
+	case FLASH_REC_CONFIRM:
+	case FLASH_REC_EXPIRE:
 		s = tt_sku_of(a, r->activity_id, r->sku_id);
 		if (r->order_no == 0 || r->order_no > a->maxno) {
 			a->out_of_range++;
@@ -956,6 +1020,7 @@ static int tt_wal_frame(void *arg, uint64_t lsn, uint16_t type, const void *payl
 			w->sku_id = r->sku_id;
 			w->qty = r->qty;
 			w->user_id = r->user_id;
+			w->resv = r->value > 0;
 			if (r->request_id != 0) {
 				if (a->nrids == a->caprids) {
 					a->caprids = a->caprids ? 2 * a->caprids : 65536;
@@ -965,6 +1030,15 @@ static int tt_wal_frame(void *arg, uint64_t lsn, uint16_t type, const void *payl
 				}
 				a->rids[a->nrids++] = r->request_id;
 			}
+		} else if (r->type == FLASH_REC_CONFIRM) {
+			a->f->wal_confirms++;          /* units stay where they are: sold */
+			if (a->w[r->order_no].nconfirm < 255)
+				a->w[r->order_no].nconfirm++;
+		} else if (r->type == FLASH_REC_EXPIRE) {
+			a->f->wal_expires++;
+			s->wal_sold -= r->qty;         /* back in stock, as a cancel's */
+			if (a->w[r->order_no].nexpire < 255)
+				a->w[r->order_no].nexpire++;
 		} else {
 			a->f->wal_cancels++;
 			s->wal_sold -= r->qty;
@@ -1038,15 +1112,24 @@ static void tt_audit_segment(struct tt_audit *a, flash_t *h)
 		if (rc != FLASH_OK)
 			tt_die("flash_order_get(%" PRIu64 "): %s", no, flash_rcname(rc));
 		if (oi.state == FLASH_ORDER_NONE) {
-			if (w->norder || w->ncancel)
+			if (w->norder || w->ncancel || w->nconfirm || w->nexpire)
 				f->state_mismatch++;
 			continue;
 		}
 		f->seg_orders++;
+		int held = oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_RESERVED;
 		if (w->norder != 1 || w->ncancel != (oi.state == FLASH_ORDER_CANCELLED) ||
-		    w->qty != oi.qty || w->sku_id != oi.sku_id || w->user_id != oi.user_id)
+		    w->nexpire != (oi.state == FLASH_ORDER_EXPIRED) || w->qty != oi.qty ||
+		    w->sku_id != oi.sku_id || w->user_id != oi.user_id ||
+		    /* paid once if a reservation now ACTIVE; only a reservation is
+		     * RESERVED or EXPIRED, or paid at all */
+		    (oi.state == FLASH_ORDER_ACTIVE && w->nconfirm != w->resv) ||
+		    (!w->resv && (w->nconfirm || oi.state == FLASH_ORDER_RESERVED || oi.state == FLASH_ORDER_EXPIRED)) ||
+		    (oi.state == FLASH_ORDER_RESERVED && w->nconfirm))
 			f->state_mismatch++;
-		if (oi.state == FLASH_ORDER_ACTIVE)
+		f->seg_reserved += oi.state == FLASH_ORDER_RESERVED;
+		f->seg_expired += oi.state == FLASH_ORDER_EXPIRED;
+		if (held)
 			tt_sku_of(a, oi.activity_id, oi.sku_id)->active_qty += oi.qty;
 		else
 			f->seg_cancelled++;
@@ -1055,7 +1138,7 @@ static void tt_audit_segment(struct tt_audit *a, flash_t *h)
 			u1[n1++] = oi.user_id;
 			if (oi.limit_slot != 1)
 				f->over_limit++;
-		} else if (oi.state == FLASH_ORDER_ACTIVE) {
+		} else if (held) {
 			u2[n2++] = oi.user_id | (uint64_t)oi.activity_id << 56;
 			if (oi.limit_slot < 1 || oi.limit_slot > 2)
 				f->over_limit++;
@@ -1087,6 +1170,12 @@ static void tt_audit_segment(struct tt_audit *a, flash_t *h)
 			f->dup_wal += a->w[no].norder - 1u;
 		if (a->w[no].ncancel > 1)
 			f->dup_cancel_wal += a->w[no].ncancel - 1u;
+		/* a reservation ends once: one of CANCEL and EXPIRE at most, and
+		 * paid at most once, never paid and expired */
+		if (a->w[no].ncancel + a->w[no].nexpire > 1 || a->w[no].nconfirm > 1)
+			f->ended_twice++;
+		if (a->w[no].nconfirm && a->w[no].nexpire)
+			f->confirm_and_expire++;
 	}
 }
 
@@ -1123,10 +1212,20 @@ static void tt_audit_logs(struct tt_audit *a, const struct tt_cfg *c)
 					f->dup_acked++;
 				seen[no] |= 1;
 				if (w->norder == 0 || w->qty != e.te_qty || w->sku_id != e.te_sku ||
-				    w->activity_id != e.te_activity || w->user_id != e.te_user)
+				    w->activity_id != e.te_activity || w->user_id != e.te_user ||
+				    w->resv != (e.te_aux != 0))
 					f->lost_wal++;
 				if (a->sql[no] == 0)
 					f->lost_mysql++;
+				break;
+			case L_CONFIRM:
+				/* a plain order is ACTIVE already: a confirm writes nothing */
+				if (!w || !w->resv)
+					break;
+				if (w->nconfirm != 1)
+					f->lost_confirm_wal++;
+				if (a->sql[no] != FLASH_ORDER_ACTIVE + 1 && a->sql[no] != FLASH_ORDER_CANCELLED + 1)
+					f->lost_confirm_mysql++;   /* paid: ACTIVE (or cancelled since) */
 				break;
 			case L_CANCEL:
 				f->acked_cancels++;
@@ -1302,6 +1401,11 @@ static int tt_report(const char *mode, const struct tt_fig *f)
 	FIG("final SIGKILL of the running buyers", f->kills_final);
 	FIG("orders acknowledged (known to the buyers)", f->acked_orders);
 	FIG("cancels acknowledged (known)", f->acked_cancels);
+	FIG("reservations acknowledged", tt_sh->reservations);
+	FIG("  paid (confirms acknowledged)", tt_sh->confirms);
+	FIG("  found expired by a confirm or cancel", tt_sh->too_late);
+	FIG("  RESERVED in the segment at the end", f->seg_reserved);
+	FIG("  EXPIRED in the segment at the end", f->seg_expired);
 	FIG("retries of a killed life's request id", tt_sh->cross_retries);
 	FIG("  answered with the first outcome", tt_sh->cross_dup);
 	FIG("  placed anew (first rolled back)", tt_sh->cross_new);
@@ -1318,6 +1422,8 @@ static int tt_report(const char *mode, const struct tt_fig *f)
 	FIG("WAL records", f->wal_records);
 	FIG("  ORDER", f->wal_orders);
 	FIG("  CANCEL", f->wal_cancels);
+	FIG("  CONFIRM", f->wal_confirms);
+	FIG("  EXPIRE", f->wal_expires);
 	FIG("  RESTOCK", f->wal_restocks);
 	FIG("WAL last LSN", f->wal_last_lsn);
 	FIG("MySQL applied LSN", f->mysql_applied_lsn);
@@ -1340,6 +1446,10 @@ static int tt_report(const char *mode, const struct tt_fig *f)
 	CHK("users over limit (segment)", f->over_limit);
 	CHK("users over limit (MySQL)", f->over_limit_mysql);
 	CHK("order states differing segment vs WAL", f->state_mismatch);
+	CHK("orders ended twice (CANCEL/EXPIRE) or paid twice", f->ended_twice);
+	CHK("reservations both paid and expired", f->confirm_and_expire);
+	CHK("acked payments missing from the WAL", f->lost_confirm_wal);
+	CHK("acked payments not ACTIVE in MySQL", f->lost_confirm_mysql);
 	CHK("MySQL apply conflicts", f->mysql_conflicts);
 	CHK("MySQL applied LSN short of the WAL's", f->lsn_behind);
 	CHK("reconciler differences (reconcile_compare)", f->reconcile_diffs);
