@@ -29,7 +29,7 @@ __all__ = [
     "SystemFailure", "WrongThread", "FateUnknown", "RequestExpired", "Corrupt", "Closed",
     "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion", "BadChecksum",
     "BadLayout", "NotRegular", "Timeout", "Lost", "Ahead", "FeedIdentMismatch",
-    "RefillUnavailable", "FeedInUse", "error_for",
+    "RefillUnavailable", "FeedInUse", "Expired", "NotDue", "Confirmed", "error_for",
 ]
 
 
@@ -310,6 +310,25 @@ class Destroyed(FlashError):
     any more and nothing changed.  Close the object; open the name again if
     a new segment was made under it."""
     CODE = "FLASH_EDESTROYED"
+
+
+class Expired(FlashError):
+    """The reservation was not paid in time (FLASH_EEXPIRED): it is expired
+    -- by this call, if nobody had -- and its units (and, per the activity,
+    its limit slot) are back.  A confirm or cancel that came too late."""
+    CODE = "FLASH_EEXPIRED"
+
+
+class NotDue(FlashError):
+    """expire() of a reservation whose pay-by time has not come
+    (FLASH_ENOT_DUE): nothing changed."""
+    CODE = "FLASH_ENOT_DUE"
+
+
+class Confirmed(FlashError):
+    """expire() of an ACTIVE order -- paid, or never a reservation
+    (FLASH_ECONFIRMED): it does not expire; nothing changed."""
+    CODE = "FLASH_ECONFIRMED"
 
 
 class Closed(FlashError, ValueError):
