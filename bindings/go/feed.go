@@ -25,6 +25,8 @@ const (
 	RecSku      uint16 = C.FLASH_REC_SKU
 	RecGen      uint16 = C.FLASH_REC_GEN     // a request-id or limit generation moved or was cleared
 	RecArchive  uint16 = C.FLASH_REC_ARCHIVE // an ended activity was archived (flashstock archive)
+	RecConfirm  uint16 = C.FLASH_REC_CONFIRM // a reservation was paid (Confirm): now ACTIVE
+	RecExpire   uint16 = C.FLASH_REC_EXPIRE  // a reservation expired unpaid: its units back
 )
 
 // Where a FeedRec came from (enum flash_feed_source), its fields a refill
@@ -61,6 +63,9 @@ const (
 //	            OrderNo [generation] Value [start_ns or keys_cleared] TsNs
 //	RecArchive  ActivityID OrderNo [orders] Qty [skus] Value [shards]
 //	            UserID [tokens] TsNs
+//	RecConfirm  as RecOrder, TsNs when paid; Value its pay-by time (so
+//	            is a reservation's RecOrder's Value)
+//	RecExpire   as RecCancel; Value its pay-by time
 type Record struct {
 	Type       uint16 `c:"type"`
 	Slot       uint16 `c:"slot"`
