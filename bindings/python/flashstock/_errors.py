@@ -279,7 +279,7 @@ class FateUnknown(FlashError):
     not durable within the wait bound (FLASH_EFATE_UNKNOWN).  For an order,
     `.order_no`, `.limit_slot` and `.lsn` are set as for success: wait again
     with FlashStock.durable_wait(e.lsn, ...) from the same thread, or look
-    the order up by number.  For a cancel, `.units_returned` is set."""
+    the order up by number.  For a cancel or an expire, `.units_returned` is set."""
     CODE = "FLASH_EFATE_UNKNOWN"
     order_no: int = 0
     limit_slot: int = 0
