@@ -499,10 +499,15 @@ def test_expire_and_expire_due_take_back_only_what_is_due(segs):
     due = [x.order_no for x in fs.order_many(
         [flashstock.OrderRequest(1, 10, u, qty=2, reserve_ms=30) for u in (520, 521, 522)])]
     keep = fs.order(1, 10, 523, reserve_ms=60000).order_no
+    # a plain tuple: reserve_ms is its seventh field, after request_id; a
+    # tuple of six is a plain order whatever its token and request id
+    [kept, plain] = fs.order_many([(1, 10, 525, 1, 0, 0, 60000), (1, 10, 526, 1, 0, 7)])
+    assert fs.order_get(kept.order_no).state == OrderState.RESERVED
+    assert fs.order_get(plain.order_no).state == OrderState.ACTIVE
     paid = fs.order(1, 10, 524, reserve_ms=60000).order_no
     fs.confirm(paid)
     assert [fs.order_get(n).state for n in due] == [OrderState.RESERVED] * 3
-    assert fs.sku_get(1, 10).available == 12
+    assert fs.sku_get(1, 10).available == 10
     time.sleep(0.06)
     assert fs.expire(due[0]) == 2
     assert fs.expire_due(1) == 1                       # at most one
@@ -511,7 +516,8 @@ def test_expire_and_expire_due_take_back_only_what_is_due(segs):
     assert [fs.order_get(n).state for n in due] == [OrderState.EXPIRED] * 3
     assert fs.order_get(keep).state == OrderState.RESERVED
     assert fs.order_get(paid).state == OrderState.ACTIVE
-    assert fs.sku_get(1, 10).available == 18
+    assert fs.order_get(kept.order_no).state == OrderState.RESERVED
+    assert fs.sku_get(1, 10).available == 16
     assert fs.cancel(keep) == 1
     s = fs.stats()
     assert (s.confirms, s.expiries, s.cancels) == (1, 3, 1)
