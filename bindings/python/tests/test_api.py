@@ -137,6 +137,17 @@ def mirror_differences(fields):
     return diffs
 
 
+def test_order_states_and_record_types_are_the_headers_enumerators():
+    """OrderState is enum flash_order_state and RecordType enum
+    flash_rec_type (and GAP, the refill's own), member for member: a state
+    or record type the header gains and the module lacks is named."""
+    consts, _, _ = read_manifest()
+    for enum, prefix, own in ((OrderState, "FLASH_ORDER_", {}),
+                              (flashstock.RecordType, "FLASH_REC_", {"GAP": 0})):
+        header = {n[len(prefix):]: v for n, v in consts.items() if n.startswith(prefix)}
+        assert {m.name: m.value for m in enum} == dict(header, **own), enum.__name__
+
+
 def test_types_mirror_every_field_of_their_structs():
     _, _, fields = read_manifest()
     assert mirror_differences(fields) == []
