@@ -17,6 +17,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 class ApiTest {
@@ -172,6 +174,25 @@ class ApiTest {
 			assertEquals(1, st.confirms());
 			assertEquals(4, st.expiries());
 		}
+	}
+
+	/**
+	 * OrderState is enum flash_order_state, in its order (OrderState.of
+	 * indexes it), and FeedRecord's type constants are enum flash_rec_type:
+	 * a state or record type the header gains and the binding lacks is named.
+	 */
+	@Test
+	void orderStatesAndRecordTypesAreTheHeadersEnumerators() throws Exception {
+		Map<String, Long> header = new TreeMap<>(), java = new TreeMap<>();
+		for (Map.Entry<String, Long> e : Manifest.read().constants.entrySet())
+			if (e.getKey().startsWith("FLASH_ORDER_") || e.getKey().startsWith("FLASH_REC_"))
+				header.put(e.getKey(), e.getValue());
+		for (OrderState st : OrderState.values())
+			java.put("FLASH_ORDER_" + st.name(), (long) st.ordinal());
+		for (java.lang.reflect.Field f : FeedRecord.class.getFields())
+			if (f.getType() == int.class && !f.getName().startsWith("SOURCE_") && !f.getName().startsWith("MISS_"))
+				java.put("FLASH_REC_" + f.getName(), (long) f.getInt(null));
+		assertEquals(header, java);
 	}
 
 	/** The README's reservations example prints what the README says it prints. */
