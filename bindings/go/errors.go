@@ -142,7 +142,7 @@ func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 // in memory and is not yet known durable.  Receipt is the order's --
 // filled as for success by Order and OrderMany (and DurableWait, the one
 // it was given), so that DurableWait(ctx, e.Receipt) learns the fate later
-// -- and zero for Cancel and Restock.  errors.Is(err, ErrFateUnknown)
+// -- and zero for Cancel, Confirm, Expire, ExpireDue and Restock.  errors.Is(err, ErrFateUnknown)
 // holds, errors.As(err, &fe) with fe a *Error gives ErrFateUnknown, and
 // the error unwraps to its cause: context.DeadlineExceeded or
 // context.Canceled when a context ended the wait (nil when the handle's
@@ -224,6 +224,9 @@ var (
 	ErrArchived    = codeErr(C.FLASH_EARCHIVED)     // the order's activity was archived
 	ErrNotEnded    = codeErr(C.FLASH_ENOT_ENDED)    // archive: the activity has not ended
 	ErrDestroyed   = codeErr(C.FLASH_EDESTROYED)    // the segment was destroyed: close the handle
+	ErrExpired     = codeErr(C.FLASH_EEXPIRED)      // the reservation was not paid in time: expired, units back
+	ErrNotDue      = codeErr(C.FLASH_ENOT_DUE)      // expire: the reservation's pay-by time has not come
+	ErrConfirmed   = codeErr(C.FLASH_ECONFIRMED)    // expire: the order is ACTIVE (paid): it does not expire
 	ErrMySQLRetry  = codeErr(C.FLASH_EMYSQL_RETRY)  // MySQL down or busy
 	ErrMySQL       = codeErr(C.FLASH_EMYSQL)        // MySQL refused a statement
 	ErrMySQLConfig = codeErr(C.FLASH_EMYSQL_CONFIG) // bad MySQL URL or access denied

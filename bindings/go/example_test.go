@@ -120,3 +120,67 @@ func placeBatch(ctx context.Context, h *flashstock.Handle, reqs []flashstock.Ord
 	return out, nil
 	// README batch end
 }
+
+// Three reservations of one unit each, on a sku of three: the one paid in
+// time is ACTIVE; the one paid too late is expired by the payment itself,
+// its unit back; the one never paid is expired by ExpireDue (no daemon
+// here: `flashstock serve` would expire it at its deadline).
+func ExampleHandle_Confirm() {
+	name := fmt.Sprintf("/fs-go-example-confirm-%d", os.Getpid())
+	o := flashstock.DefaultSegOpts()
+	o.MaxUsers, o.MaxOrders, o.MaxTokens, o.MaxRequests, o.RingRecords = 64, 256, 64, 64, 64
+	if err := flashstock.Create(name, &o); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer flashstock.Destroy(name)
+
+	h, err := flashstock.Open(name, flashstock.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+	now := time.Now()
+	_ = h.ActivityAdd(flashstock.Activity{ID: 1, LimitPerUser: 1, MaxQty: 1,
+		StartNs: now.Add(-time.Minute).UnixNano(), EndNs: now.Add(time.Hour).UnixNano()})
+	_ = h.SkuAdd(1, 10, 3, 1)
+
+	ctx := context.Background()
+	reserve := func(user uint64, ms uint32) uint64 {
+		r, err := h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 10, UserID: user, Qty: 1, ReserveMs: ms})
+		if err != nil {
+			fmt.Println(err)
+		}
+		return r.OrderNo
+	}
+	paid := reserve(51, 15*60*1000) // 15 minutes to pay
+	late := reserve(52, 30)
+	reserve(53, 30)
+	time.Sleep(50 * time.Millisecond)
+	pay(ctx, h, paid)
+	pay(ctx, h, late)
+	n, err := h.ExpireDue(ctx, 0)
+	s, _ := h.SkuGet(1, 10)
+	fmt.Println("expired by ExpireDue:", n, err, "available:", s.Available)
+	// Output:
+	// paid: ACTIVE
+	// not paid in time: expired, its units back
+	// expired by ExpireDue: 1 <nil> available: 2
+}
+
+// pay confirms a reservation and prints the outcome; the README's
+// reservation snippet is its body (readme_test.go).
+func pay(ctx context.Context, h *flashstock.Handle, orderNo uint64) {
+	// README reserve begin
+	err := h.Confirm(ctx, orderNo) // nil again for a retried payment callback
+	switch {
+	case err == nil:
+		fmt.Println("paid: ACTIVE")
+	case errors.Is(err, flashstock.ErrExpired): // too late: expired by this call if nobody had
+		fmt.Println("not paid in time: expired, its units back")
+	default: // ErrCancelled, ErrNotFound, ErrFateUnknown (sync: paid, not yet durable), ...
+		fmt.Println("confirm:", err)
+	}
+	// README reserve end
+}

@@ -69,6 +69,8 @@ const (
 	OrderNone      uint32 = C.FLASH_ORDER_NONE
 	OrderActive    uint32 = C.FLASH_ORDER_ACTIVE
 	OrderCancelled uint32 = C.FLASH_ORDER_CANCELLED
+	OrderReserved  uint32 = C.FLASH_ORDER_RESERVED // a reservation not paid yet (Confirm)
+	OrderExpired   uint32 = C.FLASH_ORDER_EXPIRED  // a reservation not paid in time (Expire)
 )
 
 // Ranges of flashstock.h.
@@ -83,6 +85,7 @@ const (
 	ShardsMax     = C.FLASH_SHARDS_MAX
 	UnitsMax      = C.FLASH_UNITS_MAX
 	LockNameMax   = C.FLASH_LOCK_NAME_MAX
+	ReserveMsMax  = C.FLASH_RESERVE_MS_MAX // the longest reservation (OrderReq.ReserveMs), a week
 )
 
 // SyncWaitDefault bounds a sync wait whose context has no deadline until
@@ -144,7 +147,9 @@ type Activity struct {
 	EndNs        int64  `c:"end_ns"`
 }
 
-// OrderReq mirrors struct flash_order_req.
+// OrderReq mirrors struct flash_order_req.  ReserveMs 0 places a plain
+// order, ACTIVE at once; else a reservation, RESERVED until Confirm within
+// that many ms (1..ReserveMsMax), expired unpaid after.
 type OrderReq struct {
 	ActivityID uint32 `c:"activity_id"`
 	SkuID      uint32 `c:"sku_id"`

@@ -469,6 +469,45 @@ func (h *Handle) Cancel(ctx context.Context, orderNo uint64) (uint32, error) {
 	return units, err
 }
 
+// Confirm pays reservation orderNo (flash_confirm): RESERVED -> ACTIVE.  An
+// order ACTIVE already gives nil (a retried payment callback is answered
+// the same).  ErrExpired when its pay-by time passed: it is expired now,
+// its units back.  ctx as for Cancel.
+func (h *Handle) Confirm(ctx context.Context, orderNo uint64) error {
+	var err error
+	if e := h.p.do(ctx, func(n *native) { err = n.confirm(ctx, orderNo) }); e != nil {
+		return e
+	}
+	return err
+}
+
+// Expire expires reservation orderNo once its pay-by time has come
+// (flash_expire) and returns the units given back: ErrNotDue before it,
+// ErrConfirmed for an ACTIVE order, ErrExpired when expired already
+// (nothing given back).  ctx as for Cancel.
+func (h *Handle) Expire(ctx context.Context, orderNo uint64) (uint32, error) {
+	var units uint32
+	var err error
+	if e := h.p.do(ctx, func(n *native) { units, err = n.expire(ctx, orderNo) }); e != nil {
+		return 0, e
+	}
+	return units, err
+}
+
+// ExpireDue expires every reservation of the segment whose pay-by time has
+// come, at most max (0: no bound), as a process without a daemon must
+// (flash_expire_due; `flashstock serve` expires them itself), and returns
+// how many it expired -- also with an error, the first failure other than
+// the races another handle won: those expired before it.  ctx as for Cancel.
+func (h *Handle) ExpireDue(ctx context.Context, max uint32) (uint32, error) {
+	var count uint32
+	var err error
+	if e := h.p.do(ctx, func(n *native) { count, err = n.expireDue(ctx, max) }); e != nil {
+		return 0, e
+	}
+	return count, err
+}
+
 // Restock adjusts a sku's stock by delta units (flash_restock); ctx as for Cancel.
 func (h *Handle) Restock(ctx context.Context, activity, sku uint32, delta int64) error {
 	var err error

@@ -398,6 +398,58 @@ func (n *native) cancel(ctx context.Context, orderNo uint64) (uint32, error) {
 	return units, codeError(rc)
 }
 
+func (n *native) confirm(ctx context.Context, orderNo uint64) error {
+	cut := false
+	if n.sync {
+		var err error
+		if cut, _, err = n.boundWait(ctx, false); err != nil {
+			return err
+		}
+	}
+	rc := C.flash_confirm(n.h, C.uint64_t(orderNo))
+	if rc == C.FLASH_EFATE_UNKNOWN {
+		return fateUnknown(ctx, cut, Receipt{})
+	}
+	return codeError(rc)
+}
+
+func (n *native) expire(ctx context.Context, orderNo uint64) (uint32, error) {
+	cut := false
+	if n.sync {
+		var err error
+		if cut, _, err = n.boundWait(ctx, false); err != nil {
+			return 0, err
+		}
+	}
+	n.s.u32 = 0
+	rc := C.flash_expire(n.h, C.uint64_t(orderNo), &n.s.u32)
+	units := uint32(n.s.u32)
+	if rc == C.FLASH_EFATE_UNKNOWN {
+		return units, fateUnknown(ctx, cut, Receipt{})
+	}
+	return units, codeError(rc)
+}
+
+// expireDue: in sync durability each expiry of the scan waits for its
+// record, each wait bounded by what is left of ctx's deadline when the scan
+// starts (the handle's bound is set once, before it), not the scan as a whole.
+func (n *native) expireDue(ctx context.Context, max uint32) (uint32, error) {
+	cut := false
+	if n.sync {
+		var err error
+		if cut, _, err = n.boundWait(ctx, false); err != nil {
+			return 0, err
+		}
+	}
+	n.s.u32 = 0
+	rc := C.flash_expire_due(n.h, C.uint32_t(max), &n.s.u32)
+	count := uint32(n.s.u32)
+	if rc == C.FLASH_EFATE_UNKNOWN {
+		return count, fateUnknown(ctx, cut, Receipt{})
+	}
+	return count, codeError(rc)
+}
+
 func (n *native) restock(ctx context.Context, activity, sku uint32, delta int64) error {
 	cut := false
 	if n.sync {

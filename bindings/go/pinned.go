@@ -116,6 +116,31 @@ func (p *Pinned) Cancel(ctx context.Context, orderNo uint64) (uint32, error) {
 	return p.n.cancel(ctx, orderNo)
 }
 
+// Confirm pays reservation orderNo (flash_confirm), as Handle.Confirm.
+func (p *Pinned) Confirm(ctx context.Context, orderNo uint64) error {
+	if !p.ok() {
+		return ErrClosed
+	}
+	return p.n.confirm(ctx, orderNo)
+}
+
+// Expire expires a due reservation (flash_expire), as Handle.Expire.
+func (p *Pinned) Expire(ctx context.Context, orderNo uint64) (uint32, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.expire(ctx, orderNo)
+}
+
+// ExpireDue expires the segment's due reservations (flash_expire_due), as
+// Handle.ExpireDue.
+func (p *Pinned) ExpireDue(ctx context.Context, max uint32) (uint32, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.expireDue(ctx, max)
+}
+
 // Restock adjusts a sku's stock by delta units (flash_restock).
 func (p *Pinned) Restock(ctx context.Context, activity, sku uint32, delta int64) error {
 	if !p.ok() {

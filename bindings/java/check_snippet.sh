@@ -2,8 +2,9 @@
 # check_snippet.sh BINDINGS_JAVA_DIR -- the Java code block of
 # README.md is exactly the region between "// README begin" and
 # "// README end" of example/flashstock/example/Quickstart.java (which the
-# test java_quickstart runs), less its two tabs of indent, so the README's
-# example cannot rot.
+# test java_quickstart runs), less its two tabs of indent, and its second
+# the region of the "// README reservations" markers, so the README's
+# examples cannot rot.
 set -u
 d=${1:?usage: check_snippet.sh bindings/java}
 t=$(mktemp -d)
@@ -18,7 +19,17 @@ awk '/^```java$/ { code = 1; next }
 [ -s "$t/from_readme" ] || fail "no java code block in README.md"
 diff -u "$t/from_readme" "$t/from_example" >&2 ||
 	fail "README.md's java code differs from Quickstart.java's README region"
-# the project's docs/java.md shows it too, under its "# From Java" heading
+# the reservations example: the second java block
+sed -n '/^[[:space:]]*\/\/ README reservations begin$/,/^[[:space:]]*\/\/ README reservations end$/p' \
+	"$d/example/flashstock/example/Quickstart.java" | sed '1d;$d;s/^\t\t//' >"$t/resv_from_example"
+awk '/^```java$/ { n++; if (n == 2) { code = 1; next } }
+     code && /^```$/ { exit }
+     code { print }' "$d/README.md" >"$t/resv_from_readme"
+[ -s "$t/resv_from_example" ] || fail "no README reservations markers in Quickstart.java"
+[ -s "$t/resv_from_readme" ] || fail "no second java code block (reservations) in README.md"
+diff -u "$t/resv_from_readme" "$t/resv_from_example" >&2 ||
+	fail "README.md's reservations code differs from Quickstart.java's README reservations region"
+# the project's docs/java.md shows the first too, under its "# From Java" heading
 awk '/^# From Java$/ { sec = 1; next }
      sec && !code && /^#+ / { exit }
      sec && /^```java$/ { code = 1; next }
@@ -28,3 +39,4 @@ awk '/^# From Java$/ { sec = 1; next }
 diff -u "$t/from_top" "$t/from_example" >&2 ||
 	fail "docs/java.md's java code differs from Quickstart.java's README region"
 echo "snippet: README.md and docs/java.md equal Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"
+echo "snippet: README.md's reservations block equals its marked region ($(wc -l <"$t/resv_from_example") lines)"

@@ -12,6 +12,12 @@
 // Every buyer runs --batch 16: half of its calls are batches of 2..16
 // orders (OrderMany), so that kills land inside batches too, and an order
 // of a batch counts as acknowledged only once the batch returned it placed.
+//
+// Two more buyers run --reserve, killed and restarted with the others:
+// reservations paid, cancelled or left to expire, on a segment of their
+// own with a WAL of its own (checkReservations), since `flashstock
+// reconcile` stops at the first CONFIRM or EXPIRE record ("frame of an
+// unknown type") and the orders' segment keeps its reconcile check.
 package systest
 
 import (
@@ -40,13 +46,18 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 		users   = 150 // demand: every user wants 2 at a time, 300 for 120 units
 		hotters = 30  // users 1..30 are buyer 0's (at most 60 units), 31..150 the others'
 
-		buyers  = 4
-		runFor  = 20 * time.Second
-		maxKill = 40
+		buyers    = 4
+		reservers = 2 // buyers buyers..buyers+reservers-1 run --reserve on rseg
+		rUnits    = 400
+		runFor    = 20 * time.Second
+		maxKill   = 40
 	)
 	seg := newSeg(t, "kill")
 	run(t, "load", "--name", seg, "--activity", "1", "--limit", fmt.Sprint(limit),
 		"--cancel-returns-quota", "--sku", "1", "--units", fmt.Sprint(units), "--shards", "4")
+	rseg := newSeg(t, "killr")
+	run(t, "load", "--name", rseg, "--activity", "1", "--limit", fmt.Sprint(limit),
+		"--cancel-returns-quota", "--sku", "1", "--units", fmt.Sprint(rUnits), "--shards", "4")
 	dir := t.TempDir()
 	buyer := goBin(t, "fsgo-buyer")
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -62,6 +73,9 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 			"--seed", fmt.Sprint(rng.Int63()), "--batch", "16"}
 		if i == 0 { // always inside a call: its kills land mid-operation
 			args = append(args, "--hot", "--users", fmt.Sprint(hotters))
+		} else if i >= buyers {
+			args[1] = rseg
+			args = append(args, "--reserve", "--users", "1000")
 		} else {
 			args = append(args, "--user-from", fmt.Sprint(hotters+1), "--users", fmt.Sprint(users-hotters))
 		}
@@ -84,26 +98,33 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 			t.Fatalf("buyer %d ended by itself (%v): %s", i, err, p.errb.String())
 		}
 	}
-	procs := make([]*proc, buyers)
+	procs := make([]*proc, buyers+reservers)
 	for i := range procs {
 		procs[i] = start(i, 0)
 	}
-	kills := 0
+	kills, rkills := 0, 0
 	deadline := time.Now().Add(runFor)
-	for time.Now().Before(deadline) && kills < maxKill {
+	for time.Now().Before(deadline) && kills+rkills < maxKill {
 		time.Sleep(time.Duration(200+rng.Intn(600)) * time.Millisecond)
-		i := rng.Intn(buyers)
+		i := rng.Intn(buyers + reservers)
 		select {
 		case err := <-procs[i].exit:
 			t.Fatalf("buyer %d ended by itself (%v): %s", i, err, procs[i].errb.String())
 		default:
 		}
 		killed(i, procs[i])
-		kills++
-		procs[i] = start(i, kills)
+		if i < buyers {
+			kills++
+		} else {
+			rkills++
+		}
+		procs[i] = start(i, kills+rkills)
 	}
 	for i, p := range procs {
 		killed(i, p)
+		if i >= buyers {
+			rkills++
+		}
 	}
 
 	// recover what the last kills left in flight (flash_open runs recovery),
@@ -216,5 +237,182 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	}
 	if sold > units || info.Total != units || sold != info.Total-info.Available {
 		t.Errorf("sold %d (WAL), total %d, available %d: oversold or leaked", sold, info.Total, info.Available)
+	}
+	checkReservations(t, rseg, filepath.Join(dir, "rwal"), dir, buyers, reservers, rkills, limit)
+}
+
+// checkReservations: the reservers' segment, once a daemon has drained it
+// into a WAL and expired every reservation left due.  No reservation is
+// left RESERVED; each is ACTIVE, CANCELLED or EXPIRED; the units held are
+// exactly the ACTIVE ones' and no user holds more than limit; each outcome
+// a reserver logged is the order's state (paid: ACTIVE, cancelled:
+// CANCELLED, refused as expired: EXPIRED), and an ACTIVE one it did not
+// log paid had its Confirm cut short by one of the rkills kills; the WAL
+// has one ORDER per reservation and exactly one CONFIRM or EXPIRE record
+// (`wal dump` does not name them yet: "?") per ACTIVE or EXPIRED one, one
+// CANCEL per CANCELLED one, nothing else.
+func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limit int) {
+	t.Helper()
+	h, err := flashstock.Open(seg, flashstock.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	serve := exec.Command(cli(t), "serve", "--name", seg, "--wal", wal, "--no-snapshot",
+		"--reconcile-every", "0")
+	var serveErr bytes.Buffer
+	serve.Stderr = &serveErr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- serve.Wait() }()
+	// every deadline (300 ms at most) passes and the daemon's expirer settles it
+	var orders []flashstock.OrderInfo
+	end := time.Now().Add(30 * time.Second)
+	for {
+		orders = orders[:0]
+		max, err := h.OrdersMax()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reserved := 0
+		for no := uint64(1); no <= max; no++ {
+			o, err := h.OrderGet(no)
+			if err != nil {
+				t.Fatalf("OrderGet(%d): %v", no, err)
+			}
+			if o.State == flashstock.OrderReserved {
+				reserved++
+			}
+			orders = append(orders, o)
+		}
+		q, err := h.Quiet()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reserved == 0 && q.Pending == 0 && q.InFlight == 0 {
+			break
+		}
+		select {
+		case err := <-serveDone:
+			t.Fatalf("serve ended early: %v\n%s", err, serveErr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d reservations left RESERVED, %+v\n%s", reserved, q, serveErr.String())
+		}
+	}
+	_ = serve.Process.Signal(syscall.SIGTERM)
+	if err := <-serveDone; err != nil {
+		t.Fatalf("serve after SIGTERM: %v\n%s", err, serveErr.String())
+	}
+	sku, err := h.SkuGet(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	placed := map[uint64]flashstock.OrderInfo{}
+	count := map[uint32]int{}
+	perUser := map[uint64]int{}
+	held := uint64(0)
+	for _, o := range orders {
+		if o.State == flashstock.OrderNone {
+			continue
+		}
+		placed[o.OrderNo] = o
+		count[o.State]++
+		switch o.State {
+		case flashstock.OrderActive:
+			held += uint64(o.Qty)
+			perUser[o.UserID]++
+			if o.PayByNs != 0 {
+				t.Errorf("order %d: ACTIVE with a pay-by time %d", o.OrderNo, o.PayByNs)
+			}
+		case flashstock.OrderCancelled:
+		case flashstock.OrderExpired:
+			if o.PayByNs == 0 {
+				t.Errorf("order %d: EXPIRED without its pay-by time", o.OrderNo)
+			}
+		default:
+			t.Errorf("order %d: state %d", o.OrderNo, o.State)
+		}
+	}
+	if held != sku.Total-sku.Available {
+		t.Errorf("ACTIVE reservations hold %d units, the sku %d of %d", held, sku.Total-sku.Available, sku.Total)
+	}
+	for u, k := range perUser {
+		if k > limit {
+			t.Errorf("user %d holds %d, limit %d", u, k, limit)
+		}
+	}
+
+	// what the reservers logged, each line right after its call returned
+	want := map[string]uint32{"c": flashstock.OrderActive, "k": flashstock.OrderCancelled, "x": flashstock.OrderExpired}
+	logged := map[string]map[uint64]bool{"r": {}, "c": {}, "k": {}, "x": {}}
+	for i := from; i < from+n; i++ {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			kind, num, _ := strings.Cut(l, " ")
+			no, err := strconv.ParseUint(num, 10, 64)
+			if logged[kind] == nil || err != nil {
+				continue // a line cut by the kill
+			}
+			logged[kind][no] = true
+			o, ok := placed[no]
+			if !ok {
+				t.Errorf("logged %s %d: no such order", kind, no)
+			} else if st, ok := want[kind]; ok && o.State != st {
+				t.Errorf("logged %s %d: state %d, want %d", kind, no, o.State, st)
+			}
+		}
+	}
+	unlogged := 0
+	for no, o := range placed {
+		if o.State == flashstock.OrderActive && !logged["c"][no] {
+			unlogged++
+		}
+	}
+	if unlogged > rkills {
+		t.Errorf("%d ACTIVE reservations not logged paid, after %d kills", unlogged, rkills)
+	}
+
+	// the WAL: the record kinds of each reservation, in order
+	recs := map[uint64][]string{}
+	sc := bufio.NewScanner(strings.NewReader(run(t, "wal", "dump", "--wal", wal)))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || (f[1] != "order" && f[1] != "cancel" && f[1] != "?") {
+			continue
+		}
+		for _, p := range f[2:] {
+			if k, v, ok := strings.Cut(p, "="); ok && (k == "order" || k == "order_no") {
+				no, _ := strconv.ParseUint(v, 10, 64)
+				recs[no] = append(recs[no], f[1])
+			}
+		}
+	}
+	ends := map[uint32]string{flashstock.OrderActive: "order ?", flashstock.OrderExpired: "order ?",
+		flashstock.OrderCancelled: "order cancel"}
+	for no, o := range placed {
+		if got := strings.Join(recs[no], " "); got != ends[o.State] {
+			t.Errorf("order %d (state %d): records %q, want %q", no, o.State, got, ends[o.State])
+		}
+	}
+	if len(recs) != len(placed) {
+		t.Errorf("%d orders in the WAL, %d in the segment", len(recs), len(placed))
+	}
+	t.Logf("reservations: %d placed, %d paid, %d cancelled, %d expired (logged: %d reserved, %d paid, "+
+		"%d cancelled, %d refused as expired) after %d kills of reservers; held %d of %d units",
+		len(placed), count[flashstock.OrderActive], count[flashstock.OrderCancelled], count[flashstock.OrderExpired],
+		len(logged["r"]), len(logged["c"]), len(logged["k"]), len(logged["x"]), rkills, held, sku.Total)
+	if len(logged["c"]) < 10 || len(logged["k"]) < 10 || len(logged["x"]) == 0 || count[flashstock.OrderExpired] <= len(logged["x"]) {
+		t.Errorf("the run did not exercise payments, cancels, late payments and expiries")
 	}
 }

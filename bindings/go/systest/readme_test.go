@@ -1,8 +1,9 @@
 // readme_test.go -- the Go snippet of the binding's README and of the
 // project's docs/go.md is the marked region of example/main.go, which
 // service_test.go runs, its batch snippet the body of placeBatch, which
-// ExampleHandle_OrderMany runs, and its feed snippet the body of fulfil,
-// which feed_test.go runs: they cannot rot.
+// ExampleHandle_OrderMany runs, its reservations snippet the body of pay,
+// which ExampleHandle_Confirm runs, and its feed snippet the body of
+// fulfil, which feed_test.go runs: they cannot rot.
 package systest
 
 import (
@@ -101,6 +102,22 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 	if got := between(t, bsec, "```go", "```", "README.md"); got != strings.Join(batch, "\n") {
 		t.Errorf("README.md's batch snippet differs from placeBatch in example_test.go:\n"+
 			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(batch, "\n"))
+	}
+	// the reservations section's snippet is the body of pay (example_test.go, one tab less)
+	var pay []string
+	for _, l := range strings.Split(between(t, string(et), "\t// README reserve begin", "\t// README reserve end",
+		"example_test.go"), "\n") {
+		pay = append(pay, strings.TrimPrefix(l, "\t"))
+	}
+	rsec := string(md)
+	if i := strings.Index(rsec, "\n### Reservations"); i >= 0 {
+		rsec = rsec[i+1:]
+	} else {
+		t.Fatal("bindings/go/README.md has no \"### Reservations\" section")
+	}
+	if got := between(t, rsec, "```go", "```", "README.md"); got != strings.Join(pay, "\n") {
+		t.Errorf("README.md's reservations snippet differs from pay in example_test.go:\n"+
+			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(pay, "\n"))
 	}
 	if len(strings.Split(code, "\n")) < 10 {
 		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))

@@ -285,6 +285,28 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_cancel(JNIEnv *env, jclass cls, jl
 	return rc != FLASH_OK ? rc : (jint)units;
 }
 
+JNIEXPORT jint JNICALL Java_flashstock_Native_confirm(JNIEnv *env, jclass cls, jlong cell, jlong order_no)
+{
+	return flash_confirm(cell_of(cell)->fc_h, (uint64_t)order_no);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_expire(JNIEnv *env, jclass cls, jlong cell, jlong order_no)
+{
+	uint32_t units = 0;
+	int rc = flash_expire(cell_of(cell)->fc_h, (uint64_t)order_no, &units);
+	/* as for a cancel: at most FLASH_QTY_MAX units */
+	return rc != FLASH_OK ? rc : (jint)units;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_expireDue(JNIEnv *env, jclass cls, jlong cell, jint max)
+{
+	uint32_t expired = 0;
+	int rc = flash_expire_due(cell_of(cell)->fc_h, (uint32_t)max, &expired);
+	/* at most one per order-table slot, and a table has at most
+	 * FLASH_CAP_MAX (2^26) of them: a non-negative jint */
+	return rc != FLASH_OK ? rc : (jint)expired;
+}
+
 JNIEXPORT jint JNICALL Java_flashstock_Native_restock(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
                                                       jint sku_id, jlong delta)
 {

@@ -66,6 +66,7 @@ from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  
                       RequestExpired, SoldOut, SystemFailure, WrongThread, error_for)
 from ._errors import Archived, NotEnded  # noqa: F401
 from ._errors import Destroyed  # noqa: F401
+from ._errors import Confirmed, Expired, NotDue  # noqa: F401
 from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
                       BadVersion, NotRegular, OwnerMismatch)
 from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
@@ -88,7 +89,7 @@ __all__ = [
     "AttachError", "ReadOnly", "Fork", "Cancelled", "Locked", "NotOwner", "Busy", "NoProc",
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
     "RequestExpired", "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
-    "Archived", "NotEnded", "Destroyed",
+    "Archived", "NotEnded", "Destroyed", "Expired", "NotDue", "Confirmed", "RESERVE_MS_MAX",
     "BadChecksum", "BadLayout", "NotRegular",
     "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
     "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",
@@ -116,6 +117,8 @@ CODES: Dict[str, int] = {
 VERSION = (lib.FLASH_VERSION_MAJOR, lib.FLASH_VERSION_MINOR)
 SYNC_WAIT_MS_DEFAULT: int = lib.FLASH_SYNC_WAIT_MS_DEFAULT
 LOCK_NAME_MAX: int = lib.FLASH_LOCK_NAME_MAX
+#: the longest reservation (reserve_ms), a week
+RESERVE_MS_MAX: int = lib.FLASH_RESERVE_MS_MAX
 
 #: the upper bound in ns of each observation histogram bucket
 #: (flash_obs_bucket_le_ns; the last is 2**64 - 1: everything above)
@@ -512,12 +515,15 @@ class FlashStock:
     # -- orders ---------------------------------------------------------------
 
     def order(self, activity_id: int, sku_id: int, user_id: int, qty: int = 1,
-              token: int = 0, request_id: int = 0) -> OrderResult:
+              token: int = 0, request_id: int = 0, reserve_ms: int = 0) -> OrderResult:
         """flash_order(): place an order.  Returns its OrderResult; raises
         SoldOut, LimitReached, NotStarted, Ended, BadToken, Duplicate (a known
         request id: .first_code, and .order_no when the first outcome was an
         order), FateUnknown (sync: placed, not yet durable: .order_no, .lsn),
-        ... -- every refusal of flash_order() as its FlashError."""
+        ... -- every refusal of flash_order() as its FlashError.
+        reserve_ms: 0 places a plain order, ACTIVE at once; else a
+        reservation, RESERVED (its units and limit slot held) until
+        confirm() within that many ms (1..RESERVE_MS_MAX), expired after."""
         try:
             h = self._tls.h
         except AttributeError:
@@ -527,6 +533,7 @@ class FlashStock:
         r.sku_id = sku_id
         r.user_id = user_id
         r.qty = qty
+        r.reserve_ms = reserve_ms      # the buffer is reused: set every field
         r.token = token
         r.request_id = request_id
         h.busy = True                   # (A) store busy, then (B) load dead
@@ -551,7 +558,7 @@ class FlashStock:
                    ) -> List[Union[OrderResult, FlashError]]:
         """flash_order_many(): place a batch of orders in one call.  Each
         request is an OrderRequest (or a tuple of its fields in its order:
-        activity_id, sku_id, user_id[, qty[, token[, request_id]]]); each is
+        activity_id, sku_id, user_id[, qty[, token[, request_id[, reserve_ms]]]]); each is
         judged and committed as order() would, one after another -- a later
         one sees the earlier ones (a user's second order meets its limit, a
         repeated request id is Duplicate).  Returns one item per request, in
@@ -631,6 +638,49 @@ class FlashStock:
             raise e
         return int(out[0])
 
+    # -- reservations -----------------------------------------------------------
+    # An order placed with reserve_ms is RESERVED until exactly one of
+    # confirm() (paid: ACTIVE), cancel() (CANCELLED) or an expiry at its
+    # pay-by time (EXPIRED: units back) wins.  A confirm or a cancel that
+    # comes after the pay-by time expires it and raises Expired.
+
+    def confirm(self, order_no: int) -> None:
+        """flash_confirm(): the reservation is paid: RESERVED -> ACTIVE.  An
+        order ACTIVE already is answered the same (a retried payment
+        callback).  Raises Expired when its pay-by time passed (it is
+        expired now, its units back), Cancelled, NotFound, FateUnknown
+        (sync: confirmed in memory, not yet durable), ..."""
+        _check(self._call(lib.flash_confirm, order_no))
+
+    def expire(self, order_no: int) -> int:
+        """flash_expire(): expire the reservation once its pay-by time has
+        come; returns the units given back.  Raises NotDue before it,
+        Confirmed for an ACTIVE order, Expired when expired already (nothing
+        given back), Cancelled, FateUnknown (sync; .units_returned set)."""
+        out = self._here().u32
+        rc = self._call(lib.flash_expire, order_no, out)
+        if rc:
+            e = error_for(rc)
+            if rc == _EFATE_UNKNOWN:
+                e.units_returned = int(out[0])  # type: ignore[attr-defined]
+            raise e
+        return int(out[0])
+
+    def expire_due(self, max: int = 0) -> int:  # noqa: A002 -- flash_expire_due's name
+        """flash_expire_due(): expire every reservation of the segment whose
+        pay-by time has come, at most `max` (0: no bound) -- what a process
+        without a daemon (`flashstock serve` expires them itself) must do;
+        returns how many this call expired.  Raises the first failure other
+        than the races another handle won, with .expired: those expired
+        before it."""
+        out = self._here().u32
+        rc = self._call(lib.flash_expire_due, max, out)
+        if rc:
+            e = error_for(rc)
+            e.expired = int(out[0])  # type: ignore[attr-defined]
+            raise e
+        return int(out[0])
+
     def restock(self, activity_id: int, sku_id: int, delta: int) -> None:
         """flash_restock(): add (delta > 0) or remove (delta < 0) unsold units."""
         _check(self._call(lib.flash_restock, activity_id, sku_id, delta))
@@ -679,7 +729,8 @@ class FlashStock:
         c = ffi.new("struct flash_order_info *")
         _check(self._call(lib.flash_order_get, order_no, c))
         return OrderInfo(c.order_no, c.user_id, c.activity_id, c.sku_id, c.qty,
-                         OrderState(c.state), c.limit_slot, c.biz_day, c.created_ns)
+                         OrderState(c.state), c.limit_slot, c.biz_day, c.created_ns,
+                         c.pay_by_ns)
 
     def orders_max(self) -> int:
         """flash_orders_max(): the highest order number taken so far."""
@@ -689,9 +740,9 @@ class FlashStock:
         """flash_stats_get(): counters summed over every handle, and fill levels."""
         c = ffi.new("struct flash_stats *")
         _check(self._call(lib.flash_stats_get, c))
-        vals = [getattr(c, f) for f in _STATS_FIELDS]
-        vals[-1] = Durability(vals[-1])
-        return Stats(*vals)
+        vals = {f: getattr(c, f) for f in _STATS_FIELDS}
+        vals["durability"] = Durability(vals["durability"])
+        return Stats(**vals)
 
     def ident(self) -> Ident:
         """flash_ident_get(): the identity the segment shares with its WAL."""
@@ -773,10 +824,9 @@ def _refusal(rc: int, order_no: int, first_rc: int, limit_slot: int, lsn: int) -
 # order_many moves a batch in and out of C with the struct module: one pack
 # per request and one unpack per result, where cffi's field-by-field access
 # costs a call per field.  The formats are the structs' fields in order,
-# with no padding between them (_reserved packs as zero bytes); checked here
-# against the C compiler's offsets and sizes, so a layout that differs
-# fails the import.
-_REQ_CODES = ("I", "I", "Q", "I", "4x", "Q", "Q")   # struct flash_order_req
+# with no padding between them; checked here against the C compiler's
+# offsets and sizes, so a layout that differs fails the import.
+_REQ_CODES = ("I", "I", "Q", "I", "I", "Q", "Q")    # struct flash_order_req
 _RES_CODES = ("Q", "i", "I", "Q")                   # struct flash_order_res
 
 
@@ -794,7 +844,18 @@ def _packs_as(sname: str, codes: Sequence[str]) -> bool:
 if not (_packs_as("flash_order_req", _REQ_CODES) and _packs_as("flash_order_res", _RES_CODES)):
     raise ImportError("flashstock: struct flash_order_req/res layout differs from the "
                       "packing formats of order_many")
-_pack_req = struct.Struct("=" + "".join(_REQ_CODES)).pack
+_pack_c_req = struct.Struct("=" + "".join(_REQ_CODES)).pack
+
+
+def _pack_req(activity_id: int, sku_id: int, user_id: int, qty: int = 1, token: int = 0,
+              request_id: int = 0, reserve_ms: int = 0) -> bytes:
+    """One request in OrderRequest's order (reserve_ms last), packed in the
+    struct's (reserve_ms after qty); a short tuple takes OrderRequest's
+    defaults.  (The function call costs a few ns a request against a pack
+    of the tuple as it is.)"""
+    return _pack_c_req(activity_id, sku_id, user_id, qty, reserve_ms, token, request_id)
+
+
 _REQ_SIZE = struct.calcsize("=" + "".join(_REQ_CODES))
 _iter_res = struct.Struct("=" + "".join(_RES_CODES)).iter_unpack
 _RES_SIZE = struct.calcsize("=" + "".join(_RES_CODES))
@@ -826,10 +887,10 @@ def _many_buffers(h: _Handle, n: int) -> Any:
 
 
 def _pack_slowly(requests: Sequence[Sequence[int]]) -> bytes:
-    """The requests the one-pack path could not take: a short tuple
-    (OrderRequest's defaults fill it), or a value that is not an integer of
-    its field's C type -- converted field by field as order() converts its
-    arguments, so it raises what order() raises (TypeError, OverflowError)."""
+    """The requests the one-pack path could not take: a value that is not
+    an integer of its field's C type -- converted field by field as order()
+    converts its arguments, so it raises what order() raises (TypeError,
+    OverflowError)."""
     c = ffi.new("struct flash_order_req *")
     b = ffi.buffer(c)
     parts = []
@@ -839,6 +900,7 @@ def _pack_slowly(requests: Sequence[Sequence[int]]) -> bytes:
         c.sku_id = r.sku_id
         c.user_id = r.user_id
         c.qty = r.qty
+        c.reserve_ms = r.reserve_ms
         c.token = r.token
         c.request_id = r.request_id
         parts.append(b[:])

@@ -29,7 +29,7 @@ __all__ = [
     "SystemFailure", "WrongThread", "FateUnknown", "RequestExpired", "Corrupt", "Closed",
     "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion", "BadChecksum",
     "BadLayout", "NotRegular", "Timeout", "Lost", "Ahead", "FeedIdentMismatch",
-    "RefillUnavailable", "FeedInUse", "error_for",
+    "RefillUnavailable", "FeedInUse", "Expired", "NotDue", "Confirmed", "error_for",
 ]
 
 
@@ -279,7 +279,7 @@ class FateUnknown(FlashError):
     not durable within the wait bound (FLASH_EFATE_UNKNOWN).  For an order,
     `.order_no`, `.limit_slot` and `.lsn` are set as for success: wait again
     with FlashStock.durable_wait(e.lsn, ...) from the same thread, or look
-    the order up by number.  For a cancel, `.units_returned` is set."""
+    the order up by number.  For a cancel or an expire, `.units_returned` is set."""
     CODE = "FLASH_EFATE_UNKNOWN"
     order_no: int = 0
     limit_slot: int = 0
@@ -310,6 +310,25 @@ class Destroyed(FlashError):
     any more and nothing changed.  Close the object; open the name again if
     a new segment was made under it."""
     CODE = "FLASH_EDESTROYED"
+
+
+class Expired(FlashError):
+    """The reservation was not paid in time (FLASH_EEXPIRED): it is expired
+    -- by this call, if nobody had -- and its units (and, per the activity,
+    its limit slot) are back.  A confirm or cancel that came too late."""
+    CODE = "FLASH_EEXPIRED"
+
+
+class NotDue(FlashError):
+    """expire() of a reservation whose pay-by time has not come
+    (FLASH_ENOT_DUE): nothing changed."""
+    CODE = "FLASH_ENOT_DUE"
+
+
+class Confirmed(FlashError):
+    """expire() of an ACTIVE order -- paid, or never a reservation
+    (FLASH_ECONFIRMED): it does not expire; nothing changed."""
+    CODE = "FLASH_ECONFIRMED"
 
 
 class Closed(FlashError, ValueError):

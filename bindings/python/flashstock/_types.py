@@ -37,8 +37,10 @@ class Scope(enum.IntEnum):
 class OrderState(enum.IntEnum):
     """enum flash_order_state"""
     NONE = 0
-    ACTIVE = 1
+    ACTIVE = 1       # placed (paid, for a reservation)
     CANCELLED = 2
+    RESERVED = 3     # a reservation not paid yet (FlashStock.confirm)
+    EXPIRED = 4      # a reservation not paid in time (FlashStock.expire)
 
 
 class ActivityFlag(enum.IntFlag):
@@ -98,13 +100,18 @@ class SkuInfo:
 class OrderRequest(NamedTuple):
     """struct flash_order_req, one order of FlashStock.order_many() (the
     arguments of FlashStock.order(), in their order).  A tuple: a plain
-    tuple of these fields, in this order, is taken alike."""
+    tuple of these fields, in this order, is taken alike.  reserve_ms
+    (0: a plain order; else a reservation to confirm within that many ms)
+    comes last, not in the struct's place after qty: a tuple's positions
+    are its API, and a tuple written before reservations (..., token,
+    request_id) must not have its token read as a reservation."""
     activity_id: int
     sku_id: int
     user_id: int
     qty: int = 1
     token: int = 0
     request_id: int = 0
+    reserve_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,7 @@ class OrderInfo:
     limit_slot: int
     biz_day: int
     created_ns: int
+    pay_by_ns: int = 0     # RESERVED, EXPIRED: the deadline (CLOCK_REALTIME ns); else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +172,8 @@ class Stats:
     orders_cap: int
     segment_bytes: int
     durability: Durability
+    confirms: int = 0      # reservations confirmed (paid)
+    expiries: int = 0      # reservations expired unpaid
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +254,8 @@ class RecordType(enum.IntEnum):
     SKU = 5
     GEN = 6        # a request-id or limit generation moved or was cleared (reclamation)
     ARCHIVE = 7    # an ended activity was archived: activity_id, ts_ns; value = orders freed
+    CONFIRM = 8    # a reservation was paid, now ACTIVE: its ORDER's fields (value: its pay-by ns)
+    EXPIRE = 9     # a reservation expired unpaid: a CANCEL's fields (value: its pay-by ns)
 
 
 class FeedSource(enum.IntEnum):

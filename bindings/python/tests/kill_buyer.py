@@ -1,7 +1,7 @@
 """kill_buyer.py -- one buyer process of the kill test (test_kill.py), killed
 with SIGKILL at any moment and started again by the test.
 
-usage: kill_buyer.py NAME BUYER GEN USERS ACKS_FILE SEED
+usage: kill_buyer.py NAME BUYER GEN USERS ACKS_FILE SEED [reserve]
 
 Orders one unit of activity 1 / sku 10 for random users in 1..USERS, every
 third one with a request id of its own ((BUYER << 48) | (GEN << 32) | n:
@@ -19,7 +19,15 @@ later in the same batch: the retry must answer Duplicate with the first
 order's number (in a batch, with the first one's refusal when it was
 refused).  Sold out, limit reached and ring busy are expected refusals; any
 other error ends the buyer with exit 1 and the error on stderr.
+
+With "reserve" it places reservations instead (reserve(): one unit, 20 to
+300 ms to pay) and pays (confirms) some, cancels some and leaves the rest to
+the daemon's expirer, some at once and some later, when a few have passed
+their deadline.  It notes each outcome right after its call returns: "rN"
+reserved, "cN" confirmed, "kN" cancelled, "xN" refused as expired (a confirm
+or cancel too late).
 """
+import heapq
 import os
 import random
 import sys
@@ -38,6 +46,8 @@ def main(argv):
     rnd = random.Random(int(seed))
     fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     fs = flashstock.open(name)
+    if argv[7:] == ["reserve"]:
+        reserve(fs, fd, rnd, users)
     mine = adopt(acks)
     n = 0
     t0 = time.monotonic()
@@ -79,6 +89,60 @@ def main(argv):
                                      % (rid, d.first_name, d.order_no, r.order_no))
         if rnd.random() < 0.15:
             cancel(fs, fd, mine.pop(rnd.randrange(len(mine))))
+
+
+RESERVE_TRIES_PER_S = 2000
+
+
+def reserve(fs, fd, rnd, users):
+    """Reservations until killed: each paid, cancelled or left to expire,
+    decided at once or up to 400 ms later (pending, by when), so that some
+    decisions come after the deadline and answer Expired."""
+    pending = []                    # heap of (when, order number)
+    n = 0
+    t0 = time.monotonic()
+    while True:
+        n += 1
+        now = time.monotonic()
+        ahead = n / RESERVE_TRIES_PER_S - (now - t0)
+        if ahead > 0.01:
+            time.sleep(ahead)
+        if pending and pending[0][0] <= now:
+            settle(fs, fd, rnd, heapq.heappop(pending)[1])
+            continue
+        try:
+            r = fs.order(1, 10, rnd.randint(1, users), reserve_ms=rnd.randint(20, 300))
+        except flashstock.Busy:
+            time.sleep(0.001)
+            continue
+        except (flashstock.LimitReached, flashstock.SoldOut):
+            continue
+        os.write(fd, b"r%d\n" % r.order_no)
+        if rnd.random() < 0.5:
+            settle(fs, fd, rnd, r.order_no)
+        else:
+            heapq.heappush(pending, (now + rnd.uniform(0, 0.4), r.order_no))
+
+
+def settle(fs, fd, rnd, no):
+    """Pay (confirm) reservation no, cancel it, or leave it to expire."""
+    x = rnd.random()
+    if x < 0.2:
+        return                      # never paid: the daemon expires it
+    pay = x < 0.7
+    while True:
+        try:
+            if pay:
+                fs.confirm(no)
+            else:
+                fs.cancel(no)
+            os.write(fd, b"%s%d\n" % (b"c" if pay else b"k", no))
+            return
+        except flashstock.Busy:
+            time.sleep(0.001)
+        except flashstock.Expired:
+            os.write(fd, b"x%d\n" % no)
+            return
 
 
 def batch(fs, fd, rnd, buyer, gen, users, n, mine):

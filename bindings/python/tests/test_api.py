@@ -94,6 +94,11 @@ MIRRORS = [
     (flashstock.FeedInfo, "flash_feed_info", (), {}),
 ]
 
+# Fields a tuple type has at its end rather than in its struct's place: a
+# tuple's positions are its API, so a field the struct gained in the middle
+# is appended (OrderRequest's reserve_ms, after request_id, not after qty).
+APPENDED = {"flash_order_req": ("reserve_ms",)}
+
 
 def mirrored_names(fields, struct, flat):
     """The Python names of struct's fields, in order (see MIRRORS)."""
@@ -119,6 +124,8 @@ def mirror_differences(fields):
             diffs.append("struct %s: not in the manifest (flashstock.%s)" % (struct, typ.__name__))
             continue
         want = [f for f in mirrored_names(fields, struct, flat) if f not in left_out]
+        last = APPENDED.get(struct, ())
+        want = [f for f in want if f not in last] + [f for f in want if f in last]
         have = list(getattr(typ, "_fields", None) or typ.__dataclass_fields__)
         diffs += ["%s.%s: a field of the header that flashstock.%s does not have"
                   % (struct, f, typ.__name__) for f in want if f not in have]
@@ -128,6 +135,17 @@ def mirror_differences(fields):
             diffs.append("flashstock.%s: fields in the order %s, struct %s's is %s"
                          % (typ.__name__, have, struct, want))
     return diffs
+
+
+def test_order_states_and_record_types_are_the_headers_enumerators():
+    """OrderState is enum flash_order_state and RecordType enum
+    flash_rec_type (and GAP, the refill's own), member for member: a state
+    or record type the header gains and the module lacks is named."""
+    consts, _, _ = read_manifest()
+    for enum, prefix, own in ((OrderState, "FLASH_ORDER_", {}),
+                              (flashstock.RecordType, "FLASH_REC_", {"GAP": 0})):
+        header = {n[len(prefix):]: v for n, v in consts.items() if n.startswith(prefix)}
+        assert {m.name: m.value for m in enum} == dict(header, **own), enum.__name__
 
 
 def test_types_mirror_every_field_of_their_structs():
@@ -186,6 +204,8 @@ def test_common_refusals_have_their_own_types_and_unknown_codes_the_base_type():
         "FLASH_EREFILL": flashstock.RefillUnavailable,
         "FLASH_EARCHIVED": flashstock.Archived, "FLASH_ENOT_ENDED": flashstock.NotEnded,
         "FLASH_EDESTROYED": flashstock.Destroyed,
+        "FLASH_EEXPIRED": flashstock.Expired, "FLASH_ENOT_DUE": flashstock.NotDue,
+        "FLASH_ECONFIRMED": flashstock.Confirmed,
     }
     for name, cls in named.items():
         assert isinstance(flashstock.error_for(flashstock.CODES[name]), cls), name
@@ -432,6 +452,89 @@ def test_cancel_returns_units_once_and_restock(segs):
     fs.close()
 
 
+# ---------------------------------------------------------------- reservations
+
+def test_a_reservation_is_reserved_with_its_pay_by_until_confirmed_and_confirming_again_is_ok(segs):
+    fs = open_sale(segs, units=10, limit=1)
+    before = time.time_ns()
+    r = fs.order(1, 10, 500, qty=3, reserve_ms=60000)
+    o = fs.order_get(r.order_no)
+    assert o.state == OrderState.RESERVED
+    assert before + 59 * 10**9 <= o.pay_by_ns <= time.time_ns() + 60 * 10**9, (before, o)
+    assert fs.sku_get(1, 10).available == 7
+    with pytest.raises(flashstock.LimitReached):       # the reservation holds the user's slot
+        fs.order(1, 10, 500)
+    with pytest.raises(flashstock.NotDue):
+        fs.expire(r.order_no)
+    fs.confirm(r.order_no)
+    o = fs.order_get(r.order_no)
+    assert (o.state, o.pay_by_ns) == (OrderState.ACTIVE, 0)
+    fs.confirm(r.order_no)                             # a retried payment callback
+    with pytest.raises(flashstock.Confirmed):
+        fs.expire(r.order_no)
+    plain = fs.order(1, 10, 501)
+    assert fs.order_get(plain.order_no).pay_by_ns == 0
+    fs.confirm(plain.order_no)                         # ACTIVE already: the same answer
+    with pytest.raises(flashstock.InvalidArgument):
+        fs.order(1, 10, 502, reserve_ms=flashstock.RESERVE_MS_MAX + 1)
+    assert fs.sku_get(1, 10).available == 6
+    s = fs.stats()
+    assert (s.confirms, s.expiries) == (1, 0)
+    fs.close()
+
+
+def test_a_reservation_confirmed_after_its_deadline_is_expired_with_its_units_back(segs):
+    fs = open_sale(segs, units=10, limit=1)
+    late = fs.order(1, 10, 510, qty=2, reserve_ms=30)
+    gone = fs.order(1, 10, 511, qty=1, reserve_ms=30)
+    assert fs.sku_get(1, 10).available == 7
+    time.sleep(0.06)
+    with pytest.raises(flashstock.Expired):
+        fs.confirm(late.order_no)
+    o = fs.order_get(late.order_no)
+    assert o.state == OrderState.EXPIRED and o.pay_by_ns > 0
+    assert fs.sku_get(1, 10).available == 9
+    with pytest.raises(flashstock.Expired):            # a cancel too late is answered the same
+        fs.cancel(gone.order_no)
+    with pytest.raises(flashstock.Expired):            # and expired once: nothing more back
+        fs.expire(gone.order_no)
+    assert fs.sku_get(1, 10).available == 10
+    assert fs.order(1, 10, 510).order_no > 0           # the activity returns the limit slot
+    s = fs.stats()
+    assert (s.confirms, s.expiries, s.cancels) == (0, 2, 0)
+    fs.close()
+
+
+def test_expire_and_expire_due_take_back_only_what_is_due(segs):
+    fs = open_sale(segs, units=20, limit=1)
+    due = [x.order_no for x in fs.order_many(
+        [flashstock.OrderRequest(1, 10, u, qty=2, reserve_ms=30) for u in (520, 521, 522)])]
+    keep = fs.order(1, 10, 523, reserve_ms=60000).order_no
+    # a plain tuple: reserve_ms is its seventh field, after request_id; a
+    # tuple of six is a plain order whatever its token and request id
+    [kept, plain] = fs.order_many([(1, 10, 525, 1, 0, 0, 60000), (1, 10, 526, 1, 0, 7)])
+    assert fs.order_get(kept.order_no).state == OrderState.RESERVED
+    assert fs.order_get(plain.order_no).state == OrderState.ACTIVE
+    paid = fs.order(1, 10, 524, reserve_ms=60000).order_no
+    fs.confirm(paid)
+    assert [fs.order_get(n).state for n in due] == [OrderState.RESERVED] * 3
+    assert fs.sku_get(1, 10).available == 10
+    time.sleep(0.06)
+    assert fs.expire(due[0]) == 2
+    assert fs.expire_due(1) == 1                       # at most one
+    assert fs.expire_due() == 1                        # the last one due
+    assert fs.expire_due() == 0
+    assert [fs.order_get(n).state for n in due] == [OrderState.EXPIRED] * 3
+    assert fs.order_get(keep).state == OrderState.RESERVED
+    assert fs.order_get(paid).state == OrderState.ACTIVE
+    assert fs.order_get(kept.order_no).state == OrderState.RESERVED
+    assert fs.sku_get(1, 10).available == 16
+    assert fs.cancel(keep) == 1
+    s = fs.stats()
+    assert (s.confirms, s.expiries, s.cancels) == (1, 3, 1)
+    fs.close()
+
+
 def test_sync_order_without_daemon_is_fate_unknown_then_durable(segs, tmpdir_path):
     name = segs.make(durability=flashstock.Durability.SYNC)
     with flashstock.open(name, sync_wait_ms=50) as fs:
@@ -634,7 +737,7 @@ def test_order_many_raises_for_the_call_and_then_runs_no_order(segs):
     with pytest.raises(TypeError):
         fs.order_many([(1, 10, 7), (1, 10, "8")])
     with pytest.raises(TypeError):
-        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 9)])   # a field too many
+        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 0, 9)])   # a field too many
     with pytest.raises(TypeError):
         fs.order_many([(1, 10, 7), (1, 10)])                  # user missing
     s = fs.sku_get(1, 10)

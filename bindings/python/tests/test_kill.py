@@ -9,7 +9,20 @@ from the records: `flashstock reconcile` of segment and WAL exits 0; in the
 WAL no user holds more than the limit in active orders, the stock never
 went below zero at any point of its history (nothing oversold); and every
 order number a buyer wrote down as acknowledged -- by a single order or by
-the batch call that returned it placed -- is an order in the WAL."""
+the batch call that returned it placed -- is an order in the WAL.
+
+Beside them, RESERVERS buyers killed and started the same way place
+reservations (kill_buyer.py ... reserve) on a segment of their own, with a
+daemon and WAL of its own: `flashstock reconcile` does not read the CONFIRM
+and EXPIRE records yet ("frame of an unknown type"), so the reservations
+stay out of the WAL it reconciles.  Their checks, once the daemon's expirer
+has settled every deadline: no reservation is left RESERVED, every one is
+ACTIVE, CANCELLED or EXPIRED; the units held are exactly the ACTIVE ones'
+(nothing oversold, no unit lost); no user holds more than the limit; each
+outcome a buyer noted is the order's state (confirmed: ACTIVE, cancelled:
+CANCELLED, refused as expired: EXPIRED); and the WAL has one ORDER record per
+reservation and exactly one CONFIRM or EXPIRE record for each ACTIVE or
+EXPIRED one, a CANCEL for each CANCELLED one."""
 import collections
 import os
 import random
@@ -22,7 +35,7 @@ import time
 import pytest
 
 import flashstock
-from flashstock import Activity, ActivityFlag
+from flashstock import Activity, ActivityFlag, OrderState
 
 from conftest import Daemon, run_cli
 
@@ -33,11 +46,17 @@ UNITS = 400
 RESTOCK = 40            # units added every RESTOCK_EVERY_S by the test
 RESTOCK_EVERY_S = 0.5
 RUN_S = 15.0            # killing and restarting buyers for this long, per durability
+RESERVERS = 2           # buyers placing reservations, on a segment of their own
+R_UNITS = 60            # and R_RESTOCK more with each restock: paid ones hold theirs for good
+R_RESTOCK = 20
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # `wal dump` names each field for what it holds in its record's type (a
 # sku's units, a restock's delta, an order's qty and user): key=value words
 LINE = re.compile(r"^(\d+) (\w+) slot=\d+ seq=\d+((?: \w+=-?\w+)*)$")
+# ... and a record whose type it does not name yet (CONFIRM, EXPIRE) as "?"
+# with every member under its C name
+RLINE = re.compile(r"^(\d+) (\w+|\?) slot=\d+ seq=\d+((?: \w+=-?\w+)*)$")
 
 
 @pytest.mark.parametrize("durability", [flashstock.Durability.ASYNC, flashstock.Durability.SYNC],
@@ -48,23 +67,31 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
                      durability=durability,
                      ring_records=4096)
     wal = os.path.join(tmpdir_path, "wal")
-    with flashstock.open(name) as fs:
-        fs.activity_add(Activity(id=1, limit_per_user=LIMIT,
-                                 flags=ActivityFlag.CANCEL_RETURNS_QUOTA))
-        fs.sku_add(1, 10, UNITS, shards=4)
+    rname = segs.make("killr", max_requests=1 << 12, max_orders=1 << 20, max_procs=64,
+                      durability=durability, ring_records=4096)
+    rwal = os.path.join(tmpdir_path, "rwal")
+    with flashstock.open(name) as fs, flashstock.open(rname) as rfs:
+        for f, units in ((fs, UNITS), (rfs, R_UNITS)):
+            f.activity_add(Activity(id=1, limit_per_user=LIMIT,
+                                    flags=ActivityFlag.CANCEL_RETURNS_QUOTA))
+            f.sku_add(1, 10, units, shards=4)
         daemon = Daemon(name, wal, "--recover-ms", "200")
+        rdaemon = Daemon(rname, rwal, "--recover-ms", "200")
         rnd = random.Random(os.getpid())
         procs = {}
-        gens = [0] * BUYERS
-        kills = 0
+        gens = [0] * (BUYERS + RESERVERS)
+        kills = rkills = 0
         exits = []
 
         def start(b):
             gens[b] += 1
             acks = os.path.join(tmpdir_path, "acks-%d" % b)
+            args = [name, str(b + 1), str(gens[b]), str(USERS), acks, str(rnd.randrange(1 << 30))]
+            if b >= BUYERS:
+                args[0] = rname
+                args.append("reserve")
             procs[b] = subprocess.Popen(
-                [sys.executable, os.path.join(HERE, "kill_buyer.py"), name, str(b + 1),
-                 str(gens[b]), str(USERS), acks, str(rnd.randrange(1 << 30))],
+                [sys.executable, os.path.join(HERE, "kill_buyer.py"), *args],
                 stderr=subprocess.PIPE)
 
         def reap(b):
@@ -76,27 +103,48 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
                 exits.append((b, rc, err))
 
         try:
-            for b in range(BUYERS):
+            for b in range(BUYERS + RESERVERS):
                 start(b)
             t0 = time.time()
             next_restock = t0 + RESTOCK_EVERY_S
             restocked = 0
             while time.time() - t0 < RUN_S:
                 time.sleep(rnd.uniform(0.05, 0.4))
-                b = rnd.randrange(BUYERS)
+                b = rnd.randrange(BUYERS + RESERVERS)
                 procs[b].send_signal(signal.SIGKILL)
                 reap(b)
-                kills += 1
+                if b < BUYERS:
+                    kills += 1
+                else:
+                    rkills += 1
                 start(b)
                 if time.time() >= next_restock:
                     fs.restock(1, 10, RESTOCK)
+                    rfs.restock(1, 10, R_RESTOCK)
                     restocked += RESTOCK
                     next_restock += RESTOCK_EVERY_S
-            for b in range(BUYERS):   # the last kill of each buyer
+            for b in range(BUYERS + RESERVERS):   # the last kill of each buyer
                 procs[b].send_signal(signal.SIGKILL)
                 reap(b)
-                kills += 1
+                if b < BUYERS:
+                    kills += 1
+                else:
+                    rkills += 1
             assert exits == [], "buyers that ended on their own: %r" % exits
+            # the reservations: dead reservers' operations finished by
+            # recovery, then every deadline (300 ms at most) passed and the
+            # daemon's expirer settled it, every record durable
+            deadline = time.time() + 30
+            while True:
+                rfs.recover()
+                rorders = [rfs.order_get(n) for n in range(1, rfs.orders_max() + 1)]
+                if (not any(o.state == OrderState.RESERVED for o in rorders)
+                        and rfs.quiet().quiet):
+                    break
+                assert time.time() < deadline, "reservations left RESERVED: %d" % sum(
+                    o.state == OrderState.RESERVED for o in rorders)
+                time.sleep(0.1)
+            rsku = rfs.sku_get(1, 10)
             # dead buyers' operations in flight: finished by recovery (also
             # the daemon's); then wait until every record is durable
             fs.recover()
@@ -112,12 +160,13 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-            daemon_ok = daemon.p.poll() is None
-            if daemon_ok:
-                daemon.stop()
-            else:
-                daemon.kill()
-        assert daemon_ok, "the daemon died during the run"
+            daemon_ok = daemon.p.poll() is None and rdaemon.p.poll() is None
+            for d in (daemon, rdaemon):
+                if d.p.poll() is None:
+                    d.stop()
+                else:
+                    d.kill()
+        assert daemon_ok, "a daemon died during the run"
 
     # 1. segment and WAL agree (available + sold = total, sold = active orders)
     rec = run_cli("reconcile", "--name", name, "--wal", wal, check=False)
@@ -186,3 +235,60 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
     assert total == UNITS + restocked
     assert worst <= LIMIT, [u for u, n in per_user.items() if n > LIMIT][:10]
     assert missing == [], "acknowledged orders missing from the WAL: %r" % missing[:10]
+
+    check_reservations(tmpdir_path, rwal, rorders, rsku, rkills)
+
+
+def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
+    """The reservation segment after the run (see the module's doc)."""
+    by_state = collections.Counter(o.state for o in orders)
+    placed = {o.order_no: o for o in orders if o.state != OrderState.NONE}
+    assert by_state[OrderState.RESERVED] == 0
+    assert set(by_state) <= {OrderState.NONE, OrderState.ACTIVE, OrderState.CANCELLED,
+                             OrderState.EXPIRED}, by_state
+    active = [o for o in placed.values() if o.state == OrderState.ACTIVE]
+    assert sku.total - sku.available == sum(o.qty for o in active), (sku, len(active))
+    per_user = collections.Counter(o.user_id for o in active)
+    assert max(per_user.values(), default=0) <= LIMIT
+    assert all(o.pay_by_ns == 0 for o in active)
+    assert all(o.pay_by_ns > 0 for o in placed.values() if o.state == OrderState.EXPIRED)
+
+    # what the reservers noted, each right after its call returned
+    notes = collections.defaultdict(set)
+    for b in range(BUYERS, BUYERS + RESERVERS):
+        with open(os.path.join(tmpdir_path, "acks-%d" % b)) as f:
+            for w in f.read().split():
+                notes[w[0]].add(int(w[1:]))
+    want = {"c": OrderState.ACTIVE, "k": OrderState.CANCELLED, "x": OrderState.EXPIRED}
+    for kind, state in want.items():
+        wrong = [n for n in notes[kind] if n not in placed or placed[n].state != state]
+        assert wrong == [], "noted %s, not %s: %r" % (kind, state.name, wrong[:10])
+    assert notes["r"] <= set(placed), sorted(notes["r"] - set(placed))[:10]
+    # an ACTIVE order the reservers did not note confirmed: its confirm was
+    # cut short by a kill, at most one call per kill
+    assert len({o.order_no for o in active} - notes["c"]) <= rkills
+
+    # the WAL: one ORDER per reservation, one CONFIRM or EXPIRE ("?") per
+    # ACTIVE or EXPIRED one, one CANCEL per CANCELLED one
+    recs = collections.defaultdict(list)
+    for line in run_cli("wal", "dump", "--wal", rwal).stdout.splitlines():
+        m = RLINE.match(line)
+        assert m, "unparsed WAL line: %r" % line
+        _, kind, words = m.groups()
+        kv = dict(w.split("=", 1) for w in words.split())
+        if kind in ("order", "cancel", "?"):
+            recs[int(kv.get("order", kv.get("order_no", 0)))].append(kind)
+    ends = {OrderState.ACTIVE: ["order", "?"], OrderState.EXPIRED: ["order", "?"],
+            OrderState.CANCELLED: ["order", "cancel"]}
+    wrong = [(n, o.state.name, recs.get(n)) for n, o in placed.items()
+             if recs.get(n) != ends[o.state]]
+    assert wrong == [], "records of reservations: %r" % wrong[:10]
+    assert set(recs) == set(placed), sorted(set(recs) ^ set(placed))[:10]
+    print("reservations: %d placed, %d paid, %d cancelled, %d expired (%d noted reserved, %d paid, "
+          "%d cancelled, %d refused as expired) after %d kills of reservers; held %d of %d units"
+          % (len(placed), by_state[OrderState.ACTIVE], by_state[OrderState.CANCELLED],
+             by_state[OrderState.EXPIRED], len(notes["r"]), len(notes["c"]), len(notes["k"]),
+             len(notes["x"]), rkills, sku.total - sku.available, sku.total))
+    assert len(notes["c"]) > 10 and len(notes["k"]) > 10 and len(notes["x"]) > 0, \
+        "too few outcomes of each kind to prove anything"
+    assert by_state[OrderState.EXPIRED] > len(notes["x"]), "the daemon expired none"

@@ -7,8 +7,8 @@ the last unit, and exits 2 on a destroyed segment.  Likewise the feed
 consumer: the "## From Python" section of the project's docs/feed.md and the
 binding README's "## The order feed" show the marked region of
 example/consumer.py (which python_feed runs) unchanged; and the binding
-README's "## Observation" snippet and its batch example (order_many) run
-and print what they say."""
+README's "## Observation" snippet, its batch example (order_many) and its
+"## Reservations" example run and print what they say."""
 import os
 import re
 import subprocess
@@ -132,3 +132,21 @@ def test_batch_readme_example_runs(segs):
     assert m and m.group(2) == m.group(3) != m.group(1), p.stdout
     with flashstock.open(name) as fs:
         assert fs.sku_get(1, 10).available == 3
+
+
+def test_reservations_readme_example_runs(segs):
+    code = block_under(os.path.join(SRC, "README.md"), "## Reservations")
+    assert code and '"/sale1"' in code
+    name = segs.make("resvdoc")
+    with flashstock.open(name) as fs:
+        fs.activity_add(Activity(id=1))
+        fs.sku_add(1, 10, 5)
+    p = subprocess.run([sys.executable, "-c", "import time\nimport flashstock\n" +
+                        code.replace('"/sale1"', repr(name))],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "RESERVED\nACTIVE\nFLASH_EEXPIRED EXPIRED\n1 expired\n", p.stdout
+    with flashstock.open(name) as fs:
+        assert fs.sku_get(1, 10).available == 4       # the paid one's unit only
+        s = fs.stats()
+        assert (s.confirms, s.expiries) == (1, 2)

@@ -21,12 +21,21 @@
 // or a batch of 2..K orders (OrderMany), half of each: a kill then lands
 // inside batches too, between one order's commit point and the next.
 //
+// With --reserve, --goroutines goroutines on one Handle place reservations
+// (one unit, 20 to 300 ms to pay) instead, and pay (Confirm) some, cancel
+// some and leave the rest to expire, at once or up to 400 ms later, so some
+// payments come too late; now and then ExpireDue expires what is due, as a
+// process without a daemon must.  Each outcome is logged right after its
+// call returns: "r NO" reserved, "c NO" paid, "k NO" cancelled, "x NO"
+// refused as expired (ErrExpired).
+//
 // usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P]
 //
-//	[--hot] [--batch K] [--seed S]
+//	[--hot] [--batch K] [--reserve] [--seed S]
 package main
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"flag"
@@ -144,6 +153,91 @@ func buy(h orderer, rng *rand.Rand, from, users uint64, pauseUs, batch int, reqB
 	}
 }
 
+// logLine appends one line to the log, in one write.
+func logLine(kind string, no uint64) {
+	logMu.Lock()
+	_, err := logF.WriteString(kind + " " + strconv.FormatUint(no, 10) + "\n")
+	logMu.Unlock()
+	if err != nil {
+		fail("log", err)
+	}
+}
+
+// due is a reservation to settle at a time: a heap by that time.
+type due struct {
+	at time.Time
+	no uint64
+}
+type dueHeap []due
+
+func (d dueHeap) Len() int           { return len(d) }
+func (d dueHeap) Less(i, j int) bool { return d[i].at.Before(d[j].at) }
+func (d dueHeap) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *dueHeap) Push(x any)        { *d = append(*d, x.(due)) }
+func (d *dueHeap) Pop() any {
+	old := *d
+	x := old[len(old)-1]
+	*d = old[:len(old)-1]
+	return x
+}
+
+// reserve places reservations until the process is killed, settling each
+// at once or later (--reserve).
+func reserve(h *flashstock.Handle, rng *rand.Rand, from, users uint64, pauseUs int) {
+	ctx := context.Background()
+	var later dueHeap
+	for n := 1; ; n++ {
+		time.Sleep(time.Duration(rng.Intn(pauseUs+1)) * time.Microsecond)
+		if n%50 == 0 {
+			if _, err := h.ExpireDue(ctx, 0); err != nil {
+				fail("expire due", err)
+			}
+		}
+		if later.Len() > 0 && !later[0].at.After(time.Now()) {
+			settle(ctx, h, rng, heap.Pop(&later).(due).no)
+			continue
+		}
+		r, err := h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 1, Qty: 1,
+			UserID: from + uint64(rng.Int63n(int64(users))), ReserveMs: uint32(20 + rng.Intn(281))})
+		if err != nil {
+			if !refusal(err) {
+				fail("reserve", err)
+			}
+			continue
+		}
+		logLine("r", r.OrderNo)
+		if rng.Intn(2) == 0 {
+			settle(ctx, h, rng, r.OrderNo)
+		} else {
+			heap.Push(&later, due{time.Now().Add(time.Duration(rng.Intn(400)) * time.Millisecond), r.OrderNo})
+		}
+	}
+}
+
+// settle pays (confirms) reservation no, cancels it, or leaves it to expire.
+func settle(ctx context.Context, h *flashstock.Handle, rng *rand.Rand, no uint64) {
+	x := rng.Intn(10)
+	if x < 2 {
+		return // never paid: it expires
+	}
+	var err error
+	kind := "c"
+	if x < 7 {
+		err = h.Confirm(ctx, no)
+	} else {
+		kind = "k"
+		_, err = h.Cancel(ctx, no)
+	}
+	switch {
+	case err == nil:
+		logLine(kind, no)
+	case errors.Is(err, flashstock.ErrExpired):
+		logLine("x", no)
+	default:
+		fail("settle", err)
+	}
+}
+
 func main() {
 	name := flag.String("name", "", "segment name")
 	logPath := flag.String("log", "", "file the acknowledged order numbers are appended to")
@@ -153,10 +247,11 @@ func main() {
 	pauseUs := flag.Int("pause-us", 4000, "each goroutine pauses up to this long per order after each call (keeps the tables from filling)")
 	batch := flag.Int("batch", 1, "1: single orders; K >= 2: half of the calls a batch of 2..K orders (OrderMany)")
 	hot := flag.Bool("hot", false, "one goroutine on a Pinned handle, no pause, no request ids, no cancels")
+	resv := flag.Bool("reserve", false, "reservations, paid, cancelled or left to expire (not with --hot)")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "random seed")
 	flag.Parse()
 	if *name == "" || *logPath == "" || *users == 0 || *from == 0 || *batch < 1 {
-		fmt.Fprintln(os.Stderr, "usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P] [--hot] [--batch K] [--seed S]")
+		fmt.Fprintln(os.Stderr, "usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P] [--hot] [--batch K] [--reserve] [--seed S]")
 		os.Exit(2)
 	}
 	var err error
@@ -176,6 +271,12 @@ func main() {
 	h, err := flashstock.Open(*name, flashstock.Options{Workers: 2})
 	if err != nil {
 		fail("open", err)
+	}
+	if *resv {
+		for g := 1; g < *gor; g++ {
+			go reserve(h, rand.New(rand.NewSource(*seed+int64(g))), *from, *users, *pauseUs)
+		}
+		reserve(h, rand.New(rand.NewSource(*seed)), *from, *users, *pauseUs)
 	}
 	for g := 1; g < *gor; g++ {
 		go buy(h, rand.New(rand.NewSource(*seed+int64(g))), *from, *users, *pauseUs, *batch, reqBase, &reqSeq, false)

@@ -69,6 +69,9 @@ public class FlashException extends RuntimeException {
 		case -35: return new Archived(rc);
 		case -36: return new NotEnded(rc);
 		case -37: return new Destroyed(rc);
+		case -50: return new Expired(rc);
+		case -51: return new NotDue(rc);
+		case -52: return new Confirmed(rc);
 		case -60: return new Timeout(rc);
 		case -61: return new Lost(rc);
 		case -62: return new Ahead(rc);
@@ -144,6 +147,15 @@ public class FlashException extends RuntimeException {
 	public static final class NotEnded extends FlashException { NotEnded(int c) { super(c); } }
 	/** FLASH_EDESTROYED: the segment was destroyed; nothing is acknowledged into it: close the handle. */
 	public static final class Destroyed extends FlashException { Destroyed(int c) { super(c); } }
+
+	/* reservations (FlashStock.confirm, expire) */
+
+	/** FLASH_EEXPIRED: the reservation was not paid in time: it is expired, its units are back. */
+	public static final class Expired extends FlashException { Expired(int c) { super(c); } }
+	/** FLASH_ENOT_DUE: expire before the reservation's pay-by time; nothing changed. */
+	public static final class NotDue extends FlashException { NotDue(int c) { super(c); } }
+	/** FLASH_ECONFIRMED: expire of an ACTIVE order (paid, or never a reservation); nothing changed. */
+	public static final class Confirmed extends FlashException { Confirmed(int c) { super(c); } }
 
 	/* the order feed (Feed) */
 

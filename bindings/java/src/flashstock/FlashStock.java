@@ -200,7 +200,7 @@ public final class FlashStock implements AutoCloseable {
 
 	/*
 	 * enter() for the calls that may wait for the daemon in sync durability
-	 * (order, cancel, restock): the thread's handle first takes the wait
+	 * (order, cancel, confirm, expire, restock): the thread's handle first takes the wait
 	 * bound of syncWaitSet() if it has not yet.
 	 */
 	private Cell enterWaiting() {
@@ -379,7 +379,7 @@ public final class FlashStock implements AutoCloseable {
 			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.SKU_ID, r.skuId());
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.USER_ID, r.userId());
 			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.QTY, r.qty());
-			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.RESERVED, 0);
+			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.RESERVE_MS, r.reserveMs());
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.TOKEN, r.token());
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.REQUEST_ID, r.requestId());
 			/* FLASH_EDUPLICATE writes first_rc and order_no only: clear the slot */
@@ -462,7 +462,7 @@ public final class FlashStock implements AutoCloseable {
 				b.putInt(at + Layout.OrderReq.SKU_ID, r.skuId());
 				b.putLong(at + Layout.OrderReq.USER_ID, r.userId());
 				b.putInt(at + Layout.OrderReq.QTY, r.qty());
-				b.putInt(at + Layout.OrderReq.RESERVED, 0);
+				b.putInt(at + Layout.OrderReq.RESERVE_MS, r.reserveMs());
 				b.putLong(at + Layout.OrderReq.TOKEN, r.token());
 				b.putLong(at + Layout.OrderReq.REQUEST_ID, r.requestId());
 				/* as order(): a duplicate writes no slot; and a refused
@@ -560,6 +560,62 @@ public final class FlashStock implements AutoCloseable {
 		Cell c = enterWaiting();
 		try {
 			return FlashException.check(Native.cancel(c.h.cell, orderNo));
+		} finally {
+			leave(c);
+		}
+	}
+
+	/*
+	 * Reservations: an order placed with OrderRequest.reserveMs is RESERVED,
+	 * holding its units and limit slot, until exactly one of confirm()
+	 * (paid: ACTIVE), cancel() (CANCELLED) or an expiry at its pay-by time
+	 * (EXPIRED: units back) wins.  A confirm or cancel that comes after the
+	 * pay-by time expires it and throws Expired.
+	 */
+
+	/**
+	 * Confirm (pay) reservation orderNo (flash_confirm): RESERVED -> ACTIVE.
+	 * An order ACTIVE already is confirmed again without a word (a retried
+	 * payment callback).  Throws Expired when its pay-by time passed (it is
+	 * expired now: its units are back in stock), Cancelled, NotFound, ...
+	 */
+	public void confirm(long orderNo) {
+		Cell c = enterWaiting();
+		try {
+			FlashException.check(Native.confirm(c.h.cell, orderNo));
+		} finally {
+			leave(c);
+		}
+	}
+
+	/**
+	 * Expire reservation orderNo once its pay-by time has come
+	 * (flash_expire); the units returned.  Throws NotDue before it,
+	 * Confirmed for an ACTIVE order, Expired when expired already (nothing
+	 * returned), Cancelled, NotFound, ...
+	 */
+	public int expire(long orderNo) {
+		Cell c = enterWaiting();
+		try {
+			return FlashException.check(Native.expire(c.h.cell, orderNo));
+		} finally {
+			leave(c);
+		}
+	}
+
+	/**
+	 * Expire every reservation of the segment whose pay-by time has come, at
+	 * most max of them (0: no bound), as a process without a daemon must
+	 * (flash_expire_due); how many this call expired.  Throws the first
+	 * failure other than the races another handle wins; those expired before
+	 * it stay expired.
+	 */
+	public int expireDue(int max) {
+		if (max < 0)
+			throw FlashException.of(-9);
+		Cell c = enterWaiting();
+		try {
+			return FlashException.check(Native.expireDue(c.h.cell, max));
 		} finally {
 			leave(c);
 		}

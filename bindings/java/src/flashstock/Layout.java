@@ -54,7 +54,7 @@ final class Layout {
 		static final int SKU_ID = 4;
 		static final int USER_ID = 8;
 		static final int QTY = 16;
-		static final int RESERVED = 20;
+		static final int RESERVE_MS = 20;
 		static final int TOKEN = 24;
 		static final int REQUEST_ID = 32;
 	}
@@ -81,7 +81,7 @@ final class Layout {
 
 	static final class OrderInfo {
 		private OrderInfo() {}
-		static final int SIZE = 48;
+		static final int SIZE = 56;
 		static final int ORDER_NO = 0;
 		static final int USER_ID = 8;
 		static final int ACTIVITY_ID = 16;
@@ -91,11 +91,12 @@ final class Layout {
 		static final int LIMIT_SLOT = 32;
 		static final int BIZ_DAY = 36;
 		static final int CREATED_NS = 40;
+		static final int PAY_BY_NS = 48;
 	}
 
 	static final class Stats {
 		private Stats() {}
-		static final int SIZE = 176;
+		static final int SIZE = 192;
 		static final int ORDERS = 0;
 		static final int CANCELS = 8;
 		static final int SOLD_OUT = 16;
@@ -127,6 +128,8 @@ final class Layout {
 		static final int SEGMENT_BYTES = 160;
 		static final int DURABILITY = 168;
 		static final int PAD = 172;
+		static final int CONFIRMS = 176;
+		static final int EXPIRIES = 184;
 	}
 
 	static final class Ident {

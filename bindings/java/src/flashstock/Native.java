@@ -93,6 +93,11 @@ final class Native {
 	static native int durableWait(long cell, long lsn, int waitMs);
 	/** units returned, or a negative code */
 	static native int cancel(long cell, long orderNo);
+	static native int confirm(long cell, long orderNo);
+	/** units returned, or a negative code */
+	static native int expire(long cell, long orderNo);
+	/** reservations expired (max 0: no bound), or a negative code */
+	static native int expireDue(long cell, int max);
 	static native int restock(long cell, int activityId, int skuId, long delta);
 
 	/* 6. tokens: the token at Layout.Io.U64 */

@@ -1,8 +1,9 @@
 /*
  * ApiTest.java -- (java_api) the whole application API through FlashStock:
  * segments, catalog, orders with every request and result field, refusals
- * returned and errors thrown, cancel, restock, tokens, locks, reading
- * state, stats, sync waits, read-only handles, and close.
+ * returned and errors thrown, cancel, reservations (confirm, expire,
+ * expireDue), restock, tokens, locks, reading state, stats, sync waits,
+ * read-only handles, and close.
  */
 package flashstock;
 
@@ -12,7 +13,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 class ApiTest {
@@ -103,6 +109,107 @@ class ApiTest {
 			assertEquals(16, st.activitiesCap());
 			assertTrue(st.procs() >= 1);
 		}
+	}
+
+	@Test
+	void aReservationIsReservedUntilConfirmedAndOneConfirmedTooLateIsExpiredWithItsUnitsBack()
+			throws Exception {
+		try (Seg s = new Seg("reserve"); FlashStock fs = FlashStock.open(s.name)) {
+			assertEquals((long) Manifest.read().constants.get("FLASH_RESERVE_MS_MAX"), OrderRequest.RESERVE_MS_MAX);
+			fs.activityAdd(Activity.openNow(1, 1).withMaxQty(3).withFlags(Activity.CANCEL_RETURNS_QUOTA));
+			fs.skuAdd(1, 10, 10, 1);
+			long before = System.currentTimeMillis() * 1_000_000L;
+			OrderResult r = fs.order(OrderRequest.of(1, 10, 42, 3).withReserveMs(60_000));
+			assertTrue(r.ok(), r.rcName());
+			OrderInfo oi = fs.orderGet(r.orderNo());
+			assertEquals(OrderState.RESERVED, oi.state());
+			assertTrue(oi.payByNs() >= before + 59_000_000_000L && oi.payByNs() <= before + 61_000_000_000L,
+					"pay by " + oi.payByNs() + ", placed at " + before);
+			assertEquals(7, fs.skuGet(1, 10).available());
+			assertEquals(-2, fs.order(1, 10, 42, 1).rc(), "the reservation holds the user's limit");
+			assertThrows(FlashException.NotDue.class, () -> fs.expire(r.orderNo()));
+			fs.confirm(r.orderNo());
+			oi = fs.orderGet(r.orderNo());
+			assertEquals(OrderState.ACTIVE, oi.state());
+			assertEquals(0, oi.payByNs());
+			fs.confirm(r.orderNo());   // a retried payment callback: the same answer
+			assertThrows(FlashException.Confirmed.class, () -> fs.expire(r.orderNo()));
+			assertEquals(7, fs.skuGet(1, 10).available());
+
+			// 30 ms to pay, paid after: expired by the confirm, its units back
+			OrderResult late = fs.order(OrderRequest.of(1, 10, 43, 2).withReserveMs(30));
+			assertTrue(late.ok(), late.rcName());
+			assertEquals(5, fs.skuGet(1, 10).available());
+			Thread.sleep(60);
+			assertThrows(FlashException.Expired.class, () -> fs.confirm(late.orderNo()));
+			assertEquals(OrderState.EXPIRED, fs.orderGet(late.orderNo()).state());
+			assertTrue(fs.orderGet(late.orderNo()).payByNs() > 0);
+			assertEquals(7, fs.skuGet(1, 10).available());
+			assertThrows(FlashException.Expired.class, () -> fs.cancel(late.orderNo()));
+			assertThrows(FlashException.Expired.class, () -> fs.expire(late.orderNo()));
+			// the activity returns the quota: user 43 may reserve again
+			OrderResult again = fs.order(OrderRequest.of(1, 10, 43, 1).withReserveMs(30));
+			assertTrue(again.ok(), again.rcName());
+
+			// expireDue: the due ones (a batch of reservations), not the one still in time
+			List<OrderResult> many = fs.orderMany(List.of(OrderRequest.of(1, 10, 44, 1).withReserveMs(30),
+					OrderRequest.of(1, 10, 45, 1).withReserveMs(30),
+					OrderRequest.of(1, 10, 46, 1).withReserveMs(60_000)));
+			for (OrderResult m : many)
+				assertTrue(m.ok(), m.rcName());
+			assertEquals(3, fs.skuGet(1, 10).available());
+			Thread.sleep(60);
+			assertEquals(3, fs.expireDue(0), "user 43's second reservation and the two batched");
+			assertEquals(0, fs.expireDue(0));
+			assertEquals(OrderState.EXPIRED, fs.orderGet(again.orderNo()).state());
+			assertEquals(OrderState.EXPIRED, fs.orderGet(many.get(1).orderNo()).state());
+			assertEquals(OrderState.RESERVED, fs.orderGet(many.get(2).orderNo()).state());
+			assertEquals(6, fs.skuGet(1, 10).available());
+			assertEquals(1, fs.cancel(many.get(2).orderNo()));
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.expireDue(-1));
+			assertThrows(FlashException.InvalidArgument.class,
+					() -> fs.order(OrderRequest.of(1, 10, 47, 1).withReserveMs(OrderRequest.RESERVE_MS_MAX + 1)));
+
+			Stats st = fs.stats();
+			assertEquals(1, st.confirms());
+			assertEquals(4, st.expiries());
+		}
+	}
+
+	/**
+	 * OrderState is enum flash_order_state, in its order (OrderState.of
+	 * indexes it), and FeedRecord's type constants are enum flash_rec_type:
+	 * a state or record type the header gains and the binding lacks is named.
+	 */
+	@Test
+	void orderStatesAndRecordTypesAreTheHeadersEnumerators() throws Exception {
+		Map<String, Long> header = new TreeMap<>(), java = new TreeMap<>();
+		for (Map.Entry<String, Long> e : Manifest.read().constants.entrySet())
+			if (e.getKey().startsWith("FLASH_ORDER_") || e.getKey().startsWith("FLASH_REC_"))
+				header.put(e.getKey(), e.getValue());
+		for (OrderState st : OrderState.values())
+			java.put("FLASH_ORDER_" + st.name(), (long) st.ordinal());
+		for (java.lang.reflect.Field f : FeedRecord.class.getFields())
+			if (f.getType() == int.class && !f.getName().startsWith("SOURCE_") && !f.getName().startsWith("MISS_"))
+				java.put("FLASH_REC_" + f.getName(), (long) f.getInt(null));
+		assertEquals(header, java);
+	}
+
+	/** The README's reservations example prints what the README says it prints. */
+	@Test
+	void theReadmesReservationsExamplePrintsWhatItSays() throws Exception {
+		ByteArrayOutputStream buf = new ByteArrayOutputStream();
+		PrintStream out = System.out;
+		try (Seg s = new Seg("resvdoc")) {
+			System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
+			try {
+				flashstock.example.Quickstart.reservations(s.name);
+			} finally {
+				System.setOut(out);
+			}
+		}
+		assertEquals("RESERVED, available 0\nFLASH_EEXPIRED: EXPIRED\nexpired 1, available 2\n",
+				buf.toString(StandardCharsets.UTF_8));
 	}
 
 	@Test

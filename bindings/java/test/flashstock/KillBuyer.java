@@ -11,7 +11,14 @@
  * share one FlashStock, each on its own handle.  Runs until killed; exits
  * 1 on any error.
  *
- *   KillBuyer SEG ACKS FROM TO SEED
+ * With "reserve" the threads place reservations instead (one unit, 20 to
+ * 300 ms to pay) and pay (confirm) some, cancel some and leave the rest to
+ * expire, at once or up to 400 ms later, so some payments come too late;
+ * now and then expireDue() expires what is due.  Each outcome is appended
+ * right after its call returns: "r N" reserved, "c N" paid, "k N"
+ * cancelled, "x N" refused as expired (FlashException.Expired).
+ *
+ *   KillBuyer SEG ACKS FROM TO SEED [reserve]
  */
 package flashstock;
 
@@ -20,6 +27,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.PriorityQueue;
 import java.util.Random;
 import java.util.concurrent.locks.LockSupport;
 
@@ -38,7 +46,13 @@ public final class KillBuyer {
 			for (int t = 0; t < THREADS; t++) {
 				Random rnd = new Random(seed + t);
 				int id = t;
-				ts[t] = new Thread(() -> buy(fs, acks, id, from, to, rnd));
+				boolean reserve = args.length > 5 && args[5].equals("reserve");
+				ts[t] = new Thread(() -> {
+					if (reserve)
+						reserve(fs, acks, from, to, rnd);
+					else
+						buy(fs, acks, id, from, to, rnd);
+				});
 				ts[t].start();
 			}
 			for (Thread t : ts)
@@ -102,5 +116,53 @@ public final class KillBuyer {
 			e.printStackTrace();
 			System.exit(1);
 		}
+	}
+
+	/* One reserving thread, on its own handle behind the shared FlashStock. */
+	private static void reserve(FlashStock fs, FileOutputStream acks, long from, long to, Random rnd) {
+		try {
+			PriorityQueue<long[]> later = new PriorityQueue<>((a, b) -> Long.compare(a[0], b[0]));  // {when ns, order}
+			for (int n = 1;; n++) {
+				LockSupport.parkNanos(1_000_000L);
+				if (n % 50 == 0)
+					fs.expireDue(0);
+				if (!later.isEmpty() && later.peek()[0] <= System.nanoTime()) {
+					settle(fs, acks, rnd, later.poll()[1]);
+					continue;
+				}
+				long user = from + rnd.nextInt((int) (to - from + 1));
+				OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withReserveMs(20 + rnd.nextInt(281)));
+				// placed: OK, or placed with its fate unknown (sync: not durable in time)
+				if (!r.ok() && r.rc() != -33)
+					continue;  // sold out, over the limit
+				append(acks, "r " + r.orderNo() + "\n");
+				if (rnd.nextBoolean())
+					settle(fs, acks, rnd, r.orderNo());
+				else
+					later.add(new long[] { System.nanoTime() + rnd.nextInt(400) * 1_000_000L, r.orderNo() });
+			}
+		} catch (Throwable e) {
+			e.printStackTrace();
+			System.exit(1);
+		}
+	}
+
+	/* Pay (confirm) reservation no, cancel it, or leave it to expire. */
+	private static void settle(FlashStock fs, FileOutputStream acks, Random rnd, long no) throws IOException {
+		int x = rnd.nextInt(10);
+		if (x < 2)
+			return;  // never paid: it expires
+		String kind = x < 7 ? "c " : "k ";
+		try {
+			if (x < 7)
+				fs.confirm(no);
+			else
+				fs.cancel(no);
+		} catch (FlashException.FateUnknown e) {
+			// sync: done in memory, not durable within the wait bound: done
+		} catch (FlashException.Expired e) {
+			kind = "x ";
+		}
+		append(acks, kind + no + "\n");
 	}
 }

@@ -13,6 +13,13 @@
  * more than 2 active orders, every order number a buyer wrote down is an
  * order of the WAL, and every order of the WAL was written down but those
  * of the calls a kill cut short; nothing oversold.
+ *
+ * Two more buyer JVMs (KillBuyer ... reserve), killed and restarted with the
+ * others, place reservations, pay, cancel or leave them, on a segment of
+ * their own with its own daemon and WAL: `flashstock reconcile` stops at
+ * the first CONFIRM or EXPIRE record ("frame of an unknown type"), and the
+ * orders' segment keeps its reconcile check (checkReservations says what
+ * is checked there).
  */
 package flashstock;
 
@@ -32,35 +39,45 @@ import org.junit.jupiter.api.Test;
 
 class KillTest {
 	static final int BUYERS = 3, STOCK = 300, LIMIT = 2, USERS = 400;
+	/* buyers BUYERS..BUYERS+RESERVERS-1 reserve, on a segment of R_STOCK units for R_USERS users */
+	static final int RESERVERS = 2, R_STOCK = 400, R_USERS = 1000;
 	static final long RUN_MS = 20_000;
 
 	@Test
 	void killedBuyersNeitherOversellNorLoseAnAcknowledgedOrderNorPassTheLimit() throws Exception {
 		Path dir = Files.createTempDirectory("flash-java-kill-");
 		Path wal = dir.resolve("wal"), serveLog = dir.resolve("serve.log");
-		Process serve = null;
-		Process[] buyers = new Process[BUYERS];
+		Path rwal = dir.resolve("rwal"), rserveLog = dir.resolve("rserve.log");
+		Process serve = null, rserve = null;
+		Process[] buyers = new Process[BUYERS + RESERVERS];
 		Random rnd = new Random();
-		try (Seg s = new Seg("kill", SegOpts.small(16384).withMaxOrders(65536).withMaxRequests(1 << 18)
-				.withDurability(Durability.SYNC))) {
-			try (FlashStock fs = FlashStock.open(s.name)) {
+		SegOpts opts = SegOpts.small(16384).withMaxOrders(65536).withMaxRequests(1 << 18)
+				.withDurability(Durability.SYNC);
+		try (Seg s = new Seg("kill", opts); Seg rs = new Seg("killr", opts)) {
+			try (FlashStock fs = FlashStock.open(s.name); FlashStock rfs = FlashStock.open(rs.name)) {
 				fs.activityAdd(Activity.openNow(1, LIMIT).withFlags(Activity.CANCEL_RETURNS_QUOTA));
 				fs.skuAdd(1, 1, STOCK, 4);
+				rfs.activityAdd(Activity.openNow(1, LIMIT).withFlags(Activity.CANCEL_RETURNS_QUOTA));
+				rfs.skuAdd(1, 1, R_STOCK, 4);
 			}
 			serve = Procs.serve(s.name, wal, serveLog);
-			int kills = 0, starts = 0;
+			rserve = Procs.serve(rs.name, rwal, rserveLog);
+			int kills = 0, rkills = 0, starts = 0;
 			long end = System.currentTimeMillis() + RUN_MS;
-			for (int b = 0; b < BUYERS; b++, starts++)
-				buyers[b] = startBuyer(dir, s.name, b, rnd);
+			for (int b = 0; b < BUYERS + RESERVERS; b++, starts++)
+				buyers[b] = startBuyer(dir, b < BUYERS ? s.name : rs.name, b, rnd);
 			while (System.currentTimeMillis() < end) {
 				Thread.sleep(200 + rnd.nextInt(1000));
-				int b = rnd.nextInt(BUYERS);
+				int b = rnd.nextInt(BUYERS + RESERVERS);
 				if (!buyers[b].isAlive())
 					throw new AssertionError("buyer " + b + " exited " + buyers[b].exitValue() + " on its own: "
 							+ Files.readString(dir.resolve("buyer" + b + ".log")));
 				buyers[b].destroyForcibly().waitFor();  // SIGKILL
-				kills++;
-				buyers[b] = startBuyer(dir, s.name, b, rnd);
+				if (b < BUYERS)
+					kills++;
+				else
+					rkills++;
+				buyers[b] = startBuyer(dir, b < BUYERS ? s.name : rs.name, b, rnd);
 				starts++;
 			}
 			// then let them sell out (a slow machine may have let the kills come
@@ -70,13 +87,18 @@ class KillTest {
 					Thread.sleep(100);
 				assertEquals(0, fs.skuGet(1, 1).available(), "the buyers did not sell the stock out");
 			}
-			for (int b = 0; b < BUYERS; b++) {
+			for (int b = 0; b < BUYERS + RESERVERS; b++) {
 				if (!buyers[b].isAlive())
 					throw new AssertionError("buyer " + b + " exited on its own: "
 							+ Files.readString(dir.resolve("buyer" + b + ".log")));
 				buyers[b].destroyForcibly().waitFor();
-				kills++;
+				if (b < BUYERS)
+					kills++;
+				else
+					rkills++;
 			}
+			checkReservations(dir, rs.name, rwal, rserve, rserveLog, rkills);
+			rserve = null;
 
 			SkuInfo sku;
 			Stats st;
@@ -161,12 +183,115 @@ class KillTest {
 					p.destroyForcibly().waitFor();
 			if (serve != null)
 				serve.destroyForcibly().waitFor();
+			if (rserve != null)
+				rserve.destroyForcibly().waitFor();
 			Procs.rmrf(dir);
 		}
 	}
 
 	private static Process startBuyer(Path dir, String seg, int b, Random rnd) throws Exception {
+		if (b >= BUYERS)
+			return Procs.java(dir.resolve("buyer" + b + ".log"), "flashstock.KillBuyer", seg,
+					dir.resolve("racks" + b).toString(), "1", String.valueOf(R_USERS),
+					String.valueOf(rnd.nextLong()), "reserve");
 		return Procs.java(dir.resolve("buyer" + b + ".log"), "flashstock.KillBuyer", seg,
 				dir.resolve("acks" + b).toString(), "1", String.valueOf(USERS), String.valueOf(rnd.nextLong()));
+	}
+
+	/*
+	 * The reservers' segment, once its daemon has expired every reservation
+	 * left due (300 ms at most) and stopped: no reservation is left RESERVED;
+	 * each is ACTIVE, CANCELLED or EXPIRED; the units held are exactly the
+	 * ACTIVE ones' and no user holds more than LIMIT; each outcome a reserver
+	 * appended is the order's state (paid: ACTIVE, cancelled: CANCELLED,
+	 * refused as expired: EXPIRED), and the ACTIVE ones it did not note paid
+	 * are at most one per kill (a confirm cut short); the WAL has one ORDER per
+	 * reservation and exactly one CONFIRM or EXPIRE record (`wal dump` does not
+	 * name them yet: "?") per ACTIVE or EXPIRED one, a CANCEL per CANCELLED
+	 * one, nothing else.
+	 */
+	private static void checkReservations(Path dir, String seg, Path wal, Process serve, Path serveLog, int rkills)
+			throws Exception {
+		Map<Long, OrderInfo> placed = new HashMap<>();
+		SkuInfo sku;
+		try (FlashStock fs = FlashStock.open(seg)) {
+			for (int i = 0;; i++) {
+				fs.recover();
+				placed.clear();
+				int reserved = 0;
+				for (long no = 1; no <= fs.ordersMax(); no++) {
+					OrderInfo o = fs.orderGet(no);
+					if (o.state() == OrderState.RESERVED)
+						reserved++;
+					if (o.state() != OrderState.NONE)
+						placed.put(no, o);
+				}
+				if (reserved == 0 && fs.quiet().quiet())
+					break;
+				if (i == 300)
+					throw new AssertionError(reserved + " reservations left RESERVED: " + fs.quiet());
+				Thread.sleep(100);
+			}
+			sku = fs.skuGet(1, 1);
+		}
+		Procs.stopServe(serve, serveLog);
+
+		Map<OrderState, Integer> count = new HashMap<>();
+		Map<Long, Integer> perUser = new HashMap<>();
+		long held = 0;
+		for (OrderInfo o : placed.values()) {
+			count.merge(o.state(), 1, Integer::sum);
+			assertTrue(o.state() == OrderState.ACTIVE || o.state() == OrderState.CANCELLED
+					|| o.state() == OrderState.EXPIRED, o.toString());
+			if (o.state() == OrderState.ACTIVE) {
+				held += o.qty();
+				perUser.merge(o.userId(), 1, Integer::sum);
+				assertEquals(0, o.payByNs(), o.toString());
+			} else if (o.state() == OrderState.EXPIRED) {
+				assertTrue(o.payByNs() > 0, o.toString());
+			}
+		}
+		assertEquals(sku.total() - sku.available(), held, "units held against the ACTIVE reservations'");
+		int worst = perUser.values().stream().max(Integer::compare).orElse(0);
+		assertTrue(worst <= LIMIT, "a user holds " + worst + " paid reservations, limit " + LIMIT);
+
+		Map<String, OrderState> want = Map.of("c", OrderState.ACTIVE, "k", OrderState.CANCELLED, "x",
+				OrderState.EXPIRED);
+		Map<String, Set<Long>> noted = new HashMap<>();
+		for (int b = BUYERS; b < BUYERS + RESERVERS; b++) {
+			Path f = dir.resolve("racks" + b);
+			if (!Files.exists(f))
+				continue;
+			for (String l : Files.readAllLines(f)) {
+				String[] w = l.split(" ");
+				if (w.length != 2 || !w[1].matches("[0-9]+"))
+					continue;
+				long no = Long.parseLong(w[1]);
+				noted.computeIfAbsent(w[0], k -> new HashSet<>()).add(no);
+				assertTrue(placed.containsKey(no), "noted " + l + ": no such order");
+				if (want.containsKey(w[0]))
+					assertEquals(want.get(w[0]), placed.get(no).state(), "noted " + l);
+			}
+		}
+		Set<Long> paid = noted.getOrDefault("c", Set.of());
+		long unnoted = placed.values().stream()
+				.filter(o -> o.state() == OrderState.ACTIVE && !paid.contains(o.orderNo())).count();
+		assertTrue(unnoted <= rkills, unnoted + " ACTIVE reservations not noted paid after " + rkills + " kills");
+
+		Map<Long, List<String>> kinds = Procs.walKindsByOrder(dir, wal);
+		for (OrderInfo o : placed.values()) {
+			List<String> end = o.state() == OrderState.CANCELLED ? List.of("order", "cancel") : List.of("order", "?");
+			assertEquals(end, kinds.get(o.orderNo()), "records of order " + o.orderNo() + " (" + o.state() + ")");
+		}
+		assertEquals(placed.keySet(), kinds.keySet(), "the WAL's orders against the segment's");
+		int x = noted.getOrDefault("x", Set.of()).size();
+		System.out.printf("reservations: %d placed, %d paid, %d cancelled, %d expired (noted: %d reserved, %d paid, "
+				+ "%d cancelled, %d refused as expired) after %d kills of reservers; held %d of %d units%n",
+				placed.size(), count.getOrDefault(OrderState.ACTIVE, 0), count.getOrDefault(OrderState.CANCELLED, 0),
+				count.getOrDefault(OrderState.EXPIRED, 0), noted.getOrDefault("r", Set.of()).size(), paid.size(),
+				noted.getOrDefault("k", Set.of()).size(), x, rkills, held, sku.total());
+		assertTrue(paid.size() >= 10 && noted.getOrDefault("k", Set.of()).size() >= 10 && x > 0
+				&& count.getOrDefault(OrderState.EXPIRED, 0) > x,
+				"the run did not exercise payments, cancels, late payments and expiries");
 	}
 }

@@ -96,6 +96,27 @@ final class Procs {
 	/** The WAL's records: `flashstock wal dump --wal DIR`, parsed. */
 	record Rec(String type, int activity, int sku, int qty, long order, long user) {}
 
+	/**
+	 * The kinds of the records of each order number, in WAL order: "order",
+	 * "cancel", and "?" for a type `wal dump` does not name (CONFIRM, EXPIRE:
+	 * their members under their C names, order_no among them).
+	 */
+	static java.util.Map<Long, List<String>> walKindsByOrder(Path dir, Path wal)
+			throws IOException, InterruptedException {
+		Result r = cli(dir, "wal", "dump", "--wal", wal.toString());
+		if (r.rc() != 0)
+			throw new AssertionError("wal dump exit " + r.rc() + ": " + r.out());
+		java.util.regex.Pattern p = java.util.regex.Pattern.compile(
+				"^[0-9]+ (order|cancel|\\?) slot=[0-9]+ seq=[0-9]+ .*\\border(?:_no)?=([0-9]+)\\b");
+		java.util.Map<Long, List<String>> kinds = new java.util.HashMap<>();
+		for (String line : r.out().split("\n")) {
+			java.util.regex.Matcher m = p.matcher(line);
+			if (m.find())
+				kinds.computeIfAbsent(Long.parseLong(m.group(2)), k -> new ArrayList<>()).add(m.group(1));
+		}
+		return kinds;
+	}
+
 	static List<Rec> walDump(Path dir, Path wal) throws IOException, InterruptedException {
 		Result r = cli(dir, "wal", "dump", "--wal", wal.toString());
 		if (r.rc() != 0)

@@ -1,9 +1,10 @@
 /*
- * Quickstart.java -- the README's Java example, run by the test
+ * Quickstart.java -- the README's Java examples, run by the test
  * java_quickstart and by install_check.sh against an installed prefix.  The
  * region between the README markers is the snippet of README.md and of
- * the project's docs/java.md (java_readme_snippet checks that they are
- * equal).
+ * the project's docs/java.md, the region between the README reservations
+ * markers README.md's reservations snippet (java_readme_snippet checks
+ * that they are equal; java_api checks what the reservations one prints).
  */
 package flashstock.example;
 
@@ -17,11 +18,17 @@ import flashstock.SegOpts;
 public final class Quickstart {
 	private Quickstart() {}
 
-	public static void main(String[] args) {
+	public static void main(String[] args) throws InterruptedException {
 		String seg = "/flash-java-quickstart-" + ProcessHandle.current().pid();
 		FlashStock.createSegment(seg, SegOpts.small(1024));
 		try {
 			run(seg);
+		} finally {
+			FlashStock.destroySegment(seg);
+		}
+		FlashStock.createSegment(seg, SegOpts.small(1024));
+		try {
+			reservations(seg);
 		} finally {
 			FlashStock.destroySegment(seg);
 		}
@@ -48,5 +55,28 @@ public final class Quickstart {
 			}
 		}
 		// README end
+	}
+
+	/** Three reservations on a sku of three units: one paid in time, one paid too late, one never paid. */
+	public static void reservations(String seg) throws InterruptedException {
+		// README reservations begin
+		try (FlashStock fs = FlashStock.open(seg)) {
+			fs.activityAdd(Activity.openNow(1, 1).withFlags(Activity.CANCEL_RETURNS_QUOTA));
+			fs.skuAdd(1, 7, 3, 1);
+			long paid = fs.order(OrderRequest.of(1, 7, 1, 1).withReserveMs(15 * 60 * 1000)).orThrow();
+			long late = fs.order(OrderRequest.of(1, 7, 2, 1).withReserveMs(30)).orThrow();
+			fs.order(OrderRequest.of(1, 7, 3, 1).withReserveMs(30)).orThrow();
+			System.out.println(fs.orderGet(paid).state() + ", available " + fs.skuGet(1, 7).available());
+			Thread.sleep(50); // users 2 and 3 do not pay in time
+			fs.confirm(paid); // paid: ACTIVE (a retried callback confirms again without error)
+			try {
+				fs.confirm(late);
+			} catch (FlashException.Expired e) { // too late: expired by this call, its unit back
+				System.out.println(e.rcName() + ": " + fs.orderGet(late).state());
+			}
+			// no daemon here (flashstock serve expires them itself): expire what is due
+			System.out.println("expired " + fs.expireDue(0) + ", available " + fs.skuGet(1, 7).available());
+		}
+		// README reservations end
 	}
 }
