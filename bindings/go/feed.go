@@ -68,9 +68,6 @@ const (
 //	            OrderNo [generation] Value [start_ns or keys_cleared] TsNs
 //	RecArchive  ActivityID OrderNo [orders] Qty [skus] Value [shards]
 //	            UserID [tokens] TsNs
-//	RecConfirm  as RecOrder, TsNs when paid; Value its pay-by time (so
-//	            is a reservation's RecOrder's Value)
-//	RecExpire   as RecCancel; Value its pay-by time
 type Record struct {
 	Type       uint16 `c:"type"`
 	Slot       uint16 `c:"slot"`
