@@ -329,6 +329,38 @@ static void test_an_order_settles_a_due_reservation_even_when_its_quota_stays_us
 	check_order_meets_due(0);
 }
 
+/* In sync durability with no daemon draining, each expiry is done in
+ * memory and not durable within the wait: expire_due goes on over every
+ * due reservation, counts each, and says the durability is not known. */
+static void test_expire_due_in_sync_durability_expires_all_when_none_is_durable_yet(void **state)
+{
+	char name[64];
+	struct flash_seg_opts o;
+	t_opts_small(&o);
+	o.durability = FLASH_DURABILITY_SYNC;
+	flash_t *h = t_seg_new(&o, name, sizeof name);
+	struct flash_order_req r = { .activity_id = ACT, .sku_id = SKU, .qty = 1, .reserve_ms = 20 };
+	struct flash_order_res res;
+	uint64_t nos[3];
+	uint32_t n = 99;
+
+	(void)state;
+	assert_int_equal(flash_sync_wait_set(h, 5), FLASH_OK);
+	assert_int_equal(t_activity(h, ACT, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, ACT, SKU, 10, 1), FLASH_OK);
+	for (int i = 0; i < 3; i++) {
+		r.user_id = 10 + (uint64_t)i;
+		assert_int_equal(flash_order(h, &r, &res), FLASH_EFATE_UNKNOWN);   /* placed, in memory */
+		nos[i] = res.order_no;
+	}
+	t_sleep_ms(30);
+	assert_int_equal(flash_expire_due(h, 0, &n), FLASH_EFATE_UNKNOWN);
+	assert_int_equal(n, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(state_of(h, nos[i]), FLASH_ORDER_EXPIRED);
+	assert_int_equal(t_available(h, ACT, SKU), 10);
+}
+
 /* The records of every step, replayed into an empty segment, give the same
  * orders; replayed twice, nothing changes the second time. */
 static void test_replay_rebuilds_every_reservation_state(void **state)
@@ -482,6 +514,8 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_an_order_settles_the_due_reservation_holding_its_slot, t_teardown),
 		cmocka_unit_test_teardown(test_an_order_settles_a_due_reservation_even_when_its_quota_stays_used,
+		                          t_teardown),
+		cmocka_unit_test_teardown(test_expire_due_in_sync_durability_expires_all_when_none_is_durable_yet,
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_replay_rebuilds_every_reservation_state, t_teardown),
 		cmocka_unit_test_teardown(test_confirm_cancel_and_expiry_racing_have_one_winner_each, t_teardown),
