@@ -827,8 +827,10 @@ FLASH_API int flash_expire(flash_t *h, uint64_t order_no, uint32_t *units_return
  * most @p max of them (0: no bound), by a scan of the order table: for a
  * process without a daemon (`flashstock expire`), or a daemon's start.
  * @param[out] expired  reservations this call expired (may be NULL)
- * @return FLASH_OK; or the first failure of flash_expire() other than the
- *         races it settles (FLASH_EEXPIRED, FLASH_ECONFIRMED,
+ * @return FLASH_OK; FLASH_EFATE_UNKNOWN or FLASH_EDURABILITY (sync: every due
+ *         one was expired in memory, some not known durable: the scan goes
+ *         on over them); or the first failure of flash_expire() other than
+ *         those and the races it settles (FLASH_EEXPIRED, FLASH_ECONFIRMED,
  *         FLASH_ECANCELLED, FLASH_EARCHIVED: another handle got there first),
  *         with *expired counting those done before it.
  */

@@ -1685,7 +1685,7 @@ int flash_confirm(flash_t *h, uint64_t order_no)
 int flash_expire_due(flash_t *h, uint32_t max, uint32_t *expired)
 {
 	uint32_t n = 0;
-	int rc;
+	int rc, late = FLASH_OK;   /* an expiry done in memory, not known durable */
 
 	if (expired)
 		*expired = 0;
@@ -1699,16 +1699,18 @@ int flash_expire_due(flash_t *h, uint32_t max, uint32_t *expired)
 			continue;
 		ck_pr_fence_load();
 		rc = fs_expire_run(h, ck_pr_load_64(&o->order_no), NULL);
-		if (rc == FLASH_OK)
-			n++;
-		else if (rc != FLASH_EEXPIRED && rc != FLASH_ECONFIRMED && rc != FLASH_ECANCELLED &&
+		if (rc == FLASH_OK || rc == FLASH_EFATE_UNKNOWN || rc == FLASH_EDURABILITY) {
+			n++;                    /* expired: the scan goes on */
+			if (rc != FLASH_OK && late == FLASH_OK)
+				late = rc;
+		} else if (rc != FLASH_EEXPIRED && rc != FLASH_ECONFIRMED && rc != FLASH_ECANCELLED &&
 		         rc != FLASH_EARCHIVED && rc != FLASH_ENOT_FOUND)
 			break;
 		rc = FLASH_OK;
 	}
 	if (expired)
 		*expired = n;
-	return rc;
+	return rc != FLASH_OK ? rc : late;
 }
 
 /* ------------------------------------------------------------ restock / adjust */
