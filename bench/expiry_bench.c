@@ -9,7 +9,7 @@
  * WAL in a scratch directory and its reservation expirer every E ms,
  * default 10) on it.  T buyer threads (default 2: as many as the cores)
  * place plain orders for new users without pause for S seconds (default
- * 5): the load.  Meanwhile one thread places N reservations (default 2000)
+ * 4: the order table holds 8 Mi orders): the load.  Meanwhile one thread places N reservations (default 2000)
  * evenly over the first S - 1 seconds, each to be paid within a window
  * drawn from A..B ms (default 100:1000), and pays none.  Then it waits
  * until the daemon has expired all of them, stops it, and reports the lag
@@ -38,7 +38,8 @@
 #define RESV_ACT 2u
 
 static char g_seg[64], g_wal[256];
-static int g_seconds = 5, g_buyers = 2, g_sync;
+static int g_seconds = 4, g_buyers = 2, g_sync;
+static volatile int g_full;           /* a buyer met a full order table: the load ended early */
 static uint32_t g_resv = 2000, g_pay_a = 100, g_pay_b = 1000, g_every = 10;
 static volatile int g_stop;
 
@@ -81,8 +82,10 @@ static void *buyer_main(void *p)
 		rc = flash_order(h, &r, NULL);
 		if (rc == FLASH_OK || rc == FLASH_EFATE_UNKNOWN)
 			b->ok++;
-		else if (rc == FLASH_EFULL)
-			break;          /* the order table is full: the load ends early (reported) */
+		else if (rc == FLASH_EFULL) {
+			g_full = 1;     /* the order table is full: the load ends early (reported) */
+			break;
+		}
 		else if (rc == FLASH_EBUSY)
 			b->busy++;      /* its ring full: the buyers outrun the daemon's drain */
 		else
@@ -204,6 +207,8 @@ static void report(const struct serve_stats *st, uint64_t load_ok, uint64_t load
 	printf("load: %" PRIu64 " orders acknowledged in %.2f s = %.0f orders/s; %" PRIu64 " refused FLASH_EBUSY"
 	       " (a ring full: the buyers outran the daemon's drain), %" PRIu64 " other answers\n",
 	       load_ok, secs, (double)load_ok / secs, load_busy, load_other);
+	if (g_full)
+		printf("load: ended early: the order table (8 Mi orders) filled up\n");
 	printf("reservations: %u placed (pay windows %u..%u ms, none paid), %" PRIu64 " expired by the daemon\n",
 	       g_resv, g_pay_a, g_pay_b, st->expired);
 	printf("lag after the pay-by time: mean %.3f ms, max %.3f ms\n\n",
