@@ -1463,6 +1463,23 @@ static int order_archiving(flash_t *h, const struct fs_order *o)
 	       FS_CAT_KIND(ck_pr_load_32((uint32_t *)&act->state)) != FS_CAT_LIVE;
 }
 
+/* Begin operation @p op on order @p order_no: its slot in *oi and *o.
+ * Nothing is begun on a refusal (FLASH_EINVAL, FLASH_ENOT_FOUND, FLASH_EBUSY). */
+static int order_open(flash_t *h, uint64_t order_no, uint32_t op, uint32_t *oi, struct fs_order **o)
+{
+	int rc;
+
+	if (order_no == 0)
+		return FLASH_EINVAL;
+	if ((rc = ono_find(h, order_no, oi)) != FLASH_OK)
+		return rc;
+	*o = &h->ord[*oi];
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	fs_op_begin(h, op);
+	return FLASH_OK;
+}
+
 /* Claim the order in slot @p oi, read as @p s: its prior word into the
  * journal, then the one CAS.  Nonzero if it was won. */
 static int order_grab(flash_t *h, struct fs_order *o, uint32_t oi, uint64_t s)
@@ -1545,14 +1562,8 @@ static int order_end_run(flash_t *h, uint64_t order_no, uint16_t kind, uint32_t 
 
 	if (units_returned)
 		*units_returned = 0;
-	if (order_no == 0)
-		return FLASH_EINVAL;
-	if ((rc = ono_find(h, order_no, &oi)) != FLASH_OK)
+	if ((rc = order_open(h, order_no, FS_OP_CANCEL, &oi, &o)) != FLASH_OK)
 		return rc;
-	o = &h->ord[oi];
-	if (!fs_ring_space(h))
-		return FLASH_EBUSY;
-	fs_op_begin(h, FS_OP_CANCEL);
 	j = h->j;
 	for (;;) {
 		if ((rc = order_settled(h, o, order_no, &s)) != FLASH_OK ||
@@ -1626,14 +1637,8 @@ int fs_confirm_run(flash_t *h, uint64_t order_no)
 	uint64_t s;
 	int rc;
 
-	if (order_no == 0)
-		return FLASH_EINVAL;
-	if ((rc = ono_find(h, order_no, &oi)) != FLASH_OK)
+	if ((rc = order_open(h, order_no, FS_OP_CONFIRM, &oi, &o)) != FLASH_OK)
 		return rc;
-	o = &h->ord[oi];
-	if (!fs_ring_space(h))
-		return FLASH_EBUSY;
-	fs_op_begin(h, FS_OP_CONFIRM);
 	j = h->j;
 	for (;;) {
 		int due = 0;
