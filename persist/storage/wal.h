@@ -155,7 +155,6 @@ static inline void wal_rec_moves(const struct flash_record *r, int64_t d[3])
 	}
 }
 
-
 /*
  * The fields of @p r named for what they hold in its type -- the one naming
  * `wal dump`, `feed` (text and --json) and the RabbitMQ sink's messages
