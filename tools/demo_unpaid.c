@@ -52,6 +52,14 @@ static int never_pays(const struct demo_cfg *cfg, uint64_t i)
 	return (i * 37) % 100 < cfg->unpaid_pct;
 }
 
+/* @p call again while it answers FLASH_EBUSY (a ring full: the daemon
+ * drains it), for up to 30 s. */
+#define RETRY_BUSY(rc, call) do {                                                   \
+		int64_t until_ = tool_monotonic_ns() + 30LL * 1000000000LL;         \
+		while (((rc) = (call)) == FLASH_EBUSY && tool_monotonic_ns() < until_) \
+			usleep(200);                                                \
+	} while (0)
+
 /* An acknowledged placing or confirm: sync durability may answer
  * FLASH_EFATE_UNKNOWN (done in memory, not yet durable), which the round
  * waits out with flash_durable_wait_all before it judges anything. */
@@ -75,6 +83,8 @@ static int reserve_all(flash_t *h, const struct demo_cfg *cfg, struct demo_unpai
 			                                   .reserve_ms = cfg->pay_ms };
 		(void)flash_order_many(h, req, n, res, rcs);
 		for (uint32_t k = 0; k < n; k++) {
+			if (rcs[k] == FLASH_EBUSY)     /* its ring was full: this one again, alone */
+				RETRY_BUSY(rcs[k], flash_order(h, &req[k], &res[k]));
 			if (!done(rcs[k]))
 				return tool_fail("demo: unpaid round: a reservation", rcs[k]);
 			u->order_no[i + k] = res[k].order_no;
@@ -84,7 +94,8 @@ static int reserve_all(flash_t *h, const struct demo_cfg *cfg, struct demo_unpai
 	struct flash_order_req more = { .activity_id = DEMO_UNPAID_ACTIVITY, .sku_id = 1,
 	                                .user_id = UNPAID_USER0 + cfg->unpaid_units, .qty = 1,
 	                                .reserve_ms = cfg->pay_ms };
-	int rc = flash_order(h, &more, NULL);
+	int rc;
+	RETRY_BUSY(rc, flash_order(h, &more, NULL));
 	if (rc != FLASH_ESOLD_OUT)
 		return tool_failf("demo: unpaid round: a reservation past the stock answered %s, not"
 		                  " FLASH_ESOLD_OUT: the reservations do not hold their units", flash_rcname(rc));
@@ -100,7 +111,8 @@ static int pay(flash_t *h, const struct demo_cfg *cfg, struct demo_unpaid *u)
 			u->unpaid++;
 			continue;
 		}
-		int rc = flash_confirm(h, u->order_no[i]);
+		int rc;
+		RETRY_BUSY(rc, flash_confirm(h, u->order_no[i]));
 		if (!done(rc))
 			return tool_failf("demo: unpaid round: the payment of reservation %llu: %s (pay"
 			                  " window %u ms: raise --pay-ms on a slow machine)",
@@ -145,7 +157,8 @@ static int resell(flash_t *h, const struct demo_cfg *cfg, struct demo_unpaid *u)
 	for (uint64_t j = 0;; j++) {
 		struct flash_order_req r = { .activity_id = DEMO_UNPAID_ACTIVITY, .sku_id = 1,
 		                             .user_id = LATER_USER0 + j, .qty = 1 };
-		int rc = flash_order(h, &r, NULL);
+		int rc;
+		RETRY_BUSY(rc, flash_order(h, &r, NULL));
 		if (rc == FLASH_ESOLD_OUT)
 			return TOOL_OK;
 		if (!done(rc))
