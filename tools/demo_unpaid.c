@@ -94,7 +94,12 @@ static int reserve_all(flash_t *h, const struct demo_cfg *cfg, struct demo_unpai
 	struct flash_order_req more = { .activity_id = DEMO_UNPAID_ACTIVITY, .sku_id = 1,
 	                                .user_id = UNPAID_USER0 + cfg->unpaid_units, .qty = 1,
 	                                .reserve_ms = cfg->pay_ms };
-	int rc;
+	struct flash_stats st;
+	int rc = flash_stats_get(h, &st);
+	if (rc == FLASH_OK && st.expiries > 0)
+		return tool_failf("demo: unpaid round: %llu reservations expired before every unit was"
+		                  " reserved: placing them took longer than --pay-ms %u (raise it on a slow"
+		                  " machine)", (unsigned long long)st.expiries, cfg->pay_ms);
 	RETRY_BUSY(rc, flash_order(h, &more, NULL));
 	if (rc != FLASH_ESOLD_OUT)
 		return tool_failf("demo: unpaid round: a reservation past the stock answered %s, not"
@@ -178,6 +183,10 @@ int demo_unpaid_run(flash_t *h, const struct demo_cfg *cfg, struct demo_unpaid *
 	u->order_no = calloc(cfg->unpaid_units, sizeof *u->order_no);
 	if (!u->order_no)
 		return tool_fail("demo: unpaid round", FLASH_ENOMEM);
+	/* in sync durability, no call of the round waits for its fdatasync
+	 * (FLASH_EFATE_UNKNOWN: done in memory); the round waits for all of
+	 * them once, at its end -- the pay window is not spent on the disk */
+	(void)flash_sync_wait_set(h, 1);
 	int rc = reserve_all(h, cfg, u);
 	if (rc == TOOL_OK)
 		rc = pay(h, cfg, u);
@@ -190,6 +199,7 @@ int demo_unpaid_run(flash_t *h, const struct demo_cfg *cfg, struct demo_unpaid *
 		if (drc != FLASH_OK)
 			rc = tool_fail("demo: unpaid round: its records durable", drc);
 	}
+	(void)flash_sync_wait_set(h, FLASH_SYNC_WAIT_MS_DEFAULT);
 	free(u->order_no);
 	u->order_no = NULL;
 	u->ran = rc == TOOL_OK;
