@@ -17,6 +17,8 @@
  *
  * Crash points: every FS_CRASH below (test builds only).
  */
+#include <stddef.h>
+
 #include "fs.h"
 #include "journal.h"
 #include "probe.h"
@@ -1502,7 +1504,11 @@ static int order_grab(flash_t *h, struct fs_order *o, uint32_t oi, uint64_t s)
 static int order_copy(flash_t *h, struct fs_order *o, uint64_t order_no, uint64_t s, struct fs_order *oc,
                       const struct fs_act **act)
 {
-	*oc = *o;
+	/* every field but the state word, which other handles CAS: ours now,
+	 * it is read atomically where it is read at all */
+	_Static_assert(offsetof(struct fs_order, state) == 0, "the state word first");
+	oc->state = 0;
+	memcpy((char *)oc + sizeof oc->state, (const char *)o + sizeof o->state, sizeof *o - sizeof o->state);
 	if (oc->order_no == order_no && oc->sku_idx < h->sku_cap && oc->shard < h->shard_cap &&
 	    (oc->user_idx == FS_NONE || oc->user_idx < h->user_n) &&
 	    (*act = fs_act_find(h, oc->activity_id, NULL)) != NULL)
