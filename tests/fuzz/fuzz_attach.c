@@ -477,7 +477,7 @@ static void fz_reads(flash_t *h, const struct fs_hdr_fixed *fx)
 		fz_check_rc(rc == FLASH_OK || rc == FLASH_EARCHIVED || rc == FLASH_ENOT_FOUND,
 		            "order inside the range", rc);
 		if (rc == FLASH_OK)
-			fz_check(oi.state <= FLASH_ORDER_CANCELLED && oi.order_no == no, "order state known");
+			fz_check(oi.state <= FLASH_ORDER_EXPIRED && oi.order_no == no, "order state known");
 	}
 	/* past the last one nothing; a scribbled counter at the top of the
 	 * number space (UINT64_MAX) leaves no number past it to ask about */
