@@ -777,12 +777,18 @@ static void stall_stop(struct stall *c)
 	g_stall = NULL;
 }
 
+/* The in-process agent's options: leases of 10, a tick of 20 ms. */
+static struct lease_opts agent_opts(const struct box *b)
+{
+	return (struct lease_opts){ .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
+	                            .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
+	                            .log_level = PLOG_INFO };
+}
+
 static lease_t *agent_start_here(struct box *b)
 {
 	assert_int_equal(mkdir(b->wal, 0700), 0);
-	struct lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
-	                               .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
-	                               .log_level = PLOG_INFO };
+	struct lease_opts lo = agent_opts(b);
 	lease_t *ag = NULL;
 	assert_int_equal(lease_start(&lo, &ag), FLASH_OK);
 	return ag;
@@ -902,9 +908,7 @@ static void agent_killed_in_its_return(struct box *b, struct stall *c, int buys)
 		close(up[0]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setenv("FLASH_LEASE_KILL_AT", "return_restocked", 1);
-		struct lease_opts lo = { .segment = b->seg, .urls = g_url, .state_dir = b->wal, .box_id = b->id,
-		                         .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
-		                         .log_level = PLOG_INFO };
+		struct lease_opts lo = agent_opts(b);
 		lease_t *ag = NULL;
 		if (lease_start(&lo, &ag) != FLASH_OK)
 			_exit(10);
@@ -975,9 +979,7 @@ static void a_restarted_agent_returns_only_once_the_removal_it_found_is_durable(
 		no++;
 	assert_true(no >= 2 && no < 64);
 	assert_int_equal(flash_close(other[0]), FLASH_OK);
-	struct lease_opts lo = { .segment = b.seg, .urls = g_url, .state_dir = b.wal, .box_id = b.id,
-	                         .lease_min = 10, .lease_max = 10, .heartbeat_s = 1, .tick_ms = 20,
-	                         .log_level = PLOG_INFO };
+	struct lease_opts lo = agent_opts(&b);
 	lease_t *ag = NULL;
 	assert_int_equal(lease_start(&lo, &ag), FLASH_OK);
 	t_sleep_ms(1500);
