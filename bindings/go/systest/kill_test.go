@@ -248,9 +248,8 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 // a reserver logged is the order's state (paid: ACTIVE, cancelled:
 // CANCELLED, refused as expired: EXPIRED), and an ACTIVE one it did not
 // log paid had its Confirm cut short by one of the rkills kills; the WAL
-// has one ORDER per reservation and exactly one CONFIRM or EXPIRE record
-// (`wal dump` does not name them yet: "?") per ACTIVE or EXPIRED one, one
-// CANCEL per CANCELLED one, nothing else.
+// has one ORDER per reservation, one CONFIRM per ACTIVE one, one EXPIRE
+// per EXPIRED one, one CANCEL per CANCELLED one, nothing else.
 func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limit int) {
 	t.Helper()
 	h, err := flashstock.Open(seg, flashstock.Options{Workers: 1})
@@ -388,7 +387,7 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 	sc := bufio.NewScanner(strings.NewReader(run(t, "wal", "dump", "--wal", wal)))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 3 || (f[1] != "order" && f[1] != "cancel" && f[1] != "?") {
+		if len(f) < 3 || (f[1] != "order" && f[1] != "cancel" && f[1] != "confirm" && f[1] != "expire") {
 			continue
 		}
 		for _, p := range f[2:] {
@@ -398,7 +397,7 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 			}
 		}
 	}
-	ends := map[uint32]string{flashstock.OrderActive: "order ?", flashstock.OrderExpired: "order ?",
+	ends := map[uint32]string{flashstock.OrderActive: "order confirm", flashstock.OrderExpired: "order expire",
 		flashstock.OrderCancelled: "order cancel"}
 	for no, o := range placed {
 		if got := strings.Join(recs[no], " "); got != ends[o.State] {

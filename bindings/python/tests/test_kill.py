@@ -54,9 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # `wal dump` names each field for what it holds in its record's type (a
 # sku's units, a restock's delta, an order's qty and user): key=value words
 LINE = re.compile(r"^(\d+) (\w+) slot=\d+ seq=\d+((?: \w+=-?\w+)*)$")
-# ... and a record whose type it does not name yet (CONFIRM, EXPIRE) as "?"
-# with every member under its C name
-RLINE = re.compile(r"^(\d+) (\w+|\?) slot=\d+ seq=\d+((?: \w+=-?\w+)*)$")
+RLINE = LINE
 
 
 @pytest.mark.parametrize("durability", [flashstock.Durability.ASYNC, flashstock.Durability.SYNC],
@@ -268,17 +266,17 @@ def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
     # cut short by a kill, at most one call per kill
     assert len({o.order_no for o in active} - notes["c"]) <= rkills
 
-    # the WAL: one ORDER per reservation, one CONFIRM or EXPIRE ("?") per
-    # ACTIVE or EXPIRED one, one CANCEL per CANCELLED one
+    # the WAL: one ORDER per reservation, one CONFIRM per ACTIVE one, one
+    # EXPIRE per EXPIRED one, one CANCEL per CANCELLED one
     recs = collections.defaultdict(list)
     for line in run_cli("wal", "dump", "--wal", rwal).stdout.splitlines():
         m = RLINE.match(line)
         assert m, "unparsed WAL line: %r" % line
         _, kind, words = m.groups()
         kv = dict(w.split("=", 1) for w in words.split())
-        if kind in ("order", "cancel", "?"):
+        if kind in ("order", "cancel", "confirm", "expire"):
             recs[int(kv.get("order", kv.get("order_no", 0)))].append(kind)
-    ends = {OrderState.ACTIVE: ["order", "?"], OrderState.EXPIRED: ["order", "?"],
+    ends = {OrderState.ACTIVE: ["order", "confirm"], OrderState.EXPIRED: ["order", "expire"],
             OrderState.CANCELLED: ["order", "cancel"]}
     wrong = [(n, o.state.name, recs.get(n)) for n, o in placed.items()
              if recs.get(n) != ends[o.state]]

@@ -206,9 +206,8 @@ class KillTest {
 	 * appended is the order's state (paid: ACTIVE, cancelled: CANCELLED,
 	 * refused as expired: EXPIRED), and the ACTIVE ones it did not note paid
 	 * are at most one per kill (a confirm cut short); the WAL has one ORDER per
-	 * reservation and exactly one CONFIRM or EXPIRE record (`wal dump` does not
-	 * name them yet: "?") per ACTIVE or EXPIRED one, a CANCEL per CANCELLED
-	 * one, nothing else.
+	 * reservation and one CONFIRM per ACTIVE one, one EXPIRE per EXPIRED one, a
+	 * CANCEL per CANCELLED one, nothing else.
 	 */
 	private static void checkReservations(Path dir, String seg, Path wal, Process serve, Path serveLog, int rkills)
 			throws Exception {
@@ -280,7 +279,8 @@ class KillTest {
 
 		Map<Long, List<String>> kinds = Procs.walKindsByOrder(dir, wal);
 		for (OrderInfo o : placed.values()) {
-			List<String> end = o.state() == OrderState.CANCELLED ? List.of("order", "cancel") : List.of("order", "?");
+			List<String> end = List.of("order", o.state() == OrderState.CANCELLED ? "cancel"
+					: o.state() == OrderState.EXPIRED ? "expire" : "confirm");
 			assertEquals(end, kinds.get(o.orderNo()), "records of order " + o.orderNo() + " (" + o.state() + ")");
 		}
 		assertEquals(placed.keySet(), kinds.keySet(), "the WAL's orders against the segment's");

@@ -98,8 +98,7 @@ final class Procs {
 
 	/**
 	 * The kinds of the records of each order number, in WAL order: "order",
-	 * "cancel", and "?" for a type `wal dump` does not name (CONFIRM, EXPIRE:
-	 * their members under their C names, order_no among them).
+	 * "cancel", "confirm", "expire".
 	 */
 	static java.util.Map<Long, List<String>> walKindsByOrder(Path dir, Path wal)
 			throws IOException, InterruptedException {
@@ -107,7 +106,7 @@ final class Procs {
 		if (r.rc() != 0)
 			throw new AssertionError("wal dump exit " + r.rc() + ": " + r.out());
 		java.util.regex.Pattern p = java.util.regex.Pattern.compile(
-				"^[0-9]+ (order|cancel|\\?) slot=[0-9]+ seq=[0-9]+ .*\\border(?:_no)?=([0-9]+)\\b");
+				"^[0-9]+ (order|cancel|confirm|expire) slot=[0-9]+ seq=[0-9]+ .*\\border(?:_no)?=([0-9]+)\\b");
 		java.util.Map<Long, List<String>> kinds = new java.util.HashMap<>();
 		for (String line : r.out().split("\n")) {
 			java.util.regex.Matcher m = p.matcher(line);
