@@ -44,7 +44,8 @@ func fulfil(walDir string, ship func(orderNo, user uint64, sku, qty uint32), sto
 		if err != nil {
 			return err // ErrLost, ErrAhead, ErrFeedIdent, ErrRefill, ErrCorrupt, ...
 		}
-		if r.Rec.Type == flashstock.RecOrder {
+		// a reservation (Value: its pay-by time) is not paid yet: it ships on its RecConfirm
+		if (r.Rec.Type == flashstock.RecOrder && r.Rec.Value == 0) || r.Rec.Type == flashstock.RecConfirm {
 			ship(r.Rec.OrderNo, r.Rec.UserID, r.Rec.SkuID, r.Rec.Qty)
 		}
 		if err := f.Commit(r.LSN); err != nil { // durable when it returns; or after a batch
