@@ -65,6 +65,8 @@ static const struct {
 	  "reservation expired unpaid: its units (and, per the activity, its limit slot) went back" },
 	{ FLASH_ENOT_DUE, "FLASH_ENOT_DUE", "reservation not due: its pay-by time has not come" },
 	{ FLASH_ECONFIRMED, "FLASH_ECONFIRMED", "order is ACTIVE (paid, or never a reservation): it does not expire" },
+	{ FLASH_ESTALE, "FLASH_ESTALE",
+	  "the terms changed since the version the buyer saw: nothing taken; show the new terms" },
 	{ FLASH_EMYSQL_RETRY, "FLASH_EMYSQL_RETRY", "MySQL down, slow or busy: nothing applied, retry" },
 	{ FLASH_EMYSQL, "FLASH_EMYSQL", "MySQL refused a statement" },
 	{ FLASH_EMYSQL_CONFIG, "FLASH_EMYSQL_CONFIG", "bad MySQL URL or option file, or access denied" },

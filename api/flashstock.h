@@ -158,6 +158,11 @@ extern "C" {
                                       not come; nothing changed */
 #define FLASH_ECONFIRMED     -52   /* flash_expire: the order is ACTIVE (paid, or never
                                       a reservation): it does not expire; nothing changed */
+#define FLASH_ESTALE         -53   /* flash_order: the activity's or the sku's terms
+                                      changed since the version the buyer saw
+                                      (flash_order_req.activity_version,
+                                      sku_version); nothing taken, token and
+                                      request id untouched: show the new terms */
 /* -60 .. -69: the order feed (section 10) */
 #define FLASH_ETIMEOUT       -60   /* feed: no durable record arrived within wait_ms */
 #define FLASH_ELOST          -61   /* feed: WAL retention removed records the consumer
@@ -503,6 +508,8 @@ struct flash_activity {
 	                             -FLASH_DAY_OFFSET_MAX_S..FLASH_DAY_OFFSET_MAX_S */
 	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
 	int64_t  end_ns;          /* window closes; > start_ns */
+	uint64_t version;         /* the terms' version (read: flash_activity_get);
+	                             ignored by flash_activity_add/_update/_check */
 };
 
 /**
@@ -542,6 +549,51 @@ FLASH_API int flash_activity_check(const struct flash_activity *a);
  */
 FLASH_API int flash_activity_id_check(flash_t *h, uint32_t id);
 
+/*
+ * Terms and their versions (the seeds' version check).  An activity's terms
+ * are its window, limit, max_qty and flags; a sku's, its price.  Each
+ * activity and sku carries the version of its terms: a number taken from
+ * one counter of the segment by every add and every change of terms, so a
+ * version is never issued twice in a segment -- it names one set of terms
+ * of one activity or sku, and so also the incarnation of an id.  A page
+ * shows the versions with the terms (flash_activity_get, flash_sku_get);
+ * an order that names them (flash_order_req.activity_version, sku_version)
+ * is refused FLASH_ESTALE, nothing taken, once either changed.  An order is
+ * judged against one version of the terms, the one it checks; a change
+ * returns once every order judged against the earlier terms has ended, so
+ * from then on nothing is placed under them.  Changes are records
+ * (ACTIVITY with flags 1, PRICE), replayed and applied like any other.
+ */
+
+/**
+ * Change the terms of live activity @p a->id: its window, limit_per_user,
+ * max_qty and flags, from @p a (scope and day_offset_s must be the current
+ * ones: the limit keys depend on them).  The version moves on.
+ * limit_per_user may grow, never shrink: a user's orders hold numbered limit
+ * slots, and those above a lower limit would no longer count.
+ * @param[out] version  the new version (may be NULL)
+ * @return FLASH_OK; FLASH_EINVAL (any check of flash_activity_check(); scope
+ *         or day_offset_s changed; limit_per_user lowered); FLASH_ENOT_FOUND
+ *         (no such activity, or archived); FLASH_EENDED (being archived);
+ *         FLASH_EBUSY (the record ring is full, an operation open before the
+ *         change did not end within 2 s -- nothing changed -- or the
+ *         catalog's mutex not free within 5 s); FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
+ * @note Blocking, briefly: holds the admin mutex, and waits for the orders
+ *       open in other handles (a grace period, at most 2 s each side of the
+ *       change; buyers never wait for it).  An order stalled past that wait
+ *       (its process stopped, not dead) may still finish under the old terms.
+ */
+FLASH_API int flash_activity_update(flash_t *h, const struct flash_activity *a, uint64_t *version);
+
+/**
+ * Read activity @p id: its terms and their version.
+ * @return FLASH_OK; FLASH_ENOT_FOUND (no such activity, or archived);
+ *         FLASH_EINVAL; FLASH_EFORK; FLASH_EWRONG_THREAD.
+ * @note Lock-free.
+ */
+FLASH_API int flash_activity_get(flash_t *h, uint32_t id, struct flash_activity *out);
+
 #define FLASH_SHARDS_MAX 16u
 #define FLASH_UNITS_MAX  (1ull << 40)        /* largest stock of one sku */
 
@@ -558,6 +610,22 @@ FLASH_API int flash_activity_id_check(flash_t *h, uint32_t id);
  */
 FLASH_API int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id,
                   uint64_t units, uint32_t shards);
+
+#define FLASH_PRICE_MAX ((uint64_t)INT64_MAX)
+
+/**
+ * Set a sku's price (in the shop's smallest unit; the engine only keeps
+ * it, shows it and versions it: a sku starts at price 0).  The version
+ * moves on, also when the price is the same (a republished page).
+ * @param[out] version  the new version (may be NULL)
+ * @return FLASH_OK; FLASH_EINVAL (ids 0, price above FLASH_PRICE_MAX);
+ *         FLASH_ENOT_FOUND; FLASH_EENDED (being archived); FLASH_EBUSY (as for
+ *         flash_activity_update); FLASH_EREADONLY; FLASH_EFORK;
+ *         FLASH_EWRONG_THREAD.
+ * @note Blocking, briefly, as flash_activity_update().
+ */
+FLASH_API int flash_sku_price_set(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t price,
+                        uint64_t *version);
 
 /* What flash_archive reclaimed. */
 struct flash_archive_info {
@@ -621,6 +689,9 @@ struct flash_order_req {
 	                         (flash_expire) and gives both back, exactly once */
 	uint64_t token;       /* 0 = none; required when the activity says so */
 	uint64_t request_id;  /* 0 = none; else a retry returns the first outcome */
+	uint64_t activity_version;  /* 0 = not checked; else the activity's terms'
+	                               version the buyer saw: another is FLASH_ESTALE */
+	uint64_t sku_version;       /* the same for the sku (its price) */
 };
 
 #define FLASH_RESERVE_MS_MAX 604800000u   /* a week */
@@ -660,7 +731,9 @@ struct flash_order_res {
  * @return FLASH_OK; FLASH_EINVAL (NULL h/r, user 0, qty 0 or above max_qty,
  *         reserved field set); FLASH_ENOT_FOUND (activity or sku);
  *         FLASH_EBAD_TOKEN; FLASH_ENOT_STARTED; FLASH_EENDED; FLASH_ELIMIT;
- *         FLASH_ESOLD_OUT; FLASH_EDUPLICATE (request id known: res->first_rc,
+ *         FLASH_ESOLD_OUT; FLASH_ESTALE (a version named in @p r is not the
+ *         current one: nothing changed, token and request id untouched);
+ *         FLASH_EDUPLICATE (request id known: res->first_rc,
  *         res->order_no); FLASH_EREQ_EXPIRED (a windowed segment, section 11:
  *         the request id is older than the window; nothing changed);
  *         FLASH_EFULL (user or request table; or the order table: the next
@@ -930,6 +1003,8 @@ struct flash_sku_info {
 	uint32_t _pad;
 	uint64_t total;      /* units loaded plus restocks */
 	uint64_t available;  /* sum over shards, read shard by shard */
+	uint64_t price;      /* flash_sku_price_set; 0 until set */
+	uint64_t version;    /* the version of its terms (see flash_activity_update) */
 };
 
 /** @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EFORK;
@@ -1147,9 +1222,11 @@ enum flash_rec_type {
 	FLASH_REC_CONFIRM  = 8,    /* flash_confirm: a reservation paid, now ACTIVE;
 	                              the fields of its ORDER record (value: its pay-by
 	                              time), ts_ns: when */
-	FLASH_REC_EXPIRE   = 9     /* flash_expire: a reservation expired unpaid; the
+	FLASH_REC_EXPIRE   = 9,    /* flash_expire: a reservation expired unpaid; the
 	                              fields of a CANCEL record (its units and, flags 1,
 	                              its limit slot went back), value: its pay-by time */
+	FLASH_REC_PRICE    = 10    /* flash_sku_price_set: activity_id, sku_id, value:
+	                              the price, order_no: the new version, ts_ns */
 };
 
 /*
@@ -1184,9 +1261,17 @@ enum flash_rec_type {
  *                          flags           bits 16-31 (FLASH_ACT_*)
  *             limit_slot   max_qty         (capped at 65535)
  *             request_id   day_offset_s    (an int64_t stored as uint64_t)
+ *             order_no     version         the terms' version (0 in a WAL
+ *                                          written before versions)
+ *             flags        update          1: new terms of an existing
+ *                                          activity (flash_activity_update)
  *   SKU       activity_id, sku_id, ts_ns;
  *             value        units           units loaded
  *             qty          shards          stock shards
+ *             order_no     version         the terms' version (as ACTIVITY)
+ *   PRICE     activity_id, sku_id, ts_ns;
+ *             value        price           the sku's new price
+ *             order_no     version         the new version
  *   GEN       activity_id  table           the keyed table (section 11)
  *             sku_id       bank
  *             qty          op              1 advance, 2 clear
@@ -1209,7 +1294,8 @@ struct flash_record {
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint32_t qty;           /* ORDER/CANCEL/CONFIRM/EXPIRE: units; SKU: shards */
-	uint64_t order_no;      /* ORDER/CANCEL/CONFIRM/EXPIRE */
+	uint64_t order_no;      /* ORDER/CANCEL/CONFIRM/EXPIRE; ACTIVITY, SKU, PRICE:
+	                           the terms' version */
 	uint64_t user_id;       /* ORDER/CANCEL/CONFIRM/EXPIRE */
 	int64_t  value;         /* RESTOCK: delta; SKU: units; ACTIVITY: start_ns;
 	                           ORDER: a reservation's pay-by time (CLOCK_REALTIME
