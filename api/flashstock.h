@@ -162,7 +162,9 @@ extern "C" {
                                       changed since the version the buyer saw
                                       (flash_order_req.activity_version,
                                       sku_version); nothing taken, token and
-                                      request id untouched: show the new terms */
+                                      request id untouched: show the new terms.
+                                      flash_activity_update: the terms are no
+                                      longer at the version the change named */
 /* -60 .. -69: the order feed (section 10) */
 #define FLASH_ETIMEOUT       -60   /* feed: no durable record arrived within wait_ms */
 #define FLASH_ELOST          -61   /* feed: WAL retention removed records the consumer
@@ -508,8 +510,10 @@ struct flash_activity {
 	                             -FLASH_DAY_OFFSET_MAX_S..FLASH_DAY_OFFSET_MAX_S */
 	int64_t  start_ns;        /* window opens (CLOCK_REALTIME ns) */
 	int64_t  end_ns;          /* window closes; > start_ns */
-	uint64_t version;         /* the terms' version (read: flash_activity_get);
-	                             ignored by flash_activity_add/_update/_check */
+	uint64_t version;         /* the terms' version (filled by flash_activity_get
+	                             and flash_activity_at); flash_activity_update:
+	                             0, or the version the change is based on;
+	                             ignored by flash_activity_add and _check */
 };
 
 /**
@@ -552,10 +556,14 @@ FLASH_API int flash_activity_id_check(flash_t *h, uint32_t id);
 /*
  * Terms and their versions (the seeds' version check).  An activity's terms
  * are its window, limit, max_qty and flags; a sku's, its price.  Each
- * activity and sku carries the version of its terms: a number taken from
- * one counter of the segment by every add and every change of terms, so a
- * version is never issued twice in a segment -- it names one set of terms
- * of one activity or sku, and so also the incarnation of an id.  A page
+ * activity and sku carries the version of its terms: a number taken by
+ * every add and every change of terms from one counter of the segment,
+ * which follows the clock (the microsecond of the change, CLOCK_REALTIME,
+ * or one more than the last version if that is higher).  So a version is
+ * never issued twice in a segment, also across a rebuild after a power cut
+ * that lost the last changes' records (unless the clock was set back past
+ * them) -- it names one set of terms of one activity or sku, and so also
+ * the incarnation of an id.  A page
  * shows the versions with the terms (flash_activity_get, flash_sku_get);
  * an order that names them (flash_order_req.activity_version, sku_version)
  * is refused FLASH_ESTALE, nothing taken, once either changed.  An order is
@@ -571,8 +579,13 @@ FLASH_API int flash_activity_id_check(flash_t *h, uint32_t id);
  * ones: the limit keys depend on them).  The version moves on.
  * limit_per_user may grow, never shrink: a user's orders hold numbered limit
  * slots, and those above a lower limit would no longer count.
+ * A nonzero @p a->version makes the change conditional: it is made only if
+ * the terms are still at that version (read them with flash_activity_get,
+ * change what is to change, pass them back), so two operators changing
+ * different fields never undo each other's change.
  * @param[out] version  the new version (may be NULL)
- * @return FLASH_OK; FLASH_EINVAL (any check of flash_activity_check(); scope
+ * @return FLASH_OK; FLASH_ESTALE (@p a->version is not the current one:
+ *         nothing changed); FLASH_EINVAL (any check of flash_activity_check(); scope
  *         or day_offset_s changed; limit_per_user lowered); FLASH_ENOT_FOUND
  *         (no such activity, or archived); FLASH_EENDED (being archived);
  *         FLASH_EBUSY (the record ring is full, an operation open before the
@@ -1004,7 +1017,8 @@ struct flash_sku_info {
 	uint64_t total;      /* units loaded plus restocks */
 	uint64_t available;  /* sum over shards, read shard by shard */
 	uint64_t price;      /* flash_sku_price_set; 0 until set */
-	uint64_t version;    /* the version of its terms (see flash_activity_update) */
+	uint64_t version;    /* the version of its terms (see flash_activity_update);
+	                        flash_sku_get and flash_sku_at fill both */
 };
 
 /** @return FLASH_OK; FLASH_ENOT_FOUND; FLASH_EINVAL; FLASH_EFORK;

@@ -266,17 +266,27 @@ static uint32_t shard_run(flash_t *h, uint32_t n_shard, uint32_t want)
 static void act_rec(struct fs_journal *j, const struct flash_activity *a, int update);
 
 /*
- * The version of new terms: the next of the segment's counter, or a
- * replayed record's own (the counter then kept at least as high).  A
- * number taken by an operation that dies before its record is skipped,
- * never issued again.
+ * The version of new terms: the microsecond of the change on the box's
+ * clock, or one more than the last version issued if that is higher; a
+ * replayed record's own (the counter then kept at least as high).  So a
+ * version grows with every change and is never issued twice in a segment,
+ * also across a rebuild after a power cut that lost the records of the
+ * last changes -- their versions, which a page may have shown, lie below
+ * the clock of any later change (a clock set back is the one exception:
+ * then versions go on from the last one the segment knows).  A number
+ * taken by an operation that dies before its record is skipped.
  */
 static uint64_t terms_version(flash_t *h)
 {
 	uint64_t v = h->replay ? h->replay->order_no : 0;
 
-	if (v == 0)
-		v = ck_pr_load_64(&h->hdr->terms_ver) + 1;   /* a WAL from before versions too */
+	if (v == 0) {                  /* live; or a WAL from before versions */
+		uint64_t us = (uint64_t)fs_now_ns() / 1000u;
+
+		v = ck_pr_load_64(&h->hdr->terms_ver) + 1;
+		if (h->replay == NULL && us > v)
+			v = us;
+	}
 	if (v > ck_pr_load_64(&h->hdr->terms_ver))
 		ck_pr_store_64(&h->hdr->terms_ver, v);
 	return v;
@@ -355,6 +365,8 @@ int fs_activity_update_locked(flash_t *h, const struct flash_activity *a, uint64
 	cur = fs_act_t(act, st);
 	if (h->replay && h->replay->order_no != 0 && cur->version >= h->replay->order_no)
 		return FLASH_EEXIST;      /* replayed already */
+	if (a->version != 0 && a->version != cur->version && h->replay == NULL)
+		return FLASH_ESTALE;      /* changed since the caller read it */
 	if (a->scope != cur->scope || a->day_offset_s != cur->day_offset_s ||
 	    a->limit_per_user < cur->limit_per_user)
 		return FLASH_EINVAL;
