@@ -1190,7 +1190,10 @@ static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int sco
 
 /* An ACTIVITY record: new terms of an existing activity (flags 1,
  * flash_activity_update), else an add. */
-static int act_is_update(const struct flash_record *r) { return r->type == FLASH_REC_ACTIVITY && (r->flags & 1u); }
+static int act_is_update(const struct flash_record *r)
+{
+	return r->type == FLASH_REC_ACTIVITY && (r->flags & 1u);
+}
 
 static void sql_activity(struct sbuf *b, const struct lsn_record *x)
 {
