@@ -14,7 +14,10 @@
  *   - a database from before versions gets the columns once, its rows
  *     version 0, and then takes the new records;
  *   - a feed refill gives back the record that set today's terms, and an
- *     older record of them as a gap, never with today's values.
+ *     older record of them as a gap, never with today's values;
+ *   - end to end, the records the engine writes for flash_activity_update
+ *     and flash_sku_price_set reach MariaDB through `serve` with the
+ *     versions the segment shows.
  *
  * Every test works in a database of its own and checks exact row values.
  */
@@ -29,11 +32,15 @@
 #include <cmocka.h>
 
 #include <mysql.h>
+#include <pthread.h>
 
 #include "feed.h"
 #include "flashstock.h"
+#include "helpers.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
+#include "serve.h"
+#include "wal_testutil.h"
 
 /* ---- fixtures ------------------------------------------------------------ */
 
@@ -477,6 +484,76 @@ static void test_feed_refill_gives_back_the_record_of_todays_terms_and_older_one
 	close_drop(m);
 }
 
+/*
+ * Through the engine and `serve`: an activity's new terms (a later end and
+ * limit 2) and a sku's price, between two orders of one user, reach
+ * MariaDB with the versions flash_activity_get and flash_sku_get show --
+ * the engine's records and the applier read them the same way.
+ */
+static void test_engine_terms_and_price_reach_mariadb_through_serve_with_their_versions(void **state)
+{
+	(void)state;
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	char *dir = wt_mkdtemp();
+	snprintf(g_db, sizeof g_db, "fterms_%d_%d", (int)getpid(), ++g_dbseq);
+	mysql_fresh_db(g_url, sizeof g_url, g_db);
+
+	struct serve_thread t;
+	memset(&t, 0, sizeof t);
+	serve_opts_default(&t.o);
+	t.o.segment = name;
+	t.o.wal_dir = dir;
+	t.o.log_level = PLOG_ERROR;
+	t.o.idle_us_max = 200;
+	t.o.mysql.url = g_url;
+	t.o.mysql.drain_ms = 60000;
+	t.o.reconcile.every_ms = 0;
+	t.o.stop = &t.stop;
+	assert_int_equal(pthread_create(&t.th, NULL, serve_thread_main, &t), 0);
+
+	assert_int_equal(t_activity(h, 1, 1, 3, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA), FLASH_OK);
+	assert_int_equal(flash_sku_add(h, 1, 1, 100, 1), FLASH_OK);
+	struct flash_order_res r1, r2;
+	assert_int_equal(t_order(h, 1, 1, 7, 1, 0, 0, &r1), FLASH_OK);
+	struct flash_activity a;
+	assert_int_equal(flash_activity_get(h, 1, &a), FLASH_OK);
+	uint64_t added = a.version, av = 0, pv = 0;
+	a.limit_per_user = 2;
+	a.end_ns += 1000000000;
+	assert_int_equal(flash_activity_update(h, &a, &av), FLASH_OK);
+	assert_int_equal(flash_sku_price_set(h, 1, 1, 1999, &pv), FLASH_OK);
+	assert_int_equal(t_order(h, 1, 1, 7, 1, 0, 0, &r2), FLASH_OK);
+	assert_int_equal(r2.limit_slot, 2);
+	__atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);   /* drain, sync, let the applier finish */
+	pthread_join(t.th, NULL);
+	assert_int_equal(t.rc, 0);
+
+	struct flash_activity now;
+	struct flash_sku_info si;
+	assert_int_equal(flash_activity_get(h, 1, &now), FLASH_OK);
+	assert_int_equal(flash_sku_get(h, 1, 1, &si), FLASH_OK);
+	assert_true(av > added && pv > av);
+	assert_int_equal(now.version, av);
+	assert_int_equal(si.version, pv);
+	assert_int_equal(si.price, 1999);
+
+	mdb_t *m = open_url();
+	char want[512], buf[512];
+	/* LSNs: 1 the add, 2 the sku, 3 the order, 4 the new terms, 5 the price */
+	snprintf(want, sizeof want, "2/3/0/%u/0/%lld/%lld/1/%llu/4", FLASH_ACT_CANCEL_RETURNS_QUOTA,
+	         (long long)now.start_ns, (long long)now.end_ns, (unsigned long long)av);
+	assert_string_equal(act_row(m, buf, sizeof buf, 1), want);
+	assert_int_equal(q_u64(m, "SELECT price FROM item_stock WHERE activity_id = 1 AND sku_id = 1"), 1999);
+	assert_int_equal(q_u64(m, "SELECT version FROM item_stock WHERE activity_id = 1 AND sku_id = 1"), pv);
+	assert_int_equal(q_u64(m, "SELECT price_lsn FROM item_stock WHERE activity_id = 1 AND sku_id = 1"), 5);
+	assert_int_equal(q_u64(m, "SELECT available FROM item_stock WHERE activity_id = 1 AND sku_id = 1"), 98);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE user_id = 7 AND status = 'ACTIVE'"), 2);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM apply_conflicts"), 0);
+	close_drop(m);
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +563,8 @@ int main(void)
 		cmocka_unit_test(test_terms_of_unknown_archived_or_rescoped_activity_and_price_of_unknown_sku_conflict),
 		cmocka_unit_test(test_database_from_before_versions_is_migrated_once_and_takes_new_terms),
 		cmocka_unit_test(test_feed_refill_gives_back_the_record_of_todays_terms_and_older_ones_as_gaps),
+		cmocka_unit_test_teardown(test_engine_terms_and_price_reach_mariadb_through_serve_with_their_versions,
+		                          t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
