@@ -299,7 +299,8 @@ static int bs_connect(struct backstop *b)
 /* ---- 3. one batch ---- */
 
 /* The activity's limit and scope from the segment (a small cache, refilled
- * on a miss: activities never change once added).  The daemon archives an
+ * on a miss; the scope never changes, the limit only grows: bs_act_terms()
+ * follows it).  The daemon archives an
  * activity only once this thread has written its orders (archiver.h): a
  * miss is an activity the segment never had, or one archived by hand
  * (`flashstock archive`) while this thread lagged. */
@@ -327,6 +328,23 @@ static const struct bs_act *bs_act_get(struct backstop *b, uint32_t id)
 		}
 	}
 	return NULL;
+}
+
+/*
+ * New terms of an activity (an ACTIVITY record with flags 1): a cached
+ * limit learns the larger one.  The feed brings the record before any order
+ * placed under it, so an order's slot above the old limit finds its central
+ * slot; without this it would look for one among the old limit's only and
+ * be cancelled as a second order across boxes.  The larger of the two is
+ * kept: a limit never shrinks, and the cache may have been filled from the
+ * segment after this record (a replayed batch).
+ */
+static void bs_act_terms(struct backstop *b, const struct flash_record *r)
+{
+	uint32_t k = r->biz_day & 0xffu;
+	for (size_t i = 0; i < b->bs_nact; i++)
+		if (b->bs_act[i].id == r->activity_id && b->bs_act[i].limit < k)
+			b->bs_act[i].limit = k;
 }
 
 /* A batch statement failed: roll back and say what to do. */
@@ -481,6 +499,8 @@ static int bs_apply(struct backstop *b)
 	for (size_t i = 0; i < b->bs_nbatch; i++) {
 		const struct flash_feed_rec *fr = &b->bs_batch[i];
 		const struct flash_record *r = &fr->fr_rec;
+		if (r->type == FLASH_REC_ACTIVITY && (r->flags & 1u))
+			bs_act_terms(b, r);     /* the cache, also on a replay */
 		if (fr->fr_lsn <= pos)
 			continue;               /* a replay: written before */
 		written++;

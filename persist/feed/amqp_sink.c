@@ -427,6 +427,10 @@ const char *amqp_sink_event(const struct flash_record *r)
 	case FLASH_REC_CANCEL:  return r->flags & 2 ? "order.cancelled" : "cancel";
 	case FLASH_REC_CONFIRM: return "order.confirmed";
 	case FLASH_REC_EXPIRE:  return "order.expired";
+	/* a change of terms: a page showing the old ones is stale (an add,
+	 * and a sku's, are no message, as before versions) */
+	case FLASH_REC_ACTIVITY: return r->flags & 1 ? "activity.updated" : NULL;
+	case FLASH_REC_PRICE:   return "sku.price";
 	default:                return NULL;
 	}
 }
@@ -479,8 +483,10 @@ static int sink_publish(amqp_sink_t *s, uint64_t lsn, const struct flash_record 
 	hdr[2].value.value.i64 = r->sku_id;
 	memset(&p, 0, sizeof p);
 	p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-	           AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_HEADERS_FLAG |
-	           AMQP_BASIC_TIMESTAMP_FLAG;
+	           AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG | AMQP_BASIC_HEADERS_FLAG;
+	/* an ACTIVITY record's ts_ns is its window's end, not when: no timestamp */
+	if (r->type != FLASH_REC_ACTIVITY)
+		p._flags |= AMQP_BASIC_TIMESTAMP_FLAG;
 	p.content_type = amqp_cstring_bytes("application/json");
 	p.delivery_mode = AMQP_DELIVERY_PERSISTENT;
 	p.message_id = amqp_cstring_bytes(msgid);

@@ -33,19 +33,25 @@
  * and arrive twice).  The sink does not sleep or retry by itself; the
  * caller's loop backs off (tools/cmd_feed_to.c).
  *
- * Message (one per ORDER/CANCEL/CONFIRM/EXPIRE record):
+ * Message (one per ORDER/CANCEL/CONFIRM/EXPIRE/PRICE record, and per ACTIVITY
+ * record of new terms):
  *   exchange     o->exchange (durable, type o->exchange_type), declared at connect
  *   routing key  the event, amqp_sink_event(): "order" (a plain order, ACTIVE:
  *                ship it), "cancel", and for reservations "order.reserved"
  *                (not paid: do not ship), "order.confirmed" (paid: ship it),
  *                "order.expired" (never paid, its units back), "order.cancelled"
- *                (given up unpaid: the CANCEL record's flags & 2)
+ *                (given up unpaid: the CANCEL record's flags & 2); for terms
+ *                "activity.updated" (an ACTIVITY record with flags & 1: new
+ *                window, limit, max_qty or flags) and "sku.price" (a PRICE
+ *                record); an activity's or a sku's add is no message
  *   message-id   the order number, decimal ("42"): consumers drop duplicates
  *                by (type, message-id) -- an order and its cancel share the
- *                number
+ *                number; for terms the new version (one counter of the
+ *                segment: never issued twice)
  *   type         the routing key
  *   headers      lsn (long), activity_id, sku_id (int)
- *   timestamp    the record's ts_ns in seconds
+ *   timestamp    the record's ts_ns in seconds (none for "activity.updated":
+ *                an ACTIVITY record's ts_ns is its window's end)
  *   content-type application/json; the body is one JSON object with every
  *                field of the record plus its LSN
  *   delivery     persistent (2)
@@ -156,7 +162,8 @@ void amqp_sink_free(amqp_sink_t *s);
 
 /**
  * The event of @p rec: its message's routing key and type (see the file
- * comment), or NULL for a record that is no message (restock, catalog).
+ * comment), or NULL for a record that is no message (restock, the add of
+ * an activity or a sku, a generation, an archive).
  * "order" and "cancel" are the keys of before reservations, kept so that
  * queues bound to them keep receiving; a reservation is not "order", so a
  * consumer that ships every "order" never ships one unpaid.

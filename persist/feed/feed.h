@@ -94,8 +94,10 @@ void feed_refill_close(feed_refill_t *r);
 /*
  * The records MariaDB keeps for LSNs @p from .. @p to (inclusive), in LSN
  * order, into *recs (malloc'd, *n of them; fr_gap not set).  ORDER rows
- * (orders.lsn), CANCELs (orders.cancel_lsn), ACTIVITY (activities.lsn) and
- * SKU (item_stock.created_lsn); RESTOCKs are not kept per LSN.
+ * (orders.lsn), CANCELs (orders.cancel_lsn), ACTIVITY (activities.lsn, or
+ * terms_lsn once its terms changed), SKU (item_stock.created_lsn) and PRICE
+ * (item_stock.price_lsn); RESTOCKs, and terms replaced since, are not kept
+ * per LSN (feed_refill_mysql.c says field by field).
  * @return FLASH_OK; FLASH_EREFILL (MariaDB's applied LSN is below @p to:
  *         *applied says where it is); FLASH_EMYSQL_RETRY; FLASH_EMYSQL;
  *         FLASH_EMYSQL_CONFIG; FLASH_ENOMEM.

@@ -16,10 +16,20 @@
  *             pay-by time
  *   CONFIRM   orders.confirm_lsn: the order's fields, value the pay-by
  *             time; not the confirm's time (FLASH_FEED_MISS_TS)
- *   ACTIVITY  activities.lsn: every field but slot and seq
- *   SKU       item_stock.created_lsn: activity, sku, shards; not the initial
- *             units (item_stock.total includes later restocks:
- *             FLASH_FEED_MISS_VALUE) nor the time (FLASH_FEED_MISS_TS)
+ *   ACTIVITY  activities.lsn: every field but slot and seq (order_no its
+ *             version) -- while no later record changed its terms
+ *             (terms_lsn NULL); then activities.terms_lsn: the ACTIVITY
+ *             record (flags 1) that set today's terms, every field but slot
+ *             and seq.  The add and the earlier changes of such an activity
+ *             are gaps: the row keeps only today's terms, and giving them
+ *             at an older LSN would invent them
+ *   SKU       item_stock.created_lsn: activity, sku, shards, and its version
+ *             while no PRICE changed it (price_lsn NULL; else order_no 0);
+ *             not the initial units (item_stock.total includes later
+ *             restocks: FLASH_FEED_MISS_VALUE) nor the time
+ *             (FLASH_FEED_MISS_TS)
+ *   PRICE     item_stock.price_lsn: the last PRICE of the sku, every field
+ *             but slot and seq; earlier ones are gaps, as for ACTIVITY
  *   ARCHIVE   activities.archived_lsn: activity and time; not the counts of
  *             what the segment reclaimed (FLASH_FEED_MISS_VALUE)
  *   RESTOCK   nothing (item_stock.last_lsn is only the last change of any
@@ -117,7 +127,7 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	MYSQL *c = mdb_conn(r->fr_m);
 	if (c == NULL)
 		return FLASH_EMYSQL_RETRY;
-	char sql[2560];
+	char sql[4096];
 	unsigned long long a = from, b = to;
 	snprintf(sql, sizeof sql,
 	         "SELECT 1, lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
@@ -128,14 +138,19 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	         " IF(status = 'EXPIRED', pay_by_ns, 0) FROM orders WHERE cancel_lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 8, confirm_lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot,"
 	         " biz_day, 0, 0, 0, pay_by_ns FROM orders WHERE confirm_lsn BETWEEN %llu AND %llu"
-	         " UNION ALL SELECT 4, lsn, 0, activity_id, 0, 0, 0, max_qty,"
+	         " UNION ALL SELECT 4, lsn, version, activity_id, 0, 0, 0, max_qty,"
 	         " limit_per_user | (scope << 8) | (flags << 16), day_offset_s, end_ns, 0, start_ns"
-	         " FROM activities WHERE lsn BETWEEN %llu AND %llu"
-	         " UNION ALL SELECT 5, created_lsn, 0, activity_id, sku_id, 0, shards, 0, 0, 0, 0, 0, 0"
-	         " FROM item_stock WHERE created_lsn BETWEEN %llu AND %llu"
+	         " FROM activities WHERE lsn BETWEEN %llu AND %llu AND terms_lsn IS NULL"
+	         " UNION ALL SELECT 4, terms_lsn, version, activity_id, 0, 0, 0, max_qty,"
+	         " limit_per_user | (scope << 8) | (flags << 16), day_offset_s, end_ns, 1, start_ns"
+	         " FROM activities WHERE terms_lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 5, created_lsn, IF(price_lsn IS NULL, version, 0), activity_id, sku_id,"
+	         " 0, shards, 0, 0, 0, 0, 0, 0 FROM item_stock WHERE created_lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 10, price_lsn, version, activity_id, sku_id, 0, 0, 0, 0, 0, price_ns, 0,"
+	         " price FROM item_stock WHERE price_lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 7, archived_lsn, 0, activity_id, 0, 0, 0, 0, 0, 0, archived_ns, 0, 0"
 	         " FROM activities WHERE archived_lsn BETWEEN %llu AND %llu ORDER BY 2",
-	         a, b, a, b, a, b, a, b, a, b, a, b);
+	         a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b);
 	if (mysql_query(c, sql) != 0) {
 		unsigned e = mysql_errno(c);
 		mdb_conn_lost(r->fr_m);

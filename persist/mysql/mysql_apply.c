@@ -678,6 +678,23 @@ const char *mdb_where(const mdb_t *m)
  * frees it iff the quota was returned, as a CANCELLED one does. */
 #define ORDER_STATUS_TYPE "ENUM('ACTIVE','CANCELLED','RESERVED','EXPIRED') NOT NULL DEFAULT 'ACTIVE'"
 
+/* Versioned terms (flash_activity_update, flash_sku_price_set): each column
+ * once, for the CREATE and for the migration of an older table.  The
+ * *_lsn columns say which record set today's terms, so a feed refill
+ * (feed_refill_mysql.c) gives back that record and never an older one
+ * with today's values. */
+#define ACT_VERSION_TYPE "BIGINT UNSIGNED NOT NULL DEFAULT 0" \
+	" COMMENT 'version of its terms (ACTIVITY records); 0: a WAL from before versions'"
+#define ACT_TERMS_LSN_TYPE "BIGINT UNSIGNED NULL" \
+	" COMMENT 'LSN of the ACTIVITY record (flags 1) that set the terms; NULL: its add did'"
+#define SKU_PRICE_TYPE "BIGINT UNSIGNED NOT NULL DEFAULT 0" \
+	" COMMENT 'price (PRICE records), in the shop''s smallest unit; 0 until set'"
+#define SKU_VERSION_TYPE "BIGINT UNSIGNED NOT NULL DEFAULT 0" \
+	" COMMENT 'version of its terms (SKU and PRICE records); 0: a WAL from before versions'"
+#define SKU_PRICE_LSN_TYPE "BIGINT UNSIGNED NULL" \
+	" COMMENT 'LSN of the PRICE record that set price and version; NULL: none yet'"
+#define SKU_PRICE_NS_TYPE "BIGINT NULL COMMENT 'that PRICE record''s time (CLOCK_REALTIME ns)'"
+
 static const char *const schema_sql[] = {
 	"CREATE TABLE IF NOT EXISTS activities ("
 	" activity_id    INT UNSIGNED NOT NULL PRIMARY KEY,"
@@ -690,7 +707,9 @@ static const char *const schema_sql[] = {
 	" end_ns         BIGINT NOT NULL,"
 	" lsn            BIGINT UNSIGNED NOT NULL,"
 	" archived_lsn   BIGINT UNSIGNED NULL COMMENT 'LSN of its ARCHIVE record; NULL: live',"
-	" archived_ns    BIGINT NULL COMMENT 'when the segment archived it (CLOCK_REALTIME ns)'"
+	" archived_ns    BIGINT NULL COMMENT 'when the segment archived it (CLOCK_REALTIME ns)',"
+	" version        " ACT_VERSION_TYPE ","
+	" terms_lsn      " ACT_TERMS_LSN_TYPE
 	") ENGINE=InnoDB",
 
 	/* Migrations: a database made before a column existed gets it here
@@ -700,6 +719,13 @@ static const char *const schema_sql[] = {
 	"   COMMENT 'LSN of its ARCHIVE record; NULL: live',"
 	" ADD COLUMN IF NOT EXISTS archived_ns BIGINT NULL"
 	"   COMMENT 'when the segment archived it (CLOCK_REALTIME ns)'",
+
+	/* Versioned terms: appended, as the CREATE above has them (an
+	 * appended column is added in place, without copying the table).
+	 * Rows from before versions keep version 0, as their WAL records do. */
+	"ALTER TABLE activities"
+	" ADD COLUMN IF NOT EXISTS version " ACT_VERSION_TYPE ","
+	" ADD COLUMN IF NOT EXISTS terms_lsn " ACT_TERMS_LSN_TYPE,
 
 	"CREATE TABLE IF NOT EXISTS item_stock ("
 	" activity_id INT UNSIGNED NOT NULL,"
@@ -711,6 +737,10 @@ static const char *const schema_sql[] = {
 	" shards      INT UNSIGNED NOT NULL DEFAULT 1,"
 	" created_lsn BIGINT UNSIGNED NOT NULL,"
 	" last_lsn    BIGINT UNSIGNED NOT NULL,"
+	" price       " SKU_PRICE_TYPE ","
+	" version     " SKU_VERSION_TYPE ","
+	" price_lsn   " SKU_PRICE_LSN_TYPE ","
+	" price_ns    " SKU_PRICE_NS_TYPE ","
 	" PRIMARY KEY (activity_id, sku_id),"
 	" CONSTRAINT stock_units CHECK (available + reserved + sold = total)"
 	") ENGINE=InnoDB",
@@ -724,6 +754,13 @@ static const char *const schema_sql[] = {
 	"   COMMENT 'units of RESERVED orders' AFTER available,"
 	" DROP CONSTRAINT IF EXISTS stock_balance,"
 	" ADD CONSTRAINT IF NOT EXISTS stock_units CHECK (available + reserved + sold = total)",
+
+	/* Versioned terms of a sku: its price, appended as for activities. */
+	"ALTER TABLE item_stock"
+	" ADD COLUMN IF NOT EXISTS price " SKU_PRICE_TYPE ","
+	" ADD COLUMN IF NOT EXISTS version " SKU_VERSION_TYPE ","
+	" ADD COLUMN IF NOT EXISTS price_lsn " SKU_PRICE_LSN_TYPE ","
+	" ADD COLUMN IF NOT EXISTS price_ns " SKU_PRICE_NS_TYPE,
 
 	"CREATE TABLE IF NOT EXISTS orders ("
 	" order_no       BIGINT UNSIGNED NOT NULL PRIMARY KEY,"
@@ -826,8 +863,10 @@ static int schema_create(mdb_t *m)
 /* ------------------------------------------------------------------------
  * 4. Activity cache
  *
- * Activities never change once created, so the scope learnt from an
- * ACTIVITY record or from the activities table stays right forever.
+ * An activity's scope never changes (flash_activity_update keeps it, and
+ * the UPDATE of new terms matches only a row of the same scope), so the
+ * scope learnt from an ACTIVITY record or from the activities table stays
+ * right forever.
  * A cached activity that a rolled-back batch introduced is harmless: the
  * retry introduces the same activity with the same scope.
  * ------------------------------------------------------------------------ */
@@ -1102,6 +1141,7 @@ static int rec_valid(const struct flash_record *r)
 	case FLASH_REC_ACTIVITY:
 		return r->activity_id != 0 && ((r->biz_day >> 8) & 0xff) <= FLASH_SCOPE_DAY;
 	case FLASH_REC_SKU:
+	case FLASH_REC_PRICE:
 		return r->activity_id && r->sku_id && r->value >= 0;
 	case FLASH_REC_GEN:   /* a table generation (engine/gen.c): nothing to apply */
 		return r->activity_id <= 1 && (r->qty == 1 || r->qty == 2);
@@ -1148,11 +1188,18 @@ static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int sco
 #define ORDER_COLS "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot," \
                    " biz_day, scope_sku, scope_day, request_id, created_ns, lsn, status, pay_by_ns) VALUES "
 
+/* An ACTIVITY record: new terms of an existing activity (flags 1,
+ * flash_activity_update), else an add. */
+static int act_is_update(const struct flash_record *r)
+{
+	return r->type == FLASH_REC_ACTIVITY && (r->flags & 1u);
+}
+
 static void sql_activity(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	sb_str(b, "INSERT INTO activities (activity_id, limit_per_user, max_qty, scope, flags,"
-	          " day_offset_s, start_ns, end_ns, lsn) VALUES (");
+	          " day_offset_s, start_ns, end_ns, lsn, version) VALUES (");
 	sb_u64(b, r->activity_id);                sb_add(b, ",", 1);
 	sb_u64(b, r->biz_day & 0xff);             sb_add(b, ",", 1);
 	sb_u64(b, r->limit_slot);                 sb_add(b, ",", 1);
@@ -1161,21 +1208,82 @@ static void sql_activity(struct sbuf *b, const struct lsn_record *x)
 	sb_i64(b, (int32_t)r->request_id);        sb_add(b, ",", 1);
 	sb_i64(b, r->value);                      sb_add(b, ",", 1);
 	sb_i64(b, r->ts_ns);                      sb_add(b, ",", 1);
-	sb_u64(b, x->lsn);                        sb_add(b, ");", 2);
+	sb_u64(b, x->lsn);                        sb_add(b, ",", 1);
+	sb_u64(b, r->order_no);                   sb_add(b, ");", 2);
+}
+
+/*
+ * New terms of a live activity (an ACTIVITY record with flags 1): the row
+ * of its add gets the window, limit, max_qty, flags and version, and
+ * terms_lsn.  Only a row of the same scope and day offset matches -- the
+ * engine never changes them, the orders' limit keys depend on them -- and
+ * only a live one: anything else (an unknown or archived activity, or one
+ * whose scope MariaDB holds otherwise) matches no row, a catalog conflict.
+ * Every value is set, none added: applied twice it writes the same row.
+ */
+static void sql_activity_update(struct sbuf *b, const struct lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_str(b, "UPDATE activities SET limit_per_user=");
+	sb_u64(b, r->biz_day & 0xff);
+	sb_str(b, ", max_qty=");
+	sb_u64(b, r->limit_slot);
+	sb_str(b, ", flags=");
+	sb_u64(b, r->biz_day >> 16);
+	sb_str(b, ", start_ns=");
+	sb_i64(b, r->value);
+	sb_str(b, ", end_ns=");
+	sb_i64(b, r->ts_ns);
+	sb_str(b, ", version=");
+	sb_u64(b, r->order_no);
+	sb_str(b, ", terms_lsn=");
+	sb_u64(b, x->lsn);
+	sb_str(b, " WHERE activity_id=");
+	sb_u64(b, r->activity_id);
+	sb_str(b, " AND scope=");
+	sb_u64(b, (r->biz_day >> 8) & 0xff);
+	sb_str(b, " AND day_offset_s=");
+	sb_i64(b, (int32_t)r->request_id);
+	sb_str(b, " AND archived_lsn IS NULL;");
 }
 
 static void sql_sku(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	sb_str(b, "INSERT INTO item_stock (activity_id, sku_id, total, available, sold, shards,"
-	          " created_lsn, last_lsn) VALUES (");
+	          " created_lsn, last_lsn, version) VALUES (");
 	sb_u64(b, r->activity_id);  sb_add(b, ",", 1);
 	sb_u64(b, r->sku_id);       sb_add(b, ",", 1);
 	sb_i64(b, r->value);        sb_add(b, ",", 1);
 	sb_i64(b, r->value);        sb_add(b, ",0,", 3);
 	sb_u64(b, r->qty ? r->qty : 1); sb_add(b, ",", 1);
 	sb_u64(b, x->lsn);          sb_add(b, ",", 1);
-	sb_u64(b, x->lsn);          sb_add(b, ");", 2);
+	sb_u64(b, x->lsn);          sb_add(b, ",", 1);
+	sb_u64(b, r->order_no);     sb_add(b, ");", 2);
+}
+
+/*
+ * A PRICE record: the sku's price and version, and which record set them
+ * (price_lsn, price_ns).  No unit moves, so last_lsn (the last change of
+ * stock) stays.  Values are set, not added: idempotent as sql_archive().
+ * A sku MariaDB does not know matches no row: a catalog conflict.
+ */
+static void sql_price(struct sbuf *b, const struct lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_str(b, "UPDATE item_stock SET price=");
+	sb_i64(b, r->value);
+	sb_str(b, ", version=");
+	sb_u64(b, r->order_no);
+	sb_str(b, ", price_lsn=");
+	sb_u64(b, x->lsn);
+	sb_str(b, ", price_ns=");
+	sb_i64(b, r->ts_ns);
+	sb_str(b, " WHERE activity_id=");
+	sb_u64(b, r->activity_id);
+	sb_str(b, " AND sku_id=");
+	sb_u64(b, r->sku_id);
+	sb_add(b, ";", 1);
 }
 
 /*
@@ -1335,11 +1443,22 @@ static int fast_catalog(mdb_t *m, const struct lsn_record *recs, size_t n, size_
 		const struct flash_record *r = &recs[i].rec;
 		if (!rec_valid(r))
 			return 1;
-		if (r->type == FLASH_REC_ACTIVITY) {
+		if (act_is_update(r)) {
+			/* after its add (record order); the scope stays, so the
+			 * cache and the batch's orders do not depend on it */
+			sql_activity_update(b, &recs[i]);
+			if ((rc = pipe_push(m, 1)))
+				return rc;
+		} else if (r->type == FLASH_REC_ACTIVITY) {
 			sql_activity(b, &recs[i]);
 			if ((rc = pipe_push(m, 1)))
 				return rc;
 			if ((rc = act_put(m, r->activity_id, (r->biz_day >> 8) & 0xff)))
+				return rc;
+		} else if (r->type == FLASH_REC_PRICE) {
+			/* after its SKU row (record order); moves no unit */
+			sql_price(b, &recs[i]);
+			if ((rc = pipe_push(m, 1)))
 				return rc;
 		} else if (r->type == FLASH_REC_SKU) {
 			struct skuagg *g = agg_find(m, r->activity_id, r->sku_id, cap);
@@ -1708,12 +1827,37 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 	sb_reset(b);
 	switch (r->type) {
 	case FLASH_REC_ACTIVITY:
+		if (act_is_update(r)) {
+			sql_activity_update(b, x);
+			rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+			if (rc == 0 && rows != 1) {
+				rc = 1;
+				snprintf(m->mm_error, sizeof m->mm_error,
+				         "new terms of unknown activity %u (or not live, or not of scope %u,"
+				         " day offset %d)", r->activity_id, (r->biz_day >> 8) & 0xff,
+				         (int)(int32_t)r->request_id);
+			}
+			if (rc == 1)
+				kind = CONFLICT_CATALOG;
+			break;
+		}
 		sql_activity(b, x);
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 		if (rc == 1)
 			kind = CONFLICT_CATALOG;
 		if (rc == 0)
 			rc = act_put(m, r->activity_id, (r->biz_day >> 8) & 0xff);
+		break;
+	case FLASH_REC_PRICE:
+		sql_price(b, x);
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			snprintf(m->mm_error, sizeof m->mm_error, "price of unknown sku %u of activity %u",
+			         r->sku_id, r->activity_id);
+		}
+		if (rc == 1)
+			kind = CONFLICT_CATALOG;
 		break;
 	case FLASH_REC_SKU:
 		sql_sku(b, x);

@@ -5,8 +5,10 @@
  * The applier turns WAL records (struct flash_record, each with its LSN) into
  * rows of four tables it creates if missing:
  *
- *   activities   (activity_id PK, limit_per_user, max_qty, scope, flags, ...)
- *   item_stock   (activity_id, sku_id PK, total, available, reserved, sold, ...)
+ *   activities   (activity_id PK, limit_per_user, max_qty, scope, flags, ...,
+ *                 version, terms_lsn)
+ *   item_stock   (activity_id, sku_id PK, total, available, reserved, sold, ...,
+ *                 price, version, price_lsn, price_ns)
  *                CHECK (available + reserved + sold = total)
  *   orders       (order_no PK, activity_id, sku_id, user_id, qty, limit_slot,
  *                 biz_day, status ACTIVE|CANCELLED|RESERVED|EXPIRED, pay_by_ns,
@@ -23,6 +25,16 @@
  * them back to available.  A CONFIRM, EXPIRE or CANCEL that finds its row
  * missing or in another state is a conflict, like a cancel of an unknown
  * order always was.
+ *
+ * Versioned terms (flash_activity_update, flash_sku_price_set): an ACTIVITY
+ * record inserts its row with its version (order_no); one with flags 1 is
+ * new terms of that activity: an UPDATE of the row's window, limit_per_user,
+ * max_qty, flags and version, terms_lsn its LSN -- only of a live row of the
+ * same scope and day offset, else a catalog conflict.  A SKU record sets
+ * the stock row's version; a PRICE record its price and version (price_lsn,
+ * price_ns), a catalog conflict for an unknown sku.  Neither moves a unit.
+ * A WAL from before versions has version 0 everywhere; a database from
+ * before them gets the columns (ADD COLUMN IF NOT EXISTS, at open).
  *
  * `active_key` is a generated column: 1 while the order holds its user's
  * limit slot (reserved, active, or ended without the quota given back),
@@ -118,7 +130,8 @@ enum conflict_kind {
 	CONFLICT_CANCEL    = 4,  /* cancel of an unknown or already ended order (or, for a
 	                            reservation's cancel, one not RESERVED) */
 	CONFLICT_RESTOCK   = 5,  /* restock would make available negative */
-	CONFLICT_CATALOG   = 6,  /* duplicate activity/sku, or unknown activity/sku */
+	CONFLICT_CATALOG   = 6,  /* duplicate activity/sku, or unknown activity/sku (an
+	                            order, restock, archive, price, or new terms of it) */
 	CONFLICT_INVALID   = 7,  /* malformed record (unknown type, qty 0, ...) */
 	CONFLICT_CONFIRM   = 8,  /* confirm of an order that is not a RESERVED one */
 	CONFLICT_EXPIRE    = 9   /* expiry of an order that is not a RESERVED one */

@@ -42,7 +42,8 @@ void fold_free(fold_t *f);
 
 /**
  * Fold one record (SKU creates, ORDER/CANCEL/RESTOCK/CONFIRM/EXPIRE move
- * units as wal_rec_moves() says; ACTIVITY and GEN are ignored; ARCHIVE notes its activity archived: its skus keep their
+ * units as wal_rec_moves() says; ACTIVITY (an add or new terms), PRICE and
+ * GEN move none and are ignored; ARCHIVE notes its activity archived: its skus keep their
  * WAL state, which the comparison holds against MySQL, and their absence
  * from the segment is no difference).  Records of a sku never created are
  * folded anyway (from zero), so the comparison shows them.

@@ -146,12 +146,22 @@ static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_fiel
 		f[n++] = WF_U("flags", "flags", r->biz_day >> 16);
 		f[n++] = WF_U("max_qty", "max_qty", r->limit_slot);
 		f[n++] = WF_I("day_offset_s", "day_offset_s", (int64_t)r->request_id);
+		f[n++] = WF_U("version", "version", r->order_no);
+		f[n++] = WF_U("update", "update", r->flags & 1u);
 		break;
 	case FLASH_REC_SKU:
 		f[n++] = WF_U("activity_id", "activity", r->activity_id);
 		f[n++] = WF_U("sku_id", "sku", r->sku_id);
 		f[n++] = WF_I("units", "units", r->value);
 		f[n++] = WF_U("shards", "shards", r->qty);
+		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
+		f[n++] = WF_U("version", "version", r->order_no);
+		break;
+	case FLASH_REC_PRICE:
+		f[n++] = WF_U("activity_id", "activity", r->activity_id);
+		f[n++] = WF_U("sku_id", "sku", r->sku_id);
+		f[n++] = WF_I("price", "price", r->value);
+		f[n++] = WF_U("version", "version", r->order_no);
 		f[n++] = WF_I("ts_ns", "ts_ns", r->ts_ns);
 		break;
 	case FLASH_REC_GEN:

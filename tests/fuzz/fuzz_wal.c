@@ -597,7 +597,7 @@ static int fz_frame(void *arg, uint64_t lsn, uint16_t type, const void *payload,
 			rc = fold_record(c->fold, r, lsn);
 			fz_check(rc == FLASH_OK || rc == FLASH_EINVAL, "fold: OK or EINVAL");
 			fz_check((rc == FLASH_EINVAL) ==
-			         (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_EXPIRE ||
+			         (r->type < FLASH_REC_ORDER || r->type > FLASH_REC_PRICE ||
 			          (r->type == FLASH_REC_SKU && (r->value < 0 || r->value > (1ll << 40))) ||
 			          (r->type == FLASH_REC_RESTOCK &&
 			           (r->value < -(1ll << 40) || r->value > (1ll << 40)))),
@@ -1040,6 +1040,69 @@ static int fz_make_corpus(const char *out)
 		fz_seed_write(out, "magic-only", c0, (const uint8_t *)"FSWALSEG", 8);
 		fz_seed_write(out, "header-only", c_hdr, NULL, 0);
 	}
+	/* versioned terms: an activity's new terms (ACTIVITY, flags 1) and a
+	 * sku's price (PRICE), between orders, replayed into a segment and
+	 * folded; the second order holds the slot the new limit gives */
+	fz_clear_dir();
+	if (wal_open(fz_dir, &wo, &w) != FLASH_OK)
+		return 1;
+	memset(&r, 0, sizeof(r));
+	r.type = FLASH_REC_ACTIVITY;
+	r.activity_id = 1;
+	r.biz_day = 1 | (0u << 8) | (1u << 16);
+	r.limit_slot = 3;
+	r.value = 1;
+	r.ts_ns = INT64_MAX;
+	r.order_no = 1;
+	wal_append_record(w, &r, 1, &lsn);
+	memset(&r, 0, sizeof(r));
+	r.type = FLASH_REC_SKU;
+	r.activity_id = 1;
+	r.sku_id = 1;
+	r.qty = 1;
+	r.value = 10;
+	r.order_no = 2;
+	wal_append_record(w, &r, 2, &lsn);
+	for (uint16_t slot = 1; slot <= 2; slot++) {
+		if (slot == 2) {
+			memset(&r, 0, sizeof(r));
+			r.type = FLASH_REC_ACTIVITY;       /* limit 1 -> 2 */
+			r.activity_id = 1;
+			r.biz_day = 2 | (0u << 8) | (1u << 16);
+			r.limit_slot = 3;
+			r.value = 1;
+			r.ts_ns = INT64_MAX;
+			r.order_no = 4;
+			r.flags = 1;
+			wal_append_record(w, &r, 4, &lsn);
+			memset(&r, 0, sizeof(r));
+			r.type = FLASH_REC_PRICE;
+			r.activity_id = 1;
+			r.sku_id = 1;
+			r.value = 1999;
+			r.order_no = 5;
+			r.ts_ns = 1;
+			wal_append_record(w, &r, 5, &lsn);
+		}
+		memset(&r, 0, sizeof(r));
+		r.type = FLASH_REC_ORDER;
+		r.activity_id = 1;
+		r.sku_id = 1;
+		r.qty = 1;
+		r.order_no = slot;
+		r.user_id = 101;
+		r.limit_slot = slot;
+		wal_append_record(w, &r, slot == 1 ? 3 : 6, &lsn);
+	}
+	if (wal_commit(w) != FLASH_OK || wal_close(w) != FLASH_OK)
+		return 1;
+	p = fz_read_file(1, &n);
+	{
+		static const uint8_t c_rec_app[4] = { FZ_RECORDS | FZ_APPEND | FZ_TRUNCATE, 0, 0, 0 };
+
+		fz_seed_write(out, "terms-update-and-price", c_rec_app, p, fz_used(p, n));
+	}
+	free(p);
 	fz_clear_dir();
 	return 0;
 }

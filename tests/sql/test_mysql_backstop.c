@@ -11,7 +11,8 @@
  *   - limit 2: two orders on two boxes stay (two central slots), a third is
  *     cancelled;
  *   - a cancel that returned the quota frees the central slot: the user's
- *     next order on the other box stays; a reservation's expiry ends its
+ *     next order on the other box stays; new terms that raise the limit let
+ *     the user hold one more central slot from either box; a reservation's expiry ends its
  *     row as a cancel does, its confirm changes nothing;
  *   - restart with the feed position gone (the feed hands every record out
  *     again): nothing is written or cancelled twice;
@@ -364,6 +365,52 @@ static void test_cancel_returning_quota_frees_the_slot_for_another_box(void **st
 	assert_int_equal(order_state(&b, r2.order_no), FLASH_ORDER_ACTIVE);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_backstop"), 0);
 	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE user_id = 9 AND active_key = 1"), 1);
+	mdb_close(m);
+	box_free(&a);
+	box_free(&b);
+}
+
+/*
+ * New terms raise the limit from 1 to 2 on both boxes: a user holding his
+ * central slot 1 through box a may now order on box b too.  Box b's
+ * backstop had cached limit 1 from an earlier order; the ACTIVITY record
+ * of the change reaches it before the order, so the order finds central
+ * slot 2 and stays (with limit 1 kept, it was cancelled as a second order
+ * across boxes).
+ */
+static void test_limit_raised_by_new_terms_lets_the_same_user_order_on_a_second_box(void **state)
+{
+	(void)state;
+	fresh_central();
+	struct box a, b;
+	box_new(&a, 1, 0);
+	box_new(&b, 1, 0);
+	box_serve(&a, 1, g_url);
+	box_serve(&b, 2, g_url);
+	mdb_t *m;
+	MYSQL *c = central(&m);
+
+	struct flash_order_res r0, r1, r2;
+	assert_int_equal(t_order(b.h, 1, 1, 8, 1, 0, 0, &r0), FLASH_OK);   /* b caches limit 1 */
+	assert_int_equal(t_order(a.h, 1, 1, 7, 1, 0, 0, &r1), FLASH_OK);
+	wait_written(c, &b, 2);
+	wait_written(c, &a, 1);
+	struct box *both[2] = { &a, &b };
+	for (int i = 0; i < 2; i++) {
+		struct flash_activity act;
+		uint64_t version = 0;
+		assert_int_equal(flash_activity_get(both[i]->h, 1, &act), FLASH_OK);
+		act.limit_per_user = 2;
+		assert_int_equal(flash_activity_update(both[i]->h, &act, &version), FLASH_OK);
+		assert_true(version > act.version);
+	}
+	assert_int_equal(t_order(b.h, 1, 1, 7, 1, 0, 0, &r2), FLASH_OK);
+	wait_written(c, &b, 2);
+	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_backstop"), 0);
+	assert_int_equal(order_state(&b, r2.order_no), FLASH_ORDER_ACTIVE);
+	assert_int_equal(q1(c, "SELECT limit_slot FROM fs_user_limit WHERE box_id = 2 AND order_no = %llu",
+	                    (unsigned long long)r2.order_no), 2);
+	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_user_limit WHERE user_id = 7 AND active_key = 1"), 2);
 	mdb_close(m);
 	box_free(&a);
 	box_free(&b);
@@ -731,6 +778,8 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_limit2_two_orders_across_boxes_stay_the_third_is_cancelled, t_teardown),
 		cmocka_unit_test_teardown(test_cancel_returning_quota_frees_the_slot_for_another_box, t_teardown),
+		cmocka_unit_test_teardown(test_limit_raised_by_new_terms_lets_the_same_user_order_on_a_second_box,
+		                          t_teardown),
 		cmocka_unit_test_teardown(test_restart_with_the_feed_from_the_start_writes_and_cancels_nothing_twice,
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts,

@@ -209,14 +209,45 @@ static void test_each_order_event_has_its_own_routing_key(void **state)
 	assert_string_equal(amqp_sink_event(&r), "order.cancelled");
 	r.flags = 1;                               /* a plain order's cancel keeps its key */
 	assert_string_equal(amqp_sink_event(&r), "cancel");
+	r.flags = 0;
 	for (uint16_t t = FLASH_REC_RESTOCK; t <= FLASH_REC_ARCHIVE; t++) {
 		if (t == FLASH_REC_CANCEL)
 			continue;
 		r.type = t;
 		assert_null(amqp_sink_event(&r));
 	}
-	r.type = 10;
+	r.type = 11;
 	assert_null(amqp_sink_event(&r));
+	(void)state;
+}
+
+/* A change of terms is a message, as the order events are: new terms of an
+ * activity (an ACTIVITY record with flags 1) are "activity.updated", a
+ * sku's price "sku.price"; the add of an activity or a sku stays no
+ * message.  The body names the fields as `wal dump` does. */
+static void test_terms_changes_have_their_own_routing_keys_and_adds_none(void **state)
+{
+	struct flash_record r = { .type = FLASH_REC_ACTIVITY, .activity_id = 7, .order_no = 31,
+	                          .biz_day = 2 | 0u << 8 | 1u << 16, .limit_slot = 3, .value = 1000,
+	                          .ts_ns = 2000, .flags = 1 };
+	char buf[512];
+
+	assert_string_equal(amqp_sink_event(&r), "activity.updated");
+	assert_true(amqp_sink_body(buf, sizeof buf, 80, &r) > 0);
+	assert_string_equal(buf, "{\"lsn\":80,\"type\":\"activity\",\"slot\":0,\"activity_id\":7,"
+	                         "\"start_ns\":1000,\"end_ns\":2000,\"limit_per_user\":2,\"scope\":0,"
+	                         "\"flags\":1,\"max_qty\":3,\"day_offset_s\":0,\"version\":31,\"update\":1}");
+	r.flags = 0;                               /* the add: no message, as before */
+	assert_null(amqp_sink_event(&r));
+	r.type = FLASH_REC_SKU;
+	r.flags = 1;
+	assert_null(amqp_sink_event(&r));
+	struct flash_record p = { .type = FLASH_REC_PRICE, .activity_id = 7, .sku_id = 11, .value = 1999,
+	                          .order_no = 32, .ts_ns = 1700000000000000000LL };
+	assert_string_equal(amqp_sink_event(&p), "sku.price");
+	assert_true(amqp_sink_body(buf, sizeof buf, 81, &p) > 0);
+	assert_string_equal(buf, "{\"lsn\":81,\"type\":\"price\",\"slot\":0,\"activity_id\":7,\"sku_id\":11,"
+	                         "\"price\":1999,\"version\":32,\"ts_ns\":1700000000000000000}");
 	(void)state;
 }
 
@@ -240,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_unreachable_broker_is_retry_and_says_where),
 		cmocka_unit_test(test_body_names_every_field_of_its_type_and_the_lsn),
 		cmocka_unit_test(test_each_order_event_has_its_own_routing_key),
+		cmocka_unit_test(test_terms_changes_have_their_own_routing_keys_and_adds_none),
 		cmocka_unit_test(test_sink_codes_have_their_own_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

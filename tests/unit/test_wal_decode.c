@@ -691,6 +691,9 @@ static void test_directory_has_one_writer(void **st)
  * name, a gap line (type 0) none; too small a buffer gives 0.  A
  * reservation's pay-by time (ORDER with value != 0, CONFIRM, EXPIRE) is
  * pay_by_ns; a plain order prints no such member, as before reservations.
+ * Versioned terms: an ACTIVITY's and a SKU's order_no is their version, an
+ * ACTIVITY's flags 1 is update (new terms of an existing activity, 0 for an
+ * add), and a PRICE names activity, sku, price, version and ts_ns.
  */
 static void test_record_fields_are_named_for_what_they_hold_per_type(void **state)
 {
@@ -724,10 +727,15 @@ static void test_record_fields_are_named_for_what_they_hold_per_type(void **stat
 		  "activity=7 sku=11 delta=-5 ts_ns=1000" },
 		{ FLASH_REC_ACTIVITY,
 		  "\"activity_id\":7,\"start_ns\":-5,\"end_ns\":1000,\"limit_per_user\":3,\"scope\":2,"
-		  "\"flags\":5,\"max_qty\":4,\"day_offset_s\":555",
-		  "activity=7 start_ns=-5 end_ns=1000 limit_per_user=3 scope=2 flags=5 max_qty=4 day_offset_s=555" },
-		{ FLASH_REC_SKU, "\"activity_id\":7,\"sku_id\":11,\"units\":-5,\"shards\":2,\"ts_ns\":1000",
-		  "activity=7 sku=11 units=-5 shards=2 ts_ns=1000" },
+		  "\"flags\":5,\"max_qty\":4,\"day_offset_s\":555,\"version\":42,\"update\":1",
+		  "activity=7 start_ns=-5 end_ns=1000 limit_per_user=3 scope=2 flags=5 max_qty=4 day_offset_s=555"
+		  " version=42 update=1" },
+		{ FLASH_REC_SKU,
+		  "\"activity_id\":7,\"sku_id\":11,\"units\":-5,\"shards\":2,\"ts_ns\":1000,\"version\":42",
+		  "activity=7 sku=11 units=-5 shards=2 ts_ns=1000 version=42" },
+		{ FLASH_REC_PRICE,
+		  "\"activity_id\":7,\"sku_id\":11,\"price\":-5,\"version\":42,\"ts_ns\":1000",
+		  "activity=7 sku=11 price=-5 version=42 ts_ns=1000" },
 		{ FLASH_REC_ARCHIVE,
 		  "\"activity_id\":7,\"orders\":42,\"skus\":2,\"shards\":-5,\"tokens\":99,\"ts_ns\":1000",
 		  "activity=7 orders=42 skus=2 shards=-5 tokens=99 ts_ns=1000" },
@@ -769,7 +777,16 @@ static void test_record_fields_are_named_for_what_they_hold_per_type(void **stat
 	                         "quota_returned=1 reservation=1");
 	assert_string_equal(wal_rec_type_name(FLASH_REC_CONFIRM, "?"), "confirm");
 	assert_string_equal(wal_rec_type_name(FLASH_REC_EXPIRE, "?"), "expire");
-	assert_string_equal(wal_rec_type_name(10, "?"), "?");
+	assert_string_equal(wal_rec_type_name(FLASH_REC_PRICE, "?"), "price");
+	assert_string_equal(wal_rec_type_name(11, "?"), "?");
+	/* an activity's add: update 0, its version all the same */
+	r.type = FLASH_REC_ACTIVITY;
+	r.flags = 0;
+	r.order_no = 7;
+	wal_rec_fields(buf, sizeof buf, &r, 0);
+	assert_non_null(strstr(buf, " day_offset_s=555 version=7 update=0"));
+	wal_rec_fields(buf, sizeof buf, &r, 1);
+	assert_non_null(strstr(buf, ",\"version\":7,\"update\":0"));
 	r.type = FLASH_REC_ORDER;
 	assert_int_equal(wal_rec_fields(buf, 20, &r, 1), 0);
 	assert_int_equal(wal_rec_fields(buf, 0, &r, 1), 0);

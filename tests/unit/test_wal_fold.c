@@ -133,8 +133,33 @@ static void test_order_moves_only_from_the_state_its_record_names(void **state)
 	assert_int_equal(state_of(f, 1), FLASH_ORDER_ACTIVE);
 	assert_int_equal(state_of(f, 2), FLASH_ORDER_ACTIVE);
 	assert_units(f, 11, -5, 4, 10, 3);   /* reserved below zero: itself a finding */
-	struct flash_record bad = rec(10, 9, 1, 1, 0, 0);
+	struct flash_record bad = rec(11, 9, 1, 1, 0, 0);
 	assert_int_equal(fold_record(f, &bad, 99), FLASH_EINVAL);
+	fold_free(f);
+}
+
+/* A sku's price (PRICE, its version in order_no) and an activity's new
+ * terms (ACTIVITY, flags 1) move no unit and make no order: the sku's
+ * figures, its last LSN and the order count stay. */
+static void test_price_and_new_terms_move_no_unit_and_make_no_order(void **state)
+{
+	(void)state;
+	struct flash_record v[] = {
+		rec(FLASH_REC_SKU, 0, 0, 1, 10, 0),
+		rec(FLASH_REC_ORDER, 1, 11, 2, 0, 0),
+		rec(FLASH_REC_PRICE, 9, 0, 0, 1999, 0),
+		rec(FLASH_REC_ACTIVITY, 10, 0, 0, 5, 1),
+	};
+	fold_t *f = fold_all(v, 2);
+	assert_units(f, 8, 0, 2, 10, 1);
+	assert_int_equal(fold_record(f, &v[2], 3), FLASH_OK);
+	assert_int_equal(fold_record(f, &v[3], 4), FLASH_OK);
+	assert_units(f, 8, 0, 2, 10, 1);
+	assert_int_equal(fold_sku_find(f, 3, 31)->last_lsn, 2);
+	struct fold_order o;
+	assert_int_equal(fold_order_get(f, 9, &o), FLASH_ENOT_FOUND);
+	assert_int_equal(fold_order_get(f, 10, &o), FLASH_ENOT_FOUND);
+	assert_int_equal(fold_orders_max(f), 1);
 	fold_free(f);
 }
 
@@ -207,6 +232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reservation_units_go_reserved_then_sold_or_back_to_available),
 		cmocka_unit_test(test_order_moves_only_from_the_state_its_record_names),
+		cmocka_unit_test(test_price_and_new_terms_move_no_unit_and_make_no_order),
 		cmocka_unit_test(test_snapshot_keeps_reserved_units_and_one_from_before_still_seeds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
