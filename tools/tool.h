@@ -50,6 +50,7 @@ int cmd_order(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_confirm(int argc, char **argv);
 int cmd_expire(int argc, char **argv);
+int cmd_terms(int argc, char **argv);
 int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
 
 /* ---- messages ---------------------------------------------------------- */
