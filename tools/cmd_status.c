@@ -155,12 +155,6 @@ static int status_read_catalog(flash_t *h, struct flash_activity **acts, uint32_
 			continue;
 		if (rc != FLASH_OK)
 			return rc;
-		/* the version of its terms is flash_activity_get's to read; an
-		 * activity archived in between is gone */
-		if ((rc = flash_activity_get(h, a.id, &a)) == FLASH_ENOT_FOUND)
-			continue;
-		if (rc != FLASH_OK)
-			return rc;
 		if (*nacts == cap) {
 			cap = cap ? cap * 2 : 16;
 			na = realloc(*acts, cap * sizeof *na);

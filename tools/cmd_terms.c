@@ -262,8 +262,8 @@ static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_
  * 2. Showing the terms
  * ------------------------------------------------------------------------ */
 
-/* The skus of activity @p id (only @p sku when nonzero) as flash_sku_get()
- * reads them, with their prices and versions, into a malloc'ed array.
+/* The skus of activity @p id (only @p sku when nonzero), with their prices
+ * and versions, into a malloc'ed array.
  * @return FLASH_OK (possibly none), or the error of a read. */
 static int terms_read_skus(flash_t *h, uint32_t id, uint32_t sku, struct flash_sku_info **out, uint32_t *n)
 {
@@ -294,9 +294,6 @@ static int terms_read_skus(flash_t *h, uint32_t id, uint32_t sku, struct flash_s
 			goto fail;
 		if (s.activity_id != id)
 			continue;
-		/* the price and the version as flash_sku_get() reads them */
-		if ((rc = flash_sku_get(h, id, s.sku_id, &s)) != FLASH_OK)
-			goto fail;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			if (!(nv = realloc(v, cap * sizeof *nv))) {
