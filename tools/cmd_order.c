@@ -350,18 +350,20 @@ static int order_stale(flash_t *h, const struct order_args *a)
 {
 	struct flash_activity x;
 	struct flash_sku_info s;
-	char now_a[48] = "?", now_s[48] = "?";
+	char named_a[48] = "not named", named_s[48] = "not named", now_a[24] = "?", now_s[24] = "?";
 
+	if (a->activity_version)
+		snprintf(named_a, sizeof named_a, "%llu", (unsigned long long)a->activity_version);
+	if (a->sku_version)
+		snprintf(named_s, sizeof named_s, "%llu", (unsigned long long)a->sku_version);
 	if (flash_activity_get(h, a->activity, &x) == FLASH_OK)
 		snprintf(now_a, sizeof now_a, "%llu", (unsigned long long)x.version);
 	if (flash_sku_get(h, a->activity, a->sku, &s) == FLASH_OK)
 		snprintf(now_s, sizeof now_s, "%llu", (unsigned long long)s.version);
 	return tool_failf("order: %s: the terms changed: show the new terms (flashstock terms --name %s "
-	                  "--activity %u); nothing taken.  The order named activity version %llu, sku "
-	                  "version %llu (0: not checked); they are now %s and %s",
-	                  flash_rcname(FLASH_ESTALE), a->name, a->activity,
-	                  (unsigned long long)a->activity_version, (unsigned long long)a->sku_version, now_a,
-	                  now_s);
+	                  "--activity %u); nothing taken: the order named activity version %s (now %s), "
+	                  "sku version %s (now %s)", flash_rcname(FLASH_ESTALE), a->name, a->activity,
+	                  named_a, now_a, named_s, now_s);
 }
 
 /*

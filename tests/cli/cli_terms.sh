@@ -145,7 +145,7 @@ want "$T/t" version "$a1" limit 2 max_qty 3 start_ns "$start0" end_ns "$end0" sc
 "$F" status --name "$seg" --json > "$T/s_before" || fail "status"
 order 1 --activity-version "$a0" --sku-version "$s1v0" --request-id 77
 stale "an order naming the old activity version"
-has "$T/e" "named activity version $a0, sku version $s1v0 (0: not checked); they are now $a1 and $s1v0"
+has "$T/e" "the order named activity version $a0 (now $a1), sku version $s1v0 (now $s1v0)"
 unchanged "an order refused FLASH_ESTALE"
 # user 1 holds one slot of the new limit 2: the other is still free, and
 # request id 77 too
@@ -175,6 +175,7 @@ stale "an order naming the old sku version"
 unchanged "an order naming the old sku version"
 order 3 --sku-version "$s1v0"
 stale "an order naming only the old sku version"
+has "$T/e" "the order named activity version not named (now $a1), sku version $s1v0 (now $s1v1)"
 unchanged "an order naming only the old sku version"
 order 2 --activity-version "$a1" --sku-version "$s1v1"
 rc_is 0 "an order naming the new versions"
