@@ -17,6 +17,9 @@
 #    the old sku version (with or without an activity version) is
 #    FLASH_ESTALE, taking nothing, the new one is placed;
 #  - a change of the window and of a flag keeps the rest;
+#  - the README's "Terms and versions" block runs as its comments say: each
+#    command exits 0 but the one a "# exit N:" line follows, each line a
+#    comment shows is printed (times aside), each quoted text is printed;
 #  - bad input -- a lower limit, another scope or day offset, an empty
 #    window, a price above FLASH_PRICE_MAX, a price without a sku or with
 #    activity terms, contradicting flags, versions without --place, a bad
@@ -26,8 +29,11 @@ set -u
 F=${1:?usage: cli_terms.sh path/to/flashstock}
 T=$(mktemp -d)
 seg=/fs-cli-terms-$$
+seg2=/fs-cli-terms-readme-$$
+README=$(cd "$(dirname "$0")/../.." && pwd)/README.md
 cleanup() {
 	"$F" destroy --name "$seg" --force >/dev/null 2>&1 || "$F" destroy --name "$seg" >/dev/null 2>&1
+	"$F" destroy --name "$seg2" --force >/dev/null 2>&1
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -236,4 +242,43 @@ usage "--price before any --sku in load" load --name "$seg" --activity 2 --price
 unchanged "the refused command lines"
 terms
 cmp -s "$T/t_before" "$T/t" || fail "the refused command lines changed the terms: $(cat "$T/t_before" "$T/t")"
+
+# ---- the README's example, on a segment of its own -------------------------
+awk '/^## Terms and versions/ { s = 1 } s && /^```sh$/ { b = 1; next } b && /^```$/ { exit } b' "$README" \
+	> "$T/readme" || fail "reading $README"
+grep -q '^flashstock ' "$T/readme" || fail "no sh block of flashstock commands under 'Terms and versions' in $README"
+bin=$(cd "$(dirname "$F")" && pwd)
+n=0
+while IFS= read -r line; do
+	case $line in
+	"# exit "*)    # the exit code of the command before
+		want_rc=${line#"# exit "}
+		want_rc=${want_rc%%:*}
+		[ "$rc" = "$want_rc" ] || fail "README: '$cmd' exits $rc, its comment says $want_rc: $(cat "$T/r.out")"
+		want_rc=checked
+		;;
+	"#"*)          # a line the command before prints; its times vary
+		re=$(printf '%s\n' "${line#"# "}" | sed -e 's/[][\.*^$]/\\&/g' \
+			-e 's/[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z/[0-9T:Z-]*/g')
+		grep -qx -- "$re" "$T/r.out" || fail "README: '$cmd' does not print '${line#"# "}': $(cat "$T/r.out")"
+		;;
+	*)
+		[ "${want_rc:-checked}" = checked ] ||
+			[ "$rc" = 0 ] || fail "README: '$cmd' exits $rc: $(cat "$T/r.out")"
+		cmd=$line want_rc=pending
+		PATH=$bin:$PATH bash -c "${line//\/sale/$seg2}" > "$T/r.out" 2>&1
+		rc=$?
+		n=$((n + 1))
+		;;
+	esac
+	# a "quoted text" in a comment: printed (up to a closing " ...")
+	case $line in *"#"*) ;; *) continue ;; esac
+	printf '%s\n' "${line#*#}" | grep -o '"[^"]*"' | sed -e 's/^"//' -e 's/"$//' -e 's/ \.\.\.$//' > "$T/quoted"
+	while IFS= read -r q; do
+		grep -qF -- "$q" "$T/r.out" || fail "README: '$cmd' does not print '$q': $(cat "$T/r.out")"
+	done < "$T/quoted"
+done < "$T/readme"
+[ "${want_rc:-checked}" = checked ] || [ "$rc" = 0 ] || fail "README: '$cmd' exits $rc: $(cat "$T/r.out")"
+[ "$n" -ge 6 ] || fail "README: only $n commands run"
+"$F" status --name "$seg2" > /dev/null 2>&1 && fail "README: its last command leaves $seg2 behind"
 echo "PASS"
