@@ -19,7 +19,8 @@
  * read as empty on every row, so it means what an empty field means: the
  * existing activity's value, or the default (load_help() lists them).
  * Every range is the engine's own (flashstock.h: FLASH_LIMIT_MAX,
- * FLASH_QTY_MAX, FLASH_DAY_OFFSET_MAX_S, FLASH_UNITS_MAX, FLASH_SHARDS_MAX),
+ * FLASH_QTY_MAX, FLASH_DAY_OFFSET_MAX_S, FLASH_UNITS_MAX, FLASH_SHARDS_MAX,
+ * FLASH_PRICE_MAX),
  * and each resolved activity passes flash_activity_check() before the first
  * change, so the engine never refuses what the check let through.
  */
@@ -57,6 +58,7 @@ struct load_act {
 	struct flash_activity a; /* resolved, ready for flash_activity_add() */
 	uint32_t nskus;          /* skus added to it */
 	uint64_t units;          /* units added to it */
+	uint32_t nprices;        /* prices set on them */
 };
 
 struct load_sku {
@@ -65,17 +67,20 @@ struct load_sku {
 	uint64_t units;          /* UINT64_MAX: not given yet (flags) */
 	uint32_t shards;
 	int      shards_given;
+	uint64_t price;          /* flash_sku_price_set after the add, */
+	int      price_given;    /* when given (a sku starts at price 0) */
 	size_t   line;           /* CSV line (0 for flags) */
 };
 
 /* The CSV columns a header may name (any subset holding the first three,
  * in any order). */
 enum { C_ACT, C_SKU, C_UNITS, C_SHARDS, C_START, C_END, C_LIMIT, C_MAXQTY,
-       C_SCOPE, C_CRQ, C_TOKREQ, C_DAYOFF, C_N };
+       C_SCOPE, C_CRQ, C_TOKREQ, C_DAYOFF, C_PRICE, C_N };
 
 static const char *const load_csv_cols[C_N] = {
 	"activity_id", "sku_id", "units", "shards", "start", "end", "limit",
-	"max_qty", "scope", "cancel_returns_quota", "token_required", "day_offset_s"
+	"max_qty", "scope", "cancel_returns_quota", "token_required", "day_offset_s",
+	"price"
 };
 
 /* The CSV column of each activity field. */
@@ -228,7 +233,7 @@ static void load_help(FILE *out)
 {
 	fprintf(out,
 	        "usage: flashstock load --name NAME --activity ID [activity options]\n"
-	        "                       --sku ID --units U [--shards S] [--sku ...]\n"
+	        "                       --sku ID --units U [--shards S] [--price P] [--sku ...]\n"
 	        "       flashstock load --name NAME --csv FILE\n"
 	        "\n"
 	        "Add an activity and its skus to segment NAME.  Everything is checked before\n"
@@ -255,15 +260,17 @@ static void load_help(FILE *out)
 	        "  --sku ID               sku id, 1..4294967295\n"
 	        "  --units U              units of stock, 0..%llu (required for each sku)\n"
 	        "  --shards S             stock slots, 1..%u (default 1; more for a hot sku)\n"
+	        "  --price P              its price in the shop's smallest unit, 0..%llu\n"
+	        "                         (default 0; `flashstock terms` shows and changes it)\n"
 	        "\n"
 	        "CSV (--csv FILE, or - for stdin): a header line naming the columns present,\n"
 	        "in any order, then one row per sku.  The columns:\n"
 	        "  activity_id,sku_id,units,shards,start,end,limit,max_qty,scope,\n"
-	        "  cancel_returns_quota,token_required,day_offset_s\n"
+	        "  cancel_returns_quota,token_required,day_offset_s,price\n"
 	        "\n"
 	        "  -  activity_id, sku_id and units are required; any other column may be\n"
 	        "     left out of the header, or a field left empty: it then takes its\n"
-	        "     default -- shards 1, and for a new activity the defaults above (start\n"
+	        "     default -- shards 1, price 0, and for a new activity the defaults above (start\n"
 	        "     now, end start + 24 h, limit 1, max_qty 1, scope activity,\n"
 	        "     cancel_returns_quota 0, token_required 0, day_offset_s 0) -- while an\n"
 	        "     activity already in the segment keeps its own values;\n"
@@ -292,16 +299,16 @@ static void load_help(FILE *out)
 	        "      2 usage error or bad input, also a CSV file that cannot be read\n"
 	        "        (nothing loaded)\n",
 	        FLASH_LIMIT_MAX, FLASH_QTY_MAX, -FLASH_DAY_OFFSET_MAX_S, FLASH_DAY_OFFSET_MAX_S,
-	        (unsigned long long)FLASH_UNITS_MAX, FLASH_SHARDS_MAX);
+	        (unsigned long long)FLASH_UNITS_MAX, FLASH_SHARDS_MAX, (unsigned long long)FLASH_PRICE_MAX);
 }
 
 /* Parse the flags into @p p.  @return 0 to go on, or -1 - (exit code) to
  * stop (-1: --help was shown, exit 0; -3: usage error, exit 2). */
 /* load's flags (load_from_flags) */
 enum { O_NAME = 256, O_CSV, O_ACT, O_START, O_END, O_LIMIT, O_MAXQTY,
-       O_SCOPE, O_CRQ, O_TOKREQ, O_DAYOFF, O_SKU, O_UNITS, O_SHARDS };
+       O_SCOPE, O_CRQ, O_TOKREQ, O_DAYOFF, O_SKU, O_UNITS, O_SHARDS, O_PRICE };
 
-/* --sku ID, and the --units and --shards that follow it (*sp: the sku they
+/* --sku ID, and the --units, --shards and --price that follow it (*sp: the sku they
  * apply to).  @return 0, or -1 - the command's result. */
 static int load_sku_flag(struct load_plan *p, const char *cmd, int c, struct load_sku **sp)
 {
@@ -332,6 +339,15 @@ static int load_sku_flag(struct load_plan *p, const char *cmd, int c, struct loa
 		if (tool_opt_u32(cmd, "--shards", optarg, 1, FLASH_SHARDS_MAX, &s->shards))
 			return -1 - TOOL_USAGE;
 		s->shards_given = 1;
+		return 0;
+	case O_PRICE:
+		if (!s)
+			return -1 - tool_usage_err(cmd, "--price must follow a --sku");
+		if (s->price_given)
+			return -1 - tool_usage_err(cmd, "--price given twice for sku %u", s->sku_id);
+		if (tool_opt_u64(cmd, "--price", optarg, 0, FLASH_PRICE_MAX, &s->price))
+			return -1 - TOOL_USAGE;
+		s->price_given = 1;
 		return 0;
 	}
 	return 0;
@@ -388,6 +404,7 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 		{ "sku",                  required_argument, NULL, O_SKU },
 		{ "units",                required_argument, NULL, O_UNITS },
 		{ "shards",               required_argument, NULL, O_SHARDS },
+		{ "price",                required_argument, NULL, O_PRICE },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = p->cmd;
@@ -466,6 +483,7 @@ static int load_from_flags(struct load_plan *p, int argc, char **argv,
 		case O_SKU:
 		case O_UNITS:
 		case O_SHARDS:
+		case O_PRICE:
 			rc = load_sku_flag(p, cmd, c, &s);
 			if (rc)
 				return rc;
@@ -597,7 +615,7 @@ static int load_csv_header(struct load_plan *p, const struct csv_row *hdr, size_
 		return load_bad(p, e.line, e.column, "header",
 		                "%s; the columns are activity_id, sku_id, units, shards, start, "
 		                "end, limit, max_qty, scope, cancel_returns_quota, "
-		                "token_required, day_offset_s", e.msg);
+		                "token_required, day_offset_s, price", e.msg);
 	}
 	for (c = 0; c < ncols; c++) {
 		p->csv_field[c] = map[c];
@@ -722,7 +740,8 @@ static int load_from_csv(struct load_plan *p)
 		struct load_act *a;
 		struct load_sku *s;
 		const struct csv_field *shards_f = load_csv_get(p, row, C_SHARDS);
-		uint64_t act_id, sku_id, units, shards = 1;
+		const struct csv_field *price_f = load_csv_get(p, row, C_PRICE);
+		uint64_t act_id, sku_id, units, shards = 1, price = 0;
 		int f;
 
 		if (csv_field_u64(load_csv_get(p, row, C_ACT), 1, UINT32_MAX, &act_id, row->line,
@@ -733,7 +752,10 @@ static int load_from_csv(struct load_plan *p)
 		                  load_col(p, C_UNITS), &e) ||
 		    (shards_f->len &&
 		     csv_field_u64(shards_f, 1, FLASH_SHARDS_MAX, &shards, row->line,
-		                   load_col(p, C_SHARDS), &e))) {
+		                   load_col(p, C_SHARDS), &e)) ||
+		    (price_f->len &&
+		     csv_field_u64(price_f, 0, FLASH_PRICE_MAX, &price, row->line,
+		                   load_col(p, C_PRICE), &e))) {
 			rc = load_csv_err(p, &e);
 			goto out;
 		}
@@ -759,6 +781,8 @@ static int load_from_csv(struct load_plan *p)
 		s->units = units;
 		s->shards = (uint32_t)shards;
 		s->shards_given = shards_f->len != 0;
+		s->price = price;
+		s->price_given = price_f->len != 0;
 		s->line = row->line;
 		for (f = 0; f < F_N; f++) {
 			rc = load_csv_act_field(p, a, row, load_act_col[f], f);
@@ -905,7 +929,7 @@ static int load_check(struct load_plan *p, flash_t *h)
 
 static int load_apply(struct load_plan *p, flash_t *h)
 {
-	char what[160];
+	char what[320];
 	size_t i;
 	int rc;
 
@@ -931,14 +955,32 @@ static int load_apply(struct load_plan *p, flash_t *h)
 			a->nskus++;
 			a->units += s->units;
 		}
+		/* a price is a change of the sku's terms, after its add: a sku
+		 * starts at price 0 (flash_sku_add takes none) */
+		if (s->price_given && (rc = flash_sku_price_set(h, s->activity_id, s->sku_id, s->price,
+		                                                 NULL)) != FLASH_OK) {
+			snprintf(what, sizeof what, "load: sku %u of activity %u is added, its price %llu is not "
+			         "(`flashstock terms --activity %u --sku %u --price %llu` sets it)", s->sku_id,
+			         s->activity_id, (unsigned long long)s->price, s->activity_id, s->sku_id,
+			         (unsigned long long)s->price);
+			return tool_fail(what, rc);
+		}
+		if (s->price_given && a)
+			a->nprices++;
 	}
 	for (i = 0; i < p->nacts; i++) {
 		const struct load_act *a = &p->acts[i];
+		struct flash_activity now;
 		char b1[40], b2[40];
-		printf("activity %u (%s): %u sku(s), %llu units added; window %s .. %s, "
-		       "limit %u per %s, max qty %u%s%s\n",
-		       a->id, a->in_segment ? "existing" : "new", a->nskus,
-		       (unsigned long long)a->units,
+		/* the version of its terms, as `flashstock terms` shows it */
+		if (flash_activity_get(h, a->id, &now) != FLASH_OK)
+			now.version = 0;
+		printf("activity %u (%s): %u sku(s), %llu units added", a->id,
+		       a->in_segment ? "existing" : "new", a->nskus, (unsigned long long)a->units);
+		if (a->nprices)
+			printf(", %u price(s) set", a->nprices);
+		printf("; version %llu, window %s .. %s, limit %u per %s, max qty %u%s%s\n",
+		       (unsigned long long)now.version,
 		       tool_fmt_time(a->a.start_ns, b1, sizeof b1),
 		       tool_fmt_time(a->a.end_ns, b2, sizeof b2),
 		       a->a.limit_per_user, tool_scope_name(a->a.scope), a->a.max_qty,

@@ -24,7 +24,8 @@ static void order_help(FILE *out)
 	        "       flashstock order --name NAME --request-id ID --activity A --user U --sku S\n"
 	        "                        (--mysql URL | --mysql-defaults F) [--json]\n"
 	        "       flashstock order --name NAME --place --activity A --sku S --user U [--qty Q]\n"
-	        "                        [--reserve MS] [--request-id ID] [--json]\n"
+	        "                        [--reserve MS] [--request-id ID] [--activity-version N]\n"
+	        "                        [--sku-version N] [--json]\n"
 	        "\n"
 	        "Show one order, or place one.  The segment NAME is asked first (read-only); an\n"
 	        "order it no longer holds -- its activity was archived (FLASH_EARCHIVED), or the\n"
@@ -49,6 +50,11 @@ static void order_help(FILE *out)
 	        "is paid by `flashstock confirm` within MS milliseconds, else it expires\n"
 	        "(serve's expirer, or `flashstock expire`) and gives both back.  A request id\n"
 	        "makes a retry return the first outcome instead of a second order.\n"
+	        "--activity-version and --sku-version name the versions of the terms the buyer\n"
+	        "saw (`flashstock terms`): once the activity's terms or the sku's price changed,\n"
+	        "the order is refused FLASH_ESTALE with nothing taken -- no units, no limit\n"
+	        "slot, no token, and the request id stays free for the retry under the new\n"
+	        "terms.\n"
 	        "\n"
 	        "options:\n"
 	        "  --name NAME            segment name (required; a segment that does not exist\n"
@@ -64,6 +70,9 @@ static void order_help(FILE *out)
 	        "                         most the activity's max_qty)\n"
 	        "  --reserve MS           place a reservation to be paid within MS ms,\n"
 	        "                         1..604800000 (a week); implies --place\n"
+	        "  --activity-version N   place only under this version of the activity's\n"
+	        "                         terms, else FLASH_ESTALE (default: not checked)\n"
+	        "  --sku-version N        ... and this version of the sku's (its price)\n"
 	        "  --json                 one JSON object: order_no, source, archived,\n"
 	        "                         archived_lsn, archived_ns, state (none, active,\n"
 	        "                         cancelled, reserved, expired; from MariaDB also\n"
@@ -76,9 +85,10 @@ static void order_help(FILE *out)
 	        "\n"
 	        "exit: 0 found, or placed; 1 not found in the segment nor in MariaDB, archived\n"
 	        "      and no MariaDB given, a failure (MariaDB unreachable, bad segment), or the\n"
-	        "      order refused (sold out, limit, not started or ended, ...) or placed but\n"
-	        "      not durable yet (FLASH_EFATE_UNKNOWN: printed, exit 1); 2 usage error, or\n"
-	        "      a quantity above the activity's max_qty (nothing changed)\n");
+	        "      order refused (sold out, limit, not started or ended, the terms changed:\n"
+	        "      FLASH_ESTALE, ...) or placed but not durable yet (FLASH_EFATE_UNKNOWN:\n"
+	        "      printed, exit 1); 2 usage error, or a quantity above the activity's\n"
+	        "      max_qty (nothing changed)\n");
 }
 
 /* enum flash_order_state by name; a state this build does not know (a
@@ -194,6 +204,8 @@ struct order_args {
 	int         place;          /* --place, or --reserve: place an order */
 	uint32_t    qty;            /* --qty (placing; 0: not given, 1) */
 	uint32_t    reserve_ms;     /* --reserve (placing; 0: a plain order) */
+	uint64_t    activity_version;  /* --activity-version (placing; 0: not checked) */
+	uint64_t    sku_version;       /* --sku-version (placing; 0: not checked) */
 	struct mdb_opts mo;
 };
 
@@ -217,7 +229,7 @@ static int order_parse_place(int argc, char **argv, struct order_args *a)
 static int order_parse(int argc, char **argv, struct order_args *a)
 {
 	enum { O_NAME = 256, O_REQ, O_ACT, O_USER, O_SKU, O_MYSQL, O_DEFAULTS, O_JSON, O_PLACE, O_QTY,
-	       O_RESERVE };
+	       O_RESERVE, O_AVER, O_SVER };
 	static const struct option longopts[] = {
 		{ "help",           no_argument,       NULL, 'h' },
 		{ "name",           required_argument, NULL, O_NAME },
@@ -231,6 +243,8 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 		{ "place",          no_argument,       NULL, O_PLACE },
 		{ "qty",            required_argument, NULL, O_QTY },
 		{ "reserve",        required_argument, NULL, O_RESERVE },
+		{ "activity-version", required_argument, NULL, O_AVER },
+		{ "sku-version",    required_argument, NULL, O_SVER },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd = argv[0];
@@ -282,6 +296,14 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 				return TOOL_USAGE;
 			a->place = 1;
 			break;
+		case O_AVER:
+			if (tool_opt_u64(cmd, "--activity-version", optarg, 1, UINT64_MAX, &a->activity_version) != 0)
+				return TOOL_USAGE;
+			break;
+		case O_SVER:
+			if (tool_opt_u64(cmd, "--sku-version", optarg, 1, UINT64_MAX, &a->sku_version) != 0)
+				return TOOL_USAGE;
+			break;
 		default:
 			return tool_bad_option(cmd, c, argv);
 		}
@@ -292,6 +314,8 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 		return order_parse_place(argc, argv, a);
 	if (a->qty)
 		return tool_usage_err(cmd, "--qty goes with --place");
+	if (a->activity_version || a->sku_version)
+		return tool_usage_err(cmd, "--activity-version and --sku-version go with --place or --reserve");
 	if (a->mo.url && a->mo.defaults_file)
 		return tool_usage_err(cmd, "give --mysql or --mysql-defaults, not both");
 	if (tool_opt_mysql_url(cmd, a->mo.url) != 0)
@@ -315,6 +339,31 @@ static int order_parse(int argc, char **argv, struct order_args *a)
 	if (tool_opt_u64(cmd, "ORDER_NO", argv[optind], 1, UINT64_MAX, &a->order_no) != 0)
 		return TOOL_USAGE;
 	return 0;
+}
+
+/*
+ * FLASH_ESTALE: a version the order named is not the current one.  Say so
+ * with the versions it named and the current ones, so the caller can show
+ * the new terms and ask again.  @return TOOL_FAIL.
+ */
+static int order_stale(flash_t *h, const struct order_args *a)
+{
+	struct flash_activity x;
+	struct flash_sku_info s;
+	char named_a[48] = "not named", named_s[48] = "not named", now_a[24] = "?", now_s[24] = "?";
+
+	if (a->activity_version)
+		snprintf(named_a, sizeof named_a, "%llu", (unsigned long long)a->activity_version);
+	if (a->sku_version)
+		snprintf(named_s, sizeof named_s, "%llu", (unsigned long long)a->sku_version);
+	if (flash_activity_get(h, a->activity, &x) == FLASH_OK)
+		snprintf(now_a, sizeof now_a, "%llu", (unsigned long long)x.version);
+	if (flash_sku_get(h, a->activity, a->sku, &s) == FLASH_OK)
+		snprintf(now_s, sizeof now_s, "%llu", (unsigned long long)s.version);
+	return tool_failf("order: %s: the terms changed: show the new terms (flashstock terms --name %s "
+	                  "--activity %u); nothing taken: the order named activity version %s (now %s), "
+	                  "sku version %s (now %s)", flash_rcname(FLASH_ESTALE), a->name, a->activity,
+	                  named_a, now_a, named_s, now_s);
 }
 
 /*
@@ -343,6 +392,8 @@ static int order_placed(flash_t *h, const struct order_args *a, int rc, const st
 	if (rc == FLASH_ENOT_FOUND)
 		return tool_failf("order: activity %u or its sku %u is not in segment %s (%s)", a->activity,
 		                  a->sku, a->name, flash_rcname(rc));
+	if (rc == FLASH_ESTALE)
+		return order_stale(h, a);
 	if (rc != FLASH_OK && rc != FLASH_EDUPLICATE && rc != FLASH_EFATE_UNKNOWN)
 		return tool_failf("order: %s", flash_strerror(rc));
 	if ((grc = flash_order_get(h, res->order_no, &oi)) != FLASH_OK)
@@ -365,6 +416,7 @@ static int order_place(const struct order_args *a)
 	struct flash_order_req r = {
 		.activity_id = a->activity, .sku_id = a->sku, .user_id = a->user, .qty = a->qty,
 		.reserve_ms = a->reserve_ms, .request_id = a->request_id,
+		.activity_version = a->activity_version, .sku_version = a->sku_version,
 	};
 	struct flash_order_res res;
 	flash_t *h = NULL;

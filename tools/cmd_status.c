@@ -37,9 +37,10 @@ static void status_help(FILE *out)
 	        "  daemon_pid (the live daemon holding the segment's consumer claim, or null),\n"
 	        "  activities: [{id, start, end (ISO 8601 UTC), start_ns, end_ns, limit,\n"
 	        "                max_qty, scope (\"activity\"|\"sku\"|\"day\"),\n"
-	        "                cancel_returns_quota, token_required (booleans), day_offset_s}],\n"
-	        "  skus: [{activity_id, sku_id, shards, total, available, sold}]\n"
-	        "        (sold = total - available),\n"
+	        "                cancel_returns_quota, token_required (booleans), day_offset_s,\n"
+	        "                version (of its terms: `flashstock terms`)}],\n"
+	        "  skus: [{activity_id, sku_id, shards, total, available, sold, price,\n"
+	        "          version}] (sold = total - available),\n"
 	        "  units_total, units_available, units_sold (sums over skus),\n"
 	        "  reservations, units_reserved (reservations not paid, expired or\n"
 	        "    cancelled yet, and the units they hold: part of units_sold),\n"
@@ -290,14 +291,14 @@ static void status_text(const char *name, const struct flash_stats *st,
 		printf("daemon none\n");
 	printf("\nactivities (%u)\n", nacts);
 	if (nacts)
-		printf("  %10s  %-20s  %-20s  %5s  %7s  %-8s  %s\n",
-		       "id", "start", "end", "limit", "max_qty", "scope", "flags");
+		printf("  %10s  %-20s  %-20s  %5s  %7s  %-8s  %8s  %s\n",
+		       "id", "start", "end", "limit", "max_qty", "scope", "version", "flags");
 	for (i = 0; i < nacts; i++) {
 		const struct flash_activity *a = &acts[i];
-		printf("  %10u  %-20s  %-20s  %5u  %7u  %-8s  %s%s%s",
+		printf("  %10u  %-20s  %-20s  %5u  %7u  %-8s  %8llu  %s%s%s",
 		       a->id, tool_fmt_time(a->start_ns, b1, sizeof b1),
 		       tool_fmt_time(a->end_ns, b2, sizeof b2), a->limit_per_user,
-		       a->max_qty, tool_scope_name(a->scope),
+		       a->max_qty, tool_scope_name(a->scope), (unsigned long long)a->version,
 		       a->flags & FLASH_ACT_TOKEN_REQUIRED ? "token-required" : "",
 		       (a->flags & FLASH_ACT_TOKEN_REQUIRED) &&
 		       (a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) ? "," : "",
@@ -309,14 +310,15 @@ static void status_text(const char *name, const struct flash_stats *st,
 	}
 	printf("\nskus (%u)\n", nskus);
 	if (nskus)
-		printf("  %10s  %10s  %6s  %14s  %14s  %14s\n",
-		       "activity", "sku", "shards", "total", "available", "sold");
+		printf("  %10s  %10s  %6s  %14s  %14s  %14s  %14s  %8s\n",
+		       "activity", "sku", "shards", "total", "available", "sold", "price", "version");
 	for (i = 0; i < nskus; i++) {
 		const struct flash_sku_info *s = &skus[i];
-		printf("  %10u  %10u  %6u  %14llu  %14llu  %14llu\n",
+		printf("  %10u  %10u  %6u  %14llu  %14llu  %14llu  %14llu  %8llu\n",
 		       s->activity_id, s->sku_id, s->shards,
 		       (unsigned long long)s->total, (unsigned long long)s->available,
-		       (unsigned long long)status_sold(s));
+		       (unsigned long long)status_sold(s), (unsigned long long)s->price,
+		       (unsigned long long)s->version);
 		tot += s->total;
 		avail += s->available;
 		sold += status_sold(s);
@@ -388,23 +390,25 @@ static void status_json(const char *name, const struct flash_stats *st,
 		const struct flash_activity *a = &acts[i];
 		printf("%s{\"id\":%u,\"start\":\"%s\",\"end\":\"%s\",\"start_ns\":%lld,"
 		       "\"end_ns\":%lld,\"limit\":%u,\"max_qty\":%u,\"scope\":\"%s\","
-		       "\"cancel_returns_quota\":%s,\"token_required\":%s,\"day_offset_s\":%d}",
+		       "\"cancel_returns_quota\":%s,\"token_required\":%s,\"day_offset_s\":%d,"
+		       "\"version\":%llu}",
 		       i ? "," : "", a->id, tool_fmt_time(a->start_ns, b1, sizeof b1),
 		       tool_fmt_time(a->end_ns, b2, sizeof b2), (long long)a->start_ns,
 		       (long long)a->end_ns, a->limit_per_user, a->max_qty,
 		       tool_scope_name(a->scope),
 		       a->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA ? "true" : "false",
 		       a->flags & FLASH_ACT_TOKEN_REQUIRED ? "true" : "false",
-		       a->day_offset_s);
+		       a->day_offset_s, (unsigned long long)a->version);
 	}
 	printf("],\"skus\":[");
 	for (i = 0; i < nskus; i++) {
 		const struct flash_sku_info *s = &skus[i];
 		printf("%s{\"activity_id\":%u,\"sku_id\":%u,\"shards\":%u,\"total\":%llu,"
-		       "\"available\":%llu,\"sold\":%llu}",
+		       "\"available\":%llu,\"sold\":%llu,\"price\":%llu,\"version\":%llu}",
 		       i ? "," : "", s->activity_id, s->sku_id, s->shards,
 		       (unsigned long long)s->total, (unsigned long long)s->available,
-		       (unsigned long long)status_sold(s));
+		       (unsigned long long)status_sold(s), (unsigned long long)s->price,
+		       (unsigned long long)s->version);
 		tot += s->total;
 		avail += s->available;
 		sold += status_sold(s);

@@ -22,6 +22,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "order",   cmd_order,   "show one order (segment, or MariaDB once archived), or place one" },
 	{ "confirm", cmd_confirm, "pay a reservation: reserved -> active before its pay-by time" },
 	{ "expire",  cmd_expire,  "expire reservations past their pay-by time (one, or --all due)" },
+	{ "terms",   cmd_terms,   "show an activity's terms and prices with their versions, or change them" },
 	{ "archive", cmd_archive, "reclaim ended activities MariaDB has applied (fixed memory)" },
 	{ "feed",    cmd_feed,    "read durable records as a named consumer, list consumers; --to amqp://: RabbitMQ" },
 	{ "lease",   cmd_lease,   "central leases of stock over boxes: init, pool, status, fence, reclaim" },

@@ -50,6 +50,7 @@ int cmd_order(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int cmd_confirm(int argc, char **argv);
 int cmd_expire(int argc, char **argv);
+int cmd_terms(int argc, char **argv);
 int cmd_feed_to(int argc, char **argv);  /* `feed --to amqp://...`: the RabbitMQ sink (cmd_feed_to.c) */
 
 /* ---- messages ---------------------------------------------------------- */
@@ -155,8 +156,10 @@ void tool_json_str(FILE *out, const char *s);
 	"  expire    a reservation not paid in time: a cancel's fields, pay_by_ns\n" \
 	"  restock   activity_id sku_id delta (units, + or -) ts_ns\n" \
 	"  activity  activity_id start_ns end_ns limit_per_user scope flags max_qty\n" \
-	"            day_offset_s\n" \
-	"  sku       activity_id sku_id units (loaded) shards ts_ns\n" \
+	"            day_offset_s version (of its terms) update (1: new terms of an\n" \
+	"            activity added before: flash_activity_update, `flashstock terms`)\n" \
+	"  sku       activity_id sku_id units (loaded) shards ts_ns version\n" \
+	"  price     activity_id sku_id price version (the new one) ts_ns\n" \
 	"  gen       table bank op (advance or clear) generation start_ns (advance) or\n" \
 	"            keys_cleared (clear) ts_ns\n" \
 	"  archive   activity_id orders skus shards tokens (what was reclaimed) ts_ns\n"

@@ -42,13 +42,13 @@ has "$T/err" "flashstock: create $N: "
 "$F" load --name "$N" --csv "$T/good.csv" > "$T/out" 2>&1 || { cat "$T/out"; fail "good csv"; }
 "$F" status --name "$N" --json > "$T/s1" || fail "status --json"
 has "$T/s1" '"units_total":10000,"units_available":10000,"units_sold":0'
-has "$T/s1" '{"activity_id":7,"sku_id":1,"shards":4,"total":5000,"available":5000,"sold":0}'
-has "$T/s1" '{"activity_id":7,"sku_id":2,"shards":1,"total":3000,"available":3000,"sold":0}'
-has "$T/s1" '{"activity_id":8,"sku_id":1,"shards":2,"total":2000,"available":2000,"sold":0}'
-has "$T/s1" '{"activity_id":8,"sku_id":5,"shards":1,"total":0,"available":0,"sold":0}'
-has "$T/s1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":false,"token_required":true,"day_offset_s":0}'
+has "$T/s1" '{"activity_id":7,"sku_id":1,"shards":4,"total":5000,"available":5000,"sold":0,"price":0,"version":'
+has "$T/s1" '{"activity_id":7,"sku_id":2,"shards":1,"total":3000,"available":3000,"sold":0,"price":0,"version":'
+has "$T/s1" '{"activity_id":8,"sku_id":1,"shards":2,"total":2000,"available":2000,"sold":0,"price":0,"version":'
+has "$T/s1" '{"activity_id":8,"sku_id":5,"shards":1,"total":0,"available":0,"sold":0,"price":0,"version":'
+has "$T/s1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":false,"token_required":true,"day_offset_s":0,"version":'
 has "$T/s1" '{"id":8,"start":"2026-01-01T00:00:00Z","end":"2036-01-01T00:00:00Z",'
-has "$T/s1" '"limit":2,"max_qty":3,"scope":"sku","cancel_returns_quota":true,"token_required":false,"day_offset_s":-3600}'
+has "$T/s1" '"limit":2,"max_qty":3,"scope":"sku","cancel_returns_quota":true,"token_required":false,"day_offset_s":-3600,"version":'
 has "$T/s1" '"skus":{"used":4,"cap":64,'
 has "$T/s1" '"shards":{"used":8,'
 # activity 7's window is exactly one hour
@@ -119,8 +119,8 @@ cmp -s "$T/s1" "$T/s2" || fail "bad header or missing file changed the segment"
 cmp -s "$T/s1" "$T/s2" || fail "a usage error changed the segment"
 "$F" load --name "$N" --activity 9 --end +60 --scope day --sku 1 --units 10 --shards 2 --sku 2 --units 5 > "$T/out" || fail "load by flags"
 "$F" status --name "$N" --json > "$T/s3"
-has "$T/s3" '{"activity_id":9,"sku_id":1,"shards":2,"total":10,"available":10,"sold":0}'
-has "$T/s3" '{"activity_id":9,"sku_id":2,"shards":1,"total":5,"available":5,"sold":0}'
+has "$T/s3" '{"activity_id":9,"sku_id":1,"shards":2,"total":10,"available":10,"sold":0,"price":0,"version":'
+has "$T/s3" '{"activity_id":9,"sku_id":2,"shards":1,"total":5,"available":5,"sold":0,"price":0,"version":'
 has "$T/s3" '"units_total":10015,'
 has "$T/s3" '"scope":"day"'
 
@@ -139,11 +139,11 @@ window() { # window FILE ACTIVITY: end_ns - start_ns of the activity
 printf 'activity_id,sku_id,units\n31,1,1000\n31,2,250\n31,3,0\n' > "$T/warm.csv"
 "$F" load --name "$H" --csv "$T/warm.csv" > "$T/warm.out" 2>&1 || { cat "$T/warm.out"; fail "3-column csv"; }
 "$F" status --name "$H" --json > "$T/h1" || fail "status --json ($H)"
-has "$T/h1" '{"activity_id":31,"sku_id":1,"shards":1,"total":1000,"available":1000,"sold":0}'
-has "$T/h1" '{"activity_id":31,"sku_id":2,"shards":1,"total":250,"available":250,"sold":0}'
-has "$T/h1" '{"activity_id":31,"sku_id":3,"shards":1,"total":0,"available":0,"sold":0}'
+has "$T/h1" '{"activity_id":31,"sku_id":1,"shards":1,"total":1000,"available":1000,"sold":0,"price":0,"version":'
+has "$T/h1" '{"activity_id":31,"sku_id":2,"shards":1,"total":250,"available":250,"sold":0,"price":0,"version":'
+has "$T/h1" '{"activity_id":31,"sku_id":3,"shards":1,"total":0,"available":0,"sold":0,"price":0,"version":'
 has "$T/h1" '"units_total":1250,"units_available":1250,"units_sold":0'
-has "$T/h1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":false,"token_required":false,"day_offset_s":0}'
+has "$T/h1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":false,"token_required":false,"day_offset_s":0,"version":'
 [ "$(window "$T/h1" 31)" = $DAY_NS ] || fail "activity 31: default window is not 24 h: $(window "$T/h1" 31)"
 
 # columns in another order, spaces around names; an omitted column leaves
@@ -151,9 +151,9 @@ has "$T/h1" '"limit":1,"max_qty":1,"scope":"activity","cancel_returns_quota":fal
 printf ' sku_id , units,activity_id,scope,limit\n4,40,31,,\n1,70,32,sku,3\n' > "$T/order.csv"
 "$F" load --name "$H" --csv "$T/order.csv" > "$T/order.out" 2>&1 || { cat "$T/order.out"; fail "reordered header"; }
 "$F" status --name "$H" --json > "$T/h2" || fail "status --json ($H)"
-has "$T/h2" '{"activity_id":31,"sku_id":4,"shards":1,"total":40,"available":40,"sold":0}'
-has "$T/h2" '{"activity_id":32,"sku_id":1,"shards":1,"total":70,"available":70,"sold":0}'
-has "$T/h2" '"limit":3,"max_qty":1,"scope":"sku","cancel_returns_quota":false,"token_required":false,"day_offset_s":0}'
+has "$T/h2" '{"activity_id":31,"sku_id":4,"shards":1,"total":40,"available":40,"sold":0,"price":0,"version":'
+has "$T/h2" '{"activity_id":32,"sku_id":1,"shards":1,"total":70,"available":70,"sold":0,"price":0,"version":'
+has "$T/h2" '"limit":3,"max_qty":1,"scope":"sku","cancel_returns_quota":false,"token_required":false,"day_offset_s":0,"version":'
 has "$T/h2" '"units_total":1360,'
 [ "$(window "$T/h2" 32)" = $DAY_NS ] || fail "activity 32: default window is not 24 h"
 grep -o '"id":31,[^}]*' "$T/h1" > "$T/a31.before"
@@ -164,8 +164,8 @@ cmp -s "$T/a31.before" "$T/a31.after" || fail "activity 31 changed when only a s
 printf 'day_offset_s,token_required,cancel_returns_quota,scope,max_qty,limit,end,start,shards,units,sku_id,activity_id\n-60,1,1,day,2,2,+7200,now,2,9,1,33\n' > "$T/full.csv"
 "$F" load --name "$H" --csv "$T/full.csv" > "$T/full.out" 2>&1 || { cat "$T/full.out"; fail "shuffled full header"; }
 "$F" status --name "$H" --json > "$T/h3" || fail "status --json ($H)"
-has "$T/h3" '{"activity_id":33,"sku_id":1,"shards":2,"total":9,"available":9,"sold":0}'
-has "$T/h3" '"limit":2,"max_qty":2,"scope":"day","cancel_returns_quota":true,"token_required":true,"day_offset_s":-60}'
+has "$T/h3" '{"activity_id":33,"sku_id":1,"shards":2,"total":9,"available":9,"sold":0,"price":0,"version":'
+has "$T/h3" '"limit":2,"max_qty":2,"scope":"day","cancel_returns_quota":true,"token_required":true,"day_offset_s":-60,"version":'
 [ "$(window "$T/h3" 33)" = 7200000000000 ] || fail "activity 33 window"
 
 hbad() { # hbad NAME EXPECTED-STDERR-SUBSTRING LINES...: exit 2, nothing loaded

@@ -78,10 +78,19 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_reserve.sh $<TARGET_FILE:flashstock>)
   set_tests_properties(cli_reserve_confirm_expire_by_daemon_and_by_hand PROPERTIES LABELS cli TIMEOUT 120)
 
+  # versioned terms through the real binary (tests/cli/cli_terms.sh says what
+  # each step proves): `terms` shows and changes them, each change a new
+  # version; an order naming an old one is FLASH_ESTALE and takes nothing;
+  # every bad command line exits 2 (an unknown activity 1), changing nothing.
+  add_test(NAME cli_terms_change_moves_the_version_and_a_stale_order_takes_nothing
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_terms.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_terms_change_moves_the_version_and_a_stale_order_takes_nothing
+                       PROPERTIES LABELS cli TIMEOUT 120)
+
   # usage: --help everywhere exits 0 and prints the usage; an unknown
   # command exits 2.  tests/cli/cli_expect.sh checks the exit code and the
   # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
-  foreach(cmd create destroy load status demo reconcile top order confirm expire archive)
+  foreach(cmd create destroy load status demo reconcile top order confirm expire archive terms)
     add_test(NAME cli_help_${cmd}
              COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_expect.sh 0 "usage: flashstock ${cmd}"
                      $<TARGET_FILE:flashstock> ${cmd} --help)

@@ -70,7 +70,7 @@ buy() {   # buy N SKU COUNT: COUNT units acknowledged, retried while leases arri
 	done
 }
 avail() {   # avail N SKU: the sku's available units in box N's segment
-	"$F" status --name "$(seg "$1")" | awk -v s="$2" '$1 == 1 && $2 == s && NF == 6 { print $5 }'
+	"$F" status --name "$(seg "$1")" | awk -v s="$2" '$1 == 1 && $2 == s && NF == 8 { print $5 }'
 }
 acked() { [ -f "$T/acked" ] && wc -l <"$T/acked" || echo 0; }
 

@@ -16,7 +16,9 @@ checked; a link with a scheme (https:, mailto:) is not relative.  Every
 problem is printed as FILE:LINE: what; exit 1 if there is any.  Whether a
 code block shows a tested file's text is checked by the test that runs that
 file (install_prefix, cli_feed_readme_consumer_ships_each_order_once,
-python_readme, go_readme, java_readme_snippet)."""
+python_readme, go_readme, java_readme_snippet; the README's "Terms and
+versions" session is run, its comments held to the output, by
+cli_terms_change_moves_the_version_and_a_stale_order_takes_nothing)."""
 import glob
 import os
 import re
