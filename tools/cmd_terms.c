@@ -32,7 +32,7 @@
 static void terms_help(FILE *out)
 {
 	fprintf(out,
-	        "usage: flashstock terms --name NAME --activity A [--sku S] [--json]\n"
+	        "usage: flashstock terms --name NAME --activity A [--sku S] [--json | --print-version]\n"
 	        "       flashstock terms --name NAME --activity A [--start T] [--end T] [--limit K]\n"
 	        "                        [--max-qty Q] [--[no-]cancel-returns-quota]\n"
 	        "                        [--[no-]token-required] [--scope S] [--day-offset S] [--json]\n"
@@ -72,6 +72,9 @@ static void terms_help(FILE *out)
 	        "                         each order must redeem a one-time token, or not\n"
 	        "  --scope S, --day-offset S   must be the current ones (see above)\n"
 	        "  --price P              the sku's price, 0..%llu\n"
+	        "  --print-version        print only the version: the activity's, or with --sku\n"
+	        "                         the sku's; after a change, the new one (for a\n"
+	        "                         script: av=$(flashstock terms ... --print-version))\n"
 	        "  --json                 one JSON object: id, version, start, end (ISO 8601\n"
 	        "                         UTC), start_ns, end_ns, limit, max_qty, scope,\n"
 	        "                         cancel_returns_quota, token_required, day_offset_s,\n"
@@ -97,6 +100,7 @@ struct terms_args {
 	uint32_t    activity;
 	uint32_t    sku;             /* 0: every sku of the activity */
 	int         json;
+	int         print_version;   /* only the version (the sku's with --sku) */
 	int         given[T_N];      /* an activity field given */
 	int64_t     v[T_N];          /* its value (times in ns) */
 	uint32_t    flags_set;       /* FLASH_ACT_* turned on */
@@ -142,7 +146,7 @@ static int terms_flag(const char *cmd, struct terms_args *a, uint32_t flag, int 
 /* @return 0, -1 (--help shown), or an exit code after a message. */
 static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_ns)
 {
-	enum { O_NAME = 256, O_ACT, O_SKU, O_JSON, O_START, O_END, O_LIMIT, O_MAXQTY, O_CRQ, O_NO_CRQ,
+	enum { O_NAME = 256, O_ACT, O_SKU, O_JSON, O_PRINT_VERSION, O_START, O_END, O_LIMIT, O_MAXQTY, O_CRQ, O_NO_CRQ,
 	       O_TOKREQ, O_NO_TOKREQ, O_SCOPE, O_DAYOFF, O_PRICE };
 	static const struct option longopts[] = {
 		{ "help",                    no_argument,       NULL, 'h' },
@@ -150,6 +154,7 @@ static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_
 		{ "activity",                required_argument, NULL, O_ACT },
 		{ "sku",                     required_argument, NULL, O_SKU },
 		{ "json",                    no_argument,       NULL, O_JSON },
+		{ "print-version",           no_argument,       NULL, O_PRINT_VERSION },
 		{ "start",                   required_argument, NULL, O_START },
 		{ "end",                     required_argument, NULL, O_END },
 		{ "limit",                   required_argument, NULL, O_LIMIT },
@@ -188,6 +193,9 @@ static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_
 			break;
 		case O_JSON:
 			a->json = 1;
+			break;
+		case O_PRINT_VERSION:
+			a->print_version = 1;
 			break;
 		case O_START:
 		case O_END: {
@@ -249,6 +257,8 @@ static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_
 		return tool_usage_err(cmd, "--activity A is required");
 	if (a->price_given && !a->sku)
 		return tool_usage_err(cmd, "--price needs --sku S: the sku priced");
+	if (a->json && a->print_version)
+		return tool_usage_err(cmd, "--json and --print-version: one or the other");
 	if (a->price_given && terms_changes_activity(a))
 		return tool_usage_err(cmd, "a price and the activity's terms are two changes, each with its "
 		                      "own version: give them in two commands");
@@ -376,7 +386,10 @@ static int terms_show(flash_t *h, const struct terms_args *a, const char *change
 		return terms_not_read(a, rc, 0, "reading the activity");
 	if ((rc = terms_read_skus(h, a->activity, a->sku, &s, &n)) != FLASH_OK)
 		return terms_not_read(a, rc, a->sku, "reading the skus");
-	if (a->json) {
+	if (a->print_version) {
+		/* the sku's (asked for by --sku: the one read), else the activity's */
+		printf("%" PRIu64 "\n", a->sku && n == 1 ? s[0].version : x.version);
+	} else if (a->json) {
 		printf("{%s", change_json ? change_json : "");
 		terms_print_json(&x, s, n);
 		printf("}\n");
@@ -446,6 +459,10 @@ static int terms_change_failed(const struct terms_args *a, int rc, const char *w
 	}
 	if (rc == FLASH_ENOT_FOUND)
 		return terms_not_read(a, rc, a->price_given ? a->sku : 0, what);
+	if (rc == FLASH_ESTALE)   /* the change is based on the version read just before */
+		return tool_failf("terms: %s: %s: another change came between this command's read of the "
+		                  "terms and its change; nothing changed: look again (`flashstock terms --name %s "
+		                  "--activity %u`) and run it again", what, flash_rcname(rc), a->name, a->activity);
 	return tool_failf("terms: %s: %s%s", what, flash_strerror(rc),
 	                  rc == FLASH_EBUSY ? " (nothing changed: try again)" : "");
 }
@@ -464,7 +481,7 @@ static int terms_change_activity(flash_t *h, const struct terms_args *a)
 	snprintf(what, sizeof what, "activity %u", a->activity);
 	if ((rc = flash_activity_update(h, &nx, &ver)) != FLASH_OK)
 		return terms_change_failed(a, rc, what);
-	if (!a->json)
+	if (!a->json && !a->print_version)
 		printf("activity %u: terms changed, version %" PRIu64 " -> %" PRIu64 "\n", a->activity,
 		       cur.version, ver);
 	snprintf(head, sizeof head, "\"changed\":\"activity\",\"previous_version\":%" PRIu64
@@ -484,7 +501,7 @@ static int terms_change_price(flash_t *h, const struct terms_args *a)
 	snprintf(what, sizeof what, "sku %u of activity %u", a->sku, a->activity);
 	if ((rc = flash_sku_price_set(h, a->activity, a->sku, a->price, &ver)) != FLASH_OK)
 		return terms_change_failed(a, rc, what);
-	if (!a->json)
+	if (!a->json && !a->print_version)
 		printf("activity %u, sku %u: price %" PRIu64 " -> %" PRIu64 ", version %" PRIu64 " -> %" PRIu64
 		       "\n", a->activity, a->sku, cur.price, a->price, cur.version, ver);
 	snprintf(head, sizeof head, "\"changed\":\"price\",\"previous_version\":%" PRIu64

@@ -249,6 +249,7 @@ awk '/^## Terms and versions/ { s = 1 } s && /^```sh$/ { b = 1; next } b && /^``
 grep -q '^flashstock ' "$T/readme" || fail "no sh block of flashstock commands under 'Terms and versions' in $README"
 bin=$(cd "$(dirname "$F")" && pwd)
 n=0
+: > "$T/r.vars"
 while IFS= read -r line; do
 	case $line in
 	"# exit "*)    # the exit code of the command before
@@ -257,16 +258,21 @@ while IFS= read -r line; do
 		[ "$rc" = "$want_rc" ] || fail "README: '$cmd' exits $rc, its comment says $want_rc: $(cat "$T/r.out")"
 		want_rc=checked
 		;;
-	"#"*)          # a line the command before prints; its times vary
+	"#"*)          # a line the command before prints; its times and versions vary
 		re=$(printf '%s\n' "${line#"# "}" | sed -e 's/[][\.*^$]/\\&/g' \
-			-e 's/[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z/[0-9T:Z-]*/g')
+			-e 's/[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z/[0-9T:Z-]*/g' \
+			-e 's/version [0-9][0-9]*/version [0-9][0-9]*/g')
 		grep -qx -- "$re" "$T/r.out" || fail "README: '$cmd' does not print '${line#"# "}': $(cat "$T/r.out")"
 		;;
 	*)
 		[ "${want_rc:-checked}" = checked ] ||
 			[ "$rc" = 0 ] || fail "README: '$cmd' exits $rc: $(cat "$T/r.out")"
 		cmd=$line want_rc=pending
-		PATH=$bin:$PATH bash -c "${line//\/sale/$seg2}" > "$T/r.out" 2>&1
+		# one shell session, as a reader's: a variable a line sets
+		# (av=$(...)) is there for the lines after it
+		PATH=$bin:$PATH bash -c ". '$T/r.vars'; ${line//\/sale/$seg2}
+			rc=\$?; declare -p | grep -E '^declare -- [a-z][a-z0-9_]*=' > '$T/r.vars'; exit \$rc" \
+			> "$T/r.out" 2>&1
 		rc=$?
 		n=$((n + 1))
 		;;
