@@ -835,7 +835,7 @@ def test_order_many_raises_for_the_call_and_then_runs_no_order(segs):
     with pytest.raises(TypeError):
         fs.order_many([(1, 10, 7), (1, 10, "8")])
     with pytest.raises(TypeError):
-        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 0, 9)])   # a field too many
+        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 0, 0, 0, 9)])   # a field too many
     with pytest.raises(TypeError):
         fs.order_many([(1, 10, 7), (1, 10)])                  # user missing
     s = fs.sku_get(1, 10)
