@@ -216,7 +216,7 @@ void fs_archive_forward(flash_t *h, struct fs_journal *j)
 		return;
 	a = &h->act[ai];
 	st = ck_pr_load_32(&a->state);
-	if (a->a.id != id || FS_CAT_KIND(st) == FS_CAT_FREE)
+	if (a->t[0].id != id || FS_CAT_KIND(st) == FS_CAT_FREE)
 		return;                                   /* finished already */
 	arch_put(h, id);                              /* before anything is freed */
 	archive_orders(h, id, 1);
@@ -253,7 +253,7 @@ int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *
 	}
 	st = ck_pr_load_32(&h->act[ai].state);
 	if (FS_CAT_KIND(st) == FS_CAT_LIVE) {
-		if (h->replay == NULL && fs_now_ns() < act->a.end_ns) {
+		if (h->replay == NULL && fs_now_ns() < fs_act_t(act, st)->end_ns) {
 			fs_admin_unlock(h);
 			return FLASH_ENOT_ENDED;
 		}
@@ -278,7 +278,7 @@ int fs_archive_run(flash_t *h, uint32_t activity_id, struct flash_archive_info *
 		return rc;
 	/* still ours to finish?  (another archiver may have done it meanwhile) */
 	if (ck_pr_load_32(&h->act[ai].state) != FS_CAT(FS_CAT_ARCHIVING, FS_CAT_VER(st)) ||
-	    h->act[ai].a.id != activity_id) {
+	    h->act[ai].t[0].id != activity_id) {
 		fs_admin_unlock(h);
 		return h->replay ? FLASH_EEXIST : FLASH_ENOT_FOUND;
 	}

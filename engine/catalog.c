@@ -45,7 +45,7 @@ const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx)
 			return NULL;   /* end of chain, or a corrupt index: not found */
 		}
 		ck_pr_fence_load();
-		if (h->act[v - 1].a.id == id &&
+		if (h->act[v - 1].t[0].id == id &&
 		    FS_CAT_KIND(ck_pr_load_32(&h->act[v - 1].state)) != FS_CAT_FREE) {
 			if (idx)
 				*idx = v - 1;
@@ -157,14 +157,26 @@ static void cat_live(uint32_t *state)
 	}
 }
 
+/* A change of terms: LIVE(v) -> LIVE(v + 1), the copy of v + 1 written
+ * before its record (idempotent: the word it moves from is in the journal). */
+static void cat_next(uint32_t *state, uint64_t from)
+{
+	ck_pr_fence_store();
+	ck_pr_cas_32(state, (uint32_t)from, FS_CAT(FS_CAT_LIVE, FS_CAT_VER((uint32_t)from) + 1));
+}
+
 /* Roll a published catalog operation forward (holder of the admin mutex). */
 static void catalog_forward(flash_t *h, struct fs_journal *j)
 {
 	uint32_t k = j->sku_idx;
 
-	if (j->rec.type == FLASH_REC_ACTIVITY && k < h->act_cap) {
+	if (j->rec.type == FLASH_REC_ACTIVITY && (j->rec.flags & 1u) && k < h->act_cap) {
+		cat_next(&h->act[k].state, j->ord_prior);
+	} else if (j->rec.type == FLASH_REC_PRICE && k < h->sku_cap) {
+		cat_next(&h->sku[k].state, j->ord_prior);
+	} else if (j->rec.type == FLASH_REC_ACTIVITY && k < h->act_cap) {
 		cat_live(&h->act[k].state);
-		index_put(h->act_idx, h->act_idx_mask, fs_hash(h->act[k].a.id, 0, 1), k);
+		index_put(h->act_idx, h->act_idx_mask, fs_hash(h->act[k].t[0].id, 0, 1), k);
 		store_max_32(&h->hdr->n_act, k + 1);
 	} else if (j->rec.type == FLASH_REC_SKU && k < h->sku_cap) {
 		struct fs_sku *s = &h->sku[k];
@@ -251,6 +263,25 @@ static uint32_t shard_run(flash_t *h, uint32_t n_shard, uint32_t want)
 	return n_shard;
 }
 
+static void act_rec(struct fs_journal *j, const struct flash_activity *a, int update);
+
+/*
+ * The version of new terms: the next of the segment's counter, or a
+ * replayed record's own (the counter then kept at least as high).  A
+ * number taken by an operation that dies before its record is skipped,
+ * never issued again.
+ */
+static uint64_t terms_version(flash_t *h)
+{
+	uint64_t v = h->replay ? h->replay->order_no : 0;
+
+	if (v == 0)
+		v = ck_pr_load_64(&h->hdr->terms_ver) + 1;   /* a WAL from before versions too */
+	if (v > ck_pr_load_64(&h->hdr->terms_ver))
+		ck_pr_store_64(&h->hdr->terms_ver, v);
+	return v;
+}
+
 int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 {
 	uint32_t n = act_slot(h, ck_pr_load_32(&h->hdr->n_act));
@@ -266,9 +297,20 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 	if (!fs_ring_space(h))
 		return FLASH_EBUSY;
 	fs_op_begin(h, FS_OP_CATALOG);
-	h->act[n].a = *a;   /* a fresh entry, or a FREE one: nobody reads it */
+	/* a fresh entry, or a FREE one: nobody reads it; both copies alike */
+	h->act[n].t[0] = *a;
+	h->act[n].t[0].version = terms_version(h);
+	h->act[n].t[1] = h->act[n].t[0];
 	fs_gen_pin(h, &h->act[n]);
 	j->sku_idx = n;
+	act_rec(j, &h->act[n].t[0], 0);
+	catalog_commit(h);
+	return FLASH_OK;
+}
+
+/* The ACTIVITY record of terms @p a (@p update: new terms of an existing one). */
+static void act_rec(struct fs_journal *j, const struct flash_activity *a, int update)
+{
 	memset(&j->rec, 0, sizeof(j->rec));
 	j->rec.type = FLASH_REC_ACTIVITY;
 	j->rec.activity_id = a->id;
@@ -277,7 +319,100 @@ int fs_activity_add_locked(flash_t *h, const struct flash_activity *a)
 	j->rec.biz_day = (a->limit_per_user & 0xff) | (a->scope & 0xff) << 8 | (a->flags & 0xffff) << 16;
 	j->rec.limit_slot = (uint16_t)(a->max_qty > 0xffff ? 0xffff : a->max_qty);
 	j->rec.request_id = (uint64_t)(int64_t)a->day_offset_s;
+	j->rec.order_no = a->version;
+	j->rec.flags = (uint16_t)(update ? 1 : 0);
+}
+
+/*
+ * A change of terms waits out the operations open in other handles twice:
+ * before it writes the spare copy (an operation still reading it, from two
+ * changes ago, would read it torn) and after its state word moved on (so it
+ * returns once every order judged against the old terms has ended).  Not
+ * in a replay: nothing else runs.
+ */
+#define FS_TERMS_GRACE_MS 2000u
+
+static int terms_grace(flash_t *h)
+{
+	return h->replay ? FLASH_OK : fs_grace(h, FS_TERMS_GRACE_MS);
+}
+
+int fs_activity_update_locked(flash_t *h, const struct flash_activity *a, uint64_t *version)
+{
+	struct fs_journal *j = h->j;
+	const struct flash_activity *cur;
+	struct flash_activity *next;
+	struct fs_act *act;
+	uint32_t ai, st;
+	int rc;
+
+	if ((act = (struct fs_act *)fs_act_find(h, a->id, &ai)) == NULL)
+		/* a replayed update of an activity archived since: applied */
+		return h->replay && fs_arch_has(h, a->id) ? FLASH_EEXIST : FLASH_ENOT_FOUND;
+	st = ck_pr_load_32(&act->state);
+	if (FS_CAT_KIND(st) != FS_CAT_LIVE)
+		return FLASH_EENDED;      /* being archived */
+	cur = fs_act_t(act, st);
+	if (h->replay && h->replay->order_no != 0 && cur->version >= h->replay->order_no)
+		return FLASH_EEXIST;      /* replayed already */
+	if (a->scope != cur->scope || a->day_offset_s != cur->day_offset_s ||
+	    a->limit_per_user < cur->limit_per_user)
+		return FLASH_EINVAL;
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	if ((rc = terms_grace(h)) != FLASH_OK)
+		return rc;
+	fs_op_begin(h, FS_OP_CATALOG);
+	next = &act->t[(FS_CAT_VER(st) + 1) & 1u];   /* the spare copy: nobody reads it */
+	*next = *a;
+	next->version = terms_version(h);
+	j->sku_idx = ai;
+	j->ord_prior = st;
+	act_rec(j, next, 1);
+	FS_CRASH("terms", 1);
 	catalog_commit(h);
+	if (version)
+		*version = next->version;
+	(void)terms_grace(h);     /* the old terms' orders ended (see flashstock.h) */
+	return FLASH_OK;
+}
+
+int fs_sku_price_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t price, uint64_t *version)
+{
+	struct fs_journal *j = h->j;
+	struct fs_sku_terms *next;
+	struct fs_sku *s;
+	uint32_t si, st;
+	int rc;
+
+	if ((s = (struct fs_sku *)fs_sku_find(h, act_id, sku_id, &si)) == NULL)
+		return h->replay && fs_arch_has(h, act_id) ? FLASH_EEXIST : FLASH_ENOT_FOUND;
+	st = ck_pr_load_32(&s->state);
+	if (FS_CAT_KIND(st) != FS_CAT_LIVE)
+		return FLASH_EENDED;
+	if (h->replay && h->replay->order_no != 0 && fs_sku_t(s, st)->version >= h->replay->order_no)
+		return FLASH_EEXIST;
+	if (!fs_ring_space(h))
+		return FLASH_EBUSY;
+	if ((rc = terms_grace(h)) != FLASH_OK)
+		return rc;
+	fs_op_begin(h, FS_OP_CATALOG);
+	next = &s->t[(FS_CAT_VER(st) + 1) & 1u];
+	next->price = price;
+	next->version = terms_version(h);
+	j->sku_idx = si;
+	j->ord_prior = st;
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_PRICE;
+	j->rec.activity_id = act_id;
+	j->rec.sku_id = sku_id;
+	j->rec.value = (int64_t)price;
+	j->rec.order_no = next->version;
+	FS_CRASH("terms", 2);
+	catalog_commit(h);
+	if (version)
+		*version = next->version;
+	(void)terms_grace(h);
 	return FLASH_OK;
 }
 
@@ -315,6 +450,8 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 	s->nshards = shards;
 	s->total.value = units;
 	s->total.tag = 0;
+	s->t[0].version = terms_version(h);   /* price 0 until set */
+	s->t[1] = s->t[0];
 	for (uint32_t k = 0; k < shards; k++) {
 		h->shard[s0 + k].c.value = units / shards + (k < units % shards ? 1 : 0);
 		h->shard[s0 + k].c.tag = 0;
@@ -326,6 +463,7 @@ int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t uni
 	j->rec.sku_id = sku_id;
 	j->rec.qty = shards;
 	j->rec.value = (int64_t)units;
+	j->rec.order_no = s->t[0].version;
 	catalog_commit(h);
 	return FLASH_OK;
 }
@@ -374,6 +512,57 @@ int flash_sku_add(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t un
 	return rc;
 }
 
+int flash_activity_update(flash_t *h, const struct flash_activity *a, uint64_t *version)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (flash_activity_check(a) != FLASH_OK)
+		return FLASH_EINVAL;
+	if ((rc = fs_admin_lock(h)) != FLASH_OK)
+		return rc;
+	rc = fs_activity_update_locked(h, a, version);
+	fs_admin_unlock(h);
+	return rc;
+}
+
+int flash_sku_price_set(flash_t *h, uint32_t activity_id, uint32_t sku_id, uint64_t price,
+                        uint64_t *version)
+{
+	int rc;
+
+	if ((rc = fs_enter(h, 1)) != FLASH_OK)
+		return rc;
+	if (activity_id == 0 || sku_id == 0 || price > FLASH_PRICE_MAX)
+		return FLASH_EINVAL;
+	if ((rc = fs_admin_lock(h)) != FLASH_OK)
+		return rc;
+	rc = fs_sku_price_locked(h, activity_id, sku_id, price, version);
+	fs_admin_unlock(h);
+	return rc;
+}
+
+/*
+ * One whole set of an entry's terms, lock-free: the state, the copy it
+ * names, the state again; a change in between (rare: an admin call) reads
+ * again.  FLASH_EARCHIVED: the entry is FREE.
+ */
+static int act_read(const struct fs_act *act, struct flash_activity *out)
+{
+	for (;;) {
+		uint32_t st = ck_pr_load_32((uint32_t *)&act->state);
+
+		if (FS_CAT_KIND(st) == FS_CAT_FREE)
+			return FLASH_EARCHIVED;
+		ck_pr_fence_load();
+		*out = *fs_act_t(act, st);
+		ck_pr_fence_load();
+		if (ck_pr_load_32((uint32_t *)&act->state) == st)
+			return FLASH_OK;
+	}
+}
+
 int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out)
 {
 	int rc;
@@ -385,9 +574,20 @@ int flash_activity_at(flash_t *h, uint32_t index, struct flash_activity *out)
 	if (index >= ck_pr_load_32(&h->hdr->n_act) || index >= h->act_cap)
 		return FLASH_ENOT_FOUND;
 	ck_pr_fence_load();
-	if (FS_CAT_KIND(ck_pr_load_32(&h->act[index].state)) == FS_CAT_FREE)
-		return FLASH_EARCHIVED;   /* an archived entry, not reused yet: go on */
-	*out = h->act[index].a;
+	return act_read(&h->act[index], out);   /* FLASH_EARCHIVED: an archived entry, not reused yet: go on */
+}
+
+int flash_activity_get(flash_t *h, uint32_t id, struct flash_activity *out)
+{
+	const struct fs_act *act;
+	int rc;
+
+	if ((rc = fs_enter(h, 0)) != FLASH_OK)
+		return rc;
+	if (out == NULL || id == 0)
+		return FLASH_EINVAL;
+	if ((act = fs_act_find(h, id, NULL)) == NULL || act_read(act, out) != FLASH_OK || out->id != id)
+		return FLASH_ENOT_FOUND;   /* or archived (and reused) meanwhile */
 	return FLASH_OK;
 }
 
@@ -402,6 +602,17 @@ static int sku_info(flash_t *h, const struct fs_sku *s, struct flash_sku_info *o
 	out->sku_id = s->sku_id;
 	out->shards = n;
 	out->total = ck_pr_load_64(&s->total.value);
+	for (;;) {                /* the terms: as act_read */
+		uint32_t st = ck_pr_load_32((uint32_t *)&s->state);
+		const struct fs_sku_terms *t = fs_sku_t(s, st);
+
+		ck_pr_fence_load();
+		out->price = ck_pr_load_64((uint64_t *)&t->price);
+		out->version = ck_pr_load_64((uint64_t *)&t->version);
+		ck_pr_fence_load();
+		if (ck_pr_load_32((uint32_t *)&s->state) == st)
+			break;
+	}
 	for (uint32_t k = 0; k < out->shards; k++)
 		out->available += ck_pr_load_64(&h->shard[base + k].c.value);
 	return FLASH_OK;

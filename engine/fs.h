@@ -41,7 +41,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 10u  /* 10: reservations (order states RESERVED, EXPIRED) */
+#define FS_LAYOUT_VERSION 11u  /* 11: versioned terms (fs_act.t, fs_sku.t, terms_ver) */
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -215,6 +215,8 @@ struct fs_hdr {
 	struct fs_gentab gen[2] FS_ALIGNED;  /* FS_KT_REQ, FS_KT_USER (gen.c) */
 	uint32_t locks_used FS_ALIGNED;
 	uint32_t cat_holder;              /* slot+1 holding the admin mutex */
+	uint64_t terms_ver;               /* the last terms version issued (catalog.c):
+	                                     changed by the admin mutex's holder only */
 	uint64_t tick FS_ALIGNED;         /* causal ticket counter (ring.c): bumped by records
 	                                     others may depend on and by each drain */
 	struct fs_counter tokens_live FS_ALIGNED; /* token entries BUSY, FREE or PEND: counted
@@ -254,8 +256,20 @@ enum fs_cat_kind { FS_CAT_LIVE = 0, FS_CAT_ARCHIVING = 1, FS_CAT_FREE = 2 };
 #define FS_CAT_VER(s) ((s) >> 2)
 #define FS_IDX_TOMB UINT32_MAX     /* catalog index word of an archived entry */
 
+/*
+ * Terms that change (flash_activity_update, flash_sku_price_set) are kept
+ * twice: the copy of the state word's version parity is the current one
+ * (fs_act_t, fs_sku_t).  A change writes the other copy, publishes its
+ * record, then moves the state word on (LIVE(v) -> LIVE(v + 1)): a reader
+ * that read the state, the copy, then the state again and found the same
+ * word read one whole set of terms.  The order path reads them inside its
+ * operation, after its re-check; a change waits out the operations open
+ * before it writes a copy (fs_grace), so no open operation reads a copy
+ * being written.  Fields that never change (id, scope, day_offset_s) are
+ * the same in both copies.
+ */
 struct fs_act {
-	struct flash_activity a;   /* immutable while LIVE */
+	struct flash_activity t[2];  /* the terms, twice (above) */
 	uint32_t state;            /* FS_CAT(kind, version) */
 	uint32_t ugen;             /* user-table generation it was added in: its
 	                              per-activity / per-sku limit entries live in
@@ -272,8 +286,21 @@ struct fs_sku {
 	uint32_t nshards;
 	uint32_t state;            /* FS_CAT(kind, version) */
 	struct fs_counter total;   /* units loaded + restocked */
-	char pad2[16];
+	struct fs_sku_terms {
+		uint64_t version;
+		uint64_t price;
+	} t[2];                    /* the terms, twice (as fs_act.t) */
 };
+
+static inline const struct flash_activity *fs_act_t(const struct fs_act *a, uint32_t st)
+{
+	return &a->t[FS_CAT_VER(st) & 1u];
+}
+
+static inline const struct fs_sku_terms *fs_sku_t(const struct fs_sku *s, uint32_t st)
+{
+	return &s->t[FS_CAT_VER(st) & 1u];
+}
 
 struct fs_shard {
 	struct fs_counter c;       /* available units */
@@ -782,6 +809,8 @@ const struct fs_act *fs_act_find(flash_t *h, uint32_t id, uint32_t *idx);
 const struct fs_sku *fs_sku_find(flash_t *h, uint32_t act, uint32_t sku, uint32_t *idx);
 int fs_catalog_repair(flash_t *h, uint32_t slot);
 int fs_activity_add_locked(flash_t *h, const struct flash_activity *a);
+int fs_activity_update_locked(flash_t *h, const struct flash_activity *a, uint64_t *version);
+int fs_sku_price_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t price, uint64_t *version);
 int fs_sku_add_locked(flash_t *h, uint32_t act_id, uint32_t sku_id, uint64_t units, uint32_t shards);
 
 /* archive.c */

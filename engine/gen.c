@@ -207,9 +207,9 @@ static uint32_t gen_pinned_by(flash_t *h, uint32_t tab, uint32_t b)
 		if (FS_CAT_KIND(ck_pr_load_32((uint32_t *)&a->state)) == FS_CAT_FREE)
 			continue;
 		/* a per-day activity keeps nothing in its own bank: no pin */
-		if (a->a.scope != FLASH_SCOPE_DAY && !ck_pr_load_32((uint32_t *)&a->unpinned) &&
+		if (a->t[0].scope != FLASH_SCOPE_DAY && !ck_pr_load_32((uint32_t *)&a->unpinned) &&
 		    ck_pr_load_32((uint32_t *)&a->ugen) % h->gen_banks == b)
-			return a->a.id;
+			return a->t[0].id;
 	}
 	return 0;
 }

@@ -701,7 +701,7 @@ static inline void limit_banks(flash_t *h, const struct fs_act *act, uint64_t *g
 		*b = (h->replay->flags >> 4) & 0xf;
 		return;
 	}
-	if (act->a.scope != FLASH_SCOPE_DAY) {
+	if (act->t[0].scope != FLASH_SCOPE_DAY) {   /* the same in both copies */
 		*b = fs_gen_bank_of(h, ck_pr_load_32((uint32_t *)&act->ugen));
 		return;
 	}
@@ -712,9 +712,9 @@ static inline void limit_banks(flash_t *h, const struct fs_act *act, uint64_t *g
 }
 
 static __attribute__((noinline)) int limit_peek_gen(flash_t *h, const struct fs_act *act,
+                                                    const struct flash_activity *a,
                                                     const struct flash_order_req *r, uint32_t day)
 {
-	const struct flash_activity *a = &act->a;
 	uint32_t b, prev;
 	uint64_t g = 0;
 
@@ -729,13 +729,12 @@ static __attribute__((noinline)) int limit_peek_gen(flash_t *h, const struct fs_
 	return FLASH_ELIMIT;
 }
 
-static inline __attribute__((always_inline)) int limit_peek(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
+static inline __attribute__((always_inline)) int limit_peek(flash_t *h, const struct fs_act *act,
+                                                      const struct flash_activity *a, const struct flash_order_req *r,
                                                       uint32_t day, const int win)
 {
-	const struct flash_activity *a = &act->a;
-
 	if (win)
-		return limit_peek_gen(h, act, r, day);
+		return limit_peek_gen(h, act, a, r, day);
 	for (uint32_t ls = 1; ls <= a->limit_per_user; ls++) {
 		uint64_t key[3];
 
@@ -780,9 +779,9 @@ static uint64_t limit_entry(flash_t *h, const uint64_t key[3], uint32_t bank)
  * Read-only; never in a replay, nor in the order's second run.
  */
 static __attribute__((noinline)) int limit_due(flash_t *h, const struct fs_act *act,
+                                              const struct flash_activity *a,
                                               const struct flash_order_req *r, uint32_t day, const int win)
 {
-	const struct flash_activity *a = &act->a;
 	uint32_t b = 0, prev = FS_NONE;
 	uint64_t g = 0;
 
@@ -828,10 +827,10 @@ static int stock_peek(flash_t *h, uint32_t base, uint32_t n, uint64_t qty)
  * uses *uidx, never the journal's field again.
  */
 static __attribute__((noinline)) int limit_claim_gen(flash_t *h, const struct fs_act *act,
+                                                     const struct flash_activity *a,
                                                      const struct flash_order_req *r, uint32_t day,
                                                      uint32_t *lslot, uint32_t *uidx)
 {
-	const struct flash_activity *a = &act->a;
 	struct fs_journal *j = h->j;
 	uint32_t first = 1, last = a->limit_per_user, b, prev;
 	uint64_t g = 0;
@@ -891,16 +890,16 @@ again:
 }
 
 /* One bank (no reclamation): the claim as it always was. */
-static inline __attribute__((always_inline)) int limit_claim(flash_t *h, const struct fs_act *act, const struct flash_order_req *r,
+static inline __attribute__((always_inline)) int limit_claim(flash_t *h, const struct fs_act *act,
+                                                       const struct flash_activity *a, const struct flash_order_req *r,
                                                        uint32_t day, uint32_t *lslot, uint32_t *uidx,
                                                        const int win)
 {
-	const struct flash_activity *a = &act->a;
 	struct fs_journal *j = h->j;
 	uint32_t first = 1, last = a->limit_per_user;
 
 	if (win)
-		return limit_claim_gen(h, act, r, day, lslot, uidx);
+		return limit_claim_gen(h, act, a, r, day, lslot, uidx);
 	if (h->replay != NULL)
 		first = last = h->replay->limit_slot;   /* the slot the order held */
 	for (uint32_t ls = first; ls <= last; ls++) {
@@ -948,7 +947,7 @@ static inline __attribute__((always_inline)) int limit_claim(flash_t *h, const s
 static inline __attribute__((always_inline)) void order_prefetch(flash_t *h, const struct flash_order_req *r,
                                                                   const struct fs_act *act)
 {
-	const struct flash_activity *a = &act->a;
+	const struct flash_activity *a = &act->t[0];   /* scope: the same in both copies */
 	uint64_t key[3];
 
 	if (r->token != 0)
@@ -973,6 +972,7 @@ static inline __attribute__((always_inline)) void order_prefetch(flash_t *h, con
  */
 struct order_ctx {
 	const struct fs_act *act;
+	const struct flash_activity *t;  /* its terms: the copy act_st names (fs.h) */
 	uint32_t si;               /* sku index */
 	uint32_t base, nsh;        /* the sku's shard range, loaded once and checked */
 	int64_t now;               /* the order's time (the record's, in replay) */
@@ -1008,8 +1008,11 @@ static inline __attribute__((always_inline)) int order_check(flash_t *h, const s
 	 * the state's, if fs_order_run's re-check finds the same word */
 	o->act_st = ck_pr_load_32((uint32_t *)&o->act->state);
 	ck_pr_fence_load();
-	if (FS_CAT_KIND(o->act_st) != FS_CAT_LIVE || o->act->a.id != r->activity_id)
+	if (FS_CAT_KIND(o->act_st) != FS_CAT_LIVE || o->act->t[0].id != r->activity_id)
 		return FS_CAT_KIND(o->act_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
+	o->t = fs_act_t(o->act, o->act_st);
+	if (r->activity_version != 0 && r->activity_version != o->t->version)
+		return FLASH_ESTALE;      /* the buyer saw other terms: nothing taken */
 	order_prefetch(h, r, o->act);
 	if ((sku = fs_sku_find(h, r->activity_id, r->sku_id, &o->si)) == NULL)
 		return FLASH_ENOT_FOUND;
@@ -1018,7 +1021,11 @@ static inline __attribute__((always_inline)) int order_check(flash_t *h, const s
 	if (FS_CAT_KIND(o->sku_st) != FS_CAT_LIVE || sku->activity_id != r->activity_id ||
 	    sku->sku_id != r->sku_id)
 		return FS_CAT_KIND(o->sku_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
-	if (r->qty > o->act->a.max_qty)
+	if (r->sku_version != 0 && r->sku_version != fs_sku_t(sku, o->sku_st)->version)
+		return FLASH_ESTALE;
+	/* replay: the terms it was judged by may have changed since (the
+	 * window is not judged again either) */
+	if (r->qty > o->t->max_qty && h->replay == NULL)
 		return FLASH_EINVAL;
 	if (!fs_sku_range(h, sku, &o->base, &o->nsh))
 		return FLASH_ECORRUPT;
@@ -1068,7 +1075,7 @@ static inline __attribute__((always_inline)) int order_request(flash_t *h, const
 static inline __attribute__((always_inline)) int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o,
                                                        const int win)
 {
-	const struct flash_activity *a = &o->act->a;
+	const struct flash_activity *a = o->t;
 	struct fs_journal *j = h->j;
 	int rc;
 
@@ -1089,9 +1096,9 @@ static inline __attribute__((always_inline)) int order_claim(flash_t *h, const s
 	if (h->replay == NULL && o->now >= a->end_ns)
 		return FLASH_EENDED;
 	o->day = h->replay ? h->replay->biz_day : biz_day(h, a, o->now, win);
-	if ((rc = limit_peek(h, o->act, r, o->day, win)) != FLASH_OK ||
+	if ((rc = limit_peek(h, o->act, a, r, o->day, win)) != FLASH_OK ||
 	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
-		if (rc == FLASH_ELIMIT && limit_due(h, o->act, r, o->day, win))
+		if (rc == FLASH_ELIMIT && limit_due(h, o->act, a, r, o->day, win))
 			return FS_ESETTLE;      /* a due reservation holds a slot: settled first */
 		if (rc == FLASH_ELIMIT)
 			fs_stat_inc(&h->me->st.limit_hits);
@@ -1099,7 +1106,7 @@ static inline __attribute__((always_inline)) int order_claim(flash_t *h, const s
 			fs_stat_inc(&h->me->st.sold_out);
 		return rc;
 	}
-	if ((rc = limit_claim(h, o->act, r, o->day, &o->lslot, &o->uidx, win)) != FLASH_OK) {
+	if ((rc = limit_claim(h, o->act, a, r, o->day, &o->lslot, &o->uidx, win)) != FLASH_OK) {
 		if (rc == FLASH_ELIMIT)
 			fs_stat_inc(&h->me->st.limit_hits);
 		return rc;
@@ -1208,6 +1215,20 @@ static int order_refuse(flash_t *h, int rc)
 	return rc;
 }
 
+/*
+ * The re-check found other state words: new terms if both entries are still
+ * LIVE and still these ids' (an archived entry reused holds other ids: ids
+ * are not added again, archive.c); else the activity was archived.
+ */
+static int order_terms_moved(flash_t *h, const struct flash_order_req *r, const struct order_ctx *o)
+{
+	const struct fs_sku *s = &h->sku[o->si];
+
+	return FS_CAT_KIND(ck_pr_load_32((uint32_t *)&o->act->state)) == FS_CAT_LIVE &&
+	       FS_CAT_KIND(ck_pr_load_32((uint32_t *)&s->state)) == FS_CAT_LIVE &&
+	       o->act->t[0].id == r->activity_id && s->activity_id == r->activity_id && s->sku_id == r->sku_id;
+}
+
 static int order_settle(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res,
                         const int win, int64_t now, const int ack);
 
@@ -1224,7 +1245,7 @@ static inline __attribute__((always_inline)) int order_run(flash_t *h, const str
 	int rc;
 
 	o.now = now;
-
+again:
 	if ((rc = order_check(h, r, res, &o, win)) != FLASH_OK)
 		return rc;                        /* refused before any change */
 	FS_PARK("order_read");
@@ -1232,11 +1253,15 @@ static inline __attribute__((always_inline)) int order_run(flash_t *h, const str
 	/* The entries read by order_check are still those (the same state
 	 * words), read after fs_op_begin's full barrier: an archive that marked
 	 * the activity before it is seen here; one that marks it later waits
-	 * for this operation (archive.c).  Two loads of lines in cache. */
+	 * for this operation (archive.c); a change of terms the same (fs.h:
+	 * the terms read are whole, and stay so while this operation is
+	 * open).  Two loads of lines in cache. */
 	if (__builtin_expect(ck_pr_load_32((uint32_t *)&o.act->state) != o.act_st ||
 	                     ck_pr_load_32(&h->sku[o.si].state) != o.sku_st, 0)) {
 		fs_op_end(h->j);
-		return FLASH_EENDED;              /* being archived: nothing held */
+		if (order_terms_moved(h, r, &o))
+			goto again;               /* new terms: judged afresh */
+		return FLASH_EENDED;              /* archived: nothing held */
 	}
 	h->j->sku_idx = o.si;
 	FS_PARK("order_begun");
@@ -1587,7 +1612,10 @@ static int order_end_run(flash_t *h, uint64_t order_no, uint16_t kind, uint32_t 
 	FS_CRASH("cancel", 5);
 	j->sku_idx = oc.sku_idx;
 	j->user_idx = oc.user_idx;
-	j->quota_return = (act->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
+	/* the policy in force now; a replay does what its record did */
+	j->quota_return = h->replay ? (h->replay->flags & 1u)
+	                            : (fs_act_t(act, ck_pr_load_32((uint32_t *)&act->state))->flags &
+	                               FLASH_ACT_CANCEL_RETURNS_QUOTA) != 0;
 	fs_intent_add(j, oc.shard, (int64_t)oc.qty, 1);
 	order_rec(j, made, order_no, &oc);
 	if (h->replay != NULL)

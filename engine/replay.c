@@ -9,7 +9,8 @@
  * interrupted by a crash is recovered like any other operation.
  *
  * Idempotence: an order, cancel, confirm, expiry, activity or sku already present is
- * FLASH_EEXIST and changes nothing, as is an archive of an activity no
+ * FLASH_EEXIST and changes nothing, as are terms (ACTIVITY flags 1, PRICE)
+ * whose version the entry has reached already, as is an archive of an activity no
  * longer there, and an order or cancel whose slot holds a later number or
  * was archived.  An ACTIVITY or SKU record of an activity archived since
  * is FLASH_EEXIST too: the segment remembers archived ids (archive.c).  A
@@ -32,12 +33,17 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 			.start_ns = rec->value,
 			.end_ns = rec->ts_ns,
 		};
-		return flash_activity_add(h, &a);
+		/* new terms (flags 1): applied once, by their version */
+		return (rec->flags & 1u) ? flash_activity_update(h, &a, NULL) : flash_activity_add(h, &a);
 	}
 	case FLASH_REC_SKU:
 		if (rec->value < 0)
 			return FLASH_EINVAL;
 		return flash_sku_add(h, rec->activity_id, rec->sku_id, (uint64_t)rec->value, rec->qty);
+	case FLASH_REC_PRICE:
+		if (rec->value < 0)
+			return FLASH_EINVAL;
+		return flash_sku_price_set(h, rec->activity_id, rec->sku_id, (uint64_t)rec->value, NULL);
 	case FLASH_REC_ORDER: {
 		struct flash_order_req r = {
 			.activity_id = rec->activity_id, .sku_id = rec->sku_id, .user_id = rec->user_id,

@@ -106,7 +106,7 @@ static inline int rec_is_source(const struct flash_record *r)
 	return r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_ACTIVITY ||
 	       r->type == FLASH_REC_CONFIRM || r->type == FLASH_REC_EXPIRE ||
 	       r->type == FLASH_REC_SKU || r->type == FLASH_REC_GEN ||
-	       r->type == FLASH_REC_ARCHIVE ||
+	       r->type == FLASH_REC_ARCHIVE || r->type == FLASH_REC_PRICE ||
 	       (r->type == FLASH_REC_RESTOCK && r->value > 0);
 }
 

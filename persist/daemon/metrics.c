@@ -526,6 +526,63 @@ static uint32_t sku_cap(flash_t *h)
 	return flash_seg_opts_get(h, &so) == FLASH_OK ? so.max_skus : 0;
 }
 
+struct rsv_sku {
+	uint32_t activity_id, sku_id;
+	uint64_t units;
+};
+
+static int rsv_cmp(const void *a, const void *b)
+{
+	const struct rsv_sku *x = a, *y = b;
+	if (x->activity_id != y->activity_id)
+		return x->activity_id < y->activity_id ? -1 : 1;
+	return x->sku_id < y->sku_id ? -1 : x->sku_id > y->sku_id;
+}
+
+/*
+ * Units held by reservations waiting for payment (RESERVED orders), per
+ * sku: one read of the order table at scrape time, off the order path.
+ * Skipped while the expirer holds no reservation (every RESERVED order is
+ * in its heap: seeded at its start, noted as it is drained), so a sale
+ * without reservations pays nothing for it.
+ */
+static void render_reserved(struct metrics *m, struct mbuf *mb, flash_t *h)
+{
+	struct flash_seg_opts so;
+	struct expirer_stats x = { 0 };
+	int have_expirer;
+	pthread_mutex_lock(&m->m_mu);
+	if ((have_expirer = m->m_expirer != NULL))
+		expirer_stats_get(m->m_expirer, &x);
+	pthread_mutex_unlock(&m->m_mu);
+	uint32_t cap = sku_cap(h), n = 0;
+	struct rsv_sku *v = cap ? calloc(cap, sizeof *v) : NULL;
+	struct flash_sku_info si;
+	if (!v || flash_seg_opts_get(h, &so) != FLASH_OK) {
+		free(v);
+		return;
+	}
+	for (uint32_t i = 0; n < cap && sku_next(h, &i, cap, &si); i++)
+		v[n++] = (struct rsv_sku){ si.activity_id, si.sku_id, 0 };
+	qsort(v, n, sizeof *v, rsv_cmp);
+	for (uint32_t i = 0; n > 0 && (!have_expirer || x.pending > 0) && i < so.max_orders; i++) {
+		struct flash_order_info oi;
+		if (flash_order_at(h, i, &oi) != FLASH_OK || oi.state != FLASH_ORDER_RESERVED)
+			continue;
+		struct rsv_sku key = { oi.activity_id, oi.sku_id, 0 };
+		struct rsv_sku *e = bsearch(&key, v, n, sizeof *v, rsv_cmp);
+		if (e)
+			e->units += oi.qty;
+	}
+	mb_printf(mb, "# HELP flashstock_sku_reserved Units held per sku by reservations waiting for "
+	              "their payment (RESERVED orders; part of flashstock_sku_sold).\n"
+	              "# TYPE flashstock_sku_reserved gauge\n");
+	for (uint32_t i = 0; i < n; i++)
+		mb_printf(mb, "flashstock_sku_reserved{activity=\"%u\",sku=\"%u\"} %llu\n", v[i].activity_id,
+		          v[i].sku_id, (unsigned long long)v[i].units);
+	free(v);
+}
+
 static void render_skus(struct metrics *m, struct mbuf *mb, flash_t *h)
 {
 	struct rsql_sku *sql = NULL;
@@ -622,6 +679,7 @@ static void render_dashboard(struct metrics *m, struct mbuf *mb)
 			render_obs(mb, o);
 		free(o);
 		render_skus(m, mb, h);
+		render_reserved(m, mb, h);
 		flash_close(h);
 	}
 	render_probe(m, mb);

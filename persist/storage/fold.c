@@ -262,8 +262,8 @@ int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 {
 	if (!f || !r)
 		return FLASH_EINVAL;
-	if (r->type == FLASH_REC_ACTIVITY || r->type == FLASH_REC_GEN)
-		return FLASH_OK;
+	if (r->type == FLASH_REC_ACTIVITY || r->type == FLASH_REC_GEN || r->type == FLASH_REC_PRICE)
+		return FLASH_OK;        /* terms and tables: no units move */
 	if (r->type == FLASH_REC_ARCHIVE)
 		return fold_archive(f, r->activity_id);
 	if ((r->type < FLASH_REC_ORDER || r->type > FLASH_REC_SKU) &&

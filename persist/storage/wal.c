@@ -80,6 +80,7 @@ const char *wal_rec_type_name(uint16_t type, const char *unknown)
 	case FLASH_REC_ARCHIVE:  return "archive";
 	case FLASH_REC_CONFIRM:  return "confirm";
 	case FLASH_REC_EXPIRE:   return "expire";
+	case FLASH_REC_PRICE:    return "price";
 	default:                 return unknown;
 	}
 }

@@ -12,7 +12,8 @@
 #    slot are back (`status --json`: units_available, reservations,
 #    units_reserved, confirms, expiries), a late `confirm` exits 1 naming the
 #    expiry, a second reservation of a user still holding one is refused with
-#    exit 1, and /metrics counts flashstock_reservations_expired_total;
+#    exit 1, and /metrics counts flashstock_reservations_expired_total and
+#    the units the reservation still waiting holds (flashstock_sku_reserved);
 #  - with no daemon: `expire ORDER_NO` refuses a reservation not due and a
 #    paid order (exit 1, saying why); `expire --all` expires the due one and
 #    says how many, once (a second run: 0); the user's slot came back with it;
@@ -151,6 +152,8 @@ cat <&3 > "$T/metrics"
 exec 3<&-
 has "$T/metrics" "flashstock_reservations_expired_total 2"
 has "$T/metrics" "flashstock_expiry_lag_seconds_count 2"
+# the one unpaid reservation still waiting holds 1 unit (read from the order table)
+has "$T/metrics" 'flashstock_sku_reserved{activity="1",sku="1"} 1'
 kill -TERM "$spid"
 wait "$spid"; rc=$?
 spid=

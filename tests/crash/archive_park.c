@@ -104,7 +104,7 @@ static void test_order_that_read_the_entry_before_the_mark_is_refused_eended(voi
 	/* a new activity with the same sku id (an archived id is not added
 	 * again): the entries the buyer read, reused */
 	assert_int_equal(add(h, 2, now_ns() + 3600LL * 1000000000LL, 7), FLASH_OK);
-	assert_int_equal(h->act[0].a.id, 2);
+	assert_int_equal(h->act[0].t[0].id, 2);
 	assert_int_equal(FS_CAT_VER(h->act[0].state), 1);
 	assert_int_equal(h->sku[0].activity_id, 2);
 

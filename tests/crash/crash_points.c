@@ -662,6 +662,8 @@ static void check_all(flash_t *h, struct ctx *c)
 			int gone = rec_archived_after(c, r);
 
 			archives += r->type == FLASH_REC_ARCHIVE;
+			if (r->type == FLASH_REC_ACTIVITY && (r->flags & 1u))
+				continue;   /* new terms of an activity added before */
 			nact += r->type == FLASH_REC_ACTIVITY;
 			nsku += r->type == FLASH_REC_SKU;
 			if (r->type == FLASH_REC_SKU)
@@ -815,12 +817,12 @@ static void check_all(flash_t *h, struct ctx *c)
 				const struct fs_act *a = fs_act_find(h, oi.activity_id, NULL);
 
 				if (a)
-					flags = a->a.flags;
+					flags = fs_act_t(a, a->state)->flags;
 				CHECK(ui < h->user_n, "order %llu: user entry %u", (unsigned long long)no, ui);
 				/* a per-day entry may have gone with its bank (gen.c): once the
 				 * user table reclaimed anything, such entries are not judged */
 				if (ui < h->user_n &&
-				    !(a && a->a.scope == FLASH_SCOPE_DAY && h->hdr->gen[FS_KT_USER].reclaimed.value)) {
+				    !(a && a->t[0].scope == FLASH_SCOPE_DAY && h->hdr->gen[FS_KT_USER].reclaimed.value)) {
 					uint64_t s = h->user[ui].state;
 
 					if (oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_RESERVED ||
@@ -1129,7 +1131,7 @@ static void verify_cancel(flash_t *h, struct ctx *c)
 {
 	struct flash_order_info oi;
 	const struct fs_act *a = fs_act_find(h, c->act, NULL);
-	int quota = a && (a->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	int quota = a && (fs_act_t(a, a->state)->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA);
 	uint32_t units = 99;
 	int cancelled;
 
@@ -1404,6 +1406,142 @@ static void verify_sku_add(flash_t *h, struct ctx *c)
 	verify_catalog(h, c, 1);
 }
 
+/* ------------------------------------------------------------------ terms */
+
+/* Activity 9 (K 1, max_qty 4) with sku 90 (7 units over 3 shards), one
+ * order of user 9001 placed. */
+static void setup_terms(flash_t *h, struct ctx *c)
+{
+	CHECK_RC(add_act(h, 9, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 9, 90, 7, 3), FLASH_OK);
+	CHECK_RC(order(h, 9, 90, 9001, 1, 0, 0, NULL), FLASH_OK);
+}
+
+/* The new terms: K 2, max_qty 2, quota back on cancel. */
+static struct flash_activity terms_new(flash_t *h)
+{
+	struct flash_activity a;
+
+	memset(&a, 0, sizeof a);
+	if (flash_activity_get(h, 9, &a) == FLASH_OK) {
+		a.limit_per_user = 2;
+		a.max_qty = 2;
+		a.flags = FLASH_ACT_CANCEL_RETURNS_QUOTA;
+	}
+	return a;
+}
+
+static int run_terms_update(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	struct flash_activity a = terms_new(h);
+
+	return flash_activity_update(h, &a, NULL);
+}
+
+static int run_price_set(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	return flash_sku_price_set(h, 9, 90, 1234, NULL);
+}
+
+/* The last record of @p type (flags & @p flags) for activity 9 (sku 90). */
+static const struct flash_record *terms_rec(const struct ctx *c, uint16_t type, int *n)
+{
+	const struct flash_record *last = NULL;
+
+	*n = 0;
+	for (size_t i = 0; i < c->nrec; i++) {
+		const struct flash_record *r = &c->rec[i];
+
+		if (r->type == type && r->activity_id == 9 &&
+		    (type == FLASH_REC_PRICE ? r->sku_id == 90 : (r->flags & 1u) != 0)) {
+			last = r;
+			(*n)++;
+		}
+	}
+	return last;
+}
+
+/*
+ * The terms are wholly the old ones with no record, or wholly the new ones
+ * with exactly one record carrying their version; then the retry changes
+ * them (again), the version moves on, an order naming the old one is
+ * refused FLASH_ESTALE taking nothing and one naming the new one sells.
+ */
+static void verify_terms(flash_t *h, struct ctx *c, int price)
+{
+	const struct flash_record *r;
+	struct flash_activity a;
+	struct flash_sku_info si;
+	uint64_t v_before, v;
+	int n;
+
+	CHECK_RC(flash_activity_get(h, 9, &a), FLASH_OK);
+	CHECK_RC(flash_sku_get(h, 9, 90, &si), FLASH_OK);
+	r = terms_rec(c, price ? FLASH_REC_PRICE : FLASH_REC_ACTIVITY, &n);
+	CHECK(n <= 1, "%d records of one change", n);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(n == 1, "a completed change without its record");
+	}
+	if (price) {
+		v_before = si.version;
+		if (n == 1 && r != NULL)
+			CHECK(si.price == 1234 && si.version == r->order_no && r->value == 1234,
+			      "price %llu version %llu, the record says 1234 version %llu",
+			      (unsigned long long)si.price, (unsigned long long)si.version,
+			      (unsigned long long)r->order_no);
+		else
+			CHECK(si.price == 0, "price %llu without a PRICE record", (unsigned long long)si.price);
+		CHECK_RC(flash_sku_price_set(h, 9, 90, 1234, &v), FLASH_OK);
+	} else {
+		v_before = a.version;
+		if (n == 1 && r != NULL)
+			CHECK(a.limit_per_user == 2 && a.max_qty == 2 && a.flags == FLASH_ACT_CANCEL_RETURNS_QUOTA &&
+			      a.version == r->order_no,
+			      "terms K %u max_qty %u flags %u version %llu, the record says K 2 max_qty 2 version %llu",
+			      a.limit_per_user, a.max_qty, a.flags, (unsigned long long)a.version,
+			      (unsigned long long)r->order_no);
+		else
+			CHECK(a.limit_per_user == 1 && a.max_qty == 4 && a.flags == 0,
+			      "terms K %u max_qty %u flags %u without an update record", a.limit_per_user, a.max_qty,
+			      a.flags);
+		a = terms_new(h);
+		CHECK_RC(flash_activity_update(h, &a, &v), FLASH_OK);
+	}
+	CHECK(v > v_before, "retry's version %llu not above %llu", (unsigned long long)v,
+	      (unsigned long long)v_before);
+	{
+		struct flash_order_req q = { .activity_id = 9, .sku_id = 90, .user_id = 9002, .qty = 1 };
+		struct flash_order_res res;
+
+		if (price)
+			q.sku_version = v_before;
+		else
+			q.activity_version = v_before;
+		CHECK_RC(flash_order(h, &q, &res), FLASH_ESTALE);
+		CHECK_RC(flash_sku_get(h, 9, 90, &si), FLASH_OK);
+		CHECK(si.available == 6, "a stale order took units: %llu available", (unsigned long long)si.available);
+		if (price)
+			q.sku_version = v;
+		else
+			q.activity_version = v;
+		CHECK_RC(flash_order(h, &q, &res), FLASH_OK);
+	}
+	/* the new limit (2) holds for the user of the setup's order */
+	if (!price)
+		CHECK_RC(order(h, 9, 90, 9001, 1, 0, 0, NULL), FLASH_OK);
+}
+
+static void verify_terms_update(flash_t *h, struct ctx *c)
+{
+	verify_terms(h, c, 0);
+}
+
+static void verify_price_set(flash_t *h, struct ctx *c)
+{
+	verify_terms(h, c, 1);
+}
+
 /* ------------------------------------------------------------------ archive */
 
 /*
@@ -1431,7 +1569,7 @@ static void setup_archive(flash_t *h, struct ctx *c)
 	(void)issue(h, 14, 140, 1404);
 	(void)issue(h, 14, 141, 1405);
 	if (fs_act_find(h, 14, &ai) != NULL)
-		h->act[ai].a.end_ns = h->act[ai].a.start_ns + 1;
+		h->act[ai].t[0].end_ns = h->act[ai].t[1].end_ns = h->act[ai].t[0].start_ns + 1;
 	c->act = 14;
 }
 
@@ -1802,7 +1940,7 @@ static void verify_confirm(flash_t *h, struct ctx *c)
 static void verify_expired(flash_t *h, struct ctx *c)
 {
 	const struct fs_act *a = fs_act_find(h, c->act, NULL);
-	int quota = a && (a->a.flags & FLASH_ACT_CANCEL_RETURNS_QUOTA);
+	int quota = a && (fs_act_t(a, a->state)->flags & FLASH_ACT_CANCEL_RETURNS_QUOTA);
 	uint32_t units = 99;
 	uint32_t st = resv_state(h, c->order_no, FLASH_ORDER_RESERVED, FLASH_ORDER_EXPIRED);
 	int expired = st == FLASH_ORDER_EXPIRED;
@@ -2791,7 +2929,7 @@ static void setup_add_into_freed(flash_t *h, struct ctx *c)
 	CHECK_RC(flash_sku_add(h, FREED_OLD, 170, 3, 1), FLASH_OK);
 	CHECK_RC(order(h, FREED_OLD, 170, 1701, 1, 0, 0, NULL), FLASH_OK);
 	if (fs_act_find(h, FREED_OLD, &ai) != NULL)
-		h->act[ai].a.end_ns = h->act[ai].a.start_ns + 1;
+		h->act[ai].t[0].end_ns = h->act[ai].t[1].end_ns = h->act[ai].t[0].start_ns + 1;
 	CHECK_RC(flash_archive(h, FREED_OLD, 0, NULL), FLASH_OK);
 	CHECK(ai == 0 && FS_CAT_KIND(h->act[0].state) == FS_CAT_FREE,
 	      "setup: entry %u of the archived activity in state %u", ai, h->act[0].state);
@@ -2872,6 +3010,8 @@ static const struct scen scens[] = {
 	{ "lock_release", setup_lock_used, run_lock_release, verify_lock, SELF_ARM },
 	{ "activity_add", setup_nothing, run_activity_add, verify_activity_add, 0 },
 	{ "sku_add", setup_act9, run_sku_add, verify_sku_add, 0 },
+	{ "terms_update", setup_terms, run_terms_update, verify_terms_update, 0 },
+	{ "price_set", setup_terms, run_price_set, verify_price_set, 0 },
 	{ "attach", setup_act9, run_nothing, verify_attach, ARM_BEFORE_OPEN },
 	{ "replay_order", setup_replay_order, run_replay_last, verify_replay, 0 },
 	{ "replay_cancel", setup_replay_cancel, run_replay_last, verify_replay, 0 },

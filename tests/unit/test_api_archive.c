@@ -528,7 +528,7 @@ static void assert_same_segment(flash_t *a, flash_t *b)
 	for (uint32_t i = 0; i < a->hdr->n_act; i++) {
 		assert_int_equal(a->act[i].state, b->act[i].state);
 		if (FS_CAT_KIND(a->act[i].state) != FS_CAT_FREE)
-			assert_memory_equal(&a->act[i].a, &b->act[i].a, sizeof(struct flash_activity));
+			assert_memory_equal(a->act[i].t, b->act[i].t, sizeof(a->act[i].t));
 	}
 	for (uint32_t i = 0; i < a->hdr->n_sku; i++) {
 		assert_int_equal(a->sku[i].state, b->sku[i].state);

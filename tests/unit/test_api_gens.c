@@ -394,11 +394,11 @@ static void test_add_forgotten_in_a_freed_entry_pins_no_bank_and_the_generation_
 	assert_int_equal(flash_sku_add(h, 1, 10, 100, 1), FLASH_OK);
 	assert_int_equal(t_order(h, 1, 10, 7, 1, 0, 0, NULL), FLASH_OK);
 	assert_non_null(fs_act_find(h, 1, &ai));
-	h->act[ai].a.end_ns = h->act[ai].a.start_ns + 1;   /* ended */
+	h->act[ai].t[0].end_ns = h->act[ai].t[1].end_ns = h->act[ai].t[0].start_ns + 1;   /* ended */
 	assert_int_equal(flash_archive(h, 1, 0, NULL), FLASH_OK);
 	assert_int_equal(FS_CAT_KIND(h->act[ai].state), FS_CAT_FREE);
 	/* the dead add of activity 2, as fs_activity_add_locked wrote it */
-	h->act[ai].a.id = 2;
+	h->act[ai].t[0].id = h->act[ai].t[1].id = 2;
 	fs_gen_pin(h, &h->act[ai]);
 	assert_int_equal(FS_CAT_KIND(h->act[ai].state), FS_CAT_FREE);
 	assert_null(fs_act_find(h, 2, NULL));
