@@ -517,6 +517,7 @@ func TestFeedHandsAPriceSetAsRecPriceAndNewTermsAsAnActivityUpdate(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.buy(t, 1) // serve has made the WAL once an order is durable
 	f := openFeed(t, s.wal, "terms", &flashstock.FeedOpts{FromStart: true})
 	defer f.Close()
 	// the Handle's two workers write two rings: read until both changes came
