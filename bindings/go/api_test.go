@@ -81,8 +81,15 @@ func TestCatalogAddCheckAndIterate(t *testing.T) {
 	}
 	a0, err := h.ActivityAt(0)
 	a1, err1 := h.ActivityAt(1)
-	if err != nil || err1 != nil || a0.ID != 1 || a0.LimitPerUser != 1 || a1 != good {
+	// the Version is the segment's, whatever ActivityAdd was given
+	terms := a1
+	terms.Version = 0
+	if err != nil || err1 != nil || a0.ID != 1 || a0.LimitPerUser != 1 || terms != good ||
+		a1.Version == 0 || a1.Version == a0.Version {
 		t.Errorf("ActivityAt: %+v %v, %+v %v", a0, err, a1, err1)
+	}
+	if g, err := h.ActivityGet(2); err != nil || g != a1 {
+		t.Errorf("ActivityGet(2) = %+v, %v; want ActivityAt(1)'s %+v", g, err, a1)
 	}
 	if _, err := h.ActivityAt(2); !errors.Is(err, ErrNotFound) {
 		t.Errorf("ActivityAt past the end: %v", err)

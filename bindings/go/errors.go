@@ -227,6 +227,7 @@ var (
 	ErrExpired     = codeErr(C.FLASH_EEXPIRED)      // the reservation was not paid in time: expired, units back
 	ErrNotDue      = codeErr(C.FLASH_ENOT_DUE)      // expire: the reservation's pay-by time has not come
 	ErrConfirmed   = codeErr(C.FLASH_ECONFIRMED)    // expire: the order is ACTIVE (paid): it does not expire
+	ErrStale       = codeErr(C.FLASH_ESTALE)        // the terms changed since the version the order named: nothing taken
 	ErrMySQLRetry  = codeErr(C.FLASH_EMYSQL_RETRY)  // MySQL down or busy
 	ErrMySQL       = codeErr(C.FLASH_EMYSQL)        // MySQL refused a statement
 	ErrMySQLConfig = codeErr(C.FLASH_EMYSQL_CONFIG) // bad MySQL URL or access denied

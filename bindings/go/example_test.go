@@ -184,3 +184,65 @@ func pay(ctx context.Context, h *flashstock.Handle, orderNo uint64) {
 	}
 	// README reserve end
 }
+
+// Versioned terms: a page shows the price and the versions of the terms
+// (ActivityGet, SkuGet), and the order names them.  A buyer on a page made
+// before the shop repriced is refused ErrStale, nothing taken, and orders
+// again from the new page.
+func ExampleHandle_SkuPriceSet() {
+	name := fmt.Sprintf("/fs-go-example-terms-%d", os.Getpid())
+	o := flashstock.DefaultSegOpts()
+	o.MaxUsers, o.MaxOrders, o.MaxTokens, o.MaxRequests, o.RingRecords = 64, 256, 64, 64, 64
+	if err := flashstock.Create(name, &o); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer flashstock.Destroy(name)
+
+	h, err := flashstock.Open(name, flashstock.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+	now := time.Now()
+	_ = h.ActivityAdd(flashstock.Activity{ID: 1, LimitPerUser: 1, MaxQty: 1,
+		StartNs: now.Add(-time.Minute).UnixNano(), EndNs: now.Add(time.Hour).UnixNano()})
+	_ = h.SkuAdd(1, 10, 3, 1)
+	_, _ = h.SkuPriceSet(1, 10, 1000)
+
+	ctx := context.Background()
+	act, _ := h.ActivityGet(1) // the page: the terms and their versions
+	sku, _ := h.SkuGet(1, 10)
+	buy(ctx, h, 61, act, sku)
+	_, _ = h.SkuPriceSet(1, 10, 1500) // repriced while buyer 62 looks at the old page
+	buy(ctx, h, 62, act, sku)
+	sku, _ = h.SkuGet(1, 10) // the new page
+	buy(ctx, h, 62, act, sku)
+	s, _ := h.SkuGet(1, 10)
+	fmt.Println("available:", s.Available)
+	// Output:
+	// ordered at price 1000
+	// terms changed, new price: 1500
+	// ordered at price 1500
+	// available: 1
+}
+
+// buy orders one unit at the terms a page showed (act and sku as
+// ActivityGet and SkuGet read them for it) and prints the outcome; the
+// README's versioned terms snippet is its body (readme_test.go).
+func buy(ctx context.Context, h *flashstock.Handle, user uint64, act flashstock.Activity, sku flashstock.SkuInfo) {
+	// README terms begin
+	_, err := h.Order(ctx, flashstock.OrderReq{ActivityID: act.ID, SkuID: sku.SkuID, UserID: user, Qty: 1,
+		ActivityVersion: act.Version, SkuVersion: sku.Version}) // the versions the page showed
+	switch {
+	case err == nil:
+		fmt.Println("ordered at price", sku.Price)
+	case errors.Is(err, flashstock.ErrStale): // the terms changed: nothing taken
+		now, _ := h.SkuGet(act.ID, sku.SkuID)
+		fmt.Println("terms changed, new price:", now.Price) // show them; the buyer orders again
+	default: // ErrSoldOut, ErrLimit, ...
+		fmt.Println("order:", err)
+	}
+	// README terms end
+}

@@ -27,6 +27,7 @@ const (
 	RecArchive  uint16 = C.FLASH_REC_ARCHIVE // an ended activity was archived (flashstock archive)
 	RecConfirm  uint16 = C.FLASH_REC_CONFIRM // a reservation was paid: ACTIVE now (ship it)
 	RecExpire   uint16 = C.FLASH_REC_EXPIRE  // a reservation expired unpaid: its units went back
+	RecPrice    uint16 = C.FLASH_REC_PRICE   // a sku's price was set (SkuPriceSet): its new version
 )
 
 // Where a FeedRec came from (enum flash_feed_source), its fields a refill
@@ -62,8 +63,11 @@ const (
 //	RecRestock  ActivityID SkuID Value [delta] TsNs
 //	RecActivity ActivityID Value [start_ns] TsNs [end_ns] BizDay (bits 0-7
 //	            [limit_per_user], 8-15 [scope], 16-31 [flags]) LimitSlot
-//	            [max_qty] RequestID [day_offset_s, as int64]
-//	RecSku      ActivityID SkuID Value [units] Qty [shards] TsNs
+//	            [max_qty] RequestID [day_offset_s, as int64] OrderNo
+//	            [version] Flags&1 [update]: new terms of an existing one
+//	RecSku      ActivityID SkuID Value [units] Qty [shards] TsNs OrderNo
+//	            [version]
+//	RecPrice    ActivityID SkuID Value [price] OrderNo [version] TsNs
 //	RecGen      ActivityID [table] SkuID [bank] Qty [op: 1 advance, 2 clear]
 //	            OrderNo [generation] Value [start_ns or keys_cleared] TsNs
 //	RecArchive  ActivityID OrderNo [orders] Qty [skus] Value [shards]
@@ -74,13 +78,13 @@ type Record struct {
 	ActivityID uint32 `c:"activity_id"` // GEN: the table
 	SkuID      uint32 `c:"sku_id"`      // GEN: the bank
 	Qty        uint32 `c:"qty"`         // ORDER, CANCEL, CONFIRM, EXPIRE: units; SKU: shards; ARCHIVE: skus; GEN: op
-	OrderNo    uint64 `c:"order_no"`    // ARCHIVE: orders; GEN: generation
+	OrderNo    uint64 `c:"order_no"`    // ARCHIVE: orders; GEN: generation; ACTIVITY, SKU, PRICE: version
 	UserID     uint64 `c:"user_id"`     // ARCHIVE: tokens
-	Value      int64  `c:"value"`       // ORDER (0: plain), CONFIRM, EXPIRE: pay_by_ns; RESTOCK: delta; SKU: units; ACTIVITY: start_ns; ARCHIVE: shards; GEN: start_ns or keys_cleared
+	Value      int64  `c:"value"`       // ORDER (0: plain), CONFIRM, EXPIRE: pay_by_ns; RESTOCK: delta; SKU: units; ACTIVITY: start_ns; ARCHIVE: shards; GEN: start_ns or keys_cleared; PRICE: price
 	TsNs       int64  `c:"ts_ns"`       // ACTIVITY: end_ns
 	BizDay     uint32 `c:"biz_day"`     // ACTIVITY: limit_per_user | scope<<8 | flags<<16
 	LimitSlot  uint16 `c:"limit_slot"`  // ACTIVITY: max_qty
-	Flags      uint16 `c:"flags"`       // CANCEL: quota_returned (bit 0)
+	Flags      uint16 `c:"flags"`       // CANCEL: quota_returned (bit 0); ACTIVITY: update (bit 0)
 	RequestID  uint64 `c:"request_id"`  // ACTIVITY: day_offset_s (as int64)
 }
 

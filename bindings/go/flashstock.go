@@ -86,6 +86,7 @@ const (
 	UnitsMax      = C.FLASH_UNITS_MAX
 	LockNameMax   = C.FLASH_LOCK_NAME_MAX
 	ReserveMsMax  = C.FLASH_RESERVE_MS_MAX // the longest reservation (OrderReq.ReserveMs), a week
+	PriceMax      = C.FLASH_PRICE_MAX      // the highest price SkuPriceSet takes (INT64_MAX)
 )
 
 // SyncWaitDefault bounds a sync wait whose context has no deadline until
@@ -135,7 +136,10 @@ type SegOpts struct {
 	_             uint32 `c:"-"` // the C struct's tail padding, named for go vet's sizes
 }
 
-// Activity mirrors struct flash_activity.
+// Activity mirrors struct flash_activity.  Version is the version of its
+// terms as the segment read them (ActivityGet, ActivityAt), for
+// OrderReq.ActivityVersion; ActivityAdd, ActivityUpdate and ActivityCheck
+// ignore it.
 type Activity struct {
 	ID           uint32 `c:"id"`
 	LimitPerUser uint32 `c:"limit_per_user"`
@@ -145,19 +149,25 @@ type Activity struct {
 	DayOffsetS   int32  `c:"day_offset_s"`
 	StartNs      int64  `c:"start_ns"`
 	EndNs        int64  `c:"end_ns"`
+	Version      uint64 `c:"version"`
 }
 
 // OrderReq mirrors struct flash_order_req.  ReserveMs 0 places a plain
 // order, ACTIVE at once; else a reservation, RESERVED until Confirm within
-// that many ms (1..ReserveMsMax), expired unpaid after.
+// that many ms (1..ReserveMsMax), expired unpaid after.  ActivityVersion
+// and SkuVersion 0 check nothing; else they are the versions of the terms
+// the buyer saw (Activity.Version, SkuInfo.Version): once either changed
+// the order is ErrStale and takes nothing.
 type OrderReq struct {
-	ActivityID uint32 `c:"activity_id"`
-	SkuID      uint32 `c:"sku_id"`
-	UserID     uint64 `c:"user_id"`
-	Qty        uint32 `c:"qty"`
-	ReserveMs  uint32 `c:"reserve_ms"`
-	Token      uint64 `c:"token"`
-	RequestID  uint64 `c:"request_id"`
+	ActivityID      uint32 `c:"activity_id"`
+	SkuID           uint32 `c:"sku_id"`
+	UserID          uint64 `c:"user_id"`
+	Qty             uint32 `c:"qty"`
+	ReserveMs       uint32 `c:"reserve_ms"`
+	Token           uint64 `c:"token"`
+	RequestID       uint64 `c:"request_id"`
+	ActivityVersion uint64 `c:"activity_version"`
+	SkuVersion      uint64 `c:"sku_version"`
 }
 
 // OrderRes mirrors struct flash_order_res.
@@ -168,7 +178,9 @@ type OrderRes struct {
 	LSN       uint64 `c:"lsn"`
 }
 
-// SkuInfo mirrors struct flash_sku_info.
+// SkuInfo mirrors struct flash_sku_info.  Price is the one SkuPriceSet
+// set (0 until then), Version the version of the sku's terms (its price),
+// for OrderReq.SkuVersion.
 type SkuInfo struct {
 	ActivityID uint32 `c:"activity_id"`
 	SkuID      uint32 `c:"sku_id"`
@@ -176,6 +188,8 @@ type SkuInfo struct {
 	_          uint32 `c:"_pad"`
 	Total      uint64 `c:"total"`
 	Available  uint64 `c:"available"`
+	Price      uint64 `c:"price"`
+	Version    uint64 `c:"version"`
 }
 
 // OrderInfo mirrors struct flash_order_info.

@@ -378,7 +378,9 @@ func (h *Handle) Close() error {
 // when it ends first, the order is placed and the error is ErrFateUnknown
 // (unwrapping to ctx.Err()), with the receipt filled as for success --
 // DurableWait learns the fate later.  With ErrDuplicate, FirstRC and
-// OrderNo give the first outcome.
+// OrderNo give the first outcome.  ErrStale: a version req names
+// (ActivityVersion, SkuVersion) is no longer the current one; nothing was
+// taken, the token and the request id are untouched.
 func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 	p := h.p
 	if p.reentered() {
@@ -607,6 +609,42 @@ func (h *Handle) ActivityAdd(a Activity) (err error) {
 func (h *Handle) SkuAdd(activity, sku uint32, units uint64, shards uint32) (err error) {
 	if e := h.run(func(x *native) { err = x.skuAdd(activity, sku, units, shards) }); e != nil {
 		return e
+	}
+	return
+}
+
+// ActivityGet reads activity id: its terms and their version
+// (flash_activity_get; ErrNotFound when there is none, or it was archived).
+// A page shows Version with the terms, and an order names it
+// (OrderReq.ActivityVersion).
+func (h *Handle) ActivityGet(id uint32) (a Activity, err error) {
+	if e := h.run(func(x *native) { a, err = x.activityGet(id) }); e != nil {
+		return a, e
+	}
+	return
+}
+
+// ActivityUpdate gives live activity a.ID the terms of a -- its window,
+// LimitPerUser, MaxQty and Flags; a.Version is ignored -- and returns their
+// new version (flash_activity_update).  ErrInval when Scope or DayOffsetS
+// differ from the current ones or LimitPerUser is lower (a limit may grow,
+// never shrink), ErrNotFound, ErrEnded (being archived), ErrBusy (nothing
+// changed: retry).  It blocks its worker briefly: the orders open in other
+// handles end first (at most 2 s); buyers never wait for it.
+func (h *Handle) ActivityUpdate(a Activity) (version uint64, err error) {
+	if e := h.run(func(x *native) { version, err = x.activityUpdate(&a) }); e != nil {
+		return 0, e
+	}
+	return
+}
+
+// SkuPriceSet sets a sku's price (the shop's smallest unit, 0..PriceMax; a
+// sku starts at 0) and returns the new version of its terms, moved on also
+// for the same price (flash_sku_price_set).  Errors and blocking as
+// ActivityUpdate.
+func (h *Handle) SkuPriceSet(activity, sku uint32, price uint64) (version uint64, err error) {
+	if e := h.run(func(x *native) { version, err = x.skuPriceSet(activity, sku, price) }); e != nil {
+		return 0, e
 	}
 	return
 }

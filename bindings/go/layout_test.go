@@ -259,6 +259,8 @@ func TestSentinelsCarryTheirOwnCodes(t *testing.T) {
 		{ErrRefill, "FLASH_EREFILL"},
 		{ErrArchived, "FLASH_EARCHIVED"}, {ErrNotEnded, "FLASH_ENOT_ENDED"},
 		{ErrDestroyed, "FLASH_EDESTROYED"},
+		{ErrExpired, "FLASH_EEXPIRED"}, {ErrNotDue, "FLASH_ENOT_DUE"},
+		{ErrConfirmed, "FLASH_ECONFIRMED"}, {ErrStale, "FLASH_ESTALE"},
 	}
 	for _, c := range cases {
 		if c.err.Name != c.name || RCName(c.err.Code) != c.name {
@@ -270,5 +272,32 @@ func TestSentinelsCarryTheirOwnCodes(t *testing.T) {
 	}
 	if errors.Is(ErrSoldOut, ErrLimit) {
 		t.Error("ErrSoldOut matches ErrLimit")
+	}
+}
+
+// The record types Record.Type takes are enum flash_rec_type, member for
+// member: a type the header gains and the binding lacks is named.
+func TestRecordTypesAreTheHeadersEnumerators(t *testing.T) {
+	man := loadManifest(t)
+	binding := map[string]uint16{
+		"FLASH_REC_ORDER": RecOrder, "FLASH_REC_CANCEL": RecCancel, "FLASH_REC_RESTOCK": RecRestock,
+		"FLASH_REC_ACTIVITY": RecActivity, "FLASH_REC_SKU": RecSku, "FLASH_REC_GEN": RecGen,
+		"FLASH_REC_ARCHIVE": RecArchive, "FLASH_REC_CONFIRM": RecConfirm, "FLASH_REC_EXPIRE": RecExpire,
+		"FLASH_REC_PRICE": RecPrice,
+	}
+	n := 0
+	for name, v := range man.consts {
+		if !strings.HasPrefix(name, "FLASH_REC_") {
+			continue
+		}
+		n++
+		if got, ok := binding[name]; !ok {
+			t.Errorf("%s (%d): no Rec constant for it", name, v)
+		} else if int64(got) != v {
+			t.Errorf("%s is %d, its Rec constant %d", name, v, got)
+		}
+	}
+	if n != len(binding) {
+		t.Errorf("the header has %d FLASH_REC_* enumerators, the binding %d Rec constants", n, len(binding))
 	}
 }

@@ -490,6 +490,32 @@ func (n *native) skuAdd(activity, sku uint32, units uint64, shards uint32) error
 		C.uint64_t(units), C.uint32_t(shards)))
 }
 
+func (n *native) activityGet(id uint32) (Activity, error) {
+	if rc := C.flash_activity_get(n.h, C.uint32_t(id), &n.s.act); rc != 0 {
+		return Activity{}, codeError(rc)
+	}
+	return *(*Activity)(unsafe.Pointer(&n.s.act)), nil
+}
+
+func (n *native) activityUpdate(a *Activity) (uint64, error) {
+	n.s.act = *(*C.struct_flash_activity)(unsafe.Pointer(a))
+	n.s.u64 = 0
+	if rc := C.flash_activity_update(n.h, &n.s.act, &n.s.u64); rc != 0 {
+		return 0, codeError(rc)
+	}
+	return uint64(n.s.u64), nil
+}
+
+func (n *native) skuPriceSet(activity, sku uint32, price uint64) (uint64, error) {
+	n.s.u64 = 0
+	rc := C.flash_sku_price_set(n.h, C.uint32_t(activity), C.uint32_t(sku), C.uint64_t(price),
+		&n.s.u64)
+	if rc != 0 {
+		return 0, codeError(rc)
+	}
+	return uint64(n.s.u64), nil
+}
+
 func (n *native) tokenIssue(activity, sku uint32, user uint64, ttl time.Duration) (uint64, error) {
 	ttlMs, err := msOf(ttl)
 	if err != nil {

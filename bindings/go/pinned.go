@@ -202,6 +202,27 @@ func (p *Pinned) SkuAdd(activity, sku uint32, units uint64, shards uint32) error
 	return p.n.skuAdd(activity, sku, units, shards)
 }
 
+func (p *Pinned) ActivityGet(id uint32) (Activity, error) {
+	if !p.ok() {
+		return Activity{}, ErrClosed
+	}
+	return p.n.activityGet(id)
+}
+
+func (p *Pinned) ActivityUpdate(a Activity) (uint64, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.activityUpdate(&a)
+}
+
+func (p *Pinned) SkuPriceSet(activity, sku uint32, price uint64) (uint64, error) {
+	if !p.ok() {
+		return 0, ErrClosed
+	}
+	return p.n.skuPriceSet(activity, sku, price)
+}
+
 func (p *Pinned) TokenIssue(activity, sku uint32, user uint64, ttl time.Duration) (uint64, error) {
 	if !p.ok() {
 		return 0, ErrClosed

@@ -3,8 +3,8 @@
 # README.md is exactly the region between "// README begin" and
 # "// README end" of example/flashstock/example/Quickstart.java (which the
 # test java_quickstart runs), less its two tabs of indent, and its second
-# the region of the "// README reservations" markers, so the README's
-# examples cannot rot.
+# the region of the "// README reservations" markers, its third the region
+# of the "// README terms" markers, so the README's examples cannot rot.
 set -u
 d=${1:?usage: check_snippet.sh bindings/java}
 t=$(mktemp -d)
@@ -29,6 +29,16 @@ awk '/^```java$/ { n++; if (n == 2) { code = 1; next } }
 [ -s "$t/resv_from_readme" ] || fail "no second java code block (reservations) in README.md"
 diff -u "$t/resv_from_readme" "$t/resv_from_example" >&2 ||
 	fail "README.md's reservations code differs from Quickstart.java's README reservations region"
+# the versioned terms example: the third java block
+sed -n '/^[[:space:]]*\/\/ README terms begin$/,/^[[:space:]]*\/\/ README terms end$/p' \
+	"$d/example/flashstock/example/Quickstart.java" | sed '1d;$d;s/^\t\t//' >"$t/terms_from_example"
+awk '/^```java$/ { n++; if (n == 3) { code = 1; next } }
+     code && /^```$/ { exit }
+     code { print }' "$d/README.md" >"$t/terms_from_readme"
+[ -s "$t/terms_from_example" ] || fail "no README terms markers in Quickstart.java"
+[ -s "$t/terms_from_readme" ] || fail "no third java code block (versioned terms) in README.md"
+diff -u "$t/terms_from_readme" "$t/terms_from_example" >&2 ||
+	fail "README.md's versioned terms code differs from Quickstart.java's README terms region"
 # the project's docs/java.md shows the first too, under its "# From Java" heading
 awk '/^# From Java$/ { sec = 1; next }
      sec && !code && /^#+ / { exit }
@@ -40,3 +50,4 @@ diff -u "$t/from_top" "$t/from_example" >&2 ||
 	fail "docs/java.md's java code differs from Quickstart.java's README region"
 echo "snippet: README.md and docs/java.md equal Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"
 echo "snippet: README.md's reservations block equals its marked region ($(wc -l <"$t/resv_from_example") lines)"
+echo "snippet: README.md's versioned terms block equals its marked region ($(wc -l <"$t/terms_from_example") lines)"

@@ -5,7 +5,9 @@
 // reopen and rewind re-reads from it; a consumer killed with SIGKILL (or
 // closed without a commit) resumes after its last commit; one open per
 // consumer name, across processes too (ErrBusy); list and drop; a consumer
-// left behind past serve's retention bound is lost (ErrLost, never a skip).
+// left behind past serve's retention bound is lost (ErrLost, never a skip);
+// a price set is a RecPrice and new terms a RecActivity with Flags 1, each
+// with its version.
 package systest
 
 import (
@@ -492,5 +494,61 @@ func TestFeedKilledConsumerResumesAfterItsLastCommit(t *testing.T) {
 	if fmt.Sprint(lsns) != fmt.Sprint(read) || lsns[0] != committed+1 {
 		t.Errorf("after the kill the feed hands out %v; the killed consumer read %v after %d",
 			lsns, read, committed)
+	}
+}
+
+func TestFeedHandsAPriceSetAsRecPriceAndNewTermsAsAnActivityUpdate(t *testing.T) {
+	s := newFeedSale(t)
+	a, err := s.h.ActivityGet(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sku, err := s.h.SkuGet(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priceV, err := s.h.SkuPriceSet(1, 1, 2500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := a
+	grown.LimitPerUser++
+	actV, err := s.h.ActivityUpdate(grown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.buy(t, 1) // serve has made the WAL once an order is durable
+	f := openFeed(t, s.wal, "terms", &flashstock.FeedOpts{FromStart: true})
+	defer f.Close()
+	// the Handle's two workers write two rings: read until both changes came
+	var added, skuRec, price, update *flashstock.Record
+	for price == nil || update == nil {
+		r, err := f.Next(10 * time.Second)
+		if err != nil {
+			t.Fatalf("Next: %v (price record %v, update %v)", err, price != nil, update != nil)
+		}
+		rec := r.Rec
+		switch {
+		case rec.Type == flashstock.RecActivity && rec.Flags&1 == 0:
+			added = &rec
+		case rec.Type == flashstock.RecActivity:
+			update = &rec
+		case rec.Type == flashstock.RecSku:
+			skuRec = &rec
+		case rec.Type == flashstock.RecPrice:
+			price = &rec
+		}
+	}
+	if added == nil || added.OrderNo != a.Version {
+		t.Errorf("the add's RecActivity: %+v; want OrderNo %d (its version)", added, a.Version)
+	}
+	if skuRec == nil || skuRec.OrderNo != sku.Version {
+		t.Errorf("the RecSku: %+v; want OrderNo %d (its version)", skuRec, sku.Version)
+	}
+	if price.ActivityID != 1 || price.SkuID != 1 || price.Value != 2500 || price.OrderNo != priceV || price.TsNs == 0 {
+		t.Errorf("RecPrice: %+v; want activity 1, sku 1, Value 2500, OrderNo %d", *price, priceV)
+	}
+	if update.ActivityID != 1 || update.OrderNo != actV || update.BizDay&0xff != grown.LimitPerUser {
+		t.Errorf("the update's RecActivity: %+v; want OrderNo %d, limit %d", *update, actV, grown.LimitPerUser)
 	}
 }

@@ -2,8 +2,9 @@
 // project's docs/go.md is the marked region of example/main.go, which
 // service_test.go runs, its batch snippet the body of placeBatch, which
 // ExampleHandle_OrderMany runs, its reservations snippet the body of pay,
-// which ExampleHandle_Confirm runs, and its feed snippet the body of
-// fulfil, which feed_test.go runs: they cannot rot.
+// which ExampleHandle_Confirm runs, its versioned terms snippet the body of
+// buy, which ExampleHandle_SkuPriceSet runs, and its feed snippet the body
+// of fulfil, which feed_test.go runs: they cannot rot.
 package systest
 
 import (
@@ -118,6 +119,22 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 	if got := between(t, rsec, "```go", "```", "README.md"); got != strings.Join(pay, "\n") {
 		t.Errorf("README.md's reservations snippet differs from pay in example_test.go:\n"+
 			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(pay, "\n"))
+	}
+	// the versioned terms section's snippet is the body of buy (example_test.go, one tab less)
+	var buy []string
+	for _, l := range strings.Split(between(t, string(et), "\t// README terms begin", "\t// README terms end",
+		"example_test.go"), "\n") {
+		buy = append(buy, strings.TrimPrefix(l, "\t"))
+	}
+	vsec := string(md)
+	if i := strings.Index(vsec, "\n### Versioned terms"); i >= 0 {
+		vsec = vsec[i+1:]
+	} else {
+		t.Fatal("bindings/go/README.md has no \"### Versioned terms\" section")
+	}
+	if got := between(t, vsec, "```go", "```", "README.md"); got != strings.Join(buy, "\n") {
+		t.Errorf("README.md's versioned terms snippet differs from buy in example_test.go:\n"+
+			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(buy, "\n"))
 	}
 	if len(strings.Split(code, "\n")) < 10 {
 		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))

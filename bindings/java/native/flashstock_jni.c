@@ -206,6 +206,35 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_skuAdd(JNIEnv *env, jclass cls, jl
 	                     (uint32_t)shards);
 }
 
+JNIEXPORT jint JNICALL Java_flashstock_Native_activityGet(JNIEnv *env, jclass cls, jlong cell, jint id)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_activity_get(c->fc_h, (uint32_t)id, &c->fc_io.act);
+}
+
+/* The activity is read from the exchange area, then the new version is
+ * written over it (io.u64): the union's members are used one at a time. */
+JNIEXPORT jint JNICALL Java_flashstock_Native_activityUpdate(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	uint64_t version = 0;
+	int rc = flash_activity_update(c->fc_h, &c->fc_io.act, &version);
+	if (rc == FLASH_OK)
+		c->fc_io.u64 = version;
+	return rc;
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_skuPriceSet(JNIEnv *env, jclass cls, jlong cell, jint activity_id,
+                                                          jint sku_id, jlong price)
+{
+	struct fj_cell *c = cell_of(cell);
+	uint64_t version = 0;
+	int rc = flash_sku_price_set(c->fc_h, (uint32_t)activity_id, (uint32_t)sku_id, (uint64_t)price, &version);
+	if (rc == FLASH_OK)
+		c->fc_io.u64 = version;
+	return rc;
+}
+
 /* ------------------------------------------------------------ 5. orders */
 
 /* The order path: the request and the result live in the cell, written

@@ -67,6 +67,7 @@ from ._errors import (AttachError, BadToken, Busy, Cancelled, Closed, Corrupt,  
 from ._errors import Archived, NotEnded  # noqa: F401
 from ._errors import Destroyed  # noqa: F401
 from ._errors import Confirmed, Expired, NotDue  # noqa: F401
+from ._errors import Stale  # noqa: F401
 from ._errors import (BadChecksum, BadLayout, BadMagic, BadMode, BadSize,  # noqa: F401
                       BadVersion, NotRegular, OwnerMismatch)
 from ._errors import (Ahead, FeedIdentMismatch, FeedInUse, Lost,  # noqa: F401
@@ -90,6 +91,7 @@ __all__ = [
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
     "RequestExpired", "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
     "Archived", "NotEnded", "Destroyed", "Expired", "NotDue", "Confirmed", "RESERVE_MS_MAX",
+    "Stale", "PRICE_MAX",
     "BadChecksum", "BadLayout", "NotRegular",
     "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
     "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",
@@ -119,6 +121,8 @@ SYNC_WAIT_MS_DEFAULT: int = lib.FLASH_SYNC_WAIT_MS_DEFAULT
 LOCK_NAME_MAX: int = lib.FLASH_LOCK_NAME_MAX
 #: the longest reservation (reserve_ms), a week
 RESERVE_MS_MAX: int = lib.FLASH_RESERVE_MS_MAX
+#: the highest price sku_price_set takes (INT64_MAX)
+PRICE_MAX: int = lib.FLASH_PRICE_MAX
 
 #: the upper bound in ns of each observation histogram bucket
 #: (flash_obs_bucket_le_ns; the last is 2**64 - 1: everything above)
@@ -216,11 +220,11 @@ def _activity_to_c(a: Activity) -> Any:
 
 def _activity_from_c(c: Any) -> Activity:
     return Activity(c.id, c.limit_per_user, c.max_qty, Scope(c.scope), ActivityFlag(c.flags),
-                    c.day_offset_s, c.start_ns, c.end_ns)
+                    c.day_offset_s, c.start_ns, c.end_ns, c.version)
 
 
 def _sku_from_c(c: Any) -> SkuInfo:
-    return SkuInfo(c.activity_id, c.sku_id, c.shards, c.total, c.available)
+    return SkuInfo(c.activity_id, c.sku_id, c.shards, c.total, c.available, c.price, c.version)
 
 
 def activity_check(a: Activity) -> None:
@@ -472,6 +476,42 @@ class FlashStock:
         """flash_sku_add(): `units` of stock over `shards` stock slots."""
         _check(self._call(lib.flash_sku_add, activity_id, sku_id, units, shards))
 
+    # -- terms and their versions -----------------------------------------------
+    # An activity's terms (window, limit, max_qty, flags) and a sku's (its
+    # price) carry a version that every change moves on.  A page shows the
+    # versions with the terms (activity_get, sku_get); an order that names
+    # them (order(activity_version=, sku_version=)) is refused Stale,
+    # nothing taken, once either changed.
+
+    def activity_get(self, activity_id: int) -> Activity:
+        """flash_activity_get(): one activity's terms and their version
+        (Activity.version).  Raises NotFound (none, or archived)."""
+        c = ffi.new("struct flash_activity *")
+        _check(self._call(lib.flash_activity_get, activity_id, c), "activity %d" % activity_id)
+        return _activity_from_c(c)
+
+    def activity_update(self, a: Activity) -> int:
+        """flash_activity_update(): give live activity `a.id` the terms of `a`
+        (window, limit_per_user, max_qty, flags; `a.version` is ignored) and
+        return their new version.  Raises InvalidArgument when scope or
+        day_offset_s differ from the current ones or limit_per_user is lower
+        (a limit may grow, never shrink), NotFound, Ended (being archived),
+        Busy (nothing changed: retry), ...  Blocks briefly: it waits for the
+        orders open in other handles (at most 2 s), buyers never wait for it."""
+        out = self._here().u64
+        _check(self._call(lib.flash_activity_update, _activity_to_c(a), out), "activity %d" % a.id)
+        return int(out[0])
+
+    def sku_price_set(self, activity_id: int, sku_id: int, price: int) -> int:
+        """flash_sku_price_set(): set a sku's price (the shop's smallest unit,
+        0..PRICE_MAX; a sku starts at 0) and return its terms' new version
+        (moved on also for the same price: a republished page).  Raises
+        NotFound, InvalidArgument, Busy, ...; blocks briefly as activity_update."""
+        out = self._here().u64
+        _check(self._call(lib.flash_sku_price_set, activity_id, sku_id, price, out),
+               "sku %d/%d" % (activity_id, sku_id))
+        return int(out[0])
+
     def activity_at(self, index: int) -> Activity:
         """flash_activity_at(): the catalog's index-th activity (NotFound past the end)."""
         c = ffi.new("struct flash_activity *")
@@ -515,15 +555,20 @@ class FlashStock:
     # -- orders ---------------------------------------------------------------
 
     def order(self, activity_id: int, sku_id: int, user_id: int, qty: int = 1,
-              token: int = 0, request_id: int = 0, reserve_ms: int = 0) -> OrderResult:
+              token: int = 0, request_id: int = 0, reserve_ms: int = 0,
+              activity_version: int = 0, sku_version: int = 0) -> OrderResult:
         """flash_order(): place an order.  Returns its OrderResult; raises
         SoldOut, LimitReached, NotStarted, Ended, BadToken, Duplicate (a known
         request id: .first_code, and .order_no when the first outcome was an
         order), FateUnknown (sync: placed, not yet durable: .order_no, .lsn),
-        ... -- every refusal of flash_order() as its FlashError.
+        Stale, ... -- every refusal of flash_order() as its FlashError.
         reserve_ms: 0 places a plain order, ACTIVE at once; else a
         reservation, RESERVED (its units and limit slot held) until
-        confirm() within that many ms (1..RESERVE_MS_MAX), expired after."""
+        confirm() within that many ms (1..RESERVE_MS_MAX), expired after.
+        activity_version, sku_version: 0 checks nothing; else the version
+        of the activity's or the sku's terms the buyer saw (Activity.version,
+        SkuInfo.version): once either changed the order raises Stale and
+        takes nothing (token and request id untouched)."""
         try:
             h = self._tls.h
         except AttributeError:
@@ -536,6 +581,8 @@ class FlashStock:
         r.reserve_ms = reserve_ms      # the buffer is reused: set every field
         r.token = token
         r.request_id = request_id
+        r.activity_version = activity_version
+        r.sku_version = sku_version
         h.busy = True                   # (A) store busy, then (B) load dead
         if h.dead:
             self._stale(h)
@@ -558,13 +605,14 @@ class FlashStock:
                    ) -> List[Union[OrderResult, FlashError]]:
         """flash_order_many(): place a batch of orders in one call.  Each
         request is an OrderRequest (or a tuple of its fields in its order:
-        activity_id, sku_id, user_id[, qty[, token[, request_id[, reserve_ms]]]]); each is
+        activity_id, sku_id, user_id[, qty[, token[, request_id[, reserve_ms[,
+        activity_version[, sku_version]]]]]]); each is
         judged and committed as order() would, one after another -- a later
         one sees the earlier ones (a user's second order meets its limit, a
         repeated request id is Duplicate).  Returns one item per request, in
         order: its OrderResult when placed, else the FlashError order() would
         have raised for it, returned, not raised (SoldOut, LimitReached,
-        InvalidArgument for qty 0, Duplicate with .first_code and .order_no,
+        Stale, InvalidArgument for qty 0, Duplicate with .first_code and .order_no,
         FateUnknown with .order_no and .lsn -- in sync durability all the
         batch's placed orders are FateUnknown when its one wait fails): a
         refusal never stops the later orders.  Raises only for the call, with
@@ -826,7 +874,7 @@ def _refusal(rc: int, order_no: int, first_rc: int, limit_slot: int, lsn: int) -
 # costs a call per field.  The formats are the structs' fields in order,
 # with no padding between them; checked here against the C compiler's
 # offsets and sizes, so a layout that differs fails the import.
-_REQ_CODES = ("I", "I", "Q", "I", "I", "Q", "Q")    # struct flash_order_req
+_REQ_CODES = ("I", "I", "Q", "I", "I", "Q", "Q", "Q", "Q")    # struct flash_order_req
 _RES_CODES = ("Q", "i", "I", "Q")                   # struct flash_order_res
 
 
@@ -848,12 +896,14 @@ _pack_c_req = struct.Struct("=" + "".join(_REQ_CODES)).pack
 
 
 def _pack_req(activity_id: int, sku_id: int, user_id: int, qty: int = 1, token: int = 0,
-              request_id: int = 0, reserve_ms: int = 0) -> bytes:
-    """One request in OrderRequest's order (reserve_ms last), packed in the
-    struct's (reserve_ms after qty); a short tuple takes OrderRequest's
-    defaults.  (The function call costs a few ns a request against a pack
-    of the tuple as it is.)"""
-    return _pack_c_req(activity_id, sku_id, user_id, qty, reserve_ms, token, request_id)
+              request_id: int = 0, reserve_ms: int = 0, activity_version: int = 0,
+              sku_version: int = 0) -> bytes:
+    """One request in OrderRequest's order (reserve_ms after request_id),
+    packed in the struct's (reserve_ms after qty); a short tuple takes
+    OrderRequest's defaults.  (The function call costs a few ns a request
+    against a pack of the tuple as it is.)"""
+    return _pack_c_req(activity_id, sku_id, user_id, qty, reserve_ms, token, request_id,
+                       activity_version, sku_version)
 
 
 _REQ_SIZE = struct.calcsize("=" + "".join(_REQ_CODES))
@@ -903,6 +953,8 @@ def _pack_slowly(requests: Sequence[Sequence[int]]) -> bytes:
         c.reserve_ms = r.reserve_ms
         c.token = r.token
         c.request_id = r.request_id
+        c.activity_version = r.activity_version
+        c.sku_version = r.sku_version
         parts.append(b[:])
     return b"".join(parts)
 

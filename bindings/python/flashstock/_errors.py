@@ -29,7 +29,7 @@ __all__ = [
     "SystemFailure", "WrongThread", "FateUnknown", "RequestExpired", "Corrupt", "Closed",
     "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion", "BadChecksum",
     "BadLayout", "NotRegular", "Timeout", "Lost", "Ahead", "FeedIdentMismatch",
-    "RefillUnavailable", "FeedInUse", "Expired", "NotDue", "Confirmed", "error_for",
+    "RefillUnavailable", "FeedInUse", "Expired", "NotDue", "Confirmed", "Stale", "error_for",
 ]
 
 
@@ -329,6 +329,15 @@ class Confirmed(FlashError):
     """expire() of an ACTIVE order -- paid, or never a reservation
     (FLASH_ECONFIRMED): it does not expire; nothing changed."""
     CODE = "FLASH_ECONFIRMED"
+
+
+class Stale(FlashError):
+    """The terms changed since the version the buyer saw (FLASH_ESTALE): an
+    order named an activity_version or sku_version that is no longer the
+    current one.  Nothing was taken (no stock, no limit slot; the token and
+    the request id are untouched): show the new terms, and order again
+    naming their versions."""
+    CODE = "FLASH_ESTALE"
 
 
 class Closed(FlashError, ValueError):

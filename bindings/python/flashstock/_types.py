@@ -72,7 +72,10 @@ class SegOpts:
 @dataclass(frozen=True, slots=True)
 class Activity:
     """struct flash_activity.  The default window is open from the epoch to
-    the end of int64 nanoseconds (always open)."""
+    the end of int64 nanoseconds (always open).  `version` is the version of
+    these terms as the segment read them (activity_get, activity_at): a
+    page shows it and an order names it (order(activity_version=)); it is
+    ignored by activity_add, activity_update and activity_check."""
     id: int
     limit_per_user: int = 1
     max_qty: int = 1
@@ -81,16 +84,21 @@ class Activity:
     day_offset_s: int = 0
     start_ns: int = 0
     end_ns: int = INT64_MAX
+    version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class SkuInfo:
-    """struct flash_sku_info; `sold` is total - available."""
+    """struct flash_sku_info; `sold` is total - available.  `price` is the
+    one sku_price_set() set (0 until then), `version` the version of the
+    sku's terms (its price), for order(sku_version=)."""
     activity_id: int
     sku_id: int
     shards: int
     total: int
     available: int
+    price: int = 0
+    version: int = 0
 
     @property
     def sold(self) -> int:
@@ -102,9 +110,13 @@ class OrderRequest(NamedTuple):
     arguments of FlashStock.order(), in their order).  A tuple: a plain
     tuple of these fields, in this order, is taken alike.  reserve_ms
     (0: a plain order; else a reservation to confirm within that many ms)
-    comes last, not in the struct's place after qty: a tuple's positions
-    are its API, and a tuple written before reservations (..., token,
-    request_id) must not have its token read as a reservation."""
+    comes after request_id, not in the struct's place after qty: a tuple's
+    positions are its API, and a tuple written before reservations (...,
+    token, request_id) must not have its token read as a reservation.
+    activity_version and sku_version (0: not checked) are the versions of
+    the terms the buyer saw (Activity.version, SkuInfo.version): another
+    is refused Stale, nothing taken; they come after reserve_ms, where the
+    struct has them too."""
     activity_id: int
     sku_id: int
     user_id: int
@@ -112,6 +124,8 @@ class OrderRequest(NamedTuple):
     token: int = 0
     request_id: int = 0
     reserve_ms: int = 0
+    activity_version: int = 0
+    sku_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +270,7 @@ class RecordType(enum.IntEnum):
     ARCHIVE = 7    # an ended activity was archived: activity_id, ts_ns; value = orders freed
     CONFIRM = 8    # a reservation was paid, now ACTIVE: its ORDER's fields (value: its pay-by ns)
     EXPIRE = 9     # a reservation expired unpaid: a CANCEL's fields (value: its pay-by ns)
+    PRICE = 10     # a sku's price was set: activity_id, sku_id, value = price, order_no = version
 
 
 class FeedSource(enum.IntEnum):
@@ -283,7 +298,9 @@ class FeedRecord:
     """struct flash_feed_rec, flat: its LSN (`lsn`, increasing: an idempotency
     key), `seq` (ring seq of the producing slot), every field of its
     struct flash_record (type .. request_id, meaning as in the header: e.g.
-    `value` is a RESTOCK's delta, a SKU's units, an ACTIVITY's start_ns), and
+    `value` is a RESTOCK's delta, a SKU's units, an ACTIVITY's start_ns, a
+    PRICE's price; `order_no` an ACTIVITY's, SKU's or PRICE's version of the
+    terms, and an ACTIVITY with flags & 1 new terms of an existing one), and
     where it came from (`source`, `missing`, `gap`: the LSNs lsn - gap ..
     lsn - 1 a refill could not serve).  A `type` or `source` value this
     binding does not know (a newer library's) is left a plain int."""

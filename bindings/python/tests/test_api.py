@@ -97,7 +97,7 @@ MIRRORS = [
 # Fields a tuple type has at its end rather than in its struct's place: a
 # tuple's positions are its API, so a field the struct gained in the middle
 # is appended (OrderRequest's reserve_ms, after request_id, not after qty).
-APPENDED = {"flash_order_req": ("reserve_ms",)}
+APPENDED = {"flash_order_req": ("reserve_ms", "activity_version", "sku_version")}
 
 
 def mirrored_names(fields, struct, flat):
@@ -205,7 +205,7 @@ def test_common_refusals_have_their_own_types_and_unknown_codes_the_base_type():
         "FLASH_EARCHIVED": flashstock.Archived, "FLASH_ENOT_ENDED": flashstock.NotEnded,
         "FLASH_EDESTROYED": flashstock.Destroyed,
         "FLASH_EEXPIRED": flashstock.Expired, "FLASH_ENOT_DUE": flashstock.NotDue,
-        "FLASH_ECONFIRMED": flashstock.Confirmed,
+        "FLASH_ECONFIRMED": flashstock.Confirmed, "FLASH_ESTALE": flashstock.Stale,
     }
     for name, cls in named.items():
         assert isinstance(flashstock.error_for(flashstock.CODES[name]), cls), name
@@ -289,8 +289,10 @@ def test_catalog_add_iterate_and_refusals(segs):
             fs.sku_add(6, 1, 1)
         with pytest.raises(flashstock.InvalidArgument):
             fs.sku_add(5, 3, 1, shards=17)
-        assert fs.activity_at(0) == a
-        assert list(fs.activities()) == [a]
+        got = fs.activity_at(0)
+        assert got.version > 0                      # the segment's, whatever add was given
+        assert dataclasses.replace(got, version=0) == a
+        assert list(fs.activities()) == [got] and fs.activity_get(5) == got
         skus = list(fs.skus())
         assert [(s.sku_id, s.shards, s.total, s.available) for s in skus] == [(1, 4, 100, 100),
                                                                               (2, 1, 7, 7)]
@@ -535,6 +537,102 @@ def test_expire_and_expire_due_take_back_only_what_is_due(segs):
     fs.close()
 
 
+# ---------------------------------------------------------------- versioned terms
+
+def test_an_order_naming_old_terms_is_stale_takes_nothing_and_the_new_version_orders(segs):
+    fs = open_sale(segs, units=10, limit=2)
+    seen_a, seen_s = fs.activity_get(1), fs.sku_get(1, 10)     # what the page showed
+    assert seen_a.version > 0 and seen_s.version > 0 and seen_a.version != seen_s.version
+    fs.order(1, 10, 700, activity_version=seen_a.version, sku_version=seen_s.version)
+    new_v = fs.activity_update(dataclasses.replace(seen_a, limit_per_user=3))
+    assert new_v > seen_a.version
+    now = fs.activity_get(1)
+    assert (now.limit_per_user, now.version) == (3, new_v)
+    before = (fs.sku_get(1, 10), fs.stats().orders, fs.orders_max())
+    with pytest.raises(flashstock.Stale) as ei:
+        fs.order(1, 10, 700, request_id=9001, activity_version=seen_a.version)
+    assert (ei.value.code, ei.value.name) == (-53, "FLASH_ESTALE")
+    # nothing taken: stock, orders and the request id as they were ...
+    assert (fs.sku_get(1, 10), fs.stats().orders, fs.orders_max()) == before
+    placed = fs.order(1, 10, 700, request_id=9001, activity_version=new_v,
+                      sku_version=seen_s.version)  # not a Duplicate: the id was not taken
+    # ... and the user's limit: slot 2 of 3 now, then slot 3, then the limit
+    assert placed.limit_slot == 2
+    assert fs.order(1, 10, 700, activity_version=new_v).limit_slot == 3
+    with pytest.raises(flashstock.LimitReached):
+        fs.order(1, 10, 700, activity_version=new_v)
+    # the sku's terms: a price set moves its version on; 0 checks nothing
+    sku_v = fs.sku_price_set(1, 10, 1500)
+    with pytest.raises(flashstock.Stale):
+        fs.order(1, 10, 701, activity_version=new_v, sku_version=seen_s.version)
+    assert fs.order(1, 10, 701, activity_version=new_v, sku_version=sku_v).order_no > 0
+    assert fs.order(1, 10, 702).order_no > 0
+    # a batch: the stale one refused, the orders after it placed
+    got = fs.order_many([flashstock.OrderRequest(1, 10, 703, activity_version=seen_a.version),
+                         flashstock.OrderRequest(1, 10, 704, activity_version=new_v,
+                                                 sku_version=sku_v),
+                         (1, 10, 705, 1, 0, 0, 0, new_v, seen_s.version)])   # a plain tuple
+    assert [type(x) for x in got] == [flashstock.Stale, flashstock.OrderResult, flashstock.Stale]
+    assert fs.sku_get(1, 10).available == 10 - 6
+    fs.close()
+
+
+def test_a_price_is_set_and_read_back_with_its_version(segs):
+    fs = open_sale(segs)
+    s0 = fs.sku_get(1, 10)
+    assert (s0.price, s0.version > 0) == (0, True)     # a sku starts at price 0
+    v1 = fs.sku_price_set(1, 10, 1999)
+    s1 = fs.sku_get(1, 10)
+    assert v1 > s0.version and (s1.price, s1.version) == (1999, v1)
+    assert (s1.total, s1.available) == (s0.total, s0.available)
+    v2 = fs.sku_price_set(1, 10, 1999)                 # the same price: a republished page
+    assert v2 > v1 and fs.sku_get(1, 10).version == v2
+    assert fs.sku_at(0) == fs.sku_get(1, 10) == list(fs.skus())[0]
+    assert fs.sku_price_set(1, 10, flashstock.PRICE_MAX) > v2
+    assert fs.sku_get(1, 10).price == flashstock.PRICE_MAX == (1 << 63) - 1
+    v_max = fs.sku_get(1, 10).version
+    with pytest.raises(flashstock.InvalidArgument):
+        fs.sku_price_set(1, 10, flashstock.PRICE_MAX + 1)
+    with pytest.raises(flashstock.NotFound):
+        fs.sku_price_set(1, 11, 5)
+    with pytest.raises(flashstock.NotFound):
+        fs.sku_price_set(2, 10, 5)
+    assert fs.sku_get(1, 10).version == v_max          # the refusals changed nothing
+    assert fs.activity_get(1).version not in (s0.version, v1, v2, v_max)   # one counter
+    with flashstock.open(fs.name, readonly=True) as ro:
+        assert ro.sku_get(1, 10).price == flashstock.PRICE_MAX
+        with pytest.raises(flashstock.ReadOnly):
+            ro.sku_price_set(1, 10, 1)
+    fs.close()
+
+
+def test_bad_updates_are_refused_and_leave_the_terms_and_their_version(segs):
+    fs = open_sale(segs, limit=2)
+    a = fs.activity_get(1)
+    for bad in (dataclasses.replace(a, limit_per_user=1),         # a limit never shrinks
+                dataclasses.replace(a, scope=flashstock.Scope.SKU),
+                dataclasses.replace(a, day_offset_s=3600),
+                dataclasses.replace(a, start_ns=10, end_ns=10),
+                dataclasses.replace(a, max_qty=0)):
+        with pytest.raises(flashstock.InvalidArgument):
+            fs.activity_update(bad)
+        assert fs.activity_get(1) == a, bad
+    with pytest.raises(flashstock.NotFound):
+        fs.activity_update(dataclasses.replace(a, id=9))
+    with pytest.raises(flashstock.NotFound):
+        fs.activity_get(9)
+    with flashstock.open(fs.name, readonly=True) as ro:
+        assert ro.activity_get(1) == a
+        with pytest.raises(flashstock.ReadOnly):
+            ro.activity_update(a)
+    assert fs.activity_get(1) == a
+    # the same limit, a new window: taken, and a version of its own
+    later = dataclasses.replace(a, end_ns=a.end_ns - 1)
+    v = fs.activity_update(later)
+    assert fs.activity_get(1) == dataclasses.replace(later, version=v) and v > a.version
+    fs.close()
+
+
 def test_sync_order_without_daemon_is_fate_unknown_then_durable(segs, tmpdir_path):
     name = segs.make(durability=flashstock.Durability.SYNC)
     with flashstock.open(name, sync_wait_ms=50) as fs:
@@ -737,7 +835,7 @@ def test_order_many_raises_for_the_call_and_then_runs_no_order(segs):
     with pytest.raises(TypeError):
         fs.order_many([(1, 10, 7), (1, 10, "8")])
     with pytest.raises(TypeError):
-        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 0, 9)])   # a field too many
+        fs.order_many([(1, 10, 7), (1, 10, 8, 1, 0, 0, 0, 0, 0, 9)])   # a field too many
     with pytest.raises(TypeError):
         fs.order_many([(1, 10, 7), (1, 10)])                  # user missing
     s = fs.sku_get(1, 10)

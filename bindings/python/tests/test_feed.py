@@ -11,6 +11,7 @@ consumer (example/consumer.py) ships every acknowledged order once, prints
 nothing new when run again, shows a new order on the next run, and after a
 kill -9 mid-stream and a restart misses nothing, repeating only records
 after its last commit."""
+import dataclasses
 import os
 import pickle
 import re
@@ -69,6 +70,29 @@ def take(feed, n):
 
 
 # ---------------------------------------------------------------- the API
+
+def test_feed_hands_a_price_set_as_a_price_record_and_new_terms_as_an_activity_update(sale):
+    """Versioned terms in the feed: the add and the sku carry their versions
+    (order_no), a price set is a PRICE record (value: the price, order_no:
+    the version), an update an ACTIVITY record with flags 1 and its version."""
+    fs, wal = sale
+    a, s = fs.activity_get(1), fs.sku_get(1, 10)
+    v_price = fs.sku_price_set(1, 10, 2500)
+    v_act = fs.activity_update(dataclasses.replace(a, limit_per_user=2))
+    buy(fs, [1])                        # the same handle's records: durable once it is
+    with flashstock.Feed(wal, "terms", from_start=True) as feed:
+        recs = take(feed, 5)
+    assert [r.type for r in recs] == [RecordType.ACTIVITY, RecordType.SKU, RecordType.PRICE,
+                                      RecordType.ACTIVITY, RecordType.ORDER]
+    added, sku, price, update = recs[:4]
+    assert (added.order_no, added.flags & 1) == (a.version, 0)
+    assert (sku.activity_id, sku.sku_id, sku.order_no) == (1, 10, s.version)
+    assert (price.activity_id, price.sku_id, price.value, price.order_no) == (1, 10, 2500, v_price)
+    assert price.ts_ns > 0
+    assert (update.activity_id, update.order_no, update.flags & 1) == (1, v_act, 1)
+    assert update.biz_day & 0xff == 2                   # limit_per_user | scope << 8 | flags << 16
+
+
 
 def test_feed_hands_every_durable_record_with_its_fields_in_lsn_order_and_commits_hold(sale):
     fs, wal = sale

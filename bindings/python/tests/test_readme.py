@@ -7,8 +7,9 @@ the last unit, and exits 2 on a destroyed segment.  Likewise the feed
 consumer: the "## From Python" section of the project's docs/feed.md and the
 binding README's "## The order feed" show the marked region of
 example/consumer.py (which python_feed runs) unchanged; and the binding
-README's "## Observation" snippet, its batch example (order_many) and its
-"## Reservations" example run and print what they say."""
+README's "## Observation" snippet, its batch example (order_many), its
+"## Reservations" and its "## Versioned terms" examples run and print what
+they say."""
 import os
 import re
 import subprocess
@@ -150,3 +151,21 @@ def test_reservations_readme_example_runs(segs):
         assert fs.sku_get(1, 10).available == 4       # the paid one's unit only
         s = fs.stats()
         assert (s.confirms, s.expiries) == (1, 2)
+
+
+def test_versioned_terms_readme_example_runs(segs):
+    code = block_under(os.path.join(SRC, "README.md"), "## Versioned terms")
+    assert code and '"/sale1"' in code
+    name = segs.make("termsdoc")
+    with flashstock.open(name) as fs:
+        fs.activity_add(Activity(id=1))
+        fs.sku_add(1, 10, 5)
+        fs.sku_price_set(1, 10, 1000)
+    p = subprocess.run([sys.executable, "-c", "import flashstock\n" +
+                        code.replace('"/sale1"', repr(name))],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "price 1000 limit 1\nFLASH_ESTALE new price 1500\navailable 3\n", p.stdout
+    with flashstock.open(name) as fs:
+        assert fs.stats().orders == 2                 # the stale order took nothing
+        assert fs.sku_get(1, 10).price == 1500

@@ -11,16 +11,17 @@ import java.nio.ByteBuffer;
  * @param lsn        its WAL LSN: increasing; an idempotency key
  * @param seq        ring seq of the producing handle's slot (WAL records only)
  * @param type       FLASH_REC_*: ORDER 1, CANCEL 2, RESTOCK 3, ACTIVITY 4, SKU 5, GEN 6, ARCHIVE 7, CONFIRM 8,
- *                   EXPIRE 9 (0: a refill's stand-in for a gap's last LSN); a type newer than this binding stays
- *                   its number
+ *                   EXPIRE 9, PRICE 10 (0: a refill's stand-in for a gap's last LSN); a type newer than this
+ *                   binding stays its number
  * @param slot       the producing handle's slot
  * @param qty        ORDER/CANCEL/CONFIRM/EXPIRE: units; SKU: shards
- * @param value      RESTOCK: delta; SKU: units; ACTIVITY: start_ns; a reservation's ORDER, CONFIRM, EXPIRE: its
- *                   pay-by time (ns)
+ * @param orderNo    ORDER/CANCEL/CONFIRM/EXPIRE: the order; ACTIVITY, SKU, PRICE: the terms' version
+ * @param value      RESTOCK: delta; SKU: units; ACTIVITY: start_ns; PRICE: the price; a reservation's ORDER,
+ *                   CONFIRM, EXPIRE: its pay-by time (ns)
  * @param tsNs       CLOCK_REALTIME when made; ACTIVITY: end_ns
  * @param bizDay     ORDER: business day; ACTIVITY: limit | scope<<8 | flags<<16
  * @param limitSlot  ORDER/CANCEL: 1..K; ACTIVITY: max_qty
- * @param flags      CANCEL/EXPIRE: 1 if the quota was returned
+ * @param flags      CANCEL/EXPIRE: 1 if the quota was returned; ACTIVITY: 1 for new terms of an existing one
  * @param requestId  ORDER: request id or 0; ACTIVITY: day_offset_s
  * @param source     SOURCE_WAL or SOURCE_MYSQL (a refill)
  * @param missing    MISS_* bits: fields a refill could not give back (0 from the WAL)
@@ -42,6 +43,8 @@ public record FeedRecord(long lsn, long seq, int type, int slot, int activityId,
 	public static final int CONFIRM = 8;
 	/** A reservation expired unpaid: the fields of a CANCEL (its units back). */
 	public static final int EXPIRE = 9;
+	/** A sku's price was set (FlashStock.skuPriceSet): value = the price, orderNo = the new version. */
+	public static final int PRICE = 10;
 
 	/** FLASH_FEED_WAL: the WAL frame itself, every field. */
 	public static final int SOURCE_WAL = 0;

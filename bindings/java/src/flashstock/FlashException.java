@@ -72,6 +72,7 @@ public class FlashException extends RuntimeException {
 		case -50: return new Expired(rc);
 		case -51: return new NotDue(rc);
 		case -52: return new Confirmed(rc);
+		case -53: return new Stale(rc);
 		case -60: return new Timeout(rc);
 		case -61: return new Lost(rc);
 		case -62: return new Ahead(rc);
@@ -156,6 +157,14 @@ public class FlashException extends RuntimeException {
 	public static final class NotDue extends FlashException { NotDue(int c) { super(c); } }
 	/** FLASH_ECONFIRMED: expire of an ACTIVE order (paid, or never a reservation); nothing changed. */
 	public static final class Confirmed extends FlashException { Confirmed(int c) { super(c); } }
+
+	/* versioned terms (OrderRequest.withVersions) */
+
+	/**
+	 * FLASH_ESTALE: the terms changed since the version the order named;
+	 * nothing taken (token and request id untouched): show the new terms.
+	 */
+	public static final class Stale extends FlashException { Stale(int c) { super(c); } }
 
 	/* the order feed (Feed) */
 

@@ -361,13 +361,67 @@ public final class FlashStock implements AutoCloseable {
 		}
 	}
 
+	/* ------------------------------------------------------------ terms and their versions */
+
+	/**
+	 * Activity id's terms and their version (flash_activity_get): a page
+	 * shows version() with the terms, and an order names it
+	 * (OrderRequest.withVersions).  Throws NotFound when there is no such
+	 * activity, or it was archived.
+	 */
+	public Activity activityGet(int id) {
+		Cell c = enter();
+		try {
+			FlashException.check(Native.activityGet(c.h.cell, id));
+			return Activity.read(c.io);
+		} finally {
+			leave(c);
+		}
+	}
+
+	/**
+	 * Give live activity a.id() the terms of a -- its window, limitPerUser,
+	 * maxQty and flags; a.version() is ignored -- and return their new
+	 * version (flash_activity_update).  Throws InvalidArgument when scope or
+	 * dayOffsetS differ from the current ones or limitPerUser is lower (a
+	 * limit may grow, never shrink), NotFound, Ended (being archived), Busy
+	 * (nothing changed: retry), ...  Blocks briefly: the orders open in other
+	 * handles end first (at most 2 s); buyers never wait for it.
+	 */
+	public long activityUpdate(Activity a) {
+		Cell c = enter();
+		try {
+			a.write(c.io);
+			FlashException.check(Native.activityUpdate(c.h.cell));
+			return c.io.getLong(Layout.Io.U64);
+		} finally {
+			leave(c);
+		}
+	}
+
+	/**
+	 * Set a sku's price (the shop's smallest unit, 0..SkuInfo.PRICE_MAX; a sku starts
+	 * at 0) and return the new version of its terms, moved on also for the
+	 * same price (flash_sku_price_set).  Throws and blocks as activityUpdate.
+	 */
+	public long skuPriceSet(int activityId, int skuId, long price) {
+		Cell c = enter();
+		try {
+			FlashException.check(Native.skuPriceSet(c.h.cell, activityId, skuId, price));
+			return c.io.getLong(Layout.Io.U64);
+		} finally {
+			leave(c);
+		}
+	}
+
 	/* ------------------------------------------------------------ orders */
 
 	/**
 	 * Place an order (flash_order).  Returns the outcome for FLASH_OK and
 	 * for the answers a sale gives most requests (sold out, limit reached,
 	 * not started, ended, bad token, a retried request id with its first
-	 * outcome) and FLASH_EFATE_UNKNOWN (placed; its order number and lsn
+	 * outcome, terms changed since the versions the request names:
+	 * FLASH_ESTALE, nothing taken) and FLASH_EFATE_UNKNOWN (placed; its order number and lsn
 	 * are needed); throws FlashException for any other code
 	 * (InvalidArgument, NotFound, Full, Busy, Durability, ...).
 	 */
@@ -382,6 +436,8 @@ public final class FlashStock implements AutoCloseable {
 			b.putInt(Layout.Io.ORDER_REQ + Layout.OrderReq.RESERVE_MS, r.reserveMs());
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.TOKEN, r.token());
 			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.REQUEST_ID, r.requestId());
+			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.ACTIVITY_VERSION, r.activityVersion());
+			b.putLong(Layout.Io.ORDER_REQ + Layout.OrderReq.SKU_VERSION, r.skuVersion());
 			/* FLASH_EDUPLICATE writes first_rc and order_no only: clear the slot */
 			b.putInt(Layout.Io.ORDER_RES + Layout.OrderRes.LIMIT_SLOT, 0);
 			int rc = Native.order(c.h.cell);
@@ -413,6 +469,7 @@ public final class FlashStock implements AutoCloseable {
 		case -3:   // FLASH_ENOT_STARTED
 		case -4:   // FLASH_EENDED
 		case -6:   // FLASH_EBAD_TOKEN
+		case -53:  // FLASH_ESTALE: the page's terms changed; show the new ones
 			return new OrderResult(rc, 0, 0, 0, 0);
 		default:
 			return null;
@@ -436,7 +493,7 @@ public final class FlashStock implements AutoCloseable {
 	 * Throws, before any order runs: what the handle refuses (ReadOnly,
 	 * WrongThread; IllegalStateException once closed), NullPointerException
 	 * for a null list or request, InvalidArgument for more than 2^24
-	 * requests.  The thread's batch area (native memory, 68 bytes an
+	 * requests.  The thread's batch area (native memory, 84 bytes an
 	 * order) grows to its largest batch and is kept until its handle
 	 * closes.
 	 */
@@ -465,6 +522,8 @@ public final class FlashStock implements AutoCloseable {
 				b.putInt(at + Layout.OrderReq.RESERVE_MS, r.reserveMs());
 				b.putLong(at + Layout.OrderReq.TOKEN, r.token());
 				b.putLong(at + Layout.OrderReq.REQUEST_ID, r.requestId());
+				b.putLong(at + Layout.OrderReq.ACTIVITY_VERSION, r.activityVersion());
+				b.putLong(at + Layout.OrderReq.SKU_VERSION, r.skuVersion());
 				/* as order(): a duplicate writes no slot; and a refused
 				 * order no number, which tells FLASH_EDURABILITY's placed
 				 * orders from its refused ones */

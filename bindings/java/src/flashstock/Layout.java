@@ -36,7 +36,7 @@ final class Layout {
 
 	static final class Activity {
 		private Activity() {}
-		static final int SIZE = 40;
+		static final int SIZE = 48;
 		static final int ID = 0;
 		static final int LIMIT_PER_USER = 4;
 		static final int MAX_QTY = 8;
@@ -45,11 +45,12 @@ final class Layout {
 		static final int DAY_OFFSET_S = 20;
 		static final int START_NS = 24;
 		static final int END_NS = 32;
+		static final int VERSION = 40;
 	}
 
 	static final class OrderReq {
 		private OrderReq() {}
-		static final int SIZE = 40;
+		static final int SIZE = 56;
 		static final int ACTIVITY_ID = 0;
 		static final int SKU_ID = 4;
 		static final int USER_ID = 8;
@@ -57,6 +58,8 @@ final class Layout {
 		static final int RESERVE_MS = 20;
 		static final int TOKEN = 24;
 		static final int REQUEST_ID = 32;
+		static final int ACTIVITY_VERSION = 40;
+		static final int SKU_VERSION = 48;
 	}
 
 	static final class OrderRes {
@@ -70,13 +73,15 @@ final class Layout {
 
 	static final class SkuInfo {
 		private SkuInfo() {}
-		static final int SIZE = 32;
+		static final int SIZE = 48;
 		static final int ACTIVITY_ID = 0;
 		static final int SKU_ID = 4;
 		static final int SHARDS = 8;
 		static final int PAD = 12;
 		static final int TOTAL = 16;
 		static final int AVAILABLE = 24;
+		static final int PRICE = 32;
+		static final int VERSION = 40;
 	}
 
 	static final class OrderInfo {
@@ -155,7 +160,7 @@ final class Layout {
 		private Io() {}
 		@Native static final int SIZE = 256;
 		@Native static final int ORDER_REQ = 0;
-		@Native static final int ORDER_RES = 40;
+		@Native static final int ORDER_RES = 56;
 		@Native static final int U64 = 0;
 	}
 
@@ -164,7 +169,7 @@ final class Layout {
 	 * from cap * OrderReq.SIZE, cap outcomes (RC_SIZE) after them. */
 	static final class Batch {
 		private Batch() {}
-		@Native static final int ORDER_BYTES = 68;
+		@Native static final int ORDER_BYTES = 84;
 		@Native static final int RC_SIZE = 4;
 		@Native static final int MAX = 16777216;
 	}

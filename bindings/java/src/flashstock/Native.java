@@ -79,6 +79,12 @@ final class Native {
 	/* 4. catalog */
 	static native int activityAdd(long cell);
 	static native int skuAdd(long cell, int activityId, int skuId, long units, int shards);
+	/** flash_activity_get into the exchange area's activity */
+	static native int activityGet(long cell, int id);
+	/** flash_activity_update of the exchange area's activity; the new version in its u64 */
+	static native int activityUpdate(long cell);
+	/** flash_sku_price_set; the new version in the exchange area's u64 */
+	static native int skuPriceSet(long cell, int activityId, int skuId, long price);
 
 	/* 5. orders: request at Layout.Io.ORDER_REQ, result at Layout.Io.ORDER_RES */
 	static native int order(long cell);

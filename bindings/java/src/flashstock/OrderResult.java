@@ -4,8 +4,9 @@
  *
  * From order(), rc is FLASH_OK or one of the refusals a flash sale expects
  * as answers (FLASH_ESOLD_OUT, FLASH_ELIMIT, FLASH_ENOT_STARTED,
- * FLASH_EENDED, FLASH_EBAD_TOKEN, FLASH_EDUPLICATE with firstRc and
- * orderNo of the first outcome, FLASH_EFATE_UNKNOWN with orderNo and lsn
+ * FLASH_EENDED, FLASH_EBAD_TOKEN, FLASH_ESTALE (the terms changed since
+ * the versions the request named: nothing taken), FLASH_EDUPLICATE with
+ * firstRc and orderNo of the first outcome, FLASH_EFATE_UNKNOWN with orderNo and lsn
  * of an order placed but not yet durable); every other code is thrown by
  * order() instead.  From orderMany(), rc is any code flash_order() may
  * return for one order, the thrown ones included (their fields are 0 but

@@ -2,8 +2,10 @@
  * ApiTest.java -- (java_api) the whole application API through FlashStock:
  * segments, catalog, orders with every request and result field, refusals
  * returned and errors thrown, cancel, reservations (confirm, expire,
- * expireDue), restock, tokens, locks, reading state, stats, sync waits,
- * read-only handles, and close.
+ * expireDue), versioned terms (activityGet, activityUpdate, skuPriceSet,
+ * an order naming replaced terms refused FLASH_ESTALE with nothing taken),
+ * restock, tokens, locks, reading state, stats, sync waits, read-only
+ * handles, and close.
  */
 package flashstock;
 
@@ -22,6 +24,17 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 class ApiTest {
+	/** s's stock alone: its price and version 0 (they are compared where a test is about them). */
+	static SkuInfo stock(SkuInfo s) {
+		return new SkuInfo(s.activityId(), s.skuId(), s.shards(), s.total(), s.available());
+	}
+
+	/** a's terms as activityAdd was given them: version 0. */
+	static Activity terms(Activity a) {
+		return new Activity(a.id(), a.limitPerUser(), a.maxQty(), a.scope(), a.flags(), a.dayOffsetS(), a.startNs(),
+				a.endNs());
+	}
+
 	@Test
 	void segmentsAreCreatedOpenedWithTheirOptionsAndDestroyed() {
 		SegOpts o = SegOpts.small(2048).withMaxLocks(32).withDurability(Durability.SYNC);
@@ -52,8 +65,11 @@ class ApiTest {
 			assertThrows(FlashException.Exists.class, () -> fs.activityAdd(a));
 			fs.skuAdd(1, 10, 3, 2);
 			assertThrows(FlashException.NotFound.class, () -> fs.skuAdd(9, 10, 3, 1));
-			assertEquals(List.of(a), fs.activities());
-			assertEquals(List.of(new SkuInfo(1, 10, 2, 3, 3)), fs.skus());
+			Activity got = fs.activityGet(1);
+			assertTrue(got.version() > 0, "the segment's version, whatever activityAdd was given");
+			assertEquals(a, terms(got));
+			assertEquals(List.of(got), fs.activities());
+			assertEquals(List.of(new SkuInfo(1, 10, 2, 3, 3)), fs.skus().stream().map(ApiTest::stock).toList());
 
 			OrderResult r = fs.order(OrderRequest.of(1, 10, 42, 2).withRequestId(7));
 			assertTrue(r.ok(), r.rcName());
@@ -93,7 +109,7 @@ class ApiTest {
 			assertEquals(OrderState.CANCELLED, fs.orderGet(r.orderNo()).state());
 			assertEquals(3, fs.skuGet(1, 10).available());
 			fs.restock(1, 10, 5);
-			assertEquals(new SkuInfo(1, 10, 2, 8, 8), fs.skuGet(1, 10));
+			assertEquals(new SkuInfo(1, 10, 2, 8, 8), stock(fs.skuGet(1, 10)));
 			assertThrows(FlashException.SoldOut.class, () -> fs.restock(1, 10, -9));
 			fs.restock(1, 10, -8);
 			assertEquals(0, fs.skuGet(1, 10).available());
@@ -213,6 +229,134 @@ class ApiTest {
 	}
 
 	@Test
+	void anOrderNamingOldTermsIsRefusedStaleTakesNothingAndTheNewVersionOrders() {
+		try (Seg s = new Seg("stale"); FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 2).withFlags(Activity.CANCEL_RETURNS_QUOTA));
+			fs.skuAdd(1, 10, 10, 1);
+			Activity seenA = fs.activityGet(1);          // what the page showed
+			SkuInfo seenS = fs.skuGet(1, 10);
+			assertTrue(seenA.version() > 0 && seenS.version() > 0 && seenA.version() != seenS.version(),
+					seenA + " " + seenS);
+			assertTrue(fs.order(OrderRequest.of(1, 10, 700, 1).withVersions(seenA.version(), seenS.version())).ok());
+			long newV = fs.activityUpdate(seenA.withLimitPerUser(3));
+			assertTrue(newV > seenA.version(), newV + " > " + seenA.version());
+			assertEquals(terms(seenA.withLimitPerUser(3)), terms(fs.activityGet(1)));
+			assertEquals(3, fs.activityGet(1).limitPerUser());
+			assertEquals(newV, fs.activityGet(1).version());
+
+			SkuInfo before = fs.skuGet(1, 10);
+			long ordersBefore = fs.stats().orders(), maxBefore = fs.ordersMax();
+			OrderResult stale = fs.order(OrderRequest.of(1, 10, 700, 1).withRequestId(9001)
+					.withVersions(seenA.version(), 0));
+			assertEquals(-53, stale.rc());
+			assertEquals("FLASH_ESTALE", stale.rcName());
+			assertEquals(0, stale.orderNo());
+			assertThrows(FlashException.Stale.class, stale::orThrow);
+			// nothing taken: the stock, the orders, the request id ...
+			assertEquals(before, fs.skuGet(1, 10));
+			assertEquals(ordersBefore, fs.stats().orders());
+			assertEquals(maxBefore, fs.ordersMax());
+			OrderResult placed = fs.order(OrderRequest.of(1, 10, 700, 1).withRequestId(9001)
+					.withVersions(newV, seenS.version()));
+			assertTrue(placed.ok(), "the stale order's request id is free: " + placed.rcName());
+			// ... and the user's limit: slot 2 of 3, then 3, then the limit
+			assertEquals(2, placed.limitSlot());
+			assertEquals(3, fs.order(OrderRequest.of(1, 10, 700, 1).withVersions(newV, 0)).limitSlot());
+			assertEquals(-2, fs.order(OrderRequest.of(1, 10, 700, 1).withVersions(newV, 0)).rc());
+
+			// the sku's terms: a price set moves its version on; 0 checks nothing
+			long skuV = fs.skuPriceSet(1, 10, 1500);
+			assertEquals(-53, fs.order(OrderRequest.of(1, 10, 701, 1).withVersions(newV, seenS.version())).rc());
+			assertTrue(fs.order(OrderRequest.of(1, 10, 701, 1).withVersions(newV, skuV)).ok());
+			assertTrue(fs.order(OrderRequest.of(1, 10, 702, 1)).ok());
+			// a batch: the stale requests refused, the one between them placed
+			List<OrderResult> many = fs.orderMany(List.of(
+					OrderRequest.of(1, 10, 703, 1).withVersions(seenA.version(), 0),
+					OrderRequest.of(1, 10, 704, 1).withVersions(newV, skuV),
+					OrderRequest.of(1, 10, 705, 1).withVersions(newV, seenS.version())));
+			assertEquals(List.of(-53, 0, -53), many.stream().map(OrderResult::rc).toList());
+			assertEquals(10 - 6, fs.skuGet(1, 10).available());
+		}
+	}
+
+	@Test
+	void aPriceIsSetAndReadBackWithItsVersion() throws Exception {
+		assertEquals((long) Manifest.read().constants.get("FLASH_PRICE_MAX"), SkuInfo.PRICE_MAX);
+		try (Seg s = new Seg("price"); FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 10, 5, 1);
+			SkuInfo s0 = fs.skuGet(1, 10);
+			assertEquals(0, s0.price(), "a sku starts at price 0");
+			assertTrue(s0.version() > 0);
+			long v1 = fs.skuPriceSet(1, 10, 1999);
+			assertTrue(v1 > s0.version());
+			assertEquals(new SkuInfo(1, 10, 1, 5, 5, 1999, v1), fs.skuGet(1, 10));
+			long v2 = fs.skuPriceSet(1, 10, 1999);       // the same price: a republished page
+			assertTrue(v2 > v1);
+			assertEquals(v2, fs.skuGet(1, 10).version());
+			assertEquals(List.of(fs.skuGet(1, 10)), fs.skus());
+			long vMax = fs.skuPriceSet(1, 10, SkuInfo.PRICE_MAX);
+			assertEquals(SkuInfo.PRICE_MAX, fs.skuGet(1, 10).price());
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.skuPriceSet(1, 10, -1));
+			assertThrows(FlashException.NotFound.class, () -> fs.skuPriceSet(1, 11, 5));
+			assertThrows(FlashException.NotFound.class, () -> fs.skuPriceSet(2, 10, 5));
+			assertEquals(new SkuInfo(1, 10, 1, 5, 5, SkuInfo.PRICE_MAX, vMax), fs.skuGet(1, 10));
+			long av = fs.activityGet(1).version();
+			assertTrue(av != s0.version() && av != v1 && av != v2 && av != vMax, "one counter issues each version once");
+			try (FlashStock ro = FlashStock.open(s.name, FlashStock.RDONLY)) {
+				assertEquals(SkuInfo.PRICE_MAX, ro.skuGet(1, 10).price());
+				assertThrows(FlashException.ReadOnly.class, () -> ro.skuPriceSet(1, 10, 1));
+			}
+		}
+	}
+
+	@Test
+	void badUpdatesAreRefusedAndLeaveTheTermsAndTheirVersion() {
+		try (Seg s = new Seg("update"); FlashStock fs = FlashStock.open(s.name)) {
+			fs.activityAdd(Activity.openNow(1, 2));
+			fs.skuAdd(1, 10, 5, 1);
+			Activity a = fs.activityGet(1);
+			List<Activity> bad = List.of(a.withLimitPerUser(1),   // a limit never shrinks
+					new Activity(1, 2, a.maxQty(), Scope.SKU, 0, 0, a.startNs(), a.endNs()),
+					new Activity(1, 2, a.maxQty(), a.scope(), 0, 3600, a.startNs(), a.endNs()),
+					a.withWindow(a.startNs(), a.startNs()), a.withMaxQty(0));
+			for (Activity b : bad) {
+				assertThrows(FlashException.InvalidArgument.class, () -> fs.activityUpdate(b), b.toString());
+				assertEquals(a, fs.activityGet(1), "refused " + b);
+			}
+			assertThrows(FlashException.NotFound.class,
+					() -> fs.activityUpdate(new Activity(9, 2, 1, Scope.ACTIVITY, 0, 0, a.startNs(), a.endNs())));
+			assertThrows(FlashException.NotFound.class, () -> fs.activityGet(9));
+			try (FlashStock ro = FlashStock.open(s.name, FlashStock.RDONLY)) {
+				assertEquals(a, ro.activityGet(1));
+				assertThrows(FlashException.ReadOnly.class, () -> ro.activityUpdate(a));
+			}
+			// the same limit and a shorter window: taken, under a version of its own
+			Activity later = a.withWindow(a.startNs(), a.endNs() - 1);
+			long v = fs.activityUpdate(later);
+			assertTrue(v > a.version());
+			assertEquals(terms(later), terms(fs.activityGet(1)));
+			assertEquals(v, fs.activityGet(1).version());
+		}
+	}
+
+	/** The README's versioned terms example prints what the README says it prints. */
+	@Test
+	void theReadmesTermsExamplePrintsWhatItSays() throws Exception {
+		ByteArrayOutputStream buf = new ByteArrayOutputStream();
+		PrintStream out = System.out;
+		try (Seg s = new Seg("termsdoc")) {
+			System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
+			try {
+				flashstock.example.Quickstart.terms(s.name);
+			} finally {
+				System.setOut(out);
+			}
+		}
+		assertEquals("FLASH_ESTALE, now 1500\norder 1 at 1500, available 2\n", buf.toString(StandardCharsets.UTF_8));
+	}
+
+	@Test
 	void aWindowNotOpenOrClosedIsRefused() {
 		try (Seg s = new Seg("window"); FlashStock fs = FlashStock.open(s.name)) {
 			long now = System.currentTimeMillis() * 1_000_000L, h = 3_600_000_000_000L;
@@ -277,7 +421,7 @@ class ApiTest {
 			assertTrue(q.pending() > 0, "no consumer: the records are pending");
 			try (FlashStock ro = FlashStock.open(s.name, FlashStock.RDONLY)) {
 				assertEquals(-1, ro.slot());
-				assertEquals(new SkuInfo(1, 1, 1, 10, 9), ro.skuGet(1, 1));
+				assertEquals(new SkuInfo(1, 1, 1, 10, 9), stock(ro.skuGet(1, 1)));
 				assertEquals(1, ro.stats().orders());
 				assertEquals(id.incarnation(), ro.ident().incarnation());
 				assertThrows(FlashException.ReadOnly.class, () -> ro.order(1, 1, 6, 1));

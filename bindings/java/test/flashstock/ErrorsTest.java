@@ -72,6 +72,10 @@ class ErrorsTest {
 			{ "FLASH_EARCHIVED", FlashException.Archived.class },
 			{ "FLASH_ENOT_ENDED", FlashException.NotEnded.class },
 			{ "FLASH_EDESTROYED", FlashException.Destroyed.class },
+			{ "FLASH_EEXPIRED", FlashException.Expired.class },
+			{ "FLASH_ENOT_DUE", FlashException.NotDue.class },
+			{ "FLASH_ECONFIRMED", FlashException.Confirmed.class },
+			{ "FLASH_ESTALE", FlashException.Stale.class },
 		};
 		for (Object[] n : named) {
 			Integer code = c.get((String) n[0]);
@@ -95,5 +99,9 @@ class ErrorsTest {
 		assertEquals("FLASH_ESOLD_OUT", r.rcName());
 		assertInstanceOf(FlashException.SoldOut.class, r.error());
 		assertThrows(FlashException.SoldOut.class, r::orThrow);
+		OrderResult stale = new OrderResult(-53, 0, 0, 0, 0);
+		assertEquals("FLASH_ESTALE", stale.rcName());
+		assertInstanceOf(FlashException.Stale.class, stale.error());
+		assertThrows(FlashException.Stale.class, stale::orThrow);
 	}
 }

@@ -5,7 +5,9 @@
  * order once, in LSN order, with every field; commits hold across a
  * reopen; a consumer killed with records read past its commit resumes
  * after the commit; one open per consumer name over all processes
- * (FLASH_EBUSY); FLASH_ETIMEOUT when nothing is durable; listing and drop.
+ * (FLASH_EBUSY); FLASH_ETIMEOUT when nothing is durable; listing and drop;
+ * a price set read back as a PRICE record and new terms as an ACTIVITY
+ * record with flags 1, each with its version.
  */
 package flashstock;
 
@@ -77,6 +79,29 @@ class FeedTest {
 		for (int i = 0; i < n; i++)
 			l.add(f.next(10000));
 		return l;
+	}
+
+	@Test
+	void aPriceSetIsAPriceRecordAndNewTermsAnActivityUpdateEachWithItsVersion() {
+		Activity a = fs.activityGet(1);
+		SkuInfo s = fs.skuGet(1, 10);
+		long priceV = fs.skuPriceSet(1, 10, 2500);
+		long actV = fs.activityUpdate(a.withLimitPerUser(2));
+		buy(new long[] { 1 }, Map.of());   // the same handle's records: durable once it is
+		List<FeedRecord> recs;
+		try (Feed feed = Feed.open(wal.toString(), "terms", Feed.Options.fromStartOfWal())) {
+			recs = take(feed, 5);
+		}
+		assertEquals(List.of(FeedRecord.ACTIVITY, FeedRecord.SKU, FeedRecord.PRICE, FeedRecord.ACTIVITY, FeedRecord.ORDER),
+				recs.stream().map(FeedRecord::type).toList());
+		FeedRecord added = recs.get(0), sku = recs.get(1), price = recs.get(2), update = recs.get(3);
+		assertEquals(List.of(a.version(), 0), List.of(added.orderNo(), added.flags() & 1));
+		assertEquals(s.version(), sku.orderNo());
+		assertEquals(List.of(1, 10, 2500L, priceV), List.of(price.activityId(), price.skuId(), price.value(),
+				price.orderNo()));
+		assertTrue(price.tsNs() > 0);
+		assertEquals(List.of(1, actV, 1, 2), List.of(update.activityId(), update.orderNo(), update.flags() & 1,
+				update.bizDay() & 0xff));
 	}
 
 	@Test

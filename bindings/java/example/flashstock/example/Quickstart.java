@@ -3,8 +3,10 @@
  * java_quickstart and by install_check.sh against an installed prefix.  The
  * region between the README markers is the snippet of README.md and of
  * the project's docs/java.md, the region between the README reservations
- * markers README.md's reservations snippet (java_readme_snippet checks
- * that they are equal; java_api checks what the reservations one prints).
+ * markers README.md's reservations snippet, and the region between the
+ * README terms markers its versioned terms snippet (java_readme_snippet
+ * checks that they are equal; java_api checks what the reservations and
+ * terms ones print).
  */
 package flashstock.example;
 
@@ -14,6 +16,7 @@ import flashstock.FlashStock;
 import flashstock.OrderRequest;
 import flashstock.OrderResult;
 import flashstock.SegOpts;
+import flashstock.SkuInfo;
 
 public final class Quickstart {
 	private Quickstart() {}
@@ -29,6 +32,12 @@ public final class Quickstart {
 		FlashStock.createSegment(seg, SegOpts.small(1024));
 		try {
 			reservations(seg);
+		} finally {
+			FlashStock.destroySegment(seg);
+		}
+		FlashStock.createSegment(seg, SegOpts.small(1024));
+		try {
+			terms(seg);
 		} finally {
 			FlashStock.destroySegment(seg);
 		}
@@ -78,5 +87,34 @@ public final class Quickstart {
 			System.out.println("expired " + fs.expireDue(0) + ", available " + fs.skuGet(1, 7).available());
 		}
 		// README reservations end
+	}
+
+	/**
+	 * A sku of three units priced 1000, repriced while a buyer looks at the
+	 * page: the order naming the page's versions is refused FLASH_ESTALE with
+	 * nothing taken, and the one naming the new page's is placed.
+	 */
+	public static void terms(String seg) {
+		try (FlashStock fs = FlashStock.open(seg)) {
+			fs.activityAdd(Activity.openNow(1, 1));
+			fs.skuAdd(1, 7, 3, 1);
+			fs.skuPriceSet(1, 7, 1000);
+		}
+		// README terms begin
+		try (FlashStock fs = FlashStock.open(seg)) {
+			Activity act = fs.activityGet(1); // the page: the terms and their versions
+			SkuInfo sku = fs.skuGet(1, 7);
+			OrderRequest r = OrderRequest.of(1, 7, 62, 1).withVersions(act.version(), sku.version());
+			fs.skuPriceSet(1, 7, sku.price() + 500); // the shop reprices while the buyer looks
+			OrderResult o = fs.order(r);
+			if (o.error() instanceof FlashException.Stale) { // the terms changed: nothing taken
+				sku = fs.skuGet(1, 7); // show the new terms; the buyer orders again
+				System.out.println(o.rcName() + ", now " + sku.price());
+				o = fs.order(r.withVersions(act.version(), sku.version()));
+			}
+			System.out.println("order " + o.orThrow() + " at " + sku.price() + ", available "
+					+ fs.skuGet(1, 7).available());
+		}
+		// README terms end
 	}
 }
