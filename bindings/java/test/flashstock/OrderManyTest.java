@@ -149,7 +149,7 @@ class OrderManyTest {
 					assertEquals(List.of(x.userId(), x.activityId(), x.skuId(), x.qty(), x.state(), x.limitSlot()),
 							List.of(y.userId(), y.activityId(), y.skuId(), y.qty(), y.state(), y.limitSlot()));
 				}
-			assertEquals(a.skus(), b.skus());
+			assertEquals(a.skus().stream().map(ApiTest::stock).toList(), b.skus().stream().map(ApiTest::stock).toList());   // versions differ: each the clock of its add
 			assertEquals(0, b.skuGet(1, 10).available());
 			assertEquals(96, b.skuGet(1, 11).available());
 			Stats x = a.stats(), y = b.stats();
