@@ -546,7 +546,7 @@ static void test_feed_refill_retries_a_node_that_is_not_ready(void **state)
 	make_not_ready(c);
 	ok(c, "RENAME TABLE item_stock TO item_stock_t");
 	ok(c, "CREATE VIEW item_stock AS SELECT fse_not_ready() AS created_lsn, 0 AS activity_id,"
-	      " 0 AS sku_id, 0 AS shards");
+	      " 0 AS sku_id, 0 AS shards, 0 AS version, 0 AS price, NULL AS price_lsn, NULL AS price_ns");
 	recs = NULL;
 	assert_int_equal(feed_refill_fetch(r, 1, 5, &recs, &n, &applied), FLASH_EMYSQL_RETRY);
 	free(recs);
