@@ -180,15 +180,18 @@ if [ -n "$S" ]; then
 	"$S" "$W" rs "$URL" > "$T/rs" 2>"$T/rs.err" || fail "the shared library's refill: $(cat "$T/rs.err")"
 	/usr/bin/python3 - "$T/ref" "$T/rs" <<'PY' || fail "the shared library's refill differs from the reference (above)"
 import json, sys
-# rs lines: LSN SOURCE TYPE ORDER_NO GAP (tests/cli/feed_refill_shared.c).  Its
+# rs lines: LSN SOURCE TYPE ORDER_NO GAP (tests/cli/feed_refill_shared.c; an
+# ACTIVITY's or SKU's ORDER_NO is its version).  Its
 # lost range may end later than r's (retention may have removed another file
 # since), so it is checked against the reference like r's: every LSN once,
 # the missing ones restocks only, each record the reference's type and order.
-types = {"gap": 0, "order": 1, "cancel": 2, "restock": 3, "activity": 4, "sku": 5, "gen": 6, "archive": 7}
+types = {"gap": 0, "order": 1, "cancel": 2, "restock": 3, "activity": 4, "sku": 5, "gen": 6, "archive": 7,
+         "confirm": 8, "expire": 9, "price": 10}
 ref = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    ref[r["lsn"]] = (types[r["type"]], r.get("order_no", 0))
+    # the record's order_no: a catalog record's is its version
+    ref[r["lsn"]] = (types[r["type"]], r.get("order_no", r.get("version", 0)))
 bad = []
 nxt, served, gaps, from_mysql = 1, 0, 0, 0
 for line in open(sys.argv[2]):
