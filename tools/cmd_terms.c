@@ -143,6 +143,8 @@ static int terms_flag(const char *cmd, struct terms_args *a, uint32_t flag, int 
 	return 0;
 }
 
+static int terms_args_check(const char *cmd, const struct terms_args *a);
+
 /* @return 0, -1 (--help shown), or an exit code after a message. */
 static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_ns)
 {
@@ -251,6 +253,12 @@ static int terms_parse(int argc, char **argv, struct terms_args *a, int64_t now_
 	}
 	if (optind < argc)
 		return tool_usage_err(cmd, "unexpected argument '%s'", argv[optind]);
+	return terms_args_check(cmd, a);
+}
+
+/* What the options say together.  @return 0, or an exit code after a message. */
+static int terms_args_check(const char *cmd, const struct terms_args *a)
+{
 	if (!a->name)
 		return tool_usage_err(cmd, "--name NAME is required");
 	if (!a->activity)

@@ -810,7 +810,10 @@ static void test_order_many_gives_what_the_orders_one_by_one_give(void **state)
 	for (size_t i = 0; i < xa.n; i++) {
 		assert_int_equal(xb.v[i].r.type, xa.v[i].r.type);
 		assert_int_equal(xb.v[i].r.user_id, xa.v[i].r.user_id);
-		assert_int_equal(xb.v[i].r.order_no, xa.v[i].r.order_no);
+		/* an ORDER's number; a catalog record's version follows its
+		 * segment's clock */
+		if (xa.v[i].r.type == FLASH_REC_ORDER)
+			assert_int_equal(xb.v[i].r.order_no, xa.v[i].r.order_no);
 		assert_int_equal(xb.v[i].r.qty, xa.v[i].r.qty);
 		assert_int_equal(xb.v[i].r.limit_slot, xa.v[i].r.limit_slot);
 		assert_int_equal(xb.v[i].r.request_id, xa.v[i].r.request_id);
