@@ -625,8 +625,10 @@ func (h *Handle) ActivityGet(id uint32) (a Activity, err error) {
 }
 
 // ActivityUpdate gives live activity a.ID the terms of a -- its window,
-// LimitPerUser, MaxQty and Flags; a.Version is ignored -- and returns their
-// new version (flash_activity_update).  ErrInval when Scope or DayOffsetS
+// LimitPerUser, MaxQty and Flags -- and returns their new version
+// (flash_activity_update).  a.Version 0 changes them whatever their version;
+// the version ActivityGet read, only if they are still at it, else ErrStale
+// (another change came in between; nothing changed).  ErrInval when Scope or DayOffsetS
 // differ from the current ones or LimitPerUser is lower (a limit may grow,
 // never shrink), ErrNotFound, ErrEnded (being archived), ErrBusy (nothing
 // changed: retry).  It blocks its worker briefly: the orders open in other

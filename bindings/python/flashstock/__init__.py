@@ -215,6 +215,7 @@ def _activity_to_c(a: Activity) -> Any:
     c.day_offset_s = a.day_offset_s
     c.start_ns = a.start_ns
     c.end_ns = a.end_ns
+    c.version = a.version       # activity_update: the version the change is based on (0: any)
     return c
 
 
@@ -492,8 +493,10 @@ class FlashStock:
 
     def activity_update(self, a: Activity) -> int:
         """flash_activity_update(): give live activity `a.id` the terms of `a`
-        (window, limit_per_user, max_qty, flags; `a.version` is ignored) and
-        return their new version.  Raises InvalidArgument when scope or
+        (window, limit_per_user, max_qty, flags) and return their new version.
+        `a.version` 0 changes them whatever their version; the version read
+        by activity_get() only if they are still at it, else Stale (another
+        change came in between; nothing changed).  Raises InvalidArgument when scope or
         day_offset_s differ from the current ones or limit_per_user is lower
         (a limit may grow, never shrink), NotFound, Ended (being archived),
         Busy (nothing changed: retry), ...  Blocks briefly: it waits for the

@@ -630,6 +630,13 @@ def test_bad_updates_are_refused_and_leave_the_terms_and_their_version(segs):
     later = dataclasses.replace(a, end_ns=a.end_ns - 1)
     v = fs.activity_update(later)
     assert fs.activity_get(1) == dataclasses.replace(later, version=v) and v > a.version
+    # a change based on the version read before that one: Stale, nothing changed;
+    # version 0: whatever the version
+    with pytest.raises(flashstock.Stale):
+        fs.activity_update(dataclasses.replace(a, max_qty=3))
+    assert fs.activity_get(1) == dataclasses.replace(later, version=v)
+    v0 = fs.activity_update(dataclasses.replace(later, version=0, max_qty=3))
+    assert fs.activity_get(1) == dataclasses.replace(later, version=v0, max_qty=3) and v0 > v
     fs.close()
 
 

@@ -381,8 +381,10 @@ public final class FlashStock implements AutoCloseable {
 
 	/**
 	 * Give live activity a.id() the terms of a -- its window, limitPerUser,
-	 * maxQty and flags; a.version() is ignored -- and return their new
-	 * version (flash_activity_update).  Throws InvalidArgument when scope or
+	 * maxQty and flags -- and return their new version
+	 * (flash_activity_update).  a.version() 0 changes them whatever their
+	 * version; the version activityGet read, only if they are still at it,
+	 * else Stale (another change came in between; nothing changed).  Throws InvalidArgument when scope or
 	 * dayOffsetS differ from the current ones or limitPerUser is lower (a
 	 * limit may grow, never shrink), NotFound, Ended (being archived), Busy
 	 * (nothing changed: retry), ...  Blocks briefly: the orders open in other
