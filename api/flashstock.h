@@ -859,6 +859,8 @@ FLASH_API int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
  * back in stock when it returns (a later order taking them is drained after
  * the cancel: flash_ring_drain).
  * @return FLASH_OK; FLASH_ECANCELLED (already cancelled: nothing returned);
+ *         FLASH_EEXPIRED (a reservation that expired unpaid, by this call if
+ *         its pay-by time had passed: its units went back with the expiry);
  *         FLASH_ENOT_FOUND (no such order); FLASH_EARCHIVED (its activity was
  *         archived, or is being archived: flash_archive); FLASH_EINVAL; FLASH_EBUSY;
  *         FLASH_EFATE_UNKNOWN (sync: cancelled in memory, not yet durable
