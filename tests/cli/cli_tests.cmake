@@ -31,21 +31,25 @@ if(TARGET flashstock)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000)
   set_tests_properties(cli_demo PROPERTIES TIMEOUT 180)
   # sync durability: every order returns after the fdatasync covering it.
+  # The sync runs give the unpaid round a 4 s pay window (--pay-ms): placing
+  # its 1000 reservations through sync rings under ASan on a busy 2-core
+  # machine once took longer than the default 1 s, which the demo refuses
+  # (a reservation would expire before every unit was reserved).
   add_test(NAME cli_durable_sync
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
-                   --durability sync)
+                   --durability sync --pay-ms 4000)
   set_tests_properties(cli_durable_sync PROPERTIES TIMEOUT 180)
   # WAL only (no MariaDB), sync, 16-record rings.
   add_test(NAME cli_durable_nomysql
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
-                   --no-mysql --durability sync --ring 16)
+                   --no-mysql --durability sync --ring 16 --pay-ms 4000)
   set_tests_properties(cli_durable_nomysql PROPERTIES TIMEOUT 180)
   # sync, WAL only, each buyer's sync wait bounded at 1 ms: orders that
   # outlive it answer FLASH_EFATE_UNKNOWN, count as placed, and every figure
   # must still hold (every one of them in the WAL once).
   add_test(NAME cli_durable_fate_unknown
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_demo.sh $<TARGET_FILE:flashstock> 20000
-                   --no-mysql --durability sync --sync-wait-ms 1)
+                   --no-mysql --durability sync --sync-wait-ms 1 --pay-ms 4000)
   set_tests_properties(cli_durable_fate_unknown PROPERTIES TIMEOUT 180)
   # 16-record rings, async, WAL only: buyers meet full rings (FLASH_EBUSY)
   # and retry while the daemon drains; every figure must still hold.
