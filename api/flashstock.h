@@ -812,6 +812,73 @@ FLASH_API int flash_order(flash_t *h, const struct flash_order_req *r,
 FLASH_API int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
                      struct flash_order_res *res, int *rcs);
 
+/*
+ * Carts: several skus of one activity in one order, all or nothing.
+ */
+#define FLASH_CART_LINES_MAX 16u
+
+struct flash_cart_line {
+	uint32_t sku_id;       /* distinct within the cart */
+	uint32_t qty;          /* 1..activity max_qty */
+	uint64_t sku_version;  /* 0 = not checked; else as flash_order_req.sku_version */
+};
+
+struct flash_cart_req {
+	uint32_t activity_id;
+	uint32_t lines;            /* 1..FLASH_CART_LINES_MAX: line[0 .. lines - 1] */
+	uint64_t user_id;          /* nonzero */
+	uint32_t reserve_ms;       /* as flash_order_req: the whole cart waits for payment */
+	uint32_t _reserved;        /* 0 */
+	uint64_t token;            /* as flash_order_req; a token names a sku: line 0's */
+	uint64_t request_id;       /* as flash_order_req */
+	uint64_t activity_version; /* as flash_order_req */
+	struct flash_cart_line line[FLASH_CART_LINES_MAX];
+};
+
+struct flash_cart_res {
+	uint64_t order_no;       /* the cart's number (its lines hold the next lines - 1) */
+	int32_t  first_rc;       /* with FLASH_EDUPLICATE: the first outcome */
+	uint32_t limit_slot;     /* the one limit slot the cart holds (1..K) */
+	uint64_t lsn;            /* ring position of its last record (for sync waits) */
+	uint32_t line;           /* refused for one line (FLASH_ESOLD_OUT, FLASH_ESTALE of a
+	                            sku, FLASH_ENOT_FOUND of a sku, FLASH_EINVAL of a line):
+	                            its index; 0 otherwise */
+	uint32_t sold_out;       /* FLASH_ESOLD_OUT: bit i set for every line i short of
+	                            its qty when the cart was refused (line's bit included) */
+};
+
+/**
+ * Place a cart: up to FLASH_CART_LINES_MAX lines (sku, qty) of one activity
+ * in one order, all or nothing.  It is one order of the user: the token,
+ * the request id, the window, the terms' versions and ONE limit slot are
+ * the cart's, judged as flash_order judges them; each line's sku, its
+ * version, its qty (max_qty is per line) and its stock are the line's.
+ * Every line's units and the limit slot are taken, or none: the cart has
+ * one commit point, where all its records (one ORDER record per line, in
+ * line order, FLASH_REC_F_CART) reach the ring together.  A process killed
+ * at any point before it leaves nothing taken; after it, the whole cart.
+ * flash_cancel, flash_confirm and flash_expire act on the whole cart (its
+ * number): a cancel or an expiry returns every line's units, one record per
+ * line, again in one step.  A cart takes @p lines consecutive order
+ * numbers (flash_order_get).
+ * A cart needs an activity whose limit is per user (FLASH_SCOPE_ACTIVITY or
+ * FLASH_SCOPE_DAY): one of FLASH_SCOPE_SKU is FLASH_EINVAL.
+ * @param[in]  h    writable handle
+ * @param[in]  r    the cart
+ * @param[out] res  outcome details (may be NULL)
+ * @return the answers of flash_order, with: FLASH_EINVAL (lines 0 or above
+ *         FLASH_CART_LINES_MAX, a sku twice, a line's qty 0 or above max_qty:
+ *         res->line; an activity of FLASH_SCOPE_SKU; _reserved set);
+ *         FLASH_ENOT_FOUND, FLASH_ESTALE (a line's sku: res->line);
+ *         FLASH_ESOLD_OUT (res->line: the line that ran out; res->sold_out:
+ *         every line short); FLASH_EFULL also when the journal cannot hold
+ *         the cart's stock changes (a line spread over many shards) or no
+ *         @p lines consecutive numbers are free.
+ * @note Lock-free as flash_order(); a plain order pays nothing for carts.
+ */
+FLASH_API int flash_cart_order(flash_t *h, const struct flash_cart_req *r,
+                     struct flash_cart_res *res);
+
 #define FLASH_SYNC_WAIT_MS_DEFAULT 5000u     /* a new handle's sync wait bound */
 
 /**
@@ -1055,12 +1122,19 @@ struct flash_order_info {
 	int64_t  created_ns;  /* CLOCK_REALTIME */
 	int64_t  pay_by_ns;   /* RESERVED, EXPIRED: the deadline (CLOCK_REALTIME, ms
 	                         precision); 0 otherwise */
+	uint32_t line;        /* a cart's line (flash_cart_order): 0 .. lines - 1;
+	                         0 for a plain order */
+	uint32_t lines;       /* lines of the order: 1 for a plain order, 2..16 for a
+	                         cart; 0 for a number that never held an order */
 };
 
 /**
  * Read one order.  Numbers run from 1 to flash_orders_max() (with the box id
  * in bits 63..56: flash_box_id_set); a number whose order never completed
- * reads as FLASH_ORDER_NONE.
+ * reads as FLASH_ORDER_NONE.  A cart (flash_cart_order) of n lines has n
+ * numbers: its own, which reads as its line 0 with lines = n, and the n - 1
+ * after it, which hold its later lines and read as FLASH_ORDER_NONE with
+ * line = 1 .. n - 1 and lines = n (flash_order_lines reads them all).
  * Order numbers: 64 bits, never reused.  Bits 63..56 are the segment's box
  * id (0 unless flash_box_id_set), bits 55..0 a counter that grows forever.
  * Number n lives in order-table slot ((n & (2^56 - 1)) - 1) % max_orders; a
@@ -1076,6 +1150,20 @@ struct flash_order_info {
 FLASH_API int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out);
 
 /**
+ * Read every line of order @p order_no: a plain order has one (its own
+ * fields, as flash_order_get reads them), a cart (flash_cart_order) 2..16,
+ * each filled as flash_order_get fills line 0 but for sku_id, qty and line.
+ * @param[out] out  @p cap entries
+ * @param[out] n    the order's lines (also when more than @p cap)
+ * @return FLASH_OK; FLASH_EFULL (@p cap below the order's lines: the first
+ *         @p cap filled, *n says how many there are); FLASH_ENOT_FOUND (also
+ *         for the number of a cart's later line: the cart is order_no - line);
+ *         the other answers of flash_order_get.
+ */
+FLASH_API int flash_order_lines(flash_t *h, uint64_t order_no, struct flash_order_info *out,
+                      uint32_t cap, uint32_t *n);
+
+/**
  * Highest order number any handle has taken so far (orders are 1..this, box
  * id included: see flash_order_get).  Handles take numbers in chunks, so
  * numbers below it may never have become orders: they read as
@@ -1088,7 +1176,11 @@ FLASH_API uint64_t flash_orders_max(flash_t *h);
  * Read the order in order-table slot @p index (0 .. max_orders - 1): how to
  * list every order the segment holds, whatever their numbers (numbers are
  * not bounded by the table: see flash_order_get).  A free slot reads
- * FLASH_ORDER_NONE with order_no 0; out->order_no is the slot's number.
+ * FLASH_ORDER_NONE with order_no 0; out->order_no is the slot's number.  A
+ * slot holding line i >= 1 of a cart reads as that line of the cart: the
+ * cart's number, state and fields, the line's sku_id and qty, line = i (so
+ * a scan that sums units per sku counts every line once; one that acts on
+ * orders skips line != 0).
  * @return FLASH_OK; FLASH_ENOT_FOUND (index past the table); FLASH_EINVAL;
  *         FLASH_EFORK; FLASH_EWRONG_THREAD.
  */
@@ -1246,6 +1338,17 @@ enum flash_rec_type {
 };
 
 /*
+ * A cart (flash_cart_order): every operation on it -- its ORDER, then one
+ * CANCEL, EXPIRE or CONFIRM -- publishes one record per line, the lines in
+ * order, all in one step.  Each of those records is the line's: sku_id and
+ * qty are the line's, the other members the cart's (order_no is the cart's
+ * number, request_id only on line 0), and flags carries: */
+#define FLASH_REC_F_CART  0x0100u                /* a line of a cart */
+#define FLASH_REC_F_LAST  0x0200u                /* the cart's last line */
+#define FLASH_REC_LINE(flags) (((unsigned)(flags) >> 10) & 0xfu)   /* the line, 0..15 */
+#define FLASH_REC_F_LINE(i)   ((uint16_t)((unsigned)(i) << 10))
+
+/*
  * One record.  Its members are shared by every type, so what a member holds
  * depends on the type; the layout is fixed (64 bytes, the ring's and the
  * WAL's).  Per type, each member and the name it goes by where records are
@@ -1264,9 +1367,15 @@ enum flash_rec_type {
  *             request_id   request_id      the request id, or 0
  *             flags        flags           windowed segment: 0x8000 | request
  *                                          bank | user bank << 4; else 0
+ *                          line, lines     a cart's line: FLASH_REC_F_CART |
+ *                                          FLASH_REC_F_LINE(line), and
+ *                                          FLASH_REC_F_LAST on its last line
+ *                                          (shown as line and last)
  *   CANCEL    activity_id, sku_id, order_no, user_id, ts_ns, biz_day,
  *             limit_slot as ORDER; qty: units given back;
  *             flags        quota_returned  1 if the user's limit slot came back
+ *                                          (and a cart's line bits, as ORDER;
+ *                                          also on EXPIRE and CONFIRM)
  *   RESTOCK   activity_id, sku_id, ts_ns;
  *             value        delta           units added (+) or taken (-)
  *   ACTIVITY  activity_id  activity_id
