@@ -359,6 +359,22 @@ class ApiTest {
 	}
 
 	@Test
+	void theReadmesCartsExamplePrintsWhatItSays() throws Exception {
+		ByteArrayOutputStream buf = new ByteArrayOutputStream();
+		PrintStream out = System.out;
+		try (Seg s = new Seg("cartdoc")) {
+			System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
+			try {
+				flashstock.example.Quickstart.carts(s.name);
+			} finally {
+				System.setOut(out);
+			}
+		}
+		assertEquals("line 0: sku 7 x1\nline 1: sku 8 x2\nFLASH_ESOLD_OUT at line 1, short [1]\n3 units back\n",
+				buf.toString(StandardCharsets.UTF_8));
+	}
+
+	@Test
 	void aWindowNotOpenOrClosedIsRefused() {
 		try (Seg s = new Seg("window"); FlashStock fs = FlashStock.open(s.name)) {
 			long now = System.currentTimeMillis() * 1_000_000L, h = 3_600_000_000_000L;
