@@ -248,7 +248,7 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 // into a WAL and expired every reservation left due.  No reservation is
 // left RESERVED; each is ACTIVE, CANCELLED or EXPIRED; for every sku,
 // available + the units of its live lines = total; every cart is whole or
-// absent (cartLines); no user holds more than limit; each outcome
+// absent (cartLines) and holds the lines its buyer logged asking for; no user holds more than limit; each outcome
 // a reserver logged is the order's state (paid: ACTIVE, cancelled:
 // CANCELLED, refused as expired: EXPIRED), and an ACTIVE one it did not
 // log paid had its Confirm cut short by one of the rkills kills; the WAL
@@ -378,12 +378,20 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 	// what the reservers logged, each line right after its call returned
 	want := map[string]uint32{"c": flashstock.OrderActive, "k": flashstock.OrderCancelled, "x": flashstock.OrderExpired}
 	logged := map[string]map[uint64]bool{"r": {}, "c": {}, "k": {}, "x": {}, "t": {}}
+	asked := map[uint64]string{} // cart number -> "SKUxQTY,..." as its buyer asked
 	for i := from; i < from+n; i++ {
 		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "L" { // a cart's lines as asked
+				no, err := strconv.ParseUint(f[1], 10, 64)
+				if err == nil {
+					asked[no] = f[2]
+				}
+				continue
+			}
 			kind, num, _ := strings.Cut(l, " ")
 			no, err := strconv.ParseUint(num, 10, 64)
 			if logged[kind] == nil || err != nil {
@@ -397,6 +405,19 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 				t.Errorf("logged %s %d: state %d, want %d", kind, no, o.State, st)
 			}
 		}
+	}
+	// every cart a buyer logged holds the lines it asked for, in its order
+	for no, want := range asked {
+		var got []string
+		for _, l := range lines[no] {
+			got = append(got, fmt.Sprintf("%dx%d", l.SkuID, l.Qty))
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("cart %d: lines %v, its buyer asked for %s", no, got, want)
+		}
+	}
+	if len(asked) < 10 {
+		t.Errorf("only %d carts logged with their lines", len(asked))
 	}
 	unlogged := 0
 	for no, o := range placed {

@@ -29,7 +29,9 @@ some cancelled at once): a cart of 2..3 lines over skus 10, 11, 12, 1..2
 units each (FlashStock.cart_order), settled by its number as a single
 reservation is.  It notes each outcome right after its call returns: "rN"
 reserved (one sku or a cart), "tN" a plain cart placed, "cN" confirmed,
-"kN" cancelled, "xN" refused as expired (a confirm or cancel too late).
+"kN" cancelled, "xN" refused as expired (a confirm or cancel too late); a
+cart's first note comes with "LN=SKUxQTY,..." (its lines as asked), in
+the same write.
 """
 import heapq
 import os
@@ -129,12 +131,14 @@ def reserve(fs, fd, rnd, users):
             continue
         except (flashstock.LimitReached, flashstock.SoldOut):
             continue
+        if kind:                    # the cart's lines, as asked, with its first note
+            asked = b"L%d=%s\n" % (r.order_no, b",".join(b"%dx%d" % x for x in lines))
         if kind == 2:
-            os.write(fd, b"t%d\n" % r.order_no)
+            os.write(fd, b"t%d\n%s" % (r.order_no, asked))
             if rnd.random() < 0.3:
                 cancel_cart(fs, fd, r.order_no)
             continue
-        os.write(fd, b"r%d\n" % r.order_no)
+        os.write(fd, b"r%d\n%s" % (r.order_no, asked if kind else b""))
         if rnd.random() < 0.5:
             settle(fs, fd, rnd, r.order_no)
         else:

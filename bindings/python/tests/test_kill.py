@@ -22,8 +22,8 @@ ACTIVE, CANCELLED or EXPIRED; the units held are exactly the ACTIVE ones'
 (nothing oversold, no unit lost) -- for every sku, available + the units
 of the live (ACTIVE, RESERVED) lines = total; every cart is whole (its
 number reads as its line 0, order_lines gives every line with the cart's
-state, each later number reads as that line) or absent (no number reads as
-a line of a cart not there); no user holds more than the limit; each
+state, each later number reads as that line, and its lines are those its
+buyer asked for) or absent (no number reads as a line of a cart not there); no user holds more than the limit; each
 outcome a buyer noted is the order's state (confirmed: ACTIVE, cancelled:
 CANCELLED, refused as expired: EXPIRED); and the WAL has one ORDER record per
 reservation and exactly one CONFIRM or EXPIRE record for each ACTIVE or
@@ -307,10 +307,15 @@ def check_reservations(tmpdir_path, rwal, orders, skus, lines, rkills):
 
     # what the reservers noted, each right after its call returned
     notes = collections.defaultdict(set)
+    asked = {}                      # cart number -> [(sku, qty)] as the buyer asked
     for b in range(BUYERS, BUYERS + RESERVERS):
         with open(os.path.join(tmpdir_path, "acks-%d" % b)) as f:
             for w in f.read().split():
-                notes[w[0]].add(int(w[1:]))
+                if w[0] == "L":     # a cart's lines as asked: L<no>=<sku>x<qty>,...
+                    no, ls = w[1:].split("=")
+                    asked[int(no)] = [tuple(int(v) for v in x.split("x")) for x in ls.split(",")]
+                else:
+                    notes[w[0]].add(int(w[1:]))
     want = {"c": OrderState.ACTIVE, "k": OrderState.CANCELLED, "x": OrderState.EXPIRED}
     for kind, state in want.items():
         wrong = [n for n in notes[kind] if n not in placed or placed[n].state != state]
@@ -319,6 +324,11 @@ def check_reservations(tmpdir_path, rwal, orders, skus, lines, rkills):
     # an ACTIVE order the reservers did not note confirmed: its confirm was
     # cut short by a kill, at most one call per kill
     assert notes["t"] <= set(placed), sorted(notes["t"] - set(placed))[:10]
+    # every cart a buyer noted holds the lines it asked for, in its order
+    wrong = [(n, want, [(x.sku_id, x.qty) for x in lines.get(n, [])]) for n, want in asked.items()
+             if [(x.sku_id, x.qty) for x in lines.get(n, [])] != want]
+    assert wrong == [], "carts whose lines are not those asked: %r" % wrong[:10]
+    assert len(asked) > 10, "too few carts noted with their lines"
     # an ACTIVE order the reservers did not note confirmed (nor placed as a
     # plain cart): its confirm was cut short by a kill, at most one call per kill
     assert len({o.order_no for o in active} - notes["c"] - notes["t"]) <= rkills

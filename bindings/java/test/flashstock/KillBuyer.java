@@ -20,7 +20,8 @@
  * those turns reserve one unit of sku 1, a third a cart of 2..3 lines over
  * skus 1, 2, 3 (1..2 units each, cartOrder with reserveMs), settled by its
  * number alike, a third place a plain cart, ACTIVE at once ("t N"), a
- * third of those cancelled at once ("k N").
+ * third of those cancelled at once ("k N").  A cart's first note comes with
+ * "L N SKUxQTY,...", its lines as asked, in the same write.
  *
  *   KillBuyer SEG ACKS FROM TO SEED [reserve]
  */
@@ -138,6 +139,7 @@ public final class KillBuyer {
 				int ms = 20 + rnd.nextInt(281), kind = rnd.nextInt(3);
 				int rc;
 				long no;
+				String asked = "";  // a cart's lines as asked, in the write of its first note
 				if (kind == 0) {
 					OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withReserveMs(ms));
 					rc = r.rc();
@@ -152,12 +154,16 @@ public final class KillBuyer {
 					CartResult r = fs.cartOrder(kind == 1 ? c.withReserveMs(ms) : c);
 					rc = r.rc();
 					no = r.orderNo();
+					StringBuilder b = new StringBuilder("L ").append(no).append(' ');
+					for (CartLine l : lines)
+						b.append(l.skuId()).append('x').append(l.qty()).append(',');
+					asked = b.substring(0, b.length() - 1) + "\n";
 				}
 				// placed: OK, or placed with its fate unknown (sync: not durable in time)
 				if (rc != 0 && rc != -33)
 					continue;  // sold out, over the limit
 				if (kind == 2) {  // a plain cart: ACTIVE at once; some given back
-					append(acks, "t " + no + "\n");
+					append(acks, "t " + no + "\n" + asked);
 					if (rnd.nextInt(3) == 0) {
 						try {
 							fs.cancel(no);
@@ -168,7 +174,7 @@ public final class KillBuyer {
 					}
 					continue;
 				}
-				append(acks, "r " + no + "\n");
+				append(acks, "r " + no + "\n" + asked);
 				if (rnd.nextBoolean())
 					settle(fs, acks, rnd, no);
 				else

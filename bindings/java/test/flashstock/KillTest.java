@@ -205,7 +205,7 @@ class KillTest {
 	 * left due (300 ms at most) and stopped: no reservation is left RESERVED;
 	 * each is ACTIVE, CANCELLED or EXPIRED; for every sku, available + the
 	 * units of its live lines = total; every cart whole or absent
-	 * (cartLines); no user holds more than LIMIT; each outcome a reserver
+	 * (cartLines) and holding the lines its buyer asked for; no user holds more than LIMIT; each outcome a reserver
 	 * appended is the order's state (paid: ACTIVE, cancelled: CANCELLED,
 	 * refused as expired: EXPIRED), and the ACTIVE ones it did not note paid
 	 * are at most one per kill (a confirm cut short); the WAL has one ORDER per
@@ -284,12 +284,17 @@ class KillTest {
 		Map<String, OrderState> want = Map.of("c", OrderState.ACTIVE, "k", OrderState.CANCELLED, "x",
 				OrderState.EXPIRED);
 		Map<String, Set<Long>> noted = new HashMap<>();
+		Map<Long, String> asked = new HashMap<>();  // cart number -> "SKUxQTY,..." as its buyer asked
 		for (int b = BUYERS; b < BUYERS + RESERVERS; b++) {
 			Path f = dir.resolve("racks" + b);
 			if (!Files.exists(f))
 				continue;
 			for (String l : Files.readAllLines(f)) {
 				String[] w = l.split(" ");
+				if (w.length == 3 && w[0].equals("L") && w[1].matches("[0-9]+")) {  // a cart's lines as asked
+					asked.put(Long.parseLong(w[1]), w[2]);
+					continue;
+				}
 				if (w.length != 2 || !w[1].matches("[0-9]+"))
 					continue;
 				long no = Long.parseLong(w[1]);
@@ -299,6 +304,14 @@ class KillTest {
 					assertEquals(want.get(w[0]), placed.get(no).state(), "noted " + l);
 			}
 		}
+		// every cart a buyer noted holds the lines it asked for, in its order
+		for (Map.Entry<Long, String> e : asked.entrySet()) {
+			List<String> got = new ArrayList<>();
+			for (OrderInfo l : lines.getOrDefault(e.getKey(), List.of()))
+				got.add(l.skuId() + "x" + l.qty());
+			assertEquals(e.getValue(), String.join(",", got), "cart " + e.getKey() + ": its lines against those asked");
+		}
+		assertTrue(asked.size() >= 10, "only " + asked.size() + " carts noted with their lines");
 		Set<Long> paid = noted.getOrDefault("c", Set.of()), plain = noted.getOrDefault("t", Set.of());
 		long unnoted = placed.values().stream().filter(o -> o.state() == OrderState.ACTIVE
 				&& !paid.contains(o.orderNo()) && !plain.contains(o.orderNo())).count();
