@@ -222,6 +222,10 @@ func reserve(h *flashstock.Handle, rng *rand.Rand, from, users uint64, pauseUs i
 			r, err = h.CartOrder(ctx, req)
 			cartLines = req.Lines
 		}
+		if errors.Is(err, flashstock.ErrBusy) { // a cart's records found the ring full: nothing taken
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		if err != nil {
 			if !refusal(err) {
 				fail("reserve", err)
