@@ -147,7 +147,10 @@ def test_order_states_and_record_types_are_the_headers_enumerators():
     for enum, prefix, own in ((OrderState, "FLASH_ORDER_", {}),
                               (flashstock.RecordType, "FLASH_REC_", {"GAP": 0})):
         header = {n[len(prefix):]: v for n, v in consts.items() if n.startswith(prefix)}
+        flags = {n: header.pop(n) for n in list(header) if n.startswith("F_")}   # FLASH_REC_F_*
         assert {m.name: m.value for m in enum} == dict(header, **own), enum.__name__
+    # not record types: the flags of a cart's lines, which FeedRecord.cart/.last read
+    assert flags == {"F_CART": flashstock._types.REC_F_CART, "F_LAST": flashstock._types.REC_F_LAST}
 
 
 def test_types_mirror_every_field_of_their_structs():
