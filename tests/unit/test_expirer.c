@@ -137,11 +137,48 @@ static void test_a_reservation_noted_twice_is_expired_once(void **state)
 	t_recs_free(&recs);
 }
 
+/* A cart (flash_cart_order) is one reservation: the drain hands the
+ * expirer one ORDER record per line, and only line 0 is noted -- its later
+ * lines would be the same order again.  (Records as the engine writes a
+ * cart's; its pay-by time an hour away, so the heap keeps what it notes.) */
+static void test_a_cart_is_noted_once_by_its_line_0(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct expirer_stats st;
+	expirer_t *x = NULL;
+
+	(void)state;
+	(void)h;
+	struct expirer_opts o = { .segment = name, .every_ms = 5 };
+	assert_int_equal(expirer_start(&o, &x), FLASH_OK);       /* an empty table */
+	struct flash_record r = { .type = FLASH_REC_ORDER, .activity_id = ACT, .sku_id = SKU, .qty = 1,
+	                          .order_no = 77, .user_id = 7, .limit_slot = 1,
+	                          .value = t_now_ns() + 3600 * 1000000000ll };
+	for (unsigned i = 1; i < 3; i++) {
+		r.flags = (uint16_t)(FLASH_REC_F_CART | FLASH_REC_F_LINE(i) | (i == 2 ? FLASH_REC_F_LAST : 0));
+		expirer_note(x, &r);
+	}
+	expirer_stats_get(x, &st);
+	assert_int_equal(st.pending, 0);
+	r.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(0);
+	expirer_note(x, &r);
+	expirer_stats_get(x, &st);
+	assert_int_equal(st.pending, 1);
+	r.order_no = 78;                                        /* a plain one: as before */
+	r.flags = 0;
+	expirer_note(x, &r);
+	expirer_stats_get(x, &st);
+	assert_int_equal(st.pending, 2);
+	expirer_stop(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_the_expirer_expires_what_it_finds_and_what_it_is_handed, t_teardown),
 		cmocka_unit_test_teardown(test_a_reservation_noted_twice_is_expired_once, t_teardown),
+		cmocka_unit_test_teardown(test_a_cart_is_noted_once_by_its_line_0, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
