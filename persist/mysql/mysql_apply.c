@@ -2205,7 +2205,11 @@ static int confl_store(mdb_t *m)
  *     later record of the same slot that is not the group's next line, or
  *     a line out of order, means the rest never reached the WAL -- a cart
  *     cut by a torn WAL tail, never acknowledged and rebuilt as not placed
- *     (flash_replay), so nothing of it is applied.
+ *     (flash_replay), so nothing of it is applied.  So does a group open
+ *     over CART_SPAN LSNs (its lines reach the ring at once and the WAL
+ *     within a drain round or two): a torn cart whose slot is never used
+ *     again does not wait in cart_pending forever.  The fold (fold.c)
+ *     tells torn carts by the same rules.
  * A plain order's records have no cart bit and pass as they did; a batch
  * without carts, while cart_pending holds nothing of the stream, pays one
  * scan of its flags.
@@ -2213,6 +2217,7 @@ static int confl_store(mdb_t *m)
  * ------------------------------------------------------------------------ */
 
 #define CART_NONE  (-1)         /* mm_gid: not a cart's line */
+#define CART_SPAN  (UINT64_C(1) << 20)  /* LSNs a group may stay open (fold.c's rule) */
 #define CART_DROP  (-2)         /* mm_gid: a line out of order, in no group */
 
 enum { CG_OPEN, CG_DONE, CG_DROP };
@@ -2295,13 +2300,19 @@ static void open_del(uint32_t *open, size_t *nopen, uint32_t g)
 /* Drop every open group that record @p r proves torn: one of its slot, or
  * of its order and type, that is not its next line.  @return the open
  * group @p r continues, or UINT32_MAX. */
-static uint32_t cart_torn_scan(mdb_t *m, uint32_t *open, size_t *nopen, const struct flash_record *r)
+static uint32_t cart_torn_scan(mdb_t *m, uint32_t *open, size_t *nopen, const struct lsn_record *x)
 {
+	const struct flash_record *r = &x->rec;
 	uint32_t hit = UINT32_MAX;
 	int cart = rec_is_cart(r);
 	for (size_t k = 0; k < *nopen;) {
 		struct cart_group *o = &m->mm_grp[open[k]];
 		int mine = cart && o->cg_order_no == r->order_no && o->cg_type == r->type;
+		if (x->lsn - m->mm_all[o->cg_idx[0]].lsn > CART_SPAN) {
+			o->cg_state = CG_DROP;  /* open too long: torn (section comment) */
+			open[k] = open[--*nopen];
+			continue;
+		}
 		if (mine && o->cg_slot == r->slot && FLASH_REC_LINE(r->flags) == o->cg_next) {
 			hit = open[k++];
 			continue;
@@ -2322,7 +2333,7 @@ static size_t cart_group_all(mdb_t *m, size_t total, uint32_t *open)
 	size_t ng = 0, nopen = 0;
 	for (size_t i = 0; i < total; i++) {
 		const struct flash_record *r = &m->mm_all[i].rec;
-		uint32_t hit = cart_torn_scan(m, open, &nopen, r);
+		uint32_t hit = cart_torn_scan(m, open, &nopen, &m->mm_all[i]);
 		m->mm_gid[i] = CART_NONE;
 		if (!rec_is_cart(r))
 			continue;
