@@ -832,7 +832,8 @@ static const char *const schema_sql[] = {
 	" qty         INT UNSIGNED NOT NULL,"
 	" status      " ORDER_STATUS_TYPE ","
 	" lsn         BIGINT UNSIGNED NOT NULL COMMENT 'LSN of the line''s ORDER record',"
-	" end_lsn     BIGINT UNSIGNED NULL COMMENT 'LSN of its CANCEL, EXPIRE or CONFIRM record',"
+	" cancel_lsn  BIGINT UNSIGNED NULL COMMENT 'LSN of the line''s CANCEL or EXPIRE record',"
+	" confirm_lsn BIGINT UNSIGNED NULL COMMENT 'a reservation: LSN of the line''s CONFIRM record',"
 	" PRIMARY KEY (order_no, line)"
 	") ENGINE=InnoDB",
 
@@ -1446,7 +1447,8 @@ static void sql_end(struct sbuf *b, const struct lsn_record *x)
 }
 
 /*
- * sql_end() for a cart's line row: the line's status and end_lsn, matched
+ * sql_end() for a cart's line row: the line's status and its record's LSN
+ * (cancel_lsn or confirm_lsn, as the orders row keeps them), matched
  * only in the state the record moves it from, with the line's sku and qty.
  * The orders row of a cart (its line 0) is sql_end()'s, by line 0's record.
  */
@@ -1454,9 +1456,9 @@ static void sql_line_end(struct sbuf *b, const struct lsn_record *x)
 {
 	const struct flash_record *r = &x->rec;
 	int from_reserved = r->type != FLASH_REC_CANCEL || (r->flags & 2u);
-	sb_str(b, r->type == FLASH_REC_CONFIRM ? "UPDATE order_lines SET status='ACTIVE', end_lsn=" :
-	          r->type == FLASH_REC_EXPIRE ? "UPDATE order_lines SET status='EXPIRED', end_lsn=" :
-	          "UPDATE order_lines SET status='CANCELLED', end_lsn=");
+	sb_str(b, r->type == FLASH_REC_CONFIRM ? "UPDATE order_lines SET status='ACTIVE', confirm_lsn=" :
+	          r->type == FLASH_REC_EXPIRE ? "UPDATE order_lines SET status='EXPIRED', cancel_lsn=" :
+	          "UPDATE order_lines SET status='CANCELLED', cancel_lsn=");
 	sb_u64(b, x->lsn);
 	sb_str(b, " WHERE order_no=");
 	sb_u64(b, r->order_no);

@@ -16,7 +16,8 @@
  *                UNIQUE (activity_id, user_id, scope_sku, scope_day,
  *                        limit_slot, active_key)
  *   order_lines  (order_no, line PK, activity_id, sku_id, qty, status, lsn,
- *                 end_lsn): every line of a cart
+ *                 cancel_lsn, confirm_lsn): every line of a cart, each with
+ *                 the LSNs of its own records
  *   cart_pending (stream, lsn PK, rec): lines of a cart read before its last
  *   applied_lsn  (stream PK, lsn)
  *   apply_conflicts (lsn, order_no, kind, detail): every refused record

@@ -24,6 +24,7 @@
 #include "flashstock.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
+#include "reconcile_sql.h"
 
 /* ---- fixtures ------------------------------------------------------------ */
 
@@ -394,7 +395,7 @@ static void test_reserved_cart_confirmed_or_expired_line_by_line(void **state)
 		assert_int_equal(mdb_apply(m, v, n, &res), FLASH_OK);
 		assert_int_equal(res.refused, slow);
 		assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines WHERE order_no=200 AND"
-		                       " status='EXPIRED' AND end_lsn IS NOT NULL"), 3);
+		                       " status='EXPIRED' AND cancel_lsn IS NOT NULL"), 3);
 		assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE order_no=200 AND"
 		                       " status='EXPIRED'"), 1);
 		for (unsigned i = 0; i < 3; i++)
@@ -534,6 +535,90 @@ static void test_database_from_before_carts_is_migrated(void **state)
 	close_drop(m);
 }
 
+/* A feed refill from MariaDB gives back every line's record of a cart, at
+ * the line's LSN, with its sku, qty and cart flags (line, last), the
+ * request id on line 0 only -- for the ORDER lines of a reserved cart, its
+ * CONFIRM lines and, for a second cart, its CANCEL lines of an unpaid
+ * reservation; a plain order's records stay as they were. */
+static void test_feed_refill_gives_back_every_line_of_a_cart_with_its_flags(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[32];
+	int64_t pay_by = 1700000900000000000;
+	size_t n = build_cart(v, build_catalog(v), pay_by);
+	uint64_t lsn = 10;
+	for (unsigned i = 0; i < 3; i++)
+		v[n++] = r_line(lsn++, FLASH_REC_CONFIRM, i, 3, CART, 1, pay_by, 0);
+	for (unsigned i = 0; i < 2; i++) {
+		v[n] = r_line(lsn++, FLASH_REC_ORDER, i, 2, 200, 3, pay_by, 0);
+		v[n++].rec.user_id = 9;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		v[n] = r_line(lsn++, FLASH_REC_CANCEL, i, 2, 200, 3, 0, 1 | 2);
+		v[n++].rec.user_id = 9;
+	}
+	struct apply_result res;
+	apply_ok(m, v, n, &res);
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	feed_refill_t *r;
+	assert_int_equal(feed_refill_open(url, "wal", &r), FLASH_OK);
+	struct flash_feed_rec *got = NULL;
+	size_t k = 0;
+	uint64_t applied = 0;
+	assert_int_equal(feed_refill_fetch(r, 6, v[n - 1].lsn, &got, &k, &applied), FLASH_OK);
+	assert_int_equal(k, n - 5);                       /* every LSN from 6 a record */
+	for (size_t i = 0; i < k; i++) {
+		const struct flash_record *x = &got[i].fr_rec, *w = &v[i + 5].rec;
+		assert_int_equal(got[i].fr_lsn, v[i + 5].lsn);
+		assert_int_equal(x->type, w->type);
+		assert_int_equal(x->order_no, w->order_no);
+		assert_int_equal(x->sku_id, w->sku_id);
+		assert_int_equal(x->qty, w->qty);
+		assert_int_equal(x->user_id, w->user_id);
+		assert_int_equal(x->flags, w->flags);
+		if (w->type == FLASH_REC_ORDER)
+			assert_int_equal(x->request_id, w->request_id);
+	}
+	free(got);
+	feed_refill_close(r);
+	close_drop(m);
+}
+
+/* MariaDB's per-sku figures for the reconciler count every line of a
+ * cart in its own sku (units and orders), its whole-database active units
+ * too, and its cart as one order. */
+static void test_reconcile_sums_count_every_line_in_its_sku(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	struct lsn_record v[16];
+	struct apply_result res;
+	size_t n = build_cart(v, build_catalog(v), 0);
+	apply_ok(m, v, n, &res);
+	struct rsql_sku sk;
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(rsql_sku_get(m, A, cart_sku[i], &sk), FLASH_OK);
+		assert_int_equal(sk.active_qty, cart_qty[i]);
+		assert_int_equal(sk.active_orders, 1);
+		assert_int_equal(sk.sold, cart_qty[i]);
+	}
+	struct rsql_sku *all;
+	size_t na;
+	assert_int_equal(rsql_skus(m, &all, &na), FLASH_OK);
+	assert_int_equal(na, 4);
+	for (size_t i = 0; i < na; i++)
+		assert_int_equal(all[i].active_qty, all[i].sold);
+	free(all);
+	struct rsql_totals t;
+	assert_int_equal(rsql_totals_get(m, &t), FLASH_OK);
+	assert_int_equal(t.orders, 2);
+	assert_int_equal(t.active_orders, 2);
+	assert_int_equal(t.active_qty, 2 + 1 + 3 + 1);
+	close_drop(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +629,8 @@ int main(void)
 		cmocka_unit_test(test_wal_cut_after_line_1_of_3_applies_nothing_of_the_cart),
 		cmocka_unit_test(test_one_line_refused_refuses_the_whole_cart),
 		cmocka_unit_test(test_database_from_before_carts_is_migrated),
+		cmocka_unit_test(test_feed_refill_gives_back_every_line_of_a_cart_with_its_flags),
+		cmocka_unit_test(test_reconcile_sums_count_every_line_in_its_sku),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
