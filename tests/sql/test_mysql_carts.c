@@ -22,6 +22,9 @@
 
 #include "feed.h"
 #include "flashstock.h"
+#include "fold.h"
+#include "helpers.h"
+#include "reconcile.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
 #include "reconcile_sql.h"
@@ -619,6 +622,111 @@ static void test_reconcile_sums_count_every_line_in_its_sku(void **state)
 	close_drop(m);
 }
 
+/* ---- with the engine ------------------------------------------------------ */
+
+/* The records drained so far, each given the next LSN, folded and applied
+ * (in two batches cut at @p cut of them: 0, one). */
+static void e2e_apply(flash_t *h, struct t_recs *recs, size_t *done, uint64_t *lsn, fold_t *f,
+                      mdb_t *m, size_t cut)
+{
+	assert_int_equal(t_recs_drain(h, recs), FLASH_OK);
+	size_t n = recs->n - *done;
+	struct lsn_record *v = calloc(n ? n : 1, sizeof *v);
+	assert_non_null(v);
+	for (size_t i = 0; i < n; i++) {
+		v[i].lsn = ++*lsn;
+		v[i].rec = recs->v[*done + i].r;
+		assert_int_equal(fold_record(f, &v[i].rec, v[i].lsn), FLASH_OK);
+	}
+	struct apply_result res;
+	size_t a = cut && cut < n ? cut : n;
+	apply_ok(m, v, a, &res);
+	if (a < n)
+		apply_ok(m, v + a, n - a, &res);
+	*done = recs->n;
+	free(v);
+}
+
+static void e2e_agree(flash_t *h, mdb_t *m, fold_t *f)
+{
+	struct reconcile_report rep;
+	memset(&rep, 0, sizeof rep);
+	assert_int_equal(reconcile_compare(h, m, f, RECONCILE_ORDERS | RECONCILE_WAL_ORDERS, &rep),
+	                 FLASH_OK);
+	if (rep.found)
+		reconcile_print(&rep, stderr, 0);
+	assert_int_equal(rep.found, 0);
+	assert_int_equal(rep.witnesses, FLASH_W_SEGMENT | FLASH_W_WAL | FLASH_W_MYSQL);
+	reconcile_report_free(&rep);
+}
+
+/* Carts placed by the engine (flash_cart_order), one reserved, with a plain
+ * order between them, drained, folded and applied in batches that end in
+ * the middle of a cart; then the first cancelled and the reserved one
+ * confirmed: MariaDB has one orders row per cart and a row per line, and
+ * the segment, the WAL's fold and MariaDB agree sku by sku and order by
+ * order (reconcile_compare, every witness). */
+static void test_engine_carts_reach_mariadb_and_every_witness_agrees(void **state)
+{
+	(void)state;
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	assert_int_equal(t_activity(h, A, 1, 5, FLASH_SCOPE_ACTIVITY, FLASH_ACT_CANCEL_RETURNS_QUOTA),
+	                 FLASH_OK);
+	mdb_t *m = open_fresh();
+	fold_t *f;
+	assert_int_equal(fold_new(&f), FLASH_OK);
+	struct t_recs recs = { 0 };
+	size_t done = 0;
+	uint64_t lsn = 0;
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(flash_sku_add(h, A, cart_sku[i], 10, 2), FLASH_OK);
+	e2e_apply(h, &recs, &done, &lsn, f, m, 0);
+
+	struct flash_cart_req c = { .activity_id = A, .lines = 3, .user_id = USER, .request_id = 4242 };
+	for (unsigned i = 0; i < 3; i++) {
+		c.line[i].sku_id = cart_sku[i];
+		c.line[i].qty = cart_qty[i];
+	}
+	struct flash_cart_res r1, r2;
+	assert_int_equal(flash_cart_order(h, &c, &r1), FLASH_OK);
+	assert_int_equal(t_order(h, A, 11, 8, 1, 0, 0, NULL), FLASH_OK);
+	c.user_id = 9;
+	c.lines = 2;
+	c.request_id = 0;
+	c.reserve_ms = 60000;
+	assert_int_equal(flash_cart_order(h, &c, &r2), FLASH_OK);
+	e2e_apply(h, &recs, &done, &lsn, f, m, 2);          /* the first cart cut after line 1 */
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 3);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines"), 5);
+	assert_int_equal(q_u64(m, "SELECT n_lines FROM orders WHERE order_no=%llu",
+	                       (unsigned long long)r1.order_no), 3);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines WHERE order_no=%llu AND"
+	                       " status='RESERVED'", (unsigned long long)r2.order_no), 2);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM cart_pending"), 0);
+	e2e_agree(h, m, f);
+
+	assert_int_equal(flash_cancel(h, r1.order_no, NULL), FLASH_OK);
+	assert_int_equal(flash_confirm(h, r2.order_no), FLASH_OK);
+	e2e_apply(h, &recs, &done, &lsn, f, m, 1);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines WHERE order_no=%llu AND"
+	                       " status='CANCELLED' AND cancel_lsn IS NOT NULL",
+	                       (unsigned long long)r1.order_no), 3);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines WHERE order_no=%llu AND"
+	                       " status='ACTIVE' AND confirm_lsn IS NOT NULL",
+	                       (unsigned long long)r2.order_no), 2);
+	e2e_agree(h, m, f);
+	/* every line's units in its own sku, in MariaDB as in the segment */
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t u[3];
+		stock_of(m, cart_sku[i], u);
+		assert_int_equal(u[0], t_available(h, A, cart_sku[i]));
+	}
+	t_recs_free(&recs);
+	fold_free(f);
+	close_drop(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_database_from_before_carts_is_migrated),
 		cmocka_unit_test(test_feed_refill_gives_back_every_line_of_a_cart_with_its_flags),
 		cmocka_unit_test(test_reconcile_sums_count_every_line_in_its_sku),
+		cmocka_unit_test_teardown(test_engine_carts_reach_mariadb_and_every_witness_agrees, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
