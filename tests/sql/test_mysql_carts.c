@@ -25,6 +25,9 @@
 #include "fold.h"
 #include "helpers.h"
 #include "reconcile.h"
+#include "flashstock_consumer.h"
+#include "wal.h"
+#include "wal_testutil.h"
 #include "mysql_apply.h"
 #include "mysql_testutil.h"
 #include "reconcile_sql.h"
@@ -727,6 +730,107 @@ static void test_engine_carts_reach_mariadb_and_every_witness_agrees(void **stat
 	close_drop(m);
 }
 
+static void wal_put(wal_t *w, const struct flash_record *r, uint64_t *seq)
+{
+	uint64_t lsn;
+	assert_int_equal(wal_append_record(w, r, ++*seq, &lsn), FLASH_OK);
+}
+
+/* A WAL torn after line 1 of a 3-line cart of the engine's, then a segment
+ * rebuilt from it (flash_replay: the cart not placed) that takes a plain
+ * order and a second cart -- whose number may be the torn one's again --
+ * into the same WAL.  MariaDB, caught up from the WAL files, has nothing of
+ * the torn cart and all of the second; the rebuilt segment, the WAL's fold
+ * and MariaDB agree; the feed gives every line with its flags. */
+static void test_wal_torn_inside_an_engine_cart_applies_nothing_of_it_end_to_end(void **state)
+{
+	(void)state;
+	char n1[64], n2[64];
+	flash_t *h1 = t_seg_new(NULL, n1, sizeof n1), *h2 = t_seg_new(NULL, n2, sizeof n2);
+	struct t_recs r1 = { 0 }, r2 = { 0 };
+	assert_int_equal(t_activity(h1, A, 1, 5, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(flash_sku_add(h1, A, cart_sku[i], 10, 1), FLASH_OK);
+	struct flash_cart_req c = { .activity_id = A, .lines = 3, .user_id = USER };
+	for (unsigned i = 0; i < 3; i++) {
+		c.line[i].sku_id = cart_sku[i];
+		c.line[i].qty = cart_qty[i];
+	}
+	struct flash_cart_res torn, whole;
+	assert_int_equal(flash_cart_order(h1, &c, &torn), FLASH_OK);
+	assert_int_equal(t_recs_drain(h1, &r1), FLASH_OK);
+	assert_true(r1.n >= 3 && (r1.v[r1.n - 1].r.flags & FLASH_REC_F_LAST));
+
+	char *dir = wt_mkdtemp();
+	struct wal_opts wo;
+	wal_opts_default(&wo);
+	wo.incarnation = 0xca27ull;
+	wal_t *w;
+	assert_int_equal(wal_open(dir, &wo, &w), FLASH_OK);
+	uint64_t seq = 0;
+	for (size_t i = 0; i + 1 < r1.n; i++) {         /* the cut: line 2 lost */
+		wal_put(w, &r1.v[i].r, &seq);
+		assert_int_equal(flash_replay(h2, &r1.v[i].r), FLASH_OK);
+	}
+	assert_int_equal(t_order(h2, A, 12, 8, 1, 0, 0, NULL), FLASH_OK);
+	assert_int_equal(flash_cart_order(h2, &c, &whole), FLASH_OK);
+	assert_int_equal(t_recs_drain(h2, &r2), FLASH_OK);
+	for (size_t i = 0; i < r2.n; i++)
+		wal_put(w, &r2.v[i].r, &seq);
+	assert_int_equal(wal_commit(w), FLASH_OK);
+	assert_int_equal(wal_close(w), FLASH_OK);
+
+	mdb_t *m = open_fresh();
+	struct apply_result tot;
+	memset(&tot, 0, sizeof tot);
+	assert_int_equal(mdb_catch_up(m, dir, 2, 1000, &tot), FLASH_OK);   /* batches of 2 */
+	assert_int_equal(tot.applied_lsn, seq);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders WHERE user_id=%u", USER), 1);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM orders"), 2);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines WHERE order_no=%llu",
+	                       (unsigned long long)whole.order_no), 3);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM order_lines"), 3);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM cart_pending"), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t u[3];
+		stock_of(m, cart_sku[i], u);
+		assert_int_equal(u[0], t_available(h2, A, cart_sku[i]));
+		assert_int_equal(u[2], cart_qty[i] + (cart_sku[i] == 12));
+	}
+	fold_t *f;
+	assert_int_equal(fold_new(&f), FLASH_OK);
+	assert_int_equal(fold_wal(f, dir), FLASH_OK);
+	assert_int_equal(fold_cart_lines_torn(f), 2);
+	e2e_agree(h2, m, f);
+	fold_free(f);
+
+	struct flash_feed_opts fo;
+	flash_feed_opts_default(&fo);
+	fo.from_start = 1;
+	flash_feed_t *fd;
+	assert_int_equal(flash_feed_open(dir, "carts", &fo, &fd), FLASH_OK);
+	unsigned lines = 0;
+	for (uint64_t i = 1; i <= seq; i++) {
+		struct flash_feed_rec fr;
+		char buf[512];
+		assert_int_equal(flash_feed_next(fd, &fr, 1000), FLASH_OK);
+		if (fr.fr_rec.type != FLASH_REC_ORDER || fr.fr_rec.order_no != whole.order_no ||
+		    !(fr.fr_rec.flags & FLASH_REC_F_CART) || fr.fr_lsn <= r1.n - 1)
+			continue;
+		assert_true(wal_rec_fields(buf, sizeof buf, &fr.fr_rec, 1) > 0);
+		char want[32];
+		snprintf(want, sizeof want, "\"line\":%u,\"last\":%u", lines, lines == 2);
+		assert_non_null(strstr(buf, want));
+		lines++;
+	}
+	assert_int_equal(lines, 3);
+	flash_feed_close(fd);
+	t_recs_free(&r1);
+	t_recs_free(&r2);
+	close_drop(m);
+	wt_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -740,6 +844,8 @@ int main(void)
 		cmocka_unit_test(test_feed_refill_gives_back_every_line_of_a_cart_with_its_flags),
 		cmocka_unit_test(test_reconcile_sums_count_every_line_in_its_sku),
 		cmocka_unit_test_teardown(test_engine_carts_reach_mariadb_and_every_witness_agrees, t_teardown),
+		cmocka_unit_test_teardown(test_wal_torn_inside_an_engine_cart_applies_nothing_of_it_end_to_end,
+		                          t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
