@@ -2378,10 +2378,11 @@ static size_t cart_emit(mdb_t *m, size_t total, uint64_t *held, uint64_t *droppe
 		const struct cart_group *g = gi >= 0 ? &m->mm_grp[gi] : NULL;
 		if (!g || g->cg_state == CG_DROP) {
 			const struct flash_record *r = &m->mm_all[i].rec;
-			mlog(m, PLOG_WARN, "cart %llu: %s line %u (lsn %llu) belongs to no complete %s"
-			     " (a torn WAL cut it): not applied", (unsigned long long)r->order_no,
-			     wal_rec_type_name(r->type, "?"), FLASH_REC_LINE(r->flags),
-			     (unsigned long long)m->mm_all[i].lsn, wal_rec_type_name(r->type, "?"));
+			/* (no wal_rec_type_name: the refill plug-in links none of the WAL) */
+			mlog(m, PLOG_WARN, "cart %llu: line %u (lsn %llu, record type %u) belongs to no"
+			     " complete group (a torn WAL cut it): not applied",
+			     (unsigned long long)r->order_no, FLASH_REC_LINE(r->flags),
+			     (unsigned long long)m->mm_all[i].lsn, r->type);
 			(*dropped)++;
 			continue;
 		}
