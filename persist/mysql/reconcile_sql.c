@@ -223,7 +223,7 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
 	char sql[320];
 	snprintf(sql, sizeof sql,
 	         "SELECT order_no, user_id, activity_id, sku_id, qty, status + 0, limit_slot,"
-	         " biz_day FROM orders WHERE order_no BETWEEN %llu AND %llu ORDER BY order_no",
+	         " biz_day, n_lines FROM orders WHERE order_no BETWEEN %llu AND %llu ORDER BY order_no",
 	         (unsigned long long)from, (unsigned long long)to);
 	if (mysql_query(c, sql)) {
 		int rc = sql_rc(c);
@@ -250,6 +250,7 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
 		o.state = (uint32_t)u64(row[5]);
 		o.limit_slot = (uint32_t)u64(row[6]);
 		o.biz_day = (uint32_t)u64(row[7]);
+		o.lines = (uint32_t)u64(row[8]);
 		stop = fn(arg, &o);
 	}
 	int rc = mysql_errno(c) ? sql_rc(c) : FLASH_OK;

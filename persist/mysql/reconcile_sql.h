@@ -102,6 +102,8 @@ struct rsql_order {
 	                               EXPIRED (the ENUM's values are in the same order) */
 	uint32_t limit_slot;
 	uint32_t biz_day;
+	uint32_t lines;             /* orders.n_lines: 1 plain, 2..16 a cart (sku_id and qty
+	                               are its line 0's); rsql_orders_scan only, else 0 */
 };
 
 /**

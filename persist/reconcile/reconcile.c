@@ -221,6 +221,8 @@ static void order_diff(struct reconcile_report *rep, unsigned w, const struct fl
 		field = "limit_slot", sv = so->limit_slot, mv = mo->limit_slot;
 	else if (so->biz_day != mo->biz_day)
 		field = "biz_day", sv = so->biz_day, mv = mo->biz_day;
+	else if (so->lines && mo->lines && so->lines != mo->lines)
+		field = "lines", sv = so->lines, mv = mo->lines;    /* a cart's, or a plain order's 1 */
 	if (!field)
 		return;
 	struct diff *d = diff_add(rep, DIFF_ORDER, w | FLASH_W_MYSQL,
@@ -314,6 +316,7 @@ static void wal_order_info(const fold_t *f, uint64_t no, struct flash_order_info
 	o->limit_slot = fo.limit_slot;
 	o->biz_day = fo.biz_day;
 	o->created_ns = fo.created_ns;
+	o->lines = fo.lines;
 }
 
 static void wal_missing_in_mysql(struct wjoin *w, uint64_t no)

@@ -725,6 +725,22 @@ static void test_engine_carts_reach_mariadb_and_every_witness_agrees(void **stat
 		stock_of(m, cart_sku[i], u);
 		assert_int_equal(u[0], t_available(h, A, cart_sku[i]));
 	}
+	/* a cart row that lost lines is found, order by order, against both */
+	char sql[128];
+	snprintf(sql, sizeof sql, "UPDATE orders SET n_lines = 2 WHERE order_no = %llu",
+	         (unsigned long long)r1.order_no);
+	assert_int_equal(q_exec(m, sql), 0);
+	struct reconcile_report rep;
+	memset(&rep, 0, sizeof rep);
+	assert_int_equal(reconcile_compare(h, m, f, RECONCILE_ORDERS | RECONCILE_WAL_ORDERS, &rep),
+	                 FLASH_OK);
+	assert_int_equal(rep.found, 2);
+	for (size_t i = 0; i < rep.n; i++) {
+		assert_int_equal(rep.diffs[i].kind, DIFF_ORDER);
+		assert_int_equal(rep.diffs[i].order_no, r1.order_no);
+		assert_int_equal(rep.diffs[i].sql, 2);
+	}
+	reconcile_report_free(&rep);
 	t_recs_free(&recs);
 	fold_free(f);
 	close_drop(m);
