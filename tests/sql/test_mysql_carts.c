@@ -481,6 +481,41 @@ static void test_wal_cut_after_line_1_of_3_applies_nothing_of_the_cart(void **st
 	close_drop(m);
 }
 
+/* A torn cart whose handle slot never writes again is not kept waiting
+ * forever: a group still open 2^20 LSNs after its first line is dropped
+ * (a cart's lines reach the WAL together).  LSN holes allowed here, to
+ * skip the records between. */
+static void test_cart_open_over_2_20_lsns_is_dropped_as_torn(void **state)
+{
+	(void)state;
+	mdb_t *m = open_fresh();
+	mdb_close(m);
+	char url[512];
+	url_for(url, sizeof url, g_db);
+	struct mdb_opts o = { .url = url, .log = cap_log, .lsn_gaps_ok = 1 };
+	assert_int_equal(mdb_open(&o, &m), FLASH_OK);
+	struct lsn_record v[16];
+	struct apply_result res;
+	size_t n = build_catalog(v);
+	v[n++] = r_line(6, FLASH_REC_ORDER, 0, 3, CART, 1, 0, 0);
+	v[n++] = r_line(7, FLASH_REC_ORDER, 1, 3, CART, 1, 0, 0);
+	apply_ok(m, v, n, &res);
+	assert_int_equal(res.held, 2);
+	struct lsn_record near = r_order(6 + (1u << 20), A, 14, 50, 8, 1, 1, 0);
+	near.rec.slot = 2;                                   /* another handle */
+	apply_ok(m, &near, 1, &res);
+	assert_int_equal(res.held, 2);                       /* within the span: still waiting */
+	struct lsn_record far = r_order(7 + (1u << 20), A, 14, 51, 9, 1, 1, 0);
+	far.rec.slot = 2;
+	apply_ok(m, &far, 1, &res);
+	assert_int_equal(res.dropped, 2);
+	assert_int_equal(res.held, 0);
+	assert_no_cart(m);
+	assert_int_equal(q_u64(m, "SELECT COUNT(*) FROM cart_pending"), 0);
+	assert_stock(m, 14, 98, 0, 2);
+	close_drop(m);
+}
+
 /* MariaDB refuses one line (its sku has fewer units there than the WAL
  * says): the record-by-record path refuses the whole cart, every line
  * reported, and applies the rest of the batch. */
@@ -855,6 +890,7 @@ int main(void)
 		cmocka_unit_test(test_reserved_cart_confirmed_or_expired_line_by_line),
 		cmocka_unit_test(test_cart_split_over_two_batches_is_applied_whole_by_the_second),
 		cmocka_unit_test(test_wal_cut_after_line_1_of_3_applies_nothing_of_the_cart),
+		cmocka_unit_test(test_cart_open_over_2_20_lsns_is_dropped_as_torn),
 		cmocka_unit_test(test_one_line_refused_refuses_the_whole_cart),
 		cmocka_unit_test(test_database_from_before_carts_is_migrated),
 		cmocka_unit_test(test_feed_refill_gives_back_every_line_of_a_cart_with_its_flags),
