@@ -2191,9 +2191,11 @@ static int confl_store(mdb_t *m)
  *
  * Every operation on a cart -- its ORDER, then its CANCEL, EXPIRE or
  * CONFIRM -- is one record per line (a group), its lines in line order and
- * its last one flagged FLASH_REC_F_LAST, records of other handles possibly
- * between them (api/flashstock.h section 9).  A group is applied all or
- * nothing, and only once its last line is read:
+ * its last one flagged FLASH_REC_F_LAST (api/flashstock.h section 9).  The
+ * drain keeps a group's lines together in the WAL; nothing here relies on
+ * it (records of other handles between them are applied as usual), but a
+ * batch may still end inside a group.  A group is applied all or nothing,
+ * and only once its last line is read:
  *   - complete in what the batch holds: its lines are applied together,
  *     an ORDER's where its last line is (units taken no earlier than the
  *     WAL took them: MariaDB's stock only has more meanwhile), the other
