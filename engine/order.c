@@ -1090,13 +1090,19 @@ static inline __attribute__((always_inline)) int order_request(flash_t *h, const
 	return rc;
 }
 
+/* A look at more stock before the limit slot is claimed (a cart's other
+ * lines): FLASH_OK or FLASH_ESOLD_OUT. */
+typedef int (*order_more_fn)(flash_t *h, void *arg);
+
 /*
  * The token (redeemed, PEND(tag)), the sale window, and a limit slot of
- * the user (PEND(tag)); a read-only look at the limit and the stock first,
- * so a doomed order inserts no key.  On failure the caller rolls back.
+ * the user (PEND(tag)); a read-only look at the limit and the stock first
+ * (and, for a cart, @p more's look at its other lines; NULL for an order:
+ * folded away), so a doomed order inserts no key.  On failure the caller
+ * rolls back.
  */
 static inline __attribute__((always_inline)) int order_claim(flash_t *h, const struct flash_order_req *r, struct order_ctx *o,
-                                                       const int win)
+                                                       const int win, order_more_fn more, void *more_arg)
 {
 	const struct flash_activity *a = o->t;
 	struct fs_journal *j = h->j;
@@ -1120,7 +1126,8 @@ static inline __attribute__((always_inline)) int order_claim(flash_t *h, const s
 		return FLASH_EENDED;
 	o->day = h->replay ? h->replay->biz_day : biz_day(h, a, o->now, win);
 	if ((rc = limit_peek(h, o->act, a, r, o->day, win)) != FLASH_OK ||
-	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK) {
+	    (rc = stock_peek(h, o->base, o->nsh, r->qty)) != FLASH_OK ||
+	    (more != NULL && (rc = more(h, more_arg)) != FLASH_OK)) {
 		if (rc == FLASH_ELIMIT && limit_due(h, o->act, a, r, o->day, win))
 			return FS_ESETTLE;      /* a due reservation holds a slot: settled first */
 		if (rc == FLASH_ELIMIT)
@@ -1292,7 +1299,7 @@ again:
 	if (r->request_id != 0 && (rc = order_request(h, r, res, win)) != FLASH_OK)
 		return rc;                        /* the operation ended, nothing held */
 	FS_CRASH("order", 2);
-	if ((rc = order_claim(h, r, &o, win)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK) {
+	if ((rc = order_claim(h, r, &o, win, NULL, NULL)) != FLASH_OK || (rc = order_take(h, r, &o)) != FLASH_OK) {
 		rc = order_refuse(h, rc);         /* everything held given back */
 		return __builtin_expect(rc == FS_ESETTLE, 0) ? order_settle(h, r, res, win, now, ack) : rc;
 	}
@@ -1436,8 +1443,9 @@ int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
  *
  *   check   the activity and every line's sku (state, ids, version, qty)
  *   claim   the token, the window and ONE limit slot (order_claim, with
- *           line 0 standing for the cart), then a look at every other
- *           line's stock, so a doomed cart takes nothing
+ *           line 0 standing for the cart, looks at every other line's
+ *           stock too before it claims the slot: a doomed cart inserts no
+ *           key)
  *   take    every line's units (journaled intents, as an order's), then n
  *           consecutive order numbers and their slots (cart_alloc): the
  *           cart's own, and one per later line (FS_K_LINE once placed)
@@ -1601,13 +1609,20 @@ static uint32_t cart_short(flash_t *h, const struct flash_cart_req *r, const str
 	return m;
 }
 
-/* The other lines' stock, looked at before anything is taken. */
-static int cart_peek(flash_t *h, const struct flash_cart_req *r, struct cart_ctx *c)
+/* The other lines' stock, looked at by order_claim before it claims the
+ * limit slot (so a doomed cart inserts no key): @p arg the cart_peek. */
+struct cart_peek {
+	const struct flash_cart_req *r;
+	struct cart_ctx *c;
+};
+
+static int cart_peek(flash_t *h, void *arg)
 {
-	for (uint32_t i = 1; i < c->n; i++)
-		if (stock_peek(h, c->l[i].base, c->l[i].nsh, r->line[i].qty) != FLASH_OK) {
-			c->bad = i;
-			fs_stat_inc(&h->me->st.sold_out);
+	const struct cart_peek *p = arg;
+
+	for (uint32_t i = 1; i < p->c->n; i++)
+		if (stock_peek(h, p->c->l[i].base, p->c->l[i].nsh, p->r->line[i].qty) != FLASH_OK) {
+			p->c->bad = i;
 			return FLASH_ESOLD_OUT;
 		}
 	return FLASH_OK;
@@ -1868,6 +1883,7 @@ static int cart_run(flash_t *h, const struct flash_cart_req *r, struct flash_car
                     int64_t now, const int ack)
 {
 	struct cart_ctx c;
+	struct cart_peek pk = { r, &c };
 	struct flash_order_req q;
 	struct flash_order_res ores;
 	int rc;
@@ -1894,7 +1910,7 @@ again:
 	FS_CRASH("cart", 8);
 	if (r->request_id != 0 && (rc = order_request(h, &q, &ores, win)) != FLASH_OK)
 		return cart_answer(res, rc, &c, &ores);
-	if ((rc = order_claim(h, &q, &c.o, win)) != FLASH_OK || (rc = cart_peek(h, r, &c)) != FLASH_OK ||
+	if ((rc = order_claim(h, &q, &c.o, win, cart_peek, &pk)) != FLASH_OK ||
 	    (rc = cart_take(h, r, &c)) != FLASH_OK) {
 		rc = order_refuse(h, rc);
 		if (rc == FS_ESETTLE)

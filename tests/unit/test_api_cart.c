@@ -196,11 +196,25 @@ static void test_a_cart_with_a_short_line_takes_nothing(void **state)
 	(void)state;
 	assert_int_equal(flash_token_issue(h, ACT, SKU(0), 7, 60000, &tok), FLASH_OK);
 	r.token = tok;
+	{
+		struct flash_stats st;
+
+		assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+		assert_int_equal(st.users, 0);
+	}
 	assert_int_equal(flash_cart_order(h, &r, &res), FLASH_ESOLD_OUT);
 	assert_int_equal(res.line, 1);
 	assert_int_equal(res.sold_out, (1u << 1) | (1u << 3));
 	assert_int_equal(res.order_no, 0);
 	avail(h, full);
+	{
+		/* a doomed cart inserts no key of the user (its lines are looked
+		 * at before the limit slot is claimed), as a doomed order */
+		struct flash_stats st;
+
+		assert_int_equal(flash_stats_get(h, &st), FLASH_OK);
+		assert_int_equal(st.users, 0);
+	}
 	assert_int_equal(flash_token_redeem(h, ACT, SKU(0), 7, tok), FLASH_EBAD_TOKEN);
 	/* the limit slot (K = 1) is still free */
 	{
