@@ -80,7 +80,8 @@ static void order_help(FILE *out)
 	        "  --request-id ID        show: look the order up by request id (needs\n"
 	        "                         --activity, --user, --sku and MariaDB); place: the\n"
 	        "                         order's request id\n"
-	        "  --activity A, --user U, --sku S   the request's activity, user and sku\n"
+	        "  --activity A, --user U, --sku S   the request's activity, user and sku (of a\n"
+	        "                         cart: its line 0's)\n"
 	        "  --mysql URL            mysql://user:pass@localhost/db?socket=PATH\n"
 	        "  --mysql-defaults F     ... or its [client] option file\n"
 	        "  --place                place an order (needs --activity, --user and --sku,\n"
@@ -106,9 +107,9 @@ static void order_help(FILE *out)
 	        "                         created_ns, pay_by_ns (a reservation's; else null),\n"
 	        "                         request_id, lsn, cancel_lsn, confirm_lsn (MariaDB),\n"
 	        "                         quota_returned (request_id .. quota_returned null from\n"
-	        "                         the segment, which does not keep them), and from\n"
-	        "                         the segment lines: [{line, sku_id, qty}] (one for a\n"
-	        "                         plain order, every line of a cart)\n"
+	        "                         the segment, which does not keep them), lines:\n"
+	        "                         [{line, sku_id, qty}] (one for a plain order, every\n"
+	        "                         line of a cart; from MariaDB, its order_lines)\n"
 	        "\n"
 	        "exit: 0 found, or placed; 1 not found in the segment nor in MariaDB, archived\n"
 	        "      and no MariaDB given, a failure (MariaDB unreachable, bad segment), or the\n"
@@ -140,6 +141,48 @@ static const char *pay_by_text(const struct flash_order_info *o, char *buf, size
 	return buf;
 }
 
+/* A line of an order as the output shows it (segment or MariaDB). */
+struct order_line {
+	uint32_t line;
+	uint32_t sku_id;
+	uint32_t qty;
+};
+
+/* ,"lines":[{line, sku_id, qty}, ...]: every line of the order. */
+static void print_lines_json(const struct order_line *l, uint32_t n)
+{
+	printf(",\"lines\":[");
+	for (uint32_t i = 0; i < n; i++)
+		printf("%s{\"line\":%u,\"sku_id\":%u,\"qty\":%u}", i ? "," : "", l[i].line, l[i].sku_id, l[i].qty);
+	printf("]");
+}
+
+/* The line table under a cart's line of text. */
+static void print_lines_table(const struct order_line *l, uint32_t n)
+{
+	printf("  %4s  %10s  %5s\n", "line", "sku", "qty");
+	for (uint32_t i = 0; i < n; i++)
+		printf("  %4u  %10u  %5u\n", l[i].line, l[i].sku_id, l[i].qty);
+}
+
+/* What the order holds, in its line of text: "sku S, user U, qty Q" for a
+ * plain order, "cart of N lines, user U, X units" for a cart. */
+static const char *order_what(char *buf, size_t cap, const struct order_line *l, uint32_t n, int cart,
+                              uint64_t user)
+{
+	uint64_t units = 0;
+
+	if (!cart) {
+		snprintf(buf, cap, "sku %u, user %llu, qty %u", l[0].sku_id, (unsigned long long)user, l[0].qty);
+		return buf;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		units += l[i].qty;
+	snprintf(buf, cap, "cart of %u line%s, user %llu, %llu units", n, n == 1 ? "" : "s",
+	         (unsigned long long)user, (unsigned long long)units);
+	return buf;
+}
+
 /*
  * An order from the segment: o[0 .. n - 1] are its lines (n 1 for a plain
  * order).  A plain order is one line of text; a cart (or any order with
@@ -149,9 +192,11 @@ static const char *pay_by_text(const struct flash_order_info *o, char *buf, size
  */
 static void print_segment(const struct flash_order_info *o, uint32_t n, int json, int table)
 {
-	char b[40], p[80];
-	uint64_t units = 0;
+	struct order_line l[FLASH_CART_LINES_MAX];
+	char b[40], p[80], w[96];
 
+	for (uint32_t i = 0; i < n && i < FLASH_CART_LINES_MAX; i++)
+		l[i] = (struct order_line){ i, o[i].sku_id, o[i].qty };
 	if (json) {
 		printf("{\"order_no\":%" PRIu64 ",\"source\":\"segment\",\"archived\":false,"
 		       "\"archived_lsn\":null,\"archived_ns\":null,\"state\":\"%s\",\"activity_id\":%u,"
@@ -163,31 +208,18 @@ static void print_segment(const struct flash_order_info *o, uint32_t n, int json
 			printf("%" PRId64, o->pay_by_ns);
 		else
 			printf("null");
-		printf(",\"request_id\":null,\"lsn\":null,\"cancel_lsn\":null,\"quota_returned\":null,\"confirm_lsn\":null,"
-		       "\"lines\":[");
-		for (uint32_t i = 0; i < n; i++)
-			printf("%s{\"line\":%u,\"sku_id\":%u,\"qty\":%u}", i ? "," : "", i, o[i].sku_id, o[i].qty);
-		printf("]}\n");
+		printf(",\"request_id\":null,\"lsn\":null,\"cancel_lsn\":null,\"quota_returned\":null,\"confirm_lsn\":null");
+		print_lines_json(l, n);
+		printf("}\n");
 		return;
 	}
-	if (n <= 1 && !table) {
-		printf("order %" PRIu64 ": %s%s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
-		       "day %u, created %s (source segment)\n",
-		       o->order_no, state_name(o->state), pay_by_text(o, p, sizeof p), o->activity_id, o->sku_id,
-		       o->user_id, o->qty, o->limit_slot, o->biz_day,
-		       o->created_ns ? tool_fmt_time(o->created_ns, b, sizeof b) : "-");
-		return;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		units += o[i].qty;
-	printf("order %" PRIu64 ": %s%s, activity %u, cart of %u line%s, user %" PRIu64 ", %" PRIu64
-	       " units, limit slot %u, day %u, created %s (source segment)\n",
-	       o->order_no, state_name(o->state), pay_by_text(o, p, sizeof p), o->activity_id, n,
-	       n == 1 ? "" : "s", o->user_id, units, o->limit_slot, o->biz_day,
+	table = table || n > 1;
+	printf("order %" PRIu64 ": %s%s, activity %u, %s, limit slot %u, day %u, created %s (source segment)\n",
+	       o->order_no, state_name(o->state), pay_by_text(o, p, sizeof p), o->activity_id,
+	       order_what(w, sizeof w, l, n, table, o->user_id), o->limit_slot, o->biz_day,
 	       o->created_ns ? tool_fmt_time(o->created_ns, b, sizeof b) : "-");
-	printf("  %4s  %10s  %5s\n", "line", "sku", "qty");
-	for (uint32_t i = 0; i < n; i++)
-		printf("  %4u  %10u  %5u\n", i, o[i].sku_id, o[i].qty);
+	if (table)
+		print_lines_table(l, n);
 }
 
 /*
@@ -217,10 +249,22 @@ static int order_read(flash_t *h, uint64_t no, struct flash_order_info *info, ui
 	return flash_order_lines(h, no, info, FLASH_CART_LINES_MAX, n);
 }
 
-static void print_mysql(const struct rsql_order_row *r, int json, const char *seg_note)
+/*
+ * An order from MariaDB: its orders row @p r, and @p ml[0 .. n - 1] its
+ * order_lines rows (a cart's; n 0 for a plain order), as print_segment
+ * prints one from the segment.
+ */
+static void print_mysql(const struct rsql_order_row *r, const struct rsql_order_line *ml, uint32_t n, int json,
+                        const char *seg_note)
 {
-	char b[40], b2[40];
+	struct order_line l[FLASH_CART_LINES_MAX];
+	char b[40], b2[40], w[96];
 	const struct rsql_order *o = &r->o;
+	uint32_t nl = n ? (n < FLASH_CART_LINES_MAX ? n : FLASH_CART_LINES_MAX) : 1;
+
+	l[0] = (struct order_line){ 0, o->sku_id, o->qty };
+	for (uint32_t i = 0; i < n && i < FLASH_CART_LINES_MAX; i++)
+		l[i] = (struct order_line){ ml[i].line, ml[i].sku_id, ml[i].qty };
 	if (json) {
 		printf("{\"order_no\":%" PRIu64 ",\"source\":\"mysql\",\"archived\":%s,", o->order_no,
 		       r->archived ? "true" : "false");
@@ -249,15 +293,16 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 			printf(",\"confirm_lsn\":null");
 		if (seg_note)
 			printf(",\"segment\":\"%s\"", seg_note);
+		print_lines_json(l, nl);
 		printf("}\n");
 		return;
 	}
 	int unknown = o->state == RSQL_STATE_UNKNOWN;   /* name the status as MariaDB has it */
-	printf("order %" PRIu64 ": %s%s%s%s, activity %u, sku %u, user %" PRIu64 ", qty %u, limit slot %u, "
+	printf("order %" PRIu64 ": %s%s%s%s, activity %u, %s, limit slot %u, "
 	       "day %u, created %s, request id %" PRIu64 ", lsn %" PRIu64,
 	       o->order_no, state_name(o->state), unknown ? " (MariaDB status " : "", unknown ? r->status : "",
-	       unknown ? ")" : "", o->activity_id, o->sku_id, o->user_id, o->qty, o->limit_slot, o->biz_day,
-	       tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
+	       unknown ? ")" : "", o->activity_id, order_what(w, sizeof w, l, nl, n > 0, o->user_id),
+	       o->limit_slot, o->biz_day, tool_fmt_time(r->created_ns, b, sizeof b), r->request_id, r->lsn);
 	if (r->pay_by_ns)
 		printf(", a reservation to pay by %s", tool_fmt_time(r->pay_by_ns, b2, sizeof b2));
 	if (r->confirm_lsn)
@@ -273,6 +318,8 @@ static void print_mysql(const struct rsql_order_row *r, int json, const char *se
 	if (seg_note)
 		printf("; segment: %s", seg_note);
 	printf("\n");
+	if (n)
+		print_lines_table(l, nl);
 }
 
 struct order_args {
@@ -701,6 +748,30 @@ static int order_place(const struct order_args *a)
 	return rc;
 }
 
+/*
+ * Order @p no from MariaDB: its orders row and its lines (order_lines, a
+ * cart's: *n 0 for a plain order).  The number of a cart's later line
+ * (MariaDB keeps the cart under its own number) reads as the cart, which
+ * stderr names.  @return rsql_order_get's answer, or rsql_order_lines'.
+ */
+static int order_mysql_get(mdb_t *m, uint64_t no, struct rsql_order_row *row, struct rsql_order_line *ml,
+                           uint32_t *n)
+{
+	uint64_t cart;
+	uint32_t line;
+	int rc = rsql_order_get(m, no, row);
+
+	*n = 0;
+	if (rc == FLASH_ENOT_FOUND && no > 1 && rsql_order_line_of(m, no, &cart, &line) == FLASH_OK) {
+		fprintf(stderr, "flashstock: order: %llu is line %u of cart %llu: showing the cart\n",
+		        (unsigned long long)no, line, (unsigned long long)cart);
+		rc = rsql_order_get(m, cart, row);
+	}
+	if (rc != FLASH_OK)
+		return rc;
+	return rsql_order_lines(m, row->o.order_no, ml, FLASH_CART_LINES_MAX, n);
+}
+
 /* The show modes: by number (segment first, then MariaDB) or by request id. */
 static int order_show(const struct order_args *a)
 {
@@ -710,6 +781,8 @@ static int order_show(const struct order_args *a)
 	struct flash_order_info so[FLASH_CART_LINES_MAX];
 	uint32_t nso = 1;
 	struct rsql_order_row row;
+	struct rsql_order_line ml[FLASH_CART_LINES_MAX];
+	uint32_t nml = 0;
 	char note[96];
 	int ret = TOOL_FAIL, rc, seg_rc = FLASH_ENOSEG;
 
@@ -729,6 +802,8 @@ static int order_show(const struct order_args *a)
 
 	if (a->request_id) {
 		rc = rsql_order_by_request(m, a->request_id, a->activity, a->user, a->sku, &row);
+		if (rc == FLASH_OK)
+			rc = rsql_order_lines(m, row.o.order_no, ml, FLASH_CART_LINES_MAX, &nml);
 		if (rc == FLASH_ENOT_FOUND) {
 			tool_failf("order: MariaDB has no order of user %llu in activity %u, sku %u with request "
 			           "id %llu (never placed, refused, or not applied yet)",
@@ -750,7 +825,7 @@ static int order_show(const struct order_args *a)
 				sn = "archived";
 			}
 		}
-		print_mysql(&row, a->json, sn);
+		print_mysql(&row, ml, nml, a->json, sn);
 		ret = TOOL_OK;
 		goto out;
 	}
@@ -777,7 +852,7 @@ static int order_show(const struct order_args *a)
 			goto out;
 		}
 	}
-	rc = rsql_order_get(m, a->order_no, &row);
+	rc = order_mysql_get(m, a->order_no, &row, ml, &nml);
 	if (rc == FLASH_ENOT_FOUND) {
 		if (h && seg_rc == FLASH_OK) {          /* the segment's "never completed" number */
 			print_segment(so, nso, a->json, 0);
@@ -792,7 +867,7 @@ static int order_show(const struct order_args *a)
 		tool_failf("order: MariaDB %s: %s", mdb_where(m), flash_strerror(rc));
 		goto out;
 	}
-	print_mysql(&row, a->json, seg_rc == FLASH_EARCHIVED ? "archived" :
+	print_mysql(&row, ml, nml, a->json, seg_rc == FLASH_EARCHIVED ? "archived" :
 	                          seg_rc == FLASH_ENOT_FOUND ? "not numbered" :
 	                          h ? "never completed" : "absent");
 	ret = TOOL_OK;
