@@ -871,9 +871,14 @@ struct flash_cart_res {
  *         res->line; an activity of FLASH_SCOPE_SKU; _reserved set);
  *         FLASH_ENOT_FOUND, FLASH_ESTALE (a line's sku: res->line);
  *         FLASH_ESOLD_OUT (res->line: the line that ran out; res->sold_out:
- *         every line short); FLASH_EFULL also when the journal cannot hold
- *         the cart's stock changes (a line spread over many shards) or no
- *         @p lines consecutive numbers are free.
+ *         every line short when it was refused); FLASH_EFULL also when no
+ *         @p lines consecutive numbers are free (a handle's chunk of numbers
+ *         too short for the cart is skipped: the numbers stay usable for
+ *         later laps); FLASH_EBUSY also when the ring has no room for the
+ *         cart's records or the journal for its stock changes (lines spread
+ *         over many shards: at most 40 counter changes per operation).
+ *         A cart of one line is a plain order: flash_order's answers and
+ *         records, no line bits.
  * @note Lock-free as flash_order(); a plain order pays nothing for carts.
  */
 FLASH_API int flash_cart_order(flash_t *h, const struct flash_cart_req *r,
@@ -919,7 +924,10 @@ FLASH_API int flash_durable_wait_all(flash_t *h, uint32_t wait_ms);
 
 /**
  * Cancel an order by number; its units return to stock exactly once, and the
- * user's limit slot too if the activity says so.
+ * user's limit slot too if the activity says so.  A cart's number cancels
+ * the cart: every line's units, one CANCEL record per line (the number of a
+ * cart's later line is FLASH_ENOT_FOUND here, for flash_confirm and for
+ * flash_expire too).
  * @param[out] units_returned  units given back (may be NULL)
  * In sync durability the call returns once the cancel's record is durable,
  * like an order; in async durability at once.  The units and the slot are
@@ -1342,7 +1350,10 @@ enum flash_rec_type {
  * CANCEL, EXPIRE or CONFIRM -- publishes one record per line, the lines in
  * order, all in one step.  Each of those records is the line's: sku_id and
  * qty are the line's, the other members the cart's (order_no is the cart's
- * number, request_id only on line 0), and flags carries: */
+ * number, request_id only on line 0).  The drain hands them out together:
+ * no other record comes between the lines of one operation (a WAL cut can
+ * end inside them: such an operation was not acknowledged, and
+ * flash_replay does not apply it).  flags carries: */
 #define FLASH_REC_F_CART  0x0100u                /* a line of a cart */
 #define FLASH_REC_F_LAST  0x0200u                /* the cart's last line */
 #define FLASH_REC_LINE(flags) (((unsigned)(flags) >> 10) & 0xfu)   /* the line, 0..15 */

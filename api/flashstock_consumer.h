@@ -231,6 +231,12 @@ int flash_ident_lsn_set(flash_t *h, uint64_t lsn);
  * nothing, nor does an ACTIVITY or SKU record of an activity archived since.
  * A RESTOCK has no identity of its own: the WAL's LSN makes its
  * replay exactly-once.  No new record is emitted; tokens are not restored.
+ * A cart's records (FLASH_REC_F_CART, one per line) are kept by the handle
+ * until its last line (FLASH_REC_F_LAST), then applied as the one operation
+ * they are: each earlier line answers FLASH_OK and changes nothing yet; a
+ * cart whose last line never comes is never applied.  Its later lines
+ * without their first (the records before them were in a snapshot) are
+ * FLASH_EEXIST if the cart is there, FLASH_EINVAL if not.
  * @return FLASH_OK; FLASH_EEXIST (already applied: nothing changed);
  *         FLASH_EINVAL (malformed record, or an ORDER whose number is
  *         another box's or one no allocator issues, the last of a box's

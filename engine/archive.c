@@ -148,7 +148,7 @@ static void archive_mark_skus(flash_t *h, uint32_t id, uint32_t ai)
 /* ------------------------------------------------------------ 2. rolling forward */
 
 /* Order slots of activity @p id, ended or not (ACTIVE, CANCELLED, RESERVED,
- * EXPIRED): counted, or (free) freed.  A reservation still unpaid when its
+ * EXPIRED, and a cart's LINE slots with it): counted, or (free) freed.  A reservation still unpaid when its
  * activity is archived is archived with it, as it stands. */
 static uint64_t archive_orders(flash_t *h, uint32_t id, int free_them)
 {
@@ -161,7 +161,7 @@ static uint64_t archive_orders(flash_t *h, uint32_t id, int free_them)
 		/* PEND: a placing of another activity (its fields not written
 		 * yet) -- past the grace period nothing of this one is in flight */
 		if (FS_KIND(s) != FS_K_ACTIVE && FS_KIND(s) != FS_K_CANCELLED && FS_KIND(s) != FS_K_RESERVED &&
-		    FS_KIND(s) != FS_K_EXPIRED)
+		    FS_KIND(s) != FS_K_EXPIRED && FS_KIND(s) != FS_K_LINE)
 			continue;
 		ck_pr_fence_load();
 		if (ck_pr_load_32(&o->activity_id) != id)

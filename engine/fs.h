@@ -41,7 +41,7 @@
 #define FS_ALIGNED __attribute__((aligned(FS_LINE)))
 
 #define FS_MAGIC          0x4b434f5453485346ull /* "FSHSTOCK" */
-#define FS_LAYOUT_VERSION 11u  /* 11: versioned terms (fs_act.t, fs_sku.t, terms_ver) */
+#define FS_LAYOUT_VERSION 12u  /* 12: carts (fs_journal.cart_n, FS_K_LINE) */
 #define FS_MAX_PROCS      4095u   /* slot numbers fit 12 bits */
 #define FS_MAX_INTENTS    40u     /* stock changes journaled per operation */
 #define FS_ORDER_CHUNK    64u     /* order numbers a handle takes at a time */
@@ -90,8 +90,15 @@ enum fs_kind {
 	FS_K_CANCELLED = 7, /* order cancelled */
 	FS_K_RESERVED = 8, /* order reserved, not paid: low 60 bits its pay-by time
 	                      (CLOCK_REALTIME ms) */
-	FS_K_EXPIRED = 9   /* reservation expired unpaid: low 60 bits the same */
+	FS_K_EXPIRED = 9,  /* reservation expired unpaid: low 60 bits the same */
+	FS_K_LINE = 10     /* an order slot holding line i >= 1 of a cart (order.c):
+	                      low 60 bits FS_LINE_VAL(i, lines); the cart is the
+	                      slot's number - i, its state is the cart's */
 };
+
+#define FS_LINE_VAL(i, n) ((uint64_t)(i) | (uint64_t)(n) << 8)
+#define FS_LINE_I(v) ((uint32_t)((v) & 0xffu))
+#define FS_LINE_N(v) ((uint32_t)(((v) >> 8) & 0xffu))
 
 #define FS_KIND(s) ((unsigned)((s) >> 60))
 #define FS_VAL(s) ((s) & ((1ull << 60) - 1))
@@ -331,7 +338,8 @@ struct fs_order {
 	uint32_t activity_id;
 	uint32_t sku_id;
 	uint32_t qty;
-	uint32_t limit_slot;
+	uint32_t limit_slot;       /* 1..K; a cart's slots (its own and its lines'):
+	                              also its lines << 24 (FS_ORD_SLOT, FS_ORD_LINES) */
 	uint32_t biz_day;
 	uint32_t user_idx;         /* entry in the user table, or UINT32_MAX */
 	int64_t  created_ns;
@@ -342,6 +350,16 @@ struct fs_order {
 	                              when the slot is freed (numbers in one slot
 	                              only grow: order.c) */
 };
+
+/* May record @p r be a line of a cart (its flags then say: FLASH_REC_F_CART)? */
+static inline int fs_rec_is_line(const struct flash_record *r)
+{
+	return r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_EXPIRE ||
+	       r->type == FLASH_REC_CONFIRM;
+}
+
+#define FS_ORD_SLOT(ls) ((ls) & 0xffffu)
+#define FS_ORD_LINES(ls) ((ls) >> 24)          /* 0: a plain order */
 
 /* A ring element: the record and its causal ticket (ring.c).  The ticket
  * orders the drain across rings; it never reaches the WAL. */
@@ -419,7 +437,8 @@ struct fs_proc {
 };
 
 enum fs_op { FS_OP_NONE = 0, FS_OP_ORDER, FS_OP_CANCEL, FS_OP_RESTOCK, FS_OP_CATALOG,
-             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM, FS_OP_ARCHIVE, FS_OP_CONFIRM };
+             FS_OP_TOKEN, FS_OP_TOKEN_RETIRE, FS_OP_RECLAIM, FS_OP_ARCHIVE, FS_OP_CONFIRM,
+             FS_OP_CART };
 enum fs_phase { FS_PH_IDLE = 0, FS_PH_RUN = 1, FS_PH_PUBLISH = 2, FS_PH_RESOLVED = 3 };
 
 struct fs_intent {
@@ -467,6 +486,10 @@ struct fs_journal {
 	uint64_t ord_prior;        /* cancel (also an expiry), confirm: the order's state
 	                              word before its claim, written before it -- what
 	                              a rollback puts back (ACTIVE, or RESERVED(pay-by)) */
+	uint32_t cart_n;           /* FS_OP_CART: the slots it claims from order_idx on
+	                              (the cart's and its lines'), written before the
+	                              first claim; the records it publishes */
+	uint32_t cart_pad;
 	/* the keyed-table insert in flight (ktab.c), one at a time */
 	uint32_t kt_tab;           /* FS_KT_REQ + 1 or FS_KT_USER + 1, bank << 4; 0: none, or settled */
 	uint32_t kt_won;           /* the EMPTY -> BUSY CAS at the table's index succeeded */
@@ -539,6 +562,9 @@ struct flash {
 	 * numbers, expired before it runs again, once (settling) */
 	uint32_t settling, settle_n;
 	uint64_t settle_no[FLASH_LIMIT_MAX];
+	/* flash_replay of a cart: its lines' records so far (replay.c) */
+	uint32_t rp_lines;
+	struct flash_record rp_line[FLASH_CART_LINES_MAX];
 	const struct fs_lock *lw_lock;            /* lock wait in progress (lock.c): the lock, */
 	uint64_t lw_owner;                        /* the owner value refused, */
 	uint64_t lw_t0_ns;                        /* and when it was first refused */
@@ -831,7 +857,10 @@ int fs_token_take(flash_t *h, uint32_t act, uint32_t sku, uint64_t user, uint64_
                   uint64_t to, uint32_t *jidx);
 uint32_t fs_ring_pos(flash_t *h);
 void fs_commit(flash_t *h);
+void fs_commit_lines(flash_t *h, const struct flash_record *more, uint32_t n);
+int fs_ring_room(flash_t *h, uint32_t n);
 int fs_ack(flash_t *h);
+int fs_ack_n(flash_t *h, uint32_t n);
 
 /* enter.c: the checks every public call starts with */
 int fs_enter(const flash_t *h, int write);
@@ -855,6 +884,7 @@ uint32_t fs_biz_day(const flash_t *h, const struct flash_activity *a, int64_t no
 /* the bodies of flash_order, flash_cancel, flash_restock after fs_enter, not
  * measured (flash_replay re-applies records through them) */
 int fs_order_run(flash_t *h, const struct flash_order_req *r, struct flash_order_res *res);
+int fs_cart_run(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res);
 int fs_cancel_run(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 int fs_expire_run(flash_t *h, uint64_t order_no, uint32_t *units_returned);
 int fs_confirm_run(flash_t *h, uint64_t order_no);

@@ -50,6 +50,24 @@ static inline void cas_state(uint64_t *w, uint64_t from, uint64_t to)
 
 /* ------------------------------------------------------------ roll forward / back */
 
+/* The slots a cart claimed after its own, order_idx + 1 .. + cart_n - 1
+ * (consecutive: cart_alloc), PEND(tag) -> LINE (@p fwd) or FREE, each only
+ * if it still reads PEND(tag) -- idempotent, for the owner or a recoverer. */
+static void cart_lines_end(flash_t *h, struct fs_journal *j, uint32_t oi, int fwd)
+{
+	uint32_t n = ck_pr_load_32(&j->cart_n);
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
+
+	if (n > FLASH_CART_LINES_MAX || oi >= h->ord_cap)
+		return;
+	for (uint32_t i = 1; i < n && oi + i < h->ord_cap; i++) {
+		struct fs_order *o = &h->ord[oi + i];
+
+		cas_state(&o->state, pend, fwd ? FS_MK(FS_K_LINE, FS_LINE_VAL(i, n))
+		                               : FS_MK(FS_K_FREE, ck_pr_load_64(&o->order_no) == j->ono + i));
+	}
+}
+
 void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 {
 	/* journal indices: loaded once, checked, then used (no double fetch) */
@@ -58,6 +76,8 @@ void fs_op_finish_order(flash_t *h, struct fs_journal *j, uint32_t slot)
 	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
 
 	fs_intents_run_post(h, j, slot);          /* the token's count, if any */
+	if (__builtin_expect(j->op == FS_OP_CART, 0))
+		cart_lines_end(h, j, oi, 1);      /* its lines, before the cart reads placed */
 	if (oi < h->ord_cap)
 		cas_state(&h->ord[oi].state, pend, j->rec.value > 0 ? FS_MK(FS_K_RESERVED, fs_pay_by_ms(j))
 		                                                    : FS_MK(FS_K_ACTIVE, 0));
@@ -127,9 +147,12 @@ void fs_op_rollback(flash_t *h, struct fs_journal *j, uint32_t slot, int crashed
 
 	switch (j->op) {
 	case FS_OP_ORDER:
+	case FS_OP_CART:
 		fs_kt_recover(h, j, slot);   /* a key insert in flight: finished, count settled */
 		fs_intents_undo(h, j);
 		FS_CRASH("order_undo", 1);
+		if (j->op == FS_OP_CART)
+			cart_lines_end(h, j, oi, 0);
 		/* the slot is free again (order_alloc): FREE(1) if it holds the
 		 * rolled-back number, FREE(0) if its number was not written yet
 		 * (it still names the slot's previous order, or none) */
@@ -1404,6 +1427,521 @@ int flash_order_many(flash_t *h, const struct flash_order_req *r, uint32_t n,
 	return FLASH_OK;
 }
 
+/* ------------------------------------------------------------ carts */
+
+/*
+ * A cart (flash_cart_order): n lines of one activity, one order.  The
+ * chain is the order's -- check, claim, take, commit -- with the lines
+ * folded in where the order has its one sku:
+ *
+ *   check   the activity and every line's sku (state, ids, version, qty)
+ *   claim   the token, the window and ONE limit slot (order_claim, with
+ *           line 0 standing for the cart), then a look at every other
+ *           line's stock, so a doomed cart takes nothing
+ *   take    every line's units (journaled intents, as an order's), then n
+ *           consecutive order numbers and their slots (cart_alloc): the
+ *           cart's own, and one per later line (FS_K_LINE once placed)
+ *   commit  the n records reach the ring by one p_tail store
+ *           (fs_commit_lines): the one commit point.  Before it a
+ *           recoverer undoes every intent and frees every slot the
+ *           journal names (cart_n); after it, it finishes them all.
+ *
+ * The cart's slot is an order slot like any (its state word is the one
+ * a cancel, a confirm and an expiry claim); its lines' slots only hold
+ * (sku, shard, qty) for whoever ends the cart.
+ */
+struct cart_ctx {
+	struct order_ctx o;        /* the cart's; si, base, nsh, sku_st: line 0's */
+	uint32_t n;
+	uint32_t bad;              /* the line a refusal names */
+	struct {
+		uint32_t si, base, nsh, sku_st;
+	} l[FLASH_CART_LINES_MAX];
+};
+
+/* The order that stands for the cart in the steps shared with flash_order:
+ * line 0 (token, request id, limit, the first stock look). */
+static void cart_line0(const struct flash_cart_req *r, struct flash_order_req *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->activity_id = r->activity_id;
+	q->sku_id = r->line[0].sku_id;
+	q->user_id = r->user_id;
+	q->qty = r->line[0].qty;
+	q->reserve_ms = r->reserve_ms;
+	q->token = r->token;
+	q->request_id = r->request_id;
+	q->activity_version = r->activity_version;
+	q->sku_version = r->line[0].sku_version;
+}
+
+/* The arguments alone: FLASH_OK, or FLASH_EINVAL with the line in c->bad. */
+static int cart_args(const struct flash_cart_req *r, struct cart_ctx *c)
+{
+	c->bad = 0;
+	if (r == NULL || r->user_id == 0 || r->lines == 0 || r->lines > FLASH_CART_LINES_MAX ||
+	    r->_reserved != 0 || r->reserve_ms > FLASH_RESERVE_MS_MAX)
+		return FLASH_EINVAL;
+	for (uint32_t i = 0; i < r->lines; i++) {
+		c->bad = i;
+		if (r->line[i].qty == 0)
+			return FLASH_EINVAL;
+		for (uint32_t k = 0; k < i; k++)
+			if (r->line[k].sku_id == r->line[i].sku_id)
+				return FLASH_EINVAL;       /* a sku twice */
+	}
+	c->bad = 0;
+	c->n = r->lines;
+	return FLASH_OK;
+}
+
+/* Line @p i's sku: found LIVE, its version, its qty, its shards. */
+static int cart_sku(flash_t *h, const struct flash_cart_req *r, struct cart_ctx *c, uint32_t i)
+{
+	const struct fs_sku *sku;
+
+	c->bad = i;
+	if ((sku = fs_sku_find(h, r->activity_id, r->line[i].sku_id, &c->l[i].si)) == NULL)
+		return FLASH_ENOT_FOUND;
+	c->l[i].sku_st = ck_pr_load_32((uint32_t *)&sku->state);
+	ck_pr_fence_load();
+	if (FS_CAT_KIND(c->l[i].sku_st) != FS_CAT_LIVE || sku->activity_id != r->activity_id ||
+	    sku->sku_id != r->line[i].sku_id)
+		return FS_CAT_KIND(c->l[i].sku_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
+	if (r->line[i].sku_version != 0 && r->line[i].sku_version != fs_sku_t(sku, c->l[i].sku_st)->version)
+		return FLASH_ESTALE;
+	if (r->line[i].qty > c->o.t->max_qty && h->replay == NULL)
+		return FLASH_EINVAL;
+	if (!fs_sku_range(h, sku, &c->l[i].base, &c->l[i].nsh))
+		return FLASH_ECORRUPT;
+	c->bad = 0;
+	return FLASH_OK;
+}
+
+/* What refuses the cart before it changes anything (order_check's part). */
+static int cart_check(flash_t *h, const struct flash_cart_req *r, const struct flash_order_req *q,
+                      struct flash_order_res *ores, struct cart_ctx *c, const int win)
+{
+	int rc;
+
+	if ((c->o.act = fs_act_find(h, r->activity_id, NULL)) == NULL)
+		return FLASH_ENOT_FOUND;
+	c->o.act_st = ck_pr_load_32((uint32_t *)&c->o.act->state);
+	ck_pr_fence_load();
+	if (FS_CAT_KIND(c->o.act_st) != FS_CAT_LIVE || c->o.act->t[0].id != r->activity_id)
+		return FS_CAT_KIND(c->o.act_st) == FS_CAT_ARCHIVING ? FLASH_EENDED : FLASH_ENOT_FOUND;
+	c->o.t = fs_act_t(c->o.act, c->o.act_st);
+	if (c->o.t->scope == FLASH_SCOPE_SKU)
+		return FLASH_EINVAL;              /* one limit slot per cart: per user only */
+	if (r->activity_version != 0 && r->activity_version != c->o.t->version)
+		return FLASH_ESTALE;
+	for (uint32_t i = 0; i < c->n; i++)
+		if ((rc = cart_sku(h, r, c, i)) != FLASH_OK)
+			return rc;
+	c->o.si = c->l[0].si;
+	c->o.base = c->l[0].base;
+	c->o.nsh = c->l[0].nsh;
+	c->o.sku_st = c->l[0].sku_st;
+	if (r->request_id != 0 && h->replay == NULL) {
+		if (win && (rc = fs_req_window_check(h, r->request_id)) != FLASH_OK)
+			return rc;
+		if ((rc = req_peek(h, q, ores, win)) != FLASH_OK)
+			return rc;
+	}
+	if (!fs_ring_room(h, c->n))
+		return FLASH_EBUSY;
+	if ((rc = order_peek(h)) != FLASH_OK)
+		return rc;
+	if (ck_pr_load_32(&h->hdr->durability_failed) &&
+	    h->hdr->fx.opts.durability == FLASH_DURABILITY_SYNC)
+		return FLASH_EDURABILITY;
+	if (h->replay != NULL)
+		c->o.now = h->replay->ts_ns;
+	else if (c->o.now == 0)
+		c->o.now = fs_now_ns();
+	return FLASH_OK;
+}
+
+/* After fs_op_begin: are the activity and every line's sku the entries
+ * cart_check read (the same state words)?  0 if not. */
+static int cart_same(flash_t *h, const struct cart_ctx *c)
+{
+	if (ck_pr_load_32((uint32_t *)&c->o.act->state) != c->o.act_st)
+		return 0;
+	for (uint32_t i = 0; i < c->n; i++)
+		if (ck_pr_load_32(&h->sku[c->l[i].si].state) != c->l[i].sku_st)
+			return 0;
+	return 1;
+}
+
+/* New terms (every entry still LIVE and these ids'), or archived (0). */
+static int cart_terms_moved(flash_t *h, const struct flash_cart_req *r, const struct cart_ctx *c)
+{
+	if (FS_CAT_KIND(ck_pr_load_32((uint32_t *)&c->o.act->state)) != FS_CAT_LIVE ||
+	    c->o.act->t[0].id != r->activity_id)
+		return 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct fs_sku *s = &h->sku[c->l[i].si];
+
+		if (FS_CAT_KIND(ck_pr_load_32((uint32_t *)&s->state)) != FS_CAT_LIVE ||
+		    s->activity_id != r->activity_id || s->sku_id != r->line[i].sku_id)
+			return 0;
+	}
+	return 1;
+}
+
+/* Every line short of its qty now, as a mask (read-only). */
+static uint32_t cart_short(flash_t *h, const struct flash_cart_req *r, const struct cart_ctx *c)
+{
+	uint32_t m = 0;
+
+	for (uint32_t i = 0; i < c->n; i++)
+		if (stock_peek(h, c->l[i].base, c->l[i].nsh, r->line[i].qty) != FLASH_OK)
+			m |= 1u << i;
+	return m;
+}
+
+/* The other lines' stock, looked at before anything is taken. */
+static int cart_peek(flash_t *h, const struct flash_cart_req *r, struct cart_ctx *c)
+{
+	for (uint32_t i = 1; i < c->n; i++)
+		if (stock_peek(h, c->l[i].base, c->l[i].nsh, r->line[i].qty) != FLASH_OK) {
+			c->bad = i;
+			fs_stat_inc(&h->me->st.sold_out);
+			return FLASH_ESOLD_OUT;
+		}
+	return FLASH_OK;
+}
+
+/* Order number @p m's slot, by division (not the handle's cached next). */
+static inline uint32_t ono_slot_of(const flash_t *h, uint64_t m)
+{
+	return (uint32_t)(((m & FS_ONO_MASK) - 1) % h->ord_cap);
+}
+
+/*
+ * Numbers [@p from, @p to) of the handle's own chunk, skipped by a cart:
+ * each slot still EMPTY gets its number and FREE(1), as a rolled-back
+ * placing leaves it, so a later lap may use it (an EMPTY slot is only
+ * ever its own lap-0 number's).  Killed half way, a slot stays EMPTY:
+ * lost for later laps, as a chunk a kill cut short.
+ */
+static void ono_abandon(flash_t *h, uint64_t from, uint64_t to)
+{
+	for (uint64_t m = from; m < to; m++) {
+		struct fs_order *o = &h->ord[ono_slot_of(h, m)];
+
+		if (FS_KIND(ck_pr_load_64(&o->state)) != FS_K_EMPTY)
+			continue;
+		ck_pr_store_64(&o->order_no, m);
+		ck_pr_fence_store();
+		cas_state(&o->state, FS_MK(FS_K_EMPTY, 0), FS_MK(FS_K_FREE, 1));
+	}
+}
+
+/* Replay: the record's numbers, the allocator kept past them. */
+static uint64_t cart_numbers_replay(flash_t *h, uint32_t n)
+{
+	uint64_t want = h->replay->order_no, cur;
+
+	if ((want & FS_ONO_MASK) == 0 || ono_slot_of(h, want) + n > h->ord_cap)
+		return 0;
+	while ((cur = ck_pr_load_64(&h->hdr->order_next)) <= want + n - 1)
+		if (ck_pr_cas_64(&h->hdr->order_next, cur, want + n))
+			break;
+	while ((cur = ck_pr_load_64(&h->hdr->order_replay_hi)) < want + n - 1)
+		if (ck_pr_cas_64(&h->hdr->order_replay_hi, cur, want + n - 1))
+			break;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct fs_order *o = &h->ord[ono_slot_of(h, want) + k];
+
+		if (!ono_claimable(h, o, ck_pr_load_64(&o->state), want + k))
+			return 0;
+	}
+	return want;
+}
+
+/* @p n consecutive numbers of the handle's own chunks whose slots may be
+ * claimed (ono_claimable), or 0.  A chunk's tail too short for the cart,
+ * and the numbers before a held slot, are skipped (ono_abandon).  Numbers
+ * of one chunk are in one lap, so their slots are consecutive too. */
+static uint64_t cart_numbers(flash_t *h, uint32_t n)
+{
+	struct fs_proc *p = h->me;
+
+	for (uint32_t tries = 0; tries < FS_ORDER_SKIP; tries++) {
+		uint64_t n0 = order_next_number(h), end = ck_pr_load_64(&p->order_end), skip_to;
+		uint32_t k = 0;
+
+		h->ono_n = 0;     /* the cached next number is not this one any more */
+		if (n0 == 0)
+			return 0;
+		if (n0 + n <= end)
+			for (k = 0; k < n; k++) {
+				const struct fs_order *o = &h->ord[ono_slot_of(h, n0) + k];
+
+				if (!ono_claimable(h, o, ck_pr_load_64(&o->state), n0 + k))
+					break;
+			}
+		if (n0 + n <= end && k == n) {
+			ck_pr_store_64(&p->order_next, n0 + n);
+			return n0;
+		}
+		skip_to = n0 + n > end ? end : n0 + k + 1;
+		ono_abandon(h, n0, n0 + n > end ? end : n0 + k);
+		ck_pr_store_64(&p->order_next, skip_to);
+	}
+	return 0;
+}
+
+/*
+ * The cart's @p n slots, claimed PEND(tag) one by one, each number written
+ * after its claim (order_alloc's rule).  The journal names them all --
+ * the first slot, the first number, how many -- before the first claim,
+ * so a recoverer frees whichever were claimed (cart_lines_end and the
+ * order's own rollback).  @p *slot: the first; 0 when none can be had.
+ */
+static uint64_t cart_alloc(flash_t *h, uint32_t n, uint32_t *slot)
+{
+	struct fs_journal *j = h->j;
+	uint64_t pend = FS_MK(FS_K_PEND, j->op_tag);
+	uint64_t n0 = h->replay != NULL ? cart_numbers_replay(h, n) : cart_numbers(h, n);
+	uint32_t i0;
+
+	if (n0 == 0)
+		return 0;
+	i0 = ono_slot_of(h, n0);
+	j->ono = n0;
+	j->cart_n = n;
+	ck_pr_fence_store();
+	ck_pr_store_32(&j->order_idx, i0);
+	ck_pr_fence_store();
+	for (uint32_t k = 0; k < n; k++) {
+		struct fs_order *o = &h->ord[i0 + k];
+		uint64_t s = ck_pr_load_64(&o->state);
+
+		if (!ono_claimable(h, o, s, n0 + k) || !ck_pr_cas_64(&o->state, s, pend))
+			return 0;         /* the rollback frees those claimed */
+		FS_CRASH("cart", 7);
+		ck_pr_store_64(&o->order_no, n0 + k);
+	}
+	*slot = i0;
+	return n0;
+}
+
+/* Every line's units, then the numbers.  On failure the caller rolls back. */
+static int cart_take(flash_t *h, const struct flash_cart_req *r, struct cart_ctx *c)
+{
+	int rc;
+
+	c->o.home = fs_hash(r->user_id, 3, 4);
+	for (uint32_t i = 0; i < c->n; i++) {
+		if ((rc = fs_stock_take(h, c->l[i].base, c->l[i].nsh, r->line[i].qty, c->o.home)) != FLASH_OK) {
+			c->bad = i;
+			if (rc == FLASH_ESOLD_OUT)
+				fs_stat_inc(&h->me->st.sold_out);
+			return rc;
+		}
+		FS_CRASH("cart", 1);
+	}
+	c->o.ono = cart_alloc(h, c->n, &c->o.oslot);
+	FS_CRASH("cart", 2);
+	return c->o.ono == 0 ? FLASH_EFULL : FLASH_OK;
+}
+
+/* Line @p i's record from line 0's (@p r0, in the journal): the line's sku
+ * and qty, its line bits; the request id is line 0's alone. */
+static void cart_line_rec(struct flash_record *out, const struct flash_record *r0, uint32_t i, uint32_t n,
+                          uint32_t sku_id, uint32_t qty)
+{
+	*out = *r0;
+	out->sku_id = sku_id;
+	out->qty = qty;
+	out->request_id = 0;
+	out->flags = (uint16_t)((r0->flags & ~(FLASH_REC_F_LAST | FLASH_REC_F_LINE(15))) | FLASH_REC_F_LINE(i) |
+	                        (i + 1 == n ? FLASH_REC_F_LAST : 0));
+}
+
+/* The cart's slots filled, its n records published in one step (COMMIT),
+ * the held entries to their final states, the answer. */
+static int cart_commit(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res,
+                       const struct cart_ctx *c, const int win, const int ack)
+{
+	struct fs_journal *j = h->j;
+	struct flash_record more[FLASH_CART_LINES_MAX - 1];
+	uint32_t ls = c->o.lslot | c->n << 24;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct fs_order *o = &h->ord[c->o.oslot + i];
+
+		o->user_id = r->user_id;
+		o->activity_id = r->activity_id;
+		o->sku_id = r->line[i].sku_id;
+		o->qty = r->line[i].qty;
+		o->limit_slot = ls;
+		o->biz_day = c->o.day;
+		o->user_idx = i == 0 ? c->o.uidx : FS_NONE;
+		o->created_ns = c->o.now;
+		o->sku_idx = c->l[i].si;
+		o->shard = c->l[i].base + (uint32_t)(c->o.home % c->l[i].nsh);
+	}
+	FS_CRASH("cart", 3);
+	if (j->tok_idx != FS_NONE)
+		fs_intent_add(j, FS_TL_TARGET, -1, 1);
+	memset(&j->rec, 0, sizeof(j->rec));
+	j->rec.type = FLASH_REC_ORDER;
+	j->rec.activity_id = r->activity_id;
+	j->rec.sku_id = r->line[0].sku_id;
+	j->rec.qty = r->line[0].qty;
+	j->rec.order_no = c->o.ono;
+	j->rec.user_id = r->user_id;
+	j->rec.ts_ns = c->o.now;
+	j->rec.biz_day = c->o.day;
+	j->rec.limit_slot = (uint16_t)c->o.lslot;
+	j->rec.request_id = r->request_id;
+	if (r->reserve_ms != 0)
+		j->rec.value = h->replay ? h->replay->value
+		                         : (c->o.now / 1000000 + (int64_t)r->reserve_ms) * 1000000;
+	if (win) {
+		uint32_t ri = j->req_idx;
+
+		j->rec.flags = (uint16_t)(0x8000u | (ri < h->req_n ? ri / (h->req_mask + 1) : 0) |
+		                          (c->o.uidx / (h->user_mask + 1)) << 4);
+	}
+	j->rec.flags |= FLASH_REC_F_CART;
+	for (uint32_t i = 1; i < c->n; i++)
+		cart_line_rec(&more[i - 1], &j->rec, i, c->n, r->line[i].sku_id, r->line[i].qty);
+	FS_CRASH("cart", 4);
+	fs_commit_lines(h, more, c->n - 1);       /* COMMIT */
+	FS_CRASH("cart", 5);
+	fs_op_finish_order(h, j, (uint32_t)h->slot);
+	FS_CRASH("cart", 6);
+	fs_op_end(j);
+	fs_stat_inc(&h->me->st.orders);
+	if (res) {
+		res->order_no = c->o.ono;
+		res->first_rc = FLASH_OK;
+		res->limit_slot = c->o.lslot;
+		res->lsn = (uint64_t)j->ring_pos + c->n;
+	}
+	return ack ? fs_ack_n(h, c->n) : FLASH_OK;
+}
+
+/* The answer of a cart refused: @p rc, the line it names, a duplicate's
+ * first outcome. */
+static int cart_answer(struct flash_cart_res *res, int rc, const struct cart_ctx *c,
+                       const struct flash_order_res *ores)
+{
+	if (res == NULL)
+		return rc;
+	if (rc == FLASH_ESOLD_OUT || rc == FLASH_ESTALE || rc == FLASH_ENOT_FOUND || rc == FLASH_EINVAL)
+		res->line = c->bad;
+	if (rc == FLASH_EDUPLICATE) {
+		res->order_no = ores->order_no;
+		res->first_rc = ores->first_rc;
+		res->limit_slot = ores->limit_slot;
+	}
+	return rc;
+}
+
+static int cart_run(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res, const int win,
+                    int64_t now, const int ack);
+
+/* As order_settle: the due reservations holding the user's slots expired,
+ * then the cart once more. */
+static __attribute__((noinline)) int cart_settle(flash_t *h, const struct flash_cart_req *r,
+                                                 struct flash_cart_res *res, const int win, int64_t now,
+                                                 const int ack)
+{
+	int rc;
+
+	for (uint32_t i = 0; i < h->settle_n; i++)
+		(void)fs_expire_run(h, h->settle_no[i], NULL);
+	h->settling = 1;
+	rc = cart_run(h, r, res, win, now, ack);
+	h->settling = 0;
+	return rc;
+}
+
+/* The cart's chain (the top of this section). */
+static int cart_run(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res, const int win,
+                    int64_t now, const int ack)
+{
+	struct cart_ctx c;
+	struct flash_order_req q;
+	struct flash_order_res ores;
+	int rc;
+
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if ((rc = cart_args(r, &c)) != FLASH_OK)
+		return cart_answer(res, rc, &c, NULL);
+	cart_line0(r, &q);
+	c.o.now = now;
+again:
+	memset(&ores, 0, sizeof(ores));
+	if ((rc = cart_check(h, r, &q, &ores, &c, win)) != FLASH_OK)
+		return cart_answer(res, rc, &c, &ores);
+	fs_op_begin(h, FS_OP_CART);
+	h->j->cart_n = 0;
+	if (__builtin_expect(!cart_same(h, &c), 0)) {
+		fs_op_end(h->j);
+		if (cart_terms_moved(h, r, &c))
+			goto again;               /* new terms: judged afresh */
+		return FLASH_EENDED;
+	}
+	h->j->sku_idx = c.o.si;
+	FS_CRASH("cart", 8);
+	if (r->request_id != 0 && (rc = order_request(h, &q, &ores, win)) != FLASH_OK)
+		return cart_answer(res, rc, &c, &ores);
+	if ((rc = order_claim(h, &q, &c.o, win)) != FLASH_OK || (rc = cart_peek(h, r, &c)) != FLASH_OK ||
+	    (rc = cart_take(h, r, &c)) != FLASH_OK) {
+		rc = order_refuse(h, rc);
+		if (rc == FS_ESETTLE)
+			return cart_settle(h, r, res, win, now, ack);
+		if (rc == FLASH_ESOLD_OUT && res)
+			res->sold_out = cart_short(h, r, &c) | 1u << c.bad;
+		return cart_answer(res, rc, &c, &ores);
+	}
+	return cart_commit(h, r, res, &c, win, ack);
+}
+
+/* A cart of one line is a plain order (no line bits in its record). */
+static int cart_one(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res)
+{
+	struct flash_order_req q;
+	struct flash_order_res ores;
+	int rc;
+
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if (r->_reserved != 0)
+		return FLASH_EINVAL;
+	cart_line0(r, &q);
+	rc = fs_order_run(h, &q, &ores);
+	if (res) {
+		res->order_no = ores.order_no;
+		res->first_rc = ores.first_rc;
+		res->limit_slot = ores.limit_slot;
+		res->lsn = ores.lsn;
+		if (rc == FLASH_ESOLD_OUT)
+			res->sold_out = 1;
+	}
+	return rc;
+}
+
+int fs_cart_run(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res)
+{
+	if (r != NULL && r->lines == 1)
+		return cart_one(h, r, res);
+	return cart_run(h, r, res, h->gen_banks != 1, 0, 1);
+}
+
+int flash_cart_order(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res)
+{
+	return FS_OBSERVED(h, FLASH_OP_ORDER, fs_cart_run(h, r, res));
+}
+
 /* ------------------------------------------------------------ cancel */
 
 /*
@@ -1457,7 +1995,7 @@ static int order_settled(flash_t *h, struct fs_order *o, uint64_t order_no, uint
 		uint64_t held = ck_pr_load_64(&o->order_no);
 		unsigned k = FS_KIND(s);
 
-		if (k != FS_K_PEND && (held != order_no || k == FS_K_FREE || k == FS_K_EMPTY))
+		if (k != FS_K_PEND && (held != order_no || k == FS_K_FREE || k == FS_K_EMPTY || k == FS_K_LINE))
 			return ono_gone(s, held, order_no) != FLASH_OK ? FLASH_EARCHIVED : FLASH_ENOT_FOUND;
 		if (k == FS_K_CANCELLED)
 			return FLASH_ECANCELLED;
@@ -1561,6 +2099,62 @@ static void order_rec(struct fs_journal *j, uint16_t type, uint64_t order_no, co
 }
 
 /*
+ * A cart's later lines, for an operation that ends or confirms the cart
+ * (its state word claimed; @p oc, its copy, has @p n lines): every line
+ * slot read and checked first -- LINE(i, n), the cart's number + i, its
+ * activity -- then per line the units back as a post-commit intent (@p
+ * give: a cancel, an expiry; *@p units counts them) and its record, from
+ * line 0's in the journal (whose line bits this sets).  Nothing is added
+ * on FLASH_ECORRUPT.
+ */
+static int cart_lines_rec(flash_t *h, uint32_t oi, uint64_t order_no, const struct fs_order *oc, uint32_t n,
+                          int give, struct flash_record *more, uint32_t *units)
+{
+	struct fs_order lc[FLASH_CART_LINES_MAX];
+
+	if (n > FLASH_CART_LINES_MAX || oi + n > h->ord_cap)
+		return FLASH_ECORRUPT;
+	if (!fs_ring_room(h, n))
+		return FLASH_EBUSY;
+	for (uint32_t i = 1; i < n; i++) {
+		const struct fs_order *o = &h->ord[oi + i];
+		uint64_t s = ck_pr_load_64(&o->state);
+
+		ck_pr_fence_load();   /* the fields after the state they go with */
+		memcpy(&lc[i], o, sizeof(lc[i]));
+		if (s != FS_MK(FS_K_LINE, FS_LINE_VAL(i, n)) || lc[i].order_no != order_no + i ||
+		    lc[i].activity_id != oc->activity_id || lc[i].sku_idx >= h->sku_cap ||
+		    lc[i].shard >= h->shard_cap)
+			return FLASH_ECORRUPT;
+	}
+	h->j->rec.flags |= FLASH_REC_F_CART;
+	for (uint32_t i = 1; i < n; i++) {
+		if (give) {
+			fs_intent_add(h->j, lc[i].shard, (int64_t)lc[i].qty, 1);
+			*units += lc[i].qty;
+		}
+		cart_line_rec(&more[i - 1], &h->j->rec, i, n, lc[i].sku_id, lc[i].qty);
+	}
+	return FLASH_OK;
+}
+
+/* The lines of the order copied in @p oc: 1 for a plain order. */
+static inline uint32_t order_lines_of(const struct fs_order *oc)
+{
+	uint32_t n = FS_ORD_LINES(oc->limit_slot);
+
+	return n == 0 ? 1 : n;
+}
+
+/* Give the claim of an order back (a refusal after order_grab). */
+static int order_unclaim(flash_t *h, struct fs_order *o, uint64_t s, int rc)
+{
+	cas_state(&o->state, FS_MK(FS_K_PEND, h->j->op_tag), s);
+	fs_op_end(h->j);
+	return rc;
+}
+
+/*
  * A cancel (@p kind FLASH_REC_CANCEL) or an expiry (FLASH_REC_EXPIRE) of
  * the order in state @p s: the record it makes in *made, or the answer.
  * A reservation found due is expired whoever asks; an expiry of one not
@@ -1586,7 +2180,8 @@ static int order_end_run(flash_t *h, uint64_t order_no, uint16_t kind, uint32_t 
 	struct fs_journal *j;
 	struct fs_order *o, oc;
 	const struct fs_act *act;
-	uint32_t oi;
+	struct flash_record more[FLASH_CART_LINES_MAX - 1];
+	uint32_t oi, n, units;
 	uint64_t s;
 	uint16_t made;
 	int rc;
@@ -1623,18 +2218,25 @@ static int order_end_run(flash_t *h, uint64_t order_no, uint16_t kind, uint32_t 
 	j->rec.flags = (uint16_t)(j->quota_return | (FS_KIND(s) == FS_K_RESERVED && made == FLASH_REC_CANCEL ? 2 : 0));
 	if (FS_KIND(s) == FS_K_RESERVED)
 		j->rec.value = (int64_t)(FS_VAL(s) * 1000000u);
+	units = oc.qty;
+	if ((n = order_lines_of(&oc)) > 1 &&
+	    (rc = cart_lines_rec(h, oi, order_no, &oc, n, 1, more, &units)) != FLASH_OK)
+		return order_unclaim(h, o, s, rc);
 	FS_CRASH("cancel", 2);
-	fs_commit(h);                             /* COMMIT */
+	if (n > 1)
+		fs_commit_lines(h, more, n - 1);  /* COMMIT: every line's record */
+	else
+		fs_commit(h);                     /* COMMIT */
 	FS_CRASH("cancel", 3);
 	fs_op_finish_cancel(h, j, (uint32_t)h->slot);
 	FS_CRASH("cancel", 4);
 	fs_op_end(h->j);
 	fs_stat_inc(made == FLASH_REC_EXPIRE ? &h->me->st.expiries : &h->me->st.cancels);
-	rc = fs_ack(h);
+	rc = fs_ack_n(h, n);
 	if (made != kind)
 		return FLASH_EEXPIRED;    /* a cancel too late: the reservation had expired */
 	if (units_returned)
-		*units_returned = oc.qty;
+		*units_returned = units;
 	return rc;
 }
 
@@ -1667,7 +2269,8 @@ int fs_confirm_run(flash_t *h, uint64_t order_no)
 	struct fs_journal *j;
 	struct fs_order *o, oc;
 	const struct fs_act *act;
-	uint32_t oi;
+	struct flash_record more[FLASH_CART_LINES_MAX - 1];
+	uint32_t oi, n, units = 0;
 	uint64_t s;
 	int rc;
 
@@ -1704,14 +2307,20 @@ int fs_confirm_run(flash_t *h, uint64_t order_no)
 	if (h->replay != NULL)
 		j->rec.ts_ns = h->replay->ts_ns;
 	j->rec.value = (int64_t)(FS_VAL(s) * 1000000u);
+	if ((n = order_lines_of(&oc)) > 1 &&
+	    (rc = cart_lines_rec(h, oi, order_no, &oc, n, 0, more, &units)) != FLASH_OK)
+		return order_unclaim(h, o, s, rc);
 	FS_CRASH("confirm", 2);
-	fs_commit(h);                             /* COMMIT */
+	if (n > 1)
+		fs_commit_lines(h, more, n - 1);  /* COMMIT: every line's record */
+	else
+		fs_commit(h);                     /* COMMIT */
 	FS_CRASH("confirm", 3);
 	fs_op_finish_confirm(h, j, (uint32_t)h->slot);
 	FS_CRASH("confirm", 4);
 	fs_op_end(j);
 	fs_stat_inc(&h->me->st.confirms);
-	return fs_ack(h);
+	return fs_ack_n(h, n);
 }
 
 int flash_confirm(flash_t *h, uint64_t order_no)
@@ -1892,6 +2501,12 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 	case FS_K_PEND:
 		out->state = FLASH_ORDER_NONE;
 		break;
+	case FS_K_LINE:
+		/* a cart's later line: not an order (flash_order_lines) */
+		out->state = FLASH_ORDER_NONE;
+		out->line = FS_LINE_I(FS_VAL(s));
+		out->lines = FS_LINE_N(FS_VAL(s));
+		return FLASH_OK;
 	default:
 		out->state = FLASH_ORDER_NONE;
 		return FLASH_OK;
@@ -1900,10 +2515,61 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 	out->activity_id = o->activity_id;
 	out->sku_id = o->sku_id;
 	out->qty = o->qty;
-	out->limit_slot = o->limit_slot;
+	out->limit_slot = FS_ORD_SLOT(o->limit_slot);
+	out->lines = order_lines_of(o);
 	out->biz_day = o->biz_day;
 	out->created_ns = o->created_ns;
 	return FLASH_OK;
+}
+
+/*
+ * Line @p i of the cart read in @p cart (flash_order_get's answer): its
+ * slot, after the cart's, checked as a line of it (cart_lines_rec's rule).
+ * A cart archived meanwhile (the slot freed or holding a later number):
+ * FLASH_EARCHIVED.
+ */
+static int cart_line_get(flash_t *h, const struct flash_order_info *cart, uint32_t i,
+                         struct flash_order_info *out)
+{
+	uint32_t oi;
+	const struct fs_order *o;
+	uint64_t s, held;
+
+	if (ono_find(h, cart->order_no, &oi) != FLASH_OK || oi + i >= h->ord_cap)
+		return FLASH_ECORRUPT;
+	o = &h->ord[oi + i];
+	s = ck_pr_load_64(&o->state);
+	ck_pr_fence_load();
+	held = ck_pr_load_64(&o->order_no);
+	*out = *cart;
+	out->line = i;
+	out->sku_id = ck_pr_load_32(&o->sku_id);
+	out->qty = ck_pr_load_32(&o->qty);
+	if (held != cart->order_no + i || s != FS_MK(FS_K_LINE, FS_LINE_VAL(i, cart->lines)))
+		return held > cart->order_no + i || FS_KIND(s) == FS_K_FREE ? FLASH_EARCHIVED : FLASH_ECORRUPT;
+	return FLASH_OK;
+}
+
+int flash_order_lines(flash_t *h, uint64_t order_no, struct flash_order_info *out, uint32_t cap,
+                      uint32_t *n)
+{
+	struct flash_order_info head;
+	int rc;
+
+	if (n == NULL || (out == NULL && cap != 0))
+		return FLASH_EINVAL;
+	*n = 0;
+	if ((rc = flash_order_get(h, order_no, &head)) != FLASH_OK)
+		return rc;
+	if (head.line != 0 || head.lines == 0)
+		return FLASH_ENOT_FOUND;      /* a cart's later line, or no order */
+	*n = head.lines;
+	for (uint32_t i = 0; i < head.lines && i < cap; i++)
+		if (i == 0)
+			out[0] = head;
+		else if ((rc = cart_line_get(h, &head, i, &out[i])) != FLASH_OK)
+			return rc;
+	return head.lines > cap ? FLASH_EFULL : FLASH_OK;
 }
 
 /* ------------------------------------------------------------ box id */
@@ -1944,9 +2610,21 @@ int flash_order_at(flash_t *h, uint32_t index, struct flash_order_info *out)
 	/* the slot's number, read the way any reader reads it: NONE unless the
 	 * slot holds it now (archived, rolled back, never used: free) */
 	if (no == 0 || ((no & FS_ONO_MASK) - 1) % h->ord_cap != index ||
-	    flash_order_get(h, no, out) != FLASH_OK || out->state == FLASH_ORDER_NONE) {
+	    flash_order_get(h, no, out) != FLASH_OK) {
 		memset(out, 0, sizeof(*out));
 		return FLASH_OK;
 	}
+	if (out->state == FLASH_ORDER_NONE && out->line != 0) {
+		/* a cart's later line: read as that line of the cart */
+		struct flash_order_info cart;
+		uint32_t i = out->line;
+
+		if (flash_order_get(h, no - i, &cart) != FLASH_OK || cart.state == FLASH_ORDER_NONE ||
+		    cart.lines != out->lines || cart_line_get(h, &cart, i, out) != FLASH_OK)
+			memset(out, 0, sizeof(*out));
+		return FLASH_OK;
+	}
+	if (out->state == FLASH_ORDER_NONE)
+		memset(out, 0, sizeof(*out));
 	return FLASH_OK;
 }

@@ -73,7 +73,7 @@ static void recover_slot(flash_t *h, uint32_t slot)
 	}
 	FS_CRASH("recover", 2);
 	if (j->dir == FS_DIR_FWD) {
-		if (j->op == FS_OP_ORDER)
+		if (j->op == FS_OP_ORDER || j->op == FS_OP_CART)
 			fs_op_finish_order(h, j, slot);
 		else if (j->op == FS_OP_CANCEL)
 			fs_op_finish_cancel(h, j, slot);

@@ -19,8 +19,77 @@
  */
 #include "fs.h"
 
+/*
+ * A cart's records -- one per line, together in the WAL (ring.c) -- are
+ * gathered until its last line, then applied as the one operation they
+ * are, with line 0 standing for the record.  FS_EGATHERED: the last came;
+ * FLASH_OK: a line kept for the rest.  A cart whose last line never came
+ * (a WAL cut inside it) is never applied: it was not acknowledged.  Lines
+ * without their first (a snapshot taken with the cart in it, its first
+ * lines at or before the snapshot's LSN): FLASH_EEXIST if the cart is
+ * there.
+ */
+#define FS_EGATHERED (-98)
+
+/* Order @p order_no's slot (order.c) holds a later number, or this one
+ * (placed, or archived: not rolled back): it was re-applied already. */
+static int replay_present(flash_t *h, uint64_t order_no)
+{
+	const struct fs_order *o = &h->ord[((order_no & FS_ONO_MASK) - 1) % h->ord_cap];
+	uint64_t s = ck_pr_load_64(&o->state), held = ck_pr_load_64(&o->order_no);
+
+	return held > order_no || (held == order_no && FS_KIND(s) != FS_K_EMPTY && s != FS_MK(FS_K_FREE, 1));
+}
+
+static int replay_gather(flash_t *h, const struct flash_record *rec)
+{
+	uint32_t i = FLASH_REC_LINE(rec->flags);
+
+	if ((rec->order_no & FS_ONO_MASK) == 0)
+		return FLASH_EINVAL;
+	if (i == 0)
+		h->rp_lines = 0;
+	else if (h->rp_lines != i || h->rp_line[0].order_no != rec->order_no ||
+	         h->rp_line[0].type != rec->type) {
+		h->rp_lines = 0;
+		return replay_present(h, rec->order_no) ? FLASH_EEXIST : FLASH_EINVAL;
+	}
+	h->rp_line[i] = *rec;
+	h->rp_lines = i + 1;
+	return (rec->flags & FLASH_REC_F_LAST) ? FS_EGATHERED : FLASH_OK;
+}
+
+/* The gathered cart placed again (fs_cart_run, h->replay its line 0). */
+static int replay_cart(flash_t *h)
+{
+	struct flash_cart_req c;
+	struct flash_cart_res res;
+	const struct flash_record *r0 = &h->rp_line[0];
+
+	memset(&c, 0, sizeof(c));
+	c.activity_id = r0->activity_id;
+	c.lines = h->rp_lines;
+	c.user_id = r0->user_id;
+	c.reserve_ms = r0->value != 0;
+	c.request_id = r0->request_id;
+	for (uint32_t i = 0; i < h->rp_lines; i++) {
+		if (h->rp_line[i].activity_id != r0->activity_id || h->rp_line[i].user_id != r0->user_id)
+			return FLASH_EINVAL;
+		c.line[i].sku_id = h->rp_line[i].sku_id;
+		c.line[i].qty = h->rp_line[i].qty;
+	}
+	return fs_cart_run(h, &c, &res);
+}
+
 static int replay_one(flash_t *h, const struct flash_record *rec)
 {
+	if ((rec->flags & FLASH_REC_F_CART) && fs_rec_is_line(rec)) {
+		int rc = replay_gather(h, rec);
+
+		if (rc != FS_EGATHERED)
+			return rc;
+		rec = h->replay = &h->rp_line[0];   /* the cart's operation, once */
+	}
 	switch (rec->type) {
 	case FLASH_REC_ACTIVITY: {
 		struct flash_activity a = {
@@ -71,17 +140,10 @@ static int replay_one(flash_t *h, const struct flash_record *rec)
 			if ((rec->order_no & FS_ONO_MASK) >= FS_ONO_MASK - FS_ORDER_CHUNK)
 				return FLASH_EINVAL;
 		}
-		{
-			/* its slot (order.c): holding a later number, or this one
-			 * (placed, or archived: not rolled back), means it was
-			 * re-applied already */
-			const struct fs_order *o = &h->ord[((rec->order_no & FS_ONO_MASK) - 1) % h->ord_cap];
-			uint64_t s = ck_pr_load_64(&o->state), held = ck_pr_load_64(&o->order_no);
-
-			if (held > rec->order_no || (held == rec->order_no && FS_KIND(s) != FS_K_EMPTY &&
-			                             s != FS_MK(FS_K_FREE, 1)))
-				return FLASH_EEXIST;
-		}
+		if (replay_present(h, rec->order_no))
+			return FLASH_EEXIST;
+		if (rec->flags & FLASH_REC_F_CART)
+			return replay_cart(h);
 		return fs_order_run(h, &r, &res);
 	}
 	case FLASH_REC_CANCEL: {

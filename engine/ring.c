@@ -93,6 +93,18 @@ int fs_ring_space(flash_t *h)
 	return used < h->ring_size - 1;
 }
 
+/* Room for @p n records at once (a cart's lines: fs_commit_lines). */
+int fs_ring_room(flash_t *h, uint32_t n)
+{
+	struct ck_ring *r = ring_of(h, (uint32_t)h->slot);
+
+	if (h->replay != NULL)
+		return 1;
+	unsigned int used = ck_pr_load_uint(&r->p_tail) - ck_pr_load_uint(&r->c_head);
+
+	return used + n < h->ring_size;
+}
+
 uint32_t fs_ring_pos(flash_t *h)
 {
 	return ck_pr_load_uint(&ring_of(h, (uint32_t)h->slot)->p_tail);
@@ -133,6 +145,35 @@ static void ring_publish_at(flash_t *h, unsigned int p)
 }
 
 /*
+ * A cart's records (the journal's, line 0, then @p n more) at ring
+ * positions p .. p + n, published by ONE p_tail store: the operation's one
+ * commit point.  They share one ticket, so the drain's merge keeps them
+ * together (and head_key puts a group's rest first when a drain stopped
+ * inside it): no other record comes between the lines of one operation.
+ */
+static void ring_publish_lines_at(flash_t *h, unsigned int p, const struct flash_record *more, uint32_t n)
+{
+	uint32_t slot = (uint32_t)h->slot;
+	uint64_t tick;
+
+	if (rec_is_source(&h->j->rec)) {
+		tick = ck_pr_faa_64(&h->hdr->tick, 1);
+	} else {
+		ck_pr_fence_load();
+		tick = ck_pr_load_64(&h->hdr->tick);
+	}
+	for (uint32_t i = 0; i <= n; i++) {
+		struct fs_ringrec *e = &buf_of(h, slot)[(p + i) & (h->ring_size - 1)];
+
+		e->rec = i == 0 ? h->j->rec : more[i - 1];
+		e->rec.slot = (uint16_t)slot;
+		e->tick = tick;
+	}
+	ck_pr_fence_store();
+	ck_pr_store_uint(&ring_of(h, slot)->p_tail, p + 1 + n);
+}
+
+/*
  * The commit point of the operation in the handle's journal.  Normally: note
  * the ring position, phase PUBLISH, publish the record at that position --
  * from the publish on, recovery rolls the operation forward.  The position
@@ -153,6 +194,22 @@ void fs_commit(flash_t *h)
 	pos = fs_ring_pos(h);
 	fs_op_publish(j, pos);
 	ring_publish_at(h, pos);
+}
+
+/* fs_commit for a cart: the journal's record and @p n more, in one step;
+ * ring_pos is the first one's position (fs_ring_room said there is room). */
+void fs_commit_lines(flash_t *h, const struct flash_record *more, uint32_t n)
+{
+	struct fs_journal *j = h->j;
+	uint32_t pos;
+
+	if (h->replay != NULL) {
+		fs_op_resolve(j, FS_DIR_FWD);
+		return;
+	}
+	pos = fs_ring_pos(h);
+	fs_op_publish(j, pos);
+	ring_publish_lines_at(h, pos, more, n);
 }
 
 int fs_ring_published(flash_t *h, uint32_t slot, uint32_t pos)
@@ -215,6 +272,15 @@ int fs_ack(flash_t *h)
 	if (h->replay != NULL || h->hdr->fx.opts.durability != FLASH_DURABILITY_SYNC)
 		return FLASH_OK;
 	return fs_sync_wait(h, h->j->ring_pos, h->sync_wait_ms);
+}
+
+/* fs_ack for an operation that published @p n records (fs_commit_lines):
+ * the last one's durability. */
+int fs_ack_n(flash_t *h, uint32_t n)
+{
+	if (h->replay != NULL || h->hdr->fx.opts.durability != FLASH_DURABILITY_SYNC)
+		return FLASH_OK;
+	return fs_sync_wait(h, h->j->ring_pos + n - 1, h->sync_wait_ms);
 }
 
 int flash_sync_wait_set(flash_t *h, uint32_t wait_ms)
@@ -330,6 +396,11 @@ static inline uint64_t head_key(flash_t *h, uint32_t slot, uint64_t g)
 	const struct fs_ringrec *e = &buf_of(h, slot)[(uint32_t)h->cursor[slot] & (h->ring_size - 1)];
 	uint64_t t = ck_pr_load_64(&e->tick);
 
+	/* the rest of a cart's lines whose first ones were taken (a drain
+	 * stopped inside the group): first, so nothing comes between them */
+	if (__builtin_expect((e->rec.flags & FLASH_REC_F_CART) != 0, 0) && fs_rec_is_line(&e->rec) &&
+	    FLASH_REC_LINE(e->rec.flags) != 0)
+		return t >= g ? UINT64_MAX : 0;
 	return t >= g ? UINT64_MAX : (t << 1) | (uint64_t)rec_is_source(&e->rec);
 }
 

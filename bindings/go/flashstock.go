@@ -204,6 +204,8 @@ type OrderInfo struct {
 	BizDay     uint32 `c:"biz_day"`
 	CreatedNs  int64  `c:"created_ns"`
 	PayByNs    int64  `c:"pay_by_ns"`
+	Line       uint32 `c:"line"`
+	Lines      uint32 `c:"lines"`
 }
 
 // Stats mirrors struct flash_stats.

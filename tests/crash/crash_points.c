@@ -557,6 +557,49 @@ static void replayed_to_ledger(flash_t *h, struct ctx *c)
  * Invariants 1-6 after recovery, from the order table and the records.
  * Nothing here reads a stock counter except to compare it with the ledger.
  */
+/*
+ * A cart (@p oi, its line 0, whose ORDER record is @p r0): every line is
+ * there (flash_order_lines), each with the state of the cart, and has
+ * exactly the records line 0 has -- the same types, each once, in line
+ * order right after line 0's, with the line's sku and qty and the line
+ * bits; a plain order has no line bits.
+ */
+static void check_cart(flash_t *h, const struct ctx *c, const struct flash_order_info *oi,
+                       const struct flash_record *r0)
+{
+	struct flash_order_info l[FLASH_CART_LINES_MAX];
+	uint32_t n = 0;
+	int rc = flash_order_lines(h, oi->order_no, l, FLASH_CART_LINES_MAX, &n);
+
+	CHECK_RC(rc, FLASH_OK);
+	if (rc != FLASH_OK)
+		return;
+	if (!(r0->flags & FLASH_REC_F_CART)) {
+		CHECK(n == 1 && oi->lines == 1, "plain order %llu reads %u lines", (unsigned long long)oi->order_no, n);
+		return;
+	}
+	CHECK(n >= 2 && n == oi->lines, "cart %llu: %u lines, its line 0 says %u", (unsigned long long)oi->order_no,
+	      n, oi->lines);
+	for (uint32_t i = 0; i < n; i++)
+		CHECK(l[i].state == oi->state && l[i].line == i, "cart %llu line %u: state %u line %u, the cart %u",
+		      (unsigned long long)oi->order_no, i, l[i].state, l[i].line, oi->state);
+	for (size_t k = 0; k < c->nrec; k++) {
+		const struct flash_record *x = &c->rec[k];
+
+		if (x->order_no != oi->order_no || !(x->flags & FLASH_REC_F_CART) || FLASH_REC_LINE(x->flags) != 0)
+			continue;
+		for (uint32_t i = 1; i < n; i++) {
+			const struct flash_record *y = k + i < c->nrec ? &c->rec[k + i] : NULL;
+
+			CHECK(y && y->type == x->type && y->order_no == x->order_no && FLASH_REC_LINE(y->flags) == i &&
+			      (y->flags & FLASH_REC_F_CART) && ((y->flags & FLASH_REC_F_LAST) != 0) == (i + 1 == n) &&
+			      y->sku_id == l[i].sku_id && y->qty == l[i].qty,
+			      "cart %llu: the record after line %u's (type %u) is not its line %u", (unsigned long long)oi->order_no,
+			      i - 1, x->type, i);
+		}
+	}
+}
+
 static void check_all(flash_t *h, struct ctx *c)
 {
 	uint32_t again = 99, nact = 0, nsku = 0, nshard = 0;
@@ -588,7 +631,8 @@ static void check_all(flash_t *h, struct ctx *c)
 
 		/* FREE: a placing rolled back (order.c), or an archived order */
 		CHECK(k == FS_K_EMPTY || k == FS_K_FREE || k == FS_K_ACTIVE || k == FS_K_CANCELLED ||
-		      k == FS_K_RESERVED || k == FS_K_EXPIRED, "order %u stuck in kind %u", i + 1, k);
+		      k == FS_K_RESERVED || k == FS_K_EXPIRED || k == FS_K_LINE, "order %u stuck in kind %u",
+		      i + 1, k);
 	}
 	{
 		uint32_t live = 0, locks = 0;
@@ -748,6 +792,8 @@ static void check_all(flash_t *h, struct ctx *c)
 				      (unsigned long long)r->order_no, (unsigned long long)omax);
 				continue;
 			}
+			if ((r->flags & FLASH_REC_F_CART) && FLASH_REC_LINE(r->flags) != 0)
+				continue;   /* a cart's later line: check_cart */
 			if (r->type == FLASH_REC_ORDER) {
 				nord[r->order_no]++;
 				orec[r->order_no] = r;
@@ -808,6 +854,7 @@ static void check_all(flash_t *h, struct ctx *c)
 				      r->sku_id == oi.sku_id && r->qty == oi.qty &&
 				      r->limit_slot == oi.limit_slot,
 				      "order %llu differs from its record", (unsigned long long)no);
+				check_cart(h, c, &oi, r);
 			}
 			/* its limit entry: held (DONE = its index) while active; after a
 			 * cancel only if the activity keeps the quota */
@@ -899,12 +946,16 @@ static void check_all(flash_t *h, struct ctx *c)
 				active_rec -= r->qty;
 		}
 		for (uint64_t no = 1; no <= omax; no++) {
-			struct flash_order_info oi;
+			struct flash_order_info l[FLASH_CART_LINES_MAX];
+			uint32_t n = 0;
 
-			if (flash_order_get(h, no, &oi) == FLASH_OK &&
-			    (oi.state == FLASH_ORDER_ACTIVE || oi.state == FLASH_ORDER_RESERVED) &&
-			    oi.activity_id == s->activity_id && oi.sku_id == s->sku_id)
-				active_tab += oi.qty;
+			/* every line of an order (a cart's later numbers are none) */
+			if (flash_order_lines(h, no, l, FLASH_CART_LINES_MAX, &n) != FLASH_OK)
+				continue;
+			for (uint32_t x = 0; x < n; x++)
+				if ((l[x].state == FLASH_ORDER_ACTIVE || l[x].state == FLASH_ORDER_RESERVED) &&
+				    l[x].activity_id == s->activity_id && l[x].sku_id == s->sku_id)
+					active_tab += l[x].qty;
 		}
 		rc = flash_sku_get(h, s->activity_id, s->sku_id, &si);
 		CHECK_RC(rc, FLASH_OK);
@@ -1156,6 +1207,257 @@ static void verify_cancel(flash_t *h, struct ctx *c)
 	}
 	/* the quota policy held through the crash */
 	CHECK_RC(order(h, c->act, c->sku, c->user, 1, 0, 0, NULL), quota ? FLASH_OK : FLASH_ELIMIT);
+}
+
+/* ------------------------------------------------------------------ carts */
+
+/* Cart lines of the cases: activity act, skus act*10 + 0..2, qty 2, 1, 3. */
+static const uint32_t cart_qty[3] = { 2, 1, 3 };
+
+static int cart_order(flash_t *h, struct ctx *c, uint32_t reserve_ms, struct flash_cart_res *res)
+{
+	struct flash_cart_req r;
+
+	memset(&r, 0, sizeof r);
+	r.activity_id = c->act;
+	r.user_id = c->user;
+	r.lines = 3;
+	r.token = c->token;
+	r.request_id = c->req;
+	r.reserve_ms = reserve_ms;
+	for (uint32_t i = 0; i < 3; i++) {
+		r.line[i].sku_id = c->act * 10 + i;
+		r.line[i].qty = cart_qty[i];
+	}
+	return flash_cart_order(h, &r, res);
+}
+
+/* Activity @p act (K 2, token required, @p flags): line 0's sku has 3 units
+ * on 3 shards (its 2 are borrowed across two), line 1's 10 on one, line 2's
+ * @p units2 on two; the user holds one slot already. */
+static void setup_cart_act(flash_t *h, struct ctx *c, uint32_t act, uint32_t flags, uint64_t units2)
+{
+	uint64_t t;
+
+	CHECK_RC(add_act(h, act, 2, FLASH_ACT_TOKEN_REQUIRED | flags), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, act, act * 10, 3, 3), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, act, act * 10 + 1, 10, 1), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, act, act * 10 + 2, units2, 2), FLASH_OK);
+	t = issue(h, act, act * 10 + 1, 6001);
+	CHECK_RC(order(h, act, act * 10 + 1, 6001, 1, t, 0, NULL), FLASH_OK);
+	c->act = act;
+	c->sku = act * 10;
+	c->user = 6001;
+	c->qty = 2;
+	c->token = issue(h, act, act * 10, 6001);
+	c->req = 6101;
+}
+
+static void setup_cart(flash_t *h, struct ctx *c) { setup_cart_act(h, c, 41, 0, 5); }
+
+static void setup_cart_short(flash_t *h, struct ctx *c)
+{
+	setup_cart_act(h, c, 42, 0, 2);       /* line 2 wants 3 */
+	c->want_rc = FLASH_ESOLD_OUT;
+}
+
+static int run_cart(flash_t *h, struct ctx *c, struct child_out *o)
+{
+	struct flash_cart_res res;
+	int rc = cart_order(h, c, 0, &res);
+
+	o->res.order_no = res.order_no;
+	o->v[0] = res.line;
+	o->v[1] = res.sold_out;
+	return rc;
+}
+
+/* Each line's available units: @p placed, or all there. */
+static void cart_units(flash_t *h, const struct ctx *c, int placed)
+{
+	const uint64_t units[3] = { 3, 10, 5 };
+
+	for (uint32_t i = 0; i < 3; i++) {
+		uint64_t want = units[i] - (i == 1) - (placed ? cart_qty[i] : 0);
+		uint64_t got = 0;
+		struct flash_sku_info si;
+
+		if (flash_sku_get(h, c->act, c->act * 10 + i, &si) == FLASH_OK)
+			got = si.available;
+		if (i == 2 && c->want_rc == FLASH_ESOLD_OUT)
+			want = 2;
+		CHECK(got == want, "cart line %u: %llu units available, want %llu (%s)", i, (unsigned long long)got,
+		      (unsigned long long)want, placed ? "placed" : "not placed");
+	}
+}
+
+/* A cart that succeeds when it completes: placed whole (3 lines, every
+ * line's units gone, its records) or not at all (every unit there, the
+ * token live, the request id free): the retry tells which. */
+static void verify_cart_ok(flash_t *h, struct ctx *c)
+{
+	struct flash_cart_res res;
+	uint64_t ono = rec_order_by_req(c, c->req);
+	int rc;
+
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_OK);
+		CHECK(ono != 0 && ono == c->out.res.order_no, "completed cart %llu, record %llu",
+		      (unsigned long long)c->out.res.order_no, (unsigned long long)ono);
+	}
+	cart_units(h, c, ono != 0);
+	if (ono != 0) {
+		struct flash_order_info l[3];
+		uint32_t n;
+
+		CHECK_RC(flash_order_lines(h, ono, l, 3, &n), FLASH_OK);
+		CHECK(n == 3 && l[0].state == FLASH_ORDER_ACTIVE && l[2].sku_id == c->act * 10 + 2,
+		      "committed cart %llu: %u lines, state %u", (unsigned long long)ono, n, l[0].state);
+	}
+	memset(&res, 0, sizeof res);
+	rc = cart_order(h, c, 0, &res);
+	if (ono != 0) {
+		CHECK_RC(rc, FLASH_EDUPLICATE);
+		CHECK(res.first_rc == FLASH_OK && res.order_no == ono, "retry: first_rc %d cart %llu, want OK %llu",
+		      res.first_rc, (unsigned long long)res.order_no, (unsigned long long)ono);
+	} else {
+		CHECK_RC(rc, FLASH_OK);
+	}
+	cart_units(h, c, 1);
+	CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, c->token), FLASH_EBAD_TOKEN);
+	/* one limit slot: the user (K 2) is at K now */
+	CHECK_RC(order(h, c->act, c->act * 10 + 1, c->user, 1, issue(h, c->act, c->act * 10 + 1, c->user), 0, NULL),
+	         FLASH_ELIMIT);
+}
+
+/* A cart refused for its short line 2 after its token and request id were
+ * taken: nothing of it taken, whatever the kill; as verify_order_fail. */
+static void verify_cart_fail(flash_t *h, struct ctx *c)
+{
+	struct flash_cart_res res;
+	int rc;
+
+	CHECK(rec_order_by_req(c, c->req) == 0, "a refused cart has an ORDER record");
+	cart_units(h, c, 0);
+	if (!c->crashed) {
+		CHECK_RC(c->out.rc, FLASH_ESOLD_OUT);
+		CHECK(c->out.v[0] == 2 && c->out.v[1] == 4, "refused cart names line %llu, short lines %llx",
+		      (unsigned long long)c->out.v[0], (unsigned long long)c->out.v[1]);
+	} else if (!req_done(h, c)) {
+		CHECK_RC(cart_order(h, c, 0, &res), FLASH_ESOLD_OUT);
+	}
+	memset(&res, 0, sizeof res);
+	rc = cart_order(h, c, 0, &res);
+	CHECK_RC(rc, FLASH_EDUPLICATE);
+	CHECK(res.first_rc == FLASH_ESOLD_OUT, "retry: first outcome %s", flash_rcname(res.first_rc));
+	CHECK_RC(flash_token_redeem(h, c->act, c->sku, c->user, c->token), FLASH_EBAD_TOKEN);
+	cart_units(h, c, 0);
+	/* the limit slot was never taken: one more order of the user goes through */
+	CHECK_RC(order(h, c->act, c->act * 10 + 1, c->user, 1, issue(h, c->act, c->act * 10 + 1, c->user), 0, NULL),
+	         FLASH_OK);
+}
+
+/* A placed cart (a reservation with @p ms) to be ended by the case. */
+static void setup_cart_placed(flash_t *h, struct ctx *c, uint32_t act, uint32_t flags, uint32_t ms)
+{
+	struct flash_cart_res res;
+
+	setup_cart_act(h, c, act, flags, 5);
+	c->token = issue(h, act, act * 10, 6001);
+	c->req = 0;
+	CHECK_RC(cart_order(h, c, ms, &res), FLASH_OK);
+	c->order_no = res.order_no;
+	if (ms != 0 && ms < 100)
+		usleep((ms + 2) * 1000);
+}
+
+static void setup_cart_cancel(flash_t *h, struct ctx *c)
+{
+	setup_cart_placed(h, c, 43, FLASH_ACT_CANCEL_RETURNS_QUOTA, 0);
+}
+
+static void setup_cart_confirm(flash_t *h, struct ctx *c) { setup_cart_placed(h, c, 44, 0, 3600000); }
+static void setup_cart_expire(flash_t *h, struct ctx *c) { setup_cart_placed(h, c, 45, 0, 1); }
+
+/* The cart's state, every line the same: one of @p a, @p b. */
+static uint32_t cart_state(flash_t *h, const struct ctx *c, uint32_t a, uint32_t b)
+{
+	struct flash_order_info l[3];
+	uint32_t n = 0;
+
+	CHECK_RC(flash_order_lines(h, c->order_no, l, 3, &n), FLASH_OK);
+	CHECK(n == 3, "cart %llu reads %u lines", (unsigned long long)c->order_no, n);
+	for (uint32_t i = 1; i < n; i++)
+		CHECK(l[i].state == l[0].state, "cart line %u in state %u, line 0 in %u", i, l[i].state, l[0].state);
+	CHECK(l[0].state == a || l[0].state == b, "cart in state %u, not %u or %u", l[0].state, a, b);
+	return l[0].state;
+}
+
+/* Records of type @p type for the cart: one per line, or none. */
+static int cart_recs(const struct ctx *c, uint16_t type)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->nrec; i++)
+		n += c->rec[i].type == type && c->rec[i].order_no == c->order_no;
+	CHECK(n == 0 || n == 3, "cart %llu has %d records of type %u", (unsigned long long)c->order_no, n, type);
+	return n / 3;
+}
+
+static void verify_cart_cancel(flash_t *h, struct ctx *c)
+{
+	uint32_t units = 99;
+	uint32_t st = cart_state(h, c, FLASH_ORDER_ACTIVE, FLASH_ORDER_CANCELLED);
+	int cancelled = st == FLASH_ORDER_CANCELLED;
+
+	CHECK(cancelled == cart_recs(c, FLASH_REC_CANCEL), "state %u, %d CANCEL records per line", st,
+	      cart_recs(c, FLASH_REC_CANCEL));
+	cart_units(h, c, !cancelled);
+	if (!c->crashed)
+		CHECK(c->out.rc == FLASH_OK && cancelled && c->out.v[0] == 6, "completed cancel: %s, state %u, units %llu",
+		      flash_rcname(c->out.rc), st, (unsigned long long)c->out.v[0]);
+	CHECK_RC(flash_cancel(h, c->order_no, &units), cancelled ? FLASH_ECANCELLED : FLASH_OK);
+	CHECK(units == (cancelled ? 0u : 6u), "the retry's cancel returned %u units", units);
+	cart_units(h, c, 0);
+	/* the quota came back (K 2, one held by the first order): one more goes through */
+	CHECK_RC(order(h, c->act, c->act * 10 + 1, c->user, 1, issue(h, c->act, c->act * 10 + 1, c->user), 0, NULL),
+	         FLASH_OK);
+	CHECK_RC(order(h, c->act, c->act * 10 + 1, c->user, 1, issue(h, c->act, c->act * 10 + 1, c->user), 0, NULL),
+	         FLASH_ELIMIT);
+}
+
+static void verify_cart_confirm(flash_t *h, struct ctx *c)
+{
+	uint32_t st = cart_state(h, c, FLASH_ORDER_RESERVED, FLASH_ORDER_ACTIVE);
+
+	CHECK((st == FLASH_ORDER_ACTIVE) == cart_recs(c, FLASH_REC_CONFIRM), "state %u, %d CONFIRM records per line",
+	      st, cart_recs(c, FLASH_REC_CONFIRM));
+	if (!c->crashed)
+		CHECK(c->out.rc == FLASH_OK && st == FLASH_ORDER_ACTIVE, "completed confirm: %s, state %u",
+		      flash_rcname(c->out.rc), st);
+	CHECK_RC(flash_confirm(h, c->order_no), FLASH_OK);
+	cart_state(h, c, FLASH_ORDER_ACTIVE, FLASH_ORDER_ACTIVE);
+	cart_units(h, c, 1);
+	CHECK_RC(flash_expire(h, c->order_no, NULL), FLASH_ECONFIRMED);
+}
+
+static void verify_cart_expire(flash_t *h, struct ctx *c)
+{
+	uint32_t units = 99;
+	uint32_t st = cart_state(h, c, FLASH_ORDER_RESERVED, FLASH_ORDER_EXPIRED);
+	int expired = st == FLASH_ORDER_EXPIRED;
+
+	CHECK(expired == cart_recs(c, FLASH_REC_EXPIRE), "state %u, %d EXPIRE records per line", st,
+	      cart_recs(c, FLASH_REC_EXPIRE));
+	cart_units(h, c, !expired);
+	if (!c->crashed)
+		CHECK(expired && c->out.rc == FLASH_OK && c->out.v[0] == 6, "completed expiry: %s, state %u, units %llu",
+		      flash_rcname(c->out.rc), st, (unsigned long long)c->out.v[0]);
+	CHECK_RC(flash_confirm(h, c->order_no), FLASH_EEXPIRED);   /* settles it if not yet */
+	CHECK_RC(flash_expire(h, c->order_no, &units), FLASH_EEXPIRED);
+	CHECK(units == 0, "a second expiry returned %u units", units);
+	cart_state(h, c, FLASH_ORDER_EXPIRED, FLASH_ORDER_EXPIRED);
+	cart_units(h, c, 0);
 }
 
 /* ------------------------------------------------------------------ restock */
@@ -3000,6 +3302,11 @@ static const struct scen scens[] = {
 	{ "confirm_too_late", setup_late, run_confirm, verify_expired, 0 },
 	{ "cancel_reservation", setup_cancel_resv, run_cancel, verify_cancel_resv, 0 },
 	{ "order_settles_due_reservation", setup_settle, run_order, verify_settle, 0 },
+	{ "cart_token_req_borrow", setup_cart, run_cart, verify_cart_ok, 0 },
+	{ "cart_short_line_after_token", setup_cart_short, run_cart, verify_cart_fail, 0 },
+	{ "cart_cancel", setup_cart_cancel, run_cancel, verify_cart_cancel, 0 },
+	{ "cart_confirm", setup_cart_confirm, run_confirm, verify_cart_confirm, 0 },
+	{ "cart_expire", setup_cart_expire, run_expire, verify_cart_expire, 0 },
 	{ "restock_plus", setup_restock, run_restock_plus, verify_restock_plus, 0 },
 	{ "restock_minus", setup_restock, run_restock_minus, verify_restock_minus, 0 },
 	{ "token_issue", setup_token, run_token_issue, verify_token_issue, 0 },
@@ -3068,7 +3375,7 @@ static const char *const victims[] = {
 	"lock_acquire_new_name", "order_other_slot_mid_order", "order_chunk_boundary", "ring_drain",
 	"order_requests_one_from_full", "token_issue_table_expired", "consumer_close",
 	"gen_advance", "gen_clear_requests", "archive", "replay_archive", "confirm", "expire",
-	"cancel_reservation",
+	"cancel_reservation", "cart_token_req_borrow", "cart_cancel",
 };
 #define NVICTIMS (sizeof victims / sizeof victims[0])
 
