@@ -69,7 +69,8 @@ static void order_help(FILE *out)
 	        "lines take the numbers after it), one limit slot of the user, one request\n"
 	        "id, one reservation (--reserve: `flashstock confirm` pays every line, an\n"
 	        "expiry returns every line's units).  An activity that limits each sku\n"
-	        "apart (scope sku) takes no carts.  Refused, it names the line: sold out\n"
+	        "apart (scope sku) takes no carts of two lines or more; a cart of one line\n"
+	        "is a plain order, shown as one.  Refused, it names the line: sold out\n"
 	        "says which line ran out and lists every line short of its qty with the\n"
 	        "units left; a sku the activity does not have, a sku's version that moved\n"
 	        "on (FLASH_ESTALE) or a qty above max_qty names its line too.\n"
@@ -185,12 +186,12 @@ static const char *order_what(char *buf, size_t cap, const struct order_line *l,
 
 /*
  * An order from the segment: o[0 .. n - 1] are its lines (n 1 for a plain
- * order).  A plain order is one line of text; a cart (or any order with
- * @p table) is a line of what the lines share -- number, state, user, limit
- * slot -- then a table of its lines.  JSON: one object, sku_id and qty of
- * line 0, every line in "lines".
+ * order, and for a cart of one line, which is one).  A plain order is one
+ * line of text; a cart is a line of what its lines share -- number, state,
+ * user, limit slot -- then a table of its lines.  JSON: one object, sku_id
+ * and qty of line 0, every line in "lines".
  */
-static void print_segment(const struct flash_order_info *o, uint32_t n, int json, int table)
+static void print_segment(const struct flash_order_info *o, uint32_t n, int json)
 {
 	struct order_line l[FLASH_CART_LINES_MAX];
 	char b[40], p[80], w[96];
@@ -213,7 +214,8 @@ static void print_segment(const struct flash_order_info *o, uint32_t n, int json
 		printf("}\n");
 		return;
 	}
-	table = table || n > 1;
+	int table = n > 1;
+
 	printf("order %" PRIu64 ": %s%s, activity %u, %s, limit slot %u, day %u, created %s (source segment)\n",
 	       o->order_no, state_name(o->state), pay_by_text(o, p, sizeof p), o->activity_id,
 	       order_what(w, sizeof w, l, n, table, o->user_id), o->limit_slot, o->biz_day,
@@ -566,10 +568,10 @@ static int order_stale(flash_t *h, const struct order_args *a, const char *what,
 
 /*
  * An order stands (FLASH_OK, FLASH_EDUPLICATE of a first success,
- * FLASH_EFATE_UNKNOWN): print it as showing it would, every line of a cart
- * (@p table: as a cart, whatever its lines), and say how it stands.
+ * FLASH_EFATE_UNKNOWN): print it as showing it would, every line of a
+ * cart, and say how it stands.
  */
-static int order_stands(flash_t *h, const struct order_args *a, int rc, uint64_t order_no, int table)
+static int order_stands(flash_t *h, const struct order_args *a, int rc, uint64_t order_no)
 {
 	struct flash_order_info oi[FLASH_CART_LINES_MAX];
 	uint32_t n;
@@ -578,7 +580,7 @@ static int order_stands(flash_t *h, const struct order_args *a, int rc, uint64_t
 	if ((grc = order_read(h, order_no, oi, &n)) != FLASH_OK)
 		return tool_failf("order: placed as order %llu, but reading it back: %s",
 		                  (unsigned long long)order_no, flash_strerror(grc));
-	print_segment(oi, n, a->json, table);
+	print_segment(oi, n, a->json);
 	if (rc == FLASH_EDUPLICATE)
 		fprintf(stderr, "flashstock: order: request id %llu was placed before, as order %llu: "
 		        "nothing new was placed\n", (unsigned long long)a->request_id,
@@ -616,7 +618,7 @@ static int order_placed(flash_t *h, const struct order_args *a, int rc, const st
 		return order_stale(h, a, "", a->sku, a->sku_version);
 	if (rc != FLASH_OK && rc != FLASH_EDUPLICATE && rc != FLASH_EFATE_UNKNOWN)
 		return tool_failf("order: %s", flash_strerror(rc));
-	return order_stands(h, a, rc, res->order_no, 0);
+	return order_stands(h, a, rc, res->order_no);
 }
 
 /*
@@ -705,7 +707,7 @@ static int order_cart_placed(flash_t *h, const struct order_args *a, int rc, con
 	}
 	if (rc != FLASH_OK && rc != FLASH_EDUPLICATE && rc != FLASH_EFATE_UNKNOWN)
 		return tool_failf("order: %s; nothing taken", flash_strerror(rc));
-	return order_stands(h, a, rc, res->order_no, 1);
+	return order_stands(h, a, rc, res->order_no);
 }
 
 /* --place / --reserve / --line: one order, or one cart, through a writable
@@ -833,7 +835,7 @@ static int order_show(const struct order_args *a)
 	if (h) {
 		seg_rc = order_read(h, a->order_no, so, &nso);
 		if (seg_rc == FLASH_OK && (so[0].state != FLASH_ORDER_NONE || !have_mysql)) {
-			print_segment(so, nso, a->json, 0);
+			print_segment(so, nso, a->json);
 			ret = TOOL_OK;
 			goto out;
 		}
@@ -855,7 +857,7 @@ static int order_show(const struct order_args *a)
 	rc = order_mysql_get(m, a->order_no, &row, ml, &nml);
 	if (rc == FLASH_ENOT_FOUND) {
 		if (h && seg_rc == FLASH_OK) {          /* the segment's "never completed" number */
-			print_segment(so, nso, a->json, 0);
+			print_segment(so, nso, a->json);
 			ret = TOOL_OK;
 		} else {
 			tool_failf("order %llu: neither segment %s (%s) nor MariaDB has it", (unsigned long long)a->order_no,
