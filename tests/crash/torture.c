@@ -214,6 +214,7 @@ struct tt_shared {
 	uint64_t acked_orders;
 	uint64_t acked_cancels;
 	uint64_t reservations;    /* orders placed as reservations (acknowledged) */
+	uint64_t carts;           /* carts of two lines (acknowledged) */
 	uint64_t confirms;        /* confirms acknowledged */
 	uint64_t too_late;        /* confirms and cancels answered FLASH_EEXPIRED */
 	uint64_t refused;         /* orders refused (sold out, limit, token, ...) */
@@ -536,6 +537,67 @@ static void tt_op_order(struct tt_buyer *b, uint32_t act)
 	tt_refused(b, rc);
 }
 
+/*
+ * A cart: both skus of the activity in one order, all or nothing (one of
+ * them a reservation now and then).  Acknowledged as the order of its line
+ * 0 (its number is what a cancel or a payment names); every line is read
+ * back now and then: the cart is whole, one state.
+ */
+static void tt_op_cart(struct tt_buyer *b, uint32_t act)
+{
+	struct flash_cart_req r;
+	struct flash_cart_res res;
+	struct flash_order_req o;
+	uint64_t tok = 0;
+	int rc, swap = tt_rand(&b->rng) & 1;
+
+	memset(&r, 0, sizeof r);
+	r.activity_id = act;
+	r.lines = 2;
+	r.line[swap].sku_id = SKU_HOT;
+	r.line[!swap].sku_id = act == ACT_ONE ? SKU_A1 : SKU_A2;
+	r.line[0].qty = 1 + (uint32_t)tt_below(&b->rng, 2);
+	r.line[1].qty = 1 + (uint32_t)tt_below(&b->rng, 2);
+	r.user_id = act == ACT_ONE ? 1 + (uint64_t)b->idx * 1000000u + tt_below(&b->rng, A1_USERS)
+	                           : 1 + tt_below(&b->rng, A2_USERS);
+	if (tt_below(&b->rng, 4) == 0)
+		r.reserve_ms = 20 + (uint32_t)tt_below(&b->rng, 300);
+	if (act == ACT_TWO) {
+		tt_add(&tt_sh->token_ops, 1);
+		rc = flash_token_issue(b->h, act, r.line[0].sku_id, r.user_id, 60000, &tok);
+		if (rc != FLASH_OK) {
+			tt_refused(b, rc);
+			return;
+		}
+		r.token = tok;
+	}
+	memset(&res, 0, sizeof res);
+	rc = flash_cart_order(b->h, &r, &res);
+	if (rc != FLASH_OK) {
+		tt_refused(b, rc);
+		return;
+	}
+	memset(&o, 0, sizeof o);
+	o.activity_id = act;
+	o.sku_id = r.line[0].sku_id;
+	o.qty = r.line[0].qty;
+	o.user_id = r.user_id;
+	o.reserve_ms = r.reserve_ms;
+	tt_add(&tt_sh->carts, 1);
+	tt_acked(b, &o, res.order_no);
+	if ((tt_rand(&b->rng) & 7) == 0) {
+		struct flash_order_info l[2];
+		uint32_t n = 0;
+
+		rc = flash_order_lines(b->h, res.order_no, l, 2, &n);
+		if (rc != FLASH_OK || n != 2 || l[1].sku_id != r.line[1].sku_id || l[1].qty != r.line[1].qty ||
+		    l[1].state != l[0].state)
+			tt_viol(b, V_ORDER_READBACK, res.order_no, rc);
+	}
+	if (r.reserve_ms && (tt_rand(&b->rng) & 1))
+		(void)tt_confirm(b, res.order_no);
+}
+
 static void tt_op_cancel(struct tt_buyer *b)
 {
 	struct tt_entry e;
@@ -750,6 +812,8 @@ static void __attribute__((noreturn)) tt_buyer_main(const struct tt_cfg *c, unsi
 			tt_op_token(&b);
 		else if (r < 95)
 			tt_op_lock(&b);
+		else if (r < 98)
+			tt_op_cart(&b, (tt_rand(&b.rng) & 1) ? ACT_ONE : ACT_TWO);
 		/* at most TT_OPS_S operations a second per buyer, so that a long run's
 		 * WAL and MySQL stay within reach of the final catch-up, and refusals
 		 * (which never wait for the fdatasync) do not spin.  Half of the time
@@ -923,7 +987,7 @@ struct tt_fig {
 	int      daemon_status;                 /* final SIGTERM: exit status */
 	uint64_t acked_orders, acked_cancels;   /* known from the logs */
 	uint64_t recoveries, rolled_back, rolled_forward, recovered_at_end;
-	uint64_t seg_orders, seg_cancelled, orders_max;
+	uint64_t seg_orders, seg_cancelled, orders_max, seg_carts, wal_cart_lines;
 	uint64_t wal_records, wal_orders, wal_cancels, wal_restocks, wal_last_lsn;
 	uint64_t mysql_applied_lsn, mysql_orders, mysql_conflicts, mysql_late;
 	/* the invariants: every one must be 0 */
@@ -1008,6 +1072,15 @@ static int tt_wal_frame(void *arg, uint64_t lsn, uint16_t type, const void *payl
 		s = tt_sku_of(a, r->activity_id, r->sku_id);
 		if (r->order_no == 0 || r->order_no > a->maxno) {
 			a->out_of_range++;
+			break;
+		}
+		if ((r->flags & FLASH_REC_F_CART) && FLASH_REC_LINE(r->flags) != 0) {
+			/* a cart's later line: its sku's units; the order is its line 0 */
+			if (r->type == FLASH_REC_ORDER)
+				s->wal_sold += r->qty;
+			else if (r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_EXPIRE)
+				s->wal_sold -= r->qty;
+			a->f->wal_cart_lines += r->type == FLASH_REC_ORDER;
 			break;
 		}
 		if (r->type == FLASH_REC_ORDER) {
@@ -1133,6 +1206,21 @@ static void tt_audit_segment(struct tt_audit *a, flash_t *h)
 			tt_sku_of(a, oi.activity_id, oi.sku_id)->active_qty += oi.qty;
 		else
 			f->seg_cancelled++;
+		if (oi.lines > 1) {
+			/* a cart: its later lines, each whole and in the cart's state */
+			struct flash_order_info l[FLASH_CART_LINES_MAX];
+			uint32_t nl = 0;
+
+			f->seg_carts++;
+			if (flash_order_lines(h, no, l, FLASH_CART_LINES_MAX, &nl) != FLASH_OK || nl != oi.lines)
+				f->state_mismatch++;
+			for (uint32_t x = 1; x < nl && x < FLASH_CART_LINES_MAX; x++) {
+				if (l[x].state != oi.state)
+					f->state_mismatch++;
+				if (held)
+					tt_sku_of(a, l[x].activity_id, l[x].sku_id)->active_qty += l[x].qty;
+			}
+		}
 		/* limit slots held: activity 1 keeps the quota on cancel, activity 2 returns it */
 		if (oi.activity_id == ACT_ONE) {
 			u1[n1++] = oi.user_id;
@@ -1406,6 +1494,9 @@ static int tt_report(const char *mode, const struct tt_fig *f)
 	FIG("  found expired by a confirm or cancel", tt_sh->too_late);
 	FIG("  RESERVED in the segment at the end", f->seg_reserved);
 	FIG("  EXPIRED in the segment at the end", f->seg_expired);
+	FIG("carts of two lines acknowledged", tt_sh->carts);
+	FIG("  carts in the segment at the end", f->seg_carts);
+	FIG("  their later lines' ORDER records (WAL)", f->wal_cart_lines);
 	FIG("retries of a killed life's request id", tt_sh->cross_retries);
 	FIG("  answered with the first outcome", tt_sh->cross_dup);
 	FIG("  placed anew (first rolled back)", tt_sh->cross_new);

@@ -417,6 +417,64 @@ static void test_carts_replay_once_and_a_cut_cart_not_at_all(void **state)
 	t_recs_free(&recs);
 }
 
+/* In a windowed segment (section 11): a cart's request id is dated and
+ * kept in its bank, its records carry the banks as an order's do, and
+ * they replay into another windowed segment. */
+static void test_a_cart_in_a_windowed_segment(void **state)
+{
+	char name[64], name2[64];
+	struct flash_seg_opts o;
+	struct flash_reclaim_opts ro = { .req_window_s = 3600, .user_gen_s = 3600 };
+	flash_t *h, *r;
+	const uint32_t q[3] = { 1, 2, 1 };
+	struct flash_cart_req c = cart(7, 3, 1, q);
+	struct flash_cart_res res, again;
+	struct t_recs recs = { 0 };
+	int lines = 0;
+
+	(void)state;
+	t_opts_small(&o);
+	h = t_seg_new(&o, name, sizeof name);
+	r = t_seg_new(&o, name2, sizeof name2);
+	assert_int_equal(flash_seg_reclaim_set(h, &ro), FLASH_OK);
+	assert_int_equal(flash_seg_reclaim_set(r, &ro), FLASH_OK);
+	assert_int_equal(t_activity(h, ACT, 1, 5, FLASH_SCOPE_DAY, 0), FLASH_OK);
+	for (uint32_t i = 0; i < SKUS; i++)
+		assert_int_equal(flash_sku_add(h, ACT, SKU(i), 10, 2), FLASH_OK);
+	c.request_id = flash_request_id_new();
+	assert_int_equal(flash_cart_order(h, &c, &res), FLASH_OK);
+	assert_int_equal(flash_cart_order(h, &c, &again), FLASH_EDUPLICATE);
+	assert_int_equal(again.order_no, res.order_no);
+	c.request_id = flash_request_id_new();
+	assert_int_equal(flash_cart_order(h, &c, &again), FLASH_ELIMIT);   /* K 1 per day */
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	for (size_t i = 0; i < recs.n; i++) {
+		const struct flash_record *x = &recs.v[i].r;
+
+		if (x->type == FLASH_REC_ORDER) {
+			assert_true(x->flags & 0x8000u);
+			assert_true(x->flags & FLASH_REC_F_CART);
+			lines++;
+		}
+		assert_true(flash_replay(r, x) == FLASH_OK);
+	}
+	assert_int_equal(lines, 3);
+	{
+		const uint64_t want[SKUS] = { 10, 9, 8, 9 };
+
+		avail(h, want);
+		avail(r, want);
+	}
+	/* the replayed request id answers the retry as the first did */
+	c.request_id = recs.v[0].r.request_id;
+	for (size_t i = 0; i < recs.n; i++)
+		if (recs.v[i].r.type == FLASH_REC_ORDER && recs.v[i].r.request_id != 0)
+			c.request_id = recs.v[i].r.request_id;
+	assert_int_equal(flash_cart_order(r, &c, &again), FLASH_EDUPLICATE);
+	assert_int_equal(again.order_no, res.order_no);
+	t_recs_free(&recs);
+}
+
 /* An archive frees a cart's line slots with it. */
 static void test_an_archive_frees_the_lines(void **state)
 {
@@ -592,6 +650,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bad_carts_are_refused_naming_the_line, t_teardown),
 		cmocka_unit_test_teardown(test_cancel_expire_and_confirm_act_on_every_line, t_teardown),
 		cmocka_unit_test_teardown(test_carts_replay_once_and_a_cut_cart_not_at_all, t_teardown),
+		cmocka_unit_test_teardown(test_a_cart_in_a_windowed_segment, t_teardown),
 		cmocka_unit_test_teardown(test_an_archive_frees_the_lines, t_teardown),
 		cmocka_unit_test_teardown(test_carts_fill_the_order_table, t_teardown),
 		cmocka_unit_test_teardown(test_two_buyers_racing_carts_leave_no_half_cart, t_teardown),
