@@ -20,7 +20,7 @@
 #  - a cart as a reservation: it reads reserved, `status` counts it once
 #    with the units of every line; expired, every line's units come back
 #    and the limit slot too; another, paid by `confirm`, reads active with
-#    every line still taken;
+#    every line still taken; `expire --all` counts a due cart once;
 #  - a request id: the retry of a cart answers the first cart, placing
 #    nothing; a line naming its sku's old version is FLASH_ESTALE, naming
 #    the line, taking nothing; a cart of one line reads as a plain order;
@@ -270,6 +270,20 @@ cart 7 --activity 3 --line 30:2
 rc_is 0 "a cart of one line"
 has "$T/o" ": active, activity 3, sku 30, user 7, qty 2, limit slot 1"
 stock_is "30:1 31:2" "a cart of one line" 3
+# `expire --all` expires a due cart once, every line back
+cart 8 --activity 3 --reserve 100 --line 30:1 --line 31:2
+rc_is 0 "a short reservation of a cart"
+no8=$(cartno "$T/o")
+stock_is "30:0 31:0" "a short reservation of a cart" 3
+for _ in $(seq 1 200); do
+	"$F" order --name "$seg" "$no8" | grep -q "(past: not expired yet)" && break
+	sleep 0.05
+done
+"$F" expire --name "$seg" --all > "$T/x" 2>&1 || fail "expire --all: exit $?: $(cat "$T/x")"
+has "$T/x" "expired 1 reservation"
+stock_is "30:1 31:2" "expire --all of a cart" 3
+"$F" order --name "$seg" "$no8" > "$T/o" || fail "order $no8"
+has "$T/o" "order $no8: expired unpaid, pay by "
 
 # ---- the README's example, on a segment of its own -------------------------
 awk '/^## Carts/ { s = 1 } s && /^```sh$/ { b = 1; next } b && /^```$/ { exit } b' "$README" \
