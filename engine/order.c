@@ -1836,7 +1836,7 @@ static int cart_answer(struct flash_cart_res *res, int rc, const struct cart_ctx
 		return rc;
 	if (rc == FLASH_ESOLD_OUT || rc == FLASH_ESTALE || rc == FLASH_ENOT_FOUND || rc == FLASH_EINVAL)
 		res->line = c->bad;
-	if (rc == FLASH_EDUPLICATE) {
+	if (rc == FLASH_EDUPLICATE && ores != NULL) {
 		res->order_no = ores->order_no;
 		res->first_rc = ores->first_rc;
 		res->limit_slot = ores->limit_slot;
@@ -1932,7 +1932,12 @@ static int cart_one(flash_t *h, const struct flash_cart_req *r, struct flash_car
 
 int fs_cart_run(flash_t *h, const struct flash_cart_req *r, struct flash_cart_res *res)
 {
-	if (r != NULL && r->lines == 1)
+	if (r == NULL) {
+		if (res)
+			memset(res, 0, sizeof(*res));
+		return FLASH_EINVAL;
+	}
+	if (r->lines == 1)
 		return cart_one(h, r, res);
 	return cart_run(h, r, res, h->gen_banks != 1, 0, 1);
 }
