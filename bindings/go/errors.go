@@ -185,6 +185,34 @@ func (e *FateUnknownError) As(target any) bool {
 // Unwrap returns the cause (a context's error), or nil.
 func (e *FateUnknownError) Unwrap() error { return e.cause }
 
+// CartError is a cart's refusal for one of its lines (CartOrder):
+// ErrSoldOut, ErrStale or ErrNotFound of the line's sku, ErrInval of the
+// line (its qty, a sku twice) or of the cart.  Line is the line's index
+// (0 when the refusal is the cart's); SoldOut, for ErrSoldOut, every line
+// short of its qty, in order (Line among them).  Nothing was taken.
+// errors.Is(err, ErrSoldOut) and errors.As(err, &fe) with fe a *Error
+// work as for an order's refusal: it unwraps to Err.
+type CartError struct {
+	Err     *Error
+	Line    int
+	SoldOut []int
+}
+
+func (e *CartError) Error() string {
+	s := e.Err.Error() + ": line " + strconv.Itoa(e.Line)
+	if len(e.SoldOut) > 0 {
+		s += " (short:"
+		for _, i := range e.SoldOut {
+			s += " " + strconv.Itoa(i)
+		}
+		s += ")"
+	}
+	return s
+}
+
+// Unwrap returns the refusal's *Error (ErrSoldOut, ...).
+func (e *CartError) Unwrap() error { return e.Err }
+
 // Sentinels for errors.Is, one per result code of api/flashstock.h.
 var (
 	ErrSoldOut     = codeErr(C.FLASH_ESOLD_OUT)     // not enough stock

@@ -246,3 +246,55 @@ func buy(ctx context.Context, h *flashstock.Handle, user uint64, act flashstock.
 	}
 	// README terms end
 }
+
+// Carts: two skus of one activity in one order, all or nothing.  A cart
+// that fits takes every line's units under one number and one limit slot;
+// one whose line is short takes nothing and names the short lines.
+func ExampleHandle_CartOrder() {
+	name := fmt.Sprintf("/fs-go-example-cart-%d", os.Getpid())
+	o := flashstock.DefaultSegOpts()
+	o.MaxUsers, o.MaxOrders, o.MaxTokens, o.MaxRequests, o.RingRecords = 64, 256, 64, 64, 64
+	if err := flashstock.Create(name, &o); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer flashstock.Destroy(name)
+
+	h, err := flashstock.Open(name, flashstock.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+	now := time.Now()
+	_ = h.ActivityAdd(flashstock.Activity{ID: 1, LimitPerUser: 1, MaxQty: 3,
+		StartNs: now.Add(-time.Minute).UnixNano(), EndNs: now.Add(time.Hour).UnixNano()})
+	_ = h.SkuAdd(1, 10, 5, 1)
+	_ = h.SkuAdd(1, 11, 2, 1)
+
+	ctx := context.Background()
+	lines := []flashstock.CartLine{{SkuID: 10, Qty: 1}, {SkuID: 11, Qty: 2}}
+	checkout(ctx, h, 71, lines)
+	checkout(ctx, h, 72, lines)
+	// Output:
+	// placed, limit slot 1: sku 10 x1, sku 11 x2
+	// nothing taken: short lines [1]
+}
+
+// checkout places one cart and prints the outcome; the README's carts
+// snippet is its body (readme_test.go).
+func checkout(ctx context.Context, h *flashstock.Handle, user uint64, lines []flashstock.CartLine) {
+	// README cart begin
+	r, err := h.CartOrder(ctx, flashstock.CartReq{ActivityID: 1, UserID: user, Lines: lines})
+	var ce *flashstock.CartError
+	switch {
+	case err == nil:
+		ls, _ := h.OrderLines(r.OrderNo) // the cart whole: one OrderInfo per line
+		fmt.Printf("placed, limit slot %d: sku %d x%d, sku %d x%d\n", r.LimitSlot, ls[0].SkuID, ls[0].Qty, ls[1].SkuID, ls[1].Qty)
+	case errors.As(err, &ce) && errors.Is(err, flashstock.ErrSoldOut): // one line short: nothing taken
+		fmt.Println("nothing taken: short lines", ce.SoldOut)
+	default: // ErrLimit, ErrInval (a ScopeSku activity), a *CartError of another line, ...
+		fmt.Println("cart:", err)
+	}
+	// README cart end
+}

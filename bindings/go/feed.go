@@ -30,6 +30,41 @@ const (
 	RecPrice    uint16 = C.FLASH_REC_PRICE   // a sku's price was set (SkuPriceSet): its new version
 )
 
+// A cart's records (CartOrder): one per line of its ORDER, CANCEL, EXPIRE
+// or CONFIRM, the line's SkuID and Qty, the cart's OrderNo; Flags carries
+// RecFCart, the line (Record.Line) and RecFLast on the last line.
+const (
+	RecFCart uint16 = C.FLASH_REC_F_CART // a line of a cart
+	RecFLast uint16 = C.FLASH_REC_F_LAST // the cart's last line
+
+	recLineShift = 10 // FLASH_REC_LINE: bits 10..13
+)
+
+// lineType: a record type an order's line has (a cart's: one per line).
+func lineType(t uint16) bool {
+	return t == RecOrder || t == RecCancel || t == RecExpire || t == RecConfirm
+}
+
+// Cart reports whether r is a line of a cart (FLASH_REC_F_CART).
+func (r *Record) Cart() bool { return lineType(r.Type) && r.Flags&RecFCart != 0 }
+
+// Line is the cart's line r is (FLASH_REC_LINE), 0..15; 0 for any other record.
+func (r *Record) Line() int {
+	if !r.Cart() {
+		return 0
+	}
+	return int(r.Flags>>recLineShift) & 0xf
+}
+
+// Last reports whether r is the last line of its cart (FLASH_REC_F_LAST):
+// true for a plain order's one record, false for a record of no order.
+func (r *Record) Last() bool {
+	if r.Cart() {
+		return r.Flags&RecFLast != 0
+	}
+	return lineType(r.Type)
+}
+
 // Where a FeedRec came from (enum flash_feed_source), its fields a refill
 // could not give back (FeedRec.Missing), and a consumer's state.
 const (
@@ -84,7 +119,7 @@ type Record struct {
 	TsNs       int64  `c:"ts_ns"`       // ACTIVITY: end_ns
 	BizDay     uint32 `c:"biz_day"`     // ACTIVITY: limit_per_user | scope<<8 | flags<<16
 	LimitSlot  uint16 `c:"limit_slot"`  // ACTIVITY: max_qty
-	Flags      uint16 `c:"flags"`       // CANCEL: quota_returned (bit 0); ACTIVITY: update (bit 0)
+	Flags      uint16 `c:"flags"`       // CANCEL: quota_returned (bit 0); ACTIVITY: update (bit 0); a cart's line: RecFCart, Line(), RecFLast
 	RequestID  uint64 `c:"request_id"`  // ACTIVITY: day_offset_s (as int64)
 }
 

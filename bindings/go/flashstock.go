@@ -87,6 +87,7 @@ const (
 	LockNameMax   = C.FLASH_LOCK_NAME_MAX
 	ReserveMsMax  = C.FLASH_RESERVE_MS_MAX // the longest reservation (OrderReq.ReserveMs), a week
 	PriceMax      = C.FLASH_PRICE_MAX      // the highest price SkuPriceSet takes (INT64_MAX)
+	CartLinesMax  = C.FLASH_CART_LINES_MAX // the most lines of a cart (CartOrder)
 )
 
 // SyncWaitDefault bounds a sync wait whose context has no deadline until
@@ -178,6 +179,55 @@ type OrderRes struct {
 	LSN       uint64 `c:"lsn"`
 }
 
+// CartLine mirrors struct flash_cart_line: one line of a cart (CartOrder),
+// a sku of the cart's activity (distinct within the cart), its Qty
+// (1..max_qty) and, 0 for none, the version of the sku's terms the buyer
+// saw (as OrderReq.SkuVersion).
+type CartLine struct {
+	SkuID      uint32 `c:"sku_id"`
+	Qty        uint32 `c:"qty"`
+	SkuVersion uint64 `c:"sku_version"`
+}
+
+// CartReq is a cart (flash_cart_req): 1..CartLinesMax Lines of one
+// activity, placed as one order, all or nothing (CartOrder).  ReserveMs,
+// Token (for line 0's sku), RequestID and ActivityVersion are the cart's,
+// as OrderReq's.
+type CartReq struct {
+	ActivityID      uint32
+	UserID          uint64
+	Lines           []CartLine
+	ReserveMs       uint32
+	Token           uint64
+	RequestID       uint64
+	ActivityVersion uint64
+}
+
+// cartReq mirrors struct flash_cart_req, which CartReq is copied into.
+type cartReq struct {
+	ActivityID      uint32                 `c:"activity_id"`
+	Lines           uint32                 `c:"lines"`
+	UserID          uint64                 `c:"user_id"`
+	ReserveMs       uint32                 `c:"reserve_ms"`
+	_               uint32                 `c:"_reserved"`
+	Token           uint64                 `c:"token"`
+	RequestID       uint64                 `c:"request_id"`
+	ActivityVersion uint64                 `c:"activity_version"`
+	Line            [CartLinesMax]CartLine `c:"line"`
+}
+
+// CartRes mirrors struct flash_cart_res.  CartOrder returns its OrderNo,
+// FirstRC, LimitSlot and LSN as a Receipt, Line and SoldOut in a
+// *CartError.
+type CartRes struct {
+	OrderNo   uint64 `c:"order_no"`
+	FirstRC   int32  `c:"first_rc"`
+	LimitSlot uint32 `c:"limit_slot"`
+	LSN       uint64 `c:"lsn"`
+	Line      uint32 `c:"line"`
+	SoldOut   uint32 `c:"sold_out"`
+}
+
 // SkuInfo mirrors struct flash_sku_info.  Price is the one SkuPriceSet
 // set (0 until then), Version the version of the sku's terms (its price),
 // for OrderReq.SkuVersion.
@@ -192,7 +242,10 @@ type SkuInfo struct {
 	Version    uint64 `c:"version"`
 }
 
-// OrderInfo mirrors struct flash_order_info.
+// OrderInfo mirrors struct flash_order_info.  A cart (CartOrder) of n lines
+// reads as its line 0 with Lines n under its number, and the n-1 numbers
+// after it as OrderNone with Line 1..n-1 and Lines n; OrderLines reads it
+// whole.  A plain order has Line 0, Lines 1; a number never used Lines 0.
 type OrderInfo struct {
 	OrderNo    uint64 `c:"order_no"`
 	UserID     uint64 `c:"user_id"`
@@ -204,8 +257,8 @@ type OrderInfo struct {
 	BizDay     uint32 `c:"biz_day"`
 	CreatedNs  int64  `c:"created_ns"`
 	PayByNs    int64  `c:"pay_by_ns"`
-	Line       uint32 `c:"line"`
-	Lines      uint32 `c:"lines"`
+	Line       uint32 `c:"line"`  // a cart's line, 0..Lines-1; 0 for a plain order
+	Lines      uint32 `c:"lines"` // 1 plain, 2..16 a cart, 0 a number that never held an order
 }
 
 // Stats mirrors struct flash_stats.
@@ -334,6 +387,9 @@ var (
 	_ = [1]byte{}[unsafe.Sizeof(Activity{})-C.sizeof_struct_flash_activity]
 	_ = [1]byte{}[unsafe.Sizeof(OrderReq{})-C.sizeof_struct_flash_order_req]
 	_ = [1]byte{}[unsafe.Sizeof(OrderRes{})-C.sizeof_struct_flash_order_res]
+	_ = [1]byte{}[unsafe.Sizeof(CartLine{})-C.sizeof_struct_flash_cart_line]
+	_ = [1]byte{}[unsafe.Sizeof(cartReq{})-C.sizeof_struct_flash_cart_req]
+	_ = [1]byte{}[unsafe.Sizeof(CartRes{})-C.sizeof_struct_flash_cart_res]
 	_ = [1]byte{}[unsafe.Sizeof(SkuInfo{})-C.sizeof_struct_flash_sku_info]
 	_ = [1]byte{}[unsafe.Sizeof(OrderInfo{})-C.sizeof_struct_flash_order_info]
 	_ = [1]byte{}[unsafe.Sizeof(Stats{})-C.sizeof_struct_flash_stats]

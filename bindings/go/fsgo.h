@@ -25,6 +25,9 @@ struct fsgo_scratch {
 	uint64_t                u64;
 	uint32_t                u32;
 	int32_t                 i32;
+	struct flash_cart_req   creq;   /* a cart (flash_cart_order) */
+	struct flash_cart_res   cres;
+	struct flash_order_info lines[FLASH_CART_LINES_MAX];   /* flash_order_lines */
 	struct flash_order_req *breq;   /* a batch's requests, bcap of them */
 	struct flash_order_res *bres;   /* its results */
 	int                    *brcs;   /* its outcomes */

@@ -404,6 +404,29 @@ func (h *Handle) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 	return r, err
 }
 
+// CartOrder places a cart (flash_cart_order): 1..CartLinesMax lines of
+// distinct skus of one activity as one order, all or nothing -- every
+// line's units and one limit slot taken, or none.  The receipt is the
+// cart's: its number (its later lines hold the numbers after it; OrderLines
+// reads it whole), its limit slot and the LSN of its last record;
+// Cancel, Confirm and Expire of the number act on every line.  ctx as for
+// Order; the errors are Order's, a refusal for one line a *CartError
+// (errors.Is(err, ErrSoldOut) holds) naming the line and, sold out, every
+// short line.  An activity of ScopeSku refuses carts: ErrInval.
+func (h *Handle) CartOrder(ctx context.Context, req CartReq) (Receipt, error) {
+	var r Receipt
+	var err error
+	if e := h.p.do(ctx, func(n *native) {
+		var res CartRes
+		err = n.cartOrder(ctx, &req, &res)
+		r = Receipt{OrderRes: OrderRes{OrderNo: res.OrderNo, FirstRC: res.FirstRC,
+			LimitSlot: res.LimitSlot, LSN: res.LSN}, Slot: n.slot}
+	}); e != nil {
+		return Receipt{}, e
+	}
+	return r, err
+}
+
 // OrderMany places a batch of orders in one call on one worker
 // (flash_order_many): each is judged and committed as Order would judge
 // and commit it, in the order given, later ones seeing earlier ones (a
@@ -721,6 +744,18 @@ func (h *Handle) SkuAt(index uint32) (s SkuInfo, err error) {
 func (h *Handle) OrderGet(orderNo uint64) (o OrderInfo, err error) {
 	if e := h.run(func(x *native) { o, err = x.orderGet(orderNo) }); e != nil {
 		return o, e
+	}
+	return
+}
+
+// OrderLines reads every line of an order (flash_order_lines), in line
+// order: one for a plain order, 2..CartLinesMax for a cart (each line's
+// SkuID, Qty and Line, the cart's number, state and other fields).
+// ErrNotFound for a number that holds no order, also the number of a
+// cart's later line (the cart is orderNo - Line).
+func (h *Handle) OrderLines(orderNo uint64) (lines []OrderInfo, err error) {
+	if e := h.run(func(x *native) { lines, err = x.orderLines(orderNo) }); e != nil {
+		return nil, e
 	}
 	return
 }

@@ -216,6 +216,8 @@ func TestHandleMethodInsideItsOwnRunIsRefusedNotDeadlocked(t *testing.T) {
 			_, calls["Order"] = h.Order(ctx, OrderReq{ActivityID: 1, SkuID: 10, UserID: 2, Qty: 1})
 			_, calls["OrderMany"] = h.OrderMany(ctx, []OrderReq{{ActivityID: 1, SkuID: 10, UserID: 3, Qty: 1}}, nil)
 			calls["DurableWait"] = h.DurableWait(ctx, r)
+			_, calls["CartOrder"] = h.CartOrder(ctx, CartReq{ActivityID: 1, UserID: 4, Lines: []CartLine{{SkuID: 10, Qty: 1}}})
+			_, calls["OrderLines"] = h.OrderLines(r.OrderNo)
 			_, calls["Cancel"] = h.Cancel(ctx, r.OrderNo)
 			_, calls["SkuGet"] = h.SkuGet(1, 10)
 			_, calls["Obs"] = h.Obs()

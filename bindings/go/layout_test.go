@@ -99,6 +99,9 @@ var mirrors = map[string]reflect.Type{
 	"flash_activity":   reflect.TypeOf(Activity{}),
 	"flash_order_req":  reflect.TypeOf(OrderReq{}),
 	"flash_order_res":  reflect.TypeOf(OrderRes{}),
+	"flash_cart_line":  reflect.TypeOf(CartLine{}),
+	"flash_cart_req":   reflect.TypeOf(cartReq{}),
+	"flash_cart_res":   reflect.TypeOf(CartRes{}),
 	"flash_sku_info":   reflect.TypeOf(SkuInfo{}),
 	"flash_order_info": reflect.TypeOf(OrderInfo{}),
 	"flash_stats":      reflect.TypeOf(Stats{}),
@@ -284,6 +287,8 @@ func TestRecordTypesAreTheHeadersEnumerators(t *testing.T) {
 		"FLASH_REC_ACTIVITY": RecActivity, "FLASH_REC_SKU": RecSku, "FLASH_REC_GEN": RecGen,
 		"FLASH_REC_ARCHIVE": RecArchive, "FLASH_REC_CONFIRM": RecConfirm, "FLASH_REC_EXPIRE": RecExpire,
 		"FLASH_REC_PRICE": RecPrice,
+		// not types: the flags of a cart's line (Record.Cart, Record.Last read them)
+		"FLASH_REC_F_CART": RecFCart, "FLASH_REC_F_LAST": RecFLast,
 	}
 	n := 0
 	for name, v := range man.consts {

@@ -278,6 +278,79 @@ func (n *native) order(ctx context.Context, req *OrderReq, res *OrderRes) error 
 	return codeError(rc)
 }
 
+// cartOrder places a cart (flash_cart_order), as order places an order:
+// in sync durability ctx bounds the wait for its records.  A refusal for
+// one line is a *CartError (the line, every short line); ErrDuplicate and
+// ErrFateUnknown come as order's do, with the cart's receipt.
+func (n *native) cartOrder(ctx context.Context, req *CartReq, res *CartRes) error {
+	*res = CartRes{}
+	if len(req.Lines) == 0 || len(req.Lines) > CartLinesMax {
+		return ErrInval
+	}
+	c := (*cartReq)(unsafe.Pointer(&n.s.creq))
+	*c = cartReq{ActivityID: req.ActivityID, Lines: uint32(len(req.Lines)), UserID: req.UserID,
+		ReserveMs: req.ReserveMs, Token: req.Token, RequestID: req.RequestID,
+		ActivityVersion: req.ActivityVersion}
+	copy(c.Line[:], req.Lines)
+	n.s.cres = C.struct_flash_cart_res{}
+	cut, sliced := false, false
+	if n.sync {
+		var err error
+		if cut, sliced, err = n.boundWait(ctx, true); err != nil {
+			return err
+		}
+	}
+	rc := C.flash_cart_order(n.h, &n.s.creq, &n.s.cres)
+	*res = *(*CartRes)(unsafe.Pointer(&n.s.cres))
+	if rc == 0 {
+		return nil
+	}
+	or := OrderRes{OrderNo: res.OrderNo, FirstRC: res.FirstRC, LimitSlot: res.LimitSlot, LSN: res.LSN}
+	switch rc {
+	case C.FLASH_EFATE_UNKNOWN:
+		if !n.sync {
+			break
+		}
+		r := Receipt{OrderRes: or, Slot: n.slot}
+		if sliced {
+			return n.waitDurable(ctx, r)
+		}
+		return fateUnknown(ctx, cut, r)
+	case C.FLASH_EDUPLICATE:
+		return duplicate(&or, n.slot)
+	case C.FLASH_ESOLD_OUT, C.FLASH_ESTALE, C.FLASH_ENOT_FOUND, C.FLASH_EINVAL:
+		e := &CartError{Err: codeErr(int(rc)), Line: int(res.Line)}
+		if rc == C.FLASH_ESOLD_OUT {
+			for i := range req.Lines {
+				if res.SoldOut>>uint(i)&1 != 0 {
+					e.SoldOut = append(e.SoldOut, i)
+				}
+			}
+		}
+		return e
+	}
+	return codeError(rc)
+}
+
+// orderLines reads every line of an order (flash_order_lines): one for a
+// plain order, 2..CartLinesMax for a cart.
+func (n *native) orderLines(orderNo uint64) ([]OrderInfo, error) {
+	n.s.u32 = 0
+	rc := C.flash_order_lines(n.h, C.uint64_t(orderNo), &n.s.lines[0], CartLinesMax, &n.s.u32)
+	if rc != 0 {
+		return nil, codeError(rc)
+	}
+	cnt := int(n.s.u32)
+	if cnt > CartLinesMax {
+		cnt = CartLinesMax
+	}
+	out := make([]OrderInfo, cnt)
+	for i := range out {
+		out[i] = *(*OrderInfo)(unsafe.Pointer(&n.s.lines[i]))
+	}
+	return out, nil
+}
+
 // batchCapMin is the fewest orders the batch arrays are made for.
 const batchCapMin = 16
 

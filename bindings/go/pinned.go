@@ -84,6 +84,17 @@ func (p *Pinned) Order(ctx context.Context, req OrderReq) (Receipt, error) {
 	return r, err
 }
 
+// CartOrder places a cart (flash_cart_order), as Handle.CartOrder.
+func (p *Pinned) CartOrder(ctx context.Context, req CartReq) (Receipt, error) {
+	if !p.ok() {
+		return Receipt{}, ErrClosed
+	}
+	var res CartRes
+	err := p.n.cartOrder(ctx, &req, &res)
+	return Receipt{OrderRes: OrderRes{OrderNo: res.OrderNo, FirstRC: res.FirstRC,
+		LimitSlot: res.LimitSlot, LSN: res.LSN}, Slot: p.n.slot}, err
+}
+
 // OrderMany places a batch of orders with one C call (flash_order_many),
 // as Handle.OrderMany: one Outcome per request appended to out, a refusal
 // in its Outcome and the error the handle's (ErrClosed, ErrWrongThread
@@ -284,6 +295,14 @@ func (p *Pinned) OrderGet(orderNo uint64) (OrderInfo, error) {
 		return OrderInfo{}, ErrClosed
 	}
 	return p.n.orderGet(orderNo)
+}
+
+// OrderLines reads every line of an order (flash_order_lines), as Handle.OrderLines.
+func (p *Pinned) OrderLines(orderNo uint64) ([]OrderInfo, error) {
+	if !p.ok() {
+		return nil, ErrClosed
+	}
+	return p.n.orderLines(orderNo)
 }
 
 // OrdersMax is 0 on a closed handle and, as flash_orders_max, from another thread.

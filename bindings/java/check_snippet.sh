@@ -4,7 +4,8 @@
 # "// README end" of example/flashstock/example/Quickstart.java (which the
 # test java_quickstart runs), less its two tabs of indent, and its second
 # the region of the "// README reservations" markers, its third the region
-# of the "// README terms" markers, so the README's examples cannot rot.
+# of the "// README terms" markers, its fourth the region of the
+# "// README carts" markers, so the README's examples cannot rot.
 set -u
 d=${1:?usage: check_snippet.sh bindings/java}
 t=$(mktemp -d)
@@ -39,6 +40,16 @@ awk '/^```java$/ { n++; if (n == 3) { code = 1; next } }
 [ -s "$t/terms_from_readme" ] || fail "no third java code block (versioned terms) in README.md"
 diff -u "$t/terms_from_readme" "$t/terms_from_example" >&2 ||
 	fail "README.md's versioned terms code differs from Quickstart.java's README terms region"
+# the carts example: the fourth java block
+sed -n '/^[[:space:]]*\/\/ README carts begin$/,/^[[:space:]]*\/\/ README carts end$/p' \
+	"$d/example/flashstock/example/Quickstart.java" | sed '1d;$d;s/^\t\t//' >"$t/carts_from_example"
+awk '/^```java$/ { n++; if (n == 4) { code = 1; next } }
+     code && /^```$/ { exit }
+     code { print }' "$d/README.md" >"$t/carts_from_readme"
+[ -s "$t/carts_from_example" ] || fail "no README carts markers in Quickstart.java"
+[ -s "$t/carts_from_readme" ] || fail "no fourth java code block (carts) in README.md"
+diff -u "$t/carts_from_readme" "$t/carts_from_example" >&2 ||
+	fail "README.md's carts code differs from Quickstart.java's README carts region"
 # the project's docs/java.md shows the first too, under its "# From Java" heading
 awk '/^# From Java$/ { sec = 1; next }
      sec && !code && /^#+ / { exit }
@@ -51,3 +62,4 @@ diff -u "$t/from_top" "$t/from_example" >&2 ||
 echo "snippet: README.md and docs/java.md equal Quickstart.java's marked region ($(wc -l <"$t/from_example") lines)"
 echo "snippet: README.md's reservations block equals its marked region ($(wc -l <"$t/resv_from_example") lines)"
 echo "snippet: README.md's versioned terms block equals its marked region ($(wc -l <"$t/terms_from_example") lines)"
+echo "snippet: README.md's carts block equals its marked region ($(wc -l <"$t/carts_from_example") lines)"

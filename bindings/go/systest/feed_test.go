@@ -552,3 +552,69 @@ func TestFeedHandsAPriceSetAsRecPriceAndNewTermsAsAnActivityUpdate(t *testing.T)
 		t.Errorf("the update's RecActivity: %+v; want OrderNo %d, limit %d", *update, actV, grown.LimitPerUser)
 	}
 }
+
+// A cart's ORDER and its CANCEL are one record per line, in line order: the
+// line's SkuID and Qty, the cart's OrderNo and UserID; Cart, Line and Last
+// from the flags; the request id on line 0 only.
+func TestFeedHandsACartAsOneRecordPerLineWithItsLineLastAndTheCartsNumber(t *testing.T) {
+	s := newFeedSale(t)
+	for _, sku := range []uint32{2, 3} {
+		if err := s.h.SkuAdd(1, sku, 100, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	skus := []uint32{3, 1, 2}
+	var r flashstock.Receipt
+	err := s.h.Run(ctx, func(p *flashstock.Pinned) error { // one handle: its records in one ring, in order
+		var err error
+		req := flashstock.CartReq{ActivityID: 1, UserID: 900, RequestID: 9001}
+		for _, sku := range skus {
+			req.Lines = append(req.Lines, flashstock.CartLine{SkuID: sku, Qty: 1})
+		}
+		if r, err = p.CartOrder(ctx, req); err != nil {
+			return err
+		}
+		if _, err = p.Cancel(ctx, r.OrderNo); err != nil {
+			return err
+		}
+		last, err := p.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 1, UserID: 901, Qty: 1})
+		if err != nil {
+			return err
+		}
+		return p.DurableWait(ctx, last)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openFeed(t, s.wal, "carts", &flashstock.FeedOpts{FromStart: true})
+	defer f.Close()
+	var got []flashstock.Record
+	for len(got) < 7 {
+		fr, err := f.Next(10 * time.Second)
+		if err != nil {
+			t.Fatalf("Next: %v (after %d order records)", err, len(got))
+		}
+		if fr.Rec.Type == flashstock.RecOrder || fr.Rec.Type == flashstock.RecCancel {
+			got = append(got, fr.Rec)
+		}
+	}
+	for i, rec := range got[:6] {
+		line, typ := i%3, flashstock.RecOrder
+		if i >= 3 {
+			typ = flashstock.RecCancel
+		}
+		if rec.Type != typ || rec.SkuID != skus[line] || rec.Qty != 1 || rec.OrderNo != r.OrderNo || rec.UserID != 900 ||
+			!rec.Cart() || rec.Line() != line || rec.Last() != (line == 2) {
+			t.Errorf("record %d: %+v (cart %v line %d last %v); want type %d, sku %d, order %d, line %d",
+				i, rec, rec.Cart(), rec.Line(), rec.Last(), typ, skus[line], r.OrderNo, line)
+		}
+		if typ == flashstock.RecOrder && rec.RequestID != map[bool]uint64{true: 9001, false: 0}[line == 0] {
+			t.Errorf("ORDER of line %d: request id %d", line, rec.RequestID)
+		}
+	}
+	if p := got[6]; p.UserID != 901 || p.Cart() || p.Line() != 0 || !p.Last() {
+		t.Errorf("the plain order's record: %+v (cart %v line %d last %v)", p, p.Cart(), p.Line(), p.Last())
+	}
+}

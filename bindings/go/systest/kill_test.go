@@ -14,8 +14,9 @@
 // of a batch counts as acknowledged only once the batch returned it placed.
 //
 // Two more buyers run --reserve, killed and restarted with the others:
-// reservations paid, cancelled or left to expire, on a segment of their
-// own with a WAL of its own (checkReservations), since `flashstock
+// reservations paid, cancelled or left to expire, cart reservations and
+// plain carts over skus 1, 2, 3, on a segment of their own with a WAL of
+// its own (checkReservations), since `flashstock
 // reconcile` stops at the first CONFIRM or EXPIRE record ("frame of an
 // unknown type") and the orders' segment keeps its reconcile check.
 package systest
@@ -56,8 +57,10 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 	run(t, "load", "--name", seg, "--activity", "1", "--limit", fmt.Sprint(limit),
 		"--cancel-returns-quota", "--sku", "1", "--units", fmt.Sprint(units), "--shards", "4")
 	rseg := newSeg(t, "killr")
-	run(t, "load", "--name", rseg, "--activity", "1", "--limit", fmt.Sprint(limit),
-		"--cancel-returns-quota", "--sku", "1", "--units", fmt.Sprint(rUnits), "--shards", "4")
+	run(t, "load", "--name", rseg, "--activity", "1", "--limit", fmt.Sprint(limit), "--max-qty", "2",
+		"--cancel-returns-quota", "--sku", "1", "--units", fmt.Sprint(rUnits), "--shards", "4",
+		"--sku", "2", "--units", fmt.Sprint(rUnits), "--shards", "4",
+		"--sku", "3", "--units", fmt.Sprint(rUnits), "--shards", "4")
 	dir := t.TempDir()
 	buyer := goBin(t, "fsgo-buyer")
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
@@ -243,13 +246,15 @@ func TestKilledGoBuyersNeverOversellLoseAnAckOrPassTheLimit(t *testing.T) {
 
 // checkReservations: the reservers' segment, once a daemon has drained it
 // into a WAL and expired every reservation left due.  No reservation is
-// left RESERVED; each is ACTIVE, CANCELLED or EXPIRED; the units held are
-// exactly the ACTIVE ones' and no user holds more than limit; each outcome
+// left RESERVED; each is ACTIVE, CANCELLED or EXPIRED; for every sku,
+// available + the units of its live lines = total; every cart is whole or
+// absent (cartLines) and holds the lines its buyer logged asking for; no user holds more than limit; each outcome
 // a reserver logged is the order's state (paid: ACTIVE, cancelled:
 // CANCELLED, refused as expired: EXPIRED), and an ACTIVE one it did not
 // log paid had its Confirm cut short by one of the rkills kills; the WAL
 // has one ORDER per reservation, one CONFIRM per ACTIVE one, one EXPIRE
-// per EXPIRED one, one CANCEL per CANCELLED one, nothing else.
+// per EXPIRED one, one CANCEL per CANCELLED one, nothing else (a cart, one
+// per line; a plain cart ACTIVE, its ORDERs only).
 func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limit int) {
 	t.Helper()
 	h, err := flashstock.Open(seg, flashstock.Options{Workers: 1})
@@ -309,10 +314,13 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 	if err := <-serveDone; err != nil {
 		t.Fatalf("serve after SIGTERM: %v\n%s", err, serveErr.String())
 	}
-	sku, err := h.SkuGet(1, 1)
-	if err != nil {
-		t.Fatal(err)
+	skus := map[uint32]flashstock.SkuInfo{}
+	for sku := uint32(1); sku <= 3; sku++ {
+		if skus[sku], err = h.SkuGet(1, sku); err != nil {
+			t.Fatal(err)
+		}
 	}
+	lines := cartLines(t, h, orders)
 
 	placed := map[uint64]flashstock.OrderInfo{}
 	count := map[uint32]int{}
@@ -326,7 +334,6 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 		count[o.State]++
 		switch o.State {
 		case flashstock.OrderActive:
-			held += uint64(o.Qty)
 			perUser[o.UserID]++
 			if o.PayByNs != 0 {
 				t.Errorf("order %d: ACTIVE with a pay-by time %d", o.OrderNo, o.PayByNs)
@@ -340,8 +347,27 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 			t.Errorf("order %d: state %d", o.OrderNo, o.State)
 		}
 	}
-	if held != sku.Total-sku.Available {
-		t.Errorf("ACTIVE reservations hold %d units, the sku %d of %d", held, sku.Total-sku.Available, sku.Total)
+	// every sku: available + the units of its live lines (ACTIVE, RESERVED)
+	// = total: no unit lost, none both held and given back, none sold twice
+	live := map[uint32]uint64{}
+	carts := 0
+	for _, ls := range lines {
+		if len(ls) > 1 {
+			carts++
+		}
+		for _, l := range ls {
+			if l.State == flashstock.OrderActive || l.State == flashstock.OrderReserved {
+				live[l.SkuID] += uint64(l.Qty)
+				held += uint64(l.Qty)
+			}
+		}
+	}
+	total := uint64(0)
+	for id, sku := range skus {
+		total += sku.Total
+		if sku.Available+live[id] != sku.Total {
+			t.Errorf("sku %d: available %d + %d units of live lines != total %d", id, sku.Available, live[id], sku.Total)
+		}
 	}
 	for u, k := range perUser {
 		if k > limit {
@@ -351,13 +377,21 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 
 	// what the reservers logged, each line right after its call returned
 	want := map[string]uint32{"c": flashstock.OrderActive, "k": flashstock.OrderCancelled, "x": flashstock.OrderExpired}
-	logged := map[string]map[uint64]bool{"r": {}, "c": {}, "k": {}, "x": {}}
+	logged := map[string]map[uint64]bool{"r": {}, "c": {}, "k": {}, "x": {}, "t": {}}
+	asked := map[uint64]string{} // cart number -> "SKUxQTY,..." as its buyer asked
 	for i := from; i < from+n; i++ {
 		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("acked-%d.log", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "L" { // a cart's lines as asked
+				no, err := strconv.ParseUint(f[1], 10, 64)
+				if err == nil {
+					asked[no] = f[2]
+				}
+				continue
+			}
 			kind, num, _ := strings.Cut(l, " ")
 			no, err := strconv.ParseUint(num, 10, 64)
 			if logged[kind] == nil || err != nil {
@@ -372,9 +406,22 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 			}
 		}
 	}
+	// every cart a buyer logged holds the lines it asked for, in its order
+	for no, want := range asked {
+		var got []string
+		for _, l := range lines[no] {
+			got = append(got, fmt.Sprintf("%dx%d", l.SkuID, l.Qty))
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("cart %d: lines %v, its buyer asked for %s", no, got, want)
+		}
+	}
+	if len(asked) < 10 {
+		t.Errorf("only %d carts logged with their lines", len(asked))
+	}
 	unlogged := 0
 	for no, o := range placed {
-		if o.State == flashstock.OrderActive && !logged["c"][no] {
+		if o.State == flashstock.OrderActive && !logged["c"][no] && !logged["t"][no] {
 			unlogged++
 		}
 	}
@@ -397,21 +444,98 @@ func checkReservations(t *testing.T, seg, wal, dir string, from, n, rkills, limi
 			}
 		}
 	}
-	ends := map[uint32]string{flashstock.OrderActive: "order confirm", flashstock.OrderExpired: "order expire",
-		flashstock.OrderCancelled: "order cancel"}
+	// a cart's: one of each per line, its lines' in a row; a plain cart
+	// ACTIVE has its ORDERs only
+	ends := map[uint32][]string{flashstock.OrderActive: {"order", "confirm"}, flashstock.OrderExpired: {"order", "expire"},
+		flashstock.OrderCancelled: {"order", "cancel"}}
 	for no, o := range placed {
-		if got := strings.Join(recs[no], " "); got != ends[o.State] {
-			t.Errorf("order %d (state %d): records %q, want %q", no, o.State, got, ends[o.State])
+		var want []string
+		for _, k := range ends[o.State] {
+			for i := uint32(0); i < o.Lines; i++ {
+				want = append(want, k)
+			}
+		}
+		got := strings.Join(recs[no], " ")
+		if got != strings.Join(want, " ") && !(o.Lines > 1 && o.State == flashstock.OrderActive &&
+			got == strings.Join(want[:o.Lines], " ")) {
+			t.Errorf("order %d (state %d, %d lines): records %q, want %q", no, o.State, o.Lines, got, want)
 		}
 	}
 	if len(recs) != len(placed) {
 		t.Errorf("%d orders in the WAL, %d in the segment", len(recs), len(placed))
 	}
 	t.Logf("reservations: %d placed, %d paid, %d cancelled, %d expired (logged: %d reserved, %d paid, "+
-		"%d cancelled, %d refused as expired) after %d kills of reservers; held %d of %d units",
+		"%d cancelled, %d refused as expired) after %d kills of reservers; %d carts of 2..3 lines, each whole "+
+		"(%d logged plain); held %d of %d units",
 		len(placed), count[flashstock.OrderActive], count[flashstock.OrderCancelled], count[flashstock.OrderExpired],
-		len(logged["r"]), len(logged["c"]), len(logged["k"]), len(logged["x"]), rkills, held, sku.Total)
+		len(logged["r"]), len(logged["c"]), len(logged["k"]), len(logged["x"]), rkills, carts, len(logged["t"]),
+		held, total)
 	if len(logged["c"]) < 10 || len(logged["k"]) < 10 || len(logged["x"]) == 0 || count[flashstock.OrderExpired] <= len(logged["x"]) {
 		t.Errorf("the run did not exercise payments, cancels, late payments and expiries")
 	}
+	expiredCart := false
+	for no, ls := range lines {
+		expiredCart = expiredCart || (len(ls) > 1 && placed[no].State == flashstock.OrderExpired)
+	}
+	if carts < 10 || len(logged["t"]) < 10 || !expiredCart {
+		t.Errorf("the run did not exercise carts: %d placed, %d logged plain, one expired: %v", carts, len(logged["t"]), expiredCart)
+	}
+}
+
+// cartLines reads every order of orders (OrderGet of 1..OrdersMax) whole,
+// each cart by OrderLines, and checks that every cart is whole or absent:
+// its number reads as its line 0 with its lines, OrderLines gives each
+// line (the cart's number, state, user and limit slot; lines 0..n-1 over
+// distinct skus), each later line's number reads OrderNone with that line
+// and lines, and no other number reads as a line of a cart.
+func cartLines(t *testing.T, h *flashstock.Handle, orders []flashstock.OrderInfo) map[uint64][]flashstock.OrderInfo {
+	t.Helper()
+	out := map[uint64][]flashstock.OrderInfo{}
+	type later struct{ line, lines uint32 }
+	owner := map[uint64]later{}
+	for _, o := range orders {
+		if o.State == flashstock.OrderNone {
+			continue
+		}
+		if o.Line != 0 || o.Lines == 0 {
+			t.Errorf("order %d reads as line %d of %d", o.OrderNo, o.Line, o.Lines)
+			continue
+		}
+		ls := []flashstock.OrderInfo{o}
+		if o.Lines > 1 {
+			var err error
+			if ls, err = h.OrderLines(o.OrderNo); err != nil {
+				t.Errorf("OrderLines(%d): %v", o.OrderNo, err)
+				continue
+			}
+		}
+		skus := map[uint32]bool{}
+		for i, l := range ls {
+			if l.Line != uint32(i) || l.OrderNo != o.OrderNo || l.State != o.State || l.UserID != o.UserID ||
+				l.Lines != o.Lines || l.LimitSlot != o.LimitSlot || skus[l.SkuID] {
+				t.Errorf("cart %d, line %d: %+v (line 0: %+v)", o.OrderNo, i, l, o)
+			}
+			skus[l.SkuID] = true
+		}
+		if len(ls) != int(o.Lines) {
+			t.Errorf("cart %d: %d lines read, %d announced", o.OrderNo, len(ls), o.Lines)
+		}
+		out[o.OrderNo] = ls
+		for i := uint32(1); i < o.Lines; i++ {
+			owner[o.OrderNo+uint64(i)] = later{i, o.Lines}
+		}
+	}
+	for _, o := range orders {
+		if o.State != flashstock.OrderNone {
+			continue
+		}
+		if want, ok := owner[o.OrderNo]; ok {
+			if o.Line != want.line || o.Lines != want.lines {
+				t.Errorf("number %d: line %d of %d, want line %d of %d", o.OrderNo, o.Line, o.Lines, want.line, want.lines)
+			}
+		} else if o.Line != 0 || o.Lines != 0 {
+			t.Errorf("number %d: line %d of %d, of no cart", o.OrderNo, o.Line, o.Lines)
+		}
+	}
+	return out
 }

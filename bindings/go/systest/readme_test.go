@@ -3,8 +3,9 @@
 // service_test.go runs, its batch snippet the body of placeBatch, which
 // ExampleHandle_OrderMany runs, its reservations snippet the body of pay,
 // which ExampleHandle_Confirm runs, its versioned terms snippet the body of
-// buy, which ExampleHandle_SkuPriceSet runs, and its feed snippet the body
-// of fulfil, which feed_test.go runs: they cannot rot.
+// buy, which ExampleHandle_SkuPriceSet runs, its carts snippet the body of
+// checkout, which ExampleHandle_CartOrder runs, and its feed snippet the
+// body of fulfil, which feed_test.go runs: they cannot rot.
 package systest
 
 import (
@@ -135,6 +136,22 @@ func TestReadmeSnippetIsTheTestedExampleCode(t *testing.T) {
 	if got := between(t, vsec, "```go", "```", "README.md"); got != strings.Join(buy, "\n") {
 		t.Errorf("README.md's versioned terms snippet differs from buy in example_test.go:\n"+
 			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(buy, "\n"))
+	}
+	// the carts section's snippet is the body of checkout (example_test.go, one tab less)
+	var checkout []string
+	for _, l := range strings.Split(between(t, string(et), "\t// README cart begin", "\t// README cart end",
+		"example_test.go"), "\n") {
+		checkout = append(checkout, strings.TrimPrefix(l, "\t"))
+	}
+	csec := string(md)
+	if i := strings.Index(csec, "\n### Carts"); i >= 0 {
+		csec = csec[i+1:]
+	} else {
+		t.Fatal("bindings/go/README.md has no \"### Carts\" section")
+	}
+	if got := between(t, csec, "```go", "```", "README.md"); got != strings.Join(checkout, "\n") {
+		t.Errorf("README.md's carts snippet differs from checkout in example_test.go:\n"+
+			"--- README.md\n%s\n--- example_test.go\n%s", got, strings.Join(checkout, "\n"))
 	}
 	if len(strings.Split(code, "\n")) < 10 {
 		t.Errorf("the README region of example/main.go has only %d lines", len(strings.Split(code, "\n")))

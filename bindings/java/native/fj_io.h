@@ -29,6 +29,14 @@ union fj_io {
 	struct flash_stats stats;
 	struct flash_ident ident;
 	struct flash_quiet quiet;
+	struct {
+		struct flash_cart_req req;    /* in: written by Java */
+		struct flash_cart_res res;    /* out: read by Java */
+	} cart;
+	struct {
+		struct flash_order_info oi[FLASH_CART_LINES_MAX];   /* flash_order_lines */
+		uint32_t n;                   /* the order's lines */
+	} lines;
 	uint64_t u64;                         /* token, fence, segment bytes */
 	unsigned char bytes[256];
 };

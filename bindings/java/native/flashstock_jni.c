@@ -34,6 +34,10 @@ FJ_LAYOUT(Io, SIZE, sizeof(union fj_io));
 FJ_LAYOUT(Io, ORDER_REQ, offsetof(union fj_io, order.req));
 FJ_LAYOUT(Io, ORDER_RES, offsetof(union fj_io, order.res));
 FJ_LAYOUT(Io, U64, offsetof(union fj_io, u64));
+FJ_LAYOUT(Io, CART_REQ, offsetof(union fj_io, cart.req));
+FJ_LAYOUT(Io, CART_RES, offsetof(union fj_io, cart.res));
+FJ_LAYOUT(Io, LINES, offsetof(union fj_io, lines.oi));
+FJ_LAYOUT(Io, LINES_N, offsetof(union fj_io, lines.n));
 FJ_LAYOUT(Batch, ORDER_BYTES, FJ_BATCH_ORDER_BYTES);
 FJ_LAYOUT(Batch, RC_SIZE, sizeof(int));
 FJ_LAYOUT(Batch, MAX, FJ_BATCH_MAX);
@@ -246,6 +250,12 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_order(JNIEnv *env, jclass cls, jlo
 	return flash_order(c->fc_h, &c->fc_io.order.req, &c->fc_io.order.res);
 }
 
+JNIEXPORT jint JNICALL Java_flashstock_Native_cartOrder(JNIEnv *env, jclass cls, jlong cell)
+{
+	struct fj_cell *c = cell_of(cell);
+	return flash_cart_order(c->fc_h, &c->fc_io.cart.req, &c->fc_io.cart.res);
+}
+
 /* Throw a new exception of class cls (a JNI class name) with msg; NULL. */
 static jobject throw_new(JNIEnv *env, const char *cls, const char *msg)
 {
@@ -418,6 +428,14 @@ JNIEXPORT jint JNICALL Java_flashstock_Native_orderGet(JNIEnv *env, jclass cls, 
 {
 	struct fj_cell *c = cell_of(cell);
 	return flash_order_get(c->fc_h, (uint64_t)order_no, &c->fc_io.oi);
+}
+
+JNIEXPORT jint JNICALL Java_flashstock_Native_orderLines(JNIEnv *env, jclass cls, jlong cell, jlong order_no)
+{
+	struct fj_cell *c = cell_of(cell);
+	c->fc_io.lines.n = 0;
+	return flash_order_lines(c->fc_h, (uint64_t)order_no, c->fc_io.lines.oi, FLASH_CART_LINES_MAX,
+	                         &c->fc_io.lines.n);
 }
 
 JNIEXPORT jlong JNICALL Java_flashstock_Native_ordersMax(JNIEnv *env, jclass cls, jlong cell)

@@ -76,6 +76,8 @@ from ._native import ffi, lib
 from ._types import (ActivityFlag, Activity, Durability, Ident, OrderInfo,  # noqa: F401
                      OrderRequest, OrderResult, OrderState, Quiet, Scope, SegOpts, SkuInfo,
                      Stats)
+from ._types import CartLine, CartResult  # noqa: F401
+from ._types import REC_F_CART, REC_F_LAST, REC_LINE_SHIFT
 from ._types import (FeedInfo, FeedMissing, FeedRecord, FeedSource, FeedState,  # noqa: F401
                      Histogram, Obs, OpObs, RecordType)
 from ._feed import Feed, feed_drop, feed_list  # noqa: F401
@@ -91,7 +93,7 @@ __all__ = [
     "PermissionDenied", "NoMemory", "SystemFailure", "WrongThread", "FateUnknown", "Corrupt",
     "RequestExpired", "Closed", "error_for", "OwnerMismatch", "BadMode", "BadSize", "BadMagic", "BadVersion",
     "Archived", "NotEnded", "Destroyed", "Expired", "NotDue", "Confirmed", "RESERVE_MS_MAX",
-    "Stale", "PRICE_MAX",
+    "Stale", "PRICE_MAX", "CartLine", "CartResult", "CART_LINES_MAX",
     "BadChecksum", "BadLayout", "NotRegular",
     "Feed", "feed_list", "feed_drop", "FeedInfo", "FeedMissing", "FeedRecord", "FeedSource",
     "FeedState", "RecordType", "Histogram", "Obs", "OpObs", "OBS_BUCKET_LE_NS",
@@ -105,7 +107,8 @@ __all__ = [
 # import instead of some later call.  (python_api's layout test also checks
 # that no field is missing and every offset agrees.)
 for _s in ("flash_seg_opts", "flash_activity", "flash_order_req", "flash_order_res",
-           "flash_sku_info", "flash_order_info", "flash_stats", "flash_ident", "flash_quiet",
+           "flash_cart_line", "flash_cart_req", "flash_cart_res", "flash_sku_info",
+           "flash_order_info", "flash_stats", "flash_ident", "flash_quiet",
            "flash_hist", "flash_obs"):
     ffi.typeof("struct " + _s).fields
 del _s
@@ -123,6 +126,13 @@ LOCK_NAME_MAX: int = lib.FLASH_LOCK_NAME_MAX
 RESERVE_MS_MAX: int = lib.FLASH_RESERVE_MS_MAX
 #: the highest price sku_price_set takes (INT64_MAX)
 PRICE_MAX: int = lib.FLASH_PRICE_MAX
+#: the most lines of a cart (cart_order)
+CART_LINES_MAX: int = lib.FLASH_CART_LINES_MAX
+
+# FeedRecord's cart and last read a record's flags as the header's macros do
+# (python_api checks the line's bits against FLASH_REC_LINE)
+if (REC_F_CART, REC_F_LAST) != (lib.FLASH_REC_F_CART, lib.FLASH_REC_F_LAST):
+    raise ImportError("flashstock: FLASH_REC_F_* differ from the record flags FeedRecord reads")
 
 #: the upper bound in ns of each observation histogram bucket
 #: (flash_obs_bucket_le_ns; the last is 2**64 - 1: everything above)
@@ -139,6 +149,7 @@ if (dict(ffi.typeof("struct flash_hist").fields)["bucket"].type.length != lib.FL
 del _obs_f
 
 _EDUPLICATE = lib.FLASH_EDUPLICATE
+_ESOLD_OUT = lib.FLASH_ESOLD_OUT
 _EFATE_UNKNOWN = lib.FLASH_EFATE_UNKNOWN
 
 
@@ -665,6 +676,51 @@ class FlashStock:
             add(o)
         return out
 
+    def cart_order(self, activity_id: int, user_id: int,
+                   lines: Sequence[Union[CartLine, Sequence[int]]], reserve_ms: int = 0,
+                   token: int = 0, request_id: int = 0,
+                   activity_version: int = 0) -> CartResult:
+        """flash_cart_order(): place a cart -- 1..CART_LINES_MAX lines of
+        distinct skus of one activity, each a CartLine or a tuple (sku_id,
+        qty[, sku_version]) -- as one order, all or nothing: every line's
+        units and one limit slot taken, or none.  Returns its CartResult
+        (its number; its later lines hold the numbers after it: see
+        order_lines()).  reserve_ms, token (for line 0's sku), request_id
+        and activity_version are the cart's, as order() takes them;
+        cancel(), confirm() and expire() of its number act on every line.
+        Raises what order() raises; a refusal of one line (SoldOut, Stale,
+        NotFound of its sku, InvalidArgument of its qty or a sku twice)
+        carries its index in `.line`, and SoldOut every short line's in
+        `.sold_out` (a list, .line among them).  An activity of Scope.SKU
+        refuses carts: InvalidArgument."""
+        lines = list(lines)
+        if not 0 < len(lines) <= lib.FLASH_CART_LINES_MAX:
+            raise InvalidArgument(lib.FLASH_EINVAL, "a cart of %d lines: 1 to %d"
+                                  % (len(lines), lib.FLASH_CART_LINES_MAX))
+        r = ffi.new("struct flash_cart_req *")
+        r.activity_id = activity_id
+        r.lines = len(lines)
+        r.user_id = user_id
+        r.reserve_ms = reserve_ms
+        r.token = token
+        r.request_id = request_id
+        r.activity_version = activity_version
+        for i, ln in enumerate(lines):
+            x = CartLine(*ln)
+            r.line[i].sku_id = x.sku_id
+            r.line[i].qty = x.qty
+            r.line[i].sku_version = x.sku_version
+        s = ffi.new("struct flash_cart_res *")
+        rc = self._call(lib.flash_cart_order, r, s)
+        if rc:
+            e = _refusal(rc, s.order_no, s.first_rc, s.limit_slot, s.lsn)
+            e.line = int(s.line)  # type: ignore[attr-defined]
+            if rc == _ESOLD_OUT:
+                e.sold_out = [i for i in range(len(lines))  # type: ignore[attr-defined]
+                              if s.sold_out >> i & 1]
+            raise e
+        return CartResult(int(s.order_no), int(s.limit_slot), int(s.lsn))
+
     def sync_wait_set(self, wait_ms: int) -> None:
         """flash_sync_wait_set() on the calling thread's handle.  For every
         thread's handle, give sync_wait_ms to flashstock.open() instead."""
@@ -678,7 +734,8 @@ class FlashStock:
         _check(self._call(lib.flash_durable_wait, lsn, wait_ms))
 
     def cancel(self, order_no: int) -> int:
-        """flash_cancel(): returns the units given back.  Raises Cancelled if
+        """flash_cancel(): returns the units given back (a cart's number:
+        every line's, the whole cart cancelled).  Raises Cancelled if
         it was cancelled already, FateUnknown (sync; .units_returned set)."""
         out = self._here().u32
         rc = self._call(lib.flash_cancel, order_no, out)
@@ -779,9 +836,19 @@ class FlashStock:
         """flash_order_get(): one order (state NONE for a number never completed)."""
         c = ffi.new("struct flash_order_info *")
         _check(self._call(lib.flash_order_get, order_no, c))
-        return OrderInfo(c.order_no, c.user_id, c.activity_id, c.sku_id, c.qty,
-                         OrderState(c.state), c.limit_slot, c.biz_day, c.created_ns,
-                         c.pay_by_ns)
+        return _order_info_from_c(c)
+
+    def order_lines(self, order_no: int) -> List[OrderInfo]:
+        """flash_order_lines(): every line of order `order_no`, in line order
+        -- one for a plain order, 2..16 for a cart (each line's sku_id, qty
+        and line; the cart's number, state and other fields).  Raises
+        NotFound for a number that holds no order, also for the number of a
+        cart's later line (the cart is order_no - line)."""
+        cap = lib.FLASH_CART_LINES_MAX
+        c = ffi.new("struct flash_order_info[]", cap)
+        n = self._here().u32
+        _check(self._call(lib.flash_order_lines, order_no, c, cap, n))
+        return [_order_info_from_c(c[i]) for i in range(min(int(n[0]), cap))]
 
     def orders_max(self) -> int:
         """flash_orders_max(): the highest order number taken so far."""
@@ -826,6 +893,12 @@ class FlashStock:
             ops[name] = OpObs(name, _hist_from_c(c.time[op]), results)
         return Obs(ops, _hist_from_c(c.time[lib.FLASH_TIME_LOCK_WAIT]),
                    _hist_from_c(c.time[lib.FLASH_TIME_LOCK_HOLD]))
+
+
+def _order_info_from_c(c: Any) -> OrderInfo:
+    return OrderInfo(c.order_no, c.user_id, c.activity_id, c.sku_id, c.qty,
+                     OrderState(c.state), c.limit_slot, c.biz_day, c.created_ns,
+                     c.pay_by_ns, c.line, c.lines)
 
 
 def _hist_from_c(h: Any) -> Histogram:

@@ -14,6 +14,7 @@ from typing import Dict, NamedTuple, Tuple
 __all__ = [
     "Durability", "Scope", "OrderState", "ActivityFlag", "SegOpts", "Activity",
     "SkuInfo", "OrderRequest", "OrderResult", "OrderInfo", "Stats", "Ident", "Quiet",
+    "CartLine", "CartResult",
     "Histogram", "OpObs", "Obs",
     "RecordType", "FeedSource", "FeedMissing", "FeedState", "FeedRecord", "FeedInfo",
 ]
@@ -151,6 +152,30 @@ class OrderInfo:
     biz_day: int
     created_ns: int
     pay_by_ns: int = 0     # RESERVED, EXPIRED: the deadline (CLOCK_REALTIME ns); else 0
+    line: int = 0          # a cart's line (cart_order): 0 .. lines - 1; 0 for a plain order
+    lines: int = 0         # the order's lines: 1 plain, 2..16 a cart; 0 a number never used
+
+
+class CartLine(NamedTuple):
+    """struct flash_cart_line, one line of FlashStock.cart_order(): a sku of
+    the cart's activity, its qty (1..max_qty) and, 0 for none, the version
+    of the sku's terms the buyer saw.  A plain tuple (sku_id, qty) or
+    (sku_id, qty, sku_version) is taken alike."""
+    sku_id: int
+    qty: int = 1
+    sku_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CartResult:
+    """struct flash_cart_res of a placed cart: its number (line 0's; its
+    later lines hold the numbers after it), the one limit slot it holds and
+    the ring position of its last record (for FlashStock.durable_wait() from
+    the thread that placed it).  A refusal raises instead, with the line it
+    was refused for (.line) and, for SoldOut, every short line (.sold_out)."""
+    order_no: int
+    limit_slot: int
+    lsn: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +347,37 @@ class FeedRecord:
     source: FeedSource
     missing: FeedMissing
     gap: int
+
+    # a cart's records (ORDER, CANCEL, EXPIRE, CONFIRM): one per line, the
+    # line's sku_id and qty, the cart's order_no; flags say which line
+
+    @property
+    def cart(self) -> bool:
+        """A line of a cart (FLASH_REC_F_CART)."""
+        return bool(self.flags & REC_F_CART) and self.type in _LINE_TYPES
+
+    @property
+    def line(self) -> int:
+        """A cart's line, 0..15 (FLASH_REC_LINE); 0 for any other record."""
+        return (self.flags >> REC_LINE_SHIFT) & 0xF if self.cart else 0
+
+    @property
+    def last(self) -> bool:
+        """The cart's last line (FLASH_REC_F_LAST); True for a plain order's
+        one record, False for a record of no order."""
+        if self.cart:
+            return bool(self.flags & REC_F_LAST)
+        return self.type in _LINE_TYPES
+
+
+# the header's FLASH_REC_F_CART, FLASH_REC_F_LAST and FLASH_REC_LINE's shift
+# (the package's import checks them against the C compiler's)
+REC_F_CART = 0x0100
+REC_F_LAST = 0x0200
+REC_LINE_SHIFT = 10
+
+_LINE_TYPES = frozenset((RecordType.ORDER, RecordType.CANCEL, RecordType.EXPIRE,
+                         RecordType.CONFIRM))
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,15 @@ other error ends the buyer with exit 1 and the error on stderr.
 With "reserve" it places reservations instead (reserve(): one unit, 20 to
 300 ms to pay) and pays (confirms) some, cancels some and leaves the rest to
 the daemon's expirer, some at once and some later, when a few have passed
-their deadline.  It notes each outcome right after its call returns: "rN"
-reserved, "cN" confirmed, "kN" cancelled, "xN" refused as expired (a confirm
-or cancel too late).
+their deadline.  A third of its turns place a reservation of one unit of
+sku 10, a third a cart reservation, a third a plain cart (ACTIVE at once;
+some cancelled at once): a cart of 2..3 lines over skus 10, 11, 12, 1..2
+units each (FlashStock.cart_order), settled by its number as a single
+reservation is.  It notes each outcome right after its call returns: "rN"
+reserved (one sku or a cart), "tN" a plain cart placed, "cN" confirmed,
+"kN" cancelled, "xN" refused as expired (a confirm or cancel too late); a
+cart's first note comes with "LN=SKUxQTY,..." (its lines as asked), in
+the same write.
 """
 import heapq
 import os
@@ -110,18 +116,47 @@ def reserve(fs, fd, rnd, users):
         if pending and pending[0][0] <= now:
             settle(fs, fd, rnd, heapq.heappop(pending)[1])
             continue
+        kind = rnd.randrange(3)
+        user = rnd.randint(1, users)
         try:
-            r = fs.order(1, 10, rnd.randint(1, users), reserve_ms=rnd.randint(20, 300))
+            if kind == 0:
+                r = fs.order(1, 10, user, reserve_ms=rnd.randint(20, 300))
+            else:
+                lines = [(sku, rnd.randint(1, 2))
+                         for sku in rnd.sample(CART_SKUS, rnd.randint(2, len(CART_SKUS)))]
+                r = fs.cart_order(1, user, lines,
+                                  reserve_ms=rnd.randint(20, 300) if kind == 1 else 0)
         except flashstock.Busy:
             time.sleep(0.001)
             continue
         except (flashstock.LimitReached, flashstock.SoldOut):
             continue
-        os.write(fd, b"r%d\n" % r.order_no)
+        if kind:                    # the cart's lines, as asked, with its first note
+            asked = b"L%d=%s\n" % (r.order_no, b",".join(b"%dx%d" % x for x in lines))
+        if kind == 2:
+            os.write(fd, b"t%d\n%s" % (r.order_no, asked))
+            if rnd.random() < 0.3:
+                cancel_cart(fs, fd, r.order_no)
+            continue
+        os.write(fd, b"r%d\n%s" % (r.order_no, asked if kind else b""))
         if rnd.random() < 0.5:
             settle(fs, fd, rnd, r.order_no)
         else:
             heapq.heappush(pending, (now + rnd.uniform(0, 0.4), r.order_no))
+
+
+CART_SKUS = [10, 11, 12]
+
+
+def cancel_cart(fs, fd, no):
+    """Cancel plain cart no (every line) and note it "kN"."""
+    while True:
+        try:
+            fs.cancel(no)
+            os.write(fd, b"k%d\n" % no)
+            return
+        except flashstock.Busy:
+            time.sleep(0.001)
 
 
 def settle(fs, fd, rnd, no):

@@ -87,6 +87,8 @@ MIRRORS = [
     (flashstock.OrderResult, "flash_order_res", ("first_rc",), {}),   # an exception instead
     (flashstock.SkuInfo, "flash_sku_info", (), {}),
     (flashstock.OrderInfo, "flash_order_info", (), {}),
+    (flashstock.CartLine, "flash_cart_line", (), {}),
+    (flashstock.CartResult, "flash_cart_res", ("first_rc", "line", "sold_out"), {}),  # raised
     (flashstock.Stats, "flash_stats", (), {}),
     (flashstock.Ident, "flash_ident", (), {}),
     (flashstock.Quiet, "flash_quiet", (), {}),
@@ -145,7 +147,10 @@ def test_order_states_and_record_types_are_the_headers_enumerators():
     for enum, prefix, own in ((OrderState, "FLASH_ORDER_", {}),
                               (flashstock.RecordType, "FLASH_REC_", {"GAP": 0})):
         header = {n[len(prefix):]: v for n, v in consts.items() if n.startswith(prefix)}
+        flags = {n: header.pop(n) for n in list(header) if n.startswith("F_")}   # FLASH_REC_F_*
         assert {m.name: m.value for m in enum} == dict(header, **own), enum.__name__
+    # not record types: the flags of a cart's lines, which FeedRecord.cart/.last read
+    assert flags == {"F_CART": flashstock._types.REC_F_CART, "F_LAST": flashstock._types.REC_F_LAST}
 
 
 def test_types_mirror_every_field_of_their_structs():
@@ -535,6 +540,161 @@ def test_expire_and_expire_due_take_back_only_what_is_due(segs):
     s = fs.stats()
     assert (s.confirms, s.expiries, s.cancels) == (1, 3, 1)
     fs.close()
+
+
+# ---------------------------------------------------------------- carts
+
+def open_cart_sale(segs, units=(5, 5, 5), limit=2, **opts):
+    """Activity 1 (limit per user, max_qty 3) with skus 10, 11, 12 of
+    `units` each."""
+    name = segs.make(**opts)
+    fs = flashstock.open(name)
+    fs.activity_add(Activity(id=1, limit_per_user=limit, max_qty=3,
+                             flags=ActivityFlag.CANCEL_RETURNS_QUOTA))
+    for sku, u in zip((10, 11, 12), units):
+        fs.sku_add(1, sku, u)
+    return fs
+
+
+def available(fs):
+    return [fs.sku_get(1, sku).available for sku in (10, 11, 12)]
+
+
+def test_a_cart_takes_every_lines_units_under_one_number_and_one_limit_slot(segs):
+    fs = open_cart_sale(segs)
+    r = fs.cart_order(1, 700, [(10, 2), flashstock.CartLine(11, 1), (12, 3, 0)],
+                      request_id=7001)
+    assert isinstance(r, flashstock.CartResult) and r.order_no > 0 and r.limit_slot == 1
+    assert r.lsn > 0
+    assert available(fs) == [3, 4, 2]
+    head = fs.order_get(r.order_no)
+    assert (head.order_no, head.user_id, head.sku_id, head.qty, head.state, head.line,
+            head.lines) == (r.order_no, 700, 10, 2, OrderState.ACTIVE, 0, 3)
+    for i in (1, 2):                    # the numbers its later lines hold
+        o = fs.order_get(r.order_no + i)
+        assert (o.state, o.line, o.lines) == (OrderState.NONE, i, 3), o
+        with pytest.raises(flashstock.NotFound):
+            fs.order_lines(r.order_no + i)
+    lines = fs.order_lines(r.order_no)
+    assert [(o.order_no, o.sku_id, o.qty, o.line, o.lines, o.state, o.user_id, o.limit_slot)
+            for o in lines] == [(r.order_no, sku, q, i, 3, OrderState.ACTIVE, 700, 1)
+                                for i, (sku, q) in enumerate(((10, 2), (11, 1), (12, 3)))]
+    with pytest.raises(flashstock.Duplicate) as ei:     # its request id: the first outcome
+        fs.cart_order(1, 700, [(10, 1), (11, 1)], request_id=7001)
+    assert ei.value.first_ok and ei.value.order_no == r.order_no
+    plain = fs.order(1, 10, 700)                        # one slot taken: the user's second
+    assert plain.limit_slot == 2
+    p = fs.order_lines(plain.order_no)
+    assert [(o.sku_id, o.line, o.lines) for o in p] == [(10, 0, 1)]
+    assert fs.order_get(plain.order_no).lines == 1
+    with pytest.raises(flashstock.LimitReached):
+        fs.cart_order(1, 700, [(11, 1)])
+    assert available(fs) == [2, 4, 2]
+    fs.close()
+
+
+def test_a_cart_one_line_short_takes_nothing_and_names_the_line_and_every_short_one(segs):
+    fs = open_cart_sale(segs, units=(5, 1, 2), limit=1)
+    before = available(fs)
+    with pytest.raises(flashstock.SoldOut) as ei:
+        fs.cart_order(1, 710, [(10, 1), (11, 2), (12, 1)])
+    assert (ei.value.line, ei.value.sold_out) == (1, [1])
+    with pytest.raises(flashstock.SoldOut) as ei:
+        fs.cart_order(1, 710, [(10, 3), (11, 2), (12, 3)])
+    assert ei.value.sold_out == [1, 2] and ei.value.line in (1, 2), (ei.value.line,
+                                                                     ei.value.sold_out)
+    assert available(fs) == before                      # nothing taken
+    # a line's sku unknown, its qty out of bounds, a sku twice: that line
+    for lines, err, line in (([(10, 1), (11, 1), (13, 1)], flashstock.NotFound, 2),
+                             ([(10, 1), (11, 0)], flashstock.InvalidArgument, 1),
+                             ([(10, 1), (12, 4)], flashstock.InvalidArgument, 1),
+                             ([(10, 1), (11, 1), (10, 1)], flashstock.InvalidArgument, 2)):
+        with pytest.raises(err) as ei:
+            fs.cart_order(1, 710, lines)
+        assert ei.value.line == line, (lines, ei.value)
+    with pytest.raises(flashstock.InvalidArgument):
+        fs.cart_order(1, 710, [])
+    with pytest.raises(flashstock.InvalidArgument):
+        fs.cart_order(1, 710, [(s, 1) for s in range(flashstock.CART_LINES_MAX + 1)])
+    assert available(fs) == before
+    r = fs.cart_order(1, 710, [(10, 1), (11, 1), (12, 2)])   # the limit slot is still free
+    assert r.limit_slot == 1 and available(fs) == [4, 0, 0]
+    fs.close()
+
+
+def test_cancelling_a_cart_returns_every_line_and_the_limit_slot(segs):
+    fs = open_cart_sale(segs, limit=1)
+    r = fs.cart_order(1, 720, [(10, 1), (11, 2), (12, 3)])
+    assert available(fs) == [4, 3, 2]
+    assert fs.cancel(r.order_no) == 6
+    assert available(fs) == [5, 5, 5]
+    assert [(o.state, o.line) for o in fs.order_lines(r.order_no)] == \
+        [(OrderState.CANCELLED, i) for i in range(3)]
+    with pytest.raises(flashstock.Cancelled):
+        fs.cancel(r.order_no)
+    with pytest.raises(flashstock.NotFound):            # a later line's number is no order
+        fs.cancel(r.order_no + 1)
+    assert available(fs) == [5, 5, 5]
+    assert fs.cart_order(1, 720, [(11, 1), (12, 1)]).limit_slot == 1
+    fs.close()
+
+
+def test_a_cart_reservation_is_confirmed_or_expired_whole(segs):
+    fs = open_cart_sale(segs, limit=2)
+    paid = fs.cart_order(1, 730, [(10, 1), (11, 2)], reserve_ms=60000)
+    late = fs.cart_order(1, 731, [(11, 1), (12, 3)], reserve_ms=30)
+    assert available(fs) == [4, 2, 2]
+    for no in (paid.order_no, late.order_no):
+        ls = fs.order_lines(no)
+        assert len(ls) == 2 and all(o.state == OrderState.RESERVED and o.pay_by_ns > 0
+                                    for o in ls), ls
+    with pytest.raises(flashstock.NotDue):
+        fs.expire(paid.order_no)
+    fs.confirm(paid.order_no)
+    assert [(o.state, o.pay_by_ns) for o in fs.order_lines(paid.order_no)] == \
+        [(OrderState.ACTIVE, 0)] * 2
+    time.sleep(0.06)
+    assert fs.expire(late.order_no) == 4
+    assert [o.state for o in fs.order_lines(late.order_no)] == [OrderState.EXPIRED] * 2
+    assert available(fs) == [4, 3, 5]
+    with pytest.raises(flashstock.Expired):
+        fs.confirm(late.order_no)
+    again = fs.cart_order(1, 731, [(12, 1), (10, 1)], reserve_ms=30)   # expiry by expire_due
+    time.sleep(0.06)
+    assert fs.expire_due() == 1
+    assert [o.state for o in fs.order_lines(again.order_no)] == [OrderState.EXPIRED] * 2
+    assert available(fs) == [4, 3, 5]
+    s = fs.stats()
+    assert (s.confirms, s.expiries) == (1, 2)
+    fs.close()
+
+
+def test_an_activity_whose_limit_is_per_sku_refuses_carts(segs):
+    fs = open_cart_sale(segs)
+    fs.activity_add(Activity(id=2, limit_per_user=1, max_qty=3, scope=flashstock.Scope.SKU))
+    fs.sku_add(2, 20, 5)
+    fs.sku_add(2, 21, 5)
+    with pytest.raises(flashstock.InvalidArgument):
+        fs.cart_order(2, 740, [(20, 1), (21, 1)])
+    assert [fs.sku_get(2, s).available for s in (20, 21)] == [5, 5]
+    assert fs.order(2, 20, 740).order_no > 0            # a plain order still is one
+    fs.close()
+
+
+def test_a_records_cart_line_and_last_are_its_flags():
+    def rec(t, flags):
+        return flashstock.FeedRecord(1, 1, t, 0, 1, 10, 1, 5, 7, 0, 0, 0, 1, flags, 0,
+                                     flashstock.FeedSource.WAL, flashstock.FeedMissing.NONE, 0)
+    R = flashstock.RecordType
+    cart = lib.FLASH_REC_F_CART
+    assert (rec(R.ORDER, cart).cart, rec(R.ORDER, cart).line, rec(R.ORDER, cart).last) == \
+        (True, 0, False)
+    x = rec(R.CANCEL, cart | lib.FLASH_REC_F_LAST | (15 << 10) | 1)
+    assert (x.cart, x.line, x.last) == (True, 15, True)
+    x = rec(R.EXPIRE, cart | (3 << 10))
+    assert (x.cart, x.line, x.last) == (True, 3, False)
+    assert (rec(R.ORDER, 0x8000 | 0x35).cart, rec(R.ORDER, 0x8035).last) == (False, True)
+    assert (rec(R.RESTOCK, 0).cart, rec(R.RESTOCK, 0).last) == (False, False)
 
 
 # ---------------------------------------------------------------- versioned terms

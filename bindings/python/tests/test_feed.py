@@ -94,6 +94,28 @@ def test_feed_hands_a_price_set_as_a_price_record_and_new_terms_as_an_activity_u
 
 
 
+def test_feed_hands_a_cart_as_one_record_per_line_with_its_line_last_and_the_carts_number(sale):
+    """A cart's ORDER and its CANCEL are one record per line, in line order:
+    the line's sku and qty, the cart's number and user; cart, line and last
+    from the flags; the request id on line 0 only."""
+    fs, wal = sale
+    fs.sku_add(1, 11, 100)
+    fs.sku_add(1, 12, 100)
+    r = fs.cart_order(1, 900, [(12, 1), (10, 1), (11, 1)], request_id=9001)
+    fs.cancel(r.order_no)
+    plain = fs.order(activity_id=1, sku_id=10, user_id=901)
+    fs.durable_wait(plain.lsn, 10000)
+    with flashstock.Feed(wal, "carts", from_start=True) as feed:
+        recs = [x for x in take(feed, 11) if x.type in (RecordType.ORDER, RecordType.CANCEL)]
+    assert [(x.type, x.sku_id, x.qty, x.order_no, x.user_id, x.cart, x.line, x.last)
+            for x in recs] == \
+        [(t, sku, 1, r.order_no, 900, True, i, i == 2)
+         for t in (RecordType.ORDER, RecordType.CANCEL)
+         for i, sku in enumerate((12, 10, 11))] + \
+        [(RecordType.ORDER, 10, 1, plain.order_no, 901, False, 0, True)]
+    assert [x.request_id for x in recs[:3]] == [9001, 0, 0]
+
+
 def test_feed_hands_every_durable_record_with_its_fields_in_lsn_order_and_commits_hold(sale):
     fs, wal = sale
     t0 = time.time_ns()

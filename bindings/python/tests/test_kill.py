@@ -12,17 +12,23 @@ order number a buyer wrote down as acknowledged -- by a single order or by
 the batch call that returned it placed -- is an order in the WAL.
 
 Beside them, RESERVERS buyers killed and started the same way place
-reservations (kill_buyer.py ... reserve) on a segment of their own, with a
+reservations and carts (kill_buyer.py ... reserve: single-sku and cart
+reservations, plain carts, over skus 10, 11, 12) on a segment of their own, with a
 daemon and WAL of its own: `flashstock reconcile` does not read the CONFIRM
 and EXPIRE records yet ("frame of an unknown type"), so the reservations
 stay out of the WAL it reconciles.  Their checks, once the daemon's expirer
 has settled every deadline: no reservation is left RESERVED, every one is
 ACTIVE, CANCELLED or EXPIRED; the units held are exactly the ACTIVE ones'
-(nothing oversold, no unit lost); no user holds more than the limit; each
+(nothing oversold, no unit lost) -- for every sku, available + the units
+of the live (ACTIVE, RESERVED) lines = total; every cart is whole (its
+number reads as its line 0, order_lines gives every line with the cart's
+state, each later number reads as that line, and its lines are those its
+buyer asked for) or absent (no number reads as a line of a cart not there); no user holds more than the limit; each
 outcome a buyer noted is the order's state (confirmed: ACTIVE, cancelled:
 CANCELLED, refused as expired: EXPIRED); and the WAL has one ORDER record per
 reservation and exactly one CONFIRM or EXPIRE record for each ACTIVE or
-EXPIRED one, a CANCEL for each CANCELLED one."""
+EXPIRED one, a CANCEL for each CANCELLED one -- a cart's, one per line
+(a plain cart ACTIVE has its ORDERs only)."""
 import collections
 import os
 import random
@@ -49,6 +55,7 @@ RUN_S = 15.0            # killing and restarting buyers for this long, per durab
 RESERVERS = 2           # buyers placing reservations, on a segment of their own
 R_UNITS = 60            # and R_RESTOCK more with each restock: paid ones hold theirs for good
 R_RESTOCK = 20
+R_CART_SKUS = (10, 11, 12)  # the carts' skus (reservers only): R_UNITS each, R_RESTOCK more
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # `wal dump` names each field for what it holds in its record's type (a
@@ -70,9 +77,11 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
     rwal = os.path.join(tmpdir_path, "rwal")
     with flashstock.open(name) as fs, flashstock.open(rname) as rfs:
         for f, units in ((fs, UNITS), (rfs, R_UNITS)):
-            f.activity_add(Activity(id=1, limit_per_user=LIMIT,
+            f.activity_add(Activity(id=1, limit_per_user=LIMIT, max_qty=2,
                                     flags=ActivityFlag.CANCEL_RETURNS_QUOTA))
             f.sku_add(1, 10, units, shards=4)
+        for sku in R_CART_SKUS[1:]:       # the carts' other skus
+            rfs.sku_add(1, sku, R_UNITS, shards=4)
         daemon = Daemon(name, wal, "--recover-ms", "200")
         rdaemon = Daemon(rname, rwal, "--recover-ms", "200")
         rnd = random.Random(os.getpid())
@@ -118,7 +127,8 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
                 start(b)
                 if time.time() >= next_restock:
                     fs.restock(1, 10, RESTOCK)
-                    rfs.restock(1, 10, R_RESTOCK)
+                    for sku in R_CART_SKUS:
+                        rfs.restock(1, sku, R_RESTOCK)
                     restocked += RESTOCK
                     next_restock += RESTOCK_EVERY_S
             for b in range(BUYERS + RESERVERS):   # the last kill of each buyer
@@ -142,7 +152,8 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
                 assert time.time() < deadline, "reservations left RESERVED: %d" % sum(
                     o.state == OrderState.RESERVED for o in rorders)
                 time.sleep(0.1)
-            rsku = rfs.sku_get(1, 10)
+            rskus = {sku: rfs.sku_get(1, sku) for sku in R_CART_SKUS}
+            rlines = cart_lines(rfs, rorders)
             # dead buyers' operations in flight: finished by recovery (also
             # the daemon's); then wait until every record is durable
             fs.recover()
@@ -234,10 +245,43 @@ def test_buyers_killed_at_random_lose_no_acknowledged_order_and_oversell_nothing
     assert worst <= LIMIT, [u for u, n in per_user.items() if n > LIMIT][:10]
     assert missing == [], "acknowledged orders missing from the WAL: %r" % missing[:10]
 
-    check_reservations(tmpdir_path, rwal, rorders, rsku, rkills)
+    check_reservations(tmpdir_path, rwal, rorders, rskus, rlines, rkills)
 
 
-def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
+def cart_lines(fs, orders):
+    """{order number: [its lines]} of every order of `orders` (order_get of
+    1..orders_max), each cart read whole by order_lines; asserts that every
+    cart is whole or absent: a cart's number reads as its line 0 with its
+    lines, order_lines gives every line (the cart's number, state and user,
+    lines 0..n-1 over distinct skus), each later line's number reads NONE
+    with that line and lines, and no other number reads as a line of a cart
+    (a line left of a cart that is not there)."""
+    out = {}
+    owner = {}                  # number of a later line -> (cart, line, lines)
+    for o in orders:
+        if o.state == OrderState.NONE:
+            continue
+        assert o.line == 0 and o.lines >= 1, o
+        ls = fs.order_lines(o.order_no) if o.lines > 1 else [o]
+        assert [x.line for x in ls] == list(range(o.lines)), (o, ls)
+        assert all((x.order_no, x.state, x.user_id, x.lines, x.limit_slot) ==
+                   (o.order_no, o.state, o.user_id, o.lines, o.limit_slot) for x in ls), ls
+        assert len({x.sku_id for x in ls}) == len(ls), ls
+        out[o.order_no] = ls
+        for i in range(1, o.lines):
+            owner[o.order_no + i] = (o.order_no, i, o.lines)
+    for o in orders:
+        if o.state != OrderState.NONE:
+            continue
+        n = o.order_no
+        if n in owner:
+            assert (o.line, o.lines) == owner[n][1:], (n, o, owner[n])
+        else:
+            assert (o.line, o.lines) == (0, 0), "number %d: a line of no cart: %r" % (n, o)
+    return out
+
+
+def check_reservations(tmpdir_path, rwal, orders, skus, lines, rkills):
     """The reservation segment after the run (see the module's doc)."""
     by_state = collections.Counter(o.state for o in orders)
     placed = {o.order_no: o for o in orders if o.state != OrderState.NONE}
@@ -245,7 +289,17 @@ def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
     assert set(by_state) <= {OrderState.NONE, OrderState.ACTIVE, OrderState.CANCELLED,
                              OrderState.EXPIRED}, by_state
     active = [o for o in placed.values() if o.state == OrderState.ACTIVE]
-    assert sku.total - sku.available == sum(o.qty for o in active), (sku, len(active))
+    # every sku: available + the units of its live lines (ACTIVE, RESERVED:
+    # none is left RESERVED) = total -- no unit lost, none both held and
+    # given back, none sold twice
+    live = collections.Counter()
+    for no, ls in lines.items():
+        for x in ls:
+            if x.state in (OrderState.ACTIVE, OrderState.RESERVED):
+                live[x.sku_id] += x.qty
+    for sku, info in skus.items():
+        assert info.available + live[sku] == info.total, (info, live[sku])
+    carts = {no: ls for no, ls in lines.items() if len(ls) > 1}
     per_user = collections.Counter(o.user_id for o in active)
     assert max(per_user.values(), default=0) <= LIMIT
     assert all(o.pay_by_ns == 0 for o in active)
@@ -253,10 +307,15 @@ def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
 
     # what the reservers noted, each right after its call returned
     notes = collections.defaultdict(set)
+    asked = {}                      # cart number -> [(sku, qty)] as the buyer asked
     for b in range(BUYERS, BUYERS + RESERVERS):
         with open(os.path.join(tmpdir_path, "acks-%d" % b)) as f:
             for w in f.read().split():
-                notes[w[0]].add(int(w[1:]))
+                if w[0] == "L":     # a cart's lines as asked: L<no>=<sku>x<qty>,...
+                    no, ls = w[1:].split("=")
+                    asked[int(no)] = [tuple(int(v) for v in x.split("x")) for x in ls.split(",")]
+                else:
+                    notes[w[0]].add(int(w[1:]))
     want = {"c": OrderState.ACTIVE, "k": OrderState.CANCELLED, "x": OrderState.EXPIRED}
     for kind, state in want.items():
         wrong = [n for n in notes[kind] if n not in placed or placed[n].state != state]
@@ -264,7 +323,15 @@ def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
     assert notes["r"] <= set(placed), sorted(notes["r"] - set(placed))[:10]
     # an ACTIVE order the reservers did not note confirmed: its confirm was
     # cut short by a kill, at most one call per kill
-    assert len({o.order_no for o in active} - notes["c"]) <= rkills
+    assert notes["t"] <= set(placed), sorted(notes["t"] - set(placed))[:10]
+    # every cart a buyer noted holds the lines it asked for, in its order
+    wrong = [(n, want, [(x.sku_id, x.qty) for x in lines.get(n, [])]) for n, want in asked.items()
+             if [(x.sku_id, x.qty) for x in lines.get(n, [])] != want]
+    assert wrong == [], "carts whose lines are not those asked: %r" % wrong[:10]
+    assert len(asked) > 10, "too few carts noted with their lines"
+    # an ACTIVE order the reservers did not note confirmed (nor placed as a
+    # plain cart): its confirm was cut short by a kill, at most one call per kill
+    assert len({o.order_no for o in active} - notes["c"] - notes["t"]) <= rkills
 
     # the WAL: one ORDER per reservation, one CONFIRM per ACTIVE one, one
     # EXPIRE per EXPIRED one, one CANCEL per CANCELLED one
@@ -276,17 +343,27 @@ def check_reservations(tmpdir_path, rwal, orders, sku, rkills):
         kv = dict(w.split("=", 1) for w in words.split())
         if kind in ("order", "cancel", "confirm", "expire"):
             recs[int(kv.get("order", kv.get("order_no", 0)))].append(kind)
-    ends = {OrderState.ACTIVE: ["order", "confirm"], OrderState.EXPIRED: ["order", "expire"],
-            OrderState.CANCELLED: ["order", "cancel"]}
+    # a cart's: one of each per line (a plain cart's ACTIVE: no confirm)
+    ends = {OrderState.ACTIVE: (["order", "confirm"],), OrderState.EXPIRED: (["order", "expire"],),
+            OrderState.CANCELLED: (["order", "cancel"],)}
+    cart_ends = {OrderState.ACTIVE: (["order"], ["order", "confirm"]),
+                 OrderState.EXPIRED: (["order", "expire"],),
+                 OrderState.CANCELLED: (["order", "cancel"],)}
     wrong = [(n, o.state.name, recs.get(n)) for n, o in placed.items()
-             if recs.get(n) != ends[o.state]]
+             if recs.get(n) not in [[k for k in kinds for _ in range(o.lines)]
+                                    for kinds in (cart_ends if n in carts
+                                                  else ends)[o.state]]]
     assert wrong == [], "records of reservations: %r" % wrong[:10]
     assert set(recs) == set(placed), sorted(set(recs) ^ set(placed))[:10]
     print("reservations: %d placed, %d paid, %d cancelled, %d expired (%d noted reserved, %d paid, "
-          "%d cancelled, %d refused as expired) after %d kills of reservers; held %d of %d units"
+          "%d cancelled, %d refused as expired) after %d kills of reservers; %d carts of 2..3 "
+          "lines (%d noted plain), each whole; held %s units of %s"
           % (len(placed), by_state[OrderState.ACTIVE], by_state[OrderState.CANCELLED],
              by_state[OrderState.EXPIRED], len(notes["r"]), len(notes["c"]), len(notes["k"]),
-             len(notes["x"]), rkills, sku.total - sku.available, sku.total))
+             len(notes["x"]), rkills, len(carts), len(notes["t"]), dict(live),
+             {sku: i.total for sku, i in skus.items()}))
+    assert len(carts) > 10 and len(notes["t"]) > 10, "too few carts to prove anything"
+    assert any(placed[n].state == OrderState.EXPIRED for n in carts), "no cart expired"
     assert len(notes["c"]) > 10 and len(notes["k"]) > 10 and len(notes["x"]) > 0, \
         "too few outcomes of each kind to prove anything"
     assert by_state[OrderState.EXPIRED] > len(notes["x"]), "the daemon expired none"

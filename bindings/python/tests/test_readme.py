@@ -8,8 +8,8 @@ consumer: the "## From Python" section of the project's docs/feed.md and the
 binding README's "## The order feed" show the marked region of
 example/consumer.py (which python_feed runs) unchanged; and the binding
 README's "## Observation" snippet, its batch example (order_many), its
-"## Reservations" and its "## Versioned terms" examples run and print what
-they say."""
+"## Reservations", its "## Versioned terms" and its "## Carts" examples run
+and print what they say."""
 import os
 import re
 import subprocess
@@ -169,3 +169,21 @@ def test_versioned_terms_readme_example_runs(segs):
     with flashstock.open(name) as fs:
         assert fs.stats().orders == 2                 # the stale order took nothing
         assert fs.sku_get(1, 10).price == 1500
+
+
+def test_carts_readme_example_runs(segs):
+    code = block_under(os.path.join(SRC, "README.md"), "## Carts")
+    assert code and '"/sale1"' in code
+    name = segs.make("cartdoc")
+    with flashstock.open(name) as fs:
+        fs.activity_add(Activity(id=1, max_qty=3))
+        fs.sku_add(1, 10, 5)
+        fs.sku_add(1, 11, 2)
+    p = subprocess.run([sys.executable, "-c", "import flashstock\n" +
+                        code.replace('"/sale1"', repr(name))],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ("[(10, 1, 'ACTIVE'), (11, 2, 'ACTIVE')]\n"
+                        "FLASH_ESOLD_OUT line 1 short [1]\n3 units back\n"), p.stdout
+    with flashstock.open(name) as fs:
+        assert [fs.sku_get(1, s).available for s in (10, 11)] == [5, 2]

@@ -27,7 +27,12 @@
 // payments come too late; now and then ExpireDue expires what is due, as a
 // process without a daemon must.  Each outcome is logged right after its
 // call returns: "r NO" reserved, "c NO" paid, "k NO" cancelled, "x NO"
-// refused as expired (ErrExpired).
+// refused as expired (ErrExpired).  A third of those turns reserve one unit
+// of sku 1, a third a cart of 2..3 lines over skus 1, 2, 3 (1..2 units
+// each, CartOrder with ReserveMs), settled by its number alike, and a
+// third place a plain cart, ACTIVE at once ("t NO"), a third of those
+// cancelled at once ("k NO").  A cart's first line comes with "L NO
+// SKUxQTY,...", its lines as asked, in the same write.
 //
 // usage: fsgo-buyer --name SEG --log FILE [--user-from U] [--users N] [--goroutines G] [--pause-us P]
 //
@@ -153,10 +158,11 @@ func buy(h orderer, rng *rand.Rand, from, users uint64, pauseUs, batch int, reqB
 	}
 }
 
-// logLine appends one line to the log, in one write.
-func logLine(kind string, no uint64) {
+// logLine appends one line to the log (and more, each starting with "\n"),
+// in one write.
+func logLine(kind string, no uint64, more ...string) {
 	logMu.Lock()
-	_, err := logF.WriteString(kind + " " + strconv.FormatUint(no, 10) + "\n")
+	_, err := logF.WriteString(kind + " " + strconv.FormatUint(no, 10) + strings.Join(more, "") + "\n")
 	logMu.Unlock()
 	if err != nil {
 		fail("log", err)
@@ -197,15 +203,57 @@ func reserve(h *flashstock.Handle, rng *rand.Rand, from, users uint64, pauseUs i
 			settle(ctx, h, rng, heap.Pop(&later).(due).no)
 			continue
 		}
-		r, err := h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 1, Qty: 1,
-			UserID: from + uint64(rng.Int63n(int64(users))), ReserveMs: uint32(20 + rng.Intn(281))})
+		user := from + uint64(rng.Int63n(int64(users)))
+		ms := uint32(20 + rng.Intn(281))
+		kind := rng.Intn(3)
+		var r flashstock.Receipt
+		var err error
+		var cartLines []flashstock.CartLine
+		if kind == 0 {
+			r, err = h.Order(ctx, flashstock.OrderReq{ActivityID: 1, SkuID: 1, Qty: 1, UserID: user, ReserveMs: ms})
+		} else {
+			req := flashstock.CartReq{ActivityID: 1, UserID: user}
+			if kind == 1 {
+				req.ReserveMs = ms
+			}
+			for _, i := range rng.Perm(3)[:2+rng.Intn(2)] {
+				req.Lines = append(req.Lines, flashstock.CartLine{SkuID: uint32(1 + i), Qty: uint32(1 + rng.Intn(2))})
+			}
+			r, err = h.CartOrder(ctx, req)
+			cartLines = req.Lines
+		}
+		if errors.Is(err, flashstock.ErrBusy) { // a cart's records found the ring full: nothing taken
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		if err != nil {
 			if !refusal(err) {
 				fail("reserve", err)
 			}
 			continue
 		}
-		logLine("r", r.OrderNo)
+		asked := ""
+		if kind != 0 { // the cart's lines as asked, in the write of its first note
+			var b strings.Builder
+			for i, l := range cartLines {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "%dx%d", l.SkuID, l.Qty)
+			}
+			asked = "\nL " + strconv.FormatUint(r.OrderNo, 10) + " " + b.String()
+		}
+		if kind == 2 { // a plain cart: ACTIVE at once; some given back
+			logLine("t", r.OrderNo, asked)
+			if rng.Intn(3) == 0 {
+				if _, err := h.Cancel(ctx, r.OrderNo); err != nil {
+					fail("cancel a cart", err)
+				}
+				logLine("k", r.OrderNo)
+			}
+			continue
+		}
+		logLine("r", r.OrderNo, asked)
 		if rng.Intn(2) == 0 {
 			settle(ctx, h, rng, r.OrderNo)
 		} else {

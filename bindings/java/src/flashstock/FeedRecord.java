@@ -21,7 +21,8 @@ import java.nio.ByteBuffer;
  * @param tsNs       CLOCK_REALTIME when made; ACTIVITY: end_ns
  * @param bizDay     ORDER: business day; ACTIVITY: limit | scope<<8 | flags<<16
  * @param limitSlot  ORDER/CANCEL: 1..K; ACTIVITY: max_qty
- * @param flags      CANCEL/EXPIRE: 1 if the quota was returned; ACTIVITY: 1 for new terms of an existing one
+ * @param flags      CANCEL/EXPIRE: 1 if the quota was returned; ACTIVITY: 1 for new terms of an existing one;
+ *                   a cart's line (ORDER/CANCEL/CONFIRM/EXPIRE): F_CART, its line (line()), F_LAST (last())
  * @param requestId  ORDER: request id or 0; ACTIVITY: day_offset_s
  * @param source     SOURCE_WAL or SOURCE_MYSQL (a refill)
  * @param missing    MISS_* bits: fields a refill could not give back (0 from the WAL)
@@ -45,6 +46,30 @@ public record FeedRecord(long lsn, long seq, int type, int slot, int activityId,
 	public static final int EXPIRE = 9;
 	/** A sku's price was set (FlashStock.skuPriceSet): value = the price, orderNo = the new version. */
 	public static final int PRICE = 10;
+
+	/** FLASH_REC_F_CART: the record is a line of a cart (one record per line, the line's skuId and qty). */
+	public static final int F_CART = 0x0100;
+	/** FLASH_REC_F_LAST: the cart's last line. */
+	public static final int F_LAST = 0x0200;
+
+	/** A line of a cart (FlashStock.cartOrder): an ORDER, CANCEL, CONFIRM or EXPIRE with F_CART. */
+	public boolean cart() {
+		return lineType() && (flags & F_CART) != 0;
+	}
+
+	/** The cart's line this record is (FLASH_REC_LINE), 0..15; 0 for any other record. */
+	public int line() {
+		return cart() ? flags >>> 10 & 0xf : 0;
+	}
+
+	/** The last line of its cart (F_LAST); true for a plain order's one record, false for no order's. */
+	public boolean last() {
+		return cart() ? (flags & F_LAST) != 0 : lineType();
+	}
+
+	private boolean lineType() {
+		return type == ORDER || type == CANCEL || type == CONFIRM || type == EXPIRE;
+	}
 
 	/** FLASH_FEED_WAL: the WAL frame itself, every field. */
 	public static final int SOURCE_WAL = 0;

@@ -20,6 +20,8 @@ public class FlashException extends RuntimeException {
 
 	private final int code;
 	private final String rcName;
+	private int line = -1;
+	private java.util.List<Integer> soldOutLines = java.util.List.of();
 
 	protected FlashException(int code) {
 		super(Native.rcname(code) + ": " + Native.strerror(code));
@@ -35,6 +37,28 @@ public class FlashException extends RuntimeException {
 	/** The code's symbolic name, as flash_rcname() gives it. */
 	public String rcName() {
 		return rcName;
+	}
+
+	/**
+	 * The line of a cart (FlashStock.cartOrder) this refusal was for: a
+	 * line's sku unknown (NotFound), its qty or a sku twice
+	 * (InvalidArgument), sold out, stale; 0 when the refusal is the cart's;
+	 * -1 for an exception that is not a cart's.
+	 */
+	public int line() {
+		return line;
+	}
+
+	/** A cart's SoldOut: every line short of its qty, in order (empty otherwise). */
+	public java.util.List<Integer> soldOutLines() {
+		return soldOutLines;
+	}
+
+	/* a cart's refusal: this exception with its line and short lines */
+	FlashException atLine(int line, java.util.List<Integer> soldOut) {
+		this.line = line;
+		this.soldOutLines = soldOut;
+		return this;
 	}
 
 	/**

@@ -452,6 +452,59 @@ public final class FlashStock implements AutoCloseable {
 		}
 	}
 
+	/**
+	 * Place a cart (flash_cart_order): 1..CartRequest.LINES_MAX lines of
+	 * distinct skus of one activity as one order, all or nothing -- every
+	 * line's units and one limit slot taken, or none.  Its number is the
+	 * cart's (its later lines hold the numbers after it: orderLines() reads
+	 * it whole); cancel(), confirm() and expire() of it act on every line.
+	 * Returns the outcome for FLASH_OK and the answers order() returns
+	 * (sold out, with line() and soldOutLines(); limit reached; stale; a
+	 * retried request id; FLASH_EFATE_UNKNOWN); throws FlashException for
+	 * any other code, line() naming the line refused (NotFound of its sku,
+	 * InvalidArgument of its qty or a sku twice); an activity of
+	 * Scope.SKU refuses carts (InvalidArgument), as does a cart of no line
+	 * or more than LINES_MAX.
+	 */
+	public CartResult cartOrder(CartRequest r) {
+		List<CartLine> ls = r.lines();
+		if (ls.size() > CartRequest.LINES_MAX)
+			throw FlashException.of(-9).atLine(0, List.of());
+		Cell c = enterWaiting();
+		try {
+			ByteBuffer b = c.io;
+			int q = Layout.Io.CART_REQ;
+			b.putInt(q + Layout.CartReq.ACTIVITY_ID, r.activityId());
+			b.putInt(q + Layout.CartReq.LINES, ls.size());
+			b.putLong(q + Layout.CartReq.USER_ID, r.userId());
+			b.putInt(q + Layout.CartReq.RESERVE_MS, r.reserveMs());
+			b.putInt(q + Layout.CartReq.RESERVED, 0);
+			b.putLong(q + Layout.CartReq.TOKEN, r.token());
+			b.putLong(q + Layout.CartReq.REQUEST_ID, r.requestId());
+			b.putLong(q + Layout.CartReq.ACTIVITY_VERSION, r.activityVersion());
+			for (int i = 0; i < ls.size(); i++) {
+				int at = q + Layout.CartReq.LINE + i * Layout.CartLine.SIZE;
+				CartLine l = ls.get(i);
+				b.putInt(at + Layout.CartLine.SKU_ID, l.skuId());
+				b.putInt(at + Layout.CartLine.QTY, l.qty());
+				b.putLong(at + Layout.CartLine.SKU_VERSION, l.skuVersion());
+			}
+			for (int off = 0; off < Layout.CartRes.SIZE; off += 8)   /* every field as the call leaves it */
+				b.putLong(Layout.Io.CART_RES + off, 0);
+			int rc = Native.cartOrder(c.h.cell);
+			int at = Layout.Io.CART_RES;
+			CartResult res = new CartResult(rc, b.getLong(at + Layout.CartRes.ORDER_NO),
+					b.getInt(at + Layout.CartRes.FIRST_RC), b.getInt(at + Layout.CartRes.LIMIT_SLOT),
+					b.getLong(at + Layout.CartRes.LSN), b.getInt(at + Layout.CartRes.LINE),
+					rc == -1 ? b.getInt(at + Layout.CartRes.SOLD_OUT) : 0);
+			if (rc != 0 && answer(rc, b, at) == null)
+				throw res.error();
+			return res;
+		} finally {
+			leave(c);
+		}
+	}
+
 	/*
 	 * The OrderResult of outcome rc, whose struct flash_order_res is at
 	 * offset `at` of b, for the codes order() returns; null for the codes
@@ -813,6 +866,27 @@ public final class FlashStock implements AutoCloseable {
 		try {
 			FlashException.check(Native.orderGet(c.h.cell, orderNo));
 			return OrderInfo.read(c.io);
+		} finally {
+			leave(c);
+		}
+	}
+
+	/**
+	 * Every line of order orderNo (flash_order_lines), in line order: one
+	 * for a plain order, 2..CartRequest.LINES_MAX for a cart (each line's
+	 * skuId, qty and line; the cart's number, state and other fields).
+	 * Throws NotFound for a number that holds no order, also the number of
+	 * a cart's later line (the cart is orderNo - line).
+	 */
+	public List<OrderInfo> orderLines(long orderNo) {
+		Cell c = enter();
+		try {
+			FlashException.check(Native.orderLines(c.h.cell, orderNo));
+			int n = Math.min(c.io.getInt(Layout.Io.LINES_N), CartRequest.LINES_MAX);
+			List<OrderInfo> out = new ArrayList<>(n);
+			for (int i = 0; i < n; i++)
+				out.add(OrderInfo.read(c.io, Layout.Io.LINES + i * Layout.OrderInfo.SIZE));
+			return List.copyOf(out);
 		} finally {
 			leave(c);
 		}

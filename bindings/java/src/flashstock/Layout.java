@@ -86,7 +86,7 @@ final class Layout {
 
 	static final class OrderInfo {
 		private OrderInfo() {}
-		static final int SIZE = 56;
+		static final int SIZE = 64;
 		static final int ORDER_NO = 0;
 		static final int USER_ID = 8;
 		static final int ACTIVITY_ID = 16;
@@ -97,6 +97,42 @@ final class Layout {
 		static final int BIZ_DAY = 36;
 		static final int CREATED_NS = 40;
 		static final int PAY_BY_NS = 48;
+		static final int LINE = 56;
+		static final int LINES = 60;
+	}
+
+	static final class CartLine {
+		private CartLine() {}
+		static final int SIZE = 16;
+		static final int SKU_ID = 0;
+		static final int QTY = 4;
+		static final int SKU_VERSION = 8;
+	}
+
+	static final class CartReq {
+		private CartReq() {}
+		static final int SIZE = 304;
+		static final int ACTIVITY_ID = 0;
+		static final int LINES = 4;
+		static final int USER_ID = 8;
+		static final int RESERVE_MS = 16;
+		static final int RESERVED = 20;
+		static final int TOKEN = 24;
+		static final int REQUEST_ID = 32;
+		static final int ACTIVITY_VERSION = 40;
+		static final int LINE = 48;
+		static final int LINES_MAX = 16;
+	}
+
+	static final class CartRes {
+		private CartRes() {}
+		static final int SIZE = 32;
+		static final int ORDER_NO = 0;
+		static final int FIRST_RC = 8;
+		static final int LIMIT_SLOT = 12;
+		static final int LSN = 16;
+		static final int LINE = 24;
+		static final int SOLD_OUT = 28;
 	}
 
 	static final class Stats {
@@ -158,10 +194,16 @@ final class Layout {
 
 	static final class Io {
 		private Io() {}
-		@Native static final int SIZE = 256;
+		@Native static final int SIZE = 1032;
 		@Native static final int ORDER_REQ = 0;
 		@Native static final int ORDER_RES = 56;
 		@Native static final int U64 = 0;
+		/* a cart (flash_cart_order): its request, its result */
+		@Native static final int CART_REQ = 0;
+		@Native static final int CART_RES = 304;
+		/* flash_order_lines: CartReq.LINES_MAX struct flash_order_info, then the count */
+		@Native static final int LINES = 0;
+		@Native static final int LINES_N = 1024;
 	}
 
 	/* A cell's batch area (native/fj_io.h): for room for cap orders, cap
@@ -190,6 +232,9 @@ final class Layout {
 		static final int LIMIT_SLOT = 52;
 		static final int FLAGS = 54;
 		static final int REQUEST_ID = 56;
+		/* a cart's line's flags: FLASH_REC_F_CART, FLASH_REC_F_LAST */
+		static final int F_CART = 256;
+		static final int F_LAST = 512;
 	}
 
 	static final class FeedRec {

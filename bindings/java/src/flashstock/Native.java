@@ -88,6 +88,8 @@ final class Native {
 
 	/* 5. orders: request at Layout.Io.ORDER_REQ, result at Layout.Io.ORDER_RES */
 	static native int order(long cell);
+	/** flash_cart_order: request at Layout.Io.CART_REQ, result at Layout.Io.CART_RES */
+	static native int cartOrder(long cell);
 	/**
 	 * the cell's batch area (native/fj_io.h) with room for cap orders (native byte order not set);
 	 * the buffer it replaces must not be used again
@@ -120,6 +122,8 @@ final class Native {
 	static native int activityAt(long cell, int index);
 	static native int skuAt(long cell, int index);
 	static native int orderGet(long cell, long orderNo);
+	/** flash_order_lines: the lines from Layout.Io.LINES, their count at Layout.Io.LINES_N */
+	static native int orderLines(long cell, long orderNo);
 	static native long ordersMax(long cell);
 	static native int statsGet(long cell);
 	static native int identGet(long cell);

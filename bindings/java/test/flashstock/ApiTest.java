@@ -4,6 +4,8 @@
  * returned and errors thrown, cancel, reservations (confirm, expire,
  * expireDue), versioned terms (activityGet, activityUpdate, skuPriceSet,
  * an order naming replaced terms refused FLASH_ESTALE with nothing taken),
+ * carts (cartOrder, orderLines: all or nothing, the refused line named,
+ * cancelled, confirmed and expired whole, refused in a SKU-scope activity),
  * restock, tokens, locks, reading state, stats, sync waits, read-only
  * handles, and close.
  */
@@ -357,6 +359,22 @@ class ApiTest {
 	}
 
 	@Test
+	void theReadmesCartsExamplePrintsWhatItSays() throws Exception {
+		ByteArrayOutputStream buf = new ByteArrayOutputStream();
+		PrintStream out = System.out;
+		try (Seg s = new Seg("cartdoc")) {
+			System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
+			try {
+				flashstock.example.Quickstart.carts(s.name);
+			} finally {
+				System.setOut(out);
+			}
+		}
+		assertEquals("line 0: sku 7 x1\nline 1: sku 8 x2\nFLASH_ESOLD_OUT at line 1, short [1]\n3 units back\n",
+				buf.toString(StandardCharsets.UTF_8));
+	}
+
+	@Test
 	void aWindowNotOpenOrClosedIsRefused() {
 		try (Seg s = new Seg("window"); FlashStock fs = FlashStock.open(s.name)) {
 			long now = System.currentTimeMillis() * 1_000_000L, h = 3_600_000_000_000L;
@@ -457,6 +475,199 @@ class ApiTest {
 			assertThrows(IllegalStateException.class, () -> fs.order(1, 1, 1, 1));
 			assertThrows(IllegalStateException.class, fs::stats);
 			fs.close();
+		}
+	}
+
+	/* ------------------------------------------------------------ carts */
+
+	/** fs with activity 1 (limit lim, max qty 3, cancel returns quota) and skus 10, 11, 12. */
+	static void cartSale(FlashStock fs, int lim, long u10, long u11, long u12) {
+		fs.activityAdd(Activity.openNow(1, lim).withMaxQty(3).withFlags(Activity.CANCEL_RETURNS_QUOTA));
+		fs.skuAdd(1, 10, u10, 1);
+		fs.skuAdd(1, 11, u11, 1);
+		fs.skuAdd(1, 12, u12, 1);
+	}
+
+	static List<Long> available(FlashStock fs) {
+		return List.of(fs.skuGet(1, 10).available(), fs.skuGet(1, 11).available(), fs.skuGet(1, 12).available());
+	}
+
+	@Test
+	void aCartTakesEveryLinesUnitsUnderOneNumberAndOneLimitSlot() {
+		try (Seg s = new Seg("cart"); FlashStock fs = FlashStock.open(s.name)) {
+			cartSale(fs, 2, 5, 5, 5);
+			CartRequest req = CartRequest.of(1, 700, CartLine.of(10, 2), CartLine.of(11, 1), new CartLine(12, 3, 0))
+					.withRequestId(7001);
+			CartResult r = fs.cartOrder(req);
+			assertTrue(r.ok(), r.rcName());
+			assertTrue(r.orderNo() > 0 && r.lsn() > 0);
+			assertEquals(1, r.limitSlot());
+			assertEquals(List.of(3L, 4L, 2L), available(fs));
+			OrderInfo head = fs.orderGet(r.orderNo());
+			assertEquals(List.of(10, 2, 0, 3), List.of(head.skuId(), head.qty(), head.line(), head.lines()));
+			assertEquals(OrderState.ACTIVE, head.state());
+			for (int i = 1; i < 3; i++) {
+				OrderInfo o = fs.orderGet(r.orderNo() + i);
+				assertEquals(OrderState.NONE, o.state());
+				assertEquals(List.of(i, 3), List.of(o.line(), o.lines()), "number of line " + i);
+				long no = r.orderNo() + i;
+				assertThrows(FlashException.NotFound.class, () -> fs.orderLines(no));
+			}
+			List<OrderInfo> ls = fs.orderLines(r.orderNo());
+			assertEquals(3, ls.size(), ls.toString());
+			int[][] want = { { 10, 2 }, { 11, 1 }, { 12, 3 } };
+			for (int i = 0; i < 3; i++) {
+				OrderInfo o = ls.get(i);
+				assertEquals(List.of(r.orderNo(), (long) want[i][0], (long) want[i][1], (long) i, 3L, 700L, 1L),
+						List.of(o.orderNo(), (long) o.skuId(), (long) o.qty(), (long) o.line(), (long) o.lines(),
+								o.userId(), (long) o.limitSlot()), "line " + i);
+				assertEquals(OrderState.ACTIVE, o.state());
+			}
+			CartResult dup = fs.cartOrder(req);
+			assertEquals(-7, dup.rc(), dup.rcName());
+			assertEquals(0, dup.firstRc());
+			assertEquals(r.orderNo(), dup.orderNo());
+			OrderResult p = fs.order(1, 10, 700, 1);
+			assertEquals(2, p.limitSlot(), "the cart holds one limit slot");
+			List<OrderInfo> pl = fs.orderLines(p.orderNo());
+			assertEquals(1, pl.size());
+			assertEquals(List.of(0, 1), List.of(pl.get(0).line(), pl.get(0).lines()));
+			assertEquals(-2, fs.cartOrder(CartRequest.of(1, 700, CartLine.of(11, 1))).rc());
+			assertEquals(List.of(2L, 4L, 2L), available(fs));
+		}
+	}
+
+	@Test
+	void aCartOneLineShortTakesNothingAndNamesTheLineAndEveryShortOne() {
+		try (Seg s = new Seg("cartshort"); FlashStock fs = FlashStock.open(s.name)) {
+			cartSale(fs, 1, 5, 1, 2);
+			List<Long> before = available(fs);
+			CartResult r = fs.cartOrder(CartRequest.of(1, 710, CartLine.of(10, 1), CartLine.of(11, 2), CartLine.of(12, 1)));
+			assertEquals(-1, r.rc(), r.rcName());
+			assertEquals(1, r.line());
+			assertEquals(List.of(1), r.soldOutLines());
+			FlashException e = r.error();
+			assertTrue(e instanceof FlashException.SoldOut, e.toString());
+			assertEquals(1, e.line());
+			assertEquals(List.of(1), e.soldOutLines());
+			r = fs.cartOrder(CartRequest.of(1, 710, CartLine.of(10, 3), CartLine.of(11, 2), CartLine.of(12, 3)));
+			assertEquals(-1, r.rc(), r.rcName());
+			assertEquals(List.of(1, 2), r.soldOutLines());
+			assertTrue(r.line() == 1 || r.line() == 2, "line " + r.line());
+			CartResult shortOne = r;
+			assertThrows(FlashException.SoldOut.class, shortOne::orThrow);
+			assertEquals(before, available(fs), "nothing taken");
+			Object[][] bad = { { List.of(CartLine.of(10, 1), CartLine.of(11, 1), CartLine.of(13, 1)), FlashException.NotFound.class, 2 },
+					{ List.of(CartLine.of(10, 1), CartLine.of(11, 0)), FlashException.InvalidArgument.class, 1 },
+					{ List.of(CartLine.of(10, 1), CartLine.of(12, 4)), FlashException.InvalidArgument.class, 1 },
+					{ List.of(CartLine.of(10, 1), CartLine.of(11, 1), CartLine.of(10, 1)), FlashException.InvalidArgument.class, 2 } };
+			for (Object[] b : bad) {
+				@SuppressWarnings("unchecked")
+				List<CartLine> ls = (List<CartLine>) b[0];
+				@SuppressWarnings("unchecked")
+				Class<? extends FlashException> k = (Class<? extends FlashException>) b[1];
+				FlashException x = assertThrows(k, () -> fs.cartOrder(CartRequest.of(1, 710, ls)));
+				assertEquals((int) (Integer) b[2], x.line(), ls.toString());
+			}
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.cartOrder(CartRequest.of(1, 710, List.of())));
+			List<CartLine> many = new java.util.ArrayList<>();
+			for (int i = 0; i <= CartRequest.LINES_MAX; i++)
+				many.add(CartLine.of(100 + i, 1));
+			assertThrows(FlashException.InvalidArgument.class, () -> fs.cartOrder(CartRequest.of(1, 710, many)));
+			assertEquals(before, available(fs), "nothing taken");
+			CartResult ok = fs.cartOrder(CartRequest.of(1, 710, CartLine.of(10, 1), CartLine.of(11, 1), CartLine.of(12, 2)));
+			assertTrue(ok.ok(), ok.rcName());
+			assertEquals(1, ok.limitSlot(), "the refusals took no limit slot");
+			assertEquals(List.of(4L, 0L, 0L), available(fs));
+		}
+	}
+
+	@Test
+	void cancellingACartReturnsEveryLineAndTheLimitSlot() {
+		try (Seg s = new Seg("cartcancel"); FlashStock fs = FlashStock.open(s.name)) {
+			cartSale(fs, 1, 5, 5, 5);
+			long no = fs.cartOrder(CartRequest.of(1, 720, CartLine.of(10, 1), CartLine.of(11, 2), CartLine.of(12, 3)))
+					.orThrow();
+			assertEquals(List.of(4L, 3L, 2L), available(fs));
+			assertEquals(6, fs.cancel(no));
+			assertEquals(List.of(5L, 5L, 5L), available(fs));
+			List<OrderInfo> ls = fs.orderLines(no);
+			assertEquals(3, ls.size());
+			for (OrderInfo o : ls)
+				assertEquals(OrderState.CANCELLED, o.state(), o.toString());
+			assertThrows(FlashException.Cancelled.class, () -> fs.cancel(no));
+			assertThrows(FlashException.NotFound.class, () -> fs.cancel(no + 1));
+			assertEquals(List.of(5L, 5L, 5L), available(fs));
+			CartResult again = fs.cartOrder(CartRequest.of(1, 720, CartLine.of(11, 1), CartLine.of(12, 1)));
+			assertEquals(1, again.limitSlot(), again.rcName());
+		}
+	}
+
+	@Test
+	void aCartReservationIsConfirmedOrExpiredWhole() throws Exception {
+		try (Seg s = new Seg("cartresv"); FlashStock fs = FlashStock.open(s.name)) {
+			cartSale(fs, 2, 5, 5, 5);
+			long paid = fs.cartOrder(CartRequest.of(1, 730, CartLine.of(10, 1), CartLine.of(11, 2)).withReserveMs(60_000))
+					.orThrow();
+			long late = fs.cartOrder(CartRequest.of(1, 731, CartLine.of(11, 1), CartLine.of(12, 3)).withReserveMs(30))
+					.orThrow();
+			assertEquals(List.of(4L, 2L, 2L), available(fs));
+			for (long no : new long[] { paid, late })
+				for (OrderInfo o : fs.orderLines(no)) {
+					assertEquals(OrderState.RESERVED, o.state(), o.toString());
+					assertTrue(o.payByNs() > 0, o.toString());
+				}
+			assertThrows(FlashException.NotDue.class, () -> fs.expire(paid));
+			fs.confirm(paid);
+			for (OrderInfo o : fs.orderLines(paid)) {
+				assertEquals(OrderState.ACTIVE, o.state(), o.toString());
+				assertEquals(0, o.payByNs());
+			}
+			Thread.sleep(60);
+			assertEquals(4, fs.expire(late));
+			for (OrderInfo o : fs.orderLines(late))
+				assertEquals(OrderState.EXPIRED, o.state(), o.toString());
+			assertThrows(FlashException.Expired.class, () -> fs.confirm(late));
+			long again = fs.cartOrder(CartRequest.of(1, 731, CartLine.of(12, 1), CartLine.of(10, 1)).withReserveMs(30))
+					.orThrow();
+			Thread.sleep(60);
+			assertEquals(1, fs.expireDue(0), "the cart, once");
+			for (OrderInfo o : fs.orderLines(again))
+				assertEquals(OrderState.EXPIRED, o.state(), o.toString());
+			assertEquals(List.of(4L, 3L, 5L), available(fs));
+			Stats st = fs.stats();
+			assertEquals(1, st.confirms());
+			assertEquals(2, st.expiries());
+		}
+	}
+
+	@Test
+	void anActivityWhoseLimitIsPerSkuRefusesCarts() {
+		try (Seg s = new Seg("cartsku"); FlashStock fs = FlashStock.open(s.name)) {
+			Activity a = Activity.openNow(2, 1).withMaxQty(3);
+			fs.activityAdd(new Activity(a.id(), a.limitPerUser(), a.maxQty(), Scope.SKU, 0, 0, a.startNs(), a.endNs()));
+			fs.skuAdd(2, 20, 5, 1);
+			fs.skuAdd(2, 21, 5, 1);
+			assertThrows(FlashException.InvalidArgument.class,
+					() -> fs.cartOrder(CartRequest.of(2, 740, CartLine.of(20, 1), CartLine.of(21, 1))));
+			assertEquals(5, fs.skuGet(2, 20).available());
+			assertEquals(5, fs.skuGet(2, 21).available());
+			assertTrue(fs.order(2, 20, 740, 1).ok(), "a plain order still is one");
+		}
+	}
+
+	@Test
+	void aRecordsCartLineAndLastAreItsFlags() {
+		int cart = FeedRecord.F_CART, last = FeedRecord.F_LAST;
+		int[][] cases = { // type, flags, cart, line, last
+				{ FeedRecord.ORDER, cart, 1, 0, 0 }, { FeedRecord.CANCEL, cart | last | 15 << 10 | 1, 1, 15, 1 },
+				{ FeedRecord.EXPIRE, cart | 3 << 10, 1, 3, 0 }, { FeedRecord.CONFIRM, cart | last | 1 << 10, 1, 1, 1 },
+				{ FeedRecord.ORDER, 0x8035, 0, 0, 1 }, { FeedRecord.RESTOCK, 0, 0, 0, 0 },
+				{ FeedRecord.ACTIVITY, 1, 0, 0, 0 } };
+		for (int[] c : cases) {
+			FeedRecord r = new FeedRecord(1, 1, c[0], 0, 1, 10, 1, 5, 7, 0, 0, 0, 1, c[1], 0, 0, 0, 0);
+			assertEquals(List.of(c[2] == 1, c[3], c[4] == 1), List.of(r.cart(), r.line(), r.last()),
+					"type " + c[0] + " flags " + Integer.toHexString(c[1]));
 		}
 	}
 }

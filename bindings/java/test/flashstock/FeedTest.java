@@ -104,6 +104,36 @@ class FeedTest {
 				update.bizDay() & 0xff));
 	}
 
+	/* A cart's ORDER and its CANCEL are one record per line, in line order: the line's sku and qty, the
+	 * cart's number and user; cart(), line() and last() from the flags; the request id on line 0 only. */
+	@Test
+	void aCartIsOneRecordPerLineWithItsLineLastAndTheCartsNumber() {
+		fs.skuAdd(1, 11, 100, 1);
+		fs.skuAdd(1, 12, 100, 1);
+		int[] skus = { 12, 10, 11 };
+		CartResult r = fs.cartOrder(CartRequest.of(1, 900, CartLine.of(12, 1), CartLine.of(10, 1), CartLine.of(11, 1))
+				.withRequestId(9001));
+		assertTrue(r.ok(), r.rcName());
+		assertEquals(3, fs.cancel(r.orderNo()));
+		long plain = buy(new long[] { 901 }, Map.of()).get(901L);
+		List<FeedRecord> recs;
+		try (Feed feed = Feed.open(wal.toString(), "carts", Feed.Options.fromStartOfWal())) {
+			recs = take(feed, 11).stream().filter(x -> x.type() == FeedRecord.ORDER || x.type() == FeedRecord.CANCEL)
+					.toList();
+		}
+		assertEquals(7, recs.size(), recs.toString());
+		for (int i = 0; i < 6; i++) {
+			FeedRecord x = recs.get(i);
+			int line = i % 3;
+			assertEquals(List.of(i < 3 ? FeedRecord.ORDER : FeedRecord.CANCEL, skus[line], 1, r.orderNo(), 900L, true,
+					line, line == 2), List.of(x.type(), x.skuId(), x.qty(), x.orderNo(), x.userId(), x.cart(),
+							x.line(), x.last()), "record " + i);
+		}
+		assertEquals(List.of(9001L, 0L, 0L), recs.subList(0, 3).stream().map(FeedRecord::requestId).toList());
+		FeedRecord p = recs.get(6);
+		assertEquals(List.of(plain, false, 0, true), List.of(p.orderNo(), p.cart(), p.line(), p.last()));
+	}
+
 	@Test
 	void everyAcknowledgedOrderComesOnceInLsnOrderWithItsFieldsAndCommitsHoldAcrossAReopen() {
 		String w = wal.toString();

@@ -16,7 +16,12 @@
  * expire, at once or up to 400 ms later, so some payments come too late;
  * now and then expireDue() expires what is due.  Each outcome is appended
  * right after its call returns: "r N" reserved, "c N" paid, "k N"
- * cancelled, "x N" refused as expired (FlashException.Expired).
+ * cancelled, "x N" refused as expired (FlashException.Expired).  A third of
+ * those turns reserve one unit of sku 1, a third a cart of 2..3 lines over
+ * skus 1, 2, 3 (1..2 units each, cartOrder with reserveMs), settled by its
+ * number alike, a third place a plain cart, ACTIVE at once ("t N"), a
+ * third of those cancelled at once ("k N").  A cart's first note comes with
+ * "L N SKUxQTY,...", its lines as asked, in the same write.
  *
  *   KillBuyer SEG ACKS FROM TO SEED [reserve]
  */
@@ -131,15 +136,55 @@ public final class KillBuyer {
 					continue;
 				}
 				long user = from + rnd.nextInt((int) (to - from + 1));
-				OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withReserveMs(20 + rnd.nextInt(281)));
+				int ms = 20 + rnd.nextInt(281), kind = rnd.nextInt(3);
+				int rc;
+				long no;
+				String asked = "";  // a cart's lines as asked, in the write of its first note
+				if (kind == 0) {
+					OrderResult r = fs.order(OrderRequest.of(1, 1, user, 1).withReserveMs(ms));
+					rc = r.rc();
+					no = r.orderNo();
+				} else {
+					List<CartLine> lines = new ArrayList<>();
+					List<Integer> skus = new ArrayList<>(List.of(1, 2, 3));
+					java.util.Collections.shuffle(skus, rnd);
+					for (int sku : skus.subList(0, 2 + rnd.nextInt(2)))
+						lines.add(CartLine.of(sku, 1 + rnd.nextInt(2)));
+					CartRequest c = CartRequest.of(1, user, lines);
+					CartResult r;
+					try {
+						r = fs.cartOrder(kind == 1 ? c.withReserveMs(ms) : c);
+					} catch (FlashException.Busy e) {  // the ring had no room for the cart's records: nothing taken
+						LockSupport.parkNanos(1_000_000L);
+						continue;
+					}
+					rc = r.rc();
+					no = r.orderNo();
+					StringBuilder b = new StringBuilder("L ").append(no).append(' ');
+					for (CartLine l : lines)
+						b.append(l.skuId()).append('x').append(l.qty()).append(',');
+					asked = b.substring(0, b.length() - 1) + "\n";
+				}
 				// placed: OK, or placed with its fate unknown (sync: not durable in time)
-				if (!r.ok() && r.rc() != -33)
+				if (rc != 0 && rc != -33)
 					continue;  // sold out, over the limit
-				append(acks, "r " + r.orderNo() + "\n");
+				if (kind == 2) {  // a plain cart: ACTIVE at once; some given back
+					append(acks, "t " + no + "\n" + asked);
+					if (rnd.nextInt(3) == 0) {
+						try {
+							fs.cancel(no);
+						} catch (FlashException.FateUnknown e) {
+							// sync: cancelled in memory, not durable within the wait bound: done
+						}
+						append(acks, "k " + no + "\n");
+					}
+					continue;
+				}
+				append(acks, "r " + no + "\n" + asked);
 				if (rnd.nextBoolean())
-					settle(fs, acks, rnd, r.orderNo());
+					settle(fs, acks, rnd, no);
 				else
-					later.add(new long[] { System.nanoTime() + rnd.nextInt(400) * 1_000_000L, r.orderNo() });
+					later.add(new long[] { System.nanoTime() + rnd.nextInt(400) * 1_000_000L, no });
 			}
 		} catch (Throwable e) {
 			e.printStackTrace();

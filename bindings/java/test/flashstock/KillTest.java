@@ -15,7 +15,8 @@
  * of the calls a kill cut short; nothing oversold.
  *
  * Two more buyer JVMs (KillBuyer ... reserve), killed and restarted with the
- * others, place reservations, pay, cancel or leave them, on a segment of
+ * others, place reservations, cart reservations and plain carts (over skus
+ * 1, 2, 3), pay, cancel or leave them, on a segment of
  * their own with its own daemon and WAL: `flashstock reconcile` stops at
  * the first CONFIRM or EXPIRE record ("frame of an unknown type"), and the
  * orders' segment keeps its reconcile check (checkReservations says what
@@ -57,8 +58,9 @@ class KillTest {
 			try (FlashStock fs = FlashStock.open(s.name); FlashStock rfs = FlashStock.open(rs.name)) {
 				fs.activityAdd(Activity.openNow(1, LIMIT).withFlags(Activity.CANCEL_RETURNS_QUOTA));
 				fs.skuAdd(1, 1, STOCK, 4);
-				rfs.activityAdd(Activity.openNow(1, LIMIT).withFlags(Activity.CANCEL_RETURNS_QUOTA));
-				rfs.skuAdd(1, 1, R_STOCK, 4);
+				rfs.activityAdd(Activity.openNow(1, LIMIT).withMaxQty(2).withFlags(Activity.CANCEL_RETURNS_QUOTA));
+				for (int sku = 1; sku <= 3; sku++)  // the carts' skus
+					rfs.skuAdd(1, sku, R_STOCK, 4);
 			}
 			serve = Procs.serve(s.name, wal, serveLog);
 			rserve = Procs.serve(rs.name, rwal, rserveLog);
@@ -201,25 +203,31 @@ class KillTest {
 	/*
 	 * The reservers' segment, once its daemon has expired every reservation
 	 * left due (300 ms at most) and stopped: no reservation is left RESERVED;
-	 * each is ACTIVE, CANCELLED or EXPIRED; the units held are exactly the
-	 * ACTIVE ones' and no user holds more than LIMIT; each outcome a reserver
+	 * each is ACTIVE, CANCELLED or EXPIRED; for every sku, available + the
+	 * units of its live lines = total; every cart whole or absent
+	 * (cartLines) and holding the lines its buyer asked for; no user holds more than LIMIT; each outcome a reserver
 	 * appended is the order's state (paid: ACTIVE, cancelled: CANCELLED,
 	 * refused as expired: EXPIRED), and the ACTIVE ones it did not note paid
 	 * are at most one per kill (a confirm cut short); the WAL has one ORDER per
 	 * reservation and one CONFIRM per ACTIVE one, one EXPIRE per EXPIRED one, a
-	 * CANCEL per CANCELLED one, nothing else.
+	 * CANCEL per CANCELLED one, nothing else (a cart: one per line; a plain
+	 * cart ACTIVE: its ORDERs only).
 	 */
 	private static void checkReservations(Path dir, String seg, Path wal, Process serve, Path serveLog, int rkills)
 			throws Exception {
 		Map<Long, OrderInfo> placed = new HashMap<>();
-		SkuInfo sku;
+		List<OrderInfo> all = new ArrayList<>();
+		Map<Integer, SkuInfo> skus = new HashMap<>();
+		Map<Long, List<OrderInfo>> lines;
 		try (FlashStock fs = FlashStock.open(seg)) {
 			for (int i = 0;; i++) {
 				fs.recover();
 				placed.clear();
+				all.clear();
 				int reserved = 0;
 				for (long no = 1; no <= fs.ordersMax(); no++) {
 					OrderInfo o = fs.orderGet(no);
+					all.add(o);
 					if (o.state() == OrderState.RESERVED)
 						reserved++;
 					if (o.state() != OrderState.NONE)
@@ -231,7 +239,9 @@ class KillTest {
 					throw new AssertionError(reserved + " reservations left RESERVED: " + fs.quiet());
 				Thread.sleep(100);
 			}
-			sku = fs.skuGet(1, 1);
+			for (int id = 1; id <= 3; id++)
+				skus.put(id, fs.skuGet(1, id));
+			lines = cartLines(fs, all);
 		}
 		Procs.stopServe(serve, serveLog);
 
@@ -243,26 +253,48 @@ class KillTest {
 			assertTrue(o.state() == OrderState.ACTIVE || o.state() == OrderState.CANCELLED
 					|| o.state() == OrderState.EXPIRED, o.toString());
 			if (o.state() == OrderState.ACTIVE) {
-				held += o.qty();
 				perUser.merge(o.userId(), 1, Integer::sum);
 				assertEquals(0, o.payByNs(), o.toString());
 			} else if (o.state() == OrderState.EXPIRED) {
 				assertTrue(o.payByNs() > 0, o.toString());
 			}
 		}
-		assertEquals(sku.total() - sku.available(), held, "units held against the ACTIVE reservations'");
+		// every sku: available + the units of its live lines (ACTIVE, RESERVED)
+		// = total: no unit lost, none both held and given back, none sold twice
+		Map<Integer, Long> live = new HashMap<>();
+		int carts = 0;
+		for (List<OrderInfo> ls : lines.values()) {
+			if (ls.size() > 1)
+				carts++;
+			for (OrderInfo l : ls)
+				if (l.state() == OrderState.ACTIVE || l.state() == OrderState.RESERVED) {
+					live.merge(l.skuId(), (long) l.qty(), Long::sum);
+					held += l.qty();
+				}
+		}
+		long total = 0;
+		for (SkuInfo k : skus.values()) {
+			total += k.total();
+			assertEquals(k.total(), k.available() + live.getOrDefault(k.skuId(), 0L),
+					"sku " + k.skuId() + ": available + units of live lines against total");
+		}
 		int worst = perUser.values().stream().max(Integer::compare).orElse(0);
 		assertTrue(worst <= LIMIT, "a user holds " + worst + " paid reservations, limit " + LIMIT);
 
 		Map<String, OrderState> want = Map.of("c", OrderState.ACTIVE, "k", OrderState.CANCELLED, "x",
 				OrderState.EXPIRED);
 		Map<String, Set<Long>> noted = new HashMap<>();
+		Map<Long, String> asked = new HashMap<>();  // cart number -> "SKUxQTY,..." as its buyer asked
 		for (int b = BUYERS; b < BUYERS + RESERVERS; b++) {
 			Path f = dir.resolve("racks" + b);
 			if (!Files.exists(f))
 				continue;
 			for (String l : Files.readAllLines(f)) {
 				String[] w = l.split(" ");
+				if (w.length == 3 && w[0].equals("L") && w[1].matches("[0-9]+")) {  // a cart's lines as asked
+					asked.put(Long.parseLong(w[1]), w[2]);
+					continue;
+				}
 				if (w.length != 2 || !w[1].matches("[0-9]+"))
 					continue;
 				long no = Long.parseLong(w[1]);
@@ -272,26 +304,89 @@ class KillTest {
 					assertEquals(want.get(w[0]), placed.get(no).state(), "noted " + l);
 			}
 		}
-		Set<Long> paid = noted.getOrDefault("c", Set.of());
-		long unnoted = placed.values().stream()
-				.filter(o -> o.state() == OrderState.ACTIVE && !paid.contains(o.orderNo())).count();
+		// every cart a buyer noted holds the lines it asked for, in its order
+		for (Map.Entry<Long, String> e : asked.entrySet()) {
+			List<String> got = new ArrayList<>();
+			for (OrderInfo l : lines.getOrDefault(e.getKey(), List.of()))
+				got.add(l.skuId() + "x" + l.qty());
+			assertEquals(e.getValue(), String.join(",", got), "cart " + e.getKey() + ": its lines against those asked");
+		}
+		assertTrue(asked.size() >= 10, "only " + asked.size() + " carts noted with their lines");
+		Set<Long> paid = noted.getOrDefault("c", Set.of()), plain = noted.getOrDefault("t", Set.of());
+		long unnoted = placed.values().stream().filter(o -> o.state() == OrderState.ACTIVE
+				&& !paid.contains(o.orderNo()) && !plain.contains(o.orderNo())).count();
 		assertTrue(unnoted <= rkills, unnoted + " ACTIVE reservations not noted paid after " + rkills + " kills");
 
 		Map<Long, List<String>> kinds = Procs.walKindsByOrder(dir, wal);
+		// a cart's: one of each per line, its lines' in a row; a plain cart
+		// ACTIVE has its ORDERs only
 		for (OrderInfo o : placed.values()) {
-			List<String> end = List.of("order", o.state() == OrderState.CANCELLED ? "cancel"
-					: o.state() == OrderState.EXPIRED ? "expire" : "confirm");
-			assertEquals(end, kinds.get(o.orderNo()), "records of order " + o.orderNo() + " (" + o.state() + ")");
+			String last = o.state() == OrderState.CANCELLED ? "cancel"
+					: o.state() == OrderState.EXPIRED ? "expire" : "confirm";
+			List<String> end = new ArrayList<>(), orders = new ArrayList<>();
+			for (int i = 0; i < o.lines(); i++)
+				orders.add("order");
+			end.addAll(orders);
+			for (int i = 0; i < o.lines(); i++)
+				end.add(last);
+			List<String> got = kinds.get(o.orderNo());
+			assertTrue(end.equals(got) || (o.lines() > 1 && o.state() == OrderState.ACTIVE && orders.equals(got)),
+					"records of order " + o.orderNo() + " (" + o.state() + ", " + o.lines() + " lines): " + got
+							+ ", want " + end);
 		}
 		assertEquals(placed.keySet(), kinds.keySet(), "the WAL's orders against the segment's");
 		int x = noted.getOrDefault("x", Set.of()).size();
 		System.out.printf("reservations: %d placed, %d paid, %d cancelled, %d expired (noted: %d reserved, %d paid, "
-				+ "%d cancelled, %d refused as expired) after %d kills of reservers; held %d of %d units%n",
+				+ "%d cancelled, %d refused as expired) after %d kills of reservers; %d carts of 2..3 lines, each "
+				+ "whole (%d noted plain); held %d of %d units%n",
 				placed.size(), count.getOrDefault(OrderState.ACTIVE, 0), count.getOrDefault(OrderState.CANCELLED, 0),
 				count.getOrDefault(OrderState.EXPIRED, 0), noted.getOrDefault("r", Set.of()).size(), paid.size(),
-				noted.getOrDefault("k", Set.of()).size(), x, rkills, held, sku.total());
+				noted.getOrDefault("k", Set.of()).size(), x, rkills, carts, plain.size(), held, total);
 		assertTrue(paid.size() >= 10 && noted.getOrDefault("k", Set.of()).size() >= 10 && x > 0
 				&& count.getOrDefault(OrderState.EXPIRED, 0) > x,
 				"the run did not exercise payments, cancels, late payments and expiries");
+		boolean expiredCart = lines.values().stream()
+				.anyMatch(ls -> ls.size() > 1 && ls.get(0).state() == OrderState.EXPIRED);
+		assertTrue(carts >= 10 && plain.size() >= 10 && expiredCart,
+				"the run did not exercise carts: " + carts + " placed, " + plain.size() + " noted plain, one expired: "
+						+ expiredCart);
+	}
+
+	/*
+	 * Every order of all (orderGet of 1..ordersMax) read whole, each cart by
+	 * orderLines, checking that every cart is whole or absent: its number
+	 * reads as its line 0 with its lines, orderLines gives each line (the
+	 * cart's number, state, user and limit slot; lines 0..n-1 over distinct
+	 * skus), each later line's number reads NONE with that line and lines,
+	 * and no other number reads as a line of a cart.
+	 */
+	static Map<Long, List<OrderInfo>> cartLines(FlashStock fs, List<OrderInfo> all) {
+		Map<Long, List<OrderInfo>> out = new HashMap<>();
+		Map<Long, List<Integer>> owner = new HashMap<>();  // a later line's number -> (line, lines)
+		for (OrderInfo o : all) {
+			if (o.state() == OrderState.NONE)
+				continue;
+			assertTrue(o.line() == 0 && o.lines() >= 1, "order " + o);
+			List<OrderInfo> ls = o.lines() > 1 ? fs.orderLines(o.orderNo()) : List.of(o);
+			assertEquals(o.lines(), ls.size(), "cart " + o.orderNo() + ": " + ls);
+			Set<Integer> seen = new HashSet<>();
+			for (int i = 0; i < ls.size(); i++) {
+				OrderInfo l = ls.get(i);
+				assertTrue(l.line() == i && l.orderNo() == o.orderNo() && l.state() == o.state()
+						&& l.userId() == o.userId() && l.lines() == o.lines() && l.limitSlot() == o.limitSlot()
+						&& seen.add(l.skuId()), "cart " + o.orderNo() + ", line " + i + ": " + l + " (line 0: " + o + ")");
+			}
+			out.put(o.orderNo(), ls);
+			for (int i = 1; i < o.lines(); i++)
+				owner.put(o.orderNo() + i, List.of(i, o.lines()));
+		}
+		for (OrderInfo o : all) {
+			if (o.state() != OrderState.NONE)
+				continue;
+			List<Integer> want = owner.getOrDefault(o.orderNo(), List.of(0, 0));
+			assertEquals(want, List.of(o.line(), o.lines()), "number " + o.orderNo() + " (a later line of "
+					+ (owner.containsKey(o.orderNo()) ? "its cart" : "no cart") + ")");
+		}
+		return out;
 	}
 }

@@ -29,6 +29,8 @@ class LayoutTest {
 			Map.entry("SegOpts", "flash_seg_opts"), Map.entry("Activity", "flash_activity"),
 			Map.entry("OrderReq", "flash_order_req"), Map.entry("OrderRes", "flash_order_res"),
 			Map.entry("SkuInfo", "flash_sku_info"), Map.entry("OrderInfo", "flash_order_info"),
+			Map.entry("CartLine", "flash_cart_line"), Map.entry("CartReq", "flash_cart_req"),
+			Map.entry("CartRes", "flash_cart_res"),
 			Map.entry("Stats", "flash_stats"), Map.entry("Ident", "flash_ident"),
 			Map.entry("Quiet", "flash_quiet"), Map.entry("Record", "flash_record"),
 			Map.entry("FeedRec", "flash_feed_rec"), Map.entry("FeedInfo", "flash_feed_info"),
@@ -38,7 +40,9 @@ class LayoutTest {
 	static final Map<String, String> CONSTANTS = Map.of(
 			"FeedInfo.NAME_MAX", "FLASH_FEED_NAME_MAX", "Hist.BUCKETS", "FLASH_OBS_BUCKETS",
 			"Obs.TIMES", "FLASH_TIMES", "Obs.OPS", "FLASH_OP_COUNT", "Obs.CODES", "FLASH_OBS_CODES",
-			"Obs.LOCK_WAIT", "FLASH_TIME_LOCK_WAIT", "Obs.LOCK_HOLD", "FLASH_TIME_LOCK_HOLD");
+			"Obs.LOCK_WAIT", "FLASH_TIME_LOCK_WAIT", "Obs.LOCK_HOLD", "FLASH_TIME_LOCK_HOLD",
+			"CartReq.LINES_MAX", "FLASH_CART_LINES_MAX", "Record.F_CART", "FLASH_REC_F_CART",
+			"Record.F_LAST", "FLASH_REC_F_LAST");
 
 	/** The Java name of a C field: upper case, without a leading '_' and
 	 *  without the member prefix all of its struct's fields share (fr_, fi_). */

@@ -4,15 +4,20 @@
  * region between the README markers is the snippet of README.md and of
  * the project's docs/java.md, the region between the README reservations
  * markers README.md's reservations snippet, and the region between the
- * README terms markers its versioned terms snippet (java_readme_snippet
- * checks that they are equal; java_api checks what the reservations and
- * terms ones print).
+ * README terms markers its versioned terms snippet, and the region between
+ * the README carts markers its carts snippet (java_readme_snippet checks
+ * that they are equal; java_api checks what the reservations, terms and
+ * carts ones print).
  */
 package flashstock.example;
 
 import flashstock.Activity;
+import flashstock.CartLine;
+import flashstock.CartRequest;
+import flashstock.CartResult;
 import flashstock.FlashException;
 import flashstock.FlashStock;
+import flashstock.OrderInfo;
 import flashstock.OrderRequest;
 import flashstock.OrderResult;
 import flashstock.SegOpts;
@@ -38,6 +43,12 @@ public final class Quickstart {
 		FlashStock.createSegment(seg, SegOpts.small(1024));
 		try {
 			terms(seg);
+		} finally {
+			FlashStock.destroySegment(seg);
+		}
+		FlashStock.createSegment(seg, SegOpts.small(1024));
+		try {
+			carts(seg);
 		} finally {
 			FlashStock.destroySegment(seg);
 		}
@@ -116,5 +127,30 @@ public final class Quickstart {
 					+ fs.skuGet(1, 7).available());
 		}
 		// README terms end
+	}
+
+	/**
+	 * Skus 7 and 8 of 5 and 2 units: a cart of both placed whole, the same
+	 * cart again refused for its short line with nothing taken, the first
+	 * cancelled with every line.
+	 */
+	public static void carts(String seg) {
+		try (FlashStock fs = FlashStock.open(seg)) {
+			fs.activityAdd(Activity.openNow(1, 1).withMaxQty(3));
+			fs.skuAdd(1, 7, 5, 1);
+			fs.skuAdd(1, 8, 2, 1);
+		}
+		// README carts begin
+		try (FlashStock fs = FlashStock.open(seg)) {
+			CartRequest cart = CartRequest.of(1, 71, CartLine.of(7, 1), CartLine.of(8, 2)); // one order
+			long no = fs.cartOrder(cart).orThrow();
+			for (OrderInfo line : fs.orderLines(no)) // the cart whole, one OrderInfo per line
+				System.out.println("line " + line.line() + ": sku " + line.skuId() + " x" + line.qty());
+			CartResult r = fs.cartOrder(CartRequest.of(1, 72, CartLine.of(7, 1), CartLine.of(8, 2)));
+			if (!r.ok()) // sold out: nothing taken, the short lines named
+				System.out.println(r.rcName() + " at line " + r.line() + ", short " + r.soldOutLines());
+			System.out.println(fs.cancel(no) + " units back"); // every line's
+		}
+		// README carts end
 	}
 }
