@@ -154,6 +154,10 @@ void tool_json_str(FILE *out, const char *s);
 	"  confirm   a reservation paid: the order's fields without request_id and\n" \
 	"            flags, pay_by_ns; ts_ns when paid\n" \
 	"  expire    a reservation not paid in time: a cancel's fields, pay_by_ns\n" \
+	"  (a cart)  each of its orders, cancels, confirms and expiries is one\n" \
+	"            record per line: the line's sku_id and qty, the cart's order_no\n" \
+	"            and other fields, and also line (0..15) and last (1 on its last\n" \
+	"            line, else 0); flags and quota_returned keep their meaning\n" \
 	"  restock   activity_id sku_id delta (units, + or -) ts_ns\n" \
 	"  activity  activity_id start_ns end_ns limit_per_user scope flags max_qty\n" \
 	"            day_offset_s version (of its terms) update (1: new terms of an\n" \

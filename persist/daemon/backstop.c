@@ -504,7 +504,7 @@ static int bs_apply(struct backstop *b)
 		if (fr->fr_lsn <= pos)
 			continue;               /* a replay: written before */
 		written++;
-		if (r->type == FLASH_REC_ORDER) {
+		if (backstop_takes_slot(r)) {
 			if ((e = bs_order(b, c, fr, &conflicts, &orders)))
 				return bs_batch_fail(b, c, e, "order");
 		} else if (backstop_end_sql(b->bs_o.box_id, r, sql, sizeof sql)) {
@@ -540,11 +540,21 @@ static int bs_apply(struct backstop *b)
 
 /* ---- 4. compensating cancels ---- */
 
+int backstop_takes_slot(const struct flash_record *r)
+{
+	if (r->type != FLASH_REC_ORDER)
+		return 0;
+	return !(r->flags & FLASH_REC_F_CART) || (r->flags & FLASH_REC_F_LAST);
+}
+
 int backstop_end_sql(uint32_t box_id, const struct flash_record *r, char *sql, size_t cap)
 {
 	/* an expiry gives the slot back exactly as a cancel does; a confirm
 	 * keeps the slot the reservation held from its ORDER on */
 	if (r->type != FLASH_REC_CANCEL && r->type != FLASH_REC_EXPIRE)
+		return 0;
+	/* a cart's cancel or expiry: once, by its last line (backstop_takes_slot) */
+	if ((r->flags & FLASH_REC_F_CART) && !(r->flags & FLASH_REC_F_LAST))
 		return 0;
 	snprintf(sql, cap, "UPDATE fs_user_limit SET status = 'CANCELLED', quota_returned"
 	         " = %u WHERE box_id = %u AND order_no = %" PRIu64 " AND status = 'ACTIVE'",

@@ -136,11 +136,24 @@ enum backstop_err {
 int backstop_err_action(unsigned e);
 
 /*
+ * 1 when ORDER record @p r takes the order's central slot (bs_order): a
+ * plain order's, or a cart's last line -- a cart (flash_cart_order) is one
+ * order holding one slot, written once, when its last line shows the cart
+ * whole: the lines of a cart a torn WAL cut (never acknowledged, rebuilt as
+ * not placed) never hold a slot.  Its fs_user_limit row has the cart's
+ * number, user, slot and day, and its last line's sku_id and qty.  0 for
+ * every other record.
+ */
+int backstop_takes_slot(const struct flash_record *r);
+
+/*
  * The statement that ends a box's order in fs_user_limit for record @p r
  * -- a CANCEL, or a reservation's EXPIRE: the row CANCELLED, its slot freed
  * iff the record returned the quota -- into @p sql (@p cap bytes).
  * @return 1 when @p r is such a record, 0 when it changes no central row
- *         (every other type; a CONFIRM: the slot was held since the ORDER).
+ *         (every other type; a CONFIRM: the slot was held since the ORDER;
+ *         a cart's line but its last: the cart's row ends once, with the
+ *         whole cancel or expiry).
  */
 int backstop_end_sql(uint32_t box_id, const struct flash_record *r, char *sql, size_t cap);
 

@@ -108,7 +108,9 @@ static void note(expirer_t *e, int64_t pay_by_ns, uint64_t order_no)
 
 void expirer_note(expirer_t *e, const struct flash_record *rec)
 {
-	if (e && rec->type == FLASH_REC_ORDER && rec->value > 0)
+	/* a cart is one reservation: noted once, by its line 0 */
+	if (e && rec->type == FLASH_REC_ORDER && rec->value > 0 &&
+	    (!(rec->flags & FLASH_REC_F_CART) || FLASH_REC_LINE(rec->flags) == 0))
 		note(e, rec->value, rec->order_no);
 }
 
@@ -132,7 +134,10 @@ static void seed(expirer_t *e)
 	uint64_t n = 0;
 	for (uint32_t i = 0; i < so.max_orders; i++) {
 		struct flash_order_info oi;
-		if (flash_order_at(e->x_h, i, &oi) == FLASH_OK && oi.state == FLASH_ORDER_RESERVED) {
+		/* a slot holding line i >= 1 of a cart reads as the cart: its
+		 * line 0 stands for it (flash_expire acts on the whole cart) */
+		if (flash_order_at(e->x_h, i, &oi) == FLASH_OK && oi.state == FLASH_ORDER_RESERVED &&
+		    oi.line == 0) {
 			note(e, oi.pay_by_ns, oi.order_no);
 			n++;
 		}

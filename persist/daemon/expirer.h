@@ -6,7 +6,9 @@
  * How it knows them without scanning the order table: the drain loop hands
  * it every reservation it takes from the rings (expirer_note: an ORDER
  * record with a pay-by time), and at its start it reads the table once for
- * the reservations an earlier daemon drained.  It keeps them in a heap by
+ * the reservations an earlier daemon drained.  A cart (flash_cart_order) is
+ * one reservation: its line 0 (record or order-table slot) is noted, its
+ * later lines are not, and its one flash_expire ends every line.  It keeps them in a heap by
  * pay-by time, in its own memory; a pass every every_ms (10 ms by default)
  * expires each one due through its own handle (flash_expire).  One that was
  * confirmed, cancelled or expired by someone else meanwhile is answered so

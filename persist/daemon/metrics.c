@@ -542,6 +542,8 @@ static int rsv_cmp(const void *a, const void *b)
 /*
  * Units held by reservations waiting for payment (RESERVED orders), per
  * sku: one read of the order table at scrape time, off the order path.
+ * Every line of a cart counts: a slot holding a cart's line i >= 1 reads
+ * as that line (its sku and qty, the cart's state), so no line is skipped.
  * Skipped while the expirer holds no reservation (every RESERVED order is
  * in its heap: seeded at its start, noted as it is drained), so a sale
  * without reservations pays nothing for it.

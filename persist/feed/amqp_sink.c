@@ -435,6 +435,14 @@ const char *amqp_sink_event(const struct flash_record *r)
 	}
 }
 
+void amqp_sink_msgid(char *buf, size_t cap, const struct flash_record *r)
+{
+	if (r->flags & FLASH_REC_F_CART)
+		snprintf(buf, cap, "%" PRIu64 "-%u", r->order_no, FLASH_REC_LINE(r->flags));
+	else
+		snprintf(buf, cap, "%" PRIu64, r->order_no);
+}
+
 size_t amqp_sink_body(char *buf, size_t cap, uint64_t lsn, const struct flash_record *r)
 {
 	char f[400];
@@ -454,7 +462,7 @@ size_t amqp_sink_body(char *buf, size_t cap, uint64_t lsn, const struct flash_re
  */
 static int sink_publish(amqp_sink_t *s, uint64_t lsn, const struct flash_record *r)
 {
-	char body[512], msgid[24];
+	char body[512], msgid[AMQP_SINK_MSGID_MAX];
 	amqp_table_entry_t hdr[3];
 	amqp_basic_properties_t p;
 	struct pollfd pfd;
@@ -471,7 +479,7 @@ static int sink_publish(amqp_sink_t *s, uint64_t lsn, const struct flash_record 
 	if (st < 0 || (pfd.revents & (POLLERR | POLLHUP)))
 		return sink_lost(s, "socket closed under the sink");
 
-	snprintf(msgid, sizeof msgid, "%" PRIu64, r->order_no);
+	amqp_sink_msgid(msgid, sizeof msgid, r);
 	hdr[0].key = amqp_cstring_bytes("lsn");
 	hdr[0].value.kind = AMQP_FIELD_KIND_I64;
 	hdr[0].value.value.i64 = (int64_t)lsn;

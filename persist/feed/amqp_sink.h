@@ -47,13 +47,17 @@
  *   message-id   the order number, decimal ("42"): consumers drop duplicates
  *                by (type, message-id) -- an order and its cancel share the
  *                number; for terms the new version (one counter of the
- *                segment: never issued twice)
+ *                segment: never issued twice); a cart's line (flags
+ *                FLASH_REC_F_CART) "<order_no>-<line>" ("42-0", "42-1"):
+ *                the lines of one cart are several messages of one type
+ *                (amqp_sink_msgid)
  *   type         the routing key
  *   headers      lsn (long), activity_id, sku_id (int)
  *   timestamp    the record's ts_ns in seconds (none for "activity.updated":
  *                an ACTIVITY record's ts_ns is its window's end)
  *   content-type application/json; the body is one JSON object with every
- *                field of the record plus its LSN
+ *                field of the record plus its LSN (a cart's line: "line"
+ *                and "last" too, wal_rec_fields)
  *   delivery     persistent (2)
  *
  * Unroutable messages are confirmed by RabbitMQ and dropped: bind a queue
@@ -169,6 +173,10 @@ void amqp_sink_free(amqp_sink_t *s);
  * consumer that ships every "order" never ships one unpaid.
  */
 const char *amqp_sink_event(const struct flash_record *rec);
+
+/* The message-id of @p rec's message (see the file comment). */
+#define AMQP_SINK_MSGID_MAX 32
+void amqp_sink_msgid(char *buf, size_t cap, const struct flash_record *rec);
 
 /**
  * Write the JSON body of @p rec at @p lsn into @p buf (@p cap bytes).

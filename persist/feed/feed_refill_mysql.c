@@ -32,6 +32,15 @@
  *             but slot and seq; earlier ones are gaps, as for ACTIVITY
  *   ARCHIVE   activities.archived_lsn: activity and time; not the counts of
  *             what the segment reclaimed (FLASH_FEED_MISS_VALUE)
+ *   carts     a cart (flash_cart_order: its rows in order_lines) gives back
+ *             one record per line, each at the line's own LSN (order_lines
+ *             lsn, cancel_lsn, confirm_lsn) with the line's sku and qty,
+ *             the cart's other fields from its orders row as above
+ *             (request_id on line 0 only), and flags FLASH_REC_F_CART |
+ *             FLASH_REC_F_LINE(line), FLASH_REC_F_LAST on line n_lines - 1
+ *             (besides a cancel's 1 and 2); its orders row gives nothing
+ *             more.  A cart MariaDB holds in cart_pending only (its last
+ *             line not applied) gives nothing: it is applied as a whole
  *   RESTOCK   nothing (item_stock.last_lsn is only the last change of any
  *             kind): these LSNs are reported as gaps (fr_gap), never invented
  *   GEN       nothing (the applier has nothing to apply for it): gaps too
@@ -91,6 +100,14 @@ void feed_refill_close(feed_refill_t *r)
 	free(r);
 }
 
+/* A cart's records come from its lines (order_lines), not its orders row. */
+#define NOT_A_CART " AND NOT EXISTS (SELECT 1 FROM order_lines c WHERE c.order_no = orders.order_no)"
+#define CART_JOIN "order_lines l JOIN orders o ON o.order_no = l.order_no"
+/* FLASH_REC_F_CART | FLASH_REC_F_LINE(line), FLASH_REC_F_LAST on the last */
+#define CART_FLAGS "(256 | (l.line << 10) | IF(l.line + 1 = o.n_lines, 512, 0))"
+_Static_assert(FLASH_REC_F_CART == 256 && FLASH_REC_F_LAST == 512 && FLASH_REC_F_LINE(1) == 1024,
+               "CART_FLAGS spells the record's cart bits");
+
 static uint64_t col_u64(const char *s)
 {
 	return s ? strtoull(s, NULL, 10) : 0;
@@ -127,17 +144,31 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	MYSQL *c = mdb_conn(r->fr_m);
 	if (c == NULL)
 		return FLASH_EMYSQL_RETRY;
-	char sql[4096];
+	char sql[6144];
 	unsigned long long a = from, b = to;
 	snprintf(sql, sizeof sql,
 	         "SELECT 1, lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot, biz_day,"
 	         " request_id, created_ns, 0, COALESCE(pay_by_ns, 0) FROM orders WHERE lsn BETWEEN %llu AND %llu"
+	         NOT_A_CART
 	         " UNION ALL SELECT IF(status = 'EXPIRED', 9, 2), cancel_lsn, order_no, activity_id, sku_id,"
 	         " user_id, qty, limit_slot, biz_day, 0, 0,"
 	         " quota_returned | IF(status = 'CANCELLED' AND pay_by_ns IS NOT NULL AND confirm_lsn IS NULL, 2, 0),"
 	         " IF(status = 'EXPIRED', pay_by_ns, 0) FROM orders WHERE cancel_lsn BETWEEN %llu AND %llu"
+	         NOT_A_CART
 	         " UNION ALL SELECT 8, confirm_lsn, order_no, activity_id, sku_id, user_id, qty, limit_slot,"
 	         " biz_day, 0, 0, 0, pay_by_ns FROM orders WHERE confirm_lsn BETWEEN %llu AND %llu"
+	         NOT_A_CART
+	         " UNION ALL SELECT 1, l.lsn, o.order_no, l.activity_id, l.sku_id, o.user_id, l.qty,"
+	         " o.limit_slot, o.biz_day, IF(l.line = 0, o.request_id, 0), o.created_ns, " CART_FLAGS ","
+	         " COALESCE(o.pay_by_ns, 0) FROM " CART_JOIN " WHERE l.lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT IF(l.status = 'EXPIRED', 9, 2), l.cancel_lsn, o.order_no, l.activity_id,"
+	         " l.sku_id, o.user_id, l.qty, o.limit_slot, o.biz_day, 0, 0, " CART_FLAGS " | o.quota_returned"
+	         " | IF(o.status = 'CANCELLED' AND o.pay_by_ns IS NOT NULL AND o.confirm_lsn IS NULL, 2, 0),"
+	         " IF(l.status = 'EXPIRED', o.pay_by_ns, 0) FROM " CART_JOIN
+	         " WHERE l.cancel_lsn BETWEEN %llu AND %llu"
+	         " UNION ALL SELECT 8, l.confirm_lsn, o.order_no, l.activity_id, l.sku_id, o.user_id, l.qty,"
+	         " o.limit_slot, o.biz_day, 0, 0, " CART_FLAGS ", o.pay_by_ns FROM " CART_JOIN
+	         " WHERE l.confirm_lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 4, lsn, version, activity_id, 0, 0, 0, max_qty,"
 	         " limit_per_user | (scope << 8) | (flags << 16), day_offset_s, end_ns, 0, start_ns"
 	         " FROM activities WHERE lsn BETWEEN %llu AND %llu AND terms_lsn IS NULL"
@@ -150,7 +181,7 @@ int feed_refill_fetch(feed_refill_t *r, uint64_t from, uint64_t to, struct flash
 	         " price FROM item_stock WHERE price_lsn BETWEEN %llu AND %llu"
 	         " UNION ALL SELECT 7, archived_lsn, 0, activity_id, 0, 0, 0, 0, 0, 0, archived_ns, 0, 0"
 	         " FROM activities WHERE archived_lsn BETWEEN %llu AND %llu ORDER BY 2",
-	         a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b);
+	         a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b);
 	if (mysql_query(c, sql) != 0) {
 		unsigned e = mysql_errno(c);
 		mdb_conn_lost(r->fr_m);

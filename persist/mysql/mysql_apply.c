@@ -11,7 +11,10 @@
  *   5. Statement pipeline   multi-statement round trips with expected row counts
  *   6. Fast path            a batch as multi-row and aggregated statements, in runs
  *   7. Slow path            record by record under savepoints, refusing conflicts
- *   8. Batches              transaction, applied LSN, conflicts, retry with backoff
+ *                           (a cart's lines under one more, all or nothing)
+ *   8. Carts                a cart's lines gathered, applied all or nothing, kept
+ *                           across batches in cart_pending, dropped when torn
+ *   9. Batches              transaction, applied LSN, conflicts, retry with backoff
  *
  * Why two paths: conflicts should never happen (the segment enforces the same
  * rules first), so a batch is almost always applied by a handful of large
@@ -169,6 +172,15 @@ struct mdb {
 	size_t    mm_expect_n;
 	size_t    mm_expect_cap;
 	struct sbuf mm_tmp;
+	struct lsn_record *mm_work; /* carts: the batch as it is applied (cart_prepare) */
+	size_t    mm_work_cap;
+	struct lsn_record *mm_all;  /* carts: cart_pending's rows, then the batch */
+	int32_t  *mm_gid;           /* carts: per mm_all record, its group or CART_NONE */
+	size_t    mm_all_cap;
+	struct cart_group *mm_grp;  /* carts: the groups of mm_all */
+	size_t    mm_grp_cap;
+	long      mm_pend_rows;     /* rows cart_pending holds for the stream; -1 unknown */
+	long      mm_pend_next;     /* ... once the batch being applied commits */
 	struct conflict *mm_confl;  /* conflicts of the batch being applied */
 	size_t    mm_confl_n;
 	size_t    mm_confl_cap;
@@ -695,6 +707,17 @@ const char *mdb_where(const mdb_t *m)
 	" COMMENT 'LSN of the PRICE record that set price and version; NULL: none yet'"
 #define SKU_PRICE_NS_TYPE "BIGINT NULL COMMENT 'that PRICE record''s time (CLOCK_REALTIME ns)'"
 
+/* Carts (flash_cart_order): an order of n lines is ONE orders row -- line
+ * 0's sku and qty, its one limit slot, its request id -- with n_lines = n
+ * (LINES is a reserved word), and n order_lines rows, one per line.  A
+ * plain order keeps its one row and no order_lines row: its line is the
+ * orders row itself, so the hot path inserts what it did before carts and
+ * an older database needs no backfill.  Every order's line 0 is in
+ * orders; its lines 1..n-1 only in order_lines (a per-sku sum adds
+ * order_lines WHERE line > 0 to orders). */
+#define ORDER_LINES_TYPE "TINYINT UNSIGNED NOT NULL DEFAULT 1" \
+	" COMMENT 'lines of the order: 1 plain, 2..16 a cart (its rows in order_lines)'"
+
 static const char *const schema_sql[] = {
 	"CREATE TABLE IF NOT EXISTS activities ("
 	" activity_id    INT UNSIGNED NOT NULL PRIMARY KEY,"
@@ -783,6 +806,7 @@ static const char *const schema_sql[] = {
 	" cancel_lsn     BIGINT UNSIGNED NULL COMMENT 'LSN of its CANCEL or EXPIRE record',"
 	" pay_by_ns      BIGINT NULL COMMENT 'a reservation: pay by then (CLOCK_REALTIME ns)',"
 	" confirm_lsn    BIGINT UNSIGNED NULL COMMENT 'a reservation: LSN of its CONFIRM record',"
+	" n_lines        " ORDER_LINES_TYPE ","
 	" UNIQUE KEY user_limit (activity_id, user_id, scope_sku, scope_day, limit_slot, active_key)"
 	") ENGINE=InnoDB",
 
@@ -791,6 +815,37 @@ static const char *const schema_sql[] = {
 	"   COMMENT 'a reservation: pay by then (CLOCK_REALTIME ns)',"
 	" ADD COLUMN IF NOT EXISTS confirm_lsn BIGINT UNSIGNED NULL"
 	"   COMMENT 'a reservation: LSN of its CONFIRM record'",
+
+	/* Carts: appended, as for versions (rows of before carts are plain). */
+	"ALTER TABLE orders ADD COLUMN IF NOT EXISTS n_lines " ORDER_LINES_TYPE,
+
+	/* Every line of a cart, line 0 included; a line's status follows its
+	 * own records (each line of a cart's CANCEL, EXPIRE or CONFIRM), so it
+	 * is the cart's once the whole group is applied -- the applier applies
+	 * a group all or nothing.  No limit key: the cart holds one slot, in
+	 * its orders row. */
+	"CREATE TABLE IF NOT EXISTS order_lines ("
+	" order_no    BIGINT UNSIGNED NOT NULL,"
+	" line        TINYINT UNSIGNED NOT NULL COMMENT '0 .. n_lines - 1',"
+	" activity_id INT UNSIGNED NOT NULL,"
+	" sku_id      INT UNSIGNED NOT NULL,"
+	" qty         INT UNSIGNED NOT NULL,"
+	" status      " ORDER_STATUS_TYPE ","
+	" lsn         BIGINT UNSIGNED NOT NULL COMMENT 'LSN of the line''s ORDER record',"
+	" cancel_lsn  BIGINT UNSIGNED NULL COMMENT 'LSN of the line''s CANCEL or EXPIRE record',"
+	" confirm_lsn BIGINT UNSIGNED NULL COMMENT 'a reservation: LSN of the line''s CONFIRM record',"
+	" PRIMARY KEY (order_no, line)"
+	") ENGINE=InnoDB",
+
+	/* Lines of a cart's operation whose last line the stream has not
+	 * applied yet (a batch ended between them): kept with the batch that
+	 * read them, applied with the one that completes them (section 8). */
+	"CREATE TABLE IF NOT EXISTS cart_pending ("
+	" stream VARCHAR(64) NOT NULL,"
+	" lsn    BIGINT UNSIGNED NOT NULL,"
+	" rec    BINARY(64) NOT NULL COMMENT 'the struct flash_record, as in the WAL',"
+	" PRIMARY KEY (stream, lsn)"
+	") ENGINE=InnoDB",
 
 	"CREATE TABLE IF NOT EXISTS applied_lsn ("
 	" stream VARCHAR(64) NOT NULL PRIMARY KEY,"
@@ -1152,13 +1207,45 @@ static int rec_valid(const struct flash_record *r)
 	}
 }
 
+/* A line of a cart's operation (FLASH_REC_F_CART on an order's record). */
+static int rec_is_cart(const struct flash_record *r)
+{
+	return (r->flags & FLASH_REC_F_CART) &&
+	       (r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL ||
+	        r->type == FLASH_REC_CONFIRM || r->type == FLASH_REC_EXPIRE);
+}
+
+/* The record's line: a cart's, else 0 (a plain order is its own line 0). */
+static unsigned rec_line(const struct flash_record *r)
+{
+	return rec_is_cart(r) ? FLASH_REC_LINE(r->flags) : 0;
+}
+
+/* Lines of the order whose line 0 is recs[i]: 1 for a plain order, else
+ * its last line + 1 (the group is contiguous and complete here:
+ * cart_prepare). */
+static unsigned cart_lines_at(const struct lsn_record *recs, size_t n, size_t i)
+{
+	const struct flash_record *r = &recs[i].rec;
+	if (!rec_is_cart(r))
+		return 1;
+	for (size_t j = i; j < n && rec_is_cart(&recs[j].rec); j++) {
+		const struct flash_record *q = &recs[j].rec;
+		if (q->order_no != r->order_no || q->type != r->type)
+			break;
+		if (q->flags & FLASH_REC_F_LAST)
+			return FLASH_REC_LINE(q->flags) + 1;
+	}
+	return 1;
+}
+
 static void order_scope(int scope, const struct flash_record *r, uint32_t *ssku, uint32_t *sday)
 {
 	*ssku = scope == FLASH_SCOPE_SKU ? r->sku_id : 0;
 	*sday = scope == FLASH_SCOPE_DAY ? r->biz_day : 0;
 }
 
-static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int scope)
+static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int scope, unsigned lines)
 {
 	const struct flash_record *r = &x->rec;
 	uint32_t ssku, sday;
@@ -1182,11 +1269,32 @@ static void sql_order_values(struct sbuf *b, const struct lsn_record *x, int sco
 	} else {
 		sb_str(b, "'ACTIVE',NULL");
 	}
+	sb_add(b, ",", 1);
+	sb_u64(b, lines);
 	sb_add(b, ")", 1);
 }
 
 #define ORDER_COLS "INSERT INTO orders (order_no, activity_id, sku_id, user_id, qty, limit_slot," \
-                   " biz_day, scope_sku, scope_day, request_id, created_ns, lsn, status, pay_by_ns) VALUES "
+                   " biz_day, scope_sku, scope_day, request_id, created_ns, lsn, status, pay_by_ns," \
+                   " n_lines) VALUES "
+
+/* One order_lines row: a cart's line, from its ORDER record. */
+static void sql_line_values(struct sbuf *b, const struct lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	sb_add(b, "(", 1);
+	sb_u64(b, r->order_no);    sb_add(b, ",", 1);
+	sb_u64(b, rec_line(r));    sb_add(b, ",", 1);
+	sb_u64(b, r->activity_id); sb_add(b, ",", 1);
+	sb_u64(b, r->sku_id);      sb_add(b, ",", 1);
+	sb_u64(b, r->qty);         sb_add(b, ",", 1);
+	sb_str(b, r->value != 0 ? "'RESERVED'," : "'ACTIVE',");
+	sb_u64(b, x->lsn);
+	sb_add(b, ")", 1);
+}
+
+#define LINE_COLS "INSERT INTO order_lines (order_no, line, activity_id, sku_id, qty, status, lsn)" \
+                  " VALUES "
 
 /* An ACTIVITY record: new terms of an existing activity (flags 1,
  * flash_activity_update), else an add. */
@@ -1338,6 +1446,34 @@ static void sql_end(struct sbuf *b, const struct lsn_record *x)
 	sb_add(b, ";", 1);
 }
 
+/*
+ * sql_end() for a cart's line row: the line's status and its record's LSN
+ * (cancel_lsn or confirm_lsn, as the orders row keeps them), matched
+ * only in the state the record moves it from, with the line's sku and qty.
+ * The orders row of a cart (its line 0) is sql_end()'s, by line 0's record.
+ */
+static void sql_line_end(struct sbuf *b, const struct lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	int from_reserved = r->type != FLASH_REC_CANCEL || (r->flags & 2u);
+	sb_str(b, r->type == FLASH_REC_CONFIRM ? "UPDATE order_lines SET status='ACTIVE', confirm_lsn=" :
+	          r->type == FLASH_REC_EXPIRE ? "UPDATE order_lines SET status='EXPIRED', cancel_lsn=" :
+	          "UPDATE order_lines SET status='CANCELLED', cancel_lsn=");
+	sb_u64(b, x->lsn);
+	sb_str(b, " WHERE order_no=");
+	sb_u64(b, r->order_no);
+	sb_str(b, " AND line=");
+	sb_u64(b, rec_line(r));
+	sb_str(b, from_reserved ? " AND status='RESERVED'" : " AND status='ACTIVE'");
+	sb_str(b, " AND activity_id=");
+	sb_u64(b, r->activity_id);
+	sb_str(b, " AND sku_id=");
+	sb_u64(b, r->sku_id);
+	sb_str(b, " AND qty=");
+	sb_u64(b, r->qty);
+	sb_add(b, ";", 1);
+}
+
 /* ", col=col+d" (or -|d|) */
 static void sql_delta(struct sbuf *b, const char *col, int64_t d)
 {
@@ -1370,9 +1506,9 @@ static void sql_stock(struct sbuf *b, const struct skuagg *g)
 	sql_delta(b, "sold", g->sa_sold);
 	sb_str(b, ", ");
 	sql_delta(b, "total", g->sa_total);
-	sb_str(b, ", last_lsn=");
+	sb_str(b, ", last_lsn=GREATEST(last_lsn,");
 	sb_u64(b, g->sa_lsn);
-	sb_str(b, " WHERE activity_id=");
+	sb_str(b, ") WHERE activity_id=");
 	sb_u64(b, g->sa_activity);
 	sb_str(b, " AND sku_id=");
 	sb_u64(b, g->sa_sku);
@@ -1404,7 +1540,7 @@ static void sql_stock_one(struct sbuf *b, const struct lsn_record *x, const int6
 #define STOCK_JOIN_ROWS 1000
 #define STOCK_JOIN_TAIL ") d ON s.activity_id = d.a AND s.sku_id = d.k" \
 	" SET s.available = s.available + d.da, s.reserved = s.reserved + d.dr," \
-	" s.sold = s.sold + d.ds, s.total = s.total + d.dt, s.last_lsn = d.l" \
+	" s.sold = s.sold + d.ds, s.total = s.total + d.dt, s.last_lsn = GREATEST(s.last_lsn, d.l)" \
 	" WHERE s.available >= d.na AND s.reserved >= d.nr AND s.sold >= d.ns;"
 
 static void sql_stock_join_row(struct sbuf *b, const struct skuagg *g, int first)
@@ -1485,24 +1621,29 @@ static int fast_catalog(mdb_t *m, const struct lsn_record *recs, size_t n, size_
 	return 0;
 }
 
-/* Pass 2: orders as multi-row INSERTs, in LSN order. */
-static int fast_orders(mdb_t *m, const struct lsn_record *recs, size_t n)
+/* Pass 2: orders as multi-row INSERTs, in LSN order: the orders rows (a
+ * plain order, a cart's line 0), then the order_lines rows of carts
+ * (@p lines 1), each a statement of its own. */
+static int fast_insert(mdb_t *m, const struct lsn_record *recs, size_t n, int lines)
 {
 	struct sbuf *b = &m->mm_sql;
 	int rc;
 	size_t rows = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct flash_record *r = &recs[i].rec;
-		if (r->type != FLASH_REC_ORDER)
+		if (r->type != FLASH_REC_ORDER || (lines ? !rec_is_cart(r) : rec_line(r) != 0))
 			continue;
 		int scope = act_get(m, r->activity_id);
 		if (scope < 0)
 			return 1;
 		if (rows == 0)
-			sb_str(b, ORDER_COLS);
+			sb_str(b, lines ? LINE_COLS : ORDER_COLS);
 		else
 			sb_add(b, ",", 1);
-		sql_order_values(b, &recs[i], scope);
+		if (lines)
+			sql_line_values(b, &recs[i]);
+		else
+			sql_order_values(b, &recs[i], scope, cart_lines_at(recs, n, i));
 		if (++rows == ORDERS_PER_INSERT || b->sb_len >= m->mm_max_packet) {
 			sb_add(b, ";", 1);
 			if ((rc = pipe_push(m, (long)rows)))
@@ -1516,6 +1657,12 @@ static int fast_orders(mdb_t *m, const struct lsn_record *recs, size_t n)
 			return rc;
 	}
 	return 0;
+}
+
+static int fast_orders(mdb_t *m, const struct lsn_record *recs, size_t n)
+{
+	int rc = fast_insert(m, recs, n, 0);
+	return rc ? rc : fast_insert(m, recs, n, 1);
 }
 
 /* Pass 3: cancels, confirms and expiries one by one (each checks its
@@ -1534,9 +1681,16 @@ static int fast_cancels(mdb_t *m, const struct lsn_record *recs, size_t n, size_
 		case FLASH_REC_CANCEL:
 		case FLASH_REC_CONFIRM:
 		case FLASH_REC_EXPIRE:
-			sql_end(b, &recs[i]);
-			if ((rc = pipe_push(m, 1)))
-				return rc;
+			if (rec_line(r) == 0) {      /* the orders row: a plain order, a cart */
+				sql_end(b, &recs[i]);
+				if ((rc = pipe_push(m, 1)))
+					return rc;
+			}
+			if (rec_is_cart(r)) {        /* a cart's line row */
+				sql_line_end(b, &recs[i]);
+				if ((rc = pipe_push(m, 1)))
+					return rc;
+			}
 			/* its units move, as an order's do */
 			/* fall through */
 		case FLASH_REC_ORDER:
@@ -1644,8 +1798,8 @@ static size_t fast_run_end(mdb_t *m, const struct lsn_record *recs, size_t a, si
 		const struct flash_record *r = &recs[i].rec;
 		/* a cancel or an expiry that returned the quota frees the slot */
 		int cancel = (r->type == FLASH_REC_CANCEL || r->type == FLASH_REC_EXPIRE) && (r->flags & 1u);
-		if (!cancel && r->type != FLASH_REC_ORDER)
-			continue;
+		if ((!cancel && r->type != FLASH_REC_ORDER) || rec_line(r) != 0)
+			continue;               /* a cart holds its one slot by its line 0 */
 		uint64_t k = ((uint64_t)r->activity_id << 16 | r->limit_slot) * 0x9E3779B97F4A7C15ull;
 		k = (k ^ r->user_id) * 0xC2B2AE3D27D4EB4Full;
 		k |= 1;                                   /* 0 marks a free cell */
@@ -1683,6 +1837,7 @@ static int confl_add(mdb_t *m, const struct lsn_record *x, int kind, const char 
 	c->sku_id = x->rec.sku_id;
 	c->type = x->rec.type;
 	c->kind = (uint16_t)kind;
+	c->line = (uint16_t)rec_line(&x->rec);
 	snprintf(c->detail, sizeof c->detail, "%s", detail);
 	return FLASH_OK;
 }
@@ -1731,22 +1886,45 @@ static int stock_detail(mdb_t *m, const struct flash_record *r, const char *what
  * Returns 0 (applied), 1 (refused: rolled back to the savepoint and added
  * to the conflicts), or a negative result code.
  */
-/* An order, then its stock.  @return 0, 1 (a conflict: *kind says which)
- * or a FLASH_E* code. */
-static int slow_order(mdb_t *m, const struct lsn_record *x, int *kind)
+/* An order's rows: its orders row (a plain order, a cart's line 0, of
+ * @p lines lines), its order_lines row (a cart's line).  @return as
+ * slow_order(). */
+static int slow_order_rows(mdb_t *m, const struct lsn_record *x, unsigned lines, int *kind)
 {
 	const struct flash_record *r = &x->rec;
 	struct sbuf *b = &m->mm_tmp;
 	my_ulonglong rows = 0;
-	int rc;
-	sb_str(b, ORDER_COLS);
-	sql_order_values(b, x, act_get(m, r->activity_id));
-	rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
-	if (rc == 1) {
-		/* Which key: the order number, or the user's limit slot? */
-		*kind = strstr(m->mm_error, "'PRIMARY'") ? CONFLICT_DUP_ORDER : CONFLICT_LIMIT;
-		return rc;
+	int rc = 0;
+	if (rec_line(r) == 0) {
+		sb_reset(b);
+		sb_str(b, ORDER_COLS);
+		sql_order_values(b, x, act_get(m, r->activity_id), lines);
+		rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
+		if (rc == 1) {
+			/* Which key: the order number, or the user's limit slot? */
+			*kind = strstr(m->mm_error, "'PRIMARY'") ? CONFLICT_DUP_ORDER : CONFLICT_LIMIT;
+			return rc;
+		}
 	}
+	if (rc == 0 && rec_is_cart(r)) {
+		sb_reset(b);
+		sb_str(b, LINE_COLS);
+		sql_line_values(b, x);
+		rc = slow_exec(m, b->sb_p, b->sb_len, &rows);
+		if (rc == 1)
+			*kind = CONFLICT_DUP_ORDER;   /* the line is there already */
+	}
+	return rc;
+}
+
+/* An order, then its stock.  @return 0, 1 (a conflict: *kind says which)
+ * or a FLASH_E* code. */
+static int slow_order(mdb_t *m, const struct lsn_record *x, unsigned lines, int *kind)
+{
+	const struct flash_record *r = &x->rec;
+	struct sbuf *b = &m->mm_tmp;
+	my_ulonglong rows = 0;
+	int rc = slow_order_rows(m, x, lines, kind);
 	if (rc)
 		return rc;
 	int64_t d[3];
@@ -1778,16 +1956,23 @@ static int slow_end(mdb_t *m, const struct lsn_record *x, int *kind)
 	const char *from = r->type != FLASH_REC_CANCEL || (r->flags & 2u) ? "reserved" : "active";
 	*kind = r->type == FLASH_REC_CONFIRM ? CONFLICT_CONFIRM :
 	        r->type == FLASH_REC_EXPIRE ? CONFLICT_EXPIRE : CONFLICT_CANCEL;
-	sql_end(b, x);
-	rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
-	if (rc == 0 && rows != 1) {
-		rc = 1;
-		snprintf(m->mm_error, sizeof m->mm_error,
-		         "no %s order %llu with activity %u, sku %u, qty %u", from,
-		         (unsigned long long)r->order_no, r->activity_id, r->sku_id, r->qty);
+	for (int row = rec_line(r) == 0 ? 0 : 1; row < 1 + rec_is_cart(r); row++) {
+		sb_reset(b);
+		if (row == 0)
+			sql_end(b, x);          /* the orders row: a plain order, a cart's line 0 */
+		else
+			sql_line_end(b, x);     /* a cart's line row */
+		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
+		if (rc == 0 && rows != 1) {
+			rc = 1;
+			snprintf(m->mm_error, sizeof m->mm_error,
+			         "no %s order %llu%s with activity %u, sku %u, qty %u", from,
+			         (unsigned long long)r->order_no, row ? " line" : "", r->activity_id,
+			         r->sku_id, r->qty);
+		}
+		if (rc)
+			return rc;
 	}
-	if (rc)
-		return rc;
 	wal_rec_moves(r, d);
 	sb_reset(b);
 	sql_stock_one(b, x, d, 0);
@@ -1800,7 +1985,7 @@ static int slow_end(mdb_t *m, const struct lsn_record *x, int *kind)
 	return rc;
 }
 
-static int slow_one(mdb_t *m, const struct lsn_record *x)
+static int slow_one(mdb_t *m, const struct lsn_record *x, unsigned lines)
 {
 	const struct flash_record *r = &x->rec;
 	struct sbuf *b = &m->mm_tmp;
@@ -1866,7 +2051,7 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 			kind = CONFLICT_CATALOG;
 		break;
 	case FLASH_REC_ORDER:
-		rc = slow_order(m, x, &kind);
+		rc = slow_order(m, x, lines, &kind);
 		break;
 	case FLASH_REC_CANCEL:
 	case FLASH_REC_CONFIRM:
@@ -1916,15 +2101,63 @@ static int slow_one(mdb_t *m, const struct lsn_record *x)
 	return 0;
 }
 
+/*
+ * A cart's group -- the lines of one operation, contiguous and complete
+ * here (cart_prepare) -- under SAVEPOINT g: one line refused refuses them
+ * all, each reported (the refused line with its own reason).  @return the
+ * lines applied (all of them, or 0), or a negative code; *used: the
+ * records the group took.
+ */
+static int slow_cart(mdb_t *m, const struct lsn_record *recs, size_t n, size_t *used)
+{
+	unsigned lines = cart_lines_at(recs, n, 0);
+	size_t k = lines < n ? lines : n, refused = k;
+	int rc;
+	*used = k;
+	if ((rc = slow_exec(m, "SAVEPOINT g", 11, NULL)))
+		return rc < 0 ? rc : FLASH_EMYSQL;
+	size_t confl0 = m->mm_confl_n;
+	for (size_t i = 0; i < k && refused == k; i++) {
+		if ((rc = slow_one(m, &recs[i], lines)) < 0)
+			return rc;
+		if (rc == 1)
+			refused = i;
+	}
+	if (refused == k)
+		return (int)k;
+	if ((rc = slow_exec(m, "ROLLBACK TO SAVEPOINT g", 23, NULL)))
+		return rc < 0 ? rc : FLASH_EMYSQL;
+	int kind = m->mm_confl[confl0].kind;
+	for (size_t i = 0; i < k; i++) {
+		char detail[96];
+		if (i == refused)
+			continue;
+		snprintf(detail, sizeof detail, "line %zu of a cart whose line %zu was refused: the"
+		         " cart is all or nothing", i, refused);
+		if ((rc = confl_add(m, &recs[i], kind, detail)))
+			return rc;
+	}
+	return 0;
+}
+
 static int slow_apply(mdb_t *m, const struct lsn_record *recs, size_t n, uint64_t *applied)
 {
 	*applied = 0;
-	for (size_t i = 0; i < n; i++) {
-		int rc = slow_one(m, &recs[i]);
-		if (rc < 0)
-			return rc;
-		if (rc == 0)
-			(*applied)++;
+	for (size_t i = 0; i < n;) {
+		const struct flash_record *r = &recs[i].rec;
+		int rc;
+		size_t used = 1;
+		if (rec_is_cart(r) && rec_line(r) == 0) {
+			if ((rc = slow_cart(m, recs + i, n - i, &used)) < 0)
+				return rc;
+			*applied += (uint64_t)rc;
+		} else {
+			if ((rc = slow_one(m, &recs[i], 1)) < 0)
+				return rc;
+			if (rc == 0)
+				(*applied)++;
+		}
+		i += used;
 		PERSIST_CRASH("apply_batch", 4);
 	}
 	return FLASH_OK;
@@ -1954,7 +2187,293 @@ static int confl_store(mdb_t *m)
 }
 
 /* ------------------------------------------------------------------------
- * 8. Batches
+ * 8. Carts
+ *
+ * Every operation on a cart -- its ORDER, then its CANCEL, EXPIRE or
+ * CONFIRM -- is one record per line (a group), its lines in line order and
+ * its last one flagged FLASH_REC_F_LAST (api/flashstock.h section 9).  The
+ * drain keeps a group's lines together in the WAL; nothing here relies on
+ * it (records of other handles between them are applied as usual), but a
+ * batch may still end inside a group.  A group is applied all or nothing,
+ * and only once its last line is read:
+ *   - complete in what the batch holds: its lines are applied together,
+ *     an ORDER's where its last line is (units taken no earlier than the
+ *     WAL took them: MariaDB's stock only has more meanwhile), the other
+ *     types' where their line 0 is (units given back no later); the slow
+ *     path applies them under one savepoint (slow_cart);
+ *   - still open at the batch's end: kept in cart_pending, in the same
+ *     transaction as applied_lsn, and applied by the batch that reads its
+ *     last line;
+ *   - never to be completed: dropped.  A handle's records reach the WAL in
+ *     the order of its ring, where a cart's lines follow each other: a
+ *     later record of the same slot that is not the group's next line, or
+ *     a line out of order, means the rest never reached the WAL -- a cart
+ *     cut by a torn WAL tail, never acknowledged and rebuilt as not placed
+ *     (flash_replay), so nothing of it is applied.  So does a group open
+ *     over CART_SPAN LSNs (its lines reach the ring at once and the WAL
+ *     within a drain round or two): a torn cart whose slot is never used
+ *     again does not wait in cart_pending forever.  The fold (fold.c)
+ *     tells torn carts by the same rules.
+ * A plain order's records have no cart bit and pass as they did; a batch
+ * without carts, while cart_pending holds nothing of the stream, pays one
+ * scan of its flags.
+ * Crash points: everything here runs inside the batch's transaction.
+ * ------------------------------------------------------------------------ */
+
+#define CART_NONE  (-1)         /* mm_gid: not a cart's line */
+#define CART_SPAN  (UINT64_C(1) << 20)  /* LSNs a group may stay open (fold.c's rule) */
+#define CART_DROP  (-2)         /* mm_gid: a line out of order, in no group */
+
+enum { CG_OPEN, CG_DONE, CG_DROP };
+
+struct cart_group {
+	uint64_t cg_order_no;
+	uint16_t cg_type;
+	uint16_t cg_slot;           /* the handle slot that wrote it */
+	uint8_t  cg_state;          /* CG_* */
+	uint8_t  cg_next;           /* the line expected next (lines read so far) */
+	uint32_t cg_idx[FLASH_CART_LINES_MAX];  /* mm_all indexes of its lines */
+};
+
+/* Room for @p total records in mm_all, mm_gid, mm_work and as many groups. */
+static int cart_reserve(mdb_t *m, size_t total)
+{
+	if (total <= m->mm_all_cap)
+		return FLASH_OK;
+	size_t cap = m->mm_all_cap ? m->mm_all_cap : 256;
+	while (cap < total)
+		cap *= 2;
+	struct lsn_record *a = realloc(m->mm_all, cap * sizeof *a);
+	if (a)
+		m->mm_all = a;
+	struct lsn_record *w = realloc(m->mm_work, cap * sizeof *w);
+	if (w)
+		m->mm_work = w;
+	int32_t *gid = realloc(m->mm_gid, cap * sizeof *gid);
+	if (gid)
+		m->mm_gid = gid;
+	struct cart_group *g = realloc(m->mm_grp, cap * sizeof *g);
+	if (g)
+		m->mm_grp = g;
+	if (!a || !w || !gid || !g)
+		return FLASH_ENOMEM;
+	m->mm_all_cap = m->mm_work_cap = m->mm_grp_cap = cap;
+	return FLASH_OK;
+}
+
+/* The stream's cart_pending rows into mm_all[0..*np), locked until the
+ * batch ends (FOR UPDATE), in LSN order. */
+static int cart_load_pending(mdb_t *m, size_t *np)
+{
+	char sql[256];
+	*np = 0;
+	snprintf(sql, sizeof sql, "SELECT lsn, rec FROM cart_pending WHERE stream=%s ORDER BY lsn"
+	         " FOR UPDATE", m->mm_stream_sql);
+	if (mysql_query(m->mm_conn, sql)) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	MYSQL_RES *res = mysql_store_result(m->mm_conn);
+	if (!res) {
+		take_error(m);
+		return fail_rc(m);
+	}
+	int rc = cart_reserve(m, (size_t)mysql_num_rows(res) + 1);
+	MYSQL_ROW row;
+	while (rc == FLASH_OK && (row = mysql_fetch_row(res))) {
+		unsigned long *len = mysql_fetch_lengths(res);
+		if (!row[0] || !row[1] || len[1] != sizeof(struct flash_record))
+			continue;       /* not a record this version wrote: never applied */
+		struct lsn_record *x = &m->mm_all[(*np)++];
+		x->lsn = strtoull(row[0], NULL, 10);
+		memcpy(&x->rec, row[1], sizeof x->rec);
+	}
+	mysql_free_result(res);
+	return rc;
+}
+
+static void open_del(uint32_t *open, size_t *nopen, uint32_t g)
+{
+	for (size_t k = 0; k < *nopen; k++)
+		if (open[k] == g) {
+			open[k] = open[--*nopen];
+			return;
+		}
+}
+
+/* Drop every open group that record @p r proves torn: one of its slot, or
+ * of its order and type, that is not its next line.  @return the open
+ * group @p r continues, or UINT32_MAX. */
+static uint32_t cart_torn_scan(mdb_t *m, uint32_t *open, size_t *nopen, const struct lsn_record *x)
+{
+	const struct flash_record *r = &x->rec;
+	uint32_t hit = UINT32_MAX;
+	int cart = rec_is_cart(r);
+	for (size_t k = 0; k < *nopen;) {
+		struct cart_group *o = &m->mm_grp[open[k]];
+		int mine = cart && o->cg_order_no == r->order_no && o->cg_type == r->type;
+		if (x->lsn - m->mm_all[o->cg_idx[0]].lsn > CART_SPAN) {
+			o->cg_state = CG_DROP;  /* open too long: torn (section comment) */
+			open[k] = open[--*nopen];
+			continue;
+		}
+		if (mine && o->cg_slot == r->slot && FLASH_REC_LINE(r->flags) == o->cg_next) {
+			hit = open[k++];
+			continue;
+		}
+		if (mine || o->cg_slot == r->slot) {
+			o->cg_state = CG_DROP;
+			open[k] = open[--*nopen];
+			continue;
+		}
+		k++;
+	}
+	return hit;
+}
+
+/* Sort mm_all[0..total) into groups (mm_grp, mm_gid).  @return groups. */
+static size_t cart_group_all(mdb_t *m, size_t total, uint32_t *open)
+{
+	size_t ng = 0, nopen = 0;
+	for (size_t i = 0; i < total; i++) {
+		const struct flash_record *r = &m->mm_all[i].rec;
+		uint32_t hit = cart_torn_scan(m, open, &nopen, &m->mm_all[i]);
+		m->mm_gid[i] = CART_NONE;
+		if (!rec_is_cart(r))
+			continue;
+		if (hit == UINT32_MAX) {
+			if (FLASH_REC_LINE(r->flags) != 0) {
+				m->mm_gid[i] = CART_DROP;
+				continue;
+			}
+			hit = (uint32_t)ng++;
+			struct cart_group *n = &m->mm_grp[hit];
+			memset(n, 0, sizeof *n);
+			n->cg_order_no = r->order_no;
+			n->cg_type = r->type;
+			n->cg_slot = r->slot;
+			n->cg_state = CG_OPEN;
+			open[nopen++] = hit;
+		}
+		struct cart_group *g = &m->mm_grp[hit];
+		g->cg_idx[g->cg_next++] = (uint32_t)i;
+		m->mm_gid[i] = (int32_t)hit;
+		if ((r->flags & FLASH_REC_F_LAST) || g->cg_next == FLASH_CART_LINES_MAX) {
+			g->cg_state = (r->flags & FLASH_REC_F_LAST) ? CG_DONE : CG_DROP;
+			open_del(open, &nopen, hit);
+		}
+	}
+	return ng;
+}
+
+/* mm_work: mm_all's plain records, and each complete group's lines
+ * together at its place; *held and *dropped count the lines left out. */
+static size_t cart_emit(mdb_t *m, size_t total, uint64_t *held, uint64_t *dropped)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < total; i++) {
+		int32_t gi = m->mm_gid[i];
+		if (gi == CART_NONE) {
+			m->mm_work[k++] = m->mm_all[i];
+			continue;
+		}
+		const struct cart_group *g = gi >= 0 ? &m->mm_grp[gi] : NULL;
+		if (!g || g->cg_state == CG_DROP) {
+			const struct flash_record *r = &m->mm_all[i].rec;
+			/* (no wal_rec_type_name: the refill plug-in links none of the WAL) */
+			mlog(m, PLOG_WARN, "cart %llu: line %u (lsn %llu, record type %u) belongs to no"
+			     " complete group (a torn WAL cut it): not applied",
+			     (unsigned long long)r->order_no, FLASH_REC_LINE(r->flags),
+			     (unsigned long long)m->mm_all[i].lsn, r->type);
+			(*dropped)++;
+			continue;
+		}
+		if (g->cg_state == CG_OPEN) {
+			(*held)++;
+			continue;
+		}
+		uint32_t at = g->cg_type == FLASH_REC_ORDER ? g->cg_idx[g->cg_next - 1] : g->cg_idx[0];
+		if (i != at)
+			continue;
+		for (unsigned l = 0; l < g->cg_next; l++)
+			m->mm_work[k++] = m->mm_all[g->cg_idx[l]];
+	}
+	return k;
+}
+
+/* cart_pending after this batch: the lines of its open groups (what it
+ * loaded, @p loaded rows, is replaced).  Queued on the pipeline. */
+static int cart_store_pending(mdb_t *m, size_t loaded, size_t ng)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	struct sbuf *b = &m->mm_sql;
+	long rows = 0;
+	int rc;
+	if (loaded) {
+		sb_printf(b, "DELETE FROM cart_pending WHERE stream=%s;", m->mm_stream_sql);
+		if ((rc = pipe_push(m, -1)))
+			return rc;
+	}
+	for (size_t gi = 0; gi < ng; gi++) {
+		const struct cart_group *g = &m->mm_grp[gi];
+		for (unsigned l = 0; g->cg_state == CG_OPEN && l < g->cg_next; l++) {
+			const struct lsn_record *x = &m->mm_all[g->cg_idx[l]];
+			const unsigned char *p = (const unsigned char *)&x->rec;
+			sb_str(b, rows++ ? ",(" : "INSERT INTO cart_pending (stream, lsn, rec) VALUES (");
+			sb_str(b, m->mm_stream_sql);
+			sb_add(b, ",", 1);
+			sb_u64(b, x->lsn);
+			sb_str(b, ",X'");
+			for (size_t j = 0; j < sizeof x->rec; j++) {
+				char h[2] = { hex[p[j] >> 4], hex[p[j] & 15] };
+				sb_add(b, h, 2);
+			}
+			sb_str(b, "')");
+		}
+	}
+	m->mm_pend_next = rows;
+	if (!rows)
+		return 0;
+	sb_add(b, ";", 1);
+	return pipe_push(m, rows);
+}
+
+/*
+ * The batch in[0..n) as it is applied: *out, *nout (in itself when it has
+ * no cart and cart_pending nothing of the stream).  Queues cart_pending's
+ * update; res->held and res->dropped count the lines left out.
+ * @return FLASH_OK or a FLASH_E* code (pipe_flush's 1 included).
+ */
+static int cart_prepare(mdb_t *m, const struct lsn_record *in, size_t n,
+                        const struct lsn_record **out, size_t *nout, struct apply_result *res)
+{
+	size_t carts = 0, loaded = 0;
+	int rc;
+	*out = in;
+	*nout = n;
+	m->mm_pend_next = m->mm_pend_rows;
+	for (size_t i = 0; i < n; i++)
+		carts += rec_is_cart(&in[i].rec);
+	if (!carts && m->mm_pend_rows == 0)
+		return FLASH_OK;
+	if (m->mm_pend_rows != 0 && (rc = cart_load_pending(m, &loaded)))
+		return rc;
+	if ((rc = cart_reserve(m, loaded + n)))
+		return rc;
+	memcpy(m->mm_all + loaded, in, n * sizeof *in);
+	/* open groups: one per slot at most, so mm_work serves as their list */
+	size_t ng = cart_group_all(m, loaded + n, (uint32_t *)m->mm_work);
+	*nout = cart_emit(m, loaded + n, &res->held, &res->dropped);
+	*out = m->mm_work;
+	sb_reset(&m->mm_sql);
+	m->mm_expect_n = 0;
+	if ((rc = cart_store_pending(m, loaded, ng)) || (rc = pipe_flush(m)))
+		return rc == 1 ? FLASH_EMYSQL : rc;
+	return FLASH_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * 9. Batches
  * ------------------------------------------------------------------------ */
 
 static int read_applied_lsn(mdb_t *m, int for_update, uint64_t *lsn)
@@ -2050,16 +2569,22 @@ static int apply_once(mdb_t *m, const struct lsn_record *recs, size_t n,
 			return FLASH_EMYSQL_GAP;
 		}
 	}
+	/* carts: what of the batch is applied now (before the savepoint: the
+	 * slow path keeps cart_pending as this leaves it) */
+	const struct lsn_record *w;
+	size_t nw;
+	if ((rc = cart_prepare(m, recs + start, n - start, &w, &nw, res)))
+		goto fail;
 	if ((rc = slow_exec(m, "SAVEPOINT batch", 15, NULL)))
 		goto fail;
 	rc = 0;
-	for (size_t a = start; a < n && rc == 0;) {
-		size_t b = fast_run_end(m, recs, a, n);
+	for (size_t a = 0; a < nw && rc == 0;) {
+		size_t b = fast_run_end(m, w, a, nw);
 		if (b == 0) {
 			rc = FLASH_ENOMEM;
 			break;
 		}
-		rc = fast_apply(m, recs + a, b - a);
+		rc = fast_apply(m, w + a, b - a);
 		a = b;
 	}
 	if (rc < 0)
@@ -2076,14 +2601,14 @@ static int apply_once(mdb_t *m, const struct lsn_record *recs, size_t n,
 		/* The fast path cached the scopes of the batch's ACTIVITY records
 		 * before MySQL accepted them: start again from what MySQL holds. */
 		act_reset(m);
-		if ((rc = act_load_missing(m, recs + start, n - start)))
+		if ((rc = act_load_missing(m, w, nw)))
 			goto fail;
-		if ((rc = slow_apply(m, recs + start, n - start, &res->applied)))
+		if ((rc = slow_apply(m, w, nw, &res->applied)))
 			goto fail;
 		if ((rc = confl_store(m)))
 			goto fail;
 	} else {
-		res->applied = n - start;
+		res->applied = nw;
 		PERSIST_CRASH("apply_batch", 3);
 	}
 	char sql[256];
@@ -2101,12 +2626,15 @@ static int apply_once(mdb_t *m, const struct lsn_record *recs, size_t n,
 		if (rc == FLASH_EMYSQL)
 			rc = FLASH_EMYSQL_RETRY;
 		disconnect(m);
+		m->mm_pend_rows = -1;
 		return rc;
 	}
 	PERSIST_CRASH("apply_batch", 6);
 	res->applied_lsn = recs[n - 1].lsn;
+	m->mm_pend_rows = m->mm_pend_next;
 	return FLASH_OK;
 fail:
+	m->mm_pend_rows = -1;
 	rollback_quiet(m);
 	return rc > 0 ? FLASH_EMYSQL : rc;   /* a refusal where none can be: not retryable */
 }
@@ -2125,6 +2653,7 @@ int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
 		res = &local;
 	}
 	res->applied = res->skipped = res->refused = 0;
+	res->held = res->dropped = 0;
 	res->conflict_n = 0;
 	res->slow_path = 0;
 	if (n && recs[n - 1].lsn > m->mm_stats.given_lsn)
@@ -2156,8 +2685,8 @@ int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
 		st->given_lsn = st->applied_lsn;
 	if (res->slow_path)
 		st->slow_batches++;
-	for (size_t i = 0; i < n; i++)
-		if (recs[i].rec.type == FLASH_REC_ORDER && i >= res->skipped)
+	for (size_t i = 0; i < n; i++)   /* a cart is one order: its line 0 */
+		if (recs[i].rec.type == FLASH_REC_ORDER && i >= res->skipped && rec_line(&recs[i].rec) == 0)
 			st->orders++;
 	res->refused = m->mm_confl_n;
 	for (size_t i = 0; i < m->mm_confl_n; i++) {
@@ -2167,7 +2696,7 @@ int mdb_apply(mdb_t *m, const struct lsn_record *recs, size_t n,
 			st->dup_conflicts++;
 		if (c->kind == CONFLICT_OVERSELL || c->kind == CONFLICT_RESTOCK)
 			st->stock_conflicts++;
-		if (c->type == FLASH_REC_ORDER)
+		if (c->type == FLASH_REC_ORDER && c->line == 0)
 			st->orders--;
 		mlog(m, PLOG_ERROR, "conflict %s: order %llu (lsn %llu, type %u, activity %u,"
 		     " sku %u) refused: %s", conflict_name(c->kind), (unsigned long long)c->order_no,
@@ -2236,6 +2765,10 @@ void mdb_close(mdb_t *m)
 	free(m->mm_freed);
 	free(m->mm_expect);
 	free(m->mm_confl);
+	free(m->mm_work);
+	free(m->mm_all);
+	free(m->mm_gid);
+	free(m->mm_grp);
 	sb_free(&m->mm_sql);
 	sb_free(&m->mm_tmp);
 	free(m);
@@ -2254,6 +2787,7 @@ int mdb_open(const struct mdb_opts *o, mdb_t **out)
 	mdb_t *m = calloc(1, sizeof *m);
 	if (!m)
 		return FLASH_ENOMEM;
+	m->mm_pend_rows = -1;          /* cart_pending: read at the first batch */
 	m->mm_log = o->log;
 	m->mm_log_arg = o->log_arg;
 	m->mm_log_level = o->log_level ? o->log_level : PLOG_INFO;

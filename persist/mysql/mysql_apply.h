@@ -3,7 +3,7 @@
  * of record, exactly once.
  *
  * The applier turns WAL records (struct flash_record, each with its LSN) into
- * rows of four tables it creates if missing:
+ * rows of the tables it creates if missing:
  *
  *   activities   (activity_id PK, limit_per_user, max_qty, scope, flags, ...,
  *                 version, terms_lsn)
@@ -12,9 +12,13 @@
  *                CHECK (available + reserved + sold = total)
  *   orders       (order_no PK, activity_id, sku_id, user_id, qty, limit_slot,
  *                 biz_day, status ACTIVE|CANCELLED|RESERVED|EXPIRED, pay_by_ns,
- *                 cancel_lsn, confirm_lsn, ...)
+ *                 cancel_lsn, confirm_lsn, n_lines, ...)
  *                UNIQUE (activity_id, user_id, scope_sku, scope_day,
  *                        limit_slot, active_key)
+ *   order_lines  (order_no, line PK, activity_id, sku_id, qty, status, lsn,
+ *                 cancel_lsn, confirm_lsn): every line of a cart, each with
+ *                 the LSNs of its own records
+ *   cart_pending (stream, lsn PK, rec): lines of a cart read before its last
  *   applied_lsn  (stream PK, lsn)
  *   apply_conflicts (lsn, order_no, kind, detail): every refused record
  *
@@ -25,6 +29,25 @@
  * them back to available.  A CONFIRM, EXPIRE or CANCEL that finds its row
  * missing or in another state is a conflict, like a cancel of an unknown
  * order always was.
+ *
+ * Carts (flash_cart_order; records with FLASH_REC_F_CART): a cart of n
+ * lines is ONE orders row -- line 0's sku and qty, the cart's user, limit
+ * slot, request id, status, n_lines = n -- so the limit key sees one order
+ * and the slot is taken once; and n order_lines rows, line 0 included, each
+ * with its sku, qty and status.  A plain order has n_lines 1 and no
+ * order_lines row (its orders row is its line: no second insert on the hot
+ * path, no backfill of older databases); so every order's line 0 is in
+ * orders, lines 1.. only in order_lines, and a per-sku sum is orders plus
+ * order_lines WHERE line > 0.  Each line's record moves its own sku's
+ * units; a cart's CANCEL, EXPIRE or CONFIRM (one record per line) ends the
+ * orders row by line 0's record and each line row by its own.  A cart's
+ * operation is applied all or nothing and only once its last line is read:
+ * lines a batch ends in the middle of wait in cart_pending (same
+ * transaction) for the batch that completes them (res->held); lines whose
+ * last line will never come -- a torn WAL cut the cart, which was never
+ * acknowledged -- are dropped (res->dropped, logged): mysql_apply.c
+ * section 8 says how that is known.  On the slow path one refused line
+ * refuses every line of its cart, each reported.
  *
  * Versioned terms (flash_activity_update, flash_sku_price_set): an ACTIVITY
  * record inserts its row with its version (order_no); one with flags 1 is
@@ -146,6 +169,7 @@ struct conflict {
 	uint32_t sku_id;
 	uint16_t type;              /* enum flash_rec_type */
 	uint16_t kind;              /* enum conflict_kind */
+	uint16_t line;              /* a cart's line (flags FLASH_REC_F_CART), else 0 */
 	char     detail[164];       /* MySQL's message or the failed condition */
 };
 
@@ -156,6 +180,10 @@ struct apply_result {
 	uint64_t refused;           /* conflicts (all of them, even past conflict_cap) */
 	uint64_t applied_lsn;       /* the stream's applied LSN after the call */
 	int      slow_path;         /* 1 if the batch went record by record */
+	uint64_t held;              /* lines of a cart whose last line the batch did not
+	                               hold: kept in cart_pending, applied with it */
+	uint64_t dropped;           /* lines of a cart whose last line will never come
+	                               (a torn WAL cut it): never applied */
 	struct conflict *conflicts;  /* caller's array, or NULL */
 	size_t   conflict_cap;      /* its capacity */
 	size_t   conflict_n;        /* entries written (<= conflict_cap) */

@@ -49,6 +49,9 @@ static uint64_t u64(const char *s) { return s ? strtoull(s, NULL, 10) : 0; }
 _Static_assert(FLASH_ORDER_ACTIVE == 1 && FLASH_ORDER_CANCELLED == 2 && FLASH_ORDER_RESERVED == 3 &&
                FLASH_ORDER_EXPIRED == 4, "orders.status ENUM order");
 
+/* Per sku, every line counts: an order's line 0 is its orders row (a
+ * plain order's only line), a cart's lines 1.. are order_lines rows with
+ * line > 0 (mysql_apply.h), so the orders counted per sku are lines. */
 static const char sku_sql[] =
 	"SELECT activity_id, sku_id, MAX(has_row), SUM(total), SUM(available), SUM(sold),"
 	" SUM(aq), SUM(ac), SUM(cc), SUM(reserved), SUM(rq) FROM ("
@@ -59,6 +62,11 @@ static const char sku_sql[] =
 	"         SUM(status = 'ACTIVE'), SUM(status = 'CANCELLED'), 0,"
 	"         SUM(IF(status = 'RESERVED', qty, 0))"
 	"  FROM orders %s GROUP BY activity_id, sku_id"
+	"  UNION ALL"
+	"  SELECT activity_id, sku_id, 0, 0, 0, 0, SUM(IF(status = 'ACTIVE', qty, 0)),"
+	"         SUM(status = 'ACTIVE'), SUM(status = 'CANCELLED'), 0,"
+	"         SUM(IF(status = 'RESERVED', qty, 0))"
+	"  FROM order_lines WHERE line > 0 %s GROUP BY activity_id, sku_id"
 	") x GROUP BY activity_id, sku_id ORDER BY activity_id, sku_id";
 
 static void sku_from_row(MYSQL_ROW row, struct rsql_sku *s)
@@ -83,8 +91,8 @@ int rsql_skus(mdb_t *m, struct rsql_sku **out, size_t *n)
 		return FLASH_EINVAL;
 	*out = NULL;
 	*n = 0;
-	char sql[1024];
-	snprintf(sql, sizeof sql, sku_sql, "", "");
+	char sql[1400];
+	snprintf(sql, sizeof sql, sku_sql, "", "", "");
 	int rc = FLASH_OK;
 	MYSQL_RES *r = query(m, sql, &rc);
 	if (!r)
@@ -110,9 +118,10 @@ int rsql_sku_get(mdb_t *m, uint32_t activity_id, uint32_t sku_id,
 {
 	if (!m || !out)
 		return FLASH_EINVAL;
-	char where[96], sql[1200];
+	char where[96], and[96], sql[1700];
 	snprintf(where, sizeof where, "WHERE activity_id = %u AND sku_id = %u", activity_id, sku_id);
-	snprintf(sql, sizeof sql, sku_sql, where, where);
+	snprintf(and, sizeof and, "AND activity_id = %u AND sku_id = %u", activity_id, sku_id);
+	snprintf(sql, sizeof sql, sku_sql, where, where, and);
 	int rc = FLASH_OK;
 	MYSQL_RES *r = query(m, sql, &rc);
 	if (!r)
@@ -176,7 +185,8 @@ int rsql_totals_get(mdb_t *m, struct rsql_totals *out)
 	         "SELECT (SELECT COUNT(*) FROM orders),"
 	         " (SELECT COUNT(*) FROM orders WHERE status = 'ACTIVE'),"
 	         " (SELECT COUNT(*) FROM orders WHERE status = 'CANCELLED'),"
-	         " (SELECT COALESCE(SUM(qty), 0) FROM orders WHERE status = 'ACTIVE'),"
+	         " (SELECT COALESCE(SUM(qty), 0) FROM orders WHERE status = 'ACTIVE') +"
+	         " (SELECT COALESCE(SUM(qty), 0) FROM order_lines WHERE line > 0 AND status = 'ACTIVE'),"
 	         " (SELECT COUNT(*) FROM activities),"
 	         " (SELECT COUNT(*) FROM item_stock),"
 	         " (SELECT COUNT(*) FROM apply_conflicts),"
@@ -214,7 +224,7 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
 	char sql[320];
 	snprintf(sql, sizeof sql,
 	         "SELECT order_no, user_id, activity_id, sku_id, qty, status + 0, limit_slot,"
-	         " biz_day FROM orders WHERE order_no BETWEEN %llu AND %llu ORDER BY order_no",
+	         " biz_day, n_lines FROM orders WHERE order_no BETWEEN %llu AND %llu ORDER BY order_no",
 	         (unsigned long long)from, (unsigned long long)to);
 	if (mysql_query(c, sql)) {
 		int rc = sql_rc(c);
@@ -241,6 +251,7 @@ int rsql_orders_scan(mdb_t *m, uint64_t from, uint64_t to,
 		o.state = (uint32_t)u64(row[5]);
 		o.limit_slot = (uint32_t)u64(row[6]);
 		o.biz_day = (uint32_t)u64(row[7]);
+		o.lines = (uint32_t)u64(row[8]);
 		stop = fn(arg, &o);
 	}
 	int rc = mysql_errno(c) ? sql_rc(c) : FLASH_OK;

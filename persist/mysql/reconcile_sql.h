@@ -31,9 +31,11 @@ struct rsql_sku {
 	uint64_t total;             /* item_stock (0 without a row) */
 	uint64_t available;
 	uint64_t sold;
-	uint64_t active_qty;        /* SUM(qty) over ACTIVE orders */
-	uint64_t active_orders;     /* COUNT of ACTIVE orders */
-	uint64_t cancelled_orders;  /* COUNT of CANCELLED orders */
+	uint64_t active_qty;        /* SUM(qty) over ACTIVE orders' lines of the sku */
+	uint64_t active_orders;     /* COUNT of ACTIVE orders' lines of the sku (a plain
+	                               order is one line; a cart counts in each sku of
+	                               its lines, once per line) */
+	uint64_t cancelled_orders;  /* COUNT of CANCELLED orders' lines of the sku */
 	uint64_t reserved;          /* item_stock.reserved (0 without a row) */
 	uint64_t reserved_qty;      /* SUM(qty) over RESERVED orders (reservations not paid) */
 };
@@ -77,9 +79,9 @@ int rsql_users_over_limit(mdb_t *m, struct rsql_user_excess **out, size_t *n);
 /** Whole-database counts. */
 struct rsql_totals {
 	uint64_t orders;            /* rows in orders */
-	uint64_t active_orders;
+	uint64_t active_orders;     /* a cart is one order */
 	uint64_t cancelled_orders;
-	uint64_t active_qty;
+	uint64_t active_qty;        /* units of every line of ACTIVE orders */
 	uint64_t activities;
 	uint64_t skus;              /* rows in item_stock */
 	uint64_t conflicts;         /* rows in apply_conflicts */
@@ -100,6 +102,8 @@ struct rsql_order {
 	                               EXPIRED (the ENUM's values are in the same order) */
 	uint32_t limit_slot;
 	uint32_t biz_day;
+	uint32_t lines;             /* orders.n_lines: 1 plain, 2..16 a cart (sku_id and qty
+	                               are its line 0's); rsql_orders_scan only, else 0 */
 };
 
 /**

@@ -221,6 +221,8 @@ static void order_diff(struct reconcile_report *rep, unsigned w, const struct fl
 		field = "limit_slot", sv = so->limit_slot, mv = mo->limit_slot;
 	else if (so->biz_day != mo->biz_day)
 		field = "biz_day", sv = so->biz_day, mv = mo->biz_day;
+	else if (so->lines && mo->lines && so->lines != mo->lines)
+		field = "lines", sv = so->lines, mv = mo->lines;    /* a cart's, or a plain order's 1 */
 	if (!field)
 		return;
 	struct diff *d = diff_add(rep, DIFF_ORDER, w | FLASH_W_MYSQL,
@@ -314,6 +316,7 @@ static void wal_order_info(const fold_t *f, uint64_t no, struct flash_order_info
 	o->limit_slot = fo.limit_slot;
 	o->biz_day = fo.biz_day;
 	o->created_ns = fo.created_ns;
+	o->lines = fo.lines;
 }
 
 static void wal_missing_in_mysql(struct wjoin *w, uint64_t no)
@@ -371,8 +374,27 @@ static int wal_orders(fold_t *f, mdb_t *m, struct reconcile_report *rep)
 }
 
 /*
+ * Number @p no read as a cart's later line (FLASH_ORDER_NONE with line >=
+ * 1, flash_order_get): the line itself, from its order-table slot
+ * (flash_order_at: the line's sku and qty, the cart's state), into @p out.
+ * @return 1 when @p out holds the line, else 0.
+ */
+static int seg_cart_line(flash_t *h, uint64_t no, const struct flash_order_info *o,
+                         uint32_t max_orders, struct flash_order_info *out)
+{
+	if (o->state != FLASH_ORDER_NONE || o->line == 0 || o->line >= o->lines || !max_orders)
+		return 0;
+	uint64_t ctr = no & ((UINT64_C(1) << 56) - 1);
+	if (!ctr || flash_order_at(h, (uint32_t)((ctr - 1) % max_orders), out) != FLASH_OK)
+		return 0;
+	return out->line == o->line && out->order_no + out->line == no;
+}
+
+/*
  * One pass over the segment's orders: sums of active orders per sku (for the
- * ORDER_SUM check) and, with @p m, the order-by-order comparison.
+ * ORDER_SUM check) and, with @p m, the order-by-order comparison.  A cart is
+ * compared as one order (its number's row, line 0) and summed line by line:
+ * its later numbers count in their lines' skus (seg_cart_line).
  */
 static int seg_orders(flash_t *h, mdb_t *m, struct segsku *skus, size_t nskus,
                       const struct archset *arch, struct reconcile_report *rep)
@@ -389,6 +411,8 @@ static int seg_orders(flash_t *h, mdb_t *m, struct segsku *skus, size_t nskus,
 	/* numbers carry the segment's box id in their top byte (flash_box_id_set):
 	 * this segment's run from that base up */
 	uint64_t base = max & ~((UINT64_C(1) << 56) - 1);
+	struct flash_seg_opts so;
+	uint32_t max_orders = flash_seg_opts_get(h, &so) == FLASH_OK ? so.max_orders : 0;
 
 	for (uint64_t from = base + 1; from <= max; from += CHUNK) {
 		uint64_t len = max - from + 1 < CHUNK ? max - from + 1 : CHUNK;
@@ -406,6 +430,9 @@ static int seg_orders(flash_t *h, mdb_t *m, struct segsku *skus, size_t nskus,
 			if (rc)
 				goto out;
 			const struct flash_order_info *o = &c.seg[i];
+			struct flash_order_info line;
+			if (seg_cart_line(h, from + i, o, max_orders, &line))
+				o = &line;
 			if (o->state != FLASH_ORDER_ACTIVE && o->state != FLASH_ORDER_RESERVED)
 				continue;
 			struct segsku *s = seg_find(skus, nskus, o->activity_id, o->sku_id);

@@ -251,6 +251,15 @@ static int wal_order(struct repair *r, const struct diff *d, struct fold_order *
 		not_repaired(r, d, "the WAL has no ORDER record for it");
 		return 0;
 	}
+	if (o->lines > 1) {
+		/* the fold keeps a cart's line 0 only: its order_lines rows and
+		 * their units cannot be written from it */
+		char why[160];
+		snprintf(why, sizeof why, "a cart of %u lines: apply its records again from the WAL"
+		         " (its orders row and order_lines rows together)", o->lines);
+		not_repaired(r, d, why);
+		return 0;
+	}
 	snprintf(v->cancel, sizeof v->cancel, o->cancel_lsn ? "%" PRIu64 : "NULL", o->cancel_lsn);
 	snprintf(v->pay_by, sizeof v->pay_by, o->pay_by_ns ? "%" PRId64 : "NULL", o->pay_by_ns);
 	snprintf(v->confirm, sizeof v->confirm, o->confirm_lsn ? "%" PRIu64 : "NULL", o->confirm_lsn);

@@ -31,6 +31,17 @@ struct fold {
 	uint32_t *ff_arch;                /* activities of ARCHIVE records, ascending */
 	size_t    ff_arch_n;
 	size_t    ff_arch_cap;
+	struct fold_line *ff_open;        /* lines of carts whose last line is not folded yet,
+	                                     in LSN order */
+	size_t    ff_open_n;
+	size_t    ff_open_cap;
+	uint64_t  ff_torn;                /* lines of torn carts dropped so far */
+};
+
+/* A cart's line waiting for its last one (fold_cart). */
+struct fold_line {
+	uint64_t fl_lsn;
+	struct flash_record fl_rec;
 };
 
 static uint64_t sku_key(uint32_t a, uint32_t s) { return (uint64_t)a << 32 | s; }
@@ -58,6 +69,7 @@ void fold_free(fold_t *f)
 	free(f->ff_okey);
 	free(f->ff_oval);
 	free(f->ff_arch);
+	free(f->ff_open);
 	free(f);
 }
 
@@ -258,10 +270,127 @@ static void fold_order_step(const struct flash_record *r, struct fold_order *o, 
 	}
 }
 
+static int fold_one(fold_t *f, const struct flash_record *r, uint64_t lsn, unsigned lines);
+
+/* ------------------------------------------------------------------------
+ * Carts.  Every operation on a cart is one record per line, in line
+ * order, its last flagged FLASH_REC_F_LAST, other handles' records maybe
+ * between them (api/flashstock.h section 9).  The fold counts a cart's
+ * operation only once its last line is read, every line then in its own
+ * sku, so a cart a torn WAL tail cut -- never acknowledged, not placed in a
+ * rebuilt segment nor applied to MariaDB -- counts nowhere.  Until then its
+ * lines wait in ff_open (fold_cart_lines_open()).  A group is torn when
+ * the handle slot that wrote it writes anything but its next line (a
+ * slot's records reach the WAL in its ring's order, where a cart's lines
+ * follow each other), when a line comes out of order, or when it stays
+ * open over FOLD_CART_SPAN records (its lines reach the ring at once and
+ * the WAL within a drain round or two: only a torn one stays open so long).
+ * ------------------------------------------------------------------------ */
+
+#define FOLD_CART_SPAN (UINT64_C(1) << 20)
+
+static int rec_cart(const struct flash_record *r)
+{
+	return (r->flags & FLASH_REC_F_CART) &&
+	       (r->type == FLASH_REC_ORDER || r->type == FLASH_REC_CANCEL ||
+	        r->type == FLASH_REC_CONFIRM || r->type == FLASH_REC_EXPIRE);
+}
+
+static int line_of(const struct fold_line *l, const struct flash_record *r)
+{
+	return l->fl_rec.order_no == r->order_no && l->fl_rec.type == r->type &&
+	       l->fl_rec.slot == r->slot;
+}
+
+/* Drop the open lines of every group that @p r at @p lsn proves torn;
+ * @return the lines of @p r's own group still open. */
+static unsigned fold_cart_torn(fold_t *f, const struct flash_record *r, uint64_t lsn)
+{
+	int cart = rec_cart(r);
+	unsigned mine = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < f->ff_open_n; i++) {
+		const struct fold_line *l = &f->ff_open[i];
+		int same = cart && line_of(l, r);
+		/* a group's lines are dropped together (all of one slot, order
+		 * and type); one left by the span rule alone is dropped by the
+		 * next line, which then comes out of order */
+		int torn = (!same && l->fl_rec.slot == r->slot) ||
+		           (cart && !same && l->fl_rec.order_no == r->order_no &&
+		            l->fl_rec.type == r->type) ||
+		           lsn - l->fl_lsn > FOLD_CART_SPAN;
+		if (torn) {
+			f->ff_torn++;
+			continue;
+		}
+		mine += same;
+		f->ff_open[k++] = *l;
+	}
+	f->ff_open_n = k;
+	return mine;
+}
+
+/* A cart's line: kept until its group is whole, then every line folded. */
+static int fold_cart(fold_t *f, const struct flash_record *r, uint64_t lsn)
+{
+	unsigned line = FLASH_REC_LINE(r->flags), have = fold_cart_torn(f, r, lsn);
+	if (line != have) {             /* out of order: its group torn; it too, but a line 0 */
+		size_t k = 0;
+		for (size_t i = 0; i < f->ff_open_n; i++)
+			if (!line_of(&f->ff_open[i], r))
+				f->ff_open[k++] = f->ff_open[i];
+		f->ff_torn += f->ff_open_n - k + (line != 0);
+		f->ff_open_n = k;
+		if (line != 0)
+			return FLASH_OK;
+	}
+	if (f->ff_open_n == f->ff_open_cap) {
+		size_t cap = f->ff_open_cap ? f->ff_open_cap * 2 : 64;
+		struct fold_line *v = realloc(f->ff_open, cap * sizeof *v);
+		if (!v)
+			return FLASH_ENOMEM;
+		f->ff_open = v;
+		f->ff_open_cap = cap;
+	}
+	f->ff_open[f->ff_open_n++] = (struct fold_line){ lsn, *r };
+	if (!(r->flags & FLASH_REC_F_LAST))
+		return FLASH_OK;
+	/* whole: fold its lines in line order (they are in LSN order here) */
+	struct fold_line g[FLASH_CART_LINES_MAX];
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < f->ff_open_n; i++) {
+		if (line_of(&f->ff_open[i], r) && n < FLASH_CART_LINES_MAX)
+			g[n++] = f->ff_open[i];
+		else
+			f->ff_open[k++] = f->ff_open[i];
+	}
+	f->ff_open_n = k;
+	for (size_t i = 0; i < n; i++) {
+		int rc = fold_one(f, &g[i].fl_rec, g[i].fl_lsn, (unsigned)n);
+		if (rc != FLASH_OK)
+			return rc;
+	}
+	return FLASH_OK;
+}
+
+uint64_t fold_cart_lines_open(const fold_t *f) { return f ? f->ff_open_n : 0; }
+
+uint64_t fold_cart_lines_torn(const fold_t *f) { return f ? f->ff_torn : 0; }
+
 int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 {
 	if (!f || !r)
 		return FLASH_EINVAL;
+	if (rec_cart(r))
+		return fold_cart(f, r, lsn);
+	if (f->ff_open_n)
+		(void)fold_cart_torn(f, r, lsn);
+	return fold_one(f, r, lsn, 1);
+}
+
+/* One record (a cart's line: when its group is whole, of @p lines lines). */
+static int fold_one(fold_t *f, const struct flash_record *r, uint64_t lsn, unsigned lines)
+{
 	if (r->type == FLASH_REC_ACTIVITY || r->type == FLASH_REC_GEN || r->type == FLASH_REC_PRICE)
 		return FLASH_OK;        /* terms and tables: no units move */
 	if (r->type == FLASH_REC_ARCHIVE)
@@ -281,7 +410,10 @@ int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 	 * sums (which then differ) but has no order to compare */
 	struct fold_order none, *o = &none;
 	memset(&none, 0, sizeof none);
-	if (r->type != FLASH_REC_SKU && r->type != FLASH_REC_RESTOCK && r->order_no &&
+	/* a cart is one order, its line 0's: its later lines move their units
+	 * only (their numbers hold no order of their own) */
+	int later = rec_cart(r) && FLASH_REC_LINE(r->flags) != 0;
+	if (r->type != FLASH_REC_SKU && r->type != FLASH_REC_RESTOCK && r->order_no && !later &&
 	    !(o = fold_order(f, r->order_no)))
 		return FLASH_ENOMEM;
 	int64_t d[3], t = e->total, a = e->available, rs = e->reserved, s = e->sold;
@@ -299,6 +431,8 @@ int fold_record(fold_t *f, const struct flash_record *r, uint64_t lsn)
 	/* an ACTIVE order more or less: its units came into sold or left it */
 	e->active_orders += d[2] > 0 ? 1 : d[2] < 0 ? -1 : 0;
 	fold_order_step(r, o, lsn);
+	if (r->type == FLASH_REC_ORDER)
+		o->lines = (uint16_t)lines;
 	e->last_lsn = lsn;
 	f->ff_dirty = 1;
 	return FLASH_OK;

@@ -46,7 +46,11 @@ void fold_free(fold_t *f);
  * GEN move none and are ignored; ARCHIVE notes its activity archived: its skus keep their
  * WAL state, which the comparison holds against MySQL, and their absence
  * from the segment is no difference).  Records of a sku never created are
- * folded anyway (from zero), so the comparison shows them.
+ * folded anyway (from zero), so the comparison shows them.  A cart's
+ * lines (FLASH_REC_F_CART) are folded when its last line comes, each in
+ * its own sku; the cart is one order (its line 0's entry, lines = n); the
+ * lines of a cart a torn WAL cut are never folded (fold.c says how a torn
+ * one is told).
  * @return FLASH_OK; FLASH_EINVAL (NULL or unknown type); FLASH_ENOMEM.
  */
 int fold_record(fold_t *f, const struct flash_record *rec, uint64_t lsn);
@@ -106,7 +110,9 @@ struct fold_order {
 	                               RESERVED, then ACTIVE or EXPIRED or CANCELLED,
 	                               for a reservation) */
 	uint8_t  quota_returned;    /* the cancel or expiry gave the limit slot back */
-	uint32_t _pad;
+	uint16_t lines;             /* 1: a plain order; 2..16: a cart (flash_cart_order),
+	                               whose entry is its line 0's (sku_id, qty) */
+	uint16_t _pad;
 	int64_t  pay_by_ns;         /* a reservation's pay-by time (its ORDER's value); 0: a
 	                               plain order */
 	uint64_t confirm_lsn;       /* LSN of a reservation's CONFIRM record, 0: none */
@@ -128,6 +134,12 @@ int fold_archived(fold_t *f, const uint32_t **v, size_t *n);
  * @return FLASH_OK; FLASH_EINVAL; FLASH_ENOMEM.
  */
 int fold_order_numbers(const fold_t *f, uint64_t **out, size_t *n);
+
+/** Lines of carts read but not folded: their last line is still to come. */
+uint64_t fold_cart_lines_open(const fold_t *f);
+
+/** Lines of carts dropped as torn (their last line never came). */
+uint64_t fold_cart_lines_torn(const fold_t *f);
 
 /** Highest order number folded (0: none). */
 uint64_t fold_orders_max(const fold_t *f);

@@ -30,7 +30,10 @@
  *
  * When (snap_step()): every every_s seconds or once the WAL has grown by
  * wal_bytes since the last snapshot, whichever first, and when asked (the
- * daemon asks once at a clean stop) -- only if the shadow moved since.
+ * daemon asks once at a clean stop) -- only if the shadow moved since, and
+ * never while the WAL read so far ends between a cart's lines (the fold
+ * holds them until its last line: fold_cart_lines_open()); the next step
+ * after it takes the snapshot.
  *
  * WAL files removed.  A WAL file goes when every frame in it has an LSN <=
  * cover, cover = min(the OLDER of the two newest snapshots -- the only one

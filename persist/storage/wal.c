@@ -94,11 +94,13 @@ struct wal_field {
 	const char *s;
 };
 
+#define WAL_FIELDS_MAX 14     /* an ORDER of a cart's line: 13 */
+
 #define WF_U(j, t, v) ((struct wal_field){ (j), (t), 'u', (uint64_t)(v), 0, NULL })
 #define WF_I(j, t, v) ((struct wal_field){ (j), (t), 'i', 0, (int64_t)(v), NULL })
 #define WF_S(j, v)    ((struct wal_field){ (j), (j), 's', 0, 0, (v) })
 
-/* The fields of @p r's type into @p f (at most 12); returns how many. */
+/* The fields of @p r's type into @p f (at most WAL_FIELDS_MAX); returns how many. */
 static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_field *f)
 {
 	unsigned n = 0;
@@ -130,6 +132,11 @@ static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_fiel
 			f[n++] = WF_U("reservation", "reservation", 1);
 		if (r->type != FLASH_REC_CANCEL && (r->type != FLASH_REC_ORDER || r->value != 0))
 			f[n++] = WF_I("pay_by_ns", "pay_by_ns", r->value);
+		/* a cart's line (flash_cart_order): a plain order shows neither */
+		if (r->flags & FLASH_REC_F_CART) {
+			f[n++] = WF_U("line", "line", FLASH_REC_LINE(r->flags));
+			f[n++] = WF_U("last", "last", (r->flags & FLASH_REC_F_LAST) ? 1 : 0);
+		}
 		break;
 	case FLASH_REC_RESTOCK:
 		f[n++] = WF_U("activity_id", "activity", r->activity_id);
@@ -202,7 +209,7 @@ static unsigned wal_rec_field_list(const struct flash_record *r, struct wal_fiel
 
 size_t wal_rec_fields(char *buf, size_t cap, const struct flash_record *r, int json)
 {
-	struct wal_field f[12];
+	struct wal_field f[WAL_FIELDS_MAX];
 	unsigned n = wal_rec_field_list(r, f);
 	size_t k = 0;
 

@@ -757,6 +757,37 @@ static void test_expiry_ends_the_central_row_as_a_cancel_and_a_confirm_changes_n
 	}
 }
 
+/* A cart is one order of its user: its central slot is taken once, by the
+ * ORDER record of its last line (so a cart a torn WAL cut, whose last line
+ * never comes, takes none), and its cancel or expiry ends the row once, by
+ * its last line; a plain order's records act as before. */
+static void test_cart_takes_one_central_slot_by_its_last_line_and_ends_it_once(void **state)
+{
+	(void)state;
+	struct flash_record r = { .type = FLASH_REC_ORDER, .activity_id = 1, .sku_id = 2, .qty = 1,
+	                          .order_no = 90, .user_id = 9, .limit_slot = 1 };
+	char sql[512];
+	assert_int_equal(backstop_takes_slot(&r), 1);             /* a plain order */
+	for (unsigned i = 0; i < 3; i++) {
+		r.flags = (uint16_t)(FLASH_REC_F_CART | FLASH_REC_F_LINE(i) | (i == 2 ? FLASH_REC_F_LAST : 0));
+		assert_int_equal(backstop_takes_slot(&r), i == 2);
+	}
+	for (uint16_t t = FLASH_REC_CANCEL; t <= FLASH_REC_EXPIRE; t++) {
+		r.type = t;
+		assert_int_equal(backstop_takes_slot(&r), 0);
+	}
+	for (uint16_t t = FLASH_REC_CANCEL; t <= FLASH_REC_EXPIRE; t += FLASH_REC_EXPIRE - FLASH_REC_CANCEL) {
+		r.type = t;
+		for (unsigned i = 0; i < 3; i++) {
+			r.flags = (uint16_t)(FLASH_REC_F_CART | FLASH_REC_F_LINE(i) | 1u |
+			                     (i == 2 ? FLASH_REC_F_LAST : 0));
+			assert_int_equal(backstop_end_sql(3, &r, sql, sizeof sql), i == 2);
+		}
+		assert_string_equal(sql, "UPDATE fs_user_limit SET status = 'CANCELLED', quota_returned = 1"
+		                         " WHERE box_id = 3 AND order_no = 90 AND status = 'ACTIVE'");
+	}
+}
+
 /* ---- 7. the command line ---- */
 
 static void test_urls_check_refuses_a_bad_list(void **state)
@@ -791,6 +822,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_backstop_writes_orders_of_an_activity_listed_after_an_archived_one,
 		                          t_teardown),
 		cmocka_unit_test(test_expiry_ends_the_central_row_as_a_cancel_and_a_confirm_changes_nothing),
+		cmocka_unit_test(test_cart_takes_one_central_slot_by_its_last_line_and_ends_it_once),
 		cmocka_unit_test(test_urls_check_refuses_a_bad_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,6 +221,55 @@ static void test_each_order_event_has_its_own_routing_key(void **state)
 	(void)state;
 }
 
+/* A cart's lines are one message each, under the routing key of their type
+ * (as a plain order's); the body says which line and whether it is the last,
+ * and the message-id adds the line, so a consumer dropping duplicates by
+ * (type, message-id) drops no line of a cart.  A plain order shows neither. */
+static void test_cart_lines_are_messages_with_line_last_and_a_message_id_each(void **state)
+{
+	struct flash_record r = { .type = FLASH_REC_ORDER, .slot = 2, .activity_id = 7, .sku_id = 12,
+	                          .qty = 1, .order_no = 4242, .user_id = 99, .ts_ns = 5,
+	                          .limit_slot = 1,
+	                          .flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(2) | FLASH_REC_F_LAST };
+	char buf[512], id0[AMQP_SINK_MSGID_MAX], id2[AMQP_SINK_MSGID_MAX];
+
+	assert_string_equal(amqp_sink_event(&r), "order");
+	assert_true(amqp_sink_body(buf, sizeof buf, 90, &r) > 0);
+	assert_string_equal(buf, "{\"lsn\":90,\"type\":\"order\",\"slot\":2,\"activity_id\":7,"
+	                         "\"sku_id\":12,\"qty\":1,\"order_no\":4242,\"user_id\":99,"
+	                         "\"ts_ns\":5,\"biz_day\":0,\"limit_slot\":1,\"request_id\":0,"
+	                         "\"flags\":2816,\"line\":2,\"last\":1}");
+	amqp_sink_msgid(id2, sizeof id2, &r);
+	assert_string_equal(id2, "4242-2");
+	r.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(0);
+	amqp_sink_msgid(id0, sizeof id0, &r);
+	assert_string_equal(id0, "4242-0");
+	r.type = FLASH_REC_CANCEL;
+	r.flags |= 1;                              /* the cart's quota came back */
+	assert_string_equal(amqp_sink_event(&r), "cancel");
+	assert_true(amqp_sink_body(buf, sizeof buf, 91, &r) > 0);
+	assert_non_null(strstr(buf, "\"quota_returned\":1,\"line\":0,\"last\":0}"));
+	r.type = FLASH_REC_EXPIRE;
+	r.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(15) | FLASH_REC_F_LAST | 1;
+	r.value = 77;
+	assert_string_equal(amqp_sink_event(&r), "order.expired");
+	assert_true(amqp_sink_body(buf, sizeof buf, 92, &r) > 0);
+	assert_non_null(strstr(buf, "\"pay_by_ns\":77,\"line\":15,\"last\":1}"));
+	amqp_sink_msgid(id2, sizeof id2, &r);
+	assert_string_equal(id2, "4242-15");
+	r.flags = 1;                               /* a plain order: as before carts */
+	assert_true(amqp_sink_body(buf, sizeof buf, 93, &r) > 0);
+	assert_null(strstr(buf, "\"line\""));
+	assert_null(strstr(buf, "\"last\""));
+	amqp_sink_msgid(id2, sizeof id2, &r);
+	assert_string_equal(id2, "4242");
+	r.order_no = UINT64_MAX;                   /* the widest id fits */
+	r.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(15);
+	amqp_sink_msgid(id2, sizeof id2, &r);
+	assert_string_equal(id2, "18446744073709551615-15");
+	(void)state;
+}
+
 /* A change of terms is a message, as the order events are: new terms of an
  * activity (an ACTIVITY record with flags 1) are "activity.updated", a
  * sku's price "sku.price"; the add of an activity or a sku stays no
@@ -271,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_unreachable_broker_is_retry_and_says_where),
 		cmocka_unit_test(test_body_names_every_field_of_its_type_and_the_lsn),
 		cmocka_unit_test(test_each_order_event_has_its_own_routing_key),
+		cmocka_unit_test(test_cart_lines_are_messages_with_line_last_and_a_message_id_each),
 		cmocka_unit_test(test_terms_changes_have_their_own_routing_keys_and_adds_none),
 		cmocka_unit_test(test_sink_codes_have_their_own_names),
 	};

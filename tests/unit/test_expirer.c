@@ -137,11 +137,89 @@ static void test_a_reservation_noted_twice_is_expired_once(void **state)
 	t_recs_free(&recs);
 }
 
+/* A cart (flash_cart_order) is one reservation: the drain hands the
+ * expirer one ORDER record per line, and only line 0 is noted -- its later
+ * lines would be the same order again.  (Records as the engine writes a
+ * cart's; its pay-by time an hour away, so the heap keeps what it notes.) */
+static void test_a_cart_is_noted_once_by_its_line_0(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct expirer_stats st;
+	expirer_t *x = NULL;
+
+	(void)state;
+	(void)h;
+	struct expirer_opts o = { .segment = name, .every_ms = 5 };
+	assert_int_equal(expirer_start(&o, &x), FLASH_OK);       /* an empty table */
+	struct flash_record r = { .type = FLASH_REC_ORDER, .activity_id = ACT, .sku_id = SKU, .qty = 1,
+	                          .order_no = 77, .user_id = 7, .limit_slot = 1,
+	                          .value = t_now_ns() + 3600 * 1000000000ll };
+	for (unsigned i = 1; i < 3; i++) {
+		r.flags = (uint16_t)(FLASH_REC_F_CART | FLASH_REC_F_LINE(i) | (i == 2 ? FLASH_REC_F_LAST : 0));
+		expirer_note(x, &r);
+	}
+	expirer_stats_get(x, &st);
+	assert_int_equal(st.pending, 0);
+	r.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(0);
+	expirer_note(x, &r);
+	expirer_stats_get(x, &st);
+	assert_int_equal(st.pending, 1);
+	r.order_no = 78;                                        /* a plain one: as before */
+	r.flags = 0;
+	expirer_note(x, &r);
+	expirer_stats_get(x, &st);
+	assert_int_equal(st.pending, 2);
+	expirer_stop(x);
+}
+
+/* A reserved cart found in the order table at the expirer's start is one
+ * reservation: its later lines' slots read as lines of it (line != 0) and
+ * are not taken for reservations of their own; it is expired once, every
+ * line's units back. */
+static void test_a_reserved_cart_in_the_table_is_expired_once(void **state)
+{
+	char name[64];
+	flash_t *h = t_seg_new(NULL, name, sizeof name);
+	struct t_recs recs = { 0 };
+	struct expirer_stats st;
+	expirer_t *x = NULL;
+
+	(void)state;
+	assert_int_equal(t_activity(h, ACT, 1, 1, FLASH_SCOPE_ACTIVITY, 0), FLASH_OK);
+	for (uint32_t s = 0; s < 3; s++)
+		assert_int_equal(flash_sku_add(h, ACT, SKU + s, 10, 1), FLASH_OK);
+	struct flash_cart_req c = { .activity_id = ACT, .lines = 3, .user_id = 7, .reserve_ms = 40 };
+	for (uint32_t s = 0; s < 3; s++) {
+		c.line[s].sku_id = SKU + s;
+		c.line[s].qty = 1;
+	}
+	struct flash_cart_res res;
+	assert_int_equal(flash_cart_order(h, &c, &res), FLASH_OK);
+	assert_int_equal(t_recs_drain(h, &recs), FLASH_OK);
+	struct expirer_opts o = { .segment = name, .every_ms = 5 };
+	assert_int_equal(expirer_start(&o, &x), FLASH_OK);       /* finds it */
+	wait_expired(x, 1);
+	int64_t end = t_now_ns() + (int64_t)WAIT_MS * 1000000;
+	for (expirer_stats_get(x, &st); st.pending > 0 && t_now_ns() < end; expirer_stats_get(x, &st))
+		t_sleep_ms(5);
+	assert_int_equal(st.expired, 1);
+	assert_int_equal(st.settled, 0);
+	assert_int_equal(st.failures, 0);
+	assert_int_equal(state_of(h, res.order_no), FLASH_ORDER_EXPIRED);
+	for (uint32_t s = 0; s < 3; s++)
+		assert_int_equal(t_available(h, ACT, SKU + s), 10);
+	expirer_stop(x);
+	t_recs_free(&recs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_the_expirer_expires_what_it_finds_and_what_it_is_handed, t_teardown),
 		cmocka_unit_test_teardown(test_a_reservation_noted_twice_is_expired_once, t_teardown),
+		cmocka_unit_test_teardown(test_a_cart_is_noted_once_by_its_line_0, t_teardown),
+		cmocka_unit_test_teardown(test_a_reserved_cart_in_the_table_is_expired_once, t_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

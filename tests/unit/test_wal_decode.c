@@ -754,6 +754,28 @@ static void test_record_fields_are_named_for_what_they_hold_per_type(void **stat
 		assert_int_equal(wal_rec_fields(buf, sizeof buf, &r, 0), strlen(want[i].text));
 		assert_string_equal(buf, want[i].text);
 	}
+	/* a cart's line: line and last after the type's fields, in both modes;
+	 * its flags member keeps the raw bits, a cancel's quota_returned bit 1 */
+	struct flash_record c = r;
+	c.type = FLASH_REC_ORDER;
+	c.value = 0;
+	c.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(15) | FLASH_REC_F_LAST;
+	wal_rec_fields(buf, sizeof buf, &c, 0);
+	assert_string_equal(buf, "activity=7 sku=11 qty=2 order=42 user=99 ts_ns=1000 biz_day=328195"
+	                         " limit_slot=4 request_id=555 flags=16128 line=15 last=1");
+	c.type = FLASH_REC_CANCEL;
+	c.flags = FLASH_REC_F_CART | FLASH_REC_F_LINE(1) | 1;
+	wal_rec_fields(buf, sizeof buf, &c, 1);
+	assert_string_equal(buf, "\"activity_id\":7,\"sku_id\":11,\"qty\":2,\"order_no\":42,\"user_id\":99,"
+	                         "\"ts_ns\":1000,\"biz_day\":328195,\"limit_slot\":4,\"quota_returned\":1,"
+	                         "\"line\":1,\"last\":0");
+	c.type = FLASH_REC_CONFIRM;          /* the longest: every field of an order's */
+	c.order_no = UINT64_MAX;
+	c.user_id = UINT64_MAX;
+	c.value = INT64_MIN;
+	c.ts_ns = INT64_MIN;
+	assert_true(wal_rec_fields(buf, sizeof buf, &c, 1) > 0);
+	assert_non_null(strstr(buf, "\"line\":1,\"last\":0"));
 	/* a GEN record: op advance carries the generation's start, clear the keys cleared */
 	struct flash_record g = { .type = FLASH_REC_GEN, .activity_id = 1, .sku_id = 2, .qty = 1,
 	                          .order_no = 8, .value = 123, .ts_ns = 1000 };

@@ -227,6 +227,85 @@ static void test_snapshot_keeps_reserved_units_and_one_from_before_still_seeds(v
 	}
 }
 
+/* Line @p i of a cart's operation (@p type) of @p n lines on skus 31, 32,
+ * 33 (qty i + 1), written by handle slot @p slot. */
+static struct flash_record cart(uint16_t type, unsigned i, unsigned n, uint64_t no, uint16_t slot,
+                                uint16_t more)
+{
+	struct flash_record r = rec(type, no, 9, i + 1, 0, 0);
+	r.sku_id = 31 + i;
+	r.slot = slot;
+	r.flags = (uint16_t)(FLASH_REC_F_CART | FLASH_REC_F_LINE(i) | more |
+	                     (i + 1 == n ? FLASH_REC_F_LAST : 0));
+	return r;
+}
+
+static int64_t sold_of(fold_t *f, uint32_t sku)
+{
+	const struct fold_sku *e = fold_sku_find(f, 3, sku);
+	return e ? e->sold : -1;
+}
+
+/* A cart is folded once its last line is read: every line in its own sku,
+ * one order (its line 0's, lines = 3); its cancel gives every line back.
+ * Until the last line comes nothing of it counts; a cart whose slot goes on
+ * without its last line (a torn WAL tail cut it) never counts; nor does a
+ * line out of order. */
+static void test_cart_counts_every_line_once_whole_and_never_when_torn(void **state)
+{
+	(void)state;
+	struct flash_record v[16];
+	size_t n = 0;
+	for (uint32_t s = 31; s <= 33; s++) {
+		v[n] = rec(FLASH_REC_SKU, 0, 0, 1, 10, 0);
+		v[n++].sku_id = s;
+	}
+	v[n++] = cart(FLASH_REC_ORDER, 0, 3, 100, 1, 0);
+	v[n++] = rec(FLASH_REC_ORDER, 50, 8, 1, 0, 0);         /* another handle's, between */
+	v[n++] = cart(FLASH_REC_ORDER, 1, 3, 100, 1, 0);
+	fold_t *f = fold_all(v, n);
+	assert_int_equal(fold_cart_lines_open(f), 2);
+	assert_int_equal(sold_of(f, 31), 1);                   /* the plain order alone */
+	assert_int_equal(sold_of(f, 32), 0);
+	struct fold_order o;
+	assert_int_equal(fold_order_get(f, 100, &o), FLASH_ENOT_FOUND);
+	struct flash_record last = cart(FLASH_REC_ORDER, 2, 3, 100, 1, 0);
+	assert_int_equal(fold_record(f, &last, n + 1), FLASH_OK);
+	assert_int_equal(fold_cart_lines_open(f), 0);
+	assert_int_equal(sold_of(f, 31), 2);
+	assert_int_equal(sold_of(f, 32), 2);
+	assert_int_equal(sold_of(f, 33), 3);
+	assert_int_equal(fold_order_get(f, 100, &o), FLASH_OK);
+	assert_int_equal(o.lines, 3);
+	assert_int_equal(o.sku_id, 31);
+	assert_int_equal(o.qty, 1);
+	assert_int_equal(o.state, FLASH_ORDER_ACTIVE);
+	assert_int_equal(fold_order_get(f, 101, &o), FLASH_ENOT_FOUND);
+	for (unsigned i = 0; i < 3; i++) {
+		struct flash_record c = cart(FLASH_REC_CANCEL, i, 3, 100, 2, 1);
+		assert_int_equal(fold_record(f, &c, n + 2 + i), FLASH_OK);
+	}
+	assert_int_equal(state_of(f, 100), FLASH_ORDER_CANCELLED);
+	assert_int_equal(sold_of(f, 31), 1);
+	assert_int_equal(sold_of(f, 32), 0);
+	assert_int_equal(sold_of(f, 33), 0);
+	fold_free(f);
+
+	/* torn: line 2 never comes, slot 1 goes on with another order */
+	v[n++] = rec(FLASH_REC_ORDER, 60, 7, 1, 0, 0);
+	v[n - 1].slot = 1;
+	v[n++] = cart(FLASH_REC_ORDER, 2, 3, 100, 1, 0);       /* too late: out of order now */
+	v[n++] = cart(FLASH_REC_ORDER, 1, 2, 200, 4, 0);       /* no line 0 */
+	f = fold_all(v, n);
+	assert_int_equal(fold_cart_lines_open(f), 0);
+	assert_int_equal(fold_cart_lines_torn(f), 4);
+	assert_int_equal(sold_of(f, 31), 2);                   /* orders 50 and 60 */
+	assert_int_equal(sold_of(f, 32), 0);
+	assert_int_equal(sold_of(f, 33), 0);
+	assert_int_equal(fold_order_get(f, 100, &o), FLASH_ENOT_FOUND);
+	fold_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_order_moves_only_from_the_state_its_record_names),
 		cmocka_unit_test(test_price_and_new_terms_move_no_unit_and_make_no_order),
 		cmocka_unit_test(test_snapshot_keeps_reserved_units_and_one_from_before_still_seeds),
+		cmocka_unit_test(test_cart_counts_every_line_once_whole_and_never_when_torn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
