@@ -101,6 +101,16 @@ if(TARGET flashstock)
   set_tests_properties(cli_carts_all_or_nothing_one_limit_slot_and_every_line_back_on_expiry
                        PROPERTIES LABELS cli TIMEOUT 120)
 
+  # carts read back from MariaDB (tests/cli/cli_carts_mysql.sh): through the
+  # daemon and its applier on a private MariaDB, `order --mysql` shows a cart
+  # with every line (order_lines), the number of its later line shows the
+  # cart, an expired cart both its lines, a plain order one line.
+  add_test(NAME cli_carts_read_from_mariadb_with_every_line
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_carts_mysql.sh $<TARGET_FILE:flashstock>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
+  set_tests_properties(cli_carts_read_from_mariadb_with_every_line
+                       PROPERTIES LABELS "cli;mysql" TIMEOUT 240)
+
   # usage: --help everywhere exits 0 and prints the usage; an unknown
   # command exits 2.  tests/cli/cli_expect.sh checks the exit code and the
   # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
