@@ -196,7 +196,8 @@ static void print_segment(const struct flash_order_info *o, uint32_t n, int json
 	struct order_line l[FLASH_CART_LINES_MAX];
 	char b[40], p[80], w[96];
 
-	for (uint32_t i = 0; i < n && i < FLASH_CART_LINES_MAX; i++)
+	n = n < 1 ? 1 : n < FLASH_CART_LINES_MAX ? n : FLASH_CART_LINES_MAX;   /* o[0] is always there */
+	for (uint32_t i = 0; i < n; i++)
 		l[i] = (struct order_line){ i, o[i].sku_id, o[i].qty };
 	if (json) {
 		printf("{\"order_no\":%" PRIu64 ",\"source\":\"segment\",\"archived\":false,"
