@@ -43,7 +43,8 @@ static void status_help(FILE *out)
 	        "          version}] (sold = total - available),\n"
 	        "  units_total, units_available, units_sold (sums over skus),\n"
 	        "  reservations, units_reserved (reservations not paid, expired or\n"
-	        "    cancelled yet, and the units they hold: part of units_sold),\n"
+	        "    cancelled yet, and the units they hold: part of units_sold; a cart\n"
+	        "    is one reservation holding the units of all its lines),\n"
 	        "  tables: {activities, skus, shards, users, tokens, orders, requests, locks,\n"
 	        "           procs: {used, cap, pct}},\n"
 	        "  counters: {orders, cancels, sold_out, limit_hits, token_rejects,\n"
@@ -189,7 +190,10 @@ struct status_arch {
 
 /* Reservations held now (RESERVED orders) and their units: a walk of the
  * order table, a moment's view like the stock beside it.  Counted here,
- * not kept in the segment: status is the one reader that wants them. */
+ * not kept in the segment: status is the one reader that wants them.  A
+ * cart's later lines have slots of their own, which read as that line of
+ * the cart (line != 0): the cart is one reservation, counted at its line
+ * 0, and holds the units of every line. */
 struct status_resv {
 	uint64_t orders;
 	uint64_t units;
@@ -207,7 +211,7 @@ static int status_reserved(flash_t *h, uint64_t cap, struct status_resv *rv)
 		if (rc != FLASH_OK)
 			return rc;
 		if (oi.state == FLASH_ORDER_RESERVED) {
-			rv->orders++;
+			rv->orders += oi.line == 0;
 			rv->units += oi.qty;
 		}
 	}

@@ -19,7 +19,7 @@ static const struct tool_cmd tool_cmds[] = {
 	{ "wal",     cmd_wal,     "verify or dump a write-ahead log directory, list its snapshots" },
 	{ "reconcile", cmd_reconcile, "compare segment, WAL and MySQL; exit 1 on any difference" },
 	{ "top",     cmd_top,     "live view of a sale: orders/s, refusals, latency, stock, lag" },
-	{ "order",   cmd_order,   "show one order (segment, or MariaDB once archived), or place one" },
+	{ "order",   cmd_order,   "show one order (segment, or MariaDB once archived), or place one or a cart" },
 	{ "confirm", cmd_confirm, "pay a reservation: reserved -> active before its pay-by time" },
 	{ "expire",  cmd_expire,  "expire reservations past their pay-by time (one, or --all due)" },
 	{ "terms",   cmd_terms,   "show an activity's terms and prices with their versions, or change them" },

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include <mysql.h>
+#include <mysqld_error.h>
 
 #include "mysql_err.h"
 #include "reconcile_sql.h"
@@ -351,6 +352,72 @@ int rsql_order_get(mdb_t *m, uint64_t order_no, struct rsql_order_row *out)
 	char sql[768];
 	snprintf(sql, sizeof sql, ORDER_ROW_SQL "o.order_no = %llu", (unsigned long long)order_no);
 	return order_row_query(m, sql, out);
+}
+
+/* A query of order_lines: its result, or NULL with *rc FLASH_OK when the
+ * database has no such table (made before carts: no order has lines). */
+static MYSQL_RES *lines_query(mdb_t *m, const char *sql, int *rc)
+{
+	MYSQL_RES *r = query(m, sql, rc);
+	MYSQL *c;
+
+	if (!r && *rc == FLASH_EMYSQL && (c = mdb_conn(m)) && mysql_errno(c) == ER_NO_SUCH_TABLE)
+		*rc = FLASH_OK;
+	return r;
+}
+
+int rsql_order_lines(mdb_t *m, uint64_t order_no, struct rsql_order_line *out, uint32_t cap,
+                     uint32_t *n)
+{
+	char sql[160];
+	MYSQL_ROW row;
+	int rc = FLASH_OK;
+
+	if (!m || !n || !order_no || (cap && !out))
+		return FLASH_EINVAL;
+	*n = 0;
+	snprintf(sql, sizeof sql, "SELECT line, sku_id, qty FROM order_lines WHERE order_no = %llu"
+	         " ORDER BY line", (unsigned long long)order_no);
+	MYSQL_RES *r = lines_query(m, sql, &rc);
+	if (!r)
+		return rc;
+	while ((row = mysql_fetch_row(r))) {
+		if (*n < cap) {
+			out[*n].line = (uint32_t)u64(row[0]);
+			out[*n].sku_id = (uint32_t)u64(row[1]);
+			out[*n].qty = (uint32_t)u64(row[2]);
+		}
+		(*n)++;
+	}
+	mysql_free_result(r);
+	return FLASH_OK;
+}
+
+int rsql_order_line_of(mdb_t *m, uint64_t order_no, uint64_t *cart_no, uint32_t *line)
+{
+	char sql[224];
+	MYSQL_ROW row;
+	int rc = FLASH_OK;
+
+	if (!m || !cart_no || !line || order_no < 2)
+		return FLASH_EINVAL;
+	/* the cart is at most FLASH_CART_LINES_MAX - 1 numbers before: the
+	 * primary key's range, then the line that lands on order_no */
+	snprintf(sql, sizeof sql, "SELECT order_no, line FROM order_lines WHERE order_no BETWEEN %llu AND %llu"
+	         " AND line > 0 AND order_no + line = %llu LIMIT 1",
+	         (unsigned long long)(order_no > FLASH_CART_LINES_MAX ? order_no - (FLASH_CART_LINES_MAX - 1) : 1),
+	         (unsigned long long)(order_no - 1), (unsigned long long)order_no);
+	MYSQL_RES *r = lines_query(m, sql, &rc);
+	if (!r)
+		return rc == FLASH_OK ? FLASH_ENOT_FOUND : rc;
+	rc = FLASH_ENOT_FOUND;
+	if ((row = mysql_fetch_row(r))) {
+		*cart_no = u64(row[0]);
+		*line = (uint32_t)u64(row[1]);
+		rc = FLASH_OK;
+	}
+	mysql_free_result(r);
+	return rc;
 }
 
 int rsql_order_by_request(mdb_t *m, uint64_t request_id, uint32_t activity_id,

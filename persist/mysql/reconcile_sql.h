@@ -155,6 +155,33 @@ struct rsql_order_row {
  */
 int rsql_order_get(mdb_t *m, uint64_t order_no, struct rsql_order_row *out);
 
+/** One line of a cart as MariaDB has it (order_lines). */
+struct rsql_order_line {
+	uint32_t line;              /* 0 .. the cart's lines - 1 */
+	uint32_t sku_id;
+	uint32_t qty;
+};
+
+/**
+ * The lines of order @p order_no in order_lines, ascending, at most @p cap
+ * of them in @p out: a cart's, line 0 included.  A plain order has no row
+ * there, nor has any order of a database the applier made before carts
+ * (no order_lines table): *n 0 for both.
+ * @param[out] n  the lines MariaDB holds (also when more than @p cap)
+ * @return FLASH_OK; FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int rsql_order_lines(mdb_t *m, uint64_t order_no, struct rsql_order_line *out, uint32_t cap,
+                     uint32_t *n);
+
+/**
+ * Whether @p order_no is the number of a cart's later line (a cart of n
+ * lines takes its own number and the n - 1 after it; MariaDB keeps the cart
+ * under its own): the cart's number and the line.
+ * @return FLASH_OK; FLASH_ENOT_FOUND (no cart has a line of that number, or
+ *         no order_lines table); FLASH_EMYSQL_RETRY; FLASH_EMYSQL; FLASH_EINVAL.
+ */
+int rsql_order_line_of(mdb_t *m, uint64_t order_no, uint64_t *cart_no, uint32_t *line);
+
 /**
  * The order placed with request id @p request_id by @p user_id in
  * @p activity_id (and @p sku_id unless 0): the user_limit index's prefix

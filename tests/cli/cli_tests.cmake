@@ -91,6 +91,26 @@ if(TARGET flashstock)
   set_tests_properties(cli_terms_change_moves_the_version_and_a_stale_order_takes_nothing
                        PROPERTIES LABELS cli TIMEOUT 120)
 
+  # carts through the real binary (tests/cli/cli_carts.sh says what each step
+  # proves): `order --line` places several skus as one order, all or nothing,
+  # in one limit slot; a refusal names the line (sold out: every line short);
+  # a reserved cart's expiry returns every line; every bad command line exits
+  # 2, changing nothing; the README's "Carts" block runs as it says.
+  add_test(NAME cli_carts_all_or_nothing_one_limit_slot_and_every_line_back_on_expiry
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_carts.sh $<TARGET_FILE:flashstock>)
+  set_tests_properties(cli_carts_all_or_nothing_one_limit_slot_and_every_line_back_on_expiry
+                       PROPERTIES LABELS cli TIMEOUT 120)
+
+  # carts read back from MariaDB (tests/cli/cli_carts_mysql.sh): through the
+  # daemon and its applier on a private MariaDB, `order --mysql` shows a cart
+  # with every line (order_lines), the number of its later line shows the
+  # cart, an expired cart both its lines, a plain order one line.
+  add_test(NAME cli_carts_read_from_mariadb_with_every_line
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_carts_mysql.sh $<TARGET_FILE:flashstock>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/mariadb.sh)
+  set_tests_properties(cli_carts_read_from_mariadb_with_every_line
+                       PROPERTIES LABELS "cli;mysql" TIMEOUT 240)
+
   # usage: --help everywhere exits 0 and prints the usage; an unknown
   # command exits 2.  tests/cli/cli_expect.sh checks the exit code and the
   # output together (PASS_REGULAR_EXPRESSION alone ignores the exit code).
