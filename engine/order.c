@@ -1650,6 +1650,7 @@ static void ono_abandon(flash_t *h, uint64_t from, uint64_t to)
 			continue;
 		ck_pr_store_64(&o->order_no, m);
 		ck_pr_fence_store();
+		FS_CRASH("cart", 9);
 		cas_state(&o->state, FS_MK(FS_K_EMPTY, 0), FS_MK(FS_K_FREE, 1));
 	}
 }
@@ -1702,9 +1703,12 @@ static uint64_t cart_numbers(flash_t *h, uint32_t n)
 			ck_pr_store_64(&p->order_next, n0 + n);
 			return n0;
 		}
+		/* the range moves past them first: killed in ono_abandon, the
+		 * handle's range never holds a number whose slot it changed */
 		skip_to = n0 + n > end ? end : n0 + k + 1;
-		ono_abandon(h, n0, n0 + n > end ? end : n0 + k);
 		ck_pr_store_64(&p->order_next, skip_to);
+		ck_pr_fence_store();
+		ono_abandon(h, n0, n0 + n > end ? end : n0 + k);
 	}
 	return 0;
 }

@@ -1371,6 +1371,29 @@ static void setup_cart_placed(flash_t *h, struct ctx *c, uint32_t act, uint32_t 
 		usleep((ms + 2) * 1000);
 }
 
+/* A cart at the tail of its handle's chunk of numbers: the slot's last
+ * two numbers are too few for its three lines, so they are skipped (their
+ * slots made reusable for later laps) and the cart takes the next chunk. */
+static void setup_cart_chunk_tail(flash_t *h, struct ctx *c)
+{
+	flash_t *h2 = NULL;
+
+	setup_cart_act(h, c, 46, 0, 5);
+	CHECK_RC(add_act(h, 47, 1, 0), FLASH_OK);
+	CHECK_RC(flash_sku_add(h, 47, 470, 100, 1), FLASH_OK);
+	CHECK_RC(flash_open(c->name, 0, &h2), FLASH_OK);
+	if (h2 == NULL)
+		return;
+	for (uint32_t i = 0; i + 2 < FS_ORDER_CHUNK; i++) {
+		CHECK_RC(order(h2, 47, 470, 47001 + i, 1, 0, 0, NULL), FLASH_OK);
+		if (i % 32 == 31)
+			(void)drain_all(h, c);
+	}
+	CHECK(h2->me->order_next + 2 == h2->me->order_end, "setup: slot %d has %llu numbers left, not 2",
+	      flash_slot(h2), (unsigned long long)(h2->me->order_end - h2->me->order_next));
+	CHECK_RC(flash_close(h2), FLASH_OK);
+}
+
 static void setup_cart_cancel(flash_t *h, struct ctx *c)
 {
 	setup_cart_placed(h, c, 43, FLASH_ACT_CANCEL_RETURNS_QUOTA, 0);
@@ -3305,6 +3328,7 @@ static const struct scen scens[] = {
 	{ "cart_token_req_borrow", setup_cart, run_cart, verify_cart_ok, 0 },
 	{ "cart_short_line_after_token", setup_cart_short, run_cart, verify_cart_fail, 0 },
 	{ "cart_cancel", setup_cart_cancel, run_cancel, verify_cart_cancel, 0 },
+	{ "cart_chunk_tail", setup_cart_chunk_tail, run_cart, verify_cart_ok, 0 },
 	{ "cart_confirm", setup_cart_confirm, run_confirm, verify_cart_confirm, 0 },
 	{ "cart_expire", setup_cart_expire, run_expire, verify_cart_expire, 0 },
 	{ "restock_plus", setup_restock, run_restock_plus, verify_restock_plus, 0 },
