@@ -14,6 +14,7 @@ target_link_libraries(amqp_buyer PRIVATE flashstock_static)
 
 # the kill tests through the real binaries: NAME SCRIPT TIMEOUT
 foreach(t amqp_sink_delivers_every_acked_order_across_broker_kill_and_hang_sink_kill_serve_kill:cli_feed_amqp.sh:300
+          amqp_sink_delivers_every_line_of_every_cart_operation_as_its_own_message:cli_feed_amqp_carts.sh:180
           amqp_sink_resends_from_confirmed_lsn_after_nack_and_stops_on_refusals:cli_feed_amqp_nack.sh:300
           amqp_sink_started_before_serve_waits_for_the_wal_directory_then_delivers:cli_feed_amqp_boot.sh:180)
   string(REPLACE ":" ";" t ${t})
