@@ -3574,12 +3574,46 @@ static void finish(flash_t *h, struct ctx *c)
 	flash_seg_destroy(c->name);
 }
 
+/*
+ * Before recovery, with the child dead where it stopped (as a reader meets
+ * a live process stopped there): every number in the order table reads
+ * whole with flash_order_lines -- no order (a number not placed yet, or a
+ * cart's later line), gone, or every line in the state of line 0.
+ */
+static void check_lines_mid(flash_t *h)
+{
+	struct flash_order_info l[FLASH_CART_LINES_MAX];
+
+	for (uint32_t i = 0; i < h->ord_cap; i++) {
+		uint64_t no = ck_pr_load_64(&h->ord[i].order_no);
+		uint32_t n = 0;
+		int rc;
+
+		if (no == 0)
+			continue;
+		rc = flash_order_lines(h, no, l, FLASH_CART_LINES_MAX, &n);
+		CHECK(rc == FLASH_OK || rc == FLASH_ENOT_FOUND || rc == FLASH_EARCHIVED,
+		      "order %llu in mid-operation: flash_order_lines answers %s", (unsigned long long)no,
+		      flash_rcname(rc));
+		if (rc != FLASH_OK)
+			continue;
+		CHECK(n >= 1 && n <= FLASH_CART_LINES_MAX, "order %llu in mid-operation: %u lines",
+		      (unsigned long long)no, n);
+		for (uint32_t k = 0; k < n && k < FLASH_CART_LINES_MAX; k++)
+			CHECK(l[k].state == l[0].state && l[k].line == k && l[k].lines == n,
+			      "order %llu in mid-operation: line %u reads state %u (line %u of %u), line 0 state %u",
+			      (unsigned long long)no, k, l[k].state, l[k].line, l[k].lines, l[0].state);
+	}
+}
+
 /* Recover in the parent; the dead child's slot (and a dead recoverer's) is freed. */
 static void recover_and_check(flash_t *h, struct ctx *c, uint32_t want_min)
 {
 	uint32_t got = 0;
 
 	g_case_failures = 0;
+	if (c->crashed)
+		check_lines_mid(h);
 	CHECK_RC(flash_recover(h, &got), FLASH_OK);
 	CHECK(got >= want_min, "recovery recovered %u handles, want at least %u", got, want_min);
 	if (c->helper > 0)
