@@ -1139,10 +1139,11 @@ struct flash_order_info {
 /**
  * Read one order.  Numbers run from 1 to flash_orders_max() (with the box id
  * in bits 63..56: flash_box_id_set); a number whose order never completed
- * reads as FLASH_ORDER_NONE.  A cart (flash_cart_order) of n lines has n
- * numbers: its own, which reads as its line 0 with lines = n, and the n - 1
- * after it, which hold its later lines and read as FLASH_ORDER_NONE with
- * line = 1 .. n - 1 and lines = n (flash_order_lines reads them all).
+ * reads as FLASH_ORDER_NONE with no field but order_no set (also while it
+ * is being placed).  A cart (flash_cart_order) of n lines has n numbers:
+ * its own, which reads as its line 0 with lines = n, and the n - 1 after
+ * it, which hold its later lines and read as FLASH_ORDER_NONE with line =
+ * 1 .. n - 1 and lines = n (flash_order_lines reads them all).
  * Order numbers: 64 bits, never reused.  Bits 63..56 are the segment's box
  * id (0 unless flash_box_id_set), bits 55..0 a counter that grows forever.
  * Number n lives in order-table slot ((n & (2^56 - 1)) - 1) % max_orders; a
@@ -1164,8 +1165,10 @@ FLASH_API int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_
  * @param[out] out  @p cap entries
  * @param[out] n    the order's lines (also when more than @p cap)
  * @return FLASH_OK; FLASH_EFULL (@p cap below the order's lines: the first
- *         @p cap filled, *n says how many there are); FLASH_ENOT_FOUND (also
- *         for the number of a cart's later line: the cart is order_no - line);
+ *         @p cap filled, *n says how many there are); FLASH_ENOT_FOUND (no
+ *         order: a number flash_order_get reads as FLASH_ORDER_NONE with
+ *         lines 0, one still being placed included; also the number of a
+ *         cart's later line: the cart is order_no - line);
  *         the other answers of flash_order_get.
  */
 FLASH_API int flash_order_lines(flash_t *h, uint64_t order_no, struct flash_order_info *out,

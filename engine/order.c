@@ -2524,8 +2524,10 @@ int flash_order_get(flash_t *h, uint64_t order_no, struct flash_order_info *out)
 		out->pay_by_ns = (int64_t)(FS_VAL(s) * 1000000u);
 		break;
 	case FS_K_PEND:
+		/* being placed: no order yet, its fields still being written
+		 * (a cart's lines too: flash_order_lines finds none) */
 		out->state = FLASH_ORDER_NONE;
-		break;
+		return FLASH_OK;
 	case FS_K_LINE:
 		/* a cart's later line: not an order (flash_order_lines) */
 		out->state = FLASH_ORDER_NONE;
