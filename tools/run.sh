@@ -114,12 +114,9 @@ demo)
 	;;
 test)
 	install_deps
-	build "$here/build-asan" -DFLASH_SANITIZE=ON
-	build "$here/build-tsan" -DFLASH_TSAN=ON -- tsan_tests
-	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON -- fuzz_wal fuzz_attach fuzz_csv
 	# The plain build and the static analysis are needed only by the last
-	# stage: they run meanwhile, at the lowest CPU priority (nice 19), on
-	# the CPU the sanitizer stages leave idle (much of their time is spent
+	# stage: they start first and run meanwhile, at the lowest CPU priority
+	# (nice 19), on the CPU the sanitizer builds and stages leave idle (much of their time is spent
 	# waiting on MariaDB, Galera, RabbitMQ and the lease tests' clocks), and
 	# the plain stage waits for them.  Their own process group, ended if
 	# this script ends first.  setsid makes a new session, and with the
@@ -134,6 +131,9 @@ test)
 		>"$here/build-bg.log" 2>&1 &
 	bg=$!
 	trap 'kill -- -"$bg" 2>/dev/null' EXIT
+	build "$here/build-asan" -DFLASH_SANITIZE=ON
+	build "$here/build-tsan" -DFLASH_TSAN=ON -- tsan_tests
+	build "$here/build-fuzz" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON -- fuzz_wal fuzz_attach fuzz_csv
 	# every test but the bench's: a measuring tool, whose checks run in the
 	# plain stage.  Under ASan its rows took about 7 minutes of test time
 	# (bench_smoke 270 s, the fault round 140-185 s) of a 14-minute stage,
