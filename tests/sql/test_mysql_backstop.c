@@ -516,6 +516,54 @@ static void test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts(v
 	box_free(&a);
 }
 
+/*
+ * A mark refused once -- the UPDATE of fs_backstop failing as a Galera
+ * certification failure does (1213), on a session that stays up -- is
+ * made again by the backstop itself, with the units the cancel returned,
+ * not left for a reconnect that may never come (lease_proof once ended
+ * with "1 not yet cancelled" this way).  A trigger fails the first UPDATE;
+ * its count is a MyISAM table, which the statement's rollback keeps.
+ */
+static void test_mark_refused_once_is_made_again_on_the_same_session(void **state)
+{
+	(void)state;
+	fresh_central();
+	struct box a, b;
+	box_new(&a, 1, 0);
+	box_new(&b, 1, 0);
+	box_serve(&a, 1, g_url);
+	mdb_t *m;
+	MYSQL *c = central(&m);
+	struct flash_order_res ra, rb;
+	assert_int_equal(t_order(a.h, 1, 1, 42, 1, 0, 0, &ra), FLASH_OK);
+	wait_written(c, &a, 1);       /* the schema is there; box 1 holds user 42's slot */
+	qx(c, "CREATE TABLE fail_marks (n INT NOT NULL) ENGINE=MyISAM");
+	qx(c, "INSERT INTO fail_marks VALUES (1)");
+	qx(c, "CREATE TRIGGER fail_mark BEFORE UPDATE ON fs_backstop FOR EACH ROW BEGIN"
+	      " IF (SELECT n FROM fail_marks) > 0 THEN UPDATE fail_marks SET n = n - 1;"
+	      " SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT ="
+	      " 'Deadlock found when trying to get lock (fail_mark)'; END IF; END");
+	box_serve(&b, 2, g_url);
+	assert_int_equal(t_order(b.h, 1, 1, 42, 1, 0, 0, &rb), FLASH_OK);
+	for (int i = 0; i < 6000 && order_state(&b, rb.order_no) == FLASH_ORDER_ACTIVE; i++)
+		t_sleep_ms(10);
+	assert_int_equal(order_state(&b, rb.order_no), FLASH_ORDER_CANCELLED);
+	for (int i = 0; i < 1000 && q1(c, "SELECT COUNT(*) FROM fs_backstop WHERE cancelled = 1") == 0; i++)
+		t_sleep_ms(10);
+	assert_int_equal(q1(c, "SELECT n FROM fail_marks"), 0);          /* it did fail once */
+	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_backstop WHERE box_id = 2 AND order_no = %llu AND"
+	                    " cancelled = 1 AND units_returned = 1", (unsigned long long)rb.order_no), 1);
+	assert_int_equal(q1(c, "SELECT COUNT(*) FROM fs_backstop"), 1);
+	assert_int_equal(t_available(b.h, 1, 1), 10);
+	assert_int_equal(order_state(&a, ra.order_no), FLASH_ORDER_ACTIVE);
+	box_stop(&b);
+	box_stop(&a);
+	assert_int_equal(b.t.st.backstop_conflicts, 1);
+	mdb_close(m);
+	box_free(&a);
+	box_free(&b);
+}
+
 /* ---- 6. archiving waits for the backstop ---- */
 
 /* Activity @p id (limit 1) whose window closes @p end_in_ms from now
@@ -815,6 +863,7 @@ int main(void)
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_cancel_decided_before_a_kill_is_made_when_the_backstop_starts,
 		                          t_teardown),
+		cmocka_unit_test_teardown(test_mark_refused_once_is_made_again_on_the_same_session, t_teardown),
 		cmocka_unit_test_teardown(test_archive_waits_for_a_lagging_backstop_and_every_order_reaches_fs_user_limit,
 		                          t_teardown),
 		cmocka_unit_test_teardown(test_archiver_of_a_restarted_idle_box_goes_by_the_backstops_committed_position,
