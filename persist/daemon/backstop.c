@@ -9,7 +9,8 @@
  *   2. the central connection (one URL at a time, the next on failure) and
  *      the schema
  *   3. one batch: a transaction gated by fs_backstop_pos
- *   4. compensating cancels (after the commit, and the sweep on connect)
+ *   4. compensating cancels (after the commit; the sweep on connect, and
+ *      in the next round after a cancel or a mark failed)
  *   5. the thread
  */
 #include "backstop.h"
@@ -46,6 +47,12 @@ struct bs_refused {
 	uint64_t lsn;
 };
 
+/* A cancel made whose fs_backstop row is not marked yet (the UPDATE failed). */
+struct bs_unmarked {
+	uint64_t order_no;
+	uint32_t units;
+};
+
 struct backstop {
 	struct backstop_opts bs_o;
 	char           *bs_urls_buf;    /* owned copy of o.urls, split in place */
@@ -65,6 +72,9 @@ struct backstop {
 	size_t          bs_nbatch;
 	struct bs_refused *bs_ref;
 	size_t          bs_nref;
+	struct bs_unmarked *bs_unm;     /* marks to make again, with their units */
+	size_t          bs_nunm;
+	int             bs_sweep_due;   /* a cancel or a mark failed: sweep next round */
 	struct bs_act  *bs_act;
 	size_t          bs_nact;
 	uint64_t        bs_fed_lsn;     /* committed centrally, not yet in the feed position */
@@ -247,6 +257,14 @@ static unsigned bs_exec(MYSQL *c, const char *sql)
 
 static int bs_sweep(struct backstop *b, MYSQL *c);
 
+static int bs_unmarked(const struct backstop *b, uint64_t order_no)
+{
+	for (size_t i = 0; i < b->bs_nunm; i++)
+		if (b->bs_unm[i].order_no == order_no)
+			return 1;
+	return 0;
+}
+
 /*
  * A session on the current URL with the schema present and the cancels
  * that a previous run decided made (bs_sweep).  @return FLASH_OK;
@@ -282,11 +300,12 @@ static int bs_connect(struct backstop *b)
 		bs_move(b);
 		return FLASH_EMYSQL_RETRY;
 	}
+	b->bs_connected = 1;    /* a mark failing in the sweep may move on (bs_mark) */
 	if (bs_sweep(b, c) != FLASH_OK) {
-		bs_move(b);
+		if (b->bs_connected)
+			bs_move(b);
 		return FLASH_EMYSQL_RETRY;
 	}
-	b->bs_connected = 1;
 	pthread_mutex_lock(&b->bs_mu);
 	b->bs_st.reconnects++;
 	b->bs_st.node = b->bs_cur;
@@ -563,10 +582,39 @@ int backstop_end_sql(uint32_t box_id, const struct flash_record *r, char *sql, s
 }
 
 /*
+ * Mark the fs_backstop row of @p order_no cancelled, with the @p units its
+ * cancel returned.  A failure keeps the mark in bs_unm, and the next round
+ * makes it (bs_sweep), on this session or the next: a certification
+ * failure (1213) leaves the session up, so no reconnect would come.
+ */
+static void bs_mark(struct backstop *b, MYSQL *c, uint64_t order_no, uint32_t units)
+{
+	char sql[256];
+	unsigned e = 0;
+	snprintf(sql, sizeof sql, "UPDATE fs_backstop SET cancelled = 1, units_returned = %u WHERE box_id"
+	         " = %u AND order_no = %" PRIu64 " AND cancelled = 0", units, b->bs_o.box_id, order_no);
+	if (b->bs_connected) {  /* else an earlier mark moved on: @p c is closed */
+		if (!(e = bs_exec(c, sql)))
+			return;
+		bs_log(b, PLOG_WARN, "marking order %" PRIu64 " cancelled: %s (%u); made again next round",
+		       order_no, mysql_error(c), e);
+	}
+	b->bs_sweep_due = 1;
+	struct bs_unmarked *nu = realloc(b->bs_unm, (b->bs_nunm + 1) * sizeof *nu);
+	if (nu) {       /* else the sweep marks it, with the units unknown (0) */
+		b->bs_unm = nu;
+		b->bs_unm[b->bs_nunm++] = (struct bs_unmarked){ order_no, units };
+	}
+	if (e && backstop_err_action(e) == BACKSTOP_ERR_MOVE)
+		bs_move(b);
+}
+
+/*
  * Cancel a refused order in the segment, then mark its fs_backstop row.
  * flash_cancel is idempotent (FLASH_ECANCELLED: cancelled before, nothing
  * returned twice), so a cancel made before a crash and made again here
- * gives its units back once.  A failed mark is made again by the sweep.
+ * gives its units back once.  A failed cancel is tried again by the next
+ * round's sweep, a failed mark made again by it (bs_mark).
  */
 static void bs_compensate(struct backstop *b, MYSQL *c, uint64_t order_no)
 {
@@ -580,30 +628,32 @@ static void bs_compensate(struct backstop *b, MYSQL *c, uint64_t order_no)
 		}
 	}
 	if (rc != FLASH_OK && rc != FLASH_ECANCELLED && rc != FLASH_EFATE_UNKNOWN) {
-		bs_log(b, PLOG_ERROR, "cancel of order %" PRIu64 ": %s; the next connect tries again",
+		bs_log(b, PLOG_ERROR, "cancel of order %" PRIu64 ": %s; tried again next round",
 		       order_no, flash_strerror(rc));
+		b->bs_sweep_due = 1;
 		return;
 	}
 	if (rc != FLASH_ECANCELLED)
 		bs_stat_add(b, &b->bs_st.compensated, 1);
 	bs_log(b, PLOG_INFO, "order %" PRIu64 " cancelled (%u units back in stock)", order_no,
 	       rc == FLASH_ECANCELLED ? 0u : units);
-	char sql[256];
-	snprintf(sql, sizeof sql, "UPDATE fs_backstop SET cancelled = 1, units_returned = %u WHERE box_id"
-	         " = %u AND order_no = %" PRIu64 " AND cancelled = 0",
-	         rc == FLASH_ECANCELLED ? 0u : units, b->bs_o.box_id, order_no);
-	unsigned e = bs_exec(c, sql);
-	if (e) {
-		bs_log(b, PLOG_WARN, "marking order %" PRIu64 " cancelled: %s (%u); the next connect"
-		       " does it", order_no, mysql_error(c), e);
-		if (backstop_err_action(e) == BACKSTOP_ERR_MOVE)
-			bs_move(b);
-	}
+	bs_mark(b, c, order_no, rc == FLASH_ECANCELLED ? 0u : units);
 }
 
-/* Every cancel decided for this box and not yet marked made. */
+/* The marks kept by bs_mark, then every cancel decided for this box and
+ * not yet marked made (a refusal whose cancel a kill or a failure cut). */
 static int bs_sweep(struct backstop *b, MYSQL *c)
 {
+	struct bs_unmarked *unm = b->bs_unm;
+	size_t nunm = b->bs_nunm;
+	b->bs_unm = NULL;
+	b->bs_nunm = 0;
+	b->bs_sweep_due = 0;
+	for (size_t i = 0; i < nunm; i++)      /* bs_mark keeps what fails again */
+		bs_mark(b, c, unm[i].order_no, unm[i].units);
+	free(unm);
+	if (!b->bs_connected)
+		return FLASH_EMYSQL_RETRY;
 	char sql[160];
 	snprintf(sql, sizeof sql, "SELECT order_no FROM fs_backstop WHERE box_id = %u AND cancelled = 0"
 	         " ORDER BY order_no", b->bs_o.box_id);
@@ -625,7 +675,8 @@ static int bs_sweep(struct backstop *b, MYSQL *c)
 		bs_log(b, PLOG_INFO, "%zu refused orders of box %u not yet marked cancelled: cancelling",
 		       k, b->bs_o.box_id);
 	for (size_t i = 0; i < k; i++)
-		bs_compensate(b, c, v[i]);
+		if (!bs_unmarked(b, v[i]))      /* kept to be marked with its units */
+			bs_compensate(b, c, v[i]);
 	free(v);
 	return FLASH_OK;
 }
@@ -685,6 +736,10 @@ static int bs_round(struct backstop *b, uint32_t wait_ms, uint32_t *backoff_ms)
 		*backoff_ms = *backoff_ms * 2 > 2000 ? 2000 : *backoff_ms * 2;
 		return 0;
 	}
+	if (b->bs_sweep_due && bs_sweep(b, bs_conn(b)) != FLASH_OK)
+		b->bs_sweep_due = 1;    /* the query failed: the next round */
+	if (!b->bs_connected)
+		return 0;               /* a mark moved on: the next round connects */
 	if (b->bs_nbatch == 0) {
 		int rc = bs_fill(b, wait_ms);
 		if (rc != FLASH_OK) {
@@ -872,6 +927,7 @@ void backstop_stop(backstop_t *b, uint32_t drain_ms, struct backstop_stats *st)
 		mdb_close(b->bs_m[i]);
 	free(b->bs_batch);
 	free(b->bs_ref);
+	free(b->bs_unm);
 	free(b->bs_act);
 	free(b->bs_urls_buf);
 	pthread_mutex_destroy(&b->bs_mu);

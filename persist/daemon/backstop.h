@@ -43,7 +43,10 @@
  * the first one committed.  The compensating cancels come after the
  * commit; a row of fs_backstop with cancelled = 0 is a cancel decided but
  * maybe not made, and every (re)connect makes those first (flash_cancel of
- * an order already cancelled returns FLASH_ECANCELLED and nothing).  The
+ * an order already cancelled returns FLASH_ECANCELLED and nothing), as does
+ * the next round after a cancel or its mark failed on a session that stays
+ * up (a Galera certification failure, 1213); a mark is made again with the
+ * units its cancel returned.  The
  * feed position is only where reading resumes; it is committed after the
  * central commit.
  *
