@@ -1419,51 +1419,28 @@ static void sql_archive(struct sbuf *b, const struct lsn_record *x)
  * from -- ACTIVE for a cancel, RESERVED for a cancel of an unpaid
  * reservation (flags 2), a confirm or an expiry -- so a second one, or one
  * the row's state contradicts, matches nothing: a conflict, and the units
- * it would move stay where they are.
+ * it would move stay where they are.  @p line_row: a cart's order_lines
+ * row (its line's, with the line's sku and qty) instead of the orders row
+ * (a plain order, or a cart's line 0, which also keeps quota_returned).
  */
-static void sql_end(struct sbuf *b, const struct lsn_record *x)
+static void sql_end(struct sbuf *b, const struct lsn_record *x, int line_row)
 {
 	const struct flash_record *r = &x->rec;
 	int from_reserved = r->type != FLASH_REC_CANCEL || (r->flags & 2u);
-	if (r->type == FLASH_REC_CONFIRM) {
-		sb_str(b, "UPDATE orders SET status='ACTIVE', confirm_lsn=");
-	} else {
-		sb_str(b, r->type == FLASH_REC_EXPIRE ? "UPDATE orders SET status='EXPIRED', quota_returned="
-		                                      : "UPDATE orders SET status='CANCELLED', quota_returned=");
+	sb_str(b, line_row ? "UPDATE order_lines SET status='" : "UPDATE orders SET status='");
+	sb_str(b, r->type == FLASH_REC_CONFIRM ? "ACTIVE'" : r->type == FLASH_REC_EXPIRE ? "EXPIRED'" : "CANCELLED'");
+	if (r->type != FLASH_REC_CONFIRM && !line_row) {
+		sb_str(b, ", quota_returned=");
 		sb_u64(b, (r->flags & 1u) ? 1 : 0);
-		sb_str(b, ", cancel_lsn=");
 	}
+	sb_str(b, r->type == FLASH_REC_CONFIRM ? ", confirm_lsn=" : ", cancel_lsn=");
 	sb_u64(b, x->lsn);
 	sb_str(b, " WHERE order_no=");
 	sb_u64(b, r->order_no);
-	sb_str(b, from_reserved ? " AND status='RESERVED'" : " AND status='ACTIVE'");
-	sb_str(b, " AND activity_id=");
-	sb_u64(b, r->activity_id);
-	sb_str(b, " AND sku_id=");
-	sb_u64(b, r->sku_id);
-	sb_str(b, " AND qty=");
-	sb_u64(b, r->qty);
-	sb_add(b, ";", 1);
-}
-
-/*
- * sql_end() for a cart's line row: the line's status and its record's LSN
- * (cancel_lsn or confirm_lsn, as the orders row keeps them), matched
- * only in the state the record moves it from, with the line's sku and qty.
- * The orders row of a cart (its line 0) is sql_end()'s, by line 0's record.
- */
-static void sql_line_end(struct sbuf *b, const struct lsn_record *x)
-{
-	const struct flash_record *r = &x->rec;
-	int from_reserved = r->type != FLASH_REC_CANCEL || (r->flags & 2u);
-	sb_str(b, r->type == FLASH_REC_CONFIRM ? "UPDATE order_lines SET status='ACTIVE', confirm_lsn=" :
-	          r->type == FLASH_REC_EXPIRE ? "UPDATE order_lines SET status='EXPIRED', cancel_lsn=" :
-	          "UPDATE order_lines SET status='CANCELLED', cancel_lsn=");
-	sb_u64(b, x->lsn);
-	sb_str(b, " WHERE order_no=");
-	sb_u64(b, r->order_no);
-	sb_str(b, " AND line=");
-	sb_u64(b, rec_line(r));
+	if (line_row) {
+		sb_str(b, " AND line=");
+		sb_u64(b, rec_line(r));
+	}
 	sb_str(b, from_reserved ? " AND status='RESERVED'" : " AND status='ACTIVE'");
 	sb_str(b, " AND activity_id=");
 	sb_u64(b, r->activity_id);
@@ -1682,12 +1659,12 @@ static int fast_cancels(mdb_t *m, const struct lsn_record *recs, size_t n, size_
 		case FLASH_REC_CONFIRM:
 		case FLASH_REC_EXPIRE:
 			if (rec_line(r) == 0) {      /* the orders row: a plain order, a cart */
-				sql_end(b, &recs[i]);
+				sql_end(b, &recs[i], 0);
 				if ((rc = pipe_push(m, 1)))
 					return rc;
 			}
 			if (rec_is_cart(r)) {        /* a cart's line row */
-				sql_line_end(b, &recs[i]);
+				sql_end(b, &recs[i], 1);
 				if ((rc = pipe_push(m, 1)))
 					return rc;
 			}
@@ -1958,10 +1935,7 @@ static int slow_end(mdb_t *m, const struct lsn_record *x, int *kind)
 	        r->type == FLASH_REC_EXPIRE ? CONFLICT_EXPIRE : CONFLICT_CANCEL;
 	for (int row = rec_line(r) == 0 ? 0 : 1; row < 1 + rec_is_cart(r); row++) {
 		sb_reset(b);
-		if (row == 0)
-			sql_end(b, x);          /* the orders row: a plain order, a cart's line 0 */
-		else
-			sql_line_end(b, x);     /* a cart's line row */
+		sql_end(b, x, row);     /* the orders row (a plain order, a cart's line 0), or a line row */
 		rc = slow_exec(m, b->sb_p, b->sb_len - 1, &rows);
 		if (rc == 0 && rows != 1) {
 			rc = 1;
