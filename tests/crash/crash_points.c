@@ -61,7 +61,9 @@
  * victim states per victim (FLASH_CRASH_STATES; two in the ASan build, where
  * each is four times slower; every victim state is recovered once by the
  * single enumeration already), and for three victims two recoverers are
- * killed in a row.  More starting states in both modes: the chunk boundary
+ * killed in a row.  In points mode the recoverer is killed at every victim
+ * state, unless FLASH_CRASH_STATES asks for a sample (four in the ASan
+ * build; the plain build runs them all).  More starting states in both modes: the chunk boundary
  * of order numbers, a user table one key from full, another slot stopped
  * in mid-order (then killed) or mid-acquire (then resumed: its fence must
  * exceed every earlier grant), an expired token, a ring one record from
@@ -172,6 +174,8 @@ static flash_t *g_child_handle;       /* keeps the child's handle reachable */
 static int g_stores;                  /* every store is a point (storetrap.c), not FS_CRASH */
 static int g_states = 12;             /* store mode: victim states sampled per victim
                                          (FLASH_CRASH_STATES: 2 in the ASan build) */
+static int g_states_set;              /* FLASH_CRASH_STATES given: points mode samples too
+                                         (4 in the ASan build; else every state) */
 
 /*
  * Store mode: the stores of one run of a child, recorded (st_record), by
@@ -3791,7 +3795,7 @@ static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct t
 	if (!g_stores)
 		vtr = NULL;
 	*states = 0;
-	if (g_stores && vpoints > g_states)
+	if ((g_stores || g_states_set) && vpoints > g_states)
 		stride = (vpoints + g_states - 1) / g_states;
 	for (int m = 1; m <= MAX_N; m = (m < vpoints && m + stride > vpoints) ? vpoints : m + stride) {
 		int vdone = 0, rc = 0, n, zero = 0;
@@ -3869,6 +3873,7 @@ int main(int argc, char **argv)
 	g_stores = argc > 1 && strcmp(argv[1], "stores") == 0;
 	if (getenv("FLASH_CRASH_STATES") != NULL) {
 		g_states = atoi(getenv("FLASH_CRASH_STATES"));
+		g_states_set = 1;
 		if (g_states < 2 || g_states > MAX_N) {
 			fprintf(stderr, "FLASH_CRASH_STATES: want 2..%d victim states\n", MAX_N);
 			return 2;
