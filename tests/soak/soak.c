@@ -584,7 +584,7 @@ struct soak_run {
 	/* summed over the days */
 	uint64_t calls, acked, sold_out, limit, ended_ok, retries, retry_ok, retry_bad;
 	uint64_t cancels, cancel_twice_ok;
-	uint64_t token_reuse, token_reuse_ok, locks, locked, busy, fate_unknown, unexpected;
+	uint64_t token_reuse, token_reuse_ok, locks, locked, lock_lapsed, busy, fate_unknown, unexpected;
 	uint64_t full;                          /* FLASH_EFULL answers (buyers and retries) */
 	uint32_t buyers_forked, buyers_killed, proc_failures;
 	char     first_bad[240];
@@ -1061,6 +1061,7 @@ static int soak_collect(struct soak_run *r, uint32_t day, size_t *first_today)
 		r->token_reuse_ok += p->sp_token_reuse_ok;
 		r->locks += p->sp_locks;
 		r->locked += p->sp_locked;
+		r->lock_lapsed += p->sp_lock_lapsed;
 		r->busy += p->sp_busy;
 		r->fate_unknown += p->sp_fate_unknown;
 		r->full += p->sp_full;
@@ -1339,11 +1340,12 @@ static int soak_report(struct soak_run *r, const struct soak_verdict *v, double 
 	       (unsigned long long)r->sold_out, (unsigned long long)r->limit,
 	       (unsigned long long)r->ended_ok);
 	printf("         %llu cancels (%llu second cancels FLASH_ECANCELLED), %llu used tokens "
-	       "offered again (%llu refused), %llu leased locks (%llu found held), %llu ring-full "
-	       "waits, %llu sync waits past the bound (placed)\n",
+	       "offered again (%llu refused), %llu leased locks (%llu found held, %llu lapsed "
+	       "before release), %llu ring-full waits, %llu sync waits past the bound (placed)\n",
 	       (unsigned long long)r->cancels, (unsigned long long)r->cancel_twice_ok,
 	       (unsigned long long)r->token_reuse, (unsigned long long)r->token_reuse_ok,
 	       (unsigned long long)r->locks, (unsigned long long)r->locked,
+	       (unsigned long long)r->lock_lapsed,
 	       (unsigned long long)r->busy, (unsigned long long)r->fate_unknown);
 	printf("crashes  %u buyer processes, %u killed with SIGKILL (%u handles recovered by the "
 	       "soak; the daemon recovers too); daemon started %u times, killed with SIGKILL %u "

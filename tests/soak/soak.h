@@ -127,6 +127,8 @@ struct soak_proc {
 	uint64_t sp_token_reuse, sp_token_reuse_ok;  /* a used token refused (FLASH_EBAD_TOKEN) */
 	uint64_t sp_locks;          /* lock granted, fence increasing, released */
 	uint64_t sp_locked;         /* FLASH_ELOCKED (held by another live buyer) */
+	uint64_t sp_lock_lapsed;    /* released after its lease ran out (a sync cancel
+	                               held it past 2 s): FLASH_ENOT_OWNER, as documented */
 	uint64_t sp_busy;           /* FLASH_EBUSY (ring full while the daemon restarts), retried */
 	uint64_t sp_fate_unknown;   /* FLASH_EFATE_UNKNOWN (sync: placed, not durable within the
 	                               wait bound): counted as placed, as the API says */

@@ -111,17 +111,29 @@ static int soak_order(struct soak_buyer *b, const struct flash_order_req *r,
 	}
 }
 
+/* CLOCK_MONOTONIC in ms: the lock leases' clock (not shifted, soak.h). */
+static uint64_t soak_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+#define SOAK_LEASE_MS 2000u
+
 /* Cancel @p o, sometimes under a leased lock; check the second cancel. */
 static void soak_cancel(struct soak_buyer *b, const struct soak_out *o, uint64_t r)
 {
 	uint32_t back = 0, li = (uint32_t)(r % SOAK_LOCKS);
-	uint64_t owner = ((uint64_t)getpid() << 16) | 1u, fence = 0;
+	uint64_t owner = ((uint64_t)getpid() << 16) | 1u, fence = 0, t0 = 0;
 	char name[32];
 	int locked = 0, rc;
 
 	if ((r >> 8) % 2 == 0) {
 		snprintf(name, sizeof name, "soak-lock-%u", li);
-		rc = flash_lock_acquire(b->h, name, owner, 2000, &fence);
+		t0 = soak_mono_ms();
+		rc = flash_lock_acquire(b->h, name, owner, SOAK_LEASE_MS, &fence);
 		if (rc == FLASH_OK) {
 			if (fence <= b->fence[li])
 				soak_bad(b, rc, "lock %s: fence %llu after %llu", name,
@@ -158,6 +170,8 @@ static void soak_cancel(struct soak_buyer *b, const struct soak_out *o, uint64_t
 		rc = flash_lock_release(b->h, name, owner);
 		if (rc == FLASH_OK)
 			b->p->sp_locks++;
+		else if (rc == FLASH_ENOT_OWNER && soak_mono_ms() - t0 >= SOAK_LEASE_MS)
+			b->p->sp_lock_lapsed++;   /* the lease ran out while the cancels waited */
 		else
 			soak_bad(b, rc, "lock_release %s", name);
 	}
