@@ -8,8 +8,7 @@
 #                                         thread tests under TSan, a bounded fuzz run --
 #                                         meanwhile, in the background, the plain build and
 #                                         clang's static analyzer over what ships (any report
-#                                         fails) -- and last ctest in the plain build, beside
-#                                         the analysis still running
+#                                         fails) -- and last ctest in the plain build
 #
 # Works on a fresh Debian 12 machine as root.  Services the tests need (a private MariaDB
 # on a unix socket, a private redis-server) are started by the tests themselves in
@@ -105,6 +104,14 @@ scan() {
 	fi
 }
 
+# The test builds are for the tests: line tables (-g1) are all their
+# sanitizer reports, stacks, gdb backtraces and crash_points' addr2line
+# read, and compile in about half the time of full debug information
+# (engine/order.c under ASan: 6.0 s against 10.7 s; CI is CPU-bound from
+# its first minute to its last).  The plain build keeps the flag in its
+# cache (build/, which `demo` shares): a later demo build has line tables too.
+g1=-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -115,32 +122,23 @@ demo)
 	;;
 test)
 	install_deps
-	# The plain build is needed only by the last stage, the static analysis
-	# by no stage: they start first, one after the other in the background
-	# at the lowest CPU priority (nice 19), on the CPU the sanitizer builds
-	# and stages leave idle (much of their time is spent waiting on MariaDB,
-	# Galera, RabbitMQ and the lease tests' clocks).  The plain stage waits
-	# for the plain build only (build-bg.done); the analysis goes on beside
-	# it, in the idle its waiting tests leave, and is waited for after it (a
-	# report fails the run then).  Their own process group, ended if this
-	# script ends first.  setsid makes a new session, and with the kernel's
-	# autogroups (sched_autogroup_enabled) a session is scheduled as one
-	# group against the others whatever its tasks' nice: the session's own
-	# nice (/proc/self/autogroup) is what yields.  Without it the build took
-	# half the CPU from the tests (a 2.9 s crash_stores filter took 5.1 s
-	# beside two such loops, 3.0 s with it).
+	# The plain build and the static analysis are needed only by the last
+	# stage: they start first and run meanwhile, at the lowest CPU priority
+	# (nice 19), on the CPU the sanitizer builds and stages leave idle (much of their time is spent
+	# waiting on MariaDB, Galera, RabbitMQ and the lease tests' clocks), and
+	# the plain stage waits for them.  Their own process group, ended if
+	# this script ends first.  setsid makes a new session, and with the
+	# kernel's autogroups (sched_autogroup_enabled) a session is scheduled as
+	# one group against the others whatever its tasks' nice: the session's
+	# own nice (/proc/self/autogroup) is what yields.  Without it the build
+	# took half the CPU from the tests (a 2.9 s crash_stores filter took
+	# 5.1 s beside two such loops, 3.0 s with it).
 	log "plain build and static analysis: in the background at nice 19 (log: build-bg.log)"
-	rm -f "$here/build-bg.done"
 	setsid bash -c 'renice -n 19 -p $$ >/dev/null; echo 19 >/proc/self/autogroup 2>/dev/null
 		exec bash "$1" _build_plain' _ "$here/tools/run.sh" \
 		>"$here/build-bg.log" 2>&1 &
 	bg=$!
 	trap 'kill -- -"$bg" 2>/dev/null' EXIT
-	# The sanitizer builds are for the tests only: line tables (-g1) are
-	# all their reports, stacks and crash_points' addr2line read, and
-	# compile in about half the time of full debug information (engine/
-	# order.c under ASan: 6.0 s against 10.7 s)
-	g1=-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 	build "$here/build-asan" "$g1" -DFLASH_SANITIZE=ON
 	build "$here/build-tsan" "$g1" -DFLASH_TSAN=ON -- tsan_tests
 	build "$here/build-fuzz" "$g1" -DCMAKE_C_COMPILER=clang -DFLASH_LIBFUZZER=ON -- fuzz_wal fuzz_attach fuzz_csv
@@ -164,49 +162,29 @@ test)
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j"$jobs" -LE 'bench|configure' )
 	# as many at once as above: one after the other, test_wal_serve (42 s)
-	# and test_mysql_pump (23 s) left a core to the background for 96 s
+	# and test_mysql_pump (23 s) took 96 s of CI, 52 s side by side
 	log "multi-thread tests under ThreadSanitizer"
 	(cd "$here/build-tsan" && ctest --output-on-failure -j"$jobs" -L tsan )
 	log "libFuzzer targets, bounded run (ASan + UBSan)"
 	(cd "$here/build-fuzz" && FUZZ_RUNS_attach=20000 \
 		sh "$here/tests/fuzz/fuzz_run.sh" "$here/build-fuzz" 40000 -seed=1 )
-	log "waiting for the plain build"
-	# the marker, or the end of the background without one (a zombie
-	# still answers kill -0: its state says it ended)
-	while [ ! -s "$here/build-bg.done" ] && [ -r "/proc/$bg/status" ] &&
-	      ! grep -q '^State:[[:space:]]*Z' "/proc/$bg/status"; do
-		sleep 1
-	done
-	if [ "$(cat "$here/build-bg.done" 2>/dev/null)" != ok ]; then
-		wait "$bg" || true
-		cat "$here/build-bg.log" >&2
-		exit 1
-	fi
-	sed -n 's/^== \[[0-9ms]*\] //p' "$here/build-bg.log" | sed 's/^/   background: /' >&2
-	log "all tests (plain build); the static analysis goes on beside them"
-	rc=0
-	(cd "$here/build" && ctest --output-on-failure -j"$jobs") || rc=$?
-	# the analysis's own result, silent when it passed, so the output still
-	# ends with ctest's summary
+	log "waiting for the plain build and the static analysis"
 	if ! wait "$bg"; then
 		cat "$here/build-bg.log" >&2
 		exit 1
 	fi
 	trap - EXIT
-	exit "$rc"
+	sed -n 's/^== \[[0-9ms]*\] //p' "$here/build-bg.log" | sed 's/^/   background: /' >&2
+	log "all tests (plain build)"
+	cd "$here/build" && exec ctest --output-on-failure -j"$jobs"
 	;;
-_build_plain)   # the background half of "test": the plain build, then the analysis
-	if ! (build "$here/build"); then
-		echo failed >"$here/build-bg.done"
-		exit 1
-	fi
-	log "plain build done"
-	echo ok >"$here/build-bg.done"
+_build_plain)   # the background half of "test"
+	build "$here/build" "$g1"
 	scan
-	log "static analysis done"
+	log "plain build and static analysis done"
 	;;
 -h|--help|help|"")
-	sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	[ -n "$cmd" ] && exit 0 || exit 2
 	;;
 *)
