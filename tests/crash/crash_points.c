@@ -61,7 +61,9 @@
  * victim states per victim (FLASH_CRASH_STATES; two in the ASan build, where
  * each is four times slower; every victim state is recovered once by the
  * single enumeration already), and for three victims two recoverers are
- * killed in a row.  In points mode the recoverer is killed at every victim
+ * killed in a row, at three of their states (the first, the last, the
+ * middle one; FLASH_CRASH_TWICE=1: the middle one only, as in the ASan
+ * build).  In points mode the recoverer is killed at every victim
  * state, unless FLASH_CRASH_STATES asks for a sample (four in the ASan
  * build; the plain build runs them all).  More starting states in both modes: the chunk boundary
  * of order numbers, a user table one key from full, another slot stopped
@@ -176,6 +178,9 @@ static int g_states = 12;             /* store mode: victim states sampled per v
                                          (FLASH_CRASH_STATES: 2 in the ASan build) */
 static int g_states_set;              /* FLASH_CRASH_STATES given: points mode samples too
                                          (4 in the ASan build; else every state) */
+static int g_twice = 3;               /* victim states with two recoverers killed in a row:
+                                         first, last and middle; 1: the middle one only
+                                         (FLASH_CRASH_TWICE: 1 in the ASan build) */
 
 /*
  * Store mode: the stores of one run of a child, recorded (st_record), by
@@ -3828,7 +3833,8 @@ static int enumerate_recovery(const struct scen *victim, struct ctx *c, struct t
 		      victim->name, rt.n, n - 1);
 		(*states)++;
 		/* twice in a row: first recoverer at about 6 of its n-1 points */
-		if (twice && (m == 1 || m + stride > vpoints || m == 1 + stride * (vpoints / stride / 2))) {
+		if (twice && ((g_twice > 1 && (m == 1 || m + stride > vpoints)) ||
+		              m == 1 + stride * (vpoints / stride / 2))) {
 			int r1 = n - 1, st1 = r1 > 6 ? (r1 + 5) / 6 : 1;
 
 			for (int n1 = 1; n1 <= r1; n1 += st1) {
@@ -3874,6 +3880,13 @@ int main(int argc, char **argv)
 	if (getenv("FLASH_CRASH_STATES") != NULL) {
 		g_states = atoi(getenv("FLASH_CRASH_STATES"));
 		g_states_set = 1;
+	}
+	if (getenv("FLASH_CRASH_TWICE") != NULL) {
+		g_twice = atoi(getenv("FLASH_CRASH_TWICE"));
+		if (g_twice != 1 && g_twice != 3) {
+			fprintf(stderr, "FLASH_CRASH_TWICE: want 1 or 3 victim states\n");
+			return 2;
+		}
 		if (g_states < 2 || g_states > MAX_N) {
 			fprintf(stderr, "FLASH_CRASH_STATES: want 2..%d victim states\n", MAX_N);
 			return 2;
