@@ -870,9 +870,9 @@ static void shmap_atfork(void)
  * 2 MiB at a time from its first touch.  Whatever refuses (an older kernel,
  * no free huge page, `deny`) leaves 4 KiB pages: the same bytes, slower.
  * A windowed segment's punched one-bank tables (punch_unused) are collapsed
- * around: MADV_COLLAPSE stops at the first 2 MiB range that holds no page,
- * so one call over the whole object would leave everything after the first
- * hole on 4 KiB pages whenever the holes were punched
+ * around, range by range: MADV_COLLAPSE stops at the first 2 MiB range that
+ * holds no page, so one call over the whole object would leave everything
+ * after the first hole on 4 KiB pages whenever the holes were punched
  * before a collapse (a segment made before this, or a collapse that found
  * no free 2 MiB block and is tried again by the next attach).
  * bench/RESULTS.md has the measurement (hot, 2 processes, interleaved:
@@ -908,19 +908,18 @@ static void *map_aligned(uint64_t size, int prot, int flags, int fd)
 	return a;
 }
 
-/* MADV_COLLAPSE [lo, hi) rounded inward to whole huge pages, silently, one
- * huge page at a time: a range the kernel refuses leaves the others huge,
- * and one it finds busy for a moment (EAGAIN: a page locked, or not yet on
- * its LRU list -- once seen as half a segment on 4 KiB pages under a
- * loaded CI) is asked again. */
+/* MADV_COLLAPSE [lo, hi) rounded inward to whole huge pages, silently.  A
+ * range the kernel finds busy for a moment fails the call with EAGAIN (a
+ * page locked, or not yet on its LRU list: once seen as half a segment on
+ * 4 KiB pages under a loaded CI); the call is made again, and ranges
+ * already huge cost it nothing. */
 static void collapse_range(char *base, uint64_t lo, uint64_t hi)
 {
 	lo = (lo + FS_HUGE_SZ - 1) & ~(FS_HUGE_SZ - 1);
 	hi &= ~(FS_HUGE_SZ - 1);
-	for (uint64_t o = lo; o < hi; o += FS_HUGE_SZ)
-		for (int t = 0; t < 4; t++)
-			if (madvise(base + o, FS_HUGE_SZ, MADV_COLLAPSE) == 0 || errno != EAGAIN)
-				break;
+	for (int t = 0; hi > lo && t < 4; t++)
+		if (madvise(base + lo, hi - lo, MADV_COLLAPSE) == 0 || errno != EAGAIN)
+			break;
 }
 
 /* The whole object but a windowed segment's punched tables, in offset order
