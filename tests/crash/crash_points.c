@@ -63,10 +63,10 @@
  * single enumeration already), and for three victims two recoverers are
  * killed in a row, at three of their states (the first, the last, the
  * middle one; FLASH_CRASH_TWICE=1: the middle one only, as in the ASan
- * build).  In points mode the recoverer is killed at every victim
- * state, unless FLASH_CRASH_STATES asks for a sample (four in the ASan
- * build; the plain build runs them all).  More starting states in both modes: the chunk boundary
- * of order numbers, a user table one key from full, another slot stopped
+ * build).  In points mode the recoverer is killed at every victim state,
+ * unless FLASH_CRASH_STATES asks for a sample (four in the ASan build; the
+ * plain build runs them all).  More starting states in both modes: the
+ * chunk boundary of order numbers, a user table one key from full, another slot stopped
  * in mid-order (then killed) or mid-acquire (then resumed: its fence must
  * exceed every earlier grant), an expired token, a ring one record from
  * full, a lock held by a dead owner, a request-id table one key from full,
@@ -3880,15 +3880,15 @@ int main(int argc, char **argv)
 	if (getenv("FLASH_CRASH_STATES") != NULL) {
 		g_states = atoi(getenv("FLASH_CRASH_STATES"));
 		g_states_set = 1;
+		if (g_states < 2 || g_states > MAX_N) {
+			fprintf(stderr, "FLASH_CRASH_STATES: want 2..%d victim states\n", MAX_N);
+			return 2;
+		}
 	}
 	if (getenv("FLASH_CRASH_TWICE") != NULL) {
 		g_twice = atoi(getenv("FLASH_CRASH_TWICE"));
 		if (g_twice != 1 && g_twice != 3) {
 			fprintf(stderr, "FLASH_CRASH_TWICE: want 1 or 3 victim states\n");
-			return 2;
-		}
-		if (g_states < 2 || g_states > MAX_N) {
-			fprintf(stderr, "FLASH_CRASH_STATES: want 2..%d victim states\n", MAX_N);
 			return 2;
 		}
 	}
