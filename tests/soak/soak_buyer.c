@@ -132,8 +132,8 @@ static void soak_cancel(struct soak_buyer *b, const struct soak_out *o, uint64_t
 
 	if ((r >> 8) % 2 == 0) {
 		snprintf(name, sizeof name, "soak-lock-%u", li);
-		t0 = soak_mono_ms();
 		rc = flash_lock_acquire(b->h, name, owner, SOAK_LEASE_MS, &fence);
+		t0 = soak_mono_ms();      /* after the lease began: a lapse counted is real */
 		if (rc == FLASH_OK) {
 			if (fence <= b->fence[li])
 				soak_bad(b, rc, "lock %s: fence %llu after %llu", name,
