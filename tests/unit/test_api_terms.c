@@ -15,6 +15,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -380,26 +381,44 @@ static void test_an_order_judged_before_a_change_replays_after_it(void **state)
  * (FLASH_EINVAL), under B it is placed -- or FLASH_ESTALE if the terms moved
  * on meanwhile.  A buyer judged by other terms than those of its version
  * (a torn or mixed read) would see the other answer.
+ *
+ * A buyer orders once per version of the activity it reads, so both sets of
+ * terms are met whatever the scheduler does: free-running, two buyers once
+ * placed their 20,000 orders each under B before the parent's first change
+ * (a loaded machine, or one CPU: `taskset -c 0` beside two busy loops failed
+ * 4 runs of 20).  The parent changes until both buyers are done.
  */
 #define RACE_MS 400
+#define RACE_MAX_MS 20000             /* a buyer's bound, whatever it has met */
 #define RACE_PLACED_MAX 20000         /* per buyer: within the tables' room below */
 
 
-static void race_buyer(const char *name, uint64_t user0, int out_fd)
+static void race_buyer(const char *name, uint64_t user0, uint64_t v0, int *done, int out_fd)
 {
 	flash_t *h;
 	uint64_t counts[4] = { 0 };   /* ok, einval, estale, bad */
-	int64_t until = t_now_ns() + RACE_MS * 1000000LL;
+	uint64_t last = v0;           /* the version last ordered under */
+	int64_t t0 = t_now_ns(), until = 0;
 
 	if (flash_open(name, 0, &h) != FLASH_OK)
 		_exit(2);
-	for (uint64_t i = 0; t_now_ns() < until && counts[0] < RACE_PLACED_MAX; i++) {
+	for (uint64_t i = 0; counts[0] < RACE_PLACED_MAX; i++) {
 		struct flash_activity a;
 		struct flash_sku_info s;
+		int64_t now = t_now_ns();
 		int rc;
 
+		/* RACE_MS from the first change on, and both answers met */
+		if (now - t0 > RACE_MAX_MS * 1000000LL ||
+		    (until != 0 && now >= until && counts[0] > 0 && counts[1] > 0))
+			break;
 		if (flash_activity_get(h, ACT, &a) != FLASH_OK || flash_sku_get(h, ACT, SKU, &s) != FLASH_OK)
 			_exit(3);
+		if (a.version == last)
+			continue;             /* these terms had their order: wait for the next */
+		last = a.version;
+		if (until == 0)
+			until = now + RACE_MS * 1000000LL;
 		if ((a.max_qty == 3) != (a.end_ns % 2 != 0)) {
 			counts[3]++;          /* a torn read of the terms */
 			continue;
@@ -419,6 +438,7 @@ static void race_buyer(const char *name, uint64_t user0, int out_fd)
 	if (write(out_fd, counts, sizeof counts) != (ssize_t)sizeof counts)
 		_exit(4);
 	flash_close(h);
+	__atomic_add_fetch(done, 1, __ATOMIC_SEQ_CST);
 	_exit(0);
 }
 
@@ -428,14 +448,17 @@ static void test_buyers_racing_changes_are_judged_by_the_terms_they_named(void *
 	struct flash_seg_opts o;
 	flash_t *h;
 	struct flash_activity a;
-	uint64_t total[4] = { 0 }, changes = 0;
+	uint64_t total[4] = { 0 }, changes = 0, v0;
 	int64_t until;
-	int fds[2];
+	int fds[2], *done;
 	pid_t kids[2];
 	struct t_consumer *c;
 	int rc;
 
 	(void)state;
+	done = mmap(NULL, sizeof *done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(done != MAP_FAILED);
+	*done = 0;
 	t_opts_small(&o);
 	o.ring_records = 1u << 14;
 	o.max_users = 1u << 17;
@@ -446,19 +469,20 @@ static void test_buyers_racing_changes_are_judged_by_the_terms_they_named(void *
 	/* set B (max_qty 6, end_ns even) */
 	a.end_ns -= a.end_ns % 2;
 	assert_int_equal(flash_activity_update(h, &a, NULL), FLASH_OK);
+	v0 = act_get(h, ACT).version;    /* what the buyers wait to see change */
 	assert_int_equal(pipe(fds), 0);
 	for (int k = 0; k < 2; k++) {
 		kids[k] = fork();
 		assert_true(kids[k] >= 0);
 		if (kids[k] == 0) {
 			close(fds[0]);
-			race_buyer(name, (uint64_t)(k + 1) << 40, fds[1]);
+			race_buyer(name, (uint64_t)(k + 1) << 40, v0, done, fds[1]);
 		}
 	}
 	close(fds[1]);
 	c = t_consumer_start(name);      /* after the forks: a thread is not forked */
-	until = t_now_ns() + RACE_MS * 1000000LL;
-	while (t_now_ns() < until) {
+	until = t_now_ns() + (RACE_MAX_MS + 5000) * 1000000LL;
+	while (__atomic_load_n(done, __ATOMIC_SEQ_CST) < 2 && t_now_ns() < until) {
 		a.max_qty = a.max_qty == 6 ? 3 : 6;
 		a.end_ns += 1;                  /* odd with A, even with B */
 		while ((rc = flash_activity_update(h, &a, NULL)) == FLASH_EBUSY)
@@ -480,6 +504,7 @@ static void test_buyers_racing_changes_are_judged_by_the_terms_they_named(void *
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	close(fds[0]);
+	munmap(done, sizeof *done);
 	t_consumer_stop(c);
 	print_message("changes %llu: placed %llu, too many %llu, stale %llu, wrong %llu\n",
 	              (unsigned long long)changes, (unsigned long long)total[0], (unsigned long long)total[1],
