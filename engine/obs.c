@@ -33,22 +33,29 @@ static void clock_pair(uint64_t *ns, uint64_t *ticks)
  * bucket's width (a factor of 2).  The TSC runs at a constant rate on every
  * CPU of a machine with constant_tsc/nonstop_tsc (any x86-64 of the last
  * decade), so one figure serves every process that attaches.  Runs at
- * flash_seg_create() and flash_seg_restore() only.  Without a TSC (not
+ * flash_seg_create() and flash_seg_restore() only, and measures once per
+ * process: a process that makes many segments (the crash enumeration makes
+ * one per kill, some 25,000) slept 2 ms for each.  Without a TSC (not
  * x86-64) ticks are ns already: 2^32.
  */
 uint64_t fs_tsc_calibrate(void)
 {
 #if defined(__x86_64__)
+	static uint64_t mult;          /* this process's figure, 0: not yet */
 	struct timespec d = { 0, 2000000 };
-	uint64_t n0, t0, n1, t1;
+	uint64_t n0, t0, n1, t1, m;
 
+	if ((m = ck_pr_load_64(&mult)) != 0)
+		return m;
 	clock_pair(&n0, &t0);
 	while (nanosleep(&d, &d) != 0)
 		;
 	clock_pair(&n1, &t1);
 	if (t1 <= t0 || n1 <= n0)
-		return 1ull << 32;     /* a clock went backwards: say 1 GHz, never 0 */
-	return (uint64_t)((((unsigned __int128)(n1 - n0)) << 32) / (t1 - t0));
+		return 1ull << 32;     /* a clock went backwards: say 1 GHz, never 0; not kept */
+	m = (uint64_t)((((unsigned __int128)(n1 - n0)) << 32) / (t1 - t0));
+	ck_pr_store_64(&mult, m);      /* two first callers at once: either figure */
+	return m;
 #else
 	return 1ull << 32;
 #endif
