@@ -22,8 +22,8 @@ if(TARGET flashstock_bench)
   # set-up in the plain build while each thread's handle mapped the segment
   # on its own, several times that under ASan, which timed it out at 180 s)
   set_tests_properties(bench_smoke PROPERTIES TIMEOUT 480)
-  # the workloads on 2 buyer processes, a million orders in each hot row
-  # (200,000 in the others), in async and in sync durability
+  # the workloads on 2 buyer processes, a million orders in each async hot
+  # row (200,000 in the others), in async and in sync durability
   # (bench/smoke_check.cmake says which rows): what `flashstock bench` runs
   # by default must run (the plain build only: the figures are for the log,
   # never asserted)
