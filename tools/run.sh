@@ -8,8 +8,7 @@
 #                                         thread tests under TSan, a bounded fuzz run --
 #                                         meanwhile, in the background, the plain build and
 #                                         clang's static analyzer over what ships (any report
-#                                         fails) -- and last ctest in the plain build (all but
-#                                         the fixture scripts' own tests, run under ASan)
+#                                         fails) -- and last ctest in the plain build
 #
 # Works on a fresh Debian 12 machine as root.  Services the tests need (a private MariaDB
 # on a unix socket, a private redis-server) are started by the tests themselves in
@@ -176,10 +175,8 @@ test)
 	fi
 	trap - EXIT
 	sed -n 's/^== \[[0-9ms]*\] //p' "$here/build-bg.log" | sed 's/^/   background: /' >&2
-	# all but the fixture scripts' own tests (label fixture), which run no
-	# flashstock code and ran in the ASan stage
 	log "all tests (plain build)"
-	cd "$here/build" && exec ctest --output-on-failure -j"$jobs" -LE fixture
+	cd "$here/build" && exec ctest --output-on-failure -j"$jobs"
 	;;
 _build_plain)   # the background half of "test"
 	build "$here/build" "$g1"
@@ -187,7 +184,7 @@ _build_plain)   # the background half of "test"
 	log "plain build and static analysis done"
 	;;
 -h|--help|help|"")
-	sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	[ -n "$cmd" ] && exit 0 || exit 2
 	;;
 *)
